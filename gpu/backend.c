@@ -1,0 +1,188 @@
+/* Backend selection and the checks every backend shares. */
+#include "backend_impl.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct trk_backend {
+    const struct trk_backend_ops *ops;
+    void *self;
+    int n_objects;
+    int max_width, max_height;
+    bool in_flight;
+};
+
+const char *trk_strerror(int err)
+{
+    switch (err) {
+    case 0: return "success";
+    case TRK_EINVAL: return "invalid argument";
+    case TRK_ENOMEM: return "out of memory";
+    case TRK_ENODEV: return "backend not available";
+    case TRK_EBACKEND: return "backend failure";
+    case TRK_ETOOBIG: return "frame larger than the backend was created for";
+    default: return err < 0 && err > -4096 ? strerror(-err) : "unknown error";
+    }
+}
+
+int trk_pixfmt_bpp(enum trk_pixfmt fmt)
+{
+    switch (fmt) {
+    case TRK_FMT_RGB24: case TRK_FMT_BGR24: return 3;
+    case TRK_FMT_RGBA: case TRK_FMT_BGRA: return 4;
+    case TRK_FMT_YUYV: return 2;
+    default: return 0;
+    }
+}
+
+const char *trk_pixfmt_name(enum trk_pixfmt fmt)
+{
+    static const char *const names[TRK_FMT_COUNT] = {
+        "rgb24", "rgba", "bgr24", "bgra", "yuyv", "nv12", "i420"};
+    return (unsigned)fmt < TRK_FMT_COUNT ? names[fmt] : "?";
+}
+
+int trk_image_check(const struct trk_image *img)
+{
+    if (!img || img->width <= 0 || img->height <= 0 || (unsigned)img->fmt >= TRK_FMT_COUNT)
+        return TRK_EINVAL;
+    size_t w = (size_t)img->width, cw = (w + 1) / 2;
+    switch (img->fmt) {
+    case TRK_FMT_YUYV:
+        return img->plane[0] && img->pitch[0] >= 4 * cw ? 0 : TRK_EINVAL;
+    case TRK_FMT_NV12:
+        return img->plane[0] && img->plane[1] && img->pitch[0] >= w && img->pitch[1] >= 2 * cw
+                   ? 0 : TRK_EINVAL;
+    case TRK_FMT_I420:
+        return img->plane[0] && img->plane[1] && img->plane[2] && img->pitch[0] >= w &&
+                       img->pitch[1] >= cw && img->pitch[2] >= cw
+                   ? 0 : TRK_EINVAL;
+    default:
+        return img->plane[0] && img->pitch[0] >= w * (size_t)trk_pixfmt_bpp(img->fmt)
+                   ? 0 : TRK_EINVAL;
+    }
+}
+
+int trk_backend_kind_parse(const char *s)
+{
+    if (!strcmp(s, "auto")) return TRK_BACKEND_AUTO;
+    if (!strcmp(s, "cpu")) return TRK_BACKEND_CPU;
+    if (!strcmp(s, "cpu-ref")) return TRK_BACKEND_CPU_REF;
+    if (!strcmp(s, "cuda")) return TRK_BACKEND_CUDA;
+    return -1;
+}
+
+bool trk_cuda_available(char *why, size_t why_len)
+{
+#ifdef TRK_HAVE_CUDA
+    return trk_cuda_probe(why, why_len);
+#else
+    if (why) snprintf(why, why_len, "trackd was built without CUDA (no nvcc at build time)");
+    return false;
+#endif
+}
+
+#ifdef TRK_HAVE_CPU_FAST
+#define CPU_FAST_OPS (&trk_cpu_fast_ops)
+#else
+#define CPU_FAST_OPS (&trk_cpu_ref_ops) /* until the fast backend is built */
+#endif
+#ifdef TRK_HAVE_CUDA
+#define CUDA_OPS (&trk_cuda_ops)
+#else
+#define CUDA_OPS NULL
+#endif
+
+static const struct trk_backend_ops *pick(enum trk_backend_kind kind)
+{
+    switch (kind) {
+    case TRK_BACKEND_CPU_REF: return &trk_cpu_ref_ops;
+    case TRK_BACKEND_CPU: return CPU_FAST_OPS;
+    case TRK_BACKEND_CUDA: return CUDA_OPS;
+    case TRK_BACKEND_AUTO:
+        if (trk_cuda_available(NULL, 0)) return CUDA_OPS;
+        return pick(TRK_BACKEND_CPU);
+    }
+    return NULL;
+}
+
+int trk_backend_create(const struct trk_backend_cfg *cfg, struct trk_backend **out)
+{
+    *out = NULL;
+    if (!cfg || cfg->max_width <= 0 || cfg->max_height <= 0) return TRK_EINVAL;
+    const struct trk_backend_ops *ops = pick(cfg->kind);
+    if (!ops) return TRK_ENODEV;
+    struct trk_backend *b = calloc(1, sizeof(*b));
+    if (!b) return TRK_ENOMEM;
+    b->ops = ops;
+    b->max_width = cfg->max_width;
+    b->max_height = cfg->max_height;
+    int err = ops->create(cfg, &b->self);
+    if (err) {
+        free(b);
+        return err;
+    }
+    *out = b;
+    return 0;
+}
+
+void trk_backend_destroy(struct trk_backend **pb)
+{
+    if (!pb || !*pb) return;
+    struct trk_backend *b = *pb;
+    b->ops->destroy(b->self);
+    free(b);
+    *pb = NULL;
+}
+
+int trk_backend_set_objects(struct trk_backend *b, const struct trk_object_def *objs, int n)
+{
+    if (n < 0 || n > TRK_MAX_OBJECTS || (n > 0 && !objs) || b->in_flight) return TRK_EINVAL;
+    for (int i = 0; i < n; i++) {
+        const struct trk_object_def *o = &objs[i];
+        int hmax = o->space == TRK_SPACE_HSV ? 359 : 255;
+        if ((unsigned)o->space > TRK_SPACE_YCBCR) return TRK_EINVAL;
+        for (int c = 0; c < 3; c++) {
+            int cmax = c == 0 ? hmax : 255;
+            if (o->lo[c] > cmax || o->hi[c] > cmax) return TRK_EINVAL;
+        }
+    }
+    int err = b->ops->set_objects(b->self, objs, n);
+    if (!err) b->n_objects = n;
+    return err;
+}
+
+int trk_backend_submit(struct trk_backend *b, const struct trk_image *img,
+                       const struct trk_roi *rois)
+{
+    if (b->in_flight) return TRK_EINVAL;
+    int err = trk_image_check(img);
+    if (err) return err;
+    if (img->width > b->max_width || img->height > b->max_height) return TRK_ETOOBIG;
+    err = b->ops->submit(b->self, img, rois);
+    if (!err) b->in_flight = true;
+    return err;
+}
+
+int trk_backend_wait(struct trk_backend *b, struct trk_obj_result *out,
+                     struct trk_backend_timing *timing)
+{
+    if (!b->in_flight) return TRK_EINVAL;
+    b->in_flight = false;
+    return b->ops->wait(b->self, out, timing);
+}
+
+int trk_backend_process(struct trk_backend *b, const struct trk_image *img,
+                        const struct trk_roi *rois, struct trk_obj_result *out,
+                        struct trk_backend_timing *timing)
+{
+    int err = trk_backend_submit(b, img, rois);
+    return err ? err : trk_backend_wait(b, out, timing);
+}
+
+const char *trk_backend_name(const struct trk_backend *b)
+{
+    return b->ops->describe ? b->ops->describe(b->self) : b->ops->name;
+}

@@ -1,0 +1,177 @@
+/* trackd backend interface: the one plain-C boundary between the daemon and
+ * every tracking backend (CPU reference, fast CPU, CUDA).
+ *
+ * A backend takes a frame in its native pixel format and, for every object,
+ * returns exact integer accumulators: mass, sum of x, sum of y and the
+ * inclusive bounding box of the pixels that match the object's colour box.
+ * All backends return bit-identical trk_obj_result arrays for the same input;
+ * the CPU reference (cpu_ref.c) is the definition, the others are tested
+ * against it. The pixel rules (colour conversion, HSV, chroma siting) are in
+ * color.h.
+ *
+ * No CUDA types appear here: C code includes only this header.
+ */
+#ifndef TRK_GPU_BACKEND_H
+#define TRK_GPU_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Most objects one backend instance tracks at once (bitmask width of the
+ * fast backends: 256 bits = 8 x uint32). */
+#define TRK_MAX_OBJECTS 256
+#define TRK_NAME_MAX 64
+
+/* Error codes: negative, distinct from -errno values (which are > -4096). */
+enum {
+    TRK_EINVAL = -10001,   /* bad argument (format, size, pitch, object)   */
+    TRK_ENOMEM = -10002,   /* host or device allocation failed             */
+    TRK_ENODEV = -10003,   /* backend unavailable (no GPU, not compiled)   */
+    TRK_EBACKEND = -10004, /* backend runtime failure (CUDA error, ...)    */
+    TRK_ETOOBIG = -10005,  /* frame larger than the size given at create   */
+};
+/* Human text for a TRK_E* or -errno code. */
+const char *trk_strerror(int err);
+
+/* ---------------------------------------------------------------- images */
+
+enum trk_pixfmt {
+    TRK_FMT_RGB24 = 0, /* packed R,G,B bytes                                  */
+    TRK_FMT_RGBA,      /* packed R,G,B,A bytes (A ignored)                    */
+    TRK_FMT_BGR24,     /* packed B,G,R bytes                                  */
+    TRK_FMT_BGRA,      /* packed B,G,R,A bytes (A ignored)                    */
+    TRK_FMT_YUYV,      /* packed 4:2:2: Y0 U Y1 V per 2 pixels                */
+    TRK_FMT_NV12,      /* 4:2:0: Y plane, then interleaved U,V plane          */
+    TRK_FMT_I420,      /* 4:2:0 planar: Y plane, U plane, V plane             */
+    TRK_FMT_COUNT
+};
+
+enum trk_matrix { TRK_MATRIX_BT601 = 0, TRK_MATRIX_BT709 = 1 };
+
+/* One frame as the backend sees it. plane[] / pitch[] per format:
+ *   packed RGB/BGR/YUYV: plane[0], pitch[0]
+ *   NV12: plane[0] = Y, plane[1] = UV; I420: plane[0] = Y, [1] = U, [2] = V
+ * pitch is in bytes and may exceed the row's payload (V4L2 bytesperline,
+ * FFmpeg linesize). 4:2:x chroma planes have ceil(width/2) samples per row
+ * and (4:2:0) ceil(height/2) rows. Width and height may be odd.
+ * matrix/full_range describe the YCbCr encoding: for YUV formats, how to
+ * convert to RGB; for RGB formats, which YCbCr to derive for ycbcr objects.
+ * RGB sources normally say BT.601 full range (JPEG's YCbCr). */
+struct trk_image {
+    const uint8_t *plane[3];
+    size_t pitch[3];
+    int width, height;
+    enum trk_pixfmt fmt;
+    enum trk_matrix matrix;
+    bool full_range;
+};
+
+/* Bytes per pixel of a packed format (0 for planar/semi-planar). */
+int trk_pixfmt_bpp(enum trk_pixfmt fmt);
+const char *trk_pixfmt_name(enum trk_pixfmt fmt);
+/* Checks plane pointers, pitches and sizes; 0 or TRK_EINVAL. */
+int trk_image_check(const struct trk_image *img);
+
+/* --------------------------------------------------------------- objects */
+
+enum trk_space { TRK_SPACE_RGB = 0, TRK_SPACE_HSV, TRK_SPACE_YCBCR };
+
+/* A colour box. Channels per space: rgb (R, G, B), hsv (H in degrees 0..359,
+ * S 0..255, V 0..255), ycbcr (Y, Cb, Cr). A pixel matches when every channel
+ * c satisfies lo[c] <= c <= hi[c], except hue: when lo[0] > hi[0] the hue
+ * range wraps through 0 (match when h >= lo[0] || h <= hi[0]). */
+struct trk_object_def {
+    char name[TRK_NAME_MAX];
+    enum trk_space space;
+    uint16_t lo[3], hi[3];
+    uint64_t min_mass; /* found = mass >= min_mass (>= 1) */
+};
+
+/* Optional region of interest per object, inclusive, in pixels. Only pixels
+ * inside an object's ROI count for that object. A ROI is clipped to the frame;
+ * an empty ROI (x0 > x1 or y0 > y1 after clipping) counts nothing. */
+struct trk_roi {
+    int32_t x0, y0, x1, y1;
+};
+
+/* Exact per-object accumulators. When mass == 0: sums are 0 and the bbox is
+ * {-1, -1, -1, -1}. Centroid = sum / mass, computed by the caller. */
+struct trk_obj_result {
+    uint64_t mass;
+    uint64_t sum_x, sum_y;
+    int32_t x0, y0, x1, y1; /* inclusive bounding box */
+};
+
+/* -------------------------------------------------------------- backends */
+
+enum trk_backend_kind {
+    TRK_BACKEND_AUTO = 0, /* CUDA if a usable GPU exists, else fast CPU       */
+    TRK_BACKEND_CPU_REF,  /* plain C reference: the definition of results     */
+    TRK_BACKEND_CPU,      /* fast CPU (falls back to the reference until built)*/
+    TRK_BACKEND_CUDA,
+};
+
+struct trk_backend_cfg {
+    enum trk_backend_kind kind;
+    int max_width, max_height; /* largest frame; buffers are sized at create */
+    int threads;               /* CPU backends: worker threads, 0 = cores     */
+    int cuda_device;           /* CUDA: device ordinal                        */
+    const char *variant;       /* backend-specific variant name, NULL = default*/
+};
+
+/* Per-call timing, filled by process/wait when non-NULL (milliseconds;
+ * 0 where a stage does not exist for the backend). */
+struct trk_backend_timing {
+    double upload_ms;  /* host to device copy                 */
+    double kernel_ms;  /* threshold + reduction               */
+    double total_ms;   /* whole call, wall clock              */
+};
+
+struct trk_backend;
+
+/* Creates a backend of cfg->kind. AUTO resolves to CUDA when compiled in and a
+ * device is usable, else to the fast CPU backend; trk_backend_name() tells
+ * which. Returns 0 or a negative code (TRK_ENODEV when the kind is not
+ * available); *out is NULL on failure. */
+int trk_backend_create(const struct trk_backend_cfg *cfg, struct trk_backend **out);
+
+/* Frees everything; safe on NULL and twice (sets *b = NULL). */
+void trk_backend_destroy(struct trk_backend **b);
+
+/* Replaces the object set (0..TRK_MAX_OBJECTS objects). Not per frame: may
+ * rebuild tables and upload them. */
+int trk_backend_set_objects(struct trk_backend *b, const struct trk_object_def *objs, int n);
+
+/* Processes one frame synchronously: out[i] for each of the n objects set.
+ * rois: NULL = full frame for every object, else one trk_roi per object. */
+int trk_backend_process(struct trk_backend *b, const struct trk_image *img,
+                        const struct trk_roi *rois, struct trk_obj_result *out,
+                        struct trk_backend_timing *timing);
+
+/* Asynchronous form: submit starts work on img (which must stay valid until
+ * wait returns), wait collects it. At most one frame in flight per backend.
+ * CPU backends do the work in submit. process() == submit + wait. */
+int trk_backend_submit(struct trk_backend *b, const struct trk_image *img,
+                       const struct trk_roi *rois);
+int trk_backend_wait(struct trk_backend *b, struct trk_obj_result *out,
+                     struct trk_backend_timing *timing);
+
+/* "cpu-ref", "cpu", "cuda" (+ ":" variant where not default). */
+const char *trk_backend_name(const struct trk_backend *b);
+
+/* Parses "auto", "cpu", "cpu-ref", "cuda"; -1 if unknown. */
+int trk_backend_kind_parse(const char *s);
+
+/* True when the CUDA backend is compiled in and at least one device is usable;
+ * writes a one-line reason to why (if non-NULL) when not. */
+bool trk_cuda_available(char *why, size_t why_len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

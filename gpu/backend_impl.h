@@ -1,0 +1,59 @@
+/* Internal: how a backend plugs into backend.c. Not for the daemon. */
+#ifndef TRK_GPU_BACKEND_IMPL_H
+#define TRK_GPU_BACKEND_IMPL_H
+
+#include "backend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Each backend implements these; `self` is its private state. */
+struct trk_backend_ops {
+    const char *name;
+    int (*create)(const struct trk_backend_cfg *cfg, void **self);
+    void (*destroy)(void *self);
+    int (*set_objects)(void *self, const struct trk_object_def *objs, int n);
+    /* Starts (CPU: does) the work; img stays valid until wait returns. */
+    int (*submit)(void *self, const struct trk_image *img, const struct trk_roi *rois);
+    int (*wait)(void *self, struct trk_obj_result *out, struct trk_backend_timing *t);
+    /* Optional: name including the variant, e.g. "cuda:moct-h". */
+    const char *(*describe)(void *self);
+};
+
+extern const struct trk_backend_ops trk_cpu_ref_ops;
+/* Defined when cpu_fast.c (TRK_HAVE_CPU_FAST) and the CUDA sources
+ * (TRK_HAVE_CUDA) are compiled into trk_gpu; gpu/CMakeLists.txt sets both. */
+extern const struct trk_backend_ops trk_cpu_fast_ops;
+extern const struct trk_backend_ops trk_cuda_ops;
+/* CUDA: true when a device is usable; else a one-line reason in why. */
+bool trk_cuda_probe(char *why, size_t why_len);
+
+/* The shared empty-result convention of backend.h. */
+static inline void trk_result_clear(struct trk_obj_result *r)
+{
+    r->mass = r->sum_x = r->sum_y = 0;
+    r->x0 = r->y0 = r->x1 = r->y1 = -1;
+}
+
+/* Clips an object's ROI (or the full frame when rois == NULL) to the image;
+ * returns 0 when the clipped region is empty. */
+static inline int trk_roi_clip(const struct trk_roi *rois, int i, int w, int h,
+                               struct trk_roi *out)
+{
+    struct trk_roi r = {0, 0, w - 1, h - 1};
+    if (rois) {
+        r = rois[i];
+        if (r.x0 < 0) r.x0 = 0;
+        if (r.y0 < 0) r.y0 = 0;
+        if (r.x1 > w - 1) r.x1 = w - 1;
+        if (r.y1 > h - 1) r.y1 = h - 1;
+    }
+    *out = r;
+    return r.x0 <= r.x1 && r.y0 <= r.y1;
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,52 @@
+/* Synthetic scenes with known answers, shared by tests and the benchmark.
+ * Plain C, no dependencies beyond libc (builds on the GPU machine). */
+#ifndef TRK_GPU_SCENE_H
+#define TRK_GPU_SCENE_H
+
+#include "backend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A scene: an RGB24 picture plus the objects that describe it. */
+struct trk_scene {
+    uint8_t *rgb;     /* width * height * 3 bytes, pitch = width * 3 */
+    int width, height;
+    int n_objects;
+    struct trk_object_def objects[TRK_MAX_OBJECTS];
+    int cx[TRK_MAX_OBJECTS], cy[TRK_MAX_OBJECTS]; /* disk centres (standard scene) */
+    int radius;                                    /* disk radius (standard scene) */
+};
+
+/* The standard benchmark scene of DESIGN.md section 6: gray background with
+ * per-pixel noise (values 60..195, R=G=B), m solid disks of radius
+ * 2% of min(width, height) in distinct saturated colours at seeded random
+ * positions, +-3 sensor noise on the disks, each object an rgb box = its
+ * colour +-8 per channel. Deterministic for (width, height, m, seed).
+ * Returns 0 or TRK_EINVAL / TRK_ENOMEM. */
+int trk_scene_standard(int width, int height, int m, uint64_t seed, struct trk_scene *out);
+
+/* A random test scene for exactness tests: random pixels (with regions of
+ * flat colour so boxes match something), m random objects in random spaces
+ * (rgb, hsv with and without hue wrap, ycbcr), overlapping ranges, some
+ * objects that match nothing, some touching the borders. */
+int trk_scene_random(int width, int height, int m, uint64_t seed, struct trk_scene *out);
+
+void trk_scene_free(struct trk_scene *s);
+
+/* Converts an RGB24 picture to fmt with the given row padding (extra bytes per
+ * row of every plane), into one malloc'd buffer (*buf, free() it) and fills
+ * img. YUV formats use the given matrix/range (RGB -> YCbCr per color.h, then
+ * chroma of each 2x1 / 2x2 block = the rounded average of its samples). */
+int trk_image_from_rgb(const uint8_t *rgb, int width, int height, enum trk_pixfmt fmt,
+                       enum trk_matrix matrix, bool full_range, int pad,
+                       uint8_t **buf, struct trk_image *img);
+
+/* Deterministic PRNG used by the scenes (splitmix64). */
+uint64_t trk_rand_next(uint64_t *state);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
