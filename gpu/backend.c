@@ -182,6 +182,16 @@ int trk_backend_process(struct trk_backend *b, const struct trk_image *img,
     return err ? err : trk_backend_wait(b, out, timing);
 }
 
+int trk_backend_variants(enum trk_backend_kind kind, const char **names, int max)
+{
+    const struct trk_backend_ops *ops = pick(kind);
+    int n = 0;
+    if (!ops || !ops->variants) return 0;
+    for (; ops->variants[n]; n++)
+        if (n < max) names[n] = ops->variants[n];
+    return n;
+}
+
 const char *trk_backend_name(const struct trk_backend *b)
 {
     return b->ops->describe ? b->ops->describe(b->self) : b->ops->name;

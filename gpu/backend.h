@@ -164,6 +164,12 @@ int trk_backend_wait(struct trk_backend *b, struct trk_obj_result *out,
 /* "cpu-ref", "cpu", "cuda" (+ ":" variant where not default). */
 const char *trk_backend_name(const struct trk_backend *b);
 
+/* Lists the variant names a kind accepts in cfg->variant (the first is the
+ * default); returns how many, writing at most max names. Variants let the
+ * benchmark run every design side by side (e.g. the seed-faithful MOCT with
+ * its arrangement and reduction factor, and the fused kernel). */
+int trk_backend_variants(enum trk_backend_kind kind, const char **names, int max);
+
 /* Parses "auto", "cpu", "cpu-ref", "cuda"; -1 if unknown. */
 int trk_backend_kind_parse(const char *s);
 

@@ -19,6 +19,8 @@ struct trk_backend_ops {
     int (*wait)(void *self, struct trk_obj_result *out, struct trk_backend_timing *t);
     /* Optional: name including the variant, e.g. "cuda:moct-h". */
     const char *(*describe)(void *self);
+    /* Optional: NULL-terminated variant names, default first. */
+    const char *const *variants;
 };
 
 extern const struct trk_backend_ops trk_cpu_ref_ops;
