@@ -1,0 +1,620 @@
+/* The fast CPU backend ("cpu"): the same results as cpu_ref.c, bit for bit,
+ * at a cost that barely grows with the number of objects.
+ *
+ * Design (CMVision's classic trick, widened to 256 objects):
+ *   - set_objects builds, per colour space and channel, a table indexed by the
+ *     channel value whose entry is the bitmask of the objects whose range
+ *     contains that value (NW = 1, 2 or 4 64-bit words: only as many as the
+ *     object count needs). A pixel's match mask is T0[c0] & T1[c1] & T2[c2],
+ *     OR-ed over the spaces that have objects: every object in 3 loads.
+ *   - Beside each table a one-word "summary" table (bit j = OR of bit j of all
+ *     NW words) lets a pixel that matches nothing, most of any frame, be
+ *     rejected with three one-word loads whatever NW is.
+ *   - Runs of pixels with equal masks are accumulated at once (mass += len,
+ *     sum_x += arithmetic series), so a solid blob costs a few operations per
+ *     row per object instead of per pixel.
+ *   - Each space is computed once per pixel and only when some object needs
+ *     it: rgb objects read packed rows in place; ycbcr objects read native
+ *     YUV samples; HSV is gated by V and S before its hue division is paid.
+ *   - Rows are handed out in strips from an atomic counter to a persistent
+ *     pool of threads created at create; each thread owns its accumulators,
+ *     merged at the end (sums and min/max are order-free, so any thread count
+ *     gives the reference's exact integers).
+ *
+ * ROIs: the frame is scanned only over the union of the clipped ROIs, and
+ * every run is clipped to each object's ROI when it is flushed.
+ *
+ * Threading contract: one caller thread at a time (backend.h); the pool's
+ * workers touch only their own struct worker and read the frame context.
+ */
+#include "backend_impl.h"
+#include "color.h"
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Most worker threads one instance starts (cfg->threads is clamped). */
+#define FAST_MAX_THREADS 64
+/* Mask words for TRK_MAX_OBJECTS objects. */
+#define FAST_MAX_WORDS (TRK_MAX_OBJECTS / 64)
+/* Rows per strip handed to a thread: small enough to balance threads that
+ * the OS schedules unevenly, large enough that the atomic counter is noise. */
+#define FAST_STRIP_ROWS 16
+/* Table sizes: hue has 360 values, every other channel 256. */
+#define FAST_NVALS 360
+/* Row planes a worker decodes YUV into (R, G, B, Y, Cb, Cr). */
+#define FAST_PLANES 6
+
+struct tables {
+    int n;  /* objects */
+    int nw; /* 64-bit words per mask: 1, 2 or 4 */
+    int has[3]; /* per trk_space: some object uses it */
+    /* full[space][channel]: FAST_NVALS rows of nw words (stride nw), 32-byte
+     * aligned so a row loads as one vector. sum[space][channel]: one word
+     * per value; aliases full when nw == 1. */
+    uint64_t *full[3][3];
+    uint64_t *sum[3][3];
+    /* HSV saturation by (max << 8 | (max - min)), from trk_rgb_to_hsv itself
+     * so it is exact by construction; 64 KiB, replaces a division. */
+    uint8_t *sat;
+};
+
+/* Per-object accumulators of one thread; bbox starts inverted so min/max
+ * need no "first pixel" test. */
+struct acc {
+    uint64_t mass, sum_x, sum_y;
+    int32_t x0, y0, x1, y1;
+};
+
+/* One frame's work, written by the caller thread before the workers wake and
+ * only read by them. */
+struct fctx {
+    const struct tables *tab;
+    const struct trk_image *img;
+    const struct trk_yuv2rgb_coef *k_yuv;
+    const struct trk_rgb2ycc_coef *k_ycc;
+    int xa, xb, ya, yb;   /* scanned region: union of the live ROIs */
+    int use_rois;         /* clip runs to roi[] */
+    struct trk_roi roi[TRK_MAX_OBJECTS]; /* clipped; empty = {0,0,-1,-1} */
+    atomic_int next_row;  /* strip dispenser */
+};
+
+struct cpu_fast;
+
+/* One thread's private state. Worker 0 is the caller's thread. */
+struct worker {
+    struct cpu_fast *be;
+    pthread_t th;
+    int started;
+    struct acc acc[TRK_MAX_OBJECTS];
+    uint8_t *plane[FAST_PLANES]; /* max_width + padding bytes each */
+};
+
+struct cpu_fast {
+    int max_width, max_height;
+    int nthreads;
+    struct tables tab;
+    void *tab_mem;
+    struct worker *w;
+    struct fctx f;
+    /* Pool hand-off: gen counts frames posted; pending counts workers still
+     * busy on the current one. Guarded by mu. */
+    pthread_mutex_t mu;
+    pthread_cond_t go, done;
+    unsigned long gen;
+    int pending;
+    int quit;
+    int sync_ok; /* mu/go/done initialised */
+    struct trk_obj_result res[TRK_MAX_OBJECTS];
+    double total_ms;
+};
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* Adds the run [xs, xe] of row y to every object set in *maskp (nw words). */
+static void flush_run(struct worker *w, const struct fctx *f, const void *maskp, int nw, int xs,
+                      int xe, int y)
+{
+    uint64_t m[FAST_MAX_WORDS];
+    memcpy(m, maskp, (size_t)nw * sizeof(uint64_t));
+    for (int wi = 0; wi < nw; wi++) {
+        uint64_t bits = m[wi];
+        while (bits) {
+            int k = wi * 64 + __builtin_ctzll(bits);
+            bits &= bits - 1;
+            int a = xs, b = xe;
+            if (f->use_rois) {
+                const struct trk_roi *r = &f->roi[k];
+                if (y < r->y0 || y > r->y1) continue;
+                if (a < r->x0) a = r->x0;
+                if (b > r->x1) b = r->x1;
+                if (a > b) continue;
+            }
+            struct acc *c = &w->acc[k];
+            uint64_t len = (uint64_t)(b - a + 1);
+            c->mass += len;
+            c->sum_x += (uint64_t)(a + b) * len / 2; /* (a+b)*len is always even */
+            c->sum_y += (uint64_t)y * len;
+            if (a < c->x0) c->x0 = a;
+            if (b > c->x1) c->x1 = b;
+            if (y < c->y0) c->y0 = y;
+            if (y > c->y1) c->y1 = y;
+        }
+    }
+}
+
+/* ----------------------------------------------------------- row kernels */
+
+typedef uint64_t m128 __attribute__((vector_size(16)));
+typedef uint64_t m256 __attribute__((vector_size(32)));
+
+/* Loads of one table row (tables are 64-byte aligned, rows nw words). */
+#define ld64(p) (*(p))
+#define ld128(p) (*(const m128 *)(p))
+#define ld256(p) (*(const m256 *)(p))
+
+#define NW 1
+#define MT uint64_t
+#define MLD ld64
+#define MANY(m) ((m) != 0)
+#define MZERO 0
+#include "cpu_fast_kern.h"
+#undef NW
+#undef MT
+#undef MLD
+#undef MANY
+#undef MZERO
+
+#define NW 2
+#define MT m128
+#define MLD ld128
+#define MANY(m) (((m)[0] | (m)[1]) != 0)
+#define MZERO ((m128){0, 0})
+#include "cpu_fast_kern.h"
+#undef NW
+#undef MT
+#undef MLD
+#undef MANY
+#undef MZERO
+
+#define NW 4
+#define MT m256
+#define MLD ld256
+#define MANY(m) (((m)[0] | (m)[1] | (m)[2] | (m)[3]) != 0)
+#define MZERO ((m256){0, 0, 0, 0})
+#include "cpu_fast_kern.h"
+#undef NW
+#undef MT
+#undef MLD
+#undef MANY
+#undef MZERO
+
+typedef void (*rgb_only_fn)(struct worker *, const struct fctx *, const uint8_t *, const uint8_t *,
+                            const uint8_t *, int, int, int);
+typedef void (*generic_fn)(struct worker *, const struct fctx *, const uint8_t *, const uint8_t *,
+                           const uint8_t *, const uint8_t *, const uint8_t *, const uint8_t *,
+                           int, int, int);
+
+/* [mask width index: nw 1, 2, 4][stride index: 1, 3, 4] */
+static const rgb_only_fn rgb_only_fns[3][3] = {
+    {rgb_only_w1_s1, rgb_only_w1_s3, rgb_only_w1_s4},
+    {rgb_only_w2_s1, rgb_only_w2_s3, rgb_only_w2_s4},
+    {rgb_only_w4_s1, rgb_only_w4_s3, rgb_only_w4_s4},
+};
+static const generic_fn generic_fns[3][3] = {
+    {generic_w1_s1, generic_w1_s3, generic_w1_s4},
+    {generic_w2_s1, generic_w2_s3, generic_w2_s4},
+    {generic_w4_s1, generic_w4_s3, generic_w4_s4},
+};
+
+static int nw_index(int nw)
+{
+    return nw == 1 ? 0 : nw == 2 ? 1 : 2;
+}
+static int stride_index(int stride)
+{
+    return stride == 1 ? 0 : stride == 3 ? 1 : 2;
+}
+
+/* ------------------------------------------------------------ row decode */
+
+/* Native Y, Cb, Cr of the pixels [xa, xb] of row y of a YUV frame into
+ * w->plane[3..5], indexed by x; the chroma sample covering pixel x is the
+ * one of x / 2 (and row y / 2 for 4:2:0), with no interpolation. */
+static void decode_ycc_row(const struct trk_image *img, int y, int xa, int xb, uint8_t *py,
+                           uint8_t *pcb, uint8_t *pcr)
+{
+    const uint8_t *row = img->plane[0] + (size_t)y * img->pitch[0];
+    switch (img->fmt) {
+    case TRK_FMT_YUYV:
+        for (int x = xa; x <= xb; x++) {
+            const uint8_t *p = row + (size_t)(x >> 1) * 4;
+            py[x] = row[2 * (size_t)x];
+            pcb[x] = p[1];
+            pcr[x] = p[3];
+        }
+        break;
+    case TRK_FMT_NV12: {
+        const uint8_t *uv = img->plane[1] + (size_t)(y >> 1) * img->pitch[1];
+        memcpy(py + xa, row + xa, (size_t)(xb - xa + 1));
+        for (int x = xa; x <= xb; x++) {
+            pcb[x] = uv[(size_t)(x >> 1) * 2];
+            pcr[x] = uv[(size_t)(x >> 1) * 2 + 1];
+        }
+        break;
+    }
+    case TRK_FMT_I420: {
+        const uint8_t *u = img->plane[1] + (size_t)(y >> 1) * img->pitch[1];
+        const uint8_t *v = img->plane[2] + (size_t)(y >> 1) * img->pitch[2];
+        memcpy(py + xa, row + xa, (size_t)(xb - xa + 1));
+        for (int x = xa; x <= xb; x++) {
+            pcb[x] = u[x >> 1];
+            pcr[x] = v[x >> 1];
+        }
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+/* R, G, B from decoded Y, Cb, Cr planes: color.h's trk_yuv_to_rgb with the
+ * chroma terms computed once per chroma sample (the same integer sums, so
+ * the same bytes). */
+static void yuv_planes_to_rgb(const struct trk_yuv2rgb_coef *k, int xa, int xb,
+                              const uint8_t *py, const uint8_t *pcb, const uint8_t *pcr,
+                              uint8_t *pr, uint8_t *pg, uint8_t *pb)
+{
+    int x = xa;
+    while (x <= xb) {
+        int u = pcb[x] - 128, v = pcr[x] - 128;
+        int32_t tr = k->r_cr * v, tg = -k->g_cb * u - k->g_cr * v, tb = k->b_cb * u;
+        /* Pixels x and x+1 share a chroma sample when x is even. */
+        int end = (x & 1) || x == xb ? x : x + 1;
+        for (; x <= end; x++) {
+            int32_t yy = k->y_mul * (py[x] - k->y_off);
+            pr[x] = trk_clamp255(trk_q16_round(yy + tr));
+            pg[x] = trk_clamp255(trk_q16_round(yy + tg));
+            pb[x] = trk_clamp255(trk_q16_round(yy + tb));
+        }
+    }
+}
+
+/* Y, Cb, Cr of packed RGB pixels (ycbcr objects on an RGB frame). */
+static void rgb_to_ycc_row(const struct trk_rgb2ycc_coef *k, const uint8_t *rp, const uint8_t *gp,
+                           const uint8_t *bp, int stride, int xa, int xb, uint8_t *py,
+                           uint8_t *pcb, uint8_t *pcr)
+{
+    for (int x = xa; x <= xb; x++) {
+        size_t o = (size_t)x * stride;
+        trk_rgb_to_ycbcr(k, rp[o], gp[o], bp[o], &py[x], &pcb[x], &pcr[x]);
+    }
+}
+
+/* One row of the frame: decode what the objects need, run the kernel. */
+static void do_row(struct worker *w, const struct fctx *f, int y)
+{
+    const struct trk_image *img = f->img;
+    const struct tables *t = f->tab;
+    int nwi = nw_index(t->nw);
+    int rgb_only = !t->has[TRK_SPACE_HSV] && !t->has[TRK_SPACE_YCBCR];
+    uint8_t **pl = w->plane;
+    int stride = trk_pixfmt_bpp(img->fmt);
+
+    if (stride) { /* packed RGB family: read in place */
+        const uint8_t *row = img->plane[0] + (size_t)y * img->pitch[0];
+        int bgr = img->fmt == TRK_FMT_BGR24 || img->fmt == TRK_FMT_BGRA;
+        const uint8_t *rp = row + (bgr ? 2 : 0), *gp = row + 1, *bp = row + (bgr ? 0 : 2);
+        int si = stride_index(stride);
+        if (rgb_only) {
+            rgb_only_fns[nwi][si](w, f, rp, gp, bp, f->xa, f->xb, y);
+            return;
+        }
+        if (t->has[TRK_SPACE_YCBCR])
+            rgb_to_ycc_row(f->k_ycc, rp, gp, bp, stride, f->xa, f->xb, pl[3], pl[4], pl[5]);
+        generic_fns[nwi][si](w, f, rp, gp, bp, pl[3], pl[4], pl[5], f->xa, f->xb, y);
+        return;
+    }
+    /* YUV: native samples into planes; RGB only when rgb/hsv objects exist. */
+    decode_ycc_row(img, y, f->xa, f->xb, pl[3], pl[4], pl[5]);
+    if (t->has[TRK_SPACE_RGB] || t->has[TRK_SPACE_HSV])
+        yuv_planes_to_rgb(f->k_yuv, f->xa, f->xb, pl[3], pl[4], pl[5], pl[0], pl[1], pl[2]);
+    if (rgb_only)
+        rgb_only_fns[nwi][0](w, f, pl[0], pl[1], pl[2], f->xa, f->xb, y);
+    else
+        generic_fns[nwi][0](w, f, pl[0], pl[1], pl[2], pl[3], pl[4], pl[5], f->xa, f->xb, y);
+}
+
+/* A thread's share of a frame: strips from the dispenser until none is left. */
+static void run_share(struct worker *w, struct fctx *f, int n)
+{
+    for (int i = 0; i < n; i++) {
+        w->acc[i] = (struct acc){0, 0, 0, INT32_MAX, INT32_MAX, -1, -1};
+    }
+    for (;;) {
+        int y0 = atomic_fetch_add_explicit(&f->next_row, FAST_STRIP_ROWS, memory_order_relaxed);
+        if (y0 > f->yb) break;
+        int y1 = y0 + FAST_STRIP_ROWS - 1;
+        if (y1 > f->yb) y1 = f->yb;
+        for (int y = y0; y <= y1; y++) do_row(w, f, y);
+    }
+}
+
+/* --------------------------------------------------------------- the pool */
+
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+    struct cpu_fast *s = w->be;
+    unsigned long seen = 0;
+    for (;;) {
+        pthread_mutex_lock(&s->mu);
+        while (s->gen == seen && !s->quit) pthread_cond_wait(&s->go, &s->mu);
+        if (s->quit) {
+            pthread_mutex_unlock(&s->mu);
+            return NULL;
+        }
+        seen = s->gen;
+        pthread_mutex_unlock(&s->mu);
+
+        run_share(w, &s->f, s->tab.n);
+
+        pthread_mutex_lock(&s->mu);
+        if (--s->pending == 0) pthread_cond_signal(&s->done);
+        pthread_mutex_unlock(&s->mu);
+    }
+}
+
+static void fast_destroy(void *self)
+{
+    struct cpu_fast *s = self;
+    if (!s) return;
+    if (s->sync_ok) {
+        pthread_mutex_lock(&s->mu);
+        s->quit = 1;
+        pthread_cond_broadcast(&s->go);
+        pthread_mutex_unlock(&s->mu);
+    }
+    if (s->w) {
+        for (int i = 0; i < s->nthreads; i++) {
+            if (s->w[i].started) pthread_join(s->w[i].th, NULL);
+            free(s->w[i].plane[0]);
+        }
+    }
+    if (s->sync_ok) {
+        pthread_mutex_destroy(&s->mu);
+        pthread_cond_destroy(&s->go);
+        pthread_cond_destroy(&s->done);
+    }
+    free(s->w);
+    free(s->tab_mem);
+    free(s->tab.sat);
+    free(s);
+}
+
+/* Threads to use: cfg->threads, or the online cores when 0. */
+static int thread_count(int want)
+{
+    if (want <= 0) {
+        long c = sysconf(_SC_NPROCESSORS_ONLN);
+        want = c > 0 ? (int)c : 1;
+    }
+    return want > FAST_MAX_THREADS ? FAST_MAX_THREADS : want;
+}
+
+static int fast_create(const struct trk_backend_cfg *cfg, void **self)
+{
+    *self = NULL;
+    if (cfg->threads < 0) return TRK_EINVAL;
+    struct cpu_fast *s = calloc(1, sizeof(*s));
+    if (!s) return TRK_ENOMEM;
+    s->max_width = cfg->max_width;
+    s->max_height = cfg->max_height;
+    s->nthreads = thread_count(cfg->threads);
+
+    /* Tables: 9 full (FAST_NVALS x 4 words) + 9 summaries, one block. */
+    size_t full_words = (size_t)FAST_NVALS * FAST_MAX_WORDS;
+    s->tab_mem = aligned_alloc(64, 9 * (full_words + FAST_NVALS) * sizeof(uint64_t));
+    s->tab.sat = malloc(256 * 256);
+    s->w = calloc((size_t)s->nthreads, sizeof(*s->w));
+    if (!s->tab_mem || !s->tab.sat || !s->w) goto nomem;
+    uint64_t *p = s->tab_mem;
+    for (int sp = 0; sp < 3; sp++)
+        for (int c = 0; c < 3; c++) {
+            s->tab.full[sp][c] = p;
+            p += full_words;
+            s->tab.sum[sp][c] = p;
+            p += FAST_NVALS;
+        }
+    memset(s->tab_mem, 0, 9 * (full_words + FAST_NVALS) * sizeof(uint64_t));
+    s->tab.nw = 1;
+    for (int mx = 0; mx < 256; mx++)
+        for (int d = 0; d <= mx; d++) {
+            uint16_t h;
+            uint8_t sat, v;
+            trk_rgb_to_hsv(mx, mx - d, mx - d, &h, &sat, &v);
+            s->tab.sat[mx << 8 | d] = sat;
+        }
+
+    /* Row planes: +64 so vector-width overreads past max_width stay inside. */
+    size_t plane_bytes = (size_t)cfg->max_width + 64;
+    for (int i = 0; i < s->nthreads; i++) {
+        struct worker *w = &s->w[i];
+        w->be = s;
+        w->plane[0] = malloc(plane_bytes * FAST_PLANES);
+        if (!w->plane[0]) goto nomem;
+        for (int k = 1; k < FAST_PLANES; k++) w->plane[k] = w->plane[0] + k * plane_bytes;
+    }
+
+    if (pthread_mutex_init(&s->mu, NULL)) goto nomem;
+    if (pthread_cond_init(&s->go, NULL)) {
+        pthread_mutex_destroy(&s->mu);
+        goto nomem;
+    }
+    if (pthread_cond_init(&s->done, NULL)) {
+        pthread_cond_destroy(&s->go);
+        pthread_mutex_destroy(&s->mu);
+        goto nomem;
+    }
+    s->sync_ok = 1;
+    for (int i = 1; i < s->nthreads; i++) {
+        if (pthread_create(&s->w[i].th, NULL, worker_main, &s->w[i])) {
+            fast_destroy(s);
+            return TRK_EBACKEND;
+        }
+        s->w[i].started = 1;
+    }
+    *self = s;
+    return 0;
+nomem:
+    fast_destroy(s);
+    return TRK_ENOMEM;
+}
+
+static int chan_has(const struct trk_object_def *o, int c, int v)
+{
+    if (c == 0 && o->space == TRK_SPACE_HSV && o->lo[0] > o->hi[0])
+        return v >= o->lo[0] || v <= o->hi[0];
+    return v >= o->lo[c] && v <= o->hi[c];
+}
+
+static int fast_set_objects(void *self, const struct trk_object_def *objs, int n)
+{
+    struct cpu_fast *s = self;
+    struct tables *t = &s->tab;
+    if (n < 0 || n > TRK_MAX_OBJECTS) return TRK_EINVAL;
+    int nw = n <= 64 ? 1 : n <= 128 ? 2 : 4;
+    size_t full_words = (size_t)FAST_NVALS * FAST_MAX_WORDS;
+    memset(s->tab_mem, 0, 9 * (full_words + FAST_NVALS) * sizeof(uint64_t));
+    memset(t->has, 0, sizeof(t->has));
+    for (int i = 0; i < n; i++) {
+        const struct trk_object_def *o = &objs[i];
+        int sp = (int)o->space, wi = i >> 6;
+        uint64_t bit = 1ull << (i & 63);
+        t->has[sp] = 1;
+        for (int c = 0; c < 3; c++) {
+            int nv = (sp == TRK_SPACE_HSV && c == 0) ? 360 : 256;
+            uint64_t *full = t->full[sp][c];
+            uint64_t *sum = t->sum[sp][c];
+            for (int v = 0; v < nv; v++) {
+                if (!chan_has(o, c, v)) continue;
+                full[(size_t)v * nw + wi] |= bit;
+                sum[v] |= bit;
+            }
+        }
+    }
+    t->nw = nw;
+    t->n = n;
+    return 0;
+}
+
+static int fast_submit(void *self, const struct trk_image *img, const struct trk_roi *rois)
+{
+    struct cpu_fast *s = self;
+    struct fctx *f = &s->f;
+    int n = s->tab.n;
+    double t0 = now_ms();
+
+    f->tab = &s->tab;
+    f->img = img;
+    int ci = trk_coef_index((int)img->matrix, img->full_range);
+    f->k_yuv = &trk_yuv2rgb_coefs[ci];
+    f->k_ycc = &trk_rgb2ycc_coefs[ci];
+    f->use_rois = rois != NULL;
+    /* The scanned region: the whole frame, or the union of the live ROIs. */
+    int xa = INT_MAX, xb = -1, ya = INT_MAX, yb = -1;
+    for (int i = 0; i < n; i++) {
+        struct trk_roi *r = &f->roi[i];
+        if (!trk_roi_clip(rois, i, img->width, img->height, r)) {
+            *r = (struct trk_roi){0, 0, -1, -1};
+            continue;
+        }
+        if (r->x0 < xa) xa = r->x0;
+        if (r->x1 > xb) xb = r->x1;
+        if (r->y0 < ya) ya = r->y0;
+        if (r->y1 > yb) yb = r->y1;
+    }
+    f->xa = xa, f->xb = xb, f->ya = ya, f->yb = yb;
+    atomic_store_explicit(&f->next_row, ya, memory_order_relaxed);
+
+    int nt = 1;
+    if (xb >= 0) {
+        /* Wake the pool only when there are strips for more than one thread. */
+        int strips = (yb - ya + FAST_STRIP_ROWS) / FAST_STRIP_ROWS;
+        nt = strips < s->nthreads ? strips : s->nthreads;
+        if (nt > 1) {
+            pthread_mutex_lock(&s->mu);
+            s->pending = s->nthreads - 1;
+            s->gen++;
+            pthread_cond_broadcast(&s->go);
+            pthread_mutex_unlock(&s->mu);
+        }
+        run_share(&s->w[0], f, n);
+        if (nt > 1) {
+            pthread_mutex_lock(&s->mu);
+            while (s->pending > 0) pthread_cond_wait(&s->done, &s->mu);
+            pthread_mutex_unlock(&s->mu);
+        }
+    }
+
+    /* Threads whose accumulators hold this frame: all woken ones. */
+    int nacc = xb < 0 ? 0 : nt > 1 ? s->nthreads : 1;
+    /* Merge: sums add, boxes take min/max; any order gives the same integers. */
+    for (int i = 0; i < n; i++) {
+        struct acc m = {0, 0, 0, INT32_MAX, INT32_MAX, -1, -1};
+        for (int k = 0; k < nacc; k++) {
+            const struct acc *a = &s->w[k].acc[i];
+            m.mass += a->mass;
+            m.sum_x += a->sum_x;
+            m.sum_y += a->sum_y;
+            if (a->x0 < m.x0) m.x0 = a->x0;
+            if (a->y0 < m.y0) m.y0 = a->y0;
+            if (a->x1 > m.x1) m.x1 = a->x1;
+            if (a->y1 > m.y1) m.y1 = a->y1;
+        }
+        struct trk_obj_result *r = &s->res[i];
+        if (m.mass == 0) {
+            trk_result_clear(r);
+        } else {
+            r->mass = m.mass;
+            r->sum_x = m.sum_x;
+            r->sum_y = m.sum_y;
+            r->x0 = m.x0, r->y0 = m.y0, r->x1 = m.x1, r->y1 = m.y1;
+        }
+    }
+    s->total_ms = now_ms() - t0;
+    return 0;
+}
+
+static int fast_wait(void *self, struct trk_obj_result *out, struct trk_backend_timing *t)
+{
+    struct cpu_fast *s = self;
+    if (s->tab.n > 0 && out) memcpy(out, s->res, (size_t)s->tab.n * sizeof(*out));
+    if (t) {
+        t->upload_ms = 0;
+        t->kernel_ms = s->total_ms;
+        t->total_ms = s->total_ms;
+    }
+    return 0;
+}
+
+const struct trk_backend_ops trk_cpu_fast_ops = {
+    .name = "cpu",
+    .create = fast_create,
+    .destroy = fast_destroy,
+    .set_objects = fast_set_objects,
+    .submit = fast_submit,
+    .wait = fast_wait,
+    .describe = NULL,
+    .variants = NULL,
+};

@@ -1,0 +1,154 @@
+/* Row kernels of the fast CPU backend, instantiated once per mask width.
+ *
+ * C has no templates, so cpu_fast.c includes this file three times with
+ * NW (64-bit words per object mask: 1, 2 or 4), MT (the mask type: uint64_t
+ * or a GCC vector of NW words), and the mask operations MLD (load NW words
+ * from a table row), MANY (any bit set) and MZERO defined. Everything here
+ * is static and private to cpu_fast.c; the shared pieces (struct fctx,
+ * struct worker, flush_run) are defined there before the first include.
+ *
+ * Both kernels classify one row segment [xa, xb] of row y against every
+ * object at once and hand runs of equal masks to flush_run:
+ *   mask(pixel) = OR over spaces of (T0[c0] & T1[c1] & T2[c2])
+ * where Tk are the per-channel tables of object bitmasks built by
+ * set_objects. Pixels that match nothing (most of a frame) cost three byte
+ * loads, three summary-table loads and two ANDs; the full NW-word masks are
+ * only read when the one-word summary says some object may match.
+ */
+#ifndef NW
+#error "cpu_fast_kern.h is included by cpu_fast.c with NW, MT, MLD, MANY, MZERO defined"
+#endif
+
+#define KCAT2(a, b) a##b
+#define KCAT(a, b) KCAT2(a, b)
+#define KNAME(base) KCAT(base##_w, NW)
+
+/* Only rgb objects: the hot path of the standard scene. The three channel
+ * pointers step by `stride` bytes, so packed RGB/BGR/RGBA/BGRA rows are read
+ * in place (no de-interleave) and decoded YUV planes use stride 1. */
+static inline __attribute__((always_inline)) void
+KNAME(rgb_only_row)(struct worker *w, const struct fctx *f, const uint8_t *rp, const uint8_t *gp,
+                 const uint8_t *bp, const int stride, int xa, int xb, int y)
+{
+    const struct tables *t = f->tab;
+    const uint64_t *fr = t->full[TRK_SPACE_RGB][0], *fg = t->full[TRK_SPACE_RGB][1],
+                   *fb = t->full[TRK_SPACE_RGB][2];
+#if NW > 1
+    const uint64_t *sr = t->sum[TRK_SPACE_RGB][0], *sg = t->sum[TRK_SPACE_RGB][1],
+                   *sb = t->sum[TRK_SPACE_RGB][2];
+#endif
+    MT cur = MZERO;
+    int cur_any = 0, xs = xa;
+    rp += (size_t)xa * stride;
+    gp += (size_t)xa * stride;
+    bp += (size_t)xa * stride;
+    for (int x = xa; x <= xb; x++, rp += stride, gp += stride, bp += stride) {
+        unsigned r = *rp, g = *gp, b = *bp;
+#if NW > 1
+        if (!(sr[r] & sg[g] & sb[b])) {
+            if (cur_any) {
+                flush_run(w, f, &cur, NW, xs, x - 1, y);
+                cur = MZERO;
+                cur_any = 0;
+            }
+            continue;
+        }
+#endif
+        MT m = MLD(fr + r * NW) & MLD(fg + g * NW) & MLD(fb + b * NW);
+        if (MANY(m ^ cur)) {
+            if (cur_any) flush_run(w, f, &cur, NW, xs, x - 1, y);
+            cur = m;
+            cur_any = MANY(m);
+            xs = x;
+        }
+    }
+    if (cur_any) flush_run(w, f, &cur, NW, xs, xb, y);
+}
+
+/* Any mix of spaces. R,G,B as in rgb_only_row (they feed rgb and hsv objects);
+ * Y,Cb,Cr are per-pixel planes with stride 1 (read only when ycbcr objects
+ * exist). HSV needs a division per pixel, so it is computed lazily: V
+ * (= max) gates first, then S from a (max, max - min) table, and only pixels
+ * that pass both pay for the hue. */
+static inline __attribute__((always_inline)) void
+KNAME(generic_row)(struct worker *w, const struct fctx *f, const uint8_t *rp, const uint8_t *gp,
+                const uint8_t *bp, const int stride, const uint8_t *yp, const uint8_t *cbp,
+                const uint8_t *crp, int xa, int xb, int y)
+{
+    const struct tables *t = f->tab;
+    const int has_rgb = t->has[TRK_SPACE_RGB], has_hsv = t->has[TRK_SPACE_HSV],
+              has_ycc = t->has[TRK_SPACE_YCBCR];
+    uint64_t *const *fr = t->full[TRK_SPACE_RGB], *const *sr = t->sum[TRK_SPACE_RGB];
+    uint64_t *const *fh = t->full[TRK_SPACE_HSV], *const *sh = t->sum[TRK_SPACE_HSV];
+    uint64_t *const *fy = t->full[TRK_SPACE_YCBCR], *const *sy = t->sum[TRK_SPACE_YCBCR];
+    const uint8_t *stab = t->sat;
+    MT cur = MZERO;
+    int cur_any = 0, xs = xa;
+    (void)sr;
+    (void)sy;
+    for (int x = xa; x <= xb; x++) {
+        unsigned r = 0, g = 0, b = 0;
+        if (has_rgb || has_hsv) {
+            size_t o = (size_t)x * stride;
+            r = rp[o], g = gp[o], b = bp[o];
+        }
+        MT m = MZERO;
+        if (has_rgb) {
+#if NW > 1
+            if (sr[0][r] & sr[1][g] & sr[2][b])
+#endif
+                m |= MLD(fr[0] + r * NW) & MLD(fr[1] + g * NW) & MLD(fr[2] + b * NW);
+        }
+        if (has_ycc) {
+            unsigned c0 = yp[x], c1 = cbp[x], c2 = crp[x];
+#if NW > 1
+            if (sy[0][c0] & sy[1][c1] & sy[2][c2])
+#endif
+                m |= MLD(fy[0] + c0 * NW) & MLD(fy[1] + c1 * NW) & MLD(fy[2] + c2 * NW);
+        }
+        if (has_hsv) {
+            unsigned mx = r > g ? r : g, mn = r < g ? r : g;
+            mx = mx > b ? mx : b;
+            mn = mn < b ? mn : b;
+            unsigned s = stab[mx << 8 | (mx - mn)];
+            if (sh[2][mx] & sh[1][s]) {
+                uint16_t h;
+                uint8_t s2, v2;
+                trk_rgb_to_hsv((int)r, (int)g, (int)b, &h, &s2, &v2);
+                if (sh[0][h] & sh[1][s] & sh[2][mx])
+                    m |= MLD(fh[0] + h * NW) & MLD(fh[1] + s * NW) & MLD(fh[2] + mx * NW);
+            }
+        }
+        if (MANY(m ^ cur)) {
+            if (cur_any) flush_run(w, f, &cur, NW, xs, x - 1, y);
+            cur = m;
+            cur_any = MANY(m);
+            xs = x;
+        }
+    }
+    if (cur_any) flush_run(w, f, &cur, NW, xs, xb, y);
+}
+
+/* The entry points the row dispatcher stores in its tables: one per pixel
+ * stride the callers use (1: decoded planes, 3: RGB24/BGR24, 4: RGBA/BGRA). */
+#define KWRAP(stride)                                                                      \
+    static void KCAT(KNAME(rgb_only), KCAT(_s, stride))(struct worker * w, const struct fctx *f,   \
+                                                const uint8_t *rp, const uint8_t *gp,      \
+                                                const uint8_t *bp, int xa, int xb, int y)  \
+    {                                                                                      \
+        KNAME(rgb_only_row)(w, f, rp, gp, bp, stride, xa, xb, y);                             \
+    }                                                                                      \
+    static void KCAT(KNAME(generic), KCAT(_s, stride))(                                            \
+        struct worker * w, const struct fctx *f, const uint8_t *rp, const uint8_t *gp,     \
+        const uint8_t *bp, const uint8_t *yp, const uint8_t *cbp, const uint8_t *crp,      \
+        int xa, int xb, int y)                                                             \
+    {                                                                                      \
+        KNAME(generic_row)(w, f, rp, gp, bp, stride, yp, cbp, crp, xa, xb, y);                \
+    }
+KWRAP(1)
+KWRAP(3)
+KWRAP(4)
+#undef KWRAP
+#undef KNAME
+#undef KCAT
+#undef KCAT2
