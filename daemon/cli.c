@@ -1,0 +1,217 @@
+#include "cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "log.h"
+
+#ifndef TRK_VERSION
+#define TRK_VERSION "0.0.0"
+#endif
+#ifndef TRK_WEB_ROOT
+#define TRK_WEB_ROOT "web"
+#endif
+
+enum {
+    OPT_FAST = 256, OPT_LOOP, OPT_FRAMES, OPT_LISTEN, OPT_NO_SERVER, OPT_WEB_ROOT, OPT_BACKEND,
+    OPT_THREADS, OPT_SIZE, OPT_FPS, OPT_NO_PREVIEW, OPT_PREVIEW_WIDTH, OPT_PREVIEW_FPS,
+    OPT_PREVIEW_QUALITY, OPT_STATS, OPT_LOG_LEVEL, OPT_PROGRESS, OPT_NO_PROGRESS,
+};
+
+/* The one table: getopt entry, argument name and help text. */
+static const struct opt {
+    struct option o;
+    char short_name;
+    const char *arg, *help;
+} opts[] = {
+    {{"input", required_argument, 0, 'i'}, 'i', "FILE",
+     "track a video file (anything FFmpeg reads); default: the built-in demo scene"},
+    {{"objects", required_argument, 0, 'c'}, 'c', "FILE",
+     "objects JSON (config/OBJECTS.md); default: the demo objects for the demo scene, none for files"},
+    {{"output", required_argument, 0, 'o'}, 'o', "FILE",
+     "write one NDJSON result line per frame to FILE ('-' = stdout)"},
+    {{"fast", no_argument, 0, OPT_FAST}, 0, NULL,
+     "process as fast as possible instead of at the source's frame rate"},
+    {{"loop", no_argument, 0, OPT_LOOP}, 0, NULL, "restart the file at its end"},
+    {{"frames", required_argument, 0, OPT_FRAMES}, 0, "N", "stop after N frames"},
+    {{"listen", required_argument, 0, OPT_LISTEN}, 0, "ADDR:PORT",
+     "web UI and WebSocket server address (default 127.0.0.1:8080)"},
+    {{"no-server", no_argument, 0, OPT_NO_SERVER}, 0, NULL, "do not start the web/WebSocket server"},
+    {{"web-root", required_argument, 0, OPT_WEB_ROOT}, 0, "DIR",
+     "folder served at / (default: the web/ folder trackd was built from)"},
+    {{"backend", required_argument, 0, OPT_BACKEND}, 0, "NAME",
+     "auto|cpu|cpu-ref|cuda (default auto: CUDA when a GPU is usable, else cpu)"},
+    {{"threads", required_argument, 0, OPT_THREADS}, 0, "N",
+     "CPU backend worker threads (default 0 = one per core)"},
+    {{"size", required_argument, 0, OPT_SIZE}, 0, "WxH", "demo scene size (default 1280x720)"},
+    {{"fps", required_argument, 0, OPT_FPS}, 0, "N", "demo scene frame rate (default 30)"},
+    {{"no-preview", no_argument, 0, OPT_NO_PREVIEW}, 0, NULL,
+     "send no preview JPEGs to web clients (results only)"},
+    {{"preview-width", required_argument, 0, OPT_PREVIEW_WIDTH}, 0, "N",
+     "largest preview width in pixels (default 640)"},
+    {{"preview-fps", required_argument, 0, OPT_PREVIEW_FPS}, 0, "N",
+     "most preview frames per second (default 15)"},
+    {{"preview-quality", required_argument, 0, OPT_PREVIEW_QUALITY}, 0, "N",
+     "preview JPEG quality 1..100 (default 70)"},
+    {{"stats-interval", required_argument, 0, OPT_STATS}, 0, "SECONDS",
+     "seconds between stats lines (default 1; 0 = none)"},
+    {{"log-level", required_argument, 0, OPT_LOG_LEVEL}, 0, "LEVEL",
+     "error|warn|info|debug (default info)"},
+    {{"progress", no_argument, 0, OPT_PROGRESS}, 0, NULL,
+     "show progress on stderr (default: with --fast when stderr is a terminal)"},
+    {{"no-progress", no_argument, 0, OPT_NO_PROGRESS}, 0, NULL, "never show progress"},
+    {{"help", no_argument, 0, 'h'}, 'h', NULL, "show this help and exit"},
+    {{"version", no_argument, 0, 'V'}, 'V', NULL, "show the version and exit"},
+};
+#define N_OPTS (sizeof(opts) / sizeof(opts[0]))
+
+void trk_cli_usage(FILE *out)
+{
+    fprintf(out,
+            "Usage: trackd [OPTION]...\n"
+            "Real-time colour-object tracking: frames from a file or the built-in demo scene,\n"
+            "results as NDJSON and over WebSocket to the web UI (http://127.0.0.1:8080/).\n\n"
+            "Examples:\n"
+            "  trackd                                          demo scene, web UI on :8080\n"
+            "  trackd --input clip.mp4 --objects objs.json     track a file at its frame rate\n"
+            "  trackd -i clip.mp4 -c objs.json -o out.ndjson --fast --no-server\n\n"
+            "Options:\n");
+    for (size_t i = 0; i < N_OPTS; i++) {
+        char left[64];
+        int n = opts[i].short_name ? snprintf(left, sizeof(left), "-%c, --%s", opts[i].short_name,
+                                              opts[i].o.name)
+                                   : snprintf(left, sizeof(left), "    --%s", opts[i].o.name);
+        if (opts[i].arg) snprintf(left + n, sizeof(left) - n, " %s", opts[i].arg);
+        fprintf(out, "  %-28s %s\n", left, opts[i].help);
+    }
+    fprintf(out, "\nExit status: 0 done, 64 usage error, 66 input cannot be opened,\n"
+                 "69 backend or server unavailable, 70 internal error, 78 configuration error.\n");
+}
+
+static bool parse_long(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) return false;
+    *out = v;
+    return true;
+}
+
+static bool parse_double(const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !(v >= lo && v <= hi)) return false;
+    *out = v;
+    return true;
+}
+
+static bool parse_listen(const char *s, struct trk_settings *st)
+{
+    const char *colon = strrchr(s, ':');
+    long port;
+    if (!colon || colon == s || (size_t)(colon - s) >= sizeof(st->listen_addr) ||
+        !parse_long(colon + 1, 0, 65535, &port))
+        return false;
+    memcpy(st->listen_addr, s, (size_t)(colon - s));
+    st->listen_addr[colon - s] = 0;
+    st->listen_port = (int)port;
+    return true;
+}
+
+int trk_cli_parse(int argc, char **argv, struct trk_settings *s, FILE *out, FILE *err)
+{
+    struct option longopts[N_OPTS + 1];
+    char shortopts[64] = ":";
+    size_t ns = 1;
+    for (size_t i = 0; i < N_OPTS; i++) {
+        longopts[i] = opts[i].o;
+        if (opts[i].short_name) {
+            shortopts[ns++] = opts[i].short_name;
+            if (opts[i].arg) shortopts[ns++] = ':';
+        }
+    }
+    memset(&longopts[N_OPTS], 0, sizeof(longopts[0]));
+    shortopts[ns] = 0;
+
+    memset(s, 0, sizeof(*s));
+    strcpy(s->listen_addr, "127.0.0.1");
+    s->listen_port = 8080;
+    s->server = true;
+    s->web_root = TRK_WEB_ROOT;
+    s->backend = TRK_BACKEND_AUTO;
+    s->demo_width = 1280;
+    s->demo_height = 720;
+    s->demo_fps = 30;
+    s->preview = true;
+    s->preview_width = 640;
+    s->preview_fps = 15;
+    s->preview_quality = 70;
+    s->stats_interval = 1;
+    s->log_level = TRK_LOG_INFO;
+    s->progress = -1;
+
+    optind = 1;
+    opterr = 0;
+    int c, idx;
+    long lv;
+    while ((c = getopt_long(argc, argv, shortopts, longopts, &idx)) != -1) {
+        const char *a = optarg;
+        bool ok = true;
+        switch (c) {
+        case 'i': s->input = a; break;
+        case 'c': s->objects = a; break;
+        case 'o': s->output = a; break;
+        case OPT_FAST: s->fast = true; break;
+        case OPT_LOOP: s->loop = true; break;
+        case OPT_FRAMES: ok = parse_long(a, 1, LONG_MAX, &lv); s->frames = (uint64_t)lv; break;
+        case OPT_LISTEN: ok = parse_listen(a, s); break;
+        case OPT_NO_SERVER: s->server = false; break;
+        case OPT_WEB_ROOT: s->web_root = a; break;
+        case OPT_BACKEND: ok = (s->backend = trk_backend_kind_parse(a)) >= 0; break;
+        case OPT_THREADS: ok = parse_long(a, 0, 256, &lv); s->threads = (int)lv; break;
+        case OPT_SIZE:
+            ok = sscanf(a, "%dx%d", &s->demo_width, &s->demo_height) == 2 && s->demo_width >= 16 &&
+                 s->demo_height >= 16 && s->demo_width <= 16384 && s->demo_height <= 16384;
+            break;
+        case OPT_FPS: ok = parse_double(a, 0.1, 1000, &s->demo_fps); break;
+        case OPT_NO_PREVIEW: s->preview = false; break;
+        case OPT_PREVIEW_WIDTH: ok = parse_long(a, 16, 4096, &lv); s->preview_width = (int)lv; break;
+        case OPT_PREVIEW_FPS: ok = parse_double(a, 0.1, 240, &s->preview_fps); break;
+        case OPT_PREVIEW_QUALITY: ok = parse_long(a, 1, 100, &lv); s->preview_quality = (int)lv; break;
+        case OPT_STATS: ok = parse_double(a, 0, 3600, &s->stats_interval); break;
+        case OPT_LOG_LEVEL: ok = (s->log_level = trk_log_level_parse(a)) >= 0; break;
+        case OPT_PROGRESS: s->progress = 1; break;
+        case OPT_NO_PROGRESS: s->progress = 0; break;
+        case 'h': trk_cli_usage(out); return TRK_CLI_EXIT_OK;
+        case 'V': fprintf(out, "trackd %s\n", TRK_VERSION); return TRK_CLI_EXIT_OK;
+        case ':':
+            fprintf(err, "trackd: option %s needs a value (see --help)\n", argv[optind - 1]);
+            return TRK_EX_USAGE;
+        default:
+            fprintf(err, "trackd: unknown option %s (see --help)\n", argv[optind - 1]);
+            return TRK_EX_USAGE;
+        }
+        if (!ok) {
+            fprintf(err, "trackd: invalid value '%s' for --%s (see --help)\n", a,
+                    c < 256 ? (c == 'i' ? "input" : c == 'c' ? "objects" : "output")
+                            : longopts[idx].name);
+            return TRK_EX_USAGE;
+        }
+    }
+    if (optind < argc) {
+        fprintf(err, "trackd: unexpected argument '%s' (see --help)\n", argv[optind]);
+        return TRK_EX_USAGE;
+    }
+    if (s->loop && !s->input) {
+        fprintf(err, "trackd: --loop needs --input\n");
+        return TRK_EX_USAGE;
+    }
+    return TRK_CLI_RUN;
+}

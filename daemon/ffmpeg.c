@@ -1,0 +1,256 @@
+/* File source: libavformat demuxing and libavcodec decoding with the
+ * send_packet / receive_frame loop (flushed at the end of the file). Frames
+ * keep their native pixel format when a backend takes it; the rest go through
+ * swscale to RGB24. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libavcodec/avcodec.h>
+#include <libavformat/avformat.h>
+#include <libavutil/imgutils.h>
+#include <libavutil/pixdesc.h>
+#include <libswscale/swscale.h>
+
+#define LOG_TAG "file"
+#include "log.h"
+#include "source.h"
+
+struct file_src {
+    struct trk_file_cfg cfg;
+    char *path;
+    AVFormatContext *fmt;
+    AVCodecContext *dec;
+    AVPacket *pkt;
+    AVFrame *frame;
+    struct SwsContext *sws;
+    int stream;
+    bool draining;    /* sent the flush packet, receiving what is left */
+    double time_base;
+    double loop_offset; /* added to pts after each loop, keeps pts increasing */
+    double last_pts, frame_dur;
+};
+
+static int av_err(int e)
+{
+    /* AVERROR(x) is -x for errno values; keep those, map the rest. */
+    return e > -4096 ? e : TRK_EBACKEND;
+}
+
+static void close_all(struct file_src *s)
+{
+    sws_freeContext(s->sws);
+    s->sws = NULL;
+    av_frame_free(&s->frame);
+    av_packet_free(&s->pkt);
+    avcodec_free_context(&s->dec);
+    avformat_close_input(&s->fmt);
+}
+
+static int file_open(void *self, struct trk_source *info)
+{
+    struct file_src *s = self;
+    int err = avformat_open_input(&s->fmt, s->path, NULL, NULL);
+    if (err < 0) {
+        char e[128];
+        av_strerror(err, e, sizeof(e));
+        log_error("cannot open %s: %s", s->path, e);
+        return err == AVERROR(ENOENT) ? -ENOENT : av_err(err);
+    }
+    if ((err = avformat_find_stream_info(s->fmt, NULL)) < 0) goto fail;
+    const AVCodec *codec = NULL;
+    s->stream = av_find_best_stream(s->fmt, AVMEDIA_TYPE_VIDEO, -1, -1, &codec, 0);
+    if (s->stream < 0) {
+        log_error("%s has no video stream", s->path);
+        err = s->stream;
+        goto fail;
+    }
+    AVStream *st = s->fmt->streams[s->stream];
+    s->dec = avcodec_alloc_context3(codec);
+    if (!s->dec) {
+        err = AVERROR(ENOMEM);
+        goto fail;
+    }
+    if ((err = avcodec_parameters_to_context(s->dec, st->codecpar)) < 0) goto fail;
+    s->dec->thread_count = 0; /* let FFmpeg pick: decoding runs beside tracking */
+    if ((err = avcodec_open2(s->dec, codec, NULL)) < 0) goto fail;
+    s->pkt = av_packet_alloc();
+    s->frame = av_frame_alloc();
+    if (!s->pkt || !s->frame) {
+        err = AVERROR(ENOMEM);
+        goto fail;
+    }
+    s->time_base = av_q2d(st->time_base);
+    AVRational fr = st->avg_frame_rate.num ? st->avg_frame_rate : st->r_frame_rate;
+    info->fps = fr.num && fr.den ? av_q2d(fr) : 0;
+    s->frame_dur = info->fps > 0 ? 1.0 / info->fps : 1.0 / 30;
+    info->width = s->dec->width;
+    info->height = s->dec->height;
+    snprintf(info->desc, sizeof(info->desc), "file %s (%s %dx%d %.2f fps)", s->path,
+             codec->name, info->width, info->height, info->fps);
+    s->draining = false;
+    s->loop_offset = 0;
+    s->last_pts = -1;
+    return 0;
+fail: {
+    char e[128];
+    av_strerror(err, e, sizeof(e));
+    log_error("cannot decode %s: %s", s->path, e);
+    close_all(s);
+    return av_err(err);
+}
+}
+
+static enum trk_pixfmt native_format(enum AVPixelFormat f, bool *full_range)
+{
+    switch (f) {
+    case AV_PIX_FMT_YUVJ420P: *full_range = true; return TRK_FMT_I420;
+    case AV_PIX_FMT_YUV420P: return TRK_FMT_I420;
+    case AV_PIX_FMT_NV12: return TRK_FMT_NV12;
+    case AV_PIX_FMT_YUYV422: return TRK_FMT_YUYV;
+    case AV_PIX_FMT_RGB24: return TRK_FMT_RGB24;
+    case AV_PIX_FMT_BGR24: return TRK_FMT_BGR24;
+    case AV_PIX_FMT_RGBA: case AV_PIX_FMT_RGB0: return TRK_FMT_RGBA;
+    case AV_PIX_FMT_BGRA: case AV_PIX_FMT_BGR0: return TRK_FMT_BGRA;
+    default: return TRK_FMT_COUNT;
+    }
+}
+
+/* Copies (or converts) the decoded AVFrame into f. */
+static int export_frame(struct file_src *s, struct trk_frame *f)
+{
+    AVFrame *av = s->frame;
+    bool full = av->color_range == AVCOL_RANGE_JPEG;
+    enum trk_pixfmt fmt = native_format((enum AVPixelFormat)av->format, &full);
+    /* Unspecified matrix: BT.709 for HD, BT.601 for SD (what players do). */
+    enum trk_matrix matrix = av->colorspace == AVCOL_SPC_BT709 ? TRK_MATRIX_BT709
+                             : av->colorspace == AVCOL_SPC_UNSPECIFIED && av->height >= 720
+                                 ? TRK_MATRIX_BT709
+                                 : TRK_MATRIX_BT601;
+    if (fmt == TRK_FMT_COUNT) {
+        /* Anything else: swscale to RGB24 (then full-range BT.601 for ycbcr). */
+        s->sws = sws_getCachedContext(s->sws, av->width, av->height, (enum AVPixelFormat)av->format,
+                                      av->width, av->height, AV_PIX_FMT_RGB24, SWS_POINT, NULL,
+                                      NULL, NULL);
+        if (!s->sws) return TRK_EBACKEND;
+        int err = trk_frame_layout(f, TRK_FMT_RGB24, av->width, av->height, 64);
+        if (err) return err;
+        uint8_t *dst[4] = {(uint8_t *)f->img.plane[0], NULL, NULL, NULL};
+        int dst_ls[4] = {(int)f->img.pitch[0], 0, 0, 0};
+        sws_scale(s->sws, (const uint8_t *const *)av->data, av->linesize, 0, av->height, dst,
+                  dst_ls);
+        f->img.matrix = TRK_MATRIX_BT601;
+        f->img.full_range = true;
+        return 0;
+    }
+    int err = trk_frame_layout(f, fmt, av->width, av->height, 64);
+    if (err) return err;
+    int planes = fmt == TRK_FMT_I420 ? 3 : fmt == TRK_FMT_NV12 ? 2 : 1;
+    for (int p = 0; p < planes; p++) {
+        size_t row = p == 0 ? (fmt == TRK_FMT_NV12 || fmt == TRK_FMT_I420
+                                   ? (size_t)av->width
+                                   : fmt == TRK_FMT_YUYV ? (size_t)((av->width + 1) / 2) * 4
+                                                         : (size_t)av->width * trk_pixfmt_bpp(fmt))
+                            : fmt == TRK_FMT_NV12 ? (size_t)((av->width + 1) / 2) * 2
+                                                  : (size_t)((av->width + 1) / 2);
+        int rows = p == 0 ? av->height : (av->height + 1) / 2;
+        av_image_copy_plane((uint8_t *)f->img.plane[p], (int)f->img.pitch[p], av->data[p],
+                            av->linesize[p], (int)row, rows);
+    }
+    f->img.matrix = matrix;
+    f->img.full_range = full;
+    return 0;
+}
+
+static int rewind_file(struct file_src *s)
+{
+    int err = av_seek_frame(s->fmt, s->stream, 0, AVSEEK_FLAG_BACKWARD);
+    if (err < 0) err = avformat_seek_file(s->fmt, -1, INT64_MIN, 0, 0, 0);
+    if (err < 0) return av_err(err);
+    avcodec_flush_buffers(s->dec);
+    s->draining = false;
+    s->loop_offset = s->last_pts + s->frame_dur;
+    return 0;
+}
+
+static int file_read(void *self, struct trk_frame *f)
+{
+    struct file_src *s = self;
+    for (;;) {
+        int err = avcodec_receive_frame(s->dec, s->frame);
+        if (err == 0) {
+            int64_t ts = s->frame->best_effort_timestamp;
+            double pts = ts == AV_NOPTS_VALUE ? s->last_pts + s->frame_dur
+                                              : ts * s->time_base;
+            if (ts != AV_NOPTS_VALUE) {
+                int64_t start = s->fmt->streams[s->stream]->start_time;
+                if (start != AV_NOPTS_VALUE) pts -= start * s->time_base;
+                pts += s->loop_offset;
+            }
+            err = export_frame(s, f);
+            av_frame_unref(s->frame);
+            if (err) return err;
+            f->pts = pts;
+            s->last_pts = pts;
+            return 0;
+        }
+        if (err == AVERROR_EOF) {
+            if (!s->cfg.loop) return TRK_SOURCE_EOF;
+            if ((err = rewind_file(s)) < 0) return err;
+            continue;
+        }
+        if (err != AVERROR(EAGAIN)) return av_err(err);
+        if (s->draining) return TRK_SOURCE_EOF;
+        /* The decoder wants input: feed it the next packet of our stream. */
+        err = av_read_frame(s->fmt, s->pkt);
+        if (err == AVERROR_EOF) {
+            s->draining = true;
+            avcodec_send_packet(s->dec, NULL); /* flush: receive the rest */
+            continue;
+        }
+        if (err < 0) return av_err(err);
+        if (s->pkt->stream_index == s->stream) {
+            err = avcodec_send_packet(s->dec, s->pkt);
+            if (err < 0 && err != AVERROR(EAGAIN) && err != AVERROR_INVALIDDATA) {
+                av_packet_unref(s->pkt);
+                return av_err(err);
+            }
+        }
+        av_packet_unref(s->pkt);
+    }
+}
+
+static void file_close(void *self)
+{
+    close_all(self);
+}
+
+static void file_destroy(void *self)
+{
+    struct file_src *s = self;
+    close_all(s);
+    free(s->path);
+    free(s);
+}
+
+static const struct trk_source_ops file_ops = {
+    .kind = "file", .open = file_open, .read = file_read, .close = file_close,
+    .destroy = file_destroy,
+};
+
+int trk_source_file_create(const struct trk_file_cfg *cfg, struct trk_source *out)
+{
+    struct file_src *s = calloc(1, sizeof(*s));
+    if (!s || !(s->path = strdup(cfg->path))) {
+        free(s);
+        return TRK_ENOMEM;
+    }
+    s->cfg = *cfg;
+    s->cfg.path = s->path;
+    av_log_set_level(AV_LOG_ERROR);
+    memset(out, 0, sizeof(*out));
+    out->ops = &file_ops;
+    out->self = s;
+    return 0;
+}

@@ -1,0 +1,164 @@
+#include "frame.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+double trk_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+double trk_wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+static size_t round_up(size_t v, size_t a)
+{
+    return (v + a - 1) / a * a;
+}
+
+int trk_frame_layout(struct trk_frame *f, enum trk_pixfmt fmt, int width, int height,
+                     size_t align)
+{
+    if (width <= 0 || height <= 0 || (unsigned)fmt >= TRK_FMT_COUNT || align == 0)
+        return TRK_EINVAL;
+    size_t w = (size_t)width, h = (size_t)height, cw = (w + 1) / 2, ch = (h + 1) / 2;
+    size_t pitch[3] = {0, 0, 0}, rows[3] = {h, 0, 0};
+    switch (fmt) {
+    case TRK_FMT_YUYV: pitch[0] = round_up(4 * cw, align); break;
+    case TRK_FMT_NV12:
+        pitch[0] = round_up(w, align);
+        pitch[1] = round_up(2 * cw, align);
+        rows[1] = ch;
+        break;
+    case TRK_FMT_I420:
+        pitch[0] = round_up(w, align);
+        pitch[1] = pitch[2] = round_up(cw, align);
+        rows[1] = rows[2] = ch;
+        break;
+    default: pitch[0] = round_up(w * (size_t)trk_pixfmt_bpp(fmt), align); break;
+    }
+    size_t need = pitch[0] * rows[0] + pitch[1] * rows[1] + pitch[2] * rows[2];
+    if (need > f->cap) {
+        uint8_t *d = realloc(f->data, need);
+        if (!d) return TRK_ENOMEM;
+        f->data = d;
+        f->cap = need;
+    }
+    memset(&f->img, 0, sizeof(f->img));
+    size_t off = 0;
+    for (int i = 0; i < 3 && pitch[i]; i++) {
+        f->img.plane[i] = f->data + off;
+        f->img.pitch[i] = pitch[i];
+        off += pitch[i] * rows[i];
+    }
+    f->img.width = width;
+    f->img.height = height;
+    f->img.fmt = fmt;
+    return 0;
+}
+
+void trk_frame_free_data(struct trk_frame *f)
+{
+    free(f->data);
+    f->data = NULL;
+    f->cap = 0;
+}
+
+void trk_pool_init(struct trk_pool *p, bool lossless)
+{
+    memset(p, 0, sizeof(*p));
+    p->lossless = lossless;
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_cond_init(&p->cond, NULL);
+}
+
+void trk_pool_destroy(struct trk_pool *p)
+{
+    for (int i = 0; i < TRK_POOL_FRAMES; i++) trk_frame_free_data(&p->frames[i]);
+    pthread_mutex_destroy(&p->lock);
+    pthread_cond_destroy(&p->cond);
+}
+
+static int index_of(struct trk_pool *p, struct trk_frame *f)
+{
+    return (int)(f - p->frames);
+}
+
+struct trk_frame *trk_pool_get(struct trk_pool *p)
+{
+    struct trk_frame *f = NULL;
+    pthread_mutex_lock(&p->lock);
+    while (!p->closed) {
+        for (int i = 0; i < TRK_POOL_FRAMES && !f; i++)
+            if (!p->busy[i]) {
+                p->busy[i] = true;
+                f = &p->frames[i];
+            }
+        if (f) break;
+        pthread_cond_wait(&p->cond, &p->lock);
+    }
+    pthread_mutex_unlock(&p->lock);
+    return f;
+}
+
+bool trk_pool_publish(struct trk_pool *p, struct trk_frame *f)
+{
+    pthread_mutex_lock(&p->lock);
+    while (p->lossless && p->ready && !p->closed) pthread_cond_wait(&p->cond, &p->lock);
+    bool ok = !p->closed;
+    if (ok) {
+        if (p->ready) { /* live source: the older frame is stale, drop it */
+            p->busy[index_of(p, p->ready)] = false;
+            p->drops++;
+        }
+        p->ready = f;
+    } else {
+        p->busy[index_of(p, f)] = false;
+    }
+    pthread_cond_broadcast(&p->cond);
+    pthread_mutex_unlock(&p->lock);
+    return ok;
+}
+
+struct trk_frame *trk_pool_take(struct trk_pool *p)
+{
+    pthread_mutex_lock(&p->lock);
+    while (!p->ready && !p->closed) pthread_cond_wait(&p->cond, &p->lock);
+    struct trk_frame *f = p->ready;
+    p->ready = NULL;
+    pthread_cond_broadcast(&p->cond);
+    pthread_mutex_unlock(&p->lock);
+    return f;
+}
+
+void trk_pool_release(struct trk_pool *p, struct trk_frame *f)
+{
+    if (!f) return;
+    pthread_mutex_lock(&p->lock);
+    p->busy[index_of(p, f)] = false;
+    pthread_cond_broadcast(&p->cond);
+    pthread_mutex_unlock(&p->lock);
+}
+
+void trk_pool_close(struct trk_pool *p)
+{
+    pthread_mutex_lock(&p->lock);
+    p->closed = true;
+    pthread_cond_broadcast(&p->cond);
+    pthread_mutex_unlock(&p->lock);
+}
+
+uint64_t trk_pool_drops(struct trk_pool *p)
+{
+    pthread_mutex_lock(&p->lock);
+    uint64_t d = p->drops;
+    pthread_mutex_unlock(&p->lock);
+    return d;
+}

@@ -1,0 +1,65 @@
+/* Frames and the bounded frame pool where the capture, processing and preview
+ * threads meet. A frame owns one pixel buffer; sources fill it in place. */
+#ifndef TRK_DAEMON_FRAME_H
+#define TRK_DAEMON_FRAME_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend.h"
+
+struct trk_frame {
+    struct trk_image img; /* planes point into data                     */
+    uint8_t *data;        /* owned pixel buffer                          */
+    size_t cap;           /* its size in bytes                           */
+    uint64_t seq;         /* 0, 1, 2, ... in capture order               */
+    double pts;           /* presentation time in the stream, seconds    */
+    double t_capture;     /* CLOCK_MONOTONIC seconds when captured/decoded */
+};
+
+/* Lays out a frame of fmt/size with each row padded to a multiple of align
+ * bytes, growing data as needed; fills img planes and pitches. 0 or
+ * TRK_ENOMEM / TRK_EINVAL. */
+int trk_frame_layout(struct trk_frame *f, enum trk_pixfmt fmt, int width, int height,
+                     size_t align);
+void trk_frame_free_data(struct trk_frame *f);
+
+/* Seconds on CLOCK_MONOTONIC / milliseconds since the epoch. */
+double trk_now(void);
+double trk_wall_ms(void);
+
+/* The pool: TRK_POOL_FRAMES frames cycling between capture (fills one),
+ * the newest ready frame, processing and the preview encoder. Owned by the
+ * pipeline; every function is thread-safe. With lossless = true (files,
+ * demo), publish waits for the processing thread to take the previous frame;
+ * with lossless = false (live cameras) it replaces it and counts a drop, so
+ * processing always gets the newest frame. */
+#define TRK_POOL_FRAMES 4
+
+struct trk_pool {
+    struct trk_frame frames[TRK_POOL_FRAMES];
+    bool busy[TRK_POOL_FRAMES];
+    struct trk_frame *ready;
+    bool lossless;
+    bool closed; /* no more frames will be published */
+    uint64_t drops;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+};
+
+void trk_pool_init(struct trk_pool *p, bool lossless);
+void trk_pool_destroy(struct trk_pool *p);
+/* A free frame for the producer; NULL once the pool is closed. */
+struct trk_frame *trk_pool_get(struct trk_pool *p);
+/* Publishes f as the newest ready frame (see lossless). false if closed. */
+bool trk_pool_publish(struct trk_pool *p, struct trk_frame *f);
+/* Waits for the newest ready frame; NULL when closed and drained. */
+struct trk_frame *trk_pool_take(struct trk_pool *p);
+void trk_pool_release(struct trk_pool *p, struct trk_frame *f);
+/* Wakes every waiter; later gets/takes return NULL once drained. */
+void trk_pool_close(struct trk_pool *p);
+uint64_t trk_pool_drops(struct trk_pool *p);
+
+#endif

@@ -1,0 +1,187 @@
+/* trackd: wires the settings, objects, source, backend, WebSocket server and
+ * pipeline together, and maps failures to exit codes. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define LOG_TAG "trackd"
+#include "backend.h"
+#include "cli.h"
+#include "log.h"
+#include "messages.h"
+#include "objects.h"
+#include "pipeline.h"
+#include "source.h"
+#include "ws.h"
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop_requested = 1;
+}
+
+static void ws_log(int level, const char *line)
+{
+    /* libwebsockets' own lines, at our levels. */
+    if (level <= TRK_LOG_WARN) trk_log_write(level <= 0 ? TRK_LOG_ERROR : TRK_LOG_WARN, "lws", 0, "%s", line);
+}
+
+static int load_objects(const struct trk_settings *s, struct trk_objects *objs)
+{
+    struct trk_config_error cerr;
+    int err;
+    if (s->objects)
+        err = trk_objects_load_file(s->objects, objs, &cerr);
+    else if (!s->input) {
+        const char *demo = trk_objects_demo_json();
+        err = trk_objects_load_string(demo, strlen(demo), "<demo objects>", objs, &cerr);
+    } else {
+        memset(objs, 0, sizeof(*objs));
+        log_warn("no --objects given: tracking nothing (see config/OBJECTS.md)");
+        return 0;
+    }
+    if (err) {
+        char line[600];
+        trk_config_error_format(&cerr, line, sizeof(line));
+        fprintf(stderr, "%s\n", line);
+        return TRK_EX_CONFIG;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct trk_settings s;
+    int rc = trk_cli_parse(argc, argv, &s, stdout, stderr);
+    if (rc == TRK_CLI_EXIT_OK) return TRK_EX_OK;
+    if (rc) return rc;
+    trk_log_set_level(s.log_level);
+
+    static struct trk_objects objs; /* large: keep it off the stack */
+    if (load_objects(&s, &objs)) return TRK_EX_CONFIG;
+
+    struct trk_source src = {0};
+    struct trk_backend *backend = NULL;
+    struct trk_ws *ws = NULL;
+    FILE *out = NULL;
+    int exit_code = TRK_EX_OK, err;
+
+    if (s.input) {
+        struct trk_file_cfg fc = {.path = s.input, .loop = s.loop};
+        err = trk_source_file_create(&fc, &src);
+    } else {
+        struct trk_demo_cfg dc = {.width = s.demo_width, .height = s.demo_height, .fps = s.demo_fps};
+        err = trk_source_demo_create(&dc, &src);
+    }
+    if (!err) err = trk_source_open(&src);
+    if (err) {
+        log_error_err(err, "cannot open %s", s.input ? s.input : "the demo scene");
+        exit_code = TRK_EX_NOINPUT;
+        goto end;
+    }
+    log_info("source: %s", src.desc);
+
+    /* Backend: auto falls back to the CPU with one line when CUDA is not usable. */
+    char why[256] = "";
+    if (s.backend == TRK_BACKEND_AUTO && !trk_cuda_available(why, sizeof(why)))
+        log_info("no usable GPU (%s): using the CPU backend", why);
+    if (s.backend == TRK_BACKEND_CUDA && !trk_cuda_available(why, sizeof(why))) {
+        log_error("--backend cuda: %s", why);
+        exit_code = TRK_EX_UNAVAILABLE;
+        goto end;
+    }
+    struct trk_backend_cfg bc = {
+        .kind = s.backend, .max_width = src.width, .max_height = src.height, .threads = s.threads,
+    };
+    if ((err = trk_backend_create(&bc, &backend)) ||
+        (err = trk_backend_set_objects(backend, objs.def, objs.n))) {
+        log_error_err(err, "cannot start the tracking backend");
+        exit_code = TRK_EX_UNAVAILABLE;
+        goto end;
+    }
+    log_info("backend: %s, %d objects", trk_backend_name(backend), objs.n);
+
+    if (s.output) {
+        out = strcmp(s.output, "-") ? fopen(s.output, "w") : stdout;
+        if (!out) {
+            log_error_err(errno, "cannot write %s", s.output);
+            exit_code = TRK_EX_NOINPUT;
+            goto end;
+        }
+    }
+
+    if (s.server) {
+        trk_ws_set_log(ws_log);
+        struct trk_ws_cfg wc = {
+            .address = s.listen_addr, .port = s.listen_port, .web_root = s.web_root, .queue_len = 8,
+        };
+        if ((err = trk_ws_create(&wc, &ws)) || (err = trk_ws_start(ws))) {
+            log_error_err(err, "cannot serve on %s:%d", s.listen_addr, s.listen_port);
+            exit_code = TRK_EX_UNAVAILABLE;
+            goto end;
+        }
+        char colors[TRK_MAX_OBJECTS][8];
+        const char *color_ptr[TRK_MAX_OBJECTS];
+        for (int i = 0; i < objs.n; i++) {
+            snprintf(colors[i], sizeof(colors[i]), "#%02x%02x%02x", objs.color[i][0],
+                     objs.color[i][1], objs.color[i][2]);
+            color_ptr[i] = colors[i];
+        }
+        struct trk_hello_info hi = {
+            .version = TRK_VERSION, .backend = trk_backend_name(backend), .source = src.desc,
+            .width = src.width, .height = src.height, .fps = src.fps,
+            .preview = {.enabled = s.preview, .width = s.preview_width,
+                        .height = src.width > s.preview_width
+                                      ? (int)((long)src.height * s.preview_width / src.width)
+                                      : src.height,
+                        .fps = s.preview_fps, .quality = s.preview_quality},
+            .defs = objs.def, .n_objects = objs.n, .colors = color_ptr,
+        };
+        if (hi.preview.width > src.width) hi.preview.width = src.width;
+        struct trk_buf hello = {0};
+        if (trk_msg_hello(&hello, &hi) == 0) trk_ws_set_hello(ws, hello.data);
+        trk_buf_free(&hello);
+        log_info("web UI on http://%s:%d/ (WebSocket /ws)", s.listen_addr, trk_ws_port(ws));
+    }
+
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    struct trk_pipeline_cfg pc = {
+        .source = &src, .backend = backend, .objects = objs.def,
+        .colors = (const uint8_t(*)[3])objs.color, .n_objects = objs.n,
+        .output = out, .output_flush = out && !strcmp(s.output, "-"),
+        .ws = ws, .fast = s.fast, .max_frames = s.frames,
+        .preview = s.preview, .preview_width = s.preview_width, .preview_fps = s.preview_fps,
+        .preview_quality = s.preview_quality,
+        .progress = s.progress == 1 || (s.progress < 0 && s.fast && isatty(STDERR_FILENO)),
+        .stats_interval = s.stats_interval,
+    };
+    struct trk_pipeline_summary sum;
+    if ((err = trk_pipeline_run(&pc, &stop_requested, &sum))) {
+        log_error_err(err, "the pipeline failed");
+        exit_code = TRK_EX_SOFTWARE;
+    } else {
+        log_info("done: %llu frames in %.2f s (%.1f fps), %llu dropped",
+                 (unsigned long long)sum.frames, sum.seconds, sum.fps,
+                 (unsigned long long)sum.drops);
+        if (sum.source_error) exit_code = TRK_EX_NOINPUT;
+    }
+end:
+    if (out && out != stdout && fclose(out) != 0) {
+        log_error_err(errno, "writing %s failed", s.output);
+        exit_code = TRK_EX_SOFTWARE;
+    }
+    trk_ws_destroy(&ws);
+    trk_backend_destroy(&backend);
+    trk_source_destroy(&src);
+    return exit_code;
+}

@@ -1,0 +1,67 @@
+/* Frame sources: the built-in demo scene, files through FFmpeg (and, later,
+ * V4L2 cameras). create/destroy own memory, open/close own OS resources, so
+ * a source can be closed and reopened in a loop. */
+#ifndef TRK_DAEMON_SOURCE_H
+#define TRK_DAEMON_SOURCE_H
+
+#include <stdbool.h>
+
+#include "frame.h"
+
+/* read() returns 0 with a frame, TRK_SOURCE_EOF at the end of a file, or a
+ * negative code. */
+#define TRK_SOURCE_EOF 1
+
+struct trk_source;
+
+struct trk_source_ops {
+    const char *kind; /* "demo", "file", ... */
+    /* Opens resources and fills info->desc, width, height, fps. */
+    int (*open)(void *self, struct trk_source *info);
+    /* Fills f (layout, pixels, pts, matrix/range); seq and t_capture are set
+     * by the caller. Blocks until a frame is decoded (not paced). */
+    int (*read)(void *self, struct trk_frame *f);
+    void (*close)(void *self);
+    void (*destroy)(void *self);
+};
+
+struct trk_source {
+    const struct trk_source_ops *ops;
+    void *self;
+    char desc[256];   /* e.g. "file clip.mp4 (h264 1280x720 30.00 fps)"  */
+    int width, height;/* known after open                                 */
+    double fps;       /* nominal frame rate, for pacing; 0 if unknown     */
+    bool live;        /* live sources drop stale frames, files don't      */
+};
+
+struct trk_demo_cfg {
+    int width, height;
+    double fps;
+    unsigned seed;
+};
+/* The demo scene: coloured balls moving over a textured gray background,
+ * matching config's built-in demo objects (trk_objects_demo_json). */
+int trk_source_demo_create(const struct trk_demo_cfg *cfg, struct trk_source *out);
+/* Where demo ball i (0..6) is at time t seconds, and the balls' radius: the
+ * scene's ground truth, for tests. */
+void trk_demo_ball_position(int i, double t, int width, int height, double *x, double *y);
+int trk_demo_ball_radius(int width, int height);
+
+struct trk_file_cfg {
+    const char *path;
+    bool loop; /* seek back to the start at the end of the file */
+};
+/* Any file FFmpeg can read; frames stay in their native pixel format where
+ * backends take it (yuv420p, nv12, yuyv422, rgb24, bgr24, rgba, bgra),
+ * others are converted to RGB24 with swscale. */
+int trk_source_file_create(const struct trk_file_cfg *cfg, struct trk_source *out);
+
+static inline int trk_source_open(struct trk_source *s) { return s->ops->open(s->self, s); }
+static inline int trk_source_read(struct trk_source *s, struct trk_frame *f)
+{
+    return s->ops->read(s->self, f);
+}
+static inline void trk_source_close(struct trk_source *s) { s->ops->close(s->self); }
+void trk_source_destroy(struct trk_source *s);
+
+#endif
