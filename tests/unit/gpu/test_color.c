@@ -1,0 +1,236 @@
+/* color.h's integer colour rules against double-precision formulas written
+ * from the standards (Kr/Kb of BT.601 and BT.709, limited and full range),
+ * plus round trips, HSV over every 24-bit colour and the hue-wrap box test.
+ *
+ * The integer rules must agree with the exact maths within 1 code value
+ * (they round once, in Q16); they are the definition for every backend, so
+ * this is what pins them to the standards.
+ */
+#include "check.h"
+#include "color.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+static const double KR[2] = {0.299, 0.2126}, KB[2] = {0.114, 0.0722};
+
+static double clampd(double v)
+{
+    return v < 0 ? 0 : v > 255 ? 255 : v;
+}
+
+/* Y'CbCr -> R'G'B' in double (ITU-R BT.601 / BT.709 equations). */
+static void yuv2rgb_d(int mat, int full, int y, int cb, int cr, double rgb[3])
+{
+    double kr = KR[mat], kb = KB[mat], kg = 1 - kr - kb;
+    double yf = full ? y : (y - 16) * 255.0 / 219.0;
+    double u = full ? cb - 128 : (cb - 128) * 255.0 / 224.0;
+    double v = full ? cr - 128 : (cr - 128) * 255.0 / 224.0;
+    rgb[0] = clampd(yf + 2 * (1 - kr) * v);
+    rgb[1] = clampd(yf - 2 * kb * (1 - kb) / kg * u - 2 * kr * (1 - kr) / kg * v);
+    rgb[2] = clampd(yf + 2 * (1 - kb) * u);
+}
+
+static void rgb2ycc_d(int mat, int full, int r, int g, int b, double ycc[3])
+{
+    double kr = KR[mat], kb = KB[mat], kg = 1 - kr - kb;
+    double yl = kr * r + kg * g + kb * b;
+    double pb = (b - yl) / (2 * (1 - kb)), pr = (r - yl) / (2 * (1 - kr));
+    ycc[0] = clampd(full ? yl : 16 + yl * 219.0 / 255.0);
+    ycc[1] = clampd(128 + (full ? pb : pb * 224.0 / 255.0));
+    ycc[2] = clampd(128 + (full ? pr : pr * 224.0 / 255.0));
+}
+
+static void test_yuv_to_rgb(void)
+{
+    for (int mat = 0; mat < 2; mat++)
+        for (int full = 0; full < 2; full++) {
+            const struct trk_yuv2rgb_coef *k = &trk_yuv2rgb_coefs[trk_coef_index(mat, full)];
+            double worst = 0;
+            /* Every Y, Cb, Cr triple (16.7 M) per matrix and range. */
+            for (int y = 0; y < 256; y++)
+                for (int cb = 0; cb < 256; cb++)
+                    for (int cr = 0; cr < 256; cr++) {
+                        uint8_t o[3];
+                        double d[3];
+                        trk_yuv_to_rgb(k, y, cb, cr, &o[0], &o[1], &o[2]);
+                        yuv2rgb_d(mat, full, y, cb, cr, d);
+                        for (int c = 0; c < 3; c++) {
+                            double e = fabs(o[c] - d[c]);
+                            if (e > worst) worst = e;
+                        }
+                    }
+            /* The integer result rounds the exact value (error <= 0.5) up
+             * to coefficient rounding: allow 1. */
+            CHECKF(worst < 1.0, "yuv->rgb matrix %d full %d: worst error %.3f", mat, full, worst);
+            printf("yuv->rgb matrix %d full %d: worst error %.3f\n", mat, full, worst);
+        }
+}
+
+static void test_rgb_to_ycbcr(void)
+{
+    for (int mat = 0; mat < 2; mat++)
+        for (int full = 0; full < 2; full++) {
+            const struct trk_rgb2ycc_coef *k = &trk_rgb2ycc_coefs[trk_coef_index(mat, full)];
+            double worst = 0;
+            for (int r = 0; r < 256; r++)
+                for (int g = 0; g < 256; g++)
+                    for (int b = 0; b < 256; b++) {
+                        uint8_t o[3];
+                        double d[3];
+                        trk_rgb_to_ycbcr(k, r, g, b, &o[0], &o[1], &o[2]);
+                        rgb2ycc_d(mat, full, r, g, b, d);
+                        for (int c = 0; c < 3; c++) {
+                            double e = fabs(o[c] - d[c]);
+                            if (e > worst) worst = e;
+                        }
+                    }
+            CHECKF(worst < 1.0, "rgb->ycbcr matrix %d full %d: worst error %.3f", mat, full,
+                   worst);
+            printf("rgb->ycbcr matrix %d full %d: worst error %.3f\n", mat, full, worst);
+            /* Black, white and gray land on the nominal codes exactly. */
+            uint8_t y, cb, cr;
+            trk_rgb_to_ycbcr(k, 0, 0, 0, &y, &cb, &cr);
+            CHECK(y == (full ? 0 : 16) && cb == 128 && cr == 128);
+            trk_rgb_to_ycbcr(k, 255, 255, 255, &y, &cb, &cr);
+            CHECK(y == (full ? 255 : 235) && cb == 128 && cr == 128);
+            for (int v = 0; v < 256; v++) {
+                trk_rgb_to_ycbcr(k, v, v, v, &y, &cb, &cr);
+                CHECK(cb == 128 && cr == 128);
+            }
+        }
+}
+
+/* RGB -> YCbCr -> RGB. Full range loses at most one code (two roundings of
+ * at most half a code each); limited range squeezes 256 levels into 220 (Y)
+ * and 225 (C), so one more code of error is inherent. The bounds are the
+ * exhaustive worst cases, so any change to the coefficients that makes the
+ * round trip worse fails here. Gray must survive exactly in full range. */
+static void test_round_trip(void)
+{
+    for (int mat = 0; mat < 2; mat++)
+        for (int full = 0; full < 2; full++) {
+            int ki = trk_coef_index(mat, full);
+            int worst = 0;
+            for (int r = 0; r < 256; r++)
+                for (int g = 0; g < 256; g++)
+                    for (int b = 0; b < 256; b++) {
+                        uint8_t y, cb, cr, o[3];
+                        trk_rgb_to_ycbcr(&trk_rgb2ycc_coefs[ki], r, g, b, &y, &cb, &cr);
+                        trk_yuv_to_rgb(&trk_yuv2rgb_coefs[ki], y, cb, cr, &o[0], &o[1], &o[2]);
+                        int e0 = abs(o[0] - r), e1 = abs(o[1] - g), e2 = abs(o[2] - b);
+                        int e = e0 > e1 ? e0 : e1;
+                        e = e > e2 ? e : e2;
+                        if (e > worst) worst = e;
+                    }
+            printf("round trip matrix %d full %d: worst error %d\n", mat, full, worst);
+            CHECKF(worst <= (full ? 1 : 2), "round trip matrix %d full %d: worst %d", mat, full,
+                   worst);
+            if (full)
+                for (int v = 0; v < 256; v++) {
+                    uint8_t y, cb, cr, o[3];
+                    trk_rgb_to_ycbcr(&trk_rgb2ycc_coefs[ki], v, v, v, &y, &cb, &cr);
+                    trk_yuv_to_rgb(&trk_yuv2rgb_coefs[ki], y, cb, cr, &o[0], &o[1], &o[2]);
+                    CHECK(o[0] == v && o[1] == v && o[2] == v);
+                }
+        }
+}
+
+/* HSV against the textbook double formula, every 24-bit colour. */
+static void test_hsv(void)
+{
+    double worst_h = 0, worst_s = 0;
+    long bad = 0;
+    for (int r = 0; r < 256; r++)
+        for (int g = 0; g < 256; g++)
+            for (int b = 0; b < 256; b++) {
+                uint16_t h;
+                uint8_t s, v;
+                trk_rgb_to_hsv(r, g, b, &h, &s, &v);
+                int mx = r > g ? (r > b ? r : b) : (g > b ? g : b);
+                int mn = r < g ? (r < b ? r : b) : (g < b ? g : b);
+                double d = mx - mn, hd = 0;
+                if (d > 0) {
+                    if (mx == r) hd = 60 * fmod((g - b) / d + 6, 6);
+                    else if (mx == g) hd = 60 * ((b - r) / d + 2);
+                    else hd = 60 * ((r - g) / d + 4);
+                }
+                double sd = mx ? 255.0 * d / mx : 0;
+                double eh = fabs(h - hd);
+                if (eh > 180) eh = 360 - eh; /* circular distance */
+                double es = fabs(s - sd);
+                if (eh > worst_h) worst_h = eh;
+                if (es > worst_s) worst_s = es;
+                if (v != mx || h > 359 || (d == 0 && h != 0) || eh > 1 || es > 1) bad++;
+            }
+    printf("hsv: worst hue error %.3f deg, worst saturation error %.3f\n", worst_h, worst_s);
+    CHECKF(bad == 0, "%ld colours off (hue %.3f, sat %.3f)", bad, worst_h, worst_s);
+    uint16_t h;
+    uint8_t s, v;
+    /* The seam and the named colours, exactly. */
+    trk_rgb_to_hsv(255, 0, 0, &h, &s, &v);
+    CHECK(h == 0 && s == 255 && v == 255);
+    trk_rgb_to_hsv(255, 0, 1, &h, &s, &v);
+    CHECK(h == 0); /* 359.76 rounds up to 360 = 0 */
+    trk_rgb_to_hsv(255, 0, 5, &h, &s, &v);
+    CHECK(h == 359);
+    trk_rgb_to_hsv(0, 255, 0, &h, &s, &v);
+    CHECK(h == 120);
+    trk_rgb_to_hsv(0, 0, 255, &h, &s, &v);
+    CHECK(h == 240);
+    trk_rgb_to_hsv(255, 255, 0, &h, &s, &v);
+    CHECK(h == 60);
+    trk_rgb_to_hsv(0, 0, 0, &h, &s, &v);
+    CHECK(h == 0 && s == 0 && v == 0);
+    trk_rgb_to_hsv(77, 77, 77, &h, &s, &v);
+    CHECK(h == 0 && s == 0 && v == 77);
+}
+
+/* The box test: hue ranges with lo > hi wrap through 0 (hsv only); for every
+ * other channel and space lo > hi matches nothing. Compared with the set
+ * definition over a dense grid of ranges and every hue. */
+static void test_box_match(void)
+{
+    long checked = 0;
+    for (int lo = 0; lo < 360; lo += (lo < 10 || lo > 350) ? 1 : 7)
+        for (int hi = 0; hi < 360; hi += (hi < 10 || hi > 350) ? 1 : 7) {
+            uint16_t L[3] = {(uint16_t)lo, 10, 20}, H[3] = {(uint16_t)hi, 200, 210};
+            for (int h = 0; h < 360; h++) {
+                int in_set = lo <= hi ? (h >= lo && h <= hi) : (h >= lo || h <= hi);
+                CHECKF(!!trk_box_match(L, H, 1, h, 100, 100) == in_set, "hsv %d..%d h %d", lo,
+                       hi, h);
+                /* Non-hue channels bound the match either way. */
+                CHECK(!trk_box_match(L, H, 1, h, 9, 100));
+                CHECK(!trk_box_match(L, H, 1, h, 100, 211));
+                /* Not hsv: no wrap. */
+                if (h < 256 && lo < 256 && hi < 256)
+                    CHECK(!!trk_box_match(L, H, 0, h, 100, 100) == (lo <= h && h <= hi));
+                checked++;
+            }
+        }
+    uint16_t L[3] = {346, 110, 70}, H[3] = {14, 255, 255}; /* DESIGN.md's "red" */
+    CHECK(trk_box_match(L, H, 1, 0, 200, 200));
+    CHECK(trk_box_match(L, H, 1, 359, 200, 200));
+    CHECK(trk_box_match(L, H, 1, 346, 110, 70));
+    CHECK(trk_box_match(L, H, 1, 14, 255, 255));
+    CHECK(!trk_box_match(L, H, 1, 15, 200, 200));
+    CHECK(!trk_box_match(L, H, 1, 345, 200, 200));
+    CHECK(!trk_box_match(L, H, 1, 180, 200, 200));
+    CHECK(!trk_box_match(L, H, 1, 0, 109, 200));
+    /* Inclusive bounds on every channel. */
+    uint16_t l2[3] = {10, 20, 30}, h2[3] = {10, 20, 30};
+    CHECK(trk_box_match(l2, h2, 0, 10, 20, 30));
+    CHECK(!trk_box_match(l2, h2, 0, 11, 20, 30));
+    CHECK(!trk_box_match(l2, h2, 0, 10, 20, 31));
+    CHECK(checked > 100000);
+}
+
+int main(void)
+{
+    test_yuv_to_rgb();
+    test_rgb_to_ycbcr();
+    test_round_trip();
+    test_hsv();
+    test_box_match();
+    return check_exit("test_color");
+}
