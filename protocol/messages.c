@@ -1,0 +1,693 @@
+/* trackd wire messages: hand-written JSON encoders and the client parser.
+ * See messages.h and PROTOCOL.md. */
+#include "messages.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "color.h"
+
+/* ------------------------------------------------------------ the buffer */
+
+void trk_buf_reset(struct trk_buf *b)
+{
+    b->len = 0;
+    if (b->data)
+        b->data[0] = '\0';
+}
+
+void trk_buf_free(struct trk_buf *b)
+{
+    free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+}
+
+int trk_buf_reserve(struct trk_buf *b, size_t extra)
+{
+    if (extra > SIZE_MAX / 2 - b->len - 1)
+        return TRK_ENOMEM;
+    size_t need = b->len + extra + 1; /* + the terminator */
+    if (need <= b->cap)
+        return 0;
+    /* Doubling keeps appends amortised O(1); 256 covers most small messages
+     * in one allocation. */
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < need)
+        cap *= 2;
+    char *p = realloc(b->data, cap);
+    if (!p)
+        return TRK_ENOMEM;
+    b->data = p;
+    b->cap = cap;
+    return 0;
+}
+
+int trk_buf_append(struct trk_buf *b, const void *p, size_t n)
+{
+    if (trk_buf_reserve(b, n))
+        return TRK_ENOMEM;
+    if (n)
+        memcpy(b->data + b->len, p, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+    return 0;
+}
+
+int trk_buf_puts(struct trk_buf *b, const char *s)
+{
+    return trk_buf_append(b, s, strlen(s));
+}
+
+/* Length of the valid UTF-8 sequence starting at s (n bytes available), or 0
+ * when it is not valid (overlong forms, surrogates and code points above
+ * U+10FFFF are invalid, as in RFC 3629). */
+static size_t utf8_seq_len(const unsigned char *s, size_t n)
+{
+    unsigned c = s[0];
+    size_t len;
+    unsigned cp;
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xC2 && c <= 0xDF) {
+        len = 2;
+        cp = c & 0x1F;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        len = 3;
+        cp = c & 0x0F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        len = 4;
+        cp = c & 0x07;
+    } else {
+        return 0;
+    }
+    if (n < len)
+        return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (s[i] & 0x3F);
+    }
+    if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10FFFF ||
+        (cp >= 0xD800 && cp <= 0xDFFF))
+        return 0;
+    return len;
+}
+
+int trk_buf_json_str(struct trk_buf *b, const char *s, size_t n)
+{
+    if (!s)
+        return trk_buf_append(b, "null", 4);
+    const unsigned char *p = (const unsigned char *)s;
+    size_t len = strnlen(s, n);
+    /* Worst case: every byte becomes \u00XX (6) or U+FFFD (3). */
+    if (len > SIZE_MAX / 8 || trk_buf_reserve(b, len * 6 + 2))
+        return TRK_ENOMEM;
+    char *o = b->data + b->len;
+    *o++ = '"';
+    static const char hex[] = "0123456789abcdef";
+    size_t i = 0;
+    while (i < len) {
+        unsigned c = p[i];
+        if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+            *o++ = (char)c;
+            i++;
+        } else if (c < 0x80) {
+            *o++ = '\\';
+            switch (c) {
+            case '"': *o++ = '"'; break;
+            case '\\': *o++ = '\\'; break;
+            case '\n': *o++ = 'n'; break;
+            case '\r': *o++ = 'r'; break;
+            case '\t': *o++ = 't'; break;
+            case '\b': *o++ = 'b'; break;
+            case '\f': *o++ = 'f'; break;
+            default:
+                *o++ = 'u';
+                *o++ = '0';
+                *o++ = '0';
+                *o++ = hex[c >> 4];
+                *o++ = hex[c & 15];
+            }
+            i++;
+        } else {
+            size_t k = utf8_seq_len(p + i, len - i);
+            if (k) {
+                memcpy(o, p + i, k);
+                o += k;
+                i += k;
+            } else {
+                /* U+FFFD REPLACEMENT CHARACTER: one per bad byte keeps the
+                 * output valid whatever the input (e.g. a name truncated
+                 * mid-character by TRK_NAME_MAX). */
+                *o++ = (char)0xEF;
+                *o++ = (char)0xBF;
+                *o++ = (char)0xBD;
+                i++;
+            }
+        }
+    }
+    *o++ = '"';
+    b->len = (size_t)(o - b->data);
+    b->data[b->len] = '\0';
+    return 0;
+}
+
+/* Writes v's decimal digits backwards ending at end; returns the start. */
+static char *u64_digits(char *end, uint64_t v)
+{
+    char *p = end;
+    do {
+        *--p = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    return p;
+}
+
+int trk_buf_u64(struct trk_buf *b, uint64_t v)
+{
+    char tmp[24];
+    char *p = u64_digits(tmp + sizeof tmp, v);
+    return trk_buf_append(b, p, (size_t)(tmp + sizeof tmp - p));
+}
+
+int trk_buf_i64(struct trk_buf *b, int64_t v)
+{
+    char tmp[24];
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    char *p = u64_digits(tmp + sizeof tmp, u);
+    if (v < 0)
+        *--p = '-';
+    return trk_buf_append(b, p, (size_t)(tmp + sizeof tmp - p));
+}
+
+int trk_buf_fixed(struct trk_buf *b, double v, int decimals)
+{
+    static const double scale[] = {1, 10, 100, 1e3, 1e4, 1e5, 1e6};
+    if (!isfinite(v))
+        return trk_buf_append(b, "null", 4);
+    if (decimals < 0)
+        decimals = 0;
+    if (decimals > 6)
+        decimals = 6;
+    double s = fabs(v) * scale[decimals];
+    if (s >= 9e15) {
+        /* Beyond exact int64 scaling: printf's conversion is exact anyway. */
+        char tmp[400];
+        int k = snprintf(tmp, sizeof tmp, "%.*f", decimals, v);
+        return trk_buf_append(b, tmp, (size_t)k);
+    }
+    /* Integer arithmetic is several times faster than printf("%.2f") and
+     * this runs for every object of every frame. */
+    uint64_t q = (uint64_t)llround(s);
+    char tmp[32];
+    char *end = tmp + sizeof tmp, *p = end;
+    for (int i = 0; i < decimals; i++) {
+        *--p = (char)('0' + q % 10);
+        q /= 10;
+    }
+    if (decimals)
+        *--p = '.';
+    p = u64_digits(p, q);
+    /* No "-0.00": a value that rounds to zero prints unsigned. */
+    bool zero = true;
+    for (const char *c = p; c < end; c++)
+        if (*c >= '1' && *c <= '9')
+            zero = false;
+    if (v < 0 && !zero)
+        *--p = '-';
+    return trk_buf_append(b, p, (size_t)(end - p));
+}
+
+/* The encoders below chain appends; the first failure wins. */
+#define PUT(x)                      \
+    do {                            \
+        if ((x) < 0)                \
+            return TRK_ENOMEM;      \
+    } while (0)
+#define LIT(b, s) PUT(trk_buf_append((b), (s), sizeof(s) - 1))
+
+/* ------------------------------------------------- server -> client: frame */
+
+int trk_msg_frame(struct trk_buf *b, const struct trk_frame_meta *m,
+                  const struct trk_object_def *defs, const struct trk_obj_result *res, int n)
+{
+    /* ~140 bytes per object + ~300 of header: one reserve, no regrowth on
+     * the hot path after the first frame. */
+    PUT(trk_buf_reserve(b, 320 + (size_t)(n > 0 ? n : 0) * (160 + TRK_NAME_MAX * 6)));
+    LIT(b, "{\"type\":\"frame\",\"seq\":");
+    PUT(trk_buf_u64(b, m->seq));
+    LIT(b, ",\"pts\":");
+    PUT(trk_buf_fixed(b, m->pts, 3));
+    LIT(b, ",\"width\":");
+    PUT(trk_buf_i64(b, m->width));
+    LIT(b, ",\"height\":");
+    PUT(trk_buf_i64(b, m->height));
+    LIT(b, ",\"t_capture\":");
+    PUT(trk_buf_fixed(b, m->t_capture, 3));
+    LIT(b, ",\"wall_ms\":");
+    PUT(trk_buf_fixed(b, m->wall_ms, 3));
+    if (m->backend) {
+        LIT(b, ",\"backend\":");
+        PUT(trk_buf_json_str(b, m->backend, SIZE_MAX));
+    }
+    LIT(b, ",\"latency\":{\"queue_ms\":");
+    PUT(trk_buf_fixed(b, m->queue_ms, 3));
+    LIT(b, ",\"upload_ms\":");
+    PUT(trk_buf_fixed(b, m->upload_ms, 3));
+    LIT(b, ",\"kernel_ms\":");
+    PUT(trk_buf_fixed(b, m->kernel_ms, 3));
+    LIT(b, ",\"process_ms\":");
+    PUT(trk_buf_fixed(b, m->process_ms, 3));
+    LIT(b, "},\"objects\":[");
+    for (int i = 0; i < n; i++) {
+        const struct trk_obj_result *r = &res[i];
+        uint64_t min_mass = defs[i].min_mass ? defs[i].min_mass : 1;
+        if (i)
+            LIT(b, ",");
+        LIT(b, "{\"id\":");
+        PUT(trk_buf_i64(b, i));
+        LIT(b, ",\"name\":");
+        PUT(trk_buf_json_str(b, defs[i].name, sizeof defs[i].name));
+        if (r->mass >= min_mass)
+            LIT(b, ",\"found\":true,\"mass\":");
+        else
+            LIT(b, ",\"found\":false,\"mass\":");
+        PUT(trk_buf_u64(b, r->mass));
+        if (r->mass == 0) {
+            LIT(b, ",\"cx\":null,\"cy\":null,\"bbox\":null}");
+            continue;
+        }
+        LIT(b, ",\"cx\":");
+        PUT(trk_buf_fixed(b, (double)r->sum_x / (double)r->mass, 2));
+        LIT(b, ",\"cy\":");
+        PUT(trk_buf_fixed(b, (double)r->sum_y / (double)r->mass, 2));
+        LIT(b, ",\"bbox\":[");
+        PUT(trk_buf_i64(b, r->x0));
+        LIT(b, ",");
+        PUT(trk_buf_i64(b, r->y0));
+        LIT(b, ",");
+        PUT(trk_buf_i64(b, r->x1));
+        LIT(b, ",");
+        PUT(trk_buf_i64(b, r->y1));
+        LIT(b, "]}");
+    }
+    LIT(b, "]}");
+    return 0;
+}
+
+/* ------------------------------------------------- server -> client: hello */
+
+static const char *space_name(enum trk_space s)
+{
+    switch (s) {
+    case TRK_SPACE_RGB: return "rgb";
+    case TRK_SPACE_HSV: return "hsv";
+    case TRK_SPACE_YCBCR: return "ycbcr";
+    }
+    return "unknown";
+}
+
+void trk_msg_object_color(const struct trk_object_def *def, char out[8])
+{
+    int c[3];
+    for (int i = 0; i < 3; i++)
+        c[i] = (def->lo[i] + def->hi[i] + 1) / 2;
+    uint8_t r, g, bl;
+    if (def->space == TRK_SPACE_HSV) {
+        int lo = def->lo[0] % 360, hi = def->hi[0] % 360;
+        int h = lo <= hi ? (lo + hi) / 2 : ((lo + hi + 360) / 2) % 360;
+        /* Float is fine here: a display colour, never a tracking decision. */
+        double s = c[1] / 255.0, v = c[2] / 255.0;
+        double cc = v * s, hp = h / 60.0;
+        double x = cc * (1 - fabs(fmod(hp, 2.0) - 1));
+        double rr = 0, gg = 0, bb = 0;
+        switch ((int)hp) {
+        case 0: rr = cc, gg = x; break;
+        case 1: rr = x, gg = cc; break;
+        case 2: gg = cc, bb = x; break;
+        case 3: gg = x, bb = cc; break;
+        case 4: rr = x, bb = cc; break;
+        default: rr = cc, bb = x; break;
+        }
+        double mm = v - cc;
+        r = (uint8_t)lround((rr + mm) * 255);
+        g = (uint8_t)lround((gg + mm) * 255);
+        bl = (uint8_t)lround((bb + mm) * 255);
+    } else if (def->space == TRK_SPACE_YCBCR) {
+        trk_yuv_to_rgb(&trk_yuv2rgb_coefs[trk_coef_index(TRK_MATRIX_BT601, 1)], c[0], c[1],
+                       c[2], &r, &g, &bl);
+    } else {
+        r = trk_clamp255(c[0]);
+        g = trk_clamp255(c[1]);
+        bl = trk_clamp255(c[2]);
+    }
+    snprintf(out, 8, "#%02x%02x%02x", r, g, bl);
+}
+
+static int put_triple(struct trk_buf *b, const uint16_t v[3])
+{
+    LIT(b, "[");
+    PUT(trk_buf_u64(b, v[0]));
+    LIT(b, ",");
+    PUT(trk_buf_u64(b, v[1]));
+    LIT(b, ",");
+    PUT(trk_buf_u64(b, v[2]));
+    LIT(b, "]");
+    return 0;
+}
+
+int trk_msg_object(struct trk_buf *b, int id, const struct trk_object_def *def, const char *color)
+{
+    char derived[8];
+    if (!color) {
+        trk_msg_object_color(def, derived);
+        color = derived;
+    }
+    LIT(b, "{\"id\":");
+    PUT(trk_buf_i64(b, id));
+    LIT(b, ",\"name\":");
+    PUT(trk_buf_json_str(b, def->name, sizeof def->name));
+    LIT(b, ",\"space\":\"");
+    PUT(trk_buf_puts(b, space_name(def->space)));
+    LIT(b, "\",\"lo\":");
+    PUT(put_triple(b, def->lo));
+    LIT(b, ",\"hi\":");
+    PUT(put_triple(b, def->hi));
+    LIT(b, ",\"min_mass\":");
+    PUT(trk_buf_u64(b, def->min_mass ? def->min_mass : 1));
+    LIT(b, ",\"color\":");
+    PUT(trk_buf_json_str(b, color, 16));
+    LIT(b, "}");
+    return 0;
+}
+
+static int put_objects(struct trk_buf *b, const struct trk_object_def *defs, int n,
+                       const char *const *colors)
+{
+    LIT(b, "[");
+    for (int i = 0; i < n; i++) {
+        if (i)
+            LIT(b, ",");
+        PUT(trk_msg_object(b, i, &defs[i], colors ? colors[i] : NULL));
+    }
+    LIT(b, "]");
+    return 0;
+}
+
+int trk_msg_hello(struct trk_buf *b, const struct trk_hello_info *h)
+{
+    LIT(b, "{\"type\":\"hello\",\"version\":");
+    PUT(trk_buf_i64(b, TRK_PROTOCOL_VERSION));
+    char server[96];
+    snprintf(server, sizeof server, "trackd %.64s", h->version ? h->version : "?");
+    LIT(b, ",\"server\":");
+    PUT(trk_buf_json_str(b, server, sizeof server));
+    LIT(b, ",\"backend\":");
+    PUT(trk_buf_json_str(b, h->backend, 256));
+    LIT(b, ",\"source\":");
+    PUT(trk_buf_json_str(b, h->source, 4096));
+    LIT(b, ",\"width\":");
+    PUT(trk_buf_i64(b, h->width));
+    LIT(b, ",\"height\":");
+    PUT(trk_buf_i64(b, h->height));
+    LIT(b, ",\"fps\":");
+    PUT(trk_buf_fixed(b, h->fps, 3));
+    LIT(b, ",\"preview\":{\"enabled\":");
+    PUT(trk_buf_puts(b, h->preview.enabled ? "true" : "false"));
+    LIT(b, ",\"width\":");
+    PUT(trk_buf_i64(b, h->preview.width));
+    LIT(b, ",\"height\":");
+    PUT(trk_buf_i64(b, h->preview.height));
+    LIT(b, ",\"fps\":");
+    PUT(trk_buf_fixed(b, h->preview.fps, 3));
+    LIT(b, ",\"quality\":");
+    PUT(trk_buf_i64(b, h->preview.quality));
+    LIT(b, ",\"format\":\"jpeg\"},\"objects\":");
+    PUT(put_objects(b, h->defs, h->n_objects, h->colors));
+    LIT(b, "}");
+    return 0;
+}
+
+int trk_msg_objects(struct trk_buf *b, const struct trk_object_def *defs, int n,
+                    const char *const *colors)
+{
+    LIT(b, "{\"type\":\"objects\",\"objects\":");
+    PUT(put_objects(b, defs, n, colors));
+    LIT(b, "}");
+    return 0;
+}
+
+/* ------------------------------------------- server -> client: stats etc. */
+
+static int put_ms(struct trk_buf *b, const char *key, double v)
+{
+    PUT(trk_buf_puts(b, key));
+    if (v < 0)
+        LIT(b, "null");
+    else
+        PUT(trk_buf_fixed(b, v, 3));
+    return 0;
+}
+
+int trk_msg_stats(struct trk_buf *b, const struct trk_stats_info *s)
+{
+    LIT(b, "{\"type\":\"stats\",\"uptime_s\":");
+    PUT(trk_buf_fixed(b, s->uptime_s, 3));
+    LIT(b, ",\"fps\":");
+    PUT(trk_buf_fixed(b, s->fps, 2));
+    LIT(b, ",\"frames\":");
+    PUT(trk_buf_u64(b, s->frames));
+    LIT(b, ",\"drops\":");
+    PUT(trk_buf_u64(b, s->drops));
+    LIT(b, ",\"clients\":");
+    PUT(trk_buf_i64(b, s->clients));
+    LIT(b, ",\"rss_kb\":");
+    if (s->rss_kb < 0)
+        LIT(b, "null");
+    else
+        PUT(trk_buf_i64(b, s->rss_kb));
+    PUT(put_ms(b, ",\"latency_median\":{\"queue_ms\":", s->queue_ms));
+    PUT(put_ms(b, ",\"upload_ms\":", s->upload_ms));
+    PUT(put_ms(b, ",\"kernel_ms\":", s->kernel_ms));
+    PUT(put_ms(b, ",\"process_ms\":", s->process_ms));
+    PUT(put_ms(b, ",\"send_ms\":", s->send_ms));
+    PUT(put_ms(b, ",\"total_ms\":", s->total_ms));
+    LIT(b, "},\"ws\":{\"messages_sent\":");
+    PUT(trk_buf_u64(b, s->ws_sent));
+    LIT(b, ",\"messages_dropped\":");
+    PUT(trk_buf_u64(b, s->ws_dropped));
+    LIT(b, ",\"bytes_sent\":");
+    PUT(trk_buf_u64(b, s->ws_bytes));
+    LIT(b, "}}");
+    return 0;
+}
+
+int trk_msg_status(struct trk_buf *b, const char *state, const char *message)
+{
+    LIT(b, "{\"type\":\"status\",\"source\":");
+    PUT(trk_buf_json_str(b, state ? state : "ok", 64));
+    LIT(b, ",\"message\":");
+    PUT(trk_buf_json_str(b, message, 4096));
+    LIT(b, "}");
+    return 0;
+}
+
+static int put_id(struct trk_buf *b, const char *id_json)
+{
+    if (id_json && *id_json) {
+        LIT(b, ",\"id\":");
+        PUT(trk_buf_puts(b, id_json));
+    }
+    return 0;
+}
+
+int trk_msg_error(struct trk_buf *b, const char *code, const char *message, const char *id_json)
+{
+    LIT(b, "{\"type\":\"error\",\"code\":");
+    PUT(trk_buf_json_str(b, code ? code : "error", 64));
+    LIT(b, ",\"message\":");
+    PUT(trk_buf_json_str(b, message ? message : "", 4096));
+    PUT(put_id(b, id_json));
+    LIT(b, "}");
+    return 0;
+}
+
+int trk_msg_pong(struct trk_buf *b, const char *id_json, double wall_ms)
+{
+    LIT(b, "{\"type\":\"pong\"");
+    PUT(put_id(b, id_json));
+    LIT(b, ",\"wall_ms\":");
+    PUT(trk_buf_fixed(b, wall_ms, 3));
+    LIT(b, "}");
+    return 0;
+}
+
+int trk_msg_ack(struct trk_buf *b, const char *request, const char *id_json, bool more)
+{
+    LIT(b, "{\"type\":\"ack\",\"request\":");
+    PUT(trk_buf_json_str(b, request ? request : "", 64));
+    PUT(put_id(b, id_json));
+    if (!more)
+        LIT(b, "}");
+    return 0;
+}
+
+/* ---------------------------------------------------- preview (binary) */
+
+static void put_le16(uint8_t *p, int v)
+{
+    unsigned u = v < 0 ? 0u : v > 65535 ? 65535u : (unsigned)v;
+    p[0] = (uint8_t)(u & 0xFF);
+    p[1] = (uint8_t)(u >> 8);
+}
+
+void trk_msg_preview_header(uint8_t out[TRK_PREVIEW_HDR], uint64_t seq, int preview_w,
+                            int preview_h, int frame_w, int frame_h)
+{
+    memcpy(out, "TRKP", 4);
+    for (int i = 0; i < 8; i++)
+        out[4 + i] = (uint8_t)(seq >> (8 * i));
+    put_le16(out + 12, preview_w);
+    put_le16(out + 14, preview_h);
+    put_le16(out + 16, frame_w);
+    put_le16(out + 18, frame_h);
+}
+
+/* ---------------------------------------------- client -> server: parsing */
+
+const char *const trk_msg_control_types[] = {
+    "set_objects", "add_object", "update_object", "remove_object", "sample",
+    "get_objects", "save_objects", NULL,
+};
+
+const char *trk_msg_err_code(int err)
+{
+    switch (err) {
+    case TRK_MSG_OK: return "ok";
+    case TRK_MSG_BAD_JSON: return "bad_json";
+    case TRK_MSG_NOT_OBJECT: return "not_object";
+    case TRK_MSG_BAD_TYPE: return "bad_type";
+    case TRK_MSG_UNKNOWN_TYPE: return "unknown_type";
+    case TRK_MSG_TOO_LARGE: return "too_large";
+    case TRK_MSG_BAD_FIELD: return "bad_field";
+    case TRK_MSG_BINARY: return "binary";
+    }
+    return "error";
+}
+
+/* The echoable form of an id: integers, reals and short strings. Anything
+ * else is not echoed: echoing arbitrary structures back would let a client
+ * make the server amplify its input. */
+static size_t id_to_json(json_t *id, char *out, size_t cap)
+{
+    if (!cap)
+        return 0;
+    out[0] = '\0';
+    if (!id || !(json_is_number(id) || json_is_string(id)))
+        return 0;
+    if (json_is_string(id) && json_string_length(id) > TRK_MSG_ID_MAX)
+        return 0;
+    char *s = json_dumps(id, JSON_ENCODE_ANY | JSON_COMPACT);
+    if (!s)
+        return 0;
+    size_t n = strlen(s);
+    if (n >= cap)
+        n = 0;
+    else
+        memcpy(out, s, n + 1);
+    free(s);
+    return n;
+}
+
+static void set_err(char *err_msg, size_t err_len, const char *fmt, const char *arg)
+{
+    if (err_msg && err_len)
+        snprintf(err_msg, err_len, fmt, arg);
+}
+
+int trk_msg_parse_client(const char *data, size_t len, const char *const *control_types,
+                         struct trk_cmsg *out, char *err_msg, size_t err_len)
+{
+    memset(out, 0, sizeof *out);
+    out->preview = -1;
+    if (err_msg && err_len)
+        err_msg[0] = '\0';
+    if (len > TRK_MSG_MAX_CLIENT) {
+        set_err(err_msg, err_len, "message larger than %s bytes", "65536");
+        return TRK_MSG_TOO_LARGE;
+    }
+    json_error_t jerr;
+    /* REJECT_DUPLICATES: {"type":"ping","type":"x"} has no single meaning. */
+    json_t *root = json_loadb(data, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root) {
+        set_err(err_msg, err_len, "invalid JSON: %s", jerr.text);
+        return TRK_MSG_BAD_JSON;
+    }
+    int rc = TRK_MSG_OK;
+    if (!json_is_object(root)) {
+        set_err(err_msg, err_len, "%s", "message must be a JSON object");
+        rc = TRK_MSG_NOT_OBJECT;
+        goto end;
+    }
+    id_to_json(json_object_get(root, "id"), out->id, sizeof out->id);
+    json_t *type = json_object_get(root, "type");
+    if (!json_is_string(type)) {
+        set_err(err_msg, err_len, "%s", "\"type\" must be a string");
+        rc = TRK_MSG_BAD_TYPE;
+        goto end;
+    }
+    const char *t = json_string_value(type);
+    size_t tlen = json_string_length(type);
+    if (tlen >= sizeof out->type || strlen(t) != tlen) {
+        set_err(err_msg, err_len, "%s", "unknown message type");
+        rc = TRK_MSG_UNKNOWN_TYPE;
+        goto end;
+    }
+    memcpy(out->type, t, tlen + 1);
+    if (!strcmp(t, "ping")) {
+        out->kind = TRK_CMSG_PING;
+    } else if (!strcmp(t, "subscribe")) {
+        out->kind = TRK_CMSG_SUBSCRIBE;
+        json_t *pv = json_object_get(root, "preview");
+        if (pv && !json_is_boolean(pv)) {
+            set_err(err_msg, err_len, "%s", "\"preview\" must be true or false");
+            rc = TRK_MSG_BAD_FIELD;
+            goto end;
+        }
+        out->preview = pv ? json_is_true(pv) : -1;
+    } else {
+        const char *const *types = control_types ? control_types : trk_msg_control_types;
+        bool known = false;
+        for (; *types && !known; types++)
+            known = !strcmp(*types, t);
+        if (!known) {
+            set_err(err_msg, err_len, "unknown message type \"%.40s\"", t);
+            rc = TRK_MSG_UNKNOWN_TYPE;
+            goto end;
+        }
+        out->kind = TRK_CMSG_CONTROL;
+    }
+end:
+    json_decref(root);
+    return rc;
+}
+
+size_t trk_msg_request_id(const char *data, size_t len, char *out, size_t cap)
+{
+    if (cap)
+        out[0] = '\0';
+    if (len > TRK_MSG_MAX_CLIENT)
+        return 0;
+    json_t *root = json_loadb(data, len, 0, NULL);
+    if (!root)
+        return 0;
+    size_t n = json_is_object(root) ? id_to_json(json_object_get(root, "id"), out, cap) : 0;
+    json_decref(root);
+    return n;
+}

@@ -1,0 +1,251 @@
+/* trackd wire messages: the JSON the server sends (WebSocket and NDJSON) and
+ * the parser for what clients send. protocol/PROTOCOL.md is the document;
+ * this header is its C side.
+ *
+ * Server -> client messages are encoded by hand into a growable buffer: the
+ * frame message is built for every frame, so it avoids a JSON library, and
+ * its output is byte-for-byte deterministic for the same input (tests and
+ * NDJSON diffs rely on that). Client -> server messages are rare and
+ * untrusted, so they are parsed with jansson, strictly.
+ *
+ * Every trk_msg_* encoder APPENDS one complete JSON value to the buffer (no
+ * newline; NDJSON writers add '\n' themselves) and returns 0 or TRK_ENOMEM.
+ * On TRK_ENOMEM the buffer may hold a partial message: reset it.
+ *
+ * Thread safety: all functions are reentrant; a trk_buf belongs to one thread.
+ */
+#ifndef TRK_PROTOCOL_MESSAGES_H
+#define TRK_PROTOCOL_MESSAGES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Wire protocol version, sent in the hello. Bumped only for changes that
+ * break existing clients (removed/renamed fields, changed units). Adding
+ * fields or message types does not bump it; clients ignore what they do not
+ * know. */
+#define TRK_PROTOCOL_VERSION 1
+
+/* Largest client -> server message accepted (bytes); larger ones are
+ * answered with a "too_large" error. */
+#define TRK_MSG_MAX_CLIENT 65536
+
+/* Longest echoed request id (a JSON string id, in bytes, before escaping). */
+#define TRK_MSG_ID_MAX 128
+
+/* ------------------------------------------------------------ the buffer */
+
+/* A growable byte buffer. data is always NUL-terminated when non-NULL (the
+ * terminator is not counted in len), so a finished message can be used as a
+ * C string. A zeroed struct is a valid empty buffer. */
+struct trk_buf {
+    char *data;
+    size_t len; /* bytes used */
+    size_t cap; /* bytes allocated (> len when data != NULL) */
+};
+
+/* Empties the buffer but keeps its memory (the per-frame path reuses it). */
+void trk_buf_reset(struct trk_buf *b);
+/* Frees the memory and zeroes the struct; safe twice. */
+void trk_buf_free(struct trk_buf *b);
+/* Makes room for extra more bytes (+ the terminator); 0 or TRK_ENOMEM. */
+int trk_buf_reserve(struct trk_buf *b, size_t extra);
+/* Appends n raw bytes; 0 or TRK_ENOMEM. */
+int trk_buf_append(struct trk_buf *b, const void *p, size_t n);
+/* Appends a C string, raw (not escaped); 0 or TRK_ENOMEM. */
+int trk_buf_puts(struct trk_buf *b, const char *s);
+/* Appends s (at most n bytes, stopping at a NUL) as a quoted JSON string:
+ * '"' and '\\' escaped, control characters as \n, \t, ... or \u00XX, and
+ * every byte sequence that is not valid UTF-8 replaced by U+FFFD, so the
+ * output is always valid JSON. NULL appends null. 0 or TRK_ENOMEM. */
+int trk_buf_json_str(struct trk_buf *b, const char *s, size_t n);
+/* Appends a decimal integer. */
+int trk_buf_u64(struct trk_buf *b, uint64_t v);
+int trk_buf_i64(struct trk_buf *b, int64_t v);
+/* Appends v with exactly `decimals` (0..6) digits after the point, rounded
+ * half away from zero; NaN and infinities append null (JSON has no such
+ * numbers). */
+int trk_buf_fixed(struct trk_buf *b, double v, int decimals);
+
+/* ------------------------------------------------- server -> client: frame */
+
+/* What the pipeline knows about one processed frame besides the results. */
+struct trk_frame_meta {
+    uint64_t seq;      /* frame sequence number from the source, increasing  */
+    double pts;        /* presentation time in s (file sources: stream time;
+                        * cameras/demo: seconds since the source opened)     */
+    int width, height; /* frame size in pixels                               */
+    double t_capture;  /* s, CLOCK_MONOTONIC, when the frame was captured    */
+    double wall_ms;    /* ms since the Unix epoch when processing finished   */
+    double queue_ms;   /* capture -> processing start (waiting in the ring)  */
+    double upload_ms;  /* host -> device copy (0 for CPU backends)           */
+    double kernel_ms;  /* threshold + reduction                              */
+    double process_ms; /* processing start -> results ready (whole backend
+                        * call plus tracker)                                 */
+    const char *backend; /* backend name (trk_backend_name), NULL = omitted */
+};
+
+/* Appends the "frame" message: seq, pts (3 decimals), width, height,
+ * t_capture (3), wall_ms (3), backend, latency{queue_ms, upload_ms,
+ * kernel_ms, process_ms} (3 decimals each) and objects[] with, per object i:
+ * id (= i), name (escaped), found (mass >= max(min_mass, 1)), mass, cx, cy
+ * (sum / mass, 2 decimals) and bbox [x0, y0, x1, y1] (inclusive); cx, cy and
+ * bbox are null when mass == 0. defs and res have n entries (n may be 0). */
+int trk_msg_frame(struct trk_buf *b, const struct trk_frame_meta *m,
+                  const struct trk_object_def *defs, const struct trk_obj_result *res, int n);
+
+/* ------------------------------------------------- server -> client: hello */
+
+/* Preview stream settings announced in the hello. */
+struct trk_preview_info {
+    bool enabled;      /* the server produces preview JPEGs at all          */
+    int width, height; /* preview size in pixels                            */
+    double fps;        /* most previews per second                          */
+    int quality;       /* JPEG quality 1..100                               */
+};
+
+/* Everything the hello message describes. colors is optional: NULL or a
+ * NULL entry derives a display colour from the centre of the object's box. */
+struct trk_hello_info {
+    const char *version; /* trackd version, e.g. "0.1.0" -> "trackd 0.1.0" */
+    const char *backend; /* trk_backend_name()                              */
+    const char *source;  /* human description of the source                 */
+    int width, height;   /* frame size in pixels (0 = not known yet)         */
+    double fps;          /* nominal source rate, 0 = unknown                 */
+    struct trk_preview_info preview;
+    const struct trk_object_def *defs;
+    int n_objects;
+    const char *const *colors; /* "#rrggbb" per object, optional             */
+};
+
+/* Appends the "hello" message (sent first on every connection). */
+int trk_msg_hello(struct trk_buf *b, const struct trk_hello_info *h);
+
+/* Appends {"type":"objects","objects":[...]}: the current object set, same
+ * object encoding as the hello; broadcast after the set changes. */
+int trk_msg_objects(struct trk_buf *b, const struct trk_object_def *defs, int n,
+                    const char *const *colors);
+
+/* Appends one object description {"id","name","space","lo","hi",
+ * "min_mass","color"} (the element of hello.objects). color NULL derives one.
+ */
+int trk_msg_object(struct trk_buf *b, int id, const struct trk_object_def *def, const char *color);
+
+/* Writes "#rrggbb" (8 bytes with the NUL) for the centre of def's box
+ * converted to RGB (hsv: hue midpoint, wrapping through 0 when lo > hi;
+ * ycbcr: BT.601 full range). A display colour, not a tracking rule. */
+void trk_msg_object_color(const struct trk_object_def *def, char out[8]);
+
+/* ------------------------------------------- server -> client: stats etc. */
+
+/* The 1 Hz statistics. Latency fields are medians over the last interval in
+ * ms; a negative value means "not measured" and is sent as null. */
+struct trk_stats_info {
+    double uptime_s;
+    double fps;           /* frames processed per second, last interval      */
+    uint64_t frames;      /* frames processed since start                    */
+    uint64_t drops;       /* frames captured but never processed (stale)     */
+    int clients;          /* connected WebSocket clients                     */
+    long rss_kb;          /* resident set size, < 0 = unknown                */
+    double queue_ms, upload_ms, kernel_ms, process_ms; /* medians            */
+    double send_ms;       /* results ready -> handed to the WebSocket thread */
+    double total_ms;      /* capture -> handed to the WebSocket thread       */
+    uint64_t ws_sent, ws_dropped, ws_bytes; /* trk_ws_get_stats totals       */
+};
+
+/* Appends the "stats" message. */
+int trk_msg_stats(struct trk_buf *b, const struct trk_stats_info *s);
+
+/* Appends {"type":"status","source":state,"message":msg}. state is one of
+ * "ok", "lost", "eof", "error" (see PROTOCOL.md); message may be NULL. */
+int trk_msg_status(struct trk_buf *b, const char *state, const char *message);
+
+/* Appends {"type":"error","code":code,"message":message[,"id":id]}. id_json
+ * is the request's id as JSON text (from trk_msg_parse_client or
+ * trk_msg_request_id), NULL or "" when the request had none. */
+int trk_msg_error(struct trk_buf *b, const char *code, const char *message, const char *id_json);
+
+/* Appends {"type":"pong"[,"id":id],"wall_ms":now}. */
+int trk_msg_pong(struct trk_buf *b, const char *id_json, double wall_ms);
+
+/* Appends {"type":"ack","request":request[,"id":id]} and leaves the object
+ * OPEN when more is true (the caller appends ",\"field\":..." and then "}"),
+ * else closes it. */
+int trk_msg_ack(struct trk_buf *b, const char *request, const char *id_json, bool more);
+
+/* ---------------------------------------------------- preview (binary) */
+
+/* Size of the binary preview header. Layout (little-endian):
+ *   0..3   "TRKP"
+ *   4..11  frame seq (uint64)
+ *   12..13 preview width, 14..15 preview height (uint16)
+ *   16..17 frame width,   18..19 frame height   (uint16)
+ *   20..   one complete JPEG (SOI .. EOI) */
+#define TRK_PREVIEW_HDR 20
+
+/* Writes the 20-byte header into out. Sizes above 65535 are clamped. */
+void trk_msg_preview_header(uint8_t out[TRK_PREVIEW_HDR], uint64_t seq, int preview_w,
+                            int preview_h, int frame_w, int frame_h);
+
+/* ---------------------------------------------- client -> server: parsing */
+
+/* Error codes of the client message parser (also the "code" strings). */
+enum trk_msg_err {
+    TRK_MSG_OK = 0,
+    TRK_MSG_BAD_JSON = -1,     /* "bad_json": not valid JSON / not UTF-8      */
+    TRK_MSG_NOT_OBJECT = -2,   /* "not_object": valid JSON, not an object     */
+    TRK_MSG_BAD_TYPE = -3,     /* "bad_type": "type" missing or not a string  */
+    TRK_MSG_UNKNOWN_TYPE = -4, /* "unknown_type": type nobody handles         */
+    TRK_MSG_TOO_LARGE = -5,    /* "too_large": over TRK_MSG_MAX_CLIENT bytes  */
+    TRK_MSG_BAD_FIELD = -6,    /* "bad_field": a field has the wrong type     */
+    TRK_MSG_BINARY = -7,       /* "binary": binary frame (only text accepted) */
+};
+
+/* The "code" string of a trk_msg_err ("bad_json", ...). */
+const char *trk_msg_err_code(int err);
+
+enum trk_cmsg_kind {
+    TRK_CMSG_PING = 0,  /* handled by the server itself: pong               */
+    TRK_CMSG_SUBSCRIBE, /* handled by the server itself: preview on/off     */
+    TRK_CMSG_CONTROL,   /* a known control type: forwarded to the daemon    */
+};
+
+/* A parsed client message. */
+struct trk_cmsg {
+    enum trk_cmsg_kind kind;
+    char type[32];            /* the "type" string (truncated to fit)       */
+    char id[TRK_MSG_ID_MAX * 6 + 3]; /* "id" as JSON text, "" when absent or
+                               * not echoable (see trk_msg_request_id)       */
+    int preview;              /* subscribe: 1 on, 0 off, -1 not given        */
+};
+
+/* The control message types forwarded to the daemon when trk_ws_cfg names
+ * none (PROTOCOL.md section "Control messages"). NULL-terminated. */
+extern const char *const trk_msg_control_types[];
+
+/* Parses one client text message. control_types: NULL-terminated list of the
+ * types forwarded to the daemon (NULL = trk_msg_control_types; an empty list
+ * = none). Returns TRK_MSG_OK with *out filled, or a TRK_MSG_* error; on error
+ * out->id still holds the request's id when one could be read, and err_msg
+ * (if non-NULL) receives a human explanation. Never reads past len; data
+ * need not be NUL-terminated. */
+int trk_msg_parse_client(const char *data, size_t len, const char *const *control_types,
+                         struct trk_cmsg *out, char *err_msg, size_t err_len);
+
+/* Extracts the "id" of a JSON request as JSON text into out (cap bytes):
+ * numbers as written, strings up to TRK_MSG_ID_MAX bytes re-escaped; other
+ * types, absent ids or bad JSON give "". Returns the length written. For the
+ * daemon's replies to control messages. */
+size_t trk_msg_request_id(const char *data, size_t len, char *out, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,925 @@
+/* trackd WebSocket + HTTP server on libwebsockets 4.1. See ws.h.
+ *
+ * Threads and ownership:
+ *   - Producer threads (pipeline, preview encoder, stats, control replies)
+ *     call trk_ws_broadcast / trk_ws_send_to. They touch only `struct
+ *     handoff` under ws->lock, then call lws_cancel_service() (the one lws
+ *     call that is safe from other threads).
+ *   - The service thread runs lws_service(). In EVENT_WAIT_CANCELLED it takes
+ *     everything out of the hand-off under the lock, and fans it out to the
+ *     per-client queues (owned by the service thread, no lock) and asks for
+ *     WRITEABLE; each WRITEABLE writes one message.
+ *   - The client list is changed only on the service thread, under ws->lock
+ *     so trk_ws_get_clients can read it from elsewhere.
+ *
+ * Messages are refcounted: one copy of the bytes however many clients get
+ * them. Counts are atomics so stats can be read from any thread.
+ */
+#include "ws.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <libwebsockets.h>
+
+#include "backend.h"
+#include "messages.h"
+
+#define WS_PATH "/ws"
+#define WS_SUBPROTOCOL "trackd.v1"
+/* Hand-off capacity for results between two service-thread wake-ups. The
+ * service thread drains it at every wake, so it only fills when that thread
+ * is starved for ~a second at hundreds of frames per second. */
+#define HANDOFF_RESULTS 256
+#define HANDOFF_REPLIES 256
+/* Per-client replies (pong, errors, acks, send_to) pending; a client that
+ * floods requests without reading loses the oldest replies. */
+#define CLIENT_REPLIES 32
+/* lws rx chunk size; messages up to TRK_MSG_MAX_CLIENT are reassembled. */
+#define RX_CHUNK 16384
+
+/* ------------------------------------------------------------- logging */
+
+static void (*log_fn)(int level, const char *line);
+
+void trk_ws_set_log(void (*fn)(int level, const char *line))
+{
+    log_fn = fn;
+}
+
+static void emit(int level, const char *line)
+{
+    if (log_fn) {
+        log_fn(level, line);
+        return;
+    }
+    static const char *names[] = {"error", "warn", "info", "debug"};
+    fprintf(stderr, "%s ws: %s\n", names[level < 0 ? 0 : level > 3 ? 3 : level], line);
+}
+
+__attribute__((format(printf, 2, 3))) static void ws_log(int level, const char *fmt, ...)
+{
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    emit(level, line);
+}
+
+/* lws hands over lines with a timestamp-free prefix and a trailing newline. */
+static void lws_emit(int level, const char *line)
+{
+    char buf[512];
+    snprintf(buf, sizeof buf, "lws: %s", line);
+    size_t n = strlen(buf);
+    while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+        buf[--n] = '\0';
+    emit(level == LLL_ERR ? 0 : level == LLL_WARN ? 1 : level == LLL_NOTICE ? 2 : 3, buf);
+}
+
+/* ------------------------------------------------------------ messages */
+
+struct msg {
+    atomic_int refs;
+    bool binary;
+    uint64_t order; /* publish order, across kinds: writes follow it */
+    size_t len;
+    unsigned char buf[]; /* LWS_PRE bytes of headroom, then len bytes, NUL */
+};
+
+static struct msg *msg_new(const void *data, size_t len, bool binary, uint64_t order)
+{
+    if (len > SIZE_MAX - sizeof(struct msg) - LWS_PRE - 1)
+        return NULL;
+    struct msg *m = malloc(sizeof *m + LWS_PRE + len + 1);
+    if (!m)
+        return NULL;
+    atomic_init(&m->refs, 1);
+    m->binary = binary;
+    m->order = order;
+    m->len = len;
+    if (len)
+        memcpy(m->buf + LWS_PRE, data, len);
+    m->buf[LWS_PRE + len] = '\0';
+    return m;
+}
+
+static struct msg *msg_ref(struct msg *m)
+{
+    if (m)
+        atomic_fetch_add_explicit(&m->refs, 1, memory_order_relaxed);
+    return m;
+}
+
+static void msg_unref(struct msg **pm)
+{
+    struct msg *m = *pm;
+    *pm = NULL;
+    if (m && atomic_fetch_sub_explicit(&m->refs, 1, memory_order_acq_rel) == 1)
+        free(m);
+}
+
+/* ------------------------------------------------------------- clients */
+
+/* lws per-session data: one per connection, zeroed by lws. Owned by the
+ * service thread except the counters (atomics, read by get_clients) and the
+ * list links (changed under ws->lock). */
+struct client {
+    struct client *next;
+    struct lws *wsi;
+    uint64_t id;
+    bool established;
+    bool preview_on;
+    char peer[64];
+    struct msg *hello;                  /* written before anything else */
+    struct msg **results;               /* ring of ws->queue_len         */
+    unsigned r_head, r_count;
+    struct msg *slot[TRK_WS_KIND_COUNT]; /* newest-only kinds            */
+    struct msg *replies[CLIENT_REPLIES];
+    unsigned q_head, q_count;
+    /* Reassembly of a message that arrives in several fragments/chunks. */
+    char *rx;
+    size_t rx_len;
+    bool rx_active, rx_over, rx_binary;
+    _Atomic uint64_t sent, dropped, bytes;
+};
+
+struct handoff {
+    struct msg *results[HANDOFF_RESULTS];
+    unsigned r_head, r_count;
+    struct msg *slot[TRK_WS_KIND_COUNT];
+    struct {
+        uint64_t client;
+        struct msg *m;
+    } replies[HANDOFF_REPLIES];
+    unsigned q_head, q_count;
+};
+
+struct trk_ws {
+    /* configuration (immutable after create) */
+    char *address, *web_root;
+    int port;
+    int queue_len;
+    trk_ws_on_message on_message;
+    void *user;
+    const char **control_types; /* NULL-terminated copy, or NULL = default */
+    char *control_strings;
+
+    /* lws objects: created in start, destroyed in stop, used only by the
+     * service thread in between (and lws_cancel_service from others). */
+    struct lws_context *ctx;
+    struct lws_vhost *vhost;
+    struct lws_http_mount mount;
+    struct lws_protocols protocols[2];
+    pthread_t thread;
+    bool thread_started;
+    atomic_bool stopping;
+    int bound_port;
+
+    pthread_mutex_t lock; /* guards everything below until the atomics */
+    bool running;         /* ctx alive: producers may wake the thread   */
+    bool stopped;         /* start may not be called again              */
+    struct handoff h;
+    struct handoff taken; /* service thread only: what drain() took */
+    struct msg *hello;
+    struct msg *last_status;
+    struct client *clients;
+
+    atomic_int n_clients;
+    atomic_uint_fast64_t next_order;
+    atomic_uint_fast64_t next_client_id;
+    _Atomic uint64_t sent, dropped, bytes;
+};
+
+static uint64_t new_order(struct trk_ws *ws)
+{
+    return atomic_fetch_add_explicit(&ws->next_order, 1, memory_order_relaxed) + 1;
+}
+
+static void count_drop(struct trk_ws *ws, struct client *c)
+{
+    if (c)
+        atomic_fetch_add_explicit(&c->dropped, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&ws->dropped, 1, memory_order_relaxed);
+}
+
+static bool client_pending(const struct client *c)
+{
+    if (c->hello || c->r_count || c->q_count)
+        return true;
+    for (int k = 0; k < TRK_WS_KIND_COUNT; k++)
+        if (c->slot[k])
+            return true;
+    return false;
+}
+
+/* Service thread: queue m (taking a new reference) for client c. */
+static void client_push(struct trk_ws *ws, struct client *c, int kind, struct msg *m)
+{
+    if (kind == TRK_WS_RESULT) {
+        unsigned cap = (unsigned)ws->queue_len;
+        if (c->r_count == cap) {
+            /* Drop-oldest: a slow client skips ahead to the newest results. */
+            msg_unref(&c->results[c->r_head]);
+            c->r_head = (c->r_head + 1) % cap;
+            c->r_count--;
+            count_drop(ws, c);
+        }
+        c->results[(c->r_head + c->r_count++) % cap] = msg_ref(m);
+        return;
+    }
+    if (kind == TRK_WS_PREVIEW && !c->preview_on)
+        return;
+    if (c->slot[kind]) {
+        msg_unref(&c->slot[kind]);
+        count_drop(ws, c);
+    }
+    c->slot[kind] = msg_ref(m);
+}
+
+/* Service thread: queue a reply (takes over the caller's reference). */
+static void client_reply(struct trk_ws *ws, struct client *c, struct msg *m)
+{
+    if (c->q_count == CLIENT_REPLIES) {
+        msg_unref(&c->replies[c->q_head]);
+        c->q_head = (c->q_head + 1) % CLIENT_REPLIES;
+        c->q_count--;
+        count_drop(ws, c);
+    }
+    c->replies[(c->q_head + c->q_count++) % CLIENT_REPLIES] = m;
+    lws_callback_on_writable(c->wsi);
+}
+
+static void client_reply_buf(struct trk_ws *ws, struct client *c, const struct trk_buf *b)
+{
+    struct msg *m = msg_new(b->data, b->len, false, new_order(ws));
+    if (m)
+        client_reply(ws, c, m);
+}
+
+static void client_error(struct trk_ws *ws, struct client *c, int err, const char *text,
+                         const char *id_json)
+{
+    struct trk_buf b = {0};
+    if (trk_msg_error(&b, trk_msg_err_code(err), text, id_json) == 0)
+        client_reply_buf(ws, c, &b);
+    trk_buf_free(&b);
+}
+
+static double wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Service thread: one complete text message from client c. */
+static void client_message(struct trk_ws *ws, struct client *c, char *data, size_t len)
+{
+    struct trk_cmsg cm;
+    char why[160];
+    int rc = trk_msg_parse_client(data, len, (const char *const *)ws->control_types, &cm, why,
+                                  sizeof why);
+    if (rc != TRK_MSG_OK) {
+        client_error(ws, c, rc, why, cm.id);
+        return;
+    }
+    struct trk_buf b = {0};
+    switch (cm.kind) {
+    case TRK_CMSG_PING:
+        if (trk_msg_pong(&b, cm.id, wall_ms()) == 0)
+            client_reply_buf(ws, c, &b);
+        break;
+    case TRK_CMSG_SUBSCRIBE:
+        if (cm.preview >= 0) {
+            c->preview_on = cm.preview;
+            if (!c->preview_on)
+                msg_unref(&c->slot[TRK_WS_PREVIEW]); /* not a drop: unwanted */
+        }
+        if (trk_msg_ack(&b, "subscribe", cm.id, true) == 0 &&
+            trk_buf_puts(&b, c->preview_on ? ",\"preview\":true}" : ",\"preview\":false}") == 0)
+            client_reply_buf(ws, c, &b);
+        break;
+    case TRK_CMSG_CONTROL:
+        if (ws->on_message)
+            ws->on_message(ws->user, c->id, data, len);
+        else
+            client_error(ws, c, TRK_MSG_UNKNOWN_TYPE, "this server handles no control messages",
+                         cm.id);
+        break;
+    }
+    trk_buf_free(&b);
+}
+
+/* Service thread: a chunk of received data. lws delivers a message in one or
+ * more chunks (fragments, or pieces of a frame larger than RX_CHUNK). */
+static void client_receive(struct trk_ws *ws, struct client *c, const void *in, size_t len)
+{
+    if (!c->rx_active) {
+        c->rx_active = true;
+        c->rx_len = 0;
+        c->rx_over = false;
+        c->rx_binary = lws_frame_is_binary(c->wsi);
+    }
+    if (!c->rx_binary && !c->rx_over) {
+        if (c->rx_len + len > TRK_MSG_MAX_CLIENT) {
+            c->rx_over = true; /* keep discarding until the message ends */
+        } else {
+            if (!c->rx) {
+                c->rx = malloc(TRK_MSG_MAX_CLIENT + 1);
+                if (!c->rx) {
+                    c->rx_over = true;
+                    goto check_end;
+                }
+            }
+            memcpy(c->rx + c->rx_len, in, len);
+            c->rx_len += len;
+        }
+    }
+check_end:
+    if (!lws_is_final_fragment(c->wsi) || lws_remaining_packet_payload(c->wsi))
+        return;
+    c->rx_active = false;
+    if (c->rx_binary) {
+        client_error(ws, c, TRK_MSG_BINARY, "binary messages are not accepted; send JSON text",
+                     NULL);
+    } else if (c->rx_over) {
+        client_error(ws, c, TRK_MSG_TOO_LARGE, "message larger than 65536 bytes", NULL);
+    } else {
+        c->rx[c->rx_len] = '\0';
+        client_message(ws, c, c->rx, c->rx_len);
+    }
+    /* Rare and small: give the buffer back rather than hold 64 KiB per
+     * idle client. */
+    free(c->rx);
+    c->rx = NULL;
+}
+
+/* Service thread: the next message to write, in publish order (hello
+ * first). Returns where it is stored so the caller can release it. */
+static struct msg **client_next(struct trk_ws *ws, struct client *c)
+{
+    if (c->hello)
+        return &c->hello;
+    struct msg **best = NULL;
+    if (c->q_count)
+        best = &c->replies[c->q_head];
+    if (c->r_count) {
+        struct msg **r = &c->results[c->r_head];
+        if (!best || (*r)->order < (*best)->order)
+            best = r;
+    }
+    for (int k = 0; k < TRK_WS_KIND_COUNT; k++)
+        if (c->slot[k] && (!best || c->slot[k]->order < (*best)->order))
+            best = &c->slot[k];
+    (void)ws;
+    return best;
+}
+
+static void client_pop(struct trk_ws *ws, struct client *c, struct msg **where)
+{
+    msg_unref(where);
+    if (where == &c->replies[c->q_head] && c->q_count) {
+        c->q_head = (c->q_head + 1) % CLIENT_REPLIES;
+        c->q_count--;
+    } else if (c->r_count && where == &c->results[c->r_head]) {
+        c->r_head = (c->r_head + 1) % (unsigned)ws->queue_len;
+        c->r_count--;
+    }
+}
+
+/* Releases everything a closing client still holds. */
+static void client_clear(struct trk_ws *ws, struct client *c)
+{
+    while (c->r_count) {
+        msg_unref(&c->results[c->r_head]);
+        c->r_head = (c->r_head + 1) % (unsigned)ws->queue_len;
+        c->r_count--;
+    }
+    free(c->results);
+    c->results = NULL;
+    msg_unref(&c->hello);
+    for (int k = 0; k < TRK_WS_KIND_COUNT; k++)
+        msg_unref(&c->slot[k]);
+    for (unsigned i = 0; i < c->q_count; i++)
+        msg_unref(&c->replies[(c->q_head + i) % CLIENT_REPLIES]);
+    c->q_count = 0;
+    free(c->rx);
+    c->rx = NULL;
+}
+
+/* ------------------------------------------------------------ hand-off */
+
+/* Service thread: moves everything published since the last wake-up to the
+ * clients. */
+static void drain(struct trk_ws *ws)
+{
+    /* Swap the hand-off out under the lock (a 6 KiB copy), fan out without
+     * it so producers never wait for the fan-out. */
+    struct handoff *h = &ws->taken;
+    pthread_mutex_lock(&ws->lock);
+    *h = ws->h;
+    memset(&ws->h, 0, sizeof ws->h);
+    pthread_mutex_unlock(&ws->lock);
+
+    for (unsigned i = 0; i < h->r_count; i++) {
+        struct msg **m = &h->results[(h->r_head + i) % HANDOFF_RESULTS];
+        for (struct client *c = ws->clients; c; c = c->next)
+            client_push(ws, c, TRK_WS_RESULT, *m);
+        msg_unref(m);
+    }
+    for (int k = 0; k < TRK_WS_KIND_COUNT; k++) {
+        if (!h->slot[k])
+            continue;
+        for (struct client *c = ws->clients; c; c = c->next)
+            client_push(ws, c, k, h->slot[k]);
+        msg_unref(&h->slot[k]);
+    }
+    for (unsigned i = 0; i < h->q_count; i++) {
+        unsigned j = (h->q_head + i) % HANDOFF_REPLIES;
+        struct client *c = ws->clients;
+        while (c && c->id != h->replies[j].client)
+            c = c->next;
+        if (c)
+            client_reply(ws, c, h->replies[j].m);
+        else
+            msg_unref(&h->replies[j].m); /* the client has gone */
+    }
+    for (struct client *c = ws->clients; c; c = c->next)
+        if (client_pending(c))
+            lws_callback_on_writable(c->wsi);
+}
+
+/* ------------------------------------------------------- lws callback */
+
+static bool uri_is_ws_path(struct lws *wsi)
+{
+    char uri[64];
+    int n = lws_hdr_copy(wsi, uri, sizeof uri, WSI_TOKEN_GET_URI);
+    return n > 0 && strcmp(uri, WS_PATH) == 0;
+}
+
+static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
+                    size_t len)
+{
+    struct trk_ws *ws = lws_context_user(lws_get_context(wsi));
+    struct client *c = user;
+
+    switch (reason) {
+    case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
+        /* WebSocket only at /ws: other paths are for files. */
+        if (!uri_is_ws_path(wsi))
+            return 1;
+        break;
+
+    case LWS_CALLBACK_ESTABLISHED: {
+        c->wsi = wsi;
+        c->id = atomic_fetch_add(&ws->next_client_id, 1) + 1;
+        c->preview_on = true;
+        c->results = calloc((size_t)ws->queue_len, sizeof *c->results);
+        if (!c->results)
+            return -1;
+        if (lws_get_peer_simple(wsi, c->peer, sizeof c->peer) == NULL)
+            snprintf(c->peer, sizeof c->peer, "?");
+        pthread_mutex_lock(&ws->lock);
+        c->hello = msg_ref(ws->hello);
+        c->slot[TRK_WS_STATUS] = msg_ref(ws->last_status);
+        c->next = ws->clients;
+        ws->clients = c;
+        c->established = true;
+        pthread_mutex_unlock(&ws->lock);
+        atomic_fetch_add(&ws->n_clients, 1);
+        ws_log(2, "client %llu connected from %s", (unsigned long long)c->id, c->peer);
+        if (client_pending(c))
+            lws_callback_on_writable(wsi);
+        break;
+    }
+
+    case LWS_CALLBACK_CLOSED:
+        if (!c->established)
+            break;
+        pthread_mutex_lock(&ws->lock);
+        for (struct client **p = &ws->clients; *p; p = &(*p)->next)
+            if (*p == c) {
+                *p = c->next;
+                break;
+            }
+        c->established = false;
+        pthread_mutex_unlock(&ws->lock);
+        atomic_fetch_sub(&ws->n_clients, 1);
+        client_clear(ws, c);
+        ws_log(2, "client %llu disconnected (%llu sent, %llu dropped)",
+               (unsigned long long)c->id, (unsigned long long)atomic_load(&c->sent),
+               (unsigned long long)atomic_load(&c->dropped));
+        break;
+
+    case LWS_CALLBACK_SERVER_WRITEABLE: {
+        if (!c->established)
+            break;
+        struct msg **where = client_next(ws, c);
+        if (!where)
+            break;
+        struct msg *m = *where;
+        int n = lws_write(wsi, m->buf + LWS_PRE, m->len,
+                          m->binary ? LWS_WRITE_BINARY : LWS_WRITE_TEXT);
+        if (n < (int)m->len) {
+            ws_log(1, "client %llu: write failed, closing", (unsigned long long)c->id);
+            return -1;
+        }
+        atomic_fetch_add_explicit(&c->sent, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&c->bytes, m->len, memory_order_relaxed);
+        atomic_fetch_add_explicit(&ws->sent, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&ws->bytes, m->len, memory_order_relaxed);
+        client_pop(ws, c, where);
+        if (client_pending(c))
+            lws_callback_on_writable(wsi);
+        break;
+    }
+
+    case LWS_CALLBACK_RECEIVE:
+        if (c->established)
+            client_receive(ws, c, in, len);
+        break;
+
+    case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
+        if (ws)
+            drain(ws);
+        break;
+
+    default:
+        break;
+    }
+    /* HTTP file serving from the mount is lws's own work. */
+    return lws_callback_http_dummy(wsi, reason, user, in, len);
+}
+
+/* ---------------------------------------------------------- public API */
+
+int trk_ws_create(const struct trk_ws_cfg *cfg, struct trk_ws **out)
+{
+    *out = NULL;
+    if (!cfg || cfg->port < 0 || cfg->port > 65535 || cfg->queue_len < 0 ||
+        cfg->queue_len > 4096)
+        return TRK_EINVAL;
+    struct trk_ws *ws = calloc(1, sizeof *ws);
+    if (!ws)
+        return TRK_ENOMEM;
+    ws->port = cfg->port;
+    ws->queue_len = cfg->queue_len ? cfg->queue_len : TRK_WS_QUEUE_DEFAULT;
+    ws->on_message = cfg->on_message;
+    ws->user = cfg->user;
+    ws->bound_port = -1;
+    pthread_mutex_init(&ws->lock, NULL);
+    if (cfg->address && *cfg->address && !(ws->address = strdup(cfg->address)))
+        goto nomem;
+    if (cfg->web_root && !(ws->web_root = strdup(cfg->web_root)))
+        goto nomem;
+    if (cfg->control_types) {
+        size_t n = 0, bytes = 0;
+        while (cfg->control_types[n])
+            bytes += strlen(cfg->control_types[n++]) + 1;
+        ws->control_types = calloc(n + 1, sizeof *ws->control_types);
+        ws->control_strings = malloc(bytes ? bytes : 1);
+        if (!ws->control_types || !ws->control_strings)
+            goto nomem;
+        char *p = ws->control_strings;
+        for (size_t i = 0; i < n; i++) {
+            size_t k = strlen(cfg->control_types[i]) + 1;
+            memcpy(p, cfg->control_types[i], k);
+            ws->control_types[i] = p;
+            p += k;
+        }
+    }
+    *out = ws;
+    return 0;
+nomem:
+    trk_ws_destroy(&ws);
+    return TRK_ENOMEM;
+}
+
+/* After lws failed to bind: find out why, with the same address and port,
+ * so the caller can tell "port taken" from other failures. */
+static int probe_bind(const char *address, int port)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    memset(&ss, 0, sizeof ss);
+    struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+    struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+    if (address && strchr(address, ':')) {
+        s6->sin6_family = AF_INET6;
+        s6->sin6_port = htons((uint16_t)port);
+        if (inet_pton(AF_INET6, address, &s6->sin6_addr) != 1)
+            return -EADDRNOTAVAIL;
+        sl = sizeof *s6;
+    } else if (address) {
+        s4->sin_family = AF_INET;
+        s4->sin_port = htons((uint16_t)port);
+        if (inet_pton(AF_INET, address, &s4->sin_addr) != 1)
+            return -EADDRNOTAVAIL;
+        sl = sizeof *s4;
+    } else {
+        s6->sin6_family = AF_INET6;
+        s6->sin6_port = htons((uint16_t)port);
+        s6->sin6_addr = in6addr_any;
+        sl = sizeof *s6;
+    }
+    int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    int rc = bind(fd, (struct sockaddr *)&ss, sl) ? -errno : -EIO;
+    close(fd);
+    return rc;
+}
+
+static void *service_main(void *arg)
+{
+    struct trk_ws *ws = arg;
+    while (!atomic_load(&ws->stopping))
+        if (lws_service(ws->ctx, 0) < 0)
+            break;
+    return NULL;
+}
+
+int trk_ws_start(struct trk_ws *ws)
+{
+    if (!ws)
+        return TRK_EINVAL;
+    pthread_mutex_lock(&ws->lock);
+    bool busy = ws->running || ws->stopped;
+    pthread_mutex_unlock(&ws->lock);
+    if (busy)
+        return -EALREADY;
+
+    /* lws logs to stderr at NOTICE by default; the daemon wants only
+     * problems, through its own logger. */
+    lws_set_log_level(LLL_ERR | LLL_WARN, lws_emit);
+
+    ws->protocols[0] = (struct lws_protocols){
+        .name = WS_SUBPROTOCOL,
+        .callback = callback,
+        .per_session_data_size = sizeof(struct client),
+        .rx_buffer_size = RX_CHUNK,
+    };
+    /* protocols[0] doubles as the default: a client that asks for no
+     * subprotocol is bound to it, so any WebSocket library can connect. */
+    memset(&ws->protocols[1], 0, sizeof ws->protocols[1]);
+
+    if (ws->web_root) {
+        memset(&ws->mount, 0, sizeof ws->mount);
+        ws->mount.mountpoint = "/";
+        ws->mount.mountpoint_len = 1;
+        ws->mount.origin = ws->web_root;
+        ws->mount.def = "index.html";
+        ws->mount.origin_protocol = LWSMPRO_FILE;
+    }
+
+    struct lws_context_creation_info info;
+    memset(&info, 0, sizeof info);
+    info.options = LWS_SERVER_OPTION_EXPLICIT_VHOSTS;
+    info.port = CONTEXT_PORT_NO_LISTEN;
+    info.user = ws;
+    info.gid = -1;
+    info.uid = -1;
+    ws->ctx = lws_create_context(&info);
+    if (!ws->ctx) {
+        ws_log(0, "cannot create the libwebsockets context");
+        return TRK_ENOMEM;
+    }
+
+    memset(&info, 0, sizeof info);
+    info.port = ws->port;
+    info.iface = ws->address;
+    info.protocols = ws->protocols;
+    info.mounts = ws->web_root ? &ws->mount : NULL;
+    info.vhost_name = "trackd";
+    /* An IPv4 address cannot be bound on an IPv6 socket. */
+    if (ws->address && !strchr(ws->address, ':'))
+        info.options |= LWS_SERVER_OPTION_DISABLE_IPV6;
+    ws->vhost = lws_create_vhost(ws->ctx, &info);
+    if (!ws->vhost) {
+        int err = probe_bind(ws->address, ws->port);
+        ws_log(0, "cannot listen on %s:%d: %s", ws->address ? ws->address : "*", ws->port,
+               strerror(-err));
+        lws_context_destroy(ws->ctx);
+        ws->ctx = NULL;
+        return err;
+    }
+    ws->bound_port = lws_get_vhost_listen_port(ws->vhost);
+
+    pthread_mutex_lock(&ws->lock);
+    ws->running = true;
+    pthread_mutex_unlock(&ws->lock);
+    atomic_store(&ws->stopping, false);
+    int rc = pthread_create(&ws->thread, NULL, service_main, ws);
+    if (rc) {
+        pthread_mutex_lock(&ws->lock);
+        ws->running = false;
+        pthread_mutex_unlock(&ws->lock);
+        lws_context_destroy(ws->ctx);
+        ws->ctx = NULL;
+        ws->vhost = NULL;
+        ws->bound_port = -1;
+        return -rc;
+    }
+    ws->thread_started = true;
+    ws_log(2, "listening on %s:%d", ws->address ? ws->address : "*", ws->bound_port);
+    return 0;
+}
+
+int trk_ws_port(const struct trk_ws *ws)
+{
+    return ws ? ws->bound_port : -1;
+}
+
+void trk_ws_set_hello(struct trk_ws *ws, const char *json)
+{
+    if (!ws)
+        return;
+    struct msg *m = json ? msg_new(json, strlen(json), false, 0) : NULL;
+    if (json && !m)
+        ws_log(0, "out of memory setting the hello message");
+    pthread_mutex_lock(&ws->lock);
+    struct msg *old = ws->hello;
+    ws->hello = m;
+    pthread_mutex_unlock(&ws->lock);
+    msg_unref(&old);
+}
+
+/* Wakes the service thread; caller holds ws->lock (so ctx is alive). */
+static void wake(struct trk_ws *ws)
+{
+    if (ws->running)
+        lws_cancel_service(ws->ctx);
+}
+
+int trk_ws_broadcast(struct trk_ws *ws, enum trk_ws_kind kind, const void *data, size_t len)
+{
+    if (!ws || (int)kind < 0 || kind >= TRK_WS_KIND_COUNT || (!data && len))
+        return TRK_EINVAL;
+    /* Nobody to send to: skip the copy. STATUS is kept for future clients. */
+    if (atomic_load_explicit(&ws->n_clients, memory_order_relaxed) == 0 && kind != TRK_WS_STATUS)
+        return 0;
+    struct msg *m = msg_new(data, len, kind == TRK_WS_PREVIEW, 0);
+    if (!m)
+        return TRK_ENOMEM;
+    struct msg *old = NULL, *old_status = NULL;
+    pthread_mutex_lock(&ws->lock);
+    /* The order is taken under the lock so hand-off order == publish order. */
+    m->order = new_order(ws);
+    struct handoff *h = &ws->h;
+    if (kind == TRK_WS_RESULT) {
+        if (h->r_count == HANDOFF_RESULTS) {
+            old = h->results[h->r_head];
+            h->r_head = (h->r_head + 1) % HANDOFF_RESULTS;
+            h->r_count--;
+        }
+        h->results[(h->r_head + h->r_count++) % HANDOFF_RESULTS] = m;
+    } else {
+        old = h->slot[kind];
+        h->slot[kind] = m;
+        if (kind == TRK_WS_STATUS) {
+            old_status = ws->last_status;
+            ws->last_status = msg_ref(m);
+        }
+    }
+    if (old)
+        count_drop(ws, NULL);
+    wake(ws);
+    pthread_mutex_unlock(&ws->lock);
+    msg_unref(&old);
+    msg_unref(&old_status);
+    return 0;
+}
+
+int trk_ws_send_to(struct trk_ws *ws, uint64_t client_id, const char *json, size_t len)
+{
+    if (!ws || (!json && len))
+        return TRK_EINVAL;
+    struct msg *m = msg_new(json, len, false, 0);
+    if (!m)
+        return TRK_ENOMEM;
+    struct msg *old = NULL;
+    pthread_mutex_lock(&ws->lock);
+    m->order = new_order(ws);
+    struct handoff *h = &ws->h;
+    if (h->q_count == HANDOFF_REPLIES) {
+        old = h->replies[h->q_head].m;
+        h->q_head = (h->q_head + 1) % HANDOFF_REPLIES;
+        h->q_count--;
+    }
+    unsigned j = (h->q_head + h->q_count++) % HANDOFF_REPLIES;
+    h->replies[j].client = client_id;
+    h->replies[j].m = m;
+    if (old)
+        count_drop(ws, NULL);
+    wake(ws);
+    pthread_mutex_unlock(&ws->lock);
+    msg_unref(&old);
+    return 0;
+}
+
+void trk_ws_get_stats(struct trk_ws *ws, struct trk_ws_stats *st)
+{
+    memset(st, 0, sizeof *st);
+    if (!ws)
+        return;
+    st->clients = atomic_load(&ws->n_clients);
+    st->messages_sent = atomic_load(&ws->sent);
+    st->messages_dropped = atomic_load(&ws->dropped);
+    st->bytes_sent = atomic_load(&ws->bytes);
+}
+
+int trk_ws_get_clients(struct trk_ws *ws, struct trk_ws_client_stats *out, int max)
+{
+    if (!ws)
+        return 0;
+    int n = 0;
+    pthread_mutex_lock(&ws->lock);
+    for (struct client *c = ws->clients; c; c = c->next, n++) {
+        if (n >= max || !out)
+            continue;
+        struct trk_ws_client_stats *s = &out[n];
+        s->id = c->id;
+        snprintf(s->peer, sizeof s->peer, "%s", c->peer);
+        s->preview = c->preview_on;
+        s->messages_sent = atomic_load(&c->sent);
+        s->messages_dropped = atomic_load(&c->dropped);
+        s->bytes_sent = atomic_load(&c->bytes);
+    }
+    pthread_mutex_unlock(&ws->lock);
+    return n;
+}
+
+static void handoff_clear(struct handoff *h)
+{
+    for (unsigned i = 0; i < h->r_count; i++)
+        msg_unref(&h->results[(h->r_head + i) % HANDOFF_RESULTS]);
+    for (int k = 0; k < TRK_WS_KIND_COUNT; k++)
+        msg_unref(&h->slot[k]);
+    for (unsigned i = 0; i < h->q_count; i++)
+        msg_unref(&h->replies[(h->q_head + i) % HANDOFF_REPLIES].m);
+    memset(h, 0, sizeof *h);
+}
+
+void trk_ws_stop(struct trk_ws *ws)
+{
+    if (!ws)
+        return;
+    pthread_mutex_lock(&ws->lock);
+    bool was_running = ws->running;
+    ws->stopped = true;
+    if (was_running) {
+        atomic_store(&ws->stopping, true);
+        lws_cancel_service(ws->ctx);
+    }
+    pthread_mutex_unlock(&ws->lock);
+    if (ws->thread_started) {
+        pthread_join(ws->thread, NULL);
+        ws->thread_started = false;
+    }
+    pthread_mutex_lock(&ws->lock);
+    ws->running = false; /* producers no longer touch ctx */
+    pthread_mutex_unlock(&ws->lock);
+    if (ws->ctx) {
+        /* Closes every connection: CLOSED runs here, on this thread, now that
+         * the service thread is gone. */
+        lws_context_destroy(ws->ctx);
+        ws->ctx = NULL;
+        ws->vhost = NULL;
+    }
+    pthread_mutex_lock(&ws->lock);
+    handoff_clear(&ws->h);
+    pthread_mutex_unlock(&ws->lock);
+}
+
+void trk_ws_destroy(struct trk_ws **pws)
+{
+    if (!pws || !*pws)
+        return;
+    struct trk_ws *ws = *pws;
+    *pws = NULL;
+    trk_ws_stop(ws);
+    msg_unref(&ws->hello);
+    msg_unref(&ws->last_status);
+    pthread_mutex_destroy(&ws->lock);
+    free(ws->address);
+    free(ws->web_root);
+    free(ws->control_types);
+    free(ws->control_strings);
+    free(ws);
+}

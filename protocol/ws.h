@@ -1,0 +1,139 @@
+/* trackd WebSocket + HTTP server (libwebsockets 4.1).
+ *
+ * One service thread owns every socket. Other threads publish messages with
+ * trk_ws_broadcast / trk_ws_send_to, which copy the bytes once into a
+ * refcounted buffer, put it in a small mutex-protected hand-off and wake the
+ * service thread with lws_cancel_service(); they never block on a client.
+ * The service thread fans each message out to the per-client queues (sharing
+ * the buffer, no per-client copies) and writes one message per
+ * LWS_CALLBACK_SERVER_WRITEABLE.
+ *
+ * Per client: results queue of cfg->queue_len, drop-oldest (a slow client
+ * skips to the newest results); previews, stats, status and config messages
+ * keep only the newest pending one. Every message dropped is counted for the
+ * client and in the totals. The wire format is protocol/PROTOCOL.md.
+ *
+ * Endpoints: ws://ADDR:PORT/ws (subprotocol "trackd.v1", or none), and HTTP
+ * GET of files under cfg->web_root at "/" (index.html by default).
+ *
+ * Lifecycle: create (memory) / start (binds, starts the thread) / stop (joins,
+ * closes every connection) / destroy. All functions are thread-safe unless
+ * noted; stop and destroy must not race with each other.
+ */
+#ifndef TRK_PROTOCOL_WS_H
+#define TRK_PROTOCOL_WS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct trk_ws;
+
+/* Called on the service thread for each valid control message that the server
+ * does not answer itself (types in cfg->control_types). json is the message
+ * as received (len bytes, NUL-terminated for convenience). Reply with
+ * trk_ws_send_to(client_id, ...) from here or from any thread later. Must not
+ * block: the service thread serves every client. */
+typedef void (*trk_ws_on_message)(void *user, uint64_t client_id, const char *json, size_t len);
+
+struct trk_ws_cfg {
+    const char *address;  /* IP address to bind: "127.0.0.1", "::1", "0.0.0.0";
+                           * NULL or "" = every interface                     */
+    int port;             /* TCP port; 0 = any free port (see trk_ws_port)   */
+    const char *web_root; /* directory served at "/"; NULL = no HTTP files   */
+    int queue_len;        /* per-client result queue, 0 = default (8)        */
+    trk_ws_on_message on_message; /* NULL: control messages get an
+                                   * "unsupported" error                      */
+    void *user;           /* passed to on_message                             */
+    /* Control message types forwarded to on_message (NULL-terminated);
+     * NULL = trk_msg_control_types (messages.h). Other types get an
+     * "unknown_type" error. */
+    const char *const *control_types;
+};
+
+/* Default per-client result queue length. */
+#define TRK_WS_QUEUE_DEFAULT 8
+
+/* Allocates the server; nothing is bound yet. cfg is copied (strings too).
+ * Returns 0 or TRK_EINVAL / TRK_ENOMEM; *out is NULL on failure. */
+int trk_ws_create(const struct trk_ws_cfg *cfg, struct trk_ws **out);
+
+/* Binds the listening socket and starts the service thread. Returns 0,
+ * -EADDRINUSE when the port is taken, -EADDRNOTAVAIL for an address that is
+ * not local, -EALREADY when running, or another negative code. Not
+ * restartable after trk_ws_stop: create a new server. */
+int trk_ws_start(struct trk_ws *ws);
+
+/* The bound TCP port (useful with cfg->port == 0), or -1 before start. */
+int trk_ws_port(const struct trk_ws *ws);
+
+/* Sets the hello message (JSON, copied) that every client gets first when it
+ * connects. Clients already connected do not get it again: broadcast an
+ * "objects" message (TRK_WS_CONFIG) for changes. NULL clears it. */
+void trk_ws_set_hello(struct trk_ws *ws, const char *json);
+
+enum trk_ws_kind {
+    TRK_WS_RESULT = 0, /* text; per-client ring of queue_len, drop-oldest     */
+    TRK_WS_PREVIEW,    /* binary; newest only; only to clients subscribed      */
+    TRK_WS_STATS,      /* text; newest only                                    */
+    TRK_WS_STATUS,     /* text; newest only; the last one is also sent to new
+                        * clients right after the hello                        */
+    TRK_WS_CONFIG,     /* text (e.g. "objects"); newest only                   */
+    TRK_WS_KIND_COUNT
+};
+
+/* Publishes one message to every connected client. data is copied. Never
+ * blocks on clients: when the service thread is behind, the oldest pending
+ * result (or the older message of a newest-only kind) is dropped and
+ * counted. Returns 0 (also when nobody is connected: the message is dropped
+ * without being copied, not counted), TRK_EINVAL or TRK_ENOMEM. */
+int trk_ws_broadcast(struct trk_ws *ws, enum trk_ws_kind kind, const void *data, size_t len);
+
+/* Sends one text message to one client (replies to control messages). Queued
+ * behind nothing of other kinds; kept in a bounded per-client reply queue.
+ * Returns 0 (also when the client has gone: the message is discarded),
+ * TRK_EINVAL or TRK_ENOMEM. */
+int trk_ws_send_to(struct trk_ws *ws, uint64_t client_id, const char *json, size_t len);
+
+struct trk_ws_stats {
+    int clients;               /* WebSocket clients connected now             */
+    uint64_t messages_sent;    /* WebSocket messages written, all clients     */
+    uint64_t messages_dropped; /* messages discarded for queue overflow       */
+    uint64_t bytes_sent;       /* payload bytes written                       */
+};
+
+/* Totals since start. */
+void trk_ws_get_stats(struct trk_ws *ws, struct trk_ws_stats *st);
+
+/* Per-client counters (for the stats line and tests). */
+struct trk_ws_client_stats {
+    uint64_t id;               /* client id as passed to on_message           */
+    char peer[64];             /* remote address                              */
+    int preview;               /* 1 when the client receives previews         */
+    uint64_t messages_sent, messages_dropped, bytes_sent;
+};
+
+/* Copies up to max clients' counters into out; returns how many clients there
+ * are (may exceed max). */
+int trk_ws_get_clients(struct trk_ws *ws, struct trk_ws_client_stats *out, int max);
+
+/* Stops the service thread and closes every connection. Safe twice and
+ * before start. */
+void trk_ws_stop(struct trk_ws *ws);
+
+/* Stops if needed and frees; safe on NULL and twice (sets *ws = NULL). */
+void trk_ws_destroy(struct trk_ws **ws);
+
+/* Log sink for this module and for libwebsockets (process-wide; lws keeps only
+ * errors and warnings). level: 0 error, 1 warn, 2 info, 3 debug (the
+ * TRK_LOG_* values of daemon/log.h). line has no trailing newline. NULL =
+ * stderr. Call before trk_ws_create. */
+void trk_ws_set_log(void (*fn)(int level, const char *line));
+
+#ifdef __cplusplus
+}
+#endif
+#endif
