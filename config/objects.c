@@ -1,0 +1,1091 @@
+/* Objects configuration: load (jansson for values, posindex.c for positions),
+ * validate, default colours, write back, atomic save.
+ *
+ * Checks run in a fixed order so the reported error is predictable: the top
+ * level, then each object in array order; within an object: its type,
+ * unknown keys (in text order), missing keys, space, name, lo, hi (types and
+ * ranges), lo <= hi, min_mass, color; duplicate names last for that object.
+ * Only the first error is reported: a config file is fixed one edit at a
+ * time, and later errors are often consequences of the first.
+ */
+#include "objects.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "color.h"
+#include "posindex.h"
+
+/* ------------------------------------------------------------ text helpers */
+
+/* Length of the valid UTF-8 sequence at s[0..n) (1..4), or 0 when invalid or
+ * cut short. Rejects overlongs, surrogates and code points past U+10FFFF,
+ * like jansson. */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+    unsigned c = s[0];
+    size_t len;
+    unsigned long cp;
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xC2 && c <= 0xDF) {
+        len = 2;
+        cp = c & 0x1F;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        len = 3;
+        cp = c & 0x0F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        len = 4;
+        cp = c & 0x07;
+    } else {
+        return 0;
+    }
+    if (n < len)
+        return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (s[i] & 0x3F);
+    }
+    if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10FFFF ||
+        (cp >= 0xD800 && cp <= 0xDFFF))
+        return 0;
+    return len;
+}
+
+static int is_ctrl(unsigned char c)
+{
+    return c < 0x20 || c == 0x7F;
+}
+
+/* Makes s printable on one line and valid UTF-8, in place: control bytes and
+ * invalid sequences become '?', a sequence cut by truncation is dropped.
+ * Messages may quote file bytes (jansson's "near '...'"). */
+static void sanitize(char *s)
+{
+    unsigned char *p = (unsigned char *)s;
+    size_t n = strlen(s), r = 0, w = 0;
+    while (r < n) {
+        size_t k = utf8_seq(p + r, n - r);
+        if (k == 0 && n - r < 4 && p[r] >= 0xC2 && p[r] <= 0xF4) {
+            /* Possibly a sequence cut at the buffer's end: drop the tail. */
+            size_t i = r + 1;
+            while (i < n && (p[i] & 0xC0) == 0x80)
+                i++;
+            if (i == n)
+                break;
+        }
+        if (k == 0 || (k == 1 && is_ctrl(p[r]))) {
+            p[w++] = '?';
+            r++;
+            continue;
+        }
+        memmove(p + w, p + r, k);
+        w += k;
+        r += k;
+    }
+    p[w] = 0;
+}
+
+/* Copies a user string for quoting in a message: at most 40 bytes, cut at a
+ * character boundary and marked with "...", control characters as '?'. */
+static void quote_user(const char *s, size_t len, char *out, size_t outlen)
+{
+    const size_t max = 40;
+    size_t r = 0, w = 0;
+    while (r < len && w + 4 < outlen) {
+        size_t k = utf8_seq((const unsigned char *)s + r, len - r);
+        if (k == 0 || (k == 1 && is_ctrl((unsigned char)s[r])))
+            k = 1;
+        if (w + k > max) {
+            break;
+        }
+        if (k == 1 && (is_ctrl((unsigned char)s[r]) || (unsigned char)s[r] >= 0x80))
+            out[w++] = '?';
+        else
+            memcpy(out + w, s + r, k), w += k;
+        r += k;
+    }
+    if (r < len && w + 4 <= outlen) {
+        memcpy(out + w, "...", 3);
+        w += 3;
+    }
+    out[w] = 0;
+}
+
+static const char *type_name(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER: return "an integer";
+    case JSON_REAL: return "a real number";
+    case JSON_TRUE: return "true";
+    case JSON_FALSE: return "false";
+    default: return "null";
+    }
+}
+
+/* -------------------------------------------------------- shared rules */
+
+static const char *const space_names[] = {"rgb", "hsv", "ycbcr"};
+static const char *const channel_names[3][3] = {
+    {"R", "G", "B"}, {"H", "S", "V"}, {"Y", "Cb", "Cr"}};
+
+const char *trk_objects_space_name(enum trk_space space)
+{
+    return (unsigned)space < 3 ? space_names[space] : NULL;
+}
+
+int trk_objects_space_parse(const char *s)
+{
+    for (int i = 0; s && i < 3; i++)
+        if (strcmp(s, space_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+static long channel_max(int space, int c)
+{
+    return space == TRK_SPACE_HSV && c == 0 ? 359 : 255;
+}
+
+/* Name rule; msg gets e.g. "name must not be empty". 0 or -1. */
+static int check_name(const char *s, size_t len, char *msg, size_t n)
+{
+    if (len == 0) {
+        snprintf(msg, n, "name must not be empty");
+        return -1;
+    }
+    if (len >= TRK_NAME_MAX) {
+        snprintf(msg, n, "name is %zu bytes long (at most %d)", len, TRK_NAME_MAX - 1);
+        return -1;
+    }
+    for (size_t i = 0; i < len;) {
+        size_t k = utf8_seq((const unsigned char *)s + i, len - i);
+        if (k == 0) {
+            snprintf(msg, n, "name is not valid UTF-8");
+            return -1;
+        }
+        if (k == 1 && is_ctrl((unsigned char)s[i])) {
+            snprintf(msg, n, "name must not contain control characters");
+            return -1;
+        }
+        i += k;
+    }
+    return 0;
+}
+
+/* Channel ranges then lo <= hi. On failure returns which value is at fault
+ * (0..2: lo[c], 3..5: hi[c]) and the message; -1 when the box is valid. */
+static int check_box(int space, const long long lo[3], const long long hi[3], char *msg,
+                     size_t n)
+{
+    const char *sp = space_names[space];
+    for (int k = 0; k < 6; k++) {
+        int c = k % 3;
+        long long v = k < 3 ? lo[c] : hi[c];
+        if (v < 0 || v > channel_max(space, c)) {
+            snprintf(msg, n, "%s[%d] = %lld is out of range 0..%ld (%s %s)", k < 3 ? "lo" : "hi",
+                     c, v, channel_max(space, c), sp, channel_names[space][c]);
+            return k;
+        }
+    }
+    for (int c = 0; c < 3; c++) {
+        if (space == TRK_SPACE_HSV && c == 0)
+            continue; /* the hue range wraps through 0 when lo > hi */
+        if (lo[c] > hi[c]) {
+            snprintf(msg, n, "lo[%d] = %lld is greater than hi[%d] = %lld (only the hsv hue may wrap)",
+                     c, lo[c], c, hi[c]);
+            return c;
+        }
+    }
+    return -1;
+}
+
+static int hexdigit(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* "#rrggbb" (either case) -> rgb; 0 or -1. */
+static int parse_color(const char *s, size_t len, uint8_t rgb[3])
+{
+    if (len != 7 || s[0] != '#')
+        return -1;
+    for (int i = 0; i < 3; i++) {
+        int h = hexdigit(s[1 + 2 * i]), l = hexdigit(s[2 + 2 * i]);
+        if (h < 0 || l < 0)
+            return -1;
+        rgb[i] = (uint8_t)(h * 16 + l);
+    }
+    return 0;
+}
+
+static uint8_t centre(int lo, int hi)
+{
+    return (uint8_t)((lo + hi + 1) / 2);
+}
+
+void trk_objects_default_color(const struct trk_object_def *def, uint8_t rgb[3])
+{
+    int lo[3], hi[3];
+    for (int c = 0; c < 3; c++) {
+        lo[c] = def->lo[c];
+        hi[c] = def->hi[c];
+    }
+    if (def->space == TRK_SPACE_YCBCR) {
+        const struct trk_yuv2rgb_coef *k = &trk_yuv2rgb_coefs[trk_coef_index(TRK_MATRIX_BT601, 1)];
+        trk_yuv_to_rgb(k, centre(lo[0], hi[0]), centre(lo[1], hi[1]), centre(lo[2], hi[2]),
+                       &rgb[0], &rgb[1], &rgb[2]);
+        return;
+    }
+    if (def->space != TRK_SPACE_HSV) {
+        for (int c = 0; c < 3; c++)
+            rgb[c] = centre(lo[c], hi[c]);
+        return;
+    }
+    /* HSV -> RGB in integers (0..255 scale, hue in degrees). */
+    int span = lo[0] <= hi[0] ? hi[0] - lo[0] : hi[0] + 360 - lo[0];
+    int h = (lo[0] + (span + 1) / 2) % 360;
+    int s = centre(lo[1], hi[1]), v = centre(lo[2], hi[2]);
+    int sector = h / 60, f = h % 60; /* position in the sector, 0..59 */
+    const int den = 255 * 60;
+    int p = (v * (255 - s) + 127) / 255;
+    int q = (v * (den - s * f) + den / 2) / den;
+    int t = (v * (den - s * (60 - f)) + den / 2) / den;
+    int r, g, b;
+    switch (sector) {
+    case 0: r = v, g = t, b = p; break;
+    case 1: r = q, g = v, b = p; break;
+    case 2: r = p, g = v, b = t; break;
+    case 3: r = p, g = q, b = v; break;
+    case 4: r = t, g = p, b = v; break;
+    default: r = v, g = p, b = q; break;
+    }
+    rgb[0] = (uint8_t)r;
+    rgb[1] = (uint8_t)g;
+    rgb[2] = (uint8_t)b;
+}
+
+/* ------------------------------------------------------- error reporting */
+
+#define MAX_SEGS 8
+
+/* Validation context: where we are (path from the top level) and how to
+ * turn a path into a position (text + lazily built index; none when
+ * validating a jansson value that came without text). */
+struct vctx {
+    struct trk_config_error *err;
+    const char *text;
+    size_t len;
+    struct trk_posindex *ix;
+    int ix_built;
+    struct trk_path_seg path[MAX_SEGS];
+    int depth;
+    /* Messages name values by path relative to this depth: a file's errors
+     * say "objects[3].lo[1]", trk_objects_parse_object's just "lo[1]". */
+    int msg_base;
+};
+
+static void push_key(struct vctx *c, const char *key)
+{
+    c->path[c->depth].key = key;
+    c->path[c->depth].key_len = strlen(key);
+    c->path[c->depth].index = -1;
+    c->depth++;
+}
+
+static void push_index(struct vctx *c, int i)
+{
+    c->path[c->depth].key = NULL;
+    c->path[c->depth].key_len = 0;
+    c->path[c->depth].index = i;
+    c->depth++;
+}
+
+static void pop(struct vctx *c)
+{
+    c->depth--;
+}
+
+/* The current path as text, e.g. "objects[3].lo[1]" ("" at the base). */
+static const char *path_text(const struct vctx *c, char *buf, size_t n)
+{
+    size_t w = 0;
+    buf[0] = 0;
+    for (int i = c->msg_base; i < c->depth && w < n; i++) {
+        const struct trk_path_seg *s = &c->path[i];
+        int k;
+        if (s->key)
+            k = snprintf(buf + w, n - w, "%s%.*s", w ? "." : "", (int)s->key_len, s->key);
+        else
+            k = snprintf(buf + w, n - w, "[%d]", s->index);
+        if (k < 0)
+            break;
+        w += (size_t)k;
+    }
+    return buf;
+}
+
+static void set_pos(struct vctx *c, int want_key)
+{
+    c->err->line = c->err->col = 0;
+    if (!c->text)
+        return;
+    if (!c->ix_built) {
+        c->ix_built = 1;
+        trk_posindex_build(c->text, c->len, &c->ix); /* NULL on ENOMEM: 1:1 below */
+    }
+    /* The exact value first; an ancestor if the index somehow lacks it. */
+    for (int n = c->depth; n >= 0; n--) {
+        if (trk_posindex_find(c->ix, c->path, n, want_key && n == c->depth, &c->err->line,
+                              &c->err->col) == 0)
+            return;
+    }
+    c->err->line = c->err->col = 1;
+}
+
+/* Records the error at the current path (its key when want_key). The
+ * message is printf-formatted; returns TRK_EINVAL for `return fail(...)`. */
+__attribute__((format(printf, 3, 4))) static int fail(struct vctx *c, int want_key,
+                                                      const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->err->msg, sizeof c->err->msg, fmt, ap);
+    va_end(ap);
+    sanitize(c->err->msg);
+    set_pos(c, want_key);
+    return TRK_EINVAL;
+}
+
+static void err_init(struct trk_config_error *err, const char *file)
+{
+    memset(err, 0, sizeof *err);
+    snprintf(err->file, sizeof err->file, "%s", file ? file : "<string>");
+    sanitize(err->file);
+}
+
+__attribute__((format(printf, 4, 5))) static void err_at(struct trk_config_error *err, int line,
+                                                         int col, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+    sanitize(err->msg);
+    err->line = line;
+    err->col = col;
+}
+
+int trk_config_error_format(const struct trk_config_error *err, char *buf, size_t len)
+{
+    if (!err)
+        return TRK_EINVAL;
+    int n;
+    if (err->line > 0)
+        n = snprintf(buf, len, "%s:%d:%d: %s", err->file, err->line, err->col, err->msg);
+    else
+        n = snprintf(buf, len, "%s: %s", err->file, err->msg);
+    return n;
+}
+
+/* ------------------------------------------------------------ validation */
+
+static const char *const object_keys[] = {"name", "space", "lo", "hi", "min_mass", "color"};
+#define N_OBJECT_KEYS (sizeof object_keys / sizeof object_keys[0])
+
+/* lo or hi at the current path: 3 integers (ranges are checked later,
+ * together, by check_box). */
+static int parse_triple(struct vctx *c, const json_t *a, long long v[3], char *p, size_t pn)
+{
+    if (!json_is_array(a))
+        return fail(c, 0, "%s must be an array of 3 integers, not %s", path_text(c, p, pn),
+                    type_name(a));
+    if (json_array_size(a) != 3)
+        return fail(c, 0, "%s must have 3 elements, not %zu", path_text(c, p, pn),
+                    json_array_size(a));
+    for (int i = 0; i < 3; i++) {
+        const json_t *e = json_array_get(a, (size_t)i);
+        push_index(c, i);
+        if (!json_is_integer(e)) {
+            int rc = fail(c, 0, "%s must be an integer, not %s", path_text(c, p, pn),
+                          type_name(e));
+            pop(c);
+            return rc;
+        }
+        v[i] = json_integer_value(e);
+        pop(c);
+    }
+    return 0;
+}
+
+/* Validates the object at the current path into def/color. */
+static int parse_object(struct vctx *c, const json_t *o, struct trk_object_def *def,
+                        uint8_t color[3])
+{
+    char hb[128], p[128], m[200];
+    int rc;
+    const char *here = path_text(c, hb, sizeof hb);
+    /* "objects[3]: missing ..." for a file, "missing ..." for a lone object. */
+    const char *sep = here[0] ? ": " : "";
+
+    if (!json_is_object(o))
+        return fail(c, 0, "%s must be an object, not %s", here[0] ? here : "the value",
+                    type_name(o));
+
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)o, key, v) {
+        size_t i;
+        for (i = 0; i < N_OBJECT_KEYS; i++)
+            if (strcmp(key, object_keys[i]) == 0)
+                break;
+        if (i == N_OBJECT_KEYS) {
+            char q[64];
+            quote_user(key, strlen(key), q, sizeof q);
+            push_key(c, key);
+            rc = fail(c, 1,
+                      "%s%sunknown key \"%s\" (expected name, space, lo, hi, min_mass or color)",
+                      here, sep, q);
+            pop(c);
+            return rc;
+        }
+    }
+    for (size_t i = 0; i < 4; i++) /* name, space, lo, hi are required */
+        if (!json_object_get(o, object_keys[i]))
+            return fail(c, 0, "%s%smissing key \"%s\"", here, sep, object_keys[i]);
+
+    memset(def, 0, sizeof *def);
+
+    /* space first: the channel ranges depend on it. */
+    v = json_object_get(o, "space");
+    push_key(c, "space");
+    if (!json_is_string(v)) {
+        rc = fail(c, 0, "%s must be a string, not %s", path_text(c, p, sizeof p), type_name(v));
+        pop(c);
+        return rc;
+    }
+    int space = trk_objects_space_parse(json_string_value(v));
+    if (space < 0 || strlen(json_string_value(v)) != json_string_length(v)) {
+        char q[64];
+        quote_user(json_string_value(v), json_string_length(v), q, sizeof q);
+        rc = fail(c, 0, "%s \"%s\" is not one of rgb, hsv, ycbcr", path_text(c, p, sizeof p), q);
+        pop(c);
+        return rc;
+    }
+    def->space = (enum trk_space)space;
+    pop(c);
+
+    v = json_object_get(o, "name");
+    push_key(c, "name");
+    if (!json_is_string(v)) {
+        rc = fail(c, 0, "%s must be a string, not %s", path_text(c, p, sizeof p), type_name(v));
+        pop(c);
+        return rc;
+    }
+    if (check_name(json_string_value(v), json_string_length(v), m, sizeof m)) {
+        /* m starts with "name ...", so the object's path prefixes it. */
+        rc = fail(c, 0, "%s%s%s", here, here[0] ? "." : "", m);
+        pop(c);
+        return rc;
+    }
+    memcpy(def->name, json_string_value(v), json_string_length(v));
+    pop(c);
+
+    long long lo[3], hi[3];
+    push_key(c, "lo");
+    rc = parse_triple(c, json_object_get(o, "lo"), lo, p, sizeof p);
+    pop(c);
+    if (rc)
+        return rc;
+    push_key(c, "hi");
+    rc = parse_triple(c, json_object_get(o, "hi"), hi, p, sizeof p);
+    pop(c);
+    if (rc)
+        return rc;
+    int bad = check_box(space, lo, hi, m, sizeof m);
+    if (bad >= 0) {
+        push_key(c, bad < 3 ? "lo" : "hi");
+        push_index(c, bad % 3);
+        rc = fail(c, 0, "%s%s%s", here, here[0] ? "." : "", m);
+        pop(c);
+        pop(c);
+        return rc;
+    }
+    for (int i = 0; i < 3; i++) {
+        def->lo[i] = (uint16_t)lo[i];
+        def->hi[i] = (uint16_t)hi[i];
+    }
+
+    def->min_mass = 1;
+    v = json_object_get(o, "min_mass");
+    if (v) {
+        push_key(c, "min_mass");
+        if (!json_is_integer(v) || json_integer_value(v) < 1) {
+            if (json_is_integer(v))
+                rc = fail(c, 0, "%s must be an integer >= 1, not %lld", path_text(c, p, sizeof p),
+                          (long long)json_integer_value(v));
+            else
+                rc = fail(c, 0, "%s must be an integer >= 1, not %s", path_text(c, p, sizeof p),
+                          type_name(v));
+            pop(c);
+            return rc;
+        }
+        def->min_mass = (uint64_t)json_integer_value(v);
+        pop(c);
+    }
+
+    v = json_object_get(o, "color");
+    if (v) {
+        push_key(c, "color");
+        if (!json_is_string(v)) {
+            rc = fail(c, 0, "%s must be a string \"#rrggbb\", not %s", path_text(c, p, sizeof p),
+                      type_name(v));
+            pop(c);
+            return rc;
+        }
+        if (parse_color(json_string_value(v), json_string_length(v), color)) {
+            char q[64];
+            quote_user(json_string_value(v), json_string_length(v), q, sizeof q);
+            rc = fail(c, 0, "%s \"%s\" is not of the form \"#rrggbb\"", path_text(c, p, sizeof p),
+                      q);
+            pop(c);
+            return rc;
+        }
+        pop(c);
+    } else {
+        trk_objects_default_color(def, color);
+    }
+    return 0;
+}
+
+/* The whole document {"objects": [...]} into out (zeroed first). */
+static int parse_root(struct vctx *c, const json_t *root, struct trk_objects *out)
+{
+    char p[128];
+    int rc;
+    memset(out, 0, sizeof *out);
+    if (!json_is_object(root))
+        return fail(c, 0, "top level must be an object, not %s", type_name(root));
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)root, key, v) {
+        if (strcmp(key, "objects") != 0) {
+            char q[64];
+            quote_user(key, strlen(key), q, sizeof q);
+            push_key(c, key);
+            rc = fail(c, 1, "unknown key \"%s\" at top level (expected \"objects\")", q);
+            pop(c);
+            return rc;
+        }
+    }
+    const json_t *arr = json_object_get(root, "objects");
+    if (!arr)
+        return fail(c, 0, "missing key \"objects\"");
+    push_key(c, "objects");
+    if (!json_is_array(arr)) {
+        rc = fail(c, 0, "objects must be an array, not %s", type_name(arr));
+        pop(c);
+        return rc;
+    }
+    size_t n = json_array_size(arr);
+    if (n > TRK_MAX_OBJECTS) {
+        push_index(c, TRK_MAX_OBJECTS);
+        rc = fail(c, 0, "too many objects: %zu (at most %d)", n, TRK_MAX_OBJECTS);
+        pop(c);
+        pop(c);
+        return rc;
+    }
+    for (size_t i = 0; i < n; i++) {
+        push_index(c, (int)i);
+        rc = parse_object(c, json_array_get(arr, i), &out->def[i], out->color[i]);
+        if (rc) {
+            pop(c);
+            pop(c);
+            return rc;
+        }
+        for (size_t j = 0; j < i; j++) {
+            if (strcmp(out->def[j].name, out->def[i].name) == 0) {
+                push_key(c, "name");
+                rc = fail(c, 0, "%s \"%s\" is already used by objects[%zu]",
+                          path_text(c, p, sizeof p), out->def[i].name, j);
+                pop(c);
+                pop(c);
+                pop(c);
+                return rc;
+            }
+        }
+        pop(c);
+    }
+    pop(c);
+    out->n = (int)n;
+    return 0;
+}
+
+/* --------------------------------------------------------------- loading */
+
+/* jansson reports a column in characters; messages use bytes, so derive the
+ * column from its byte position and the start of its line. */
+static int byte_column(const char *text, size_t len, const json_error_t *je)
+{
+    size_t line_start = 0;
+    int line = 1;
+    for (size_t i = 0; i < len && line < je->line; i++) {
+        if (text[i] == '\n') {
+            line++;
+            line_start = i + 1;
+        }
+    }
+    if (line != je->line || je->position < 0 || (size_t)je->position < line_start)
+        return je->column > 0 ? je->column : 1;
+    long col = (long)((size_t)je->position - line_start);
+    return col > 0 ? (int)col : 1;
+}
+
+int trk_objects_load_string(const char *text, size_t len, const char *name_for_errors,
+                            struct trk_objects *out, struct trk_config_error *err)
+{
+    struct trk_config_error local;
+    if (!err)
+        err = &local;
+    err_init(err, name_for_errors);
+    if (!out || (!text && len)) {
+        err_at(err, 0, 0, "invalid arguments");
+        return TRK_EINVAL;
+    }
+    if (!text)
+        text = "";
+    if (len > TRK_OBJECTS_MAX_BYTES) {
+        err_at(err, 1, 1, "too large: more than %d bytes", TRK_OBJECTS_MAX_BYTES);
+        return TRK_EINVAL;
+    }
+    /* jansson does not accept a byte order mark; some editors write one. */
+    size_t bom = (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) ? 3 : 0;
+    json_error_t je;
+    json_t *root = json_loadb(text + bom, len - bom, JSON_REJECT_DUPLICATES, &je);
+    if (!root) {
+        int col = byte_column(text + bom, len - bom, &je);
+        if (je.line <= 1)
+            col += (int)bom;
+        err_at(err, je.line > 0 ? je.line : 1, col, "syntax error: %s", je.text);
+        return TRK_EINVAL;
+    }
+    struct trk_objects *tmp = malloc(sizeof *tmp);
+    if (!tmp) {
+        json_decref(root);
+        err_at(err, 1, 1, "out of memory");
+        return TRK_ENOMEM;
+    }
+    struct vctx c = {.err = err, .text = text, .len = len};
+    int rc = parse_root(&c, root, tmp);
+    if (rc == 0)
+        memcpy(out, tmp, sizeof *out);
+    trk_posindex_destroy(&c.ix);
+    free(tmp);
+    json_decref(root);
+    return rc;
+}
+
+int trk_objects_load_file(const char *path, struct trk_objects *out,
+                          struct trk_config_error *err)
+{
+    struct trk_config_error local;
+    if (!err)
+        err = &local;
+    err_init(err, path);
+    if (!path || !out) {
+        err_at(err, 0, 0, "invalid arguments");
+        return TRK_EINVAL;
+    }
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        err_at(err, 1, 1, "cannot open file: %s", strerror(e));
+        return -e;
+    }
+    /* Read up to one byte past the cap so an oversized file is noticed
+     * without trusting st_size (pipes, /proc files have none). */
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    int rc = 0;
+    while (buf) {
+        if (n == cap) {
+            if (cap > TRK_OBJECTS_MAX_BYTES)
+                break;
+            size_t ncap = cap * 2 > TRK_OBJECTS_MAX_BYTES + 1 ? TRK_OBJECTS_MAX_BYTES + 1 : cap * 2;
+            char *nb = realloc(buf, ncap);
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = nb;
+            cap = ncap;
+        }
+        ssize_t r = read(fd, buf + n, cap - n);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            rc = -errno;
+            err_at(err, 1, 1, "cannot read file: %s", strerror(errno));
+            break;
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
+    if (!buf) {
+        err_at(err, 1, 1, "out of memory");
+        return TRK_ENOMEM;
+    }
+    if (rc == 0)
+        rc = trk_objects_load_string(buf, n, path, out, err); /* too large: reported there */
+    free(buf);
+    return rc;
+}
+
+int trk_objects_from_json(const struct json_t *root, const char *name_for_errors,
+                          struct trk_objects *out, struct trk_config_error *err)
+{
+    struct trk_config_error local;
+    if (!err)
+        err = &local;
+    err_init(err, name_for_errors);
+    if (!root || !out) {
+        err_at(err, 0, 0, "invalid arguments");
+        return TRK_EINVAL;
+    }
+    struct trk_objects *tmp = malloc(sizeof *tmp);
+    if (!tmp) {
+        err_at(err, 0, 0, "out of memory");
+        return TRK_ENOMEM;
+    }
+    struct vctx c = {.err = err};
+    int rc = parse_root(&c, root, tmp);
+    if (rc == 0)
+        memcpy(out, tmp, sizeof *out);
+    free(tmp);
+    return rc;
+}
+
+int trk_objects_parse_object(const struct json_t *obj, struct trk_object_def *def,
+                             uint8_t color[3], char *msg, size_t msg_len)
+{
+    struct trk_config_error err;
+    err_init(&err, NULL);
+    if (!obj || !def || !color) {
+        if (msg && msg_len)
+            snprintf(msg, msg_len, "invalid arguments");
+        return TRK_EINVAL;
+    }
+    struct trk_object_def d;
+    uint8_t rgb[3];
+    struct vctx c = {.err = &err};
+    int rc = parse_object(&c, obj, &d, rgb);
+    if (rc) {
+        if (msg && msg_len)
+            snprintf(msg, msg_len, "%s", err.msg);
+        return rc;
+    }
+    *def = d;
+    memcpy(color, rgb, 3);
+    return 0;
+}
+
+int trk_objects_validate(const struct trk_objects *objs, char *msg, size_t msg_len)
+{
+    char m[200];
+    char dummy[1];
+    if (!msg || !msg_len) {
+        msg = dummy;
+        msg_len = sizeof dummy;
+    }
+    if (!objs) {
+        snprintf(msg, msg_len, "invalid arguments");
+        return TRK_EINVAL;
+    }
+    if (objs->n < 0 || objs->n > TRK_MAX_OBJECTS) {
+        snprintf(msg, msg_len, "object count %d is out of range 0..%d", objs->n, TRK_MAX_OBJECTS);
+        return TRK_EINVAL;
+    }
+    for (int i = 0; i < objs->n; i++) {
+        const struct trk_object_def *d = &objs->def[i];
+        const char *nul = memchr(d->name, 0, sizeof d->name);
+        if (!nul) {
+            snprintf(msg, msg_len, "objects[%d].name is not NUL-terminated", i);
+            return TRK_EINVAL;
+        }
+        if (check_name(d->name, (size_t)(nul - d->name), m, sizeof m)) {
+            snprintf(msg, msg_len, "objects[%d].%s", i, m);
+            return TRK_EINVAL;
+        }
+        if ((unsigned)d->space > TRK_SPACE_YCBCR) {
+            snprintf(msg, msg_len, "objects[%d].space %d is not one of rgb, hsv, ycbcr", i,
+                     (int)d->space);
+            return TRK_EINVAL;
+        }
+        long long lo[3], hi[3];
+        for (int c = 0; c < 3; c++) {
+            lo[c] = d->lo[c];
+            hi[c] = d->hi[c];
+        }
+        if (check_box(d->space, lo, hi, m, sizeof m) >= 0) {
+            snprintf(msg, msg_len, "objects[%d].%s", i, m);
+            return TRK_EINVAL;
+        }
+        /* The file format stores min_mass as a JSON integer (int64). */
+        if (d->min_mass < 1 || d->min_mass > (uint64_t)INT64_MAX) {
+            snprintf(msg, msg_len, "objects[%d].min_mass %llu is out of range 1..%lld", i,
+                     (unsigned long long)d->min_mass, (long long)INT64_MAX);
+            return TRK_EINVAL;
+        }
+        for (int j = 0; j < i; j++) {
+            if (strcmp(objs->def[j].name, d->name) == 0) {
+                snprintf(msg, msg_len, "objects[%d].name \"%s\" is already used by objects[%d]", i,
+                         d->name, j);
+                return TRK_EINVAL;
+            }
+        }
+    }
+    return 0;
+}
+
+int trk_objects_find(const struct trk_objects *objs, const char *name)
+{
+    if (!objs || !name)
+        return -1;
+    if (strlen(name) >= TRK_NAME_MAX)
+        return -1;
+    for (int i = 0; i < objs->n && i < TRK_MAX_OBJECTS; i++)
+        if (strncmp(objs->def[i].name, name, TRK_NAME_MAX) == 0)
+            return i;
+    return -1;
+}
+
+/* --------------------------------------------------------------- writing */
+
+struct sbuf {
+    char *s;
+    size_t len, cap;
+    int oom;
+};
+
+__attribute__((format(printf, 2, 3))) static void sb_printf(struct sbuf *b, const char *fmt, ...)
+{
+    if (b->oom)
+        return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? b->cap - b->len : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            b->oom = 1;
+            return;
+        }
+        if (b->s && b->len + (size_t)n < b->cap) {
+            b->len += (size_t)n;
+            return;
+        }
+        size_t cap = b->cap ? b->cap : 1024;
+        while (cap <= b->len + (size_t)n)
+            cap *= 2;
+        char *ns = realloc(b->s, cap);
+        if (!ns) {
+            b->oom = 1;
+            return;
+        }
+        b->s = ns;
+        b->cap = cap;
+    }
+}
+
+/* A validated name as a JSON string: UTF-8 passes through; '"' and '\\'
+ * are escaped (control characters cannot occur after validation). */
+static void sb_json_string(struct sbuf *b, const char *s)
+{
+    sb_printf(b, "\"");
+    for (const char *p = s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            sb_printf(b, "\\%c", *p);
+        else
+            sb_printf(b, "%c", *p);
+    }
+    sb_printf(b, "\"");
+}
+
+char *trk_objects_to_json(const struct trk_objects *objs)
+{
+    if (trk_objects_validate(objs, NULL, 0))
+        return NULL;
+    struct sbuf b = {0};
+    if (objs->n == 0) {
+        sb_printf(&b, "{\n  \"objects\": []\n}\n");
+    } else {
+        sb_printf(&b, "{\n  \"objects\": [\n");
+        for (int i = 0; i < objs->n; i++) {
+            const struct trk_object_def *d = &objs->def[i];
+            uint8_t def_rgb[3];
+            trk_objects_default_color(d, def_rgb);
+            sb_printf(&b, "    {\"name\": ");
+            sb_json_string(&b, d->name);
+            sb_printf(&b,
+                      ", \"space\": \"%s\", \"lo\": [%u, %u, %u], \"hi\": [%u, %u, %u], "
+                      "\"min_mass\": %llu",
+                      space_names[d->space], d->lo[0], d->lo[1], d->lo[2], d->hi[0], d->hi[1],
+                      d->hi[2], (unsigned long long)d->min_mass);
+            if (memcmp(def_rgb, objs->color[i], 3) != 0)
+                sb_printf(&b, ", \"color\": \"#%02x%02x%02x\"", objs->color[i][0],
+                          objs->color[i][1], objs->color[i][2]);
+            sb_printf(&b, "}%s\n", i + 1 < objs->n ? "," : "");
+        }
+        sb_printf(&b, "  ]\n}\n");
+    }
+    if (b.oom) {
+        free(b.s);
+        return NULL;
+    }
+    return b.s;
+}
+
+struct json_t *trk_objects_to_value(const struct trk_objects *objs)
+{
+    if (trk_objects_validate(objs, NULL, 0))
+        return NULL;
+    json_t *arr = json_array();
+    for (int i = 0; arr && i < objs->n; i++) {
+        const struct trk_object_def *d = &objs->def[i];
+        char color[8];
+        snprintf(color, sizeof color, "#%02x%02x%02x", objs->color[i][0], objs->color[i][1],
+                 objs->color[i][2]);
+        json_t *o = json_pack("{s:s, s:s, s:[i,i,i], s:[i,i,i], s:I, s:s}", "name", d->name,
+                              "space", space_names[d->space], "lo", (int)d->lo[0], (int)d->lo[1],
+                              (int)d->lo[2], "hi", (int)d->hi[0], (int)d->hi[1], (int)d->hi[2],
+                              "min_mass", (json_int_t)d->min_mass, "color", color);
+        if (!o || json_array_append_new(arr, o)) {
+            json_decref(arr);
+            arr = NULL;
+        }
+    }
+    if (!arr)
+        return NULL;
+    json_t *root = json_object();
+    if (!root || json_object_set_new(root, "objects", arr)) {
+        json_decref(root);
+        return NULL;
+    }
+    return root;
+}
+
+static int write_all(int fd, const char *s, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, s, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        s += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+int trk_objects_save_file(const char *path, const struct trk_objects *objs)
+{
+    if (!path || !*path || trk_objects_validate(objs, NULL, 0))
+        return TRK_EINVAL;
+    char *text = trk_objects_to_json(objs);
+    if (!text)
+        return TRK_ENOMEM;
+
+    /* Replace a symlink's target, not the link itself. */
+    char *real = NULL;
+    struct stat st;
+    if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
+        real = realpath(path, NULL);
+        if (!real) {
+            int e = -errno;
+            free(text);
+            return e;
+        }
+        path = real;
+    }
+    mode_t mode = stat(path, &st) == 0 ? (st.st_mode & 07777) : 0644;
+
+    size_t plen = strlen(path);
+    char *tmp = malloc(plen + 16);
+    char *dir = malloc(plen + 2);
+    int rc = 0, fd = -1;
+    if (!tmp || !dir) {
+        rc = TRK_ENOMEM;
+        goto end;
+    }
+    snprintf(tmp, plen + 16, "%s.tmp.XXXXXX", path);
+    fd = mkstemp(tmp);
+    if (fd < 0) {
+        rc = -errno;
+        tmp[0] = 0; /* nothing to unlink */
+        goto end;
+    }
+    if (fchmod(fd, mode) < 0 || (rc = write_all(fd, text, strlen(text))) < 0 || fsync(fd) < 0) {
+        rc = rc ? rc : -errno;
+        goto end;
+    }
+    int cfd = fd;
+    fd = -1;
+    if (close(cfd) < 0) {
+        rc = -errno;
+        goto end;
+    }
+    if (rename(tmp, path) < 0) {
+        rc = -errno;
+        goto end;
+    }
+    tmp[0] = 0; /* renamed: nothing to unlink */
+    /* The rename is durable only once the directory entry is on disk. */
+    memcpy(dir, path, plen + 1);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        strcpy(dir, ".");
+    else if (slash == dir)
+        dir[1] = 0;
+    else
+        *slash = 0;
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        /* Some file systems refuse fsync on a directory (EINVAL): the data is
+         * already safe, so only real I/O errors count. */
+        if (fsync(dfd) < 0 && errno != EINVAL)
+            rc = -errno;
+        close(dfd);
+    }
+end:
+    if (fd >= 0)
+        close(fd);
+    if (tmp && tmp[0])
+        unlink(tmp);
+    free(tmp);
+    free(dir);
+    free(real);
+    free(text);
+    return rc;
+}

@@ -1,0 +1,133 @@
+/* trackd objects configuration: the JSON file that says which colour boxes to
+ * track (format and every key: config/OBJECTS.md).
+ *
+ *   {"objects": [
+ *     {"name": "red",  "space": "hsv", "lo": [346, 110, 70], "hi": [14, 255, 255]},
+ *     {"name": "ball", "space": "rgb", "lo": [180, 0, 0], "hi": [255, 80, 80], "min_mass": 30}
+ *   ]}
+ *
+ * Loading is all-or-nothing: the first problem found stops it and is reported
+ * as "file:line:col: message", line and column (1-based, column in bytes)
+ * pointing at the offending token, so a daemon can print it and exit with
+ * TRK_EX_CONFIG, or a reload can keep the objects it already has.
+ *
+ * Thread safety: every function is reentrant; none keeps state.
+ */
+#ifndef TRK_CONFIG_OBJECTS_H
+#define TRK_CONFIG_OBJECTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend.h" /* struct trk_object_def, TRK_MAX_OBJECTS, TRK_NAME_MAX, TRK_E* */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Exit status for a bad configuration (sysexits.h EX_CONFIG). */
+#define TRK_EX_CONFIG 78
+
+/* Largest objects file or string accepted, in bytes. 256 objects written one
+ * per line take about 30 KiB; the cap bounds the memory a hostile input can
+ * make the loader use. */
+#define TRK_OBJECTS_MAX_BYTES (1024 * 1024)
+
+/* Where and why a load failed. line/col are 1-based, col counted in bytes;
+ * both are 0 when the error has no place in a text (trk_objects_from_json).
+ * Strings are NUL-terminated, truncated to fit, valid UTF-8 on one line. */
+struct trk_config_error {
+    char file[256]; /* the path, or the name given for a string         */
+    int line, col;
+    char msg[256];  /* the message alone, without "file:line:col: "     */
+};
+
+/* A validated object set. def[0..n) go straight to trk_backend_set_objects;
+ * color[i] is object i's display colour (R, G, B) for the web UI: the file's
+ * "color" or, when absent, trk_objects_default_color(&def[i]). Entries past n
+ * are zero after a load. */
+struct trk_objects {
+    int n;
+    struct trk_object_def def[TRK_MAX_OBJECTS];
+    uint8_t color[TRK_MAX_OBJECTS][3];
+};
+
+/* Reads and validates an objects file. Returns 0, or a negative code with
+ * *err filled (err may be NULL): -errno when the file cannot be opened or
+ * read (err at file:1:1 with strerror text), TRK_EINVAL for a file that is
+ * too large, not JSON or not a valid objects file, TRK_ENOMEM. *out is
+ * written only on success. */
+int trk_objects_load_file(const char *path, struct trk_objects *out,
+                          struct trk_config_error *err);
+
+/* Same for text[0..len) (need not be NUL-terminated). name_for_errors is
+ * the "file" of error messages (NULL: "<string>"). */
+int trk_objects_load_string(const char *text, size_t len, const char *name_for_errors,
+                            struct trk_objects *out, struct trk_config_error *err);
+
+/* Same for an already parsed jansson value (e.g. part of a WebSocket
+ * message) holding {"objects": [...]}. Errors carry line = col = 0 and the
+ * path in the message (e.g. "objects[2].lo[1] = 300 is out of range ..."). */
+struct json_t;
+int trk_objects_from_json(const struct json_t *root, const char *name_for_errors,
+                          struct trk_objects *out, struct trk_config_error *err);
+
+/* Validates one object value {"name": ..., ...} on its own (all the rules
+ * except name uniqueness, which needs the whole set). On success fills *def
+ * and color (the given or default colour) and returns 0; else TRK_EINVAL and
+ * a message such as `lo[1] = 300 is out of range 0..255 (rgb G)` in msg. */
+int trk_objects_parse_object(const struct json_t *obj, struct trk_object_def *def,
+                             uint8_t color[3], char *msg, size_t msg_len);
+
+/* Checks a set built in code (or edited by a client) against the same rules
+ * as the loader: 0..TRK_MAX_OBJECTS objects, names non-empty, NUL-terminated,
+ * < TRK_NAME_MAX bytes, valid UTF-8 without control characters, unique;
+ * known space; channels in range; lo <= hi except the hsv hue; min_mass >= 1.
+ * Returns 0 or TRK_EINVAL with a message naming the object (msg may be
+ * NULL). */
+int trk_objects_validate(const struct trk_objects *objs, char *msg, size_t msg_len);
+
+/* Writes "file:line:col: message" (or "file: message" when line is 0) into
+ * buf like snprintf: always NUL-terminated when len > 0, returns the length
+ * the full text needs (excluding the NUL), or TRK_EINVAL for a NULL err. */
+int trk_config_error_format(const struct trk_config_error *err, char *buf, size_t len);
+
+/* The set as pretty JSON text, one object per line, that loads back into an
+ * identical struct trk_objects. "color" is written only when it differs from
+ * the default colour. Returns a malloc'd NUL-terminated string (free() it),
+ * or NULL when objs fails trk_objects_validate or memory runs out. */
+char *trk_objects_to_json(const struct trk_objects *objs);
+
+/* The set as a new jansson value {"objects": [...]} (the caller owns the
+ * reference; every object carries all keys, "color" included), or NULL as
+ * for trk_objects_to_json. For embedding in protocol messages. */
+struct json_t *trk_objects_to_value(const struct trk_objects *objs);
+
+/* Saves atomically: writes a temporary file in the same directory, fsyncs
+ * it, renames it over path and fsyncs the directory, so a crash leaves either
+ * the old file or the new one, never a mix. A file that already exists keeps
+ * its permission bits; a new one gets 0644. Returns 0, TRK_EINVAL (objs
+ * invalid), TRK_ENOMEM or -errno; on failure no temporary file is left. */
+int trk_objects_save_file(const char *path, const struct trk_objects *objs);
+
+/* The objects JSON for the built-in demo scene (7 balls: red, green, blue,
+ * yellow, magenta, cyan, orange; config/demo_objects.c). Static storage. */
+const char *trk_objects_demo_json(void);
+
+/* The display colour used when an object has no "color": the centre of its
+ * box converted to RGB (hsv: hue centre with wrap; ycbcr: BT.601 full range
+ * per gpu/color.h). */
+void trk_objects_default_color(const struct trk_object_def *def, uint8_t rgb[3]);
+
+/* Index of the object called name, or -1. */
+int trk_objects_find(const struct trk_objects *objs, const char *name);
+
+/* "rgb", "hsv", "ycbcr" (NULL for an unknown value); parse gives the enum
+ * value or -1. */
+const char *trk_objects_space_name(enum trk_space space);
+int trk_objects_space_parse(const char *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
