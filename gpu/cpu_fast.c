@@ -309,9 +309,9 @@ static void do_row(struct worker *w, const struct fctx *f, int y)
     int nwi = nw_index(t->nw);
     int rgb_only = !t->has[TRK_SPACE_HSV] && !t->has[TRK_SPACE_YCBCR];
     uint8_t **pl = w->plane;
-    int stride = trk_pixfmt_bpp(img->fmt);
+    int stride = img->fmt == TRK_FMT_YUYV ? 0 : trk_pixfmt_bpp(img->fmt);
 
-    if (stride) { /* packed RGB family: read in place */
+    if (stride) { /* packed RGB family (3 or 4 bytes): read in place */
         const uint8_t *row = img->plane[0] + (size_t)y * img->pitch[0];
         int bgr = img->fmt == TRK_FMT_BGR24 || img->fmt == TRK_FMT_BGRA;
         const uint8_t *rp = row + (bgr ? 2 : 0), *gp = row + 1, *bp = row + (bgr ? 0 : 2);

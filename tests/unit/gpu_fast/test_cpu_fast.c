@@ -1,0 +1,465 @@
+/* The fast CPU backend ("cpu") against the reference ("cpu-ref"), bit for bit.
+ *
+ * One executable, one ctest test per part (argv[1]) so each stays short:
+ *   corpus     seeded random scenes: every format, pads, odd sizes, all four
+ *              YCbCr matrices/ranges, 0..256 objects, 1/2/3/7 threads
+ *   rois       random ROIs (outside, clipped, empty, 1-pixel) per object
+ *   standard   the benchmark's standard scenes (small sizes), and their
+ *              known answers (every disk found)
+ *   allcolors_rgb, allcolors_yuv
+ *              every 24-bit RGB colour, and every Y,Cb,Cr triple as YUYV
+ *              (two matrices/ranges), against rgb + hsv (wrapping too) +
+ *              ycbcr objects
+ *   lifecycle  object sets replaced in place (tables cleared), frames smaller
+ *              than the create size, default thread count, bad arguments
+ *
+ * Nothing is hard-coded: the reference computes every expected value.
+ */
+#include "backend.h"
+#include "scene.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures;
+
+#define CHECK(cond, ...)                                                                 \
+    do {                                                                                 \
+        if (!(cond)) {                                                                   \
+            if (failures < 30) {                                                         \
+                fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #cond); \
+                fprintf(stderr, __VA_ARGS__);                                            \
+                fputc('\n', stderr);                                                     \
+            }                                                                            \
+            failures++;                                                                  \
+        }                                                                                \
+    } while (0)
+
+static struct trk_backend *make(enum trk_backend_kind kind, int w, int h, int threads)
+{
+    struct trk_backend_cfg cfg = {.kind = kind, .max_width = w, .max_height = h,
+                                  .threads = threads};
+    struct trk_backend *b = NULL;
+    int err = trk_backend_create(&cfg, &b);
+    if (err) {
+        fprintf(stderr, "trk_backend_create(kind %d, %dx%d, threads %d): %s\n", (int)kind, w, h,
+                threads, trk_strerror(err));
+        exit(2);
+    }
+    return b;
+}
+
+static const char *space_name(enum trk_space s)
+{
+    return s == TRK_SPACE_RGB ? "rgb" : s == TRK_SPACE_HSV ? "hsv" : "ycbcr";
+}
+
+/* Runs both backends on img and compares every object's accumulators. */
+static void compare(struct trk_backend *ref, struct trk_backend *fast,
+                    const struct trk_object_def *objs, int n, const struct trk_image *img,
+                    const struct trk_roi *rois, const char *what)
+{
+    static struct trk_obj_result want[TRK_MAX_OBJECTS], got[TRK_MAX_OBJECTS];
+    memset(want, 0x11, sizeof(want));
+    memset(got, 0x22, sizeof(got));
+    int e1 = trk_backend_process(ref, img, rois, want, NULL);
+    int e2 = trk_backend_process(fast, img, rois, got, NULL);
+    CHECK(e1 == 0 && e2 == 0, "%s: process: ref %d, fast %d", what, e1, e2);
+    for (int i = 0; i < n; i++) {
+        const struct trk_obj_result *a = &want[i], *b = &got[i];
+        if (a->mass == b->mass && a->sum_x == b->sum_x && a->sum_y == b->sum_y &&
+            a->x0 == b->x0 && a->y0 == b->y0 && a->x1 == b->x1 && a->y1 == b->y1)
+            continue;
+        const struct trk_object_def *o = &objs[i];
+        CHECK(0,
+              "%s: object %d (%s lo %u,%u,%u hi %u,%u,%u): ref mass %llu sx %llu sy %llu "
+              "box %d,%d,%d,%d; fast mass %llu sx %llu sy %llu box %d,%d,%d,%d",
+              what, i, space_name(o->space), o->lo[0], o->lo[1], o->lo[2], o->hi[0], o->hi[1],
+              o->hi[2], (unsigned long long)a->mass, (unsigned long long)a->sum_x,
+              (unsigned long long)a->sum_y, a->x0, a->y0, a->x1, a->y1,
+              (unsigned long long)b->mass, (unsigned long long)b->sum_x,
+              (unsigned long long)b->sum_y, b->x0, b->y0, b->x1, b->y1);
+    }
+}
+
+static int set_both(struct trk_backend *ref, struct trk_backend *fast,
+                    const struct trk_object_def *objs, int n)
+{
+    int e1 = trk_backend_set_objects(ref, objs, n);
+    int e2 = trk_backend_set_objects(fast, objs, n);
+    CHECK(e1 == 0 && e2 == 0, "set_objects(%d): ref %d, fast %d", n, e1, e2);
+    return e1 || e2;
+}
+
+/* ------------------------------------------------------------------ corpus */
+
+static const int counts[] = {0, 1, 63, 64, 65, 128, 255, 256};
+#define NCOUNTS (int)(sizeof(counts) / sizeof(counts[0]))
+static const int thread_opts[] = {1, 2, 3, 7};
+static const int sizes[][2] = {{1, 1}, {2, 1}, {1, 5}, {7, 3}, {33, 17}, {64, 48}, {97, 61},
+                               {160, 121}, {131, 70}, {48, 97}};
+#define NSIZES (int)(sizeof(sizes) / sizeof(sizes[0]))
+static const int pads[] = {0, 1, 3, 13, 64};
+
+static void test_corpus(void)
+{
+    struct trk_backend *ref = make(TRK_BACKEND_CPU_REF, 160, 121, 1);
+    struct trk_backend *fast[4];
+    for (int t = 0; t < 4; t++) fast[t] = make(TRK_BACKEND_CPU, 160, 121, thread_opts[t]);
+    int cases = 0;
+    for (int ci = 0; ci < NCOUNTS; ci++) {
+        for (int si = 0; si < NSIZES; si++) {
+            int w = sizes[si][0], h = sizes[si][1], n = counts[ci];
+            uint64_t seed = 1000u * (unsigned)ci + (unsigned)si;
+            struct trk_scene sc;
+            int err = trk_scene_random(w, h, n, seed, &sc);
+            CHECK(err == 0, "trk_scene_random: %d", err);
+            if (err) continue;
+            /* Every space for every count: the random scene mixes spaces. */
+            for (int f = 0; f < TRK_FMT_COUNT; f++) {
+                int ti = (ci + si + f) % 4;
+                int mat = (ci + f) % 2, full = (si + f) % 2;
+                int pad = pads[(ci * 3 + si + f) % 5];
+                if (set_both(ref, fast[ti], sc.objects, n)) continue;
+                uint8_t *buf;
+                struct trk_image img;
+                err = trk_image_from_rgb(sc.rgb, w, h, (enum trk_pixfmt)f,
+                                         (enum trk_matrix)mat, full, pad, &buf, &img);
+                CHECK(err == 0, "trk_image_from_rgb: %d", err);
+                if (err) continue;
+                char what[160];
+                snprintf(what, sizeof(what), "corpus %dx%d n=%d %s pad %d %s %s threads %d seed %llu",
+                         w, h, n, trk_pixfmt_name((enum trk_pixfmt)f), pad,
+                         mat ? "bt709" : "bt601", full ? "full" : "limited", thread_opts[ti],
+                         (unsigned long long)seed);
+                compare(ref, fast[ti], sc.objects, n, &img, NULL, what);
+                free(buf);
+                cases++;
+            }
+            trk_scene_free(&sc);
+        }
+    }
+    printf("corpus: %d cases\n", cases);
+    trk_backend_destroy(&ref);
+    for (int t = 0; t < 4; t++) trk_backend_destroy(&fast[t]);
+}
+
+/* -------------------------------------------------------------------- rois */
+
+static int rnd(uint64_t *st, int lo, int hi)
+{
+    return lo + (int)(trk_rand_next(st) % (uint64_t)(hi - lo + 1));
+}
+
+static void random_rois(uint64_t *st, int w, int h, int n, struct trk_roi *r)
+{
+    for (int i = 0; i < n; i++) {
+        switch (rnd(st, 0, 5)) {
+        case 0: /* the whole frame and more */
+            r[i] = (struct trk_roi){-5, -7, w + 3, h + 9};
+            break;
+        case 1: /* entirely outside: empty after clipping */
+            r[i] = (struct trk_roi){w + 1, 0, w + 10, h - 1};
+            break;
+        case 2: /* inverted: empty */
+            r[i] = (struct trk_roi){rnd(st, 1, w), 0, 0, h - 1};
+            break;
+        case 3: { /* one pixel */
+            int x = rnd(st, 0, w - 1), y = rnd(st, 0, h - 1);
+            r[i] = (struct trk_roi){x, y, x, y};
+            break;
+        }
+        default: { /* a random box that may cross any border */
+            int x0 = rnd(st, -w / 4, w - 1), y0 = rnd(st, -h / 4, h - 1);
+            r[i] = (struct trk_roi){x0, y0, x0 + rnd(st, 0, w), y0 + rnd(st, 0, h)};
+            break;
+        }
+        }
+    }
+}
+
+static void test_rois(void)
+{
+    struct trk_backend *ref = make(TRK_BACKEND_CPU_REF, 200, 150, 1);
+    struct trk_backend *fast[4];
+    for (int t = 0; t < 4; t++) fast[t] = make(TRK_BACKEND_CPU, 200, 150, thread_opts[t]);
+    static struct trk_roi rois[TRK_MAX_OBJECTS];
+    uint64_t st = 77;
+    int cases = 0;
+    for (int rep = 0; rep < 40; rep++) {
+        int w = rnd(&st, 1, 200), h = rnd(&st, 1, 150);
+        int n = counts[rep % NCOUNTS];
+        int f = rep % TRK_FMT_COUNT, ti = (rep / 2) % 4;
+        struct trk_scene sc;
+        if (trk_scene_random(w, h, n, 500u + (unsigned)rep, &sc)) {
+            CHECK(0, "trk_scene_random failed");
+            continue;
+        }
+        if (set_both(ref, fast[ti], sc.objects, n)) continue;
+        uint8_t *buf;
+        struct trk_image img;
+        if (trk_image_from_rgb(sc.rgb, w, h, (enum trk_pixfmt)f, TRK_MATRIX_BT601, rep & 1,
+                               rep % 5, &buf, &img)) {
+            CHECK(0, "trk_image_from_rgb failed");
+            continue;
+        }
+        random_rois(&st, w, h, n, rois);
+        char what[128];
+        snprintf(what, sizeof(what), "rois %dx%d n=%d %s threads %d rep %d", w, h, n,
+                 trk_pixfmt_name((enum trk_pixfmt)f), thread_opts[ti], rep);
+        compare(ref, fast[ti], sc.objects, n, &img, rois, what);
+        /* All ROIs in one small corner: the scanned union is tiny. */
+        for (int i = 0; i < n; i++) rois[i] = (struct trk_roi){0, 0, w / 5, h / 5};
+        compare(ref, fast[ti], sc.objects, n, &img, rois, what);
+        free(buf);
+        trk_scene_free(&sc);
+        cases += 2;
+    }
+    printf("rois: %d cases\n", cases);
+    trk_backend_destroy(&ref);
+    for (int t = 0; t < 4; t++) trk_backend_destroy(&fast[t]);
+}
+
+/* ---------------------------------------------------------------- standard */
+
+static void test_standard(void)
+{
+    static const int ms[] = {1, 8, 32, 128, 256};
+    struct trk_backend *ref = make(TRK_BACKEND_CPU_REF, 640, 480, 1);
+    struct trk_backend *fast = make(TRK_BACKEND_CPU, 640, 480, 2);
+    for (int i = 0; i < 5; i++) {
+        int m = ms[i], w = i % 2 ? 640 : 320, h = i % 2 ? 480 : 240;
+        struct trk_scene sc;
+        if (trk_scene_standard(w, h, m, 12345, &sc)) {
+            CHECK(0, "trk_scene_standard failed");
+            continue;
+        }
+        if (set_both(ref, fast, sc.objects, m)) continue;
+        for (int f = 0; f < TRK_FMT_COUNT; f++) {
+            uint8_t *buf;
+            struct trk_image img;
+            if (trk_image_from_rgb(sc.rgb, w, h, (enum trk_pixfmt)f, TRK_MATRIX_BT709, false, 0,
+                                   &buf, &img))
+                continue;
+            char what[96];
+            snprintf(what, sizeof(what), "standard %dx%d m=%d %s", w, h, m,
+                     trk_pixfmt_name((enum trk_pixfmt)f));
+            compare(ref, fast, sc.objects, m, &img, NULL, what);
+            if (f == TRK_FMT_RGB24) {
+                /* The scene's own answer: every disk's centre pixel is its
+                 * colour +-3, inside its box, so every object is found with
+                 * a bbox around its centre. */
+                static struct trk_obj_result r[TRK_MAX_OBJECTS];
+                trk_backend_process(fast, &img, NULL, r, NULL);
+                for (int k = 0; k < m; k++) {
+                    /* Disks painted later cover earlier ones: only a disk
+                     * whose centre no later disk covers is sure to show. */
+                    int covered = 0;
+                    for (int j = k + 1; j < m; j++) {
+                        int dx = sc.cx[j] - sc.cx[k], dy = sc.cy[j] - sc.cy[k];
+                        if (dx * dx + dy * dy <= sc.radius * sc.radius) covered = 1;
+                    }
+                    if (covered) continue;
+                    CHECK(r[k].mass > 0 && r[k].x0 <= sc.cx[k] && sc.cx[k] <= r[k].x1 &&
+                              r[k].y0 <= sc.cy[k] && sc.cy[k] <= r[k].y1,
+                          "%s: disk %d at %d,%d not found", what, k, sc.cx[k], sc.cy[k]);
+                }
+            }
+            free(buf);
+        }
+        trk_scene_free(&sc);
+    }
+    trk_backend_destroy(&ref);
+    trk_backend_destroy(&fast);
+}
+
+/* --------------------------------------------------------------- allcolors */
+
+/* Objects of every space around colours that matter: wrapping and non-
+ * wrapping hue, gray (S = 0), dark and bright corners, wide boxes. */
+static int mixed_objects(uint64_t seed, struct trk_object_def *o, int n)
+{
+    uint64_t st = seed;
+    for (int i = 0; i < n; i++) {
+        memset(&o[i], 0, sizeof(o[i]));
+        snprintf(o[i].name, sizeof(o[i].name), "m%d", i);
+        o[i].min_mass = 1;
+        o[i].space = (enum trk_space)(i % 3);
+        for (int c = 0; c < 3; c++) {
+            int mx = (o[i].space == TRK_SPACE_HSV && c == 0) ? 359 : 255;
+            int a = rnd(&st, 0, mx), width = rnd(&st, 0, i % 4 == 0 ? mx : 60);
+            int b = a + width;
+            if (o[i].space == TRK_SPACE_HSV && c == 0)
+                b %= 360; /* may wrap */
+            else if (b > mx)
+                b = mx;
+            o[i].lo[c] = (uint16_t)a;
+            o[i].hi[c] = (uint16_t)b;
+        }
+    }
+    /* Fixed corner cases at the front. */
+    if (n > 0) { /* red through the seam, strongly saturated */
+        o[0].space = TRK_SPACE_HSV;
+        o[0].lo[0] = 350, o[0].hi[0] = 10, o[0].lo[1] = 100, o[0].hi[1] = 255;
+        o[0].lo[2] = 50, o[0].hi[2] = 255;
+    }
+    if (n > 1) { /* grays only: S = 0 (hue 0) */
+        o[1].space = TRK_SPACE_HSV;
+        o[1].lo[0] = 0, o[1].hi[0] = 0, o[1].lo[1] = 0, o[1].hi[1] = 0;
+        o[1].lo[2] = 0, o[1].hi[2] = 255;
+    }
+    if (n > 2) { /* everything: runs cover whole rows */
+        o[2].space = TRK_SPACE_YCBCR;
+        o[2].lo[0] = o[2].lo[1] = o[2].lo[2] = 0;
+        o[2].hi[0] = o[2].hi[1] = o[2].hi[2] = 255;
+    }
+    if (n > 3) { /* hue 359 exactly */
+        o[3].space = TRK_SPACE_HSV;
+        o[3].lo[0] = 359, o[3].hi[0] = 359, o[3].lo[1] = 1, o[3].hi[1] = 255;
+        o[3].lo[2] = 0, o[3].hi[2] = 255;
+    }
+    return n;
+}
+
+static void test_allcolors(int rgb_part, int yuv_part)
+{
+    /* Every RGB colour once: 4096 x 4096, R,G from the position, B from the
+     * 16x16 tile. */
+    enum { W = 4096, H = 4096, N = 70 }; /* 70 objects: 2-word masks */
+    static struct trk_object_def objs[N];
+    mixed_objects(99, objs, N);
+    struct trk_backend *ref = make(TRK_BACKEND_CPU_REF, W, 65536, 1);
+    struct trk_backend *fast = make(TRK_BACKEND_CPU, W, 65536, 2);
+    if (set_both(ref, fast, objs, N)) return;
+    uint8_t *rgb = rgb_part ? malloc((size_t)W * H * 3) : NULL;
+    if (rgb_part && !rgb) {
+        CHECK(0, "out of memory");
+        return;
+    }
+    for (int y = 0; rgb && y < H; y++)
+        for (int x = 0; x < W; x++) {
+            uint8_t *p = rgb + ((size_t)y * W + x) * 3;
+            p[0] = (uint8_t)x, p[1] = (uint8_t)y, p[2] = (uint8_t)((y >> 8) << 4 | (x >> 8));
+        }
+    struct trk_image img = {.plane = {rgb}, .pitch = {(size_t)W * 3}, .width = W, .height = H,
+                            .fmt = TRK_FMT_RGB24, .matrix = TRK_MATRIX_BT709, .full_range = false};
+    if (rgb) compare(ref, fast, objs, N, &img, NULL, "allcolors rgb24 bt709 limited");
+    free(rgb);
+    if (!yuv_part) goto out;
+
+    /* Every Y,Cb,Cr triple as YUYV: row = (Cb, Cr), 128 pairs of that chroma
+     * per row carry Y = 0..255. */
+    enum { YW = 256, YH = 65536 };
+    uint8_t *yuyv = malloc((size_t)YW * 2 * YH);
+    if (!yuyv) {
+        CHECK(0, "out of memory");
+        return;
+    }
+    for (int y = 0; y < YH; y++)
+        for (int p = 0; p < YW / 2; p++) {
+            uint8_t *d = yuyv + (size_t)y * YW * 2 + (size_t)p * 4;
+            d[0] = (uint8_t)(2 * p), d[1] = (uint8_t)(y >> 8), d[2] = (uint8_t)(2 * p + 1),
+            d[3] = (uint8_t)y;
+        }
+    static const int combos[2][2] = {{TRK_MATRIX_BT601, 0}, {TRK_MATRIX_BT709, 1}};
+    for (int c = 0; c < 2; c++) {
+        struct trk_image yi = {.plane = {yuyv}, .pitch = {(size_t)YW * 2}, .width = YW,
+                               .height = YH, .fmt = TRK_FMT_YUYV,
+                               .matrix = (enum trk_matrix)combos[c][0],
+                               .full_range = combos[c][1]};
+        char what[64];
+        snprintf(what, sizeof(what), "allcolors yuyv %s %s", c ? "bt709" : "bt601",
+                 c ? "full" : "limited");
+        compare(ref, fast, objs, N, &yi, NULL, what);
+    }
+    free(yuyv);
+out:
+    trk_backend_destroy(&ref);
+    trk_backend_destroy(&fast);
+}
+
+/* --------------------------------------------------------------- lifecycle */
+
+static void test_lifecycle(void)
+{
+    struct trk_backend *ref = make(TRK_BACKEND_CPU_REF, 120, 90, 1);
+    struct trk_backend *fast = make(TRK_BACKEND_CPU, 120, 90, 0); /* 0 = cores */
+    CHECK(!strcmp(trk_backend_name(fast), "cpu"), "name %s", trk_backend_name(fast));
+    struct trk_scene big, small;
+    if (trk_scene_random(120, 90, 256, 4242, &big) || trk_scene_random(37, 29, 256, 4343, &small)) {
+        CHECK(0, "scene");
+        return;
+    }
+    uint8_t *b1, *b2;
+    struct trk_image i1, i2;
+    trk_image_from_rgb(big.rgb, 120, 90, TRK_FMT_NV12, TRK_MATRIX_BT601, false, 5, &b1, &i1);
+    trk_image_from_rgb(small.rgb, 37, 29, TRK_FMT_BGRA, TRK_MATRIX_BT601, true, 0, &b2, &i2);
+    /* Shrinking and growing object sets: stale table bits would show. */
+    static const int seq[] = {256, 1, 65, 0, 200, 64, 3, 256};
+    for (int k = 0; k < 8; k++) {
+        int n = seq[k];
+        const struct trk_object_def *o = k % 2 ? small.objects : big.objects;
+        if (set_both(ref, fast, o, n)) continue;
+        char what[64];
+        snprintf(what, sizeof(what), "lifecycle step %d n=%d big", k, n);
+        compare(ref, fast, o, n, &i1, NULL, what);
+        snprintf(what, sizeof(what), "lifecycle step %d n=%d small", k, n);
+        compare(ref, fast, o, n, &i2, NULL, what);
+    }
+    /* Repeated frames give the same answer (accumulators reset per frame). */
+    static struct trk_obj_result r1[TRK_MAX_OBJECTS], r2[TRK_MAX_OBJECTS];
+    struct trk_backend_timing t;
+    CHECK(trk_backend_process(fast, &i1, NULL, r1, &t) == 0, "process");
+    CHECK(t.total_ms >= 0 && t.kernel_ms >= 0 && t.upload_ms == 0, "timing %f %f %f",
+          t.total_ms, t.kernel_ms, t.upload_ms);
+    CHECK(trk_backend_process(fast, &i1, NULL, r2, NULL) == 0, "process");
+    CHECK(!memcmp(r1, r2, sizeof(r1[0]) * 256), "second frame differs");
+    /* Async form: submit + wait == process. */
+    CHECK(trk_backend_submit(fast, &i1, NULL) == 0, "submit");
+    CHECK(trk_backend_wait(fast, r2, NULL) == 0, "wait");
+    CHECK(!memcmp(r1, r2, sizeof(r1[0]) * 256), "submit+wait differs");
+    /* Too large a frame, bad thread count. */
+    struct trk_image huge = i1;
+    huge.width = 121;
+    huge.pitch[0] = 200;
+    CHECK(trk_backend_process(fast, &huge, NULL, r1, NULL) == TRK_ETOOBIG, "too big accepted");
+    struct trk_backend_cfg bad = {.kind = TRK_BACKEND_CPU, .max_width = 8, .max_height = 8,
+                                  .threads = -1};
+    struct trk_backend *bb = NULL;
+    CHECK(trk_backend_create(&bad, &bb) == TRK_EINVAL && !bb, "threads -1 accepted");
+    /* Many instances with pools, created and destroyed (no leak of threads). */
+    for (int k = 0; k < 20; k++) {
+        struct trk_backend *p = make(TRK_BACKEND_CPU, 64, 64, 3);
+        trk_backend_destroy(&p);
+        trk_backend_destroy(&p); /* twice is safe */
+    }
+    free(b1);
+    free(b2);
+    trk_scene_free(&big);
+    trk_scene_free(&small);
+    trk_backend_destroy(&ref);
+    trk_backend_destroy(&fast);
+}
+
+int main(int argc, char **argv)
+{
+    const char *part = argc > 1 ? argv[1] : "all";
+    int all = !strcmp(part, "all"), known = 0;
+    if (all || !strcmp(part, "corpus")) test_corpus(), known = 1;
+    if (all || !strcmp(part, "rois")) test_rois(), known = 1;
+    if (all || !strcmp(part, "standard")) test_standard(), known = 1;
+    if (all || !strcmp(part, "allcolors_rgb")) test_allcolors(1, 0), known = 1;
+    if (all || !strcmp(part, "allcolors_yuv")) test_allcolors(0, 1), known = 1;
+    if (all || !strcmp(part, "lifecycle")) test_lifecycle(), known = 1;
+    if (!known) {
+        fprintf(stderr, "usage: %s [corpus|rois|standard|allcolors_rgb|allcolors_yuv|lifecycle|all]\n", argv[0]);
+        return 2;
+    }
+    if (failures) {
+        fprintf(stderr, "test_cpu_fast %s: %d check(s) failed\n", part, failures);
+        return 1;
+    }
+    printf("test_cpu_fast %s: all checks passed\n", part);
+    return 0;
+}
