@@ -233,7 +233,9 @@ int trk_scene_random(int width, int height, int m, uint64_t seed, struct trk_sce
         } else {
             for (int c = 0; c < 3; c++) col[r][c] = (uint8_t)trk_rand_next(&st);
         }
-        int rw = rand_range(&st, 1, width), rh = rand_range(&st, 1, height);
+        /* At most about half the frame each way, so several regions stay
+         * visible on top of each other and some noise survives. */
+        int rw = rand_range(&st, 1, (width + 1) / 2), rh = rand_range(&st, 1, (height + 1) / 2);
         int x0, y0;
         switch (r % 4) { /* 0: top-left corner, 1: right edge, 2: bottom edge, 3: anywhere */
         case 0: x0 = 0, y0 = 0; break;
@@ -244,9 +246,6 @@ int trk_scene_random(int width, int height, int m, uint64_t seed, struct trk_sce
             y0 = rand_range(&st, 0, height - rh);
             break;
         }
-        /* Keep regions modest so several stay visible on top of each other. */
-        if (rw > 1 && r >= 3) rw = (rw + 1) / 2;
-        if (rh > 1 && r >= 3) rh = (rh + 1) / 2;
         for (int y = y0; y < y0 + rh; y++)
             for (int x = x0; x < x0 + rw; x++) {
                 uint8_t *p = out->rgb + ((size_t)y * (size_t)width + (size_t)x) * 3;

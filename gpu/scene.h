@@ -24,7 +24,10 @@ struct trk_scene {
  * 2% of min(width, height) in distinct saturated colours at seeded random
  * positions, +-3 sensor noise on the disks, each object an rgb box = its
  * colour +-8 per channel. Deterministic for (width, height, m, seed).
- * Returns 0 or TRK_EINVAL / TRK_ENOMEM. */
+ * Disks lie inside the frame (when they fit) and may overlap each other:
+ * they are painted in object order, so a later disk covers an earlier one.
+ * The colours do not depend on the seed, and no box matches gray or another
+ * disk's colour. Returns 0 or TRK_EINVAL / TRK_ENOMEM. */
 int trk_scene_standard(int width, int height, int m, uint64_t seed, struct trk_scene *out);
 
 /* A random test scene for exactness tests: random pixels (with regions of
