@@ -10,8 +10,9 @@ centroids must be within 0.25 px. 4:2:0 clips (ffv1 yuv420p, x264): chroma is
 one sample per 2x2 block, so a disk's edge is blurred by up to one pixel and,
 because the block grid does not move with the disk, the edge error is not
 symmetric: up to ~0.5 px of centroid bias; x264's lossy coding adds ringing at
-the edges. We allow 1.0 px for lossless 4:2:0 and 1.5 px for x264, and mass
-within 12% (4:2:0) / 20% (x264) of the disk's pixel count.
+the edges. We allow 0.75 px for lossless 4:2:0 and 1.0 px for x264 (measured
+worst cases: 0.29 and 0.42 px), and mass within 12% (4:2:0) / 20% (x264) of
+the disk's pixel count.
 """
 import json
 import math
@@ -22,11 +23,12 @@ import tempfile
 
 W, H, FPS, N = 320, 240, 30, 45
 R = 14
-# (rgb colour, start centre, velocity px/frame)
+# (rgb colour, start centre, velocity px/frame): each disk stays in its own
+# horizontal band, so they never overlap (an overlap would hide pixels).
 DISKS = [
-    ((225, 35, 35), (40.0, 50.0), (4.0, 2.2)),
-    ((35, 190, 60), (280.0, 60.0), (-3.1, 2.7)),
-    ((40, 70, 225), (160.0, 200.0), (1.3, -2.9)),
+    ((225, 35, 35), (30.0, 40.0), (4.9, 0.5)),
+    ((35, 190, 60), (290.0, 120.0), (-4.7, 0.31)),
+    ((40, 70, 225), (40.0, 200.0), (3.9, -0.43)),
 ]
 OBJECTS = {"objects": [
     {"name": "red", "space": "hsv", "lo": [350, 120, 100], "hi": [10, 255, 255]},
@@ -116,9 +118,9 @@ def main():
             json.dump(OBJECTS, fh)
         cases = [
             ("rgb.mkv", ["-c:v", "ffv1", "-pix_fmt", "bgr0"], 0.25, 0.0),
-            ("yuv420.mkv", ["-c:v", "ffv1", "-pix_fmt", "yuv420p"], 1.0, 0.12),
+            ("yuv420.mkv", ["-c:v", "ffv1", "-pix_fmt", "yuv420p"], 0.75, 0.12),
             ("x264.mp4", ["-c:v", "libx264", "-preset", "veryfast", "-crf", "16",
-                          "-pix_fmt", "yuv420p"], 1.5, 0.20),
+                          "-pix_fmt", "yuv420p"], 1.0, 0.20),
         ]
         for name, args, tol, mtol in cases:
             clip = os.path.join(d, name)
