@@ -57,12 +57,23 @@ static void sleep_until(struct pipe *p, double t)
     }
 }
 
+/* Tells web clients what the source is doing (the last one is also sent to
+ * clients that connect later). */
+static void send_status(const struct trk_pipeline_cfg *cfg, const char *state, const char *text)
+{
+    if (!cfg->ws) return;
+    struct trk_buf b = {0};
+    if (trk_msg_status(&b, state, text) == 0) trk_ws_broadcast(cfg->ws, TRK_WS_STATUS, b.data, b.len);
+    trk_buf_free(&b);
+}
+
 static void *capture_main(void *arg)
 {
     struct pipe *p = arg;
     const struct trk_pipeline_cfg *cfg = p->cfg;
     uint64_t seq = 0;
     double t0 = 0, pts0 = 0;
+    send_status(cfg, "ok", cfg->source->desc);
     while (!stopping(p) && (!cfg->max_frames || seq < cfg->max_frames)) {
         struct trk_frame *f = trk_pool_get(&p->pool);
         if (!f) break;
@@ -71,8 +82,10 @@ static void *capture_main(void *arg)
             trk_pool_release(&p->pool, f);
             if (err == TRK_SOURCE_EOF) {
                 log_info("end of input after %llu frames", (unsigned long long)seq);
+                send_status(cfg, "eof", "end of input");
             } else {
                 log_error_err(err, "reading the source failed");
+                send_status(cfg, "error", trk_strerror(err));
                 pthread_mutex_lock(&p->lock);
                 p->source_error = true;
                 pthread_mutex_unlock(&p->lock);

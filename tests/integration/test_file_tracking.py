@@ -17,6 +17,7 @@ the disk's pixel count.
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -110,6 +111,30 @@ def check(trackd, clip, objs, pos_tol, mass_tol):
           f"(tolerance {pos_tol})")
 
 
+def check_loop(trackd, clip, objs):
+    """--loop restarts at the end with pts still increasing; --frames stops;
+    --progress reports frames and fps on stderr."""
+    total = N * 3
+    out = subprocess.run([trackd, "--input", clip, "--objects", objs, "--fast", "--output", "-",
+                          "--no-server", "--loop", "--frames", str(total), "--progress",
+                          "--backend", "cpu", "--log-level", "warn"],
+                         capture_output=True, text=True, timeout=120)
+    if out.returncode != 0:
+        sys.exit(f"--loop run exited {out.returncode}: {out.stderr}")
+    msgs = [json.loads(line) for line in out.stdout.splitlines()]
+    if len(msgs) != total:
+        sys.exit(f"--loop --frames {total}: got {len(msgs)} lines")
+    for a, b in zip(msgs, msgs[1:]):
+        assert b["seq"] == a["seq"] + 1 and b["pts"] > a["pts"], (a["seq"], a["pts"], b["pts"])
+    for f in (3, 30):  # the second and third pass see the same frames again
+        for k in (1, 2):
+            again = msgs[f + k * N]["objects"]
+            assert [o["mass"] for o in again] == [o["mass"] for o in msgs[f]["objects"]], f
+    if not re.search(r"\r?%d frames, [\d.]+ fps" % total, out.stderr):
+        sys.exit(f"no progress line on stderr: {out.stderr!r}")
+    print(f"loop: {total} frames over 3 passes, pts increasing, results repeat; progress shown")
+
+
 def main():
     trackd = sys.argv[1]
     with tempfile.TemporaryDirectory() as d:
@@ -126,6 +151,7 @@ def main():
             clip = os.path.join(d, name)
             make_clip(clip, args)
             check(trackd, clip, objs, tol, mtol)
+        check_loop(trackd, os.path.join(d, "yuv420.mkv"), objs)
     print("file tracking: all clips passed")
 
 
