@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Bundles a built trackd with the shared libraries it needs (from ldd), test
+# clips and objects, into a folder that the GPU machine (no FFmpeg, no
+# libwebsockets there) can run: run-on-device.sh inside it does the checks.
+#
+#   tests/device/bundle.sh BUILD_DIR OUT_DIR
+set -euo pipefail
+build=${1:?build dir}; out=${2:?output dir}
+here=$(cd "$(dirname "$0")" && pwd)
+rm -rf "$out"; mkdir -p "$out/lib"
+cp "$build/daemon/trackd" "$out/"
+[ -x "$build/bench/trackd-bench" ] && cp "$build/bench/trackd-bench" "$out/"
+# Everything ldd resolves except the C runtime, which the target has (newer).
+ldd "$build/daemon/trackd" | awk '/=> \//{print $3}' | while read -r lib; do
+  case "$(basename "$lib")" in
+    libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*|libcuda.so*) ;;
+    *) cp -L "$lib" "$out/lib/" ;;
+  esac
+done
+cp "$here/compare_ndjson.py" "$here/run-on-device.sh" "$out/"
+cp -r "$here/../../web" "$out/web"
+# Clips made here (the GPU machine has no ffmpeg CLI): 4:2:0 and RGB.
+ffmpeg -loglevel error -y -f lavfi -i testsrc2=size=1280x720:rate=30 -t 4 \
+  -c:v libx264 -preset veryfast -pix_fmt yuv420p "$out/clip420.mp4"
+ffmpeg -loglevel error -y -f lavfi -i testsrc2=size=640x480:rate=30 -t 3 \
+  -c:v ffv1 -pix_fmt bgr0 "$out/cliprgb.mkv"
+cp "$here/clip-objects.json" "$out/"
+du -sh "$out"

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# On the GPU machine, inside the bundle: the whole daemon with --backend cuda
+# against --backend cpu on the demo scene and on files, NDJSON compared.
+set -uo pipefail
+cd "$(dirname "$0")"
+export LD_LIBRARY_PATH=$PWD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fail=0
+run() { echo "+ trackd $*"; ./trackd "$@" --no-server --fast --log-level warn || fail=1; }
+for b in cpu cuda; do
+  run --backend $b --frames 300 --output demo-$b.ndjson
+  run --backend $b --size 1920x1080 --frames 120 --output demo1080-$b.ndjson
+  run --backend $b --input clip420.mp4 --objects clip-objects.json --output clip420-$b.ndjson
+  run --backend $b --input cliprgb.mkv --objects clip-objects.json --output cliprgb-$b.ndjson
+done
+for n in demo demo1080 clip420 cliprgb; do
+  echo "== $n: cpu vs cuda"; python3 compare_ndjson.py $n-cpu.ndjson $n-cuda.ndjson || fail=1
+done
+echo "== auto picks:"; ./trackd --no-server --frames 1 --fast 2>&1 | grep -i backend
+echo "== throughput, demo 1920x1080, 7 objects"
+for b in cpu cuda; do
+  ./trackd --backend $b --size 1920x1080 --frames 600 --fast --no-server --output /dev/null 2>&1 | grep done
+done
+[ $fail = 0 ] && echo "DEVICE DAEMON CHECKS PASSED" || echo "DEVICE DAEMON CHECKS FAILED"
+exit $fail
