@@ -1,0 +1,823 @@
+/* Unit tests of config/: good files, defaults, limits, the struct validator,
+ * jansson-value entry points, save/reload round trips, the position index
+ * and the demo objects against the real colour rules of gpu/color.h.
+ *
+ * Usage: test_config_objects CASE [SRCDIR TMPDIR]; ctest runs each case as
+ * its own test (tests/unit/config/CMakeLists.txt). SRCDIR is the repository
+ * root (for good files and config/objects.example.json), TMPDIR a scratch
+ * directory for saves. */
+#include <dirent.h>
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "color.h"
+#include "objects.h"
+#include "posindex.h"
+
+static int failures;
+static const char *srcdir = ".", *tmpdir = ".";
+
+#define CHECK(cond)                                                                    \
+    do {                                                                               \
+        if (!(cond)) {                                                                 \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);  \
+            failures++;                                                                \
+        }                                                                              \
+    } while (0)
+
+#define CHECK_STR(a, b)                                                                        \
+    do {                                                                                       \
+        const char *a_ = (a), *b_ = (b);                                                       \
+        if (strcmp(a_, b_) != 0) {                                                             \
+            fprintf(stderr, "%s:%d: got\n  \"%s\"\nwant\n  \"%s\"\n", __FILE__, __LINE__, a_, \
+                    b_);                                                                       \
+            failures++;                                                                        \
+        }                                                                                      \
+    } while (0)
+
+static void path_in(char *buf, size_t n, const char *dir, const char *rel)
+{
+    snprintf(buf, n, "%s/%s", dir, rel);
+}
+
+static int load_rel(const char *rel, struct trk_objects *o, struct trk_config_error *e)
+{
+    char p[1024];
+    path_in(p, sizeof p, srcdir, rel);
+    int rc = trk_objects_load_file(p, o, e);
+    if (rc) {
+        char m[600];
+        trk_config_error_format(e, m, sizeof m);
+        fprintf(stderr, "load %s: %s\n", rel, m);
+    }
+    return rc;
+}
+
+static void check_def(const struct trk_object_def *d, const char *name, enum trk_space sp,
+                      int l0, int l1, int l2, int h0, int h1, int h2, uint64_t min_mass)
+{
+    CHECK_STR(d->name, name);
+    CHECK(d->space == sp);
+    CHECK(d->lo[0] == l0 && d->lo[1] == l1 && d->lo[2] == l2);
+    CHECK(d->hi[0] == h0 && d->hi[1] == h1 && d->hi[2] == h2);
+    CHECK(d->min_mass == min_mass);
+}
+
+/* ----------------------------------------------------------- good files */
+
+static void test_design_example(void)
+{
+    struct trk_objects o;
+    struct trk_config_error e;
+    CHECK(load_rel("tests/unit/config/good/design_example.json", &o, &e) == 0);
+    CHECK(o.n == 2);
+    check_def(&o.def[0], "red", TRK_SPACE_HSV, 346, 110, 70, 14, 255, 255, 1);
+    check_def(&o.def[1], "ball", TRK_SPACE_RGB, 180, 0, 0, 255, 80, 80, 30);
+    /* Unused entries are zero, so whole structs compare with memcmp. */
+    static const struct trk_object_def zero;
+    CHECK(memcmp(&o.def[2], &zero, sizeof zero) == 0);
+    CHECK(memcmp(&o.def[TRK_MAX_OBJECTS - 1], &zero, sizeof zero) == 0);
+}
+
+static void test_all_spaces(void)
+{
+    struct trk_objects o;
+    struct trk_config_error e;
+    CHECK(load_rel("tests/unit/config/good/all_spaces.json", &o, &e) == 0);
+    CHECK(o.n == 5);
+    check_def(&o.def[0], "skin", TRK_SPACE_YCBCR, 0, 77, 133, 255, 127, 173, 500);
+    check_def(&o.def[1], "leaf", TRK_SPACE_HSV, 90, 60, 40, 150, 255, 255, 1);
+    check_def(&o.def[2], "paper", TRK_SPACE_RGB, 200, 200, 200, 255, 255, 255, 1);
+    check_def(&o.def[3], "everything", TRK_SPACE_HSV, 0, 0, 0, 359, 255, 255,
+              9223372036854775807ull);
+    check_def(&o.def[4], "single", TRK_SPACE_RGB, 7, 7, 7, 7, 7, 7, 1);
+    /* "#1F8F2a": hex digits in either case. */
+    CHECK(o.color[1][0] == 0x1f && o.color[1][1] == 0x8f && o.color[1][2] == 0x2a);
+    /* paper has no colour: the centre of its box. */
+    CHECK(o.color[2][0] == 228 && o.color[2][1] == 228 && o.color[2][2] == 228);
+    CHECK(o.color[4][0] == 7 && o.color[4][1] == 7 && o.color[4][2] == 7);
+}
+
+static void test_wrap_bom_crlf(void)
+{
+    struct trk_objects o;
+    struct trk_config_error e;
+    CHECK(load_rel("tests/unit/config/good/wrap_bom_crlf.json", &o, &e) == 0);
+    CHECK(o.n == 2);
+    /* Keys in any order. */
+    check_def(&o.def[0], "wrap", TRK_SPACE_HSV, 350, 100, 100, 10, 255, 255, 2);
+    check_def(&o.def[1], "nowrap", TRK_SPACE_HSV, 10, 100, 100, 350, 255, 255, 1);
+    /* The wrapping box matches hue 355 and 5 but not 180; the other one the
+     * opposite (gpu/color.h is the rule the backends run). */
+    const struct trk_object_def *w = &o.def[0], *nw = &o.def[1];
+    CHECK(trk_box_match(w->lo, w->hi, 1, 355, 200, 200));
+    CHECK(trk_box_match(w->lo, w->hi, 1, 5, 200, 200));
+    CHECK(!trk_box_match(w->lo, w->hi, 1, 180, 200, 200));
+    CHECK(!trk_box_match(nw->lo, nw->hi, 1, 355, 200, 200));
+    CHECK(trk_box_match(nw->lo, nw->hi, 1, 180, 200, 200));
+}
+
+static void test_empty(void)
+{
+    struct trk_objects o;
+    struct trk_config_error e;
+    memset(&o, 0xAB, sizeof o);
+    CHECK(load_rel("tests/unit/config/good/empty.json", &o, &e) == 0);
+    CHECK(o.n == 0);
+    char *j = trk_objects_to_json(&o);
+    CHECK(j != NULL);
+    if (j) {
+        struct trk_objects o2;
+        CHECK(trk_objects_load_string(j, strlen(j), "empty", &o2, &e) == 0);
+        CHECK(o2.n == 0);
+    }
+    free(j);
+}
+
+static void test_unicode_names(void)
+{
+    struct trk_objects o;
+    struct trk_config_error e;
+    CHECK(load_rel("tests/unit/config/good/unicode_names.json", &o, &e) == 0);
+    CHECK(o.n == 8);
+    CHECK_STR(o.def[0].name, "rouge \xc3\xa9" "carlate");
+    CHECK_STR(o.def[1].name, "\xe7\xbb\xbf\xe8\x89\xb2\xe7\x90\x83");
+    CHECK_STR(o.def[2].name, "\xf0\x9f\x8e\xaf target");
+    CHECK_STR(o.def[3].name, "\xf0\x9f\x94\xb5 blue"); /* surrogate pair escape */
+    CHECK_STR(o.def[4].name, "quote \" and \\ slash /");
+    CHECK(strlen(o.def[5].name) == 63); /* 21 x 3 bytes: the longest allowed */
+    CHECK(trk_objects_find(&o, "RED") == 6);
+    CHECK(trk_objects_find(&o, "red") == 7); /* names are case-sensitive */
+    CHECK(trk_objects_find(&o, "Red") == -1);
+}
+
+static void test_example_and_demo(void)
+{
+    struct trk_objects o;
+    struct trk_config_error e;
+    CHECK(load_rel("config/objects.example.json", &o, &e) == 0);
+    CHECK(o.n >= 2);
+    check_def(&o.def[0], "red", TRK_SPACE_HSV, 346, 110, 70, 14, 255, 255, 1);
+    check_def(&o.def[1], "ball", TRK_SPACE_RGB, 180, 0, 0, 255, 80, 80, 30);
+    const char *demo = trk_objects_demo_json();
+    CHECK(trk_objects_load_string(demo, strlen(demo), "demo", &o, &e) == 0);
+    CHECK(o.n == 7);
+}
+
+/* -------------------------------------------------------------- defaults */
+
+static void test_default_colors(void)
+{
+    struct trk_object_def d = {.space = TRK_SPACE_HSV, .lo = {0, 255, 255}, .hi = {0, 255, 255}};
+    uint8_t c[3];
+    /* Pure hues at full saturation and value. */
+    static const int hue_rgb[][4] = {{0, 255, 0, 0},     {60, 255, 255, 0}, {120, 0, 255, 0},
+                                     {180, 0, 255, 255}, {240, 0, 0, 255},  {300, 255, 0, 255}};
+    for (size_t i = 0; i < sizeof hue_rgb / sizeof hue_rgb[0]; i++) {
+        d.lo[0] = d.hi[0] = (uint16_t)hue_rgb[i][0];
+        trk_objects_default_color(&d, c);
+        CHECK(c[0] == hue_rgb[i][1] && c[1] == hue_rgb[i][2] && c[2] == hue_rgb[i][3]);
+    }
+    /* A wrapping range's centre is across 0: 350..10 -> 0 (red). */
+    d.lo[0] = 350;
+    d.hi[0] = 10;
+    trk_objects_default_color(&d, c);
+    CHECK(c[0] == 255 && c[1] == 0 && c[2] == 0);
+    /* The default colour must round-trip through the colour rules: converting
+     * it back to HSV gives (nearly) the centre of the box. */
+    for (int h = 0; h < 360; h += 7) {
+        struct trk_object_def x = {.space = TRK_SPACE_HSV, .lo = {(uint16_t)h, 200, 100},
+                                   .hi = {(uint16_t)h, 255, 255}};
+        trk_objects_default_color(&x, c);
+        uint16_t hh;
+        uint8_t ss, vv;
+        trk_rgb_to_hsv(c[0], c[1], c[2], &hh, &ss, &vv);
+        int dh = abs((int)hh - h);
+        if (dh > 180)
+            dh = 360 - dh;
+        CHECK(dh <= 2);
+        CHECK(abs((int)ss - 228) <= 3);
+        CHECK(abs((int)vv - 178) <= 1);
+    }
+    /* ycbcr centre (128, 128, 128) is mid gray; rgb the box centre. */
+    struct trk_object_def y = {.space = TRK_SPACE_YCBCR, .lo = {0, 0, 0}, .hi = {255, 255, 255}};
+    trk_objects_default_color(&y, c);
+    CHECK(c[0] == 128 && c[1] == 128 && c[2] == 128);
+    struct trk_object_def r = {.space = TRK_SPACE_RGB, .lo = {10, 20, 30}, .hi = {20, 40, 31}};
+    trk_objects_default_color(&r, c);
+    CHECK(c[0] == 15 && c[1] == 30 && c[2] == 31);
+}
+
+/* ---------------------------------------------------------------- limits */
+
+/* n objects, one per line after the first line. */
+static char *many_objects(int n)
+{
+    size_t cap = 64 + (size_t)n * 100;
+    char *s = malloc(cap);
+    size_t w = (size_t)snprintf(s, cap, "{\"objects\": [\n");
+    for (int i = 0; i < n; i++)
+        w += (size_t)snprintf(s + w, cap - w,
+                              "  {\"name\": \"o%d\", \"space\": \"rgb\", \"lo\": [%d, 0, 0], "
+                              "\"hi\": [255, 255, 255]}%s\n",
+                              i, i % 256, i + 1 < n ? "," : "");
+    snprintf(s + w, cap - w, "]}\n");
+    return s;
+}
+
+static void test_max_objects(void)
+{
+    struct trk_objects o;
+    struct trk_config_error e;
+    char *s = many_objects(TRK_MAX_OBJECTS);
+    CHECK(trk_objects_load_string(s, strlen(s), "max", &o, &e) == 0);
+    CHECK(o.n == TRK_MAX_OBJECTS);
+    CHECK_STR(o.def[255].name, "o255");
+    CHECK(o.def[255].lo[0] == 255);
+    free(s);
+    s = many_objects(TRK_MAX_OBJECTS + 1);
+    CHECK(trk_objects_load_string(s, strlen(s), "max", &o, &e) == TRK_EINVAL);
+    /* Object i sits on line i + 2, its '{' at column 3. */
+    CHECK(e.line == TRK_MAX_OBJECTS + 2 && e.col == 3);
+    CHECK_STR(e.msg, "too many objects: 257 (at most 256)");
+    free(s);
+}
+
+static void test_too_large(void)
+{
+    struct trk_objects o;
+    struct trk_config_error e;
+    size_t n = TRK_OBJECTS_MAX_BYTES + 1;
+    char *s = malloc(n);
+    /* Valid JSON padded with spaces: only the size is wrong. */
+    memset(s, ' ', n);
+    memcpy(s, "{\"objects\": []}", 15);
+    CHECK(trk_objects_load_string(s, n, "big", &o, &e) == TRK_EINVAL);
+    char m[512];
+    trk_config_error_format(&e, m, sizeof m);
+    CHECK_STR(m, "big:1:1: too large: more than 1048576 bytes");
+    CHECK(trk_objects_load_string(s, n - 1, "big", &o, &e) == 0);
+
+    char p[1024];
+    path_in(p, sizeof p, tmpdir, "too_large.json");
+    FILE *f = fopen(p, "wb");
+    CHECK(f && fwrite(s, 1, n, f) == n);
+    if (f)
+        fclose(f);
+    CHECK(trk_objects_load_file(p, &o, &e) == TRK_EINVAL);
+    CHECK(e.line == 1 && e.col == 1 && strstr(e.msg, "too large") != NULL);
+    unlink(p);
+    free(s);
+}
+
+/* --------------------------------------------------------------- errors */
+
+static void test_failure_leaves_output(void)
+{
+    struct trk_objects o, before;
+    struct trk_config_error e;
+    memset(&o, 0x5A, sizeof o);
+    memcpy(&before, &o, sizeof o);
+    const char *bad = "{\"objects\": [{\"name\": \"a\", \"space\": \"rgb\", \"lo\": [1, 2, 3], "
+                      "\"hi\": [4, 5, 600]}]}";
+    CHECK(trk_objects_load_string(bad, strlen(bad), NULL, &o, &e) == TRK_EINVAL);
+    CHECK(memcmp(&o, &before, sizeof o) == 0);
+    CHECK_STR(e.file, "<string>");
+    CHECK(e.line == 1 && e.col == 74); /* the "600" */
+    /* err may be NULL. */
+    CHECK(trk_objects_load_string(bad, strlen(bad), NULL, &o, NULL) == TRK_EINVAL);
+    CHECK(trk_objects_load_file("/nonexistent/x.json", &o, NULL) == -ENOENT);
+    CHECK(memcmp(&o, &before, sizeof o) == 0);
+    char p[1024];
+    path_in(p, sizeof p, srcdir, "tests/unit/config/bad/directory.json");
+    CHECK(trk_objects_load_file(p, &o, &e) == -EISDIR);
+    /* Not NUL-terminated input: only len bytes are read. */
+    const char *good = "{\"objects\": []}garbage";
+    CHECK(trk_objects_load_string(good, 15, "n", &o, &e) == 0 && o.n == 0);
+    CHECK(trk_objects_load_string(good, 16, "n", &o, &e) == TRK_EINVAL);
+    CHECK(e.line == 1 && e.col == 16);
+}
+
+static void test_error_format(void)
+{
+    struct trk_config_error e = {.file = "a.json", .line = 3, .col = 14, .msg = "boom"};
+    char buf[64];
+    CHECK(trk_config_error_format(&e, buf, sizeof buf) == 17);
+    CHECK_STR(buf, "a.json:3:14: boom");
+    char small[8];
+    CHECK(trk_config_error_format(&e, small, sizeof small) == 17);
+    CHECK_STR(small, "a.json:");
+    CHECK(trk_config_error_format(&e, NULL, 0) == 17);
+    e.line = e.col = 0;
+    CHECK(trk_config_error_format(&e, buf, sizeof buf) == 12);
+    CHECK_STR(buf, "a.json: boom");
+    CHECK(trk_config_error_format(NULL, buf, sizeof buf) == TRK_EINVAL);
+    CHECK(TRK_EX_CONFIG == 78);
+}
+
+static void test_from_json(void)
+{
+    struct trk_objects o;
+    struct trk_config_error e;
+    json_error_t je;
+    json_t *root = json_loads("{\"objects\": [{\"name\": \"a\", \"space\": \"hsv\", "
+                              "\"lo\": [350, 0, 0], \"hi\": [10, 255, 255]}]}",
+                              0, &je);
+    CHECK(root);
+    CHECK(trk_objects_from_json(root, "ws", &o, &e) == 0);
+    CHECK(o.n == 1 && o.def[0].lo[0] == 350);
+    json_t *hi = json_object_get(json_array_get(json_object_get(root, "objects"), 0), "hi");
+    json_array_set_new(hi, 1, json_integer(300));
+    CHECK(trk_objects_from_json(root, "ws", &o, &e) == TRK_EINVAL);
+    char m[512];
+    trk_config_error_format(&e, m, sizeof m);
+    CHECK_STR(m, "ws: objects[0].hi[1] = 300 is out of range 0..255 (hsv S)");
+    /* One object on its own: messages relative to the object. */
+    struct trk_object_def d;
+    uint8_t c[3];
+    json_t *obj = json_array_get(json_object_get(root, "objects"), 0);
+    CHECK(trk_objects_parse_object(obj, &d, c, m, sizeof m) == TRK_EINVAL);
+    CHECK_STR(m, "hi[1] = 300 is out of range 0..255 (hsv S)");
+    json_array_set_new(hi, 1, json_integer(255));
+    json_object_set_new(obj, "color", json_string("#010203"));
+    CHECK(trk_objects_parse_object(obj, &d, c, m, sizeof m) == 0);
+    CHECK_STR(d.name, "a");
+    CHECK(c[0] == 1 && c[1] == 2 && c[2] == 3 && d.min_mass == 1);
+    json_object_del(obj, "space");
+    CHECK(trk_objects_parse_object(obj, &d, c, m, sizeof m) == TRK_EINVAL);
+    CHECK_STR(m, "missing key \"space\"");
+    json_object_set_new(obj, "space", json_string("rgb"));
+    json_object_set_new(obj, "extra", json_true());
+    CHECK(trk_objects_parse_object(obj, &d, c, m, sizeof m) == TRK_EINVAL);
+    CHECK_STR(m, "unknown key \"extra\" (expected name, space, lo, hi, min_mass or color)");
+    json_t *num = json_integer(3);
+    CHECK(trk_objects_parse_object(num, &d, c, m, sizeof m) == TRK_EINVAL);
+    CHECK_STR(m, "the value must be an object, not an integer");
+    json_decref(num);
+    /* Strings built in code may hold NUL bytes: rejected, not truncated. */
+    json_object_del(obj, "extra");
+    json_object_set_new(obj, "name", json_stringn("a\0b", 3));
+    CHECK(trk_objects_parse_object(obj, &d, c, m, sizeof m) == TRK_EINVAL);
+    CHECK_STR(m, "name must not contain control characters");
+    json_decref(root);
+}
+
+static void test_validate(void)
+{
+    struct trk_objects o;
+    struct trk_config_error e;
+    const char *demo = trk_objects_demo_json();
+    CHECK(trk_objects_load_string(demo, strlen(demo), "demo", &o, &e) == 0);
+    char m[256];
+    CHECK(trk_objects_validate(&o, m, sizeof m) == 0);
+    struct trk_objects b;
+#define EXPECT_INVALID(mutation, text)                                 \
+    do {                                                               \
+        b = o;                                                         \
+        mutation;                                                      \
+        CHECK(trk_objects_validate(&b, m, sizeof m) == TRK_EINVAL);    \
+        CHECK_STR(m, text);                                            \
+        CHECK(trk_objects_to_json(&b) == NULL);                        \
+        CHECK(trk_objects_to_value(&b) == NULL);                       \
+    } while (0)
+    EXPECT_INVALID(b.n = -1, "object count -1 is out of range 0..256");
+    EXPECT_INVALID(b.n = 257, "object count 257 is out of range 0..256");
+    EXPECT_INVALID(memset(b.def[1].name, 'x', TRK_NAME_MAX),
+                   "objects[1].name is not NUL-terminated");
+    EXPECT_INVALID(b.def[1].name[0] = 0, "objects[1].name must not be empty");
+    EXPECT_INVALID(strcpy(b.def[2].name, "a\nb"),
+                   "objects[2].name must not contain control characters");
+    EXPECT_INVALID(strcpy(b.def[2].name, "a\xff"), "objects[2].name is not valid UTF-8");
+    EXPECT_INVALID(b.def[3].space = (enum trk_space)7,
+                   "objects[3].space 7 is not one of rgb, hsv, ycbcr");
+    EXPECT_INVALID(b.def[0].lo[0] = 360, "objects[0].lo[0] = 360 is out of range 0..359 (hsv H)");
+    EXPECT_INVALID(b.def[3].lo[1] = 251,
+                   "objects[3].lo[1] = 251 is greater than hi[1] = 250 (only the hsv hue may wrap)");
+    EXPECT_INVALID(b.def[4].min_mass = 0,
+                   "objects[4].min_mass 0 is out of range 1..9223372036854775807");
+    EXPECT_INVALID(strcpy(b.def[6].name, "red"),
+                   "objects[6].name \"red\" is already used by objects[0]");
+#undef EXPECT_INVALID
+    CHECK(trk_objects_validate(NULL, NULL, 0) == TRK_EINVAL);
+    char p[1024];
+    path_in(p, sizeof p, tmpdir, "invalid_save.json");
+    b = o;
+    b.def[0].min_mass = 0;
+    CHECK(trk_objects_save_file(p, &b) == TRK_EINVAL);
+    CHECK(access(p, F_OK) != 0);
+}
+
+/* ------------------------------------------------------------ round trips */
+
+static uint32_t rng_state = 12345;
+static uint32_t rnd(void)
+{
+    rng_state = rng_state * 1664525u + 1013904223u;
+    return rng_state >> 8;
+}
+
+/* A random valid set: names mixing ASCII, quotes, backslashes and multi-byte
+ * characters; every space; wrapping hues; default and custom colours. */
+static void random_objects(struct trk_objects *o)
+{
+    static const char *const pieces[] = {"a", "Z", " ", "\"", "\\", "/", "\xc3\xa9",
+                                         "\xe7\x90\x83", "\xf0\x9f\x8e\xaf", "7", "{", "]"};
+    memset(o, 0, sizeof *o);
+    o->n = (int)(rnd() % 20);
+    if (rnd() % 10 == 0)
+        o->n = TRK_MAX_OBJECTS;
+    for (int i = 0; i < o->n; i++) {
+        struct trk_object_def *d = &o->def[i];
+        int len = snprintf(d->name, sizeof d->name, "%d", i); /* unique */
+        int parts = (int)(rnd() % 12);
+        for (int k = 0; k < parts; k++) {
+            const char *p = pieces[rnd() % (sizeof pieces / sizeof pieces[0])];
+            if (len + (int)strlen(p) >= TRK_NAME_MAX)
+                break;
+            strcpy(d->name + len, p);
+            len += (int)strlen(p);
+        }
+        d->space = (enum trk_space)(rnd() % 3);
+        for (int c = 0; c < 3; c++) {
+            int max = (d->space == TRK_SPACE_HSV && c == 0) ? 359 : 255;
+            int a = (int)(rnd() % (unsigned)(max + 1)), b = (int)(rnd() % (unsigned)(max + 1));
+            if (a > b && !(d->space == TRK_SPACE_HSV && c == 0)) {
+                int t = a;
+                a = b;
+                b = t;
+            }
+            d->lo[c] = (uint16_t)a;
+            d->hi[c] = (uint16_t)b;
+        }
+        d->min_mass = rnd() % 4 == 0 ? ((uint64_t)rnd() << 20 | rnd()) + 1 : 1 + rnd() % 100;
+        if (rnd() % 2) {
+            trk_objects_default_color(d, o->color[i]);
+        } else {
+            for (int c = 0; c < 3; c++)
+                o->color[i][c] = (uint8_t)rnd();
+        }
+    }
+}
+
+static void test_round_trip(void)
+{
+    char p[1024];
+    path_in(p, sizeof p, tmpdir, "round_trip.json");
+    struct trk_objects *a = malloc(sizeof *a), *b = malloc(sizeof *b);
+    struct trk_config_error e;
+    char m[512];
+    for (int iter = 0; iter < 150; iter++) {
+        random_objects(a);
+        CHECK(trk_objects_validate(a, m, sizeof m) == 0);
+        char *j = trk_objects_to_json(a);
+        CHECK(j != NULL);
+        if (!j)
+            break;
+        memset(b, 0xEE, sizeof *b);
+        int rc = trk_objects_load_string(j, strlen(j), "to_json", b, &e);
+        if (rc) {
+            trk_config_error_format(&e, m, sizeof m);
+            fprintf(stderr, "%s\n", m);
+        }
+        CHECK(rc == 0 && memcmp(a, b, sizeof *a) == 0);
+        free(j);
+
+        memset(b, 0xEE, sizeof *b);
+        CHECK(trk_objects_save_file(p, a) == 0);
+        CHECK(trk_objects_load_file(p, b, &e) == 0);
+        CHECK(memcmp(a, b, sizeof *a) == 0);
+
+        /* The jansson form goes back through the same validator. */
+        json_t *v = trk_objects_to_value(a);
+        CHECK(v != NULL);
+        memset(b, 0xEE, sizeof *b);
+        CHECK(v && trk_objects_from_json(v, "value", b, &e) == 0);
+        CHECK(memcmp(a, b, sizeof *a) == 0);
+        json_decref(v);
+        if (failures)
+            break;
+    }
+    /* A file's objects survive load -> save -> load unchanged. */
+    CHECK(load_rel("tests/unit/config/good/unicode_names.json", a, &e) == 0);
+    CHECK(trk_objects_save_file(p, a) == 0);
+    CHECK(trk_objects_load_file(p, b, &e) == 0);
+    CHECK(memcmp(a, b, sizeof *a) == 0);
+    unlink(p);
+    free(a);
+    free(b);
+}
+
+static int count_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    if (!d)
+        return -1;
+    struct dirent *de;
+    while ((de = readdir(d)))
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+            n++;
+    closedir(d);
+    return n;
+}
+
+static void test_atomic_save(void)
+{
+    char dir[1024], p[1100], link[1100], q[1100];
+    path_in(dir, sizeof dir, tmpdir, "atomic");
+    mkdir(dir, 0755);
+    snprintf(p, sizeof p, "%s/objects.json", dir);
+    snprintf(link, sizeof link, "%s/link.json", dir);
+    unlink(p);
+    unlink(link);
+    CHECK(count_entries(dir) == 0);
+    struct trk_objects o, r;
+    struct trk_config_error e;
+    const char *demo = trk_objects_demo_json();
+    CHECK(trk_objects_load_string(demo, strlen(demo), "demo", &o, &e) == 0);
+
+    /* New file: 0644, and nothing else left in the directory. */
+    CHECK(trk_objects_save_file(p, &o) == 0);
+    struct stat st;
+    CHECK(stat(p, &st) == 0 && (st.st_mode & 07777) == 0644);
+    CHECK(count_entries(dir) == 1);
+
+    /* Replacing keeps the permission bits and a new inode (rename). */
+    chmod(p, 0600);
+    ino_t before = st.st_ino;
+    o.def[0].min_mass = 99;
+    CHECK(trk_objects_save_file(p, &o) == 0);
+    CHECK(stat(p, &st) == 0 && (st.st_mode & 07777) == 0600 && st.st_ino != before);
+    CHECK(count_entries(dir) == 1);
+    CHECK(trk_objects_load_file(p, &r, &e) == 0 && r.def[0].min_mass == 99);
+
+    /* Through a symlink: the target is replaced, the link stays a link. */
+    CHECK(symlink("objects.json", link) == 0);
+    o.def[0].min_mass = 7;
+    CHECK(trk_objects_save_file(link, &o) == 0);
+    CHECK(lstat(link, &st) == 0 && S_ISLNK(st.st_mode));
+    CHECK(trk_objects_load_file(p, &r, &e) == 0 && r.def[0].min_mass == 7);
+    CHECK(count_entries(dir) == 2);
+
+    /* Failure: directory missing -> -ENOENT, nothing created. */
+    snprintf(q, sizeof q, "%s/no/such/dir/x.json", dir);
+    CHECK(trk_objects_save_file(q, &o) == -ENOENT);
+    CHECK(count_entries(dir) == 2);
+    /* Failure: the target is a directory -> rename fails, temp removed. */
+    snprintf(q, sizeof q, "%s/sub", dir);
+    mkdir(q, 0755);
+    int rc = trk_objects_save_file(q, &o);
+    CHECK(rc == -EISDIR);
+    CHECK(count_entries(dir) == 3);
+    rmdir(q);
+    unlink(link);
+    unlink(p);
+    rmdir(dir);
+
+    /* A relative path (directory ".") works too. */
+    char cwd[1024];
+    CHECK(getcwd(cwd, sizeof cwd) != NULL);
+    CHECK(chdir(tmpdir) == 0);
+    CHECK(trk_objects_save_file("relative.json", &o) == 0);
+    CHECK(trk_objects_load_file("relative.json", &r, &e) == 0 && r.n == o.n);
+    unlink("relative.json");
+    CHECK(chdir(cwd) == 0);
+}
+
+static void test_to_json_format(void)
+{
+    struct trk_objects o;
+    struct trk_config_error e;
+    CHECK(load_rel("tests/unit/config/good/design_example.json", &o, &e) == 0);
+    char *j = trk_objects_to_json(&o);
+    CHECK(j != NULL);
+    if (j)
+        CHECK_STR(j, "{\n"
+                     "  \"objects\": [\n"
+                     "    {\"name\": \"red\", \"space\": \"hsv\", \"lo\": [346, 110, 70], "
+                     "\"hi\": [14, 255, 255], \"min_mass\": 1},\n"
+                     "    {\"name\": \"ball\", \"space\": \"rgb\", \"lo\": [180, 0, 0], "
+                     "\"hi\": [255, 80, 80], \"min_mass\": 30}\n"
+                     "  ]\n"
+                     "}\n");
+    free(j);
+    o.color[1][0] = 0xAB;
+    j = trk_objects_to_json(&o);
+    CHECK(j && strstr(j, "\"min_mass\": 30, \"color\": \"#ab2828\"}") != NULL);
+    free(j);
+    /* The value form always carries "color": red's default is its box
+     * centre, hue 0, s 183, v 163 -> (163, 163 * 72 / 255, same) = #a32e2e. */
+    json_t *v = trk_objects_to_value(&o);
+    char *d = v ? json_dumps(v, JSON_COMPACT) : NULL;
+    CHECK(d != NULL);
+    if (d)
+        CHECK_STR(d, "{\"objects\":[{\"name\":\"red\",\"space\":\"hsv\",\"lo\":[346,110,70],"
+                     "\"hi\":[14,255,255],\"min_mass\":1,\"color\":\"#a32e2e\"},"
+                     "{\"name\":\"ball\",\"space\":\"rgb\",\"lo\":[180,0,0],"
+                     "\"hi\":[255,80,80],\"min_mass\":30,\"color\":\"#ab2828\"}]}");
+    free(d);
+    json_decref(v);
+}
+
+/* -------------------------------------------------------- position index */
+
+static void expect_pos(const struct trk_posindex *ix, const struct trk_path_seg *p, int n,
+                       int key, int line, int col)
+{
+    int l = -1, c = -1;
+    int rc = trk_posindex_find(ix, p, n, key, &l, &c);
+    if (rc != 0 || l != line || c != col) {
+        fprintf(stderr, "posindex: path of %d segs key=%d: rc %d at %d:%d, want %d:%d\n", n, key,
+                rc, l, c, line, col);
+        failures++;
+    }
+}
+
+#define K(s) {s, sizeof(s) - 1, -1}
+#define I(i) {NULL, 0, i}
+
+static void test_posindex(void)
+{
+    /* Keys written with escapes are found by their decoded bytes. */
+    const char *t = "\xef\xbb\xbf{\"a\": [1, {\"k\\u00e9\": \"x\\\"]\"},\n"
+                    "  [true, null]], \"\\ud83c\\udfaf\" : -2.5e3,\n"
+                    "\"\": {}}";
+    struct trk_posindex *ix = NULL;
+    CHECK(trk_posindex_build(t, strlen(t), &ix) == 0);
+    struct trk_path_seg root[1];
+    expect_pos(ix, root, 0, 0, 1, 4);
+    struct trk_path_seg a[] = {K("a"), I(1), K("k\xc3\xa9")};
+    expect_pos(ix, a, 1, 0, 1, 10);
+    expect_pos(ix, a, 1, 1, 1, 5);
+    expect_pos(ix, a, 2, 0, 1, 14);
+    expect_pos(ix, a, 3, 0, 1, 26);
+    expect_pos(ix, a, 3, 1, 1, 15);
+    struct trk_path_seg b[] = {K("a"), I(2), I(1)};
+    expect_pos(ix, b, 2, 0, 2, 3);
+    expect_pos(ix, b, 3, 0, 2, 10);
+    struct trk_path_seg c[] = {K("\xf0\x9f\x8e\xaf")};
+    expect_pos(ix, c, 1, 0, 2, 35);
+    expect_pos(ix, c, 1, 1, 2, 18);
+    struct trk_path_seg d[] = {K("")};
+    expect_pos(ix, d, 1, 0, 3, 5);
+    /* Absent paths. */
+    int l, col;
+    struct trk_path_seg none1[] = {K("b")}, none2[] = {K("a"), I(3)}, none3[] = {K("a"), K("x")};
+    CHECK(trk_posindex_find(ix, none1, 1, 0, &l, &col) == -1);
+    CHECK(trk_posindex_find(ix, none2, 2, 0, &l, &col) == -1);
+    CHECK(trk_posindex_find(ix, none3, 2, 0, &l, &col) == -1);
+    CHECK(trk_posindex_find(ix, b, 2, 1, &l, &col) == -1); /* array elements have no key */
+    CHECK(trk_posindex_count(ix) == 10);
+    trk_posindex_destroy(&ix);
+    trk_posindex_destroy(&ix);
+    CHECK(ix == NULL);
+
+    /* Text it cannot follow: partial index, no crash. */
+    static const char *const bad[] = {"", "{", "{\"a\"", "{\"a\":", "[1,", "[1 2]", "\"abc",
+                                      "{}}", "{\"a\\", "[{]}", "nul\\", "}"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CHECK(trk_posindex_build(bad[i], strlen(bad[i]), &ix) == 1);
+        trk_posindex_destroy(&ix);
+    }
+}
+
+/* ------------------------------------------------------------ demo scene */
+
+static int matches(const struct trk_object_def *d, const uint8_t rgb[3], int coef)
+{
+    int c0 = rgb[0], c1 = rgb[1], c2 = rgb[2];
+    if (d->space == TRK_SPACE_HSV) {
+        uint16_t h;
+        uint8_t s, v;
+        trk_rgb_to_hsv(rgb[0], rgb[1], rgb[2], &h, &s, &v);
+        c0 = h, c1 = s, c2 = v;
+    } else if (d->space == TRK_SPACE_YCBCR) {
+        uint8_t y, cb, cr;
+        trk_rgb_to_ycbcr(&trk_rgb2ycc_coefs[coef], rgb[0], rgb[1], rgb[2], &y, &cb, &cr);
+        c0 = y, c1 = cb, c2 = cr;
+    }
+    return trk_box_match(d->lo, d->hi, d->space == TRK_SPACE_HSV, c0, c1, c2);
+}
+
+/* The demo balls (config/demo_objects.c) with +-3 noise on each channel
+ * match only their own object under every YCbCr encoding, also after a
+ * round trip through YUV (the rgb/hsv path for YUV sources), and the gray
+ * background matches none. */
+static void test_demo_objects(void)
+{
+    static const struct {
+        const char *name;
+        uint8_t rgb[3];
+    } balls[] = {{"red", {230, 40, 40}},     {"green", {40, 200, 60}},  {"blue", {40, 80, 230}},
+                 {"yellow", {240, 220, 40}}, {"magenta", {220, 50, 220}}, {"cyan", {40, 210, 220}},
+                 {"orange", {250, 140, 30}}};
+    struct trk_objects o;
+    struct trk_config_error e;
+    const char *demo = trk_objects_demo_json();
+    CHECK(trk_objects_load_string(demo, strlen(demo), "demo", &o, &e) == 0);
+    CHECK(o.n == 7);
+    int spaces[3] = {0};
+    for (int i = 0; i < o.n; i++)
+        spaces[o.def[i].space]++;
+    CHECK(spaces[TRK_SPACE_RGB] >= 1 && spaces[TRK_SPACE_HSV] >= 1 && spaces[TRK_SPACE_YCBCR] >= 1);
+    CHECK(o.def[trk_objects_find(&o, "blue")].space == TRK_SPACE_YCBCR);
+    CHECK(o.def[trk_objects_find(&o, "yellow")].space == TRK_SPACE_RGB);
+    for (size_t b = 0; b < 7; b++) {
+        int own = trk_objects_find(&o, balls[b].name);
+        CHECK(own >= 0);
+        if (own < 0)
+            continue;
+        CHECK(memcmp(o.color[own], balls[b].rgb, 3) == 0);
+        for (int coef = 0; coef < 4; coef++) {
+            for (int n = 0; n < 27; n++) {
+                uint8_t px[3];
+                for (int c = 0; c < 3; c++)
+                    px[c] = (uint8_t)(balls[b].rgb[c] + ((n / (c == 0 ? 1 : c == 1 ? 3 : 9)) % 3 - 1) * 3);
+                /* Through YUV and back, as a YUV source's rgb/hsv path. */
+                uint8_t y, cb, cr, rt[3];
+                trk_rgb_to_ycbcr(&trk_rgb2ycc_coefs[coef], px[0], px[1], px[2], &y, &cb, &cr);
+                trk_yuv_to_rgb(&trk_yuv2rgb_coefs[coef], y, cb, cr, &rt[0], &rt[1], &rt[2]);
+                for (int i = 0; i < o.n; i++) {
+                    int m1 = matches(&o.def[i], px, coef), m2 = matches(&o.def[i], rt, coef);
+                    if (m1 != (i == own) || m2 != (i == own)) {
+                        fprintf(stderr, "ball %s (%d,%d,%d) coef %d vs object %s: %d %d\n",
+                                balls[b].name, px[0], px[1], px[2], coef, o.def[i].name, m1, m2);
+                        failures++;
+                    }
+                }
+            }
+        }
+    }
+    /* Background: gray 60..195 with +-3 per channel noise. */
+    for (int g = 57; g <= 198; g++)
+        for (int n = 0; n < 343; n++) {
+            uint8_t px[3] = {(uint8_t)(g + n % 7 - 3), (uint8_t)(g + n / 7 % 7 - 3),
+                             (uint8_t)(g + n / 49 - 3)};
+            for (int coef = 0; coef < 4; coef++)
+                for (int i = 0; i < o.n; i++)
+                    if (matches(&o.def[i], px, coef)) {
+                        fprintf(stderr, "gray (%d,%d,%d) matches %s\n", px[0], px[1], px[2],
+                                o.def[i].name);
+                        failures++;
+                        return;
+                    }
+        }
+}
+
+/* ------------------------------------------------------------------ main */
+
+static const struct {
+    const char *name;
+    void (*fn)(void);
+} tests[] = {
+    {"design_example", test_design_example},
+    {"all_spaces", test_all_spaces},
+    {"wrap_bom_crlf", test_wrap_bom_crlf},
+    {"empty", test_empty},
+    {"unicode_names", test_unicode_names},
+    {"example_and_demo", test_example_and_demo},
+    {"default_colors", test_default_colors},
+    {"max_objects", test_max_objects},
+    {"too_large", test_too_large},
+    {"failure_leaves_output", test_failure_leaves_output},
+    {"error_format", test_error_format},
+    {"from_json", test_from_json},
+    {"validate", test_validate},
+    {"round_trip", test_round_trip},
+    {"atomic_save", test_atomic_save},
+    {"to_json_format", test_to_json_format},
+    {"posindex", test_posindex},
+    {"demo_objects", test_demo_objects},
+};
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s CASE|all [SRCDIR TMPDIR]\n", argv[0]);
+        return 2;
+    }
+    if (argc >= 4) {
+        srcdir = argv[2];
+        tmpdir = argv[3];
+    }
+    mkdir(tmpdir, 0755);
+    int ran = 0;
+    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
+        if (strcmp(argv[1], "all") && strcmp(argv[1], tests[i].name))
+            continue;
+        int before = failures;
+        tests[i].fn();
+        printf("%s: %s\n", tests[i].name, failures == before ? "ok" : "FAILED");
+        ran++;
+    }
+    if (!ran) {
+        fprintf(stderr, "unknown case %s\n", argv[1]);
+        return 2;
+    }
+    return failures ? 1 : 0;
+}
