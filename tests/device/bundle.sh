@@ -4,8 +4,12 @@
 # libwebsockets there) can run: run-on-device.sh inside it does the checks.
 #
 #   tests/device/bundle.sh BUILD_DIR OUT_DIR
+# writes OUT_DIR/trackd-bundle.tar.xz (xz: FFmpeg's dependencies are ~170 MB
+# unpacked, ~50 MB packed, under the device tool's 64 MiB carry limit). On the
+# device: tar xJf trackd-bundle.tar.xz -C /tmp && /tmp/bundle/run-on-device.sh
 set -euo pipefail
-build=${1:?build dir}; out=${2:?output dir}
+build=${1:?build dir}; dest=${2:?output dir}
+out=$(mktemp -d)/bundle
 here=$(cd "$(dirname "$0")" && pwd)
 rm -rf "$out"; mkdir -p "$out/lib"
 cp "$build/daemon/trackd" "$out/"
@@ -25,4 +29,7 @@ ffmpeg -loglevel error -y -f lavfi -i testsrc2=size=1280x720:rate=30 -t 4 \
 ffmpeg -loglevel error -y -f lavfi -i testsrc2=size=640x480:rate=30 -t 3 \
   -c:v ffv1 -pix_fmt bgr0 "$out/cliprgb.mkv"
 cp "$here/clip-objects.json" "$out/"
-du -sh "$out"
+mkdir -p "$dest"
+tar -C "$(dirname "$out")" -cf - bundle | xz -T2 -6 > "$dest/trackd-bundle.tar.xz"
+rm -rf "$(dirname "$out")"
+ls -la "$dest/trackd-bundle.tar.xz"
