@@ -623,8 +623,9 @@ int trk_msg_parse_client(const char *data, size_t len, const char *const *contro
         return TRK_MSG_TOO_LARGE;
     }
     json_error_t jerr;
-    /* REJECT_DUPLICATES: {"type":"ping","type":"x"} has no single meaning. */
-    json_t *root = json_loadb(data, len, JSON_REJECT_DUPLICATES, &jerr);
+    /* REJECT_DUPLICATES: {"type":"ping","type":"x"} has no single meaning.
+     * DECODE_ANY: a bare scalar is valid JSON, just not an object. */
+    json_t *root = json_loadb(data, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
     if (!root) {
         set_err(err_msg, err_len, "invalid JSON: %s", jerr.text);
         return TRK_MSG_BAD_JSON;
@@ -684,7 +685,7 @@ size_t trk_msg_request_id(const char *data, size_t len, char *out, size_t cap)
         out[0] = '\0';
     if (len > TRK_MSG_MAX_CLIENT)
         return 0;
-    json_t *root = json_loadb(data, len, 0, NULL);
+    json_t *root = json_loadb(data, len, JSON_DECODE_ANY, NULL);
     if (!root)
         return 0;
     size_t n = json_is_object(root) ? id_to_json(json_object_get(root, "id"), out, cap) : 0;

@@ -1,0 +1,549 @@
+/* Unit tests of the server -> client encoders (protocol/messages.c): every
+ * message is parsed back with jansson and its fields compared with the input;
+ * escaping, null fields, number formatting and the preview header. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "messages.h"
+
+static int failures;
+#define CHECK(cond, ...)                                                   \
+    do {                                                                   \
+        if (!(cond)) {                                                     \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);           \
+            fprintf(stderr, __VA_ARGS__);                                  \
+            fputc('\n', stderr);                                           \
+            failures++;                                                    \
+        }                                                                  \
+    } while (0)
+
+/* Parses b's content; fails the test (and returns NULL) if invalid. */
+static json_t *parse(const struct trk_buf *b, const char *what)
+{
+    json_error_t e;
+    json_t *j = json_loadb(b->data, b->len, JSON_REJECT_DUPLICATES, &e);
+    CHECK(j != NULL, "%s: invalid JSON (%s) in: %.300s", what, e.text, b->data);
+    CHECK(b->data[b->len] == '\0', "%s: not NUL-terminated", what);
+    return j;
+}
+
+static const char *jstr(json_t *o, const char *k)
+{
+    return json_string_value(json_object_get(o, k));
+}
+
+static double jnum(json_t *o, const char *k)
+{
+    return json_number_value(json_object_get(o, k));
+}
+
+static json_int_t jint(json_t *o, const char *k)
+{
+    return json_integer_value(json_object_get(o, k));
+}
+
+/* ------------------------------------------------------------------ buf */
+
+static void test_buf(void)
+{
+    struct trk_buf b = {0};
+    CHECK(trk_buf_puts(&b, "abc") == 0 && b.len == 3 && !strcmp(b.data, "abc"), "puts");
+    for (int i = 0; i < 10000; i++)
+        CHECK(trk_buf_append(&b, "0123456789", 10) == 0, "append %d", i);
+    CHECK(b.len == 100003 && b.cap > b.len, "len %zu cap %zu", b.len, b.cap);
+    CHECK(b.data[b.len] == '\0', "terminated");
+    size_t cap = b.cap;
+    trk_buf_reset(&b);
+    CHECK(b.len == 0 && b.cap == cap && b.data[0] == '\0', "reset keeps memory");
+    CHECK(trk_buf_u64(&b, 18446744073709551615ULL) == 0 && !strcmp(b.data, "18446744073709551615"),
+          "u64 max: %s", b.data);
+    trk_buf_reset(&b);
+    trk_buf_i64(&b, INT64_MIN);
+    CHECK(!strcmp(b.data, "-9223372036854775808"), "i64 min: %s", b.data);
+    trk_buf_reset(&b);
+    trk_buf_i64(&b, 0);
+    CHECK(!strcmp(b.data, "0"), "i64 0: %s", b.data);
+    trk_buf_free(&b);
+    CHECK(b.data == NULL && b.len == 0 && b.cap == 0, "free");
+    trk_buf_free(&b); /* twice */
+    struct trk_buf z = {0};
+    trk_buf_reset(&z); /* reset of an empty buffer */
+    CHECK(trk_buf_append(&z, "", 0) == 0 && z.len == 0 && z.data && z.data[0] == '\0',
+          "empty append");
+    trk_buf_free(&z);
+}
+
+/* ------------------------------------------------------------- escaping */
+
+/* Encodes s, parses it back, returns the decoded string (static buffer). */
+static const char *roundtrip(const char *s, size_t n, size_t *out_len)
+{
+    static char out[4096];
+    struct trk_buf b = {0};
+    CHECK(trk_buf_json_str(&b, s, n) == 0, "json_str");
+    json_error_t e;
+    json_t *j = json_loadb(b.data, b.len, JSON_DECODE_ANY, &e);
+    CHECK(j && json_is_string(j), "not a valid JSON string (%s): %s", e.text, b.data);
+    out[0] = '\0';
+    *out_len = 0;
+    if (j && json_is_string(j)) {
+        *out_len = json_string_length(j);
+        memcpy(out, json_string_value(j), *out_len + 1);
+    }
+    json_decref(j);
+    trk_buf_free(&b);
+    return out;
+}
+
+static void test_escaping(void)
+{
+    size_t n;
+    const char *plain = "red ball";
+    CHECK(!strcmp(roundtrip(plain, SIZE_MAX, &n), plain), "plain");
+    const char *tricky = "q\"b\\s/\n\r\t\b\f\x01\x1f end";
+    CHECK(!strcmp(roundtrip(tricky, SIZE_MAX, &n), tricky), "control characters and quotes");
+    const char *utf8 = "gr\xc3\xbcn \xe2\x82\xac \xf0\x9f\x8e\xb1";
+    CHECK(!strcmp(roundtrip(utf8, SIZE_MAX, &n), utf8), "valid UTF-8 kept");
+    /* Invalid UTF-8: lone continuation, truncated sequence, overlong,
+     * surrogate, > U+10FFFF. Each bad byte becomes U+FFFD. */
+    const char *bad[] = {"a\x80z", "a\xc3", "\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80",
+                         "\xff"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *r = roundtrip(bad[i], SIZE_MAX, &n);
+        CHECK(strstr(r, "\xef\xbf\xbd") != NULL, "bad UTF-8 %zu not replaced: %s", i, r);
+    }
+    /* A name cut mid-character by its fixed size. */
+    char name[TRK_NAME_MAX];
+    memset(name, 'a', sizeof name);
+    memcpy(name + TRK_NAME_MAX - 1, "\xc3", 1); /* no terminator, half a char */
+    const char *r = roundtrip(name, sizeof name, &n);
+    CHECK(n == TRK_NAME_MAX - 1 + 3, "fixed-size name: %zu bytes", n);
+    (void)r;
+    /* Stops at NUL within n. */
+    CHECK(!strcmp(roundtrip("ab\0cd", 5, &n), "ab"), "stops at NUL");
+    struct trk_buf b = {0};
+    trk_buf_json_str(&b, NULL, 0);
+    CHECK(!strcmp(b.data, "null"), "NULL -> null: %s", b.data);
+    trk_buf_free(&b);
+}
+
+/* --------------------------------------------------------------- numbers */
+
+static void expect_fixed(double v, int d, const char *want)
+{
+    struct trk_buf b = {0};
+    trk_buf_fixed(&b, v, d);
+    CHECK(b.data && !strcmp(b.data, want), "fixed(%.17g, %d) = %s, want %s", v, d,
+          b.data ? b.data : "(null)", want);
+    trk_buf_free(&b);
+}
+
+static void test_fixed(void)
+{
+    expect_fixed(0, 2, "0.00");
+    expect_fixed(1, 2, "1.00");
+    expect_fixed(641.5234, 2, "641.52");
+    expect_fixed(641.5274, 2, "641.53");
+    expect_fixed(-1.5, 2, "-1.50");
+    expect_fixed(-0.001, 2, "0.00"); /* no negative zero */
+    expect_fixed(0.567, 3, "0.567");
+    expect_fixed(123.456, 3, "123.456");
+    expect_fixed(1763700000123.456, 3, "1763700000123.456");
+    expect_fixed(12.5, 0, "13");
+    expect_fixed(1e20, 2, "100000000000000000000.00"); /* printf fallback */
+    expect_fixed(NAN, 2, "null");
+    expect_fixed(INFINITY, 3, "null");
+    expect_fixed(-INFINITY, 3, "null");
+    /* Against printf on pseudo-random values away from rounding ties. */
+    uint64_t s = 99;
+    for (int i = 0; i < 20000; i++) {
+        s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+        double v = ((double)(s >> 11) / 9007199254740992.0 - 0.5) * 1e6;
+        int d = (int)(s % 4);
+        double scaled = fabs(v) * pow(10, d);
+        if (fabs(scaled - floor(scaled) - 0.5) < 1e-4)
+            continue;
+        char want[64];
+        snprintf(want, sizeof want, "%.*f", d, v);
+        if (!strcmp(want, "-0") || !strncmp(want, "-0.0", 4)) {
+            char *p = want + 1;
+            bool zero = true;
+            for (; *p; p++)
+                if (*p >= '1' && *p <= '9')
+                    zero = false;
+            if (zero)
+                memmove(want, want + 1, strlen(want));
+        }
+        struct trk_buf b = {0};
+        trk_buf_fixed(&b, v, d);
+        if (strcmp(b.data, want)) {
+            CHECK(0, "fixed(%.17g, %d) = %s, printf %s", v, d, b.data, want);
+            trk_buf_free(&b);
+            break;
+        }
+        trk_buf_free(&b);
+    }
+}
+
+/* ----------------------------------------------------------------- frame */
+
+static void test_frame(void)
+{
+    struct trk_object_def defs[4];
+    memset(defs, 0, sizeof defs);
+    snprintf(defs[0].name, sizeof defs[0].name, "red");
+    snprintf(defs[1].name, sizeof defs[1].name, "a \"quoted\" \\ name\n");
+    snprintf(defs[2].name, sizeof defs[2].name, "empty");
+    snprintf(defs[3].name, sizeof defs[3].name, "small");
+    defs[0].min_mass = 1;
+    defs[1].min_mass = 0; /* treated as 1 */
+    defs[2].min_mass = 1;
+    defs[3].min_mass = 30;
+    struct trk_obj_result res[4] = {
+        {.mass = 2713, .sum_x = 2713ULL * 641 + 1411, .sum_y = 2713ULL * 360 + 217,
+         .x0 = 612, .y0 = 331, .x1 = 671, .y1 = 389},
+        {.mass = 1, .sum_x = 0, .sum_y = 719, .x0 = 0, .y0 = 719, .x1 = 0, .y1 = 719},
+        {.mass = 0, .x0 = -1, .y0 = -1, .x1 = -1, .y1 = -1},
+        {.mass = 29, .sum_x = 29 * 10, .sum_y = 29 * 20, .x0 = 8, .y0 = 18, .x1 = 12, .y1 = 22},
+    };
+    struct trk_frame_meta m = {
+        .seq = 17, .pts = 0.5667, .width = 1280, .height = 720, .t_capture = 123.4564,
+        .wall_ms = 1763700000123.456, .queue_ms = 0.1234, .upload_ms = 0.0005,
+        .kernel_ms = 0.041, .process_ms = 1.9999, .backend = "cuda",
+    };
+    struct trk_buf b = {0};
+    CHECK(trk_msg_frame(&b, &m, defs, res, 4) == 0, "frame");
+    json_t *j = parse(&b, "frame");
+    if (j) {
+        CHECK(!strcmp(jstr(j, "type"), "frame"), "type");
+        CHECK(jint(j, "seq") == 17, "seq");
+        CHECK(fabs(jnum(j, "pts") - 0.567) < 1e-9, "pts %.6f (3 decimals)", jnum(j, "pts"));
+        CHECK(jint(j, "width") == 1280 && jint(j, "height") == 720, "size");
+        CHECK(fabs(jnum(j, "t_capture") - 123.456) < 1e-9, "t_capture");
+        CHECK(fabs(jnum(j, "wall_ms") - 1763700000123.456) < 1e-3, "wall_ms");
+        CHECK(!strcmp(jstr(j, "backend"), "cuda"), "backend");
+        json_t *lat = json_object_get(j, "latency");
+        CHECK(fabs(jnum(lat, "queue_ms") - 0.123) < 1e-9, "queue_ms");
+        CHECK(fabs(jnum(lat, "upload_ms") - 0.001) < 1e-9, "upload_ms rounds half up");
+        CHECK(fabs(jnum(lat, "kernel_ms") - 0.041) < 1e-9, "kernel_ms");
+        CHECK(fabs(jnum(lat, "process_ms") - 2.0) < 1e-9, "process_ms");
+        json_t *objs = json_object_get(j, "objects");
+        CHECK(json_array_size(objs) == 4, "4 objects");
+        json_t *o0 = json_array_get(objs, 0);
+        CHECK(jint(o0, "id") == 0 && !strcmp(jstr(o0, "name"), "red"), "o0 id/name");
+        CHECK(json_is_true(json_object_get(o0, "found")), "o0 found");
+        CHECK(jint(o0, "mass") == 2713, "o0 mass");
+        double cx = (double)res[0].sum_x / 2713, cy = (double)res[0].sum_y / 2713;
+        CHECK(fabs(jnum(o0, "cx") - round(cx * 100) / 100) < 1e-9, "o0 cx %.4f vs %.4f",
+              jnum(o0, "cx"), cx);
+        CHECK(fabs(jnum(o0, "cy") - round(cy * 100) / 100) < 1e-9, "o0 cy");
+        json_t *bb = json_object_get(o0, "bbox");
+        CHECK(json_array_size(bb) == 4 && json_integer_value(json_array_get(bb, 0)) == 612 &&
+                  json_integer_value(json_array_get(bb, 1)) == 331 &&
+                  json_integer_value(json_array_get(bb, 2)) == 671 &&
+                  json_integer_value(json_array_get(bb, 3)) == 389,
+              "o0 bbox");
+        json_t *o1 = json_array_get(objs, 1);
+        CHECK(!strcmp(jstr(o1, "name"), defs[1].name), "escaped name round trip: %s",
+              jstr(o1, "name"));
+        CHECK(json_is_true(json_object_get(o1, "found")), "min_mass 0 behaves as 1");
+        CHECK(jnum(o1, "cx") == 0 && jnum(o1, "cy") == 719, "o1 centroid on the border");
+        json_t *o2 = json_array_get(objs, 2);
+        CHECK(json_is_false(json_object_get(o2, "found")) && jint(o2, "mass") == 0, "o2");
+        CHECK(json_is_null(json_object_get(o2, "cx")) && json_is_null(json_object_get(o2, "cy")) &&
+                  json_is_null(json_object_get(o2, "bbox")),
+              "mass 0 -> null cx, cy, bbox");
+        json_t *o3 = json_array_get(objs, 3);
+        CHECK(json_is_false(json_object_get(o3, "found")) && jint(o3, "mass") == 29,
+              "below min_mass: not found, still reported");
+        CHECK(jnum(o3, "cx") == 10 && jnum(o3, "cy") == 20, "o3 centroid");
+    }
+    json_decref(j);
+
+    /* Appends: a second frame after a newline gives NDJSON. */
+    size_t first = b.len;
+    trk_buf_puts(&b, "\n");
+    m.seq = 18;
+    m.backend = NULL;
+    m.pts = NAN;
+    CHECK(trk_msg_frame(&b, &m, defs, res, 0) == 0, "frame 2");
+    struct trk_buf line2 = {0};
+    trk_buf_append(&line2, b.data + first + 1, b.len - first - 1);
+    j = parse(&line2, "second frame");
+    if (j) {
+        CHECK(jint(j, "seq") == 18, "seq 2");
+        CHECK(json_array_size(json_object_get(j, "objects")) == 0, "no objects");
+        CHECK(json_object_get(j, "backend") == NULL, "backend omitted when NULL");
+        CHECK(json_is_null(json_object_get(j, "pts")), "NaN pts -> null");
+    }
+    json_decref(j);
+    trk_buf_free(&line2);
+    trk_buf_free(&b);
+
+    /* Many objects and a big seq. */
+    static struct trk_object_def many[TRK_MAX_OBJECTS];
+    static struct trk_obj_result mres[TRK_MAX_OBJECTS];
+    for (int i = 0; i < TRK_MAX_OBJECTS; i++) {
+        memset(many[i].name, 'x', sizeof many[i].name); /* not terminated */
+        many[i].min_mass = 1;
+        mres[i] = (struct trk_obj_result){.mass = (uint64_t)i, .sum_x = (uint64_t)i * i,
+                                          .sum_y = (uint64_t)i, .x0 = 0, .y0 = 0,
+                                          .x1 = 2 * i, .y1 = 1};
+    }
+    m.seq = INT64_MAX;
+    CHECK(trk_msg_frame(&b, &m, many, mres, TRK_MAX_OBJECTS) == 0, "256 objects");
+    json_error_t e;
+    j = json_loadb(b.data, b.len, 0, &e);
+    CHECK(j != NULL, "256 objects parse: %s", e.text);
+    if (j) {
+        json_t *objs = json_object_get(j, "objects");
+        CHECK(json_array_size(objs) == TRK_MAX_OBJECTS, "256 objects");
+        CHECK(strlen(jstr(json_array_get(objs, 5), "name")) == TRK_NAME_MAX,
+              "unterminated name capped at TRK_NAME_MAX");
+        CHECK(jnum(json_array_get(objs, 7), "cx") == 7, "cx = i");
+        CHECK(jint(j, "seq") == INT64_MAX, "big seq");
+    }
+    json_decref(j);
+    trk_buf_reset(&b);
+    /* UINT64_MAX is beyond jansson's int64: check the text instead. */
+    m.seq = UINT64_MAX;
+    CHECK(trk_msg_frame(&b, &m, many, mres, 1) == 0 &&
+              strstr(b.data, "\"seq\":18446744073709551615,") != NULL,
+          "u64 seq");
+    trk_buf_free(&b);
+}
+
+/* ----------------------------------------------------------------- hello */
+
+static void test_hello(void)
+{
+    struct trk_object_def defs[3];
+    memset(defs, 0, sizeof defs);
+    snprintf(defs[0].name, sizeof defs[0].name, "red");
+    defs[0].space = TRK_SPACE_HSV;
+    defs[0].lo[0] = 346, defs[0].lo[1] = 110, defs[0].lo[2] = 70;
+    defs[0].hi[0] = 14, defs[0].hi[1] = 255, defs[0].hi[2] = 255;
+    snprintf(defs[1].name, sizeof defs[1].name, "ball");
+    defs[1].space = TRK_SPACE_RGB;
+    defs[1].lo[0] = 180, defs[1].lo[1] = 0, defs[1].lo[2] = 0;
+    defs[1].hi[0] = 255, defs[1].hi[1] = 80, defs[1].hi[2] = 80;
+    defs[1].min_mass = 30;
+    snprintf(defs[2].name, sizeof defs[2].name, "gray");
+    defs[2].space = TRK_SPACE_YCBCR;
+    defs[2].lo[0] = 100, defs[2].lo[1] = 120, defs[2].lo[2] = 120;
+    defs[2].hi[0] = 156, defs[2].hi[1] = 136, defs[2].hi[2] = 136;
+    const char *colors[3] = {NULL, "#00ff00", NULL};
+    struct trk_hello_info h = {
+        .version = "0.1.0", .backend = "cpu", .source = "demo: \"scene\"", .width = 640,
+        .height = 480, .fps = 30,
+        .preview = {.enabled = true, .width = 320, .height = 240, .fps = 10, .quality = 70},
+        .defs = defs, .n_objects = 3, .colors = colors,
+    };
+    struct trk_buf b = {0};
+    CHECK(trk_msg_hello(&b, &h) == 0, "hello");
+    json_t *j = parse(&b, "hello");
+    if (j) {
+        CHECK(!strcmp(jstr(j, "type"), "hello"), "type");
+        CHECK(jint(j, "version") == TRK_PROTOCOL_VERSION, "version");
+        CHECK(!strcmp(jstr(j, "server"), "trackd 0.1.0"), "server %s", jstr(j, "server"));
+        CHECK(!strcmp(jstr(j, "backend"), "cpu"), "backend");
+        CHECK(!strcmp(jstr(j, "source"), "demo: \"scene\""), "source");
+        CHECK(jint(j, "width") == 640 && jint(j, "height") == 480, "size");
+        CHECK(jnum(j, "fps") == 30, "fps");
+        json_t *p = json_object_get(j, "preview");
+        CHECK(json_is_true(json_object_get(p, "enabled")) && jint(p, "width") == 320 &&
+                  jint(p, "height") == 240 && jnum(p, "fps") == 10 && jint(p, "quality") == 70 &&
+                  !strcmp(jstr(p, "format"), "jpeg"),
+              "preview");
+        json_t *objs = json_object_get(j, "objects");
+        CHECK(json_array_size(objs) == 3, "objects");
+        json_t *o0 = json_array_get(objs, 0), *o1 = json_array_get(objs, 1),
+               *o2 = json_array_get(objs, 2);
+        CHECK(jint(o0, "id") == 0 && !strcmp(jstr(o0, "space"), "hsv"), "o0");
+        json_t *lo = json_object_get(o0, "lo"), *hi = json_object_get(o0, "hi");
+        CHECK(json_integer_value(json_array_get(lo, 0)) == 346 &&
+                  json_integer_value(json_array_get(hi, 0)) == 14 &&
+                  json_integer_value(json_array_get(lo, 2)) == 70,
+              "lo/hi");
+        CHECK(jint(o0, "min_mass") == 1, "default min_mass 1");
+        CHECK(jint(o1, "min_mass") == 30, "min_mass 30");
+        CHECK(!strcmp(jstr(o1, "color"), "#00ff00"), "given colour");
+        /* Derived colours: red hue (wrapping through 0) -> red dominates. */
+        const char *c0 = jstr(o0, "color");
+        unsigned r, g, bl;
+        CHECK(c0 && sscanf(c0, "#%02x%02x%02x", &r, &g, &bl) == 3 && r > 100 && g == bl && g < r,
+              "derived red: %s", c0 ? c0 : "(null)");
+        CHECK(!strcmp(jstr(o2, "color"), "#808080"), "ycbcr mid-gray: %s", jstr(o2, "color"));
+        CHECK(!strcmp(jstr(o2, "space"), "ycbcr"), "space ycbcr");
+    }
+    json_decref(j);
+    trk_buf_reset(&b);
+
+    char col[8];
+    trk_msg_object_color(&defs[1], col);
+    CHECK(!strcmp(col, "#da2828"), "rgb box centre: %s", col);
+
+    CHECK(trk_msg_objects(&b, defs, 2, NULL) == 0, "objects");
+    j = parse(&b, "objects");
+    if (j) {
+        CHECK(!strcmp(jstr(j, "type"), "objects"), "type objects");
+        CHECK(json_array_size(json_object_get(j, "objects")) == 2, "2 objects");
+    }
+    json_decref(j);
+    trk_buf_free(&b);
+
+    /* Empty hello: no objects, NULL strings. */
+    struct trk_hello_info e = {0};
+    CHECK(trk_msg_hello(&b, &e) == 0, "empty hello");
+    j = parse(&b, "empty hello");
+    if (j) {
+        CHECK(json_is_null(json_object_get(j, "backend")), "null backend");
+        CHECK(json_array_size(json_object_get(j, "objects")) == 0, "no objects");
+    }
+    json_decref(j);
+    trk_buf_free(&b);
+}
+
+/* ------------------------------------------------- stats, status, errors */
+
+static void test_small_messages(void)
+{
+    struct trk_buf b = {0};
+    struct trk_stats_info s = {
+        .uptime_s = 12.3456, .fps = 29.97, .frames = 370, .drops = 2, .clients = 3,
+        .rss_kb = -1, .queue_ms = 0.2, .upload_ms = -1, .kernel_ms = 0.05, .process_ms = 1.25,
+        .send_ms = -1, .total_ms = 3, .ws_sent = 1000, .ws_dropped = 5, .ws_bytes = 123456,
+    };
+    CHECK(trk_msg_stats(&b, &s) == 0, "stats");
+    json_t *j = parse(&b, "stats");
+    if (j) {
+        CHECK(!strcmp(jstr(j, "type"), "stats"), "type");
+        CHECK(jnum(j, "fps") == 29.97 && jint(j, "frames") == 370 && jint(j, "drops") == 2 &&
+                  jint(j, "clients") == 3,
+              "counters");
+        CHECK(json_is_null(json_object_get(j, "rss_kb")), "unknown rss -> null");
+        json_t *l = json_object_get(j, "latency_median");
+        CHECK(jnum(l, "queue_ms") == 0.2 && json_is_null(json_object_get(l, "upload_ms")) &&
+                  jnum(l, "process_ms") == 1.25 && json_is_null(json_object_get(l, "send_ms")) &&
+                  jnum(l, "total_ms") == 3,
+              "latency medians");
+        json_t *w = json_object_get(j, "ws");
+        CHECK(jint(w, "messages_sent") == 1000 && jint(w, "messages_dropped") == 5 &&
+                  jint(w, "bytes_sent") == 123456,
+              "ws counters");
+    }
+    json_decref(j);
+    trk_buf_reset(&b);
+
+    CHECK(trk_msg_status(&b, "lost", "camera /dev/video0: \"No such device\"") == 0, "status");
+    j = parse(&b, "status");
+    if (j) {
+        CHECK(!strcmp(jstr(j, "type"), "status") && !strcmp(jstr(j, "source"), "lost"), "lost");
+        CHECK(!strcmp(jstr(j, "message"), "camera /dev/video0: \"No such device\""), "message");
+    }
+    json_decref(j);
+    trk_buf_reset(&b);
+    trk_msg_status(&b, "eof", NULL);
+    j = parse(&b, "status eof");
+    CHECK(j && json_is_null(json_object_get(j, "message")), "null message");
+    json_decref(j);
+    trk_buf_reset(&b);
+
+    CHECK(trk_msg_error(&b, "bad_json", "invalid JSON: \"x\"", "\"req-1\"") == 0, "error");
+    j = parse(&b, "error");
+    if (j) {
+        CHECK(!strcmp(jstr(j, "type"), "error") && !strcmp(jstr(j, "code"), "bad_json"), "code");
+        CHECK(!strcmp(jstr(j, "message"), "invalid JSON: \"x\""), "message");
+        CHECK(!strcmp(jstr(j, "id"), "req-1"), "id echoed");
+    }
+    json_decref(j);
+    trk_buf_reset(&b);
+    trk_msg_error(&b, "too_large", "big", "");
+    j = parse(&b, "error without id");
+    CHECK(j && json_object_get(j, "id") == NULL, "no id");
+    json_decref(j);
+    trk_buf_reset(&b);
+
+    CHECK(trk_msg_pong(&b, "42", 1000.5) == 0, "pong");
+    j = parse(&b, "pong");
+    CHECK(j && !strcmp(jstr(j, "type"), "pong") && jint(j, "id") == 42 &&
+              jnum(j, "wall_ms") == 1000.5,
+          "pong fields");
+    json_decref(j);
+    trk_buf_reset(&b);
+
+    CHECK(trk_msg_ack(&b, "add_object", "7", true) == 0 &&
+              trk_buf_puts(&b, ",\"object_id\":3}") == 0,
+          "ack open");
+    j = parse(&b, "ack");
+    CHECK(j && !strcmp(jstr(j, "request"), "add_object") && jint(j, "id") == 7 &&
+              jint(j, "object_id") == 3,
+          "ack fields");
+    json_decref(j);
+    trk_buf_reset(&b);
+    trk_msg_ack(&b, "remove_object", NULL, false);
+    j = parse(&b, "ack closed");
+    CHECK(j && json_object_get(j, "id") == NULL, "ack closed");
+    json_decref(j);
+    trk_buf_free(&b);
+}
+
+/* --------------------------------------------------------------- preview */
+
+static void test_preview_header(void)
+{
+    uint8_t h[TRK_PREVIEW_HDR];
+    trk_msg_preview_header(h, 0x0102030405060708ULL, 320, 180, 1920, 1080);
+    static const uint8_t want[TRK_PREVIEW_HDR] = {
+        'T', 'R', 'K', 'P', 0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,
+        0x40, 0x01, 0xB4, 0x00, 0x80, 0x07, 0x38, 0x04,
+    };
+    CHECK(memcmp(h, want, sizeof want) == 0, "preview header bytes");
+    trk_msg_preview_header(h, 1, 70000, -5, 65535, 0);
+    CHECK(h[12] == 0xFF && h[13] == 0xFF && h[14] == 0 && h[15] == 0 && h[16] == 0xFF &&
+              h[17] == 0xFF,
+          "clamped sizes");
+}
+
+/* ------------------------------------------------------------ request id */
+
+static void test_request_id(void)
+{
+    char id[64];
+    const char *m = "{\"type\":\"sample\",\"id\":\"a\\\"b\",\"x\":1}";
+    size_t n = trk_msg_request_id(m, strlen(m), id, sizeof id);
+    CHECK(n == strlen(id) && !strcmp(id, "\"a\\\"b\""), "string id: %s", id);
+    m = "{\"id\":12}";
+    trk_msg_request_id(m, strlen(m), id, sizeof id);
+    CHECK(!strcmp(id, "12"), "number id: %s", id);
+    m = "{\"id\":{\"a\":1}}";
+    CHECK(trk_msg_request_id(m, strlen(m), id, sizeof id) == 0 && id[0] == '\0',
+          "object id not echoed");
+    m = "not json";
+    CHECK(trk_msg_request_id(m, strlen(m), id, sizeof id) == 0 && id[0] == '\0', "bad json");
+    m = "{\"id\":\"0123456789012345678901234567890123456789012345678901234567890123456789\"}";
+    CHECK(trk_msg_request_id(m, strlen(m), id, sizeof id) == 0 && id[0] == '\0',
+          "id longer than the output buffer is dropped, not truncated");
+}
+
+int main(void)
+{
+    test_buf();
+    test_escaping();
+    test_fixed();
+    test_frame();
+    test_hello();
+    test_small_messages();
+    test_preview_header();
+    test_request_id();
+    if (failures) {
+        fprintf(stderr, "%d failure(s)\n", failures);
+        return 1;
+    }
+    printf("test_messages: all passed\n");
+    return 0;
+}
