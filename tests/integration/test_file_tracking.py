@@ -135,6 +135,36 @@ def check_loop(trackd, clip, objs):
     print(f"loop: {total} frames over 3 passes, pts increasing, results repeat; progress shown")
 
 
+def check_matrix(trackd, d):
+    """YUV files are converted per the stream's matrix and range: a solid
+    (200, 60, 90) frame encoded as BT.709 full range and as BT.601 limited
+    range must decode back within +-6 per channel (decoding BT.709 values with
+    BT.601 would put R 12 off; limited vs full range, over 20)."""
+    colour = (200, 60, 90)
+    objs = os.path.join(d, "solid.json")
+    with open(objs, "w") as fh:
+        json.dump({"objects": [{"name": "solid", "space": "rgb",
+                                "lo": [c - 6 for c in colour], "hi": [c + 6 for c in colour]}]}, fh)
+    frame = bytes(colour) * (W * H)
+    for name, tags in [
+        ("bt709full", ["-vf", "scale=out_color_matrix=bt709:out_range=full",
+                       "-colorspace", "bt709", "-color_range", "pc"]),
+        ("bt601limited", ["-vf", "scale=out_color_matrix=bt601:out_range=limited",
+                          "-colorspace", "smpte170m", "-color_range", "tv"]),
+    ]:
+        clip = os.path.join(d, name + ".mkv")
+        subprocess.run(["ffmpeg", "-loglevel", "error", "-y", "-f", "rawvideo", "-pix_fmt", "rgb24",
+                        "-s", f"{W}x{H}", "-r", "10", "-i", "-", *tags, "-c:v", "ffv1",
+                        "-pix_fmt", "yuv420p", clip], input=frame * 3, check=True)
+        out = subprocess.run([trackd, "--input", clip, "--objects", objs, "--fast", "--output", "-",
+                              "--no-server", "--backend", "cpu", "--log-level", "warn"],
+                             capture_output=True, text=True, timeout=60, check=True)
+        masses = [json.loads(line)["objects"][0]["mass"] for line in out.stdout.splitlines()]
+        if masses != [W * H] * 3:
+            sys.exit(f"{name}: solid colour not decoded per its matrix/range: masses {masses}")
+        print(f"{name}: every pixel decodes to {colour} +-6")
+
+
 def main():
     trackd = sys.argv[1]
     with tempfile.TemporaryDirectory() as d:
@@ -152,6 +182,7 @@ def main():
             make_clip(clip, args)
             check(trackd, clip, objs, tol, mtol)
         check_loop(trackd, os.path.join(d, "yuv420.mkv"), objs)
+        check_matrix(trackd, d)
     print("file tracking: all clips passed")
 
 
