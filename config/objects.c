@@ -675,6 +675,24 @@ int trk_objects_load_string(const char *text, size_t len, const char *name_for_e
         err_at(err, 1, 1, "too large: more than %d bytes", TRK_OBJECTS_MAX_BYTES);
         return TRK_EINVAL;
     }
+    /* No JSON text holds a raw NUL byte, but jansson 2.14 silently drops one
+     * that follows a number ("[5\0]" loads as [5]); reject them all here so
+     * the text jansson accepts is exactly what the position index scans. A
+     * UTF-16 file also stops here, at its first NUL. */
+    const char *nul = memchr(text, 0, len);
+    if (nul) {
+        int line = 1, col = 1;
+        for (const char *p = text; p < nul; p++) {
+            if (*p == '\n') {
+                line++;
+                col = 1;
+            } else {
+                col++;
+            }
+        }
+        err_at(err, line, col, "syntax error: NUL byte (the text must be UTF-8 JSON)");
+        return TRK_EINVAL;
+    }
     /* jansson does not accept a byte order mark; some editors write one. */
     size_t bom = (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) ? 3 : 0;
     json_error_t je;

@@ -85,7 +85,11 @@ static void check_index(const char *text, size_t len)
 {
     size_t bom = (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) ? 3 : 0;
     json_error_t je;
-    json_t *root = json_loadb(text + bom, len - bom, JSON_REJECT_DUPLICATES, &je);
+    /* As the loader: text with a NUL byte is not JSON (jansson would drop
+     * some), so only the no-crash property is checked for it. */
+    json_t *root = memchr(text, 0, len)
+                       ? NULL
+                       : json_loadb(text + bom, len - bom, JSON_REJECT_DUPLICATES, &je);
     struct trk_posindex *ix = NULL;
     int rc = trk_posindex_build(text, len, &ix);
     FUZZ_ASSERT(rc >= 0 && ix);
