@@ -45,6 +45,9 @@
 /* Rows per strip handed to a thread: small enough to balance threads that
  * the OS schedules unevenly, large enough that the atomic counter is noise. */
 #define FAST_STRIP_ROWS 16
+/* Pixels a frame (or ROI union) needs before the pool is woken: below this
+ * one thread finishes in about the time waking the others takes (~10 us). */
+#define FAST_MIN_POOL_PIXELS 8192
 /* Table sizes: hue has 360 values, every other channel 256. */
 #define FAST_NVALS 360
 /* Row planes a worker decodes YUV into (R, G, B, Y, Cb, Cr). */
@@ -547,11 +550,14 @@ static int fast_submit(void *self, const struct trk_image *img, const struct trk
     f->xa = xa, f->xb = xb, f->ya = ya, f->yb = yb;
     atomic_store_explicit(&f->next_row, ya, memory_order_relaxed);
 
-    int nt = 1;
+    int nt = 1; /* threads taking part: 1, or the whole pool */
     if (xb >= 0) {
-        /* Wake the pool only when there are strips for more than one thread. */
+        /* Wake the pool only when there are strips to share and enough
+         * pixels to repay the wake-up; every woken worker then takes strips
+         * from the dispenser until none is left. */
         int strips = (yb - ya + FAST_STRIP_ROWS) / FAST_STRIP_ROWS;
-        nt = strips < s->nthreads ? strips : s->nthreads;
+        long px = (long)(xb - xa + 1) * (yb - ya + 1);
+        if (s->nthreads > 1 && strips > 1 && px >= FAST_MIN_POOL_PIXELS) nt = s->nthreads;
         if (nt > 1) {
             pthread_mutex_lock(&s->mu);
             s->pending = s->nthreads - 1;
@@ -567,8 +573,8 @@ static int fast_submit(void *self, const struct trk_image *img, const struct trk
         }
     }
 
-    /* Threads whose accumulators hold this frame: all woken ones. */
-    int nacc = xb < 0 ? 0 : nt > 1 ? s->nthreads : 1;
+    /* Threads whose accumulators hold this frame. */
+    int nacc = xb < 0 ? 0 : nt;
     /* Merge: sums add, boxes take min/max; any order gives the same integers. */
     for (int i = 0; i < n; i++) {
         struct acc m = {0, 0, 0, INT32_MAX, INT32_MAX, -1, -1};

@@ -97,16 +97,18 @@ static int set_both(struct trk_backend *ref, struct trk_backend *fast,
 static const int counts[] = {0, 1, 63, 64, 65, 128, 255, 256};
 #define NCOUNTS (int)(sizeof(counts) / sizeof(counts[0]))
 static const int thread_opts[] = {1, 2, 3, 7};
+/* The larger ones (>= 8192 pixels) wake the thread pool; heights are not
+ * multiples of the 16-row strips. */
 static const int sizes[][2] = {{1, 1}, {2, 1}, {1, 5}, {7, 3}, {33, 17}, {64, 48}, {97, 61},
-                               {160, 121}, {131, 70}, {48, 97}};
+                               {160, 121}, {131, 70}, {48, 197}, {257, 67}, {9, 1031}};
 #define NSIZES (int)(sizeof(sizes) / sizeof(sizes[0]))
 static const int pads[] = {0, 1, 3, 13, 64};
 
 static void test_corpus(void)
 {
-    struct trk_backend *ref = make(TRK_BACKEND_CPU_REF, 160, 121, 1);
+    struct trk_backend *ref = make(TRK_BACKEND_CPU_REF, 257, 1031, 1);
     struct trk_backend *fast[4];
-    for (int t = 0; t < 4; t++) fast[t] = make(TRK_BACKEND_CPU, 160, 121, thread_opts[t]);
+    for (int t = 0; t < 4; t++) fast[t] = make(TRK_BACKEND_CPU, 257, 1031, thread_opts[t]);
     int cases = 0;
     for (int ci = 0; ci < NCOUNTS; ci++) {
         for (int si = 0; si < NSIZES; si++) {
@@ -181,14 +183,14 @@ static void random_rois(uint64_t *st, int w, int h, int n, struct trk_roi *r)
 
 static void test_rois(void)
 {
-    struct trk_backend *ref = make(TRK_BACKEND_CPU_REF, 200, 150, 1);
+    struct trk_backend *ref = make(TRK_BACKEND_CPU_REF, 400, 300, 1);
     struct trk_backend *fast[4];
-    for (int t = 0; t < 4; t++) fast[t] = make(TRK_BACKEND_CPU, 200, 150, thread_opts[t]);
+    for (int t = 0; t < 4; t++) fast[t] = make(TRK_BACKEND_CPU, 400, 300, thread_opts[t]);
     static struct trk_roi rois[TRK_MAX_OBJECTS];
     uint64_t st = 77;
     int cases = 0;
     for (int rep = 0; rep < 40; rep++) {
-        int w = rnd(&st, 1, 200), h = rnd(&st, 1, 150);
+        int w = rnd(&st, 1, 400), h = rnd(&st, 1, 300);
         int n = counts[rep % NCOUNTS];
         int f = rep % TRK_FMT_COUNT, ti = (rep / 2) % 4;
         struct trk_scene sc;

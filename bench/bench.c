@@ -1,0 +1,789 @@
+/* trackd-bench: every backend side by side on the standard scenes.
+ *
+ * For each size x object count (DESIGN.md section 6, trk_scene_standard with a
+ * fixed seed) and each input format, every selected backend kind, each of its
+ * variants, and for CPU backends each thread count, runs trk_backend_process
+ * with warm-up, then reports medians (wall clock around the call, and the
+ * backend's own upload/kernel split), frames per second, and ratios against
+ * the CPU reference and, when their JSON files are given, against OpenCV and
+ * PyTorch baselines measured on the same scenes (bench/opencv_baseline.py,
+ * bench/torch_baseline.py). Every result of every iteration is compared with
+ * the reference's, field by field: any difference is reported and makes the
+ * exit status non-zero, so a fast wrong backend never shows up as a win.
+ *
+ * Only the backend interface is used, so the tool builds wherever trk_gpu
+ * does (the GPU machine has no FFmpeg or jansson). See bench/README.md.
+ */
+#include "bench.h"
+#include "minijson.h"
+
+#include "backend.h"
+#include "scene.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_LIST 16
+#define MAX_RUNNERS 64
+#define MAX_EXPERIMENTS 32
+#define DEFAULT_SEED 20240601u
+
+/* ------------------------------------------------------------ extensions */
+
+static const struct trk_bench_experiment *experiments[MAX_EXPERIMENTS];
+static int n_experiments;
+
+void trk_bench_register(const struct trk_bench_experiment *e)
+{
+    if (n_experiments < MAX_EXPERIMENTS) experiments[n_experiments++] = e;
+}
+
+double trk_bench_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+double trk_bench_median(double *v, size_t n)
+{
+    if (n == 0) return 0;
+    qsort(v, n, sizeof(*v), cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* --------------------------------------------------------------- options */
+
+struct opts {
+    int nsizes, sizes[MAX_LIST][2];
+    int nobjs, objs[MAX_LIST];
+    int nkinds;
+    enum trk_backend_kind kinds[MAX_LIST];
+    int nthreads, threads[MAX_LIST];
+    int nfmts;
+    enum trk_pixfmt fmts[TRK_FMT_COUNT];
+    const char *variants; /* "all", "default" or a comma list of names */
+    int warmup, iters, ref_iters;
+    uint64_t seed;
+    const char *json, *opencv, *torch, *dump;
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: trackd-bench [options]\n"
+            "  --sizes WxH,...      frame sizes (default 640x480,1920x1080,3840x2160)\n"
+            "  --objects N,...      object counts (default 1,8,32,128,256)\n"
+            "  --backends K,...     cpu-ref, cpu, cuda, auto (default cpu-ref,cpu,cuda;\n"
+            "                       kinds not available here are skipped with a note)\n"
+            "  --threads N,...      CPU thread counts, 0 = all cores (default 1,0)\n"
+            "  --variants V         all | default | name,... (default all)\n"
+            "  --formats F,...      rgb24 rgba bgr24 bgra yuyv nv12 i420 (default rgb24)\n"
+            "  --warmup N           untimed runs per case (default 3)\n"
+            "  --iters N            timed runs per case (default 20)\n"
+            "  --ref-iters N        timed runs of cpu-ref (default 3; it is slow)\n"
+            "  --seed N             scene seed (default %u)\n"
+            "  --json FILE          write all results as JSON\n"
+            "  --opencv FILE        OpenCV baseline JSON (bench/opencv_baseline.py)\n"
+            "  --torch FILE         PyTorch baseline JSON (bench/torch_baseline.py)\n"
+            "  --dump-scenes DIR    write each scene as DIR/scene_WxH_M.{rgb,json}, then exit\n"
+            "  --experiment NAME .. run a registered experiment with the rest of the args\n"
+            "  --list-experiments   list them\n",
+            DEFAULT_SEED);
+}
+
+/* Splits a comma list, calling one() per item; returns the count or -1. */
+static int parse_list(const char *s, int max, int (*one)(const char *item, int idx, void *ctx),
+                      void *ctx)
+{
+    char buf[512];
+    if (strlen(s) >= sizeof(buf)) return -1;
+    strcpy(buf, s);
+    int n = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        if (n >= max || one(tok, n, ctx)) return -1;
+        n++;
+    }
+    return n > 0 ? n : -1;
+}
+
+static int parse_int(const char *s, long lo, long hi, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static int one_size(const char *it, int i, void *ctx)
+{
+    struct opts *o = ctx;
+    char w[32];
+    const char *x = strchr(it, 'x');
+    if (!x || (size_t)(x - it) >= sizeof(w)) return -1;
+    memcpy(w, it, (size_t)(x - it));
+    w[x - it] = '\0';
+    return parse_int(w, 1, 16384, &o->sizes[i][0]) || parse_int(x + 1, 1, 16384, &o->sizes[i][1]);
+}
+
+static int one_obj(const char *it, int i, void *ctx)
+{
+    return parse_int(it, 0, TRK_MAX_OBJECTS, &((struct opts *)ctx)->objs[i]);
+}
+
+static int one_thread(const char *it, int i, void *ctx)
+{
+    return parse_int(it, 0, 1024, &((struct opts *)ctx)->threads[i]);
+}
+
+static int one_kind(const char *it, int i, void *ctx)
+{
+    int k = trk_backend_kind_parse(it);
+    if (k < 0) return -1;
+    ((struct opts *)ctx)->kinds[i] = (enum trk_backend_kind)k;
+    return 0;
+}
+
+static int one_fmt(const char *it, int i, void *ctx)
+{
+    for (int f = 0; f < TRK_FMT_COUNT; f++)
+        if (!strcmp(it, trk_pixfmt_name((enum trk_pixfmt)f))) {
+            ((struct opts *)ctx)->fmts[i] = (enum trk_pixfmt)f;
+            return 0;
+        }
+    return -1;
+}
+
+static int parse_opts(int argc, char **argv, struct opts *o)
+{
+    *o = (struct opts){.variants = "all", .warmup = 3, .iters = 20, .ref_iters = 3,
+                       .seed = DEFAULT_SEED};
+    if (parse_list("640x480,1920x1080,3840x2160", MAX_LIST, one_size, o) < 0) return -1;
+    o->nsizes = 3;
+    o->nobjs = parse_list("1,8,32,128,256", MAX_LIST, one_obj, o);
+    o->nkinds = parse_list("cpu-ref,cpu,cuda", MAX_LIST, one_kind, o);
+    o->nthreads = parse_list("1,0", MAX_LIST, one_thread, o);
+    o->nfmts = parse_list("rgb24", TRK_FMT_COUNT, one_fmt, o);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int n = 0;
+#define OPT(name) (!strcmp(a, name) && v && (i++, 1))
+        if (OPT("--sizes")) n = o->nsizes = parse_list(v, MAX_LIST, one_size, o);
+        else if (OPT("--objects")) n = o->nobjs = parse_list(v, MAX_LIST, one_obj, o);
+        else if (OPT("--backends")) n = o->nkinds = parse_list(v, MAX_LIST, one_kind, o);
+        else if (OPT("--threads")) n = o->nthreads = parse_list(v, MAX_LIST, one_thread, o);
+        else if (OPT("--formats")) n = o->nfmts = parse_list(v, TRK_FMT_COUNT, one_fmt, o);
+        else if (OPT("--variants")) o->variants = v;
+        else if (OPT("--warmup")) n = parse_int(v, 0, 100000, &o->warmup) ? -1 : 1;
+        else if (OPT("--iters")) n = parse_int(v, 1, 100000, &o->iters) ? -1 : 1;
+        else if (OPT("--ref-iters")) n = parse_int(v, 1, 100000, &o->ref_iters) ? -1 : 1;
+        else if (OPT("--seed")) {
+            char *end;
+            o->seed = strtoull(v, &end, 0);
+            n = *end ? -1 : 1;
+        } else if (OPT("--json")) o->json = v;
+        else if (OPT("--opencv")) o->opencv = v;
+        else if (OPT("--torch")) o->torch = v;
+        else if (OPT("--dump-scenes")) o->dump = v;
+        else {
+            fprintf(stderr, "trackd-bench: unknown or incomplete option %s\n", a);
+            return -1;
+        }
+#undef OPT
+        if (n < 0) {
+            fprintf(stderr, "trackd-bench: bad value for %s: %s\n", a, v);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------- scene dumps */
+
+static const char *space_name(enum trk_space s)
+{
+    return s == TRK_SPACE_RGB ? "rgb" : s == TRK_SPACE_HSV ? "hsv" : "ycbcr";
+}
+
+/* DIR/scene_WxH_M.rgb (raw RGB24, pitch = 3 W) and .json (the objects). */
+static int dump_scene(const char *dir, const struct trk_scene *sc, uint64_t seed)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/scene_%dx%d_%d.rgb", dir, sc->width, sc->height,
+             sc->n_objects);
+    FILE *f = fopen(path, "wb");
+    size_t bytes = (size_t)sc->width * (size_t)sc->height * 3;
+    if (!f || fwrite(sc->rgb, 1, bytes, f) != bytes || fclose(f)) {
+        fprintf(stderr, "trackd-bench: cannot write %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    snprintf(path, sizeof(path), "%s/scene_%dx%d_%d.json", dir, sc->width, sc->height,
+             sc->n_objects);
+    f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "trackd-bench: cannot write %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    fprintf(f, "{\"width\":%d,\"height\":%d,\"objects\":%d,\"seed\":%llu,\"format\":\"rgb24\",",
+            sc->width, sc->height, sc->n_objects, (unsigned long long)seed);
+    fprintf(f, "\"pixels\":\"scene_%dx%d_%d.rgb\",\"defs\":[", sc->width, sc->height,
+            sc->n_objects);
+    for (int i = 0; i < sc->n_objects; i++) {
+        const struct trk_object_def *o = &sc->objects[i];
+        fprintf(f, "%s\n {\"name\":\"%s\",\"space\":\"%s\",\"lo\":[%u,%u,%u],\"hi\":[%u,%u,%u]}",
+                i ? "," : "", o->name, space_name(o->space), o->lo[0], o->lo[1], o->lo[2],
+                o->hi[0], o->hi[1], o->hi[2]);
+    }
+    fprintf(f, "]}\n");
+    return fclose(f) ? -1 : 0;
+}
+
+/* ------------------------------------------------------------- baselines */
+
+/* One baseline measurement (from --opencv / --torch JSON). */
+struct base {
+    int width, height, objects, threads; /* threads: -1 when not given */
+    double median_ms;
+    const char *variant;
+    const struct trk_json *masses; /* optional per-object masses (array) */
+};
+
+struct baseline {
+    struct trk_json *root;
+    struct base *b;
+    int n;
+};
+
+static int baseline_load(const char *path, struct baseline *bl)
+{
+    char err[256];
+    memset(bl, 0, sizeof(*bl));
+    bl->root = trk_json_load(path, err, sizeof(err));
+    if (!bl->root) {
+        fprintf(stderr, "trackd-bench: %s: %s\n", path, err);
+        return -1;
+    }
+    const struct trk_json *sc = trk_json_get(bl->root, "scenes");
+    if (!sc || sc->type != TRK_JSON_ARRAY) {
+        fprintf(stderr, "trackd-bench: %s: no \"scenes\" array\n", path);
+        return -1;
+    }
+    bl->b = calloc(sc->n ? sc->n : 1, sizeof(*bl->b));
+    if (!bl->b) return -1;
+    for (size_t i = 0; i < sc->n; i++) {
+        const struct trk_json *e = &sc->items[i];
+        struct base *b = &bl->b[bl->n];
+        b->width = (int)trk_json_num(e, "width", -1);
+        b->height = (int)trk_json_num(e, "height", -1);
+        b->objects = (int)trk_json_num(e, "objects", -1);
+        b->threads = (int)trk_json_num(e, "threads", -1);
+        b->median_ms = trk_json_num(e, "median_ms", -1);
+        b->variant = trk_json_str(e, "variant", "?");
+        b->masses = trk_json_get(e, "masses");
+        if (b->width > 0 && b->height > 0 && b->objects >= 0 && b->median_ms > 0) bl->n++;
+    }
+    return 0;
+}
+
+static void baseline_free(struct baseline *bl)
+{
+    trk_json_free(bl->root);
+    free(bl->b);
+    memset(bl, 0, sizeof(*bl));
+}
+
+/* The entry for this scene: with the given thread setting when present, else
+ * one thread (or no thread field), else none. With several variants (torch),
+ * the fastest. */
+static const struct base *baseline_find(const struct baseline *bl, int w, int h, int m,
+                                        int threads)
+{
+    const struct base *best = NULL;
+    for (int pass = 0; pass < 2 && !best; pass++) {
+        int want = pass == 0 ? threads : 1;
+        for (int i = 0; i < bl->n; i++) {
+            const struct base *b = &bl->b[i];
+            if (b->width != w || b->height != h || b->objects != m) continue;
+            if (b->threads >= 0 && b->threads != want) continue;
+            if (!best || b->median_ms < best->median_ms) best = b;
+        }
+    }
+    return best;
+}
+
+/* -------------------------------------------------------------- machine */
+
+struct machine {
+    char cpu[256];
+    int cores;
+    char os[256];
+    char date[64];
+};
+
+static void machine_probe(struct machine *m)
+{
+    snprintf(m->cpu, sizeof(m->cpu), "unknown CPU");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (f) {
+        char line[512];
+        while (fgets(line, sizeof(line), f)) {
+            if (strncmp(line, "model name", 10)) continue;
+            char *c = strchr(line, ':');
+            if (!c) continue;
+            c++;
+            while (*c == ' ') c++;
+            c[strcspn(c, "\n")] = '\0';
+            snprintf(m->cpu, sizeof(m->cpu), "%s", c);
+            break;
+        }
+        fclose(f);
+    }
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    m->cores = n > 0 ? (int)n : 1;
+    struct utsname u;
+    if (uname(&u) == 0)
+        snprintf(m->os, sizeof(m->os), "%s %s %s", u.sysname, u.release, u.machine);
+    else
+        snprintf(m->os, sizeof(m->os), "unknown");
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(m->date, sizeof(m->date), "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* ------------------------------------------------------------- runners */
+
+/* One backend configuration under test: kind x variant x threads. */
+struct runner {
+    enum trk_backend_kind kind;
+    const char *variant; /* NULL = default */
+    int threads_arg;     /* as given (0 = all cores); -1 when not a CPU kind */
+    int threads;         /* resolved count shown in the table */
+    struct trk_backend *b;
+    char label[96];
+    double last_ms; /* median of the current case, for ratios (cpu-ref) */
+};
+
+static bool variant_selected(const char *sel, const char *name, bool is_default)
+{
+    if (!strcmp(sel, "all")) return true;
+    if (!strcmp(sel, "default")) return is_default;
+    size_t n = strlen(name);
+    for (const char *p = sel; *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && !strncmp(p, name, n)) return true;
+        p += len + (e ? 1 : 0);
+    }
+    return false;
+}
+
+/* Creates every runner; kinds that are not available are skipped with a note. */
+static int runners_create(const struct opts *o, int maxw, int maxh, struct runner *r, int *nr)
+{
+    int cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (cores < 1) cores = 1;
+    *nr = 0;
+    /* cpu-ref first: its results are the truth every later runner is checked
+     * against, and its time the denominator of "x ref". */
+    for (int pass = 0; pass < 2; pass++)
+        for (int k = 0; k < o->nkinds; k++) {
+            enum trk_backend_kind kind = o->kinds[k];
+            if ((kind == TRK_BACKEND_CPU_REF) != (pass == 0)) continue;
+            const char *names[32];
+            int nv = trk_backend_variants(kind, names, 32);
+            if (nv > 32) nv = 32;
+            int nvar = nv > 0 ? nv : 1;
+            bool unavailable = false;
+            for (int v = 0; v < nvar && !unavailable; v++) {
+                const char *vname = nv > 0 ? names[v] : NULL;
+                if (vname && !variant_selected(o->variants, vname, v == 0)) continue;
+                /* The reference is single-threaded: one thread count only. */
+                int nt = kind == TRK_BACKEND_CPU ? o->nthreads : 1;
+                for (int t = 0; t < nt; t++) {
+                    if (*nr >= MAX_RUNNERS) return 0;
+                    struct runner *x = &r[*nr];
+                    memset(x, 0, sizeof(*x));
+                    x->kind = kind;
+                    x->variant = vname;
+                    x->threads_arg = kind == TRK_BACKEND_CPU ? o->threads[t]
+                                     : kind == TRK_BACKEND_CPU_REF ? 1 : -1;
+                    x->threads = x->threads_arg == 0 ? cores : x->threads_arg;
+                    struct trk_backend_cfg cfg = {.kind = kind, .max_width = maxw,
+                                                  .max_height = maxh,
+                                                  .threads = x->threads_arg < 0 ? 0
+                                                                                : x->threads_arg,
+                                                  .variant = vname};
+                    int err = trk_backend_create(&cfg, &x->b);
+                    if (err == TRK_ENODEV) {
+                        char why[256] = "";
+                        if (kind == TRK_BACKEND_CUDA) trk_cuda_available(why, sizeof(why));
+                        printf("# skipped backend %s: %s%s%s\n",
+                               kind == TRK_BACKEND_CUDA ? "cuda" : "?", trk_strerror(err),
+                               why[0] ? ": " : "", why);
+                        unavailable = true;
+                        break;
+                    }
+                    if (err) {
+                        fprintf(stderr, "trackd-bench: creating backend kind %d variant %s: %s\n",
+                                (int)kind, vname ? vname : "(default)", trk_strerror(err));
+                        return -1;
+                    }
+                    const char *name = trk_backend_name(x->b);
+                    if (vname && !strchr(name, ':'))
+                        snprintf(x->label, sizeof(x->label), "%s:%s", name, vname);
+                    else
+                        snprintf(x->label, sizeof(x->label), "%s", name);
+                    (*nr)++;
+                }
+            }
+        }
+    return 0;
+}
+
+/* ----------------------------------------------------------- comparison */
+
+static int results_equal(const struct trk_obj_result *a, const struct trk_obj_result *b)
+{
+    return a->mass == b->mass && a->sum_x == b->sum_x && a->sum_y == b->sum_y &&
+           a->x0 == b->x0 && a->y0 == b->y0 && a->x1 == b->x1 && a->y1 == b->y1;
+}
+
+/* Prints the first differences loudly; returns how many objects differ. */
+static int check_results(const char *label, const char *scene, const struct trk_obj_result *want,
+                         const struct trk_obj_result *got, int n)
+{
+    int bad = 0;
+    for (int i = 0; i < n; i++) {
+        if (results_equal(&want[i], &got[i])) continue;
+        if (bad < 5)
+            fprintf(stderr,
+                    "MISMATCH %s on %s, object %d: cpu-ref mass %llu sum %llu,%llu box "
+                    "%d,%d,%d,%d; got mass %llu sum %llu,%llu box %d,%d,%d,%d\n",
+                    label, scene, i, (unsigned long long)want[i].mass,
+                    (unsigned long long)want[i].sum_x, (unsigned long long)want[i].sum_y,
+                    want[i].x0, want[i].y0, want[i].x1, want[i].y1,
+                    (unsigned long long)got[i].mass, (unsigned long long)got[i].sum_x,
+                    (unsigned long long)got[i].sum_y, got[i].x0, got[i].y0, got[i].x1,
+                    got[i].y1);
+        bad++;
+    }
+    return bad;
+}
+
+/* ----------------------------------------------------------------- main */
+
+struct row {
+    int width, height, objects;
+    enum trk_pixfmt fmt;
+    const char *label;
+    const char *variant;
+    int threads_arg, threads, iters;
+    double median_ms, total_ms, upload_ms, kernel_ms, min_ms;
+    double vs_ref, vs_opencv, vs_torch;
+    int opencv_threads;
+    const char *torch_variant;
+    bool match;
+};
+
+static void json_write(FILE *f, const struct opts *o, const struct machine *m,
+                       const struct row *rows, int n, int mismatches, int opencv_mass_bad)
+{
+    fprintf(f, "{\n \"tool\": \"trackd-bench\",\n");
+    fprintf(f, " \"machine\": {\"cpu\": \"%s\", \"cores\": %d, \"os\": \"%s\", \"date\": \"%s\"},\n",
+            m->cpu, m->cores, m->os, m->date);
+    fprintf(f, " \"seed\": %llu, \"warmup\": %d, \"iters\": %d, \"ref_iters\": %d,\n",
+            (unsigned long long)o->seed, o->warmup, o->iters, o->ref_iters);
+    fprintf(f, " \"opencv\": %s%s%s, \"torch\": %s%s%s,\n", o->opencv ? "\"" : "",
+            o->opencv ? o->opencv : "null", o->opencv ? "\"" : "", o->torch ? "\"" : "",
+            o->torch ? o->torch : "null", o->torch ? "\"" : "");
+    fprintf(f, " \"mismatches\": %d, \"opencv_mass_mismatches\": %d,\n", mismatches,
+            opencv_mass_bad);
+    fprintf(f, " \"results\": [");
+    for (int i = 0; i < n; i++) {
+        const struct row *r = &rows[i];
+        fprintf(f,
+                "%s\n  {\"width\": %d, \"height\": %d, \"objects\": %d, \"format\": \"%s\", "
+                "\"backend\": \"%s\", \"variant\": %s%s%s, \"threads\": %d, \"threads_arg\": %d, "
+                "\"iters\": %d, \"median_ms\": %.4f, \"min_ms\": %.4f, \"backend_total_ms\": %.4f, "
+                "\"upload_ms\": %.4f, \"kernel_ms\": %.4f, \"fps\": %.2f, \"match\": %s",
+                i ? "," : "", r->width, r->height, r->objects, trk_pixfmt_name(r->fmt), r->label,
+                r->variant ? "\"" : "", r->variant ? r->variant : "null", r->variant ? "\"" : "",
+                r->threads, r->threads_arg, r->iters, r->median_ms, r->min_ms, r->total_ms,
+                r->upload_ms, r->kernel_ms, 1000.0 / r->median_ms, r->match ? "true" : "false");
+        if (r->vs_ref > 0) fprintf(f, ", \"vs_ref\": %.3f", r->vs_ref);
+        if (r->vs_opencv > 0)
+            fprintf(f, ", \"vs_opencv\": %.3f, \"opencv_threads\": %d", r->vs_opencv,
+                    r->opencv_threads);
+        if (r->vs_torch > 0)
+            fprintf(f, ", \"vs_torch\": %.3f, \"torch_variant\": \"%s\"", r->vs_torch,
+                    r->torch_variant);
+        fprintf(f, "}");
+    }
+    fprintf(f, "\n ]\n}\n");
+}
+
+static void fmt_ratio(char *buf, size_t n, double v)
+{
+    if (v <= 0)
+        snprintf(buf, n, "-");
+    else if (v >= 100)
+        snprintf(buf, n, "%.0fx", v);
+    else
+        snprintf(buf, n, "%.1fx", v);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+        usage(stdout);
+        return 0;
+    }
+    if (argc > 1 && !strcmp(argv[1], "--list-experiments")) {
+        for (int i = 0; i < n_experiments; i++)
+            printf("%-16s %s\n", experiments[i]->name, experiments[i]->help);
+        return 0;
+    }
+    if (argc > 2 && !strcmp(argv[1], "--experiment")) {
+        for (int i = 0; i < n_experiments; i++)
+            if (!strcmp(argv[2], experiments[i]->name))
+                return experiments[i]->run(argc - 2, argv + 2);
+        fprintf(stderr, "trackd-bench: no experiment %s (see --list-experiments)\n", argv[2]);
+        return 2;
+    }
+    struct opts o;
+    if (parse_opts(argc, argv, &o)) {
+        usage(stderr);
+        return 2;
+    }
+
+    if (o.dump) {
+        if (mkdir(o.dump, 0777) && errno != EEXIST) {
+            fprintf(stderr, "trackd-bench: mkdir %s: %s\n", o.dump, strerror(errno));
+            return 1;
+        }
+        for (int s = 0; s < o.nsizes; s++)
+            for (int k = 0; k < o.nobjs; k++) {
+                struct trk_scene sc;
+                int err = trk_scene_standard(o.sizes[s][0], o.sizes[s][1], o.objs[k], o.seed, &sc);
+                if (err) {
+                    fprintf(stderr, "trackd-bench: scene: %s\n", trk_strerror(err));
+                    return 1;
+                }
+                err = dump_scene(o.dump, &sc, o.seed);
+                trk_scene_free(&sc);
+                if (err) return 1;
+            }
+        printf("wrote %d scenes to %s\n", o.nsizes * o.nobjs, o.dump);
+        return 0;
+    }
+
+    struct baseline ocv = {0}, torch = {0};
+    if (o.opencv && baseline_load(o.opencv, &ocv)) return 1;
+    if (o.torch && baseline_load(o.torch, &torch)) return 1;
+
+    int maxw = 1, maxh = 1;
+    for (int s = 0; s < o.nsizes; s++) {
+        if (o.sizes[s][0] > maxw) maxw = o.sizes[s][0];
+        if (o.sizes[s][1] > maxh) maxh = o.sizes[s][1];
+    }
+    struct machine mach;
+    machine_probe(&mach);
+    printf("# trackd-bench  %s  %s, %d cores, %s\n", mach.date, mach.cpu, mach.cores, mach.os);
+    static struct runner runners[MAX_RUNNERS];
+    int nr = 0;
+    if (runners_create(&o, maxw, maxh, runners, &nr)) return 1;
+    bool have_ref_runner = nr > 0 && runners[0].kind == TRK_BACKEND_CPU_REF;
+    /* The truth for every check; reused from the cpu-ref runner when there is one. */
+    struct trk_backend *truth_be = NULL;
+    if (!have_ref_runner) {
+        struct trk_backend_cfg cfg = {.kind = TRK_BACKEND_CPU_REF, .max_width = maxw,
+                                      .max_height = maxh};
+        int err = trk_backend_create(&cfg, &truth_be);
+        if (err) {
+            fprintf(stderr, "trackd-bench: cpu-ref: %s\n", trk_strerror(err));
+            return 1;
+        }
+    }
+
+    printf("# seed %llu, warmup %d, iters %d (cpu-ref %d); times are medians of the wall clock "
+           "around trk_backend_process\n",
+           (unsigned long long)o.seed, o.warmup, o.iters, o.ref_iters);
+    printf("%-18s %-6s %-22s %4s %10s %9s %9s %9s %8s %8s %8s\n", "scene", "format", "backend",
+           "thr", "median_ms", "upload", "kernel", "fps", "x ref", "x opencv", "x torch");
+
+    int maxiters = o.iters > o.ref_iters ? o.iters : o.ref_iters;
+    double *t_wall = malloc(sizeof(double) * (size_t)maxiters * 4);
+    int nrows_max = o.nsizes * o.nobjs * o.nfmts * (nr ? nr : 1);
+    struct row *rows = calloc((size_t)nrows_max, sizeof(*rows));
+    static struct trk_obj_result truth[TRK_MAX_OBJECTS], got[TRK_MAX_OBJECTS];
+    if (!t_wall || !rows) return 1;
+    double *t_total = t_wall + maxiters, *t_up = t_total + maxiters, *t_k = t_up + maxiters;
+    int nrows = 0, mismatches = 0, opencv_mass_bad = 0, failed = 0;
+
+    for (int s = 0; s < o.nsizes && !failed; s++)
+        for (int k = 0; k < o.nobjs && !failed; k++) {
+            int w = o.sizes[s][0], h = o.sizes[s][1], m = o.objs[k];
+            struct trk_scene sc;
+            int err = trk_scene_standard(w, h, m, o.seed, &sc);
+            if (err) {
+                fprintf(stderr, "trackd-bench: scene %dx%d m=%d: %s\n", w, h, m, trk_strerror(err));
+                failed = 1;
+                break;
+            }
+            char scene[48];
+            snprintf(scene, sizeof(scene), "%dx%d m=%d", w, h, m);
+            for (int fi = 0; fi < o.nfmts && !failed; fi++) {
+                enum trk_pixfmt fmt = o.fmts[fi];
+                uint8_t *buf;
+                struct trk_image img;
+                /* RGB sources use BT.601 full range (JPEG's YCbCr); YUV scenes
+                 * are encoded as BT.709 limited, what cameras and files send. */
+                bool yuv = fmt >= TRK_FMT_YUYV;
+                err = trk_image_from_rgb(sc.rgb, w, h, fmt, yuv ? TRK_MATRIX_BT709 : TRK_MATRIX_BT601,
+                                         !yuv, 0, &buf, &img);
+                if (err) {
+                    fprintf(stderr, "trackd-bench: image: %s\n", trk_strerror(err));
+                    failed = 1;
+                    break;
+                }
+                if (truth_be) {
+                    if ((err = trk_backend_set_objects(truth_be, sc.objects, m)) ||
+                        (err = trk_backend_process(truth_be, &img, NULL, truth, NULL))) {
+                        fprintf(stderr, "trackd-bench: cpu-ref: %s\n", trk_strerror(err));
+                        failed = 1;
+                    }
+                }
+                /* The OpenCV baseline ran on these RGB pixels: its masses must
+                 * be ours, or its timing is of a different computation. */
+                const struct base *ob1 = o.opencv ? baseline_find(&ocv, w, h, m, 1) : NULL;
+                double ref_ms = 0;
+                for (int ri = 0; ri < nr && !failed; ri++) {
+                    struct runner *x = &runners[ri];
+                    bool is_ref = x->kind == TRK_BACKEND_CPU_REF;
+                    int iters = is_ref ? o.ref_iters : o.iters;
+                    int warm = is_ref ? 0 : o.warmup;
+                    if ((err = trk_backend_set_objects(x->b, sc.objects, m))) {
+                        fprintf(stderr, "trackd-bench: %s set_objects: %s\n", x->label,
+                                trk_strerror(err));
+                        failed = 1;
+                        break;
+                    }
+                    int bad = 0;
+                    for (int it = -warm; it < iters; it++) {
+                        struct trk_backend_timing t = {0, 0, 0};
+                        double t0 = trk_bench_now_ms();
+                        err = trk_backend_process(x->b, &img, NULL, got, &t);
+                        double dt = trk_bench_now_ms() - t0;
+                        if (err) {
+                            fprintf(stderr, "trackd-bench: %s process: %s\n", x->label,
+                                    trk_strerror(err));
+                            failed = 1;
+                            break;
+                        }
+                        if (is_ref && ri == 0 && it == -warm) memcpy(truth, got, sizeof(got[0]) * (size_t)m);
+                        else bad += check_results(x->label, scene, truth, got, m);
+                        if (it >= 0) {
+                            t_wall[it] = dt;
+                            t_total[it] = t.total_ms;
+                            t_up[it] = t.upload_ms;
+                            t_k[it] = t.kernel_ms;
+                        }
+                    }
+                    if (failed) break;
+                    if (bad) mismatches++;
+                    struct row *r = &rows[nrows++];
+                    r->width = w, r->height = h, r->objects = m, r->fmt = fmt;
+                    r->label = x->label, r->variant = x->variant;
+                    r->threads_arg = x->threads_arg, r->threads = x->threads, r->iters = iters;
+                    r->median_ms = trk_bench_median(t_wall, (size_t)iters);
+                    r->min_ms = t_wall[0]; /* sorted by the median */
+                    r->total_ms = trk_bench_median(t_total, (size_t)iters);
+                    r->upload_ms = trk_bench_median(t_up, (size_t)iters);
+                    r->kernel_ms = trk_bench_median(t_k, (size_t)iters);
+                    r->match = bad == 0;
+                    if (is_ref) ref_ms = r->median_ms;
+                    if (ref_ms > 0) r->vs_ref = ref_ms / r->median_ms;
+                    if (o.opencv) {
+                        int want = x->threads_arg < 0 ? 1 : x->threads_arg;
+                        const struct base *b = baseline_find(&ocv, w, h, m, want);
+                        if (b) {
+                            r->vs_opencv = b->median_ms / r->median_ms;
+                            r->opencv_threads = b->threads;
+                        }
+                    }
+                    if (o.torch) {
+                        const struct base *b = baseline_find(&torch, w, h, m, -1);
+                        if (b) {
+                            r->vs_torch = b->median_ms / r->median_ms;
+                            r->torch_variant = b->variant;
+                        }
+                    }
+                    char thr[16], c1[16], c2[16], c3[16];
+                    if (x->threads_arg < 0) snprintf(thr, sizeof(thr), "-");
+                    else snprintf(thr, sizeof(thr), "%d", x->threads);
+                    fmt_ratio(c1, sizeof(c1), r->vs_ref);
+                    fmt_ratio(c2, sizeof(c2), r->vs_opencv);
+                    fmt_ratio(c3, sizeof(c3), r->vs_torch);
+                    printf("%-18s %-6s %-22s %4s %10.3f %9.3f %9.3f %9.1f %8s %8s %8s%s\n", scene,
+                           trk_pixfmt_name(fmt), x->label, thr, r->median_ms, r->upload_ms,
+                           r->kernel_ms, 1000.0 / r->median_ms, c1, c2, c3,
+                           bad ? "  MISMATCH" : "");
+                    fflush(stdout);
+                }
+                if (!failed && fmt == TRK_FMT_RGB24 && ob1 && ob1->masses) {
+                    const struct trk_json *ms = ob1->masses;
+                    int nbad = ms->type != TRK_JSON_ARRAY || (int)ms->n != m;
+                    for (int i = 0; !nbad && i < m; i++)
+                        if (ms->items[i].type != TRK_JSON_NUMBER ||
+                            (uint64_t)ms->items[i].number != truth[i].mass)
+                            nbad++;
+                    if (nbad) {
+                        fprintf(stderr, "OPENCV MASS MISMATCH on %s: the OpenCV baseline did not "
+                                        "compute what the backends compute (different scene "
+                                        "seed?)\n", scene);
+                        opencv_mass_bad++;
+                    }
+                }
+                free(buf);
+            }
+            trk_scene_free(&sc);
+        }
+
+    if (o.json) {
+        FILE *f = fopen(o.json, "w");
+        if (!f) {
+            fprintf(stderr, "trackd-bench: cannot write %s: %s\n", o.json, strerror(errno));
+            failed = 1;
+        } else {
+            json_write(f, &o, &mach, rows, nrows, mismatches, opencv_mass_bad);
+            if (fclose(f)) failed = 1;
+        }
+    }
+    if (mismatches)
+        fprintf(stderr, "trackd-bench: %d case(s) where a backend's results differ from "
+                        "cpu-ref: see MISMATCH lines above\n", mismatches);
+    for (int i = 0; i < nr; i++) trk_backend_destroy(&runners[i].b);
+    trk_backend_destroy(&truth_be);
+    baseline_free(&ocv);
+    baseline_free(&torch);
+    free(t_wall);
+    free(rows);
+    return failed || mismatches || opencv_mass_bad ? 1 : 0;
+}
