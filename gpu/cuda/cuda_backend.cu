@@ -1,0 +1,738 @@
+/* The CUDA backend: trk_cuda_ops behind gpu/backend.h.
+ *
+ * Lifecycle: create allocates everything (device frame buffer, pinned
+ * staging and result buffers, lookup-table and ROI buffers, MOCT scratch,
+ * two streams, events); set_objects builds the lookup tables and uploads
+ * them; submit uploads the frame in row bands on the copy stream while the
+ * kernel stream processes each band as soon as its copy lands; wait collects
+ * the results and the CUDA-event timings. Nothing is allocated per frame.
+ *
+ * Variants (cfg->variant), default first:
+ *   fused                 one pass, summary + full lookup tables, warp-aggregated
+ *   lut                   straightforward per-channel lookup tables
+ *   naive                 every pixel tests every object
+ *   moct-<a>-r<r>         seed-faithful MOCT, arrangement a in h, v, s, factor r
+ *   moct:arr=<a>,r=<r>    the same, long form
+ * Any of them takes options after ':' (comma-separated): bands=<n> fixes the
+ * number of upload bands (1 = upload the whole frame, then process). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cuda_internal.cuh"
+
+/* ------------------------------------------------------------ logging */
+
+void trk_cuda_log(const char *call, const char *file, int line, cudaError_t e)
+{
+    /* Bounded: a failure that repeats every frame must not flood the log. */
+    static int logged;
+    if (logged >= 20) return;
+    if (++logged == 20)
+        fprintf(stderr, "trackd cuda: further CUDA errors are not logged\n");
+    fprintf(stderr, "trackd cuda: %s failed at %s:%d: %s\n", call, file, line, cudaGetErrorString(e));
+}
+
+namespace {
+
+enum variant { V_FUSED = 0, V_LUT, V_NAIVE, V_MOCT };
+
+const char *const variant_names[] = {"fused", "lut", "naive", "moct-h-r4", "moct-v-r4", "moct-s-r4",
+                                     NULL};
+
+/* Most 32-bit words a table image can need: summary + full tables of all
+ * three spaces at 8 mask words per entry, each table padded to 4 words. */
+const int LUT_MAX_WORDS = (3 * 256 + 360 + 2 * 256 + 3 * 256 + 16) +
+                          8 * (3 * 256 + 360 + 2 * 256 + 3 * 256) + 64;
+
+struct cuda_be {
+    int dev, sms;
+    int variant, arr, r, bands; /* bands: 0 = automatic */
+    char name[80];
+    int max_w, max_h;
+
+    cudaStream_t s_up, s_k;
+    cudaEvent_t ev_up0, ev_up1, ev_roi0, ev_roi1, ev_done;
+    cudaEvent_t ev_band[TRK_CUDA_MAX_BANDS], ev_ks[TRK_CUDA_MAX_BANDS], ev_ke[TRK_CUDA_MAX_BANDS];
+    bool events_made;
+
+    uint8_t *d_frame, *hp_stage;
+    size_t frame_bytes;
+    struct trk_cu_acc *d_acc[2], *hp_res;
+    int parity;
+    bool dirty; /* accumulators may hold a failed frame's partial sums */
+
+    uint32_t *d_lut, *h_lut;
+    struct trk_cu_lut lt;
+    struct trk_cu_obj *d_objs;
+    struct trk_roi *d_rois, *hp_rois;
+    uint32_t *d_rowmask, *d_colmask;
+    void *d_moct;
+    size_t moct_bytes;
+    int n, fused_grid;
+
+    /* The frame in flight (or resident, for the bench hooks). */
+    struct trk_cu_frame f;
+    bool roi;
+    int nk;         /* kernel intervals recorded this frame */
+    bool work;      /* GPU work was queued (n > 0)          */
+    double t_submit;
+};
+
+double now_ms()
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+/* Device layout of a frame: plane offsets, pitches, rows and payload bytes
+ * per row. Pitches leave room for the 4-pixel loads of the fused kernel past
+ * a row's last pixel. Returns the total bytes. */
+struct layout {
+    int planes;
+    size_t off[3];
+    int pitch[3], rows[3], payload[3];
+    bool chroma420; /* planes 1, 2 have half the rows */
+};
+
+size_t frame_layout(int w, int h, int fmt, struct layout *L)
+{
+    const size_t A = TRK_CUDA_PITCH_ALIGN;
+    const int w4 = (w + 3) / 4 * 4, cw = (w + 1) / 2, ch = (h + 1) / 2;
+    memset(L, 0, sizeof(*L));
+    switch (fmt) {
+    case TRK_FMT_NV12:
+        L->planes = 2;
+        L->chroma420 = true;
+        L->pitch[0] = (int)align_up(w4, A); L->rows[0] = h; L->payload[0] = w;
+        L->pitch[1] = (int)align_up(w4, A); L->rows[1] = ch; L->payload[1] = 2 * cw;
+        break;
+    case TRK_FMT_I420:
+        L->planes = 3;
+        L->chroma420 = true;
+        L->pitch[0] = (int)align_up(w4, A); L->rows[0] = h; L->payload[0] = w;
+        L->pitch[1] = L->pitch[2] = (int)align_up(w4 / 2, A);
+        L->rows[1] = L->rows[2] = ch;
+        L->payload[1] = L->payload[2] = cw;
+        break;
+    case TRK_FMT_YUYV:
+        L->planes = 1;
+        L->pitch[0] = (int)align_up((size_t)2 * w4, A); L->rows[0] = h; L->payload[0] = 4 * cw;
+        break;
+    default: {
+        const int bpp = trk_pixfmt_bpp((enum trk_pixfmt)fmt);
+        L->planes = 1;
+        L->pitch[0] = (int)align_up((size_t)bpp * w4, A); L->rows[0] = h; L->payload[0] = bpp * w;
+        break;
+    }
+    }
+    size_t total = 0;
+    for (int p = 0; p < L->planes; p++) {
+        L->off[p] = total;
+        total += align_up((size_t)L->pitch[p] * L->rows[p], 256);
+    }
+    return total;
+}
+
+int parse_variant(const char *v, struct cuda_be *b)
+{
+    b->variant = V_FUSED;
+    b->arr = TRK_ARR_H;
+    b->r = 4;
+    b->bands = 0;
+    if (!v || !*v) return 0;
+    char buf[96];
+    if (strlen(v) >= sizeof(buf)) return TRK_EINVAL;
+    strcpy(buf, v);
+    char *opts = strchr(buf, ':');
+    if (opts) *opts++ = '\0';
+    char arrc = 0;
+    int r = 0;
+    if (!strcmp(buf, "fused")) b->variant = V_FUSED;
+    else if (!strcmp(buf, "lut")) b->variant = V_LUT;
+    else if (!strcmp(buf, "naive")) b->variant = V_NAIVE;
+    else if (!strcmp(buf, "moct")) b->variant = V_MOCT;
+    else if (sscanf(buf, "moct-%c-r%d", &arrc, &r) == 2) b->variant = V_MOCT;
+    else return TRK_EINVAL;
+    for (char *tok = opts ? strtok(opts, ",") : NULL; tok; tok = strtok(NULL, ",")) {
+        int val;
+        char c;
+        if (sscanf(tok, "arr=%c", &c) == 1 && b->variant == V_MOCT) arrc = c;
+        else if (sscanf(tok, "r=%d", &val) == 1 && b->variant == V_MOCT) r = val;
+        else if (sscanf(tok, "bands=%d", &val) == 1 && val >= 1 && val <= TRK_CUDA_MAX_BANDS)
+            b->bands = val;
+        else return TRK_EINVAL;
+    }
+    if (b->variant == V_MOCT) {
+        if (arrc) {
+            if (arrc == 'h') b->arr = TRK_ARR_H;
+            else if (arrc == 'v') b->arr = TRK_ARR_V;
+            else if (arrc == 's') b->arr = TRK_ARR_S;
+            else return TRK_EINVAL;
+        }
+        if (r) b->r = r;
+        if (b->r < 2 || b->r > TRK_MOCT_MAX_R) return TRK_EINVAL;
+    }
+    static const char *const base[] = {"fused", "lut", "naive", "moct"};
+    int len;
+    if (b->variant == V_MOCT)
+        len = snprintf(b->name, sizeof(b->name), "cuda:moct-%c-r%d", "hvs"[b->arr], b->r);
+    else if (b->variant == V_FUSED && !b->bands)
+        len = snprintf(b->name, sizeof(b->name), "cuda");
+    else
+        len = snprintf(b->name, sizeof(b->name), "cuda:%s", base[b->variant]);
+    if (b->bands && len > 0 && (size_t)len < sizeof(b->name))
+        snprintf(b->name + len, sizeof(b->name) - len, ":bands=%d", b->bands);
+    return 0;
+}
+
+__global__ void probe_kernel(int *p)
+{
+    if (p) *p = 0;
+}
+
+void be_free(struct cuda_be *b)
+{
+    if (!b) return;
+    cudaSetDevice(b->dev);
+    /* Errors here are ignored on purpose: teardown must release whatever it
+     * can even after a device fault. */
+    if (b->s_k) cudaStreamSynchronize(b->s_k);
+    if (b->s_up) cudaStreamSynchronize(b->s_up);
+    cudaFree(b->d_frame);
+    cudaFreeHost(b->hp_stage);
+    cudaFree(b->d_acc[0]);
+    cudaFree(b->d_acc[1]);
+    cudaFreeHost(b->hp_res);
+    cudaFree(b->d_lut);
+    free(b->h_lut);
+    cudaFree(b->d_objs);
+    cudaFree(b->d_rois);
+    cudaFreeHost(b->hp_rois);
+    cudaFree(b->d_rowmask);
+    cudaFree(b->d_colmask);
+    cudaFree(b->d_moct);
+    if (b->events_made) {
+        cudaEventDestroy(b->ev_up0); cudaEventDestroy(b->ev_up1);
+        cudaEventDestroy(b->ev_roi0); cudaEventDestroy(b->ev_roi1);
+        cudaEventDestroy(b->ev_done);
+        for (int i = 0; i < TRK_CUDA_MAX_BANDS; i++) {
+            cudaEventDestroy(b->ev_band[i]);
+            cudaEventDestroy(b->ev_ks[i]);
+            cudaEventDestroy(b->ev_ke[i]);
+        }
+    }
+    if (b->s_up) cudaStreamDestroy(b->s_up);
+    if (b->s_k) cudaStreamDestroy(b->s_k);
+    cudaGetLastError(); /* clear a non-sticky error left by teardown */
+    free(b);
+}
+
+int make_events(struct cuda_be *b)
+{
+    cudaEvent_t *all[] = {&b->ev_up0, &b->ev_up1, &b->ev_roi0, &b->ev_roi1};
+    for (cudaEvent_t *e : all) TRK_CUDA_TRY(cudaEventCreate(e));
+    /* ev_done is only waited on, never timed. */
+    TRK_CUDA_TRY(cudaEventCreateWithFlags(&b->ev_done, cudaEventDisableTiming));
+    for (int i = 0; i < TRK_CUDA_MAX_BANDS; i++) {
+        TRK_CUDA_TRY(cudaEventCreate(&b->ev_band[i]));
+        TRK_CUDA_TRY(cudaEventCreate(&b->ev_ks[i]));
+        TRK_CUDA_TRY(cudaEventCreate(&b->ev_ke[i]));
+    }
+    return 0;
+}
+
+int cu_create(const struct trk_backend_cfg *cfg, void **self)
+{
+    *self = NULL;
+    char why[160];
+    if (!trk_cuda_probe(why, sizeof(why))) return TRK_ENODEV;
+    struct cuda_be *b = (struct cuda_be *)calloc(1, sizeof(*b));
+    if (!b) return TRK_ENOMEM;
+    int err = parse_variant(cfg->variant, b);
+    if (err) {
+        free(b);
+        return err;
+    }
+    int ndev = 0;
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || cfg->cuda_device < 0 || cfg->cuda_device >= ndev) {
+        cudaGetLastError();
+        free(b);
+        return TRK_ENODEV;
+    }
+    b->dev = cfg->cuda_device;
+    b->max_w = cfg->max_width;
+    b->max_h = cfg->max_height;
+    if (b->variant == V_MOCT && (b->max_w > TRK_MOCT_MAX_SIDE || b->max_h > TRK_MOCT_MAX_SIDE)) {
+        free(b);
+        return TRK_EINVAL;
+    }
+    if ((err = TRK_CUDA_CHECK(cudaSetDevice(b->dev)))) goto fail;
+    if ((err = TRK_CUDA_CHECK(cudaDeviceGetAttribute(&b->sms, cudaDevAttrMultiProcessorCount, b->dev))))
+        goto fail;
+    if ((err = TRK_CUDA_CHECK(cudaStreamCreateWithFlags(&b->s_up, cudaStreamNonBlocking)))) goto fail;
+    if ((err = TRK_CUDA_CHECK(cudaStreamCreateWithFlags(&b->s_k, cudaStreamNonBlocking)))) goto fail;
+    b->events_made = true; /* destroying never-created (null) events is harmless */
+    if ((err = make_events(b))) goto fail;
+
+    {
+        /* The largest frame any format can need at the configured size. */
+        struct layout L;
+        for (int fmt = 0; fmt < TRK_FMT_COUNT; fmt++) {
+            size_t s = frame_layout(b->max_w, b->max_h, fmt, &L);
+            if (s > b->frame_bytes) b->frame_bytes = s;
+        }
+    }
+    err = TRK_ENOMEM;
+    if (cudaMalloc(&b->d_frame, b->frame_bytes) != cudaSuccess) goto fail_mem;
+    /* Padding bytes past a row's payload are read (and masked off) by the
+     * 4-pixel loads: give them a defined value once. */
+    if (cudaMemset(b->d_frame, 0, b->frame_bytes) != cudaSuccess) goto fail_mem;
+    if (cudaMallocHost(&b->hp_stage, b->frame_bytes) != cudaSuccess) goto fail_mem;
+    for (int i = 0; i < 2; i++) {
+        if (cudaMalloc(&b->d_acc[i], TRK_MAX_OBJECTS * sizeof(struct trk_cu_acc)) != cudaSuccess)
+            goto fail_mem;
+        if (cudaMemset(b->d_acc[i], 0, TRK_MAX_OBJECTS * sizeof(struct trk_cu_acc)) != cudaSuccess)
+            goto fail_mem;
+    }
+    if (cudaMallocHost(&b->hp_res, TRK_MAX_OBJECTS * sizeof(struct trk_cu_acc)) != cudaSuccess)
+        goto fail_mem;
+    if (cudaMalloc(&b->d_lut, LUT_MAX_WORDS * 4) != cudaSuccess) goto fail_mem;
+    if (!(b->h_lut = (uint32_t *)malloc(LUT_MAX_WORDS * 4))) goto fail_mem;
+    if (cudaMalloc(&b->d_objs, TRK_MAX_OBJECTS * sizeof(struct trk_cu_obj)) != cudaSuccess) goto fail_mem;
+    if (cudaMalloc(&b->d_rois, TRK_MAX_OBJECTS * sizeof(struct trk_roi)) != cudaSuccess) goto fail_mem;
+    if (cudaMallocHost(&b->hp_rois, TRK_MAX_OBJECTS * sizeof(struct trk_roi)) != cudaSuccess)
+        goto fail_mem;
+    if (cudaMalloc(&b->d_rowmask, (size_t)b->max_h * 8 * 4) != cudaSuccess) goto fail_mem;
+    if (cudaMalloc(&b->d_colmask, (size_t)b->max_w * 8 * 4) != cudaSuccess) goto fail_mem;
+    if (b->variant == V_MOCT) {
+        b->moct_bytes = trk_cu_moct_scratch_bytes(b->max_w, b->max_h, TRK_MAX_OBJECTS, b->arr, b->r);
+        if (cudaMalloc(&b->d_moct, b->moct_bytes) != cudaSuccess) goto fail_mem;
+    }
+    *self = b;
+    return 0;
+fail_mem:
+    fprintf(stderr, "trackd cuda: allocation failed for a %dx%d backend: %s\n", b->max_w, b->max_h,
+            cudaGetErrorString(cudaGetLastError()));
+fail:
+    be_free(b);
+    return err;
+}
+
+void cu_destroy(void *self) { be_free((struct cuda_be *)self); }
+
+/* Builds the table image of gpu/cuda/cuda_internal.cuh (struct trk_cu_lut)
+ * for objs into h (zeroed here). */
+void build_lut(const struct trk_object_def *objs, int n, struct trk_cu_lut *lt, uint32_t *h)
+{
+    memset(lt, 0, sizeof(*lt));
+    lt->nw = 1;
+    while (lt->nw * 32 < n) lt->nw *= 2;
+    const int nw = lt->nw;
+    for (int s = 0; s < 3; s++) {
+        lt->wb[s] = 1 << 20;
+        lt->we[s] = 0;
+    }
+    for (int k = 0; k < n; k++) {
+        const int s = objs[k].space;
+        lt->has[s] = 1;
+        if (k / 32 < lt->wb[s]) lt->wb[s] = k / 32;
+        if (k / 32 + 1 > lt->we[s]) lt->we[s] = k / 32 + 1;
+    }
+    int words = 0;
+    for (int s = 0; s < 3; s++)
+        for (int c = 0; c < 3 && lt->has[s]; c++) {
+            lt->sum_off[s][c] = words;
+            words += (int)align_up(s == TRK_SPACE_HSV && c == 0 ? 360 : 256, 4);
+        }
+    lt->sum_words = words;
+    for (int s = 0; s < 3; s++)
+        for (int c = 0; c < 3 && lt->has[s]; c++) {
+            lt->full_off[s][c] = words;
+            words += (int)align_up((size_t)(s == TRK_SPACE_HSV && c == 0 ? 360 : 256) * nw, 4);
+        }
+    lt->words = words;
+    memset(h, 0, (size_t)words * 4);
+    for (int k = 0; k < n; k++) {
+        const int s = objs[k].space;
+        for (int c = 0; c < 3; c++) {
+            const int nv = s == TRK_SPACE_HSV && c == 0 ? 360 : 256;
+            const int lo = objs[k].lo[c], hi = objs[k].hi[c];
+            const bool wrap = s == TRK_SPACE_HSV && c == 0 && lo > hi;
+            uint32_t *t = h + lt->full_off[s][c];
+            for (int v = 0; v < nv; v++) {
+                const bool in = wrap ? (v >= lo || v <= hi) : (v >= lo && v <= hi);
+                if (in) t[v * nw + k / 32] |= 1u << (k % 32);
+            }
+        }
+    }
+    for (int s = 0; s < 3; s++)
+        for (int c = 0; c < 3 && lt->has[s]; c++) {
+            const int nv = s == TRK_SPACE_HSV && c == 0 ? 360 : 256;
+            for (int v = 0; v < nv; v++) {
+                uint32_t m = 0;
+                for (int w = 0; w < nw; w++) m |= h[lt->full_off[s][c] + v * nw + w];
+                h[lt->sum_off[s][c] + v] = m;
+            }
+        }
+}
+
+int cu_set_objects(void *self, const struct trk_object_def *objs, int n)
+{
+    struct cuda_be *b = (struct cuda_be *)self;
+    TRK_CUDA_TRY(cudaSetDevice(b->dev));
+    b->n = n;
+    if (n == 0) return 0;
+    build_lut(objs, n, &b->lt, b->h_lut);
+    struct trk_cu_obj h_objs[TRK_MAX_OBJECTS];
+    for (int k = 0; k < n; k++) {
+        memcpy(h_objs[k].lo, objs[k].lo, sizeof(h_objs[k].lo));
+        memcpy(h_objs[k].hi, objs[k].hi, sizeof(h_objs[k].hi));
+        h_objs[k].space = objs[k].space;
+    }
+    TRK_CUDA_TRY(cudaMemcpyAsync(b->d_lut, b->h_lut, (size_t)b->lt.words * 4, cudaMemcpyHostToDevice, b->s_k));
+    TRK_CUDA_TRY(cudaMemcpyAsync(b->d_objs, h_objs, (size_t)n * sizeof(h_objs[0]), cudaMemcpyHostToDevice, b->s_k));
+    for (int i = 0; i < 2; i++)
+        TRK_CUDA_TRY(cudaMemsetAsync(b->d_acc[i], 0, TRK_MAX_OBJECTS * sizeof(struct trk_cu_acc), b->s_k));
+    TRK_CUDA_TRY(cudaStreamSynchronize(b->s_k));
+    b->parity = 0;
+    b->dirty = false;
+    if (b->variant == V_FUSED) {
+        int bps = 0;
+        int err = trk_cu_fused_setup(b->lt.nw, trk_cu_fused_smem(&b->lt, n), &bps);
+        if (err) return err;
+        b->fused_grid = bps * b->sms;
+    } else if (b->variant == V_LUT) {
+        int err = trk_cu_lut_setup((size_t)b->lt.words * 4 + (size_t)n * 36);
+        if (err) return err;
+    }
+    return 0;
+}
+
+bool host_pinned(const void *p)
+{
+    cudaPointerAttributes a;
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+        cudaGetLastError();
+        return false;
+    }
+    return a.type == cudaMemoryTypeHost;
+}
+
+/* Copies rows [r0, r1) of every plane (chroma rows scaled for 4:2:0) from
+ * img to the device frame on the copy stream, through the pinned staging
+ * buffer unless img is pinned already. */
+int upload_rows(struct cuda_be *b, const struct trk_image *img, const struct layout *L, int r0,
+                int r1, bool pinned)
+{
+    for (int p = 0; p < L->planes; p++) {
+        int a = r0, z = r1;
+        if (p > 0 && L->chroma420) {
+            a = r0 / 2;
+            z = (r1 + 1) / 2;
+        }
+        if (a >= z) continue;
+        const size_t dp = (size_t)L->pitch[p], sp = img->pitch[p];
+        uint8_t *d = b->d_frame + L->off[p] + (size_t)a * dp;
+        const uint8_t *src = img->plane[p] + (size_t)a * sp;
+        if (pinned) {
+            TRK_CUDA_TRY(cudaMemcpy2DAsync(d, dp, src, sp, (size_t)L->payload[p], (size_t)(z - a),
+                                           cudaMemcpyHostToDevice, b->s_up));
+        } else {
+            uint8_t *st = b->hp_stage + L->off[p] + (size_t)a * dp;
+            for (int y = 0; y < z - a; y++) memcpy(st + y * dp, src + y * sp, (size_t)L->payload[p]);
+            TRK_CUDA_TRY(cudaMemcpyAsync(d, st, (size_t)(z - a - 1) * dp + (size_t)L->payload[p],
+                                         cudaMemcpyHostToDevice, b->s_up));
+        }
+    }
+    return 0;
+}
+
+void fill_frame(struct cuda_be *b, const struct trk_image *img, const struct layout *L)
+{
+    struct trk_cu_frame &f = b->f;
+    memset(&f, 0, sizeof(f));
+    for (int p = 0; p < L->planes; p++) {
+        f.plane[p] = b->d_frame + L->off[p];
+        f.pitch[p] = L->pitch[p];
+    }
+    f.width = img->width;
+    f.height = img->height;
+    f.fmt = img->fmt;
+    const int ci = trk_coef_index(img->matrix, img->full_range);
+    f.y2r = trk_yuv2rgb_coefs[ci];
+    f.r2y = trk_rgb2ycc_coefs[ci];
+}
+
+struct trk_cu_job make_job(struct cuda_be *b, int row0, int row1, bool first)
+{
+    struct trk_cu_job j;
+    memset(&j, 0, sizeof(j));
+    j.f = b->f;
+    j.n_obj = b->n;
+    j.row0 = row0;
+    j.row1 = row1;
+    j.acc = b->d_acc[b->parity];
+    j.acc_clear = first ? b->d_acc[b->parity ^ 1] : NULL;
+    j.rowmask = b->roi ? b->d_rowmask : NULL;
+    j.colmask = b->roi ? b->d_colmask : NULL;
+    j.rois = b->roi ? b->d_rois : NULL;
+    j.objs = b->d_objs;
+    j.lut = b->d_lut;
+    j.lt = b->lt;
+    return j;
+}
+
+/* Launches the variant's kernels for rows [row0, row1) on the kernel stream. */
+int launch_rows(struct cuda_be *b, int row0, int row1, bool first)
+{
+    struct trk_cu_job j = make_job(b, row0, row1, first);
+    switch (b->variant) {
+    case V_FUSED: return trk_cu_fused_launch(&j, b->fused_grid, b->s_k);
+    case V_LUT: return trk_cu_lut_launch(&j, b->s_k);
+    case V_NAIVE: return trk_cu_naive_launch(&j, b->s_k);
+    default: return trk_cu_moct_launch(&j, b->arr, b->r, b->d_moct, b->moct_bytes, b->s_k);
+    }
+}
+
+/* Uploads the clipped ROIs and (for the table variants) builds the row and
+ * column masks, timed between ev_roi0 and ev_roi1. */
+int queue_rois(struct cuda_be *b, const struct trk_roi *rois)
+{
+    b->roi = rois != NULL;
+    if (!rois) return 0;
+    for (int k = 0; k < b->n; k++)
+        if (!trk_roi_clip(rois, k, b->f.width, b->f.height, &b->hp_rois[k]))
+            b->hp_rois[k] = trk_roi{1, 1, 0, 0}; /* empty */
+    TRK_CUDA_TRY(cudaMemcpyAsync(b->d_rois, b->hp_rois, (size_t)b->n * sizeof(struct trk_roi),
+                                 cudaMemcpyHostToDevice, b->s_k));
+    TRK_CUDA_TRY(cudaEventRecord(b->ev_roi0, b->s_k));
+    if (b->variant == V_FUSED || b->variant == V_LUT) {
+        struct trk_cu_job j = make_job(b, 0, b->f.height, false);
+        int err = trk_cu_roimask_launch(&j, b->d_rowmask, b->d_colmask, b->s_k);
+        if (err) return err;
+    }
+    TRK_CUDA_TRY(cudaEventRecord(b->ev_roi1, b->s_k));
+    return 0;
+}
+
+int reset_if_dirty(struct cuda_be *b)
+{
+    if (!b->dirty) return 0;
+    for (int i = 0; i < 2; i++)
+        TRK_CUDA_TRY(cudaMemsetAsync(b->d_acc[i], 0, TRK_MAX_OBJECTS * sizeof(struct trk_cu_acc), b->s_k));
+    b->dirty = false;
+    return 0;
+}
+
+int submit_impl(struct cuda_be *b, const struct trk_image *img, const struct trk_roi *rois)
+{
+    struct layout L;
+    const size_t bytes = frame_layout(img->width, img->height, img->fmt, &L);
+    if (bytes > b->frame_bytes) return TRK_ETOOBIG;
+    fill_frame(b, img, &L);
+    int err = reset_if_dirty(b);
+    if (err) return err;
+    b->dirty = true; /* until the frame is fully queued */
+
+    bool pinned = true;
+    for (int p = 0; p < L.planes; p++) pinned = pinned && host_pinned(img->plane[p]);
+
+    int nb = b->bands;
+    if (b->variant == V_MOCT) nb = 1;
+    else if (!nb) nb = (int)((bytes + TRK_CUDA_BAND_BYTES - 1) / TRK_CUDA_BAND_BYTES);
+    if (nb > TRK_CUDA_MAX_BANDS) nb = TRK_CUDA_MAX_BANDS;
+    if (nb < 1) nb = 1;
+    int rows_per = (img->height + nb - 1) / nb;
+    rows_per += rows_per & 1; /* even: 4:2:0 chroma rows split cleanly */
+
+    if ((err = queue_rois(b, rois))) return err;
+    TRK_CUDA_TRY(cudaEventRecord(b->ev_up0, b->s_up));
+    int band = 0;
+    for (int r0 = 0; r0 < img->height; r0 += rows_per, band++) {
+        const int r1 = r0 + rows_per < img->height ? r0 + rows_per : img->height;
+        if ((err = upload_rows(b, img, &L, r0, r1, pinned))) return err;
+        TRK_CUDA_TRY(cudaEventRecord(b->ev_band[band], b->s_up));
+        if (b->variant == V_MOCT) continue;
+        TRK_CUDA_TRY(cudaStreamWaitEvent(b->s_k, b->ev_band[band], 0));
+        TRK_CUDA_TRY(cudaEventRecord(b->ev_ks[band], b->s_k));
+        if ((err = launch_rows(b, r0, r1, band == 0))) return err;
+        TRK_CUDA_TRY(cudaEventRecord(b->ev_ke[band], b->s_k));
+    }
+    TRK_CUDA_TRY(cudaEventRecord(b->ev_up1, b->s_up));
+    b->nk = band;
+    if (b->variant == V_MOCT) {
+        TRK_CUDA_TRY(cudaStreamWaitEvent(b->s_k, b->ev_up1, 0));
+        TRK_CUDA_TRY(cudaEventRecord(b->ev_ks[0], b->s_k));
+        if ((err = launch_rows(b, 0, img->height, true))) return err;
+        TRK_CUDA_TRY(cudaEventRecord(b->ev_ke[0], b->s_k));
+        b->nk = 1;
+    }
+    TRK_CUDA_TRY(cudaMemcpyAsync(b->hp_res, b->d_acc[b->parity], (size_t)b->n * sizeof(struct trk_cu_acc),
+                                 cudaMemcpyDeviceToHost, b->s_k));
+    TRK_CUDA_TRY(cudaEventRecord(b->ev_done, b->s_k));
+    b->parity ^= 1;
+    b->dirty = false;
+    return 0;
+}
+
+int cu_submit(void *self, const struct trk_image *img, const struct trk_roi *rois)
+{
+    struct cuda_be *b = (struct cuda_be *)self;
+    b->t_submit = now_ms();
+    b->work = false;
+    if (b->n == 0) return 0;
+    TRK_CUDA_TRY(cudaSetDevice(b->dev));
+    int err = submit_impl(b, img, rois);
+    if (err) {
+        /* Drain what was queued so the buffers are free for the next frame. */
+        cudaStreamSynchronize(b->s_up);
+        cudaStreamSynchronize(b->s_k);
+        return err;
+    }
+    b->work = true;
+    return 0;
+}
+
+void decode(const struct trk_cu_acc *a, int n, struct trk_obj_result *out)
+{
+    for (int k = 0; k < n; k++) {
+        if (!a[k].mass) {
+            trk_result_clear(&out[k]);
+            continue;
+        }
+        out[k].mass = a[k].mass;
+        out[k].sum_x = a[k].sx;
+        out[k].sum_y = a[k].sy;
+        out[k].x0 = (int32_t)(TRK_ACC_BIG - a[k].nx0);
+        out[k].y0 = (int32_t)(TRK_ACC_BIG - a[k].ny0);
+        out[k].x1 = (int32_t)a[k].px1 - 1;
+        out[k].y1 = (int32_t)a[k].py1 - 1;
+    }
+}
+
+float elapsed(cudaEvent_t a, cudaEvent_t z)
+{
+    float ms = 0;
+    if (cudaEventElapsedTime(&ms, a, z) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return ms;
+}
+
+int cu_wait(void *self, struct trk_obj_result *out, struct trk_backend_timing *t)
+{
+    struct cuda_be *b = (struct cuda_be *)self;
+    if (!b->work) {
+        if (t) {
+            t->upload_ms = t->kernel_ms = 0;
+            t->total_ms = now_ms() - b->t_submit;
+        }
+        return 0;
+    }
+    b->work = false;
+    TRK_CUDA_TRY(cudaSetDevice(b->dev));
+    TRK_CUDA_TRY(cudaEventSynchronize(b->ev_done));
+    decode(b->hp_res, b->n, out);
+    if (t) {
+        t->upload_ms = elapsed(b->ev_up0, b->ev_up1);
+        double k = b->roi ? elapsed(b->ev_roi0, b->ev_roi1) : 0;
+        for (int i = 0; i < b->nk; i++) k += elapsed(b->ev_ks[i], b->ev_ke[i]);
+        t->kernel_ms = k;
+        t->total_ms = now_ms() - b->t_submit;
+    }
+    return 0;
+}
+
+const char *cu_describe(void *self) { return ((struct cuda_be *)self)->name; }
+
+} // namespace
+
+extern "C" {
+
+bool trk_cuda_probe(char *why, size_t why_len)
+{
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess || n == 0) {
+        if (why)
+            snprintf(why, why_len, "no usable CUDA device (%s)",
+                     e != cudaSuccess ? cudaGetErrorString(e) : "none found");
+        cudaGetLastError();
+        return false;
+    }
+    /* A device too old for the compiled code (sm_90 and its PTX) has no
+     * image for our kernels: ask for one. */
+    cudaFuncAttributes fa;
+    e = cudaFuncGetAttributes(&fa, probe_kernel);
+    if (e != cudaSuccess) {
+        int major = 0, minor = 0;
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0);
+        if (why)
+            snprintf(why, why_len, "CUDA device 0 (compute capability %d.%d) cannot run this build: %s",
+                     major, minor, cudaGetErrorString(e));
+        cudaGetLastError();
+        return false;
+    }
+    return true;
+}
+
+const struct trk_backend_ops trk_cuda_ops = {
+    "cuda", cu_create, cu_destroy, cu_set_objects, cu_submit, cu_wait, cu_describe, variant_names,
+};
+
+int trk_cuda_bench_upload(void *self, const struct trk_image *img, const struct trk_roi *rois)
+{
+    struct cuda_be *b = (struct cuda_be *)self;
+    int err = trk_image_check(img);
+    if (err) return err;
+    if (img->width > b->max_w || img->height > b->max_h) return TRK_ETOOBIG;
+    TRK_CUDA_TRY(cudaSetDevice(b->dev));
+    struct layout L;
+    if (frame_layout(img->width, img->height, img->fmt, &L) > b->frame_bytes) return TRK_ETOOBIG;
+    fill_frame(b, img, &L);
+    bool pinned = true;
+    for (int p = 0; p < L.planes; p++) pinned = pinned && host_pinned(img->plane[p]);
+    if ((err = upload_rows(b, img, &L, 0, img->height, pinned))) return err;
+    TRK_CUDA_TRY(cudaStreamSynchronize(b->s_up));
+    b->roi = false;
+    if (b->n && rois) {
+        if ((err = queue_rois(b, rois))) return err;
+        TRK_CUDA_TRY(cudaStreamSynchronize(b->s_k));
+    }
+    return 0;
+}
+
+int trk_cuda_bench_kernels(void *self, int iters, float *ms, struct trk_obj_result *out)
+{
+    struct cuda_be *b = (struct cuda_be *)self;
+    if (b->n == 0 || iters < 1) return TRK_EINVAL;
+    TRK_CUDA_TRY(cudaSetDevice(b->dev));
+    for (int i = 0; i < iters; i++) {
+        TRK_CUDA_TRY(cudaEventRecord(b->ev_ks[0], b->s_k));
+        if (b->roi && (b->variant == V_FUSED || b->variant == V_LUT)) {
+            struct trk_cu_job j = make_job(b, 0, b->f.height, false);
+            int err = trk_cu_roimask_launch(&j, b->d_rowmask, b->d_colmask, b->s_k);
+            if (err) return err;
+        }
+        int err = launch_rows(b, 0, b->f.height, true);
+        if (err) return err;
+        TRK_CUDA_TRY(cudaEventRecord(b->ev_ke[0], b->s_k));
+        TRK_CUDA_TRY(cudaMemcpyAsync(b->hp_res, b->d_acc[b->parity], (size_t)b->n * sizeof(struct trk_cu_acc),
+                                     cudaMemcpyDeviceToHost, b->s_k));
+        TRK_CUDA_TRY(cudaEventSynchronize(b->ev_ke[0]));
+        TRK_CUDA_TRY(cudaStreamSynchronize(b->s_k));
+        b->parity ^= 1;
+        ms[i] = elapsed(b->ev_ks[0], b->ev_ke[0]);
+    }
+    if (out) decode(b->hp_res, b->n, out);
+    return 0;
+}
+
+} /* extern "C" */

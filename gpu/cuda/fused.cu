@@ -1,0 +1,366 @@
+/* The fused single-pass kernel: the CUDA backend's default variant.
+ *
+ * One read of the frame, native format decoded in registers, per-channel
+ * lookup tables giving each pixel a bitmask of the objects it matches, and a
+ * warp-aggregated reduction into block-local accumulators in shared memory
+ * flushed once per block. See gpu/cuda/NOTES.md for the measurements that
+ * shaped it. */
+#include "cuda_internal.cuh"
+
+#define FULL_MASK 0xffffffffu
+
+namespace {
+
+static_assert(TRK_FUSED_THREADS % 32 == 0 && TRK_FUSED_THREADS <= 1024, "block size");
+static_assert(TRK_FUSED_PX_PER_LANE == 4, "the format loads assume 4 pixels per lane");
+static_assert(TRK_CUDA_PITCH_ALIGN % 16 == 0, "16-byte loads need 16-byte aligned rows");
+
+/* Format classes: the kernel is instantiated per class; RGB/BGR order is a
+ * run-time (warp-uniform) swap. */
+enum { CLS_RGB3 = 0, CLS_RGB4, CLS_YUYV, CLS_NV12, CLS_I420, CLS_COUNT };
+
+__host__ __device__ inline int fmt_class(int fmt)
+{
+    switch (fmt) {
+    case TRK_FMT_RGB24: case TRK_FMT_BGR24: return CLS_RGB3;
+    case TRK_FMT_RGBA: case TRK_FMT_BGRA: return CLS_RGB4;
+    case TRK_FMT_YUYV: return CLS_YUYV;
+    case TRK_FMT_NV12: return CLS_NV12;
+    default: return CLS_I420;
+    }
+}
+
+__device__ __forceinline__ unsigned byte_of(uint32_t w, int j) { return (w >> (8 * j)) & 0xffu; }
+
+/* Loads the 4 pixels x0..x0+3 of row y and returns their native samples
+ * packed one byte per pixel: pa/pb/pc = R,G,B (RGB classes) or Y,Cb,Cr. */
+template <int CLS>
+__device__ __forceinline__ void load4(const struct trk_cu_frame &f, int x0, int y, bool swap,
+                                      uint32_t &pa, uint32_t &pb, uint32_t &pc)
+{
+    const uint8_t *row = f.plane[0] + (size_t)y * f.pitch[0];
+    if (CLS == CLS_RGB3) {
+        /* 12 bytes: R0 G0 B0 R1 | G1 B1 R2 G2 | B2 R3 G3 B3 */
+        const uint32_t *p = reinterpret_cast<const uint32_t *>(row + 3 * x0);
+        uint32_t w0 = __ldg(p), w1 = __ldg(p + 1), w2 = __ldg(p + 2);
+        uint32_t r = __byte_perm(__byte_perm(w0, w1, 0x0630), w2, 0x5210);
+        uint32_t g = __byte_perm(__byte_perm(w0, w1, 0x0741), w2, 0x6210);
+        uint32_t b = __byte_perm(__byte_perm(w0, w1, 0x0052), w2, 0x7410);
+        pa = swap ? b : r; pb = g; pc = swap ? r : b;
+    } else if (CLS == CLS_RGB4) {
+        uint4 q = __ldg(reinterpret_cast<const uint4 *>(row + 4 * x0));
+        uint32_t lo = __byte_perm(q.x, q.y, 0x0040), hi = __byte_perm(q.z, q.w, 0x0040);
+        uint32_t r = __byte_perm(lo, hi, 0x5410);
+        lo = __byte_perm(q.x, q.y, 0x0051); hi = __byte_perm(q.z, q.w, 0x0051);
+        uint32_t g = __byte_perm(lo, hi, 0x5410);
+        lo = __byte_perm(q.x, q.y, 0x0062); hi = __byte_perm(q.z, q.w, 0x0062);
+        uint32_t b = __byte_perm(lo, hi, 0x5410);
+        pa = swap ? b : r; pb = g; pc = swap ? r : b;
+    } else if (CLS == CLS_YUYV) {
+        /* Y0 U0 Y1 V0 | Y2 U1 Y3 V1 */
+        uint2 q = __ldg(reinterpret_cast<const uint2 *>(row + 2 * x0));
+        pa = __byte_perm(q.x, q.y, 0x6420);
+        pb = __byte_perm(q.x, q.y, 0x5511);
+        pc = __byte_perm(q.x, q.y, 0x7733);
+    } else if (CLS == CLS_NV12) {
+        pa = __ldg(reinterpret_cast<const uint32_t *>(row + x0));
+        uint32_t uv = __ldg(reinterpret_cast<const uint32_t *>(
+            f.plane[1] + (size_t)(y >> 1) * f.pitch[1] + x0));
+        pb = __byte_perm(uv, 0, 0x2200); /* U0 U0 U1 U1 */
+        pc = __byte_perm(uv, 0, 0x3311);
+    } else {
+        pa = __ldg(reinterpret_cast<const uint32_t *>(row + x0));
+        size_t co = (size_t)(y >> 1);
+        uint32_t u = __ldg(reinterpret_cast<const uint16_t *>(f.plane[1] + co * f.pitch[1] + (x0 >> 1)));
+        uint32_t v = __ldg(reinterpret_cast<const uint16_t *>(f.plane[2] + co * f.pitch[2] + (x0 >> 1)));
+        pb = __byte_perm(u, 0, 0x1100);
+        pc = __byte_perm(v, 0, 0x1100);
+    }
+}
+
+/* Channel values of 4 pixels in every space present: 8-bit channels one byte
+ * per pixel, hue (9 bits) in two words of 16-bit halves. */
+struct px4 {
+    uint32_t rgb[3], ycc[3], sv[2], hue[2];
+};
+
+__device__ __forceinline__ void convert4(const struct trk_cu_frame &f, bool yuv, const int has[3],
+                                         uint32_t pa, uint32_t pb, uint32_t pc, px4 &o)
+{
+    o.rgb[0] = pa; o.rgb[1] = pb; o.rgb[2] = pc;
+    o.ycc[0] = pa; o.ycc[1] = pb; o.ycc[2] = pc;
+    if (yuv && (has[TRK_SPACE_RGB] | has[TRK_SPACE_HSV])) {
+        uint32_t r = 0, g = 0, b = 0;
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            uint8_t r8, g8, b8;
+            trk_yuv_to_rgb(&f.y2r, byte_of(pa, j), byte_of(pb, j), byte_of(pc, j), &r8, &g8, &b8);
+            r |= (uint32_t)r8 << (8 * j); g |= (uint32_t)g8 << (8 * j); b |= (uint32_t)b8 << (8 * j);
+        }
+        o.rgb[0] = r; o.rgb[1] = g; o.rgb[2] = b;
+    }
+    if (!yuv && has[TRK_SPACE_YCBCR]) {
+        uint32_t y = 0, cb = 0, cr = 0;
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            uint8_t y8, cb8, cr8;
+            trk_rgb_to_ycbcr(&f.r2y, byte_of(pa, j), byte_of(pb, j), byte_of(pc, j), &y8, &cb8, &cr8);
+            y |= (uint32_t)y8 << (8 * j); cb |= (uint32_t)cb8 << (8 * j); cr |= (uint32_t)cr8 << (8 * j);
+        }
+        o.ycc[0] = y; o.ycc[1] = cb; o.ycc[2] = cr;
+    }
+    if (has[TRK_SPACE_HSV]) {
+        uint32_t s = 0, v = 0, h01 = 0, h23 = 0;
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            uint16_t h; uint8_t s8, v8;
+            trk_rgb_to_hsv(byte_of(o.rgb[0], j), byte_of(o.rgb[1], j), byte_of(o.rgb[2], j), &h, &s8, &v8);
+            s |= (uint32_t)s8 << (8 * j); v |= (uint32_t)v8 << (8 * j);
+            if (j < 2) h01 |= (uint32_t)h << (16 * j);
+            else h23 |= (uint32_t)h << (16 * (j - 2));
+        }
+        o.sv[0] = s; o.sv[1] = v; o.hue[0] = h01; o.hue[1] = h23;
+    }
+}
+
+/* Value of channel c of pixel j in space s. */
+__device__ __forceinline__ unsigned chan(const px4 &p, int s, int c, int j)
+{
+    if (s == TRK_SPACE_RGB) return byte_of(p.rgb[c], j);
+    if (s == TRK_SPACE_YCBCR) return byte_of(p.ycc[c], j);
+    if (c == 0) return (p.hue[j >> 1] >> (16 * (j & 1))) & 0xffffu;
+    return byte_of(p.sv[c - 1], j);
+}
+
+/* CW consecutive mask words of a full-table entry, ANDed over the 3
+ * channels: 16-, 8- or 4-byte shared loads. */
+template <int CW>
+__device__ __forceinline__ void and3(const uint32_t *t0, const uint32_t *t1, const uint32_t *t2,
+                                     uint32_t m[CW])
+{
+    if (CW == 4) {
+        uint4 a = *reinterpret_cast<const uint4 *>(t0);
+        uint4 b = *reinterpret_cast<const uint4 *>(t1);
+        uint4 c = *reinterpret_cast<const uint4 *>(t2);
+        m[0] |= a.x & b.x & c.x; m[1] |= a.y & b.y & c.y;
+        m[2 % CW] |= a.z & b.z & c.z; m[3 % CW] |= a.w & b.w & c.w;
+    } else if (CW == 2) {
+        uint2 a = *reinterpret_cast<const uint2 *>(t0);
+        uint2 b = *reinterpret_cast<const uint2 *>(t1);
+        uint2 c = *reinterpret_cast<const uint2 *>(t2);
+        m[0] |= a.x & b.x & c.x; m[1 % CW] |= a.y & b.y & c.y;
+    } else {
+        m[0] |= *t0 & *t1 & *t2;
+    }
+}
+
+/* Grid: persistent-style, blockIdx.x owns a contiguous range of units (row
+ * segments of TRK_FUSED_SEG pixels) of rows [row0, row1), its warps take the
+ * range's units in turn. A contiguous range keeps the set of objects one
+ * block touches small, so the final flush costs few global atomics.
+ * Shared memory: the table image (summary tables, then full tables) and the
+ * block's accumulators (u64 sums, u32 count and encoded bounds).
+ * Per unit: each lane loads 4 pixels, the 3 summary lookups per pixel
+ * reject pixels that match nothing (exact: a summary is the OR of the full
+ * entry's words); warps with any candidate load the full masks in chunks of
+ * up to 4 words, OR them across the warp (redux.sync) and, per object present
+ * in the segment, reduce count / sum x / min / max with redux.sync and let
+ * lane 0 do one shared atomic per field. Matched pixels of one object in a
+ * segment thus cost one event per warp, not one atomic per pixel. */
+template <int CLS, int NW>
+__global__ void __launch_bounds__(TRK_FUSED_THREADS, TRK_FUSED_MIN_BLOCKS)
+fused_kernel(const struct trk_cu_job job)
+{
+    constexpr int CW = NW < 4 ? NW : 4;
+    extern __shared__ uint4 s_raw[];
+    const struct trk_cu_lut &lt = job.lt;
+    const int n = job.n_obj;
+    uint32_t *s_lut = reinterpret_cast<uint32_t *>(s_raw);
+    unsigned long long *s_sx = reinterpret_cast<unsigned long long *>(s_lut + lt.words);
+    unsigned long long *s_sy = s_sx + n;
+    unsigned *s_cnt = reinterpret_cast<unsigned *>(s_sy + n);
+    unsigned *s_nx0 = s_cnt + n, *s_ny0 = s_nx0 + n, *s_px1 = s_ny0 + n, *s_py1 = s_px1 + n;
+
+    const int tid = threadIdx.x;
+    {
+        const uint4 *g = reinterpret_cast<const uint4 *>(job.lut);
+        for (int i = tid; i < lt.words / 4; i += blockDim.x) s_raw[i] = g[i];
+        for (int i = tid; i < n; i += blockDim.x) {
+            s_sx[i] = s_sy[i] = 0;
+            s_cnt[i] = s_nx0[i] = s_ny0[i] = s_px1[i] = s_py1[i] = 0;
+        }
+        if (blockIdx.x == 0 && job.acc_clear)
+            for (int i = tid; i < n; i += blockDim.x) job.acc_clear[i] = trk_cu_acc{};
+    }
+    __syncthreads();
+
+    const struct trk_cu_frame &f = job.f;
+    const bool yuv = CLS >= CLS_YUYV;
+    const bool swap = f.fmt == TRK_FMT_BGR24 || f.fmt == TRK_FMT_BGRA;
+    const int has[3] = {lt.has[0], lt.has[1], lt.has[2]};
+    const int W = f.width;
+    const int segs = (W + TRK_FUSED_SEG - 1) / TRK_FUSED_SEG;
+    const int total = (job.row1 - job.row0) * segs;
+    const int per = (total + gridDim.x - 1) / gridDim.x;
+    const int u_begin = blockIdx.x * per;
+    const int u_end = min(total, u_begin + per);
+    const int lane = tid & 31;
+
+    for (int u = u_begin + (tid >> 5); u < u_end; u += blockDim.x >> 5) {
+        const int y = job.row0 + u / segs;
+        const int x0 = (u % segs) * TRK_FUSED_SEG + lane * TRK_FUSED_PX_PER_LANE;
+        uint32_t sm[4] = {0, 0, 0, 0};
+        px4 p;
+        if (x0 < W) {
+            uint32_t pa, pb, pc;
+            load4<CLS>(f, x0, y, swap, pa, pb, pc);
+            convert4(f, yuv, has, pa, pb, pc, p);
+#pragma unroll
+            for (int s = 0; s < 3; s++) {
+                if (!has[s]) continue;
+                const uint32_t *t0 = s_lut + lt.sum_off[s][0];
+                const uint32_t *t1 = s_lut + lt.sum_off[s][1];
+                const uint32_t *t2 = s_lut + lt.sum_off[s][2];
+#pragma unroll
+                for (int j = 0; j < 4; j++)
+                    sm[j] |= t0[chan(p, s, 0, j)] & t1[chan(p, s, 1, j)] & t2[chan(p, s, 2, j)];
+            }
+#pragma unroll
+            for (int j = 1; j < 4; j++)
+                if (x0 + j >= W) sm[j] = 0;
+        }
+        if (!__any_sync(FULL_MASK, sm[0] | sm[1] | sm[2] | sm[3])) continue;
+
+#pragma unroll
+        for (int ch = 0; ch < NW; ch += CW) {
+            uint32_t m[4][CW];
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+#pragma unroll
+                for (int q = 0; q < CW; q++) m[j][q] = 0;
+                if (!sm[j]) continue;
+#pragma unroll
+                for (int s = 0; s < 3; s++) {
+                    if (!has[s] || ch >= lt.we[s] || ch + CW <= lt.wb[s]) continue;
+                    and3<CW>(s_lut + lt.full_off[s][0] + chan(p, s, 0, j) * NW + ch,
+                             s_lut + lt.full_off[s][1] + chan(p, s, 1, j) * NW + ch,
+                             s_lut + lt.full_off[s][2] + chan(p, s, 2, j) * NW + ch, m[j]);
+                }
+                if (job.rowmask) {
+#pragma unroll
+                    for (int q = 0; q < CW; q++)
+                        m[j][q] &= __ldg(job.rowmask + (size_t)y * NW + ch + q) &
+                                   __ldg(job.colmask + (size_t)(x0 + j) * NW + ch + q);
+                }
+            }
+#pragma unroll
+            for (int q = 0; q < CW; q++) {
+                uint32_t wor = __reduce_or_sync(FULL_MASK, m[0][q] | m[1][q] | m[2][q] | m[3][q]);
+                while (wor) {
+                    const int bit = __ffs(wor) - 1;
+                    wor &= wor - 1;
+                    const unsigned v = ((m[0][q] >> bit) & 1u) | (((m[1][q] >> bit) & 1u) << 1) |
+                                       (((m[2][q] >> bit) & 1u) << 2) | (((m[3][q] >> bit) & 1u) << 3);
+                    unsigned cnt = __popc(v);
+                    unsigned sx = cnt * (unsigned)x0 + ((v >> 1) & 1u) + ((v >> 2) & 1u) * 2u +
+                                  ((v >> 3) & 1u) * 3u;
+                    unsigned nmin = v ? TRK_ACC_BIG - (unsigned)(x0 + __ffs(v) - 1) : 0u;
+                    unsigned pmax = v ? (unsigned)(x0 + 32 - __clz(v)) : 0u;
+                    cnt = __reduce_add_sync(FULL_MASK, cnt);
+                    sx = __reduce_add_sync(FULL_MASK, sx);
+                    nmin = __reduce_max_sync(FULL_MASK, nmin);
+                    pmax = __reduce_max_sync(FULL_MASK, pmax);
+                    if (lane == 0) {
+                        const int k = (ch + q) * 32 + bit;
+                        atomicAdd(&s_cnt[k], cnt);
+                        atomicAdd(&s_sx[k], (unsigned long long)sx);
+                        atomicAdd(&s_sy[k], (unsigned long long)cnt * (unsigned)y);
+                        atomicMax(&s_nx0[k], nmin);
+                        atomicMax(&s_px1[k], pmax);
+                        atomicMax(&s_ny0[k], TRK_ACC_BIG - (unsigned)y);
+                        atomicMax(&s_py1[k], (unsigned)y + 1u);
+                    }
+                }
+            }
+        }
+    }
+    __syncthreads();
+
+    /* One flush per block: only objects this block saw. */
+    for (int k = tid; k < n; k += blockDim.x) {
+        const unsigned c = s_cnt[k];
+        if (!c) continue;
+        struct trk_cu_acc *a = &job.acc[k];
+        atomicAdd(&a->mass, (unsigned long long)c);
+        atomicAdd(&a->sx, s_sx[k]);
+        atomicAdd(&a->sy, s_sy[k]);
+        atomicMax(&a->nx0, s_nx0[k]);
+        atomicMax(&a->ny0, s_ny0[k]);
+        atomicMax(&a->px1, s_px1[k]);
+        atomicMax(&a->py1, s_py1[k]);
+    }
+}
+
+typedef void (*fused_fn)(const struct trk_cu_job);
+
+template <int NW>
+fused_fn pick_cls(int cls)
+{
+    switch (cls) {
+    case CLS_RGB3: return fused_kernel<CLS_RGB3, NW>;
+    case CLS_RGB4: return fused_kernel<CLS_RGB4, NW>;
+    case CLS_YUYV: return fused_kernel<CLS_YUYV, NW>;
+    case CLS_NV12: return fused_kernel<CLS_NV12, NW>;
+    default: return fused_kernel<CLS_I420, NW>;
+    }
+}
+
+fused_fn pick(int cls, int nw)
+{
+    switch (nw) {
+    case 1: return pick_cls<1>(cls);
+    case 2: return pick_cls<2>(cls);
+    case 4: return pick_cls<4>(cls);
+    case 8: return pick_cls<8>(cls);
+    default: return NULL;
+    }
+}
+
+} // namespace
+
+size_t trk_cu_fused_smem(const struct trk_cu_lut *lt, int n_obj)
+{
+    return (size_t)lt->words * 4 + (size_t)n_obj * (2 * 8 + 5 * 4);
+}
+
+int trk_cu_fused_setup(int nw, size_t smem, int *blocks_per_sm)
+{
+    int best = 0;
+    for (int cls = 0; cls < CLS_COUNT; cls++) {
+        fused_fn fn = pick(cls, nw);
+        if (!fn) return TRK_EINVAL;
+        TRK_CUDA_TRY(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        int b = 0;
+        TRK_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, fn, TRK_FUSED_THREADS, smem));
+        if (cls == 0 || b < best) best = b;
+    }
+    if (best < 1) return TRK_EINVAL;
+    *blocks_per_sm = best;
+    return 0;
+}
+
+int trk_cu_fused_launch(const struct trk_cu_job *job, int grid, cudaStream_t s)
+{
+    if (!job || job->n_obj <= 0 || job->n_obj > TRK_MAX_OBJECTS || grid < 1 ||
+        job->row0 < 0 || job->row1 > job->f.height || job->row0 >= job->row1 || !job->lut)
+        return TRK_EINVAL;
+    fused_fn fn = pick(fmt_class(job->f.fmt), job->lt.nw);
+    if (!fn) return TRK_EINVAL;
+    const int segs = (job->f.width + TRK_FUSED_SEG - 1) / TRK_FUSED_SEG;
+    const long units = (long)(job->row1 - job->row0) * segs;
+    long want = (units + TRK_FUSED_MIN_UNITS_PER_BLOCK - 1) / TRK_FUSED_MIN_UNITS_PER_BLOCK;
+    if (want < grid) grid = (int)want;
+    fn<<<grid, TRK_FUSED_THREADS, trk_cu_fused_smem(&job->lt, job->n_obj), s>>>(*job);
+    TRK_CUDA_TRY(cudaGetLastError());
+    return 0;
+}

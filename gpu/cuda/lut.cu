@@ -1,0 +1,230 @@
+/* The two simple designs the fused kernel is measured against, and the ROI
+ * mask builder they share with it:
+ *   "lut":   one thread per pixel, per-channel lookup tables -> object
+ *            bitmask, one shared atomic per field per matching object.
+ *   "naive": one thread per pixel looping over every object's colour box.
+ * Both keep block-local accumulators in shared memory, flushed once per
+ * block. */
+#include "cuda_internal.cuh"
+
+namespace {
+
+static_assert(TRK_LUT_BX * TRK_LUT_BY <= 1024 && (TRK_LUT_BX * TRK_LUT_BY) % 32 == 0,
+              "lut block size");
+
+/* Shared accumulators of one block (same layout in both kernels). */
+struct sacc {
+    unsigned long long *sx, *sy;
+    unsigned *cnt, *nx0, *ny0, *px1, *py1;
+};
+
+__device__ __forceinline__ sacc sacc_at(void *base, int n)
+{
+    sacc a;
+    a.sx = reinterpret_cast<unsigned long long *>(base);
+    a.sy = a.sx + n;
+    a.cnt = reinterpret_cast<unsigned *>(a.sy + n);
+    a.nx0 = a.cnt + n; a.ny0 = a.nx0 + n; a.px1 = a.ny0 + n; a.py1 = a.px1 + n;
+    return a;
+}
+
+__device__ __forceinline__ void sacc_zero(const sacc &a, int n, int tid, int nthr)
+{
+    for (int i = tid; i < n; i += nthr) {
+        a.sx[i] = a.sy[i] = 0;
+        a.cnt[i] = a.nx0[i] = a.ny0[i] = a.px1[i] = a.py1[i] = 0;
+    }
+}
+
+__device__ __forceinline__ void sacc_add(const sacc &a, int k, int x, int y)
+{
+    atomicAdd(&a.cnt[k], 1u);
+    atomicAdd(&a.sx[k], (unsigned long long)x);
+    atomicAdd(&a.sy[k], (unsigned long long)y);
+    atomicMax(&a.nx0[k], TRK_ACC_BIG - (unsigned)x);
+    atomicMax(&a.ny0[k], TRK_ACC_BIG - (unsigned)y);
+    atomicMax(&a.px1[k], (unsigned)x + 1u);
+    atomicMax(&a.py1[k], (unsigned)y + 1u);
+}
+
+__device__ __forceinline__ void sacc_flush(const sacc &a, struct trk_cu_acc *g, int n, int tid,
+                                           int nthr)
+{
+    for (int k = tid; k < n; k += nthr) {
+        const unsigned c = a.cnt[k];
+        if (!c) continue;
+        atomicAdd(&g[k].mass, (unsigned long long)c);
+        atomicAdd(&g[k].sx, a.sx[k]);
+        atomicAdd(&g[k].sy, a.sy[k]);
+        atomicMax(&g[k].nx0, a.nx0[k]);
+        atomicMax(&g[k].ny0, a.ny0[k]);
+        atomicMax(&g[k].px1, a.px1[k]);
+        atomicMax(&g[k].py1, a.py1[k]);
+    }
+}
+
+__device__ __forceinline__ int need_mask(const struct trk_cu_lut &lt)
+{
+    return (lt.has[0] ? 1 : 0) | (lt.has[1] ? 2 : 0) | (lt.has[2] ? 4 : 0);
+}
+
+/* Grid: 2-D, one thread per pixel of rows [row0, row1), TRK_LUT_BX x TRK_LUT_BY
+ * per block. Shared: the whole table image, then the block's accumulators.
+ * Atomics: every matching (pixel, object) pair does one shared atomic per
+ * field (7); the block flushes objects it saw with global atomics. */
+__global__ void lut_kernel(const struct trk_cu_job job)
+{
+    extern __shared__ uint4 s_raw[];
+    const struct trk_cu_lut &lt = job.lt;
+    const int n = job.n_obj, nw = lt.nw;
+    uint32_t *s_lut = reinterpret_cast<uint32_t *>(s_raw);
+    const sacc a = sacc_at(s_lut + lt.words, n);
+    const int tid = threadIdx.y * blockDim.x + threadIdx.x, nthr = blockDim.x * blockDim.y;
+    for (int i = tid; i < lt.words / 4; i += nthr) s_raw[i] = reinterpret_cast<const uint4 *>(job.lut)[i];
+    sacc_zero(a, n, tid, nthr);
+    if (blockIdx.x == 0 && blockIdx.y == 0 && job.acc_clear)
+        for (int i = tid; i < n; i += nthr) job.acc_clear[i] = trk_cu_acc{};
+    __syncthreads();
+
+    const int x = blockIdx.x * blockDim.x + threadIdx.x;
+    const int y = job.row0 + blockIdx.y * blockDim.y + threadIdx.y;
+    if (x < job.f.width && y < job.row1) {
+        int na, nb, nc;
+        trk_cu_native(job.f, x, y, na, nb, nc);
+        struct trk_cu_px p;
+        trk_cu_triples(job.f, trk_cu_is_yuv(job.f.fmt), need_mask(lt), na, nb, nc, p);
+        for (int w = 0; w < nw; w++) {
+            uint32_t m = 0;
+#pragma unroll
+            for (int s = 0; s < 3; s++) {
+                if (!lt.has[s] || w < lt.wb[s] || w >= lt.we[s]) continue;
+                m |= s_lut[lt.full_off[s][0] + p.c[s][0] * nw + w] &
+                     s_lut[lt.full_off[s][1] + p.c[s][1] * nw + w] &
+                     s_lut[lt.full_off[s][2] + p.c[s][2] * nw + w];
+            }
+            if (job.rowmask)
+                m &= job.rowmask[(size_t)y * nw + w] & job.colmask[(size_t)x * nw + w];
+            while (m) {
+                const int bit = __ffs(m) - 1;
+                m &= m - 1;
+                sacc_add(a, w * 32 + bit, x, y);
+            }
+        }
+    }
+    __syncthreads();
+    sacc_flush(a, job.acc, n, tid, nthr);
+}
+
+/* Grid: as lut_kernel. Shared: the objects (boxes, spaces, ROIs), then the
+ * accumulators. Every pixel tests every object: M box tests per pixel. */
+__global__ void naive_kernel(const struct trk_cu_job job)
+{
+    extern __shared__ uint4 s_raw[];
+    const int n = job.n_obj;
+    struct trk_cu_obj *s_obj = reinterpret_cast<struct trk_cu_obj *>(s_raw);
+    struct trk_roi *s_roi = reinterpret_cast<struct trk_roi *>(s_obj + n);
+    const sacc a = sacc_at(s_roi + n, n);
+    const int tid = threadIdx.y * blockDim.x + threadIdx.x, nthr = blockDim.x * blockDim.y;
+    for (int i = tid; i < n; i += nthr) {
+        s_obj[i] = job.objs[i];
+        s_roi[i] = job.rois ? job.rois[i] : trk_roi{0, 0, job.f.width - 1, job.f.height - 1};
+    }
+    sacc_zero(a, n, tid, nthr);
+    if (blockIdx.x == 0 && blockIdx.y == 0 && job.acc_clear)
+        for (int i = tid; i < n; i += nthr) job.acc_clear[i] = trk_cu_acc{};
+    __syncthreads();
+
+    const int x = blockIdx.x * blockDim.x + threadIdx.x;
+    const int y = job.row0 + blockIdx.y * blockDim.y + threadIdx.y;
+    if (x < job.f.width && y < job.row1) {
+        int na, nb, nc;
+        trk_cu_native(job.f, x, y, na, nb, nc);
+        struct trk_cu_px p;
+        trk_cu_triples(job.f, trk_cu_is_yuv(job.f.fmt), need_mask(job.lt), na, nb, nc, p);
+        for (int k = 0; k < n; k++) {
+            const struct trk_cu_obj &o = s_obj[k];
+            const struct trk_roi &r = s_roi[k];
+            const int s = o.space;
+            if (x < r.x0 || x > r.x1 || y < r.y0 || y > r.y1) continue;
+            if (trk_box_match(o.lo, o.hi, s == TRK_SPACE_HSV, p.c[s][0], p.c[s][1], p.c[s][2]))
+                sacc_add(a, k, x, y);
+        }
+    }
+    __syncthreads();
+    sacc_flush(a, job.acc, n, tid, nthr);
+}
+
+/* Grid: 1-D, one thread per row (i < H) or column (i >= H). Builds, per row
+ * and per column, the bitmask of objects whose (clipped) ROI covers it; a
+ * pixel then counts for object k only when both masks have bit k. */
+__global__ void roimask_kernel(const struct trk_cu_job job, uint32_t *rowmask, uint32_t *colmask)
+{
+    const int H = job.f.height, W = job.f.width, nw = job.lt.nw;
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= H + W) return;
+    const bool row = i < H;
+    const int c = row ? i : i - H;
+    uint32_t *out = row ? rowmask + (size_t)c * nw : colmask + (size_t)c * nw;
+    for (int w = 0; w < nw; w++) {
+        uint32_t m = 0;
+        for (int b = 0; b < 32; b++) {
+            const int k = w * 32 + b;
+            if (k >= job.n_obj) break;
+            const struct trk_roi r = job.rois[k];
+            const bool in = row ? (c >= r.y0 && c <= r.y1) : (c >= r.x0 && c <= r.x1);
+            if (in) m |= 1u << b;
+        }
+        out[w] = m;
+    }
+}
+
+size_t acc_smem(int n) { return (size_t)n * (2 * 8 + 5 * 4); }
+
+} // namespace
+
+int trk_cu_lut_setup(size_t smem)
+{
+    TRK_CUDA_TRY(cudaFuncSetAttribute(lut_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    return 0;
+}
+
+static bool job_ok(const struct trk_cu_job *job)
+{
+    return job && job->n_obj > 0 && job->n_obj <= TRK_MAX_OBJECTS && job->row0 >= 0 &&
+           job->row1 <= job->f.height && job->row0 < job->row1 && job->acc;
+}
+
+int trk_cu_lut_launch(const struct trk_cu_job *job, cudaStream_t s)
+{
+    if (!job_ok(job) || !job->lut) return TRK_EINVAL;
+    dim3 blk(TRK_LUT_BX, TRK_LUT_BY);
+    dim3 grid((job->f.width + TRK_LUT_BX - 1) / TRK_LUT_BX,
+              (job->row1 - job->row0 + TRK_LUT_BY - 1) / TRK_LUT_BY);
+    size_t smem = (size_t)job->lt.words * 4 + acc_smem(job->n_obj);
+    lut_kernel<<<grid, blk, smem, s>>>(*job);
+    TRK_CUDA_TRY(cudaGetLastError());
+    return 0;
+}
+
+int trk_cu_naive_launch(const struct trk_cu_job *job, cudaStream_t s)
+{
+    if (!job_ok(job) || !job->objs) return TRK_EINVAL;
+    dim3 blk(TRK_LUT_BX, TRK_LUT_BY);
+    dim3 grid((job->f.width + TRK_LUT_BX - 1) / TRK_LUT_BX,
+              (job->row1 - job->row0 + TRK_LUT_BY - 1) / TRK_LUT_BY);
+    size_t smem = (size_t)job->n_obj * (sizeof(struct trk_cu_obj) + sizeof(struct trk_roi)) +
+                  acc_smem(job->n_obj);
+    naive_kernel<<<grid, blk, smem, s>>>(*job);
+    TRK_CUDA_TRY(cudaGetLastError());
+    return 0;
+}
+
+int trk_cu_roimask_launch(const struct trk_cu_job *job, uint32_t *d_rowmask, uint32_t *d_colmask,
+                          cudaStream_t s)
+{
+    if (!job || !job->rois || !d_rowmask || !d_colmask || job->n_obj <= 0) return TRK_EINVAL;
+    const int n = job->f.height + job->f.width;
+    roimask_kernel<<<(n + 255) / 256, 256, 0, s>>>(*job, d_rowmask, d_colmask);
+    TRK_CUDA_TRY(cudaGetLastError());
+    return 0;
+}

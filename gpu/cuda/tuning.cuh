@@ -1,0 +1,55 @@
+/* CUDA backend tuning constants, each with the constraint it must satisfy.
+ * Change them here only; the kernels static_assert what they rely on. */
+#ifndef TRK_GPU_CUDA_TUNING_CUH
+#define TRK_GPU_CUDA_TUNING_CUH
+
+/* ---- fused kernel (the default variant) ------------------------------- */
+
+/* Threads per block. Multiple of 32, <= 1024. One block holds one copy of the
+ * lookup tables in shared memory, so fewer, larger blocks mean less table
+ * traffic from L2 at the start of every launch. */
+#define TRK_FUSED_THREADS 512
+/* Minimum resident blocks per SM requested from the compiler (register cap
+ * = 65536 / (TRK_FUSED_THREADS * this)). 2 x 512 threads -> <= 64 registers. */
+#define TRK_FUSED_MIN_BLOCKS 2
+/* Pixels each lane handles per unit. Must be 4: every input format then
+ * loads with one naturally aligned 4/8/12/16-byte access per lane (the
+ * device frame pitch is a multiple of TRK_CUDA_PITCH_ALIGN). */
+#define TRK_FUSED_PX_PER_LANE 4
+/* Pixels one warp covers per unit: a row segment. */
+#define TRK_FUSED_SEG (32 * TRK_FUSED_PX_PER_LANE)
+/* Fewest units (row segments) a block is given; smaller launches (bands,
+ * small frames) get fewer blocks instead of idle ones. >= 1. */
+#define TRK_FUSED_MIN_UNITS_PER_BLOCK 16
+
+/* ---- straightforward lookup-table and naive kernels ------------------- */
+
+/* 2-D block: TRK_LUT_BX x TRK_LUT_BY pixels, one thread per pixel.
+ * BX * BY <= 1024 and a multiple of 32. */
+#define TRK_LUT_BX 32
+#define TRK_LUT_BY 8
+
+/* ---- seed-faithful MOCT ----------------------------------------------- */
+
+/* Threads per block of the base and reduction kernels (2-D: 32 x 8). */
+#define TRK_MOCT_BX 32
+#define TRK_MOCT_BY 8
+/* Largest frame side the MOCT base supports: base entries keep coordinates
+ * in 16 bits. */
+#define TRK_MOCT_MAX_SIDE 65535
+/* Reduction factors accepted: 2 .. this. */
+#define TRK_MOCT_MAX_R 1024
+
+/* ---- frames, uploads ---------------------------------------------------- */
+
+/* Row pitch of device frame planes: a multiple of 16 (16-byte loads) and of
+ * 128 so each row starts on a cache line. */
+#define TRK_CUDA_PITCH_ALIGN 128
+/* The upload of a frame is split into at most this many row bands; band i's
+ * kernel overlaps band i+1's copy (and the host staging copy of band i+2). */
+#define TRK_CUDA_MAX_BANDS 8
+/* Bytes per band below which a frame is not split further (a launch per band
+ * costs a few microseconds of table loading and launch latency). */
+#define TRK_CUDA_BAND_BYTES (2u << 20)
+
+#endif
