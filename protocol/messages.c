@@ -577,6 +577,7 @@ const char *trk_msg_err_code(int err)
     case TRK_MSG_TOO_LARGE: return "too_large";
     case TRK_MSG_BAD_FIELD: return "bad_field";
     case TRK_MSG_BINARY: return "binary";
+    case TRK_MSG_UNSUPPORTED: return "unsupported";
     }
     return "error";
 }

@@ -206,6 +206,9 @@ enum trk_msg_err {
     TRK_MSG_TOO_LARGE = -5,    /* "too_large": over TRK_MSG_MAX_CLIENT bytes  */
     TRK_MSG_BAD_FIELD = -6,    /* "bad_field": a field has the wrong type     */
     TRK_MSG_BINARY = -7,       /* "binary": binary frame (only text accepted) */
+    TRK_MSG_UNSUPPORTED = -8,  /* "unsupported": a control type this server
+                                * has no handler for (no on_message)       */
+    TRK_MSG_ERR_MIN = TRK_MSG_UNSUPPORTED,
 };
 
 /* The "code" string of a trk_msg_err ("bad_json", ...). */

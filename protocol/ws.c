@@ -316,7 +316,7 @@ static void client_message(struct trk_ws *ws, struct client *c, char *data, size
         if (ws->on_message)
             ws->on_message(ws->user, c->id, data, len);
         else
-            client_error(ws, c, TRK_MSG_UNKNOWN_TYPE, "this server handles no control messages",
+            client_error(ws, c, TRK_MSG_UNSUPPORTED, "this server handles no control messages",
                          cm.id);
         break;
     }

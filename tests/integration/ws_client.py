@@ -561,6 +561,9 @@ async def protocol_tests(args, fails):
         m = await recv_json_until(ws, lambda m: isinstance(m, dict) and m.get("id") == "ctl-1", 5)
         if not m:
             fails.add("control", "no reply to a sample request")
+        elif args.expect_control_error and (m.get("type") != "error"
+                                            or m.get("code") != args.expect_control_error):
+            fails.add("control", f"expected error {args.expect_control_error!r}, got {m!r}")
         else:
             rep["control_reply"] = m
             ok("control-reply")
@@ -618,6 +621,8 @@ def main():
     ap.add_argument("--protocol-tests", action="store_true", help="conformance checks")
     ap.add_argument("--no-control", action="store_true",
                     help="protocol tests: skip the control message round trip")
+    ap.add_argument("--expect-control-error", metavar="CODE",
+                    help="protocol tests: the control message must get this error code")
     ap.add_argument("--expect-previews", action="store_true",
                     help="protocol tests: the server sends previews")
     ap.add_argument("--preview-wait", type=float, default=1.0,

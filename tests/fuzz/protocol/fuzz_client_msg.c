@@ -54,7 +54,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct trk_cmsg m;
     char why[160];
     int rc = trk_msg_parse_client(in, size, NULL, &m, why, sizeof why);
-    ASSERT(rc <= 0 && rc >= TRK_MSG_BINARY);
+    ASSERT(rc <= 0 && rc >= TRK_MSG_ERR_MIN);
     ASSERT(strlen(m.id) < sizeof m.id);
     ASSERT(strlen(why) < sizeof why);
     if (rc == TRK_MSG_OK) {

@@ -203,7 +203,8 @@ static void test_custom_types(void)
               !strcmp(trk_msg_err_code(TRK_MSG_UNKNOWN_TYPE), "unknown_type") &&
               !strcmp(trk_msg_err_code(TRK_MSG_TOO_LARGE), "too_large") &&
               !strcmp(trk_msg_err_code(TRK_MSG_BAD_FIELD), "bad_field") &&
-              !strcmp(trk_msg_err_code(TRK_MSG_BINARY), "binary"),
+              !strcmp(trk_msg_err_code(TRK_MSG_BINARY), "binary") &&
+              !strcmp(trk_msg_err_code(TRK_MSG_UNSUPPORTED), "unsupported"),
           "code strings");
 }
 

@@ -443,6 +443,28 @@ int main(int argc, char **argv)
         }
     }
 
+    if (serve <= 0) {
+        /* 5. A bare server: every interface, default queue, no web root, no
+         * control handler: control messages get "unsupported", the rest of
+         * the protocol works the same. */
+        struct trk_ws *bare = NULL;
+        struct trk_ws_cfg bc = {.address = NULL, .port = 0};
+        CHECK(trk_ws_create(&bc, &bare) == 0 && trk_ws_start(bare) == 0, "bare server");
+        struct trk_hello_info bh = {.version = "bare", .backend = "none"};
+        struct trk_buf bb = {0};
+        if (trk_msg_hello(&bb, &bh) == 0)
+            trk_ws_set_hello(bare, bb.data);
+        trk_buf_free(&bb);
+        if (bare) {
+            char burl[128];
+            snprintf(burl, sizeof burl, "ws://127.0.0.1:%d/ws", trk_ws_port(bare));
+            const char *proto[] = {"--protocol-tests", "--expect-control-error", "unsupported",
+                                   NULL};
+            CHECK(run_client(python, client, burl, proto) == 0, "protocol tests, bare server");
+        }
+        trk_ws_destroy(&bare);
+    }
+
     atomic_store(&b.quit, true);
     pthread_join(th, NULL);
     struct trk_ws_stats st;
