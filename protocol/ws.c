@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -650,8 +651,10 @@ static void *service_main(void *arg)
 {
     struct trk_ws *ws = arg;
     while (!atomic_load(&ws->stopping))
-        if (lws_service(ws->ctx, 0) < 0)
+        if (lws_service(ws->ctx, 0) < 0) {
+            ws_log(0, "the WebSocket service loop failed; clients are no longer served");
             break;
+        }
     return NULL;
 }
 
@@ -680,6 +683,10 @@ int trk_ws_start(struct trk_ws *ws)
     memset(&ws->protocols[1], 0, sizeof ws->protocols[1]);
 
     if (ws->web_root) {
+        struct stat st;
+        if (stat(ws->web_root, &st) || !S_ISDIR(st.st_mode))
+            ws_log(1, "web root %s is not a directory: HTTP requests will get 404",
+                   ws->web_root);
         memset(&ws->mount, 0, sizeof ws->mount);
         ws->mount.mountpoint = "/";
         ws->mount.mountpoint_len = 1;
@@ -707,6 +714,11 @@ int trk_ws_start(struct trk_ws *ws)
     info.protocols = ws->protocols;
     info.mounts = ws->web_root ? &ws->mount : NULL;
     info.vhost_name = "trackd";
+    /* TCP keepalive finds peers that vanished (cable pulled, laptop closed)
+     * on otherwise idle connections. */
+    info.ka_time = 30;
+    info.ka_probes = 3;
+    info.ka_interval = 10;
     /* An IPv4 address cannot be bound on an IPv6 socket. */
     if (ws->address && !strchr(ws->address, ':'))
         info.options |= LWS_SERVER_OPTION_DISABLE_IPV6;
@@ -782,7 +794,16 @@ int trk_ws_broadcast(struct trk_ws *ws, enum trk_ws_kind kind, const void *data,
     /* The order is taken under the lock so hand-off order == publish order. */
     m->order = new_order(ws);
     struct handoff *h = &ws->h;
-    if (kind == TRK_WS_RESULT) {
+    if (!ws->running) {
+        /* Before start or after stop: nothing to hand over; a status is
+         * still remembered for the clients of a later start. */
+        if (kind == TRK_WS_STATUS) {
+            old_status = ws->last_status;
+            ws->last_status = m;
+        } else {
+            old = m;
+        }
+    } else if (kind == TRK_WS_RESULT) {
         if (h->r_count == HANDOFF_RESULTS) {
             old = h->results[h->r_head];
             h->r_head = (h->r_head + 1) % HANDOFF_RESULTS;
@@ -797,7 +818,7 @@ int trk_ws_broadcast(struct trk_ws *ws, enum trk_ws_kind kind, const void *data,
             ws->last_status = msg_ref(m);
         }
     }
-    if (old)
+    if (old && old != m)
         count_drop(ws, NULL);
     wake(ws);
     pthread_mutex_unlock(&ws->lock);
@@ -817,6 +838,11 @@ int trk_ws_send_to(struct trk_ws *ws, uint64_t client_id, const char *json, size
     pthread_mutex_lock(&ws->lock);
     m->order = new_order(ws);
     struct handoff *h = &ws->h;
+    if (!ws->running) {
+        pthread_mutex_unlock(&ws->lock);
+        msg_unref(&m); /* no clients without a running server */
+        return 0;
+    }
     if (h->q_count == HANDOFF_REPLIES) {
         old = h->replies[h->q_head].m;
         h->q_head = (h->q_head + 1) % HANDOFF_REPLIES;
@@ -914,6 +940,7 @@ void trk_ws_destroy(struct trk_ws **pws)
     struct trk_ws *ws = *pws;
     *pws = NULL;
     trk_ws_stop(ws);
+    handoff_clear(&ws->h);
     msg_unref(&ws->hello);
     msg_unref(&ws->last_status);
     pthread_mutex_destroy(&ws->lock);

@@ -475,6 +475,7 @@ async def protocol_tests(args, fails):
     # 4. Malformed input: an error reply each, connection stays open.
     cases = [
         ("not json", "bad_json", None),
+        ("", "bad_json", None),
         ('{"type":"ping"', "bad_json", None),
         ("[1,2,3]", "not_object", None),
         ('"ping"', "not_object", None),

@@ -461,6 +461,24 @@ int main(int argc, char **argv)
             const char *proto[] = {"--protocol-tests", "--expect-control-error", "unsupported",
                                    NULL};
             CHECK(run_client(python, client, burl, proto) == 0, "protocol tests, bare server");
+            /* Destroying a server with a client still connected and messages
+             * queued for it must release everything (sanitizer builds check
+             * for leaks). */
+            const char *stall[] = {"--stall", "--duration", "3", NULL};
+            pid_t stalled = spawn_client(python, client, burl, stall);
+            struct trk_ws_client_stats cs;
+            for (int i = 0; i < 100 && trk_ws_get_clients(bare, &cs, 1) < 1; i++)
+                sleep_s(0.05);
+            CHECK(trk_ws_get_clients(bare, &cs, 1) == 1, "stalled client on the bare server");
+            struct trk_buf fb = {0};
+            struct trk_frame_meta fm = {.seq = 1, .width = 4, .height = 4};
+            trk_msg_frame(&fb, &fm, NULL, NULL, 0);
+            for (int i = 0; i < 2000; i++)
+                CHECK(trk_ws_broadcast(bare, TRK_WS_RESULT, fb.data, fb.len) == 0, "bcast");
+            trk_buf_free(&fb);
+            sleep_s(0.3);
+            trk_ws_destroy(&bare);
+            CHECK(finish(stalled) == 0, "stall client after the server went away");
         }
         trk_ws_destroy(&bare);
     }
