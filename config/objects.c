@@ -33,8 +33,7 @@ static size_t utf8_seq(const unsigned char *s, size_t n)
     unsigned c = s[0];
     size_t len;
     unsigned long cp;
-    if (c < 0x80)
-        return 1;
+    if (c < 0x80) return 1;
     if (c >= 0xC2 && c <= 0xDF) {
         len = 2;
         cp = c & 0x1F;
@@ -47,11 +46,9 @@ static size_t utf8_seq(const unsigned char *s, size_t n)
     } else {
         return 0;
     }
-    if (n < len)
-        return 0;
+    if (n < len) return 0;
     for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
+        if ((s[i] & 0xC0) != 0x80) return 0;
         cp = (cp << 6) | (s[i] & 0x3F);
     }
     if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10FFFF ||
@@ -79,8 +76,7 @@ static void sanitize(char *s)
             size_t i = r + 1;
             while (i < n && (p[i] & 0xC0) == 0x80)
                 i++;
-            if (i == n)
-                break;
+            if (i == n) break;
         }
         if (k == 0 || (k == 1 && is_ctrl(p[r]))) {
             p[w++] = '?';
@@ -102,15 +98,14 @@ static void quote_user(const char *s, size_t len, char *out, size_t outlen)
     size_t r = 0, w = 0;
     while (r < len && w + 4 < outlen) {
         size_t k = utf8_seq((const unsigned char *)s + r, len - r);
-        if (k == 0 || (k == 1 && is_ctrl((unsigned char)s[r])))
-            k = 1;
-        if (w + k > max) {
-            break;
-        }
-        if (k == 1 && (is_ctrl((unsigned char)s[r]) || (unsigned char)s[r] >= 0x80))
+        if (k == 0 || (k == 1 && is_ctrl((unsigned char)s[r]))) k = 1;
+        if (w + k > max) break;
+        if (k == 1 && (is_ctrl((unsigned char)s[r]) || (unsigned char)s[r] >= 0x80)) {
             out[w++] = '?';
-        else
-            memcpy(out + w, s + r, k), w += k;
+        } else {
+            memcpy(out + w, s + r, k);
+            w += k;
+        }
         r += k;
     }
     if (r < len && w + 4 <= outlen) {
@@ -136,9 +131,10 @@ static const char *type_name(const json_t *v)
 
 /* -------------------------------------------------------- shared rules */
 
-static const char *const space_names[] = {"rgb", "hsv", "ycbcr"};
-static const char *const channel_names[3][3] = {
-    {"R", "G", "B"}, {"H", "S", "V"}, {"Y", "Cb", "Cr"}};
+static const char *const space_names[] = { "rgb", "hsv", "ycbcr" };
+static const char *const channel_names[3][3] = { { "R", "G", "B" },
+                                                 { "H", "S", "V" },
+                                                 { "Y", "Cb", "Cr" } };
 
 const char *trk_objects_space_name(enum trk_space space)
 {
@@ -148,8 +144,7 @@ const char *trk_objects_space_name(enum trk_space space)
 int trk_objects_space_parse(const char *s)
 {
     for (int i = 0; s && i < 3; i++)
-        if (strcmp(s, space_names[i]) == 0)
-            return i;
+        if (strcmp(s, space_names[i]) == 0) return i;
     return -1;
 }
 
@@ -186,16 +181,15 @@ static int check_name(const char *s, size_t len, char *msg, size_t n)
 
 /* Channel ranges then lo <= hi. On failure returns which value is at fault
  * (0..2: lo[c], 3..5: hi[c]) and the message; -1 when the box is valid. */
-static int check_box(int space, const long long lo[3], const long long hi[3], char *msg,
-                     size_t n)
+static int check_box(int space, const long long lo[3], const long long hi[3], char *msg, size_t n)
 {
     const char *sp = space_names[space];
     for (int k = 0; k < 6; k++) {
         int c = k % 3;
         long long v = k < 3 ? lo[c] : hi[c];
         if (v < 0 || v > channel_max(space, c)) {
-            snprintf(msg, n, "%s[%d] = %lld is out of range 0..%ld (%s %s)", k < 3 ? "lo" : "hi",
-                     c, v, channel_max(space, c), sp, channel_names[space][c]);
+            snprintf(msg, n, "%s[%d] = %lld is out of range 0..%ld (%s %s)", k < 3 ? "lo" : "hi", c,
+                     v, channel_max(space, c), sp, channel_names[space][c]);
             return k;
         }
     }
@@ -203,8 +197,9 @@ static int check_box(int space, const long long lo[3], const long long hi[3], ch
         if (space == TRK_SPACE_HSV && c == 0)
             continue; /* the hue range wraps through 0 when lo > hi */
         if (lo[c] > hi[c]) {
-            snprintf(msg, n, "lo[%d] = %lld is greater than hi[%d] = %lld (only the hsv hue may wrap)",
-                     c, lo[c], c, hi[c]);
+            snprintf(msg, n,
+                     "lo[%d] = %lld is greater than hi[%d] = %lld (only the hsv hue may wrap)", c,
+                     lo[c], c, hi[c]);
             return c;
         }
     }
@@ -213,24 +208,19 @@ static int check_box(int space, const long long lo[3], const long long hi[3], ch
 
 static int hexdigit(char c)
 {
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
     return -1;
 }
 
 /* "#rrggbb" (either case) -> rgb; 0 or -1. */
 static int parse_color(const char *s, size_t len, uint8_t rgb[3])
 {
-    if (len != 7 || s[0] != '#')
-        return -1;
+    if (len != 7 || s[0] != '#') return -1;
     for (int i = 0; i < 3; i++) {
         int h = hexdigit(s[1 + 2 * i]), l = hexdigit(s[2 + 2 * i]);
-        if (h < 0 || l < 0)
-            return -1;
+        if (h < 0 || l < 0) return -1;
         rgb[i] = (uint8_t)(h * 16 + l);
     }
     return 0;
@@ -250,8 +240,8 @@ void trk_objects_default_color(const struct trk_object_def *def, uint8_t rgb[3])
     }
     if (def->space == TRK_SPACE_YCBCR) {
         const struct trk_yuv2rgb_coef *k = &trk_yuv2rgb_coefs[trk_coef_index(TRK_MATRIX_BT601, 1)];
-        trk_yuv_to_rgb(k, centre(lo[0], hi[0]), centre(lo[1], hi[1]), centre(lo[2], hi[2]),
-                       &rgb[0], &rgb[1], &rgb[2]);
+        trk_yuv_to_rgb(k, centre(lo[0], hi[0]), centre(lo[1], hi[1]), centre(lo[2], hi[2]), &rgb[0],
+                       &rgb[1], &rgb[2]);
         return;
     }
     if (def->space != TRK_SPACE_HSV) {
@@ -335,8 +325,7 @@ static const char *path_text(const struct vctx *c, char *buf, size_t n)
             k = snprintf(buf + w, n - w, "%s%.*s", w ? "." : "", (int)s->key_len, s->key);
         else
             k = snprintf(buf + w, n - w, "[%d]", s->index);
-        if (k < 0)
-            break;
+        if (k < 0) break;
         w += (size_t)k;
     }
     return buf;
@@ -345,8 +334,7 @@ static const char *path_text(const struct vctx *c, char *buf, size_t n)
 static void set_pos(struct vctx *c, int want_key)
 {
     c->err->line = c->err->col = 0;
-    if (!c->text)
-        return;
+    if (!c->text) return;
     if (!c->ix_built) {
         c->ix_built = 1;
         trk_posindex_build(c->text, c->len, &c->ix); /* NULL on ENOMEM: 1:1 below */
@@ -362,8 +350,8 @@ static void set_pos(struct vctx *c, int want_key)
 
 /* Records the error at the current path (its key when want_key). The
  * message is printf-formatted; returns TRK_EINVAL for `return fail(...)`. */
-__attribute__((format(printf, 3, 4))) static int fail(struct vctx *c, int want_key,
-                                                      const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static int fail(struct vctx *c, int want_key, const char *fmt,
+                                                      ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -395,8 +383,7 @@ __attribute__((format(printf, 4, 5))) static void err_at(struct trk_config_error
 
 int trk_config_error_format(const struct trk_config_error *err, char *buf, size_t len)
 {
-    if (!err)
-        return TRK_EINVAL;
+    if (!err) return TRK_EINVAL;
     int n;
     if (err->line > 0)
         n = snprintf(buf, len, "%s:%d:%d: %s", err->file, err->line, err->col, err->msg);
@@ -407,7 +394,7 @@ int trk_config_error_format(const struct trk_config_error *err, char *buf, size_
 
 /* ------------------------------------------------------------ validation */
 
-static const char *const object_keys[] = {"name", "space", "lo", "hi", "min_mass", "color"};
+static const char *const object_keys[] = { "name", "space", "lo", "hi", "min_mass", "color" };
 #define N_OBJECT_KEYS (sizeof object_keys / sizeof object_keys[0])
 
 /* lo or hi at the current path: 3 integers (ranges are checked later,
@@ -424,8 +411,7 @@ static int parse_triple(struct vctx *c, const json_t *a, long long v[3], char *p
         const json_t *e = json_array_get(a, (size_t)i);
         push_index(c, i);
         if (!json_is_integer(e)) {
-            int rc = fail(c, 0, "%s must be an integer, not %s", path_text(c, p, pn),
-                          type_name(e));
+            int rc = fail(c, 0, "%s must be an integer, not %s", path_text(c, p, pn), type_name(e));
             pop(c);
             return rc;
         }
@@ -451,11 +437,11 @@ static int parse_object(struct vctx *c, const json_t *o, struct trk_object_def *
 
     const char *key;
     json_t *v;
-    json_object_foreach((json_t *)o, key, v) {
+    json_object_foreach((json_t *)o, key, v)
+    {
         size_t i;
         for (i = 0; i < N_OBJECT_KEYS; i++)
-            if (strcmp(key, object_keys[i]) == 0)
-                break;
+            if (strcmp(key, object_keys[i]) == 0) break;
         if (i == N_OBJECT_KEYS) {
             char q[64];
             quote_user(key, strlen(key), q, sizeof q);
@@ -512,13 +498,11 @@ static int parse_object(struct vctx *c, const json_t *o, struct trk_object_def *
     push_key(c, "lo");
     rc = parse_triple(c, json_object_get(o, "lo"), lo, p, sizeof p);
     pop(c);
-    if (rc)
-        return rc;
+    if (rc) return rc;
     push_key(c, "hi");
     rc = parse_triple(c, json_object_get(o, "hi"), hi, p, sizeof p);
     pop(c);
-    if (rc)
-        return rc;
+    if (rc) return rc;
     int bad = check_box(space, lo, hi, m, sizeof m);
     if (bad >= 0) {
         push_key(c, bad < 3 ? "lo" : "hi");
@@ -585,7 +569,8 @@ static int parse_root(struct vctx *c, const json_t *root, struct trk_objects *ou
         return fail(c, 0, "top level must be an object, not %s", type_name(root));
     const char *key;
     json_t *v;
-    json_object_foreach((json_t *)root, key, v) {
+    json_object_foreach((json_t *)root, key, v)
+    {
         if (strcmp(key, "objects") != 0) {
             char q[64];
             quote_user(key, strlen(key), q, sizeof q);
@@ -596,8 +581,7 @@ static int parse_root(struct vctx *c, const json_t *root, struct trk_objects *ou
         }
     }
     const json_t *arr = json_object_get(root, "objects");
-    if (!arr)
-        return fail(c, 0, "missing key \"objects\"");
+    if (!arr) return fail(c, 0, "missing key \"objects\"");
     push_key(c, "objects");
     if (!json_is_array(arr)) {
         rc = fail(c, 0, "objects must be an array, not %s", type_name(arr));
@@ -662,15 +646,13 @@ int trk_objects_load_string(const char *text, size_t len, const char *name_for_e
                             struct trk_objects *out, struct trk_config_error *err)
 {
     struct trk_config_error local;
-    if (!err)
-        err = &local;
+    if (!err) err = &local;
     err_init(err, name_for_errors);
     if (!out || (!text && len)) {
         err_at(err, 0, 0, "invalid arguments");
         return TRK_EINVAL;
     }
-    if (!text)
-        text = "";
+    if (!text) text = "";
     if (len > TRK_OBJECTS_MAX_BYTES) {
         err_at(err, 1, 1, "too large: more than %d bytes", TRK_OBJECTS_MAX_BYTES);
         return TRK_EINVAL;
@@ -699,8 +681,7 @@ int trk_objects_load_string(const char *text, size_t len, const char *name_for_e
     json_t *root = json_loadb(text + bom, len - bom, JSON_REJECT_DUPLICATES, &je);
     if (!root) {
         int col = byte_column(text + bom, len - bom, &je);
-        if (je.line <= 1)
-            col += (int)bom;
+        if (je.line <= 1) col += (int)bom;
         err_at(err, je.line > 0 ? je.line : 1, col, "syntax error: %s", je.text);
         return TRK_EINVAL;
     }
@@ -710,22 +691,19 @@ int trk_objects_load_string(const char *text, size_t len, const char *name_for_e
         err_at(err, 1, 1, "out of memory");
         return TRK_ENOMEM;
     }
-    struct vctx c = {.err = err, .text = text, .len = len};
+    struct vctx c = { .err = err, .text = text, .len = len };
     int rc = parse_root(&c, root, tmp);
-    if (rc == 0)
-        memcpy(out, tmp, sizeof *out);
+    if (rc == 0) memcpy(out, tmp, sizeof *out);
     trk_posindex_destroy(&c.ix);
     free(tmp);
     json_decref(root);
     return rc;
 }
 
-int trk_objects_load_file(const char *path, struct trk_objects *out,
-                          struct trk_config_error *err)
+int trk_objects_load_file(const char *path, struct trk_objects *out, struct trk_config_error *err)
 {
     struct trk_config_error local;
-    if (!err)
-        err = &local;
+    if (!err) err = &local;
     err_init(err, path);
     if (!path || !out) {
         err_at(err, 0, 0, "invalid arguments");
@@ -744,8 +722,7 @@ int trk_objects_load_file(const char *path, struct trk_objects *out,
     int rc = 0;
     while (buf) {
         if (n == cap) {
-            if (cap > TRK_OBJECTS_MAX_BYTES)
-                break;
+            if (cap > TRK_OBJECTS_MAX_BYTES) break;
             size_t ncap = cap * 2 > TRK_OBJECTS_MAX_BYTES + 1 ? TRK_OBJECTS_MAX_BYTES + 1 : cap * 2;
             char *nb = realloc(buf, ncap);
             if (!nb) {
@@ -758,14 +735,12 @@ int trk_objects_load_file(const char *path, struct trk_objects *out,
         }
         ssize_t r = read(fd, buf + n, cap - n);
         if (r < 0) {
-            if (errno == EINTR)
-                continue;
+            if (errno == EINTR) continue;
             rc = -errno;
             err_at(err, 1, 1, "cannot read file: %s", strerror(errno));
             break;
         }
-        if (r == 0)
-            break;
+        if (r == 0) break;
         n += (size_t)r;
     }
     close(fd);
@@ -783,8 +758,7 @@ int trk_objects_from_json(const struct json_t *root, const char *name_for_errors
                           struct trk_objects *out, struct trk_config_error *err)
 {
     struct trk_config_error local;
-    if (!err)
-        err = &local;
+    if (!err) err = &local;
     err_init(err, name_for_errors);
     if (!root || !out) {
         err_at(err, 0, 0, "invalid arguments");
@@ -795,31 +769,28 @@ int trk_objects_from_json(const struct json_t *root, const char *name_for_errors
         err_at(err, 0, 0, "out of memory");
         return TRK_ENOMEM;
     }
-    struct vctx c = {.err = err};
+    struct vctx c = { .err = err };
     int rc = parse_root(&c, root, tmp);
-    if (rc == 0)
-        memcpy(out, tmp, sizeof *out);
+    if (rc == 0) memcpy(out, tmp, sizeof *out);
     free(tmp);
     return rc;
 }
 
-int trk_objects_parse_object(const struct json_t *obj, struct trk_object_def *def,
-                             uint8_t color[3], char *msg, size_t msg_len)
+int trk_objects_parse_object(const struct json_t *obj, struct trk_object_def *def, uint8_t color[3],
+                             char *msg, size_t msg_len)
 {
     struct trk_config_error err;
     err_init(&err, NULL);
     if (!obj || !def || !color) {
-        if (msg && msg_len)
-            snprintf(msg, msg_len, "invalid arguments");
+        if (msg && msg_len) snprintf(msg, msg_len, "invalid arguments");
         return TRK_EINVAL;
     }
     struct trk_object_def d;
     uint8_t rgb[3];
-    struct vctx c = {.err = &err};
+    struct vctx c = { .err = &err };
     int rc = parse_object(&c, obj, &d, rgb);
     if (rc) {
-        if (msg && msg_len)
-            snprintf(msg, msg_len, "%s", err.msg);
+        if (msg && msg_len) snprintf(msg, msg_len, "%s", err.msg);
         return rc;
     }
     *def = d;
@@ -887,13 +858,10 @@ int trk_objects_validate(const struct trk_objects *objs, char *msg, size_t msg_l
 
 int trk_objects_find(const struct trk_objects *objs, const char *name)
 {
-    if (!objs || !name)
-        return -1;
-    if (strlen(name) >= TRK_NAME_MAX)
-        return -1;
+    if (!objs || !name) return -1;
+    if (strlen(name) >= TRK_NAME_MAX) return -1;
     for (int i = 0; i < objs->n && i < TRK_MAX_OBJECTS; i++)
-        if (strncmp(objs->def[i].name, name, TRK_NAME_MAX) == 0)
-            return i;
+        if (strncmp(objs->def[i].name, name, TRK_NAME_MAX) == 0) return i;
     return -1;
 }
 
@@ -907,8 +875,7 @@ struct sbuf {
 
 __attribute__((format(printf, 2, 3))) static void sb_printf(struct sbuf *b, const char *fmt, ...)
 {
-    if (b->oom)
-        return;
+    if (b->oom) return;
     for (;;) {
         va_list ap;
         va_start(ap, fmt);
@@ -951,9 +918,8 @@ static void sb_json_string(struct sbuf *b, const char *s)
 
 char *trk_objects_to_json(const struct trk_objects *objs)
 {
-    if (trk_objects_validate(objs, NULL, 0))
-        return NULL;
-    struct sbuf b = {0};
+    if (trk_objects_validate(objs, NULL, 0)) return NULL;
+    struct sbuf b = { 0 };
     if (objs->n == 0) {
         sb_printf(&b, "{\n  \"objects\": []\n}\n");
     } else {
@@ -985,8 +951,7 @@ char *trk_objects_to_json(const struct trk_objects *objs)
 
 struct json_t *trk_objects_to_value(const struct trk_objects *objs)
 {
-    if (trk_objects_validate(objs, NULL, 0))
-        return NULL;
+    if (trk_objects_validate(objs, NULL, 0)) return NULL;
     json_t *arr = json_array();
     for (int i = 0; arr && i < objs->n; i++) {
         const struct trk_object_def *d = &objs->def[i];
@@ -1002,8 +967,7 @@ struct json_t *trk_objects_to_value(const struct trk_objects *objs)
             arr = NULL;
         }
     }
-    if (!arr)
-        return NULL;
+    if (!arr) return NULL;
     json_t *root = json_object();
     if (!root || json_object_set_new(root, "objects", arr)) {
         json_decref(root);
@@ -1017,8 +981,7 @@ static int write_all(int fd, const char *s, size_t n)
     while (n) {
         ssize_t w = write(fd, s, n);
         if (w < 0) {
-            if (errno == EINTR)
-                continue;
+            if (errno == EINTR) continue;
             return -errno;
         }
         s += w;
@@ -1029,11 +992,9 @@ static int write_all(int fd, const char *s, size_t n)
 
 int trk_objects_save_file(const char *path, const struct trk_objects *objs)
 {
-    if (!path || !*path || trk_objects_validate(objs, NULL, 0))
-        return TRK_EINVAL;
+    if (!path || !*path || trk_objects_validate(objs, NULL, 0)) return TRK_EINVAL;
     char *text = trk_objects_to_json(objs);
-    if (!text)
-        return TRK_ENOMEM;
+    if (!text) return TRK_ENOMEM;
 
     /* Replace a symlink's target, not the link itself. */
     char *real = NULL;
@@ -1092,15 +1053,12 @@ int trk_objects_save_file(const char *path, const struct trk_objects *objs)
     if (dfd >= 0) {
         /* Some file systems refuse fsync on a directory (EINVAL): the data is
          * already safe, so only real I/O errors count. */
-        if (fsync(dfd) < 0 && errno != EINVAL)
-            rc = -errno;
+        if (fsync(dfd) < 0 && errno != EINVAL) rc = -errno;
         close(dfd);
     }
 end:
-    if (fd >= 0)
-        close(fd);
-    if (tmp && tmp[0])
-        unlink(tmp);
+    if (fd >= 0) close(fd);
+    if (tmp && tmp[0]) unlink(tmp);
     free(tmp);
     free(dir);
     free(real);

@@ -39,7 +39,7 @@ extern "C" {
 struct trk_config_error {
     char file[256]; /* the path, or the name given for a string         */
     int line, col;
-    char msg[256];  /* the message alone, without "file:line:col: "     */
+    char msg[256]; /* the message alone, without "file:line:col: "     */
 };
 
 /* A validated object set. def[0..n) go straight to trk_backend_set_objects;
@@ -57,8 +57,7 @@ struct trk_objects {
  * read (err at file:1:1 with strerror text), TRK_EINVAL for a file that is
  * too large, not JSON or not a valid objects file, TRK_ENOMEM. *out is
  * written only on success. */
-int trk_objects_load_file(const char *path, struct trk_objects *out,
-                          struct trk_config_error *err);
+int trk_objects_load_file(const char *path, struct trk_objects *out, struct trk_config_error *err);
 
 /* Same for text[0..len) (need not be NUL-terminated). name_for_errors is
  * the "file" of error messages (NULL: "<string>"). */
@@ -76,8 +75,8 @@ int trk_objects_from_json(const struct json_t *root, const char *name_for_errors
  * except name uniqueness, which needs the whole set). On success fills *def
  * and color (the given or default colour) and returns 0; else TRK_EINVAL and
  * a message such as `lo[1] = 300 is out of range 0..255 (rgb G)` in msg. */
-int trk_objects_parse_object(const struct json_t *obj, struct trk_object_def *def,
-                             uint8_t color[3], char *msg, size_t msg_len);
+int trk_objects_parse_object(const struct json_t *obj, struct trk_object_def *def, uint8_t color[3],
+                             char *msg, size_t msg_len);
 
 /* Checks a set built in code (or edited by a client) against the same rules
  * as the loader: 0..TRK_MAX_OBJECTS objects, names non-empty, NUL-terminated,

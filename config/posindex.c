@@ -48,8 +48,7 @@ static void skip_ws(struct scanner *sc)
 {
     while (sc->p < sc->len) {
         char c = sc->s[sc->p];
-        if (c != ' ' && c != '\t' && c != '\n' && c != '\r')
-            break;
+        if (c != ' ' && c != '\t' && c != '\n' && c != '\r') break;
         adv(sc);
     }
 }
@@ -61,8 +60,7 @@ static int arena_put(struct trk_posindex *ix, const char *b, size_t n)
         while (cap < ix->alen + n)
             cap *= 2;
         char *a = realloc(ix->arena, cap);
-        if (!a)
-            return TRK_ENOMEM;
+        if (!a) return TRK_ENOMEM;
         ix->arena = a;
         ix->acap = cap;
     }
@@ -73,25 +71,20 @@ static int arena_put(struct trk_posindex *ix, const char *b, size_t n)
 
 static int hexval(char c)
 {
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
     return -1;
 }
 
 /* Reads 4 hex digits at sc->p; -1 (and nothing consumed) if they are not. */
 static long read_hex4(struct scanner *sc)
 {
-    if (sc->len - sc->p < 4)
-        return -1;
+    if (sc->len - sc->p < 4) return -1;
     long v = 0;
     for (int i = 0; i < 4; i++) {
         int h = hexval(sc->s[sc->p + i]);
-        if (h < 0)
-            return -1;
+        if (h < 0) return -1;
         v = v * 16 + h;
     }
     for (int i = 0; i < 4; i++)
@@ -131,26 +124,22 @@ static int scan_string(struct scanner *sc, struct trk_posindex *ix)
 {
     adv(sc); /* opening quote */
     for (;;) {
-        if (sc->p >= sc->len)
-            return 1;
+        if (sc->p >= sc->len) return 1;
         char c = sc->s[sc->p];
         if (c == '"') {
             adv(sc);
             return 0;
         }
         if (c != '\\') {
-            if (ix && arena_put(ix, &c, 1))
-                return TRK_ENOMEM;
+            if (ix && arena_put(ix, &c, 1)) return TRK_ENOMEM;
             adv(sc);
             continue;
         }
         adv(sc);
-        if (sc->p >= sc->len)
-            return 1;
+        if (sc->p >= sc->len) return 1;
         char e = sc->s[sc->p];
         adv(sc);
-        if (!ix)
-            continue; /* \uXXXX digits are plain bytes to a skipper */
+        if (!ix) continue; /* \uXXXX digits are plain bytes to a skipper */
         int rc = 0;
         switch (e) {
         case 'b': rc = arena_put(ix, "\b", 1); break;
@@ -160,12 +149,11 @@ static int scan_string(struct scanner *sc, struct trk_posindex *ix)
         case 't': rc = arena_put(ix, "\t", 1); break;
         case 'u': {
             long cp = read_hex4(sc);
-            if (cp < 0)
-                break; /* malformed: jansson rejected it already */
+            if (cp < 0) break; /* malformed: jansson rejected it already */
             /* A high surrogate followed by \uDC00..\uDFFF is one code point
              * (jansson decodes it so; a lone surrogate it rejects). */
-            if (cp >= 0xD800 && cp <= 0xDBFF && sc->len - sc->p >= 6 &&
-                sc->s[sc->p] == '\\' && sc->s[sc->p + 1] == 'u') {
+            if (cp >= 0xD800 && cp <= 0xDBFF && sc->len - sc->p >= 6 && sc->s[sc->p] == '\\' &&
+                sc->s[sc->p + 1] == 'u') {
                 struct scanner peek = *sc;
                 adv(&peek);
                 adv(&peek);
@@ -180,15 +168,14 @@ static int scan_string(struct scanner *sc, struct trk_posindex *ix)
         }
         default: rc = arena_put(ix, &e, 1); break; /* \" \\ \/ */
         }
-        if (rc)
-            return rc;
+        if (rc) return rc;
     }
 }
 
 static int is_scalar_byte(char c)
 {
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-           c == '-' || c == '+' || c == '.';
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-' ||
+           c == '+' || c == '.';
 }
 
 static int add_node(struct trk_posindex *ix, const struct scanner *sc, int parent, char type)
@@ -196,8 +183,7 @@ static int add_node(struct trk_posindex *ix, const struct scanner *sc, int paren
     if (ix->n == ix->cap) {
         int cap = ix->cap ? ix->cap * 2 : 64;
         struct node *nn = realloc(ix->nodes, (size_t)cap * sizeof *nn);
-        if (!nn)
-            return TRK_ENOMEM;
+        if (!nn) return TRK_ENOMEM;
         ix->nodes = nn;
         ix->cap = cap;
     }
@@ -226,7 +212,7 @@ enum { ST_VALUE, ST_FIRST_VALUE, ST_KEY, ST_FIRST_KEY, ST_AFTER };
 
 static int scan(struct trk_posindex *ix, const char *text, size_t len)
 {
-    struct scanner sc = {text, len, 0, 1, 1};
+    struct scanner sc = { text, len, 0, 1, 1 };
     if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) {
         sc.p = 3;
         sc.col = 4;
@@ -257,8 +243,7 @@ static int scan(struct trk_posindex *ix, const char *text, size_t len)
             continue;
         }
         if (st == ST_KEY || st == ST_FIRST_KEY) {
-            if (c != '"')
-                break;
+            if (c != '"') break;
             koff = sc.p;
             kline = sc.line;
             kcol = sc.col;
@@ -270,16 +255,14 @@ static int scan(struct trk_posindex *ix, const char *text, size_t len)
             }
             klen = ix->alen - kstart;
             skip_ws(&sc);
-            if (sc.p >= sc.len || text[sc.p] != ':')
-                break;
+            if (sc.p >= sc.len || text[sc.p] != ':') break;
             adv(&sc);
             has_key = 1;
             st = ST_VALUE;
             continue;
         }
         if (st == ST_AFTER) {
-            if (depth == 0)
-                break; /* text after the top-level value */
+            if (depth == 0) break; /* text after the top-level value */
             char open = ix->nodes[stack[depth - 1]].type;
             if (c == ',') {
                 adv(&sc);
@@ -294,10 +277,8 @@ static int scan(struct trk_posindex *ix, const char *text, size_t len)
         }
         /* ST_VALUE or ST_FIRST_VALUE: a value starts here. */
         char type = (c == '{' || c == '[') ? c : 's';
-        if (type == 's' && c != '"' && !is_scalar_byte(c))
-            break;
-        if (depth == 0 && ix->n > 0)
-            break; /* a second top-level value */
+        if (type == 's' && c != '"' && !is_scalar_byte(c)) break;
+        if (depth == 0 && ix->n > 0) break; /* a second top-level value */
         int i = add_node(ix, &sc, depth ? stack[depth - 1] : -1, type);
         if (i < 0) {
             rc = i;
@@ -348,8 +329,7 @@ int trk_posindex_build(const char *text, size_t len, struct trk_posindex **out)
 {
     *out = NULL;
     struct trk_posindex *ix = calloc(1, sizeof *ix);
-    if (!ix)
-        return TRK_ENOMEM;
+    if (!ix) return TRK_ENOMEM;
     int rc = scan(ix, text ? text : "", text ? len : 0);
     if (rc < 0) {
         trk_posindex_destroy(&ix);
@@ -361,8 +341,7 @@ int trk_posindex_build(const char *text, size_t len, struct trk_posindex **out)
 
 void trk_posindex_destroy(struct trk_posindex **ix)
 {
-    if (!ix || !*ix)
-        return;
+    if (!ix || !*ix) return;
     free((*ix)->nodes);
     free((*ix)->arena);
     free(*ix);
@@ -372,15 +351,13 @@ void trk_posindex_destroy(struct trk_posindex **ix)
 int trk_posindex_find(const struct trk_posindex *ix, const struct trk_path_seg *path, int n,
                       int want_key, int *line, int *col)
 {
-    if (!ix || ix->n == 0)
-        return -1;
+    if (!ix || ix->n == 0) return -1;
     int cur = 0;
     for (int s = 0; s < n && cur >= 0; s++) {
         const struct node *p = &ix->nodes[cur];
         int c = p->first_child;
         if (path[s].key) {
-            if (p->type != '{')
-                return -1;
+            if (p->type != '{') return -1;
             while (c >= 0) {
                 const struct node *d = &ix->nodes[c];
                 if (d->key_len == path[s].key_len &&
@@ -389,19 +366,16 @@ int trk_posindex_find(const struct trk_posindex *ix, const struct trk_path_seg *
                 c = d->next_sibling;
             }
         } else {
-            if (p->type != '[' || path[s].index < 0)
-                return -1;
+            if (p->type != '[' || path[s].index < 0) return -1;
             for (int k = 0; k < path[s].index && c >= 0; k++)
                 c = ix->nodes[c].next_sibling;
         }
         cur = c;
     }
-    if (cur < 0)
-        return -1;
+    if (cur < 0) return -1;
     const struct node *d = &ix->nodes[cur];
     if (want_key) {
-        if (!d->has_key)
-            return -1;
+        if (!d->has_key) return -1;
         *line = d->key_line;
         *col = d->key_col;
     } else {
@@ -418,8 +392,7 @@ int trk_posindex_count(const struct trk_posindex *ix)
 
 int trk_posindex_get(const struct trk_posindex *ix, int i, struct trk_posindex_entry *e)
 {
-    if (!ix || i < 0 || i >= ix->n)
-        return -1;
+    if (!ix || i < 0 || i >= ix->n) return -1;
     const struct node *d = &ix->nodes[i];
     e->off = d->off;
     e->line = d->line;

@@ -33,11 +33,11 @@ struct trk_path_seg {
 
 /* One indexed value, for tests and the fuzz target. */
 struct trk_posindex_entry {
-    size_t off;      /* byte offset of the value's first byte             */
-    int line, col;   /* its position                                      */
-    int depth;       /* 0 for the top-level value                         */
-    int has_key;     /* 1 when the value is an object member              */
-    size_t key_off;  /* byte offset of the key's opening quote            */
+    size_t off;     /* byte offset of the value's first byte             */
+    int line, col;  /* its position                                      */
+    int depth;      /* 0 for the top-level value                         */
+    int has_key;    /* 1 when the value is an object member              */
+    size_t key_off; /* byte offset of the key's opening quote            */
     int key_line, key_col;
 };
 

@@ -18,12 +18,12 @@
 #include "objects.h"
 #include "posindex.h"
 
-#define FUZZ_ASSERT(c)                                                              \
-    do {                                                                            \
-        if (!(c)) {                                                                 \
-            fprintf(stderr, "%s:%d: fuzz assertion failed: %s\n", __FILE__, __LINE__, #c); \
-            abort();                                                                \
-        }                                                                           \
+#define FUZZ_ASSERT(c)                                                                             \
+    do {                                                                                           \
+        if (!(c)) {                                                                                \
+            fprintf(stderr, "%s:%d: fuzz assertion failed: %s\n", __FILE__, __LINE__, #c);         \
+            abort();                                                                               \
+        }                                                                                          \
     } while (0)
 
 static size_t count_values(const json_t *v)
@@ -43,17 +43,17 @@ static size_t count_values(const json_t *v)
 static int valid_message(const char *s)
 {
     const unsigned char *p = (const unsigned char *)s;
-    if (!*p)
-        return 0;
+    if (!*p) return 0;
     while (*p) {
-        if (*p < 0x20 || *p == 0x7F)
-            return 0;
-        int k = *p < 0x80 ? 1 : (*p & 0xE0) == 0xC0 ? 2 : (*p & 0xF0) == 0xE0 ? 3 : (*p & 0xF8) == 0xF0 ? 4 : 0;
-        if (!k)
-            return 0;
+        if (*p < 0x20 || *p == 0x7F) return 0;
+        int k = *p < 0x80             ? 1
+                : (*p & 0xE0) == 0xC0 ? 2
+                : (*p & 0xF0) == 0xE0 ? 3
+                : (*p & 0xF8) == 0xF0 ? 4
+                                      : 0;
+        if (!k) return 0;
         for (int i = 1; i < k; i++)
-            if ((p[i] & 0xC0) != 0x80)
-                return 0;
+            if ((p[i] & 0xC0) != 0x80) return 0;
         p += k;
     }
     return 1;
@@ -150,8 +150,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check_error(text, size, &err);
     }
     /* The index is quadratic-free but the per-byte tables are not small. */
-    if (size <= 256 * 1024)
-        check_index(text, size);
+    if (size <= 256 * 1024) check_index(text, size);
     free(a);
     free(b);
     return 0;

@@ -16,12 +16,46 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static const char *const tokens[] = {
-    "{", "}", "[", "]", ",", ":", "\"", "\\", "\\u00e9", "\\ud83c\\udfaf", "\\u0000", "0", "-1",
-    "359", "360", "255", "256", "1e3", "2.5", "9223372036854775807", "99999999999999999999",
-    "true", "null", "\"objects\"", "\"name\"", "\"space\"", "\"lo\"", "\"hi\"", "\"min_mass\"",
-    "\"color\"", "\"#ff00ff\"", "\"hsv\"", "\"rgb\"", "\"ycbcr\"", "\n", "\r\n", "\xef\xbb\xbf",
-    "\xc3\xa9", "\xff", "\xe7\x90"};
+static const char *const tokens[] = { "{",
+                                      "}",
+                                      "[",
+                                      "]",
+                                      ",",
+                                      ":",
+                                      "\"",
+                                      "\\",
+                                      "\\u00e9",
+                                      "\\ud83c\\udfaf",
+                                      "\\u0000",
+                                      "0",
+                                      "-1",
+                                      "359",
+                                      "360",
+                                      "255",
+                                      "256",
+                                      "1e3",
+                                      "2.5",
+                                      "9223372036854775807",
+                                      "99999999999999999999",
+                                      "true",
+                                      "null",
+                                      "\"objects\"",
+                                      "\"name\"",
+                                      "\"space\"",
+                                      "\"lo\"",
+                                      "\"hi\"",
+                                      "\"min_mass\"",
+                                      "\"color\"",
+                                      "\"#ff00ff\"",
+                                      "\"hsv\"",
+                                      "\"rgb\"",
+                                      "\"ycbcr\"",
+                                      "\n",
+                                      "\r\n",
+                                      "\xef\xbb\xbf",
+                                      "\xc3\xa9",
+                                      "\xff",
+                                      "\xe7\x90" };
 
 static uint64_t rng;
 static uint64_t next(void)
@@ -67,8 +101,7 @@ static void on_crash(int sig)
     say("crash on ");
     say(cur_file);
     say(cur_mutation < 0 ? " (as is)" : " mutation ");
-    if (cur_mutation >= 0)
-        say(num + i);
+    if (cur_mutation >= 0) say(num + i);
     say("; input saved to ./crash-replay\n");
     int fd = open("crash-replay", O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd >= 0) {
@@ -94,8 +127,7 @@ static void mutate_and_run(const uint8_t *d, size_t n, int count)
             size_t at = len ? (size_t)(next() % (len + 1)) : 0;
             switch (next() % 5) {
             case 0: /* flip a byte */
-                if (at < len)
-                    m[at] ^= (uint8_t)(1u << (next() % 8));
+                if (at < len) m[at] ^= (uint8_t)(1u << (next() % 8));
                 break;
             case 1: { /* insert a token */
                 const char *t = tokens[next() % (sizeof tokens / sizeof tokens[0])];
@@ -115,9 +147,7 @@ static void mutate_and_run(const uint8_t *d, size_t n, int count)
                 }
                 break;
             }
-            case 3: /* truncate */
-                len = at;
-                break;
+            case 3: /* truncate */ len = at; break;
             default: { /* duplicate a span (repeats objects, nests deeper) */
                 size_t span = 1 + (size_t)(next() % 64);
                 if (at + span <= len && len + span <= cap) {
@@ -145,14 +175,12 @@ static int run_file(const char *path, int mutations)
     size_t r;
     while ((r = fread(d + n, 1, cap - n, f)) > 0) {
         n += r;
-        if (n == cap)
-            d = realloc(d, cap *= 2);
+        if (n == cap) d = realloc(d, cap *= 2);
     }
     fclose(f);
     cur_file = path;
     run(d, n, -1);
-    if (mutations)
-        mutate_and_run(d, n, mutations);
+    if (mutations) mutate_and_run(d, n, mutations);
     free(d);
     return 0;
 }
@@ -183,8 +211,7 @@ int main(int argc, char **argv)
             return 2;
         }
         if (!S_ISDIR(st.st_mode)) {
-            if (run_file(argv[i], mutations))
-                return 2;
+            if (run_file(argv[i], mutations)) return 2;
             files++;
             continue;
         }
@@ -197,8 +224,7 @@ int main(int argc, char **argv)
         size_t nn = 0;
         struct dirent *de;
         while ((de = readdir(dir))) {
-            if (de->d_name[0] == '.')
-                continue;
+            if (de->d_name[0] == '.') continue;
             names = realloc(names, (nn + 1) * sizeof *names);
             names[nn++] = strdup(de->d_name);
         }
@@ -208,8 +234,7 @@ int main(int argc, char **argv)
             char p[4096];
             snprintf(p, sizeof p, "%s/%s", argv[i], names[k]);
             if (stat(p, &st) == 0 && S_ISREG(st.st_mode)) {
-                if (run_file(p, mutations))
-                    return 2;
+                if (run_file(p, mutations)) return 2;
                 files++;
             }
             free(names[k]);

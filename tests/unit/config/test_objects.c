@@ -22,22 +22,21 @@
 static int failures;
 static const char *srcdir = ".", *tmpdir = ".";
 
-#define CHECK(cond)                                                                    \
-    do {                                                                               \
-        if (!(cond)) {                                                                 \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);  \
-            failures++;                                                                \
-        }                                                                              \
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);               \
+            failures++;                                                                            \
+        }                                                                                          \
     } while (0)
 
-#define CHECK_STR(a, b)                                                                        \
-    do {                                                                                       \
-        const char *a_ = (a), *b_ = (b);                                                       \
-        if (strcmp(a_, b_) != 0) {                                                             \
-            fprintf(stderr, "%s:%d: got\n  \"%s\"\nwant\n  \"%s\"\n", __FILE__, __LINE__, a_, \
-                    b_);                                                                       \
-            failures++;                                                                        \
-        }                                                                                      \
+#define CHECK_STR(a, b)                                                                            \
+    do {                                                                                           \
+        const char *a_ = (a), *b_ = (b);                                                           \
+        if (strcmp(a_, b_) != 0) {                                                                 \
+            fprintf(stderr, "%s:%d: got\n  \"%s\"\nwant\n  \"%s\"\n", __FILE__, __LINE__, a_, b_); \
+            failures++;                                                                            \
+        }                                                                                          \
     } while (0)
 
 static void path_in(char *buf, size_t n, const char *dir, const char *rel)
@@ -58,8 +57,8 @@ static int load_rel(const char *rel, struct trk_objects *o, struct trk_config_er
     return rc;
 }
 
-static void check_def(const struct trk_object_def *d, const char *name, enum trk_space sp,
-                      int l0, int l1, int l2, int h0, int h1, int h2, uint64_t min_mass)
+static void check_def(const struct trk_object_def *d, const char *name, enum trk_space sp, int l0,
+                      int l1, int l2, int h0, int h1, int h2, uint64_t min_mass)
 {
     CHECK_STR(d->name, name);
     CHECK(d->space == sp);
@@ -145,7 +144,8 @@ static void test_unicode_names(void)
     struct trk_config_error e;
     CHECK(load_rel("tests/unit/config/good/unicode_names.json", &o, &e) == 0);
     CHECK(o.n == 8);
-    CHECK_STR(o.def[0].name, "rouge \xc3\xa9" "carlate");
+    CHECK_STR(o.def[0].name, "rouge \xc3\xa9"
+                             "carlate");
     CHECK_STR(o.def[1].name, "\xe7\xbb\xbf\xe8\x89\xb2\xe7\x90\x83");
     CHECK_STR(o.def[2].name, "\xf0\x9f\x8e\xaf target");
     CHECK_STR(o.def[3].name, "\xf0\x9f\x94\xb5 blue"); /* surrogate pair escape */
@@ -173,11 +173,14 @@ static void test_example_and_demo(void)
 
 static void test_default_colors(void)
 {
-    struct trk_object_def d = {.space = TRK_SPACE_HSV, .lo = {0, 255, 255}, .hi = {0, 255, 255}};
+    struct trk_object_def d = { .space = TRK_SPACE_HSV,
+                                .lo = { 0, 255, 255 },
+                                .hi = { 0, 255, 255 } };
     uint8_t c[3];
     /* Pure hues at full saturation and value. */
-    static const int hue_rgb[][4] = {{0, 255, 0, 0},     {60, 255, 255, 0}, {120, 0, 255, 0},
-                                     {180, 0, 255, 255}, {240, 0, 0, 255},  {300, 255, 0, 255}};
+    static const int hue_rgb[][4] = { { 0, 255, 0, 0 },   { 60, 255, 255, 0 },
+                                      { 120, 0, 255, 0 }, { 180, 0, 255, 255 },
+                                      { 240, 0, 0, 255 }, { 300, 255, 0, 255 } };
     for (size_t i = 0; i < sizeof hue_rgb / sizeof hue_rgb[0]; i++) {
         d.lo[0] = d.hi[0] = (uint16_t)hue_rgb[i][0];
         trk_objects_default_color(&d, c);
@@ -191,24 +194,28 @@ static void test_default_colors(void)
     /* The default colour must round-trip through the colour rules: converting
      * it back to HSV gives (nearly) the centre of the box. */
     for (int h = 0; h < 360; h += 7) {
-        struct trk_object_def x = {.space = TRK_SPACE_HSV, .lo = {(uint16_t)h, 200, 100},
-                                   .hi = {(uint16_t)h, 255, 255}};
+        struct trk_object_def x = { .space = TRK_SPACE_HSV,
+                                    .lo = { (uint16_t)h, 200, 100 },
+                                    .hi = { (uint16_t)h, 255, 255 } };
         trk_objects_default_color(&x, c);
         uint16_t hh;
         uint8_t ss, vv;
         trk_rgb_to_hsv(c[0], c[1], c[2], &hh, &ss, &vv);
         int dh = abs((int)hh - h);
-        if (dh > 180)
-            dh = 360 - dh;
+        if (dh > 180) dh = 360 - dh;
         CHECK(dh <= 2);
         CHECK(abs((int)ss - 228) <= 3);
         CHECK(abs((int)vv - 178) <= 1);
     }
     /* ycbcr centre (128, 128, 128) is mid gray; rgb the box centre. */
-    struct trk_object_def y = {.space = TRK_SPACE_YCBCR, .lo = {0, 0, 0}, .hi = {255, 255, 255}};
+    struct trk_object_def y = { .space = TRK_SPACE_YCBCR,
+                                .lo = { 0, 0, 0 },
+                                .hi = { 255, 255, 255 } };
     trk_objects_default_color(&y, c);
     CHECK(c[0] == 128 && c[1] == 128 && c[2] == 128);
-    struct trk_object_def r = {.space = TRK_SPACE_RGB, .lo = {10, 20, 30}, .hi = {20, 40, 31}};
+    struct trk_object_def r = { .space = TRK_SPACE_RGB,
+                                .lo = { 10, 20, 30 },
+                                .hi = { 20, 40, 31 } };
     trk_objects_default_color(&r, c);
     CHECK(c[0] == 15 && c[1] == 30 && c[2] == 31);
 }
@@ -267,8 +274,7 @@ static void test_too_large(void)
     path_in(p, sizeof p, tmpdir, "too_large.json");
     FILE *f = fopen(p, "wb");
     CHECK(f && fwrite(s, 1, n, f) == n);
-    if (f)
-        fclose(f);
+    if (f) fclose(f);
     CHECK(trk_objects_load_file(p, &o, &e) == TRK_EINVAL);
     CHECK(e.line == 1 && e.col == 1 && strstr(e.msg, "too large") != NULL);
     unlink(p);
@@ -305,7 +311,7 @@ static void test_failure_leaves_output(void)
 
 static void test_error_format(void)
 {
-    struct trk_config_error e = {.file = "a.json", .line = 3, .col = 14, .msg = "boom"};
+    struct trk_config_error e = { .file = "a.json", .line = 3, .col = 14, .msg = "boom" };
     char buf[64];
     CHECK(trk_config_error_format(&e, buf, sizeof buf) == 17);
     CHECK_STR(buf, "a.json:3:14: boom");
@@ -376,14 +382,14 @@ static void test_validate(void)
     char m[256];
     CHECK(trk_objects_validate(&o, m, sizeof m) == 0);
     struct trk_objects b;
-#define EXPECT_INVALID(mutation, text)                                 \
-    do {                                                               \
-        b = o;                                                         \
-        mutation;                                                      \
-        CHECK(trk_objects_validate(&b, m, sizeof m) == TRK_EINVAL);    \
-        CHECK_STR(m, text);                                            \
-        CHECK(trk_objects_to_json(&b) == NULL);                        \
-        CHECK(trk_objects_to_value(&b) == NULL);                       \
+#define EXPECT_INVALID(mutation, text)                                                             \
+    do {                                                                                           \
+        b = o;                                                                                     \
+        mutation;                                                                                  \
+        CHECK(trk_objects_validate(&b, m, sizeof m) == TRK_EINVAL);                                \
+        CHECK_STR(m, text);                                                                        \
+        CHECK(trk_objects_to_json(&b) == NULL);                                                    \
+        CHECK(trk_objects_to_value(&b) == NULL);                                                   \
     } while (0)
     EXPECT_INVALID(b.n = -1, "object count -1 is out of range 0..256");
     EXPECT_INVALID(b.n = 257, "object count 257 is out of range 0..256");
@@ -396,8 +402,9 @@ static void test_validate(void)
     EXPECT_INVALID(b.def[3].space = (enum trk_space)7,
                    "objects[3].space 7 is not one of rgb, hsv, ycbcr");
     EXPECT_INVALID(b.def[0].lo[0] = 360, "objects[0].lo[0] = 360 is out of range 0..359 (hsv H)");
-    EXPECT_INVALID(b.def[3].lo[1] = 251,
-                   "objects[3].lo[1] = 251 is greater than hi[1] = 250 (only the hsv hue may wrap)");
+    EXPECT_INVALID(
+        b.def[3].lo[1] = 251,
+        "objects[3].lo[1] = 251 is greater than hi[1] = 250 (only the hsv hue may wrap)");
     EXPECT_INVALID(b.def[4].min_mass = 0,
                    "objects[4].min_mass 0 is out of range 1..9223372036854775807");
     EXPECT_INVALID(strcpy(b.def[6].name, "red"),
@@ -425,20 +432,20 @@ static uint32_t rnd(void)
  * characters; every space; wrapping hues; default and custom colours. */
 static void random_objects(struct trk_objects *o)
 {
-    static const char *const pieces[] = {"a", "Z", " ", "\"", "\\", "/", "\xc3\xa9",
-                                         "\xe7\x90\x83", "\xf0\x9f\x8e\xaf", "7", "{", "]"};
+    static const char *const pieces[] = {
+        "a", "Z", " ", "\"", "\\", "/", "\xc3\xa9", "\xe7\x90\x83", "\xf0\x9f\x8e\xaf",
+        "7", "{", "]"
+    };
     memset(o, 0, sizeof *o);
     o->n = (int)(rnd() % 20);
-    if (rnd() % 10 == 0)
-        o->n = TRK_MAX_OBJECTS;
+    if (rnd() % 10 == 0) o->n = TRK_MAX_OBJECTS;
     for (int i = 0; i < o->n; i++) {
         struct trk_object_def *d = &o->def[i];
         int len = snprintf(d->name, sizeof d->name, "%d", i); /* unique */
         int parts = (int)(rnd() % 12);
         for (int k = 0; k < parts; k++) {
             const char *p = pieces[rnd() % (sizeof pieces / sizeof pieces[0])];
-            if (len + (int)strlen(p) >= TRK_NAME_MAX)
-                break;
+            if (len + (int)strlen(p) >= TRK_NAME_MAX) break;
             strcpy(d->name + len, p);
             len += (int)strlen(p);
         }
@@ -476,8 +483,7 @@ static void test_round_trip(void)
         CHECK(trk_objects_validate(a, m, sizeof m) == 0);
         char *j = trk_objects_to_json(a);
         CHECK(j != NULL);
-        if (!j)
-            break;
+        if (!j) break;
         memset(b, 0xEE, sizeof *b);
         int rc = trk_objects_load_string(j, strlen(j), "to_json", b, &e);
         if (rc) {
@@ -499,8 +505,7 @@ static void test_round_trip(void)
         CHECK(v && trk_objects_from_json(v, "value", b, &e) == 0);
         CHECK(memcmp(a, b, sizeof *a) == 0);
         json_decref(v);
-        if (failures)
-            break;
+        if (failures) break;
     }
     /* A file's objects survive load -> save -> load unchanged. */
     CHECK(load_rel("tests/unit/config/good/unicode_names.json", a, &e) == 0);
@@ -516,12 +521,10 @@ static int count_entries(const char *dir)
 {
     DIR *d = opendir(dir);
     int n = 0;
-    if (!d)
-        return -1;
+    if (!d) return -1;
     struct dirent *de;
     while ((de = readdir(d)))
-        if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-            n++;
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) n++;
     closedir(d);
     return n;
 }
@@ -626,8 +629,8 @@ static void test_to_json_format(void)
 
 /* -------------------------------------------------------- position index */
 
-static void expect_pos(const struct trk_posindex *ix, const struct trk_path_seg *p, int n,
-                       int key, int line, int col)
+static void expect_pos(const struct trk_posindex *ix, const struct trk_path_seg *p, int n, int key,
+                       int line, int col)
 {
     int l = -1, c = -1;
     int rc = trk_posindex_find(ix, p, n, key, &l, &c);
@@ -638,8 +641,14 @@ static void expect_pos(const struct trk_posindex *ix, const struct trk_path_seg 
     }
 }
 
-#define K(s) {s, sizeof(s) - 1, -1}
-#define I(i) {NULL, 0, i}
+#define K(s)                                                                                       \
+    {                                                                                              \
+        s, sizeof(s) - 1, -1                                                                       \
+    }
+#define I(i)                                                                                       \
+    {                                                                                              \
+        NULL, 0, i                                                                                 \
+    }
 
 static void test_posindex(void)
 {
@@ -651,23 +660,24 @@ static void test_posindex(void)
     CHECK(trk_posindex_build(t, strlen(t), &ix) == 0);
     struct trk_path_seg root[1];
     expect_pos(ix, root, 0, 0, 1, 4);
-    struct trk_path_seg a[] = {K("a"), I(1), K("k\xc3\xa9")};
+    struct trk_path_seg a[] = { K("a"), I(1), K("k\xc3\xa9") };
     expect_pos(ix, a, 1, 0, 1, 10);
     expect_pos(ix, a, 1, 1, 1, 5);
     expect_pos(ix, a, 2, 0, 1, 14);
     expect_pos(ix, a, 3, 0, 1, 26);
     expect_pos(ix, a, 3, 1, 1, 15);
-    struct trk_path_seg b[] = {K("a"), I(2), I(1)};
+    struct trk_path_seg b[] = { K("a"), I(2), I(1) };
     expect_pos(ix, b, 2, 0, 2, 3);
     expect_pos(ix, b, 3, 0, 2, 10);
-    struct trk_path_seg c[] = {K("\xf0\x9f\x8e\xaf")};
+    struct trk_path_seg c[] = { K("\xf0\x9f\x8e\xaf") };
     expect_pos(ix, c, 1, 0, 2, 35);
     expect_pos(ix, c, 1, 1, 2, 18);
-    struct trk_path_seg d[] = {K("")};
+    struct trk_path_seg d[] = { K("") };
     expect_pos(ix, d, 1, 0, 3, 5);
     /* Absent paths. */
     int l, col;
-    struct trk_path_seg none1[] = {K("b")}, none2[] = {K("a"), I(3)}, none3[] = {K("a"), K("x")};
+    struct trk_path_seg none1[] = { K("b") }, none2[] = { K("a"), I(3) },
+                        none3[] = { K("a"), K("x") };
     CHECK(trk_posindex_find(ix, none1, 1, 0, &l, &col) == -1);
     CHECK(trk_posindex_find(ix, none2, 2, 0, &l, &col) == -1);
     CHECK(trk_posindex_find(ix, none3, 2, 0, &l, &col) == -1);
@@ -678,8 +688,8 @@ static void test_posindex(void)
     CHECK(ix == NULL);
 
     /* Text it cannot follow: partial index, no crash. */
-    static const char *const bad[] = {"", "{", "{\"a\"", "{\"a\":", "[1,", "[1 2]", "\"abc",
-                                      "{}}", "{\"a\\", "[{]}", "nul\\", "}"};
+    static const char *const bad[] = { "",      "{",   "{\"a\"", "{\"a\":", "[1,",   "[1 2]",
+                                       "\"abc", "{}}", "{\"a\\", "[{]}",    "nul\\", "}" };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         CHECK(trk_posindex_build(bad[i], strlen(bad[i]), &ix) == 1);
         trk_posindex_destroy(&ix);
@@ -713,15 +723,16 @@ static void test_demo_objects(void)
     static const struct {
         const char *name;
         uint8_t rgb[3];
-    } balls[] = {{"red", {230, 40, 40}},     {"green", {40, 200, 60}},  {"blue", {40, 80, 230}},
-                 {"yellow", {240, 220, 40}}, {"magenta", {220, 50, 220}}, {"cyan", {40, 210, 220}},
-                 {"orange", {250, 140, 30}}};
+    } balls[] = { { "red", { 230, 40, 40 } },      { "green", { 40, 200, 60 } },
+                  { "blue", { 40, 80, 230 } },     { "yellow", { 240, 220, 40 } },
+                  { "magenta", { 220, 50, 220 } }, { "cyan", { 40, 210, 220 } },
+                  { "orange", { 250, 140, 30 } } };
     struct trk_objects o;
     struct trk_config_error e;
     const char *demo = trk_objects_demo_json();
     CHECK(trk_objects_load_string(demo, strlen(demo), "demo", &o, &e) == 0);
     CHECK(o.n == 7);
-    int spaces[3] = {0};
+    int spaces[3] = { 0 };
     for (int i = 0; i < o.n; i++)
         spaces[o.def[i].space]++;
     CHECK(spaces[TRK_SPACE_RGB] >= 1 && spaces[TRK_SPACE_HSV] >= 1 && spaces[TRK_SPACE_YCBCR] >= 1);
@@ -730,14 +741,18 @@ static void test_demo_objects(void)
     for (size_t b = 0; b < 7; b++) {
         int own = trk_objects_find(&o, balls[b].name);
         CHECK(own >= 0);
-        if (own < 0)
-            continue;
+        if (own < 0) continue;
         CHECK(memcmp(o.color[own], balls[b].rgb, 3) == 0);
         for (int coef = 0; coef < 4; coef++) {
             for (int n = 0; n < 27; n++) {
                 uint8_t px[3];
                 for (int c = 0; c < 3; c++)
-                    px[c] = (uint8_t)(balls[b].rgb[c] + ((n / (c == 0 ? 1 : c == 1 ? 3 : 9)) % 3 - 1) * 3);
+                    px[c] = (uint8_t)(balls[b].rgb[c] + ((n / (c == 0   ? 1
+                                                               : c == 1 ? 3
+                                                                        : 9)) %
+                                                             3 -
+                                                         1) *
+                                                            3);
                 /* Through YUV and back, as a YUV source's rgb/hsv path. */
                 uint8_t y, cb, cr, rt[3];
                 trk_rgb_to_ycbcr(&trk_rgb2ycc_coefs[coef], px[0], px[1], px[2], &y, &cb, &cr);
@@ -756,8 +771,8 @@ static void test_demo_objects(void)
     /* Background: gray 60..195 with +-3 per channel noise. */
     for (int g = 57; g <= 198; g++)
         for (int n = 0; n < 343; n++) {
-            uint8_t px[3] = {(uint8_t)(g + n % 7 - 3), (uint8_t)(g + n / 7 % 7 - 3),
-                             (uint8_t)(g + n / 49 - 3)};
+            uint8_t px[3] = { (uint8_t)(g + n % 7 - 3), (uint8_t)(g + n / 7 % 7 - 3),
+                              (uint8_t)(g + n / 49 - 3) };
             for (int coef = 0; coef < 4; coef++)
                 for (int i = 0; i < o.n; i++)
                     if (matches(&o.def[i], px, coef)) {
@@ -775,24 +790,24 @@ static const struct {
     const char *name;
     void (*fn)(void);
 } tests[] = {
-    {"design_example", test_design_example},
-    {"all_spaces", test_all_spaces},
-    {"wrap_bom_crlf", test_wrap_bom_crlf},
-    {"empty", test_empty},
-    {"unicode_names", test_unicode_names},
-    {"example_and_demo", test_example_and_demo},
-    {"default_colors", test_default_colors},
-    {"max_objects", test_max_objects},
-    {"too_large", test_too_large},
-    {"failure_leaves_output", test_failure_leaves_output},
-    {"error_format", test_error_format},
-    {"from_json", test_from_json},
-    {"validate", test_validate},
-    {"round_trip", test_round_trip},
-    {"atomic_save", test_atomic_save},
-    {"to_json_format", test_to_json_format},
-    {"posindex", test_posindex},
-    {"demo_objects", test_demo_objects},
+    { "design_example", test_design_example },
+    { "all_spaces", test_all_spaces },
+    { "wrap_bom_crlf", test_wrap_bom_crlf },
+    { "empty", test_empty },
+    { "unicode_names", test_unicode_names },
+    { "example_and_demo", test_example_and_demo },
+    { "default_colors", test_default_colors },
+    { "max_objects", test_max_objects },
+    { "too_large", test_too_large },
+    { "failure_leaves_output", test_failure_leaves_output },
+    { "error_format", test_error_format },
+    { "from_json", test_from_json },
+    { "validate", test_validate },
+    { "round_trip", test_round_trip },
+    { "atomic_save", test_atomic_save },
+    { "to_json_format", test_to_json_format },
+    { "posindex", test_posindex },
+    { "demo_objects", test_demo_objects },
 };
 
 int main(int argc, char **argv)
@@ -808,8 +823,7 @@ int main(int argc, char **argv)
     mkdir(tmpdir, 0755);
     int ran = 0;
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
-        if (strcmp(argv[1], "all") && strcmp(argv[1], tests[i].name))
-            continue;
+        if (strcmp(argv[1], "all") && strcmp(argv[1], tests[i].name)) continue;
         int before = failures;
         tests[i].fn();
         printf("%s: %s\n", tests[i].name, failures == before ? "ok" : "FAILED");
