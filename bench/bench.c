@@ -30,10 +30,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_LIST 16
-#define MAX_RUNNERS 64
+#define MAX_LIST        16
+#define MAX_RUNNERS     64
 #define MAX_EXPERIMENTS 32
-#define DEFAULT_SEED 20240601u
+#define DEFAULT_SEED    20240601u
 
 /* ------------------------------------------------------------ extensions */
 
@@ -172,8 +172,9 @@ static int one_fmt(const char *it, int i, void *ctx)
 
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
-    *o = (struct opts){.variants = "all", .warmup = 3, .iters = 20, .ref_iters = 3,
-                       .seed = DEFAULT_SEED};
+    *o = (struct opts){
+        .variants = "all", .warmup = 3, .iters = 20, .ref_iters = 3, .seed = DEFAULT_SEED
+    };
     if (parse_list("640x480,1920x1080,3840x2160", MAX_LIST, one_size, o) < 0) return -1;
     o->nsizes = 3;
     o->nobjs = parse_list("1,8,32,128,256", MAX_LIST, one_obj, o);
@@ -184,23 +185,36 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int n = 0;
 #define OPT(name) (!strcmp(a, name) && v && (i++, 1))
-        if (OPT("--sizes")) n = o->nsizes = parse_list(v, MAX_LIST, one_size, o);
-        else if (OPT("--objects")) n = o->nobjs = parse_list(v, MAX_LIST, one_obj, o);
-        else if (OPT("--backends")) n = o->nkinds = parse_list(v, MAX_LIST, one_kind, o);
-        else if (OPT("--threads")) n = o->nthreads = parse_list(v, MAX_LIST, one_thread, o);
-        else if (OPT("--formats")) n = o->nfmts = parse_list(v, TRK_FMT_COUNT, one_fmt, o);
-        else if (OPT("--variants")) o->variants = v;
-        else if (OPT("--warmup")) n = parse_int(v, 0, 100000, &o->warmup) ? -1 : 1;
-        else if (OPT("--iters")) n = parse_int(v, 1, 100000, &o->iters) ? -1 : 1;
-        else if (OPT("--ref-iters")) n = parse_int(v, 1, 100000, &o->ref_iters) ? -1 : 1;
+        if (OPT("--sizes"))
+            n = o->nsizes = parse_list(v, MAX_LIST, one_size, o);
+        else if (OPT("--objects"))
+            n = o->nobjs = parse_list(v, MAX_LIST, one_obj, o);
+        else if (OPT("--backends"))
+            n = o->nkinds = parse_list(v, MAX_LIST, one_kind, o);
+        else if (OPT("--threads"))
+            n = o->nthreads = parse_list(v, MAX_LIST, one_thread, o);
+        else if (OPT("--formats"))
+            n = o->nfmts = parse_list(v, TRK_FMT_COUNT, one_fmt, o);
+        else if (OPT("--variants"))
+            o->variants = v;
+        else if (OPT("--warmup"))
+            n = parse_int(v, 0, 100000, &o->warmup) ? -1 : 1;
+        else if (OPT("--iters"))
+            n = parse_int(v, 1, 100000, &o->iters) ? -1 : 1;
+        else if (OPT("--ref-iters"))
+            n = parse_int(v, 1, 100000, &o->ref_iters) ? -1 : 1;
         else if (OPT("--seed")) {
             char *end;
             o->seed = strtoull(v, &end, 0);
             n = *end ? -1 : 1;
-        } else if (OPT("--json")) o->json = v;
-        else if (OPT("--opencv")) o->opencv = v;
-        else if (OPT("--torch")) o->torch = v;
-        else if (OPT("--dump-scenes")) o->dump = v;
+        } else if (OPT("--json"))
+            o->json = v;
+        else if (OPT("--opencv"))
+            o->opencv = v;
+        else if (OPT("--torch"))
+            o->torch = v;
+        else if (OPT("--dump-scenes"))
+            o->dump = v;
         else {
             fprintf(stderr, "trackd-bench: unknown or incomplete option %s\n", a);
             return -1;
@@ -247,8 +261,8 @@ static int dump_scene(const char *dir, const struct trk_scene *sc, uint64_t seed
     for (int i = 0; i < sc->n_objects; i++) {
         const struct trk_object_def *o = &sc->objects[i];
         fprintf(f, "%s\n {\"name\":\"%s\",\"space\":\"%s\",\"lo\":[%u,%u,%u],\"hi\":[%u,%u,%u]}",
-                i ? "," : "", o->name, space_name(o->space), o->lo[0], o->lo[1], o->lo[2],
-                o->hi[0], o->hi[1], o->hi[2]);
+                i ? "," : "", o->name, space_name(o->space), o->lo[0], o->lo[1], o->lo[2], o->hi[0],
+                o->hi[1], o->hi[2]);
     }
     fprintf(f, "]}\n");
     return fclose(f) ? -1 : 0;
@@ -311,8 +325,7 @@ static void baseline_free(struct baseline *bl)
 /* The entry for this scene: with the given thread setting when present, else
  * one thread (or no thread field), else none. With several variants (torch),
  * the fastest. */
-static const struct base *baseline_find(const struct baseline *bl, int w, int h, int m,
-                                        int threads)
+static const struct base *baseline_find(const struct baseline *bl, int w, int h, int m, int threads)
 {
     const struct base *best = NULL;
     for (int pass = 0; pass < 2 && !best; pass++) {
@@ -347,7 +360,8 @@ static void machine_probe(struct machine *m)
             char *c = strchr(line, ':');
             if (!c) continue;
             c++;
-            while (*c == ' ') c++;
+            while (*c == ' ')
+                c++;
             c[strcspn(c, "\n")] = '\0';
             snprintf(m->cpu, sizeof(m->cpu), "%s", c);
             break;
@@ -422,14 +436,16 @@ static int runners_create(const struct opts *o, int maxw, int maxh, struct runne
                     memset(x, 0, sizeof(*x));
                     x->kind = kind;
                     x->variant = vname;
-                    x->threads_arg = kind == TRK_BACKEND_CPU ? o->threads[t]
-                                     : kind == TRK_BACKEND_CPU_REF ? 1 : -1;
+                    x->threads_arg = kind == TRK_BACKEND_CPU       ? o->threads[t]
+                                     : kind == TRK_BACKEND_CPU_REF ? 1
+                                                                   : -1;
                     x->threads = x->threads_arg == 0 ? cores : x->threads_arg;
-                    struct trk_backend_cfg cfg = {.kind = kind, .max_width = maxw,
-                                                  .max_height = maxh,
-                                                  .threads = x->threads_arg < 0 ? 0
-                                                                                : x->threads_arg,
-                                                  .variant = vname};
+                    struct trk_backend_cfg cfg = { .kind = kind,
+                                                   .max_width = maxw,
+                                                   .max_height = maxh,
+                                                   .threads =
+                                                       x->threads_arg < 0 ? 0 : x->threads_arg,
+                                                   .variant = vname };
                     int err = trk_backend_create(&cfg, &x->b);
                     if (err == TRK_ENODEV) {
                         char why[256] = "";
@@ -446,7 +462,7 @@ static int runners_create(const struct opts *o, int maxw, int maxh, struct runne
                         return -1;
                     }
                     const char *name = trk_backend_name(x->b);
-                    if (vname && !strchr(name, ':'))
+                    if (vname && v > 0 && !strchr(name, ':'))
                         snprintf(x->label, sizeof(x->label), "%s:%s", name, vname);
                     else
                         snprintf(x->label, sizeof(x->label), "%s", name);
@@ -461,8 +477,8 @@ static int runners_create(const struct opts *o, int maxw, int maxh, struct runne
 
 static int results_equal(const struct trk_obj_result *a, const struct trk_obj_result *b)
 {
-    return a->mass == b->mass && a->sum_x == b->sum_x && a->sum_y == b->sum_y &&
-           a->x0 == b->x0 && a->y0 == b->y0 && a->x1 == b->x1 && a->y1 == b->y1;
+    return a->mass == b->mass && a->sum_x == b->sum_x && a->sum_y == b->sum_y && a->x0 == b->x0 &&
+           a->y0 == b->y0 && a->x1 == b->x1 && a->y1 == b->y1;
 }
 
 /* Prints the first differences loudly; returns how many objects differ. */
@@ -478,10 +494,9 @@ static int check_results(const char *label, const char *scene, const struct trk_
                     "%d,%d,%d,%d; got mass %llu sum %llu,%llu box %d,%d,%d,%d\n",
                     label, scene, i, (unsigned long long)want[i].mass,
                     (unsigned long long)want[i].sum_x, (unsigned long long)want[i].sum_y,
-                    want[i].x0, want[i].y0, want[i].x1, want[i].y1,
-                    (unsigned long long)got[i].mass, (unsigned long long)got[i].sum_x,
-                    (unsigned long long)got[i].sum_y, got[i].x0, got[i].y0, got[i].x1,
-                    got[i].y1);
+                    want[i].x0, want[i].y0, want[i].x1, want[i].y1, (unsigned long long)got[i].mass,
+                    (unsigned long long)got[i].sum_x, (unsigned long long)got[i].sum_y, got[i].x0,
+                    got[i].y0, got[i].x1, got[i].y1);
         bad++;
     }
     return bad;
@@ -506,7 +521,8 @@ static void json_write(FILE *f, const struct opts *o, const struct machine *m,
                        const struct row *rows, int n, int mismatches, int opencv_mass_bad)
 {
     fprintf(f, "{\n \"tool\": \"trackd-bench\",\n");
-    fprintf(f, " \"machine\": {\"cpu\": \"%s\", \"cores\": %d, \"os\": \"%s\", \"date\": \"%s\"},\n",
+    fprintf(f,
+            " \"machine\": {\"cpu\": \"%s\", \"cores\": %d, \"os\": \"%s\", \"date\": \"%s\"},\n",
             m->cpu, m->cores, m->os, m->date);
     fprintf(f, " \"seed\": %llu, \"warmup\": %d, \"iters\": %d, \"ref_iters\": %d,\n",
             (unsigned long long)o->seed, o->warmup, o->iters, o->ref_iters);
@@ -594,7 +610,7 @@ int main(int argc, char **argv)
         return 0;
     }
 
-    struct baseline ocv = {0}, torch = {0};
+    struct baseline ocv = { 0 }, torch = { 0 };
     if (o.opencv && baseline_load(o.opencv, &ocv)) return 1;
     if (o.torch && baseline_load(o.torch, &torch)) return 1;
 
@@ -613,8 +629,9 @@ int main(int argc, char **argv)
     /* The truth for every check; reused from the cpu-ref runner when there is one. */
     struct trk_backend *truth_be = NULL;
     if (!have_ref_runner) {
-        struct trk_backend_cfg cfg = {.kind = TRK_BACKEND_CPU_REF, .max_width = maxw,
-                                      .max_height = maxh};
+        struct trk_backend_cfg cfg = { .kind = TRK_BACKEND_CPU_REF,
+                                       .max_width = maxw,
+                                       .max_height = maxh };
         int err = trk_backend_create(&cfg, &truth_be);
         if (err) {
             fprintf(stderr, "trackd-bench: cpu-ref: %s\n", trk_strerror(err));
@@ -656,8 +673,9 @@ int main(int argc, char **argv)
                 /* RGB sources use BT.601 full range (JPEG's YCbCr); YUV scenes
                  * are encoded as BT.709 limited, what cameras and files send. */
                 bool yuv = fmt >= TRK_FMT_YUYV;
-                err = trk_image_from_rgb(sc.rgb, w, h, fmt, yuv ? TRK_MATRIX_BT709 : TRK_MATRIX_BT601,
-                                         !yuv, 0, &buf, &img);
+                err =
+                    trk_image_from_rgb(sc.rgb, w, h, fmt, yuv ? TRK_MATRIX_BT709 : TRK_MATRIX_BT601,
+                                       !yuv, 0, &buf, &img);
                 if (err) {
                     fprintf(stderr, "trackd-bench: image: %s\n", trk_strerror(err));
                     failed = 1;
@@ -687,7 +705,7 @@ int main(int argc, char **argv)
                     }
                     int bad = 0;
                     for (int it = -warm; it < iters; it++) {
-                        struct trk_backend_timing t = {0, 0, 0};
+                        struct trk_backend_timing t = { 0, 0, 0 };
                         double t0 = trk_bench_now_ms();
                         err = trk_backend_process(x->b, &img, NULL, got, &t);
                         double dt = trk_bench_now_ms() - t0;
@@ -697,8 +715,10 @@ int main(int argc, char **argv)
                             failed = 1;
                             break;
                         }
-                        if (is_ref && ri == 0 && it == -warm) memcpy(truth, got, sizeof(got[0]) * (size_t)m);
-                        else bad += check_results(x->label, scene, truth, got, m);
+                        if (is_ref && ri == 0 && it == -warm)
+                            memcpy(truth, got, sizeof(got[0]) * (size_t)m);
+                        else
+                            bad += check_results(x->label, scene, truth, got, m);
                         if (it >= 0) {
                             t_wall[it] = dt;
                             t_total[it] = t.total_ms;
@@ -736,8 +756,10 @@ int main(int argc, char **argv)
                         }
                     }
                     char thr[16], c1[16], c2[16], c3[16];
-                    if (x->threads_arg < 0) snprintf(thr, sizeof(thr), "-");
-                    else snprintf(thr, sizeof(thr), "%d", x->threads);
+                    if (x->threads_arg < 0)
+                        snprintf(thr, sizeof(thr), "-");
+                    else
+                        snprintf(thr, sizeof(thr), "%d", x->threads);
                     fmt_ratio(c1, sizeof(c1), r->vs_ref);
                     fmt_ratio(c2, sizeof(c2), r->vs_opencv);
                     fmt_ratio(c3, sizeof(c3), r->vs_torch);
@@ -755,9 +777,11 @@ int main(int argc, char **argv)
                             (uint64_t)ms->items[i].number != truth[i].mass)
                             nbad++;
                     if (nbad) {
-                        fprintf(stderr, "OPENCV MASS MISMATCH on %s: the OpenCV baseline did not "
-                                        "compute what the backends compute (different scene "
-                                        "seed?)\n", scene);
+                        fprintf(stderr,
+                                "OPENCV MASS MISMATCH on %s: the OpenCV baseline did not "
+                                "compute what the backends compute (different scene "
+                                "seed?)\n",
+                                scene);
                         opencv_mass_bad++;
                     }
                 }
@@ -777,9 +801,12 @@ int main(int argc, char **argv)
         }
     }
     if (mismatches)
-        fprintf(stderr, "trackd-bench: %d case(s) where a backend's results differ from "
-                        "cpu-ref: see MISMATCH lines above\n", mismatches);
-    for (int i = 0; i < nr; i++) trk_backend_destroy(&runners[i].b);
+        fprintf(stderr,
+                "trackd-bench: %d case(s) where a backend's results differ from "
+                "cpu-ref: see MISMATCH lines above\n",
+                mismatches);
+    for (int i = 0; i < nr; i++)
+        trk_backend_destroy(&runners[i].b);
     trk_backend_destroy(&truth_be);
     baseline_free(&ocv);
     baseline_free(&torch);

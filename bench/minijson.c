@@ -33,14 +33,16 @@ static void fail(struct parser *ps, const char *fmt, ...)
 
 static void skip_ws(struct parser *ps)
 {
-    while (*ps->p == ' ' || *ps->p == '\t' || *ps->p == '\n' || *ps->p == '\r') ps->p++;
+    while (*ps->p == ' ' || *ps->p == '\t' || *ps->p == '\n' || *ps->p == '\r')
+        ps->p++;
 }
 
 static void free_node(struct trk_json *v)
 {
     free(v->key);
     free(v->string);
-    for (size_t i = 0; i < v->n; i++) free_node(&v->items[i]);
+    for (size_t i = 0; i < v->n; i++)
+        free_node(&v->items[i]);
     free(v->items);
 }
 
@@ -79,7 +81,8 @@ static char *parse_string(struct parser *ps)
      * the escaped one, so one allocation of the raw length suffices. */
     const char *s = ++ps->p;
     size_t raw = 0;
-    while (s[raw] && s[raw] != '"') raw += s[raw] == '\\' && s[raw + 1] ? 2 : 1;
+    while (s[raw] && s[raw] != '"')
+        raw += s[raw] == '\\' && s[raw + 1] ? 2 : 1;
     if (!s[raw]) {
         fail(ps, "unterminated string");
         return NULL;
@@ -124,8 +127,10 @@ static char *parse_string(struct parser *ps)
                 int ok = 1;
                 for (int i = 0; i < 4 && ok; i++) {
                     int h = hexval(ps->p[2 + i]);
-                    if (h < 0) ok = 0; /* stops at the NUL of a cut-off text */
-                    else lo = lo << 4 | (unsigned)h;
+                    if (h < 0)
+                        ok = 0; /* stops at the NUL of a cut-off text */
+                    else
+                        lo = lo << 4 | (unsigned)h;
                 }
                 if (ok && lo >= 0xDC00 && lo < 0xE000) {
                     cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
@@ -250,7 +255,7 @@ static int parse_value(struct parser *ps, struct trk_json *v, int depth)
 
 struct trk_json *trk_json_parse(const char *text, char *err, size_t err_len)
 {
-    struct parser ps = {text, text, err, err_len, 0};
+    struct parser ps = { text, text, err, err_len, 0 };
     struct trk_json *root = calloc(1, sizeof(*root));
     if (!root) {
         if (err && err_len) snprintf(err, err_len, "out of memory");

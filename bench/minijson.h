@@ -23,9 +23,9 @@ enum trk_json_type {
  * children carry their member name in `key`. */
 struct trk_json {
     enum trk_json_type type;
-    char *key;      /* member name inside an object, else NULL */
-    double number;  /* TRK_JSON_NUMBER, TRK_JSON_BOOL (0/1) */
-    char *string;   /* TRK_JSON_STRING (decoded, NUL-terminated) */
+    char *key;     /* member name inside an object, else NULL */
+    double number; /* TRK_JSON_NUMBER, TRK_JSON_BOOL (0/1) */
+    char *string;  /* TRK_JSON_STRING (decoded, NUL-terminated) */
     struct trk_json *items;
     size_t n;
 };

@@ -38,6 +38,14 @@
 #include <time.h>
 #include <unistd.h>
 
+/* x86-64 with GCC: the 4-word (129..256 objects) kernels get an AVX2 copy,
+ * chosen at run time, so one binary runs everywhere and uses one 256-bit
+ * register per mask where it can. Elsewhere the portable vector code runs. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define FAST_X86 1
+#include <immintrin.h>
+#endif
+
 /* Most worker threads one instance starts (cfg->threads is clamped). */
 #define FAST_MAX_THREADS 64
 /* Mask words for TRK_MAX_OBJECTS objects. */
@@ -54,8 +62,8 @@
 #define FAST_PLANES 6
 
 struct tables {
-    int n;  /* objects */
-    int nw; /* 64-bit words per mask: 1, 2 or 4 */
+    int n;      /* objects */
+    int nw;     /* 64-bit words per mask: 1, 2 or 4 */
     int has[3]; /* per trk_space: some object uses it */
     /* full[space][channel]: FAST_NVALS rows of nw words (stride nw), 32-byte
      * aligned so a row loads as one vector. sum[space][channel]: one word
@@ -74,17 +82,35 @@ struct acc {
     int32_t x0, y0, x1, y1;
 };
 
+struct worker;
+struct fctx;
+/* Row kernels (cpu_fast_kern.h): classify one row segment, flush its runs. */
+typedef void (*rgb_only_fn)(struct worker *, const struct fctx *, const uint8_t *, const uint8_t *,
+                            const uint8_t *, int, int, int);
+typedef void (*generic_fn)(struct worker *, const struct fctx *, const uint8_t *, const uint8_t *,
+                           const uint8_t *, const uint8_t *, const uint8_t *, const uint8_t *, int,
+                           int, int);
+
+/* The kernels one instance uses, by [mask width: 1, 2, 4 words][pixel
+ * stride: 1, 3, 4]: the portable ones, with the AVX2 copies for 4 words
+ * when the CPU has AVX2 (kernels_pick). */
+struct kernels {
+    rgb_only_fn rgb_only[3][3];
+    generic_fn generic[3][3];
+};
+
 /* One frame's work, written by the caller thread before the workers wake and
  * only read by them. */
 struct fctx {
     const struct tables *tab;
+    const struct kernels *kern;
     const struct trk_image *img;
     const struct trk_yuv2rgb_coef *k_yuv;
     const struct trk_rgb2ycc_coef *k_ycc;
-    int xa, xb, ya, yb;   /* scanned region: union of the live ROIs */
-    int use_rois;         /* clip runs to roi[] */
+    int xa, xb, ya, yb;                  /* scanned region: union of the live ROIs */
+    int use_rois;                        /* clip runs to roi[] */
     struct trk_roi roi[TRK_MAX_OBJECTS]; /* clipped; empty = {0,0,-1,-1} */
-    atomic_int next_row;  /* strip dispenser */
+    atomic_int next_row;                 /* strip dispenser */
 };
 
 struct cpu_fast;
@@ -103,6 +129,8 @@ struct cpu_fast {
     int nthreads;
     struct tables tab;
     void *tab_mem;
+    struct kernels kern;
+    int portable; /* variant "lut-portable": no instruction-set dispatch */
     struct worker *w;
     struct fctx f;
     /* Pool hand-off: gen counts frames posted; pending counts workers still
@@ -162,15 +190,15 @@ typedef uint64_t m128 __attribute__((vector_size(16)));
 typedef uint64_t m256 __attribute__((vector_size(32)));
 
 /* Loads of one table row (tables are 64-byte aligned, rows nw words). */
-#define ld64(p) (*(p))
+#define ld64(p)  (*(p))
 #define ld128(p) (*(const m128 *)(p))
 #define ld256(p) (*(const m256 *)(p))
 
-#define NW 1
-#define MT uint64_t
-#define MLD ld64
+#define NW      1
+#define MT      uint64_t
+#define MLD     ld64
 #define MANY(m) ((m) != 0)
-#define MZERO 0
+#define MZERO   0
 #include "cpu_fast_kern.h"
 #undef NW
 #undef MT
@@ -178,11 +206,11 @@ typedef uint64_t m256 __attribute__((vector_size(32)));
 #undef MANY
 #undef MZERO
 
-#define NW 2
-#define MT m128
-#define MLD ld128
+#define NW      2
+#define MT      m128
+#define MLD     ld128
 #define MANY(m) (((m)[0] | (m)[1]) != 0)
-#define MZERO ((m128){0, 0})
+#define MZERO   ((m128){ 0, 0 })
 #include "cpu_fast_kern.h"
 #undef NW
 #undef MT
@@ -190,11 +218,24 @@ typedef uint64_t m256 __attribute__((vector_size(32)));
 #undef MANY
 #undef MZERO
 
-#define NW 4
-#define MT m256
-#define MLD ld256
+#ifdef FAST_X86
+/* SSE2 (every x86-64): OR the halves, one byte compare and movemask; GCC's
+ * generic code for m[0]|m[1]|m[2]|m[3] moves every word to a GPR. */
+static inline __attribute__((always_inline)) int any256_sse2(m256 m)
+{
+    __m128i lo = _mm_set_epi64x((long long)m[1], (long long)m[0]);
+    __m128i hi = _mm_set_epi64x((long long)m[3], (long long)m[2]);
+    __m128i t = _mm_or_si128(lo, hi);
+    return _mm_movemask_epi8(_mm_cmpeq_epi8(t, _mm_setzero_si128())) != 0xFFFF;
+}
+#define MANY(m) any256_sse2(m)
+#else
 #define MANY(m) (((m)[0] | (m)[1] | (m)[2] | (m)[3]) != 0)
-#define MZERO ((m256){0, 0, 0, 0})
+#endif
+#define NW    4
+#define MT    m256
+#define MLD   ld256
+#define MZERO ((m256){ 0, 0, 0, 0 })
 #include "cpu_fast_kern.h"
 #undef NW
 #undef MT
@@ -202,23 +243,53 @@ typedef uint64_t m256 __attribute__((vector_size(32)));
 #undef MANY
 #undef MZERO
 
-typedef void (*rgb_only_fn)(struct worker *, const struct fctx *, const uint8_t *, const uint8_t *,
-                            const uint8_t *, int, int, int);
-typedef void (*generic_fn)(struct worker *, const struct fctx *, const uint8_t *, const uint8_t *,
-                           const uint8_t *, const uint8_t *, const uint8_t *, const uint8_t *,
-                           int, int, int);
+#ifdef FAST_X86
+#pragma GCC push_options
+#pragma GCC target("avx2")
+#define NW      4
+#define KVAR    _avx2
+#define MT      m256
+#define MLD     ld256
+#define MANY(m) (!_mm256_testz_si256((__m256i)(m), (__m256i)(m)))
+#define MZERO   ((m256){ 0, 0, 0, 0 })
+#include "cpu_fast_kern.h"
+#undef NW
+#undef MT
+#undef MLD
+#undef MANY
+#undef MZERO
+#pragma GCC pop_options
+#endif
 
 /* [mask width index: nw 1, 2, 4][stride index: 1, 3, 4] */
 static const rgb_only_fn rgb_only_fns[3][3] = {
-    {rgb_only_w1_s1, rgb_only_w1_s3, rgb_only_w1_s4},
-    {rgb_only_w2_s1, rgb_only_w2_s3, rgb_only_w2_s4},
-    {rgb_only_w4_s1, rgb_only_w4_s3, rgb_only_w4_s4},
+    { rgb_only_w1_s1, rgb_only_w1_s3, rgb_only_w1_s4 },
+    { rgb_only_w2_s1, rgb_only_w2_s3, rgb_only_w2_s4 },
+    { rgb_only_w4_s1, rgb_only_w4_s3, rgb_only_w4_s4 },
 };
 static const generic_fn generic_fns[3][3] = {
-    {generic_w1_s1, generic_w1_s3, generic_w1_s4},
-    {generic_w2_s1, generic_w2_s3, generic_w2_s4},
-    {generic_w4_s1, generic_w4_s3, generic_w4_s4},
+    { generic_w1_s1, generic_w1_s3, generic_w1_s4 },
+    { generic_w2_s1, generic_w2_s3, generic_w2_s4 },
+    { generic_w4_s1, generic_w4_s3, generic_w4_s4 },
 };
+
+static void kernels_pick(struct kernels *k, int portable)
+{
+    memcpy(k->rgb_only, rgb_only_fns, sizeof(k->rgb_only));
+    memcpy(k->generic, generic_fns, sizeof(k->generic));
+#ifdef FAST_X86
+    if (!portable && __builtin_cpu_supports("avx2")) {
+        static const rgb_only_fn r4[3] = { rgb_only_w4_avx2_s1, rgb_only_w4_avx2_s3,
+                                           rgb_only_w4_avx2_s4 };
+        static const generic_fn g4[3] = { generic_w4_avx2_s1, generic_w4_avx2_s3,
+                                          generic_w4_avx2_s4 };
+        memcpy(k->rgb_only[2], r4, sizeof(r4));
+        memcpy(k->generic[2], g4, sizeof(g4));
+    }
+#else
+    (void)portable;
+#endif
+}
 
 static int nw_index(int nw)
 {
@@ -266,17 +337,16 @@ static void decode_ycc_row(const struct trk_image *img, int y, int xa, int xb, u
         }
         break;
     }
-    default:
-        break;
+    default: break;
     }
 }
 
 /* R, G, B from decoded Y, Cb, Cr planes: color.h's trk_yuv_to_rgb with the
  * chroma terms computed once per chroma sample (the same integer sums, so
  * the same bytes). */
-static void yuv_planes_to_rgb(const struct trk_yuv2rgb_coef *k, int xa, int xb,
-                              const uint8_t *py, const uint8_t *pcb, const uint8_t *pcr,
-                              uint8_t *pr, uint8_t *pg, uint8_t *pb)
+static void yuv_planes_to_rgb(const struct trk_yuv2rgb_coef *k, int xa, int xb, const uint8_t *py,
+                              const uint8_t *pcb, const uint8_t *pcr, uint8_t *pr, uint8_t *pg,
+                              uint8_t *pb)
 {
     int x = xa;
     while (x <= xb) {
@@ -295,8 +365,8 @@ static void yuv_planes_to_rgb(const struct trk_yuv2rgb_coef *k, int xa, int xb,
 
 /* Y, Cb, Cr of packed RGB pixels (ycbcr objects on an RGB frame). */
 static void rgb_to_ycc_row(const struct trk_rgb2ycc_coef *k, const uint8_t *rp, const uint8_t *gp,
-                           const uint8_t *bp, int stride, int xa, int xb, uint8_t *py,
-                           uint8_t *pcb, uint8_t *pcr)
+                           const uint8_t *bp, int stride, int xa, int xb, uint8_t *py, uint8_t *pcb,
+                           uint8_t *pcr)
 {
     for (int x = xa; x <= xb; x++) {
         size_t o = (size_t)x * stride;
@@ -320,12 +390,12 @@ static void do_row(struct worker *w, const struct fctx *f, int y)
         const uint8_t *rp = row + (bgr ? 2 : 0), *gp = row + 1, *bp = row + (bgr ? 0 : 2);
         int si = stride_index(stride);
         if (rgb_only) {
-            rgb_only_fns[nwi][si](w, f, rp, gp, bp, f->xa, f->xb, y);
+            f->kern->rgb_only[nwi][si](w, f, rp, gp, bp, f->xa, f->xb, y);
             return;
         }
         if (t->has[TRK_SPACE_YCBCR])
             rgb_to_ycc_row(f->k_ycc, rp, gp, bp, stride, f->xa, f->xb, pl[3], pl[4], pl[5]);
-        generic_fns[nwi][si](w, f, rp, gp, bp, pl[3], pl[4], pl[5], f->xa, f->xb, y);
+        f->kern->generic[nwi][si](w, f, rp, gp, bp, pl[3], pl[4], pl[5], f->xa, f->xb, y);
         return;
     }
     /* YUV: native samples into planes; RGB only when rgb/hsv objects exist. */
@@ -333,23 +403,24 @@ static void do_row(struct worker *w, const struct fctx *f, int y)
     if (t->has[TRK_SPACE_RGB] || t->has[TRK_SPACE_HSV])
         yuv_planes_to_rgb(f->k_yuv, f->xa, f->xb, pl[3], pl[4], pl[5], pl[0], pl[1], pl[2]);
     if (rgb_only)
-        rgb_only_fns[nwi][0](w, f, pl[0], pl[1], pl[2], f->xa, f->xb, y);
+        f->kern->rgb_only[nwi][0](w, f, pl[0], pl[1], pl[2], f->xa, f->xb, y);
     else
-        generic_fns[nwi][0](w, f, pl[0], pl[1], pl[2], pl[3], pl[4], pl[5], f->xa, f->xb, y);
+        f->kern->generic[nwi][0](w, f, pl[0], pl[1], pl[2], pl[3], pl[4], pl[5], f->xa, f->xb, y);
 }
 
 /* A thread's share of a frame: strips from the dispenser until none is left. */
 static void run_share(struct worker *w, struct fctx *f, int n)
 {
     for (int i = 0; i < n; i++) {
-        w->acc[i] = (struct acc){0, 0, 0, INT32_MAX, INT32_MAX, -1, -1};
+        w->acc[i] = (struct acc){ 0, 0, 0, INT32_MAX, INT32_MAX, -1, -1 };
     }
     for (;;) {
         int y0 = atomic_fetch_add_explicit(&f->next_row, FAST_STRIP_ROWS, memory_order_relaxed);
         if (y0 > f->yb) break;
         int y1 = y0 + FAST_STRIP_ROWS - 1;
         if (y1 > f->yb) y1 = f->yb;
-        for (int y = y0; y <= y1; y++) do_row(w, f, y);
+        for (int y = y0; y <= y1; y++)
+            do_row(w, f, y);
     }
 }
 
@@ -362,7 +433,8 @@ static void *worker_main(void *arg)
     unsigned long seen = 0;
     for (;;) {
         pthread_mutex_lock(&s->mu);
-        while (s->gen == seen && !s->quit) pthread_cond_wait(&s->go, &s->mu);
+        while (s->gen == seen && !s->quit)
+            pthread_cond_wait(&s->go, &s->mu);
         if (s->quit) {
             pthread_mutex_unlock(&s->mu);
             return NULL;
@@ -419,11 +491,15 @@ static int fast_create(const struct trk_backend_cfg *cfg, void **self)
 {
     *self = NULL;
     if (cfg->threads < 0) return TRK_EINVAL;
+    if (cfg->variant && strcmp(cfg->variant, "lut") && strcmp(cfg->variant, "lut-portable"))
+        return TRK_EINVAL;
     struct cpu_fast *s = calloc(1, sizeof(*s));
     if (!s) return TRK_ENOMEM;
     s->max_width = cfg->max_width;
     s->max_height = cfg->max_height;
     s->nthreads = thread_count(cfg->threads);
+    s->portable = cfg->variant && !strcmp(cfg->variant, "lut-portable");
+    kernels_pick(&s->kern, s->portable);
 
     /* Tables: 9 full (FAST_NVALS x 4 words) + 9 summaries, one block. */
     size_t full_words = (size_t)FAST_NVALS * FAST_MAX_WORDS;
@@ -456,7 +532,8 @@ static int fast_create(const struct trk_backend_cfg *cfg, void **self)
         w->be = s;
         w->plane[0] = malloc(plane_bytes * FAST_PLANES);
         if (!w->plane[0]) goto nomem;
-        for (int k = 1; k < FAST_PLANES; k++) w->plane[k] = w->plane[0] + k * plane_bytes;
+        for (int k = 1; k < FAST_PLANES; k++)
+            w->plane[k] = w->plane[0] + k * plane_bytes;
     }
 
     if (pthread_mutex_init(&s->mu, NULL)) goto nomem;
@@ -529,6 +606,7 @@ static int fast_submit(void *self, const struct trk_image *img, const struct trk
     double t0 = now_ms();
 
     f->tab = &s->tab;
+    f->kern = &s->kern;
     f->img = img;
     int ci = trk_coef_index((int)img->matrix, img->full_range);
     f->k_yuv = &trk_yuv2rgb_coefs[ci];
@@ -539,7 +617,7 @@ static int fast_submit(void *self, const struct trk_image *img, const struct trk
     for (int i = 0; i < n; i++) {
         struct trk_roi *r = &f->roi[i];
         if (!trk_roi_clip(rois, i, img->width, img->height, r)) {
-            *r = (struct trk_roi){0, 0, -1, -1};
+            *r = (struct trk_roi){ 0, 0, -1, -1 };
             continue;
         }
         if (r->x0 < xa) xa = r->x0;
@@ -568,7 +646,8 @@ static int fast_submit(void *self, const struct trk_image *img, const struct trk
         run_share(&s->w[0], f, n);
         if (nt > 1) {
             pthread_mutex_lock(&s->mu);
-            while (s->pending > 0) pthread_cond_wait(&s->done, &s->mu);
+            while (s->pending > 0)
+                pthread_cond_wait(&s->done, &s->mu);
             pthread_mutex_unlock(&s->mu);
         }
     }
@@ -577,7 +656,7 @@ static int fast_submit(void *self, const struct trk_image *img, const struct trk
     int nacc = xb < 0 ? 0 : nt;
     /* Merge: sums add, boxes take min/max; any order gives the same integers. */
     for (int i = 0; i < n; i++) {
-        struct acc m = {0, 0, 0, INT32_MAX, INT32_MAX, -1, -1};
+        struct acc m = { 0, 0, 0, INT32_MAX, INT32_MAX, -1, -1 };
         for (int k = 0; k < nacc; k++) {
             const struct acc *a = &s->w[k].acc[i];
             m.mass += a->mass;
@@ -614,6 +693,17 @@ static int fast_wait(void *self, struct trk_obj_result *out, struct trk_backend_
     return 0;
 }
 
+/* Variants: "lut" (default) uses the best kernels this CPU runs; "lut-portable"
+ * only the baseline-ISA ones, so tests cover both and the benchmark shows
+ * what the AVX2 copies buy. */
+static const char *const fast_variants[] = { "lut", "lut-portable", NULL };
+
+static const char *fast_describe(void *self)
+{
+    const struct cpu_fast *s = self;
+    return s->portable ? "cpu:lut-portable" : "cpu";
+}
+
 const struct trk_backend_ops trk_cpu_fast_ops = {
     .name = "cpu",
     .create = fast_create,
@@ -621,6 +711,6 @@ const struct trk_backend_ops trk_cpu_fast_ops = {
     .set_objects = fast_set_objects,
     .submit = fast_submit,
     .wait = fast_wait,
-    .describe = NULL,
-    .variants = NULL,
+    .describe = fast_describe,
+    .variants = fast_variants,
 };

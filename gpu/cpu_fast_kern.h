@@ -1,9 +1,10 @@
 /* Row kernels of the fast CPU backend, instantiated once per mask width.
  *
- * C has no templates, so cpu_fast.c includes this file three times with
- * NW (64-bit words per object mask: 1, 2 or 4), MT (the mask type: uint64_t
- * or a GCC vector of NW words), and the mask operations MLD (load NW words
- * from a table row), MANY (any bit set) and MZERO defined. Everything here
+ * C has no templates, so cpu_fast.c includes this file once per mask width
+ * with NW (64-bit words per object mask: 1, 2 or 4), MT (the mask type:
+ * uint64_t or a GCC vector of NW words), the mask operations MLD (load NW
+ * words from a table row), MANY (any bit set) and MZERO defined, and KVAR (a
+ * name suffix) when it compiles an extra copy for another instruction set. Everything here
  * is static and private to cpu_fast.c; the shared pieces (struct fctx,
  * struct worker, flush_run) are defined there before the first include.
  *
@@ -20,20 +21,24 @@
 #endif
 
 #define KCAT2(a, b) a##b
-#define KCAT(a, b) KCAT2(a, b)
-#define KNAME(base) KCAT(base##_w, NW)
+#define KCAT(a, b)  KCAT2(a, b)
+/* KVAR tells instruction-set builds apart (e.g. _avx2); empty by default. */
+#ifndef KVAR
+#define KVAR
+#endif
+#define KNAME(base) KCAT(KCAT(base##_w, NW), KVAR)
 
 /* Only rgb objects: the hot path of the standard scene. The three channel
  * pointers step by `stride` bytes, so packed RGB/BGR/RGBA/BGRA rows are read
  * in place (no de-interleave) and decoded YUV planes use stride 1. */
 static inline __attribute__((always_inline)) void
 KNAME(rgb_only_row)(struct worker *w, const struct fctx *f, const uint8_t *rp, const uint8_t *gp,
-                 const uint8_t *bp, const int stride, int xa, int xb, int y)
+                    const uint8_t *bp, const int stride, int xa, int xb, int y)
 {
     const struct tables *t = f->tab;
     const uint64_t *fr = t->full[TRK_SPACE_RGB][0], *fg = t->full[TRK_SPACE_RGB][1],
                    *fb = t->full[TRK_SPACE_RGB][2];
-#if NW > 1
+#if NW == 2
     const uint64_t *sr = t->sum[TRK_SPACE_RGB][0], *sg = t->sum[TRK_SPACE_RGB][1],
                    *sb = t->sum[TRK_SPACE_RGB][2];
 #endif
@@ -44,7 +49,11 @@ KNAME(rgb_only_row)(struct worker *w, const struct fctx *f, const uint8_t *rp, c
     bp += (size_t)xa * stride;
     for (int x = xa; x <= xb; x++, rp += stride, gp += stride, bp += stride) {
         unsigned r = *rp, g = *gp, b = *bp;
-#if NW > 1
+#if NW == 2
+        /* With 4 words the summary is no use: each summary bit then stands
+         * for 4 objects, and on gray noise some R, G and B bits of different
+         * objects of a group meet in ~60% of the pixels, so the gate costs
+         * more than the one-vector full test it would save. */
         if (!(sr[r] & sg[g] & sb[b])) {
             if (cur_any) {
                 flush_run(w, f, &cur, NW, xs, x - 1, y);
@@ -72,8 +81,8 @@ KNAME(rgb_only_row)(struct worker *w, const struct fctx *f, const uint8_t *rp, c
  * that pass both pay for the hue. */
 static inline __attribute__((always_inline)) void
 KNAME(generic_row)(struct worker *w, const struct fctx *f, const uint8_t *rp, const uint8_t *gp,
-                const uint8_t *bp, const int stride, const uint8_t *yp, const uint8_t *cbp,
-                const uint8_t *crp, int xa, int xb, int y)
+                   const uint8_t *bp, const int stride, const uint8_t *yp, const uint8_t *cbp,
+                   const uint8_t *crp, int xa, int xb, int y)
 {
     const struct tables *t = f->tab;
     const int has_rgb = t->has[TRK_SPACE_RGB], has_hsv = t->has[TRK_SPACE_HSV],
@@ -131,24 +140,25 @@ KNAME(generic_row)(struct worker *w, const struct fctx *f, const uint8_t *rp, co
 
 /* The entry points the row dispatcher stores in its tables: one per pixel
  * stride the callers use (1: decoded planes, 3: RGB24/BGR24, 4: RGBA/BGRA). */
-#define KWRAP(stride)                                                                      \
+#define KWRAP(stride)                                                                              \
     static void KCAT(KNAME(rgb_only), KCAT(_s, stride))(struct worker * w, const struct fctx *f,   \
-                                                const uint8_t *rp, const uint8_t *gp,      \
-                                                const uint8_t *bp, int xa, int xb, int y)  \
-    {                                                                                      \
-        KNAME(rgb_only_row)(w, f, rp, gp, bp, stride, xa, xb, y);                             \
-    }                                                                                      \
+                                                        const uint8_t *rp, const uint8_t *gp,      \
+                                                        const uint8_t *bp, int xa, int xb, int y)  \
+    {                                                                                              \
+        KNAME(rgb_only_row)(w, f, rp, gp, bp, stride, xa, xb, y);                                  \
+    }                                                                                              \
     static void KCAT(KNAME(generic), KCAT(_s, stride))(                                            \
-        struct worker * w, const struct fctx *f, const uint8_t *rp, const uint8_t *gp,     \
-        const uint8_t *bp, const uint8_t *yp, const uint8_t *cbp, const uint8_t *crp,      \
-        int xa, int xb, int y)                                                             \
-    {                                                                                      \
-        KNAME(generic_row)(w, f, rp, gp, bp, stride, yp, cbp, crp, xa, xb, y);                \
+        struct worker * w, const struct fctx *f, const uint8_t *rp, const uint8_t *gp,             \
+        const uint8_t *bp, const uint8_t *yp, const uint8_t *cbp, const uint8_t *crp, int xa,      \
+        int xb, int y)                                                                             \
+    {                                                                                              \
+        KNAME(generic_row)(w, f, rp, gp, bp, stride, yp, cbp, crp, xa, xb, y);                     \
     }
 KWRAP(1)
 KWRAP(3)
 KWRAP(4)
 #undef KWRAP
 #undef KNAME
+#undef KVAR
 #undef KCAT
 #undef KCAT2

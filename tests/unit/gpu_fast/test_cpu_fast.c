@@ -24,22 +24,24 @@
 
 static int failures;
 
-#define CHECK(cond, ...)                                                                 \
-    do {                                                                                 \
-        if (!(cond)) {                                                                   \
-            if (failures < 30) {                                                         \
-                fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #cond); \
-                fprintf(stderr, __VA_ARGS__);                                            \
-                fputc('\n', stderr);                                                     \
-            }                                                                            \
-            failures++;                                                                  \
-        }                                                                                \
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            if (failures < 30) {                                                                   \
+                fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #cond);           \
+                fprintf(stderr, __VA_ARGS__);                                                      \
+                fputc('\n', stderr);                                                               \
+            }                                                                                      \
+            failures++;                                                                            \
+        }                                                                                          \
     } while (0)
 
-static struct trk_backend *make(enum trk_backend_kind kind, int w, int h, int threads)
+static struct trk_backend *make_variant(enum trk_backend_kind kind, int w, int h, int threads,
+                                        const char *variant)
 {
-    struct trk_backend_cfg cfg = {.kind = kind, .max_width = w, .max_height = h,
-                                  .threads = threads};
+    struct trk_backend_cfg cfg = {
+        .kind = kind, .max_width = w, .max_height = h, .threads = threads, .variant = variant
+    };
     struct trk_backend *b = NULL;
     int err = trk_backend_create(&cfg, &b);
     if (err) {
@@ -50,37 +52,54 @@ static struct trk_backend *make(enum trk_backend_kind kind, int w, int h, int th
     return b;
 }
 
+static struct trk_backend *make(enum trk_backend_kind kind, int w, int h, int threads)
+{
+    return make_variant(kind, w, h, threads, NULL);
+}
+
 static const char *space_name(enum trk_space s)
 {
     return s == TRK_SPACE_RGB ? "rgb" : s == TRK_SPACE_HSV ? "hsv" : "ycbcr";
 }
 
-/* Runs both backends on img and compares every object's accumulators. */
+/* Runs the reference and each of nf fast backends on img and compares every
+ * object's accumulators. */
+static void compare_n(struct trk_backend *ref, struct trk_backend *const *fasts, int nf,
+                      const struct trk_object_def *objs, int n, const struct trk_image *img,
+                      const struct trk_roi *rois, const char *what)
+{
+    static struct trk_obj_result want[TRK_MAX_OBJECTS], got[TRK_MAX_OBJECTS];
+    memset(want, 0x11, sizeof(want));
+    int e1 = trk_backend_process(ref, img, rois, want, NULL);
+    CHECK(e1 == 0, "%s: ref process: %d", what, e1);
+    for (int fi = 0; fi < nf; fi++) {
+        struct trk_backend *fast = fasts[fi];
+        memset(got, 0x22, sizeof(got));
+        int e2 = trk_backend_process(fast, img, rois, got, NULL);
+        CHECK(e2 == 0, "%s: %s process: %d", what, trk_backend_name(fast), e2);
+        for (int i = 0; i < n; i++) {
+            const struct trk_obj_result *a = &want[i], *b = &got[i];
+            if (a->mass == b->mass && a->sum_x == b->sum_x && a->sum_y == b->sum_y &&
+                a->x0 == b->x0 && a->y0 == b->y0 && a->x1 == b->x1 && a->y1 == b->y1)
+                continue;
+            const struct trk_object_def *o = &objs[i];
+            CHECK(0,
+                  "%s: %s: object %d (%s lo %u,%u,%u hi %u,%u,%u): ref mass %llu sx %llu sy %llu "
+                  "box %d,%d,%d,%d; fast mass %llu sx %llu sy %llu box %d,%d,%d,%d",
+                  what, trk_backend_name(fast), i, space_name(o->space), o->lo[0], o->lo[1],
+                  o->lo[2], o->hi[0], o->hi[1], o->hi[2], (unsigned long long)a->mass,
+                  (unsigned long long)a->sum_x, (unsigned long long)a->sum_y, a->x0, a->y0, a->x1,
+                  a->y1, (unsigned long long)b->mass, (unsigned long long)b->sum_x,
+                  (unsigned long long)b->sum_y, b->x0, b->y0, b->x1, b->y1);
+        }
+    }
+}
+
 static void compare(struct trk_backend *ref, struct trk_backend *fast,
                     const struct trk_object_def *objs, int n, const struct trk_image *img,
                     const struct trk_roi *rois, const char *what)
 {
-    static struct trk_obj_result want[TRK_MAX_OBJECTS], got[TRK_MAX_OBJECTS];
-    memset(want, 0x11, sizeof(want));
-    memset(got, 0x22, sizeof(got));
-    int e1 = trk_backend_process(ref, img, rois, want, NULL);
-    int e2 = trk_backend_process(fast, img, rois, got, NULL);
-    CHECK(e1 == 0 && e2 == 0, "%s: process: ref %d, fast %d", what, e1, e2);
-    for (int i = 0; i < n; i++) {
-        const struct trk_obj_result *a = &want[i], *b = &got[i];
-        if (a->mass == b->mass && a->sum_x == b->sum_x && a->sum_y == b->sum_y &&
-            a->x0 == b->x0 && a->y0 == b->y0 && a->x1 == b->x1 && a->y1 == b->y1)
-            continue;
-        const struct trk_object_def *o = &objs[i];
-        CHECK(0,
-              "%s: object %d (%s lo %u,%u,%u hi %u,%u,%u): ref mass %llu sx %llu sy %llu "
-              "box %d,%d,%d,%d; fast mass %llu sx %llu sy %llu box %d,%d,%d,%d",
-              what, i, space_name(o->space), o->lo[0], o->lo[1], o->lo[2], o->hi[0], o->hi[1],
-              o->hi[2], (unsigned long long)a->mass, (unsigned long long)a->sum_x,
-              (unsigned long long)a->sum_y, a->x0, a->y0, a->x1, a->y1,
-              (unsigned long long)b->mass, (unsigned long long)b->sum_x,
-              (unsigned long long)b->sum_y, b->x0, b->y0, b->x1, b->y1);
-    }
+    compare_n(ref, &fast, 1, objs, n, img, rois, what);
 }
 
 static int set_both(struct trk_backend *ref, struct trk_backend *fast,
@@ -94,21 +113,26 @@ static int set_both(struct trk_backend *ref, struct trk_backend *fast,
 
 /* ------------------------------------------------------------------ corpus */
 
-static const int counts[] = {0, 1, 63, 64, 65, 128, 255, 256};
+static const int counts[] = { 0, 1, 63, 64, 65, 128, 255, 256 };
 #define NCOUNTS (int)(sizeof(counts) / sizeof(counts[0]))
-static const int thread_opts[] = {1, 2, 3, 7};
+static const int thread_opts[] = { 1, 2, 3, 7 };
 /* The larger ones (>= 8192 pixels) wake the thread pool; heights are not
  * multiples of the 16-row strips. */
-static const int sizes[][2] = {{1, 1}, {2, 1}, {1, 5}, {7, 3}, {33, 17}, {64, 48}, {97, 61},
-                               {160, 121}, {131, 70}, {48, 197}, {257, 67}, {9, 1031}};
+static const int sizes[][2] = { { 1, 1 },    { 2, 1 },    { 1, 5 },    { 7, 3 },
+                                { 33, 17 },  { 64, 48 },  { 97, 61 },  { 160, 121 },
+                                { 131, 70 }, { 48, 197 }, { 257, 67 }, { 9, 1031 } };
 #define NSIZES (int)(sizeof(sizes) / sizeof(sizes[0]))
-static const int pads[] = {0, 1, 3, 13, 64};
+static const int pads[] = { 0, 1, 3, 13, 64 };
 
 static void test_corpus(void)
 {
     struct trk_backend *ref = make(TRK_BACKEND_CPU_REF, 257, 1031, 1);
-    struct trk_backend *fast[4];
-    for (int t = 0; t < 4; t++) fast[t] = make(TRK_BACKEND_CPU, 257, 1031, thread_opts[t]);
+    /* [threads][variant]: the default kernels and the portable ones. */
+    struct trk_backend *fast[4][2];
+    for (int t = 0; t < 4; t++) {
+        fast[t][0] = make(TRK_BACKEND_CPU, 257, 1031, thread_opts[t]);
+        fast[t][1] = make_variant(TRK_BACKEND_CPU, 257, 1031, thread_opts[t], "lut-portable");
+    }
     int cases = 0;
     for (int ci = 0; ci < NCOUNTS; ci++) {
         for (int si = 0; si < NSIZES; si++) {
@@ -123,19 +147,21 @@ static void test_corpus(void)
                 int ti = (ci + si + f) % 4;
                 int mat = (ci + f) % 2, full = (si + f) % 2;
                 int pad = pads[(ci * 3 + si + f) % 5];
-                if (set_both(ref, fast[ti], sc.objects, n)) continue;
+                if (set_both(ref, fast[ti][0], sc.objects, n) ||
+                    set_both(ref, fast[ti][1], sc.objects, n))
+                    continue;
                 uint8_t *buf;
                 struct trk_image img;
-                err = trk_image_from_rgb(sc.rgb, w, h, (enum trk_pixfmt)f,
-                                         (enum trk_matrix)mat, full, pad, &buf, &img);
+                err = trk_image_from_rgb(sc.rgb, w, h, (enum trk_pixfmt)f, (enum trk_matrix)mat,
+                                         full, pad, &buf, &img);
                 CHECK(err == 0, "trk_image_from_rgb: %d", err);
                 if (err) continue;
                 char what[160];
-                snprintf(what, sizeof(what), "corpus %dx%d n=%d %s pad %d %s %s threads %d seed %llu",
-                         w, h, n, trk_pixfmt_name((enum trk_pixfmt)f), pad,
-                         mat ? "bt709" : "bt601", full ? "full" : "limited", thread_opts[ti],
-                         (unsigned long long)seed);
-                compare(ref, fast[ti], sc.objects, n, &img, NULL, what);
+                snprintf(what, sizeof(what),
+                         "corpus %dx%d n=%d %s pad %d %s %s threads %d seed %llu", w, h, n,
+                         trk_pixfmt_name((enum trk_pixfmt)f), pad, mat ? "bt709" : "bt601",
+                         full ? "full" : "limited", thread_opts[ti], (unsigned long long)seed);
+                compare_n(ref, fast[ti], 2, sc.objects, n, &img, NULL, what);
                 free(buf);
                 cases++;
             }
@@ -144,7 +170,10 @@ static void test_corpus(void)
     }
     printf("corpus: %d cases\n", cases);
     trk_backend_destroy(&ref);
-    for (int t = 0; t < 4; t++) trk_backend_destroy(&fast[t]);
+    for (int t = 0; t < 4; t++) {
+        trk_backend_destroy(&fast[t][0]);
+        trk_backend_destroy(&fast[t][1]);
+    }
 }
 
 /* -------------------------------------------------------------------- rois */
@@ -159,22 +188,20 @@ static void random_rois(uint64_t *st, int w, int h, int n, struct trk_roi *r)
     for (int i = 0; i < n; i++) {
         switch (rnd(st, 0, 5)) {
         case 0: /* the whole frame and more */
-            r[i] = (struct trk_roi){-5, -7, w + 3, h + 9};
+            r[i] = (struct trk_roi){ -5, -7, w + 3, h + 9 };
             break;
         case 1: /* entirely outside: empty after clipping */
-            r[i] = (struct trk_roi){w + 1, 0, w + 10, h - 1};
+            r[i] = (struct trk_roi){ w + 1, 0, w + 10, h - 1 };
             break;
-        case 2: /* inverted: empty */
-            r[i] = (struct trk_roi){rnd(st, 1, w), 0, 0, h - 1};
-            break;
+        case 2: /* inverted: empty */ r[i] = (struct trk_roi){ rnd(st, 1, w), 0, 0, h - 1 }; break;
         case 3: { /* one pixel */
             int x = rnd(st, 0, w - 1), y = rnd(st, 0, h - 1);
-            r[i] = (struct trk_roi){x, y, x, y};
+            r[i] = (struct trk_roi){ x, y, x, y };
             break;
         }
         default: { /* a random box that may cross any border */
             int x0 = rnd(st, -w / 4, w - 1), y0 = rnd(st, -h / 4, h - 1);
-            r[i] = (struct trk_roi){x0, y0, x0 + rnd(st, 0, w), y0 + rnd(st, 0, h)};
+            r[i] = (struct trk_roi){ x0, y0, x0 + rnd(st, 0, w), y0 + rnd(st, 0, h) };
             break;
         }
         }
@@ -185,7 +212,8 @@ static void test_rois(void)
 {
     struct trk_backend *ref = make(TRK_BACKEND_CPU_REF, 400, 300, 1);
     struct trk_backend *fast[4];
-    for (int t = 0; t < 4; t++) fast[t] = make(TRK_BACKEND_CPU, 400, 300, thread_opts[t]);
+    for (int t = 0; t < 4; t++)
+        fast[t] = make(TRK_BACKEND_CPU, 400, 300, thread_opts[t]);
     static struct trk_roi rois[TRK_MAX_OBJECTS];
     uint64_t st = 77;
     int cases = 0;
@@ -201,8 +229,8 @@ static void test_rois(void)
         if (set_both(ref, fast[ti], sc.objects, n)) continue;
         uint8_t *buf;
         struct trk_image img;
-        if (trk_image_from_rgb(sc.rgb, w, h, (enum trk_pixfmt)f, TRK_MATRIX_BT601, rep & 1,
-                               rep % 5, &buf, &img)) {
+        if (trk_image_from_rgb(sc.rgb, w, h, (enum trk_pixfmt)f, TRK_MATRIX_BT601, rep & 1, rep % 5,
+                               &buf, &img)) {
             CHECK(0, "trk_image_from_rgb failed");
             continue;
         }
@@ -212,7 +240,8 @@ static void test_rois(void)
                  trk_pixfmt_name((enum trk_pixfmt)f), thread_opts[ti], rep);
         compare(ref, fast[ti], sc.objects, n, &img, rois, what);
         /* All ROIs in one small corner: the scanned union is tiny. */
-        for (int i = 0; i < n; i++) rois[i] = (struct trk_roi){0, 0, w / 5, h / 5};
+        for (int i = 0; i < n; i++)
+            rois[i] = (struct trk_roi){ 0, 0, w / 5, h / 5 };
         compare(ref, fast[ti], sc.objects, n, &img, rois, what);
         free(buf);
         trk_scene_free(&sc);
@@ -220,14 +249,15 @@ static void test_rois(void)
     }
     printf("rois: %d cases\n", cases);
     trk_backend_destroy(&ref);
-    for (int t = 0; t < 4; t++) trk_backend_destroy(&fast[t]);
+    for (int t = 0; t < 4; t++)
+        trk_backend_destroy(&fast[t]);
 }
 
 /* ---------------------------------------------------------------- standard */
 
 static void test_standard(void)
 {
-    static const int ms[] = {1, 8, 32, 128, 256};
+    static const int ms[] = { 1, 8, 32, 128, 256 };
     struct trk_backend *ref = make(TRK_BACKEND_CPU_REF, 640, 480, 1);
     struct trk_backend *fast = make(TRK_BACKEND_CPU, 640, 480, 2);
     for (int i = 0; i < 5; i++) {
@@ -332,8 +362,9 @@ static void test_allcolors(int rgb_part, int yuv_part)
     static struct trk_object_def objs[N];
     mixed_objects(99, objs, N);
     struct trk_backend *ref = make(TRK_BACKEND_CPU_REF, W, 65536, 1);
-    struct trk_backend *fast = make(TRK_BACKEND_CPU, W, 65536, 2);
-    if (set_both(ref, fast, objs, N)) return;
+    struct trk_backend *fasts[2] = { make(TRK_BACKEND_CPU, W, 65536, 2),
+                                     make_variant(TRK_BACKEND_CPU, W, 65536, 2, "lut-portable") };
+    if (set_both(ref, fasts[0], objs, N) || set_both(ref, fasts[1], objs, N)) return;
     uint8_t *rgb = rgb_part ? malloc((size_t)W * H * 3) : NULL;
     if (rgb_part && !rgb) {
         CHECK(0, "out of memory");
@@ -344,9 +375,14 @@ static void test_allcolors(int rgb_part, int yuv_part)
             uint8_t *p = rgb + ((size_t)y * W + x) * 3;
             p[0] = (uint8_t)x, p[1] = (uint8_t)y, p[2] = (uint8_t)((y >> 8) << 4 | (x >> 8));
         }
-    struct trk_image img = {.plane = {rgb}, .pitch = {(size_t)W * 3}, .width = W, .height = H,
-                            .fmt = TRK_FMT_RGB24, .matrix = TRK_MATRIX_BT709, .full_range = false};
-    if (rgb) compare(ref, fast, objs, N, &img, NULL, "allcolors rgb24 bt709 limited");
+    struct trk_image img = { .plane = { rgb },
+                             .pitch = { (size_t)W * 3 },
+                             .width = W,
+                             .height = H,
+                             .fmt = TRK_FMT_RGB24,
+                             .matrix = TRK_MATRIX_BT709,
+                             .full_range = false };
+    if (rgb) compare_n(ref, fasts, 2, objs, N, &img, NULL, "allcolors rgb24 bt709 limited");
     free(rgb);
     if (!yuv_part) goto out;
 
@@ -364,21 +400,25 @@ static void test_allcolors(int rgb_part, int yuv_part)
             d[0] = (uint8_t)(2 * p), d[1] = (uint8_t)(y >> 8), d[2] = (uint8_t)(2 * p + 1),
             d[3] = (uint8_t)y;
         }
-    static const int combos[2][2] = {{TRK_MATRIX_BT601, 0}, {TRK_MATRIX_BT709, 1}};
+    static const int combos[2][2] = { { TRK_MATRIX_BT601, 0 }, { TRK_MATRIX_BT709, 1 } };
     for (int c = 0; c < 2; c++) {
-        struct trk_image yi = {.plane = {yuyv}, .pitch = {(size_t)YW * 2}, .width = YW,
-                               .height = YH, .fmt = TRK_FMT_YUYV,
-                               .matrix = (enum trk_matrix)combos[c][0],
-                               .full_range = combos[c][1]};
+        struct trk_image yi = { .plane = { yuyv },
+                                .pitch = { (size_t)YW * 2 },
+                                .width = YW,
+                                .height = YH,
+                                .fmt = TRK_FMT_YUYV,
+                                .matrix = (enum trk_matrix)combos[c][0],
+                                .full_range = combos[c][1] };
         char what[64];
         snprintf(what, sizeof(what), "allcolors yuyv %s %s", c ? "bt709" : "bt601",
                  c ? "full" : "limited");
-        compare(ref, fast, objs, N, &yi, NULL, what);
+        compare_n(ref, fasts, 2, objs, N, &yi, NULL, what);
     }
     free(yuyv);
 out:
     trk_backend_destroy(&ref);
-    trk_backend_destroy(&fast);
+    trk_backend_destroy(&fasts[0]);
+    trk_backend_destroy(&fasts[1]);
 }
 
 /* --------------------------------------------------------------- lifecycle */
@@ -398,7 +438,7 @@ static void test_lifecycle(void)
     trk_image_from_rgb(big.rgb, 120, 90, TRK_FMT_NV12, TRK_MATRIX_BT601, false, 5, &b1, &i1);
     trk_image_from_rgb(small.rgb, 37, 29, TRK_FMT_BGRA, TRK_MATRIX_BT601, true, 0, &b2, &i2);
     /* Shrinking and growing object sets: stale table bits would show. */
-    static const int seq[] = {256, 1, 65, 0, 200, 64, 3, 256};
+    static const int seq[] = { 256, 1, 65, 0, 200, 64, 3, 256 };
     for (int k = 0; k < 8; k++) {
         int n = seq[k];
         const struct trk_object_def *o = k % 2 ? small.objects : big.objects;
@@ -413,8 +453,8 @@ static void test_lifecycle(void)
     static struct trk_obj_result r1[TRK_MAX_OBJECTS], r2[TRK_MAX_OBJECTS];
     struct trk_backend_timing t;
     CHECK(trk_backend_process(fast, &i1, NULL, r1, &t) == 0, "process");
-    CHECK(t.total_ms >= 0 && t.kernel_ms >= 0 && t.upload_ms == 0, "timing %f %f %f",
-          t.total_ms, t.kernel_ms, t.upload_ms);
+    CHECK(t.total_ms >= 0 && t.kernel_ms >= 0 && t.upload_ms == 0, "timing %f %f %f", t.total_ms,
+          t.kernel_ms, t.upload_ms);
     CHECK(trk_backend_process(fast, &i1, NULL, r2, NULL) == 0, "process");
     CHECK(!memcmp(r1, r2, sizeof(r1[0]) * 256), "second frame differs");
     /* Async form: submit + wait == process. */
@@ -426,10 +466,26 @@ static void test_lifecycle(void)
     huge.width = 121;
     huge.pitch[0] = 200;
     CHECK(trk_backend_process(fast, &huge, NULL, r1, NULL) == TRK_ETOOBIG, "too big accepted");
-    struct trk_backend_cfg bad = {.kind = TRK_BACKEND_CPU, .max_width = 8, .max_height = 8,
-                                  .threads = -1};
+    struct trk_backend_cfg bad = {
+        .kind = TRK_BACKEND_CPU, .max_width = 8, .max_height = 8, .threads = -1
+    };
     struct trk_backend *bb = NULL;
     CHECK(trk_backend_create(&bad, &bb) == TRK_EINVAL && !bb, "threads -1 accepted");
+    bad.threads = 1;
+    bad.variant = "no-such-variant";
+    CHECK(trk_backend_create(&bad, &bb) == TRK_EINVAL && !bb, "unknown variant accepted");
+    /* The variants the benchmark iterates: default first, each creatable. */
+    const char *names[8];
+    int nv = trk_backend_variants(TRK_BACKEND_CPU, names, 8);
+    CHECK(nv >= 2 && nv <= 8 && !strcmp(names[0], "lut"), "variants: %d", nv);
+    for (int i = 0; i < nv && i < 8; i++) {
+        bad.variant = names[i];
+        CHECK(trk_backend_create(&bad, &bb) == 0 && bb, "variant %s", names[i]);
+        if (bb && i > 0)
+            CHECK(strstr(trk_backend_name(bb), names[i]) != NULL, "name %s for variant %s",
+                  trk_backend_name(bb), names[i]);
+        trk_backend_destroy(&bb);
+    }
     /* Many instances with pools, created and destroyed (no leak of threads). */
     for (int k = 0; k < 20; k++) {
         struct trk_backend *p = make(TRK_BACKEND_CPU, 64, 64, 3);
@@ -455,7 +511,9 @@ int main(int argc, char **argv)
     if (all || !strcmp(part, "allcolors_yuv")) test_allcolors(0, 1), known = 1;
     if (all || !strcmp(part, "lifecycle")) test_lifecycle(), known = 1;
     if (!known) {
-        fprintf(stderr, "usage: %s [corpus|rois|standard|allcolors_rgb|allcolors_yuv|lifecycle|all]\n", argv[0]);
+        fprintf(stderr,
+                "usage: %s [corpus|rois|standard|allcolors_rgb|allcolors_yuv|lifecycle|all]\n",
+                argv[0]);
         return 2;
     }
     if (failures) {
