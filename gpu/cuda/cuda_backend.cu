@@ -144,26 +144,29 @@ int parse_variant(const char *v, struct cuda_be *b)
     b->arr = TRK_ARR_H;
     b->r = 4;
     b->bands = 0;
-    if (!v || !*v) return 0;
+    if (!v || !*v) v = "fused";
     char buf[96];
     if (strlen(v) >= sizeof(buf)) return TRK_EINVAL;
     strcpy(buf, v);
     char *opts = strchr(buf, ':');
     if (opts) *opts++ = '\0';
     char arrc = 0;
-    int r = 0;
+    int r = -1, used = 0; /* r = -1: not given */
     if (!strcmp(buf, "fused")) b->variant = V_FUSED;
     else if (!strcmp(buf, "lut")) b->variant = V_LUT;
     else if (!strcmp(buf, "naive")) b->variant = V_NAIVE;
     else if (!strcmp(buf, "moct")) b->variant = V_MOCT;
-    else if (sscanf(buf, "moct-%c-r%d", &arrc, &r) == 2) b->variant = V_MOCT;
+    else if (sscanf(buf, "moct-%c-r%d%n", &arrc, &r, &used) == 2 && !buf[used]) b->variant = V_MOCT;
     else return TRK_EINVAL;
-    for (char *tok = opts ? strtok(opts, ",") : NULL; tok; tok = strtok(NULL, ",")) {
+    char *save = NULL;
+    for (char *tok = opts ? strtok_r(opts, ",", &save) : NULL; tok; tok = strtok_r(NULL, ",", &save)) {
         int val;
         char c;
-        if (sscanf(tok, "arr=%c", &c) == 1 && b->variant == V_MOCT) arrc = c;
-        else if (sscanf(tok, "r=%d", &val) == 1 && b->variant == V_MOCT) r = val;
-        else if (sscanf(tok, "bands=%d", &val) == 1 && val >= 1 && val <= TRK_CUDA_MAX_BANDS)
+        used = 0;
+        if (sscanf(tok, "arr=%c%n", &c, &used) == 1 && !tok[used] && b->variant == V_MOCT) arrc = c;
+        else if (sscanf(tok, "r=%d%n", &val, &used) == 1 && !tok[used] && b->variant == V_MOCT) r = val;
+        else if (sscanf(tok, "bands=%d%n", &val, &used) == 1 && !tok[used] && val >= 1 &&
+                 val <= TRK_CUDA_MAX_BANDS)
             b->bands = val;
         else return TRK_EINVAL;
     }
@@ -174,7 +177,7 @@ int parse_variant(const char *v, struct cuda_be *b)
             else if (arrc == 's') b->arr = TRK_ARR_S;
             else return TRK_EINVAL;
         }
-        if (r) b->r = r;
+        if (r != -1) b->r = r;
         if (b->r < 2 || b->r > TRK_MOCT_MAX_R) return TRK_EINVAL;
     }
     static const char *const base[] = {"fused", "lut", "naive", "moct"};

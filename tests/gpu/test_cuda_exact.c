@@ -138,7 +138,7 @@ int main(int argc, char **argv)
     }
     /* Bad variant names are refused, not silently mapped to the default. */
     {
-        const char *bad[] = {"fast", "moct-x-r4", "moct-h-r1", "moct:arr=h,r=0", "fused:bands=99",
+        const char *bad[] = {"fast", "moct-x-r4", "moct-h-r1", "moct:arr=h,r=0", "fused:bands=99", "moct-h-r4x",
                              "lut:arr=h"};
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
             struct trk_backend *b = NULL;

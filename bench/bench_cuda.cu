@@ -1,0 +1,759 @@
+/* CUDA-only parts of trackd-bench, registered as experiments (bench.h):
+ *
+ *   trackd-bench --experiment cuda-floor   [--mib N] [--iters N] [--json F]
+ *       the device's memory ceilings: a large device-to-device copy (bytes
+ *       read + written) and a one-read kernel (16-byte loads), cold (L2
+ *       flushed) and hot, and the one-read time of each standard frame.
+ *   trackd-bench --experiment cuda-kernels [--sizes ..] [--objects ..] [--variants ..]
+ *                [--formats ..] [--iters N] [--warmup N] [--cold] [--torch F] [--json F]
+ *       kernel time of every CUDA variant on a frame resident on the device
+ *       (CUDA events, medians), its ratio to the CPU reference, to the
+ *       PyTorch baseline (bench/torch_baseline.py) and to the one-read memory
+ *       floor; the upload time of the frame from pinned memory; the whole
+ *       frame time through trk_backend_process. Results are checked against
+ *       the CPU reference, field by field.
+ *   trackd-bench --experiment cuda-seed    [--size WxH] [--objects ..] [--rs ..] [--m N]
+ *       the seed's two experiments (seed 003, section 3.3.2-3.3.3): time vs
+ *       number of objects (MOCT per arrangement, one reduction per object,
+ *       and the modern kernels), and time vs reduction factor r for each
+ *       arrangement.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "../gpu/cuda/cuda_internal.cuh"
+#include "scene.h"
+
+extern "C" {
+#include "bench.h"
+#include "minijson.h"
+}
+
+namespace {
+
+#define BENCH_TRY(call)                                                                  \
+    do {                                                                                 \
+        cudaError_t e_ = (call);                                                         \
+        if (e_ != cudaSuccess) {                                                         \
+            fprintf(stderr, "trackd-bench cuda: %s failed at %s:%d: %s\n", #call, __FILE__, \
+                    __LINE__, cudaGetErrorString(e_));                                   \
+            return 1;                                                                    \
+        }                                                                                \
+    } while (0)
+
+/* One read of n16 16-byte words. Grid-stride, 4 independent loads in flight
+ * per thread; streaming loads (no L1 allocation). The xor keeps the loads
+ * alive; the store never happens for real data. */
+__global__ void read_kernel(const uint4 *__restrict__ p, size_t n16, unsigned *out)
+{
+    unsigned acc = 0;
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; i + 3 * stride < n16; i += 4 * stride) {
+        uint4 a = __ldcs(p + i), b = __ldcs(p + i + stride);
+        uint4 c = __ldcs(p + i + 2 * stride), d = __ldcs(p + i + 3 * stride);
+        acc ^= a.x ^ a.y ^ a.z ^ a.w ^ b.x ^ b.y ^ b.z ^ b.w ^ c.x ^ c.y ^ c.z ^ c.w ^ d.x ^ d.y ^
+               d.z ^ d.w;
+    }
+    for (; i < n16; i += stride) {
+        uint4 a = __ldcs(p + i);
+        acc ^= a.x ^ a.y ^ a.z ^ a.w;
+    }
+    if (acc == 0x9e3779b9u) *out = acc;
+}
+
+struct gpu_ctx {
+    int sms = 0;
+    char name[256] = "";
+    void *flush = nullptr; /* larger than L2: written to evict it */
+    size_t flush_bytes = 0;
+    unsigned *d_sink = nullptr;
+    cudaEvent_t e0 = nullptr, e1 = nullptr;
+};
+
+int ctx_open(gpu_ctx &g)
+{
+    cudaDeviceProp p;
+    BENCH_TRY(cudaGetDeviceProperties(&p, 0));
+    g.sms = p.multiProcessorCount;
+    snprintf(g.name, sizeof(g.name), "%s (%d SMs, %d MB L2)", p.name, p.multiProcessorCount,
+             p.l2CacheSize >> 20);
+    g.flush_bytes = std::max<size_t>((size_t)p.l2CacheSize * 4, 256u << 20);
+    BENCH_TRY(cudaMalloc(&g.flush, g.flush_bytes));
+    BENCH_TRY(cudaMalloc(&g.d_sink, 4));
+    BENCH_TRY(cudaEventCreate(&g.e0));
+    BENCH_TRY(cudaEventCreate(&g.e1));
+    return 0;
+}
+
+void ctx_close(gpu_ctx &g)
+{
+    cudaFree(g.flush);
+    cudaFree(g.d_sink);
+    cudaEventDestroy(g.e0);
+    cudaEventDestroy(g.e1);
+}
+
+void l2_flush(gpu_ctx &g, int salt)
+{
+    cudaMemsetAsync(g.flush, salt & 0xff, g.flush_bytes, 0);
+}
+
+double median(std::vector<double> v) { return trk_bench_median(v.data(), v.size()); }
+
+/* Median device time (ms) of fn() on the legacy stream; cold: L2 flushed
+ * before each timed run. */
+template <class F>
+double time_dev(gpu_ctx &g, F fn, int warmup, int iters, bool cold)
+{
+    for (int i = 0; i < warmup; i++) fn();
+    std::vector<double> t;
+    for (int i = 0; i < iters; i++) {
+        if (cold) l2_flush(g, i);
+        cudaEventRecord(g.e0, 0);
+        fn();
+        cudaEventRecord(g.e1, 0);
+        cudaEventSynchronize(g.e1);
+        float ms = 0;
+        cudaEventElapsedTime(&ms, g.e0, g.e1);
+        t.push_back(ms);
+    }
+    return median(t);
+}
+
+double time_read(gpu_ctx &g, const void *buf, size_t bytes, int iters, bool cold)
+{
+    size_t n16 = bytes / 16;
+    int grid = g.sms * 8;
+    return time_dev(
+        g, [&] { read_kernel<<<grid, 256>>>((const uint4 *)buf, n16, g.d_sink); }, 3, iters, cold);
+}
+
+/* ------------------------------------------------------------ options */
+
+struct list {
+    int n = 0;
+    int v[32][2];
+};
+
+bool parse_sizes(const char *s, list &l)
+{
+    l.n = 0;
+    for (const char *p = s; *p && l.n < 32;) {
+        int w, h, used = 0;
+        if (sscanf(p, "%dx%d%n", &w, &h, &used) != 2 || w < 1 || h < 1) return false;
+        l.v[l.n][0] = w;
+        l.v[l.n++][1] = h;
+        p += used;
+        if (*p == ',') p++;
+    }
+    return l.n > 0;
+}
+
+bool parse_ints(const char *s, list &l, int lo, int hi)
+{
+    l.n = 0;
+    for (const char *p = s; *p && l.n < 32;) {
+        char *e;
+        long v = strtol(p, &e, 10);
+        if (e == p || v < lo || v > hi) return false;
+        l.v[l.n++][0] = (int)v;
+        p = *e == ',' ? e + 1 : e;
+        if (*e && *e != ',') return false;
+    }
+    return l.n > 0;
+}
+
+std::vector<std::string> split(const char *s)
+{
+    std::vector<std::string> out;
+    std::string cur;
+    for (const char *p = s;; p++) {
+        if (*p == ',' || !*p) {
+            if (!cur.empty()) out.push_back(cur);
+            cur.clear();
+            if (!*p) break;
+        } else {
+            cur += *p;
+        }
+    }
+    return out;
+}
+
+int parse_fmt(const std::string &s)
+{
+    for (int f = 0; f < TRK_FMT_COUNT; f++)
+        if (s == trk_pixfmt_name((enum trk_pixfmt)f)) return f;
+    return -1;
+}
+
+/* An image of the scene in fmt, in pinned memory (as a capture path that
+ * hands the backend pinned frames would). Encoded as trackd-bench does:
+ * RGB as BT.601 full range, YUV as BT.709 limited. */
+struct pinned_image {
+    struct trk_image img;
+    void *mem = nullptr;
+    size_t bytes = 0;
+};
+
+int make_pinned(const struct trk_scene &sc, int fmt, pinned_image &pi)
+{
+    uint8_t *buf;
+    bool yuv = fmt >= TRK_FMT_YUYV;
+    struct trk_image img;
+    int err = trk_image_from_rgb(sc.rgb, sc.width, sc.height, (enum trk_pixfmt)fmt,
+                                 yuv ? TRK_MATRIX_BT709 : TRK_MATRIX_BT601, !yuv, 0, &buf, &img);
+    if (err) return err;
+    size_t ch = (size_t)(sc.height + 1) / 2, bytes = img.pitch[0] * sc.height;
+    if (fmt == TRK_FMT_NV12) bytes += img.pitch[1] * ch;
+    if (fmt == TRK_FMT_I420) bytes += (img.pitch[1] + img.pitch[2]) * ch;
+    if (cudaMallocHost(&pi.mem, bytes) != cudaSuccess) {
+        free(buf);
+        return TRK_ENOMEM;
+    }
+    memcpy(pi.mem, buf, bytes);
+    pi.img = img;
+    for (int p = 0; p < 3; p++)
+        if (img.plane[p]) pi.img.plane[p] = (const uint8_t *)pi.mem + (img.plane[p] - buf);
+    pi.bytes = bytes;
+    free(buf);
+    return 0;
+}
+
+void free_pinned(pinned_image &pi)
+{
+    cudaFreeHost(pi.mem);
+    pi.mem = nullptr;
+}
+
+bool same(const struct trk_obj_result *a, const struct trk_obj_result *b, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (a[i].mass != b[i].mass || a[i].sum_x != b[i].sum_x || a[i].sum_y != b[i].sum_y ||
+            a[i].x0 != b[i].x0 || a[i].y0 != b[i].y0 || a[i].x1 != b[i].x1 || a[i].y1 != b[i].y1)
+            return false;
+    return true;
+}
+
+/* A CUDA backend instance driven through the bench hooks (device-resident
+ * frame, kernel-only timing). */
+struct variant_run {
+    void *self = nullptr;
+    int create(const char *variant, int w, int h)
+    {
+        struct trk_backend_cfg cfg = {};
+        cfg.kind = TRK_BACKEND_CUDA;
+        cfg.max_width = w;
+        cfg.max_height = h;
+        cfg.variant = variant;
+        return trk_cuda_ops.create(&cfg, &self);
+    }
+    ~variant_run()
+    {
+        if (self) trk_cuda_ops.destroy(self);
+    }
+};
+
+/* Kernel time (median ms, hot or cold) of a variant on img with objs; the
+ * results go to out. iters adapt to slow variants (>= 3). */
+int kernel_time(gpu_ctx &g, const char *variant, const struct trk_image &img,
+                const struct trk_object_def *objs, int m, int warmup, int iters, bool cold,
+                double *hot_ms, double *cold_ms, struct trk_obj_result *out)
+{
+    variant_run v;
+    int err = v.create(variant, img.width, img.height);
+    if (!err) err = trk_cuda_ops.set_objects(v.self, objs, m);
+    if (!err) err = trk_cuda_bench_upload(v.self, &img, NULL);
+    if (err) return err;
+    std::vector<float> ms((size_t)std::max(iters, warmup) + 1);
+    double t0 = trk_bench_now_ms();
+    if ((err = trk_cuda_bench_kernels(v.self, 1, ms.data(), out))) return err;
+    double first = trk_bench_now_ms() - t0;
+    if (first > 20) { /* slow variant: fewer runs */
+        warmup = 0;
+        iters = std::max(3, std::min(iters, (int)(2000 / first)));
+    }
+    if (warmup && (err = trk_cuda_bench_kernels(v.self, warmup, ms.data(), NULL))) return err;
+    if ((err = trk_cuda_bench_kernels(v.self, iters, ms.data(), out))) return err;
+    std::vector<double> t(ms.begin(), ms.begin() + iters);
+    *hot_ms = median(t);
+    *cold_ms = 0;
+    if (cold) {
+        t.clear();
+        for (int i = 0; i < iters; i++) {
+            l2_flush(g, i);
+            if (cudaDeviceSynchronize() != cudaSuccess) return TRK_EBACKEND;
+            float one;
+            if ((err = trk_cuda_bench_kernels(v.self, 1, &one, out))) return err;
+            t.push_back(one);
+        }
+        *cold_ms = median(t);
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------- cuda-floor */
+
+int run_floor(int argc, char **argv)
+{
+    int mib = 1024, iters = 20;
+    const char *json = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--mib") && i + 1 < argc) mib = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
+        else {
+            fprintf(stderr, "cuda-floor: unknown option %s\n", argv[i]);
+            return 2;
+        }
+    }
+    gpu_ctx g;
+    if (ctx_open(g)) return 1;
+    size_t bytes = (size_t)mib << 20;
+    void *a, *b;
+    BENCH_TRY(cudaMalloc(&a, bytes));
+    BENCH_TRY(cudaMalloc(&b, bytes));
+    BENCH_TRY(cudaMemset(a, 1, bytes));
+    double copy_ms = time_dev(
+        g, [&] { cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, 0); }, 3, iters, false);
+    double read_ms = time_read(g, a, bytes, iters, true);
+    double copy_gbs = 2.0 * bytes / (copy_ms * 1e6), read_gbs = bytes / (read_ms * 1e6);
+    printf("# cuda-floor on %s\n", g.name);
+    printf("device-to-device copy of %d MiB: %.3f ms, %.0f GB/s (read + written)\n", mib, copy_ms,
+           copy_gbs);
+    printf("one-read kernel over %d MiB:     %.3f ms, %.0f GB/s\n", mib, read_ms, read_gbs);
+    printf("%-12s %-6s %10s %12s %12s %12s\n", "frame", "format", "bytes", "floor_us", "read_cold",
+           "read_hot");
+    FILE *jf = json ? fopen(json, "w") : NULL;
+    if (jf)
+        fprintf(jf, "{\"tool\":\"cuda-floor\",\"device\":\"%s\",\"copy_gbs\":%.1f,\"read_gbs\":%.1f,"
+                    "\"frames\":[",
+                g.name, copy_gbs, read_gbs);
+    const int sizes[3][2] = {{640, 480}, {1920, 1080}, {3840, 2160}};
+    int first = 1;
+    for (auto &s : sizes)
+        for (int fmt : {(int)TRK_FMT_RGB24, (int)TRK_FMT_NV12}) {
+            size_t fb = (size_t)s[0] * s[1] * (fmt == TRK_FMT_RGB24 ? 3 : 1) +
+                        (fmt == TRK_FMT_NV12 ? (size_t)s[0] * s[1] / 2 : 0);
+            fb = (fb + 15) / 16 * 16;
+            double cold = time_read(g, a, fb, iters * 5, true) * 1e3;
+            double hot = time_read(g, a, fb, iters * 5, false) * 1e3;
+            double floor_us = fb / (read_gbs * 1e3);
+            printf("%5dx%-6d %-6s %10zu %12.2f %12.2f %12.2f\n", s[0], s[1],
+                   trk_pixfmt_name((enum trk_pixfmt)fmt), fb, floor_us, cold, hot);
+            if (jf)
+                fprintf(jf, "%s{\"width\":%d,\"height\":%d,\"format\":\"%s\",\"bytes\":%zu,"
+                            "\"floor_us\":%.3f,\"read_cold_us\":%.3f,\"read_hot_us\":%.3f}",
+                        first ? "" : ",", s[0], s[1], trk_pixfmt_name((enum trk_pixfmt)fmt), fb,
+                        floor_us, cold, hot);
+            first = 0;
+        }
+    if (jf) {
+        fprintf(jf, "]}\n");
+        fclose(jf);
+    }
+    cudaFree(a);
+    cudaFree(b);
+    ctx_close(g);
+    return 0;
+}
+
+/* -------------------------------------------------------- cuda-kernels */
+
+struct torch_base {
+    struct trk_json *root = nullptr;
+    /* fastest median per scene, and the variant name */
+    double find(int w, int h, int m, const char **variant, const struct trk_json **masses) const
+    {
+        double best = 0;
+        const struct trk_json *sc = root ? trk_json_get(root, "scenes") : nullptr;
+        for (size_t i = 0; sc && i < sc->n; i++) {
+            const struct trk_json *e = &sc->items[i];
+            if ((int)trk_json_num(e, "width", -1) != w || (int)trk_json_num(e, "height", -1) != h ||
+                (int)trk_json_num(e, "objects", -1) != m)
+                continue;
+            double ms = trk_json_num(e, "median_ms", -1);
+            if (ms > 0 && (best == 0 || ms < best)) {
+                best = ms;
+                *variant = trk_json_str(e, "variant", "?");
+                *masses = trk_json_get(e, "masses");
+            }
+        }
+        return best;
+    }
+};
+
+int run_kernels(int argc, char **argv)
+{
+    list sizes, objs;
+    parse_sizes("640x480,1920x1080,3840x2160", sizes);
+    parse_ints("1,8,32,128,256", objs, 0, TRK_MAX_OBJECTS);
+    const char *variants = NULL, *formats = "rgb24", *json = NULL, *torch = NULL;
+    int iters = 50, warmup = 5, cold = 0;
+    uint64_t seed = 20240601u;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        bool ok = true;
+        if (!strcmp(a, "--cold")) { cold = 1; continue; }
+        if (!v) ok = false;
+        else if (!strcmp(a, "--sizes")) ok = parse_sizes(v, sizes);
+        else if (!strcmp(a, "--objects")) ok = parse_ints(v, objs, 0, TRK_MAX_OBJECTS);
+        else if (!strcmp(a, "--variants")) variants = v;
+        else if (!strcmp(a, "--formats")) formats = v;
+        else if (!strcmp(a, "--iters")) iters = atoi(v);
+        else if (!strcmp(a, "--warmup")) warmup = atoi(v);
+        else if (!strcmp(a, "--seed")) seed = strtoull(v, NULL, 10);
+        else if (!strcmp(a, "--json")) json = v;
+        else if (!strcmp(a, "--torch")) torch = v;
+        else ok = false;
+        if (!ok || iters < 1 || warmup < 0) {
+            fprintf(stderr, "cuda-kernels: bad option %s\n", a);
+            return 2;
+        }
+        i++;
+    }
+    char why[256];
+    if (!trk_cuda_available(why, sizeof(why))) {
+        printf("# cuda-kernels skipped: %s\n", why);
+        return 0;
+    }
+    std::vector<std::string> vars;
+    if (variants) vars = split(variants);
+    else
+        for (const char *const *n = trk_cuda_ops.variants; *n; n++) vars.push_back(*n);
+    std::vector<int> fmts;
+    for (auto &f : split(formats)) {
+        int x = parse_fmt(f);
+        if (x < 0) {
+            fprintf(stderr, "cuda-kernels: unknown format %s\n", f.c_str());
+            return 2;
+        }
+        fmts.push_back(x);
+    }
+    torch_base tb;
+    if (torch) {
+        char err[256];
+        if (!(tb.root = trk_json_load(torch, err, sizeof(err)))) {
+            fprintf(stderr, "cuda-kernels: %s: %s\n", torch, err);
+            return 1;
+        }
+    }
+    gpu_ctx g;
+    if (ctx_open(g)) return 1;
+    /* The memory ceiling used for the floor column: one cold read of 1 GiB. */
+    double read_gbs;
+    {
+        void *big;
+        size_t bytes = (size_t)1 << 30;
+        BENCH_TRY(cudaMalloc(&big, bytes));
+        BENCH_TRY(cudaMemset(big, 1, bytes));
+        read_gbs = bytes / (time_read(g, big, bytes, 10, true) * 1e6);
+        cudaFree(big);
+    }
+    void *d_copy;
+    size_t copy_bytes = 0;
+    for (int s = 0; s < sizes.n; s++)
+        copy_bytes = std::max(copy_bytes, (size_t)sizes.v[s][0] * sizes.v[s][1] * 4 + 4096);
+    BENCH_TRY(cudaMalloc(&d_copy, copy_bytes));
+
+    printf("# cuda-kernels on %s; one-read ceiling %.0f GB/s; seed %llu; warmup %d, iters %d\n",
+           g.name, read_gbs, (unsigned long long)seed, warmup, iters);
+    printf("# kernel = CUDA-event median on a device-resident frame (%s); floor = frame bytes / "
+           "ceiling\n", cold ? "hot, and cold with L2 flushed" : "hot: frame in L2");
+    printf("%-18s %-6s %-12s %10s %10s %8s %9s %9s %9s %10s\n", "scene", "format", "variant",
+           "kernel_us", "cold_us", "x floor", "x ref", "x torch", "upload_us", "frame_us");
+    FILE *jf = json ? fopen(json, "w") : NULL;
+    if (json && !jf) {
+        fprintf(stderr, "cuda-kernels: cannot write %s\n", json);
+        return 1;
+    }
+    if (jf)
+        fprintf(jf, "{\"tool\":\"cuda-kernels\",\"device\":\"%s\",\"read_gbs\":%.1f,\"seed\":%llu,"
+                    "\"warmup\":%d,\"iters\":%d,\"results\":[",
+                g.name, read_gbs, (unsigned long long)seed, warmup, iters);
+    int first = 1, mismatches = 0;
+    static struct trk_obj_result truth[TRK_MAX_OBJECTS], got[TRK_MAX_OBJECTS];
+    for (int s = 0; s < sizes.n; s++)
+        for (int k = 0; k < objs.n; k++) {
+            const int w = sizes.v[s][0], h = sizes.v[s][1], m = objs.v[k][0];
+            struct trk_scene sc;
+            if (trk_scene_standard(w, h, m, seed, &sc)) return 1;
+            char scene[48];
+            snprintf(scene, sizeof(scene), "%dx%d m=%d", w, h, m);
+            for (int fmt : fmts) {
+                pinned_image pi;
+                if (make_pinned(sc, fmt, pi)) return 1;
+                /* Truth and the reference's time: one run of cpu-ref. */
+                struct trk_backend *ref = NULL;
+                struct trk_backend_cfg rc = {};
+                rc.kind = TRK_BACKEND_CPU_REF;
+                rc.max_width = w;
+                rc.max_height = h;
+                if (trk_backend_create(&rc, &ref) || trk_backend_set_objects(ref, sc.objects, m))
+                    return 1;
+                double t0 = trk_bench_now_ms();
+                if (trk_backend_process(ref, &pi.img, NULL, truth, NULL)) return 1;
+                double ref_ms = trk_bench_now_ms() - t0;
+                trk_backend_destroy(&ref);
+                const char *tv = "";
+                const struct trk_json *tmass = nullptr;
+                double torch_ms = tb.find(w, h, m, &tv, &tmass);
+                if (tmass && fmt == TRK_FMT_RGB24) {
+                    bool ok = tmass->type == TRK_JSON_ARRAY && (int)tmass->n == m;
+                    for (int i = 0; ok && i < m; i++)
+                        ok = (uint64_t)tmass->items[i].number == truth[i].mass;
+                    if (!ok) {
+                        fprintf(stderr, "TORCH MASS MISMATCH on %s: the baseline computed "
+                                        "something else\n", scene);
+                        mismatches++;
+                    }
+                }
+                /* Upload of this frame from pinned memory (one copy per plane). */
+                double up_ms = time_dev(
+                    g, [&] { cudaMemcpyAsync(d_copy, pi.mem, pi.bytes, cudaMemcpyHostToDevice, 0); },
+                    2, 10, false);
+                double floor_ms = pi.bytes / (read_gbs * 1e6);
+                /* Whole frame through the public API, default variant. */
+                double frame_ms = 0;
+                if (m > 0) {
+                    struct trk_backend *fb = NULL;
+                    struct trk_backend_cfg fc = {};
+                    fc.kind = TRK_BACKEND_CUDA;
+                    fc.max_width = w;
+                    fc.max_height = h;
+                    if (trk_backend_create(&fc, &fb) || trk_backend_set_objects(fb, sc.objects, m))
+                        return 1;
+                    std::vector<double> t;
+                    for (int i = -warmup; i < iters; i++) {
+                        double a = trk_bench_now_ms();
+                        if (trk_backend_process(fb, &pi.img, NULL, got, NULL)) return 1;
+                        if (i >= 0) t.push_back(trk_bench_now_ms() - a);
+                    }
+                    frame_ms = median(t);
+                    if (!same(truth, got, m)) {
+                        fprintf(stderr, "MISMATCH cuda process() on %s\n", scene);
+                        mismatches++;
+                    }
+                    trk_backend_destroy(&fb);
+                }
+                for (auto &vn : vars) {
+                    double hot = 0, cms = 0;
+                    if (m > 0) {
+                        int err = kernel_time(g, vn.c_str(), pi.img, sc.objects, m, warmup, iters,
+                                              cold, &hot, &cms, got);
+                        if (err) {
+                            fprintf(stderr, "cuda-kernels: %s on %s: %s\n", vn.c_str(), scene,
+                                    trk_strerror(err));
+                            return 1;
+                        }
+                    }
+                    bool ok = m == 0 || same(truth, got, m);
+                    if (!ok) {
+                        fprintf(stderr, "MISMATCH %s on %s %s\n", vn.c_str(), scene,
+                                trk_pixfmt_name((enum trk_pixfmt)fmt));
+                        mismatches++;
+                    }
+                    char xr[16] = "-", xt[16] = "-", xf[16] = "-", cs[16] = "-";
+                    if (hot > 0) {
+                        snprintf(xr, sizeof(xr), "%.0fx", ref_ms / hot);
+                        snprintf(xf, sizeof(xf), "%.1f", hot / floor_ms);
+                        if (torch_ms > 0) snprintf(xt, sizeof(xt), "%.0fx", torch_ms / hot);
+                    }
+                    if (cms > 0) snprintf(cs, sizeof(cs), "%.1f", cms * 1e3);
+                    printf("%-18s %-6s %-12s %10.1f %10s %8s %9s %9s %9.1f %10.1f%s\n", scene,
+                           trk_pixfmt_name((enum trk_pixfmt)fmt), vn.c_str(), hot * 1e3, cs, xf, xr,
+                           xt, up_ms * 1e3, frame_ms * 1e3, ok ? "" : "  MISMATCH");
+                    fflush(stdout);
+                    if (jf)
+                        fprintf(jf,
+                                "%s\n {\"width\":%d,\"height\":%d,\"objects\":%d,\"format\":\"%s\","
+                                "\"variant\":\"%s\",\"kernel_ms\":%.5f,\"kernel_cold_ms\":%.5f,"
+                                "\"floor_ms\":%.5f,\"ref_ms\":%.3f,\"torch_ms\":%.4f,"
+                                "\"torch_variant\":\"%s\",\"upload_ms\":%.4f,\"frame_ms\":%.4f,"
+                                "\"match\":%s}",
+                                first ? "" : ",", w, h, m, trk_pixfmt_name((enum trk_pixfmt)fmt),
+                                vn.c_str(), hot, cms, floor_ms, ref_ms, torch_ms, tv, up_ms,
+                                frame_ms, ok ? "true" : "false");
+                    first = 0;
+                }
+                free_pinned(pi);
+            }
+            trk_scene_free(&sc);
+        }
+    if (jf) {
+        fprintf(jf, "\n],\"mismatches\":%d}\n", mismatches);
+        fclose(jf);
+    }
+    cudaFree(d_copy);
+    trk_json_free(tb.root);
+    ctx_close(g);
+    if (mismatches) fprintf(stderr, "cuda-kernels: %d MISMATCH(es)\n", mismatches);
+    return mismatches ? 1 : 0;
+}
+
+/* ----------------------------------------------------------- cuda-seed */
+
+int run_seed(int argc, char **argv)
+{
+    list size, objs, rs;
+    parse_sizes("640x480", size);
+    parse_ints("1,2,4,8,16,32,64,128,256", objs, 1, TRK_MAX_OBJECTS);
+    parse_ints("2,4,8,16,32,64,128,256", rs, 2, TRK_MOCT_MAX_R);
+    int m_for_r = 16, iters = 20;
+    const char *json = NULL;
+    uint64_t seed = 20240601u;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        bool ok = v != NULL;
+        if (!ok) {}
+        else if (!strcmp(a, "--size")) ok = parse_sizes(v, size);
+        else if (!strcmp(a, "--objects")) ok = parse_ints(v, objs, 1, TRK_MAX_OBJECTS);
+        else if (!strcmp(a, "--rs")) ok = parse_ints(v, rs, 2, TRK_MOCT_MAX_R);
+        else if (!strcmp(a, "--m")) ok = (m_for_r = atoi(v)) >= 1 && m_for_r <= TRK_MAX_OBJECTS;
+        else if (!strcmp(a, "--iters")) ok = (iters = atoi(v)) >= 1;
+        else if (!strcmp(a, "--json")) json = v;
+        else ok = false;
+        if (!ok) {
+            fprintf(stderr, "cuda-seed: bad option %s\n", a);
+            return 2;
+        }
+        i++;
+    }
+    char why[256];
+    if (!trk_cuda_available(why, sizeof(why))) {
+        printf("# cuda-seed skipped: %s\n", why);
+        return 0;
+    }
+    gpu_ctx g;
+    if (ctx_open(g)) return 1;
+    const int w = size.v[0][0], h = size.v[0][1];
+    FILE *jf = json ? fopen(json, "w") : NULL;
+    if (jf) fprintf(jf, "{\"tool\":\"cuda-seed\",\"device\":\"%s\",\"width\":%d,\"height\":%d,", g.name, w, h);
+    int mismatches = 0;
+    static struct trk_obj_result truth[TRK_MAX_OBJECTS], got[TRK_MAX_OBJECTS];
+
+    /* Experiment 1: time vs number of objects. "per-object" = one
+     * single-object MOCT reduction per object, summed (the seed's Bru07). */
+    const char *v1[] = {"moct-h-r4", "moct-v-r4", "moct-s-r4", "per-object", "naive", "lut", "fused"};
+    printf("# cuda-seed on %s, %dx%d: kernel time (us, CUDA-event medians, frame resident)\n", g.name, w, h);
+    printf("# experiment 1: time vs number of objects\n%-6s", "M");
+    for (const char *v : v1) printf(" %11s", v);
+    printf("\n");
+    if (jf) fprintf(jf, "\"vs_objects\":[");
+    for (int k = 0; k < objs.n; k++) {
+        const int m = objs.v[k][0];
+        struct trk_scene sc;
+        if (trk_scene_standard(w, h, m, seed, &sc)) return 1;
+        pinned_image pi;
+        if (make_pinned(sc, TRK_FMT_RGB24, pi)) return 1;
+        struct trk_backend *ref = NULL;
+        struct trk_backend_cfg rc = {};
+        rc.kind = TRK_BACKEND_CPU_REF;
+        rc.max_width = w;
+        rc.max_height = h;
+        if (trk_backend_create(&rc, &ref) || trk_backend_set_objects(ref, sc.objects, m) ||
+            trk_backend_process(ref, &pi.img, NULL, truth, NULL))
+            return 1;
+        trk_backend_destroy(&ref);
+        printf("%-6d", m);
+        if (jf) fprintf(jf, "%s\n {\"objects\":%d", k ? "," : "", m);
+        for (const char *v : v1) {
+            double hot = 0, cold;
+            int err = 0;
+            if (!strcmp(v, "per-object")) {
+                for (int i = 0; i < m && !err; i++) {
+                    double one;
+                    err = kernel_time(g, "moct-h-r4", pi.img, &sc.objects[i], 1, 2, iters, false,
+                                      &one, &cold, &got[i]);
+                    hot += one;
+                }
+            } else {
+                err = kernel_time(g, v, pi.img, sc.objects, m, 3, iters, false, &hot, &cold, got);
+            }
+            if (err) {
+                fprintf(stderr, "cuda-seed: %s m=%d: %s\n", v, m, trk_strerror(err));
+                return 1;
+            }
+            bool ok = same(truth, got, m);
+            if (!ok) mismatches++;
+            printf(" %10.1f%s", hot * 1e3, ok ? " " : "!");
+            if (jf) fprintf(jf, ",\"%s\":%.5f", v, hot);
+        }
+        printf("\n");
+        fflush(stdout);
+        if (jf) fprintf(jf, "}");
+        free_pinned(pi);
+        trk_scene_free(&sc);
+    }
+
+    /* Experiment 2: time vs reduction factor, per arrangement. */
+    printf("# experiment 2: MOCT time vs reduction factor r, M = %d\n%-6s %11s %11s %11s\n", m_for_r,
+           "r", "horizontal", "vertical", "square");
+    if (jf) fprintf(jf, "],\"m_for_r\":%d,\"vs_r\":[", m_for_r);
+    {
+        struct trk_scene sc;
+        if (trk_scene_standard(w, h, m_for_r, seed, &sc)) return 1;
+        pinned_image pi;
+        if (make_pinned(sc, TRK_FMT_RGB24, pi)) return 1;
+        struct trk_backend *ref = NULL;
+        struct trk_backend_cfg rc = {};
+        rc.kind = TRK_BACKEND_CPU_REF;
+        rc.max_width = w;
+        rc.max_height = h;
+        if (trk_backend_create(&rc, &ref) || trk_backend_set_objects(ref, sc.objects, m_for_r) ||
+            trk_backend_process(ref, &pi.img, NULL, truth, NULL))
+            return 1;
+        trk_backend_destroy(&ref);
+        for (int i = 0; i < rs.n; i++) {
+            const int r = rs.v[i][0];
+            printf("%-6d", r);
+            if (jf) fprintf(jf, "%s\n {\"r\":%d", i ? "," : "", r);
+            for (char arr : {'h', 'v', 's'}) {
+                char name[48];
+                snprintf(name, sizeof(name), "moct:arr=%c,r=%d", arr, r);
+                double hot, cold;
+                int err = kernel_time(g, name, pi.img, sc.objects, m_for_r, 3, iters, false, &hot,
+                                      &cold, got);
+                if (err) {
+                    fprintf(stderr, "cuda-seed: %s: %s\n", name, trk_strerror(err));
+                    return 1;
+                }
+                bool ok = same(truth, got, m_for_r);
+                if (!ok) mismatches++;
+                printf(" %10.1f%s", hot * 1e3, ok ? " " : "!");
+                if (jf) fprintf(jf, ",\"%c\":%.5f", arr, hot);
+            }
+            printf("\n");
+            if (jf) fprintf(jf, "}");
+        }
+        free_pinned(pi);
+        trk_scene_free(&sc);
+    }
+    if (jf) {
+        fprintf(jf, "\n],\"mismatches\":%d}\n", mismatches);
+        fclose(jf);
+    }
+    ctx_close(g);
+    if (mismatches) fprintf(stderr, "cuda-seed: %d MISMATCH(es) (marked !)\n", mismatches);
+    return mismatches ? 1 : 0;
+}
+
+const struct trk_bench_experiment exp_floor = {"cuda-floor", "CUDA: device memory copy/read ceilings",
+                                               run_floor};
+const struct trk_bench_experiment exp_kernels = {
+    "cuda-kernels", "CUDA: kernel time per variant vs floor, cpu-ref, torch", run_kernels};
+const struct trk_bench_experiment exp_seed = {
+    "cuda-seed", "CUDA: the seed's time-vs-objects and time-vs-r experiments", run_seed};
+
+__attribute__((constructor)) void register_cuda_experiments()
+{
+    trk_bench_register(&exp_floor);
+    trk_bench_register(&exp_kernels);
+    trk_bench_register(&exp_seed);
+}
+
+} // namespace

@@ -1,0 +1,62 @@
+#!/bin/bash
+# Builds trackd's GPU-only tree on the GPU machine and runs the CUDA tests,
+# sanitizers and benchmarks. Usage: tests/gpu/run_on_gpu.sh STAGE... where
+# STAGE is build, test, sanitize, floor, kernels, seed, torch, bench, ncu.
+# Logs go to $OUT (or ./gpu-out). Used through the device tool:
+#   run: tests/gpu/run_on_gpu.sh build test kernels
+set -u
+OUT=${OUT:-$PWD/gpu-out}
+mkdir -p "$OUT"
+B=build-gpu
+BENCH=$B/bench/trackd-bench
+rc=0
+for stage in "$@"; do
+  echo "=== $stage $(date +%T)"
+  case $stage in
+    build)
+      nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.total --format=csv | tee "$OUT/gpu.txt"
+      cmake -S . -B $B -DTRK_GPU_ONLY=ON -DTRK_WERROR=ON > "$OUT/build.log" 2>&1 &&
+        cmake --build $B -j16 >> "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; } ;;
+    test)
+      (cd $B && ctest -L gpu -E sanitize --output-on-failure) > "$OUT/test.log" 2>&1 || rc=1
+      grep -E "tests passed|Passed|Failed|FAIL|MISMATCH|SKIP" "$OUT/test.log" | head -40 ;;
+    unit)
+      (cd $B && ctest -LE "gpu|bench" --output-on-failure) > "$OUT/unit.log" 2>&1 || rc=1
+      tail -5 "$OUT/unit.log" ;;
+    sanitize)
+      (cd $B && ctest -L sanitizer --output-on-failure) > "$OUT/sanitize.log" 2>&1 || rc=1
+      grep -E "ERROR SUMMARY|tests passed|Failed|Passed|RACECHECK SUMMARY" "$OUT/sanitize.log" | head -20 ;;
+    floor)
+      $BENCH --experiment cuda-floor --json "$OUT/floor.json" 2>&1 | tee "$OUT/floor.txt" ;;
+    quick)
+      $BENCH --experiment cuda-kernels --sizes 1920x1080,3840x2160 --objects 128,256 \
+        --variants fused,lut --iters 30 --cold 2>&1 | tee "$OUT/quick.txt" ;;
+    sweep)
+      $BENCH --experiment cuda-kernels --sizes 1920x1080,3840x2160 --objects 1,8,32,128,256 \
+        --variants fused --iters 30 --cold 2>&1 | tee "$OUT/sweep.txt" ;;
+    torch)
+      $BENCH --dump-scenes /tmp/scenes > /dev/null &&
+        python3 bench/torch_baseline.py /tmp/scenes --json "$OUT/torch.json" 2>&1 | tee "$OUT/torch.txt" ;;
+    kernels)
+      T=""; [ -f "$OUT/torch.json" ] && T="--torch $OUT/torch.json"
+      $BENCH --experiment cuda-kernels --cold $T --json "$OUT/kernels.json" 2>&1 | tee "$OUT/kernels.txt" || rc=1 ;;
+    formats)
+      $BENCH --experiment cuda-kernels --sizes 1920x1080 --objects 128 --variants fused \
+        --formats rgb24,rgba,bgr24,yuyv,nv12,i420 --cold 2>&1 | tee "$OUT/formats.txt" || rc=1 ;;
+    seed)
+      $BENCH --experiment cuda-seed --json "$OUT/seed.json" 2>&1 | tee "$OUT/seed.txt" || rc=1 ;;
+    bench)
+      T=""; [ -f "$OUT/torch.json" ] && T="--torch $OUT/torch.json"
+      $BENCH --backends cpu-ref,cpu,cuda --variants fused,lut --sizes 1920x1080 --objects 8,128 \
+        --formats rgb24,nv12 --iters 10 --ref-iters 1 $T --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.txt" || rc=1 ;;
+    ncu)
+      ncu --clock-control none -k regex:fused_kernel -s 3 -c 6 --section SpeedOfLight --section MemoryWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables --section ComputeWorkloadAnalysis --section InstructionStats \
+        --section Occupancy --section LaunchStats --section WarpStateStats \
+        $BENCH --experiment cuda-kernels --sizes 1920x1080 --objects 128,256 --variants fused --iters 1 --warmup 0 \
+        > "$OUT/ncu.txt" 2>&1; grep -E "Duration|Throughput|Achieved Occupancy|Registers|Warp Cycles|Bank|Issue|Executed Ipc" "$OUT/ncu.txt" | head -60 ;;
+    sass)
+      cuobjdump -sass $B/gpu/libtrk_gpu.a > "$OUT/sass.txt" 2>&1; wc -l "$OUT/sass.txt" ;;
+    *) echo "unknown stage $stage"; rc=2 ;;
+  esac
+done
+exit $rc
