@@ -286,10 +286,9 @@ struct vctx {
     struct trk_posindex *ix;
     int ix_built;
     struct trk_path_seg path[MAX_SEGS];
+    /* A file's paths start at the top level ("objects[3].lo[1]"); those of
+     * trk_objects_parse_object at the object ("lo[1]"). */
     int depth;
-    /* Messages name values by path relative to this depth: a file's errors
-     * say "objects[3].lo[1]", trk_objects_parse_object's just "lo[1]". */
-    int msg_base;
 };
 
 static void push_key(struct vctx *c, const char *key)
@@ -318,7 +317,7 @@ static const char *path_text(const struct vctx *c, char *buf, size_t n)
 {
     size_t w = 0;
     buf[0] = 0;
-    for (int i = c->msg_base; i < c->depth && w < n; i++) {
+    for (int i = 0; i < c->depth && w < n; i++) {
         const struct trk_path_seg *s = &c->path[i];
         int k;
         if (s->key)
@@ -360,6 +359,18 @@ __attribute__((format(printf, 3, 4))) static int fail(struct vctx *c, int want_k
     sanitize(c->err->msg);
     set_pos(c, want_key);
     return TRK_EINVAL;
+}
+
+/* strerror() may share a static buffer between threads; the GNU and XSI
+ * strerror_r differ in return type, so pick by the feature macros. */
+static const char *errno_text(int e, char *buf, size_t n)
+{
+#if defined(__GLIBC__) && defined(_GNU_SOURCE)
+    return strerror_r(e, buf, n);
+#else
+    if (strerror_r(e, buf, n) != 0) snprintf(buf, n, "error %d", e);
+    return buf;
+#endif
 }
 
 static void err_init(struct trk_config_error *err, const char *file)
@@ -712,7 +723,8 @@ int trk_objects_load_file(const char *path, struct trk_objects *out, struct trk_
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         int e = errno;
-        err_at(err, 1, 1, "cannot open file: %s", strerror(e));
+        char eb[128];
+        err_at(err, 1, 1, "cannot open file: %s", errno_text(e, eb, sizeof eb));
         return -e;
     }
     /* Read up to one byte past the cap so an oversized file is noticed
@@ -736,8 +748,9 @@ int trk_objects_load_file(const char *path, struct trk_objects *out, struct trk_
         ssize_t r = read(fd, buf + n, cap - n);
         if (r < 0) {
             if (errno == EINTR) continue;
+            char eb[128];
             rc = -errno;
-            err_at(err, 1, 1, "cannot read file: %s", strerror(errno));
+            err_at(err, 1, 1, "cannot read file: %s", errno_text(-rc, eb, sizeof eb));
             break;
         }
         if (r == 0) break;
