@@ -435,9 +435,11 @@ int main(int argc, char **argv)
                   a.span);
             CHECK(w.results >= (long)(0.9 * (double)w.span), "with stall: %ld of %ld",
                   w.results, w.span);
-            CHECK((double)a.span >= 0.8 * (double)(pub1 - pub0) - rate,
-                  "alone: seq span %ld vs %llu published", a.span,
-                  (unsigned long long)(pub1 - pub0));
+            /* seq counts publishes, so span = what was published while the
+             * client listened; it should be about rate x duration (loose: a
+             * starved machine publishes late). */
+            CHECK((double)a.span >= 0.7 * rate * duration,
+                  "alone: seq span %ld for %g/s over %g s", a.span, rate, duration);
         } else {
             CHECK(0, "missing client reports");
         }
