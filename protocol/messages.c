@@ -17,8 +17,7 @@
 void trk_buf_reset(struct trk_buf *b)
 {
     b->len = 0;
-    if (b->data)
-        b->data[0] = '\0';
+    if (b->data) b->data[0] = '\0';
 }
 
 void trk_buf_free(struct trk_buf *b)
@@ -30,19 +29,16 @@ void trk_buf_free(struct trk_buf *b)
 
 int trk_buf_reserve(struct trk_buf *b, size_t extra)
 {
-    if (extra > SIZE_MAX / 2 - b->len - 1)
-        return TRK_ENOMEM;
+    if (extra > SIZE_MAX / 2 - b->len - 1) return TRK_ENOMEM;
     size_t need = b->len + extra + 1; /* + the terminator */
-    if (need <= b->cap)
-        return 0;
+    if (need <= b->cap) return 0;
     /* Doubling keeps appends amortised O(1); 256 covers most small messages
      * in one allocation. */
     size_t cap = b->cap ? b->cap : 256;
     while (cap < need)
         cap *= 2;
     char *p = realloc(b->data, cap);
-    if (!p)
-        return TRK_ENOMEM;
+    if (!p) return TRK_ENOMEM;
     b->data = p;
     b->cap = cap;
     return 0;
@@ -50,10 +46,8 @@ int trk_buf_reserve(struct trk_buf *b, size_t extra)
 
 int trk_buf_append(struct trk_buf *b, const void *p, size_t n)
 {
-    if (trk_buf_reserve(b, n))
-        return TRK_ENOMEM;
-    if (n)
-        memcpy(b->data + b->len, p, n);
+    if (trk_buf_reserve(b, n)) return TRK_ENOMEM;
+    if (n) memcpy(b->data + b->len, p, n);
     b->len += n;
     b->data[b->len] = '\0';
     return 0;
@@ -72,8 +66,7 @@ static size_t utf8_seq_len(const unsigned char *s, size_t n)
     unsigned c = s[0];
     size_t len;
     unsigned cp;
-    if (c < 0x80)
-        return 1;
+    if (c < 0x80) return 1;
     if (c >= 0xC2 && c <= 0xDF) {
         len = 2;
         cp = c & 0x1F;
@@ -86,11 +79,9 @@ static size_t utf8_seq_len(const unsigned char *s, size_t n)
     } else {
         return 0;
     }
-    if (n < len)
-        return 0;
+    if (n < len) return 0;
     for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
+        if ((s[i] & 0xC0) != 0x80) return 0;
         cp = (cp << 6) | (s[i] & 0x3F);
     }
     if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10FFFF ||
@@ -101,13 +92,11 @@ static size_t utf8_seq_len(const unsigned char *s, size_t n)
 
 int trk_buf_json_str(struct trk_buf *b, const char *s, size_t n)
 {
-    if (!s)
-        return trk_buf_append(b, "null", 4);
+    if (!s) return trk_buf_append(b, "null", 4);
     const unsigned char *p = (const unsigned char *)s;
     size_t len = strnlen(s, n);
     /* Worst case: every byte becomes \u00XX (6) or U+FFFD (3). */
-    if (len > SIZE_MAX / 8 || trk_buf_reserve(b, len * 6 + 2))
-        return TRK_ENOMEM;
+    if (len > SIZE_MAX / 8 || trk_buf_reserve(b, len * 6 + 2)) return TRK_ENOMEM;
     char *o = b->data + b->len;
     *o++ = '"';
     static const char hex[] = "0123456789abcdef";
@@ -181,20 +170,16 @@ int trk_buf_i64(struct trk_buf *b, int64_t v)
     char tmp[24];
     uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
     char *p = u64_digits(tmp + sizeof tmp, u);
-    if (v < 0)
-        *--p = '-';
+    if (v < 0) *--p = '-';
     return trk_buf_append(b, p, (size_t)(tmp + sizeof tmp - p));
 }
 
 int trk_buf_fixed(struct trk_buf *b, double v, int decimals)
 {
-    static const double scale[] = {1, 10, 100, 1e3, 1e4, 1e5, 1e6};
-    if (!isfinite(v))
-        return trk_buf_append(b, "null", 4);
-    if (decimals < 0)
-        decimals = 0;
-    if (decimals > 6)
-        decimals = 6;
+    static const double scale[] = { 1, 10, 100, 1e3, 1e4, 1e5, 1e6 };
+    if (!isfinite(v)) return trk_buf_append(b, "null", 4);
+    if (decimals < 0) decimals = 0;
+    if (decimals > 6) decimals = 6;
     double s = fabs(v) * scale[decimals];
     if (s >= 9e15) {
         /* Beyond exact int64 scaling: printf's conversion is exact anyway. */
@@ -211,24 +196,20 @@ int trk_buf_fixed(struct trk_buf *b, double v, int decimals)
         *--p = (char)('0' + q % 10);
         q /= 10;
     }
-    if (decimals)
-        *--p = '.';
+    if (decimals) *--p = '.';
     p = u64_digits(p, q);
     /* No "-0.00": a value that rounds to zero prints unsigned. */
     bool zero = true;
     for (const char *c = p; c < end; c++)
-        if (*c >= '1' && *c <= '9')
-            zero = false;
-    if (v < 0 && !zero)
-        *--p = '-';
+        if (*c >= '1' && *c <= '9') zero = false;
+    if (v < 0 && !zero) *--p = '-';
     return trk_buf_append(b, p, (size_t)(end - p));
 }
 
 /* The encoders below chain appends; the first failure wins. */
-#define PUT(x)                      \
-    do {                            \
-        if ((x) < 0)                \
-            return TRK_ENOMEM;      \
+#define PUT(x)                                                                                     \
+    do {                                                                                           \
+        if ((x) < 0) return TRK_ENOMEM;                                                            \
     } while (0)
 #define LIT(b, s) PUT(trk_buf_append((b), (s), sizeof(s) - 1))
 
@@ -268,8 +249,7 @@ int trk_msg_frame(struct trk_buf *b, const struct trk_frame_meta *m,
     for (int i = 0; i < n; i++) {
         const struct trk_obj_result *r = &res[i];
         uint64_t min_mass = defs[i].min_mass ? defs[i].min_mass : 1;
-        if (i)
-            LIT(b, ",");
+        if (i) LIT(b, ",");
         LIT(b, "{\"id\":");
         PUT(trk_buf_i64(b, i));
         LIT(b, ",\"name\":");
@@ -340,8 +320,8 @@ void trk_msg_object_color(const struct trk_object_def *def, char out[8])
         g = (uint8_t)lround((gg + mm) * 255);
         bl = (uint8_t)lround((bb + mm) * 255);
     } else if (def->space == TRK_SPACE_YCBCR) {
-        trk_yuv_to_rgb(&trk_yuv2rgb_coefs[trk_coef_index(TRK_MATRIX_BT601, 1)], c[0], c[1],
-                       c[2], &r, &g, &bl);
+        trk_yuv_to_rgb(&trk_yuv2rgb_coefs[trk_coef_index(TRK_MATRIX_BT601, 1)], c[0], c[1], c[2],
+                       &r, &g, &bl);
     } else {
         r = trk_clamp255(c[0]);
         g = trk_clamp255(c[1]);
@@ -392,8 +372,7 @@ static int put_objects(struct trk_buf *b, const struct trk_object_def *defs, int
 {
     LIT(b, "[");
     for (int i = 0; i < n; i++) {
-        if (i)
-            LIT(b, ",");
+        if (i) LIT(b, ",");
         PUT(trk_msg_object(b, i, &defs[i], colors ? colors[i] : NULL));
     }
     LIT(b, "]");
@@ -533,8 +512,7 @@ int trk_msg_ack(struct trk_buf *b, const char *request, const char *id_json, boo
     LIT(b, "{\"type\":\"ack\",\"request\":");
     PUT(trk_buf_json_str(b, request ? request : "", 64));
     PUT(put_id(b, id_json));
-    if (!more)
-        LIT(b, "}");
+    if (!more) LIT(b, "}");
     return 0;
 }
 
@@ -562,8 +540,8 @@ void trk_msg_preview_header(uint8_t out[TRK_PREVIEW_HDR], uint64_t seq, int prev
 /* ---------------------------------------------- client -> server: parsing */
 
 const char *const trk_msg_control_types[] = {
-    "set_objects", "add_object", "update_object", "remove_object", "sample",
-    "get_objects", "save_objects", NULL,
+    "set_objects", "add_object",  "update_object", "remove_object",
+    "sample",      "get_objects", "save_objects",  NULL,
 };
 
 const char *trk_msg_err_code(int err)
@@ -587,16 +565,12 @@ const char *trk_msg_err_code(int err)
  * make the server amplify its input. */
 static size_t id_to_json(json_t *id, char *out, size_t cap)
 {
-    if (!cap)
-        return 0;
+    if (!cap) return 0;
     out[0] = '\0';
-    if (!id || !(json_is_number(id) || json_is_string(id)))
-        return 0;
-    if (json_is_string(id) && json_string_length(id) > TRK_MSG_ID_MAX)
-        return 0;
+    if (!id || !(json_is_number(id) || json_is_string(id))) return 0;
+    if (json_is_string(id) && json_string_length(id) > TRK_MSG_ID_MAX) return 0;
     char *s = json_dumps(id, JSON_ENCODE_ANY | JSON_COMPACT);
-    if (!s)
-        return 0;
+    if (!s) return 0;
     size_t n = strlen(s);
     if (n >= cap)
         n = 0;
@@ -608,8 +582,7 @@ static size_t id_to_json(json_t *id, char *out, size_t cap)
 
 static void set_err(char *err_msg, size_t err_len, const char *fmt, const char *arg)
 {
-    if (err_msg && err_len)
-        snprintf(err_msg, err_len, fmt, arg);
+    if (err_msg && err_len) snprintf(err_msg, err_len, fmt, arg);
 }
 
 int trk_msg_parse_client(const char *data, size_t len, const char *const *control_types,
@@ -617,8 +590,7 @@ int trk_msg_parse_client(const char *data, size_t len, const char *const *contro
 {
     memset(out, 0, sizeof *out);
     out->preview = -1;
-    if (err_msg && err_len)
-        err_msg[0] = '\0';
+    if (err_msg && err_len) err_msg[0] = '\0';
     if (len > TRK_MSG_MAX_CLIENT) {
         set_err(err_msg, err_len, "message larger than %s bytes", "65536");
         return TRK_MSG_TOO_LARGE;
@@ -682,13 +654,10 @@ end:
 
 size_t trk_msg_request_id(const char *data, size_t len, char *out, size_t cap)
 {
-    if (cap)
-        out[0] = '\0';
-    if (len > TRK_MSG_MAX_CLIENT)
-        return 0;
+    if (cap) out[0] = '\0';
+    if (len > TRK_MSG_MAX_CLIENT) return 0;
     json_t *root = json_loadb(data, len, JSON_DECODE_ANY, NULL);
-    if (!root)
-        return 0;
+    if (!root) return 0;
     size_t n = json_is_object(root) ? id_to_json(json_object_get(root, "id"), out, cap) : 0;
     json_decref(root);
     return n;

@@ -78,17 +78,17 @@ int trk_buf_fixed(struct trk_buf *b, double v, int decimals);
 
 /* What the pipeline knows about one processed frame besides the results. */
 struct trk_frame_meta {
-    uint64_t seq;      /* frame sequence number from the source, increasing  */
-    double pts;        /* presentation time in s (file sources: stream time;
-                        * cameras/demo: seconds since the source opened)     */
-    int width, height; /* frame size in pixels                               */
-    double t_capture;  /* s, CLOCK_MONOTONIC, when the frame was captured    */
-    double wall_ms;    /* ms since the Unix epoch when processing finished   */
-    double queue_ms;   /* capture -> processing start (waiting in the ring)  */
-    double upload_ms;  /* host -> device copy (0 for CPU backends)           */
-    double kernel_ms;  /* threshold + reduction                              */
-    double process_ms; /* processing start -> results ready (whole backend
-                        * call plus tracker)                                 */
+    uint64_t seq;        /* frame sequence number from the source, increasing  */
+    double pts;          /* presentation time in s (file sources: stream time;
+                          * cameras/demo: seconds since the source opened)     */
+    int width, height;   /* frame size in pixels                               */
+    double t_capture;    /* s, CLOCK_MONOTONIC, when the frame was captured    */
+    double wall_ms;      /* ms since the Unix epoch when processing finished   */
+    double queue_ms;     /* capture -> processing start (waiting in the ring)  */
+    double upload_ms;    /* host -> device copy (0 for CPU backends)           */
+    double kernel_ms;    /* threshold + reduction                              */
+    double process_ms;   /* processing start -> results ready (whole backend
+                          * call plus tracker)                                 */
     const char *backend; /* backend name (trk_backend_name), NULL = omitted */
 };
 
@@ -149,14 +149,14 @@ void trk_msg_object_color(const struct trk_object_def *def, char out[8]);
  * ms; a negative value means "not measured" and is sent as null. */
 struct trk_stats_info {
     double uptime_s;
-    double fps;           /* frames processed per second, last interval      */
-    uint64_t frames;      /* frames processed since start                    */
-    uint64_t drops;       /* frames captured but never processed (stale)     */
-    int clients;          /* connected WebSocket clients                     */
-    long rss_kb;          /* resident set size, < 0 = unknown                */
+    double fps;      /* frames processed per second, last interval      */
+    uint64_t frames; /* frames processed since start                    */
+    uint64_t drops;  /* frames captured but never processed (stale)     */
+    int clients;     /* connected WebSocket clients                     */
+    long rss_kb;     /* resident set size, < 0 = unknown                */
     double queue_ms, upload_ms, kernel_ms, process_ms; /* medians            */
-    double send_ms;       /* results ready -> handed to the WebSocket thread */
-    double total_ms;      /* capture -> handed to the WebSocket thread       */
+    double send_ms;                         /* results ready -> handed to the WebSocket thread */
+    double total_ms;                        /* capture -> handed to the WebSocket thread       */
     uint64_t ws_sent, ws_dropped, ws_bytes; /* trk_ws_get_stats totals       */
 };
 
@@ -223,10 +223,10 @@ enum trk_cmsg_kind {
 /* A parsed client message. */
 struct trk_cmsg {
     enum trk_cmsg_kind kind;
-    char type[32];            /* the "type" string (truncated to fit)       */
+    char type[32];                   /* the "type" string (truncated to fit)       */
     char id[TRK_MSG_ID_MAX * 6 + 3]; /* "id" as JSON text, "" when absent or
-                               * not echoable (see trk_msg_request_id)       */
-    int preview;              /* subscribe: 1 on, 0 off, -1 not given        */
+                                      * not echoable (see trk_msg_request_id)       */
+    int preview;                     /* subscribe: 1 on, 0 off, -1 not given        */
 };
 
 /* The control message types forwarded to the daemon when trk_ws_cfg names

@@ -37,7 +37,7 @@
 #include "backend.h"
 #include "messages.h"
 
-#define WS_PATH "/ws"
+#define WS_PATH        "/ws"
 #define WS_SUBPROTOCOL "trackd.v1"
 /* Hand-off capacity for results between two service-thread wake-ups. The
  * service thread drains it at every wake, so it only fills when that thread
@@ -65,7 +65,7 @@ static void emit(int level, const char *line)
         log_fn(level, line);
         return;
     }
-    static const char *names[] = {"error", "warn", "info", "debug"};
+    static const char *names[] = { "error", "warn", "info", "debug" };
     fprintf(stderr, "%s ws: %s\n", names[level < 0 ? 0 : level > 3 ? 3 : level], line);
 }
 
@@ -102,25 +102,21 @@ struct msg {
 
 static struct msg *msg_new(const void *data, size_t len, bool binary, uint64_t order)
 {
-    if (len > SIZE_MAX - sizeof(struct msg) - LWS_PRE - 1)
-        return NULL;
+    if (len > SIZE_MAX - sizeof(struct msg) - LWS_PRE - 1) return NULL;
     struct msg *m = malloc(sizeof *m + LWS_PRE + len + 1);
-    if (!m)
-        return NULL;
+    if (!m) return NULL;
     atomic_init(&m->refs, 1);
     m->binary = binary;
     m->order = order;
     m->len = len;
-    if (len)
-        memcpy(m->buf + LWS_PRE, data, len);
+    if (len) memcpy(m->buf + LWS_PRE, data, len);
     m->buf[LWS_PRE + len] = '\0';
     return m;
 }
 
 static struct msg *msg_ref(struct msg *m)
 {
-    if (m)
-        atomic_fetch_add_explicit(&m->refs, 1, memory_order_relaxed);
+    if (m) atomic_fetch_add_explicit(&m->refs, 1, memory_order_relaxed);
     return m;
 }
 
@@ -128,8 +124,7 @@ static void msg_unref(struct msg **pm)
 {
     struct msg *m = *pm;
     *pm = NULL;
-    if (m && atomic_fetch_sub_explicit(&m->refs, 1, memory_order_acq_rel) == 1)
-        free(m);
+    if (m && atomic_fetch_sub_explicit(&m->refs, 1, memory_order_acq_rel) == 1) free(m);
 }
 
 /* ------------------------------------------------------------- clients */
@@ -144,8 +139,8 @@ struct client {
     bool established;
     bool preview_on;
     char peer[64];
-    struct msg *hello;                  /* written before anything else */
-    struct msg **results;               /* ring of ws->queue_len         */
+    struct msg *hello;    /* written before anything else */
+    struct msg **results; /* ring of ws->queue_len         */
     unsigned r_head, r_count;
     struct msg *slot[TRK_WS_KIND_COUNT]; /* newest-only kinds            */
     struct msg *replies[CLIENT_REPLIES];
@@ -211,18 +206,15 @@ static uint64_t new_order(struct trk_ws *ws)
 
 static void count_drop(struct trk_ws *ws, struct client *c)
 {
-    if (c)
-        atomic_fetch_add_explicit(&c->dropped, 1, memory_order_relaxed);
+    if (c) atomic_fetch_add_explicit(&c->dropped, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&ws->dropped, 1, memory_order_relaxed);
 }
 
 static bool client_pending(const struct client *c)
 {
-    if (c->hello || c->r_count || c->q_count)
-        return true;
+    if (c->hello || c->r_count || c->q_count) return true;
     for (int k = 0; k < TRK_WS_KIND_COUNT; k++)
-        if (c->slot[k])
-            return true;
+        if (c->slot[k]) return true;
     return false;
 }
 
@@ -241,8 +233,7 @@ static void client_push(struct trk_ws *ws, struct client *c, int kind, struct ms
         c->results[(c->r_head + c->r_count++) % cap] = msg_ref(m);
         return;
     }
-    if (kind == TRK_WS_PREVIEW && !c->preview_on)
-        return;
+    if (kind == TRK_WS_PREVIEW && !c->preview_on) return;
     if (c->slot[kind]) {
         msg_unref(&c->slot[kind]);
         count_drop(ws, c);
@@ -266,16 +257,14 @@ static void client_reply(struct trk_ws *ws, struct client *c, struct msg *m)
 static void client_reply_buf(struct trk_ws *ws, struct client *c, const struct trk_buf *b)
 {
     struct msg *m = msg_new(b->data, b->len, false, new_order(ws));
-    if (m)
-        client_reply(ws, c, m);
+    if (m) client_reply(ws, c, m);
 }
 
 static void client_error(struct trk_ws *ws, struct client *c, int err, const char *text,
                          const char *id_json)
 {
-    struct trk_buf b = {0};
-    if (trk_msg_error(&b, trk_msg_err_code(err), text, id_json) == 0)
-        client_reply_buf(ws, c, &b);
+    struct trk_buf b = { 0 };
+    if (trk_msg_error(&b, trk_msg_err_code(err), text, id_json) == 0) client_reply_buf(ws, c, &b);
     trk_buf_free(&b);
 }
 
@@ -297,17 +286,15 @@ static void client_message(struct trk_ws *ws, struct client *c, char *data, size
         client_error(ws, c, rc, why, cm.id);
         return;
     }
-    struct trk_buf b = {0};
+    struct trk_buf b = { 0 };
     switch (cm.kind) {
     case TRK_CMSG_PING:
-        if (trk_msg_pong(&b, cm.id, wall_ms()) == 0)
-            client_reply_buf(ws, c, &b);
+        if (trk_msg_pong(&b, cm.id, wall_ms()) == 0) client_reply_buf(ws, c, &b);
         break;
     case TRK_CMSG_SUBSCRIBE:
         if (cm.preview >= 0) {
             c->preview_on = cm.preview;
-            if (!c->preview_on)
-                msg_unref(&c->slot[TRK_WS_PREVIEW]); /* not a drop: unwanted */
+            if (!c->preview_on) msg_unref(&c->slot[TRK_WS_PREVIEW]); /* not a drop: unwanted */
         }
         if (trk_msg_ack(&b, "subscribe", cm.id, true) == 0 &&
             trk_buf_puts(&b, c->preview_on ? ",\"preview\":true}" : ",\"preview\":false}") == 0)
@@ -350,8 +337,7 @@ static void client_receive(struct trk_ws *ws, struct client *c, const void *in, 
         }
     }
 check_end:
-    if (!lws_is_final_fragment(c->wsi) || lws_remaining_packet_payload(c->wsi))
-        return;
+    if (!lws_is_final_fragment(c->wsi) || lws_remaining_packet_payload(c->wsi)) return;
     c->rx_active = false;
     if (c->rx_binary) {
         client_error(ws, c, TRK_MSG_BINARY, "binary messages are not accepted; send JSON text",
@@ -372,19 +358,15 @@ check_end:
  * first). Returns where it is stored so the caller can release it. */
 static struct msg **client_next(struct trk_ws *ws, struct client *c)
 {
-    if (c->hello)
-        return &c->hello;
+    if (c->hello) return &c->hello;
     struct msg **best = NULL;
-    if (c->q_count)
-        best = &c->replies[c->q_head];
+    if (c->q_count) best = &c->replies[c->q_head];
     if (c->r_count) {
         struct msg **r = &c->results[c->r_head];
-        if (!best || (*r)->order < (*best)->order)
-            best = r;
+        if (!best || (*r)->order < (*best)->order) best = r;
     }
     for (int k = 0; k < TRK_WS_KIND_COUNT; k++)
-        if (c->slot[k] && (!best || c->slot[k]->order < (*best)->order))
-            best = &c->slot[k];
+        if (c->slot[k] && (!best || c->slot[k]->order < (*best)->order)) best = &c->slot[k];
     (void)ws;
     return best;
 }
@@ -442,8 +424,7 @@ static void drain(struct trk_ws *ws)
         msg_unref(m);
     }
     for (int k = 0; k < TRK_WS_KIND_COUNT; k++) {
-        if (!h->slot[k])
-            continue;
+        if (!h->slot[k]) continue;
         for (struct client *c = ws->clients; c; c = c->next)
             client_push(ws, c, k, h->slot[k]);
         msg_unref(&h->slot[k]);
@@ -459,8 +440,7 @@ static void drain(struct trk_ws *ws)
             msg_unref(&h->replies[j].m); /* the client has gone */
     }
     for (struct client *c = ws->clients; c; c = c->next)
-        if (client_pending(c))
-            lws_callback_on_writable(c->wsi);
+        if (client_pending(c)) lws_callback_on_writable(c->wsi);
 }
 
 /* ------------------------------------------------------- lws callback */
@@ -481,8 +461,7 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
     switch (reason) {
     case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
         /* WebSocket only at /ws: other paths are for files. */
-        if (!uri_is_ws_path(wsi))
-            return 1;
+        if (!uri_is_ws_path(wsi)) return 1;
         break;
 
     case LWS_CALLBACK_ESTABLISHED: {
@@ -490,8 +469,7 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
         c->id = atomic_fetch_add(&ws->next_client_id, 1) + 1;
         c->preview_on = true;
         c->results = calloc((size_t)ws->queue_len, sizeof *c->results);
-        if (!c->results)
-            return -1;
+        if (!c->results) return -1;
         if (lws_get_peer_simple(wsi, c->peer, sizeof c->peer) == NULL)
             snprintf(c->peer, sizeof c->peer, "?");
         pthread_mutex_lock(&ws->lock);
@@ -503,14 +481,12 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
         pthread_mutex_unlock(&ws->lock);
         atomic_fetch_add(&ws->n_clients, 1);
         ws_log(2, "client %llu connected from %s", (unsigned long long)c->id, c->peer);
-        if (client_pending(c))
-            lws_callback_on_writable(wsi);
+        if (client_pending(c)) lws_callback_on_writable(wsi);
         break;
     }
 
     case LWS_CALLBACK_CLOSED:
-        if (!c->established)
-            break;
+        if (!c->established) break;
         pthread_mutex_lock(&ws->lock);
         for (struct client **p = &ws->clients; *p; p = &(*p)->next)
             if (*p == c) {
@@ -521,20 +497,18 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
         pthread_mutex_unlock(&ws->lock);
         atomic_fetch_sub(&ws->n_clients, 1);
         client_clear(ws, c);
-        ws_log(2, "client %llu disconnected (%llu sent, %llu dropped)",
-               (unsigned long long)c->id, (unsigned long long)atomic_load(&c->sent),
+        ws_log(2, "client %llu disconnected (%llu sent, %llu dropped)", (unsigned long long)c->id,
+               (unsigned long long)atomic_load(&c->sent),
                (unsigned long long)atomic_load(&c->dropped));
         break;
 
     case LWS_CALLBACK_SERVER_WRITEABLE: {
-        if (!c->established)
-            break;
+        if (!c->established) break;
         struct msg **where = client_next(ws, c);
-        if (!where)
-            break;
+        if (!where) break;
         struct msg *m = *where;
-        int n = lws_write(wsi, m->buf + LWS_PRE, m->len,
-                          m->binary ? LWS_WRITE_BINARY : LWS_WRITE_TEXT);
+        int n =
+            lws_write(wsi, m->buf + LWS_PRE, m->len, m->binary ? LWS_WRITE_BINARY : LWS_WRITE_TEXT);
         if (n < (int)m->len) {
             ws_log(1, "client %llu: write failed, closing", (unsigned long long)c->id);
             return -1;
@@ -544,23 +518,19 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
         atomic_fetch_add_explicit(&ws->sent, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&ws->bytes, m->len, memory_order_relaxed);
         client_pop(ws, c, where);
-        if (client_pending(c))
-            lws_callback_on_writable(wsi);
+        if (client_pending(c)) lws_callback_on_writable(wsi);
         break;
     }
 
     case LWS_CALLBACK_RECEIVE:
-        if (c->established)
-            client_receive(ws, c, in, len);
+        if (c->established) client_receive(ws, c, in, len);
         break;
 
     case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
-        if (ws)
-            drain(ws);
+        if (ws) drain(ws);
         break;
 
-    default:
-        break;
+    default: break;
     }
     /* HTTP file serving from the mount is lws's own work. */
     return lws_callback_http_dummy(wsi, reason, user, in, len);
@@ -571,30 +541,25 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
 int trk_ws_create(const struct trk_ws_cfg *cfg, struct trk_ws **out)
 {
     *out = NULL;
-    if (!cfg || cfg->port < 0 || cfg->port > 65535 || cfg->queue_len < 0 ||
-        cfg->queue_len > 4096)
+    if (!cfg || cfg->port < 0 || cfg->port > 65535 || cfg->queue_len < 0 || cfg->queue_len > 4096)
         return TRK_EINVAL;
     struct trk_ws *ws = calloc(1, sizeof *ws);
-    if (!ws)
-        return TRK_ENOMEM;
+    if (!ws) return TRK_ENOMEM;
     ws->port = cfg->port;
     ws->queue_len = cfg->queue_len ? cfg->queue_len : TRK_WS_QUEUE_DEFAULT;
     ws->on_message = cfg->on_message;
     ws->user = cfg->user;
     ws->bound_port = -1;
     pthread_mutex_init(&ws->lock, NULL);
-    if (cfg->address && *cfg->address && !(ws->address = strdup(cfg->address)))
-        goto nomem;
-    if (cfg->web_root && !(ws->web_root = strdup(cfg->web_root)))
-        goto nomem;
+    if (cfg->address && *cfg->address && !(ws->address = strdup(cfg->address))) goto nomem;
+    if (cfg->web_root && !(ws->web_root = strdup(cfg->web_root))) goto nomem;
     if (cfg->control_types) {
         size_t n = 0, bytes = 0;
         while (cfg->control_types[n])
             bytes += strlen(cfg->control_types[n++]) + 1;
         ws->control_types = calloc(n + 1, sizeof *ws->control_types);
         ws->control_strings = malloc(bytes ? bytes : 1);
-        if (!ws->control_types || !ws->control_strings)
-            goto nomem;
+        if (!ws->control_types || !ws->control_strings) goto nomem;
         char *p = ws->control_strings;
         for (size_t i = 0; i < n; i++) {
             size_t k = strlen(cfg->control_types[i]) + 1;
@@ -622,14 +587,12 @@ static int probe_bind(const char *address, int port)
     if (address && strchr(address, ':')) {
         s6->sin6_family = AF_INET6;
         s6->sin6_port = htons((uint16_t)port);
-        if (inet_pton(AF_INET6, address, &s6->sin6_addr) != 1)
-            return -EADDRNOTAVAIL;
+        if (inet_pton(AF_INET6, address, &s6->sin6_addr) != 1) return -EADDRNOTAVAIL;
         sl = sizeof *s6;
     } else if (address) {
         s4->sin_family = AF_INET;
         s4->sin_port = htons((uint16_t)port);
-        if (inet_pton(AF_INET, address, &s4->sin_addr) != 1)
-            return -EADDRNOTAVAIL;
+        if (inet_pton(AF_INET, address, &s4->sin_addr) != 1) return -EADDRNOTAVAIL;
         sl = sizeof *s4;
     } else {
         s6->sin6_family = AF_INET6;
@@ -638,8 +601,7 @@ static int probe_bind(const char *address, int port)
         sl = sizeof *s6;
     }
     int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -errno;
+    if (fd < 0) return -errno;
     int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     int rc = bind(fd, (struct sockaddr *)&ss, sl) ? -errno : -EIO;
@@ -660,13 +622,11 @@ static void *service_main(void *arg)
 
 int trk_ws_start(struct trk_ws *ws)
 {
-    if (!ws)
-        return TRK_EINVAL;
+    if (!ws) return TRK_EINVAL;
     pthread_mutex_lock(&ws->lock);
     bool busy = ws->running || ws->stopped;
     pthread_mutex_unlock(&ws->lock);
-    if (busy)
-        return -EALREADY;
+    if (busy) return -EALREADY;
 
     /* lws logs to stderr at NOTICE by default; the daemon wants only
      * problems, through its own logger. */
@@ -685,8 +645,7 @@ int trk_ws_start(struct trk_ws *ws)
     if (ws->web_root) {
         struct stat st;
         if (stat(ws->web_root, &st) || !S_ISDIR(st.st_mode))
-            ws_log(1, "web root %s is not a directory: HTTP requests will get 404",
-                   ws->web_root);
+            ws_log(1, "web root %s is not a directory: HTTP requests will get 404", ws->web_root);
         memset(&ws->mount, 0, sizeof ws->mount);
         ws->mount.mountpoint = "/";
         ws->mount.mountpoint_len = 1;
@@ -720,8 +679,7 @@ int trk_ws_start(struct trk_ws *ws)
     info.ka_probes = 3;
     info.ka_interval = 10;
     /* An IPv4 address cannot be bound on an IPv6 socket. */
-    if (ws->address && !strchr(ws->address, ':'))
-        info.options |= LWS_SERVER_OPTION_DISABLE_IPV6;
+    if (ws->address && !strchr(ws->address, ':')) info.options |= LWS_SERVER_OPTION_DISABLE_IPV6;
     ws->vhost = lws_create_vhost(ws->ctx, &info);
     if (!ws->vhost) {
         int err = probe_bind(ws->address, ws->port);
@@ -760,11 +718,9 @@ int trk_ws_port(const struct trk_ws *ws)
 
 void trk_ws_set_hello(struct trk_ws *ws, const char *json)
 {
-    if (!ws)
-        return;
+    if (!ws) return;
     struct msg *m = json ? msg_new(json, strlen(json), false, 0) : NULL;
-    if (json && !m)
-        ws_log(0, "out of memory setting the hello message");
+    if (json && !m) ws_log(0, "out of memory setting the hello message");
     pthread_mutex_lock(&ws->lock);
     struct msg *old = ws->hello;
     ws->hello = m;
@@ -775,20 +731,17 @@ void trk_ws_set_hello(struct trk_ws *ws, const char *json)
 /* Wakes the service thread; caller holds ws->lock (so ctx is alive). */
 static void wake(struct trk_ws *ws)
 {
-    if (ws->running)
-        lws_cancel_service(ws->ctx);
+    if (ws->running) lws_cancel_service(ws->ctx);
 }
 
 int trk_ws_broadcast(struct trk_ws *ws, enum trk_ws_kind kind, const void *data, size_t len)
 {
-    if (!ws || (int)kind < 0 || kind >= TRK_WS_KIND_COUNT || (!data && len))
-        return TRK_EINVAL;
+    if (!ws || (int)kind < 0 || kind >= TRK_WS_KIND_COUNT || (!data && len)) return TRK_EINVAL;
     /* Nobody to send to: skip the copy. STATUS is kept for future clients. */
     if (atomic_load_explicit(&ws->n_clients, memory_order_relaxed) == 0 && kind != TRK_WS_STATUS)
         return 0;
     struct msg *m = msg_new(data, len, kind == TRK_WS_PREVIEW, 0);
-    if (!m)
-        return TRK_ENOMEM;
+    if (!m) return TRK_ENOMEM;
     struct msg *old = NULL, *old_status = NULL;
     pthread_mutex_lock(&ws->lock);
     /* The order is taken under the lock so hand-off order == publish order. */
@@ -818,8 +771,7 @@ int trk_ws_broadcast(struct trk_ws *ws, enum trk_ws_kind kind, const void *data,
             ws->last_status = msg_ref(m);
         }
     }
-    if (old && old != m)
-        count_drop(ws, NULL);
+    if (old && old != m) count_drop(ws, NULL);
     wake(ws);
     pthread_mutex_unlock(&ws->lock);
     msg_unref(&old);
@@ -829,11 +781,9 @@ int trk_ws_broadcast(struct trk_ws *ws, enum trk_ws_kind kind, const void *data,
 
 int trk_ws_send_to(struct trk_ws *ws, uint64_t client_id, const char *json, size_t len)
 {
-    if (!ws || (!json && len))
-        return TRK_EINVAL;
+    if (!ws || (!json && len)) return TRK_EINVAL;
     struct msg *m = msg_new(json, len, false, 0);
-    if (!m)
-        return TRK_ENOMEM;
+    if (!m) return TRK_ENOMEM;
     struct msg *old = NULL;
     pthread_mutex_lock(&ws->lock);
     m->order = new_order(ws);
@@ -851,8 +801,7 @@ int trk_ws_send_to(struct trk_ws *ws, uint64_t client_id, const char *json, size
     unsigned j = (h->q_head + h->q_count++) % HANDOFF_REPLIES;
     h->replies[j].client = client_id;
     h->replies[j].m = m;
-    if (old)
-        count_drop(ws, NULL);
+    if (old) count_drop(ws, NULL);
     wake(ws);
     pthread_mutex_unlock(&ws->lock);
     msg_unref(&old);
@@ -862,8 +811,7 @@ int trk_ws_send_to(struct trk_ws *ws, uint64_t client_id, const char *json, size
 void trk_ws_get_stats(struct trk_ws *ws, struct trk_ws_stats *st)
 {
     memset(st, 0, sizeof *st);
-    if (!ws)
-        return;
+    if (!ws) return;
     st->clients = atomic_load(&ws->n_clients);
     st->messages_sent = atomic_load(&ws->sent);
     st->messages_dropped = atomic_load(&ws->dropped);
@@ -872,13 +820,11 @@ void trk_ws_get_stats(struct trk_ws *ws, struct trk_ws_stats *st)
 
 int trk_ws_get_clients(struct trk_ws *ws, struct trk_ws_client_stats *out, int max)
 {
-    if (!ws)
-        return 0;
+    if (!ws) return 0;
     int n = 0;
     pthread_mutex_lock(&ws->lock);
     for (struct client *c = ws->clients; c; c = c->next, n++) {
-        if (n >= max || !out)
-            continue;
+        if (n >= max || !out) continue;
         struct trk_ws_client_stats *s = &out[n];
         s->id = c->id;
         snprintf(s->peer, sizeof s->peer, "%s", c->peer);
@@ -904,8 +850,7 @@ static void handoff_clear(struct handoff *h)
 
 void trk_ws_stop(struct trk_ws *ws)
 {
-    if (!ws)
-        return;
+    if (!ws) return;
     pthread_mutex_lock(&ws->lock);
     bool was_running = ws->running;
     ws->stopped = true;
@@ -935,8 +880,7 @@ void trk_ws_stop(struct trk_ws *ws)
 
 void trk_ws_destroy(struct trk_ws **pws)
 {
-    if (!pws || !*pws)
-        return;
+    if (!pws || !*pws) return;
     struct trk_ws *ws = *pws;
     *pws = NULL;
     trk_ws_stop(ws);

@@ -40,14 +40,14 @@ struct trk_ws;
 typedef void (*trk_ws_on_message)(void *user, uint64_t client_id, const char *json, size_t len);
 
 struct trk_ws_cfg {
-    const char *address;  /* IP address to bind: "127.0.0.1", "::1", "0.0.0.0";
-                           * NULL or "" = every interface                     */
-    int port;             /* TCP port; 0 = any free port (see trk_ws_port)   */
-    const char *web_root; /* directory served at "/"; NULL = no HTTP files   */
-    int queue_len;        /* per-client result queue, 0 = default (8)        */
+    const char *address;          /* IP address to bind: "127.0.0.1", "::1", "0.0.0.0";
+                                   * NULL or "" = every interface                     */
+    int port;                     /* TCP port; 0 = any free port (see trk_ws_port)   */
+    const char *web_root;         /* directory served at "/"; NULL = no HTTP files   */
+    int queue_len;                /* per-client result queue, 0 = default (8)        */
     trk_ws_on_message on_message; /* NULL: control messages get an
                                    * "unsupported" error                      */
-    void *user;           /* passed to on_message                             */
+    void *user;                   /* passed to on_message                             */
     /* Control message types forwarded to on_message (NULL-terminated);
      * NULL = trk_msg_control_types (messages.h). Other types get an
      * "unknown_type" error. */
@@ -110,9 +110,9 @@ void trk_ws_get_stats(struct trk_ws *ws, struct trk_ws_stats *st);
 
 /* Per-client counters (for the stats line and tests). */
 struct trk_ws_client_stats {
-    uint64_t id;               /* client id as passed to on_message           */
-    char peer[64];             /* remote address                              */
-    int preview;               /* 1 when the client receives previews         */
+    uint64_t id;   /* client id as passed to on_message           */
+    char peer[64]; /* remote address                              */
+    int preview;   /* 1 when the client receives previews         */
     uint64_t messages_sent, messages_dropped, bytes_sent;
 };
 

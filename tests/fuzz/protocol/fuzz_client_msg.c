@@ -21,21 +21,19 @@
 
 #include "messages.h"
 
-#define ASSERT(c)                                                          \
-    do {                                                                   \
-        if (!(c)) {                                                        \
-            fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__,     \
-                    __LINE__, #c);                                         \
-            abort();                                                       \
-        }                                                                  \
+#define ASSERT(c)                                                                                  \
+    do {                                                                                           \
+        if (!(c)) {                                                                                \
+            fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, #c);              \
+            abort();                                                                               \
+        }                                                                                          \
     } while (0)
 
 static void check_valid_json(const struct trk_buf *b, int flags)
 {
     json_error_t e;
     json_t *j = json_loadb(b->data, b->len, flags, &e);
-    if (!j)
-        fprintf(stderr, "invalid JSON produced: %s: %.200s\n", e.text, b->data);
+    if (!j) fprintf(stderr, "invalid JSON produced: %s: %.200s\n", e.text, b->data);
     ASSERT(j != NULL);
     json_decref(j);
 }
@@ -46,10 +44,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     /* Exact-size copy: no terminator to lean on. */
     char *in = malloc(size ? size : 1);
-    if (!in)
-        return 0;
-    if (size)
-        memcpy(in, data, size);
+    if (!in) return 0;
+    if (size) memcpy(in, data, size);
 
     struct trk_cmsg m;
     char why[160];
@@ -66,7 +62,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         else
             ASSERT(m.kind == TRK_CMSG_CONTROL && m.type[0]);
     }
-    struct trk_buf b = {0};
+    struct trk_buf b = { 0 };
     if (rc == TRK_MSG_OK && m.kind == TRK_CMSG_PING)
         ASSERT(trk_msg_pong(&b, m.id, 1.0) == 0);
     else
@@ -76,8 +72,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /* The daemon-side id extraction agrees with the parser's. */
     char id[sizeof m.id];
     trk_msg_request_id(in, size, id, sizeof id);
-    if (rc == TRK_MSG_OK)
-        ASSERT(!strcmp(id, m.id));
+    if (rc == TRK_MSG_OK) ASSERT(!strcmp(id, m.id));
 
     /* Any bytes escape into a valid JSON string. */
     trk_buf_reset(&b);

@@ -33,8 +33,7 @@ static int run_file(const char *path)
         }
     }
     fclose(f);
-    if (!buf)
-        return -1;
+    if (!buf) return -1;
     LLVMFuzzerTestOneInput(buf, len);
     free(buf);
     return 0;
@@ -58,15 +57,13 @@ int main(int argc, char **argv)
         DIR *d = opendir(argv[i]);
         struct dirent *e;
         while (d && (e = readdir(d))) {
-            if (e->d_name[0] == '.')
-                continue;
+            if (e->d_name[0] == '.') continue;
             char path[4096];
             snprintf(path, sizeof path, "%s/%s", argv[i], e->d_name);
             errors += run_file(path) != 0;
             files++;
         }
-        if (d)
-            closedir(d);
+        if (d) closedir(d);
     }
     printf("replayed %d input(s), %d unreadable\n", files, errors);
     return files == 0 || errors ? 1 : 0;

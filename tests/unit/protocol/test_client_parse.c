@@ -11,14 +11,14 @@
 #include "messages.h"
 
 static int failures;
-#define CHECK(cond, ...)                                                   \
-    do {                                                                   \
-        if (!(cond)) {                                                     \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);           \
-            fprintf(stderr, __VA_ARGS__);                                  \
-            fputc('\n', stderr);                                           \
-            failures++;                                                    \
-        }                                                                  \
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                   \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fputc('\n', stderr);                                                                   \
+            failures++;                                                                            \
+        }                                                                                          \
     } while (0)
 
 struct tcase {
@@ -35,8 +35,7 @@ static int run(const char *data, size_t len, const char *const *types, struct tr
 {
     /* Exact-size copy, no terminator. */
     char *copy = malloc(len ? len : 1);
-    if (len)
-        memcpy(copy, data, len);
+    if (len) memcpy(copy, data, len);
     int rc = trk_msg_parse_client(copy, len, types, out, why, why_len);
     free(copy);
     return rc;
@@ -46,55 +45,56 @@ static void test_table(void)
 {
     static const struct tcase cases[] = {
         /* server-handled */
-        {"{\"type\":\"ping\"}", 0, TRK_MSG_OK, TRK_CMSG_PING, "", -1},
-        {"{\"type\":\"ping\",\"id\":1}", 0, TRK_MSG_OK, TRK_CMSG_PING, "1", -1},
-        {"{\"id\":\"x\",\"type\":\"ping\"}", 0, TRK_MSG_OK, TRK_CMSG_PING, "\"x\"", -1},
-        {" \n{ \"type\" : \"ping\" , \"id\" : -2.5 }\t", 0, TRK_MSG_OK, TRK_CMSG_PING, "-2.5", -1},
-        {"{\"type\":\"ping\",\"id\":\"q\\\"\\u00e9\"}", 0, TRK_MSG_OK, TRK_CMSG_PING,
-         "\"q\\\"\xc3\xa9\"", -1},
-        {"{\"type\":\"ping\",\"id\":[1]}", 0, TRK_MSG_OK, TRK_CMSG_PING, "", -1},
-        {"{\"type\":\"ping\",\"id\":null}", 0, TRK_MSG_OK, TRK_CMSG_PING, "", -1},
-        {"{\"type\":\"subscribe\",\"preview\":false}", 0, TRK_MSG_OK, TRK_CMSG_SUBSCRIBE, "", 0},
-        {"{\"type\":\"subscribe\",\"preview\":true,\"id\":9}", 0, TRK_MSG_OK, TRK_CMSG_SUBSCRIBE,
-         "9", 1},
-        {"{\"type\":\"subscribe\"}", 0, TRK_MSG_OK, TRK_CMSG_SUBSCRIBE, "", -1},
+        { "{\"type\":\"ping\"}", 0, TRK_MSG_OK, TRK_CMSG_PING, "", -1 },
+        { "{\"type\":\"ping\",\"id\":1}", 0, TRK_MSG_OK, TRK_CMSG_PING, "1", -1 },
+        { "{\"id\":\"x\",\"type\":\"ping\"}", 0, TRK_MSG_OK, TRK_CMSG_PING, "\"x\"", -1 },
+        { " \n{ \"type\" : \"ping\" , \"id\" : -2.5 }\t", 0, TRK_MSG_OK, TRK_CMSG_PING, "-2.5",
+          -1 },
+        { "{\"type\":\"ping\",\"id\":\"q\\\"\\u00e9\"}", 0, TRK_MSG_OK, TRK_CMSG_PING,
+          "\"q\\\"\xc3\xa9\"", -1 },
+        { "{\"type\":\"ping\",\"id\":[1]}", 0, TRK_MSG_OK, TRK_CMSG_PING, "", -1 },
+        { "{\"type\":\"ping\",\"id\":null}", 0, TRK_MSG_OK, TRK_CMSG_PING, "", -1 },
+        { "{\"type\":\"subscribe\",\"preview\":false}", 0, TRK_MSG_OK, TRK_CMSG_SUBSCRIBE, "", 0 },
+        { "{\"type\":\"subscribe\",\"preview\":true,\"id\":9}", 0, TRK_MSG_OK, TRK_CMSG_SUBSCRIBE,
+          "9", 1 },
+        { "{\"type\":\"subscribe\"}", 0, TRK_MSG_OK, TRK_CMSG_SUBSCRIBE, "", -1 },
         /* control messages (default list) */
-        {"{\"type\":\"set_objects\",\"objects\":[]}", 0, TRK_MSG_OK, TRK_CMSG_CONTROL, "", -1},
-        {"{\"type\":\"add_object\",\"id\":5,\"object\":{}}", 0, TRK_MSG_OK, TRK_CMSG_CONTROL, "5",
-         -1},
-        {"{\"type\":\"update_object\"}", 0, TRK_MSG_OK, TRK_CMSG_CONTROL, "", -1},
-        {"{\"type\":\"remove_object\"}", 0, TRK_MSG_OK, TRK_CMSG_CONTROL, "", -1},
-        {"{\"type\":\"sample\",\"x\":1,\"y\":2}", 0, TRK_MSG_OK, TRK_CMSG_CONTROL, "", -1},
-        {"{\"type\":\"get_objects\"}", 0, TRK_MSG_OK, TRK_CMSG_CONTROL, "", -1},
-        {"{\"type\":\"save_objects\"}", 0, TRK_MSG_OK, TRK_CMSG_CONTROL, "", -1},
+        { "{\"type\":\"set_objects\",\"objects\":[]}", 0, TRK_MSG_OK, TRK_CMSG_CONTROL, "", -1 },
+        { "{\"type\":\"add_object\",\"id\":5,\"object\":{}}", 0, TRK_MSG_OK, TRK_CMSG_CONTROL, "5",
+          -1 },
+        { "{\"type\":\"update_object\"}", 0, TRK_MSG_OK, TRK_CMSG_CONTROL, "", -1 },
+        { "{\"type\":\"remove_object\"}", 0, TRK_MSG_OK, TRK_CMSG_CONTROL, "", -1 },
+        { "{\"type\":\"sample\",\"x\":1,\"y\":2}", 0, TRK_MSG_OK, TRK_CMSG_CONTROL, "", -1 },
+        { "{\"type\":\"get_objects\"}", 0, TRK_MSG_OK, TRK_CMSG_CONTROL, "", -1 },
+        { "{\"type\":\"save_objects\"}", 0, TRK_MSG_OK, TRK_CMSG_CONTROL, "", -1 },
         /* malformed */
-        {"", 0, TRK_MSG_BAD_JSON, 0, "", -1},
-        {"not json", 0, TRK_MSG_BAD_JSON, 0, "", -1},
-        {"{\"type\":\"ping\"", 0, TRK_MSG_BAD_JSON, 0, "", -1},
-        {"{\"type\":\"ping\"} trailing", 0, TRK_MSG_BAD_JSON, 0, "", -1},
-        {"{\"type\":\"ping\",\"type\":\"ping\"}", 0, TRK_MSG_BAD_JSON, 0, "", -1},
-        {"{\"type\":\"pi\xff\"}", 0, TRK_MSG_BAD_JSON, 0, "", -1},       /* bad UTF-8 */
-        {"{\"type\":\"ping\"}\0junk", 20, TRK_MSG_BAD_JSON, 0, "", -1},  /* NUL inside */
-        {"{\"type\":\"pi\\u0000ng\"}", 0, TRK_MSG_BAD_JSON, 0, "", -1}, /* escaped NUL */
-        {"{\"id\":99999999999999999999999}", 0, TRK_MSG_BAD_JSON, 0, "", -1},
-        {"[]", 0, TRK_MSG_NOT_OBJECT, 0, "", -1},
-        {"\"ping\"", 0, TRK_MSG_NOT_OBJECT, 0, "", -1},
-        {"42", 0, TRK_MSG_NOT_OBJECT, 0, "", -1},
-        {"null", 0, TRK_MSG_NOT_OBJECT, 0, "", -1},
-        {"{}", 0, TRK_MSG_BAD_TYPE, 0, "", -1},
-        {"{\"type\":1,\"id\":3}", 0, TRK_MSG_BAD_TYPE, 0, "3", -1},
-        {"{\"type\":null}", 0, TRK_MSG_BAD_TYPE, 0, "", -1},
-        {"{\"type\":[\"ping\"]}", 0, TRK_MSG_BAD_TYPE, 0, "", -1},
-        {"{\"Type\":\"ping\"}", 0, TRK_MSG_BAD_TYPE, 0, "", -1},
-        {"{\"type\":\"PING\",\"id\":\"u\"}", 0, TRK_MSG_UNKNOWN_TYPE, 0, "\"u\"", -1},
-        {"{\"type\":\"\"}", 0, TRK_MSG_UNKNOWN_TYPE, 0, "", -1},
-        {"{\"type\":\"a_type_name_that_is_longer_than_the_field\"}", 0, TRK_MSG_UNKNOWN_TYPE, 0,
-         "", -1},
-        {"{\"type\":\"hello\"}", 0, TRK_MSG_UNKNOWN_TYPE, 0, "", -1},
-        {"{\"type\":\"frame\"}", 0, TRK_MSG_UNKNOWN_TYPE, 0, "", -1},
-        {"{\"type\":\"subscribe\",\"preview\":1,\"id\":4}", 0, TRK_MSG_BAD_FIELD, 0, "4", -1},
-        {"{\"type\":\"subscribe\",\"preview\":\"true\"}", 0, TRK_MSG_BAD_FIELD, 0, "", -1},
-        {"{\"type\":\"subscribe\",\"preview\":null}", 0, TRK_MSG_BAD_FIELD, 0, "", -1},
+        { "", 0, TRK_MSG_BAD_JSON, 0, "", -1 },
+        { "not json", 0, TRK_MSG_BAD_JSON, 0, "", -1 },
+        { "{\"type\":\"ping\"", 0, TRK_MSG_BAD_JSON, 0, "", -1 },
+        { "{\"type\":\"ping\"} trailing", 0, TRK_MSG_BAD_JSON, 0, "", -1 },
+        { "{\"type\":\"ping\",\"type\":\"ping\"}", 0, TRK_MSG_BAD_JSON, 0, "", -1 },
+        { "{\"type\":\"pi\xff\"}", 0, TRK_MSG_BAD_JSON, 0, "", -1 },      /* bad UTF-8 */
+        { "{\"type\":\"ping\"}\0junk", 20, TRK_MSG_BAD_JSON, 0, "", -1 }, /* NUL inside */
+        { "{\"type\":\"pi\\u0000ng\"}", 0, TRK_MSG_BAD_JSON, 0, "", -1 }, /* escaped NUL */
+        { "{\"id\":99999999999999999999999}", 0, TRK_MSG_BAD_JSON, 0, "", -1 },
+        { "[]", 0, TRK_MSG_NOT_OBJECT, 0, "", -1 },
+        { "\"ping\"", 0, TRK_MSG_NOT_OBJECT, 0, "", -1 },
+        { "42", 0, TRK_MSG_NOT_OBJECT, 0, "", -1 },
+        { "null", 0, TRK_MSG_NOT_OBJECT, 0, "", -1 },
+        { "{}", 0, TRK_MSG_BAD_TYPE, 0, "", -1 },
+        { "{\"type\":1,\"id\":3}", 0, TRK_MSG_BAD_TYPE, 0, "3", -1 },
+        { "{\"type\":null}", 0, TRK_MSG_BAD_TYPE, 0, "", -1 },
+        { "{\"type\":[\"ping\"]}", 0, TRK_MSG_BAD_TYPE, 0, "", -1 },
+        { "{\"Type\":\"ping\"}", 0, TRK_MSG_BAD_TYPE, 0, "", -1 },
+        { "{\"type\":\"PING\",\"id\":\"u\"}", 0, TRK_MSG_UNKNOWN_TYPE, 0, "\"u\"", -1 },
+        { "{\"type\":\"\"}", 0, TRK_MSG_UNKNOWN_TYPE, 0, "", -1 },
+        { "{\"type\":\"a_type_name_that_is_longer_than_the_field\"}", 0, TRK_MSG_UNKNOWN_TYPE, 0,
+          "", -1 },
+        { "{\"type\":\"hello\"}", 0, TRK_MSG_UNKNOWN_TYPE, 0, "", -1 },
+        { "{\"type\":\"frame\"}", 0, TRK_MSG_UNKNOWN_TYPE, 0, "", -1 },
+        { "{\"type\":\"subscribe\",\"preview\":1,\"id\":4}", 0, TRK_MSG_BAD_FIELD, 0, "4", -1 },
+        { "{\"type\":\"subscribe\",\"preview\":\"true\"}", 0, TRK_MSG_BAD_FIELD, 0, "", -1 },
+        { "{\"type\":\"subscribe\",\"preview\":null}", 0, TRK_MSG_BAD_FIELD, 0, "", -1 },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const struct tcase *t = &cases[i];
@@ -103,8 +103,7 @@ static void test_table(void)
         char why[160];
         int rc = run(t->in, len, NULL, &m, why, sizeof why);
         CHECK(rc == t->rc, "case %zu (%.40s): rc %d (%s), want %d", i, t->in, rc, why, t->rc);
-        if (rc != t->rc)
-            continue;
+        if (rc != t->rc) continue;
         CHECK(!strcmp(m.id, t->id), "case %zu (%.40s): id '%s', want '%s'", i, t->in, m.id, t->id);
         if (rc == TRK_MSG_OK) {
             CHECK((int)m.kind == t->kind, "case %zu: kind %d want %d", i, m.kind, t->kind);
@@ -176,8 +175,8 @@ static void test_sizes(void)
 
 static void test_custom_types(void)
 {
-    static const char *const mine[] = {"teach", "set_objects", NULL};
-    static const char *const none[] = {NULL};
+    static const char *const mine[] = { "teach", "set_objects", NULL };
+    static const char *const none[] = { NULL };
     struct trk_cmsg m;
     const char *teach = "{\"type\":\"teach\"}", *add = "{\"type\":\"add_object\"}",
                *ping = "{\"type\":\"ping\"}";

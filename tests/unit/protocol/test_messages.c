@@ -11,14 +11,14 @@
 #include "messages.h"
 
 static int failures;
-#define CHECK(cond, ...)                                                   \
-    do {                                                                   \
-        if (!(cond)) {                                                     \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);           \
-            fprintf(stderr, __VA_ARGS__);                                  \
-            fputc('\n', stderr);                                           \
-            failures++;                                                    \
-        }                                                                  \
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                   \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fputc('\n', stderr);                                                                   \
+            failures++;                                                                            \
+        }                                                                                          \
     } while (0)
 
 /* Parses b's content; fails the test (and returns NULL) if invalid. */
@@ -50,7 +50,7 @@ static json_int_t jint(json_t *o, const char *k)
 
 static void test_buf(void)
 {
-    struct trk_buf b = {0};
+    struct trk_buf b = { 0 };
     CHECK(trk_buf_puts(&b, "abc") == 0 && b.len == 3 && !strcmp(b.data, "abc"), "puts");
     for (int i = 0; i < 10000; i++)
         CHECK(trk_buf_append(&b, "0123456789", 10) == 0, "append %d", i);
@@ -70,7 +70,7 @@ static void test_buf(void)
     trk_buf_free(&b);
     CHECK(b.data == NULL && b.len == 0 && b.cap == 0, "free");
     trk_buf_free(&b); /* twice */
-    struct trk_buf z = {0};
+    struct trk_buf z = { 0 };
     trk_buf_reset(&z); /* reset of an empty buffer */
     CHECK(trk_buf_append(&z, "", 0) == 0 && z.len == 0 && z.data && z.data[0] == '\0',
           "empty append");
@@ -83,7 +83,7 @@ static void test_buf(void)
 static const char *roundtrip(const char *s, size_t n, size_t *out_len)
 {
     static char out[4096];
-    struct trk_buf b = {0};
+    struct trk_buf b = { 0 };
     CHECK(trk_buf_json_str(&b, s, n) == 0, "json_str");
     json_error_t e;
     json_t *j = json_loadb(b.data, b.len, JSON_DECODE_ANY, &e);
@@ -110,8 +110,9 @@ static void test_escaping(void)
     CHECK(!strcmp(roundtrip(utf8, SIZE_MAX, &n), utf8), "valid UTF-8 kept");
     /* Invalid UTF-8: lone continuation, truncated sequence, overlong,
      * surrogate, > U+10FFFF. Each bad byte becomes U+FFFD. */
-    const char *bad[] = {"a\x80z", "a\xc3", "\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80",
-                         "\xff"};
+    const char *bad[] = {
+        "a\x80z", "a\xc3", "\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xff"
+    };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         const char *r = roundtrip(bad[i], SIZE_MAX, &n);
         CHECK(strstr(r, "\xef\xbf\xbd") != NULL, "bad UTF-8 %zu not replaced: %s", i, r);
@@ -125,7 +126,7 @@ static void test_escaping(void)
     (void)r;
     /* Stops at NUL within n. */
     CHECK(!strcmp(roundtrip("ab\0cd", 5, &n), "ab"), "stops at NUL");
-    struct trk_buf b = {0};
+    struct trk_buf b = { 0 };
     trk_buf_json_str(&b, NULL, 0);
     CHECK(!strcmp(b.data, "null"), "NULL -> null: %s", b.data);
     trk_buf_free(&b);
@@ -135,7 +136,7 @@ static void test_escaping(void)
 
 static void expect_fixed(double v, int d, const char *want)
 {
-    struct trk_buf b = {0};
+    struct trk_buf b = { 0 };
     trk_buf_fixed(&b, v, d);
     CHECK(b.data && !strcmp(b.data, want), "fixed(%.17g, %d) = %s, want %s", v, d,
           b.data ? b.data : "(null)", want);
@@ -165,20 +166,17 @@ static void test_fixed(void)
         double v = ((double)(s >> 11) / 9007199254740992.0 - 0.5) * 1e6;
         int d = (int)(s % 4);
         double scaled = fabs(v) * pow(10, d);
-        if (fabs(scaled - floor(scaled) - 0.5) < 1e-4)
-            continue;
+        if (fabs(scaled - floor(scaled) - 0.5) < 1e-4) continue;
         char want[64];
         snprintf(want, sizeof want, "%.*f", d, v);
         if (!strcmp(want, "-0") || !strncmp(want, "-0.0", 4)) {
             char *p = want + 1;
             bool zero = true;
             for (; *p; p++)
-                if (*p >= '1' && *p <= '9')
-                    zero = false;
-            if (zero)
-                memmove(want, want + 1, strlen(want));
+                if (*p >= '1' && *p <= '9') zero = false;
+            if (zero) memmove(want, want + 1, strlen(want));
         }
-        struct trk_buf b = {0};
+        struct trk_buf b = { 0 };
         trk_buf_fixed(&b, v, d);
         if (strcmp(b.data, want)) {
             CHECK(0, "fixed(%.17g, %d) = %s, printf %s", v, d, b.data, want);
@@ -204,18 +202,31 @@ static void test_frame(void)
     defs[2].min_mass = 1;
     defs[3].min_mass = 30;
     struct trk_obj_result res[4] = {
-        {.mass = 2713, .sum_x = 2713ULL * 641 + 1411, .sum_y = 2713ULL * 360 + 217,
-         .x0 = 612, .y0 = 331, .x1 = 671, .y1 = 389},
-        {.mass = 1, .sum_x = 0, .sum_y = 719, .x0 = 0, .y0 = 719, .x1 = 0, .y1 = 719},
-        {.mass = 0, .x0 = -1, .y0 = -1, .x1 = -1, .y1 = -1},
-        {.mass = 29, .sum_x = 29 * 10, .sum_y = 29 * 20, .x0 = 8, .y0 = 18, .x1 = 12, .y1 = 22},
+        { .mass = 2713,
+          .sum_x = 2713ULL * 641 + 1411,
+          .sum_y = 2713ULL * 360 + 217,
+          .x0 = 612,
+          .y0 = 331,
+          .x1 = 671,
+          .y1 = 389 },
+        { .mass = 1, .sum_x = 0, .sum_y = 719, .x0 = 0, .y0 = 719, .x1 = 0, .y1 = 719 },
+        { .mass = 0, .x0 = -1, .y0 = -1, .x1 = -1, .y1 = -1 },
+        { .mass = 29, .sum_x = 29 * 10, .sum_y = 29 * 20, .x0 = 8, .y0 = 18, .x1 = 12, .y1 = 22 },
     };
     struct trk_frame_meta m = {
-        .seq = 17, .pts = 0.5667, .width = 1280, .height = 720, .t_capture = 123.4564,
-        .wall_ms = 1763700000123.456, .queue_ms = 0.1234, .upload_ms = 0.0005,
-        .kernel_ms = 0.041, .process_ms = 1.9999, .backend = "cuda",
+        .seq = 17,
+        .pts = 0.5667,
+        .width = 1280,
+        .height = 720,
+        .t_capture = 123.4564,
+        .wall_ms = 1763700000123.456,
+        .queue_ms = 0.1234,
+        .upload_ms = 0.0005,
+        .kernel_ms = 0.041,
+        .process_ms = 1.9999,
+        .backend = "cuda",
     };
-    struct trk_buf b = {0};
+    struct trk_buf b = { 0 };
     CHECK(trk_msg_frame(&b, &m, defs, res, 4) == 0, "frame");
     json_t *j = parse(&b, "frame");
     if (j) {
@@ -271,7 +282,7 @@ static void test_frame(void)
     m.backend = NULL;
     m.pts = NAN;
     CHECK(trk_msg_frame(&b, &m, defs, res, 0) == 0, "frame 2");
-    struct trk_buf line2 = {0};
+    struct trk_buf line2 = { 0 };
     trk_buf_append(&line2, b.data + first + 1, b.len - first - 1);
     j = parse(&line2, "second frame");
     if (j) {
@@ -290,9 +301,13 @@ static void test_frame(void)
     for (int i = 0; i < TRK_MAX_OBJECTS; i++) {
         memset(many[i].name, 'x', sizeof many[i].name); /* not terminated */
         many[i].min_mass = 1;
-        mres[i] = (struct trk_obj_result){.mass = (uint64_t)i, .sum_x = (uint64_t)i * i,
-                                          .sum_y = (uint64_t)i, .x0 = 0, .y0 = 0,
-                                          .x1 = 2 * i, .y1 = 1};
+        mres[i] = (struct trk_obj_result){ .mass = (uint64_t)i,
+                                           .sum_x = (uint64_t)i * i,
+                                           .sum_y = (uint64_t)i,
+                                           .x0 = 0,
+                                           .y0 = 0,
+                                           .x1 = 2 * i,
+                                           .y1 = 1 };
     }
     m.seq = INT64_MAX;
     CHECK(trk_msg_frame(&b, &m, many, mres, TRK_MAX_OBJECTS) == 0, "256 objects");
@@ -336,14 +351,20 @@ static void test_hello(void)
     defs[2].space = TRK_SPACE_YCBCR;
     defs[2].lo[0] = 100, defs[2].lo[1] = 120, defs[2].lo[2] = 120;
     defs[2].hi[0] = 156, defs[2].hi[1] = 136, defs[2].hi[2] = 136;
-    const char *colors[3] = {NULL, "#00ff00", NULL};
+    const char *colors[3] = { NULL, "#00ff00", NULL };
     struct trk_hello_info h = {
-        .version = "0.1.0", .backend = "cpu", .source = "demo: \"scene\"", .width = 640,
-        .height = 480, .fps = 30,
-        .preview = {.enabled = true, .width = 320, .height = 240, .fps = 10, .quality = 70},
-        .defs = defs, .n_objects = 3, .colors = colors,
+        .version = "0.1.0",
+        .backend = "cpu",
+        .source = "demo: \"scene\"",
+        .width = 640,
+        .height = 480,
+        .fps = 30,
+        .preview = { .enabled = true, .width = 320, .height = 240, .fps = 10, .quality = 70 },
+        .defs = defs,
+        .n_objects = 3,
+        .colors = colors,
     };
-    struct trk_buf b = {0};
+    struct trk_buf b = { 0 };
     CHECK(trk_msg_hello(&b, &h) == 0, "hello");
     json_t *j = parse(&b, "hello");
     if (j) {
@@ -397,7 +418,7 @@ static void test_hello(void)
     trk_buf_free(&b);
 
     /* Empty hello: no objects, NULL strings. */
-    struct trk_hello_info e = {0};
+    struct trk_hello_info e = { 0 };
     CHECK(trk_msg_hello(&b, &e) == 0, "empty hello");
     j = parse(&b, "empty hello");
     if (j) {
@@ -412,11 +433,23 @@ static void test_hello(void)
 
 static void test_small_messages(void)
 {
-    struct trk_buf b = {0};
+    struct trk_buf b = { 0 };
     struct trk_stats_info s = {
-        .uptime_s = 12.3456, .fps = 29.97, .frames = 370, .drops = 2, .clients = 3,
-        .rss_kb = -1, .queue_ms = 0.2, .upload_ms = -1, .kernel_ms = 0.05, .process_ms = 1.25,
-        .send_ms = -1, .total_ms = 3, .ws_sent = 1000, .ws_dropped = 5, .ws_bytes = 123456,
+        .uptime_s = 12.3456,
+        .fps = 29.97,
+        .frames = 370,
+        .drops = 2,
+        .clients = 3,
+        .rss_kb = -1,
+        .queue_ms = 0.2,
+        .upload_ms = -1,
+        .kernel_ms = 0.05,
+        .process_ms = 1.25,
+        .send_ms = -1,
+        .total_ms = 3,
+        .ws_sent = 1000,
+        .ws_dropped = 5,
+        .ws_bytes = 123456,
     };
     CHECK(trk_msg_stats(&b, &s) == 0, "stats");
     json_t *j = parse(&b, "stats");
@@ -499,8 +532,8 @@ static void test_preview_header(void)
     uint8_t h[TRK_PREVIEW_HDR];
     trk_msg_preview_header(h, 0x0102030405060708ULL, 320, 180, 1920, 1080);
     static const uint8_t want[TRK_PREVIEW_HDR] = {
-        'T', 'R', 'K', 'P', 0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,
-        0x40, 0x01, 0xB4, 0x00, 0x80, 0x07, 0x38, 0x04,
+        'T',  'R',  'K',  'P',  0x08, 0x07, 0x06, 0x05, 0x04, 0x03,
+        0x02, 0x01, 0x40, 0x01, 0xB4, 0x00, 0x80, 0x07, 0x38, 0x04,
     };
     CHECK(memcmp(h, want, sizeof want) == 0, "preview header bytes");
     trk_msg_preview_header(h, 1, 70000, -5, 65535, 0);

@@ -45,22 +45,22 @@
 extern char **environ;
 
 static int failures;
-#define CHECK(cond, ...)                                                   \
-    do {                                                                   \
-        if (!(cond)) {                                                     \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);           \
-            fprintf(stderr, __VA_ARGS__);                                  \
-            fputc('\n', stderr);                                           \
-            failures++;                                                    \
-        }                                                                  \
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                   \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fputc('\n', stderr);                                                                   \
+            failures++;                                                                            \
+        }                                                                                          \
     } while (0)
 
-#define N_OBJ 3
+#define N_OBJ   3
 #define FRAME_W 1280
 #define FRAME_H 720
-#define PREV_W 320
-#define PREV_H 180
-#define N_JPEG 4
+#define PREV_W  320
+#define PREV_H  180
+#define N_JPEG  4
 
 struct bcast {
     struct trk_ws *ws;
@@ -88,7 +88,7 @@ static double wall_ms(void)
 
 static void sleep_s(double s)
 {
-    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    struct timespec ts = { (time_t)s, (long)((s - (double)(time_t)s) * 1e9) };
     while (nanosleep(&ts, &ts) && errno == EINTR) {
     }
 }
@@ -98,8 +98,7 @@ static void sleep_s(double s)
 static int make_jpegs(struct bcast *b)
 {
     tjhandle tj = tjInitCompress();
-    if (!tj)
-        return -1;
+    if (!tj) return -1;
     unsigned char *rgb = malloc(PREV_W * PREV_H * 3);
     uint64_t s = 12345;
     for (int k = 0; k < N_JPEG; k++) {
@@ -122,7 +121,7 @@ static int make_jpegs(struct bcast *b)
 static void *broadcaster(void *arg)
 {
     struct bcast *b = arg;
-    struct trk_buf msg = {0};
+    struct trk_buf msg = { 0 };
     struct trk_obj_result res[N_OBJ];
     unsigned char *prev = malloc(TRK_PREVIEW_HDR + 200000);
     double period = 1.0 / b->rate, t0 = now_s(), next = t0, next_stats = t0 + 1;
@@ -133,17 +132,29 @@ static void *broadcaster(void *arg)
         /* Object 0 circles, object 1 sits still, object 2 is never seen. */
         double a = (double)seq * 0.01;
         int cx = 640 + (int)(300 * cos(a)), cy = 360 + (int)(200 * sin(a));
-        res[0] = (struct trk_obj_result){.mass = 441,
-                                         .sum_x = (uint64_t)cx * 441,
-                                         .sum_y = (uint64_t)cy * 441,
-                                         .x0 = cx - 10, .y0 = cy - 10, .x1 = cx + 10, .y1 = cy + 10};
-        res[1] = (struct trk_obj_result){.mass = 5, .sum_x = 15, .sum_y = 25,
-                                         .x0 = 1, .y0 = 3, .x1 = 5, .y1 = 7};
-        res[2] = (struct trk_obj_result){.mass = 0, .x0 = -1, .y0 = -1, .x1 = -1, .y1 = -1};
+        res[0] = (struct trk_obj_result){ .mass = 441,
+                                          .sum_x = (uint64_t)cx * 441,
+                                          .sum_y = (uint64_t)cy * 441,
+                                          .x0 = cx - 10,
+                                          .y0 = cy - 10,
+                                          .x1 = cx + 10,
+                                          .y1 = cy + 10 };
+        res[1] = (struct trk_obj_result){
+            .mass = 5, .sum_x = 15, .sum_y = 25, .x0 = 1, .y0 = 3, .x1 = 5, .y1 = 7
+        };
+        res[2] = (struct trk_obj_result){ .mass = 0, .x0 = -1, .y0 = -1, .x1 = -1, .y1 = -1 };
         struct trk_frame_meta m = {
-            .seq = seq, .pts = (double)(seq - 1000) / b->rate, .width = FRAME_W, .height = FRAME_H,
-            .t_capture = t, .wall_ms = wall_ms(), .queue_ms = 0.1, .upload_ms = 0,
-            .kernel_ms = 0.5, .process_ms = 0.7, .backend = "cpu",
+            .seq = seq,
+            .pts = (double)(seq - 1000) / b->rate,
+            .width = FRAME_W,
+            .height = FRAME_H,
+            .t_capture = t,
+            .wall_ms = wall_ms(),
+            .queue_ms = 0.1,
+            .upload_ms = 0,
+            .kernel_ms = 0.5,
+            .process_ms = 0.7,
+            .backend = "cpu",
         };
         trk_buf_reset(&msg);
         if (trk_msg_frame(&msg, &m, b->defs, res, N_OBJ) == 0)
@@ -159,10 +170,20 @@ static void *broadcaster(void *arg)
             struct trk_ws_stats ws;
             trk_ws_get_stats(b->ws, &ws);
             struct trk_stats_info st = {
-                .uptime_s = t - t0, .fps = b->rate, .frames = seq - 1000, .clients = ws.clients,
-                .rss_kb = -1, .queue_ms = 0.1, .upload_ms = 0, .kernel_ms = 0.5,
-                .process_ms = 0.7, .send_ms = -1, .total_ms = -1, .ws_sent = ws.messages_sent,
-                .ws_dropped = ws.messages_dropped, .ws_bytes = ws.bytes_sent,
+                .uptime_s = t - t0,
+                .fps = b->rate,
+                .frames = seq - 1000,
+                .clients = ws.clients,
+                .rss_kb = -1,
+                .queue_ms = 0.1,
+                .upload_ms = 0,
+                .kernel_ms = 0.5,
+                .process_ms = 0.7,
+                .send_ms = -1,
+                .total_ms = -1,
+                .ws_sent = ws.messages_sent,
+                .ws_dropped = ws.messages_dropped,
+                .ws_bytes = ws.bytes_sent,
             };
             trk_buf_reset(&msg);
             if (trk_msg_stats(&msg, &st) == 0)
@@ -188,7 +209,7 @@ static void on_message(void *user, uint64_t client, const char *json, size_t len
     struct trk_ws *ws = *(struct trk_ws **)user;
     char id[TRK_MSG_ID_MAX * 6 + 3];
     trk_msg_request_id(json, len, id, sizeof id);
-    struct trk_buf b = {0};
+    struct trk_buf b = { 0 };
     if (trk_msg_ack(&b, "sample", id, true) == 0 && trk_buf_puts(&b, ",\"rgb\":[1,2,3]}") == 0)
         trk_ws_send_to(ws, client, b.data, b.len);
     trk_buf_free(&b);
@@ -219,11 +240,9 @@ static pid_t spawn_client(const char *python, const char *client, const char *ur
 static int finish(pid_t pid)
 {
     int st;
-    if (pid < 0)
-        return -1;
+    if (pid < 0) return -1;
     while (waitpid(pid, &st, 0) < 0)
-        if (errno != EINTR)
-            return -1;
+        if (errno != EINTR) return -1;
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
@@ -269,8 +288,7 @@ static void remove_dir(const char *dir)
 {
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
 }
 
 int main(int argc, char **argv)
@@ -289,8 +307,10 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--serve") && i + 1 < argc)
             serve = atof(argv[++i]);
         else {
-            fprintf(stderr, "usage: %s --client ws_client.py [--python P] [--rate HZ] "
-                            "[--duration S] [--serve S]\n", argv[0]);
+            fprintf(stderr,
+                    "usage: %s --client ws_client.py [--python P] [--rate HZ] "
+                    "[--duration S] [--serve S]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -313,7 +333,7 @@ int main(int argc, char **argv)
     static struct bcast b;
     b.rate = rate;
     CHECK(make_jpegs(&b) == 0, "JPEG encoding failed");
-    const char *names[N_OBJ] = {"red", "quote\"back\\slash\ttab", "gr\xc3\xbcn"};
+    const char *names[N_OBJ] = { "red", "quote\"back\\slash\ttab", "gr\xc3\xbcn" };
     for (int i = 0; i < N_OBJ; i++) {
         snprintf(b.defs[i].name, sizeof b.defs[i].name, "%s", names[i]);
         b.defs[i].space = i == 0 ? TRK_SPACE_HSV : TRK_SPACE_RGB;
@@ -328,8 +348,12 @@ int main(int argc, char **argv)
 
     static struct trk_ws *ws;
     struct trk_ws_cfg cfg = {
-        .address = "127.0.0.1", .port = 0, .web_root = root, .queue_len = 8,
-        .on_message = on_message, .user = &ws,
+        .address = "127.0.0.1",
+        .port = 0,
+        .web_root = root,
+        .queue_len = 8,
+        .on_message = on_message,
+        .user = &ws,
     };
     if (trk_ws_create(&cfg, &ws) || trk_ws_start(ws)) {
         fprintf(stderr, "FAIL: cannot start the server\n");
@@ -349,18 +373,26 @@ int main(int argc, char **argv)
     trk_ws_destroy(&ws2);
     trk_ws_destroy(&ws2); /* safe twice */
 
-    struct trk_buf hb = {0};
+    struct trk_buf hb = { 0 };
     struct trk_hello_info hi = {
-        .version = "test", .backend = "cpu", .source = "ws_harness synthetic frames",
-        .width = FRAME_W, .height = FRAME_H, .fps = rate,
-        .preview = {.enabled = true, .width = PREV_W, .height = PREV_H, .fps = rate / 10,
-                    .quality = 90},
-        .defs = b.defs, .n_objects = N_OBJ,
+        .version = "test",
+        .backend = "cpu",
+        .source = "ws_harness synthetic frames",
+        .width = FRAME_W,
+        .height = FRAME_H,
+        .fps = rate,
+        .preview = { .enabled = true,
+                     .width = PREV_W,
+                     .height = PREV_H,
+                     .fps = rate / 10,
+                     .quality = 90 },
+        .defs = b.defs,
+        .n_objects = N_OBJ,
     };
     CHECK(trk_msg_hello(&hb, &hi) == 0, "hello");
     trk_ws_set_hello(ws, hb.data);
     trk_buf_free(&hb);
-    struct trk_buf sb = {0};
+    struct trk_buf sb = { 0 };
     trk_msg_status(&sb, "ok", "synthetic source running");
     trk_ws_broadcast(ws, TRK_WS_STATUS, sb.data, sb.len);
     trk_buf_free(&sb);
@@ -378,11 +410,11 @@ int main(int argc, char **argv)
         sleep_s(serve);
     } else {
         /* 1. HTTP */
-        const char *http[] = {"--http-check", "--expect-text", "trackd-harness-index", NULL};
+        const char *http[] = { "--http-check", "--expect-text", "trackd-harness-index", NULL };
         CHECK(run_client(python, client, url, http) == 0, "http check");
 
         /* 2. protocol conformance */
-        const char *proto[] = {"--protocol-tests", "--expect-previews", NULL};
+        const char *proto[] = { "--protocol-tests", "--expect-previews", NULL };
         CHECK(run_client(python, client, url, proto) == 0, "protocol tests");
 
         char dur[32], min[32], rep_a[600], rep_b[600];
@@ -394,19 +426,21 @@ int main(int argc, char **argv)
 
         /* 3. fast client alone */
         uint64_t pub0 = atomic_load(&b.published);
-        const char *fast_a[] = {"--duration", dur, "--check-schema", "--expect-min", min,
-                                "--json-report", rep_a, NULL};
+        const char *fast_a[] = { "--duration",   dur, "--check-schema",
+                                 "--expect-min", min, "--json-report",
+                                 rep_a,          NULL };
         CHECK(run_client(python, client, url, fast_a) == 0, "fast client alone");
         uint64_t pub1 = atomic_load(&b.published);
 
         /* 4. with a stalled client */
         char stall_dur[32];
         snprintf(stall_dur, sizeof stall_dur, "%g", duration + 2);
-        const char *stall[] = {"--stall", "--duration", stall_dur, NULL};
+        const char *stall[] = { "--stall", "--duration", stall_dur, NULL };
         pid_t stalled = spawn_client(python, client, url, stall);
         sleep_s(1.0); /* let it connect and its buffers fill */
-        const char *fast_b[] = {"--duration", dur, "--check-schema", "--expect-min", min,
-                                "--json-report", rep_b, NULL};
+        const char *fast_b[] = { "--duration",   dur, "--check-schema",
+                                 "--expect-min", min, "--json-report",
+                                 rep_b,          NULL };
         CHECK(run_client(python, client, url, fast_b) == 0, "fast client with a stalled one");
         /* The stalled client is the only one left now. */
         struct trk_ws_client_stats cs[4];
@@ -422,7 +456,7 @@ int main(int argc, char **argv)
         }
         CHECK(finish(stalled) == 0, "stall client");
 
-        struct report a = {0}, w = {0};
+        struct report a = { 0 }, w = { 0 };
         if (read_report(rep_a, &a) == 0 && read_report(rep_b, &w) == 0) {
             printf("alone: %ld results, %.1f/s, %ld missing; with stall: %ld results, %.1f/s, "
                    "%ld missing; published %llu in the first window\n",
@@ -433,13 +467,13 @@ int main(int argc, char **argv)
             /* A fast reader gets (nearly) every published result. */
             CHECK(a.results >= (long)(0.9 * (double)a.span), "alone: %ld of %ld", a.results,
                   a.span);
-            CHECK(w.results >= (long)(0.9 * (double)w.span), "with stall: %ld of %ld",
-                  w.results, w.span);
+            CHECK(w.results >= (long)(0.9 * (double)w.span), "with stall: %ld of %ld", w.results,
+                  w.span);
             /* seq counts publishes, so span = what was published while the
              * client listened; it should be about rate x duration (loose: a
              * starved machine publishes late). */
-            CHECK((double)a.span >= 0.7 * rate * duration,
-                  "alone: seq span %ld for %g/s over %g s", a.span, rate, duration);
+            CHECK((double)a.span >= 0.7 * rate * duration, "alone: seq span %ld for %g/s over %g s",
+                  a.span, rate, duration);
         } else {
             CHECK(0, "missing client reports");
         }
@@ -450,30 +484,29 @@ int main(int argc, char **argv)
          * control handler: control messages get "unsupported", the rest of
          * the protocol works the same. */
         struct trk_ws *bare = NULL;
-        struct trk_ws_cfg bc = {.address = NULL, .port = 0};
+        struct trk_ws_cfg bc = { .address = NULL, .port = 0 };
         CHECK(trk_ws_create(&bc, &bare) == 0 && trk_ws_start(bare) == 0, "bare server");
-        struct trk_hello_info bh = {.version = "bare", .backend = "none"};
-        struct trk_buf bb = {0};
-        if (trk_msg_hello(&bb, &bh) == 0)
-            trk_ws_set_hello(bare, bb.data);
+        struct trk_hello_info bh = { .version = "bare", .backend = "none" };
+        struct trk_buf bb = { 0 };
+        if (trk_msg_hello(&bb, &bh) == 0) trk_ws_set_hello(bare, bb.data);
         trk_buf_free(&bb);
         if (bare) {
             char burl[128];
             snprintf(burl, sizeof burl, "ws://127.0.0.1:%d/ws", trk_ws_port(bare));
-            const char *proto[] = {"--protocol-tests", "--expect-control-error", "unsupported",
-                                   NULL};
+            const char *proto[] = { "--protocol-tests", "--expect-control-error", "unsupported",
+                                    NULL };
             CHECK(run_client(python, client, burl, proto) == 0, "protocol tests, bare server");
             /* Destroying a server with a client still connected and messages
              * queued for it must release everything (sanitizer builds check
              * for leaks). */
-            const char *stall[] = {"--stall", "--duration", "3", NULL};
+            const char *stall[] = { "--stall", "--duration", "3", NULL };
             pid_t stalled = spawn_client(python, client, burl, stall);
             struct trk_ws_client_stats cs;
             for (int i = 0; i < 100 && trk_ws_get_clients(bare, &cs, 1) < 1; i++)
                 sleep_s(0.05);
             CHECK(trk_ws_get_clients(bare, &cs, 1) == 1, "stalled client on the bare server");
-            struct trk_buf fb = {0};
-            struct trk_frame_meta fm = {.seq = 1, .width = 4, .height = 4};
+            struct trk_buf fb = { 0 };
+            struct trk_frame_meta fm = { .seq = 1, .width = 4, .height = 4 };
             trk_msg_frame(&fb, &fm, NULL, NULL, 0);
             for (int i = 0; i < 2000; i++)
                 CHECK(trk_ws_broadcast(bare, TRK_WS_RESULT, fb.data, fb.len) == 0, "bcast");
