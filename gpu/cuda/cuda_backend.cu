@@ -71,6 +71,11 @@ struct cuda_be {
     void *d_moct;
     size_t moct_bytes;
     int n, fused_grid;
+    /* Accumulator slot of each object: the table variants place similar
+     * colours in one summary group (see group_objects); the others use
+     * slot = object index. slots: accumulators in use. */
+    int pos[TRK_MAX_OBJECTS];
+    int slots;
 
     /* The frame in flight (or resident, for the bench hooks). */
     struct trk_cu_frame f;
@@ -330,7 +335,8 @@ void cu_destroy(void *self) { be_free((struct cuda_be *)self); }
 
 /* Builds the table image of gpu/cuda/cuda_internal.cuh (struct trk_cu_lut)
  * for objs into h (zeroed here). */
-void build_lut(const struct trk_object_def *objs, int n, struct trk_cu_lut *lt, uint32_t *h)
+void build_lut(const struct trk_object_def *objs, int n, const int *pos, struct trk_cu_lut *lt,
+               uint32_t *h)
 {
     memset(lt, 0, sizeof(*lt));
     lt->nw = 1;
@@ -341,10 +347,10 @@ void build_lut(const struct trk_object_def *objs, int n, struct trk_cu_lut *lt, 
         lt->we[s] = 0;
     }
     for (int k = 0; k < n; k++) {
-        const int s = objs[k].space;
+        const int s = objs[k].space, w = pos[k] / 32;
         lt->has[s] = 1;
-        if (k / 32 < lt->wb[s]) lt->wb[s] = k / 32;
-        if (k / 32 + 1 > lt->we[s]) lt->we[s] = k / 32 + 1;
+        if (w < lt->wb[s]) lt->wb[s] = w;
+        if (w + 1 > lt->we[s]) lt->we[s] = w + 1;
     }
     int words = 0;
     for (int s = 0; s < 3; s++)
@@ -358,6 +364,10 @@ void build_lut(const struct trk_object_def *objs, int n, struct trk_cu_lut *lt, 
             lt->full_off[s][c] = words;
             words += (int)align_up((size_t)(s == TRK_SPACE_HSV && c == 0 ? 360 : 256) * nw, 4);
         }
+    /* An all-zero entry: lanes whose pixels passed no summary read it (the
+     * same address for all of them: a broadcast, no divergence). */
+    lt->zero_off = words;
+    words += (int)align_up((size_t)nw, 4);
     lt->words = words;
     memset(h, 0, (size_t)words * 4);
     for (int k = 0; k < n; k++) {
@@ -369,7 +379,7 @@ void build_lut(const struct trk_object_def *objs, int n, struct trk_cu_lut *lt, 
             uint32_t *t = h + lt->full_off[s][c];
             for (int v = 0; v < nv; v++) {
                 const bool in = wrap ? (v >= lo || v <= hi) : (v >= lo && v <= hi);
-                if (in) t[v * nw + k / 32] |= 1u << (k % 32);
+                if (in) t[v * nw + pos[k] / 32] |= 1u << (pos[k] % 32);
             }
         }
     }
@@ -384,13 +394,74 @@ void build_lut(const struct trk_object_def *objs, int n, struct trk_cu_lut *lt, 
         }
 }
 
+/* Slot assignment for the table variants. Summary bit j is the OR of the
+ * slots j, 32 + j, 64 + j, ...: a pixel passes the summary when, channel by
+ * channel, some object of the group accepts it, which for a group of
+ * unrelated colours happens often (a gray pixel inside one object's green
+ * range, another's red range and a third's blue range). Groups of similar
+ * colours keep the summary nearly as selective as the objects themselves,
+ * so most background segments skip the full tables. Objects are sorted by
+ * space, then by a coarse colour signature, and dealt into groups in order. */
+struct okey {
+    int space, primary, secondary, index;
+};
+
+int okey_cmp(const void *a, const void *b)
+{
+    const struct okey *x = (const struct okey *)a, *y = (const struct okey *)b;
+    if (x->space != y->space) return x->space - y->space;
+    if (x->primary != y->primary) return x->primary - y->primary;
+    if (x->secondary != y->secondary) return x->secondary - y->secondary;
+    return x->index - y->index;
+}
+
+void group_objects(const struct trk_object_def *objs, int n, int nw, int *pos)
+{
+    struct okey keys[TRK_MAX_OBJECTS];
+    for (int k = 0; k < n; k++) {
+        const struct trk_object_def *o = &objs[k];
+        int c[3];
+        for (int i = 0; i < 3; i++) c[i] = (o->lo[i] + o->hi[i]) / 2;
+        struct okey *e = &keys[k];
+        e->space = o->space;
+        e->index = k;
+        if (o->space == TRK_SPACE_HSV) {
+            if (o->lo[0] > o->hi[0]) c[0] = ((o->lo[0] + o->hi[0] + 360) / 2) % 360;
+            e->primary = c[0] / 8;
+            e->secondary = c[1];
+        } else {
+            /* which channel is largest and which smallest, then the middle one */
+            int mx = 0, mn = 0;
+            for (int i = 1; i < 3; i++) {
+                if (c[i] > c[mx]) mx = i;
+                if (c[i] < c[mn]) mn = i;
+            }
+            e->primary = mx * 3 + mn;
+            const int mid = mx != mn ? 3 - mx - mn : 0;
+            e->secondary = c[mid];
+        }
+    }
+    qsort(keys, (size_t)n, sizeof(keys[0]), okey_cmp);
+    for (int i = 0; i < n; i++) pos[keys[i].index] = (i % nw) * 32 + i / nw;
+}
+
 int cu_set_objects(void *self, const struct trk_object_def *objs, int n)
 {
     struct cuda_be *b = (struct cuda_be *)self;
     TRK_CUDA_TRY(cudaSetDevice(b->dev));
     b->n = n;
     if (n == 0) return 0;
-    build_lut(objs, n, &b->lt, b->h_lut);
+    int nw = 1;
+    while (nw * 32 < n) nw *= 2;
+    const bool tables = b->variant == V_FUSED || b->variant == V_LUT;
+    if (tables) {
+        group_objects(objs, n, nw, b->pos);
+        b->slots = 32 * nw;
+    } else {
+        for (int k = 0; k < n; k++) b->pos[k] = k;
+        b->slots = n;
+    }
+    build_lut(objs, n, b->pos, &b->lt, b->h_lut);
     struct trk_cu_obj h_objs[TRK_MAX_OBJECTS];
     for (int k = 0; k < n; k++) {
         memcpy(h_objs[k].lo, objs[k].lo, sizeof(h_objs[k].lo));
@@ -406,11 +477,11 @@ int cu_set_objects(void *self, const struct trk_object_def *objs, int n)
     b->dirty = false;
     if (b->variant == V_FUSED) {
         int bps = 0;
-        int err = trk_cu_fused_setup(b->lt.nw, trk_cu_fused_smem(&b->lt, n), &bps);
+        int err = trk_cu_fused_setup(b->lt.nw, trk_cu_fused_smem(&b->lt, b->slots), &bps);
         if (err) return err;
         b->fused_grid = bps * b->sms;
     } else if (b->variant == V_LUT) {
-        int err = trk_cu_lut_setup((size_t)b->lt.words * 4 + (size_t)n * 36);
+        int err = trk_cu_lut_setup((size_t)b->lt.words * 4 + (size_t)b->slots * 36);
         if (err) return err;
     }
     return 0;
@@ -476,7 +547,7 @@ struct trk_cu_job make_job(struct cuda_be *b, int row0, int row1, bool first)
     struct trk_cu_job j;
     memset(&j, 0, sizeof(j));
     j.f = b->f;
-    j.n_obj = b->n;
+    j.n_obj = b->slots;
     j.row0 = row0;
     j.row1 = row1;
     j.acc = b->d_acc[b->parity];
@@ -508,10 +579,12 @@ int queue_rois(struct cuda_be *b, const struct trk_roi *rois)
 {
     b->roi = rois != NULL;
     if (!rois) return 0;
+    /* In slot order; slots without an object get an empty ROI. */
+    for (int p = 0; p < b->slots; p++) b->hp_rois[p] = trk_roi{1, 1, 0, 0};
     for (int k = 0; k < b->n; k++)
-        if (!trk_roi_clip(rois, k, b->f.width, b->f.height, &b->hp_rois[k]))
-            b->hp_rois[k] = trk_roi{1, 1, 0, 0}; /* empty */
-    TRK_CUDA_TRY(cudaMemcpyAsync(b->d_rois, b->hp_rois, (size_t)b->n * sizeof(struct trk_roi),
+        if (!trk_roi_clip(rois, k, b->f.width, b->f.height, &b->hp_rois[b->pos[k]]))
+            b->hp_rois[b->pos[k]] = trk_roi{1, 1, 0, 0}; /* empty */
+    TRK_CUDA_TRY(cudaMemcpyAsync(b->d_rois, b->hp_rois, (size_t)b->slots * sizeof(struct trk_roi),
                                  cudaMemcpyHostToDevice, b->s_k));
     TRK_CUDA_TRY(cudaEventRecord(b->ev_roi0, b->s_k));
     if (b->variant == V_FUSED || b->variant == V_LUT) {
@@ -575,7 +648,7 @@ int submit_impl(struct cuda_be *b, const struct trk_image *img, const struct trk
         TRK_CUDA_TRY(cudaEventRecord(b->ev_ke[0], b->s_k));
         b->nk = 1;
     }
-    TRK_CUDA_TRY(cudaMemcpyAsync(b->hp_res, b->d_acc[b->parity], (size_t)b->n * sizeof(struct trk_cu_acc),
+    TRK_CUDA_TRY(cudaMemcpyAsync(b->hp_res, b->d_acc[b->parity], (size_t)b->slots * sizeof(struct trk_cu_acc),
                                  cudaMemcpyDeviceToHost, b->s_k));
     TRK_CUDA_TRY(cudaEventRecord(b->ev_done, b->s_k));
     b->parity ^= 1;
@@ -601,20 +674,21 @@ int cu_submit(void *self, const struct trk_image *img, const struct trk_roi *roi
     return 0;
 }
 
-void decode(const struct trk_cu_acc *a, int n, struct trk_obj_result *out)
+void decode(const struct trk_cu_acc *acc, const int *pos, int n, struct trk_obj_result *out)
 {
     for (int k = 0; k < n; k++) {
-        if (!a[k].mass) {
+        const struct trk_cu_acc *a = &acc[pos[k]];
+        if (!a->mass) {
             trk_result_clear(&out[k]);
             continue;
         }
-        out[k].mass = a[k].mass;
-        out[k].sum_x = a[k].sx;
-        out[k].sum_y = a[k].sy;
-        out[k].x0 = (int32_t)(TRK_ACC_BIG - a[k].nx0);
-        out[k].y0 = (int32_t)(TRK_ACC_BIG - a[k].ny0);
-        out[k].x1 = (int32_t)a[k].px1 - 1;
-        out[k].y1 = (int32_t)a[k].py1 - 1;
+        out[k].mass = a->mass;
+        out[k].sum_x = a->sx;
+        out[k].sum_y = a->sy;
+        out[k].x0 = (int32_t)(TRK_ACC_BIG - a->nx0);
+        out[k].y0 = (int32_t)(TRK_ACC_BIG - a->ny0);
+        out[k].x1 = (int32_t)a->px1 - 1;
+        out[k].y1 = (int32_t)a->py1 - 1;
     }
 }
 
@@ -641,7 +715,7 @@ int cu_wait(void *self, struct trk_obj_result *out, struct trk_backend_timing *t
     b->work = false;
     TRK_CUDA_TRY(cudaSetDevice(b->dev));
     TRK_CUDA_TRY(cudaEventSynchronize(b->ev_done));
-    decode(b->hp_res, b->n, out);
+    decode(b->hp_res, b->pos, b->n, out);
     if (t) {
         t->upload_ms = elapsed(b->ev_up0, b->ev_up1);
         double k = b->roi ? elapsed(b->ev_roi0, b->ev_roi1) : 0;
@@ -727,14 +801,14 @@ int trk_cuda_bench_kernels(void *self, int iters, float *ms, struct trk_obj_resu
         int err = launch_rows(b, 0, b->f.height, true);
         if (err) return err;
         TRK_CUDA_TRY(cudaEventRecord(b->ev_ke[0], b->s_k));
-        TRK_CUDA_TRY(cudaMemcpyAsync(b->hp_res, b->d_acc[b->parity], (size_t)b->n * sizeof(struct trk_cu_acc),
+        TRK_CUDA_TRY(cudaMemcpyAsync(b->hp_res, b->d_acc[b->parity], (size_t)b->slots * sizeof(struct trk_cu_acc),
                                      cudaMemcpyDeviceToHost, b->s_k));
         TRK_CUDA_TRY(cudaEventSynchronize(b->ev_ke[0]));
         TRK_CUDA_TRY(cudaStreamSynchronize(b->s_k));
         b->parity ^= 1;
         ms[i] = elapsed(b->ev_ks[0], b->ev_ke[0]);
     }
-    if (out) decode(b->hp_res, b->n, out);
+    if (out) decode(b->hp_res, b->pos, b->n, out);
     return 0;
 }
 

@@ -52,7 +52,7 @@ struct trk_cu_frame {
     struct trk_rgb2ycc_coef r2y;
 };
 
-/* Per-object accumulators in global memory, all fields zero when empty, so
+/* Per-object (per-slot) accumulators in global memory, all fields zero when empty, so
  * a frame's accumulators are reset with plain zero stores and every update
  * is an add or an unsigned max: nx0 = TRK_ACC_BIG - min x, px1 = max x + 1
  * (likewise y). Decoded into trk_obj_result on the host. */
@@ -79,13 +79,14 @@ struct trk_cu_lut {
     int sum_words; /* words of the summary tables (they come first) */
     int has[3];    /* space present among the objects */
     int full_off[3][3], sum_off[3][3];
+    int zero_off;     /* nw zero words */
     int wb[3], we[3]; /* mask words [wb, we) hold the space's objects */
 };
 
 /* One launch's worth of work for the accumulating kernels. */
 struct trk_cu_job {
     struct trk_cu_frame f;
-    int n_obj;
+    int n_obj; /* objects (naive, MOCT) or accumulator slots (table kernels) */
     int row0, row1;              /* rows processed by this launch         */
     struct trk_cu_acc *acc;      /* this frame's accumulators             */
     struct trk_cu_acc *acc_clear;/* the other parity: zeroed, or NULL     */

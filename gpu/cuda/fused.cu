@@ -204,16 +204,24 @@ fused_kernel(const struct trk_cu_job job)
     const int per = (total + gridDim.x - 1) / gridDim.x;
     const int u_begin = blockIdx.x * per;
     const int u_end = min(total, u_begin + per);
-    const int lane = tid & 31;
+    const int lane = tid & 31, nwarps = blockDim.x >> 5;
 
-    for (int u = u_begin + (tid >> 5); u < u_end; u += blockDim.x >> 5) {
-        const int y = job.row0 + u / segs;
-        const int x0 = (u % segs) * TRK_FUSED_SEG + lane * TRK_FUSED_PX_PER_LANE;
+    /* (y, seg) of unit u, stepped incrementally: no division per unit. */
+    int u = u_begin + (tid >> 5);
+    int y = job.row0 + u / segs, seg = u % segs;
+    for (; u < u_end; u += nwarps) {
+        const int x0 = seg * TRK_FUSED_SEG + lane * TRK_FUSED_PX_PER_LANE;
+        const int yy = y;
+        seg += nwarps;
+        while (seg >= segs) {
+            seg -= segs;
+            y++;
+        }
         uint32_t sm[4] = {0, 0, 0, 0};
         px4 p;
         if (x0 < W) {
             uint32_t pa, pb, pc;
-            load4<CLS>(f, x0, y, swap, pa, pb, pc);
+            load4<CLS>(f, x0, yy, swap, pa, pb, pc);
             convert4(f, yuv, has, pa, pb, pc, p);
 #pragma unroll
             for (int s = 0; s < 3; s++) {
@@ -234,23 +242,28 @@ fused_kernel(const struct trk_cu_job job)
 #pragma unroll
         for (int ch = 0; ch < NW; ch += CW) {
             uint32_t m[4][CW];
+            /* Branch-free: a pixel that passed no summary reads the zero
+             * entry (one address for all such lanes: a broadcast), so the
+             * warp never diverges here. */
 #pragma unroll
             for (int j = 0; j < 4; j++) {
 #pragma unroll
                 for (int q = 0; q < CW; q++) m[j][q] = 0;
-                if (!sm[j]) continue;
 #pragma unroll
                 for (int s = 0; s < 3; s++) {
                     if (!has[s] || ch >= lt.we[s] || ch + CW <= lt.wb[s]) continue;
-                    and3<CW>(s_lut + lt.full_off[s][0] + chan(p, s, 0, j) * NW + ch,
-                             s_lut + lt.full_off[s][1] + chan(p, s, 1, j) * NW + ch,
-                             s_lut + lt.full_off[s][2] + chan(p, s, 2, j) * NW + ch, m[j]);
+                    const bool on = sm[j] != 0;
+                    and3<CW>(s_lut + (on ? lt.full_off[s][0] + chan(p, s, 0, j) * NW : lt.zero_off) + ch,
+                             s_lut + (on ? lt.full_off[s][1] + chan(p, s, 1, j) * NW : lt.zero_off) + ch,
+                             s_lut + (on ? lt.full_off[s][2] + chan(p, s, 2, j) * NW : lt.zero_off) + ch,
+                             m[j]);
                 }
                 if (job.rowmask) {
+                    const int xc = min(x0 + j, W - 1); /* m[j] is 0 past the row's end */
 #pragma unroll
                     for (int q = 0; q < CW; q++)
-                        m[j][q] &= __ldg(job.rowmask + (size_t)y * NW + ch + q) &
-                                   __ldg(job.colmask + (size_t)(x0 + j) * NW + ch + q);
+                        m[j][q] &= __ldg(job.rowmask + (size_t)yy * NW + ch + q) &
+                                   __ldg(job.colmask + (size_t)xc * NW + ch + q);
                 }
             }
 #pragma unroll
@@ -274,11 +287,11 @@ fused_kernel(const struct trk_cu_job job)
                         const int k = (ch + q) * 32 + bit;
                         atomicAdd(&s_cnt[k], cnt);
                         atomicAdd(&s_sx[k], (unsigned long long)sx);
-                        atomicAdd(&s_sy[k], (unsigned long long)cnt * (unsigned)y);
+                        atomicAdd(&s_sy[k], (unsigned long long)cnt * (unsigned)yy);
                         atomicMax(&s_nx0[k], nmin);
                         atomicMax(&s_px1[k], pmax);
-                        atomicMax(&s_ny0[k], TRK_ACC_BIG - (unsigned)y);
-                        atomicMax(&s_py1[k], (unsigned)y + 1u);
+                        atomicMax(&s_ny0[k], TRK_ACC_BIG - (unsigned)yy);
+                        atomicMax(&s_py1[k], (unsigned)yy + 1u);
                     }
                 }
             }
