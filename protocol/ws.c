@@ -130,14 +130,14 @@ static void msg_unref(struct msg **pm)
 /* ------------------------------------------------------------- clients */
 
 /* lws per-session data: one per connection, zeroed by lws. Owned by the
- * service thread except the counters (atomics, read by get_clients) and the
- * list links (changed under ws->lock). */
+ * service thread except what get_clients reads: atomics, and id, peer and
+ * the list links, which are set under ws->lock. */
 struct client {
     struct client *next;
     struct lws *wsi;
     uint64_t id;
     bool established;
-    bool preview_on;
+    atomic_bool preview_on; /* also read by get_clients */
     char peer[64];
     struct msg *hello;    /* written before anything else */
     struct msg **results; /* ring of ws->queue_len         */
@@ -467,7 +467,7 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
     case LWS_CALLBACK_ESTABLISHED: {
         c->wsi = wsi;
         c->id = atomic_fetch_add(&ws->next_client_id, 1) + 1;
-        c->preview_on = true;
+        atomic_store(&c->preview_on, true);
         c->results = calloc((size_t)ws->queue_len, sizeof *c->results);
         if (!c->results) return -1;
         if (lws_get_peer_simple(wsi, c->peer, sizeof c->peer) == NULL)
@@ -828,7 +828,7 @@ int trk_ws_get_clients(struct trk_ws *ws, struct trk_ws_client_stats *out, int m
         struct trk_ws_client_stats *s = &out[n];
         s->id = c->id;
         snprintf(s->peer, sizeof s->peer, "%s", c->peer);
-        s->preview = c->preview_on;
+        s->preview = atomic_load(&c->preview_on);
         s->messages_sent = atomic_load(&c->sent);
         s->messages_dropped = atomic_load(&c->dropped);
         s->bytes_sent = atomic_load(&c->bytes);
