@@ -58,6 +58,12 @@
 #define FAST_MIN_POOL_PIXELS 8192
 /* Table sizes: hue has 360 values, every other channel 256. */
 #define FAST_NVALS 360
+/* Extended R/G/B mask tables for YUV frames (cpu_fast_kern.h, yuv_rgb_row):
+ * entry i is the mask of channel value clamp255(i - FAST_EXT_OFF). The
+ * unclamped values of every matrix/range of color.h lie in about -300..560;
+ * fast_create checks that they fit, so the kernel needs no bounds test. */
+#define FAST_EXT_OFF 384
+#define FAST_EXT_N   1024
 /* Row planes a worker decodes YUV into (R, G, B, Y, Cb, Cr). */
 #define FAST_PLANES 6
 
@@ -70,6 +76,10 @@ struct tables {
      * per value; aliases full when nw == 1. */
     uint64_t *full[3][3];
     uint64_t *sum[3][3];
+    /* rgb objects on YUV frames: FAST_EXT_N rows of nw words per channel,
+     * and their one-word summaries. */
+    uint64_t *ext[3];
+    uint64_t *ext_sum[3];
     /* HSV saturation by (max << 8 | (max - min)), from trk_rgb_to_hsv itself
      * so it is exact by construction; 64 KiB, replaces a division. */
     uint8_t *sat;
@@ -94,9 +104,15 @@ typedef void (*generic_fn)(struct worker *, const struct fctx *, const uint8_t *
 /* The kernels one instance uses, by [mask width: 1, 2, 4 words][pixel
  * stride: 1, 3, 4]: the portable ones, with the AVX2 copies for 4 words
  * when the CPU has AVX2 (kernels_pick). */
+typedef void (*yuv_fn)(struct worker *, const struct fctx *, const uint8_t *, const uint8_t *,
+                       const uint8_t *, int, int, int);
+
 struct kernels {
     rgb_only_fn rgb_only[3][3];
     generic_fn generic[3][3];
+    /* [mask width][format: YUYV, NV12, I420] */
+    yuv_fn yuv_rgb[3][3];
+    yuv_fn yuv_ycc[3][3];
 };
 
 /* One frame's work, written by the caller thread before the workers wake and
@@ -107,6 +123,8 @@ struct fctx {
     const struct trk_image *img;
     const struct trk_yuv2rgb_coef *k_yuv;
     const struct trk_rgb2ycc_coef *k_ycc;
+    const int32_t *yy;                   /* y_mul * (Y - y_off), Y = 0..255, this frame's matrix */
+    int ext_ok;                          /* the yuv_rgb kernels may run (cpu_fast.ext_ok) */
     int xa, xb, ya, yb;                  /* scanned region: union of the live ROIs */
     int use_rois;                        /* clip runs to roi[] */
     struct trk_roi roi[TRK_MAX_OBJECTS]; /* clipped; empty = {0,0,-1,-1} */
@@ -130,7 +148,9 @@ struct cpu_fast {
     struct tables tab;
     void *tab_mem;
     struct kernels kern;
-    int portable; /* variant "lut-portable": no instruction-set dispatch */
+    int portable;          /* variant "lut-portable": no instruction-set dispatch */
+    int ext_ok;            /* the extended tables cover every matrix (checked at create) */
+    int32_t yytab[4][256]; /* per trk_coef_index */
     struct worker *w;
     struct fctx f;
     /* Pool hand-off: gen counts frames posted; pending counts workers still
@@ -273,18 +293,37 @@ static const generic_fn generic_fns[3][3] = {
     { generic_w4_s1, generic_w4_s3, generic_w4_s4 },
 };
 
+static const yuv_fn yuv_rgb_fns[3][3] = {
+    { yuv_rgb_w1_yuyv, yuv_rgb_w1_nv12, yuv_rgb_w1_i420 },
+    { yuv_rgb_w2_yuyv, yuv_rgb_w2_nv12, yuv_rgb_w2_i420 },
+    { yuv_rgb_w4_yuyv, yuv_rgb_w4_nv12, yuv_rgb_w4_i420 },
+};
+static const yuv_fn yuv_ycc_fns[3][3] = {
+    { yuv_ycc_w1_yuyv, yuv_ycc_w1_nv12, yuv_ycc_w1_i420 },
+    { yuv_ycc_w2_yuyv, yuv_ycc_w2_nv12, yuv_ycc_w2_i420 },
+    { yuv_ycc_w4_yuyv, yuv_ycc_w4_nv12, yuv_ycc_w4_i420 },
+};
+
 static void kernels_pick(struct kernels *k, int portable)
 {
     memcpy(k->rgb_only, rgb_only_fns, sizeof(k->rgb_only));
     memcpy(k->generic, generic_fns, sizeof(k->generic));
+    memcpy(k->yuv_rgb, yuv_rgb_fns, sizeof(k->yuv_rgb));
+    memcpy(k->yuv_ycc, yuv_ycc_fns, sizeof(k->yuv_ycc));
 #ifdef FAST_X86
     if (!portable && __builtin_cpu_supports("avx2")) {
         static const rgb_only_fn r4[3] = { rgb_only_w4_avx2_s1, rgb_only_w4_avx2_s3,
                                            rgb_only_w4_avx2_s4 };
         static const generic_fn g4[3] = { generic_w4_avx2_s1, generic_w4_avx2_s3,
                                           generic_w4_avx2_s4 };
+        static const yuv_fn yr4[3] = { yuv_rgb_w4_avx2_yuyv, yuv_rgb_w4_avx2_nv12,
+                                       yuv_rgb_w4_avx2_i420 };
+        static const yuv_fn yc4[3] = { yuv_ycc_w4_avx2_yuyv, yuv_ycc_w4_avx2_nv12,
+                                       yuv_ycc_w4_avx2_i420 };
         memcpy(k->rgb_only[2], r4, sizeof(r4));
         memcpy(k->generic[2], g4, sizeof(g4));
+        memcpy(k->yuv_rgb[2], yr4, sizeof(yr4));
+        memcpy(k->yuv_ycc[2], yc4, sizeof(yc4));
     }
 #else
     (void)portable;
@@ -398,7 +437,29 @@ static void do_row(struct worker *w, const struct fctx *f, int y)
         f->kern->generic[nwi][si](w, f, rp, gp, bp, pl[3], pl[4], pl[5], f->xa, f->xb, y);
         return;
     }
-    /* YUV: native samples into planes; RGB only when rgb/hsv objects exist. */
+    /* YUV with objects of one space: straight from the native samples. */
+    int only_ycc = !t->has[TRK_SPACE_RGB] && !t->has[TRK_SPACE_HSV];
+    if ((rgb_only && f->ext_ok) || only_ycc) {
+        const uint8_t *row = img->plane[0] + (size_t)y * img->pitch[0];
+        const uint8_t *yp = row, *cbp, *crp;
+        int fi;
+        if (img->fmt == TRK_FMT_YUYV) {
+            cbp = row + 1, crp = row + 3, fi = 0;
+        } else if (img->fmt == TRK_FMT_NV12) {
+            cbp = img->plane[1] + (size_t)(y >> 1) * img->pitch[1];
+            crp = cbp + 1, fi = 1;
+        } else {
+            cbp = img->plane[1] + (size_t)(y >> 1) * img->pitch[1];
+            crp = img->plane[2] + (size_t)(y >> 1) * img->pitch[2], fi = 2;
+        }
+        if (only_ycc)
+            f->kern->yuv_ycc[nwi][fi](w, f, yp, cbp, crp, f->xa, f->xb, y);
+        else
+            f->kern->yuv_rgb[nwi][fi](w, f, yp, cbp, crp, f->xa, f->xb, y);
+        return;
+    }
+    /* Mixed spaces: native samples into planes, RGB when rgb/hsv objects
+     * exist, then the generic kernel. */
     decode_ycc_row(img, y, f->xa, f->xb, pl[3], pl[4], pl[5]);
     if (t->has[TRK_SPACE_RGB] || t->has[TRK_SPACE_HSV])
         yuv_planes_to_rgb(f->k_yuv, f->xa, f->xb, pl[3], pl[4], pl[5], pl[0], pl[1], pl[2]);
@@ -477,6 +538,32 @@ static void fast_destroy(void *self)
     free(s);
 }
 
+static size_t tab_bytes(void)
+{
+    size_t words = 9 * ((size_t)FAST_NVALS * FAST_MAX_WORDS + FAST_NVALS) +
+                   3 * ((size_t)FAST_EXT_N * FAST_MAX_WORDS + FAST_EXT_N);
+    return words * sizeof(uint64_t);
+}
+
+/* Whether every unclamped R, G, B that trk_yuv_to_rgb can produce with k
+ * indexes the extended tables: the sums are linear in Y, Cb and Cr, so the
+ * extremes are at the corners of the sample cube. */
+static int ext_fits(const struct trk_yuv2rgb_coef *k)
+{
+    for (int yi = 0; yi < 2; yi++)
+        for (int ui = 0; ui < 2; ui++)
+            for (int vi = 0; vi < 2; vi++) {
+                int32_t yy = k->y_mul * ((yi ? 255 : 0) - k->y_off);
+                int32_t u = ui ? 127 : -128, v = vi ? 127 : -128;
+                int32_t t[3] = { k->r_cr * v, -k->g_cb * u - k->g_cr * v, k->b_cb * u };
+                for (int c = 0; c < 3; c++) {
+                    int32_t i = trk_q16_round(yy + t[c]) + FAST_EXT_OFF;
+                    if (i < 0 || i >= FAST_EXT_N) return 0;
+                }
+            }
+    return 1;
+}
+
 /* Threads to use: cfg->threads, or the online cores when 0. */
 static int thread_count(int want)
 {
@@ -501,9 +588,9 @@ static int fast_create(const struct trk_backend_cfg *cfg, void **self)
     s->portable = cfg->variant && !strcmp(cfg->variant, "lut-portable");
     kernels_pick(&s->kern, s->portable);
 
-    /* Tables: 9 full (FAST_NVALS x 4 words) + 9 summaries, one block. */
-    size_t full_words = (size_t)FAST_NVALS * FAST_MAX_WORDS;
-    s->tab_mem = aligned_alloc(64, 9 * (full_words + FAST_NVALS) * sizeof(uint64_t));
+    /* Tables: 9 full (FAST_NVALS x 4 words) + 9 summaries, then 3 extended
+     * (FAST_EXT_N x 4 words) + 3 summaries, one block. */
+    s->tab_mem = aligned_alloc(64, tab_bytes());
     s->tab.sat = malloc(256 * 256);
     s->w = calloc((size_t)s->nthreads, sizeof(*s->w));
     if (!s->tab_mem || !s->tab.sat || !s->w) goto nomem;
@@ -511,11 +598,24 @@ static int fast_create(const struct trk_backend_cfg *cfg, void **self)
     for (int sp = 0; sp < 3; sp++)
         for (int c = 0; c < 3; c++) {
             s->tab.full[sp][c] = p;
-            p += full_words;
+            p += (size_t)FAST_NVALS * FAST_MAX_WORDS;
             s->tab.sum[sp][c] = p;
             p += FAST_NVALS;
         }
-    memset(s->tab_mem, 0, 9 * (full_words + FAST_NVALS) * sizeof(uint64_t));
+    for (int c = 0; c < 3; c++) {
+        s->tab.ext[c] = p;
+        p += (size_t)FAST_EXT_N * FAST_MAX_WORDS;
+        s->tab.ext_sum[c] = p;
+        p += FAST_EXT_N;
+    }
+    memset(s->tab_mem, 0, tab_bytes());
+    s->ext_ok = 1;
+    for (int ci = 0; ci < 4; ci++) {
+        const struct trk_yuv2rgb_coef *k = &trk_yuv2rgb_coefs[ci];
+        for (int v = 0; v < 256; v++)
+            s->yytab[ci][v] = k->y_mul * (v - k->y_off);
+        if (!ext_fits(k)) s->ext_ok = 0;
+    }
     s->tab.nw = 1;
     for (int mx = 0; mx < 256; mx++)
         for (int d = 0; d <= mx; d++) {
@@ -574,8 +674,7 @@ static int fast_set_objects(void *self, const struct trk_object_def *objs, int n
     struct tables *t = &s->tab;
     if (n < 0 || n > TRK_MAX_OBJECTS) return TRK_EINVAL;
     int nw = n <= 64 ? 1 : n <= 128 ? 2 : 4;
-    size_t full_words = (size_t)FAST_NVALS * FAST_MAX_WORDS;
-    memset(s->tab_mem, 0, 9 * (full_words + FAST_NVALS) * sizeof(uint64_t));
+    memset(s->tab_mem, 0, tab_bytes());
     memset(t->has, 0, sizeof(t->has));
     for (int i = 0; i < n; i++) {
         const struct trk_object_def *o = &objs[i];
@@ -592,6 +691,17 @@ static int fast_set_objects(void *self, const struct trk_object_def *objs, int n
                 sum[v] |= bit;
             }
         }
+    }
+    /* Extended R, G, B tables for YUV frames: row i is row clamp255(i - OFF). */
+    if (t->has[TRK_SPACE_RGB]) {
+        for (int c = 0; c < 3; c++)
+            for (int i = 0; i < FAST_EXT_N; i++) {
+                int v = i - FAST_EXT_OFF;
+                v = v < 0 ? 0 : v > 255 ? 255 : v;
+                memcpy(t->ext[c] + (size_t)i * nw, t->full[TRK_SPACE_RGB][c] + (size_t)v * nw,
+                       (size_t)nw * sizeof(uint64_t));
+                t->ext_sum[c][i] = t->sum[TRK_SPACE_RGB][c][v];
+            }
     }
     t->nw = nw;
     t->n = n;
@@ -611,6 +721,8 @@ static int fast_submit(void *self, const struct trk_image *img, const struct trk
     int ci = trk_coef_index((int)img->matrix, img->full_range);
     f->k_yuv = &trk_yuv2rgb_coefs[ci];
     f->k_ycc = &trk_rgb2ycc_coefs[ci];
+    f->yy = s->yytab[ci];
+    f->ext_ok = s->ext_ok;
     f->use_rois = rois != NULL;
     /* The scanned region: the whole frame, or the union of the live ROIs. */
     int xa = INT_MAX, xb = -1, ya = INT_MAX, yb = -1;

@@ -4,17 +4,17 @@
  * with NW (64-bit words per object mask: 1, 2 or 4), MT (the mask type:
  * uint64_t or a GCC vector of NW words), the mask operations MLD (load NW
  * words from a table row), MANY (any bit set) and MZERO defined, and KVAR (a
- * name suffix) when it compiles an extra copy for another instruction set. Everything here
- * is static and private to cpu_fast.c; the shared pieces (struct fctx,
- * struct worker, flush_run) are defined there before the first include.
+ * name suffix) when it compiles an extra copy for another instruction set.
+ * Everything here is static and private to cpu_fast.c; the shared pieces
+ * (struct fctx, struct worker, flush_run) are defined there first.
  *
- * Both kernels classify one row segment [xa, xb] of row y against every
- * object at once and hand runs of equal masks to flush_run:
+ * Every kernel classifies one row segment [xa, xb] of row y against every
+ * object at once and hands runs of equal masks to flush_run:
  *   mask(pixel) = OR over spaces of (T0[c0] & T1[c1] & T2[c2])
  * where Tk are the per-channel tables of object bitmasks built by
- * set_objects. Pixels that match nothing (most of a frame) cost three byte
- * loads, three summary-table loads and two ANDs; the full NW-word masks are
- * only read when the one-word summary says some object may match.
+ * set_objects. A pixel that matches nothing (most of a frame) costs a few
+ * loads and ANDs; at NW == 2 a one-word summary table rejects it before the
+ * two-word masks are read.
  */
 #ifndef NW
 #error "cpu_fast_kern.h is included by cpu_fast.c with NW, MT, MLD, MANY, MZERO defined"
@@ -27,6 +27,27 @@
 #define KVAR
 #endif
 #define KNAME(base) KCAT(KCAT(base##_w, NW), KVAR)
+
+/* Run bookkeeping shared by the kernels (locals cur, cur_any, xs, w, f, y):
+ * RUN_PUSH extends the current run when pixel x has the same mask, else
+ * flushes it and starts a new one; RUN_BREAK ends it at a no-match pixel. */
+#define RUN_PUSH(m, x)                                                                             \
+    do {                                                                                           \
+        if (MANY((m) ^ cur)) {                                                                     \
+            if (cur_any) flush_run(w, f, &cur, NW, xs, (x)-1, y);                                  \
+            cur = (m);                                                                             \
+            cur_any = MANY(cur);                                                                   \
+            xs = (x);                                                                              \
+        }                                                                                          \
+    } while (0)
+#define RUN_BREAK(x)                                                                               \
+    do {                                                                                           \
+        if (cur_any) {                                                                             \
+            flush_run(w, f, &cur, NW, xs, (x)-1, y);                                               \
+            cur = MZERO;                                                                           \
+            cur_any = 0;                                                                           \
+        }                                                                                          \
+    } while (0)
 
 /* Only rgb objects: the hot path of the standard scene. The three channel
  * pointers step by `stride` bytes, so packed RGB/BGR/RGBA/BGRA rows are read
@@ -55,21 +76,99 @@ KNAME(rgb_only_row)(struct worker *w, const struct fctx *f, const uint8_t *rp, c
          * objects of a group meet in ~60% of the pixels, so the gate costs
          * more than the one-vector full test it would save. */
         if (!(sr[r] & sg[g] & sb[b])) {
-            if (cur_any) {
-                flush_run(w, f, &cur, NW, xs, x - 1, y);
-                cur = MZERO;
-                cur_any = 0;
-            }
+            RUN_BREAK(x);
             continue;
         }
 #endif
         MT m = MLD(fr + r * NW) & MLD(fg + g * NW) & MLD(fb + b * NW);
-        if (MANY(m ^ cur)) {
-            if (cur_any) flush_run(w, f, &cur, NW, xs, x - 1, y);
-            cur = m;
-            cur_any = MANY(m);
-            xs = x;
+        RUN_PUSH(m, x);
+    }
+    if (cur_any) flush_run(w, f, &cur, NW, xs, xb, y);
+}
+
+/* rgb objects on a YUV frame, straight from the native samples: the Q16
+ * chroma terms of color.h's trk_yuv_to_rgb are computed once per chroma
+ * sample (every 2 pixels), the luma term comes from a 256-entry table, and
+ * the unclamped, rounded channel value indexes an "extended" mask table
+ * (FAST_EXT_N entries, entry i = the mask of clamp255(i - FAST_EXT_OFF)),
+ * which folds the clamp away. Same integers as trk_yuv_to_rgb: the offset is
+ * a whole multiple of 65536 added before the shift. ystep/cstep: bytes
+ * between the Y samples of neighbouring pixels and between chroma samples
+ * (YUYV 2/4, NV12 1/2, I420 1/1). */
+static inline __attribute__((always_inline)) void
+KNAME(yuv_rgb_row)(struct worker *w, const struct fctx *f, const uint8_t *yp, const uint8_t *cbp,
+                   const uint8_t *crp, const int ystep, const int cstep, int xa, int xb, int y)
+{
+    const struct tables *t = f->tab;
+    const uint64_t *er = t->ext[0], *eg = t->ext[1], *eb = t->ext[2];
+#if NW == 2
+    const uint64_t *sr = t->ext_sum[0], *sg = t->ext_sum[1], *sb = t->ext_sum[2];
+#endif
+    const int32_t *yyt = f->yy;
+    const struct trk_yuv2rgb_coef *k = f->k_yuv;
+    const int32_t rnd = 32768 + (FAST_EXT_OFF << 16);
+    int32_t tr = 0, tg = 0, tb = 0;
+    MT cur = MZERO;
+    int cur_any = 0, xs = xa;
+    for (int x = xa; x <= xb; x++) {
+        if (!(x & 1) || x == xa) {
+            size_t c = (size_t)(x >> 1) * cstep;
+            int32_t u = cbp[c] - 128, v = crp[c] - 128;
+            tr = k->r_cr * v + rnd;
+            tg = -k->g_cb * u - k->g_cr * v + rnd;
+            tb = k->b_cb * u + rnd;
         }
+        int32_t yy = yyt[yp[(size_t)x * ystep]];
+        unsigned ri = (unsigned)(yy + tr) >> 16, gi = (unsigned)(yy + tg) >> 16,
+                 bi = (unsigned)(yy + tb) >> 16;
+#if NW == 2
+        if (!(sr[ri] & sg[gi] & sb[bi])) {
+            RUN_BREAK(x);
+            continue;
+        }
+#endif
+        MT m = MLD(er + ri * NW) & MLD(eg + gi * NW) & MLD(eb + bi * NW);
+        RUN_PUSH(m, x);
+    }
+    if (cur_any) flush_run(w, f, &cur, NW, xs, xb, y);
+}
+
+/* ycbcr objects on a YUV frame: the native samples, no conversion at all.
+ * The chroma half of the test (Cb table & Cr table) is done once per chroma
+ * sample, so each pixel costs one Y lookup and one AND. Steps as above. */
+static inline __attribute__((always_inline)) void
+KNAME(yuv_ycc_row)(struct worker *w, const struct fctx *f, const uint8_t *yp, const uint8_t *cbp,
+                   const uint8_t *crp, const int ystep, const int cstep, int xa, int xb, int y)
+{
+    const struct tables *t = f->tab;
+    const uint64_t *fy = t->full[TRK_SPACE_YCBCR][0], *fcb = t->full[TRK_SPACE_YCBCR][1],
+                   *fcr = t->full[TRK_SPACE_YCBCR][2];
+#if NW == 2
+    const uint64_t *sy = t->sum[TRK_SPACE_YCBCR][0], *scb = t->sum[TRK_SPACE_YCBCR][1],
+                   *scr = t->sum[TRK_SPACE_YCBCR][2];
+    uint64_t cs = 0;
+#endif
+    MT cm = MZERO;
+    MT cur = MZERO;
+    int cur_any = 0, xs = xa;
+    for (int x = xa; x <= xb; x++) {
+        if (!(x & 1) || x == xa) {
+            size_t c = (size_t)(x >> 1) * cstep;
+            unsigned cb = cbp[c], cr = crp[c];
+            cm = MLD(fcb + cb * NW) & MLD(fcr + cr * NW);
+#if NW == 2
+            cs = scb[cb] & scr[cr];
+#endif
+        }
+        unsigned yv = yp[(size_t)x * ystep];
+#if NW == 2
+        if (!(sy[yv] & cs)) {
+            RUN_BREAK(x);
+            continue;
+        }
+#endif
+        MT m = MLD(fy + yv * NW) & cm;
+        RUN_PUSH(m, x);
     }
     if (cur_any) flush_run(w, f, &cur, NW, xs, xb, y);
 }
@@ -128,12 +227,7 @@ KNAME(generic_row)(struct worker *w, const struct fctx *f, const uint8_t *rp, co
                     m |= MLD(fh[0] + h * NW) & MLD(fh[1] + s * NW) & MLD(fh[2] + mx * NW);
             }
         }
-        if (MANY(m ^ cur)) {
-            if (cur_any) flush_run(w, f, &cur, NW, xs, x - 1, y);
-            cur = m;
-            cur_any = MANY(m);
-            xs = x;
-        }
+        RUN_PUSH(m, x);
     }
     if (cur_any) flush_run(w, f, &cur, NW, xs, xb, y);
 }
@@ -158,6 +252,27 @@ KWRAP(1)
 KWRAP(3)
 KWRAP(4)
 #undef KWRAP
+
+/* YUV entry points, one per format (its sample steps). */
+#define KWRAP_YUV(fmt, ystep, cstep)                                                               \
+    static void KCAT(KNAME(yuv_rgb), KCAT(_, fmt))(struct worker * w, const struct fctx *f,        \
+                                                   const uint8_t *yp, const uint8_t *cbp,          \
+                                                   const uint8_t *crp, int xa, int xb, int y)      \
+    {                                                                                              \
+        KNAME(yuv_rgb_row)(w, f, yp, cbp, crp, ystep, cstep, xa, xb, y);                           \
+    }                                                                                              \
+    static void KCAT(KNAME(yuv_ycc), KCAT(_, fmt))(struct worker * w, const struct fctx *f,        \
+                                                   const uint8_t *yp, const uint8_t *cbp,          \
+                                                   const uint8_t *crp, int xa, int xb, int y)      \
+    {                                                                                              \
+        KNAME(yuv_ycc_row)(w, f, yp, cbp, crp, ystep, cstep, xa, xb, y);                           \
+    }
+KWRAP_YUV(yuyv, 2, 4)
+KWRAP_YUV(nv12, 1, 2)
+KWRAP_YUV(i420, 1, 1)
+#undef KWRAP_YUV
+#undef RUN_PUSH
+#undef RUN_BREAK
 #undef KNAME
 #undef KVAR
 #undef KCAT

@@ -3,6 +3,7 @@
  * One executable, one ctest test per part (argv[1]) so each stays short:
  *   corpus     seeded random scenes: every format, pads, odd sizes, all four
  *              YCbCr matrices/ranges, 0..256 objects, 1/2/3/7 threads
+ *   spaces     objects of one space only (their own kernels), every format
  *   rois       random ROIs (outside, clipped, empty, 1-pixel) per object
  *   standard   the benchmark's standard scenes (small sizes), and their
  *              known answers (every disk found)
@@ -176,6 +177,65 @@ static void test_corpus(void)
     }
 }
 
+/* ------------------------------------------------------------------ spaces */
+
+/* Object sets of a single space take their own kernels (rgb straight from
+ * packed RGB or from YUV through the extended tables, ycbcr on native YUV
+ * samples with chroma tested once per pair), so each space alone is run on
+ * every format, at every mask width. Objects come from random scenes, cycled
+ * to reach the count (repeats are fine: every object is checked). */
+static void test_spaces(void)
+{
+    static const int ns[] = { 1, 64, 65, 129, 256 };
+    static const int dims[][2] = { { 131, 70 }, { 97, 61 }, { 64, 201 }, { 3, 2 }, { 255, 33 } };
+    struct trk_backend *ref = make(TRK_BACKEND_CPU_REF, 255, 201, 1);
+    struct trk_backend *fasts[2] = { make(TRK_BACKEND_CPU, 255, 201, 2),
+                                     make_variant(TRK_BACKEND_CPU, 255, 201, 3, "lut-portable") };
+    static struct trk_object_def objs[TRK_MAX_OBJECTS];
+    int cases = 0;
+    for (int sp = 0; sp < 3; sp++)
+        for (int ni = 0; ni < 5; ni++) {
+            int w = dims[(sp + ni) % 5][0], h = dims[(sp + ni) % 5][1], n = ns[ni];
+            struct trk_scene sc;
+            if (trk_scene_random(w, h, 256, 7000u + (unsigned)(sp * 10 + ni), &sc)) {
+                CHECK(0, "trk_scene_random failed");
+                continue;
+            }
+            int have = 0;
+            for (int i = 0; i < 256; i++)
+                if (sc.objects[i].space == (enum trk_space)sp) objs[have++] = sc.objects[i];
+            for (int i = have; have > 0 && i < n; i++)
+                objs[i] = objs[i % have];
+            if (have == 0 || set_both(ref, fasts[0], objs, n) || set_both(ref, fasts[1], objs, n)) {
+                trk_scene_free(&sc);
+                continue;
+            }
+            for (int f = 0; f < TRK_FMT_COUNT; f++) {
+                int mat = (f + ni) % 2, full = (f + sp) % 2, pad = pads[(f + ni) % 5];
+                uint8_t *buf;
+                struct trk_image img;
+                if (trk_image_from_rgb(sc.rgb, w, h, (enum trk_pixfmt)f, (enum trk_matrix)mat, full,
+                                       pad, &buf, &img)) {
+                    CHECK(0, "trk_image_from_rgb failed");
+                    continue;
+                }
+                char what[128];
+                snprintf(what, sizeof(what), "spaces %s only %dx%d n=%d %s pad %d %s %s",
+                         space_name((enum trk_space)sp), w, h, n,
+                         trk_pixfmt_name((enum trk_pixfmt)f), pad, mat ? "bt709" : "bt601",
+                         full ? "full" : "limited");
+                compare_n(ref, fasts, 2, objs, n, &img, NULL, what);
+                free(buf);
+                cases++;
+            }
+            trk_scene_free(&sc);
+        }
+    printf("spaces: %d cases\n", cases);
+    trk_backend_destroy(&ref);
+    trk_backend_destroy(&fasts[0]);
+    trk_backend_destroy(&fasts[1]);
+}
+
 /* -------------------------------------------------------------------- rois */
 
 static int rnd(uint64_t *st, int lo, int hi)
@@ -217,16 +277,24 @@ static void test_rois(void)
     static struct trk_roi rois[TRK_MAX_OBJECTS];
     uint64_t st = 77;
     int cases = 0;
-    for (int rep = 0; rep < 40; rep++) {
+    for (int rep = 0; rep < 60; rep++) {
         int w = rnd(&st, 1, 400), h = rnd(&st, 1, 300);
         int n = counts[rep % NCOUNTS];
         int f = rep % TRK_FMT_COUNT, ti = (rep / 2) % 4;
         struct trk_scene sc;
-        if (trk_scene_random(w, h, n, 500u + (unsigned)rep, &sc)) {
+        if (trk_scene_random(w, h, TRK_MAX_OBJECTS, 500u + (unsigned)rep, &sc)) {
             CHECK(0, "trk_scene_random failed");
             continue;
         }
-        if (set_both(ref, fast[ti], sc.objects, n)) continue;
+        /* Odd reps: objects of one space only (their own kernels). */
+        static struct trk_object_def objs[TRK_MAX_OBJECTS];
+        int have = 0, sp = (rep / 2) % 3;
+        for (int i = 0; i < TRK_MAX_OBJECTS; i++)
+            if (!(rep & 1) || sc.objects[i].space == (enum trk_space)sp)
+                objs[have++] = sc.objects[i];
+        for (int i = have; have > 0 && i < n; i++)
+            objs[i] = objs[i % have];
+        if (set_both(ref, fast[ti], objs, n)) continue;
         uint8_t *buf;
         struct trk_image img;
         if (trk_image_from_rgb(sc.rgb, w, h, (enum trk_pixfmt)f, TRK_MATRIX_BT601, rep & 1, rep % 5,
@@ -236,16 +304,26 @@ static void test_rois(void)
         }
         random_rois(&st, w, h, n, rois);
         char what[128];
-        snprintf(what, sizeof(what), "rois %dx%d n=%d %s threads %d rep %d", w, h, n,
-                 trk_pixfmt_name((enum trk_pixfmt)f), thread_opts[ti], rep);
-        compare(ref, fast[ti], sc.objects, n, &img, rois, what);
+        snprintf(what, sizeof(what), "rois %dx%d n=%d %s threads %d rep %d%s", w, h, n,
+                 trk_pixfmt_name((enum trk_pixfmt)f), thread_opts[ti], rep,
+                 rep & 1 ? (sp == 0   ? " rgb only"
+                            : sp == 1 ? " hsv only"
+                                      : " ycbcr only")
+                         : "");
+        compare(ref, fast[ti], objs, n, &img, rois, what);
         /* All ROIs in one small corner: the scanned union is tiny. */
         for (int i = 0; i < n; i++)
             rois[i] = (struct trk_roi){ 0, 0, w / 5, h / 5 };
-        compare(ref, fast[ti], sc.objects, n, &img, rois, what);
+        compare(ref, fast[ti], objs, n, &img, rois, what);
+        /* One shared ROI inside the frame: rows start at an x that may be
+         * odd (mid chroma pair). */
+        int x0 = rnd(&st, 0, w - 1), y0 = rnd(&st, 0, h - 1);
+        for (int i = 0; i < n; i++)
+            rois[i] = (struct trk_roi){ x0, y0, x0 + rnd(&st, 0, w), y0 + rnd(&st, 0, h) };
+        compare(ref, fast[ti], objs, n, &img, rois, what);
         free(buf);
         trk_scene_free(&sc);
-        cases += 2;
+        cases += 3;
     }
     printf("rois: %d cases\n", cases);
     trk_backend_destroy(&ref);
@@ -505,15 +583,17 @@ int main(int argc, char **argv)
     const char *part = argc > 1 ? argv[1] : "all";
     int all = !strcmp(part, "all"), known = 0;
     if (all || !strcmp(part, "corpus")) test_corpus(), known = 1;
+    if (all || !strcmp(part, "spaces")) test_spaces(), known = 1;
     if (all || !strcmp(part, "rois")) test_rois(), known = 1;
     if (all || !strcmp(part, "standard")) test_standard(), known = 1;
     if (all || !strcmp(part, "allcolors_rgb")) test_allcolors(1, 0), known = 1;
     if (all || !strcmp(part, "allcolors_yuv")) test_allcolors(0, 1), known = 1;
     if (all || !strcmp(part, "lifecycle")) test_lifecycle(), known = 1;
     if (!known) {
-        fprintf(stderr,
-                "usage: %s [corpus|rois|standard|allcolors_rgb|allcolors_yuv|lifecycle|all]\n",
-                argv[0]);
+        fprintf(
+            stderr,
+            "usage: %s [corpus|spaces|rois|standard|allcolors_rgb|allcolors_yuv|lifecycle|all]\n",
+            argv[0]);
         return 2;
     }
     if (failures) {
