@@ -6,7 +6,9 @@
 #   run: tests/gpu/run_on_gpu.sh build test kernels
 set -u
 OUT=${OUT:-$PWD/gpu-out}
-mkdir -p "$OUT"
+FINAL=$OUT
+OUT=$FINAL/logs  # everything goes here, then into one archive (the device
+mkdir -p "$OUT"  # tool brings back at most 8 files)
 B=build-gpu
 BENCH=$B/bench/trackd-bench
 rc=0
@@ -18,13 +20,13 @@ for stage in "$@"; do
       cmake -S . -B $B -DTRK_GPU_ONLY=ON -DTRK_WERROR=ON > "$OUT/build.log" 2>&1 &&
         cmake --build $B -j16 >> "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; } ;;
     test)
-      (cd $B && ctest -L gpu -E sanitize --output-on-failure) > "$OUT/test.log" 2>&1 || rc=1
-      grep -E "tests passed|Passed|Failed|FAIL|MISMATCH|SKIP" "$OUT/test.log" | head -40 ;;
+      (cd $B && ctest -L gpu -E sanitize -V) > "$OUT/test.log" 2>&1 || rc=1
+      grep -E "tests passed|Test +#|FAIL|MISMATCH|SKIP|cases" "$OUT/test.log" | head -20 ;;
     unit)
       (cd $B && ctest -LE "gpu|bench" --output-on-failure) > "$OUT/unit.log" 2>&1 || rc=1
       tail -5 "$OUT/unit.log" ;;
     sanitize)
-      (cd $B && ctest -L sanitizer --output-on-failure) > "$OUT/sanitize.log" 2>&1 || rc=1
+      (cd $B && ctest -L sanitizer -V) > "$OUT/sanitize.log" 2>&1 || rc=1
       grep -E "ERROR SUMMARY|tests passed|Failed|Passed|RACECHECK SUMMARY" "$OUT/sanitize.log" | head -20 ;;
     floor)
       $BENCH --experiment cuda-floor --json "$OUT/floor.json" 2>&1 | tee "$OUT/floor.txt" ;;
@@ -53,10 +55,11 @@ for stage in "$@"; do
       ncu --clock-control none -k regex:fused_kernel -s 3 -c 6 --section SpeedOfLight --section MemoryWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables --section ComputeWorkloadAnalysis --section InstructionStats \
         --section Occupancy --section LaunchStats --section WarpStateStats \
         $BENCH --experiment cuda-kernels --sizes 1920x1080 --objects 128,256 --variants fused --iters 1 --warmup 0 \
-        > "$OUT/ncu.txt" 2>&1; grep -E "Duration|Throughput|Achieved Occupancy|Registers|Warp Cycles|Bank|Issue|Executed Ipc" "$OUT/ncu.txt" | head -60 ;;
+        > "$OUT/ncu.txt" 2>&1; grep -E "Duration|Throughput|Achieved Occupancy|Registers|Warp Cycles|Bank|Issue|Executed Ipc" "$OUT/ncu.txt" | head -24 ;;
     sass)
       cuobjdump -sass $B/gpu/libtrk_gpu.a > "$OUT/sass.txt" 2>&1; wc -l "$OUT/sass.txt" ;;
     *) echo "unknown stage $stage"; rc=2 ;;
   esac
 done
+tar -C "$FINAL" -czf "$FINAL/logs.tgz" logs && rm -rf "$OUT"
 exit $rc
