@@ -114,12 +114,8 @@ int trk_backend_create(const struct trk_backend_cfg *cfg, struct trk_backend **o
     if (!cfg || cfg->max_width <= 0 || cfg->max_height <= 0) return TRK_EINVAL;
     const struct trk_backend_ops *ops = pick(cfg->kind);
     if (!ops) return TRK_ENODEV;
-    if (cfg->kind == TRK_BACKEND_AUTO && ops != CUDA_OPS) {
-        /* The one line that says why "auto" is not running on a GPU. */
-        char why[160] = "";
-        trk_cuda_available(why, sizeof(why));
-        fprintf(stderr, "trackd: backend auto: %s; using the %s backend\n", why, ops->name);
-    }
+    /* No logging here: the daemon logs the one line saying why "auto" is not
+     * on a GPU (daemon/main.c); the library stays quiet for tests and bench. */
     struct trk_backend *b = calloc(1, sizeof(*b));
     if (!b) return TRK_ENOMEM;
     b->ops = ops;
