@@ -33,16 +33,17 @@ extern "C" {
 #include "minijson.h"
 }
 
-namespace {
+namespace
+{
 
-#define BENCH_TRY(call)                                                                  \
-    do {                                                                                 \
-        cudaError_t e_ = (call);                                                         \
-        if (e_ != cudaSuccess) {                                                         \
-            fprintf(stderr, "trackd-bench cuda: %s failed at %s:%d: %s\n", #call, __FILE__, \
-                    __LINE__, cudaGetErrorString(e_));                                   \
-            return 1;                                                                    \
-        }                                                                                \
+#define BENCH_TRY(call)                                                                            \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) {                                                                   \
+            fprintf(stderr, "trackd-bench cuda: %s failed at %s:%d: %s\n", #call, __FILE__,        \
+                    __LINE__, cudaGetErrorString(e_));                                             \
+            return 1;                                                                              \
+        }                                                                                          \
     } while (0)
 
 /* One read of n16 16-byte words. Grid-stride, 4 independent loads in flight
@@ -103,14 +104,17 @@ void l2_flush(gpu_ctx &g, int salt)
     cudaMemsetAsync(g.flush, salt & 0xff, g.flush_bytes, 0);
 }
 
-double median(std::vector<double> v) { return trk_bench_median(v.data(), v.size()); }
+double median(std::vector<double> v)
+{
+    return trk_bench_median(v.data(), v.size());
+}
 
 /* Median device time (ms) of fn() on the legacy stream; cold: L2 flushed
  * before each timed run. */
-template <class F>
-double time_dev(gpu_ctx &g, F fn, int warmup, int iters, bool cold)
+template <class F> double time_dev(gpu_ctx &g, F fn, int warmup, int iters, bool cold)
 {
-    for (int i = 0; i < warmup; i++) fn();
+    for (int i = 0; i < warmup; i++)
+        fn();
     std::vector<double> t;
     for (int i = 0; i < iters; i++) {
         if (cold) l2_flush(g, i);
@@ -303,9 +307,12 @@ int run_floor(int argc, char **argv)
     int mib = 1024, iters = 20;
     const char *json = NULL;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--mib") && i + 1 < argc) mib = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
+        if (!strcmp(argv[i], "--mib") && i + 1 < argc)
+            mib = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--iters") && i + 1 < argc)
+            iters = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--json") && i + 1 < argc)
+            json = argv[++i];
         else {
             fprintf(stderr, "cuda-floor: unknown option %s\n", argv[i]);
             return 2;
@@ -330,13 +337,14 @@ int run_floor(int argc, char **argv)
            "read_hot");
     FILE *jf = json ? fopen(json, "w") : NULL;
     if (jf)
-        fprintf(jf, "{\"tool\":\"cuda-floor\",\"device\":\"%s\",\"copy_gbs\":%.1f,\"read_gbs\":%.1f,"
-                    "\"frames\":[",
+        fprintf(jf,
+                "{\"tool\":\"cuda-floor\",\"device\":\"%s\",\"copy_gbs\":%.1f,\"read_gbs\":%.1f,"
+                "\"frames\":[",
                 g.name, copy_gbs, read_gbs);
-    const int sizes[3][2] = {{640, 480}, {1920, 1080}, {3840, 2160}};
+    const int sizes[3][2] = { { 640, 480 }, { 1920, 1080 }, { 3840, 2160 } };
     int first = 1;
     for (auto &s : sizes)
-        for (int fmt : {(int)TRK_FMT_RGB24, (int)TRK_FMT_NV12}) {
+        for (int fmt : { (int)TRK_FMT_RGB24, (int)TRK_FMT_NV12 }) {
             size_t fb = (size_t)s[0] * s[1] * (fmt == TRK_FMT_RGB24 ? 3 : 1) +
                         (fmt == TRK_FMT_NV12 ? (size_t)s[0] * s[1] / 2 : 0);
             fb = (fb + 15) / 16 * 16;
@@ -346,8 +354,9 @@ int run_floor(int argc, char **argv)
             printf("%5dx%-6d %-6s %10zu %12.2f %12.2f %12.2f\n", s[0], s[1],
                    trk_pixfmt_name((enum trk_pixfmt)fmt), fb, floor_us, cold, hot);
             if (jf)
-                fprintf(jf, "%s{\"width\":%d,\"height\":%d,\"format\":\"%s\",\"bytes\":%zu,"
-                            "\"floor_us\":%.3f,\"read_cold_us\":%.3f,\"read_hot_us\":%.3f}",
+                fprintf(jf,
+                        "%s{\"width\":%d,\"height\":%d,\"format\":\"%s\",\"bytes\":%zu,"
+                        "\"floor_us\":%.3f,\"read_cold_us\":%.3f,\"read_hot_us\":%.3f}",
                         first ? "" : ",", s[0], s[1], trk_pixfmt_name((enum trk_pixfmt)fmt), fb,
                         floor_us, cold, hot);
             first = 0;
@@ -398,18 +407,32 @@ int run_kernels(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         bool ok = true;
-        if (!strcmp(a, "--cold")) { cold = 1; continue; }
-        if (!v) ok = false;
-        else if (!strcmp(a, "--sizes")) ok = parse_sizes(v, sizes);
-        else if (!strcmp(a, "--objects")) ok = parse_ints(v, objs, 0, TRK_MAX_OBJECTS);
-        else if (!strcmp(a, "--variants")) variants = v;
-        else if (!strcmp(a, "--formats")) formats = v;
-        else if (!strcmp(a, "--iters")) iters = atoi(v);
-        else if (!strcmp(a, "--warmup")) warmup = atoi(v);
-        else if (!strcmp(a, "--seed")) seed = strtoull(v, NULL, 10);
-        else if (!strcmp(a, "--json")) json = v;
-        else if (!strcmp(a, "--torch")) torch = v;
-        else ok = false;
+        if (!strcmp(a, "--cold")) {
+            cold = 1;
+            continue;
+        }
+        if (!v)
+            ok = false;
+        else if (!strcmp(a, "--sizes"))
+            ok = parse_sizes(v, sizes);
+        else if (!strcmp(a, "--objects"))
+            ok = parse_ints(v, objs, 0, TRK_MAX_OBJECTS);
+        else if (!strcmp(a, "--variants"))
+            variants = v;
+        else if (!strcmp(a, "--formats"))
+            formats = v;
+        else if (!strcmp(a, "--iters"))
+            iters = atoi(v);
+        else if (!strcmp(a, "--warmup"))
+            warmup = atoi(v);
+        else if (!strcmp(a, "--seed"))
+            seed = strtoull(v, NULL, 10);
+        else if (!strcmp(a, "--json"))
+            json = v;
+        else if (!strcmp(a, "--torch"))
+            torch = v;
+        else
+            ok = false;
         if (!ok || iters < 1 || warmup < 0) {
             fprintf(stderr, "cuda-kernels: bad option %s\n", a);
             return 2;
@@ -422,9 +445,11 @@ int run_kernels(int argc, char **argv)
         return 0;
     }
     std::vector<std::string> vars;
-    if (variants) vars = split(variants);
+    if (variants)
+        vars = split(variants);
     else
-        for (const char *const *n = trk_cuda_ops.variants; *n; n++) vars.push_back(*n);
+        for (const char *const *n = trk_cuda_ops.variants; *n; n++)
+            vars.push_back(*n);
     std::vector<int> fmts;
     for (auto &f : split(formats)) {
         int x = parse_fmt(f);
@@ -463,7 +488,8 @@ int run_kernels(int argc, char **argv)
     printf("# cuda-kernels on %s; one-read ceiling %.0f GB/s; seed %llu; warmup %d, iters %d\n",
            g.name, read_gbs, (unsigned long long)seed, warmup, iters);
     printf("# kernel = CUDA-event median on a device-resident frame (%s); floor = frame bytes / "
-           "ceiling\n", cold ? "hot, and cold with L2 flushed" : "hot: frame in L2");
+           "ceiling\n",
+           cold ? "hot, and cold with L2 flushed" : "hot: frame in L2");
     printf("%-18s %-6s %-12s %10s %10s %8s %9s %9s %9s %10s %10s\n", "scene", "format", "variant",
            "kernel_us", "cold_us", "x floor", "x ref", "x torch", "upload_us", "frame_us",
            "1band_us");
@@ -473,8 +499,9 @@ int run_kernels(int argc, char **argv)
         return 1;
     }
     if (jf)
-        fprintf(jf, "{\"tool\":\"cuda-kernels\",\"device\":\"%s\",\"read_gbs\":%.1f,\"seed\":%llu,"
-                    "\"warmup\":%d,\"iters\":%d,\"results\":[",
+        fprintf(jf,
+                "{\"tool\":\"cuda-kernels\",\"device\":\"%s\",\"read_gbs\":%.1f,\"seed\":%llu,"
+                "\"warmup\":%d,\"iters\":%d,\"results\":[",
                 g.name, read_gbs, (unsigned long long)seed, warmup, iters);
     int first = 1, mismatches = 0;
     static struct trk_obj_result truth[TRK_MAX_OBJECTS], got[TRK_MAX_OBJECTS];
@@ -508,14 +535,17 @@ int run_kernels(int argc, char **argv)
                     for (int i = 0; ok && i < m; i++)
                         ok = (uint64_t)tmass->items[i].number == truth[i].mass;
                     if (!ok) {
-                        fprintf(stderr, "TORCH MASS MISMATCH on %s: the baseline computed "
-                                        "something else\n", scene);
+                        fprintf(stderr,
+                                "TORCH MASS MISMATCH on %s: the baseline computed "
+                                "something else\n",
+                                scene);
                         mismatches++;
                     }
                 }
                 /* Upload of this frame from pinned memory (one copy per plane). */
                 double up_ms = time_dev(
-                    g, [&] { cudaMemcpyAsync(d_copy, pi.mem, pi.bytes, cudaMemcpyHostToDevice, 0); },
+                    g,
+                    [&] { cudaMemcpyAsync(d_copy, pi.mem, pi.bytes, cudaMemcpyHostToDevice, 0); },
                     2, 10, false);
                 double floor_ms = pi.bytes / (read_gbs * 1e6);
                 /* Whole frame through the public API (pinned input), default
@@ -568,9 +598,10 @@ int run_kernels(int argc, char **argv)
                         if (torch_ms > 0) snprintf(xt, sizeof(xt), "%.0fx", torch_ms / hot);
                     }
                     if (cms > 0) snprintf(cs, sizeof(cs), "%.1f", cms * 1e3);
-                    printf("%-18s %-6s %-12s %10.1f %10s %8s %9s %9s %9.1f %10.1f %10.1f%s\n", scene,
-                           trk_pixfmt_name((enum trk_pixfmt)fmt), vn.c_str(), hot * 1e3, cs, xf, xr,
-                           xt, up_ms * 1e3, frame_ms * 1e3, frame1_ms * 1e3, ok ? "" : "  MISMATCH");
+                    printf("%-18s %-6s %-12s %10.1f %10s %8s %9s %9s %9.1f %10.1f %10.1f%s\n",
+                           scene, trk_pixfmt_name((enum trk_pixfmt)fmt), vn.c_str(), hot * 1e3, cs,
+                           xf, xr, xt, up_ms * 1e3, frame_ms * 1e3, frame1_ms * 1e3,
+                           ok ? "" : "  MISMATCH");
                     fflush(stdout);
                     if (jf)
                         fprintf(jf,
@@ -613,14 +644,21 @@ int run_seed(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         bool ok = v != NULL;
-        if (!ok) {}
-        else if (!strcmp(a, "--size")) ok = parse_sizes(v, size);
-        else if (!strcmp(a, "--objects")) ok = parse_ints(v, objs, 1, TRK_MAX_OBJECTS);
-        else if (!strcmp(a, "--rs")) ok = parse_ints(v, rs, 2, TRK_MOCT_MAX_R);
-        else if (!strcmp(a, "--m")) ok = (m_for_r = atoi(v)) >= 1 && m_for_r <= TRK_MAX_OBJECTS;
-        else if (!strcmp(a, "--iters")) ok = (iters = atoi(v)) >= 1;
-        else if (!strcmp(a, "--json")) json = v;
-        else ok = false;
+        if (!ok) {
+        } else if (!strcmp(a, "--size"))
+            ok = parse_sizes(v, size);
+        else if (!strcmp(a, "--objects"))
+            ok = parse_ints(v, objs, 1, TRK_MAX_OBJECTS);
+        else if (!strcmp(a, "--rs"))
+            ok = parse_ints(v, rs, 2, TRK_MOCT_MAX_R);
+        else if (!strcmp(a, "--m"))
+            ok = (m_for_r = atoi(v)) >= 1 && m_for_r <= TRK_MAX_OBJECTS;
+        else if (!strcmp(a, "--iters"))
+            ok = (iters = atoi(v)) >= 1;
+        else if (!strcmp(a, "--json"))
+            json = v;
+        else
+            ok = false;
         if (!ok) {
             fprintf(stderr, "cuda-seed: bad option %s\n", a);
             return 2;
@@ -636,16 +674,21 @@ int run_seed(int argc, char **argv)
     if (ctx_open(g)) return 1;
     const int w = size.v[0][0], h = size.v[0][1];
     FILE *jf = json ? fopen(json, "w") : NULL;
-    if (jf) fprintf(jf, "{\"tool\":\"cuda-seed\",\"device\":\"%s\",\"width\":%d,\"height\":%d,", g.name, w, h);
+    if (jf)
+        fprintf(jf, "{\"tool\":\"cuda-seed\",\"device\":\"%s\",\"width\":%d,\"height\":%d,", g.name,
+                w, h);
     int mismatches = 0;
     static struct trk_obj_result truth[TRK_MAX_OBJECTS], got[TRK_MAX_OBJECTS];
 
     /* Experiment 1: time vs number of objects. "per-object" = one
      * single-object MOCT reduction per object, summed (the seed's Bru07). */
-    const char *v1[] = {"moct-h-r4", "moct-v-r4", "moct-s-r4", "per-object", "naive", "lut", "fused"};
-    printf("# cuda-seed on %s, %dx%d: kernel time (us, CUDA-event medians, frame resident)\n", g.name, w, h);
+    const char *v1[] = { "moct-h-r4", "moct-v-r4", "moct-s-r4", "per-object",
+                         "naive",     "lut",       "fused" };
+    printf("# cuda-seed on %s, %dx%d: kernel time (us, CUDA-event medians, frame resident)\n",
+           g.name, w, h);
     printf("# experiment 1: time vs number of objects\n%-6s", "M");
-    for (const char *v : v1) printf(" %11s", v);
+    for (const char *v : v1)
+        printf(" %11s", v);
     printf("\n");
     if (jf) fprintf(jf, "\"vs_objects\":[");
     for (int k = 0; k < objs.n; k++) {
@@ -695,8 +738,8 @@ int run_seed(int argc, char **argv)
     }
 
     /* Experiment 2: time vs reduction factor, per arrangement. */
-    printf("# experiment 2: MOCT time vs reduction factor r, M = %d\n%-6s %11s %11s %11s\n", m_for_r,
-           "r", "horizontal", "vertical", "square");
+    printf("# experiment 2: MOCT time vs reduction factor r, M = %d\n%-6s %11s %11s %11s\n",
+           m_for_r, "r", "horizontal", "vertical", "square");
     if (jf) fprintf(jf, "],\"m_for_r\":%d,\"vs_r\":[", m_for_r);
     {
         struct trk_scene sc;
@@ -716,7 +759,7 @@ int run_seed(int argc, char **argv)
             const int r = rs.v[i][0];
             printf("%-6d", r);
             if (jf) fprintf(jf, "%s\n {\"r\":%d", i ? "," : "", r);
-            for (char arr : {'h', 'v', 's'}) {
+            for (char arr : { 'h', 'v', 's' }) {
                 char name[48];
                 snprintf(name, sizeof(name), "moct:arr=%c,r=%d", arr, r);
                 double hot, cold;
@@ -746,12 +789,15 @@ int run_seed(int argc, char **argv)
     return mismatches ? 1 : 0;
 }
 
-const struct trk_bench_experiment exp_floor = {"cuda-floor", "CUDA: device memory copy/read ceilings",
-                                               run_floor};
+const struct trk_bench_experiment exp_floor = { "cuda-floor",
+                                                "CUDA: device memory copy/read ceilings",
+                                                run_floor };
 const struct trk_bench_experiment exp_kernels = {
-    "cuda-kernels", "CUDA: kernel time per variant vs floor, cpu-ref, torch", run_kernels};
+    "cuda-kernels", "CUDA: kernel time per variant vs floor, cpu-ref, torch", run_kernels
+};
 const struct trk_bench_experiment exp_seed = {
-    "cuda-seed", "CUDA: the seed's time-vs-objects and time-vs-r experiments", run_seed};
+    "cuda-seed", "CUDA: the seed's time-vs-objects and time-vs-r experiments", run_seed
+};
 
 __attribute__((constructor)) void register_cuda_experiments()
 {

@@ -29,22 +29,23 @@ void trk_cuda_log(const char *call, const char *file, int line, cudaError_t e)
     /* Bounded: a failure that repeats every frame must not flood the log. */
     static int logged;
     if (logged >= 20) return;
-    if (++logged == 20)
-        fprintf(stderr, "trackd cuda: further CUDA errors are not logged\n");
-    fprintf(stderr, "trackd cuda: %s failed at %s:%d: %s\n", call, file, line, cudaGetErrorString(e));
+    if (++logged == 20) fprintf(stderr, "trackd cuda: further CUDA errors are not logged\n");
+    fprintf(stderr, "trackd cuda: %s failed at %s:%d: %s\n", call, file, line,
+            cudaGetErrorString(e));
 }
 
-namespace {
+namespace
+{
 
 enum variant { V_FUSED = 0, V_LUT, V_NAIVE, V_MOCT };
 
-const char *const variant_names[] = {"fused", "lut", "naive", "moct-h-r4", "moct-v-r4", "moct-s-r4",
-                                     NULL};
+const char *const variant_names[] = { "fused",     "lut",       "naive", "moct-h-r4",
+                                      "moct-v-r4", "moct-s-r4", NULL };
 
 /* Most 32-bit words a table image can need: summary + full tables of all
  * three spaces at 8 mask words per entry, each table padded to 4 words. */
-const int LUT_MAX_WORDS = (3 * 256 + 360 + 2 * 256 + 3 * 256 + 16) +
-                          8 * (3 * 256 + 360 + 2 * 256 + 3 * 256) + 64;
+const int LUT_MAX_WORDS =
+    (3 * 256 + 360 + 2 * 256 + 3 * 256 + 16) + 8 * (3 * 256 + 360 + 2 * 256 + 3 * 256) + 64;
 
 struct cuda_be {
     int dev, sms;
@@ -80,8 +81,8 @@ struct cuda_be {
     /* The frame in flight (or resident, for the bench hooks). */
     struct trk_cu_frame f;
     bool roi;
-    int nk;         /* kernel intervals recorded this frame */
-    bool work;      /* GPU work was queued (n > 0)          */
+    int nk;    /* kernel intervals recorded this frame */
+    bool work; /* GPU work was queued (n > 0)          */
     double t_submit;
 };
 
@@ -92,7 +93,10 @@ double now_ms()
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+size_t align_up(size_t v, size_t a)
+{
+    return (v + a - 1) / a * a;
+}
 
 /* Device layout of a frame: plane offsets, pitches, rows and payload bytes
  * per row. Pitches leave room for the 4-pixel loads of the fused kernel past
@@ -113,25 +117,35 @@ size_t frame_layout(int w, int h, int fmt, struct layout *L)
     case TRK_FMT_NV12:
         L->planes = 2;
         L->chroma420 = true;
-        L->pitch[0] = (int)align_up(w4, A); L->rows[0] = h; L->payload[0] = w;
-        L->pitch[1] = (int)align_up(w4, A); L->rows[1] = ch; L->payload[1] = 2 * cw;
+        L->pitch[0] = (int)align_up(w4, A);
+        L->rows[0] = h;
+        L->payload[0] = w;
+        L->pitch[1] = (int)align_up(w4, A);
+        L->rows[1] = ch;
+        L->payload[1] = 2 * cw;
         break;
     case TRK_FMT_I420:
         L->planes = 3;
         L->chroma420 = true;
-        L->pitch[0] = (int)align_up(w4, A); L->rows[0] = h; L->payload[0] = w;
+        L->pitch[0] = (int)align_up(w4, A);
+        L->rows[0] = h;
+        L->payload[0] = w;
         L->pitch[1] = L->pitch[2] = (int)align_up(w4 / 2, A);
         L->rows[1] = L->rows[2] = ch;
         L->payload[1] = L->payload[2] = cw;
         break;
     case TRK_FMT_YUYV:
         L->planes = 1;
-        L->pitch[0] = (int)align_up((size_t)2 * w4, A); L->rows[0] = h; L->payload[0] = 4 * cw;
+        L->pitch[0] = (int)align_up((size_t)2 * w4, A);
+        L->rows[0] = h;
+        L->payload[0] = 4 * cw;
         break;
     default: {
         const int bpp = trk_pixfmt_bpp((enum trk_pixfmt)fmt);
         L->planes = 1;
-        L->pitch[0] = (int)align_up((size_t)bpp * w4, A); L->rows[0] = h; L->payload[0] = bpp * w;
+        L->pitch[0] = (int)align_up((size_t)bpp * w4, A);
+        L->rows[0] = h;
+        L->payload[0] = bpp * w;
         break;
     }
     }
@@ -157,38 +171,52 @@ int parse_variant(const char *v, struct cuda_be *b)
     if (opts) *opts++ = '\0';
     char arrc = 0;
     int r = -1, used = 0; /* r = -1: not given */
-    if (!strcmp(buf, "fused")) b->variant = V_FUSED;
-    else if (!strcmp(buf, "lut")) b->variant = V_LUT;
-    else if (!strcmp(buf, "naive")) b->variant = V_NAIVE;
-    else if (!strcmp(buf, "moct")) b->variant = V_MOCT;
-    else if (sscanf(buf, "moct-%c-r%d%n", &arrc, &r, &used) == 2 && !buf[used]) b->variant = V_MOCT;
-    else return TRK_EINVAL;
+    if (!strcmp(buf, "fused"))
+        b->variant = V_FUSED;
+    else if (!strcmp(buf, "lut"))
+        b->variant = V_LUT;
+    else if (!strcmp(buf, "naive"))
+        b->variant = V_NAIVE;
+    else if (!strcmp(buf, "moct"))
+        b->variant = V_MOCT;
+    else if (sscanf(buf, "moct-%c-r%d%n", &arrc, &r, &used) == 2 && !buf[used])
+        b->variant = V_MOCT;
+    else
+        return TRK_EINVAL;
     char *save = NULL;
-    for (char *tok = opts ? strtok_r(opts, ",", &save) : NULL; tok; tok = strtok_r(NULL, ",", &save)) {
+    for (char *tok = opts ? strtok_r(opts, ",", &save) : NULL; tok;
+         tok = strtok_r(NULL, ",", &save)) {
         int val;
         char c;
         used = 0;
-        if (sscanf(tok, "arr=%c%n", &c, &used) == 1 && !tok[used] && b->variant == V_MOCT) arrc = c;
-        else if (sscanf(tok, "r=%d%n", &val, &used) == 1 && !tok[used] && b->variant == V_MOCT) r = val;
+        if (sscanf(tok, "arr=%c%n", &c, &used) == 1 && !tok[used] && b->variant == V_MOCT)
+            arrc = c;
+        else if (sscanf(tok, "r=%d%n", &val, &used) == 1 && !tok[used] && b->variant == V_MOCT)
+            r = val;
         else if (sscanf(tok, "bands=%d%n", &val, &used) == 1 && !tok[used] && val >= 1 &&
                  val <= TRK_CUDA_MAX_BANDS)
             b->bands = val;
-        else return TRK_EINVAL;
+        else
+            return TRK_EINVAL;
     }
     if (b->variant == V_MOCT) {
         if (arrc) {
-            if (arrc == 'h') b->arr = TRK_ARR_H;
-            else if (arrc == 'v') b->arr = TRK_ARR_V;
-            else if (arrc == 's') b->arr = TRK_ARR_S;
-            else return TRK_EINVAL;
+            if (arrc == 'h')
+                b->arr = TRK_ARR_H;
+            else if (arrc == 'v')
+                b->arr = TRK_ARR_V;
+            else if (arrc == 's')
+                b->arr = TRK_ARR_S;
+            else
+                return TRK_EINVAL;
         }
         if (r != -1) b->r = r;
         if (b->r < 2 || b->r > TRK_MOCT_MAX_R) return TRK_EINVAL;
     }
-    static const char *const base[] = {"fused", "lut", "naive", "moct"};
+    static const char *const base[] = { "fused", "lut", "naive", "moct" };
     int len;
     if (b->variant == V_MOCT)
-        len = snprintf(b->name, sizeof(b->name), "cuda:moct-%c-r%d", "hvs"[b->arr], b->r);
+        len = snprintf(b->name, sizeof(b->name), "cuda:moct-%c-r%d", "hvs"[b->arr], b -> r);
     else if (b->variant == V_FUSED && !b->bands)
         len = snprintf(b->name, sizeof(b->name), "cuda");
     else
@@ -225,8 +253,10 @@ void be_free(struct cuda_be *b)
     cudaFree(b->d_colmask);
     cudaFree(b->d_moct);
     if (b->events_made) {
-        cudaEventDestroy(b->ev_up0); cudaEventDestroy(b->ev_up1);
-        cudaEventDestroy(b->ev_roi0); cudaEventDestroy(b->ev_roi1);
+        cudaEventDestroy(b->ev_up0);
+        cudaEventDestroy(b->ev_up1);
+        cudaEventDestroy(b->ev_roi0);
+        cudaEventDestroy(b->ev_roi1);
         cudaEventDestroy(b->ev_done);
         for (int i = 0; i < TRK_CUDA_MAX_BANDS; i++) {
             cudaEventDestroy(b->ev_band[i]);
@@ -242,8 +272,9 @@ void be_free(struct cuda_be *b)
 
 int make_events(struct cuda_be *b)
 {
-    cudaEvent_t *all[] = {&b->ev_up0, &b->ev_up1, &b->ev_roi0, &b->ev_roi1};
-    for (cudaEvent_t *e : all) TRK_CUDA_TRY(cudaEventCreate(e));
+    cudaEvent_t *all[] = { &b->ev_up0, &b->ev_up1, &b->ev_roi0, &b->ev_roi1 };
+    for (cudaEvent_t *e : all)
+        TRK_CUDA_TRY(cudaEventCreate(e));
     /* ev_done is only waited on, never timed. */
     TRK_CUDA_TRY(cudaEventCreateWithFlags(&b->ev_done, cudaEventDisableTiming));
     for (int i = 0; i < TRK_CUDA_MAX_BANDS; i++) {
@@ -267,7 +298,8 @@ int cu_create(const struct trk_backend_cfg *cfg, void **self)
         return err;
     }
     int ndev = 0;
-    if (cudaGetDeviceCount(&ndev) != cudaSuccess || cfg->cuda_device < 0 || cfg->cuda_device >= ndev) {
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || cfg->cuda_device < 0 ||
+        cfg->cuda_device >= ndev) {
         cudaGetLastError();
         free(b);
         return TRK_ENODEV;
@@ -280,10 +312,13 @@ int cu_create(const struct trk_backend_cfg *cfg, void **self)
         return TRK_EINVAL;
     }
     if ((err = TRK_CUDA_CHECK(cudaSetDevice(b->dev)))) goto fail;
-    if ((err = TRK_CUDA_CHECK(cudaDeviceGetAttribute(&b->sms, cudaDevAttrMultiProcessorCount, b->dev))))
+    if ((err = TRK_CUDA_CHECK(
+             cudaDeviceGetAttribute(&b->sms, cudaDevAttrMultiProcessorCount, b->dev))))
         goto fail;
-    if ((err = TRK_CUDA_CHECK(cudaStreamCreateWithFlags(&b->s_up, cudaStreamNonBlocking)))) goto fail;
-    if ((err = TRK_CUDA_CHECK(cudaStreamCreateWithFlags(&b->s_k, cudaStreamNonBlocking)))) goto fail;
+    if ((err = TRK_CUDA_CHECK(cudaStreamCreateWithFlags(&b->s_up, cudaStreamNonBlocking))))
+        goto fail;
+    if ((err = TRK_CUDA_CHECK(cudaStreamCreateWithFlags(&b->s_k, cudaStreamNonBlocking))))
+        goto fail;
     b->events_made = true; /* destroying never-created (null) events is harmless */
     if ((err = make_events(b))) goto fail;
 
@@ -311,14 +346,17 @@ int cu_create(const struct trk_backend_cfg *cfg, void **self)
         goto fail_mem;
     if (cudaMalloc(&b->d_lut, LUT_MAX_WORDS * 4) != cudaSuccess) goto fail_mem;
     if (!(b->h_lut = (uint32_t *)malloc(LUT_MAX_WORDS * 4))) goto fail_mem;
-    if (cudaMalloc(&b->d_objs, TRK_MAX_OBJECTS * sizeof(struct trk_cu_obj)) != cudaSuccess) goto fail_mem;
-    if (cudaMalloc(&b->d_rois, TRK_MAX_OBJECTS * sizeof(struct trk_roi)) != cudaSuccess) goto fail_mem;
+    if (cudaMalloc(&b->d_objs, TRK_MAX_OBJECTS * sizeof(struct trk_cu_obj)) != cudaSuccess)
+        goto fail_mem;
+    if (cudaMalloc(&b->d_rois, TRK_MAX_OBJECTS * sizeof(struct trk_roi)) != cudaSuccess)
+        goto fail_mem;
     if (cudaMallocHost(&b->hp_rois, TRK_MAX_OBJECTS * sizeof(struct trk_roi)) != cudaSuccess)
         goto fail_mem;
     if (cudaMalloc(&b->d_rowmask, (size_t)b->max_h * 8 * 4) != cudaSuccess) goto fail_mem;
     if (cudaMalloc(&b->d_colmask, (size_t)b->max_w * 8 * 4) != cudaSuccess) goto fail_mem;
     if (b->variant == V_MOCT) {
-        b->moct_bytes = trk_cu_moct_scratch_bytes(b->max_w, b->max_h, TRK_MAX_OBJECTS, b->arr, b->r);
+        b->moct_bytes =
+            trk_cu_moct_scratch_bytes(b->max_w, b->max_h, TRK_MAX_OBJECTS, b->arr, b->r);
         if (cudaMalloc(&b->d_moct, b->moct_bytes) != cudaSuccess) goto fail_mem;
     }
     *self = b;
@@ -331,7 +369,10 @@ fail:
     return err;
 }
 
-void cu_destroy(void *self) { be_free((struct cuda_be *)self); }
+void cu_destroy(void *self)
+{
+    be_free((struct cuda_be *)self);
+}
 
 /* Builds the table image of gpu/cuda/cuda_internal.cuh (struct trk_cu_lut)
  * for objs into h (zeroed here). */
@@ -340,7 +381,8 @@ void build_lut(const struct trk_object_def *objs, int n, const int *pos, struct 
 {
     memset(lt, 0, sizeof(*lt));
     lt->nw = 1;
-    while (lt->nw * 32 < n) lt->nw *= 2;
+    while (lt->nw * 32 < n)
+        lt->nw *= 2;
     const int nw = lt->nw;
     for (int s = 0; s < 3; s++) {
         lt->wb[s] = 1 << 20;
@@ -388,7 +430,8 @@ void build_lut(const struct trk_object_def *objs, int n, const int *pos, struct 
             const int nv = s == TRK_SPACE_HSV && c == 0 ? 360 : 256;
             for (int v = 0; v < nv; v++) {
                 uint32_t m = 0;
-                for (int w = 0; w < nw; w++) m |= h[lt->full_off[s][c] + v * nw + w];
+                for (int w = 0; w < nw; w++)
+                    m |= h[lt->full_off[s][c] + v * nw + w];
                 h[lt->sum_off[s][c] + v] = m;
             }
         }
@@ -421,7 +464,8 @@ void group_objects(const struct trk_object_def *objs, int n, int nw, int *pos)
     for (int k = 0; k < n; k++) {
         const struct trk_object_def *o = &objs[k];
         int c[3];
-        for (int i = 0; i < 3; i++) c[i] = (o->lo[i] + o->hi[i]) / 2;
+        for (int i = 0; i < 3; i++)
+            c[i] = (o->lo[i] + o->hi[i]) / 2;
         struct okey *e = &keys[k];
         e->space = o->space;
         e->index = k;
@@ -442,7 +486,8 @@ void group_objects(const struct trk_object_def *objs, int n, int nw, int *pos)
         }
     }
     qsort(keys, (size_t)n, sizeof(keys[0]), okey_cmp);
-    for (int i = 0; i < n; i++) pos[keys[i].index] = (i % nw) * 32 + i / nw;
+    for (int i = 0; i < n; i++)
+        pos[keys[i].index] = (i % nw) * 32 + i / nw;
 }
 
 int cu_set_objects(void *self, const struct trk_object_def *objs, int n)
@@ -452,13 +497,15 @@ int cu_set_objects(void *self, const struct trk_object_def *objs, int n)
     b->n = n;
     if (n == 0) return 0;
     int nw = 1;
-    while (nw * 32 < n) nw *= 2;
+    while (nw * 32 < n)
+        nw *= 2;
     const bool tables = b->variant == V_FUSED || b->variant == V_LUT;
     if (tables) {
         group_objects(objs, n, nw, b->pos);
         b->slots = 32 * nw;
     } else {
-        for (int k = 0; k < n; k++) b->pos[k] = k;
+        for (int k = 0; k < n; k++)
+            b->pos[k] = k;
         b->slots = n;
     }
     build_lut(objs, n, b->pos, &b->lt, b->h_lut);
@@ -468,10 +515,13 @@ int cu_set_objects(void *self, const struct trk_object_def *objs, int n)
         memcpy(h_objs[k].hi, objs[k].hi, sizeof(h_objs[k].hi));
         h_objs[k].space = objs[k].space;
     }
-    TRK_CUDA_TRY(cudaMemcpyAsync(b->d_lut, b->h_lut, (size_t)b->lt.words * 4, cudaMemcpyHostToDevice, b->s_k));
-    TRK_CUDA_TRY(cudaMemcpyAsync(b->d_objs, h_objs, (size_t)n * sizeof(h_objs[0]), cudaMemcpyHostToDevice, b->s_k));
+    TRK_CUDA_TRY(cudaMemcpyAsync(b->d_lut, b->h_lut, (size_t)b->lt.words * 4,
+                                 cudaMemcpyHostToDevice, b->s_k));
+    TRK_CUDA_TRY(cudaMemcpyAsync(b->d_objs, h_objs, (size_t)n * sizeof(h_objs[0]),
+                                 cudaMemcpyHostToDevice, b->s_k));
     for (int i = 0; i < 2; i++)
-        TRK_CUDA_TRY(cudaMemsetAsync(b->d_acc[i], 0, TRK_MAX_OBJECTS * sizeof(struct trk_cu_acc), b->s_k));
+        TRK_CUDA_TRY(
+            cudaMemsetAsync(b->d_acc[i], 0, TRK_MAX_OBJECTS * sizeof(struct trk_cu_acc), b->s_k));
     TRK_CUDA_TRY(cudaStreamSynchronize(b->s_k));
     b->parity = 0;
     b->dirty = false;
@@ -518,7 +568,8 @@ int upload_rows(struct cuda_be *b, const struct trk_image *img, const struct lay
                                            cudaMemcpyHostToDevice, b->s_up));
         } else {
             uint8_t *st = b->hp_stage + L->off[p] + (size_t)a * dp;
-            for (int y = 0; y < z - a; y++) memcpy(st + y * dp, src + y * sp, (size_t)L->payload[p]);
+            for (int y = 0; y < z - a; y++)
+                memcpy(st + y * dp, src + y * sp, (size_t)L->payload[p]);
             TRK_CUDA_TRY(cudaMemcpyAsync(d, st, (size_t)(z - a - 1) * dp + (size_t)L->payload[p],
                                          cudaMemcpyHostToDevice, b->s_up));
         }
@@ -580,10 +631,11 @@ int queue_rois(struct cuda_be *b, const struct trk_roi *rois)
     b->roi = rois != NULL;
     if (!rois) return 0;
     /* In slot order; slots without an object get an empty ROI. */
-    for (int p = 0; p < b->slots; p++) b->hp_rois[p] = trk_roi{1, 1, 0, 0};
+    for (int p = 0; p < b->slots; p++)
+        b->hp_rois[p] = trk_roi{ 1, 1, 0, 0 };
     for (int k = 0; k < b->n; k++)
         if (!trk_roi_clip(rois, k, b->f.width, b->f.height, &b->hp_rois[b->pos[k]]))
-            b->hp_rois[b->pos[k]] = trk_roi{1, 1, 0, 0}; /* empty */
+            b->hp_rois[b->pos[k]] = trk_roi{ 1, 1, 0, 0 }; /* empty */
     TRK_CUDA_TRY(cudaMemcpyAsync(b->d_rois, b->hp_rois, (size_t)b->slots * sizeof(struct trk_roi),
                                  cudaMemcpyHostToDevice, b->s_k));
     TRK_CUDA_TRY(cudaEventRecord(b->ev_roi0, b->s_k));
@@ -600,7 +652,8 @@ int reset_if_dirty(struct cuda_be *b)
 {
     if (!b->dirty) return 0;
     for (int i = 0; i < 2; i++)
-        TRK_CUDA_TRY(cudaMemsetAsync(b->d_acc[i], 0, TRK_MAX_OBJECTS * sizeof(struct trk_cu_acc), b->s_k));
+        TRK_CUDA_TRY(
+            cudaMemsetAsync(b->d_acc[i], 0, TRK_MAX_OBJECTS * sizeof(struct trk_cu_acc), b->s_k));
     b->dirty = false;
     return 0;
 }
@@ -616,11 +669,14 @@ int submit_impl(struct cuda_be *b, const struct trk_image *img, const struct trk
     b->dirty = true; /* until the frame is fully queued */
 
     bool pinned = true;
-    for (int p = 0; p < L.planes; p++) pinned = pinned && host_pinned(img->plane[p]);
+    for (int p = 0; p < L.planes; p++)
+        pinned = pinned && host_pinned(img->plane[p]);
 
     int nb = b->bands;
-    if (b->variant == V_MOCT) nb = 1;
-    else if (!nb) nb = (int)((bytes + TRK_CUDA_BAND_BYTES - 1) / TRK_CUDA_BAND_BYTES);
+    if (b->variant == V_MOCT)
+        nb = 1;
+    else if (!nb)
+        nb = (int)((bytes + TRK_CUDA_BAND_BYTES - 1) / TRK_CUDA_BAND_BYTES);
     if (nb > TRK_CUDA_MAX_BANDS) nb = TRK_CUDA_MAX_BANDS;
     if (nb < 1) nb = 1;
     int rows_per = (img->height + nb - 1) / nb;
@@ -648,7 +704,8 @@ int submit_impl(struct cuda_be *b, const struct trk_image *img, const struct trk
         TRK_CUDA_TRY(cudaEventRecord(b->ev_ke[0], b->s_k));
         b->nk = 1;
     }
-    TRK_CUDA_TRY(cudaMemcpyAsync(b->hp_res, b->d_acc[b->parity], (size_t)b->slots * sizeof(struct trk_cu_acc),
+    TRK_CUDA_TRY(cudaMemcpyAsync(b->hp_res, b->d_acc[b->parity],
+                                 (size_t)b->slots * sizeof(struct trk_cu_acc),
                                  cudaMemcpyDeviceToHost, b->s_k));
     TRK_CUDA_TRY(cudaEventRecord(b->ev_done, b->s_k));
     b->parity ^= 1;
@@ -719,14 +776,18 @@ int cu_wait(void *self, struct trk_obj_result *out, struct trk_backend_timing *t
     if (t) {
         t->upload_ms = elapsed(b->ev_up0, b->ev_up1);
         double k = b->roi ? elapsed(b->ev_roi0, b->ev_roi1) : 0;
-        for (int i = 0; i < b->nk; i++) k += elapsed(b->ev_ks[i], b->ev_ke[i]);
+        for (int i = 0; i < b->nk; i++)
+            k += elapsed(b->ev_ks[i], b->ev_ke[i]);
         t->kernel_ms = k;
         t->total_ms = now_ms() - b->t_submit;
     }
     return 0;
 }
 
-const char *cu_describe(void *self) { return ((struct cuda_be *)self)->name; }
+const char *cu_describe(void *self)
+{
+    return ((struct cuda_be *)self)->name;
+}
 
 } // namespace
 
@@ -752,8 +813,9 @@ bool trk_cuda_probe(char *why, size_t why_len)
         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
         cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0);
         if (why)
-            snprintf(why, why_len, "CUDA device 0 (compute capability %d.%d) cannot run this build: %s",
-                     major, minor, cudaGetErrorString(e));
+            snprintf(why, why_len,
+                     "CUDA device 0 (compute capability %d.%d) cannot run this build: %s", major,
+                     minor, cudaGetErrorString(e));
         cudaGetLastError();
         return false;
     }
@@ -775,7 +837,8 @@ int trk_cuda_bench_upload(void *self, const struct trk_image *img, const struct 
     if (frame_layout(img->width, img->height, img->fmt, &L) > b->frame_bytes) return TRK_ETOOBIG;
     fill_frame(b, img, &L);
     bool pinned = true;
-    for (int p = 0; p < L.planes; p++) pinned = pinned && host_pinned(img->plane[p]);
+    for (int p = 0; p < L.planes; p++)
+        pinned = pinned && host_pinned(img->plane[p]);
     if ((err = upload_rows(b, img, &L, 0, img->height, pinned))) return err;
     TRK_CUDA_TRY(cudaStreamSynchronize(b->s_up));
     b->roi = false;
@@ -801,7 +864,8 @@ int trk_cuda_bench_kernels(void *self, int iters, float *ms, struct trk_obj_resu
         int err = launch_rows(b, 0, b->f.height, true);
         if (err) return err;
         TRK_CUDA_TRY(cudaEventRecord(b->ev_ke[0], b->s_k));
-        TRK_CUDA_TRY(cudaMemcpyAsync(b->hp_res, b->d_acc[b->parity], (size_t)b->slots * sizeof(struct trk_cu_acc),
+        TRK_CUDA_TRY(cudaMemcpyAsync(b->hp_res, b->d_acc[b->parity],
+                                     (size_t)b->slots * sizeof(struct trk_cu_acc),
                                      cudaMemcpyDeviceToHost, b->s_k));
         TRK_CUDA_TRY(cudaEventSynchronize(b->ev_ke[0]));
         TRK_CUDA_TRY(cudaStreamSynchronize(b->s_k));

@@ -20,21 +20,21 @@
 void trk_cuda_log(const char *call, const char *file, int line, cudaError_t e);
 
 /* Evaluates to 0, or logs and evaluates to TRK_EBACKEND. */
-#define TRK_CUDA_CHECK(call)                                                   \
-    ([&]() -> int {                                                            \
-        cudaError_t e_ = (call);                                               \
-        if (e_ == cudaSuccess) return 0;                                       \
-        trk_cuda_log(#call, __FILE__, __LINE__, e_);                           \
-        return TRK_EBACKEND;                                                   \
+#define TRK_CUDA_CHECK(call)                                                                       \
+    ([&]() -> int {                                                                                \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ == cudaSuccess) return 0;                                                           \
+        trk_cuda_log(#call, __FILE__, __LINE__, e_);                                               \
+        return TRK_EBACKEND;                                                                       \
     }())
 /* Returns TRK_EBACKEND from the enclosing function when the call fails. */
-#define TRK_CUDA_TRY(call)                                                     \
-    do {                                                                       \
-        cudaError_t e_ = (call);                                               \
-        if (e_ != cudaSuccess) {                                               \
-            trk_cuda_log(#call, __FILE__, __LINE__, e_);                       \
-            return TRK_EBACKEND;                                               \
-        }                                                                      \
+#define TRK_CUDA_TRY(call)                                                                         \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) {                                                                   \
+            trk_cuda_log(#call, __FILE__, __LINE__, e_);                                           \
+            return TRK_EBACKEND;                                                                   \
+        }                                                                                          \
     } while (0)
 
 /* ------------------------------------------------------ device layouts */
@@ -47,7 +47,7 @@ struct trk_cu_frame {
     const uint8_t *plane[3];
     int pitch[3];
     int width, height;
-    int fmt; /* enum trk_pixfmt */
+    int fmt;                     /* enum trk_pixfmt */
     struct trk_yuv2rgb_coef y2r; /* per the frame's matrix and range */
     struct trk_rgb2ycc_coef r2y;
 };
@@ -86,15 +86,15 @@ struct trk_cu_lut {
 /* One launch's worth of work for the accumulating kernels. */
 struct trk_cu_job {
     struct trk_cu_frame f;
-    int n_obj; /* objects (naive, MOCT) or accumulator slots (table kernels) */
-    int row0, row1;              /* rows processed by this launch         */
-    struct trk_cu_acc *acc;      /* this frame's accumulators             */
-    struct trk_cu_acc *acc_clear;/* the other parity: zeroed, or NULL     */
-    const uint32_t *rowmask;     /* ROI: nw words per row, or NULL        */
-    const uint32_t *colmask;     /* ROI: nw words per column              */
-    const struct trk_roi *rois;  /* ROI: clipped, per object, or NULL     */
+    int n_obj;                    /* objects (naive, MOCT) or accumulator slots (table kernels) */
+    int row0, row1;               /* rows processed by this launch         */
+    struct trk_cu_acc *acc;       /* this frame's accumulators             */
+    struct trk_cu_acc *acc_clear; /* the other parity: zeroed, or NULL     */
+    const uint32_t *rowmask;      /* ROI: nw words per row, or NULL        */
+    const uint32_t *colmask;      /* ROI: nw words per column              */
+    const struct trk_roi *rois;   /* ROI: clipped, per object, or NULL     */
     const struct trk_cu_obj *objs;
-    const uint32_t *lut;         /* device table image                    */
+    const uint32_t *lut; /* device table image                    */
     struct trk_cu_lut lt;
 };
 
@@ -102,15 +102,31 @@ struct trk_cu_job {
 
 /* The frame's own samples at (x, y): R, G, B for RGB formats, Y, Cb, Cr for
  * YUV formats (chroma sited per color.h: YUYV (x/2, y), 4:2:0 (x/2, y/2)). */
-__device__ __forceinline__ void trk_cu_native(const struct trk_cu_frame &f, int x, int y,
-                                              int &a, int &b, int &c)
+__device__ __forceinline__ void trk_cu_native(const struct trk_cu_frame &f, int x, int y, int &a,
+                                              int &b, int &c)
 {
     const uint8_t *p0 = f.plane[0] + (size_t)y * f.pitch[0];
     switch (f.fmt) {
-    case TRK_FMT_RGB24: a = p0[3 * x]; b = p0[3 * x + 1]; c = p0[3 * x + 2]; break;
-    case TRK_FMT_BGR24: c = p0[3 * x]; b = p0[3 * x + 1]; a = p0[3 * x + 2]; break;
-    case TRK_FMT_RGBA: a = p0[4 * x]; b = p0[4 * x + 1]; c = p0[4 * x + 2]; break;
-    case TRK_FMT_BGRA: c = p0[4 * x]; b = p0[4 * x + 1]; a = p0[4 * x + 2]; break;
+    case TRK_FMT_RGB24:
+        a = p0[3 * x];
+        b = p0[3 * x + 1];
+        c = p0[3 * x + 2];
+        break;
+    case TRK_FMT_BGR24:
+        c = p0[3 * x];
+        b = p0[3 * x + 1];
+        a = p0[3 * x + 2];
+        break;
+    case TRK_FMT_RGBA:
+        a = p0[4 * x];
+        b = p0[4 * x + 1];
+        c = p0[4 * x + 2];
+        break;
+    case TRK_FMT_BGRA:
+        c = p0[4 * x];
+        b = p0[4 * x + 1];
+        a = p0[4 * x + 2];
+        break;
     case TRK_FMT_YUYV:
         a = p0[2 * x];
         b = p0[4 * (x >> 1) + 1];
@@ -150,21 +166,31 @@ __device__ __forceinline__ void trk_cu_triples(const struct trk_cu_frame &f, boo
     if (yuv && (need & ((1 << TRK_SPACE_RGB) | (1 << TRK_SPACE_HSV)))) {
         uint8_t r8, g8, b8;
         trk_yuv_to_rgb(&f.y2r, a, b, c, &r8, &g8, &b8);
-        r = r8; g = g8; bl = b8;
+        r = r8;
+        g = g8;
+        bl = b8;
     }
-    p.c[TRK_SPACE_RGB][0] = r; p.c[TRK_SPACE_RGB][1] = g; p.c[TRK_SPACE_RGB][2] = bl;
+    p.c[TRK_SPACE_RGB][0] = r;
+    p.c[TRK_SPACE_RGB][1] = g;
+    p.c[TRK_SPACE_RGB][2] = bl;
     if (need & (1 << TRK_SPACE_HSV)) {
-        uint16_t h; uint8_t s, v;
+        uint16_t h;
+        uint8_t s, v;
         trk_rgb_to_hsv(r, g, bl, &h, &s, &v);
-        p.c[TRK_SPACE_HSV][0] = h; p.c[TRK_SPACE_HSV][1] = s; p.c[TRK_SPACE_HSV][2] = v;
+        p.c[TRK_SPACE_HSV][0] = h;
+        p.c[TRK_SPACE_HSV][1] = s;
+        p.c[TRK_SPACE_HSV][2] = v;
     }
     if (need & (1 << TRK_SPACE_YCBCR)) {
         if (yuv) {
-            p.c[TRK_SPACE_YCBCR][0] = a; p.c[TRK_SPACE_YCBCR][1] = b; p.c[TRK_SPACE_YCBCR][2] = c;
+            p.c[TRK_SPACE_YCBCR][0] = a;
+            p.c[TRK_SPACE_YCBCR][1] = b;
+            p.c[TRK_SPACE_YCBCR][2] = c;
         } else {
             uint8_t y8, cb8, cr8;
             trk_rgb_to_ycbcr(&f.r2y, r, g, bl, &y8, &cb8, &cr8);
-            p.c[TRK_SPACE_YCBCR][0] = y8; p.c[TRK_SPACE_YCBCR][1] = cb8;
+            p.c[TRK_SPACE_YCBCR][0] = y8;
+            p.c[TRK_SPACE_YCBCR][1] = cb8;
             p.c[TRK_SPACE_YCBCR][2] = cr8;
         }
     }
@@ -191,8 +217,8 @@ int trk_cu_lut_setup(size_t smem);
 int trk_cu_naive_launch(const struct trk_cu_job *job, cudaStream_t s);
 
 /* ROI masks: rowmask[y][w], colmask[x][w] (nw words each) from job->rois. */
-int trk_cu_roimask_launch(const struct trk_cu_job *job, uint32_t *d_rowmask,
-                          uint32_t *d_colmask, cudaStream_t s);
+int trk_cu_roimask_launch(const struct trk_cu_job *job, uint32_t *d_rowmask, uint32_t *d_colmask,
+                          cudaStream_t s);
 
 /* Seed-faithful MOCT (DESIGN.md section 5). arr: 0 horizontal (1 x M),
  * 1 vertical (M x 1), 2 square (ceil(sqrt M)^2). r: reduction factor per

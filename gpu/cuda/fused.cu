@@ -9,7 +9,8 @@
 
 #define FULL_MASK 0xffffffffu
 
-namespace {
+namespace
+{
 
 static_assert(TRK_FUSED_THREADS % 32 == 0 && TRK_FUSED_THREADS <= 1024, "block size");
 static_assert(TRK_FUSED_PX_PER_LANE == 4, "the format loads assume 4 pixels per lane");
@@ -22,15 +23,20 @@ enum { CLS_RGB3 = 0, CLS_RGB4, CLS_YUYV, CLS_NV12, CLS_I420, CLS_COUNT };
 __host__ __device__ inline int fmt_class(int fmt)
 {
     switch (fmt) {
-    case TRK_FMT_RGB24: case TRK_FMT_BGR24: return CLS_RGB3;
-    case TRK_FMT_RGBA: case TRK_FMT_BGRA: return CLS_RGB4;
+    case TRK_FMT_RGB24:
+    case TRK_FMT_BGR24: return CLS_RGB3;
+    case TRK_FMT_RGBA:
+    case TRK_FMT_BGRA: return CLS_RGB4;
     case TRK_FMT_YUYV: return CLS_YUYV;
     case TRK_FMT_NV12: return CLS_NV12;
     default: return CLS_I420;
     }
 }
 
-__device__ __forceinline__ unsigned byte_of(uint32_t w, int j) { return (w >> (8 * j)) & 0xffu; }
+__device__ __forceinline__ unsigned byte_of(uint32_t w, int j)
+{
+    return (w >> (8 * j)) & 0xffu;
+}
 
 /* Loads the 4 pixels x0..x0+3 of row y and returns their native samples
  * packed one byte per pixel: pa/pb/pc = R,G,B (RGB classes) or Y,Cb,Cr. */
@@ -46,16 +52,22 @@ __device__ __forceinline__ void load4(const struct trk_cu_frame &f, int x0, int 
         uint32_t r = __byte_perm(__byte_perm(w0, w1, 0x0630), w2, 0x5210);
         uint32_t g = __byte_perm(__byte_perm(w0, w1, 0x0741), w2, 0x6210);
         uint32_t b = __byte_perm(__byte_perm(w0, w1, 0x0052), w2, 0x7410);
-        pa = swap ? b : r; pb = g; pc = swap ? r : b;
+        pa = swap ? b : r;
+        pb = g;
+        pc = swap ? r : b;
     } else if (CLS == CLS_RGB4) {
         uint4 q = __ldg(reinterpret_cast<const uint4 *>(row + 4 * x0));
         uint32_t lo = __byte_perm(q.x, q.y, 0x0040), hi = __byte_perm(q.z, q.w, 0x0040);
         uint32_t r = __byte_perm(lo, hi, 0x5410);
-        lo = __byte_perm(q.x, q.y, 0x0051); hi = __byte_perm(q.z, q.w, 0x0051);
+        lo = __byte_perm(q.x, q.y, 0x0051);
+        hi = __byte_perm(q.z, q.w, 0x0051);
         uint32_t g = __byte_perm(lo, hi, 0x5410);
-        lo = __byte_perm(q.x, q.y, 0x0062); hi = __byte_perm(q.z, q.w, 0x0062);
+        lo = __byte_perm(q.x, q.y, 0x0062);
+        hi = __byte_perm(q.z, q.w, 0x0062);
         uint32_t b = __byte_perm(lo, hi, 0x5410);
-        pa = swap ? b : r; pb = g; pc = swap ? r : b;
+        pa = swap ? b : r;
+        pb = g;
+        pc = swap ? r : b;
     } else if (CLS == CLS_YUYV) {
         /* Y0 U0 Y1 V0 | Y2 U1 Y3 V1 */
         uint2 q = __ldg(reinterpret_cast<const uint2 *>(row + 2 * x0));
@@ -64,15 +76,17 @@ __device__ __forceinline__ void load4(const struct trk_cu_frame &f, int x0, int 
         pc = __byte_perm(q.x, q.y, 0x7733);
     } else if (CLS == CLS_NV12) {
         pa = __ldg(reinterpret_cast<const uint32_t *>(row + x0));
-        uint32_t uv = __ldg(reinterpret_cast<const uint32_t *>(
-            f.plane[1] + (size_t)(y >> 1) * f.pitch[1] + x0));
+        uint32_t uv = __ldg(
+            reinterpret_cast<const uint32_t *>(f.plane[1] + (size_t)(y >> 1) * f.pitch[1] + x0));
         pb = __byte_perm(uv, 0, 0x2200); /* U0 U0 U1 U1 */
         pc = __byte_perm(uv, 0, 0x3311);
     } else {
         pa = __ldg(reinterpret_cast<const uint32_t *>(row + x0));
         size_t co = (size_t)(y >> 1);
-        uint32_t u = __ldg(reinterpret_cast<const uint16_t *>(f.plane[1] + co * f.pitch[1] + (x0 >> 1)));
-        uint32_t v = __ldg(reinterpret_cast<const uint16_t *>(f.plane[2] + co * f.pitch[2] + (x0 >> 1)));
+        uint32_t u =
+            __ldg(reinterpret_cast<const uint16_t *>(f.plane[1] + co * f.pitch[1] + (x0 >> 1)));
+        uint32_t v =
+            __ldg(reinterpret_cast<const uint16_t *>(f.plane[2] + co * f.pitch[2] + (x0 >> 1)));
         pb = __byte_perm(u, 0, 0x1100);
         pc = __byte_perm(v, 0, 0x1100);
     }
@@ -87,39 +101,60 @@ struct px4 {
 __device__ __forceinline__ void convert4(const struct trk_cu_frame &f, bool yuv, const int has[3],
                                          uint32_t pa, uint32_t pb, uint32_t pc, px4 &o)
 {
-    o.rgb[0] = pa; o.rgb[1] = pb; o.rgb[2] = pc;
-    o.ycc[0] = pa; o.ycc[1] = pb; o.ycc[2] = pc;
+    o.rgb[0] = pa;
+    o.rgb[1] = pb;
+    o.rgb[2] = pc;
+    o.ycc[0] = pa;
+    o.ycc[1] = pb;
+    o.ycc[2] = pc;
     if (yuv && (has[TRK_SPACE_RGB] | has[TRK_SPACE_HSV])) {
         uint32_t r = 0, g = 0, b = 0;
 #pragma unroll
         for (int j = 0; j < 4; j++) {
             uint8_t r8, g8, b8;
             trk_yuv_to_rgb(&f.y2r, byte_of(pa, j), byte_of(pb, j), byte_of(pc, j), &r8, &g8, &b8);
-            r |= (uint32_t)r8 << (8 * j); g |= (uint32_t)g8 << (8 * j); b |= (uint32_t)b8 << (8 * j);
+            r |= (uint32_t)r8 << (8 * j);
+            g |= (uint32_t)g8 << (8 * j);
+            b |= (uint32_t)b8 << (8 * j);
         }
-        o.rgb[0] = r; o.rgb[1] = g; o.rgb[2] = b;
+        o.rgb[0] = r;
+        o.rgb[1] = g;
+        o.rgb[2] = b;
     }
     if (!yuv && has[TRK_SPACE_YCBCR]) {
         uint32_t y = 0, cb = 0, cr = 0;
 #pragma unroll
         for (int j = 0; j < 4; j++) {
             uint8_t y8, cb8, cr8;
-            trk_rgb_to_ycbcr(&f.r2y, byte_of(pa, j), byte_of(pb, j), byte_of(pc, j), &y8, &cb8, &cr8);
-            y |= (uint32_t)y8 << (8 * j); cb |= (uint32_t)cb8 << (8 * j); cr |= (uint32_t)cr8 << (8 * j);
+            trk_rgb_to_ycbcr(&f.r2y, byte_of(pa, j), byte_of(pb, j), byte_of(pc, j), &y8, &cb8,
+                             &cr8);
+            y |= (uint32_t)y8 << (8 * j);
+            cb |= (uint32_t)cb8 << (8 * j);
+            cr |= (uint32_t)cr8 << (8 * j);
         }
-        o.ycc[0] = y; o.ycc[1] = cb; o.ycc[2] = cr;
+        o.ycc[0] = y;
+        o.ycc[1] = cb;
+        o.ycc[2] = cr;
     }
     if (has[TRK_SPACE_HSV]) {
         uint32_t s = 0, v = 0, h01 = 0, h23 = 0;
 #pragma unroll
         for (int j = 0; j < 4; j++) {
-            uint16_t h; uint8_t s8, v8;
-            trk_rgb_to_hsv(byte_of(o.rgb[0], j), byte_of(o.rgb[1], j), byte_of(o.rgb[2], j), &h, &s8, &v8);
-            s |= (uint32_t)s8 << (8 * j); v |= (uint32_t)v8 << (8 * j);
-            if (j < 2) h01 |= (uint32_t)h << (16 * j);
-            else h23 |= (uint32_t)h << (16 * (j - 2));
+            uint16_t h;
+            uint8_t s8, v8;
+            trk_rgb_to_hsv(byte_of(o.rgb[0], j), byte_of(o.rgb[1], j), byte_of(o.rgb[2], j), &h,
+                           &s8, &v8);
+            s |= (uint32_t)s8 << (8 * j);
+            v |= (uint32_t)v8 << (8 * j);
+            if (j < 2)
+                h01 |= (uint32_t)h << (16 * j);
+            else
+                h23 |= (uint32_t)h << (16 * (j - 2));
         }
-        o.sv[0] = s; o.sv[1] = v; o.hue[0] = h01; o.hue[1] = h23;
+        o.sv[0] = s;
+        o.sv[1] = v;
+        o.hue[0] = h01;
+        o.hue[1] = h23;
     }
 }
 
@@ -142,13 +177,16 @@ __device__ __forceinline__ void and3(const uint32_t *t0, const uint32_t *t1, con
         uint4 a = *reinterpret_cast<const uint4 *>(t0);
         uint4 b = *reinterpret_cast<const uint4 *>(t1);
         uint4 c = *reinterpret_cast<const uint4 *>(t2);
-        m[0] |= a.x & b.x & c.x; m[1] |= a.y & b.y & c.y;
-        m[2 % CW] |= a.z & b.z & c.z; m[3 % CW] |= a.w & b.w & c.w;
+        m[0] |= a.x & b.x & c.x;
+        m[1] |= a.y & b.y & c.y;
+        m[2 % CW] |= a.z & b.z & c.z;
+        m[3 % CW] |= a.w & b.w & c.w;
     } else if (CW == 2) {
         uint2 a = *reinterpret_cast<const uint2 *>(t0);
         uint2 b = *reinterpret_cast<const uint2 *>(t1);
         uint2 c = *reinterpret_cast<const uint2 *>(t2);
-        m[0] |= a.x & b.x & c.x; m[1 % CW] |= a.y & b.y & c.y;
+        m[0] |= a.x & b.x & c.x;
+        m[1 % CW] |= a.y & b.y & c.y;
     } else {
         m[0] |= *t0 & *t1 & *t2;
     }
@@ -169,7 +207,7 @@ __device__ __forceinline__ void and3(const uint32_t *t0, const uint32_t *t1, con
  * segment thus cost one event per warp, not one atomic per pixel. */
 template <int CLS, int NW>
 __global__ void __launch_bounds__(TRK_FUSED_THREADS, TRK_FUSED_MIN_BLOCKS)
-fused_kernel(const struct trk_cu_job job)
+    fused_kernel(const struct trk_cu_job job)
 {
     constexpr int CW = NW < 4 ? NW : 4;
     extern __shared__ uint4 s_raw[];
@@ -184,20 +222,22 @@ fused_kernel(const struct trk_cu_job job)
     const int tid = threadIdx.x;
     {
         const uint4 *g = reinterpret_cast<const uint4 *>(job.lut);
-        for (int i = tid; i < lt.words / 4; i += blockDim.x) s_raw[i] = g[i];
+        for (int i = tid; i < lt.words / 4; i += blockDim.x)
+            s_raw[i] = g[i];
         for (int i = tid; i < n; i += blockDim.x) {
             s_sx[i] = s_sy[i] = 0;
             s_cnt[i] = s_nx0[i] = s_ny0[i] = s_px1[i] = s_py1[i] = 0;
         }
         if (blockIdx.x == 0 && job.acc_clear)
-            for (int i = tid; i < n; i += blockDim.x) job.acc_clear[i] = trk_cu_acc{};
+            for (int i = tid; i < n; i += blockDim.x)
+                job.acc_clear[i] = trk_cu_acc{};
     }
     __syncthreads();
 
     const struct trk_cu_frame &f = job.f;
     const bool yuv = CLS >= CLS_YUYV;
     const bool swap = f.fmt == TRK_FMT_BGR24 || f.fmt == TRK_FMT_BGRA;
-    const int has[3] = {lt.has[0], lt.has[1], lt.has[2]};
+    const int has[3] = { lt.has[0], lt.has[1], lt.has[2] };
     const int W = f.width;
     const int segs = (W + TRK_FUSED_SEG - 1) / TRK_FUSED_SEG;
     const int total = (job.row1 - job.row0) * segs;
@@ -217,7 +257,7 @@ fused_kernel(const struct trk_cu_job job)
             seg -= segs;
             y++;
         }
-        uint32_t sm[4] = {0, 0, 0, 0};
+        uint32_t sm[4] = { 0, 0, 0, 0 };
         px4 p;
         if (x0 < W) {
             uint32_t pa, pb, pc;
@@ -248,15 +288,17 @@ fused_kernel(const struct trk_cu_job job)
 #pragma unroll
             for (int j = 0; j < 4; j++) {
 #pragma unroll
-                for (int q = 0; q < CW; q++) m[j][q] = 0;
+                for (int q = 0; q < CW; q++)
+                    m[j][q] = 0;
 #pragma unroll
                 for (int s = 0; s < 3; s++) {
                     if (!has[s] || ch >= lt.we[s] || ch + CW <= lt.wb[s]) continue;
                     const bool on = sm[j] != 0;
-                    and3<CW>(s_lut + (on ? lt.full_off[s][0] + chan(p, s, 0, j) * NW : lt.zero_off) + ch,
-                             s_lut + (on ? lt.full_off[s][1] + chan(p, s, 1, j) * NW : lt.zero_off) + ch,
-                             s_lut + (on ? lt.full_off[s][2] + chan(p, s, 2, j) * NW : lt.zero_off) + ch,
-                             m[j]);
+                    and3<CW>(
+                        s_lut + (on ? lt.full_off[s][0] + chan(p, s, 0, j) * NW : lt.zero_off) + ch,
+                        s_lut + (on ? lt.full_off[s][1] + chan(p, s, 1, j) * NW : lt.zero_off) + ch,
+                        s_lut + (on ? lt.full_off[s][2] + chan(p, s, 2, j) * NW : lt.zero_off) + ch,
+                        m[j]);
                 }
                 if (job.rowmask) {
                     const int xc = min(x0 + j, W - 1); /* m[j] is 0 past the row's end */
@@ -273,7 +315,8 @@ fused_kernel(const struct trk_cu_job job)
                     const int bit = __ffs(wor) - 1;
                     wor &= wor - 1;
                     const unsigned v = ((m[0][q] >> bit) & 1u) | (((m[1][q] >> bit) & 1u) << 1) |
-                                       (((m[2][q] >> bit) & 1u) << 2) | (((m[3][q] >> bit) & 1u) << 3);
+                                       (((m[2][q] >> bit) & 1u) << 2) |
+                                       (((m[3][q] >> bit) & 1u) << 3);
                     unsigned cnt = __popc(v);
                     unsigned sx = cnt * (unsigned)x0 + ((v >> 1) & 1u) + ((v >> 2) & 1u) * 2u +
                                   ((v >> 3) & 1u) * 3u;
@@ -316,8 +359,7 @@ fused_kernel(const struct trk_cu_job job)
 
 typedef void (*fused_fn)(const struct trk_cu_job);
 
-template <int NW>
-fused_fn pick_cls(int cls)
+template <int NW> fused_fn pick_cls(int cls)
 {
     switch (cls) {
     case CLS_RGB3: return fused_kernel<CLS_RGB3, NW>;
@@ -352,9 +394,11 @@ int trk_cu_fused_setup(int nw, size_t smem, int *blocks_per_sm)
     for (int cls = 0; cls < CLS_COUNT; cls++) {
         fused_fn fn = pick(cls, nw);
         if (!fn) return TRK_EINVAL;
-        TRK_CUDA_TRY(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        TRK_CUDA_TRY(
+            cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
         int b = 0;
-        TRK_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, fn, TRK_FUSED_THREADS, smem));
+        TRK_CUDA_TRY(
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, fn, TRK_FUSED_THREADS, smem));
         if (cls == 0 || b < best) best = b;
     }
     if (best < 1) return TRK_EINVAL;
@@ -364,8 +408,8 @@ int trk_cu_fused_setup(int nw, size_t smem, int *blocks_per_sm)
 
 int trk_cu_fused_launch(const struct trk_cu_job *job, int grid, cudaStream_t s)
 {
-    if (!job || job->n_obj <= 0 || job->n_obj > TRK_MAX_OBJECTS || grid < 1 ||
-        job->row0 < 0 || job->row1 > job->f.height || job->row0 >= job->row1 || !job->lut)
+    if (!job || job->n_obj <= 0 || job->n_obj > TRK_MAX_OBJECTS || grid < 1 || job->row0 < 0 ||
+        job->row1 > job->f.height || job->row0 >= job->row1 || !job->lut)
         return TRK_EINVAL;
     fused_fn fn = pick(fmt_class(job->f.fmt), job->lt.nw);
     if (!fn) return TRK_EINVAL;

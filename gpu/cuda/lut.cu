@@ -7,7 +7,8 @@
  * block. */
 #include "cuda_internal.cuh"
 
-namespace {
+namespace
+{
 
 static_assert(TRK_LUT_BX * TRK_LUT_BY <= 1024 && (TRK_LUT_BX * TRK_LUT_BY) % 32 == 0,
               "lut block size");
@@ -24,7 +25,10 @@ __device__ __forceinline__ sacc sacc_at(void *base, int n)
     a.sx = reinterpret_cast<unsigned long long *>(base);
     a.sy = a.sx + n;
     a.cnt = reinterpret_cast<unsigned *>(a.sy + n);
-    a.nx0 = a.cnt + n; a.ny0 = a.nx0 + n; a.px1 = a.ny0 + n; a.py1 = a.px1 + n;
+    a.nx0 = a.cnt + n;
+    a.ny0 = a.nx0 + n;
+    a.px1 = a.ny0 + n;
+    a.py1 = a.px1 + n;
     return a;
 }
 
@@ -80,10 +84,12 @@ __global__ void lut_kernel(const struct trk_cu_job job)
     uint32_t *s_lut = reinterpret_cast<uint32_t *>(s_raw);
     const sacc a = sacc_at(s_lut + lt.words, n);
     const int tid = threadIdx.y * blockDim.x + threadIdx.x, nthr = blockDim.x * blockDim.y;
-    for (int i = tid; i < lt.words / 4; i += nthr) s_raw[i] = reinterpret_cast<const uint4 *>(job.lut)[i];
+    for (int i = tid; i < lt.words / 4; i += nthr)
+        s_raw[i] = reinterpret_cast<const uint4 *>(job.lut)[i];
     sacc_zero(a, n, tid, nthr);
     if (blockIdx.x == 0 && blockIdx.y == 0 && job.acc_clear)
-        for (int i = tid; i < n; i += nthr) job.acc_clear[i] = trk_cu_acc{};
+        for (int i = tid; i < n; i += nthr)
+            job.acc_clear[i] = trk_cu_acc{};
     __syncthreads();
 
     const int x = blockIdx.x * blockDim.x + threadIdx.x;
@@ -102,8 +108,7 @@ __global__ void lut_kernel(const struct trk_cu_job job)
                      s_lut[lt.full_off[s][1] + p.c[s][1] * nw + w] &
                      s_lut[lt.full_off[s][2] + p.c[s][2] * nw + w];
             }
-            if (job.rowmask)
-                m &= job.rowmask[(size_t)y * nw + w] & job.colmask[(size_t)x * nw + w];
+            if (job.rowmask) m &= job.rowmask[(size_t)y * nw + w] & job.colmask[(size_t)x * nw + w];
             while (m) {
                 const int bit = __ffs(m) - 1;
                 m &= m - 1;
@@ -127,11 +132,12 @@ __global__ void naive_kernel(const struct trk_cu_job job)
     const int tid = threadIdx.y * blockDim.x + threadIdx.x, nthr = blockDim.x * blockDim.y;
     for (int i = tid; i < n; i += nthr) {
         s_obj[i] = job.objs[i];
-        s_roi[i] = job.rois ? job.rois[i] : trk_roi{0, 0, job.f.width - 1, job.f.height - 1};
+        s_roi[i] = job.rois ? job.rois[i] : trk_roi{ 0, 0, job.f.width - 1, job.f.height - 1 };
     }
     sacc_zero(a, n, tid, nthr);
     if (blockIdx.x == 0 && blockIdx.y == 0 && job.acc_clear)
-        for (int i = tid; i < n; i += nthr) job.acc_clear[i] = trk_cu_acc{};
+        for (int i = tid; i < n; i += nthr)
+            job.acc_clear[i] = trk_cu_acc{};
     __syncthreads();
 
     const int x = blockIdx.x * blockDim.x + threadIdx.x;
@@ -178,13 +184,17 @@ __global__ void roimask_kernel(const struct trk_cu_job job, uint32_t *rowmask, u
     }
 }
 
-size_t acc_smem(int n) { return (size_t)n * (2 * 8 + 5 * 4); }
+size_t acc_smem(int n)
+{
+    return (size_t)n * (2 * 8 + 5 * 4);
+}
 
 } // namespace
 
 int trk_cu_lut_setup(size_t smem)
 {
-    TRK_CUDA_TRY(cudaFuncSetAttribute(lut_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    TRK_CUDA_TRY(
+        cudaFuncSetAttribute(lut_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     return 0;
 }
 

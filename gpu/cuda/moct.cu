@@ -22,7 +22,8 @@ struct trk_cu_moct_entry {
     uint16_t x0, y0, x1, y1;
 };
 
-namespace {
+namespace
+{
 
 typedef struct trk_cu_moct_entry entry;
 
@@ -33,11 +34,16 @@ struct arrangement {
 
 __host__ __device__ inline void arr_dims(int arr, int m, int &aw, int &ah)
 {
-    if (arr == TRK_ARR_H) { aw = m; ah = 1; }
-    else if (arr == TRK_ARR_V) { aw = 1; ah = m; }
-    else {
+    if (arr == TRK_ARR_H) {
+        aw = m;
+        ah = 1;
+    } else if (arr == TRK_ARR_V) {
+        aw = 1;
+        ah = m;
+    } else {
         int q = 1;
-        while (q * q < m) q++;
+        while (q * q < m)
+            q++;
         aw = ah = q;
     }
 }
@@ -82,8 +88,10 @@ __global__ void moct_base(const struct trk_cu_job job, arrangement a, entry *bas
         int x1 = min(x0 + a.aw, job.f.width) - 1, y1 = min(y0 + a.ah, job.f.height) - 1;
         if (job.rois) {
             const struct trk_roi r = job.rois[k];
-            x0 = max(x0, r.x0); y0 = max(y0, r.y0);
-            x1 = min(x1, r.x1); y1 = min(y1, r.y1);
+            x0 = max(x0, r.x0);
+            y0 = max(y0, r.y0);
+            x1 = min(x1, r.x1);
+            y1 = min(y1, r.y1);
         }
         const bool yuv = trk_cu_is_yuv(job.f.fmt);
         const int s = o.space;
@@ -110,8 +118,8 @@ __global__ void moct_base(const struct trk_cu_job job, arrangement a, entry *bas
 /* One reduction pass. Grid: 2-D over the output level, one thread per
  * element; it gathers the r parents of its slot (along x when along_x, else
  * along y) from the input level. No shared memory, no atomics. */
-__global__ void moct_pass(arrangement in, arrangement out, bool along_x, int r,
-                          const entry *src, entry *dst)
+__global__ void moct_pass(arrangement in, arrangement out, bool along_x, int r, const entry *src,
+                          entry *dst)
 {
     const int ox = blockIdx.x * blockDim.x + threadIdx.x;
     const int oy = blockIdx.y * blockDim.y + threadIdx.y;
@@ -154,7 +162,10 @@ __global__ void moct_final(arrangement a, const entry *lvl, int n, struct trk_cu
     if (acc_clear) acc_clear[k] = trk_cu_acc{};
 }
 
-size_t entries(const arrangement &a) { return (size_t)a.cx * a.aw * a.cy * a.ah; }
+size_t entries(const arrangement &a)
+{
+    return (size_t)a.cx * a.aw * a.cy * a.ah;
+}
 
 arrangement level0(int w, int h, int m, int arr)
 {
@@ -169,8 +180,10 @@ arrangement level0(int w, int h, int m, int arr)
 arrangement next_level(arrangement a, int r, bool *along_x)
 {
     *along_x = a.cx > 1;
-    if (*along_x) a.cx = (a.cx + r - 1) / r;
-    else a.cy = (a.cy + r - 1) / r;
+    if (*along_x)
+        a.cx = (a.cx + r - 1) / r;
+    else
+        a.cy = (a.cy + r - 1) / r;
     return a;
 }
 
@@ -224,7 +237,7 @@ int trk_cu_moct_launch(const struct trk_cu_job *job, int arr, int r, void *d_scr
         a = b;
     }
     moct_final<<<(job->n_obj + 127) / 128, 128, 0, s>>>(a, buf[cur], job->n_obj, job->acc,
-                                                       job->acc_clear);
+                                                        job->acc_clear);
     TRK_CUDA_TRY(cudaGetLastError());
     return 0;
 }

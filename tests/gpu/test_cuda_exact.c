@@ -6,6 +6,7 @@
  *
  *   test_cuda_exact            the full matrix
  *   test_cuda_exact --quick    a smaller one (for compute-sanitizer runs)
+ *   test_cuda_exact --probe    exit 0 with a usable GPU, 77 without
  */
 #include <cuda_runtime_api.h>
 #include <stdio.h>
@@ -27,21 +28,24 @@ struct scene_spec {
 };
 
 static const struct scene_spec full_scenes[] = {
-    {1, 1, 3, 0, 11},      {37, 23, 7, 0, 12},     {129, 67, 40, 0, 13},
-    {320, 241, 100, 0, 14}, {641, 479, 256, 0, 15}, {64, 64, 0, 0, 16},
-    {333, 190, 33, 0, 17},  {640, 480, 256, 1, 18}, {1280, 720, 128, 1, 19},
-    {2, 3, 256, 0, 20},
+    { 1, 1, 3, 0, 11 },       { 37, 23, 7, 0, 12 },     { 129, 67, 40, 0, 13 },
+    { 320, 241, 100, 0, 14 }, { 641, 479, 256, 0, 15 }, { 64, 64, 0, 0, 16 },
+    { 333, 190, 33, 0, 17 },  { 640, 480, 256, 1, 18 }, { 1280, 720, 128, 1, 19 },
+    { 2, 3, 256, 0, 20 },
 };
 static const struct scene_spec quick_scenes[] = {
-    {37, 23, 7, 0, 12}, {129, 67, 40, 0, 13}, {160, 97, 256, 0, 15}, {64, 64, 0, 0, 16},
+    { 37, 23, 7, 0, 12 },
+    { 129, 67, 40, 0, 13 },
+    { 160, 97, 256, 0, 15 },
+    { 64, 64, 0, 0, 16 },
 };
 
 /* Variants checked beyond the ones the backend lists: other MOCT layouts and
  * factors, the long-form name, and forced upload bands (odd band splits of
  * 4:2:0 frames). */
 static const char *const extra_variants[] = {
-    "moct-s-r2", "moct:arr=v,r=8", "moct-h-r16", "fused:bands=3", "lut:bands=2", "naive:bands=5",
-    "fused:bands=8",
+    "moct-s-r2",   "moct:arr=v,r=8", "moct-h-r16",    "fused:bands=3",
+    "lut:bands=2", "naive:bands=5",  "fused:bands=8",
 };
 
 static void random_rois(struct trk_roi *r, int n, int w, int h, uint64_t seed)
@@ -53,9 +57,16 @@ static void random_rois(struct trk_roi *r, int n, int w, int h, uint64_t seed)
         int y0 = (int)(trk_rand_next(&st) % (unsigned)(h + 8)) - 4;
         int x1 = x0 + (int)(trk_rand_next(&st) % (unsigned)(w + 1));
         int y1 = y0 + (int)(trk_rand_next(&st) % (unsigned)(h + 1));
-        if (kind == 0) { x0 = -10; y0 = -10; x1 = w + 10; y1 = h + 10; } /* beyond the frame */
-        if (kind == 1) { x1 = x0 - 1; }                                 /* empty */
-        r[i] = (struct trk_roi){x0, y0, x1, y1};
+        if (kind == 0) {
+            x0 = -10;
+            y0 = -10;
+            x1 = w + 10;
+            y1 = h + 10;
+        } /* beyond the frame */
+        if (kind == 1) {
+            x1 = x0 - 1;
+        } /* empty */
+        r[i] = (struct trk_roi){ x0, y0, x1, y1 };
     }
 }
 
@@ -112,6 +123,9 @@ int main(int argc, char **argv)
         printf("SKIP: %s\n", why);
         return 77;
     }
+    /* --probe: only say whether a GPU is usable (the sanitizer tests ask
+     * first, so that a machine without one skips instead of failing). */
+    if (argc > 1 && !strcmp(argv[1], "--probe")) return 0;
 
     const char *names[64];
     int nv = trk_backend_variants(TRK_BACKEND_CUDA, names, 48);
@@ -123,8 +137,10 @@ int main(int argc, char **argv)
         names[nv++] = extra_variants[i];
     if (quick) names[nv++] = "fused:bands=3";
 
-    struct trk_backend *ref = NULL, *be[64] = {0};
-    struct trk_backend_cfg cfg = {.kind = TRK_BACKEND_CPU_REF, .max_width = MAXW, .max_height = MAXH};
+    struct trk_backend *ref = NULL, *be[64] = { 0 };
+    struct trk_backend_cfg cfg = { .kind = TRK_BACKEND_CPU_REF,
+                                   .max_width = MAXW,
+                                   .max_height = MAXH };
     if (trk_backend_create(&cfg, &ref)) return 1;
     cfg.kind = TRK_BACKEND_CUDA;
     for (int v = 0; v < nv; v++) {
@@ -138,8 +154,8 @@ int main(int argc, char **argv)
     }
     /* Bad variant names are refused, not silently mapped to the default. */
     {
-        const char *bad[] = {"fast", "moct-x-r4", "moct-h-r1", "moct:arr=h,r=0", "fused:bands=99", "moct-h-r4x",
-                             "lut:arr=h"};
+        const char *bad[] = { "fast",           "moct-x-r4",  "moct-h-r1", "moct:arr=h,r=0",
+                              "fused:bands=99", "moct-h-r4x", "lut:arr=h" };
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
             struct trk_backend *b = NULL;
             cfg.variant = bad[i];
@@ -168,8 +184,9 @@ int main(int argc, char **argv)
             return 1;
         }
         int m = sc.n_objects;
-        int spaces[3] = {0, 0, 0};
-        for (int k = 0; k < m; k++) spaces[sc.objects[k].space]++;
+        int spaces[3] = { 0, 0, 0 };
+        for (int k = 0; k < m; k++)
+            spaces[sc.objects[k].space]++;
         printf("scene %dx%d %s m=%d (rgb %d, hsv %d, ycbcr %d)\n", sp->w, sp->h,
                sp->standard ? "standard" : "random", m, spaces[0], spaces[1], spaces[2]);
         if (trk_backend_set_objects(ref, sc.objects, m)) return 1;
@@ -186,8 +203,8 @@ int main(int argc, char **argv)
             bool full = (fmt + si / 2) % 2 == 0;
             uint8_t *buf;
             struct trk_image img;
-            if ((err = trk_image_from_rgb(sc.rgb, sp->w, sp->h, (enum trk_pixfmt)fmt, mat, full, pad,
-                                          &buf, &img))) {
+            if ((err = trk_image_from_rgb(sc.rgb, sp->w, sp->h, (enum trk_pixfmt)fmt, mat, full,
+                                          pad, &buf, &img))) {
                 fprintf(stderr, "image: %s\n", trk_strerror(err));
                 return 1;
             }
@@ -205,8 +222,9 @@ int main(int argc, char **argv)
                 for (int v = 0; v < nv; v++) {
                     /* Pinned input on alternate variants: both upload paths. */
                     const struct trk_image *in = (have_pinned && (v + fmt) % 2) ? &pimg : &img;
-                    for (int i = 0; i < m; i++) got[i] = (struct trk_obj_result){7, 7, 7, 7, 7, 7, 7};
-                    struct trk_backend_timing t = {-1, -1, -1};
+                    for (int i = 0; i < m; i++)
+                        got[i] = (struct trk_obj_result){ 7, 7, 7, 7, 7, 7, 7 };
+                    struct trk_backend_timing t = { -1, -1, -1 };
                     /* The asynchronous form on every other case. */
                     if ((v + fmt + use_roi) % 2) {
                         err = trk_backend_submit(be[v], in, r);
@@ -218,16 +236,16 @@ int main(int argc, char **argv)
                     char what[160];
                     snprintf(what, sizeof(what), "%s %dx%d m=%d %s pad=%d %s%s%s", names[v], sp->w,
                              sp->h, m, trk_pixfmt_name((enum trk_pixfmt)fmt), pad,
-                             mat == TRK_MATRIX_BT709 ? "bt709" : "bt601", full ? "-full" : "-limited",
-                             use_roi ? " roi" : "");
+                             mat == TRK_MATRIX_BT709 ? "bt709" : "bt601",
+                             full ? "-full" : "-limited", use_roi ? " roi" : "");
                     if (err) {
                         fprintf(stderr, "FAIL %s: process: %s\n", what, trk_strerror(err));
                         failures++;
                         continue;
                     }
                     if (m > 0 && (t.kernel_ms <= 0 || t.upload_ms <= 0 || t.total_ms <= 0)) {
-                        fprintf(stderr, "FAIL %s: timing not filled (%g %g %g)\n", what, t.upload_ms,
-                                t.kernel_ms, t.total_ms);
+                        fprintf(stderr, "FAIL %s: timing not filled (%g %g %g)\n", what,
+                                t.upload_ms, t.kernel_ms, t.total_ms);
                         failures++;
                     }
                     int bad = compare(what, want, got, m);
@@ -261,9 +279,10 @@ int main(int argc, char **argv)
         if (trk_scene_random(200, 150, 256, 99, &sc)) return 1;
         uint8_t *buf;
         struct trk_image img;
-        if (trk_image_from_rgb(sc.rgb, 200, 150, TRK_FMT_NV12, TRK_MATRIX_BT601, false, 3, &buf, &img))
+        if (trk_image_from_rgb(sc.rgb, 200, 150, TRK_FMT_NV12, TRK_MATRIX_BT601, false, 3, &buf,
+                               &img))
             return 1;
-        const int counts[] = {256, 5, 0, 70, 256, 1};
+        const int counts[] = { 256, 5, 0, 70, 256, 1 };
         for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
             int m = counts[c];
             trk_backend_set_objects(ref, sc.objects, m);
@@ -283,7 +302,8 @@ int main(int argc, char **argv)
         trk_scene_free(&sc);
     }
 
-    for (int v = 0; v < nv; v++) trk_backend_destroy(&be[v]);
+    for (int v = 0; v < nv; v++)
+        trk_backend_destroy(&be[v]);
     trk_backend_destroy(&ref);
     trk_backend_destroy(&ref); /* twice is safe */
     if (failures) {

@@ -12,12 +12,12 @@
 #include "scene.h"
 
 static int failures;
-#define EXPECT(c)                                                              \
-    do {                                                                       \
-        if (!(c)) {                                                            \
-            fprintf(stderr, "%s:%d: FAILED: %s\n", __FILE__, __LINE__, #c);    \
-            failures++;                                                        \
-        }                                                                      \
+#define EXPECT(c)                                                                                  \
+    do {                                                                                           \
+        if (!(c)) {                                                                                \
+            fprintf(stderr, "%s:%d: FAILED: %s\n", __FILE__, __LINE__, #c);                        \
+            failures++;                                                                            \
+        }                                                                                          \
     } while (0)
 
 int main(void)
@@ -31,7 +31,7 @@ int main(void)
     int nv = trk_backend_variants(TRK_BACKEND_CUDA, names, 32);
     EXPECT(nv >= 4);
     if (nv >= 1) EXPECT(!strcmp(names[0], "fused"));
-    bool have[4] = {false, false, false, false};
+    bool have[4] = { false, false, false, false };
     for (int i = 0; i < nv && i < 32; i++) {
         have[0] |= !strcmp(names[i], "lut");
         have[1] |= !strcmp(names[i], "moct-h-r4");
@@ -40,7 +40,7 @@ int main(void)
     }
     EXPECT(have[0] && have[1] && have[2] && have[3]);
 
-    struct trk_backend_cfg cfg = {.kind = TRK_BACKEND_CUDA, .max_width = 96, .max_height = 64};
+    struct trk_backend_cfg cfg = { .kind = TRK_BACKEND_CUDA, .max_width = 96, .max_height = 64 };
     struct trk_backend *b = (struct trk_backend *)&cfg; /* must be reset to NULL */
     int err = trk_backend_create(&cfg, &b);
     if (gpu) {
@@ -57,8 +57,10 @@ int main(void)
     if (!b) return 1;
     const char *name = trk_backend_name(b);
     printf("auto -> %s\n", name);
-    if (gpu) EXPECT(!strncmp(name, "cuda", 4));
-    else EXPECT(!strncmp(name, "cpu", 3));
+    if (gpu)
+        EXPECT(!strncmp(name, "cuda", 4));
+    else
+        EXPECT(!strncmp(name, "cpu", 3));
 
     struct trk_backend *ref = NULL;
     cfg.kind = TRK_BACKEND_CPU_REF;
