@@ -266,12 +266,13 @@ static inline __attribute__((always_inline)) int any256_sse2(m256 m)
 #ifdef FAST_X86
 #pragma GCC push_options
 #pragma GCC target("avx2")
-#define NW      4
-#define KVAR    _avx2
-#define MT      m256
-#define MLD     ld256
-#define MANY(m) (!_mm256_testz_si256((__m256i)(m), (__m256i)(m)))
-#define MZERO   ((m256){ 0, 0, 0, 0 })
+#define NW            4
+#define KVAR          _avx2
+#define KFLUSH_PREP() _mm256_zeroupper()
+#define MT            m256
+#define MLD           ld256
+#define MANY(m)       (!_mm256_testz_si256((__m256i)(m), (__m256i)(m)))
+#define MZERO         ((m256){ 0, 0, 0, 0 })
 #include "cpu_fast_kern.h"
 #undef NW
 #undef MT

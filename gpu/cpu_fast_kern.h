@@ -28,13 +28,26 @@
 #endif
 #define KNAME(base) KCAT(KCAT(base##_w, NW), KVAR)
 
+/* flush_run is compiled for the baseline instruction set; AVX copies of the
+ * kernels define KFLUSH_PREP as _mm256_zeroupper() so its SSE code does not
+ * run with dirty upper halves (a false dependency that made the AVX2 copy
+ * slower than the SSE2 one where runs are frequent). */
+#ifndef KFLUSH_PREP
+#define KFLUSH_PREP() ((void)0)
+#endif
+#define KFLUSH(xs_, xe_)                                                                           \
+    do {                                                                                           \
+        KFLUSH_PREP();                                                                             \
+        flush_run(w, f, &cur, NW, (xs_), (xe_), y);                                                \
+    } while (0)
+
 /* Run bookkeeping shared by the kernels (locals cur, cur_any, xs, w, f, y):
  * RUN_PUSH extends the current run when pixel x has the same mask, else
  * flushes it and starts a new one; RUN_BREAK ends it at a no-match pixel. */
 #define RUN_PUSH(m, x)                                                                             \
     do {                                                                                           \
         if (MANY((m) ^ cur)) {                                                                     \
-            if (cur_any) flush_run(w, f, &cur, NW, xs, (x)-1, y);                                  \
+            if (cur_any) KFLUSH(xs, (x)-1);                                                        \
             cur = (m);                                                                             \
             cur_any = MANY(cur);                                                                   \
             xs = (x);                                                                              \
@@ -43,7 +56,7 @@
 #define RUN_BREAK(x)                                                                               \
     do {                                                                                           \
         if (cur_any) {                                                                             \
-            flush_run(w, f, &cur, NW, xs, (x)-1, y);                                               \
+            KFLUSH(xs, (x)-1);                                                                     \
             cur = MZERO;                                                                           \
             cur_any = 0;                                                                           \
         }                                                                                          \
@@ -83,7 +96,7 @@ KNAME(rgb_only_row)(struct worker *w, const struct fctx *f, const uint8_t *rp, c
         MT m = MLD(fr + r * NW) & MLD(fg + g * NW) & MLD(fb + b * NW);
         RUN_PUSH(m, x);
     }
-    if (cur_any) flush_run(w, f, &cur, NW, xs, xb, y);
+    if (cur_any) KFLUSH(xs, xb);
 }
 
 /* rgb objects on a YUV frame, straight from the native samples: the Q16
@@ -130,7 +143,7 @@ KNAME(yuv_rgb_row)(struct worker *w, const struct fctx *f, const uint8_t *yp, co
         MT m = MLD(er + ri * NW) & MLD(eg + gi * NW) & MLD(eb + bi * NW);
         RUN_PUSH(m, x);
     }
-    if (cur_any) flush_run(w, f, &cur, NW, xs, xb, y);
+    if (cur_any) KFLUSH(xs, xb);
 }
 
 /* ycbcr objects on a YUV frame: the native samples, no conversion at all.
@@ -170,7 +183,7 @@ KNAME(yuv_ycc_row)(struct worker *w, const struct fctx *f, const uint8_t *yp, co
         MT m = MLD(fy + yv * NW) & cm;
         RUN_PUSH(m, x);
     }
-    if (cur_any) flush_run(w, f, &cur, NW, xs, xb, y);
+    if (cur_any) KFLUSH(xs, xb);
 }
 
 /* Any mix of spaces. R,G,B as in rgb_only_row (they feed rgb and hsv objects);
@@ -229,7 +242,7 @@ KNAME(generic_row)(struct worker *w, const struct fctx *f, const uint8_t *rp, co
         }
         RUN_PUSH(m, x);
     }
-    if (cur_any) flush_run(w, f, &cur, NW, xs, xb, y);
+    if (cur_any) KFLUSH(xs, xb);
 }
 
 /* The entry points the row dispatcher stores in its tables: one per pixel
@@ -273,6 +286,8 @@ KWRAP_YUV(i420, 1, 1)
 #undef KWRAP_YUV
 #undef RUN_PUSH
 #undef RUN_BREAK
+#undef KFLUSH
+#undef KFLUSH_PREP
 #undef KNAME
 #undef KVAR
 #undef KCAT
