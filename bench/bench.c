@@ -18,6 +18,7 @@
 #include "minijson.h"
 
 #include "backend.h"
+#include "color.h"
 #include "scene.h"
 
 #include <errno.h>
@@ -75,6 +76,8 @@ struct opts {
     int nthreads, threads[MAX_LIST];
     int nfmts;
     enum trk_pixfmt fmts[TRK_FMT_COUNT];
+    int nspaces;
+    enum trk_space spaces[3];
     const char *variants; /* "all", "default" or a comma list of names */
     int warmup, iters, ref_iters;
     uint64_t seed;
@@ -92,6 +95,8 @@ static void usage(FILE *f)
             "  --threads N,...      CPU thread counts, 0 = all cores (default 1,0)\n"
             "  --variants V         all | default | name,... (default all)\n"
             "  --formats F,...      rgb24 rgba bgr24 bgra yuyv nv12 i420 (default rgb24)\n"
+            "  --spaces S,...       object boxes as rgb, hsv, ycbcr (default rgb): the\n"
+            "                       disks' colours re-expressed in that space\n"
             "  --warmup N           untimed runs per case (default 3)\n"
             "  --iters N            timed runs per case (default 20)\n"
             "  --ref-iters N        timed runs of cpu-ref (default 3; it is slow)\n"
@@ -170,6 +175,17 @@ static int one_fmt(const char *it, int i, void *ctx)
     return -1;
 }
 
+static int one_space(const char *it, int i, void *ctx)
+{
+    static const char *const names[3] = { "rgb", "hsv", "ycbcr" };
+    for (int sp = 0; sp < 3; sp++)
+        if (!strcmp(it, names[sp])) {
+            ((struct opts *)ctx)->spaces[i] = (enum trk_space)sp;
+            return 0;
+        }
+    return -1;
+}
+
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
     *o = (struct opts){
@@ -181,6 +197,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
     o->nkinds = parse_list("cpu-ref,cpu,cuda", MAX_LIST, one_kind, o);
     o->nthreads = parse_list("1,0", MAX_LIST, one_thread, o);
     o->nfmts = parse_list("rgb24", TRK_FMT_COUNT, one_fmt, o);
+    o->nspaces = parse_list("rgb", 3, one_space, o);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int n = 0;
@@ -195,6 +212,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
             n = o->nthreads = parse_list(v, MAX_LIST, one_thread, o);
         else if (OPT("--formats"))
             n = o->nfmts = parse_list(v, TRK_FMT_COUNT, one_fmt, o);
+        else if (OPT("--spaces"))
+            n = o->nspaces = parse_list(v, 3, one_space, o);
         else if (OPT("--variants"))
             o->variants = v;
         else if (OPT("--warmup"))
@@ -504,9 +523,49 @@ static int check_results(const char *label, const char *scene, const struct trk_
 
 /* ----------------------------------------------------------------- main */
 
+/* The standard scene's objects re-expressed in another space, so the
+ * backends' hsv and ycbcr paths can be timed on the same pictures: each
+ * disk's colour (the centre of its rgb box) converted to the space, widened
+ * to absorb the scene's +-3 noise (hsv: hue +-6 degrees, S and V down to 40
+ * below; ycbcr: +-10, in the image's own matrix and range). rgb returns the
+ * scene's objects unchanged. */
+static const struct trk_object_def *space_objects(const struct trk_scene *sc, enum trk_space space,
+                                                  const struct trk_image *img,
+                                                  struct trk_object_def *out)
+{
+    if (space == TRK_SPACE_RGB) return sc->objects;
+    const struct trk_rgb2ycc_coef *k =
+        &trk_rgb2ycc_coefs[trk_coef_index((int)img->matrix, img->full_range)];
+    for (int i = 0; i < sc->n_objects; i++) {
+        const struct trk_object_def *o = &sc->objects[i];
+        int c[3];
+        for (int ch = 0; ch < 3; ch++)
+            c[ch] = o->lo[ch] == 0 ? o->hi[ch] - 8 : o->lo[ch] + 8;
+        out[i] = *o;
+        out[i].space = space;
+        if (space == TRK_SPACE_HSV) {
+            uint16_t h;
+            uint8_t sat, v;
+            trk_rgb_to_hsv(c[0], c[1], c[2], &h, &sat, &v);
+            out[i].lo[0] = (uint16_t)((h + 354) % 360), out[i].hi[0] = (uint16_t)((h + 6) % 360);
+            out[i].lo[1] = (uint16_t)(sat > 40 ? sat - 40 : 0), out[i].hi[1] = 255;
+            out[i].lo[2] = (uint16_t)(v > 40 ? v - 40 : 0), out[i].hi[2] = 255;
+        } else {
+            uint8_t y[3];
+            trk_rgb_to_ycbcr(k, c[0], c[1], c[2], &y[0], &y[1], &y[2]);
+            for (int ch = 0; ch < 3; ch++) {
+                out[i].lo[ch] = (uint16_t)(y[ch] > 10 ? y[ch] - 10 : 0);
+                out[i].hi[ch] = (uint16_t)(y[ch] < 245 ? y[ch] + 10 : 255);
+            }
+        }
+    }
+    return out;
+}
+
 struct row {
     int width, height, objects;
     enum trk_pixfmt fmt;
+    enum trk_space space;
     const char *label;
     const char *variant;
     int threads_arg, threads, iters;
@@ -536,13 +595,15 @@ static void json_write(FILE *f, const struct opts *o, const struct machine *m,
         const struct row *r = &rows[i];
         fprintf(f,
                 "%s\n  {\"width\": %d, \"height\": %d, \"objects\": %d, \"format\": \"%s\", "
+                "\"space\": \"%s\", "
                 "\"backend\": \"%s\", \"variant\": %s%s%s, \"threads\": %d, \"threads_arg\": %d, "
                 "\"iters\": %d, \"median_ms\": %.4f, \"min_ms\": %.4f, \"backend_total_ms\": %.4f, "
                 "\"upload_ms\": %.4f, \"kernel_ms\": %.4f, \"fps\": %.2f, \"match\": %s",
-                i ? "," : "", r->width, r->height, r->objects, trk_pixfmt_name(r->fmt), r->label,
-                r->variant ? "\"" : "", r->variant ? r->variant : "null", r->variant ? "\"" : "",
-                r->threads, r->threads_arg, r->iters, r->median_ms, r->min_ms, r->total_ms,
-                r->upload_ms, r->kernel_ms, 1000.0 / r->median_ms, r->match ? "true" : "false");
+                i ? "," : "", r->width, r->height, r->objects, trk_pixfmt_name(r->fmt),
+                space_name(r->space), r->label, r->variant ? "\"" : "",
+                r->variant ? r->variant : "null", r->variant ? "\"" : "", r->threads,
+                r->threads_arg, r->iters, r->median_ms, r->min_ms, r->total_ms, r->upload_ms,
+                r->kernel_ms, 1000.0 / r->median_ms, r->match ? "true" : "false");
         if (r->vs_ref > 0) fprintf(f, ", \"vs_ref\": %.3f", r->vs_ref);
         if (r->vs_opencv > 0)
             fprintf(f, ", \"vs_opencv\": %.3f, \"opencv_threads\": %d", r->vs_opencv,
@@ -642,12 +703,13 @@ int main(int argc, char **argv)
     printf("# seed %llu, warmup %d, iters %d (cpu-ref %d); times are medians of the wall clock "
            "around trk_backend_process\n",
            (unsigned long long)o.seed, o.warmup, o.iters, o.ref_iters);
-    printf("%-18s %-6s %-22s %4s %10s %9s %9s %9s %8s %8s %8s\n", "scene", "format", "backend",
+    printf("%-24s %-6s %-22s %4s %10s %9s %9s %9s %8s %8s %8s\n", "scene", "format", "backend",
            "thr", "median_ms", "upload", "kernel", "fps", "x ref", "x opencv", "x torch");
 
     int maxiters = o.iters > o.ref_iters ? o.iters : o.ref_iters;
     double *t_wall = malloc(sizeof(double) * (size_t)maxiters * 4);
-    int nrows_max = o.nsizes * o.nobjs * o.nfmts * (nr ? nr : 1);
+    int nrows_max = o.nsizes * o.nobjs * o.nfmts * o.nspaces * (nr ? nr : 1);
+    static struct trk_object_def objbuf[TRK_MAX_OBJECTS];
     struct row *rows = calloc((size_t)nrows_max, sizeof(*rows));
     static struct trk_obj_result truth[TRK_MAX_OBJECTS], got[TRK_MAX_OBJECTS];
     if (!t_wall || !rows) return 1;
@@ -681,108 +743,118 @@ int main(int argc, char **argv)
                     failed = 1;
                     break;
                 }
-                if (truth_be) {
-                    if ((err = trk_backend_set_objects(truth_be, sc.objects, m)) ||
-                        (err = trk_backend_process(truth_be, &img, NULL, truth, NULL))) {
-                        fprintf(stderr, "trackd-bench: cpu-ref: %s\n", trk_strerror(err));
-                        failed = 1;
+                for (int si = 0; si < o.nspaces && !failed; si++) {
+                    enum trk_space space = o.spaces[si];
+                    const struct trk_object_def *objs = space_objects(&sc, space, &img, objbuf);
+                    char label[64];
+                    snprintf(label, sizeof(label), "%s%s%s", scene,
+                             space == TRK_SPACE_RGB ? "" : " ",
+                             space == TRK_SPACE_RGB ? "" : space_name(space));
+                    if (truth_be) {
+                        if ((err = trk_backend_set_objects(truth_be, objs, m)) ||
+                            (err = trk_backend_process(truth_be, &img, NULL, truth, NULL))) {
+                            fprintf(stderr, "trackd-bench: cpu-ref: %s\n", trk_strerror(err));
+                            failed = 1;
+                        }
                     }
-                }
-                /* The OpenCV baseline ran on these RGB pixels: its masses must
-                 * be ours, or its timing is of a different computation. */
-                const struct base *ob1 = o.opencv ? baseline_find(&ocv, w, h, m, 1) : NULL;
-                double ref_ms = 0;
-                for (int ri = 0; ri < nr && !failed; ri++) {
-                    struct runner *x = &runners[ri];
-                    bool is_ref = x->kind == TRK_BACKEND_CPU_REF;
-                    int iters = is_ref ? o.ref_iters : o.iters;
-                    int warm = is_ref ? 0 : o.warmup;
-                    if ((err = trk_backend_set_objects(x->b, sc.objects, m))) {
-                        fprintf(stderr, "trackd-bench: %s set_objects: %s\n", x->label,
-                                trk_strerror(err));
-                        failed = 1;
-                        break;
-                    }
-                    int bad = 0;
-                    for (int it = -warm; it < iters; it++) {
-                        struct trk_backend_timing t = { 0, 0, 0 };
-                        double t0 = trk_bench_now_ms();
-                        err = trk_backend_process(x->b, &img, NULL, got, &t);
-                        double dt = trk_bench_now_ms() - t0;
-                        if (err) {
-                            fprintf(stderr, "trackd-bench: %s process: %s\n", x->label,
+                    /* The OpenCV baseline ran on these RGB pixels: its masses must
+                     * be ours, or its timing is of a different computation. */
+                    const struct base *ob1 = o.opencv ? baseline_find(&ocv, w, h, m, 1) : NULL;
+                    double ref_ms = 0;
+                    for (int ri = 0; ri < nr && !failed; ri++) {
+                        struct runner *x = &runners[ri];
+                        bool is_ref = x->kind == TRK_BACKEND_CPU_REF;
+                        int iters = is_ref ? o.ref_iters : o.iters;
+                        int warm = is_ref ? 0 : o.warmup;
+                        if ((err = trk_backend_set_objects(x->b, objs, m))) {
+                            fprintf(stderr, "trackd-bench: %s set_objects: %s\n", x->label,
                                     trk_strerror(err));
                             failed = 1;
                             break;
                         }
-                        if (is_ref && ri == 0 && it == -warm)
-                            memcpy(truth, got, sizeof(got[0]) * (size_t)m);
+                        int bad = 0;
+                        for (int it = -warm; it < iters; it++) {
+                            struct trk_backend_timing t = { 0, 0, 0 };
+                            double t0 = trk_bench_now_ms();
+                            err = trk_backend_process(x->b, &img, NULL, got, &t);
+                            double dt = trk_bench_now_ms() - t0;
+                            if (err) {
+                                fprintf(stderr, "trackd-bench: %s process: %s\n", x->label,
+                                        trk_strerror(err));
+                                failed = 1;
+                                break;
+                            }
+                            if (is_ref && ri == 0 && it == -warm)
+                                memcpy(truth, got, sizeof(got[0]) * (size_t)m);
+                            else
+                                bad += check_results(x->label, label, truth, got, m);
+                            if (it >= 0) {
+                                t_wall[it] = dt;
+                                t_total[it] = t.total_ms;
+                                t_up[it] = t.upload_ms;
+                                t_k[it] = t.kernel_ms;
+                            }
+                        }
+                        if (failed) break;
+                        if (bad) mismatches++;
+                        struct row *r = &rows[nrows++];
+                        r->width = w, r->height = h, r->objects = m, r->fmt = fmt;
+                        r->space = space;
+                        r->label = x->label, r->variant = x->variant;
+                        r->threads_arg = x->threads_arg, r->threads = x->threads, r->iters = iters;
+                        r->median_ms = trk_bench_median(t_wall, (size_t)iters);
+                        r->min_ms = t_wall[0]; /* sorted by the median */
+                        r->total_ms = trk_bench_median(t_total, (size_t)iters);
+                        r->upload_ms = trk_bench_median(t_up, (size_t)iters);
+                        r->kernel_ms = trk_bench_median(t_k, (size_t)iters);
+                        r->match = bad == 0;
+                        if (is_ref) ref_ms = r->median_ms;
+                        if (ref_ms > 0) r->vs_ref = ref_ms / r->median_ms;
+                        if (o.opencv && space == TRK_SPACE_RGB) {
+                            int want = x->threads_arg < 0 ? 1 : x->threads_arg;
+                            const struct base *b = baseline_find(&ocv, w, h, m, want);
+                            if (b) {
+                                r->vs_opencv = b->median_ms / r->median_ms;
+                                r->opencv_threads = b->threads;
+                            }
+                        }
+                        if (o.torch && space == TRK_SPACE_RGB) {
+                            const struct base *b = baseline_find(&torch, w, h, m, -1);
+                            if (b) {
+                                r->vs_torch = b->median_ms / r->median_ms;
+                                r->torch_variant = b->variant;
+                            }
+                        }
+                        char thr[16], c1[16], c2[16], c3[16];
+                        if (x->threads_arg < 0)
+                            snprintf(thr, sizeof(thr), "-");
                         else
-                            bad += check_results(x->label, scene, truth, got, m);
-                        if (it >= 0) {
-                            t_wall[it] = dt;
-                            t_total[it] = t.total_ms;
-                            t_up[it] = t.upload_ms;
-                            t_k[it] = t.kernel_ms;
-                        }
+                            snprintf(thr, sizeof(thr), "%d", x->threads);
+                        fmt_ratio(c1, sizeof(c1), r->vs_ref);
+                        fmt_ratio(c2, sizeof(c2), r->vs_opencv);
+                        fmt_ratio(c3, sizeof(c3), r->vs_torch);
+                        printf("%-24s %-6s %-22s %4s %10.3f %9.3f %9.3f %9.1f %8s %8s %8s%s\n",
+                               label, trk_pixfmt_name(fmt), x->label, thr, r->median_ms,
+                               r->upload_ms, r->kernel_ms, 1000.0 / r->median_ms, c1, c2, c3,
+                               bad ? "  MISMATCH" : "");
+                        fflush(stdout);
                     }
-                    if (failed) break;
-                    if (bad) mismatches++;
-                    struct row *r = &rows[nrows++];
-                    r->width = w, r->height = h, r->objects = m, r->fmt = fmt;
-                    r->label = x->label, r->variant = x->variant;
-                    r->threads_arg = x->threads_arg, r->threads = x->threads, r->iters = iters;
-                    r->median_ms = trk_bench_median(t_wall, (size_t)iters);
-                    r->min_ms = t_wall[0]; /* sorted by the median */
-                    r->total_ms = trk_bench_median(t_total, (size_t)iters);
-                    r->upload_ms = trk_bench_median(t_up, (size_t)iters);
-                    r->kernel_ms = trk_bench_median(t_k, (size_t)iters);
-                    r->match = bad == 0;
-                    if (is_ref) ref_ms = r->median_ms;
-                    if (ref_ms > 0) r->vs_ref = ref_ms / r->median_ms;
-                    if (o.opencv) {
-                        int want = x->threads_arg < 0 ? 1 : x->threads_arg;
-                        const struct base *b = baseline_find(&ocv, w, h, m, want);
-                        if (b) {
-                            r->vs_opencv = b->median_ms / r->median_ms;
-                            r->opencv_threads = b->threads;
+                    if (!failed && fmt == TRK_FMT_RGB24 && space == TRK_SPACE_RGB && ob1 &&
+                        ob1->masses) {
+                        const struct trk_json *ms = ob1->masses;
+                        int nbad = ms->type != TRK_JSON_ARRAY || (int)ms->n != m;
+                        for (int i = 0; !nbad && i < m; i++)
+                            if (ms->items[i].type != TRK_JSON_NUMBER ||
+                                (uint64_t)ms->items[i].number != truth[i].mass)
+                                nbad++;
+                        if (nbad) {
+                            fprintf(stderr,
+                                    "OPENCV MASS MISMATCH on %s: the OpenCV baseline did not "
+                                    "compute what the backends compute (different scene "
+                                    "seed?)\n",
+                                    label);
+                            opencv_mass_bad++;
                         }
-                    }
-                    if (o.torch) {
-                        const struct base *b = baseline_find(&torch, w, h, m, -1);
-                        if (b) {
-                            r->vs_torch = b->median_ms / r->median_ms;
-                            r->torch_variant = b->variant;
-                        }
-                    }
-                    char thr[16], c1[16], c2[16], c3[16];
-                    if (x->threads_arg < 0)
-                        snprintf(thr, sizeof(thr), "-");
-                    else
-                        snprintf(thr, sizeof(thr), "%d", x->threads);
-                    fmt_ratio(c1, sizeof(c1), r->vs_ref);
-                    fmt_ratio(c2, sizeof(c2), r->vs_opencv);
-                    fmt_ratio(c3, sizeof(c3), r->vs_torch);
-                    printf("%-18s %-6s %-22s %4s %10.3f %9.3f %9.3f %9.1f %8s %8s %8s%s\n", scene,
-                           trk_pixfmt_name(fmt), x->label, thr, r->median_ms, r->upload_ms,
-                           r->kernel_ms, 1000.0 / r->median_ms, c1, c2, c3,
-                           bad ? "  MISMATCH" : "");
-                    fflush(stdout);
-                }
-                if (!failed && fmt == TRK_FMT_RGB24 && ob1 && ob1->masses) {
-                    const struct trk_json *ms = ob1->masses;
-                    int nbad = ms->type != TRK_JSON_ARRAY || (int)ms->n != m;
-                    for (int i = 0; !nbad && i < m; i++)
-                        if (ms->items[i].type != TRK_JSON_NUMBER ||
-                            (uint64_t)ms->items[i].number != truth[i].mass)
-                            nbad++;
-                    if (nbad) {
-                        fprintf(stderr,
-                                "OPENCV MASS MISMATCH on %s: the OpenCV baseline did not "
-                                "compute what the backends compute (different scene "
-                                "seed?)\n",
-                                scene);
-                        opencv_mass_bad++;
                     }
                 }
                 free(buf);

@@ -7,9 +7,11 @@
  *     contains that value (NW = 1, 2 or 4 64-bit words: only as many as the
  *     object count needs). A pixel's match mask is T0[c0] & T1[c1] & T2[c2],
  *     OR-ed over the spaces that have objects: every object in 3 loads.
- *   - Beside each table a one-word "summary" table (bit j = OR of bit j of all
- *     NW words) lets a pixel that matches nothing, most of any frame, be
- *     rejected with three one-word loads whatever NW is.
+ *   - A pixel that matches nothing (most of any frame) must cost little: at
+ *     NW = 1 the masks are one word; at NW = 2 a one-word "summary" table
+ *     (bit j = OR of bit j of both words) rejects it before the full masks
+ *     are read; at NW = 4 the mask is one 256-bit vector (AVX2 copies of
+ *     those kernels are picked at run time on x86-64).
  *   - Runs of pixels with equal masks are accumulated at once (mass += len,
  *     sum_x += arithmetic series), so a solid blob costs a few operations per
  *     row per object instead of per pixel.
@@ -71,9 +73,9 @@ struct tables {
     int n;      /* objects */
     int nw;     /* 64-bit words per mask: 1, 2 or 4 */
     int has[3]; /* per trk_space: some object uses it */
-    /* full[space][channel]: FAST_NVALS rows of nw words (stride nw), 32-byte
-     * aligned so a row loads as one vector. sum[space][channel]: one word
-     * per value; aliases full when nw == 1. */
+    /* full[space][channel]: FAST_NVALS rows of nw words (stride nw), aligned
+     * so a row loads as one vector. sum[space][channel]: one word per value,
+     * bit j = OR of bit j of the row's words (equal to full when nw == 1). */
     uint64_t *full[3][3];
     uint64_t *sum[3][3];
     /* rgb objects on YUV frames: FAST_EXT_N rows of nw words per channel,
@@ -101,12 +103,12 @@ typedef void (*generic_fn)(struct worker *, const struct fctx *, const uint8_t *
                            const uint8_t *, const uint8_t *, const uint8_t *, const uint8_t *, int,
                            int, int);
 
-/* The kernels one instance uses, by [mask width: 1, 2, 4 words][pixel
- * stride: 1, 3, 4]: the portable ones, with the AVX2 copies for 4 words
- * when the CPU has AVX2 (kernels_pick). */
 typedef void (*yuv_fn)(struct worker *, const struct fctx *, const uint8_t *, const uint8_t *,
                        const uint8_t *, int, int, int);
 
+/* The kernels one instance uses, by [mask width: 1, 2, 4 words][pixel
+ * stride: 1, 3, 4, or YUV format]: the portable ones, with the AVX2 copies
+ * for 4 words when the CPU has AVX2 (kernels_pick). */
 struct kernels {
     rgb_only_fn rgb_only[3][3];
     generic_fn generic[3][3];
