@@ -243,14 +243,15 @@ typedef uint64_t m256 __attribute__((vector_size(32)));
 #ifdef FAST_X86
 /* SSE2 (every x86-64): OR the halves, one byte compare and movemask; GCC's
  * generic code for m[0]|m[1]|m[2]|m[3] moves every word to a GPR. */
-static inline __attribute__((always_inline)) int any256_sse2(m256 m)
-{
-    __m128i lo = _mm_set_epi64x((long long)m[1], (long long)m[0]);
-    __m128i hi = _mm_set_epi64x((long long)m[3], (long long)m[2]);
-    __m128i t = _mm_or_si128(lo, hi);
-    return _mm_movemask_epi8(_mm_cmpeq_epi8(t, _mm_setzero_si128())) != 0xFFFF;
-}
-#define MANY(m) any256_sse2(m)
+/* A statement-expression macro, not a function: a 32-byte vector passed by
+ * value draws GCC's psabi note. */
+#define MANY(m)                                                                                    \
+    __extension__({                                                                                \
+        m256 m_ = (m);                                                                             \
+        __m128i t_ = _mm_or_si128(_mm_set_epi64x((long long)m_[1], (long long)m_[0]),              \
+                                  _mm_set_epi64x((long long)m_[3], (long long)m_[2]));             \
+        _mm_movemask_epi8(_mm_cmpeq_epi8(t_, _mm_setzero_si128())) != 0xFFFF;                      \
+    })
 #else
 #define MANY(m) (((m)[0] | (m)[1] | (m)[2] | (m)[3]) != 0)
 #endif
