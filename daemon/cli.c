@@ -17,12 +17,28 @@
 #endif
 
 enum {
-    OPT_FAST = 256, OPT_LOOP, OPT_FRAMES, OPT_LISTEN, OPT_NO_SERVER, OPT_WEB_ROOT, OPT_BACKEND,
-    OPT_THREADS, OPT_SIZE, OPT_FPS, OPT_NO_PREVIEW, OPT_PREVIEW_WIDTH, OPT_PREVIEW_FPS,
-    OPT_PREVIEW_QUALITY, OPT_STATS, OPT_LOG_LEVEL, OPT_PROGRESS, OPT_NO_PROGRESS,
+    OPT_FAST = 256,
+    OPT_LOOP,
+    OPT_FRAMES,
+    OPT_LISTEN,
+    OPT_NO_SERVER,
+    OPT_WEB_ROOT,
+    OPT_BACKEND,
+    OPT_THREADS,
+    OPT_SIZE,
+    OPT_FPS,
+    OPT_NO_PREVIEW,
+    OPT_PREVIEW_WIDTH,
+    OPT_PREVIEW_FPS,
+    OPT_PREVIEW_QUALITY,
+    OPT_STATS,
+    OPT_LOG_LEVEL,
+    OPT_PROGRESS,
+    OPT_NO_PROGRESS,
 };
 
 /* The one table: getopt entry, argument name and help text. */
+// clang-format off
 static const struct opt {
     struct option o;
     char short_name;
@@ -67,6 +83,7 @@ static const struct opt {
     {{"help", no_argument, 0, 'h'}, 'h', NULL, "show this help and exit"},
     {{"version", no_argument, 0, 'V'}, 'V', NULL, "show the version and exit"},
 };
+// clang-format on
 #define N_OPTS (sizeof(opts) / sizeof(opts[0]))
 
 void trk_cli_usage(FILE *out)
@@ -82,9 +99,9 @@ void trk_cli_usage(FILE *out)
             "Options:\n");
     for (size_t i = 0; i < N_OPTS; i++) {
         char left[64];
-        int n = opts[i].short_name ? snprintf(left, sizeof(left), "-%c, --%s", opts[i].short_name,
-                                              opts[i].o.name)
-                                   : snprintf(left, sizeof(left), "    --%s", opts[i].o.name);
+        int n = opts[i].short_name
+                    ? snprintf(left, sizeof(left), "-%c, --%s", opts[i].short_name, opts[i].o.name)
+                    : snprintf(left, sizeof(left), "    --%s", opts[i].o.name);
         if (opts[i].arg) snprintf(left + n, sizeof(left) - n, " %s", opts[i].arg);
         fprintf(out, "  %-28s %s\n", left, opts[i].help);
     }
@@ -170,21 +187,33 @@ int trk_cli_parse(int argc, char **argv, struct trk_settings *s, FILE *out, FILE
         case 'o': s->output = a; break;
         case OPT_FAST: s->fast = true; break;
         case OPT_LOOP: s->loop = true; break;
-        case OPT_FRAMES: ok = parse_long(a, 1, LONG_MAX, &lv); s->frames = (uint64_t)lv; break;
+        case OPT_FRAMES:
+            ok = parse_long(a, 1, LONG_MAX, &lv);
+            s->frames = (uint64_t)lv;
+            break;
         case OPT_LISTEN: ok = parse_listen(a, s); break;
         case OPT_NO_SERVER: s->server = false; break;
         case OPT_WEB_ROOT: s->web_root = a; break;
         case OPT_BACKEND: ok = (s->backend = trk_backend_kind_parse(a)) >= 0; break;
-        case OPT_THREADS: ok = parse_long(a, 0, 256, &lv); s->threads = (int)lv; break;
+        case OPT_THREADS:
+            ok = parse_long(a, 0, 256, &lv);
+            s->threads = (int)lv;
+            break;
         case OPT_SIZE:
             ok = sscanf(a, "%dx%d", &s->demo_width, &s->demo_height) == 2 && s->demo_width >= 16 &&
                  s->demo_height >= 16 && s->demo_width <= 16384 && s->demo_height <= 16384;
             break;
         case OPT_FPS: ok = parse_double(a, 0.1, 1000, &s->demo_fps); break;
         case OPT_NO_PREVIEW: s->preview = false; break;
-        case OPT_PREVIEW_WIDTH: ok = parse_long(a, 16, 4096, &lv); s->preview_width = (int)lv; break;
+        case OPT_PREVIEW_WIDTH:
+            ok = parse_long(a, 16, 4096, &lv);
+            s->preview_width = (int)lv;
+            break;
         case OPT_PREVIEW_FPS: ok = parse_double(a, 0.1, 240, &s->preview_fps); break;
-        case OPT_PREVIEW_QUALITY: ok = parse_long(a, 1, 100, &lv); s->preview_quality = (int)lv; break;
+        case OPT_PREVIEW_QUALITY:
+            ok = parse_long(a, 1, 100, &lv);
+            s->preview_quality = (int)lv;
+            break;
         case OPT_STATS: ok = parse_double(a, 0, 3600, &s->stats_interval); break;
         case OPT_LOG_LEVEL: ok = (s->log_level = trk_log_level_parse(a)) >= 0; break;
         case OPT_PROGRESS: s->progress = 1; break;
@@ -200,7 +229,9 @@ int trk_cli_parse(int argc, char **argv, struct trk_settings *s, FILE *out, FILE
         }
         if (!ok) {
             fprintf(err, "trackd: invalid value '%s' for --%s (see --help)\n", a,
-                    c < 256 ? (c == 'i' ? "input" : c == 'c' ? "objects" : "output")
+                    c < 256 ? (c == 'i'   ? "input"
+                               : c == 'c' ? "objects"
+                                          : "output")
                             : longopts[idx].name);
             return TRK_EX_USAGE;
         }

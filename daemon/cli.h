@@ -8,25 +8,25 @@
 #include <stdio.h>
 
 /* sysexits.h values, the daemon's exit codes. */
-#define TRK_EX_OK 0
-#define TRK_EX_USAGE 64
-#define TRK_EX_NOINPUT 66
+#define TRK_EX_OK          0
+#define TRK_EX_USAGE       64
+#define TRK_EX_NOINPUT     66
 #define TRK_EX_UNAVAILABLE 69
-#define TRK_EX_SOFTWARE 70
+#define TRK_EX_SOFTWARE    70
 #define TRK_EX_CONFIG_CODE 78
 
 struct trk_settings {
-    const char *input;      /* file path; NULL = built-in demo scene */
-    const char *objects;    /* objects JSON; NULL = demo objects (demo) or none */
-    const char *output;     /* NDJSON path, "-" = stdout, NULL = none */
+    const char *input;   /* file path; NULL = built-in demo scene */
+    const char *objects; /* objects JSON; NULL = demo objects (demo) or none */
+    const char *output;  /* NDJSON path, "-" = stdout, NULL = none */
     bool fast, loop;
-    uint64_t frames;        /* 0 = all */
+    uint64_t frames; /* 0 = all */
     char listen_addr[64];
     int listen_port;
     bool server;
     const char *web_root;
-    int backend;            /* enum trk_backend_kind */
-    int threads;            /* 0 = cores */
+    int backend; /* enum trk_backend_kind */
+    int threads; /* 0 = cores */
     int demo_width, demo_height;
     double demo_fps;
     bool preview;
@@ -34,8 +34,8 @@ struct trk_settings {
     double preview_fps;
     int preview_quality;
     double stats_interval;
-    int log_level;          /* enum trk_log_level */
-    int progress;           /* -1 auto (stderr is a terminal), 0 off, 1 on */
+    int log_level; /* enum trk_log_level */
+    int progress;  /* -1 auto (stderr is a terminal), 0 off, 1 on */
 };
 
 enum { TRK_CLI_RUN = 0, TRK_CLI_EXIT_OK = 1 };

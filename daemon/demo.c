@@ -13,13 +13,13 @@
 
 /* Order and colours match trk_objects_demo_json() in config/. */
 static const uint8_t ball_rgb[N_BALLS][3] = {
-    {230, 40, 40},  /* red     */
-    {40, 200, 60},  /* green   */
-    {40, 80, 230},  /* blue    */
-    {240, 220, 40}, /* yellow  */
-    {220, 50, 220}, /* magenta */
-    {40, 210, 220}, /* cyan    */
-    {250, 140, 30}, /* orange  */
+    { 230, 40, 40 },  /* red     */
+    { 40, 200, 60 },  /* green   */
+    { 40, 80, 230 },  /* blue    */
+    { 240, 220, 40 }, /* yellow  */
+    { 220, 50, 220 }, /* magenta */
+    { 40, 210, 220 }, /* cyan    */
+    { 250, 140, 30 }, /* orange  */
 };
 
 struct demo {
@@ -127,7 +127,10 @@ static void demo_destroy(void *self)
 }
 
 static const struct trk_source_ops demo_ops = {
-    .kind = "demo", .open = demo_open, .read = demo_read, .close = demo_close,
+    .kind = "demo",
+    .open = demo_open,
+    .read = demo_read,
+    .close = demo_close,
     .destroy = demo_destroy,
 };
 

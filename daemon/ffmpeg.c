@@ -26,7 +26,7 @@ struct file_src {
     AVFrame *frame;
     struct SwsContext *sws;
     int stream;
-    bool draining;    /* sent the flush packet, receiving what is left */
+    bool draining; /* sent the flush packet, receiving what is left */
     double time_base;
     double loop_offset; /* added to pts after each loop, keeps pts increasing */
     double last_pts, frame_dur;
@@ -87,13 +87,13 @@ static int file_open(void *self, struct trk_source *info)
     s->frame_dur = info->fps > 0 ? 1.0 / info->fps : 1.0 / 30;
     info->width = s->dec->width;
     info->height = s->dec->height;
-    snprintf(info->desc, sizeof(info->desc), "file %s (%s %dx%d %.2f fps)", s->path,
-             codec->name, info->width, info->height, info->fps);
+    snprintf(info->desc, sizeof(info->desc), "file %s (%s %dx%d %.2f fps)", s->path, codec->name,
+             info->width, info->height, info->fps);
     s->draining = false;
     s->loop_offset = 0;
     s->last_pts = -1;
     return 0;
-fail: {
+fail : {
     char e[128];
     av_strerror(err, e, sizeof(e));
     log_error("cannot decode %s: %s", s->path, e);
@@ -111,8 +111,10 @@ static enum trk_pixfmt native_format(enum AVPixelFormat f, bool *full_range)
     case AV_PIX_FMT_YUYV422: return TRK_FMT_YUYV;
     case AV_PIX_FMT_RGB24: return TRK_FMT_RGB24;
     case AV_PIX_FMT_BGR24: return TRK_FMT_BGR24;
-    case AV_PIX_FMT_RGBA: case AV_PIX_FMT_RGB0: return TRK_FMT_RGBA;
-    case AV_PIX_FMT_BGRA: case AV_PIX_FMT_BGR0: return TRK_FMT_BGRA;
+    case AV_PIX_FMT_RGBA:
+    case AV_PIX_FMT_RGB0: return TRK_FMT_RGBA;
+    case AV_PIX_FMT_BGRA:
+    case AV_PIX_FMT_BGR0: return TRK_FMT_BGRA;
     default: return TRK_FMT_COUNT;
     }
 }
@@ -136,8 +138,8 @@ static int export_frame(struct file_src *s, struct trk_frame *f)
         if (!s->sws) return TRK_EBACKEND;
         int err = trk_frame_layout(f, TRK_FMT_RGB24, av->width, av->height, 64);
         if (err) return err;
-        uint8_t *dst[4] = {(uint8_t *)f->img.plane[0], NULL, NULL, NULL};
-        int dst_ls[4] = {(int)f->img.pitch[0], 0, 0, 0};
+        uint8_t *dst[4] = { (uint8_t *)f->img.plane[0], NULL, NULL, NULL };
+        int dst_ls[4] = { (int)f->img.pitch[0], 0, 0, 0 };
         sws_scale(s->sws, (const uint8_t *const *)av->data, av->linesize, 0, av->height, dst,
                   dst_ls);
         f->img.matrix = TRK_MATRIX_BT601;
@@ -148,12 +150,11 @@ static int export_frame(struct file_src *s, struct trk_frame *f)
     if (err) return err;
     int planes = fmt == TRK_FMT_I420 ? 3 : fmt == TRK_FMT_NV12 ? 2 : 1;
     for (int p = 0; p < planes; p++) {
-        size_t row = p == 0 ? (fmt == TRK_FMT_NV12 || fmt == TRK_FMT_I420
-                                   ? (size_t)av->width
-                                   : fmt == TRK_FMT_YUYV ? (size_t)((av->width + 1) / 2) * 4
-                                                         : (size_t)av->width * trk_pixfmt_bpp(fmt))
-                            : fmt == TRK_FMT_NV12 ? (size_t)((av->width + 1) / 2) * 2
-                                                  : (size_t)((av->width + 1) / 2);
+        size_t row = p == 0 ? (fmt == TRK_FMT_NV12 || fmt == TRK_FMT_I420 ? (size_t)av->width
+                               : fmt == TRK_FMT_YUYV ? (size_t)((av->width + 1) / 2) * 4
+                                                     : (size_t)av->width * trk_pixfmt_bpp(fmt))
+                     : fmt == TRK_FMT_NV12 ? (size_t)((av->width + 1) / 2) * 2
+                                           : (size_t)((av->width + 1) / 2);
         int rows = p == 0 ? av->height : (av->height + 1) / 2;
         av_image_copy_plane((uint8_t *)f->img.plane[p], (int)f->img.pitch[p], av->data[p],
                             av->linesize[p], (int)row, rows);
@@ -181,8 +182,7 @@ static int file_read(void *self, struct trk_frame *f)
         int err = avcodec_receive_frame(s->dec, s->frame);
         if (err == 0) {
             int64_t ts = s->frame->best_effort_timestamp;
-            double pts = ts == AV_NOPTS_VALUE ? s->last_pts + s->frame_dur
-                                              : ts * s->time_base;
+            double pts = ts == AV_NOPTS_VALUE ? s->last_pts + s->frame_dur : ts * s->time_base;
             if (ts != AV_NOPTS_VALUE) {
                 int64_t start = s->fmt->streams[s->stream]->start_time;
                 if (start != AV_NOPTS_VALUE) pts -= start * s->time_base;
@@ -235,7 +235,10 @@ static void file_destroy(void *self)
 }
 
 static const struct trk_source_ops file_ops = {
-    .kind = "file", .open = file_open, .read = file_read, .close = file_close,
+    .kind = "file",
+    .open = file_open,
+    .read = file_read,
+    .close = file_close,
     .destroy = file_destroy,
 };
 

@@ -23,13 +23,12 @@ static size_t round_up(size_t v, size_t a)
     return (v + a - 1) / a * a;
 }
 
-int trk_frame_layout(struct trk_frame *f, enum trk_pixfmt fmt, int width, int height,
-                     size_t align)
+int trk_frame_layout(struct trk_frame *f, enum trk_pixfmt fmt, int width, int height, size_t align)
 {
     if (width <= 0 || height <= 0 || (unsigned)fmt >= TRK_FMT_COUNT || align == 0)
         return TRK_EINVAL;
     size_t w = (size_t)width, h = (size_t)height, cw = (w + 1) / 2, ch = (h + 1) / 2;
-    size_t pitch[3] = {0, 0, 0}, rows[3] = {h, 0, 0};
+    size_t pitch[3] = { 0, 0, 0 }, rows[3] = { h, 0, 0 };
     switch (fmt) {
     case TRK_FMT_YUYV: pitch[0] = round_up(4 * cw, align); break;
     case TRK_FMT_NV12:
@@ -81,7 +80,8 @@ void trk_pool_init(struct trk_pool *p, bool lossless)
 
 void trk_pool_destroy(struct trk_pool *p)
 {
-    for (int i = 0; i < TRK_POOL_FRAMES; i++) trk_frame_free_data(&p->frames[i]);
+    for (int i = 0; i < TRK_POOL_FRAMES; i++)
+        trk_frame_free_data(&p->frames[i]);
     pthread_mutex_destroy(&p->lock);
     pthread_cond_destroy(&p->cond);
 }
@@ -111,7 +111,8 @@ struct trk_frame *trk_pool_get(struct trk_pool *p)
 bool trk_pool_publish(struct trk_pool *p, struct trk_frame *f)
 {
     pthread_mutex_lock(&p->lock);
-    while (p->lossless && p->ready && !p->closed) pthread_cond_wait(&p->cond, &p->lock);
+    while (p->lossless && p->ready && !p->closed)
+        pthread_cond_wait(&p->cond, &p->lock);
     bool ok = !p->closed;
     if (ok) {
         if (p->ready) { /* live source: the older frame is stale, drop it */
@@ -130,7 +131,8 @@ bool trk_pool_publish(struct trk_pool *p, struct trk_frame *f)
 struct trk_frame *trk_pool_take(struct trk_pool *p)
 {
     pthread_mutex_lock(&p->lock);
-    while (!p->ready && !p->closed) pthread_cond_wait(&p->cond, &p->lock);
+    while (!p->ready && !p->closed)
+        pthread_cond_wait(&p->cond, &p->lock);
     struct trk_frame *f = p->ready;
     p->ready = NULL;
     pthread_cond_broadcast(&p->cond);

@@ -22,8 +22,7 @@ struct trk_frame {
 /* Lays out a frame of fmt/size with each row padded to a multiple of align
  * bytes, growing data as needed; fills img planes and pitches. 0 or
  * TRK_ENOMEM / TRK_EINVAL. */
-int trk_frame_layout(struct trk_frame *f, enum trk_pixfmt fmt, int width, int height,
-                     size_t align);
+int trk_frame_layout(struct trk_frame *f, enum trk_pixfmt fmt, int width, int height, size_t align);
 void trk_frame_free_data(struct trk_frame *f);
 
 /* Seconds on CLOCK_MONOTONIC / milliseconds since the epoch. */

@@ -10,7 +10,7 @@
 
 _Atomic int trk_log_threshold = TRK_LOG_INFO;
 
-static const char *const level_names[] = {"error", "warn", "info", "debug"};
+static const char *const level_names[] = { "error", "warn", "info", "debug" };
 
 int trk_log_level_parse(const char *s)
 {

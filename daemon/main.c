@@ -28,7 +28,8 @@ static void on_signal(int sig)
 static void ws_log(int level, const char *line)
 {
     /* libwebsockets' own lines, at our levels. */
-    if (level <= TRK_LOG_WARN) trk_log_write(level <= 0 ? TRK_LOG_ERROR : TRK_LOG_WARN, "lws", 0, "%s", line);
+    if (level <= TRK_LOG_WARN)
+        trk_log_write(level <= 0 ? TRK_LOG_ERROR : TRK_LOG_WARN, "lws", 0, "%s", line);
 }
 
 static int load_objects(const struct trk_settings *s, struct trk_objects *objs)
@@ -65,17 +66,19 @@ int main(int argc, char **argv)
     static struct trk_objects objs; /* large: keep it off the stack */
     if (load_objects(&s, &objs)) return TRK_EX_CONFIG;
 
-    struct trk_source src = {0};
+    struct trk_source src = { 0 };
     struct trk_backend *backend = NULL;
     struct trk_ws *ws = NULL;
     FILE *out = NULL;
     int exit_code = TRK_EX_OK, err;
 
     if (s.input) {
-        struct trk_file_cfg fc = {.path = s.input, .loop = s.loop};
+        struct trk_file_cfg fc = { .path = s.input, .loop = s.loop };
         err = trk_source_file_create(&fc, &src);
     } else {
-        struct trk_demo_cfg dc = {.width = s.demo_width, .height = s.demo_height, .fps = s.demo_fps};
+        struct trk_demo_cfg dc = { .width = s.demo_width,
+                                   .height = s.demo_height,
+                                   .fps = s.demo_fps };
         err = trk_source_demo_create(&dc, &src);
     }
     if (!err) err = trk_source_open(&src);
@@ -96,7 +99,10 @@ int main(int argc, char **argv)
         goto end;
     }
     struct trk_backend_cfg bc = {
-        .kind = s.backend, .max_width = src.width, .max_height = src.height, .threads = s.threads,
+        .kind = s.backend,
+        .max_width = src.width,
+        .max_height = src.height,
+        .threads = s.threads,
     };
     if ((err = trk_backend_create(&bc, &backend)) ||
         (err = trk_backend_set_objects(backend, objs.def, objs.n))) {
@@ -118,7 +124,10 @@ int main(int argc, char **argv)
     if (s.server) {
         trk_ws_set_log(ws_log);
         struct trk_ws_cfg wc = {
-            .address = s.listen_addr, .port = s.listen_port, .web_root = s.web_root, .queue_len = 8,
+            .address = s.listen_addr,
+            .port = s.listen_port,
+            .web_root = s.web_root,
+            .queue_len = 8,
         };
         if ((err = trk_ws_create(&wc, &ws)) || (err = trk_ws_start(ws))) {
             log_error_err(err, "cannot serve on %s:%d", s.listen_addr, s.listen_port);
@@ -133,34 +142,50 @@ int main(int argc, char **argv)
             color_ptr[i] = colors[i];
         }
         struct trk_hello_info hi = {
-            .version = TRK_VERSION, .backend = trk_backend_name(backend), .source = src.desc,
-            .width = src.width, .height = src.height, .fps = src.fps,
-            .preview = {.enabled = s.preview, .width = s.preview_width,
-                        .height = src.width > s.preview_width
-                                      ? (int)((long)src.height * s.preview_width / src.width)
-                                      : src.height,
-                        .fps = s.preview_fps, .quality = s.preview_quality},
-            .defs = objs.def, .n_objects = objs.n, .colors = color_ptr,
+            .version = TRK_VERSION,
+            .backend = trk_backend_name(backend),
+            .source = src.desc,
+            .width = src.width,
+            .height = src.height,
+            .fps = src.fps,
+            .preview = { .enabled = s.preview,
+                         .width = s.preview_width,
+                         .height = src.width > s.preview_width
+                                       ? (int)((long)src.height * s.preview_width / src.width)
+                                       : src.height,
+                         .fps = s.preview_fps,
+                         .quality = s.preview_quality },
+            .defs = objs.def,
+            .n_objects = objs.n,
+            .colors = color_ptr,
         };
         if (hi.preview.width > src.width) hi.preview.width = src.width;
-        struct trk_buf hello = {0};
+        struct trk_buf hello = { 0 };
         if (trk_msg_hello(&hello, &hi) == 0) trk_ws_set_hello(ws, hello.data);
         trk_buf_free(&hello);
         log_info("web UI on http://%s:%d/ (WebSocket /ws)", s.listen_addr, trk_ws_port(ws));
     }
 
-    struct sigaction sa = {.sa_handler = on_signal};
+    struct sigaction sa = { .sa_handler = on_signal };
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
 
     struct trk_pipeline_cfg pc = {
-        .source = &src, .backend = backend, .objects = objs.def,
-        .colors = (const uint8_t(*)[3])objs.color, .n_objects = objs.n,
-        .output = out, .output_flush = out && !strcmp(s.output, "-"),
-        .ws = ws, .fast = s.fast, .max_frames = s.frames,
-        .preview = s.preview, .preview_width = s.preview_width, .preview_fps = s.preview_fps,
+        .source = &src,
+        .backend = backend,
+        .objects = objs.def,
+        .colors = (const uint8_t(*)[3])objs.color,
+        .n_objects = objs.n,
+        .output = out,
+        .output_flush = out && !strcmp(s.output, "-"),
+        .ws = ws,
+        .fast = s.fast,
+        .max_frames = s.frames,
+        .preview = s.preview,
+        .preview_width = s.preview_width,
+        .preview_fps = s.preview_fps,
         .preview_quality = s.preview_quality,
         .progress = s.progress == 1 || (s.progress < 0 && s.fast && isatty(STDERR_FILENO)),
         .stats_interval = s.stats_interval,

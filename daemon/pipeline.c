@@ -29,8 +29,8 @@ struct pipe {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     bool capture_done, process_done, source_error;
-    uint64_t frames;                 /* processed */
-    double first_t, last_t;          /* monotonic times of first/last processed frame */
+    uint64_t frames;        /* processed */
+    double first_t, last_t; /* monotonic times of first/last processed frame */
     /* Per-interval latency samples in ms: process, queue, upload, kernel. */
     float samples[4][STAT_SAMPLES];
     int n_samples;
@@ -52,7 +52,7 @@ static void sleep_until(struct pipe *p, double t)
         double left = t - trk_now();
         if (left <= 0 || stopping(p)) return;
         double slice = left < 0.05 ? left : 0.05;
-        struct timespec ts = {(time_t)slice, (long)((slice - (time_t)slice) * 1e9)};
+        struct timespec ts = { (time_t)slice, (long)((slice - (time_t)slice) * 1e9) };
         nanosleep(&ts, NULL);
     }
 }
@@ -62,8 +62,9 @@ static void sleep_until(struct pipe *p, double t)
 static void send_status(const struct trk_pipeline_cfg *cfg, const char *state, const char *text)
 {
     if (!cfg->ws) return;
-    struct trk_buf b = {0};
-    if (trk_msg_status(&b, state, text) == 0) trk_ws_broadcast(cfg->ws, TRK_WS_STATUS, b.data, b.len);
+    struct trk_buf b = { 0 };
+    if (trk_msg_status(&b, state, text) == 0)
+        trk_ws_broadcast(cfg->ws, TRK_WS_STATUS, b.data, b.len);
     trk_buf_free(&b);
 }
 
@@ -117,8 +118,8 @@ static void *capture_main(void *arg)
 static void write_output(const struct trk_pipeline_cfg *cfg, const struct trk_buf *msg)
 {
     static _Atomic bool write_failed;
-    if (fwrite(msg->data, 1, msg->len, cfg->output) != msg->len || fputc('\n', cfg->output) == EOF ||
-        (cfg->output_flush && fflush(cfg->output) != 0))
+    if (fwrite(msg->data, 1, msg->len, cfg->output) != msg->len ||
+        fputc('\n', cfg->output) == EOF || (cfg->output_flush && fflush(cfg->output) != 0))
         log_once(write_failed, TRK_LOG_ERROR, errno, "writing the results file failed");
 }
 
@@ -127,14 +128,14 @@ static void *process_main(void *arg)
     struct pipe *p = arg;
     const struct trk_pipeline_cfg *cfg = p->cfg;
     struct trk_obj_result *res = calloc(cfg->n_objects ? cfg->n_objects : 1, sizeof(*res));
-    struct trk_buf msg = {0};
+    struct trk_buf msg = { 0 };
     double next_preview = 0;
     static _Atomic bool backend_failed;
     for (;;) {
         struct trk_frame *f = trk_pool_take(&p->pool);
         if (!f) break;
         double t_start = trk_now();
-        struct trk_backend_timing timing = {0};
+        struct trk_backend_timing timing = { 0 };
         int err = res ? trk_backend_process(cfg->backend, &f->img, NULL, res, &timing) : TRK_ENOMEM;
         double t_done = trk_now();
         if (err) {
@@ -211,7 +212,8 @@ static void *preview_main(void *arg)
     }
     for (;;) {
         pthread_mutex_lock(&p->lock);
-        while (!p->preview_frame && !p->preview_quit) pthread_cond_wait(&p->cond, &p->lock);
+        while (!p->preview_frame && !p->preview_quit)
+            pthread_cond_wait(&p->cond, &p->lock);
         struct trk_frame *f = p->preview_frame;
         pthread_mutex_unlock(&p->lock);
         if (!f) break;
@@ -273,7 +275,8 @@ static void report_stats(struct pipe *p, uint64_t *last_frames, double *last_t)
     pthread_mutex_lock(&p->lock);
     uint64_t frames = p->frames;
     int n = p->n_samples < STAT_SAMPLES ? p->n_samples : STAT_SAMPLES;
-    for (int i = 0; i < 4; i++) memcpy(v[i], p->samples[i], n * sizeof(float));
+    for (int i = 0; i < 4; i++)
+        memcpy(v[i], p->samples[i], n * sizeof(float));
     p->n_samples = 0;
     pthread_mutex_unlock(&p->lock);
     double now = trk_now();
@@ -303,10 +306,10 @@ static void report_stats(struct pipe *p, uint64_t *last_frames, double *last_t)
     }
     log_info("%.1f fps, %llu frames, %llu dropped, process %.2f ms (p50) %.2f ms (max), "
              "queue %.2f ms (p50), rss %ld kB, %d clients",
-             st.fps, (unsigned long long)st.frames, (unsigned long long)st.drops,
-             st.process_ms, process_max, st.queue_ms, st.rss_kb, st.clients);
+             st.fps, (unsigned long long)st.frames, (unsigned long long)st.drops, st.process_ms,
+             process_max, st.queue_ms, st.rss_kb, st.clients);
     if (cfg->ws) {
-        struct trk_buf b = {0};
+        struct trk_buf b = { 0 };
         if (trk_msg_stats(&b, &st) == 0) trk_ws_broadcast(cfg->ws, TRK_WS_STATS, b.data, b.len);
         trk_buf_free(&b);
     }
@@ -366,7 +369,7 @@ int trk_pipeline_run(const struct trk_pipeline_cfg *cfg, volatile sig_atomic_t *
             show_progress(p, false);
             next_progress = now + 0.5;
         }
-        struct timespec ts = {0, 50 * 1000 * 1000};
+        struct timespec ts = { 0, 50 * 1000 * 1000 };
         nanosleep(&ts, NULL);
     }
     if (cfg->progress) show_progress(p, true);

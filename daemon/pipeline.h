@@ -18,19 +18,19 @@ struct trk_pipeline_cfg {
     struct trk_source *source;   /* opened */
     struct trk_backend *backend; /* objects already set */
     const struct trk_object_def *objects;
-    const uint8_t (*colors)[3];  /* display colour per object */
+    const uint8_t (*colors)[3]; /* display colour per object */
     int n_objects;
-    FILE *output;                /* NDJSON sink or NULL */
-    bool output_flush;           /* flush each line (pipes, terminals) */
-    struct trk_ws *ws;           /* WebSocket server or NULL */
-    bool fast;                   /* no pacing: as fast as possible */
-    uint64_t max_frames;         /* stop after this many frames; 0 = all */
-    bool preview;                /* send preview JPEGs to clients */
-    int preview_width;           /* largest preview width in pixels */
-    double preview_fps;          /* preview rate limit */
-    int preview_quality;         /* JPEG quality 1..100 */
-    bool progress;               /* progress line on stderr (a terminal) */
-    double stats_interval;       /* seconds between stats lines; 0 = none */
+    FILE *output;          /* NDJSON sink or NULL */
+    bool output_flush;     /* flush each line (pipes, terminals) */
+    struct trk_ws *ws;     /* WebSocket server or NULL */
+    bool fast;             /* no pacing: as fast as possible */
+    uint64_t max_frames;   /* stop after this many frames; 0 = all */
+    bool preview;          /* send preview JPEGs to clients */
+    int preview_width;     /* largest preview width in pixels */
+    double preview_fps;    /* preview rate limit */
+    int preview_quality;   /* JPEG quality 1..100 */
+    bool progress;         /* progress line on stderr (a terminal) */
+    double stats_interval; /* seconds between stats lines; 0 = none */
 };
 
 struct trk_pipeline_summary {

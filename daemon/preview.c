@@ -46,12 +46,14 @@ void trk_image_pixel_rgb(const struct trk_image *img, int x, int y, uint8_t rgb[
     const uint8_t *row = img->plane[0] + (size_t)y * img->pitch[0];
     int yy, cb, cr;
     switch (img->fmt) {
-    case TRK_FMT_RGB24: case TRK_FMT_RGBA: {
+    case TRK_FMT_RGB24:
+    case TRK_FMT_RGBA: {
         const uint8_t *p = row + (size_t)x * trk_pixfmt_bpp(img->fmt);
         rgb[0] = p[0], rgb[1] = p[1], rgb[2] = p[2];
         return;
     }
-    case TRK_FMT_BGR24: case TRK_FMT_BGRA: {
+    case TRK_FMT_BGR24:
+    case TRK_FMT_BGRA: {
         const uint8_t *p = row + (size_t)x * trk_pixfmt_bpp(img->fmt);
         rgb[0] = p[2], rgb[1] = p[1], rgb[2] = p[0];
         return;
@@ -77,8 +79,8 @@ void trk_image_pixel_rgb(const struct trk_image *img, int x, int y, uint8_t rgb[
                    &rgb[0], &rgb[1], &rgb[2]);
 }
 
-int trk_preview_encode(struct trk_preview *p, const struct trk_image *img,
-                       const uint8_t **jpeg, size_t *size, int *out_w, int *out_h)
+int trk_preview_encode(struct trk_preview *p, const struct trk_image *img, const uint8_t **jpeg,
+                       size_t *size, int *out_w, int *out_h)
 {
     int w = img->width <= p->max_width ? img->width : p->max_width;
     int h = (int)((long)img->height * w / img->width);

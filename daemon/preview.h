@@ -16,8 +16,8 @@ void trk_preview_destroy(struct trk_preview **p);
 
 /* Encodes img; *jpeg points into the encoder's own buffer, valid until the
  * next call. out_w/out_h: the preview's size. */
-int trk_preview_encode(struct trk_preview *p, const struct trk_image *img,
-                       const uint8_t **jpeg, size_t *size, int *out_w, int *out_h);
+int trk_preview_encode(struct trk_preview *p, const struct trk_image *img, const uint8_t **jpeg,
+                       size_t *size, int *out_w, int *out_h);
 
 /* Reads pixel (x, y) of img as RGB per gpu/color.h (nearest chroma). */
 void trk_image_pixel_rgb(const struct trk_image *img, int x, int y, uint8_t rgb[3]);

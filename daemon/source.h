@@ -28,10 +28,10 @@ struct trk_source_ops {
 struct trk_source {
     const struct trk_source_ops *ops;
     void *self;
-    char desc[256];   /* e.g. "file clip.mp4 (h264 1280x720 30.00 fps)"  */
-    int width, height;/* known after open                                 */
-    double fps;       /* nominal frame rate, for pacing; 0 if unknown     */
-    bool live;        /* live sources drop stale frames, files don't      */
+    char desc[256];    /* e.g. "file clip.mp4 (h264 1280x720 30.00 fps)"  */
+    int width, height; /* known after open                                 */
+    double fps;        /* nominal frame rate, for pacing; 0 if unknown     */
+    bool live;         /* live sources drop stale frames, files don't      */
 };
 
 struct trk_demo_cfg {
@@ -56,12 +56,18 @@ struct trk_file_cfg {
  * others are converted to RGB24 with swscale. */
 int trk_source_file_create(const struct trk_file_cfg *cfg, struct trk_source *out);
 
-static inline int trk_source_open(struct trk_source *s) { return s->ops->open(s->self, s); }
+static inline int trk_source_open(struct trk_source *s)
+{
+    return s->ops->open(s->self, s);
+}
 static inline int trk_source_read(struct trk_source *s, struct trk_frame *f)
 {
     return s->ops->read(s->self, f);
 }
-static inline void trk_source_close(struct trk_source *s) { s->ops->close(s->self); }
+static inline void trk_source_close(struct trk_source *s)
+{
+    s->ops->close(s->self);
+}
 void trk_source_destroy(struct trk_source *s);
 
 #endif

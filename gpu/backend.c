@@ -30,8 +30,10 @@ const char *trk_strerror(int err)
 int trk_pixfmt_bpp(enum trk_pixfmt fmt)
 {
     switch (fmt) {
-    case TRK_FMT_RGB24: case TRK_FMT_BGR24: return 3;
-    case TRK_FMT_RGBA: case TRK_FMT_BGRA: return 4;
+    case TRK_FMT_RGB24:
+    case TRK_FMT_BGR24: return 3;
+    case TRK_FMT_RGBA:
+    case TRK_FMT_BGRA: return 4;
     case TRK_FMT_YUYV: return 2;
     default: return 0;
     }
@@ -39,8 +41,8 @@ int trk_pixfmt_bpp(enum trk_pixfmt fmt)
 
 const char *trk_pixfmt_name(enum trk_pixfmt fmt)
 {
-    static const char *const names[TRK_FMT_COUNT] = {
-        "rgb24", "rgba", "bgr24", "bgra", "yuyv", "nv12", "i420"};
+    static const char *const names[TRK_FMT_COUNT] = { "rgb24", "rgba", "bgr24", "bgra",
+                                                      "yuyv",  "nv12", "i420" };
     return (unsigned)fmt < TRK_FMT_COUNT ? names[fmt] : "?";
 }
 
@@ -50,18 +52,19 @@ int trk_image_check(const struct trk_image *img)
         return TRK_EINVAL;
     size_t w = (size_t)img->width, cw = (w + 1) / 2;
     switch (img->fmt) {
-    case TRK_FMT_YUYV:
-        return img->plane[0] && img->pitch[0] >= 4 * cw ? 0 : TRK_EINVAL;
+    case TRK_FMT_YUYV: return img->plane[0] && img->pitch[0] >= 4 * cw ? 0 : TRK_EINVAL;
     case TRK_FMT_NV12:
         return img->plane[0] && img->plane[1] && img->pitch[0] >= w && img->pitch[1] >= 2 * cw
-                   ? 0 : TRK_EINVAL;
+                   ? 0
+                   : TRK_EINVAL;
     case TRK_FMT_I420:
         return img->plane[0] && img->plane[1] && img->plane[2] && img->pitch[0] >= w &&
                        img->pitch[1] >= cw && img->pitch[2] >= cw
-                   ? 0 : TRK_EINVAL;
+                   ? 0
+                   : TRK_EINVAL;
     default:
-        return img->plane[0] && img->pitch[0] >= w * (size_t)trk_pixfmt_bpp(img->fmt)
-                   ? 0 : TRK_EINVAL;
+        return img->plane[0] && img->pitch[0] >= w * (size_t)trk_pixfmt_bpp(img->fmt) ? 0
+                                                                                      : TRK_EINVAL;
     }
 }
 

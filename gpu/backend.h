@@ -25,7 +25,7 @@ extern "C" {
 /* Most objects one backend instance tracks at once (bitmask width of the
  * fast backends: 256 bits = 8 x uint32). */
 #define TRK_MAX_OBJECTS 256
-#define TRK_NAME_MAX 64
+#define TRK_NAME_MAX    64
 
 /* Error codes: negative, distinct from -errno values (which are > -4096). */
 enum {
@@ -127,9 +127,9 @@ struct trk_backend_cfg {
 /* Per-call timing, filled by process/wait when non-NULL (milliseconds;
  * 0 where a stage does not exist for the backend). */
 struct trk_backend_timing {
-    double upload_ms;  /* host to device copy                 */
-    double kernel_ms;  /* threshold + reduction               */
-    double total_ms;   /* whole call, wall clock              */
+    double upload_ms; /* host to device copy                 */
+    double kernel_ms; /* threshold + reduction               */
+    double total_ms;  /* whole call, wall clock              */
 };
 
 struct trk_backend;

@@ -40,10 +40,9 @@ static inline void trk_result_clear(struct trk_obj_result *r)
 
 /* Clips an object's ROI (or the full frame when rois == NULL) to the image;
  * returns 0 when the clipped region is empty. */
-static inline int trk_roi_clip(const struct trk_roi *rois, int i, int w, int h,
-                               struct trk_roi *out)
+static inline int trk_roi_clip(const struct trk_roi *rois, int i, int w, int h, struct trk_roi *out)
 {
-    struct trk_roi r = {0, 0, w - 1, h - 1};
+    struct trk_roi r = { 0, 0, w - 1, h - 1 };
     if (rois) {
         r = rois[i];
         if (r.x0 < 0) r.x0 = 0;

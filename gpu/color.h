@@ -44,19 +44,18 @@ struct trk_rgb2ycc_coef {
 /* Index: matrix * 2 + full_range (BT.601 limited, BT.601 full, BT.709 limited,
  * BT.709 full). Values from Kr/Kb = 0.299/0.114 (BT.601), 0.2126/0.0722
  * (BT.709), times 65536, rounded to nearest. */
-#define TRK_YUV2RGB_TABLE                                        \
-    {                                                            \
-        {16, 76309, 104597, 25675, 53279, 132201},               \
-        {0, 65536, 91881, 22553, 46802, 116130},                 \
-        {16, 76309, 117489, 13975, 34925, 138438},               \
-        {0, 65536, 103206, 12276, 30679, 121609},                \
+#define TRK_YUV2RGB_TABLE                                                                          \
+    {                                                                                              \
+        { 16, 76309, 104597, 25675, 53279, 132201 }, { 0, 65536, 91881, 22553, 46802, 116130 },    \
+            { 16, 76309, 117489, 13975, 34925, 138438 },                                           \
+            { 0, 65536, 103206, 12276, 30679, 121609 },                                            \
     }
-#define TRK_RGB2YCC_TABLE                                                          \
-    {                                                                              \
-        {16, 16829, 33039, 6416, -9714, -19071, 28784, 28784, -24103, -4681},      \
-        {0, 19595, 38470, 7471, -11058, -21710, 32768, 32768, -27439, -5329},      \
-        {16, 11966, 40254, 4064, -6596, -22189, 28784, 28784, -26145, -2639},      \
-        {0, 13933, 46871, 4732, -7509, -25259, 32768, 32768, -29763, -3005},       \
+#define TRK_RGB2YCC_TABLE                                                                          \
+    {                                                                                              \
+        { 16, 16829, 33039, 6416, -9714, -19071, 28784, 28784, -24103, -4681 },                    \
+            { 0, 19595, 38470, 7471, -11058, -21710, 32768, 32768, -27439, -5329 },                \
+            { 16, 11966, 40254, 4064, -6596, -22189, 28784, 28784, -26145, -2639 },                \
+            { 0, 13933, 46871, 4732, -7509, -25259, 32768, 32768, -29763, -3005 },                 \
     }
 
 static const struct trk_yuv2rgb_coef trk_yuv2rgb_coefs[4] = TRK_YUV2RGB_TABLE;
@@ -79,8 +78,8 @@ TRK_HD int32_t trk_q16_round(int32_t v)
     return (v + 32768) >> 16;
 }
 
-TRK_HD void trk_yuv_to_rgb(const struct trk_yuv2rgb_coef *k, int y, int cb, int cr,
-                           uint8_t *r, uint8_t *g, uint8_t *b)
+TRK_HD void trk_yuv_to_rgb(const struct trk_yuv2rgb_coef *k, int y, int cb, int cr, uint8_t *r,
+                           uint8_t *g, uint8_t *b)
 {
     int32_t yy = k->y_mul * (y - k->y_off);
     int32_t u = cb - 128, v = cr - 128;
@@ -89,8 +88,8 @@ TRK_HD void trk_yuv_to_rgb(const struct trk_yuv2rgb_coef *k, int y, int cb, int 
     *b = trk_clamp255(trk_q16_round(yy + k->b_cb * u));
 }
 
-TRK_HD void trk_rgb_to_ycbcr(const struct trk_rgb2ycc_coef *k, int r, int g, int b,
-                             uint8_t *y, uint8_t *cb, uint8_t *cr)
+TRK_HD void trk_rgb_to_ycbcr(const struct trk_rgb2ycc_coef *k, int r, int g, int b, uint8_t *y,
+                             uint8_t *cb, uint8_t *cr)
 {
     *y = trk_clamp255(k->y_off + trk_q16_round(k->yr * r + k->yg * g + k->yb * b));
     *cb = trk_clamp255(128 + trk_q16_round(k->cbr * r + k->cbg * g + k->cbb * b));
@@ -125,11 +124,11 @@ TRK_HD void trk_rgb_to_hsv(int r, int g, int b, uint16_t *h, uint8_t *s, uint8_t
 }
 
 /* The object test for one channel triple. c0 is hue for hsv objects. */
-TRK_HD int trk_box_match(const uint16_t lo[3], const uint16_t hi[3], int is_hsv,
-                         int c0, int c1, int c2)
+TRK_HD int trk_box_match(const uint16_t lo[3], const uint16_t hi[3], int is_hsv, int c0, int c1,
+                         int c2)
 {
-    int ok0 = (is_hsv && lo[0] > hi[0]) ? (c0 >= lo[0] || c0 <= hi[0])
-                                        : (c0 >= lo[0] && c0 <= hi[0]);
+    int ok0 =
+        (is_hsv && lo[0] > hi[0]) ? (c0 >= lo[0] || c0 <= hi[0]) : (c0 >= lo[0] && c0 <= hi[0]);
     return ok0 && c1 >= lo[1] && c1 <= hi[1] && c2 >= lo[2] && c2 <= hi[2];
 }
 

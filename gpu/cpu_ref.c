@@ -95,9 +95,7 @@ static void fetch(const struct trk_image *img, int x, int y, int *is_yuv, int a[
         a[1] = img->plane[1][(size_t)(y / 2) * img->pitch[1] + (size_t)(x / 2)];
         a[2] = img->plane[2][(size_t)(y / 2) * img->pitch[2] + (size_t)(x / 2)];
         break;
-    default: /* unreachable: trk_image_check rejected the format */
-        a[0] = a[1] = a[2] = 0;
-        return;
+    default: /* unreachable: trk_image_check rejected the format */ a[0] = a[1] = a[2] = 0; return;
     }
     *is_yuv = 1;
 }
@@ -150,21 +148,16 @@ static int ref_submit(void *self, const struct trk_image *img, const struct trk_
                 const struct trk_roi *r = &s->roi[i];
                 const struct trk_object_def *o = &s->objs[i];
                 int m;
-                if (!s->live[i] || x < r->x0 || x > r->x1 || y < r->y0 || y > r->y1)
-                    continue;
+                if (!s->live[i] || x < r->x0 || x > r->x1 || y < r->y0 || y > r->y1) continue;
                 switch (o->space) {
                 case TRK_SPACE_RGB:
                     m = trk_box_match(o->lo, o->hi, 0, rgb[0], rgb[1], rgb[2]);
                     break;
-                case TRK_SPACE_HSV:
-                    m = trk_box_match(o->lo, o->hi, 1, hue, sv[0], sv[1]);
-                    break;
+                case TRK_SPACE_HSV: m = trk_box_match(o->lo, o->hi, 1, hue, sv[0], sv[1]); break;
                 case TRK_SPACE_YCBCR:
                     m = trk_box_match(o->lo, o->hi, 0, ycc[0], ycc[1], ycc[2]);
                     break;
-                default:
-                    m = 0;
-                    break;
+                default: m = 0; break;
                 }
                 if (m) accumulate(&s->res[i], x, y);
             }

@@ -70,7 +70,7 @@ static int scene_alloc(int width, int height, int m, struct trk_scene *out)
  * and secondaries (easy to tell apart on screen), later ones fill in between
  * (around the hue circle and across saturation/value levels). The palette does
  * not depend on the seed, so object i has the same colour in every run. */
-#define PAL_STEP 17
+#define PAL_STEP   17
 #define PAL_LEVELS 16 /* 0..255 in steps of 17 */
 
 static int palette_build(uint8_t pal[TRK_MAX_OBJECTS][3])
@@ -83,7 +83,7 @@ static int palette_build(uint8_t pal[TRK_MAX_OBJECTS][3])
     for (int r = 0; r < PAL_LEVELS; r++)
         for (int g = 0; g < PAL_LEVELS; g++)
             for (int b = 0; b < PAL_LEVELS; b++) {
-                int c[3] = {r * PAL_STEP, g * PAL_STEP, b * PAL_STEP};
+                int c[3] = { r * PAL_STEP, g * PAL_STEP, b * PAL_STEP };
                 int mx = c[0] > c[1] ? c[0] : c[1], mn = c[0] < c[1] ? c[0] : c[1];
                 mx = mx > c[2] ? mx : c[2];
                 mn = mn < c[2] ? mn : c[2];
@@ -190,8 +190,8 @@ static void box_around(uint64_t *st, const uint8_t rgb[3], enum trk_space space,
         c[0] = h, c[1] = s, c[2] = v;
     } else if (space == TRK_SPACE_YCBCR) {
         uint8_t y, cb, cr;
-        trk_rgb_to_ycbcr(&trk_rgb2ycc_coefs[trk_coef_index(TRK_MATRIX_BT601, 1)], rgb[0],
-                         rgb[1], rgb[2], &y, &cb, &cr);
+        trk_rgb_to_ycbcr(&trk_rgb2ycc_coefs[trk_coef_index(TRK_MATRIX_BT601, 1)], rgb[0], rgb[1],
+                         rgb[2], &y, &cb, &cr);
         c[0] = y, c[1] = cb, c[2] = cr;
     } else {
         c[0] = rgb[0], c[1] = rgb[1], c[2] = rgb[2];
@@ -222,16 +222,18 @@ int trk_scene_random(int width, int height, int m, uint64_t seed, struct trk_sce
     if (err) return err;
     uint64_t st = seed;
     size_t npx = (size_t)width * (size_t)height;
-    for (size_t i = 0; i < 3 * npx; i++) out->rgb[i] = (uint8_t)trk_rand_next(&st);
+    for (size_t i = 0; i < 3 * npx; i++)
+        out->rgb[i] = (uint8_t)trk_rand_next(&st);
 
-    static const uint8_t fixed[6][3] = {
-        {255, 0, 0}, {250, 10, 30}, {128, 128, 128}, {0, 0, 0}, {255, 255, 255}, {255, 8, 0}};
+    static const uint8_t fixed[6][3] = { { 255, 0, 0 }, { 250, 10, 30 },   { 128, 128, 128 },
+                                         { 0, 0, 0 },   { 255, 255, 255 }, { 255, 8, 0 } };
     uint8_t col[RND_REGIONS][3];
     for (int r = 0; r < RND_REGIONS; r++) {
         if (r < 6) {
             memcpy(col[r], fixed[r], 3);
         } else {
-            for (int c = 0; c < 3; c++) col[r][c] = (uint8_t)trk_rand_next(&st);
+            for (int c = 0; c < 3; c++)
+                col[r][c] = (uint8_t)trk_rand_next(&st);
         }
         /* At most about half the frame each way, so several regions stay
          * visible on top of each other and some noise survives. */
@@ -307,8 +309,8 @@ int trk_scene_random(int width, int height, int m, uint64_t seed, struct trk_sce
 /* --------------------------------------------------------- format output */
 
 int trk_image_from_rgb(const uint8_t *rgb, int width, int height, enum trk_pixfmt fmt,
-                       enum trk_matrix matrix, bool full_range, int pad,
-                       uint8_t **buf, struct trk_image *img)
+                       enum trk_matrix matrix, bool full_range, int pad, uint8_t **buf,
+                       struct trk_image *img)
 {
     *buf = NULL;
     memset(img, 0, sizeof(*img));
@@ -319,13 +321,11 @@ int trk_image_from_rgb(const uint8_t *rgb, int width, int height, enum trk_pixfm
     size_t p = (size_t)pad;
     if (w > (SIZE_MAX / 8 - p) / h) return TRK_EINVAL;
 
-    size_t pitch[3] = {0, 0, 0}, rows[3] = {h, 0, 0};
+    size_t pitch[3] = { 0, 0, 0 }, rows[3] = { h, 0, 0 };
     int bpp = trk_pixfmt_bpp(fmt);
     switch (fmt) {
     case TRK_FMT_YUYV: pitch[0] = 4 * cw + p; break;
-    case TRK_FMT_NV12:
-        pitch[0] = w + p, pitch[1] = 2 * cw + p, rows[1] = ch;
-        break;
+    case TRK_FMT_NV12: pitch[0] = w + p, pitch[1] = 2 * cw + p, rows[1] = ch; break;
     case TRK_FMT_I420:
         pitch[0] = w + p, pitch[1] = pitch[2] = cw + p, rows[1] = rows[2] = ch;
         break;
@@ -347,7 +347,7 @@ int trk_image_from_rgb(const uint8_t *rgb, int width, int height, enum trk_pixfm
     img->fmt = fmt;
     img->matrix = matrix;
     img->full_range = full_range;
-    uint8_t *pl[3] = {b, (uint8_t *)img->plane[1], (uint8_t *)img->plane[2]};
+    uint8_t *pl[3] = { b, (uint8_t *)img->plane[1], (uint8_t *)img->plane[2] };
 
     if (bpp >= 3) {
         int swap = fmt == TRK_FMT_BGR24 || fmt == TRK_FMT_BGRA;
@@ -372,7 +372,7 @@ int trk_image_from_rgb(const uint8_t *rgb, int width, int height, enum trk_pixfm
     for (size_t by = 0; by < brows; by++)
         for (size_t bx = 0; bx < cw; bx++) {
             unsigned sum_cb = 0, sum_cr = 0, n = 0;
-            uint8_t yv[2][2] = {{0, 0}, {0, 0}};
+            uint8_t yv[2][2] = { { 0, 0 }, { 0, 0 } };
             for (size_t dy = 0; dy < bh; dy++)
                 for (size_t dx = 0; dx < 2; dx++) {
                     size_t x = 2 * bx + dx, y = by * bh + dy;

@@ -11,12 +11,12 @@ extern "C" {
 
 /* A scene: an RGB24 picture plus the objects that describe it. */
 struct trk_scene {
-    uint8_t *rgb;     /* width * height * 3 bytes, pitch = width * 3 */
+    uint8_t *rgb; /* width * height * 3 bytes, pitch = width * 3 */
     int width, height;
     int n_objects;
     struct trk_object_def objects[TRK_MAX_OBJECTS];
     int cx[TRK_MAX_OBJECTS], cy[TRK_MAX_OBJECTS]; /* disk centres (standard scene) */
-    int radius;                                    /* disk radius (standard scene) */
+    int radius;                                   /* disk radius (standard scene) */
 };
 
 /* The standard benchmark scene of DESIGN.md section 6: gray background with
@@ -43,8 +43,8 @@ void trk_scene_free(struct trk_scene *s);
  * img. YUV formats use the given matrix/range (RGB -> YCbCr per color.h, then
  * chroma of each 2x1 / 2x2 block = the rounded average of its samples). */
 int trk_image_from_rgb(const uint8_t *rgb, int width, int height, enum trk_pixfmt fmt,
-                       enum trk_matrix matrix, bool full_range, int pad,
-                       uint8_t **buf, struct trk_image *img);
+                       enum trk_matrix matrix, bool full_range, int pad, uint8_t **buf,
+                       struct trk_image *img);
 
 /* Deterministic PRNG used by the scenes (splitmix64). */
 uint64_t trk_rand_next(uint64_t *state);

@@ -8,26 +8,26 @@
 
 static int check_failures;
 
-#define CHECK(cond)                                                                      \
-    do {                                                                                 \
-        if (!(cond)) {                                                                   \
-            if (check_failures < 50)                                                     \
-                fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-            check_failures++;                                                            \
-        }                                                                                \
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            if (check_failures < 50)                                                               \
+                fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);           \
+            check_failures++;                                                                      \
+        }                                                                                          \
     } while (0)
 
 /* CHECK with a printf-style context line printed on failure. */
-#define CHECKF(cond, ...)                                                                \
-    do {                                                                                 \
-        if (!(cond)) {                                                                   \
-            if (check_failures < 50) {                                                   \
-                fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #cond); \
-                fprintf(stderr, __VA_ARGS__);                                            \
-                fputc('\n', stderr);                                                     \
-            }                                                                            \
-            check_failures++;                                                            \
-        }                                                                                \
+#define CHECKF(cond, ...)                                                                          \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            if (check_failures < 50) {                                                             \
+                fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #cond);           \
+                fprintf(stderr, __VA_ARGS__);                                                      \
+                fputc('\n', stderr);                                                               \
+            }                                                                                      \
+            check_failures++;                                                                      \
+        }                                                                                          \
     } while (0)
 
 static inline int check_exit(const char *name)

@@ -12,7 +12,7 @@
 
 static void test_kinds(void)
 {
-    struct trk_backend_cfg cfg = {.max_width = 64, .max_height = 48};
+    struct trk_backend_cfg cfg = { .max_width = 64, .max_height = 48 };
     struct trk_backend *b = (struct trk_backend *)&cfg;
     char why[256] = "";
     bool cuda = trk_cuda_available(why, sizeof(why));
@@ -54,7 +54,7 @@ static void test_kinds(void)
 
     /* Bad configurations. */
     b = (struct trk_backend *)&cfg;
-    struct trk_backend_cfg bad = {.kind = TRK_BACKEND_CPU_REF, .max_width = 0, .max_height = 10};
+    struct trk_backend_cfg bad = { .kind = TRK_BACKEND_CPU_REF, .max_width = 0, .max_height = 10 };
     CHECK(trk_backend_create(&bad, &b) == TRK_EINVAL && b == NULL);
     bad.max_width = 10, bad.max_height = -1;
     CHECK(trk_backend_create(&bad, &b) == TRK_EINVAL && b == NULL);
@@ -75,17 +75,23 @@ static void test_kinds(void)
 
 static void test_images(void)
 {
-    struct trk_backend_cfg cfg = {.kind = TRK_BACKEND_CPU_REF, .max_width = 32, .max_height = 16};
+    struct trk_backend_cfg cfg = { .kind = TRK_BACKEND_CPU_REF, .max_width = 32, .max_height = 16 };
     struct trk_backend *b = NULL;
     CHECK(trk_backend_create(&cfg, &b) == 0);
     if (!b) return;
-    struct trk_object_def obj = {.name = "all", .space = TRK_SPACE_RGB, .lo = {0, 0, 0},
-                                 .hi = {255, 255, 255}, .min_mass = 1};
+    struct trk_object_def obj = { .name = "all",
+                                  .space = TRK_SPACE_RGB,
+                                  .lo = { 0, 0, 0 },
+                                  .hi = { 255, 255, 255 },
+                                  .min_mass = 1 };
     CHECK(trk_backend_set_objects(b, &obj, 1) == 0);
     static uint8_t px[64 * 64 * 4];
     struct trk_obj_result res;
-    struct trk_image im = {.plane = {px, px + 4096, px + 8192}, .pitch = {96, 96, 96},
-                           .width = 32, .height = 16, .fmt = TRK_FMT_RGB24};
+    struct trk_image im = { .plane = { px, px + 4096, px + 8192 },
+                            .pitch = { 96, 96, 96 },
+                            .width = 32,
+                            .height = 16,
+                            .fmt = TRK_FMT_RGB24 };
     CHECK(trk_backend_process(b, &im, NULL, &res, NULL) == 0);
     CHECK(res.mass == 32 * 16 && res.x0 == 0 && res.y0 == 0 && res.x1 == 31 && res.y1 == 15);
 
@@ -139,7 +145,7 @@ static void test_images(void)
 
 static void test_objects_and_protocol(void)
 {
-    struct trk_backend_cfg cfg = {.kind = TRK_BACKEND_CPU_REF, .max_width = 64, .max_height = 48};
+    struct trk_backend_cfg cfg = { .kind = TRK_BACKEND_CPU_REF, .max_width = 64, .max_height = 48 };
     struct trk_backend *b = NULL;
     CHECK(trk_backend_create(&cfg, &b) == 0);
     if (!b) return;
@@ -156,7 +162,9 @@ static void test_objects_and_protocol(void)
     CHECK(trk_backend_set_objects(b, many, -1) == TRK_EINVAL);
     CHECK(trk_backend_set_objects(b, NULL, 1) == TRK_EINVAL);
     CHECK(trk_backend_set_objects(b, many, TRK_MAX_OBJECTS) == 0);
-    struct trk_object_def o = {.space = TRK_SPACE_HSV, .lo = {360, 0, 0}, .hi = {10, 255, 255}};
+    struct trk_object_def o = { .space = TRK_SPACE_HSV,
+                                .lo = { 360, 0, 0 },
+                                .hi = { 10, 255, 255 } };
     CHECK(trk_backend_set_objects(b, &o, 1) == TRK_EINVAL); /* hue 0..359 */
     o.lo[0] = 359;
     CHECK(trk_backend_set_objects(b, &o, 1) == 0);
@@ -178,7 +186,7 @@ static void test_objects_and_protocol(void)
     /* submit + wait == process; one frame in flight at most; objects cannot
      * change under a frame in flight. */
     static struct trk_obj_result a[8], c[8];
-    struct trk_backend_timing t = {-1, -1, -1};
+    struct trk_backend_timing t = { -1, -1, -1 };
     CHECK(trk_backend_set_objects(b, sc.objects, 8) == 0);
     CHECK(trk_backend_process(b, &im, NULL, a, &t) == 0);
     CHECK(t.upload_ms == 0 && t.kernel_ms == t.total_ms && t.total_ms >= 0 && t.total_ms < 10000);
@@ -189,18 +197,21 @@ static void test_objects_and_protocol(void)
     CHECK(trk_backend_wait(b, c, NULL) == 0);
     CHECK(memcmp(a, c, sizeof(a)) == 0);
     int nonempty = 0;
-    for (int i = 0; i < 8; i++) nonempty += a[i].mass > 0;
+    for (int i = 0; i < 8; i++)
+        nonempty += a[i].mass > 0;
     CHECK(nonempty > 0);
 
     /* Empty ROIs count nothing and give the empty-result convention. */
     static struct trk_roi rois[8];
-    for (int i = 0; i < 8; i++) rois[i] = (struct trk_roi){10, 10, 9, 40};
+    for (int i = 0; i < 8; i++)
+        rois[i] = (struct trk_roi){ 10, 10, 9, 40 };
     CHECK(trk_backend_process(b, &im, rois, c, NULL) == 0);
     for (int i = 0; i < 8; i++)
         CHECK(c[i].mass == 0 && c[i].sum_x == 0 && c[i].sum_y == 0 && c[i].x0 == -1 &&
               c[i].y0 == -1 && c[i].x1 == -1 && c[i].y1 == -1);
     /* A ROI covering more than the frame equals no ROI. */
-    for (int i = 0; i < 8; i++) rois[i] = (struct trk_roi){-5, -5, 1000, 1000};
+    for (int i = 0; i < 8; i++)
+        rois[i] = (struct trk_roi){ -5, -5, 1000, 1000 };
     CHECK(trk_backend_process(b, &im, rois, c, NULL) == 0);
     CHECK(memcmp(a, c, sizeof(a)) == 0);
 
@@ -212,14 +223,15 @@ static void test_objects_and_protocol(void)
 static void test_helpers(void)
 {
     CHECK(strcmp(trk_strerror(0), "success") == 0);
-    int codes[] = {TRK_EINVAL, TRK_ENOMEM, TRK_ENODEV, TRK_EBACKEND, TRK_ETOOBIG};
+    int codes[] = { TRK_EINVAL, TRK_ENOMEM, TRK_ENODEV, TRK_EBACKEND, TRK_ETOOBIG };
     for (int i = 0; i < 5; i++) {
         CHECK(trk_strerror(codes[i]) && trk_strerror(codes[i])[0]);
-        for (int j = 0; j < i; j++) CHECK(strcmp(trk_strerror(codes[i]), trk_strerror(codes[j])));
+        for (int j = 0; j < i; j++)
+            CHECK(strcmp(trk_strerror(codes[i]), trk_strerror(codes[j])));
     }
     CHECK(trk_strerror(-2) && strcmp(trk_strerror(-2), "unknown error") != 0); /* -ENOENT */
-    static const char *names[] = {"rgb24", "rgba", "bgr24", "bgra", "yuyv", "nv12", "i420"};
-    static const int bpp[] = {3, 4, 3, 4, 2, 0, 0};
+    static const char *names[] = { "rgb24", "rgba", "bgr24", "bgra", "yuyv", "nv12", "i420" };
+    static const int bpp[] = { 3, 4, 3, 4, 2, 0, 0 };
     for (int f = 0; f < TRK_FMT_COUNT; f++) {
         CHECK(strcmp(trk_pixfmt_name((enum trk_pixfmt)f), names[f]) == 0);
         CHECK(trk_pixfmt_bpp((enum trk_pixfmt)f) == bpp[f]);

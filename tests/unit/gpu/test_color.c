@@ -12,7 +12,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-static const double KR[2] = {0.299, 0.2126}, KB[2] = {0.114, 0.0722};
+static const double KR[2] = { 0.299, 0.2126 }, KB[2] = { 0.114, 0.0722 };
 
 static double clampd(double v)
 {
@@ -85,8 +85,7 @@ static void test_rgb_to_ycbcr(void)
                             if (e > worst) worst = e;
                         }
                     }
-            CHECKF(worst < 1.0, "rgb->ycbcr matrix %d full %d: worst error %.3f", mat, full,
-                   worst);
+            CHECKF(worst < 1.0, "rgb->ycbcr matrix %d full %d: worst error %.3f", mat, full, worst);
             printf("rgb->ycbcr matrix %d full %d: worst error %.3f\n", mat, full, worst);
             /* Black, white and gray land on the nominal codes exactly. */
             uint8_t y, cb, cr;
@@ -151,9 +150,12 @@ static void test_hsv(void)
                 int mn = r < g ? (r < b ? r : b) : (g < b ? g : b);
                 double d = mx - mn, hd = 0;
                 if (d > 0) {
-                    if (mx == r) hd = 60 * fmod((g - b) / d + 6, 6);
-                    else if (mx == g) hd = 60 * ((b - r) / d + 2);
-                    else hd = 60 * ((r - g) / d + 4);
+                    if (mx == r)
+                        hd = 60 * fmod((g - b) / d + 6, 6);
+                    else if (mx == g)
+                        hd = 60 * ((b - r) / d + 2);
+                    else
+                        hd = 60 * ((r - g) / d + 4);
                 }
                 double sd = mx ? 255.0 * d / mx : 0;
                 double eh = fabs(h - hd);
@@ -194,11 +196,11 @@ static void test_box_match(void)
     long checked = 0;
     for (int lo = 0; lo < 360; lo += (lo < 10 || lo > 350) ? 1 : 7)
         for (int hi = 0; hi < 360; hi += (hi < 10 || hi > 350) ? 1 : 7) {
-            uint16_t L[3] = {(uint16_t)lo, 10, 20}, H[3] = {(uint16_t)hi, 200, 210};
+            uint16_t L[3] = { (uint16_t)lo, 10, 20 }, H[3] = { (uint16_t)hi, 200, 210 };
             for (int h = 0; h < 360; h++) {
                 int in_set = lo <= hi ? (h >= lo && h <= hi) : (h >= lo || h <= hi);
-                CHECKF(!!trk_box_match(L, H, 1, h, 100, 100) == in_set, "hsv %d..%d h %d", lo,
-                       hi, h);
+                CHECKF(!!trk_box_match(L, H, 1, h, 100, 100) == in_set, "hsv %d..%d h %d", lo, hi,
+                       h);
                 /* Non-hue channels bound the match either way. */
                 CHECK(!trk_box_match(L, H, 1, h, 9, 100));
                 CHECK(!trk_box_match(L, H, 1, h, 100, 211));
@@ -208,7 +210,7 @@ static void test_box_match(void)
                 checked++;
             }
         }
-    uint16_t L[3] = {346, 110, 70}, H[3] = {14, 255, 255}; /* DESIGN.md's "red" */
+    uint16_t L[3] = { 346, 110, 70 }, H[3] = { 14, 255, 255 }; /* DESIGN.md's "red" */
     CHECK(trk_box_match(L, H, 1, 0, 200, 200));
     CHECK(trk_box_match(L, H, 1, 359, 200, 200));
     CHECK(trk_box_match(L, H, 1, 346, 110, 70));
@@ -218,7 +220,7 @@ static void test_box_match(void)
     CHECK(!trk_box_match(L, H, 1, 180, 200, 200));
     CHECK(!trk_box_match(L, H, 1, 0, 109, 200));
     /* Inclusive bounds on every channel. */
-    uint16_t l2[3] = {10, 20, 30}, h2[3] = {10, 20, 30};
+    uint16_t l2[3] = { 10, 20, 30 }, h2[3] = { 10, 20, 30 };
     CHECK(trk_box_match(l2, h2, 0, 10, 20, 30));
     CHECK(!trk_box_match(l2, h2, 0, 11, 20, 30));
     CHECK(!trk_box_match(l2, h2, 0, 10, 20, 31));

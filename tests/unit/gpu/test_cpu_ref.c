@@ -121,13 +121,13 @@ static void make_rois(uint64_t *st, int w, int h, int n, struct trk_roi *rois)
         int ay = (int)(trk_rand_next(st) % (uint64_t)(h + 8)) - 4;
         int by = (int)(trk_rand_next(st) % (uint64_t)(h + 8)) - 4;
         switch (kind) {
-        case 0: *r = (struct trk_roi){-1000, -1000, 100000, 100000}; break;
-        case 1: *r = (struct trk_roi){ax, ay, ax, ay}; break;                 /* 1 pixel */
-        case 2: *r = (struct trk_roi){w + 2, 0, w + 10, h - 1}; break;        /* outside */
-        case 3: *r = (struct trk_roi){bx > ax ? bx : ax, ay, bx > ax ? ax : bx, by}; break;
+        case 0: *r = (struct trk_roi){ -1000, -1000, 100000, 100000 }; break;
+        case 1: *r = (struct trk_roi){ ax, ay, ax, ay }; break;          /* 1 pixel */
+        case 2: *r = (struct trk_roi){ w + 2, 0, w + 10, h - 1 }; break; /* outside */
+        case 3: *r = (struct trk_roi){ bx > ax ? bx : ax, ay, bx > ax ? ax : bx, by }; break;
         default:
-            *r = (struct trk_roi){ax < bx ? ax : bx, ay < by ? ay : by, ax < bx ? bx : ax,
-                                  ay < by ? by : ay};
+            *r = (struct trk_roi){ ax < bx ? ax : bx, ay < by ? ay : by, ax < bx ? bx : ax,
+                                   ay < by ? by : ay };
             break;
         }
         if (kind == 3 && r->x0 == r->x1) r->x0++; /* make sure it is inverted */
@@ -162,7 +162,7 @@ static void run_case(struct trk_backend *b, const struct trk_scene *sc, enum trk
     static struct trk_obj_result got[TRK_MAX_OBJECTS], want[TRK_MAX_OBJECTS];
     if (use_rois) make_rois(st, sc->width, sc->height, n, rois);
     memset(got, 0x5c, sizeof(got));
-    struct trk_backend_timing t = {-1, -1, -1};
+    struct trk_backend_timing t = { -1, -1, -1 };
     err = trk_backend_process(b, &im, use_rois ? rois : NULL, got, &t);
     CHECKF(err == 0, "process: %s", trk_strerror(err));
     CHECK(t.upload_ms == 0 && t.kernel_ms == t.total_ms && t.total_ms >= 0);
@@ -174,7 +174,10 @@ static void run_case(struct trk_backend *b, const struct trk_scene *sc, enum trk
         } else {
             brute(&im, &sc->objects[i], use_rois ? &cr : NULL, &want[i]);
         }
-        if (want[i].mass) n_nonempty++; else n_empty++;
+        if (want[i].mass)
+            n_nonempty++;
+        else
+            n_empty++;
         CHECKF(memcmp(&got[i], &want[i], sizeof(want[i])) == 0,
                "%dx%d %s pad %d coef %d rois %d obj %d (space %d lo %d,%d,%d hi %d,%d,%d): "
                "got mass %llu sx %llu sy %llu bbox %d,%d,%d,%d, want mass %llu sx %llu sy %llu "
@@ -194,10 +197,13 @@ static void run_case(struct trk_backend *b, const struct trk_scene *sc, enum trk
 
 int main(void)
 {
-    static const int sizes[][2] = {{1, 1}, {2, 1}, {1, 2}, {3, 5}, {5, 3}, {2, 2},
-                                   {17, 9}, {9, 17}, {33, 31}, {64, 48}, {101, 7}};
-    static const int counts[] = {0, 1, 7, TRK_MAX_OBJECTS};
-    struct trk_backend_cfg cfg = {.kind = TRK_BACKEND_CPU_REF, .max_width = 256, .max_height = 256};
+    static const int sizes[][2] = { { 1, 1 },   { 2, 1 },   { 1, 2 },  { 3, 5 },
+                                    { 5, 3 },   { 2, 2 },   { 17, 9 }, { 9, 17 },
+                                    { 33, 31 }, { 64, 48 }, { 101, 7 } };
+    static const int counts[] = { 0, 1, 7, TRK_MAX_OBJECTS };
+    struct trk_backend_cfg cfg = { .kind = TRK_BACKEND_CPU_REF,
+                                   .max_width = 256,
+                                   .max_height = 256 };
     struct trk_backend *b = NULL;
     int err = trk_backend_create(&cfg, &b);
     CHECK(err == 0 && b);
@@ -216,8 +222,8 @@ int main(void)
             for (int fmt = 0; fmt < TRK_FMT_COUNT; fmt++)
                 for (int pad = 0; pad <= 5; pad += 5)
                     for (int rois = 0; rois < 2; rois++)
-                        run_case(b, &sc, (enum trk_pixfmt)fmt, pad, (fmt + pad + rois) % 4,
-                                 rois, &st);
+                        run_case(b, &sc, (enum trk_pixfmt)fmt, pad, (fmt + pad + rois) % 4, rois,
+                                 &st);
             trk_scene_free(&sc);
         }
 
@@ -252,8 +258,8 @@ int main(void)
 
     /* The comparison must not be vacuous: both empty and non-empty results
      * must have been compared, many times. */
-    printf("%ld cases, %ld non-empty and %ld empty object results compared\n", n_cases,
-           n_nonempty, n_empty);
+    printf("%ld cases, %ld non-empty and %ld empty object results compared\n", n_cases, n_nonempty,
+           n_empty);
     CHECK(n_nonempty > 1000 && n_empty > 100);
     trk_backend_destroy(&b);
     return check_exit("test_cpu_ref");

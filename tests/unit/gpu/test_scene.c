@@ -25,8 +25,8 @@ static int process_rgb(const struct trk_scene *sc, enum trk_pixfmt fmt, int pad,
 {
     uint8_t *buf;
     struct trk_image im;
-    int err = trk_image_from_rgb(sc->rgb, sc->width, sc->height, fmt, TRK_MATRIX_BT601, true,
-                                 pad, &buf, &im);
+    int err = trk_image_from_rgb(sc->rgb, sc->width, sc->height, fmt, TRK_MATRIX_BT601, true, pad,
+                                 &buf, &im);
     if (err) return err;
     err = trk_backend_set_objects(ref, sc->objects, sc->n_objects);
     if (!err) err = trk_backend_process(ref, &im, rois, out, NULL);
@@ -40,7 +40,8 @@ static void standard_expected(const struct trk_scene *sc, struct trk_obj_result 
 {
     int w = sc->width, h = sc->height, r = sc->radius;
     int *owner = malloc(sizeof(int) * (size_t)w * (size_t)h);
-    for (size_t i = 0; i < (size_t)w * (size_t)h; i++) owner[i] = -1;
+    for (size_t i = 0; i < (size_t)w * (size_t)h; i++)
+        owner[i] = -1;
     for (int k = 0; k < sc->n_objects; k++)
         for (int y = sc->cy[k] - r; y <= sc->cy[k] + r; y++)
             for (int x = sc->cx[k] - r; x <= sc->cx[k] + r; x++) {
@@ -71,7 +72,8 @@ static uint64_t disk_pixels(int r)
 {
     uint64_t n = 0;
     for (int dy = -r; dy <= r; dy++)
-        for (int dx = -r; dx <= r; dx++) n += dx * dx + dy * dy <= r * r;
+        for (int dx = -r; dx <= r; dx++)
+            n += dx * dx + dy * dy <= r * r;
     return n;
 }
 
@@ -109,7 +111,8 @@ static void test_standard(int w, int h, int m, uint64_t seed, int all_rgb_format
      * the ownership map below: the sum of all masses = disk-covered pixels). */
     standard_expected(&sc, want);
     uint64_t covered = 0, sum_mass = 0;
-    for (int k = 0; k < m; k++) covered += want[k].mass;
+    for (int k = 0; k < m; k++)
+        covered += want[k].mass;
     size_t gray = 0, gray_bad = 0;
     for (size_t i = 0; i < (size_t)w * (size_t)h; i++) {
         const uint8_t *p = sc.rgb + 3 * i;
@@ -182,7 +185,7 @@ static void test_random(void)
     CHECK(memcmp(sc.objects, again.objects, sizeof(sc.objects)) == 0);
     trk_scene_free(&again);
 
-    int spaces[3] = {0, 0, 0}, wraps = 0, empty = 0, found = 0, border = 0;
+    int spaces[3] = { 0, 0, 0 }, wraps = 0, empty = 0, found = 0, border = 0;
     CHECK(process_rgb(&sc, TRK_FMT_RGB24, 0, NULL, got) == 0);
     for (int k = 0; k < sc.n_objects; k++) {
         const struct trk_object_def *o = &sc.objects[k];
@@ -214,13 +217,15 @@ static void test_random(void)
     int multi = 0;
     for (int y = 0; y < sc.height; y++)
         for (int x = 0; x < sc.width; x++) {
-            for (int k = 0; k < sc.n_objects; k++) rois[k] = (struct trk_roi){x, y, x, y};
+            for (int k = 0; k < sc.n_objects; k++)
+                rois[k] = (struct trk_roi){ x, y, x, y };
             CHECK(process_rgb(&sc, TRK_FMT_RGB24, 0, rois, got) == 0);
             int n = 0;
             for (int k = 0; k < sc.n_objects; k++) {
                 n += got[k].mass > 0;
                 CHECK(got[k].mass <= 1);
-                if (got[k].mass) CHECK(got[k].x0 == x && got[k].y0 == y && got[k].sum_x == (uint64_t)x);
+                if (got[k].mass)
+                    CHECK(got[k].x0 == x && got[k].y0 == y && got[k].sum_x == (uint64_t)x);
             }
             multi += n >= 2;
         }
@@ -250,10 +255,11 @@ static void test_bad_args(void)
     trk_scene_free(sc);
     trk_scene_free(NULL);
     free(sc);
-    uint8_t px[3] = {1, 2, 3}, *buf = (uint8_t *)1;
+    uint8_t px[3] = { 1, 2, 3 }, *buf = (uint8_t *)1;
     struct trk_image im;
     CHECK(trk_image_from_rgb(px, 1, 1, TRK_FMT_RGB24, TRK_MATRIX_BT601, true, -1, &buf, &im) ==
-              TRK_EINVAL && buf == NULL);
+              TRK_EINVAL &&
+          buf == NULL);
     CHECK(trk_image_from_rgb(px, 0, 1, TRK_FMT_RGB24, TRK_MATRIX_BT601, true, 0, &buf, &im) ==
           TRK_EINVAL);
     CHECK(trk_image_from_rgb(px, 1, 1, TRK_FMT_COUNT, TRK_MATRIX_BT601, true, 0, &buf, &im) ==
@@ -265,20 +271,21 @@ static void test_bad_args(void)
 /* trk_image_from_rgb: layouts, pitches, and the documented sample values. */
 static void test_image_from_rgb(void)
 {
-    static const int sizes[][2] = {{1, 1}, {2, 2}, {3, 5}, {8, 4}, {17, 9}};
+    static const int sizes[][2] = { { 1, 1 }, { 2, 2 }, { 3, 5 }, { 8, 4 }, { 17, 9 } };
     uint64_t st = 77;
     for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++) {
         int w = sizes[si][0], h = sizes[si][1], cw = (w + 1) / 2, ch = (h + 1) / 2;
         uint8_t *rgb = malloc((size_t)w * (size_t)h * 3);
-        for (int i = 0; i < w * h * 3; i++) rgb[i] = (uint8_t)trk_rand_next(&st);
+        for (int i = 0; i < w * h * 3; i++)
+            rgb[i] = (uint8_t)trk_rand_next(&st);
         for (int fmt = 0; fmt < TRK_FMT_COUNT; fmt++)
             for (int pad = 0; pad <= 7; pad += 7)
                 for (int coef = 0; coef < 4; coef++) {
                     uint8_t *buf;
                     struct trk_image im;
-                    int err = trk_image_from_rgb(rgb, w, h, (enum trk_pixfmt)fmt,
-                                                 (enum trk_matrix)(coef / 2), coef & 1, pad,
-                                                 &buf, &im);
+                    int err =
+                        trk_image_from_rgb(rgb, w, h, (enum trk_pixfmt)fmt,
+                                           (enum trk_matrix)(coef / 2), coef & 1, pad, &buf, &im);
                     CHECK(err == 0);
                     if (err) continue;
                     CHECK(trk_image_check(&im) == 0);
@@ -317,7 +324,8 @@ static void test_image_from_rgb(void)
                                 trk_rgb_to_ycbcr(k, s[0], s[1], s[2], &Y, &cb, &cr);
                                 int sy;
                                 if (fmt == TRK_FMT_YUYV)
-                                    sy = im.plane[0][(size_t)y * im.pitch[0] + (size_t)(x / 2 * 4 + (x & 1) * 2)];
+                                    sy = im.plane[0][(size_t)y * im.pitch[0] +
+                                                     (size_t)(x / 2 * 4 + (x & 1) * 2)];
                                 else
                                     sy = im.plane[0][(size_t)y * im.pitch[0] + (size_t)x];
                                 CHECK(sy == Y);
@@ -332,14 +340,18 @@ static void test_image_from_rgb(void)
                                     }
                                 int ecb = (scb + n / 2) / n, ecr = (scr + n / 2) / n, gcb, gcr;
                                 if (fmt == TRK_FMT_YUYV) {
-                                    const uint8_t *q = im.plane[0] + (size_t)y * im.pitch[0] + (size_t)(x / 2 * 4);
+                                    const uint8_t *q =
+                                        im.plane[0] + (size_t)y * im.pitch[0] + (size_t)(x / 2 * 4);
                                     gcb = q[1], gcr = q[3];
                                 } else if (fmt == TRK_FMT_NV12) {
-                                    const uint8_t *q = im.plane[1] + (size_t)(y / 2) * im.pitch[1] + (size_t)x;
+                                    const uint8_t *q =
+                                        im.plane[1] + (size_t)(y / 2) * im.pitch[1] + (size_t)x;
                                     gcb = q[0], gcr = q[1];
                                 } else {
-                                    gcb = im.plane[1][(size_t)(y / 2) * im.pitch[1] + (size_t)(x / 2)];
-                                    gcr = im.plane[2][(size_t)(y / 2) * im.pitch[2] + (size_t)(x / 2)];
+                                    gcb = im.plane[1]
+                                                  [(size_t)(y / 2) * im.pitch[1] + (size_t)(x / 2)];
+                                    gcr = im.plane[2]
+                                                  [(size_t)(y / 2) * im.pitch[2] + (size_t)(x / 2)];
                                 }
                                 CHECKF(gcb == ecb && gcr == ecr, "%s %dx%d at %d,%d",
                                        trk_pixfmt_name((enum trk_pixfmt)fmt), w, h, x, y);
@@ -362,8 +374,9 @@ static void test_rand(void)
 
 int main(void)
 {
-    struct trk_backend_cfg cfg = {.kind = TRK_BACKEND_CPU_REF, .max_width = 1920,
-                                  .max_height = 1080};
+    struct trk_backend_cfg cfg = { .kind = TRK_BACKEND_CPU_REF,
+                                   .max_width = 1920,
+                                   .max_height = 1080 };
     CHECK(trk_backend_create(&cfg, &ref) == 0);
     if (!ref) return check_exit("test_scene");
     test_rand();
