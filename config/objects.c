@@ -9,6 +9,7 @@
  * time, and later errors are often consequences of the first.
  */
 #include "objects.h"
+#include "utf8.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -25,38 +26,6 @@
 
 /* ------------------------------------------------------------ text helpers */
 
-/* Length of the valid UTF-8 sequence at s[0..n) (1..4), or 0 when invalid or
- * cut short. Rejects overlongs, surrogates and code points past U+10FFFF,
- * like jansson. */
-static size_t utf8_seq(const unsigned char *s, size_t n)
-{
-    unsigned c = s[0];
-    size_t len;
-    unsigned long cp;
-    if (c < 0x80) return 1;
-    if (c >= 0xC2 && c <= 0xDF) {
-        len = 2;
-        cp = c & 0x1F;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        len = 3;
-        cp = c & 0x0F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        len = 4;
-        cp = c & 0x07;
-    } else {
-        return 0;
-    }
-    if (n < len) return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80) return 0;
-        cp = (cp << 6) | (s[i] & 0x3F);
-    }
-    if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10FFFF ||
-        (cp >= 0xD800 && cp <= 0xDFFF))
-        return 0;
-    return len;
-}
-
 static int is_ctrl(unsigned char c)
 {
     return c < 0x20 || c == 0x7F;
@@ -70,7 +39,7 @@ static void sanitize(char *s)
     unsigned char *p = (unsigned char *)s;
     size_t n = strlen(s), r = 0, w = 0;
     while (r < n) {
-        size_t k = utf8_seq(p + r, n - r);
+        size_t k = trk_utf8_seq_len(p + r, n - r);
         if (k == 0 && n - r < 4 && p[r] >= 0xC2 && p[r] <= 0xF4) {
             /* Possibly a sequence cut at the buffer's end: drop the tail. */
             size_t i = r + 1;
@@ -97,7 +66,7 @@ static void quote_user(const char *s, size_t len, char *out, size_t outlen)
     const size_t max = 40;
     size_t r = 0, w = 0;
     while (r < len && w + 4 < outlen) {
-        size_t k = utf8_seq((const unsigned char *)s + r, len - r);
+        size_t k = trk_utf8_seq_len((const unsigned char *)s + r, len - r);
         if (k == 0 || (k == 1 && is_ctrl((unsigned char)s[r]))) k = 1;
         if (w + k > max) break;
         if (k == 1 && (is_ctrl((unsigned char)s[r]) || (unsigned char)s[r] >= 0x80)) {
@@ -165,7 +134,7 @@ static int check_name(const char *s, size_t len, char *msg, size_t n)
         return -1;
     }
     for (size_t i = 0; i < len;) {
-        size_t k = utf8_seq((const unsigned char *)s + i, len - i);
+        size_t k = trk_utf8_seq_len((const unsigned char *)s + i, len - i);
         if (k == 0) {
             snprintf(msg, n, "name is not valid UTF-8");
             return -1;

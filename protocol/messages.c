@@ -1,6 +1,7 @@
 /* trackd wire messages: hand-written JSON encoders and the client parser.
  * See messages.h and PROTOCOL.md. */
 #include "messages.h"
+#include "utf8.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -58,38 +59,6 @@ int trk_buf_puts(struct trk_buf *b, const char *s)
     return trk_buf_append(b, s, strlen(s));
 }
 
-/* Length of the valid UTF-8 sequence starting at s (n bytes available), or 0
- * when it is not valid (overlong forms, surrogates and code points above
- * U+10FFFF are invalid, as in RFC 3629). */
-static size_t utf8_seq_len(const unsigned char *s, size_t n)
-{
-    unsigned c = s[0];
-    size_t len;
-    unsigned cp;
-    if (c < 0x80) return 1;
-    if (c >= 0xC2 && c <= 0xDF) {
-        len = 2;
-        cp = c & 0x1F;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        len = 3;
-        cp = c & 0x0F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        len = 4;
-        cp = c & 0x07;
-    } else {
-        return 0;
-    }
-    if (n < len) return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80) return 0;
-        cp = (cp << 6) | (s[i] & 0x3F);
-    }
-    if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10FFFF ||
-        (cp >= 0xD800 && cp <= 0xDFFF))
-        return 0;
-    return len;
-}
-
 int trk_buf_json_str(struct trk_buf *b, const char *s, size_t n)
 {
     if (!s) return trk_buf_append(b, "null", 4);
@@ -125,7 +94,7 @@ int trk_buf_json_str(struct trk_buf *b, const char *s, size_t n)
             }
             i++;
         } else {
-            size_t k = utf8_seq_len(p + i, len - i);
+            size_t k = trk_utf8_seq_len(p + i, len - i);
             if (k) {
                 memcpy(o, p + i, k);
                 o += k;
