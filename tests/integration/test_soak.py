@@ -13,18 +13,11 @@ and connection churn are all exercised.
 import argparse
 import asyncio
 import re
-import socket
-import subprocess
 import sys
-import time
 
 import websockets
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from daemon_proc import start_trackd
 
 
 async def reader(url, stop, counts):
@@ -67,17 +60,9 @@ def main():
     ap.add_argument("--duration", type=float, default=25)
     ap.add_argument("--report")
     a = ap.parse_args()
-    port = free_port()
     log = open("soak-trackd.log", "w+")
-    p = subprocess.Popen([a.trackd, "--listen", f"127.0.0.1:{port}", "--stats-interval", "1",
-                          "--backend", "cpu"], stderr=log, stdout=subprocess.DEVNULL)
+    p, port = start_trackd(a.trackd, ["--stats-interval", "1", "--backend", "cpu"], log)
     try:
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", port), 0.2).close()
-                break
-            except OSError:
-                time.sleep(0.1)
         counts = {"text": 0, "binary": 0, "reconnects": 0}
         asyncio.run(clients(f"ws://127.0.0.1:{port}/ws", a.duration, counts))
     finally:

@@ -13,21 +13,16 @@ loopback port, then with ws_client.py (Debian's python3-websockets):
 """
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 
+from daemon_proc import start_trackd
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 CLIENT = [sys.executable, os.path.join(HERE, "ws_client.py")]
 FPS, SECONDS = 100, 4.0
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def client(*args, check=True):
@@ -47,20 +42,12 @@ def measure(url, report):
 
 def main():
     trackd, web_root = sys.argv[1], sys.argv[2]
-    port = free_port()
-    url = f"ws://127.0.0.1:{port}/ws"
     with tempfile.TemporaryDirectory() as d:
         log = open(os.path.join(d, "trackd.log"), "w+")
-        p = subprocess.Popen([trackd, "--listen", f"127.0.0.1:{port}", "--size", "640x360",
-                              "--fps", str(FPS), "--web-root", web_root, "--backend", "cpu"],
-                             stdout=subprocess.DEVNULL, stderr=log)
+        p, port = start_trackd(trackd, ["--size", "640x360", "--fps", str(FPS), "--web-root",
+                                        web_root, "--backend", "cpu"], log)
+        url = f"ws://127.0.0.1:{port}/ws"
         try:
-            for _ in range(100):
-                try:
-                    socket.create_connection(("127.0.0.1", port), 0.2).close()
-                    break
-                except OSError:
-                    time.sleep(0.1)
             client("--url", url, "--http-check", "--expect-text", "<html")
             alone = measure(url, os.path.join(d, "alone.json"))
             stall = subprocess.Popen(CLIENT + ["--url", url, "--stall", "--duration",

@@ -1,0 +1,30 @@
+"""Starting the real trackd daemon for integration tests: a free loopback
+port, stderr to a log file, and waiting until the server accepts."""
+import socket
+import subprocess
+import time
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_trackd(trackd, args, log):
+    """Starts `trackd --listen 127.0.0.1:PORT ARGS` with stderr to the open
+    file log; returns (process, port) once the port accepts connections."""
+    port = free_port()
+    p = subprocess.Popen([trackd, "--listen", f"127.0.0.1:{port}", *args],
+                         stdout=subprocess.DEVNULL, stderr=log)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if p.poll() is not None:
+            raise RuntimeError(f"trackd exited {p.returncode} at start")
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            return p, port
+        except OSError:
+            time.sleep(0.1)
+    p.kill()
+    raise RuntimeError("trackd did not start listening within 10 s")
