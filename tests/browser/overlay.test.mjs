@@ -1,0 +1,158 @@
+// Browser test: the real trackd daemon serves the page, headless Chromium
+// (Debian's, driven by playwright-core) loads it, and we check that the
+// overlay for a known object is drawn where the object is, that the object
+// list reports it, and that the page reconnects by itself after a restart.
+//
+//   node overlay.test.mjs TRACKD WEB_ROOT OUT_DIR
+//
+// The clip is made here with the ffmpeg CLI: a 640x360 gray frame with a
+// solid red 60x60 square at (400, 100), lossless (ffv1, yuv420p; the square
+// is aligned to the 2x2 chroma grid, so its box is exact: [400,100,459,159]).
+import { spawn, execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+
+const [trackd, webRoot, outDir] = process.argv.slice(2);
+const BOX = [400, 100, 459, 159];
+const FRAME_W = 640, FRAME_H = 360;
+
+function fail(msg) {
+  console.error(`FAIL: ${msg}`);
+  process.exitCode = 1;
+  throw new Error(msg);
+}
+
+function freePort() {
+  return new Promise((resolve) => {
+    const s = net.createServer();
+    s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => resolve(p)); });
+  });
+}
+
+async function waitListening(port, proc) {
+  for (let i = 0; i < 100; i++) {
+    if (proc.exitCode !== null) fail(`trackd exited ${proc.exitCode} at start`);
+    const ok = await new Promise((resolve) => {
+      const c = net.connect(port, '127.0.0.1', () => { c.end(); resolve(true); });
+      c.on('error', () => resolve(false));
+    });
+    if (ok) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  fail('trackd did not listen within 10 s');
+}
+
+function startTrackd(clip, objs, port, log) {
+  const p = spawn(trackd, ['--input', clip, '--loop', '--objects', objs, '--listen',
+                           `127.0.0.1:${port}`, '--web-root', webRoot, '--log-level', 'warn',
+                           '--backend', 'cpu'], { stdio: ['ignore', 'ignore', log] });
+  return p;
+}
+
+function stop(p) {
+  return new Promise((resolve) => {
+    if (p.exitCode !== null) return resolve(p.exitCode);
+    p.on('exit', (code) => resolve(code));
+    p.kill('SIGTERM');
+  });
+}
+
+const near = (a, b, tol) => Math.abs(a - b) <= tol;
+
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'trackd-browser-'));
+fs.mkdirSync(outDir, { recursive: true });
+const clip = path.join(tmp, 'square.mkv');
+execFileSync('ffmpeg', ['-loglevel', 'error', '-y', '-f', 'lavfi', '-i',
+  `color=c=0x808080:s=${FRAME_W}x${FRAME_H}:r=30`, '-vf',
+  'drawbox=x=400:y=100:w=60:h=60:color=0xE02828:t=fill', '-t', '3', '-c:v', 'ffv1',
+  '-pix_fmt', 'yuv420p', clip]);
+const objs = path.join(tmp, 'objects.json');
+fs.writeFileSync(objs, JSON.stringify({ objects: [
+  { name: 'red', space: 'hsv', lo: [345, 120, 80], hi: [15, 255, 255] }] }));
+const log = fs.openSync(path.join(outDir, 'trackd.log'), 'w');
+const port = await freePort();
+let daemon = startTrackd(clip, objs, port, log);
+let browser;
+try {
+  await waitListening(port, daemon);
+  browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+           '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    // launch() gives every run a fresh temporary profile of its own.
+  });
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  await page.goto(`http://127.0.0.1:${port}/`);
+
+  // 1. A preview with its matching result drawn over it, one box.
+  await page.waitForFunction(() => {
+    const d = window.trackd && window.trackd.lastDrawn;
+    return d && d.preview && d.matched && d.boxes.length === 1 && window.trackd.previewsReceived > 3;
+  }, null, { timeout: 20000 }).catch(() => fail('no preview with a matched overlay within 20 s'));
+  const st = await page.evaluate(() => {
+    const c = document.getElementById('view');
+    return { cw: c.width, ch: c.height, drawn: window.trackd.lastDrawn,
+             hello: window.trackd.hello, frame: window.trackd.lastFrame };
+  });
+  const sx = st.cw / FRAME_W, sy = st.ch / FRAME_H;
+  const b = st.drawn.boxes[0];
+  const want = [BOX[0] * sx, BOX[1] * sy, (BOX[2] + 1) * sx, (BOX[3] + 1) * sy];
+  const got = [b.x0, b.y0, b.x1, b.y1];
+  console.log(`canvas ${st.cw}x${st.ch}; overlay box ${JSON.stringify(got)}, expected ` +
+              `${JSON.stringify(want.map((v) => +v.toFixed(1)))}`);
+  got.forEach((v, i) => { if (!near(v, want[i], 2)) fail(`box edge ${i}: ${v} vs ${want[i]}`); });
+  if (!near(b.cx, (429.5 + 0.5) * sx, 2) || !near(b.cy, (129.5 + 0.5) * sy, 2))
+    fail(`centroid cross at (${b.cx}, ${b.cy})`);
+  const fo = st.frame.objects[0];
+  if (!fo.found || JSON.stringify(fo.bbox) !== JSON.stringify(BOX) || fo.mass !== 3600)
+    fail(`frame result ${JSON.stringify(fo)}`);
+
+  // 2. The canvas really has the overlay colour on the box's edges (middle of
+  //    the top and left edges; the line is centred on the box edge).
+  const colour = st.hello.objects[0].color;
+  const rgb = [1, 3, 5].map((i) => parseInt(colour.slice(i, i + 2), 16));
+  const px = await page.evaluate(([pts]) => {
+    const ctx = document.getElementById('view').getContext('2d');
+    return pts.map(([x, y]) => Array.from(ctx.getImageData(x, y, 1, 1).data.slice(0, 3)));
+  }, [[[Math.round((b.x0 + b.x1) / 2), b.y0], [b.x0, Math.round((b.y0 + b.y1) / 2)],
+       [b.x1 - 1, Math.round((b.y0 + b.y1) / 2)]]]);
+  for (const p of px)
+    if (!p.every((v, i) => near(v, rgb[i], 3))) fail(`edge pixel ${p} is not the overlay ${colour}`);
+  console.log(`edge pixels ${JSON.stringify(px)} = overlay colour ${colour}`);
+
+  // 3. The object list: found, mass, centroid (429.5, 129.5).
+  const row = await page.evaluate(() => Array.from(document.querySelectorAll('#objects tr'))
+    .map((tr) => tr.innerText.replace(/\s+/g, ' ').trim()));
+  const red = row.find((r) => r.startsWith('red'));
+  const m = red && red.match(/(\d+(?:\.\d+)?),\s*(\d+(?:\.\d+)?)/);
+  if (!red || !/yes/.test(red) || !m || !near(+m[1], 429.5, 0.2) || !near(+m[2], 129.5, 0.2))
+    fail(`object list row: ${JSON.stringify(row)}`);
+  console.log(`object list: ${red}`);
+  await page.screenshot({ path: path.join(outDir, 'overlay.png') });
+
+  // 4. Restart the daemon on the same port: the page reconnects by itself.
+  const before = await page.evaluate(() => ({ c: window.trackd.connects, f: window.trackd.framesReceived }));
+  await stop(daemon);
+  await page.waitForFunction(() => !window.trackd.connected, null, { timeout: 10000 })
+    .catch(() => fail('page did not notice the daemon going away'));
+  daemon = startTrackd(clip, objs, port, log);
+  await waitListening(port, daemon);
+  await page.waitForFunction((c) => window.trackd.connected && window.trackd.connects > c &&
+                                    window.trackd.lastDrawn && window.trackd.lastDrawn.matched,
+                             before.c, { timeout: 15000 })
+    .catch(() => fail('page did not reconnect and resume within 15 s'));
+  const after = await page.evaluate(() => window.trackd.framesReceived);
+  console.log(`reconnected: connects ${before.c} -> more, frames ${before.f} -> ${after}`);
+  await page.screenshot({ path: path.join(outDir, 'overlay-after-restart.png') });
+  if (errors.length) fail(`page errors: ${errors.join('; ')}`);
+  console.log(`browser: passed (screenshots in ${outDir})`);
+} finally {
+  if (browser) await browser.close();
+  await stop(daemon);
+  fs.rmSync(tmp, { recursive: true, force: true });
+}
