@@ -525,6 +525,7 @@ const char *trk_msg_err_code(int err)
     case TRK_MSG_BAD_FIELD: return "bad_field";
     case TRK_MSG_BINARY: return "binary";
     case TRK_MSG_UNSUPPORTED: return "unsupported";
+    case TRK_MSG_UNAUTHORIZED: return "unauthorized";
     }
     return "error";
 }

@@ -208,7 +208,9 @@ enum trk_msg_err {
     TRK_MSG_BINARY = -7,       /* "binary": binary frame (only text accepted) */
     TRK_MSG_UNSUPPORTED = -8,  /* "unsupported": a control type this server
                                 * has no handler for (no on_message)       */
-    TRK_MSG_ERR_MIN = TRK_MSG_UNSUPPORTED,
+    TRK_MSG_UNAUTHORIZED = -9, /* "unauthorized": control message without the
+                                * control token (ws.h control_token)      */
+    TRK_MSG_ERR_MIN = TRK_MSG_UNAUTHORIZED,
 };
 
 /* The "code" string of a trk_msg_err ("bad_json", ...). */

@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
 #include <libwebsockets.h>
 
 #include "backend.h"
@@ -137,6 +138,7 @@ struct client {
     struct lws *wsi;
     uint64_t id;
     bool established;
+    bool authed;            /* may send control messages (token given or none needed) */
     atomic_bool preview_on; /* also read by get_clients */
     char peer[64];
     struct msg *hello;    /* written before anything else */
@@ -172,6 +174,7 @@ struct trk_ws {
     void *user;
     const char **control_types; /* NULL-terminated copy, or NULL = default */
     char *control_strings;
+    char *token; /* control token, NULL = none required */
 
     /* lws objects: created in start, destroyed in stop, used only by the
      * service thread in between (and lws_cancel_service from others). */
@@ -275,6 +278,37 @@ static double wall_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* Constant-time comparison, so the reply time does not leak the token. */
+static bool token_equal(const char *a, size_t alen, const char *b)
+{
+    size_t blen = strlen(b);
+    unsigned diff = alen != blen;
+    for (size_t i = 0; i < alen; i++)
+        diff |= (unsigned char)a[i] ^ (unsigned char)b[blen ? i % blen : 0];
+    return diff == 0;
+}
+
+/* Service thread: {"type":"auth","token":"..."}. */
+static void client_auth(struct trk_ws *ws, struct client *c, const char *data, size_t len,
+                        const char *id)
+{
+    json_t *msg = json_loadb(data, len, 0, NULL);
+    json_t *tok = json_object_get(msg, "token");
+    if (ws->token && !json_is_string(tok)) {
+        client_error(ws, c, TRK_MSG_BAD_FIELD, "\"token\" must be a string", id);
+    } else if (ws->token &&
+               !token_equal(json_string_value(tok), json_string_length(tok), ws->token)) {
+        client_error(ws, c, TRK_MSG_UNAUTHORIZED, "wrong control token", id);
+    } else {
+        c->authed = true;
+        struct trk_buf b = { 0 };
+        if (trk_msg_ack(&b, "auth", id, true) == 0 && trk_buf_puts(&b, ",\"ok\":true}") == 0)
+            client_reply_buf(ws, c, &b);
+        trk_buf_free(&b);
+    }
+    json_decref(msg);
+}
+
 /* Service thread: one complete text message from client c. */
 static void client_message(struct trk_ws *ws, struct client *c, char *data, size_t len)
 {
@@ -301,6 +335,15 @@ static void client_message(struct trk_ws *ws, struct client *c, char *data, size
             client_reply_buf(ws, c, &b);
         break;
     case TRK_CMSG_CONTROL:
+        if (!strcmp(cm.type, "auth")) {
+            client_auth(ws, c, data, len, cm.id);
+            break;
+        }
+        if (!c->authed) {
+            client_error(ws, c, TRK_MSG_UNAUTHORIZED,
+                         "control messages need the control token (auth first)", cm.id);
+            break;
+        }
         if (ws->on_message)
             ws->on_message(ws->user, c->id, data, len);
         else
@@ -468,6 +511,12 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
         c->wsi = wsi;
         c->id = atomic_fetch_add(&ws->next_client_id, 1) + 1;
         atomic_store(&c->preview_on, true);
+        c->authed = !ws->token;
+        if (ws->token) { /* ws://host/ws?token=... */
+            char arg[256];
+            const char *v = lws_get_urlarg_by_name(wsi, "token=", arg, (int)sizeof arg);
+            if (v && token_equal(v, strlen(v), ws->token)) c->authed = true;
+        }
         c->results = calloc((size_t)ws->queue_len, sizeof *c->results);
         if (!c->results) return -1;
         if (lws_get_peer_simple(wsi, c->peer, sizeof c->peer) == NULL)
@@ -553,6 +602,8 @@ int trk_ws_create(const struct trk_ws_cfg *cfg, struct trk_ws **out)
     pthread_mutex_init(&ws->lock, NULL);
     if (cfg->address && *cfg->address && !(ws->address = strdup(cfg->address))) goto nomem;
     if (cfg->web_root && !(ws->web_root = strdup(cfg->web_root))) goto nomem;
+    if (cfg->control_token && *cfg->control_token && !(ws->token = strdup(cfg->control_token)))
+        goto nomem;
     if (cfg->control_types) {
         size_t n = 0, bytes = 0;
         while (cfg->control_types[n])
@@ -889,6 +940,7 @@ void trk_ws_destroy(struct trk_ws **pws)
     msg_unref(&ws->last_status);
     pthread_mutex_destroy(&ws->lock);
     free(ws->address);
+    free(ws->token);
     free(ws->web_root);
     free(ws->control_types);
     free(ws->control_strings);

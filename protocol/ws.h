@@ -52,6 +52,13 @@ struct trk_ws_cfg {
      * NULL = trk_msg_control_types (messages.h). Other types get an
      * "unknown_type" error. */
     const char *const *control_types;
+    /* Access control: when non-NULL and non-empty, forwarded control
+     * messages need this token first, either as a ?token= query on the
+     * WebSocket URL or as {"type":"auth","token":...}; until then they get
+     * an "unauthorized" error (results, previews, ping and subscribe still
+     * flow). "auth" must be in control_types to be accepted; the server
+     * answers it itself (ack with "ok":true, or "unauthorized"). */
+    const char *control_token;
 };
 
 /* Default per-client result queue length. */
