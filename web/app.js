@@ -34,6 +34,9 @@
   // TCP connection is dead without the socket knowing (e.g. a cable pulled).
   const SILENCE_MS = 15000;
 
+  // Recent centroids drawn as a trail behind each object.
+  const TRAIL_POINTS = 40;
+
   const PREVIEW_HEADER_BYTES = 20;
   const PROTOCOL_VERSION = 1;
   // Used when the hello carries no colour for an object.
@@ -60,6 +63,12 @@
     previewFps: 0,
     latencyMs: null,      // Date.now() - wall_ms, smoothed
     connects: 0,          // successful opens, so tests can see a reconnect
+    objects: [],          // current object definitions (hello, then "objects")
+    // Control messages (PROTOCOL.md section 5): send(obj) sends one request;
+    // onControl(msg) (set by tune.js) gets replies and "objects" updates.
+    send: null,
+    onControl: null,
+    trails: new Map(),    // object name -> recent centroids [[cx, cy], ...] (frame px)
   };
   window.trackd = state;
 
@@ -76,6 +85,7 @@
     rfps: $('p-rfps'), pfps: $('p-pfps'), sfps: $('p-sfps'), frames: $('p-frames'),
     drops: $('p-drops'), clients: $('p-clients'), rss: $('p-rss'),
     lat: $('p-lat'), lq: $('p-lq'), lu: $('p-lu'), lk: $('p-lk'), lp: $('p-lp'),
+    ls: $('p-ls'), lt: $('p-lt'),
     objects: $('objects'), objectsEmpty: $('objects-empty'),
   };
 
@@ -273,6 +283,18 @@
     ctx.font = `600 ${fontPx}px system-ui, sans-serif`;
     ctx.textBaseline = 'top';
     const boxes = [];
+    // Trails first, so boxes and names stay on top.
+    ctx.globalAlpha = 0.7;
+    for (const r of result.objects || []) {
+      const t = state.trails.get(r.name);
+      if (!t || t.length < 2) continue;
+      ctx.beginPath();
+      t.forEach(([x, y], i) => (i ? ctx.lineTo : ctx.moveTo).call(ctx, (x + 0.5) * sx, (y + 0.5) * sy));
+      ctx.lineWidth = Math.max(1, Math.round(dpr));
+      ctx.strokeStyle = objectInfo(r.id, r.name).color;
+      ctx.stroke();
+    }
+    ctx.globalAlpha = 1;
     for (const r of result.objects || []) {
       if (!r.found || !Array.isArray(r.bbox) || r.bbox.length !== 4) continue;
       const o = objectInfo(r.id, r.name);
@@ -345,12 +367,16 @@
       return;   // not ours to fix; one bad message must not stop the page
     }
     if (!msg || typeof msg !== 'object') return;
+    if (state.onControl && ['objects', 'ack', 'sample', 'error'].includes(msg.type)) {
+      try { state.onControl(msg); } catch (e) { console.error(e); }
+    }
     switch (msg.type) {
       case 'hello': onHello(msg); break;
       case 'frame': onFrame(msg); break;
       case 'stats': state.lastStats = msg; break;
       case 'status': onStatus(msg); break;
       case 'error': onError(msg); break;
+      case 'objects': onObjects(msg); break;
       default: break;   // newer daemons may send types this page does not know
     }
   }
@@ -364,7 +390,8 @@
         until: performance.now() + ERROR_SHOWN_MS,
       };
     }
-    resetObjects(Array.isArray(msg.objects) ? msg.objects : []);
+    state.objects = Array.isArray(msg.objects) ? msg.objects : [];
+    resetObjects(state.objects);
     setFrameSize(msg.width, msg.height);
     setText(el.server, String(msg.server || '\u2013'));
     setText(el.backend, String(msg.backend || '\u2013'));
@@ -384,8 +411,24 @@
     }
     setFrameSize(msg.width, msg.height);
     results.set(msg.seq, msg);
+    for (const r of msg.objects || []) {
+      if (!r.found || typeof r.cx !== 'number') continue;
+      let t = state.trails.get(r.name);
+      if (!t) state.trails.set(r.name, (t = []));
+      t.push([r.cx, r.cy]);
+      if (t.length > TRAIL_POINTS) t.shift();
+    }
     while (results.size > RESULTS_KEPT) results.delete(results.keys().next().value);
     if (!previewsOn(now)) queueDraw({ seq: msg.seq, image: null, result: msg });
+  }
+
+  // The object set changed (someone edited it) or a get_objects reply.
+  function onObjects(msg) {
+    if (!Array.isArray(msg.objects)) return;
+    state.objects = msg.objects;
+    resetObjects(msg.objects);
+    const names = new Set(msg.objects.map((o) => o.name));
+    for (const n of state.trails.keys()) if (!names.has(n)) state.trails.delete(n);
   }
 
   function onStatus(msg) {
@@ -477,9 +520,13 @@
 
   function wsUrl() {
     // ?ws=ws://host:port/ws points the page at another daemon (development).
-    const override = new URLSearchParams(location.search).get('ws');
+    const q = new URLSearchParams(location.search);
+    const override = q.get('ws');
     if (override) return override;
-    return `${location.protocol === 'https:' ? 'wss:' : 'ws:'}//${location.host}/ws`;
+    // ?token=... (the daemon's --control-token) is passed on: it allows edits.
+    const token = q.get('token');
+    return `${location.protocol === 'https:' ? 'wss:' : 'ws:'}//${location.host}/ws` +
+           (token ? `?token=${encodeURIComponent(token)}` : '');
   }
 
   function connect() {
@@ -494,6 +541,11 @@
     }
     sock.binaryType = 'arraybuffer';
     ws = sock;
+    state.send = (obj) => {
+      if (ws !== sock || sock.readyState !== WebSocket.OPEN) return false;
+      sock.send(JSON.stringify(obj));
+      return true;
+    };
     sock.onopen = () => {
       if (ws !== sock) return;
       state.connected = true;
@@ -576,6 +628,9 @@
     setText(el.lu, fmt(l.upload_ms, 2));
     setText(el.lk, fmt(l.kernel_ms, 2));
     setText(el.lp, fmt(l.process_ms, 2));
+    const med = (s && s.latency_median) || {};
+    setText(el.ls, fmt(med.send_ms, 2));
+    setText(el.lt, fmt(med.total_ms, 2));
     updateObjectRows(f);
 
     // Once previews stop (switched off), keep the view current from results.
