@@ -35,6 +35,11 @@ enum {
     OPT_LOG_LEVEL,
     OPT_PROGRESS,
     OPT_NO_PROGRESS,
+    OPT_FORMAT,
+    OPT_CONTROL,
+    OPT_LIST_DEVICES,
+    OPT_LIST_FORMATS,
+    OPT_LIST_CONTROLS,
 };
 
 /* The one table: getopt entry, argument name and help text. */
@@ -63,8 +68,21 @@ static const struct opt {
      "auto|cpu|cpu-ref|cuda (default auto: CUDA when a GPU is usable, else cpu)"},
     {{"threads", required_argument, 0, OPT_THREADS}, 0, "N",
      "CPU backend worker threads (default 0 = one per core)"},
-    {{"size", required_argument, 0, OPT_SIZE}, 0, "WxH", "demo scene size (default 1280x720)"},
-    {{"fps", required_argument, 0, OPT_FPS}, 0, "N", "demo scene frame rate (default 30)"},
+    {{"device", required_argument, 0, 'd'}, 'd', "DEV",
+     "track a V4L2 camera (/dev/videoN or /dev/v4l/by-id/...); reopened when it comes back"},
+    {{"format", required_argument, 0, OPT_FORMAT}, 0, "FMT",
+     "camera pixel format: auto|yuyv|mjpeg|nv12|rgb24 (default auto)"},
+    {{"control", required_argument, 0, OPT_CONTROL}, 0, "NAME=VALUE",
+     "set a camera control (names as --list-controls prints them); repeatable"},
+    {{"list-devices", no_argument, 0, OPT_LIST_DEVICES}, 0, NULL, "list V4L2 cameras and exit"},
+    {{"list-formats", no_argument, 0, OPT_LIST_FORMATS}, 0, NULL,
+     "list the --device camera's formats and sizes and exit"},
+    {{"list-controls", no_argument, 0, OPT_LIST_CONTROLS}, 0, NULL,
+     "list the --device camera's controls and exit"},
+    {{"size", required_argument, 0, OPT_SIZE}, 0, "WxH",
+     "demo scene or camera size (default 1280x720 demo, 640x480 camera)"},
+    {{"fps", required_argument, 0, OPT_FPS}, 0, "N",
+     "demo scene or camera frame rate (default 30)"},
     {{"no-preview", no_argument, 0, OPT_NO_PREVIEW}, 0, NULL,
      "send no preview JPEGs to web clients (results only)"},
     {{"preview-width", required_argument, 0, OPT_PREVIEW_WIDTH}, 0, "N",
@@ -202,8 +220,22 @@ int trk_cli_parse(int argc, char **argv, struct trk_settings *s, FILE *out, FILE
         case OPT_SIZE:
             ok = sscanf(a, "%dx%d", &s->demo_width, &s->demo_height) == 2 && s->demo_width >= 16 &&
                  s->demo_height >= 16 && s->demo_width <= 16384 && s->demo_height <= 16384;
+            s->size_set = true;
             break;
-        case OPT_FPS: ok = parse_double(a, 0.1, 1000, &s->demo_fps); break;
+        case OPT_FPS:
+            ok = parse_double(a, 0.1, 1000, &s->demo_fps);
+            s->fps_set = true;
+            break;
+        case 'd': s->device = a; break;
+        case OPT_FORMAT: ok = (s->cam_format = trk_cam_format_parse(a)) >= 0; break;
+        case OPT_CONTROL:
+            ok = s->n_controls < TRK_CAM_MAX_CONTROLS &&
+                 trk_cam_control_parse(a, &s->controls[s->n_controls]);
+            if (ok) s->n_controls++;
+            break;
+        case OPT_LIST_DEVICES: s->list_devices = true; break;
+        case OPT_LIST_FORMATS: s->list_formats = true; break;
+        case OPT_LIST_CONTROLS: s->list_controls = true; break;
         case OPT_NO_PREVIEW: s->preview = false; break;
         case OPT_PREVIEW_WIDTH:
             ok = parse_long(a, 16, 4096, &lv);
@@ -242,6 +274,14 @@ int trk_cli_parse(int argc, char **argv, struct trk_settings *s, FILE *out, FILE
     }
     if (s->loop && !s->input) {
         fprintf(err, "trackd: --loop needs --input\n");
+        return TRK_EX_USAGE;
+    }
+    if (s->device && s->input) {
+        fprintf(err, "trackd: give --input or --device, not both\n");
+        return TRK_EX_USAGE;
+    }
+    if ((s->list_formats || s->list_controls) && !s->device) {
+        fprintf(err, "trackd: --list-formats and --list-controls need --device\n");
         return TRK_EX_USAGE;
     }
     return TRK_CLI_RUN;

@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "v4l2.h"
+
 /* sysexits.h values, the daemon's exit codes. */
 #define TRK_EX_OK          0
 #define TRK_EX_USAGE       64
@@ -29,6 +31,12 @@ struct trk_settings {
     int threads; /* 0 = cores */
     int demo_width, demo_height;
     double demo_fps;
+    bool size_set, fps_set; /* --size / --fps given (cameras keep their own otherwise) */
+    const char *device;     /* V4L2 camera; NULL = none */
+    int cam_format;         /* enum trk_cam_format */
+    struct trk_cam_control controls[TRK_CAM_MAX_CONTROLS];
+    int n_controls;
+    bool list_devices, list_formats, list_controls;
     bool preview;
     int preview_width;
     double preview_fps;

@@ -62,6 +62,13 @@ int main(int argc, char **argv)
     if (rc == TRK_CLI_EXIT_OK) return TRK_EX_OK;
     if (rc) return rc;
     trk_log_set_level(s.log_level);
+    if (s.list_devices || s.list_formats || s.list_controls) {
+        int lerr = s.list_devices ? trk_v4l2_list_devices(stdout) : 0;
+        if (!lerr && s.list_formats) lerr = trk_v4l2_list_formats(s.device, stdout);
+        if (!lerr && s.list_controls) lerr = trk_v4l2_list_controls(s.device, stdout);
+        if (lerr) log_error_err(lerr, "cannot open %s", s.device);
+        return lerr ? TRK_EX_NOINPUT : TRK_EX_OK;
+    }
 
     static struct trk_objects objs; /* large: keep it off the stack */
     if (load_objects(&s, &objs)) return TRK_EX_CONFIG;
@@ -72,18 +79,38 @@ int main(int argc, char **argv)
     FILE *out = NULL;
     int exit_code = TRK_EX_OK, err;
 
-    if (s.input) {
+    if (s.device) {
+        struct trk_v4l2_cfg vc = { .device = s.device,
+                                   .format = (enum trk_cam_format)s.cam_format,
+                                   .width = s.size_set ? s.demo_width : 640,
+                                   .height = s.size_set ? s.demo_height : 480,
+                                   .fps = s.fps_set ? s.demo_fps : 0,
+                                   .n_controls = s.n_controls };
+        memcpy(vc.controls, s.controls, sizeof(vc.controls));
+        err = trk_source_v4l2_create(&vc, &src);
+        /* A camera that is not there yet is waited for like one that was
+         * unplugged (the capture thread retries every second). */
+        if (!err && (err = trk_source_open(&src))) {
+            log_warn_err(err, "cannot open %s yet; waiting for it", s.device);
+            trk_source_close(&src);
+            err = 0;
+        }
+    } else if (s.input) {
         struct trk_file_cfg fc = { .path = s.input, .loop = s.loop };
         err = trk_source_file_create(&fc, &src);
+        if (!err) err = trk_source_open(&src);
     } else {
         struct trk_demo_cfg dc = { .width = s.demo_width,
                                    .height = s.demo_height,
                                    .fps = s.demo_fps };
         err = trk_source_demo_create(&dc, &src);
+        if (!err) err = trk_source_open(&src);
     }
-    if (!err) err = trk_source_open(&src);
     if (err) {
-        log_error_err(err, "cannot open %s", s.input ? s.input : "the demo scene");
+        log_error_err(err, "cannot open %s",
+                      s.device  ? s.device
+                      : s.input ? s.input
+                                : "the demo scene");
         exit_code = TRK_EX_NOINPUT;
         goto end;
     }

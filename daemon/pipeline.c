@@ -29,6 +29,7 @@ struct pipe {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     bool capture_done, process_done, source_error;
+    uint64_t outages;       /* live source losses (camera unplugged, stalled) */
     uint64_t frames;        /* processed */
     double first_t, last_t; /* monotonic times of first/last processed frame */
     /* Per-interval latency samples in ms: process, queue, upload, kernel. */
@@ -68,6 +69,34 @@ static void send_status(const struct trk_pipeline_cfg *cfg, const char *state, c
     trk_buf_free(&b);
 }
 
+/* A live source failed with err: close it, tell clients, then reopen it with
+ * the same settings at once and every second after until it works. false
+ * when a stop was requested meanwhile. Logs once per outage. */
+static bool reopen_live(struct pipe *p, int err)
+{
+    static _Atomic bool lost_logged;
+    const struct trk_pipeline_cfg *cfg = p->cfg;
+    struct trk_source *src = cfg->source;
+    double t_lost = trk_now();
+    pthread_mutex_lock(&p->lock);
+    uint64_t n = ++p->outages;
+    pthread_mutex_unlock(&p->lock);
+    log_once(lost_logged, TRK_LOG_WARN, err, "%s lost (outage %llu); retrying every second",
+             src->desc, (unsigned long long)n);
+    trk_source_close(src);
+    send_status(cfg, "lost", trk_strerror(err));
+    for (int tries = 0;; tries++) {
+        sleep_until(p, t_lost + tries);
+        if (stopping(p)) return false;
+        if (trk_source_open(src) == 0) break;
+        trk_source_close(src);
+    }
+    log_info("%s back after %.3f s", src->desc, trk_now() - t_lost);
+    trk_log_once_reset(lost_logged);
+    send_status(cfg, "ok", src->desc);
+    return true;
+}
+
 static void *capture_main(void *arg)
 {
     struct pipe *p = arg;
@@ -78,7 +107,14 @@ static void *capture_main(void *arg)
     while (!stopping(p) && (!cfg->max_frames || seq < cfg->max_frames)) {
         struct trk_frame *f = trk_pool_get(&p->pool);
         if (!f) break;
+        f->t_capture = 0;
         int err = trk_source_read(cfg->source, f);
+        if (err && err != TRK_SOURCE_EOF && cfg->source->live) {
+            /* A camera that fails is waited for, never the end of the run. */
+            trk_pool_release(&p->pool, f);
+            if (!reopen_live(p, err)) break;
+            continue;
+        }
         if (err) {
             trk_pool_release(&p->pool, f);
             if (err == TRK_SOURCE_EOF) {
@@ -96,7 +132,7 @@ static void *capture_main(void *arg)
         /* Pace files and the demo at their own rate unless --fast. A stall of
          * over a second (e.g. a suspended process) restarts the clock rather
          * than bursting to catch up. */
-        if (!cfg->fast) {
+        if (!cfg->fast && !cfg->source->live) {
             double now = trk_now();
             if (seq == 0 || f->pts < pts0 || now - (t0 + f->pts - pts0) > 1.0) {
                 t0 = now;
@@ -105,7 +141,9 @@ static void *capture_main(void *arg)
             sleep_until(p, t0 + (f->pts - pts0));
         }
         f->seq = seq++;
-        f->t_capture = trk_now();
+        /* Live sources give the driver's capture time (same clock). */
+        double now = trk_now();
+        if (!cfg->source->live || !(f->t_capture > 0 && f->t_capture <= now)) f->t_capture = now;
         if (!trk_pool_publish(&p->pool, f)) break;
     }
     pthread_mutex_lock(&p->lock);
@@ -393,6 +431,7 @@ end:
         summary->seconds = p->last_t - p->first_t;
         summary->fps = summary->seconds > 0 ? (p->frames - 1) / summary->seconds : 0;
         summary->source_error = p->source_error;
+        summary->outages = p->outages;
     }
     if (cfg->output) fflush(cfg->output);
     pthread_mutex_destroy(&p->lock);

@@ -37,6 +37,7 @@ struct trk_pipeline_summary {
     uint64_t frames, drops;
     double seconds, fps;
     bool source_error; /* stopped because the source failed */
+    uint64_t outages;  /* times a live source was lost and reopened */
 };
 
 /* Runs until the source ends, max_frames are done, or *stop becomes non-zero

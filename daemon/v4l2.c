@@ -1,0 +1,599 @@
+/* V4L2 camera source: raw ioctls, mmap streaming, MJPEG through libavcodec.
+ * The fd is non-blocking so read() can wait with poll() (a timeout means the
+ * camera stopped delivering) and then drain every ready buffer, keeping only
+ * the newest: tracking must see the present, not a queue of the past. */
+#include "v4l2.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <linux/videodev2.h>
+
+#include <libavcodec/avcodec.h>
+
+#define LOG_TAG "v4l2"
+#include "log.h"
+#include "source.h"
+
+#define N_BUFFERS 4
+/* USB 2 isochronous video tops out near this in practice. */
+#define MAX_RAW_BYTES_PER_S (24.0 * 1000 * 1000)
+
+struct v4l2_src {
+    struct trk_v4l2_cfg cfg;
+    char *device;
+    int fd;
+    void *buf[N_BUFFERS];
+    size_t len[N_BUFFERS];
+    int n_buf;
+    bool streaming;
+    uint32_t fourcc, bytesperline;
+    int width, height;
+    uint64_t drops;
+    AVCodecContext *dec; /* MJPEG only */
+    AVPacket *pkt;
+    AVFrame *frame;
+};
+
+int trk_cam_format_parse(const char *s)
+{
+    static const char *names[] = { "auto", "yuyv", "mjpeg", "nv12", "rgb24" };
+    for (int i = 0; i < 5; i++)
+        if (!strcmp(s, names[i])) return i;
+    return -1;
+}
+
+static uint32_t want_fourcc(enum trk_cam_format f)
+{
+    switch (f) {
+    case TRK_CAM_YUYV: return V4L2_PIX_FMT_YUYV;
+    case TRK_CAM_MJPEG: return V4L2_PIX_FMT_MJPEG;
+    case TRK_CAM_NV12: return V4L2_PIX_FMT_NV12;
+    case TRK_CAM_RGB24: return V4L2_PIX_FMT_RGB24;
+    default: return 0;
+    }
+}
+
+int trk_v4l2_pixfmt(uint32_t fourcc)
+{
+    switch (fourcc) {
+    case V4L2_PIX_FMT_YUYV: return TRK_FMT_YUYV;
+    case V4L2_PIX_FMT_NV12: return TRK_FMT_NV12;
+    case V4L2_PIX_FMT_YUV420: return TRK_FMT_I420;
+    case V4L2_PIX_FMT_RGB24: return TRK_FMT_RGB24;
+    case V4L2_PIX_FMT_BGR24: return TRK_FMT_BGR24;
+    default: return -1;
+    }
+}
+
+static bool offered_has(const uint32_t *offered, int n, uint32_t f)
+{
+    for (int i = 0; i < n; i++)
+        if (offered[i] == f) return true;
+    return false;
+}
+
+int trk_v4l2_choose_format(const uint32_t *offered, int n, enum trk_cam_format want, int width,
+                           int height, double fps, double max_raw_bytes_per_s, uint32_t *out)
+{
+    if (want != TRK_CAM_AUTO) {
+        uint32_t f = want_fourcc(want);
+        if (!f || !offered_has(offered, n, f)) return -EINVAL;
+        *out = f;
+        return 0;
+    }
+    /* Native formats, cheapest per pixel first (4:2:0 before 4:2:2 before
+     * RGB: less to copy and the same tracking). */
+    static const uint32_t native[] = { V4L2_PIX_FMT_NV12, V4L2_PIX_FMT_YUV420, V4L2_PIX_FMT_YUYV,
+                                       V4L2_PIX_FMT_RGB24, V4L2_PIX_FMT_BGR24 };
+    static const double bpp[] = { 1.5, 1.5, 2, 3, 3 };
+    bool mjpeg = offered_has(offered, n, V4L2_PIX_FMT_MJPEG);
+    for (size_t i = 0; i < sizeof(native) / sizeof(native[0]); i++) {
+        if (!offered_has(offered, n, native[i])) continue;
+        double rate = (double)width * height * bpp[i] * (fps > 0 ? fps : 30);
+        if (mjpeg && rate > max_raw_bytes_per_s) break;
+        *out = native[i];
+        return 0;
+    }
+    if (mjpeg) {
+        *out = V4L2_PIX_FMT_MJPEG;
+        return 0;
+    }
+    return -EINVAL;
+}
+
+/* Plane p of a frame laid out in its own buffer, writable. */
+static uint8_t *wplane(struct trk_frame *f, int p)
+{
+    return f->data + (f->img.plane[p] - f->data);
+}
+
+int trk_v4l2_copy(struct trk_frame *f, uint32_t fourcc, int width, int height,
+                  uint32_t bytesperline, const uint8_t *buf, size_t bytesused)
+{
+    int fmt = trk_v4l2_pixfmt(fourcc);
+    if (fmt < 0 || width <= 0 || height <= 0) return TRK_EINVAL;
+    size_t w = (size_t)width, h = (size_t)height, cw = (w + 1) / 2, ch = (h + 1) / 2;
+    size_t bpl = bytesperline;
+    /* Rows in bytes and the source pitch per plane; chroma pitches follow
+     * the luma pitch as the V4L2 spec defines for single-plane formats. */
+    size_t row[3] = { 0 }, pitch[3] = { 0 }, rows[3] = { h, 0, 0 };
+    switch (fmt) {
+    case TRK_FMT_YUYV: row[0] = 4 * cw; break;
+    case TRK_FMT_NV12:
+        row[0] = w;
+        row[1] = 2 * cw;
+        rows[1] = ch;
+        break;
+    case TRK_FMT_I420:
+        row[0] = w;
+        row[1] = row[2] = cw;
+        rows[1] = rows[2] = ch;
+        break;
+    default: row[0] = 3 * w; break;
+    }
+    if (bpl == 0) bpl = row[0];
+    if (bpl < row[0]) return TRK_EINVAL;
+    pitch[0] = bpl;
+    pitch[1] = fmt == TRK_FMT_NV12 ? bpl : bpl / 2;
+    pitch[2] = pitch[1];
+    /* The last row of the last plane need not be padded. */
+    size_t need = 0;
+    int last = 0;
+    for (int p = 0; p < 3; p++)
+        if (rows[p]) {
+            need += pitch[p] * rows[p];
+            last = p;
+        }
+    need -= pitch[last] - row[last];
+    if (bytesused < need) return TRK_EINVAL;
+    int err = trk_frame_layout(f, (enum trk_pixfmt)fmt, width, height, 64);
+    if (err) return err;
+    const uint8_t *src = buf;
+    for (int p = 0; p < 3 && rows[p]; p++) {
+        for (size_t y = 0; y < rows[p]; y++)
+            memcpy(wplane(f, p) + y * f->img.pitch[p], src + y * pitch[p], row[p]);
+        src += pitch[p] * rows[p];
+    }
+    f->img.matrix = TRK_MATRIX_BT601;
+    f->img.full_range = fmt == TRK_FMT_RGB24 || fmt == TRK_FMT_BGR24;
+    return 0;
+}
+
+void trk_v4l2_ctrl_name(const char *name, char *out, size_t size)
+{
+    size_t n = 0;
+    bool sep = false;
+    for (const char *c = name; *c && n + 1 < size; c++) {
+        if (isalnum((unsigned char)*c)) {
+            if (sep && n > 0 && n + 2 < size) out[n++] = '_';
+            out[n++] = (char)tolower((unsigned char)*c);
+            sep = false;
+        } else {
+            sep = true;
+        }
+    }
+    if (size) out[n < size ? n : size - 1] = 0;
+}
+
+bool trk_cam_control_parse(const char *s, struct trk_cam_control *c)
+{
+    const char *eq = strchr(s, '=');
+    if (!eq || eq == s || (size_t)(eq - s) >= sizeof(c->name)) return false;
+    char *end;
+    errno = 0;
+    long v = strtol(eq + 1, &end, 0);
+    if (errno || end == eq + 1 || *end) return false;
+    memcpy(c->name, s, (size_t)(eq - s));
+    c->name[eq - s] = 0;
+    c->value = v;
+    return true;
+}
+
+static int xioctl(int fd, unsigned long req, void *arg)
+{
+    int r;
+    do
+        r = ioctl(fd, req, arg);
+    while (r < 0 && errno == EINTR);
+    return r < 0 ? -errno : 0;
+}
+
+/* Finds a control by its v4l2-ctl style name; 0 and *q, or -ENOENT. */
+static int find_control(int fd, const char *name, struct v4l2_queryctrl *q)
+{
+    memset(q, 0, sizeof(*q));
+    q->id = V4L2_CTRL_FLAG_NEXT_CTRL;
+    while (xioctl(fd, VIDIOC_QUERYCTRL, q) == 0) {
+        char n[64];
+        trk_v4l2_ctrl_name((const char *)q->name, n, sizeof(n));
+        if (!(q->flags & V4L2_CTRL_FLAG_DISABLED) && q->type != V4L2_CTRL_TYPE_CTRL_CLASS &&
+            !strcmp(n, name))
+            return 0;
+        q->id |= V4L2_CTRL_FLAG_NEXT_CTRL;
+    }
+    return -ENOENT;
+}
+
+/* Sets every configured control; a missing or refused control is logged
+ * and skipped (the camera still streams). Returns how many failed. */
+static int set_controls(struct v4l2_src *s)
+{
+    int failed = 0;
+    for (int i = 0; i < s->cfg.n_controls; i++) {
+        const struct trk_cam_control *c = &s->cfg.controls[i];
+        struct v4l2_queryctrl q;
+        int err = find_control(s->fd, c->name, &q);
+        if (!err) {
+            struct v4l2_control ctl = { .id = q.id, .value = (int32_t)c->value };
+            err = xioctl(s->fd, VIDIOC_S_CTRL, &ctl);
+        }
+        if (err) {
+            log_warn_err(err, "%s: cannot set control %s=%ld", s->device, c->name, c->value);
+            failed++;
+        } else {
+            log_info("%s: control %s=%ld", s->device, c->name, c->value);
+        }
+    }
+    return failed;
+}
+
+static void stop_streaming(struct v4l2_src *s)
+{
+    if (s->streaming) {
+        enum v4l2_buf_type t = V4L2_BUF_TYPE_VIDEO_CAPTURE;
+        xioctl(s->fd, VIDIOC_STREAMOFF, &t);
+        s->streaming = false;
+    }
+    for (int i = 0; i < s->n_buf; i++)
+        if (s->buf[i] && s->buf[i] != MAP_FAILED) munmap(s->buf[i], s->len[i]);
+    s->n_buf = 0;
+}
+
+static void v4l2_close(void *self)
+{
+    struct v4l2_src *s = self;
+    stop_streaming(s);
+    if (s->fd >= 0) close(s->fd);
+    s->fd = -1;
+    av_frame_free(&s->frame);
+    av_packet_free(&s->pkt);
+    avcodec_free_context(&s->dec);
+}
+
+static int open_decoder(struct v4l2_src *s)
+{
+    const AVCodec *codec = avcodec_find_decoder(AV_CODEC_ID_MJPEG);
+    if (!codec) return TRK_ENODEV;
+    s->dec = avcodec_alloc_context3(codec);
+    s->pkt = av_packet_alloc();
+    s->frame = av_frame_alloc();
+    if (!s->dec || !s->pkt || !s->frame) return TRK_ENOMEM;
+    return avcodec_open2(s->dec, codec, NULL) < 0 ? TRK_EBACKEND : 0;
+}
+
+static int v4l2_open(void *self, struct trk_source *info)
+{
+    struct v4l2_src *s = self;
+    int err;
+    s->fd = open(s->device, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+    if (s->fd < 0) return -errno;
+    struct v4l2_capability cap = { 0 };
+    if ((err = xioctl(s->fd, VIDIOC_QUERYCAP, &cap))) goto fail;
+    uint32_t caps = cap.capabilities & V4L2_CAP_DEVICE_CAPS ? cap.device_caps : cap.capabilities;
+    if (!(caps & V4L2_CAP_VIDEO_CAPTURE) || !(caps & V4L2_CAP_STREAMING)) {
+        log_error("%s (%s) is not a streaming capture device", s->device, cap.card);
+        err = -ENOTSUP;
+        goto fail;
+    }
+    uint32_t offered[64];
+    int n = 0;
+    struct v4l2_fmtdesc fd = { .type = V4L2_BUF_TYPE_VIDEO_CAPTURE };
+    for (fd.index = 0; n < 64 && xioctl(s->fd, VIDIOC_ENUM_FMT, &fd) == 0; fd.index++)
+        offered[n++] = fd.pixelformat;
+    uint32_t fourcc;
+    if (trk_v4l2_choose_format(offered, n, s->cfg.format, s->cfg.width, s->cfg.height, s->cfg.fps,
+                               MAX_RAW_BYTES_PER_S, &fourcc)) {
+        log_error("%s offers no usable pixel format%s (see --list-formats)", s->device,
+                  s->cfg.format ? " of the one asked for" : "");
+        err = -EINVAL;
+        goto fail;
+    }
+    struct v4l2_format f = { .type = V4L2_BUF_TYPE_VIDEO_CAPTURE };
+    f.fmt.pix.width = (uint32_t)s->cfg.width;
+    f.fmt.pix.height = (uint32_t)s->cfg.height;
+    f.fmt.pix.pixelformat = fourcc;
+    f.fmt.pix.field = V4L2_FIELD_NONE;
+    if ((err = xioctl(s->fd, VIDIOC_S_FMT, &f))) goto fail;
+    if (f.fmt.pix.pixelformat != fourcc) {
+        err = -EINVAL;
+        goto fail;
+    }
+    s->fourcc = fourcc;
+    s->width = (int)f.fmt.pix.width;
+    s->height = (int)f.fmt.pix.height;
+    s->bytesperline = f.fmt.pix.bytesperline;
+    /* The rate after the format: some drivers (vivid) reset it on S_FMT. */
+    struct v4l2_streamparm parm = { .type = V4L2_BUF_TYPE_VIDEO_CAPTURE };
+    if (s->cfg.fps > 0) {
+        parm.parm.capture.timeperframe.numerator = 1000;
+        parm.parm.capture.timeperframe.denominator = (uint32_t)(s->cfg.fps * 1000 + 0.5);
+        xioctl(s->fd, VIDIOC_S_PARM, &parm); /* not every driver can */
+    }
+    double fps = 0;
+    if (xioctl(s->fd, VIDIOC_G_PARM, &parm) == 0 && parm.parm.capture.timeperframe.numerator)
+        fps = (double)parm.parm.capture.timeperframe.denominator /
+              parm.parm.capture.timeperframe.numerator;
+    set_controls(s);
+    if (fourcc == V4L2_PIX_FMT_MJPEG && (err = open_decoder(s))) goto fail;
+
+    struct v4l2_requestbuffers rb = { .count = N_BUFFERS,
+                                      .type = V4L2_BUF_TYPE_VIDEO_CAPTURE,
+                                      .memory = V4L2_MEMORY_MMAP };
+    if ((err = xioctl(s->fd, VIDIOC_REQBUFS, &rb))) goto fail;
+    if (rb.count < 2) {
+        err = -ENOMEM;
+        goto fail;
+    }
+    for (uint32_t i = 0; i < rb.count && i < N_BUFFERS; i++) {
+        struct v4l2_buffer b = { .index = i,
+                                 .type = V4L2_BUF_TYPE_VIDEO_CAPTURE,
+                                 .memory = V4L2_MEMORY_MMAP };
+        if ((err = xioctl(s->fd, VIDIOC_QUERYBUF, &b))) goto fail;
+        s->buf[i] = mmap(NULL, b.length, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, b.m.offset);
+        s->len[i] = b.length;
+        s->n_buf = (int)i + 1;
+        if (s->buf[i] == MAP_FAILED) {
+            err = -errno;
+            goto fail;
+        }
+        if ((err = xioctl(s->fd, VIDIOC_QBUF, &b))) goto fail;
+    }
+    enum v4l2_buf_type t = V4L2_BUF_TYPE_VIDEO_CAPTURE;
+    if ((err = xioctl(s->fd, VIDIOC_STREAMON, &t))) goto fail;
+    s->streaming = true;
+    char fcc[5] = { (char)(fourcc & 0xff), (char)(fourcc >> 8 & 0xff), (char)(fourcc >> 16 & 0xff),
+                    (char)(fourcc >> 24 & 0xff), 0 };
+    info->width = s->width;
+    info->height = s->height;
+    info->fps = fps;
+    info->live = true;
+    snprintf(info->desc, sizeof(info->desc), "camera %s (%s, %s %dx%d %.2f fps)", s->device,
+             cap.card, fcc, s->width, s->height, fps);
+    return 0;
+fail:
+    v4l2_close(s);
+    return err;
+}
+
+/* Decodes one MJPEG buffer to I420 (the decoder gives full-range 4:2:0 or
+ * 4:2:2; 4:2:2 chroma keeps every other row). */
+static int decode_mjpeg(struct v4l2_src *s, const uint8_t *data, size_t len, struct trk_frame *f)
+{
+    s->pkt->data = (uint8_t *)data;
+    s->pkt->size = (int)len;
+    int err = avcodec_send_packet(s->dec, s->pkt);
+    if (err >= 0) err = avcodec_receive_frame(s->dec, s->frame);
+    if (err < 0) return TRK_EINVAL; /* a corrupt JPEG: skip the frame */
+    AVFrame *av = s->frame;
+    int vstep;
+    switch (av->format) {
+    case AV_PIX_FMT_YUVJ420P:
+    case AV_PIX_FMT_YUV420P: vstep = 1; break;
+    case AV_PIX_FMT_YUVJ422P:
+    case AV_PIX_FMT_YUV422P: vstep = 2; break;
+    default: return TRK_EINVAL;
+    }
+    if ((err = trk_frame_layout(f, TRK_FMT_I420, av->width, av->height, 64))) return err;
+    for (int y = 0; y < av->height; y++)
+        memcpy(wplane(f, 0) + (size_t)y * f->img.pitch[0],
+               av->data[0] + (ptrdiff_t)y * av->linesize[0], (size_t)av->width);
+    int cw = (av->width + 1) / 2, ch = (av->height + 1) / 2;
+    for (int p = 1; p < 3; p++)
+        for (int y = 0; y < ch; y++)
+            memcpy(wplane(f, p) + (size_t)y * f->img.pitch[p],
+                   av->data[p] + (ptrdiff_t)y * vstep * av->linesize[p], (size_t)cw);
+    f->img.matrix = TRK_MATRIX_BT601;
+    f->img.full_range = av->format == AV_PIX_FMT_YUVJ420P || av->format == AV_PIX_FMT_YUVJ422P ||
+                        av->color_range == AVCOL_RANGE_JPEG;
+    av_frame_unref(av);
+    return 0;
+}
+
+static int v4l2_read(void *self, struct trk_frame *f)
+{
+    struct v4l2_src *s = self;
+    if (s->fd < 0 || !s->streaming) return -ENODEV;
+    for (;;) {
+        struct pollfd pfd = { .fd = s->fd, .events = POLLIN };
+        int r = poll(&pfd, 1, (int)(s->cfg.timeout * 1000));
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) return -errno;
+        if (r == 0) return -ETIMEDOUT;
+        if (pfd.revents & (POLLERR | POLLHUP | POLLNVAL)) return -ENODEV;
+        /* Take every ready buffer; requeue all but the newest. */
+        struct v4l2_buffer b, newest = { 0 };
+        bool have = false;
+        int err;
+        for (;;) {
+            memset(&b, 0, sizeof(b));
+            b.type = V4L2_BUF_TYPE_VIDEO_CAPTURE;
+            b.memory = V4L2_MEMORY_MMAP;
+            err = xioctl(s->fd, VIDIOC_DQBUF, &b);
+            if (err) break;
+            if (have) {
+                s->drops++;
+                if ((err = xioctl(s->fd, VIDIOC_QBUF, &newest))) return err;
+            }
+            newest = b;
+            have = true;
+        }
+        if (err != -EAGAIN) {
+            if (have) xioctl(s->fd, VIDIOC_QBUF, &newest);
+            return err;
+        }
+        if (!have) continue;
+        if (newest.flags & V4L2_BUF_FLAG_ERROR || newest.index >= (uint32_t)s->n_buf) {
+            /* A corrupted frame: drop it and wait for the next. */
+            s->drops++;
+            if ((err = xioctl(s->fd, VIDIOC_QBUF, &newest))) return err;
+            continue;
+        }
+        const uint8_t *data = s->buf[newest.index];
+        err = s->fourcc == V4L2_PIX_FMT_MJPEG
+                  ? decode_mjpeg(s, data, newest.bytesused, f)
+                  : trk_v4l2_copy(f, s->fourcc, s->width, s->height, s->bytesperline, data,
+                                  newest.bytesused);
+        double ts = (double)newest.timestamp.tv_sec + newest.timestamp.tv_usec * 1e-6;
+        int qerr = xioctl(s->fd, VIDIOC_QBUF, &newest);
+        if (err == TRK_EINVAL) {
+            /* Short or undecodable frame: skip, counted. */
+            s->drops++;
+            if (qerr) return qerr;
+            continue;
+        }
+        if (err) return err;
+        if (qerr) return qerr;
+        bool mono =
+            (newest.flags & V4L2_BUF_FLAG_TIMESTAMP_MASK) == V4L2_BUF_FLAG_TIMESTAMP_MONOTONIC;
+        f->t_capture = mono && ts > 0 ? ts : trk_now();
+        f->pts = f->t_capture;
+        return 0;
+    }
+}
+
+static void v4l2_destroy(void *self)
+{
+    struct v4l2_src *s = self;
+    free(s->device);
+    free(s);
+}
+
+static const struct trk_source_ops v4l2_ops = {
+    .kind = "camera",
+    .open = v4l2_open,
+    .read = v4l2_read,
+    .close = v4l2_close,
+    .destroy = v4l2_destroy,
+};
+
+int trk_source_v4l2_create(const struct trk_v4l2_cfg *cfg, struct trk_source *out)
+{
+    memset(out, 0, sizeof(*out));
+    struct v4l2_src *s = calloc(1, sizeof(*s));
+    if (!s) return TRK_ENOMEM;
+    s->cfg = *cfg;
+    s->device = strdup(cfg->device);
+    if (!s->device) {
+        free(s);
+        return TRK_ENOMEM;
+    }
+    s->cfg.device = s->device;
+    if (s->cfg.timeout <= 0) s->cfg.timeout = 2.0;
+    s->fd = -1;
+    out->ops = &v4l2_ops;
+    out->self = s;
+    out->live = true;
+    out->width = cfg->width;
+    out->height = cfg->height;
+    out->fps = cfg->fps;
+    snprintf(out->desc, sizeof(out->desc), "camera %s", cfg->device);
+    return 0;
+}
+
+uint64_t trk_source_v4l2_drops(const struct trk_source *s)
+{
+    return s->ops == &v4l2_ops ? ((const struct v4l2_src *)s->self)->drops : 0;
+}
+
+static void fourcc_str(uint32_t f, char out[5])
+{
+    for (int i = 0; i < 4; i++)
+        out[i] = (char)(f >> (8 * i) & 0xff);
+    out[4] = 0;
+}
+
+int trk_v4l2_list_devices(FILE *out)
+{
+    /* Stable names first: by-id links survive replugging into another port. */
+    const char *dirs[] = { "/dev/v4l/by-id", "/dev" };
+    for (int d = 0; d < 2; d++) {
+        DIR *dir = opendir(dirs[d]);
+        if (!dir) continue;
+        struct dirent *e;
+        while ((e = readdir(dir))) {
+            if (e->d_name[0] == '.' || (d == 1 && strncmp(e->d_name, "video", 5))) continue;
+            char path[512];
+            snprintf(path, sizeof(path), "%s/%s", dirs[d], e->d_name);
+            int fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+            if (fd < 0) continue;
+            struct v4l2_capability cap = { 0 };
+            if (xioctl(fd, VIDIOC_QUERYCAP, &cap) == 0) {
+                uint32_t caps =
+                    cap.capabilities & V4L2_CAP_DEVICE_CAPS ? cap.device_caps : cap.capabilities;
+                if (caps & V4L2_CAP_VIDEO_CAPTURE)
+                    fprintf(out, "%s\t%s (%s)\n", path, cap.card, cap.bus_info);
+            }
+            close(fd);
+        }
+        closedir(dir);
+    }
+    return 0;
+}
+
+int trk_v4l2_list_formats(const char *device, FILE *out)
+{
+    int fd = open(device, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return -errno;
+    struct v4l2_fmtdesc f = { .type = V4L2_BUF_TYPE_VIDEO_CAPTURE };
+    for (f.index = 0; xioctl(fd, VIDIOC_ENUM_FMT, &f) == 0; f.index++) {
+        char fcc[5];
+        fourcc_str(f.pixelformat, fcc);
+        fprintf(out, "%s\t%s%s\n", fcc, f.description,
+                trk_v4l2_pixfmt(f.pixelformat) >= 0 || f.pixelformat == V4L2_PIX_FMT_MJPEG
+                    ? ""
+                    : " (not supported by trackd)");
+        struct v4l2_frmsizeenum sz = { .pixel_format = f.pixelformat };
+        for (sz.index = 0; xioctl(fd, VIDIOC_ENUM_FRAMESIZES, &sz) == 0; sz.index++) {
+            if (sz.type == V4L2_FRMSIZE_TYPE_DISCRETE) {
+                fprintf(out, "\t%ux%u\n", sz.discrete.width, sz.discrete.height);
+            } else {
+                fprintf(out, "\t%ux%u .. %ux%u\n", sz.stepwise.min_width, sz.stepwise.min_height,
+                        sz.stepwise.max_width, sz.stepwise.max_height);
+                break;
+            }
+        }
+    }
+    close(fd);
+    return 0;
+}
+
+int trk_v4l2_list_controls(const char *device, FILE *out)
+{
+    int fd = open(device, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return -errno;
+    struct v4l2_queryctrl q = { .id = V4L2_CTRL_FLAG_NEXT_CTRL };
+    while (xioctl(fd, VIDIOC_QUERYCTRL, &q) == 0) {
+        if (q.type != V4L2_CTRL_TYPE_CTRL_CLASS && !(q.flags & V4L2_CTRL_FLAG_DISABLED)) {
+            char n[64];
+            trk_v4l2_ctrl_name((const char *)q.name, n, sizeof(n));
+            struct v4l2_control c = { .id = q.id };
+            bool has = q.type != V4L2_CTRL_TYPE_BUTTON && xioctl(fd, VIDIOC_G_CTRL, &c) == 0;
+            fprintf(out, "%-32s min=%d max=%d step=%d default=%d", n, q.minimum, q.maximum, q.step,
+                    q.default_value);
+            if (has) fprintf(out, " value=%d", c.value);
+            fputc('\n', out);
+        }
+        q.id |= V4L2_CTRL_FLAG_NEXT_CTRL;
+    }
+    close(fd);
+    return 0;
+}

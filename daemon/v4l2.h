@@ -1,0 +1,88 @@
+/* V4L2 cameras: the source (source.h's trk_source_v4l2_create) and its
+ * testable parts without a device: format choice, copying a driver buffer
+ * with its bytesperline into a frame, and control-name matching. */
+#ifndef TRK_DAEMON_V4L2_H
+#define TRK_DAEMON_V4L2_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "frame.h"
+#include "source.h"
+
+/* What --format asks for. */
+enum trk_cam_format {
+    TRK_CAM_AUTO = 0,
+    TRK_CAM_YUYV,
+    TRK_CAM_MJPEG,
+    TRK_CAM_NV12,
+    TRK_CAM_RGB24,
+};
+
+/* "auto", "yuyv", "mjpeg", "nv12", "rgb24"; -1 if unknown. */
+int trk_cam_format_parse(const char *s);
+
+#define TRK_CAM_MAX_CONTROLS 16
+
+struct trk_cam_control {
+    char name[64]; /* v4l2-ctl style: lower case, '_' for other characters */
+    long value;
+};
+
+struct trk_v4l2_cfg {
+    const char *device; /* /dev/videoN or a /dev/v4l/by-id/... link */
+    enum trk_cam_format format;
+    int width, height; /* wanted size; the driver may pick the nearest */
+    double fps;        /* wanted rate; 0 = the driver's */
+    struct trk_cam_control controls[TRK_CAM_MAX_CONTROLS];
+    int n_controls;
+    double timeout; /* seconds without a frame before read fails with -ETIMEDOUT */
+};
+
+/* A camera. open() negotiates the format, sets the controls and starts mmap
+ * streaming; read() returns the newest frame (older queued ones are dropped
+ * and counted), with pts and t_capture from the driver's CLOCK_MONOTONIC
+ * buffer timestamp. read() fails with -ENODEV / -EIO when the camera goes
+ * away and -ETIMEDOUT when it stops delivering; the caller closes and
+ * reopens it (same settings). live = true. */
+int trk_source_v4l2_create(const struct trk_v4l2_cfg *cfg, struct trk_source *out);
+
+/* Frames dropped inside the source (newer ones already queued). */
+uint64_t trk_source_v4l2_drops(const struct trk_source *s);
+
+/* The V4L2 pixel format to ask for. offered: the fourccs the device lists.
+ * A specific want picks its fourcc if offered. Auto prefers formats the
+ * backends take without conversion (YUYV, NV12, YU12, RGB3, BGR3), except
+ * that MJPEG is chosen when the raw bandwidth width*height*bpp*fps exceeds
+ * max_raw_bytes_per_s (USB 2 cameras cannot send raw HD at 30 fps).
+ * Returns 0 and *out, or -EINVAL when nothing usable is offered. */
+int trk_v4l2_choose_format(const uint32_t *offered, int n, enum trk_cam_format want, int width,
+                           int height, double fps, double max_raw_bytes_per_s, uint32_t *out);
+
+/* The backend pixel format for a raw V4L2 fourcc, or -1 (MJPEG is decoded). */
+int trk_v4l2_pixfmt(uint32_t fourcc);
+
+/* Copies one raw driver buffer of fourcc/width/height with the driver's
+ * bytesperline (row pitch of the first plane; chroma pitches follow from
+ * it) into f, laid out with trk_frame_layout. 0, or TRK_EINVAL when the
+ * buffer is shorter than the layout needs (a wrong-size frame) or the
+ * pitch is smaller than a row, TRK_ENOMEM. */
+int trk_v4l2_copy(struct trk_frame *f, uint32_t fourcc, int width, int height,
+                  uint32_t bytesperline, const uint8_t *buf, size_t bytesused);
+
+/* Writes name in v4l2-ctl's style ("White Balance, Automatic" ->
+ * "white_balance_automatic") into out. */
+void trk_v4l2_ctrl_name(const char *name, char *out, size_t size);
+
+/* Parses "name=value" into c; false if malformed. */
+bool trk_cam_control_parse(const char *s, struct trk_cam_control *c);
+
+/* --list-devices / --list-formats / --list-controls: print to out. 0 or a
+ * negative code (the device cannot be opened). */
+int trk_v4l2_list_devices(FILE *out);
+int trk_v4l2_list_formats(const char *device, FILE *out);
+int trk_v4l2_list_controls(const char *device, FILE *out);
+
+#endif
