@@ -40,6 +40,8 @@ enum {
     OPT_LIST_DEVICES,
     OPT_LIST_FORMATS,
     OPT_LIST_CONTROLS,
+    OPT_SAVE_OBJECTS,
+    OPT_CONTROL_TOKEN,
 };
 
 /* The one table: getopt entry, argument name and help text. */
@@ -98,6 +100,10 @@ static const struct opt {
     {{"progress", no_argument, 0, OPT_PROGRESS}, 0, NULL,
      "show progress on stderr (default: with --fast when stderr is a terminal)"},
     {{"no-progress", no_argument, 0, OPT_NO_PROGRESS}, 0, NULL, "never show progress"},
+    {{"save-objects", required_argument, 0, OPT_SAVE_OBJECTS}, 0, "FILE",
+     "where the web page's 'save' writes the objects (default: the --objects file, else ./objects.json)"},
+    {{"control-token", required_argument, 0, OPT_CONTROL_TOKEN}, 0, "TOKEN",
+     "token web clients need to edit objects (required on any address when given; generated and printed when listening beyond loopback)"},
     {{"help", no_argument, 0, 'h'}, 'h', NULL, "show this help and exit"},
     {{"version", no_argument, 0, 'V'}, 'V', NULL, "show the version and exit"},
 };
@@ -250,6 +256,11 @@ int trk_cli_parse(int argc, char **argv, struct trk_settings *s, FILE *out, FILE
         case OPT_LOG_LEVEL: ok = (s->log_level = trk_log_level_parse(a)) >= 0; break;
         case OPT_PROGRESS: s->progress = 1; break;
         case OPT_NO_PROGRESS: s->progress = 0; break;
+        case OPT_SAVE_OBJECTS: s->save_objects = a; break;
+        case OPT_CONTROL_TOKEN:
+            ok = *a && strlen(a) < 128;
+            s->control_token = a;
+            break;
         case 'h': trk_cli_usage(out); return TRK_CLI_EXIT_OK;
         case 'V': fprintf(out, "trackd %s\n", TRK_VERSION); return TRK_CLI_EXIT_OK;
         case ':':

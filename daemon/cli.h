@@ -42,8 +42,10 @@ struct trk_settings {
     double preview_fps;
     int preview_quality;
     double stats_interval;
-    int log_level; /* enum trk_log_level */
-    int progress;  /* -1 auto (stderr is a terminal), 0 off, 1 on */
+    int log_level;             /* enum trk_log_level */
+    int progress;              /* -1 auto (stderr is a terminal), 0 off, 1 on */
+    const char *save_objects;  /* save target; NULL = objects, else ./objects.json */
+    const char *control_token; /* NULL = none on loopback, generated elsewhere */
 };
 
 enum { TRK_CLI_RUN = 0, TRK_CLI_EXIT_OK = 1 };

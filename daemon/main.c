@@ -1,15 +1,20 @@
 /* trackd: wires the settings, objects, source, backend, WebSocket server and
  * pipeline together, and maps failures to exit codes. */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #define LOG_TAG "trackd"
 #include "backend.h"
 #include "cli.h"
+#include "control.h"
 #include "log.h"
 #include "messages.h"
 #include "objects.h"
@@ -23,6 +28,51 @@ static void on_signal(int sig)
 {
     (void)sig;
     stop_requested = 1;
+}
+
+/* SIGHUP: the handler only sets a flag; reload_main does the reload on a
+ * normal thread (file I/O and locks are not async-signal-safe). */
+static volatile sig_atomic_t reload_requested, reload_quit;
+
+static void on_hup(int sig)
+{
+    (void)sig;
+    reload_requested = 1;
+}
+
+static void *reload_main(void *arg)
+{
+    struct trk_control *control = arg;
+    while (!reload_quit && !stop_requested) {
+        if (reload_requested) {
+            reload_requested = 0;
+            char why[600];
+            if (trk_control_reload(control, why, sizeof(why)))
+                log_error("reload rejected, keeping the current objects: %s", why);
+            else
+                log_info("reloaded %s", why);
+        }
+        struct timespec ts = { 0, 50 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+    }
+    return NULL;
+}
+
+/* 127.0.0.0/8 and ::1 need no control token; anything else (including
+ * "every interface") does. */
+static bool is_loopback(const char *addr)
+{
+    return !strncmp(addr, "127.", 4) || !strcmp(addr, "::1") || !strcmp(addr, "localhost");
+}
+
+/* A random 32-hex-digit token. */
+static int make_token(char *out, size_t len)
+{
+    unsigned char r[16];
+    if (len < 33 || getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r)) return -1;
+    for (int i = 0; i < 16; i++)
+        snprintf(out + 2 * i, 3, "%02x", r[i]);
+    return 0;
 }
 
 static void ws_log(int level, const char *line)
@@ -76,6 +126,12 @@ int main(int argc, char **argv)
     struct trk_source src = { 0 };
     struct trk_backend *backend = NULL;
     struct trk_ws *ws = NULL;
+    struct trk_control *control = NULL;
+    /* save_objects target: --save-objects, else the --objects file, else
+     * ./objects.json (so a page started without a file can still save). */
+    const char *save_path = s.save_objects ? s.save_objects
+                            : s.objects    ? s.objects
+                                           : "objects.json";
     FILE *out = NULL;
     int exit_code = TRK_EX_OK, err;
 
@@ -150,17 +206,6 @@ int main(int argc, char **argv)
 
     if (s.server) {
         trk_ws_set_log(ws_log);
-        struct trk_ws_cfg wc = {
-            .address = s.listen_addr,
-            .port = s.listen_port,
-            .web_root = s.web_root,
-            .queue_len = 8,
-        };
-        if ((err = trk_ws_create(&wc, &ws)) || (err = trk_ws_start(ws))) {
-            log_error_err(err, "cannot serve on %s:%d", s.listen_addr, s.listen_port);
-            exit_code = TRK_EX_UNAVAILABLE;
-            goto end;
-        }
         char colors[TRK_MAX_OBJECTS][8];
         const char *color_ptr[TRK_MAX_OBJECTS];
         for (int i = 0; i < objs.n; i++) {
@@ -187,17 +232,60 @@ int main(int argc, char **argv)
             .colors = color_ptr,
         };
         if (hi.preview.width > src.width) hi.preview.width = src.width;
-        struct trk_buf hello = { 0 };
-        if (trk_msg_hello(&hello, &hi) == 0) trk_ws_set_hello(ws, hello.data);
-        trk_buf_free(&hello);
+        /* The control module answers the page's edits; it sets the hello. */
+        struct trk_control_cfg cc = { .objects = &objs, .save_path = save_path, .hello = hi };
+        char token[40] = "";
+        if (s.control_token)
+            snprintf(token, sizeof(token), "%s", s.control_token);
+        else if (!is_loopback(s.listen_addr) && make_token(token, sizeof(token)) == 0)
+            log_info("control token (web clients need it to edit objects): %s", token);
+        struct trk_ws_cfg wc = {
+            .address = s.listen_addr,
+            .port = s.listen_port,
+            .web_root = s.web_root,
+            .queue_len = 8,
+            .on_message = trk_control_on_message,
+            .control_types = trk_control_types,
+            .control_token = token,
+        };
+        if ((err = trk_control_create(&cc, &control)) == 0) {
+            wc.user = control;
+            err = trk_ws_create(&wc, &ws);
+        }
+        if (err) {
+            log_error_err(err, "cannot start the web server");
+            exit_code = TRK_EX_UNAVAILABLE;
+            goto end;
+        }
+        trk_control_set_ws(control, ws);
+        if ((err = trk_ws_start(ws))) {
+            log_error_err(err, "cannot serve on %s:%d", s.listen_addr, s.listen_port);
+            exit_code = TRK_EX_UNAVAILABLE;
+            goto end;
+        }
         log_info("web UI on http://%s:%d/ (WebSocket /ws)", s.listen_addr, trk_ws_port(ws));
+    }
+
+    /* Without the server the control module still serves SIGHUP reloads. */
+    if (!control) {
+        struct trk_control_cfg cc = { .objects = &objs, .save_path = save_path };
+        if ((err = trk_control_create(&cc, &control))) {
+            log_error_err(err, "cannot start");
+            exit_code = TRK_EX_SOFTWARE;
+            goto end;
+        }
     }
 
     struct sigaction sa = { .sa_handler = on_signal };
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    struct sigaction hup = { .sa_handler = on_hup };
+    sigemptyset(&hup.sa_mask);
+    sigaction(SIGHUP, &hup, NULL);
     signal(SIGPIPE, SIG_IGN);
+    pthread_t reload_thread;
+    bool have_reload_thread = pthread_create(&reload_thread, NULL, reload_main, control) == 0;
 
     struct trk_pipeline_cfg pc = {
         .source = &src,
@@ -216,6 +304,7 @@ int main(int argc, char **argv)
         .preview_quality = s.preview_quality,
         .progress = s.progress == 1 || (s.progress < 0 && s.fast && isatty(STDERR_FILENO)),
         .stats_interval = s.stats_interval,
+        .control = control,
     };
     struct trk_pipeline_summary sum;
     if ((err = trk_pipeline_run(&pc, &stop_requested, &sum))) {
@@ -227,12 +316,15 @@ int main(int argc, char **argv)
                  (unsigned long long)sum.drops);
         if (sum.source_error) exit_code = TRK_EX_NOINPUT;
     }
+    reload_quit = 1;
+    if (have_reload_thread) pthread_join(reload_thread, NULL);
 end:
     if (out && out != stdout && fclose(out) != 0) {
         log_error_err(errno, "writing %s failed", s.output);
         exit_code = TRK_EX_SOFTWARE;
     }
     trk_ws_destroy(&ws);
+    trk_control_destroy(&control);
     trk_backend_destroy(&backend);
     trk_source_destroy(&src);
     return exit_code;

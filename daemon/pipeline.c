@@ -11,6 +11,7 @@
 #define LOG_TAG "pipeline"
 #include "log.h"
 #include "messages.h"
+#include "control.h"
 #include "preview.h"
 #include "ws.h"
 
@@ -165,13 +166,29 @@ static void *process_main(void *arg)
 {
     struct pipe *p = arg;
     const struct trk_pipeline_cfg *cfg = p->cfg;
-    struct trk_obj_result *res = calloc(cfg->n_objects ? cfg->n_objects : 1, sizeof(*res));
+    /* With a control module the set can grow to TRK_MAX_OBJECTS at runtime. */
+    int max_objects = cfg->control ? TRK_MAX_OBJECTS : cfg->n_objects ? cfg->n_objects : 1;
+    struct trk_obj_result *res = calloc(max_objects, sizeof(*res));
+    struct trk_objects *live = cfg->control ? malloc(sizeof(*live)) : NULL;
+    const struct trk_object_def *defs = cfg->objects;
+    int n_defs = cfg->n_objects;
+    uint64_t version = 0;
     struct trk_buf msg = { 0 };
     double next_preview = 0;
-    static _Atomic bool backend_failed;
+    static _Atomic bool backend_failed, set_failed;
+    if (cfg->control && !live) res = (free(res), NULL);
     for (;;) {
         struct trk_frame *f = trk_pool_take(&p->pool);
         if (!f) break;
+        /* A changed object set takes effect between frames, never mid-frame;
+         * results from here on carry the new names. */
+        if (live && trk_control_poll(cfg->control, &version, live)) {
+            int e = trk_backend_set_objects(cfg->backend, live->def, live->n);
+            /* live now holds the new names: on failure report no objects
+             * rather than old results under new names. */
+            if (e) log_once(set_failed, TRK_LOG_ERROR, e, "cannot apply the new object set");
+            defs = live->def, n_defs = e ? 0 : live->n;
+        }
         double t_start = trk_now();
         struct trk_backend_timing timing = { 0 };
         int err = res ? trk_backend_process(cfg->backend, &f->img, NULL, res, &timing) : TRK_ENOMEM;
@@ -198,7 +215,8 @@ static void *process_main(void *arg)
             .backend = trk_backend_name(cfg->backend),
         };
         trk_buf_reset(&msg);
-        if (trk_msg_frame(&msg, &meta, cfg->objects, res, cfg->n_objects) == 0) {
+        if (cfg->control) trk_control_frame(cfg->control, &f->img, f->seq);
+        if (trk_msg_frame(&msg, &meta, defs, res, n_defs) == 0) {
             if (cfg->output) write_output(cfg, &msg);
             if (cfg->ws) trk_ws_broadcast(cfg->ws, TRK_WS_RESULT, msg.data, msg.len);
         }
@@ -221,7 +239,13 @@ static void *process_main(void *arg)
             if (st.clients > 0) {
                 p->preview_frame = f;
                 to_preview = true;
-                next_preview = t_done + 1.0 / cfg->preview_fps;
+                double pfps = cfg->preview_fps;
+                if (cfg->control) { /* clients may change the rate */
+                    int pw;
+                    struct trk_object_def unused;
+                    trk_control_preview(cfg->control, &pw, &pfps, &unused);
+                }
+                next_preview = t_done + 1.0 / pfps;
                 pthread_cond_broadcast(&p->cond);
             }
         }
@@ -230,12 +254,52 @@ static void *process_main(void *arg)
     }
     trk_buf_free(&msg);
     free(res);
+    free(live);
     pthread_mutex_lock(&p->lock);
     p->process_done = true;
     p->preview_quit = true;
     pthread_cond_broadcast(&p->cond);
     pthread_mutex_unlock(&p->lock);
     return NULL;
+}
+
+/* The mask view: src downscaled to at most width (same nearest sampling as
+ * the preview encoder), pixels that match def (the backends' rule, gpu/
+ * color.h) white, the rest a dimmed copy of the picture, as an RGB24 image
+ * in *buf that the encoder then takes unscaled. 0 or TRK_ENOMEM. */
+static int render_mask(const struct trk_image *src, int width, const struct trk_object_def *def,
+                       uint8_t **buf, size_t *cap, struct trk_image *out)
+{
+    int w = src->width <= width ? src->width : width;
+    int h = (int)((long)src->height * w / src->width);
+    if (h < 1) h = 1;
+    size_t need = (size_t)w * h * 3;
+    if (need > *cap) {
+        uint8_t *n = realloc(*buf, need);
+        if (!n) return TRK_ENOMEM;
+        *buf = n, *cap = need;
+    }
+    for (int y = 0; y < h; y++) {
+        int sy = (int)(((long)y * 2 + 1) * src->height / (2L * h));
+        for (int x = 0; x < w; x++) {
+            int sx = (int)(((long)x * 2 + 1) * src->width / (2L * w));
+            uint8_t *px = *buf + ((size_t)y * w + x) * 3;
+            if (trk_pixel_matches(src, sx, sy, def)) {
+                px[0] = px[1] = px[2] = 255;
+            } else {
+                trk_image_pixel_rgb(src, sx, sy, px);
+                px[0] /= 4, px[1] /= 4, px[2] /= 4;
+            }
+        }
+    }
+    *out = (struct trk_image){ .plane = { *buf },
+                               .pitch = { (size_t)w * 3 },
+                               .width = w,
+                               .height = h,
+                               .fmt = TRK_FMT_RGB24,
+                               .matrix = TRK_MATRIX_BT601,
+                               .full_range = true };
+    return 0;
 }
 
 static void *preview_main(void *arg)
@@ -245,6 +309,9 @@ static void *preview_main(void *arg)
     struct trk_preview *enc = NULL;
     uint8_t *msg = NULL;
     size_t msg_cap = 0;
+    int enc_width = cfg->preview_width;
+    uint8_t *mask_buf = NULL;
+    size_t mask_cap = 0;
     if (trk_preview_create(cfg->preview_width, cfg->preview_quality, &enc)) {
         log_error("cannot start the preview encoder; previews are off");
     }
@@ -258,7 +325,22 @@ static void *preview_main(void *arg)
         const uint8_t *jpeg;
         size_t size;
         int pw, ph;
-        if (enc && trk_preview_encode(enc, &f->img, &jpeg, &size, &pw, &ph) == 0) {
+        const struct trk_image *img = &f->img;
+        struct trk_image masked;
+        if (cfg->control) {
+            /* Clients may change the preview width and ask for a mask. */
+            int want_w;
+            double unused_fps;
+            struct trk_object_def mdef;
+            bool mask = trk_control_preview(cfg->control, &want_w, &unused_fps, &mdef);
+            if (want_w != enc_width) {
+                trk_preview_destroy(&enc);
+                if (trk_preview_create(want_w, cfg->preview_quality, &enc) == 0) enc_width = want_w;
+            }
+            if (mask && render_mask(img, enc_width, &mdef, &mask_buf, &mask_cap, &masked) == 0)
+                img = &masked;
+        }
+        if (enc && trk_preview_encode(enc, img, &jpeg, &size, &pw, &ph) == 0) {
             if (size + TRK_PREVIEW_HDR > msg_cap) {
                 uint8_t *n = realloc(msg, size + TRK_PREVIEW_HDR);
                 if (n) msg = n, msg_cap = size + TRK_PREVIEW_HDR;
@@ -275,6 +357,7 @@ static void *preview_main(void *arg)
         trk_pool_release(&p->pool, f);
     }
     free(msg);
+    free(mask_buf);
     trk_preview_destroy(&enc);
     return NULL;
 }

@@ -13,6 +13,7 @@
 #include "source.h"
 
 struct trk_ws;
+struct trk_control;
 
 struct trk_pipeline_cfg {
     struct trk_source *source;   /* opened */
@@ -31,6 +32,11 @@ struct trk_pipeline_cfg {
     int preview_quality;   /* JPEG quality 1..100 */
     bool progress;         /* progress line on stderr (a terminal) */
     double stats_interval; /* seconds between stats lines; 0 = none */
+    /* Live object edits, sampling and mask view (daemon/control.h); NULL =
+     * the fixed set above. When set, its object set replaces objects /
+     * n_objects from the first frame on, and new versions are applied
+     * between frames. */
+    struct trk_control *control;
 };
 
 struct trk_pipeline_summary {

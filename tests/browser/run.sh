@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
 # Runs the browser test, or says loudly why it cannot run here (exit 77 = skip).
+# An optional first argument names the test script (default overlay.test.mjs).
+script=overlay.test.mjs
+case "$1" in *.mjs) script="$1"; shift ;; esac
 args=()
 for a in "$@"; do args+=("$(realpath -m "$a")"); done
 cd "$(dirname "$0")"
@@ -12,4 +15,4 @@ if [ -n "$why" ]; then
   echo "SKIPPED: browser test cannot run: $why" >&2
   exit 77
 fi
-exec node overlay.test.mjs "${args[@]}"
+exec node "$script" "${args[@]}"
