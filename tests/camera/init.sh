@@ -8,7 +8,7 @@ mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
 mount -t tmpfs tmp /tmp
-export LD_LIBRARY_PATH=/lib64:/lib
+echo "@@EVENT init $(cut -d' ' -f1 /proc/uptime)"
 # vivid's dependencies in load order (modules.dep read backwards).
 for m in rc-core cec mc videodev videobuf2-common videobuf2-v4l2 videobuf2-memops \
          videobuf2-vmalloc videobuf2-dma-contig v4l2-dv-timings v4l2-tpg vivid; do
@@ -41,12 +41,23 @@ echo "@@RC ctl $?"
 dump ctl /tmp/ctl.ndjson
 dump ctl.log /tmp/ctl.log
 
-# Faults while streaming: vivid's disconnect control, then a real unbind/bind.
+# Faults while streaming: vivid's disconnect control, a fatal streaming
+# error (EIO), a stall (every buffer dropped: trackd's 2 s timeout), then a
+# real unplug (unbind) and replug (bind).
 $T --format yuyv --size 320x240 --fps 30 --stats-interval 0 -o /tmp/live.ndjson 2>/tmp/live.log &
 pid=$!
 sleep 2
 echo "@@EVENT disconnect $(up)"
 v4l2-ctl -d /dev/video0 -c disconnect=1 || echo "@@ERROR v4l2-ctl disconnect"
+sleep 2
+echo "@@EVENT eio $(up)"
+v4l2-ctl -d /dev/video0 -c inject_fatal_streaming_error=1 || echo "@@ERROR v4l2-ctl eio"
+sleep 2
+echo "@@EVENT stall $(up)"
+v4l2-ctl -d /dev/video0 -c percentage_of_dropped_buffers=100 || echo "@@ERROR v4l2-ctl stall"
+sleep 3
+echo "@@EVENT unstall $(up)"
+v4l2-ctl -d /dev/video0 -c percentage_of_dropped_buffers=0 || echo "@@ERROR v4l2-ctl unstall"
 sleep 3
 echo "@@EVENT unbind $(up)"
 echo vivid.0 > /sys/bus/platform/drivers/vivid/unbind
