@@ -33,8 +33,10 @@ struct pipe {
     uint64_t outages;       /* live source losses (camera unplugged, stalled) */
     uint64_t frames;        /* processed */
     double first_t, last_t; /* monotonic times of first/last processed frame */
-    /* Per-interval latency samples in ms: process, queue, upload, kernel. */
-    float samples[4][STAT_SAMPLES];
+    /* Per-interval latency samples in ms: process, queue, upload, kernel,
+     * send (results ready -> handed to NDJSON/WebSocket), total (capture ->
+     * handed over). */
+    float samples[6][STAT_SAMPLES];
     int n_samples;
     /* Preview hand-off: the processing thread parks a frame here when the
      * preview thread is idle; the preview thread releases it to the pool. */
@@ -215,11 +217,13 @@ static void *process_main(void *arg)
             .backend = trk_backend_name(cfg->backend),
         };
         trk_buf_reset(&msg);
-        if (cfg->control) trk_control_frame(cfg->control, &f->img, f->seq);
         if (trk_msg_frame(&msg, &meta, defs, res, n_defs) == 0) {
             if (cfg->output) write_output(cfg, &msg);
             if (cfg->ws) trk_ws_broadcast(cfg->ws, TRK_WS_RESULT, msg.data, msg.len);
         }
+        double t_sent = trk_now();
+        /* Sampling after the send, so it never delays the results. */
+        if (cfg->control) trk_control_frame(cfg->control, &f->img, f->seq);
 
         pthread_mutex_lock(&p->lock);
         if (p->frames == 0) p->first_t = t_done;
@@ -230,6 +234,8 @@ static void *process_main(void *arg)
         p->samples[1][k] = (float)meta.queue_ms;
         p->samples[2][k] = (float)meta.upload_ms;
         p->samples[3][k] = (float)meta.kernel_ms;
+        p->samples[4][k] = (float)((t_sent - t_done) * 1e3);
+        p->samples[5][k] = (float)((t_sent - f->t_capture) * 1e3);
         /* Hand the frame to the preview thread when one is due and the
          * encoder is idle; never wait for it. */
         bool to_preview = false;
@@ -392,11 +398,11 @@ static void summarize(float *v, int n, double *median, double *max)
 static void report_stats(struct pipe *p, uint64_t *last_frames, double *last_t)
 {
     const struct trk_pipeline_cfg *cfg = p->cfg;
-    static float v[4][STAT_SAMPLES]; /* only the caller's thread reports */
+    static float v[6][STAT_SAMPLES]; /* only the caller's thread reports */
     pthread_mutex_lock(&p->lock);
     uint64_t frames = p->frames;
     int n = p->n_samples < STAT_SAMPLES ? p->n_samples : STAT_SAMPLES;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 6; i++)
         memcpy(v[i], p->samples[i], n * sizeof(float));
     p->n_samples = 0;
     pthread_mutex_unlock(&p->lock);
@@ -416,7 +422,11 @@ static void report_stats(struct pipe *p, uint64_t *last_frames, double *last_t)
     summarize(v[1], n, &st.queue_ms, &queue_max);
     summarize(v[2], n, &st.upload_ms, &unused);
     summarize(v[3], n, &st.kernel_ms, &unused);
-    st.send_ms = st.total_ms = -1; /* not measured yet */
+    st.send_ms = st.total_ms = -1; /* null when no frame was processed */
+    if (n > 0) {
+        summarize(v[4], n, &st.send_ms, &unused);
+        summarize(v[5], n, &st.total_ms, &unused);
+    }
     if (cfg->ws) {
         struct trk_ws_stats ws;
         trk_ws_get_stats(cfg->ws, &ws);

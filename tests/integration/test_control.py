@@ -16,7 +16,8 @@ Starts trackd on the demo scene with an objects file, then:
      loads back identical to the live set; reload_objects re-reads it;
   6. SIGHUP with a broken file keeps the old objects; with a good one applies
      it;
-  7. --control-token: control messages are "unauthorized" until the client
+  7. stats carry the measured send and total latency (the page's panel);
+  8. --control-token: control messages are "unauthorized" until the client
      authenticates ({"type":"auth"} or ?token=), results flow regardless.
 """
 import asyncio
@@ -53,6 +54,7 @@ class Client:
         self.next_id = 1
         self.task = asyncio.ensure_future(self._reader())
         self.closed = False
+        self.stats = None
 
     async def _reader(self):
         try:
@@ -66,6 +68,8 @@ class Client:
                 if t == "frame":
                     self.frames.append(j)
                     del self.frames[:-50]
+                elif t == "stats":
+                    self.stats = j
                 elif t == "objects" and "id" not in j:
                     self.objects_msgs.append(j)
                 elif "id" in j:
@@ -358,7 +362,7 @@ async def main_async(trackd, d):
 
     # ---- 7. access control
     p, port = start_trackd(trackd, ["--size", "320x180", "--control-token", "s3cret",
-                                    "--stats-interval", "0"], log)
+                                    "--stats-interval", "0.3"], log)
     try:
         async with websockets.connect(f"ws://127.0.0.1:{port}/ws") as ws:
             c = Client(ws)
@@ -368,6 +372,11 @@ async def main_async(trackd, d):
             check(r and r["type"] == "pong", "ping needs no token")
             f = await c.frame_after(0)
             check(f is not None, "results flow without the token")
+            await asyncio.sleep(0.8)
+            lm = c.stats and c.stats["latency_median"]
+            check(lm and isinstance(lm["send_ms"], (int, float)) and lm["send_ms"] >= 0 and
+                  lm["total_ms"] >= lm["process_ms"] and lm["total_ms"] >= lm["send_ms"],
+                  f"stats carry measured send/total latency: {lm}")
             r = await c.req({"type": "auth", "token": "wrong"})
             check(err_code(r) == "unauthorized", "wrong token -> unauthorized")
             r = await c.req({"type": "auth", "token": "s3cret"})
