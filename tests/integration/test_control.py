@@ -18,12 +18,16 @@ Starts trackd on the demo scene with an objects file, then:
      it;
   7. stats carry the measured send and total latency (the page's panel);
   8. --control-token: control messages are "unauthorized" until the client
-     authenticates ({"type":"auth"} or ?token=), results flow regardless.
+     authenticates ({"type":"auth"} or ?token=), results flow regardless;
+  9. on 0.0.0.0 a token is generated, printed, and required (we connect
+     over loopback: only loopback traffic is possible here).
 """
 import asyncio
 import json
 import os
+import re
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -31,7 +35,7 @@ import time
 
 import websockets
 
-from daemon_proc import start_trackd
+from daemon_proc import free_port, start_trackd
 
 FAILS = []
 
@@ -387,6 +391,42 @@ async def main_async(trackd, d):
             c = Client(ws)
             r = await c.req({"type": "get_objects"})
             check(r and r["type"] == "objects", "?token= in the URL authenticates")
+    finally:
+        p.terminate()
+        p.wait(10)
+
+    # ---- 9. listening beyond loopback: a token is generated and printed
+    port = free_port()
+    glog = os.path.join(d, "generated.log")
+    with open(glog, "w") as gl:
+        p = subprocess.Popen([trackd, "--listen", f"0.0.0.0:{port}", "--size", "320x180",
+                              "--stats-interval", "0"], stdout=subprocess.DEVNULL, stderr=gl)
+    try:
+        token = None
+        for _ in range(100):
+            with open(glog) as gl:
+                m = re.search(r"control token[^:]*: ([0-9a-f]{32})", gl.read())
+            if m:
+                token = m.group(1)
+                break
+            time.sleep(0.1)
+        check(token is not None, "a 32-hex-digit token is printed on a non-loopback listener")
+        for _ in range(50):  # the log line comes before the port is bound
+            try:
+                socket.create_connection(("127.0.0.1", port), 0.2).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        async with websockets.connect(f"ws://127.0.0.1:{port}/ws") as ws:
+            c = Client(ws)
+            r = await c.req({"type": "get_objects"})
+            check(err_code(r) == "unauthorized", "0.0.0.0 listener: control needs the token")
+            f = await c.frame_after(0)
+            check(f is not None, "0.0.0.0 listener: results flow without it")
+            r = await c.req({"type": "auth", "token": token})
+            check(r and r.get("ok") is True, "the printed token authenticates")
+            r = await c.req({"type": "get_objects"})
+            check(r and r["type"] == "objects", "then control messages work")
     finally:
         p.terminate()
         p.wait(10)
