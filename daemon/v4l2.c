@@ -38,7 +38,11 @@ struct v4l2_src {
     uint32_t fourcc, bytesperline;
     int width, height;
     uint64_t drops;
-    AVCodecContext *dec; /* MJPEG only */
+    struct trk_mjpeg *mjpeg; /* MJPEG only */
+};
+
+struct trk_mjpeg {
+    AVCodecContext *dec;
     AVPacket *pkt;
     AVFrame *frame;
 };
@@ -264,20 +268,34 @@ static void v4l2_close(void *self)
     stop_streaming(s);
     if (s->fd >= 0) close(s->fd);
     s->fd = -1;
-    av_frame_free(&s->frame);
-    av_packet_free(&s->pkt);
-    avcodec_free_context(&s->dec);
+    trk_mjpeg_destroy(&s->mjpeg);
 }
 
-static int open_decoder(struct v4l2_src *s)
+void trk_mjpeg_destroy(struct trk_mjpeg **d)
+{
+    if (!*d) return;
+    av_frame_free(&(*d)->frame);
+    av_packet_free(&(*d)->pkt);
+    avcodec_free_context(&(*d)->dec);
+    free(*d);
+    *d = NULL;
+}
+
+int trk_mjpeg_create(struct trk_mjpeg **out)
 {
     const AVCodec *codec = avcodec_find_decoder(AV_CODEC_ID_MJPEG);
     if (!codec) return TRK_ENODEV;
-    s->dec = avcodec_alloc_context3(codec);
-    s->pkt = av_packet_alloc();
-    s->frame = av_frame_alloc();
-    if (!s->dec || !s->pkt || !s->frame) return TRK_ENOMEM;
-    return avcodec_open2(s->dec, codec, NULL) < 0 ? TRK_EBACKEND : 0;
+    struct trk_mjpeg *d = calloc(1, sizeof(*d));
+    if (!d) return TRK_ENOMEM;
+    *out = d;
+    d->dec = avcodec_alloc_context3(codec);
+    d->pkt = av_packet_alloc();
+    d->frame = av_frame_alloc();
+    int err = !d->dec || !d->pkt || !d->frame          ? TRK_ENOMEM
+              : avcodec_open2(d->dec, codec, NULL) < 0 ? TRK_EBACKEND
+                                                       : 0;
+    if (err) trk_mjpeg_destroy(out);
+    return err;
 }
 
 static int v4l2_open(void *self, struct trk_source *info)
@@ -333,7 +351,7 @@ static int v4l2_open(void *self, struct trk_source *info)
         fps = (double)parm.parm.capture.timeperframe.denominator /
               parm.parm.capture.timeperframe.numerator;
     set_controls(s);
-    if (fourcc == V4L2_PIX_FMT_MJPEG && (err = open_decoder(s))) goto fail;
+    if (fourcc == V4L2_PIX_FMT_MJPEG && (err = trk_mjpeg_create(&s->mjpeg))) goto fail;
 
     struct v4l2_requestbuffers rb = { .count = N_BUFFERS,
                                       .type = V4L2_BUF_TYPE_VIDEO_CAPTURE,
@@ -374,23 +392,23 @@ fail:
     return err;
 }
 
-/* Decodes one MJPEG buffer to I420 (the decoder gives full-range 4:2:0 or
- * 4:2:2; 4:2:2 chroma keeps every other row). */
-static int decode_mjpeg(struct v4l2_src *s, const uint8_t *data, size_t len, struct trk_frame *f)
+/* The decoder gives full-range 4:2:0 or 4:2:2 (webcams); 4:2:2 chroma
+ * keeps every other row. */
+int trk_mjpeg_decode(struct trk_mjpeg *d, const uint8_t *data, size_t len, struct trk_frame *f)
 {
-    s->pkt->data = (uint8_t *)data;
-    s->pkt->size = (int)len;
-    int err = avcodec_send_packet(s->dec, s->pkt);
-    if (err >= 0) err = avcodec_receive_frame(s->dec, s->frame);
+    d->pkt->data = (uint8_t *)data;
+    d->pkt->size = (int)len;
+    int err = avcodec_send_packet(d->dec, d->pkt);
+    if (err >= 0) err = avcodec_receive_frame(d->dec, d->frame);
     if (err < 0) return TRK_EINVAL; /* a corrupt JPEG: skip the frame */
-    AVFrame *av = s->frame;
+    AVFrame *av = d->frame;
     int vstep;
     switch (av->format) {
     case AV_PIX_FMT_YUVJ420P:
     case AV_PIX_FMT_YUV420P: vstep = 1; break;
     case AV_PIX_FMT_YUVJ422P:
     case AV_PIX_FMT_YUV422P: vstep = 2; break;
-    default: return TRK_EINVAL;
+    default: av_frame_unref(av); return TRK_EINVAL;
     }
     if ((err = trk_frame_layout(f, TRK_FMT_I420, av->width, av->height, 64))) return err;
     for (int y = 0; y < av->height; y++)
@@ -449,7 +467,7 @@ static int v4l2_read(void *self, struct trk_frame *f)
         }
         const uint8_t *data = s->buf[newest.index];
         err = s->fourcc == V4L2_PIX_FMT_MJPEG
-                  ? decode_mjpeg(s, data, newest.bytesused, f)
+                  ? trk_mjpeg_decode(s->mjpeg, data, newest.bytesused, f)
                   : trk_v4l2_copy(f, s->fourcc, s->width, s->height, s->bytesperline, data,
                                   newest.bytesused);
         double ts = (double)newest.timestamp.tv_sec + newest.timestamp.tv_usec * 1e-6;

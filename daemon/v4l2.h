@@ -72,6 +72,14 @@ int trk_v4l2_pixfmt(uint32_t fourcc);
 int trk_v4l2_copy(struct trk_frame *f, uint32_t fourcc, int width, int height,
                   uint32_t bytesperline, const uint8_t *buf, size_t bytesused);
 
+/* MJPEG frames: FFmpeg's mjpeg decoder, output as I420 (full range,
+ * BT.601) in f. decode returns 0, TRK_EINVAL for a corrupt or unsupported
+ * JPEG (the caller skips the frame), or TRK_ENOMEM. */
+struct trk_mjpeg;
+int trk_mjpeg_create(struct trk_mjpeg **out);
+int trk_mjpeg_decode(struct trk_mjpeg *d, const uint8_t *jpeg, size_t len, struct trk_frame *f);
+void trk_mjpeg_destroy(struct trk_mjpeg **d);
+
 /* Writes name in v4l2-ctl's style ("White Balance, Automatic" ->
  * "white_balance_automatic") into out. */
 void trk_v4l2_ctrl_name(const char *name, char *out, size_t size);

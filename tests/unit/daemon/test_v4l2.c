@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include <linux/videodev2.h>
+#include <turbojpeg.h>
 
 #include "backend.h"
 #include "pipeline.h"
@@ -158,6 +159,61 @@ static void test_controls(void)
     CHECK(!trk_cam_control_parse("gain=", &c));
     CHECK(!trk_cam_control_parse("gain=1a", &c));
     CHECK(!trk_cam_control_parse("gain", &c));
+}
+
+/* A JPEG made by libjpeg-turbo (left half red, right half blue) decodes to
+ * I420 with the full-range BT.601 values of those colours, for the
+ * subsamplings webcams send; a corrupt one is rejected. */
+static void check_mjpeg(int subsamp)
+{
+    enum { JW = 64, JH = 48 };
+    static uint8_t rgb[JW * JH * 3];
+    for (int y = 0; y < JH; y++)
+        for (int x = 0; x < JW; x++) {
+            uint8_t *p = rgb + (y * JW + x) * 3;
+            p[0] = x < JW / 2 ? 255 : 0;
+            p[1] = 0;
+            p[2] = x < JW / 2 ? 0 : 255;
+        }
+    tjhandle tj = tjInitCompress();
+    unsigned char *jpeg = NULL;
+    unsigned long len = 0;
+    CHECK(tjCompress2(tj, rgb, JW, 0, JH, TJPF_RGB, &jpeg, &len, subsamp, 95, 0) == 0);
+    tjDestroy(tj);
+    struct trk_mjpeg *d = NULL;
+    struct trk_frame f = { 0 };
+    CHECK(trk_mjpeg_create(&d) == 0);
+    CHECK(trk_mjpeg_decode(d, jpeg, len, &f) == 0);
+    CHECK(f.img.fmt == TRK_FMT_I420 && f.img.width == JW && f.img.height == JH);
+    CHECK(f.img.full_range && f.img.matrix == TRK_MATRIX_BT601);
+    CHECK(trk_image_check(&f.img) == 0);
+    /* Full-range BT.601: red Y 76 Cb 85 Cr 255, blue Y 29 Cb 255 Cr 107. */
+    const int want[2][3] = { { 76, 85, 255 }, { 29, 255, 107 } };
+    for (int side = 0; side < 2; side++) {
+        int x = side ? 3 * JW / 4 : JW / 4, y = JH / 2;
+        int got[3] = { f.img.plane[0][y * f.img.pitch[0] + x],
+                       f.img.plane[1][y / 2 * f.img.pitch[1] + x / 2],
+                       f.img.plane[2][y / 2 * f.img.pitch[2] + x / 2] };
+        for (int c = 0; c < 3; c++)
+            if (abs(got[c] - want[side][c]) > 4) {
+                fprintf(stderr, "subsamp %d side %d channel %d: %d, want %d\n", subsamp, side, c,
+                        got[c], want[side][c]);
+                failures++;
+            }
+    }
+    /* Truncated to its header: rejected, and the decoder still works after. */
+    CHECK(trk_mjpeg_decode(d, jpeg, 100, &f) == TRK_EINVAL);
+    CHECK(trk_mjpeg_decode(d, jpeg, len, &f) == 0);
+    trk_frame_free_data(&f);
+    trk_mjpeg_destroy(&d);
+    CHECK(d == NULL);
+    tjFree(jpeg);
+}
+
+static void test_mjpeg(void)
+{
+    check_mjpeg(TJSAMP_420);
+    check_mjpeg(TJSAMP_422);
 }
 
 /* ------------------------------------------------ fault-injecting source */
@@ -347,6 +403,8 @@ int main(int argc, char **argv)
         test_pitch();
     else if (!strcmp(c, "controls"))
         test_controls();
+    else if (!strcmp(c, "mjpeg"))
+        test_mjpeg();
     else if (!strcmp(c, "reopen"))
         test_reopen();
     else if (!strcmp(c, "stop_while_lost"))
