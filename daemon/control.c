@@ -161,6 +161,8 @@ static void publish_locked(struct trk_control *c, bool broadcast)
     h.n_objects = c->objs.n;
     h.colors = ptr;
     h.preview.width = c->preview_width;
+    if (h.width > 0 && h.height > 0)
+        h.preview.height = (int)((long)h.height * c->preview_width / h.width);
     h.preview.fps = c->preview_fps;
     struct trk_buf b = { 0 };
     if (trk_msg_hello(&b, &h) == 0) trk_ws_set_hello(c->ws, b.data);
