@@ -539,6 +539,115 @@ static int parse_object(struct vctx *c, const json_t *o, struct trk_object_def *
     return 0;
 }
 
+/* Adds control name = value to out's camera list. */
+static int add_camera(struct vctx *c, struct trk_objects *out, const char *name, long long value)
+{
+    char p[128];
+    if (out->n_camera >= TRK_CAMERA_MAX_CONTROLS)
+        return fail(c, 1, "%s: too many camera controls (at most %d)", path_text(c, p, sizeof p),
+                    TRK_CAMERA_MAX_CONTROLS);
+    if (value < INT32_MIN || value > INT32_MAX)
+        return fail(c, 0, "%s = %lld is out of range for a camera control",
+                    path_text(c, p, sizeof p), value);
+    struct trk_camera_control *cc = &out->camera[out->n_camera++];
+    snprintf(cc->name, sizeof cc->name, "%s", name);
+    cc->value = (long)value;
+    return 0;
+}
+
+/* "camera": {"exposure_auto": false, "exposure": 100, "gain": 10,
+ * "white_balance_auto": false, "white_balance_temperature": 4500,
+ * "controls": {"v4l2_name": value, ...}}: automatic modes first so that
+ * drivers accept the manual values after them. */
+static int parse_camera(struct vctx *c, const json_t *cam, struct trk_objects *out)
+{
+    static const struct {
+        const char *key, *control;
+        bool is_bool;
+    } keys[] = {
+        { "exposure_auto", "auto_exposure", true },
+        { "white_balance_auto", "white_balance_automatic", true },
+        { "exposure", "exposure_time_absolute", false },
+        { "gain", "gain", false },
+        { "white_balance_temperature", "white_balance_temperature", false },
+    };
+    char p[128];
+    int rc = 0;
+    push_key(c, "camera");
+    if (!json_is_object(cam)) {
+        rc = fail(c, 0, "camera must be an object, not %s", type_name(cam));
+        goto out;
+    }
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)cam, key, v)
+    {
+        size_t i;
+        for (i = 0; i < sizeof keys / sizeof keys[0]; i++)
+            if (!strcmp(key, keys[i].key)) break;
+        if (i == sizeof keys / sizeof keys[0] && strcmp(key, "controls") != 0) {
+            char q[64];
+            quote_user(key, strlen(key), q, sizeof q);
+            push_key(c, key);
+            rc = fail(c, 1,
+                      "camera: unknown key \"%s\" (expected exposure_auto, exposure, gain, "
+                      "white_balance_auto, white_balance_temperature or controls)",
+                      q);
+            pop(c);
+            goto out;
+        }
+    }
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        v = json_object_get(cam, keys[i].key);
+        if (!v) continue;
+        push_key(c, keys[i].key);
+        if (keys[i].is_bool && !json_is_boolean(v))
+            rc = fail(c, 0, "%s must be true or false, not %s", path_text(c, p, sizeof p),
+                      type_name(v));
+        else if (!keys[i].is_bool && !json_is_integer(v))
+            rc = fail(c, 0, "%s must be an integer, not %s", path_text(c, p, sizeof p),
+                      type_name(v));
+        /* V4L2's auto_exposure menu: 1 = manual, 3 = aperture priority
+         * (the automatic mode UVC webcams offer). */
+        else if (keys[i].is_bool)
+            rc = add_camera(c, out, keys[i].control,
+                            !strcmp(keys[i].key, "exposure_auto") ? (json_is_true(v) ? 3 : 1)
+                                                                  : json_is_true(v));
+        else
+            rc = add_camera(c, out, keys[i].control, json_integer_value(v));
+        pop(c);
+        if (rc) goto out;
+    }
+    const json_t *ctl = json_object_get(cam, "controls");
+    if (ctl) {
+        push_key(c, "controls");
+        if (!json_is_object(ctl)) {
+            rc = fail(c, 0, "camera.controls must be an object, not %s", type_name(ctl));
+            pop(c);
+            goto out;
+        }
+        json_object_foreach((json_t *)ctl, key, v)
+        {
+            push_key(c, key);
+            if (!*key || strlen(key) >= sizeof out->camera[0].name)
+                rc = fail(c, 1, "%s: a control name must have 1..63 bytes",
+                          path_text(c, p, sizeof p));
+            else if (!json_is_integer(v) && !json_is_boolean(v))
+                rc = fail(c, 0, "%s must be an integer or true/false, not %s",
+                          path_text(c, p, sizeof p), type_name(v));
+            else
+                rc = add_camera(c, out, key,
+                                json_is_integer(v) ? json_integer_value(v) : json_is_true(v));
+            pop(c);
+            if (rc) break;
+        }
+        pop(c);
+    }
+out:
+    pop(c);
+    return rc;
+}
+
 /* The whole document {"objects": [...]} into out (zeroed first). */
 static int parse_root(struct vctx *c, const json_t *root, struct trk_objects *out)
 {
@@ -551,17 +660,20 @@ static int parse_root(struct vctx *c, const json_t *root, struct trk_objects *ou
     json_t *v;
     json_object_foreach((json_t *)root, key, v)
     {
-        if (strcmp(key, "objects") != 0) {
+        if (strcmp(key, "objects") != 0 && strcmp(key, "camera") != 0) {
             char q[64];
             quote_user(key, strlen(key), q, sizeof q);
             push_key(c, key);
-            rc = fail(c, 1, "unknown key \"%s\" at top level (expected \"objects\")", q);
+            rc = fail(c, 1, "unknown key \"%s\" at top level (expected \"objects\" or \"camera\")",
+                      q);
             pop(c);
             return rc;
         }
     }
     const json_t *arr = json_object_get(root, "objects");
     if (!arr) return fail(c, 0, "missing key \"objects\"");
+    const json_t *cam = json_object_get(root, "camera");
+    if (cam && (rc = parse_camera(c, cam, out))) return rc;
     push_key(c, "objects");
     if (!json_is_array(arr)) {
         rc = fail(c, 0, "objects must be an array, not %s", type_name(arr));
@@ -903,7 +1015,7 @@ char *trk_objects_to_json(const struct trk_objects *objs)
     if (trk_objects_validate(objs, NULL, 0)) return NULL;
     struct sbuf b = { 0 };
     if (objs->n == 0) {
-        sb_printf(&b, "{\n  \"objects\": []\n}\n");
+        sb_printf(&b, "{\n  \"objects\": []");
     } else {
         sb_printf(&b, "{\n  \"objects\": [\n");
         for (int i = 0; i < objs->n; i++) {
@@ -922,8 +1034,20 @@ char *trk_objects_to_json(const struct trk_objects *objs)
                           objs->color[i][1], objs->color[i][2]);
             sb_printf(&b, "}%s\n", i + 1 < objs->n ? "," : "");
         }
-        sb_printf(&b, "  ]\n}\n");
+        sb_printf(&b, "  ]");
     }
+    /* The camera settings as their V4L2 controls (already in setting order),
+     * so a save keeps them. */
+    if (objs->n_camera > 0) {
+        sb_printf(&b, ",\n  \"camera\": {\"controls\": {");
+        for (int i = 0; i < objs->n_camera; i++) {
+            sb_printf(&b, "%s", i ? ", " : "");
+            sb_json_string(&b, objs->camera[i].name);
+            sb_printf(&b, ": %ld", objs->camera[i].value);
+        }
+        sb_printf(&b, "}}");
+    }
+    sb_printf(&b, "\n}\n");
     if (b.oom) {
         free(b.s);
         return NULL;

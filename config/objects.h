@@ -42,6 +42,8 @@ struct trk_config_error {
     char msg[256]; /* the message alone, without "file:line:col: "     */
 };
 
+#define TRK_CAMERA_MAX_CONTROLS 16
+
 /* A validated object set. def[0..n) go straight to trk_backend_set_objects;
  * color[i] is object i's display colour (R, G, B) for the web UI: the file's
  * "color" or, when absent, trk_objects_default_color(&def[i]). Entries past n
@@ -50,6 +52,15 @@ struct trk_objects {
     int n;
     struct trk_object_def def[TRK_MAX_OBJECTS];
     uint8_t color[TRK_MAX_OBJECTS][3];
+    /* The optional top-level "camera" object as V4L2 controls in the order
+     * they must be set (automatic modes off before manual values), names in
+     * v4l2-ctl style (OBJECTS.md lists the keys). Applied to --device
+     * cameras before --control options. */
+    int n_camera;
+    struct trk_camera_control {
+        char name[64];
+        long value;
+    } camera[TRK_CAMERA_MAX_CONTROLS];
 };
 
 /* Reads and validates an objects file. Returns 0, or a negative code with

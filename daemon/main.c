@@ -140,9 +140,15 @@ int main(int argc, char **argv)
                                    .format = (enum trk_cam_format)s.cam_format,
                                    .width = s.size_set ? s.demo_width : 640,
                                    .height = s.size_set ? s.demo_height : 480,
-                                   .fps = s.fps_set ? s.demo_fps : 0,
-                                   .n_controls = s.n_controls };
-        memcpy(vc.controls, s.controls, sizeof(vc.controls));
+                                   .fps = s.fps_set ? s.demo_fps : 0 };
+        /* The objects file's camera settings first, so --control wins. */
+        for (int i = 0; i < objs.n_camera; i++) {
+            struct trk_cam_control *c = &vc.controls[vc.n_controls++];
+            snprintf(c->name, sizeof(c->name), "%s", objs.camera[i].name);
+            c->value = objs.camera[i].value;
+        }
+        memcpy(vc.controls + vc.n_controls, s.controls, sizeof(s.controls[0]) * s.n_controls);
+        vc.n_controls += s.n_controls;
         err = trk_source_v4l2_create(&vc, &src);
         /* A camera that is not there yet is waited for like one that was
          * unplugged (the capture thread retries every second). */

@@ -36,7 +36,8 @@ struct trk_v4l2_cfg {
     enum trk_cam_format format;
     int width, height; /* wanted size; the driver may pick the nearest */
     double fps;        /* wanted rate; 0 = the driver's */
-    struct trk_cam_control controls[TRK_CAM_MAX_CONTROLS];
+    /* Set in order: the objects file's "camera" settings, then --control. */
+    struct trk_cam_control controls[2 * TRK_CAM_MAX_CONTROLS];
     int n_controls;
     double timeout; /* seconds without a frame before read fails with -ETIMEDOUT */
 };

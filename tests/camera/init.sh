@@ -25,7 +25,7 @@ dump() { # name file...
 }
 up() { cut -d' ' -f1 /proc/uptime; }
 
-T="trackd --device /dev/video0 --no-server --objects /objs.json --control osd_text_mode=2"
+T="trackd --device /dev/video0 --no-server --objects /objs.json"
 echo "@@BEGIN formats"; trackd --device /dev/video0 --list-formats; echo "@@END"
 echo "@@BEGIN controls"; trackd --device /dev/video0 --list-controls; echo "@@END"
 for f in yuyv nv12 rgb24; do

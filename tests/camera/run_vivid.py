@@ -23,8 +23,11 @@ MODULES = ["rc-core", "cec", "mc", "videodev", "videobuf2-common", "videobuf2-v4
            "videobuf2-memops", "videobuf2-vmalloc", "videobuf2-dma-contig", "v4l2-dv-timings",
            "v4l2-tpg", "vivid"]
 # vivid's default pattern: 8 equal 75% colour bars; green is the fourth.
+# The file's camera section turns vivid's on-screen text off (it would cover
+# part of the bar), so the bar's mass also proves the file's controls apply.
 OBJECTS = {"objects": [{"name": "green", "space": "rgb", "lo": [0, 140, 0],
-                        "hi": [90, 255, 90]}]}
+                        "hi": [90, 255, 90]}],
+           "camera": {"controls": {"osd_text_mode": 2}}}
 
 
 def skip(why):

@@ -784,6 +784,51 @@ static void test_demo_objects(void)
         }
 }
 
+/* The optional "camera" object: friendly keys become V4L2 controls with
+ * the automatic modes first (drivers refuse manual values while they are
+ * on), then the "controls" in file order. */
+static void test_camera(void)
+{
+    const char *text = "{\"camera\": {\"controls\": {\"brightness\": 10, \"power_line\": true},"
+                       " \"gain\": 7, \"exposure\": 100, \"white_balance_temperature\": 4500,"
+                       " \"white_balance_auto\": false, \"exposure_auto\": false},"
+                       " \"objects\": []}";
+    struct trk_objects o;
+    struct trk_config_error err;
+    CHECK(trk_objects_load_string(text, strlen(text), NULL, &o, &err) == 0);
+    static const struct {
+        const char *name;
+        long value;
+    } want[] = { { "auto_exposure", 1 },
+                 { "white_balance_automatic", 0 },
+                 { "exposure_time_absolute", 100 },
+                 { "gain", 7 },
+                 { "white_balance_temperature", 4500 },
+                 { "brightness", 10 },
+                 { "power_line", 1 } };
+    CHECK(o.n_camera == 7);
+    for (int i = 0; i < o.n_camera && i < 7; i++) {
+        CHECK_STR(o.camera[i].name, want[i].name);
+        CHECK(o.camera[i].value == want[i].value);
+    }
+    /* Saved and reloaded: the same controls in the same order. */
+    char *saved = trk_objects_to_json(&o);
+    struct trk_objects back;
+    CHECK(saved && trk_objects_load_string(saved, strlen(saved), NULL, &back, &err) == 0);
+    CHECK(back.n_camera == o.n_camera);
+    for (int i = 0; i < back.n_camera && i < o.n_camera; i++) {
+        CHECK_STR(back.camera[i].name, o.camera[i].name);
+        CHECK(back.camera[i].value == o.camera[i].value);
+    }
+    free(saved);
+    const char *on = "{\"objects\": [], \"camera\": {\"exposure_auto\": true}}";
+    CHECK(trk_objects_load_string(on, strlen(on), NULL, &o, &err) == 0);
+    CHECK(o.n_camera == 1 && o.camera[0].value == 3); /* aperture priority */
+    const char *none = "{\"objects\": []}";
+    CHECK(trk_objects_load_string(none, strlen(none), NULL, &o, &err) == 0);
+    CHECK(o.n_camera == 0);
+}
+
 /* ------------------------------------------------------------------ main */
 
 static const struct {
@@ -808,6 +853,7 @@ static const struct {
     { "to_json_format", test_to_json_format },
     { "posindex", test_posindex },
     { "demo_objects", test_demo_objects },
+    { "camera", test_camera },
 };
 
 int main(int argc, char **argv)
