@@ -84,7 +84,7 @@ static const struct opt {
     {{"size", required_argument, 0, OPT_SIZE}, 0, "WxH",
      "demo scene or camera size (default 1280x720 demo, 640x480 camera)"},
     {{"fps", required_argument, 0, OPT_FPS}, 0, "N",
-     "demo scene or camera frame rate (default 30)"},
+     "demo scene or camera frame rate (default 30 demo, the camera's own)"},
     {{"no-preview", no_argument, 0, OPT_NO_PREVIEW}, 0, NULL,
      "send no preview JPEGs to web clients (results only)"},
     {{"preview-width", required_argument, 0, OPT_PREVIEW_WIDTH}, 0, "N",

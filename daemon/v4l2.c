@@ -491,6 +491,9 @@ static int v4l2_read(void *self, struct trk_frame *f)
 static void v4l2_destroy(void *self)
 {
     struct v4l2_src *s = self;
+    if (s->drops)
+        log_info("%s: %llu stale or corrupt frames dropped in the driver queue", s->device,
+                 (unsigned long long)s->drops);
     free(s->device);
     free(s);
 }
