@@ -8,7 +8,7 @@ mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
 mount -t tmpfs tmp /tmp
-echo "@@EVENT init $(cut -d' ' -f1 /proc/uptime)"
+echo; echo "@@EVENT init $(cut -d' ' -f1 /proc/uptime)"
 # vivid's dependencies in load order (modules.dep read backwards).
 for m in rc-core cec mc videodev videobuf2-common videobuf2-v4l2 videobuf2-memops \
          videobuf2-vmalloc videobuf2-dma-contig v4l2-dv-timings v4l2-tpg vivid; do
@@ -26,6 +26,11 @@ dump() { # name file...
 up() { cut -d' ' -f1 /proc/uptime; }
 
 T="trackd --device /dev/video0 --no-server --objects /objs.json"
+# A stable name as udev would make it (there is no udev here): the fault
+# run below goes through it, also across unbind/bind.
+mkdir -p /dev/v4l/by-id
+ln -s ../../video0 /dev/v4l/by-id/platform-vivid.0-video-index0
+echo "@@BEGIN devices"; trackd --list-devices; echo "@@END"
 echo "@@BEGIN formats"; trackd --device /dev/video0 --list-formats; echo "@@END"
 echo "@@BEGIN controls"; trackd --device /dev/video0 --list-controls; echo "@@END"
 for f in yuyv nv12 rgb24; do
@@ -44,7 +49,8 @@ dump ctl.log /tmp/ctl.log
 # Faults while streaming: vivid's disconnect control, a fatal streaming
 # error (EIO), a stall (every buffer dropped: trackd's 2 s timeout), then a
 # real unplug (unbind) and replug (bind).
-$T --format yuyv --size 320x240 --fps 30 --stats-interval 0 -o /tmp/live.ndjson 2>/tmp/live.log &
+trackd --device /dev/v4l/by-id/platform-vivid.0-video-index0 --no-server --objects /objs.json \
+  --format yuyv --size 320x240 --fps 30 --stats-interval 0 -o /tmp/live.ndjson 2>/tmp/live.log &
 pid=$!
 sleep 2
 echo "@@EVENT disconnect $(up)"

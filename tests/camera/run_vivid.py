@@ -189,6 +189,11 @@ def main():
     secs, rcs, events = sections(console)
     print("formats offered:", " ".join(l.split()[0] for l in secs.get("formats", [])
                                        if l.strip() and not l[0].isspace()))
+    devices = secs.get("devices", [])
+    if not any(l.startswith("/dev/v4l/by-id/platform-vivid.0-video-index0") for l in devices) or \
+       not any(l.startswith("/dev/video0") and "vivid" in l for l in devices):
+        fail("--list-devices did not list vivid under both names:\n" + "\n".join(devices))
+    print("devices:", "; ".join(devices))
     if "init" in events:
         print(f"kernel boot to /init: {events['init']:.2f} s of guest uptime")
 
