@@ -4,10 +4,13 @@
  * usage: test_daemon_v4l2 CASE */
 #include <errno.h>
 #include <pthread.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <linux/videodev2.h>
 #include <turbojpeg.h>
@@ -16,6 +19,7 @@
 #include "pipeline.h"
 #include "source.h"
 #include "v4l2.h"
+#include "ws.h"
 
 static int failures;
 #define CHECK(c)                                                                                   \
@@ -307,7 +311,8 @@ static void *stopper(void *arg)
 
 /* Runs the real pipeline on the fake until max_frames (or a stop after
  * stop_after seconds when > 0). */
-static void run_pipeline(struct run *r, uint64_t max_frames, double stop_after)
+static void run_pipeline_ws(struct run *r, uint64_t max_frames, double stop_after,
+                            struct trk_ws *ws)
 {
     struct trk_source src = { .ops = &fake_ops, .self = &r->fake, .live = true };
     strcpy(src.desc, "fake camera");
@@ -325,6 +330,7 @@ static void run_pipeline(struct run *r, uint64_t max_frames, double stop_after)
                                    .colors = colors,
                                    .n_objects = 1,
                                    .output = out,
+                                   .ws = ws,
                                    .max_frames = max_frames };
     stop_flag = 0;
     pthread_t t;
@@ -340,6 +346,11 @@ static void run_pipeline(struct run *r, uint64_t max_frames, double stop_after)
     fclose(out);
     trk_backend_destroy(&b);
     trk_source_close(&src);
+}
+
+static void run_pipeline(struct run *r, uint64_t max_frames, double stop_after)
+{
+    run_pipeline_ws(r, max_frames, stop_after, NULL);
 }
 
 static void test_reopen(void)
@@ -393,6 +404,60 @@ static void test_absent_at_start(void)
     CHECK(r.fake.opens == 2); /* at once (fails), after 1 s (works) */
 }
 
+static const char *client_py;
+
+/* Web clients are told: a real WebSocket client (python3-websockets) sees
+ * status "lost" when the camera goes and "ok" when it is back. */
+static void test_status_ws(void)
+{
+    struct trk_ws *ws = NULL;
+    struct trk_ws_cfg wc = { .address = "127.0.0.1", .port = 0 };
+    CHECK(trk_ws_create(&wc, &ws) == 0 && trk_ws_start(ws) == 0);
+    if (!ws) return;
+    char port[16], out[] = "/tmp/trk_status_XXXXXX";
+    snprintf(port, sizeof(port), "%d", trk_ws_port(ws));
+    int fd = mkstemp(out);
+    CHECK(fd >= 0);
+    close(fd);
+    char *argv[] = { "/usr/bin/python3", (char *)client_py, port, "4", out, NULL };
+    pid_t pid;
+    extern char **environ;
+    CHECK(posix_spawn(&pid, argv[0], NULL, NULL, argv, environ) == 0);
+    /* Wait for the client to connect. */
+    char buf[4096] = "";
+    for (int i = 0; i < 100 && !strstr(buf, "connected"); i++) {
+        struct timespec ts = { 0, 50 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+        FILE *f = fopen(out, "r");
+        if (f) {
+            buf[fread(buf, 1, sizeof(buf) - 1, f)] = 0;
+            fclose(f);
+        }
+    }
+    CHECK(strstr(buf, "connected") != NULL);
+    /* Frames, a loss that lasts one retry (1 s), frames again. */
+    static const int script[] = { 0, 0, 0, 0, OPEN_FAIL + 1, -ENODEV, 0, 0, 0, 0 };
+    struct run r = { .fake = { .script = script, .n = 10 } };
+    run_pipeline_ws(&r, 8, 0, ws);
+    CHECK(r.err == 0 && r.sum.outages == 1);
+    int status;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    FILE *f = fopen(out, "r");
+    buf[0] = 0;
+    if (f) {
+        buf[fread(buf, 1, sizeof(buf) - 1, f)] = 0;
+        fclose(f);
+    }
+    unlink(out);
+    fprintf(stderr, "client saw:\n%s", buf);
+    const char *lost = strstr(buf, "\nlost ");
+    CHECK(lost != NULL);
+    CHECK(lost && strstr(lost, "No such device"));
+    CHECK(lost && strstr(lost, "\nok fake camera"));
+    trk_ws_destroy(&ws);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) return 2;
@@ -409,7 +474,10 @@ int main(int argc, char **argv)
         test_reopen();
     else if (!strcmp(c, "stop_while_lost"))
         test_stop_while_lost();
-    else if (!strcmp(c, "absent_at_start"))
+    else if (!strcmp(c, "status_ws") && argc > 2) {
+        client_py = argv[2];
+        test_status_ws();
+    } else if (!strcmp(c, "absent_at_start"))
         test_absent_at_start();
     else {
         fprintf(stderr, "unknown case %s\n", c);
