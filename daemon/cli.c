@@ -54,7 +54,7 @@ static const struct opt {
     {{"input", required_argument, 0, 'i'}, 'i', "FILE",
      "track a video file (anything FFmpeg reads); default: the built-in demo scene"},
     {{"objects", required_argument, 0, 'c'}, 'c', "FILE",
-     "objects JSON (config/OBJECTS.md); default: the demo objects for the demo scene, none for files"},
+     "objects JSON (config/OBJECTS.md); default: the demo objects for the demo scene, none for files and cameras"},
     {{"output", required_argument, 0, 'o'}, 'o', "FILE",
      "write one NDJSON result line per frame to FILE ('-' = stdout)"},
     {{"fast", no_argument, 0, OPT_FAST}, 0, NULL,

@@ -88,7 +88,7 @@ static int load_objects(const struct trk_settings *s, struct trk_objects *objs)
     int err;
     if (s->objects)
         err = trk_objects_load_file(s->objects, objs, &cerr);
-    else if (!s->input) {
+    else if (!s->input && !s->device) {
         const char *demo = trk_objects_demo_json();
         err = trk_objects_load_string(demo, strlen(demo), "<demo objects>", objs, &cerr);
     } else {
