@@ -10,40 +10,13 @@
 // is aligned to the 2x2 chroma grid, so its box is exact: [400,100,459,159]).
 import { spawn, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { chromium } from 'playwright-core';
+import { fail, freePort, launchChromium, near, stop, waitListening } from './harness.mjs';
 
 const [trackd, webRoot, outDir] = process.argv.slice(2);
 const BOX = [400, 100, 459, 159];
 const FRAME_W = 640, FRAME_H = 360;
-
-function fail(msg) {
-  console.error(`FAIL: ${msg}`);
-  process.exitCode = 1;
-  throw new Error(msg);
-}
-
-function freePort() {
-  return new Promise((resolve) => {
-    const s = net.createServer();
-    s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => resolve(p)); });
-  });
-}
-
-async function waitListening(port, proc) {
-  for (let i = 0; i < 100; i++) {
-    if (proc.exitCode !== null) fail(`trackd exited ${proc.exitCode} at start`);
-    const ok = await new Promise((resolve) => {
-      const c = net.connect(port, '127.0.0.1', () => { c.end(); resolve(true); });
-      c.on('error', () => resolve(false));
-    });
-    if (ok) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  fail('trackd did not listen within 10 s');
-}
 
 function startTrackd(clip, objs, port, log) {
   const p = spawn(trackd, ['--input', clip, '--loop', '--objects', objs, '--listen',
@@ -51,16 +24,6 @@ function startTrackd(clip, objs, port, log) {
                            '--backend', 'cpu'], { stdio: ['ignore', 'ignore', log] });
   return p;
 }
-
-function stop(p) {
-  return new Promise((resolve) => {
-    if (p.exitCode !== null) return resolve(p.exitCode);
-    p.on('exit', (code) => resolve(code));
-    p.kill('SIGTERM');
-  });
-}
-
-const near = (a, b, tol) => Math.abs(a - b) <= tol;
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'trackd-browser-'));
 fs.mkdirSync(outDir, { recursive: true });
@@ -78,12 +41,7 @@ let daemon = startTrackd(clip, objs, port, log);
 let browser;
 try {
   await waitListening(port, daemon);
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-           '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    // launch() gives every run a fresh temporary profile of its own.
-  });
+  browser = await launchChromium();
   const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
   const errors = [];
   page.on('pageerror', (e) => errors.push(String(e)));

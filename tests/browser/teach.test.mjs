@@ -12,56 +12,19 @@
 // one at (400, 200); their centroids are (129.5, 129.5) and (439.5, 229.5).
 import { spawn, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { chromium } from 'playwright-core';
+import { fail, freePort, launchChromium, near, stop, waitListening } from './harness.mjs';
 
 const [trackd, webRoot, outDir] = process.argv.slice(2);
 const FRAME_W = 640, FRAME_H = 360;
 const RED = { name: 'redsq', box: [100, 100, 159, 159], c: [129.5, 129.5], mass: 3600 };
 const BLUE = { name: 'bluesq', box: [400, 200, 479, 259], c: [439.5, 229.5], mass: 4800 };
 
-function fail(msg) {
-  console.error(`FAIL: ${msg}`);
-  process.exitCode = 1;
-  throw new Error(msg);
-}
-
-function freePort() {
-  return new Promise((resolve) => {
-    const s = net.createServer();
-    s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => resolve(p)); });
-  });
-}
-
-async function waitListening(port, proc) {
-  for (let i = 0; i < 100; i++) {
-    if (proc.exitCode !== null) fail(`trackd exited ${proc.exitCode} at start`);
-    const ok = await new Promise((resolve) => {
-      const c = net.connect(port, '127.0.0.1', () => { c.end(); resolve(true); });
-      c.on('error', () => resolve(false));
-    });
-    if (ok) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  fail('trackd did not listen within 10 s');
-}
-
 function startTrackd(args, port, log) {
   return spawn(trackd, ['--loop', '--listen', `127.0.0.1:${port}`, '--web-root', webRoot,
                         '--backend', 'cpu', ...args], { stdio: ['ignore', 'ignore', log] });
 }
-
-function stop(p) {
-  return new Promise((resolve) => {
-    if (p.exitCode !== null) return resolve(p.exitCode);
-    p.on('exit', (code) => resolve(code));
-    p.kill('SIGTERM');
-  });
-}
-
-const near = (a, b, tol) => Math.abs(a - b) <= tol;
 
 // The newest frame's result for name, once fn(result) holds.
 async function waitResult(page, name, fn, what, timeout = 10000) {
@@ -135,11 +98,7 @@ let daemon = startTrackd(['--input', clip, '--save-objects', saved], port, log);
 let browser;
 try {
   await waitListening(port, daemon);
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-           '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  browser = await launchChromium();
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   const errors = [];
   page.on('pageerror', (e) => errors.push(String(e)));
