@@ -73,19 +73,8 @@ void trk_pixel_channels(const struct trk_image *img, int x, int y, enum trk_spac
     }
     uint8_t rgb[3];
     trk_image_pixel_rgb(img, x, y, rgb);
-    if (space == TRK_SPACE_HSV) {
-        uint16_t h;
-        uint8_t s, v;
-        trk_rgb_to_hsv(rgb[0], rgb[1], rgb[2], &h, &s, &v);
-        c[0] = h, c[1] = s, c[2] = v;
-    } else if (space == TRK_SPACE_YCBCR) {
-        uint8_t yy, cb, cr;
-        trk_rgb_to_ycbcr(&trk_rgb2ycc_coefs[trk_coef_index(img->matrix, img->full_range)], rgb[0],
-                         rgb[1], rgb[2], &yy, &cb, &cr);
-        c[0] = yy, c[1] = cb, c[2] = cr;
-    } else {
-        c[0] = rgb[0], c[1] = rgb[1], c[2] = rgb[2];
-    }
+    trk_rgb_to_space(&trk_rgb2ycc_coefs[trk_coef_index(img->matrix, img->full_range)], space, rgb,
+                     c);
 }
 
 bool trk_pixel_matches(const struct trk_image *img, int x, int y, const struct trk_object_def *def)

@@ -123,6 +123,27 @@ TRK_HD void trk_rgb_to_hsv(int r, int g, int b, uint16_t *h, uint8_t *s, uint8_t
     *h = (uint16_t)(((num + 360 * d + d / 2) / d) % 360);
 }
 
+/* An RGB colour's channels in an object space: space is the value of enum
+ * trk_space (0 rgb, 1 hsv, 2 ycbcr; an int here so this header stays free of
+ * backend.h); ycbcr uses the coefficients k. For places that turn a colour
+ * into a box (scenes, colour sampling), not for the per-pixel hot paths. */
+TRK_HD void trk_rgb_to_space(const struct trk_rgb2ycc_coef *k, int space, const uint8_t rgb[3],
+                             int c[3])
+{
+    if (space == 1) {
+        uint16_t h;
+        uint8_t s, v;
+        trk_rgb_to_hsv(rgb[0], rgb[1], rgb[2], &h, &s, &v);
+        c[0] = h, c[1] = s, c[2] = v;
+    } else if (space == 2) {
+        uint8_t y, cb, cr;
+        trk_rgb_to_ycbcr(k, rgb[0], rgb[1], rgb[2], &y, &cb, &cr);
+        c[0] = y, c[1] = cb, c[2] = cr;
+    } else {
+        c[0] = rgb[0], c[1] = rgb[1], c[2] = rgb[2];
+    }
+}
+
 /* The object test for one channel triple. c0 is hue for hsv objects. */
 TRK_HD int trk_box_match(const uint16_t lo[3], const uint16_t hi[3], int is_hsv, int c0, int c1,
                          int c2)

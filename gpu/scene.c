@@ -183,19 +183,7 @@ static void box_around(uint64_t *st, const uint8_t rgb[3], enum trk_space space,
                        struct trk_object_def *o)
 {
     int c[3];
-    if (space == TRK_SPACE_HSV) {
-        uint16_t h;
-        uint8_t s, v;
-        trk_rgb_to_hsv(rgb[0], rgb[1], rgb[2], &h, &s, &v);
-        c[0] = h, c[1] = s, c[2] = v;
-    } else if (space == TRK_SPACE_YCBCR) {
-        uint8_t y, cb, cr;
-        trk_rgb_to_ycbcr(&trk_rgb2ycc_coefs[trk_coef_index(TRK_MATRIX_BT601, 1)], rgb[0], rgb[1],
-                         rgb[2], &y, &cb, &cr);
-        c[0] = y, c[1] = cb, c[2] = cr;
-    } else {
-        c[0] = rgb[0], c[1] = rgb[1], c[2] = rgb[2];
-    }
+    trk_rgb_to_space(&trk_rgb2ycc_coefs[trk_coef_index(TRK_MATRIX_BT601, 1)], space, rgb, c);
     for (int ch = 0; ch < 3; ch++) {
         int lo_m = rand_range(st, 0, 40), hi_m = rand_range(st, 0, 40);
         if (space == TRK_SPACE_HSV && ch == 0) {
