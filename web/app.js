@@ -36,6 +36,9 @@
 
   // Recent centroids drawn as a trail behind each object.
   const TRAIL_POINTS = 40;
+  // A step longer than this fraction of the frame between two results is a
+  // jump, not motion.
+  const TRAIL_JUMP = 0.2;
 
   const PREVIEW_HEADER_BYTES = 20;
   const PROTOCOL_VERSION = 1;
@@ -303,6 +306,11 @@
       const y0 = Math.round(by0 * sy);
       const x1 = Math.round((bx1 + 1) * sx);
       const y1 = Math.round((by1 + 1) * sy);
+      // A dark halo first: objects often have the overlay's own colour, and
+      // the halo keeps the box visible against them and against the picture.
+      ctx.lineWidth = 2 * lw;
+      ctx.strokeStyle = 'rgba(0,0,0,0.6)';
+      ctx.strokeRect(x0, y0, x1 - x0, y1 - y0);
       ctx.lineWidth = lw;
       ctx.strokeStyle = o.color;
       ctx.strokeRect(x0, y0, x1 - x0, y1 - y0);
@@ -332,7 +340,7 @@
       const tw = Math.ceil(ctx.measureText(o.name).width) + 2 * pad;
       const th = fontPx + 2 * pad;
       const tx = Math.min(Math.max(0, x0 - lw / 2), Math.max(0, canvas.width - tw));
-      const ty = y0 - lw / 2 - th >= 0 ? y0 - lw / 2 - th : y0 + lw / 2;
+      const ty = y0 - lw - th >= 0 ? y0 - lw - th : y0 + lw / 2;
       ctx.fillStyle = o.color;
       ctx.fillRect(tx, ty, tw, th);
       ctx.fillStyle = inkFor(o.color);
@@ -412,9 +420,16 @@
     setFrameSize(msg.width, msg.height);
     results.set(msg.seq, msg);
     for (const r of msg.objects || []) {
-      if (!r.found || typeof r.cx !== 'number') continue;
       let t = state.trails.get(r.name);
       if (!t) state.trails.set(r.name, (t = []));
+      const found = r.found && typeof r.cx === 'number';
+      // A loss or a jump (a looping file, a re-acquisition elsewhere) breaks
+      // the trail: a line across the picture would show motion that never was.
+      const prev = t.length ? t[t.length - 1] : null;
+      if (prev && (!found || Math.hypot(r.cx - prev[0], r.cy - prev[1]) > TRAIL_JUMP * Math.max(frameW, frameH))) {
+        t.length = 0;
+      }
+      if (!found) continue;
       t.push([r.cx, r.cy]);
       if (t.length > TRAIL_POINTS) t.shift();
     }

@@ -18,10 +18,10 @@ const [trackd, webRoot, outDir] = process.argv.slice(2);
 const BOX = [400, 100, 459, 159];
 const FRAME_W = 640, FRAME_H = 360;
 
-function startTrackd(clip, objs, port, log) {
+function startTrackd(clip, objs, port, log, extra = []) {
   const p = spawn(trackd, ['--input', clip, '--loop', '--objects', objs, '--listen',
                            `127.0.0.1:${port}`, '--web-root', webRoot, '--log-level', 'warn',
-                           '--backend', 'cpu'], { stdio: ['ignore', 'ignore', log] });
+                           '--backend', 'cpu', ...extra], { stdio: ['ignore', 'ignore', log] });
   return p;
 }
 
@@ -91,22 +91,73 @@ try {
   if (!red || !/yes/.test(red) || !m || !near(+m[1], 429.5, 0.2) || !near(+m[2], 129.5, 0.2))
     fail(`object list row: ${JSON.stringify(row)}`);
   console.log(`object list: ${red}`);
+  // The daemon's 1 Hz stats reach the panel too (and make the screenshot whole).
+  await page.waitForFunction(() => window.trackd.lastStats &&
+                                   document.getElementById('p-sfps').textContent !== '\u2013',
+                             null, { timeout: 5000 })
+    .catch(() => fail('no stats shown within 5 s'));
   await page.screenshot({ path: path.join(outDir, 'overlay.png') });
 
-  // 4. Restart the daemon on the same port: the page reconnects by itself.
+  // 4. Kill the daemon and start it again on the same port: the page
+  //    reconnects by itself (backoff 0.5 s .. 5 s) and draws fresh frames.
   const before = await page.evaluate(() => ({ c: window.trackd.connects, f: window.trackd.framesReceived }));
-  await stop(daemon);
+  // SIGKILL, as in a crash: no close handshake, the page only sees the TCP close.
+  await new Promise((resolve) => { daemon.on('exit', resolve); daemon.kill('SIGKILL'); });
   await page.waitForFunction(() => !window.trackd.connected, null, { timeout: 10000 })
     .catch(() => fail('page did not notice the daemon going away'));
   daemon = startTrackd(clip, objs, port, log);
   await waitListening(port, daemon);
-  await page.waitForFunction((c) => window.trackd.connected && window.trackd.connects > c &&
-                                    window.trackd.lastDrawn && window.trackd.lastDrawn.matched,
+  await page.waitForFunction((c) => window.trackd.connected && window.trackd.connects > c,
                              before.c, { timeout: 15000 })
-    .catch(() => fail('page did not reconnect and resume within 15 s'));
+    .catch(() => fail('page did not reconnect within 15 s'));
+  // Counted from the new connection only (the page ignores the old socket):
+  // fresh results and previews arrive and are drawn with the box in place.
+  const base = await page.evaluate(() => ({ f: window.trackd.framesReceived,
+                                            p: window.trackd.previewsReceived }));
+  await page.waitForFunction((b) => {
+    const t = window.trackd;
+    const d = t.lastDrawn;
+    return t.framesReceived >= b.f + 10 && t.previewsReceived >= b.p + 3 &&
+           d && d.preview && d.matched && d.boxes.length === 1;
+  }, base, { timeout: 15000 }).catch(() => fail('no new frames and previews drawn after reconnecting'));
+  const again = await page.evaluate(() => window.trackd.lastDrawn.boxes[0]);
+  [again.x0, again.y0, again.x1, again.y1].forEach((v, i) => {
+    if (!near(v, want[i], 2)) fail(`after reconnect, box edge ${i}: ${v} vs ${want[i]}`);
+  });
   const after = await page.evaluate(() => window.trackd.framesReceived);
-  console.log(`reconnected: connects ${before.c} -> more, frames ${before.f} -> ${after}`);
+  console.log(`reconnected: connects ${before.c} -> more, frames ${before.f} -> ${base.f} ` +
+              `(at reconnect) -> ${after}`);
+  await page.waitForTimeout(500);   // let the "stale" dimming fade out of the picture
   await page.screenshot({ path: path.join(outDir, 'overlay-after-restart.png') });
+
+  // 5. Previews off (--no-preview): the overlay is drawn for every result on a
+  //    plain background, still at the frame's aspect ratio and in place.
+  await stop(daemon);
+  daemon = startTrackd(clip, objs, port, log, ['--no-preview']);
+  await waitListening(port, daemon);
+  const c2 = await page.evaluate(() => window.trackd.connects);
+  await page.waitForFunction((c) => {
+    const d = window.trackd.lastDrawn;
+    return window.trackd.connects > c && d && !d.preview && d.matched && d.boxes.length === 1;
+  }, c2, { timeout: 15000 }).catch(() => fail('no overlay on a plain background with --no-preview'));
+  const np = await page.evaluate(() => {
+    const c = document.getElementById('view');
+    const px = Array.from(c.getContext('2d').getImageData(5, 5, 1, 1).data.slice(0, 3));
+    return { cw: c.width, ch: c.height, box: window.trackd.lastDrawn.boxes[0], px };
+  });
+  if (!near(np.cw / np.ch, FRAME_W / FRAME_H, 0.01)) fail(`canvas ${np.cw}x${np.ch} is not 16:9`);
+  const w2 = [BOX[0] * np.cw / FRAME_W, BOX[1] * np.ch / FRAME_H,
+              (BOX[2] + 1) * np.cw / FRAME_W, (BOX[3] + 1) * np.ch / FRAME_H];
+  [np.box.x0, np.box.y0, np.box.x1, np.box.y1].forEach((v, i) => {
+    if (!near(v, w2[i], 2)) fail(`no-preview box edge ${i}: ${v} vs ${w2[i]}`);
+  });
+  // The clip's background is 0x808080; a plain background is not the picture.
+  if (np.px.every((v) => near(v, 128, 12))) fail(`background ${np.px} looks like the preview`);
+  console.log(`no preview: box ${JSON.stringify([np.box.x0, np.box.y0, np.box.x1, np.box.y1])} ` +
+              `on background ${JSON.stringify(np.px)}`);
+  await page.waitForTimeout(500);
+  await page.screenshot({ path: path.join(outDir, 'overlay-no-preview.png') });
+
   if (errors.length) fail(`page errors: ${errors.join('; ')}`);
   console.log(`browser: passed (screenshots in ${outDir})`);
 } finally {
