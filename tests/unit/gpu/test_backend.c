@@ -4,7 +4,7 @@
  * timing, and the helpers (names, parsing, error text).
  */
 #include "backend.h"
-#include "check.h"
+#include "../check.h"
 #include "scene.h"
 
 #include <stdlib.h>

@@ -6,7 +6,7 @@
  * (they round once, in Q16); they are the definition for every backend, so
  * this is what pins them to the standards.
  */
-#include "check.h"
+#include "../check.h"
 #include "color.h"
 
 #include <math.h>

@@ -9,7 +9,7 @@
  * wrap, overlapping ranges, border-touching and empty objects.
  */
 #include "backend.h"
-#include "check.h"
+#include "../check.h"
 #include "color.h"
 #include "scene.h"
 

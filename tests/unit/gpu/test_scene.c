@@ -10,7 +10,7 @@
  * layouts and chroma averaging, and the splitmix64 stream.
  */
 #include "backend.h"
-#include "check.h"
+#include "../check.h"
 #include "color.h"
 #include "scene.h"
 

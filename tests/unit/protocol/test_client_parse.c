@@ -10,16 +10,7 @@
 
 #include "messages.h"
 
-static int failures;
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                   \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+#include "../check.h"
 
 struct tcase {
     const char *in;
@@ -102,17 +93,17 @@ static void test_table(void)
         struct trk_cmsg m;
         char why[160];
         int rc = run(t->in, len, NULL, &m, why, sizeof why);
-        CHECK(rc == t->rc, "case %zu (%.40s): rc %d (%s), want %d", i, t->in, rc, why, t->rc);
+        CHECKF(rc == t->rc, "case %zu (%.40s): rc %d (%s), want %d", i, t->in, rc, why, t->rc);
         if (rc != t->rc) continue;
-        CHECK(!strcmp(m.id, t->id), "case %zu (%.40s): id '%s', want '%s'", i, t->in, m.id, t->id);
+        CHECKF(!strcmp(m.id, t->id), "case %zu (%.40s): id '%s', want '%s'", i, t->in, m.id, t->id);
         if (rc == TRK_MSG_OK) {
-            CHECK((int)m.kind == t->kind, "case %zu: kind %d want %d", i, m.kind, t->kind);
-            CHECK(m.preview == t->preview, "case %zu: preview %d want %d", i, m.preview,
-                  t->preview);
-            CHECK(why[0] == '\0', "case %zu: message on success: %s", i, why);
+            CHECKF((int)m.kind == t->kind, "case %zu: kind %d want %d", i, m.kind, t->kind);
+            CHECKF(m.preview == t->preview, "case %zu: preview %d want %d", i, m.preview,
+                   t->preview);
+            CHECKF(why[0] == '\0', "case %zu: message on success: %s", i, why);
         } else {
-            CHECK(why[0] != '\0', "case %zu: no explanation for an error", i);
-            CHECK(strcmp(trk_msg_err_code(rc), "error") != 0, "case %zu: code name", i);
+            CHECKF(why[0] != '\0', "case %zu: no explanation for an error", i);
+            CHECKF(strcmp(trk_msg_err_code(rc), "error") != 0, "case %zu: code name", i);
         }
     }
 }
@@ -129,11 +120,11 @@ static void test_sizes(void)
     memcpy(big + TRK_MSG_MAX_CLIENT - 2, "\"}", 2);
     struct trk_cmsg m;
     int rc = trk_msg_parse_client(big, TRK_MSG_MAX_CLIENT, NULL, &m, NULL, 0);
-    CHECK(rc == TRK_MSG_OK && m.kind == TRK_CMSG_PING && !strcmp(m.id, "1"),
-          "64 KiB message: rc %d", rc);
+    CHECKF(rc == TRK_MSG_OK && m.kind == TRK_CMSG_PING && !strcmp(m.id, "1"),
+           "64 KiB message: rc %d", rc);
     big[TRK_MSG_MAX_CLIENT] = ' ';
     rc = trk_msg_parse_client(big, TRK_MSG_MAX_CLIENT + 1, NULL, &m, NULL, 0);
-    CHECK(rc == TRK_MSG_TOO_LARGE, "64 KiB + 1: rc %d", rc);
+    CHECKF(rc == TRK_MSG_TOO_LARGE, "64 KiB + 1: rc %d", rc);
     free(big);
 
     /* Deep nesting is rejected by jansson's depth limit, not a crash. */
@@ -148,17 +139,17 @@ static void test_sizes(void)
         deep[n++] = ']';
     deep[n++] = '}';
     rc = trk_msg_parse_client(deep, n, NULL, &m, NULL, 0);
-    CHECK(rc == TRK_MSG_BAD_JSON, "deep nesting: rc %d", rc);
+    CHECKF(rc == TRK_MSG_BAD_JSON, "deep nesting: rc %d", rc);
     free(deep);
 
     /* Long string ids are not echoed (no amplification). */
     char idmsg[600];
     snprintf(idmsg, sizeof idmsg, "{\"type\":\"ping\",\"id\":\"%0*d\"}", TRK_MSG_ID_MAX + 1, 7);
     rc = trk_msg_parse_client(idmsg, strlen(idmsg), NULL, &m, NULL, 0);
-    CHECK(rc == TRK_MSG_OK && m.id[0] == '\0', "long id not echoed: '%s'", m.id);
+    CHECKF(rc == TRK_MSG_OK && m.id[0] == '\0', "long id not echoed: '%s'", m.id);
     snprintf(idmsg, sizeof idmsg, "{\"type\":\"ping\",\"id\":\"%0*d\"}", TRK_MSG_ID_MAX, 7);
     rc = trk_msg_parse_client(idmsg, strlen(idmsg), NULL, &m, NULL, 0);
-    CHECK(rc == TRK_MSG_OK && strlen(m.id) == TRK_MSG_ID_MAX + 2, "max id echoed: '%s'", m.id);
+    CHECKF(rc == TRK_MSG_OK && strlen(m.id) == TRK_MSG_ID_MAX + 2, "max id echoed: '%s'", m.id);
     /* A max-length id of characters that all need escaping still fits. */
     char esc[1200];
     n = (size_t)sprintf(esc, "{\"type\":\"ping\",\"id\":\"");
@@ -166,10 +157,10 @@ static void test_sizes(void)
         n += (size_t)sprintf(esc + n, "\\u0001");
     n += (size_t)sprintf(esc + n, "\"}");
     rc = trk_msg_parse_client(esc, n, NULL, &m, NULL, 0);
-    CHECK(rc == TRK_MSG_OK && strlen(m.id) > TRK_MSG_ID_MAX, "escaped id echoed (%zu)",
-          strlen(m.id));
+    CHECKF(rc == TRK_MSG_OK && strlen(m.id) > TRK_MSG_ID_MAX, "escaped id echoed (%zu)",
+           strlen(m.id));
     json_t *j = json_loads(m.id, JSON_DECODE_ANY, NULL);
-    CHECK(j && json_string_length(j) == TRK_MSG_ID_MAX, "escaped id round trip");
+    CHECKF(j && json_string_length(j) == TRK_MSG_ID_MAX, "escaped id round trip");
     json_decref(j);
 }
 
@@ -180,31 +171,31 @@ static void test_custom_types(void)
     struct trk_cmsg m;
     const char *teach = "{\"type\":\"teach\"}", *add = "{\"type\":\"add_object\"}",
                *ping = "{\"type\":\"ping\"}";
-    CHECK(trk_msg_parse_client(teach, strlen(teach), mine, &m, NULL, 0) == TRK_MSG_OK &&
-              m.kind == TRK_CMSG_CONTROL && !strcmp(m.type, "teach"),
-          "custom type");
-    CHECK(trk_msg_parse_client(add, strlen(add), mine, &m, NULL, 0) == TRK_MSG_UNKNOWN_TYPE,
-          "default type not in the custom list");
-    CHECK(trk_msg_parse_client(teach, strlen(teach), none, &m, NULL, 0) == TRK_MSG_UNKNOWN_TYPE,
-          "empty list forwards nothing");
-    CHECK(trk_msg_parse_client(ping, strlen(ping), none, &m, NULL, 0) == TRK_MSG_OK &&
-              m.kind == TRK_CMSG_PING,
-          "ping is always the server's");
+    CHECKF(trk_msg_parse_client(teach, strlen(teach), mine, &m, NULL, 0) == TRK_MSG_OK &&
+               m.kind == TRK_CMSG_CONTROL && !strcmp(m.type, "teach"),
+           "custom type");
+    CHECKF(trk_msg_parse_client(add, strlen(add), mine, &m, NULL, 0) == TRK_MSG_UNKNOWN_TYPE,
+           "default type not in the custom list");
+    CHECKF(trk_msg_parse_client(teach, strlen(teach), none, &m, NULL, 0) == TRK_MSG_UNKNOWN_TYPE,
+           "empty list forwards nothing");
+    CHECKF(trk_msg_parse_client(ping, strlen(ping), none, &m, NULL, 0) == TRK_MSG_OK &&
+               m.kind == TRK_CMSG_PING,
+           "ping is always the server's");
     /* Error explanations never overflow a tiny buffer. */
     char tiny[4];
-    CHECK(trk_msg_parse_client("x", 1, NULL, &m, tiny, sizeof tiny) == TRK_MSG_BAD_JSON &&
-              strlen(tiny) == 3,
-          "truncated explanation");
+    CHECKF(trk_msg_parse_client("x", 1, NULL, &m, tiny, sizeof tiny) == TRK_MSG_BAD_JSON &&
+               strlen(tiny) == 3,
+           "truncated explanation");
     /* Code strings. */
-    CHECK(!strcmp(trk_msg_err_code(TRK_MSG_BAD_JSON), "bad_json") &&
-              !strcmp(trk_msg_err_code(TRK_MSG_NOT_OBJECT), "not_object") &&
-              !strcmp(trk_msg_err_code(TRK_MSG_BAD_TYPE), "bad_type") &&
-              !strcmp(trk_msg_err_code(TRK_MSG_UNKNOWN_TYPE), "unknown_type") &&
-              !strcmp(trk_msg_err_code(TRK_MSG_TOO_LARGE), "too_large") &&
-              !strcmp(trk_msg_err_code(TRK_MSG_BAD_FIELD), "bad_field") &&
-              !strcmp(trk_msg_err_code(TRK_MSG_BINARY), "binary") &&
-              !strcmp(trk_msg_err_code(TRK_MSG_UNSUPPORTED), "unsupported"),
-          "code strings");
+    CHECKF(!strcmp(trk_msg_err_code(TRK_MSG_BAD_JSON), "bad_json") &&
+               !strcmp(trk_msg_err_code(TRK_MSG_NOT_OBJECT), "not_object") &&
+               !strcmp(trk_msg_err_code(TRK_MSG_BAD_TYPE), "bad_type") &&
+               !strcmp(trk_msg_err_code(TRK_MSG_UNKNOWN_TYPE), "unknown_type") &&
+               !strcmp(trk_msg_err_code(TRK_MSG_TOO_LARGE), "too_large") &&
+               !strcmp(trk_msg_err_code(TRK_MSG_BAD_FIELD), "bad_field") &&
+               !strcmp(trk_msg_err_code(TRK_MSG_BINARY), "binary") &&
+               !strcmp(trk_msg_err_code(TRK_MSG_UNSUPPORTED), "unsupported"),
+           "code strings");
 }
 
 int main(void)
@@ -212,8 +203,8 @@ int main(void)
     test_table();
     test_sizes();
     test_custom_types();
-    if (failures) {
-        fprintf(stderr, "%d failure(s)\n", failures);
+    if (check_failures) {
+        fprintf(stderr, "%d failure(s)\n", check_failures);
         return 1;
     }
     printf("test_client_parse: all passed\n");

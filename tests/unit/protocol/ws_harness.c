@@ -44,16 +44,7 @@
 
 extern char **environ;
 
-static int failures;
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                   \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+#include "../check.h"
 
 #define N_OBJ   3
 #define FRAME_W 1280
@@ -332,7 +323,7 @@ int main(int argc, char **argv)
 
     static struct bcast b;
     b.rate = rate;
-    CHECK(make_jpegs(&b) == 0, "JPEG encoding failed");
+    CHECKF(make_jpegs(&b) == 0, "JPEG encoding failed");
     const char *names[N_OBJ] = { "red", "quote\"back\\slash\ttab", "gr\xc3\xbcn" };
     for (int i = 0; i < N_OBJ; i++) {
         snprintf(b.defs[i].name, sizeof b.defs[i].name, "%s", names[i]);
@@ -361,15 +352,15 @@ int main(int argc, char **argv)
         return 1;
     }
     int port = trk_ws_port(ws);
-    CHECK(port > 0, "port %d", port);
+    CHECKF(port > 0, "port %d", port);
 
     /* A second server on the same port must fail cleanly. */
     struct trk_ws *ws2 = NULL;
     struct trk_ws_cfg cfg2 = cfg;
     cfg2.port = port;
-    CHECK(trk_ws_create(&cfg2, &ws2) == 0, "create 2");
+    CHECKF(trk_ws_create(&cfg2, &ws2) == 0, "create 2");
     int rc2 = trk_ws_start(ws2);
-    CHECK(rc2 == -EADDRINUSE, "second bind on %d returned %d, expected -EADDRINUSE", port, rc2);
+    CHECKF(rc2 == -EADDRINUSE, "second bind on %d returned %d, expected -EADDRINUSE", port, rc2);
     trk_ws_destroy(&ws2);
     trk_ws_destroy(&ws2); /* safe twice */
 
@@ -389,7 +380,7 @@ int main(int argc, char **argv)
         .defs = b.defs,
         .n_objects = N_OBJ,
     };
-    CHECK(trk_msg_hello(&hb, &hi) == 0, "hello");
+    CHECKF(trk_msg_hello(&hb, &hi) == 0, "hello");
     trk_ws_set_hello(ws, hb.data);
     trk_buf_free(&hb);
     struct trk_buf sb = { 0 };
@@ -411,11 +402,11 @@ int main(int argc, char **argv)
     } else {
         /* 1. HTTP */
         const char *http[] = { "--http-check", "--expect-text", "trackd-harness-index", NULL };
-        CHECK(run_client(python, client, url, http) == 0, "http check");
+        CHECKF(run_client(python, client, url, http) == 0, "http check");
 
         /* 2. protocol conformance */
         const char *proto[] = { "--protocol-tests", "--expect-previews", NULL };
-        CHECK(run_client(python, client, url, proto) == 0, "protocol tests");
+        CHECKF(run_client(python, client, url, proto) == 0, "protocol tests");
 
         char dur[32], min[32], rep_a[600], rep_b[600];
         snprintf(dur, sizeof dur, "%g", duration);
@@ -429,7 +420,7 @@ int main(int argc, char **argv)
         const char *fast_a[] = { "--duration",   dur, "--check-schema",
                                  "--expect-min", min, "--json-report",
                                  rep_a,          NULL };
-        CHECK(run_client(python, client, url, fast_a) == 0, "fast client alone");
+        CHECKF(run_client(python, client, url, fast_a) == 0, "fast client alone");
         uint64_t pub1 = atomic_load(&b.published);
 
         /* 4. with a stalled client */
@@ -441,20 +432,20 @@ int main(int argc, char **argv)
         const char *fast_b[] = { "--duration",   dur, "--check-schema",
                                  "--expect-min", min, "--json-report",
                                  rep_b,          NULL };
-        CHECK(run_client(python, client, url, fast_b) == 0, "fast client with a stalled one");
+        CHECKF(run_client(python, client, url, fast_b) == 0, "fast client with a stalled one");
         /* The stalled client is the only one left now. */
         struct trk_ws_client_stats cs[4];
         int nc = trk_ws_get_clients(ws, cs, 4);
-        CHECK(nc == 1, "%d clients connected, expected the stalled one", nc);
+        CHECKF(nc == 1, "%d clients connected, expected the stalled one", nc);
         if (nc >= 1) {
             printf("stalled client %llu: %llu sent, %llu dropped, %llu bytes\n",
                    (unsigned long long)cs[0].id, (unsigned long long)cs[0].messages_sent,
                    (unsigned long long)cs[0].messages_dropped,
                    (unsigned long long)cs[0].bytes_sent);
-            CHECK(cs[0].messages_dropped > 0,
-                  "the stalled client had nothing dropped: it did not stall");
+            CHECKF(cs[0].messages_dropped > 0,
+                   "the stalled client had nothing dropped: it did not stall");
         }
-        CHECK(finish(stalled) == 0, "stall client");
+        CHECKF(finish(stalled) == 0, "stall client");
 
         struct report a = { 0 }, w = { 0 };
         if (read_report(rep_a, &a) == 0 && read_report(rep_b, &w) == 0) {
@@ -462,20 +453,20 @@ int main(int argc, char **argv)
                    "%ld missing; published %llu in the first window\n",
                    a.results, a.rate, a.missing, w.results, w.rate, w.missing,
                    (unsigned long long)(pub1 - pub0));
-            CHECK(a.rate > 0 && w.rate >= 0.9 * a.rate,
-                  "rate with a stalled client %.1f/s < 0.9 x %.1f/s alone", w.rate, a.rate);
+            CHECKF(a.rate > 0 && w.rate >= 0.9 * a.rate,
+                   "rate with a stalled client %.1f/s < 0.9 x %.1f/s alone", w.rate, a.rate);
             /* A fast reader gets (nearly) every published result. */
-            CHECK(a.results >= (long)(0.9 * (double)a.span), "alone: %ld of %ld", a.results,
-                  a.span);
-            CHECK(w.results >= (long)(0.9 * (double)w.span), "with stall: %ld of %ld", w.results,
-                  w.span);
+            CHECKF(a.results >= (long)(0.9 * (double)a.span), "alone: %ld of %ld", a.results,
+                   a.span);
+            CHECKF(w.results >= (long)(0.9 * (double)w.span), "with stall: %ld of %ld", w.results,
+                   w.span);
             /* seq counts publishes, so span = what was published while the
              * client listened; it should be about rate x duration (loose: a
              * starved machine publishes late). */
-            CHECK((double)a.span >= 0.7 * rate * duration, "alone: seq span %ld for %g/s over %g s",
-                  a.span, rate, duration);
+            CHECKF((double)a.span >= 0.7 * rate * duration,
+                   "alone: seq span %ld for %g/s over %g s", a.span, rate, duration);
         } else {
-            CHECK(0, "missing client reports");
+            CHECKF(0, "missing client reports");
         }
     }
 
@@ -485,7 +476,7 @@ int main(int argc, char **argv)
          * the protocol works the same. */
         struct trk_ws *bare = NULL;
         struct trk_ws_cfg bc = { .address = NULL, .port = 0 };
-        CHECK(trk_ws_create(&bc, &bare) == 0 && trk_ws_start(bare) == 0, "bare server");
+        CHECKF(trk_ws_create(&bc, &bare) == 0 && trk_ws_start(bare) == 0, "bare server");
         struct trk_hello_info bh = { .version = "bare", .backend = "none" };
         struct trk_buf bb = { 0 };
         if (trk_msg_hello(&bb, &bh) == 0) trk_ws_set_hello(bare, bb.data);
@@ -495,7 +486,7 @@ int main(int argc, char **argv)
             snprintf(burl, sizeof burl, "ws://127.0.0.1:%d/ws", trk_ws_port(bare));
             const char *proto[] = { "--protocol-tests", "--expect-control-error", "unsupported",
                                     NULL };
-            CHECK(run_client(python, client, burl, proto) == 0, "protocol tests, bare server");
+            CHECKF(run_client(python, client, burl, proto) == 0, "protocol tests, bare server");
             /* Destroying a server with a client still connected and messages
              * queued for it must release everything (sanitizer builds check
              * for leaks). */
@@ -504,16 +495,16 @@ int main(int argc, char **argv)
             struct trk_ws_client_stats cs;
             for (int i = 0; i < 100 && trk_ws_get_clients(bare, &cs, 1) < 1; i++)
                 sleep_s(0.05);
-            CHECK(trk_ws_get_clients(bare, &cs, 1) == 1, "stalled client on the bare server");
+            CHECKF(trk_ws_get_clients(bare, &cs, 1) == 1, "stalled client on the bare server");
             struct trk_buf fb = { 0 };
             struct trk_frame_meta fm = { .seq = 1, .width = 4, .height = 4 };
             trk_msg_frame(&fb, &fm, NULL, NULL, 0);
             for (int i = 0; i < 2000; i++)
-                CHECK(trk_ws_broadcast(bare, TRK_WS_RESULT, fb.data, fb.len) == 0, "bcast");
+                CHECKF(trk_ws_broadcast(bare, TRK_WS_RESULT, fb.data, fb.len) == 0, "bcast");
             trk_buf_free(&fb);
             sleep_s(0.3);
             trk_ws_destroy(&bare);
-            CHECK(finish(stalled) == 0, "stall client after the server went away");
+            CHECKF(finish(stalled) == 0, "stall client after the server went away");
         }
         trk_ws_destroy(&bare);
     }
@@ -525,7 +516,7 @@ int main(int argc, char **argv)
     printf("server: %llu sent, %llu dropped, %llu bytes, %d clients at the end\n",
            (unsigned long long)st.messages_sent, (unsigned long long)st.messages_dropped,
            (unsigned long long)st.bytes_sent, st.clients);
-    CHECK(st.messages_sent > 0, "nothing sent");
+    CHECKF(st.messages_sent > 0, "nothing sent");
     trk_ws_stop(ws);
     trk_ws_stop(ws); /* safe twice */
     trk_ws_destroy(&ws);
@@ -533,9 +524,9 @@ int main(int argc, char **argv)
     for (int k = 0; k < N_JPEG; k++)
         tjFree(b.jpeg[k]);
     remove_dir(root);
-    if (failures)
-        fprintf(stderr, "%d check(s) failed\n", failures);
+    if (check_failures)
+        fprintf(stderr, "%d check(s) failed\n", check_failures);
     else
         printf("ws_harness: all checks passed\n");
-    return failures ? 1 : 0;
+    return check_failures ? 1 : 0;
 }
