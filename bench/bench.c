@@ -1,6 +1,6 @@
 /* trackd-bench: every backend side by side on the standard scenes.
  *
- * For each size x object count (DESIGN.md section 6, trk_scene_standard with a
+ * For each size x object count (docs/ARCHITECTURE.md section 6, trk_scene_standard with a
  * fixed seed) and each input format, every selected backend kind, each of its
  * variants, and for CPU backends each thread count, runs trk_backend_process
  * with warm-up, then reports medians (wall clock around the call, and the

@@ -1,5 +1,5 @@
 /* Synthetic scenes with known answers (scene.h): the standard benchmark scene
- * of DESIGN.md section 6, random scenes for exactness tests, and conversion of
+ * of docs/ARCHITECTURE.md section 6, random scenes for exactness tests, and conversion of
  * an RGB24 picture to every input format.
  *
  * Everything is deterministic for its arguments: the only randomness is the

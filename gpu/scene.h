@@ -19,7 +19,7 @@ struct trk_scene {
     int radius;                                   /* disk radius (standard scene) */
 };
 
-/* The standard benchmark scene of DESIGN.md section 6: gray background with
+/* The standard benchmark scene of docs/ARCHITECTURE.md section 6: gray background with
  * per-pixel noise (values 60..195, R=G=B), m solid disks of radius
  * 2% of min(width, height) in distinct saturated colours at seeded random
  * positions, +-3 sensor noise on the disks, each object an rgb box = its

@@ -220,7 +220,7 @@ int trk_cu_naive_launch(const struct trk_cu_job *job, cudaStream_t s);
 int trk_cu_roimask_launch(const struct trk_cu_job *job, uint32_t *d_rowmask, uint32_t *d_colmask,
                           cudaStream_t s);
 
-/* Seed-faithful MOCT (DESIGN.md section 5). arr: 0 horizontal (1 x M),
+/* Seed-faithful MOCT (docs/ARCHITECTURE.md section 5). arr: 0 horizontal (1 x M),
  * 1 vertical (M x 1), 2 square (ceil(sqrt M)^2). r: reduction factor per
  * pass. */
 enum { TRK_ARR_H = 0, TRK_ARR_V = 1, TRK_ARR_S = 2 };

@@ -1,4 +1,4 @@
-/* The seed-faithful MOCT operator (DESIGN.md section 5, seed 003 section 3.3):
+/* The seed-faithful MOCT operator (docs/ARCHITECTURE.md section 5, seed 003 section 3.3):
  * a 2-D multiple reduction whose operations are the M colour tests.
  *
  * Arrangement: the objects are laid out horizontally (aw x ah = M x 1),

@@ -210,7 +210,7 @@ static void test_box_match(void)
                 checked++;
             }
         }
-    uint16_t L[3] = { 346, 110, 70 }, H[3] = { 14, 255, 255 }; /* DESIGN.md's "red" */
+    uint16_t L[3] = { 346, 110, 70 }, H[3] = { 14, 255, 255 }; /* the README's "red" */
     CHECK(trk_box_match(L, H, 1, 0, 200, 200));
     CHECK(trk_box_match(L, H, 1, 359, 200, 200));
     CHECK(trk_box_match(L, H, 1, 346, 110, 70));

@@ -383,7 +383,7 @@ int main(void)
     test_bad_args();
     test_image_from_rgb();
     test_random();
-    /* DESIGN.md section 6 sizes and object counts (the largest frame with few
+    /* docs/ARCHITECTURE.md section 6 sizes and object counts (the largest frame with few
      * objects: the reference is O(pixels x objects)). */
     test_standard(640, 480, 1, 1, 1);
     test_standard(640, 480, 8, 2, 1);
