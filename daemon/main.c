@@ -238,13 +238,15 @@ int main(int argc, char **argv)
             .colors = color_ptr,
         };
         if (hi.preview.width > src.width) hi.preview.width = src.width;
-        /* The control module answers the page's edits; it sets the hello. */
-        struct trk_control_cfg cc = { .objects = &objs, .save_path = save_path, .hello = hi };
         char token[40] = "";
         if (s.control_token)
             snprintf(token, sizeof(token), "%s", s.control_token);
         else if (!is_loopback(s.listen_addr) && make_token(token, sizeof(token)) == 0)
             log_info("control token (web clients need it to edit objects): %s", token);
+        /* Tells the page to ask for the token before it offers edits. */
+        hi.control_auth = token[0] != '\0';
+        /* The control module answers the page's edits; it sets the hello. */
+        struct trk_control_cfg cc = { .objects = &objs, .save_path = save_path, .hello = hi };
         struct trk_ws_cfg wc = {
             .address = s.listen_addr,
             .port = s.listen_port,

@@ -376,7 +376,9 @@ int trk_msg_hello(struct trk_buf *b, const struct trk_hello_info *h)
     PUT(trk_buf_fixed(b, h->preview.fps, 3));
     LIT(b, ",\"quality\":");
     PUT(trk_buf_i64(b, h->preview.quality));
-    LIT(b, ",\"format\":\"jpeg\"},\"objects\":");
+    LIT(b, ",\"format\":\"jpeg\"},\"control_auth\":");
+    PUT(trk_buf_puts(b, h->control_auth ? "true" : "false"));
+    LIT(b, ",\"objects\":");
     PUT(put_objects(b, h->defs, h->n_objects, h->colors));
     LIT(b, "}");
     return 0;

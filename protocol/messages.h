@@ -123,6 +123,9 @@ struct trk_hello_info {
     const struct trk_object_def *defs;
     int n_objects;
     const char *const *colors; /* "#rrggbb" per object, optional             */
+    /* Control messages need the control token on this server (ws.h
+     * control_token set): a page asks for it before offering edits. */
+    bool control_auth;
 };
 
 /* Appends the "hello" message (sent first on every connection). */

@@ -68,7 +68,8 @@
     connects: 0,          // successful opens, so tests can see a reconnect
     objects: [],          // current object definitions (hello, then "objects")
     // Control messages (PROTOCOL.md section 5): send(obj) sends one request;
-    // onControl(msg) (set by tune.js) gets replies and "objects" updates.
+    // onControl(msg) (set by tune.js) gets replies, "objects" updates and each
+    // "hello" (a new connection, which must authenticate again).
     send: null,
     onControl: null,
     trails: new Map(),    // object name -> recent centroids [[cx, cy], ...] (frame px)
@@ -375,7 +376,7 @@
       return;   // not ours to fix; one bad message must not stop the page
     }
     if (!msg || typeof msg !== 'object') return;
-    if (state.onControl && ['objects', 'ack', 'sample', 'error'].includes(msg.type)) {
+    if (state.onControl && ['hello', 'objects', 'ack', 'sample', 'error'].includes(msg.type)) {
       try { state.onControl(msg); } catch (e) { console.error(e); }
     }
     switch (msg.type) {

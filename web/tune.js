@@ -16,7 +16,7 @@
     teach: $('t-teach'), save: $('t-save'), reload: $('t-reload'), hint: $('t-hint'),
     form: $('t-form'), name: $('t-name'), space: $('t-space'), sliders: $('t-sliders'),
     mask: $('t-mask'), add: $('t-add'), remove: $('t-remove'), done: $('t-done'),
-    msg: $('t-msg'), list: $('objects'),
+    msg: $('t-msg'), list: $('objects'), auth: $('t-auth'), token: $('t-token'),
   };
 
   // Channel names and ranges per space (config/OBJECTS.md).
@@ -28,6 +28,9 @@
   // Slider edits are sent at most this often (the daemon applies each one
   // between frames; faster would only queue work).
   const SEND_EVERY_MS = 100;
+  // The slider thumb's width in style.css: the track's colour stops follow
+  // the thumb's centre, which runs from half a thumb to the width minus one.
+  const THUMB_PX = 14;
 
   const tune = {
     teaching: false,   // drag mode on
@@ -37,16 +40,21 @@
     lastAck: null,
     lastError: null,
     saved: null,       // last save_objects ack
+    authed: true,      // this connection may edit (no token needed, or given)
   };
   state.tune = tune;
 
   let nextId = 1;
   const pending = new Map();   // request id -> callback(reply)
 
-  function request(msg, cb) {
+  const errorHandlers = new Map();   // request id -> callback(error), where the caller handles it
+
+  function request(msg, cb, onError) {
     const id = `t${nextId++}`;
     if (cb) pending.set(id, cb);
+    if (onError) errorHandlers.set(id, onError);
     if (!state.send || !state.send(Object.assign({ id }, msg))) {
+      errorHandlers.delete(id);
       pending.delete(id);
       say('not connected', true);
     }
@@ -58,30 +66,104 @@
   }
 
   state.onControl = (msg) => {
-    if (msg.id !== undefined && pending.has(msg.id)) {
+    if (msg.type === 'hello') return onHello(msg);
+    if (msg.id !== undefined && (pending.has(msg.id) || errorHandlers.has(msg.id))) {
       const cb = pending.get(msg.id);
+      const onError = errorHandlers.get(msg.id);
       pending.delete(msg.id);
+      errorHandlers.delete(msg.id);
       if (msg.type === 'error') {
         tune.lastError = msg;
-        say(msg.code === 'unauthorized'
-          ? 'editing needs the control token: open the page with ?token=...'
-          : `${msg.code}: ${msg.message}`, true);
+        if (onError) onError(msg);
+        else if (msg.code === 'unauthorized') {
+          // An older daemon that does not announce control_auth, or a token
+          // that stopped working: ask for it now.
+          tune.authed = false;
+          askToken('editing needs the control token');
+        } else say(`${msg.code}: ${msg.message}`, true);
         return;
       }
-      cb(msg);
+      if (cb) cb(msg);
     }
     if (msg.type === 'objects') markSelected();
   };
+
+  // --- access control (PROTOCOL.md "Access control") ----------------------------
+
+  // The token from the page's ?token= (also on the WebSocket URL) or typed in.
+  let token = new URLSearchParams(location.search).get('token') || null;
+  let afterAuth = null;   // the action that waits for the token
+
+  // A new connection: hello.control_auth says whether edits need the token.
+  // Authentication is per connection, so a known token is sent again each
+  // time; its ack also proves a ?token= from the address right.
+  function onHello(msg) {
+    tune.authed = !msg.control_auth;
+    if (tune.authed) {
+      el.auth.hidden = true;
+      if (afterAuth) runAfterAuth();
+    } else if (token) sendAuth();
+  }
+
+  // Runs fn at once where edits are allowed, else asks for the token first.
+  function withControl(fn) {
+    if (tune.authed) return fn();
+    afterAuth = fn;
+    if (token) sendAuth();
+    else askToken('enter the control token to teach or edit');
+  }
+
+  function askToken(text, bad) {
+    el.auth.hidden = false;
+    say(text, bad);
+    el.token.focus();
+  }
+
+  function sendAuth() {
+    const tried = token;
+    request({ type: 'auth', token: tried }, () => {
+      tune.authed = true;
+      el.auth.hidden = true;
+      el.token.value = '';
+      say('editing unlocked');
+      runAfterAuth();
+    }, (err) => {
+      if (token === tried) token = null;
+      if (err.code === 'unauthorized') askToken('wrong control token', true);
+      else say(`${err.code}: ${err.message}`, true);
+    });
+  }
+
+  function runAfterAuth() {
+    const fn = afterAuth;
+    afterAuth = null;
+    if (fn) fn();
+  }
+
+  el.auth.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    const t = el.token.value.trim();
+    if (!t) return;
+    token = t;
+    sendAuth();
+  });
 
   // --- sliders ---------------------------------------------------------------
 
   let lo = [0, 0, 0];
   let hi = [255, 255, 255];
-  const inputs = [];   // [ [loInput, hiInput, loOut, hiOut], ... ]
+  const inputs = [];   // [ [loInput, loOut, hiInput, hiOut], ... ]
+  let space = 'hsv';   // of the sliders shown
+  let hueNote = null;  // says how the hue range reads (hsv only)
 
-  function buildSliders(space) {
+  // Hue is an angle: lo > hi is the range through 0 (config/OBJECTS.md).
+  const isHue = (c) => space === 'hsv' && c === 0;
+
+  function buildSliders(sp) {
+    space = sp;
     el.sliders.replaceChildren();
     inputs.length = 0;
+    hueNote = null;
     CHANNELS[space].forEach(([name, max], c) => {
       const pair = [];
       for (const which of ['lo', 'hi']) {
@@ -97,14 +179,27 @@
         const out = document.createElement('output');
         out.htmlFor = input.id;
         input.addEventListener('input', () => {
-          (which === 'lo' ? lo : hi)[c] = Number(input.value);
-          out.textContent = input.value;
+          const v = Number(input.value);
+          (which === 'lo' ? lo : hi)[c] = v;
+          // Other channels keep lo <= hi: a slider pushed past its partner
+          // drags the partner along.
+          if (!isHue(c) && lo[c] > hi[c]) {
+            if (which === 'lo') hi[c] = v;
+            else lo[c] = v;
+          }
+          showValues();
           changed();
         });
         el.sliders.append(label, input, out);
         pair.push(input, out);
       }
       inputs.push(pair);
+      if (isHue(c)) {
+        hueNote = document.createElement('p');
+        hueNote.id = 't-hue-note';
+        hueNote.className = 'hue-note';
+        el.sliders.append(hueNote);
+      }
     });
     showValues();
   }
@@ -115,21 +210,59 @@
       lo_out.textContent = String(lo[c]);
       hi_in.value = String(hi[c]);
       hi_out.textContent = String(hi[c]);
+      const track = trackGradient(c, Number(li.max));
+      li.style.setProperty('--track', track);
+      hi_in.style.setProperty('--track', track);
     });
+    if (hueNote) {
+      const max = CHANNELS.hsv[0][1];
+      const wraps = lo[0] > hi[0];
+      hueNote.textContent = wraps
+        ? `wraps through 0: ${lo[0]}..${max} and 0..${hi[0]}`
+        : `hue ${lo[0]}..${hi[0]}`;
+      hueNote.classList.toggle('wraps', wraps);
+    }
   }
 
-  // Hue may wrap (lo > hi); other channels must keep lo <= hi, so a slider
-  // pushed past its partner drags the partner along.
-  function normalize(space) {
+  // The selected values of channel c as [from, to] parts: two when a hue
+  // range wraps through 0.
+  function selectedParts(c, max) {
+    if (lo[c] <= hi[c]) return [[lo[c], hi[c]]];
+    if (isHue(c)) return [[0, hi[c]], [lo[c], max]];
+    return [[lo[c], lo[c]]];
+  }
+
+  // A track background with the selected parts in the accent colour.
+  function trackGradient(c, max) {
+    // Value v's place on the track as a CSS length (see THUMB_PX); half a
+    // step either side, so one selected value still shows.
+    const at = (v, end) => {
+      if (v <= 0 && !end) return '0%';
+      if (v >= max && end) return '100%';
+      const f = Math.min(1, Math.max(0, (end ? v + 0.5 : v - 0.5) / max));
+      return `calc(${(f * 100).toFixed(3)}% + ${((0.5 - f) * THUMB_PX).toFixed(2)}px)`;
+    };
+    const stops = [];
+    let from = '0%';
+    for (const [a, b] of selectedParts(c, max)) {
+      stops.push(`var(--track-off) ${from} ${at(a, false)}`, `var(--accent) ${at(a, false)} ${at(b, true)}`);
+      from = at(b, true);
+    }
+    stops.push(`var(--track-off) ${from} 100%`);
+    return `linear-gradient(to right, ${stops.join(', ')})`;
+  }
+
+  // Hue may wrap (lo > hi); other channels must keep lo <= hi (the sliders
+  // already do; this keeps a request valid whatever set the values).
+  function normalize() {
     for (let c = 0; c < 3; c++) {
-      if (space === 'hsv' && c === 0) continue;
+      if (isHue(c)) continue;
       if (lo[c] > hi[c]) hi[c] = lo[c];
     }
   }
 
   function currentObject() {
-    const space = el.space.value;
-    normalize(space);
+    normalize();
     const o = { name: el.name.value.trim(), space, lo: lo.slice(), hi: hi.slice() };
     const old = state.objects.find((d) => d.name === tune.editing);
     if (old && old.min_mass) o.min_mass = old.min_mass;
@@ -185,16 +318,16 @@
   }
 
   el.space.addEventListener('change', () => {
-    const space = el.space.value;
-    const s = tune.suggest && tune.suggest[space];
+    const sp = el.space.value;
+    const s = tune.suggest && tune.suggest[sp];
     if (s) {
       lo = s.lo.slice();
       hi = s.hi.slice();
     } else {
       lo = [0, 0, 0];
-      hi = CHANNELS[space].map(([, max]) => max);
+      hi = CHANNELS[sp].map(([, max]) => max);
     }
-    buildSliders(space);
+    buildSliders(sp);
     changed();
   });
 
@@ -232,23 +365,23 @@
 
   el.done.addEventListener('click', closeForm);
 
-  el.save.addEventListener('click', () => {
+  el.save.addEventListener('click', () => withControl(() => {
     request({ type: 'save_objects' }, (r) => {
       tune.saved = r;
       say(`saved ${r.count} objects to ${r.path}`);
     });
-  });
+  }));
 
-  el.reload.addEventListener('click', () => {
+  el.reload.addEventListener('click', () => withControl(() => {
     request({ type: 'reload_objects' }, (r) => say(`reloaded ${r.count} objects from the file`));
-  });
+  }));
 
   // Clicking an object in the list edits it.
   el.list.addEventListener('click', (ev) => {
     const tr = ev.target.closest('tr');
     if (!tr) return;
     const def = state.objects[Number(tr.dataset.id)];
-    if (def) openForm(def.name, def);
+    if (def) withControl(() => openForm(def.name, def));
   });
 
   function markSelected() {
@@ -267,7 +400,11 @@
     if (on) say('drag over the object in the video');
   }
 
-  el.teach.addEventListener('click', () => setTeaching(!tune.teaching));
+  // Teaching ends in edits, so the token is asked for before, not after a drag.
+  el.teach.addEventListener('click', () => {
+    if (tune.teaching) setTeaching(false);
+    else withControl(() => setTeaching(true));
+  });
 
   // Canvas CSS pixels -> frame pixels.
   function toFrame(clientX, clientY) {

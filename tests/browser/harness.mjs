@@ -1,6 +1,8 @@
 // Shared pieces of the browser tests: failing loudly, a free loopback port,
-// waiting for the real daemon to listen, stopping it, and launching Debian's
-// chromium headless through playwright-core.
+// waiting for the real daemon to listen, stopping it, launching Debian's
+// chromium headless through playwright-core, dragging over the video,
+// reading screen pixels, and the teaching clip.
+import { execFileSync } from 'node:child_process';
 import net from 'node:net';
 import { chromium } from 'playwright-core';
 
@@ -48,4 +50,46 @@ export function launchChromium() {
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
            '--disable-background-networking', '--disable-component-update', '--disable-sync'],
   });
+}
+
+// Drags the mouse from frame pixel a to frame pixel b over the video canvas
+// (frame fw x fh pixels), through two intermediate points as a hand would.
+export async function dragFrame(page, a, b, fw, fh) {
+  const r = await page.evaluate(() => {
+    const b = document.getElementById('view').getBoundingClientRect();
+    return { left: b.left, top: b.top, width: b.width, height: b.height };
+  });
+  const cx = (x) => r.left + ((x + 0.5) * r.width) / fw;
+  const cy = (y) => r.top + ((y + 0.5) * r.height) / fh;
+  await page.mouse.move(cx(a[0]), cy(a[1]));
+  await page.mouse.down();
+  await page.mouse.move(cx((a[0] + b[0]) / 2), cy((a[1] + b[1]) / 2), { steps: 4 });
+  await page.mouse.move(cx(b[0]), cy(b[1]), { steps: 4 });
+  await page.mouse.up();
+}
+
+// The colours [r, g, b] on screen at viewport points [[x, y], ...] (CSS
+// pixels, device scale 1): a real screenshot, decoded by the browser itself.
+export async function screenPixels(page, points) {
+  const png = await page.screenshot();
+  return page.evaluate(async ([b64, pts]) => {
+    const bytes = Uint8Array.from(atob(b64), (ch) => ch.charCodeAt(0));
+    const img = await createImageBitmap(new Blob([bytes], { type: 'image/png' }));
+    const c = new OffscreenCanvas(img.width, img.height);
+    const ctx = c.getContext('2d');
+    ctx.drawImage(img, 0, 0);
+    return pts.map(([x, y]) =>
+      Array.from(ctx.getImageData(Math.round(x), Math.round(y), 1, 1).data.slice(0, 3)));
+  }, [png.toString('base64'), points]);
+}
+
+// Writes the teaching clip with the ffmpeg CLI (H.264 in MP4, as users have):
+// 3 s of a 640x360 gray frame with a red 60x60 square at (100, 100) and a
+// blue 80x60 one at (400, 200).
+export function makeSquaresClip(file) {
+  execFileSync('ffmpeg', ['-loglevel', 'error', '-y', '-f', 'lavfi', '-i',
+    'color=c=0x808080:s=640x360:r=30', '-vf',
+    'drawbox=x=100:y=100:w=60:h=60:color=0xE02828:t=fill,' +
+    'drawbox=x=400:y=200:w=80:h=60:color=0x2850E0:t=fill',
+    '-t', '3', '-c:v', 'libx264', '-crf', '12', '-pix_fmt', 'yuv420p', file]);
 }

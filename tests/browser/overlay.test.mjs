@@ -33,8 +33,13 @@ execFileSync('ffmpeg', ['-loglevel', 'error', '-y', '-f', 'lavfi', '-i',
   'drawbox=x=400:y=100:w=60:h=60:color=0xE02828:t=fill', '-t', '3', '-c:v', 'ffv1',
   '-pix_fmt', 'yuv420p', clip]);
 const objs = path.join(tmp, 'objects.json');
+// Red, then seven colours the clip does not have (a set the size of the
+// demo's, so the objects table is as long as a user's): only red is found.
+const absent = [['orange', 25, 40], ['yellow', 50, 65], ['green', 100, 140], ['cyan', 170, 190],
+                ['blue', 215, 245], ['violet', 260, 280], ['magenta', 290, 320]];
 fs.writeFileSync(objs, JSON.stringify({ objects: [
-  { name: 'red', space: 'hsv', lo: [345, 120, 80], hi: [15, 255, 255] }] }));
+  { name: 'red', space: 'hsv', lo: [345, 120, 80], hi: [15, 255, 255] },
+  ...absent.map(([name, h0, h1]) => ({ name, space: 'hsv', lo: [h0, 120, 80], hi: [h1, 255, 255] }))] }));
 const log = fs.openSync(path.join(outDir, 'trackd.log'), 'w');
 const port = await freePort();
 let daemon = startTrackd(clip, objs, port, log);
@@ -91,6 +96,19 @@ try {
   if (!red || !/yes/.test(red) || !m || !near(+m[1], 429.5, 0.2) || !near(+m[2], 129.5, 0.2))
     fail(`object list row: ${JSON.stringify(row)}`);
   console.log(`object list: ${red}`);
+  // Results first: at 1280x800, unscrolled, the picture and every row of the
+  // objects table are on screen (the table is not pushed below the fold).
+  const fold = await page.evaluate(() => {
+    window.scrollTo(0, 0);
+    const r = (e) => { const b = e.getBoundingClientRect(); return { top: b.top, bottom: b.bottom }; };
+    return { h: window.innerHeight, y: window.scrollY, view: r(document.getElementById('view')),
+             rows: Array.from(document.querySelectorAll('#objects tr')).map(r) };
+  });
+  if (fold.y !== 0 || fold.rows.length !== 1 + absent.length) fail(`fold check: ${JSON.stringify(fold)}`);
+  for (const b of [fold.view, ...fold.rows])
+    if (b.top < 0 || b.bottom > fold.h) fail(`not within the 1280x800 viewport: ${JSON.stringify(fold)}`);
+  console.log(`1280x800: video bottom ${fold.view.bottom}, last object row bottom ` +
+              `${fold.rows[fold.rows.length - 1].bottom} <= ${fold.h}`);
   // The daemon's 1 Hz stats reach the panel too (and make the screenshot whole).
   await page.waitForFunction(() => window.trackd.lastStats &&
                                    document.getElementById('p-sfps').textContent !== '\u2013',

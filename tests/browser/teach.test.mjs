@@ -7,14 +7,16 @@
 //
 //   node teach.test.mjs TRACKD WEB_ROOT OUT_DIR
 //
-// The clip is made here with the ffmpeg CLI (H.264 in MP4, as users have):
-// a 640x360 gray frame with a red 60x60 square at (100, 100) and a blue 80x60
-// one at (400, 200); their centroids are (129.5, 129.5) and (439.5, 229.5).
-import { spawn, execFileSync } from 'node:child_process';
+// The clip is made with the ffmpeg CLI (harness.mjs makeSquaresClip: H.264
+// in MP4, as users have): a 640x360 gray frame with a red 60x60 square at
+// (100, 100) and a blue 80x60 one at (400, 200); their centroids are
+// (129.5, 129.5) and (439.5, 229.5).
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fail, freePort, launchChromium, near, stop, waitListening } from './harness.mjs';
+import { dragFrame, fail, freePort, launchChromium, makeSquaresClip, near, screenPixels, stop,
+         waitListening } from './harness.mjs';
 
 const [trackd, webRoot, outDir] = process.argv.slice(2);
 const FRAME_W = 640, FRAME_H = 360;
@@ -41,27 +43,35 @@ async function waitResult(page, name, fn, what, timeout = 10000) {
   fail(`${what}: last result ${JSON.stringify(r)}`);
 }
 
-// Drags from frame pixel a to frame pixel b over the video canvas.
-async function dragFrame(page, a, b) {
-  const r = await page.evaluate(() => {
-    const b = document.getElementById('view').getBoundingClientRect();
+// Screen colours of the H lo or H hi slider's track at the given hue values.
+// The thumb's centre runs from 7 px (half the thumb in style.css) to the
+// width minus 7 px.
+const ACCENT = [0x4d, 0xab, 0xff];   // style.css --accent: selected
+const TRACK_OFF = [0x39, 0x41, 0x4c]; // style.css --track-off: not selected
+async function hueTrack(page, which, values) {
+  const id = `#t-${which}0`;
+  await page.locator(id).scrollIntoViewIfNeeded();
+  const r = await page.evaluate((sel) => {
+    const b = document.querySelector(sel).getBoundingClientRect();
     return { left: b.left, top: b.top, width: b.width, height: b.height };
-  });
-  const cx = (x) => r.left + ((x + 0.5) * r.width) / FRAME_W;
-  const cy = (y) => r.top + ((y + 0.5) * r.height) / FRAME_H;
-  await page.mouse.move(cx(a[0]), cy(a[1]));
-  await page.mouse.down();
-  await page.mouse.move(cx((a[0] + b[0]) / 2), cy((a[1] + b[1]) / 2), { steps: 4 });
-  await page.mouse.move(cx(b[0]), cy(b[1]), { steps: 4 });
-  await page.mouse.up();
+  }, id);
+  const pts = values.map((v) => [r.left + 7 + (v / 359) * (r.width - 14), r.top + r.height / 2]);
+  return screenPixels(page, pts);
 }
+const isColour = (px, rgb) => px.every((v, i) => near(v, rgb[i], 12));
 
 async function teach(page, obj) {
   const before = await page.evaluate(() => window.trackd.tune.lastSample);
   await page.click('#t-teach');
+  // On loopback without --control-token, teaching starts at once: no prompt.
+  const gate = await page.evaluate(() => ({
+    control_auth: window.trackd.hello.control_auth, teaching: window.trackd.tune.teaching,
+    prompt: !document.getElementById('t-auth').hidden }));
+  if (gate.control_auth !== false || !gate.teaching || gate.prompt)
+    fail(`loopback, no token: ${JSON.stringify(gate)}`);
   // Drag over the inside of the square (its edges are blurred by H.264).
   const [x0, y0, x1, y1] = obj.box;
-  await dragFrame(page, [x0 + 8, y0 + 8], [x1 - 8, y1 - 8]);
+  await dragFrame(page, [x0 + 8, y0 + 8], [x1 - 8, y1 - 8], FRAME_W, FRAME_H);
   await page.waitForFunction((b) => {
     const s = window.trackd.tune.lastSample;
     return s && JSON.stringify(s) !== JSON.stringify(b);
@@ -84,11 +94,7 @@ async function teach(page, obj) {
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'trackd-teach-'));
 fs.mkdirSync(outDir, { recursive: true });
 const clip = path.join(tmp, 'clip.mp4');
-execFileSync('ffmpeg', ['-loglevel', 'error', '-y', '-f', 'lavfi', '-i',
-  `color=c=0x808080:s=${FRAME_W}x${FRAME_H}:r=30`, '-vf',
-  'drawbox=x=100:y=100:w=60:h=60:color=0xE02828:t=fill,' +
-  'drawbox=x=400:y=200:w=80:h=60:color=0x2850E0:t=fill',
-  '-t', '3', '-c:v', 'libx264', '-crf', '12', '-pix_fmt', 'yuv420p', clip]);
+makeSquaresClip(clip);
 const saved = path.join(outDir, 'objects.json');
 fs.rmSync(saved, { force: true });
 const log = fs.openSync(path.join(outDir, 'trackd.log'), 'w');
@@ -109,6 +115,21 @@ try {
 
   // 1. Teach the red square; 2. a slider changes the result (mask on).
   await teach(page, RED);
+  // Red's suggested hue range wraps through 0: the note says so, and both
+  // hue sliders' tracks light up its two parts, 0..hi and lo..359.
+  const [hlo, hhi] = await page.evaluate(() => ['t-lo0', 't-hi0'].map(
+    (id) => Number(document.getElementById(id).value)));
+  if (!(hlo > hhi)) fail(`red's suggested hue ${hlo}..${hhi} does not wrap through 0`);
+  const note = await page.textContent('#t-hue-note');
+  if (note !== `wraps through 0: ${hlo}..359 and 0..${hhi}`) fail(`hue note "${note}"`);
+  // Away from each slider's own thumb (at hlo on H lo, at hhi on H hi).
+  const onLo = await hueTrack(page, 'lo', [hhi / 2, 180]);
+  const onHi = await hueTrack(page, 'hi', [(hlo + 359) / 2, 180]);
+  if (!isColour(onLo[0], ACCENT) || !isColour(onHi[0], ACCENT) ||
+      !isColour(onLo[1], TRACK_OFF) || !isColour(onHi[1], TRACK_OFF))
+    fail(`hue ${hlo}..${hhi}: track colours H lo ${JSON.stringify(onLo)}, ` +
+         `H hi ${JSON.stringify(onHi)} (selected, not selected)`);
+  console.log(`hue ${hlo}..${hhi}: "${note}", tracks lit at ${hhi / 2} and ${(hlo + 359) / 2}`);
   await page.check('#t-mask');
   await page.waitForFunction(() => window.trackd.tune.lastAck &&
                                    window.trackd.tune.lastAck.request === 'preview' &&
@@ -127,8 +148,16 @@ try {
   console.log(`slider: V lo back to ${vlo} finds ${RED.name} again`);
   await page.click('#t-done');
 
-  // 3. Teach the blue one, save.
+  // 3. Teach the blue one (its hue does not wrap: one part, none near 0), save.
   await teach(page, BLUE);
+  const [blo, bhi] = await page.evaluate(() => ['t-lo0', 't-hi0'].map(
+    (id) => Number(document.getElementById(id).value)));
+  const bnote = await page.textContent('#t-hue-note');
+  if (!(blo < bhi) || bnote !== `hue ${blo}..${bhi}`) fail(`blue hue ${blo}..${bhi}, note "${bnote}"`);
+  const offPx = [...await hueTrack(page, 'lo', [4, 355]), ...await hueTrack(page, 'hi', [4, 355])];
+  if (!offPx.every((px) => isColour(px, TRACK_OFF)))
+    fail(`blue hue ${blo}..${bhi}: tracks lit near 0: ${JSON.stringify(offPx)}`);
+  console.log(`hue ${blo}..${bhi}: "${bnote}", nothing lit near 0`);
   await page.click('#t-done');
   await page.waitForTimeout(600);
   await page.evaluate(() => window.scrollTo(0, 0));
@@ -171,6 +200,69 @@ try {
   const sw = await page.evaluate(() => document.documentElement.scrollWidth);
   if (sw > 390) fail(`page is ${sw} px wide on a 390 px screen`);
   await page.screenshot({ path: path.join(outDir, 'teach-phone.png'), fullPage: true });
+
+  // 7. Editing needs the control token (--control-token; the same as
+  //    listening beyond loopback): hello says so and the page asks for the
+  //    token when Teach is clicked, before any drag.
+  await stop(daemon);
+  const TOKEN = `tok-${process.pid}`;
+  const tokenArgs = ['--input', clip, '--objects', saved, '--control-token', TOKEN];
+  daemon = startTrackd(tokenArgs, port, log);
+  await waitListening(port, daemon);
+  const p2 = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  p2.on('pageerror', (e) => errors.push(String(e)));
+  await p2.goto(`http://127.0.0.1:${port}/`);
+  await p2.waitForFunction(() => window.trackd.hello && window.trackd.previewsReceived > 2, null,
+                           { timeout: 20000 }).catch(() => fail('token daemon: no previews'));
+  if (await p2.evaluate(() => window.trackd.hello.control_auth) !== true)
+    fail('hello.control_auth is not true with --control-token');
+  const gate = () => p2.evaluate(() => ({
+    teaching: window.trackd.tune.teaching, prompt: !document.getElementById('t-auth').hidden,
+    msg: document.getElementById('t-msg').textContent }));
+  await p2.click('#t-teach');
+  let g = await gate();
+  if (g.teaching || !g.prompt) fail(`Teach with a token required: ${JSON.stringify(g)}`);
+  await p2.screenshot({ path: path.join(outDir, 'teach-token.png') });
+  await p2.fill('#t-token', 'not-the-token');
+  await p2.click('#t-unlock');
+  await p2.waitForFunction(() => document.getElementById('t-msg').textContent === 'wrong control token',
+                           null, { timeout: 5000 }).catch(() => fail('a wrong token was not refused'));
+  g = await gate();
+  if (g.teaching || !g.prompt) fail(`after a wrong token: ${JSON.stringify(g)}`);
+  await p2.fill('#t-token', TOKEN);
+  await p2.click('#t-unlock');
+  await p2.waitForFunction(() => window.trackd.tune.teaching &&
+                                 document.getElementById('t-auth').hidden, null, { timeout: 5000 })
+    .catch(async () => fail(`the right token did not start teaching: ${JSON.stringify(await gate())}`));
+  const [bx0, by0, bx1, by1] = BLUE.box;
+  await dragFrame(p2, [bx0 + 8, by0 + 8], [bx1 - 8, by1 - 8], FRAME_W, FRAME_H);
+  await p2.waitForFunction(() => window.trackd.tune.lastSample, null, { timeout: 5000 })
+    .catch(async () => fail(`no sample after unlocking: ${JSON.stringify(await gate())}`));
+  console.log('control token: asked before teaching, wrong one refused, right one teaches');
+  // A restart is a new connection: the page authenticates again by itself.
+  await p2.click('#t-done');
+  await p2.evaluate(() => { window.oldHello = window.trackd.hello; });
+  await stop(daemon);
+  daemon = startTrackd(tokenArgs, port, log);
+  await waitListening(port, daemon);
+  await p2.waitForFunction(() => window.trackd.hello !== window.oldHello && window.trackd.tune.authed,
+                           null, { timeout: 15000 }).catch(() => fail('no auth after reconnecting'));
+  await p2.click('#t-teach');
+  g = await gate();
+  if (!g.teaching || g.prompt) fail(`Teach after reconnecting: ${JSON.stringify(g)}`);
+  await p2.click('#t-teach');
+  // The token in the page's address (?token=) needs no prompt either.
+  const p3 = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  p3.on('pageerror', (e) => errors.push(String(e)));
+  await p3.goto(`http://127.0.0.1:${port}/?token=${TOKEN}`);
+  await p3.waitForFunction(() => window.trackd.hello && window.trackd.tune.authed, null,
+                           { timeout: 10000 }).catch(() => fail('?token= not accepted'));
+  await p3.click('#t-teach');
+  if (!(await p3.evaluate(() => window.trackd.tune.teaching &&
+                                document.getElementById('t-auth').hidden)))
+    fail('?token=: Teach did not start at once');
+  console.log('control token: re-sent after a restart; ?token= teaches at once');
+
   if (errors.length) fail(`page errors: ${errors.join('; ')}`);
   console.log(`browser teach: passed (screenshots in ${outDir})`);
 } finally {

@@ -415,7 +415,16 @@ static void test_hello(void)
     if (j) {
         CHECKF(json_is_null(json_object_get(j, "backend")), "null backend");
         CHECKF(json_array_size(json_object_get(j, "objects")) == 0, "no objects");
+        CHECKF(json_is_false(json_object_get(j, "control_auth")), "no token: control_auth false");
     }
+    json_decref(j);
+    trk_buf_free(&b);
+
+    /* A server that wants the control token says so. */
+    e.control_auth = true;
+    CHECKF(trk_msg_hello(&b, &e) == 0, "hello with control_auth");
+    j = parse(&b, "hello with control_auth");
+    if (j) CHECKF(json_is_true(json_object_get(j, "control_auth")), "control_auth true");
     json_decref(j);
     trk_buf_free(&b);
 }
