@@ -178,11 +178,21 @@ int main(int argc, char **argv)
     }
     log_info("source: %s", src.desc);
 
-    /* Backend: auto falls back to the CPU with one line when CUDA is not usable. */
+    /* Backend: auto falls back to the CPU with one line when CUDA is not
+     * usable; a machine without NVIDIA hardware is normal, not a problem. */
     char why[256] = "";
-    if (s.backend == TRK_BACKEND_AUTO && !trk_cuda_available(why, sizeof(why)))
-        log_info("no usable GPU (%s): using the CPU backend", why);
-    if (s.backend == TRK_BACKEND_CUDA && !trk_cuda_available(why, sizeof(why))) {
+    enum trk_cuda_status cs = TRK_CUDA_USABLE;
+    if (s.backend == TRK_BACKEND_AUTO || s.backend == TRK_BACKEND_CUDA)
+        cs = trk_cuda_check(why, sizeof(why));
+    if (s.backend == TRK_BACKEND_AUTO && cs == TRK_CUDA_ABSENT) {
+        log_info("no NVIDIA driver/GPU found: using the CPU backend");
+        log_debug("CUDA: %s", why);
+    } else if (s.backend == TRK_BACKEND_AUTO && cs == TRK_CUDA_NOT_BUILT) {
+        log_info("%s: using the CPU backend", why);
+    } else if (s.backend == TRK_BACKEND_AUTO && cs != TRK_CUDA_USABLE) {
+        log_warn("the GPU cannot be used (%s): using the CPU backend", why);
+    }
+    if (s.backend == TRK_BACKEND_CUDA && cs != TRK_CUDA_USABLE) {
         log_error("--backend cuda: %s", why);
         exit_code = TRK_EX_UNAVAILABLE;
         goto end;
