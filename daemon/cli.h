@@ -56,4 +56,8 @@ enum { TRK_CLI_RUN = 0, TRK_CLI_EXIT_OK = 1 };
 int trk_cli_parse(int argc, char **argv, struct trk_settings *s, FILE *out, FILE *err);
 void trk_cli_usage(FILE *out);
 
+/* Logs a warning for each option that the others make pointless (--size
+ * with --input, --no-server without --output, ...). */
+void trk_cli_warn(const struct trk_settings *s);
+
 #endif
