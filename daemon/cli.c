@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define LOG_TAG "trackd"
 #include "backend.h"
@@ -15,6 +16,9 @@
 #endif
 #ifndef TRK_WEB_ROOT
 #define TRK_WEB_ROOT "web"
+#endif
+#ifndef TRK_WEB_ROOT_REL
+#define TRK_WEB_ROOT_REL "../share/trackd/web"
 #endif
 
 enum {
@@ -66,7 +70,7 @@ static const struct opt {
      "web UI and WebSocket server address (default 127.0.0.1:8080)"},
     {{"no-server", no_argument, 0, OPT_NO_SERVER}, 0, NULL, "do not start the web/WebSocket server"},
     {{"web-root", required_argument, 0, OPT_WEB_ROOT}, 0, "DIR",
-     "folder served at / (default: the web/ folder trackd was built from)"},
+     "folder served at / (default: share/trackd/web beside an installed trackd, else the web/ folder it was built from)"},
     {{"backend", required_argument, 0, OPT_BACKEND}, 0, "NAME",
      "auto|cpu|cpu-ref|cuda (default auto: CUDA when a GPU is usable, else cpu)"},
     {{"threads", required_argument, 0, OPT_THREADS}, 0, "N",
@@ -228,7 +232,7 @@ int trk_cli_parse(int argc, char **argv, struct trk_settings *s, FILE *out, FILE
     strcpy(s->listen_addr, "127.0.0.1");
     s->listen_port = 8080;
     s->server = true;
-    s->web_root = TRK_WEB_ROOT;
+    s->web_root = NULL; /* found at start: trk_cli_find_web_root */
     s->backend = TRK_BACKEND_AUTO;
     s->demo_width = 1280;
     s->demo_height = 720;
@@ -359,4 +363,44 @@ void trk_cli_warn(const struct trk_settings *s)
     if (!s->server && !s->output)
         log_warn("--no-server without --output: the results go nowhere (add --output FILE, "
                  "or --output - for stdout)");
+}
+
+static bool has_index(const char *dir)
+{
+    char path[PATH_MAX];
+    return snprintf(path, sizeof(path), "%s/index.html", dir) < (int)sizeof(path) &&
+           access(path, R_OK) == 0;
+}
+
+int trk_cli_find_web_root(struct trk_settings *s, char *buf, size_t len)
+{
+    if (s->web_root) {
+        if (has_index(s->web_root)) return 0;
+        log_error("--web-root %s: no readable index.html there (the web UI's folder is "
+                  "share/trackd/web where trackd is installed, web/ in its source tree)",
+                  s->web_root);
+        return TRK_EX_NOINPUT;
+    }
+    /* An installed binary: PREFIX/bin/trackd serves PREFIX/share/trackd/web,
+     * wherever PREFIX was moved to. Then the source tree for a binary in its
+     * build tree. */
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n > 0) {
+        exe[n] = 0;
+        char *slash = strrchr(exe, '/');
+        if (slash) *slash = 0;
+        if (snprintf(buf, len, "%s/%s", exe, TRK_WEB_ROOT_REL) < (int)len && has_index(buf)) {
+            s->web_root = buf;
+            return 0;
+        }
+    }
+    if (has_index(TRK_WEB_ROOT)) {
+        s->web_root = TRK_WEB_ROOT;
+        return 0;
+    }
+    log_warn("no web UI files found (looked in %s/%s and %s): the page will answer 404, the "
+             "WebSocket /ws still works; give --web-root DIR",
+             n > 0 ? exe : "<trackd's folder>", TRK_WEB_ROOT_REL, TRK_WEB_ROOT);
+    return 0;
 }

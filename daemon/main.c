@@ -127,6 +127,8 @@ int main(int argc, char **argv)
     }
 
     trk_cli_warn(&s);
+    char web_root[4096];
+    if (s.server && (rc = trk_cli_find_web_root(&s, web_root, sizeof(web_root)))) return rc;
 
     static struct trk_objects objs; /* large: keep it off the stack */
     if (load_objects(&s, &objs)) return TRK_EX_CONFIG;
