@@ -5,7 +5,9 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#define LOG_TAG "trackd"
 #include "backend.h"
 #include "log.h"
 
@@ -14,6 +16,9 @@
 #endif
 #ifndef TRK_WEB_ROOT
 #define TRK_WEB_ROOT "web"
+#endif
+#ifndef TRK_WEB_ROOT_REL
+#define TRK_WEB_ROOT_REL "../share/trackd/web"
 #endif
 
 enum {
@@ -65,7 +70,7 @@ static const struct opt {
      "web UI and WebSocket server address (default 127.0.0.1:8080)"},
     {{"no-server", no_argument, 0, OPT_NO_SERVER}, 0, NULL, "do not start the web/WebSocket server"},
     {{"web-root", required_argument, 0, OPT_WEB_ROOT}, 0, "DIR",
-     "folder served at / (default: the web/ folder trackd was built from)"},
+     "folder served at / (default: share/trackd/web beside an installed trackd, else the web/ folder it was built from)"},
     {{"backend", required_argument, 0, OPT_BACKEND}, 0, "NAME",
      "auto|cpu|cpu-ref|cuda (default auto: CUDA when a GPU is usable, else cpu)"},
     {{"threads", required_argument, 0, OPT_THREADS}, 0, "N",
@@ -76,15 +81,15 @@ static const struct opt {
      "camera pixel format: auto|yuyv|mjpeg|nv12|rgb24 (default auto)"},
     {{"control", required_argument, 0, OPT_CONTROL}, 0, "NAME=VALUE",
      "set a camera control (names as --list-controls prints them); repeatable"},
-    {{"list-devices", no_argument, 0, OPT_LIST_DEVICES}, 0, NULL, "list V4L2 cameras and exit"},
+    {{"list-devices", no_argument, 0, OPT_LIST_DEVICES}, 0, NULL, "list V4L2 cameras and exit (none found: said on stderr, exit 0)"},
     {{"list-formats", no_argument, 0, OPT_LIST_FORMATS}, 0, NULL,
      "list the --device camera's formats and sizes and exit"},
     {{"list-controls", no_argument, 0, OPT_LIST_CONTROLS}, 0, NULL,
      "list the --device camera's controls and exit"},
     {{"size", required_argument, 0, OPT_SIZE}, 0, "WxH",
-     "demo scene or camera size (default 1280x720 demo, 640x480 camera)"},
+     "demo scene or camera size (default 1280x720 demo, 640x480 camera; files keep their own)"},
     {{"fps", required_argument, 0, OPT_FPS}, 0, "N",
-     "demo scene or camera frame rate (default 30 demo, the camera's own)"},
+     "demo scene or camera frame rate (default 30 demo, the camera's own; files keep their own)"},
     {{"no-preview", no_argument, 0, OPT_NO_PREVIEW}, 0, NULL,
      "send no preview JPEGs to web clients (results only)"},
     {{"preview-width", required_argument, 0, OPT_PREVIEW_WIDTH}, 0, "N",
@@ -110,14 +115,56 @@ static const struct opt {
 // clang-format on
 #define N_OPTS (sizeof(opts) / sizeof(opts[0]))
 
+/* What a valid value looks like, for the error message when one is not:
+ * the form and an example, so a typo can be fixed without reading --help.
+ * Options missing here take any text (file names). */
+static const struct {
+    int val;
+    const char *form;
+} forms[] = {
+    { OPT_FRAMES, "N, a whole number >= 1, e.g. 300" },
+    { OPT_LISTEN, "ADDR:PORT, e.g. 127.0.0.1:8080 or 0.0.0.0:8080 (port 0..65535)" },
+    { OPT_BACKEND, "auto, cpu, cpu-ref or cuda" },
+    { OPT_THREADS, "N (0..256; 0 = one per core)" },
+    { OPT_SIZE, "WxH, e.g. 1280x720 (each 16..16384)" },
+    { OPT_FPS, "N (0.1..1000), e.g. 30 or 29.97" },
+    { OPT_FORMAT, "auto, yuyv, mjpeg, nv12 or rgb24" },
+    { OPT_CONTROL, "NAME=VALUE with a whole-number VALUE, e.g. brightness=128 (at most 16)" },
+    { OPT_PREVIEW_WIDTH, "N pixels (16..4096), e.g. 640" },
+    { OPT_PREVIEW_FPS, "N (0.1..240), e.g. 15" },
+    { OPT_PREVIEW_QUALITY, "N (1..100), e.g. 70" },
+    { OPT_STATS, "SECONDS (0..3600; 0 = none), e.g. 1 or 0.5" },
+    { OPT_LOG_LEVEL, "error, warn, info or debug" },
+    { OPT_CONTROL_TOKEN, "TOKEN, 1..127 characters" },
+};
+
+static const struct opt *find_opt(int val)
+{
+    for (size_t i = 0; i < N_OPTS; i++)
+        if (opts[i].o.val == val) return &opts[i];
+    return NULL;
+}
+
+/* "--size WxH, e.g. 1280x720 (each 16..16384)": the option and its form. */
+static void print_form(FILE *err, const struct opt *o)
+{
+    const char *form = o->arg;
+    for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++)
+        if (forms[i].val == o->o.val) form = forms[i].form;
+    fprintf(err, "expected --%s %s (see --help)\n", o->o.name, form);
+}
+
 void trk_cli_usage(FILE *out)
 {
     fprintf(out,
             "Usage: trackd [OPTION]...\n"
-            "Real-time colour-object tracking: frames from a file or the built-in demo scene,\n"
-            "results as NDJSON and over WebSocket to the web UI (http://127.0.0.1:8080/).\n\n"
+            "Real-time colour-object tracking: frames from a V4L2 camera, a video file or the\n"
+            "built-in demo scene, results as NDJSON and over WebSocket to the web UI\n"
+            "(http://127.0.0.1:8080/).\n\n"
             "Examples:\n"
             "  trackd                                          demo scene, web UI on :8080\n"
+            "  trackd --list-devices                           the cameras on this machine\n"
+            "  trackd --device /dev/video0 --objects objs.json track a camera\n"
             "  trackd --input clip.mp4 --objects objs.json     track a file at its frame rate\n"
             "  trackd -i clip.mp4 -c objs.json -o out.ndjson --fast --no-server\n\n"
             "Options:\n");
@@ -185,7 +232,7 @@ int trk_cli_parse(int argc, char **argv, struct trk_settings *s, FILE *out, FILE
     strcpy(s->listen_addr, "127.0.0.1");
     s->listen_port = 8080;
     s->server = true;
-    s->web_root = TRK_WEB_ROOT;
+    s->web_root = NULL; /* found at start: trk_cli_find_web_root */
     s->backend = TRK_BACKEND_AUTO;
     s->demo_width = 1280;
     s->demo_height = 720;
@@ -223,11 +270,14 @@ int trk_cli_parse(int argc, char **argv, struct trk_settings *s, FILE *out, FILE
             ok = parse_long(a, 0, 256, &lv);
             s->threads = (int)lv;
             break;
-        case OPT_SIZE:
-            ok = sscanf(a, "%dx%d", &s->demo_width, &s->demo_height) == 2 && s->demo_width >= 16 &&
-                 s->demo_height >= 16 && s->demo_width <= 16384 && s->demo_height <= 16384;
+        case OPT_SIZE: {
+            int end = 0; /* nothing may follow: "1280x720p" is a typo, not 1280x720 */
+            ok = sscanf(a, "%dx%d%n", &s->demo_width, &s->demo_height, &end) == 2 && !a[end] &&
+                 s->demo_width >= 16 && s->demo_height >= 16 && s->demo_width <= 16384 &&
+                 s->demo_height <= 16384;
             s->size_set = true;
             break;
+        }
         case OPT_FPS:
             ok = parse_double(a, 0.1, 1000, &s->demo_fps);
             s->fps_set = true;
@@ -264,18 +314,20 @@ int trk_cli_parse(int argc, char **argv, struct trk_settings *s, FILE *out, FILE
         case 'h': trk_cli_usage(out); return TRK_CLI_EXIT_OK;
         case 'V': fprintf(out, "trackd %s\n", TRK_VERSION); return TRK_CLI_EXIT_OK;
         case ':':
-            fprintf(err, "trackd: option %s needs a value (see --help)\n", argv[optind - 1]);
+            fprintf(err, "trackd: option %s needs a value: ", argv[optind - 1]);
+            if (find_opt(optopt))
+                print_form(err, find_opt(optopt));
+            else
+                fprintf(err, "see --help\n");
             return TRK_EX_USAGE;
         default:
             fprintf(err, "trackd: unknown option %s (see --help)\n", argv[optind - 1]);
             return TRK_EX_USAGE;
         }
         if (!ok) {
-            fprintf(err, "trackd: invalid value '%s' for --%s (see --help)\n", a,
-                    c < 256 ? (c == 'i'   ? "input"
-                               : c == 'c' ? "objects"
-                                          : "output")
-                            : longopts[idx].name);
+            const struct opt *o = find_opt(c);
+            fprintf(err, "trackd: invalid value '%s' for --%s: ", a, o->o.name);
+            print_form(err, o);
             return TRK_EX_USAGE;
         }
     }
@@ -296,4 +348,59 @@ int trk_cli_parse(int argc, char **argv, struct trk_settings *s, FILE *out, FILE
         return TRK_EX_USAGE;
     }
     return TRK_CLI_RUN;
+}
+
+void trk_cli_warn(const struct trk_settings *s)
+{
+    /* Legal combinations that would silently do nothing. */
+    if (s->input && s->size_set)
+        log_warn("--size is ignored with --input: a file keeps its own size");
+    if (s->input && s->fps_set)
+        log_warn("--fps is ignored with --input: a file plays at its own rate (--fast: as fast "
+                 "as it can)");
+    if (!s->device && (s->cam_format || s->n_controls))
+        log_warn("--format and --control are ignored without --device: they set up cameras");
+    if (!s->server && !s->output)
+        log_warn("--no-server without --output: the results go nowhere (add --output FILE, "
+                 "or --output - for stdout)");
+}
+
+static bool has_index(const char *dir)
+{
+    char path[PATH_MAX];
+    return snprintf(path, sizeof(path), "%s/index.html", dir) < (int)sizeof(path) &&
+           access(path, R_OK) == 0;
+}
+
+int trk_cli_find_web_root(struct trk_settings *s, char *buf, size_t len)
+{
+    if (s->web_root) {
+        if (has_index(s->web_root)) return 0;
+        log_error("--web-root %s: no readable index.html there (the web UI's folder is "
+                  "share/trackd/web where trackd is installed, web/ in its source tree)",
+                  s->web_root);
+        return TRK_EX_NOINPUT;
+    }
+    /* An installed binary: PREFIX/bin/trackd serves PREFIX/share/trackd/web,
+     * wherever PREFIX was moved to. Then the source tree for a binary in its
+     * build tree. */
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n > 0) {
+        exe[n] = 0;
+        char *slash = strrchr(exe, '/');
+        if (slash) *slash = 0;
+        if (snprintf(buf, len, "%s/%s", exe, TRK_WEB_ROOT_REL) < (int)len && has_index(buf)) {
+            s->web_root = buf;
+            return 0;
+        }
+    }
+    if (has_index(TRK_WEB_ROOT)) {
+        s->web_root = TRK_WEB_ROOT;
+        return 0;
+    }
+    log_warn("no web UI files found (looked in %s/%s and %s): the page will answer 404, the "
+             "WebSocket /ws still works; give --web-root DIR",
+             n > 0 ? exe : "<trackd's folder>", TRK_WEB_ROOT_REL, TRK_WEB_ROOT);
+    return 0;
 }

@@ -26,6 +26,7 @@ struct trk_settings {
     char listen_addr[64];
     int listen_port;
     bool server;
+    /* --web-root; NULL = found at start by trk_cli_find_web_root */
     const char *web_root;
     int backend; /* enum trk_backend_kind */
     int threads; /* 0 = cores */
@@ -55,5 +56,17 @@ enum { TRK_CLI_RUN = 0, TRK_CLI_EXIT_OK = 1 };
  * to err. */
 int trk_cli_parse(int argc, char **argv, struct trk_settings *s, FILE *out, FILE *err);
 void trk_cli_usage(FILE *out);
+
+/* Logs a warning for each option that the others make pointless (--size
+ * with --input, --no-server without --output, ...). */
+void trk_cli_warn(const struct trk_settings *s);
+
+/* Sets s->web_root, pointing into buf when found, when --web-root was not
+ * given: ../share/trackd/web from the running binary's folder (an installed
+ * trackd, also after its prefix was moved), else the source tree's web/ (a
+ * binary in its build tree); neither: a warning and NULL (the server then
+ * serves no files). A given --web-root without index.html is an error:
+ * logged, returns TRK_EX_NOINPUT. Otherwise 0. */
+int trk_cli_find_web_root(struct trk_settings *s, char *buf, size_t len);
 
 #endif

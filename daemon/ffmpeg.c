@@ -48,21 +48,37 @@ static void close_all(struct file_src *s)
     avformat_close_input(&s->fmt);
 }
 
+/* The one line for a file that opens but is no video we can decode. */
+static int not_video(struct file_src *s, const char *why)
+{
+    log_error("cannot open %s: not a video file FFmpeg can read (%s)", s->path, why);
+    close_all(s);
+    return TRK_SOURCE_ENOTVIDEO;
+}
+
 static int file_open(void *self, struct trk_source *info)
 {
     struct file_src *s = self;
+    char e[128];
     int err = avformat_open_input(&s->fmt, s->path, NULL, NULL);
     if (err < 0) {
-        char e[128];
         av_strerror(err, e, sizeof(e));
-        log_error("cannot open %s: %s", s->path, e);
-        return err == AVERROR(ENOENT) ? -ENOENT : av_err(err);
+        /* errno values (missing, unreadable) are the caller's to report. */
+        if (err > -4096) return err;
+        return not_video(s, e);
     }
-    if ((err = avformat_find_stream_info(s->fmt, NULL)) < 0) goto fail;
+    /* FFmpeg renders any .txt as ANSI art ("tty"): text is never a clip. */
+    if (!strcmp(s->fmt->iformat->name, "tty")) return not_video(s, "it is text");
+    if ((err = avformat_find_stream_info(s->fmt, NULL)) < 0) {
+        av_strerror(err, e, sizeof(e));
+        return not_video(s, e);
+    }
     const AVCodec *codec = NULL;
     s->stream = av_find_best_stream(s->fmt, AVMEDIA_TYPE_VIDEO, -1, -1, &codec, 0);
+    if (s->stream == AVERROR_STREAM_NOT_FOUND) return not_video(s, "it has no video stream");
+    if (s->stream == AVERROR_DECODER_NOT_FOUND)
+        return not_video(s, "FFmpeg has no decoder for its video");
     if (s->stream < 0) {
-        log_error("%s has no video stream", s->path);
         err = s->stream;
         goto fail;
     }
@@ -94,7 +110,6 @@ static int file_open(void *self, struct trk_source *info)
     s->last_pts = -1;
     return 0;
 fail : {
-    char e[128];
     av_strerror(err, e, sizeof(e));
     log_error("cannot decode %s: %s", s->path, e);
     close_all(s);

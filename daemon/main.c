@@ -114,11 +114,21 @@ int main(int argc, char **argv)
     trk_log_set_level(s.log_level);
     if (s.list_devices || s.list_formats || s.list_controls) {
         int lerr = s.list_devices ? trk_v4l2_list_devices(stdout) : 0;
+        /* Not an error (exit 0): "none" is the answer, said on stderr so
+         * stdout stays a clean list for scripts. */
+        if (s.list_devices && lerr == 0)
+            log_warn("no camera found: no V4L2 capture device under /dev (is it plugged in? "
+                     "see dmesg)");
+        if (lerr > 0) lerr = 0;
         if (!lerr && s.list_formats) lerr = trk_v4l2_list_formats(s.device, stdout);
         if (!lerr && s.list_controls) lerr = trk_v4l2_list_controls(s.device, stdout);
         if (lerr) log_error_err(lerr, "cannot open %s", s.device);
         return lerr ? TRK_EX_NOINPUT : TRK_EX_OK;
     }
+
+    trk_cli_warn(&s);
+    char web_root[4096];
+    if (s.server && (rc = trk_cli_find_web_root(&s, web_root, sizeof(web_root)))) return rc;
 
     static struct trk_objects objs; /* large: keep it off the stack */
     if (load_objects(&s, &objs)) return TRK_EX_CONFIG;
@@ -134,6 +144,7 @@ int main(int argc, char **argv)
                                            : "objects.json";
     FILE *out = NULL;
     int exit_code = TRK_EX_OK, err;
+    bool absent = false; /* the camera was not there at start */
 
     if (s.device) {
         struct trk_v4l2_cfg vc = { .device = s.device,
@@ -153,8 +164,15 @@ int main(int argc, char **argv)
         /* A camera that is not there yet is waited for like one that was
          * unplugged (the capture thread retries every second). */
         if (!err && (err = trk_source_open(&src))) {
-            log_warn_err(err, "cannot open %s yet; waiting for it", s.device);
+            if (err == -ENOENT)
+                log_warn("%s does not exist (no camera there; see --list-devices): waiting for "
+                         "it to be plugged in, retrying every second",
+                         s.device);
+            else
+                log_warn_err(err, "cannot open %s yet: waiting for it, retrying every second",
+                             s.device);
             trk_source_close(&src);
+            absent = true; /* said once here; the pipeline adds no "lost" */
             err = 0;
         }
     } else if (s.input) {
@@ -168,6 +186,10 @@ int main(int argc, char **argv)
         err = trk_source_demo_create(&dc, &src);
         if (!err) err = trk_source_open(&src);
     }
+    if (err == TRK_SOURCE_ENOTVIDEO) {
+        exit_code = TRK_EX_NOINPUT; /* the file source said why */
+        goto end;
+    }
     if (err) {
         log_error_err(err, "cannot open %s",
                       s.device  ? s.device
@@ -178,11 +200,21 @@ int main(int argc, char **argv)
     }
     log_info("source: %s", src.desc);
 
-    /* Backend: auto falls back to the CPU with one line when CUDA is not usable. */
+    /* Backend: auto falls back to the CPU with one line when CUDA is not
+     * usable; a machine without NVIDIA hardware is normal, not a problem. */
     char why[256] = "";
-    if (s.backend == TRK_BACKEND_AUTO && !trk_cuda_available(why, sizeof(why)))
-        log_info("no usable GPU (%s): using the CPU backend", why);
-    if (s.backend == TRK_BACKEND_CUDA && !trk_cuda_available(why, sizeof(why))) {
+    enum trk_cuda_status cs = TRK_CUDA_USABLE;
+    if (s.backend == TRK_BACKEND_AUTO || s.backend == TRK_BACKEND_CUDA)
+        cs = trk_cuda_check(why, sizeof(why));
+    if (s.backend == TRK_BACKEND_AUTO && cs == TRK_CUDA_ABSENT) {
+        log_info("no NVIDIA driver/GPU found: using the CPU backend");
+        log_debug("CUDA: %s", why);
+    } else if (s.backend == TRK_BACKEND_AUTO && cs == TRK_CUDA_NOT_BUILT) {
+        log_info("%s: using the CPU backend", why);
+    } else if (s.backend == TRK_BACKEND_AUTO && cs != TRK_CUDA_USABLE) {
+        log_warn("the GPU cannot be used (%s): using the CPU backend", why);
+    }
+    if (s.backend == TRK_BACKEND_CUDA && cs != TRK_CUDA_USABLE) {
         log_error("--backend cuda: %s", why);
         exit_code = TRK_EX_UNAVAILABLE;
         goto end;
@@ -297,6 +329,7 @@ int main(int argc, char **argv)
 
     struct trk_pipeline_cfg pc = {
         .source = &src,
+        .source_absent = absent,
         .backend = backend,
         .objects = objs.def,
         .colors = (const uint8_t(*)[3])objs.color,

@@ -74,27 +74,31 @@ static void send_status(const struct trk_pipeline_cfg *cfg, const char *state, c
 
 /* A live source failed with err: close it, tell clients, then reopen it with
  * the same settings at once and every second after until it works. false
- * when a stop was requested meanwhile. Logs once per outage. */
-static bool reopen_live(struct pipe *p, int err)
+ * when a stop was requested meanwhile. Logs once per outage. at_start: it
+ * was never open (absent at start, already logged), so no outage. */
+static bool reopen_live(struct pipe *p, int err, bool at_start)
 {
     static _Atomic bool lost_logged;
     const struct trk_pipeline_cfg *cfg = p->cfg;
     struct trk_source *src = cfg->source;
     double t_lost = trk_now();
-    pthread_mutex_lock(&p->lock);
-    uint64_t n = ++p->outages;
-    pthread_mutex_unlock(&p->lock);
-    log_once(lost_logged, TRK_LOG_WARN, err, "%s lost (outage %llu); retrying every second",
-             src->desc, (unsigned long long)n);
+    if (!at_start) {
+        pthread_mutex_lock(&p->lock);
+        uint64_t n = ++p->outages;
+        pthread_mutex_unlock(&p->lock);
+        log_once(lost_logged, TRK_LOG_WARN, err, "%s lost (outage %llu); retrying every second",
+                 src->desc, (unsigned long long)n);
+    }
     trk_source_close(src);
-    send_status(cfg, "lost", trk_strerror(err));
+    send_status(cfg, "lost", at_start ? "not connected yet" : trk_strerror(err));
     for (int tries = 0;; tries++) {
         sleep_until(p, t_lost + tries);
         if (stopping(p)) return false;
         if (trk_source_open(src) == 0) break;
         trk_source_close(src);
     }
-    log_info("%s back after %.3f s", src->desc, trk_now() - t_lost);
+    log_info(at_start ? "%s opened after %.3f s" : "%s back after %.3f s", src->desc,
+             trk_now() - t_lost);
     trk_log_once_reset(lost_logged);
     send_status(cfg, "ok", src->desc);
     return true;
@@ -106,7 +110,8 @@ static void *capture_main(void *arg)
     const struct trk_pipeline_cfg *cfg = p->cfg;
     uint64_t seq = 0;
     double t0 = 0, pts0 = 0;
-    send_status(cfg, "ok", cfg->source->desc);
+    bool absent = cfg->source_absent; /* reading it fails at once: then wait */
+    if (!absent) send_status(cfg, "ok", cfg->source->desc);
     while (!stopping(p) && (!cfg->max_frames || seq < cfg->max_frames)) {
         struct trk_frame *f = trk_pool_get(&p->pool);
         if (!f) break;
@@ -115,7 +120,8 @@ static void *capture_main(void *arg)
         if (err && err != TRK_SOURCE_EOF && cfg->source->live) {
             /* A camera that fails is waited for, never the end of the run. */
             trk_pool_release(&p->pool, f);
-            if (!reopen_live(p, err)) break;
+            if (!reopen_live(p, err, absent)) break;
+            absent = false;
             continue;
         }
         if (err) {

@@ -16,7 +16,10 @@ struct trk_ws;
 struct trk_control;
 
 struct trk_pipeline_cfg {
-    struct trk_source *source;   /* opened */
+    struct trk_source *source; /* opened, unless source_absent */
+    /* A live source that could not be opened at start (the caller said so):
+     * the capture thread waits for it without calling it "lost". */
+    bool source_absent;
     struct trk_backend *backend; /* objects already set */
     const struct trk_object_def *objects;
     const uint8_t (*colors)[3]; /* display colour per object */

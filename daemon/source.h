@@ -11,6 +11,10 @@
 /* read() returns 0 with a frame, TRK_SOURCE_EOF at the end of a file, or a
  * negative code. */
 #define TRK_SOURCE_EOF 1
+/* open() of a file that is there but holds no video FFmpeg can decode (a
+ * text file, audio only, an unknown container); the source has logged
+ * why. Apart from -errno values and the backend's TRK_E* codes. */
+#define TRK_SOURCE_ENOTVIDEO (-10100)
 
 struct trk_source;
 

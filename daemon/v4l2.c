@@ -546,6 +546,7 @@ int trk_v4l2_list_devices(FILE *out)
 {
     /* Stable names first: by-id links survive replugging into another port. */
     const char *dirs[] = { "/dev/v4l/by-id", "/dev" };
+    int found = 0;
     for (int d = 0; d < 2; d++) {
         DIR *dir = opendir(dirs[d]);
         if (!dir) continue;
@@ -555,19 +556,26 @@ int trk_v4l2_list_devices(FILE *out)
             char path[512];
             snprintf(path, sizeof(path), "%s/%s", dirs[d], e->d_name);
             int fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
-            if (fd < 0) continue;
+            if (fd < 0) {
+                /* A camera the user may not open is not "no camera". */
+                log_warn_err(errno, "%s exists but cannot be opened%s", path,
+                             errno == EACCES ? " (is this user in the 'video' group?)" : "");
+                continue;
+            }
             struct v4l2_capability cap = { 0 };
             if (xioctl(fd, VIDIOC_QUERYCAP, &cap) == 0) {
                 uint32_t caps =
                     cap.capabilities & V4L2_CAP_DEVICE_CAPS ? cap.device_caps : cap.capabilities;
-                if (caps & V4L2_CAP_VIDEO_CAPTURE)
+                if (caps & V4L2_CAP_VIDEO_CAPTURE) {
                     fprintf(out, "%s\t%s (%s)\n", path, cap.card, cap.bus_info);
+                    found++;
+                }
             }
             close(fd);
         }
         closedir(dir);
     }
-    return 0;
+    return found;
 }
 
 int trk_v4l2_list_formats(const char *device, FILE *out)

@@ -88,8 +88,10 @@ void trk_v4l2_ctrl_name(const char *name, char *out, size_t size);
 /* Parses "name=value" into c; false if malformed. */
 bool trk_cam_control_parse(const char *s, struct trk_cam_control *c);
 
-/* --list-devices / --list-formats / --list-controls: print to out. 0 or a
- * negative code (the device cannot be opened). */
+/* --list-devices / --list-formats / --list-controls: print to out.
+ * list_devices returns how many cameras it printed (device nodes that
+ * cannot be opened are logged); the others 0 or a negative code (the
+ * device cannot be opened). */
 int trk_v4l2_list_devices(FILE *out);
 int trk_v4l2_list_formats(const char *device, FILE *out);
 int trk_v4l2_list_controls(const char *device, FILE *out);

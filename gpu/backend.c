@@ -77,14 +77,19 @@ int trk_backend_kind_parse(const char *s)
     return -1;
 }
 
-bool trk_cuda_available(char *why, size_t why_len)
+enum trk_cuda_status trk_cuda_check(char *why, size_t why_len)
 {
 #ifdef TRK_HAVE_CUDA
     return trk_cuda_probe(why, why_len);
 #else
     if (why) snprintf(why, why_len, "trackd was built without CUDA (no nvcc at build time)");
-    return false;
+    return TRK_CUDA_NOT_BUILT;
 #endif
+}
+
+bool trk_cuda_available(char *why, size_t why_len)
+{
+    return trk_cuda_check(why, why_len) == TRK_CUDA_USABLE;
 }
 
 #ifdef TRK_HAVE_CPU_FAST

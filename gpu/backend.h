@@ -177,6 +177,20 @@ int trk_backend_kind_parse(const char *s);
  * writes a one-line reason to why (if non-NULL) when not. */
 bool trk_cuda_available(char *why, size_t why_len);
 
+/* Why CUDA is or is not usable, so callers can tell a machine that simply
+ * has no NVIDIA hardware (normal: say so quietly) from one whose GPU is
+ * broken for this build (worth a warning). */
+enum trk_cuda_status {
+    TRK_CUDA_USABLE = 0,
+    TRK_CUDA_ABSENT,    /* no NVIDIA driver, or a driver but no GPU */
+    TRK_CUDA_NOT_BUILT, /* trackd was built without nvcc */
+    TRK_CUDA_UNUSABLE,  /* driver and GPU present but unable to run this build */
+};
+
+/* The status, and unless usable a one-line reason in why (if non-NULL)
+ * with the CUDA runtime's own error text. */
+enum trk_cuda_status trk_cuda_check(char *why, size_t why_len);
+
 #ifdef __cplusplus
 }
 #endif

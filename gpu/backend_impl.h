@@ -28,8 +28,9 @@ extern const struct trk_backend_ops trk_cpu_ref_ops;
  * (TRK_HAVE_CUDA) are compiled into trk_gpu; gpu/CMakeLists.txt sets both. */
 extern const struct trk_backend_ops trk_cpu_fast_ops;
 extern const struct trk_backend_ops trk_cuda_ops;
-/* CUDA: true when a device is usable; else a one-line reason in why. */
-bool trk_cuda_probe(char *why, size_t why_len);
+/* CUDA: TRK_CUDA_USABLE when a device is usable; else the status of
+ * trk_cuda_check and a one-line reason in why. */
+enum trk_cuda_status trk_cuda_probe(char *why, size_t why_len);
 
 /* The shared empty-result convention of backend.h. */
 static inline void trk_result_clear(struct trk_obj_result *r)

@@ -289,7 +289,7 @@ int cu_create(const struct trk_backend_cfg *cfg, void **self)
 {
     *self = NULL;
     char why[160];
-    if (!trk_cuda_probe(why, sizeof(why))) return TRK_ENODEV;
+    if (trk_cuda_probe(why, sizeof(why)) != TRK_CUDA_USABLE) return TRK_ENODEV;
     struct cuda_be *b = (struct cuda_be *)calloc(1, sizeof(*b));
     if (!b) return TRK_ENOMEM;
     int err = parse_variant(cfg->variant, b);
@@ -793,16 +793,31 @@ const char *cu_describe(void *self)
 
 extern "C" {
 
-bool trk_cuda_probe(char *why, size_t why_len)
+enum trk_cuda_status trk_cuda_probe(char *why, size_t why_len)
 {
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess || n == 0) {
-        if (why)
-            snprintf(why, why_len, "no usable CUDA device (%s)",
-                     e != cudaSuccess ? cudaGetErrorString(e) : "none found");
+        /* Without libcuda the runtime says "driver version is insufficient";
+         * a driver version of 0 tells that apart from a driver too old. */
+        int driver = 0;
+        cudaDriverGetVersion(&driver);
+        bool absent = driver == 0 || e == cudaErrorNoDevice || e == cudaSuccess;
+        int runtime = 0;
+        cudaRuntimeGetVersion(&runtime);
+        if (why && !absent && e == cudaErrorInsufficientDriver)
+            snprintf(why, why_len,
+                     "the NVIDIA driver is too old: it supports CUDA %d.%d, this build needs "
+                     "%d.%d (update the driver)",
+                     driver / 1000, driver % 1000 / 10, runtime / 1000, runtime % 1000 / 10);
+        else if (why)
+            snprintf(why, why_len, "%s (CUDA runtime: %s)",
+                     driver == 0 ? "no NVIDIA driver found"
+                     : absent    ? "no NVIDIA GPU found"
+                                 : "no usable CUDA device",
+                     e != cudaSuccess ? cudaGetErrorString(e) : "no devices");
         cudaGetLastError();
-        return false;
+        return absent ? TRK_CUDA_ABSENT : TRK_CUDA_UNUSABLE;
     }
     /* A device too old for the compiled code (sm_90 and its PTX) has no
      * image for our kernels: ask for one. */
@@ -817,9 +832,9 @@ bool trk_cuda_probe(char *why, size_t why_len)
                      "CUDA device 0 (compute capability %d.%d) cannot run this build: %s", major,
                      minor, cudaGetErrorString(e));
         cudaGetLastError();
-        return false;
+        return TRK_CUDA_UNUSABLE;
     }
-    return true;
+    return TRK_CUDA_USABLE;
 }
 
 const struct trk_backend_ops trk_cuda_ops = {

@@ -1,10 +1,13 @@
 #!/usr/bin/python3
 """Integration: trackd's command line and exit codes, as a user meets them."""
+import ctypes
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 TRACKD = sys.argv[1]
 README = sys.argv[2] if len(sys.argv) > 2 else None
@@ -29,6 +32,17 @@ if README:
     missing = [o for o in options if f"--{o}" not in text]
     expect(not missing, f"README documents every option (missing: {missing})")
 
+# --help is where a new user looks for cameras.
+intro = r.stdout.split("Options:")[0]
+expect("camera" in intro and "--device" in intro and "--list-devices" in intro,
+       "--help's intro and examples mention cameras (--device, --list-devices)")
+if README:
+    # Each option's README row names it in its first cell (a row with an
+    # empty first cell still "documents" the option somewhere in the text).
+    first_cells = [m.group(1) for m in re.finditer(r"^\| `([^`]*)` \|", text, re.M)]
+    bad = [o for o in options if not any(re.search(rf"--{o}\b", c) for c in first_cells)]
+    expect(not bad, f"README options table: every option in its row's first cell (not: {bad})")
+
 r = run("--version")
 expect(r.returncode == 0 and re.match(r"trackd \d+\.\d+\.\d+", r.stdout), "--version")
 
@@ -38,6 +52,47 @@ r = run("--frames", "zero")
 expect(r.returncode == 64 and "--frames" in r.stderr, "bad value exits 64 naming the option")
 r = run("--backend", "gpu-magic")
 expect(r.returncode == 64, "unknown backend exits 64")
+
+# A bad value is answered with the form the option expects, for every
+# option whose value is checked.
+bad_values = [
+    (["--frames", "0"], "--frames N, a whole number >= 1, e.g."),
+    (["--listen", "8080"], "--listen ADDR:PORT, e.g."),
+    (["--backend", "gpu-magic"], "--backend auto, cpu, cpu-ref or cuda"),
+    (["--threads", "-1"], "--threads N (0..256"),
+    (["--size", "1280"], "--size WxH, e.g. 1280x720"),
+    (["--size", "1280x720p"], "--size WxH, e.g. 1280x720"),
+    (["--size", "8x8"], "--size WxH, e.g. 1280x720 (each 16..16384)"),
+    (["--fps", "0"], "--fps N (0.1..1000)"),
+    (["--format", "h264"], "--format auto, yuyv, mjpeg, nv12 or rgb24"),
+    (["--control", "brightness"], "--control NAME=VALUE"),
+    (["--preview-width", "8"], "--preview-width N pixels (16..4096)"),
+    (["--preview-fps", "fast"], "--preview-fps N (0.1..240)"),
+    (["--preview-quality", "101"], "--preview-quality N (1..100)"),
+    (["--stats-interval", "-1"], "--stats-interval SECONDS (0..3600"),
+    (["--log-level", "loud"], "--log-level error, warn, info or debug"),
+    (["--control-token", ""], "--control-token TOKEN, 1..127 characters"),
+]
+for args, form in bad_values:
+    # Should a bad value pass, a short headless run exits 0 and fails here.
+    r = run(*args, "--no-server", "--frames", "1", "--output", os.devnull)
+    expect(r.returncode == 64 and f"invalid value '{args[1]}' for {args[0]}: expected {form}" in r.stderr,
+           f"{' '.join(args)!r}: exit 64 with the expected form ({r.stderr.strip()})")
+r = run("--size")
+expect(r.returncode == 64 and "--size needs a value: expected --size WxH, e.g. 1280x720" in r.stderr,
+       f"a missing value names the form too ({r.stderr.strip()})")
+r = run("-i")
+expect(r.returncode == 64 and "needs a value: expected --input FILE" in r.stderr,
+       f"a missing short-option value names the long form ({r.stderr.strip()})")
+
+# Listing cameras on a machine with none says so (stderr; exit 0, stdout
+# stays a clean list).
+r = run("--list-devices")
+expect(r.returncode == 0, f"--list-devices exits 0 ({r.stderr.strip()})")
+if not r.stdout.strip():
+    expect("no camera found" in r.stderr, f"--list-devices with no camera says so: {r.stderr.strip()!r}")
+else:
+    print("note: this machine has cameras; skipping the no-camera check")
 
 with tempfile.TemporaryDirectory() as d:
     bad = os.path.join(d, "bad.json")
@@ -62,12 +117,78 @@ with tempfile.TemporaryDirectory() as d:
     expect(len(lines) == 5, "demo writes one NDJSON line per frame")
 
     # Without a usable GPU: cuda is refused clearly, auto falls back with one line.
-    r = run("--backend", "cuda", "--no-server", "--frames", "1", "--fast")
+    r = run("--backend", "cuda", "--no-server", "--frames", "1", "--fast", "--output", out)
     if r.returncode == 0:
         print("note: a usable GPU is present; skipping the no-GPU checks")
     else:
+        cuda_err = r.stderr
         expect(r.returncode == 69 and "--backend cuda" in r.stderr, f"cuda without GPU exits 69: {r.stderr.strip()}")
-        r = run("--backend", "auto", "--no-server", "--frames", "1", "--fast")
+        r = run("--backend", "auto", "--no-server", "--frames", "1", "--fast", "--output", out)
         expect(r.returncode == 0 and r.stderr.count("using the CPU backend") == 1,
                "auto falls back to the CPU with one log line")
+        try:
+            ctypes.CDLL("libcuda.so.1")
+            has_driver = True
+        except OSError:
+            has_driver = False
+        if not has_driver and "built without CUDA" not in cuda_err:
+            # No NVIDIA driver at all is normal: one plain line, none of the
+            # CUDA runtime's "driver version is insufficient" alarm...
+            expect("no NVIDIA driver/GPU found: using the CPU backend" in r.stderr
+                   and "insufficient" not in r.stderr,
+                   f"auto without an NVIDIA driver says so plainly: {r.stderr.strip()}")
+            # ...while --backend cuda keeps the real error.
+            expect("no NVIDIA driver found" in cuda_err and "CUDA runtime:" in cuda_err,
+                   f"--backend cuda without a driver gives the real error: {cuda_err.strip()}")
+
+    # A clip for the option-combination checks.
+    clip = os.path.join(d, "clip.mp4")
+    subprocess.run(["ffmpeg", "-loglevel", "error", "-y", "-f", "lavfi", "-i",
+                    "testsrc=size=64x48:rate=10", "-t", "0.5", "-pix_fmt", "yuv420p", clip], check=True)
+    r = run("--input", clip, "--size", "320x240", "--fps", "5", "--no-server", "--fast", "--output", out)
+    expect(r.returncode == 0 and "--size is ignored with --input" in r.stderr
+           and "--fps is ignored with --input" in r.stderr,
+           f"--size/--fps with --input are warned about: {r.stderr.strip()}")
+    expect("64x48" in r.stderr, "the file keeps its own size")
+    r = run("--input", clip, "--no-server", "--fast")
+    expect(r.returncode == 0 and "results go nowhere" in r.stderr,
+           f"--no-server without --output warns: {r.stderr.strip()}")
+    r = run("--input", clip, "--no-server", "--fast", "--output", out)
+    expect(r.returncode == 0 and "results go nowhere" not in r.stderr and "ignored" not in r.stderr,
+           "no warning when every option has an effect")
+
+    # Files FFmpeg cannot read as video: exit 66 with that said plainly.
+    # FFmpeg's tty demuxer takes a .txt of prose for ANSI art: still no video.
+    prose = "Notes for the lab session.\n\nThe red ball is tracked by its colour.\n" * 20
+    for name, body in (("notes.txt", prose), ("notes", "hello\n"), ("data.mp4", "x" * 4000)):
+        path = os.path.join(d, name)
+        with open(path, "w") as f:
+            f.write(body)
+        r = run("--input", path, "--no-server", "--fast", "--output", out)
+        expect(r.returncode == 66 and f"cannot open {path}: not a video file FFmpeg can read" in r.stderr
+               and "backend failure" not in r.stderr,
+               f"non-video input {name}: exit 66, 'not a video file' ({r.stderr.strip()[-200:]})")
+
+    # A camera path that does not exist: said once, clearly, and waited for
+    # (cameras can be plugged in later); no "lost" for a camera never seen.
+    cam = os.path.join(d, "video7")
+    p = subprocess.Popen([TRACKD, "--device", cam, "--no-server", "--output", out,
+                          "--stats-interval", "0.1"], stderr=subprocess.PIPE, text=True)
+    err_lines = []
+    deadline = time.monotonic() + 30
+    # Past a few stats lines the capture thread has long tried the device.
+    while sum("fps" in l for l in err_lines) < 5 and time.monotonic() < deadline:
+        line = p.stderr.readline()
+        if not line:
+            break
+        err_lines.append(line)
+    running = p.poll() is None
+    p.send_signal(signal.SIGTERM)
+    rest = p.communicate(timeout=30)[1]
+    log = "".join(err_lines) + rest
+    expect(running, "trackd keeps waiting for a missing camera")
+    expect(p.returncode == 0, f"SIGTERM while waiting exits 0 (got {p.returncode})")
+    expect(log.count(f"{cam} does not exist") == 1 and "waiting for it" in log,
+           f"a missing camera is said once to not exist, and waited for")
+    expect(" lost " not in log, f"a camera never seen is not reported lost: {log.strip()[:800]}")
 print("cli: all passed")
