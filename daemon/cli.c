@@ -94,7 +94,7 @@ static const struct opt {
     {{"preview-quality", required_argument, 0, OPT_PREVIEW_QUALITY}, 0, "N",
      "preview JPEG quality 1..100 (default 70)"},
     {{"stats-interval", required_argument, 0, OPT_STATS}, 0, "SECONDS",
-     "seconds between stats lines (default 1; 0 = none)"},
+     "seconds between stats log lines (default 1; 0 = none; web clients get stats every second regardless)"},
     {{"log-level", required_argument, 0, OPT_LOG_LEVEL}, 0, "LEVEL",
      "error|warn|info|debug (default info)"},
     {{"progress", no_argument, 0, OPT_PROGRESS}, 0, NULL,

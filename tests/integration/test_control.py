@@ -376,7 +376,10 @@ async def main_async(trackd, d):
             check(r and r["type"] == "pong", "ping needs no token")
             f = await c.frame_after(0)
             check(f is not None, "results flow without the token")
-            await asyncio.sleep(0.8)
+            for _ in range(50):  # WebSocket stats come every second
+                if c.stats:
+                    break
+                await asyncio.sleep(0.1)
             lm = c.stats and c.stats["latency_median"]
             check(lm and isinstance(lm["send_ms"], (int, float)) and lm["send_ms"] >= 0 and
                   lm["total_ms"] >= lm["process_ms"] and lm["total_ms"] >= lm["send_ms"],
