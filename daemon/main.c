@@ -332,7 +332,7 @@ int main(int argc, char **argv)
         .stats_interval = s.stats_interval,
         .control = control,
     };
-    struct trk_pipeline_summary sum;
+    struct trk_pipeline_summary sum = { 0 };
     if ((err = trk_pipeline_run(&pc, &stop_requested, &sum))) {
         log_error_err(err, "the pipeline failed");
         exit_code = TRK_EX_SOFTWARE;
@@ -342,6 +342,17 @@ int main(int argc, char **argv)
                  (unsigned long long)sum.drops);
         if (sum.source_error) exit_code = TRK_EX_NOINPUT;
     }
+    /* Clients see a clean close with the reason, not a dropped connection;
+     * 2 s at most, whatever they do. */
+    trk_ws_shutdown(ws,
+                    stop_requested     ? 1001
+                    : sum.source_error ? 1011
+                                       : 1000,
+                    stop_requested     ? "trackd stopped"
+                    : sum.source_error ? "the source failed"
+                    : sum.eof          ? "end of input"
+                                       : "frame limit reached",
+                    2.0);
     reload_quit = 1;
     if (have_reload_thread) pthread_join(reload_thread, NULL);
 end:

@@ -31,7 +31,7 @@ struct pipe {
 
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    bool capture_done, process_done, source_error;
+    bool capture_done, process_done, source_error, eof;
     uint64_t outages;       /* live source losses (camera unplugged, stalled) */
     uint64_t frames;        /* processed */
     double first_t, last_t; /* monotonic times of first/last processed frame */
@@ -123,8 +123,11 @@ static void *capture_main(void *arg)
         if (err) {
             trk_pool_release(&p->pool, f);
             if (err == TRK_SOURCE_EOF) {
+                /* The "eof" status goes out once the last result has. */
                 log_info("end of input after %llu frames", (unsigned long long)seq);
-                send_status(cfg, "eof", "end of input");
+                pthread_mutex_lock(&p->lock);
+                p->eof = true;
+                pthread_mutex_unlock(&p->lock);
             } else {
                 log_error_err(err, "reading the source failed");
                 send_status(cfg, "error", trk_strerror(err));
@@ -527,6 +530,7 @@ int trk_pipeline_run(const struct trk_pipeline_cfg *cfg, volatile sig_atomic_t *
 end_process:
     trk_pool_close(&p->pool);
     pthread_join(p->process_thread, NULL);
+    if (p->eof) send_status(cfg, "eof", "end of input");
 end_preview:
     if (p->have_preview_thread) {
         pthread_mutex_lock(&p->lock);
@@ -543,6 +547,7 @@ end:
         summary->seconds = p->last_t - p->first_t;
         summary->fps = summary->seconds > 0 ? (p->frames - 1) / summary->seconds : 0;
         summary->source_error = p->source_error;
+        summary->eof = p->eof;
         summary->outages = p->outages;
     }
     if (cfg->output) fflush(cfg->output);

@@ -44,6 +44,7 @@ struct trk_pipeline_summary {
     uint64_t frames, drops;
     double seconds, fps;
     bool source_error; /* stopped because the source failed */
+    bool eof;          /* stopped at the end of a file (no --loop) */
     uint64_t outages;  /* times a live source was lost and reopened */
 };
 

@@ -141,6 +141,7 @@ struct client {
     uint64_t id;
     bool established;
     bool authed;            /* may send control messages (token given or none needed) */
+    bool closing;           /* send the close frame once nothing is pending */
     atomic_bool preview_on; /* also read by get_clients */
     char peer[64];
     struct msg *hello;    /* written before anything else */
@@ -198,6 +199,11 @@ struct trk_ws {
     struct msg *hello;
     struct msg *last_status;
     struct client *clients;
+    /* trk_ws_shutdown: every client gets a close frame with this code and
+     * reason after its pending messages; new connections are refused. */
+    bool closing;
+    int close_code;
+    char close_reason[124]; /* a close frame carries at most 123 bytes */
 
     atomic_int n_clients;
     atomic_uint_fast64_t next_order;
@@ -279,6 +285,13 @@ static double wall_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* Constant-time comparison, so the reply time does not leak the token. */
@@ -461,6 +474,7 @@ static void drain(struct trk_ws *ws)
     pthread_mutex_lock(&ws->lock);
     *h = ws->h;
     memset(&ws->h, 0, sizeof ws->h);
+    bool closing = ws->closing;
     pthread_mutex_unlock(&ws->lock);
 
     for (unsigned i = 0; i < h->r_count; i++) {
@@ -485,8 +499,10 @@ static void drain(struct trk_ws *ws)
         else
             msg_unref(&h->replies[j].m); /* the client has gone */
     }
-    for (struct client *c = ws->clients; c; c = c->next)
-        if (client_pending(c)) lws_callback_on_writable(c->wsi);
+    for (struct client *c = ws->clients; c; c = c->next) {
+        c->closing |= closing;
+        if (client_pending(c) || c->closing) lws_callback_on_writable(c->wsi);
+    }
 }
 
 /* ------------------------------------------------------- lws callback */
@@ -506,8 +522,13 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
 
     switch (reason) {
     case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
-        /* WebSocket only at /ws: other paths are for files. */
+        /* WebSocket only at /ws: other paths are for files. No new
+         * clients once the server says goodbye (trk_ws_shutdown). */
         if (!uri_is_ws_path(wsi)) return 1;
+        pthread_mutex_lock(&ws->lock);
+        bool refuse = ws->closing;
+        pthread_mutex_unlock(&ws->lock);
+        if (refuse) return 1;
         break;
 
     case LWS_CALLBACK_ESTABLISHED: {
@@ -557,6 +578,14 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
     case LWS_CALLBACK_SERVER_WRITEABLE: {
         if (!c->established) break;
         struct msg **where = client_next(ws, c);
+        if (!where && c->closing) {
+            /* Everything pending is written: a close frame, so the client
+             * sees a clean close with the reason rather than a dropped
+             * connection (1006). lws sends it and waits for the answer. */
+            lws_close_reason(wsi, (enum lws_close_status)ws->close_code,
+                             (unsigned char *)ws->close_reason, strlen(ws->close_reason));
+            return -1;
+        }
         if (!where) break;
         struct msg *m = *where;
         int n =
@@ -570,7 +599,7 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
         atomic_fetch_add_explicit(&ws->sent, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&ws->bytes, m->len, memory_order_relaxed);
         client_pop(ws, c, where);
-        if (client_pending(c)) lws_callback_on_writable(wsi);
+        if (client_pending(c) || c->closing) lws_callback_on_writable(wsi);
         break;
     }
 
@@ -1077,6 +1106,33 @@ void trk_ws_stop(struct trk_ws *ws)
     pthread_mutex_lock(&ws->lock);
     handoff_clear(&ws->h);
     pthread_mutex_unlock(&ws->lock);
+}
+
+void trk_ws_shutdown(struct trk_ws *ws, int code, const char *reason, double timeout_s)
+{
+    if (!ws) return;
+    pthread_mutex_lock(&ws->lock);
+    bool running = ws->running;
+    if (running && !ws->closing) {
+        ws->close_code = code >= 1000 && code <= 4999 ? code : 1000;
+        snprintf(ws->close_reason, sizeof ws->close_reason, "%s", reason ? reason : "");
+        ws->closing = true;
+        wake(ws);
+    }
+    pthread_mutex_unlock(&ws->lock);
+    /* The service thread writes what is pending, then the close frames; lws
+     * waits for each client's answer. A client that does not read (full
+     * socket buffers) never gets that far: the deadline bounds the wait. */
+    double deadline = now_s() + (timeout_s > 0 ? timeout_s : 0);
+    while (running && atomic_load(&ws->n_clients) > 0 && now_s() < deadline) {
+        struct timespec ts = { 0, 10 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+    }
+    int left = atomic_load(&ws->n_clients);
+    if (running && left > 0)
+        ws_log(1, "%d client(s) did not finish closing within %g s; dropping them", left,
+               timeout_s);
+    trk_ws_stop(ws);
 }
 
 void trk_ws_destroy(struct trk_ws **pws)

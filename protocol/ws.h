@@ -16,9 +16,10 @@
  * Endpoints: ws://ADDR:PORT/ws (subprotocol "trackd.v1", or none), and HTTP
  * GET of files under cfg->web_root at "/" (index.html by default).
  *
- * Lifecycle: create (memory) / start (binds, starts the thread) / stop (joins,
- * closes every connection) / destroy. All functions are thread-safe unless
- * noted; stop and destroy must not race with each other.
+ * Lifecycle: create (memory) / start (binds, starts the thread) / shutdown
+ * (close frames, then stop) or stop (joins, drops every connection) /
+ * destroy. All functions are thread-safe unless noted; shutdown, stop and
+ * destroy must not race with each other.
  */
 #ifndef TRK_PROTOCOL_WS_H
 #define TRK_PROTOCOL_WS_H
@@ -145,6 +146,14 @@ int trk_ws_get_clients(struct trk_ws *ws, struct trk_ws_client_stats *out, int m
 /* Stops the service thread and closes every connection. Safe twice and
  * before start. */
 void trk_ws_stop(struct trk_ws *ws);
+
+/* Says goodbye, then stops: new connections are refused, each client gets
+ * what is pending for it (e.g. a final "status"), then a WebSocket close frame
+ * with code (1000..4999; else 1000) and reason (at most 123 bytes, cut
+ * there); waits until every client has closed or timeout_s has passed (a
+ * client that does not read cannot hold the caller longer), then
+ * trk_ws_stop. Safe before start and after stop. */
+void trk_ws_shutdown(struct trk_ws *ws, int code, const char *reason, double timeout_s);
 
 /* Stops if needed and frees; safe on NULL and twice (sets *ws = NULL). */
 void trk_ws_destroy(struct trk_ws **ws);
