@@ -551,10 +551,12 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
         c->next = ws->clients;
         ws->clients = c;
         c->established = true;
+        /* Let in just before trk_ws_shutdown: it says goodbye too. */
+        c->closing = ws->closing;
         pthread_mutex_unlock(&ws->lock);
         atomic_fetch_add(&ws->n_clients, 1);
         ws_log(2, "client %llu connected from %s", (unsigned long long)c->id, c->peer);
-        if (client_pending(c)) lws_callback_on_writable(wsi);
+        if (client_pending(c) || c->closing) lws_callback_on_writable(wsi);
         break;
     }
 
