@@ -67,7 +67,7 @@ static const struct opt {
     {{"loop", no_argument, 0, OPT_LOOP}, 0, NULL, "restart the file at its end"},
     {{"frames", required_argument, 0, OPT_FRAMES}, 0, "N", "stop after N frames"},
     {{"listen", required_argument, 0, OPT_LISTEN}, 0, "ADDR:PORT",
-     "web UI and WebSocket server address (default 127.0.0.1:8080)"},
+     "web UI and WebSocket server address: IPv4, [IPv6] or host name (default 127.0.0.1:8080)"},
     {{"no-server", no_argument, 0, OPT_NO_SERVER}, 0, NULL, "do not start the web/WebSocket server"},
     {{"web-root", required_argument, 0, OPT_WEB_ROOT}, 0, "DIR",
      "folder served at / (default: share/trackd/web beside an installed trackd, else the web/ folder it was built from)"},
@@ -99,7 +99,7 @@ static const struct opt {
     {{"preview-quality", required_argument, 0, OPT_PREVIEW_QUALITY}, 0, "N",
      "preview JPEG quality 1..100 (default 70)"},
     {{"stats-interval", required_argument, 0, OPT_STATS}, 0, "SECONDS",
-     "seconds between stats lines (default 1; 0 = none)"},
+     "seconds between stats log lines (default 1; 0 = none; web clients get stats every second regardless)"},
     {{"log-level", required_argument, 0, OPT_LOG_LEVEL}, 0, "LEVEL",
      "error|warn|info|debug (default info)"},
     {{"progress", no_argument, 0, OPT_PROGRESS}, 0, NULL,
@@ -200,15 +200,26 @@ static bool parse_double(const char *s, double lo, double hi, double *out)
     return true;
 }
 
+/* HOST:PORT, HOST a name or an IPv4 address, or [IPV6]:PORT (the brackets
+ * keep the address's colons apart from the port's). */
 static bool parse_listen(const char *s, struct trk_settings *st)
 {
     const char *colon = strrchr(s, ':');
+    const char *host = s, *host_end = colon;
     long port;
-    if (!colon || colon == s || (size_t)(colon - s) >= sizeof(st->listen_addr) ||
+    if (*s == '[') {
+        host = s + 1;
+        host_end = strchr(host, ']');
+        if (!host_end || host_end[1] != ':') return false;
+        colon = host_end + 1;
+    } else if (colon && memchr(s, ':', (size_t)(colon - s))) {
+        return false; /* an IPv6 address without brackets */
+    }
+    if (!colon || host_end == host || (size_t)(host_end - host) >= sizeof(st->listen_addr) ||
         !parse_long(colon + 1, 0, 65535, &port))
         return false;
-    memcpy(st->listen_addr, s, (size_t)(colon - s));
-    st->listen_addr[colon - s] = 0;
+    memcpy(st->listen_addr, host, (size_t)(host_end - host));
+    st->listen_addr[host_end - host] = 0;
     st->listen_port = (int)port;
     return true;
 }

@@ -58,11 +58,24 @@ static void *reload_main(void *arg)
     return NULL;
 }
 
-/* 127.0.0.0/8 and ::1 need no control token; anything else (including
- * "every interface") does. */
-static bool is_loopback(const char *addr)
+/* The page's address for the log: a wildcard address becomes this host's
+ * name (the one others reach it by), IPv6 literals get brackets, and the
+ * token rides along so a click opens a page that may edit. */
+static void page_url(const char *addr, int port, const char *token, char *out, size_t len)
 {
-    return !strncmp(addr, "127.", 4) || !strcmp(addr, "::1") || !strcmp(addr, "localhost");
+    char host[256];
+    if ((!strcmp(addr, "0.0.0.0") || !strcmp(addr, "::")) && !gethostname(host, sizeof(host)))
+        host[sizeof(host) - 1] = 0;
+    else
+        snprintf(host, sizeof(host), "%s", addr);
+    int n = snprintf(out, len, strchr(host, ':') ? "http://[%s]:%d/" : "http://%s:%d/", host, port);
+    if (*token && n > 0 && (size_t)n < len) n += snprintf(out + n, len - n, "?token=");
+    for (; *token && n > 0 && (size_t)n + 4 < len; token++) {
+        unsigned char c = (unsigned char)*token;
+        bool plain = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                     strchr("-._~", c);
+        n += snprintf(out + n, len - n, plain ? "%c" : "%%%02X", c);
+    }
 }
 
 /* A random 32-hex-digit token. */
@@ -270,11 +283,15 @@ int main(int argc, char **argv)
             .colors = color_ptr,
         };
         if (hi.preview.width > src.width) hi.preview.width = src.width;
-        char token[40] = "";
+        /* 127.0.0.0/8 and ::1 (also by name) need no token; the rest does. */
+        char token[130] = "";
         if (s.control_token)
             snprintf(token, sizeof(token), "%s", s.control_token);
-        else if (!is_loopback(s.listen_addr) && make_token(token, sizeof(token)) == 0)
-            log_info("control token (web clients need it to edit objects): %s", token);
+        else if (!trk_ws_is_loopback(s.listen_addr) && make_token(token, sizeof(token))) {
+            log_error("cannot generate a control token; give one with --control-token");
+            exit_code = TRK_EX_UNAVAILABLE;
+            goto end;
+        }
         /* Tells the page to ask for the token before it offers edits. */
         hi.control_auth = token[0] != '\0';
         /* The control module answers the page's edits; it sets the hello. */
@@ -299,11 +316,14 @@ int main(int argc, char **argv)
         }
         trk_control_set_ws(control, ws);
         if ((err = trk_ws_start(ws))) {
-            log_error_err(err, "cannot serve on %s:%d", s.listen_addr, s.listen_port);
+            log_error("%s", trk_ws_error(ws));
             exit_code = TRK_EX_UNAVAILABLE;
             goto end;
         }
-        log_info("web UI on http://%s:%d/ (WebSocket /ws)", s.listen_addr, trk_ws_port(ws));
+        char url[512];
+        page_url(s.listen_addr, trk_ws_port(ws), token, url, sizeof(url));
+        log_info("web UI on %s (WebSocket /ws%s)", url,
+                 *token ? "; editing objects needs the token" : "");
     }
 
     /* Without the server the control module still serves SIGHUP reloads. */
@@ -347,7 +367,7 @@ int main(int argc, char **argv)
         .stats_interval = s.stats_interval,
         .control = control,
     };
-    struct trk_pipeline_summary sum;
+    struct trk_pipeline_summary sum = { 0 };
     if ((err = trk_pipeline_run(&pc, &stop_requested, &sum))) {
         log_error_err(err, "the pipeline failed");
         exit_code = TRK_EX_SOFTWARE;
@@ -357,6 +377,17 @@ int main(int argc, char **argv)
                  (unsigned long long)sum.drops);
         if (sum.source_error) exit_code = TRK_EX_NOINPUT;
     }
+    /* Clients see a clean close with the reason, not a dropped connection;
+     * 2 s at most, whatever they do. */
+    trk_ws_shutdown(ws,
+                    stop_requested     ? 1001
+                    : sum.source_error ? 1011
+                                       : 1000,
+                    stop_requested     ? "trackd stopped"
+                    : sum.source_error ? "the source failed"
+                    : sum.eof          ? "end of input"
+                                       : "frame limit reached",
+                    2.0);
     reload_quit = 1;
     if (have_reload_thread) pthread_join(reload_thread, NULL);
 end:

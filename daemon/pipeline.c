@@ -17,6 +17,8 @@
 
 /* Latency samples kept per stats interval (older ones are overwritten). */
 #define STAT_SAMPLES 1024
+/* Seconds between WebSocket "stats" messages (the page's stats panel). */
+#define WS_STATS_PERIOD 1.0
 
 /* Shared between the threads; every field below `lock` is guarded by it. */
 struct pipe {
@@ -29,7 +31,7 @@ struct pipe {
 
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    bool capture_done, process_done, source_error;
+    bool capture_done, process_done, source_error, eof;
     uint64_t outages;       /* live source losses (camera unplugged, stalled) */
     uint64_t frames;        /* processed */
     double first_t, last_t; /* monotonic times of first/last processed frame */
@@ -37,7 +39,7 @@ struct pipe {
      * send (results ready -> handed to NDJSON/WebSocket), total (capture ->
      * handed over). */
     float samples[6][STAT_SAMPLES];
-    int n_samples;
+    uint64_t n_samples; /* taken since start; sample i is at i % STAT_SAMPLES */
     /* Preview hand-off: the processing thread parks a frame here when the
      * preview thread is idle; the preview thread releases it to the pool. */
     struct trk_frame *preview_frame;
@@ -127,8 +129,11 @@ static void *capture_main(void *arg)
         if (err) {
             trk_pool_release(&p->pool, f);
             if (err == TRK_SOURCE_EOF) {
+                /* The "eof" status goes out once the last result has. */
                 log_info("end of input after %llu frames", (unsigned long long)seq);
-                send_status(cfg, "eof", "end of input");
+                pthread_mutex_lock(&p->lock);
+                p->eof = true;
+                pthread_mutex_unlock(&p->lock);
             } else {
                 log_error_err(err, "reading the source failed");
                 send_status(cfg, "error", trk_strerror(err));
@@ -235,7 +240,7 @@ static void *process_main(void *arg)
         if (p->frames == 0) p->first_t = t_done;
         p->frames++;
         p->last_t = t_done;
-        int k = p->n_samples++ % STAT_SAMPLES;
+        int k = (int)(p->n_samples++ % STAT_SAMPLES);
         p->samples[0][k] = (float)meta.process_ms;
         p->samples[1][k] = (float)meta.queue_ms;
         p->samples[2][k] = (float)meta.upload_ms;
@@ -400,22 +405,31 @@ static void summarize(float *v, int n, double *median, double *max)
     *max = v[n - 1];
 }
 
-/* One stats line (log + WebSocket) for the interval since the last call. */
-static void report_stats(struct pipe *p, uint64_t *last_frames, double *last_t)
+/* Where one stats reader's interval began: the log line and the WebSocket
+ * stats each have their own (their periods differ). */
+struct stats_mark {
+    uint64_t frames, samples;
+    double t;
+};
+
+/* The stats for the interval since *mark, as a log line (to_log) or a
+ * WebSocket "stats" message (to_ws); *mark moves to now. */
+static void report_stats(struct pipe *p, struct stats_mark *mark, bool to_log, bool to_ws)
 {
     const struct trk_pipeline_cfg *cfg = p->cfg;
     static float v[6][STAT_SAMPLES]; /* only the caller's thread reports */
     pthread_mutex_lock(&p->lock);
-    uint64_t frames = p->frames;
-    int n = p->n_samples < STAT_SAMPLES ? p->n_samples : STAT_SAMPLES;
+    uint64_t frames = p->frames, total = p->n_samples;
+    /* The newest samples of the interval, as many as the ring still holds. */
+    uint64_t from = mark->samples + STAT_SAMPLES < total ? total - STAT_SAMPLES : mark->samples;
+    int n = (int)(total - from);
     for (int i = 0; i < 6; i++)
-        memcpy(v[i], p->samples[i], n * sizeof(float));
-    p->n_samples = 0;
+        for (int k = 0; k < n; k++)
+            v[i][k] = p->samples[i][(from + (uint64_t)k) % STAT_SAMPLES];
     pthread_mutex_unlock(&p->lock);
     double now = trk_now();
-    double fps = now > *last_t ? (frames - *last_frames) / (now - *last_t) : 0;
-    *last_frames = frames;
-    *last_t = now;
+    double fps = now > mark->t ? (frames - mark->frames) / (now - mark->t) : 0;
+    *mark = (struct stats_mark){ .frames = frames, .samples = total, .t = now };
     struct trk_stats_info st = {
         .uptime_s = now - p->t_start,
         .fps = fps,
@@ -441,11 +455,12 @@ static void report_stats(struct pipe *p, uint64_t *last_frames, double *last_t)
         st.ws_dropped = ws.messages_dropped;
         st.ws_bytes = ws.bytes_sent;
     }
-    log_info("%.1f fps, %llu frames, %llu dropped, process %.2f ms (p50) %.2f ms (max), "
-             "queue %.2f ms (p50), rss %ld kB, %d clients",
-             st.fps, (unsigned long long)st.frames, (unsigned long long)st.drops, st.process_ms,
-             process_max, st.queue_ms, st.rss_kb, st.clients);
-    if (cfg->ws) {
+    if (to_log)
+        log_info("%.1f fps, %llu frames, %llu dropped, process %.2f ms (p50) %.2f ms (max), "
+                 "queue %.2f ms (p50), rss %ld kB, %d clients",
+                 st.fps, (unsigned long long)st.frames, (unsigned long long)st.drops, st.process_ms,
+                 process_max, st.queue_ms, st.rss_kb, st.clients);
+    if (cfg->ws && to_ws) {
         struct trk_buf b = { 0 };
         if (trk_msg_stats(&b, &st) == 0) trk_ws_broadcast(cfg->ws, TRK_WS_STATS, b.data, b.len);
         trk_buf_free(&b);
@@ -486,10 +501,12 @@ int trk_pipeline_run(const struct trk_pipeline_cfg *cfg, volatile sig_atomic_t *
         goto end_process;
     }
 
-    /* The caller's thread: stats and progress until processing ends. */
+    /* The caller's thread: stats and progress until processing ends. The
+     * page's stats panel gets a WebSocket "stats" every second whatever
+     * --stats-interval says; that governs only the log line. */
     double t_start = trk_now(), next_stats = t_start + cfg->stats_interval, next_progress = t_start;
-    uint64_t last_frames = 0;
-    double last_t = t_start;
+    double next_ws_stats = t_start + WS_STATS_PERIOD;
+    struct stats_mark log_mark = { .t = t_start }, ws_mark = { .t = t_start };
     for (;;) {
         pthread_mutex_lock(&p->lock);
         bool done = p->process_done;
@@ -498,9 +515,14 @@ int trk_pipeline_run(const struct trk_pipeline_cfg *cfg, volatile sig_atomic_t *
         if (stopping(p)) trk_pool_close(&p->pool); /* capture and processing wind down */
         double now = trk_now();
         if (cfg->stats_interval > 0 && now >= next_stats) {
-            report_stats(p, &last_frames, &last_t);
+            report_stats(p, &log_mark, true, false);
             next_stats += cfg->stats_interval;
             if (next_stats < now) next_stats = now + cfg->stats_interval;
+        }
+        if (cfg->ws && now >= next_ws_stats) {
+            report_stats(p, &ws_mark, false, true);
+            next_ws_stats += WS_STATS_PERIOD;
+            if (next_ws_stats < now) next_ws_stats = now + WS_STATS_PERIOD;
         }
         if (cfg->progress && now >= next_progress) {
             show_progress(p, false);
@@ -514,6 +536,7 @@ int trk_pipeline_run(const struct trk_pipeline_cfg *cfg, volatile sig_atomic_t *
 end_process:
     trk_pool_close(&p->pool);
     pthread_join(p->process_thread, NULL);
+    if (p->eof) send_status(cfg, "eof", "end of input");
 end_preview:
     if (p->have_preview_thread) {
         pthread_mutex_lock(&p->lock);
@@ -530,6 +553,7 @@ end:
         summary->seconds = p->last_t - p->first_t;
         summary->fps = summary->seconds > 0 ? (p->frames - 1) / summary->seconds : 0;
         summary->source_error = p->source_error;
+        summary->eof = p->eof;
         summary->outages = p->outages;
     }
     if (cfg->output) fflush(cfg->output);

@@ -34,7 +34,8 @@ struct trk_pipeline_cfg {
     double preview_fps;    /* preview rate limit */
     int preview_quality;   /* JPEG quality 1..100 */
     bool progress;         /* progress line on stderr (a terminal) */
-    double stats_interval; /* seconds between stats lines; 0 = none */
+    double stats_interval; /* seconds between stats log lines; 0 = none (the
+                            * WebSocket "stats" go out every second anyway) */
     /* Live object edits, sampling and mask view (daemon/control.h); NULL =
      * the fixed set above. When set, its object set replaces objects /
      * n_objects from the first frame on, and new versions are applied
@@ -46,6 +47,7 @@ struct trk_pipeline_summary {
     uint64_t frames, drops;
     double seconds, fps;
     bool source_error; /* stopped because the source failed */
+    bool eof;          /* stopped at the end of a file (no --loop) */
     uint64_t outages;  /* times a live source was lost and reopened */
 };
 

@@ -18,7 +18,9 @@
 #include "ws.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -139,6 +141,7 @@ struct client {
     uint64_t id;
     bool established;
     bool authed;            /* may send control messages (token given or none needed) */
+    bool closing;           /* send the close frame once nothing is pending */
     atomic_bool preview_on; /* also read by get_clients */
     char peer[64];
     struct msg *hello;    /* written before anything else */
@@ -186,6 +189,7 @@ struct trk_ws {
     bool thread_started;
     atomic_bool stopping;
     int bound_port;
+    char why[256]; /* why start failed, for trk_ws_error */
 
     pthread_mutex_t lock; /* guards everything below until the atomics */
     bool running;         /* ctx alive: producers may wake the thread   */
@@ -195,6 +199,11 @@ struct trk_ws {
     struct msg *hello;
     struct msg *last_status;
     struct client *clients;
+    /* trk_ws_shutdown: every client gets a close frame with this code and
+     * reason after its pending messages; new connections are refused. */
+    bool closing;
+    int close_code;
+    char close_reason[124]; /* a close frame carries at most 123 bytes */
 
     atomic_int n_clients;
     atomic_uint_fast64_t next_order;
@@ -276,6 +285,13 @@ static double wall_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* Constant-time comparison, so the reply time does not leak the token. */
@@ -458,6 +474,7 @@ static void drain(struct trk_ws *ws)
     pthread_mutex_lock(&ws->lock);
     *h = ws->h;
     memset(&ws->h, 0, sizeof ws->h);
+    bool closing = ws->closing;
     pthread_mutex_unlock(&ws->lock);
 
     for (unsigned i = 0; i < h->r_count; i++) {
@@ -482,8 +499,10 @@ static void drain(struct trk_ws *ws)
         else
             msg_unref(&h->replies[j].m); /* the client has gone */
     }
-    for (struct client *c = ws->clients; c; c = c->next)
-        if (client_pending(c)) lws_callback_on_writable(c->wsi);
+    for (struct client *c = ws->clients; c; c = c->next) {
+        c->closing |= closing;
+        if (client_pending(c) || c->closing) lws_callback_on_writable(c->wsi);
+    }
 }
 
 /* ------------------------------------------------------- lws callback */
@@ -503,8 +522,13 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
 
     switch (reason) {
     case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
-        /* WebSocket only at /ws: other paths are for files. */
+        /* WebSocket only at /ws: other paths are for files. No new
+         * clients once the server says goodbye (trk_ws_shutdown). */
         if (!uri_is_ws_path(wsi)) return 1;
+        pthread_mutex_lock(&ws->lock);
+        bool refuse = ws->closing;
+        pthread_mutex_unlock(&ws->lock);
+        if (refuse) return 1;
         break;
 
     case LWS_CALLBACK_ESTABLISHED: {
@@ -527,10 +551,12 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
         c->next = ws->clients;
         ws->clients = c;
         c->established = true;
+        /* Let in just before trk_ws_shutdown: it says goodbye too. */
+        c->closing = ws->closing;
         pthread_mutex_unlock(&ws->lock);
         atomic_fetch_add(&ws->n_clients, 1);
         ws_log(2, "client %llu connected from %s", (unsigned long long)c->id, c->peer);
-        if (client_pending(c)) lws_callback_on_writable(wsi);
+        if (client_pending(c) || c->closing) lws_callback_on_writable(wsi);
         break;
     }
 
@@ -554,6 +580,14 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
     case LWS_CALLBACK_SERVER_WRITEABLE: {
         if (!c->established) break;
         struct msg **where = client_next(ws, c);
+        if (!where && c->closing) {
+            /* Everything pending is written: a close frame, so the client
+             * sees a clean close with the reason rather than a dropped
+             * connection (1006). lws sends it and waits for the answer. */
+            lws_close_reason(wsi, (enum lws_close_status)ws->close_code,
+                             (unsigned char *)ws->close_reason, strlen(ws->close_reason));
+            return -1;
+        }
         if (!where) break;
         struct msg *m = *where;
         int n =
@@ -567,7 +601,7 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
         atomic_fetch_add_explicit(&ws->sent, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&ws->bytes, m->len, memory_order_relaxed);
         client_pop(ws, c, where);
-        if (client_pending(c)) lws_callback_on_writable(wsi);
+        if (client_pending(c) || c->closing) lws_callback_on_writable(wsi);
         break;
     }
 
@@ -626,38 +660,167 @@ nomem:
     return TRK_ENOMEM;
 }
 
-/* After lws failed to bind: find out why, with the same address and port,
- * so the caller can tell "port taken" from other failures. */
-static int probe_bind(const char *address, int port)
+__attribute__((format(printf, 2, 3))) static void set_why(struct trk_ws *ws, const char *fmt, ...)
 {
-    struct sockaddr_storage ss;
-    socklen_t sl;
-    memset(&ss, 0, sizeof ss);
-    struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
-    struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
-    if (address && strchr(address, ':')) {
-        s6->sin6_family = AF_INET6;
-        s6->sin6_port = htons((uint16_t)port);
-        if (inet_pton(AF_INET6, address, &s6->sin6_addr) != 1) return -EADDRNOTAVAIL;
-        sl = sizeof *s6;
-    } else if (address) {
-        s4->sin_family = AF_INET;
-        s4->sin_port = htons((uint16_t)port);
-        if (inet_pton(AF_INET, address, &s4->sin_addr) != 1) return -EADDRNOTAVAIL;
-        sl = sizeof *s4;
-    } else {
-        s6->sin6_family = AF_INET6;
-        s6->sin6_port = htons((uint16_t)port);
-        s6->sin6_addr = in6addr_any;
-        sl = sizeof *s6;
-    }
-    int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ws->why, sizeof ws->why, fmt, ap);
+    va_end(ap);
+}
+
+/* "HOST:PORT" for messages, IPv6 literals in brackets. */
+static void host_port(const char *host, int port, char *out, size_t len)
+{
+    if (!host) host = "*";
+    snprintf(out, len, strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, port);
+}
+
+/* Binds (and releases) a socket at sa, the way lws will, to learn whether it
+ * can: 0 or -errno. SO_REUSEADDR as lws sets it; on Linux it still fails
+ * with EADDRINUSE while another socket listens on the port. */
+static int try_bind(const struct sockaddr *sa, socklen_t sl)
+{
+    int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return -errno;
     int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    int rc = bind(fd, (struct sockaddr *)&ss, sl) ? -errno : -EIO;
+    int rc = bind(fd, sa, sl) ? -errno : 0;
     close(fd);
     return rc;
+}
+
+static const char *bind_hint(int err)
+{
+    switch (err) {
+    case -EADDRINUSE: return " (another program is using this port)";
+    case -EADDRNOTAVAIL: return " (not an address of this machine)";
+    case -EACCES: return " (ports below 1024 need privileges)";
+    default: return "";
+    }
+}
+
+/* Resolves ws->address (a host name, an IPv4 or IPv6 address; NULL = every
+ * interface) and picks the first of its addresses that can be bound at
+ * ws->port. lws takes only numeric addresses and interface names, and when
+ * it cannot bind it may only log and go on without a listener, so the
+ * address is checked here first. On success *out holds the address (port
+ * included) and numeric its text for lws. Returns 0 or a negative code with
+ * ws->why set. */
+static int pick_address(struct trk_ws *ws, struct sockaddr_storage *out, char *numeric,
+                        size_t numeric_len)
+{
+    char where[300];
+    host_port(ws->address, ws->port, where, sizeof where);
+    memset(out, 0, sizeof *out);
+    numeric[0] = '\0';
+    if (!ws->address) {
+        /* Every interface: one dual-stack IPv6 socket (what lws opens), or
+         * IPv4 only on a host without IPv6. */
+        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)out;
+        s6->sin6_family = AF_INET6;
+        s6->sin6_addr = in6addr_any;
+        s6->sin6_port = htons((uint16_t)ws->port);
+        int err = try_bind((struct sockaddr *)s6, sizeof *s6);
+        if (err == -EAFNOSUPPORT) {
+            struct sockaddr_in *s4 = (struct sockaddr_in *)out;
+            memset(out, 0, sizeof *out);
+            s4->sin_family = AF_INET;
+            s4->sin_addr.s_addr = htonl(INADDR_ANY);
+            s4->sin_port = htons((uint16_t)ws->port);
+            err = try_bind((struct sockaddr *)s4, sizeof *s4);
+        }
+        if (err) set_why(ws, "cannot listen on %s: %s%s", where, strerror(-err), bind_hint(err));
+        return err;
+    }
+    char port[8];
+    snprintf(port, sizeof port, "%d", ws->port);
+    struct addrinfo hints = { .ai_family = AF_UNSPEC,
+                              .ai_socktype = SOCK_STREAM,
+                              .ai_flags = AI_PASSIVE | AI_NUMERICSERV };
+    struct addrinfo *res = NULL;
+    int g = getaddrinfo(ws->address, port, &hints, &res);
+    if (g) {
+        set_why(ws, "cannot listen on %s: cannot resolve %s: %s", where, ws->address,
+                g == EAI_SYSTEM ? strerror(errno) : gai_strerror(g));
+        return -EADDRNOTAVAIL;
+    }
+    int err = -EADDRNOTAVAIL;
+    for (struct addrinfo *a = res; a; a = a->ai_next) {
+        if (a->ai_addrlen > sizeof *out) continue;
+        int e = try_bind(a->ai_addr, a->ai_addrlen);
+        if (e == 0 && getnameinfo(a->ai_addr, a->ai_addrlen, numeric, (socklen_t)numeric_len, NULL,
+                                  0, NI_NUMERICHOST) == 0) {
+            memcpy(out, a->ai_addr, a->ai_addrlen);
+            err = 0;
+            break;
+        }
+        /* A port conflict says more than an address family the host lacks. */
+        if (a == res || e == -EADDRINUSE) err = e ? e : -EADDRNOTAVAIL;
+    }
+    freeaddrinfo(res);
+    if (err) set_why(ws, "cannot listen on %s: %s%s", where, strerror(-err), bind_hint(err));
+    return err;
+}
+
+/* Whether this process has a listening TCP socket bound to want's address
+ * and port (port 0 in want: any port). lws gives no access to its listen
+ * socket, so the file descriptors are inspected: the proof that clients can
+ * connect. true when /proc cannot be read (nothing to check with). */
+static bool listener_exists(const struct sockaddr_storage *want, int port)
+{
+    DIR *d = opendir("/proc/self/fd");
+    if (!d) return true;
+    bool found = false;
+    struct dirent *e;
+    while (!found && (e = readdir(d))) {
+        char *end;
+        long fd = strtol(e->d_name, &end, 10);
+        if (*end || end == e->d_name || fd == dirfd(d)) continue;
+        int listening = 0;
+        socklen_t ol = sizeof listening;
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof ss;
+        if (getsockopt((int)fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &ol) || !listening ||
+            getsockname((int)fd, (struct sockaddr *)&ss, &sl) || ss.ss_family != want->ss_family)
+            continue;
+        if (ss.ss_family == AF_INET) {
+            const struct sockaddr_in *a = (const void *)&ss, *b = (const void *)want;
+            found = ntohs(a->sin_port) == port && a->sin_addr.s_addr == b->sin_addr.s_addr;
+        } else if (ss.ss_family == AF_INET6) {
+            const struct sockaddr_in6 *a = (const void *)&ss, *b = (const void *)want;
+            found = ntohs(a->sin6_port) == port &&
+                    !memcmp(&a->sin6_addr, &b->sin6_addr, sizeof a->sin6_addr);
+        }
+    }
+    closedir(d);
+    return found;
+}
+
+bool trk_ws_is_loopback(const char *address)
+{
+    if (!address || !*address) return false;
+    struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
+    struct addrinfo *res = NULL;
+    if (getaddrinfo(address, NULL, &hints, &res)) return false;
+    bool all = res != NULL;
+    for (struct addrinfo *a = res; a && all; a = a->ai_next) {
+        if (a->ai_family == AF_INET) {
+            const struct sockaddr_in *s4 = (const void *)a->ai_addr;
+            all = (ntohl(s4->sin_addr.s_addr) >> 24) == 127;
+        } else if (a->ai_family == AF_INET6) {
+            const struct in6_addr *x = &((const struct sockaddr_in6 *)a->ai_addr)->sin6_addr;
+            all = IN6_IS_ADDR_LOOPBACK(x) || (IN6_IS_ADDR_V4MAPPED(x) && x->s6_addr[12] == 127);
+        } else {
+            all = false;
+        }
+    }
+    freeaddrinfo(res);
+    return all;
+}
+
+const char *trk_ws_error(const struct trk_ws *ws)
+{
+    return ws && ws->why[0] ? ws->why : "no error";
 }
 
 static void *service_main(void *arg)
@@ -705,6 +868,11 @@ int trk_ws_start(struct trk_ws *ws)
         ws->mount.origin_protocol = LWSMPRO_FILE;
     }
 
+    struct sockaddr_storage sa;
+    char numeric[INET6_ADDRSTRLEN + 8];
+    int err = pick_address(ws, &sa, numeric, sizeof numeric);
+    if (err) return err;
+
     struct lws_context_creation_info info;
     memset(&info, 0, sizeof info);
     info.options = LWS_SERVER_OPTION_EXPLICIT_VHOSTS;
@@ -714,13 +882,13 @@ int trk_ws_start(struct trk_ws *ws)
     info.uid = -1;
     ws->ctx = lws_create_context(&info);
     if (!ws->ctx) {
-        ws_log(0, "cannot create the libwebsockets context");
+        set_why(ws, "cannot create the libwebsockets context");
         return TRK_ENOMEM;
     }
 
     memset(&info, 0, sizeof info);
     info.port = ws->port;
-    info.iface = ws->address;
+    info.iface = numeric[0] ? numeric : NULL;
     info.protocols = ws->protocols;
     info.mounts = ws->web_root ? &ws->mount : NULL;
     info.vhost_name = "trackd";
@@ -729,18 +897,30 @@ int trk_ws_start(struct trk_ws *ws)
     info.ka_time = 30;
     info.ka_probes = 3;
     info.ka_interval = 10;
+    /* Without it lws keeps a vhost it could not bind and retries later. */
+    info.options = LWS_SERVER_OPTION_FAIL_UPON_UNABLE_TO_BIND;
     /* An IPv4 address cannot be bound on an IPv6 socket. */
-    if (ws->address && !strchr(ws->address, ':')) info.options |= LWS_SERVER_OPTION_DISABLE_IPV6;
+    if (sa.ss_family == AF_INET) info.options |= LWS_SERVER_OPTION_DISABLE_IPV6;
+    char where[300];
+    host_port(ws->address, ws->port, where, sizeof where);
     ws->vhost = lws_create_vhost(ws->ctx, &info);
-    if (!ws->vhost) {
-        int err = probe_bind(ws->address, ws->port);
-        ws_log(0, "cannot listen on %s:%d: %s", ws->address ? ws->address : "*", ws->port,
-               strerror(-err));
+    int port = ws->vhost ? lws_get_vhost_listen_port(ws->vhost) : -1;
+    if (!ws->vhost || port <= 0 || !listener_exists(&sa, port)) {
+        /* Lost a race for the port since pick_address, or lws failed. */
+        err = ws->vhost ? -EIO
+                        : try_bind((struct sockaddr *)&sa, sa.ss_family == AF_INET
+                                                               ? sizeof(struct sockaddr_in)
+                                                               : sizeof(struct sockaddr_in6));
+        if (!err) err = -EIO;
+        set_why(ws, "cannot listen on %s: %s%s", where,
+                err == -EIO ? "libwebsockets created no listening socket" : strerror(-err),
+                bind_hint(err));
         lws_context_destroy(ws->ctx);
         ws->ctx = NULL;
+        ws->vhost = NULL;
         return err;
     }
-    ws->bound_port = lws_get_vhost_listen_port(ws->vhost);
+    ws->bound_port = port;
 
     pthread_mutex_lock(&ws->lock);
     ws->running = true;
@@ -758,7 +938,8 @@ int trk_ws_start(struct trk_ws *ws)
         return -rc;
     }
     ws->thread_started = true;
-    ws_log(2, "listening on %s:%d", ws->address ? ws->address : "*", ws->bound_port);
+    host_port(numeric[0] ? numeric : NULL, ws->bound_port, where, sizeof where);
+    ws_log(2, "listening on %s", where);
     return 0;
 }
 
@@ -927,6 +1108,33 @@ void trk_ws_stop(struct trk_ws *ws)
     pthread_mutex_lock(&ws->lock);
     handoff_clear(&ws->h);
     pthread_mutex_unlock(&ws->lock);
+}
+
+void trk_ws_shutdown(struct trk_ws *ws, int code, const char *reason, double timeout_s)
+{
+    if (!ws) return;
+    pthread_mutex_lock(&ws->lock);
+    bool running = ws->running;
+    if (running && !ws->closing) {
+        ws->close_code = code >= 1000 && code <= 4999 ? code : 1000;
+        snprintf(ws->close_reason, sizeof ws->close_reason, "%s", reason ? reason : "");
+        ws->closing = true;
+        wake(ws);
+    }
+    pthread_mutex_unlock(&ws->lock);
+    /* The service thread writes what is pending, then the close frames; lws
+     * waits for each client's answer. A client that does not read (full
+     * socket buffers) never gets that far: the deadline bounds the wait. */
+    double deadline = now_s() + (timeout_s > 0 ? timeout_s : 0);
+    while (running && atomic_load(&ws->n_clients) > 0 && now_s() < deadline) {
+        struct timespec ts = { 0, 10 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+    }
+    int left = atomic_load(&ws->n_clients);
+    if (running && left > 0)
+        ws_log(1, "%d client(s) did not finish closing within %g s; dropping them", left,
+               timeout_s);
+    trk_ws_stop(ws);
 }
 
 void trk_ws_destroy(struct trk_ws **pws)

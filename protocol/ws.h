@@ -16,13 +16,15 @@
  * Endpoints: ws://ADDR:PORT/ws (subprotocol "trackd.v1", or none), and HTTP
  * GET of files under cfg->web_root at "/" (index.html by default).
  *
- * Lifecycle: create (memory) / start (binds, starts the thread) / stop (joins,
- * closes every connection) / destroy. All functions are thread-safe unless
- * noted; stop and destroy must not race with each other.
+ * Lifecycle: create (memory) / start (binds, starts the thread) / shutdown
+ * (close frames, then stop) or stop (joins, drops every connection) /
+ * destroy. All functions are thread-safe unless noted; shutdown, stop and
+ * destroy must not race with each other.
  */
 #ifndef TRK_PROTOCOL_WS_H
 #define TRK_PROTOCOL_WS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -40,8 +42,10 @@ struct trk_ws;
 typedef void (*trk_ws_on_message)(void *user, uint64_t client_id, const char *json, size_t len);
 
 struct trk_ws_cfg {
-    const char *address;          /* IP address to bind: "127.0.0.1", "::1", "0.0.0.0";
-                                   * NULL or "" = every interface                     */
+    const char *address;          /* what to bind: an IPv4 or IPv6 address
+                                   * ("127.0.0.1", "::1", "0.0.0.0") or a host name
+                                   * (resolved; the first of its addresses that
+                                   * binds is used); NULL or "" = every interface  */
     int port;                     /* TCP port; 0 = any free port (see trk_ws_port)   */
     const char *web_root;         /* directory served at "/"; NULL = no HTTP files   */
     int queue_len;                /* per-client result queue, 0 = default (8)        */
@@ -68,11 +72,23 @@ struct trk_ws_cfg {
  * Returns 0 or TRK_EINVAL / TRK_ENOMEM; *out is NULL on failure. */
 int trk_ws_create(const struct trk_ws_cfg *cfg, struct trk_ws **out);
 
-/* Binds the listening socket and starts the service thread. Returns 0,
+/* Binds the listening socket and starts the service thread; on return clients
+ * can connect (the listening socket is verified to exist). Returns 0,
  * -EADDRINUSE when the port is taken, -EADDRNOTAVAIL for an address that is
- * not local, -EALREADY when running, or another negative code. Not
- * restartable after trk_ws_stop: create a new server. */
+ * not local or a name that does not resolve, -EALREADY when running, or
+ * another negative code; trk_ws_error then says why. Not restartable after
+ * trk_ws_stop: create a new server. */
 int trk_ws_start(struct trk_ws *ws);
+
+/* Why trk_ws_start failed, for the user: the address, port and reason, e.g.
+ * "cannot listen on 10.1.2.3:8080: Cannot assign requested address (not an
+ * address of this machine)". "no error" when it did not fail. */
+const char *trk_ws_error(const struct trk_ws *ws);
+
+/* Whether address (as in trk_ws_cfg.address) is loopback only: every address
+ * it resolves to is in 127.0.0.0/8 or is ::1 (or ::ffff:127.x.x.x). false for
+ * NULL, "", wildcard addresses and names that do not resolve. */
+bool trk_ws_is_loopback(const char *address);
 
 /* The bound TCP port (useful with cfg->port == 0), or -1 before start. */
 int trk_ws_port(const struct trk_ws *ws);
@@ -130,6 +146,14 @@ int trk_ws_get_clients(struct trk_ws *ws, struct trk_ws_client_stats *out, int m
 /* Stops the service thread and closes every connection. Safe twice and
  * before start. */
 void trk_ws_stop(struct trk_ws *ws);
+
+/* Says goodbye, then stops: new connections are refused, each client gets
+ * what is pending for it (e.g. a final "status"), then a WebSocket close frame
+ * with code (1000..4999; else 1000) and reason (at most 123 bytes, cut
+ * there); waits until every client has closed or timeout_s has passed (a
+ * client that does not read cannot hold the caller longer), then
+ * trk_ws_stop. Safe before start and after stop. */
+void trk_ws_shutdown(struct trk_ws *ws, int code, const char *reason, double timeout_s);
 
 /* Stops if needed and frees; safe on NULL and twice (sets *ws = NULL). */
 void trk_ws_destroy(struct trk_ws **ws);

@@ -19,7 +19,7 @@ Starts trackd on the demo scene with an objects file, then:
   7. stats carry the measured send and total latency (the page's panel);
   8. --control-token: control messages are "unauthorized" until the client
      authenticates ({"type":"auth"} or ?token=), results flow regardless;
-  9. on 0.0.0.0 a token is generated, printed, and required (we connect
+  9. on 0.0.0.0 a token is generated, printed in the page URL, and required (we connect
      over loopback: only loopback traffic is possible here).
 """
 import asyncio
@@ -376,7 +376,10 @@ async def main_async(trackd, d):
             check(r and r["type"] == "pong", "ping needs no token")
             f = await c.frame_after(0)
             check(f is not None, "results flow without the token")
-            await asyncio.sleep(0.8)
+            for _ in range(50):  # WebSocket stats come every second
+                if c.stats:
+                    break
+                await asyncio.sleep(0.1)
             lm = c.stats and c.stats["latency_median"]
             check(lm and isinstance(lm["send_ms"], (int, float)) and lm["send_ms"] >= 0 and
                   lm["total_ms"] >= lm["process_ms"] and lm["total_ms"] >= lm["send_ms"],
@@ -405,13 +408,14 @@ async def main_async(trackd, d):
         token = None
         for _ in range(100):
             with open(glog) as gl:
-                m = re.search(r"control token[^:]*: ([0-9a-f]{32})", gl.read())
+                m = re.search(r"web UI on http://\S+/\?token=([0-9a-f]{32})", gl.read())
             if m:
                 token = m.group(1)
                 break
             time.sleep(0.1)
-        check(token is not None, "a 32-hex-digit token is printed on a non-loopback listener")
-        for _ in range(50):  # the log line comes before the port is bound
+        check(token is not None, "the web UI URL carries a 32-hex-digit token on a non-loopback "
+              "listener")
+        for _ in range(50):  # the log line comes once the port is bound; be safe
             try:
                 socket.create_connection(("127.0.0.1", port), 0.2).close()
                 break

@@ -15,7 +15,9 @@
  *      small receive buffer) is connected: its rate must stay >= 0.9x the
  *      baseline, and the server must have dropped messages for the stalled
  *      client (proof that it really stalled) rather than blocking.
- * Also: binding a taken port fails with -EADDRINUSE.
+ * Also: binding a taken port fails with -EADDRINUSE, an address the host
+ * does not have with -EADDRNOTAVAIL (both with a message naming it), and
+ * trk_ws_is_loopback goes by the resolved addresses.
  *
  * Usage: ws_harness --client PATH/ws_client.py [--python /usr/bin/python3]
  *                   [--rate 300] [--duration 3] [--serve SECONDS]
@@ -361,8 +363,29 @@ int main(int argc, char **argv)
     CHECKF(trk_ws_create(&cfg2, &ws2) == 0, "create 2");
     int rc2 = trk_ws_start(ws2);
     CHECKF(rc2 == -EADDRINUSE, "second bind on %d returned %d, expected -EADDRINUSE", port, rc2);
+    CHECKF(strstr(trk_ws_error(ws2), "in use"), "port taken: %s", trk_ws_error(ws2));
     trk_ws_destroy(&ws2);
     trk_ws_destroy(&ws2); /* safe twice */
+
+    /* An address this host does not have fails at start, saying so, rather
+     * than running without a listener (what libwebsockets alone does). */
+    cfg2.address = "192.0.2.1"; /* TEST-NET-1: never assigned */
+    cfg2.port = 0;
+    CHECKF(trk_ws_create(&cfg2, &ws2) == 0, "create 3");
+    rc2 = trk_ws_start(ws2);
+    CHECKF(rc2 == -EADDRNOTAVAIL && strstr(trk_ws_error(ws2), "192.0.2.1"),
+           "foreign address: %d, %s", rc2, trk_ws_error(ws2));
+    trk_ws_destroy(&ws2);
+
+    /* Loopback is decided on the addresses, not the spelling. */
+    CHECKF(trk_ws_is_loopback("127.0.0.1") && trk_ws_is_loopback("127.1.2.3") &&
+               trk_ws_is_loopback("::1") && trk_ws_is_loopback("::ffff:127.0.0.1") &&
+               trk_ws_is_loopback("localhost"),
+           "loopback addresses");
+    CHECKF(!trk_ws_is_loopback("0.0.0.0") && !trk_ws_is_loopback("::") &&
+               !trk_ws_is_loopback("192.0.2.1") && !trk_ws_is_loopback("127.example.invalid") &&
+               !trk_ws_is_loopback("") && !trk_ws_is_loopback(NULL),
+           "not loopback");
 
     struct trk_buf hb = { 0 };
     struct trk_hello_info hi = {
