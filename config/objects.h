@@ -46,8 +46,8 @@ struct trk_config_error {
 
 /* A validated object set. def[0..n) go straight to trk_backend_set_objects;
  * color[i] is object i's display colour (R, G, B) for the web UI: the file's
- * "color" or, when absent, trk_objects_default_color(&def[i]). Entries past n
- * are zero after a load. */
+ * "color" or, when absent, trk_object_display_rgb(&def[i]) (gpu/color.h).
+ * Entries past n are zero after a load. */
 struct trk_objects {
     int n;
     struct trk_object_def def[TRK_MAX_OBJECTS];
@@ -123,11 +123,6 @@ int trk_objects_save_file(const char *path, const struct trk_objects *objs);
 /* The objects JSON for the built-in demo scene (7 balls: red, green, blue,
  * yellow, magenta, cyan, orange; config/demo_objects.c). Static storage. */
 const char *trk_objects_demo_json(void);
-
-/* The display colour used when an object has no "color": the centre of its
- * box converted to RGB (hsv: hue centre with wrap; ycbcr: BT.601 full range
- * per gpu/color.h). */
-void trk_objects_default_color(const struct trk_object_def *def, uint8_t rgb[3]);
 
 /* Index of the object called name, or -1. */
 int trk_objects_find(const struct trk_objects *objs, const char *name);

@@ -54,27 +54,12 @@ struct trk_control {
 
 void trk_pixel_channels(const struct trk_image *img, int x, int y, enum trk_space space, int c[3])
 {
-    bool yuv = img->fmt == TRK_FMT_YUYV || img->fmt == TRK_FMT_NV12 || img->fmt == TRK_FMT_I420;
-    if (yuv && space == TRK_SPACE_YCBCR) {
-        const uint8_t *row = img->plane[0] + (size_t)y * img->pitch[0];
-        if (img->fmt == TRK_FMT_YUYV) {
-            const uint8_t *m = row + (size_t)(x / 2) * 4;
-            c[0] = m[(x & 1) * 2], c[1] = m[1], c[2] = m[3];
-        } else if (img->fmt == TRK_FMT_NV12) {
-            const uint8_t *ch =
-                img->plane[1] + (size_t)(y / 2) * img->pitch[1] + (size_t)(x / 2) * 2;
-            c[0] = row[x], c[1] = ch[0], c[2] = ch[1];
-        } else {
-            c[0] = row[x];
-            c[1] = img->plane[1][(size_t)(y / 2) * img->pitch[1] + x / 2];
-            c[2] = img->plane[2][(size_t)(y / 2) * img->pitch[2] + x / 2];
-        }
-        return;
-    }
-    uint8_t rgb[3];
-    trk_image_pixel_rgb(img, x, y, rgb);
-    trk_rgb_to_space(&trk_rgb2ycc_coefs[trk_coef_index(img->matrix, img->full_range)], space, rgb,
-                     c);
+    int nat[3], t[3][3];
+    const int yuv = trk_pixel_native(img->fmt, img->plane, img->pitch, x, y, nat);
+    const int ci = trk_coef_index(img->matrix, img->full_range);
+    TRK_ASSERT((unsigned)space <= TRK_SPACE_YCBCR);
+    trk_pixel_triples(&trk_yuv2rgb_coefs[ci], &trk_rgb2ycc_coefs[ci], yuv, 1 << space, nat, t);
+    c[0] = t[space][0], c[1] = t[space][1], c[2] = t[space][2];
 }
 
 bool trk_pixel_matches(const struct trk_image *img, int x, int y, const struct trk_object_def *def)
@@ -687,8 +672,8 @@ static void answer_sample(struct trk_control *c, const struct sample_req *r,
                     /* Hue as a signed offset from the first pixel's hue. */
                     if (h_ref < 0) h_ref = ch[0];
                     int d = ch[0] - h_ref;
-                    if (d > 180) d -= 360;
-                    if (d < -180) d += 360;
+                    if (d > TRK_HUE_VALUES / 2) d -= TRK_HUE_VALUES;
+                    if (d < -TRK_HUE_VALUES / 2) d += TRK_HUE_VALUES;
                     ch[0] = d;
                 }
                 for (int i = 0; i < 3; i++) {
@@ -703,20 +688,20 @@ static void answer_sample(struct trk_control *c, const struct sample_req *r,
     for (int s = 0; s < 3; s++)
         for (int i = 0; i < 3; i++)
             mean[s][i] = (int)((st[s].sum[i] + (st[s].sum[i] >= 0 ? n / 2 : -n / 2)) / n);
-    mean[TRK_SPACE_HSV][0] = ((h_ref + mean[TRK_SPACE_HSV][0]) % 360 + 360) % 360;
+    mean[TRK_SPACE_HSV][0] = trk_hue_wrap(h_ref + mean[TRK_SPACE_HSV][0]);
     /* Boxes: observed range plus a margin (channels), clamped. */
     int lo[3][3], hi[3][3];
     for (int s = 0; s < 3; s++)
         for (int i = 0; i < 3; i++) {
             int margin = (s == TRK_SPACE_HSV && i == 0) ? 8 : 25;
-            int max = (s == TRK_SPACE_HSV && i == 0) ? 359 : 255;
+            int max = trk_chan_max(s, i);
             if (s == TRK_SPACE_HSV && i == 0) {
                 int span = st[s].hi[0] - st[s].lo[0] + 2 * margin;
-                if (span >= 359) {
-                    lo[s][0] = 0, hi[s][0] = 359;
+                if (span >= max) {
+                    lo[s][0] = 0, hi[s][0] = max;
                 } else {
-                    lo[s][0] = ((h_ref + st[s].lo[0] - margin) % 360 + 360) % 360;
-                    hi[s][0] = ((h_ref + st[s].hi[0] + margin) % 360 + 360) % 360;
+                    lo[s][0] = trk_hue_wrap(h_ref + st[s].lo[0] - margin);
+                    hi[s][0] = trk_hue_wrap(h_ref + st[s].hi[0] + margin);
                 }
             } else {
                 lo[s][i] = clampi(st[s].lo[i] - margin, 0, max);

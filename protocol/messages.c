@@ -264,39 +264,9 @@ static const char *space_name(enum trk_space s)
 
 void trk_msg_object_color(const struct trk_object_def *def, char out[8])
 {
-    int c[3];
-    for (int i = 0; i < 3; i++)
-        c[i] = (def->lo[i] + def->hi[i] + 1) / 2;
-    uint8_t r, g, bl;
-    if (def->space == TRK_SPACE_HSV) {
-        int lo = def->lo[0] % 360, hi = def->hi[0] % 360;
-        int h = lo <= hi ? (lo + hi) / 2 : ((lo + hi + 360) / 2) % 360;
-        /* Float is fine here: a display colour, never a tracking decision. */
-        double s = c[1] / 255.0, v = c[2] / 255.0;
-        double cc = v * s, hp = h / 60.0;
-        double x = cc * (1 - fabs(fmod(hp, 2.0) - 1));
-        double rr = 0, gg = 0, bb = 0;
-        switch ((int)hp) {
-        case 0: rr = cc, gg = x; break;
-        case 1: rr = x, gg = cc; break;
-        case 2: gg = cc, bb = x; break;
-        case 3: gg = x, bb = cc; break;
-        case 4: rr = x, bb = cc; break;
-        default: rr = cc, bb = x; break;
-        }
-        double mm = v - cc;
-        r = (uint8_t)lround((rr + mm) * 255);
-        g = (uint8_t)lround((gg + mm) * 255);
-        bl = (uint8_t)lround((bb + mm) * 255);
-    } else if (def->space == TRK_SPACE_YCBCR) {
-        trk_yuv_to_rgb(&trk_yuv2rgb_coefs[trk_coef_index(TRK_MATRIX_BT601, 1)], c[0], c[1], c[2],
-                       &r, &g, &bl);
-    } else {
-        r = trk_clamp255(c[0]);
-        g = trk_clamp255(c[1]);
-        bl = trk_clamp255(c[2]);
-    }
-    snprintf(out, 8, "#%02x%02x%02x", r, g, bl);
+    uint8_t rgb[3];
+    trk_object_display_rgb(def, rgb);
+    snprintf(out, 8, "#%02x%02x%02x", rgb[0], rgb[1], rgb[2]);
 }
 
 static int put_triple(struct trk_buf *b, const uint16_t v[3])

@@ -141,9 +141,9 @@ int trk_msg_objects(struct trk_buf *b, const struct trk_object_def *defs, int n,
  */
 int trk_msg_object(struct trk_buf *b, int id, const struct trk_object_def *def, const char *color);
 
-/* Writes "#rrggbb" (8 bytes with the NUL) for the centre of def's box
- * converted to RGB (hsv: hue midpoint, wrapping through 0 when lo > hi;
- * ycbcr: BT.601 full range). A display colour, not a tracking rule. */
+/* Writes "#rrggbb" (8 bytes with the NUL) of def's default display colour,
+ * trk_object_display_rgb (gpu/color.h: the one rule the objects file uses
+ * too). A display colour, not a tracking rule. */
 void trk_msg_object_color(const struct trk_object_def *def, char out[8]);
 
 /* ------------------------------------------- server -> client: stats etc. */

@@ -15,20 +15,12 @@
 #include <linux/videodev2.h>
 #include <turbojpeg.h>
 
+#include "../check.h"
 #include "backend.h"
 #include "pipeline.h"
 #include "source.h"
 #include "v4l2.h"
 #include "ws.h"
-
-static int failures;
-#define CHECK(c)                                                                                   \
-    do {                                                                                           \
-        if (!(c)) {                                                                                \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c);                  \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
 
 #define USB2 (24.0 * 1000 * 1000)
 
@@ -107,7 +99,7 @@ static void check_copy(uint32_t fourcc, int w, int h, size_t bpl)
                 if (f.img.plane[p][y * f.img.pitch[p] + x] != (uint8_t)(p * 64 + y * 7 + x)) {
                     fprintf(stderr, "fourcc %.4s plane %zu (%zu,%zu) wrong\n",
                             (const char *)&fourcc, p, x, y);
-                    failures++;
+                    check_failures++;
                     return;
                 }
     }
@@ -202,7 +194,7 @@ static void check_mjpeg(int subsamp)
             if (abs(got[c] - want[side][c]) > 4) {
                 fprintf(stderr, "subsamp %d side %d channel %d: %d, want %d\n", subsamp, side, c,
                         got[c], want[side][c]);
-                failures++;
+                check_failures++;
             }
     }
     /* Truncated to its header: rejected, and the decoder still works after. */
@@ -483,6 +475,5 @@ int main(int argc, char **argv)
         fprintf(stderr, "unknown case %s\n", c);
         return 2;
     }
-    if (failures) fprintf(stderr, "%d check(s) failed\n", failures);
-    return failures ? 1 : 0;
+    return check_exit("test_v4l2");
 }

@@ -398,6 +398,13 @@ static void test_hello(void)
     char col[8];
     trk_msg_object_color(&defs[1], col);
     CHECKF(!strcmp(col, "#da2828"), "rgb box centre: %s", col);
+    /* The same default colour as the objects file (gpu/color.h's one rule):
+     * hue 10..21 centres on 16, not 15. */
+    const struct trk_object_def orange = {
+        .name = "o", .space = TRK_SPACE_HSV, .lo = { 10, 200, 100 }, .hi = { 21, 255, 255 }
+    };
+    trk_msg_object_color(&orange, col);
+    CHECKF(!strcmp(col, "#b23d13"), "hsv 10..21: %s", col);
 
     CHECKF(trk_msg_objects(&b, defs, 2, NULL) == 0, "objects");
     j = parse(&b, "objects");
