@@ -158,7 +158,7 @@ static int check_box(int space, const long long lo[3], const long long hi[3], ch
         }
     }
     for (int c = 0; c < 3; c++) {
-        if (space == TRK_SPACE_HSV && c == 0)
+        if (trk_objects_channel_wraps((enum trk_space)space, c))
             continue; /* the hue range wraps through 0 when lo > hi */
         if (lo[c] > hi[c]) {
             snprintf(msg, n,
@@ -168,6 +168,21 @@ static int check_box(int space, const long long lo[3], const long long hi[3], ch
         }
     }
     return -1;
+}
+
+const char *trk_objects_channel_name(enum trk_space space, int c)
+{
+    return (unsigned)space < 3 && c >= 0 && c < 3 ? channel_names[space][c] : NULL;
+}
+
+int trk_objects_channel_max(enum trk_space space, int c)
+{
+    return (int)channel_max(space, c);
+}
+
+bool trk_objects_channel_wraps(enum trk_space space, int c)
+{
+    return space == TRK_SPACE_HSV && c == 0;
 }
 
 static int hexdigit(char c)

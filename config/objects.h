@@ -16,6 +16,7 @@
 #ifndef TRK_CONFIG_OBJECTS_H
 #define TRK_CONFIG_OBJECTS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -131,6 +132,15 @@ int trk_objects_find(const struct trk_objects *objs, const char *name);
  * value or -1. */
 const char *trk_objects_space_name(enum trk_space space);
 int trk_objects_space_parse(const char *s);
+
+/* The channel rules the loader checks, for clients that edit objects (the
+ * hello's "limits", PROTOCOL.md): channel c (0..2) of space is called
+ * trk_objects_channel_name ("H", "Cb", ...; NULL out of range), takes the
+ * values 0..trk_objects_channel_max, and may have lo > hi, a range through 0,
+ * when trk_objects_channel_wraps (the hsv hue only). */
+const char *trk_objects_channel_name(enum trk_space space, int c);
+int trk_objects_channel_max(enum trk_space space, int c);
+bool trk_objects_channel_wraps(enum trk_space space, int c);
 
 #ifdef __cplusplus
 }

@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "color.h"
+#include "objects.h"
 
 /* ------------------------------------------------------------ the buffer */
 
@@ -318,6 +319,46 @@ static int put_objects(struct trk_buf *b, const struct trk_object_def *defs, int
     return 0;
 }
 
+/* hello.limits: what the object loader accepts, from its own rules, so a
+ * client that edits objects keeps no copies of them. */
+static int put_space_limits(struct trk_buf *b, enum trk_space s)
+{
+    LIT(b, "{\"channels\":[");
+    for (int c = 0; c < 3; c++) {
+        if (c) LIT(b, ",");
+        PUT(trk_buf_json_str(b, trk_objects_channel_name(s, c), 8));
+    }
+    LIT(b, "],\"max\":[");
+    for (int c = 0; c < 3; c++) {
+        if (c) LIT(b, ",");
+        PUT(trk_buf_i64(b, trk_objects_channel_max(s, c)));
+    }
+    LIT(b, "],\"wraps\":[");
+    for (int c = 0; c < 3; c++) {
+        if (c) LIT(b, ",");
+        PUT(trk_buf_puts(b, trk_objects_channel_wraps(s, c) ? "true" : "false"));
+    }
+    LIT(b, "]}");
+    return 0;
+}
+
+static int put_limits(struct trk_buf *b)
+{
+    LIT(b, "\"limits\":{\"max_objects\":");
+    PUT(trk_buf_i64(b, TRK_MAX_OBJECTS));
+    LIT(b, ",\"name_max_bytes\":");
+    PUT(trk_buf_i64(b, TRK_NAME_MAX - 1)); /* TRK_NAME_MAX counts the NUL */
+    LIT(b, ",\"spaces\":{");
+    for (int s = TRK_SPACE_RGB; s <= TRK_SPACE_YCBCR; s++) {
+        if (s != TRK_SPACE_RGB) LIT(b, ",");
+        PUT(trk_buf_json_str(b, trk_objects_space_name((enum trk_space)s), 8));
+        LIT(b, ":");
+        PUT(put_space_limits(b, (enum trk_space)s));
+    }
+    LIT(b, "}}");
+    return 0;
+}
+
 int trk_msg_hello(struct trk_buf *b, const struct trk_hello_info *h)
 {
     LIT(b, "{\"type\":\"hello\",\"version\":");
@@ -348,6 +389,8 @@ int trk_msg_hello(struct trk_buf *b, const struct trk_hello_info *h)
     PUT(trk_buf_i64(b, h->preview.quality));
     LIT(b, ",\"format\":\"jpeg\"},\"control_auth\":");
     PUT(trk_buf_puts(b, h->control_auth ? "true" : "false"));
+    LIT(b, ",");
+    PUT(put_limits(b));
     LIT(b, ",\"objects\":");
     PUT(put_objects(b, h->defs, h->n_objects, h->colors));
     LIT(b, "}");

@@ -9,6 +9,7 @@
 #include <jansson.h>
 
 #include "messages.h"
+#include "objects.h"
 
 #include "../check.h"
 
@@ -436,6 +437,100 @@ static void test_hello(void)
     trk_buf_free(&b);
 }
 
+/* hello.limits says what the daemon accepts: the documented values, and the
+ * loader's own verdicts agree with them at each edge (a limit that drifted
+ * from the validator would let the page offer values the daemon refuses). */
+
+/* One valid object in s with every channel at its full range. */
+static void full_range(struct trk_objects *o, int i, enum trk_space s)
+{
+    memset(&o->def[i], 0, sizeof o->def[i]);
+    snprintf(o->def[i].name, sizeof o->def[i].name, "o%d", i);
+    o->def[i].space = s;
+    for (int c = 0; c < 3; c++)
+        o->def[i].hi[c] = (uint16_t)trk_objects_channel_max(s, c);
+    o->def[i].min_mass = 1;
+}
+
+static bool valid(const struct trk_objects *o)
+{
+    return trk_objects_validate(o, NULL, 0) == 0;
+}
+
+static void check_space_limits(json_t *spaces, struct trk_objects *o, const char *name,
+                               const char *channels, int hue_max)
+{
+    json_t *sp = json_object_get(spaces, name);
+    json_t *ch = json_object_get(sp, "channels"), *max = json_object_get(sp, "max"),
+           *wraps = json_object_get(sp, "wraps");
+    CHECKF(json_array_size(ch) == 3 && json_array_size(max) == 3 && json_array_size(wraps) == 3,
+           "%s: three channels", name);
+    char got[16] = "";
+    for (int c = 0; c < 3; c++) {
+        const char *n = json_string_value(json_array_get(ch, c));
+        snprintf(got + strlen(got), sizeof got - strlen(got), "%s%s", c ? "," : "", n ? n : "?");
+    }
+    CHECKF(!strcmp(got, channels), "%s channels %s, expected %s", name, got, channels);
+    enum trk_space s = (enum trk_space)trk_objects_space_parse(name);
+    for (int c = 0; c < 3; c++) {
+        json_int_t m = json_integer_value(json_array_get(max, c));
+        bool w = json_is_true(json_array_get(wraps, c));
+        CHECKF(m == (c == 0 && hue_max ? hue_max : 255), "%s max[%d] = %lld", name, c,
+               (long long)m);
+        CHECKF(w == (c == 0 && hue_max), "%s wraps[%d] = %d", name, c, w);
+        /* The edges as the loader sees them. */
+        o->n = 1;
+        full_range(o, 0, s);
+        o->def[0].hi[c] = (uint16_t)m;
+        CHECKF(valid(o), "%s: 0..%lld on channel %d is valid", name, (long long)m, c);
+        o->def[0].hi[c] = (uint16_t)(m + 1);
+        CHECKF(!valid(o), "%s: hi[%d] = %lld is refused", name, c, (long long)m + 1);
+        o->def[0].lo[c] = (uint16_t)m;
+        o->def[0].hi[c] = 0;
+        CHECKF(valid(o) == w, "%s: lo > hi on channel %d %s", name, c,
+               w ? "is a range through 0" : "is refused");
+    }
+}
+
+static void test_hello_limits(void)
+{
+    static struct trk_objects o;
+    struct trk_hello_info h = { 0 };
+    struct trk_buf b = { 0 };
+    CHECKF(trk_msg_hello(&b, &h) == 0, "hello");
+    json_t *j = parse(&b, "hello");
+    json_t *lim = json_object_get(j, "limits");
+    CHECKF(json_is_object(lim), "hello.limits");
+    json_t *spaces = json_object_get(lim, "spaces");
+    CHECKF(json_object_size(spaces) == 3, "three spaces");
+    check_space_limits(spaces, &o, "rgb", "R,G,B", 0);
+    check_space_limits(spaces, &o, "hsv", "H,S,V", 359);
+    check_space_limits(spaces, &o, "ycbcr", "Y,Cb,Cr", 0);
+
+    json_int_t max_objects = jint(lim, "max_objects"), name_max = jint(lim, "name_max_bytes");
+    CHECKF(max_objects == 256 && name_max == 63, "max_objects %lld, name_max_bytes %lld",
+           (long long)max_objects, (long long)name_max);
+    o.n = 1;
+    full_range(&o, 0, TRK_SPACE_RGB);
+    memset(o.def[0].name, 'n', (size_t)name_max);
+    o.def[0].name[name_max] = '\0';
+    CHECKF(valid(&o), "a name of name_max_bytes bytes is valid");
+    if (name_max + 1 < (json_int_t)sizeof o.def[0].name) {
+        o.def[0].name[name_max] = 'n';
+        CHECKF(!valid(&o), "a name one byte longer is refused");
+    }
+    if (max_objects > 0 && max_objects <= TRK_MAX_OBJECTS) {
+        o.n = (int)max_objects;
+        for (int i = 0; i < o.n; i++)
+            full_range(&o, i, TRK_SPACE_RGB);
+        CHECKF(valid(&o), "max_objects objects are valid");
+        o.n = (int)max_objects + 1;
+        CHECKF(!valid(&o), "one more object is refused");
+    }
+    json_decref(j);
+    trk_buf_free(&b);
+}
+
 /* ------------------------------------------------- stats, status, errors */
 
 static void test_small_messages(void)
@@ -577,6 +672,7 @@ int main(void)
     test_fixed();
     test_frame();
     test_hello();
+    test_hello_limits();
     test_small_messages();
     test_preview_header();
     test_request_id();
