@@ -177,7 +177,7 @@ const char *trk_objects_channel_name(enum trk_space space, int c)
 
 int trk_objects_channel_max(enum trk_space space, int c)
 {
-    return (int)channel_max(space, c);
+    return trk_chan_max(space, c);
 }
 
 bool trk_objects_channel_wraps(enum trk_space space, int c)
