@@ -18,6 +18,7 @@
 void trk_buf_reset(struct trk_buf *b)
 {
     b->len = 0;
+    b->failed = false;
     if (b->data) b->data[0] = '\0';
 }
 
@@ -26,11 +27,21 @@ void trk_buf_free(struct trk_buf *b)
     free(b->data);
     b->data = NULL;
     b->len = b->cap = 0;
+    b->failed = false;
+}
+
+/* Every failure goes through here, so it sticks: the appends after it would
+ * otherwise leave a message with a hole in the middle. */
+static int buf_fail(struct trk_buf *b)
+{
+    b->failed = true;
+    return TRK_ENOMEM;
 }
 
 int trk_buf_reserve(struct trk_buf *b, size_t extra)
 {
-    if (extra > SIZE_MAX / 2 - b->len - 1) return TRK_ENOMEM;
+    if (b->failed) return TRK_ENOMEM;
+    if (extra > SIZE_MAX / 2 - b->len - 1) return buf_fail(b);
     size_t need = b->len + extra + 1; /* + the terminator */
     if (need <= b->cap) return 0;
     /* Doubling keeps appends amortised O(1); 256 covers most small messages
@@ -39,7 +50,7 @@ int trk_buf_reserve(struct trk_buf *b, size_t extra)
     while (cap < need)
         cap *= 2;
     char *p = realloc(b->data, cap);
-    if (!p) return TRK_ENOMEM;
+    if (!p) return buf_fail(b);
     b->data = p;
     b->cap = cap;
     return 0;
@@ -65,7 +76,8 @@ int trk_buf_json_str(struct trk_buf *b, const char *s, size_t n)
     const unsigned char *p = (const unsigned char *)s;
     size_t len = strnlen(s, n);
     /* Worst case: every byte becomes \u00XX (6) or U+FFFD (3). */
-    if (len > SIZE_MAX / 8 || trk_buf_reserve(b, len * 6 + 2)) return TRK_ENOMEM;
+    if (len > SIZE_MAX / 8) return buf_fail(b);
+    if (trk_buf_reserve(b, len * 6 + 2)) return TRK_ENOMEM;
     char *o = b->data + b->len;
     *o++ = '"';
     static const char hex[] = "0123456789abcdef";

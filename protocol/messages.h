@@ -10,7 +10,8 @@
  *
  * Every trk_msg_* encoder APPENDS one complete JSON value to the buffer (no
  * newline; NDJSON writers add '\n' themselves) and returns 0 or TRK_ENOMEM.
- * On TRK_ENOMEM the buffer may hold a partial message: reset it.
+ * On TRK_ENOMEM the buffer may hold a partial message and stays failed (see
+ * struct trk_buf): never send it; reset it to reuse it.
  *
  * Thread safety: all functions are reentrant; a trk_buf belongs to one thread.
  */
@@ -44,18 +45,26 @@ extern "C" {
 
 /* A growable byte buffer. data is always NUL-terminated when non-NULL (the
  * terminator is not counted in len), so a finished message can be used as a
- * C string. A zeroed struct is a valid empty buffer. */
+ * C string. A zeroed struct is a valid empty buffer.
+ *
+ * The first failed append sets failed and every later append is a no-op that
+ * returns TRK_ENOMEM, so a message can be built with unchecked appends and
+ * checked once, before sending: a failed buffer holds a truncated message. */
 struct trk_buf {
     char *data;
-    size_t len; /* bytes used */
-    size_t cap; /* bytes allocated (> len when data != NULL) */
+    size_t len;  /* bytes used */
+    size_t cap;  /* bytes allocated (> len when data != NULL) */
+    bool failed; /* an append failed since the last reset: do not send */
 };
 
-/* Empties the buffer but keeps its memory (the per-frame path reuses it). */
+/* Empties the buffer and clears failed, but keeps its memory (the
+ * per-frame path reuses it). */
 void trk_buf_reset(struct trk_buf *b);
 /* Frees the memory and zeroes the struct; safe twice. */
 void trk_buf_free(struct trk_buf *b);
-/* Makes room for extra more bytes (+ the terminator); 0 or TRK_ENOMEM. */
+/* Makes room for extra more bytes (+ the terminator); 0 or TRK_ENOMEM
+ * (then failed is set). Every function below returns TRK_ENOMEM at once on
+ * a failed buffer. */
 int trk_buf_reserve(struct trk_buf *b, size_t extra);
 /* Appends n raw bytes; 0 or TRK_ENOMEM. */
 int trk_buf_append(struct trk_buf *b, const void *p, size_t n);

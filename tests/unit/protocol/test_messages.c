@@ -1,6 +1,7 @@
 /* Unit tests of the server -> client encoders (protocol/messages.c): every
  * message is parsed back with jansson and its fields compared with the input;
- * escaping, null fields, number formatting and the preview header. */
+ * escaping, null fields, number formatting, the preview header, and a buffer
+ * whose allocation fails (each allocation in turn). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,19 @@
 #include "messages.h"
 
 #include "../check.h"
+
+/* Allocation failure injection: this test links with -Wl,--wrap=realloc
+ * (CMakeLists.txt), so trk_buf's realloc calls land here (the names are the
+ * linker's). fail_realloc_at = k makes the k-th call from now fail; 0 never. */
+void *__real_realloc(void *p, size_t n);
+void *__wrap_realloc(void *p, size_t n);
+static int fail_realloc_at;
+
+void *__wrap_realloc(void *p, size_t n)
+{
+    if (fail_realloc_at > 0 && --fail_realloc_at == 0) return NULL;
+    return __real_realloc(p, n);
+}
 
 /* Parses b's content; fails the test (and returns NULL) if invalid. */
 static json_t *parse(const struct trk_buf *b, const char *what)
@@ -66,6 +80,60 @@ static void test_buf(void)
     CHECKF(trk_buf_append(&z, "", 0) == 0 && z.len == 0 && z.data && z.data[0] == '\0',
            "empty append");
     trk_buf_free(&z);
+}
+
+/* A failed allocation sticks: nothing appended after it, every later call
+ * says TRK_ENOMEM, the message is marked failed until a reset. */
+static void test_buf_alloc_failure(void)
+{
+    struct trk_buf b = { 0 };
+    CHECK(trk_buf_puts(&b, "{\"a\":") == 0 && b.cap > 8);
+    size_t len = b.len;
+    fail_realloc_at = 1;
+    char big[1000];
+    memset(big, 'x', sizeof(big));
+    CHECK(trk_buf_append(&b, big, sizeof(big)) == TRK_ENOMEM);
+    CHECK(fail_realloc_at == 0); /* the realloc was tried, and failed */
+    CHECKF(b.failed && b.len == len && !strcmp(b.data, "{\"a\":"), "after failure: %s", b.data);
+    /* These fit in the memory the buffer has: without the sticky flag they
+     * would go on and make {"a":1} out of a message that lost a part. */
+    CHECK(trk_buf_puts(&b, "1}") == TRK_ENOMEM);
+    CHECK(trk_buf_i64(&b, 5) == TRK_ENOMEM && trk_buf_u64(&b, 5) == TRK_ENOMEM);
+    CHECK(trk_buf_fixed(&b, 1.5, 2) == TRK_ENOMEM);
+    CHECK(trk_buf_json_str(&b, "s", 1) == TRK_ENOMEM && trk_buf_json_str(&b, NULL, 0) != 0);
+    CHECK(trk_msg_ack(&b, "x", NULL, false) == TRK_ENOMEM);
+    CHECKF(b.failed && b.len == len && !strcmp(b.data, "{\"a\":"), "no-ops: %s", b.data);
+    trk_buf_reset(&b);
+    CHECK(!b.failed && trk_buf_puts(&b, "ok") == 0 && !strcmp(b.data, "ok"));
+    trk_buf_free(&b);
+
+    /* Every allocation of a large message failing in turn: the encoder says
+     * so and the buffer is failed, or it succeeded whole. */
+    static struct trk_object_def defs[40];
+    for (int i = 0; i < 40; i++) {
+        snprintf(defs[i].name, sizeof(defs[i].name), "object number %d", i);
+        defs[i].hi[0] = defs[i].hi[1] = defs[i].hi[2] = 200;
+    }
+    int failures = 0;
+    for (int k = 1; k < 30; k++) {
+        struct trk_buf m = { 0 };
+        fail_realloc_at = k;
+        int rc = trk_msg_objects(&m, defs, 40, NULL);
+        bool failed_now = fail_realloc_at == 0;
+        fail_realloc_at = 0;
+        if (failed_now) {
+            failures++;
+            CHECKF(rc == TRK_ENOMEM && m.failed, "allocation %d failed: rc %d", k, rc);
+        } else {
+            json_t *j = parse(&m, "objects reply");
+            CHECKF(rc == 0 && !m.failed && j &&
+                       json_array_size(json_object_get(j, "objects")) == 40,
+                   "allocation %d never failed: the whole message", k);
+            json_decref(j);
+        }
+        trk_buf_free(&m);
+    }
+    CHECKF(failures >= 3, "the message needs several allocations (%d)", failures);
 }
 
 /* ------------------------------------------------------------- escaping */
@@ -566,6 +634,7 @@ static void test_request_id(void)
 int main(void)
 {
     test_buf();
+    test_buf_alloc_failure();
     test_escaping();
     test_fixed();
     test_frame();
