@@ -499,6 +499,118 @@ int trk_msg_ack(struct trk_buf *b, const char *request, const char *id_json, boo
     return 0;
 }
 
+/* ------------------------------------- server -> client: control replies */
+
+int trk_msg_objects_reply(struct trk_buf *b, const char *id_json, const struct trk_object_def *defs,
+                          int n, const char *const *colors)
+{
+    LIT(b, "{\"type\":\"objects\"");
+    PUT(put_id(b, id_json));
+    LIT(b, ",\"objects\":");
+    PUT(put_objects(b, defs, n, colors));
+    LIT(b, "}");
+    return 0;
+}
+
+int trk_msg_ack_int(struct trk_buf *b, const char *request, const char *id_json, const char *key,
+                    int64_t value)
+{
+    PUT(trk_msg_ack(b, request, id_json, true));
+    LIT(b, ",");
+    PUT(trk_buf_json_str(b, key, 64));
+    LIT(b, ":");
+    PUT(trk_buf_i64(b, value));
+    LIT(b, "}");
+    return 0;
+}
+
+int trk_msg_ack_saved(struct trk_buf *b, const char *id_json, const char *path, int count)
+{
+    PUT(trk_msg_ack(b, "save_objects", id_json, true));
+    LIT(b, ",\"path\":");
+    PUT(trk_buf_json_str(b, path, path ? strlen(path) : 0));
+    LIT(b, ",\"count\":");
+    PUT(trk_buf_i64(b, count));
+    LIT(b, "}");
+    return 0;
+}
+
+int trk_msg_ack_preview(struct trk_buf *b, const char *id_json, int width, double fps,
+                        const char *mask)
+{
+    PUT(trk_msg_ack(b, "preview", id_json, true));
+    LIT(b, ",\"width\":");
+    PUT(trk_buf_i64(b, width));
+    LIT(b, ",\"fps\":");
+    PUT(trk_buf_fixed(b, fps, 3));
+    LIT(b, ",\"mask\":");
+    PUT(trk_buf_json_str(b, mask, TRK_NAME_MAX));
+    LIT(b, "}");
+    return 0;
+}
+
+static int put_ints(struct trk_buf *b, const int *v, int n)
+{
+    LIT(b, "[");
+    for (int i = 0; i < n; i++) {
+        if (i) LIT(b, ",");
+        PUT(trk_buf_i64(b, v[i]));
+    }
+    LIT(b, "]");
+    return 0;
+}
+
+static int put_box(struct trk_buf *b, const struct trk_sample_info *s, enum trk_space sp)
+{
+    LIT(b, "{\"space\":\"");
+    PUT(trk_buf_puts(b, space_name(sp)));
+    LIT(b, "\",\"lo\":");
+    PUT(put_ints(b, s->lo[sp], 3));
+    LIT(b, ",\"hi\":");
+    PUT(put_ints(b, s->hi[sp], 3));
+    LIT(b, "}");
+    return 0;
+}
+
+int trk_msg_sample(struct trk_buf *b, const struct trk_sample_info *s)
+{
+    static const enum trk_space spaces[3] = { TRK_SPACE_RGB, TRK_SPACE_HSV, TRK_SPACE_YCBCR };
+    LIT(b, "{\"type\":\"sample\"");
+    PUT(put_id(b, s->id_json));
+    LIT(b, ",\"x\":");
+    PUT(trk_buf_i64(b, s->x));
+    LIT(b, ",\"y\":");
+    PUT(trk_buf_i64(b, s->y));
+    if (s->radius >= 0) {
+        LIT(b, ",\"radius\":");
+        PUT(trk_buf_i64(b, s->radius));
+    }
+    LIT(b, ",\"rect\":");
+    PUT(put_ints(b, s->rect, 4));
+    LIT(b, ",\"seq\":");
+    PUT(trk_buf_u64(b, s->seq));
+    LIT(b, ",\"n\":");
+    PUT(trk_buf_i64(b, s->n));
+    for (int i = 0; i < 3; i++) {
+        LIT(b, ",\"");
+        PUT(trk_buf_puts(b, space_name(spaces[i])));
+        LIT(b, "\":");
+        PUT(put_ints(b, s->mean[spaces[i]], 3));
+    }
+    LIT(b, ",\"suggest\":");
+    PUT(put_box(b, s, TRK_SPACE_HSV));
+    LIT(b, ",\"suggest_all\":{");
+    for (int i = 0; i < 3; i++) {
+        if (i) LIT(b, ",");
+        LIT(b, "\"");
+        PUT(trk_buf_puts(b, space_name(spaces[i])));
+        LIT(b, "\":");
+        PUT(put_box(b, s, spaces[i]));
+    }
+    LIT(b, "}}");
+    return 0;
+}
+
 /* ---------------------------------------------------- preview (binary) */
 
 static void put_le16(uint8_t *p, int v)
@@ -522,10 +634,27 @@ void trk_msg_preview_header(uint8_t out[TRK_PREVIEW_HDR], uint64_t seq, int prev
 
 /* ---------------------------------------------- client -> server: parsing */
 
-const char *const trk_msg_control_types[] = {
-    "set_objects", "add_object",  "update_object", "remove_object",
-    "sample",      "get_objects", "save_objects",  NULL,
+const char *const trk_msg_control_types[TRK_CTL_COUNT + 1] = {
+    [TRK_CTL_SET_OBJECTS] = "set_objects",
+    [TRK_CTL_ADD_OBJECT] = "add_object",
+    [TRK_CTL_UPDATE_OBJECT] = "update_object",
+    [TRK_CTL_RENAME_OBJECT] = "rename_object",
+    [TRK_CTL_REMOVE_OBJECT] = "remove_object",
+    [TRK_CTL_GET_OBJECTS] = "get_objects",
+    [TRK_CTL_SAVE_OBJECTS] = "save_objects",
+    [TRK_CTL_RELOAD_OBJECTS] = "reload_objects",
+    [TRK_CTL_SAMPLE] = "sample",
+    [TRK_CTL_PREVIEW] = "preview",
+    [TRK_CTL_AUTH] = "auth",
+    [TRK_CTL_COUNT] = NULL,
 };
+
+int trk_msg_control_type(const char *type)
+{
+    for (int t = 0; type && t < TRK_CTL_COUNT; t++)
+        if (!strcmp(trk_msg_control_types[t], type)) return t;
+    return -1;
+}
 
 const char *trk_msg_err_code(int err)
 {
@@ -540,6 +669,14 @@ const char *trk_msg_err_code(int err)
     case TRK_MSG_BINARY: return "binary";
     case TRK_MSG_UNSUPPORTED: return "unsupported";
     case TRK_MSG_UNAUTHORIZED: return "unauthorized";
+    case TRK_MSG_INVALID_OBJECT: return "invalid_object";
+    case TRK_MSG_DUPLICATE_NAME: return "duplicate_name";
+    case TRK_MSG_TOO_MANY_OBJECTS: return "too_many_objects";
+    case TRK_MSG_NOT_FOUND: return "not_found";
+    case TRK_MSG_OUT_OF_RANGE: return "out_of_range";
+    case TRK_MSG_BUSY: return "busy";
+    case TRK_MSG_NO_FILE: return "no_file";
+    case TRK_MSG_IO_ERROR: return "io_error";
     }
     return "error";
 }

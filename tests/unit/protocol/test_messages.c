@@ -1,7 +1,7 @@
 /* Unit tests of the server -> client encoders (protocol/messages.c): every
  * message is parsed back with jansson and its fields compared with the input;
- * escaping, null fields, number formatting, the preview header, and a buffer
- * whose allocation fails (each allocation in turn). */
+ * escaping, null fields, number formatting, the preview header, the control
+ * replies, and a buffer whose allocation fails (each allocation in turn). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,7 +118,7 @@ static void test_buf_alloc_failure(void)
     for (int k = 1; k < 30; k++) {
         struct trk_buf m = { 0 };
         fail_realloc_at = k;
-        int rc = trk_msg_objects(&m, defs, 40, NULL);
+        int rc = trk_msg_objects_reply(&m, "7", defs, 40, NULL);
         bool failed_now = fail_realloc_at == 0;
         fail_realloc_at = 0;
         if (failed_now) {
@@ -595,6 +595,141 @@ static void test_small_messages(void)
 
 /* --------------------------------------------------------------- preview */
 
+/* The replies to the daemon's control messages. */
+static void test_control_replies(void)
+{
+    struct trk_buf b = { 0 };
+    struct trk_object_def d = { .name = "red",
+                                .space = TRK_SPACE_HSV,
+                                .lo = { 350, 100, 50 },
+                                .hi = { 10, 255, 255 },
+                                .min_mass = 4 };
+    const char *colors[] = { "#ff0000" };
+    CHECK(trk_msg_objects_reply(&b, "\"q\"", &d, 1, colors) == 0);
+    json_t *j = parse(&b, "objects reply");
+    if (j) {
+        json_t *o = json_array_get(json_object_get(j, "objects"), 0);
+        CHECKF(!strcmp(jstr(j, "type"), "objects") && !strcmp(jstr(j, "id"), "q") &&
+                   !strcmp(jstr(o, "name"), "red") && !strcmp(jstr(o, "color"), "#ff0000") &&
+                   jint(o, "min_mass") == 4,
+               "%s", b.data);
+    }
+    json_decref(j);
+    trk_buf_reset(&b);
+    CHECK(trk_msg_objects_reply(&b, NULL, &d, 0, NULL) == 0);
+    CHECKF(!strcmp(b.data, "{\"type\":\"objects\",\"objects\":[]}"), "%s", b.data);
+
+    trk_buf_reset(&b);
+    CHECK(trk_msg_ack_int(&b, "add_object", "12", "object_id", 3) == 0);
+    CHECKF(!strcmp(b.data, "{\"type\":\"ack\",\"request\":\"add_object\",\"id\":12,"
+                           "\"object_id\":3}"),
+           "%s", b.data);
+    trk_buf_reset(&b);
+    CHECK(trk_msg_ack_saved(&b, "", "/tmp/a \"b\".json", 2) == 0);
+    j = parse(&b, "save ack");
+    CHECKF(j && !strcmp(jstr(j, "request"), "save_objects") && !json_object_get(j, "id") &&
+               !strcmp(jstr(j, "path"), "/tmp/a \"b\".json") && jint(j, "count") == 2,
+           "%s", b.data);
+    json_decref(j);
+    trk_buf_reset(&b);
+    CHECK(trk_msg_ack_preview(&b, "1", 320, 7.5, NULL) == 0);
+    j = parse(&b, "preview ack");
+    CHECKF(j && !strcmp(jstr(j, "request"), "preview") && jint(j, "width") == 320 &&
+               jnum(j, "fps") == 7.5 && json_is_null(json_object_get(j, "mask")),
+           "%s", b.data);
+    json_decref(j);
+    trk_buf_reset(&b);
+    CHECK(trk_msg_ack_preview(&b, "1", 320, 7.5, "blue") == 0);
+    j = parse(&b, "preview ack with a mask");
+    CHECKF(j && !strcmp(jstr(j, "mask"), "blue"), "%s", b.data);
+    json_decref(j);
+
+    struct trk_sample_info s = {
+        .id_json = "\"s1\"",
+        .x = 5,
+        .y = 6,
+        .radius = 2,
+        .rect = { 3, 4, 7, 8 },
+        .seq = 99,
+        .n = 25,
+        .mean = { { 200, 30, 28 }, { 1, 219, 200 }, { 81, 99, 219 } },
+        .lo = { { 175, 5, 3 }, { 351, 180, 150 }, { 56, 74, 194 } },
+        .hi = { { 225, 55, 53 }, { 11, 255, 250 }, { 106, 124, 244 } },
+    };
+    trk_buf_reset(&b);
+    CHECK(trk_msg_sample(&b, &s) == 0);
+    j = parse(&b, "sample");
+    if (j) {
+        json_t *sug = json_object_get(j, "suggest");
+        json_t *all = json_object_get(j, "suggest_all");
+        json_t *yc = json_object_get(all, "ycbcr");
+        CHECKF(!strcmp(jstr(j, "type"), "sample") && !strcmp(jstr(j, "id"), "s1") &&
+                   jint(j, "x") == 5 && jint(j, "y") == 6 && jint(j, "radius") == 2 &&
+                   jint(j, "seq") == 99 && jint(j, "n") == 25,
+               "%s", b.data);
+        CHECKF(json_integer_value(json_array_get(json_object_get(j, "rect"), 2)) == 7 &&
+                   json_integer_value(json_array_get(json_object_get(j, "rgb"), 0)) == 200 &&
+                   json_integer_value(json_array_get(json_object_get(j, "hsv"), 1)) == 219 &&
+                   json_integer_value(json_array_get(json_object_get(j, "ycbcr"), 2)) == 219,
+               "rect and means: %s", b.data);
+        CHECKF(!strcmp(jstr(sug, "space"), "hsv") &&
+                   json_integer_value(json_array_get(json_object_get(sug, "lo"), 0)) == 351 &&
+                   json_integer_value(json_array_get(json_object_get(sug, "hi"), 0)) == 11,
+               "suggest: %s", b.data);
+        CHECKF(json_object_size(all) == 3 && !strcmp(jstr(yc, "space"), "ycbcr") &&
+                   json_integer_value(json_array_get(json_object_get(yc, "hi"), 2)) == 244,
+               "suggest_all: %s", b.data);
+    }
+    json_decref(j);
+    s.radius = -1; /* a rectangle request */
+    s.id_json = NULL;
+    trk_buf_reset(&b);
+    CHECK(trk_msg_sample(&b, &s) == 0);
+    j = parse(&b, "rectangle sample");
+    CHECKF(j && !json_object_get(j, "radius") && !json_object_get(j, "id"), "%s", b.data);
+    json_decref(j);
+    trk_buf_free(&b);
+
+    /* The daemon's error codes have their documented strings. */
+    static const struct {
+        int err;
+        const char *code;
+    } codes[] = {
+        { TRK_MSG_INVALID_OBJECT, "invalid_object" },
+        { TRK_MSG_DUPLICATE_NAME, "duplicate_name" },
+        { TRK_MSG_TOO_MANY_OBJECTS, "too_many_objects" },
+        { TRK_MSG_NOT_FOUND, "not_found" },
+        { TRK_MSG_OUT_OF_RANGE, "out_of_range" },
+        { TRK_MSG_BUSY, "busy" },
+        { TRK_MSG_NO_FILE, "no_file" },
+        { TRK_MSG_IO_ERROR, "io_error" },
+    };
+    for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++)
+        CHECKF(!strcmp(trk_msg_err_code(codes[i].err), codes[i].code), "%s",
+               trk_msg_err_code(codes[i].err));
+}
+
+/* One list of control types: every name maps to its enum value and back,
+ * and the parser's default list forwards each of them. */
+static void test_control_types(void)
+{
+    int n = 0;
+    for (int t = 0; t < TRK_CTL_COUNT; t++, n++) {
+        const char *name = trk_msg_control_types[t];
+        CHECKF(name && trk_msg_control_type(name) == t, "type %d", t);
+        if (!name) continue;
+        char msg[80];
+        snprintf(msg, sizeof(msg), "{\"type\":\"%s\"}", name);
+        struct trk_cmsg cm;
+        CHECKF(trk_msg_parse_client(msg, strlen(msg), NULL, &cm, NULL, 0) == TRK_MSG_OK &&
+                   cm.kind == TRK_CMSG_CONTROL,
+               "%s is forwarded by default", name);
+    }
+    CHECK(trk_msg_control_types[TRK_CTL_COUNT] == NULL && n == TRK_CTL_COUNT);
+    CHECK(trk_msg_control_type("rename_object") == TRK_CTL_RENAME_OBJECT);
+    CHECK(trk_msg_control_type("ping") == -1 && trk_msg_control_type(NULL) == -1);
+}
+
 static void test_preview_header(void)
 {
     uint8_t h[TRK_PREVIEW_HDR];
@@ -640,6 +775,8 @@ int main(void)
     test_frame();
     test_hello();
     test_small_messages();
+    test_control_replies();
+    test_control_types();
     test_preview_header();
     test_request_id();
     if (check_failures) {
