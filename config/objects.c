@@ -648,6 +648,7 @@ static int parse_root(struct vctx *c, const json_t *root, struct trk_objects *ou
     if (n > TRK_MAX_OBJECTS) {
         push_index(c, TRK_MAX_OBJECTS);
         rc = fail(c, 0, "too many objects: %zu (at most %d)", n, TRK_MAX_OBJECTS);
+        c->err->kind = TRK_CONFIG_TOO_MANY;
         pop(c);
         pop(c);
         return rc;
@@ -665,6 +666,7 @@ static int parse_root(struct vctx *c, const json_t *root, struct trk_objects *ou
                 push_key(c, "name");
                 rc = fail(c, 0, "%s \"%s\" is already used by objects[%zu]",
                           path_text(c, p, sizeof p), out->def[i].name, j);
+                c->err->kind = TRK_CONFIG_DUPLICATE;
                 pop(c);
                 pop(c);
                 pop(c);

@@ -34,6 +34,14 @@ extern "C" {
  * make the loader use. */
 #define TRK_OBJECTS_MAX_BYTES (1024 * 1024)
 
+/* Which rule a load broke, for callers that answer with a code (the
+ * daemon's control replies) rather than the text. */
+enum trk_config_kind {
+    TRK_CONFIG_INVALID = 0, /* anything else: syntax, a key, a value, reading */
+    TRK_CONFIG_DUPLICATE,   /* two objects share a name                       */
+    TRK_CONFIG_TOO_MANY,    /* more than TRK_MAX_OBJECTS objects              */
+};
+
 /* Where and why a load failed. line/col are 1-based, col counted in bytes;
  * both are 0 when the error has no place in a text (trk_objects_from_json).
  * Strings are NUL-terminated, truncated to fit, valid UTF-8 on one line. */
@@ -41,6 +49,7 @@ struct trk_config_error {
     char file[256]; /* the path, or the name given for a string         */
     int line, col;
     char msg[256]; /* the message alone, without "file:line:col: "     */
+    enum trk_config_kind kind;
 };
 
 #define TRK_CAMERA_MAX_CONTROLS 16

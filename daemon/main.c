@@ -30,6 +30,29 @@ static void on_signal(int sig)
     stop_requested = 1;
 }
 
+/* The control module's replies, broadcasts and hello go out through the
+ * server (ctx); the server hands it control messages through *user, the
+ * control module created after the server and before trk_ws_start. */
+static void ws_reply(void *ctx, uint64_t client, const struct trk_buf *msg)
+{
+    trk_ws_send_to(ctx, client, msg->data, msg->len);
+}
+
+static void ws_config(void *ctx, const struct trk_buf *msg)
+{
+    trk_ws_broadcast(ctx, TRK_WS_CONFIG, msg->data, msg->len);
+}
+
+static void ws_hello(void *ctx, const struct trk_buf *msg)
+{
+    trk_ws_set_hello(ctx, msg->data);
+}
+
+static void on_control_message(void *user, uint64_t client, const char *json, size_t len)
+{
+    trk_control_on_message(*(struct trk_control **)user, client, json, len);
+}
+
 /* SIGHUP: the handler only sets a flag; reload_main does the reload on a
  * normal thread (file I/O and locks are not async-signal-safe). */
 static volatile sig_atomic_t reload_requested, reload_quit;
@@ -294,27 +317,34 @@ int main(int argc, char **argv)
         }
         /* Tells the page to ask for the token before it offers edits. */
         hi.control_auth = token[0] != '\0';
-        /* The control module answers the page's edits; it sets the hello. */
-        struct trk_control_cfg cc = { .objects = &objs, .save_path = save_path, .hello = hi };
         struct trk_ws_cfg wc = {
             .address = s.listen_addr,
             .port = s.listen_port,
             .web_root = s.web_root,
             .queue_len = 8,
-            .on_message = trk_control_on_message,
-            .control_types = trk_control_types,
+            .on_message = on_control_message,
+            .user = &control,
+            .control_types = trk_msg_control_types,
             .control_token = token,
         };
-        if ((err = trk_control_create(&cc, &control)) == 0) {
-            wc.user = control;
-            err = trk_ws_create(&wc, &ws);
+        if ((err = trk_ws_create(&wc, &ws)) == 0) {
+            /* The control module answers the page's edits; it sets the hello. */
+            struct trk_control_cfg cc = {
+                .objects = &objs,
+                .save_path = save_path,
+                .hello = hi,
+                .reply = { .ctx = ws,
+                           .send = ws_reply,
+                           .broadcast = ws_config,
+                           .set_hello = ws_hello },
+            };
+            err = trk_control_create(&cc, &control);
         }
         if (err) {
             log_error_err(err, "cannot start the web server");
             exit_code = TRK_EX_UNAVAILABLE;
             goto end;
         }
-        trk_control_set_ws(control, ws);
         if ((err = trk_ws_start(ws))) {
             log_error("%s", trk_ws_error(ws));
             exit_code = TRK_EX_UNAVAILABLE;
@@ -395,8 +425,11 @@ end:
         log_error_err(errno, "writing %s failed", s.output);
         exit_code = TRK_EX_SOFTWARE;
     }
-    trk_ws_destroy(&ws);
+    /* The control module may still be replying from its file worker: the
+     * server stops taking messages first and goes after the module. */
+    trk_ws_stop(ws);
     trk_control_destroy(&control);
+    trk_ws_destroy(&ws);
     trk_backend_destroy(&backend);
     trk_source_destroy(&src);
     return exit_code;

@@ -242,6 +242,7 @@ static void test_max_objects(void)
     /* Object i sits on line i + 2, its '{' at column 3. */
     CHECK(e.line == TRK_MAX_OBJECTS + 2 && e.col == 3);
     CHECK_STR(e.msg, "too many objects: 257 (at most 256)");
+    CHECK(e.kind == TRK_CONFIG_TOO_MANY); /* the daemon's too_many_objects */
     free(s);
 }
 
@@ -333,6 +334,16 @@ static void test_from_json(void)
     char m[512];
     trk_config_error_format(&e, m, sizeof m);
     CHECK_STR(m, "ws: objects[0].hi[1] = 300 is out of range 0..255 (hsv S)");
+    CHECK(e.kind == TRK_CONFIG_INVALID);
+    /* A name used twice says so by kind (the daemon's duplicate_name), not
+     * only in the text. */
+    json_t *dup = json_loads("{\"objects\": [{\"name\": \"a\", \"space\": \"rgb\", "
+                             "\"lo\": [0, 0, 0], \"hi\": [1, 1, 1]}, {\"name\": \"a\", "
+                             "\"space\": \"rgb\", \"lo\": [0, 0, 0], \"hi\": [1, 1, 1]}]}",
+                             0, &je);
+    CHECK(dup && trk_objects_from_json(dup, "ws", &o, &e) == TRK_EINVAL);
+    CHECK(e.kind == TRK_CONFIG_DUPLICATE);
+    json_decref(dup);
     /* One object on its own: messages relative to the object. */
     struct trk_object_def d;
     uint8_t c[3];
