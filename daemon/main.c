@@ -88,13 +88,6 @@ static int make_token(char *out, size_t len)
     return 0;
 }
 
-static void ws_log(int level, const char *line)
-{
-    /* libwebsockets' own lines, at our levels. */
-    if (level <= TRK_LOG_WARN)
-        trk_log_write(level <= 0 ? TRK_LOG_ERROR : TRK_LOG_WARN, "lws", 0, "%s", line);
-}
-
 static int load_objects(const struct trk_settings *s, struct trk_objects *objs)
 {
     struct trk_config_error cerr;
@@ -256,7 +249,6 @@ int main(int argc, char **argv)
     }
 
     if (s.server) {
-        trk_ws_set_log(ws_log);
         char colors[TRK_MAX_OBJECTS][8];
         const char *color_ptr[TRK_MAX_OBJECTS];
         for (int i = 0; i < objs.n; i++) {
