@@ -111,13 +111,6 @@ static int make_token(char *out, size_t len)
     return 0;
 }
 
-static void ws_log(int level, const char *line)
-{
-    /* libwebsockets' own lines, at our levels. */
-    if (level <= TRK_LOG_WARN)
-        trk_log_write(level <= 0 ? TRK_LOG_ERROR : TRK_LOG_WARN, "lws", 0, "%s", line);
-}
-
 static int load_objects(const struct trk_settings *s, struct trk_objects *objs)
 {
     struct trk_config_error cerr;
@@ -279,7 +272,6 @@ int main(int argc, char **argv)
     }
 
     if (s.server) {
-        trk_ws_set_log(ws_log);
         char colors[TRK_MAX_OBJECTS][8];
         const char *color_ptr[TRK_MAX_OBJECTS];
         for (int i = 0; i < objs.n; i++) {
@@ -381,9 +373,6 @@ int main(int argc, char **argv)
         .source = &src,
         .source_absent = absent,
         .backend = backend,
-        .objects = objs.def,
-        .colors = (const uint8_t(*)[3])objs.color,
-        .n_objects = objs.n,
         .output = out,
         .output_flush = out && !strcmp(s.output, "-"),
         .ws = ws,

@@ -440,6 +440,8 @@ int trk_msg_stats(struct trk_buf *b, const struct trk_stats_info *s)
     PUT(trk_buf_u64(b, s->frames));
     LIT(b, ",\"drops\":");
     PUT(trk_buf_u64(b, s->drops));
+    LIT(b, ",\"skipped\":");
+    PUT(trk_buf_u64(b, s->skipped));
     LIT(b, ",\"clients\":");
     PUT(trk_buf_i64(b, s->clients));
     LIT(b, ",\"rss_kb\":");

@@ -161,11 +161,12 @@ void trk_msg_object_color(const struct trk_object_def *def, char out[8]);
  * ms; a negative value means "not measured" and is sent as null. */
 struct trk_stats_info {
     double uptime_s;
-    double fps;      /* frames processed per second, last interval      */
-    uint64_t frames; /* frames processed since start                    */
-    uint64_t drops;  /* frames captured but never processed (stale)     */
-    int clients;     /* connected WebSocket clients                     */
-    long rss_kb;     /* resident set size, < 0 = unknown                */
+    double fps;       /* frames processed per second, last interval      */
+    uint64_t frames;  /* frames processed since start                    */
+    uint64_t drops;   /* frames captured but never processed (stale)     */
+    uint64_t skipped; /* frames the backend rejected (not in frames)    */
+    int clients;      /* connected WebSocket clients                     */
+    long rss_kb;      /* resident set size, < 0 = unknown                */
     double queue_ms, upload_ms, kernel_ms, process_ms; /* medians            */
     double send_ms;                         /* results ready -> handed to the WebSocket thread */
     double total_ms;                        /* capture -> handed to the WebSocket thread       */

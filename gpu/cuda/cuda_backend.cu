@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../log_hook.h"
 #include "bench_hooks.h"
 #include "cuda_internal.cuh"
 
@@ -30,9 +31,10 @@ void trk_cuda_log(const char *call, const char *file, int line, cudaError_t e)
     /* Bounded: a failure that repeats every frame must not flood the log. */
     static int logged;
     if (logged >= 20) return;
-    if (++logged == 20) fprintf(stderr, "trackd cuda: further CUDA errors are not logged\n");
-    fprintf(stderr, "trackd cuda: %s failed at %s:%d: %s\n", call, file, line,
-            cudaGetErrorString(e));
+    trk_log_write(TRK_LOG_ERROR, "cuda", 0, "%s failed at %s:%d: %s", call, file, line,
+                  cudaGetErrorString(e));
+    if (++logged == 20)
+        trk_log_write(TRK_LOG_ERROR, "cuda", 0, "further CUDA errors are not logged");
 }
 
 namespace
@@ -333,8 +335,8 @@ int cu_create(const struct trk_backend_cfg *cfg, void **self)
     *self = b;
     return 0;
 fail_mem:
-    fprintf(stderr, "trackd cuda: allocation failed for a %dx%d backend: %s\n", b->max_w, b->max_h,
-            cudaGetErrorString(cudaGetLastError()));
+    trk_log_write(TRK_LOG_ERROR, "cuda", 0, "allocation failed for a %dx%d backend: %s", b->max_w,
+                  b->max_h, cudaGetErrorString(cudaGetLastError()));
 fail:
     be_free(b);
     return err;

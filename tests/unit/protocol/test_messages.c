@@ -609,6 +609,7 @@ static void test_small_messages(void)
         .fps = 29.97,
         .frames = 370,
         .drops = 2,
+        .skipped = 4,
         .clients = 3,
         .rss_kb = -1,
         .queue_ms = 0.2,
@@ -626,7 +627,7 @@ static void test_small_messages(void)
     if (j) {
         CHECKF(!strcmp(jstr(j, "type"), "stats"), "type");
         CHECKF(jnum(j, "fps") == 29.97 && jint(j, "frames") == 370 && jint(j, "drops") == 2 &&
-                   jint(j, "clients") == 3,
+                   jint(j, "skipped") == 4 && jint(j, "clients") == 3,
                "counters");
         CHECKF(json_is_null(json_object_get(j, "rss_kb")), "unknown rss -> null");
         json_t *l = json_object_get(j, "latency_median");
