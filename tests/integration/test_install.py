@@ -14,6 +14,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from daemon_proc import start_trackd  # noqa: E402
 
 CMAKE, BUILD = sys.argv[1], sys.argv[2]
+WEB_SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "web")
 
 
 def expect(cond, what):
@@ -34,8 +35,10 @@ with tempfile.TemporaryDirectory() as d:
     first = os.path.join(d, "first")
     r = subprocess.run([CMAKE, "--install", BUILD, "--prefix", first], capture_output=True, text=True)
     expect(r.returncode == 0, f"cmake --install into a temporary prefix ({r.stderr.strip()})")
-    for f in ("bin/trackd", "share/trackd/web/index.html", "share/trackd/web/app.js"):
-        expect(os.path.isfile(os.path.join(first, f)), f"installs {f}")
+    web_files = sorted(os.listdir(WEB_SRC))
+    expect(os.path.isfile(os.path.join(first, "bin/trackd")), "installs bin/trackd")
+    for f in web_files:
+        expect(os.path.isfile(os.path.join(first, "share/trackd/web", f)), f"installs share/trackd/web/{f}")
 
     # Move the prefix: nothing may still point at the first place (or at the
     # source tree): mark the installed page to tell it from the source's.
@@ -54,9 +57,12 @@ with tempfile.TemporaryDirectory() as d:
         try:
             status, body = get(port, "/")
             expect(status == 200 and marker in body, f"GET / from the moved prefix's web folder ({status})")
-            status, body = get(port, "/app.js")
-            with open(os.path.join(web, "app.js"), "rb") as f:
-                expect(status == 200 and body == f.read(), f"GET /app.js ({status})")
+            for f in web_files:
+                if f == "index.html":
+                    continue
+                status, body = get(port, "/" + f)
+                with open(os.path.join(WEB_SRC, f), "rb") as src:
+                    expect(status == 200 and body == src.read(), f"GET /{f} ({status})")
         finally:
             p.terminate()
             p.wait(timeout=30)
