@@ -547,7 +547,8 @@ static const struct trk_object_def *space_objects(const struct trk_scene *sc, en
             uint16_t h;
             uint8_t sat, v;
             trk_rgb_to_hsv(c[0], c[1], c[2], &h, &sat, &v);
-            out[i].lo[0] = (uint16_t)((h + 354) % 360), out[i].hi[0] = (uint16_t)((h + 6) % 360);
+            out[i].lo[0] = (uint16_t)trk_hue_wrap(h - 6);
+            out[i].hi[0] = (uint16_t)trk_hue_wrap(h + 6);
             out[i].lo[1] = (uint16_t)(sat > 40 ? sat - 40 : 0), out[i].hi[1] = 255;
             out[i].lo[2] = (uint16_t)(v > 40 ? v - 40 : 0), out[i].hi[2] = 255;
         } else {

@@ -25,7 +25,11 @@
 #include <string>
 #include <vector>
 
-#include "../gpu/cuda/cuda_internal.cuh"
+#include <cuda_runtime.h>
+#include <stdio.h>
+
+#include "backend.h"
+#include "cuda/bench_hooks.h"
 #include "scene.h"
 
 extern "C" {
@@ -69,7 +73,7 @@ __global__ void read_kernel(const uint4 *__restrict__ p, size_t n16, unsigned *o
 
 struct gpu_ctx {
     int sms = 0;
-    char name[256] = "";
+    char name[320] = "";   /* device name (<= 256) and its SMs and L2 */
     void *flush = nullptr; /* larger than L2: written to evict it */
     size_t flush_bytes = 0;
     unsigned *d_sink = nullptr;
@@ -212,9 +216,11 @@ int make_pinned(const struct trk_scene &sc, int fmt, pinned_image &pi)
     int err = trk_image_from_rgb(sc.rgb, sc.width, sc.height, (enum trk_pixfmt)fmt,
                                  yuv ? TRK_MATRIX_BT709 : TRK_MATRIX_BT601, !yuv, 0, &buf, &img);
     if (err) return err;
-    size_t ch = (size_t)(sc.height + 1) / 2, bytes = img.pitch[0] * sc.height;
-    if (fmt == TRK_FMT_NV12) bytes += img.pitch[1] * ch;
-    if (fmt == TRK_FMT_I420) bytes += (img.pitch[1] + img.pitch[2]) * ch;
+    struct trk_plane_layout L;
+    trk_image_plane_layout(img.fmt, img.width, img.height, &L); /* img is valid */
+    size_t bytes = 0;
+    for (int p = 0; p < L.planes; p++)
+        bytes += img.pitch[p] * (size_t)L.rows[p];
     if (cudaMallocHost(&pi.mem, bytes) != cudaSuccess) {
         free(buf);
         return TRK_ENOMEM;
@@ -246,7 +252,7 @@ bool same(const struct trk_obj_result *a, const struct trk_obj_result *b, int n)
 /* A CUDA backend instance driven through the bench hooks (device-resident
  * frame, kernel-only timing). */
 struct variant_run {
-    void *self = nullptr;
+    struct trk_backend *b = nullptr;
     int create(const char *variant, int w, int h)
     {
         struct trk_backend_cfg cfg = {};
@@ -254,12 +260,9 @@ struct variant_run {
         cfg.max_width = w;
         cfg.max_height = h;
         cfg.variant = variant;
-        return trk_cuda_ops.create(&cfg, &self);
+        return trk_backend_create(&cfg, &b);
     }
-    ~variant_run()
-    {
-        if (self) trk_cuda_ops.destroy(self);
-    }
+    ~variant_run() { trk_backend_destroy(&b); }
 };
 
 /* Kernel time (median ms, hot or cold) of a variant on img with objs; the
@@ -270,19 +273,19 @@ int kernel_time(gpu_ctx &g, const char *variant, const struct trk_image &img,
 {
     variant_run v;
     int err = v.create(variant, img.width, img.height);
-    if (!err) err = trk_cuda_ops.set_objects(v.self, objs, m);
-    if (!err) err = trk_cuda_bench_upload(v.self, &img, NULL);
+    if (!err) err = trk_backend_set_objects(v.b, objs, m);
+    if (!err) err = trk_cuda_bench_upload(v.b, &img, NULL);
     if (err) return err;
     std::vector<float> ms((size_t)std::max(iters, warmup) + 1);
     double t0 = trk_bench_now_ms();
-    if ((err = trk_cuda_bench_kernels(v.self, 1, ms.data(), out))) return err;
+    if ((err = trk_cuda_bench_kernels(v.b, 1, ms.data(), out))) return err;
     double first = trk_bench_now_ms() - t0;
     if (first > 20) { /* slow variant: fewer runs */
         warmup = 0;
         iters = std::max(3, std::min(iters, (int)(2000 / first)));
     }
-    if (warmup && (err = trk_cuda_bench_kernels(v.self, warmup, ms.data(), NULL))) return err;
-    if ((err = trk_cuda_bench_kernels(v.self, iters, ms.data(), out))) return err;
+    if (warmup && (err = trk_cuda_bench_kernels(v.b, warmup, ms.data(), NULL))) return err;
+    if ((err = trk_cuda_bench_kernels(v.b, iters, ms.data(), out))) return err;
     std::vector<double> t(ms.begin(), ms.begin() + iters);
     *hot_ms = median(t);
     *cold_ms = 0;
@@ -292,7 +295,7 @@ int kernel_time(gpu_ctx &g, const char *variant, const struct trk_image &img,
             l2_flush(g, i);
             if (cudaDeviceSynchronize() != cudaSuccess) return TRK_EBACKEND;
             float one;
-            if ((err = trk_cuda_bench_kernels(v.self, 1, &one, out))) return err;
+            if ((err = trk_cuda_bench_kernels(v.b, 1, &one, out))) return err;
             t.push_back(one);
         }
         *cold_ms = median(t);
@@ -445,11 +448,14 @@ int run_kernels(int argc, char **argv)
         return 0;
     }
     std::vector<std::string> vars;
-    if (variants)
+    if (variants) {
         vars = split(variants);
-    else
-        for (const char *const *n = trk_cuda_ops.variants; *n; n++)
-            vars.push_back(*n);
+    } else {
+        const char *names[16];
+        const int nv = trk_backend_variants(TRK_BACKEND_CUDA, names, 16);
+        for (int k = 0; k < nv && k < 16; k++)
+            vars.push_back(names[k]);
+    }
     std::vector<int> fmts;
     for (auto &f : split(formats)) {
         int x = parse_fmt(f);

@@ -117,11 +117,6 @@ int trk_objects_space_parse(const char *s)
     return -1;
 }
 
-static long channel_max(int space, int c)
-{
-    return space == TRK_SPACE_HSV && c == 0 ? 359 : 255;
-}
-
 /* Name rule; msg gets e.g. "name must not be empty". 0 or -1. */
 static int check_name(const char *s, size_t len, char *msg, size_t n)
 {
@@ -156,14 +151,14 @@ static int check_box(int space, const long long lo[3], const long long hi[3], ch
     for (int k = 0; k < 6; k++) {
         int c = k % 3;
         long long v = k < 3 ? lo[c] : hi[c];
-        if (v < 0 || v > channel_max(space, c)) {
+        if (v < 0 || v > (long)trk_chan_max(space, c)) {
             snprintf(msg, n, "%s[%d] = %lld is out of range 0..%ld (%s %s)", k < 3 ? "lo" : "hi", c,
-                     v, channel_max(space, c), sp, channel_names[space][c]);
+                     v, (long)trk_chan_max(space, c), sp, channel_names[space][c]);
             return k;
         }
     }
     for (int c = 0; c < 3; c++) {
-        if (space == TRK_SPACE_HSV && c == 0)
+        if (trk_objects_channel_wraps((enum trk_space)space, c))
             continue; /* the hue range wraps through 0 when lo > hi */
         if (lo[c] > hi[c]) {
             snprintf(msg, n,
@@ -173,6 +168,21 @@ static int check_box(int space, const long long lo[3], const long long hi[3], ch
         }
     }
     return -1;
+}
+
+const char *trk_objects_channel_name(enum trk_space space, int c)
+{
+    return (unsigned)space < 3 && c >= 0 && c < 3 ? channel_names[space][c] : NULL;
+}
+
+int trk_objects_channel_max(enum trk_space space, int c)
+{
+    return trk_chan_max(space, c);
+}
+
+bool trk_objects_channel_wraps(enum trk_space space, int c)
+{
+    return space == TRK_SPACE_HSV && c == 0;
 }
 
 static int hexdigit(char c)
@@ -193,52 +203,6 @@ static int parse_color(const char *s, size_t len, uint8_t rgb[3])
         rgb[i] = (uint8_t)(h * 16 + l);
     }
     return 0;
-}
-
-static uint8_t centre(int lo, int hi)
-{
-    return (uint8_t)((lo + hi + 1) / 2);
-}
-
-void trk_objects_default_color(const struct trk_object_def *def, uint8_t rgb[3])
-{
-    int lo[3], hi[3];
-    for (int c = 0; c < 3; c++) {
-        lo[c] = def->lo[c];
-        hi[c] = def->hi[c];
-    }
-    if (def->space == TRK_SPACE_YCBCR) {
-        const struct trk_yuv2rgb_coef *k = &trk_yuv2rgb_coefs[trk_coef_index(TRK_MATRIX_BT601, 1)];
-        trk_yuv_to_rgb(k, centre(lo[0], hi[0]), centre(lo[1], hi[1]), centre(lo[2], hi[2]), &rgb[0],
-                       &rgb[1], &rgb[2]);
-        return;
-    }
-    if (def->space != TRK_SPACE_HSV) {
-        for (int c = 0; c < 3; c++)
-            rgb[c] = centre(lo[c], hi[c]);
-        return;
-    }
-    /* HSV -> RGB in integers (0..255 scale, hue in degrees). */
-    int span = lo[0] <= hi[0] ? hi[0] - lo[0] : hi[0] + 360 - lo[0];
-    int h = (lo[0] + (span + 1) / 2) % 360;
-    int s = centre(lo[1], hi[1]), v = centre(lo[2], hi[2]);
-    int sector = h / 60, f = h % 60; /* position in the sector, 0..59 */
-    const int den = 255 * 60;
-    int p = (v * (255 - s) + 127) / 255;
-    int q = (v * (den - s * f) + den / 2) / den;
-    int t = (v * (den - s * (60 - f)) + den / 2) / den;
-    int r, g, b;
-    switch (sector) {
-    case 0: r = v, g = t, b = p; break;
-    case 1: r = q, g = v, b = p; break;
-    case 2: r = p, g = v, b = t; break;
-    case 3: r = p, g = q, b = v; break;
-    case 4: r = t, g = p, b = v; break;
-    default: r = v, g = p, b = q; break;
-    }
-    rgb[0] = (uint8_t)r;
-    rgb[1] = (uint8_t)g;
-    rgb[2] = (uint8_t)b;
 }
 
 /* ------------------------------------------------------- error reporting */
@@ -534,7 +498,7 @@ static int parse_object(struct vctx *c, const json_t *o, struct trk_object_def *
         }
         pop(c);
     } else {
-        trk_objects_default_color(def, color);
+        trk_object_display_rgb(def, color);
     }
     return 0;
 }
@@ -684,6 +648,7 @@ static int parse_root(struct vctx *c, const json_t *root, struct trk_objects *ou
     if (n > TRK_MAX_OBJECTS) {
         push_index(c, TRK_MAX_OBJECTS);
         rc = fail(c, 0, "too many objects: %zu (at most %d)", n, TRK_MAX_OBJECTS);
+        c->err->kind = TRK_CONFIG_TOO_MANY;
         pop(c);
         pop(c);
         return rc;
@@ -701,6 +666,7 @@ static int parse_root(struct vctx *c, const json_t *root, struct trk_objects *ou
                 push_key(c, "name");
                 rc = fail(c, 0, "%s \"%s\" is already used by objects[%zu]",
                           path_text(c, p, sizeof p), out->def[i].name, j);
+                c->err->kind = TRK_CONFIG_DUPLICATE;
                 pop(c);
                 pop(c);
                 pop(c);
@@ -1021,7 +987,7 @@ char *trk_objects_to_json(const struct trk_objects *objs)
         for (int i = 0; i < objs->n; i++) {
             const struct trk_object_def *d = &objs->def[i];
             uint8_t def_rgb[3];
-            trk_objects_default_color(d, def_rgb);
+            trk_object_display_rgb(d, def_rgb);
             sb_printf(&b, "    {\"name\": ");
             sb_json_string(&b, d->name);
             sb_printf(&b,

@@ -17,6 +17,7 @@
 #ifndef TRK_CONFIG_OBJECTS_H
 #define TRK_CONFIG_OBJECTS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,6 +32,14 @@ extern "C" {
  * make the loader use. */
 #define TRK_OBJECTS_MAX_BYTES (1024 * 1024)
 
+/* Which rule a load broke, for callers that answer with a code (the
+ * daemon's control replies) rather than the text. */
+enum trk_config_kind {
+    TRK_CONFIG_INVALID = 0, /* anything else: syntax, a key, a value, reading */
+    TRK_CONFIG_DUPLICATE,   /* two objects share a name                       */
+    TRK_CONFIG_TOO_MANY,    /* more than TRK_MAX_OBJECTS objects              */
+};
+
 /* Where and why a load failed. line/col are 1-based, col counted in bytes;
  * both are 0 when the error has no place in a text (trk_objects_from_json).
  * Strings are NUL-terminated, truncated to fit, valid UTF-8 on one line. */
@@ -38,6 +47,7 @@ struct trk_config_error {
     char file[256]; /* the path, or the name given for a string         */
     int line, col;
     char msg[256]; /* the message alone, without "file:line:col: "     */
+    enum trk_config_kind kind;
 };
 
 #define TRK_CAMERA_MAX_CONTROLS 16
@@ -51,8 +61,8 @@ struct trk_camera_control {
 
 /* A validated object set. def[0..n) go straight to trk_backend_set_objects;
  * color[i] is object i's display colour (R, G, B) for the web UI: the file's
- * "color" or, when absent, trk_objects_default_color(&def[i]). Entries past n
- * are zero after a load. */
+ * "color" or, when absent, trk_object_display_rgb(&def[i]) (gpu/color.h).
+ * Entries past n are zero after a load. */
 struct trk_objects {
     int n;
     struct trk_object_def def[TRK_MAX_OBJECTS];
@@ -126,11 +136,6 @@ int trk_objects_save_file(const char *path, const struct trk_objects *objs);
  * yellow, magenta, cyan, orange; config/demo_objects.c). Static storage. */
 const char *trk_objects_demo_json(void);
 
-/* The display colour used when an object has no "color": the centre of its
- * box converted to RGB (hsv: hue centre with wrap; ycbcr: BT.601 full range
- * per gpu/color.h). */
-void trk_objects_default_color(const struct trk_object_def *def, uint8_t rgb[3]);
-
 /* Index of the object called name, or -1. */
 int trk_objects_find(const struct trk_objects *objs, const char *name);
 
@@ -138,6 +143,15 @@ int trk_objects_find(const struct trk_objects *objs, const char *name);
  * value or -1. */
 const char *trk_objects_space_name(enum trk_space space);
 int trk_objects_space_parse(const char *s);
+
+/* The channel rules the loader checks, for clients that edit objects (the
+ * hello's "limits", PROTOCOL.md): channel c (0..2) of space is called
+ * trk_objects_channel_name ("H", "Cb", ...; NULL out of range), takes the
+ * values 0..trk_objects_channel_max, and may have lo > hi, a range through 0,
+ * when trk_objects_channel_wraps (the hsv hue only). */
+const char *trk_objects_channel_name(enum trk_space space, int c);
+int trk_objects_channel_max(enum trk_space space, int c);
+bool trk_objects_channel_wraps(enum trk_space space, int c);
 
 #ifdef __cplusplus
 }

@@ -13,7 +13,6 @@
 #include "color.h"
 #include "log.h"
 #include "preview.h"
-#include "ws.h"
 
 /* Sample requests waiting for the next frame; more get a "busy" error so a
  * client cannot make the processing thread do unbounded work. */
@@ -21,12 +20,9 @@
 /* Largest sampled square radius and rectangle side (pixels). */
 #define SAMPLE_RADIUS_MAX 16
 #define SAMPLE_SIDE_MAX   4096
-
-const char *const trk_control_types[] = {
-    "set_objects",   "add_object",  "update_object", "rename_object",
-    "remove_object", "get_objects", "save_objects",  "reload_objects",
-    "sample",        "preview",     "auth",          NULL,
-};
+/* save/reload requests waiting for the file worker; more get "busy" (each
+ * save holds a copy of the set). */
+#define MAX_JOBS 8
 
 struct sample_req {
     uint64_t client;
@@ -35,46 +31,47 @@ struct sample_req {
     int x, y, radius;   /* as asked (radius -1 for a rectangle) */
 };
 
+/* A save or reload waiting for the file worker. */
+struct file_job {
+    enum trk_ctl_type type; /* TRK_CTL_SAVE_OBJECTS or TRK_CTL_RELOAD_OBJECTS */
+    uint64_t client;
+    char id[TRK_MSG_ID_MAX * 6 + 3];
+    struct trk_objects *snapshot; /* save: the set when it was asked for */
+};
+
 struct trk_control {
-    pthread_mutex_t lock; /* guards everything below */
-    struct trk_ws *ws;
+    struct trk_reply out; /* set at create, then read-only */
+    char *save_path;      /* set at create, then read-only */
+    pthread_t worker;     /* runs file_jobs: the service thread never waits on disk */
+    bool worker_started;
+    pthread_mutex_t lock;           /* guards everything below */
+    pthread_cond_t wake;            /* to the worker: a job was queued, or quit */
+    struct file_job jobs[MAX_JOBS]; /* ring from job_head */
+    int job_head, n_jobs;
+    bool quit;
     struct trk_objects objs;
     uint64_t version; /* bumped on every change; starts at 1 */
-    char *save_path;
     struct trk_hello_info hello;
     char *h_version, *h_backend, *h_source;
     struct sample_req pending[MAX_PENDING];
     int n_pending;
     int preview_width;
     double preview_fps;
-    int mask; /* object index shown as a mask, -1 = none */
+    int mask;                            /* object index shown as a mask, -1 = none */
+    char color_text[TRK_MAX_OBJECTS][8]; /* "#rrggbb" per object (color_strings) */
+    const char *colors[TRK_MAX_OBJECTS];
 };
 
 /* ------------------------------------------------------------- pixels */
 
 void trk_pixel_channels(const struct trk_image *img, int x, int y, enum trk_space space, int c[3])
 {
-    bool yuv = img->fmt == TRK_FMT_YUYV || img->fmt == TRK_FMT_NV12 || img->fmt == TRK_FMT_I420;
-    if (yuv && space == TRK_SPACE_YCBCR) {
-        const uint8_t *row = img->plane[0] + (size_t)y * img->pitch[0];
-        if (img->fmt == TRK_FMT_YUYV) {
-            const uint8_t *m = row + (size_t)(x / 2) * 4;
-            c[0] = m[(x & 1) * 2], c[1] = m[1], c[2] = m[3];
-        } else if (img->fmt == TRK_FMT_NV12) {
-            const uint8_t *ch =
-                img->plane[1] + (size_t)(y / 2) * img->pitch[1] + (size_t)(x / 2) * 2;
-            c[0] = row[x], c[1] = ch[0], c[2] = ch[1];
-        } else {
-            c[0] = row[x];
-            c[1] = img->plane[1][(size_t)(y / 2) * img->pitch[1] + x / 2];
-            c[2] = img->plane[2][(size_t)(y / 2) * img->pitch[2] + x / 2];
-        }
-        return;
-    }
-    uint8_t rgb[3];
-    trk_image_pixel_rgb(img, x, y, rgb);
-    trk_rgb_to_space(&trk_rgb2ycc_coefs[trk_coef_index(img->matrix, img->full_range)], space, rgb,
-                     c);
+    int nat[3], t[3][3];
+    const int yuv = trk_pixel_native(img->fmt, img->plane, img->pitch, x, y, nat);
+    const int ci = trk_coef_index(img->matrix, img->full_range);
+    TRK_ASSERT((unsigned)space <= TRK_SPACE_YCBCR);
+    trk_pixel_triples(&trk_yuv2rgb_coefs[ci], &trk_rgb2ycc_coefs[ci], yuv, 1 << space, nat, t);
+    c[0] = t[space][0], c[1] = t[space][1], c[2] = t[space][2];
 }
 
 bool trk_pixel_matches(const struct trk_image *img, int x, int y, const struct trk_object_def *def)
@@ -84,89 +81,97 @@ bool trk_pixel_matches(const struct trk_image *img, int x, int y, const struct t
     return trk_box_match(def->lo, def->hi, def->space == TRK_SPACE_HSV, c[0], c[1], c[2]) != 0;
 }
 
-/* ------------------------------------------------------------ lifecycle */
+/* ------------------------------------------------------------- replies */
 
-static char *dup_or_null(const char *s)
+/* Sends b (built by an encoder that returned rc) and frees it. A message
+ * that lost an append is dropped, never sent truncated. */
+static void send_reply(struct trk_control *c, uint64_t client, struct trk_buf *b, int rc)
 {
-    return s ? strdup(s) : NULL;
+    if (rc || b->failed)
+        log_warn("out of memory building a reply to client %llu: not sent",
+                 (unsigned long long)client);
+    else if (c->out.send)
+        c->out.send(c->out.ctx, client, b);
+    trk_buf_free(b);
 }
 
-int trk_control_create(const struct trk_control_cfg *cfg, struct trk_control **out)
+/* code: a TRK_MSG_* error (its "code" string goes out). */
+static void vreply_error(struct trk_control *c, uint64_t client, const char *id, int code,
+                         const char *fmt, va_list ap)
 {
-    *out = NULL;
-    if (!cfg || !cfg->objects) return TRK_EINVAL;
-    struct trk_control *c = calloc(1, sizeof(*c));
-    if (!c) return TRK_ENOMEM;
-    pthread_mutex_init(&c->lock, NULL);
-    c->objs = *cfg->objects;
-    c->version = 1;
-    c->mask = -1;
-    c->hello = cfg->hello;
-    c->save_path = dup_or_null(cfg->save_path);
-    c->h_version = dup_or_null(cfg->hello.version);
-    c->h_backend = dup_or_null(cfg->hello.backend);
-    c->h_source = dup_or_null(cfg->hello.source);
-    c->hello.version = c->h_version;
-    c->hello.backend = c->h_backend;
-    c->hello.source = c->h_source;
-    c->preview_width = cfg->hello.preview.width;
-    c->preview_fps = cfg->hello.preview.fps;
-    *out = c;
-    return 0;
+    char text[512];
+    vsnprintf(text, sizeof(text), fmt, ap);
+    struct trk_buf b = { 0 };
+    send_reply(c, client, &b, trk_msg_error(&b, trk_msg_err_code(code), text, id));
 }
 
-void trk_control_destroy(struct trk_control **pc)
+__attribute__((format(printf, 5, 6))) static void
+reply_error(struct trk_control *c, uint64_t client, const char *id, int code, const char *fmt, ...)
 {
-    if (!pc || !*pc) return;
-    struct trk_control *c = *pc;
-    pthread_mutex_destroy(&c->lock);
-    free(c->save_path);
-    free(c->h_version);
-    free(c->h_backend);
-    free(c->h_source);
-    free(c);
-    *pc = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    vreply_error(c, client, id, code, fmt, ap);
+    va_end(ap);
 }
 
-/* "#rrggbb" for every object of the set. */
-static void color_strings(const struct trk_objects *o, char (*buf)[8], const char **ptr)
+/* The control message being answered. */
+struct request {
+    uint64_t client;
+    const char *id; /* the request's id as JSON text, "" = none */
+    enum trk_ctl_type type;
+    json_t *msg;
+};
+
+/* The error reply to request r. */
+__attribute__((format(printf, 4, 5))) static void
+refuse(struct trk_control *c, const struct request *r, int code, const char *fmt, ...)
 {
+    va_list ap;
+    va_start(ap, fmt);
+    vreply_error(c, r->client, r->id, code, fmt, ap);
+    va_end(ap);
+}
+
+/* The ack with one integer field (object_id, count). */
+static void ack_int(struct trk_control *c, const struct request *r, const char *key, int64_t v)
+{
+    struct trk_buf b = { 0 };
+    send_reply(c, r->client, &b,
+               trk_msg_ack_int(&b, trk_msg_control_types[r->type], r->id, key, v));
+}
+
+/* ------------------------------------------------------------ the set */
+
+/* With the lock held: "#rrggbb" for every object of the set. */
+static const char *const *color_strings(struct trk_control *c)
+{
+    const struct trk_objects *o = &c->objs;
     for (int i = 0; i < o->n; i++) {
-        snprintf(buf[i], 8, "#%02x%02x%02x", o->color[i][0], o->color[i][1], o->color[i][2]);
-        ptr[i] = buf[i];
+        snprintf(c->color_text[i], 8, "#%02x%02x%02x", o->color[i][0], o->color[i][1],
+                 o->color[i][2]);
+        c->colors[i] = c->color_text[i];
     }
+    return c->colors;
 }
 
 /* With the lock held: new hello for the current set, and (broadcast) an
  * "objects" message to everyone connected. */
 static void publish_locked(struct trk_control *c, bool broadcast)
 {
-    if (!c->ws) return;
-    static char buf[TRK_MAX_OBJECTS][8]; /* guarded by c->lock */
-    static const char *ptr[TRK_MAX_OBJECTS];
-    color_strings(&c->objs, buf, ptr);
     struct trk_hello_info h = c->hello;
     h.defs = c->objs.def;
     h.n_objects = c->objs.n;
-    h.colors = ptr;
+    h.colors = color_strings(c);
     h.preview.width = c->preview_width;
     if (h.width > 0 && h.height > 0)
         h.preview.height = (int)((long)h.height * c->preview_width / h.width);
     h.preview.fps = c->preview_fps;
     struct trk_buf b = { 0 };
-    if (trk_msg_hello(&b, &h) == 0) trk_ws_set_hello(c->ws, b.data);
+    if (c->out.set_hello && trk_msg_hello(&b, &h) == 0) c->out.set_hello(c->out.ctx, &b);
     trk_buf_reset(&b);
-    if (broadcast && trk_msg_objects(&b, c->objs.def, c->objs.n, ptr) == 0)
-        trk_ws_broadcast(c->ws, TRK_WS_CONFIG, b.data, b.len);
+    if (broadcast && c->out.broadcast && trk_msg_objects(&b, h.defs, h.n_objects, h.colors) == 0)
+        c->out.broadcast(c->out.ctx, &b);
     trk_buf_free(&b);
-}
-
-void trk_control_set_ws(struct trk_control *c, struct trk_ws *ws)
-{
-    pthread_mutex_lock(&c->lock);
-    c->ws = ws;
-    publish_locked(c, false);
-    pthread_mutex_unlock(&c->lock);
 }
 
 /* With the lock held: the set changed. */
@@ -203,17 +208,14 @@ bool trk_control_preview(struct trk_control *c, int *width, double *fps,
 
 int trk_control_reload(struct trk_control *c, char *msg, size_t msg_len)
 {
-    pthread_mutex_lock(&c->lock);
-    char *path = dup_or_null(c->save_path);
-    pthread_mutex_unlock(&c->lock);
-    if (!path) {
+    if (!c->save_path) {
         snprintf(msg, msg_len, "no objects file to reload (start with --objects)");
-        return TRK_EINVAL;
+        return TRK_MSG_NO_FILE;
     }
     /* Loading reads a file: done without the lock, then swapped in. */
     struct trk_objects *o = malloc(sizeof(*o));
     struct trk_config_error cerr;
-    int err = o ? trk_objects_load_file(path, o, &cerr) : TRK_ENOMEM;
+    int err = o ? trk_objects_load_file(c->save_path, o, &cerr) : TRK_ENOMEM;
     if (err) {
         if (o)
             trk_config_error_format(&cerr, msg, msg_len);
@@ -224,65 +226,156 @@ int trk_control_reload(struct trk_control *c, char *msg, size_t msg_len)
         c->objs = *o;
         changed_locked(c);
         pthread_mutex_unlock(&c->lock);
-        snprintf(msg, msg_len, "%s: %d objects", path, o->n);
+        snprintf(msg, msg_len, "%s: %d objects", c->save_path, o->n);
     }
     free(o);
-    free(path);
-    return err;
+    return err ? TRK_MSG_INVALID_OBJECT : 0;
 }
 
-/* ------------------------------------------------------------- replies */
+/* ---------------------------------------------------------- file worker */
 
-static void reply(struct trk_control *c, uint64_t client, struct trk_buf *b)
-{
-    if (c->ws) trk_ws_send_to(c->ws, client, b->data, b->len);
-}
-
-static void reply_error(struct trk_control *c, uint64_t client, const char *id, const char *code,
-                        const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-
-static void reply_error(struct trk_control *c, uint64_t client, const char *id, const char *code,
-                        const char *fmt, ...)
-{
-    char text[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(text, sizeof(text), fmt, ap);
-    va_end(ap);
-    struct trk_buf b = { 0 };
-    if (trk_msg_error(&b, code, text, id) == 0) reply(c, client, &b);
-    trk_buf_free(&b);
-}
-
-/* ack with optional extra fields (raw JSON text after a comma, or NULL). */
-static void reply_ack(struct trk_control *c, uint64_t client, const char *type, const char *id,
-                      const char *extra)
+/* On the worker, without the lock: does one save or reload and replies. */
+static void run_job(struct trk_control *c, const struct file_job *j)
 {
     struct trk_buf b = { 0 };
-    if (trk_msg_ack(&b, type, id, extra != NULL) == 0 &&
-        (!extra || (trk_buf_puts(&b, ",") == 0 && trk_buf_puts(&b, extra) == 0 &&
-                    trk_buf_puts(&b, "}") == 0)))
-        reply(c, client, &b);
-    trk_buf_free(&b);
+    if (j->type == TRK_CTL_SAVE_OBJECTS) {
+        int err = trk_objects_save_file(c->save_path, j->snapshot);
+        if (err) {
+            reply_error(c, j->client, j->id, TRK_MSG_IO_ERROR, "%s: %s", c->save_path,
+                        trk_strerror(err));
+            return;
+        }
+        log_info("saved %d objects to %s", j->snapshot->n, c->save_path);
+        send_reply(c, j->client, &b, trk_msg_ack_saved(&b, j->id, c->save_path, j->snapshot->n));
+        return;
+    }
+    char why[600];
+    int err = trk_control_reload(c, why, sizeof(why));
+    if (err) {
+        reply_error(c, j->client, j->id, err, "%s", why);
+        return;
+    }
+    pthread_mutex_lock(&c->lock);
+    int n = c->objs.n;
+    pthread_mutex_unlock(&c->lock);
+    send_reply(c, j->client, &b, trk_msg_ack_int(&b, "reload_objects", j->id, "count", n));
+}
+
+static void *file_worker(void *arg)
+{
+    struct trk_control *c = arg;
+    pthread_mutex_lock(&c->lock);
+    for (;;) {
+        while (!c->n_jobs && !c->quit)
+            pthread_cond_wait(&c->wake, &c->lock);
+        if (!c->n_jobs) break; /* quit, and every queued job is done */
+        struct file_job j = c->jobs[c->job_head];
+        c->job_head = (c->job_head + 1) % MAX_JOBS;
+        c->n_jobs--;
+        pthread_mutex_unlock(&c->lock);
+        run_job(c, &j);
+        free(j.snapshot);
+        pthread_mutex_lock(&c->lock);
+    }
+    pthread_mutex_unlock(&c->lock);
+    return NULL;
+}
+
+/* With the lock held: hands r to the worker (which frees snapshot). */
+static void queue_job(struct trk_control *c, const struct request *r, struct trk_objects *snapshot)
+{
+    if (c->n_jobs == MAX_JOBS) {
+        free(snapshot);
+        refuse(c, r, TRK_MSG_BUSY, "too many save/reload requests pending; try again");
+        return;
+    }
+    struct file_job *j = &c->jobs[(c->job_head + c->n_jobs++) % MAX_JOBS];
+    j->type = r->type;
+    j->client = r->client;
+    snprintf(j->id, sizeof(j->id), "%s", r->id);
+    j->snapshot = snapshot;
+    pthread_cond_signal(&c->wake);
+}
+
+/* ------------------------------------------------------------ lifecycle */
+
+static char *dup_or_null(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+int trk_control_create(const struct trk_control_cfg *cfg, struct trk_control **out)
+{
+    *out = NULL;
+    if (!cfg || !cfg->objects) return TRK_EINVAL;
+    struct trk_control *c = calloc(1, sizeof(*c));
+    if (!c) return TRK_ENOMEM;
+    pthread_mutex_init(&c->lock, NULL);
+    pthread_cond_init(&c->wake, NULL);
+    c->out = cfg->reply;
+    c->objs = *cfg->objects;
+    c->version = 1;
+    c->mask = -1;
+    c->hello = cfg->hello;
+    c->save_path = dup_or_null(cfg->save_path);
+    c->h_version = dup_or_null(cfg->hello.version);
+    c->h_backend = dup_or_null(cfg->hello.backend);
+    c->h_source = dup_or_null(cfg->hello.source);
+    c->hello.version = c->h_version;
+    c->hello.backend = c->h_backend;
+    c->hello.source = c->h_source;
+    c->preview_width = cfg->hello.preview.width;
+    c->preview_fps = cfg->hello.preview.fps;
+    if (pthread_create(&c->worker, NULL, file_worker, c) != 0) {
+        trk_control_destroy(&c);
+        return TRK_ENOMEM;
+    }
+    c->worker_started = true;
+    pthread_mutex_lock(&c->lock);
+    publish_locked(c, false);
+    pthread_mutex_unlock(&c->lock);
+    *out = c;
+    return 0;
+}
+
+void trk_control_destroy(struct trk_control **pc)
+{
+    if (!pc || !*pc) return;
+    struct trk_control *c = *pc;
+    *pc = NULL;
+    if (c->worker_started) {
+        pthread_mutex_lock(&c->lock);
+        c->quit = true;
+        pthread_cond_signal(&c->wake);
+        pthread_mutex_unlock(&c->lock);
+        pthread_join(c->worker, NULL);
+    }
+    pthread_cond_destroy(&c->wake);
+    pthread_mutex_destroy(&c->lock);
+    free(c->save_path);
+    free(c->h_version);
+    free(c->h_backend);
+    free(c->h_source);
+    free(c);
 }
 
 /* ------------------------------------------------------------ requests */
 
 /* Reads an integer field; returns 1 when present and in [lo, hi], 0 when
  * absent, -1 after replying with an error. */
-static int get_int(struct trk_control *c, uint64_t client, const char *id, json_t *msg,
-                   const char *key, long long lo, long long hi, long long *v)
+static int get_int(struct trk_control *c, const struct request *r, const char *key, long long lo,
+                   long long hi, long long *v)
 {
-    json_t *j = json_object_get(msg, key);
+    json_t *j = json_object_get(r->msg, key);
     if (!j) return 0;
     if (!json_is_integer(j)) {
-        reply_error(c, client, id, "bad_field", "\"%s\" must be an integer", key);
+        refuse(c, r, TRK_MSG_BAD_FIELD, "\"%s\" must be an integer", key);
         return -1;
     }
     *v = json_integer_value(j);
     if (*v < lo || *v > hi) {
-        reply_error(c, client, id, "out_of_range", "\"%s\" = %lld is out of range %lld..%lld", key,
-                    *v, lo, hi);
+        refuse(c, r, TRK_MSG_OUT_OF_RANGE, "\"%s\" = %lld is out of range %lld..%lld", key, *v, lo,
+               hi);
         return -1;
     }
     return 1;
@@ -290,47 +383,46 @@ static int get_int(struct trk_control *c, uint64_t client, const char *id, json_
 
 /* The object a request names by "object_id" or "name"; -1 after an error
  * reply. Lock held. */
-static int find_target(struct trk_control *c, uint64_t client, const char *id, json_t *msg)
+static int find_target(struct trk_control *c, const struct request *r)
 {
-    json_t *name = json_object_get(msg, "name");
+    json_t *name = json_object_get(r->msg, "name");
     long long k;
-    int r = get_int(c, client, id, msg, "object_id", 0, TRK_MAX_OBJECTS, &k);
-    if (r < 0) return -1;
-    if (r == 1) {
+    int got = get_int(c, r, "object_id", 0, TRK_MAX_OBJECTS, &k);
+    if (got < 0) return -1;
+    if (got == 1) {
         if (k >= c->objs.n) {
-            reply_error(c, client, id, "not_found", "no object with object_id %lld (%d objects)", k,
-                        c->objs.n);
+            refuse(c, r, TRK_MSG_NOT_FOUND, "no object with object_id %lld (%d objects)", k,
+                   c->objs.n);
             return -1;
         }
         return (int)k;
     }
     if (!name) {
-        reply_error(c, client, id, "bad_field", "\"object_id\" (integer) or \"name\" is required");
+        refuse(c, r, TRK_MSG_BAD_FIELD, "\"object_id\" (integer) or \"name\" is required");
         return -1;
     }
     if (!json_is_string(name)) {
-        reply_error(c, client, id, "bad_field", "\"name\" must be a string");
+        refuse(c, r, TRK_MSG_BAD_FIELD, "\"name\" must be a string");
         return -1;
     }
     int i = trk_objects_find(&c->objs, json_string_value(name));
     if (i < 0)
-        reply_error(c, client, id, "not_found", "no object named \"%.80s\"",
-                    json_string_value(name));
+        refuse(c, r, TRK_MSG_NOT_FOUND, "no object named \"%.80s\"", json_string_value(name));
     return i;
 }
 
-/* Parses msg[key] as one object; false after an error reply. */
-static bool parse_object(struct trk_control *c, uint64_t client, const char *id, json_t *msg,
-                         struct trk_object_def *def, uint8_t color[3])
+/* Parses msg["object"] as one object; false after an error reply. */
+static bool parse_object(struct trk_control *c, const struct request *r, struct trk_object_def *def,
+                         uint8_t color[3])
 {
-    json_t *o = json_object_get(msg, "object");
+    json_t *o = json_object_get(r->msg, "object");
     if (!json_is_object(o)) {
-        reply_error(c, client, id, "bad_field", "\"object\" must be an object");
+        refuse(c, r, TRK_MSG_BAD_FIELD, "\"object\" must be an object");
         return false;
     }
     char why[256];
     if (trk_objects_parse_object(o, def, color, why, sizeof(why))) {
-        reply_error(c, client, id, "invalid_object", "object: %s", why);
+        refuse(c, r, TRK_MSG_INVALID_OBJECT, "object: %s", why);
         return false;
     }
     return true;
@@ -343,255 +435,279 @@ static bool name_taken(const struct trk_objects *o, const char *name, int except
     return false;
 }
 
-static void handle_sample(struct trk_control *c, uint64_t client, const char *id, json_t *msg)
+/* The reply code for a set the objects loader rejected. */
+static int config_code(const struct trk_config_error *e)
 {
-    struct sample_req r = { .client = client, .radius = -1 };
-    snprintf(r.id, sizeof(r.id), "%s", id);
-    int fw = c->hello.width, fh = c->hello.height;
-    long long x, y, v;
-    int rx = get_int(c, client, id, msg, "x", 0, fw > 0 ? fw - 1 : 0, &x);
-    if (rx < 0) return;
-    int ry = get_int(c, client, id, msg, "y", 0, fh > 0 ? fh - 1 : 0, &y);
-    if (ry < 0) return;
-    if (!rx || !ry) {
-        reply_error(c, client, id, "bad_field", "\"x\" and \"y\" (integers) are required");
-        return;
+    switch (e->kind) {
+    case TRK_CONFIG_DUPLICATE: return TRK_MSG_DUPLICATE_NAME;
+    case TRK_CONFIG_TOO_MANY: return TRK_MSG_TOO_MANY_OBJECTS;
+    case TRK_CONFIG_INVALID: break;
     }
-    r.x = (int)x, r.y = (int)y;
-    long long w = 0, h = 0;
-    int rw = get_int(c, client, id, msg, "w", 1, SAMPLE_SIDE_MAX, &w);
-    if (rw < 0) return;
-    int rh = get_int(c, client, id, msg, "h", 1, SAMPLE_SIDE_MAX, &h);
-    if (rh < 0) return;
-    if (rw != rh) {
-        reply_error(c, client, id, "bad_field", "\"w\" and \"h\" go together");
-        return;
-    }
-    if (rw) { /* a rectangle from (x, y) */
-        r.x0 = r.x, r.y0 = r.y;
-        r.x1 = (int)(x + w - 1), r.y1 = (int)(y + h - 1);
-    } else {
-        v = 2;
-        if (get_int(c, client, id, msg, "radius", 0, SAMPLE_RADIUS_MAX, &v) < 0) return;
-        r.radius = (int)v;
-        r.x0 = r.x - r.radius, r.y0 = r.y - r.radius;
-        r.x1 = r.x + r.radius, r.y1 = r.y + r.radius;
-    }
-    if (r.x0 < 0) r.x0 = 0;
-    if (r.y0 < 0) r.y0 = 0;
-    if (fw > 0 && r.x1 > fw - 1) r.x1 = fw - 1;
-    if (fh > 0 && r.y1 > fh - 1) r.y1 = fh - 1;
-    if (c->n_pending == MAX_PENDING) {
-        reply_error(c, client, id, "busy", "too many sample requests pending; try again");
-        return;
-    }
-    c->pending[c->n_pending++] = r;
+    return TRK_MSG_INVALID_OBJECT;
 }
 
-static void handle_preview(struct trk_control *c, uint64_t client, const char *id, json_t *msg)
+/* Every handler below runs with the lock held and replies exactly once. */
+
+static void handle_get_objects(struct trk_control *c, const struct request *r)
+{
+    struct trk_buf b = { 0 };
+    send_reply(c, r->client, &b,
+               trk_msg_objects_reply(&b, r->id, c->objs.def, c->objs.n, color_strings(c)));
+}
+
+static void handle_set_objects(struct trk_control *c, const struct request *r)
+{
+    json_t *arr = json_object_get(r->msg, "objects");
+    if (!json_is_array(arr)) {
+        refuse(c, r, TRK_MSG_BAD_FIELD, "\"objects\" must be an array");
+        return;
+    }
+    json_t *root = json_pack("{sO}", "objects", arr);
+    struct trk_objects *n = malloc(sizeof(*n));
+    struct trk_config_error cerr;
+    int err = root && n ? trk_objects_from_json(root, "set_objects", n, &cerr) : TRK_ENOMEM;
+    if (!err) {
+        c->objs = *n;
+        changed_locked(c);
+        ack_int(c, r, "count", n->n);
+    } else if (err == TRK_ENOMEM) {
+        refuse(c, r, TRK_MSG_IO_ERROR, "out of memory");
+    } else {
+        refuse(c, r, config_code(&cerr), "%s", cerr.msg);
+    }
+    json_decref(root);
+    free(n);
+}
+
+/* Makes def object k (k == n appends one) unless another object has its
+ * name. */
+static void store_object(struct trk_control *c, const struct request *r, int k,
+                         const struct trk_object_def *def, const uint8_t color[3])
+{
+    if (name_taken(&c->objs, def->name, k)) {
+        refuse(c, r, TRK_MSG_DUPLICATE_NAME, "an object named \"%s\" exists", def->name);
+        return;
+    }
+    if (k == c->objs.n) c->objs.n++;
+    c->objs.def[k] = *def;
+    memcpy(c->objs.color[k], color, 3);
+    changed_locked(c);
+    ack_int(c, r, "object_id", k);
+}
+
+static void handle_add_object(struct trk_control *c, const struct request *r)
+{
+    struct trk_object_def def;
+    uint8_t color[3];
+    if (!parse_object(c, r, &def, color)) return;
+    if (c->objs.n >= TRK_MAX_OBJECTS) {
+        refuse(c, r, TRK_MSG_TOO_MANY_OBJECTS, "already %d objects (the most)", c->objs.n);
+        return;
+    }
+    store_object(c, r, c->objs.n, &def, color);
+}
+
+static void handle_update_object(struct trk_control *c, const struct request *r)
+{
+    int k = find_target(c, r);
+    if (k < 0) return;
+    struct trk_object_def def;
+    uint8_t color[3];
+    if (!parse_object(c, r, &def, color)) return;
+    store_object(c, r, k, &def, color);
+}
+
+static void handle_rename_object(struct trk_control *c, const struct request *r)
+{
+    int k = find_target(c, r);
+    if (k < 0) return;
+    json_t *nn = json_object_get(r->msg, "new_name");
+    if (!json_is_string(nn)) {
+        refuse(c, r, TRK_MSG_BAD_FIELD, "\"new_name\" must be a string");
+        return;
+    }
+    const char *s = json_string_value(nn);
+    size_t len = json_string_length(nn);
+    if (len >= TRK_NAME_MAX || strlen(s) != len) {
+        refuse(c, r, TRK_MSG_INVALID_OBJECT, "new_name must be 1..%d bytes without NUL",
+               TRK_NAME_MAX - 1);
+        return;
+    }
+    if (name_taken(&c->objs, s, k)) {
+        refuse(c, r, TRK_MSG_DUPLICATE_NAME, "an object named \"%s\" exists", s);
+        return;
+    }
+    /* The renamed set is checked whole, by the loader's rules, before it is
+     * taken. */
+    struct trk_objects *t = malloc(sizeof(*t));
+    if (!t) {
+        refuse(c, r, TRK_MSG_IO_ERROR, "out of memory");
+        return;
+    }
+    *t = c->objs;
+    memcpy(t->def[k].name, s, len + 1);
+    char why[256];
+    if (trk_objects_validate(t, why, sizeof(why))) {
+        refuse(c, r, TRK_MSG_INVALID_OBJECT, "%s", why);
+    } else {
+        c->objs = *t;
+        changed_locked(c);
+        ack_int(c, r, "object_id", k);
+    }
+    free(t);
+}
+
+static void handle_remove_object(struct trk_control *c, const struct request *r)
+{
+    int k = find_target(c, r);
+    if (k < 0) return;
+    struct trk_objects *o = &c->objs;
+    memmove(&o->def[k], &o->def[k + 1], (o->n - k - 1) * sizeof(o->def[0]));
+    memmove(&o->color[k], &o->color[k + 1], (o->n - k - 1) * sizeof(o->color[0]));
+    o->n--;
+    memset(&o->def[o->n], 0, sizeof(o->def[0]));
+    memset(&o->color[o->n], 0, sizeof(o->color[0]));
+    if (c->mask == k)
+        c->mask = -1;
+    else if (c->mask > k)
+        c->mask--;
+    changed_locked(c);
+    struct trk_buf b = { 0 };
+    send_reply(c, r->client, &b, trk_msg_ack(&b, "remove_object", r->id, false));
+}
+
+/* Saving writes and fsyncs a file: the worker does it, from a copy of the
+ * set as it is now. */
+static void handle_save_objects(struct trk_control *c, const struct request *r)
+{
+    if (!c->save_path) {
+        refuse(c, r, TRK_MSG_NO_FILE, "the daemon has no objects file");
+        return;
+    }
+    struct trk_objects *snapshot = malloc(sizeof(*snapshot));
+    if (!snapshot) {
+        refuse(c, r, TRK_MSG_IO_ERROR, "out of memory");
+        return;
+    }
+    *snapshot = c->objs;
+    queue_job(c, r, snapshot);
+}
+
+static void handle_reload_objects(struct trk_control *c, const struct request *r)
+{
+    if (!c->save_path) {
+        refuse(c, r, TRK_MSG_NO_FILE, "no objects file to reload (start with --objects)");
+        return;
+    }
+    queue_job(c, r, NULL);
+}
+
+static void handle_sample(struct trk_control *c, const struct request *r)
+{
+    struct sample_req q = { .client = r->client, .radius = -1 };
+    snprintf(q.id, sizeof(q.id), "%s", r->id);
+    int fw = c->hello.width, fh = c->hello.height;
+    long long x, y, w = 0, h = 0, v = 2;
+    int rx = get_int(c, r, "x", 0, fw > 0 ? fw - 1 : 0, &x);
+    int ry = rx < 0 ? -1 : get_int(c, r, "y", 0, fh > 0 ? fh - 1 : 0, &y);
+    if (ry < 0) return;
+    if (!rx || !ry) {
+        refuse(c, r, TRK_MSG_BAD_FIELD, "\"x\" and \"y\" (integers) are required");
+        return;
+    }
+    int rw = get_int(c, r, "w", 1, SAMPLE_SIDE_MAX, &w);
+    int rh = rw < 0 ? -1 : get_int(c, r, "h", 1, SAMPLE_SIDE_MAX, &h);
+    if (rh < 0) return;
+    if (rw != rh) {
+        refuse(c, r, TRK_MSG_BAD_FIELD, "\"w\" and \"h\" go together");
+        return;
+    }
+    if (!rw && get_int(c, r, "radius", 0, SAMPLE_RADIUS_MAX, &v) < 0) return;
+    q.x = (int)x, q.y = (int)y;
+    if (rw) { /* a rectangle from (x, y) */
+        q.x0 = q.x, q.y0 = q.y;
+        q.x1 = (int)(x + w - 1), q.y1 = (int)(y + h - 1);
+    } else {
+        q.radius = (int)v;
+        q.x0 = q.x - q.radius, q.y0 = q.y - q.radius;
+        q.x1 = q.x + q.radius, q.y1 = q.y + q.radius;
+    }
+    if (q.x0 < 0) q.x0 = 0;
+    if (q.y0 < 0) q.y0 = 0;
+    if (fw > 0 && q.x1 > fw - 1) q.x1 = fw - 1;
+    if (fh > 0 && q.y1 > fh - 1) q.y1 = fh - 1;
+    if (c->n_pending == MAX_PENDING) {
+        refuse(c, r, TRK_MSG_BUSY, "too many sample requests pending; try again");
+        return;
+    }
+    c->pending[c->n_pending++] = q;
+}
+
+/* msg["mask"] as an object index (-1 = null, cur when absent); -2 after an
+ * error reply. */
+static int get_mask(struct trk_control *c, const struct request *r, int cur)
+{
+    json_t *m = json_object_get(r->msg, "mask");
+    if (!m) return cur;
+    if (json_is_null(m)) return -1;
+    if (!json_is_string(m)) {
+        refuse(c, r, TRK_MSG_BAD_FIELD, "\"mask\" must be an object name or null");
+        return -2;
+    }
+    int k = trk_objects_find(&c->objs, json_string_value(m));
+    if (k < 0) {
+        refuse(c, r, TRK_MSG_NOT_FOUND, "no object named \"%.80s\"", json_string_value(m));
+        return -2;
+    }
+    return k;
+}
+
+static void handle_preview(struct trk_control *c, const struct request *r)
 {
     long long w = c->preview_width;
     int fw = c->hello.width > 16 ? c->hello.width : 4096;
-    if (get_int(c, client, id, msg, "width", 16, fw, &w) < 0) return;
-    json_t *fps = json_object_get(msg, "fps");
+    if (get_int(c, r, "width", 16, fw, &w) < 0) return;
+    json_t *fps = json_object_get(r->msg, "fps");
     double f = c->preview_fps;
     if (fps) {
         if (!json_is_number(fps)) {
-            reply_error(c, client, id, "bad_field", "\"fps\" must be a number");
+            refuse(c, r, TRK_MSG_BAD_FIELD, "\"fps\" must be a number");
             return;
         }
         f = json_number_value(fps);
         if (!(f >= 0.1 && f <= 60)) {
-            reply_error(c, client, id, "out_of_range", "\"fps\" = %g is out of range 0.1..60", f);
+            refuse(c, r, TRK_MSG_OUT_OF_RANGE, "\"fps\" = %g is out of range 0.1..60", f);
             return;
         }
     }
-    int mask = c->mask;
-    json_t *m = json_object_get(msg, "mask");
-    if (m && json_is_null(m))
-        mask = -1;
-    else if (m) {
-        if (!json_is_string(m)) {
-            reply_error(c, client, id, "bad_field", "\"mask\" must be an object name or null");
-            return;
-        }
-        mask = trk_objects_find(&c->objs, json_string_value(m));
-        if (mask < 0) {
-            reply_error(c, client, id, "not_found", "no object named \"%.80s\"",
-                        json_string_value(m));
-            return;
-        }
-    }
+    int mask = get_mask(c, r, c->mask);
+    if (mask < -1) return;
     c->preview_width = (int)w;
     c->preview_fps = f;
     c->mask = mask;
     publish_locked(c, false);
     struct trk_buf b = { 0 };
-    if (trk_buf_puts(&b, "\"width\":") == 0 && trk_buf_i64(&b, w) == 0 &&
-        trk_buf_puts(&b, ",\"fps\":") == 0 && trk_buf_fixed(&b, f, 3) == 0 &&
-        trk_buf_puts(&b, ",\"mask\":") == 0 &&
-        trk_buf_json_str(&b, mask >= 0 ? c->objs.def[mask].name : NULL, TRK_NAME_MAX) == 0)
-        reply_ack(c, client, "preview", id, b.data);
-    trk_buf_free(&b);
+    send_reply(
+        c, r->client, &b,
+        trk_msg_ack_preview(&b, r->id, (int)w, f, mask >= 0 ? c->objs.def[mask].name : NULL));
 }
 
-/* With the lock held. */
-static void handle(struct trk_control *c, uint64_t client, const char *type, const char *id,
-                   json_t *msg)
-{
-    char extra[TRK_NAME_MAX * 6 + 4200];
-    if (!strcmp(type, "get_objects")) {
-        static char buf[TRK_MAX_OBJECTS][8];
-        static const char *ptr[TRK_MAX_OBJECTS];
-        color_strings(&c->objs, buf, ptr);
-        struct trk_buf b = { 0 }, o = { 0 };
-        /* {"type":"objects","id":X,"objects":[...]}: the broadcast form plus id. */
-        if (trk_msg_objects(&o, c->objs.def, c->objs.n, ptr) == 0 &&
-            trk_buf_puts(&b, "{\"type\":\"objects\"") == 0 &&
-            (!*id || (trk_buf_puts(&b, ",\"id\":") == 0 && trk_buf_puts(&b, id) == 0)) &&
-            trk_buf_puts(&b, o.data + strlen("{\"type\":\"objects\"")) == 0)
-            reply(c, client, &b);
-        trk_buf_free(&b);
-        trk_buf_free(&o);
-    } else if (!strcmp(type, "set_objects")) {
-        json_t *arr = json_object_get(msg, "objects");
-        if (!json_is_array(arr)) {
-            reply_error(c, client, id, "bad_field", "\"objects\" must be an array");
-            return;
-        }
-        if (json_array_size(arr) > TRK_MAX_OBJECTS) {
-            reply_error(c, client, id, "too_many_objects", "%zu objects (at most %d)",
-                        json_array_size(arr), TRK_MAX_OBJECTS);
-            return;
-        }
-        json_t *root = json_pack("{sO}", "objects", arr);
-        struct trk_objects *n = malloc(sizeof(*n));
-        struct trk_config_error cerr;
-        int err = root && n ? trk_objects_from_json(root, "set_objects", n, &cerr) : TRK_ENOMEM;
-        if (!err) {
-            c->objs = *n;
-            changed_locked(c);
-            snprintf(extra, sizeof(extra), "\"count\":%d", n->n);
-            reply_ack(c, client, type, id, extra);
-        } else if (err == TRK_ENOMEM) {
-            reply_error(c, client, id, "io_error", "out of memory");
-        } else {
-            reply_error(c, client, id,
-                        strstr(cerr.msg, "already used") ? "duplicate_name" : "invalid_object",
-                        "%s", cerr.msg);
-        }
-        json_decref(root);
-        free(n);
-    } else if (!strcmp(type, "add_object")) {
-        struct trk_object_def def;
-        uint8_t color[3];
-        if (!parse_object(c, client, id, msg, &def, color)) return;
-        if (c->objs.n >= TRK_MAX_OBJECTS) {
-            reply_error(c, client, id, "too_many_objects", "already %d objects (the most)",
-                        c->objs.n);
-            return;
-        }
-        if (name_taken(&c->objs, def.name, -1)) {
-            reply_error(c, client, id, "duplicate_name", "an object named \"%s\" exists", def.name);
-            return;
-        }
-        int k = c->objs.n++;
-        c->objs.def[k] = def;
-        memcpy(c->objs.color[k], color, 3);
-        changed_locked(c);
-        snprintf(extra, sizeof(extra), "\"object_id\":%d", k);
-        reply_ack(c, client, type, id, extra);
-    } else if (!strcmp(type, "update_object")) {
-        int k = find_target(c, client, id, msg);
-        if (k < 0) return;
-        struct trk_object_def def;
-        uint8_t color[3];
-        if (!parse_object(c, client, id, msg, &def, color)) return;
-        if (name_taken(&c->objs, def.name, k)) {
-            reply_error(c, client, id, "duplicate_name", "an object named \"%s\" exists", def.name);
-            return;
-        }
-        c->objs.def[k] = def;
-        memcpy(c->objs.color[k], color, 3);
-        changed_locked(c);
-        snprintf(extra, sizeof(extra), "\"object_id\":%d", k);
-        reply_ack(c, client, type, id, extra);
-    } else if (!strcmp(type, "rename_object")) {
-        int k = find_target(c, client, id, msg);
-        if (k < 0) return;
-        json_t *nn = json_object_get(msg, "new_name");
-        if (!json_is_string(nn)) {
-            reply_error(c, client, id, "bad_field", "\"new_name\" must be a string");
-            return;
-        }
-        struct trk_objects *t = malloc(sizeof(*t));
-        if (!t) return;
-        *t = c->objs;
-        const char *s = json_string_value(nn);
-        size_t len = json_string_length(nn);
-        char why[256] = "";
-        if (len >= TRK_NAME_MAX || strlen(s) != len) {
-            snprintf(why, sizeof(why), "new_name must be 1..%d bytes without NUL",
-                     TRK_NAME_MAX - 1);
-        } else {
-            memcpy(t->def[k].name, s, len + 1);
-            if (name_taken(t, s, k)) {
-                free(t);
-                reply_error(c, client, id, "duplicate_name", "an object named \"%s\" exists", s);
-                return;
-            }
-            trk_objects_validate(t, why, sizeof(why));
-        }
-        if (*why) {
-            reply_error(c, client, id, "invalid_object", "%s", why);
-        } else {
-            c->objs = *t;
-            changed_locked(c);
-            snprintf(extra, sizeof(extra), "\"object_id\":%d", k);
-            reply_ack(c, client, type, id, extra);
-        }
-        free(t);
-    } else if (!strcmp(type, "remove_object")) {
-        int k = find_target(c, client, id, msg);
-        if (k < 0) return;
-        memmove(&c->objs.def[k], &c->objs.def[k + 1], (c->objs.n - k - 1) * sizeof(c->objs.def[0]));
-        memmove(&c->objs.color[k], &c->objs.color[k + 1],
-                (c->objs.n - k - 1) * sizeof(c->objs.color[0]));
-        c->objs.n--;
-        memset(&c->objs.def[c->objs.n], 0, sizeof(c->objs.def[0]));
-        memset(&c->objs.color[c->objs.n], 0, sizeof(c->objs.color[0]));
-        if (c->mask == k)
-            c->mask = -1;
-        else if (c->mask > k)
-            c->mask--;
-        changed_locked(c);
-        reply_ack(c, client, type, id, NULL);
-    } else if (!strcmp(type, "save_objects")) {
-        if (!c->save_path) {
-            reply_error(c, client, id, "no_file", "the daemon has no objects file");
-            return;
-        }
-        /* A small file written and renamed: short enough to do here. */
-        int err = trk_objects_save_file(c->save_path, &c->objs);
-        if (err) {
-            reply_error(c, client, id, "io_error", "%s: %s", c->save_path, trk_strerror(err));
-            return;
-        }
-        struct trk_buf b = { 0 };
-        if (trk_buf_puts(&b, "\"path\":") == 0 &&
-            trk_buf_json_str(&b, c->save_path, strlen(c->save_path)) == 0 &&
-            trk_buf_puts(&b, ",\"count\":") == 0 && trk_buf_i64(&b, c->objs.n) == 0)
-            reply_ack(c, client, type, id, b.data);
-        trk_buf_free(&b);
-        log_info("saved %d objects to %s", c->objs.n, c->save_path);
-    } else if (!strcmp(type, "sample")) {
-        handle_sample(c, client, id, msg);
-    } else if (!strcmp(type, "preview")) {
-        handle_preview(c, client, id, msg);
-    } else {
-        reply_error(c, client, id, "unsupported", "\"%s\" is not handled", type);
-    }
-}
+/* The one table of what answers each control type (messages.h lists the
+ * types). "auth" has none: the server answers it before it gets here. */
+typedef void (*handler_fn)(struct trk_control *c, const struct request *r);
+static const handler_fn handlers[TRK_CTL_COUNT] = {
+    [TRK_CTL_SET_OBJECTS] = handle_set_objects,
+    [TRK_CTL_ADD_OBJECT] = handle_add_object,
+    [TRK_CTL_UPDATE_OBJECT] = handle_update_object,
+    [TRK_CTL_RENAME_OBJECT] = handle_rename_object,
+    [TRK_CTL_REMOVE_OBJECT] = handle_remove_object,
+    [TRK_CTL_GET_OBJECTS] = handle_get_objects,
+    [TRK_CTL_SAVE_OBJECTS] = handle_save_objects,
+    [TRK_CTL_RELOAD_OBJECTS] = handle_reload_objects,
+    [TRK_CTL_SAMPLE] = handle_sample,
+    [TRK_CTL_PREVIEW] = handle_preview,
+    [TRK_CTL_AUTH] = NULL,
+};
 
 void trk_control_on_message(void *user, uint64_t client_id, const char *json, size_t len)
 {
@@ -602,29 +718,15 @@ void trk_control_on_message(void *user, uint64_t client_id, const char *json, si
     /* The server checked JSON, object and type already. */
     json_t *msg = json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr);
     const char *type = msg ? json_string_value(json_object_get(msg, "type")) : NULL;
+    int t = trk_msg_control_type(type);
     if (!type) {
-        reply_error(c, client_id, id, "bad_json", "invalid message");
-        json_decref(msg);
-        return;
-    }
-    if (!strcmp(type, "reload_objects")) {
-        char why[600];
-        int err = trk_control_reload(c, why, sizeof(why));
-        if (err) {
-            reply_error(c, client_id, id,
-                        err == TRK_EINVAL && strstr(why, "no objects file") ? "no_file"
-                                                                            : "invalid_object",
-                        "%s", why);
-        } else {
-            pthread_mutex_lock(&c->lock);
-            char extra[32];
-            snprintf(extra, sizeof(extra), "\"count\":%d", c->objs.n);
-            reply_ack(c, client_id, type, id, extra);
-            pthread_mutex_unlock(&c->lock);
-        }
+        reply_error(c, client_id, id, TRK_MSG_BAD_JSON, "invalid message");
+    } else if (t < 0 || !handlers[t]) {
+        reply_error(c, client_id, id, TRK_MSG_UNSUPPORTED, "\"%s\" is not handled", type);
     } else {
+        struct request r = { .client = client_id, .id = id, .type = t, .msg = msg };
         pthread_mutex_lock(&c->lock);
-        handle(c, client_id, type, id, msg);
+        handlers[t](c, &r);
         pthread_mutex_unlock(&c->lock);
     }
     json_decref(msg);
@@ -640,136 +742,87 @@ struct chan_stats {
     long long sum[3];
 };
 
-static void put_box(struct trk_buf *b, const char *space, const int lo[3], const int hi[3])
-{
-    trk_buf_puts(b, "{\"space\":");
-    trk_buf_json_str(b, space, 8);
-    for (int k = 0; k < 2; k++) {
-        const int *v = k ? hi : lo;
-        trk_buf_puts(b, k ? ",\"hi\":[" : ",\"lo\":[");
-        for (int i = 0; i < 3; i++) {
-            if (i) trk_buf_puts(b, ",");
-            trk_buf_i64(b, v[i]);
-        }
-        trk_buf_puts(b, "]");
-    }
-    trk_buf_puts(b, "}");
-}
-
 static int clampi(int v, int lo, int hi)
 {
     return v < lo ? lo : v > hi ? hi : v;
 }
 
-static void answer_sample(struct trk_control *c, const struct sample_req *r,
-                          const struct trk_image *img, uint64_t seq)
+/* Per-space channel ranges and sums of the pixels in s->rect; the hue as a
+ * signed offset from the first pixel's hue (*h_ref). */
+static void sample_stats(const struct trk_image *img, const struct trk_sample_info *s,
+                         struct chan_stats st[3], int *h_ref)
 {
-    int x0 = r->x0, y0 = r->y0;
-    int x1 = r->x1 < img->width - 1 ? r->x1 : img->width - 1;
-    int y1 = r->y1 < img->height - 1 ? r->y1 : img->height - 1;
-    if (x0 > x1 || y0 > y1) {
-        reply_error(c, r->client, r->id, "out_of_range", "the sample lies outside the %dx%d frame",
-                    img->width, img->height);
-        return;
-    }
-    struct chan_stats st[3];
-    int h_ref = -1;
-    long n = 0;
-    for (int s = 0; s < 3; s++)
+    *h_ref = -1;
+    for (int sp = 0; sp < 3; sp++)
         for (int i = 0; i < 3; i++)
-            st[s].lo[i] = 1 << 20, st[s].hi[i] = -(1 << 20), st[s].sum[i] = 0;
-    for (int y = y0; y <= y1; y++)
-        for (int x = x0; x <= x1; x++) {
-            for (int s = 0; s < 3; s++) {
+            st[sp].lo[i] = 1 << 20, st[sp].hi[i] = -(1 << 20), st[sp].sum[i] = 0;
+    for (int y = s->rect[1]; y <= s->rect[3]; y++)
+        for (int x = s->rect[0]; x <= s->rect[2]; x++)
+            for (int sp = 0; sp < 3; sp++) {
                 int ch[3];
-                trk_pixel_channels(img, x, y, (enum trk_space)s, ch);
-                if (s == TRK_SPACE_HSV) {
+                trk_pixel_channels(img, x, y, (enum trk_space)sp, ch);
+                if (sp == TRK_SPACE_HSV) {
                     /* Hue as a signed offset from the first pixel's hue. */
-                    if (h_ref < 0) h_ref = ch[0];
-                    int d = ch[0] - h_ref;
-                    if (d > 180) d -= 360;
-                    if (d < -180) d += 360;
+                    if (*h_ref < 0) *h_ref = ch[0];
+                    int d = ch[0] - *h_ref;
+                    if (d > TRK_HUE_VALUES / 2) d -= TRK_HUE_VALUES;
+                    if (d < -TRK_HUE_VALUES / 2) d += TRK_HUE_VALUES;
                     ch[0] = d;
                 }
                 for (int i = 0; i < 3; i++) {
-                    if (ch[i] < st[s].lo[i]) st[s].lo[i] = ch[i];
-                    if (ch[i] > st[s].hi[i]) st[s].hi[i] = ch[i];
-                    st[s].sum[i] += ch[i];
+                    if (ch[i] < st[sp].lo[i]) st[sp].lo[i] = ch[i];
+                    if (ch[i] > st[sp].hi[i]) st[sp].hi[i] = ch[i];
+                    st[sp].sum[i] += ch[i];
                 }
             }
-            n++;
-        }
-    int mean[3][3];
-    for (int s = 0; s < 3; s++)
+}
+
+/* Means and suggested boxes (observed range plus a margin, clamped) into s
+ * from the statistics of s->n pixels. */
+static void sample_boxes(const struct chan_stats st[3], int h_ref, struct trk_sample_info *s)
+{
+    long n = s->n;
+    for (int sp = 0; sp < 3; sp++)
         for (int i = 0; i < 3; i++)
-            mean[s][i] = (int)((st[s].sum[i] + (st[s].sum[i] >= 0 ? n / 2 : -n / 2)) / n);
-    mean[TRK_SPACE_HSV][0] = ((h_ref + mean[TRK_SPACE_HSV][0]) % 360 + 360) % 360;
-    /* Boxes: observed range plus a margin (channels), clamped. */
-    int lo[3][3], hi[3][3];
-    for (int s = 0; s < 3; s++)
+            s->mean[sp][i] = (int)((st[sp].sum[i] + (st[sp].sum[i] >= 0 ? n / 2 : -n / 2)) / n);
+    s->mean[TRK_SPACE_HSV][0] = trk_hue_wrap(h_ref + s->mean[TRK_SPACE_HSV][0]);
+    for (int sp = 0; sp < 3; sp++)
         for (int i = 0; i < 3; i++) {
-            int margin = (s == TRK_SPACE_HSV && i == 0) ? 8 : 25;
-            int max = (s == TRK_SPACE_HSV && i == 0) ? 359 : 255;
-            if (s == TRK_SPACE_HSV && i == 0) {
-                int span = st[s].hi[0] - st[s].lo[0] + 2 * margin;
-                if (span >= 359) {
-                    lo[s][0] = 0, hi[s][0] = 359;
-                } else {
-                    lo[s][0] = ((h_ref + st[s].lo[0] - margin) % 360 + 360) % 360;
-                    hi[s][0] = ((h_ref + st[s].hi[0] + margin) % 360 + 360) % 360;
-                }
+            bool hue = sp == TRK_SPACE_HSV && i == 0;
+            int margin = hue ? 8 : 25;
+            int max = trk_chan_max(sp, i);
+            if (!hue) {
+                s->lo[sp][i] = clampi(st[sp].lo[i] - margin, 0, max);
+                s->hi[sp][i] = clampi(st[sp].hi[i] + margin, 0, max);
+            } else if (st[sp].hi[0] - st[sp].lo[0] + 2 * margin >= max) {
+                s->lo[sp][0] = 0, s->hi[sp][0] = max;
             } else {
-                lo[s][i] = clampi(st[s].lo[i] - margin, 0, max);
-                hi[s][i] = clampi(st[s].hi[i] + margin, 0, max);
+                s->lo[sp][0] = trk_hue_wrap(h_ref + st[sp].lo[0] - margin);
+                s->hi[sp][0] = trk_hue_wrap(h_ref + st[sp].hi[0] + margin);
             }
         }
-    /* Saturation floor: a grey-ish sample keeps the full hue range useful. */
+}
+
+static void answer_sample(struct trk_control *c, const struct sample_req *r,
+                          const struct trk_image *img, uint64_t seq)
+{
+    struct trk_sample_info s = { .id_json = r->id, .x = r->x, .y = r->y, .radius = r->radius };
+    s.rect[0] = r->x0, s.rect[1] = r->y0;
+    s.rect[2] = r->x1 < img->width - 1 ? r->x1 : img->width - 1;
+    s.rect[3] = r->y1 < img->height - 1 ? r->y1 : img->height - 1;
+    if (s.rect[0] > s.rect[2] || s.rect[1] > s.rect[3]) {
+        reply_error(c, r->client, r->id, TRK_MSG_OUT_OF_RANGE,
+                    "the sample lies outside the %dx%d frame", img->width, img->height);
+        return;
+    }
+    struct chan_stats st[3];
+    int h_ref;
+    sample_stats(img, &s, st, &h_ref);
+    s.seq = seq;
+    s.n = (long)(s.rect[2] - s.rect[0] + 1) * (s.rect[3] - s.rect[1] + 1);
+    sample_boxes(st, h_ref, &s);
     struct trk_buf b = { 0 };
-    trk_buf_puts(&b, "{\"type\":\"sample\"");
-    if (*r->id) {
-        trk_buf_puts(&b, ",\"id\":");
-        trk_buf_puts(&b, r->id);
-    }
-    trk_buf_puts(&b, ",\"x\":");
-    trk_buf_i64(&b, r->x);
-    trk_buf_puts(&b, ",\"y\":");
-    trk_buf_i64(&b, r->y);
-    if (r->radius >= 0) {
-        trk_buf_puts(&b, ",\"radius\":");
-        trk_buf_i64(&b, r->radius);
-    }
-    trk_buf_puts(&b, ",\"rect\":[");
-    int rect[4] = { x0, y0, x1, y1 };
-    for (int i = 0; i < 4; i++) {
-        if (i) trk_buf_puts(&b, ",");
-        trk_buf_i64(&b, rect[i]);
-    }
-    trk_buf_puts(&b, "],\"seq\":");
-    trk_buf_u64(&b, seq);
-    trk_buf_puts(&b, ",\"n\":");
-    trk_buf_i64(&b, n);
-    static const char *names[3] = { "rgb", "hsv", "ycbcr" };
-    for (int s = 0; s < 3; s++) {
-        trk_buf_puts(&b, ",\"");
-        trk_buf_puts(&b, names[s]);
-        trk_buf_puts(&b, "\":[");
-        for (int i = 0; i < 3; i++) {
-            if (i) trk_buf_puts(&b, ",");
-            trk_buf_i64(&b, mean[s][i]);
-        }
-        trk_buf_puts(&b, "]");
-    }
-    trk_buf_puts(&b, ",\"suggest\":");
-    put_box(&b, "hsv", lo[TRK_SPACE_HSV], hi[TRK_SPACE_HSV]);
-    trk_buf_puts(&b, ",\"suggest_all\":{");
-    for (int s = 0; s < 3; s++) {
-        if (s) trk_buf_puts(&b, ",");
-        trk_buf_json_str(&b, names[s], 8);
-        trk_buf_puts(&b, ":");
-        put_box(&b, names[s], lo[s], hi[s]);
-    }
-    if (trk_buf_puts(&b, "}}") == 0 && c->ws) trk_ws_send_to(c->ws, r->client, b.data, b.len);
-    trk_buf_free(&b);
+    send_reply(c, r->client, &b, trk_msg_sample(&b, &s));
 }
 
 void trk_control_frame(struct trk_control *c, const struct trk_image *img, uint64_t seq)

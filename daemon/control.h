@@ -4,15 +4,18 @@
  * save/reload the objects file).
  *
  * Threads: trk_control_on_message runs on the WebSocket service thread and
- * never blocks on the pipeline: edits take a short mutex and bump a version;
- * sample requests are queued and answered by the processing thread from the
- * next frame (trk_control_frame). The processing thread picks up a new object
- * set between frames (trk_control_poll); the preview thread reads the mask
- * and preview settings (trk_control_preview). trk_control_reload may be
- * called from any thread (SIGHUP handling in main). Every function is
+ * never blocks on the pipeline or the disk: edits take a short mutex and bump
+ * a version; sample requests are queued and answered by the processing
+ * thread from the next frame (trk_control_frame); save_objects and
+ * reload_objects are queued to the module's file worker thread, which
+ * replies when the file is written or read. The processing thread picks up a
+ * new object set between frames (trk_control_poll); the preview thread reads
+ * the mask and preview settings (trk_control_preview). trk_control_reload
+ * may be called from any thread (SIGHUP handling in main). Every function is
  * thread-safe.
  *
- * Lifecycle: create / set_ws / destroy. */
+ * Lifecycle: create (starts the file worker) / destroy (finishes the queued
+ * file requests, then joins it). */
 #ifndef TRK_DAEMON_CONTROL_H
 #define TRK_DAEMON_CONTROL_H
 
@@ -25,7 +28,20 @@
 #include "objects.h"
 
 struct trk_control;
-struct trk_ws;
+
+/* Where the module's messages go (the WebSocket server, in the daemon). Each
+ * function may be NULL (the message is dropped) and is called from any of
+ * the threads above, so it must be thread-safe and must not block; msg is
+ * only valid during the call. */
+struct trk_reply {
+    void *ctx; /* first argument of every function */
+    /* A reply to one request (ack, error, objects, sample). */
+    void (*send)(void *ctx, uint64_t client, const struct trk_buf *msg);
+    /* The "objects" message to every client, after the set changed. */
+    void (*broadcast)(void *ctx, const struct trk_buf *msg);
+    /* The hello new clients get; replaced after every change. */
+    void (*set_hello)(void *ctx, const struct trk_buf *msg);
+};
 
 struct trk_control_cfg {
     const struct trk_objects *objects; /* the initial set (copied)                  */
@@ -34,19 +50,17 @@ struct trk_control_cfg {
     struct trk_hello_info hello;       /* hello template: strings copied; defs,
                                         * n_objects and colors are ignored (the
                                         * current set is used)                      */
+    struct trk_reply reply;            /* where replies, broadcasts and the hello go;
+                                        * the hello is set at create              */
 };
 
-/* Control message types this module answers (NULL-terminated), for
- * trk_ws_cfg.control_types. */
-extern const char *const trk_control_types[];
-
+/* Returns 0, TRK_EINVAL or TRK_ENOMEM (also when the worker cannot start). */
 int trk_control_create(const struct trk_control_cfg *cfg, struct trk_control **out);
-/* Attaches the server that replies and broadcasts go to, and sets its hello
- * for the current set. Call once, before clients can send messages. */
-void trk_control_set_ws(struct trk_control *c, struct trk_ws *ws);
+/* Safe on NULL and twice. cfg->reply must stay usable until it returns. */
 void trk_control_destroy(struct trk_control **c);
 
-/* trk_ws_on_message: user is the struct trk_control. */
+/* trk_ws_on_message: user is the struct trk_control. Answers the types of
+ * trk_msg_control_types (messages.h) except "auth" (the server's). */
 void trk_control_on_message(void *user, uint64_t client_id, const char *json, size_t len);
 
 /* Processing thread: when the set changed since *version, copies it into
@@ -63,7 +77,9 @@ bool trk_control_preview(struct trk_control *c, int *width, double *fps,
                          struct trk_object_def *mask);
 
 /* Reloads the objects file (SIGHUP). On failure the current set stays and
- * the "file:line:col: message" text is in msg. Returns 0 or a negative code. */
+ * the "file:line:col: message" text is in msg. Returns 0, TRK_MSG_NO_FILE
+ * (no save_path) or TRK_MSG_INVALID_OBJECT (the file cannot be read or is
+ * not a valid objects file): the error code of a reload_objects reply. */
 int trk_control_reload(struct trk_control *c, char *msg, size_t msg_len);
 
 /* The channel triple the backends test for an object of space at pixel

@@ -163,17 +163,11 @@ static int export_frame(struct file_src *s, struct trk_frame *f)
     }
     int err = trk_frame_layout(f, fmt, av->width, av->height, 64);
     if (err) return err;
-    int planes = fmt == TRK_FMT_I420 ? 3 : fmt == TRK_FMT_NV12 ? 2 : 1;
-    for (int p = 0; p < planes; p++) {
-        size_t row = p == 0 ? (fmt == TRK_FMT_NV12 || fmt == TRK_FMT_I420 ? (size_t)av->width
-                               : fmt == TRK_FMT_YUYV ? (size_t)((av->width + 1) / 2) * 4
-                                                     : (size_t)av->width * trk_pixfmt_bpp(fmt))
-                     : fmt == TRK_FMT_NV12 ? (size_t)((av->width + 1) / 2) * 2
-                                           : (size_t)((av->width + 1) / 2);
-        int rows = p == 0 ? av->height : (av->height + 1) / 2;
+    struct trk_plane_layout L;
+    if ((err = trk_image_plane_layout(fmt, av->width, av->height, &L))) return err;
+    for (int p = 0; p < L.planes; p++)
         av_image_copy_plane((uint8_t *)f->img.plane[p], (int)f->img.pitch[p], av->data[p],
-                            av->linesize[p], (int)row, rows);
-    }
+                            av->linesize[p], (int)L.row_bytes[p], L.rows[p]);
     f->img.matrix = matrix;
     f->img.full_range = full;
     return 0;

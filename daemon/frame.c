@@ -25,23 +25,12 @@ static size_t round_up(size_t v, size_t a)
 
 int trk_frame_layout(struct trk_frame *f, enum trk_pixfmt fmt, int width, int height, size_t align)
 {
-    if (width <= 0 || height <= 0 || (unsigned)fmt >= TRK_FMT_COUNT || align == 0)
-        return TRK_EINVAL;
-    size_t w = (size_t)width, h = (size_t)height, cw = (w + 1) / 2, ch = (h + 1) / 2;
-    size_t pitch[3] = { 0, 0, 0 }, rows[3] = { h, 0, 0 };
-    switch (fmt) {
-    case TRK_FMT_YUYV: pitch[0] = round_up(4 * cw, align); break;
-    case TRK_FMT_NV12:
-        pitch[0] = round_up(w, align);
-        pitch[1] = round_up(2 * cw, align);
-        rows[1] = ch;
-        break;
-    case TRK_FMT_I420:
-        pitch[0] = round_up(w, align);
-        pitch[1] = pitch[2] = round_up(cw, align);
-        rows[1] = rows[2] = ch;
-        break;
-    default: pitch[0] = round_up(w * (size_t)trk_pixfmt_bpp(fmt), align); break;
+    struct trk_plane_layout L;
+    if (align == 0 || trk_image_plane_layout(fmt, width, height, &L)) return TRK_EINVAL;
+    size_t pitch[3] = { 0, 0, 0 }, rows[3] = { 0, 0, 0 };
+    for (int p = 0; p < L.planes; p++) {
+        pitch[p] = round_up(L.row_bytes[p], align);
+        rows[p] = (size_t)L.rows[p];
     }
     size_t need = pitch[0] * rows[0] + pitch[1] * rows[1] + pitch[2] * rows[2];
     if (need > f->cap) {

@@ -47,6 +47,29 @@ static void on_signal(int sig)
     stop_requested = 1;
 }
 
+/* The control module's replies, broadcasts and hello go out through the
+ * server (ctx); the server hands it control messages through *user, the
+ * control module created after the server and before trk_ws_start. */
+static void ws_reply(void *ctx, uint64_t client, const struct trk_buf *msg)
+{
+    trk_ws_send_to(ctx, client, msg->data, msg->len);
+}
+
+static void ws_config(void *ctx, const struct trk_buf *msg)
+{
+    trk_ws_broadcast(ctx, TRK_WS_CONFIG, msg->data, msg->len);
+}
+
+static void ws_hello(void *ctx, const struct trk_buf *msg)
+{
+    trk_ws_set_hello(ctx, msg->data);
+}
+
+static void on_control_message(void *user, uint64_t client, const char *json, size_t len)
+{
+    trk_control_on_message(*(struct trk_control **)user, client, json, len);
+}
+
 /* SIGHUP: the handler only sets a flag; reload_main does the reload on a
  * normal thread (file I/O and locks are not async-signal-safe). */
 static volatile sig_atomic_t reload_requested, reload_quit;
@@ -103,13 +126,6 @@ static int make_token(char *out, size_t len)
     for (int i = 0; i < 16; i++)
         snprintf(out + 2 * i, 3, "%02x", r[i]);
     return 0;
-}
-
-static void ws_log(int level, const char *line)
-{
-    /* libwebsockets' own lines, at our levels. */
-    if (level <= TRK_LOG_WARN)
-        trk_log_write(level <= 0 ? TRK_LOG_ERROR : TRK_LOG_WARN, "lws", 0, "%s", line);
 }
 
 /* --list-devices / --list-formats / --list-controls. */
@@ -288,15 +304,25 @@ static int pick_token(const struct trk_settings *s, char *token, size_t len)
     return 0;
 }
 
-/* The control module (the one place it is created: it answers the page's
- * edits and, with --no-server too, SIGHUP reloads), then the web server it
- * answers through. */
+/* The web server, then the control module (the one place it is created:
+ * it answers the page's edits through the server and, with --no-server
+ * too, SIGHUP reloads), then the server starts taking clients. */
 static int start_server(struct app *a)
 {
     const struct trk_settings *s = &a->s;
     char token[130] = "";
     int rc, err;
     if (s->server && (rc = pick_token(s, token, sizeof(token)))) return rc;
+    struct trk_ws_cfg wc = {
+        .address = s->listen_addr,
+        .port = s->listen_port,
+        .web_root = s->web_root,
+        .queue_len = 8,
+        .on_message = on_control_message,
+        .user = &a->control,
+        .control_types = trk_msg_control_types,
+        .control_token = token,
+    };
     /* save_objects target: --save-objects, else the --objects file, else
      * ./objects.json (so a page started without a file can still save). */
     struct trk_control_cfg cc = {
@@ -306,27 +332,16 @@ static int start_server(struct app *a)
                                      : "objects.json",
         .hello = hello_info(a, token[0] != '\0'),
     };
-    if ((err = trk_control_create(&cc, &a->control))) {
-        log_error_err(err, "cannot start");
-        return TRK_EX_SOFTWARE;
+    err = s->server ? trk_ws_create(&wc, &a->ws) : 0;
+    if (a->ws)
+        cc.reply = (struct trk_reply){
+            .ctx = a->ws, .send = ws_reply, .broadcast = ws_config, .set_hello = ws_hello
+        };
+    if (err || (err = trk_control_create(&cc, &a->control))) {
+        log_error_err(err, s->server ? "cannot start the web server" : "cannot start");
+        return s->server ? TRK_EX_UNAVAILABLE : TRK_EX_SOFTWARE;
     }
     if (!s->server) return 0;
-    trk_ws_set_log(ws_log);
-    struct trk_ws_cfg wc = {
-        .address = s->listen_addr,
-        .port = s->listen_port,
-        .web_root = s->web_root,
-        .queue_len = 8,
-        .on_message = trk_control_on_message,
-        .control_types = trk_control_types,
-        .control_token = token,
-        .user = a->control,
-    };
-    if ((err = trk_ws_create(&wc, &a->ws))) {
-        log_error_err(err, "cannot start the web server");
-        return TRK_EX_UNAVAILABLE;
-    }
-    trk_control_set_ws(a->control, a->ws);
     if (trk_ws_start(a->ws)) {
         log_error("%s", trk_ws_error(a->ws));
         return TRK_EX_UNAVAILABLE;
@@ -357,9 +372,6 @@ static struct trk_pipeline_cfg pipeline_cfg(struct app *a)
         .source = &a->src,
         .source_absent = a->source_absent,
         .backend = a->backend,
-        .objects = a->objs.def,
-        .colors = (const uint8_t(*)[3])a->objs.color,
-        .n_objects = a->objs.n,
         .output = a->out,
         .output_flush = a->out && !strcmp(s->output, "-"),
         .ws = a->ws,
@@ -414,8 +426,11 @@ static int cleanup(struct app *a, int exit_code)
         log_error_err(errno, "writing %s failed", a->s.output);
         exit_code = TRK_EX_SOFTWARE;
     }
-    trk_ws_destroy(&a->ws);
+    /* The control module may still be replying from its file worker: the
+     * server stops taking messages first and goes after the module. */
+    trk_ws_stop(a->ws);
     trk_control_destroy(&a->control);
+    trk_ws_destroy(&a->ws);
     trk_backend_destroy(&a->backend);
     trk_source_destroy(&a->src);
     return exit_code;

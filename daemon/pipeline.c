@@ -13,6 +13,7 @@
 #include "messages.h"
 #include "control.h"
 #include "preview.h"
+#include "tracker.h"
 #include "ws.h"
 
 /* Latency samples kept per stats interval (older ones are overwritten). */
@@ -20,25 +21,48 @@
 /* Seconds between WebSocket "stats" messages (the page's stats panel). */
 #define WS_STATS_PERIOD 1.0
 
-/* Shared between the threads; every field below `lock` is guarded by it. */
-struct pipe {
+/* The latency stages sampled for every processed frame (ms). */
+enum stage {
+    STAGE_PROCESS, /* backend call, wall clock                          */
+    STAGE_QUEUE,   /* capture -> processing starts                      */
+    STAGE_UPLOAD,  /* host -> device copy (backend's own timing)        */
+    STAGE_KERNEL,  /* threshold + reduction (backend's own timing)      */
+    STAGE_SEND,    /* results ready -> handed to NDJSON / WebSocket     */
+    STAGE_TOTAL,   /* capture -> handed over                            */
+    N_STAGES
+};
+
+/* One running pipeline: its threads and what they share. Every field below
+ * `lock` is guarded by it; the ones above it are set before the threads
+ * start or owned by the thread named. */
+struct pipeline {
     const struct trk_pipeline_cfg *cfg;
     volatile sig_atomic_t *stop;
     double t_start;
     struct trk_pool pool;
     pthread_t capture_thread, process_thread, preview_thread;
     bool have_preview_thread;
+    /* Processing thread: the results of one frame, the current object set
+     * and the tracker that follows it. */
+    struct trk_obj_result *res; /* TRK_MAX_OBJECTS */
+    struct trk_objects *objects;
+    struct trk_tracker *tracker;
+    /* Log-once flags for errors that repeat every frame, reset when the
+     * thing works again so the next failure is logged too. */
+    _Atomic bool lost_logged;    /* capture thread: live source lost    */
+    _Atomic bool write_failed;   /* processing thread: NDJSON output    */
+    _Atomic bool backend_failed; /* processing thread: backend rejected */
+    _Atomic bool set_failed;     /* processing thread: new object set   */
 
     pthread_mutex_t lock;
     pthread_cond_t cond;
     bool capture_done, process_done, source_error, eof;
     uint64_t outages;       /* live source losses (camera unplugged, stalled) */
     uint64_t frames;        /* processed */
+    uint64_t skipped;       /* taken for processing but rejected by the backend */
     double first_t, last_t; /* monotonic times of first/last processed frame */
-    /* Per-interval latency samples in ms: process, queue, upload, kernel,
-     * send (results ready -> handed to NDJSON/WebSocket), total (capture ->
-     * handed over). */
-    float samples[6][STAT_SAMPLES];
+    /* Per-interval latency samples in ms, per stage. */
+    float samples[N_STAGES][STAT_SAMPLES];
     uint64_t n_samples; /* taken since start; sample i is at i % STAT_SAMPLES */
     /* Preview hand-off: the processing thread parks a frame here when the
      * preview thread is idle; the preview thread releases it to the pool. */
@@ -46,13 +70,13 @@ struct pipe {
     bool preview_quit;
 };
 
-static bool stopping(struct pipe *p)
+static bool stopping(struct pipeline *p)
 {
     return *p->stop != 0;
 }
 
 /* Sleeps until monotonic time t, waking early when a stop is requested. */
-static void sleep_until(struct pipe *p, double t)
+static void sleep_until(struct pipeline *p, double t)
 {
     for (;;) {
         double left = t - trk_now();
@@ -78,9 +102,8 @@ static void send_status(const struct trk_pipeline_cfg *cfg, const char *state, c
  * the same settings at once and every second after until it works. false
  * when a stop was requested meanwhile. Logs once per outage. at_start: it
  * was never open (absent at start, already logged), so no outage. */
-static bool reopen_live(struct pipe *p, int err, bool at_start)
+static bool reopen_live(struct pipeline *p, int err, bool at_start)
 {
-    static _Atomic bool lost_logged;
     const struct trk_pipeline_cfg *cfg = p->cfg;
     struct trk_source *src = cfg->source;
     double t_lost = trk_now();
@@ -88,7 +111,7 @@ static bool reopen_live(struct pipe *p, int err, bool at_start)
         pthread_mutex_lock(&p->lock);
         uint64_t n = ++p->outages;
         pthread_mutex_unlock(&p->lock);
-        log_once(lost_logged, TRK_LOG_WARN, err, "%s lost (outage %llu); retrying every second",
+        log_once(p->lost_logged, TRK_LOG_WARN, err, "%s lost (outage %llu); retrying every second",
                  src->desc, (unsigned long long)n);
     }
     trk_source_close(src);
@@ -101,14 +124,14 @@ static bool reopen_live(struct pipe *p, int err, bool at_start)
     }
     log_info(at_start ? "%s opened after %.3f s" : "%s back after %.3f s", src->desc,
              trk_now() - t_lost);
-    trk_log_once_reset(lost_logged);
+    trk_log_once_reset(p->lost_logged);
     send_status(cfg, "ok", src->desc);
     return true;
 }
 
 static void *capture_main(void *arg)
 {
-    struct pipe *p = arg;
+    struct pipeline *p = arg;
     const struct trk_pipeline_cfg *cfg = p->cfg;
     uint64_t seq = 0;
     double t0 = 0, pts0 = 0;
@@ -167,53 +190,74 @@ static void *capture_main(void *arg)
     return NULL;
 }
 
-static void write_output(const struct trk_pipeline_cfg *cfg, const struct trk_buf *msg)
+static void write_output(struct pipeline *p, const struct trk_buf *msg)
 {
-    static _Atomic bool write_failed;
+    const struct trk_pipeline_cfg *cfg = p->cfg;
     if (fwrite(msg->data, 1, msg->len, cfg->output) != msg->len ||
         fputc('\n', cfg->output) == EOF || (cfg->output_flush && fflush(cfg->output) != 0))
-        log_once(write_failed, TRK_LOG_ERROR, errno, "writing the results file failed");
+        log_once(p->write_failed, TRK_LOG_ERROR, errno, "writing the results file failed");
+    else
+        trk_log_once_reset(p->write_failed);
+}
+
+/* Applies a changed object set between frames, never mid-frame: results
+ * from here on carry the new names. Returns how many objects the results
+ * have: the new set, or none when the backend refused it (reporting old
+ * results under new names would be wrong). */
+static int apply_objects(struct pipeline *p)
+{
+    const struct trk_objects *set = p->objects;
+    int e = trk_backend_set_objects(p->cfg->backend, set->def, set->n);
+    if (e) {
+        log_once(p->set_failed, TRK_LOG_ERROR, e, "cannot apply the new object set");
+    } else if (atomic_exchange(&p->set_failed, false)) {
+        log_info("object set applied (%d objects)", set->n);
+    }
+    int n = e ? 0 : set->n;
+    /* Cannot fail: n is within the tracker's TRK_MAX_OBJECTS. */
+    trk_tracker_reset(p->tracker, set->def, n);
+    return n;
 }
 
 static void *process_main(void *arg)
 {
-    struct pipe *p = arg;
+    struct pipeline *p = arg;
     const struct trk_pipeline_cfg *cfg = p->cfg;
-    /* With a control module the set can grow to TRK_MAX_OBJECTS at runtime. */
-    int max_objects = cfg->control ? TRK_MAX_OBJECTS : cfg->n_objects ? cfg->n_objects : 1;
-    struct trk_obj_result *res = calloc(max_objects, sizeof(*res));
-    struct trk_objects *live = cfg->control ? malloc(sizeof(*live)) : NULL;
-    const struct trk_object_def *defs = cfg->objects;
-    int n_defs = cfg->n_objects;
-    uint64_t version = 0;
+    uint64_t version = 0; /* 0: the first poll gets the control's set */
+    int n_objects = 0;
     struct trk_buf msg = { 0 };
     double next_preview = 0;
-    static _Atomic bool backend_failed, set_failed;
-    if (cfg->control && !live) res = (free(res), NULL);
     for (;;) {
         struct trk_frame *f = trk_pool_take(&p->pool);
         if (!f) break;
-        /* A changed object set takes effect between frames, never mid-frame;
-         * results from here on carry the new names. */
-        if (live && trk_control_poll(cfg->control, &version, live)) {
-            int e = trk_backend_set_objects(cfg->backend, live->def, live->n);
-            /* live now holds the new names: on failure report no objects
-             * rather than old results under new names. */
-            if (e) log_once(set_failed, TRK_LOG_ERROR, e, "cannot apply the new object set");
-            defs = live->def, n_defs = e ? 0 : live->n;
-        }
+        if (trk_control_poll(cfg->control, &version, p->objects)) n_objects = apply_objects(p);
         double t_start = trk_now();
         struct trk_backend_timing timing = { 0 };
-        int err = res ? trk_backend_process(cfg->backend, &f->img, NULL, res, &timing) : TRK_ENOMEM;
+        const struct trk_roi *rois = trk_tracker_rois(p->tracker, &f->img);
+        int err = trk_backend_process(cfg->backend, &f->img, rois, p->res, &timing);
         double t_done = trk_now();
         if (err) {
             /* A frame the backend rejects (e.g. a size change it was not
-             * created for) is skipped, not fatal; logged once. */
-            log_once(backend_failed, TRK_LOG_ERROR, err, "backend %s failed on frame %llu",
+             * created for) is skipped and counted, not fatal; logged once
+             * until a frame works again. */
+            log_once(p->backend_failed, TRK_LOG_ERROR, err,
+                     "backend %s failed on frame %llu; skipping frames until it works",
                      trk_backend_name(cfg->backend), (unsigned long long)f->seq);
+            pthread_mutex_lock(&p->lock);
+            p->skipped++;
+            pthread_mutex_unlock(&p->lock);
             trk_pool_release(&p->pool, f);
             continue;
         }
+        if (atomic_exchange(&p->backend_failed, false)) {
+            pthread_mutex_lock(&p->lock);
+            uint64_t skipped = p->skipped;
+            pthread_mutex_unlock(&p->lock);
+            log_info("backend %s works again on frame %llu (%llu frames skipped since start)",
+                     trk_backend_name(cfg->backend), (unsigned long long)f->seq,
+                     (unsigned long long)skipped);
+        }
+        trk_tracker_update(p->tracker, f->seq, p->res, n_objects);
         struct trk_frame_meta meta = {
             .seq = f->seq,
             .pts = f->pts,
@@ -228,25 +272,26 @@ static void *process_main(void *arg)
             .backend = trk_backend_name(cfg->backend),
         };
         trk_buf_reset(&msg);
-        if (trk_msg_frame(&msg, &meta, defs, res, n_defs) == 0) {
-            if (cfg->output) write_output(cfg, &msg);
+        if (trk_msg_frame(&msg, &meta, p->objects->def, p->res, n_objects) == 0) {
+            if (cfg->output) write_output(p, &msg);
             if (cfg->ws) trk_ws_broadcast(cfg->ws, TRK_WS_RESULT, msg.data, msg.len);
         }
         double t_sent = trk_now();
-        /* Sampling after the send, so it never delays the results. */
-        if (cfg->control) trk_control_frame(cfg->control, &f->img, f->seq);
+        /* Answers pending colour-sample requests from this frame; after the
+         * send, so it never delays the results. */
+        trk_control_frame(cfg->control, &f->img, f->seq);
 
         pthread_mutex_lock(&p->lock);
         if (p->frames == 0) p->first_t = t_done;
         p->frames++;
         p->last_t = t_done;
         int k = (int)(p->n_samples++ % STAT_SAMPLES);
-        p->samples[0][k] = (float)meta.process_ms;
-        p->samples[1][k] = (float)meta.queue_ms;
-        p->samples[2][k] = (float)meta.upload_ms;
-        p->samples[3][k] = (float)meta.kernel_ms;
-        p->samples[4][k] = (float)((t_sent - t_done) * 1e3);
-        p->samples[5][k] = (float)((t_sent - f->t_capture) * 1e3);
+        p->samples[STAGE_PROCESS][k] = (float)meta.process_ms;
+        p->samples[STAGE_QUEUE][k] = (float)meta.queue_ms;
+        p->samples[STAGE_UPLOAD][k] = (float)meta.upload_ms;
+        p->samples[STAGE_KERNEL][k] = (float)meta.kernel_ms;
+        p->samples[STAGE_SEND][k] = (float)((t_sent - t_done) * 1e3);
+        p->samples[STAGE_TOTAL][k] = (float)((t_sent - f->t_capture) * 1e3);
         /* Hand the frame to the preview thread when one is due and the
          * encoder is idle; never wait for it. */
         bool to_preview = false;
@@ -256,12 +301,12 @@ static void *process_main(void *arg)
             if (st.clients > 0) {
                 p->preview_frame = f;
                 to_preview = true;
-                double pfps = cfg->preview_fps;
-                if (cfg->control) { /* clients may change the rate */
-                    int pw;
-                    struct trk_object_def unused;
-                    trk_control_preview(cfg->control, &pw, &pfps, &unused);
-                }
+                /* Clients may change the rate. */
+                int pw;
+                double pfps;
+                struct trk_object_def unused;
+                trk_control_preview(cfg->control, &pw, &pfps, &unused);
+                if (!(pfps > 0)) pfps = cfg->preview_fps; /* a control made without a hello */
                 next_preview = t_done + 1.0 / pfps;
                 pthread_cond_broadcast(&p->cond);
             }
@@ -270,8 +315,6 @@ static void *process_main(void *arg)
         if (!to_preview) trk_pool_release(&p->pool, f);
     }
     trk_buf_free(&msg);
-    free(res);
-    free(live);
     pthread_mutex_lock(&p->lock);
     p->process_done = true;
     p->preview_quit = true;
@@ -321,7 +364,7 @@ static int render_mask(const struct trk_image *src, int width, const struct trk_
 
 static void *preview_main(void *arg)
 {
-    struct pipe *p = arg;
+    struct pipeline *p = arg;
     const struct trk_pipeline_cfg *cfg = p->cfg;
     struct trk_preview *enc = NULL;
     uint8_t *msg = NULL;
@@ -344,19 +387,18 @@ static void *preview_main(void *arg)
         int pw, ph;
         const struct trk_image *img = &f->img;
         struct trk_image masked;
-        if (cfg->control) {
-            /* Clients may change the preview width and ask for a mask. */
-            int want_w;
-            double unused_fps;
-            struct trk_object_def mdef;
-            bool mask = trk_control_preview(cfg->control, &want_w, &unused_fps, &mdef);
-            if (want_w != enc_width) {
-                trk_preview_destroy(&enc);
-                if (trk_preview_create(want_w, cfg->preview_quality, &enc) == 0) enc_width = want_w;
-            }
-            if (mask && render_mask(img, enc_width, &mdef, &mask_buf, &mask_cap, &masked) == 0)
-                img = &masked;
+        /* Clients may change the preview width and ask for a mask. */
+        int want_w;
+        double unused_fps;
+        struct trk_object_def mdef;
+        bool mask = trk_control_preview(cfg->control, &want_w, &unused_fps, &mdef);
+        if (want_w <= 0) want_w = cfg->preview_width; /* a control made without a hello */
+        if (want_w != enc_width) {
+            trk_preview_destroy(&enc);
+            if (trk_preview_create(want_w, cfg->preview_quality, &enc) == 0) enc_width = want_w;
         }
+        if (mask && render_mask(img, enc_width, &mdef, &mask_buf, &mask_cap, &masked) == 0)
+            img = &masked;
         if (enc && trk_preview_encode(enc, img, &jpeg, &size, &pw, &ph) == 0) {
             if (size + TRK_PREVIEW_HDR > msg_cap) {
                 uint8_t *n = realloc(msg, size + TRK_PREVIEW_HDR);
@@ -414,16 +456,16 @@ struct stats_mark {
 
 /* The stats for the interval since *mark, as a log line (to_log) or a
  * WebSocket "stats" message (to_ws); *mark moves to now. */
-static void report_stats(struct pipe *p, struct stats_mark *mark, bool to_log, bool to_ws)
+static void report_stats(struct pipeline *p, struct stats_mark *mark, bool to_log, bool to_ws)
 {
     const struct trk_pipeline_cfg *cfg = p->cfg;
-    static float v[6][STAT_SAMPLES]; /* only the caller's thread reports */
+    static float v[N_STAGES][STAT_SAMPLES]; /* only the caller's thread reports */
     pthread_mutex_lock(&p->lock);
-    uint64_t frames = p->frames, total = p->n_samples;
+    uint64_t frames = p->frames, skipped = p->skipped, total = p->n_samples;
     /* The newest samples of the interval, as many as the ring still holds. */
     uint64_t from = mark->samples + STAT_SAMPLES < total ? total - STAT_SAMPLES : mark->samples;
     int n = (int)(total - from);
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < N_STAGES; i++)
         for (int k = 0; k < n; k++)
             v[i][k] = p->samples[i][(from + (uint64_t)k) % STAT_SAMPLES];
     pthread_mutex_unlock(&p->lock);
@@ -435,17 +477,18 @@ static void report_stats(struct pipe *p, struct stats_mark *mark, bool to_log, b
         .fps = fps,
         .frames = frames,
         .drops = trk_pool_drops(&p->pool),
+        .skipped = skipped,
         .rss_kb = trk_rss_kb(),
     };
     double process_max, queue_max, unused;
-    summarize(v[0], n, &st.process_ms, &process_max);
-    summarize(v[1], n, &st.queue_ms, &queue_max);
-    summarize(v[2], n, &st.upload_ms, &unused);
-    summarize(v[3], n, &st.kernel_ms, &unused);
+    summarize(v[STAGE_PROCESS], n, &st.process_ms, &process_max);
+    summarize(v[STAGE_QUEUE], n, &st.queue_ms, &queue_max);
+    summarize(v[STAGE_UPLOAD], n, &st.upload_ms, &unused);
+    summarize(v[STAGE_KERNEL], n, &st.kernel_ms, &unused);
     st.send_ms = st.total_ms = -1; /* null when no frame was processed */
     if (n > 0) {
-        summarize(v[4], n, &st.send_ms, &unused);
-        summarize(v[5], n, &st.total_ms, &unused);
+        summarize(v[STAGE_SEND], n, &st.send_ms, &unused);
+        summarize(v[STAGE_TOTAL], n, &st.total_ms, &unused);
     }
     if (cfg->ws) {
         struct trk_ws_stats ws;
@@ -456,10 +499,11 @@ static void report_stats(struct pipe *p, struct stats_mark *mark, bool to_log, b
         st.ws_bytes = ws.bytes_sent;
     }
     if (to_log)
-        log_info("%.1f fps, %llu frames, %llu dropped, process %.2f ms (p50) %.2f ms (max), "
-                 "queue %.2f ms (p50), rss %ld kB, %d clients",
-                 st.fps, (unsigned long long)st.frames, (unsigned long long)st.drops, st.process_ms,
-                 process_max, st.queue_ms, st.rss_kb, st.clients);
+        log_info("%.1f fps, %llu frames, %llu dropped, %llu skipped, process %.2f ms (p50) "
+                 "%.2f ms (max), queue %.2f ms (p50), rss %ld kB, %d clients",
+                 st.fps, (unsigned long long)st.frames, (unsigned long long)st.drops,
+                 (unsigned long long)st.skipped, st.process_ms, process_max, st.queue_ms, st.rss_kb,
+                 st.clients);
     if (cfg->ws && to_ws) {
         struct trk_buf b = { 0 };
         if (trk_msg_stats(&b, &st) == 0) trk_ws_broadcast(cfg->ws, TRK_WS_STATS, b.data, b.len);
@@ -467,7 +511,7 @@ static void report_stats(struct pipe *p, struct stats_mark *mark, bool to_log, b
     }
 }
 
-static void show_progress(struct pipe *p, bool final)
+static void show_progress(struct pipeline *p, bool final)
 {
     pthread_mutex_lock(&p->lock);
     uint64_t frames = p->frames;
@@ -480,8 +524,20 @@ static void show_progress(struct pipe *p, bool final)
 int trk_pipeline_run(const struct trk_pipeline_cfg *cfg, volatile sig_atomic_t *stop,
                      struct trk_pipeline_summary *summary)
 {
-    struct pipe *p = calloc(1, sizeof(*p));
+    /* The object set always comes from the control module (initial set,
+     * live edits, reloads): there is no other. */
+    if (!cfg->control || !cfg->backend || !cfg->source) return TRK_EINVAL;
+    struct pipeline *p = calloc(1, sizeof(*p));
     if (!p) return TRK_ENOMEM;
+    struct trk_tracker_cfg tc = { .max_objects = TRK_MAX_OBJECTS };
+    p->res = calloc(TRK_MAX_OBJECTS, sizeof(*p->res));
+    p->objects = calloc(1, sizeof(*p->objects));
+    if (!p->res || !p->objects || trk_tracker_create(&tc, &p->tracker)) {
+        free(p->res);
+        free(p->objects);
+        free(p);
+        return TRK_ENOMEM;
+    }
     p->cfg = cfg;
     p->stop = stop;
     p->t_start = trk_now();
@@ -550,6 +606,7 @@ end:
         memset(summary, 0, sizeof(*summary));
         summary->frames = p->frames;
         summary->drops = trk_pool_drops(&p->pool);
+        summary->skipped = p->skipped;
         summary->seconds = p->last_t - p->first_t;
         summary->fps = summary->seconds > 0 ? (p->frames - 1) / summary->seconds : 0;
         summary->source_error = p->source_error;
@@ -560,6 +617,9 @@ end:
     pthread_mutex_destroy(&p->lock);
     pthread_cond_destroy(&p->cond);
     trk_pool_destroy(&p->pool);
+    trk_tracker_destroy(&p->tracker);
+    free(p->res);
+    free(p->objects);
     free(p);
     return err;
 }

@@ -1,6 +1,7 @@
 /* The pipeline: a capture thread (source -> frame pool), a processing thread
- * (backend -> results -> NDJSON and WebSocket), a preview thread (JPEG for the
- * web page) and, on the caller's thread, the 1 Hz stats line. */
+ * (tracker ROIs -> backend -> tracker -> results to NDJSON and WebSocket), a
+ * preview thread (JPEG for the web page) and, on the caller's thread, the
+ * 1 Hz stats line. */
 #ifndef TRK_DAEMON_PIPELINE_H
 #define TRK_DAEMON_PIPELINE_H
 
@@ -20,10 +21,7 @@ struct trk_pipeline_cfg {
     /* A live source that could not be opened at start (the caller said so):
      * the capture thread waits for it without calling it "lost". */
     bool source_absent;
-    struct trk_backend *backend; /* objects already set */
-    const struct trk_object_def *objects;
-    const uint8_t (*colors)[3]; /* display colour per object */
-    int n_objects;
+    struct trk_backend *backend;
     FILE *output;          /* NDJSON sink or NULL */
     bool output_flush;     /* flush each line (pipes, terminals) */
     struct trk_ws *ws;     /* WebSocket server or NULL */
@@ -36,15 +34,16 @@ struct trk_pipeline_cfg {
     bool progress;         /* progress line on stderr (a terminal) */
     double stats_interval; /* seconds between stats log lines; 0 = none (the
                             * WebSocket "stats" go out every second anyway) */
-    /* Live object edits, sampling and mask view (daemon/control.h); NULL =
-     * the fixed set above. When set, its object set replaces objects /
-     * n_objects from the first frame on, and new versions are applied
-     * between frames. */
+    /* The object set (daemon/control.h: the initial set, live edits and
+     * reloads, applied to the backend between frames from the first frame
+     * on), colour sampling, preview width / rate and the mask view.
+     * Required. */
     struct trk_control *control;
 };
 
 struct trk_pipeline_summary {
     uint64_t frames, drops;
+    uint64_t skipped; /* frames the backend rejected (not in frames) */
     double seconds, fps;
     bool source_error; /* stopped because the source failed */
     bool eof;          /* stopped at the end of a file (no --loop) */
@@ -52,7 +51,8 @@ struct trk_pipeline_summary {
 };
 
 /* Runs until the source ends, max_frames are done, or *stop becomes non-zero
- * (signal handler). Returns 0 or a negative code. */
+ * (signal handler). Returns 0 or a negative code (TRK_EINVAL without a
+ * source, backend or control). */
 int trk_pipeline_run(const struct trk_pipeline_cfg *cfg, volatile sig_atomic_t *stop,
                      struct trk_pipeline_summary *summary);
 

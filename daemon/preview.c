@@ -43,40 +43,13 @@ void trk_preview_destroy(struct trk_preview **pp)
 
 void trk_image_pixel_rgb(const struct trk_image *img, int x, int y, uint8_t rgb[3])
 {
-    const uint8_t *row = img->plane[0] + (size_t)y * img->pitch[0];
-    int yy, cb, cr;
-    switch (img->fmt) {
-    case TRK_FMT_RGB24:
-    case TRK_FMT_RGBA: {
-        const uint8_t *p = row + (size_t)x * trk_pixfmt_bpp(img->fmt);
-        rgb[0] = p[0], rgb[1] = p[1], rgb[2] = p[2];
-        return;
-    }
-    case TRK_FMT_BGR24:
-    case TRK_FMT_BGRA: {
-        const uint8_t *p = row + (size_t)x * trk_pixfmt_bpp(img->fmt);
-        rgb[0] = p[2], rgb[1] = p[1], rgb[2] = p[0];
-        return;
-    }
-    case TRK_FMT_YUYV: {
-        const uint8_t *m = row + (size_t)(x / 2) * 4;
-        yy = m[(x & 1) * 2], cb = m[1], cr = m[3];
-        break;
-    }
-    case TRK_FMT_NV12: {
-        const uint8_t *c = img->plane[1] + (size_t)(y / 2) * img->pitch[1] + (size_t)(x / 2) * 2;
-        yy = row[x], cb = c[0], cr = c[1];
-        break;
-    }
-    case TRK_FMT_I420:
-        yy = row[x];
-        cb = img->plane[1][(size_t)(y / 2) * img->pitch[1] + x / 2];
-        cr = img->plane[2][(size_t)(y / 2) * img->pitch[2] + x / 2];
-        break;
-    default: rgb[0] = rgb[1] = rgb[2] = 0; return;
-    }
-    trk_yuv_to_rgb(&trk_yuv2rgb_coefs[trk_coef_index(img->matrix, img->full_range)], yy, cb, cr,
-                   &rgb[0], &rgb[1], &rgb[2]);
+    int nat[3], c[3][3];
+    const int yuv = trk_pixel_native(img->fmt, img->plane, img->pitch, x, y, nat);
+    const int ci = trk_coef_index(img->matrix, img->full_range);
+    trk_pixel_triples(&trk_yuv2rgb_coefs[ci], &trk_rgb2ycc_coefs[ci], yuv, 1 << TRK_SPACE_RGB, nat,
+                      c);
+    for (int i = 0; i < 3; i++)
+        rgb[i] = (uint8_t)c[TRK_SPACE_RGB][i];
 }
 
 int trk_preview_encode(struct trk_preview *p, const struct trk_image *img, const uint8_t **jpeg,

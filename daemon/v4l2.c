@@ -125,24 +125,15 @@ int trk_v4l2_copy(struct trk_frame *f, uint32_t fourcc, int width, int height,
 {
     int fmt = trk_v4l2_pixfmt(fourcc);
     if (fmt < 0 || width <= 0 || height <= 0) return TRK_EINVAL;
-    size_t w = (size_t)width, h = (size_t)height, cw = (w + 1) / 2, ch = (h + 1) / 2;
+    struct trk_plane_layout L;
+    if (trk_image_plane_layout((enum trk_pixfmt)fmt, width, height, &L)) return TRK_EINVAL;
     size_t bpl = bytesperline;
     /* Rows in bytes and the source pitch per plane; chroma pitches follow
      * the luma pitch as the V4L2 spec defines for single-plane formats. */
-    size_t row[3] = { 0 }, pitch[3] = { 0 }, rows[3] = { h, 0, 0 };
-    switch (fmt) {
-    case TRK_FMT_YUYV: row[0] = 4 * cw; break;
-    case TRK_FMT_NV12:
-        row[0] = w;
-        row[1] = 2 * cw;
-        rows[1] = ch;
-        break;
-    case TRK_FMT_I420:
-        row[0] = w;
-        row[1] = row[2] = cw;
-        rows[1] = rows[2] = ch;
-        break;
-    default: row[0] = 3 * w; break;
+    size_t row[3] = { 0 }, pitch[3] = { 0 }, rows[3] = { 0 };
+    for (int p = 0; p < L.planes; p++) {
+        row[p] = L.row_bytes[p];
+        rows[p] = (size_t)L.rows[p];
     }
     if (bpl == 0) bpl = row[0];
     if (bpl < row[0]) return TRK_EINVAL;

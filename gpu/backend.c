@@ -1,5 +1,6 @@
 /* Backend selection and the checks every backend shares. */
 #include "backend_impl.h"
+#include "color.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -29,14 +30,7 @@ const char *trk_strerror(int err)
 
 int trk_pixfmt_bpp(enum trk_pixfmt fmt)
 {
-    switch (fmt) {
-    case TRK_FMT_RGB24:
-    case TRK_FMT_BGR24: return 3;
-    case TRK_FMT_RGBA:
-    case TRK_FMT_BGRA: return 4;
-    case TRK_FMT_YUYV: return 2;
-    default: return 0;
-    }
+    return trk_fmt_bpp((int)fmt); /* the rule lives in color.h, for device code too */
 }
 
 const char *trk_pixfmt_name(enum trk_pixfmt fmt)
@@ -46,26 +40,47 @@ const char *trk_pixfmt_name(enum trk_pixfmt fmt)
     return (unsigned)fmt < TRK_FMT_COUNT ? names[fmt] : "?";
 }
 
+int trk_image_plane_layout(enum trk_pixfmt fmt, int width, int height, struct trk_plane_layout *L)
+{
+    memset(L, 0, sizeof(*L));
+    if (width <= 0 || height <= 0 || (unsigned)fmt >= TRK_FMT_COUNT) return TRK_EINVAL;
+    const size_t w = (size_t)width, cw = (w + 1) / 2;
+    const int ch = (height + 1) / 2;
+    L->rows[0] = height;
+    switch (fmt) {
+    case TRK_FMT_NV12:
+        L->planes = 2;
+        L->row_bytes[0] = w;
+        L->row_bytes[1] = 2 * cw; /* U, V interleaved */
+        L->rows[1] = ch;
+        L->vshift[1] = 1;
+        break;
+    case TRK_FMT_I420:
+        L->planes = 3;
+        L->row_bytes[0] = w;
+        L->row_bytes[1] = L->row_bytes[2] = cw;
+        L->rows[1] = L->rows[2] = ch;
+        L->vshift[1] = L->vshift[2] = 1;
+        break;
+    case TRK_FMT_YUYV:
+        L->planes = 1;
+        L->row_bytes[0] = 4 * cw; /* whole pixel pairs, also for odd widths */
+        break;
+    default:
+        L->planes = 1;
+        L->row_bytes[0] = w * (size_t)trk_fmt_bpp(fmt);
+        break;
+    }
+    return 0;
+}
+
 int trk_image_check(const struct trk_image *img)
 {
-    if (!img || img->width <= 0 || img->height <= 0 || (unsigned)img->fmt >= TRK_FMT_COUNT)
-        return TRK_EINVAL;
-    size_t w = (size_t)img->width, cw = (w + 1) / 2;
-    switch (img->fmt) {
-    case TRK_FMT_YUYV: return img->plane[0] && img->pitch[0] >= 4 * cw ? 0 : TRK_EINVAL;
-    case TRK_FMT_NV12:
-        return img->plane[0] && img->plane[1] && img->pitch[0] >= w && img->pitch[1] >= 2 * cw
-                   ? 0
-                   : TRK_EINVAL;
-    case TRK_FMT_I420:
-        return img->plane[0] && img->plane[1] && img->plane[2] && img->pitch[0] >= w &&
-                       img->pitch[1] >= cw && img->pitch[2] >= cw
-                   ? 0
-                   : TRK_EINVAL;
-    default:
-        return img->plane[0] && img->pitch[0] >= w * (size_t)trk_pixfmt_bpp(img->fmt) ? 0
-                                                                                      : TRK_EINVAL;
-    }
+    struct trk_plane_layout L;
+    if (!img || trk_image_plane_layout(img->fmt, img->width, img->height, &L)) return TRK_EINVAL;
+    for (int p = 0; p < L.planes; p++)
+        if (!img->plane[p] || img->pitch[p] < L.row_bytes[p]) return TRK_EINVAL;
+    return 0;
 }
 
 int trk_backend_kind_parse(const char *s)
@@ -92,11 +107,6 @@ bool trk_cuda_available(char *why, size_t why_len)
     return trk_cuda_check(why, why_len) == TRK_CUDA_USABLE;
 }
 
-#ifdef TRK_HAVE_CPU_FAST
-#define CPU_FAST_OPS (&trk_cpu_fast_ops)
-#else
-#define CPU_FAST_OPS (&trk_cpu_ref_ops) /* until the fast backend is built */
-#endif
 #ifdef TRK_HAVE_CUDA
 #define CUDA_OPS (&trk_cuda_ops)
 #else
@@ -107,7 +117,7 @@ static const struct trk_backend_ops *pick(enum trk_backend_kind kind)
 {
     switch (kind) {
     case TRK_BACKEND_CPU_REF: return &trk_cpu_ref_ops;
-    case TRK_BACKEND_CPU: return CPU_FAST_OPS;
+    case TRK_BACKEND_CPU: return &trk_cpu_fast_ops;
     case TRK_BACKEND_CUDA: return CUDA_OPS;
     case TRK_BACKEND_AUTO:
         if (trk_cuda_available(NULL, 0)) return CUDA_OPS;
@@ -152,10 +162,9 @@ int trk_backend_set_objects(struct trk_backend *b, const struct trk_object_def *
     if (n < 0 || n > TRK_MAX_OBJECTS || (n > 0 && !objs) || b->in_flight) return TRK_EINVAL;
     for (int i = 0; i < n; i++) {
         const struct trk_object_def *o = &objs[i];
-        int hmax = o->space == TRK_SPACE_HSV ? 359 : 255;
         if ((unsigned)o->space > TRK_SPACE_YCBCR) return TRK_EINVAL;
         for (int c = 0; c < 3; c++) {
-            int cmax = c == 0 ? hmax : 255;
+            const int cmax = trk_chan_max(o->space, c);
             if (o->lo[c] > cmax || o->hi[c] > cmax) return TRK_EINVAL;
         }
     }
@@ -200,6 +209,11 @@ int trk_backend_variants(enum trk_backend_kind kind, const char **names, int max
     for (; ops->variants[n]; n++)
         if (n < max) names[n] = ops->variants[n];
     return n;
+}
+
+void *trk_backend_self(struct trk_backend *b, const struct trk_backend_ops *ops)
+{
+    return b && b->ops == ops && !b->in_flight ? b->self : NULL;
 }
 
 const char *trk_backend_name(const struct trk_backend *b)

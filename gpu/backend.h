@@ -74,6 +74,20 @@ struct trk_image {
 /* Bytes per pixel of a packed format (0 for planar/semi-planar). */
 int trk_pixfmt_bpp(enum trk_pixfmt fmt);
 const char *trk_pixfmt_name(enum trk_pixfmt fmt);
+
+/* The planes of a width x height frame of one format, without padding: the
+ * one definition of plane geometry that frame buffers, camera and file
+ * copies, scenes, checks and the CUDA upload all use. */
+struct trk_plane_layout {
+    int planes;          /* 1 packed, 2 NV12 (Y, UV), 3 I420 (Y, U, V)     */
+    size_t row_bytes[3]; /* payload bytes of one row: the least pitch      */
+    int rows[3];         /* rows of each plane                             */
+    int vshift[3];       /* frame row r uses row r >> vshift[p] of plane p */
+};
+/* Fills *L for fmt at width x height (entries past L->planes are 0): 4:2:x
+ * chroma planes have ceil(width/2) samples per row and, 4:2:0, ceil(height/2)
+ * rows. 0, or TRK_EINVAL for an unknown format or a size <= 0. */
+int trk_image_plane_layout(enum trk_pixfmt fmt, int width, int height, struct trk_plane_layout *L);
 /* Checks plane pointers, pitches and sizes; 0 or TRK_EINVAL. */
 int trk_image_check(const struct trk_image *img);
 
@@ -112,7 +126,7 @@ struct trk_obj_result {
 enum trk_backend_kind {
     TRK_BACKEND_AUTO = 0, /* CUDA if a usable GPU exists, else fast CPU       */
     TRK_BACKEND_CPU_REF,  /* plain C reference: the definition of results     */
-    TRK_BACKEND_CPU,      /* fast CPU (falls back to the reference until built)*/
+    TRK_BACKEND_CPU,      /* fast CPU (cpu_fast.c)                          */
     TRK_BACKEND_CUDA,
 };
 

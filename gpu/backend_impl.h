@@ -24,13 +24,17 @@ struct trk_backend_ops {
 };
 
 extern const struct trk_backend_ops trk_cpu_ref_ops;
-/* Defined when cpu_fast.c (TRK_HAVE_CPU_FAST) and the CUDA sources
- * (TRK_HAVE_CUDA) are compiled into trk_gpu; gpu/CMakeLists.txt sets both. */
 extern const struct trk_backend_ops trk_cpu_fast_ops;
+/* Defined when the CUDA sources are compiled into trk_gpu (TRK_HAVE_CUDA,
+ * set by gpu/CMakeLists.txt). */
 extern const struct trk_backend_ops trk_cuda_ops;
 /* CUDA: TRK_CUDA_USABLE when a device is usable; else the status of
  * trk_cuda_check and a one-line reason in why. */
 enum trk_cuda_status trk_cuda_probe(char *why, size_t why_len);
+
+/* b's private state when b runs ops and has no frame in flight, else NULL:
+ * for a backend's own extra entry points (gpu/cuda/bench_hooks.h). */
+void *trk_backend_self(struct trk_backend *b, const struct trk_backend_ops *ops);
 
 /* The shared empty-result convention of backend.h. */
 static inline void trk_result_clear(struct trk_obj_result *r)

@@ -8,23 +8,86 @@
  * (see the table), and are never recomputed in floating point.
  *
  * Per pixel (x, y) of a frame:
- *   - YUV formats: Y is the pixel's own luma; chroma is the sample covering it
- *     with no interpolation: YUYV (x/2, y), NV12/I420 (x/2, y/2).
- *     rgb and hsv objects use trk_yuv_to_rgb(Y, Cb, Cr) per the frame's matrix
- *     and range; ycbcr objects test the native Y, Cb, Cr samples unchanged.
- *   - RGB formats: rgb objects test R, G, B; hsv objects trk_rgb_to_hsv;
- *     ycbcr objects trk_rgb_to_ycbcr per the frame's matrix and range.
+ *   - trk_pixel_native reads the frame's own samples. YUV formats: Y is the
+ *     pixel's own luma; chroma is the sample covering it with no
+ *     interpolation: YUYV (x/2, y), NV12/I420 (x/2, y/2).
+ *   - trk_pixel_triples derives the channels each object space tests:
+ *     YUV formats: rgb and hsv objects use trk_yuv_to_rgb(Y, Cb, Cr) per the
+ *     frame's matrix and range; ycbcr objects test the native Y, Cb, Cr
+ *     samples unchanged. RGB formats: rgb objects test R, G, B; hsv objects
+ *     trk_rgb_to_hsv; ycbcr objects trk_rgb_to_ycbcr per the frame's matrix
+ *     and range.
+ *   - trk_box_match (channel by channel: trk_chan_has) is the object test.
+ * The per-value lookup tables of the fast backends are built from
+ * trk_chan_values and trk_chan_has; the vectorised decoders (cpu_fast_kern.h,
+ * fused.cu's load4) are tested against these functions bit for bit.
+ * Every function here is inline (static inline in C, __host__ __device__
+ * __forceinline__ under nvcc), so hot loops pay no call.
  */
 #ifndef TRK_GPU_COLOR_H
 #define TRK_GPU_COLOR_H
 
 #include <stdint.h>
 
+#include "backend.h"
+#include "trk_assert.h"
+
 #if defined(__CUDACC__)
 #define TRK_HD __host__ __device__ __forceinline__
 #else
 #define TRK_HD static inline
 #endif
+
+/* ------------------------------------------------------------ channels */
+
+/* Hue is a whole number of degrees 0..TRK_HUE_VALUES - 1; every other
+ * channel of every space is a byte. The one place the 360 lives: tables,
+ * range checks and wrapping all derive from it. */
+#define TRK_HUE_VALUES 360
+
+/* How many values channel c of an object space takes (space: enum trk_space
+ * as int): TRK_HUE_VALUES for the hsv hue, else 256. Lookup tables have this
+ * many entries. */
+TRK_HD int trk_chan_values(int space, int c)
+{
+    return space == TRK_SPACE_HSV && c == 0 ? TRK_HUE_VALUES : 256;
+}
+
+/* The largest value of channel c of space (359 for hue, else 255). */
+TRK_HD int trk_chan_max(int space, int c)
+{
+    return trk_chan_values(space, c) - 1;
+}
+
+/* Any whole number of degrees brought into 0..TRK_HUE_VALUES - 1. */
+TRK_HD int trk_hue_wrap(int h)
+{
+    return (h % TRK_HUE_VALUES + TRK_HUE_VALUES) % TRK_HUE_VALUES;
+}
+
+/* Whether value v of channel c lies in a colour box's range lo[c]..hi[c].
+ * For the hue of an hsv box (is_hsv, c == 0) lo > hi wraps through 0: the
+ * range is lo..359 and 0..hi. The object test (trk_box_match) and the
+ * per-value lookup tables of the fast backends both use this. */
+TRK_HD int trk_chan_has(const uint16_t lo[3], const uint16_t hi[3], int is_hsv, int c, int v)
+{
+    if (is_hsv && c == 0 && lo[0] > hi[0]) return v >= lo[0] || v <= hi[0];
+    return v >= lo[c] && v <= hi[c];
+}
+
+/* The centre of lo..hi, rounding half up. */
+TRK_HD int trk_range_centre(int lo, int hi)
+{
+    return (lo + hi + 1) / 2;
+}
+
+/* The centre of an hsv hue range lo..hi, across 0 when it wraps (lo > hi),
+ * rounding half up: 10..21 -> 16, 350..10 -> 0. */
+TRK_HD int trk_hue_centre(int lo, int hi)
+{
+    const int span = lo <= hi ? hi - lo : hi + TRK_HUE_VALUES - lo;
+    return (lo + (span + 1) / 2) % TRK_HUE_VALUES;
+}
 
 /* Y'CbCr -> R'G'B', Q16 fixed point. R = Y' + r_cr Cr', G = Y' - g_cb Cb' -
  * g_cr Cr', B = Y' + b_cb Cb', with Y' = y_mul (Y - y_off), C' = C - 128
@@ -120,37 +183,176 @@ TRK_HD void trk_rgb_to_hsv(int r, int g, int b, uint16_t *h, uint8_t *s, uint8_t
     else
         num = 240 * d + 60 * (r - g);
     /* + 360 d keeps it non-negative so / floors; + d/2 rounds to nearest. */
-    *h = (uint16_t)(((num + 360 * d + d / 2) / d) % 360);
+    *h = (uint16_t)(((num + TRK_HUE_VALUES * d + d / 2) / d) % TRK_HUE_VALUES);
 }
 
-/* An RGB colour's channels in an object space: space is the value of enum
- * trk_space (0 rgb, 1 hsv, 2 ycbcr; an int here so this header stays free of
- * backend.h); ycbcr uses the coefficients k. For places that turn a colour
- * into a box (scenes, colour sampling), not for the per-pixel hot paths. */
+/* ---------------------------------------------------------------- pixels */
+
+/* Bytes per pixel of a packed format (YUYV: 2, a pixel pair is 4 bytes); 0
+ * for the planar and semi-planar formats. trk_pixfmt_bpp returns this. */
+TRK_HD int trk_fmt_bpp(int fmt)
+{
+    switch (fmt) {
+    case TRK_FMT_RGB24:
+    case TRK_FMT_BGR24: return 3;
+    case TRK_FMT_RGBA:
+    case TRK_FMT_BGRA: return 4;
+    case TRK_FMT_YUYV: return 2;
+    default: return 0;
+    }
+}
+
+/* True for the formats whose samples are Y, Cb, Cr. */
+TRK_HD int trk_fmt_is_yuv(int fmt)
+{
+    return fmt == TRK_FMT_YUYV || fmt == TRK_FMT_NV12 || fmt == TRK_FMT_I420;
+}
+
+/* The native samples of pixel (x, y) of a frame of format fmt whose planes
+ * and row pitches (bytes) are as in struct trk_image: s = R, G, B for the
+ * RGB formats (returns 0), s = Y, Cb, Cr for the YUV formats (returns 1),
+ * with the chroma sample covering the pixel: YUYV (x/2, y), NV12 and I420
+ * (x/2, y/2), no interpolation. x, y >= 0 and inside the frame. */
+TRK_HD int trk_pixel_native(int fmt, const uint8_t *const plane[3], const size_t pitch[3], int x,
+                            int y, int s[3])
+{
+    const uint8_t *row = plane[0] + (size_t)y * pitch[0];
+    const size_t cx = (size_t)(x >> 1), cy = (size_t)(y >> 1);
+    switch (fmt) {
+    case TRK_FMT_RGB24:
+    case TRK_FMT_RGBA:
+    case TRK_FMT_BGR24:
+    case TRK_FMT_BGRA: {
+        const uint8_t *p = row + (size_t)x * (size_t)trk_fmt_bpp(fmt);
+        const int bgr = fmt == TRK_FMT_BGR24 || fmt == TRK_FMT_BGRA;
+        s[0] = p[bgr ? 2 : 0], s[1] = p[1], s[2] = p[bgr ? 0 : 2];
+        return 0;
+    }
+    case TRK_FMT_YUYV: { /* Y0 U Y1 V per pixel pair */
+        const uint8_t *p = row + 4 * cx;
+        s[0] = p[(x & 1) * 2], s[1] = p[1], s[2] = p[3];
+        return 1;
+    }
+    case TRK_FMT_NV12: {
+        const uint8_t *uv = plane[1] + cy * pitch[1] + 2 * cx;
+        s[0] = row[x], s[1] = uv[0], s[2] = uv[1];
+        return 1;
+    }
+    case TRK_FMT_I420:
+        s[0] = row[x];
+        s[1] = plane[1][cy * pitch[1] + cx];
+        s[2] = plane[2][cy * pitch[2] + cx];
+        return 1;
+    }
+    TRK_ASSERT(!"pixel format out of range (trk_image_check rejects it)");
+    return 0;
+}
+
+/* need for trk_pixel_triples: every space. */
+#define TRK_SPACES_ALL ((1 << TRK_SPACE_RGB) | (1 << TRK_SPACE_HSV) | (1 << TRK_SPACE_YCBCR))
+
+/* The channel triples c[space][channel] a pixel is tested with, from its
+ * native samples s (trk_pixel_native; is_yuv is its return value), for each
+ * space whose bit (1 << enum trk_space) is set in need: the derivation of
+ * the file comment. y2r and r2y are the frame's coefficients (only the one
+ * the frame's kind needs is read). c[TRK_SPACE_RGB] is always set. */
+TRK_HD void trk_pixel_triples(const struct trk_yuv2rgb_coef *y2r,
+                              const struct trk_rgb2ycc_coef *r2y, int is_yuv, int need,
+                              const int s[3], int c[3][3])
+{
+    int r = s[0], g = s[1], b = s[2];
+    if (is_yuv && (need & ((1 << TRK_SPACE_RGB) | (1 << TRK_SPACE_HSV)))) {
+        uint8_t r8, g8, b8;
+        trk_yuv_to_rgb(y2r, s[0], s[1], s[2], &r8, &g8, &b8);
+        r = r8, g = g8, b = b8;
+    }
+    c[TRK_SPACE_RGB][0] = r, c[TRK_SPACE_RGB][1] = g, c[TRK_SPACE_RGB][2] = b;
+    if (need & (1 << TRK_SPACE_HSV)) {
+        uint16_t h;
+        uint8_t sat, v;
+        trk_rgb_to_hsv(r, g, b, &h, &sat, &v);
+        c[TRK_SPACE_HSV][0] = h, c[TRK_SPACE_HSV][1] = sat, c[TRK_SPACE_HSV][2] = v;
+    }
+    if (need & (1 << TRK_SPACE_YCBCR)) {
+        if (is_yuv) {
+            c[TRK_SPACE_YCBCR][0] = s[0], c[TRK_SPACE_YCBCR][1] = s[1];
+            c[TRK_SPACE_YCBCR][2] = s[2];
+        } else {
+            uint8_t y8, cb8, cr8;
+            trk_rgb_to_ycbcr(r2y, r, g, b, &y8, &cb8, &cr8);
+            c[TRK_SPACE_YCBCR][0] = y8, c[TRK_SPACE_YCBCR][1] = cb8, c[TRK_SPACE_YCBCR][2] = cr8;
+        }
+    }
+}
+
+/* An RGB colour's channels in an object space (enum trk_space); ycbcr uses
+ * the coefficients k. For places that turn a colour into a box (scenes,
+ * colour sampling), not for the per-pixel hot paths. */
 TRK_HD void trk_rgb_to_space(const struct trk_rgb2ycc_coef *k, int space, const uint8_t rgb[3],
                              int c[3])
 {
-    if (space == 1) {
-        uint16_t h;
-        uint8_t s, v;
-        trk_rgb_to_hsv(rgb[0], rgb[1], rgb[2], &h, &s, &v);
-        c[0] = h, c[1] = s, c[2] = v;
-    } else if (space == 2) {
-        uint8_t y, cb, cr;
-        trk_rgb_to_ycbcr(k, rgb[0], rgb[1], rgb[2], &y, &cb, &cr);
-        c[0] = y, c[1] = cb, c[2] = cr;
-    } else {
-        c[0] = rgb[0], c[1] = rgb[1], c[2] = rgb[2];
-    }
+    TRK_ASSERT((unsigned)space <= TRK_SPACE_YCBCR);
+    const int s[3] = { rgb[0], rgb[1], rgb[2] };
+    int t[3][3];
+    trk_pixel_triples(NULL, k, 0, 1 << space, s, t);
+    c[0] = t[space][0], c[1] = t[space][1], c[2] = t[space][2];
 }
 
 /* The object test for one channel triple. c0 is hue for hsv objects. */
 TRK_HD int trk_box_match(const uint16_t lo[3], const uint16_t hi[3], int is_hsv, int c0, int c1,
                          int c2)
 {
-    int ok0 =
-        (is_hsv && lo[0] > hi[0]) ? (c0 >= lo[0] || c0 <= hi[0]) : (c0 >= lo[0] && c0 <= hi[0]);
-    return ok0 && c1 >= lo[1] && c1 <= hi[1] && c2 >= lo[2] && c2 <= hi[2];
+    return trk_chan_has(lo, hi, is_hsv, 0, c0) && trk_chan_has(lo, hi, is_hsv, 1, c1) &&
+           trk_chan_has(lo, hi, is_hsv, 2, c2);
+}
+
+/* ------------------------------------------------------- display colour */
+
+/* HSV -> RGB in integers (h in degrees 0..359, s and v 0..255), rounding to
+ * nearest. Only for display colours: tracking never converts this way. */
+static inline void trk_hsv_to_rgb(int h, int s, int v, uint8_t rgb[3])
+{
+    const int sector = h / 60, f = h % 60; /* position in the sector, 0..59 */
+    const int den = 255 * 60;
+    const int p = (v * (255 - s) + 127) / 255;
+    const int q = (v * (den - s * f) + den / 2) / den;
+    const int t = (v * (den - s * (60 - f)) + den / 2) / den;
+    int r, g, b;
+    switch (sector) {
+    case 0: r = v, g = t, b = p; break;
+    case 1: r = q, g = v, b = p; break;
+    case 2: r = p, g = v, b = t; break;
+    case 3: r = p, g = q, b = v; break;
+    case 4: r = t, g = p, b = v; break;
+    default: r = v, g = p, b = q; break;
+    }
+    rgb[0] = (uint8_t)r, rgb[1] = (uint8_t)g, rgb[2] = (uint8_t)b;
+}
+
+/* The display colour of an object without a "color" of its own (web
+ * overlays, the hello message, the objects file): the centre of its box
+ * (trk_range_centre; hsv: trk_hue_centre) converted to RGB: rgb the centre
+ * itself, hsv per trk_hsv_to_rgb, ycbcr with BT.601 full range. Never used
+ * for tracking. Host code only (both display functions). */
+static inline void trk_object_display_rgb(const struct trk_object_def *def, uint8_t rgb[3])
+{
+    int c[3];
+    for (int i = 0; i < 3; i++)
+        c[i] = trk_range_centre(def->lo[i], def->hi[i]);
+    switch (def->space) {
+    case TRK_SPACE_RGB:
+        rgb[0] = trk_clamp255(c[0]), rgb[1] = trk_clamp255(c[1]), rgb[2] = trk_clamp255(c[2]);
+        return;
+    case TRK_SPACE_HSV:
+        trk_hsv_to_rgb(trk_hue_centre(def->lo[0], def->hi[0]), c[1], c[2], rgb);
+        return;
+    case TRK_SPACE_YCBCR: {
+        const struct trk_yuv2rgb_coef *k = &trk_yuv2rgb_coefs[trk_coef_index(TRK_MATRIX_BT601, 1)];
+        trk_yuv_to_rgb(k, c[0], c[1], c[2], &rgb[0], &rgb[1], &rgb[2]);
+        return;
+    }
+    }
+    TRK_ASSERT(!"object space out of range (trk_backend_set_objects rejects it)");
 }
 
 #endif

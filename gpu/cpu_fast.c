@@ -58,8 +58,8 @@
 /* Pixels a frame (or ROI union) needs before the pool is woken: below this
  * one thread finishes in about the time waking the others takes (~10 us). */
 #define FAST_MIN_POOL_PIXELS 8192
-/* Table sizes: hue has 360 values, every other channel 256. */
-#define FAST_NVALS 360
+/* Table rows: the most values a channel takes (hue, trk_chan_values). */
+#define FAST_NVALS TRK_HUE_VALUES
 /* Extended R/G/B mask tables for YUV frames (cpu_fast_kern.h, yuv_rgb_row):
  * entry i is the mask of channel value clamp255(i - FAST_EXT_OFF). The
  * unclamped values of every matrix/range of color.h lie in about -300..560;
@@ -380,7 +380,7 @@ static void decode_ycc_row(const struct trk_image *img, int y, int xa, int xb, u
         }
         break;
     }
-    default: break;
+    default: TRK_ASSERT(!"decode_ycc_row called for an RGB format");
     }
 }
 
@@ -425,7 +425,7 @@ static void do_row(struct worker *w, const struct fctx *f, int y)
     int nwi = nw_index(t->nw);
     int rgb_only = !t->has[TRK_SPACE_HSV] && !t->has[TRK_SPACE_YCBCR];
     uint8_t **pl = w->plane;
-    int stride = img->fmt == TRK_FMT_YUYV ? 0 : trk_pixfmt_bpp(img->fmt);
+    int stride = img->fmt == TRK_FMT_YUYV ? 0 : trk_fmt_bpp(img->fmt);
 
     if (stride) { /* packed RGB family (3 or 4 bytes): read in place */
         const uint8_t *row = img->plane[0] + (size_t)y * img->pitch[0];
@@ -665,13 +665,6 @@ nomem:
     return TRK_ENOMEM;
 }
 
-static int chan_has(const struct trk_object_def *o, int c, int v)
-{
-    if (c == 0 && o->space == TRK_SPACE_HSV && o->lo[0] > o->hi[0])
-        return v >= o->lo[0] || v <= o->hi[0];
-    return v >= o->lo[c] && v <= o->hi[c];
-}
-
 static int fast_set_objects(void *self, const struct trk_object_def *objs, int n)
 {
     struct cpu_fast *s = self;
@@ -686,11 +679,11 @@ static int fast_set_objects(void *self, const struct trk_object_def *objs, int n
         uint64_t bit = 1ull << (i & 63);
         t->has[sp] = 1;
         for (int c = 0; c < 3; c++) {
-            int nv = (sp == TRK_SPACE_HSV && c == 0) ? 360 : 256;
+            const int nv = trk_chan_values(sp, c);
             uint64_t *full = t->full[sp][c];
             uint64_t *sum = t->sum[sp][c];
             for (int v = 0; v < nv; v++) {
-                if (!chan_has(o, c, v)) continue;
+                if (!trk_chan_has(o->lo, o->hi, sp == TRK_SPACE_HSV, c, v)) continue;
                 full[(size_t)v * nw + wi] |= bit;
                 sum[v] |= bit;
             }

@@ -2,9 +2,10 @@
  *
  * Every other backend is tested against this file, bit for bit, so it is
  * written to be obviously correct rather than fast: one pass over the frame,
- * pixel by pixel; for each pixel the channel triples are derived with the
- * functions of color.h only (the same arithmetic the GPU kernels run), then
- * every object is tested with trk_box_match inside its clipped ROI.
+ * pixel by pixel; for each pixel the native samples (trk_pixel_native) and
+ * the channel triples (trk_pixel_triples) come from color.h only (the same
+ * functions the GPU kernels run), then every object is tested with
+ * trk_box_match inside its clipped ROI.
  *
  * Cost is O(width * height * objects); at 1080p with 256 objects that is
  * about half a billion box tests per frame (seconds), which is fine for a
@@ -62,44 +63,6 @@ static int ref_set_objects(void *self, const struct trk_object_def *objs, int n)
     return 0;
 }
 
-/* The pixel (x, y) of img in its native encoding. For RGB formats *is_yuv is
- * 0 and a[] = R, G, B; for YUV formats *is_yuv is 1 and a[] = Y, Cb, Cr with
- * the chroma sample covering the pixel (YUYV (x/2, y), NV12/I420 (x/2, y/2)),
- * no interpolation, exactly as color.h's header defines. */
-static void fetch(const struct trk_image *img, int x, int y, int *is_yuv, int a[3])
-{
-    const uint8_t *row = img->plane[0] + (size_t)y * img->pitch[0];
-    const uint8_t *p;
-    *is_yuv = 0;
-    switch (img->fmt) {
-    case TRK_FMT_RGB24:
-    case TRK_FMT_RGBA:
-        p = row + (size_t)x * (size_t)trk_pixfmt_bpp(img->fmt);
-        a[0] = p[0], a[1] = p[1], a[2] = p[2];
-        return;
-    case TRK_FMT_BGR24:
-    case TRK_FMT_BGRA:
-        p = row + (size_t)x * (size_t)trk_pixfmt_bpp(img->fmt);
-        a[0] = p[2], a[1] = p[1], a[2] = p[0];
-        return;
-    case TRK_FMT_YUYV:
-        p = row + (size_t)(x / 2) * 4; /* Y0 U Y1 V */
-        a[0] = p[(x & 1) ? 2 : 0], a[1] = p[1], a[2] = p[3];
-        break;
-    case TRK_FMT_NV12:
-        p = img->plane[1] + (size_t)(y / 2) * img->pitch[1] + (size_t)(x / 2) * 2;
-        a[0] = row[x], a[1] = p[0], a[2] = p[1];
-        break;
-    case TRK_FMT_I420:
-        a[0] = row[x];
-        a[1] = img->plane[1][(size_t)(y / 2) * img->pitch[1] + (size_t)(x / 2)];
-        a[2] = img->plane[2][(size_t)(y / 2) * img->pitch[2] + (size_t)(x / 2)];
-        break;
-    default: /* unreachable: trk_image_check rejected the format */ a[0] = a[1] = a[2] = 0; return;
-    }
-    *is_yuv = 1;
-}
-
 static void accumulate(struct trk_obj_result *r, int x, int y)
 {
     if (r->mass == 0) {
@@ -131,34 +94,19 @@ static int ref_submit(void *self, const struct trk_image *img, const struct trk_
 
     for (int y = 0; y < img->height; y++) {
         for (int x = 0; x < img->width; x++) {
-            int is_yuv, nat[3];
-            uint8_t rgb[3], ycc[3], sv[2];
-            uint16_t hue;
-            fetch(img, x, y, &is_yuv, nat);
-            if (is_yuv) {
-                ycc[0] = (uint8_t)nat[0], ycc[1] = (uint8_t)nat[1], ycc[2] = (uint8_t)nat[2];
-                trk_yuv_to_rgb(k_yuv, nat[0], nat[1], nat[2], &rgb[0], &rgb[1], &rgb[2]);
-            } else {
-                rgb[0] = (uint8_t)nat[0], rgb[1] = (uint8_t)nat[1], rgb[2] = (uint8_t)nat[2];
-                trk_rgb_to_ycbcr(k_ycc, nat[0], nat[1], nat[2], &ycc[0], &ycc[1], &ycc[2]);
-            }
-            trk_rgb_to_hsv(rgb[0], rgb[1], rgb[2], &hue, &sv[0], &sv[1]);
+            int nat[3], c[3][3];
+            const int is_yuv = trk_pixel_native(img->fmt, img->plane, img->pitch, x, y, nat);
+            trk_pixel_triples(k_yuv, k_ycc, is_yuv, TRK_SPACES_ALL, nat, c);
 
             for (int i = 0; i < s->n; i++) {
                 const struct trk_roi *r = &s->roi[i];
                 const struct trk_object_def *o = &s->objs[i];
-                int m;
                 if (!s->live[i] || x < r->x0 || x > r->x1 || y < r->y0 || y > r->y1) continue;
-                switch (o->space) {
-                case TRK_SPACE_RGB:
-                    m = trk_box_match(o->lo, o->hi, 0, rgb[0], rgb[1], rgb[2]);
-                    break;
-                case TRK_SPACE_HSV: m = trk_box_match(o->lo, o->hi, 1, hue, sv[0], sv[1]); break;
-                case TRK_SPACE_YCBCR:
-                    m = trk_box_match(o->lo, o->hi, 0, ycc[0], ycc[1], ycc[2]);
-                    break;
-                default: m = 0; break;
-                }
+                /* set_objects accepts only the three spaces (backend.c). */
+                TRK_ASSERT((unsigned)o->space <= TRK_SPACE_YCBCR);
+                const int *t = c[o->space];
+                const int m =
+                    trk_box_match(o->lo, o->hi, o->space == TRK_SPACE_HSV, t[0], t[1], t[2]);
                 if (m) accumulate(&s->res[i], x, y);
             }
         }

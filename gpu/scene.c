@@ -187,10 +187,10 @@ static void box_around(uint64_t *st, const uint8_t rgb[3], enum trk_space space,
     for (int ch = 0; ch < 3; ch++) {
         int lo_m = rand_range(st, 0, 40), hi_m = rand_range(st, 0, 40);
         if (space == TRK_SPACE_HSV && ch == 0) {
-            o->lo[0] = (uint16_t)((c[0] - lo_m + 360) % 360);
-            o->hi[0] = (uint16_t)((c[0] + hi_m) % 360);
+            o->lo[0] = (uint16_t)trk_hue_wrap(c[0] - lo_m);
+            o->hi[0] = (uint16_t)trk_hue_wrap(c[0] + hi_m);
             /* A window that went all the way round is a full circle. */
-            if (lo_m + hi_m >= 359) o->lo[0] = 0, o->hi[0] = 359;
+            if (lo_m + hi_m >= TRK_HUE_VALUES - 1) o->lo[0] = 0, o->hi[0] = TRK_HUE_VALUES - 1;
         } else {
             o->lo[ch] = (uint16_t)clampi(c[ch] - lo_m, 0, 255);
             o->hi[ch] = (uint16_t)clampi(c[ch] + hi_m, 0, 255);
@@ -266,7 +266,7 @@ int trk_scene_random(int width, int height, int m, uint64_t seed, struct trk_sce
             /* Hue keeps its draw order, so about half of these wrap. */
             int hsv = o->space == TRK_SPACE_HSV;
             for (int c = 0; c < 3; c++) {
-                int mx = c == 0 && hsv ? 359 : 255;
+                int mx = trk_chan_max(o->space, c);
                 int a = rand_range(&st, 0, mx), b = rand_range(&st, 0, mx);
                 int keep = a <= b || (c == 0 && hsv);
                 o->lo[c] = (uint16_t)(keep ? a : b);
@@ -275,7 +275,7 @@ int trk_scene_random(int width, int height, int m, uint64_t seed, struct trk_sce
         } else if (kind == 8) {
             /* Red across the hue seam: an hsv box that wraps through 0. */
             o->space = TRK_SPACE_HSV;
-            o->lo[0] = (uint16_t)rand_range(&st, 330, 359);
+            o->lo[0] = (uint16_t)rand_range(&st, 330, TRK_HUE_VALUES - 1);
             o->hi[0] = (uint16_t)rand_range(&st, 0, 30);
             o->lo[1] = (uint16_t)rand_range(&st, 0, 150), o->hi[1] = 255;
             o->lo[2] = (uint16_t)rand_range(&st, 0, 150), o->hi[2] = 255;
@@ -284,7 +284,7 @@ int trk_scene_random(int width, int height, int m, uint64_t seed, struct trk_sce
              * pixel at all (only hue may wrap). */
             for (int c = 0; c < 3; c++) {
                 o->lo[c] = 0;
-                o->hi[c] = c == 0 && o->space == TRK_SPACE_HSV ? 359 : 255;
+                o->hi[c] = (uint16_t)trk_chan_max(o->space, c);
             }
             int c = rand_range(&st, 1, 2);
             o->lo[c] = (uint16_t)rand_range(&st, 129, 255);
@@ -309,17 +309,15 @@ int trk_image_from_rgb(const uint8_t *rgb, int width, int height, enum trk_pixfm
     size_t p = (size_t)pad;
     if (w > (SIZE_MAX / 8 - p) / h) return TRK_EINVAL;
 
-    size_t pitch[3] = { 0, 0, 0 }, rows[3] = { h, 0, 0 };
-    int bpp = trk_pixfmt_bpp(fmt);
-    switch (fmt) {
-    case TRK_FMT_YUYV: pitch[0] = 4 * cw + p; break;
-    case TRK_FMT_NV12: pitch[0] = w + p, pitch[1] = 2 * cw + p, rows[1] = ch; break;
-    case TRK_FMT_I420:
-        pitch[0] = w + p, pitch[1] = pitch[2] = cw + p, rows[1] = rows[2] = ch;
-        break;
-    default: pitch[0] = w * (size_t)bpp + p; break;
+    struct trk_plane_layout L;
+    if (trk_image_plane_layout(fmt, width, height, &L)) return TRK_EINVAL;
+    size_t pitch[3] = { 0, 0, 0 }, rows[3] = { 0, 0, 0 }, total = 0;
+    for (int i = 0; i < L.planes; i++) {
+        pitch[i] = L.row_bytes[i] + p;
+        rows[i] = (size_t)L.rows[i];
+        total += pitch[i] * rows[i];
     }
-    size_t total = pitch[0] * rows[0] + pitch[1] * rows[1] + pitch[2] * rows[2];
+    const int bpp = trk_pixfmt_bpp(fmt);
     uint8_t *b = malloc(total);
     if (!b) return TRK_ENOMEM;
     /* Padding holds a non-zero pattern so a backend that reads past a row's

@@ -12,12 +12,14 @@
 #include <jansson.h>
 
 #include "color.h"
+#include "objects.h"
 
 /* ------------------------------------------------------------ the buffer */
 
 void trk_buf_reset(struct trk_buf *b)
 {
     b->len = 0;
+    b->failed = false;
     if (b->data) b->data[0] = '\0';
 }
 
@@ -26,11 +28,21 @@ void trk_buf_free(struct trk_buf *b)
     free(b->data);
     b->data = NULL;
     b->len = b->cap = 0;
+    b->failed = false;
+}
+
+/* Every failure goes through here, so it sticks: the appends after it would
+ * otherwise leave a message with a hole in the middle. */
+static int buf_fail(struct trk_buf *b)
+{
+    b->failed = true;
+    return TRK_ENOMEM;
 }
 
 int trk_buf_reserve(struct trk_buf *b, size_t extra)
 {
-    if (extra > SIZE_MAX / 2 - b->len - 1) return TRK_ENOMEM;
+    if (b->failed) return TRK_ENOMEM;
+    if (extra > SIZE_MAX / 2 - b->len - 1) return buf_fail(b);
     size_t need = b->len + extra + 1; /* + the terminator */
     if (need <= b->cap) return 0;
     /* Doubling keeps appends amortised O(1); 256 covers most small messages
@@ -39,7 +51,7 @@ int trk_buf_reserve(struct trk_buf *b, size_t extra)
     while (cap < need)
         cap *= 2;
     char *p = realloc(b->data, cap);
-    if (!p) return TRK_ENOMEM;
+    if (!p) return buf_fail(b);
     b->data = p;
     b->cap = cap;
     return 0;
@@ -65,7 +77,8 @@ int trk_buf_json_str(struct trk_buf *b, const char *s, size_t n)
     const unsigned char *p = (const unsigned char *)s;
     size_t len = strnlen(s, n);
     /* Worst case: every byte becomes \u00XX (6) or U+FFFD (3). */
-    if (len > SIZE_MAX / 8 || trk_buf_reserve(b, len * 6 + 2)) return TRK_ENOMEM;
+    if (len > SIZE_MAX / 8) return buf_fail(b);
+    if (trk_buf_reserve(b, len * 6 + 2)) return TRK_ENOMEM;
     char *o = b->data + b->len;
     *o++ = '"';
     static const char hex[] = "0123456789abcdef";
@@ -264,39 +277,9 @@ static const char *space_name(enum trk_space s)
 
 void trk_msg_object_color(const struct trk_object_def *def, char out[8])
 {
-    int c[3];
-    for (int i = 0; i < 3; i++)
-        c[i] = (def->lo[i] + def->hi[i] + 1) / 2;
-    uint8_t r, g, bl;
-    if (def->space == TRK_SPACE_HSV) {
-        int lo = def->lo[0] % 360, hi = def->hi[0] % 360;
-        int h = lo <= hi ? (lo + hi) / 2 : ((lo + hi + 360) / 2) % 360;
-        /* Float is fine here: a display colour, never a tracking decision. */
-        double s = c[1] / 255.0, v = c[2] / 255.0;
-        double cc = v * s, hp = h / 60.0;
-        double x = cc * (1 - fabs(fmod(hp, 2.0) - 1));
-        double rr = 0, gg = 0, bb = 0;
-        switch ((int)hp) {
-        case 0: rr = cc, gg = x; break;
-        case 1: rr = x, gg = cc; break;
-        case 2: gg = cc, bb = x; break;
-        case 3: gg = x, bb = cc; break;
-        case 4: rr = x, bb = cc; break;
-        default: rr = cc, bb = x; break;
-        }
-        double mm = v - cc;
-        r = (uint8_t)lround((rr + mm) * 255);
-        g = (uint8_t)lround((gg + mm) * 255);
-        bl = (uint8_t)lround((bb + mm) * 255);
-    } else if (def->space == TRK_SPACE_YCBCR) {
-        trk_yuv_to_rgb(&trk_yuv2rgb_coefs[trk_coef_index(TRK_MATRIX_BT601, 1)], c[0], c[1], c[2],
-                       &r, &g, &bl);
-    } else {
-        r = trk_clamp255(c[0]);
-        g = trk_clamp255(c[1]);
-        bl = trk_clamp255(c[2]);
-    }
-    snprintf(out, 8, "#%02x%02x%02x", r, g, bl);
+    uint8_t rgb[3];
+    trk_object_display_rgb(def, rgb);
+    snprintf(out, 8, "#%02x%02x%02x", rgb[0], rgb[1], rgb[2]);
 }
 
 static int put_triple(struct trk_buf *b, const uint16_t v[3])
@@ -348,6 +331,46 @@ static int put_objects(struct trk_buf *b, const struct trk_object_def *defs, int
     return 0;
 }
 
+/* hello.limits: what the object loader accepts, from its own rules, so a
+ * client that edits objects keeps no copies of them. */
+static int put_space_limits(struct trk_buf *b, enum trk_space s)
+{
+    LIT(b, "{\"channels\":[");
+    for (int c = 0; c < 3; c++) {
+        if (c) LIT(b, ",");
+        PUT(trk_buf_json_str(b, trk_objects_channel_name(s, c), 8));
+    }
+    LIT(b, "],\"max\":[");
+    for (int c = 0; c < 3; c++) {
+        if (c) LIT(b, ",");
+        PUT(trk_buf_i64(b, trk_objects_channel_max(s, c)));
+    }
+    LIT(b, "],\"wraps\":[");
+    for (int c = 0; c < 3; c++) {
+        if (c) LIT(b, ",");
+        PUT(trk_buf_puts(b, trk_objects_channel_wraps(s, c) ? "true" : "false"));
+    }
+    LIT(b, "]}");
+    return 0;
+}
+
+static int put_limits(struct trk_buf *b)
+{
+    LIT(b, "\"limits\":{\"max_objects\":");
+    PUT(trk_buf_i64(b, TRK_MAX_OBJECTS));
+    LIT(b, ",\"name_max_bytes\":");
+    PUT(trk_buf_i64(b, TRK_NAME_MAX - 1)); /* TRK_NAME_MAX counts the NUL */
+    LIT(b, ",\"spaces\":{");
+    for (int s = TRK_SPACE_RGB; s <= TRK_SPACE_YCBCR; s++) {
+        if (s != TRK_SPACE_RGB) LIT(b, ",");
+        PUT(trk_buf_json_str(b, trk_objects_space_name((enum trk_space)s), 8));
+        LIT(b, ":");
+        PUT(put_space_limits(b, (enum trk_space)s));
+    }
+    LIT(b, "}}");
+    return 0;
+}
+
 int trk_msg_hello(struct trk_buf *b, const struct trk_hello_info *h)
 {
     LIT(b, "{\"type\":\"hello\",\"version\":");
@@ -378,6 +401,8 @@ int trk_msg_hello(struct trk_buf *b, const struct trk_hello_info *h)
     PUT(trk_buf_i64(b, h->preview.quality));
     LIT(b, ",\"format\":\"jpeg\"},\"control_auth\":");
     PUT(trk_buf_puts(b, h->control_auth ? "true" : "false"));
+    LIT(b, ",");
+    PUT(put_limits(b));
     LIT(b, ",\"objects\":");
     PUT(put_objects(b, h->defs, h->n_objects, h->colors));
     LIT(b, "}");
@@ -415,6 +440,8 @@ int trk_msg_stats(struct trk_buf *b, const struct trk_stats_info *s)
     PUT(trk_buf_u64(b, s->frames));
     LIT(b, ",\"drops\":");
     PUT(trk_buf_u64(b, s->drops));
+    LIT(b, ",\"skipped\":");
+    PUT(trk_buf_u64(b, s->skipped));
     LIT(b, ",\"clients\":");
     PUT(trk_buf_i64(b, s->clients));
     LIT(b, ",\"rss_kb\":");
@@ -487,6 +514,118 @@ int trk_msg_ack(struct trk_buf *b, const char *request, const char *id_json, boo
     return 0;
 }
 
+/* ------------------------------------- server -> client: control replies */
+
+int trk_msg_objects_reply(struct trk_buf *b, const char *id_json, const struct trk_object_def *defs,
+                          int n, const char *const *colors)
+{
+    LIT(b, "{\"type\":\"objects\"");
+    PUT(put_id(b, id_json));
+    LIT(b, ",\"objects\":");
+    PUT(put_objects(b, defs, n, colors));
+    LIT(b, "}");
+    return 0;
+}
+
+int trk_msg_ack_int(struct trk_buf *b, const char *request, const char *id_json, const char *key,
+                    int64_t value)
+{
+    PUT(trk_msg_ack(b, request, id_json, true));
+    LIT(b, ",");
+    PUT(trk_buf_json_str(b, key, 64));
+    LIT(b, ":");
+    PUT(trk_buf_i64(b, value));
+    LIT(b, "}");
+    return 0;
+}
+
+int trk_msg_ack_saved(struct trk_buf *b, const char *id_json, const char *path, int count)
+{
+    PUT(trk_msg_ack(b, "save_objects", id_json, true));
+    LIT(b, ",\"path\":");
+    PUT(trk_buf_json_str(b, path, path ? strlen(path) : 0));
+    LIT(b, ",\"count\":");
+    PUT(trk_buf_i64(b, count));
+    LIT(b, "}");
+    return 0;
+}
+
+int trk_msg_ack_preview(struct trk_buf *b, const char *id_json, int width, double fps,
+                        const char *mask)
+{
+    PUT(trk_msg_ack(b, "preview", id_json, true));
+    LIT(b, ",\"width\":");
+    PUT(trk_buf_i64(b, width));
+    LIT(b, ",\"fps\":");
+    PUT(trk_buf_fixed(b, fps, 3));
+    LIT(b, ",\"mask\":");
+    PUT(trk_buf_json_str(b, mask, TRK_NAME_MAX));
+    LIT(b, "}");
+    return 0;
+}
+
+static int put_ints(struct trk_buf *b, const int *v, int n)
+{
+    LIT(b, "[");
+    for (int i = 0; i < n; i++) {
+        if (i) LIT(b, ",");
+        PUT(trk_buf_i64(b, v[i]));
+    }
+    LIT(b, "]");
+    return 0;
+}
+
+static int put_box(struct trk_buf *b, const struct trk_sample_info *s, enum trk_space sp)
+{
+    LIT(b, "{\"space\":\"");
+    PUT(trk_buf_puts(b, space_name(sp)));
+    LIT(b, "\",\"lo\":");
+    PUT(put_ints(b, s->lo[sp], 3));
+    LIT(b, ",\"hi\":");
+    PUT(put_ints(b, s->hi[sp], 3));
+    LIT(b, "}");
+    return 0;
+}
+
+int trk_msg_sample(struct trk_buf *b, const struct trk_sample_info *s)
+{
+    static const enum trk_space spaces[3] = { TRK_SPACE_RGB, TRK_SPACE_HSV, TRK_SPACE_YCBCR };
+    LIT(b, "{\"type\":\"sample\"");
+    PUT(put_id(b, s->id_json));
+    LIT(b, ",\"x\":");
+    PUT(trk_buf_i64(b, s->x));
+    LIT(b, ",\"y\":");
+    PUT(trk_buf_i64(b, s->y));
+    if (s->radius >= 0) {
+        LIT(b, ",\"radius\":");
+        PUT(trk_buf_i64(b, s->radius));
+    }
+    LIT(b, ",\"rect\":");
+    PUT(put_ints(b, s->rect, 4));
+    LIT(b, ",\"seq\":");
+    PUT(trk_buf_u64(b, s->seq));
+    LIT(b, ",\"n\":");
+    PUT(trk_buf_i64(b, s->n));
+    for (int i = 0; i < 3; i++) {
+        LIT(b, ",\"");
+        PUT(trk_buf_puts(b, space_name(spaces[i])));
+        LIT(b, "\":");
+        PUT(put_ints(b, s->mean[spaces[i]], 3));
+    }
+    LIT(b, ",\"suggest\":");
+    PUT(put_box(b, s, TRK_SPACE_HSV));
+    LIT(b, ",\"suggest_all\":{");
+    for (int i = 0; i < 3; i++) {
+        if (i) LIT(b, ",");
+        LIT(b, "\"");
+        PUT(trk_buf_puts(b, space_name(spaces[i])));
+        LIT(b, "\":");
+        PUT(put_box(b, s, spaces[i]));
+    }
+    LIT(b, "}}");
+    return 0;
+}
+
 /* ---------------------------------------------------- preview (binary) */
 
 static void put_le16(uint8_t *p, int v)
@@ -510,10 +649,27 @@ void trk_msg_preview_header(uint8_t out[TRK_PREVIEW_HDR], uint64_t seq, int prev
 
 /* ---------------------------------------------- client -> server: parsing */
 
-const char *const trk_msg_control_types[] = {
-    "set_objects", "add_object",  "update_object", "remove_object",
-    "sample",      "get_objects", "save_objects",  NULL,
+const char *const trk_msg_control_types[TRK_CTL_COUNT + 1] = {
+    [TRK_CTL_SET_OBJECTS] = "set_objects",
+    [TRK_CTL_ADD_OBJECT] = "add_object",
+    [TRK_CTL_UPDATE_OBJECT] = "update_object",
+    [TRK_CTL_RENAME_OBJECT] = "rename_object",
+    [TRK_CTL_REMOVE_OBJECT] = "remove_object",
+    [TRK_CTL_GET_OBJECTS] = "get_objects",
+    [TRK_CTL_SAVE_OBJECTS] = "save_objects",
+    [TRK_CTL_RELOAD_OBJECTS] = "reload_objects",
+    [TRK_CTL_SAMPLE] = "sample",
+    [TRK_CTL_PREVIEW] = "preview",
+    [TRK_CTL_AUTH] = "auth",
+    [TRK_CTL_COUNT] = NULL,
 };
+
+int trk_msg_control_type(const char *type)
+{
+    for (int t = 0; type && t < TRK_CTL_COUNT; t++)
+        if (!strcmp(trk_msg_control_types[t], type)) return t;
+    return -1;
+}
 
 const char *trk_msg_err_code(int err)
 {
@@ -528,6 +684,14 @@ const char *trk_msg_err_code(int err)
     case TRK_MSG_BINARY: return "binary";
     case TRK_MSG_UNSUPPORTED: return "unsupported";
     case TRK_MSG_UNAUTHORIZED: return "unauthorized";
+    case TRK_MSG_INVALID_OBJECT: return "invalid_object";
+    case TRK_MSG_DUPLICATE_NAME: return "duplicate_name";
+    case TRK_MSG_TOO_MANY_OBJECTS: return "too_many_objects";
+    case TRK_MSG_NOT_FOUND: return "not_found";
+    case TRK_MSG_OUT_OF_RANGE: return "out_of_range";
+    case TRK_MSG_BUSY: return "busy";
+    case TRK_MSG_NO_FILE: return "no_file";
+    case TRK_MSG_IO_ERROR: return "io_error";
     }
     return "error";
 }

@@ -10,7 +10,8 @@
  *
  * Every trk_msg_* encoder APPENDS one complete JSON value to the buffer (no
  * newline; NDJSON writers add '\n' themselves) and returns 0 or TRK_ENOMEM.
- * On TRK_ENOMEM the buffer may hold a partial message: reset it.
+ * On TRK_ENOMEM the buffer may hold a partial message and stays failed (see
+ * struct trk_buf): never send it; reset it to reuse it.
  *
  * Thread safety: all functions are reentrant; a trk_buf belongs to one thread.
  */
@@ -44,18 +45,26 @@ extern "C" {
 
 /* A growable byte buffer. data is always NUL-terminated when non-NULL (the
  * terminator is not counted in len), so a finished message can be used as a
- * C string. A zeroed struct is a valid empty buffer. */
+ * C string. A zeroed struct is a valid empty buffer.
+ *
+ * The first failed append sets failed and every later append is a no-op that
+ * returns TRK_ENOMEM, so a message can be built with unchecked appends and
+ * checked once, before sending: a failed buffer holds a truncated message. */
 struct trk_buf {
     char *data;
-    size_t len; /* bytes used */
-    size_t cap; /* bytes allocated (> len when data != NULL) */
+    size_t len;  /* bytes used */
+    size_t cap;  /* bytes allocated (> len when data != NULL) */
+    bool failed; /* an append failed since the last reset: do not send */
 };
 
-/* Empties the buffer but keeps its memory (the per-frame path reuses it). */
+/* Empties the buffer and clears failed, but keeps its memory (the
+ * per-frame path reuses it). */
 void trk_buf_reset(struct trk_buf *b);
 /* Frees the memory and zeroes the struct; safe twice. */
 void trk_buf_free(struct trk_buf *b);
-/* Makes room for extra more bytes (+ the terminator); 0 or TRK_ENOMEM. */
+/* Makes room for extra more bytes (+ the terminator); 0 or TRK_ENOMEM
+ * (then failed is set). Every function below returns TRK_ENOMEM at once on
+ * a failed buffer. */
 int trk_buf_reserve(struct trk_buf *b, size_t extra);
 /* Appends n raw bytes; 0 or TRK_ENOMEM. */
 int trk_buf_append(struct trk_buf *b, const void *p, size_t n);
@@ -141,9 +150,9 @@ int trk_msg_objects(struct trk_buf *b, const struct trk_object_def *defs, int n,
  */
 int trk_msg_object(struct trk_buf *b, int id, const struct trk_object_def *def, const char *color);
 
-/* Writes "#rrggbb" (8 bytes with the NUL) for the centre of def's box
- * converted to RGB (hsv: hue midpoint, wrapping through 0 when lo > hi;
- * ycbcr: BT.601 full range). A display colour, not a tracking rule. */
+/* Writes "#rrggbb" (8 bytes with the NUL) of def's default display colour,
+ * trk_object_display_rgb (gpu/color.h: the one rule the objects file uses
+ * too). A display colour, not a tracking rule. */
 void trk_msg_object_color(const struct trk_object_def *def, char out[8]);
 
 /* ------------------------------------------- server -> client: stats etc. */
@@ -152,11 +161,12 @@ void trk_msg_object_color(const struct trk_object_def *def, char out[8]);
  * ms; a negative value means "not measured" and is sent as null. */
 struct trk_stats_info {
     double uptime_s;
-    double fps;      /* frames processed per second, last interval      */
-    uint64_t frames; /* frames processed since start                    */
-    uint64_t drops;  /* frames captured but never processed (stale)     */
-    int clients;     /* connected WebSocket clients                     */
-    long rss_kb;     /* resident set size, < 0 = unknown                */
+    double fps;       /* frames processed per second, last interval      */
+    uint64_t frames;  /* frames processed since start                    */
+    uint64_t drops;   /* frames captured but never processed (stale)     */
+    uint64_t skipped; /* frames the backend rejected (not in frames)    */
+    int clients;      /* connected WebSocket clients                     */
+    long rss_kb;      /* resident set size, < 0 = unknown                */
     double queue_ms, upload_ms, kernel_ms, process_ms; /* medians            */
     double send_ms;                         /* results ready -> handed to the WebSocket thread */
     double total_ms;                        /* capture -> handed to the WebSocket thread       */
@@ -183,6 +193,44 @@ int trk_msg_pong(struct trk_buf *b, const char *id_json, double wall_ms);
  * else closes it. */
 int trk_msg_ack(struct trk_buf *b, const char *request, const char *id_json, bool more);
 
+/* The replies to the daemon's control messages (PROTOCOL.md section 5).
+ * id_json as for trk_msg_error. */
+
+/* {"type":"objects"[,"id":id],"objects":[...]}: the answer to get_objects
+ * (trk_msg_objects plus the request's id). */
+int trk_msg_objects_reply(struct trk_buf *b, const char *id_json, const struct trk_object_def *defs,
+                          int n, const char *const *colors);
+
+/* {"type":"ack","request":request[,"id":id],key:value}: the ack carrying one
+ * integer ("count" for set/reload_objects, "object_id" for edits). */
+int trk_msg_ack_int(struct trk_buf *b, const char *request, const char *id_json, const char *key,
+                    int64_t value);
+
+/* {"type":"ack","request":"save_objects"[,"id":id],"path":path,"count":n}. */
+int trk_msg_ack_saved(struct trk_buf *b, const char *id_json, const char *path, int count);
+
+/* {"type":"ack","request":"preview"[,"id":id],"width":w,"fps":f,"mask":m}
+ * (fps with 3 decimals; mask the object's name or NULL for null). */
+int trk_msg_ack_preview(struct trk_buf *b, const char *id_json, int width, double fps,
+                        const char *mask);
+
+/* What a sample reply says; arrays indexed [enum trk_space][channel]. */
+struct trk_sample_info {
+    const char *id_json;    /* the request's id, NULL or "" for none             */
+    int x, y;               /* the point asked for                               */
+    int radius;             /* as asked; < 0 (a rectangle request) = omitted     */
+    int rect[4];            /* x0, y0, x1, y1 read, inclusive                    */
+    uint64_t seq;           /* the frame read                                    */
+    long n;                 /* pixels read                                       */
+    int mean[3][3];         /* channel means per space                           */
+    int lo[3][3], hi[3][3]; /* suggested box per space                        */
+};
+
+/* Appends {"type":"sample",...} (PROTOCOL.md section 5): x, y, radius,
+ * rect, seq, n, the means as "rgb"/"hsv"/"ycbcr", "suggest" (the hsv box)
+ * and "suggest_all" (one box per space). */
+int trk_msg_sample(struct trk_buf *b, const struct trk_sample_info *s);
+
 /* ---------------------------------------------------- preview (binary) */
 
 /* Size of the binary preview header. Layout (little-endian):
@@ -202,18 +250,28 @@ void trk_msg_preview_header(uint8_t out[TRK_PREVIEW_HDR], uint64_t seq, int prev
 /* Error codes of the client message parser (also the "code" strings). */
 enum trk_msg_err {
     TRK_MSG_OK = 0,
-    TRK_MSG_BAD_JSON = -1,     /* "bad_json": not valid JSON / not UTF-8      */
-    TRK_MSG_NOT_OBJECT = -2,   /* "not_object": valid JSON, not an object     */
-    TRK_MSG_BAD_TYPE = -3,     /* "bad_type": "type" missing or not a string  */
-    TRK_MSG_UNKNOWN_TYPE = -4, /* "unknown_type": type nobody handles         */
-    TRK_MSG_TOO_LARGE = -5,    /* "too_large": over TRK_MSG_MAX_CLIENT bytes  */
-    TRK_MSG_BAD_FIELD = -6,    /* "bad_field": a field has the wrong type     */
-    TRK_MSG_BINARY = -7,       /* "binary": binary frame (only text accepted) */
-    TRK_MSG_UNSUPPORTED = -8,  /* "unsupported": a control type this server
-                                * has no handler for (no on_message)       */
-    TRK_MSG_UNAUTHORIZED = -9, /* "unauthorized": control message without the
-                                * control token (ws.h control_token)      */
-    TRK_MSG_ERR_MIN = TRK_MSG_UNAUTHORIZED,
+    TRK_MSG_BAD_JSON = -1,                  /* "bad_json": not valid JSON / not UTF-8      */
+    TRK_MSG_NOT_OBJECT = -2,                /* "not_object": valid JSON, not an object     */
+    TRK_MSG_BAD_TYPE = -3,                  /* "bad_type": "type" missing or not a string  */
+    TRK_MSG_UNKNOWN_TYPE = -4,              /* "unknown_type": type nobody handles         */
+    TRK_MSG_TOO_LARGE = -5,                 /* "too_large": over TRK_MSG_MAX_CLIENT bytes  */
+    TRK_MSG_BAD_FIELD = -6,                 /* "bad_field": a field has the wrong type     */
+    TRK_MSG_BINARY = -7,                    /* "binary": binary frame (only text accepted) */
+    TRK_MSG_UNSUPPORTED = -8,               /* "unsupported": a control type this server
+                                             * has no handler for (no on_message)       */
+    TRK_MSG_UNAUTHORIZED = -9,              /* "unauthorized": control message without the
+                                             * control token (ws.h control_token)      */
+    TRK_MSG_ERR_MIN = TRK_MSG_UNAUTHORIZED, /* the parser's lowest          */
+    /* The daemon's answers to control messages it cannot carry out
+     * (PROTOCOL.md section 6); never returned by the parser. */
+    TRK_MSG_INVALID_OBJECT = -10,   /* "invalid_object"                    */
+    TRK_MSG_DUPLICATE_NAME = -11,   /* "duplicate_name"                    */
+    TRK_MSG_TOO_MANY_OBJECTS = -12, /* "too_many_objects"                  */
+    TRK_MSG_NOT_FOUND = -13,        /* "not_found"                         */
+    TRK_MSG_OUT_OF_RANGE = -14,     /* "out_of_range"                      */
+    TRK_MSG_BUSY = -15,             /* "busy"                              */
+    TRK_MSG_NO_FILE = -16,          /* "no_file"                           */
+    TRK_MSG_IO_ERROR = -17,         /* "io_error"                          */
 };
 
 /* The "code" string of a trk_msg_err ("bad_json", ...). */
@@ -234,9 +292,30 @@ struct trk_cmsg {
     int preview;                     /* subscribe: 1 on, 0 off, -1 not given        */
 };
 
-/* The control message types forwarded to the daemon when trk_ws_cfg names
- * none (PROTOCOL.md section "Control messages"). NULL-terminated. */
-extern const char *const trk_msg_control_types[];
+/* The control message types forwarded to the daemon (PROTOCOL.md section 5,
+ * "Forwarded to the daemon"): the one list of them. The daemon maps each to
+ * a handler (daemon/control.c); "auth" is answered by the server (ws.h). */
+enum trk_ctl_type {
+    TRK_CTL_SET_OBJECTS = 0,
+    TRK_CTL_ADD_OBJECT,
+    TRK_CTL_UPDATE_OBJECT,
+    TRK_CTL_RENAME_OBJECT,
+    TRK_CTL_REMOVE_OBJECT,
+    TRK_CTL_GET_OBJECTS,
+    TRK_CTL_SAVE_OBJECTS,
+    TRK_CTL_RELOAD_OBJECTS,
+    TRK_CTL_SAMPLE,
+    TRK_CTL_PREVIEW,
+    TRK_CTL_AUTH,
+    TRK_CTL_COUNT
+};
+
+/* The wire names, indexed by enum trk_ctl_type, NULL-terminated: the list
+ * forwarded when trk_ws_cfg names none. */
+extern const char *const trk_msg_control_types[TRK_CTL_COUNT + 1];
+
+/* The enum trk_ctl_type of a wire name, or -1 when it is not one. */
+int trk_msg_control_type(const char *type);
 
 /* Parses one client text message. control_types: NULL-terminated list of the
  * types forwarded to the daemon (NULL = trk_msg_control_types; an empty list

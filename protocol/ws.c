@@ -38,6 +38,8 @@
 #include <libwebsockets.h>
 
 #include "backend.h"
+#define LOG_TAG "ws"
+#include "log_hook.h"
 #include "messages.h"
 
 #define WS_PATH        "/ws"
@@ -55,42 +57,17 @@
 
 /* ------------------------------------------------------------- logging */
 
-static void (*log_fn)(int level, const char *line);
-
-void trk_ws_set_log(void (*fn)(int level, const char *line))
-{
-    log_fn = fn;
-}
-
-static void emit(int level, const char *line)
-{
-    if (log_fn) {
-        log_fn(level, line);
-        return;
-    }
-    static const char *names[] = { "error", "warn", "info", "debug" };
-    fprintf(stderr, "%s ws: %s\n", names[level < 0 ? 0 : level > 3 ? 3 : level], line);
-}
-
-__attribute__((format(printf, 2, 3))) static void ws_log(int level, const char *fmt, ...)
-{
-    char line[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    emit(level, line);
-}
-
-/* lws hands over lines with a timestamp-free prefix and a trailing newline. */
+/* libwebsockets' own lines (errors and warnings only, see trk_ws_start) go
+ * to the one logger under the tag "lws"; they come with a trailing newline. */
 static void lws_emit(int level, const char *line)
 {
-    char buf[512];
-    snprintf(buf, sizeof buf, "lws: %s", line);
-    size_t n = strlen(buf);
-    while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
-        buf[--n] = '\0';
-    emit(level == LLL_ERR ? 0 : level == LLL_WARN ? 1 : level == LLL_NOTICE ? 2 : 3, buf);
+    size_t n = strlen(line);
+    while (n && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+        n--;
+    enum trk_log_level l = level == LLL_ERR    ? TRK_LOG_ERROR
+                           : level == LLL_WARN ? TRK_LOG_WARN
+                                               : TRK_LOG_DEBUG;
+    trk_log_write(l, "lws", 0, "%.*s", (int)n, line);
 }
 
 /* ------------------------------------------------------------ messages */
@@ -555,7 +532,7 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
         c->closing = ws->closing;
         pthread_mutex_unlock(&ws->lock);
         atomic_fetch_add(&ws->n_clients, 1);
-        ws_log(2, "client %llu connected from %s", (unsigned long long)c->id, c->peer);
+        log_debug("client %llu connected from %s", (unsigned long long)c->id, c->peer);
         if (client_pending(c) || c->closing) lws_callback_on_writable(wsi);
         break;
     }
@@ -572,9 +549,9 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
         pthread_mutex_unlock(&ws->lock);
         atomic_fetch_sub(&ws->n_clients, 1);
         client_clear(ws, c);
-        ws_log(2, "client %llu disconnected (%llu sent, %llu dropped)", (unsigned long long)c->id,
-               (unsigned long long)atomic_load(&c->sent),
-               (unsigned long long)atomic_load(&c->dropped));
+        log_debug("client %llu disconnected (%llu sent, %llu dropped)", (unsigned long long)c->id,
+                  (unsigned long long)atomic_load(&c->sent),
+                  (unsigned long long)atomic_load(&c->dropped));
         break;
 
     case LWS_CALLBACK_SERVER_WRITEABLE: {
@@ -593,7 +570,7 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
         int n =
             lws_write(wsi, m->buf + LWS_PRE, m->len, m->binary ? LWS_WRITE_BINARY : LWS_WRITE_TEXT);
         if (n < (int)m->len) {
-            ws_log(1, "client %llu: write failed, closing", (unsigned long long)c->id);
+            log_warn("client %llu: write failed, closing", (unsigned long long)c->id);
             return -1;
         }
         atomic_fetch_add_explicit(&c->sent, 1, memory_order_relaxed);
@@ -828,7 +805,7 @@ static void *service_main(void *arg)
     struct trk_ws *ws = arg;
     while (!atomic_load(&ws->stopping))
         if (lws_service(ws->ctx, 0) < 0) {
-            ws_log(0, "the WebSocket service loop failed; clients are no longer served");
+            log_error("the WebSocket service loop failed; clients are no longer served");
             break;
         }
     return NULL;
@@ -859,7 +836,7 @@ int trk_ws_start(struct trk_ws *ws)
     if (ws->web_root) {
         struct stat st;
         if (stat(ws->web_root, &st) || !S_ISDIR(st.st_mode))
-            ws_log(1, "web root %s is not a directory: HTTP requests will get 404", ws->web_root);
+            log_warn("web root %s is not a directory: HTTP requests will get 404", ws->web_root);
         memset(&ws->mount, 0, sizeof ws->mount);
         ws->mount.mountpoint = "/";
         ws->mount.mountpoint_len = 1;
@@ -939,7 +916,7 @@ int trk_ws_start(struct trk_ws *ws)
     }
     ws->thread_started = true;
     host_port(numeric[0] ? numeric : NULL, ws->bound_port, where, sizeof where);
-    ws_log(2, "listening on %s", where);
+    log_debug("listening on %s", where);
     return 0;
 }
 
@@ -952,7 +929,7 @@ void trk_ws_set_hello(struct trk_ws *ws, const char *json)
 {
     if (!ws) return;
     struct msg *m = json ? msg_new(json, strlen(json), false, 0) : NULL;
-    if (json && !m) ws_log(0, "out of memory setting the hello message");
+    if (json && !m) log_error("out of memory setting the hello message");
     pthread_mutex_lock(&ws->lock);
     struct msg *old = ws->hello;
     ws->hello = m;
@@ -1132,8 +1109,7 @@ void trk_ws_shutdown(struct trk_ws *ws, int code, const char *reason, double tim
     }
     int left = atomic_load(&ws->n_clients);
     if (running && left > 0)
-        ws_log(1, "%d client(s) did not finish closing within %g s; dropping them", left,
-               timeout_s);
+        log_warn("%d client(s) did not finish closing within %g s; dropping them", left, timeout_s);
     trk_ws_stop(ws);
 }
 

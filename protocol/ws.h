@@ -158,12 +158,6 @@ void trk_ws_shutdown(struct trk_ws *ws, int code, const char *reason, double tim
 /* Stops if needed and frees; safe on NULL and twice (sets *ws = NULL). */
 void trk_ws_destroy(struct trk_ws **ws);
 
-/* Log sink for this module and for libwebsockets (process-wide; lws keeps only
- * errors and warnings). level: 0 error, 1 warn, 2 info, 3 debug (the
- * TRK_LOG_* values of daemon/log.h). line has no trailing newline. NULL =
- * stderr. Call before trk_ws_create. */
-void trk_ws_set_log(void (*fn)(int level, const char *line));
-
 #ifdef __cplusplus
 }
 #endif

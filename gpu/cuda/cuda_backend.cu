@@ -20,6 +20,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "../log_hook.h"
+#include "bench_hooks.h"
 #include "cuda_internal.cuh"
 
 /* ------------------------------------------------------------ logging */
@@ -29,9 +31,10 @@ void trk_cuda_log(const char *call, const char *file, int line, cudaError_t e)
     /* Bounded: a failure that repeats every frame must not flood the log. */
     static int logged;
     if (logged >= 20) return;
-    if (++logged == 20) fprintf(stderr, "trackd cuda: further CUDA errors are not logged\n");
-    fprintf(stderr, "trackd cuda: %s failed at %s:%d: %s\n", call, file, line,
-            cudaGetErrorString(e));
+    trk_log_write(TRK_LOG_ERROR, "cuda", 0, "%s failed at %s:%d: %s", call, file, line,
+                  cudaGetErrorString(e));
+    if (++logged == 20)
+        trk_log_write(TRK_LOG_ERROR, "cuda", 0, "further CUDA errors are not logged");
 }
 
 namespace
@@ -43,9 +46,10 @@ const char *const variant_names[] = { "fused",     "lut",       "naive", "moct-h
                                       "moct-v-r4", "moct-s-r4", NULL };
 
 /* Most 32-bit words a table image can need: summary + full tables of all
- * three spaces at 8 mask words per entry, each table padded to 4 words. */
-const int LUT_MAX_WORDS =
-    (3 * 256 + 360 + 2 * 256 + 3 * 256 + 16) + 8 * (3 * 256 + 360 + 2 * 256 + 3 * 256) + 64;
+ * three spaces (nine channels: eight of 256 values, the hue of
+ * TRK_HUE_VALUES) at 8 mask words per entry, each table padded to 4 words. */
+const int LUT_CHANNEL_VALUES = 8 * 256 + TRK_HUE_VALUES;
+const int LUT_MAX_WORDS = (LUT_CHANNEL_VALUES + 16) + 8 * LUT_CHANNEL_VALUES + 64;
 
 struct cuda_be {
     int dev, sms;
@@ -78,7 +82,7 @@ struct cuda_be {
     int pos[TRK_MAX_OBJECTS];
     int slots;
 
-    /* The frame in flight (or resident, for the bench hooks). */
+    /* The frame in flight (or resident, for bench_hooks.h). */
     struct trk_cu_frame f;
     bool roi;
     int nk;    /* kernel intervals recorded this frame */
@@ -98,61 +102,30 @@ size_t align_up(size_t v, size_t a)
     return (v + a - 1) / a * a;
 }
 
-/* Device layout of a frame: plane offsets, pitches, rows and payload bytes
- * per row. Pitches leave room for the 4-pixel loads of the fused kernel past
- * a row's last pixel. Returns the total bytes. */
+/* Device layout of a frame: the planes of trk_image_plane_layout, each at
+ * an offset with a pitch of its own. Pitches are those of the frame 4-pixel
+ * aligned in width (room for the 4-pixel loads of the fused kernel past a
+ * row's last pixel), rounded up to TRK_CUDA_PITCH_ALIGN. Returns the total
+ * bytes. */
 struct layout {
-    int planes;
+    struct trk_plane_layout p; /* planes, payload bytes per row, rows */
     size_t off[3];
-    int pitch[3], rows[3], payload[3];
-    bool chroma420; /* planes 1, 2 have half the rows */
+    int pitch[3];
 };
 
 size_t frame_layout(int w, int h, int fmt, struct layout *L)
 {
-    const size_t A = TRK_CUDA_PITCH_ALIGN;
-    const int w4 = (w + 3) / 4 * 4, cw = (w + 1) / 2, ch = (h + 1) / 2;
+    struct trk_plane_layout wide;
     memset(L, 0, sizeof(*L));
-    switch (fmt) {
-    case TRK_FMT_NV12:
-        L->planes = 2;
-        L->chroma420 = true;
-        L->pitch[0] = (int)align_up(w4, A);
-        L->rows[0] = h;
-        L->payload[0] = w;
-        L->pitch[1] = (int)align_up(w4, A);
-        L->rows[1] = ch;
-        L->payload[1] = 2 * cw;
-        break;
-    case TRK_FMT_I420:
-        L->planes = 3;
-        L->chroma420 = true;
-        L->pitch[0] = (int)align_up(w4, A);
-        L->rows[0] = h;
-        L->payload[0] = w;
-        L->pitch[1] = L->pitch[2] = (int)align_up(w4 / 2, A);
-        L->rows[1] = L->rows[2] = ch;
-        L->payload[1] = L->payload[2] = cw;
-        break;
-    case TRK_FMT_YUYV:
-        L->planes = 1;
-        L->pitch[0] = (int)align_up((size_t)2 * w4, A);
-        L->rows[0] = h;
-        L->payload[0] = 4 * cw;
-        break;
-    default: {
-        const int bpp = trk_pixfmt_bpp((enum trk_pixfmt)fmt);
-        L->planes = 1;
-        L->pitch[0] = (int)align_up((size_t)bpp * w4, A);
-        L->rows[0] = h;
-        L->payload[0] = bpp * w;
-        break;
-    }
-    }
+    const int e = trk_image_plane_layout((enum trk_pixfmt)fmt, w, h, &L->p);
+    const int e_wide = trk_image_plane_layout((enum trk_pixfmt)fmt, (w + 3) / 4 * 4, h, &wide);
+    /* Callers pass a checked image or the create-time maximum (> 0). */
+    TRK_ASSERT(e == 0 && e_wide == 0);
     size_t total = 0;
-    for (int p = 0; p < L->planes; p++) {
+    for (int p = 0; p < L->p.planes; p++) {
+        L->pitch[p] = (int)align_up(wide.row_bytes[p], TRK_CUDA_PITCH_ALIGN);
         L->off[p] = total;
-        total += align_up((size_t)L->pitch[p] * L->rows[p], 256);
+        total += align_up((size_t)L->pitch[p] * L->p.rows[p], 256);
     }
     return total;
 }
@@ -362,8 +335,8 @@ int cu_create(const struct trk_backend_cfg *cfg, void **self)
     *self = b;
     return 0;
 fail_mem:
-    fprintf(stderr, "trackd cuda: allocation failed for a %dx%d backend: %s\n", b->max_w, b->max_h,
-            cudaGetErrorString(cudaGetLastError()));
+    trk_log_write(TRK_LOG_ERROR, "cuda", 0, "allocation failed for a %dx%d backend: %s", b->max_w,
+                  b->max_h, cudaGetErrorString(cudaGetLastError()));
 fail:
     be_free(b);
     return err;
@@ -398,36 +371,35 @@ void build_lut(const struct trk_object_def *objs, int n, const int *pos, struct 
     for (int s = 0; s < 3; s++)
         for (int c = 0; c < 3 && lt->has[s]; c++) {
             lt->sum_off[s][c] = words;
-            words += (int)align_up(s == TRK_SPACE_HSV && c == 0 ? 360 : 256, 4);
+            words += (int)align_up((size_t)trk_chan_values(s, c), 4);
         }
     lt->sum_words = words;
     for (int s = 0; s < 3; s++)
         for (int c = 0; c < 3 && lt->has[s]; c++) {
             lt->full_off[s][c] = words;
-            words += (int)align_up((size_t)(s == TRK_SPACE_HSV && c == 0 ? 360 : 256) * nw, 4);
+            words += (int)align_up((size_t)trk_chan_values(s, c) * nw, 4);
         }
     /* An all-zero entry: lanes whose pixels passed no summary read it (the
      * same address for all of them: a broadcast, no divergence). */
     lt->zero_off = words;
     words += (int)align_up((size_t)nw, 4);
     lt->words = words;
+    /* The shared-memory accumulators follow the image (trk_cu_table_smem). */
+    TRK_ASSERT(words % 4 == 0 && words <= LUT_MAX_WORDS);
     memset(h, 0, (size_t)words * 4);
     for (int k = 0; k < n; k++) {
         const int s = objs[k].space;
         for (int c = 0; c < 3; c++) {
-            const int nv = s == TRK_SPACE_HSV && c == 0 ? 360 : 256;
-            const int lo = objs[k].lo[c], hi = objs[k].hi[c];
-            const bool wrap = s == TRK_SPACE_HSV && c == 0 && lo > hi;
+            const int nv = trk_chan_values(s, c);
             uint32_t *t = h + lt->full_off[s][c];
-            for (int v = 0; v < nv; v++) {
-                const bool in = wrap ? (v >= lo || v <= hi) : (v >= lo && v <= hi);
-                if (in) t[v * nw + pos[k] / 32] |= 1u << (pos[k] % 32);
-            }
+            for (int v = 0; v < nv; v++)
+                if (trk_chan_has(objs[k].lo, objs[k].hi, s == TRK_SPACE_HSV, c, v))
+                    t[v * nw + pos[k] / 32] |= 1u << (pos[k] % 32);
         }
     }
     for (int s = 0; s < 3; s++)
         for (int c = 0; c < 3 && lt->has[s]; c++) {
-            const int nv = s == TRK_SPACE_HSV && c == 0 ? 360 : 256;
+            const int nv = trk_chan_values(s, c);
             for (int v = 0; v < nv; v++) {
                 uint32_t m = 0;
                 for (int w = 0; w < nw; w++)
@@ -470,7 +442,8 @@ void group_objects(const struct trk_object_def *objs, int n, int nw, int *pos)
         e->space = o->space;
         e->index = k;
         if (o->space == TRK_SPACE_HSV) {
-            if (o->lo[0] > o->hi[0]) c[0] = ((o->lo[0] + o->hi[0] + 360) / 2) % 360;
+            if (o->lo[0] > o->hi[0])
+                c[0] = ((o->lo[0] + o->hi[0] + TRK_HUE_VALUES) / 2) % TRK_HUE_VALUES;
             e->primary = c[0] / 8;
             e->secondary = c[1];
         } else {
@@ -527,11 +500,11 @@ int cu_set_objects(void *self, const struct trk_object_def *objs, int n)
     b->dirty = false;
     if (b->variant == V_FUSED) {
         int bps = 0;
-        int err = trk_cu_fused_setup(b->lt.nw, trk_cu_fused_smem(&b->lt, b->slots), &bps);
+        int err = trk_cu_fused_setup(b->lt.nw, trk_cu_table_smem(b->lt, b->slots), &bps);
         if (err) return err;
         b->fused_grid = bps * b->sms;
     } else if (b->variant == V_LUT) {
-        int err = trk_cu_lut_setup((size_t)b->lt.words * 4 + (size_t)b->slots * 36);
+        int err = trk_cu_lut_setup(trk_cu_table_smem(b->lt, b->slots));
         if (err) return err;
     }
     return 0;
@@ -553,24 +526,22 @@ bool host_pinned(const void *p)
 int upload_rows(struct cuda_be *b, const struct trk_image *img, const struct layout *L, int r0,
                 int r1, bool pinned)
 {
-    for (int p = 0; p < L->planes; p++) {
-        int a = r0, z = r1;
-        if (p > 0 && L->chroma420) {
-            a = r0 / 2;
-            z = (r1 + 1) / 2;
-        }
+    for (int p = 0; p < L->p.planes; p++) {
+        /* The plane rows that frame rows [r0, r1) use. */
+        const int vs = L->p.vshift[p];
+        const int a = r0 >> vs, z = (r1 + (1 << vs) - 1) >> vs;
         if (a >= z) continue;
         const size_t dp = (size_t)L->pitch[p], sp = img->pitch[p];
         uint8_t *d = b->d_frame + L->off[p] + (size_t)a * dp;
         const uint8_t *src = img->plane[p] + (size_t)a * sp;
         if (pinned) {
-            TRK_CUDA_TRY(cudaMemcpy2DAsync(d, dp, src, sp, (size_t)L->payload[p], (size_t)(z - a),
+            TRK_CUDA_TRY(cudaMemcpy2DAsync(d, dp, src, sp, L->p.row_bytes[p], (size_t)(z - a),
                                            cudaMemcpyHostToDevice, b->s_up));
         } else {
             uint8_t *st = b->hp_stage + L->off[p] + (size_t)a * dp;
             for (int y = 0; y < z - a; y++)
-                memcpy(st + y * dp, src + y * sp, (size_t)L->payload[p]);
-            TRK_CUDA_TRY(cudaMemcpyAsync(d, st, (size_t)(z - a - 1) * dp + (size_t)L->payload[p],
+                memcpy(st + y * dp, src + y * sp, L->p.row_bytes[p]);
+            TRK_CUDA_TRY(cudaMemcpyAsync(d, st, (size_t)(z - a - 1) * dp + L->p.row_bytes[p],
                                          cudaMemcpyHostToDevice, b->s_up));
         }
     }
@@ -581,7 +552,7 @@ void fill_frame(struct cuda_be *b, const struct trk_image *img, const struct lay
 {
     struct trk_cu_frame &f = b->f;
     memset(&f, 0, sizeof(f));
-    for (int p = 0; p < L->planes; p++) {
+    for (int p = 0; p < L->p.planes; p++) {
         f.plane[p] = b->d_frame + L->off[p];
         f.pitch[p] = L->pitch[p];
     }
@@ -620,8 +591,10 @@ int launch_rows(struct cuda_be *b, int row0, int row1, bool first)
     case V_FUSED: return trk_cu_fused_launch(&j, b->fused_grid, b->s_k);
     case V_LUT: return trk_cu_lut_launch(&j, b->s_k);
     case V_NAIVE: return trk_cu_naive_launch(&j, b->s_k);
-    default: return trk_cu_moct_launch(&j, b->arr, b->r, b->d_moct, b->moct_bytes, b->s_k);
+    case V_MOCT: return trk_cu_moct_launch(&j, b->arr, b->r, b->d_moct, b->moct_bytes, b->s_k);
     }
+    TRK_ASSERT(!"variant out of range (parse_variant sets one of the four)");
+    return TRK_EINVAL;
 }
 
 /* Uploads the clipped ROIs and (for the table variants) builds the row and
@@ -669,7 +642,7 @@ int submit_impl(struct cuda_be *b, const struct trk_image *img, const struct trk
     b->dirty = true; /* until the frame is fully queued */
 
     bool pinned = true;
-    for (int p = 0; p < L.planes; p++)
+    for (int p = 0; p < L.p.planes; p++)
         pinned = pinned && host_pinned(img->plane[p]);
 
     int nb = b->bands;
@@ -841,9 +814,13 @@ const struct trk_backend_ops trk_cuda_ops = {
     "cuda", cu_create, cu_destroy, cu_set_objects, cu_submit, cu_wait, cu_describe, variant_names,
 };
 
-int trk_cuda_bench_upload(void *self, const struct trk_image *img, const struct trk_roi *rois)
+/* ------------------------------------------------ bench_hooks.h */
+
+int trk_cuda_bench_upload(struct trk_backend *bk, const struct trk_image *img,
+                          const struct trk_roi *rois)
 {
-    struct cuda_be *b = (struct cuda_be *)self;
+    struct cuda_be *b = (struct cuda_be *)trk_backend_self(bk, &trk_cuda_ops);
+    if (!b) return TRK_EINVAL;
     int err = trk_image_check(img);
     if (err) return err;
     if (img->width > b->max_w || img->height > b->max_h) return TRK_ETOOBIG;
@@ -852,7 +829,7 @@ int trk_cuda_bench_upload(void *self, const struct trk_image *img, const struct 
     if (frame_layout(img->width, img->height, img->fmt, &L) > b->frame_bytes) return TRK_ETOOBIG;
     fill_frame(b, img, &L);
     bool pinned = true;
-    for (int p = 0; p < L.planes; p++)
+    for (int p = 0; p < L.p.planes; p++)
         pinned = pinned && host_pinned(img->plane[p]);
     if ((err = upload_rows(b, img, &L, 0, img->height, pinned))) return err;
     TRK_CUDA_TRY(cudaStreamSynchronize(b->s_up));
@@ -864,10 +841,10 @@ int trk_cuda_bench_upload(void *self, const struct trk_image *img, const struct 
     return 0;
 }
 
-int trk_cuda_bench_kernels(void *self, int iters, float *ms, struct trk_obj_result *out)
+int trk_cuda_bench_kernels(struct trk_backend *bk, int iters, float *ms, struct trk_obj_result *out)
 {
-    struct cuda_be *b = (struct cuda_be *)self;
-    if (b->n == 0 || iters < 1) return TRK_EINVAL;
+    struct cuda_be *b = (struct cuda_be *)trk_backend_self(bk, &trk_cuda_ops);
+    if (!b || b->n == 0 || iters < 1 || !ms) return TRK_EINVAL;
     TRK_CUDA_TRY(cudaSetDevice(b->dev));
     for (int i = 0; i < iters; i++) {
         TRK_CUDA_TRY(cudaEventRecord(b->ev_ks[0], b->s_k));

@@ -1,7 +1,8 @@
-/* Internals shared by the CUDA backend's .cu files (and bench/bench_cuda.cu):
- * the device-side frame, object and accumulator layouts, the exact per-pixel
- * decode, error macros and the launch wrappers. Not a public header: C code
- * includes gpu/backend.h only. */
+/* Internals shared by the CUDA backend's .cu files: the device-side frame,
+ * object and accumulator layouts, the shared-memory layouts, the adapters to
+ * color.h's pixel rules, error macros and the launch wrappers. Private to
+ * gpu/cuda/: C code includes gpu/backend.h only, the benchmark
+ * gpu/cuda/bench_hooks.h. */
 #ifndef TRK_GPU_CUDA_INTERNAL_CUH
 #define TRK_GPU_CUDA_INTERNAL_CUH
 
@@ -83,6 +84,51 @@ struct trk_cu_lut {
     int wb[3], we[3]; /* mask words [wb, we) hold the space's objects */
 };
 
+/* ------------------------------------------------ shared-memory layouts */
+/* The one definition of what the kernels carve out of dynamic shared memory
+ * and of the byte counts the host passes at setup and launch. */
+
+/* Block-local accumulators of n objects (or slots): two u64 arrays (sum x,
+ * sum y), then five u32 arrays (count and the encoded bounds of
+ * trk_cu_acc). The base must be 8-byte aligned. */
+struct trk_cu_sacc {
+    unsigned long long *sx, *sy;
+    unsigned *cnt, *nx0, *ny0, *px1, *py1;
+};
+__host__ __device__ __forceinline__ size_t trk_cu_sacc_bytes(int n)
+{
+    return (size_t)n * (2 * sizeof(unsigned long long) + 5 * sizeof(unsigned));
+}
+__device__ __forceinline__ struct trk_cu_sacc trk_cu_sacc_at(void *base, int n)
+{
+    struct trk_cu_sacc a;
+    a.sx = reinterpret_cast<unsigned long long *>(base);
+    a.sy = a.sx + n;
+    a.cnt = reinterpret_cast<unsigned *>(a.sy + n);
+    a.nx0 = a.cnt + n;
+    a.ny0 = a.nx0 + n;
+    a.px1 = a.ny0 + n;
+    a.py1 = a.px1 + n;
+    return a;
+}
+
+/* The table kernels (fused, lut): the table image (lt.words 32-bit words, a
+ * multiple of 4, so what follows is 16-byte aligned), then the accumulators
+ * of n slots at s_table + lt.words. */
+__host__ __device__ __forceinline__ size_t trk_cu_table_smem(const struct trk_cu_lut &lt, int n)
+{
+    return (size_t)lt.words * sizeof(uint32_t) + trk_cu_sacc_bytes(n);
+}
+
+/* The naive kernel: n objects, their n ROIs, then the accumulators (both
+ * structs are multiples of 8 bytes, so the accumulators stay aligned). */
+static_assert(sizeof(struct trk_cu_obj) % 8 == 0 && sizeof(struct trk_roi) % 8 == 0,
+              "naive shared layout: accumulators must stay 8-byte aligned");
+__host__ __device__ __forceinline__ size_t trk_cu_naive_smem(int n)
+{
+    return (size_t)n * (sizeof(struct trk_cu_obj) + sizeof(struct trk_roi)) + trk_cu_sacc_bytes(n);
+}
+
 /* One launch's worth of work for the accumulating kernels. */
 struct trk_cu_job {
     struct trk_cu_frame f;
@@ -99,114 +145,42 @@ struct trk_cu_job {
 };
 
 /* ---------------------------------------------------- exact pixel decode */
+/* Adapters from the device frame to color.h's pixel rules (the one
+ * definition; the CPU reference runs the same functions). */
 
-/* The frame's own samples at (x, y): R, G, B for RGB formats, Y, Cb, Cr for
- * YUV formats (chroma sited per color.h: YUYV (x/2, y), 4:2:0 (x/2, y/2)). */
+/* The frame's own samples at (x, y): trk_pixel_native. */
 __device__ __forceinline__ void trk_cu_native(const struct trk_cu_frame &f, int x, int y, int &a,
                                               int &b, int &c)
 {
-    const uint8_t *p0 = f.plane[0] + (size_t)y * f.pitch[0];
-    switch (f.fmt) {
-    case TRK_FMT_RGB24:
-        a = p0[3 * x];
-        b = p0[3 * x + 1];
-        c = p0[3 * x + 2];
-        break;
-    case TRK_FMT_BGR24:
-        c = p0[3 * x];
-        b = p0[3 * x + 1];
-        a = p0[3 * x + 2];
-        break;
-    case TRK_FMT_RGBA:
-        a = p0[4 * x];
-        b = p0[4 * x + 1];
-        c = p0[4 * x + 2];
-        break;
-    case TRK_FMT_BGRA:
-        c = p0[4 * x];
-        b = p0[4 * x + 1];
-        a = p0[4 * x + 2];
-        break;
-    case TRK_FMT_YUYV:
-        a = p0[2 * x];
-        b = p0[4 * (x >> 1) + 1];
-        c = p0[4 * (x >> 1) + 3];
-        break;
-    case TRK_FMT_NV12: {
-        const uint8_t *uv = f.plane[1] + (size_t)(y >> 1) * f.pitch[1];
-        a = p0[x];
-        b = uv[2 * (x >> 1)];
-        c = uv[2 * (x >> 1) + 1];
-        break;
-    }
-    default: { /* I420 */
-        a = p0[x];
-        b = f.plane[1][(size_t)(y >> 1) * f.pitch[1] + (x >> 1)];
-        c = f.plane[2][(size_t)(y >> 1) * f.pitch[2] + (x >> 1)];
-        break;
-    }
-    }
+    const size_t pitch[3] = { (size_t)f.pitch[0], (size_t)f.pitch[1], (size_t)f.pitch[2] };
+    int s[3];
+    trk_pixel_native(f.fmt, f.plane, pitch, x, y, s);
+    a = s[0], b = s[1], c = s[2];
 }
 
-__device__ __forceinline__ bool trk_cu_is_yuv(int fmt)
-{
-    return fmt == TRK_FMT_YUYV || fmt == TRK_FMT_NV12 || fmt == TRK_FMT_I420;
-}
-
-/* Channel triples of one pixel in the three spaces, from its native samples,
- * with exactly the arithmetic of color.h (the CPU reference runs the same
- * functions). Only the spaces flagged in need (bit s) are computed. */
+/* Channel triples of one pixel in the spaces flagged in need (bit s):
+ * trk_pixel_triples with the frame's coefficients. */
 struct trk_cu_px {
     int c[3][3]; /* [space][channel] */
 };
 __device__ __forceinline__ void trk_cu_triples(const struct trk_cu_frame &f, bool yuv, int need,
                                                int a, int b, int c, struct trk_cu_px &p)
 {
-    int r = a, g = b, bl = c;
-    if (yuv && (need & ((1 << TRK_SPACE_RGB) | (1 << TRK_SPACE_HSV)))) {
-        uint8_t r8, g8, b8;
-        trk_yuv_to_rgb(&f.y2r, a, b, c, &r8, &g8, &b8);
-        r = r8;
-        g = g8;
-        bl = b8;
-    }
-    p.c[TRK_SPACE_RGB][0] = r;
-    p.c[TRK_SPACE_RGB][1] = g;
-    p.c[TRK_SPACE_RGB][2] = bl;
-    if (need & (1 << TRK_SPACE_HSV)) {
-        uint16_t h;
-        uint8_t s, v;
-        trk_rgb_to_hsv(r, g, bl, &h, &s, &v);
-        p.c[TRK_SPACE_HSV][0] = h;
-        p.c[TRK_SPACE_HSV][1] = s;
-        p.c[TRK_SPACE_HSV][2] = v;
-    }
-    if (need & (1 << TRK_SPACE_YCBCR)) {
-        if (yuv) {
-            p.c[TRK_SPACE_YCBCR][0] = a;
-            p.c[TRK_SPACE_YCBCR][1] = b;
-            p.c[TRK_SPACE_YCBCR][2] = c;
-        } else {
-            uint8_t y8, cb8, cr8;
-            trk_rgb_to_ycbcr(&f.r2y, r, g, bl, &y8, &cb8, &cr8);
-            p.c[TRK_SPACE_YCBCR][0] = y8;
-            p.c[TRK_SPACE_YCBCR][1] = cb8;
-            p.c[TRK_SPACE_YCBCR][2] = cr8;
-        }
-    }
+    const int s[3] = { a, b, c };
+    trk_pixel_triples(&f.y2r, &f.r2y, yuv, need, s, p.c);
 }
 
 /* ------------------------------------------------------ launch wrappers */
 /* Each validates its arguments, launches on the given stream and returns 0 or
  * a TRK_E* code (launch errors are logged by TRK_CUDA_TRY). */
 
-/* Fused single pass (default variant). grid: blocks to launch (from
- * trk_cu_fused_grid); smem: dynamic shared bytes (trk_cu_fused_smem). */
+/* Fused single pass (default variant). grid: blocks to launch (at most the
+ * resident blocks of trk_cu_fused_setup times the SMs); dynamic shared
+ * memory: trk_cu_table_smem. */
 int trk_cu_fused_launch(const struct trk_cu_job *job, int grid, cudaStream_t s);
-/* Dynamic shared memory the fused kernel needs for these tables/objects. */
-size_t trk_cu_fused_smem(const struct trk_cu_lut *lt, int n_obj);
-/* Raises the kernels' shared-memory limit and returns the resident blocks
- * per SM at that shared-memory size (>= 1), or a negative error. */
+/* Raises the kernels' shared-memory limit to smem (trk_cu_table_smem) and
+ * returns the resident blocks per SM at that size (>= 1), or a negative
+ * error. */
 int trk_cu_fused_setup(int nw, size_t smem, int *blocks_per_sm);
 
 /* Straightforward per-channel lookup tables: one thread per pixel, shared
@@ -229,20 +203,5 @@ struct trk_cu_moct_entry; /* defined in moct.cu */
 size_t trk_cu_moct_scratch_bytes(int max_w, int max_h, int max_obj, int arr, int r);
 int trk_cu_moct_launch(const struct trk_cu_job *job, int arr, int r, void *d_scratch,
                        size_t scratch_bytes, cudaStream_t s);
-
-/* ----------------------------------------------------- bench hooks (C) */
-#ifdef __cplusplus
-extern "C" {
-#endif
-/* For bench/bench_cuda.cu: work on a backend instance created through
- * trk_cuda_ops.create (self). upload: copies img into the device frame
- * buffer once and waits. kernels: runs the variant's kernels on that
- * resident frame `iters` times, writing each run's kernel time (CUDA events,
- * ms) to ms[i] and the last run's results to out (may be NULL). */
-int trk_cuda_bench_upload(void *self, const struct trk_image *img, const struct trk_roi *rois);
-int trk_cuda_bench_kernels(void *self, int iters, float *ms, struct trk_obj_result *out);
-#ifdef __cplusplus
-}
-#endif
 
 #endif

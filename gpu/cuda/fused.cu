@@ -29,8 +29,10 @@ __host__ __device__ inline int fmt_class(int fmt)
     case TRK_FMT_BGRA: return CLS_RGB4;
     case TRK_FMT_YUYV: return CLS_YUYV;
     case TRK_FMT_NV12: return CLS_NV12;
-    default: return CLS_I420;
+    case TRK_FMT_I420: return CLS_I420;
     }
+    TRK_ASSERT(!"pixel format out of range (trk_image_check rejects it)");
+    return CLS_I420;
 }
 
 __device__ __forceinline__ unsigned byte_of(uint32_t w, int j)
@@ -196,8 +198,9 @@ __device__ __forceinline__ void and3(const uint32_t *t0, const uint32_t *t1, con
  * segments of TRK_FUSED_SEG pixels) of rows [row0, row1), its warps take the
  * range's units in turn. A contiguous range keeps the set of objects one
  * block touches small, so the final flush costs few global atomics.
- * Shared memory: the table image (summary tables, then full tables) and the
- * block's accumulators (u64 sums, u32 count and encoded bounds).
+ * Shared memory (trk_cu_table_smem): the table image (summary tables, then
+ * full tables) and the block's accumulators (u64 sums, u32 count and
+ * encoded bounds).
  * Per unit: each lane loads 4 pixels, the 3 summary lookups per pixel
  * reject pixels that match nothing (exact: a summary is the OR of the full
  * entry's words); warps with any candidate load the full masks in chunks of
@@ -213,11 +216,12 @@ __global__ void __launch_bounds__(TRK_FUSED_THREADS, TRK_FUSED_MIN_BLOCKS)
     extern __shared__ uint4 s_raw[];
     const struct trk_cu_lut &lt = job.lt;
     const int n = job.n_obj;
+    /* Layout and size: trk_cu_table_smem (cuda_internal.cuh). */
     uint32_t *s_lut = reinterpret_cast<uint32_t *>(s_raw);
-    unsigned long long *s_sx = reinterpret_cast<unsigned long long *>(s_lut + lt.words);
-    unsigned long long *s_sy = s_sx + n;
-    unsigned *s_cnt = reinterpret_cast<unsigned *>(s_sy + n);
-    unsigned *s_nx0 = s_cnt + n, *s_ny0 = s_nx0 + n, *s_px1 = s_ny0 + n, *s_py1 = s_px1 + n;
+    const struct trk_cu_sacc s_acc = trk_cu_sacc_at(s_lut + lt.words, n);
+    unsigned long long *s_sx = s_acc.sx, *s_sy = s_acc.sy;
+    unsigned *s_cnt = s_acc.cnt, *s_nx0 = s_acc.nx0, *s_ny0 = s_acc.ny0, *s_px1 = s_acc.px1,
+             *s_py1 = s_acc.py1;
 
     const int tid = threadIdx.x;
     {
@@ -366,8 +370,10 @@ template <int NW> fused_fn pick_cls(int cls)
     case CLS_RGB4: return fused_kernel<CLS_RGB4, NW>;
     case CLS_YUYV: return fused_kernel<CLS_YUYV, NW>;
     case CLS_NV12: return fused_kernel<CLS_NV12, NW>;
-    default: return fused_kernel<CLS_I420, NW>;
+    case CLS_I420: return fused_kernel<CLS_I420, NW>;
     }
+    TRK_ASSERT(!"format class out of range");
+    return NULL;
 }
 
 fused_fn pick(int cls, int nw)
@@ -382,11 +388,6 @@ fused_fn pick(int cls, int nw)
 }
 
 } // namespace
-
-size_t trk_cu_fused_smem(const struct trk_cu_lut *lt, int n_obj)
-{
-    return (size_t)lt->words * 4 + (size_t)n_obj * (2 * 8 + 5 * 4);
-}
 
 int trk_cu_fused_setup(int nw, size_t smem, int *blocks_per_sm)
 {
@@ -417,7 +418,7 @@ int trk_cu_fused_launch(const struct trk_cu_job *job, int grid, cudaStream_t s)
     const long units = (long)(job->row1 - job->row0) * segs;
     long want = (units + TRK_FUSED_MIN_UNITS_PER_BLOCK - 1) / TRK_FUSED_MIN_UNITS_PER_BLOCK;
     if (want < grid) grid = (int)want;
-    fn<<<grid, TRK_FUSED_THREADS, trk_cu_fused_smem(&job->lt, job->n_obj), s>>>(*job);
+    fn<<<grid, TRK_FUSED_THREADS, trk_cu_table_smem(job->lt, job->n_obj), s>>>(*job);
     TRK_CUDA_TRY(cudaGetLastError());
     return 0;
 }

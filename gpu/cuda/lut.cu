@@ -13,24 +13,8 @@ namespace
 static_assert(TRK_LUT_BX * TRK_LUT_BY <= 1024 && (TRK_LUT_BX * TRK_LUT_BY) % 32 == 0,
               "lut block size");
 
-/* Shared accumulators of one block (same layout in both kernels). */
-struct sacc {
-    unsigned long long *sx, *sy;
-    unsigned *cnt, *nx0, *ny0, *px1, *py1;
-};
-
-__device__ __forceinline__ sacc sacc_at(void *base, int n)
-{
-    sacc a;
-    a.sx = reinterpret_cast<unsigned long long *>(base);
-    a.sy = a.sx + n;
-    a.cnt = reinterpret_cast<unsigned *>(a.sy + n);
-    a.nx0 = a.cnt + n;
-    a.ny0 = a.nx0 + n;
-    a.px1 = a.ny0 + n;
-    a.py1 = a.px1 + n;
-    return a;
-}
+/* Shared accumulators of one block: the layout of cuda_internal.cuh. */
+typedef struct trk_cu_sacc sacc;
 
 __device__ __forceinline__ void sacc_zero(const sacc &a, int n, int tid, int nthr)
 {
@@ -73,7 +57,8 @@ __device__ __forceinline__ int need_mask(const struct trk_cu_lut &lt)
 }
 
 /* Grid: 2-D, one thread per pixel of rows [row0, row1), TRK_LUT_BX x TRK_LUT_BY
- * per block. Shared: the whole table image, then the block's accumulators.
+ * per block. Shared (trk_cu_table_smem): the whole table image, then the
+ * block's accumulators.
  * Atomics: every matching (pixel, object) pair does one shared atomic per
  * field (7); the block flushes objects it saw with global atomics. */
 __global__ void lut_kernel(const struct trk_cu_job job)
@@ -82,7 +67,7 @@ __global__ void lut_kernel(const struct trk_cu_job job)
     const struct trk_cu_lut &lt = job.lt;
     const int n = job.n_obj, nw = lt.nw;
     uint32_t *s_lut = reinterpret_cast<uint32_t *>(s_raw);
-    const sacc a = sacc_at(s_lut + lt.words, n);
+    const sacc a = trk_cu_sacc_at(s_lut + lt.words, n);
     const int tid = threadIdx.y * blockDim.x + threadIdx.x, nthr = blockDim.x * blockDim.y;
     for (int i = tid; i < lt.words / 4; i += nthr)
         s_raw[i] = reinterpret_cast<const uint4 *>(job.lut)[i];
@@ -98,7 +83,7 @@ __global__ void lut_kernel(const struct trk_cu_job job)
         int na, nb, nc;
         trk_cu_native(job.f, x, y, na, nb, nc);
         struct trk_cu_px p;
-        trk_cu_triples(job.f, trk_cu_is_yuv(job.f.fmt), need_mask(lt), na, nb, nc, p);
+        trk_cu_triples(job.f, trk_fmt_is_yuv(job.f.fmt), need_mask(lt), na, nb, nc, p);
         for (int w = 0; w < nw; w++) {
             uint32_t m = 0;
 #pragma unroll
@@ -120,15 +105,16 @@ __global__ void lut_kernel(const struct trk_cu_job job)
     sacc_flush(a, job.acc, n, tid, nthr);
 }
 
-/* Grid: as lut_kernel. Shared: the objects (boxes, spaces, ROIs), then the
- * accumulators. Every pixel tests every object: M box tests per pixel. */
+/* Grid: as lut_kernel. Shared (trk_cu_naive_smem): the objects (boxes,
+ * spaces), their ROIs, then the accumulators. Every pixel tests every object: M box tests per
+ * pixel. */
 __global__ void naive_kernel(const struct trk_cu_job job)
 {
     extern __shared__ uint4 s_raw[];
     const int n = job.n_obj;
     struct trk_cu_obj *s_obj = reinterpret_cast<struct trk_cu_obj *>(s_raw);
     struct trk_roi *s_roi = reinterpret_cast<struct trk_roi *>(s_obj + n);
-    const sacc a = sacc_at(s_roi + n, n);
+    const sacc a = trk_cu_sacc_at(s_roi + n, n);
     const int tid = threadIdx.y * blockDim.x + threadIdx.x, nthr = blockDim.x * blockDim.y;
     for (int i = tid; i < n; i += nthr) {
         s_obj[i] = job.objs[i];
@@ -146,7 +132,7 @@ __global__ void naive_kernel(const struct trk_cu_job job)
         int na, nb, nc;
         trk_cu_native(job.f, x, y, na, nb, nc);
         struct trk_cu_px p;
-        trk_cu_triples(job.f, trk_cu_is_yuv(job.f.fmt), need_mask(job.lt), na, nb, nc, p);
+        trk_cu_triples(job.f, trk_fmt_is_yuv(job.f.fmt), need_mask(job.lt), na, nb, nc, p);
         for (int k = 0; k < n; k++) {
             const struct trk_cu_obj &o = s_obj[k];
             const struct trk_roi &r = s_roi[k];
@@ -184,11 +170,6 @@ __global__ void roimask_kernel(const struct trk_cu_job job, uint32_t *rowmask, u
     }
 }
 
-size_t acc_smem(int n)
-{
-    return (size_t)n * (2 * 8 + 5 * 4);
-}
-
 } // namespace
 
 int trk_cu_lut_setup(size_t smem)
@@ -210,8 +191,7 @@ int trk_cu_lut_launch(const struct trk_cu_job *job, cudaStream_t s)
     dim3 blk(TRK_LUT_BX, TRK_LUT_BY);
     dim3 grid((job->f.width + TRK_LUT_BX - 1) / TRK_LUT_BX,
               (job->row1 - job->row0 + TRK_LUT_BY - 1) / TRK_LUT_BY);
-    size_t smem = (size_t)job->lt.words * 4 + acc_smem(job->n_obj);
-    lut_kernel<<<grid, blk, smem, s>>>(*job);
+    lut_kernel<<<grid, blk, trk_cu_table_smem(job->lt, job->n_obj), s>>>(*job);
     TRK_CUDA_TRY(cudaGetLastError());
     return 0;
 }
@@ -222,9 +202,7 @@ int trk_cu_naive_launch(const struct trk_cu_job *job, cudaStream_t s)
     dim3 blk(TRK_LUT_BX, TRK_LUT_BY);
     dim3 grid((job->f.width + TRK_LUT_BX - 1) / TRK_LUT_BX,
               (job->row1 - job->row0 + TRK_LUT_BY - 1) / TRK_LUT_BY);
-    size_t smem = (size_t)job->n_obj * (sizeof(struct trk_cu_obj) + sizeof(struct trk_roi)) +
-                  acc_smem(job->n_obj);
-    naive_kernel<<<grid, blk, smem, s>>>(*job);
+    naive_kernel<<<grid, blk, trk_cu_naive_smem(job->n_obj), s>>>(*job);
     TRK_CUDA_TRY(cudaGetLastError());
     return 0;
 }

@@ -93,7 +93,7 @@ __global__ void moct_base(const struct trk_cu_job job, arrangement a, entry *bas
             x1 = min(x1, r.x1);
             y1 = min(y1, r.y1);
         }
-        const bool yuv = trk_cu_is_yuv(job.f.fmt);
+        const bool yuv = trk_fmt_is_yuv(job.f.fmt);
         const int s = o.space;
         for (int y = y0; y <= y1; y++)
             for (int x = x0; x <= x1; x++) {

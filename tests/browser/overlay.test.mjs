@@ -54,13 +54,13 @@ try {
 
   // 1. A preview with its matching result drawn over it, one box.
   await page.waitForFunction(() => {
-    const d = window.trackd && window.trackd.lastDrawn;
-    return d && d.preview && d.matched && d.boxes.length === 1 && window.trackd.previewsReceived > 3;
+    const d = window.trackdTest && window.trackdTest.lastDrawn;
+    return d && d.preview && d.matched && d.boxes.length === 1 && window.trackdTest.previewsReceived > 3;
   }, null, { timeout: 20000 }).catch(() => fail('no preview with a matched overlay within 20 s'));
   const st = await page.evaluate(() => {
     const c = document.getElementById('view');
-    return { cw: c.width, ch: c.height, drawn: window.trackd.lastDrawn,
-             hello: window.trackd.hello, frame: window.trackd.lastFrame };
+    return { cw: c.width, ch: c.height, drawn: window.trackdTest.lastDrawn,
+             hello: window.trackdTest.hello, frame: window.trackdTest.lastFrame };
   });
   const sx = st.cw / FRAME_W, sy = st.ch / FRAME_H;
   const b = st.drawn.boxes[0];
@@ -110,7 +110,7 @@ try {
   console.log(`1280x800: video bottom ${fold.view.bottom}, last object row bottom ` +
               `${fold.rows[fold.rows.length - 1].bottom} <= ${fold.h}`);
   // The daemon's 1 Hz stats reach the panel too (and make the screenshot whole).
-  await page.waitForFunction(() => window.trackd.lastStats &&
+  await page.waitForFunction(() => window.trackdTest.lastStats &&
                                    document.getElementById('p-sfps').textContent !== '\u2013',
                              null, { timeout: 5000 })
     .catch(() => fail('no stats shown within 5 s'));
@@ -118,31 +118,31 @@ try {
 
   // 4. Kill the daemon and start it again on the same port: the page
   //    reconnects by itself (backoff 0.5 s .. 5 s) and draws fresh frames.
-  const before = await page.evaluate(() => ({ c: window.trackd.connects, f: window.trackd.framesReceived }));
+  const before = await page.evaluate(() => ({ c: window.trackdTest.connects, f: window.trackdTest.framesReceived }));
   // SIGKILL, as in a crash: no close handshake, the page only sees the TCP close.
   await new Promise((resolve) => { daemon.on('exit', resolve); daemon.kill('SIGKILL'); });
-  await page.waitForFunction(() => !window.trackd.connected, null, { timeout: 10000 })
+  await page.waitForFunction(() => !window.trackdTest.connected, null, { timeout: 10000 })
     .catch(() => fail('page did not notice the daemon going away'));
   daemon = startTrackd(clip, objs, port, log);
   await waitListening(port, daemon);
-  await page.waitForFunction((c) => window.trackd.connected && window.trackd.connects > c,
+  await page.waitForFunction((c) => window.trackdTest.connected && window.trackdTest.connects > c,
                              before.c, { timeout: 15000 })
     .catch(() => fail('page did not reconnect within 15 s'));
   // Counted from the new connection only (the page ignores the old socket):
   // fresh results and previews arrive and are drawn with the box in place.
-  const base = await page.evaluate(() => ({ f: window.trackd.framesReceived,
-                                            p: window.trackd.previewsReceived }));
+  const base = await page.evaluate(() => ({ f: window.trackdTest.framesReceived,
+                                            p: window.trackdTest.previewsReceived }));
   await page.waitForFunction((b) => {
-    const t = window.trackd;
+    const t = window.trackdTest;
     const d = t.lastDrawn;
     return t.framesReceived >= b.f + 10 && t.previewsReceived >= b.p + 3 &&
            d && d.preview && d.matched && d.boxes.length === 1;
   }, base, { timeout: 15000 }).catch(() => fail('no new frames and previews drawn after reconnecting'));
-  const again = await page.evaluate(() => window.trackd.lastDrawn.boxes[0]);
+  const again = await page.evaluate(() => window.trackdTest.lastDrawn.boxes[0]);
   [again.x0, again.y0, again.x1, again.y1].forEach((v, i) => {
     if (!near(v, want[i], 2)) fail(`after reconnect, box edge ${i}: ${v} vs ${want[i]}`);
   });
-  const after = await page.evaluate(() => window.trackd.framesReceived);
+  const after = await page.evaluate(() => window.trackdTest.framesReceived);
   console.log(`reconnected: connects ${before.c} -> more, frames ${before.f} -> ${base.f} ` +
               `(at reconnect) -> ${after}`);
   await page.waitForTimeout(500);   // let the "stale" dimming fade out of the picture
@@ -153,15 +153,15 @@ try {
   await stop(daemon);
   daemon = startTrackd(clip, objs, port, log, ['--no-preview']);
   await waitListening(port, daemon);
-  const c2 = await page.evaluate(() => window.trackd.connects);
+  const c2 = await page.evaluate(() => window.trackdTest.connects);
   await page.waitForFunction((c) => {
-    const d = window.trackd.lastDrawn;
-    return window.trackd.connects > c && d && !d.preview && d.matched && d.boxes.length === 1;
+    const d = window.trackdTest.lastDrawn;
+    return window.trackdTest.connects > c && d && !d.preview && d.matched && d.boxes.length === 1;
   }, c2, { timeout: 15000 }).catch(() => fail('no overlay on a plain background with --no-preview'));
   const np = await page.evaluate(() => {
     const c = document.getElementById('view');
     const px = Array.from(c.getContext('2d').getImageData(5, 5, 1, 1).data.slice(0, 3));
-    return { cw: c.width, ch: c.height, box: window.trackd.lastDrawn.boxes[0], px };
+    return { cw: c.width, ch: c.height, box: window.trackdTest.lastDrawn.boxes[0], px };
   });
   if (!near(np.cw / np.ch, FRAME_W / FRAME_H, 0.01)) fail(`canvas ${np.cw}x${np.ch} is not 16:9`);
   const w2 = [BOX[0] * np.cw / FRAME_W, BOX[1] * np.ch / FRAME_H,

@@ -34,7 +34,7 @@ async function withDaemon(args, fn) {
     browser = await launchChromium();
     const page = await browser.newPage({ viewport: VIEWPORT });
     await page.goto(`http://127.0.0.1:${port}/`);
-    await page.waitForFunction(() => window.trackd.previewsReceived > 3 && window.trackd.lastStats,
+    await page.waitForFunction(() => window.trackdTest.previewsReceived > 3 && window.trackdTest.lastStats,
                                null, { timeout: 20000 })
       .catch(() => fail('no previews and stats within 20 s'));
     await fn(page);
@@ -50,8 +50,8 @@ fs.mkdirSync(outDir, { recursive: true });
 await withDaemon([], async (page) => {
   await page.waitForTimeout(2500);
   const d = await page.evaluate(() => ({
-    boxes: window.trackd.lastDrawn && window.trackd.lastDrawn.boxes.length,
-    objects: window.trackd.objects.length,
+    boxes: window.trackdTest.lastDrawn && window.trackdTest.lastDrawn.boxes.length,
+    objects: window.trackdTest.objects.length,
   }));
   if (!d.objects || d.boxes !== d.objects) fail(`demo: ${d.boxes} boxes for ${d.objects} objects`);
   const out = path.join(outDir, 'web-ui-demo.png');
@@ -68,15 +68,15 @@ try {
                    async (page) => {
     await page.click('#t-teach');
     await dragFrame(page, [108, 108], [151, 151], 640, 360);
-    await page.waitForFunction(() => window.trackd.tune.lastSample, null, { timeout: 5000 })
+    await page.waitForFunction(() => window.trackdTest.tune.lastSample, null, { timeout: 5000 })
       .catch(() => fail('no sample reply'));
     await page.fill('#t-name', 'redsq');
     await page.click('#t-add');
-    await page.waitForFunction(() => window.trackd.tune.editing === 'redsq', null, { timeout: 5000 })
+    await page.waitForFunction(() => window.trackdTest.tune.editing === 'redsq', null, { timeout: 5000 })
       .catch(() => fail('redsq not added'));
     await page.check('#t-mask');
     await page.waitForFunction(() => {
-      const a = window.trackd.tune.lastAck;
+      const a = window.trackdTest.tune.lastAck;
       return a && a.request === 'preview' && a.mask === 'redsq';
     }, null, { timeout: 5000 }).catch(() => fail('mask not acknowledged'));
     await page.waitForTimeout(1500);   // masked previews on screen, rates settled

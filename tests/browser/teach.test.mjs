@@ -34,7 +34,7 @@ async function waitResult(page, name, fn, what, timeout = 10000) {
   let r = null;
   while (Date.now() < deadline) {
     r = await page.evaluate((n) => {
-      const f = window.trackd.lastFrame;
+      const f = window.trackdTest.lastFrame;
       return f ? f.objects.find((o) => o.name === n) || null : null;
     }, name);
     if (r && fn(r)) return r;
@@ -61,11 +61,11 @@ async function hueTrack(page, which, values) {
 const isColour = (px, rgb) => px.every((v, i) => near(v, rgb[i], 12));
 
 async function teach(page, obj) {
-  const before = await page.evaluate(() => window.trackd.tune.lastSample);
+  const before = await page.evaluate(() => window.trackdTest.tune.lastSample);
   await page.click('#t-teach');
   // On loopback without --control-token, teaching starts at once: no prompt.
   const gate = await page.evaluate(() => ({
-    control_auth: window.trackd.hello.control_auth, teaching: window.trackd.tune.teaching,
+    control_auth: window.trackdTest.hello.control_auth, teaching: window.trackdTest.tune.teaching,
     prompt: !document.getElementById('t-auth').hidden }));
   if (gate.control_auth !== false || !gate.teaching || gate.prompt)
     fail(`loopback, no token: ${JSON.stringify(gate)}`);
@@ -73,10 +73,10 @@ async function teach(page, obj) {
   const [x0, y0, x1, y1] = obj.box;
   await dragFrame(page, [x0 + 8, y0 + 8], [x1 - 8, y1 - 8], FRAME_W, FRAME_H);
   await page.waitForFunction((b) => {
-    const s = window.trackd.tune.lastSample;
+    const s = window.trackdTest.tune.lastSample;
     return s && JSON.stringify(s) !== JSON.stringify(b);
   }, before, { timeout: 5000 }).catch(() => fail(`no sample reply for ${obj.name}`));
-  const s = await page.evaluate(() => window.trackd.tune.lastSample);
+  const s = await page.evaluate(() => window.trackdTest.tune.lastSample);
   console.log(`${obj.name}: sampled ${s.n} px in ${JSON.stringify(s.rect)}, suggest ` +
               `${JSON.stringify(s.suggest)}`);
   if (s.rect[0] < x0 || s.rect[2] > x1 || s.rect[1] < y0 || s.rect[3] > y1)
@@ -109,8 +109,8 @@ try {
   const errors = [];
   page.on('pageerror', (e) => errors.push(String(e)));
   await page.goto(`http://127.0.0.1:${port}/`);
-  await page.waitForFunction(() => window.trackd && window.trackd.previewsReceived > 2 &&
-                                   window.trackd.lastFrame, null, { timeout: 20000 })
+  await page.waitForFunction(() => window.trackdTest && window.trackdTest.previewsReceived > 2 &&
+                                   window.trackdTest.lastFrame, null, { timeout: 20000 })
     .catch(() => fail('no previews within 20 s'));
 
   // 1. Teach the red square; 2. a slider changes the result (mask on).
@@ -122,6 +122,14 @@ try {
   if (!(hlo > hhi)) fail(`red's suggested hue ${hlo}..${hhi} does not wrap through 0`);
   const note = await page.textContent('#t-hue-note');
   if (note !== `wraps through 0: ${hlo}..359 and 0..${hhi}`) fail(`hue note "${note}"`);
+  // The sliders and the name field take their ranges from the daemon's
+  // hello.limits (the page has no copies): hue 0..359, S and V 0..255,
+  // names of at most 63 bytes.
+  const ranges = await page.evaluate(() => ({
+    max: ['t-lo0', 't-hi0', 't-lo1', 't-hi2'].map((id) => document.getElementById(id).max),
+    name: document.getElementById('t-name').maxLength }));
+  if (JSON.stringify(ranges) !== JSON.stringify({ max: ['359', '359', '255', '255'], name: 63 }))
+    fail(`slider ranges and name length: ${JSON.stringify(ranges)}`);
   // Away from each slider's own thumb (at hlo on H lo, at hhi on H hi).
   const onLo = await hueTrack(page, 'lo', [hhi / 2, 180]);
   const onHi = await hueTrack(page, 'hi', [(hlo + 359) / 2, 180]);
@@ -131,9 +139,9 @@ try {
          `H hi ${JSON.stringify(onHi)} (selected, not selected)`);
   console.log(`hue ${hlo}..${hhi}: "${note}", tracks lit at ${hhi / 2} and ${(hlo + 359) / 2}`);
   await page.check('#t-mask');
-  await page.waitForFunction(() => window.trackd.tune.lastAck &&
-                                   window.trackd.tune.lastAck.request === 'preview' &&
-                                   window.trackd.tune.lastAck.mask === 'redsq',
+  await page.waitForFunction(() => window.trackdTest.tune.lastAck &&
+                                   window.trackdTest.tune.lastAck.request === 'preview' &&
+                                   window.trackdTest.tune.lastAck.mask === 'redsq',
                              null, { timeout: 5000 }).catch(() => fail('mask not acknowledged'));
   await page.waitForTimeout(800);
   await page.evaluate(() => window.scrollTo(0, 0));
@@ -163,7 +171,7 @@ try {
   await page.evaluate(() => window.scrollTo(0, 0));
   await page.screenshot({ path: path.join(outDir, 'teach-two.png') });
   await page.click('#t-save');
-  await page.waitForFunction(() => window.trackd.tune.saved, null, { timeout: 5000 })
+  await page.waitForFunction(() => window.trackdTest.tune.saved, null, { timeout: 5000 })
     .catch(() => fail('no save ack'));
   const file = JSON.parse(fs.readFileSync(saved, 'utf8'));
   const names = file.objects.map((o) => o.name);
@@ -173,9 +181,9 @@ try {
 
   // 4. Reload the page: the objects are still there.
   await page.reload();
-  await page.waitForFunction(() => window.trackd.hello && window.trackd.lastFrame, null,
+  await page.waitForFunction(() => window.trackdTest.hello && window.trackdTest.lastFrame, null,
                              { timeout: 10000 }).catch(() => fail('no hello after reload'));
-  const after = await page.evaluate(() => window.trackd.objects.map((o) => o.name));
+  const after = await page.evaluate(() => window.trackdTest.objects.map((o) => o.name));
   if (JSON.stringify(after) !== JSON.stringify([RED.name, BLUE.name]))
     fail(`after reload the page lists ${JSON.stringify(after)}`);
   console.log(`page reload: ${JSON.stringify(after)}`);
@@ -212,12 +220,12 @@ try {
   const p2 = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   p2.on('pageerror', (e) => errors.push(String(e)));
   await p2.goto(`http://127.0.0.1:${port}/`);
-  await p2.waitForFunction(() => window.trackd.hello && window.trackd.previewsReceived > 2, null,
+  await p2.waitForFunction(() => window.trackdTest.hello && window.trackdTest.previewsReceived > 2, null,
                            { timeout: 20000 }).catch(() => fail('token daemon: no previews'));
-  if (await p2.evaluate(() => window.trackd.hello.control_auth) !== true)
+  if (await p2.evaluate(() => window.trackdTest.hello.control_auth) !== true)
     fail('hello.control_auth is not true with --control-token');
   const gate = () => p2.evaluate(() => ({
-    teaching: window.trackd.tune.teaching, prompt: !document.getElementById('t-auth').hidden,
+    teaching: window.trackdTest.tune.teaching, prompt: !document.getElementById('t-auth').hidden,
     msg: document.getElementById('t-msg').textContent }));
   await p2.click('#t-teach');
   let g = await gate();
@@ -231,21 +239,21 @@ try {
   if (g.teaching || !g.prompt) fail(`after a wrong token: ${JSON.stringify(g)}`);
   await p2.fill('#t-token', TOKEN);
   await p2.click('#t-unlock');
-  await p2.waitForFunction(() => window.trackd.tune.teaching &&
+  await p2.waitForFunction(() => window.trackdTest.tune.teaching &&
                                  document.getElementById('t-auth').hidden, null, { timeout: 5000 })
     .catch(async () => fail(`the right token did not start teaching: ${JSON.stringify(await gate())}`));
   const [bx0, by0, bx1, by1] = BLUE.box;
   await dragFrame(p2, [bx0 + 8, by0 + 8], [bx1 - 8, by1 - 8], FRAME_W, FRAME_H);
-  await p2.waitForFunction(() => window.trackd.tune.lastSample, null, { timeout: 5000 })
+  await p2.waitForFunction(() => window.trackdTest.tune.lastSample, null, { timeout: 5000 })
     .catch(async () => fail(`no sample after unlocking: ${JSON.stringify(await gate())}`));
   console.log('control token: asked before teaching, wrong one refused, right one teaches');
   // A restart is a new connection: the page authenticates again by itself.
   await p2.click('#t-done');
-  await p2.evaluate(() => { window.oldHello = window.trackd.hello; });
+  await p2.evaluate(() => { window.oldHello = window.trackdTest.hello; });
   await stop(daemon);
   daemon = startTrackd(tokenArgs, port, log);
   await waitListening(port, daemon);
-  await p2.waitForFunction(() => window.trackd.hello !== window.oldHello && window.trackd.tune.authed,
+  await p2.waitForFunction(() => window.trackdTest.hello !== window.oldHello && window.trackdTest.tune.authed,
                            null, { timeout: 15000 }).catch(() => fail('no auth after reconnecting'));
   await p2.click('#t-teach');
   g = await gate();
@@ -255,10 +263,10 @@ try {
   const p3 = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   p3.on('pageerror', (e) => errors.push(String(e)));
   await p3.goto(`http://127.0.0.1:${port}/?token=${TOKEN}`);
-  await p3.waitForFunction(() => window.trackd.hello && window.trackd.tune.authed, null,
+  await p3.waitForFunction(() => window.trackdTest.hello && window.trackdTest.tune.authed, null,
                            { timeout: 10000 }).catch(() => fail('?token= not accepted'));
   await p3.click('#t-teach');
-  if (!(await p3.evaluate(() => window.trackd.tune.teaching &&
+  if (!(await p3.evaluate(() => window.trackdTest.tune.teaching &&
                                 document.getElementById('t-auth').hidden)))
     fail('?token=: Teach did not start at once');
   console.log('control token: re-sent after a restart; ?token= teaches at once');

@@ -13,10 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../unit/check.h"
 #include "backend.h"
 #include "scene.h"
 
-static int failures, cases;
+static int cases; /* comparisons made; failures are check.h's count */
 
 #define MAXW 1280
 #define MAXH 720
@@ -160,10 +161,7 @@ int main(int argc, char **argv)
             struct trk_backend *b = NULL;
             cfg.variant = bad[i];
             int err = trk_backend_create(&cfg, &b);
-            if (err != TRK_EINVAL) {
-                fprintf(stderr, "variant \"%s\" accepted (%d)\n", bad[i], err);
-                failures++;
-            }
+            CHECKF(err == TRK_EINVAL, "variant \"%s\" accepted (%d)", bad[i], err);
             trk_backend_destroy(&b);
         }
     }
@@ -238,21 +236,14 @@ int main(int argc, char **argv)
                              sp->h, m, trk_pixfmt_name((enum trk_pixfmt)fmt), pad,
                              mat == TRK_MATRIX_BT709 ? "bt709" : "bt601",
                              full ? "-full" : "-limited", use_roi ? " roi" : "");
-                    if (err) {
-                        fprintf(stderr, "FAIL %s: process: %s\n", what, trk_strerror(err));
-                        failures++;
-                        continue;
-                    }
-                    if (m > 0 && (t.kernel_ms <= 0 || t.upload_ms <= 0 || t.total_ms <= 0)) {
-                        fprintf(stderr, "FAIL %s: timing not filled (%g %g %g)\n", what,
-                                t.upload_ms, t.kernel_ms, t.total_ms);
-                        failures++;
-                    }
+                    CHECKF(!err, "FAIL %s: process: %s", what, trk_strerror(err));
+                    if (err) continue;
+                    CHECKF(m == 0 || (t.kernel_ms > 0 && t.upload_ms > 0 && t.total_ms > 0),
+                           "FAIL %s: timing not filled (%g %g %g)", what, t.upload_ms, t.kernel_ms,
+                           t.total_ms);
                     int bad = compare(what, want, got, m);
-                    if (bad) {
-                        failures++;
-                        scene_bad++;
-                    }
+                    CHECKF(!bad, "FAIL %s: differs from the CPU reference", what);
+                    if (bad) scene_bad++;
                 }
             }
             if (pmem) cudaFreeHost(pmem);
@@ -294,7 +285,8 @@ int main(int argc, char **argv)
                     char what[96];
                     snprintf(what, sizeof(what), "%s resize m=%d rep %d", names[v], m, rep);
                     cases++;
-                    if (err || compare(what, want, got, m)) failures++;
+                    CHECKF(!err, "FAIL %s: process: %s", what, trk_strerror(err));
+                    if (!err) CHECKF(!compare(what, want, got, m), "FAIL %s: differs", what);
                 }
             }
         }
@@ -306,8 +298,8 @@ int main(int argc, char **argv)
         trk_backend_destroy(&be[v]);
     trk_backend_destroy(&ref);
     trk_backend_destroy(&ref); /* twice is safe */
-    if (failures) {
-        fprintf(stderr, "test_cuda_exact: %d of %d cases FAILED\n", failures, cases);
+    if (check_failures) {
+        fprintf(stderr, "test_cuda_exact: %d of %d cases FAILED\n", check_failures, cases);
         return 1;
     }
     printf("test_cuda_exact: all %d cases equal to the CPU reference\n", cases);

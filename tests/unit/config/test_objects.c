@@ -15,29 +15,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../check.h"
 #include "color.h"
 #include "objects.h"
 #include "posindex.h"
 
-static int failures;
 static const char *srcdir = ".", *tmpdir = ".";
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
-#define CHECK_STR(a, b)                                                                            \
-    do {                                                                                           \
-        const char *a_ = (a), *b_ = (b);                                                           \
-        if (strcmp(a_, b_) != 0) {                                                                 \
-            fprintf(stderr, "%s:%d: got\n  \"%s\"\nwant\n  \"%s\"\n", __FILE__, __LINE__, a_, b_); \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
 
 static void path_in(char *buf, size_t n, const char *dir, const char *rel)
 {
@@ -183,13 +166,20 @@ static void test_default_colors(void)
                                       { 240, 0, 0, 255 }, { 300, 255, 0, 255 } };
     for (size_t i = 0; i < sizeof hue_rgb / sizeof hue_rgb[0]; i++) {
         d.lo[0] = d.hi[0] = (uint16_t)hue_rgb[i][0];
-        trk_objects_default_color(&d, c);
+        trk_object_display_rgb(&d, c);
         CHECK(c[0] == hue_rgb[i][1] && c[1] == hue_rgb[i][2] && c[2] == hue_rgb[i][3]);
     }
+    /* Hue 10..21 centres on 16 (rounding half up, like every channel): the
+     * same colour the protocol's hello derives (test_messages). */
+    struct trk_object_def o = { .space = TRK_SPACE_HSV,
+                                .lo = { 10, 200, 100 },
+                                .hi = { 21, 255, 255 } };
+    trk_object_display_rgb(&o, c);
+    CHECK(c[0] == 178 && c[1] == 61 && c[2] == 19);
     /* A wrapping range's centre is across 0: 350..10 -> 0 (red). */
     d.lo[0] = 350;
     d.hi[0] = 10;
-    trk_objects_default_color(&d, c);
+    trk_object_display_rgb(&d, c);
     CHECK(c[0] == 255 && c[1] == 0 && c[2] == 0);
     /* The default colour must round-trip through the colour rules: converting
      * it back to HSV gives (nearly) the centre of the box. */
@@ -197,7 +187,7 @@ static void test_default_colors(void)
         struct trk_object_def x = { .space = TRK_SPACE_HSV,
                                     .lo = { (uint16_t)h, 200, 100 },
                                     .hi = { (uint16_t)h, 255, 255 } };
-        trk_objects_default_color(&x, c);
+        trk_object_display_rgb(&x, c);
         uint16_t hh;
         uint8_t ss, vv;
         trk_rgb_to_hsv(c[0], c[1], c[2], &hh, &ss, &vv);
@@ -211,12 +201,12 @@ static void test_default_colors(void)
     struct trk_object_def y = { .space = TRK_SPACE_YCBCR,
                                 .lo = { 0, 0, 0 },
                                 .hi = { 255, 255, 255 } };
-    trk_objects_default_color(&y, c);
+    trk_object_display_rgb(&y, c);
     CHECK(c[0] == 128 && c[1] == 128 && c[2] == 128);
     struct trk_object_def r = { .space = TRK_SPACE_RGB,
                                 .lo = { 10, 20, 30 },
                                 .hi = { 20, 40, 31 } };
-    trk_objects_default_color(&r, c);
+    trk_object_display_rgb(&r, c);
     CHECK(c[0] == 15 && c[1] == 30 && c[2] == 31);
 }
 
@@ -252,6 +242,7 @@ static void test_max_objects(void)
     /* Object i sits on line i + 2, its '{' at column 3. */
     CHECK(e.line == TRK_MAX_OBJECTS + 2 && e.col == 3);
     CHECK_STR(e.msg, "too many objects: 257 (at most 256)");
+    CHECK(e.kind == TRK_CONFIG_TOO_MANY); /* the daemon's too_many_objects */
     free(s);
 }
 
@@ -342,6 +333,16 @@ static void test_from_json(void)
     char m[512];
     trk_config_error_format(&e, m, sizeof m);
     CHECK_STR(m, "ws: objects[0].hi[1] = 300 is out of range 0..255 (hsv S)");
+    CHECK(e.kind == TRK_CONFIG_INVALID);
+    /* A name used twice says so by kind (the daemon's duplicate_name), not
+     * only in the text. */
+    json_t *dup = json_loads("{\"objects\": [{\"name\": \"a\", \"space\": \"rgb\", "
+                             "\"lo\": [0, 0, 0], \"hi\": [1, 1, 1]}, {\"name\": \"a\", "
+                             "\"space\": \"rgb\", \"lo\": [0, 0, 0], \"hi\": [1, 1, 1]}]}",
+                             0, &je);
+    CHECK(dup && trk_objects_from_json(dup, "ws", &o, &e) == TRK_EINVAL);
+    CHECK(e.kind == TRK_CONFIG_DUPLICATE);
+    json_decref(dup);
     /* One object on its own: messages relative to the object. */
     struct trk_object_def d;
     uint8_t c[3];
@@ -462,7 +463,7 @@ static void random_objects(struct trk_objects *o)
         }
         d->min_mass = rnd() % 4 == 0 ? ((uint64_t)rnd() << 20 | rnd()) + 1 : 1 + rnd() % 100;
         if (rnd() % 2) {
-            trk_objects_default_color(d, o->color[i]);
+            trk_object_display_rgb(d, o->color[i]);
         } else {
             for (int c = 0; c < 3; c++)
                 o->color[i][c] = (uint8_t)rnd();
@@ -504,7 +505,7 @@ static void test_round_trip(void)
         CHECK(v && trk_objects_from_json(v, "value", b, &e) == 0);
         CHECK(memcmp(a, b, sizeof *a) == 0);
         json_decref(v);
-        if (failures) break;
+        if (check_failures) break;
     }
     /* A file's objects survive load -> save -> load unchanged. */
     CHECK(load_rel("tests/unit/config/good/unicode_names.json", a, &e) == 0);
@@ -636,7 +637,7 @@ static void expect_pos(const struct trk_posindex *ix, const struct trk_path_seg 
     if (rc != 0 || l != line || c != col) {
         fprintf(stderr, "posindex: path of %d segs key=%d: rc %d at %d:%d, want %d:%d\n", n, key,
                 rc, l, c, line, col);
-        failures++;
+        check_failures++;
     }
 }
 
@@ -761,7 +762,7 @@ static void test_demo_objects(void)
                     if (m1 != (i == own) || m2 != (i == own)) {
                         fprintf(stderr, "ball %s (%d,%d,%d) coef %d vs object %s: %d %d\n",
                                 balls[b].name, px[0], px[1], px[2], coef, o.def[i].name, m1, m2);
-                        failures++;
+                        check_failures++;
                     }
                 }
             }
@@ -777,7 +778,7 @@ static void test_demo_objects(void)
                     if (matches(&o.def[i], px, coef)) {
                         fprintf(stderr, "gray (%d,%d,%d) matches %s\n", px[0], px[1], px[2],
                                 o.def[i].name);
-                        failures++;
+                        check_failures++;
                         return;
                     }
         }
@@ -869,14 +870,14 @@ int main(int argc, char **argv)
     int ran = 0;
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
         if (strcmp(argv[1], "all") && strcmp(argv[1], tests[i].name)) continue;
-        int before = failures;
+        int before = check_failures;
         tests[i].fn();
-        printf("%s: %s\n", tests[i].name, failures == before ? "ok" : "FAILED");
+        printf("%s: %s\n", tests[i].name, check_failures == before ? "ok" : "FAILED");
         ran++;
     }
     if (!ran) {
         fprintf(stderr, "unknown case %s\n", argv[1]);
         return 2;
     }
-    return failures ? 1 : 0;
+    return check_failures ? 1 : 0;
 }

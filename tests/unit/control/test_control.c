@@ -1,10 +1,19 @@
 /* daemon/control.c: trk_pixel_matches (the mask view) counts exactly the
  * CPU reference backend's mass for every object of random scenes in every
  * pixel format and matrix; trk_control_poll hands out each new version once;
- * trk_control_reload keeps the current set when the file is invalid. */
+ * trk_control_reload keeps the current set when the file is invalid. Through
+ * the reply handle: every control type has a handler, error codes come from
+ * the failing rule, and save/reload run off the calling (service) thread. */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../check.h"
@@ -91,9 +100,233 @@ static void versions_and_reload(void)
     unlink(path);
 }
 
+/* ------------------------------------------------- through the reply handle */
+
+/* What the module sent through its struct trk_reply (the daemon wires it to
+ * the WebSocket server; the "control" integration test runs that). */
+struct sink {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    json_t *replies; /* array of the messages sent to clients */
+    int hellos, broadcasts;
+};
+
+static void sink_send(void *ctx, uint64_t client, const struct trk_buf *msg)
+{
+    struct sink *s = ctx;
+    json_t *j = json_loadb(msg->data, msg->len, 0, NULL);
+    CHECKF(j && client == 7, "reply to %llu: %s", (unsigned long long)client, msg->data);
+    pthread_mutex_lock(&s->lock);
+    if (j) json_array_append_new(s->replies, j);
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+}
+
+static void sink_broadcast(void *ctx, const struct trk_buf *msg)
+{
+    struct sink *s = ctx;
+    json_t *j = json_loadb(msg->data, msg->len, 0, NULL);
+    CHECKF(j && !strcmp(json_string_value(json_object_get(j, "type")), "objects"), "%s", msg->data);
+    json_decref(j);
+    pthread_mutex_lock(&s->lock);
+    s->broadcasts++;
+    pthread_mutex_unlock(&s->lock);
+}
+
+static void sink_hello(void *ctx, const struct trk_buf *msg)
+{
+    struct sink *s = ctx;
+    json_t *j = json_loadb(msg->data, msg->len, 0, NULL);
+    CHECKF(j && !strcmp(json_string_value(json_object_get(j, "type")), "hello"), "%s", msg->data);
+    json_decref(j);
+    pthread_mutex_lock(&s->lock);
+    s->hellos++;
+    pthread_mutex_unlock(&s->lock);
+}
+
+static void sink_init(struct sink *s, struct trk_control_cfg *cfg)
+{
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->cond, NULL);
+    s->replies = json_array();
+    s->hellos = s->broadcasts = 0;
+    cfg->reply = (struct trk_reply){
+        .ctx = s, .send = sink_send, .broadcast = sink_broadcast, .set_hello = sink_hello
+    };
+}
+
+static void sink_free(struct sink *s)
+{
+    json_decref(s->replies);
+    pthread_cond_destroy(&s->cond);
+    pthread_mutex_destroy(&s->lock);
+}
+
+/* The reply with "id" == id (a new reference), waiting up to 10 s for it:
+ * save and reload answer from the module's own thread. NULL when none came. */
+static json_t *reply_to(struct sink *s, int id)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 10;
+    json_t *found = NULL;
+    pthread_mutex_lock(&s->lock);
+    while (!found) {
+        size_t i;
+        json_t *j;
+        json_array_foreach(s->replies, i, j)
+        {
+            if (json_integer_value(json_object_get(j, "id")) == id) found = json_incref(j);
+        }
+        if (!found && pthread_cond_timedwait(&s->cond, &s->lock, &until) == ETIMEDOUT) break;
+    }
+    pthread_mutex_unlock(&s->lock);
+    CHECKF(found, "no reply to request %d", id);
+    return found;
+}
+
+static void send_msg(struct trk_control *c, const char *json)
+{
+    trk_control_on_message(c, 7, json, strlen(json));
+}
+
+/* The "code" of the reply to request id, or its "type" when it is no error. */
+static const char *outcome(struct sink *s, int id, char *buf, size_t n)
+{
+    json_t *r = reply_to(s, id);
+    json_t *code = json_object_get(r, "code");
+    snprintf(buf, n, "%s", r ? json_string_value(code ? code : json_object_get(r, "type")) : "-");
+    json_decref(r);
+    return buf;
+}
+
+static const char *const two_objects =
+    "{\"objects\":[{\"name\":\"a\",\"space\":\"rgb\",\"lo\":[1,2,3],\"hi\":[4,5,6]},"
+    "{\"name\":\"b\",\"space\":\"rgb\",\"lo\":[1,2,3],\"hi\":[4,5,6]}]}";
+
+/* Every type of the one list gets its handler's answer (only "auth", the
+ * server's, is "unsupported" here), with the documented error codes. */
+static void every_type_answered(void)
+{
+    char path[] = "/tmp/trk_control_types_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0 && write(fd, two_objects, strlen(two_objects)) == (ssize_t)strlen(two_objects));
+    close(fd);
+    static struct trk_objects objs;
+    CHECK(trk_objects_load_file(path, &objs, NULL) == 0);
+    struct sink s;
+    struct trk_control_cfg cfg = { .objects = &objs, .save_path = path };
+    cfg.hello.width = cfg.hello.height = 8;
+    cfg.hello.preview.width = 8;
+    sink_init(&s, &cfg);
+    struct trk_control *c = NULL;
+    CHECK(trk_control_create(&cfg, &c) == 0);
+    CHECKF(s.hellos == 1 && s.broadcasts == 0, "hello set at create: %d", s.hellos);
+    char msg[256], got[64];
+    for (int t = 0; t < TRK_CTL_COUNT; t++) {
+        snprintf(msg, sizeof(msg), "{\"type\":\"%s\",\"id\":%d,\"x\":3,\"y\":4}",
+                 trk_msg_control_types[t], 100 + t);
+        send_msg(c, msg);
+        if (t == TRK_CTL_SAMPLE) { /* answered from the next frame */
+            uint8_t rgb[8 * 8 * 3];
+            memset(rgb, 90, sizeof(rgb));
+            uint8_t *buf = NULL;
+            struct trk_image img;
+            CHECK(trk_image_from_rgb(rgb, 8, 8, TRK_FMT_RGB24, TRK_MATRIX_BT601, true, 0, &buf,
+                                     &img) == 0);
+            trk_control_frame(c, &img, 42);
+            free(buf);
+        }
+        outcome(&s, 100 + t, got, sizeof(got));
+        CHECKF(strcmp(got, "unsupported") == 0 ? t == TRK_CTL_AUTH : t != TRK_CTL_AUTH, "%s -> %s",
+               trk_msg_control_types[t], got);
+    }
+    json_t *r = reply_to(&s, 100 + TRK_CTL_SAMPLE);
+    CHECKF(r && json_integer_value(json_object_get(r, "n")) == 25 &&
+               json_integer_value(json_object_get(r, "seq")) == 42 &&
+               json_integer_value(json_array_get(json_object_get(r, "rgb"), 1)) == 90,
+           "sample from the frame");
+    json_decref(r);
+    r = reply_to(&s, 100 + TRK_CTL_SAVE_OBJECTS);
+    CHECKF(r && !strcmp(json_string_value(json_object_get(r, "path")), path) &&
+               json_integer_value(json_object_get(r, "count")) == 2,
+           "save_objects ack");
+    json_decref(r);
+    /* Codes chosen by the rule that failed, not by the message text. */
+    send_msg(c, "{\"type\":\"set_objects\",\"id\":1,\"objects\":[{\"name\":\"x\","
+                "\"space\":\"rgb\",\"lo\":[0,0,0],\"hi\":[1,1,1]},{\"name\":\"x\","
+                "\"space\":\"rgb\",\"lo\":[0,0,0],\"hi\":[1,1,1]}]}");
+    CHECKF(!strcmp(outcome(&s, 1, got, sizeof(got)), "duplicate_name"), "%s", got);
+    send_msg(c, "{\"type\":\"set_objects\",\"id\":2,\"objects\":[{\"name\":\"x\","
+                "\"space\":\"rgb\",\"lo\":[0,0,0],\"hi\":[1,1,300]}]}");
+    CHECKF(!strcmp(outcome(&s, 2, got, sizeof(got)), "invalid_object"), "%s", got);
+    send_msg(c, "{\"type\":\"rename_object\",\"id\":3,\"name\":\"a\",\"new_name\":\"b\"}");
+    CHECKF(!strcmp(outcome(&s, 3, got, sizeof(got)), "duplicate_name"), "%s", got);
+    int broadcasts = s.broadcasts, hellos = s.hellos;
+    send_msg(c, "{\"type\":\"rename_object\",\"id\":4,\"name\":\"a\",\"new_name\":\"c\"}");
+    CHECKF(!strcmp(outcome(&s, 4, got, sizeof(got)), "ack"), "%s", got);
+    CHECK(s.broadcasts == broadcasts + 1 && s.hellos == hellos + 1); /* the rename was published */
+    trk_control_destroy(&c);
+    sink_free(&s);
+
+    /* Without a file, save and reload say no_file. */
+    cfg.save_path = NULL;
+    sink_init(&s, &cfg);
+    CHECK(trk_control_create(&cfg, &c) == 0);
+    send_msg(c, "{\"type\":\"save_objects\",\"id\":5}");
+    send_msg(c, "{\"type\":\"reload_objects\",\"id\":6}");
+    CHECKF(!strcmp(outcome(&s, 5, got, sizeof(got)), "no_file"), "save: %s", got);
+    CHECKF(!strcmp(outcome(&s, 6, got, sizeof(got)), "no_file"), "reload: %s", got);
+    trk_control_destroy(&c);
+    sink_free(&s);
+    unlink(path);
+}
+
+/* reload_objects of a file whose reading blocks (a FIFO nobody writes yet):
+ * the calling thread, the WebSocket service thread in the daemon, gets its
+ * call back at once and can still edit; the reply comes when the file has
+ * been read. A module that read on the calling thread would hang here until
+ * the alarm ends the test. */
+static void reload_off_thread(void)
+{
+    char dir[] = "/tmp/trk_control_fifo_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char path[64];
+    snprintf(path, sizeof(path), "%s/objects.json", dir);
+    CHECK(mkfifo(path, 0600) == 0);
+    static struct trk_objects objs;
+    struct sink s;
+    struct trk_control_cfg cfg = { .objects = &objs, .save_path = path };
+    sink_init(&s, &cfg);
+    struct trk_control *c = NULL;
+    CHECK(trk_control_create(&cfg, &c) == 0);
+    alarm(20);
+    send_msg(c, "{\"type\":\"reload_objects\",\"id\":1}");
+    send_msg(c, "{\"type\":\"get_objects\",\"id\":2}");
+    json_t *r = reply_to(&s, 2);
+    CHECKF(r && json_array_size(json_object_get(r, "objects")) == 0,
+           "get_objects answered while the reload waits on the file");
+    json_decref(r);
+    int fd = open(path, O_WRONLY); /* meets the worker's open */
+    CHECK(fd >= 0 && write(fd, two_objects, strlen(two_objects)) == (ssize_t)strlen(two_objects));
+    close(fd);
+    r = reply_to(&s, 1);
+    CHECKF(r && !strcmp(json_string_value(json_object_get(r, "type")), "ack") &&
+               json_integer_value(json_object_get(r, "count")) == 2,
+           "reload_objects acked after the read");
+    json_decref(r);
+    alarm(0);
+    trk_control_destroy(&c);
+    sink_free(&s);
+    unlink(path);
+    rmdir(dir);
+}
+
 int main(void)
 {
     mask_equals_mass();
     versions_and_reload();
+    every_type_answered();
+    reload_off_thread();
     return check_exit("control");
 }

@@ -15,20 +15,14 @@
 #include <linux/videodev2.h>
 #include <turbojpeg.h>
 
+#include "../check.h"
 #include "backend.h"
+#include "control.h"
+#include "log_hook.h"
 #include "pipeline.h"
 #include "source.h"
 #include "v4l2.h"
 #include "ws.h"
-
-static int failures;
-#define CHECK(c)                                                                                   \
-    do {                                                                                           \
-        if (!(c)) {                                                                                \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c);                  \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
 
 #define USB2 (24.0 * 1000 * 1000)
 
@@ -107,7 +101,7 @@ static void check_copy(uint32_t fourcc, int w, int h, size_t bpl)
                 if (f.img.plane[p][y * f.img.pitch[p] + x] != (uint8_t)(p * 64 + y * 7 + x)) {
                     fprintf(stderr, "fourcc %.4s plane %zu (%zu,%zu) wrong\n",
                             (const char *)&fourcc, p, x, y);
-                    failures++;
+                    check_failures++;
                     return;
                 }
     }
@@ -202,7 +196,7 @@ static void check_mjpeg(int subsamp)
             if (abs(got[c] - want[side][c]) > 4) {
                 fprintf(stderr, "subsamp %d side %d channel %d: %d, want %d\n", subsamp, side, c,
                         got[c], want[side][c]);
-                failures++;
+                check_failures++;
             }
     }
     /* Truncated to its header: rejected, and the decoder still works after. */
@@ -292,6 +286,7 @@ static const struct trk_source_ops fake_ops = { "fake", fake_open, fake_read, fa
 
 struct run {
     struct fake fake;
+    bool file; /* not live: lossless and unpaced, every frame is processed */
     struct trk_pipeline_summary sum;
     int lines;
     double seconds;
@@ -314,24 +309,28 @@ static void *stopper(void *arg)
 static void run_pipeline_ws(struct run *r, uint64_t max_frames, double stop_after,
                             struct trk_ws *ws)
 {
-    struct trk_source src = { .ops = &fake_ops, .self = &r->fake, .live = true };
+    struct trk_source src = { .ops = &fake_ops, .self = &r->fake, .live = !r->file };
     strcpy(src.desc, "fake camera");
     if (!r->fake.open_fails) trk_source_open(&src);
     struct trk_backend *b = NULL;
     struct trk_backend_cfg bc = { .kind = TRK_BACKEND_CPU_REF, .max_width = W, .max_height = H };
     struct trk_object_def def = { .name = "all", .space = TRK_SPACE_RGB, .hi = { 255, 255, 255 } };
     CHECK(trk_backend_create(&bc, &b) == 0);
-    CHECK(trk_backend_set_objects(b, &def, 1) == 0);
-    const uint8_t colors[1][3] = { { 255, 0, 0 } };
+    /* The object set reaches the pipeline through the control module, as
+     * in trackd. */
+    static struct trk_objects objs = { .n = 1, .color = { { 255, 0, 0 } } };
+    objs.def[0] = def;
+    struct trk_control_cfg cc = { .objects = &objs };
+    struct trk_control *control = NULL;
+    CHECK(trk_control_create(&cc, &control) == 0);
     FILE *out = tmpfile();
     struct trk_pipeline_cfg pc = { .source = &src,
                                    .backend = b,
-                                   .objects = &def,
-                                   .colors = colors,
-                                   .n_objects = 1,
                                    .output = out,
                                    .ws = ws,
-                                   .max_frames = max_frames };
+                                   .fast = r->file,
+                                   .max_frames = max_frames,
+                                   .control = control };
     stop_flag = 0;
     pthread_t t;
     if (stop_after > 0) pthread_create(&t, NULL, stopper, &stop_after);
@@ -344,6 +343,7 @@ static void run_pipeline_ws(struct run *r, uint64_t max_frames, double stop_afte
     while ((c = fgetc(out)) != EOF)
         r->lines += c == '\n';
     fclose(out);
+    trk_control_destroy(&control);
     trk_backend_destroy(&b);
     trk_source_close(&src);
 }
@@ -365,6 +365,7 @@ static void test_reopen(void)
     CHECK(!r.sum.source_error);
     CHECK(r.sum.outages == 3);
     CHECK(r.sum.frames == 8); /* 9 captured; the wrong-size one is skipped */
+    CHECK(r.sum.frames + r.sum.drops + r.sum.skipped == 9);
     CHECK(r.lines == 8);
     /* Opens: the first, 2 failures + 1 after EIO, 1 after the timeout, 1
      * after ENODEV. */
@@ -402,6 +403,70 @@ static void test_absent_at_start(void)
     fprintf(stderr, "absent at start: %d lines, %d opens\n", r.lines, r.fake.opens);
     CHECK(r.sum.outages == 1);
     CHECK(r.fake.opens == 2); /* at once (fails), after 1 s (works) */
+}
+
+/* Log lines captured from every layer (gpu/log_hook.h). */
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static char log_text[16384];
+
+static void capture_log(enum trk_log_level level, const char *tag, const char *line)
+{
+    pthread_mutex_lock(&log_lock);
+    size_t n = strlen(log_text);
+    snprintf(log_text + n, sizeof(log_text) - n, "%s %s: %s\n", trk_log_level_name(level), tag,
+             line);
+    pthread_mutex_unlock(&log_lock);
+}
+
+static int count_in(const char *text, const char *what)
+{
+    int n = 0;
+    for (const char *s = text; (s = strstr(s, what)); s += strlen(what))
+        n++;
+    return n;
+}
+
+/* Frames the backend rejects are skipped and counted, and each run of
+ * failures is logged: after a frame works again, the next failure is
+ * logged too (not silent for the rest of the run). A file-like source is
+ * lossless, so every frame reaches the backend. */
+static void test_skip_recover(void)
+{
+    static const int script[] = { 0, WRONG_SIZE, WRONG_SIZE, 0, WRONG_SIZE, 0 };
+    struct run r = { .fake = { .script = script, .n = 6 }, .file = true };
+    log_text[0] = '\0';
+    trk_log_set_hook(capture_log, TRK_LOG_INFO);
+    run_pipeline(&r, 6, 0);
+    trk_log_set_hook(NULL, TRK_LOG_INFO);
+    fprintf(stderr, "skip/recover log:\n%s", log_text);
+    CHECK(r.err == 0);
+    CHECK(r.sum.frames == 3 && r.sum.drops == 0);
+    CHECK(r.sum.skipped == 3);
+    CHECK(r.lines == 3);
+    /* Two runs of failures (frames 1-2, frame 4): two error lines, each
+     * followed by a recovery line. */
+    CHECK(count_in(log_text, "error pipeline: backend cpu-ref failed on frame ") == 2);
+    CHECK(strstr(log_text, "failed on frame 1;") && strstr(log_text, "failed on frame 4;"));
+    CHECK(count_in(log_text, "info pipeline: backend cpu-ref works again") == 2);
+    CHECK(strstr(log_text, "works again on frame 3 (2 frames skipped") != NULL);
+    CHECK(strstr(log_text, "works again on frame 5 (3 frames skipped") != NULL);
+}
+
+/* The object set comes from the control module; without one the pipeline
+ * refuses to start rather than track nothing. */
+static void test_needs_control(void)
+{
+    struct fake fk = { 0 };
+    struct trk_source src = { .ops = &fake_ops, .self = &fk };
+    struct trk_backend *b = NULL;
+    struct trk_backend_cfg bc = { .kind = TRK_BACKEND_CPU_REF, .max_width = W, .max_height = H };
+    CHECK(trk_backend_create(&bc, &b) == 0);
+    struct trk_pipeline_cfg pc = { .source = &src, .backend = b };
+    struct trk_pipeline_summary sum;
+    stop_flag = 0;
+    CHECK(trk_pipeline_run(&pc, &stop_flag, &sum) == TRK_EINVAL);
+    CHECK(fk.reads == 0);
+    trk_backend_destroy(&b);
 }
 
 static const char *client_py;
@@ -472,6 +537,10 @@ int main(int argc, char **argv)
         test_mjpeg();
     else if (!strcmp(c, "reopen"))
         test_reopen();
+    else if (!strcmp(c, "skip_recover"))
+        test_skip_recover();
+    else if (!strcmp(c, "needs_control"))
+        test_needs_control();
     else if (!strcmp(c, "stop_while_lost"))
         test_stop_while_lost();
     else if (!strcmp(c, "status_ws") && argc > 2) {
@@ -483,6 +552,5 @@ int main(int argc, char **argv)
         fprintf(stderr, "unknown case %s\n", c);
         return 2;
     }
-    if (failures) fprintf(stderr, "%d check(s) failed\n", failures);
-    return failures ? 1 : 0;
+    return check_exit("test_v4l2");
 }

@@ -1,6 +1,9 @@
 /* color.h's integer colour rules against double-precision formulas written
  * from the standards (Kr/Kb of BT.601 and BT.709, limited and full range),
- * plus round trips, HSV over every 24-bit colour and the hue-wrap box test.
+ * plus round trips, HSV over every 24-bit colour and the hue-wrap box test;
+ * the hue range, the native sample reader of every pixel format against
+ * hand-written bytes, the plane geometry, the default display colour (one
+ * rule for the objects file and the protocol) and TRK_ASSERT.
  *
  * The integer rules must agree with the exact maths within 1 code value
  * (they round once, in Q16); they are the definition for every backend, so
@@ -10,7 +13,11 @@
 #include "color.h"
 
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static const double KR[2] = { 0.299, 0.2126 }, KB[2] = { 0.114, 0.0722 };
 
@@ -227,6 +234,170 @@ static void test_box_match(void)
     CHECK(checked > 100000);
 }
 
+/* The hue range and channel limits every layer derives from TRK_HUE_VALUES. */
+static void test_channels(void)
+{
+    CHECK(TRK_HUE_VALUES == 360);
+    for (int s = 0; s < 3; s++)
+        for (int c = 0; c < 3; c++) {
+            const int hue = s == TRK_SPACE_HSV && c == 0;
+            CHECK(trk_chan_values(s, c) == (hue ? 360 : 256));
+            CHECK(trk_chan_max(s, c) == (hue ? 359 : 255));
+        }
+    CHECK(trk_hue_wrap(-1) == 359 && trk_hue_wrap(360) == 0 && trk_hue_wrap(725) == 5);
+    CHECK(trk_hue_wrap(-725) == 355 && trk_hue_wrap(0) == 0 && trk_hue_wrap(359) == 359);
+    /* Centres round half up; a wrapping range's centre lies across 0. */
+    CHECK(trk_hue_centre(10, 21) == 16);
+    CHECK(trk_hue_centre(350, 10) == 0);
+    CHECK(trk_hue_centre(340, 10) == 355);
+    CHECK(trk_hue_centre(359, 0) == 0);
+    CHECK(trk_hue_centre(0, 359) == 180);
+    CHECK(trk_range_centre(10, 21) == 16 && trk_range_centre(4, 4) == 4);
+}
+
+/* The default display colour: one definition (color.h) for the objects file
+ * and the hello message, pinned here to exact bytes. */
+static void test_display_colour(void)
+{
+    struct trk_object_def d = { .space = TRK_SPACE_HSV,
+                                .lo = { 10, 200, 100 },
+                                .hi = { 21, 255, 255 } };
+    uint8_t c[3];
+    /* Hue centre 16 (not 15), S 228, V 178; integer HSV -> RGB. */
+    trk_object_display_rgb(&d, c);
+    CHECKF(c[0] == 178 && c[1] == 61 && c[2] == 19, "hsv 10..21: %d %d %d", c[0], c[1], c[2]);
+    d.lo[0] = 350, d.hi[0] = 10, d.lo[1] = d.hi[1] = 255, d.lo[2] = d.hi[2] = 255;
+    trk_object_display_rgb(&d, c);
+    CHECK(c[0] == 255 && c[1] == 0 && c[2] == 0);
+    struct trk_object_def r = { .space = TRK_SPACE_RGB,
+                                .lo = { 10, 20, 30 },
+                                .hi = { 20, 40, 31 } };
+    trk_object_display_rgb(&r, c);
+    CHECK(c[0] == 15 && c[1] == 30 && c[2] == 31);
+    struct trk_object_def y = { .space = TRK_SPACE_YCBCR,
+                                .lo = { 0, 0, 0 },
+                                .hi = { 255, 255, 255 } };
+    trk_object_display_rgb(&y, c);
+    CHECK(c[0] == 128 && c[1] == 128 && c[2] == 128);
+}
+
+/* trk_pixel_native on hand-written bytes of every format: 4x4 frames whose
+ * byte at plane p, offset o is 16 p + o + 1 (pitches padded), so each sample
+ * names where it was read from. */
+static void test_pixel_native(void)
+{
+    uint8_t mem[3][64];
+    for (int p = 0; p < 3; p++)
+        for (int o = 0; o < 64; o++)
+            mem[p][o] = (uint8_t)(64 * p + o + 1);
+    const uint8_t *plane[3] = { mem[0], mem[1], mem[2] };
+    int s[3];
+    /* Packed RGB: pitch 15 (RGB24/BGR24), 17 (RGBA/BGRA); pixel (2, 1). */
+    size_t p3[3] = { 15, 0, 0 }, p4[3] = { 17, 0, 0 };
+    CHECK(trk_pixel_native(TRK_FMT_RGB24, plane, p3, 2, 1, s) == 0);
+    CHECK(s[0] == mem[0][21] && s[1] == mem[0][22] && s[2] == mem[0][23]);
+    CHECK(trk_pixel_native(TRK_FMT_BGR24, plane, p3, 2, 1, s) == 0);
+    CHECK(s[0] == mem[0][23] && s[1] == mem[0][22] && s[2] == mem[0][21]);
+    CHECK(trk_pixel_native(TRK_FMT_RGBA, plane, p4, 2, 1, s) == 0);
+    CHECK(s[0] == mem[0][25] && s[1] == mem[0][26] && s[2] == mem[0][27]);
+    CHECK(trk_pixel_native(TRK_FMT_BGRA, plane, p4, 2, 1, s) == 0);
+    CHECK(s[0] == mem[0][27] && s[1] == mem[0][26] && s[2] == mem[0][25]);
+    /* YUYV, pitch 9: pixel (3, 2) is Y1 of pair 1 of row 2 (Y0 U Y1 V). */
+    size_t py[3] = { 9, 0, 0 };
+    CHECK(trk_pixel_native(TRK_FMT_YUYV, plane, py, 3, 2, s) == 1);
+    CHECK(s[0] == mem[0][18 + 6] && s[1] == mem[0][18 + 5] && s[2] == mem[0][18 + 7]);
+    CHECK(trk_pixel_native(TRK_FMT_YUYV, plane, py, 2, 2, s) == 1);
+    CHECK(s[0] == mem[0][18 + 4] && s[1] == mem[0][18 + 5] && s[2] == mem[0][18 + 7]);
+    /* NV12, pitches 5 and 6: pixel (3, 3) uses chroma (1, 1). */
+    size_t pn[3] = { 5, 6, 0 };
+    CHECK(trk_pixel_native(TRK_FMT_NV12, plane, pn, 3, 3, s) == 1);
+    CHECK(s[0] == mem[0][18] && s[1] == mem[1][6 + 2] && s[2] == mem[1][6 + 3]);
+    /* I420, pitches 5, 3, 4: pixel (2, 3) uses chroma (1, 1). */
+    size_t pi[3] = { 5, 3, 4 };
+    CHECK(trk_pixel_native(TRK_FMT_I420, plane, pi, 2, 3, s) == 1);
+    CHECK(s[0] == mem[0][17] && s[1] == mem[1][3 + 1] && s[2] == mem[2][4 + 1]);
+    /* The triples of a YUV pixel: ycbcr is the native samples, rgb the
+     * frame's conversion of them, hsv of that rgb. */
+    int t[3][3];
+    const struct trk_yuv2rgb_coef *k = &trk_yuv2rgb_coefs[trk_coef_index(TRK_MATRIX_BT709, 0)];
+    trk_pixel_triples(k, NULL, 1, TRK_SPACES_ALL, s, t);
+    uint8_t r, g, b, sat, v;
+    uint16_t h;
+    trk_yuv_to_rgb(k, s[0], s[1], s[2], &r, &g, &b);
+    trk_rgb_to_hsv(r, g, b, &h, &sat, &v);
+    CHECK(t[TRK_SPACE_YCBCR][0] == s[0] && t[TRK_SPACE_YCBCR][1] == s[1] &&
+          t[TRK_SPACE_YCBCR][2] == s[2]);
+    CHECK(t[TRK_SPACE_RGB][0] == r && t[TRK_SPACE_RGB][1] == g && t[TRK_SPACE_RGB][2] == b);
+    CHECK(t[TRK_SPACE_HSV][0] == h && t[TRK_SPACE_HSV][1] == sat && t[TRK_SPACE_HSV][2] == v);
+}
+
+/* trk_image_plane_layout at an odd size (5 x 3), and its refusals. */
+static void test_plane_layout(void)
+{
+    static const struct {
+        int planes;
+        size_t row[3];
+        int rows[3], vshift[3];
+    } want[TRK_FMT_COUNT] = {
+        [TRK_FMT_RGB24] = { 1, { 15 }, { 3 }, { 0 } },
+        [TRK_FMT_RGBA] = { 1, { 20 }, { 3 }, { 0 } },
+        [TRK_FMT_BGR24] = { 1, { 15 }, { 3 }, { 0 } },
+        [TRK_FMT_BGRA] = { 1, { 20 }, { 3 }, { 0 } },
+        [TRK_FMT_YUYV] = { 1, { 12 }, { 3 }, { 0 } }, /* 3 whole pixel pairs */
+        [TRK_FMT_NV12] = { 2, { 5, 6 }, { 3, 2 }, { 0, 1 } },
+        [TRK_FMT_I420] = { 3, { 5, 3, 3 }, { 3, 2, 2 }, { 0, 1, 1 } },
+    };
+    for (int f = 0; f < TRK_FMT_COUNT; f++) {
+        struct trk_plane_layout L;
+        CHECK(trk_image_plane_layout((enum trk_pixfmt)f, 5, 3, &L) == 0);
+        CHECKF(L.planes == want[f].planes, "fmt %d planes %d", f, L.planes);
+        for (int p = 0; p < 3; p++)
+            CHECKF(L.row_bytes[p] == want[f].row[p] && L.rows[p] == want[f].rows[p] &&
+                       L.vshift[p] == want[f].vshift[p],
+                   "fmt %d plane %d: %zu bytes x %d rows, shift %d", f, p, L.row_bytes[p],
+                   L.rows[p], L.vshift[p]);
+    }
+    struct trk_plane_layout L;
+    CHECK(trk_image_plane_layout(TRK_FMT_COUNT, 5, 3, &L) == TRK_EINVAL && L.planes == 0);
+    CHECK(trk_image_plane_layout(TRK_FMT_NV12, 0, 3, &L) == TRK_EINVAL);
+    CHECK(trk_image_plane_layout(TRK_FMT_NV12, 5, -1, &L) == TRK_EINVAL);
+}
+
+/* TRK_ASSERT stays on whatever NDEBUG says (this file is built like the
+ * library, -DNDEBUG in release builds): a false condition prints file:line
+ * and aborts. Run in a child so the abort is observed, not suffered. */
+static void test_assert(void)
+{
+    int fds[2];
+    if (pipe(fds) != 0) {
+        CHECK(!"pipe");
+        return;
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fds[1], 2);
+        close(fds[0]);
+        volatile int two = 2;
+        TRK_ASSERT(two == 1);
+        TRK_ASSERT(two == 2); /* not reached */
+        _exit(0);
+    }
+    close(fds[1]);
+    char out[512] = "";
+    size_t n = 0;
+    ssize_t got;
+    while (n + 1 < sizeof(out) && (got = read(fds[0], out + n, sizeof(out) - 1 - n)) > 0)
+        n += (size_t)got;
+    out[n] = 0;
+    close(fds[0]);
+    int st = 0;
+    CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
+    CHECKF(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT, "child status %d", st);
+    CHECKF(strstr(out, "test_color.c:") && strstr(out, "assertion failed: two == 1"),
+           "assert message: %s", out);
+}
+
 int main(void)
 {
     test_yuv_to_rgb();
@@ -234,5 +405,10 @@ int main(void)
     test_round_trip();
     test_hsv();
     test_box_match();
+    test_channels();
+    test_display_colour();
+    test_pixel_native();
+    test_plane_layout();
+    test_assert();
     return check_exit("test_color");
 }

@@ -16,26 +16,13 @@
  *
  * Nothing is hard-coded: the reference computes every expected value.
  */
+#include "../check.h"
 #include "backend.h"
 #include "scene.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            if (failures < 30) {                                                                   \
-                fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #cond);           \
-                fprintf(stderr, __VA_ARGS__);                                                      \
-                fputc('\n', stderr);                                                               \
-            }                                                                                      \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
 
 static struct trk_backend *make_variant(enum trk_backend_kind kind, int w, int h, int threads,
                                         const char *variant)
@@ -72,26 +59,26 @@ static void compare_n(struct trk_backend *ref, struct trk_backend *const *fasts,
     static struct trk_obj_result want[TRK_MAX_OBJECTS], got[TRK_MAX_OBJECTS];
     memset(want, 0x11, sizeof(want));
     int e1 = trk_backend_process(ref, img, rois, want, NULL);
-    CHECK(e1 == 0, "%s: ref process: %d", what, e1);
+    CHECKF(e1 == 0, "%s: ref process: %d", what, e1);
     for (int fi = 0; fi < nf; fi++) {
         struct trk_backend *fast = fasts[fi];
         memset(got, 0x22, sizeof(got));
         int e2 = trk_backend_process(fast, img, rois, got, NULL);
-        CHECK(e2 == 0, "%s: %s process: %d", what, trk_backend_name(fast), e2);
+        CHECKF(e2 == 0, "%s: %s process: %d", what, trk_backend_name(fast), e2);
         for (int i = 0; i < n; i++) {
             const struct trk_obj_result *a = &want[i], *b = &got[i];
             if (a->mass == b->mass && a->sum_x == b->sum_x && a->sum_y == b->sum_y &&
                 a->x0 == b->x0 && a->y0 == b->y0 && a->x1 == b->x1 && a->y1 == b->y1)
                 continue;
             const struct trk_object_def *o = &objs[i];
-            CHECK(0,
-                  "%s: %s: object %d (%s lo %u,%u,%u hi %u,%u,%u): ref mass %llu sx %llu sy %llu "
-                  "box %d,%d,%d,%d; fast mass %llu sx %llu sy %llu box %d,%d,%d,%d",
-                  what, trk_backend_name(fast), i, space_name(o->space), o->lo[0], o->lo[1],
-                  o->lo[2], o->hi[0], o->hi[1], o->hi[2], (unsigned long long)a->mass,
-                  (unsigned long long)a->sum_x, (unsigned long long)a->sum_y, a->x0, a->y0, a->x1,
-                  a->y1, (unsigned long long)b->mass, (unsigned long long)b->sum_x,
-                  (unsigned long long)b->sum_y, b->x0, b->y0, b->x1, b->y1);
+            CHECKF(0,
+                   "%s: %s: object %d (%s lo %u,%u,%u hi %u,%u,%u): ref mass %llu sx %llu sy %llu "
+                   "box %d,%d,%d,%d; fast mass %llu sx %llu sy %llu box %d,%d,%d,%d",
+                   what, trk_backend_name(fast), i, space_name(o->space), o->lo[0], o->lo[1],
+                   o->lo[2], o->hi[0], o->hi[1], o->hi[2], (unsigned long long)a->mass,
+                   (unsigned long long)a->sum_x, (unsigned long long)a->sum_y, a->x0, a->y0, a->x1,
+                   a->y1, (unsigned long long)b->mass, (unsigned long long)b->sum_x,
+                   (unsigned long long)b->sum_y, b->x0, b->y0, b->x1, b->y1);
         }
     }
 }
@@ -108,7 +95,7 @@ static int set_both(struct trk_backend *ref, struct trk_backend *fast,
 {
     int e1 = trk_backend_set_objects(ref, objs, n);
     int e2 = trk_backend_set_objects(fast, objs, n);
-    CHECK(e1 == 0 && e2 == 0, "set_objects(%d): ref %d, fast %d", n, e1, e2);
+    CHECKF(e1 == 0 && e2 == 0, "set_objects(%d): ref %d, fast %d", n, e1, e2);
     return e1 || e2;
 }
 
@@ -141,7 +128,7 @@ static void test_corpus(void)
             uint64_t seed = 1000u * (unsigned)ci + (unsigned)si;
             struct trk_scene sc;
             int err = trk_scene_random(w, h, n, seed, &sc);
-            CHECK(err == 0, "trk_scene_random: %d", err);
+            CHECKF(err == 0, "trk_scene_random: %d", err);
             if (err) continue;
             /* Every space for every count: the random scene mixes spaces. */
             for (int f = 0; f < TRK_FMT_COUNT; f++) {
@@ -155,7 +142,7 @@ static void test_corpus(void)
                 struct trk_image img;
                 err = trk_image_from_rgb(sc.rgb, w, h, (enum trk_pixfmt)f, (enum trk_matrix)mat,
                                          full, pad, &buf, &img);
-                CHECK(err == 0, "trk_image_from_rgb: %d", err);
+                CHECKF(err == 0, "trk_image_from_rgb: %d", err);
                 if (err) continue;
                 char what[160];
                 snprintf(what, sizeof(what),
@@ -198,7 +185,7 @@ static void test_spaces(void)
             int w = dims[(sp + ni) % 5][0], h = dims[(sp + ni) % 5][1], n = ns[ni];
             struct trk_scene sc;
             if (trk_scene_random(w, h, 256, 7000u + (unsigned)(sp * 10 + ni), &sc)) {
-                CHECK(0, "trk_scene_random failed");
+                CHECKF(0, "trk_scene_random failed");
                 continue;
             }
             int have = 0;
@@ -216,7 +203,7 @@ static void test_spaces(void)
                 struct trk_image img;
                 if (trk_image_from_rgb(sc.rgb, w, h, (enum trk_pixfmt)f, (enum trk_matrix)mat, full,
                                        pad, &buf, &img)) {
-                    CHECK(0, "trk_image_from_rgb failed");
+                    CHECKF(0, "trk_image_from_rgb failed");
                     continue;
                 }
                 char what[128];
@@ -283,7 +270,7 @@ static void test_rois(void)
         int f = rep % TRK_FMT_COUNT, ti = (rep / 2) % 4;
         struct trk_scene sc;
         if (trk_scene_random(w, h, TRK_MAX_OBJECTS, 500u + (unsigned)rep, &sc)) {
-            CHECK(0, "trk_scene_random failed");
+            CHECKF(0, "trk_scene_random failed");
             continue;
         }
         /* Odd reps: objects of one space only (their own kernels). */
@@ -299,7 +286,7 @@ static void test_rois(void)
         struct trk_image img;
         if (trk_image_from_rgb(sc.rgb, w, h, (enum trk_pixfmt)f, TRK_MATRIX_BT601, rep & 1, rep % 5,
                                &buf, &img)) {
-            CHECK(0, "trk_image_from_rgb failed");
+            CHECKF(0, "trk_image_from_rgb failed");
             continue;
         }
         random_rois(&st, w, h, n, rois);
@@ -342,7 +329,7 @@ static void test_standard(void)
         int m = ms[i], w = i % 2 ? 640 : 320, h = i % 2 ? 480 : 240;
         struct trk_scene sc;
         if (trk_scene_standard(w, h, m, 12345, &sc)) {
-            CHECK(0, "trk_scene_standard failed");
+            CHECKF(0, "trk_scene_standard failed");
             continue;
         }
         if (set_both(ref, fast, sc.objects, m)) continue;
@@ -371,9 +358,9 @@ static void test_standard(void)
                         if (dx * dx + dy * dy <= sc.radius * sc.radius) covered = 1;
                     }
                     if (covered) continue;
-                    CHECK(r[k].mass > 0 && r[k].x0 <= sc.cx[k] && sc.cx[k] <= r[k].x1 &&
-                              r[k].y0 <= sc.cy[k] && sc.cy[k] <= r[k].y1,
-                          "%s: disk %d at %d,%d not found", what, k, sc.cx[k], sc.cy[k]);
+                    CHECKF(r[k].mass > 0 && r[k].x0 <= sc.cx[k] && sc.cx[k] <= r[k].x1 &&
+                               r[k].y0 <= sc.cy[k] && sc.cy[k] <= r[k].y1,
+                           "%s: disk %d at %d,%d not found", what, k, sc.cx[k], sc.cy[k]);
                 }
             }
             free(buf);
@@ -445,7 +432,7 @@ static void test_allcolors(int rgb_part, int yuv_part)
     if (set_both(ref, fasts[0], objs, N) || set_both(ref, fasts[1], objs, N)) return;
     uint8_t *rgb = rgb_part ? malloc((size_t)W * H * 3) : NULL;
     if (rgb_part && !rgb) {
-        CHECK(0, "out of memory");
+        CHECKF(0, "out of memory");
         return;
     }
     for (int y = 0; rgb && y < H; y++)
@@ -469,7 +456,7 @@ static void test_allcolors(int rgb_part, int yuv_part)
     enum { YW = 256, YH = 65536 };
     uint8_t *yuyv = malloc((size_t)YW * 2 * YH);
     if (!yuyv) {
-        CHECK(0, "out of memory");
+        CHECKF(0, "out of memory");
         return;
     }
     for (int y = 0; y < YH; y++)
@@ -505,10 +492,10 @@ static void test_lifecycle(void)
 {
     struct trk_backend *ref = make(TRK_BACKEND_CPU_REF, 120, 90, 1);
     struct trk_backend *fast = make(TRK_BACKEND_CPU, 120, 90, 0); /* 0 = cores */
-    CHECK(!strcmp(trk_backend_name(fast), "cpu"), "name %s", trk_backend_name(fast));
+    CHECKF(!strcmp(trk_backend_name(fast), "cpu"), "name %s", trk_backend_name(fast));
     struct trk_scene big, small;
     if (trk_scene_random(120, 90, 256, 4242, &big) || trk_scene_random(37, 29, 256, 4343, &small)) {
-        CHECK(0, "scene");
+        CHECKF(0, "scene");
         return;
     }
     uint8_t *b1, *b2;
@@ -530,38 +517,38 @@ static void test_lifecycle(void)
     /* Repeated frames give the same answer (accumulators reset per frame). */
     static struct trk_obj_result r1[TRK_MAX_OBJECTS], r2[TRK_MAX_OBJECTS];
     struct trk_backend_timing t;
-    CHECK(trk_backend_process(fast, &i1, NULL, r1, &t) == 0, "process");
-    CHECK(t.total_ms >= 0 && t.kernel_ms >= 0 && t.upload_ms == 0, "timing %f %f %f", t.total_ms,
-          t.kernel_ms, t.upload_ms);
-    CHECK(trk_backend_process(fast, &i1, NULL, r2, NULL) == 0, "process");
-    CHECK(!memcmp(r1, r2, sizeof(r1[0]) * 256), "second frame differs");
+    CHECKF(trk_backend_process(fast, &i1, NULL, r1, &t) == 0, "process");
+    CHECKF(t.total_ms >= 0 && t.kernel_ms >= 0 && t.upload_ms == 0, "timing %f %f %f", t.total_ms,
+           t.kernel_ms, t.upload_ms);
+    CHECKF(trk_backend_process(fast, &i1, NULL, r2, NULL) == 0, "process");
+    CHECKF(!memcmp(r1, r2, sizeof(r1[0]) * 256), "second frame differs");
     /* Async form: submit + wait == process. */
-    CHECK(trk_backend_submit(fast, &i1, NULL) == 0, "submit");
-    CHECK(trk_backend_wait(fast, r2, NULL) == 0, "wait");
-    CHECK(!memcmp(r1, r2, sizeof(r1[0]) * 256), "submit+wait differs");
+    CHECKF(trk_backend_submit(fast, &i1, NULL) == 0, "submit");
+    CHECKF(trk_backend_wait(fast, r2, NULL) == 0, "wait");
+    CHECKF(!memcmp(r1, r2, sizeof(r1[0]) * 256), "submit+wait differs");
     /* Too large a frame, bad thread count. */
     struct trk_image huge = i1;
     huge.width = 121;
     huge.pitch[0] = 200;
-    CHECK(trk_backend_process(fast, &huge, NULL, r1, NULL) == TRK_ETOOBIG, "too big accepted");
+    CHECKF(trk_backend_process(fast, &huge, NULL, r1, NULL) == TRK_ETOOBIG, "too big accepted");
     struct trk_backend_cfg bad = {
         .kind = TRK_BACKEND_CPU, .max_width = 8, .max_height = 8, .threads = -1
     };
     struct trk_backend *bb = NULL;
-    CHECK(trk_backend_create(&bad, &bb) == TRK_EINVAL && !bb, "threads -1 accepted");
+    CHECKF(trk_backend_create(&bad, &bb) == TRK_EINVAL && !bb, "threads -1 accepted");
     bad.threads = 1;
     bad.variant = "no-such-variant";
-    CHECK(trk_backend_create(&bad, &bb) == TRK_EINVAL && !bb, "unknown variant accepted");
+    CHECKF(trk_backend_create(&bad, &bb) == TRK_EINVAL && !bb, "unknown variant accepted");
     /* The variants the benchmark iterates: default first, each creatable. */
     const char *names[8];
     int nv = trk_backend_variants(TRK_BACKEND_CPU, names, 8);
-    CHECK(nv >= 2 && nv <= 8 && !strcmp(names[0], "lut"), "variants: %d", nv);
+    CHECKF(nv >= 2 && nv <= 8 && !strcmp(names[0], "lut"), "variants: %d", nv);
     for (int i = 0; i < nv && i < 8; i++) {
         bad.variant = names[i];
-        CHECK(trk_backend_create(&bad, &bb) == 0 && bb, "variant %s", names[i]);
+        CHECKF(trk_backend_create(&bad, &bb) == 0 && bb, "variant %s", names[i]);
         if (bb && i > 0)
-            CHECK(strstr(trk_backend_name(bb), names[i]) != NULL, "name %s for variant %s",
-                  trk_backend_name(bb), names[i]);
+            CHECKF(strstr(trk_backend_name(bb), names[i]) != NULL, "name %s for variant %s",
+                   trk_backend_name(bb), names[i]);
         trk_backend_destroy(&bb);
     }
     /* Many instances with pools, created and destroyed (no leak of threads). */
@@ -596,10 +583,7 @@ int main(int argc, char **argv)
             argv[0]);
         return 2;
     }
-    if (failures) {
-        fprintf(stderr, "test_cpu_fast %s: %d check(s) failed\n", part, failures);
-        return 1;
-    }
-    printf("test_cpu_fast %s: all checks passed\n", part);
-    return 0;
+    char name[96];
+    snprintf(name, sizeof(name), "test_cpu_fast %s", part);
+    return check_exit(name);
 }

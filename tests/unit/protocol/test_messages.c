@@ -1,6 +1,7 @@
 /* Unit tests of the server -> client encoders (protocol/messages.c): every
  * message is parsed back with jansson and its fields compared with the input;
- * escaping, null fields, number formatting and the preview header. */
+ * escaping, null fields, number formatting, the preview header, the control
+ * replies, and a buffer whose allocation fails (each allocation in turn). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,8 +10,22 @@
 #include <jansson.h>
 
 #include "messages.h"
+#include "objects.h"
 
 #include "../check.h"
+
+/* Allocation failure injection: this test links with -Wl,--wrap=realloc
+ * (CMakeLists.txt), so trk_buf's realloc calls land here (the names are the
+ * linker's). fail_realloc_at = k makes the k-th call from now fail; 0 never. */
+void *__real_realloc(void *p, size_t n);
+void *__wrap_realloc(void *p, size_t n);
+static int fail_realloc_at;
+
+void *__wrap_realloc(void *p, size_t n)
+{
+    if (fail_realloc_at > 0 && --fail_realloc_at == 0) return NULL;
+    return __real_realloc(p, n);
+}
 
 /* Parses b's content; fails the test (and returns NULL) if invalid. */
 static json_t *parse(const struct trk_buf *b, const char *what)
@@ -66,6 +81,60 @@ static void test_buf(void)
     CHECKF(trk_buf_append(&z, "", 0) == 0 && z.len == 0 && z.data && z.data[0] == '\0',
            "empty append");
     trk_buf_free(&z);
+}
+
+/* A failed allocation sticks: nothing appended after it, every later call
+ * says TRK_ENOMEM, the message is marked failed until a reset. */
+static void test_buf_alloc_failure(void)
+{
+    struct trk_buf b = { 0 };
+    CHECK(trk_buf_puts(&b, "{\"a\":") == 0 && b.cap > 8);
+    size_t len = b.len;
+    fail_realloc_at = 1;
+    char big[1000];
+    memset(big, 'x', sizeof(big));
+    CHECK(trk_buf_append(&b, big, sizeof(big)) == TRK_ENOMEM);
+    CHECK(fail_realloc_at == 0); /* the realloc was tried, and failed */
+    CHECKF(b.failed && b.len == len && !strcmp(b.data, "{\"a\":"), "after failure: %s", b.data);
+    /* These fit in the memory the buffer has: without the sticky flag they
+     * would go on and make {"a":1} out of a message that lost a part. */
+    CHECK(trk_buf_puts(&b, "1}") == TRK_ENOMEM);
+    CHECK(trk_buf_i64(&b, 5) == TRK_ENOMEM && trk_buf_u64(&b, 5) == TRK_ENOMEM);
+    CHECK(trk_buf_fixed(&b, 1.5, 2) == TRK_ENOMEM);
+    CHECK(trk_buf_json_str(&b, "s", 1) == TRK_ENOMEM && trk_buf_json_str(&b, NULL, 0) != 0);
+    CHECK(trk_msg_ack(&b, "x", NULL, false) == TRK_ENOMEM);
+    CHECKF(b.failed && b.len == len && !strcmp(b.data, "{\"a\":"), "no-ops: %s", b.data);
+    trk_buf_reset(&b);
+    CHECK(!b.failed && trk_buf_puts(&b, "ok") == 0 && !strcmp(b.data, "ok"));
+    trk_buf_free(&b);
+
+    /* Every allocation of a large message failing in turn: the encoder says
+     * so and the buffer is failed, or it succeeded whole. */
+    static struct trk_object_def defs[40];
+    for (int i = 0; i < 40; i++) {
+        snprintf(defs[i].name, sizeof(defs[i].name), "object number %d", i);
+        defs[i].hi[0] = defs[i].hi[1] = defs[i].hi[2] = 200;
+    }
+    int failures = 0;
+    for (int k = 1; k < 30; k++) {
+        struct trk_buf m = { 0 };
+        fail_realloc_at = k;
+        int rc = trk_msg_objects_reply(&m, "7", defs, 40, NULL);
+        bool failed_now = fail_realloc_at == 0;
+        fail_realloc_at = 0;
+        if (failed_now) {
+            failures++;
+            CHECKF(rc == TRK_ENOMEM && m.failed, "allocation %d failed: rc %d", k, rc);
+        } else {
+            json_t *j = parse(&m, "objects reply");
+            CHECKF(rc == 0 && !m.failed && j &&
+                       json_array_size(json_object_get(j, "objects")) == 40,
+                   "allocation %d never failed: the whole message", k);
+            json_decref(j);
+        }
+        trk_buf_free(&m);
+    }
+    CHECKF(failures >= 3, "the message needs several allocations (%d)", failures);
 }
 
 /* ------------------------------------------------------------- escaping */
@@ -398,6 +467,13 @@ static void test_hello(void)
     char col[8];
     trk_msg_object_color(&defs[1], col);
     CHECKF(!strcmp(col, "#da2828"), "rgb box centre: %s", col);
+    /* The same default colour as the objects file (gpu/color.h's one rule):
+     * hue 10..21 centres on 16, not 15. */
+    const struct trk_object_def orange = {
+        .name = "o", .space = TRK_SPACE_HSV, .lo = { 10, 200, 100 }, .hi = { 21, 255, 255 }
+    };
+    trk_msg_object_color(&orange, col);
+    CHECKF(!strcmp(col, "#b23d13"), "hsv 10..21: %s", col);
 
     CHECKF(trk_msg_objects(&b, defs, 2, NULL) == 0, "objects");
     j = parse(&b, "objects");
@@ -429,6 +505,100 @@ static void test_hello(void)
     trk_buf_free(&b);
 }
 
+/* hello.limits says what the daemon accepts: the documented values, and the
+ * loader's own verdicts agree with them at each edge (a limit that drifted
+ * from the validator would let the page offer values the daemon refuses). */
+
+/* One valid object in s with every channel at its full range. */
+static void full_range(struct trk_objects *o, int i, enum trk_space s)
+{
+    memset(&o->def[i], 0, sizeof o->def[i]);
+    snprintf(o->def[i].name, sizeof o->def[i].name, "o%d", i);
+    o->def[i].space = s;
+    for (int c = 0; c < 3; c++)
+        o->def[i].hi[c] = (uint16_t)trk_objects_channel_max(s, c);
+    o->def[i].min_mass = 1;
+}
+
+static bool valid(const struct trk_objects *o)
+{
+    return trk_objects_validate(o, NULL, 0) == 0;
+}
+
+static void check_space_limits(json_t *spaces, struct trk_objects *o, const char *name,
+                               const char *channels, int hue_max)
+{
+    json_t *sp = json_object_get(spaces, name);
+    json_t *ch = json_object_get(sp, "channels"), *max = json_object_get(sp, "max"),
+           *wraps = json_object_get(sp, "wraps");
+    CHECKF(json_array_size(ch) == 3 && json_array_size(max) == 3 && json_array_size(wraps) == 3,
+           "%s: three channels", name);
+    char got[16] = "";
+    for (int c = 0; c < 3; c++) {
+        const char *n = json_string_value(json_array_get(ch, c));
+        snprintf(got + strlen(got), sizeof got - strlen(got), "%s%s", c ? "," : "", n ? n : "?");
+    }
+    CHECKF(!strcmp(got, channels), "%s channels %s, expected %s", name, got, channels);
+    enum trk_space s = (enum trk_space)trk_objects_space_parse(name);
+    for (int c = 0; c < 3; c++) {
+        json_int_t m = json_integer_value(json_array_get(max, c));
+        bool w = json_is_true(json_array_get(wraps, c));
+        CHECKF(m == (c == 0 && hue_max ? hue_max : 255), "%s max[%d] = %lld", name, c,
+               (long long)m);
+        CHECKF(w == (c == 0 && hue_max), "%s wraps[%d] = %d", name, c, w);
+        /* The edges as the loader sees them. */
+        o->n = 1;
+        full_range(o, 0, s);
+        o->def[0].hi[c] = (uint16_t)m;
+        CHECKF(valid(o), "%s: 0..%lld on channel %d is valid", name, (long long)m, c);
+        o->def[0].hi[c] = (uint16_t)(m + 1);
+        CHECKF(!valid(o), "%s: hi[%d] = %lld is refused", name, c, (long long)m + 1);
+        o->def[0].lo[c] = (uint16_t)m;
+        o->def[0].hi[c] = 0;
+        CHECKF(valid(o) == w, "%s: lo > hi on channel %d %s", name, c,
+               w ? "is a range through 0" : "is refused");
+    }
+}
+
+static void test_hello_limits(void)
+{
+    static struct trk_objects o;
+    struct trk_hello_info h = { 0 };
+    struct trk_buf b = { 0 };
+    CHECKF(trk_msg_hello(&b, &h) == 0, "hello");
+    json_t *j = parse(&b, "hello");
+    json_t *lim = json_object_get(j, "limits");
+    CHECKF(json_is_object(lim), "hello.limits");
+    json_t *spaces = json_object_get(lim, "spaces");
+    CHECKF(json_object_size(spaces) == 3, "three spaces");
+    check_space_limits(spaces, &o, "rgb", "R,G,B", 0);
+    check_space_limits(spaces, &o, "hsv", "H,S,V", 359);
+    check_space_limits(spaces, &o, "ycbcr", "Y,Cb,Cr", 0);
+
+    json_int_t max_objects = jint(lim, "max_objects"), name_max = jint(lim, "name_max_bytes");
+    CHECKF(max_objects == 256 && name_max == 63, "max_objects %lld, name_max_bytes %lld",
+           (long long)max_objects, (long long)name_max);
+    o.n = 1;
+    full_range(&o, 0, TRK_SPACE_RGB);
+    memset(o.def[0].name, 'n', (size_t)name_max);
+    o.def[0].name[name_max] = '\0';
+    CHECKF(valid(&o), "a name of name_max_bytes bytes is valid");
+    if (name_max + 1 < (json_int_t)sizeof o.def[0].name) {
+        o.def[0].name[name_max] = 'n';
+        CHECKF(!valid(&o), "a name one byte longer is refused");
+    }
+    if (max_objects > 0 && max_objects <= TRK_MAX_OBJECTS) {
+        o.n = (int)max_objects;
+        for (int i = 0; i < o.n; i++)
+            full_range(&o, i, TRK_SPACE_RGB);
+        CHECKF(valid(&o), "max_objects objects are valid");
+        o.n = (int)max_objects + 1;
+        CHECKF(!valid(&o), "one more object is refused");
+    }
+    json_decref(j);
+    trk_buf_free(&b);
+}
+
 /* ------------------------------------------------- stats, status, errors */
 
 static void test_small_messages(void)
@@ -439,6 +609,7 @@ static void test_small_messages(void)
         .fps = 29.97,
         .frames = 370,
         .drops = 2,
+        .skipped = 4,
         .clients = 3,
         .rss_kb = -1,
         .queue_ms = 0.2,
@@ -456,7 +627,7 @@ static void test_small_messages(void)
     if (j) {
         CHECKF(!strcmp(jstr(j, "type"), "stats"), "type");
         CHECKF(jnum(j, "fps") == 29.97 && jint(j, "frames") == 370 && jint(j, "drops") == 2 &&
-                   jint(j, "clients") == 3,
+                   jint(j, "skipped") == 4 && jint(j, "clients") == 3,
                "counters");
         CHECKF(json_is_null(json_object_get(j, "rss_kb")), "unknown rss -> null");
         json_t *l = json_object_get(j, "latency_median");
@@ -527,6 +698,141 @@ static void test_small_messages(void)
 
 /* --------------------------------------------------------------- preview */
 
+/* The replies to the daemon's control messages. */
+static void test_control_replies(void)
+{
+    struct trk_buf b = { 0 };
+    struct trk_object_def d = { .name = "red",
+                                .space = TRK_SPACE_HSV,
+                                .lo = { 350, 100, 50 },
+                                .hi = { 10, 255, 255 },
+                                .min_mass = 4 };
+    const char *colors[] = { "#ff0000" };
+    CHECK(trk_msg_objects_reply(&b, "\"q\"", &d, 1, colors) == 0);
+    json_t *j = parse(&b, "objects reply");
+    if (j) {
+        json_t *o = json_array_get(json_object_get(j, "objects"), 0);
+        CHECKF(!strcmp(jstr(j, "type"), "objects") && !strcmp(jstr(j, "id"), "q") &&
+                   !strcmp(jstr(o, "name"), "red") && !strcmp(jstr(o, "color"), "#ff0000") &&
+                   jint(o, "min_mass") == 4,
+               "%s", b.data);
+    }
+    json_decref(j);
+    trk_buf_reset(&b);
+    CHECK(trk_msg_objects_reply(&b, NULL, &d, 0, NULL) == 0);
+    CHECKF(!strcmp(b.data, "{\"type\":\"objects\",\"objects\":[]}"), "%s", b.data);
+
+    trk_buf_reset(&b);
+    CHECK(trk_msg_ack_int(&b, "add_object", "12", "object_id", 3) == 0);
+    CHECKF(!strcmp(b.data, "{\"type\":\"ack\",\"request\":\"add_object\",\"id\":12,"
+                           "\"object_id\":3}"),
+           "%s", b.data);
+    trk_buf_reset(&b);
+    CHECK(trk_msg_ack_saved(&b, "", "/tmp/a \"b\".json", 2) == 0);
+    j = parse(&b, "save ack");
+    CHECKF(j && !strcmp(jstr(j, "request"), "save_objects") && !json_object_get(j, "id") &&
+               !strcmp(jstr(j, "path"), "/tmp/a \"b\".json") && jint(j, "count") == 2,
+           "%s", b.data);
+    json_decref(j);
+    trk_buf_reset(&b);
+    CHECK(trk_msg_ack_preview(&b, "1", 320, 7.5, NULL) == 0);
+    j = parse(&b, "preview ack");
+    CHECKF(j && !strcmp(jstr(j, "request"), "preview") && jint(j, "width") == 320 &&
+               jnum(j, "fps") == 7.5 && json_is_null(json_object_get(j, "mask")),
+           "%s", b.data);
+    json_decref(j);
+    trk_buf_reset(&b);
+    CHECK(trk_msg_ack_preview(&b, "1", 320, 7.5, "blue") == 0);
+    j = parse(&b, "preview ack with a mask");
+    CHECKF(j && !strcmp(jstr(j, "mask"), "blue"), "%s", b.data);
+    json_decref(j);
+
+    struct trk_sample_info s = {
+        .id_json = "\"s1\"",
+        .x = 5,
+        .y = 6,
+        .radius = 2,
+        .rect = { 3, 4, 7, 8 },
+        .seq = 99,
+        .n = 25,
+        .mean = { { 200, 30, 28 }, { 1, 219, 200 }, { 81, 99, 219 } },
+        .lo = { { 175, 5, 3 }, { 351, 180, 150 }, { 56, 74, 194 } },
+        .hi = { { 225, 55, 53 }, { 11, 255, 250 }, { 106, 124, 244 } },
+    };
+    trk_buf_reset(&b);
+    CHECK(trk_msg_sample(&b, &s) == 0);
+    j = parse(&b, "sample");
+    if (j) {
+        json_t *sug = json_object_get(j, "suggest");
+        json_t *all = json_object_get(j, "suggest_all");
+        json_t *yc = json_object_get(all, "ycbcr");
+        CHECKF(!strcmp(jstr(j, "type"), "sample") && !strcmp(jstr(j, "id"), "s1") &&
+                   jint(j, "x") == 5 && jint(j, "y") == 6 && jint(j, "radius") == 2 &&
+                   jint(j, "seq") == 99 && jint(j, "n") == 25,
+               "%s", b.data);
+        CHECKF(json_integer_value(json_array_get(json_object_get(j, "rect"), 2)) == 7 &&
+                   json_integer_value(json_array_get(json_object_get(j, "rgb"), 0)) == 200 &&
+                   json_integer_value(json_array_get(json_object_get(j, "hsv"), 1)) == 219 &&
+                   json_integer_value(json_array_get(json_object_get(j, "ycbcr"), 2)) == 219,
+               "rect and means: %s", b.data);
+        CHECKF(!strcmp(jstr(sug, "space"), "hsv") &&
+                   json_integer_value(json_array_get(json_object_get(sug, "lo"), 0)) == 351 &&
+                   json_integer_value(json_array_get(json_object_get(sug, "hi"), 0)) == 11,
+               "suggest: %s", b.data);
+        CHECKF(json_object_size(all) == 3 && !strcmp(jstr(yc, "space"), "ycbcr") &&
+                   json_integer_value(json_array_get(json_object_get(yc, "hi"), 2)) == 244,
+               "suggest_all: %s", b.data);
+    }
+    json_decref(j);
+    s.radius = -1; /* a rectangle request */
+    s.id_json = NULL;
+    trk_buf_reset(&b);
+    CHECK(trk_msg_sample(&b, &s) == 0);
+    j = parse(&b, "rectangle sample");
+    CHECKF(j && !json_object_get(j, "radius") && !json_object_get(j, "id"), "%s", b.data);
+    json_decref(j);
+    trk_buf_free(&b);
+
+    /* The daemon's error codes have their documented strings. */
+    static const struct {
+        int err;
+        const char *code;
+    } codes[] = {
+        { TRK_MSG_INVALID_OBJECT, "invalid_object" },
+        { TRK_MSG_DUPLICATE_NAME, "duplicate_name" },
+        { TRK_MSG_TOO_MANY_OBJECTS, "too_many_objects" },
+        { TRK_MSG_NOT_FOUND, "not_found" },
+        { TRK_MSG_OUT_OF_RANGE, "out_of_range" },
+        { TRK_MSG_BUSY, "busy" },
+        { TRK_MSG_NO_FILE, "no_file" },
+        { TRK_MSG_IO_ERROR, "io_error" },
+    };
+    for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++)
+        CHECKF(!strcmp(trk_msg_err_code(codes[i].err), codes[i].code), "%s",
+               trk_msg_err_code(codes[i].err));
+}
+
+/* One list of control types: every name maps to its enum value and back,
+ * and the parser's default list forwards each of them. */
+static void test_control_types(void)
+{
+    int n = 0;
+    for (int t = 0; t < TRK_CTL_COUNT; t++, n++) {
+        const char *name = trk_msg_control_types[t];
+        CHECKF(name && trk_msg_control_type(name) == t, "type %d", t);
+        if (!name) continue;
+        char msg[80];
+        snprintf(msg, sizeof(msg), "{\"type\":\"%s\"}", name);
+        struct trk_cmsg cm;
+        CHECKF(trk_msg_parse_client(msg, strlen(msg), NULL, &cm, NULL, 0) == TRK_MSG_OK &&
+                   cm.kind == TRK_CMSG_CONTROL,
+               "%s is forwarded by default", name);
+    }
+    CHECK(trk_msg_control_types[TRK_CTL_COUNT] == NULL && n == TRK_CTL_COUNT);
+    CHECK(trk_msg_control_type("rename_object") == TRK_CTL_RENAME_OBJECT);
+    CHECK(trk_msg_control_type("ping") == -1 && trk_msg_control_type(NULL) == -1);
+}
+
 static void test_preview_header(void)
 {
     uint8_t h[TRK_PREVIEW_HDR];
@@ -566,11 +872,15 @@ static void test_request_id(void)
 int main(void)
 {
     test_buf();
+    test_buf_alloc_failure();
     test_escaping();
     test_fixed();
     test_frame();
     test_hello();
+    test_hello_limits();
     test_small_messages();
+    test_control_replies();
+    test_control_types();
     test_preview_header();
     test_request_id();
     if (check_failures) {

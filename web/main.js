@@ -1,0 +1,125 @@
+// trackd browser page: live preview with result overlays, the objects table,
+// the daemon's numbers, teaching and editing objects. This module wires the
+// others together: it routes the daemon's messages (protocol/PROTOCOL.md)
+// to them and refreshes the panel a few times a second.
+//
+//   connection.js  the WebSocket: reconnects, silence watchdog
+//   protocol.js    wire format: text messages, binary previews
+//   session.js     the last hello and the daemon's limits in it
+//   frames.js      results paired with previews, rates, latency
+//   view.js        the canvas: size, what is shown, draw queue
+//   overlay.js     drawing a result: boxes, centroids, names, trails
+//   trails.js      recent centroids per object
+//   objects.js     the objects table and object colours
+//   status.js      Daemon, Rates and Latency cards, connection badge
+//   banner.js      source lost / end of input / error banner
+//   tune.js        teach and edit panel (teach.js, sliders.js, auth.js,
+//                  control.js)
+//
+// The browser tests read window.trackdTest, set at the end: the one place
+// the page exposes its state.
+
+import { isAuthed } from './auth.js';
+import * as banner from './banner.js';
+import * as connection from './connection.js';
+import * as frames from './frames.js';
+import { definitions, setDefinitions, showResults } from './objects.js';
+import { CONTROL_TYPES, PROTOCOL_VERSION, parseText } from './protocol.js';
+import { currentHello, setHello } from './session.js';
+import * as status from './status.js';
+import { isTeaching } from './teach.js';
+import { keepOnly } from './trails.js';
+import { onControl, tuneState } from './tune.js';
+import { initView, lastDrawnOverlay, setFrameSize, setStale } from './view.js';
+
+// The panel is text; refreshing it at every result would only burn CPU.
+const PANEL_EVERY_MS = 250;
+
+function onText(text) {
+  const msg = parseText(text);
+  if (!msg) return;
+  if (msg.type === 'hello') setHello(msg);
+  if (CONTROL_TYPES.includes(msg.type)) {
+    try { onControl(msg); } catch (e) { console.error(e); }
+  }
+  switch (msg.type) {
+    case 'hello': onHello(msg); break;
+    case 'frame': frames.onFrame(msg); break;
+    case 'stats': status.onStats(msg); break;
+    case 'status': banner.showStatus(msg); break;
+    case 'error': onError(msg); break;
+    case 'objects': onObjects(msg); break;
+    default: break;   // newer daemons may send types this page does not know
+  }
+}
+
+function onHello(msg) {
+  frames.forgetResults();
+  if (msg.version !== PROTOCOL_VERSION) {
+    banner.showError(`Daemon speaks protocol version ${msg.version}; this page knows ${PROTOCOL_VERSION}.`);
+  }
+  setDefinitions(Array.isArray(msg.objects) ? msg.objects : []);
+  setFrameSize(msg.width, msg.height);
+  status.showHello(msg);
+  banner.render();
+}
+
+// The object set changed (someone edited it) or a get_objects reply.
+function onObjects(msg) {
+  if (!Array.isArray(msg.objects)) return;
+  setDefinitions(msg.objects);
+  keepOnly(new Set(msg.objects.map((o) => o.name)));
+}
+
+function onError(msg) {
+  banner.showError(`Error${msg.code !== undefined ? ` ${msg.code}` : ''}: ${msg.message || 'unknown'}`);
+}
+
+function onState(what) {
+  setStale(what !== 'connected');
+  status.showConnection(what);
+}
+
+function refresh() {
+  const now = performance.now();
+  status.refreshCards(now);
+  showResults(frames.latestFrame());
+  frames.keepViewCurrent(now);
+  connection.checkSilence(now);
+  banner.expireError(now);
+  status.refreshNote(now);
+}
+
+// What the browser tests (tests/browser) read, and nothing else: read-only
+// views of the modules' state.
+window.trackdTest = {
+  get connected() { return connection.isConnected(); },
+  get connects() { return connection.connectCount(); },   // successful opens
+  get hello() { return currentHello(); },                  // the last hello message
+  get objects() { return definitions(); },                 // object definitions (hello, "objects")
+  get lastFrame() { return frames.latestFrame(); },        // the last "frame" message
+  get framesReceived() { return frames.counts().framesReceived; },
+  get previewsReceived() { return frames.counts().previewsReceived; },
+  get lastStats() { return status.latestStats(); },        // the last "stats" message
+  // The last overlay drawn (view.js): {seq, preview, matched, boxes:[{id, x0, y0,
+  // x1, y1, cx, cy, color}]}, boxes and centroids in canvas pixels.
+  get lastDrawn() { return lastDrawnOverlay(); },
+  // The teach and edit panel: teaching, authed, editing, lastSample, lastAck, saved.
+  tune: {
+    get teaching() { return isTeaching(); },
+    get authed() { return isAuthed(); },
+    get editing() { return tuneState().editing; },
+    get lastSample() { return tuneState().lastSample; },
+    get lastAck() { return tuneState().lastAck; },
+    get saved() { return tuneState().saved; },
+  },
+};
+
+initView();
+setInterval(refresh, PANEL_EVERY_MS);
+connection.start({
+  onText,
+  onBinary: frames.onPreview,
+  onClose: frames.dropPendingPreview,
+  onState,
+});

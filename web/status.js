@@ -1,0 +1,85 @@
+// The daemon's numbers under the video (Daemon, Rates and Latency cards),
+// the connection badge, and the note under the video that says what the
+// view shows.
+
+import { isConnected, nextRetryAt } from './connection.js';
+import { counts, latency, latestFrame, latestPreview, previewsOn, rates } from './frames.js';
+import { $, DASH, count, fmt, setText } from './util.js';
+
+const el = {
+  conn: $('conn'), note: $('view-note'),
+  state: $('p-state'), server: $('p-server'), backend: $('p-backend'),
+  source: $('p-source'), size: $('p-size'),
+  rfps: $('p-rfps'), pfps: $('p-pfps'), sfps: $('p-sfps'), frames: $('p-frames'),
+  drops: $('p-drops'), clients: $('p-clients'), rss: $('p-rss'),
+  lat: $('p-lat'), lq: $('p-lq'), lu: $('p-lu'), lk: $('p-lk'), lp: $('p-lp'),
+  ls: $('p-ls'), lt: $('p-lt'),
+};
+
+let lastStats = null;   // last "stats" message
+
+export const latestStats = () => lastStats;
+
+export function onStats(msg) {
+  lastStats = msg;
+}
+
+// The Daemon card from a hello.
+export function showHello(msg) {
+  setText(el.server, String(msg.server || DASH));
+  setText(el.backend, String(msg.backend || DASH));
+  setText(el.source, String(msg.source || DASH));
+  setText(el.size, msg.width && msg.height ? `${msg.width} \u00d7 ${msg.height}` : DASH);
+}
+
+// what: 'connecting', 'connected' or 'disconnected'.
+export function showConnection(what) {
+  el.conn.className = `badge badge-${what}`;
+  setText(el.conn, what);
+  refreshNote(performance.now());
+  setText(el.state, what);
+}
+
+export function refreshNote(now) {
+  setText(el.note, viewNote(now));
+}
+
+function viewNote(now) {
+  const preview = latestPreview();
+  if (isConnected()) {
+    if (!counts().framesReceived) return 'connected, waiting for frames\u2026';
+    if (previewsOn(now) && preview) return `live \u00b7 preview ${preview.previewW}\u00d7${preview.previewH}`;
+    return 'live \u00b7 preview off: overlays on a plain background';
+  }
+  if (nextRetryAt()) {
+    const s = Math.max(0, (nextRetryAt() - now) / 1000);
+    return `daemon unreachable \u00b7 retrying in ${s.toFixed(1)} s`;
+  }
+  return 'connecting\u2026';
+}
+
+// The Rates and Latency cards: this page's rates, the daemon's last stats
+// and the last frame's latencies.
+export function refreshCards(now) {
+  const r = rates(now);
+  setText(el.rfps, fmt(r.results, 1));
+  setText(el.pfps, fmt(r.preview, 1));
+  const s = lastStats;
+  if (s) {
+    setText(el.sfps, fmt(s.fps, 1));
+    setText(el.frames, count(s.frames));
+    setText(el.drops, count(s.drops));
+    setText(el.clients, count(s.clients));
+    setText(el.rss, typeof s.rss_kb === 'number' ? `${(s.rss_kb / 1024).toFixed(1)} MiB` : DASH);
+  }
+  const f = latestFrame();
+  setText(el.lat, fmt(latency(), 1));
+  const l = (f && f.latency) || {};
+  setText(el.lq, fmt(l.queue_ms, 2));
+  setText(el.lu, fmt(l.upload_ms, 2));
+  setText(el.lk, fmt(l.kernel_ms, 2));
+  setText(el.lp, fmt(l.process_ms, 2));
+  const med = (s && s.latency_median) || {};
+  setText(el.ls, fmt(med.send_ms, 2));
+  setText(el.lt, fmt(med.total_ms, 2));
+}

@@ -1,0 +1,87 @@
+// Teaching: with "Teach new object" pressed, a rectangle dragged over the
+// video (or a click) asks the daemon to sample those pixels ("sample",
+// PROTOCOL.md section 5); the reply goes to the edit form (tune.js).
+
+import { withControl } from './auth.js';
+import { request, say } from './control.js';
+import { latestFrame } from './frames.js';
+import { currentHello } from './session.js';
+import { $ } from './util.js';
+import { canvas, stageBox } from './view.js';
+
+const button = $('t-teach');
+const rectEl = $('teach-rect');
+
+let teaching = false;   // drag mode on
+let drag = null;        // {x0, y0, x1, y1} in client pixels
+let onSample = null;
+
+export const isTeaching = () => teaching;
+
+export function setTeaching(on) {
+  teaching = on;
+  button.setAttribute('aria-pressed', String(on));
+  stageBox.classList.toggle('teaching', on);
+  if (on) say('drag over the object in the video');
+}
+
+// Canvas CSS pixels -> frame pixels.
+function toFrame(clientX, clientY) {
+  const r = canvas.getBoundingClientRect();
+  const f = latestFrame();
+  const hello = currentHello();
+  const fw = (f && f.width) || (hello && hello.width) || 1;
+  const fh = (f && f.height) || (hello && hello.height) || 1;
+  const x = Math.floor(((clientX - r.left) / r.width) * fw);
+  const y = Math.floor(((clientY - r.top) / r.height) * fh);
+  return [Math.min(fw - 1, Math.max(0, x)), Math.min(fh - 1, Math.max(0, y))];
+}
+
+function showRect() {
+  const box = stageBox.getBoundingClientRect();
+  rectEl.style.left = `${Math.min(drag.x0, drag.x1) - box.left}px`;
+  rectEl.style.top = `${Math.min(drag.y0, drag.y1) - box.top}px`;
+  rectEl.style.width = `${Math.abs(drag.x1 - drag.x0)}px`;
+  rectEl.style.height = `${Math.abs(drag.y1 - drag.y0)}px`;
+  rectEl.hidden = false;
+}
+
+// The drag is over: sample what it covered.
+function endDrag() {
+  const [ax, ay] = toFrame(Math.min(drag.x0, drag.x1), Math.min(drag.y0, drag.y1));
+  const [bx, by] = toFrame(Math.max(drag.x0, drag.x1), Math.max(drag.y0, drag.y1));
+  drag = null;
+  rectEl.hidden = true;
+  setTeaching(false);
+  // A click (no drag) samples a small square around the point.
+  const msg = bx - ax < 2 || by - ay < 2
+    ? { type: 'sample', x: ax, y: ay, radius: 3 }
+    : { type: 'sample', x: ax, y: ay, w: bx - ax + 1, h: by - ay + 1 };
+  request(msg, onSample);
+}
+
+// fn(reply) gets each sample reply.
+export function initTeach(fn) {
+  onSample = fn;
+  // Teaching ends in edits, so the token is asked for before, not after a drag.
+  button.addEventListener('click', () => {
+    if (teaching) setTeaching(false);
+    else withControl(() => setTeaching(true));
+  });
+  canvas.addEventListener('pointerdown', (ev) => {
+    if (!teaching) return;
+    ev.preventDefault();
+    canvas.setPointerCapture(ev.pointerId);
+    drag = { x0: ev.clientX, y0: ev.clientY, x1: ev.clientX, y1: ev.clientY };
+    showRect();
+  });
+  for (const type of ['pointermove', 'pointerup']) {
+    canvas.addEventListener(type, (ev) => {
+      if (!drag) return;
+      drag.x1 = ev.clientX;
+      drag.y1 = ev.clientY;
+      if (type === 'pointerup') endDrag();
+      else showRect();
+    });
+  }
+}
