@@ -8,8 +8,9 @@
  *
  * Loading is all-or-nothing: the first problem found stops it and is reported
  * as "file:line:col: message", line and column (1-based, column in bytes)
- * pointing at the offending token, so a daemon can print it and exit with
- * TRK_EX_CONFIG, or a reload can keep the objects it already has.
+ * pointing at the offending token, so a daemon can print it and exit (trackd:
+ * 78, TRK_EX_CONFIG of daemon/exit.h), or a reload can keep the objects it
+ * already has.
  *
  * Thread safety: every function is reentrant; none keeps state.
  */
@@ -25,9 +26,6 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* Exit status for a bad configuration (sysexits.h EX_CONFIG). */
-#define TRK_EX_CONFIG 78
 
 /* Largest objects file or string accepted, in bytes. 256 objects written one
  * per line take about 30 KiB; the cap bounds the memory a hostile input can
@@ -54,6 +52,13 @@ struct trk_config_error {
 
 #define TRK_CAMERA_MAX_CONTROLS 16
 
+/* One V4L2 control setting: from the objects file's "camera" object or a
+ * --control option. */
+struct trk_camera_control {
+    char name[64]; /* v4l2-ctl style: lower case, '_' for other characters */
+    long value;
+};
+
 /* A validated object set. def[0..n) go straight to trk_backend_set_objects;
  * color[i] is object i's display colour (R, G, B) for the web UI: the file's
  * "color" or, when absent, trk_object_display_rgb(&def[i]) (gpu/color.h).
@@ -67,10 +72,7 @@ struct trk_objects {
      * v4l2-ctl style (OBJECTS.md lists the keys). Applied to --device
      * cameras before --control options. */
     int n_camera;
-    struct trk_camera_control {
-        char name[64];
-        long value;
-    } camera[TRK_CAMERA_MAX_CONTROLS];
+    struct trk_camera_control camera[TRK_CAMERA_MAX_CONTROLS];
 };
 
 /* Reads and validates an objects file. Returns 0, or a negative code with

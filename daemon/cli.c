@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -10,6 +11,8 @@
 #define LOG_TAG "trackd"
 #include "backend.h"
 #include "log.h"
+#include "source.h"
+#include "v4l2.h"
 
 #ifndef TRK_VERSION
 #define TRK_VERSION "0.0.0"
@@ -21,137 +24,175 @@
 #define TRK_WEB_ROOT_REL "../share/trackd/web"
 #endif
 
-enum {
-    OPT_FAST = 256,
-    OPT_LOOP,
-    OPT_FRAMES,
-    OPT_LISTEN,
-    OPT_NO_SERVER,
-    OPT_WEB_ROOT,
-    OPT_BACKEND,
-    OPT_THREADS,
-    OPT_SIZE,
-    OPT_FPS,
-    OPT_NO_PREVIEW,
-    OPT_PREVIEW_WIDTH,
-    OPT_PREVIEW_FPS,
-    OPT_PREVIEW_QUALITY,
-    OPT_STATS,
-    OPT_LOG_LEVEL,
-    OPT_PROGRESS,
-    OPT_NO_PROGRESS,
-    OPT_FORMAT,
-    OPT_CONTROL,
-    OPT_LIST_DEVICES,
-    OPT_LIST_FORMATS,
-    OPT_LIST_CONTROLS,
-    OPT_SAVE_OBJECTS,
-    OPT_CONTROL_TOKEN,
+/* How an option's value reaches its field of struct trk_settings. Options
+ * without a value (arg NULL) store .set in a T_BOOL or T_INT field. */
+enum opt_type {
+    T_TEXT,  /* const char *: the value itself; hi > 0: its length must be lo..hi */
+    T_BOOL,  /* bool */
+    T_INT,   /* int: a whole number in lo..hi */
+    T_COUNT, /* uint64_t: a whole number >= lo */
+    T_REAL,  /* double in lo..hi */
+    T_NAME,  /* int: what parse_name returns for the value, which must be >= 0 */
+    T_PARSE, /* parse() checks and stores the value, bounded by lo..hi */
+    T_HELP,
+    T_VERSION,
 };
 
-/* The one table: getopt entry, argument name and help text. */
+struct opt;
+typedef bool parse_fn(const char *a, const struct opt *o, struct trk_settings *s);
+
+struct opt {
+    const char *name;
+    char short_name; /* 0: none */
+    const char *arg; /* the value's name in --help; NULL: takes no value */
+    enum opt_type type;
+    size_t off;           /* the field in struct trk_settings */
+    const char *def;      /* the value before the command line, as value text (a number
+                           * for value-less options); NULL: zero */
+    const char *def_note; /* --help: follows "(default DEF" */
+    double lo, hi;        /* bounds, as enum opt_type says */
+    int set;              /* what a value-less option stores */
+    int (*parse_name)(const char *);
+    parse_fn *parse;
+    const char *form; /* what a valid value looks like, for the error when one is not:
+                       * the form and an example, so a typo can be fixed without
+                       * reading --help; NULL: arg (any text) */
+    const char *help;
+};
+
+static parse_fn parse_listen, parse_size, parse_control;
+
+/* The field f of struct trk_settings; the build fails unless it is of type T. */
+#define FIELD(f, T)                                                                                \
+    .off = offsetof(struct trk_settings, f) + 0 * _Generic(((struct trk_settings *)0)->f, T : 0)
+#define TEXT(f)     .type = T_TEXT, FIELD(f, const char *)
+#define FLAG(f, v)  .type = T_BOOL, .set = v, FIELD(f, bool)
+#define INT(f)      .type = T_INT, FIELD(f, int)
+#define REAL(f)     .type = T_REAL, FIELD(f, double)
+#define NAME(f, fn) .type = T_NAME, .parse_name = fn, FIELD(f, int)
+#define PARSE(fn)   .type = T_PARSE, .parse = fn
+#define STR_(x)     #x
+#define STR(x)      STR_(x)
+
+/* The one table. In form and help, {lo} and {hi} stand for the bounds; an
+ * option with a value and a def gets "(default DEF NOTE)" after its help. */
 // clang-format off
-static const struct opt {
-    struct option o;
-    char short_name;
-    const char *arg, *help;
-} opts[] = {
-    {{"input", required_argument, 0, 'i'}, 'i', "FILE",
-     "track a video file (anything FFmpeg reads); default: the built-in demo scene"},
-    {{"objects", required_argument, 0, 'c'}, 'c', "FILE",
-     "objects JSON (config/OBJECTS.md); default: the demo objects for the demo scene, none for files and cameras"},
-    {{"output", required_argument, 0, 'o'}, 'o', "FILE",
-     "write one NDJSON result line per frame to FILE ('-' = stdout)"},
-    {{"fast", no_argument, 0, OPT_FAST}, 0, NULL,
-     "process as fast as possible instead of at the source's frame rate"},
-    {{"loop", no_argument, 0, OPT_LOOP}, 0, NULL, "restart the file at its end"},
-    {{"frames", required_argument, 0, OPT_FRAMES}, 0, "N", "stop after N frames"},
-    {{"listen", required_argument, 0, OPT_LISTEN}, 0, "ADDR:PORT",
-     "web UI and WebSocket server address: IPv4, [IPv6] or host name (default 127.0.0.1:8080)"},
-    {{"no-server", no_argument, 0, OPT_NO_SERVER}, 0, NULL, "do not start the web/WebSocket server"},
-    {{"web-root", required_argument, 0, OPT_WEB_ROOT}, 0, "DIR",
-     "folder served at / (default: share/trackd/web beside an installed trackd, else the web/ folder it was built from)"},
-    {{"backend", required_argument, 0, OPT_BACKEND}, 0, "NAME",
-     "auto|cpu|cpu-ref|cuda (default auto: CUDA when a GPU is usable, else cpu)"},
-    {{"threads", required_argument, 0, OPT_THREADS}, 0, "N",
-     "CPU backend worker threads (default 0 = one per core)"},
-    {{"device", required_argument, 0, 'd'}, 'd', "DEV",
-     "track a V4L2 camera (/dev/videoN or /dev/v4l/by-id/...); reopened when it comes back"},
-    {{"format", required_argument, 0, OPT_FORMAT}, 0, "FMT",
-     "camera pixel format: auto|yuyv|mjpeg|nv12|rgb24 (default auto)"},
-    {{"control", required_argument, 0, OPT_CONTROL}, 0, "NAME=VALUE",
-     "set a camera control (names as --list-controls prints them); repeatable"},
-    {{"list-devices", no_argument, 0, OPT_LIST_DEVICES}, 0, NULL, "list V4L2 cameras and exit (none found: said on stderr, exit 0)"},
-    {{"list-formats", no_argument, 0, OPT_LIST_FORMATS}, 0, NULL,
-     "list the --device camera's formats and sizes and exit"},
-    {{"list-controls", no_argument, 0, OPT_LIST_CONTROLS}, 0, NULL,
-     "list the --device camera's controls and exit"},
-    {{"size", required_argument, 0, OPT_SIZE}, 0, "WxH",
-     "demo scene or camera size (default 1280x720 demo, 640x480 camera; files keep their own)"},
-    {{"fps", required_argument, 0, OPT_FPS}, 0, "N",
-     "demo scene or camera frame rate (default 30 demo, the camera's own; files keep their own)"},
-    {{"no-preview", no_argument, 0, OPT_NO_PREVIEW}, 0, NULL,
-     "send no preview JPEGs to web clients (results only)"},
-    {{"preview-width", required_argument, 0, OPT_PREVIEW_WIDTH}, 0, "N",
-     "largest preview width in pixels (default 640)"},
-    {{"preview-fps", required_argument, 0, OPT_PREVIEW_FPS}, 0, "N",
-     "most preview frames per second (default 15)"},
-    {{"preview-quality", required_argument, 0, OPT_PREVIEW_QUALITY}, 0, "N",
-     "preview JPEG quality 1..100 (default 70)"},
-    {{"stats-interval", required_argument, 0, OPT_STATS}, 0, "SECONDS",
-     "seconds between stats log lines (default 1; 0 = none; web clients get stats every second regardless)"},
-    {{"log-level", required_argument, 0, OPT_LOG_LEVEL}, 0, "LEVEL",
-     "error|warn|info|debug (default info)"},
-    {{"progress", no_argument, 0, OPT_PROGRESS}, 0, NULL,
-     "show progress on stderr (default: with --fast when stderr is a terminal)"},
-    {{"no-progress", no_argument, 0, OPT_NO_PROGRESS}, 0, NULL, "never show progress"},
-    {{"save-objects", required_argument, 0, OPT_SAVE_OBJECTS}, 0, "FILE",
-     "where the web page's 'save' writes the objects (default: the --objects file, else ./objects.json)"},
-    {{"control-token", required_argument, 0, OPT_CONTROL_TOKEN}, 0, "TOKEN",
-     "token web clients need to edit objects (required on any address when given; generated and printed when listening beyond loopback)"},
-    {{"help", no_argument, 0, 'h'}, 'h', NULL, "show this help and exit"},
-    {{"version", no_argument, 0, 'V'}, 'V', NULL, "show the version and exit"},
+static const struct opt opts[] = {
+    { "input", 'i', "FILE", TEXT(input),
+      .help = "track a video file (anything FFmpeg reads); default: the built-in demo scene" },
+    { "objects", 'c', "FILE", TEXT(objects),
+      .help = "objects JSON (config/OBJECTS.md); default: the demo objects for the demo scene, none for files and cameras" },
+    { "output", 'o', "FILE", TEXT(output),
+      .help = "write one NDJSON result line per frame to FILE ('-' = stdout)" },
+    { "fast", 0, NULL, FLAG(fast, true),
+      .help = "process as fast as possible instead of at the source's frame rate" },
+    { "loop", 0, NULL, FLAG(loop, true), .help = "restart the file at its end" },
+    { "frames", 0, "N", .type = T_COUNT, FIELD(frames, uint64_t), .lo = 1,
+      .form = "N, a whole number >= {lo}, e.g. 300", .help = "stop after N frames" },
+    { "listen", 0, "ADDR:PORT", PARSE(parse_listen), .def = "127.0.0.1:8080", .lo = 0, .hi = 65535,
+      .form = "ADDR:PORT, e.g. 127.0.0.1:8080 or 0.0.0.0:8080 (port {lo}..{hi})",
+      .help = "web UI and WebSocket server address: IPv4, [IPv6] or host name" },
+    { "no-server", 0, NULL, FLAG(server, false), .def = "1",
+      .help = "do not start the web/WebSocket server" },
+    { "web-root", 0, "DIR", TEXT(web_root),
+      .help = "folder served at / (default: share/trackd/web beside an installed trackd, else the web/ folder it was built from)" },
+    { "backend", 0, "NAME", NAME(backend, trk_backend_kind_parse), .def = "auto",
+      .def_note = ": CUDA when a GPU is usable, else cpu", .form = "auto, cpu, cpu-ref or cuda",
+      .help = "auto|cpu|cpu-ref|cuda" },
+    { "threads", 0, "N", INT(threads), .lo = 0, .hi = 256, .def = "0", .def_note = " = one per core",
+      .form = "N ({lo}..{hi}; 0 = one per core)", .help = "CPU backend worker threads" },
+    { "device", 'd', "DEV", TEXT(device),
+      .help = "track a V4L2 camera (/dev/videoN or /dev/v4l/by-id/...); reopened when it comes back" },
+    { "format", 0, "FMT", NAME(cam_format, trk_cam_format_parse), .def = "auto",
+      .form = "auto, yuyv, mjpeg, nv12 or rgb24",
+      .help = "camera pixel format: auto|yuyv|mjpeg|nv12|rgb24" },
+    { "control", 0, "NAME=VALUE", PARSE(parse_control), .hi = TRK_CAMERA_MAX_CONTROLS,
+      .form = "NAME=VALUE with a whole-number VALUE, e.g. brightness=128 (at most {hi})",
+      .help = "set a camera control (names as --list-controls prints them); repeatable" },
+    { "list-devices", 0, NULL, FLAG(list_devices, true),
+      .help = "list V4L2 cameras and exit (none found: said on stderr, exit 0)" },
+    { "list-formats", 0, NULL, FLAG(list_formats, true),
+      .help = "list the --device camera's formats and sizes and exit" },
+    { "list-controls", 0, NULL, FLAG(list_controls, true),
+      .help = "list the --device camera's controls and exit" },
+    { "size", 0, "WxH", PARSE(parse_size), .lo = 16, .hi = 16384,
+      .form = "WxH, e.g. 1280x720 (each {lo}..{hi})",
+      .help = "demo scene or camera size (default " STR(TRK_DEMO_WIDTH) "x" STR(TRK_DEMO_HEIGHT)
+              " demo, " STR(TRK_V4L2_WIDTH) "x" STR(TRK_V4L2_HEIGHT) " camera; files keep their own)" },
+    { "fps", 0, "N", REAL(fps), .lo = 0.1, .hi = 1000, .form = "N ({lo}..{hi}), e.g. 30 or 29.97",
+      .help = "demo scene or camera frame rate (default " STR(TRK_DEMO_FPS)
+              " demo, the camera's own; files keep their own)" },
+    { "no-preview", 0, NULL, FLAG(preview, false), .def = "1",
+      .help = "send no preview JPEGs to web clients (results only)" },
+    { "preview-width", 0, "N", INT(preview_width), .lo = 16, .hi = 4096, .def = "640",
+      .form = "N pixels ({lo}..{hi}), e.g. 640", .help = "largest preview width in pixels" },
+    { "preview-fps", 0, "N", REAL(preview_fps), .lo = 0.1, .hi = 240, .def = "15",
+      .form = "N ({lo}..{hi}), e.g. 15", .help = "most preview frames per second" },
+    { "preview-quality", 0, "N", INT(preview_quality), .lo = 1, .hi = 100, .def = "70",
+      .form = "N ({lo}..{hi}), e.g. 70", .help = "preview JPEG quality {lo}..{hi}" },
+    { "stats-interval", 0, "SECONDS", REAL(stats_interval), .lo = 0, .hi = 3600, .def = "1",
+      .def_note = "; 0 = none; web clients get stats every second regardless",
+      .form = "SECONDS ({lo}..{hi}; 0 = none), e.g. 1 or 0.5",
+      .help = "seconds between stats log lines" },
+    { "log-level", 0, "LEVEL", NAME(log_level, trk_log_level_parse), .def = "info",
+      .form = "error, warn, info or debug", .help = "error|warn|info|debug" },
+    /* progress: -1 auto, 0 off, 1 on */
+    { "progress", 0, NULL, INT(progress), .set = 1, .def = "-1",
+      .help = "show progress on stderr (default: with --fast when stderr is a terminal)" },
+    { "no-progress", 0, NULL, INT(progress), .set = 0, .help = "never show progress" },
+    { "save-objects", 0, "FILE", TEXT(save_objects),
+      .help = "where the web page's 'save' writes the objects (default: the --objects file, else ./objects.json)" },
+    { "control-token", 0, "TOKEN", TEXT(control_token), .lo = 1, .hi = 127,
+      .form = "TOKEN, {lo}..{hi} characters",
+      .help = "token web clients need to edit objects (required on any address when given; generated and printed when listening beyond loopback)" },
+    { "help", 'h', NULL, .type = T_HELP, .help = "show this help and exit" },
+    { "version", 'V', NULL, .type = T_VERSION, .help = "show the version and exit" },
 };
 // clang-format on
 #define N_OPTS (sizeof(opts) / sizeof(opts[0]))
 
-/* What a valid value looks like, for the error message when one is not:
- * the form and an example, so a typo can be fixed without reading --help.
- * Options missing here take any text (file names). */
-static const struct {
-    int val;
-    const char *form;
-} forms[] = {
-    { OPT_FRAMES, "N, a whole number >= 1, e.g. 300" },
-    { OPT_LISTEN, "ADDR:PORT, e.g. 127.0.0.1:8080 or 0.0.0.0:8080 (port 0..65535)" },
-    { OPT_BACKEND, "auto, cpu, cpu-ref or cuda" },
-    { OPT_THREADS, "N (0..256; 0 = one per core)" },
-    { OPT_SIZE, "WxH, e.g. 1280x720 (each 16..16384)" },
-    { OPT_FPS, "N (0.1..1000), e.g. 30 or 29.97" },
-    { OPT_FORMAT, "auto, yuyv, mjpeg, nv12 or rgb24" },
-    { OPT_CONTROL, "NAME=VALUE with a whole-number VALUE, e.g. brightness=128 (at most 16)" },
-    { OPT_PREVIEW_WIDTH, "N pixels (16..4096), e.g. 640" },
-    { OPT_PREVIEW_FPS, "N (0.1..240), e.g. 15" },
-    { OPT_PREVIEW_QUALITY, "N (1..100), e.g. 70" },
-    { OPT_STATS, "SECONDS (0..3600; 0 = none), e.g. 1 or 0.5" },
-    { OPT_LOG_LEVEL, "error, warn, info or debug" },
-    { OPT_CONTROL_TOKEN, "TOKEN, 1..127 characters" },
-};
+/* getopt's val for option i: its short name, else 256 + i. */
+static int opt_val(size_t i)
+{
+    return opts[i].short_name ? opts[i].short_name : 256 + (int)i;
+}
 
 static const struct opt *find_opt(int val)
 {
     for (size_t i = 0; i < N_OPTS; i++)
-        if (opts[i].o.val == val) return &opts[i];
+        if (opt_val(i) == val) return &opts[i];
     return NULL;
+}
+
+/* text with {lo} and {hi} replaced by o's bounds. */
+static void put_text(FILE *f, const char *text, const struct opt *o)
+{
+    for (const char *p = text; *p; p++) {
+        if (!strncmp(p, "{lo}", 4) || !strncmp(p, "{hi}", 4)) {
+            fprintf(f, "%g", p[1] == 'l' ? o->lo : o->hi);
+            p += 3;
+        } else {
+            fputc(*p, f);
+        }
+    }
 }
 
 /* "--size WxH, e.g. 1280x720 (each 16..16384)": the option and its form. */
 static void print_form(FILE *err, const struct opt *o)
 {
-    const char *form = o->arg;
-    for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++)
-        if (forms[i].val == o->o.val) form = forms[i].form;
-    fprintf(err, "expected --%s %s (see --help)\n", o->o.name, form);
+    fprintf(err, "expected --%s ", o->name);
+    put_text(err, o->form ? o->form : o->arg, o);
+    fprintf(err, " (see --help)\n");
+}
+
+bool trk_cli_option_synopsis(size_t i, char *buf, size_t len)
+{
+    if (i >= N_OPTS) return false;
+    const struct opt *o = &opts[i];
+    int n = o->short_name ? snprintf(buf, len, "-%c, --%s", o->short_name, o->name)
+                          : snprintf(buf, len, "--%s", o->name);
+    if (o->arg && n >= 0 && (size_t)n < len) snprintf(buf + n, len - n, " %s", o->arg);
+    return true;
 }
 
 void trk_cli_usage(FILE *out)
@@ -169,12 +210,15 @@ void trk_cli_usage(FILE *out)
             "  trackd -i clip.mp4 -c objs.json -o out.ndjson --fast --no-server\n\n"
             "Options:\n");
     for (size_t i = 0; i < N_OPTS; i++) {
-        char left[64];
-        int n = opts[i].short_name
-                    ? snprintf(left, sizeof(left), "-%c, --%s", opts[i].short_name, opts[i].o.name)
-                    : snprintf(left, sizeof(left), "    --%s", opts[i].o.name);
-        if (opts[i].arg) snprintf(left + n, sizeof(left) - n, " %s", opts[i].arg);
-        fprintf(out, "  %-28s %s\n", left, opts[i].help);
+        const struct opt *o = &opts[i];
+        char left[64] = "    "; /* long-only options line up with the long names */
+        trk_cli_option_synopsis(i, left + (o->short_name ? 0 : 4),
+                                sizeof(left) - (o->short_name ? 0 : 4));
+        fprintf(out, "  %-28s ", left);
+        put_text(out, o->help, o);
+        if (o->arg && o->def)
+            fprintf(out, " (default %s%s)", o->def, o->def_note ? o->def_note : "");
+        fputc('\n', out);
     }
     fprintf(out, "\nExit status: 0 done, 64 usage error, 66 input cannot be opened,\n"
                  "69 backend or server unavailable, 70 internal error, 78 configuration error.\n");
@@ -201,22 +245,22 @@ static bool parse_double(const char *s, double lo, double hi, double *out)
 }
 
 /* HOST:PORT, HOST a name or an IPv4 address, or [IPV6]:PORT (the brackets
- * keep the address's colons apart from the port's). */
-static bool parse_listen(const char *s, struct trk_settings *st)
+ * keep the address's colons apart from the port's); the port in lo..hi. */
+static bool parse_listen(const char *a, const struct opt *o, struct trk_settings *st)
 {
-    const char *colon = strrchr(s, ':');
-    const char *host = s, *host_end = colon;
+    const char *colon = strrchr(a, ':');
+    const char *host = a, *host_end = colon;
     long port;
-    if (*s == '[') {
-        host = s + 1;
+    if (*a == '[') {
+        host = a + 1;
         host_end = strchr(host, ']');
         if (!host_end || host_end[1] != ':') return false;
         colon = host_end + 1;
-    } else if (colon && memchr(s, ':', (size_t)(colon - s))) {
+    } else if (colon && memchr(a, ':', (size_t)(colon - a))) {
         return false; /* an IPv6 address without brackets */
     }
     if (!colon || host_end == host || (size_t)(host_end - host) >= sizeof(st->listen_addr) ||
-        !parse_long(colon + 1, 0, 65535, &port))
+        !parse_long(colon + 1, (long)o->lo, (long)o->hi, &port))
         return false;
     memcpy(st->listen_addr, host, (size_t)(host_end - host));
     st->listen_addr[host_end - host] = 0;
@@ -224,13 +268,85 @@ static bool parse_listen(const char *s, struct trk_settings *st)
     return true;
 }
 
-int trk_cli_parse(int argc, char **argv, struct trk_settings *s, FILE *out, FILE *err)
+/* WxH, each side in lo..hi. */
+static bool parse_size(const char *a, const struct opt *o, struct trk_settings *s)
 {
-    struct option longopts[N_OPTS + 1];
-    char shortopts[64] = ":";
-    size_t ns = 1;
+    int w, h, end = 0; /* nothing may follow: "1280x720p" is a typo, not 1280x720 */
+    if (sscanf(a, "%dx%d%n", &w, &h, &end) != 2 || a[end] || w < o->lo || h < o->lo || w > o->hi ||
+        h > o->hi)
+        return false;
+    s->width = w;
+    s->height = h;
+    return true;
+}
+
+/* NAME=VALUE, appended; at most hi of them. */
+static bool parse_control(const char *a, const struct opt *o, struct trk_settings *s)
+{
+    _Static_assert(sizeof(s->controls) / sizeof(s->controls[0]) >= TRK_CAMERA_MAX_CONTROLS,
+                   "--control's bound fits the array");
+    if (s->n_controls >= o->hi || !trk_cam_control_parse(a, &s->controls[s->n_controls]))
+        return false;
+    s->n_controls++;
+    return true;
+}
+
+/* Stores value a of option o (NULL for a value-less option: its .set).
+ * False when a is not a valid value. */
+static bool store(const struct opt *o, const char *a, struct trk_settings *s)
+{
+    void *f = (char *)s + o->off;
+    long lv = 0;
+    if (!o->arg) {
+        lv = a ? strtol(a, NULL, 10) : o->set; /* a: a default */
+        if (o->type == T_BOOL)
+            *(bool *)f = lv != 0;
+        else
+            *(int *)f = (int)lv;
+        return true;
+    }
+    switch (o->type) {
+    case T_TEXT:
+        if (o->hi > 0 && (strlen(a) < o->lo || strlen(a) > o->hi)) return false;
+        *(const char **)f = a;
+        return true;
+    case T_INT:
+        if (!parse_long(a, (long)o->lo, (long)o->hi, &lv)) return false;
+        *(int *)f = (int)lv;
+        return true;
+    case T_COUNT:
+        if (!parse_long(a, (long)o->lo, LONG_MAX, &lv)) return false;
+        *(uint64_t *)f = (uint64_t)lv;
+        return true;
+    case T_REAL: return parse_double(a, o->lo, o->hi, (double *)f);
+    case T_NAME: return (*(int *)f = o->parse_name(a)) >= 0;
+    case T_PARSE: return o->parse(a, o, s);
+    default: return false;
+    }
+}
+
+/* Every field its table default; zero where there is none. */
+static void set_defaults(struct trk_settings *s)
+{
+    memset(s, 0, sizeof(*s));
     for (size_t i = 0; i < N_OPTS; i++) {
-        longopts[i] = opts[i].o;
+        if (opts[i].def && !store(&opts[i], opts[i].def, s)) {
+            /* A broken table, not a user error. */
+            fprintf(stderr, "%s:%d: the default '%s' of --%s does not parse\n", __FILE__, __LINE__,
+                    opts[i].def, opts[i].name);
+            abort();
+        }
+    }
+}
+
+/* getopt_long's tables from ours. */
+static void getopt_tables(struct option *longopts, char *shortopts)
+{
+    size_t ns = 0;
+    shortopts[ns++] = ':'; /* a missing value is ':', not '?' */
+    for (size_t i = 0; i < N_OPTS; i++) {
+        longopts[i] = (struct option){ opts[i].name, opts[i].arg ? required_argument : no_argument,
+                                       NULL, opt_val(i) };
         if (opts[i].short_name) {
             shortopts[ns++] = opts[i].short_name;
             if (opts[i].arg) shortopts[ns++] = ':';
@@ -238,135 +354,72 @@ int trk_cli_parse(int argc, char **argv, struct trk_settings *s, FILE *out, FILE
     }
     memset(&longopts[N_OPTS], 0, sizeof(longopts[0]));
     shortopts[ns] = 0;
+}
 
-    memset(s, 0, sizeof(*s));
-    strcpy(s->listen_addr, "127.0.0.1");
-    s->listen_port = 8080;
-    s->server = true;
-    s->web_root = NULL; /* found at start: trk_cli_find_web_root */
-    s->backend = TRK_BACKEND_AUTO;
-    s->demo_width = 1280;
-    s->demo_height = 720;
-    s->demo_fps = 30;
-    s->preview = true;
-    s->preview_width = 640;
-    s->preview_fps = 15;
-    s->preview_quality = 70;
-    s->stats_interval = 1;
-    s->log_level = TRK_LOG_INFO;
-    s->progress = -1;
+/* Options that cannot go together, and what is left over. */
+static int check_rest(int argc, char **argv, const struct trk_settings *s, FILE *err)
+{
+    const char *why = NULL;
+    if (optind < argc) {
+        fprintf(err, "trackd: unexpected argument '%s' (see --help)\n", argv[optind]);
+        return TRK_EX_USAGE;
+    }
+    if (s->loop && !s->input)
+        why = "--loop needs --input";
+    else if (s->device && s->input)
+        why = "give --input or --device, not both";
+    else if ((s->list_formats || s->list_controls) && !s->device)
+        why = "--list-formats and --list-controls need --device";
+    if (!why) return TRK_CLI_RUN;
+    fprintf(err, "trackd: %s\n", why);
+    return TRK_EX_USAGE;
+}
 
+int trk_cli_parse(int argc, char **argv, struct trk_settings *s, FILE *out, FILE *err)
+{
+    struct option longopts[N_OPTS + 1];
+    char shortopts[2 * N_OPTS + 2];
+    getopt_tables(longopts, shortopts);
+    set_defaults(s);
     optind = 1;
     opterr = 0;
     int c, idx;
-    long lv;
     while ((c = getopt_long(argc, argv, shortopts, longopts, &idx)) != -1) {
-        const char *a = optarg;
-        bool ok = true;
-        switch (c) {
-        case 'i': s->input = a; break;
-        case 'c': s->objects = a; break;
-        case 'o': s->output = a; break;
-        case OPT_FAST: s->fast = true; break;
-        case OPT_LOOP: s->loop = true; break;
-        case OPT_FRAMES:
-            ok = parse_long(a, 1, LONG_MAX, &lv);
-            s->frames = (uint64_t)lv;
-            break;
-        case OPT_LISTEN: ok = parse_listen(a, s); break;
-        case OPT_NO_SERVER: s->server = false; break;
-        case OPT_WEB_ROOT: s->web_root = a; break;
-        case OPT_BACKEND: ok = (s->backend = trk_backend_kind_parse(a)) >= 0; break;
-        case OPT_THREADS:
-            ok = parse_long(a, 0, 256, &lv);
-            s->threads = (int)lv;
-            break;
-        case OPT_SIZE: {
-            int end = 0; /* nothing may follow: "1280x720p" is a typo, not 1280x720 */
-            ok = sscanf(a, "%dx%d%n", &s->demo_width, &s->demo_height, &end) == 2 && !a[end] &&
-                 s->demo_width >= 16 && s->demo_height >= 16 && s->demo_width <= 16384 &&
-                 s->demo_height <= 16384;
-            s->size_set = true;
-            break;
-        }
-        case OPT_FPS:
-            ok = parse_double(a, 0.1, 1000, &s->demo_fps);
-            s->fps_set = true;
-            break;
-        case 'd': s->device = a; break;
-        case OPT_FORMAT: ok = (s->cam_format = trk_cam_format_parse(a)) >= 0; break;
-        case OPT_CONTROL:
-            ok = s->n_controls < TRK_CAM_MAX_CONTROLS &&
-                 trk_cam_control_parse(a, &s->controls[s->n_controls]);
-            if (ok) s->n_controls++;
-            break;
-        case OPT_LIST_DEVICES: s->list_devices = true; break;
-        case OPT_LIST_FORMATS: s->list_formats = true; break;
-        case OPT_LIST_CONTROLS: s->list_controls = true; break;
-        case OPT_NO_PREVIEW: s->preview = false; break;
-        case OPT_PREVIEW_WIDTH:
-            ok = parse_long(a, 16, 4096, &lv);
-            s->preview_width = (int)lv;
-            break;
-        case OPT_PREVIEW_FPS: ok = parse_double(a, 0.1, 240, &s->preview_fps); break;
-        case OPT_PREVIEW_QUALITY:
-            ok = parse_long(a, 1, 100, &lv);
-            s->preview_quality = (int)lv;
-            break;
-        case OPT_STATS: ok = parse_double(a, 0, 3600, &s->stats_interval); break;
-        case OPT_LOG_LEVEL: ok = (s->log_level = trk_log_level_parse(a)) >= 0; break;
-        case OPT_PROGRESS: s->progress = 1; break;
-        case OPT_NO_PROGRESS: s->progress = 0; break;
-        case OPT_SAVE_OBJECTS: s->save_objects = a; break;
-        case OPT_CONTROL_TOKEN:
-            ok = *a && strlen(a) < 128;
-            s->control_token = a;
-            break;
-        case 'h': trk_cli_usage(out); return TRK_CLI_EXIT_OK;
-        case 'V': fprintf(out, "trackd %s\n", TRK_VERSION); return TRK_CLI_EXIT_OK;
-        case ':':
+        const struct opt *o = find_opt(c);
+        if (c == ':') {
             fprintf(err, "trackd: option %s needs a value: ", argv[optind - 1]);
             if (find_opt(optopt))
                 print_form(err, find_opt(optopt));
             else
                 fprintf(err, "see --help\n");
             return TRK_EX_USAGE;
-        default:
+        }
+        if (!o) {
             fprintf(err, "trackd: unknown option %s (see --help)\n", argv[optind - 1]);
             return TRK_EX_USAGE;
         }
-        if (!ok) {
-            const struct opt *o = find_opt(c);
-            fprintf(err, "trackd: invalid value '%s' for --%s: ", a, o->o.name);
+        if (o->type == T_HELP) {
+            trk_cli_usage(out);
+            return TRK_CLI_EXIT_OK;
+        }
+        if (o->type == T_VERSION) {
+            fprintf(out, "trackd %s\n", TRK_VERSION);
+            return TRK_CLI_EXIT_OK;
+        }
+        if (!store(o, o->arg ? optarg : NULL, s)) {
+            fprintf(err, "trackd: invalid value '%s' for --%s: ", optarg, o->name);
             print_form(err, o);
             return TRK_EX_USAGE;
         }
     }
-    if (optind < argc) {
-        fprintf(err, "trackd: unexpected argument '%s' (see --help)\n", argv[optind]);
-        return TRK_EX_USAGE;
-    }
-    if (s->loop && !s->input) {
-        fprintf(err, "trackd: --loop needs --input\n");
-        return TRK_EX_USAGE;
-    }
-    if (s->device && s->input) {
-        fprintf(err, "trackd: give --input or --device, not both\n");
-        return TRK_EX_USAGE;
-    }
-    if ((s->list_formats || s->list_controls) && !s->device) {
-        fprintf(err, "trackd: --list-formats and --list-controls need --device\n");
-        return TRK_EX_USAGE;
-    }
-    return TRK_CLI_RUN;
+    return check_rest(argc, argv, s, err);
 }
 
 void trk_cli_warn(const struct trk_settings *s)
 {
     /* Legal combinations that would silently do nothing. */
-    if (s->input && s->size_set)
-        log_warn("--size is ignored with --input: a file keeps its own size");
-    if (s->input && s->fps_set)
+    if (s->input && s->width) log_warn("--size is ignored with --input: a file keeps its own size");
+    if (s->input && s->fps)
         log_warn("--fps is ignored with --input: a file plays at its own rate (--fast: as fast "
                  "as it can)");
     if (!s->device && (s->cam_format || s->n_controls))

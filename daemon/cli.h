@@ -1,5 +1,6 @@
-/* Command line: every option, its default and its documentation in one
- * table (cli.c), so --help, the parser and the README stay in step. */
+/* Command line: every option (name, short name, value form, default, bounds,
+ * help) in one table (cli.c); the parser, its error messages and --help are
+ * generated from it, and a test holds README.md's options table to it. */
 #ifndef TRK_DAEMON_CLI_H
 #define TRK_DAEMON_CLI_H
 
@@ -7,15 +8,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "v4l2.h"
-
-/* sysexits.h values, the daemon's exit codes. */
-#define TRK_EX_OK          0
-#define TRK_EX_USAGE       64
-#define TRK_EX_NOINPUT     66
-#define TRK_EX_UNAVAILABLE 69
-#define TRK_EX_SOFTWARE    70
-#define TRK_EX_CONFIG_CODE 78
+#include "exit.h"
+#include "objects.h" /* struct trk_camera_control */
 
 struct trk_settings {
     const char *input;   /* file path; NULL = built-in demo scene */
@@ -30,12 +24,13 @@ struct trk_settings {
     const char *web_root;
     int backend; /* enum trk_backend_kind */
     int threads; /* 0 = cores */
-    int demo_width, demo_height;
-    double demo_fps;
-    bool size_set, fps_set; /* --size / --fps given (cameras keep their own otherwise) */
-    const char *device;     /* V4L2 camera; NULL = none */
-    int cam_format;         /* enum trk_cam_format */
-    struct trk_cam_control controls[TRK_CAM_MAX_CONTROLS];
+    /* --size / --fps; 0 = not given: the demo scene's TRK_DEMO_* (source.h),
+     * a camera's TRK_V4L2_* size (v4l2.h) at its own rate */
+    int width, height;
+    double fps;
+    const char *device; /* V4L2 camera; NULL = none */
+    int cam_format;     /* enum trk_cam_format */
+    struct trk_camera_control controls[TRK_CAMERA_MAX_CONTROLS];
     int n_controls;
     bool list_devices, list_formats, list_controls;
     bool preview;
@@ -56,6 +51,10 @@ enum { TRK_CLI_RUN = 0, TRK_CLI_EXIT_OK = 1 };
  * to err. */
 int trk_cli_parse(int argc, char **argv, struct trk_settings *s, FILE *out, FILE *err);
 void trk_cli_usage(FILE *out);
+
+/* Option i of the table as --help and README.md's options table write it
+ * ("-i, --input FILE", "--fast") into buf; false past the last option. */
+bool trk_cli_option_synopsis(size_t i, char *buf, size_t len);
 
 /* Logs a warning for each option that the others make pointless (--size
  * with --input, --no-server without --output, ...). */

@@ -1,5 +1,7 @@
-/* trackd: wires the settings, objects, source, backend, WebSocket server and
- * pipeline together, and maps failures to exit codes. */
+/* trackd: wires the settings, objects, source, backend, control module,
+ * WebSocket server and pipeline together, and maps failures to exit codes
+ * (exit.h). Each step below logs its own failure and returns the exit code;
+ * cleanup() undoes whatever was done. */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -15,12 +17,27 @@
 #include "backend.h"
 #include "cli.h"
 #include "control.h"
+#include "exit.h"
 #include "log.h"
 #include "messages.h"
 #include "objects.h"
 #include "pipeline.h"
 #include "source.h"
+#include "v4l2.h"
 #include "ws.h"
+
+/* What main() sets up, torn down in reverse by cleanup(). */
+struct app {
+    struct trk_settings s;
+    char web_root[4096];     /* s.web_root may point here */
+    struct trk_objects objs; /* as loaded; the control module keeps the live set */
+    struct trk_source src;
+    bool source_absent; /* a camera that was not there at start */
+    struct trk_backend *backend;
+    FILE *out; /* --output; NULL = none */
+    struct trk_control *control;
+    struct trk_ws *ws; /* NULL with --no-server */
+};
 
 static volatile sig_atomic_t stop_requested;
 
@@ -111,6 +128,22 @@ static int make_token(char *out, size_t len)
     return 0;
 }
 
+/* --list-devices / --list-formats / --list-controls. */
+static int list_cameras(const struct trk_settings *s)
+{
+    int err = s->list_devices ? trk_v4l2_list_devices(stdout) : 0;
+    /* Not an error (exit 0): "none" is the answer, said on stderr so stdout
+     * stays a clean list for scripts. */
+    if (s->list_devices && err == 0)
+        log_warn("no camera found: no V4L2 capture device under /dev (is it plugged in? "
+                 "see dmesg)");
+    if (err > 0) err = 0;
+    if (!err && s->list_formats) err = trk_v4l2_list_formats(s->device, stdout);
+    if (!err && s->list_controls) err = trk_v4l2_list_controls(s->device, stdout);
+    if (err) log_error_err(err, "cannot open %s", s->device);
+    return err ? TRK_EX_NOINPUT : TRK_EX_OK;
+}
+
 static int load_objects(const struct trk_settings *s, struct trk_objects *objs)
 {
     struct trk_config_error cerr;
@@ -134,230 +167,194 @@ static int load_objects(const struct trk_settings *s, struct trk_objects *objs)
     return 0;
 }
 
-int main(int argc, char **argv)
+/* The camera, with the objects file's camera settings first so --control
+ * wins. A camera that is not there yet is waited for like one that was
+ * unplugged (the capture thread retries every second). */
+static int open_camera(struct app *a)
 {
-    struct trk_settings s;
-    int rc = trk_cli_parse(argc, argv, &s, stdout, stderr);
-    if (rc == TRK_CLI_EXIT_OK) return TRK_EX_OK;
-    if (rc) return rc;
-    trk_log_set_level(s.log_level);
-    if (s.list_devices || s.list_formats || s.list_controls) {
-        int lerr = s.list_devices ? trk_v4l2_list_devices(stdout) : 0;
-        /* Not an error (exit 0): "none" is the answer, said on stderr so
-         * stdout stays a clean list for scripts. */
-        if (s.list_devices && lerr == 0)
-            log_warn("no camera found: no V4L2 capture device under /dev (is it plugged in? "
-                     "see dmesg)");
-        if (lerr > 0) lerr = 0;
-        if (!lerr && s.list_formats) lerr = trk_v4l2_list_formats(s.device, stdout);
-        if (!lerr && s.list_controls) lerr = trk_v4l2_list_controls(s.device, stdout);
-        if (lerr) log_error_err(lerr, "cannot open %s", s.device);
-        return lerr ? TRK_EX_NOINPUT : TRK_EX_OK;
-    }
+    const struct trk_settings *s = &a->s;
+    struct trk_v4l2_cfg vc = { .device = s->device,
+                               .format = (enum trk_cam_format)s->cam_format,
+                               .width = s->width ? s->width : TRK_V4L2_WIDTH,
+                               .height = s->width ? s->height : TRK_V4L2_HEIGHT,
+                               .fps = s->fps };
+    memcpy(vc.controls, a->objs.camera, sizeof(vc.controls[0]) * a->objs.n_camera);
+    memcpy(vc.controls + a->objs.n_camera, s->controls, sizeof(s->controls[0]) * s->n_controls);
+    vc.n_controls = a->objs.n_camera + s->n_controls;
+    int err = trk_source_v4l2_create(&vc, &a->src);
+    if (err || !(err = trk_source_open(&a->src))) return err;
+    if (err == -ENOENT)
+        log_warn("%s does not exist (no camera there; see --list-devices): waiting for it to be "
+                 "plugged in, retrying every second",
+                 s->device);
+    else
+        log_warn_err(err, "cannot open %s yet: waiting for it, retrying every second", s->device);
+    trk_source_close(&a->src);
+    a->source_absent = true; /* said once here; the pipeline adds no "lost" */
+    return 0;
+}
 
-    trk_cli_warn(&s);
-    char web_root[4096];
-    if (s.server && (rc = trk_cli_find_web_root(&s, web_root, sizeof(web_root)))) return rc;
-
-    static struct trk_objects objs; /* large: keep it off the stack */
-    if (load_objects(&s, &objs)) return TRK_EX_CONFIG;
-
-    struct trk_source src = { 0 };
-    struct trk_backend *backend = NULL;
-    struct trk_ws *ws = NULL;
-    struct trk_control *control = NULL;
-    /* save_objects target: --save-objects, else the --objects file, else
-     * ./objects.json (so a page started without a file can still save). */
-    const char *save_path = s.save_objects ? s.save_objects
-                            : s.objects    ? s.objects
-                                           : "objects.json";
-    FILE *out = NULL;
-    int exit_code = TRK_EX_OK, err;
-    bool absent = false; /* the camera was not there at start */
-
-    if (s.device) {
-        struct trk_v4l2_cfg vc = { .device = s.device,
-                                   .format = (enum trk_cam_format)s.cam_format,
-                                   .width = s.size_set ? s.demo_width : 640,
-                                   .height = s.size_set ? s.demo_height : 480,
-                                   .fps = s.fps_set ? s.demo_fps : 0 };
-        /* The objects file's camera settings first, so --control wins. */
-        for (int i = 0; i < objs.n_camera; i++) {
-            struct trk_cam_control *c = &vc.controls[vc.n_controls++];
-            snprintf(c->name, sizeof(c->name), "%s", objs.camera[i].name);
-            c->value = objs.camera[i].value;
-        }
-        memcpy(vc.controls + vc.n_controls, s.controls, sizeof(s.controls[0]) * s.n_controls);
-        vc.n_controls += s.n_controls;
-        err = trk_source_v4l2_create(&vc, &src);
-        /* A camera that is not there yet is waited for like one that was
-         * unplugged (the capture thread retries every second). */
-        if (!err && (err = trk_source_open(&src))) {
-            if (err == -ENOENT)
-                log_warn("%s does not exist (no camera there; see --list-devices): waiting for "
-                         "it to be plugged in, retrying every second",
-                         s.device);
-            else
-                log_warn_err(err, "cannot open %s yet: waiting for it, retrying every second",
-                             s.device);
-            trk_source_close(&src);
-            absent = true; /* said once here; the pipeline adds no "lost" */
-            err = 0;
-        }
-    } else if (s.input) {
-        struct trk_file_cfg fc = { .path = s.input, .loop = s.loop };
-        err = trk_source_file_create(&fc, &src);
-        if (!err) err = trk_source_open(&src);
+static int open_source(struct app *a)
+{
+    const struct trk_settings *s = &a->s;
+    int err;
+    if (s->device) {
+        err = open_camera(a);
+    } else if (s->input) {
+        struct trk_file_cfg fc = { .path = s->input, .loop = s->loop };
+        if (!(err = trk_source_file_create(&fc, &a->src))) err = trk_source_open(&a->src);
     } else {
-        struct trk_demo_cfg dc = { .width = s.demo_width,
-                                   .height = s.demo_height,
-                                   .fps = s.demo_fps };
-        err = trk_source_demo_create(&dc, &src);
-        if (!err) err = trk_source_open(&src);
+        struct trk_demo_cfg dc = { .width = s->width ? s->width : TRK_DEMO_WIDTH,
+                                   .height = s->width ? s->height : TRK_DEMO_HEIGHT,
+                                   .fps = s->fps ? s->fps : TRK_DEMO_FPS };
+        if (!(err = trk_source_demo_create(&dc, &a->src))) err = trk_source_open(&a->src);
     }
-    if (err == TRK_SOURCE_ENOTVIDEO) {
-        exit_code = TRK_EX_NOINPUT; /* the file source said why */
-        goto end;
-    }
+    if (err == TRK_SOURCE_ENOTVIDEO) return TRK_EX_NOINPUT; /* the file source said why */
     if (err) {
         log_error_err(err, "cannot open %s",
-                      s.device  ? s.device
-                      : s.input ? s.input
-                                : "the demo scene");
-        exit_code = TRK_EX_NOINPUT;
-        goto end;
+                      s->device  ? s->device
+                      : s->input ? s->input
+                                 : "the demo scene");
+        return TRK_EX_NOINPUT;
     }
-    log_info("source: %s", src.desc);
+    log_info("source: %s", a->src.desc);
+    return 0;
+}
 
-    /* Backend: auto falls back to the CPU with one line when CUDA is not
-     * usable; a machine without NVIDIA hardware is normal, not a problem. */
+/* auto falls back to the CPU with one line when CUDA is not usable; a
+ * machine without NVIDIA hardware is normal, not a problem. */
+static int open_backend(struct app *a)
+{
+    const struct trk_settings *s = &a->s;
     char why[256] = "";
     enum trk_cuda_status cs = TRK_CUDA_USABLE;
-    if (s.backend == TRK_BACKEND_AUTO || s.backend == TRK_BACKEND_CUDA)
+    if (s->backend == TRK_BACKEND_AUTO || s->backend == TRK_BACKEND_CUDA)
         cs = trk_cuda_check(why, sizeof(why));
-    if (s.backend == TRK_BACKEND_AUTO && cs == TRK_CUDA_ABSENT) {
+    if (s->backend == TRK_BACKEND_AUTO && cs == TRK_CUDA_ABSENT) {
         log_info("no NVIDIA driver/GPU found: using the CPU backend");
         log_debug("CUDA: %s", why);
-    } else if (s.backend == TRK_BACKEND_AUTO && cs == TRK_CUDA_NOT_BUILT) {
+    } else if (s->backend == TRK_BACKEND_AUTO && cs == TRK_CUDA_NOT_BUILT) {
         log_info("%s: using the CPU backend", why);
-    } else if (s.backend == TRK_BACKEND_AUTO && cs != TRK_CUDA_USABLE) {
+    } else if (s->backend == TRK_BACKEND_AUTO && cs != TRK_CUDA_USABLE) {
         log_warn("the GPU cannot be used (%s): using the CPU backend", why);
     }
-    if (s.backend == TRK_BACKEND_CUDA && cs != TRK_CUDA_USABLE) {
+    if (s->backend == TRK_BACKEND_CUDA && cs != TRK_CUDA_USABLE) {
         log_error("--backend cuda: %s", why);
-        exit_code = TRK_EX_UNAVAILABLE;
-        goto end;
+        return TRK_EX_UNAVAILABLE;
     }
     struct trk_backend_cfg bc = {
-        .kind = s.backend,
-        .max_width = src.width,
-        .max_height = src.height,
-        .threads = s.threads,
+        .kind = s->backend,
+        .max_width = a->src.width,
+        .max_height = a->src.height,
+        .threads = s->threads,
     };
-    if ((err = trk_backend_create(&bc, &backend)) ||
-        (err = trk_backend_set_objects(backend, objs.def, objs.n))) {
+    int err;
+    if ((err = trk_backend_create(&bc, &a->backend)) ||
+        (err = trk_backend_set_objects(a->backend, a->objs.def, a->objs.n))) {
         log_error_err(err, "cannot start the tracking backend");
-        exit_code = TRK_EX_UNAVAILABLE;
-        goto end;
+        return TRK_EX_UNAVAILABLE;
     }
-    log_info("backend: %s, %d objects", trk_backend_name(backend), objs.n);
+    log_info("backend: %s, %d objects", trk_backend_name(a->backend), a->objs.n);
+    return 0;
+}
 
-    if (s.output) {
-        out = strcmp(s.output, "-") ? fopen(s.output, "w") : stdout;
-        if (!out) {
-            log_error_err(errno, "cannot write %s", s.output);
-            exit_code = TRK_EX_NOINPUT;
-            goto end;
-        }
-    }
+static int open_output(struct app *a)
+{
+    if (!a->s.output) return 0;
+    a->out = strcmp(a->s.output, "-") ? fopen(a->s.output, "w") : stdout;
+    if (a->out) return 0;
+    log_error_err(errno, "cannot write %s", a->s.output);
+    return TRK_EX_NOINPUT;
+}
 
-    if (s.server) {
-        char colors[TRK_MAX_OBJECTS][8];
-        const char *color_ptr[TRK_MAX_OBJECTS];
-        for (int i = 0; i < objs.n; i++) {
-            snprintf(colors[i], sizeof(colors[i]), "#%02x%02x%02x", objs.color[i][0],
-                     objs.color[i][1], objs.color[i][2]);
-            color_ptr[i] = colors[i];
-        }
-        struct trk_hello_info hi = {
-            .version = TRK_VERSION,
-            .backend = trk_backend_name(backend),
-            .source = src.desc,
-            .width = src.width,
-            .height = src.height,
-            .fps = src.fps,
-            .preview = { .enabled = s.preview,
-                         .width = s.preview_width,
-                         .height = src.width > s.preview_width
-                                       ? (int)((long)src.height * s.preview_width / src.width)
-                                       : src.height,
-                         .fps = s.preview_fps,
-                         .quality = s.preview_quality },
-            .defs = objs.def,
-            .n_objects = objs.n,
-            .colors = color_ptr,
-        };
-        if (hi.preview.width > src.width) hi.preview.width = src.width;
-        /* 127.0.0.0/8 and ::1 (also by name) need no token; the rest does. */
-        char token[130] = "";
-        if (s.control_token)
-            snprintf(token, sizeof(token), "%s", s.control_token);
-        else if (!trk_ws_is_loopback(s.listen_addr) && make_token(token, sizeof(token))) {
-            log_error("cannot generate a control token; give one with --control-token");
-            exit_code = TRK_EX_UNAVAILABLE;
-            goto end;
-        }
+/* The hello template; the control module adds the object set it holds. */
+static struct trk_hello_info hello_info(const struct app *a, bool control_auth)
+{
+    const struct trk_settings *s = &a->s;
+    const struct trk_source *src = &a->src;
+    return (struct trk_hello_info){
+        .version = TRK_VERSION,
+        .backend = trk_backend_name(a->backend),
+        .source = src->desc,
+        .width = src->width,
+        .height = src->height,
+        .fps = src->fps,
+        .preview = { .enabled = s->preview,
+                     .width = s->preview_width < src->width ? s->preview_width : src->width,
+                     .height = src->width > s->preview_width
+                                   ? (int)((long)src->height * s->preview_width / src->width)
+                                   : src->height,
+                     .fps = s->preview_fps,
+                     .quality = s->preview_quality },
         /* Tells the page to ask for the token before it offers edits. */
-        hi.control_auth = token[0] != '\0';
-        struct trk_ws_cfg wc = {
-            .address = s.listen_addr,
-            .port = s.listen_port,
-            .web_root = s.web_root,
-            .queue_len = 8,
-            .on_message = on_control_message,
-            .user = &control,
-            .control_types = trk_msg_control_types,
-            .control_token = token,
+        .control_auth = control_auth,
+    };
+}
+
+/* --control-token, else none on loopback (127.0.0.0/8 and ::1, also by
+ * name), else a random one. */
+static int pick_token(const struct trk_settings *s, char *token, size_t len)
+{
+    if (s->control_token)
+        snprintf(token, len, "%s", s->control_token);
+    else if (!trk_ws_is_loopback(s->listen_addr) && make_token(token, len)) {
+        log_error("cannot generate a control token; give one with --control-token");
+        return TRK_EX_UNAVAILABLE;
+    }
+    return 0;
+}
+
+/* The web server, then the control module (the one place it is created:
+ * it answers the page's edits through the server and, with --no-server
+ * too, SIGHUP reloads), then the server starts taking clients. */
+static int start_server(struct app *a)
+{
+    const struct trk_settings *s = &a->s;
+    char token[130] = "";
+    int rc, err;
+    if (s->server && (rc = pick_token(s, token, sizeof(token)))) return rc;
+    struct trk_ws_cfg wc = {
+        .address = s->listen_addr,
+        .port = s->listen_port,
+        .web_root = s->web_root,
+        .queue_len = 8,
+        .on_message = on_control_message,
+        .user = &a->control,
+        .control_types = trk_msg_control_types,
+        .control_token = token,
+    };
+    /* save_objects target: --save-objects, else the --objects file, else
+     * ./objects.json (so a page started without a file can still save). */
+    struct trk_control_cfg cc = {
+        .objects = &a->objs,
+        .save_path = s->save_objects ? s->save_objects
+                     : s->objects    ? s->objects
+                                     : "objects.json",
+        .hello = hello_info(a, token[0] != '\0'),
+    };
+    err = s->server ? trk_ws_create(&wc, &a->ws) : 0;
+    if (a->ws)
+        cc.reply = (struct trk_reply){
+            .ctx = a->ws, .send = ws_reply, .broadcast = ws_config, .set_hello = ws_hello
         };
-        if ((err = trk_ws_create(&wc, &ws)) == 0) {
-            /* The control module answers the page's edits; it sets the hello. */
-            struct trk_control_cfg cc = {
-                .objects = &objs,
-                .save_path = save_path,
-                .hello = hi,
-                .reply = { .ctx = ws,
-                           .send = ws_reply,
-                           .broadcast = ws_config,
-                           .set_hello = ws_hello },
-            };
-            err = trk_control_create(&cc, &control);
-        }
-        if (err) {
-            log_error_err(err, "cannot start the web server");
-            exit_code = TRK_EX_UNAVAILABLE;
-            goto end;
-        }
-        if ((err = trk_ws_start(ws))) {
-            log_error("%s", trk_ws_error(ws));
-            exit_code = TRK_EX_UNAVAILABLE;
-            goto end;
-        }
-        char url[512];
-        page_url(s.listen_addr, trk_ws_port(ws), token, url, sizeof(url));
-        log_info("web UI on %s (WebSocket /ws%s)", url,
-                 *token ? "; editing objects needs the token" : "");
+    if (err || (err = trk_control_create(&cc, &a->control))) {
+        log_error_err(err, s->server ? "cannot start the web server" : "cannot start");
+        return s->server ? TRK_EX_UNAVAILABLE : TRK_EX_SOFTWARE;
     }
-
-    /* Without the server the control module still serves SIGHUP reloads. */
-    if (!control) {
-        struct trk_control_cfg cc = { .objects = &objs, .save_path = save_path };
-        if ((err = trk_control_create(&cc, &control))) {
-            log_error_err(err, "cannot start");
-            exit_code = TRK_EX_SOFTWARE;
-            goto end;
-        }
+    if (!s->server) return 0;
+    if (trk_ws_start(a->ws)) {
+        log_error("%s", trk_ws_error(a->ws));
+        return TRK_EX_UNAVAILABLE;
     }
+    char url[512];
+    page_url(s->listen_addr, trk_ws_port(a->ws), token, url, sizeof(url));
+    log_info("web UI on %s (WebSocket /ws%s)", url,
+             *token ? "; editing objects needs the token" : "");
+    return 0;
+}
 
+static void install_signals(void)
+{
     struct sigaction sa = { .sa_handler = on_signal };
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
@@ -366,27 +363,40 @@ int main(int argc, char **argv)
     sigemptyset(&hup.sa_mask);
     sigaction(SIGHUP, &hup, NULL);
     signal(SIGPIPE, SIG_IGN);
-    pthread_t reload_thread;
-    bool have_reload_thread = pthread_create(&reload_thread, NULL, reload_main, control) == 0;
+}
 
-    struct trk_pipeline_cfg pc = {
-        .source = &src,
-        .source_absent = absent,
-        .backend = backend,
-        .output = out,
-        .output_flush = out && !strcmp(s.output, "-"),
-        .ws = ws,
-        .fast = s.fast,
-        .max_frames = s.frames,
-        .preview = s.preview,
-        .preview_width = s.preview_width,
-        .preview_fps = s.preview_fps,
-        .preview_quality = s.preview_quality,
-        .progress = s.progress == 1 || (s.progress < 0 && s.fast && isatty(STDERR_FILENO)),
-        .stats_interval = s.stats_interval,
-        .control = control,
+static struct trk_pipeline_cfg pipeline_cfg(struct app *a)
+{
+    const struct trk_settings *s = &a->s;
+    return (struct trk_pipeline_cfg){
+        .source = &a->src,
+        .source_absent = a->source_absent,
+        .backend = a->backend,
+        .output = a->out,
+        .output_flush = a->out && !strcmp(s->output, "-"),
+        .ws = a->ws,
+        .fast = s->fast,
+        .max_frames = s->frames,
+        .preview = s->preview,
+        .preview_width = s->preview_width,
+        .preview_fps = s->preview_fps,
+        .preview_quality = s->preview_quality,
+        .progress = s->progress == 1 || (s->progress < 0 && s->fast && isatty(STDERR_FILENO)),
+        .stats_interval = s->stats_interval,
+        .control = a->control,
     };
+}
+
+/* Runs the pipeline to its end (SIGHUP reloads on their own thread
+ * meanwhile); clients then see a clean close with the reason, not a dropped
+ * connection (2 s at most, whatever they do). Returns the exit code. */
+static int run(struct app *a)
+{
+    pthread_t reload_thread;
+    bool have_reload_thread = pthread_create(&reload_thread, NULL, reload_main, a->control) == 0;
+    struct trk_pipeline_cfg pc = pipeline_cfg(a);
     struct trk_pipeline_summary sum = { 0 };
+    int exit_code = TRK_EX_OK, err;
     if ((err = trk_pipeline_run(&pc, &stop_requested, &sum))) {
         log_error_err(err, "the pipeline failed");
         exit_code = TRK_EX_SOFTWARE;
@@ -396,9 +406,7 @@ int main(int argc, char **argv)
                  (unsigned long long)sum.drops);
         if (sum.source_error) exit_code = TRK_EX_NOINPUT;
     }
-    /* Clients see a clean close with the reason, not a dropped connection;
-     * 2 s at most, whatever they do. */
-    trk_ws_shutdown(ws,
+    trk_ws_shutdown(a->ws,
                     stop_requested     ? 1001
                     : sum.source_error ? 1011
                                        : 1000,
@@ -409,17 +417,41 @@ int main(int argc, char **argv)
                     2.0);
     reload_quit = 1;
     if (have_reload_thread) pthread_join(reload_thread, NULL);
-end:
-    if (out && out != stdout && fclose(out) != 0) {
-        log_error_err(errno, "writing %s failed", s.output);
+    return exit_code;
+}
+
+static int cleanup(struct app *a, int exit_code)
+{
+    if (a->out && a->out != stdout && fclose(a->out) != 0) {
+        log_error_err(errno, "writing %s failed", a->s.output);
         exit_code = TRK_EX_SOFTWARE;
     }
     /* The control module may still be replying from its file worker: the
      * server stops taking messages first and goes after the module. */
-    trk_ws_stop(ws);
-    trk_control_destroy(&control);
-    trk_ws_destroy(&ws);
-    trk_backend_destroy(&backend);
-    trk_source_destroy(&src);
+    trk_ws_stop(a->ws);
+    trk_control_destroy(&a->control);
+    trk_ws_destroy(&a->ws);
+    trk_backend_destroy(&a->backend);
+    trk_source_destroy(&a->src);
     return exit_code;
+}
+
+int main(int argc, char **argv)
+{
+    static struct app app; /* the objects are large: keep them off the stack */
+    struct trk_settings *s = &app.s;
+    int rc = trk_cli_parse(argc, argv, s, stdout, stderr);
+    if (rc == TRK_CLI_EXIT_OK) return TRK_EX_OK;
+    if (rc) return rc;
+    trk_log_set_level(s->log_level);
+    if (s->list_devices || s->list_formats || s->list_controls) return list_cameras(s);
+    trk_cli_warn(s);
+    if (s->server && (rc = trk_cli_find_web_root(s, app.web_root, sizeof(app.web_root)))) return rc;
+    if ((rc = load_objects(s, &app.objs))) return rc;
+    if (!(rc = open_source(&app)) && !(rc = open_backend(&app)) && !(rc = open_output(&app)) &&
+        !(rc = start_server(&app))) {
+        install_signals();
+        rc = run(&app);
+    }
+    return cleanup(&app, rc);
 }

@@ -38,6 +38,11 @@ struct trk_source {
     bool live;         /* live sources drop stale frames, files don't      */
 };
 
+/* The demo scene's size and rate when --size / --fps are not given. */
+#define TRK_DEMO_WIDTH  1280
+#define TRK_DEMO_HEIGHT 720
+#define TRK_DEMO_FPS    30
+
 struct trk_demo_cfg {
     int width, height;
     double fps;

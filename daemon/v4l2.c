@@ -179,7 +179,7 @@ void trk_v4l2_ctrl_name(const char *name, char *out, size_t size)
     if (size) out[n < size ? n : size - 1] = 0;
 }
 
-bool trk_cam_control_parse(const char *s, struct trk_cam_control *c)
+bool trk_cam_control_parse(const char *s, struct trk_camera_control *c)
 {
     const char *eq = strchr(s, '=');
     if (!eq || eq == s || (size_t)(eq - s) >= sizeof(c->name)) return false;
@@ -224,7 +224,7 @@ static int set_controls(struct v4l2_src *s)
 {
     int failed = 0;
     for (int i = 0; i < s->cfg.n_controls; i++) {
-        const struct trk_cam_control *c = &s->cfg.controls[i];
+        const struct trk_camera_control *c = &s->cfg.controls[i];
         struct v4l2_queryctrl q;
         int err = find_control(s->fd, c->name, &q);
         if (!err) {

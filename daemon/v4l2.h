@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "frame.h"
+#include "objects.h" /* struct trk_camera_control, TRK_CAMERA_MAX_CONTROLS */
 #include "source.h"
 
 /* What --format asks for. */
@@ -24,12 +25,10 @@ enum trk_cam_format {
 /* "auto", "yuyv", "mjpeg", "nv12", "rgb24"; -1 if unknown. */
 int trk_cam_format_parse(const char *s);
 
-#define TRK_CAM_MAX_CONTROLS 16
-
-struct trk_cam_control {
-    char name[64]; /* v4l2-ctl style: lower case, '_' for other characters */
-    long value;
-};
+/* The size asked of a camera when --size is not given (the demo scene has
+ * its own: source.h). */
+#define TRK_V4L2_WIDTH  640
+#define TRK_V4L2_HEIGHT 480
 
 struct trk_v4l2_cfg {
     const char *device; /* /dev/videoN or a /dev/v4l/by-id/... link */
@@ -37,7 +36,7 @@ struct trk_v4l2_cfg {
     int width, height; /* wanted size; the driver may pick the nearest */
     double fps;        /* wanted rate; 0 = the driver's */
     /* Set in order: the objects file's "camera" settings, then --control. */
-    struct trk_cam_control controls[2 * TRK_CAM_MAX_CONTROLS];
+    struct trk_camera_control controls[2 * TRK_CAMERA_MAX_CONTROLS];
     int n_controls;
     double timeout; /* seconds without a frame before read fails with -ETIMEDOUT */
 };
@@ -86,7 +85,7 @@ void trk_mjpeg_destroy(struct trk_mjpeg **d);
 void trk_v4l2_ctrl_name(const char *name, char *out, size_t size);
 
 /* Parses "name=value" into c; false if malformed. */
-bool trk_cam_control_parse(const char *s, struct trk_cam_control *c);
+bool trk_cam_control_parse(const char *s, struct trk_camera_control *c);
 
 /* --list-devices / --list-formats / --list-controls: print to out.
  * list_devices returns how many cameras it printed (device nodes that

@@ -149,7 +149,7 @@ static void test_controls(void)
     CHECK(!strcmp(n, "gain"));
     trk_v4l2_ctrl_name("Exposure Time, Absolute", n, 9);
     CHECK(!strcmp(n, "exposure"));
-    struct trk_cam_control c;
+    struct trk_camera_control c;
     CHECK(trk_cam_control_parse("gain=10", &c) && !strcmp(c.name, "gain") && c.value == 10);
     CHECK(trk_cam_control_parse("x=0x10", &c) && c.value == 16);
     CHECK(trk_cam_control_parse("brightness=-5", &c) && c.value == -5);
