@@ -20,6 +20,7 @@ struct trk_settings {
     char listen_addr[64];
     int listen_port;
     bool server;
+    int max_clients; /* connections at once, HTTP and WebSocket */
     /* --web-root; NULL = found at start by trk_cli_find_web_root */
     const char *web_root;
     int backend; /* enum trk_backend_kind */

@@ -322,6 +322,7 @@ static int start_server(struct app *a)
         .user = &a->control,
         .control_types = trk_msg_control_types,
         .control_token = token,
+        .max_clients = s->max_clients,
     };
     /* save_objects target: --save-objects, else the --objects file, else
      * ./objects.json (so a page started without a file can still save). */

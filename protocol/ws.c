@@ -20,6 +20,7 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -29,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -41,6 +43,7 @@
 #define LOG_TAG "ws"
 #include "log_hook.h"
 #include "messages.h"
+#include "ws_guard.h"
 
 #define WS_PATH        "/ws"
 #define WS_SUBPROTOCOL "trackd.v1"
@@ -131,6 +134,8 @@ struct client {
     char *rx;
     size_t rx_len;
     bool rx_active, rx_over, rx_binary;
+    size_t rx_total; /* bytes of the message so far, kept or not */
+    int fd;          /* the socket, for its frame guard (ws_guard.h) */
     _Atomic uint64_t sent, dropped, bytes;
 };
 
@@ -155,6 +160,9 @@ struct trk_ws {
     const char **control_types; /* NULL-terminated copy, or NULL = default */
     char *control_strings;
     char *token; /* control token, NULL = none required */
+    int max_clients;
+    char *root_real; /* realpath of web_root at start; NULL = serve nothing */
+    size_t root_real_len;
 
     /* lws objects: created in start, destroyed in stop, used only by the
      * service thread in between (and lws_cancel_service from others). */
@@ -183,6 +191,17 @@ struct trk_ws {
     char close_reason[124]; /* a close frame carries at most 123 bytes */
 
     atomic_int n_clients;
+    /* Connections (HTTP and WebSocket), counted from lws's WSI_CREATE to
+     * WSI_DESTROY; read at accept to refuse one too many. */
+    atomic_int n_conns;
+    int accepted_fd; /* service thread: from accept to WSI_CREATE */
+    struct conn {    /* service thread: the connections counted   */
+        struct lws *wsi;
+        int fd;
+    } * conns;               /* max_clients of them; wsi NULL = free       */
+    uint64_t refused;        /* service thread: connections refused as too many */
+    uint64_t refused_logged; /* ... of which the log has told */
+    double refused_log_time; /* when it last did */
     atomic_uint_fast64_t next_order;
     atomic_uint_fast64_t next_client_id;
     _Atomic uint64_t sent, dropped, bytes;
@@ -348,15 +367,24 @@ static void client_message(struct trk_ws *ws, struct client *c, char *data, size
 }
 
 /* Service thread: a chunk of received data. lws delivers a message in one or
- * more chunks (fragments, or pieces of a frame larger than RX_CHUNK). */
-static void client_receive(struct trk_ws *ws, struct client *c, const void *in, size_t len)
+ * more chunks (fragments, or pieces of a frame larger than RX_CHUNK).
+ * Returns false when the message is too large to read on: the caller closes
+ * the connection (1009). */
+static bool client_receive(struct trk_ws *ws, struct client *c, const void *in, size_t len)
 {
     if (!c->rx_active) {
         c->rx_active = true;
         c->rx_len = 0;
+        c->rx_total = 0;
         c->rx_over = false;
         c->rx_binary = lws_frame_is_binary(c->wsi);
     }
+    /* The frame's declared length counts at once: a client announcing 16 MB
+     * is closed before it sends them. */
+    c->rx_total += len;
+    if (c->rx_total > TRK_WS_MSG_CLOSE_MAX ||
+        lws_remaining_packet_payload(c->wsi) > TRK_WS_MSG_CLOSE_MAX - c->rx_total)
+        return false;
     if (!c->rx_binary && !c->rx_over) {
         if (c->rx_len + len > TRK_MSG_MAX_CLIENT) {
             c->rx_over = true; /* keep discarding until the message ends */
@@ -373,7 +401,7 @@ static void client_receive(struct trk_ws *ws, struct client *c, const void *in, 
         }
     }
 check_end:
-    if (!lws_is_final_fragment(c->wsi) || lws_remaining_packet_payload(c->wsi)) return;
+    if (!lws_is_final_fragment(c->wsi) || lws_remaining_packet_payload(c->wsi)) return true;
     c->rx_active = false;
     if (c->rx_binary) {
         client_error(ws, c, TRK_MSG_BINARY, "binary messages are not accepted; send JSON text",
@@ -388,6 +416,7 @@ check_end:
      * idle client. */
     free(c->rx);
     c->rx = NULL;
+    return true;
 }
 
 /* Service thread: the next message to write, in publish order (hello
@@ -491,6 +520,84 @@ static bool uri_is_ws_path(struct lws *wsi)
     return n > 0 && strcmp(uri, WS_PATH) == 0;
 }
 
+/* Whether the file the mount would serve for uri is inside the web root once
+ * every symlink is resolved: the mount maps "/x" to web_root/x and a
+ * directory to its index.html, and follows symlinks wherever they point.
+ * lws builds that path in 256 bytes; a longer one would be cut to some other
+ * file, so it is refused. */
+static bool path_allowed(const struct trk_ws *ws, const char *uri, size_t len)
+{
+    char path[PATH_MAX], real[PATH_MAX];
+    struct stat st;
+    int n = snprintf(path, sizeof path, "%s%.*s", ws->web_root, (int)len, uri);
+    if (!ws->root_real || !len || uri[0] != '/' || n < 0 ||
+        (size_t)n + sizeof "/index.html" > 255 || !realpath(path, real) || stat(real, &st))
+        return false;
+    if (S_ISDIR(st.st_mode) && (snprintf(path, sizeof path, "%s/index.html", real) >= PATH_MAX ||
+                                !realpath(path, real) || stat(real, &st)))
+        return false;
+    return S_ISREG(st.st_mode) && !strncmp(real, ws->root_real, ws->root_real_len) &&
+           real[ws->root_real_len] == '/';
+}
+
+/* Service thread: connection fd is one too many. It gets a 503 before the
+ * close, so a client (and its user) knows why. What it sent is read first:
+ * closing with unread data resets the connection, which may discard the
+ * answer before the client reads it. */
+static void refuse_busy(struct trk_ws *ws, int fd)
+{
+    static const char body[] = "trackd: too many connections (see --max-clients), try again\n";
+    char msg[320];
+    int n = snprintf(msg, sizeof msg,
+                     "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
+                     "Content-Length: %zu\r\nRetry-After: 5\r\nConnection: close\r\n\r\n%s",
+                     sizeof body - 1, body);
+    if (send(fd, msg, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) { /* closed anyway */
+    }
+    shutdown(fd, SHUT_WR);
+    char sink[2048];
+    for (int i = 0; i < 4 && recv(fd, sink, sizeof sink, MSG_DONTWAIT) > 0; i++) {
+    }
+    /* Once per burst (at most every 10 s): a flood must not flood the log. */
+    ws->refused++;
+    if (now_s() - ws->refused_log_time >= 10) {
+        log_warn("refused %llu connection(s): %d open, the most allowed (--max-clients)",
+                 (unsigned long long)(ws->refused - ws->refused_logged), ws->max_clients);
+        ws->refused_logged = ws->refused;
+        ws->refused_log_time = now_s();
+    }
+}
+
+/* Service thread: RFC 6455 4.4: a WebSocket request of a version other than
+ * 13 gets 426 and the version we speak. Returns -1: lws then hangs up. */
+static int refuse_version(struct lws *wsi)
+{
+    static const char body[] = "trackd speaks WebSocket version 13 only\n";
+    unsigned char buf[LWS_PRE + 320];
+    int n = snprintf((char *)buf + LWS_PRE, sizeof buf - LWS_PRE,
+                     "HTTP/1.1 426 Upgrade Required\r\nSec-WebSocket-Version: 13\r\n"
+                     "Content-Type: text/plain\r\nContent-Length: %zu\r\n"
+                     "Connection: close\r\n\r\n%s",
+                     sizeof body - 1, body);
+    lws_write(wsi, buf + LWS_PRE, (size_t)n, LWS_WRITE_HTTP);
+    return -1;
+}
+
+/* Close codes a peer may send (RFC 6455 7.4): the defined ones that are not
+ * reserved for local use, and 3000..4999 (libraries, applications). */
+static bool close_code_ok(unsigned code)
+{
+    return (code >= 1000 && code <= 1003) || (code >= 1007 && code <= 1011) ||
+           (code >= 3000 && code <= 4999);
+}
+
+/* Service thread: close the WebSocket with code and reason (a literal). */
+static int close_with(struct lws *wsi, enum lws_close_status code, const char *reason)
+{
+    lws_close_reason(wsi, code, (unsigned char *)reason, strlen(reason));
+    return -1;
+}
+
 static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
                     size_t len)
 {
@@ -498,6 +605,71 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
     struct client *c = user;
 
     switch (reason) {
+    case LWS_CALLBACK_FILTER_NETWORK_CONNECTION: {
+        /* Just accepted, nothing read yet: the cheapest moment to refuse. */
+        int fd = (int)(intptr_t)in;
+        if (atomic_load(&ws->n_conns) >= ws->max_clients) {
+            refuse_busy(ws, fd);
+            return 1;
+        }
+        ws->accepted_fd = fd;
+        trk_ws_guard_add(fd);
+        return 0;
+    }
+
+    case LWS_CALLBACK_WSI_CREATE:
+        /* The connection just accepted (h2 streams have no accept: not
+         * counted). Remembered by wsi: lws has no per-wsi field of ours that
+         * survives adoption, and at WSI_DESTROY the fd is already gone. */
+        if (ws->accepted_fd >= 0) {
+            for (int i = 0; i < ws->max_clients; i++)
+                if (!ws->conns[i].wsi) {
+                    ws->conns[i] = (struct conn){ wsi, ws->accepted_fd };
+                    atomic_fetch_add(&ws->n_conns, 1);
+                    break;
+                }
+            ws->accepted_fd = -1;
+        }
+        return 0;
+
+    case LWS_CALLBACK_WSI_DESTROY:
+        for (int i = 0; i < ws->max_clients; i++)
+            if (ws->conns[i].wsi == wsi) {
+                trk_ws_guard_remove(ws->conns[i].fd);
+                ws->conns[i].wsi = NULL;
+                atomic_fetch_sub(&ws->n_conns, 1);
+                break;
+            }
+        return 0;
+
+    case LWS_CALLBACK_FILTER_HTTP_CONNECTION:
+        /* A file request, before the mount opens anything. */
+        if (ws->web_root && !path_allowed(ws, in, len)) {
+            lws_return_http_status(wsi, HTTP_STATUS_NOT_FOUND, NULL);
+            return -1;
+        }
+        break;
+
+    case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE: {
+        char v[8];
+        if (in && !strcasecmp(in, "websocket") &&
+            (lws_hdr_copy(wsi, v, sizeof v, WSI_TOKEN_VERSION) != 2 || strcmp(v, "13")))
+            return refuse_version(wsi);
+        break;
+    }
+
+    case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE: {
+        /* lws answers a close by echoing its payload; it already turns most
+         * codes that may not be sent into 1002, but not 5000 and up. */
+        unsigned char *p = in;
+        if (len == 1) return -1; /* not even a code: hang up */
+        if (len >= 2 && !close_code_ok((unsigned)p[0] << 8 | p[1])) {
+            p[0] = LWS_CLOSE_STATUS_PROTOCOL_ERR >> 8;
+            p[1] = LWS_CLOSE_STATUS_PROTOCOL_ERR & 0xff;
+        }
+        return 0;
+    }
+
     case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
         /* WebSocket only at /ws: other paths are for files. No new
          * clients once the server says goodbye (trk_ws_shutdown). */
@@ -510,6 +682,8 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
 
     case LWS_CALLBACK_ESTABLISHED: {
         c->wsi = wsi;
+        c->fd = lws_get_socket_fd(wsi);
+        trk_ws_guard_upgraded(c->fd, wsi);
         c->id = atomic_fetch_add(&ws->next_client_id, 1) + 1;
         atomic_store(&c->preview_on, true);
         c->authed = !ws->token;
@@ -533,12 +707,14 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
         pthread_mutex_unlock(&ws->lock);
         atomic_fetch_add(&ws->n_clients, 1);
         log_debug("client %llu connected from %s", (unsigned long long)c->id, c->peer);
-        if (client_pending(c) || c->closing) lws_callback_on_writable(wsi);
+        if (client_pending(c) || c->closing || trk_ws_guard_unmasked(c->fd))
+            lws_callback_on_writable(wsi);
         break;
     }
 
     case LWS_CALLBACK_CLOSED:
         if (!c->established) break;
+        trk_ws_guard_remove(c->fd); /* before lws closes the fd */
         pthread_mutex_lock(&ws->lock);
         for (struct client **p = &ws->clients; *p; p = &(*p)->next)
             if (*p == c) {
@@ -556,6 +732,8 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
 
     case LWS_CALLBACK_SERVER_WRITEABLE: {
         if (!c->established) break;
+        if (trk_ws_guard_unmasked(c->fd))
+            return close_with(wsi, LWS_CLOSE_STATUS_PROTOCOL_ERR, "unmasked frame");
         struct msg **where = client_next(ws, c);
         if (!where && c->closing) {
             /* Everything pending is written: a close frame, so the client
@@ -583,7 +761,11 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
     }
 
     case LWS_CALLBACK_RECEIVE:
-        if (c->established) client_receive(ws, c, in, len);
+        if (!c->established) break;
+        if (trk_ws_guard_unmasked(c->fd))
+            return close_with(wsi, LWS_CLOSE_STATUS_PROTOCOL_ERR, "unmasked frame");
+        if (!client_receive(ws, c, in, len))
+            return close_with(wsi, LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE, "message too large");
         break;
 
     case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
@@ -601,7 +783,8 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
 int trk_ws_create(const struct trk_ws_cfg *cfg, struct trk_ws **out)
 {
     *out = NULL;
-    if (!cfg || cfg->port < 0 || cfg->port > 65535 || cfg->queue_len < 0 || cfg->queue_len > 4096)
+    if (!cfg || cfg->port < 0 || cfg->port > 65535 || cfg->queue_len < 0 || cfg->queue_len > 4096 ||
+        cfg->max_clients < 0 || cfg->max_clients > TRK_WS_MAX_CLIENTS_LIMIT)
         return TRK_EINVAL;
     struct trk_ws *ws = calloc(1, sizeof *ws);
     if (!ws) return TRK_ENOMEM;
@@ -610,7 +793,10 @@ int trk_ws_create(const struct trk_ws_cfg *cfg, struct trk_ws **out)
     ws->on_message = cfg->on_message;
     ws->user = cfg->user;
     ws->bound_port = -1;
+    ws->max_clients = cfg->max_clients ? cfg->max_clients : TRK_WS_MAX_CLIENTS_DEFAULT;
+    ws->accepted_fd = -1;
     pthread_mutex_init(&ws->lock, NULL);
+    if (!(ws->conns = calloc((size_t)ws->max_clients, sizeof *ws->conns))) goto nomem;
     if (cfg->address && *cfg->address && !(ws->address = strdup(cfg->address))) goto nomem;
     if (cfg->web_root && !(ws->web_root = strdup(cfg->web_root))) goto nomem;
     if (cfg->control_token && *cfg->control_token && !(ws->token = strdup(cfg->control_token)))
@@ -837,6 +1023,12 @@ int trk_ws_start(struct trk_ws *ws)
         struct stat st;
         if (stat(ws->web_root, &st) || !S_ISDIR(st.st_mode))
             log_warn("web root %s is not a directory: HTTP requests will get 404", ws->web_root);
+        /* Resolved once: what every served file's real path must be in. */
+        free(ws->root_real);
+        ws->root_real = realpath(ws->web_root, NULL);
+        ws->root_real_len = ws->root_real ? strlen(ws->root_real) : 0;
+        /* "/" as the root: every path is inside it, its own "/" included. */
+        if (ws->root_real_len == 1) ws->root_real_len = 0;
         memset(&ws->mount, 0, sizeof ws->mount);
         ws->mount.mountpoint = "/";
         ws->mount.mountpoint_len = 1;
@@ -852,7 +1044,8 @@ int trk_ws_start(struct trk_ws *ws)
 
     struct lws_context_creation_info info;
     memset(&info, 0, sizeof info);
-    info.options = LWS_SERVER_OPTION_EXPLICIT_VHOSTS;
+    /* Text messages and close reasons must be UTF-8 (else close 1007). */
+    info.options = LWS_SERVER_OPTION_EXPLICIT_VHOSTS | LWS_SERVER_OPTION_VALIDATE_UTF8;
     info.port = CONTEXT_PORT_NO_LISTEN;
     info.user = ws;
     info.gid = -1;
@@ -874,6 +1067,9 @@ int trk_ws_start(struct trk_ws *ws)
     info.ka_time = 30;
     info.ka_probes = 3;
     info.ka_interval = 10;
+    /* A request head must be complete this soon (slow senders hold a
+     * connection slot and a header buffer). */
+    info.timeout_secs_ah_idle = TRK_WS_HEAD_TIMEOUT_S;
     /* Without it lws keeps a vhost it could not bind and retries later. */
     info.options = LWS_SERVER_OPTION_FAIL_UPON_UNABLE_TO_BIND;
     /* An IPv4 address cannot be bound on an IPv6 socket. */
@@ -1126,6 +1322,8 @@ void trk_ws_destroy(struct trk_ws **pws)
     free(ws->address);
     free(ws->token);
     free(ws->web_root);
+    free(ws->root_real);
+    free(ws->conns);
     free(ws->control_types);
     free(ws->control_strings);
     free(ws);

@@ -14,7 +14,16 @@
  * client and in the totals. The wire format is protocol/PROTOCOL.md.
  *
  * Endpoints: ws://ADDR:PORT/ws (subprotocol "trackd.v1", or none), and HTTP
- * GET of files under cfg->web_root at "/" (index.html by default).
+ * GET of files under cfg->web_root at "/" (index.html by default); only files
+ * whose real path (symlinks resolved) is inside the web root's are served,
+ * others get 404, and directories are never listed.
+ *
+ * Hardening: at most cfg->max_clients connections (HTTP and WebSocket) at
+ * once, more get an HTTP 503 and are closed at accept; a request head must
+ * arrive within TRK_WS_HEAD_TIMEOUT_S; WebSocket version 13 only (else 426);
+ * an unmasked client frame closes with 1002, a message over
+ * TRK_WS_MSG_CLOSE_MAX with 1009; invalid UTF-8 in text closes with 1007;
+ * a close code that may not be sent is answered with 1002, never echoed.
  *
  * Lifecycle: create (memory) / start (binds, starts the thread) / shutdown
  * (close frames, then stop) or stop (joins, drops every connection) /
@@ -63,7 +72,18 @@ struct trk_ws_cfg {
      * flow). "auth" must be in control_types to be accepted; the server
      * answers it itself (ack with "ok":true, or "unauthorized"). */
     const char *control_token;
+    /* Connections (HTTP and WebSocket) served at once; one more gets an
+     * HTTP 503 and is closed. 0 = TRK_WS_MAX_CLIENTS_DEFAULT. */
+    int max_clients;
 };
+
+#define TRK_WS_MAX_CLIENTS_DEFAULT 64
+#define TRK_WS_MAX_CLIENTS_LIMIT   4096 /* the table of followed sockets is larger */
+/* Seconds a connection has to send its complete request head. */
+#define TRK_WS_HEAD_TIMEOUT_S 5
+/* Client messages over TRK_MSG_MAX_CLIENT get a "too_large" error; over this
+ * the connection is closed (1009): no reason to read megabytes to drop them. */
+#define TRK_WS_MSG_CLOSE_MAX (1024 * 1024)
 
 /* Default per-client result queue length. */
 #define TRK_WS_QUEUE_DEFAULT 8
