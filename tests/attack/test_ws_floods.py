@@ -75,19 +75,22 @@ def run(p, port):
     print("alone:", alone)
     rss0 = rss_kb(p.pid)
 
-    # 16 MB declared: the first 64 KiB of it are enough to be closed.
-    s = ws_open(port)
-    hdr = frame(b"", length=16 << 20)[:-4]  # header only (no payload yet)
-    key = os.urandom(4)
-    t0 = time.monotonic()
-    try:
-        s.sendall(hdr + key + b"x" * 65536)
-    except OSError:
-        pass
-    got = close_code(s)
-    check(got == 1009, f"a 16 MB frame is closed with 1009 (got {got}) "
-          f"after {time.monotonic() - t0:.2f} s")
-    s.close()
+    # 16 MB declared (text, and binary): the first 64 KiB are enough to be
+    # closed. The payload is masked properly, so it is valid UTF-8 text.
+    for opcode in (0x1, 0x2):
+        s = ws_open(port)
+        key = os.urandom(4)
+        chunk = bytes(c ^ key[i % 4] for i, c in enumerate(b"x" * 65536))
+        t0 = time.monotonic()
+        try:
+            s.sendall(bytes([0x80 | opcode, 0x80 | 127]) + (16 << 20).to_bytes(8, "big") + key +
+                      chunk)
+        except OSError:
+            pass
+        got = close_code(s)
+        check(got == 1009, f"a 16 MB frame (opcode {opcode}) is closed with 1009 (got {got}) "
+              f"after {time.monotonic() - t0:.2f} s")
+        s.close()
 
     # Fragments past 1 MiB.
     s = ws_open(port)
