@@ -34,7 +34,9 @@ struct app {
     struct trk_source src;
     bool source_absent; /* a camera that was not there at start */
     struct trk_backend *backend;
-    FILE *out; /* --output; NULL = none */
+    FILE *out;                      /* --output; NULL = none */
+    struct trk_objects_target save; /* valid when have_save */
+    bool have_save;
     struct trk_control *control;
     struct trk_ws *ws; /* NULL with --no-server */
 };
@@ -267,6 +269,38 @@ static int open_output(struct app *a)
     return TRK_EX_NOINPUT;
 }
 
+/* The save/reload target, resolved once here (config/objects.h rules):
+ * --save-objects, else the --objects file, else objects.json in the working
+ * directory at start (so a page started without a file can still save; the
+ * log says where). */
+static int open_save_target(struct app *a)
+{
+    const struct trk_settings *s = &a->s;
+    const bool given = s->save_objects || s->objects;
+    const char *path = s->save_objects ? s->save_objects : s->objects ? s->objects : "objects.json";
+    char why[600];
+    int stale;
+    if (trk_objects_target_open(path, &a->save, &stale, why, sizeof(why))) {
+        if (!given) { /* not asked for: trackd runs on, without saving */
+            log_warn("cannot save objects in the working directory (%s): save_objects and "
+                     "reload_objects are off; give --save-objects FILE",
+                     why);
+            return 0;
+        }
+        log_error("%s %s: %s", s->save_objects ? "--save-objects" : "--objects", path, why);
+        return TRK_EX_CONFIG;
+    }
+    a->have_save = true;
+    log_info("save_objects writes %s%s", a->save.path,
+             given ? "" : " (no --objects or --save-objects: the working directory)");
+    if (stale)
+        log_warn("removed %d temporary file(s) left beside %s by an interrupted save", stale,
+                 a->save.path);
+    if (trk_objects_target_check(&a->save, why, sizeof(why)))
+        log_warn("%s: save_objects will be refused", why);
+    return 0;
+}
+
 /* The hello template; the control module adds the object set it holds. */
 static struct trk_hello_info hello_info(const struct app *a, bool control_auth)
 {
@@ -323,13 +357,9 @@ static int start_server(struct app *a)
         .control_types = trk_msg_control_types,
         .control_token = token,
     };
-    /* save_objects target: --save-objects, else the --objects file, else
-     * ./objects.json (so a page started without a file can still save). */
     struct trk_control_cfg cc = {
         .objects = &a->objs,
-        .save_path = s->save_objects ? s->save_objects
-                     : s->objects    ? s->objects
-                                     : "objects.json",
+        .save = a->have_save ? &a->save : NULL,
         .hello = hello_info(a, token[0] != '\0'),
     };
     err = s->server ? trk_ws_create(&wc, &a->ws) : 0;
@@ -430,6 +460,7 @@ static int cleanup(struct app *a, int exit_code)
      * server stops taking messages first and goes after the module. */
     trk_ws_stop(a->ws);
     trk_control_destroy(&a->control);
+    if (a->have_save) trk_objects_target_close(&a->save);
     trk_ws_destroy(&a->ws);
     trk_backend_destroy(&a->backend);
     trk_source_destroy(&a->src);
@@ -449,7 +480,7 @@ int main(int argc, char **argv)
     if (s->server && (rc = trk_cli_find_web_root(s, app.web_root, sizeof(app.web_root)))) return rc;
     if ((rc = load_objects(s, &app.objs))) return rc;
     if (!(rc = open_source(&app)) && !(rc = open_backend(&app)) && !(rc = open_output(&app)) &&
-        !(rc = start_server(&app))) {
+        !(rc = open_save_target(&app)) && !(rc = start_server(&app))) {
         install_signals();
         rc = run(&app);
     }
