@@ -345,6 +345,8 @@ static int start_server(struct app *a)
 {
     const struct trk_settings *s = &a->s;
     char token[130] = "";
+    const char *file_types[] = { trk_msg_control_types[TRK_CTL_SAVE_OBJECTS],
+                                 trk_msg_control_types[TRK_CTL_RELOAD_OBJECTS], NULL };
     int rc, err;
     if (s->server && (rc = pick_token(s, token, sizeof(token)))) return rc;
     struct trk_ws_cfg wc = {
@@ -356,6 +358,10 @@ static int start_server(struct app *a)
         .user = &a->control,
         .control_types = trk_msg_control_types,
         .control_token = token,
+        /* Without a token, only trackd's own user may make it write or read
+         * its files (PROTOCOL.md section 5: other local users could
+         * otherwise reach them through a loopback listener). */
+        .owner_types = file_types,
     };
     struct trk_control_cfg cc = {
         .objects = &a->objs,
@@ -376,7 +382,9 @@ static int start_server(struct app *a)
         log_error("%s", trk_ws_error(a->ws));
         return TRK_EX_UNAVAILABLE;
     }
-    char url[512];
+    /* Room for the longest host name and a 127-character token with every
+     * character escaped (%XX). */
+    char url[1024];
     page_url(s->listen_addr, trk_ws_port(a->ws), token, url, sizeof(url));
     log_info("web UI on %s (WebSocket /ws%s)", url,
              *token ? "; editing objects needs the token" : "");
