@@ -11,6 +11,7 @@
 #include "objects.h"
 #include "utf8.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -18,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -222,6 +224,12 @@ struct vctx {
     /* A file's paths start at the top level ("objects[3].lo[1]"); those of
      * trk_objects_parse_object at the object ("lo[1]"). */
     int depth;
+    /* A file read at run time (trk_objects_target_load): messages quote no
+     * text from it (strings, keys, unparsed bytes), since they may reach
+     * someone who cannot read the file. user[i]: path[i]'s key came from
+     * the text, not from our list of keys. */
+    bool quiet;
+    bool user[MAX_SEGS];
 };
 
 static void push_key(struct vctx *c, const char *key)
@@ -229,7 +237,15 @@ static void push_key(struct vctx *c, const char *key)
     c->path[c->depth].key = key;
     c->path[c->depth].key_len = strlen(key);
     c->path[c->depth].index = -1;
+    c->user[c->depth] = false;
     c->depth++;
+}
+
+/* A key that is not one of ours (an unknown key, a camera control name). */
+static void push_user_key(struct vctx *c, const char *key)
+{
+    push_key(c, key);
+    c->user[c->depth - 1] = true;
 }
 
 static void push_index(struct vctx *c, int i)
@@ -237,12 +253,26 @@ static void push_index(struct vctx *c, int i)
     c->path[c->depth].key = NULL;
     c->path[c->depth].key_len = 0;
     c->path[c->depth].index = i;
+    c->user[c->depth] = false;
     c->depth++;
 }
 
 static void pop(struct vctx *c)
 {
     c->depth--;
+}
+
+/* A string from the text for a message: "quoted" (quote_user's rules), or
+ * (not shown) for a quiet load. */
+static void user_text(const struct vctx *c, const char *s, size_t len, char *out, size_t n)
+{
+    if (c->quiet) {
+        snprintf(out, n, "(not shown)");
+        return;
+    }
+    char q[64];
+    quote_user(s, len, q, sizeof q);
+    snprintf(out, n, "\"%s\"", q);
 }
 
 /* The current path as text, e.g. "objects[3].lo[1]" ("" at the base). */
@@ -253,7 +283,9 @@ static const char *path_text(const struct vctx *c, char *buf, size_t n)
     for (int i = 0; i < c->depth && w < n; i++) {
         const struct trk_path_seg *s = &c->path[i];
         int k;
-        if (s->key)
+        if (s->key && c->quiet && c->user[i])
+            k = snprintf(buf + w, n - w, "%s<key>", w ? "." : "");
+        else if (s->key)
             k = snprintf(buf + w, n - w, "%s%.*s", w ? "." : "", (int)s->key_len, s->key);
         else
             k = snprintf(buf + w, n - w, "[%d]", s->index);
@@ -309,7 +341,9 @@ static const char *errno_text(int e, char *buf, size_t n)
 static void err_init(struct trk_config_error *err, const char *file)
 {
     memset(err, 0, sizeof *err);
-    snprintf(err->file, sizeof err->file, "%s", file ? file : "<string>");
+    /* A longer path is cut (said with the precision, so the compiler knows). */
+    snprintf(err->file, sizeof err->file, "%.*s", (int)sizeof err->file - 1,
+             file ? file : "<string>");
     sanitize(err->file);
 }
 
@@ -387,11 +421,10 @@ static int parse_object(struct vctx *c, const json_t *o, struct trk_object_def *
         for (i = 0; i < N_OBJECT_KEYS; i++)
             if (strcmp(key, object_keys[i]) == 0) break;
         if (i == N_OBJECT_KEYS) {
-            char q[64];
-            quote_user(key, strlen(key), q, sizeof q);
-            push_key(c, key);
-            rc = fail(c, 1,
-                      "%s%sunknown key \"%s\" (expected name, space, lo, hi, min_mass or color)",
+            char q[72];
+            user_text(c, key, strlen(key), q, sizeof q);
+            push_user_key(c, key);
+            rc = fail(c, 1, "%s%sunknown key %s (expected name, space, lo, hi, min_mass or color)",
                       here, sep, q);
             pop(c);
             return rc;
@@ -413,9 +446,9 @@ static int parse_object(struct vctx *c, const json_t *o, struct trk_object_def *
     }
     int space = trk_objects_space_parse(json_string_value(v));
     if (space < 0 || strlen(json_string_value(v)) != json_string_length(v)) {
-        char q[64];
-        quote_user(json_string_value(v), json_string_length(v), q, sizeof q);
-        rc = fail(c, 0, "%s \"%s\" is not one of rgb, hsv, ycbcr", path_text(c, p, sizeof p), q);
+        char q[72];
+        user_text(c, json_string_value(v), json_string_length(v), q, sizeof q);
+        rc = fail(c, 0, "%s %s is not one of rgb, hsv, ycbcr", path_text(c, p, sizeof p), q);
         pop(c);
         return rc;
     }
@@ -489,10 +522,9 @@ static int parse_object(struct vctx *c, const json_t *o, struct trk_object_def *
             return rc;
         }
         if (parse_color(json_string_value(v), json_string_length(v), color)) {
-            char q[64];
-            quote_user(json_string_value(v), json_string_length(v), q, sizeof q);
-            rc = fail(c, 0, "%s \"%s\" is not of the form \"#rrggbb\"", path_text(c, p, sizeof p),
-                      q);
+            char q[72];
+            user_text(c, json_string_value(v), json_string_length(v), q, sizeof q);
+            rc = fail(c, 0, "%s %s is not of the form \"#rrggbb\"", path_text(c, p, sizeof p), q);
             pop(c);
             return rc;
         }
@@ -550,11 +582,11 @@ static int parse_camera(struct vctx *c, const json_t *cam, struct trk_objects *o
         for (i = 0; i < sizeof keys / sizeof keys[0]; i++)
             if (!strcmp(key, keys[i].key)) break;
         if (i == sizeof keys / sizeof keys[0] && strcmp(key, "controls") != 0) {
-            char q[64];
-            quote_user(key, strlen(key), q, sizeof q);
-            push_key(c, key);
+            char q[72];
+            user_text(c, key, strlen(key), q, sizeof q);
+            push_user_key(c, key);
             rc = fail(c, 1,
-                      "camera: unknown key \"%s\" (expected exposure_auto, exposure, gain, "
+                      "camera: unknown key %s (expected exposure_auto, exposure, gain, "
                       "white_balance_auto, white_balance_temperature or controls)",
                       q);
             pop(c);
@@ -592,7 +624,7 @@ static int parse_camera(struct vctx *c, const json_t *cam, struct trk_objects *o
         }
         json_object_foreach((json_t *)ctl, key, v)
         {
-            push_key(c, key);
+            push_user_key(c, key);
             if (!*key || strlen(key) >= sizeof out->camera[0].name)
                 rc = fail(c, 1, "%s: a control name must have 1..63 bytes",
                           path_text(c, p, sizeof p));
@@ -625,11 +657,10 @@ static int parse_root(struct vctx *c, const json_t *root, struct trk_objects *ou
     json_object_foreach((json_t *)root, key, v)
     {
         if (strcmp(key, "objects") != 0 && strcmp(key, "camera") != 0) {
-            char q[64];
-            quote_user(key, strlen(key), q, sizeof q);
-            push_key(c, key);
-            rc = fail(c, 1, "unknown key \"%s\" at top level (expected \"objects\" or \"camera\")",
-                      q);
+            char q[72];
+            user_text(c, key, strlen(key), q, sizeof q);
+            push_user_key(c, key);
+            rc = fail(c, 1, "unknown key %s at top level (expected \"objects\" or \"camera\")", q);
             pop(c);
             return rc;
         }
@@ -663,9 +694,11 @@ static int parse_root(struct vctx *c, const json_t *root, struct trk_objects *ou
         }
         for (size_t j = 0; j < i; j++) {
             if (strcmp(out->def[j].name, out->def[i].name) == 0) {
+                char q[TRK_NAME_MAX + 16];
+                snprintf(q, sizeof q, c->quiet ? "(not shown)" : "\"%s\"", out->def[i].name);
                 push_key(c, "name");
-                rc = fail(c, 0, "%s \"%s\" is already used by objects[%zu]",
-                          path_text(c, p, sizeof p), out->def[i].name, j);
+                rc = fail(c, 0, "%s %s is already used by objects[%zu]", path_text(c, p, sizeof p),
+                          q, j);
                 c->err->kind = TRK_CONFIG_DUPLICATE;
                 pop(c);
                 pop(c);
@@ -700,8 +733,25 @@ static int byte_column(const char *text, size_t len, const json_error_t *je)
     return col > 0 ? (int)col : 1;
 }
 
-int trk_objects_load_string(const char *text, size_t len, const char *name_for_errors,
-                            struct trk_objects *out, struct trk_config_error *err)
+/* jansson's message without what it quotes from the text when quiet: its
+ * "near '...'", and the bytes of "invalid Unicode escape '\\u12'" or "control
+ * character 0x01". Its own quotes ("'[' or '{' expected") stay. */
+static void syntax_reason(const char *text, bool quiet, char *out, size_t n)
+{
+    snprintf(out, n, "%s", text);
+    if (!quiet) return;
+    static const char *const cuts[] = { " near ", " '\\", " 0x" };
+    for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
+        char *p = strstr(out, cuts[i]);
+        if (p) *p = 0;
+    }
+    size_t k = strlen(out);
+    while (k && out[k - 1] == ' ')
+        out[--k] = 0;
+}
+
+static int load_text(const char *text, size_t len, const char *name_for_errors, bool quiet,
+                     struct trk_objects *out, struct trk_config_error *err)
 {
     struct trk_config_error local;
     if (!err) err = &local;
@@ -740,7 +790,9 @@ int trk_objects_load_string(const char *text, size_t len, const char *name_for_e
     if (!root) {
         int col = byte_column(text + bom, len - bom, &je);
         if (je.line <= 1) col += (int)bom;
-        err_at(err, je.line > 0 ? je.line : 1, col, "syntax error: %s", je.text);
+        char why[sizeof je.text];
+        syntax_reason(je.text, quiet, why, sizeof why);
+        err_at(err, je.line > 0 ? je.line : 1, col, "syntax error: %s", why);
         return TRK_EINVAL;
     }
     struct trk_objects *tmp = malloc(sizeof *tmp);
@@ -749,13 +801,60 @@ int trk_objects_load_string(const char *text, size_t len, const char *name_for_e
         err_at(err, 1, 1, "out of memory");
         return TRK_ENOMEM;
     }
-    struct vctx c = { .err = err, .text = text, .len = len };
+    struct vctx c = { .err = err, .text = text, .len = len, .quiet = quiet };
     int rc = parse_root(&c, root, tmp);
     if (rc == 0) memcpy(out, tmp, sizeof *out);
     trk_posindex_destroy(&c.ix);
     free(tmp);
     json_decref(root);
     return rc;
+}
+
+int trk_objects_load_string(const char *text, size_t len, const char *name_for_errors,
+                            struct trk_objects *out, struct trk_config_error *err)
+{
+    return load_text(text, len, name_for_errors, false, out, err);
+}
+
+/* Reads fd to its end into *buf (malloc'd; *n bytes), stopping one byte past
+ * TRK_OBJECTS_MAX_BYTES so an oversized file is noticed without trusting
+ * st_size (pipes, /proc files have none). 0 or a negative code, err set. */
+static int read_all(int fd, char **buf, size_t *n, struct trk_config_error *err)
+{
+    size_t cap = 4096;
+    char *b = malloc(cap);
+    *n = 0;
+    while (b) {
+        if (*n == cap) {
+            if (cap > TRK_OBJECTS_MAX_BYTES) break;
+            size_t ncap = cap * 2 > TRK_OBJECTS_MAX_BYTES + 1 ? TRK_OBJECTS_MAX_BYTES + 1 : cap * 2;
+            char *nb = realloc(b, ncap);
+            if (!nb) {
+                free(b);
+                b = NULL;
+                break;
+            }
+            b = nb;
+            cap = ncap;
+        }
+        ssize_t r = read(fd, b + *n, cap - *n);
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            char eb[128];
+            int rc = -errno;
+            err_at(err, 1, 1, "cannot read file: %s", errno_text(-rc, eb, sizeof eb));
+            free(b);
+            return rc;
+        }
+        if (r == 0) break;
+        *n += (size_t)r;
+    }
+    if (!b) {
+        err_at(err, 1, 1, "out of memory");
+        return TRK_ENOMEM;
+    }
+    *buf = b;
+    return 0;
 }
 
 int trk_objects_load_file(const char *path, struct trk_objects *out, struct trk_config_error *err)
@@ -774,42 +873,12 @@ int trk_objects_load_file(const char *path, struct trk_objects *out, struct trk_
         err_at(err, 1, 1, "cannot open file: %s", errno_text(e, eb, sizeof eb));
         return -e;
     }
-    /* Read up to one byte past the cap so an oversized file is noticed
-     * without trusting st_size (pipes, /proc files have none). */
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    int rc = 0;
-    while (buf) {
-        if (n == cap) {
-            if (cap > TRK_OBJECTS_MAX_BYTES) break;
-            size_t ncap = cap * 2 > TRK_OBJECTS_MAX_BYTES + 1 ? TRK_OBJECTS_MAX_BYTES + 1 : cap * 2;
-            char *nb = realloc(buf, ncap);
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = nb;
-            cap = ncap;
-        }
-        ssize_t r = read(fd, buf + n, cap - n);
-        if (r < 0) {
-            if (errno == EINTR) continue;
-            char eb[128];
-            rc = -errno;
-            err_at(err, 1, 1, "cannot read file: %s", errno_text(-rc, eb, sizeof eb));
-            break;
-        }
-        if (r == 0) break;
-        n += (size_t)r;
-    }
+    char *buf;
+    size_t n;
+    int rc = read_all(fd, &buf, &n, err);
     close(fd);
-    if (!buf) {
-        err_at(err, 1, 1, "out of memory");
-        return TRK_ENOMEM;
-    }
-    if (rc == 0)
-        rc = trk_objects_load_string(buf, n, path, out, err); /* too large: reported there */
+    if (rc) return rc;
+    rc = load_text(buf, n, path, false, out, err); /* too large: reported there */
     free(buf);
     return rc;
 }
@@ -1062,78 +1131,272 @@ static int write_all(int fd, const char *s, size_t n)
     return 0;
 }
 
+/* ------------------------------------------------------- save/reload target */
+
+/* Temporary files are NAME.tmp. plus TMP_RAND characters of tmp_chars: the
+ * exact pattern trk_objects_target_open removes, so nothing else is. */
+#define TMP_RAND 6
+static const char tmp_chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+
+static bool is_our_tmp(const char *entry, const char *name)
+{
+    size_t n = strlen(name);
+    if (strncmp(entry, name, n) != 0 || strncmp(entry + n, ".tmp.", 5) != 0) return false;
+    const char *r = entry + n + 5;
+    if (strlen(r) != TMP_RAND) return false;
+    for (int i = 0; i < TMP_RAND; i++)
+        if (!r[i] || !strchr(tmp_chars, r[i])) return false;
+    return true;
+}
+
+/* Removes NAME.tmp.XXXXXX files that a daemon killed in the middle of a
+ * save left: regular files of this user only. Returns how many. */
+static int remove_stale(const struct trk_objects_target *t)
+{
+    int fd = openat(t->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0) close(fd);
+        return 0;
+    }
+    int removed = 0;
+    struct dirent *e;
+    struct stat st;
+    while ((e = readdir(d)) != NULL) {
+        if (!is_our_tmp(e->d_name, t->name)) continue;
+        if (fstatat(t->dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+            st.st_uid == geteuid() && unlinkat(t->dirfd, e->d_name, 0) == 0)
+            removed++;
+    }
+    closedir(d);
+    return removed;
+}
+
+int trk_objects_target_open(const char *path, struct trk_objects_target *t, int *stale_removed,
+                            char *why, size_t why_len)
+{
+    char dummy[1];
+    if (!why || !why_len) why = dummy, why_len = sizeof dummy;
+    if (stale_removed) *stale_removed = 0;
+    if (!t) return TRK_EINVAL;
+    t->dirfd = -1;
+    t->name[0] = t->path[0] = 0;
+    const char *slash = path ? strrchr(path, '/') : NULL;
+    const char *base = slash ? slash + 1 : path;
+    if (!path || !*base || !strcmp(base, ".") || !strcmp(base, "..") ||
+        strlen(base) >= sizeof t->name) {
+        snprintf(why, why_len, "'%s' does not name a file", path ? path : "");
+        return TRK_EINVAL;
+    }
+    char dir[sizeof t->path];
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == path)
+        snprintf(dir, sizeof dir, "/");
+    else if ((size_t)(slash - path) < sizeof dir)
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    else {
+        snprintf(why, why_len, "the path is too long");
+        return TRK_EINVAL;
+    }
+    char eb[128];
+    /* The folder is resolved here, once; later the file is only named in
+     * it, so swapping a folder of the path afterwards redirects nothing. */
+    char *real = realpath(dir, NULL);
+    int fd = real ? open(real, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    if (fd < 0) {
+        int e = errno;
+        snprintf(why, why_len, "folder %s: %s", dir, errno_text(e, eb, sizeof eb));
+        free(real);
+        return -e;
+    }
+    snprintf(t->name, sizeof t->name, "%s", base);
+    int n = snprintf(t->path, sizeof t->path, "%s%s%s", real, strcmp(real, "/") ? "/" : "", base);
+    free(real);
+    if (n < 0 || (size_t)n >= sizeof t->path) {
+        close(fd);
+        snprintf(why, why_len, "the path is too long");
+        return TRK_EINVAL;
+    }
+    t->dirfd = fd;
+    int removed = remove_stale(t);
+    if (stale_removed) *stale_removed = removed;
+    return 0;
+}
+
+void trk_objects_target_close(struct trk_objects_target *t)
+{
+    if (t && t->dirfd >= 0) {
+        close(t->dirfd);
+        t->dirfd = -1;
+    }
+}
+
+/* The file's state for save (for_save) or reload: 0 with *st filled when
+ * it may be used, -ENOENT when it is absent, else a negative code and why
+ * (a predicate for the path: "is a symbolic link: ..."). */
+static int check_file(const struct trk_objects_target *t, bool for_save, struct stat *st, char *why,
+                      size_t why_len)
+{
+    char eb[128];
+    if (fstatat(t->dirfd, t->name, st, AT_SYMLINK_NOFOLLOW) < 0) {
+        int e = errno;
+        snprintf(why, why_len, "cannot be examined: %s", errno_text(e, eb, sizeof eb));
+        return -e;
+    }
+    if (S_ISLNK(st->st_mode)) {
+        snprintf(why, why_len, "is a symbolic link: trackd does not follow it (%s a regular file)",
+                 for_save ? "save to" : "reload from");
+        return -ELOOP;
+    }
+    if (!S_ISREG(st->st_mode)) {
+        snprintf(why, why_len, "is not a regular file: trackd does not %s it",
+                 for_save ? "replace" : "read");
+        return -EINVAL;
+    }
+    /* Replacing a file of another user would give it to us; reading one could
+     * hand its content to whoever asked. Root's files are read (a daemon
+     * user reading /etc), never replaced unless we are root. */
+    uid_t me = geteuid();
+    if (st->st_uid != me && (for_save || st->st_uid != 0)) {
+        snprintf(why, why_len,
+                 "belongs to uid %u, not to trackd's user (uid %u): trackd does not %s it",
+                 (unsigned)st->st_uid, (unsigned)me, for_save ? "replace" : "read");
+        return -EPERM;
+    }
+    return 0;
+}
+
+int trk_objects_target_check(const struct trk_objects_target *t, char *why, size_t why_len)
+{
+    char dummy[1];
+    if (!why || !why_len) why = dummy, why_len = sizeof dummy;
+    if (!t || t->dirfd < 0) return TRK_EINVAL;
+    struct stat st;
+    char m[200];
+    int rc = check_file(t, true, &st, m, sizeof m);
+    if (rc == -ENOENT) return 0;
+    if (rc) snprintf(why, why_len, "%s %s", t->path, m);
+    return rc;
+}
+
+int trk_objects_target_load(const struct trk_objects_target *t, struct trk_objects *out,
+                            struct trk_config_error *err)
+{
+    struct trk_config_error local;
+    if (!err) err = &local;
+    err_init(err, t ? t->path : NULL);
+    if (!t || t->dirfd < 0 || !out) {
+        err_at(err, 0, 0, "invalid arguments");
+        return TRK_EINVAL;
+    }
+    struct stat st, fst;
+    char m[200];
+    int rc = check_file(t, false, &st, m, sizeof m);
+    if (rc) {
+        err_at(err, 0, 0, "%s", rc == -ENOENT ? "does not exist" : m);
+        return rc;
+    }
+    /* Checked above without opening (opening a device can act on it); the
+     * open re-checks that the same regular file is there. O_NONBLOCK: a FIFO
+     * swapped in meanwhile does not wait for a writer. */
+    int fd = openat(t->dirfd, t->name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        char eb[128];
+        err_at(err, 0, 0, "cannot open: %s", errno_text(e, eb, sizeof eb));
+        return -e;
+    }
+    if (fstat(fd, &fst) < 0 || !S_ISREG(fst.st_mode) || fst.st_ino != st.st_ino ||
+        fst.st_dev != st.st_dev) {
+        close(fd);
+        err_at(err, 0, 0, "the file changed while it was opened: not read");
+        return -EAGAIN;
+    }
+    char *buf;
+    size_t n;
+    rc = read_all(fd, &buf, &n, err);
+    close(fd);
+    if (rc) return rc;
+    rc = load_text(buf, n, t->path, true, out, err);
+    free(buf);
+    return rc;
+}
+
+int trk_objects_target_save(const struct trk_objects_target *t, const struct trk_objects *objs,
+                            char *why, size_t why_len)
+{
+    char dummy[1], eb[128];
+    if (!why || !why_len) why = dummy, why_len = sizeof dummy;
+    if (!t || t->dirfd < 0 || trk_objects_validate(objs, why, why_len)) return TRK_EINVAL;
+    struct stat st;
+    char m[200];
+    int rc = check_file(t, true, &st, m, sizeof m);
+    if (rc && rc != -ENOENT) {
+        snprintf(why, why_len, "%s %s", t->path, m);
+        return rc;
+    }
+    mode_t mode = rc ? 0644 : (st.st_mode & 0777); /* no set-id bits on a data file */
+    char *text = trk_objects_to_json(objs);
+    if (!text) {
+        snprintf(why, why_len, "out of memory");
+        return TRK_ENOMEM;
+    }
+    char tmp[sizeof t->name + 16];
+    int fd = -1;
+    for (int tries = 0; fd < 0 && tries < 16; tries++) {
+        unsigned char r[TMP_RAND];
+        if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) {
+            rc = -errno;
+            break;
+        }
+        int k = snprintf(tmp, sizeof tmp, "%s.tmp.", t->name);
+        for (int i = 0; i < TMP_RAND; i++)
+            tmp[k + i] = tmp_chars[r[i] % (sizeof tmp_chars - 1)];
+        tmp[k + TMP_RAND] = 0;
+        /* O_EXCL: never an existing file, never through a link. */
+        fd = openat(t->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0 && errno != EEXIST) {
+            rc = -errno;
+            break;
+        }
+    }
+    if (fd < 0) {
+        if (!rc) rc = -EEXIST;
+        snprintf(why, why_len, "cannot create a temporary file beside %s: %s", t->path,
+                 errno_text(-rc, eb, sizeof eb));
+        free(text);
+        return rc;
+    }
+    rc = write_all(fd, text, strlen(text));
+    free(text);
+    if (!rc && (fchmod(fd, mode) < 0 || fsync(fd) < 0)) rc = -errno;
+    if (close(fd) < 0 && !rc) rc = -errno;
+    /* rename replaces the directory entry, never writes into what the name
+     * pointed to: even a link or FIFO put there after the check above only
+     * loses its name, whatever it pointed to stays untouched. */
+    if (!rc && renameat(t->dirfd, tmp, t->dirfd, t->name) < 0) rc = -errno;
+    if (rc) {
+        unlinkat(t->dirfd, tmp, 0);
+        snprintf(why, why_len, "writing %s: %s", t->path, errno_text(-rc, eb, sizeof eb));
+        return rc;
+    }
+    /* The rename is durable only once the directory entry is on disk; some
+     * file systems refuse fsync on a directory (EINVAL): the data is safe. */
+    if (fsync(t->dirfd) < 0 && errno != EINVAL) {
+        rc = -errno;
+        snprintf(why, why_len, "syncing the folder of %s: %s", t->path,
+                 errno_text(-rc, eb, sizeof eb));
+    }
+    return rc;
+}
+
 int trk_objects_save_file(const char *path, const struct trk_objects *objs)
 {
     if (!path || !*path || trk_objects_validate(objs, NULL, 0)) return TRK_EINVAL;
-    char *text = trk_objects_to_json(objs);
-    if (!text) return TRK_ENOMEM;
-
-    /* Replace a symlink's target, not the link itself. */
-    char *real = NULL;
-    struct stat st;
-    if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
-        real = realpath(path, NULL);
-        if (!real) {
-            int e = -errno;
-            free(text);
-            return e;
-        }
-        path = real;
-    }
-    mode_t mode = stat(path, &st) == 0 ? (st.st_mode & 07777) : 0644;
-
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + 16);
-    char *dir = malloc(plen + 2);
-    int rc = 0, fd = -1;
-    if (!tmp || !dir) {
-        rc = TRK_ENOMEM;
-        goto end;
-    }
-    snprintf(tmp, plen + 16, "%s.tmp.XXXXXX", path);
-    fd = mkstemp(tmp);
-    if (fd < 0) {
-        rc = -errno;
-        tmp[0] = 0; /* nothing to unlink */
-        goto end;
-    }
-    if (fchmod(fd, mode) < 0 || (rc = write_all(fd, text, strlen(text))) < 0 || fsync(fd) < 0) {
-        rc = rc ? rc : -errno;
-        goto end;
-    }
-    int cfd = fd;
-    fd = -1;
-    if (close(cfd) < 0) {
-        rc = -errno;
-        goto end;
-    }
-    if (rename(tmp, path) < 0) {
-        rc = -errno;
-        goto end;
-    }
-    tmp[0] = 0; /* renamed: nothing to unlink */
-    /* The rename is durable only once the directory entry is on disk. */
-    memcpy(dir, path, plen + 1);
-    char *slash = strrchr(dir, '/');
-    if (!slash)
-        strcpy(dir, ".");
-    else if (slash == dir)
-        dir[1] = 0;
-    else
-        *slash = 0;
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-        /* Some file systems refuse fsync on a directory (EINVAL): the data is
-         * already safe, so only real I/O errors count. */
-        if (fsync(dfd) < 0 && errno != EINVAL) rc = -errno;
-        close(dfd);
-    }
-end:
-    if (fd >= 0) close(fd);
-    if (tmp && tmp[0]) unlink(tmp);
-    free(tmp);
-    free(dir);
-    free(real);
-    free(text);
+    struct trk_objects_target t;
+    int rc = trk_objects_target_open(path, &t, NULL, NULL, 0);
+    if (!rc) rc = trk_objects_target_save(&t, objs, NULL, 0);
+    trk_objects_target_close(&t);
     return rc;
 }

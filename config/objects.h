@@ -125,11 +125,58 @@ char *trk_objects_to_json(const struct trk_objects *objs);
  * for trk_objects_to_json. For embedding in protocol messages. */
 struct json_t *trk_objects_to_value(const struct trk_objects *objs);
 
-/* Saves atomically: writes a temporary file in the same directory, fsyncs
- * it, renames it over path and fsyncs the directory, so a crash leaves either
- * the old file or the new one, never a mix. A file that already exists keeps
- * its permission bits; a new one gets 0644. Returns 0, TRK_EINVAL (objs
- * invalid), TRK_ENOMEM or -errno; on failure no temporary file is left. */
+/* Where a running daemon saves the objects and reloads them from, fixed at
+ * start: the folder is resolved and opened once, and the file is only ever
+ * named inside that open folder, so replacing a folder of the path later
+ * redirects nothing. Rules (PROTOCOL.md section 5):
+ * - the file itself is never followed as a symbolic link, and a name that
+ *   is not a regular file (FIFO, device, folder, socket) is neither read
+ *   nor replaced;
+ * - save never replaces a file owned by a user other than the process's
+ *   effective one; reload reads only files owned by it or by root;
+ * - save is atomic: NAME.tmp.XXXXXX (created exclusively, mode 0600, in the
+ *   same folder), fsync, chmod to the old file's mode (a new file: 0644),
+ *   rename over NAME, fsync the folder; a crash leaves the old file or the
+ *   new one, never a mix;
+ * - reload errors quote no text of the file (it may not be readable by the
+ *   one who asked): file:line:col and the rule broken only.
+ * Any thread: the functions only read *t; saves and loads may overlap (each
+ * save has its own temporary file, a rename is atomic). */
+struct trk_objects_target {
+    int dirfd;       /* the folder, open O_DIRECTORY; -1 when closed */
+    char name[256];  /* the file's name in it                        */
+    char path[4096]; /* absolute path (folder resolved), for messages */
+};
+
+/* Resolves path's folder (relative: to the working directory now) and opens
+ * it; the file need not exist. Removes NAME.tmp.XXXXXX files a killed save
+ * left there (regular files of this user, exactly that pattern) and counts
+ * them in *stale_removed (may be NULL). Returns 0, TRK_EINVAL (no file name,
+ * too long) or -errno (the folder cannot be opened), with a message in why. */
+int trk_objects_target_open(const char *path, struct trk_objects_target *t, int *stale_removed,
+                            char *why, size_t why_len);
+/* Safe twice and after a failed open. */
+void trk_objects_target_close(struct trk_objects_target *t);
+
+/* 0 when a save could replace the file now (or it does not exist), else the
+ * code trk_objects_target_save would return and the reason in why. */
+int trk_objects_target_check(const struct trk_objects_target *t, char *why, size_t why_len);
+
+/* Saves objs by the rules above. Returns 0, TRK_EINVAL (objs invalid; why
+ * says which object), TRK_ENOMEM, -ELOOP (a symbolic link), -EINVAL (not a
+ * regular file), -EPERM (another user's file) or -errno; why says what
+ * happened, naming the path. On failure no temporary file is left. */
+int trk_objects_target_save(const struct trk_objects_target *t, const struct trk_objects *objs,
+                            char *why, size_t why_len);
+
+/* Reads and validates the file by the rules above; codes as
+ * trk_objects_load_file plus -ELOOP, -EINVAL and -EPERM as for save (err
+ * then has line 0 and says why). */
+int trk_objects_target_load(const struct trk_objects_target *t, struct trk_objects *out,
+                            struct trk_config_error *err);
+
+/* One save by the same rules to path (its folder resolved now). Returns as
+ * trk_objects_target_save. */
 int trk_objects_save_file(const char *path, const struct trk_objects *objs);
 
 /* The objects JSON for the built-in demo scene (7 balls: red, green, blue,

@@ -40,9 +40,9 @@ struct file_job {
 };
 
 struct trk_control {
-    struct trk_reply out; /* set at create, then read-only */
-    char *save_path;      /* set at create, then read-only */
-    pthread_t worker;     /* runs file_jobs: the service thread never waits on disk */
+    struct trk_reply out;                  /* set at create, then read-only */
+    const struct trk_objects_target *save; /* the caller's, read-only; NULL = none */
+    pthread_t worker; /* runs file_jobs: the service thread never waits on disk */
     bool worker_started;
     pthread_mutex_t lock;           /* guards everything below */
     pthread_cond_t wake;            /* to the worker: a job was queued, or quit */
@@ -208,14 +208,17 @@ bool trk_control_preview(struct trk_control *c, int *width, double *fps,
 
 int trk_control_reload(struct trk_control *c, char *msg, size_t msg_len)
 {
-    if (!c->save_path) {
+    if (!c->save) {
         snprintf(msg, msg_len, "no objects file to reload (start with --objects)");
         return TRK_MSG_NO_FILE;
     }
-    /* Loading reads a file: done without the lock, then swapped in. */
+    /* Loading reads a file: done without the lock, then swapped in. The
+     * target's rules (objects.h) refuse links, non-regular files and other
+     * users' files, and keep the file's text out of the message, which
+     * goes to the client that asked. */
     struct trk_objects *o = malloc(sizeof(*o));
     struct trk_config_error cerr;
-    int err = o ? trk_objects_load_file(c->save_path, o, &cerr) : TRK_ENOMEM;
+    int err = o ? trk_objects_target_load(c->save, o, &cerr) : TRK_ENOMEM;
     if (err) {
         if (o)
             trk_config_error_format(&cerr, msg, msg_len);
@@ -226,7 +229,7 @@ int trk_control_reload(struct trk_control *c, char *msg, size_t msg_len)
         c->objs = *o;
         changed_locked(c);
         pthread_mutex_unlock(&c->lock);
-        snprintf(msg, msg_len, "%s: %d objects", c->save_path, o->n);
+        snprintf(msg, msg_len, "%s: %d objects", c->save->path, o->n);
     }
     free(o);
     return err ? TRK_MSG_INVALID_OBJECT : 0;
@@ -239,14 +242,16 @@ static void run_job(struct trk_control *c, const struct file_job *j)
 {
     struct trk_buf b = { 0 };
     if (j->type == TRK_CTL_SAVE_OBJECTS) {
-        int err = trk_objects_save_file(c->save_path, j->snapshot);
+        char why[600];
+        int err = trk_objects_target_save(c->save, j->snapshot, why, sizeof(why));
         if (err) {
-            reply_error(c, j->client, j->id, TRK_MSG_IO_ERROR, "%s: %s", c->save_path,
-                        trk_strerror(err));
+            log_warn("save_objects from client %llu refused: %s", (unsigned long long)j->client,
+                     why);
+            reply_error(c, j->client, j->id, TRK_MSG_IO_ERROR, "%s", why);
             return;
         }
-        log_info("saved %d objects to %s", j->snapshot->n, c->save_path);
-        send_reply(c, j->client, &b, trk_msg_ack_saved(&b, j->id, c->save_path, j->snapshot->n));
+        log_info("saved %d objects to %s", j->snapshot->n, c->save->path);
+        send_reply(c, j->client, &b, trk_msg_ack_saved(&b, j->id, c->save->path, j->snapshot->n));
         return;
     }
     char why[600];
@@ -317,7 +322,7 @@ int trk_control_create(const struct trk_control_cfg *cfg, struct trk_control **o
     c->version = 1;
     c->mask = -1;
     c->hello = cfg->hello;
-    c->save_path = dup_or_null(cfg->save_path);
+    c->save = cfg->save;
     c->h_version = dup_or_null(cfg->hello.version);
     c->h_backend = dup_or_null(cfg->hello.backend);
     c->h_source = dup_or_null(cfg->hello.source);
@@ -352,7 +357,6 @@ void trk_control_destroy(struct trk_control **pc)
     }
     pthread_cond_destroy(&c->wake);
     pthread_mutex_destroy(&c->lock);
-    free(c->save_path);
     free(c->h_version);
     free(c->h_backend);
     free(c->h_source);
@@ -580,7 +584,7 @@ static void handle_remove_object(struct trk_control *c, const struct request *r)
  * set as it is now. */
 static void handle_save_objects(struct trk_control *c, const struct request *r)
 {
-    if (!c->save_path) {
+    if (!c->save) {
         refuse(c, r, TRK_MSG_NO_FILE, "the daemon has no objects file");
         return;
     }
@@ -595,7 +599,7 @@ static void handle_save_objects(struct trk_control *c, const struct request *r)
 
 static void handle_reload_objects(struct trk_control *c, const struct request *r)
 {
-    if (!c->save_path) {
+    if (!c->save) {
         refuse(c, r, TRK_MSG_NO_FILE, "no objects file to reload (start with --objects)");
         return;
     }

@@ -45,13 +45,15 @@ struct trk_reply {
 
 struct trk_control_cfg {
     const struct trk_objects *objects; /* the initial set (copied)                  */
-    const char *save_path;             /* where save_objects writes and reload reads;
-                                        * NULL = save/reload answer "no_file"       */
-    struct trk_hello_info hello;       /* hello template: strings copied; defs,
-                                        * n_objects and colors are ignored (the
-                                        * current set is used)                      */
-    struct trk_reply reply;            /* where replies, broadcasts and the hello go;
-                                        * the hello is set at create              */
+    /* Where save_objects writes and reload reads (opened by the caller,
+     * config/objects.h rules; borrowed: it must stay open until destroy
+     * returns); NULL = save/reload answer "no_file". */
+    const struct trk_objects_target *save;
+    struct trk_hello_info hello; /* hello template: strings copied; defs,
+                                  * n_objects and colors are ignored (the
+                                  * current set is used)                      */
+    struct trk_reply reply;      /* where replies, broadcasts and the hello go;
+                                  * the hello is set at create              */
 };
 
 /* Returns 0, TRK_EINVAL or TRK_ENOMEM (also when the worker cannot start). */
@@ -78,7 +80,7 @@ bool trk_control_preview(struct trk_control *c, int *width, double *fps,
 
 /* Reloads the objects file (SIGHUP). On failure the current set stays and
  * the "file:line:col: message" text is in msg. Returns 0, TRK_MSG_NO_FILE
- * (no save_path) or TRK_MSG_INVALID_OBJECT (the file cannot be read or is
+ * (no save target) or TRK_MSG_INVALID_OBJECT (the file cannot be read or is
  * not a valid objects file): the error code of a reload_objects reply. */
 int trk_control_reload(struct trk_control *c, char *msg, size_t msg_len);
 

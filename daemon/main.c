@@ -34,7 +34,9 @@ struct app {
     struct trk_source src;
     bool source_absent; /* a camera that was not there at start */
     struct trk_backend *backend;
-    FILE *out; /* --output; NULL = none */
+    FILE *out;                      /* --output; NULL = none */
+    struct trk_objects_target save; /* valid when have_save */
+    bool have_save;
     struct trk_control *control;
     struct trk_ws *ws; /* NULL with --no-server */
 };
@@ -267,6 +269,38 @@ static int open_output(struct app *a)
     return TRK_EX_NOINPUT;
 }
 
+/* The save/reload target, resolved once here (config/objects.h rules):
+ * --save-objects, else the --objects file, else objects.json in the working
+ * directory at start (so a page started without a file can still save; the
+ * log says where). */
+static int open_save_target(struct app *a)
+{
+    const struct trk_settings *s = &a->s;
+    const bool given = s->save_objects || s->objects;
+    const char *path = s->save_objects ? s->save_objects : s->objects ? s->objects : "objects.json";
+    char why[600];
+    int stale;
+    if (trk_objects_target_open(path, &a->save, &stale, why, sizeof(why))) {
+        if (!given) { /* not asked for: trackd runs on, without saving */
+            log_warn("cannot save objects in the working directory (%s): save_objects and "
+                     "reload_objects are off; give --save-objects FILE",
+                     why);
+            return 0;
+        }
+        log_error("%s %s: %s", s->save_objects ? "--save-objects" : "--objects", path, why);
+        return TRK_EX_CONFIG;
+    }
+    a->have_save = true;
+    log_info("save_objects writes %s%s", a->save.path,
+             given ? "" : " (no --objects or --save-objects: the working directory)");
+    if (stale)
+        log_warn("removed %d temporary file(s) left beside %s by an interrupted save", stale,
+                 a->save.path);
+    if (trk_objects_target_check(&a->save, why, sizeof(why)))
+        log_warn("%s: save_objects will be refused", why);
+    return 0;
+}
+
 /* The hello template; the control module adds the object set it holds. */
 static struct trk_hello_info hello_info(const struct app *a, bool control_auth)
 {
@@ -311,6 +345,8 @@ static int start_server(struct app *a)
 {
     const struct trk_settings *s = &a->s;
     char token[130] = "";
+    const char *file_types[] = { trk_msg_control_types[TRK_CTL_SAVE_OBJECTS],
+                                 trk_msg_control_types[TRK_CTL_RELOAD_OBJECTS], NULL };
     int rc, err;
     if (s->server && (rc = pick_token(s, token, sizeof(token)))) return rc;
     struct trk_ws_cfg wc = {
@@ -323,14 +359,14 @@ static int start_server(struct app *a)
         .control_types = trk_msg_control_types,
         .control_token = token,
         .max_clients = s->max_clients,
+        /* Without a token, only trackd's own user may make it write or read
+         * its files (PROTOCOL.md section 5: other local users could
+         * otherwise reach them through a loopback listener). */
+        .owner_types = file_types,
     };
-    /* save_objects target: --save-objects, else the --objects file, else
-     * ./objects.json (so a page started without a file can still save). */
     struct trk_control_cfg cc = {
         .objects = &a->objs,
-        .save_path = s->save_objects ? s->save_objects
-                     : s->objects    ? s->objects
-                                     : "objects.json",
+        .save = a->have_save ? &a->save : NULL,
         .hello = hello_info(a, token[0] != '\0'),
     };
     err = s->server ? trk_ws_create(&wc, &a->ws) : 0;
@@ -347,7 +383,9 @@ static int start_server(struct app *a)
         log_error("%s", trk_ws_error(a->ws));
         return TRK_EX_UNAVAILABLE;
     }
-    char url[512];
+    /* Room for the longest host name and a 127-character token with every
+     * character escaped (%XX). */
+    char url[1024];
     page_url(s->listen_addr, trk_ws_port(a->ws), token, url, sizeof(url));
     log_info("web UI on %s (WebSocket /ws%s)", url,
              *token ? "; editing objects needs the token" : "");
@@ -431,6 +469,7 @@ static int cleanup(struct app *a, int exit_code)
      * server stops taking messages first and goes after the module. */
     trk_ws_stop(a->ws);
     trk_control_destroy(&a->control);
+    if (a->have_save) trk_objects_target_close(&a->save);
     trk_ws_destroy(&a->ws);
     trk_backend_destroy(&a->backend);
     trk_source_destroy(&a->src);
@@ -450,7 +489,7 @@ int main(int argc, char **argv)
     if (s->server && (rc = trk_cli_find_web_root(s, app.web_root, sizeof(app.web_root)))) return rc;
     if ((rc = load_objects(s, &app.objs))) return rc;
     if (!(rc = open_source(&app)) && !(rc = open_backend(&app)) && !(rc = open_output(&app)) &&
-        !(rc = start_server(&app))) {
+        !(rc = open_save_target(&app)) && !(rc = start_server(&app))) {
         install_signals();
         rc = run(&app);
     }

@@ -121,6 +121,7 @@ struct client {
     uint64_t id;
     bool established;
     bool authed;            /* may send control messages (token given or none needed) */
+    int8_t owner;           /* peer is our own user (owner_types): -1 not known yet, 0, 1 */
     bool closing;           /* send the close frame once nothing is pending */
     atomic_bool preview_on; /* also read by get_clients */
     char peer[64];
@@ -163,6 +164,7 @@ struct trk_ws {
     int max_clients;
     char *root_real; /* realpath of web_root at start; NULL = serve nothing */
     size_t root_real_len;
+    char **owner_types; /* NULL-terminated copy of cfg->owner_types, or NULL */
 
     /* lws objects: created in start, destroyed in stop, used only by the
      * service thread in between (and lws_cancel_service from others). */
@@ -300,6 +302,87 @@ static bool token_equal(const char *a, size_t alen, const char *b)
     return diff == 0;
 }
 
+/* ---------------------------------------------------- the peer's user */
+
+static bool is_owner_type(const struct trk_ws *ws, const char *type)
+{
+    for (size_t i = 0; ws->owner_types && ws->owner_types[i]; i++)
+        if (!strcmp(ws->owner_types[i], type)) return true;
+    return false;
+}
+
+/* "%08X:%04X" (tcp) or "%08X%08X%08X%08X:%04X" (tcp6): an address as the
+ * kernel's socket tables print it, each 32-bit word as the number its
+ * network-order bytes make in memory. */
+static void proc_addr(const void *addr, int words, unsigned port, char *out, size_t n)
+{
+    uint32_t w[4];
+    memcpy(w, addr, (size_t)words * 4);
+    int k = 0;
+    for (int i = 0; i < words; i++)
+        k += snprintf(out + k, n - (size_t)k, "%08X", (unsigned)w[i]);
+    snprintf(out + k, n - (size_t)k, ":%04X", port);
+}
+
+/* The uid owning the socket whose local end is `local` and remote end is
+ * `remote` in table (/proc/net/tcp or tcp6); -1 when it is not there. */
+static long table_uid(const char *table, const char *local, const char *remote)
+{
+    FILE *f = fopen(table, "re");
+    if (!f) return -1;
+    char line[512], l[64], r[64];
+    unsigned uid;
+    long found = -1;
+    while (found < 0 && fgets(line, sizeof line, f))
+        if (sscanf(line, " %*[0-9]: %63s %63s %*s %*s %*s %*s %u", l, r, &uid) == 3 &&
+            !strcmp(l, local) && !strcmp(r, remote))
+            found = uid;
+    fclose(f);
+    return found;
+}
+
+/* The uid of the process side of TCP connection fd's other end, when that
+ * end is on this machine: the kernel lists the peer's socket with its local
+ * and remote addresses swapped. -1 when it is not found. */
+static long peer_uid(int fd)
+{
+    struct sockaddr_storage me, peer;
+    socklen_t ml = sizeof me, pl = sizeof peer;
+    if (getsockname(fd, (struct sockaddr *)&me, &ml) ||
+        getpeername(fd, (struct sockaddr *)&peer, &pl) || me.ss_family != peer.ss_family)
+        return -1;
+    char l[64], r[64];
+    if (me.ss_family == AF_INET) {
+        const struct sockaddr_in *a = (const void *)&me, *b = (const void *)&peer;
+        proc_addr(&b->sin_addr, 1, ntohs(b->sin_port), l, sizeof l);
+        proc_addr(&a->sin_addr, 1, ntohs(a->sin_port), r, sizeof r);
+        return table_uid("/proc/net/tcp", l, r);
+    }
+    if (me.ss_family != AF_INET6) return -1;
+    const struct sockaddr_in6 *a = (const void *)&me, *b = (const void *)&peer;
+    proc_addr(&b->sin6_addr, 4, ntohs(b->sin6_port), l, sizeof l);
+    proc_addr(&a->sin6_addr, 4, ntohs(a->sin6_port), r, sizeof r);
+    long uid = table_uid("/proc/net/tcp6", l, r);
+    /* An IPv4 client of a dual-stack listener: its socket is an IPv4 one. */
+    if (uid < 0 && IN6_IS_ADDR_V4MAPPED(&a->sin6_addr) && IN6_IS_ADDR_V4MAPPED(&b->sin6_addr)) {
+        proc_addr(&b->sin6_addr.s6_addr[12], 1, ntohs(b->sin6_port), l, sizeof l);
+        proc_addr(&a->sin6_addr.s6_addr[12], 1, ntohs(a->sin6_port), r, sizeof r);
+        uid = table_uid("/proc/net/tcp", l, r);
+    }
+    return uid;
+}
+
+/* Service thread: whether c's peer runs as our effective user or root.
+ * Looked up once per connection (the table read costs a file scan). */
+static bool peer_is_owner(struct client *c)
+{
+    if (c->owner < 0) {
+        long uid = peer_uid(lws_get_socket_fd(c->wsi));
+        c->owner = uid >= 0 && ((uid_t)uid == geteuid() || uid == 0);
+    }
+    return c->owner == 1;
+}
+
 /* Service thread: {"type":"auth","token":"..."}. */
 static void client_auth(struct trk_ws *ws, struct client *c, const char *data, size_t len,
                         const char *id)
@@ -354,6 +437,15 @@ static void client_message(struct trk_ws *ws, struct client *c, char *data, size
         if (!c->authed) {
             client_error(ws, c, TRK_MSG_UNAUTHORIZED,
                          "control messages need the control token (auth first)", cm.id);
+            break;
+        }
+        if (!ws->token && is_owner_type(ws, cm.type) && !peer_is_owner(c)) {
+            char why[200];
+            snprintf(why, sizeof why,
+                     "\"%s\" acts with the server's rights: only its own user (uid %u) may "
+                     "send it here, or anyone with a control token (--control-token)",
+                     cm.type, (unsigned)geteuid());
+            client_error(ws, c, TRK_MSG_UNAUTHORIZED, why, cm.id);
             break;
         }
         if (ws->on_message)
@@ -687,6 +779,7 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
         c->id = atomic_fetch_add(&ws->next_client_id, 1) + 1;
         atomic_store(&c->preview_on, true);
         c->authed = !ws->token;
+        c->owner = -1;
         if (ws->token) { /* ws://host/ws?token=... */
             char arg[256];
             const char *v = lws_get_urlarg_by_name(wsi, "token=", arg, (int)sizeof arg);
@@ -801,6 +894,14 @@ int trk_ws_create(const struct trk_ws_cfg *cfg, struct trk_ws **out)
     if (cfg->web_root && !(ws->web_root = strdup(cfg->web_root))) goto nomem;
     if (cfg->control_token && *cfg->control_token && !(ws->token = strdup(cfg->control_token)))
         goto nomem;
+    if (cfg->owner_types) {
+        size_t n = 0;
+        while (cfg->owner_types[n])
+            n++;
+        if (!(ws->owner_types = calloc(n + 1, sizeof *ws->owner_types))) goto nomem;
+        for (size_t i = 0; i < n; i++)
+            if (!(ws->owner_types[i] = strdup(cfg->owner_types[i]))) goto nomem;
+    }
     if (cfg->control_types) {
         size_t n = 0, bytes = 0;
         while (cfg->control_types[n])
@@ -1321,6 +1422,9 @@ void trk_ws_destroy(struct trk_ws **pws)
     pthread_mutex_destroy(&ws->lock);
     free(ws->address);
     free(ws->token);
+    for (size_t i = 0; ws->owner_types && ws->owner_types[i]; i++)
+        free(ws->owner_types[i]);
+    free(ws->owner_types);
     free(ws->web_root);
     free(ws->root_real);
     free(ws->conns);

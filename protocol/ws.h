@@ -75,6 +75,14 @@ struct trk_ws_cfg {
     /* Connections (HTTP and WebSocket) served at once; one more gets an
      * HTTP 503 and is closed. 0 = TRK_WS_MAX_CLIENTS_DEFAULT. */
     int max_clients;
+    /* Control types that act with the server's own rights (trackd: saving
+     * and reloading its objects file), NULL-terminated; NULL = none. With a
+     * control_token they need the token like the others. Without one, only
+     * a client of the server's own user or root may send them: a TCP peer
+     * on this machine whose socket the kernel lists (/proc/net/tcp, tcp6) as
+     * owned by that uid; anyone else, and any peer that cannot be looked up
+     * (another machine), gets "unauthorized". Cached per connection. */
+    const char *const *owner_types;
 };
 
 #define TRK_WS_MAX_CLIENTS_DEFAULT 64

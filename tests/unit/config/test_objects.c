@@ -559,24 +559,32 @@ static void test_atomic_save(void)
     CHECK(count_entries(dir) == 1);
     CHECK(trk_objects_load_file(p, &r, &e) == 0 && r.def[0].min_mass == 99);
 
-    /* Through a symlink: the target is replaced, the link stays a link. */
+    /* A symlink is not followed: refused, the link and its target stay. */
     CHECK(symlink("objects.json", link) == 0);
     o.def[0].min_mass = 7;
-    CHECK(trk_objects_save_file(link, &o) == 0);
+    CHECK(trk_objects_save_file(link, &o) == -ELOOP);
     CHECK(lstat(link, &st) == 0 && S_ISLNK(st.st_mode));
-    CHECK(trk_objects_load_file(p, &r, &e) == 0 && r.def[0].min_mass == 7);
+    CHECK(trk_objects_load_file(p, &r, &e) == 0 && r.def[0].min_mass == 99);
     CHECK(count_entries(dir) == 2);
 
     /* Failure: directory missing -> -ENOENT, nothing created. */
     snprintf(q, sizeof q, "%s/no/such/dir/x.json", dir);
     CHECK(trk_objects_save_file(q, &o) == -ENOENT);
     CHECK(count_entries(dir) == 2);
-    /* Failure: the target is a directory -> rename fails, temp removed. */
+    /* Failure: the target is not a regular file (a directory, a FIFO) ->
+     * refused, nothing replaced, no temporary file. */
     snprintf(q, sizeof q, "%s/sub", dir);
     mkdir(q, 0755);
     int rc = trk_objects_save_file(q, &o);
-    CHECK(rc == -EISDIR);
+    CHECK(rc == -EINVAL);
     CHECK(count_entries(dir) == 3);
+    char fifo[1100];
+    snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+    CHECK(mkfifo(fifo, 0600) == 0);
+    CHECK(trk_objects_save_file(fifo, &o) == -EINVAL);
+    CHECK(lstat(fifo, &st) == 0 && S_ISFIFO(st.st_mode));
+    CHECK(count_entries(dir) == 4);
+    unlink(fifo);
     rmdir(q);
     unlink(link);
     unlink(p);
@@ -590,6 +598,101 @@ static void test_atomic_save(void)
     CHECK(trk_objects_load_file("relative.json", &r, &e) == 0 && r.n == o.n);
     unlink("relative.json");
     CHECK(chdir(cwd) == 0);
+}
+
+/* The save/reload target: stale temporary files of a killed save are
+ * removed at open (exactly ours, nothing else); other users' files are
+ * neither replaced nor read; reload messages quote nothing of the file. */
+static void test_save_target(void)
+{
+    char dir[1024], p[1100], q[1100];
+    path_in(dir, sizeof dir, tmpdir, "target");
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir); /* a failed run's leftovers */
+    CHECK(system(cmd) == 0);
+    mkdir(dir, 0755);
+    snprintf(p, sizeof p, "%s/objects.json", dir);
+    static const char *const mine[] = { "objects.json.tmp.Ab3xZ9" };
+    static const char *const not_mine[] = { "objects.json.tmp.Ab3xZ", "objects.json.tmp.Ab3x-9",
+                                            "objects.json.tmp.Ab3xZ90", "other.json.tmp.Ab3xZ9",
+                                            "objects.json.bak" };
+    for (size_t i = 0; i < 1; i++) {
+        snprintf(q, sizeof q, "%s/%s", dir, mine[i]);
+        FILE *f = fopen(q, "w");
+        CHECK(f && fputs("{\"obj", f) >= 0 && fclose(f) == 0);
+    }
+    for (size_t i = 0; i < sizeof not_mine / sizeof not_mine[0]; i++) {
+        snprintf(q, sizeof q, "%s/%s", dir, not_mine[i]);
+        FILE *f = fopen(q, "w");
+        CHECK(f && fclose(f) == 0);
+    }
+    /* Our pattern, but a link and (as root) another user's file: kept. */
+    snprintf(q, sizeof q, "%s/objects.json.tmp.LINK00", dir);
+    CHECK(symlink("/etc/passwd", q) == 0);
+    bool root = geteuid() == 0;
+    if (root) {
+        snprintf(q, sizeof q, "%s/objects.json.tmp.NOBODY", dir);
+        FILE *f = fopen(q, "w");
+        CHECK(f && fclose(f) == 0 && chown(q, 65534, 65534) == 0);
+    }
+    struct trk_objects_target t;
+    int stale = -1;
+    char why[600];
+    CHECK(trk_objects_target_open(p, &t, &stale, why, sizeof why) == 0);
+    CHECKF(stale == 1, "%d stale files removed", stale);
+    CHECK(count_entries(dir) == 6 + (root ? 1 : 0));
+    CHECK(t.path[0] == '/' && !strcmp(t.name, "objects.json"));
+    CHECK(trk_objects_target_check(&t, why, sizeof why) == 0); /* absent: fine */
+
+    struct trk_objects o, r;
+    struct trk_config_error e;
+    const char *demo = trk_objects_demo_json();
+    CHECK(trk_objects_load_string(demo, strlen(demo), "demo", &o, &e) == 0);
+    CHECK(trk_objects_target_save(&t, &o, why, sizeof why) == 0);
+    CHECK(trk_objects_target_load(&t, &r, &e) == 0 && r.n == o.n);
+
+    if (root) { /* another user's file: not replaced, not read */
+        CHECK(chown(p, 65534, 65534) == 0);
+        CHECK(trk_objects_target_check(&t, why, sizeof why) == -EPERM);
+        CHECKF(trk_objects_target_save(&t, &o, why, sizeof why) == -EPERM &&
+                   strstr(why, "uid 65534"),
+               "%s", why);
+        CHECK(trk_objects_target_load(&t, &r, &e) == -EPERM && e.line == 0);
+        CHECK(chown(p, 0, 0) == 0);
+    }
+
+    /* Reload messages: where and which rule, never the file's text. */
+    static const char *const secret[] = {
+        "supersecret password\n",
+        "{\"objects\": [], \"supersecret\": 1}",
+        "{\"objects\": [{\"name\": \"a\", \"space\": \"supersecret\", \"lo\": [0,0,0], "
+        "\"hi\": [1,1,1]}]}",
+        "{\"objects\": [{\"name\": \"a\", \"space\": \"rgb\", \"lo\": [0,0,0], "
+        "\"hi\": [1,1,1], \"color\": \"supersecret\"}]}",
+        "{\"objects\": [{\"name\": \"supersecret\", \"space\": \"rgb\", \"lo\": [0,0,0], "
+        "\"hi\": [1,1,1]}, {\"name\": \"supersecret\", \"space\": \"rgb\", \"lo\": [0,0,0], "
+        "\"hi\": [1,1,1]}]}",
+        "{\"objects\": [], \"camera\": {\"supersecret\": 1}}",
+        "{\"objects\": [], \"camera\": {\"controls\": {\"supersecret\": \"x\"}}}",
+        "[\"\\usupersecret\"]",
+        "{\"objects\": [{\"supersecret\": 1}]}",
+    };
+    for (size_t i = 0; i < sizeof secret / sizeof secret[0]; i++) {
+        FILE *f = fopen(p, "w");
+        CHECK(f && fputs(secret[i], f) >= 0 && fclose(f) == 0);
+        CHECK(trk_objects_target_load(&t, &r, &e) == TRK_EINVAL);
+        char line[600];
+        trk_config_error_format(&e, line, sizeof line);
+        CHECKF(e.line > 0 && e.col > 0 && !strstr(line, "secret") && strstr(line, t.path),
+               "quiet: %s", line);
+        /* The same text given at start is quoted, for its author. */
+        CHECK(trk_objects_load_file(p, &r, &e) == TRK_EINVAL);
+        trk_config_error_format(&e, line, sizeof line);
+        CHECKF(strstr(line, "supersecret") || strstr(line, "near '"), "start: %s", line);
+    }
+    trk_objects_target_close(&t);
+    trk_objects_target_close(&t); /* twice: safe */
+    CHECK(system(cmd) == 0);
 }
 
 static void test_to_json_format(void)
@@ -850,6 +953,7 @@ static const struct {
     { "validate", test_validate },
     { "round_trip", test_round_trip },
     { "atomic_save", test_atomic_save },
+    { "save_target", test_save_target },
     { "to_json_format", test_to_json_format },
     { "posindex", test_posindex },
     { "demo_objects", test_demo_objects },

@@ -72,7 +72,9 @@ static void versions_and_reload(void)
     static struct trk_objects objs, got;
     struct trk_config_error cerr;
     CHECK(trk_objects_load_file(path, &objs, &cerr) == 0);
-    struct trk_control_cfg cfg = { .objects = &objs, .save_path = path };
+    struct trk_objects_target tgt;
+    CHECK(trk_objects_target_open(path, &tgt, NULL, NULL, 0) == 0);
+    struct trk_control_cfg cfg = { .objects = &objs, .save = &tgt };
     struct trk_control *c = NULL;
     CHECK(trk_control_create(&cfg, &c) == 0);
     uint64_t v = 0;
@@ -97,6 +99,7 @@ static void versions_and_reload(void)
     CHECK(trk_control_poll(c, &v, &got) && got.n == 2 && !strcmp(got.def[1].name, "c"));
     trk_control_destroy(&c);
     CHECK(c == NULL);
+    trk_objects_target_close(&tgt);
     unlink(path);
 }
 
@@ -215,7 +218,9 @@ static void every_type_answered(void)
     static struct trk_objects objs;
     CHECK(trk_objects_load_file(path, &objs, NULL) == 0);
     struct sink s;
-    struct trk_control_cfg cfg = { .objects = &objs, .save_path = path };
+    struct trk_objects_target tgt;
+    CHECK(trk_objects_target_open(path, &tgt, NULL, NULL, 0) == 0);
+    struct trk_control_cfg cfg = { .objects = &objs, .save = &tgt };
     cfg.hello.width = cfg.hello.height = 8;
     cfg.hello.preview.width = 8;
     sink_init(&s, &cfg);
@@ -270,7 +275,7 @@ static void every_type_answered(void)
     sink_free(&s);
 
     /* Without a file, save and reload say no_file. */
-    cfg.save_path = NULL;
+    cfg.save = NULL;
     sink_init(&s, &cfg);
     CHECK(trk_control_create(&cfg, &c) == 0);
     send_msg(c, "{\"type\":\"save_objects\",\"id\":5}");
@@ -278,47 +283,69 @@ static void every_type_answered(void)
     CHECKF(!strcmp(outcome(&s, 5, got, sizeof(got)), "no_file"), "save: %s", got);
     CHECKF(!strcmp(outcome(&s, 6, got, sizeof(got)), "no_file"), "reload: %s", got);
     trk_control_destroy(&c);
+    trk_objects_target_close(&tgt);
     sink_free(&s);
     unlink(path);
 }
 
-/* reload_objects of a file whose reading blocks (a FIFO nobody writes yet):
- * the calling thread, the WebSocket service thread in the daemon, gets its
- * call back at once and can still edit; the reply comes when the file has
- * been read. A module that read on the calling thread would hang here until
- * the alarm ends the test. */
-static void reload_off_thread(void)
+/* reload_objects of something that is not a regular file (a FIFO nobody
+ * writes: reading it would wait for a writer) or of a symbolic link (to a
+ * file the client may not read) is refused at once, without its content in
+ * the reply; a save replaces neither. The alarm ends a module that blocks. */
+static void reload_refuses_unsafe(void)
 {
     char dir[] = "/tmp/trk_control_fifo_XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
-    char path[64];
+    char path[64], secret[64];
     snprintf(path, sizeof(path), "%s/objects.json", dir);
+    snprintf(secret, sizeof(secret), "%s/secret", dir);
     CHECK(mkfifo(path, 0600) == 0);
     static struct trk_objects objs;
     struct sink s;
-    struct trk_control_cfg cfg = { .objects = &objs, .save_path = path };
+    struct trk_objects_target tgt;
+    CHECK(trk_objects_target_open(path, &tgt, NULL, NULL, 0) == 0);
+    struct trk_control_cfg cfg = { .objects = &objs, .save = &tgt };
     sink_init(&s, &cfg);
     struct trk_control *c = NULL;
     CHECK(trk_control_create(&cfg, &c) == 0);
     alarm(20);
+    char got[64];
     send_msg(c, "{\"type\":\"reload_objects\",\"id\":1}");
-    send_msg(c, "{\"type\":\"get_objects\",\"id\":2}");
-    json_t *r = reply_to(&s, 2);
-    CHECKF(r && json_array_size(json_object_get(r, "objects")) == 0,
-           "get_objects answered while the reload waits on the file");
+    CHECKF(!strcmp(outcome(&s, 1, got, sizeof(got)), "invalid_object"), "FIFO reload: %s", got);
+    send_msg(c, "{\"type\":\"save_objects\",\"id\":2}");
+    CHECKF(!strcmp(outcome(&s, 2, got, sizeof(got)), "io_error"), "FIFO save: %s", got);
+    struct stat st;
+    CHECK(lstat(path, &st) == 0 && S_ISFIFO(st.st_mode)); /* not replaced */
+
+    /* A link to a file that is not objects JSON: refused, text not echoed. */
+    unlink(path);
+    FILE *f = fopen(secret, "w");
+    fputs("supersecretpassword\n", f);
+    fclose(f);
+    CHECK(symlink(secret, path) == 0);
+    send_msg(c, "{\"type\":\"reload_objects\",\"id\":3}");
+    json_t *r = reply_to(&s, 3);
+    const char *m = r ? json_string_value(json_object_get(r, "message")) : NULL;
+    CHECKF(m && strstr(m, "symbolic link") && !strstr(m, "supersecret"), "link reload: %s",
+           m ? m : "(none)");
     json_decref(r);
-    int fd = open(path, O_WRONLY); /* meets the worker's open */
-    CHECK(fd >= 0 && write(fd, two_objects, strlen(two_objects)) == (ssize_t)strlen(two_objects));
-    close(fd);
-    r = reply_to(&s, 1);
-    CHECKF(r && !strcmp(json_string_value(json_object_get(r, "type")), "ack") &&
-               json_integer_value(json_object_get(r, "count")) == 2,
-           "reload_objects acked after the read");
+    /* The same text in a regular file (a hard link would look like this):
+     * file:line:col, but no "near 'supersecretpassword'". */
+    unlink(path);
+    CHECK(rename(secret, path) == 0);
+    send_msg(c, "{\"type\":\"reload_objects\",\"id\":4}");
+    r = reply_to(&s, 4);
+    m = r ? json_string_value(json_object_get(r, "message")) : NULL;
+    CHECKF(m && strstr(m, "objects.json:1:") && strstr(m, "syntax error: '[' or '{' expected") &&
+               !strstr(m, "supersecret"),
+           "bad text reload: %s", m ? m : "(none)");
     json_decref(r);
     alarm(0);
     trk_control_destroy(&c);
+    trk_objects_target_close(&tgt);
     sink_free(&s);
     unlink(path);
+    unlink(secret);
     rmdir(dir);
 }
 
@@ -327,6 +354,6 @@ int main(void)
     mask_equals_mass();
     versions_and_reload();
     every_type_answered();
-    reload_off_thread();
+    reload_refuses_unsafe();
     return check_exit("control");
 }
