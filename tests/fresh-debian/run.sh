@@ -195,9 +195,10 @@ if [ "$test_rc" = 0 ] && [ -n "$ctest_summary" ]; then test_result=PASS; else te
 say "running ./setup.sh demo --listen 127.0.0.1:$port in the root"
 demo_result=FAIL
 demo_s=""
+demo_why="no page within 600 s"
 demo_out=$root.demo.out
 if curl -s -o /dev/null "http://127.0.0.1:$port/"; then
-  say "FAIL: something already answers on 127.0.0.1:$port (choose another --port)"
+  demo_why="something already answers on 127.0.0.1:$port (choose another --port)"
 else
   rm -f "$root/tmp/demo.pid"
   start=$(date +%s)
@@ -222,8 +223,12 @@ else
     kill -0 -- "-$demo_pgid" 2>/dev/null || break
     sleep 1
   done
+  demo_alive=0
+  kill -0 -- "-$demo_pgid" 2>/dev/null && demo_alive=1
   stop_demo
   wait "$demo_pid" 2>/dev/null
+  demo_rc=$?
+  [ "$demo_result" = PASS ] || [ "$demo_alive" = 1 ] || demo_why="it exited $demo_rc"
   cat "$demo_out" >>"$log"
 fi
 
@@ -235,9 +240,9 @@ fi
   [ -n "$ctest_failed" ] && echo "$ctest_failed" | sed 's/^[[:space:]]*/  failed: /'
   [ -n "$ctest_skipped" ] && echo "$ctest_skipped" | sed 's/^[[:space:]]*/  skipped: /'
   if [ "$demo_result" = PASS ]; then
-    echo "./setup.sh demo: PASS (page served ${demo_s} s after start)"
+    echo "./setup.sh demo: PASS (page served ${demo_s} s after start; the test command had built it)"
   else
-    echo "./setup.sh demo: FAIL (page not served; last lines:)"
+    echo "./setup.sh demo: FAIL ($demo_why; last lines:)"
     tail -n 15 "$demo_out" 2>/dev/null | sed 's/^/  /'
   fi
   if [ "$test_result" != PASS ]; then
