@@ -215,7 +215,8 @@ else
   demo_pgid=$(cat "$root/tmp/demo.pid" 2>/dev/null || echo "$demo_pid")
   # The first start installs and builds; allow it ten minutes.
   while [ $(($(date +%s) - start)) -lt 600 ]; do
-    if in_root "curl -sf -o /tmp/page.html http://127.0.0.1:$port/ && grep -qi '<html' /tmp/page.html" 2>/dev/null; then
+    # trackd's own page, not whatever else might answer on the port.
+    if in_root "curl -sf -o /tmp/page.html http://127.0.0.1:$port/ && grep -q '<title>trackd</title>' /tmp/page.html" 2>/dev/null; then
       demo_s=$(($(date +%s) - start))
       demo_result=PASS
       break
