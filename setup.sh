@@ -38,6 +38,21 @@ install_missing() {
   fi
 }
 
+# The playwright-core pinned in tests/browser/package.json runs on Node.js 18
+# (Debian 12's nodejs); an older node fails there with a message that never
+# names this script, so say here what is wrong.
+node_min=18
+check_node() {
+  local v
+  v=$(node -p process.versions.node 2>/dev/null) || v=unknown
+  if ! [ "${v%%.*}" -ge "$node_min" ] 2>/dev/null; then
+    echo "setup.sh: $(command -v node) is Node.js $v; the browser tests need Node.js" \
+         "$node_min or newer (Debian 12's nodejs package is 18): upgrade it or take it" \
+         "off PATH so that setup.sh installs Debian's" >&2
+    exit 69
+  fi
+}
+
 build() {
   install_missing "${build_pkgs[@]}"
   local werror=OFF
@@ -59,6 +74,7 @@ case "$mode" in
     install_missing "${test_pkgs[@]}"
     # Node.js for the browser test (Debian's nodejs when none is installed).
     command -v node >/dev/null && command -v npm >/dev/null || install_missing nodejs npm
+    check_node
     if [ -f tests/browser/package-lock.json ]; then
       (cd tests/browser && npm ci --no-audit --no-fund --loglevel=error)
     fi
