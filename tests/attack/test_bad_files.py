@@ -18,6 +18,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
 from daemon_proc import start_trackd  # noqa: E402
@@ -97,9 +98,10 @@ async def wide_client(url):
     hello = json.loads(await ws.recv())
     await ws.send(json.dumps({"type": "subscribe", "preview": True}))
     previews, frames = [], 0
+    end = time.monotonic() + 20  # previews come at most every 0.1 s: plenty
     try:
-        while len(previews) < 2:
-            raw = await asyncio.wait_for(ws.recv(), 20)
+        while len(previews) < 2 and time.monotonic() < end:
+            raw = await asyncio.wait_for(ws.recv(), end - time.monotonic())
             if isinstance(raw, bytes):
                 previews.append(raw)
             elif json.loads(raw)["type"] == "frame":
