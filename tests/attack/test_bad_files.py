@@ -2,9 +2,10 @@
 """Attack: files that decode badly or oddly (issue 11, item 7, the file parts).
 
 Clips made here with the ffmpeg CLI, then damaged in Python:
-  1. no frame decodes: a PNG-in-NUT clip whose every PNG signature is wiped.
-     trackd must say why in FFmpeg's words ("no frame could be decoded", not
-     "backend failure") and exit 66; with --loop too (it must not spin).
+  1. no frame decodes: a PNG clip (NUT and Matroska) whose every PNG
+     signature is wiped. trackd must say why in FFmpeg's words ("no frame
+     could be decoded", not "backend failure" or 0 frames and exit 0) and
+     exit 66; with --loop too (it must not spin).
   2. some frames damaged: every other PNG signature wiped. The good frames
      are tracked, the damaged ones counted in a warning, exit 0.
   3. a 16384x16 frame (rawvideo in NUT): the hello's preview is at least one
@@ -60,11 +61,16 @@ def trackd_run(trackd, args, log, timeout=60):
 
 
 def no_frame_case(trackd, d, good, objs):
-    bad = os.path.join(d, "nodecode.nut")
-    n = wipe_signatures(good, bad, 1)
     ok = True
-    for extra in ([], ["--loop"]):
-        what = "no frame decodes" + (" (--loop)" if extra else "")
+    # NUT and Matroska: FFmpeg reports the damage differently (per packet in
+    # NUT; in Matroska the decoder just gives no frame).
+    mkv = os.path.join(d, "good.mkv")
+    ffmpeg("-i", good, "-c", "copy", mkv)
+    for src, extra in ((good, []), (good, ["--loop"]), (mkv, [])):
+        ext = os.path.splitext(src)[1]
+        bad = os.path.join(d, "nodecode" + ext)
+        n = wipe_signatures(src, bad, 1)
+        what = f"no frame decodes ({ext}{' --loop' if extra else ''})"
         log = os.path.join(d, "nodecode.log")
         rc = trackd_run(trackd, ["-i", bad, "--objects", objs, "-o", os.path.join(d, "x.ndjson"),
                                  *extra], log)
@@ -73,7 +79,7 @@ def no_frame_case(trackd, d, good, objs):
         ok &= check("no frame could be decoded" in text and "png decoder" in text,
                     f"{what}: the log says no frame could be decoded, naming the decoder")
         ok &= check("backend failure" not in text, f"{what}: not called a backend failure")
-    print(f"({n} packets, all damaged)")
+        print(f"({n} packets, all damaged)")
     return ok
 
 
