@@ -164,7 +164,8 @@ static void publish_locked(struct trk_control *c, bool broadcast)
     h.colors = color_strings(c);
     h.preview.width = c->preview_width;
     if (h.width > 0 && h.height > 0)
-        h.preview.height = (int)((long)h.height * c->preview_width / h.width);
+        trk_msg_preview_size(h.width, h.height, c->preview_width, &h.preview.width,
+                             &h.preview.height);
     h.preview.fps = c->preview_fps;
     struct trk_buf b = { 0 };
     if (c->out.set_hello && trk_msg_hello(&b, &h) == 0) c->out.set_hello(c->out.ctx, &b);
@@ -827,6 +828,17 @@ static void answer_sample(struct trk_control *c, const struct sample_req *r,
     sample_boxes(st, h_ref, &s);
     struct trk_buf b = { 0 };
     send_reply(c, r->client, &b, trk_msg_sample(&b, &s));
+}
+
+void trk_control_set_frame_size(struct trk_control *c, int width, int height)
+{
+    pthread_mutex_lock(&c->lock);
+    if (c->hello.width != width || c->hello.height != height) {
+        c->hello.width = width;
+        c->hello.height = height;
+        publish_locked(c, false);
+    }
+    pthread_mutex_unlock(&c->lock);
 }
 
 void trk_control_frame(struct trk_control *c, const struct trk_image *img, uint64_t seq)

@@ -78,6 +78,11 @@ void trk_control_frame(struct trk_control *c, const struct trk_image *img, uint6
 bool trk_control_preview(struct trk_control *c, int *width, double *fps,
                          struct trk_object_def *mask);
 
+/* Processing thread: the source's frames are now width x height (a size
+ * change mid-stream). New clients get a hello with it (and the preview
+ * size fitted to it); sample and preview requests are checked against it. */
+void trk_control_set_frame_size(struct trk_control *c, int width, int height);
+
 /* Reloads the objects file (SIGHUP). On failure the current set stays and
  * the "file:line:col: message" text is in msg. Returns 0, TRK_MSG_NO_FILE
  * (no save target) or TRK_MSG_INVALID_OBJECT (the file cannot be read or is

@@ -8,6 +8,7 @@ enum trk_exit {
     TRK_EX_NOINPUT = 66,     /* the source, --web-root or --output cannot be used */
     TRK_EX_UNAVAILABLE = 69, /* the backend or the web server cannot start        */
     TRK_EX_SOFTWARE = 70,    /* internal error, or the pipeline failed            */
+    TRK_EX_IOERR = 74,       /* results were lost writing --output                */
     TRK_EX_CONFIG = 78,      /* the objects file given at start is invalid        */
 };
 

@@ -3,6 +3,7 @@
  * keep their native pixel format when a backend takes it; the rest go through
  * swscale to RGB24. */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,13 +31,12 @@ struct file_src {
     double time_base;
     double loop_offset; /* added to pts after each loop, keeps pts increasing */
     double last_pts, frame_dur;
+    struct trk_source *info; /* the trk_source this fills (its error text) */
+    /* Since open or the last rewind: frames decoded, packets of our stream
+     * read, and packets or frames the decoder rejected (damage). */
+    uint64_t pass_frames, pass_packets, pass_rejected;
+    char last_reject[128]; /* FFmpeg's text for the last rejection */
 };
-
-static int av_err(int e)
-{
-    /* AVERROR(x) is -x for errno values; keep those, map the rest. */
-    return e > -4096 ? e : TRK_EBACKEND;
-}
 
 static void close_all(struct file_src *s)
 {
@@ -56,9 +56,9 @@ static int not_video(struct file_src *s, const char *why)
     return TRK_SOURCE_ENOTVIDEO;
 }
 
-static int file_open(void *self, struct trk_source *info)
+/* Opens the file and its decoder, filling info (desc, size, rate). */
+static int open_input(struct file_src *s, struct trk_source *info)
 {
-    struct file_src *s = self;
     char e[128];
     int err = avformat_open_input(&s->fmt, s->path, NULL, NULL);
     if (err < 0) {
@@ -103,18 +103,78 @@ static int file_open(void *self, struct trk_source *info)
     s->frame_dur = info->fps > 0 ? 1.0 / info->fps : 1.0 / 30;
     info->width = s->dec->width;
     info->height = s->dec->height;
+    if (info->width <= 0 || info->height <= 0)
+        return not_video(s, "FFmpeg cannot tell its frame size: no frame of it decodes");
     snprintf(info->desc, sizeof(info->desc), "file %s (%s %dx%d %.2f fps)", s->path, codec->name,
              info->width, info->height, info->fps);
     s->draining = false;
     s->loop_offset = 0;
     s->last_pts = -1;
+    s->pass_frames = s->pass_packets = s->pass_rejected = 0;
     return 0;
-fail : {
-    av_strerror(err, e, sizeof(e));
-    log_error("cannot decode %s: %s", s->path, e);
+fail:
     close_all(s);
-    return av_err(err);
+    /* errno values (no memory) are the caller's to report; FFmpeg's own
+     * codes mean the video cannot be decoded, said here in its words. */
+    if (err > -4096) return err;
+    av_strerror(err, e, sizeof(e));
+    log_error("cannot open %s: its video cannot be decoded (%s)", s->path, e);
+    return TRK_SOURCE_ENOTVIDEO;
 }
+
+static int file_open(void *self, struct trk_source *info)
+{
+    struct file_src *s = self;
+    s->info = info;
+    info->error[0] = 0;
+    return open_input(s, info);
+}
+
+/* A read that cannot go on: logs why once, in FFmpeg's words, keeps it for
+ * the pipeline's status message, and returns TRK_SOURCE_EDECODE. */
+static int decode_failed(struct file_src *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static int decode_failed(struct file_src *s, const char *fmt, ...)
+{
+    char why[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof(why), fmt, ap);
+    va_end(ap);
+    log_error("%s: %s", s->path, why);
+    if (s->info) snprintf(s->info->error, sizeof(s->info->error), "%s", why);
+    return TRK_SOURCE_EDECODE;
+}
+
+/* The end of a pass through the file: a pass where nothing decoded is an
+ * error (the file is damaged or not what its header says; with --loop it
+ * would spin for ever), a pass with rejected packets is worth a warning. */
+static int end_of_pass(struct file_src *s)
+{
+    if (s->pass_frames == 0)
+        return decode_failed(s,
+                             "no frame could be decoded: the %s decoder gave none for the %llu "
+                             "video packets read (%llu rejected%s%s)",
+                             s->dec->codec->name, (unsigned long long)s->pass_packets,
+                             (unsigned long long)s->pass_rejected, s->pass_rejected ? ": " : "",
+                             s->last_reject);
+    /* Counted as packets that gave no frame: frame-threaded decoders do
+     * not report every rejection, the drained decoder's balance is exact. */
+    if (s->pass_rejected && s->pass_packets > s->pass_frames)
+        log_warn("%s: %llu of %llu video packets could not be decoded and were skipped (%s); "
+                 "%llu frames were",
+                 s->path, (unsigned long long)(s->pass_packets - s->pass_frames),
+                 (unsigned long long)s->pass_packets, s->last_reject,
+                 (unsigned long long)s->pass_frames);
+    s->pass_frames = s->pass_packets = s->pass_rejected = 0;
+    return 0;
+}
+
+/* A packet or frame the decoder rejects as damaged is skipped and counted. */
+static void rejected(struct file_src *s, int err)
+{
+    s->pass_rejected++;
+    av_strerror(err, s->last_reject, sizeof(s->last_reject));
 }
 
 static enum trk_pixfmt native_format(enum AVPixelFormat f, bool *full_range)
@@ -150,7 +210,9 @@ static int export_frame(struct file_src *s, struct trk_frame *f)
         s->sws = sws_getCachedContext(s->sws, av->width, av->height, (enum AVPixelFormat)av->format,
                                       av->width, av->height, AV_PIX_FMT_RGB24, SWS_POINT, NULL,
                                       NULL, NULL);
-        if (!s->sws) return TRK_EBACKEND;
+        if (!s->sws)
+            return decode_failed(s, "FFmpeg cannot convert its %s frames to RGB",
+                                 av_get_pix_fmt_name((enum AVPixelFormat)av->format));
         int err = trk_frame_layout(f, TRK_FMT_RGB24, av->width, av->height, 64);
         if (err) return err;
         uint8_t *dst[4] = { (uint8_t *)f->img.plane[0], NULL, NULL, NULL };
@@ -173,14 +235,29 @@ static int export_frame(struct file_src *s, struct trk_frame *f)
     return 0;
 }
 
+/* --loop: back to the first frame. Formats that cannot seek (raw H.264
+ * and other elementary streams: EPERM) are closed and opened again. */
 static int rewind_file(struct file_src *s)
 {
     int err = av_seek_frame(s->fmt, s->stream, 0, AVSEEK_FLAG_BACKWARD);
     if (err < 0) err = avformat_seek_file(s->fmt, -1, INT64_MIN, 0, 0, 0);
-    if (err < 0) return av_err(err);
-    avcodec_flush_buffers(s->dec);
+    double next = s->last_pts + s->frame_dur;
+    if (err < 0) {
+        char e[128];
+        av_strerror(err, e, sizeof(e));
+        log_debug("%s cannot seek (%s): opening it again to loop", s->path, e);
+        close_all(s);
+        struct trk_source scratch = { 0 }; /* the first open's desc and size stay */
+        if ((err = open_input(s, &scratch)) < 0)
+            return err == TRK_SOURCE_ENOTVIDEO
+                       ? decode_failed(s, "cannot open it again to loop (see above)")
+                       : err;
+    } else {
+        avcodec_flush_buffers(s->dec);
+    }
     s->draining = false;
-    s->loop_offset = s->last_pts + s->frame_dur;
+    s->loop_offset = next;
+    s->last_pts = next - s->frame_dur;
     return 0;
 }
 
@@ -202,15 +279,26 @@ static int file_read(void *self, struct trk_frame *f)
             if (err) return err;
             f->pts = pts;
             s->last_pts = pts;
+            s->pass_frames++;
             return 0;
         }
-        if (err == AVERROR_EOF) {
+        if (err == AVERROR_INVALIDDATA) { /* a damaged frame (frame threads report it here) */
+            rejected(s, err);
+            continue;
+        }
+        if (err == AVERROR_EOF || (err == AVERROR(EAGAIN) && s->draining)) {
+            if ((err = end_of_pass(s))) return err;
             if (!s->cfg.loop) return TRK_SOURCE_EOF;
             if ((err = rewind_file(s)) < 0) return err;
             continue;
         }
-        if (err != AVERROR(EAGAIN)) return av_err(err);
-        if (s->draining) return TRK_SOURCE_EOF;
+        if (err != AVERROR(EAGAIN)) {
+            if (err > -4096) return err;
+            char e[128];
+            av_strerror(err, e, sizeof(e));
+            return decode_failed(s, "decoding failed after %llu frames: %s",
+                                 (unsigned long long)s->pass_frames, e);
+        }
         /* The decoder wants input: feed it the next packet of our stream. */
         err = av_read_frame(s->fmt, s->pkt);
         if (err == AVERROR_EOF) {
@@ -218,12 +306,25 @@ static int file_read(void *self, struct trk_frame *f)
             avcodec_send_packet(s->dec, NULL); /* flush: receive the rest */
             continue;
         }
-        if (err < 0) return av_err(err);
+        if (err < 0 && err > -4096) return err; /* the disk: EIO and such */
+        if (err < 0) {
+            char e[128];
+            av_strerror(err, e, sizeof(e));
+            return decode_failed(s, "reading it failed after %llu frames: %s",
+                                 (unsigned long long)s->pass_frames, e);
+        }
         if (s->pkt->stream_index == s->stream) {
+            s->pass_packets++;
             err = avcodec_send_packet(s->dec, s->pkt);
-            if (err < 0 && err != AVERROR(EAGAIN) && err != AVERROR_INVALIDDATA) {
+            if (err == AVERROR_INVALIDDATA) {
+                rejected(s, err);
+            } else if (err < 0 && err != AVERROR(EAGAIN)) {
                 av_packet_unref(s->pkt);
-                return av_err(err);
+                if (err > -4096) return err;
+                char e[128];
+                av_strerror(err, e, sizeof(e));
+                return decode_failed(s, "decoding failed after %llu frames: %s",
+                                     (unsigned long long)s->pass_frames, e);
             }
         }
         av_packet_unref(s->pkt);

@@ -34,8 +34,9 @@ struct app {
     struct trk_source src;
     bool source_absent; /* a camera that was not there at start */
     struct trk_backend *backend;
-    FILE *out;                      /* --output; NULL = none */
-    struct trk_objects_target save; /* valid when have_save */
+    struct trk_backend_cfg backend_cfg; /* the pipeline makes a larger one alike */
+    FILE *out;                          /* --output; NULL = none */
+    struct trk_objects_target save;     /* valid when have_save */
     bool have_save;
     struct trk_control *control;
     struct trk_ws *ws; /* NULL with --no-server */
@@ -244,14 +245,14 @@ static int open_backend(struct app *a)
         log_error("--backend cuda: %s", why);
         return TRK_EX_UNAVAILABLE;
     }
-    struct trk_backend_cfg bc = {
+    a->backend_cfg = (struct trk_backend_cfg){
         .kind = s->backend,
         .max_width = a->src.width,
         .max_height = a->src.height,
         .threads = s->threads,
     };
     int err;
-    if ((err = trk_backend_create(&bc, &a->backend)) ||
+    if ((err = trk_backend_create(&a->backend_cfg, &a->backend)) ||
         (err = trk_backend_set_objects(a->backend, a->objs.def, a->objs.n))) {
         log_error_err(err, "cannot start the tracking backend");
         return TRK_EX_UNAVAILABLE;
@@ -306,6 +307,8 @@ static struct trk_hello_info hello_info(const struct app *a, bool control_auth)
 {
     const struct trk_settings *s = &a->s;
     const struct trk_source *src = &a->src;
+    int unused, ph;
+    trk_msg_preview_size(src->width, src->height, s->preview_width, &unused, &ph);
     return (struct trk_hello_info){
         .version = TRK_VERSION,
         .backend = trk_backend_name(a->backend),
@@ -314,10 +317,10 @@ static struct trk_hello_info hello_info(const struct app *a, bool control_auth)
         .height = src->height,
         .fps = src->fps,
         .preview = { .enabled = s->preview,
-                     .width = s->preview_width < src->width ? s->preview_width : src->width,
-                     .height = src->width > s->preview_width
-                                   ? (int)((long)src->height * s->preview_width / src->width)
-                                   : src->height,
+                     /* The width asked for: the control module fits it
+                      * to the frame size of the moment (it may change). */
+                     .width = s->preview_width,
+                     .height = ph,
                      .fps = s->preview_fps,
                      .quality = s->preview_quality },
         /* Tells the page to ask for the token before it offers edits. */
@@ -411,7 +414,9 @@ static struct trk_pipeline_cfg pipeline_cfg(struct app *a)
         .source = &a->src,
         .source_absent = a->source_absent,
         .backend = a->backend,
+        .backend_cfg = &a->backend_cfg,
         .output = a->out,
+        .output_name = a->out == stdout ? "stdout" : s->output,
         .output_flush = a->out && !strcmp(s->output, "-"),
         .ws = a->ws,
         .fast = s->fast,
@@ -424,6 +429,29 @@ static struct trk_pipeline_cfg pipeline_cfg(struct app *a)
         .stats_interval = s->stats_interval,
         .control = a->control,
     };
+}
+
+/* The NDJSON sink's account at the end: true when results were lost (the
+ * run then exits 74, whatever else went right). */
+static bool report_output(const struct app *a, const struct trk_pipeline_summary *sum)
+{
+    const struct trk_output_stats *o = &sum->output;
+    if (!a->out) return false;
+    if (sum->output_failed) {
+        log_error("writing %s could not start: no results were written", a->s.output);
+        return true;
+    }
+    if (!o->lost && !o->cut) return false;
+    log_error_err(o->first_err, "%llu of %llu result lines were lost writing %s",
+                  (unsigned long long)o->lost, (unsigned long long)o->lines, a->s.output);
+    if (o->repaired)
+        log_error("%llu cut result line(s) were truncated away: %s holds whole lines only",
+                  (unsigned long long)o->repaired, a->s.output);
+    if (o->cut > o->repaired)
+        log_error("%llu cut result line(s) were ended with a newline: those lines in %s are not "
+                  "valid JSON",
+                  (unsigned long long)(o->cut - o->repaired), a->s.output);
+    return true;
 }
 
 /* Runs the pipeline to its end (SIGHUP reloads on their own thread
@@ -440,11 +468,15 @@ static int run(struct app *a)
         log_error_err(err, "the pipeline failed");
         exit_code = TRK_EX_SOFTWARE;
     } else {
-        log_info("done: %llu frames in %.2f s (%.1f fps), %llu dropped",
+        log_info("done: %llu frames in %.2f s (%.1f fps), %llu dropped, %llu skipped",
                  (unsigned long long)sum.frames, sum.seconds, sum.fps,
-                 (unsigned long long)sum.drops);
+                 (unsigned long long)sum.drops, (unsigned long long)sum.skipped);
         if (sum.source_error) exit_code = TRK_EX_NOINPUT;
     }
+    if (sum.resizes)
+        log_info("the frame size changed %llu times (followed between frames)",
+                 (unsigned long long)sum.resizes);
+    if (report_output(a, &sum) && exit_code == TRK_EX_OK) exit_code = TRK_EX_IOERR;
     trk_ws_shutdown(a->ws,
                     stop_requested     ? 1001
                     : sum.source_error ? 1011
@@ -462,8 +494,8 @@ static int run(struct app *a)
 static int cleanup(struct app *a, int exit_code)
 {
     if (a->out && a->out != stdout && fclose(a->out) != 0) {
-        log_error_err(errno, "writing %s failed", a->s.output);
-        exit_code = TRK_EX_SOFTWARE;
+        log_error_err(errno, "closing %s failed: results may be lost", a->s.output);
+        if (exit_code == TRK_EX_OK) exit_code = TRK_EX_IOERR;
     }
     /* The control module may still be replying from its file worker: the
      * server stops taking messages first and goes after the module. */

@@ -47,10 +47,16 @@ struct pipeline {
     struct trk_obj_result *res; /* TRK_MAX_OBJECTS */
     struct trk_objects *objects;
     struct trk_tracker *tracker;
+    struct trk_output *out; /* NDJSON sink, NULL without one */
+    /* The backend in use: cfg->backend, or `grown` once frames outgrew it
+     * (made here, destroyed at the end). max_w/h: the largest frame it
+     * takes; frame_w/h: the size clients were last told. */
+    struct trk_backend *backend, *grown;
+    int max_w, max_h, frame_w, frame_h;
+    uint64_t resizes;
     /* Log-once flags for errors that repeat every frame, reset when the
      * thing works again so the next failure is logged too. */
     _Atomic bool lost_logged;    /* capture thread: live source lost    */
-    _Atomic bool write_failed;   /* processing thread: NDJSON output    */
     _Atomic bool backend_failed; /* processing thread: backend rejected */
     _Atomic bool set_failed;     /* processing thread: new object set   */
 
@@ -158,8 +164,14 @@ static void *capture_main(void *arg)
                 p->eof = true;
                 pthread_mutex_unlock(&p->lock);
             } else {
-                log_error_err(err, "reading the source failed");
-                send_status(cfg, "error", trk_strerror(err));
+                /* A file that cannot be decoded has said why, in FFmpeg's
+                 * words; clients get the same text. */
+                const char *why = cfg->source->error;
+                if (err != TRK_SOURCE_EDECODE || !*why) {
+                    log_error_err(err, "reading the source failed");
+                    why = trk_strerror(err);
+                }
+                send_status(cfg, "error", why);
                 pthread_mutex_lock(&p->lock);
                 p->source_error = true;
                 pthread_mutex_unlock(&p->lock);
@@ -190,16 +202,6 @@ static void *capture_main(void *arg)
     return NULL;
 }
 
-static void write_output(struct pipeline *p, const struct trk_buf *msg)
-{
-    const struct trk_pipeline_cfg *cfg = p->cfg;
-    if (fwrite(msg->data, 1, msg->len, cfg->output) != msg->len ||
-        fputc('\n', cfg->output) == EOF || (cfg->output_flush && fflush(cfg->output) != 0))
-        log_once(p->write_failed, TRK_LOG_ERROR, errno, "writing the results file failed");
-    else
-        trk_log_once_reset(p->write_failed);
-}
-
 /* Applies a changed object set between frames, never mid-frame: results
  * from here on carry the new names. Returns how many objects the results
  * have: the new set, or none when the backend refused it (reporting old
@@ -207,7 +209,7 @@ static void write_output(struct pipeline *p, const struct trk_buf *msg)
 static int apply_objects(struct pipeline *p)
 {
     const struct trk_objects *set = p->objects;
-    int e = trk_backend_set_objects(p->cfg->backend, set->def, set->n);
+    int e = trk_backend_set_objects(p->backend, set->def, set->n);
     if (e) {
         log_once(p->set_failed, TRK_LOG_ERROR, e, "cannot apply the new object set");
     } else if (atomic_exchange(&p->set_failed, false)) {
@@ -217,6 +219,60 @@ static int apply_objects(struct pipeline *p)
     /* Cannot fail: n is within the tracker's TRK_MAX_OBJECTS. */
     trk_tracker_reset(p->tracker, set->def, n);
     return n;
+}
+
+/* Size changes logged one by one; after that only counted (a stream that
+ * changes size every frame must not flood the log). */
+#define RESIZES_LOGGED 10
+
+/* Frame f has another size than the frames before it: make what depends on
+ * the size fit it before it is processed. A backend made for smaller frames
+ * is replaced by one for the largest size seen (never shrunk, so a stream
+ * that goes back and forth does not churn); the tracker starts over (its
+ * positions were in the old size); the control module's hello and every
+ * client learn the new size. Returns how many objects the results have (as
+ * apply_objects). A backend that cannot be made leaves the old one: the
+ * frames it rejects are skipped and counted. */
+static int follow_size(struct pipeline *p, const struct trk_frame *f, int n_objects)
+{
+    const struct trk_pipeline_cfg *cfg = p->cfg;
+    int w = f->img.width, h = f->img.height;
+    if (++p->resizes <= RESIZES_LOGGED)
+        log_info("frame size changed from %dx%d to %dx%d at frame %llu%s", p->frame_w, p->frame_h,
+                 w, h, (unsigned long long)f->seq,
+                 p->resizes == RESIZES_LOGGED ? " (further changes are only counted)" : "");
+    p->frame_w = w, p->frame_h = h;
+    if ((w > p->max_w || h > p->max_h) && cfg->backend_cfg) {
+        struct trk_backend_cfg bc = *cfg->backend_cfg;
+        bc.max_width = w > p->max_w ? w : p->max_w;
+        bc.max_height = h > p->max_h ? h : p->max_h;
+        struct trk_backend *b = NULL;
+        int err = trk_backend_create(&bc, &b);
+        if (err) {
+            log_error_err(err,
+                          "cannot make a backend for %dx%d frames; frames that size are "
+                          "skipped",
+                          bc.max_width, bc.max_height);
+        } else {
+            trk_backend_destroy(&p->grown);
+            p->backend = p->grown = b;
+            p->max_w = bc.max_width, p->max_h = bc.max_height;
+            log_info("backend %s now takes frames up to %dx%d", trk_backend_name(b), p->max_w,
+                     p->max_h);
+            n_objects = apply_objects(p); /* the new backend has no objects yet */
+        }
+    }
+    trk_tracker_reset(p->tracker, p->objects->def, n_objects);
+    trk_control_set_frame_size(cfg->control, w, h);
+    if (cfg->ws) {
+        char text[96];
+        snprintf(text, sizeof(text), "frame size changed to %dx%d", w, h);
+        struct trk_buf b = { 0 };
+        if (trk_msg_status_size(&b, "ok", text, w, h) == 0)
+            trk_ws_broadcast(cfg->ws, TRK_WS_STATUS, b.data, b.len);
+        trk_buf_free(&b);
+    }
+    return n_objects;
 }
 
 static void *process_main(void *arg)
@@ -231,10 +287,12 @@ static void *process_main(void *arg)
         struct trk_frame *f = trk_pool_take(&p->pool);
         if (!f) break;
         if (trk_control_poll(cfg->control, &version, p->objects)) n_objects = apply_objects(p);
+        if (f->img.width != p->frame_w || f->img.height != p->frame_h)
+            n_objects = follow_size(p, f, n_objects);
         double t_start = trk_now();
         struct trk_backend_timing timing = { 0 };
         const struct trk_roi *rois = trk_tracker_rois(p->tracker, &f->img);
-        int err = trk_backend_process(cfg->backend, &f->img, rois, p->res, &timing);
+        int err = trk_backend_process(p->backend, &f->img, rois, p->res, &timing);
         double t_done = trk_now();
         if (err) {
             /* A frame the backend rejects (e.g. a size change it was not
@@ -242,7 +300,7 @@ static void *process_main(void *arg)
              * until a frame works again. */
             log_once(p->backend_failed, TRK_LOG_ERROR, err,
                      "backend %s failed on frame %llu; skipping frames until it works",
-                     trk_backend_name(cfg->backend), (unsigned long long)f->seq);
+                     trk_backend_name(p->backend), (unsigned long long)f->seq);
             pthread_mutex_lock(&p->lock);
             p->skipped++;
             pthread_mutex_unlock(&p->lock);
@@ -254,7 +312,7 @@ static void *process_main(void *arg)
             uint64_t skipped = p->skipped;
             pthread_mutex_unlock(&p->lock);
             log_info("backend %s works again on frame %llu (%llu frames skipped since start)",
-                     trk_backend_name(cfg->backend), (unsigned long long)f->seq,
+                     trk_backend_name(p->backend), (unsigned long long)f->seq,
                      (unsigned long long)skipped);
         }
         trk_tracker_update(p->tracker, f->seq, p->res, n_objects);
@@ -269,11 +327,11 @@ static void *process_main(void *arg)
             .upload_ms = timing.upload_ms,
             .kernel_ms = timing.kernel_ms,
             .process_ms = (t_done - t_start) * 1e3,
-            .backend = trk_backend_name(cfg->backend),
+            .backend = trk_backend_name(p->backend),
         };
         trk_buf_reset(&msg);
         if (trk_msg_frame(&msg, &meta, p->objects->def, p->res, n_objects) == 0) {
-            if (cfg->output) write_output(p, &msg);
+            if (p->out) trk_output_line(p->out, msg.data, msg.len);
             if (cfg->ws) trk_ws_broadcast(cfg->ws, TRK_WS_RESULT, msg.data, msg.len);
         }
         double t_sent = trk_now();
@@ -330,9 +388,9 @@ static void *process_main(void *arg)
 static int render_mask(const struct trk_image *src, int width, const struct trk_object_def *def,
                        uint8_t **buf, size_t *cap, struct trk_image *out)
 {
-    int w = src->width <= width ? src->width : width;
-    int h = (int)((long)src->height * w / src->width);
-    if (h < 1) h = 1;
+    int w, h;
+    trk_msg_preview_size(src->width, src->height, width, &w, &h);
+    if (w < 1) return TRK_EINVAL;
     size_t need = (size_t)w * h * 3;
     if (need > *cap) {
         uint8_t *n = realloc(*buf, need);
@@ -541,6 +599,18 @@ int trk_pipeline_run(const struct trk_pipeline_cfg *cfg, volatile sig_atomic_t *
     p->cfg = cfg;
     p->stop = stop;
     p->t_start = trk_now();
+    p->backend = cfg->backend;
+    p->frame_w = cfg->source->width, p->frame_h = cfg->source->height;
+    p->max_w = cfg->backend_cfg ? cfg->backend_cfg->max_width : p->frame_w;
+    p->max_h = cfg->backend_cfg ? cfg->backend_cfg->max_height : p->frame_h;
+    bool output_failed = false;
+    if (cfg->output) {
+        /* Whatever the caller left in the stream's buffer goes first. */
+        struct trk_output_cfg oc = { .fd = fileno(cfg->output),
+                                     .name = cfg->output_name,
+                                     .flush_each = cfg->output_flush };
+        if (fflush(cfg->output) != 0 || trk_output_create(&oc, &p->out)) output_failed = true;
+    }
     trk_pool_init(&p->pool, !cfg->source->live);
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->cond, NULL);
@@ -602,6 +672,7 @@ end_preview:
         pthread_join(p->preview_thread, NULL);
     }
 end:
+    trk_output_flush(p->out);
     if (summary) {
         memset(summary, 0, sizeof(*summary));
         summary->frames = p->frames;
@@ -612,8 +683,12 @@ end:
         summary->source_error = p->source_error;
         summary->eof = p->eof;
         summary->outages = p->outages;
+        summary->resizes = p->resizes;
+        if (p->out) trk_output_get_stats(p->out, &summary->output);
+        summary->output_failed = output_failed;
     }
-    if (cfg->output) fflush(cfg->output);
+    trk_output_destroy(&p->out);
+    trk_backend_destroy(&p->grown);
     pthread_mutex_destroy(&p->lock);
     pthread_cond_destroy(&p->cond);
     trk_pool_destroy(&p->pool);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "backend.h"
+#include "output.h"
 #include "source.h"
 
 struct trk_ws;
@@ -22,8 +23,16 @@ struct trk_pipeline_cfg {
      * the capture thread waits for it without calling it "lost". */
     bool source_absent;
     struct trk_backend *backend;
-    FILE *output;          /* NDJSON sink or NULL */
-    bool output_flush;     /* flush each line (pipes, terminals) */
+    /* How backend was made. Given, frames larger than it was made for (a
+     * size change mid-stream) get a larger backend made between frames
+     * (owned by the pipeline); NULL: such frames are skipped and counted. */
+    const struct trk_backend_cfg *backend_cfg;
+    /* NDJSON sink or NULL; written with write(2) on its fd (daemon/output.h:
+     * whole lines, losses counted), so nothing may be buffered in it. */
+    FILE *output;
+    /* The output's name for the log; NULL = "the results file". */
+    const char *output_name;
+    bool output_flush;     /* write each line at once (pipes, terminals) */
     struct trk_ws *ws;     /* WebSocket server or NULL */
     bool fast;             /* no pacing: as fast as possible */
     uint64_t max_frames;   /* stop after this many frames; 0 = all */
@@ -48,6 +57,10 @@ struct trk_pipeline_summary {
     bool source_error; /* stopped because the source failed */
     bool eof;          /* stopped at the end of a file (no --loop) */
     uint64_t outages;  /* times a live source was lost and reopened */
+    uint64_t resizes;  /* frame size changes followed mid-stream */
+    /* The NDJSON sink: lines written / lost / cut (all 0 without one). */
+    struct trk_output_stats output;
+    bool output_failed; /* the sink could not be set up: nothing written */
 };
 
 /* Runs until the source ends, max_frames are done, or *stop becomes non-zero

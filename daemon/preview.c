@@ -5,6 +5,7 @@
 #include <turbojpeg.h>
 
 #include "color.h"
+#include "messages.h"
 
 struct trk_preview {
     int max_width, quality;
@@ -55,9 +56,9 @@ void trk_image_pixel_rgb(const struct trk_image *img, int x, int y, uint8_t rgb[
 int trk_preview_encode(struct trk_preview *p, const struct trk_image *img, const uint8_t **jpeg,
                        size_t *size, int *out_w, int *out_h)
 {
-    int w = img->width <= p->max_width ? img->width : p->max_width;
-    int h = (int)((long)img->height * w / img->width);
-    if (h < 1) h = 1;
+    int w, h;
+    trk_msg_preview_size(img->width, img->height, p->max_width, &w, &h);
+    if (w < 1) return TRK_EINVAL;
     size_t need = (size_t)w * h * 3;
     if (need > p->rgb_cap) {
         uint8_t *n = realloc(p->rgb, need);

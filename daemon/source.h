@@ -15,6 +15,10 @@
  * text file, audio only, an unknown container); the source has logged
  * why. Apart from -errno values and the backend's TRK_E* codes. */
 #define TRK_SOURCE_ENOTVIDEO (-10100)
+/* read() of a file whose video cannot be decoded: a decoder or demuxer
+ * error, or the end of a file (or of a --loop pass) where no frame decoded
+ * at all. The source has logged why and put it in trk_source.error. */
+#define TRK_SOURCE_EDECODE (-10101)
 
 struct trk_source;
 
@@ -36,6 +40,9 @@ struct trk_source {
     int width, height; /* known after open                                 */
     double fps;        /* nominal frame rate, for pacing; 0 if unknown     */
     bool live;         /* live sources drop stale frames, files don't      */
+    /* Why the last read failed when the code alone says too little (a
+     * file's FFmpeg message with TRK_SOURCE_EDECODE); "" otherwise. */
+    char error[256];
 };
 
 /* The demo scene's size and rate when --size / --fps are not given. */
@@ -58,7 +65,9 @@ int trk_demo_ball_radius(int width, int height);
 
 struct trk_file_cfg {
     const char *path;
-    bool loop; /* seek back to the start at the end of the file */
+    /* Start again at the end of the file: seek back, or reopen it when it
+     * cannot seek (raw .h264 and other elementary streams). */
+    bool loop;
 };
 /* Any file FFmpeg can read; frames stay in their native pixel format where
  * backends take it (yuv420p, nv12, yuyv422, rgb24, bgr24, rgba, bgra),

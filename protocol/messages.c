@@ -475,6 +475,32 @@ int trk_msg_status(struct trk_buf *b, const char *state, const char *message)
     return 0;
 }
 
+int trk_msg_status_size(struct trk_buf *b, const char *state, const char *message, int width,
+                        int height)
+{
+    LIT(b, "{\"type\":\"status\",\"source\":");
+    PUT(trk_buf_json_str(b, state ? state : "ok", 64));
+    LIT(b, ",\"message\":");
+    PUT(trk_buf_json_str(b, message, 4096));
+    LIT(b, ",\"width\":");
+    PUT(trk_buf_i64(b, width));
+    LIT(b, ",\"height\":");
+    PUT(trk_buf_i64(b, height));
+    LIT(b, "}");
+    return 0;
+}
+
+void trk_msg_preview_size(int width, int height, int max_width, int *pw, int *ph)
+{
+    *pw = *ph = 0;
+    if (width <= 0 || height <= 0) return;
+    int w = max_width > 0 && max_width < width ? max_width : width;
+    /* Rounded down like the encoder's nearest sampling, at least one row. */
+    long h = (long)height * w / width;
+    *pw = w;
+    *ph = h < 1 ? 1 : (int)h;
+}
+
 static int put_id(struct trk_buf *b, const char *id_json)
 {
     if (id_json && *id_json) {

@@ -120,6 +120,12 @@ struct trk_preview_info {
     int quality;       /* JPEG quality 1..100                               */
 };
 
+/* The preview size for frames of width x height when previews are at most
+ * max_width wide: the frame's aspect, never wider than the frame, never
+ * 0 x 0 (a 16384x16 frame still gives a row). Zero when the frame size is
+ * not known. The one rule the hello and the encoder share. */
+void trk_msg_preview_size(int width, int height, int max_width, int *pw, int *ph);
+
 /* Everything the hello message describes. colors is optional: NULL or a
  * NULL entry derives a display colour from the centre of the object's box. */
 struct trk_hello_info {
@@ -179,6 +185,10 @@ int trk_msg_stats(struct trk_buf *b, const struct trk_stats_info *s);
 /* Appends {"type":"status","source":state,"message":msg}. state is one of
  * "ok", "lost", "eof", "error" (see PROTOCOL.md); message may be NULL. */
 int trk_msg_status(struct trk_buf *b, const char *state, const char *message);
+/* The same with the source's frame size appended ("width","height"): sent
+ * when the size changes mid-stream (PROTOCOL.md), so clients rescale. */
+int trk_msg_status_size(struct trk_buf *b, const char *state, const char *message, int width,
+                        int height);
 
 /* Appends {"type":"error","code":code,"message":message[,"id":id]}. id_json
  * is the request's id as JSON text (from trk_msg_parse_client or

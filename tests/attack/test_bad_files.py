@@ -1,0 +1,169 @@
+#!/usr/bin/python3
+"""Attack: files that decode badly or oddly (issue 11, item 7, the file parts).
+
+Clips made here with the ffmpeg CLI, then damaged in Python:
+  1. no frame decodes: a PNG clip (NUT and Matroska) whose every PNG
+     signature is wiped. trackd must say why in FFmpeg's words ("no frame
+     could be decoded", not "backend failure" or 0 frames and exit 0) and
+     exit 66; with --loop too (it must not spin).
+  2. some frames damaged: every other PNG signature wiped. The good frames
+     are tracked, the damaged ones counted in a warning, exit 0.
+  3. a 16384x16 frame (rawvideo in NUT): the hello's preview is at least one
+     row high (the preview math, not 16 * 640 / 16384 = 0), previews arrive
+     with a non-zero size, frames are tracked.
+Prints `attack: bad_files tried=N survived=N`.
+"""
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+from daemon_proc import start_trackd  # noqa: E402
+from ws_client import check_preview, connect  # noqa: E402
+
+FAILS = []
+PNG_SIG = b"\x89PNG\r\n\x1a\n"
+OBJECTS = {"objects": [{"name": "red", "space": "rgb", "lo": [150, 0, 0], "hi": [255, 90, 90]}]}
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what, flush=True)
+    if not cond:
+        FAILS.append(what)
+    return cond
+
+
+def ffmpeg(*args):
+    subprocess.run(["ffmpeg", "-loglevel", "error", "-y", *args], check=True)
+
+
+def wipe_signatures(src, dst, every):
+    """Copies src to dst with every `every`-th PNG signature zeroed."""
+    data = open(src, "rb").read().split(PNG_SIG)
+    out = data[0]
+    for i, part in enumerate(data[1:]):
+        out += (b"\0" * len(PNG_SIG) if i % every == 0 else PNG_SIG) + part
+    open(dst, "wb").write(out)
+    return len(data) - 1
+
+
+def trackd_run(trackd, args, log, timeout=60):
+    with open(log, "w") as lf:
+        try:
+            return subprocess.run([trackd, "--no-server", "--fast", *args], stderr=lf,
+                                  timeout=timeout).returncode
+        except subprocess.TimeoutExpired:
+            return "timeout"
+
+
+def no_frame_case(trackd, d, good, objs):
+    ok = True
+    # NUT and Matroska: FFmpeg reports the damage differently (per packet in
+    # NUT; in Matroska the decoder just gives no frame).
+    mkv = os.path.join(d, "good.mkv")
+    ffmpeg("-i", good, "-c", "copy", mkv)
+    for src, extra in ((good, []), (good, ["--loop"]), (mkv, [])):
+        ext = os.path.splitext(src)[1]
+        bad = os.path.join(d, "nodecode" + ext)
+        n = wipe_signatures(src, bad, 1)
+        what = f"no frame decodes ({ext}{' --loop' if extra else ''})"
+        log = os.path.join(d, "nodecode.log")
+        rc = trackd_run(trackd, ["-i", bad, "--objects", objs, "-o", os.path.join(d, "x.ndjson"),
+                                 *extra], log)
+        text = open(log).read()
+        ok &= check(rc == 66, f"{what}: exit 66 (got {rc})")
+        ok &= check("no frame could be decoded" in text and "png decoder" in text,
+                    f"{what}: the log says no frame could be decoded, naming the decoder")
+        ok &= check("backend failure" not in text, f"{what}: not called a backend failure")
+        print(f"({n} packets, all damaged)")
+    return ok
+
+
+def damaged_case(trackd, d, good, objs):
+    bad = os.path.join(d, "half.nut")
+    n = wipe_signatures(good, bad, 2)
+    log, out = os.path.join(d, "half.log"), os.path.join(d, "half.ndjson")
+    rc = trackd_run(trackd, ["-i", bad, "--objects", objs, "-o", out], log)
+    text = open(log).read()
+    ok = check(rc == 0, f"half damaged: exit 0 (got {rc})")
+    frames = [json.loads(ln) for ln in open(out)]
+    ok &= check(len(frames) == n // 2, f"half damaged: the {n // 2} good frames tracked "
+                f"(got {len(frames)})")
+    ok &= check(all(f["objects"][0]["found"] for f in frames), "half damaged: the square found in each")
+    ok &= check(f"{n - n // 2} of {n} video packets could not be decoded" in text,
+                f"half damaged: the log counts the {n - n // 2} damaged packets")
+    return ok
+
+
+async def wide_client(url):
+    ws = await connect(url)
+    hello = json.loads(await ws.recv())
+    await ws.send(json.dumps({"type": "subscribe", "preview": True}))
+    previews, frames = [], 0
+    end = time.monotonic() + 20  # previews come at most every 0.1 s: plenty
+    try:
+        while len(previews) < 2 and time.monotonic() < end:
+            raw = await asyncio.wait_for(ws.recv(), end - time.monotonic())
+            if isinstance(raw, bytes):
+                previews.append(raw)
+            elif json.loads(raw)["type"] == "frame":
+                frames += 1
+    except Exception:
+        pass
+    await ws.close()
+    return hello, previews, frames
+
+
+def wide_case(trackd, d, objs):
+    clip = os.path.join(d, "wide.nut")
+    ffmpeg("-f", "lavfi", "-i", "color=c=gray:s=16384x16:r=10:d=30,"
+           "drawbox=x=8000:y=4:w=100:h=8:color=red:t=fill", "-c:v", "rawvideo",
+           "-pix_fmt", "rgb24", clip)
+    log = open(os.path.join(d, "wide.log"), "w")
+    p, port = start_trackd(trackd, ["-i", clip, "--objects", objs, "--loop"], log)
+    try:
+        hello, previews, frames = asyncio.get_event_loop().run_until_complete(
+            wide_client(f"ws://127.0.0.1:{port}/ws"))
+    finally:
+        p.terminate()
+        p.wait(timeout=30)
+    pv = hello["preview"]
+    ok = check((hello["width"], hello["height"]) == (16384, 16), f"16384x16: hello size "
+               f"{hello['width']}x{hello['height']}")
+    ok &= check(pv["width"] >= 1 and pv["height"] == max(1, 16 * pv["width"] // 16384),
+                f"16384x16: hello.preview {pv['width']}x{pv['height']} is at least one row")
+    ok &= check(frames > 0, f"16384x16: frames tracked ({frames})")
+    ok &= check(len(previews) > 0, f"16384x16: previews arrive ({len(previews)})")
+    for data in previews:
+        errs, _ = check_preview(data, set())
+        ok &= check(not errs, f"16384x16: preview well formed ({errs})")
+    return ok
+
+
+def main():
+    trackd = sys.argv[1]
+    tried = survived = 0
+    with tempfile.TemporaryDirectory() as d:
+        objs = os.path.join(d, "objs.json")
+        json.dump(OBJECTS, open(objs, "w"))
+        good = os.path.join(d, "good.nut")
+        ffmpeg("-f", "lavfi", "-i", "color=c=gray:s=64x48:r=10:d=2,"
+               "drawbox=x=10:y=10:w=20:h=20:color=red:t=fill", "-c:v", "png", good)
+        for case in (no_frame_case, damaged_case):
+            tried += 1
+            survived += case(trackd, d, good, objs)
+        tried += 1
+        survived += wide_case(trackd, d, objs)
+    print(f"attack: bad_files tried={tried} survived={survived}")
+    if FAILS:
+        print(f"{len(FAILS)} check(s) failed:", *FAILS, sep="\n  ")
+        sys.exit(1)
+    print("all checks passed")
+
+
+if __name__ == "__main__":
+    main()
