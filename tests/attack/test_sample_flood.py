@@ -17,7 +17,7 @@ work on the machine rather than with the daemon. With the flood the rate
 must stay within 5 % of the nominal 30 fps (of the quiet windows' rate when
 that is lower). On a machine so loaded that the daemon makes less than 80 %
 of 30 fps before any flood, window-to-window noise exceeds 5 %: the rates
-are then printed, not compared. Checked on any machine, from the threads'
+are then only required not to halve. Checked on any machine, from the threads'
 CPU time in /proc: the processing thread spends no more per frame during the
 floods than between them (at most 1.5 times), and the sampler thread keeps
 to about a tenth of a core.
@@ -164,8 +164,8 @@ def window_rate(frames, t0, t1):
     """(frames, seconds) the daemon processed in [t0, t1] (wall ms): the seq
     advance over the processing-time span."""
     w = [(s, t) for s, t in frames if t0 + SETTLE_S * 1000 <= t <= t1]
-    if len(w) < 2:
-        return 0, 0.0
+    if len(w) < 2:  # stalled: (next to) nothing in the whole window
+        return 0, max(0.0, (t1 - t0) / 1000 - SETTLE_S)
     return w[-1][0] - w[0][0], (w[-1][1] - w[0][1]) / 1000
 
 
@@ -181,7 +181,7 @@ def rate(frames, windows):
 def cpu_per_frame(frames, windows, name):
     """Milliseconds of thread `name`'s CPU per frame processed, pooled over
     the windows (all frames of a window, settling included); None when the
-    daemon has no such thread."""
+    daemon has no such thread or it did nothing."""
     cpu, n = 0.0, 0
     for w in windows:
         c = w.cpu(name)
@@ -190,7 +190,9 @@ def cpu_per_frame(frames, windows, name):
         cpu += c
         seqs = [s for s, t in frames if w.t0 <= t <= w.t1]
         n += seqs[-1] - seqs[0] + 1 if seqs else 0  # results a slow reader missed count too
-    return cpu * 1000 / n if n else None
+    if not n:  # no frame at all: every CPU second went elsewhere
+        return float("inf") if cpu > 0 else None
+    return cpu * 1000 / n
 
 
 def cpu_share(windows, name):
@@ -273,6 +275,8 @@ def main():
         log = open(os.path.join(d, "trackd.log"), "w+")
         p, port = start_trackd(trackd, ["--backend", "cpu", "--size", "1280x720", "--fps", "30",
                                         "--stats-interval", "0"], log)
+        with open(f"/proc/{p.pid}/comm") as f:
+            comm = f.read().strip()
         os.nice(10)  # from here on; the daemon keeps its normal priority
         try:
             frames, before, quiet, flood, totals, normal_ok = asyncio.run(
@@ -301,15 +305,20 @@ def main():
         # Other work starves the daemon: frame rates then differ by more
         # than 5 % from one window to the next, flood or not. The CPU checks
         # below still tell whether the flood reaches the processing thread.
-        print(f"SKIP the frame-rate comparison: this machine is too loaded (the daemon made "
-              f"{first:.2f} of {NOMINAL_FPS:.0f} fps before any flood)", flush=True)
+        print(f"SKIP the 5 % frame-rate comparison: this machine is too loaded (the daemon "
+              f"made {first:.2f} of {NOMINAL_FPS:.0f} fps before any flood)", flush=True)
+        check(under >= 0.5 * base, f"even so, the flood does not halve the rate ({under:.2f} "
+              f"fps with, {base:.2f} fps without)")
     # Independent of how loaded the machine is: the processing thread does
     # the same work per frame with and without the flood, and the sampler
     # keeps to its tenth of a core.
-    pq = cpu_per_frame(frames, quiet, "trk-process")
-    pf = cpu_per_frame(frames, flood, "trk-process")
+    # A daemon that does not name its threads: all of them (they share the
+    # process's name).
+    proc = "trk-process" if quiet[0].cpu("trk-process") is not None else comm
+    pq = cpu_per_frame(frames, quiet, proc)
+    pf = cpu_per_frame(frames, flood, proc)
     share = cpu_share(flood, "trk-sampler")
-    print(f"processing thread: {pq} ms CPU per frame quiet, {pf} ms with the flood; "
+    print(f"thread {proc}: {pq} ms CPU per frame quiet, {pf} ms with the flood; "
           f"sampler thread: {share} of a core during the floods", flush=True)
     check(pq is not None and pf is not None and pf <= 1.5 * pq,
           "the processing thread's CPU per frame does not grow with the flood")
