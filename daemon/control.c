@@ -14,9 +14,11 @@
 #include "log.h"
 #include "preview.h"
 
-/* Sample requests waiting for the next frame; more get a "busy" error so a
- * client cannot make the processing thread do unbounded work. */
-#define MAX_PENDING 16
+/* Sample requests waiting for the sampler, in all and per client; more get
+ * a "busy" error. The per-client bound keeps one client from taking every
+ * slot; the sampler's own pacing (pipeline.c) bounds the rate. */
+#define MAX_PENDING            16
+#define MAX_PENDING_PER_CLIENT 4
 /* Largest sampled square radius and rectangle side (pixels). */
 #define SAMPLE_RADIUS_MAX 16
 #define SAMPLE_SIDE_MAX   4096
@@ -641,8 +643,14 @@ static void handle_sample(struct trk_control *c, const struct request *r)
     if (q.y0 < 0) q.y0 = 0;
     if (fw > 0 && q.x1 > fw - 1) q.x1 = fw - 1;
     if (fh > 0 && q.y1 > fh - 1) q.y1 = fh - 1;
-    if (c->n_pending == MAX_PENDING) {
-        refuse(c, r, TRK_MSG_BUSY, "too many sample requests pending; try again");
+    int mine = 0;
+    for (int i = 0; i < c->n_pending; i++)
+        mine += c->pending[i].client == r->client;
+    if (mine == MAX_PENDING_PER_CLIENT || c->n_pending == MAX_PENDING) {
+        refuse(c, r, TRK_MSG_BUSY,
+               "too many sample requests pending (%d of yours, %d in all); "
+               "try again after a reply",
+               mine, c->n_pending);
         return;
     }
     c->pending[c->n_pending++] = q;
@@ -752,34 +760,49 @@ static int clampi(int v, int lo, int hi)
     return v < lo ? lo : v > hi ? hi : v;
 }
 
-/* Per-space channel ranges and sums of the pixels in s->rect; the hue as a
- * signed offset from the first pixel's hue (*h_ref). */
-static void sample_stats(const struct trk_image *img, const struct trk_sample_info *s,
+/* The grid step that reads at most TRK_SAMPLE_PIXELS_MAX pixels of a w x h
+ * rectangle: every step-th pixel of every step-th row. */
+static int grid_step(int w, int h)
+{
+    int step = 1;
+    while ((long)((w + step - 1) / step) * ((h + step - 1) / step) > TRK_SAMPLE_PIXELS_MAX)
+        step++;
+    return step;
+}
+
+/* Per-space channel ranges and sums of the pixels of s->rect on a grid of
+ * step; the hue as a signed offset from the first pixel's hue (*h_ref).
+ * Returns how many pixels were read. */
+static long sample_stats(const struct trk_image *img, const struct trk_sample_info *s, int step,
                          struct chan_stats st[3], int *h_ref)
 {
+    const int ci = trk_coef_index(img->matrix, img->full_range);
+    long n = 0;
     *h_ref = -1;
     for (int sp = 0; sp < 3; sp++)
         for (int i = 0; i < 3; i++)
             st[sp].lo[i] = 1 << 20, st[sp].hi[i] = -(1 << 20), st[sp].sum[i] = 0;
-    for (int y = s->rect[1]; y <= s->rect[3]; y++)
-        for (int x = s->rect[0]; x <= s->rect[2]; x++)
-            for (int sp = 0; sp < 3; sp++) {
-                int ch[3];
-                trk_pixel_channels(img, x, y, (enum trk_space)sp, ch);
-                if (sp == TRK_SPACE_HSV) {
-                    /* Hue as a signed offset from the first pixel's hue. */
-                    if (*h_ref < 0) *h_ref = ch[0];
-                    int d = ch[0] - *h_ref;
-                    if (d > TRK_HUE_VALUES / 2) d -= TRK_HUE_VALUES;
-                    if (d < -TRK_HUE_VALUES / 2) d += TRK_HUE_VALUES;
-                    ch[0] = d;
-                }
+    for (int y = s->rect[1]; y <= s->rect[3]; y += step)
+        for (int x = s->rect[0]; x <= s->rect[2]; x += step, n++) {
+            /* All three spaces from one read (trk_pixel_channels' rules). */
+            int nat[3], ch[3][3];
+            const int yuv = trk_pixel_native(img->fmt, img->plane, img->pitch, x, y, nat);
+            trk_pixel_triples(&trk_yuv2rgb_coefs[ci], &trk_rgb2ycc_coefs[ci], yuv, TRK_SPACES_ALL,
+                              nat, ch);
+            /* Hue as a signed offset from the first pixel's hue. */
+            if (*h_ref < 0) *h_ref = ch[TRK_SPACE_HSV][0];
+            int d = ch[TRK_SPACE_HSV][0] - *h_ref;
+            if (d > TRK_HUE_VALUES / 2) d -= TRK_HUE_VALUES;
+            if (d < -TRK_HUE_VALUES / 2) d += TRK_HUE_VALUES;
+            ch[TRK_SPACE_HSV][0] = d;
+            for (int sp = 0; sp < 3; sp++)
                 for (int i = 0; i < 3; i++) {
-                    if (ch[i] < st[sp].lo[i]) st[sp].lo[i] = ch[i];
-                    if (ch[i] > st[sp].hi[i]) st[sp].hi[i] = ch[i];
-                    st[sp].sum[i] += ch[i];
+                    if (ch[sp][i] < st[sp].lo[i]) st[sp].lo[i] = ch[sp][i];
+                    if (ch[sp][i] > st[sp].hi[i]) st[sp].hi[i] = ch[sp][i];
+                    st[sp].sum[i] += ch[sp][i];
                 }
-            }
+        }
+    return n;
 }
 
 /* Means and suggested boxes (observed range plus a margin, clamped) into s
@@ -808,7 +831,8 @@ static void sample_boxes(const struct chan_stats st[3], int h_ref, struct trk_sa
         }
 }
 
-static void answer_sample(struct trk_control *c, const struct sample_req *r,
+/* Answers r from img; returns the pixels read. */
+static long answer_sample(struct trk_control *c, const struct sample_req *r,
                           const struct trk_image *img, uint64_t seq)
 {
     struct trk_sample_info s = { .id_json = r->id, .x = r->x, .y = r->y, .radius = r->radius };
@@ -818,16 +842,17 @@ static void answer_sample(struct trk_control *c, const struct sample_req *r,
     if (s.rect[0] > s.rect[2] || s.rect[1] > s.rect[3]) {
         reply_error(c, r->client, r->id, TRK_MSG_OUT_OF_RANGE,
                     "the sample lies outside the %dx%d frame", img->width, img->height);
-        return;
+        return 0;
     }
     struct chan_stats st[3];
     int h_ref;
-    sample_stats(img, &s, st, &h_ref);
+    int step = grid_step(s.rect[2] - s.rect[0] + 1, s.rect[3] - s.rect[1] + 1);
+    s.n = sample_stats(img, &s, step, st, &h_ref);
     s.seq = seq;
-    s.n = (long)(s.rect[2] - s.rect[0] + 1) * (s.rect[3] - s.rect[1] + 1);
     sample_boxes(st, h_ref, &s);
     struct trk_buf b = { 0 };
     send_reply(c, r->client, &b, trk_msg_sample(&b, &s));
+    return s.n;
 }
 
 void trk_control_set_frame_size(struct trk_control *c, int width, int height)
@@ -841,7 +866,20 @@ void trk_control_set_frame_size(struct trk_control *c, int width, int height)
     pthread_mutex_unlock(&c->lock);
 }
 
-void trk_control_frame(struct trk_control *c, const struct trk_image *img, uint64_t seq)
+static long area(const struct sample_req *r)
+{
+    return (long)(r->x1 - r->x0 + 1) * (r->y1 - r->y0 + 1);
+}
+
+bool trk_control_samples_pending(struct trk_control *c)
+{
+    pthread_mutex_lock(&c->lock);
+    bool any = c->n_pending > 0;
+    pthread_mutex_unlock(&c->lock);
+    return any;
+}
+
+long trk_control_answer_samples(struct trk_control *c, const struct trk_image *img, uint64_t seq)
 {
     struct sample_req req[MAX_PENDING];
     pthread_mutex_lock(&c->lock);
@@ -849,6 +887,15 @@ void trk_control_frame(struct trk_control *c, const struct trk_image *img, uint6
     memcpy(req, c->pending, n * sizeof(req[0]));
     c->n_pending = 0;
     pthread_mutex_unlock(&c->lock);
+    /* Smallest first: a click's few pixels go out before a flood's big
+     * rectangles. */
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && area(&req[j]) < area(&req[j - 1]); j--) {
+            struct sample_req t = req[j];
+            req[j] = req[j - 1], req[j - 1] = t;
+        }
+    long pixels = 0;
     for (int i = 0; i < n; i++)
-        answer_sample(c, &req[i], img, seq);
+        pixels += answer_sample(c, &req[i], img, seq);
+    return pixels;
 }

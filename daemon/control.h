@@ -5,8 +5,9 @@
  *
  * Threads: trk_control_on_message runs on the WebSocket service thread and
  * never blocks on the pipeline or the disk: edits take a short mutex and bump
- * a version; sample requests are queued and answered by the processing
- * thread from the next frame (trk_control_frame); save_objects and
+ * a version; sample requests are queued (at most 16, 4 per client) and
+ * answered by the pipeline's sampler thread from the next frame it is handed
+ * (trk_control_answer_samples), never by the processing thread; save_objects and
  * reload_objects are queued to the module's file worker thread, which
  * replies when the file is written or read. The processing thread picks up a
  * new object set between frames (trk_control_poll); the preview thread reads
@@ -69,9 +70,19 @@ void trk_control_on_message(void *user, uint64_t client_id, const char *json, si
  * *out, updates *version and returns true. *version = 0 gets the first set. */
 bool trk_control_poll(struct trk_control *c, uint64_t *version, struct trk_objects *out);
 
-/* Processing thread, after each frame: answers pending sample requests from
- * img (frame seq). Cheap when none are pending. */
-void trk_control_frame(struct trk_control *c, const struct trk_image *img, uint64_t seq);
+/* The most pixels one sample reads: a larger rectangle is read on an evenly
+ * spaced grid (every k-th pixel of every k-th row, the smallest k that fits),
+ * so the cost of a reply is bounded whatever the frame size. */
+#define TRK_SAMPLE_PIXELS_MAX 65536
+
+/* Processing thread, after each frame: whether sample requests wait (then
+ * the frame goes to the sampler thread). A mutex and a load. */
+bool trk_control_samples_pending(struct trk_control *c);
+
+/* Sampler thread: answers every pending sample request from img (frame seq)
+ * and returns the pixels read (at most TRK_SAMPLE_PIXELS_MAX per request), so
+ * the caller can pace itself. */
+long trk_control_answer_samples(struct trk_control *c, const struct trk_image *img, uint64_t seq);
 
 /* Preview thread: current preview width / rate and the mask object (def
  * copied into *mask; returns false when no mask is shown). */

@@ -4,6 +4,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "trk_assert.h"
+
 double trk_now(void)
 {
     struct timespec ts;
@@ -86,8 +88,8 @@ struct trk_frame *trk_pool_get(struct trk_pool *p)
     pthread_mutex_lock(&p->lock);
     while (!p->closed) {
         for (int i = 0; i < TRK_POOL_FRAMES && !f; i++)
-            if (!p->busy[i]) {
-                p->busy[i] = true;
+            if (!p->holders[i]) {
+                p->holders[i] = 1;
                 f = &p->frames[i];
             }
         if (f) break;
@@ -105,12 +107,12 @@ bool trk_pool_publish(struct trk_pool *p, struct trk_frame *f)
     bool ok = !p->closed;
     if (ok) {
         if (p->ready) { /* live source: the older frame is stale, drop it */
-            p->busy[index_of(p, p->ready)] = false;
+            p->holders[index_of(p, p->ready)]--;
             p->drops++;
         }
         p->ready = f;
     } else {
-        p->busy[index_of(p, f)] = false;
+        p->holders[index_of(p, f)]--;
     }
     pthread_cond_broadcast(&p->cond);
     pthread_mutex_unlock(&p->lock);
@@ -129,11 +131,20 @@ struct trk_frame *trk_pool_take(struct trk_pool *p)
     return f;
 }
 
+void trk_pool_ref(struct trk_pool *p, struct trk_frame *f)
+{
+    pthread_mutex_lock(&p->lock);
+    TRK_ASSERT(p->holders[index_of(p, f)] > 0);
+    p->holders[index_of(p, f)]++;
+    pthread_mutex_unlock(&p->lock);
+}
+
 void trk_pool_release(struct trk_pool *p, struct trk_frame *f)
 {
     if (!f) return;
     pthread_mutex_lock(&p->lock);
-    p->busy[index_of(p, f)] = false;
+    TRK_ASSERT(p->holders[index_of(p, f)] > 0);
+    p->holders[index_of(p, f)]--;
     pthread_cond_broadcast(&p->cond);
     pthread_mutex_unlock(&p->lock);
 }

@@ -30,16 +30,22 @@ double trk_now(void);
 double trk_wall_ms(void);
 
 /* The pool: TRK_POOL_FRAMES frames cycling between capture (fills one),
- * the newest ready frame, processing and the preview encoder. Owned by the
- * pipeline; every function is thread-safe. With lossless = true (files,
- * demo), publish waits for the processing thread to take the previous frame;
- * with lossless = false (live cameras) it replaces it and counts a drop, so
- * processing always gets the newest frame. */
-#define TRK_POOL_FRAMES 4
+ * the newest ready frame, processing, the preview encoder and the colour
+ * sampler. Owned by the pipeline; every function is thread-safe. A frame has
+ * holders: get gives the producer the only one; publish passes it to the
+ * ready slot and take to the consumer; trk_pool_ref adds one (processing
+ * hands one frame to both the preview and the sampler); each holder calls
+ * release once. The frame is reused when the last holder lets go, so pixels
+ * never change under a reader. One frame for each of the five roles above
+ * means capture never waits on the preview or the sampler. With lossless =
+ * true (files, demo), publish waits for the processing thread to take the
+ * previous frame; with lossless = false (live cameras) it replaces it and
+ * counts a drop, so processing always gets the newest frame. */
+#define TRK_POOL_FRAMES 5
 
 struct trk_pool {
     struct trk_frame frames[TRK_POOL_FRAMES];
-    bool busy[TRK_POOL_FRAMES];
+    int holders[TRK_POOL_FRAMES]; /* 0 = free */
     struct trk_frame *ready;
     bool lossless;
     bool closed; /* no more frames will be published */
@@ -56,6 +62,9 @@ struct trk_frame *trk_pool_get(struct trk_pool *p);
 bool trk_pool_publish(struct trk_pool *p, struct trk_frame *f);
 /* Waits for the newest ready frame; NULL when closed and drained. */
 struct trk_frame *trk_pool_take(struct trk_pool *p);
+/* One more holder of f, which the caller holds (so it is not free). */
+void trk_pool_ref(struct trk_pool *p, struct trk_frame *f);
+/* The caller stops holding f; NULL is ignored. */
 void trk_pool_release(struct trk_pool *p, struct trk_frame *f);
 /* Wakes every waiter; later gets/takes return NULL once drained. */
 void trk_pool_close(struct trk_pool *p);

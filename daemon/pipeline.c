@@ -5,6 +5,9 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -20,6 +23,12 @@
 #define STAT_SAMPLES 1024
 /* Seconds between WebSocket "stats" messages (the page's stats panel). */
 #define WS_STATS_PERIOD 1.0
+/* The share of one core the colour sampler may use: after answering a batch
+ * that took t seconds of its CPU time it rests t * (1 / SAMPLER_DUTY - 1), so
+ * however many clients keep samples pending, sampling takes at most this
+ * much CPU from capture and processing. A lone sample is still answered from
+ * the next frame: the rest only delays the batch after it. */
+#define SAMPLER_DUTY 0.1
 
 /* The latency stages sampled for every processed frame (ms). */
 enum stage {
@@ -40,8 +49,8 @@ struct pipeline {
     volatile sig_atomic_t *stop;
     double t_start;
     struct trk_pool pool;
-    pthread_t capture_thread, process_thread, preview_thread;
-    bool have_preview_thread;
+    pthread_t capture_thread, process_thread, preview_thread, sampler_thread;
+    bool have_preview_thread, have_sampler_thread;
     /* Processing thread: the results of one frame, the current object set
      * and the tracker that follows it. */
     struct trk_obj_result *res; /* TRK_MAX_OBJECTS */
@@ -70,10 +79,13 @@ struct pipeline {
     /* Per-interval latency samples in ms, per stage. */
     float samples[N_STAGES][STAT_SAMPLES];
     uint64_t n_samples; /* taken since start; sample i is at i % STAT_SAMPLES */
-    /* Preview hand-off: the processing thread parks a frame here when the
-     * preview thread is idle; the preview thread releases it to the pool. */
+    /* Preview and sampler hand-off: the processing thread parks a frame
+     * (one pool holder each) for an idle preview or sampler thread, which
+     * releases it to the pool when done. */
     struct trk_frame *preview_frame;
-    bool preview_quit;
+    struct trk_frame *sample_frame;
+    bool sampler_waiting; /* the sampler waits for a frame (not busy or resting) */
+    bool helpers_quit;    /* the preview and sampler threads end */
 };
 
 static bool stopping(struct pipeline *p)
@@ -135,9 +147,17 @@ static bool reopen_live(struct pipeline *p, int err, bool at_start)
     return true;
 }
 
+/* Names the calling thread (top -H, /proc/PID/task/TID/comm: the attack
+ * tests read each thread's CPU time by name). */
+static void name_thread(const char *name)
+{
+    prctl(PR_SET_NAME, name, 0, 0, 0);
+}
+
 static void *capture_main(void *arg)
 {
     struct pipeline *p = arg;
+    name_thread("trk-capture");
     const struct trk_pipeline_cfg *cfg = p->cfg;
     uint64_t seq = 0;
     double t0 = 0, pts0 = 0;
@@ -278,6 +298,7 @@ static int follow_size(struct pipeline *p, const struct trk_frame *f, int n_obje
 static void *process_main(void *arg)
 {
     struct pipeline *p = arg;
+    name_thread("trk-process");
     const struct trk_pipeline_cfg *cfg = p->cfg;
     uint64_t version = 0; /* 0: the first poll gets the control's set */
     int n_objects = 0;
@@ -335,9 +356,6 @@ static void *process_main(void *arg)
             if (cfg->ws) trk_ws_broadcast(cfg->ws, TRK_WS_RESULT, msg.data, msg.len);
         }
         double t_sent = trk_now();
-        /* Answers pending colour-sample requests from this frame; after the
-         * send, so it never delays the results. */
-        trk_control_frame(cfg->control, &f->img, f->seq);
 
         pthread_mutex_lock(&p->lock);
         if (p->frames == 0) p->first_t = t_done;
@@ -351,8 +369,10 @@ static void *process_main(void *arg)
         p->samples[STAGE_SEND][k] = (float)((t_sent - t_done) * 1e3);
         p->samples[STAGE_TOTAL][k] = (float)((t_sent - f->t_capture) * 1e3);
         /* Hand the frame to the preview thread when one is due and the
-         * encoder is idle; never wait for it. */
-        bool to_preview = false;
+         * encoder is idle, and to the sampler when samples wait and it is
+         * idle; never wait for either. Colour samples are answered there, not
+         * here, so no client can slow the results down. */
+        bool to_preview = false, to_sampler = false;
         if (p->have_preview_thread && !p->preview_frame && t_done >= next_preview) {
             struct trk_ws_stats st;
             trk_ws_get_stats(cfg->ws, &st);
@@ -366,16 +386,23 @@ static void *process_main(void *arg)
                 trk_control_preview(cfg->control, &pw, &pfps, &unused);
                 if (!(pfps > 0)) pfps = cfg->preview_fps; /* a control made without a hello */
                 next_preview = t_done + 1.0 / pfps;
-                pthread_cond_broadcast(&p->cond);
             }
         }
+        if (p->sampler_waiting && !p->sample_frame && trk_control_samples_pending(cfg->control)) {
+            /* Processing's holder goes to one helper; the other gets its own. */
+            if (to_preview) trk_pool_ref(&p->pool, f);
+            p->sample_frame = f;
+            p->sampler_waiting = false;
+            to_sampler = true;
+        }
+        if (to_preview || to_sampler) pthread_cond_broadcast(&p->cond);
         pthread_mutex_unlock(&p->lock);
-        if (!to_preview) trk_pool_release(&p->pool, f);
+        if (!to_preview && !to_sampler) trk_pool_release(&p->pool, f);
     }
     trk_buf_free(&msg);
     pthread_mutex_lock(&p->lock);
     p->process_done = true;
-    p->preview_quit = true;
+    p->helpers_quit = true;
     pthread_cond_broadcast(&p->cond);
     pthread_mutex_unlock(&p->lock);
     return NULL;
@@ -423,6 +450,7 @@ static int render_mask(const struct trk_image *src, int width, const struct trk_
 static void *preview_main(void *arg)
 {
     struct pipeline *p = arg;
+    name_thread("trk-preview");
     const struct trk_pipeline_cfg *cfg = p->cfg;
     struct trk_preview *enc = NULL;
     uint8_t *msg = NULL;
@@ -435,7 +463,7 @@ static void *preview_main(void *arg)
     }
     for (;;) {
         pthread_mutex_lock(&p->lock);
-        while (!p->preview_frame && !p->preview_quit)
+        while (!p->preview_frame && !p->helpers_quit)
             pthread_cond_wait(&p->cond, &p->lock);
         struct trk_frame *f = p->preview_frame;
         pthread_mutex_unlock(&p->lock);
@@ -476,6 +504,52 @@ static void *preview_main(void *arg)
     free(msg);
     free(mask_buf);
     trk_preview_destroy(&enc);
+    return NULL;
+}
+
+/* CPU seconds this thread has used. */
+static double thread_cpu(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* The colour sampler: answers every pending sample request from the frame
+ * the processing thread hands it, then rests so that it uses at most
+ * SAMPLER_DUTY of a core. Requests that arrive meanwhile wait (the control
+ * module bounds how many) and are answered from a newer frame. It runs at
+ * the lowest priority (nice 19, this thread only): on a busy machine the
+ * kernel gives the capture, processing and server threads the CPU first. */
+static void *sampler_main(void *arg)
+{
+    struct pipeline *p = arg;
+    name_thread("trk-sampler");
+    if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19) != 0)
+        TRK_LOGX(TRK_LOG_DEBUG, errno, "cannot lower the sampler thread's priority");
+    pthread_mutex_lock(&p->lock);
+    for (;;) {
+        p->sampler_waiting = true;
+        while (!p->sample_frame && !p->helpers_quit)
+            pthread_cond_wait(&p->cond, &p->lock);
+        struct trk_frame *f = p->sample_frame;
+        pthread_mutex_unlock(&p->lock);
+        if (!f) break;
+        double cpu0 = thread_cpu();
+        trk_control_answer_samples(p->cfg->control, &f->img, f->seq);
+        double rest = (thread_cpu() - cpu0) * (1.0 / SAMPLER_DUTY - 1.0);
+        pthread_mutex_lock(&p->lock);
+        p->sample_frame = NULL;
+        pthread_mutex_unlock(&p->lock);
+        trk_pool_release(&p->pool, f);
+        /* Rest without a frame; the end of the run cuts it short. */
+        double t = trk_now() + rest;
+        struct timespec until = { (time_t)t, (long)((t - (double)(time_t)t) * 1e9) };
+        pthread_mutex_lock(&p->lock);
+        int rc = 0;
+        while (!p->helpers_quit && rc != ETIMEDOUT)
+            rc = pthread_cond_timedwait(&p->cond, &p->lock, &until);
+    }
     return NULL;
 }
 
@@ -613,13 +687,25 @@ int trk_pipeline_run(const struct trk_pipeline_cfg *cfg, volatile sig_atomic_t *
     }
     trk_pool_init(&p->pool, !cfg->source->live);
     pthread_mutex_init(&p->lock, NULL);
-    pthread_cond_init(&p->cond, NULL);
+    /* Timed waits (the sampler's rest) on the monotonic clock. */
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&p->cond, &ca);
+    pthread_condattr_destroy(&ca);
     int err = 0;
     p->have_preview_thread = cfg->ws && cfg->preview;
     if (p->have_preview_thread &&
         (err = -pthread_create(&p->preview_thread, NULL, preview_main, p)) != 0) {
         p->have_preview_thread = false;
         goto end;
+    }
+    /* Sample requests come from WebSocket clients only. */
+    p->have_sampler_thread = cfg->ws != NULL;
+    if (p->have_sampler_thread &&
+        (err = -pthread_create(&p->sampler_thread, NULL, sampler_main, p)) != 0) {
+        p->have_sampler_thread = false;
+        goto end_preview;
     }
     if ((err = -pthread_create(&p->process_thread, NULL, process_main, p)) != 0) goto end_preview;
     if ((err = -pthread_create(&p->capture_thread, NULL, capture_main, p)) != 0) {
@@ -664,13 +750,12 @@ end_process:
     pthread_join(p->process_thread, NULL);
     if (p->eof) send_status(cfg, "eof", "end of input");
 end_preview:
-    if (p->have_preview_thread) {
-        pthread_mutex_lock(&p->lock);
-        p->preview_quit = true;
-        pthread_cond_broadcast(&p->cond);
-        pthread_mutex_unlock(&p->lock);
-        pthread_join(p->preview_thread, NULL);
-    }
+    pthread_mutex_lock(&p->lock);
+    p->helpers_quit = true;
+    pthread_cond_broadcast(&p->cond);
+    pthread_mutex_unlock(&p->lock);
+    if (p->have_preview_thread) pthread_join(p->preview_thread, NULL);
+    if (p->have_sampler_thread) pthread_join(p->sampler_thread, NULL);
 end:
     trk_output_flush(p->out);
     if (summary) {

@@ -1,7 +1,8 @@
 /* The pipeline: a capture thread (source -> frame pool), a processing thread
  * (tracker ROIs -> backend -> tracker -> results to NDJSON and WebSocket), a
- * preview thread (JPEG for the web page) and, on the caller's thread, the
- * 1 Hz stats line. */
+ * preview thread (JPEG for the web page), a sampler thread (the clients'
+ * colour samples, at low priority) and, on the caller's thread, the 1 Hz
+ * stats line. */
 #ifndef TRK_DAEMON_PIPELINE_H
 #define TRK_DAEMON_PIPELINE_H
 

@@ -3,7 +3,8 @@
  * pixel format and matrix; trk_control_poll hands out each new version once;
  * trk_control_reload keeps the current set when the file is invalid. Through
  * the reply handle: every control type has a handler, error codes come from
- * the failing rule, and save/reload run off the calling (service) thread. */
+ * the failing rule, save/reload run off the calling (service) thread, and
+ * sample requests are bounded per client, in all and in pixels read. */
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -118,7 +119,9 @@ static void sink_send(void *ctx, uint64_t client, const struct trk_buf *msg)
 {
     struct sink *s = ctx;
     json_t *j = json_loadb(msg->data, msg->len, 0, NULL);
-    CHECKF(j && client == 7, "reply to %llu: %s", (unsigned long long)client, msg->data);
+    CHECKF(j && (client == 7 || client == 8), "reply to %llu: %s", (unsigned long long)client,
+           msg->data);
+    if (j) json_object_set_new(j, "to_client", json_integer((json_int_t)client));
     pthread_mutex_lock(&s->lock);
     if (j) json_array_append_new(s->replies, j);
     pthread_cond_broadcast(&s->cond);
@@ -239,7 +242,9 @@ static void every_type_answered(void)
             struct trk_image img;
             CHECK(trk_image_from_rgb(rgb, 8, 8, TRK_FMT_RGB24, TRK_MATRIX_BT601, true, 0, &buf,
                                      &img) == 0);
-            trk_control_frame(c, &img, 42);
+            CHECK(trk_control_samples_pending(c));
+            CHECK(trk_control_answer_samples(c, &img, 42) == 25);
+            CHECK(!trk_control_samples_pending(c));
             free(buf);
         }
         outcome(&s, 100 + t, got, sizeof(got));
@@ -349,11 +354,84 @@ static void reload_refuses_unsafe(void)
     rmdir(dir);
 }
 
+/* One client keeps at most 4 samples pending (the 5th is "busy") while
+ * another still gets its own in; a full-frame sample of a 1000x600 frame
+ * reads an even grid of at most TRK_SAMPLE_PIXELS_MAX pixels and still
+ * describes the whole rectangle (both halves' colours). */
+static void sample_bounds(void)
+{
+    static struct trk_objects objs;
+    struct sink s;
+    struct trk_control_cfg cfg = { .objects = &objs };
+    cfg.hello.width = 1000, cfg.hello.height = 600;
+    cfg.hello.preview.width = 320;
+    sink_init(&s, &cfg);
+    struct trk_control *c = NULL;
+    CHECK(trk_control_create(&cfg, &c) == 0);
+    CHECK(!trk_control_samples_pending(c));
+    char msg[160], got[64];
+    for (int id = 1; id <= 5; id++) {
+        snprintf(msg, sizeof(msg),
+                 "{\"type\":\"sample\",\"id\":%d,\"x\":0,\"y\":0,\"w\":4096,\"h\":4096}", id);
+        send_msg(c, msg);
+    }
+    CHECKF(!strcmp(outcome(&s, 5, got, sizeof(got)), "busy"), "5th pending sample: %s", got);
+    const char *other = "{\"type\":\"sample\",\"id\":6,\"x\":500,\"y\":300}";
+    trk_control_on_message(c, 8, other, strlen(other));
+    /* Left half red-ish, right half blue-ish. */
+    const int w = 1000, h = 600;
+    uint8_t *rgb = malloc((size_t)w * h * 3);
+    CHECK(rgb != NULL);
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++) {
+            uint8_t *px = rgb + ((size_t)y * w + x) * 3;
+            px[0] = x < w / 2 ? 200 : 20, px[1] = 60, px[2] = x < w / 2 ? 20 : 200;
+        }
+    uint8_t *buf = NULL;
+    struct trk_image img;
+    CHECK(trk_image_from_rgb(rgb, w, h, TRK_FMT_RGB24, TRK_MATRIX_BT601, true, 0, &buf, &img) == 0);
+    long read = trk_control_answer_samples(c, &img, 9);
+    CHECKF(read > 0 && read <= 4 * TRK_SAMPLE_PIXELS_MAX + 25, "pixels read: %ld", read);
+    for (int id = 1; id <= 4; id++) {
+        json_t *r = reply_to(&s, id);
+        json_t *rect = json_object_get(r, "rect");
+        long n = (long)json_integer_value(json_object_get(r, "n"));
+        json_t *mean = json_object_get(r, "rgb");
+        CHECKF(r && !strcmp(json_string_value(json_object_get(r, "type")), "sample") &&
+                   json_integer_value(json_array_get(rect, 2)) == w - 1 &&
+                   json_integer_value(json_array_get(rect, 3)) == h - 1,
+               "sample %d covers the frame", id);
+        CHECKF(n > TRK_SAMPLE_PIXELS_MAX / 4 && n <= TRK_SAMPLE_PIXELS_MAX, "sample %d read %ld",
+               id, n);
+        int r0 = (int)json_integer_value(json_array_get(mean, 0));
+        int b0 = (int)json_integer_value(json_array_get(mean, 2));
+        CHECKF(r0 >= 105 && r0 <= 115 && b0 >= 105 && b0 <= 115, "sample %d mean %d,%d", id, r0,
+               b0);
+        json_t *box =
+            json_object_get(json_object_get(json_object_get(r, "suggest_all"), "rgb"), "lo");
+        CHECKF(json_integer_value(json_array_get(box, 0)) == 0, "sample %d saw both halves", id);
+        json_decref(r);
+    }
+    json_t *r = reply_to(&s, 6);
+    CHECKF(r && json_integer_value(json_object_get(r, "to_client")) == 8 &&
+               json_integer_value(json_object_get(r, "n")) == 25,
+           "the other client's sample was taken and answered");
+    json_decref(r);
+    /* Answered requests free their slots. */
+    send_msg(c, "{\"type\":\"sample\",\"id\":7,\"x\":1,\"y\":1}");
+    CHECK(trk_control_samples_pending(c));
+    free(buf);
+    free(rgb);
+    trk_control_destroy(&c);
+    sink_free(&s);
+}
+
 int main(void)
 {
     mask_equals_mass();
     versions_and_reload();
     every_type_answered();
     reload_refuses_unsafe();
+    sample_bounds();
     return check_exit("control");
 }
