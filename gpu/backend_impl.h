@@ -4,6 +4,9 @@
 
 #include "backend.h"
 
+#include <string.h>
+#include <time.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -41,6 +44,29 @@ static inline void trk_result_clear(struct trk_obj_result *r)
 {
     r->mass = r->sum_x = r->sum_y = 0;
     r->x0 = r->y0 = r->x1 = r->y1 = -1;
+}
+
+/* The wait of a backend that does all its work in submit (the CPU ones):
+ * copies the n results of the last submit out and reports its time, none of
+ * it upload. */
+static inline int trk_backend_sync_wait(const struct trk_obj_result *res, int n, double total_ms,
+                                        struct trk_obj_result *out, struct trk_backend_timing *t)
+{
+    if (n > 0 && out) memcpy(out, res, (size_t)n * sizeof(*out));
+    if (t) {
+        t->upload_ms = 0;
+        t->kernel_ms = total_ms;
+        t->total_ms = total_ms;
+    }
+    return 0;
+}
+
+/* CLOCK_MONOTONIC in ms: the clock of every backend timing. */
+static inline double trk_backend_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
 /* Clips an object's ROI (or the full frame when rois == NULL) to the image;

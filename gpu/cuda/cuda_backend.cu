@@ -18,7 +18,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "../log_hook.h"
 #include "bench_hooks.h"
@@ -89,13 +88,6 @@ struct cuda_be {
     bool work; /* GPU work was queued (n > 0)          */
     double t_submit;
 };
-
-double now_ms()
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 size_t align_up(size_t v, size_t a)
 {
@@ -689,7 +681,7 @@ int submit_impl(struct cuda_be *b, const struct trk_image *img, const struct trk
 int cu_submit(void *self, const struct trk_image *img, const struct trk_roi *rois)
 {
     struct cuda_be *b = (struct cuda_be *)self;
-    b->t_submit = now_ms();
+    b->t_submit = trk_backend_now_ms();
     b->work = false;
     if (b->n == 0) return 0;
     TRK_CUDA_TRY(cudaSetDevice(b->dev));
@@ -738,7 +730,7 @@ int cu_wait(void *self, struct trk_obj_result *out, struct trk_backend_timing *t
     if (!b->work) {
         if (t) {
             t->upload_ms = t->kernel_ms = 0;
-            t->total_ms = now_ms() - b->t_submit;
+            t->total_ms = trk_backend_now_ms() - b->t_submit;
         }
         return 0;
     }
@@ -752,7 +744,7 @@ int cu_wait(void *self, struct trk_obj_result *out, struct trk_backend_timing *t
         for (int i = 0; i < b->nk; i++)
             k += elapsed(b->ev_ks[i], b->ev_ke[i]);
         t->kernel_ms = k;
-        t->total_ms = now_ms() - b->t_submit;
+        t->total_ms = trk_backend_now_ms() - b->t_submit;
     }
     return 0;
 }
