@@ -26,6 +26,13 @@ struct trk_backend_ops {
     const char *const *variants;
 };
 
+/* The required members of a C backend's ops whose functions follow the
+ * naming <p>_create, <p>_destroy, <p>_set_objects, <p>_submit, <p>_wait:
+ * `const struct trk_backend_ops x = { TRK_BACKEND_OPS(p, "name"), ... };`. */
+#define TRK_BACKEND_OPS(p, name_)                                                                  \
+    .name = (name_), .create = p##_create, .destroy = p##_destroy, .set_objects = p##_set_objects, \
+    .submit = p##_submit, .wait = p##_wait
+
 extern const struct trk_backend_ops trk_cpu_ref_ops;
 extern const struct trk_backend_ops trk_cpu_fast_ops;
 /* Defined when the CUDA sources are compiled into trk_gpu (TRK_HAVE_CUDA,

@@ -769,12 +769,7 @@ static const char *fast_describe(void *self)
 }
 
 const struct trk_backend_ops trk_cpu_fast_ops = {
-    .name = "cpu",
-    .create = fast_create,
-    .destroy = fast_destroy,
-    .set_objects = fast_set_objects,
-    .submit = fast_submit,
-    .wait = fast_wait,
+    TRK_BACKEND_OPS(fast, "cpu"),
     .describe = fast_describe,
     .variants = fast_variants,
 };

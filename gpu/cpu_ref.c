@@ -113,13 +113,5 @@ static int ref_wait(void *self, struct trk_obj_result *out, struct trk_backend_t
     return trk_backend_sync_wait(s->res, s->n, s->total_ms, out, t);
 }
 
-const struct trk_backend_ops trk_cpu_ref_ops = {
-    .name = "cpu-ref",
-    .create = ref_create,
-    .destroy = ref_destroy,
-    .set_objects = ref_set_objects,
-    .submit = ref_submit,
-    .wait = ref_wait,
-    .describe = NULL,
-    .variants = NULL,
-};
+/* No variants, and the name says it all (describe NULL). */
+const struct trk_backend_ops trk_cpu_ref_ops = { TRK_BACKEND_OPS(ref, "cpu-ref") };
