@@ -249,6 +249,25 @@ bool same(const struct trk_obj_result *a, const struct trk_obj_result *b, int n)
     return true;
 }
 
+/* The CPU reference's results for img (the truth every variant is checked
+ * against); ms, when not NULL, gets the time of its process call. */
+int ref_truth(const struct trk_image &img, const struct trk_object_def *objs, int m,
+              struct trk_obj_result *truth, double *ms)
+{
+    struct trk_backend *ref = NULL;
+    struct trk_backend_cfg rc = {};
+    rc.kind = TRK_BACKEND_CPU_REF;
+    rc.max_width = img.width;
+    rc.max_height = img.height;
+    int err = trk_backend_create(&rc, &ref);
+    if (!err) err = trk_backend_set_objects(ref, objs, m);
+    const double t0 = trk_bench_now_ms();
+    if (!err) err = trk_backend_process(ref, &img, NULL, truth, NULL);
+    if (ms) *ms = trk_bench_now_ms() - t0;
+    trk_backend_destroy(&ref);
+    return err;
+}
+
 /* A CUDA backend instance driven through the bench hooks (device-resident
  * frame, kernel-only timing). */
 struct variant_run {
@@ -522,17 +541,8 @@ int run_kernels(int argc, char **argv)
                 pinned_image pi;
                 if (make_pinned(sc, fmt, pi)) return 1;
                 /* Truth and the reference's time: one run of cpu-ref. */
-                struct trk_backend *ref = NULL;
-                struct trk_backend_cfg rc = {};
-                rc.kind = TRK_BACKEND_CPU_REF;
-                rc.max_width = w;
-                rc.max_height = h;
-                if (trk_backend_create(&rc, &ref) || trk_backend_set_objects(ref, sc.objects, m))
-                    return 1;
-                double t0 = trk_bench_now_ms();
-                if (trk_backend_process(ref, &pi.img, NULL, truth, NULL)) return 1;
-                double ref_ms = trk_bench_now_ms() - t0;
-                trk_backend_destroy(&ref);
+                double ref_ms;
+                if (ref_truth(pi.img, sc.objects, m, truth, &ref_ms)) return 1;
                 const char *tv = "";
                 const struct trk_json *tmass = nullptr;
                 double torch_ms = tb.find(w, h, m, &tv, &tmass);
@@ -559,18 +569,14 @@ int run_kernels(int argc, char **argv)
                  * comparison one band (upload everything, then process). */
                 double frame_ms = 0, frame1_ms = 0;
                 for (int pass = 0; pass < 2 && m > 0; pass++) {
-                    struct trk_backend *fb = NULL;
-                    struct trk_backend_cfg fc = {};
-                    fc.kind = TRK_BACKEND_CUDA;
-                    fc.max_width = w;
-                    fc.max_height = h;
-                    fc.variant = pass ? "fused:bands=1" : NULL;
-                    if (trk_backend_create(&fc, &fb) || trk_backend_set_objects(fb, sc.objects, m))
+                    variant_run fb;
+                    if (fb.create(pass ? "fused:bands=1" : NULL, w, h) ||
+                        trk_backend_set_objects(fb.b, sc.objects, m))
                         return 1;
                     std::vector<double> t;
                     for (int i = -warmup; i < iters; i++) {
                         double a = trk_bench_now_ms();
-                        if (trk_backend_process(fb, &pi.img, NULL, got, NULL)) return 1;
+                        if (trk_backend_process(fb.b, &pi.img, NULL, got, NULL)) return 1;
                         if (i >= 0) t.push_back(trk_bench_now_ms() - a);
                     }
                     (pass ? frame1_ms : frame_ms) = median(t);
@@ -578,7 +584,6 @@ int run_kernels(int argc, char **argv)
                         fprintf(stderr, "MISMATCH cuda process() on %s\n", scene);
                         mismatches++;
                     }
-                    trk_backend_destroy(&fb);
                 }
                 for (auto &vn : vars) {
                     double hot = 0, cms = 0;
@@ -703,15 +708,7 @@ int run_seed(int argc, char **argv)
         if (trk_scene_standard(w, h, m, seed, &sc)) return 1;
         pinned_image pi;
         if (make_pinned(sc, TRK_FMT_RGB24, pi)) return 1;
-        struct trk_backend *ref = NULL;
-        struct trk_backend_cfg rc = {};
-        rc.kind = TRK_BACKEND_CPU_REF;
-        rc.max_width = w;
-        rc.max_height = h;
-        if (trk_backend_create(&rc, &ref) || trk_backend_set_objects(ref, sc.objects, m) ||
-            trk_backend_process(ref, &pi.img, NULL, truth, NULL))
-            return 1;
-        trk_backend_destroy(&ref);
+        if (ref_truth(pi.img, sc.objects, m, truth, NULL)) return 1;
         printf("%-6d", m);
         if (jf) fprintf(jf, "%s\n {\"objects\":%d", k ? "," : "", m);
         for (const char *v : v1) {
@@ -752,15 +749,7 @@ int run_seed(int argc, char **argv)
         if (trk_scene_standard(w, h, m_for_r, seed, &sc)) return 1;
         pinned_image pi;
         if (make_pinned(sc, TRK_FMT_RGB24, pi)) return 1;
-        struct trk_backend *ref = NULL;
-        struct trk_backend_cfg rc = {};
-        rc.kind = TRK_BACKEND_CPU_REF;
-        rc.max_width = w;
-        rc.max_height = h;
-        if (trk_backend_create(&rc, &ref) || trk_backend_set_objects(ref, sc.objects, m_for_r) ||
-            trk_backend_process(ref, &pi.img, NULL, truth, NULL))
-            return 1;
-        trk_backend_destroy(&ref);
+        if (ref_truth(pi.img, sc.objects, m_for_r, truth, NULL)) return 1;
         for (int i = 0; i < rs.n; i++) {
             const int r = rs.v[i][0];
             printf("%-6d", r);

@@ -19,17 +19,15 @@ threads: 1 = cv2.setNumThreads(1); 0 = OpenCV's default (all cores).
 masses: cv2.moments' m00 per object, which trackd-bench checks against its own
 results, so the two sides provably computed the same thing.
 """
-import argparse
-import glob
 import json
 import os
 import platform
-import statistics
-import sys
 import time
 
 import cv2
 import numpy as np
+
+from baseline_scenes import arg_parser, load_scene, scene_paths, timed_runs
 
 
 def cpu_name():
@@ -41,23 +39,6 @@ def cpu_name():
     except OSError:
         pass
     return platform.processor() or "unknown CPU"
-
-
-def load_scene(meta_path):
-    with open(meta_path) as f:
-        meta = json.load(f)
-    w, h = meta["width"], meta["height"]
-    raw = os.path.join(os.path.dirname(meta_path), meta["pixels"])
-    img = np.fromfile(raw, dtype=np.uint8)
-    if img.size != w * h * 3:
-        raise ValueError(f"{raw}: {img.size} bytes, expected {w * h * 3}")
-    img = img.reshape(h, w, 3)
-    for d in meta["defs"]:
-        if d["space"] != "rgb":
-            # OpenCV's HSV/YCrCb conventions differ from trackd's (hue 0..179,
-            # other rounding): only rgb boxes compare like for like.
-            raise ValueError(f"{meta_path}: object {d['name']} is {d['space']}, only rgb supported")
-    return meta, img
 
 
 def track_once(img, boxes):
@@ -75,39 +56,24 @@ def time_scene(img, defs, warmup, iters, max_seconds):
     # The pixels are R,G,B and so are the boxes: inRange is per channel, so
     # the channel order only has to agree, not be BGR.
     boxes = [(np.array(d["lo"], np.uint8), np.array(d["hi"], np.uint8)) for d in defs]
-    res = None
-    for _ in range(warmup):
-        res = track_once(img, boxes)
-    times = []
-    start = time.perf_counter()
-    while len(times) < iters:
+
+    def run_once():
         t0 = time.perf_counter()
         res = track_once(img, boxes)
-        times.append((time.perf_counter() - t0) * 1e3)
-        # Slow cases (4K, 256 objects: seconds per frame) stop early, but
-        # never with fewer than 3 samples.
-        if len(times) >= 3 and time.perf_counter() - start > max_seconds:
-            break
+        return (time.perf_counter() - t0) * 1e3, res
+
+    med, mn, n, res = timed_runs(run_once, warmup, iters, max_seconds)
     masses = [int(r[0]) for r in res] if res else []
-    return statistics.median(times), min(times), len(times), masses
+    return med, mn, n, masses
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("scenes", help="directory written by trackd-bench --dump-scenes")
-    ap.add_argument("--json", required=True, help="output file for trackd-bench --opencv")
+    ap = arg_parser(__doc__, "--opencv", warmup=1, iters=7, max_seconds=15.0)
     ap.add_argument("--threads", default="1,0",
                     help="comma list: 1 = one thread, 0 = OpenCV default (all cores)")
-    ap.add_argument("--warmup", type=int, default=1)
-    ap.add_argument("--iters", type=int, default=7)
-    ap.add_argument("--max-seconds", type=float, default=15.0,
-                    help="per scene and thread setting, after at least 3 timed runs")
     args = ap.parse_args()
 
-    metas = sorted(glob.glob(os.path.join(args.scenes, "scene_*.json")),
-                   key=lambda p: tuple(json.load(open(p))[k] for k in ("width", "height", "objects")))
-    if not metas:
-        sys.exit(f"no scene_*.json in {args.scenes}: run trackd-bench --dump-scenes first")
+    metas = scene_paths(args.scenes)
     threads = [int(t) for t in args.threads.split(",")]
     results = []
     print(f"# opencv_baseline: OpenCV {cv2.__version__}, {cpu_name()}, {os.cpu_count()} cores")

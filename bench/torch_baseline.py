@@ -23,30 +23,13 @@ masses are checked by cuda-kernels against the CPU reference, so both sides
 provably computed the same thing. Run with the python3 that has torch (the
 GPU machine's); it is a benchmark-only dependency.
 """
-import argparse
-import glob
 import json
-import os
-import statistics
 import sys
 import time
 
-import numpy as np
 import torch
 
-
-def load_scene(meta_path):
-    with open(meta_path) as f:
-        meta = json.load(f)
-    w, h = meta["width"], meta["height"]
-    raw = os.path.join(os.path.dirname(meta_path), meta["pixels"])
-    img = np.fromfile(raw, dtype=np.uint8)
-    if img.size != w * h * 3:
-        raise ValueError(f"{raw}: {img.size} bytes, expected {w * h * 3}")
-    for d in meta["defs"]:
-        if d["space"] != "rgb":
-            raise ValueError(f"{meta_path}: object {d['name']} is {d['space']}, only rgb supported")
-    return meta, img.reshape(h, w, 3)
+from baseline_scenes import arg_parser, load_scene, scene_paths, timed_runs
 
 
 def bbox_from_any(any_cols, n):
@@ -92,40 +75,26 @@ def vectorized(img, lo, hi, xs, ys):
 
 
 def time_fn(fn, warmup, iters, max_seconds):
-    res = None
-    for _ in range(warmup):
-        res = fn()
-    torch.cuda.synchronize()
-    times = []
-    start = time.perf_counter()
     e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    while len(times) < iters:
+
+    def run_once():
         e0.record()
         res = fn()
         e1.record()
         e1.synchronize()
-        times.append(e0.elapsed_time(e1))
-        if len(times) >= 3 and time.perf_counter() - start > max_seconds:
-            break
-    return statistics.median(times), min(times), len(times), res
+        return e0.elapsed_time(e1), res
+
+    return timed_runs(run_once, warmup, iters, max_seconds)
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("scenes", help="directory written by trackd-bench --dump-scenes")
-    ap.add_argument("--json", required=True, help="output file for trackd-bench --torch")
+    ap = arg_parser(__doc__, "--torch", warmup=2, iters=10, max_seconds=10.0)
     ap.add_argument("--variants", default="per-object,vectorized")
-    ap.add_argument("--warmup", type=int, default=2)
-    ap.add_argument("--iters", type=int, default=10)
-    ap.add_argument("--max-seconds", type=float, default=10.0)
     args = ap.parse_args()
     if not torch.cuda.is_available():
         sys.exit("torch_baseline: no CUDA device visible to torch")
     dev = torch.device("cuda")
-    metas = sorted(glob.glob(os.path.join(args.scenes, "scene_*.json")),
-                   key=lambda p: tuple(json.load(open(p))[k] for k in ("width", "height", "objects")))
-    if not metas:
-        sys.exit(f"no scene_*.json in {args.scenes}: run trackd-bench --dump-scenes first")
+    metas = scene_paths(args.scenes)
     fns = {"per-object": per_object, "vectorized": vectorized}
     variants = args.variants.split(",")
     name = torch.cuda.get_device_name(0)

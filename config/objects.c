@@ -399,6 +399,23 @@ static int parse_triple(struct vctx *c, const json_t *a, long long v[3], char *p
     return 0;
 }
 
+/* 0 when v (at the current path) is a string, else records "<path> must be
+ * <what>, not <type>". p is scratch for the path text. */
+static int want_string(struct vctx *c, const json_t *v, const char *what, char *p, size_t pn)
+{
+    if (json_is_string(v)) return 0;
+    return fail(c, 0, "%s must be %s, not %s", path_text(c, p, pn), what, type_name(v));
+}
+
+/* Records "<path> "<v, quoted>" <why>" for the string v at the current path
+ * ("(not shown)" instead of the text for a quiet load). */
+static int fail_quoted(struct vctx *c, const json_t *v, const char *why, char *p, size_t pn)
+{
+    char q[72];
+    user_text(c, json_string_value(v), json_string_length(v), q, sizeof q);
+    return fail(c, 0, "%s %s %s", path_text(c, p, pn), q, why);
+}
+
 /* Validates the object at the current path into def/color. */
 static int parse_object(struct vctx *c, const json_t *o, struct trk_object_def *def,
                         uint8_t color[3])
@@ -436,40 +453,30 @@ static int parse_object(struct vctx *c, const json_t *o, struct trk_object_def *
 
     memset(def, 0, sizeof *def);
 
-    /* space first: the channel ranges depend on it. */
+    /* space first: the channel ranges depend on it. Each field below is
+     * checked with its key on the path, popped whatever the outcome. */
+    int space = -1;
     v = json_object_get(o, "space");
     push_key(c, "space");
-    if (!json_is_string(v)) {
-        rc = fail(c, 0, "%s must be a string, not %s", path_text(c, p, sizeof p), type_name(v));
-        pop(c);
-        return rc;
+    rc = want_string(c, v, "a string", p, sizeof p);
+    if (!rc) {
+        space = trk_objects_space_parse(json_string_value(v));
+        if (space < 0 || strlen(json_string_value(v)) != json_string_length(v))
+            rc = fail_quoted(c, v, "is not one of rgb, hsv, ycbcr", p, sizeof p);
     }
-    int space = trk_objects_space_parse(json_string_value(v));
-    if (space < 0 || strlen(json_string_value(v)) != json_string_length(v)) {
-        char q[72];
-        user_text(c, json_string_value(v), json_string_length(v), q, sizeof q);
-        rc = fail(c, 0, "%s %s is not one of rgb, hsv, ycbcr", path_text(c, p, sizeof p), q);
-        pop(c);
-        return rc;
-    }
-    def->space = (enum trk_space)space;
     pop(c);
+    if (rc) return rc;
+    def->space = (enum trk_space)space;
 
     v = json_object_get(o, "name");
     push_key(c, "name");
-    if (!json_is_string(v)) {
-        rc = fail(c, 0, "%s must be a string, not %s", path_text(c, p, sizeof p), type_name(v));
-        pop(c);
-        return rc;
-    }
-    if (check_name(json_string_value(v), json_string_length(v), m, sizeof m)) {
-        /* m starts with "name ...", so the object's path prefixes it. */
+    rc = want_string(c, v, "a string", p, sizeof p);
+    /* m starts with "name ...", so the object's path prefixes it. */
+    if (!rc && check_name(json_string_value(v), json_string_length(v), m, sizeof m))
         rc = fail(c, 0, "%s%s%s", here, here[0] ? "." : "", m);
-        pop(c);
-        return rc;
-    }
-    memcpy(def->name, json_string_value(v), json_string_length(v));
     pop(c);
+    if (rc) return rc;
+    memcpy(def->name, json_string_value(v), json_string_length(v));
 
     long long lo[3], hi[3];
     push_key(c, "lo");
@@ -498,41 +505,29 @@ static int parse_object(struct vctx *c, const json_t *o, struct trk_object_def *
     v = json_object_get(o, "min_mass");
     if (v) {
         push_key(c, "min_mass");
-        if (!json_is_integer(v) || json_integer_value(v) < 1) {
-            if (json_is_integer(v))
-                rc = fail(c, 0, "%s must be an integer >= 1, not %lld", path_text(c, p, sizeof p),
-                          (long long)json_integer_value(v));
-            else
-                rc = fail(c, 0, "%s must be an integer >= 1, not %s", path_text(c, p, sizeof p),
-                          type_name(v));
-            pop(c);
-            return rc;
-        }
-        def->min_mass = (uint64_t)json_integer_value(v);
+        if (!json_is_integer(v))
+            rc = fail(c, 0, "%s must be an integer >= 1, not %s", path_text(c, p, sizeof p),
+                      type_name(v));
+        else if (json_integer_value(v) < 1)
+            rc = fail(c, 0, "%s must be an integer >= 1, not %lld", path_text(c, p, sizeof p),
+                      (long long)json_integer_value(v));
+        else
+            def->min_mass = (uint64_t)json_integer_value(v);
         pop(c);
+        if (rc) return rc;
     }
 
     v = json_object_get(o, "color");
-    if (v) {
-        push_key(c, "color");
-        if (!json_is_string(v)) {
-            rc = fail(c, 0, "%s must be a string \"#rrggbb\", not %s", path_text(c, p, sizeof p),
-                      type_name(v));
-            pop(c);
-            return rc;
-        }
-        if (parse_color(json_string_value(v), json_string_length(v), color)) {
-            char q[72];
-            user_text(c, json_string_value(v), json_string_length(v), q, sizeof q);
-            rc = fail(c, 0, "%s %s is not of the form \"#rrggbb\"", path_text(c, p, sizeof p), q);
-            pop(c);
-            return rc;
-        }
-        pop(c);
-    } else {
+    if (!v) {
         trk_object_display_rgb(def, color);
+        return 0;
     }
-    return 0;
+    push_key(c, "color");
+    rc = want_string(c, v, "a string \"#rrggbb\"", p, sizeof p);
+    if (!rc && parse_color(json_string_value(v), json_string_length(v), color))
+        rc = fail_quoted(c, v, "is not of the form \"#rrggbb\"", p, sizeof p);
+    pop(c);
+    return rc;
 }
 
 /* Adds control name = value to out's camera list. */

@@ -68,12 +68,7 @@ struct trk_control {
 
 void trk_pixel_channels(const struct trk_image *img, int x, int y, enum trk_space space, int c[3])
 {
-    int nat[3], t[3][3];
-    const int yuv = trk_pixel_native(img->fmt, img->plane, img->pitch, x, y, nat);
-    const int ci = trk_coef_index(img->matrix, img->full_range);
-    TRK_ASSERT((unsigned)space <= TRK_SPACE_YCBCR);
-    trk_pixel_triples(&trk_yuv2rgb_coefs[ci], &trk_rgb2ycc_coefs[ci], yuv, 1 << space, nat, t);
-    c[0] = t[space][0], c[1] = t[space][1], c[2] = t[space][2];
+    trk_image_pixel_space(img, x, y, space, c);
 }
 
 bool trk_pixel_matches(const struct trk_image *img, int x, int y, const struct trk_object_def *def)

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #define LOG_TAG "pipeline"
+#include "color.h"
 #include "log.h"
 #include "messages.h"
 #include "control.h"

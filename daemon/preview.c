@@ -42,17 +42,6 @@ void trk_preview_destroy(struct trk_preview **pp)
     *pp = NULL;
 }
 
-void trk_image_pixel_rgb(const struct trk_image *img, int x, int y, uint8_t rgb[3])
-{
-    int nat[3], c[3][3];
-    const int yuv = trk_pixel_native(img->fmt, img->plane, img->pitch, x, y, nat);
-    const int ci = trk_coef_index(img->matrix, img->full_range);
-    trk_pixel_triples(&trk_yuv2rgb_coefs[ci], &trk_rgb2ycc_coefs[ci], yuv, 1 << TRK_SPACE_RGB, nat,
-                      c);
-    for (int i = 0; i < 3; i++)
-        rgb[i] = (uint8_t)c[TRK_SPACE_RGB][i];
-}
-
 int trk_preview_encode(struct trk_preview *p, const struct trk_image *img, const uint8_t **jpeg,
                        size_t *size, int *out_w, int *out_h)
 {

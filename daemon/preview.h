@@ -19,7 +19,4 @@ void trk_preview_destroy(struct trk_preview **p);
 int trk_preview_encode(struct trk_preview *p, const struct trk_image *img, const uint8_t **jpeg,
                        size_t *size, int *out_w, int *out_h);
 
-/* Reads pixel (x, y) of img as RGB per gpu/color.h (nearest chroma). */
-void trk_image_pixel_rgb(const struct trk_image *img, int x, int y, uint8_t rgb[3]);
-
 #endif

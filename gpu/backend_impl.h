@@ -4,6 +4,9 @@
 
 #include "backend.h"
 
+#include <string.h>
+#include <time.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -23,6 +26,13 @@ struct trk_backend_ops {
     const char *const *variants;
 };
 
+/* The required members of a C backend's ops whose functions follow the
+ * naming <p>_create, <p>_destroy, <p>_set_objects, <p>_submit, <p>_wait:
+ * `const struct trk_backend_ops x = { TRK_BACKEND_OPS(p, "name"), ... };`. */
+#define TRK_BACKEND_OPS(p, name_)                                                                  \
+    .name = (name_), .create = p##_create, .destroy = p##_destroy, .set_objects = p##_set_objects, \
+    .submit = p##_submit, .wait = p##_wait
+
 extern const struct trk_backend_ops trk_cpu_ref_ops;
 extern const struct trk_backend_ops trk_cpu_fast_ops;
 /* Defined when the CUDA sources are compiled into trk_gpu (TRK_HAVE_CUDA,
@@ -41,6 +51,29 @@ static inline void trk_result_clear(struct trk_obj_result *r)
 {
     r->mass = r->sum_x = r->sum_y = 0;
     r->x0 = r->y0 = r->x1 = r->y1 = -1;
+}
+
+/* The wait of a backend that does all its work in submit (the CPU ones):
+ * copies the n results of the last submit out and reports its time, none of
+ * it upload. */
+static inline int trk_backend_sync_wait(const struct trk_obj_result *res, int n, double total_ms,
+                                        struct trk_obj_result *out, struct trk_backend_timing *t)
+{
+    if (n > 0 && out) memcpy(out, res, (size_t)n * sizeof(*out));
+    if (t) {
+        t->upload_ms = 0;
+        t->kernel_ms = total_ms;
+        t->total_ms = total_ms;
+    }
+    return 0;
+}
+
+/* CLOCK_MONOTONIC in ms: the clock of every backend timing. */
+static inline double trk_backend_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
 /* Clips an object's ROI (or the full frame when rois == NULL) to the image;

@@ -306,6 +306,32 @@ TRK_HD int trk_box_match(const uint16_t lo[3], const uint16_t hi[3], int is_hsv,
            trk_chan_has(lo, hi, is_hsv, 2, c2);
 }
 
+/* ------------------------------------------------------- single pixels */
+
+/* Pixel (x, y) of img in object space `space`: the channels every backend
+ * tests it with (trk_pixel_native, then trk_pixel_triples with the image's
+ * matrix and range). For code that looks at single pixels (colour samples,
+ * mask and preview images), not for the per-pixel hot paths. Host only. */
+static inline void trk_image_pixel_space(const struct trk_image *img, int x, int y, int space,
+                                         int c[3])
+{
+    int nat[3], t[3][3];
+    const int yuv = trk_pixel_native(img->fmt, img->plane, img->pitch, x, y, nat);
+    const int ci = trk_coef_index(img->matrix, img->full_range);
+    TRK_ASSERT((unsigned)space <= TRK_SPACE_YCBCR);
+    trk_pixel_triples(&trk_yuv2rgb_coefs[ci], &trk_rgb2ycc_coefs[ci], yuv, 1 << space, nat, t);
+    c[0] = t[space][0], c[1] = t[space][1], c[2] = t[space][2];
+}
+
+/* Pixel (x, y) of img as R, G, B (YUV: nearest chroma, per the image's
+ * matrix and range). Host only. */
+static inline void trk_image_pixel_rgb(const struct trk_image *img, int x, int y, uint8_t rgb[3])
+{
+    int c[3];
+    trk_image_pixel_space(img, x, y, TRK_SPACE_RGB, c);
+    rgb[0] = (uint8_t)c[0], rgb[1] = (uint8_t)c[1], rgb[2] = (uint8_t)c[2];
+}
+
 /* ------------------------------------------------------- display colour */
 
 /* HSV -> RGB in integers (h in degrees 0..359, s and v 0..255), rounding to

@@ -37,7 +37,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 /* x86-64 with GCC: the 4-word (129..256 objects) kernels get an AVX2 copy,
@@ -167,13 +166,6 @@ struct cpu_fast {
     double total_ms;
 };
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
 /* Adds the run [xs, xe] of row y to every object set in *maskp (nw words). */
 static void flush_run(struct worker *w, const struct fctx *f, const void *maskp, int nw, int xs,
                       int xe, int y)
@@ -222,11 +214,6 @@ typedef uint64_t m256 __attribute__((vector_size(32)));
 #define MANY(m) ((m) != 0)
 #define MZERO   0
 #include "cpu_fast_kern.h"
-#undef NW
-#undef MT
-#undef MLD
-#undef MANY
-#undef MZERO
 
 #define NW      2
 #define MT      m128
@@ -234,11 +221,6 @@ typedef uint64_t m256 __attribute__((vector_size(32)));
 #define MANY(m) (((m)[0] | (m)[1]) != 0)
 #define MZERO   ((m128){ 0, 0 })
 #include "cpu_fast_kern.h"
-#undef NW
-#undef MT
-#undef MLD
-#undef MANY
-#undef MZERO
 
 #ifdef FAST_X86
 /* SSE2 (every x86-64): OR the halves, one byte compare and movemask; GCC's
@@ -260,11 +242,6 @@ typedef uint64_t m256 __attribute__((vector_size(32)));
 #define MLD   ld256
 #define MZERO ((m256){ 0, 0, 0, 0 })
 #include "cpu_fast_kern.h"
-#undef NW
-#undef MT
-#undef MLD
-#undef MANY
-#undef MZERO
 
 #ifdef FAST_X86
 #pragma GCC push_options
@@ -277,58 +254,42 @@ typedef uint64_t m256 __attribute__((vector_size(32)));
 #define MANY(m)       (!_mm256_testz_si256((__m256i)(m), (__m256i)(m)))
 #define MZERO         ((m256){ 0, 0, 0, 0 })
 #include "cpu_fast_kern.h"
-#undef NW
-#undef MT
-#undef MLD
-#undef MANY
-#undef MZERO
 #pragma GCC pop_options
 #endif
 
-/* [mask width index: nw 1, 2, 4][stride index: 1, 3, 4] */
-static const rgb_only_fn rgb_only_fns[3][3] = {
-    { rgb_only_w1_s1, rgb_only_w1_s3, rgb_only_w1_s4 },
-    { rgb_only_w2_s1, rgb_only_w2_s3, rgb_only_w2_s4 },
-    { rgb_only_w4_s1, rgb_only_w4_s3, rgb_only_w4_s4 },
-};
-static const generic_fn generic_fns[3][3] = {
-    { generic_w1_s1, generic_w1_s3, generic_w1_s4 },
-    { generic_w2_s1, generic_w2_s3, generic_w2_s4 },
-    { generic_w4_s1, generic_w4_s3, generic_w4_s4 },
-};
+/* The kernels cpu_fast_kern.h names base_<w>_<v>, for one mask width w (w1,
+ * w2, w4, w4_avx2) and the variants a, b, c (strides s1, s3, s4 or formats
+ * yuyv, nv12, i420): one row of a struct kernels table. */
+#define KROW(base, w, a, b, c)                                                                     \
+    {                                                                                              \
+        base##_##w##_##a, base##_##w##_##b, base##_##w##_##c                                       \
+    }
+/* A whole table, with w4 the 4-word copy to use (w4 or w4_avx2). */
+#define KTABLE(base, w4, a, b, c)                                                                  \
+    {                                                                                              \
+        KROW(base, w1, a, b, c), KROW(base, w2, a, b, c), KROW(base, w4, a, b, c)                  \
+    }
+/* Indirection so KSTRIDES and KYUVFMTS expand to three arguments each. */
+#define KTABLE_OF(base, w4, vs) KTABLE(base, w4, vs)
+#define KSTRIDES                s1, s3, s4
+#define KYUVFMTS                yuyv, nv12, i420
+#define KERNELS(w4)                                                                                \
+    {                                                                                              \
+        .rgb_only = KTABLE_OF(rgb_only, w4, KSTRIDES),                                             \
+        .generic = KTABLE_OF(generic, w4, KSTRIDES), .yuv_rgb = KTABLE_OF(yuv_rgb, w4, KYUVFMTS),  \
+        .yuv_ycc = KTABLE_OF(yuv_ycc, w4, KYUVFMTS),                                               \
+    }
 
-static const yuv_fn yuv_rgb_fns[3][3] = {
-    { yuv_rgb_w1_yuyv, yuv_rgb_w1_nv12, yuv_rgb_w1_i420 },
-    { yuv_rgb_w2_yuyv, yuv_rgb_w2_nv12, yuv_rgb_w2_i420 },
-    { yuv_rgb_w4_yuyv, yuv_rgb_w4_nv12, yuv_rgb_w4_i420 },
-};
-static const yuv_fn yuv_ycc_fns[3][3] = {
-    { yuv_ycc_w1_yuyv, yuv_ycc_w1_nv12, yuv_ycc_w1_i420 },
-    { yuv_ycc_w2_yuyv, yuv_ycc_w2_nv12, yuv_ycc_w2_i420 },
-    { yuv_ycc_w4_yuyv, yuv_ycc_w4_nv12, yuv_ycc_w4_i420 },
-};
+static const struct kernels kernels_portable = KERNELS(w4);
+#ifdef FAST_X86
+static const struct kernels kernels_avx2 = KERNELS(w4_avx2);
+#endif
 
 static void kernels_pick(struct kernels *k, int portable)
 {
-    memcpy(k->rgb_only, rgb_only_fns, sizeof(k->rgb_only));
-    memcpy(k->generic, generic_fns, sizeof(k->generic));
-    memcpy(k->yuv_rgb, yuv_rgb_fns, sizeof(k->yuv_rgb));
-    memcpy(k->yuv_ycc, yuv_ycc_fns, sizeof(k->yuv_ycc));
+    *k = kernels_portable;
 #ifdef FAST_X86
-    if (!portable && __builtin_cpu_supports("avx2")) {
-        static const rgb_only_fn r4[3] = { rgb_only_w4_avx2_s1, rgb_only_w4_avx2_s3,
-                                           rgb_only_w4_avx2_s4 };
-        static const generic_fn g4[3] = { generic_w4_avx2_s1, generic_w4_avx2_s3,
-                                          generic_w4_avx2_s4 };
-        static const yuv_fn yr4[3] = { yuv_rgb_w4_avx2_yuyv, yuv_rgb_w4_avx2_nv12,
-                                       yuv_rgb_w4_avx2_i420 };
-        static const yuv_fn yc4[3] = { yuv_ycc_w4_avx2_yuyv, yuv_ycc_w4_avx2_nv12,
-                                       yuv_ycc_w4_avx2_i420 };
-        memcpy(k->rgb_only[2], r4, sizeof(r4));
-        memcpy(k->generic[2], g4, sizeof(g4));
-        memcpy(k->yuv_rgb[2], yr4, sizeof(yr4));
-        memcpy(k->yuv_ycc[2], yc4, sizeof(yc4));
-    }
+    if (!portable && __builtin_cpu_supports("avx2")) *k = kernels_avx2;
 #else
     (void)portable;
 #endif
@@ -710,7 +671,7 @@ static int fast_submit(void *self, const struct trk_image *img, const struct trk
     struct cpu_fast *s = self;
     struct fctx *f = &s->f;
     int n = s->tab.n;
-    double t0 = now_ms();
+    double t0 = trk_backend_now_ms();
 
     f->tab = &s->tab;
     f->kern = &s->kern;
@@ -786,20 +747,14 @@ static int fast_submit(void *self, const struct trk_image *img, const struct trk
             r->x0 = m.x0, r->y0 = m.y0, r->x1 = m.x1, r->y1 = m.y1;
         }
     }
-    s->total_ms = now_ms() - t0;
+    s->total_ms = trk_backend_now_ms() - t0;
     return 0;
 }
 
 static int fast_wait(void *self, struct trk_obj_result *out, struct trk_backend_timing *t)
 {
     struct cpu_fast *s = self;
-    if (s->tab.n > 0 && out) memcpy(out, s->res, (size_t)s->tab.n * sizeof(*out));
-    if (t) {
-        t->upload_ms = 0;
-        t->kernel_ms = s->total_ms;
-        t->total_ms = s->total_ms;
-    }
-    return 0;
+    return trk_backend_sync_wait(s->res, s->tab.n, s->total_ms, out, t);
 }
 
 /* Variants: "lut" (default) uses the best kernels this CPU runs; "lut-portable"
@@ -814,12 +769,7 @@ static const char *fast_describe(void *self)
 }
 
 const struct trk_backend_ops trk_cpu_fast_ops = {
-    .name = "cpu",
-    .create = fast_create,
-    .destroy = fast_destroy,
-    .set_objects = fast_set_objects,
-    .submit = fast_submit,
-    .wait = fast_wait,
+    TRK_BACKEND_OPS(fast, "cpu"),
     .describe = fast_describe,
     .variants = fast_variants,
 };

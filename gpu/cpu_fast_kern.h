@@ -4,7 +4,8 @@
  * with NW (64-bit words per object mask: 1, 2 or 4), MT (the mask type:
  * uint64_t or a GCC vector of NW words), the mask operations MLD (load NW
  * words from a table row), MANY (any bit set) and MZERO defined, and KVAR (a
- * name suffix) when it compiles an extra copy for another instruction set.
+ * name suffix) when it compiles an extra copy for another instruction set;
+ * it #undefs all of them at its end.
  * Everything here is static and private to cpu_fast.c; the shared pieces
  * (struct fctx, struct worker, flush_run) are defined there first.
  *
@@ -281,3 +282,9 @@ KWRAP_YUV(i420, 1, 1)
 #undef KVAR
 #undef KCAT
 #undef KCAT2
+/* The parameters too: the next instantiation defines its own. */
+#undef NW
+#undef MT
+#undef MLD
+#undef MANY
+#undef MZERO

@@ -19,7 +19,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 struct cpu_ref {
     int n;
@@ -32,13 +31,6 @@ struct cpu_ref {
     bool live[TRK_MAX_OBJECTS];
     double total_ms;
 };
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
 
 static int ref_create(const struct trk_backend_cfg *cfg, void **self)
 {
@@ -82,7 +74,7 @@ static void accumulate(struct trk_obj_result *r, int x, int y)
 static int ref_submit(void *self, const struct trk_image *img, const struct trk_roi *rois)
 {
     struct cpu_ref *s = self;
-    double t0 = now_ms();
+    double t0 = trk_backend_now_ms();
     int ci = trk_coef_index((int)img->matrix, img->full_range);
     const struct trk_yuv2rgb_coef *k_yuv = &trk_yuv2rgb_coefs[ci];
     const struct trk_rgb2ycc_coef *k_ycc = &trk_rgb2ycc_coefs[ci];
@@ -111,29 +103,15 @@ static int ref_submit(void *self, const struct trk_image *img, const struct trk_
             }
         }
     }
-    s->total_ms = now_ms() - t0;
+    s->total_ms = trk_backend_now_ms() - t0;
     return 0;
 }
 
 static int ref_wait(void *self, struct trk_obj_result *out, struct trk_backend_timing *t)
 {
     struct cpu_ref *s = self;
-    if (s->n > 0 && out) memcpy(out, s->res, (size_t)s->n * sizeof(*out));
-    if (t) {
-        t->upload_ms = 0;
-        t->kernel_ms = s->total_ms;
-        t->total_ms = s->total_ms;
-    }
-    return 0;
+    return trk_backend_sync_wait(s->res, s->n, s->total_ms, out, t);
 }
 
-const struct trk_backend_ops trk_cpu_ref_ops = {
-    .name = "cpu-ref",
-    .create = ref_create,
-    .destroy = ref_destroy,
-    .set_objects = ref_set_objects,
-    .submit = ref_submit,
-    .wait = ref_wait,
-    .describe = NULL,
-    .variants = NULL,
-};
+/* No variants, and the name says it all (describe NULL). */
+const struct trk_backend_ops trk_cpu_ref_ops = { TRK_BACKEND_OPS(ref, "cpu-ref") };

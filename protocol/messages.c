@@ -195,6 +195,67 @@ int trk_buf_fixed(struct trk_buf *b, double v, int decimals)
     } while (0)
 #define LIT(b, s) PUT(trk_buf_append((b), (s), sizeof(s) - 1))
 
+/* A key and its value: key is the raw text before the value, punctuation
+ * included (",\"width\":"), so a message reads as its JSON does. One home
+ * for every field of every encoder below. */
+static inline int kv_u64(struct trk_buf *b, const char *key, uint64_t v)
+{
+    PUT(trk_buf_puts(b, key));
+    return trk_buf_u64(b, v);
+}
+
+static inline int kv_i64(struct trk_buf *b, const char *key, int64_t v)
+{
+    PUT(trk_buf_puts(b, key));
+    return trk_buf_i64(b, v);
+}
+
+static inline int kv_fixed(struct trk_buf *b, const char *key, double v, int decimals)
+{
+    PUT(trk_buf_puts(b, key));
+    return trk_buf_fixed(b, v, decimals);
+}
+
+/* s as a JSON string of at most n bytes (NULL: null). */
+static inline int kv_str(struct trk_buf *b, const char *key, const char *s, size_t n)
+{
+    PUT(trk_buf_puts(b, key));
+    return trk_buf_json_str(b, s, n);
+}
+
+static inline int kv_bool(struct trk_buf *b, const char *key, bool v)
+{
+    PUT(trk_buf_puts(b, key));
+    return trk_buf_puts(b, v ? "true" : "false");
+}
+
+/* A duration in ms, 3 decimals; negative (not measured) is null. */
+static inline int kv_ms(struct trk_buf *b, const char *key, double v)
+{
+    if (v >= 0) return kv_fixed(b, key, v, 3);
+    PUT(trk_buf_puts(b, key));
+    return trk_buf_puts(b, "null");
+}
+
+/* [v0,v1,...]: n integers. */
+static int put_ints(struct trk_buf *b, const int *v, int n)
+{
+    LIT(b, "[");
+    for (int i = 0; i < n; i++) {
+        if (i) LIT(b, ",");
+        PUT(trk_buf_i64(b, v[i]));
+    }
+    LIT(b, "]");
+    return 0;
+}
+
+/* ,"width":w,"height":h */
+static int put_size(struct trk_buf *b, int width, int height)
+{
+    PUT(kv_i64(b, ",\"width\":", width));
+    return kv_i64(b, ",\"height\":", height);
+}
+
 /* ------------------------------------------------- server -> client: frame */
 
 int trk_msg_frame(struct trk_buf *b, const struct trk_frame_meta *m,
@@ -203,77 +264,40 @@ int trk_msg_frame(struct trk_buf *b, const struct trk_frame_meta *m,
     /* ~140 bytes per object + ~300 of header: one reserve, no regrowth on
      * the hot path after the first frame. */
     PUT(trk_buf_reserve(b, 320 + (size_t)(n > 0 ? n : 0) * (160 + TRK_NAME_MAX * 6)));
-    LIT(b, "{\"type\":\"frame\",\"seq\":");
-    PUT(trk_buf_u64(b, m->seq));
-    LIT(b, ",\"pts\":");
-    PUT(trk_buf_fixed(b, m->pts, 3));
-    LIT(b, ",\"width\":");
-    PUT(trk_buf_i64(b, m->width));
-    LIT(b, ",\"height\":");
-    PUT(trk_buf_i64(b, m->height));
-    LIT(b, ",\"t_capture\":");
-    PUT(trk_buf_fixed(b, m->t_capture, 3));
-    LIT(b, ",\"wall_ms\":");
-    PUT(trk_buf_fixed(b, m->wall_ms, 3));
-    if (m->backend) {
-        LIT(b, ",\"backend\":");
-        PUT(trk_buf_json_str(b, m->backend, SIZE_MAX));
-    }
-    LIT(b, ",\"latency\":{\"queue_ms\":");
-    PUT(trk_buf_fixed(b, m->queue_ms, 3));
-    LIT(b, ",\"upload_ms\":");
-    PUT(trk_buf_fixed(b, m->upload_ms, 3));
-    LIT(b, ",\"kernel_ms\":");
-    PUT(trk_buf_fixed(b, m->kernel_ms, 3));
-    LIT(b, ",\"process_ms\":");
-    PUT(trk_buf_fixed(b, m->process_ms, 3));
+    PUT(kv_u64(b, "{\"type\":\"frame\",\"seq\":", m->seq));
+    PUT(kv_fixed(b, ",\"pts\":", m->pts, 3));
+    PUT(put_size(b, m->width, m->height));
+    PUT(kv_fixed(b, ",\"t_capture\":", m->t_capture, 3));
+    PUT(kv_fixed(b, ",\"wall_ms\":", m->wall_ms, 3));
+    if (m->backend) PUT(kv_str(b, ",\"backend\":", m->backend, SIZE_MAX));
+    PUT(kv_fixed(b, ",\"latency\":{\"queue_ms\":", m->queue_ms, 3));
+    PUT(kv_fixed(b, ",\"upload_ms\":", m->upload_ms, 3));
+    PUT(kv_fixed(b, ",\"kernel_ms\":", m->kernel_ms, 3));
+    PUT(kv_fixed(b, ",\"process_ms\":", m->process_ms, 3));
     LIT(b, "},\"objects\":[");
     for (int i = 0; i < n; i++) {
         const struct trk_obj_result *r = &res[i];
         uint64_t min_mass = defs[i].min_mass ? defs[i].min_mass : 1;
-        if (i) LIT(b, ",");
-        LIT(b, "{\"id\":");
-        PUT(trk_buf_i64(b, i));
-        LIT(b, ",\"name\":");
-        PUT(trk_buf_json_str(b, defs[i].name, sizeof defs[i].name));
-        if (r->mass >= min_mass)
-            LIT(b, ",\"found\":true,\"mass\":");
-        else
-            LIT(b, ",\"found\":false,\"mass\":");
-        PUT(trk_buf_u64(b, r->mass));
+        PUT(kv_i64(b, i ? ",{\"id\":" : "{\"id\":", i));
+        PUT(kv_str(b, ",\"name\":", defs[i].name, sizeof defs[i].name));
+        PUT(kv_bool(b, ",\"found\":", r->mass >= min_mass));
+        PUT(kv_u64(b, ",\"mass\":", r->mass));
         if (r->mass == 0) {
             LIT(b, ",\"cx\":null,\"cy\":null,\"bbox\":null}");
             continue;
         }
-        LIT(b, ",\"cx\":");
-        PUT(trk_buf_fixed(b, (double)r->sum_x / (double)r->mass, 2));
-        LIT(b, ",\"cy\":");
-        PUT(trk_buf_fixed(b, (double)r->sum_y / (double)r->mass, 2));
-        LIT(b, ",\"bbox\":[");
-        PUT(trk_buf_i64(b, r->x0));
-        LIT(b, ",");
-        PUT(trk_buf_i64(b, r->y0));
-        LIT(b, ",");
-        PUT(trk_buf_i64(b, r->x1));
-        LIT(b, ",");
-        PUT(trk_buf_i64(b, r->y1));
-        LIT(b, "]}");
+        PUT(kv_fixed(b, ",\"cx\":", (double)r->sum_x / (double)r->mass, 2));
+        PUT(kv_fixed(b, ",\"cy\":", (double)r->sum_y / (double)r->mass, 2));
+        const int box[4] = { r->x0, r->y0, r->x1, r->y1 };
+        LIT(b, ",\"bbox\":");
+        PUT(put_ints(b, box, 4));
+        LIT(b, "}");
     }
     LIT(b, "]}");
     return 0;
 }
 
 /* ------------------------------------------------- server -> client: hello */
-
-static const char *space_name(enum trk_space s)
-{
-    switch (s) {
-    case TRK_SPACE_RGB: return "rgb";
-    case TRK_SPACE_HSV: return "hsv";
-    case TRK_SPACE_YCBCR: return "ycbcr";
-    }
-    return "unknown";
-}
 
 void trk_msg_object_color(const struct trk_object_def *def, char out[8])
 {
@@ -282,16 +306,17 @@ void trk_msg_object_color(const struct trk_object_def *def, char out[8])
     snprintf(out, 8, "#%02x%02x%02x", rgb[0], rgb[1], rgb[2]);
 }
 
-static int put_triple(struct trk_buf *b, const uint16_t v[3])
+/* <key>"<sp>","lo":[lo],"hi":[hi]: a colour box, of an object or of a
+ * sample's suggestion; key is the text up to the space's value
+ * (",\"space\":"). */
+static int put_box(struct trk_buf *b, const char *key, enum trk_space sp, const int lo[3],
+                   const int hi[3])
 {
-    LIT(b, "[");
-    PUT(trk_buf_u64(b, v[0]));
-    LIT(b, ",");
-    PUT(trk_buf_u64(b, v[1]));
-    LIT(b, ",");
-    PUT(trk_buf_u64(b, v[2]));
-    LIT(b, "]");
-    return 0;
+    PUT(kv_str(b, key, trk_objects_space_name(sp), 8));
+    LIT(b, ",\"lo\":");
+    PUT(put_ints(b, lo, 3));
+    LIT(b, ",\"hi\":");
+    return put_ints(b, hi, 3);
 }
 
 int trk_msg_object(struct trk_buf *b, int id, const struct trk_object_def *def, const char *color)
@@ -301,20 +326,13 @@ int trk_msg_object(struct trk_buf *b, int id, const struct trk_object_def *def, 
         trk_msg_object_color(def, derived);
         color = derived;
     }
-    LIT(b, "{\"id\":");
-    PUT(trk_buf_i64(b, id));
-    LIT(b, ",\"name\":");
-    PUT(trk_buf_json_str(b, def->name, sizeof def->name));
-    LIT(b, ",\"space\":\"");
-    PUT(trk_buf_puts(b, space_name(def->space)));
-    LIT(b, "\",\"lo\":");
-    PUT(put_triple(b, def->lo));
-    LIT(b, ",\"hi\":");
-    PUT(put_triple(b, def->hi));
-    LIT(b, ",\"min_mass\":");
-    PUT(trk_buf_u64(b, def->min_mass ? def->min_mass : 1));
-    LIT(b, ",\"color\":");
-    PUT(trk_buf_json_str(b, color, 16));
+    const int lo[3] = { def->lo[0], def->lo[1], def->lo[2] };
+    const int hi[3] = { def->hi[0], def->hi[1], def->hi[2] };
+    PUT(kv_i64(b, "{\"id\":", id));
+    PUT(kv_str(b, ",\"name\":", def->name, sizeof def->name));
+    PUT(put_box(b, ",\"space\":", def->space, lo, hi));
+    PUT(kv_u64(b, ",\"min_mass\":", def->min_mass ? def->min_mass : 1));
+    PUT(kv_str(b, ",\"color\":", color, 16));
     LIT(b, "}");
     return 0;
 }
@@ -331,6 +349,14 @@ static int put_objects(struct trk_buf *b, const struct trk_object_def *defs, int
     return 0;
 }
 
+/* <sep>"<space name>": the key of a per-space member. */
+static int space_key(struct trk_buf *b, const char *sep, enum trk_space sp)
+{
+    PUT(kv_str(b, sep, trk_objects_space_name(sp), 8));
+    LIT(b, ":");
+    return 0;
+}
+
 /* hello.limits: what the object loader accepts, from its own rules, so a
  * client that edits objects keeps no copies of them. */
 static int put_space_limits(struct trk_buf *b, enum trk_space s)
@@ -340,31 +366,25 @@ static int put_space_limits(struct trk_buf *b, enum trk_space s)
         if (c) LIT(b, ",");
         PUT(trk_buf_json_str(b, trk_objects_channel_name(s, c), 8));
     }
-    LIT(b, "],\"max\":[");
-    for (int c = 0; c < 3; c++) {
-        if (c) LIT(b, ",");
-        PUT(trk_buf_i64(b, trk_objects_channel_max(s, c)));
-    }
-    LIT(b, "],\"wraps\":[");
-    for (int c = 0; c < 3; c++) {
-        if (c) LIT(b, ",");
-        PUT(trk_buf_puts(b, trk_objects_channel_wraps(s, c) ? "true" : "false"));
-    }
+    int max[3];
+    for (int c = 0; c < 3; c++)
+        max[c] = trk_objects_channel_max(s, c);
+    LIT(b, "],\"max\":");
+    PUT(put_ints(b, max, 3));
+    LIT(b, ",\"wraps\":[");
+    for (int c = 0; c < 3; c++)
+        PUT(kv_bool(b, c ? "," : "", trk_objects_channel_wraps(s, c)));
     LIT(b, "]}");
     return 0;
 }
 
 static int put_limits(struct trk_buf *b)
 {
-    LIT(b, "\"limits\":{\"max_objects\":");
-    PUT(trk_buf_i64(b, TRK_MAX_OBJECTS));
-    LIT(b, ",\"name_max_bytes\":");
-    PUT(trk_buf_i64(b, TRK_NAME_MAX - 1)); /* TRK_NAME_MAX counts the NUL */
+    PUT(kv_i64(b, "\"limits\":{\"max_objects\":", TRK_MAX_OBJECTS));
+    PUT(kv_i64(b, ",\"name_max_bytes\":", TRK_NAME_MAX - 1)); /* TRK_NAME_MAX counts the NUL */
     LIT(b, ",\"spaces\":{");
     for (int s = TRK_SPACE_RGB; s <= TRK_SPACE_YCBCR; s++) {
-        if (s != TRK_SPACE_RGB) LIT(b, ",");
-        PUT(trk_buf_json_str(b, trk_objects_space_name((enum trk_space)s), 8));
-        LIT(b, ":");
+        PUT(space_key(b, s != TRK_SPACE_RGB ? "," : "", (enum trk_space)s));
         PUT(put_space_limits(b, (enum trk_space)s));
     }
     LIT(b, "}}");
@@ -373,34 +393,19 @@ static int put_limits(struct trk_buf *b)
 
 int trk_msg_hello(struct trk_buf *b, const struct trk_hello_info *h)
 {
-    LIT(b, "{\"type\":\"hello\",\"version\":");
-    PUT(trk_buf_i64(b, TRK_PROTOCOL_VERSION));
+    PUT(kv_i64(b, "{\"type\":\"hello\",\"version\":", TRK_PROTOCOL_VERSION));
     char server[96];
     snprintf(server, sizeof server, "trackd %.64s", h->version ? h->version : "?");
-    LIT(b, ",\"server\":");
-    PUT(trk_buf_json_str(b, server, sizeof server));
-    LIT(b, ",\"backend\":");
-    PUT(trk_buf_json_str(b, h->backend, 256));
-    LIT(b, ",\"source\":");
-    PUT(trk_buf_json_str(b, h->source, 4096));
-    LIT(b, ",\"width\":");
-    PUT(trk_buf_i64(b, h->width));
-    LIT(b, ",\"height\":");
-    PUT(trk_buf_i64(b, h->height));
-    LIT(b, ",\"fps\":");
-    PUT(trk_buf_fixed(b, h->fps, 3));
-    LIT(b, ",\"preview\":{\"enabled\":");
-    PUT(trk_buf_puts(b, h->preview.enabled ? "true" : "false"));
-    LIT(b, ",\"width\":");
-    PUT(trk_buf_i64(b, h->preview.width));
-    LIT(b, ",\"height\":");
-    PUT(trk_buf_i64(b, h->preview.height));
-    LIT(b, ",\"fps\":");
-    PUT(trk_buf_fixed(b, h->preview.fps, 3));
-    LIT(b, ",\"quality\":");
-    PUT(trk_buf_i64(b, h->preview.quality));
-    LIT(b, ",\"format\":\"jpeg\"},\"control_auth\":");
-    PUT(trk_buf_puts(b, h->control_auth ? "true" : "false"));
+    PUT(kv_str(b, ",\"server\":", server, sizeof server));
+    PUT(kv_str(b, ",\"backend\":", h->backend, 256));
+    PUT(kv_str(b, ",\"source\":", h->source, 4096));
+    PUT(put_size(b, h->width, h->height));
+    PUT(kv_fixed(b, ",\"fps\":", h->fps, 3));
+    PUT(kv_bool(b, ",\"preview\":{\"enabled\":", h->preview.enabled));
+    PUT(put_size(b, h->preview.width, h->preview.height));
+    PUT(kv_fixed(b, ",\"fps\":", h->preview.fps, 3));
+    PUT(kv_i64(b, ",\"quality\":", h->preview.quality));
+    PUT(kv_bool(b, ",\"format\":\"jpeg\"},\"control_auth\":", h->control_auth));
     LIT(b, ",");
     PUT(put_limits(b));
     LIT(b, ",\"objects\":");
@@ -412,82 +417,56 @@ int trk_msg_hello(struct trk_buf *b, const struct trk_hello_info *h)
 int trk_msg_objects(struct trk_buf *b, const struct trk_object_def *defs, int n,
                     const char *const *colors)
 {
-    LIT(b, "{\"type\":\"objects\",\"objects\":");
-    PUT(put_objects(b, defs, n, colors));
-    LIT(b, "}");
-    return 0;
+    return trk_msg_objects_reply(b, NULL, defs, n, colors);
 }
 
 /* ------------------------------------------- server -> client: stats etc. */
 
-static int put_ms(struct trk_buf *b, const char *key, double v)
+int trk_msg_stats(struct trk_buf *b, const struct trk_stats_info *s)
 {
-    PUT(trk_buf_puts(b, key));
-    if (v < 0)
-        LIT(b, "null");
+    PUT(kv_fixed(b, "{\"type\":\"stats\",\"uptime_s\":", s->uptime_s, 3));
+    PUT(kv_fixed(b, ",\"fps\":", s->fps, 2));
+    PUT(kv_u64(b, ",\"frames\":", s->frames));
+    PUT(kv_u64(b, ",\"drops\":", s->drops));
+    PUT(kv_u64(b, ",\"skipped\":", s->skipped));
+    PUT(kv_i64(b, ",\"clients\":", s->clients));
+    if (s->rss_kb < 0)
+        LIT(b, ",\"rss_kb\":null");
     else
-        PUT(trk_buf_fixed(b, v, 3));
+        PUT(kv_i64(b, ",\"rss_kb\":", s->rss_kb));
+    PUT(kv_ms(b, ",\"latency_median\":{\"queue_ms\":", s->queue_ms));
+    PUT(kv_ms(b, ",\"upload_ms\":", s->upload_ms));
+    PUT(kv_ms(b, ",\"kernel_ms\":", s->kernel_ms));
+    PUT(kv_ms(b, ",\"process_ms\":", s->process_ms));
+    PUT(kv_ms(b, ",\"send_ms\":", s->send_ms));
+    PUT(kv_ms(b, ",\"total_ms\":", s->total_ms));
+    PUT(kv_u64(b, "},\"ws\":{\"messages_sent\":", s->ws_sent));
+    PUT(kv_u64(b, ",\"messages_dropped\":", s->ws_dropped));
+    PUT(kv_u64(b, ",\"bytes_sent\":", s->ws_bytes));
+    LIT(b, "}}");
     return 0;
 }
 
-int trk_msg_stats(struct trk_buf *b, const struct trk_stats_info *s)
+/* {"type":"status","source":...,"message":...[,"width":w,"height":h]} */
+static int status_msg(struct trk_buf *b, const char *state, const char *message, int width,
+                      int height)
 {
-    LIT(b, "{\"type\":\"stats\",\"uptime_s\":");
-    PUT(trk_buf_fixed(b, s->uptime_s, 3));
-    LIT(b, ",\"fps\":");
-    PUT(trk_buf_fixed(b, s->fps, 2));
-    LIT(b, ",\"frames\":");
-    PUT(trk_buf_u64(b, s->frames));
-    LIT(b, ",\"drops\":");
-    PUT(trk_buf_u64(b, s->drops));
-    LIT(b, ",\"skipped\":");
-    PUT(trk_buf_u64(b, s->skipped));
-    LIT(b, ",\"clients\":");
-    PUT(trk_buf_i64(b, s->clients));
-    LIT(b, ",\"rss_kb\":");
-    if (s->rss_kb < 0)
-        LIT(b, "null");
-    else
-        PUT(trk_buf_i64(b, s->rss_kb));
-    PUT(put_ms(b, ",\"latency_median\":{\"queue_ms\":", s->queue_ms));
-    PUT(put_ms(b, ",\"upload_ms\":", s->upload_ms));
-    PUT(put_ms(b, ",\"kernel_ms\":", s->kernel_ms));
-    PUT(put_ms(b, ",\"process_ms\":", s->process_ms));
-    PUT(put_ms(b, ",\"send_ms\":", s->send_ms));
-    PUT(put_ms(b, ",\"total_ms\":", s->total_ms));
-    LIT(b, "},\"ws\":{\"messages_sent\":");
-    PUT(trk_buf_u64(b, s->ws_sent));
-    LIT(b, ",\"messages_dropped\":");
-    PUT(trk_buf_u64(b, s->ws_dropped));
-    LIT(b, ",\"bytes_sent\":");
-    PUT(trk_buf_u64(b, s->ws_bytes));
-    LIT(b, "}}");
+    PUT(kv_str(b, "{\"type\":\"status\",\"source\":", state ? state : "ok", 64));
+    PUT(kv_str(b, ",\"message\":", message, 4096));
+    if (width > 0) PUT(put_size(b, width, height));
+    LIT(b, "}");
     return 0;
 }
 
 int trk_msg_status(struct trk_buf *b, const char *state, const char *message)
 {
-    LIT(b, "{\"type\":\"status\",\"source\":");
-    PUT(trk_buf_json_str(b, state ? state : "ok", 64));
-    LIT(b, ",\"message\":");
-    PUT(trk_buf_json_str(b, message, 4096));
-    LIT(b, "}");
-    return 0;
+    return status_msg(b, state, message, 0, 0);
 }
 
 int trk_msg_status_size(struct trk_buf *b, const char *state, const char *message, int width,
                         int height)
 {
-    LIT(b, "{\"type\":\"status\",\"source\":");
-    PUT(trk_buf_json_str(b, state ? state : "ok", 64));
-    LIT(b, ",\"message\":");
-    PUT(trk_buf_json_str(b, message, 4096));
-    LIT(b, ",\"width\":");
-    PUT(trk_buf_i64(b, width));
-    LIT(b, ",\"height\":");
-    PUT(trk_buf_i64(b, height));
-    LIT(b, "}");
-    return 0;
+    return status_msg(b, state, message, width, height);
 }
 
 void trk_msg_preview_size(int width, int height, int max_width, int *pw, int *ph)
@@ -501,21 +480,18 @@ void trk_msg_preview_size(int width, int height, int max_width, int *pw, int *ph
     *ph = h < 1 ? 1 : (int)h;
 }
 
+/* ,"id":<id> when the request had an id (id_json: already JSON). */
 static int put_id(struct trk_buf *b, const char *id_json)
 {
-    if (id_json && *id_json) {
-        LIT(b, ",\"id\":");
-        PUT(trk_buf_puts(b, id_json));
-    }
-    return 0;
+    if (!id_json || !*id_json) return 0;
+    LIT(b, ",\"id\":");
+    return trk_buf_puts(b, id_json);
 }
 
 int trk_msg_error(struct trk_buf *b, const char *code, const char *message, const char *id_json)
 {
-    LIT(b, "{\"type\":\"error\",\"code\":");
-    PUT(trk_buf_json_str(b, code ? code : "error", 64));
-    LIT(b, ",\"message\":");
-    PUT(trk_buf_json_str(b, message ? message : "", 4096));
+    PUT(kv_str(b, "{\"type\":\"error\",\"code\":", code ? code : "error", 64));
+    PUT(kv_str(b, ",\"message\":", message ? message : "", 4096));
     PUT(put_id(b, id_json));
     LIT(b, "}");
     return 0;
@@ -525,16 +501,14 @@ int trk_msg_pong(struct trk_buf *b, const char *id_json, double wall_ms)
 {
     LIT(b, "{\"type\":\"pong\"");
     PUT(put_id(b, id_json));
-    LIT(b, ",\"wall_ms\":");
-    PUT(trk_buf_fixed(b, wall_ms, 3));
+    PUT(kv_fixed(b, ",\"wall_ms\":", wall_ms, 3));
     LIT(b, "}");
     return 0;
 }
 
 int trk_msg_ack(struct trk_buf *b, const char *request, const char *id_json, bool more)
 {
-    LIT(b, "{\"type\":\"ack\",\"request\":");
-    PUT(trk_buf_json_str(b, request ? request : "", 64));
+    PUT(kv_str(b, "{\"type\":\"ack\",\"request\":", request ? request : "", 64));
     PUT(put_id(b, id_json));
     if (!more) LIT(b, "}");
     return 0;
@@ -557,10 +531,8 @@ int trk_msg_ack_int(struct trk_buf *b, const char *request, const char *id_json,
                     int64_t value)
 {
     PUT(trk_msg_ack(b, request, id_json, true));
-    LIT(b, ",");
-    PUT(trk_buf_json_str(b, key, 64));
-    LIT(b, ":");
-    PUT(trk_buf_i64(b, value));
+    PUT(kv_str(b, ",", key, 64));
+    PUT(kv_i64(b, ":", value));
     LIT(b, "}");
     return 0;
 }
@@ -568,10 +540,8 @@ int trk_msg_ack_int(struct trk_buf *b, const char *request, const char *id_json,
 int trk_msg_ack_saved(struct trk_buf *b, const char *id_json, const char *path, int count)
 {
     PUT(trk_msg_ack(b, "save_objects", id_json, true));
-    LIT(b, ",\"path\":");
-    PUT(trk_buf_json_str(b, path, path ? strlen(path) : 0));
-    LIT(b, ",\"count\":");
-    PUT(trk_buf_i64(b, count));
+    PUT(kv_str(b, ",\"path\":", path, path ? strlen(path) : 0));
+    PUT(kv_i64(b, ",\"count\":", count));
     LIT(b, "}");
     return 0;
 }
@@ -580,73 +550,42 @@ int trk_msg_ack_preview(struct trk_buf *b, const char *id_json, int width, doubl
                         const char *mask)
 {
     PUT(trk_msg_ack(b, "preview", id_json, true));
-    LIT(b, ",\"width\":");
-    PUT(trk_buf_i64(b, width));
-    LIT(b, ",\"fps\":");
-    PUT(trk_buf_fixed(b, fps, 3));
-    LIT(b, ",\"mask\":");
-    PUT(trk_buf_json_str(b, mask, TRK_NAME_MAX));
+    PUT(kv_i64(b, ",\"width\":", width));
+    PUT(kv_fixed(b, ",\"fps\":", fps, 3));
+    PUT(kv_str(b, ",\"mask\":", mask, TRK_NAME_MAX));
     LIT(b, "}");
     return 0;
 }
 
-static int put_ints(struct trk_buf *b, const int *v, int n)
+/* {"space":...,"lo":...,"hi":...}: the box sampling suggests for sp. */
+static int put_sample_box(struct trk_buf *b, const struct trk_sample_info *s, enum trk_space sp)
 {
-    LIT(b, "[");
-    for (int i = 0; i < n; i++) {
-        if (i) LIT(b, ",");
-        PUT(trk_buf_i64(b, v[i]));
-    }
-    LIT(b, "]");
-    return 0;
-}
-
-static int put_box(struct trk_buf *b, const struct trk_sample_info *s, enum trk_space sp)
-{
-    LIT(b, "{\"space\":\"");
-    PUT(trk_buf_puts(b, space_name(sp)));
-    LIT(b, "\",\"lo\":");
-    PUT(put_ints(b, s->lo[sp], 3));
-    LIT(b, ",\"hi\":");
-    PUT(put_ints(b, s->hi[sp], 3));
+    PUT(put_box(b, "{\"space\":", sp, s->lo[sp], s->hi[sp]));
     LIT(b, "}");
     return 0;
 }
 
 int trk_msg_sample(struct trk_buf *b, const struct trk_sample_info *s)
 {
-    static const enum trk_space spaces[3] = { TRK_SPACE_RGB, TRK_SPACE_HSV, TRK_SPACE_YCBCR };
     LIT(b, "{\"type\":\"sample\"");
     PUT(put_id(b, s->id_json));
-    LIT(b, ",\"x\":");
-    PUT(trk_buf_i64(b, s->x));
-    LIT(b, ",\"y\":");
-    PUT(trk_buf_i64(b, s->y));
-    if (s->radius >= 0) {
-        LIT(b, ",\"radius\":");
-        PUT(trk_buf_i64(b, s->radius));
-    }
+    PUT(kv_i64(b, ",\"x\":", s->x));
+    PUT(kv_i64(b, ",\"y\":", s->y));
+    if (s->radius >= 0) PUT(kv_i64(b, ",\"radius\":", s->radius));
     LIT(b, ",\"rect\":");
     PUT(put_ints(b, s->rect, 4));
-    LIT(b, ",\"seq\":");
-    PUT(trk_buf_u64(b, s->seq));
-    LIT(b, ",\"n\":");
-    PUT(trk_buf_i64(b, s->n));
-    for (int i = 0; i < 3; i++) {
-        LIT(b, ",\"");
-        PUT(trk_buf_puts(b, space_name(spaces[i])));
-        LIT(b, "\":");
-        PUT(put_ints(b, s->mean[spaces[i]], 3));
+    PUT(kv_u64(b, ",\"seq\":", s->seq));
+    PUT(kv_i64(b, ",\"n\":", s->n));
+    for (int sp = TRK_SPACE_RGB; sp <= TRK_SPACE_YCBCR; sp++) {
+        PUT(space_key(b, ",", (enum trk_space)sp));
+        PUT(put_ints(b, s->mean[sp], 3));
     }
     LIT(b, ",\"suggest\":");
-    PUT(put_box(b, s, TRK_SPACE_HSV));
+    PUT(put_sample_box(b, s, TRK_SPACE_HSV));
     LIT(b, ",\"suggest_all\":{");
-    for (int i = 0; i < 3; i++) {
-        if (i) LIT(b, ",");
-        LIT(b, "\"");
-        PUT(trk_buf_puts(b, space_name(spaces[i])));
-        LIT(b, "\":");
-        PUT(put_box(b, s, spaces[i]));
+    for (int sp = TRK_SPACE_RGB; sp <= TRK_SPACE_YCBCR; sp++) {
+        PUT(space_key(b, sp != TRK_SPACE_RGB ? "," : "", (enum trk_space)sp));
+        PUT(put_sample_box(b, s, (enum trk_space)sp));
     }
     LIT(b, "}}");
     return 0;

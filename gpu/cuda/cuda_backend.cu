@@ -18,7 +18,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "../log_hook.h"
 #include "bench_hooks.h"
@@ -26,15 +25,33 @@
 
 /* ------------------------------------------------------------ logging */
 
+/* Lines one failure streak of an instance logs before the rest are held
+ * back. A failing frame usually logs one line (TRK_CUDA_TRY returns at
+ * once); the others cover a cascade (a launch error, then the call that
+ * reports it again). */
+#define CUDA_LOG_LINES 4
+
+/* An instance's log budget: lines logged since its last good frame. The
+ * daemon's log-once style: an error that fails every frame (a lost device)
+ * logs its first lines once, and again only after a frame has succeeded. */
+struct cuda_log {
+    int lines;
+};
+
+/* The instance whose entry point this thread is running (set by log_scope),
+ * so that TRK_CUDA_TRY in the launch wrappers reaches its budget without an
+ * extra argument. NULL outside one: those failures are always logged. */
+static thread_local struct cuda_log *t_log;
+
 void trk_cuda_log(const char *call, const char *file, int line, cudaError_t e)
 {
-    /* Bounded: a failure that repeats every frame must not flood the log. */
-    static int logged;
-    if (logged >= 20) return;
+    struct cuda_log *l = t_log;
+    if (l && l->lines >= CUDA_LOG_LINES) return;
     trk_log_write(TRK_LOG_ERROR, "cuda", 0, "%s failed at %s:%d: %s", call, file, line,
                   cudaGetErrorString(e));
-    if (++logged == 20)
-        trk_log_write(TRK_LOG_ERROR, "cuda", 0, "further CUDA errors are not logged");
+    if (l && ++l->lines == CUDA_LOG_LINES)
+        trk_log_write(TRK_LOG_ERROR, "cuda", 0,
+                      "further CUDA errors of this backend are not logged until a frame succeeds");
 }
 
 namespace
@@ -52,6 +69,7 @@ const int LUT_CHANNEL_VALUES = 8 * 256 + TRK_HUE_VALUES;
 const int LUT_MAX_WORDS = (LUT_CHANNEL_VALUES + 16) + 8 * LUT_CHANNEL_VALUES + 64;
 
 struct cuda_be {
+    struct cuda_log log; /* trk_cuda_log's budget for this instance */
     int dev, sms;
     int variant, arr, r, bands; /* bands: 0 = automatic */
     char name[80];
@@ -90,12 +108,12 @@ struct cuda_be {
     double t_submit;
 };
 
-double now_ms()
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
+/* Points t_log at an instance for the life of one entry point. */
+struct log_scope {
+    struct cuda_log *prev;
+    explicit log_scope(struct cuda_be *b) : prev(t_log) { t_log = &b->log; }
+    ~log_scope() { t_log = prev; }
+};
 
 size_t align_up(size_t v, size_t a)
 {
@@ -265,6 +283,7 @@ int cu_create(const struct trk_backend_cfg *cfg, void **self)
     if (trk_cuda_probe(why, sizeof(why)) != TRK_CUDA_USABLE) return TRK_ENODEV;
     struct cuda_be *b = (struct cuda_be *)calloc(1, sizeof(*b));
     if (!b) return TRK_ENOMEM;
+    log_scope ls(b);
     int err = parse_variant(cfg->variant, b);
     if (err) {
         free(b);
@@ -466,6 +485,7 @@ void group_objects(const struct trk_object_def *objs, int n, int nw, int *pos)
 int cu_set_objects(void *self, const struct trk_object_def *objs, int n)
 {
     struct cuda_be *b = (struct cuda_be *)self;
+    log_scope ls(b);
     TRK_CUDA_TRY(cudaSetDevice(b->dev));
     b->n = n;
     if (n == 0) return 0;
@@ -689,7 +709,8 @@ int submit_impl(struct cuda_be *b, const struct trk_image *img, const struct trk
 int cu_submit(void *self, const struct trk_image *img, const struct trk_roi *rois)
 {
     struct cuda_be *b = (struct cuda_be *)self;
-    b->t_submit = now_ms();
+    log_scope ls(b);
+    b->t_submit = trk_backend_now_ms();
     b->work = false;
     if (b->n == 0) return 0;
     TRK_CUDA_TRY(cudaSetDevice(b->dev));
@@ -735,16 +756,18 @@ float elapsed(cudaEvent_t a, cudaEvent_t z)
 int cu_wait(void *self, struct trk_obj_result *out, struct trk_backend_timing *t)
 {
     struct cuda_be *b = (struct cuda_be *)self;
+    log_scope ls(b);
     if (!b->work) {
         if (t) {
             t->upload_ms = t->kernel_ms = 0;
-            t->total_ms = now_ms() - b->t_submit;
+            t->total_ms = trk_backend_now_ms() - b->t_submit;
         }
         return 0;
     }
     b->work = false;
     TRK_CUDA_TRY(cudaSetDevice(b->dev));
     TRK_CUDA_TRY(cudaEventSynchronize(b->ev_done));
+    b->log.lines = 0; /* a good frame ends the failure streak */
     decode(b->hp_res, b->pos, b->n, out);
     if (t) {
         t->upload_ms = elapsed(b->ev_up0, b->ev_up1);
@@ -752,7 +775,7 @@ int cu_wait(void *self, struct trk_obj_result *out, struct trk_backend_timing *t
         for (int i = 0; i < b->nk; i++)
             k += elapsed(b->ev_ks[i], b->ev_ke[i]);
         t->kernel_ms = k;
-        t->total_ms = now_ms() - b->t_submit;
+        t->total_ms = trk_backend_now_ms() - b->t_submit;
     }
     return 0;
 }
@@ -821,6 +844,7 @@ int trk_cuda_bench_upload(struct trk_backend *bk, const struct trk_image *img,
 {
     struct cuda_be *b = (struct cuda_be *)trk_backend_self(bk, &trk_cuda_ops);
     if (!b) return TRK_EINVAL;
+    log_scope ls(b);
     int err = trk_image_check(img);
     if (err) return err;
     if (img->width > b->max_w || img->height > b->max_h) return TRK_ETOOBIG;
@@ -845,6 +869,7 @@ int trk_cuda_bench_kernels(struct trk_backend *bk, int iters, float *ms, struct 
 {
     struct cuda_be *b = (struct cuda_be *)trk_backend_self(bk, &trk_cuda_ops);
     if (!b || b->n == 0 || iters < 1 || !ms) return TRK_EINVAL;
+    log_scope ls(b);
     TRK_CUDA_TRY(cudaSetDevice(b->dev));
     for (int i = 0; i < iters; i++) {
         TRK_CUDA_TRY(cudaEventRecord(b->ev_ks[0], b->s_k));
@@ -864,6 +889,7 @@ int trk_cuda_bench_kernels(struct trk_backend *bk, int iters, float *ms, struct 
         b->parity ^= 1;
         ms[i] = elapsed(b->ev_ks[0], b->ev_ke[0]);
     }
+    b->log.lines = 0;
     if (out) decode(b->hp_res, b->pos, b->n, out);
     return 0;
 }

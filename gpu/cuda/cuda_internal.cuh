@@ -16,8 +16,11 @@
 
 /* ------------------------------------------------------------- errors */
 
-/* Logs a failed CUDA call (call text, file, line, error string). Errors that
- * would repeat at frame rate are logged a bounded number of times. */
+/* Logs a failed CUDA call (call text, file, line, error string). Inside a
+ * backend instance's entry point the instance's budget applies: a few lines
+ * per failure streak, a streak ending at the instance's next good frame
+ * (cuda_backend.cu), so errors repeating at frame rate do not flood the log
+ * and a later, new failure is still seen. */
 void trk_cuda_log(const char *call, const char *file, int line, cudaError_t e);
 
 /* Evaluates to 0, or logs and evaluates to TRK_EBACKEND. */

@@ -56,6 +56,33 @@ __device__ __forceinline__ int need_mask(const struct trk_cu_lut &lt)
     return (lt.has[0] ? 1 : 0) | (lt.has[1] ? 2 : 0) | (lt.has[2] ? 4 : 0);
 }
 
+/* The part of lut_kernel and naive_kernel around their per-pixel test,
+ * after each has loaded its own tables into shared memory: zero the block's
+ * accumulators (and block (0, 0) the next frame's), then sync. */
+__device__ __forceinline__ void block_begin(const struct trk_cu_job &job, const sacc &a, int n,
+                                            int tid, int nthr)
+{
+    sacc_zero(a, n, tid, nthr);
+    if (blockIdx.x == 0 && blockIdx.y == 0 && job.acc_clear)
+        for (int i = tid; i < n; i += nthr)
+            job.acc_clear[i] = trk_cu_acc{};
+    __syncthreads();
+}
+
+/* This thread's pixel (x, y) and its channel triples p (the spaces the
+ * tables need); false for threads past the frame's or the band's edge. */
+__device__ __forceinline__ bool block_pixel(const struct trk_cu_job &job, int &x, int &y,
+                                            struct trk_cu_px &p)
+{
+    x = blockIdx.x * blockDim.x + threadIdx.x;
+    y = job.row0 + blockIdx.y * blockDim.y + threadIdx.y;
+    if (x >= job.f.width || y >= job.row1) return false;
+    int na, nb, nc;
+    trk_cu_native(job.f, x, y, na, nb, nc);
+    trk_cu_triples(job.f, trk_fmt_is_yuv(job.f.fmt), need_mask(job.lt), na, nb, nc, p);
+    return true;
+}
+
 /* Grid: 2-D, one thread per pixel of rows [row0, row1), TRK_LUT_BX x TRK_LUT_BY
  * per block. Shared (trk_cu_table_smem): the whole table image, then the
  * block's accumulators.
@@ -71,19 +98,11 @@ __global__ void lut_kernel(const struct trk_cu_job job)
     const int tid = threadIdx.y * blockDim.x + threadIdx.x, nthr = blockDim.x * blockDim.y;
     for (int i = tid; i < lt.words / 4; i += nthr)
         s_raw[i] = reinterpret_cast<const uint4 *>(job.lut)[i];
-    sacc_zero(a, n, tid, nthr);
-    if (blockIdx.x == 0 && blockIdx.y == 0 && job.acc_clear)
-        for (int i = tid; i < n; i += nthr)
-            job.acc_clear[i] = trk_cu_acc{};
-    __syncthreads();
+    block_begin(job, a, n, tid, nthr);
 
-    const int x = blockIdx.x * blockDim.x + threadIdx.x;
-    const int y = job.row0 + blockIdx.y * blockDim.y + threadIdx.y;
-    if (x < job.f.width && y < job.row1) {
-        int na, nb, nc;
-        trk_cu_native(job.f, x, y, na, nb, nc);
-        struct trk_cu_px p;
-        trk_cu_triples(job.f, trk_fmt_is_yuv(job.f.fmt), need_mask(lt), na, nb, nc, p);
+    int x, y;
+    struct trk_cu_px p;
+    if (block_pixel(job, x, y, p)) {
         for (int w = 0; w < nw; w++) {
             uint32_t m = 0;
 #pragma unroll
@@ -120,19 +139,11 @@ __global__ void naive_kernel(const struct trk_cu_job job)
         s_obj[i] = job.objs[i];
         s_roi[i] = job.rois ? job.rois[i] : trk_roi{ 0, 0, job.f.width - 1, job.f.height - 1 };
     }
-    sacc_zero(a, n, tid, nthr);
-    if (blockIdx.x == 0 && blockIdx.y == 0 && job.acc_clear)
-        for (int i = tid; i < n; i += nthr)
-            job.acc_clear[i] = trk_cu_acc{};
-    __syncthreads();
+    block_begin(job, a, n, tid, nthr);
 
-    const int x = blockIdx.x * blockDim.x + threadIdx.x;
-    const int y = job.row0 + blockIdx.y * blockDim.y + threadIdx.y;
-    if (x < job.f.width && y < job.row1) {
-        int na, nb, nc;
-        trk_cu_native(job.f, x, y, na, nb, nc);
-        struct trk_cu_px p;
-        trk_cu_triples(job.f, trk_fmt_is_yuv(job.f.fmt), need_mask(job.lt), na, nb, nc, p);
+    int x, y;
+    struct trk_cu_px p;
+    if (block_pixel(job, x, y, p)) {
         for (int k = 0; k < n; k++) {
             const struct trk_cu_obj &o = s_obj[k];
             const struct trk_roi &r = s_roi[k];

@@ -2,8 +2,8 @@
  * from the standards (Kr/Kb of BT.601 and BT.709, limited and full range),
  * plus round trips, HSV over every 24-bit colour and the hue-wrap box test;
  * the hue range, the native sample reader of every pixel format against
- * hand-written bytes, the plane geometry, the default display colour (one
- * rule for the objects file and the protocol) and TRK_ASSERT.
+ * hand-written bytes, the single-pixel reader of an image, the plane geometry, the default display
+ * colour (one rule for the objects file and the protocol) and TRK_ASSERT.
  *
  * The integer rules must agree with the exact maths within 1 code value
  * (they round once, in Q16); they are the definition for every backend, so
@@ -331,6 +331,53 @@ static void test_pixel_native(void)
     CHECK(t[TRK_SPACE_HSV][0] == h && t[TRK_SPACE_HSV][1] == sat && t[TRK_SPACE_HSV][2] == v);
 }
 
+/* trk_image_pixel_rgb / trk_image_pixel_space read a pixel through the
+ * image's own format, matrix and range: a BGRA pixel comes back as R, G, B;
+ * an I420 pixel converts with the image's coefficients (BT.709 limited
+ * here, which no other matrix/range maps to the same colour). */
+static void test_image_pixel(void)
+{
+    uint8_t bgra[2 * 4] = { 10, 20, 30, 0, 200, 100, 50, 0 };
+    struct trk_image img = {
+        .plane = { bgra }, .pitch = { 8 }, .width = 2, .height = 1, .fmt = TRK_FMT_BGRA
+    };
+    uint8_t rgb[3];
+    trk_image_pixel_rgb(&img, 1, 0, rgb);
+    CHECKF(rgb[0] == 50 && rgb[1] == 100 && rgb[2] == 200, "bgra -> %d %d %d", rgb[0], rgb[1],
+           rgb[2]);
+
+    /* 2x2 I420: Y 60, 70 / 80, 90; one chroma sample Cb 90, Cr 200. */
+    uint8_t y[4] = { 60, 70, 80, 90 }, cb[1] = { 90 }, cr[1] = { 200 };
+    img = (struct trk_image){ .plane = { y, cb, cr },
+                              .pitch = { 2, 1, 1 },
+                              .width = 2,
+                              .height = 2,
+                              .fmt = TRK_FMT_I420,
+                              .matrix = TRK_MATRIX_BT709,
+                              .full_range = 0 };
+    const struct trk_yuv2rgb_coef *k = &trk_yuv2rgb_coefs[trk_coef_index(TRK_MATRIX_BT709, 0)];
+    uint8_t r, g, b;
+    trk_yuv_to_rgb(k, 90, 90, 200, &r, &g, &b);
+    trk_image_pixel_rgb(&img, 1, 1, rgb);
+    CHECKF(rgb[0] == r && rgb[1] == g && rgb[2] == b, "i420 -> %d %d %d, want %d %d %d", rgb[0],
+           rgb[1], rgb[2], r, g, b);
+    /* Any other coefficients give another colour for this pixel. */
+    for (int ci = 0; ci < 4; ci++) {
+        if (ci == trk_coef_index(TRK_MATRIX_BT709, 0)) continue;
+        uint8_t r2, g2, b2;
+        trk_yuv_to_rgb(&trk_yuv2rgb_coefs[ci], 90, 90, 200, &r2, &g2, &b2);
+        CHECK(r2 != r || g2 != g || b2 != b);
+    }
+    int c[3];
+    trk_image_pixel_space(&img, 1, 1, TRK_SPACE_YCBCR, c);
+    CHECK(c[0] == 90 && c[1] == 90 && c[2] == 200);
+    uint16_t h;
+    uint8_t sat, v;
+    trk_rgb_to_hsv(r, g, b, &h, &sat, &v);
+    trk_image_pixel_space(&img, 1, 1, TRK_SPACE_HSV, c);
+    CHECK(c[0] == h && c[1] == sat && c[2] == v);
+}
+
 /* trk_image_plane_layout at an odd size (5 x 3), and its refusals. */
 static void test_plane_layout(void)
 {
@@ -408,6 +455,7 @@ int main(void)
     test_channels();
     test_display_colour();
     test_pixel_native();
+    test_image_pixel();
     test_plane_layout();
     test_assert();
     return check_exit("test_color");
