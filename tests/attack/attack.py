@@ -28,6 +28,10 @@ import daemon_proc  # noqa: E402  (tests/integration, on the path above)
 import ws_client  # noqa: E402,F401  (re-exported for the tests: connect, check_* schemas)
 
 SANITIZED = os.environ.get("TRK_SANITIZE") == "1"
+# Tests that send control messages run trackd with this --control-token and
+# connect with ?token=, so they reach the control handlers whatever the
+# loopback policy for unauthenticated clients is.
+TOKEN = "attack-suite-" + "t" * 20
 SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",
                    "SUMMARY: UndefinedBehaviorSanitizer")
 FAILS = []
@@ -56,11 +60,16 @@ def finish():
 # ------------------------------------------------------------------ daemon
 
 class Daemon:
-    """The real trackd on a free loopback port, stderr to DIR/trackd.log."""
+    """The real trackd on a free loopback port, stderr to DIR/trackd.log.
+    token: run with --control-token TOKEN; self.path is the WebSocket path
+    that authenticates (ws_open(dm.port, dm.path))."""
 
-    def __init__(self, trackd, args, d):
+    def __init__(self, trackd, args, d, token=None):
         self.log_path = os.path.join(d, "trackd.log")
         self.log = open(self.log_path, "w+")
+        if token:
+            args = [*args, "--control-token", token]
+        self.path = f"/ws?token={token}" if token else "/ws"
         self.p, self.port = daemon_proc.start_trackd(trackd, args, self.log)
         self.pid = self.p.pid
         self.url = f"ws://127.0.0.1:{self.port}/ws"

@@ -28,14 +28,14 @@ import tempfile
 import threading
 import time
 
-from attack import (SANITIZED, Daemon, abort, check, finish, report, wait_until, ws_frame,
+from attack import (SANITIZED, TOKEN, Daemon, abort, check, finish, report, wait_until, ws_frame,
                     ws_open, ws_read_json_until, ws_send_json)
 from test_never_reading import Reader
 
 KINDS = ("tcp", "reset", "http", "partial", "ws", "ws_reset", "reload", "oversize")
 
 
-def cycle(port, kind):
+def cycle(port, path, kind):
     """One cycle; returns True when the daemon behaved as expected."""
     if kind in ("tcp", "reset", "http", "partial"):
         s = socket.create_connection(("127.0.0.1", port), 10)
@@ -62,7 +62,7 @@ def cycle(port, kind):
             return True
         finally:
             s.close()
-    s = ws_open(port)
+    s = ws_open(port, path)
     try:
         if kind == "ws":
             ok = ws_read_json_until(s, lambda m: m.get("type") == "hello", 10) is not None
@@ -101,14 +101,14 @@ def main():
                                     "hi": [14, 255, 255]}]}, f)
         dm = Daemon(a.trackd, ["--size", "320x180", "--fps", "30", "--backend", "cpu",
                                "--objects", objs, "--preview-fps", "10",
-                               "--stats-interval", "0"], d)
+                               "--stats-interval", "0"], d, token=TOKEN)
         try:
             reader = Reader(dm.port)
             reader.start()
             # Warm-up: one of each kind, so lazily made buffers exist before
             # the baseline.
             for k in KINDS:
-                cycle(dm.port, k)
+                cycle(dm.port, dm.path, k)
             time.sleep(2.0)
             wait_until(lambda: reader.stats and reader.stats.get("clients") == 1, 10)
             fds0, rss0 = dm.fds(), dm.rss_kb()
@@ -129,7 +129,7 @@ def main():
                         return
                     kind = KINDS[i % len(KINDS)]
                     try:
-                        ok = cycle(dm.port, kind)
+                        ok = cycle(dm.port, dm.path, kind)
                     except OSError as e:
                         ok = False
                         kind += f" ({e!r})"

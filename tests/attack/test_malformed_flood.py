@@ -26,7 +26,7 @@ import os
 import random
 import tempfile
 
-from attack import (Daemon, check, finish, report, wait_until, ws_frame, ws_open,
+from attack import (TOKEN, Daemon, check, finish, report, wait_until, ws_frame, ws_open,
                     ws_read_json_until, ws_send_json)
 
 OBJ = {"name": "x1", "space": "rgb", "lo": [0, 0, 0], "hi": [10, 10, 10], "min_mass": 5,
@@ -174,10 +174,10 @@ def main():
             json.dump({"objects": [{"name": "red", "space": "hsv", "lo": [346, 110, 70],
                                     "hi": [14, 255, 255]}]}, f)
         dm = Daemon(a.trackd, ["--size", "320x180", "--fps", "30", "--backend", "cpu",
-                               "--objects", objs, "--stats-interval", "0"], d)
+                               "--objects", objs, "--stats-interval", "0"], d, token=TOKEN)
         answered = 0
         try:
-            s = ws_open(dm.port)
+            s = ws_open(dm.port, dm.path)
             ws_send_json(s, {"type": "subscribe", "preview": False})
             ws_send_json(s, {"type": "get_objects", "id": "before"})
             before = ws_read_json_until(s, lambda m: m.get("id") == "before")

@@ -32,9 +32,9 @@ class Reader(threading.Thread):
     """A client that reads everything (previews off); keeps frame seqs and
     the latest stats."""
 
-    def __init__(self, port):
+    def __init__(self, port, path="/ws"):
         super().__init__(daemon=True)
-        self.s = ws_open(port)
+        self.s = ws_open(port, path)
         ws_send_json(self.s, {"type": "subscribe", "preview": False})
         self.seqs, self.times, self.stats = [], [], None
         self.error = None

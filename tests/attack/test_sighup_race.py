@@ -28,7 +28,7 @@ import tempfile
 import threading
 import time
 
-from attack import (Daemon, check, finish, report, wait_until, ws_client, ws_open,
+from attack import (TOKEN, Daemon, check, finish, report, wait_until, ws_client, ws_open,
                     ws_read_frame, ws_read_json_until, ws_send_json)
 from test_never_reading import Reader
 
@@ -46,8 +46,8 @@ def obj(name, rnd):
 class Watcher(Reader):
     """The reading client, also checking every objects broadcast."""
 
-    def __init__(self, port):
-        super().__init__(port)
+    def __init__(self, port, path):
+        super().__init__(port, path)
         self.broadcasts, self.bad = 0, []
 
     def run(self):
@@ -83,9 +83,9 @@ class Watcher(Reader):
             self.error = repr(e)
 
 
-def editor(port, k, stop, out, lock):
+def editor(port, path, k, stop, out, lock):
     rnd = random.Random(1000 + k)
-    s = ws_open(port)
+    s = ws_open(port, path)
     ws_send_json(s, {"type": "subscribe", "preview": False})
     mine = []
     n = 0
@@ -153,14 +153,15 @@ def main():
         with open(path, "w") as f:
             json.dump({"objects": [obj(f"start{i}", rnd) for i in range(3)]}, f)
         dm = Daemon(a.trackd, ["--size", "320x180", "--fps", "30", "--backend", "cpu",
-                               "--objects", path, "--no-preview", "--stats-interval", "0"], d)
+                               "--objects", path, "--no-preview", "--stats-interval", "0"], d,
+                    token=TOKEN)
         try:
-            watcher = Watcher(dm.port)
+            watcher = Watcher(dm.port, dm.path)
             watcher.start()
             stop = threading.Event()
             lock = threading.Lock()
             out = {"requests": 0, "ok": 0, "race_errors": 0, "unanswered": 0, "bad": []}
-            eds = [threading.Thread(target=editor, args=(dm.port, k, stop, out, lock))
+            eds = [threading.Thread(target=editor, args=(dm.port, dm.path, k, stop, out, lock))
                    for k in range(a.editors)]
             for t in eds:
                 t.start()
@@ -203,7 +204,7 @@ def main():
             check(valid, "the objects file is complete, valid JSON")
             left = sorted(os.listdir(wd))
             check(left == ["objects.json"], f"nothing but objects.json in its folder: {left}")
-            s = ws_open(dm.port)
+            s = ws_open(dm.port, dm.path)
             ws_send_json(s, {"type": "reload_objects", "id": "fin"})
             r = ws_read_json_until(s, lambda m: m.get("id") == "fin", 15)
             check(r and r.get("type") == "ack", f"a final reload_objects is accepted: {r}")
