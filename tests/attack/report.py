@@ -152,9 +152,15 @@ def main():
               for b in (a.build or ["build"])]
     sections, bad = [], False
     for b in builds:
+        sanitized = cache_flag(b, "TRK_SANITIZE").upper() in ("ON", "1", "TRUE", "YES")
         if a.run:
+            env = dict(os.environ)
+            if sanitized:  # as setup.sh runs it: every report fatal
+                env.setdefault("ASAN_OPTIONS", "halt_on_error=1:abort_on_error=1:detect_leaks=1")
+                env.setdefault("UBSAN_OPTIONS",
+                               "halt_on_error=1:abort_on_error=1:print_stacktrace=1")
             subprocess.run(["ctest", "--test-dir", b, "-L", "attack", "--output-on-failure"],
-                           check=False)
+                           check=False, env=env)
         log = os.path.join(b, "Testing", "Temporary", "LastTest.log")
         if not os.path.exists(log):
             print(f"report.py: {log}: no ctest log (run ctest -L attack there first)",
@@ -167,7 +173,6 @@ def main():
             print(f"report.py: {log}: no attack results in the last run", file=sys.stderr)
             bad = True
             continue
-        sanitized = cache_flag(b, "TRK_SANITIZE").upper() in ("ON", "1", "TRUE", "YES")
         kind = ("ASan/UBSan build (`-DTRK_SANITIZE=ON`: every sanitizer report is fatal; RSS "
                 "bounds not checked, LeakSanitizer checks at exit)" if sanitized else
                 f"{cache_flag(b, 'CMAKE_BUILD_TYPE') or 'default'} build")
