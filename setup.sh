@@ -7,7 +7,9 @@
 #   ./setup.sh build                   install build dependencies and build only
 #
 # Environment: BUILD_DIR (default ./build), JOBS (default: cores),
-# CI=true builds with warnings as errors.
+# CI=true builds with warnings as errors. test also builds an ASan/UBSan tree
+# (SAN_BUILD_DIR, default BUILD_DIR-asan) and runs the unit, fuzz-corpus and
+# attack tests there first; SANITIZE=0 skips that.
 set -euo pipefail
 cd "$(dirname "$0")"
 mode=${1:-demo}
@@ -61,6 +63,29 @@ build() {
   cmake --build "$BUILD_DIR" -j "$JOBS"
 }
 
+# The ASan/UBSan run: host code only (no CUDA: nvcc takes no -fsanitize and
+# no GPU runs it here), only the tests that need no browser or camera. Every
+# report is fatal (-fno-sanitize-recover=all, halt/abort on error, leaks
+# checked at exit), so a test that triggers one fails. Returns ctest's status.
+sanitize() {
+  local dir=${SAN_BUILD_DIR:-$BUILD_DIR-asan} werror=OFF t0=$SECONDS
+  [ "${CI:-}" = true ] && werror=ON
+  echo "setup.sh: ASan/UBSan build in $dir"
+  # (set -e does not apply inside a function called with ||: check each step.)
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTRK_CUDA=OFF -DTRK_SANITIZE=ON \
+    -DTRK_WERROR=$werror || return
+  cmake --build "$dir" -j "$JOBS" || return
+  local rc=0
+  # Left out: the two exhaustive 16.7M-colour comparisons (allcolors_*): the
+  # same code as the other gpu_fast tests, over 2 minutes each under ASan.
+  ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1 \
+    UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1 \
+    ctest --test-dir "$dir" -L 'unit|fuzz|attack' -E 'allcolors' --output-on-failure \
+    --timeout 600 || rc=$?
+  echo "setup.sh: ASan/UBSan run took $((SECONDS - t0)) s (build and tests), ctest status $rc"
+  return $rc
+}
+
 case "$mode" in
   demo)
     build
@@ -79,7 +104,17 @@ case "$mode" in
       (cd tests/browser && npm ci --no-audit --no-fund --loglevel=error)
     fi
     build
-    ctest --test-dir "$BUILD_DIR" --output-on-failure --timeout 600
+    # The sanitizer run goes first so the whole suite's ctest summary comes
+    # last (CI reads it); its failure is repeated below that summary.
+    san=0
+    [ "${SANITIZE:-1}" = 0 ] || sanitize || san=$?
+    rc=0
+    ctest --test-dir "$BUILD_DIR" --output-on-failure --timeout 600 || rc=$?
+    if [ "$san" != 0 ]; then
+      echo "setup.sh: the ASan/UBSan run failed (ctest status $san): see its summary above" >&2
+      [ "$rc" != 0 ] || rc=$san
+    fi
+    exit $rc
     ;;
   *)
     echo "usage: $0 demo [trackd options] | test | build" >&2

@@ -360,8 +360,11 @@ int trk_posindex_find(const struct trk_posindex *ix, const struct trk_path_seg *
             if (p->type != '{') return -1;
             while (c >= 0) {
                 const struct node *d = &ix->nodes[c];
+                /* An empty key may have no arena at all: memcmp(NULL, ..., 0)
+                 * is undefined (UBSan reports it). */
                 if (d->key_len == path[s].key_len &&
-                    memcmp(ix->arena + d->key_start, path[s].key, d->key_len) == 0)
+                    (d->key_len == 0 ||
+                     memcmp(ix->arena + d->key_start, path[s].key, d->key_len) == 0))
                     break;
                 c = d->next_sibling;
             }

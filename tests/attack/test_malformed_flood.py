@@ -1,0 +1,226 @@
+#!/usr/bin/python3
+"""Attack: a flood of malformed control messages on one connection.
+
+    test_malformed_flood.py TRACKD [--seed N]
+
+One WebSocket client (raw socket) sends, one after the other, about a
+thousand generated bad messages:
+  - every prefix of valid messages (never valid JSON), duplicate keys, deep
+    nesting, numbers beyond 64 bits, NUL characters, lone surrogates;
+  - valid JSON that is not an object, `type` missing or not a string,
+    unknown types;
+  - every field of every control message given a value of another JSON
+    type, the object fields inside set_objects/add_object/update_object
+    too;
+  - seeded random printable noise, binary messages, messages over 64 KiB
+    (also fragmented).
+Each must get exactly one `error` reply (with the request's id where it had
+one, with a message for humans), before the next is sent. The connection
+stays open throughout; afterwards ping works, the object set is what it was,
+results still flow, and the daemon exits cleanly.
+"""
+import argparse
+import copy
+import json
+import os
+import random
+import tempfile
+
+from attack import (TOKEN, Daemon, check, finish, report, wait_until, ws_frame, ws_open,
+                    ws_read_json_until, ws_send_json)
+
+OBJ = {"name": "x1", "space": "rgb", "lo": [0, 0, 0], "hi": [10, 10, 10], "min_mass": 5,
+       "color": "#102030"}
+# Control messages that are valid as written (the set has "red" at id 0);
+# for each, the fields to break.
+GOOD = [
+    ({"type": "set_objects", "objects": [OBJ]}, ["objects"]),
+    ({"type": "add_object", "object": OBJ}, ["object"]),
+    ({"type": "update_object", "object_id": 0, "object": dict(OBJ, name="red")},
+     ["object_id", "object"]),
+    ({"type": "update_object", "name": "red", "object": dict(OBJ, name="red")}, ["name"]),
+    ({"type": "rename_object", "object_id": 0, "new_name": "red"}, ["object_id", "new_name"]),
+    ({"type": "remove_object", "object_id": 0}, ["object_id"]),
+    ({"type": "remove_object", "name": "red"}, ["name"]),
+    ({"type": "sample", "x": 1, "y": 1, "radius": 1}, ["x", "y", "radius"]),
+    ({"type": "sample", "x": 1, "y": 1, "w": 4, "h": 4}, ["w", "h"]),
+    ({"type": "preview", "width": 160, "fps": 5.0, "mask": None}, ["width", "fps"]),
+    ({"type": "preview", "mask": "red"}, ["mask"]),
+    ({"type": "subscribe", "preview": False}, ["preview"]),
+]
+# Per JSON type: values of other types to put in its place.
+OTHER = {
+    int: [None, True, "1", [1], {"a": 1}, 1.5],
+    float: [None, True, "1", [1], {"a": 1}],
+    str: [None, False, 7, [], {}],
+    bool: [None, 0, "true", [], {}],
+    list: [None, True, 3, "[]", {}],
+    dict: [None, True, 3, "{}", []],
+    type(None): [True, 3, [], {}],
+}
+# Values of another type that are valid all the same.
+VALID = {("preview", "mask"): [None]}
+
+
+def wrong_values(msg_type, field, v):
+    return [w for w in OTHER[type(v)] if w not in VALID.get((msg_type, field), [])]
+
+
+def generate(seed):
+    """(label, payload, opcode, has_id, expected code or None)."""
+    rnd = random.Random(seed)
+    msgs = []
+    n = [0]
+
+    def add(label, payload, has_id=True, code=None, opcode=0x1):
+        msgs.append((label, payload, opcode, has_id, code))
+
+    def rid():
+        n[0] += 1
+        return f"m{n[0]}"
+
+    # 1. Broken JSON: prefixes of valid messages (no id can be read back).
+    for good, _ in GOOD:
+        text = json.dumps(dict(good, id="p"))
+        for cut in range(0, len(text), max(1, len(text) // 12)):
+            add(f"prefix {text[:cut][:40]!r}", text[:cut], False, "bad_json")
+    for text in ['{"type":"ping","type":"ping"}', '{"type":"ping","id":1' + "}" * 2,
+                 "[" * 5000 + "]" * 5000, '{"a":' * 3000 + "1" + "}" * 3000,
+                 '{"type":"sample","x":' + "9" * 40 + ',"y":1}', '{"type":"ping\u0000"}',
+                 '{"type":"ping","id":"\\ud800"}', "{'type':'ping'}", '{"type":ping}',
+                 "\ufeff{}", "nul\x00l", "{} {}"]:
+        add(f"bad json {text[:30]!r}", text, False, "bad_json")
+
+    # 2. Valid JSON, wrong shape.
+    for text in ["[1,2,3]", '"ping"', "42", "null", "true"]:
+        add(f"not an object {text}", text, False, "not_object")
+    for t in [None, 5, [], {}, True]:
+        i = rid()
+        add(f"type {t!r}", json.dumps({"type": t, "id": i}), i, "bad_type")
+    for _ in range(40):
+        t = "".join(rnd.choice("abcdefghijklmnopqrstuvwxyz_") for _ in range(rnd.randint(1, 40)))
+        i = rid()
+        add(f"unknown type {t}", json.dumps({"type": "zz_" + t, "id": i}), i, "unknown_type")
+
+    # 3. Every field of every control message with a value of another type.
+    for good, fields in GOOD:
+        for f in fields:
+            for v in wrong_values(good["type"], f, good[f]):
+                m = dict(good, id=rid())
+                m[f] = v
+                add(f"{good['type']}.{f}={v!r}", json.dumps(m), m["id"])
+        # The object inside, field by field and element by element.
+        for path in ("object", "objects"):
+            if path not in good:
+                continue
+            for f, v0 in OBJ.items():
+                for v in wrong_values("object", f, v0):
+                    m = copy.deepcopy(good)
+                    o = m["object"] if path == "object" else m["objects"][0]
+                    o[f] = v
+                    m["id"] = rid()
+                    add(f"{good['type']}.{path}.{f}={v!r}", json.dumps(m), m["id"])
+                if isinstance(v0, list):
+                    for k in range(3):
+                        for v in [None, "1", [], -1, 1e9, 2.5]:
+                            m = copy.deepcopy(good)
+                            o = m["object"] if path == "object" else m["objects"][0]
+                            o[f][k] = v
+                            m["id"] = rid()
+                            add(f"{good['type']}.{path}.{f}[{k}]={v!r}", json.dumps(m), m["id"])
+            for drop in ("name", "space", "lo", "hi"):
+                m = copy.deepcopy(good)
+                o = m["object"] if path == "object" else m["objects"][0]
+                del o[drop]
+                m["id"] = rid()
+                add(f"{good['type']}.{path} without {drop}", json.dumps(m), m["id"])
+
+    # 4. Noise, binary, oversize.
+    alphabet = "{}[]\":,0123456789.eE+-truefalsn \\/\u00e9\u4e2d\U0001f600abc"
+    for _ in range(150):
+        text = "".join(rnd.choice(alphabet) for _ in range(rnd.randint(1, 300)))
+        try:
+            v = json.loads(text)
+            if isinstance(v, dict):
+                continue  # a valid object by chance: not malformed
+        except ValueError:
+            pass
+        add(f"noise {text[:30]!r}", text, False)
+    for size in (1, 100, 70000):
+        add(f"binary {size} B", os.urandom(size), False, "binary", opcode=0x2)
+    add("text over 64 KiB", '{"type":"ping","pad":"' + "x" * 70000 + '"}', False, "too_large")
+    add("fragmented, over 64 KiB", ["x" * 40000, "y" * 40000], False, "too_large")
+    return msgs
+
+
+def send(s, payload, opcode):
+    if isinstance(payload, list):  # fragments: first, continuations, final
+        for k, part in enumerate(payload):
+            last = k == len(payload) - 1
+            s.sendall(ws_frame(part, opcode=0x1 if k == 0 else 0x0, fin=last))
+    else:
+        s.sendall(ws_frame(payload, opcode=opcode))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("trackd")
+    ap.add_argument("--seed", type=int, default=11)
+    a = ap.parse_args()
+    msgs = generate(a.seed)
+    with tempfile.TemporaryDirectory() as d:
+        objs = os.path.join(d, "objects.json")
+        with open(objs, "w") as f:
+            json.dump({"objects": [{"name": "red", "space": "hsv", "lo": [346, 110, 70],
+                                    "hi": [14, 255, 255]}]}, f)
+        dm = Daemon(a.trackd, ["--size", "320x180", "--fps", "30", "--backend", "cpu",
+                               "--objects", objs, "--stats-interval", "0"], d, token=TOKEN)
+        answered = 0
+        try:
+            s = ws_open(dm.port, dm.path)
+            ws_send_json(s, {"type": "subscribe", "preview": False})
+            ws_send_json(s, {"type": "get_objects", "id": "before"})
+            before = ws_read_json_until(s, lambda m: m.get("id") == "before")
+            check(before and before.get("type") == "objects", "get_objects before the flood")
+            wrong = []
+            for label, payload, opcode, has_id, code in msgs:
+                send(s, payload, opcode)
+                if has_id:
+                    m = ws_read_json_until(s, lambda m: m.get("id") == has_id, 10)
+                else:
+                    m = ws_read_json_until(s, lambda m: m.get("type") == "error", 10)
+                ok = bool(m is not None and m.get("type") == "error" and
+                      isinstance(m.get("code"), str) and m["code"] and
+                      isinstance(m.get("message"), str) and m["message"] and
+                      (code is None or m["code"] == code) and
+                      (has_id or "id" not in m))
+                answered += ok
+                if not ok:
+                    wrong.append(f"{label}: {json.dumps(m)[:200] if m else 'no reply'}")
+                if m is None:
+                    break  # the connection is gone or stuck: nothing more to learn
+            print(f"{len(msgs)} malformed messages sent, {answered} answered with an error")
+            for w in wrong[:10]:
+                print("  ", w)
+            check(answered == len(msgs), f"every malformed message got its error reply "
+                  f"({answered}/{len(msgs)})")
+            ws_send_json(s, {"type": "ping", "id": "after"})
+            check(ws_read_json_until(s, lambda m: m.get("id") == "after") is not None,
+                  "the connection is still usable after the flood (ping)")
+            ws_send_json(s, {"type": "get_objects", "id": "objs"})
+            after = ws_read_json_until(s, lambda m: m.get("id") == "objs")
+            check(after and before and after.get("objects") == before.get("objects"),
+                  "the flood changed nothing in the object set")
+            check(wait_until(lambda: ws_read_json_until(
+                s, lambda m: m.get("type") == "frame", 2) is not None, 10),
+                  "results still flow on the flooded connection")
+            s.close()
+            report("malformed_flood", tried=len(msgs), survived=answered if dm.alive() else 0)
+        finally:
+            rc = dm.stop()
+        check(rc == 0, f"trackd exits 0 on SIGTERM (exit {rc})")
+    finish()
+
+
+if __name__ == "__main__":
+    main()
