@@ -80,6 +80,8 @@ v4l2-ctl -d /dev/video0 -c inject_fatal_streaming_error=1 || echo "@@ERROR v4l2-
 flowed eio
 echo "@@EVENT stall $(up)"
 v4l2-ctl -d /dev/video0 -c percentage_of_dropped_buffers=100 || echo "@@ERROR v4l2-ctl stall"
+# In effect from here (v4l2-ctl itself can take a loaded guest ~1 s).
+echo "@@EVENT stalled $(up)"
 sleep 3
 echo "@@EVENT unstall $(up)"
 v4l2-ctl -d /dev/video0 -c percentage_of_dropped_buffers=0 || echo "@@ERROR v4l2-ctl unstall"

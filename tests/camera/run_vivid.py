@@ -272,7 +272,9 @@ def main():
         when = f", resumed {end - events[ev]:.3f} s after the fault" if gap > 0.5 else ""
         print(f"  {ev:10s}: longest frame gap {gap:.3f} s{when}{extra}; {len(win)} frames "
               f"before {nxt}")
-    stall = [t for t in ts if events["stall"] + 0.5 < t < events["unstall"]]
+    # No frame captured once the control was set (v4l2-ctl returned, event
+    # "stalled"; 0.5 s for a buffer completing at that moment).
+    stall = [t for t in ts if events["stalled"] + 0.5 < t < events["unstall"]]
     if stall:
         fail(f"{len(stall)} frames during the stall: the fault was not simulated")
     if len(back) < 4:
