@@ -281,10 +281,12 @@ async def main_async(trackd, d):
                 r = await c.req({"type": "sample", "x": cx, "y": cy, "radius": 2})
                 if r and r.get("type") == "sample":
                     lag = max(1, r["seq"] - f["seq"])
-                # Landed: a saturated red (other balls cross the red one's
-                # path; a saturated sample alone may be one of them).
-                h, sat = (r.get("hsv") or [0, 0])[:2] if r else (0, 0)
-                if sat > 100 and (h >= 340 or h <= 20):
+                # Landed: every sampled pixel is the red ball (230, 40, 40
+                # with noise), judged by the range the reply's RGB box spans.
+                # Other balls cross the red one's path, and a square on an
+                # edge would teach a box that takes in its neighbour too.
+                box = r and r.get("type") == "sample" and r["suggest_all"]["rgb"]
+                if box and box["lo"][0] >= 150 and box["hi"][1] <= 110 and box["hi"][2] <= 110:
                     break
             check(red["found"], "the demo's red ball is found")
             check(r and r["type"] == "sample" and r["n"] == 25 and r["seq"] >= f["seq"],
