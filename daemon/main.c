@@ -317,9 +317,9 @@ int main(int argc, char **argv)
         log_error_err(err, "the pipeline failed");
         exit_code = TRK_EX_SOFTWARE;
     } else {
-        log_info("done: %llu frames in %.2f s (%.1f fps), %llu dropped, %llu rejected",
+        log_info("done: %llu frames in %.2f s (%.1f fps), %llu dropped, %llu skipped",
                  (unsigned long long)sum.frames, sum.seconds, sum.fps,
-                 (unsigned long long)sum.drops, (unsigned long long)sum.rejected);
+                 (unsigned long long)sum.drops, (unsigned long long)sum.skipped);
         if (sum.source_error) exit_code = TRK_EX_NOINPUT;
     }
     reload_quit = 1;

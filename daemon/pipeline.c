@@ -32,7 +32,7 @@ struct pipe {
     bool capture_done, process_done, source_error;
     uint64_t outages;       /* live source losses (camera unplugged, stalled) */
     uint64_t frames;        /* processed */
-    uint64_t rejected;      /* refused by the backend (e.g. a size change) */
+    uint64_t skipped;       /* refused by the backend (e.g. a size change) */
     double first_t, last_t; /* monotonic times of first/last processed frame */
     /* Per-interval latency samples in ms: process, queue, upload, kernel,
      * send (results ready -> handed to NDJSON/WebSocket), total (capture ->
@@ -202,7 +202,7 @@ static void *process_main(void *arg)
             log_once(backend_failed, TRK_LOG_ERROR, err, "backend %s failed on frame %llu",
                      trk_backend_name(cfg->backend), (unsigned long long)f->seq);
             pthread_mutex_lock(&p->lock);
-            p->rejected++;
+            p->skipped++;
             pthread_mutex_unlock(&p->lock);
             trk_pool_release(&p->pool, f);
             continue;
@@ -525,7 +525,7 @@ end:
         memset(summary, 0, sizeof(*summary));
         summary->frames = p->frames;
         summary->drops = trk_pool_drops(&p->pool);
-        summary->rejected = p->rejected;
+        summary->skipped = p->skipped;
         summary->seconds = p->last_t - p->first_t;
         summary->fps = summary->seconds > 0 ? (p->frames - 1) / summary->seconds : 0;
         summary->source_error = p->source_error;

@@ -40,10 +40,11 @@ struct trk_pipeline_cfg {
 };
 
 /* Every frame the source delivered is accounted for once: processed
- * (frames), dropped for a newer one (drops) or rejected by the backend. */
+ * (frames), dropped for a newer one (drops) or rejected by the backend
+ * (skipped). */
 struct trk_pipeline_summary {
     uint64_t frames, drops;
-    uint64_t rejected; /* frames the backend refused (skipped, logged once) */
+    uint64_t skipped; /* frames the backend rejected (not in frames; logged once) */
     double seconds, fps;
     bool source_error; /* stopped because the source failed */
     uint64_t outages;  /* times a live source was lost and reopened */

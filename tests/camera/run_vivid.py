@@ -217,14 +217,14 @@ def main():
     for fmt in ("yuyv", "nv12", "rgb24"):
         fr = frames(secs, fmt)
         log = secs.get(fmt + ".log", [])
-        done = [m for m in (re.search(r"done: (\d+) frames .*, (\d+) dropped, (\d+) rejected", l)
+        done = [m for m in (re.search(r"done: (\d+) frames .*, (\d+) dropped, (\d+) skipped", l)
                             for l in log) if m]
         if rcs.get(fmt) != 0 or not done:
             fail(f"{fmt}: exit {rcs.get(fmt)}, no done: line\n" + "\n".join(log))
-        n, dropped, rejected = (int(x) for x in done[-1].groups())
-        if n != len(fr) or n + dropped + rejected != FRAMES or n < 1 or rejected:
-            fail(f"{fmt}: {len(fr)} results, trackd: {n} frames, {dropped} dropped, {rejected} "
-                 f"rejected; want results = frames >= 1 and frames + dropped = {FRAMES}\n" +
+        n, dropped, skipped = (int(x) for x in done[-1].groups())
+        if n != len(fr) or n + dropped + skipped != FRAMES or n < 1 or skipped:
+            fail(f"{fmt}: {len(fr)} results, trackd: {n} frames, {dropped} dropped, {skipped} "
+                 f"skipped; want results = frames >= 1 and frames + dropped = {FRAMES}\n" +
                  "\n".join(log))
         for m in fr:
             o = m["objects"][0]
