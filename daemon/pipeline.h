@@ -51,6 +51,9 @@ struct trk_pipeline_cfg {
     struct trk_control *control;
 };
 
+/* Every frame the source delivered is accounted for once: processed
+ * (frames), dropped for a newer one (drops) or rejected by the backend
+ * (skipped). */
 struct trk_pipeline_summary {
     uint64_t frames, drops;
     uint64_t skipped; /* frames the backend rejected (not in frames) */

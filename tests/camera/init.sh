@@ -48,29 +48,50 @@ dump ctl.log /tmp/ctl.log
 
 # Faults while streaming: vivid's disconnect control, a fatal streaming
 # error (EIO), a stall (every buffer dropped: trackd's 2 s timeout), then a
-# real unplug (unbind) and replug (bind).
+# real unplug (unbind) and replug (bind). Before each fault (and the stop),
+# frames must have flowed again: 30 new results (~1 s at 30 fps), waited for
+# rather than slept for, as a loaded host slows the emulated guest; 30 s at
+# most (run_vivid.py's FLOW_WAIT_S), else @@NOFLOW fails the test. stdout
+# (-o -) is flushed per result, so the line count is current.
+results() {
+  c=$(wc -l </tmp/live.ndjson 2>/dev/null)
+  echo "${c:-0}"
+}
+flowed() { # after-what
+  n=$(($(results) + 30))
+  i=0
+  while [ "$(results)" -lt $n ]; do
+    kill -0 $pid 2>/dev/null || { echo "@@NOFLOW $1 (trackd exited)"; return; }
+    i=$((i + 1))
+    [ $i -gt 300 ] && { echo "@@NOFLOW $1"; return; }
+    sleep 0.1
+  done
+}
+: >/tmp/live.ndjson # exists before the first count
 trackd --device /dev/v4l/by-id/platform-vivid.0-video-index0 --no-server --objects /objs.json \
-  --format yuyv --size 320x240 --fps 30 --stats-interval 0 -o /tmp/live.ndjson 2>/tmp/live.log &
+  --format yuyv --size 320x240 --fps 30 --stats-interval 0 -o - >>/tmp/live.ndjson 2>/tmp/live.log &
 pid=$!
-sleep 2
+flowed start
 echo "@@EVENT disconnect $(up)"
 v4l2-ctl -d /dev/video0 -c disconnect=1 || echo "@@ERROR v4l2-ctl disconnect"
-sleep 2
+flowed disconnect
 echo "@@EVENT eio $(up)"
 v4l2-ctl -d /dev/video0 -c inject_fatal_streaming_error=1 || echo "@@ERROR v4l2-ctl eio"
-sleep 2
+flowed eio
 echo "@@EVENT stall $(up)"
 v4l2-ctl -d /dev/video0 -c percentage_of_dropped_buffers=100 || echo "@@ERROR v4l2-ctl stall"
+# In effect from here (v4l2-ctl itself can take a loaded guest ~1 s).
+echo "@@EVENT stalled $(up)"
 sleep 3
 echo "@@EVENT unstall $(up)"
 v4l2-ctl -d /dev/video0 -c percentage_of_dropped_buffers=0 || echo "@@ERROR v4l2-ctl unstall"
-sleep 3
+flowed unstall
 echo "@@EVENT unbind $(up)"
 echo vivid.0 > /sys/bus/platform/drivers/vivid/unbind
 sleep 2.5
 echo "@@EVENT bind $(up)"
 echo vivid.0 > /sys/bus/platform/drivers/vivid/bind
-sleep 3
+flowed bind
 echo "@@EVENT stop $(up)"
 kill -TERM $pid
 wait $pid

@@ -25,6 +25,13 @@ MODULES = ["rc-core", "cec", "mc", "videodev", "videobuf2-common", "videobuf2-v4
 # vivid's default pattern: 8 equal 75% colour bars; green is the fourth.
 # The file's camera section turns vivid's on-screen text off (it would cover
 # part of the bar), so the bar's mass also proves the file's controls apply.
+# Frames each format run captures (init.sh's --frames).
+FRAMES = 15
+# Deadline for the whole VM run: nominally ~30 s with KVM, ~2 min under TCG
+# (software emulation); generous so that a loaded CI machine does not trip it.
+VM_TIMEOUT_S = 420
+# init.sh waits this long for results after each fault before the next one.
+FLOW_WAIT_S = 30
 OBJECTS = {"objects": [{"name": "green", "space": "rgb", "lo": [0, 140, 0],
                         "hi": [90, 255, 90]}],
            "camera": {"controls": {"osd_text_mode": 2}}}
@@ -174,10 +181,11 @@ def main():
            "-append", "console=ttyS0 quiet panic=-1"]
     t = time.monotonic()
     try:
-        run = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=150)
+        run = subprocess.run(cmd, capture_output=True, text=True, errors="replace",
+                             timeout=VM_TIMEOUT_S)
     except subprocess.TimeoutExpired as e:
         out = e.stdout.decode(errors="replace") if e.stdout else ""
-        fail("the VM did not finish in 150 s", out)
+        fail(f"the VM did not finish in {VM_TIMEOUT_S} s", out)
     console = run.stdout
     with open(os.path.join(work, "console.log"), "w") as f:
         f.write(console)
@@ -186,6 +194,10 @@ def main():
         fail("no end marker on the console", console)
     if "@@ERROR" in console:
         fail("the runner reported an error", console)
+    noflow = re.findall(r"^@@NOFLOW (\S+)", console, re.M)
+    if noflow:
+        fail(f"results did not flow again within {FLOW_WAIT_S} s after: {', '.join(noflow)}",
+             console)
     secs, rcs, events = sections(console)
     print("formats offered:", " ".join(l.split()[0] for l in secs.get("formats", [])
                                        if l.strip() and not l[0].isspace()))
@@ -198,11 +210,22 @@ def main():
         print(f"kernel boot to /init: {events['init']:.2f} s of guest uptime")
 
     # Formats: every frame sized right, green bar found where the pattern has it.
+    # trackd stops after 15 captured frames; on a busy machine some are
+    # dropped for newer ones (by design), so the check is that every one is
+    # accounted for in trackd's done: line and the results match it.
     W, H = 640, 480
     for fmt in ("yuyv", "nv12", "rgb24"):
         fr = frames(secs, fmt)
-        if rcs.get(fmt) != 0 or len(fr) != 15:
-            fail(f"{fmt}: exit {rcs.get(fmt)}, {len(fr)} frames\n" + "\n".join(secs.get(fmt + ".log", [])))
+        log = secs.get(fmt + ".log", [])
+        done = [m for m in (re.search(r"done: (\d+) frames .*, (\d+) dropped, (\d+) skipped", l)
+                            for l in log) if m]
+        if rcs.get(fmt) != 0 or not done:
+            fail(f"{fmt}: exit {rcs.get(fmt)}, no done: line\n" + "\n".join(log))
+        n, dropped, skipped = (int(x) for x in done[-1].groups())
+        if n != len(fr) or n + dropped + skipped != FRAMES or n < 1 or skipped:
+            fail(f"{fmt}: {len(fr)} results, trackd: {n} frames, {dropped} dropped, {skipped} "
+                 f"skipped; want results = frames >= 1 and frames + dropped = {FRAMES}\n" +
+                 "\n".join(log))
         for m in fr:
             o = m["objects"][0]
             if m["width"] != W or m["height"] != H or not o["found"]:
@@ -212,8 +235,9 @@ def main():
             if abs(o["cx"] - ex) > 2 or abs(o["cy"] - ey) > 2 or abs(o["mass"] - emass) > 0.03 * emass:
                 fail(f"{fmt}: green bar at ({o['cx']}, {o['cy']}) mass {o['mass']}, expected "
                      f"({ex}, {ey}) mass {emass}")
-        print(f"{fmt}: 15 frames, green bar at ({fr[-1]['objects'][0]['cx']:.1f}, "
-              f"{fr[-1]['objects'][0]['cy']:.1f}) mass {fr[-1]['objects'][0]['mass']}")
+        print(f"{fmt}: {n} frames ({dropped} dropped), green bar at "
+              f"({fr[-1]['objects'][0]['cx']:.1f}, {fr[-1]['objects'][0]['cy']:.1f}) mass "
+              f"{fr[-1]['objects'][0]['mass']}")
 
     # The control: pattern 8 is solid green, so the box covers the frame.
     fr = frames(secs, "ctl")
@@ -248,7 +272,9 @@ def main():
         when = f", resumed {end - events[ev]:.3f} s after the fault" if gap > 0.5 else ""
         print(f"  {ev:10s}: longest frame gap {gap:.3f} s{when}{extra}; {len(win)} frames "
               f"before {nxt}")
-    stall = [t for t in ts if events["stall"] + 0.5 < t < events["unstall"]]
+    # No frame captured once the control was set (v4l2-ctl returned, event
+    # "stalled"; 0.5 s for a buffer completing at that moment).
+    stall = [t for t in ts if events["stalled"] + 0.5 < t < events["unstall"]]
     if stall:
         fail(f"{len(stall)} frames during the stall: the fault was not simulated")
     if len(back) < 4:

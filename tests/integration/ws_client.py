@@ -287,6 +287,7 @@ async def measure(args, fails):
     preview_seqs = []
     objects_by_id = {}
     hello = None
+    last_ws = None
     first = True
     t0 = time.monotonic()
     try:
@@ -343,6 +344,8 @@ async def measure(args, fails):
                     latencies.append(now_wall - m["wall_ms"])
             elif t == "stats":
                 errs = check_stats(m)
+                if isinstance(m.get("ws"), dict):
+                    last_ws = m["ws"]
             elif t == "status":
                 errs = check_status(m)
             elif t == "error":
@@ -370,6 +373,10 @@ async def measure(args, fails):
         "seq_missing": (seqs[-1] - seqs[0] + 1 - n) if seqs else 0,
         "rate_hz": ((n - 1) / (recv_times[-1] - recv_times[0])
                     if n > 1 and recv_times[-1] > recv_times[0] else 0.0),
+        # Longest wait between two results: a stream that stops shows here
+        # whatever the machine's speed.
+        "max_gap_s": max((b - a for a, b in zip(recv_times, recv_times[1:])), default=None),
+        "last_stats_ws": last_ws,
         "previews": len(preview_seqs),
         "latency_ms": {
             "median": percentile(latencies, 50),
@@ -647,7 +654,7 @@ def main():
     if args.json_report:
         with open(args.json_report, "w", encoding="utf-8") as f:
             json.dump(rep, f, indent=1)
-    summary = {k: rep.get(k) for k in ("mode", "results", "rate_hz", "seq_missing",
+    summary = {k: rep.get(k) for k in ("mode", "results", "rate_hz", "max_gap_s", "seq_missing",
                                        "previews", "latency_ms", "checks") if k in rep}
     print(json.dumps(summary), file=sys.stderr)
     for line in fails.items:

@@ -51,8 +51,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char why[160];
     int rc = trk_msg_parse_client(in, size, NULL, &m, why, sizeof why);
     ASSERT(rc <= 0 && rc >= TRK_MSG_ERR_MIN);
-    ASSERT(strlen(m.id) < sizeof m.id);
-    ASSERT(strlen(why) < sizeof why);
+    /* Both strings end inside their buffers (strlen on an unterminated one
+     * would read past them), and an error always says why: bad input gets a
+     * clear error, success none. */
+    ASSERT(memchr(m.id, '\0', sizeof m.id) != NULL);
+    ASSERT(memchr(why, '\0', sizeof why) != NULL);
+    ASSERT(rc == TRK_MSG_OK ? why[0] == '\0' : why[0] != '\0');
+    /* The echoed id is JSON text of a number or of a string within the
+     * TRK_MSG_ID_MAX bound; anything else is not echoed at all. */
+    if (m.id[0]) {
+        json_t *id = json_loads(m.id, JSON_DECODE_ANY, NULL);
+        ASSERT(id != NULL);
+        ASSERT(json_is_number(id) || json_is_string(id));
+        ASSERT(!json_is_string(id) || json_string_length(id) <= TRK_MSG_ID_MAX);
+        json_decref(id);
+    }
     if (rc == TRK_MSG_OK) {
         ASSERT(m.preview >= -1 && m.preview <= 1);
         if (m.kind == TRK_CMSG_PING)

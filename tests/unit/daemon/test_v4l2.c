@@ -218,11 +218,22 @@ static void test_mjpeg(void)
 
 /* A scripted live source: each read consumes the next step. A step is a
  * frame (0), an error for read (negative), or OPEN_FAIL n: the next n opens
- * fail with -ENODEV. WRONG_SIZE delivers a frame of another size. */
+ * fail with -ENODEV. WRONG_SIZE delivers a frame of another size.
+ *
+ * A live source drops frames by design when processing falls behind, so on
+ * a busy machine any frame may be dropped for a newer one. To test that
+ * frames flow again after each fault whatever the scheduling, the fake
+ * camera holds each fault back until the pipeline has written a result for
+ * a frame delivered since the previous fault (FAULT_WAIT_S at most; a
+ * pipeline that did not recover fails the test). */
 #define OPEN_FAIL  1000
 #define WRONG_SIZE 2000
 #define W          64
 #define H          48
+#define MAX_FAULTS 8
+#define MAX_OPENS  32
+/* Generous: nominally a result comes within milliseconds. */
+#define FAULT_WAIT_S 10.0
 
 struct fake {
     const int *script;
@@ -231,12 +242,62 @@ struct fake {
     bool open;
     int opens, closes, reads;
     double pts;
+    FILE *out;          /* the pipeline's NDJSON output (flushed per line) */
+    uint64_t delivered; /* frames delivered = the pipeline's seq of the next */
+    int faults;
+    uint64_t seq_at_fault[MAX_FAULTS]; /* frames delivered before each fault */
+    double t_fault[MAX_FAULTS];
+    double t_open[MAX_OPENS];
+    int stuck_fault;      /* 1 + the fault held back in vain; 0 = none */
+    pthread_mutex_t lock; /* opens is read by the stopper thread */
 };
+
+/* Seq of the last result written so far, -1 before the first. Reads the
+ * output through its descriptor without moving the pipeline's offset. */
+static long long last_result_seq(FILE *out)
+{
+    static char buf[1 << 16];
+    ssize_t n = pread(fileno(out), buf, sizeof(buf) - 1, 0);
+    if (n <= 0) return -1;
+    buf[n] = 0;
+    long long seq = -1;
+    for (const char *p = buf; (p = strstr(p, "\"seq\":")); p++)
+        seq = strtoll(p + 6, NULL, 10);
+    return seq;
+}
+
+static void hold_fault(struct fake *s)
+{
+    if (!s->out) return;
+    long long want = s->faults ? (long long)s->seq_at_fault[s->faults - 1] : 0;
+    double until = trk_now() + FAULT_WAIT_S;
+    while (last_result_seq(s->out) < want) {
+        if (trk_now() > until) {
+            if (!s->stuck_fault) s->stuck_fault = s->faults + 1;
+            return;
+        }
+        struct timespec ts = { 0, 2 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+    }
+}
+
+static void note_fault(struct fake *s)
+{
+    hold_fault(s);
+    if (s->faults < MAX_FAULTS) {
+        s->seq_at_fault[s->faults] = s->delivered;
+        s->t_fault[s->faults] = trk_now();
+    }
+    s->faults++;
+}
 
 static int fake_open(void *self, struct trk_source *info)
 {
     struct fake *s = self;
+    pthread_mutex_lock(&s->lock);
+    if (s->opens < MAX_OPENS) s->t_open[s->opens] = trk_now();
     s->opens++;
+    pthread_mutex_unlock(&s->lock);
     if (s->open_fails == -1 || s->open_fails > 0) {
         if (s->open_fails > 0) s->open_fails--;
         return -ENODEV;
@@ -247,17 +308,32 @@ static int fake_open(void *self, struct trk_source *info)
     return 0;
 }
 
+static int fake_opens(struct fake *s)
+{
+    pthread_mutex_lock(&s->lock);
+    int n = s->opens;
+    pthread_mutex_unlock(&s->lock);
+    return n;
+}
+
 static int fake_read(void *self, struct trk_frame *f)
 {
     struct fake *s = self;
     s->reads++;
     if (!s->open) return -ENODEV;
     int step = s->pos < s->n ? s->script[s->pos++] : 0;
+    bool held = false;
     while (step >= OPEN_FAIL && step < WRONG_SIZE) {
+        /* The device vanishes here: the fault is the error that follows. */
+        note_fault(s);
+        held = true;
         s->open_fails = step - OPEN_FAIL;
         step = s->pos < s->n ? s->script[s->pos++] : 0;
     }
-    if (step < 0) return step;
+    if (step < 0) {
+        if (!held) note_fault(s);
+        return step;
+    }
     /* A camera's pace (5 ms), so processing mostly keeps up. */
     struct timespec ts = { 0, 5 * 1000 * 1000 };
     nanosleep(&ts, NULL);
@@ -266,6 +342,7 @@ static int fake_read(void *self, struct trk_frame *f)
     if (err) return err;
     memset(f->data, 200, f->cap);
     f->pts = s->pts += 0.01;
+    s->delivered++;
     return 0;
 }
 
@@ -284,31 +361,63 @@ static void fake_destroy(void *self)
 static const struct trk_source_ops fake_ops = { "fake", fake_open, fake_read, fake_close,
                                                 fake_destroy };
 
+#define MAX_LINES 256
+
 struct run {
     struct fake fake;
     bool file; /* not live: lossless and unpaced, every frame is processed */
     struct trk_pipeline_summary sum;
     int lines;
-    double seconds;
+    long long seq[MAX_LINES]; /* seq of each result line, in output order */
+    double seconds, t_end;
     int err;
 };
 
 static volatile sig_atomic_t stop_flag;
 
-static void *stopper(void *arg)
+/* Requests a stop after `after` seconds, or when `at_opens` opens have been
+ * made (> 0), unless the run ends first. */
+struct timer {
+    double after;
+    struct fake *fake;
+    int at_opens;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool done, fired;
+    double t_fired;
+    int opens_at_fire;
+};
+
+static void *timer_main(void *arg)
 {
-    double after = *(double *)arg;
-    struct timespec ts = { (time_t)after, (long)((after - (time_t)after) * 1e9) };
-    nanosleep(&ts, NULL);
-    stop_flag = 1;
+    struct timer *t = arg;
+    double until = trk_now() + t->after;
+    pthread_mutex_lock(&t->lock);
+    while (!t->done) {
+        double now = trk_now();
+        if (now >= until || (t->at_opens > 0 && fake_opens(t->fake) >= t->at_opens)) {
+            t->opens_at_fire = fake_opens(t->fake);
+            t->t_fired = now;
+            t->fired = true;
+            stop_flag = 1;
+            break;
+        }
+        /* Short slices: at_opens is polled. */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 2 * 1000 * 1000;
+        if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+        pthread_cond_timedwait(&t->cond, &t->lock, &ts);
+    }
+    pthread_mutex_unlock(&t->lock);
     return NULL;
 }
 
-/* Runs the real pipeline on the fake until max_frames (or a stop after
- * stop_after seconds when > 0). */
-static void run_pipeline_ws(struct run *r, uint64_t max_frames, double stop_after,
-                            struct trk_ws *ws)
+/* Runs the real pipeline on the fake until max_frames (or until the timer
+ * stops it: the planned stop of a test, or a deadline that fails it). */
+static void run_pipeline_ws(struct run *r, uint64_t max_frames, struct timer *tm, struct trk_ws *ws)
 {
+    pthread_mutex_init(&r->fake.lock, NULL);
     struct trk_source src = { .ops = &fake_ops, .self = &r->fake, .live = !r->file };
     strcpy(src.desc, "fake camera");
     if (!r->fake.open_fails) trk_source_open(&src);
@@ -324,34 +433,99 @@ static void run_pipeline_ws(struct run *r, uint64_t max_frames, double stop_afte
     struct trk_control *control = NULL;
     CHECK(trk_control_create(&cc, &control) == 0);
     FILE *out = tmpfile();
+    r->fake.out = out;
     struct trk_pipeline_cfg pc = { .source = &src,
                                    .backend = b,
                                    .output = out,
+                                   .output_flush = true, /* the fake reads it */
                                    .ws = ws,
                                    .fast = r->file,
                                    .max_frames = max_frames,
                                    .control = control };
     stop_flag = 0;
     pthread_t t;
-    if (stop_after > 0) pthread_create(&t, NULL, stopper, &stop_after);
+    if (tm) {
+        tm->fake = &r->fake;
+        pthread_mutex_init(&tm->lock, NULL);
+        pthread_cond_init(&tm->cond, NULL);
+        pthread_create(&t, NULL, timer_main, tm);
+    }
     double t0 = trk_now();
     r->err = trk_pipeline_run(&pc, &stop_flag, &r->sum);
-    r->seconds = trk_now() - t0;
-    if (stop_after > 0) pthread_join(t, NULL);
+    r->t_end = trk_now();
+    r->seconds = r->t_end - t0;
+    if (tm) {
+        pthread_mutex_lock(&tm->lock);
+        tm->done = true;
+        pthread_cond_signal(&tm->cond);
+        pthread_mutex_unlock(&tm->lock);
+        pthread_join(t, NULL);
+    }
     rewind(out);
-    int c;
-    while ((c = fgetc(out)) != EOF)
-        r->lines += c == '\n';
+    char line[4096];
+    while (fgets(line, sizeof(line), out)) {
+        const char *p = strstr(line, "\"seq\":");
+        if (r->lines < MAX_LINES) r->seq[r->lines] = p ? strtoll(p + 6, NULL, 10) : -1;
+        r->lines++;
+    }
     fclose(out);
     trk_control_destroy(&control);
+    r->fake.out = NULL;
     trk_backend_destroy(&b);
     trk_source_close(&src);
+    pthread_mutex_destroy(&r->fake.lock);
 }
 
-static void run_pipeline(struct run *r, uint64_t max_frames, double stop_after)
+static void run_pipeline(struct run *r, uint64_t max_frames, struct timer *tm)
 {
-    run_pipeline_ws(r, max_frames, stop_after, NULL);
+    run_pipeline_ws(r, max_frames, tm, NULL);
 }
+
+/* After each fault the pipeline processed at least one frame delivered after
+ * it (and before the next fault), and no fault was held back in vain. The
+ * last fault is left out when the camera never came back. */
+static void check_flow_after_faults(const struct run *r, const char *what, bool last_recovers)
+{
+    const struct fake *s = &r->fake;
+    CHECK(s->stuck_fault == 0);
+    if (s->stuck_fault)
+        fprintf(stderr, "%s: no result before fault %d within %.0f s\n", what, s->stuck_fault,
+                FAULT_WAIT_S);
+    int nf = s->faults < MAX_FAULTS ? s->faults : MAX_FAULTS;
+    for (int k = 0; k < nf - !last_recovers; k++) {
+        long long lo = (long long)s->seq_at_fault[k];
+        long long hi = k + 1 < nf ? (long long)s->seq_at_fault[k + 1] : -1;
+        bool seen = false;
+        for (int i = 0; i < r->lines && i < MAX_LINES; i++)
+            seen |= r->seq[i] >= lo && (hi < 0 || r->seq[i] < hi);
+        if (!seen) {
+            fprintf(stderr, "%s: no frame processed after fault %d (seq %lld..%lld)\n", what, k + 1,
+                    lo, hi);
+            failures++;
+        }
+    }
+}
+
+/* Every frame delivered is accounted for once: a result line, a counted drop
+ * (replaced by a newer frame before processing took it), or a counted
+ * backend rejection. */
+static void check_accounting(const struct run *r, uint64_t delivered, const char *what)
+{
+    CHECK(r->fake.delivered == delivered);
+    CHECK(r->lines == (int)r->sum.frames);
+    CHECK(r->sum.frames + r->sum.drops + r->sum.skipped == delivered);
+    CHECK(r->sum.frames >= 1);
+    /* Results come in delivery order, each frame once. */
+    for (int i = 1; i < r->lines && i < MAX_LINES; i++)
+        CHECK(r->seq[i] > r->seq[i - 1]);
+    fprintf(stderr, "%s: %llu delivered: %llu processed, %llu dropped, %llu skipped\n", what,
+            (unsigned long long)r->fake.delivered, (unsigned long long)r->sum.frames,
+            (unsigned long long)r->sum.drops, (unsigned long long)r->sum.skipped);
+}
+
+/* A deadline that only a hung pipeline misses (nominally the runs below take
+ * 1-2 s; a loaded 2-core CI machine stretches that far less than 10x). */
+#define DEADLINE_S 20.0
 
 static void test_reopen(void)
 {
@@ -360,19 +534,33 @@ static void test_reopen(void)
     static const int script[] = { 0,          0, OPEN_FAIL + 2, -EIO, 0, 0, -ETIMEDOUT, 0,
                                   WRONG_SIZE, 0, -ENODEV,       0,    0 };
     struct run r = { .fake = { .script = script, .n = sizeof(script) / sizeof(script[0]) } };
-    run_pipeline(&r, 9, 0);
+    struct timer deadline = { .after = DEADLINE_S };
+    run_pipeline(&r, 9, &deadline);
+    CHECK(!deadline.fired);
     CHECK(r.err == 0);
     CHECK(!r.sum.source_error);
     CHECK(r.sum.outages == 3);
-    CHECK(r.sum.frames == 8); /* 9 captured; the wrong-size one is skipped */
-    CHECK(r.sum.frames + r.sum.drops + r.sum.skipped == 9);
-    CHECK(r.lines == 8);
+    CHECK(r.fake.faults == 3);
+    /* 9 delivered; any may be dropped for a newer one on a busy machine, the
+     * wrong-size one is rejected unless it was dropped. */
+    check_accounting(&r, 9, "reopen");
+    CHECK(r.sum.skipped <= 1);
+    check_flow_after_faults(&r, "reopen", true);
     /* Opens: the first, 2 failures + 1 after EIO, 1 after the timeout, 1
      * after ENODEV. */
     CHECK(r.fake.opens == 6);
     CHECK(r.fake.closes == 4);
-    /* Retries: at once, then once a second: the two failed ones cost 2 s. */
-    CHECK(r.seconds > 1.9 && r.seconds < 3.5);
+    /* Retries: at once, then once a second after the loss (lower bounds: a
+     * busy machine only makes them later). The one that works comes by a
+     * generous deadline (nominally 2 s after the loss). */
+    if (r.fake.opens == 6) {
+        double lost = r.fake.t_fault[0];
+        CHECK(r.fake.t_open[2] >= lost + 1.0 - 1e-3);
+        CHECK(r.fake.t_open[3] >= lost + 2.0 - 1e-3);
+        CHECK(r.fake.t_open[3] < lost + 2.0 + 3.0);
+        fprintf(stderr, "reopen: retries %.3f, %.3f, %.3f s after the loss\n",
+                r.fake.t_open[1] - lost, r.fake.t_open[2] - lost, r.fake.t_open[3] - lost);
+    }
     fprintf(stderr, "reopen: %d opens, %.2f s, %llu outages\n", r.fake.opens, r.seconds,
             (unsigned long long)r.sum.outages);
 }
@@ -380,15 +568,28 @@ static void test_reopen(void)
 static void test_stop_while_lost(void)
 {
     /* A camera that never comes back: trackd keeps trying until asked to
-     * stop, and the stop is honoured promptly (not after the retry). */
+     * stop, and the stop is honoured promptly (not after the next retry). The
+     * stop comes just after the retry 2 s after the loss, so the next one is
+     * a second away. */
     static const int script[] = { 0, 0, OPEN_FAIL + 999, -ENODEV };
     struct run r = { .fake = { .script = script, .n = 4 } };
-    run_pipeline(&r, 0, 2.3);
+    /* Opens: the first, at once, 1 s, 2 s after the loss. */
+    struct timer tm = { .after = DEADLINE_S, .at_opens = 4 };
+    run_pipeline(&r, 0, &tm);
+    CHECK(tm.fired && tm.opens_at_fire == 4);
     CHECK(r.err == 0);
     CHECK(r.sum.outages == 1);
-    CHECK(r.fake.opens >= 3 && r.fake.opens <= 5); /* first, at once, 1 s, 2 s */
-    CHECK(r.seconds < 2.6);
-    fprintf(stderr, "stop while lost: %d opens, stopped after %.2f s\n", r.fake.opens, r.seconds);
+    CHECK(!r.sum.source_error);
+    CHECK(r.fake.faults == 1);
+    check_flow_after_faults(&r, "stop while lost", false);
+    /* No retry after the stop, and the run ended well before the next retry
+     * was due (a second after the last; 0.5 s is ten times what the
+     * pipeline's 50 ms wake-ups need). */
+    CHECK(r.fake.opens == tm.opens_at_fire);
+    CHECK(r.t_end - tm.t_fired < 0.5);
+    if (r.fake.opens >= 4) CHECK(r.fake.t_open[3] >= r.fake.t_fault[0] + 2.0 - 1e-3);
+    fprintf(stderr, "stop while lost: %d opens, stopped %.3f s after the request\n", r.fake.opens,
+            r.t_end - tm.t_fired);
 }
 
 static void test_absent_at_start(void)
@@ -397,9 +598,12 @@ static void test_absent_at_start(void)
      * the capture thread opens it once it appears. */
     static const int script[] = { 0, 0, 0 };
     struct run r = { .fake = { .script = script, .n = 3, .open_fails = 1 } };
-    run_pipeline(&r, 3, 0);
+    struct timer deadline = { .after = DEADLINE_S };
+    run_pipeline(&r, 3, &deadline);
+    CHECK(!deadline.fired);
     CHECK(r.err == 0);
-    CHECK(r.lines == (int)r.sum.frames && r.sum.frames + r.sum.drops == 3);
+    check_accounting(&r, 3, "absent at start");
+    CHECK(r.sum.skipped == 0);
     fprintf(stderr, "absent at start: %d lines, %d opens\n", r.lines, r.fake.opens);
     CHECK(r.sum.outages == 1);
     CHECK(r.fake.opens == 2); /* at once (fails), after 1 s (works) */
@@ -503,8 +707,11 @@ static void test_status_ws(void)
     /* Frames, a loss that lasts one retry (1 s), frames again. */
     static const int script[] = { 0, 0, 0, 0, OPEN_FAIL + 1, -ENODEV, 0, 0, 0, 0 };
     struct run r = { .fake = { .script = script, .n = 10 } };
-    run_pipeline_ws(&r, 8, 0, ws);
+    struct timer deadline = { .after = DEADLINE_S };
+    run_pipeline_ws(&r, 8, &deadline, ws);
+    CHECK(!deadline.fired);
     CHECK(r.err == 0 && r.sum.outages == 1);
+    check_flow_after_faults(&r, "status", true);
     int status;
     waitpid(pid, &status, 0);
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);

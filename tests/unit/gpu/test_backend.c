@@ -7,6 +7,8 @@
 #include "../check.h"
 #include "scene.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -222,14 +224,32 @@ static void test_objects_and_protocol(void)
 
 static void test_helpers(void)
 {
-    CHECK(strcmp(trk_strerror(0), "success") == 0);
-    int codes[] = { TRK_EINVAL, TRK_ENOMEM, TRK_ENODEV, TRK_EBACKEND, TRK_ETOOBIG };
-    for (int i = 0; i < 5; i++) {
-        CHECK(trk_strerror(codes[i]) && trk_strerror(codes[i])[0]);
-        for (int j = 0; j < i; j++)
-            CHECK(strcmp(trk_strerror(codes[i]), trk_strerror(codes[j])));
-    }
-    CHECK(trk_strerror(-2) && strcmp(trk_strerror(-2), "unknown error") != 0); /* -ENOENT */
+    /* Each code has its own message, the one users see in logs and in
+     * "error" status messages; a code falling through to the default would
+     * show as "unknown error" or as a copy of another code's text. */
+    static const struct {
+        int code;
+        const char *text;
+    } msgs[] = {
+        { 0, "success" },
+        { TRK_EINVAL, "invalid argument" },
+        { TRK_ENOMEM, "out of memory" },
+        { TRK_ENODEV, "backend not available" },
+        { TRK_EBACKEND, "backend failure" },
+        { TRK_ETOOBIG, "frame larger than the backend was created for" },
+    };
+    for (size_t i = 0; i < sizeof(msgs) / sizeof(msgs[0]); i++)
+        CHECKF(strcmp(trk_strerror(msgs[i].code), msgs[i].text) == 0, "code %d: \"%s\"",
+               msgs[i].code, trk_strerror(msgs[i].code));
+    /* -errno codes read as the C library says, not as our own codes. */
+    CHECK(strcmp(trk_strerror(-ENOENT), strerror(ENOENT)) == 0);
+    CHECK(strcmp(trk_strerror(-ENODEV), strerror(ENODEV)) == 0);
+    /* Anything else, positive or below the errno range, is "unknown error"
+     * rather than a neighbouring code's text or strerror's "Unknown error N". */
+    static const int unknown[] = { 1, 42, -4096, -10000, -10006, -99999, INT_MIN };
+    for (size_t i = 0; i < sizeof(unknown) / sizeof(unknown[0]); i++)
+        CHECKF(strcmp(trk_strerror(unknown[i]), "unknown error") == 0, "code %d: \"%s\"",
+               unknown[i], trk_strerror(unknown[i]));
     static const char *names[] = { "rgb24", "rgba", "bgr24", "bgra", "yuyv", "nv12", "i420" };
     static const int bpp[] = { 3, 4, 3, 4, 2, 0, 0 };
     for (int f = 0; f < TRK_FMT_COUNT; f++) {
