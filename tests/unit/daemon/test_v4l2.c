@@ -501,7 +501,7 @@ static void check_flow_after_faults(const struct run *r, const char *what, bool 
         if (!seen) {
             fprintf(stderr, "%s: no frame processed after fault %d (seq %lld..%lld)\n", what, k + 1,
                     lo, hi);
-            failures++;
+            check_failures++;
         }
     }
 }
