@@ -17,7 +17,8 @@ work on the machine rather than with the daemon. With the flood the rate
 must stay within 5 % of the nominal 30 fps (of the quiet windows' rate when
 that is lower). On a machine so loaded that the daemon makes less than 80 %
 of 30 fps before any flood, window-to-window noise exceeds 5 %: the rates
-are then only required not to halve. Checked on any machine, from the threads'
+are then only required not to halve; so too in a sanitizer build (TRK_SANITIZE=1),
+whose instrumented daemon needs several times the CPU per frame. Checked on any machine, from the threads'
 CPU time in /proc: the processing thread spends no more per frame during the
 floods than between them (at most 1.5 times), and the sampler thread keeps
 to about a tenth of a core.
@@ -298,15 +299,19 @@ def main():
     print(f"frames seen {len(frames)}; before the floods {first:.2f} fps; quiet {base:.2f} fps, "
           f"flood {under:.2f} fps, need >= {want:.2f}; samples sent {totals['sent']}, "
           f"answered {totals['answered']}, busy {totals['busy']}", flush=True)
-    if first >= 0.8 * NOMINAL_FPS:
+    sanitized = os.environ.get("TRK_SANITIZE") == "1"
+    if first >= 0.8 * NOMINAL_FPS and not sanitized:
         check(under >= want, f"flood rate {under:.2f} fps within 5 % of "
                      f"{min(NOMINAL_FPS, base):.2f} fps")
     else:
         # Other work starves the daemon: frame rates then differ by more
         # than 5 % from one window to the next, flood or not. The CPU checks
         # below still tell whether the flood reaches the processing thread.
-        print(f"SKIP the 5 % frame-rate comparison: this machine is too loaded (the daemon "
-              f"made {first:.2f} of {NOMINAL_FPS:.0f} fps before any flood)", flush=True)
+        why = ("an ASan/UBSan daemon spends several times the CPU per frame, so its rate "
+               "follows the machine's load" if sanitized else
+               f"this machine is too loaded (the daemon made {first:.2f} of "
+               f"{NOMINAL_FPS:.0f} fps before any flood)")
+        print(f"SKIP the 5 % frame-rate comparison: {why}", flush=True)
         check(under >= 0.5 * base, f"even so, the flood does not halve the rate ({under:.2f} "
               f"fps with, {base:.2f} fps without)")
     # Independent of how loaded the machine is: the processing thread does
