@@ -1285,27 +1285,36 @@ int trk_objects_target_load(const struct trk_objects_target *t, struct trk_objec
         err_at(err, 0, 0, "invalid arguments");
         return TRK_EINVAL;
     }
-    struct stat st, fst;
-    char m[200];
-    int rc = check_file(t, false, &st, m, sizeof m);
-    if (rc) {
-        err_at(err, 0, 0, "%s", rc == -ENOENT ? "does not exist" : m);
-        return rc;
+    /* Checked without opening (opening a device can act on it); the open
+     * re-checks that the same regular file is there. A file replaced in
+     * between (an atomic save by trackd or an editor: rename over it) is
+     * checked again, a few times. O_NONBLOCK: a FIFO swapped in meanwhile
+     * does not wait for a writer. */
+    int rc = -EAGAIN, fd = -1;
+    for (int tries = 0; rc == -EAGAIN && tries < 5; tries++) {
+        struct stat st, fst;
+        char m[200];
+        rc = check_file(t, false, &st, m, sizeof m);
+        if (rc) {
+            err_at(err, 0, 0, "%s", rc == -ENOENT ? "does not exist" : m);
+            return rc;
+        }
+        fd = openat(t->dirfd, t->name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0) {
+            int e = errno;
+            char eb[128];
+            err_at(err, 0, 0, "cannot open: %s", errno_text(e, eb, sizeof eb));
+            return -e;
+        }
+        if (fstat(fd, &fst) < 0 || !S_ISREG(fst.st_mode) || fst.st_ino != st.st_ino ||
+            fst.st_dev != st.st_dev) {
+            close(fd);
+            fd = -1;
+            rc = -EAGAIN;
+        }
     }
-    /* Checked above without opening (opening a device can act on it); the
-     * open re-checks that the same regular file is there. O_NONBLOCK: a FIFO
-     * swapped in meanwhile does not wait for a writer. */
-    int fd = openat(t->dirfd, t->name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) {
-        int e = errno;
-        char eb[128];
-        err_at(err, 0, 0, "cannot open: %s", errno_text(e, eb, sizeof eb));
-        return -e;
-    }
-    if (fstat(fd, &fst) < 0 || !S_ISREG(fst.st_mode) || fst.st_ino != st.st_ino ||
-        fst.st_dev != st.st_dev) {
-        close(fd);
-        err_at(err, 0, 0, "the file changed while it was opened: not read");
+        err_at(err, 0, 0, "the file kept changing while it was opened: not read");
         return -EAGAIN;
     }
     char *buf;
