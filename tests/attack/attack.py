@@ -31,6 +31,7 @@ import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -131,6 +132,17 @@ def run_file(trackd, args, log, timeout=120, **kw):
 def read_ndjson(path):
     with open(path) as f:
         return [json.loads(ln) for ln in f]
+
+
+def case_attack(name, cases):
+    """The frame of the tests that count one attack per case: cases(trackd,
+    d, objs) runs in a temporary folder d that holds objs (an objects file
+    with RED_RGB) and yields one result per case (true: survived); then the
+    attack line `attack: NAME tried=N survived=N` and the exit status."""
+    with tempfile.TemporaryDirectory() as d:
+        results = [bool(ok) for ok in cases(sys.argv[1], d, write_objects(d, RED_RGB))]
+    report(name, tried=len(results), survived=sum(results))
+    finish()
 
 
 # ------------------------------------------------------------------ daemon
@@ -353,6 +365,24 @@ def close_code(s, timeout=5):
     if op == "eof" or len(data) < 2:
         return None
     return struct.unpack("!H", data[:2])[0]
+
+
+def close_answer(port, frames):
+    """Sends the frames (bytes each) on a new connection, stopping at the
+    first the server refuses (it may close first); returns (the code of the
+    server's close frame as close_code() gives it, how many frames went
+    out)."""
+    s = ws_open(port)
+    sent = 0
+    try:
+        for f in frames:
+            s.sendall(f)
+            sent += 1
+    except OSError:
+        pass
+    got = close_code(s)
+    s.close()
+    return got, sent
 
 
 def is_json(type_, key=None, value=None):

@@ -16,12 +16,10 @@ Prints `attack: bad_files tried=N survived=N`.
 import asyncio
 import json
 import os
-import sys
-import tempfile
 import time
 
-from attack import (RED_RGB, Daemon, check, check_preview, connect, ffmpeg, finish, read_ndjson,
-                    report, run_file, write_objects)
+from attack import (Daemon, case_attack, check, check_preview, connect, ffmpeg, read_ndjson,
+                    run_file)
 
 PNG_SIG = b"\x89PNG\r\n\x1a\n"
 
@@ -115,22 +113,14 @@ def wide_case(trackd, d, objs):
     return ok
 
 
-def main():
-    trackd = sys.argv[1]
-    tried = survived = 0
-    with tempfile.TemporaryDirectory() as d:
-        objs = write_objects(d, RED_RGB)
-        good = os.path.join(d, "good.nut")
-        ffmpeg("-f", "lavfi", "-i", "color=c=gray:s=64x48:r=10:d=2,"
-               "drawbox=x=10:y=10:w=20:h=20:color=red:t=fill", "-c:v", "png", good)
-        for case in (no_frame_case, damaged_case):
-            tried += 1
-            survived += case(trackd, d, good, objs)
-        tried += 1
-        survived += wide_case(trackd, d, objs)
-    report("bad_files", tried=tried, survived=survived)
-    finish()
+def cases(trackd, d, objs):
+    good = os.path.join(d, "good.nut")
+    ffmpeg("-f", "lavfi", "-i", "color=c=gray:s=64x48:r=10:d=2,"
+           "drawbox=x=10:y=10:w=20:h=20:color=red:t=fill", "-c:v", "png", good)
+    for case in (no_frame_case, damaged_case):
+        yield case(trackd, d, good, objs)
+    yield wide_case(trackd, d, objs)
 
 
 if __name__ == "__main__":
-    main()
+    case_attack("bad_files", cases)

@@ -9,10 +9,8 @@ seekable .mp4 of the same video, for comparison.
 Prints `attack: loop_raw tried=N survived=N`.
 """
 import os
-import sys
-import tempfile
 
-from attack import RED_RGB, check, ffmpeg, finish, read_ndjson, report, run_file, write_objects
+from attack import case_attack, check, ffmpeg, read_ndjson, run_file
 
 FRAMES = 100  # the clip has 30: three and a bit loops
 
@@ -36,22 +34,15 @@ def case(trackd, d, clip, objs):
     return ok
 
 
-def main():
-    trackd = sys.argv[1]
-    tried = survived = 0
-    with tempfile.TemporaryDirectory() as d:
-        objs = write_objects(d, RED_RGB)
-        src = ["-f", "lavfi", "-i", "color=c=gray:s=160x120:r=30:d=1,"
-               "drawbox=x=40:y=30:w=40:h=40:color=red:t=fill", "-c:v", "libx264",
-               "-pix_fmt", "yuv420p"]
-        for ext in ("h264", "mp4"):
-            clip = os.path.join(d, "clip." + ext)
-            ffmpeg(*src, clip)
-            tried += 1
-            survived += case(trackd, d, clip, objs)
-    report("loop_raw", tried=tried, survived=survived)
-    finish()
+def cases(trackd, d, objs):
+    src = ["-f", "lavfi", "-i", "color=c=gray:s=160x120:r=30:d=1,"
+           "drawbox=x=40:y=30:w=40:h=40:color=red:t=fill", "-c:v", "libx264",
+           "-pix_fmt", "yuv420p"]
+    for ext in ("h264", "mp4"):
+        clip = os.path.join(d, "clip." + ext)
+        ffmpeg(*src, clip)
+        yield case(trackd, d, clip, objs)
 
 
 if __name__ == "__main__":
-    main()
+    case_attack("loop_raw", cases)

@@ -14,11 +14,8 @@ Prints `attack: size_change tried=N survived=N`.
 import asyncio
 import json
 import os
-import sys
-import tempfile
 
-from attack import (RED_RGB, Daemon, check, connect, ffmpeg, finish, read_ndjson, report,
-                    run_file, write_objects)
+from attack import Daemon, case_attack, check, connect, ffmpeg, read_ndjson, run_file
 
 # (width, height, seconds at 30 fps, square x, y, side)
 SEGMENTS = [(320, 240, 1, 20, 30, 40), (640, 480, 3, 500, 360, 60), (320, 240, 1, 200, 100, 30)]
@@ -151,20 +148,12 @@ async def ws_case(trackd, d, clip, objs):
     return ok
 
 
-def main():
-    trackd = sys.argv[1]
-    tried = survived = 0
-    with tempfile.TemporaryDirectory() as d:
-        objs = write_objects(d, RED_RGB)
-        clips = make_clips(d)
-        for kind in ("ts", "mkv", "h264"):
-            tried += 1
-            survived += check_ndjson(trackd, d, kind, clips[kind], objs)
-        tried += 1
-        survived += asyncio.get_event_loop().run_until_complete(ws_case(trackd, d, clips["ts"], objs))
-    report("size_change", tried=tried, survived=survived)
-    finish()
+def cases(trackd, d, objs):
+    clips = make_clips(d)
+    for kind in ("ts", "mkv", "h264"):
+        yield check_ndjson(trackd, d, kind, clips[kind], objs)
+    yield asyncio.get_event_loop().run_until_complete(ws_case(trackd, d, clips["ts"], objs))
 
 
 if __name__ == "__main__":
-    main()
+    case_attack("size_change", cases)
