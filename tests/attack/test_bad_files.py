@@ -16,29 +16,12 @@ Prints `attack: bad_files tried=N survived=N`.
 import asyncio
 import json
 import os
-import subprocess
-import sys
-import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
-from daemon_proc import start_trackd  # noqa: E402
-from ws_client import check_preview, connect  # noqa: E402
+from attack import (Daemon, case_attack, check, check_preview, connect, ffmpeg, read_ndjson,
+                    run_file)
 
-FAILS = []
 PNG_SIG = b"\x89PNG\r\n\x1a\n"
-OBJECTS = {"objects": [{"name": "red", "space": "rgb", "lo": [150, 0, 0], "hi": [255, 90, 90]}]}
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        FAILS.append(what)
-    return cond
-
-
-def ffmpeg(*args):
-    subprocess.run(["ffmpeg", "-loglevel", "error", "-y", *args], check=True)
 
 
 def wipe_signatures(src, dst, every):
@@ -49,15 +32,6 @@ def wipe_signatures(src, dst, every):
         out += (b"\0" * len(PNG_SIG) if i % every == 0 else PNG_SIG) + part
     open(dst, "wb").write(out)
     return len(data) - 1
-
-
-def trackd_run(trackd, args, log, timeout=60):
-    with open(log, "w") as lf:
-        try:
-            return subprocess.run([trackd, "--no-server", "--fast", *args], stderr=lf,
-                                  timeout=timeout).returncode
-        except subprocess.TimeoutExpired:
-            return "timeout"
 
 
 def no_frame_case(trackd, d, good, objs):
@@ -72,8 +46,8 @@ def no_frame_case(trackd, d, good, objs):
         n = wipe_signatures(src, bad, 1)
         what = f"no frame decodes ({ext}{' --loop' if extra else ''})"
         log = os.path.join(d, "nodecode.log")
-        rc = trackd_run(trackd, ["-i", bad, "--objects", objs, "-o", os.path.join(d, "x.ndjson"),
-                                 *extra], log)
+        rc = run_file(trackd, ["-i", bad, "--objects", objs, "-o", os.path.join(d, "x.ndjson"),
+                               *extra], log, timeout=60)
         text = open(log).read()
         ok &= check(rc == 66, f"{what}: exit 66 (got {rc})")
         ok &= check("no frame could be decoded" in text and "png decoder" in text,
@@ -87,10 +61,10 @@ def damaged_case(trackd, d, good, objs):
     bad = os.path.join(d, "half.nut")
     n = wipe_signatures(good, bad, 2)
     log, out = os.path.join(d, "half.log"), os.path.join(d, "half.ndjson")
-    rc = trackd_run(trackd, ["-i", bad, "--objects", objs, "-o", out], log)
+    rc = run_file(trackd, ["-i", bad, "--objects", objs, "-o", out], log, timeout=60)
     text = open(log).read()
     ok = check(rc == 0, f"half damaged: exit 0 (got {rc})")
-    frames = [json.loads(ln) for ln in open(out)]
+    frames = read_ndjson(out)
     ok &= check(len(frames) == n // 2, f"half damaged: the {n // 2} good frames tracked "
                 f"(got {len(frames)})")
     ok &= check(all(f["objects"][0]["found"] for f in frames), "half damaged: the square found in each")
@@ -123,14 +97,9 @@ def wide_case(trackd, d, objs):
     ffmpeg("-f", "lavfi", "-i", "color=c=gray:s=16384x16:r=10:d=30,"
            "drawbox=x=8000:y=4:w=100:h=8:color=red:t=fill", "-c:v", "rawvideo",
            "-pix_fmt", "rgb24", clip)
-    log = open(os.path.join(d, "wide.log"), "w")
-    p, port = start_trackd(trackd, ["-i", clip, "--objects", objs, "--loop"], log)
-    try:
+    with Daemon(trackd, ["-i", clip, "--objects", objs, "--loop"], d) as dm:
         hello, previews, frames = asyncio.get_event_loop().run_until_complete(
-            wide_client(f"ws://127.0.0.1:{port}/ws"))
-    finally:
-        p.terminate()
-        p.wait(timeout=30)
+            wide_client(dm.url))
     pv = hello["preview"]
     ok = check((hello["width"], hello["height"]) == (16384, 16), f"16384x16: hello size "
                f"{hello['width']}x{hello['height']}")
@@ -144,26 +113,14 @@ def wide_case(trackd, d, objs):
     return ok
 
 
-def main():
-    trackd = sys.argv[1]
-    tried = survived = 0
-    with tempfile.TemporaryDirectory() as d:
-        objs = os.path.join(d, "objs.json")
-        json.dump(OBJECTS, open(objs, "w"))
-        good = os.path.join(d, "good.nut")
-        ffmpeg("-f", "lavfi", "-i", "color=c=gray:s=64x48:r=10:d=2,"
-               "drawbox=x=10:y=10:w=20:h=20:color=red:t=fill", "-c:v", "png", good)
-        for case in (no_frame_case, damaged_case):
-            tried += 1
-            survived += case(trackd, d, good, objs)
-        tried += 1
-        survived += wide_case(trackd, d, objs)
-    print(f"attack: bad_files tried={tried} survived={survived}")
-    if FAILS:
-        print(f"{len(FAILS)} check(s) failed:", *FAILS, sep="\n  ")
-        sys.exit(1)
-    print("all checks passed")
+def cases(trackd, d, objs):
+    good = os.path.join(d, "good.nut")
+    ffmpeg("-f", "lavfi", "-i", "color=c=gray:s=64x48:r=10:d=2,"
+           "drawbox=x=10:y=10:w=20:h=20:color=red:t=fill", "-c:v", "png", good)
+    for case in (no_frame_case, damaged_case):
+        yield case(trackd, d, good, objs)
+    yield wide_case(trackd, d, objs)
 
 
 if __name__ == "__main__":
-    main()
+    case_attack("bad_files", cases)

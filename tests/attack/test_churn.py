@@ -20,17 +20,14 @@ is flat (within 4 MiB; not checked under ASan), it still answers, and the
 reading client was served throughout. Bounded: stops at --max-seconds even
 if not all cycles ran (it says so; the figures count what ran).
 """
-import argparse
-import json
-import os
 import socket
 import tempfile
 import threading
 import time
 
-from attack import (SANITIZED, TOKEN, Daemon, abort, check, finish, report, wait_until, ws_frame,
-                    ws_open, ws_read_json_until, ws_send_json)
-from test_never_reading import Reader
+from attack import (RED_HSV, SANITIZED, TOKEN, Daemon, Reader, abort, check, finish, parse_args,
+                    report, wait_until, write_objects, ws_frame, ws_open, ws_read_json_until,
+                    ws_send_json)
 
 KINDS = ("tcp", "reset", "http", "partial", "ws", "ws_reset", "reload", "oversize")
 
@@ -88,21 +85,12 @@ def cycle(port, path, kind):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("trackd")
-    ap.add_argument("--cycles", type=int, default=3000)
-    ap.add_argument("--threads", type=int, default=4)
-    ap.add_argument("--max-seconds", type=float, default=90)
-    a = ap.parse_args()
+    a = parse_args(cycles=3000, threads=4, max_seconds=90.0)
     with tempfile.TemporaryDirectory() as d:
-        objs = os.path.join(d, "objects.json")
-        with open(objs, "w") as f:
-            json.dump({"objects": [{"name": "red", "space": "hsv", "lo": [346, 110, 70],
-                                    "hi": [14, 255, 255]}]}, f)
-        dm = Daemon(a.trackd, ["--size", "320x180", "--fps", "30", "--backend", "cpu",
+        objs = write_objects(d, RED_HSV)
+        with Daemon(a.trackd, ["--size", "320x180", "--fps", "30", "--backend", "cpu",
                                "--objects", objs, "--preview-fps", "10",
-                               "--stats-interval", "0"], d, token=TOKEN)
-        try:
+                               "--stats-interval", "0"], d, token=TOKEN) as dm:
             reader = Reader(dm.port)
             reader.start()
             # Warm-up: one of each kind, so lazily made buffers exist before
@@ -179,9 +167,6 @@ def main():
             report("churn", tried=counts["done"], survived=counts["ok"] if dm.alive() else 0,
                    fd_growth=dm.fds() - fds0, rss_growth_kb=(rss - rss0) if not SANITIZED
                    else "n/a")
-        finally:
-            rc = dm.stop()
-        check(rc == 0, f"trackd exits 0 on SIGTERM (exit {rc})")
     finish()
 
 

@@ -13,38 +13,15 @@
 
 Usage: test_conn_limit.py TRACKD
 """
-import json
-import os
 import socket
-import subprocess
 import sys
 import tempfile
 import time
 
-from rawws import attack_line, handshake_bytes, is_json, read_head, until, ws_open
-from daemon_proc import start_trackd
+from attack import (FAILS, TRIED, Daemon, check, finish, handshake_bytes, is_json, read_head,
+                    report, start_reader, until, ws_open)
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 CAP, BURST, SLOW = 16, 300, 10
-FAILS = []
-TRIED = [0]
-
-
-def check(cond, what):
-    TRIED[0] += 1
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        FAILS.append(what)
-
-
-def reader(port, seconds):
-    return subprocess.Popen([sys.executable, os.path.join(HERE, "rawws.py"), "read", str(port),
-                             str(seconds)], stdout=subprocess.PIPE, text=True)
-
-
-def reader_result(r):
-    out = r.communicate(timeout=60)[0]
-    return json.loads(out.strip().splitlines()[-1])
 
 
 def burst(port):
@@ -70,21 +47,19 @@ def burst(port):
 
 
 def main():
-    trackd = sys.argv[1]
     with tempfile.TemporaryDirectory() as d:
-        log = open(os.path.join(d, "trackd.log"), "w+")
-        p, port = start_trackd(trackd, ["--size", "160x90", "--fps", "50", "--backend", "cpu",
-                                        "--no-preview", "--max-clients", str(CAP)], log)
-        try:
-            alone = reader_result(reader(port, 3))
+        with Daemon(sys.argv[1], ["--size", "160x90", "--fps", "50", "--backend", "cpu",
+                                  "--no-preview", "--max-clients", str(CAP)], d) as dm:
+            port = dm.port
+            alone = start_reader(port, 3)()
             print("alone:", alone)
-            r = reader(port, 5)
+            read = start_reader(port, 5)
             time.sleep(1)
             socks, answers = burst(port)
             print("burst answers:", answers)
             for s in socks:
                 s.close()
-            during = reader_result(r)
+            during = read()
             print("during the burst:", during)
             ok101 = answers.get("HTTP/1.1 101", 0)
             refused = answers.get("HTTP/1.1 503", 0)
@@ -108,7 +83,7 @@ def main():
             time.sleep(0.5)
 
             # Slowloris.
-            r = reader(port, 9)
+            read = start_reader(port, 9)
             time.sleep(1)
             req = handshake_bytes(port)
             slow = [socket.create_connection(("127.0.0.1", port), timeout=10)
@@ -140,27 +115,17 @@ def main():
                 time.sleep(0.5)
             for s in slow:
                 s.close()
-            during = reader_result(r)
+            during = read()
             print("slow connections closed after (s):", sorted(closed_at.values()))
             check(len(closed_at) == SLOW and max(closed_at.values()) < 9,
                   f"every slow sender is cut off within 9 s ({len(closed_at)} of {SLOW})")
             check(new_client_ok is True, "a new client is served while the slow senders hang on")
             check(during["max_gap"] < 1.0,
                   f"results kept flowing beside slow senders (gap {during['max_gap']:.2f} s)")
-            check(p.poll() is None, "trackd still running")
-        finally:
-            p.terminate()
-            rc = p.wait(20)
-            log.seek(0)
-            text = log.read()
-        check(rc == 0, f"trackd exits 0 on SIGTERM (got {rc})")
-        check("--max-clients" in text, "the log says why connections were refused")
-        if FAILS:
-            print(text[-2000:])
-    attack_line("conn_limit", clients=BURST + SLOW, tried=TRIED[0],
-                survived=TRIED[0] - len(FAILS))
-    if FAILS:
-        sys.exit(f"{len(FAILS)} check(s) failed: " + "; ".join(FAILS))
+            check(dm.alive(), "trackd still running")
+        check("--max-clients" in dm.log_text(), "the log says why connections were refused")
+    report("conn_limit", clients=BURST + SLOW, tried=TRIED[0], survived=TRIED[0] - len(FAILS))
+    finish()
 
 
 if __name__ == "__main__":

@@ -8,35 +8,22 @@ increasing across the loops, the square found in every frame. The same on a
 seekable .mp4 of the same video, for comparison.
 Prints `attack: loop_raw tried=N survived=N`.
 """
-import json
 import os
-import subprocess
-import sys
-import tempfile
 
-FAILS = []
+from attack import case_attack, check, ffmpeg, read_ndjson, run_file
+
 FRAMES = 100  # the clip has 30: three and a bit loops
-OBJECTS = {"objects": [{"name": "red", "space": "rgb", "lo": [150, 0, 0], "hi": [255, 90, 90]}]}
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        FAILS.append(what)
-    return cond
 
 
 def case(trackd, d, clip, objs):
     name = os.path.basename(clip)
     out, log = os.path.join(d, name + ".ndjson"), os.path.join(d, name + ".log")
-    with open(log, "w") as lf:
-        rc = subprocess.run([trackd, "--no-server", "--fast", "--loop", "--frames", str(FRAMES),
-                             "-i", clip, "--objects", objs, "-o", out], stderr=lf,
-                            timeout=120).returncode
+    rc = run_file(trackd, ["--loop", "--frames", str(FRAMES), "-i", clip, "--objects", objs,
+                           "-o", out], log)
     ok = check(rc == 0, f"{name}: --loop exits 0 (got {rc})")
     if rc:
         print(open(log).read()[-600:])
-    frames = [json.loads(ln) for ln in open(out)]
+    frames = read_ndjson(out)
     ok &= check(len(frames) == FRAMES, f"{name}: {FRAMES} frames over the loops (got {len(frames)})")
     pts = [f["pts"] for f in frames]
     ok &= check(all(b > a for a, b in zip(pts, pts[1:])), f"{name}: pts strictly increasing "
@@ -47,26 +34,15 @@ def case(trackd, d, clip, objs):
     return ok
 
 
-def main():
-    trackd = sys.argv[1]
-    tried = survived = 0
-    with tempfile.TemporaryDirectory() as d:
-        objs = os.path.join(d, "objs.json")
-        json.dump(OBJECTS, open(objs, "w"))
-        src = ["-f", "lavfi", "-i", "color=c=gray:s=160x120:r=30:d=1,"
-               "drawbox=x=40:y=30:w=40:h=40:color=red:t=fill", "-c:v", "libx264",
-               "-pix_fmt", "yuv420p"]
-        for ext in ("h264", "mp4"):
-            clip = os.path.join(d, "clip." + ext)
-            subprocess.run(["ffmpeg", "-loglevel", "error", "-y", *src, clip], check=True)
-            tried += 1
-            survived += case(trackd, d, clip, objs)
-    print(f"attack: loop_raw tried={tried} survived={survived}")
-    if FAILS:
-        print(f"{len(FAILS)} check(s) failed:", *FAILS, sep="\n  ")
-        sys.exit(1)
-    print("all checks passed")
+def cases(trackd, d, objs):
+    src = ["-f", "lavfi", "-i", "color=c=gray:s=160x120:r=30:d=1,"
+           "drawbox=x=40:y=30:w=40:h=40:color=red:t=fill", "-c:v", "libx264",
+           "-pix_fmt", "yuv420p"]
+    for ext in ("h264", "mp4"):
+        clip = os.path.join(d, "clip." + ext)
+        ffmpeg(*src, clip)
+        yield case(trackd, d, clip, objs)
 
 
 if __name__ == "__main__":
-    main()
+    case_attack("loop_raw", cases)

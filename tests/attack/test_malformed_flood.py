@@ -19,15 +19,14 @@ one, with a message for humans), before the next is sent. The connection
 stays open throughout; afterwards ping works, the object set is what it was,
 results still flow, and the daemon exits cleanly.
 """
-import argparse
 import copy
 import json
 import os
 import random
 import tempfile
 
-from attack import (TOKEN, Daemon, check, finish, report, wait_until, ws_frame, ws_open,
-                    ws_read_json_until, ws_send_json)
+from attack import (RED_HSV, TOKEN, Daemon, check, finish, parse_args, report, wait_until,
+                    write_objects, ws_frame, ws_open, ws_read_json_until, ws_send_json)
 
 OBJ = {"name": "x1", "space": "rgb", "lo": [0, 0, 0], "hi": [10, 10, 10], "min_mass": 5,
        "color": "#102030"}
@@ -163,20 +162,13 @@ def send(s, payload, opcode):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("trackd")
-    ap.add_argument("--seed", type=int, default=11)
-    a = ap.parse_args()
+    a = parse_args(seed=11)
     msgs = generate(a.seed)
     with tempfile.TemporaryDirectory() as d:
-        objs = os.path.join(d, "objects.json")
-        with open(objs, "w") as f:
-            json.dump({"objects": [{"name": "red", "space": "hsv", "lo": [346, 110, 70],
-                                    "hi": [14, 255, 255]}]}, f)
-        dm = Daemon(a.trackd, ["--size", "320x180", "--fps", "30", "--backend", "cpu",
-                               "--objects", objs, "--stats-interval", "0"], d, token=TOKEN)
+        objs = write_objects(d, RED_HSV)
         answered = 0
-        try:
+        with Daemon(a.trackd, ["--size", "320x180", "--fps", "30", "--backend", "cpu",
+                               "--objects", objs, "--stats-interval", "0"], d, token=TOKEN) as dm:
             s = ws_open(dm.port, dm.path)
             ws_send_json(s, {"type": "subscribe", "preview": False})
             ws_send_json(s, {"type": "get_objects", "id": "before"})
@@ -216,9 +208,6 @@ def main():
                   "results still flow on the flooded connection")
             s.close()
             report("malformed_flood", tried=len(msgs), survived=answered if dm.alive() else 0)
-        finally:
-            rc = dm.stop()
-        check(rc == 0, f"trackd exits 0 on SIGTERM (exit {rc})")
     finish()
 
 

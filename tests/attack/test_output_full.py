@@ -22,15 +22,9 @@ import subprocess
 import sys
 import tempfile
 
-FAILS = []
+from attack import FAILS, check, finish, report, run_file
+
 FRAMES = 300  # the demo scene at 320x240: ~300 KB of results, well over the limits
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        FAILS.append(what)
-    return cond
 
 
 def run(trackd, out, log, limit=None):
@@ -39,11 +33,8 @@ def run(trackd, out, log, limit=None):
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # inherited: EFBIG instead of death
         if limit:
             resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-    with open(log, "w") as lf:
-        return subprocess.run([trackd, "--no-server", "--fast", "--size", "320x240",
-                               "--frames", str(FRAMES), "-o", out],
-                              stdout=subprocess.DEVNULL, stderr=lf, preexec_fn=pre,
-                              timeout=120).returncode
+    return run_file(trackd, ["--size", "320x240", "--frames", str(FRAMES), "-o", out], log,
+                    stdout=subprocess.DEVNULL, preexec_fn=pre)
 
 
 def lost_report(text):
@@ -133,11 +124,8 @@ def main():
                 survived += len(FAILS) == n
             finally:
                 subprocess.run(["umount", mnt])
-    print(f"attack: output_full tried={tried} survived={survived} lost_bytes={lost_bytes}")
-    if FAILS:
-        print(f"{len(FAILS)} check(s) failed:", *FAILS, sep="\n  ")
-        sys.exit(1)
-    print("all checks passed")
+    report("output_full", tried=tried, survived=survived, lost_bytes=lost_bytes)
+    finish()
 
 
 if __name__ == "__main__":

@@ -35,8 +35,7 @@ import time
 
 import websockets
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
-from daemon_proc import start_trackd  # noqa: E402
+from attack import FAILS, Daemon, check, connect, finish, report
 
 NOMINAL_FPS = 30.0
 ROUNDS = 8          # a quiet window, then a flood window, this many times
@@ -45,21 +44,6 @@ SETTLE_S = 0.3      # the start of each window is not measured
 FLOODERS = 3
 OUTSTANDING = 16    # samples each flooder keeps sent and unanswered
 FULL_FRAME = {"type": "sample", "x": 0, "y": 0, "w": 4096, "h": 4096}
-
-FAILS = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        FAILS.append(what)
-    return cond
-
-
-async def connect(url):
-    return await websockets.connect(url, max_size=16 * 1024 * 1024, compression=None,
-                                    open_timeout=10, ping_interval=None, close_timeout=2)
-
 
 class Reader:
     """Reads everything (previews too, as the page does); keeps (seq,
@@ -271,23 +255,14 @@ async def attack(url, pid):
 
 
 def main():
-    trackd = sys.argv[1]
     with tempfile.TemporaryDirectory() as d:
-        log = open(os.path.join(d, "trackd.log"), "w+")
-        p, port = start_trackd(trackd, ["--backend", "cpu", "--size", "1280x720", "--fps", "30",
-                                        "--stats-interval", "0"], log)
-        with open(f"/proc/{p.pid}/comm") as f:
-            comm = f.read().strip()
-        os.nice(10)  # from here on; the daemon keeps its normal priority
-        try:
-            frames, before, quiet, flood, totals, normal_ok = asyncio.run(
-                attack(f"ws://127.0.0.1:{port}/ws", p.pid))
-        finally:
-            p.terminate()
-            rc = p.wait(20)
-        log.seek(0)
-        text = log.read()
-    check(rc == 0, f"trackd exits 0 on SIGTERM after the flood (got {rc})")
+        with Daemon(sys.argv[1], ["--backend", "cpu", "--size", "1280x720", "--fps", "30",
+                                  "--stats-interval", "0"], d) as dm:
+            with open(f"/proc/{dm.pid}/comm") as f:
+                comm = f.read().strip()
+            os.nice(10)  # from here on; the daemon keeps its normal priority
+            frames, before, quiet, flood, totals, normal_ok = asyncio.run(attack(dm.url, dm.pid))
+        text = dm.log_text()
     for a, b in zip(quiet, flood):
         qn, qt = window_rate(frames, a.t0, a.t1)
         fn, ft = window_rate(frames, b.t0, b.t1)
@@ -338,13 +313,8 @@ def main():
     if FAILS:
         print(text[-3000:])
     # tried: sample requests sent; survived: all of them when every check held.
-    print(f"attack: sample_flood tried={totals['sent']} "
-          f"survived={0 if FAILS else totals['sent']}", flush=True)
-    if FAILS:
-        print(f"{len(FAILS)} check(s) failed")
-        sys.exit(1)
-    print("all checks passed")
-
+    report("sample_flood", tried=totals["sent"], survived=0 if FAILS else totals["sent"])
+    finish()
 
 
 if __name__ == "__main__":

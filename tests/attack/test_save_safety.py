@@ -38,21 +38,13 @@ import tempfile
 import time
 import urllib.parse
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
-import websockets  # noqa: E402
+import websockets
 
-from daemon_proc import start_trackd  # noqa: E402
+from attack import FAILS, check, finish, report, start_trackd, stop_trackd as stop
 
 NOBODY = 65534
 SECRET = "supersecretpassword"
-FAILS = []
 tried = survived = 0
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        FAILS.append(what)
 
 
 def attack(cond, what):
@@ -166,15 +158,6 @@ def start(trackd, args, log, cwd):
         return start_trackd(trackd, ["--size", "320x180", "--stats-interval", "0", *args], log)
     finally:
         os.chdir(old)
-
-
-def stop(p):
-    p.terminate()
-    try:
-        p.wait(10)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.wait()
 
 
 def case_links(trackd, base, log, root):
@@ -394,10 +377,8 @@ def main():
         if FAILS:
             print(open(os.path.join(base, "trackd.log")).read()[-4000:])
         shutil.rmtree(base, ignore_errors=True)
-    print(f"attack: save_safety tried={tried} survived={survived}")
-    if FAILS:
-        print(f"{len(FAILS)} check(s) failed")
-        sys.exit(1)
+    report("save_safety", tried=tried, survived=survived)
+    finish()
 
 
 if __name__ == "__main__":

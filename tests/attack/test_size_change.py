@@ -14,30 +14,12 @@ Prints `attack: size_change tried=N survived=N`.
 import asyncio
 import json
 import os
-import subprocess
-import sys
-import tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
-from daemon_proc import start_trackd  # noqa: E402
-from ws_client import connect  # noqa: E402
+from attack import Daemon, case_attack, check, connect, ffmpeg, read_ndjson, run_file
 
-FAILS = []
 # (width, height, seconds at 30 fps, square x, y, side)
 SEGMENTS = [(320, 240, 1, 20, 30, 40), (640, 480, 3, 500, 360, 60), (320, 240, 1, 200, 100, 30)]
 FPS = 30
-OBJECTS = {"objects": [{"name": "red", "space": "rgb", "lo": [150, 0, 0], "hi": [255, 90, 90]}]}
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        FAILS.append(what)
-    return cond
-
-
-def ffmpeg(*args):
-    subprocess.run(["ffmpeg", "-loglevel", "error", "-y", *args], check=True)
 
 
 def make_clips(d):
@@ -78,12 +60,10 @@ TOTAL = sum(s[2] for s in SEGMENTS) * FPS
 def check_ndjson(trackd, d, kind, clip, objs):
     out = os.path.join(d, f"{kind}.ndjson")
     log = os.path.join(d, f"{kind}.log")
-    with open(log, "w") as lf:
-        rc = subprocess.run([trackd, "--no-server", "--fast", "-i", clip, "--objects", objs,
-                             "-o", out], stderr=lf, timeout=120).returncode
+    rc = run_file(trackd, ["-i", clip, "--objects", objs, "-o", out], log)
     text = open(log).read()
     ok = check(rc == 0, f"{kind}: exit 0 (got {rc})")
-    frames = [json.loads(ln) for ln in open(out)]
+    frames = read_ndjson(out)
     ok &= check(len(frames) == TOTAL, f"{kind}: all {TOTAL} frames tracked (got {len(frames)})")
     bad = []
     for f in frames:
@@ -131,9 +111,8 @@ async def client(url, results, name, stop):
 
 
 async def ws_case(trackd, d, clip, objs):
-    log = open(os.path.join(d, "ws.log"), "w")
-    p, port = start_trackd(trackd, ["-i", clip, "--objects", objs], log)
-    url = f"ws://127.0.0.1:{port}/ws"
+    dm = Daemon(trackd, ["-i", clip, "--objects", objs], d)
+    url = dm.url
     results, stop = {}, asyncio.Event()
     early = asyncio.ensure_future(client(url, results, "early", stop))
     # The late client connects once the early one was told about 640x480.
@@ -144,7 +123,7 @@ async def ws_case(trackd, d, clip, objs):
     late = asyncio.ensure_future(client(url, results, "late", stop))
     await asyncio.wait([early, late], timeout=60)
     stop.set()
-    rc = p.wait(timeout=30)
+    rc = dm.p.wait(timeout=30)  # the file's end
     ok = check(rc == 0, f"ws: exit 0 (got {rc})")
     e, l = results.get("early"), results.get("late")
     ok &= check(e and e["frames"] > 0 and not e["unannounced"],
@@ -169,24 +148,12 @@ async def ws_case(trackd, d, clip, objs):
     return ok
 
 
-def main():
-    trackd = sys.argv[1]
-    tried = survived = 0
-    with tempfile.TemporaryDirectory() as d:
-        objs = os.path.join(d, "objs.json")
-        json.dump(OBJECTS, open(objs, "w"))
-        clips = make_clips(d)
-        for kind in ("ts", "mkv", "h264"):
-            tried += 1
-            survived += check_ndjson(trackd, d, kind, clips[kind], objs)
-        tried += 1
-        survived += asyncio.get_event_loop().run_until_complete(ws_case(trackd, d, clips["ts"], objs))
-    print(f"attack: size_change tried={tried} survived={survived}")
-    if FAILS:
-        print(f"{len(FAILS)} check(s) failed:", *FAILS, sep="\n  ")
-        sys.exit(1)
-    print("all checks passed")
+def cases(trackd, d, objs):
+    clips = make_clips(d)
+    for kind in ("ts", "mkv", "h264"):
+        yield check_ndjson(trackd, d, kind, clips[kind], objs)
+    yield asyncio.get_event_loop().run_until_complete(ws_case(trackd, d, clips["ts"], objs))
 
 
 if __name__ == "__main__":
-    main()
+    case_attack("size_change", cases)

@@ -15,19 +15,9 @@ import shutil
 import sys
 import tempfile
 
-from rawws import attack_line, http_get
-from daemon_proc import start_trackd
+from attack import FAILS, TRIED, Daemon, check, finish, http_get, report
 
 SECRET = b"trk-secret-4f1d"
-FAILS = []
-TRIED = [0]
-
-
-def check(cond, what):
-    TRIED[0] += 1
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        FAILS.append(what)
 
 
 def main():
@@ -49,10 +39,9 @@ def main():
         with open(os.path.join(root, "empty", "x.txt"), "wb") as f:
             f.write(b"x")
 
-        log = open(os.path.join(d, "trackd.log"), "w+")
-        p, port = start_trackd(trackd, ["--size", "160x90", "--fps", "10", "--backend", "cpu",
-                                        "--no-preview", "--web-root", root], log)
-        try:
+        with Daemon(trackd, ["--size", "160x90", "--fps", "10", "--backend", "cpu",
+                             "--no-preview", "--web-root", root], d) as dm:
+            port = dm.port
             status, body = http_get(port, "/")
             check(status == 200 and b"<html" in body.lower(), f"GET / serves the page ({status})")
             index = open(os.path.join(root, "index.html"), "rb").read()
@@ -71,14 +60,9 @@ def main():
                 leaked = SECRET in body or b"root:" in body or b"x.txt" in body
                 check(not leaked and status in (None, 400, 403, 404),
                       f"GET {path[:60]} gives nothing from outside ({status}, {len(body)} bytes)")
-            check(p.poll() is None, "trackd still running")
-        finally:
-            p.terminate()
-            rc = p.wait(20)
-        check(rc == 0, f"trackd exits 0 on SIGTERM (got {rc})")
-    attack_line("web_root", tried=TRIED[0], survived=TRIED[0] - len(FAILS))
-    if FAILS:
-        sys.exit(f"{len(FAILS)} check(s) failed: " + "; ".join(FAILS))
+            check(dm.alive(), "trackd still running")
+    report("web_root", tried=TRIED[0], survived=TRIED[0] - len(FAILS))
+    finish()
 
 
 if __name__ == "__main__":

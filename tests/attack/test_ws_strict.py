@@ -12,50 +12,26 @@ against the real trackd, with hand-built frames on raw sockets.
 Usage: test_ws_strict.py TRACKD
 """
 import json
-import os
 import socket
 import sys
 import tempfile
 
-from rawws import (attack_line, close_code, close_frame, frame, handshake_bytes, is_json,
-                   read_head, until, ws_open)
-from daemon_proc import start_trackd
-
-FAILS = []
-TRIED = [0]
-
-
-def check(cond, what):
-    TRIED[0] += 1
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        FAILS.append(what)
+from attack import (FAILS, TRIED, Daemon, check, close_answer, close_code, close_frame, finish,
+                    handshake_bytes, is_json, read_head, report, until, ws_frame, ws_open)
 
 
 def ping_json(i):
-    return frame(json.dumps({"type": "ping", "id": i}))
+    return ws_frame(json.dumps({"type": "ping", "id": i}))
 
 
 def main():
-    trackd = sys.argv[1]
     with tempfile.TemporaryDirectory() as d:
-        log = open(os.path.join(d, "trackd.log"), "w+")
-        p, port = start_trackd(trackd, ["--size", "160x90", "--fps", "20", "--backend", "cpu",
-                                        "--no-preview"], log)
-        try:
-            run(port)
-            check(p.poll() is None, "trackd still running after every attack")
-        finally:
-            p.terminate()
-            rc = p.wait(20)
-            log.seek(0)
-            text = log.read()
-        check(rc == 0, f"trackd exits 0 on SIGTERM (got {rc})")
-        if FAILS:
-            print(text[-3000:])
-    attack_line("ws_strict", tried=TRIED[0], survived=TRIED[0] - len(FAILS))
-    if FAILS:
-        sys.exit(f"{len(FAILS)} check(s) failed: " + "; ".join(FAILS))
+        with Daemon(sys.argv[1], ["--size", "160x90", "--fps", "20", "--backend", "cpu",
+                                  "--no-preview"], d) as dm:
+            run(dm.port)
+            check(dm.alive(), "trackd still running after every attack")
+    report("ws_strict", tried=TRIED[0], survived=TRIED[0] - len(FAILS))
+    finish()
 
 
 def run(port):
@@ -70,7 +46,7 @@ def run(port):
 
     # Unmasked data frame: closed with 1002, the message is not acted on.
     s = ws_open(port)
-    s.sendall(frame(json.dumps({"type": "ping", "id": 2}), mask=False))
+    s.sendall(ws_frame(json.dumps({"type": "ping", "id": 2}), mask=False))
     op, data = until(s, lambda op, d: op == 0x8 or (op == 0x1 and b'"pong"' in d))
     check(op == 0x8 and data[:2] == b"\x03\xea",
           f"an unmasked text frame is answered with close 1002, not a pong "
@@ -78,14 +54,12 @@ def run(port):
     s.close()
 
     # Unmasked control frame (lws answers pings itself).
-    s = ws_open(port)
-    s.sendall(frame(b"hi", opcode=0x9, mask=False))
-    check(close_code(s) == 1002, "an unmasked ping frame is answered with close 1002")
-    s.close()
+    got, _ = close_answer(port, [ws_frame(b"hi", opcode=0x9, mask=False)])
+    check(got == 1002, "an unmasked ping frame is answered with close 1002")
 
     # Unmasked frame in the same packet as the handshake.
     s = socket.create_connection(("127.0.0.1", port), timeout=10)
-    s.sendall(handshake_bytes(port) + frame(json.dumps({"type": "ping", "id": 3}), mask=False))
+    s.sendall(handshake_bytes(port) + ws_frame(json.dumps({"type": "ping", "id": 3}), mask=False))
     head = read_head(s)
     check(head.startswith(b"HTTP/1.1 101") and close_code(s) == 1002,
           "an unmasked frame sent with the handshake closes 1002")
@@ -114,29 +88,17 @@ def run(port):
 
     # Close codes: never echo one that may not be sent.
     for code in (5000, 65535, 1005, 1006, 999, 2999):
-        s = ws_open(port)
-        s.sendall(close_frame(code, b"bye"))
-        got = close_code(s)
+        got, _ = close_answer(port, [close_frame(code, b"bye")])
         check(got == 1002, f"close code {code} is answered with 1002 (got {got})")
-        s.close()
     for code in (1001, 4000):
-        s = ws_open(port)
-        s.sendall(close_frame(code))
-        got = close_code(s)
+        got, _ = close_answer(port, [close_frame(code)])
         check(got == code, f"valid close code {code} is echoed (got {got})")
-        s.close()
-    s = ws_open(port)
-    s.sendall(close_frame(raw=b"\x03"))  # one byte: not even a code
-    got = close_code(s)
+    got, _ = close_answer(port, [close_frame(raw=b"\x03")])  # one byte: not even a code
     check(got in (None, 1002), f"a 1-byte close payload is not echoed (got {got})")
-    s.close()
 
     # Text that is not UTF-8.
-    s = ws_open(port)
-    s.sendall(frame(b'{"type":"ping","id":"\xff\xfe"}'))
-    got = close_code(s)
+    got, _ = close_answer(port, [ws_frame(b'{"type":"ping","id":"\xff\xfe"}')])
     check(got == 1007, f"text that is not UTF-8 closes with 1007 (got {got})")
-    s.close()
 
     # Still serving a well-behaved client.
     s = ws_open(port)

@@ -28,3 +28,15 @@ def start_trackd(trackd, args, log):
             time.sleep(0.1)
     p.kill()
     raise RuntimeError("trackd did not start listening within 10 s")
+
+
+def stop_trackd(p, timeout=10):
+    """SIGTERM, then SIGKILL after timeout s; nothing when p is None or has
+    already exited."""
+    if p and p.poll() is None:
+        p.terminate()
+        try:
+            p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()

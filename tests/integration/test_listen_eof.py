@@ -32,7 +32,7 @@ import urllib.request
 
 import websockets
 
-from daemon_proc import free_port
+from daemon_proc import free_port, stop_trackd as stop
 
 TRACKD = sys.argv[1]
 FAILS = []
@@ -82,16 +82,6 @@ def start(listen, args, log_path, connect_host):
         except OSError:
             time.sleep(0.1)
     return p if p.poll() is None else None
-
-
-def stop(p):
-    if p and p.poll() is None:
-        p.terminate()
-        try:
-            p.wait(10)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
 
 
 async def recv_until(ws, pred, timeout=5):
