@@ -1008,19 +1008,25 @@ static int pick_address(struct trk_ws *ws, struct sockaddr_storage *out, char *n
                 g == EAI_SYSTEM ? strerror(errno) : gai_strerror(g));
         return -EADDRNOTAVAIL;
     }
+    /* One address is served: for a name with both (localhost: 127.0.0.1 and
+     * ::1, in either order by /etc/hosts), IPv4 first, which every client
+     * reaches, then the rest in the resolver's order. */
     int err = -EADDRNOTAVAIL;
-    for (struct addrinfo *a = res; a; a = a->ai_next) {
-        if (a->ai_addrlen > sizeof *out) continue;
-        int e = try_bind(a->ai_addr, a->ai_addrlen);
-        if (e == 0 && getnameinfo(a->ai_addr, a->ai_addrlen, numeric, (socklen_t)numeric_len, NULL,
-                                  0, NI_NUMERICHOST) == 0) {
-            memcpy(out, a->ai_addr, a->ai_addrlen);
-            err = 0;
-            break;
+    bool tried = false;
+    for (int pass = 0; pass < 2 && err; pass++)
+        for (struct addrinfo *a = res; a; a = a->ai_next) {
+            if ((a->ai_family == AF_INET) != (pass == 0) || a->ai_addrlen > sizeof *out) continue;
+            int e = try_bind(a->ai_addr, a->ai_addrlen);
+            if (e == 0 && getnameinfo(a->ai_addr, a->ai_addrlen, numeric, (socklen_t)numeric_len,
+                                      NULL, 0, NI_NUMERICHOST) == 0) {
+                memcpy(out, a->ai_addr, a->ai_addrlen);
+                err = 0;
+                break;
+            }
+            /* A port conflict says more than an address family the host lacks. */
+            if (!tried || e == -EADDRINUSE) err = e ? e : -EADDRNOTAVAIL;
+            tried = true;
         }
-        /* A port conflict says more than an address family the host lacks. */
-        if (a == res || e == -EADDRINUSE) err = e ? e : -EADDRNOTAVAIL;
-    }
     freeaddrinfo(res);
     if (err) set_why(ws, "cannot listen on %s: %s%s", where, strerror(-err), bind_hint(err));
     return err;
