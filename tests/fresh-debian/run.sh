@@ -238,7 +238,7 @@ fi
 
 # --- summary -----------------------------------------------------------------------
 {
-  echo "================ fresh Debian 12 check of $(git -C "$repo" log -1 --format='%h %s' HEAD)"
+  echo "================ fresh Debian 12 check of $(git -C "$repo" log -1 --format='%h %s' "$head")"
   echo "./setup.sh test: $test_result (exit $test_rc, ${test_s} s)"
   echo "  ctest: ${ctest_summary:-no ctest summary printed}"
   [ -n "$ctest_failed" ] && echo "$ctest_failed" | sed 's/^[[:space:]]*/  failed: /'
