@@ -296,6 +296,61 @@ static int follow_size(struct pipeline *p, const struct trk_frame *f, int n_obje
     return n_objects;
 }
 
+/* Counts a processed frame and keeps its stage latencies (ms) for stats. */
+static void record_frame(struct pipeline *p, const struct trk_frame_meta *m, double t_done,
+                         double send_ms, double total_ms)
+{
+    pthread_mutex_lock(&p->lock);
+    if (p->frames == 0) p->first_t = t_done;
+    p->frames++;
+    p->last_t = t_done;
+    int k = (int)(p->n_samples++ % STAT_SAMPLES);
+    p->samples[STAGE_PROCESS][k] = (float)m->process_ms;
+    p->samples[STAGE_QUEUE][k] = (float)m->queue_ms;
+    p->samples[STAGE_UPLOAD][k] = (float)m->upload_ms;
+    p->samples[STAGE_KERNEL][k] = (float)m->kernel_ms;
+    p->samples[STAGE_SEND][k] = (float)send_ms;
+    p->samples[STAGE_TOTAL][k] = (float)total_ms;
+    pthread_mutex_unlock(&p->lock);
+}
+
+/* Hands f to the preview thread when one is due and the encoder is idle,
+ * and to the sampler when samples wait and it is idle; never waits for
+ * either. Colour samples are answered there, not on the processing thread,
+ * so no client can slow the results down. Returns whether a helper took f
+ * (else the caller releases it). */
+static bool hand_off(struct pipeline *p, struct trk_frame *f, double t_done, double *next_preview)
+{
+    const struct trk_pipeline_cfg *cfg = p->cfg;
+    bool to_preview = false, to_sampler = false;
+    pthread_mutex_lock(&p->lock);
+    if (p->have_preview_thread && !p->preview_frame && t_done >= *next_preview) {
+        struct trk_ws_stats st;
+        trk_ws_get_stats(cfg->ws, &st);
+        if (st.clients > 0) {
+            p->preview_frame = f;
+            to_preview = true;
+            /* Clients may change the rate. */
+            int pw;
+            double pfps;
+            struct trk_object_def unused;
+            trk_control_preview(cfg->control, &pw, &pfps, &unused);
+            if (!(pfps > 0)) pfps = cfg->preview_fps; /* a control made without a hello */
+            *next_preview = t_done + 1.0 / pfps;
+        }
+    }
+    if (p->sampler_waiting && !p->sample_frame && trk_control_samples_pending(cfg->control)) {
+        /* Processing's holder goes to one helper; the other gets its own. */
+        if (to_preview) trk_pool_ref(&p->pool, f);
+        p->sample_frame = f;
+        p->sampler_waiting = false;
+        to_sampler = true;
+    }
+    if (to_preview || to_sampler) pthread_cond_broadcast(&p->cond);
+    pthread_mutex_unlock(&p->lock);
+    return to_preview || to_sampler;
+}
+
 static void *process_main(void *arg)
 {
     struct pipeline *p = arg;
@@ -358,47 +413,8 @@ static void *process_main(void *arg)
         }
         double t_sent = trk_now();
 
-        pthread_mutex_lock(&p->lock);
-        if (p->frames == 0) p->first_t = t_done;
-        p->frames++;
-        p->last_t = t_done;
-        int k = (int)(p->n_samples++ % STAT_SAMPLES);
-        p->samples[STAGE_PROCESS][k] = (float)meta.process_ms;
-        p->samples[STAGE_QUEUE][k] = (float)meta.queue_ms;
-        p->samples[STAGE_UPLOAD][k] = (float)meta.upload_ms;
-        p->samples[STAGE_KERNEL][k] = (float)meta.kernel_ms;
-        p->samples[STAGE_SEND][k] = (float)((t_sent - t_done) * 1e3);
-        p->samples[STAGE_TOTAL][k] = (float)((t_sent - f->t_capture) * 1e3);
-        /* Hand the frame to the preview thread when one is due and the
-         * encoder is idle, and to the sampler when samples wait and it is
-         * idle; never wait for either. Colour samples are answered there, not
-         * here, so no client can slow the results down. */
-        bool to_preview = false, to_sampler = false;
-        if (p->have_preview_thread && !p->preview_frame && t_done >= next_preview) {
-            struct trk_ws_stats st;
-            trk_ws_get_stats(cfg->ws, &st);
-            if (st.clients > 0) {
-                p->preview_frame = f;
-                to_preview = true;
-                /* Clients may change the rate. */
-                int pw;
-                double pfps;
-                struct trk_object_def unused;
-                trk_control_preview(cfg->control, &pw, &pfps, &unused);
-                if (!(pfps > 0)) pfps = cfg->preview_fps; /* a control made without a hello */
-                next_preview = t_done + 1.0 / pfps;
-            }
-        }
-        if (p->sampler_waiting && !p->sample_frame && trk_control_samples_pending(cfg->control)) {
-            /* Processing's holder goes to one helper; the other gets its own. */
-            if (to_preview) trk_pool_ref(&p->pool, f);
-            p->sample_frame = f;
-            p->sampler_waiting = false;
-            to_sampler = true;
-        }
-        if (to_preview || to_sampler) pthread_cond_broadcast(&p->cond);
-        pthread_mutex_unlock(&p->lock);
-        if (!to_preview && !to_sampler) trk_pool_release(&p->pool, f);
+        record_frame(p, &meta, t_done, (t_sent - t_done) * 1e3, (t_sent - f->t_capture) * 1e3);
+        if (!hand_off(p, f, t_done, &next_preview)) trk_pool_release(&p->pool, f);
     }
     trk_buf_free(&msg);
     pthread_mutex_lock(&p->lock);
