@@ -13,6 +13,7 @@ struct trk_backend {
     int n_objects;
     int max_width, max_height;
     bool in_flight;
+    bool waited; /* a frame was waited for since set_objects: blobs exist */
 };
 
 const char *trk_strerror(int err)
@@ -163,12 +164,16 @@ int trk_backend_set_objects(struct trk_backend *b, const struct trk_object_def *
     for (int i = 0; i < n; i++) {
         const struct trk_object_def *o = &objs[i];
         if ((unsigned)o->space > TRK_SPACE_YCBCR) return TRK_EINVAL;
+        if (o->blobs > TRK_MAX_BLOBS) return TRK_EINVAL;
+        if (o->connectivity != 0 && o->connectivity != 4 && o->connectivity != 8) return TRK_EINVAL;
+        if (o->blobs && !b->ops->blobs) return TRK_ENODEV;
         for (int c = 0; c < 3; c++) {
             const int cmax = trk_chan_max(o->space, c);
             if (o->lo[c] > cmax || o->hi[c] > cmax) return TRK_EINVAL;
         }
     }
     int err = b->ops->set_objects(b->self, objs, n);
+    b->waited = false;
     if (!err) b->n_objects = n;
     return err;
 }
@@ -177,6 +182,7 @@ int trk_backend_submit(struct trk_backend *b, const struct trk_image *img,
                        const struct trk_roi *rois)
 {
     if (b->in_flight) return TRK_EINVAL;
+    b->waited = false; /* the old blob lists go with the new frame */
     int err = trk_image_check(img);
     if (err) return err;
     if (img->width > b->max_width || img->height > b->max_height) return TRK_ETOOBIG;
@@ -190,7 +196,16 @@ int trk_backend_wait(struct trk_backend *b, struct trk_obj_result *out,
 {
     if (!b->in_flight) return TRK_EINVAL;
     b->in_flight = false;
-    return b->ops->wait(b->self, out, timing);
+    int err = b->ops->wait(b->self, out, timing);
+    b->waited = !err;
+    return err;
+}
+
+int trk_backend_blobs(const struct trk_backend *b, int obj, const struct trk_blob **blobs)
+{
+    *blobs = NULL;
+    if (obj < 0 || obj >= b->n_objects || b->in_flight || !b->waited) return TRK_EINVAL;
+    return b->ops->blobs ? b->ops->blobs(b->self, obj, blobs) : 0;
 }
 
 int trk_backend_process(struct trk_backend *b, const struct trk_image *img,

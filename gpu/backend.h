@@ -104,7 +104,17 @@ struct trk_object_def {
     enum trk_space space;
     uint16_t lo[3], hi[3];
     uint64_t min_mass; /* found = mass >= min_mass (>= 1) */
+    /* Blobs (connected components of this object's own mask; see struct
+     * trk_blob). blobs = K, the most listed: 0 = off (the default: no
+     * labelling cost), 1..TRK_MAX_BLOBS. Components with mass < min_area are
+     * dropped (0 counts as 1). connectivity 4 or 8 (0 counts as 8). */
+    uint16_t blobs;
+    uint8_t connectivity;
+    uint32_t min_area;
 };
+
+/* Most blobs listed per object. */
+#define TRK_MAX_BLOBS 64
 
 /* Optional region of interest per object, inclusive, in pixels. Only pixels
  * inside an object's ROI count for that object. A ROI is clipped to the frame;
@@ -120,6 +130,32 @@ struct trk_obj_result {
     uint64_t sum_x, sum_y;
     int32_t x0, y0, x1, y1; /* inclusive bounding box */
 };
+
+/* One blob: a connected component (4- or 8-connected, per the object) of
+ * the object's mask, restricted to the object's clipped ROI when ROIs are
+ * given. A pixel may be in several objects' masks; each object's components
+ * are defined on its own mask alone.
+ * perimeter counts crack edges: the pixel sides between a blob pixel and a
+ * pixel outside the blob or outside the frame (4 for a lone pixel). A
+ * 4-neighbour in the mask is always in the same blob, so it is
+ * sum over the blob's pixels of (4 - its 4-neighbours in the mask).
+ * first is the raster index y * width + x of the blob's first pixel in raster
+ * order (its top row, leftmost pixel).
+ * An object's list holds at most K blobs with mass >= min_area, ordered by
+ * mass descending, ties by first ascending (trk_blob_before). */
+struct trk_blob {
+    uint64_t mass;
+    uint64_t sum_x, sum_y;
+    int32_t x0, y0, x1, y1; /* inclusive bounding box */
+    uint64_t perimeter;
+    uint64_t first;
+};
+
+/* The list order: a before b. */
+static inline bool trk_blob_before(const struct trk_blob *a, const struct trk_blob *b)
+{
+    return a->mass != b->mass ? a->mass > b->mass : a->first < b->first;
+}
 
 /* -------------------------------------------------------------- backends */
 
@@ -174,6 +210,13 @@ int trk_backend_submit(struct trk_backend *b, const struct trk_image *img,
                        const struct trk_roi *rois);
 int trk_backend_wait(struct trk_backend *b, struct trk_obj_result *out,
                      struct trk_backend_timing *timing);
+
+/* Object obj's blob list of the last frame waited for: points *blobs at
+ * the backend's copy (valid until the next submit or set_objects) and
+ * returns its length, 0..def.blobs (0 when blobs are off for obj). TRK_EINVAL
+ * when obj is out of range, a frame is in flight or none was waited for
+ * since set_objects. */
+int trk_backend_blobs(const struct trk_backend *b, int obj, const struct trk_blob **blobs);
 
 /* "cpu-ref", "cpu", "cuda" (+ ":" variant where not default). */
 const char *trk_backend_name(const struct trk_backend *b);

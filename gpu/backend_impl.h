@@ -24,6 +24,10 @@ struct trk_backend_ops {
     const char *(*describe)(void *self);
     /* Optional: NULL-terminated variant names, default first. */
     const char *const *variants;
+    /* Object obj's blob list of the last waited frame (trk_backend_blobs;
+     * backend.c checks obj and the state). NULL: the backend has no blobs,
+     * and set_objects refuses objects with blobs > 0 (TRK_ENODEV). */
+    int (*blobs)(void *self, int obj, const struct trk_blob **out);
 };
 
 /* The required members of a C backend's ops whose functions follow the

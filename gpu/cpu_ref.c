@@ -11,12 +11,20 @@
  * about half a billion box tests per frame (seconds), which is fine for a
  * reference and for tests at modest sizes. The fast backends exist for speed.
  *
+ * Blobs (objects with blobs > 0) are the plain definition too: per such
+ * object the mask (restricted to its ROI) is written out, then scanned in
+ * raster order; each unvisited mask pixel starts a flood fill (an explicit
+ * stack, 4- or 8-neighbours) that measures one component, so components are
+ * met in the order of their first pixel. The K best by trk_blob_before are
+ * kept by insertion into a sorted list.
+ *
  * Threading: one instance is used by one thread at a time (backend.h).
  * The work happens in submit; wait only copies the results out.
  */
 #include "backend_impl.h"
 #include "color.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,20 +38,40 @@ struct cpu_ref {
     struct trk_roi roi[TRK_MAX_OBJECTS];
     bool live[TRK_MAX_OBJECTS];
     double total_ms;
+    /* Blob lists of the last submit, and the flood fill's scratch: one
+     * byte per pixel (0 outside the mask, 1 in it, 2 visited) and a stack
+     * of pixel indices, sized for the largest frame at create. */
+    int n_blobs[TRK_MAX_OBJECTS];
+    struct trk_blob (*blob)[TRK_MAX_BLOBS];
+    uint8_t *mask;
+    uint32_t *stack;
 };
-
-static int ref_create(const struct trk_backend_cfg *cfg, void **self)
-{
-    (void)cfg; /* nothing is sized by the frame: the work is per pixel */
-    struct cpu_ref *s = calloc(1, sizeof(*s));
-    if (!s) return TRK_ENOMEM;
-    *self = s;
-    return 0;
-}
 
 static void ref_destroy(void *self)
 {
-    free(self);
+    struct cpu_ref *s = self;
+    if (!s) return;
+    free(s->blob);
+    free(s->mask);
+    free(s->stack);
+    free(s);
+}
+
+static int ref_create(const struct trk_backend_cfg *cfg, void **self)
+{
+    struct cpu_ref *s = calloc(1, sizeof(*s));
+    if (!s) return TRK_ENOMEM;
+    const size_t px = (size_t)cfg->max_width * (size_t)cfg->max_height;
+    s->blob = calloc(TRK_MAX_OBJECTS, sizeof(*s->blob));
+    s->mask = malloc(px);
+    /* Pixel indices are uint32: trackd frames stay far below 4 G pixels. */
+    s->stack = px <= UINT32_MAX ? malloc(px * sizeof(*s->stack)) : NULL;
+    if (!s->blob || !s->mask || !s->stack) {
+        ref_destroy(s);
+        return TRK_ENOMEM;
+    }
+    *self = s;
+    return 0;
 }
 
 static int ref_set_objects(void *self, const struct trk_object_def *objs, int n)
@@ -71,6 +99,98 @@ static void accumulate(struct trk_obj_result *r, int x, int y)
     r->sum_y += (uint64_t)y;
 }
 
+/* Whether pixel (x, y) is in object o's colour box (ROIs aside). */
+static int pixel_matches(const struct trk_image *img, const struct trk_yuv2rgb_coef *k_yuv,
+                         const struct trk_rgb2ycc_coef *k_ycc, const struct trk_object_def *o,
+                         int x, int y)
+{
+    int nat[3], c[3][3];
+    const int is_yuv = trk_pixel_native(img->fmt, img->plane, img->pitch, x, y, nat);
+    trk_pixel_triples(k_yuv, k_ycc, is_yuv, TRK_SPACES_ALL, nat, c);
+    /* set_objects accepts only the three spaces (backend.c). */
+    TRK_ASSERT((unsigned)o->space <= TRK_SPACE_YCBCR);
+    const int *t = c[o->space];
+    return trk_box_match(o->lo, o->hi, o->space == TRK_SPACE_HSV, t[0], t[1], t[2]);
+}
+
+/* Puts b into the sorted list (*n entries, at most k) when it belongs there. */
+static void keep_best(struct trk_blob *list, int *n, int k, const struct trk_blob *b)
+{
+    int at = *n;
+    while (at > 0 && trk_blob_before(b, &list[at - 1]))
+        at--;
+    if (at >= k) return;
+    int last = *n < k ? *n : k - 1; /* the entry that falls off, if full */
+    memmove(&list[at + 1], &list[at], (size_t)(last - at) * sizeof(*list));
+    list[at] = *b;
+    if (*n < k) (*n)++;
+}
+
+/* Measures the component of the unvisited mask pixel p0 (its first pixel in
+ * raster order, since the caller scans in that order) by flood fill. */
+static void flood(struct cpu_ref *s, int w, int h, int conn, uint32_t p0, struct trk_blob *b)
+{
+    static const int dx8[8] = { 1, -1, 0, 0, 1, 1, -1, -1 };
+    static const int dy8[8] = { 0, 0, 1, -1, 1, -1, 1, -1 };
+    size_t top = 0;
+    memset(b, 0, sizeof(*b));
+    b->x0 = b->y0 = INT32_MAX;
+    b->x1 = b->y1 = -1;
+    b->first = p0;
+    s->mask[p0] = 2;
+    s->stack[top++] = p0;
+    while (top > 0) {
+        const uint32_t p = s->stack[--top];
+        const int x = (int)(p % (uint32_t)w), y = (int)(p / (uint32_t)w);
+        b->mass++;
+        b->sum_x += (uint64_t)x;
+        b->sum_y += (uint64_t)y;
+        if (x < b->x0) b->x0 = x;
+        if (x > b->x1) b->x1 = x;
+        if (y < b->y0) b->y0 = y;
+        if (y > b->y1) b->y1 = y;
+        for (int d = 0; d < conn; d++) {
+            const int nx = x + dx8[d], ny = y + dy8[d];
+            const bool inside = nx >= 0 && nx < w && ny >= 0 && ny < h;
+            const uint32_t q = inside ? (uint32_t)ny * (uint32_t)w + (uint32_t)nx : 0;
+            /* Crack edges: the 4 sides whose neighbour is not in the mask
+             * (a 4-neighbour in the mask is in this blob). */
+            if (d < 4 && (!inside || s->mask[q] == 0)) b->perimeter++;
+            if (inside && s->mask[q] == 1) {
+                s->mask[q] = 2;
+                s->stack[top++] = q;
+            }
+        }
+    }
+}
+
+/* Object i's blob list: its mask inside its clipped ROI, then every
+ * component in raster order of first pixels. */
+static void label_object(struct cpu_ref *s, const struct trk_image *img,
+                         const struct trk_yuv2rgb_coef *k_yuv, const struct trk_rgb2ycc_coef *k_ycc,
+                         int i)
+{
+    const struct trk_object_def *o = &s->objs[i];
+    const struct trk_roi *r = &s->roi[i];
+    const int w = img->width, h = img->height;
+    const int conn = o->connectivity == 4 ? 4 : 8;
+    const uint64_t min_area = o->min_area ? o->min_area : 1;
+    s->n_blobs[i] = 0;
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++) {
+            const bool in_roi = s->live[i] && x >= r->x0 && x <= r->x1 && y >= r->y0 && y <= r->y1;
+            s->mask[(size_t)y * (size_t)w + (size_t)x] =
+                in_roi && pixel_matches(img, k_yuv, k_ycc, o, x, y);
+        }
+    const uint32_t npx = (uint32_t)w * (uint32_t)h;
+    for (uint32_t p = 0; p < npx; p++) {
+        if (s->mask[p] != 1) continue;
+        struct trk_blob b;
+        flood(s, w, h, conn, p, &b);
+        if (b.mass >= min_area) keep_best(s->blob[i], &s->n_blobs[i], o->blobs, &b);
+    }
+}
+
 static int ref_submit(void *self, const struct trk_image *img, const struct trk_roi *rois)
 {
     struct cpu_ref *s = self;
@@ -86,22 +206,17 @@ static int ref_submit(void *self, const struct trk_image *img, const struct trk_
 
     for (int y = 0; y < img->height; y++) {
         for (int x = 0; x < img->width; x++) {
-            int nat[3], c[3][3];
-            const int is_yuv = trk_pixel_native(img->fmt, img->plane, img->pitch, x, y, nat);
-            trk_pixel_triples(k_yuv, k_ycc, is_yuv, TRK_SPACES_ALL, nat, c);
-
             for (int i = 0; i < s->n; i++) {
                 const struct trk_roi *r = &s->roi[i];
-                const struct trk_object_def *o = &s->objs[i];
                 if (!s->live[i] || x < r->x0 || x > r->x1 || y < r->y0 || y > r->y1) continue;
-                /* set_objects accepts only the three spaces (backend.c). */
-                TRK_ASSERT((unsigned)o->space <= TRK_SPACE_YCBCR);
-                const int *t = c[o->space];
-                const int m =
-                    trk_box_match(o->lo, o->hi, o->space == TRK_SPACE_HSV, t[0], t[1], t[2]);
-                if (m) accumulate(&s->res[i], x, y);
+                if (pixel_matches(img, k_yuv, k_ycc, &s->objs[i], x, y))
+                    accumulate(&s->res[i], x, y);
             }
         }
+    }
+    for (int i = 0; i < s->n; i++) {
+        s->n_blobs[i] = 0;
+        if (s->objs[i].blobs) label_object(s, img, k_yuv, k_ycc, i);
     }
     s->total_ms = trk_backend_now_ms() - t0;
     return 0;
@@ -113,5 +228,13 @@ static int ref_wait(void *self, struct trk_obj_result *out, struct trk_backend_t
     return trk_backend_sync_wait(s->res, s->n, s->total_ms, out, t);
 }
 
+static int ref_blobs(void *self, int obj, const struct trk_blob **out)
+{
+    struct cpu_ref *s = self;
+    *out = s->blob[obj];
+    return s->n_blobs[obj];
+}
+
 /* No variants, and the name says it all (describe NULL). */
-const struct trk_backend_ops trk_cpu_ref_ops = { TRK_BACKEND_OPS(ref, "cpu-ref") };
+const struct trk_backend_ops trk_cpu_ref_ops = { TRK_BACKEND_OPS(ref, "cpu-ref"),
+                                                 .blobs = ref_blobs };
