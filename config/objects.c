@@ -4,7 +4,8 @@
  * Checks run in a fixed order so the reported error is predictable: the top
  * level, then each object in array order; within an object: its type,
  * unknown keys (in text order), missing keys, space, name, lo, hi (types and
- * ranges), lo <= hi, min_mass, color; duplicate names last for that object.
+ * ranges), lo <= hi, min_mass, blobs, min_area, connectivity, color;
+ * duplicate names last for that object.
  * Only the first error is reported: a config file is fixed one edit at a
  * time, and later errors are often consequences of the first.
  */
@@ -372,7 +373,10 @@ int trk_config_error_format(const struct trk_config_error *err, char *buf, size_
 
 /* ------------------------------------------------------------ validation */
 
-static const char *const object_keys[] = { "name", "space", "lo", "hi", "min_mass", "color" };
+/* In the order of OBJECTS.md's table (the saver writes them so); the first
+ * four are required. */
+static const char *const object_keys[] = { "name",  "space",    "lo",           "hi",   "min_mass",
+                                           "blobs", "min_area", "connectivity", "color" };
 #define N_OBJECT_KEYS (sizeof object_keys / sizeof object_keys[0])
 
 /* lo or hi at the current path: 3 integers (ranges are checked later,
@@ -416,6 +420,33 @@ static int fail_quoted(struct vctx *c, const json_t *v, const char *why, char *p
     return fail(c, 0, "%s %s %s", path_text(c, p, pn), q, why);
 }
 
+/* The optional integer key of object o into *v (left alone when absent):
+ * lo..hi, or when ends_only exactly lo or hi (connectivity 4 or 8). */
+static int opt_int(struct vctx *c, const json_t *o, const char *key, long long lo, long long hi,
+                   bool ends_only, long long *v)
+{
+    const json_t *j = json_object_get(o, key);
+    if (!j) return 0;
+    char p[128], what[64];
+    if (ends_only)
+        snprintf(what, sizeof what, "%lld or %lld", lo, hi);
+    else
+        snprintf(what, sizeof what, "an integer %lld..%lld", lo, hi);
+    int rc = 0;
+    push_key(c, key);
+    if (!json_is_integer(j)) {
+        rc = fail(c, 0, "%s must be %s, not %s", path_text(c, p, sizeof p), what, type_name(j));
+    } else {
+        long long x = json_integer_value(j);
+        if (x < lo || x > hi || (ends_only && x != lo && x != hi))
+            rc = fail(c, 0, "%s must be %s, not %lld", path_text(c, p, sizeof p), what, x);
+        else
+            *v = x;
+    }
+    pop(c);
+    return rc;
+}
+
 /* Validates the object at the current path into def/color. */
 static int parse_object(struct vctx *c, const json_t *o, struct trk_object_def *def,
                         uint8_t color[3])
@@ -441,8 +472,11 @@ static int parse_object(struct vctx *c, const json_t *o, struct trk_object_def *
             char q[72];
             user_text(c, key, strlen(key), q, sizeof q);
             push_user_key(c, key);
-            rc = fail(c, 1, "%s%sunknown key %s (expected name, space, lo, hi, min_mass or color)",
-                      here, sep, q);
+            rc =
+                fail(c, 1,
+                     "%s%sunknown key %s (expected name, space, lo, hi, min_mass, blobs, min_area, "
+                     "connectivity or color)",
+                     here, sep, q);
             pop(c);
             return rc;
         }
@@ -516,6 +550,19 @@ static int parse_object(struct vctx *c, const json_t *o, struct trk_object_def *
         pop(c);
         if (rc) return rc;
     }
+
+    /* Blobs: absent keys are the defaults, stored as such (not as 0) so a
+     * saved set loads back identical. min_area and connectivity are
+     * accepted without blobs: a client may set them before turning blobs
+     * on. */
+    long long k = 0, area = 1, conn = 8;
+    if ((rc = opt_int(c, o, "blobs", 0, TRK_MAX_BLOBS, false, &k)) ||
+        (rc = opt_int(c, o, "min_area", 1, TRK_OBJECTS_MIN_AREA_MAX, false, &area)) ||
+        (rc = opt_int(c, o, "connectivity", 4, 8, true, &conn)))
+        return rc;
+    def->blobs = (uint16_t)k;
+    def->min_area = (uint32_t)area;
+    def->connectivity = (uint8_t)conn;
 
     v = json_object_get(o, "color");
     if (!v) {
@@ -969,6 +1016,22 @@ int trk_objects_validate(const struct trk_objects *objs, char *msg, size_t msg_l
                      (unsigned long long)d->min_mass, (long long)INT64_MAX);
             return TRK_EINVAL;
         }
+        /* The loader's ranges; it stores absent keys as their defaults
+         * (1 and 8), never as the 0 a backend would also take. */
+        if (d->blobs > TRK_MAX_BLOBS) {
+            snprintf(msg, msg_len, "objects[%d].blobs %u is out of range 0..%d", i, d->blobs,
+                     TRK_MAX_BLOBS);
+            return TRK_EINVAL;
+        }
+        if (d->min_area < 1 || d->min_area > TRK_OBJECTS_MIN_AREA_MAX) {
+            snprintf(msg, msg_len, "objects[%d].min_area %u is out of range 1..%d", i,
+                     (unsigned)d->min_area, TRK_OBJECTS_MIN_AREA_MAX);
+            return TRK_EINVAL;
+        }
+        if (d->connectivity != 4 && d->connectivity != 8) {
+            snprintf(msg, msg_len, "objects[%d].connectivity %u is not 4 or 8", i, d->connectivity);
+            return TRK_EINVAL;
+        }
         for (int j = 0; j < i; j++) {
             if (strcmp(objs->def[j].name, d->name) == 0) {
                 snprintf(msg, msg_len, "objects[%d].name \"%s\" is already used by objects[%d]", i,
@@ -1059,6 +1122,11 @@ char *trk_objects_to_json(const struct trk_objects *objs)
                       "\"min_mass\": %llu",
                       space_names[d->space], d->lo[0], d->lo[1], d->lo[2], d->hi[0], d->hi[1],
                       d->hi[2], (unsigned long long)d->min_mass);
+            /* Only when not the default, so files without blobs round-trip
+             * byte for byte. */
+            if (d->blobs) sb_printf(&b, ", \"blobs\": %u", d->blobs);
+            if (d->min_area != 1) sb_printf(&b, ", \"min_area\": %u", (unsigned)d->min_area);
+            if (d->connectivity != 8) sb_printf(&b, ", \"connectivity\": %u", d->connectivity);
             if (memcmp(def_rgb, objs->color[i], 3) != 0)
                 sb_printf(&b, ", \"color\": \"#%02x%02x%02x\"", objs->color[i][0],
                           objs->color[i][1], objs->color[i][2]);
@@ -1094,10 +1162,12 @@ struct json_t *trk_objects_to_value(const struct trk_objects *objs)
         char color[8];
         snprintf(color, sizeof color, "#%02x%02x%02x", objs->color[i][0], objs->color[i][1],
                  objs->color[i][2]);
-        json_t *o = json_pack("{s:s, s:s, s:[i,i,i], s:[i,i,i], s:I, s:s}", "name", d->name,
-                              "space", space_names[d->space], "lo", (int)d->lo[0], (int)d->lo[1],
-                              (int)d->lo[2], "hi", (int)d->hi[0], (int)d->hi[1], (int)d->hi[2],
-                              "min_mass", (json_int_t)d->min_mass, "color", color);
+        json_t *o = json_pack("{s:s, s:s, s:[i,i,i], s:[i,i,i], s:I, s:i, s:I, s:i, s:s}", "name",
+                              d->name, "space", space_names[d->space], "lo", (int)d->lo[0],
+                              (int)d->lo[1], (int)d->lo[2], "hi", (int)d->hi[0], (int)d->hi[1],
+                              (int)d->hi[2], "min_mass", (json_int_t)d->min_mass, "blobs",
+                              (int)d->blobs, "min_area", (json_int_t)d->min_area, "connectivity",
+                              (int)d->connectivity, "color", color);
         if (!o || json_array_append_new(arr, o)) {
             json_decref(arr);
             arr = NULL;

@@ -32,6 +32,10 @@ extern "C" {
  * make the loader use. */
 #define TRK_OBJECTS_MAX_BYTES (1024 * 1024)
 
+/* Largest "min_area": the pixels of the largest frame trackd takes
+ * (16384 x 16384, --size's bound); a larger one would drop every blob. */
+#define TRK_OBJECTS_MIN_AREA_MAX (16384 * 16384)
+
 /* Which rule a load broke, for callers that answer with a code (the
  * daemon's control replies) rather than the text. */
 enum trk_config_kind {
@@ -104,7 +108,10 @@ int trk_objects_parse_object(const struct json_t *obj, struct trk_object_def *de
 /* Checks a set built in code (or edited by a client) against the same rules
  * as the loader: 0..TRK_MAX_OBJECTS objects, names non-empty, NUL-terminated,
  * < TRK_NAME_MAX bytes, valid UTF-8 without control characters, unique;
- * known space; channels in range; lo <= hi except the hsv hue; min_mass >= 1.
+ * known space; channels in range; lo <= hi except the hsv hue; min_mass >= 1;
+ * blobs 0..TRK_MAX_BLOBS; min_area 1..TRK_OBJECTS_MIN_AREA_MAX; connectivity
+ * 4 or 8 (the loader stores absent keys as 0, 1 and 8: a set built in code
+ * must too, though a backend also takes 0 for the last two).
  * Returns 0 or TRK_EINVAL with a message naming the object (msg may be
  * NULL). */
 int trk_objects_validate(const struct trk_objects *objs, char *msg, size_t msg_len);
@@ -116,8 +123,9 @@ int trk_config_error_format(const struct trk_config_error *err, char *buf, size_
 
 /* The set as pretty JSON text, one object per line, that loads back into an
  * identical struct trk_objects. "color" is written only when it differs from
- * the default colour. Returns a malloc'd NUL-terminated string (free() it),
- * or NULL when objs fails trk_objects_validate or memory runs out. */
+ * the default colour, "blobs", "min_area" and "connectivity" only when not
+ * 0, 1 and 8 (a file without them round-trips unchanged). Returns a malloc'd NUL-terminated string
+ * (free() it), or NULL when objs fails trk_objects_validate or memory runs out. */
 char *trk_objects_to_json(const struct trk_objects *objs);
 
 /* The set as a new jansson value {"objects": [...]} (the caller owns the

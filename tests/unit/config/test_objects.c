@@ -360,7 +360,8 @@ static void test_from_json(void)
     json_object_set_new(obj, "space", json_string("rgb"));
     json_object_set_new(obj, "extra", json_true());
     CHECK(trk_objects_parse_object(obj, &d, c, m, sizeof m) == TRK_EINVAL);
-    CHECK_STR(m, "unknown key \"extra\" (expected name, space, lo, hi, min_mass or color)");
+    CHECK_STR(m, "unknown key \"extra\" (expected name, space, lo, hi, min_mass, blobs, "
+                 "min_area, connectivity or color)");
     json_t *num = json_integer(3);
     CHECK(trk_objects_parse_object(num, &d, c, m, sizeof m) == TRK_EINVAL);
     CHECK_STR(m, "the value must be an object, not an integer");
@@ -407,6 +408,12 @@ static void test_validate(void)
         "objects[3].lo[1] = 251 is greater than hi[1] = 250 (only the hsv hue may wrap)");
     EXPECT_INVALID(b.def[4].min_mass = 0,
                    "objects[4].min_mass 0 is out of range 1..9223372036854775807");
+    EXPECT_INVALID(b.def[5].blobs = TRK_MAX_BLOBS + 1, "objects[5].blobs 65 is out of range 0..64");
+    EXPECT_INVALID(b.def[5].min_area = 0, "objects[5].min_area 0 is out of range 1..268435456");
+    EXPECT_INVALID(b.def[5].min_area = TRK_OBJECTS_MIN_AREA_MAX + 1,
+                   "objects[5].min_area 268435457 is out of range 1..268435456");
+    EXPECT_INVALID(b.def[2].connectivity = 0, "objects[2].connectivity 0 is not 4 or 8");
+    EXPECT_INVALID(b.def[2].connectivity = 6, "objects[2].connectivity 6 is not 4 or 8");
     EXPECT_INVALID(strcpy(b.def[6].name, "red"),
                    "objects[6].name \"red\" is already used by objects[0]");
 #undef EXPECT_INVALID
@@ -417,6 +424,70 @@ static void test_validate(void)
     b.def[0].min_mass = 0;
     CHECK(trk_objects_save_file(p, &b) == TRK_EINVAL);
     CHECK(access(p, F_OK) != 0);
+}
+
+/* The blob keys: defaults when absent, the ends of each range, written back
+ * only when not default, carried by every form (file, value, lone object). */
+static void test_blobs(void)
+{
+    struct trk_objects o, b;
+    struct trk_config_error e;
+    CHECK(load_rel("tests/unit/config/good/blobs.json", &o, &e) == 0);
+    CHECK(o.n == 4);
+    const struct trk_object_def *d = o.def;
+    CHECK(d[0].blobs == 0 && d[0].min_area == 1 && d[0].connectivity == 8);
+    CHECK(d[1].blobs == 4 && d[1].min_area == 20 && d[1].connectivity == 4);
+    CHECK(d[2].blobs == 64 && d[2].min_area == 268435456 && d[2].connectivity == 8);
+    CHECK(d[3].blobs == 0 && d[3].min_area == 1 && d[3].connectivity == 8);
+    CHECK(trk_objects_validate(&o, NULL, 0) == 0);
+
+    /* The saver writes what is not default, in the table's order. */
+    char *j = trk_objects_to_json(&o);
+    CHECK(j != NULL);
+    if (j) {
+        CHECK(strstr(j, "[4, 5, 6], \"min_mass\": 1}") != NULL);
+        CHECK(strstr(j, "\"min_mass\": 1, \"blobs\": 4, \"min_area\": 20, \"connectivity\": 4}"));
+        CHECK(strstr(j, "\"min_mass\": 1, \"blobs\": 64, \"min_area\": 268435456}"));
+        CHECK(strstr(j, "[9, 9, 9], \"min_mass\": 1}") != NULL);
+        CHECK(trk_objects_load_string(j, strlen(j), "saved", &b, &e) == 0);
+        CHECK(memcmp(&o, &b, sizeof o) == 0);
+    }
+    free(j);
+
+    /* Every key in the value form, and back through the validator. */
+    json_t *v = trk_objects_to_value(&o);
+    json_t *o1 = json_array_get(json_object_get(v, "objects"), 1);
+    CHECK(json_integer_value(json_object_get(o1, "blobs")) == 4);
+    CHECK(json_integer_value(json_object_get(o1, "min_area")) == 20);
+    CHECK(json_integer_value(json_object_get(o1, "connectivity")) == 4);
+    json_t *o0 = json_array_get(json_object_get(v, "objects"), 0);
+    CHECK(json_integer_value(json_object_get(o0, "blobs")) == 0);
+    CHECK(json_integer_value(json_object_get(o0, "min_area")) == 1);
+    CHECK(json_integer_value(json_object_get(o0, "connectivity")) == 8);
+    CHECK(v && trk_objects_from_json(v, "value", &b, &e) == 0 && memcmp(&o, &b, sizeof o) == 0);
+
+    /* A client's edit (the teach panel's set) goes through parse_object. */
+    struct trk_object_def one;
+    uint8_t c[3];
+    char m[256];
+    CHECK(trk_objects_parse_object(o1, &one, c, m, sizeof m) == 0);
+    CHECK(memcmp(&one, &o.def[1], sizeof one) == 0);
+    json_object_set_new(o1, "connectivity", json_integer(6));
+    CHECK(trk_objects_parse_object(o1, &one, c, m, sizeof m) == TRK_EINVAL);
+    CHECK_STR(m, "connectivity must be 4 or 8, not 6");
+    json_object_set_new(o1, "connectivity", json_integer(8));
+    json_object_set_new(o1, "blobs", json_integer(65));
+    CHECK(trk_objects_parse_object(o1, &one, c, m, sizeof m) == TRK_EINVAL);
+    CHECK_STR(m, "blobs must be an integer 0..64, not 65");
+    json_object_set_new(o1, "blobs", json_integer(1));
+    json_object_set_new(o1, "min_area", json_integer(0));
+    CHECK(trk_objects_parse_object(o1, &one, c, m, sizeof m) == TRK_EINVAL);
+    CHECK_STR(m, "min_area must be an integer 1..268435456, not 0");
+    json_object_del(o1, "min_area");
+    json_object_del(o1, "connectivity");
+    CHECK(trk_objects_parse_object(o1, &one, c, m, sizeof m) == 0);
+    CHECK(one.blobs == 1 && one.min_area == 1 && one.connectivity == 8);
+    json_decref(v);
 }
 
 /* ------------------------------------------------------------ round trips */
@@ -462,6 +533,11 @@ static void random_objects(struct trk_objects *o)
             d->hi[c] = (uint16_t)b;
         }
         d->min_mass = rnd() % 4 == 0 ? ((uint64_t)rnd() << 20 | rnd()) + 1 : 1 + rnd() % 100;
+        /* Blob keys: the defaults half the time (not written), else any
+         * valid value, the ends included. */
+        d->blobs = (uint16_t)(rnd() % 2 ? 0 : rnd() % (TRK_MAX_BLOBS + 1));
+        d->min_area = rnd() % 2 ? 1 : rnd() % 4 == 0 ? TRK_OBJECTS_MIN_AREA_MAX : 1 + rnd() % 1000;
+        d->connectivity = rnd() % 2 ? 8 : 4;
         if (rnd() % 2) {
             trk_object_display_rgb(d, o->color[i]);
         } else {
@@ -723,9 +799,11 @@ static void test_to_json_format(void)
     CHECK(d != NULL);
     if (d)
         CHECK_STR(d, "{\"objects\":[{\"name\":\"red\",\"space\":\"hsv\",\"lo\":[346,110,70],"
-                     "\"hi\":[14,255,255],\"min_mass\":1,\"color\":\"#a32e2e\"},"
+                     "\"hi\":[14,255,255],\"min_mass\":1,\"blobs\":0,\"min_area\":1,"
+                     "\"connectivity\":8,\"color\":\"#a32e2e\"},"
                      "{\"name\":\"ball\",\"space\":\"rgb\",\"lo\":[180,0,0],"
-                     "\"hi\":[255,80,80],\"min_mass\":30,\"color\":\"#ab2828\"}]}");
+                     "\"hi\":[255,80,80],\"min_mass\":30,\"blobs\":0,\"min_area\":1,"
+                     "\"connectivity\":8,\"color\":\"#ab2828\"}]}");
     free(d);
     json_decref(v);
 }
@@ -958,6 +1036,7 @@ static const struct {
     { "posindex", test_posindex },
     { "demo_objects", test_demo_objects },
     { "camera", test_camera },
+    { "blobs", test_blobs },
 };
 
 int main(int argc, char **argv)
