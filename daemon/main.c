@@ -252,9 +252,23 @@ static int open_backend(struct app *a)
         .threads = s->threads,
     };
     int err;
-    if ((err = trk_backend_create(&a->backend_cfg, &a->backend)) ||
-        (err = trk_backend_set_objects(a->backend, a->objs.def, a->objs.n))) {
+    if ((err = trk_backend_create(&a->backend_cfg, &a->backend))) {
         log_error_err(err, "cannot start the tracking backend");
+        return TRK_EX_UNAVAILABLE;
+    }
+    if ((err = trk_backend_set_objects(a->backend, a->objs.def, a->objs.n))) {
+        /* A backend without blob lists refuses blobs > 0 (TRK_ENODEV). The
+         * file is valid, the backend cannot serve it: 69, as for a missing
+         * GPU, not 78, which would say the file is wrong. */
+        int k = -1;
+        for (int i = 0; err == TRK_ENODEV && k < 0 && i < a->objs.n; i++)
+            if (a->objs.def[i].blobs) k = i;
+        if (k >= 0)
+            log_error("backend %s does not list blobs (object \"%s\" has \"blobs\": %u): "
+                      "use --backend cpu-ref, or set \"blobs\" to 0",
+                      trk_backend_name(a->backend), a->objs.def[k].name, a->objs.def[k].blobs);
+        else
+            log_error_err(err, "cannot start the tracking backend");
         return TRK_EX_UNAVAILABLE;
     }
     log_info("backend: %s, %d objects", trk_backend_name(a->backend), a->objs.n);

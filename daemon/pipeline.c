@@ -55,6 +55,9 @@ struct pipeline {
     /* Processing thread: the results of one frame, the current object set
      * and the tracker that follows it. */
     struct trk_obj_result *res; /* TRK_MAX_OBJECTS */
+    /* Blob lists of the frame (trk_backend_blobs: the backend's memory,
+     * valid until the next frame is submitted). */
+    struct trk_blob_list blobs[TRK_MAX_OBJECTS];
     struct trk_objects *objects;
     struct trk_tracker *tracker;
     struct trk_output *out; /* NDJSON sink, NULL without one */
@@ -69,6 +72,7 @@ struct pipeline {
     _Atomic bool lost_logged;    /* capture thread: live source lost    */
     _Atomic bool backend_failed; /* processing thread: backend rejected */
     _Atomic bool set_failed;     /* processing thread: new object set   */
+    _Atomic bool blobs_failed;   /* processing thread: blob lists       */
 
     pthread_mutex_t lock;
     pthread_cond_t cond;
@@ -296,6 +300,31 @@ static int follow_size(struct pipeline *p, const struct trk_frame *f, int n_obje
     return n_objects;
 }
 
+/* Points p->blobs at the backend's blob lists of the frame just processed,
+ * for the objects with blobs on (the others' lists stay empty). */
+static void collect_blobs(struct pipeline *p, int n_objects)
+{
+    bool failed = false;
+    for (int i = 0; i < n_objects; i++) {
+        struct trk_blob_list *l = &p->blobs[i];
+        l->blobs = NULL;
+        l->n = 0;
+        if (!p->objects->def[i].blobs) continue;
+        int n = trk_backend_blobs(p->backend, i, &l->blobs);
+        if (n < 0) {
+            /* Cannot happen after a successful process; should it, the frame
+             * goes out with empty lists rather than not at all. */
+            log_once(p->blobs_failed, TRK_LOG_ERROR, n, "backend %s gave no blob list for %s",
+                     trk_backend_name(p->backend), p->objects->def[i].name);
+            failed = true;
+            l->blobs = NULL;
+            n = 0;
+        }
+        l->n = n;
+    }
+    if (!failed) trk_log_once_reset(p->blobs_failed);
+}
+
 /* Counts a processed frame and keeps its stage latencies (ms) for stats. */
 static void record_frame(struct pipeline *p, const struct trk_frame_meta *m, double t_done,
                          double send_ms, double total_ms)
@@ -393,6 +422,7 @@ static void *process_main(void *arg)
                      (unsigned long long)skipped);
         }
         trk_tracker_update(p->tracker, f->seq, p->res, n_objects);
+        collect_blobs(p, n_objects);
         struct trk_frame_meta meta = {
             .seq = f->seq,
             .pts = f->pts,
@@ -407,7 +437,7 @@ static void *process_main(void *arg)
             .backend = trk_backend_name(p->backend),
         };
         trk_buf_reset(&msg);
-        if (trk_msg_frame(&msg, &meta, p->objects->def, p->res, n_objects) == 0) {
+        if (trk_msg_frame(&msg, &meta, p->objects->def, p->res, p->blobs, n_objects) == 0) {
             if (p->out) trk_output_line(p->out, msg.data, msg.len);
             if (cfg->ws) trk_ws_broadcast(cfg->ws, TRK_WS_RESULT, msg.data, msg.len);
         }

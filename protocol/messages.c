@@ -258,12 +258,49 @@ static int put_size(struct trk_buf *b, int width, int height)
 
 /* ------------------------------------------------- server -> client: frame */
 
-int trk_msg_frame(struct trk_buf *b, const struct trk_frame_meta *m,
-                  const struct trk_object_def *defs, const struct trk_obj_result *res, int n)
+/* How many of object i's blobs the frame lists: the backend's list cut to
+ * the object's K (a list is never longer; the cut keeps the message within
+ * what the definition announced whatever a caller passes). */
+static int blobs_listed(const struct trk_object_def *def, const struct trk_blob_list *list)
 {
-    /* ~140 bytes per object + ~300 of header: one reserve, no regrowth on
-     * the hot path after the first frame. */
-    PUT(trk_buf_reserve(b, 320 + (size_t)(n > 0 ? n : 0) * (160 + TRK_NAME_MAX * 6)));
+    if (!def->blobs || !list || list->n <= 0 || !list->blobs) return 0;
+    return list->n < def->blobs ? list->n : def->blobs;
+}
+
+/* ,"blobs":[{"mass","cx","cy","bbox","perimeter"}, ...]: n blobs of v. */
+static int put_blobs(struct trk_buf *b, const struct trk_blob *v, int n)
+{
+    LIT(b, ",\"blobs\":[");
+    for (int k = 0; k < n; k++) {
+        const struct trk_blob *o = &v[k];
+        PUT(kv_u64(b, k ? ",{\"mass\":" : "{\"mass\":", o->mass));
+        if (o->mass) {
+            PUT(kv_fixed(b, ",\"cx\":", (double)o->sum_x / (double)o->mass, 2));
+            PUT(kv_fixed(b, ",\"cy\":", (double)o->sum_y / (double)o->mass, 2));
+        } else { /* no blob is empty; never divide by 0 all the same */
+            LIT(b, ",\"cx\":null,\"cy\":null");
+        }
+        const int box[4] = { o->x0, o->y0, o->x1, o->y1 };
+        LIT(b, ",\"bbox\":");
+        PUT(put_ints(b, box, 4));
+        PUT(kv_u64(b, ",\"perimeter\":", o->perimeter));
+        LIT(b, "}");
+    }
+    LIT(b, "]");
+    return 0;
+}
+
+int trk_msg_frame(struct trk_buf *b, const struct trk_frame_meta *m,
+                  const struct trk_object_def *defs, const struct trk_obj_result *res,
+                  const struct trk_blob_list *blobs, int n)
+{
+    /* ~140 bytes per object, ~130 per blob + ~300 of header: one reserve,
+     * no regrowth on the hot path after the first frame. */
+    size_t listed = 0;
+    for (int i = 0; blobs && i < n; i++)
+        listed += (size_t)blobs_listed(&defs[i], &blobs[i]);
+    PUT(trk_buf_reserve(b,
+                        320 + (size_t)(n > 0 ? n : 0) * (160 + TRK_NAME_MAX * 6) + listed * 130));
     PUT(kv_u64(b, "{\"type\":\"frame\",\"seq\":", m->seq));
     PUT(kv_fixed(b, ",\"pts\":", m->pts, 3));
     PUT(put_size(b, m->width, m->height));
@@ -283,14 +320,18 @@ int trk_msg_frame(struct trk_buf *b, const struct trk_frame_meta *m,
         PUT(kv_bool(b, ",\"found\":", r->mass >= min_mass));
         PUT(kv_u64(b, ",\"mass\":", r->mass));
         if (r->mass == 0) {
-            LIT(b, ",\"cx\":null,\"cy\":null,\"bbox\":null}");
-            continue;
+            LIT(b, ",\"cx\":null,\"cy\":null,\"bbox\":null");
+        } else {
+            PUT(kv_fixed(b, ",\"cx\":", (double)r->sum_x / (double)r->mass, 2));
+            PUT(kv_fixed(b, ",\"cy\":", (double)r->sum_y / (double)r->mass, 2));
+            const int box[4] = { r->x0, r->y0, r->x1, r->y1 };
+            LIT(b, ",\"bbox\":");
+            PUT(put_ints(b, box, 4));
         }
-        PUT(kv_fixed(b, ",\"cx\":", (double)r->sum_x / (double)r->mass, 2));
-        PUT(kv_fixed(b, ",\"cy\":", (double)r->sum_y / (double)r->mass, 2));
-        const int box[4] = { r->x0, r->y0, r->x1, r->y1 };
-        LIT(b, ",\"bbox\":");
-        PUT(put_ints(b, box, 4));
+        /* Objects with blobs off have no key: their output is as before. */
+        if (defs[i].blobs)
+            PUT(put_blobs(b, blobs ? blobs[i].blobs : NULL,
+                          blobs_listed(&defs[i], blobs ? &blobs[i] : NULL)));
         LIT(b, "}");
     }
     LIT(b, "]}");
@@ -332,6 +373,10 @@ int trk_msg_object(struct trk_buf *b, int id, const struct trk_object_def *def, 
     PUT(kv_str(b, ",\"name\":", def->name, sizeof def->name));
     PUT(put_box(b, ",\"space\":", def->space, lo, hi));
     PUT(kv_u64(b, ",\"min_mass\":", def->min_mass ? def->min_mass : 1));
+    /* The backend's reading of 0 (backend.h), as for min_mass. */
+    PUT(kv_u64(b, ",\"blobs\":", def->blobs));
+    PUT(kv_u64(b, ",\"min_area\":", def->min_area ? def->min_area : 1));
+    PUT(kv_u64(b, ",\"connectivity\":", def->connectivity ? def->connectivity : 8));
     PUT(kv_str(b, ",\"color\":", color, 16));
     LIT(b, "}");
     return 0;
@@ -382,6 +427,9 @@ static int put_limits(struct trk_buf *b)
 {
     PUT(kv_i64(b, "\"limits\":{\"max_objects\":", TRK_MAX_OBJECTS));
     PUT(kv_i64(b, ",\"name_max_bytes\":", TRK_NAME_MAX - 1)); /* TRK_NAME_MAX counts the NUL */
+    PUT(kv_i64(b, ",\"max_blobs\":", TRK_MAX_BLOBS));
+    PUT(kv_i64(b, ",\"max_min_area\":", TRK_OBJECTS_MIN_AREA_MAX));
+    LIT(b, ",\"connectivity\":[4,8]");
     LIT(b, ",\"spaces\":{");
     for (int s = TRK_SPACE_RGB; s <= TRK_SPACE_YCBCR; s++) {
         PUT(space_key(b, s != TRK_SPACE_RGB ? "," : "", (enum trk_space)s));

@@ -101,14 +101,26 @@ struct trk_frame_meta {
     const char *backend; /* backend name (trk_backend_name), NULL = omitted */
 };
 
+/* One object's blob list of a frame, as trk_backend_blobs gives it: n
+ * blobs in list order (largest mass first, ties by first pixel). */
+struct trk_blob_list {
+    const struct trk_blob *blobs;
+    int n;
+};
+
 /* Appends the "frame" message: seq, pts (3 decimals), width, height,
  * t_capture (3), wall_ms (3), backend, latency{queue_ms, upload_ms,
  * kernel_ms, process_ms} (3 decimals each) and objects[] with, per object i:
  * id (= i), name (escaped), found (mass >= max(min_mass, 1)), mass, cx, cy
  * (sum / mass, 2 decimals) and bbox [x0, y0, x1, y1] (inclusive); cx, cy and
- * bbox are null when mass == 0. defs and res have n entries (n may be 0). */
+ * bbox are null when mass == 0. An object whose definition has blobs K > 0
+ * then gets "blobs": the first min(K, blobs[i].n) blobs of blobs[i], each
+ * {mass, cx, cy (2 decimals), bbox, perimeter}, in the order given; [] when
+ * blobs is NULL or the list is empty. Objects with blobs 0 have no "blobs"
+ * key. defs, res and (when not NULL) blobs have n entries (n may be 0). */
 int trk_msg_frame(struct trk_buf *b, const struct trk_frame_meta *m,
-                  const struct trk_object_def *defs, const struct trk_obj_result *res, int n);
+                  const struct trk_object_def *defs, const struct trk_obj_result *res,
+                  const struct trk_blob_list *blobs, int n);
 
 /* ------------------------------------------------- server -> client: hello */
 
@@ -152,8 +164,9 @@ int trk_msg_objects(struct trk_buf *b, const struct trk_object_def *defs, int n,
                     const char *const *colors);
 
 /* Appends one object description {"id","name","space","lo","hi",
- * "min_mass","color"} (the element of hello.objects). color NULL derives one.
- */
+ * "min_mass","blobs","min_area","connectivity","color"} (the element of
+ * hello.objects; min_area 0 is sent as 1, connectivity 0 as 8, the
+ * backend's reading). color NULL derives one. */
 int trk_msg_object(struct trk_buf *b, int id, const struct trk_object_def *def, const char *color);
 
 /* Writes "#rrggbb" (8 bytes with the NUL) of def's default display colour,

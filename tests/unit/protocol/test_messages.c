@@ -287,7 +287,7 @@ static void test_frame(void)
         .backend = "cuda",
     };
     struct trk_buf b = { 0 };
-    CHECKF(trk_msg_frame(&b, &m, defs, res, 4) == 0, "frame");
+    CHECKF(trk_msg_frame(&b, &m, defs, res, NULL, 4) == 0, "frame");
     json_t *j = parse(&b, "frame");
     if (j) {
         CHECKF(!strcmp(jstr(j, "type"), "frame"), "type");
@@ -341,7 +341,7 @@ static void test_frame(void)
     m.seq = 18;
     m.backend = NULL;
     m.pts = NAN;
-    CHECKF(trk_msg_frame(&b, &m, defs, res, 0) == 0, "frame 2");
+    CHECKF(trk_msg_frame(&b, &m, defs, res, NULL, 0) == 0, "frame 2");
     struct trk_buf line2 = { 0 };
     trk_buf_append(&line2, b.data + first + 1, b.len - first - 1);
     j = parse(&line2, "second frame");
@@ -370,7 +370,7 @@ static void test_frame(void)
                                            .y1 = 1 };
     }
     m.seq = INT64_MAX;
-    CHECKF(trk_msg_frame(&b, &m, many, mres, TRK_MAX_OBJECTS) == 0, "256 objects");
+    CHECKF(trk_msg_frame(&b, &m, many, mres, NULL, TRK_MAX_OBJECTS) == 0, "256 objects");
     json_error_t e;
     j = json_loadb(b.data, b.len, 0, &e);
     CHECKF(j != NULL, "256 objects parse: %s", e.text);
@@ -386,10 +386,162 @@ static void test_frame(void)
     trk_buf_reset(&b);
     /* UINT64_MAX is beyond jansson's int64: check the text instead. */
     m.seq = UINT64_MAX;
-    CHECKF(trk_msg_frame(&b, &m, many, mres, 1) == 0 &&
+    CHECKF(trk_msg_frame(&b, &m, many, mres, NULL, 1) == 0 &&
                strstr(b.data, "\"seq\":18446744073709551615,") != NULL,
            "u64 seq");
     trk_buf_free(&b);
+}
+
+/* Blob lists in the frame: after each blobs-on object's aggregate fields,
+ * at most K blobs in the order given, [] when none; no key with blobs off;
+ * the aggregate fields the same as without lists. */
+static void test_frame_blobs(void)
+{
+    struct trk_object_def defs[4];
+    memset(defs, 0, sizeof defs);
+    const char *names[4] = { "off", "two", "none", "cut" };
+    for (int i = 0; i < 4; i++) {
+        snprintf(defs[i].name, sizeof defs[i].name, "%s", names[i]);
+        defs[i].min_mass = 1;
+    }
+    defs[1].blobs = 4;
+    defs[2].blobs = 1;
+    defs[3].blobs = 2;
+    const struct trk_blob two[2] = {
+        { .mass = 3,
+          .sum_x = 3 * 10 + 1,
+          .sum_y = 3 * 20,
+          .x0 = 9,
+          .y0 = 20,
+          .x1 = 11,
+          .y1 = 20,
+          .perimeter = 8,
+          .first = 20 * 640 + 9 },
+        { .mass = 1,
+          .sum_x = 0,
+          .sum_y = 479,
+          .x0 = 0,
+          .y0 = 479,
+          .x1 = 0,
+          .y1 = 479,
+          .perimeter = 4,
+          .first = 479 * 640 },
+    };
+    const struct trk_blob three[3] = {
+        { .mass = 9,
+          .sum_x = 9 * 100,
+          .sum_y = 9 * 100,
+          .x0 = 99,
+          .y0 = 99,
+          .x1 = 101,
+          .y1 = 101,
+          .perimeter = 12,
+          .first = 99 * 640 + 99 },
+        { .mass = 9,
+          .sum_x = 9 * 200,
+          .sum_y = 9 * 100,
+          .x0 = 199,
+          .y0 = 99,
+          .x1 = 201,
+          .y1 = 101,
+          .perimeter = 12,
+          .first = 99 * 640 + 199 },
+        { .mass = 2,
+          .sum_x = 1,
+          .sum_y = 0,
+          .x0 = 0,
+          .y0 = 0,
+          .x1 = 1,
+          .y1 = 0,
+          .perimeter = 6,
+          .first = 0 },
+    };
+    const struct trk_obj_result res[4] = {
+        { .mass = 5, .sum_x = 5 * 7, .sum_y = 5 * 8, .x0 = 6, .y0 = 7, .x1 = 8, .y1 = 9 },
+        { .mass = 4, .sum_x = 31, .sum_y = 539, .x0 = 0, .y0 = 20, .x1 = 11, .y1 = 479 },
+        { .mass = 0, .x0 = -1, .y0 = -1, .x1 = -1, .y1 = -1 },
+        { .mass = 20, .sum_x = 2701, .sum_y = 1800, .x0 = 0, .y0 = 0, .x1 = 201, .y1 = 101 },
+    };
+    /* A list for the blobs-off object too: it must not show. */
+    const struct trk_blob_list lists[4] = { { two, 2 }, { two, 2 }, { NULL, 0 }, { three, 3 } };
+    struct trk_frame_meta m = { .seq = 1, .width = 640, .height = 480 };
+    struct trk_buf b = { 0 }, plain = { 0 };
+    CHECKF(trk_msg_frame(&b, &m, defs, res, lists, 4) == 0, "frame with blobs");
+    /* The exact text: the encoder is deterministic, NDJSON diffs rely on it. */
+    CHECKF(strstr(b.data, "{\"id\":1,\"name\":\"two\",\"found\":true,\"mass\":4,\"cx\":7.75,"
+                          "\"cy\":134.75,\"bbox\":[0,20,11,479],\"blobs\":["
+                          "{\"mass\":3,\"cx\":10.33,\"cy\":20.00,\"bbox\":[9,20,11,20],"
+                          "\"perimeter\":8},"
+                          "{\"mass\":1,\"cx\":0.00,\"cy\":479.00,\"bbox\":[0,479,0,479],"
+                          "\"perimeter\":4}]}") != NULL,
+           "object two: %s", b.data);
+    CHECKF(strstr(b.data, "\"name\":\"none\",\"found\":false,\"mass\":0,\"cx\":null,"
+                          "\"cy\":null,\"bbox\":null,\"blobs\":[]}") != NULL,
+           "empty list: %s", b.data);
+    json_t *j = parse(&b, "frame with blobs");
+    json_t *objs = json_object_get(j, "objects");
+    CHECKF(json_object_get(json_array_get(objs, 0), "blobs") == NULL, "blobs off: no key");
+    json_t *cut = json_object_get(json_array_get(objs, 3), "blobs");
+    CHECKF(json_array_size(cut) == 2, "cut to K = 2: %zu", json_array_size(cut));
+    json_t *c1 = json_array_get(cut, 1);
+    CHECKF(jint(c1, "mass") == 9 && jnum(c1, "cx") == 200 && jint(c1, "perimeter") == 12 &&
+               json_integer_value(json_array_get(json_object_get(c1, "bbox"), 0)) == 199,
+           "second blob of the cut list");
+    json_decref(j);
+
+    /* Without lists every blobs-on object gets [], and the rest of the
+     * message is the same text as with them. */
+    CHECKF(trk_msg_frame(&plain, &m, defs, res, NULL, 4) == 0, "frame without lists");
+    CHECKF(strstr(plain.data, "\"bbox\":[0,20,11,479],\"blobs\":[]}") != NULL, "%s", plain.data);
+    struct trk_object_def off[4];
+    memcpy(off, defs, sizeof off);
+    for (int i = 0; i < 4; i++)
+        off[i].blobs = 0;
+    trk_buf_reset(&b);
+    trk_buf_reset(&plain);
+    CHECK(trk_msg_frame(&b, &m, off, res, lists, 4) == 0);
+    CHECK(trk_msg_frame(&plain, &m, off, res, NULL, 4) == 0);
+    CHECKF(!strcmp(b.data, plain.data) && !strstr(b.data, "blobs"),
+           "blobs off everywhere: the message as before: %s", b.data);
+
+    /* Every allocation failing in turn with 64 blobs: failed, or whole. */
+    static struct trk_blob many[TRK_MAX_BLOBS];
+    for (int k = 0; k < TRK_MAX_BLOBS; k++)
+        many[k] = (struct trk_blob){ .mass = UINT32_MAX,
+                                     .sum_x = UINT32_MAX * 12345ULL,
+                                     .sum_y = UINT32_MAX * 999ULL,
+                                     .x0 = 16000,
+                                     .y0 = 16000,
+                                     .x1 = 16383,
+                                     .y1 = 16383,
+                                     .perimeter = 1ULL << 40 };
+    const struct trk_blob_list big[4] = {
+        { 0 }, { many, TRK_MAX_BLOBS }, { 0 }, { many, TRK_MAX_BLOBS }
+    };
+    defs[1].blobs = defs[3].blobs = TRK_MAX_BLOBS;
+    int failures = 0;
+    for (int k = 1; k < 12; k++) {
+        struct trk_buf f = { 0 };
+        fail_realloc_at = k;
+        int rc = trk_msg_frame(&f, &m, defs, res, big, 4);
+        bool failed_now = fail_realloc_at == 0;
+        fail_realloc_at = 0;
+        if (failed_now) {
+            failures++;
+            CHECKF(rc == TRK_ENOMEM && f.failed, "allocation %d failed: rc %d", k, rc);
+        } else {
+            j = parse(&f, "64 blobs");
+            objs = json_object_get(j, "objects");
+            CHECKF(rc == 0 && json_array_size(json_object_get(json_array_get(objs, 3), "blobs")) ==
+                                  TRK_MAX_BLOBS,
+                   "allocation %d never failed: the whole message", k);
+            json_decref(j);
+        }
+        trk_buf_free(&f);
+    }
+    CHECKF(failures >= 1, "the message needs an allocation (%d)", failures);
+    trk_buf_free(&b);
+    trk_buf_free(&plain);
 }
 
 /* ----------------------------------------------------------------- hello */
@@ -407,6 +559,9 @@ static void test_hello(void)
     defs[1].lo[0] = 180, defs[1].lo[1] = 0, defs[1].lo[2] = 0;
     defs[1].hi[0] = 255, defs[1].hi[1] = 80, defs[1].hi[2] = 80;
     defs[1].min_mass = 30;
+    defs[1].blobs = 4;
+    defs[1].min_area = 20;
+    defs[1].connectivity = 4;
     snprintf(defs[2].name, sizeof defs[2].name, "gray");
     defs[2].space = TRK_SPACE_YCBCR;
     defs[2].lo[0] = 100, defs[2].lo[1] = 120, defs[2].lo[2] = 120;
@@ -452,6 +607,11 @@ static void test_hello(void)
                "lo/hi");
         CHECKF(jint(o0, "min_mass") == 1, "default min_mass 1");
         CHECKF(jint(o1, "min_mass") == 30, "min_mass 30");
+        CHECKF(jint(o1, "blobs") == 4 && jint(o1, "min_area") == 20 &&
+                   jint(o1, "connectivity") == 4,
+               "blob keys");
+        CHECKF(jint(o0, "blobs") == 0 && jint(o0, "min_area") == 1 && jint(o0, "connectivity") == 8,
+               "blob keys 0, 0, 0 as the backend reads them: 0, 1, 8");
         CHECKF(!strcmp(jstr(o1, "color"), "#00ff00"), "given colour");
         /* Derived colours: red hue (wrapping through 0) -> red dominates. */
         const char *c0 = jstr(o0, "color");
@@ -518,6 +678,8 @@ static void full_range(struct trk_objects *o, int i, enum trk_space s)
     for (int c = 0; c < 3; c++)
         o->def[i].hi[c] = (uint16_t)trk_objects_channel_max(s, c);
     o->def[i].min_mass = 1;
+    o->def[i].min_area = 1;
+    o->def[i].connectivity = 8;
 }
 
 static bool valid(const struct trk_objects *o)
@@ -587,6 +749,29 @@ static void test_hello_limits(void)
         o.def[0].name[name_max] = 'n';
         CHECKF(!valid(&o), "a name one byte longer is refused");
     }
+    /* The blob keys at their edges. */
+    json_int_t max_blobs = jint(lim, "max_blobs"), max_area = jint(lim, "max_min_area");
+    json_t *conn = json_object_get(lim, "connectivity");
+    CHECKF(max_blobs == 64 && max_area == 268435456, "max_blobs %lld, max_min_area %lld",
+           (long long)max_blobs, (long long)max_area);
+    CHECKF(json_array_size(conn) == 2 && json_integer_value(json_array_get(conn, 0)) == 4 &&
+               json_integer_value(json_array_get(conn, 1)) == 8,
+           "connectivity [4, 8]");
+    full_range(&o, 0, TRK_SPACE_RGB);
+    o.def[0].blobs = (uint16_t)max_blobs;
+    o.def[0].min_area = (uint32_t)max_area;
+    CHECKF(valid(&o), "max_blobs and max_min_area are valid");
+    o.def[0].blobs++;
+    CHECKF(!valid(&o), "one more blob is refused");
+    o.def[0].blobs--;
+    o.def[0].min_area++;
+    CHECKF(!valid(&o), "a larger min_area is refused");
+    o.def[0].min_area = 1;
+    for (int c = 0; c <= 9; c++) {
+        o.def[0].connectivity = (uint8_t)c;
+        CHECKF(valid(&o) == (c == 4 || c == 8), "connectivity %d", c);
+    }
+    full_range(&o, 0, TRK_SPACE_RGB);
     if (max_objects > 0 && max_objects <= TRK_MAX_OBJECTS) {
         o.n = (int)max_objects;
         for (int i = 0; i < o.n; i++)
@@ -876,6 +1061,7 @@ int main(void)
     test_escaping();
     test_fixed();
     test_frame();
+    test_frame_blobs();
     test_hello();
     test_hello_limits();
     test_small_messages();

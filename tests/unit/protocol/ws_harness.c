@@ -151,7 +151,7 @@ static void *broadcaster(void *arg)
             .backend = "cpu",
         };
         trk_buf_reset(&msg);
-        if (trk_msg_frame(&msg, &m, b->defs, res, N_OBJ) == 0)
+        if (trk_msg_frame(&msg, &m, b->defs, res, NULL, N_OBJ) == 0)
             trk_ws_broadcast(b->ws, TRK_WS_RESULT, msg.data, msg.len);
         atomic_fetch_add(&b->published, 1);
         if (prev && seq % 10 == 0) {
@@ -550,7 +550,7 @@ int main(int argc, char **argv)
             CHECKF(trk_ws_get_clients(bare, &cs, 1) == 1, "stalled client on the bare server");
             struct trk_buf fb = { 0 };
             struct trk_frame_meta fm = { .seq = 1, .width = 4, .height = 4 };
-            trk_msg_frame(&fb, &fm, NULL, NULL, 0);
+            trk_msg_frame(&fb, &fm, NULL, NULL, NULL, 0);
             for (int i = 0; i < 2000; i++)
                 CHECKF(trk_ws_broadcast(bare, TRK_WS_RESULT, fb.data, fb.len) == 0, "bcast");
             trk_buf_free(&fb);
