@@ -235,7 +235,16 @@ static int apply_objects(struct pipeline *p)
 {
     const struct trk_objects *set = p->objects;
     int e = trk_backend_set_objects(p->backend, set->def, set->n);
-    if (e) {
+    int k = -1; /* an object with blobs, when the backend has none (TRK_ENODEV) */
+    for (int i = 0; e == TRK_ENODEV && k < 0 && i < set->n; i++)
+        if (set->def[i].blobs) k = i;
+    if (k >= 0) {
+        /* A live edit or reload turned blobs on: say so, not "no GPU". */
+        log_once(p->set_failed, TRK_LOG_ERROR, 0,
+                 "cannot apply the new object set: backend %s does not list blobs (object "
+                 "\"%s\" has \"blobs\": %u); no objects are reported until a set it takes",
+                 trk_backend_name(p->backend), set->def[k].name, set->def[k].blobs);
+    } else if (e) {
         log_once(p->set_failed, TRK_LOG_ERROR, e, "cannot apply the new object set");
     } else if (atomic_exchange(&p->set_failed, false)) {
         log_info("object set applied (%d objects)", set->n);

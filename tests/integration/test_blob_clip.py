@@ -21,6 +21,8 @@ bridges, plus the blur below.
   no blob comes from a speck (min_area 60 is above any speck's footprint);
   lists never exceed K and are ordered by mass; the aggregate fields are
   byte for byte those of the same clip with blobs off.
+- Over WebSocket (rgb.mkv, paced, --loop): the hello's objects and limits
+  carry the blob keys and frame messages equal the run's NDJSON lines.
 
 Tolerances (4:2:0 clips). Chroma is one sample per 2x2 block, so a ball's
 edge is blurred by up to one pixel; the block grid does not move with the
@@ -44,6 +46,7 @@ backends must give the same lists). check_other_backend runs `--backend cpu`
 too: it either refuses blobs at start with exit 69 and a clear message (a
 backend without blob lists yet) or gives exactly cpu-ref's lists.
 """
+import asyncio
 import json
 import math
 import os
@@ -51,6 +54,10 @@ import random
 import subprocess
 import sys
 import tempfile
+
+import websockets
+
+from daemon_proc import start_trackd, stop_trackd
 
 BACKEND = os.environ.get("TRK_TEST_BLOB_BACKEND", "cpu-ref")
 
@@ -346,6 +353,45 @@ def check_other_backend(trackd, clip, objs, ref):
     print(f"--backend cpu: the same blob lists as {BACKEND}")
 
 
+def check_websocket(trackd, clip, objs, d):
+    """Over WebSocket: the hello's objects carry the blob keys, and frame
+    messages are the very NDJSON lines of the same run (one encoder)."""
+    ndjson = os.path.join(d, "ws_run.ndjson")
+    log = open(os.path.join(d, "ws_trackd.log"), "w+")
+    p, port = start_trackd(trackd, ["--input", clip, "--loop", "--objects", objs, "--output",
+                                    ndjson, "--backend", BACKEND, "--log-level", "warn"], log)
+
+    async def take():
+        async with websockets.connect(f"ws://127.0.0.1:{port}/ws", max_size=None) as ws:
+            hello = json.loads(await asyncio.wait_for(ws.recv(), 10))
+            frames = []
+            while len(frames) < 5:
+                m = await asyncio.wait_for(ws.recv(), 10)
+                if isinstance(m, str) and json.loads(m)["type"] == "frame":
+                    frames.append(m)
+            return hello, frames
+
+    try:
+        hello, frames = asyncio.run(take())
+    finally:
+        stop_trackd(p)
+    assert p.returncode == 0, f"trackd exited {p.returncode}"
+    assert hello["type"] == "hello", hello
+    lim = hello["limits"]
+    assert (lim["max_blobs"], lim["max_min_area"], lim["connectivity"]) == (64, 268435456, [4, 8])
+    got = [(o["blobs"], o["min_area"], o["connectivity"]) for o in hello["objects"]]
+    want = [(o["blobs"], o["min_area"], o.get("connectivity", 8)) for o in OBJECTS["objects"]]
+    assert got == want, f"hello objects {got} vs the file's {want}"
+    with open(ndjson) as fh:
+        lines = {json.loads(line)["seq"]: line.rstrip("\n") for line in fh}
+    for m in frames:
+        seq = json.loads(m)["seq"]
+        assert seq in lines, f"WebSocket frame {seq} not in the NDJSON output"
+        assert m == lines[seq], f"frame {seq}: WebSocket {m} vs NDJSON {lines[seq]}"
+        assert all("blobs" in o for o in json.loads(m)["objects"]), m
+    print(f"WebSocket: hello carries the blob keys; {len(frames)} frames equal their NDJSON lines")
+
+
 def main():
     trackd = sys.argv[1]
     print(f"backend: {BACKEND}")
@@ -359,6 +405,7 @@ def main():
         check_lists(msgs, "rgb.mkv")
         check_exact(msgs, "rgb.mkv")
         check_aggregate(trackd, rgb, msgs, d)
+        check_websocket(trackd, rgb, objs, d)
 
         x264 = ["-c:v", "libx264", "-preset", "veryfast", "-crf", "16", "-pix_fmt", "yuv420p"]
         clean = os.path.join(d, "x264.mp4")
