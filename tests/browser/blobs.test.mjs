@@ -106,7 +106,11 @@ function checkDrawn(st, want, what) {
 
 let browser;
 try {
-  await waitListening(port, daemon);
+  // A daemon without blobs refuses the objects file (exit 78): say why.
+  await waitListening(port, daemon).catch((e) => {
+    console.error(fs.readFileSync(path.join(outDir, 'trackd.log'), 'utf8'));
+    throw e;
+  });
   browser = await launchChromium();
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   const errors = [];
