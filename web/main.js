@@ -102,7 +102,8 @@ window.trackdTest = {
   get previewsReceived() { return frames.counts().previewsReceived; },
   get lastStats() { return status.latestStats(); },        // the last "stats" message
   // The last overlay drawn (view.js): {seq, preview, matched, boxes:[{id, x0, y0,
-  // x1, y1, cx, cy, color}]}, boxes and centroids in canvas pixels.
+  // x1, y1, cx, cy, color, dashed}], blobs:[{id, rank, x0, y0, x1, y1, cx, cy,
+  // color}]}, boxes and centroids in canvas pixels (overlay.js drawOverlay).
   get lastDrawn() { return lastDrawnOverlay(); },
   // The teach and edit panel: teaching, authed, editing, lastSample, lastAck, saved.
   tune: {

@@ -1,13 +1,14 @@
 // The teach and edit panel: a taught sample or a clicked row opens the form,
 // whose sliders (sliders.js) tune the object's colour box while the preview
-// shows its mask; objects are added, renamed, updated, removed, saved to
+// shows its mask, and its blob settings (blobs, min_area, connectivity) sit
+// under them; objects are added, renamed, updated, removed, saved to
 // the daemon's objects file or reloaded from it, through the control
 // messages of protocol/PROTOCOL.md section 5 (control.js).
 
 import { onHello as authOnHello, withControl } from './auth.js';
 import { handleReply, request, say } from './control.js';
 import { definitions, markSelected, onRowClick } from './objects.js';
-import { nameMaxBytes } from './session.js';
+import { blobLimits, nameMaxBytes } from './session.js';
 import { currentBox, fullRange, onSliderChange, setBox, showValues } from './sliders.js';
 import { initTeach } from './teach.js';
 import { $ } from './util.js';
@@ -20,7 +21,13 @@ const el = {
   save: $('t-save'), reload: $('t-reload'),
   form: $('t-form'), name: $('t-name'), space: $('t-space'),
   mask: $('t-mask'), add: $('t-add'), remove: $('t-remove'), done: $('t-done'),
+  blobs: $('t-blobs'), minArea: $('t-min-area'), conn: $('t-conn'),
 };
+
+// The objects file's defaults for the blob keys (config/OBJECTS.md): an
+// object is sent with a key only when it differs, so an object without
+// blobs reads the same to a daemon that predates them.
+const BLOB_DEFAULTS = { blobs: 0, min_area: 1, connectivity: 8 };
 
 const tune = {
   editing: null,     // name of the object the form edits, null = a new one
@@ -46,11 +53,45 @@ export function onControl(msg) {
 
 const noLimits = (sp) => say(`the daemon did not describe the ${sp} channels (hello.limits)`, true);
 
+// The object as the form sets it, or null (and the reason said) when a blob
+// field holds no valid value.
 function currentObject() {
   const o = { name: el.name.value.trim(), ...currentBox() };
   const old = definitions().find((d) => d.name === tune.editing);
   if (old && old.min_mass) o.min_mass = old.min_mass;
+  const b = blobSettings();
+  if (typeof b === 'string') {
+    say(b, true);
+    return null;
+  }
+  for (const [k, v] of Object.entries(b)) if (v !== BLOB_DEFAULTS[k]) o[k] = v;
   return o;
+}
+
+// {blobs, min_area, connectivity} from the form, or what is wrong with them.
+function blobSettings() {
+  const { maxBlobs, minAreaMax } = blobLimits();
+  const int = (input, lo, hi, what) => {
+    const v = input.value.trim() === '' ? NaN : Number(input.value);
+    return Number.isInteger(v) && v >= lo && v <= hi ? v : `${what} must be a whole number ${lo}..${hi}`;
+  };
+  const blobs = int(el.blobs, 0, maxBlobs, 'blobs');
+  const minArea = int(el.minArea, 1, minAreaMax, 'min area');
+  if (typeof blobs === 'string') return blobs;
+  if (typeof minArea === 'string') return minArea;
+  return { blobs, min_area: minArea, connectivity: Number(el.conn.value) };
+}
+
+// Puts def's blob settings (the defaults where it has none) on the form.
+function showBlobSettings(def) {
+  const { maxBlobs, minAreaMax } = blobLimits();
+  el.blobs.max = String(maxBlobs);
+  el.minArea.max = String(minAreaMax);
+  const get = (k) => (Number.isInteger(def[k]) ? def[k] : BLOB_DEFAULTS[k]);
+  el.blobs.value = String(get('blobs'));
+  // The file's 0 means 1 (min_area) and 8 (connectivity).
+  el.minArea.value = String(get('min_area') || 1);
+  el.conn.value = get('connectivity') === 4 ? '4' : '8';
 }
 
 let sendTimer = null;
@@ -69,6 +110,7 @@ function changed() {
 function sendUpdate() {
   const o = currentObject();
   showValues();
+  if (!o) return;
   request({ type: 'update_object', name: tune.editing, object: o }, (r) => {
     tune.lastAck = r;
     tune.editing = o.name;
@@ -82,6 +124,7 @@ function openForm(editing, def) {
   el.form.hidden = false;
   el.name.value = def.name || '';
   el.space.value = def.space;
+  showBlobSettings(def);
   el.add.textContent = editing === null ? 'Add object' : 'Rename';
   el.remove.hidden = editing === null;
   el.mask.checked = false;
@@ -120,6 +163,7 @@ function onSpaceChange() {
 function onSubmit(ev) {
   ev.preventDefault();
   const o = currentObject();
+  if (!o) return;
   if (!o.name) return say('give the object a name', true);
   if (tune.editing !== null) return sendUpdate();
   request({ type: 'add_object', object: o }, (r) => {
@@ -143,6 +187,9 @@ function onRemove() {
 onSliderChange(changed);
 initTeach(onSample);
 el.space.addEventListener('change', onSpaceChange);
+// Blob settings apply like a slider move (sendUpdate checks them first).
+for (const input of [el.blobs, el.minArea]) input.addEventListener('input', changed);
+el.conn.addEventListener('change', changed);
 el.form.addEventListener('submit', onSubmit);
 el.remove.addEventListener('click', onRemove);
 el.done.addEventListener('click', closeForm);

@@ -21,9 +21,9 @@ let shown = null;    // {seq, image|null, result|null}
 let queued = null;   // newest job waiting for the next animation frame
 let rafPending = false;
 // The last overlay drawn: seq of the picture (or result) under it, whether
-// it is a preview, whether a result was drawn on it, and each box drawn in
-// canvas pixels (overlay.js drawOverlay).
-let lastDrawn = null;   // {seq, preview, matched, boxes:[{id,x0,y0,x1,y1,cx,cy,color}]}
+// it is a preview, whether a result was drawn on it, and each box and blob
+// drawn in canvas pixels (overlay.js drawOverlay).
+let lastDrawn = null;   // {seq, preview, matched, boxes:[...], blobs:[...]}
 
 export const frameSize = () => [frameW, frameH];
 export const lastDrawnOverlay = () => lastDrawn;
@@ -95,8 +95,9 @@ function draw(job) {
     ctx.fillStyle = BACKGROUND;
     ctx.fillRect(0, 0, cw, ch);
   }
-  const boxes = job.result ? drawOverlay(ctx, job.result, cw / frameW, ch / frameH) : [];
-  lastDrawn = { seq: job.seq, preview: !!job.image, matched: !!job.result, boxes };
+  const { boxes, blobs } = job.result
+    ? drawOverlay(ctx, job.result, cw / frameW, ch / frameH) : { boxes: [], blobs: [] };
+  lastDrawn = { seq: job.seq, preview: !!job.image, matched: !!job.result, boxes, blobs };
 }
 
 // Sizes the canvas now and whenever the stage or window changes (a resize
