@@ -834,8 +834,9 @@ enum trk_cuda_status trk_cuda_probe(char *why, size_t why_len)
 }
 
 const struct trk_backend_ops trk_cuda_ops = {
-    "cuda", cu_create, cu_destroy, cu_set_objects, cu_submit, cu_wait, cu_describe, variant_names,
-    NULL, /* blobs: not yet on the GPU, so set_objects refuses blobs > 0 */
+    "cuda",  cu_create,   cu_destroy,    cu_set_objects, cu_submit,
+    cu_wait, cu_describe, variant_names, NULL, /* blobs: not yet on the GPU, so set_objects refuses
+                                                  blobs > 0 */
 };
 
 /* ------------------------------------------------ bench_hooks.h */
