@@ -20,6 +20,7 @@
 #include "exit.h"
 #include "log.h"
 #include "messages.h"
+#include "notify.h"
 #include "objects.h"
 #include "pipeline.h"
 #include "source.h"
@@ -83,21 +84,30 @@ static void on_hup(int sig)
     reload_requested = 1;
 }
 
+/* systemd hears of each reload (RELOADING=1, then READY=1 whatever the
+ * outcome: a rejected file leaves trackd running on the old objects) and,
+ * from here as soon as a stop signal is seen, of the stop. */
 static void *reload_main(void *arg)
 {
     struct trk_control *control = arg;
     while (!reload_quit && !stop_requested) {
         if (reload_requested) {
             reload_requested = 0;
-            char why[600];
-            if (trk_control_reload(control, why, sizeof(why)))
+            char why[600], status[700];
+            trk_notify_reloading();
+            if (trk_control_reload(control, why, sizeof(why))) {
                 log_error("reload rejected, keeping the current objects: %s", why);
-            else
+                snprintf(status, sizeof(status), "reload rejected: %s", why);
+            } else {
                 log_info("reloaded %s", why);
+                snprintf(status, sizeof(status), "reloaded %s", why);
+            }
+            trk_notify_ready(status);
         }
         struct timespec ts = { 0, 50 * 1000 * 1000 };
         nanosleep(&ts, NULL);
     }
+    if (stop_requested) trk_notify_stopping("stopping (signal)");
     return NULL;
 }
 
@@ -164,7 +174,11 @@ static int load_objects(const struct trk_settings *s, struct trk_objects *objs)
     if (err) {
         char line[600];
         trk_config_error_format(&cerr, line, sizeof(line));
-        fprintf(stderr, "%s\n", line);
+        /* The journal files it as an error like every logged one. */
+        if (trk_log_stderr_is_journal())
+            log_error("%s", line);
+        else
+            fprintf(stderr, "%s\n", line);
         return TRK_EX_CONFIG;
     }
     return 0;
@@ -409,6 +423,22 @@ static int start_server(struct app *a)
     return 0;
 }
 
+/* Start-up is done: the source is open and the server listens, so systemd
+ * may start what comes after trackd. A camera that is not there yet does
+ * not hold that back (trackd serves the page and waits for it; the status
+ * says so), or an unplugged camera would fail the unit's start. */
+static void ready(const struct app *a)
+{
+    char status[300];
+    double wd = trk_notify_watchdog_period();
+    if (a->source_absent)
+        snprintf(status, sizeof(status), "waiting for %s (retrying every second)", a->src.desc);
+    else
+        snprintf(status, sizeof(status), "started: %s", a->src.desc);
+    if (wd > 0) log_info("systemd watchdog on: a healthy pipeline pets it every %.1f s", wd);
+    trk_notify_ready(status);
+}
+
 static void install_signals(void)
 {
     struct sigaction sa = { .sa_handler = on_signal };
@@ -442,6 +472,8 @@ static struct trk_pipeline_cfg pipeline_cfg(struct app *a)
         .progress = s->progress == 1 || (s->progress < 0 && s->fast && isatty(STDERR_FILENO)),
         .stats_interval = s->stats_interval,
         .control = a->control,
+        .notify = trk_notify_enabled(),
+        .watchdog_period = trk_notify_watchdog_period(),
     };
 }
 
@@ -478,7 +510,12 @@ static int run(struct app *a)
     struct trk_pipeline_cfg pc = pipeline_cfg(a);
     struct trk_pipeline_summary sum = { 0 };
     int exit_code = TRK_EX_OK, err;
-    if ((err = trk_pipeline_run(&pc, &stop_requested, &sum))) {
+    err = trk_pipeline_run(&pc, &stop_requested, &sum);
+    trk_notify_stopping(stop_requested ? "stopping (signal)"
+                        : err          ? "stopping: the pipeline failed"
+                        : sum.eof      ? "stopping: end of input"
+                                       : "stopping");
+    if (err) {
         log_error_err(err, "the pipeline failed");
         exit_code = TRK_EX_SOFTWARE;
     } else {
@@ -537,6 +574,7 @@ int main(int argc, char **argv)
     if (!(rc = open_source(&app)) && !(rc = open_backend(&app)) && !(rc = open_output(&app)) &&
         !(rc = open_save_target(&app)) && !(rc = start_server(&app))) {
         install_signals();
+        ready(&app);
         rc = run(&app);
     }
     return cleanup(&app, rc);

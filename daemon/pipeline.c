@@ -16,6 +16,7 @@
 #include "log.h"
 #include "messages.h"
 #include "control.h"
+#include "notify.h"
 #include "preview.h"
 #include "tracker.h"
 #include "ws.h"
@@ -30,6 +31,10 @@
  * much CPU from capture and processing. A lone sample is still answered from
  * the next frame: the rest only delays the batch after it. */
 #define SAMPLER_DUTY 0.1
+/* Without a watchdog: seconds on one frame after which the service status
+ * and the log call the processing thread stalled (with one, half the
+ * watchdog interval: the point where petting stops). */
+#define STALL_S 10.0
 
 /* The latency stages sampled for every processed frame (ms). */
 enum stage {
@@ -73,11 +78,22 @@ struct pipeline {
     _Atomic bool backend_failed; /* processing thread: backend rejected */
     _Atomic bool set_failed;     /* processing thread: new object set   */
     _Atomic bool blobs_failed;   /* processing thread: blob lists       */
+    _Atomic bool stall_logged;   /* caller's thread: processing stalled */
+    /* Processing thread: when it took the frame it works on (CLOCK_MONOTONIC
+     * ns), 0 while it waits for one. A source that delivers nothing leaves
+     * it 0 (healthy, waiting); a thread wedged on one frame (an output
+     * nobody reads, a hung driver call) lets it age: the systemd watchdog
+     * is petted only while it is young. */
+    _Atomic uint64_t busy_since_ns;
 
     pthread_mutex_t lock;
     pthread_cond_t cond;
     bool capture_done, process_done, source_error, eof;
-    uint64_t outages;       /* live source losses (camera unplugged, stalled) */
+    uint64_t outages; /* live source losses (camera unplugged, stalled) */
+    /* The capture thread is (re)opening a live source: absent at start or
+     * lost; waiting_for is its description, for the service status. */
+    bool source_waiting;
+    char waiting_for[sizeof(((struct trk_source *)0)->desc)];
     uint64_t frames;        /* processed */
     uint64_t skipped;       /* taken for processing but rejected by the backend */
     double first_t, last_t; /* monotonic times of first/last processed frame */
@@ -121,6 +137,16 @@ static void send_status(const struct trk_pipeline_cfg *cfg, const char *state, c
     trk_buf_free(&b);
 }
 
+/* Capture thread: says whether it waits for a live source (the service
+ * status reads it). */
+static void set_waiting(struct pipeline *p, bool waiting)
+{
+    pthread_mutex_lock(&p->lock);
+    p->source_waiting = waiting;
+    if (waiting) snprintf(p->waiting_for, sizeof(p->waiting_for), "%s", p->cfg->source->desc);
+    pthread_mutex_unlock(&p->lock);
+}
+
 /* A live source failed with err: close it, tell clients, then reopen it with
  * the same settings at once and every second after until it works. false
  * when a stop was requested meanwhile. Logs once per outage. at_start: it
@@ -139,12 +165,14 @@ static bool reopen_live(struct pipeline *p, int err, bool at_start)
     }
     trk_source_close(src);
     send_status(cfg, "lost", at_start ? "not connected yet" : trk_strerror(err));
+    set_waiting(p, true);
     for (int tries = 0;; tries++) {
         sleep_until(p, t_lost + tries);
         if (stopping(p)) return false;
         if (trk_source_open(src) == 0) break;
         trk_source_close(src);
     }
+    set_waiting(p, false);
     log_info(at_start ? "%s opened after %.3f s" : "%s back after %.3f s", src->desc,
              trk_now() - t_lost);
     trk_log_once_reset(p->lost_logged);
@@ -399,8 +427,10 @@ static void *process_main(void *arg)
     struct trk_buf msg = { 0 };
     double next_preview = 0;
     for (;;) {
+        atomic_store(&p->busy_since_ns, 0);
         struct trk_frame *f = trk_pool_take(&p->pool);
         if (!f) break;
+        atomic_store(&p->busy_since_ns, (uint64_t)(trk_now() * 1e9) + 1);
         if (trk_control_poll(cfg->control, &version, p->objects)) n_objects = apply_objects(p);
         if (f->img.width != p->frame_w || f->img.height != p->frame_h)
             n_objects = follow_size(p, f, n_objects);
@@ -709,6 +739,72 @@ static void show_progress(struct pipeline *p, bool final)
             dt > 0 ? (frames - 1) / dt : 0.0, final ? "\n" : "   ");
 }
 
+/* The caller's thread's account of the service (daemon/notify.h). */
+struct service_mark {
+    double next_pet, next_status;
+    double t;        /* when the last status went out */
+    uint64_t frames; /* p->frames then */
+};
+
+/* Seconds the processing thread has been on its current frame; 0 while it
+ * waits for one. */
+static double busy_for(struct pipeline *p, double now)
+{
+    uint64_t since = atomic_load(&p->busy_since_ns);
+    return since ? now - (double)(since - 1) * 1e-9 : 0;
+}
+
+/* The systemd side of the stats loop: WATCHDOG=1 every watchdog_period
+ * seconds while the processing thread is healthy (waiting for a frame or on
+ * one for less than that), and once a second a STATUS= line that says what
+ * trackd is doing. A stall is logged once (the journal then says why the
+ * watchdog fired). */
+static void service_tick(struct pipeline *p, struct service_mark *m, double now)
+{
+    const struct trk_pipeline_cfg *cfg = p->cfg;
+    double stall_s = cfg->watchdog_period > 0 ? cfg->watchdog_period : STALL_S;
+    double busy = busy_for(p, now);
+    if (busy >= stall_s)
+        log_once(p->stall_logged, TRK_LOG_ERROR, 0,
+                 "the processing thread has been on one frame for %.1f s: the pipeline is "
+                 "stalled%s",
+                 busy, cfg->watchdog_period > 0 ? " (no more watchdog pets)" : "");
+    else if (atomic_exchange(&p->stall_logged, false))
+        log_info("the processing thread goes on again");
+    if (cfg->watchdog_period > 0 && now >= m->next_pet && busy < stall_s) {
+        trk_notify_watchdog();
+        m->next_pet = now + cfg->watchdog_period;
+    }
+    if (!cfg->notify || now < m->next_status) return;
+    m->next_status = now + 1.0;
+    pthread_mutex_lock(&p->lock);
+    uint64_t frames = p->frames;
+    double last_t = frames ? p->last_t : p->t_start;
+    bool waiting = p->source_waiting;
+    char what[sizeof(p->waiting_for)];
+    snprintf(what, sizeof(what), "%s", p->waiting_for);
+    pthread_mutex_unlock(&p->lock);
+    char text[sizeof(what) + 64];
+    if (busy >= stall_s) {
+        snprintf(text, sizeof(text), "stalled: one frame in processing for %.0f s", busy);
+    } else if (waiting) {
+        snprintf(text, sizeof(text), "waiting for %s (retrying every second)", what);
+    } else if (frames == m->frames && now - last_t >= 2.0) {
+        snprintf(text, sizeof(text), "no frames from the source for %.0f s", now - last_t);
+    } else {
+        double fps = now > m->t && m->t > 0 ? (double)(frames - m->frames) / (now - m->t) : 0;
+        int n = snprintf(text, sizeof(text), "tracking %.1f fps", fps);
+        struct trk_ws_stats ws;
+        if (cfg->ws) {
+            trk_ws_get_stats(cfg->ws, &ws);
+            snprintf(text + n, sizeof(text) - (size_t)n, ", %d client%s", ws.clients,
+                     ws.clients == 1 ? "" : "s");
+        }
+    }
+    m->t = now, m->frames = frames;
+    trk_notify_status(text);
+}
+
 int trk_pipeline_run(const struct trk_pipeline_cfg *cfg, volatile sig_atomic_t *stop,
                      struct trk_pipeline_summary *summary)
 {
@@ -775,6 +871,7 @@ int trk_pipeline_run(const struct trk_pipeline_cfg *cfg, volatile sig_atomic_t *
     double t_start = trk_now(), next_stats = t_start + cfg->stats_interval, next_progress = t_start;
     double next_ws_stats = t_start + WS_STATS_PERIOD;
     struct stats_mark log_mark = { .t = t_start }, ws_mark = { .t = t_start };
+    struct service_mark svc = { .next_status = t_start + 1.0, .t = t_start };
     for (;;) {
         pthread_mutex_lock(&p->lock);
         bool done = p->process_done;
@@ -792,6 +889,7 @@ int trk_pipeline_run(const struct trk_pipeline_cfg *cfg, volatile sig_atomic_t *
             next_ws_stats += WS_STATS_PERIOD;
             if (next_ws_stats < now) next_ws_stats = now + WS_STATS_PERIOD;
         }
+        service_tick(p, &svc, now);
         if (cfg->progress && now >= next_progress) {
             show_progress(p, false);
             next_progress = now + 0.5;

@@ -49,6 +49,13 @@ struct trk_pipeline_cfg {
      * on), colour sampling, preview width / rate and the mask view.
      * Required. */
     struct trk_control *control;
+    /* systemd (daemon/notify.h): notify sends a STATUS= line every second
+     * ("tracking 29.9 fps, 2 clients", "waiting for camera /dev/video0");
+     * watchdog_period > 0 sends WATCHDOG=1 that often while the processing
+     * thread is healthy: waiting for a frame (however long the source
+     * delivers none) or on one for less than watchdog_period seconds. */
+    bool notify;
+    double watchdog_period;
 };
 
 /* Every frame the source delivered is accounted for once: processed
