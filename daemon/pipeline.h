@@ -17,6 +17,8 @@
 
 struct trk_ws;
 struct trk_control;
+struct trk_metrics;
+struct trk_snapshot;
 
 struct trk_pipeline_cfg {
     struct trk_source *source; /* opened, unless source_absent */
@@ -49,6 +51,11 @@ struct trk_pipeline_cfg {
      * on), colour sampling, preview width / rate and the mask view.
      * Required. */
     struct trk_control *control;
+    /* The operations endpoints (daemon/metrics.h, daemon/snapshot.h), each
+     * NULL = none: every processed frame is counted there and lent to the
+     * snapshot; the source's state and outages go to the metrics. */
+    struct trk_metrics *metrics;
+    struct trk_snapshot *snapshot;
 };
 
 /* Every frame the source delivered is accounted for once: processed
