@@ -775,7 +775,7 @@ int main(int argc, char **argv)
                         }
                         int bad = 0;
                         for (int it = -warm; it < iters; it++) {
-                            struct trk_backend_timing t = { 0, 0, 0 };
+                            struct trk_backend_timing t = { 0 };
                             double t0 = trk_bench_now_ms();
                             err = trk_backend_process(x->b, &img, NULL, got, &t);
                             double dt = trk_bench_now_ms() - t0;

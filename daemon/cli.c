@@ -60,7 +60,7 @@ struct opt {
     const char *help;
 };
 
-static parse_fn parse_listen, parse_size, parse_control;
+static parse_fn parse_listen, parse_metrics_listen, parse_size, parse_control;
 
 /* The field f of struct trk_settings; the build fails unless it is of type T. */
 #define FIELD(f, T)                                                                                \
@@ -92,6 +92,9 @@ static const struct opt opts[] = {
     { "listen", 0, "ADDR:PORT", PARSE(parse_listen), .def = "127.0.0.1:8080", .lo = 0, .hi = 65535,
       .form = "ADDR:PORT, e.g. 127.0.0.1:8080 or 0.0.0.0:8080 (port {lo}..{hi})",
       .help = "web UI and WebSocket server address: IPv4, [IPv6] or host name" },
+    { "metrics-listen", 0, "ADDR:PORT", PARSE(parse_metrics_listen), .lo = 0, .hi = 65535,
+      .form = "ADDR:PORT, e.g. 127.0.0.1:9464 or 0.0.0.0:9464 (port {lo}..{hi})",
+      .help = "also serve /metrics and /healthz (only) on this address, e.g. for a Prometheus on another network" },
     { "no-server", 0, NULL, FLAG(server, false), .def = "1",
       .help = "do not start the web/WebSocket server" },
     { "max-clients", 0, "N", INT(max_clients), .lo = 1, .hi = 4096, .def = "64",
@@ -249,7 +252,8 @@ static bool parse_double(const char *s, double lo, double hi, double *out)
 
 /* HOST:PORT, HOST a name or an IPv4 address, or [IPV6]:PORT (the brackets
  * keep the address's colons apart from the port's); the port in lo..hi. */
-static bool parse_listen(const char *a, const struct opt *o, struct trk_settings *st)
+/* ADDR:PORT into addr (len bytes) and *port_out; IPv6 in brackets. */
+static bool split_listen(const char *a, const struct opt *o, char *addr, size_t len, int *port_out)
 {
     const char *colon = strrchr(a, ':');
     const char *host = a, *host_end = colon;
@@ -262,13 +266,25 @@ static bool parse_listen(const char *a, const struct opt *o, struct trk_settings
     } else if (colon && memchr(a, ':', (size_t)(colon - a))) {
         return false; /* an IPv6 address without brackets */
     }
-    if (!colon || host_end == host || (size_t)(host_end - host) >= sizeof(st->listen_addr) ||
+    if (!colon || host_end == host || (size_t)(host_end - host) >= len ||
         !parse_long(colon + 1, (long)o->lo, (long)o->hi, &port))
         return false;
-    memcpy(st->listen_addr, host, (size_t)(host_end - host));
-    st->listen_addr[host_end - host] = 0;
-    st->listen_port = (int)port;
+    memcpy(addr, host, (size_t)(host_end - host));
+    addr[host_end - host] = 0;
+    *port_out = (int)port;
     return true;
+}
+
+static bool parse_listen(const char *a, const struct opt *o, struct trk_settings *st)
+{
+    return split_listen(a, o, st->listen_addr, sizeof(st->listen_addr), &st->listen_port);
+}
+
+static bool parse_metrics_listen(const char *a, const struct opt *o, struct trk_settings *st)
+{
+    st->metrics_listen =
+        split_listen(a, o, st->metrics_addr, sizeof(st->metrics_addr), &st->metrics_port);
+    return st->metrics_listen;
 }
 
 /* WxH, each side in lo..hi. */

@@ -21,6 +21,10 @@ struct trk_settings {
     int listen_port;
     bool server;
     int max_clients; /* connections at once, HTTP and WebSocket */
+    /* --metrics-listen: a second server with /metrics and /healthz only */
+    bool metrics_listen;
+    char metrics_addr[64];
+    int metrics_port;
     /* --web-root; NULL = found at start by trk_cli_find_web_root */
     const char *web_root;
     int backend; /* enum trk_backend_kind */

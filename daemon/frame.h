@@ -36,12 +36,14 @@ double trk_wall_ms(void);
  * ready slot and take to the consumer; trk_pool_ref adds one (processing
  * hands one frame to both the preview and the sampler); each holder calls
  * release once. The frame is reused when the last holder lets go, so pixels
- * never change under a reader. One frame for each of the five roles above
- * means capture never waits on the preview or the sampler. With lossless =
+ * never change under a reader. One frame for each of the five roles above,
+ * and two lent to /snapshot.jpg (the newest, and an older one a request may
+ * still be encoding), means capture never waits on the preview, the sampler
+ * or a snapshot. With lossless =
  * true (files, demo), publish waits for the processing thread to take the
  * previous frame; with lossless = false (live cameras) it replaces it and
  * counts a drop, so processing always gets the newest frame. */
-#define TRK_POOL_FRAMES 5
+#define TRK_POOL_FRAMES 7
 
 struct trk_pool {
     struct trk_frame frames[TRK_POOL_FRAMES];

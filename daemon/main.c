@@ -17,6 +17,7 @@
 #include "backend.h"
 #include "cli.h"
 #include "control.h"
+#include "endpoints.h"
 #include "exit.h"
 #include "log.h"
 #include "messages.h"
@@ -40,7 +41,9 @@ struct app {
     struct trk_objects_target save;     /* valid when have_save */
     bool have_save;
     struct trk_control *control;
-    struct trk_ws *ws; /* NULL with --no-server */
+    struct trk_ws *ws;         /* NULL with --no-server */
+    struct trk_endpoints ep;   /* /metrics, /healthz, /snapshot.jpg */
+    struct trk_ws *metrics_ws; /* --metrics-listen, else NULL */
 };
 
 static volatile sig_atomic_t stop_requested;
@@ -394,6 +397,10 @@ static int start_server(struct app *a)
          * its files (PROTOCOL.md section 5: other local users could
          * otherwise reach them through a loopback listener). */
         .owner_types = file_types,
+        .http_paths = trk_endpoint_paths,
+        .http_private_paths = trk_endpoint_private_paths,
+        .http_handler = trk_endpoints_http,
+        .http_user = &a->ep,
     };
     struct trk_control_cfg cc = {
         .objects = &a->objs,
@@ -439,6 +446,50 @@ static void ready(const struct app *a)
     trk_notify_ready(status);
 }
 
+/* What the HTTP endpoints answer from: the metrics (also behind
+ * --metrics-listen and with --no-server) and the newest frame. */
+static int open_ops(struct app *a)
+{
+    if (trk_metrics_create(&a->ep.metrics) ||
+        trk_snapshot_create(a->s.preview_quality, &a->ep.snapshot)) {
+        log_error("out of memory");
+        return TRK_EX_SOFTWARE;
+    }
+    trk_metrics_set_info(a->ep.metrics, TRK_VERSION, trk_backend_name(a->backend), a->src.desc,
+                         a->s.fast ? 0 : a->src.fps);
+    return 0;
+}
+
+/* --metrics-listen: /metrics and /healthz only (no page, no WebSocket, no
+ * frames), so it may face a monitoring network without the token. */
+static int start_metrics_server(struct app *a)
+{
+    const struct trk_settings *s = &a->s;
+    if (!s->metrics_listen) return 0;
+    struct trk_ws_cfg wc = {
+        .address = s->metrics_addr,
+        .port = s->metrics_port,
+        .max_clients = s->max_clients,
+        .http_paths = trk_endpoint_metrics_paths,
+        .http_handler = trk_endpoints_http,
+        .http_user = &a->ep,
+        .no_websocket = true,
+    };
+    int err = trk_ws_create(&wc, &a->metrics_ws);
+    if (err) {
+        log_error_err(err, "cannot start the metrics server");
+        return TRK_EX_UNAVAILABLE;
+    }
+    if (trk_ws_start(a->metrics_ws)) {
+        log_error("--metrics-listen: %s", trk_ws_error(a->metrics_ws));
+        return TRK_EX_UNAVAILABLE;
+    }
+    log_info("metrics on http://%s%s%s:%d/metrics (and /healthz)",
+             strchr(s->metrics_addr, ':') ? "[" : "", s->metrics_addr,
+             strchr(s->metrics_addr, ':') ? "]" : "", trk_ws_port(a->metrics_ws));
+    return 0;
+}
+
 static void install_signals(void)
 {
     struct sigaction sa = { .sa_handler = on_signal };
@@ -474,6 +525,8 @@ static struct trk_pipeline_cfg pipeline_cfg(struct app *a)
         .control = a->control,
         .notify = trk_notify_enabled(),
         .watchdog_period = trk_notify_watchdog_period(),
+        .metrics = a->ep.metrics,
+        .snapshot = a->ep.snapshot,
     };
 }
 
@@ -551,9 +604,13 @@ static int cleanup(struct app *a, int exit_code)
     /* The control module may still be replying from its file worker: the
      * server stops taking messages first and goes after the module. */
     trk_ws_stop(a->ws);
+    trk_ws_destroy(&a->metrics_ws);
     trk_control_destroy(&a->control);
     if (a->have_save) trk_objects_target_close(&a->save);
     trk_ws_destroy(&a->ws);
+    /* After both servers: their handler reads these. */
+    trk_snapshot_destroy(&a->ep.snapshot);
+    trk_metrics_destroy(&a->ep.metrics);
     trk_backend_destroy(&a->backend);
     trk_source_destroy(&a->src);
     return exit_code;
@@ -572,7 +629,8 @@ int main(int argc, char **argv)
     if (s->server && (rc = trk_cli_find_web_root(s, app.web_root, sizeof(app.web_root)))) return rc;
     if ((rc = load_objects(s, &app.objs))) return rc;
     if (!(rc = open_source(&app)) && !(rc = open_backend(&app)) && !(rc = open_output(&app)) &&
-        !(rc = open_save_target(&app)) && !(rc = start_server(&app))) {
+        !(rc = open_save_target(&app)) && !(rc = open_ops(&app)) && !(rc = start_server(&app)) &&
+        !(rc = start_metrics_server(&app))) {
         install_signals();
         ready(&app);
         rc = run(&app);

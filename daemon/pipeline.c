@@ -17,12 +17,17 @@
 #include "messages.h"
 #include "control.h"
 #include "notify.h"
+#include "metrics.h"
 #include "preview.h"
+#include "snapshot.h"
 #include "tracker.h"
 #include "ws.h"
 
 /* Latency samples kept per stats interval (older ones are overwritten). */
 #define STAT_SAMPLES 1024
+/* Seconds over which /metrics' frame rate is measured; the other totals
+ * there are refreshed every stats loop turn (50 ms). */
+#define METRICS_PERIOD 1.0
 /* Seconds between WebSocket "stats" messages (the page's stats panel). */
 #define WS_STATS_PERIOD 1.0
 /* The share of one core the colour sampler may use: after answering a batch
@@ -130,6 +135,7 @@ static void sleep_until(struct pipeline *p, double t)
  * clients that connect later). */
 static void send_status(const struct trk_pipeline_cfg *cfg, const char *state, const char *text)
 {
+    trk_metrics_source_state(cfg->metrics, state, text);
     if (!cfg->ws) return;
     struct trk_buf b = { 0 };
     if (trk_msg_status(&b, state, text) == 0)
@@ -160,6 +166,7 @@ static bool reopen_live(struct pipeline *p, int err, bool at_start)
         pthread_mutex_lock(&p->lock);
         uint64_t n = ++p->outages;
         pthread_mutex_unlock(&p->lock);
+        trk_metrics_outage(cfg->metrics);
         log_once(p->lost_logged, TRK_LOG_WARN, err, "%s lost (outage %llu); retrying every second",
                  src->desc, (unsigned long long)n);
     }
@@ -176,6 +183,7 @@ static bool reopen_live(struct pipeline *p, int err, bool at_start)
     log_info(at_start ? "%s opened after %.3f s" : "%s back after %.3f s", src->desc,
              trk_now() - t_lost);
     trk_log_once_reset(p->lost_logged);
+    if (!at_start) trk_metrics_reopen(cfg->metrics);
     send_status(cfg, "ok", src->desc);
     return true;
 }
@@ -380,6 +388,57 @@ static void record_frame(struct pipeline *p, const struct trk_frame_meta *m, dou
     pthread_mutex_unlock(&p->lock);
 }
 
+/* A snapshot's frame goes back to the pool. */
+static void snapshot_release(void *ctx, void *holder)
+{
+    trk_pool_release(&((struct pipeline *)ctx)->pool, holder);
+}
+
+/* The operations endpoints' share of processed frame f: its stage times and
+ * counts for /metrics (atomics, no lock), the NDJSON losses so far, and the
+ * frame itself, lent with one more pool holder, for /snapshot.jpg. */
+static void report_ops(struct pipeline *p, struct trk_frame *f, const struct trk_frame_meta *m,
+                       const struct trk_backend_timing *timing, double t_done, double t_sent,
+                       int n_objects)
+{
+    const struct trk_pipeline_cfg *cfg = p->cfg;
+    if (cfg->metrics) {
+        struct trk_metrics_frame mf = {
+            .stage_s = { [TRK_STAGE_QUEUE] = m->queue_ms * 1e-3,
+                         [TRK_STAGE_UPLOAD] = m->upload_ms * 1e-3,
+                         [TRK_STAGE_KERNEL] = m->kernel_ms * 1e-3,
+                         [TRK_STAGE_PROCESS] = m->process_ms * 1e-3,
+                         [TRK_STAGE_SEND] = t_sent - t_done,
+                         [TRK_STAGE_TOTAL] = t_sent - f->t_capture },
+            .upload_bytes = timing->upload_bytes,
+            .objects = n_objects,
+        };
+        for (int i = 0; i < n_objects; i++) {
+            uint64_t min = p->objects->def[i].min_mass;
+            mf.found += p->res[i].mass >= (min ? min : 1);
+        }
+        trk_metrics_frame(cfg->metrics, &mf);
+        if (p->out) {
+            struct trk_output_stats st;
+            trk_output_get_stats(p->out, &st);
+            trk_metrics_set_lines_lost(cfg->metrics, st.lost);
+        }
+    }
+    if (cfg->snapshot) {
+        trk_pool_ref(&p->pool, f);
+        struct trk_snapshot_frame sf = { .img = &f->img,
+                                         .seq = f->seq,
+                                         .defs = p->objects->def,
+                                         .colors = (const uint8_t(*)[3])p->objects->color,
+                                         .res = p->res,
+                                         .n = n_objects,
+                                         .release = snapshot_release,
+                                         .ctx = p,
+                                         .holder = f };
+        trk_snapshot_publish(cfg->snapshot, &sf);
+    }
+}
+
 /* Hands f to the preview thread when one is due and the encoder is idle,
  * and to the sampler when samples wait and it is idle; never waits for
  * either. Colour samples are answered there, not on the processing thread,
@@ -449,6 +508,7 @@ static void *process_main(void *arg)
             pthread_mutex_lock(&p->lock);
             p->skipped++;
             pthread_mutex_unlock(&p->lock);
+            trk_metrics_skipped(cfg->metrics);
             trk_pool_release(&p->pool, f);
             continue;
         }
@@ -483,6 +543,7 @@ static void *process_main(void *arg)
         double t_sent = trk_now();
 
         record_frame(p, &meta, t_done, (t_sent - t_done) * 1e3, (t_sent - f->t_capture) * 1e3);
+        report_ops(p, f, &meta, &timing, t_done, t_sent, n_objects);
         if (!hand_off(p, f, t_done, &next_preview)) trk_pool_release(&p->pool, f);
     }
     trk_buf_free(&msg);
@@ -494,45 +555,6 @@ static void *process_main(void *arg)
     return NULL;
 }
 
-/* The mask view: src downscaled to at most width (same nearest sampling as
- * the preview encoder), pixels that match def (the backends' rule, gpu/
- * color.h) white, the rest a dimmed copy of the picture, as an RGB24 image
- * in *buf that the encoder then takes unscaled. 0 or TRK_ENOMEM. */
-static int render_mask(const struct trk_image *src, int width, const struct trk_object_def *def,
-                       uint8_t **buf, size_t *cap, struct trk_image *out)
-{
-    int w, h;
-    trk_msg_preview_size(src->width, src->height, width, &w, &h);
-    if (w < 1) return TRK_EINVAL;
-    size_t need = (size_t)w * h * 3;
-    if (need > *cap) {
-        uint8_t *n = realloc(*buf, need);
-        if (!n) return TRK_ENOMEM;
-        *buf = n, *cap = need;
-    }
-    for (int y = 0; y < h; y++) {
-        int sy = (int)(((long)y * 2 + 1) * src->height / (2L * h));
-        for (int x = 0; x < w; x++) {
-            int sx = (int)(((long)x * 2 + 1) * src->width / (2L * w));
-            uint8_t *px = *buf + ((size_t)y * w + x) * 3;
-            if (trk_pixel_matches(src, sx, sy, def)) {
-                px[0] = px[1] = px[2] = 255;
-            } else {
-                trk_image_pixel_rgb(src, sx, sy, px);
-                px[0] /= 4, px[1] /= 4, px[2] /= 4;
-            }
-        }
-    }
-    *out = (struct trk_image){ .plane = { *buf },
-                               .pitch = { (size_t)w * 3 },
-                               .width = w,
-                               .height = h,
-                               .fmt = TRK_FMT_RGB24,
-                               .matrix = TRK_MATRIX_BT601,
-                               .full_range = true };
-    return 0;
-}
-
 static void *preview_main(void *arg)
 {
     struct pipeline *p = arg;
@@ -542,8 +564,6 @@ static void *preview_main(void *arg)
     uint8_t *msg = NULL;
     size_t msg_cap = 0;
     int enc_width = cfg->preview_width;
-    uint8_t *mask_buf = NULL;
-    size_t mask_cap = 0;
     if (trk_preview_create(cfg->preview_width, cfg->preview_quality, &enc)) {
         log_error("cannot start the preview encoder; previews are off");
     }
@@ -556,9 +576,7 @@ static void *preview_main(void *arg)
         if (!f) break;
         const uint8_t *jpeg;
         size_t size;
-        int pw, ph;
-        const struct trk_image *img = &f->img;
-        struct trk_image masked;
+        struct trk_image rgb;
         /* Clients may change the preview width and ask for a mask. */
         int want_w;
         double unused_fps;
@@ -569,15 +587,15 @@ static void *preview_main(void *arg)
             trk_preview_destroy(&enc);
             if (trk_preview_create(want_w, cfg->preview_quality, &enc) == 0) enc_width = want_w;
         }
-        if (mask && render_mask(img, enc_width, &mdef, &mask_buf, &mask_cap, &masked) == 0)
-            img = &masked;
-        if (enc && trk_preview_encode(enc, img, &jpeg, &size, &pw, &ph) == 0) {
+        if (enc && trk_preview_rgb(enc, &f->img, mask ? &mdef : NULL, &rgb) == 0 &&
+            trk_preview_compress(enc, &rgb, &jpeg, &size) == 0) {
             if (size + TRK_PREVIEW_HDR > msg_cap) {
                 uint8_t *n = realloc(msg, size + TRK_PREVIEW_HDR);
                 if (n) msg = n, msg_cap = size + TRK_PREVIEW_HDR;
             }
             if (msg_cap >= size + TRK_PREVIEW_HDR) {
-                trk_msg_preview_header(msg, f->seq, pw, ph, f->img.width, f->img.height);
+                trk_msg_preview_header(msg, f->seq, rgb.width, rgb.height, f->img.width,
+                                       f->img.height);
                 memcpy(msg + TRK_PREVIEW_HDR, jpeg, size);
                 trk_ws_broadcast(cfg->ws, TRK_WS_PREVIEW, msg, size + TRK_PREVIEW_HDR);
             }
@@ -588,7 +606,6 @@ static void *preview_main(void *arg)
         trk_pool_release(&p->pool, f);
     }
     free(msg);
-    free(mask_buf);
     trk_preview_destroy(&enc);
     return NULL;
 }
@@ -727,6 +744,24 @@ static void report_stats(struct pipeline *p, struct stats_mark *mark, bool to_lo
         if (trk_msg_stats(&b, &st) == 0) trk_ws_broadcast(cfg->ws, TRK_WS_STATS, b.data, b.len);
         trk_buf_free(&b);
     }
+}
+
+/* The totals /metrics shows that are gathered here rather than per frame:
+ * drops, clients, and the frame rate over the last METRICS_PERIOD or more. */
+static void update_metrics(struct pipeline *p, struct stats_mark *mark)
+{
+    const struct trk_pipeline_cfg *cfg = p->cfg;
+    pthread_mutex_lock(&p->lock);
+    uint64_t frames = p->frames;
+    pthread_mutex_unlock(&p->lock);
+    double now = trk_now(), fps = -1;
+    if (now - mark->t >= METRICS_PERIOD) {
+        fps = (double)(frames - mark->frames) / (now - mark->t);
+        *mark = (struct stats_mark){ .frames = frames, .t = now };
+    }
+    struct trk_ws_stats ws = { 0 };
+    if (cfg->ws) trk_ws_get_stats(cfg->ws, &ws);
+    trk_metrics_set_totals(cfg->metrics, trk_pool_drops(&p->pool), ws.clients, fps);
 }
 
 static void show_progress(struct pipeline *p, bool final)
@@ -872,6 +907,8 @@ int trk_pipeline_run(const struct trk_pipeline_cfg *cfg, volatile sig_atomic_t *
     double next_ws_stats = t_start + WS_STATS_PERIOD;
     struct stats_mark log_mark = { .t = t_start }, ws_mark = { .t = t_start };
     struct service_mark svc = { .next_status = t_start + 1.0, .t = t_start };
+    struct stats_mark metrics_mark = { .t = t_start };
+    double next_metrics = t_start;
     for (;;) {
         pthread_mutex_lock(&p->lock);
         bool done = p->process_done;
@@ -890,6 +927,10 @@ int trk_pipeline_run(const struct trk_pipeline_cfg *cfg, volatile sig_atomic_t *
             if (next_ws_stats < now) next_ws_stats = now + WS_STATS_PERIOD;
         }
         service_tick(p, &svc, now);
+        if (cfg->metrics && now >= next_metrics) {
+            update_metrics(p, &metrics_mark);
+            next_metrics = now + METRICS_PERIOD;
+        }
         if (cfg->progress && now >= next_progress) {
             show_progress(p, false);
             next_progress = now + 0.5;
@@ -911,6 +952,8 @@ end_preview:
     if (p->have_preview_thread) pthread_join(p->preview_thread, NULL);
     if (p->have_sampler_thread) pthread_join(p->sampler_thread, NULL);
 end:
+    /* The snapshot gives back the frames it was lent before the pool goes. */
+    trk_snapshot_clear(cfg->snapshot);
     trk_output_flush(p->out);
     if (summary) {
         memset(summary, 0, sizeof(*summary));

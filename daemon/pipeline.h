@@ -17,6 +17,8 @@
 
 struct trk_ws;
 struct trk_control;
+struct trk_metrics;
+struct trk_snapshot;
 
 struct trk_pipeline_cfg {
     struct trk_source *source; /* opened, unless source_absent */
@@ -56,6 +58,11 @@ struct trk_pipeline_cfg {
      * delivers none) or on one for less than watchdog_period seconds. */
     bool notify;
     double watchdog_period;
+    /* The operations endpoints (daemon/metrics.h, daemon/snapshot.h), each
+     * NULL = none: every processed frame is counted there and lent to the
+     * snapshot; the source's state and outages go to the metrics. */
+    struct trk_metrics *metrics;
+    struct trk_snapshot *snapshot;
 };
 
 /* Every frame the source delivered is accounted for once: processed

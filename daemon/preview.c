@@ -5,6 +5,7 @@
 #include <turbojpeg.h>
 
 #include "color.h"
+#include "control.h" /* trk_pixel_matches */
 #include "messages.h"
 
 struct trk_preview {
@@ -42,8 +43,8 @@ void trk_preview_destroy(struct trk_preview **pp)
     *pp = NULL;
 }
 
-int trk_preview_encode(struct trk_preview *p, const struct trk_image *img, const uint8_t **jpeg,
-                       size_t *size, int *out_w, int *out_h)
+int trk_preview_rgb(struct trk_preview *p, const struct trk_image *img,
+                    const struct trk_object_def *mask, struct trk_image *rgb)
 {
     int w, h;
     trk_msg_preview_size(img->width, img->height, p->max_width, &w, &h);
@@ -60,9 +61,29 @@ int trk_preview_encode(struct trk_preview *p, const struct trk_image *img, const
         int sy = (int)(((long)y * 2 + 1) * img->height / (2L * h));
         for (int x = 0; x < w; x++) {
             int sx = (int)(((long)x * 2 + 1) * img->width / (2L * w));
-            trk_image_pixel_rgb(img, sx, sy, p->rgb + ((size_t)y * w + x) * 3);
+            uint8_t *px = p->rgb + ((size_t)y * w + x) * 3;
+            if (mask && trk_pixel_matches(img, sx, sy, mask)) {
+                px[0] = px[1] = px[2] = 255;
+            } else {
+                trk_image_pixel_rgb(img, sx, sy, px);
+                if (mask) px[0] /= 4, px[1] /= 4, px[2] /= 4;
+            }
         }
     }
+    *rgb = (struct trk_image){ .plane = { p->rgb },
+                               .pitch = { (size_t)w * 3 },
+                               .width = w,
+                               .height = h,
+                               .fmt = TRK_FMT_RGB24,
+                               .matrix = TRK_MATRIX_BT601,
+                               .full_range = true };
+    return 0;
+}
+
+int trk_preview_compress(struct trk_preview *p, const struct trk_image *rgb, const uint8_t **jpeg,
+                         size_t *size)
+{
+    int w = rgb->width, h = rgb->height;
     /* Worst-case buffer once per size, so the encoder never reallocates. */
     unsigned long worst = tjBufSize(w, h, TJSAMP_420);
     if (worst > p->jpeg_cap) {
@@ -72,12 +93,22 @@ int trk_preview_encode(struct trk_preview *p, const struct trk_image *img, const
         if (!p->jpeg) return TRK_ENOMEM;
     }
     unsigned long jsize = p->jpeg_cap;
-    if (tjCompress2(p->tj, p->rgb, w, 0, h, TJPF_RGB, &p->jpeg, &jsize, TJSAMP_420, p->quality,
-                    TJFLAG_FASTDCT | TJFLAG_NOREALLOC) != 0)
+    if (tjCompress2(p->tj, rgb->plane[0], w, (int)rgb->pitch[0], h, TJPF_RGB, &p->jpeg, &jsize,
+                    TJSAMP_420, p->quality, TJFLAG_FASTDCT | TJFLAG_NOREALLOC) != 0)
         return TRK_EBACKEND;
     *jpeg = p->jpeg;
     *size = jsize;
-    *out_w = w;
-    *out_h = h;
+    return 0;
+}
+
+int trk_preview_encode(struct trk_preview *p, const struct trk_image *img, const uint8_t **jpeg,
+                       size_t *size, int *out_w, int *out_h)
+{
+    struct trk_image rgb;
+    int err = trk_preview_rgb(p, img, NULL, &rgb);
+    if (!err) err = trk_preview_compress(p, &rgb, jpeg, size);
+    if (err) return err;
+    *out_w = rgb.width;
+    *out_h = rgb.height;
     return 0;
 }

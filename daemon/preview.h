@@ -15,8 +15,22 @@ int trk_preview_create(int max_width, int quality, struct trk_preview **out);
 void trk_preview_destroy(struct trk_preview **p);
 
 /* Encodes img; *jpeg points into the encoder's own buffer, valid until the
- * next call. out_w/out_h: the preview's size. */
+ * next call. out_w/out_h: the preview's size. Same as trk_preview_rgb
+ * without a mask, then trk_preview_compress. */
 int trk_preview_encode(struct trk_preview *p, const struct trk_image *img, const uint8_t **jpeg,
                        size_t *size, int *out_w, int *out_h);
+
+/* The first step of encode: img downscaled to at most the encoder's width
+ * into its own RGB24 buffer, described by *rgb (writable: the snapshot
+ * draws its overlay there; valid until the next call). With mask non-NULL
+ * the mask view: pixels that match *mask (the backends' rule, gpu/color.h)
+ * white, the rest a dimmed copy of the picture. 0, TRK_EINVAL, TRK_ENOMEM. */
+int trk_preview_rgb(struct trk_preview *p, const struct trk_image *img,
+                    const struct trk_object_def *mask, struct trk_image *rgb);
+
+/* The second step: *rgb (from trk_preview_rgb) as a JPEG in the encoder's
+ * own buffer, valid until the next call. 0, TRK_ENOMEM, TRK_EBACKEND. */
+int trk_preview_compress(struct trk_preview *p, const struct trk_image *rgb, const uint8_t **jpeg,
+                         size_t *size);
 
 #endif

@@ -177,9 +177,10 @@ struct trk_backend_cfg {
 /* Per-call timing, filled by process/wait when non-NULL (milliseconds;
  * 0 where a stage does not exist for the backend). */
 struct trk_backend_timing {
-    double upload_ms; /* host to device copy                 */
-    double kernel_ms; /* threshold + reduction               */
-    double total_ms;  /* whole call, wall clock              */
+    double upload_ms;      /* host to device copy                 */
+    double kernel_ms;      /* threshold + reduction               */
+    double total_ms;       /* whole call, wall clock              */
+    uint64_t upload_bytes; /* frame bytes copied host to device (0 for CPU backends) */
 };
 
 struct trk_backend;

@@ -66,6 +66,7 @@ static inline int trk_backend_sync_wait(const struct trk_obj_result *res, int n,
     if (n > 0 && out) memcpy(out, res, (size_t)n * sizeof(*out));
     if (t) {
         t->upload_ms = 0;
+        t->upload_bytes = 0;
         t->kernel_ms = total_ms;
         t->total_ms = total_ms;
     }

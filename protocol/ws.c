@@ -57,6 +57,13 @@
 #define CLIENT_REPLIES 32
 /* lws rx chunk size; messages up to TRK_MSG_MAX_CLIENT are reassembled. */
 #define RX_CHUNK 16384
+/* An http_handler answer is written in pieces of this size, one per
+ * HTTP_WRITEABLE, so a large snapshot does not hold up other clients. */
+#define HTTP_CHUNK 16384
+/* Query arguments handed to the http_handler: at most this many, each cut
+ * to HTTP_ARG_MAX - 1 bytes. */
+#define HTTP_ARGS    16
+#define HTTP_ARG_MAX 256
 
 /* ------------------------------------------------------------- logging */
 
@@ -137,6 +144,10 @@ struct client {
     bool rx_active, rx_over, rx_binary;
     size_t rx_total; /* bytes of the message so far, kept or not */
     int fd;          /* the socket, for its frame guard (ws_guard.h) */
+    /* An http_handler answer being written: LWS_PRE bytes of headroom, then
+     * http_len bytes, http_off of them written. */
+    unsigned char *http_body;
+    size_t http_len, http_off;
     _Atomic uint64_t sent, dropped, bytes;
 };
 
@@ -165,12 +176,18 @@ struct trk_ws {
     char *root_real; /* realpath of web_root at start; NULL = serve nothing */
     size_t root_real_len;
     char **owner_types; /* NULL-terminated copy of cfg->owner_types, or NULL */
+    char **http_paths;  /* NULL-terminated copies of cfg's lists, or NULL */
+    char **http_private;
+    trk_ws_http_handler http_handler;
+    void *http_user;
+    bool no_websocket;
 
     /* lws objects: created in start, destroyed in stop, used only by the
      * service thread in between (and lws_cancel_service from others). */
     struct lws_context *ctx;
     struct lws_vhost *vhost;
     struct lws_http_mount mount;
+    struct lws_http_mount *route_mounts; /* one per http_paths entry */
     struct lws_protocols protocols[2];
     pthread_t thread;
     bool thread_started;
@@ -603,6 +620,130 @@ static void drain(struct trk_ws *ws)
     }
 }
 
+/* -------------------------------------------------- HTTP endpoints */
+
+static bool in_list(char *const *list, const char *s)
+{
+    for (size_t i = 0; list && list[i]; i++)
+        if (!strcmp(list[i], s)) return true;
+    return false;
+}
+
+/* Whether uri (len bytes) is one of the http_paths. */
+static bool is_route(const struct trk_ws *ws, const char *uri, size_t len)
+{
+    for (size_t i = 0; ws->http_paths && ws->http_paths[i]; i++)
+        if (strlen(ws->http_paths[i]) == len && !memcmp(ws->http_paths[i], uri, len)) return true;
+    return false;
+}
+
+const char *trk_ws_http_arg(const char *const *args, int n_args, const char *name)
+{
+    size_t k = strlen(name);
+    for (int i = 0; i < n_args; i++)
+        if (!strncmp(args[i], name, k) && (args[i][k] == '=' || !args[i][k]))
+            return args[i][k] ? args[i] + k + 1 : args[i] + k;
+    return NULL;
+}
+
+/* Service thread: whether the request may have path: paths that are not
+ * private, or no token set, or the token given as ?token= or as
+ * "Authorization: Bearer TOKEN". */
+static bool http_authorized(const struct trk_ws *ws, struct lws *wsi, const char *path)
+{
+    if (!ws->token || !in_list(ws->http_private, path)) return true;
+    char v[256];
+    const char *t = lws_get_urlarg_by_name(wsi, "token=", v, (int)sizeof v);
+    if (t && token_equal(t, strlen(t), ws->token)) return true;
+    int n = lws_hdr_copy(wsi, v, sizeof v, WSI_TOKEN_HTTP_AUTHORIZATION);
+    return n > 7 && !strncasecmp(v, "Bearer ", 7) && token_equal(v + 7, strlen(v + 7), ws->token);
+}
+
+/* Service thread: sends the head of an answer and keeps a copy of the body
+ * for HTTP_WRITEABLE to write. -1 (hang up) when that fails. */
+static int http_respond(struct lws *wsi, struct client *c, int status, const char *type,
+                        const void *body, size_t len, bool challenge)
+{
+    unsigned char head[LWS_PRE + 512], *start = head + LWS_PRE, *p = start;
+    unsigned char *end = head + sizeof head - 1;
+    static const char nocache[] = "no-store", bearer[] = "Bearer realm=\"trackd\"";
+    unsigned char *copy = malloc(LWS_PRE + len + 1);
+    if (!copy) return -1;
+    if (len) memcpy(copy + LWS_PRE, body, len);
+    if (lws_add_http_common_headers(wsi, (unsigned)status, type, len, &p, end) ||
+        lws_add_http_header_by_token(wsi, WSI_TOKEN_HTTP_CACHE_CONTROL,
+                                     (const unsigned char *)nocache, sizeof nocache - 1, &p, end) ||
+        (challenge &&
+         lws_add_http_header_by_token(wsi, WSI_TOKEN_HTTP_WWW_AUTHENTICATE,
+                                      (const unsigned char *)bearer, sizeof bearer - 1, &p, end)) ||
+        lws_finalize_write_http_header(wsi, start, &p, end)) {
+        free(copy);
+        return -1;
+    }
+    free(c->http_body);
+    c->http_body = copy;
+    c->http_len = len;
+    c->http_off = 0;
+    lws_callback_on_writable(wsi);
+    return 0;
+}
+
+/* Service thread: writes the next piece of the answer; after the last, the
+ * connection waits for its next request. */
+static int http_write_more(struct lws *wsi, struct client *c)
+{
+    size_t left = c->http_len - c->http_off, n = left > HTTP_CHUNK ? HTTP_CHUNK : left;
+    bool last = n == left;
+    if (n && lws_write(wsi, c->http_body + LWS_PRE + c->http_off, n,
+                       last ? LWS_WRITE_HTTP_FINAL : LWS_WRITE_HTTP) < (int)n)
+        return -1;
+    c->http_off += n;
+    if (!last) {
+        lws_callback_on_writable(wsi);
+        return 0;
+    }
+    free(c->http_body);
+    c->http_body = NULL;
+    return lws_http_transaction_completed(wsi) ? -1 : 0;
+}
+
+/* Service thread: an HTTP request that no file mount took: one of the
+ * http_paths (through their callback mounts), else 404. */
+static int http_request(struct trk_ws *ws, struct lws *wsi, struct client *c)
+{
+    char path[128];
+    if (!c) return -1;
+    int n = lws_hdr_copy(wsi, path, sizeof path, WSI_TOKEN_GET_URI);
+    if (n <= 0 || !in_list(ws->http_paths, path) || !ws->http_handler) {
+        static const char body[] = "not found\n";
+        return http_respond(wsi, c, HTTP_STATUS_NOT_FOUND, "text/plain; charset=utf-8", body,
+                            sizeof body - 1, false);
+    }
+    if (!http_authorized(ws, wsi, path)) {
+        static const char body[] = "this needs the control token: ?token=TOKEN or an "
+                                   "\"Authorization: Bearer TOKEN\" header\n";
+        return http_respond(wsi, c, HTTP_STATUS_UNAUTHORIZED, "text/plain; charset=utf-8", body,
+                            sizeof body - 1, true);
+    }
+    static char store[HTTP_ARGS][HTTP_ARG_MAX]; /* service thread only */
+    const char *args[HTTP_ARGS];
+    int n_args = 0;
+    while (n_args < HTTP_ARGS && lws_hdr_copy_fragment(wsi, store[n_args], HTTP_ARG_MAX,
+                                                       WSI_TOKEN_HTTP_URI_ARGS, n_args) >= 0) {
+        args[n_args] = store[n_args];
+        n_args++;
+    }
+    struct trk_ws_http_reply r = { 0 };
+    ws->http_handler(ws->http_user, path, args, n_args, &r);
+    int rc = r.status ? http_respond(wsi, c, r.status,
+                                     r.content_type ? r.content_type : "application/octet-stream",
+                                     r.body, r.len, false)
+                      : http_respond(wsi, c, HTTP_STATUS_INTERNAL_SERVER_ERROR,
+                                     "text/plain; charset=utf-8", "no answer\n", 10, false);
+    free(r.body);
+    return rc;
+}
+
 /* ------------------------------------------------------- lws callback */
 
 static bool uri_is_ws_path(struct lws *wsi)
@@ -736,7 +877,7 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
 
     case LWS_CALLBACK_FILTER_HTTP_CONNECTION:
         /* A file request, before the mount opens anything. */
-        if (ws->web_root && !path_allowed(ws, in, len)) {
+        if (ws->web_root && !is_route(ws, in, len) && !path_allowed(ws, in, len)) {
             lws_return_http_status(wsi, HTTP_STATUS_NOT_FOUND, NULL);
             return -1;
         }
@@ -765,7 +906,7 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
     case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
         /* WebSocket only at /ws: other paths are for files. No new
          * clients once the server says goodbye (trk_ws_shutdown). */
-        if (!uri_is_ws_path(wsi)) return 1;
+        if (ws->no_websocket || !uri_is_ws_path(wsi)) return 1;
         pthread_mutex_lock(&ws->lock);
         bool refuse = ws->closing;
         pthread_mutex_unlock(&ws->lock);
@@ -865,6 +1006,20 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
         if (ws) drain(ws);
         break;
 
+    case LWS_CALLBACK_HTTP: return http_request(ws, wsi, c);
+
+    case LWS_CALLBACK_HTTP_WRITEABLE:
+        if (c && c->http_body) return http_write_more(wsi, c);
+        break;
+
+    case LWS_CALLBACK_HTTP_DROP_PROTOCOL:
+    case LWS_CALLBACK_CLOSED_HTTP:
+        if (c) {
+            free(c->http_body);
+            c->http_body = NULL;
+        }
+        break;
+
     default: break;
     }
     /* HTTP file serving from the mount is lws's own work. */
@@ -872,6 +1027,28 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
 }
 
 /* ---------------------------------------------------------- public API */
+
+/* A NULL-terminated copy of in (NULL stays NULL). 0 or TRK_ENOMEM. */
+static int dup_list(const char *const *in, char ***out)
+{
+    *out = NULL;
+    if (!in) return 0;
+    size_t n = 0;
+    while (in[n])
+        n++;
+    if (!(*out = calloc(n + 1, sizeof **out))) return TRK_ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        if (!((*out)[i] = strdup(in[i]))) return TRK_ENOMEM;
+    return 0;
+}
+
+static void free_list(char ***list)
+{
+    for (size_t i = 0; *list && (*list)[i]; i++)
+        free((*list)[i]);
+    free(*list);
+    *list = NULL;
+}
 
 int trk_ws_create(const struct trk_ws_cfg *cfg, struct trk_ws **out)
 {
@@ -902,6 +1079,12 @@ int trk_ws_create(const struct trk_ws_cfg *cfg, struct trk_ws **out)
         for (size_t i = 0; i < n; i++)
             if (!(ws->owner_types[i] = strdup(cfg->owner_types[i]))) goto nomem;
     }
+    if (dup_list(cfg->http_paths, &ws->http_paths) ||
+        dup_list(cfg->http_private_paths, &ws->http_private))
+        goto nomem;
+    ws->http_handler = cfg->http_handler;
+    ws->http_user = cfg->http_user;
+    ws->no_websocket = cfg->no_websocket;
     if (cfg->control_types) {
         size_t n = 0, bytes = 0;
         while (cfg->control_types[n])
@@ -1144,6 +1327,25 @@ int trk_ws_start(struct trk_ws *ws)
         ws->mount.origin_protocol = LWSMPRO_FILE;
     }
 
+    /* The http_paths: callback mounts, which lws prefers to "/" (the
+     * longest mountpoint that matches wins). */
+    size_t n_routes = 0;
+    while (ws->http_paths && ws->http_paths[n_routes])
+        n_routes++;
+    free(ws->route_mounts);
+    ws->route_mounts = n_routes ? calloc(n_routes, sizeof *ws->route_mounts) : NULL;
+    if (n_routes && !ws->route_mounts) return TRK_ENOMEM;
+    for (size_t i = 0; i < n_routes; i++) {
+        struct lws_http_mount *m = &ws->route_mounts[i];
+        m->mountpoint = ws->http_paths[i];
+        m->mountpoint_len = (unsigned char)strlen(ws->http_paths[i]);
+        m->origin = WS_SUBPROTOCOL;
+        m->origin_protocol = LWSMPRO_CALLBACK;
+        m->mount_next = i + 1 < n_routes ? &ws->route_mounts[i + 1]
+                        : ws->web_root   ? &ws->mount
+                                         : NULL;
+    }
+
     struct sockaddr_storage sa;
     char numeric[INET6_ADDRSTRLEN + 8];
     int err = pick_address(ws, &sa, numeric, sizeof numeric);
@@ -1167,7 +1369,7 @@ int trk_ws_start(struct trk_ws *ws)
     info.port = ws->port;
     info.iface = numeric[0] ? numeric : NULL;
     info.protocols = ws->protocols;
-    info.mounts = ws->web_root ? &ws->mount : NULL;
+    info.mounts = n_routes ? ws->route_mounts : ws->web_root ? &ws->mount : NULL;
     info.vhost_name = "trackd";
     /* TCP keepalive finds peers that vanished (cable pulled, laptop closed)
      * on otherwise idle connections. */
@@ -1431,6 +1633,9 @@ void trk_ws_destroy(struct trk_ws **pws)
     for (size_t i = 0; ws->owner_types && ws->owner_types[i]; i++)
         free(ws->owner_types[i]);
     free(ws->owner_types);
+    free_list(&ws->http_paths);
+    free_list(&ws->http_private);
+    free(ws->route_mounts);
     free(ws->web_root);
     free(ws->root_real);
     free(ws->conns);

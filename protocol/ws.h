@@ -13,10 +13,12 @@
  * keep only the newest pending one. Every message dropped is counted for the
  * client and in the totals. The wire format is protocol/PROTOCOL.md.
  *
- * Endpoints: ws://ADDR:PORT/ws (subprotocol "trackd.v1", or none), and HTTP
- * GET of files under cfg->web_root at "/" (index.html by default); only files
- * whose real path (symlinks resolved) is inside the web root's are served,
- * others get 404, and directories are never listed.
+ * Endpoints: ws://ADDR:PORT/ws (subprotocol "trackd.v1", or none), HTTP
+ * GET of the paths in cfg->http_paths, answered by cfg->http_handler (the
+ * daemon's /metrics, /healthz, /snapshot.jpg), and HTTP GET of files under
+ * cfg->web_root at "/" (index.html by default); only files whose real path
+ * (symlinks resolved) is inside the web root's are served, others get 404,
+ * and directories are never listed.
  *
  * Hardening: at most cfg->max_clients connections (HTTP and WebSocket) at
  * once, more get an HTTP 503 and are closed at accept; a request head must
@@ -42,6 +44,23 @@ extern "C" {
 #endif
 
 struct trk_ws;
+
+/* The answer to an HTTP GET of one of cfg->http_paths, filled in by
+ * cfg->http_handler. */
+struct trk_ws_http_reply {
+    int status;               /* HTTP status: 200, 404, 503, ...              */
+    const char *content_type; /* a literal, e.g. "text/plain; charset=utf-8" */
+    unsigned char *body;      /* malloc'd; the server frees it (NULL: none)   */
+    size_t len;
+};
+
+/* Called on the service thread for a GET of one of cfg->http_paths (path is
+ * that entry) that passed the token rule (http_private_paths). args are the
+ * URL's query arguments as lws decodes them, each "name=value" (or "name"),
+ * n_args of them. Fills *reply; a status of 0 is answered with 500. Must
+ * not block for long: the service thread serves every client. */
+typedef void (*trk_ws_http_handler)(void *user, const char *path, const char *const *args,
+                                    int n_args, struct trk_ws_http_reply *reply);
 
 /* Called on the service thread for each valid control message that the server
  * does not answer itself (types in cfg->control_types). json is the message
@@ -83,6 +102,17 @@ struct trk_ws_cfg {
      * owned by that uid; anyone else, and any peer that cannot be looked up
      * (another machine), gets "unauthorized". Cached per connection. */
     const char *const *owner_types;
+    /* HTTP paths answered by http_handler rather than from the web root
+     * (NULL-terminated, exact paths such as "/metrics"; NULL = none). */
+    const char *const *http_paths;
+    trk_ws_http_handler http_handler;
+    void *http_user;
+    /* Of those, the ones that need the control token when there is one: as
+     * a ?token= query argument or an "Authorization: Bearer TOKEN" header;
+     * without it they get 401. NULL = none. */
+    const char *const *http_private_paths;
+    /* HTTP only: WebSocket upgrades are refused (a metrics listener). */
+    bool no_websocket;
 };
 
 #define TRK_WS_MAX_CLIENTS_DEFAULT 64
@@ -95,6 +125,10 @@ struct trk_ws_cfg {
 
 /* Default per-client result queue length. */
 #define TRK_WS_QUEUE_DEFAULT 8
+
+/* The value of query argument name ("mask" for "mask=red") among args as
+ * the http_handler gets them; "" for a bare "name"; NULL when absent. */
+const char *trk_ws_http_arg(const char *const *args, int n_args, const char *name);
 
 /* Allocates the server; nothing is bound yet. cfg is copied (strings too).
  * Returns 0 or TRK_EINVAL / TRK_ENOMEM; *out is NULL on failure. */

@@ -106,6 +106,7 @@ struct cuda_be {
     int nk;    /* kernel intervals recorded this frame */
     bool work; /* GPU work was queued (n > 0)          */
     double t_submit;
+    uint64_t up_bytes; /* copied to the device for the frame in flight */
 };
 
 /* Points t_log at an instance for the life of one entry point. */
@@ -554,6 +555,7 @@ int upload_rows(struct cuda_be *b, const struct trk_image *img, const struct lay
         const size_t dp = (size_t)L->pitch[p], sp = img->pitch[p];
         uint8_t *d = b->d_frame + L->off[p] + (size_t)a * dp;
         const uint8_t *src = img->plane[p] + (size_t)a * sp;
+        b->up_bytes += (uint64_t)(z - a) * L->p.row_bytes[p];
         if (pinned) {
             TRK_CUDA_TRY(cudaMemcpy2DAsync(d, dp, src, sp, L->p.row_bytes[p], (size_t)(z - a),
                                            cudaMemcpyHostToDevice, b->s_up));
@@ -712,6 +714,7 @@ int cu_submit(void *self, const struct trk_image *img, const struct trk_roi *roi
     log_scope ls(b);
     b->t_submit = trk_backend_now_ms();
     b->work = false;
+    b->up_bytes = 0;
     if (b->n == 0) return 0;
     TRK_CUDA_TRY(cudaSetDevice(b->dev));
     int err = submit_impl(b, img, rois);
@@ -760,6 +763,7 @@ int cu_wait(void *self, struct trk_obj_result *out, struct trk_backend_timing *t
     if (!b->work) {
         if (t) {
             t->upload_ms = t->kernel_ms = 0;
+            t->upload_bytes = 0;
             t->total_ms = trk_backend_now_ms() - b->t_submit;
         }
         return 0;
@@ -771,6 +775,7 @@ int cu_wait(void *self, struct trk_obj_result *out, struct trk_backend_timing *t
     decode(b->hp_res, b->pos, b->n, out);
     if (t) {
         t->upload_ms = elapsed(b->ev_up0, b->ev_up1);
+        t->upload_bytes = b->up_bytes;
         double k = b->roi ? elapsed(b->ev_roi0, b->ev_roi1) : 0;
         for (int i = 0; i < b->nk; i++)
             k += elapsed(b->ev_ks[i], b->ev_ke[i]);

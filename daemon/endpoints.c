@@ -1,0 +1,86 @@
+#include "endpoints.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const trk_endpoint_paths[] = { "/metrics", "/healthz", "/snapshot.jpg", NULL };
+/* Frames may show people and places: the snapshot needs the token wherever
+ * editing does. Counts and the health verdict reveal little and are read by
+ * scrapers and load balancers that hold no token. */
+const char *const trk_endpoint_private_paths[] = { "/snapshot.jpg", NULL };
+const char *const trk_endpoint_metrics_paths[] = { "/metrics", "/healthz", NULL };
+
+static const char text_type[] = "text/plain; charset=utf-8";
+
+/* Hands b's bytes to the reply (the server frees them). */
+static void reply_buf(struct trk_ws_http_reply *r, int status, const char *type, struct trk_buf *b)
+{
+    if (b->failed) {
+        trk_buf_free(b);
+        return; /* status 0: the server answers 500 */
+    }
+    r->status = status;
+    r->content_type = type;
+    r->body = (unsigned char *)b->data;
+    r->len = b->len;
+    b->data = NULL;
+}
+
+static void reply_text(struct trk_ws_http_reply *r, int status, const char *text)
+{
+    struct trk_buf b = { 0 };
+    trk_buf_puts(&b, text);
+    trk_buf_puts(&b, "\n");
+    reply_buf(r, status, text_type, &b);
+}
+
+/* "1", "true", "yes", "" (a bare ?overlay): on. */
+static bool arg_on(const char *v)
+{
+    return v && (!*v || !strcmp(v, "1") || !strcmp(v, "true") || !strcmp(v, "yes"));
+}
+
+/* GET /snapshot.jpg?overlay=1&mask=NAME */
+static void snapshot(const struct trk_endpoints *e, const char *const *args, int n_args,
+                     struct trk_ws_http_reply *r)
+{
+    char why[400];
+    const char *overlay = trk_ws_http_arg(args, n_args, "overlay");
+    const char *mask = trk_ws_http_arg(args, n_args, "mask");
+    if (overlay && !arg_on(overlay) && strcmp(overlay, "0") && strcmp(overlay, "false")) {
+        reply_text(r, 400, "overlay must be 1 or 0");
+        return;
+    }
+    if (mask && !*mask) {
+        reply_text(r, 400, "mask needs an object name: ?mask=NAME");
+        return;
+    }
+    struct trk_buf b = { 0 };
+    switch (trk_snapshot_jpeg(e->snapshot, arg_on(overlay), mask, &b, why, sizeof why)) {
+    case TRK_SNAPSHOT_OK: reply_buf(r, 200, "image/jpeg", &b); return;
+    case TRK_SNAPSHOT_NO_FRAME: reply_text(r, 503, why); break;
+    case TRK_SNAPSHOT_NO_OBJECT: reply_text(r, 404, why); break;
+    case TRK_SNAPSHOT_FAILED: reply_text(r, 500, why); break;
+    }
+    trk_buf_free(&b);
+}
+
+void trk_endpoints_http(void *user, const char *path, const char *const *args, int n_args,
+                        struct trk_ws_http_reply *r)
+{
+    const struct trk_endpoints *e = user;
+    char why[400];
+    if (!strcmp(path, "/metrics") && e->metrics) {
+        struct trk_buf b = { 0 };
+        trk_metrics_render(e->metrics, &b);
+        reply_buf(r, 200, "text/plain; version=0.0.4; charset=utf-8", &b);
+    } else if (!strcmp(path, "/healthz")) {
+        bool ok = trk_metrics_healthy(e->metrics, why, sizeof why);
+        reply_text(r, ok ? 200 : 503, why);
+    } else if (!strcmp(path, "/snapshot.jpg")) {
+        snapshot(e, args, n_args, r);
+    } else {
+        reply_text(r, 404, "not found");
+    }
+}
