@@ -39,6 +39,40 @@ double trk_bench_now_ms(void);
 /* Median of n values (sorts v in place); 0 when n == 0. */
 double trk_bench_median(double *v, size_t n);
 
+/* ------------------------------------------- device hooks of `blobs` */
+
+/* The blob experiment (bench_blobs.c) is plain C; what it measures on the
+ * device lives in .cu files that only CUDA builds compile. It reaches them
+ * through these weak declarations: in a build without them the symbol's
+ * address is NULL and the experiment says so instead of failing to link. */
+
+/* Median device time (ms, CUDA events) of one read of `bytes` bytes that
+ * were uploaded once from h (bench_cuda.cu's read kernel). 0, or -1 with a
+ * message on stderr. */
+int trk_bench_cuda_read_ms(const void *h, size_t bytes, int iters, double *ms)
+    __attribute__((weak));
+
+/* NPP's connected-component labelling on one mask (bench_blobs_npp.cu,
+ * compiled when CMake finds NPP): median device times of
+ * nppiLabelMarkersUF (8-way), nppiCompressMarkerLabelsUF and
+ * nppiCompressedMarkerLabelsUFInfo, and what they found, for checking. */
+#define TRK_BENCH_NPP_TOP 64
+struct trk_bench_npp_mask {
+    double label_ms, compress_ms, info_ms;
+    int components; /* foreground regions NPP found (background ones left out) */
+    int n_top;      /* entries in top: the largest regions' pixel counts, descending */
+    unsigned top[TRK_BENCH_NPP_TOP];
+};
+struct trk_object_def;
+/* For each of the n rgb objects, its mask of the RGB24 frame h_rgb (a
+ * threshold kernel writes 255 / 0 on the device, not timed), then NPP on it.
+ * out[i] per mask; *all_ms = median host wall time of labelling, compressing
+ * and measuring all n masks one after the other. 0, or -1 with why. */
+int trk_bench_npp_blobs(const unsigned char *h_rgb, int width, int height,
+                        const struct trk_object_def *objs, int n, int iters,
+                        struct trk_bench_npp_mask *out, double *all_ms, char *why, size_t why_len)
+    __attribute__((weak));
+
 #ifdef __cplusplus
 }
 #endif

@@ -802,3 +802,26 @@ __attribute__((constructor)) void register_cuda_experiments()
 }
 
 } // namespace
+
+/* For the blobs experiment (bench_blobs.c, plain C; bench.h): the GPU
+ * one-read floor of a frame, with the read kernel above, hot (a frame the
+ * backend has just uploaded is in L2 when it fits, as here). */
+extern "C" int trk_bench_cuda_read_ms(const void *h, size_t bytes, int iters, double *ms)
+{
+    gpu_ctx g;
+    *ms = 0;
+    if (ctx_open(g)) return -1;
+    void *d = nullptr;
+    int rc = 0;
+    if (cudaMalloc(&d, bytes) != cudaSuccess ||
+        cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice) != cudaSuccess) {
+        fprintf(stderr, "trackd-bench cuda: floor upload: %s\n",
+                cudaGetErrorString(cudaGetLastError()));
+        rc = -1;
+    } else {
+        *ms = time_read(g, d, bytes, iters, false);
+    }
+    cudaFree(d);
+    ctx_close(g);
+    return rc;
+}
