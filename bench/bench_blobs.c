@@ -201,6 +201,7 @@ struct bl_opts {
     enum trk_backend_kind kinds[BL_MAX_LIST];
     int nthreads, threads[BL_MAX_LIST];
     int warmup, iters, ref_iters, npp_iters;
+    enum trk_backend_kind truth; /* who computes the truth: cpu-ref, or cpu */
     uint64_t seed;
     const char *json, *opencv, *dump;
 };
@@ -218,6 +219,9 @@ static void bl_usage(FILE *f)
             "  --warmup N            untimed runs per row (default 2)\n"
             "  --iters N             timed runs per row (default 10)\n"
             "  --ref-iters N         timed runs of a cpu-ref row (default 1)\n"
+            "  --truth cpu-ref|cpu   who computes the truth (default cpu-ref; cpu = the fast\n"
+            "                        twin, all cores, which the unit tests hold equal to\n"
+            "                        cpu-ref: for large scenes where cpu-ref takes minutes)\n"
             "  --npp-iters N         timed runs of NPP per mask (default 10; NPP builds)\n"
             "  --seed N              scene seed (default %u)\n"
             "  --json FILE           write all results as JSON\n"
@@ -266,9 +270,12 @@ static int bl_pair(const char *s, int hi0, int hi1, int out[2])
 
 static int bl_parse(int argc, char **argv, struct bl_opts *o)
 {
-    *o = (struct bl_opts){
-        .warmup = 2, .iters = 10, .ref_iters = 1, .npp_iters = 10, .seed = BL_SEED
-    };
+    *o = (struct bl_opts){ .warmup = 2,
+                           .iters = 10,
+                           .ref_iters = 1,
+                           .npp_iters = 10,
+                           .seed = BL_SEED,
+                           .truth = TRK_BACKEND_CPU_REF };
     o->nsizes = 2;
     o->sizes[0][0] = 1920, o->sizes[0][1] = 1080, o->sizes[1][0] = 3840, o->sizes[1][1] = 2160;
     o->nlayouts = 3;
@@ -315,6 +322,9 @@ static int bl_parse(int argc, char **argv, struct bl_opts *o)
             bad = bl_int(v, 0, 100000, &o->warmup);
         } else if (!strcmp(a, "--iters")) {
             bad = bl_int(v, 1, 100000, &o->iters);
+        } else if (!strcmp(a, "--truth")) {
+            bad = strcmp(v, "cpu-ref") && strcmp(v, "cpu");
+            if (!bad) o->truth = trk_backend_kind_parse(v);
         } else if (!strcmp(a, "--ref-iters")) {
             bad = bl_int(v, 1, 100000, &o->ref_iters);
         } else if (!strcmp(a, "--npp-iters")) {
@@ -992,21 +1002,21 @@ static int run_blobs(int argc, char **argv)
     /* The truth: cpu-ref once per scene, untimed (a cpu-ref row, when
      * asked for, is timed on its own instance). */
     struct trk_backend *ref = NULL;
-    struct trk_backend_cfg rcfg = { .kind = TRK_BACKEND_CPU_REF,
-                                    .max_width = maxw,
-                                    .max_height = maxh };
+    struct trk_backend_cfg rcfg = { .kind = o.truth, .max_width = maxw, .max_height = maxh };
     int err = trk_backend_create(&rcfg, &ref);
     struct truth *truth = calloc(1, sizeof(*truth));
     static struct trk_obj_result res[TRK_MAX_OBJECTS];
     if (err || !truth) {
-        fprintf(stderr, "trackd-bench blobs: cpu-ref: %s\n", trk_strerror(err ? err : TRK_ENOMEM));
+        fprintf(stderr, "trackd-bench blobs: truth backend: %s\n",
+                trk_strerror(err ? err : TRK_ENOMEM));
         return 1;
     }
     bool have_gpu_floor = trk_bench_cuda_read_ms != NULL;
     bool have_npp = trk_bench_npp_blobs != NULL;
     printf("# trackd-bench --experiment blobs: seed %llu, warmup %d, iters %d (cpu-ref %d); "
-           "times are medians in ms\n",
-           (unsigned long long)o.seed, o.warmup, o.iters, o.ref_iters);
+           "times are medians in ms; truth: %s\n",
+           (unsigned long long)o.seed, o.warmup, o.iters, o.ref_iters,
+           o.truth == TRK_BACKEND_CPU ? "cpu (all cores)" : "cpu-ref");
     if (!have_npp) printf("# npp: not in this build (CUDA with NPP only)\n");
     printf("# blobs on = each object's blob list (K = blobs per colour); off = the same objects, "
            "aggregates only\n");
