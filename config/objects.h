@@ -73,6 +73,11 @@ struct trk_objects {
      * cameras before --control options. */
     int n_camera;
     struct trk_camera_control camera[TRK_CAMERA_MAX_CONTROLS];
+    /* The optional top-level "prefilter": {"gaussian": SIGMA}: the
+     * denoising pre-filter's standard deviation in pixels (gpu/prefilter.h,
+     * trk_backend_set_prefilter), 0..TRK_PREFILTER_MAX_SIGMA; 0 = off, also
+     * when the key is absent. */
+    double prefilter_sigma;
 };
 
 /* Reads and validates an objects file. Returns 0, or a negative code with
@@ -104,9 +109,9 @@ int trk_objects_parse_object(const struct json_t *obj, struct trk_object_def *de
 /* Checks a set built in code (or edited by a client) against the same rules
  * as the loader: 0..TRK_MAX_OBJECTS objects, names non-empty, NUL-terminated,
  * < TRK_NAME_MAX bytes, valid UTF-8 without control characters, unique;
- * known space; channels in range; lo <= hi except the hsv hue; min_mass >= 1.
- * Returns 0 or TRK_EINVAL with a message naming the object (msg may be
- * NULL). */
+ * known space; channels in range; lo <= hi except the hsv hue; min_mass >= 1;
+ * prefilter_sigma in 0..TRK_PREFILTER_MAX_SIGMA. Returns 0 or TRK_EINVAL with a message naming the
+ * object (msg may be NULL). */
 int trk_objects_validate(const struct trk_objects *objs, char *msg, size_t msg_len);
 
 /* Writes "file:line:col: message" (or "file: message" when line is 0) into

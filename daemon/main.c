@@ -252,12 +252,19 @@ static int open_backend(struct app *a)
         .threads = s->threads,
     };
     int err;
+    /* --prefilter wins over the file (the pipeline applies the same rule to
+     * every object set after this one: edits, reloads). */
+    const double sigma = s->prefilter_set ? s->prefilter : a->objs.prefilter_sigma;
     if ((err = trk_backend_create(&a->backend_cfg, &a->backend)) ||
-        (err = trk_backend_set_objects(a->backend, a->objs.def, a->objs.n))) {
+        (err = trk_backend_set_objects(a->backend, a->objs.def, a->objs.n)) ||
+        (err = trk_backend_set_prefilter(a->backend, sigma))) {
         log_error_err(err, "cannot start the tracking backend");
         return TRK_EX_UNAVAILABLE;
     }
     log_info("backend: %s, %d objects", trk_backend_name(a->backend), a->objs.n);
+    if (sigma > 0)
+        log_info("pre-filter: Gaussian, sigma %g pixels%s", sigma,
+                 s->prefilter_set ? " (--prefilter)" : "");
     return 0;
 }
 
@@ -428,6 +435,8 @@ static struct trk_pipeline_cfg pipeline_cfg(struct app *a)
         .progress = s->progress == 1 || (s->progress < 0 && s->fast && isatty(STDERR_FILENO)),
         .stats_interval = s->stats_interval,
         .control = a->control,
+        .prefilter_set = s->prefilter_set,
+        .prefilter = s->prefilter,
     };
 }
 

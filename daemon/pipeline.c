@@ -15,6 +15,7 @@
 #include "color.h"
 #include "log.h"
 #include "messages.h"
+#include "prefilter.h"
 #include "control.h"
 #include "preview.h"
 #include "tracker.h"
@@ -87,6 +88,8 @@ struct pipeline {
     struct trk_frame *sample_frame;
     bool sampler_waiting; /* the sampler waits for a frame (not busy or resting) */
     bool helpers_quit;    /* the preview and sampler threads end */
+    /* The pre-filter the backend applies (0 = off), for the mask view. */
+    double prefilter;
 };
 
 static bool stopping(struct pipeline *p)
@@ -236,6 +239,17 @@ static int apply_objects(struct pipeline *p)
     } else if (atomic_exchange(&p->set_failed, false)) {
         log_info("object set applied (%d objects)", set->n);
     }
+    /* The pre-filter goes with the set (--prefilter overrides it). A
+     * backend that cannot have it (out of memory) tracks the raw frames. */
+    const double sigma = p->cfg->prefilter_set ? p->cfg->prefilter : set->prefilter_sigma;
+    int pe = trk_backend_set_prefilter(p->backend, sigma);
+    if (pe) {
+        log_error_err(pe, "cannot apply the pre-filter (sigma %g): tracking the raw frames", sigma);
+        trk_backend_set_prefilter(p->backend, 0);
+    }
+    pthread_mutex_lock(&p->lock);
+    p->prefilter = pe ? 0 : sigma;
+    pthread_mutex_unlock(&p->lock);
     int n = e ? 0 : set->n;
     /* Cannot fail: n is within the tracker's TRK_MAX_OBJECTS. */
     trk_tracker_reset(p->tracker, set->def, n);
@@ -428,10 +442,22 @@ static void *process_main(void *arg)
 /* The mask view: src downscaled to at most width (same nearest sampling as
  * the preview encoder), pixels that match def (the backends' rule, gpu/
  * color.h) white, the rest a dimmed copy of the picture, as an RGB24 image
- * in *buf that the encoder then takes unscaled. 0 or TRK_ENOMEM. */
+ * in *buf that the encoder then takes unscaled. With the pre-filter on, the
+ * match is tested on the filtered frame (what the backend tracks: the same
+ * bytes, gpu/prefilter.h, computed here on the preview thread into *pfb),
+ * the dimmed picture stays the raw one. 0 or TRK_ENOMEM. */
 static int render_mask(const struct trk_image *src, int width, const struct trk_object_def *def,
-                       uint8_t **buf, size_t *cap, struct trk_image *out)
+                       double sigma, struct trk_prefilter_buf *pfb, uint8_t **buf, size_t *cap,
+                       struct trk_image *out)
 {
+    struct trk_prefilter pf;
+    struct trk_image filtered;
+    const struct trk_image *test = src;
+    if (sigma > 0 && trk_prefilter_init(&pf, sigma) == 0) {
+        int err = trk_prefilter_apply(&pf, src, pfb, &filtered);
+        if (err) return err;
+        test = &filtered;
+    }
     int w, h;
     trk_msg_preview_size(src->width, src->height, width, &w, &h);
     if (w < 1) return TRK_EINVAL;
@@ -446,7 +472,7 @@ static int render_mask(const struct trk_image *src, int width, const struct trk_
         for (int x = 0; x < w; x++) {
             int sx = (int)(((long)x * 2 + 1) * src->width / (2L * w));
             uint8_t *px = *buf + ((size_t)y * w + x) * 3;
-            if (trk_pixel_matches(src, sx, sy, def)) {
+            if (trk_pixel_matches(test, sx, sy, def)) {
                 px[0] = px[1] = px[2] = 255;
             } else {
                 trk_image_pixel_rgb(src, sx, sy, px);
@@ -475,6 +501,7 @@ static void *preview_main(void *arg)
     int enc_width = cfg->preview_width;
     uint8_t *mask_buf = NULL;
     size_t mask_cap = 0;
+    struct trk_prefilter_buf pf_buf = { 0 };
     if (trk_preview_create(cfg->preview_width, cfg->preview_quality, &enc)) {
         log_error("cannot start the preview encoder; previews are off");
     }
@@ -500,7 +527,11 @@ static void *preview_main(void *arg)
             trk_preview_destroy(&enc);
             if (trk_preview_create(want_w, cfg->preview_quality, &enc) == 0) enc_width = want_w;
         }
-        if (mask && render_mask(img, enc_width, &mdef, &mask_buf, &mask_cap, &masked) == 0)
+        pthread_mutex_lock(&p->lock);
+        const double sigma = p->prefilter;
+        pthread_mutex_unlock(&p->lock);
+        if (mask &&
+            render_mask(img, enc_width, &mdef, sigma, &pf_buf, &mask_buf, &mask_cap, &masked) == 0)
             img = &masked;
         if (enc && trk_preview_encode(enc, img, &jpeg, &size, &pw, &ph) == 0) {
             if (size + TRK_PREVIEW_HDR > msg_cap) {
@@ -520,6 +551,7 @@ static void *preview_main(void *arg)
     }
     free(msg);
     free(mask_buf);
+    trk_prefilter_buf_free(&pf_buf);
     trk_preview_destroy(&enc);
     return NULL;
 }

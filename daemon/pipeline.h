@@ -49,6 +49,11 @@ struct trk_pipeline_cfg {
      * on), colour sampling, preview width / rate and the mask view.
      * Required. */
     struct trk_control *control;
+    /* prefilter_set: --prefilter's sigma (prefilter) overrides every
+     * object set's own prefilter_sigma; else each set's own applies
+     * (gpu/prefilter.h). */
+    bool prefilter_set;
+    double prefilter;
 };
 
 /* Every frame the source delivered is accounted for once: processed
