@@ -2,10 +2,12 @@
  * validate, default colours, write back, atomic save.
  *
  * Checks run in a fixed order so the reported error is predictable: the top
- * level (its keys, "camera", "prefilter"), then each object in array order; within an object: its
- * type, unknown keys (in text order), missing keys, space, name, lo, hi (types and ranges), lo <=
- * hi, min_mass, color; duplicate names last for that object. Only the first error is reported: a
- * config file is fixed one edit at a time, and later errors are often consequences of the first.
+ * level (its keys, "camera", "prefilter"), then each object in array order;
+ * within an object: its type, unknown keys (in text order), missing keys,
+ * space, name, lo, hi (types and ranges), lo <= hi, min_mass, color;
+ * duplicate names last for that object. Only the first error is reported: a
+ * config file is fixed one edit at a time, and later errors are often
+ * consequences of the first.
  */
 #include "objects.h"
 #include "utf8.h"
