@@ -2,10 +2,10 @@
  * validate, default colours, write back, atomic save.
  *
  * Checks run in a fixed order so the reported error is predictable: the top
- * level, then each object in array order; within an object: its type,
- * unknown keys (in text order), missing keys, space, name, lo, hi (types and
- * ranges), lo <= hi, min_mass, blobs, min_area, connectivity, color;
- * duplicate names last for that object.
+ * level (its keys, "camera", "prefilter"), then each object in array order;
+ * within an object: its type, unknown keys (in text order), missing keys,
+ * space, name, lo, hi (types and ranges), lo <= hi, min_mass, blobs,
+ * min_area, connectivity, color; duplicate names last for that object.
  * Only the first error is reported: a config file is fixed one edit at a
  * time, and later errors are often consequences of the first.
  */
@@ -26,6 +26,7 @@
 
 #include "color.h"
 #include "posindex.h"
+#include "prefilter.h"
 
 /* ------------------------------------------------------------ text helpers */
 
@@ -686,6 +687,51 @@ out:
     return rc;
 }
 
+/* "prefilter": {"gaussian": SIGMA}, SIGMA a number in 0..4 (0 = off). */
+static int parse_prefilter(struct vctx *c, const json_t *pf, struct trk_objects *out)
+{
+    char p[128];
+    int rc = 0;
+    push_key(c, "prefilter");
+    if (!json_is_object(pf)) {
+        rc = fail(c, 0, "prefilter must be an object, not %s", type_name(pf));
+        goto out;
+    }
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)pf, key, v)
+    {
+        if (strcmp(key, "gaussian") != 0) {
+            char q[72];
+            user_text(c, key, strlen(key), q, sizeof q);
+            push_user_key(c, key);
+            rc = fail(c, 1, "prefilter: unknown key %s (expected gaussian)", q);
+            pop(c);
+            goto out;
+        }
+    }
+    v = json_object_get(pf, "gaussian");
+    if (!v) {
+        rc = fail(c, 0, "prefilter: missing key \"gaussian\"");
+        goto out;
+    }
+    push_key(c, "gaussian");
+    if (!json_is_number(v)) {
+        rc = fail(c, 0, "%s must be a number, not %s", path_text(c, p, sizeof p), type_name(v));
+    } else {
+        const double sigma = json_number_value(v);
+        if (!(sigma >= 0 && sigma <= TRK_PREFILTER_MAX_SIGMA))
+            rc = fail(c, 0, "%s = %g is out of range 0..%g (pixels; 0 = off)",
+                      path_text(c, p, sizeof p), sigma, TRK_PREFILTER_MAX_SIGMA);
+        else
+            out->prefilter_sigma = sigma;
+    }
+    pop(c);
+out:
+    pop(c);
+    return rc;
+}
+
 /* The whole document {"objects": [...]} into out (zeroed first). */
 static int parse_root(struct vctx *c, const json_t *root, struct trk_objects *out)
 {
@@ -698,11 +744,15 @@ static int parse_root(struct vctx *c, const json_t *root, struct trk_objects *ou
     json_t *v;
     json_object_foreach((json_t *)root, key, v)
     {
-        if (strcmp(key, "objects") != 0 && strcmp(key, "camera") != 0) {
+        if (strcmp(key, "objects") != 0 && strcmp(key, "camera") != 0 &&
+            strcmp(key, "prefilter") != 0) {
             char q[72];
             user_text(c, key, strlen(key), q, sizeof q);
             push_user_key(c, key);
-            rc = fail(c, 1, "unknown key %s at top level (expected \"objects\" or \"camera\")", q);
+            rc = fail(c, 1,
+                      "unknown key %s at top level (expected \"objects\", \"camera\" or "
+                      "\"prefilter\")",
+                      q);
             pop(c);
             return rc;
         }
@@ -711,6 +761,8 @@ static int parse_root(struct vctx *c, const json_t *root, struct trk_objects *ou
     if (!arr) return fail(c, 0, "missing key \"objects\"");
     const json_t *cam = json_object_get(root, "camera");
     if (cam && (rc = parse_camera(c, cam, out))) return rc;
+    const json_t *pf = json_object_get(root, "prefilter");
+    if (pf && (rc = parse_prefilter(c, pf, out))) return rc;
     push_key(c, "objects");
     if (!json_is_array(arr)) {
         rc = fail(c, 0, "objects must be an array, not %s", type_name(arr));
@@ -985,6 +1037,11 @@ int trk_objects_validate(const struct trk_objects *objs, char *msg, size_t msg_l
         snprintf(msg, msg_len, "object count %d is out of range 0..%d", objs->n, TRK_MAX_OBJECTS);
         return TRK_EINVAL;
     }
+    if (!(objs->prefilter_sigma >= 0 && objs->prefilter_sigma <= TRK_PREFILTER_MAX_SIGMA)) {
+        snprintf(msg, msg_len, "prefilter.gaussian %g is out of range 0..%g", objs->prefilter_sigma,
+                 TRK_PREFILTER_MAX_SIGMA);
+        return TRK_EINVAL;
+    }
     for (int i = 0; i < objs->n; i++) {
         const struct trk_object_def *d = &objs->def[i];
         const char *nul = memchr(d->name, 0, sizeof d->name);
@@ -1144,6 +1201,15 @@ char *trk_objects_to_json(const struct trk_objects *objs)
             sb_printf(&b, ": %ld", objs->camera[i].value);
         }
         sb_printf(&b, "}}");
+    }
+    /* The pre-filter when on, with the fewest digits that read back as the
+     * same double. */
+    if (objs->prefilter_sigma > 0) {
+        char num[32];
+        snprintf(num, sizeof num, "%.15g", objs->prefilter_sigma);
+        if (strtod(num, NULL) != objs->prefilter_sigma)
+            snprintf(num, sizeof num, "%.17g", objs->prefilter_sigma);
+        sb_printf(&b, ",\n  \"prefilter\": {\"gaussian\": %s}", num);
     }
     sb_printf(&b, "\n}\n");
     if (b.oom) {

@@ -77,6 +77,11 @@ struct trk_objects {
      * cameras before --control options. */
     int n_camera;
     struct trk_camera_control camera[TRK_CAMERA_MAX_CONTROLS];
+    /* The optional top-level "prefilter": {"gaussian": SIGMA}: the
+     * denoising pre-filter's standard deviation in pixels (gpu/prefilter.h,
+     * trk_backend_set_prefilter), 0..TRK_PREFILTER_MAX_SIGMA; 0 = off, also
+     * when the key is absent. */
+    double prefilter_sigma;
 };
 
 /* Reads and validates an objects file. Returns 0, or a negative code with
@@ -111,9 +116,9 @@ int trk_objects_parse_object(const struct json_t *obj, struct trk_object_def *de
  * known space; channels in range; lo <= hi except the hsv hue; min_mass >= 1;
  * blobs 0..TRK_MAX_BLOBS; min_area 1..TRK_OBJECTS_MIN_AREA_MAX; connectivity
  * 4 or 8 (the loader stores absent keys as 0, 1 and 8: a set built in code
- * must too, though a backend also takes 0 for the last two).
- * Returns 0 or TRK_EINVAL with a message naming the object (msg may be
- * NULL). */
+ * must too, though a backend also takes 0 for the last two);
+ * prefilter_sigma in 0..TRK_PREFILTER_MAX_SIGMA. Returns 0 or TRK_EINVAL
+ * with a message naming the object (msg may be NULL). */
 int trk_objects_validate(const struct trk_objects *objs, char *msg, size_t msg_len);
 
 /* Writes "file:line:col: message" (or "file: message" when line is 0) into

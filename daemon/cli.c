@@ -11,6 +11,7 @@
 #define LOG_TAG "trackd"
 #include "backend.h"
 #include "log.h"
+#include "prefilter.h"
 #include "source.h"
 #include "v4l2.h"
 
@@ -60,7 +61,7 @@ struct opt {
     const char *help;
 };
 
-static parse_fn parse_listen, parse_metrics_listen, parse_size, parse_control;
+static parse_fn parse_listen, parse_metrics_listen, parse_size, parse_control, parse_prefilter;
 
 /* The field f of struct trk_settings; the build fails unless it is of type T. */
 #define FIELD(f, T)                                                                                \
@@ -107,6 +108,9 @@ static const struct opt opts[] = {
       .help = "auto|cpu|cpu-ref|cuda" },
     { "threads", 0, "N", INT(threads), .lo = 0, .hi = 256, .def = "0", .def_note = " = one per core",
       .form = "N ({lo}..{hi}; 0 = one per core)", .help = "CPU backend worker threads" },
+    { "prefilter", 0, "SIGMA", PARSE(parse_prefilter), .lo = 0, .hi = TRK_PREFILTER_MAX_SIGMA,
+      .form = "SIGMA in pixels ({lo}..{hi}; 0 = off), e.g. 1.5",
+      .help = "blur frames with a Gaussian of SIGMA pixels before the colour test (denoising; overrides the objects file's \"prefilter\")" },
     { "device", 'd', "DEV", TEXT(device),
       .help = "track a V4L2 camera (/dev/videoN or /dev/v4l/by-id/...); reopened when it comes back" },
     { "format", 0, "FMT", NAME(cam_format, trk_cam_format_parse), .def = "auto",
@@ -307,6 +311,14 @@ static bool parse_control(const char *a, const struct opt *o, struct trk_setting
     if (s->n_controls >= o->hi || !trk_cam_control_parse(a, &s->controls[s->n_controls]))
         return false;
     s->n_controls++;
+    return true;
+}
+
+/* SIGMA in lo..hi; remembered as given, so that it overrides the file. */
+static bool parse_prefilter(const char *a, const struct opt *o, struct trk_settings *s)
+{
+    if (!parse_double(a, o->lo, o->hi, &s->prefilter)) return false;
+    s->prefilter_set = true;
     return true;
 }
 

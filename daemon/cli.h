@@ -29,6 +29,10 @@ struct trk_settings {
     const char *web_root;
     int backend; /* enum trk_backend_kind */
     int threads; /* 0 = cores */
+    /* --prefilter: the pre-filter's sigma, overriding the objects file's
+     * "prefilter" when prefilter_set (gpu/prefilter.h; 0 = off). */
+    double prefilter;
+    bool prefilter_set;
     /* --size / --fps; 0 = not given: the demo scene's TRK_DEMO_* (source.h),
      * a camera's TRK_V4L2_* size (v4l2.h) at its own rate */
     int width, height;

@@ -469,6 +469,8 @@ static void handle_set_objects(struct trk_control *c, const struct request *r)
     struct trk_config_error cerr;
     int err = root && n ? trk_objects_from_json(root, "set_objects", n, &cerr) : TRK_ENOMEM;
     if (!err) {
+        /* The message carries objects only: the set keeps its pre-filter. */
+        n->prefilter_sigma = c->objs.prefilter_sigma;
         c->objs = *n;
         changed_locked(c);
         ack_int(c, r, "count", n->n);

@@ -269,7 +269,11 @@ static int open_backend(struct app *a)
         .threads = s->threads,
     };
     int err;
-    if ((err = trk_backend_create(&a->backend_cfg, &a->backend))) {
+    /* --prefilter wins over the file (the pipeline applies the same rule to
+     * every object set after this one: edits, reloads). */
+    const double sigma = s->prefilter_set ? s->prefilter : a->objs.prefilter_sigma;
+    if ((err = trk_backend_create(&a->backend_cfg, &a->backend)) ||
+        (err = trk_backend_set_prefilter(a->backend, sigma))) {
         log_error_err(err, "cannot start the tracking backend");
         return TRK_EX_UNAVAILABLE;
     }
@@ -289,6 +293,9 @@ static int open_backend(struct app *a)
         return TRK_EX_UNAVAILABLE;
     }
     log_info("backend: %s, %d objects", trk_backend_name(a->backend), a->objs.n);
+    if (sigma > 0)
+        log_info("pre-filter: Gaussian, sigma %g pixels%s", sigma,
+                 s->prefilter_set ? " (--prefilter)" : "");
     return 0;
 }
 
@@ -527,6 +534,8 @@ static struct trk_pipeline_cfg pipeline_cfg(struct app *a)
         .watchdog_period = trk_notify_watchdog_period(),
         .metrics = a->ep.metrics,
         .snapshot = a->ep.snapshot,
+        .prefilter_set = s->prefilter_set,
+        .prefilter = s->prefilter,
     };
 }
 

@@ -15,6 +15,7 @@
 #include "color.h"
 #include "log.h"
 #include "messages.h"
+#include "prefilter.h"
 #include "control.h"
 #include "notify.h"
 #include "metrics.h"
@@ -112,6 +113,8 @@ struct pipeline {
     struct trk_frame *sample_frame;
     bool sampler_waiting; /* the sampler waits for a frame (not busy or resting) */
     bool helpers_quit;    /* the preview and sampler threads end */
+    /* The pre-filter the backend applies (0 = off), for the mask view. */
+    double prefilter;
 };
 
 static bool stopping(struct pipeline *p)
@@ -285,6 +288,17 @@ static int apply_objects(struct pipeline *p)
     } else if (atomic_exchange(&p->set_failed, false)) {
         log_info("object set applied (%d objects)", set->n);
     }
+    /* The pre-filter goes with the set (--prefilter overrides it). A
+     * backend that cannot have it (out of memory) tracks the raw frames. */
+    const double sigma = p->cfg->prefilter_set ? p->cfg->prefilter : set->prefilter_sigma;
+    int pe = trk_backend_set_prefilter(p->backend, sigma);
+    if (pe) {
+        log_error_err(pe, "cannot apply the pre-filter (sigma %g): tracking the raw frames", sigma);
+        trk_backend_set_prefilter(p->backend, 0);
+    }
+    pthread_mutex_lock(&p->lock);
+    p->prefilter = pe ? 0 : sigma;
+    pthread_mutex_unlock(&p->lock);
     int n = e ? 0 : set->n;
     /* Cannot fail: n is within the tracker's TRK_MAX_OBJECTS. */
     trk_tracker_reset(p->tracker, set->def, n);
@@ -564,6 +578,7 @@ static void *preview_main(void *arg)
     uint8_t *msg = NULL;
     size_t msg_cap = 0;
     int enc_width = cfg->preview_width;
+    struct trk_prefilter_buf pf_buf = { 0 };
     if (trk_preview_create(cfg->preview_width, cfg->preview_quality, &enc)) {
         log_error("cannot start the preview encoder; previews are off");
     }
@@ -587,7 +602,21 @@ static void *preview_main(void *arg)
             trk_preview_destroy(&enc);
             if (trk_preview_create(want_w, cfg->preview_quality, &enc) == 0) enc_width = want_w;
         }
-        if (enc && trk_preview_rgb(enc, &f->img, mask ? &mdef : NULL, &rgb) == 0 &&
+        /* With the pre-filter on, the mask view tests the filtered frame
+         * (what the backend tracks: the same bytes, gpu/prefilter.h, made
+         * here on the preview thread); the dimmed picture stays raw. */
+        const struct trk_image *test = &f->img;
+        struct trk_image filtered;
+        if (mask) {
+            pthread_mutex_lock(&p->lock);
+            const double sigma = p->prefilter;
+            pthread_mutex_unlock(&p->lock);
+            struct trk_prefilter pf;
+            if (sigma > 0 && trk_prefilter_init(&pf, sigma) == 0 &&
+                trk_prefilter_apply(&pf, &f->img, &pf_buf, &filtered) == 0)
+                test = &filtered;
+        }
+        if (enc && trk_preview_rgb(enc, &f->img, mask ? &mdef : NULL, test, &rgb) == 0 &&
             trk_preview_compress(enc, &rgb, &jpeg, &size) == 0) {
             if (size + TRK_PREVIEW_HDR > msg_cap) {
                 uint8_t *n = realloc(msg, size + TRK_PREVIEW_HDR);
@@ -606,6 +635,7 @@ static void *preview_main(void *arg)
         trk_pool_release(&p->pool, f);
     }
     free(msg);
+    trk_prefilter_buf_free(&pf_buf);
     trk_preview_destroy(&enc);
     return NULL;
 }

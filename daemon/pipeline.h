@@ -63,6 +63,11 @@ struct trk_pipeline_cfg {
      * snapshot; the source's state and outages go to the metrics. */
     struct trk_metrics *metrics;
     struct trk_snapshot *snapshot;
+    /* prefilter_set: --prefilter's sigma (prefilter) overrides every
+     * object set's own prefilter_sigma; else each set's own applies
+     * (gpu/prefilter.h). */
+    bool prefilter_set;
+    double prefilter;
 };
 
 /* Every frame the source delivered is accounted for once: processed

@@ -44,8 +44,10 @@ void trk_preview_destroy(struct trk_preview **pp)
 }
 
 int trk_preview_rgb(struct trk_preview *p, const struct trk_image *img,
-                    const struct trk_object_def *mask, struct trk_image *rgb)
+                    const struct trk_object_def *mask, const struct trk_image *mask_img,
+                    struct trk_image *rgb)
 {
+    const struct trk_image *test = mask_img ? mask_img : img;
     int w, h;
     trk_msg_preview_size(img->width, img->height, p->max_width, &w, &h);
     if (w < 1) return TRK_EINVAL;
@@ -62,7 +64,7 @@ int trk_preview_rgb(struct trk_preview *p, const struct trk_image *img,
         for (int x = 0; x < w; x++) {
             int sx = (int)(((long)x * 2 + 1) * img->width / (2L * w));
             uint8_t *px = p->rgb + ((size_t)y * w + x) * 3;
-            if (mask && trk_pixel_matches(img, sx, sy, mask)) {
+            if (mask && trk_pixel_matches(test, sx, sy, mask)) {
                 px[0] = px[1] = px[2] = 255;
             } else {
                 trk_image_pixel_rgb(img, sx, sy, px);
@@ -105,7 +107,7 @@ int trk_preview_encode(struct trk_preview *p, const struct trk_image *img, const
                        size_t *size, int *out_w, int *out_h)
 {
     struct trk_image rgb;
-    int err = trk_preview_rgb(p, img, NULL, &rgb);
+    int err = trk_preview_rgb(p, img, NULL, NULL, &rgb);
     if (!err) err = trk_preview_compress(p, &rgb, jpeg, size);
     if (err) return err;
     *out_w = rgb.width;

@@ -24,9 +24,12 @@ int trk_preview_encode(struct trk_preview *p, const struct trk_image *img, const
  * into its own RGB24 buffer, described by *rgb (writable: the snapshot
  * draws its overlay there; valid until the next call). With mask non-NULL
  * the mask view: pixels that match *mask (the backends' rule, gpu/color.h)
- * white, the rest a dimmed copy of the picture. 0, TRK_EINVAL, TRK_ENOMEM. */
+ * white, the rest a dimmed copy of the picture; the match is tested on
+ * mask_img when non-NULL (the pre-filtered frame, same size), else on img.
+ * 0, TRK_EINVAL, TRK_ENOMEM. */
 int trk_preview_rgb(struct trk_preview *p, const struct trk_image *img,
-                    const struct trk_object_def *mask, struct trk_image *rgb);
+                    const struct trk_object_def *mask, const struct trk_image *mask_img,
+                    struct trk_image *rgb);
 
 /* The second step: *rgb (from trk_preview_rgb) as a JPEG in the encoder's
  * own buffer, valid until the next call. 0, TRK_ENOMEM, TRK_EBACKEND. */

@@ -188,7 +188,7 @@ static enum trk_snapshot_status encode(struct trk_snapshot *s, struct slot *sl, 
     struct trk_image rgb;
     const uint8_t *jpeg;
     size_t size;
-    if (trk_preview_rgb(s->enc, &sl->img, mdef, &rgb)) {
+    if (trk_preview_rgb(s->enc, &sl->img, mdef, NULL, &rgb)) {
         snprintf(why, why_len, "cannot convert the frame");
         return TRK_SNAPSHOT_FAILED;
     }

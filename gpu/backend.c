@@ -178,6 +178,16 @@ int trk_backend_set_objects(struct trk_backend *b, const struct trk_object_def *
     return err;
 }
 
+int trk_backend_set_prefilter(struct trk_backend *b, double sigma)
+{
+    struct trk_prefilter pf;
+    if (b->in_flight || trk_prefilter_init(&pf, sigma)) return TRK_EINVAL;
+    /* The weights are made here, once, so that every backend filters with
+     * the same integers. */
+    if (!b->ops->set_prefilter) return sigma == 0 ? 0 : TRK_ENODEV;
+    return b->ops->set_prefilter(b->self, &pf);
+}
+
 int trk_backend_submit(struct trk_backend *b, const struct trk_image *img,
                        const struct trk_roi *rois)
 {

@@ -198,6 +198,15 @@ void trk_backend_destroy(struct trk_backend **b);
  * rebuild tables and upload them. */
 int trk_backend_set_objects(struct trk_backend *b, const struct trk_object_def *objs, int n);
 
+/* The denoising pre-filter (gpu/prefilter.h defines it): a separable
+ * Gaussian of standard deviation sigma pixels applied to every frame before
+ * thresholding, so aggregates and blobs both see the filtered frame; every
+ * backend gives the same bytes. 0 = off (the default); TRK_EINVAL unless
+ * 0 <= sigma <= TRK_PREFILTER_MAX_SIGMA (4.0) or while a frame is in flight;
+ * TRK_ENOMEM when its buffers (sized for the create-time maximum, made when
+ * first turned on) cannot be had. Not per frame. */
+int trk_backend_set_prefilter(struct trk_backend *b, double sigma);
+
 /* Processes one frame synchronously: out[i] for each of the n objects set.
  * rois: NULL = full frame for every object, else one trk_roi per object. */
 int trk_backend_process(struct trk_backend *b, const struct trk_image *img,

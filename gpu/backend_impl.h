@@ -3,6 +3,7 @@
 #define TRK_GPU_BACKEND_IMPL_H
 
 #include "backend.h"
+#include "prefilter.h"
 
 #include <string.h>
 #include <time.h>
@@ -28,6 +29,10 @@ struct trk_backend_ops {
      * backend.c checks obj and the state). NULL: the backend has no blobs,
      * and set_objects refuses objects with blobs > 0 (TRK_ENODEV). */
     int (*blobs)(void *self, int obj, const struct trk_blob **out);
+    /* The pre-filter from the next frame on (trk_backend_set_prefilter;
+     * backend.c built pf's kernels, pf->sigma == 0 turns it off). NULL: the
+     * backend has none, and only sigma 0 is accepted. */
+    int (*set_prefilter)(void *self, const struct trk_prefilter *pf);
 };
 
 /* The required members of a C backend's ops whose functions follow the

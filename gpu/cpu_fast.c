@@ -134,6 +134,28 @@ struct fctx {
 
 struct cpu_fast;
 
+/* The pre-filter (prefilter.h; section "pre-filter" below): its setting,
+ * buffers for the largest frame (made when it is first turned on) and one
+ * frame's job, which the pool runs in two rounds (every horizontal row,
+ * then every vertical row) before the threshold pass reads the result. */
+struct fast_pf {
+    struct trk_prefilter pf; /* sigma 0: off */
+    uint8_t *frame;          /* the filtered frame */
+    uint16_t *tmp;           /* 16-bit intermediate, one slab per grid */
+    uint8_t *pad;            /* row scratch, pad_stride bytes per worker */
+    size_t pad_stride;
+    /* One frame, written by the caller thread before the pool wakes. */
+    int phase; /* 0: the pool runs the threshold pass; 1 horizontal, 2 vertical */
+    const struct trk_image *src;
+    struct trk_image out;
+    uint8_t *dst[3];
+    struct trk_prefilter_chan ch[TRK_PREFILTER_MAX_CHANS];
+    int nch;
+    int first_unit[TRK_PREFILTER_MAX_CHANS + 1]; /* strips before grid i; [nch]: all */
+    size_t tmp_pitch, slab;
+    atomic_int next; /* strip dispenser */
+};
+
 /* One thread's private state. Worker 0 is the caller's thread. */
 struct worker {
     struct cpu_fast *be;
@@ -164,6 +186,7 @@ struct cpu_fast {
     int sync_ok; /* mu/go/done initialised */
     struct trk_obj_result res[TRK_MAX_OBJECTS];
     double total_ms;
+    struct fast_pf pf;
 };
 
 /* Adds the run [xs, xe] of row y to every object set in *maskp (nw words). */
@@ -452,6 +475,8 @@ static void run_share(struct worker *w, struct fctx *f, int n)
 
 /* --------------------------------------------------------------- the pool */
 
+static void pf_share(struct worker *w, struct cpu_fast *s);
+
 static void *worker_main(void *arg)
 {
     struct worker *w = arg;
@@ -468,7 +493,10 @@ static void *worker_main(void *arg)
         seen = s->gen;
         pthread_mutex_unlock(&s->mu);
 
-        run_share(w, &s->f, s->tab.n);
+        if (s->pf.phase)
+            pf_share(w, s);
+        else
+            run_share(w, &s->f, s->tab.n);
 
         pthread_mutex_lock(&s->mu);
         if (--s->pending == 0) pthread_cond_signal(&s->done);
@@ -500,6 +528,9 @@ static void fast_destroy(void *self)
     free(s->w);
     free(s->tab_mem);
     free(s->tab.sat);
+    free(s->pf.frame);
+    free(s->pf.tmp);
+    free(s->pf.pad);
     free(s);
 }
 
@@ -666,12 +697,115 @@ static int fast_set_objects(void *self, const struct trk_object_def *objs, int n
     return 0;
 }
 
+/* ------------------------------------------------------------ pre-filter */
+/* prefilter.h's fast row passes spread over the pool: strips of
+ * FAST_STRIP_ROWS rows of every grid from one dispenser, all horizontal
+ * strips in one round, all vertical ones in the next (a vertical row reads
+ * the horizontal rows of its neighbours). Any split gives the same bytes. */
+
+static size_t align64(size_t v)
+{
+    return (v + 63) / 64 * 64;
+}
+
+static int fast_set_prefilter(void *self, const struct trk_prefilter *pf)
+{
+    struct cpu_fast *s = self;
+    struct fast_pf *p = &s->pf;
+    if (pf->sigma > 0 && !p->frame) {
+        p->pad_stride = align64(trk_prefilter_pad_bytes(s->max_width));
+        uint8_t *frame =
+            aligned_alloc(64, align64(trk_prefilter_frame_bytes(s->max_width, s->max_height)));
+        uint16_t *tmp = aligned_alloc(
+            64, align64(trk_prefilter_tmp_elems(s->max_width, s->max_height) * sizeof(*tmp)));
+        uint8_t *pad = aligned_alloc(64, p->pad_stride * (size_t)s->nthreads);
+        if (!frame || !tmp || !pad) {
+            free(frame);
+            free(tmp);
+            free(pad);
+            return TRK_ENOMEM;
+        }
+        p->frame = frame, p->tmp = tmp, p->pad = pad;
+    }
+    p->pf = *pf;
+    return 0;
+}
+
+/* A thread's share of one round: strips until none is left. */
+static void pf_share(struct worker *w, struct cpu_fast *s)
+{
+    struct fast_pf *p = &s->pf;
+    uint8_t *pad = p->pad + (size_t)(w - s->w) * p->pad_stride;
+    for (;;) {
+        const int u = atomic_fetch_add_explicit(&p->next, 1, memory_order_relaxed);
+        if (u >= p->first_unit[p->nch]) break;
+        int i = 0;
+        while (u >= p->first_unit[i + 1])
+            i++;
+        const struct trk_prefilter_chan *c = &p->ch[i];
+        const int y0 = (u - p->first_unit[i]) * FAST_STRIP_ROWS;
+        const int y1 = y0 + FAST_STRIP_ROWS < c->height ? y0 + FAST_STRIP_ROWS : c->height;
+        uint16_t *slab = p->tmp + (size_t)i * p->slab;
+        if (p->phase == 1)
+            trk_prefilter_hrows(&p->pf, c, p->src, y0, y1, slab, p->tmp_pitch, pad);
+        else
+            trk_prefilter_vrows(&p->pf, c, slab, p->tmp_pitch, y0, y1, p->dst, p->out.pitch);
+    }
+}
+
+/* One round of phase on nt threads (1, or the whole pool). */
+static void pf_round(struct cpu_fast *s, int phase, int nt)
+{
+    s->pf.phase = phase;
+    atomic_store_explicit(&s->pf.next, 0, memory_order_relaxed);
+    if (nt > 1) {
+        pthread_mutex_lock(&s->mu);
+        s->pending = s->nthreads - 1;
+        s->gen++;
+        pthread_cond_broadcast(&s->go);
+        pthread_mutex_unlock(&s->mu);
+    }
+    pf_share(&s->w[0], s);
+    if (nt > 1) {
+        pthread_mutex_lock(&s->mu);
+        while (s->pending > 0)
+            pthread_cond_wait(&s->done, &s->mu);
+        pthread_mutex_unlock(&s->mu);
+    }
+}
+
+/* img filtered into the backend's frame, which is returned. */
+static const struct trk_image *pf_frame(struct cpu_fast *s, const struct trk_image *img)
+{
+    struct fast_pf *p = &s->pf;
+    trk_prefilter_frame_at(p->frame, img, &p->out, p->dst);
+    p->src = img;
+    p->nch = trk_prefilter_chans(img->fmt, img->width, img->height, p->ch);
+    TRK_ASSERT(p->nch > 0); /* backend.c checked the image */
+    p->tmp_pitch = trk_prefilter_tmp_pitch(img->width);
+    p->slab = trk_prefilter_tmp_slab(img->width, img->height);
+    p->first_unit[0] = 0;
+    for (int i = 0; i < p->nch; i++)
+        p->first_unit[i + 1] =
+            p->first_unit[i] + (p->ch[i].height + FAST_STRIP_ROWS - 1) / FAST_STRIP_ROWS;
+    const long px = (long)img->width * img->height;
+    const int nt = s->nthreads > 1 && px >= FAST_MIN_POOL_PIXELS ? s->nthreads : 1;
+    pf_round(s, 1, nt);
+    pf_round(s, 2, nt);
+    p->phase = 0;
+    return &p->out;
+}
+
+/* ------------------------------------------------------------ submit */
+
 static int fast_submit(void *self, const struct trk_image *img, const struct trk_roi *rois)
 {
     struct cpu_fast *s = self;
     struct fctx *f = &s->f;
     int n = s->tab.n;
     double t0 = trk_backend_now_ms();
+    /* Everything below (aggregates and blobs) sees the filtered frame. */
+    if (s->pf.pf.sigma > 0 && n > 0) img = pf_frame(s, img);
 
     f->tab = &s->tab;
     f->kern = &s->kern;
@@ -772,4 +906,5 @@ const struct trk_backend_ops trk_cpu_fast_ops = {
     TRK_BACKEND_OPS(fast, "cpu"),
     .describe = fast_describe,
     .variants = fast_variants,
+    .set_prefilter = fast_set_prefilter,
 };

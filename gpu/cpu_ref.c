@@ -45,6 +45,13 @@ struct cpu_ref {
     struct trk_blob (*blob)[TRK_MAX_BLOBS];
     uint8_t *mask;
     uint32_t *stack;
+    /* The pre-filter (prefilter.h): its setting, and the filtered frame and
+     * 16-bit intermediate, made when it is first turned on, for the largest
+     * frame; submit then thresholds the filtered frame. */
+    struct trk_prefilter pf;
+    int max_w, max_h;
+    uint8_t *pf_frame;
+    uint16_t *pf_tmp;
 };
 
 static void ref_destroy(void *self)
@@ -54,6 +61,8 @@ static void ref_destroy(void *self)
     free(s->blob);
     free(s->mask);
     free(s->stack);
+    free(s->pf_frame);
+    free(s->pf_tmp);
     free(s);
 }
 
@@ -62,6 +71,8 @@ static int ref_create(const struct trk_backend_cfg *cfg, void **self)
     struct cpu_ref *s = calloc(1, sizeof(*s));
     if (!s) return TRK_ENOMEM;
     const size_t px = (size_t)cfg->max_width * (size_t)cfg->max_height;
+    s->max_w = cfg->max_width;
+    s->max_h = cfg->max_height;
     s->blob = calloc(TRK_MAX_OBJECTS, sizeof(*s->blob));
     s->mask = malloc(px);
     /* Pixel indices are uint32: trackd frames stay far below 4 G pixels. */
@@ -191,10 +202,37 @@ static void label_object(struct cpu_ref *s, const struct trk_image *img,
     }
 }
 
+static int ref_set_prefilter(void *self, const struct trk_prefilter *pf)
+{
+    struct cpu_ref *s = self;
+    if (pf->sigma > 0 && !s->pf_frame) {
+        /* The largest grid of any format is a full-size luma or byte plane. */
+        uint8_t *frame = malloc(trk_prefilter_frame_bytes(s->max_w, s->max_h));
+        uint16_t *tmp = malloc((size_t)s->max_w * (size_t)s->max_h * sizeof(*tmp));
+        if (!frame || !tmp) {
+            free(frame);
+            free(tmp);
+            return TRK_ENOMEM;
+        }
+        s->pf_frame = frame;
+        s->pf_tmp = tmp;
+    }
+    s->pf = *pf;
+    return 0;
+}
+
 static int ref_submit(void *self, const struct trk_image *img, const struct trk_roi *rois)
 {
     struct cpu_ref *s = self;
     double t0 = trk_backend_now_ms();
+    struct trk_image filtered;
+    if (s->pf.sigma > 0 && s->n > 0) {
+        /* Everything below (aggregates and blobs) sees the filtered frame. */
+        uint8_t *dst[3];
+        trk_prefilter_frame_at(s->pf_frame, img, &filtered, dst);
+        trk_prefilter_ref(&s->pf, img, dst, filtered.pitch, s->pf_tmp);
+        img = &filtered;
+    }
     int ci = trk_coef_index((int)img->matrix, img->full_range);
     const struct trk_yuv2rgb_coef *k_yuv = &trk_yuv2rgb_coefs[ci];
     const struct trk_rgb2ycc_coef *k_ycc = &trk_rgb2ycc_coefs[ci];
@@ -237,4 +275,5 @@ static int ref_blobs(void *self, int obj, const struct trk_blob **out)
 
 /* No variants, and the name says it all (describe NULL). */
 const struct trk_backend_ops trk_cpu_ref_ops = { TRK_BACKEND_OPS(ref, "cpu-ref"),
-                                                 .blobs = ref_blobs };
+                                                 .blobs = ref_blobs,
+                                                 .set_prefilter = ref_set_prefilter };

@@ -107,6 +107,15 @@ struct cuda_be {
     bool work; /* GPU work was queued (n > 0)          */
     double t_submit;
     uint64_t up_bytes; /* copied to the device for the frame in flight */
+
+    /* The pre-filter (prefilter.cu): its setting; the filtered frame (the
+     * layout of d_frame) and the 16-bit intermediate, made when it is first
+     * turned on. While on, the kernels read d_filt through f. */
+    struct trk_prefilter pf;
+    uint8_t *d_filt;
+    uint16_t *d_pftmp;
+    int pftmp_pitch;
+    size_t pftmp_slab;
 };
 
 /* Points t_log at an instance for the life of one entry point. */
@@ -244,6 +253,8 @@ void be_free(struct cuda_be *b)
     cudaFree(b->d_rowmask);
     cudaFree(b->d_colmask);
     cudaFree(b->d_moct);
+    cudaFree(b->d_filt);
+    cudaFree(b->d_pftmp);
     if (b->events_made) {
         cudaEventDestroy(b->ev_up0);
         cudaEventDestroy(b->ev_up1);
@@ -586,6 +597,19 @@ void fill_frame(struct cuda_be *b, const struct trk_image *img, const struct lay
     f.r2y = trk_rgb2ycc_coefs[ci];
 }
 
+/* With the pre-filter on: the raw frame b->f (just filled) is filtered on
+ * the kernel stream into d_filt, and b->f then points there, so every
+ * kernel after it sees the filtered frame. Called once the whole frame is
+ * on the device (the filter reads rows around each row). */
+int queue_prefilter(struct cuda_be *b, const struct layout *L)
+{
+    const struct trk_cu_frame raw = b->f;
+    for (int p = 0; p < L->p.planes; p++)
+        b->f.plane[p] = b->d_filt + L->off[p];
+    return trk_cu_prefilter_launch(&b->pf, &raw, &b->f, b->d_pftmp, b->pftmp_pitch, b->pftmp_slab,
+                                   b->s_k);
+}
+
 struct trk_cu_job make_job(struct cuda_be *b, int row0, int row1, bool first)
 {
     struct trk_cu_job j;
@@ -668,6 +692,8 @@ int submit_impl(struct cuda_be *b, const struct trk_image *img, const struct trk
         pinned = pinned && host_pinned(img->plane[p]);
 
     int nb = b->bands;
+    /* MOCT and the pre-filter need the whole frame before their kernels. */
+    const bool whole = b->variant == V_MOCT || b->pf.sigma > 0;
     if (b->variant == V_MOCT)
         nb = 1;
     else if (!nb)
@@ -684,7 +710,7 @@ int submit_impl(struct cuda_be *b, const struct trk_image *img, const struct trk
         const int r1 = r0 + rows_per < img->height ? r0 + rows_per : img->height;
         if ((err = upload_rows(b, img, &L, r0, r1, pinned))) return err;
         TRK_CUDA_TRY(cudaEventRecord(b->ev_band[band], b->s_up));
-        if (b->variant == V_MOCT) continue;
+        if (whole) continue;
         TRK_CUDA_TRY(cudaStreamWaitEvent(b->s_k, b->ev_band[band], 0));
         TRK_CUDA_TRY(cudaEventRecord(b->ev_ks[band], b->s_k));
         if ((err = launch_rows(b, r0, r1, band == 0))) return err;
@@ -692,9 +718,10 @@ int submit_impl(struct cuda_be *b, const struct trk_image *img, const struct trk
     }
     TRK_CUDA_TRY(cudaEventRecord(b->ev_up1, b->s_up));
     b->nk = band;
-    if (b->variant == V_MOCT) {
+    if (whole) {
         TRK_CUDA_TRY(cudaStreamWaitEvent(b->s_k, b->ev_up1, 0));
         TRK_CUDA_TRY(cudaEventRecord(b->ev_ks[0], b->s_k));
+        if (b->pf.sigma > 0 && (err = queue_prefilter(b, &L))) return err;
         if ((err = launch_rows(b, 0, img->height, true))) return err;
         TRK_CUDA_TRY(cudaEventRecord(b->ev_ke[0], b->s_k));
         b->nk = 1;
@@ -790,6 +817,35 @@ const char *cu_describe(void *self)
     return ((struct cuda_be *)self)->name;
 }
 
+int cu_set_prefilter(void *self, const struct trk_prefilter *pf)
+{
+    struct cuda_be *b = (struct cuda_be *)self;
+    log_scope ls(b);
+    if (pf->sigma > 0 && !b->d_filt) {
+        TRK_CUDA_TRY(cudaSetDevice(b->dev));
+        b->pftmp_pitch = (int)align_up((size_t)b->max_w, 64);
+        b->pftmp_slab = (size_t)b->pftmp_pitch * (size_t)b->max_h;
+        uint8_t *filt = NULL;
+        uint16_t *tmp = NULL;
+        /* Padding bytes of d_filt are read (and masked off) like d_frame's:
+         * defined once here; the filter writes only samples. */
+        if (cudaMalloc(&filt, b->frame_bytes) != cudaSuccess ||
+            cudaMemset(filt, 0, b->frame_bytes) != cudaSuccess ||
+            cudaMalloc(&tmp, TRK_PREFILTER_MAX_CHANS * b->pftmp_slab * sizeof(*tmp)) !=
+                cudaSuccess) {
+            trk_log_write(TRK_LOG_ERROR, "cuda", 0, "pre-filter allocation failed (%dx%d): %s",
+                          b->max_w, b->max_h, cudaGetErrorString(cudaGetLastError()));
+            cudaFree(filt);
+            cudaFree(tmp);
+            return TRK_ENOMEM;
+        }
+        b->d_filt = filt;
+        b->d_pftmp = tmp;
+    }
+    b->pf = *pf;
+    return 0;
+}
+
 } // namespace
 
 extern "C" {
@@ -839,9 +895,10 @@ enum trk_cuda_status trk_cuda_probe(char *why, size_t why_len)
 }
 
 const struct trk_backend_ops trk_cuda_ops = {
-    "cuda",  cu_create,   cu_destroy,    cu_set_objects, cu_submit,
-    cu_wait, cu_describe, variant_names, NULL, /* blobs: not yet on the GPU, so set_objects refuses
-                                                  blobs > 0 */
+    "cuda",           cu_create,   cu_destroy,    cu_set_objects, cu_submit,
+    cu_wait,          cu_describe, variant_names, NULL, /* blobs: not yet on the GPU, so set_objects
+                                                           refuses blobs > 0 */
+    cu_set_prefilter,
 };
 
 /* ------------------------------------------------ bench_hooks.h */
@@ -864,6 +921,11 @@ int trk_cuda_bench_upload(struct trk_backend *bk, const struct trk_image *img,
         pinned = pinned && host_pinned(img->plane[p]);
     if ((err = upload_rows(b, img, &L, 0, img->height, pinned))) return err;
     TRK_CUDA_TRY(cudaStreamSynchronize(b->s_up));
+    /* The kernels timed next read the filtered frame, as tracking does. */
+    if (b->pf.sigma > 0 && b->n) {
+        if ((err = queue_prefilter(b, &L))) return err;
+        TRK_CUDA_TRY(cudaStreamSynchronize(b->s_k));
+    }
     b->roi = false;
     if (b->n && rois) {
         if ((err = queue_rois(b, rois))) return err;

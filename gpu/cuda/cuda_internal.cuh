@@ -197,6 +197,14 @@ int trk_cu_naive_launch(const struct trk_cu_job *job, cudaStream_t s);
 int trk_cu_roimask_launch(const struct trk_cu_job *job, uint32_t *d_rowmask, uint32_t *d_colmask,
                           cudaStream_t s);
 
+/* The pre-filter (gpu/prefilter.h) from src into dst, two launches on s
+ * (prefilter.cu): both frames have the same format and size; d_tmp holds
+ * TRK_PREFILTER_MAX_CHANS slabs of tmp_slab uint16, rows tmp_pitch apart
+ * (>= the width). Writes only the grids' samples of dst. pf must be on. */
+int trk_cu_prefilter_launch(const struct trk_prefilter *pf, const struct trk_cu_frame *src,
+                            const struct trk_cu_frame *dst, uint16_t *d_tmp, int tmp_pitch,
+                            size_t tmp_slab, cudaStream_t s);
+
 /* Seed-faithful MOCT (docs/ARCHITECTURE.md section 5). arr: 0 horizontal (1 x M),
  * 1 vertical (M x 1), 2 square (ceil(sqrt M)^2). r: reduction factor per
  * pass. */

@@ -40,6 +40,21 @@
 /* Reduction factors accepted: 2 .. this. */
 #define TRK_MOCT_MAX_R 1024
 
+/* ---- pre-filter (prefilter.cu) ----------------------------------------- */
+
+/* Horizontal pass: one thread per output sample, a tile of TRK_PF_H_BX
+ * samples x TRK_PF_H_BY rows per block. BX a multiple of 32, BX * BY <= 1024;
+ * BX >= TRK_PREFILTER_TAPS (the weights are loaded by the first threads). */
+#define TRK_PF_H_BX 128
+#define TRK_PF_H_BY 4
+/* Vertical pass: TRK_PF_V_BX (= 32, one warp per shared row) columns x
+ * TRK_PF_V_ROWS rows per block, TRK_PF_V_BY threads per column (each does
+ * ROWS / BY outputs, so the 2r apron rows are loaded once for many). ROWS a
+ * multiple of BY; shared (ROWS + 24) x 32 x 2 bytes. */
+#define TRK_PF_V_BX   32
+#define TRK_PF_V_BY   8
+#define TRK_PF_V_ROWS 32
+
 /* ---- frames, uploads ---------------------------------------------------- */
 
 /* Row pitch of device frame planes: a multiple of 16 (16-byte loads) and of
