@@ -830,7 +830,7 @@ static int time_row(struct scene_ctx *s, struct bl_runner *x, const struct trk_o
     if (!tw) return -1;
     int bad = 0;
     for (int it = -warm; it < iters; it++) {
-        struct trk_backend_timing t = { 0, 0, 0 };
+        struct trk_backend_timing t = { 0 };
         double t0 = trk_bench_now_ms();
         err = trk_backend_process(x->b, s->img, NULL, got, &t);
         double dt = trk_bench_now_ms() - t0;
