@@ -26,8 +26,37 @@
  * ROIs: the frame is scanned only over the union of the clipped ROIs, and
  * every run is clipped to each object's ROI when it is flushed.
  *
+ * Blobs (objects with blobs > 0; the same lists as cpu_ref.c, bit for bit):
+ * run-based labelling, the runs being the ones the row kernels already find.
+ *   - Frames with blob objects run a second copy of the kernels (KBLOBS in
+ *     cpu_fast_kern.h) whose flush also appends each blob object's clipped
+ *     run to the worker's list for that object, extending the row's last
+ *     run when they touch, so each run is maximal. Frames without blob
+ *     objects run the plain copy: blobs cost them nothing.
+ *   - Each strip (FAST_STRIP_ROWS rows, one thread) is labelled as it is
+ *     classified: after each row, one merge-like sweep joins its runs to the
+ *     connected runs of the row above (overlap widened by one pixel each
+ *     side for 8-connectivity) in a union-find over runs whose root is
+ *     always the smaller index, i.e. the earlier first pixel. At the end of
+ *     the strip every root becomes a strip component and each run adds its
+ *     stats to it: mass += len, sum_x by the arithmetic series, sum_y, bbox,
+ *     and crack edges 2 + 2 len minus 2 per pixel shared with a run above
+ *     (a 4-neighbour pair in the mask is always inside one blob, so that
+ *     side is inside for both runs).
+ *   - After the pool is done, the caller merges the seams: the last row of
+ *     each strip against the first of the next, with the same sweep, joins
+ *     strip components (of any workers; union by earlier first pixel, so a
+ *     root carries its blob's first pixel) and takes the shared pixels off
+ *     the perimeter. Every component's stats go to its root, and the roots
+ *     of mass >= min_area are kept in a sorted top-K (trk_blob_before).
+ *   Every integer is a sum or a min/max, so thread count and strip order
+ *   do not change the result. The lists are allocated at set_objects and
+ *   double when a frame needs more (noise, checkerboards), keeping their
+ *   size, so a steady stream of frames allocates nothing.
+ *
  * Threading contract: one caller thread at a time (backend.h); the pool's
- * workers touch only their own struct worker and read the frame context.
+ * workers touch only their own struct worker (blob lists included), read
+ * the frame context, and write the seam entries of the strips they took.
  */
 #include "backend_impl.h"
 #include "color.h"
