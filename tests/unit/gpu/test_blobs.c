@@ -497,6 +497,22 @@ static void run_picture(const char *scene, const uint8_t *rgb, int w, int h,
     }
 }
 
+/* The objects of one space only (each space has its own fast kernels:
+ * packed RGB read in place, rgb or ycbcr straight from YUV samples). */
+static void run_one_space(const char *scene, const uint8_t *rgb, int w, int h,
+                          const struct trk_object_def *objs, int n, enum trk_space sp, uint64_t *st)
+{
+    static struct trk_object_def sub[TRK_MAX_OBJECTS];
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (objs[i].space == sp) {
+            sub[m] = objs[i];
+            sub[m].blobs = sub[m].blobs ? sub[m].blobs : 16;
+            m++;
+        }
+    run_picture(scene, rgb, w, h, sub, m, st, 1);
+}
+
 /* --------------------------------------------------------- hand-made cases */
 
 /* Tiny pictures whose lists are worked out by hand: they check the oracle
@@ -653,6 +669,7 @@ int main(void)
         scene_shapes(rgb, w, h, &st);
         n = palette_objects(objs, &st);
         run_picture("shapes", rgb, w, h, objs, n, &st, small || si == nsizes - 2);
+        run_one_space("shapes, one space", rgb, w, h, objs, n, (enum trk_space)(si % 3), &st);
         scene_grid(rgb, w, h, &st);
         n = palette_objects(objs, &st);
         run_picture("grid", rgb, w, h, objs, n, &st, 0);
