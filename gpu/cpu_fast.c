@@ -154,8 +154,12 @@ struct blist {
     struct run *run;
     struct comp *comp;
     uint32_t nrun, caprun, ncomp, capcomp;
-    uint32_t row0;                    /* first run of the row being classified */
-    uint32_t rs[FAST_STRIP_ROWS + 1]; /* first run of each row of the current strip */
+    uint32_t row0; /* first run of the row being classified */
+    /* First run of each row of the current strip, filled lazily (rows
+     * without runs cost nothing): rs[0 .. nrs - 1] are set, and every row
+     * from nrs - 1 on starts at the list's end. */
+    uint32_t rs[FAST_STRIP_ROWS + 1];
+    uint32_t nrs;
 };
 
 /* Where a strip's first and last rows' runs are in its worker's list
@@ -223,7 +227,9 @@ struct worker {
     struct acc acc[TRK_MAX_OBJECTS];
     uint8_t *plane[FAST_PLANES]; /* max_width + padding bytes each */
     struct blist *bl;            /* one per blob object (cpu_fast.nb) */
-    int oom;                     /* a list could not grow this frame */
+    uint16_t *touched;           /* the blob objects with runs on the current row */
+    int ntouched;
+    int oom; /* a list could not grow this frame */
 };
 
 struct cpu_fast {
@@ -288,6 +294,7 @@ static void blob_run(struct worker *w, struct blist *L, int a, int b)
         w->oom = 1;
         return;
     }
+    if (L->nrun == L->row0) w->touched[w->ntouched++] = (uint16_t)(L - w->bl);
     L->run[L->nrun] = (struct run){ a, b, L->nrun, 0 };
     L->nrun++;
 }
@@ -643,16 +650,23 @@ static void strip_begin(struct worker *w, const struct fctx *f)
     for (int bi = 0; bi < f->nb; bi++) {
         struct blist *L = &w->bl[bi];
         L->rs[0] = L->row0 = L->nrun;
+        L->nrs = 1;
     }
+    w->ntouched = 0;
 }
 
-/* Row k of the current strip is classified: joins its runs to the
- * connected ones of row k - 1 and counts their shared pixels. */
+/* Row k of the current strip is classified: joins the runs of each object
+ * that has some on it to the connected ones of row k - 1 and counts their
+ * shared pixels. Objects without runs on the row are not visited. */
 static void label_row(struct worker *w, const struct fctx *f, int k)
 {
-    for (int bi = 0; bi < f->nb; bi++) {
+    for (int t = 0; t < w->ntouched; t++) {
+        const int bi = w->touched[t];
         struct blist *L = &w->bl[bi];
+        while (L->nrs <= (uint32_t)k)
+            L->rs[L->nrs++] = L->row0; /* the rows above without runs */
         L->rs[k + 1] = L->row0 = L->nrun;
+        L->nrs = (uint32_t)k + 2;
         if (k == 0) continue;
         struct run *r = L->run;
 #define TOUCH_IN_STRIP(i, j, ov)                                                                   \
@@ -664,6 +678,7 @@ static void label_row(struct worker *w, const struct fctx *f, int k)
                    TOUCH_IN_STRIP);
 #undef TOUCH_IN_STRIP
     }
+    w->ntouched = 0;
 }
 
 /* The strip [y0, y0 + rows) is classified: each run's root becomes a strip
@@ -679,8 +694,10 @@ static void strip_end(struct worker *w, const struct fctx *f, int y0, int rows)
     for (int bi = 0; bi < f->nb; bi++) {
         struct blist *L = &w->bl[bi];
         struct sinfo *si = &f->si[(size_t)strip * (size_t)f->nb + (size_t)bi];
-        *si = (struct sinfo){ L->rs[0], L->rs[1], L->rs[rows - 1], L->rs[rows] };
-        for (int k = 0; k < rows; k++) {
+#define RS(j) ((uint32_t)(j) < L->nrs ? L->rs[j] : L->nrun)
+        *si = (struct sinfo){ RS(0), RS(1), RS(rows - 1), RS(rows) };
+#undef RS
+        for (int k = 0; k + 1 < (int)L->nrs; k++) {
             const int32_t y = y0 + k;
             for (uint32_t i = L->rs[k]; i < L->rs[k + 1]; i++) {
                 struct run *R = &L->run[i];
@@ -884,7 +901,9 @@ static void blobs_free(struct cpu_fast *s, int nb)
             free(bl[bi].comp);
         }
         free(bl);
+        free(s->w[i].touched);
         s->w[i].bl = NULL;
+        s->w[i].touched = NULL;
     }
     free(s->si);
     free(s->strip_w);
@@ -1068,7 +1087,8 @@ static int blobs_alloc(struct cpu_fast *s, const struct trk_object_def *objs, in
         ok = next.si && next.strip_w && next.blob;
         for (int i = 0; ok && i < s->nthreads; i++) {
             nw[i].bl = calloc((size_t)nb, sizeof(*nw[i].bl));
-            ok = nw[i].bl != NULL;
+            nw[i].touched = calloc((size_t)nb, sizeof(*nw[i].touched));
+            ok = nw[i].bl && nw[i].touched;
             for (int bi = 0; ok && bi < nb; bi++) {
                 struct blist *L = &nw[i].bl[bi];
                 L->run = malloc(FAST_BLOB_RUNS0 * sizeof(*L->run));
@@ -1085,8 +1105,10 @@ static int blobs_alloc(struct cpu_fast *s, const struct trk_object_def *objs, in
         return TRK_ENOMEM;
     }
     blobs_free(s, s->nb);
-    for (int i = 0; i < s->nthreads; i++)
+    for (int i = 0; i < s->nthreads; i++) {
         s->w[i].bl = nw[i].bl;
+        s->w[i].touched = nw[i].touched;
+    }
     free(nw);
     s->si = next.si;
     s->strip_w = next.strip_w;
