@@ -156,8 +156,8 @@ struct blist {
     uint32_t nrun, caprun, ncomp, capcomp;
     uint32_t row0; /* first run of the row being classified */
     /* First run of each row of the current strip, filled lazily (rows
-     * without runs cost nothing): rs[0 .. nrs - 1] are set, and every row
-     * from nrs - 1 on starts at the list's end. */
+     * without runs cost nothing): rs[0 .. nrs - 1] are set; at the strip's
+     * end rs[j] for j >= nrs would be the list's end (no runs there). */
     uint32_t rs[FAST_STRIP_ROWS + 1];
     uint32_t nrs;
 };
@@ -255,11 +255,10 @@ struct cpu_fast {
     struct trk_obj_result res[TRK_MAX_OBJECTS];
     double total_ms;
     /* Blob objects, set by set_objects: nb of them; bidx/bext as in fctx,
-     * bobj[bi] = the object, and per blob index its K and min_area (>= 1). */
+     * and per blob index its K and min_area (>= 1). */
     int nb;
     int16_t bidx[TRK_MAX_OBJECTS];
     uint8_t bext[TRK_MAX_OBJECTS];
-    int bobj[TRK_MAX_OBJECTS];
     uint16_t bk[TRK_MAX_OBJECTS];
     uint64_t bmin[TRK_MAX_OBJECTS];
     int max_strips;                         /* strips of a max_height frame */
@@ -1119,7 +1118,6 @@ static int blobs_alloc(struct cpu_fast *s, const struct trk_object_def *objs, in
         s->bidx[i] = -1;
         if (!objs[i].blobs) continue;
         s->bidx[i] = (int16_t)nb;
-        s->bobj[nb] = i;
         s->bext[nb] = objs[i].connectivity != 4;
         s->bk[nb] = objs[i].blobs;
         s->bmin[nb] = objs[i].min_area ? objs[i].min_area : 1;
