@@ -26,8 +26,37 @@
  * ROIs: the frame is scanned only over the union of the clipped ROIs, and
  * every run is clipped to each object's ROI when it is flushed.
  *
+ * Blobs (objects with blobs > 0; the same lists as cpu_ref.c, bit for bit):
+ * run-based labelling, the runs being the ones the row kernels already find.
+ *   - Frames with blob objects run a second copy of the kernels (KBLOBS in
+ *     cpu_fast_kern.h) whose flush also appends each blob object's clipped
+ *     run to the worker's list for that object, extending the row's last
+ *     run when they touch, so each run is maximal. Frames without blob
+ *     objects run the plain copy: blobs cost them nothing.
+ *   - Each strip (FAST_STRIP_ROWS rows, one thread) is labelled as it is
+ *     classified: after each row, one merge-like sweep joins its runs to the
+ *     connected runs of the row above (overlap widened by one pixel each
+ *     side for 8-connectivity) in a union-find over runs whose root is
+ *     always the smaller index, i.e. the earlier first pixel. At the end of
+ *     the strip every root becomes a strip component and each run adds its
+ *     stats to it: mass += len, sum_x by the arithmetic series, sum_y, bbox,
+ *     and crack edges 2 + 2 len minus 2 per pixel shared with a run above
+ *     (a 4-neighbour pair in the mask is always inside one blob, so that
+ *     side is inside for both runs).
+ *   - After the pool is done, the caller merges the seams: the last row of
+ *     each strip against the first of the next, with the same sweep, joins
+ *     strip components (of any workers; union by earlier first pixel, so a
+ *     root carries its blob's first pixel) and takes the shared pixels off
+ *     the perimeter. Every component's stats go to its root, and the roots
+ *     of mass >= min_area are kept in a sorted top-K (trk_blob_before).
+ *   Every integer is a sum or a min/max, so thread count and strip order
+ *   do not change the result. The lists are allocated at set_objects and
+ *   double when a frame needs more (noise, checkerboards), keeping their
+ *   size, so a steady stream of frames allocates nothing.
+ *
  * Threading contract: one caller thread at a time (backend.h); the pool's
- * workers touch only their own struct worker and read the frame context.
+ * workers touch only their own struct worker (blob lists included), read
+ * the frame context, and write the seam entries of the strips they took.
  */
 #include "backend_impl.h"
 #include "color.h"
@@ -67,6 +96,14 @@
 #define FAST_EXT_N   1024
 /* Row planes a worker decodes YUV into (R, G, B, Y, Cb, Cr). */
 #define FAST_PLANES 6
+/* Blob labelling: first capacities of a worker's run and strip-component
+ * lists per blob object (they double when a frame needs more, and keep what
+ * they reached). */
+#define FAST_BLOB_RUNS0  1024
+#define FAST_BLOB_COMPS0 256
+/* A strip component's id across workers: index << FAST_WSHIFT | worker
+ * (FAST_MAX_THREADS must fit in FAST_WSHIFT bits). */
+#define FAST_WSHIFT 8
 
 struct tables {
     int n;      /* objects */
@@ -91,6 +128,44 @@ struct tables {
 struct acc {
     uint64_t mass, sum_x, sum_y;
     int32_t x0, y0, x1, y1;
+};
+
+/* Blob labelling (see the header comment). One maximal run of a blob
+ * object's mask (inside its ROI) on one row: a union-find node. */
+struct run {
+    int32_t x0, x1; /* inclusive */
+    uint32_t p;     /* parent: index in the same list (roots point to themselves) */
+    /* While its strip is labelled: pixels it shares with runs of the row
+     * above in the strip (4-neighbours, for the perimeter). Once the strip is
+     * resolved: the index of its strip component. */
+    uint32_t v;
+};
+
+/* A component of one strip (a band of FAST_STRIP_ROWS rows): its stats and
+ * its parent among all strips' components (an id, FAST_WSHIFT). */
+struct comp {
+    struct trk_blob b;
+    uint64_t parent;
+};
+
+/* One worker's runs and strip components of one blob object in this frame:
+ * every strip the worker took, one after the other. */
+struct blist {
+    struct run *run;
+    struct comp *comp;
+    uint32_t nrun, caprun, ncomp, capcomp;
+    uint32_t row0; /* first run of the row being classified */
+    /* First run of each row of the current strip, filled lazily (rows
+     * without runs cost nothing): rs[0 .. nrs - 1] are set; at the strip's
+     * end rs[j] for j >= nrs would be the list's end (no runs there). */
+    uint32_t rs[FAST_STRIP_ROWS + 1];
+    uint32_t nrs;
+};
+
+/* Where a strip's first and last rows' runs are in its worker's list
+ * (per blob object): [a0, a1) and [z0, z1). */
+struct sinfo {
+    uint32_t a0, a1, z0, z1;
 };
 
 struct worker;
@@ -130,6 +205,15 @@ struct fctx {
     int use_rois;                        /* clip runs to roi[] */
     struct trk_roi roi[TRK_MAX_OBJECTS]; /* clipped; empty = {0,0,-1,-1} */
     atomic_int next_row;                 /* strip dispenser */
+    /* Blob objects (nb of them; 0 = none, the plain kernels run): bidx[k]
+     * = object k's blob index or -1, bext[bi] = 1 for 8-connectivity.
+     * Each strip's worker writes that strip's si[strip * nb + bi] and
+     * strip_w[strip], so workers never write the same entry. */
+    int nb;
+    const int16_t *bidx;
+    const uint8_t *bext;
+    struct sinfo *si;
+    uint8_t *strip_w;
 };
 
 struct cpu_fast;
@@ -161,8 +245,13 @@ struct worker {
     struct cpu_fast *be;
     pthread_t th;
     int started;
+    int idx; /* in cpu_fast.w */
     struct acc acc[TRK_MAX_OBJECTS];
     uint8_t *plane[FAST_PLANES]; /* max_width + padding bytes each */
+    struct blist *bl;            /* one per blob object (cpu_fast.nb) */
+    uint16_t *touched;           /* the blob objects with runs on the current row */
+    int ntouched;
+    int oom; /* a list could not grow this frame */
 };
 
 struct cpu_fast {
@@ -171,6 +260,7 @@ struct cpu_fast {
     struct tables tab;
     void *tab_mem;
     struct kernels kern;
+    struct kernels kern_b; /* the blob copies (KBLOBS) */
     int portable;          /* variant "lut-portable": no instruction-set dispatch */
     int ext_ok;            /* the extended tables cover every matrix (checked at create) */
     int32_t yytab[4][256]; /* per trk_coef_index */
@@ -187,11 +277,56 @@ struct cpu_fast {
     struct trk_obj_result res[TRK_MAX_OBJECTS];
     double total_ms;
     struct fast_pf pf;
+    /* Blob objects, set by set_objects: nb of them; bidx/bext as in fctx,
+     * and per blob index its K and min_area (>= 1). */
+    int nb;
+    int16_t bidx[TRK_MAX_OBJECTS];
+    uint8_t bext[TRK_MAX_OBJECTS];
+    uint16_t bk[TRK_MAX_OBJECTS];
+    uint64_t bmin[TRK_MAX_OBJECTS];
+    int max_strips;                         /* strips of a max_height frame */
+    struct sinfo *si;                       /* max_strips x nb */
+    uint8_t *strip_w;                       /* max_strips: the worker of each strip */
+    struct trk_blob (*blob)[TRK_MAX_BLOBS]; /* nb lists of the last frame */
+    int n_blobs[TRK_MAX_OBJECTS];           /* per blob index */
 };
 
-/* Adds the run [xs, xe] of row y to every object set in *maskp (nw words). */
-static void flush_run(struct worker *w, const struct fctx *f, const void *maskp, int nw, int xs,
-                      int xe, int y)
+/* Doubles a list's capacity (realloc keeps the contents); 0 or -1. */
+static int grow(void **p, uint32_t *cap, size_t elem)
+{
+    if (*cap > UINT32_MAX / 2) return -1;
+    uint32_t ncap = *cap ? 2 * *cap : 64;
+    void *q = realloc(*p, (size_t)ncap * elem);
+    if (!q) return -1;
+    *p = q;
+    *cap = ncap;
+    return 0;
+}
+
+/* Records [a, b] of the row being classified in a blob object's list: it
+ * extends the row's last run when they touch (runs of different masks that
+ * both hold the object), so each run is maximal. */
+static void blob_run(struct worker *w, struct blist *L, int a, int b)
+{
+    if (L->nrun > L->row0 && L->run[L->nrun - 1].x1 + 1 == a) {
+        L->run[L->nrun - 1].x1 = b;
+        return;
+    }
+    if (L->nrun == L->caprun && grow((void **)&L->run, &L->caprun, sizeof(*L->run))) {
+        w->oom = 1;
+        return;
+    }
+    if (L->nrun == L->row0) w->touched[w->ntouched++] = (uint16_t)(L - w->bl);
+    L->run[L->nrun] = (struct run){ a, b, L->nrun, 0 };
+    L->nrun++;
+}
+
+/* Adds the run [xs, xe] of row y to every object set in *maskp (nw words);
+ * with blobs (a constant), records it for the blob objects too. */
+static inline __attribute__((always_inline)) void flush_run_body(struct worker *w,
+                                                                 const struct fctx *f,
+                                                                 const void *maskp, int nw, int xs,
+                                                                 int xe, int y, const int blobs)
 {
     uint64_t m[FAST_MAX_WORDS];
     memcpy(m, maskp, (size_t)nw * sizeof(uint64_t));
@@ -217,8 +352,21 @@ static void flush_run(struct worker *w, const struct fctx *f, const void *maskp,
             if (b > c->x1) c->x1 = b;
             if (y < c->y0) c->y0 = y;
             if (y > c->y1) c->y1 = y;
+            if (blobs && f->bidx[k] >= 0) blob_run(w, &w->bl[f->bidx[k]], a, b);
         }
     }
+}
+
+/* The flush of the plain kernels, and of their blob copies (KBLOBS). */
+static void flush_run(struct worker *w, const struct fctx *f, const void *maskp, int nw, int xs,
+                      int xe, int y)
+{
+    flush_run_body(w, f, maskp, nw, xs, xe, y, 0);
+}
+static void flush_run_blobs(struct worker *w, const struct fctx *f, const void *maskp, int nw,
+                            int xs, int xe, int y)
+{
+    flush_run_body(w, f, maskp, nw, xs, xe, y, 1);
 }
 
 /* ----------------------------------------------------------- row kernels */
@@ -237,12 +385,16 @@ typedef uint64_t m256 __attribute__((vector_size(32)));
 #define MANY(m) ((m) != 0)
 #define MZERO   0
 #include "cpu_fast_kern.h"
+#define KBLOBS 1
+#include "cpu_fast_kern.h"
 
 #define NW      2
 #define MT      m128
 #define MLD     ld128
 #define MANY(m) (((m)[0] | (m)[1]) != 0)
 #define MZERO   ((m128){ 0, 0 })
+#include "cpu_fast_kern.h"
+#define KBLOBS 1
 #include "cpu_fast_kern.h"
 
 #ifdef FAST_X86
@@ -265,6 +417,8 @@ typedef uint64_t m256 __attribute__((vector_size(32)));
 #define MLD   ld256
 #define MZERO ((m256){ 0, 0, 0, 0 })
 #include "cpu_fast_kern.h"
+#define KBLOBS 1
+#include "cpu_fast_kern.h"
 
 #ifdef FAST_X86
 #pragma GCC push_options
@@ -277,42 +431,53 @@ typedef uint64_t m256 __attribute__((vector_size(32)));
 #define MANY(m)       (!_mm256_testz_si256((__m256i)(m), (__m256i)(m)))
 #define MZERO         ((m256){ 0, 0, 0, 0 })
 #include "cpu_fast_kern.h"
+#define KBLOBS 1
+#include "cpu_fast_kern.h"
 #pragma GCC pop_options
 #endif
 
 /* The kernels cpu_fast_kern.h names base_<w>_<v>, for one mask width w (w1,
- * w2, w4, w4_avx2) and the variants a, b, c (strides s1, s3, s4 or formats
- * yuyv, nv12, i420): one row of a struct kernels table. */
+ * w2, w4, w4_avx2, and their blob copies w1_b ... w4_avx2_b) and the
+ * variants a, b, c (strides s1, s3, s4 or formats yuyv, nv12, i420): one row
+ * of a struct kernels table. */
 #define KROW(base, w, a, b, c)                                                                     \
     {                                                                                              \
         base##_##w##_##a, base##_##w##_##b, base##_##w##_##c                                       \
     }
-/* A whole table, with w4 the 4-word copy to use (w4 or w4_avx2). */
-#define KTABLE(base, w4, a, b, c)                                                                  \
+/* A whole table, with w1, w2, w4 the copies to use per mask width. */
+#define KTABLE(base, w1, w2, w4, a, b, c)                                                          \
     {                                                                                              \
         KROW(base, w1, a, b, c), KROW(base, w2, a, b, c), KROW(base, w4, a, b, c)                  \
     }
 /* Indirection so KSTRIDES and KYUVFMTS expand to three arguments each. */
-#define KTABLE_OF(base, w4, vs) KTABLE(base, w4, vs)
-#define KSTRIDES                s1, s3, s4
-#define KYUVFMTS                yuyv, nv12, i420
-#define KERNELS(w4)                                                                                \
+#define KTABLE_OF(base, w1, w2, w4, vs) KTABLE(base, w1, w2, w4, vs)
+#define KSTRIDES                        s1, s3, s4
+#define KYUVFMTS                        yuyv, nv12, i420
+#define KERNELS(w1, w2, w4)                                                                        \
     {                                                                                              \
-        .rgb_only = KTABLE_OF(rgb_only, w4, KSTRIDES),                                             \
-        .generic = KTABLE_OF(generic, w4, KSTRIDES), .yuv_rgb = KTABLE_OF(yuv_rgb, w4, KYUVFMTS),  \
-        .yuv_ycc = KTABLE_OF(yuv_ycc, w4, KYUVFMTS),                                               \
+        .rgb_only = KTABLE_OF(rgb_only, w1, w2, w4, KSTRIDES),                                     \
+        .generic = KTABLE_OF(generic, w1, w2, w4, KSTRIDES),                                       \
+        .yuv_rgb = KTABLE_OF(yuv_rgb, w1, w2, w4, KYUVFMTS),                                       \
+        .yuv_ycc = KTABLE_OF(yuv_ycc, w1, w2, w4, KYUVFMTS),                                       \
     }
 
-static const struct kernels kernels_portable = KERNELS(w4);
+static const struct kernels kernels_portable = KERNELS(w1, w2, w4);
+static const struct kernels kernels_portable_b = KERNELS(w1_b, w2_b, w4_b);
 #ifdef FAST_X86
-static const struct kernels kernels_avx2 = KERNELS(w4_avx2);
+static const struct kernels kernels_avx2 = KERNELS(w1, w2, w4_avx2);
+static const struct kernels kernels_avx2_b = KERNELS(w1_b, w2_b, w4_avx2_b);
 #endif
 
-static void kernels_pick(struct kernels *k, int portable)
+/* k: the kernels of frames without blob objects, kb: their blob copies. */
+static void kernels_pick(struct kernels *k, struct kernels *kb, int portable)
 {
     *k = kernels_portable;
+    *kb = kernels_portable_b;
 #ifdef FAST_X86
-    if (!portable && __builtin_cpu_supports("avx2")) *k = kernels_avx2;
+    if (!portable && __builtin_cpu_supports("avx2")) {
+        *k = kernels_avx2;
+        *kb = kernels_avx2_b;
+    }
 #else
     (void)portable;
 #endif
@@ -457,19 +622,268 @@ static void do_row(struct worker *w, const struct fctx *f, int y)
         f->kern->generic[nwi][0](w, f, pl[0], pl[1], pl[2], pl[3], pl[4], pl[5], f->xa, f->xb, y);
 }
 
+/* ------------------------------------------------------- blob labelling */
+
+static uint32_t run_root(struct run *r, uint32_t i)
+{
+    while (r[i].p != i) {
+        r[i].p = r[r[i].p].p; /* path halving */
+        i = r[i].p;
+    }
+    return i;
+}
+
+/* The root with the smaller index (the earlier first pixel) stays root. */
+static void run_unite(struct run *r, uint32_t a, uint32_t b)
+{
+    a = run_root(r, a);
+    b = run_root(r, b);
+    if (a < b)
+        r[b].p = a;
+    else if (b < a)
+        r[a].p = b;
+}
+
+/* Calls touch(i, j, overlap) for every run i of cur[c0, c1) and j of
+ * up[u0, u1) that are connected (row above, ext = 1 for 8-connectivity:
+ * diagonal contact counts), with overlap = the pixels they share as
+ * 4-neighbours (0 for a diagonal-only contact). Both lists are sorted and
+ * their runs maximal (gaps >= 1), so one merge-like sweep finds every pair:
+ * the run that ends first cannot touch anything after the other. */
+#define SWEEP_ROWS(cur, c0, c1, up, u0, u1, ext, touch)                                            \
+    do {                                                                                           \
+        uint32_t i_ = (c0), j_ = (u0);                                                             \
+        while (i_ < (c1) && j_ < (u1)) {                                                           \
+            const struct run *A_ = &(cur)[i_], *B_ = &(up)[j_];                                    \
+            if (B_->x0 <= A_->x1 + (ext) && A_->x0 <= B_->x1 + (ext)) {                            \
+                const int32_t lo_ = A_->x0 > B_->x0 ? A_->x0 : B_->x0;                             \
+                const int32_t hi_ = A_->x1 < B_->x1 ? A_->x1 : B_->x1;                             \
+                const uint32_t ov_ = hi_ >= lo_ ? (uint32_t)(hi_ - lo_ + 1) : 0;                   \
+                touch(i_, j_, ov_);                                                                \
+            }                                                                                      \
+            if (A_->x1 <= B_->x1) i_++;                                                            \
+            if (B_->x1 <= A_->x1) j_++;                                                            \
+        }                                                                                          \
+    } while (0)
+
+/* A strip begins: its first row's runs start at the list's end. */
+static void strip_begin(struct worker *w, const struct fctx *f)
+{
+    for (int bi = 0; bi < f->nb; bi++) {
+        struct blist *L = &w->bl[bi];
+        L->rs[0] = L->row0 = L->nrun;
+        L->nrs = 1;
+    }
+    w->ntouched = 0;
+}
+
+/* Row k of the current strip is classified: joins the runs of each object
+ * that has some on it to the connected ones of row k - 1 and counts their
+ * shared pixels. Objects without runs on the row are not visited. */
+static void label_row(struct worker *w, const struct fctx *f, int k)
+{
+    for (int t = 0; t < w->ntouched; t++) {
+        const int bi = w->touched[t];
+        struct blist *L = &w->bl[bi];
+        while (L->nrs <= (uint32_t)k)
+            L->rs[L->nrs++] = L->row0; /* the rows above without runs */
+        L->rs[k + 1] = L->row0 = L->nrun;
+        L->nrs = (uint32_t)k + 2;
+        if (k == 0) continue;
+        struct run *r = L->run;
+#define TOUCH_IN_STRIP(i, j, ov)                                                                   \
+    do {                                                                                           \
+        run_unite(r, (i), (j));                                                                    \
+        r[i].v += (ov);                                                                            \
+    } while (0)
+        SWEEP_ROWS(r, L->rs[k], L->rs[k + 1], r, L->rs[k - 1], L->rs[k], f->bext[bi],
+                   TOUCH_IN_STRIP);
+#undef TOUCH_IN_STRIP
+    }
+    w->ntouched = 0;
+}
+
+/* The strip [y0, y0 + rows) is classified: each run's root becomes a strip
+ * component (roots come first: they hold the smallest index), each run's
+ * stats go to its component. A run of length len adds 2 + 2 len crack
+ * edges, minus 2 per pixel it shares with a run above (that side is inside
+ * the blob, for both runs); seams between strips are settled later. */
+static void strip_end(struct worker *w, const struct fctx *f, int y0, int rows)
+{
+    const int strip = (y0 - f->ya) / FAST_STRIP_ROWS;
+    const uint64_t width = (uint64_t)f->img->width;
+    f->strip_w[strip] = (uint8_t)w->idx;
+    for (int bi = 0; bi < f->nb; bi++) {
+        struct blist *L = &w->bl[bi];
+        struct sinfo *si = &f->si[(size_t)strip * (size_t)f->nb + (size_t)bi];
+#define RS(j) ((uint32_t)(j) < L->nrs ? L->rs[j] : L->nrun)
+        *si = (struct sinfo){ RS(0), RS(1), RS(rows - 1), RS(rows) };
+#undef RS
+        for (int k = 0; k + 1 < (int)L->nrs; k++) {
+            const int32_t y = y0 + k;
+            for (uint32_t i = L->rs[k]; i < L->rs[k + 1]; i++) {
+                struct run *R = &L->run[i];
+                const uint32_t root = run_root(L->run, i), shared = R->v;
+                uint32_t c;
+                if (root == i) {
+                    if (L->ncomp == L->capcomp &&
+                        grow((void **)&L->comp, &L->capcomp, sizeof(*L->comp))) {
+                        w->oom = 1;
+                        return;
+                    }
+                    c = L->ncomp++;
+                    struct comp *C = &L->comp[c];
+                    memset(&C->b, 0, sizeof(C->b));
+                    C->b.x0 = R->x0, C->b.x1 = R->x1;
+                    C->b.y0 = C->b.y1 = y;
+                    C->b.first = (uint64_t)y * width + (uint64_t)R->x0;
+                    C->parent = (uint64_t)c << FAST_WSHIFT | (uint64_t)w->idx;
+                } else {
+                    c = L->run[root].v;
+                }
+                R->v = c;
+                struct trk_blob *b = &L->comp[c].b;
+                const uint64_t len = (uint64_t)(R->x1 - R->x0 + 1);
+                b->mass += len;
+                b->sum_x += (uint64_t)(R->x0 + R->x1) * len / 2; /* even product */
+                b->sum_y += (uint64_t)y * len;
+                if (R->x0 < b->x0) b->x0 = R->x0;
+                if (R->x1 > b->x1) b->x1 = R->x1;
+                b->y1 = y;
+                b->perimeter += 2 + 2 * len - 2 * (uint64_t)shared;
+            }
+        }
+    }
+}
+
 /* A thread's share of a frame: strips from the dispenser until none is left. */
 static void run_share(struct worker *w, struct fctx *f, int n)
 {
     for (int i = 0; i < n; i++) {
         w->acc[i] = (struct acc){ 0, 0, 0, INT32_MAX, INT32_MAX, -1, -1 };
     }
+    if (f->nb) {
+        w->oom = 0;
+        for (int bi = 0; bi < f->nb; bi++)
+            w->bl[bi].nrun = w->bl[bi].ncomp = w->bl[bi].row0 = 0;
+    }
     for (;;) {
         int y0 = atomic_fetch_add_explicit(&f->next_row, FAST_STRIP_ROWS, memory_order_relaxed);
         if (y0 > f->yb) break;
         int y1 = y0 + FAST_STRIP_ROWS - 1;
         if (y1 > f->yb) y1 = f->yb;
-        for (int y = y0; y <= y1; y++)
+        if (!f->nb) {
+            for (int y = y0; y <= y1; y++)
+                do_row(w, f, y);
+            continue;
+        }
+        strip_begin(w, f);
+        for (int y = y0; y <= y1; y++) {
             do_row(w, f, y);
+            label_row(w, f, y - y0);
+        }
+        strip_end(w, f, y0, y1 - y0 + 1);
+    }
+}
+
+/* A strip component by id (FAST_WSHIFT), of blob object bi. */
+static struct comp *comp_at(const struct cpu_fast *s, int bi, uint64_t id)
+{
+    return &s->w[id & ((1u << FAST_WSHIFT) - 1)].bl[bi].comp[id >> FAST_WSHIFT];
+}
+
+static uint64_t comp_root(const struct cpu_fast *s, int bi, uint64_t id)
+{
+    for (;;) {
+        struct comp *c = comp_at(s, bi, id);
+        if (c->parent == id) return id;
+        const uint64_t up = comp_at(s, bi, c->parent)->parent;
+        c->parent = up; /* path halving */
+        id = up;
+    }
+}
+
+/* The root with the earlier first pixel stays root, so a component's root
+ * carries its first pixel. */
+static void comp_unite(const struct cpu_fast *s, int bi, uint64_t a, uint64_t b)
+{
+    a = comp_root(s, bi, a);
+    b = comp_root(s, bi, b);
+    if (a == b) return;
+    struct comp *A = comp_at(s, bi, a), *B = comp_at(s, bi, b);
+    if (A->b.first < B->b.first)
+        B->parent = a;
+    else
+        A->parent = b;
+}
+
+/* Puts b into the sorted list (*n entries, at most k) when it belongs there. */
+static void keep_best(struct trk_blob *list, int *n, int k, const struct trk_blob *b)
+{
+    if (*n == k && !trk_blob_before(b, &list[k - 1])) return; /* the usual case */
+    int at = *n;
+    while (at > 0 && trk_blob_before(b, &list[at - 1]))
+        at--;
+    const int last = *n < k ? *n : k - 1; /* the entry that falls off, if full */
+    memmove(&list[at + 1], &list[at], (size_t)(last - at) * sizeof(*list));
+    list[at] = *b;
+    if (*n < k) (*n)++;
+}
+
+/* After every strip is labelled (nacc workers took part): joins the strip
+ * components across each seam (the last row of a strip against the first of
+ * the next, with the same sweep as inside a strip), adds every component's
+ * stats to its root, and keeps the K best roots of at least min_area. */
+static void blobs_finish(struct cpu_fast *s, int nacc)
+{
+    const struct fctx *f = &s->f;
+    const int nstrips = (f->yb - f->ya) / FAST_STRIP_ROWS + 1;
+    for (int bi = 0; bi < s->nb; bi++) {
+        const int ext = s->bext[bi];
+        for (int st = 0; st + 1 < nstrips; st++) {
+            const uint64_t wu = f->strip_w[st], wd = f->strip_w[st + 1];
+            const struct sinfo *su = &f->si[(size_t)st * (size_t)s->nb + (size_t)bi];
+            const struct sinfo *sd = su + s->nb;
+            const struct blist *U = &s->w[wu].bl[bi], *D = &s->w[wd].bl[bi];
+#define TOUCH_AT_SEAM(i, j, ov)                                                                    \
+    do {                                                                                           \
+        const uint64_t cd_ = (uint64_t)D->run[i].v << FAST_WSHIFT | wd;                            \
+        const uint64_t cu_ = (uint64_t)U->run[j].v << FAST_WSHIFT | wu;                            \
+        comp_unite(s, bi, cd_, cu_);                                                               \
+        comp_at(s, bi, cd_)->b.perimeter -= 2 * (uint64_t)(ov);                                    \
+    } while (0)
+            SWEEP_ROWS(D->run, sd->a0, sd->a1, U->run, su->z0, su->z1, ext, TOUCH_AT_SEAM);
+#undef TOUCH_AT_SEAM
+        }
+        for (int k = 0; k < nacc; k++) {
+            const struct blist *L = &s->w[k].bl[bi];
+            for (uint32_t c = 0; c < L->ncomp; c++) {
+                const uint64_t id = (uint64_t)c << FAST_WSHIFT | (uint64_t)k;
+                const uint64_t root = comp_root(s, bi, id);
+                if (root == id) continue;
+                const struct trk_blob *a = &L->comp[c].b;
+                struct trk_blob *b = &comp_at(s, bi, root)->b;
+                b->mass += a->mass;
+                b->sum_x += a->sum_x;
+                b->sum_y += a->sum_y;
+                b->perimeter += a->perimeter;
+                if (a->x0 < b->x0) b->x0 = a->x0;
+                if (a->x1 > b->x1) b->x1 = a->x1;
+                if (a->y0 < b->y0) b->y0 = a->y0;
+                if (a->y1 > b->y1) b->y1 = a->y1;
+            }
+        }
+        int n = 0;
+        for (int k = 0; k < nacc; k++) {
+            const struct blist *L = &s->w[k].bl[bi];
+            for (uint32_t c = 0; c < L->ncomp; c++) {
+                const struct comp *C = &L->comp[c];
+                if (C->parent == ((uint64_t)c << FAST_WSHIFT | (uint64_t)k) &&
+                    C->b.mass >= s->bmin[bi])
+                    keep_best(s->blob[bi], &n, s->bk[bi], &C->b);
+            }
+        }
+        s->n_blobs[bi] = n;
     }
 }
 
@@ -504,10 +918,33 @@ static void *worker_main(void *arg)
     }
 }
 
+/* Frees the blob scratch of nb blob objects (workers' lists included). */
+static void blobs_free(struct cpu_fast *s, int nb)
+{
+    for (int i = 0; s->w && i < s->nthreads; i++) {
+        struct blist *bl = s->w[i].bl;
+        for (int bi = 0; bl && bi < nb; bi++) {
+            free(bl[bi].run);
+            free(bl[bi].comp);
+        }
+        free(bl);
+        free(s->w[i].touched);
+        s->w[i].bl = NULL;
+        s->w[i].touched = NULL;
+    }
+    free(s->si);
+    free(s->strip_w);
+    free(s->blob);
+    s->si = NULL;
+    s->strip_w = NULL;
+    s->blob = NULL;
+}
+
 static void fast_destroy(void *self)
 {
     struct cpu_fast *s = self;
     if (!s) return;
+    blobs_free(s, s->nb);
     if (s->sync_ok) {
         pthread_mutex_lock(&s->mu);
         s->quit = 1;
@@ -582,7 +1019,8 @@ static int fast_create(const struct trk_backend_cfg *cfg, void **self)
     s->max_height = cfg->max_height;
     s->nthreads = thread_count(cfg->threads);
     s->portable = cfg->variant && !strcmp(cfg->variant, "lut-portable");
-    kernels_pick(&s->kern, s->portable);
+    s->max_strips = (cfg->max_height + FAST_STRIP_ROWS - 1) / FAST_STRIP_ROWS;
+    kernels_pick(&s->kern, &s->kern_b, s->portable);
 
     /* Tables: 9 full (FAST_NVALS x 4 words) + 9 summaries, then 3 extended
      * (FAST_EXT_N x 4 words) + 3 summaries, one block. */
@@ -626,6 +1064,7 @@ static int fast_create(const struct trk_backend_cfg *cfg, void **self)
     for (int i = 0; i < s->nthreads; i++) {
         struct worker *w = &s->w[i];
         w->be = s;
+        w->idx = i;
         w->plane[0] = malloc(plane_bytes * FAST_PLANES);
         if (!w->plane[0]) goto nomem;
         for (int k = 1; k < FAST_PLANES; k++)
@@ -657,11 +1096,75 @@ nomem:
     return TRK_ENOMEM;
 }
 
+/* The blob scratch for objs: every list at its first capacity, the seam
+ * table for the largest frame, the result lists. Sized here, not per frame
+ * (a list that a frame outgrows doubles once and keeps its size). On failure
+ * the old scratch stays and TRK_ENOMEM is returned. */
+static int blobs_alloc(struct cpu_fast *s, const struct trk_object_def *objs, int n)
+{
+    int nb = 0;
+    for (int i = 0; i < n; i++)
+        nb += objs[i].blobs > 0;
+    struct cpu_fast next = { .nthreads = s->nthreads, .w = NULL };
+    struct worker *nw = calloc((size_t)s->nthreads, sizeof(*nw));
+    if (!nw) return TRK_ENOMEM;
+    next.w = nw;
+    int ok = 1;
+    if (nb) {
+        next.si = calloc((size_t)s->max_strips * (size_t)nb, sizeof(*next.si));
+        next.strip_w = calloc((size_t)s->max_strips, 1);
+        next.blob = calloc((size_t)nb, sizeof(*next.blob));
+        ok = next.si && next.strip_w && next.blob;
+        for (int i = 0; ok && i < s->nthreads; i++) {
+            nw[i].bl = calloc((size_t)nb, sizeof(*nw[i].bl));
+            nw[i].touched = calloc((size_t)nb, sizeof(*nw[i].touched));
+            ok = nw[i].bl && nw[i].touched;
+            for (int bi = 0; ok && bi < nb; bi++) {
+                struct blist *L = &nw[i].bl[bi];
+                L->run = malloc(FAST_BLOB_RUNS0 * sizeof(*L->run));
+                L->comp = malloc(FAST_BLOB_COMPS0 * sizeof(*L->comp));
+                L->caprun = L->run ? FAST_BLOB_RUNS0 : 0;
+                L->capcomp = L->comp ? FAST_BLOB_COMPS0 : 0;
+                ok = L->run && L->comp;
+            }
+        }
+    }
+    if (!ok) {
+        blobs_free(&next, nb);
+        free(nw);
+        return TRK_ENOMEM;
+    }
+    blobs_free(s, s->nb);
+    for (int i = 0; i < s->nthreads; i++) {
+        s->w[i].bl = nw[i].bl;
+        s->w[i].touched = nw[i].touched;
+    }
+    free(nw);
+    s->si = next.si;
+    s->strip_w = next.strip_w;
+    s->blob = next.blob;
+    s->nb = nb;
+    nb = 0;
+    for (int i = 0; i < n; i++) {
+        s->bidx[i] = -1;
+        if (!objs[i].blobs) continue;
+        s->bidx[i] = (int16_t)nb;
+        s->bext[nb] = objs[i].connectivity != 4;
+        s->bk[nb] = objs[i].blobs;
+        s->bmin[nb] = objs[i].min_area ? objs[i].min_area : 1;
+        s->n_blobs[nb] = 0;
+        nb++;
+    }
+    return 0;
+}
+
 static int fast_set_objects(void *self, const struct trk_object_def *objs, int n)
 {
     struct cpu_fast *s = self;
     struct tables *t = &s->tab;
     if (n < 0 || n > TRK_MAX_OBJECTS) return TRK_EINVAL;
+    int err = blobs_alloc(s, objs, n);
+    if (err) return err;
     int nw = n <= 64 ? 1 : n <= 128 ? 2 : 4;
     memset(s->tab_mem, 0, tab_bytes());
     memset(t->has, 0, sizeof(t->has));
@@ -816,6 +1319,12 @@ static int fast_submit(void *self, const struct trk_image *img, const struct trk
     f->yy = s->yytab[ci];
     f->ext_ok = s->ext_ok;
     f->use_rois = rois != NULL;
+    f->nb = s->nb;
+    f->bidx = s->bidx;
+    f->bext = s->bext;
+    f->si = s->si;
+    f->strip_w = s->strip_w;
+    if (s->nb) f->kern = &s->kern_b;
     /* The scanned region: the whole frame, or the union of the live ROIs. */
     int xa = INT_MAX, xb = -1, ya = INT_MAX, yb = -1;
     for (int i = 0; i < n; i++) {
@@ -858,6 +1367,13 @@ static int fast_submit(void *self, const struct trk_image *img, const struct trk
 
     /* Threads whose accumulators hold this frame. */
     int nacc = xb < 0 ? 0 : nt;
+    if (s->nb) {
+        for (int k = 0; k < nacc; k++)
+            if (s->w[k].oom) return TRK_ENOMEM;
+        if (nacc) blobs_finish(s, nacc);
+        for (int bi = 0; !nacc && bi < s->nb; bi++)
+            s->n_blobs[bi] = 0;
+    }
     /* Merge: sums add, boxes take min/max; any order gives the same integers. */
     for (int i = 0; i < n; i++) {
         struct acc m = { 0, 0, 0, INT32_MAX, INT32_MAX, -1, -1 };
@@ -902,9 +1418,16 @@ static const char *fast_describe(void *self)
     return s->portable ? "cpu:lut-portable" : "cpu";
 }
 
+static int fast_blobs(void *self, int obj, const struct trk_blob **out)
+{
+    static const struct trk_blob none[1];
+    struct cpu_fast *s = self;
+    const int bi = s->bidx[obj];
+    *out = bi < 0 ? none : s->blob[bi];
+    return bi < 0 ? 0 : s->n_blobs[bi];
+}
+
 const struct trk_backend_ops trk_cpu_fast_ops = {
-    TRK_BACKEND_OPS(fast, "cpu"),
-    .describe = fast_describe,
-    .variants = fast_variants,
-    .set_prefilter = fast_set_prefilter,
+    TRK_BACKEND_OPS(fast, "cpu"),        .describe = fast_describe, .variants = fast_variants,
+    .set_prefilter = fast_set_prefilter, .blobs = fast_blobs,
 };

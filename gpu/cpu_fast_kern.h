@@ -1,11 +1,15 @@
 /* Row kernels of the fast CPU backend, instantiated once per mask width.
  *
- * C has no templates, so cpu_fast.c includes this file once per mask width
+ * C has no templates, so cpu_fast.c includes this file twice per mask width
  * with NW (64-bit words per object mask: 1, 2 or 4), MT (the mask type:
  * uint64_t or a GCC vector of NW words), the mask operations MLD (load NW
  * words from a table row), MANY (any bit set) and MZERO defined, and KVAR (a
- * name suffix) when it compiles an extra copy for another instruction set;
- * it #undefs all of them at its end.
+ * name suffix) when it compiles an extra copy for another instruction set:
+ * first as is, then with KBLOBS defined, which makes the copy (names ending
+ * in _b) whose run flush also records each blob object's runs for labelling
+ * (flush_run_blobs). The plain copy is the one frames without blob objects
+ * run, so they pay nothing for blobs. The second inclusion #undefs the
+ * parameters at its end.
  * Everything here is static and private to cpu_fast.c; the shared pieces
  * (struct fctx, struct worker, flush_run) are defined there first.
  *
@@ -27,7 +31,15 @@
 #ifndef KVAR
 #define KVAR
 #endif
-#define KNAME(base) KCAT(KCAT(base##_w, NW), KVAR)
+/* KBLOBS: the copy that records runs for blob labelling, names ending _b. */
+#ifdef KBLOBS
+#define KBSUF      _b
+#define KFLUSH_RUN flush_run_blobs
+#else
+#define KBSUF
+#define KFLUSH_RUN flush_run
+#endif
+#define KNAME(base) KCAT(KCAT(KCAT(base##_w, NW), KVAR), KBSUF)
 
 /* flush_run is compiled for the baseline instruction set; AVX copies of the
  * kernels define KFLUSH_PREP as _mm256_zeroupper() so its SSE code does not
@@ -39,7 +51,7 @@
 #define KFLUSH(xs_, xe_)                                                                           \
     do {                                                                                           \
         KFLUSH_PREP();                                                                             \
-        flush_run(w, f, &cur, NW, (xs_), (xe_), y);                                                \
+        KFLUSH_RUN(w, f, &cur, NW, (xs_), (xe_), y);                                               \
     } while (0)
 
 /* Run bookkeeping shared by the kernels (locals cur, cur_any, xs, w, f, y):
@@ -277,14 +289,20 @@ KWRAP_YUV(i420, 1, 1)
 #undef RUN_PUSH
 #undef RUN_BREAK
 #undef KFLUSH
-#undef KFLUSH_PREP
+#undef KFLUSH_RUN
 #undef KNAME
-#undef KVAR
+#undef KBSUF
 #undef KCAT
 #undef KCAT2
-/* The parameters too: the next instantiation defines its own. */
+/* After the blob copy, the parameters too: the next instantiation defines
+ * its own. */
+#ifdef KBLOBS
+#undef KBLOBS
+#undef KFLUSH_PREP
+#undef KVAR
 #undef NW
 #undef MT
 #undef MLD
 #undef MANY
 #undef MZERO
+#endif
