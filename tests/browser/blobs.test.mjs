@@ -1,5 +1,5 @@
-// Browser test of blobs (issue 12): the real daemon (--backend cpu-ref, the
-// blob lists' definition) lists the separate pieces of one colour, and the
+// Browser test of blobs (issue 12): the real daemon (its default backend: the
+// fast CPU twin in CI) lists the separate pieces of one colour, and the
 // page draws one box per blob with its rank, the aggregate box dashed; the
 // edit form sets blobs, min_area and connectivity, and Save writes them.
 //
@@ -47,7 +47,7 @@ const log = fs.openSync(path.join(outDir, 'trackd.log'), 'w');
 const port = await freePort();
 const daemon = spawn(trackd, ['--input', clip, '--loop', '--objects', objs, '--save-objects', saved,
                               '--listen', `127.0.0.1:${port}`, '--web-root', webRoot,
-                              '--log-level', 'warn', '--backend', 'cpu-ref'],
+                              '--log-level', 'warn'],
                      { stdio: ['ignore', 'ignore', log] });
 
 // Waits until the newest frame lists red's blobs with the boxes of want (in
