@@ -14,6 +14,24 @@ struct trk_backend {
     int max_width, max_height;
     bool in_flight;
     bool waited; /* a frame was waited for since set_objects: blobs exist */
+    /* The frame in flight or last waited for was regional: n_units results
+     * (regions), else n_objects. A backend without submit_regions runs the
+     * regions one by one in submit_regions (gen_regions true) and keeps
+     * their results and blob lists here (allocated on first use). */
+    bool regional, gen_regions;
+    int n_units;
+    struct regional *gen;
+};
+
+/* The generic regional form's results: per region its aggregate, its blob
+ * list and the summed timing of the submits that made them. */
+struct regional {
+    struct trk_obj_result res[TRK_MAX_REGIONS];
+    int n_blobs[TRK_MAX_REGIONS];
+    struct trk_blob blob[TRK_MAX_REGIONS][TRK_MAX_BLOBS];
+    struct trk_obj_result scratch[TRK_MAX_OBJECTS];
+    struct trk_roi rois[TRK_MAX_OBJECTS];
+    struct trk_backend_timing timing;
 };
 
 const char *trk_strerror(int err)
@@ -154,6 +172,7 @@ void trk_backend_destroy(struct trk_backend **pb)
     if (!pb || !*pb) return;
     struct trk_backend *b = *pb;
     b->ops->destroy(b->self);
+    free(b->gen);
     free(b);
     *pb = NULL;
 }
@@ -174,7 +193,7 @@ int trk_backend_set_objects(struct trk_backend *b, const struct trk_object_def *
     }
     int err = b->ops->set_objects(b->self, objs, n);
     b->waited = false;
-    if (!err) b->n_objects = n;
+    if (!err) b->n_objects = b->n_units = n;
     return err;
 }
 
@@ -188,16 +207,81 @@ int trk_backend_set_prefilter(struct trk_backend *b, double sigma)
     return b->ops->set_prefilter(b->self, &pf);
 }
 
-int trk_backend_submit(struct trk_backend *b, const struct trk_image *img,
-                       const struct trk_roi *rois)
+/* The checks every submit shares; 0 or the code to return. */
+static int submit_check(struct trk_backend *b, const struct trk_image *img)
 {
     if (b->in_flight) return TRK_EINVAL;
     b->waited = false; /* the old blob lists go with the new frame */
     int err = trk_image_check(img);
     if (err) return err;
     if (img->width > b->max_width || img->height > b->max_height) return TRK_ETOOBIG;
+    return 0;
+}
+
+int trk_backend_submit(struct trk_backend *b, const struct trk_image *img,
+                       const struct trk_roi *rois)
+{
+    int err = submit_check(b, img);
+    if (err) return err;
     err = b->ops->submit(b->self, img, rois);
-    if (!err) b->in_flight = true;
+    if (!err) {
+        b->in_flight = true;
+        b->regional = b->gen_regions = false;
+        b->n_units = b->n_objects;
+    }
+    return err;
+}
+
+/* The regional form for a backend without one: each region is one submit
+ * in which only its object has a ROI (the region's) and every other
+ * object an empty one, which is the definition of a region's result. */
+static int regions_one_by_one(struct trk_backend *b, const struct trk_image *img,
+                              const struct trk_region *regions, int n)
+{
+    if (!b->gen && !(b->gen = malloc(sizeof(*b->gen)))) return TRK_ENOMEM;
+    struct regional *g = b->gen;
+    const struct trk_roi none = { 0, 0, -1, -1 };
+    for (int i = 0; i < b->n_objects; i++)
+        g->rois[i] = none;
+    memset(&g->timing, 0, sizeof(g->timing));
+    for (int j = 0; j < n; j++) {
+        const int obj = regions[j].obj;
+        struct trk_backend_timing t = { 0 };
+        g->rois[obj] = regions[j].roi;
+        int err = b->ops->submit(b->self, img, g->rois);
+        if (!err) err = b->ops->wait(b->self, g->scratch, &t);
+        g->rois[obj] = none;
+        if (err) return err;
+        g->res[j] = g->scratch[obj];
+        const struct trk_blob *list = NULL;
+        int nb = b->ops->blobs ? b->ops->blobs(b->self, obj, &list) : 0;
+        if (nb > 0) memcpy(g->blob[j], list, (size_t)nb * sizeof(*list));
+        g->n_blobs[j] = nb;
+        g->timing.upload_ms += t.upload_ms;
+        g->timing.kernel_ms += t.kernel_ms;
+        g->timing.total_ms += t.total_ms;
+        g->timing.upload_bytes += t.upload_bytes;
+    }
+    return 0;
+}
+
+int trk_backend_submit_regions(struct trk_backend *b, const struct trk_image *img,
+                               const struct trk_region *regions, int n)
+{
+    if (n < 0 || n > TRK_MAX_REGIONS || (n > 0 && !regions)) return TRK_EINVAL;
+    for (int j = 0; j < n; j++)
+        if (regions[j].obj < 0 || regions[j].obj >= b->n_objects) return TRK_EINVAL;
+    int err = submit_check(b, img);
+    if (err) return err;
+    const bool native = b->ops->submit_regions != NULL;
+    err = native ? b->ops->submit_regions(b->self, img, regions, n)
+                 : regions_one_by_one(b, img, regions, n);
+    if (!err) {
+        b->in_flight = true;
+        b->regional = true;
+        b->gen_regions = !native;
+        b->n_units = n;
+    }
     return err;
 }
 
@@ -206,7 +290,13 @@ int trk_backend_wait(struct trk_backend *b, struct trk_obj_result *out,
 {
     if (!b->in_flight) return TRK_EINVAL;
     b->in_flight = false;
-    int err = b->ops->wait(b->self, out, timing);
+    int err = 0;
+    if (b->gen_regions) {
+        if (b->n_units > 0 && out) memcpy(out, b->gen->res, (size_t)b->n_units * sizeof(*out));
+        if (timing) *timing = b->gen->timing;
+    } else {
+        err = b->ops->wait(b->self, out, timing);
+    }
     b->waited = !err;
     return err;
 }
@@ -214,8 +304,20 @@ int trk_backend_wait(struct trk_backend *b, struct trk_obj_result *out,
 int trk_backend_blobs(const struct trk_backend *b, int obj, const struct trk_blob **blobs)
 {
     *blobs = NULL;
-    if (obj < 0 || obj >= b->n_objects || b->in_flight || !b->waited) return TRK_EINVAL;
+    if (obj < 0 || obj >= b->n_units || b->in_flight || !b->waited) return TRK_EINVAL;
+    if (b->gen_regions) {
+        *blobs = b->gen->blob[obj];
+        return b->gen->n_blobs[obj];
+    }
     return b->ops->blobs ? b->ops->blobs(b->self, obj, blobs) : 0;
+}
+
+int trk_backend_process_regions(struct trk_backend *b, const struct trk_image *img,
+                                const struct trk_region *regions, int n, struct trk_obj_result *out,
+                                struct trk_backend_timing *timing)
+{
+    int err = trk_backend_submit_regions(b, img, regions, n);
+    return err ? err : trk_backend_wait(b, out, timing);
 }
 
 int trk_backend_process(struct trk_backend *b, const struct trk_image *img,

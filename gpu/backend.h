@@ -208,6 +208,8 @@ int trk_backend_set_objects(struct trk_backend *b, const struct trk_object_def *
 int trk_backend_set_prefilter(struct trk_backend *b, double sigma);
 
 /* Processes one frame synchronously: out[i] for each of the n objects set.
+ * (wait's out has one entry per object after submit, per region after
+ * submit_regions.)
  * rois: NULL = full frame for every object, else one trk_roi per object. */
 int trk_backend_process(struct trk_backend *b, const struct trk_image *img,
                         const struct trk_roi *rois, struct trk_obj_result *out,
@@ -223,10 +225,45 @@ int trk_backend_wait(struct trk_backend *b, struct trk_obj_result *out,
 
 /* Object obj's blob list of the last frame waited for: points *blobs at
  * the backend's copy (valid until the next submit or set_objects) and
- * returns its length, 0..def.blobs (0 when blobs are off for obj). TRK_EINVAL
- * when obj is out of range, a frame is in flight or none was waited for
- * since set_objects. */
+ * returns its length, 0..def.blobs (0 when blobs are off for obj). After
+ * submit_regions, obj is a region index (see there). TRK_EINVAL when obj
+ * is out of range, a frame is in flight or none was waited for since
+ * set_objects. */
 int trk_backend_blobs(const struct trk_backend *b, int obj, const struct trk_blob **blobs);
+
+/* ------------------------------------------ regions (regional reduction) */
+
+/* Most regions one submit_regions takes. */
+#define TRK_MAX_REGIONS 1024
+
+/* One region of the regional multiple reduction (RRM): object obj's colour
+ * box (and blob settings) evaluated only inside roi, inclusive, clipped to
+ * the frame like a trk_roi (empty after clipping: nothing found). Several
+ * regions may name the same object and may overlap; each is measured on
+ * its own, exactly as if it were the only one. */
+struct trk_region {
+    int32_t obj;
+    struct trk_roi roi;
+};
+
+/* The regional form of submit: instead of one result per object over the
+ * frame (or its ROI), one result per region. wait then writes n results
+ * (out[j] for regions[j]) and trk_backend_blobs(b, j, ...) gives region j's
+ * blob list: the components of object obj's mask restricted to the region
+ * (a blob cut by the region's border is measured as seen inside it: its
+ * perimeter counts the cut sides), at most that object's K, the same
+ * order and min_area rule. For every backend, region j's result equals
+ * submit with rois[obj] = regions[j].roi, bit for bit (the definition);
+ * the regional form costs what the regions cover, not the frame (a GPU
+ * backend may upload only the regions' rows or rectangles: timing's
+ * upload_bytes says how much). n = 0..TRK_MAX_REGIONS; TRK_EINVAL for an
+ * obj outside the set. */
+int trk_backend_submit_regions(struct trk_backend *b, const struct trk_image *img,
+                               const struct trk_region *regions, int n);
+/* submit_regions + wait: out has n entries. */
+int trk_backend_process_regions(struct trk_backend *b, const struct trk_image *img,
+                                const struct trk_region *regions, int n, struct trk_obj_result *out,
+                                struct trk_backend_timing *timing);
 
 /* "cpu-ref", "cpu", "cuda" (+ ":" variant where not default). */
 const char *trk_backend_name(const struct trk_backend *b);

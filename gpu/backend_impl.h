@@ -33,6 +33,13 @@ struct trk_backend_ops {
      * backend.c built pf's kernels, pf->sigma == 0 turns it off). NULL: the
      * backend has none, and only sigma 0 is accepted. */
     int (*set_prefilter)(void *self, const struct trk_prefilter *pf);
+    /* The regional form (backend.h, trk_backend_submit_regions): regions
+     * are checked by backend.c (obj in the set, n in range); wait then
+     * writes n results and blobs() takes region indices. NULL: the backend
+     * has no regional form and backend.c runs each region as a submit with
+     * only that object's ROI set (correct, not fast). */
+    int (*submit_regions)(void *self, const struct trk_image *img, const struct trk_region *r,
+                          int n);
 };
 
 /* The required members of a C backend's ops whose functions follow the

@@ -898,7 +898,7 @@ const struct trk_backend_ops trk_cuda_ops = {
     "cuda",           cu_create,   cu_destroy,    cu_set_objects, cu_submit,
     cu_wait,          cu_describe, variant_names, NULL, /* blobs: not yet on the GPU, so set_objects
                                                            refuses blobs > 0 */
-    cu_set_prefilter,
+    cu_set_prefilter, NULL, /* submit_regions: backend.c runs regions one by one */
 };
 
 /* ------------------------------------------------ bench_hooks.h */
