@@ -21,7 +21,8 @@ JOBS=${JOBS:-$(nproc)}
 build_pkgs=(build-essential cmake pkg-config libjansson-dev libwebsockets-dev
             libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libturbojpeg0-dev)
 test_pkgs=(ffmpeg python3 python3-websockets chromium clang-format
-           qemu-system-x86 linux-image-amd64 busybox-static v4l-utils cpio)
+           qemu-system-x86 linux-image-amd64 busybox-static v4l-utils cpio
+           groff-base man-db)
 
 as_root() {
   if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@";
