@@ -150,10 +150,12 @@ err=$(zcat "$man" 2>&1 | groff -ww -z -man 2>&1)
 check "the man page is installed and renders without a warning" $? "${err:-$man}"
 
 # --- the installed trackd as the trackd user ---------------------------------------------
-# setpriv execs (runuser would stay in between): $! is trackd itself, so
-# its exit status is trackd's.
+# Replaces the calling (sub)shell: chroot, env and setpriv all exec (runuser
+# would stay in between), so a backgrounded `as_trackd ... &` leaves $! the
+# trackd process itself, its signals and exit status trackd's. Call it in
+# ( ) or with &.
 as_trackd() {
-  chroot "$root" /usr/bin/env -i HOME=/nonexistent LANG=C.UTF-8 PATH=/usr/bin:/bin \
+  exec chroot "$root" /usr/bin/env -i HOME=/nonexistent LANG=C.UTF-8 PATH=/usr/bin:/bin \
     setpriv --reuid=trackd --regid=trackd --init-groups "$@"
 }
 
@@ -197,8 +199,8 @@ fi
 clip_ok=1
 if quiet ffmpeg -loglevel error -y -f lavfi -i "color=c=black:s=320x240:r=10,format=yuv420p" \
   -vf "drawbox=x=100:y=80:w=60:h=40:color=red:t=fill" -t 2 -pix_fmt yuv420p "$root/tmp/clip.mp4"; then
-  as_trackd /usr/bin/trackd --input /tmp/clip.mp4 --objects /usr/share/doc/trackd/examples/objects.example.json \
-    --no-server --fast --output /tmp/clip.ndjson >"$root.clip.out" 2>&1 </dev/null
+  (as_trackd /usr/bin/trackd --input /tmp/clip.mp4 --objects /usr/share/doc/trackd/examples/objects.example.json \
+    --no-server --fast --output /tmp/clip.ndjson) >"$root.clip.out" 2>&1 </dev/null
   clip_rc=$?
   detail=$(python3 - "$root/tmp/clip.ndjson" <<'PY'
 import json, sys
