@@ -5,6 +5,8 @@
 #   ./setup.sh demo [trackd options]   install, build, run the demo (web UI on :8080)
 #   ./setup.sh test                    install, build, run the whole test suite
 #   ./setup.sh build                   install build dependencies and build only
+#   ./setup.sh package                 build, then the Debian package (cpack -G DEB):
+#                                      BUILD_DIR/trackd_VERSION_ARCH.deb
 #
 # Environment: BUILD_DIR (default ./build), JOBS (default: cores),
 # CI=true builds with warnings as errors. test also builds an ASan/UBSan tree
@@ -23,7 +25,9 @@ build_pkgs=(build-essential cmake pkg-config libjansson-dev libwebsockets-dev
             libsystemd-dev)
 test_pkgs=(ffmpeg python3 python3-websockets chromium clang-format
            qemu-system-x86 linux-image-amd64 busybox-static v4l-utils cpio
-           systemd prometheus python3-pil)
+           systemd prometheus python3-pil groff-base man-db file)
+# The Debian package: dpkg-shlibdeps (dpkg-dev, in build-essential) needs file.
+package_pkgs=(file)
 
 as_root() {
   if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@";
@@ -61,7 +65,11 @@ build() {
   install_missing "${build_pkgs[@]}"
   local werror=OFF
   [ "${CI:-}" = true ] && werror=ON
-  cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTRK_WERROR=$werror
+  # Prefix /usr, a Debian package's: the tree packages as it is (files that
+  # name the prefix, the systemd units, say /usr/bin). `cmake --install`
+  # takes --prefix for anywhere else.
+  cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTRK_WERROR=$werror \
+    -DCMAKE_INSTALL_PREFIX=/usr
   cmake --build "$BUILD_DIR" -j "$JOBS"
 }
 
@@ -97,6 +105,11 @@ case "$mode" in
   build)
     build
     ;;
+  package)
+    install_missing "${package_pkgs[@]}"
+    build
+    (cd "$BUILD_DIR" && cpack -G DEB)
+    ;;
   test)
     install_missing "${test_pkgs[@]}"
     # Node.js for the browser test (Debian's nodejs when none is installed).
@@ -119,7 +132,7 @@ case "$mode" in
     exit $rc
     ;;
   *)
-    echo "usage: $0 demo [trackd options] | test | build" >&2
+    echo "usage: $0 demo [trackd options] | test | build | package" >&2
     exit 64
     ;;
 esac

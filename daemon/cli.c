@@ -155,6 +155,8 @@ static const struct opt opts[] = {
     { "control-token", 0, "TOKEN", TEXT(control_token), .lo = 1, .hi = 127,
       .form = "TOKEN, {lo}..{hi} characters",
       .help = "token web clients need to edit objects (required on any address when given; generated and printed when listening beyond loopback)" },
+    { "check-config", 0, "FILE", TEXT(check_config),
+      .help = "validate the objects FILE by every rule applied at start and exit: prints 'FILE: ok, N objects' (exit 0) or the error as file:line:col (exit 78); opens no source or server" },
     { "help", 'h', NULL, .type = T_HELP, .help = "show this help and exit" },
     { "version", 'V', NULL, .type = T_VERSION, .help = "show the version and exit" },
 };
@@ -205,20 +207,44 @@ bool trk_cli_option_synopsis(size_t i, char *buf, size_t len)
     return true;
 }
 
+/* What --help and the man page say besides the options. */
+static const char intro[] =
+    "Real-time colour-object tracking: frames from a V4L2 camera, a video file or the\n"
+    "built-in demo scene, results as NDJSON and over WebSocket to the web UI\n"
+    "(http://127.0.0.1:8080/).\n";
+
+static const struct {
+    const char *cmd, *what;
+} examples[] = {
+    { "trackd", "demo scene, web UI on :8080" },
+    { "trackd --list-devices", "the cameras on this machine" },
+    { "trackd --device /dev/video0 --objects objs.json", "track a camera" },
+    { "trackd --input clip.mp4 --objects objs.json", "track a file at its frame rate" },
+    { "trackd -i clip.mp4 -c objs.json -o out.ndjson --fast --no-server", "" },
+    { "trackd --check-config objs.json", "validate an objects file" },
+};
+
+static const struct {
+    int code;
+    const char *what;
+} exit_codes[] = {
+    { TRK_EX_OK, "done" },
+    { TRK_EX_USAGE, "usage error" },
+    { TRK_EX_NOINPUT, "input cannot be opened" },
+    { TRK_EX_UNAVAILABLE, "backend or server unavailable" },
+    { TRK_EX_SOFTWARE, "internal error" },
+    { TRK_EX_CONFIG, "configuration error" },
+};
+
+#define N_OF(a) (sizeof(a) / sizeof((a)[0]))
+
 void trk_cli_usage(FILE *out)
 {
-    fprintf(out,
-            "Usage: trackd [OPTION]...\n"
-            "Real-time colour-object tracking: frames from a V4L2 camera, a video file or the\n"
-            "built-in demo scene, results as NDJSON and over WebSocket to the web UI\n"
-            "(http://127.0.0.1:8080/).\n\n"
-            "Examples:\n"
-            "  trackd                                          demo scene, web UI on :8080\n"
-            "  trackd --list-devices                           the cameras on this machine\n"
-            "  trackd --device /dev/video0 --objects objs.json track a camera\n"
-            "  trackd --input clip.mp4 --objects objs.json     track a file at its frame rate\n"
-            "  trackd -i clip.mp4 -c objs.json -o out.ndjson --fast --no-server\n\n"
-            "Options:\n");
+    fprintf(out, "Usage: trackd [OPTION]...\n%s\nExamples:\n", intro);
+    for (size_t i = 0; i < N_OF(examples); i++)
+        fprintf(out, *examples[i].what ? "  %-47s %s\n" : "  %s%s\n", examples[i].cmd,
+                examples[i].what);
+    fprintf(out, "\nOptions:\n");
     for (size_t i = 0; i < N_OPTS; i++) {
         const struct opt *o = &opts[i];
         char left[64] = "    "; /* long-only options line up with the long names */
@@ -230,8 +256,125 @@ void trk_cli_usage(FILE *out)
             fprintf(out, " (default %s%s)", o->def, o->def_note ? o->def_note : "");
         fputc('\n', out);
     }
-    fprintf(out, "\nExit status: 0 done, 64 usage error, 66 input cannot be opened,\n"
-                 "69 backend or server unavailable, 70 internal error, 78 configuration error.\n");
+    /* The statuses as one paragraph, wrapped before column 80. */
+    int col = fprintf(out, "\nExit status:") - 1;
+    for (size_t i = 0; i < N_OF(exit_codes); i++) {
+        char item[80];
+        int n = snprintf(item, sizeof(item), " %d %s%s", exit_codes[i].code, exit_codes[i].what,
+                         i + 1 < N_OF(exit_codes) ? "," : ".");
+        if (col + n > 79) {
+            fputc('\n', out);
+            col = fprintf(out, "%s", item + 1);
+        } else {
+            col += fprintf(out, "%s", item);
+        }
+    }
+    fputc('\n', out);
+}
+
+/* text for roff: {lo}/{hi} expanded as put_text does, backslashes and
+ * hyphens escaped (a bare '-' may be typeset as a hyphen that a copied
+ * option name does not survive), a leading '.' or '\'' kept literal. */
+static void put_roff(FILE *f, const char *text, const struct opt *o)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    if (!m) return;
+    put_text(m, text, o);
+    fclose(m);
+    for (size_t i = 0; buf && i < len; i++) {
+        bool line_start = i == 0;
+        if (line_start && (buf[i] == '.' || buf[i] == '\'')) fputs("\\&", f);
+        if (buf[i] == '-')
+            fputs("\\-", f);
+        else if (buf[i] == '\\')
+            fputs("\\e", f);
+        else
+            fputc(buf[i], f);
+    }
+    free(buf);
+}
+
+/* A paragraph of plain lines (intro): each line starts a roff text line. */
+static void put_roff_lines(FILE *f, const char *text)
+{
+    char line[256];
+    for (const char *p = text; *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t n = nl ? (size_t)(nl - p) : strlen(p);
+        snprintf(line, sizeof(line), "%.*s", (int)n, p);
+        put_roff(f, line, NULL);
+        fputc('\n', f);
+        p += n + (nl != NULL);
+    }
+}
+
+void trk_cli_man(FILE *out)
+{
+    fprintf(out,
+            ".\\\" Generated from daemon/cli.c by trk_docgen: edit the option table there.\n"
+            ".TH TRACKD 1 \"\" \"trackd %s\" \"User Commands\"\n"
+            ".SH NAME\n"
+            "trackd \\- real\\-time colour\\-object tracking daemon\n"
+            ".SH SYNOPSIS\n"
+            ".B trackd\n"
+            "[\\fIOPTION\\fR]...\n"
+            ".SH DESCRIPTION\n",
+            TRK_VERSION);
+    put_roff_lines(out, intro);
+    fprintf(out, ".PP\n"
+                 "The objects file format is described in OBJECTS.md, the WebSocket protocol in\n"
+                 "PROTOCOL.md, both in the trackd sources.\n"
+                 ".SH OPTIONS\n");
+    for (size_t i = 0; i < N_OPTS; i++) {
+        const struct opt *o = &opts[i];
+        fprintf(out, ".TP\n");
+        if (o->short_name) fprintf(out, "\\fB\\-%c\\fR, ", o->short_name);
+        fprintf(out, "\\fB");
+        put_roff(out, "--", NULL);
+        put_roff(out, o->name, NULL);
+        fprintf(out, "\\fR");
+        if (o->arg) {
+            fprintf(out, " \\fI");
+            put_roff(out, o->arg, NULL);
+            fprintf(out, "\\fR");
+        }
+        fputc('\n', out);
+        put_roff(out, o->help, o);
+        if (o->arg && o->def) {
+            fprintf(out, " (default ");
+            put_roff(out, o->def, o);
+            if (o->def_note) put_roff(out, o->def_note, o);
+            fputc(')', out);
+        }
+        fputc('\n', out);
+    }
+    fprintf(out, ".SH EXAMPLES\n");
+    for (size_t i = 0; i < N_OF(examples); i++) {
+        /* Not .TP: a short command ("trackd") would share its line. */
+        fprintf(out, ".PP\n\\fB");
+        put_roff(out, examples[i].cmd, NULL);
+        fprintf(out, "\\fR\n.RS\n");
+        put_roff(out,
+                 *examples[i].what ? examples[i].what
+                                   : "a file as fast as it decodes, "
+                                     "results to out.ndjson, no server",
+                 NULL);
+        fprintf(out, "\n.RE\n");
+    }
+    fprintf(out, ".SH EXIT STATUS\n");
+    for (size_t i = 0; i < N_OF(exit_codes); i++)
+        fprintf(out, ".TP\n.B %d\n%s\n", exit_codes[i].code, exit_codes[i].what);
+    fprintf(out, ".SH FILES\n"
+                 ".TP\n.I /etc/trackd/\n"
+                 "objects files of the systemd units (the Debian package's example: objects.json)\n"
+                 ".TP\n.I /usr/share/trackd/web/\n"
+                 "the web UI, found as ../share/trackd/web from the trackd binary "
+                 "(\\fB\\-\\-web\\-root\\fR\n"
+                 "overrides it)\n"
+                 ".TP\n.I /usr/share/doc/trackd/examples/\n"
+                 "example objects files\n");
 }
 
 static bool parse_long(const char *s, long lo, long hi, long *out)

@@ -51,6 +51,7 @@ struct trk_settings {
     int progress;              /* -1 auto (stderr is a terminal), 0 off, 1 on */
     const char *save_objects;  /* save target; NULL = objects, else ./objects.json */
     const char *control_token; /* NULL = none on loopback, generated elsewhere */
+    const char *check_config;  /* --check-config: validate this objects file, exit */
 };
 
 enum { TRK_CLI_RUN = 0, TRK_CLI_EXIT_OK = 1 };
@@ -60,6 +61,11 @@ enum { TRK_CLI_RUN = 0, TRK_CLI_EXIT_OK = 1 };
  * to err. */
 int trk_cli_parse(int argc, char **argv, struct trk_settings *s, FILE *out, FILE *err);
 void trk_cli_usage(FILE *out);
+
+/* The man page trackd.1 (roff, man macros) from the same table, intro,
+ * examples and exit statuses as --help; the build writes it with
+ * trk_docgen (daemon/docgen.c). */
+void trk_cli_man(FILE *out);
 
 /* Option i of the table as --help and README.md's options table write it
  * ("-i, --input FILE", "--fast") into buf; false past the last option. */

@@ -187,6 +187,22 @@ static int load_objects(const struct trk_settings *s, struct trk_objects *objs)
     return 0;
 }
 
+/* --check-config: the loader's every rule, and nothing opened but the file,
+ * so it can run beside a live trackd (a unit's ExecStartPre, an edit checked
+ * before SIGHUP). The verdict goes to stdout, an error to stderr as at start. */
+static int check_config(const char *path, struct trk_objects *objs)
+{
+    struct trk_config_error cerr;
+    if (trk_objects_load_file(path, objs, &cerr)) {
+        char line[600];
+        trk_config_error_format(&cerr, line, sizeof(line));
+        fprintf(stderr, "%s\n", line);
+        return TRK_EX_CONFIG;
+    }
+    printf("%s: ok, %d object%s\n", path, objs->n, objs->n == 1 ? "" : "s");
+    return fflush(stdout) ? TRK_EX_IOERR : TRK_EX_OK;
+}
+
 /* The camera, with the objects file's camera settings first so --control
  * wins. A camera that is not there yet is waited for like one that was
  * unplugged (the capture thread retries every second). */
@@ -633,6 +649,7 @@ int main(int argc, char **argv)
     if (rc == TRK_CLI_EXIT_OK) return TRK_EX_OK;
     if (rc) return rc;
     trk_log_set_level(s->log_level);
+    if (s->check_config) return check_config(s->check_config, &app.objs);
     if (s->list_devices || s->list_formats || s->list_controls) return list_cameras(s);
     trk_cli_warn(s);
     if (s->server && (rc = trk_cli_find_web_root(s, app.web_root, sizeof(app.web_root)))) return rc;

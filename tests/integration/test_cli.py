@@ -191,4 +191,55 @@ with tempfile.TemporaryDirectory() as d:
     expect(log.count(f"{cam} does not exist") == 1 and "waiting for it" in log,
            f"a missing camera is said once to not exist, and waited for")
     expect(" lost " not in log, f"a camera never seen is not reported lost: {log.strip()[:800]}")
+
+# --check-config: the loader's verdict, nothing else started.
+with tempfile.TemporaryDirectory() as d:
+    example = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "config",
+                           "objects.example.json")
+    good = os.path.join(d, "good.json")
+    with open(example) as src, open(good, "w") as f:
+        f.write(src.read())
+    r = run("--check-config", good)
+    expect(r.returncode == 0 and r.stdout == f"{good}: ok, 4 objects\n" and not r.stderr,
+           f"--check-config on the example: exit 0, 'FILE: ok, 4 objects' ({r.stdout!r} {r.stderr!r})")
+    one = os.path.join(d, "one.json")
+    with open(one, "w") as f:
+        f.write('{"objects": [{"name": "x", "space": "rgb", "lo": [0, 0, 0], "hi": [9, 9, 9]}]}\n')
+    r = run("--check-config", one)
+    expect(r.returncode == 0 and r.stdout == f"{one}: ok, 1 object\n", f"one object: {r.stdout!r}")
+
+    # Every rule of the loader, each answered with file:line:col and 78.
+    bad_files = {
+        "range.json": ('{"objects": [\n  {"name": "x", "space": "rgb", "lo": [0, 0, 0], "hi": [300, 1, 1]}\n]}\n',
+                       ":2:", "out of range"),
+        "dup.json": ('{"objects": [\n  {"name": "a", "space": "rgb", "lo": [0, 0, 0], "hi": [1, 1, 1]},\n'
+                     '  {"name": "a", "space": "rgb", "lo": [0, 0, 0], "hi": [1, 1, 1]}\n]}\n', ":3:", ""),
+        "syntax.json": ('{"objects": [\n  {"name": "x",,}\n]}\n', ":2:", ""),
+        "key.json": ('{"objects": [\n  {"name": "x", "space": "rgb", "lo": [0, 0, 0], "hi": [1, 1, 1],\n'
+                     '   "colour": "#fff"}\n]}\n', ":3:", "colour"),
+    }
+    for name, (body, where, what) in bad_files.items():
+        path = os.path.join(d, name)
+        with open(path, "w") as f:
+            f.write(body)
+        r = run("--check-config", path)
+        expect(r.returncode == 78 and re.search(re.escape(path + where) + r"\d+: ", r.stderr)
+               and what in r.stderr and not r.stdout,
+               f"--check-config {name}: exit 78 with file:line:col ({r.stderr.strip()})")
+    missing = os.path.join(d, "missing.json")
+    r = run("--check-config", missing)
+    expect(r.returncode == 78 and f"{missing}:1:1:" in r.stderr, f"a missing file: 78 ({r.stderr.strip()})")
+
+    # No source, no listener: with an --input that does not exist (66 if
+    # opened) and a --listen port already taken (69 if bound) it still
+    # answers 0, at once.
+    import socket
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        r = run("--check-config", good, "--input", os.path.join(d, "nope.mp4"), "--listen",
+                f"127.0.0.1:{port}", timeout=20)
+        expect(r.returncode == 0 and r.stdout == f"{good}: ok, 4 objects\n",
+               f"--check-config opens neither the source nor the listener ({r.returncode}, {r.stderr.strip()})")
 print("cli: all passed")

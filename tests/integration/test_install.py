@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Integration: `cmake --install` gives a trackd that serves its web UI from
+"""Integration: `cmake --install` lays out bin/, the web UI, the man page,
+the examples and etc/trackd under the prefix, and gives a trackd that serves its web UI from
 the installed share/trackd/web, also after the whole prefix was moved (the
 folder is found from the binary's own path, not compiled in)."""
 import os
@@ -39,6 +40,11 @@ with tempfile.TemporaryDirectory() as d:
     expect(os.path.isfile(os.path.join(first, "bin/trackd")), "installs bin/trackd")
     for f in web_files:
         expect(os.path.isfile(os.path.join(first, "share/trackd/web", f)), f"installs share/trackd/web/{f}")
+    # The rest of the layout; the example for /etc stays under the prefix
+    # (only prefix /usr, a package's, puts it in /etc itself).
+    for f in ("share/man/man1/trackd.1.gz", "share/doc/trackd/examples/objects.example.json",
+              "share/doc/trackd/examples/demo-objects.json", "etc/trackd/objects.json"):
+        expect(os.path.isfile(os.path.join(first, f)), f"installs {f}")
 
     # Move the prefix: nothing may still point at the first place (or at the
     # source tree): mark the installed page to tell it from the source's.

@@ -1,5 +1,6 @@
 /* daemon/cli.c's option table against what users read: every option in
- * --help and in README.md's options table (same synopsis), no README row for
+ * --help, in the built man page and in README.md's options table (same
+ * synopsis), no README row for
  * an option that is gone, the documented defaults, and the table's bounds
  * and forms at work in the parser. */
 #include <stdarg.h>
@@ -76,6 +77,50 @@ static void test_docs(const char *readme_path)
     free(readme);
 }
 
+/* The built man page (roff) as plain text: font changes dropped, escaped
+ * hyphens and "\&" made plain, so an option reads as in --help. */
+static char *man_plain(const char *man_path)
+{
+    char *roff = slurp(man_path);
+    CHECKF(roff, "cannot read %s", man_path);
+    if (!roff) return NULL;
+    char *out = malloc(strlen(roff) + 1), *o = out;
+    CHECK(out);
+    for (const char *p = roff; out && *p;) {
+        if (!strncmp(p, "\\f", 2) && p[2]) {
+            p += 3;
+        } else if (!strncmp(p, "\\-", 2)) {
+            *o++ = '-';
+            p += 2;
+        } else if (!strncmp(p, "\\&", 2)) {
+            p += 2;
+        } else {
+            *o++ = *p++;
+        }
+    }
+    if (out) *o = 0;
+    free(roff);
+    return out;
+}
+
+/* Every option has its own tagged paragraph (.TP, then the synopsis as
+ * --help writes it, alone on its line), with its help text after it. */
+static void test_man(const char *man_path)
+{
+    char *man = man_plain(man_path);
+    if (!man) return;
+    char syn[128], tag[160];
+    size_t i;
+    for (i = 0; trk_cli_option_synopsis(i, syn, sizeof(syn)); i++) {
+        snprintf(tag, sizeof(tag), "\n.TP\n%s\n", syn);
+        CHECKF(strstr(man, tag), "%s has no .TP paragraph for %s", man_path, syn);
+    }
+    CHECK(i > 20);
+    CHECK(strstr(man, "\n.SH OPTIONS\n") && strstr(man, "\n.SH EXIT STATUS\n"));
+    CHECK(strstr(man, "\n.TH TRACKD 1 \"\" \"trackd " TRK_VERSION "\""));
+    free(man);
+}
+
 static int parse(struct trk_settings *s, char *err, size_t err_len, ...)
 {
     char *argv[40] = { "trackd" };
@@ -142,11 +187,12 @@ static void test_values(void)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: test_cli README.md\n");
+    if (argc < 3) {
+        fprintf(stderr, "usage: test_cli README.md trackd.1\n");
         return 64;
     }
     test_docs(argv[1]);
+    test_man(argv[2]);
     test_defaults();
     test_values();
     return check_exit("daemon_cli");
