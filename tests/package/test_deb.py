@@ -71,7 +71,12 @@ with tempfile.TemporaryDirectory() as d:
     trackd = os.path.join(x, "usr/bin/trackd")
     needed = re.findall(r"^\s*NEEDED\s+(\S+)", out("objdump", "-p", trackd).stdout, re.M)
     expect(len(needed) >= 5, f"trackd is linked with {len(needed)} libraries: {needed}")
-    paths = dict(re.findall(r"^\s*(\S+) => (/\S+)", out("ldd", trackd).stdout, re.M))
+    lddout = out("ldd", trackd).stdout
+    paths = dict(re.findall(r"^\s*(\S+) => (/\S+)", lddout, re.M))
+    # The dynamic linker itself (NEEDED by a CUDA build through the static
+    # CUDA runtime) is listed by its path alone: "/lib64/ld-linux-x86-64.so.2 (0x...)".
+    for p in re.findall(r"^\s*(/\S+) \(0x", lddout, re.M):
+        paths.setdefault(os.path.basename(p), p)
     for soname in needed:
         path = paths.get(soname)
         expect(path, f"{soname} is found by the dynamic linker")
