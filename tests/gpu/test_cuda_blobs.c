@@ -510,6 +510,27 @@ int main(int argc, char **argv)
         ctx_close(&c);
     }
 
+    /* Wider than blob spans hold (16 bits): refused at set_objects with a
+     * clear error, while objects without blobs still work there. */
+    {
+        struct trk_backend *b = NULL;
+        struct trk_backend_cfg cfg = { .kind = TRK_BACKEND_CUDA,
+                                       .max_width = 70000,
+                                       .max_height = 2 };
+        int err = trk_backend_create(&cfg, &b);
+        CHECKF(!err, "creating a 70000x2 backend: %s", trk_strerror(err));
+        if (!err) {
+            const uint8_t red[3] = { 255, 0, 0 };
+            struct trk_object_def o = rgb_object("wide", red, 10, 4, 8, 0);
+            err = trk_backend_set_objects(b, &o, 1);
+            CHECKF(err == TRK_EINVAL, "blobs on a 70000-wide backend: %s", trk_strerror(err));
+            o.blobs = 0;
+            err = trk_backend_set_objects(b, &o, 1);
+            CHECKF(!err, "no blobs on a 70000-wide backend: %s", trk_strerror(err));
+        }
+        trk_backend_destroy(&b);
+    }
+
     if (check_failures) {
         fprintf(stderr, "test_cuda_blobs: %d of %d cases FAILED\n", check_failures, cases);
         return 1;
