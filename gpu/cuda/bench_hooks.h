@@ -33,8 +33,17 @@ int trk_cuda_bench_upload(struct trk_backend *b, const struct trk_image *img,
 /* Runs the variant's kernels on the resident frame iters (>= 1) times with
  * the objects set (>= 1), writing run i's kernel time (CUDA events, ms) to
  * ms[i] and the last run's results to out (one per object; out may be
- * NULL). 0, TRK_EINVAL or TRK_EBACKEND. */
+ * NULL). 0, TRK_EINVAL or TRK_EBACKEND. When objects have blobs > 0, each
+ * run also labels them and ms[i] includes the whole blob pipeline and the
+ * copy of the top-K records to the host (the blob target's "threshold +
+ * label + stats + top-K copy"). */
 int trk_cuda_bench_kernels(struct trk_backend *b, int iters, float *ms, struct trk_obj_result *out);
+
+/* Object obj's blob list of the last trk_cuda_bench_kernels run, as
+ * trk_backend_blobs gives it after a wait (valid until the next submit,
+ * set_objects or bench run): its length, or TRK_EINVAL when there is no
+ * such run since the last set_objects or submit, or obj is out of range. */
+int trk_cuda_bench_blobs(struct trk_backend *b, int obj, const struct trk_blob **blobs);
 
 #ifdef __cplusplus
 }

@@ -7,6 +7,12 @@
  * kernel stream processes each band as soon as its copy lands; wait collects
  * the results and the CUDA-event timings. Nothing is allocated per frame.
  *
+ * Blob lists (objects with blobs > 0): set_objects sizes the labelling
+ * scratch for the largest frame (blobs.cu); submit queues the blob pipeline
+ * on the kernel stream after the last band, then one copy of the list
+ * lengths and the top-K records into pinned memory; wait decodes them.
+ * Objects without blobs add no work.
+ *
  * Variants (cfg->variant), default first:
  *   fused                 one pass, summary + full lookup tables, warp-aggregated
  *   lut                   straightforward per-channel lookup tables
@@ -99,6 +105,26 @@ struct cuda_be {
      * slot = object index. slots: accumulators in use. */
     int pos[TRK_MAX_OBJECTS];
     int slots;
+
+    /* Blob lists. bobj_of[i]: object index of blob object i (nbo of them,
+     * in object order); h_bobj/d_bobj their descriptors; group: blob
+     * objects labelled per pass of the pipeline (the scratch holds that
+     * many); d_bout/hp_bout: list lengths then records (TRK_CU_BLOB_HDR),
+     * bout_bytes of it copied back per frame. n_blob/h_blob: the decoded
+     * lists of the last frame, per object. */
+    int nbo, group;
+    int bobj_of[TRK_MAX_OBJECTS];
+    struct trk_cu_bobj h_bobj[TRK_MAX_OBJECTS];
+    struct trk_cu_bobj *d_bobj;
+    uint32_t *d_bmask, *d_bwp, *d_browruns, *d_bparent, *d_bmass, *d_broots, *d_bnroots;
+    uint16_t *d_bx0, *d_bx1;
+    void *d_bout, *hp_bout;
+    size_t bout_bytes;
+    cudaEvent_t ev_b0, ev_b1;
+    bool blob_work;   /* this frame queued the blob pipeline */
+    bool bench_blobs; /* h_blob holds trk_cuda_bench_kernels' last lists */
+    int n_blob[TRK_MAX_OBJECTS];
+    struct trk_blob (*h_blob)[TRK_MAX_BLOBS];
 
     /* The frame in flight (or resident, for bench_hooks.h). */
     struct trk_cu_frame f;
@@ -232,6 +258,21 @@ __global__ void probe_kernel(int *p)
     if (p) *p = 0;
 }
 
+/* Frees the labelling scratch (set_objects sizes it). */
+void free_blob_scratch(struct cuda_be *b)
+{
+    uint32_t **u32[] = { &b->d_bmask, &b->d_bwp,    &b->d_browruns, &b->d_bparent,
+                         &b->d_bmass, &b->d_broots, &b->d_bnroots };
+    for (uint32_t **p : u32) {
+        cudaFree(*p);
+        *p = NULL;
+    }
+    cudaFree(b->d_bx0);
+    cudaFree(b->d_bx1);
+    b->d_bx0 = b->d_bx1 = NULL;
+    b->group = 0;
+}
+
 void be_free(struct cuda_be *b)
 {
     if (!b) return;
@@ -255,12 +296,19 @@ void be_free(struct cuda_be *b)
     cudaFree(b->d_moct);
     cudaFree(b->d_filt);
     cudaFree(b->d_pftmp);
+    free_blob_scratch(b);
+    cudaFree(b->d_bobj);
+    cudaFree(b->d_bout);
+    cudaFreeHost(b->hp_bout);
+    free(b->h_blob);
     if (b->events_made) {
         cudaEventDestroy(b->ev_up0);
         cudaEventDestroy(b->ev_up1);
         cudaEventDestroy(b->ev_roi0);
         cudaEventDestroy(b->ev_roi1);
         cudaEventDestroy(b->ev_done);
+        cudaEventDestroy(b->ev_b0);
+        cudaEventDestroy(b->ev_b1);
         for (int i = 0; i < TRK_CUDA_MAX_BANDS; i++) {
             cudaEventDestroy(b->ev_band[i]);
             cudaEventDestroy(b->ev_ks[i]);
@@ -275,7 +323,7 @@ void be_free(struct cuda_be *b)
 
 int make_events(struct cuda_be *b)
 {
-    cudaEvent_t *all[] = { &b->ev_up0, &b->ev_up1, &b->ev_roi0, &b->ev_roi1 };
+    cudaEvent_t *all[] = { &b->ev_up0, &b->ev_up1, &b->ev_roi0, &b->ev_roi1, &b->ev_b0, &b->ev_b1 };
     for (cudaEvent_t *e : all)
         TRK_CUDA_TRY(cudaEventCreate(e));
     /* ev_done is only waited on, never timed. */
@@ -358,6 +406,17 @@ int cu_create(const struct trk_backend_cfg *cfg, void **self)
         goto fail_mem;
     if (cudaMalloc(&b->d_rowmask, (size_t)b->max_h * 8 * 4) != cudaSuccess) goto fail_mem;
     if (cudaMalloc(&b->d_colmask, (size_t)b->max_w * 8 * 4) != cudaSuccess) goto fail_mem;
+    if (cudaMalloc(&b->d_bobj, TRK_MAX_OBJECTS * sizeof(struct trk_cu_bobj)) != cudaSuccess)
+        goto fail_mem;
+    {
+        /* The largest blob output: every object listing TRK_MAX_BLOBS. */
+        const size_t out =
+            TRK_CU_BLOB_HDR + (size_t)TRK_MAX_OBJECTS * TRK_MAX_BLOBS * sizeof(struct trk_cu_blob);
+        if (cudaMalloc(&b->d_bout, out) != cudaSuccess) goto fail_mem;
+        if (cudaMallocHost(&b->hp_bout, out) != cudaSuccess) goto fail_mem;
+    }
+    b->h_blob = (struct trk_blob(*)[TRK_MAX_BLOBS])calloc(TRK_MAX_OBJECTS, sizeof(*b->h_blob));
+    if (!b->h_blob) goto fail_mem;
     if (b->variant == V_MOCT) {
         b->moct_bytes =
             trk_cu_moct_scratch_bytes(b->max_w, b->max_h, TRK_MAX_OBJECTS, b->arr, b->r);
@@ -494,12 +553,96 @@ void group_objects(const struct trk_object_def *objs, int n, int nw, int *pos)
         pos[keys[i].index] = (i % nw) * 32 + i / nw;
 }
 
+/* Per-object strides of the labelling scratch: sized for the largest
+ * frame, so one allocation serves every frame size. */
+struct blob_strides {
+    size_t words, rows, runs;
+};
+
+blob_strides blob_strides_of(const struct cuda_be *b)
+{
+    const size_t h = (size_t)b->max_h;
+    return blob_strides{ ((size_t)b->max_w + 31) / 32 * h, h, ((size_t)b->max_w + 1) / 2 * h };
+}
+
+/* The blob objects of objs (those with blobs > 0): descriptors uploaded,
+ * output layout (each object's K records after the previous ones) and the
+ * labelling scratch for as many objects per pass as TRK_BLOB_SCRATCH_BYTES
+ * allows (at least one), kept when large enough already. Runs after the
+ * slots (pos) are set: a blob object reads its ROI from its slot. */
+int setup_blobs(struct cuda_be *b, const struct trk_object_def *objs, int n)
+{
+    int off = 0;
+    for (int k = 0; k < n; k++) {
+        const struct trk_object_def *d = &objs[k];
+        if (!d->blobs) continue;
+        struct trk_cu_bobj *o = &b->h_bobj[b->nbo];
+        memset(o, 0, sizeof(*o));
+        memcpy(o->lo, d->lo, sizeof(o->lo));
+        memcpy(o->hi, d->hi, sizeof(o->hi));
+        o->space = d->space;
+        o->conn = d->connectivity == 4 ? 4 : 8;
+        o->min_area = d->min_area ? d->min_area : 1;
+        o->k = d->blobs;
+        o->off = off;
+        o->slot = b->pos[k];
+        off += d->blobs;
+        b->bobj_of[b->nbo++] = k;
+    }
+    if (!b->nbo) {
+        free_blob_scratch(b);
+        return 0;
+    }
+    if (b->max_w > TRK_BLOB_MAX_SIDE || b->max_h > TRK_BLOB_MAX_SIDE) {
+        trk_log_write(TRK_LOG_ERROR, "cuda", 0,
+                      "blob lists need frames of at most %d pixels a side (backend made for %dx%d)",
+                      TRK_BLOB_MAX_SIDE, b->max_w, b->max_h);
+        b->nbo = 0;
+        return TRK_EINVAL;
+    }
+    b->bout_bytes = TRK_CU_BLOB_HDR + (size_t)off * sizeof(struct trk_cu_blob);
+    const size_t per = trk_cu_blob_obj_bytes(b->max_w, b->max_h);
+    size_t fit = TRK_BLOB_SCRATCH_BYTES / per;
+    if (fit < 1) fit = 1;
+    const int group = (size_t)b->nbo < fit ? b->nbo : (int)fit;
+    if (group > b->group) {
+        free_blob_scratch(b);
+        const blob_strides st = blob_strides_of(b);
+        const size_t g = (size_t)group;
+        bool ok = cudaMalloc(&b->d_bmask, g * st.words * 4) == cudaSuccess &&
+                  cudaMalloc(&b->d_bwp, g * st.words * 4) == cudaSuccess &&
+                  cudaMalloc(&b->d_browruns, g * st.rows * 4) == cudaSuccess &&
+                  cudaMalloc(&b->d_bparent, g * st.runs * 4) == cudaSuccess &&
+                  cudaMalloc(&b->d_bmass, g * st.runs * 4) == cudaSuccess &&
+                  cudaMalloc(&b->d_broots, g * st.runs * 4) == cudaSuccess &&
+                  cudaMalloc(&b->d_bnroots, g * 4) == cudaSuccess &&
+                  cudaMalloc(&b->d_bx0, g * st.runs * 2) == cudaSuccess &&
+                  cudaMalloc(&b->d_bx1, g * st.runs * 2) == cudaSuccess;
+        if (!ok) {
+            trk_log_write(TRK_LOG_ERROR, "cuda", 0,
+                          "blob labelling scratch for %d objects (%zu MB) failed: %s", group,
+                          g * per >> 20, cudaGetErrorString(cudaGetLastError()));
+            free_blob_scratch(b);
+            b->nbo = 0;
+            return TRK_ENOMEM;
+        }
+        b->group = group;
+    }
+    TRK_CUDA_TRY(cudaMemcpyAsync(b->d_bobj, b->h_bobj, (size_t)b->nbo * sizeof(b->h_bobj[0]),
+                                 cudaMemcpyHostToDevice, b->s_k));
+    TRK_CUDA_TRY(cudaStreamSynchronize(b->s_k));
+    return 0;
+}
+
 int cu_set_objects(void *self, const struct trk_object_def *objs, int n)
 {
     struct cuda_be *b = (struct cuda_be *)self;
     log_scope ls(b);
     TRK_CUDA_TRY(cudaSetDevice(b->dev));
     b->n = n;
+    b->nbo = 0;
+    b->bench_blobs = false;
+    memset(b->n_blob, 0, sizeof(b->n_blob));
     if (n == 0) return 0;
     int nw = 1;
     while (nw * 32 < n)
@@ -539,7 +682,7 @@ int cu_set_objects(void *self, const struct trk_object_def *objs, int n)
         int err = trk_cu_lut_setup(trk_cu_table_smem(b->lt, b->slots));
         if (err) return err;
     }
-    return 0;
+    return setup_blobs(b, objs, n);
 }
 
 bool host_pinned(const void *p)
@@ -667,6 +810,78 @@ int queue_rois(struct cuda_be *b, const struct trk_roi *rois)
     return 0;
 }
 
+/* Queues the blob pipeline for the resident frame on the kernel stream
+ * (group after group; the kernels' ROIs are the slots queue_rois uploaded),
+ * timed between ev_b0 and ev_b1, then the copy of the list lengths and the
+ * records. */
+int queue_blobs(struct cuda_be *b)
+{
+    const blob_strides st = blob_strides_of(b);
+    struct trk_cu_blobjob j;
+    memset(&j, 0, sizeof(j));
+    j.f = b->f;
+    j.rois = b->roi ? b->d_rois : NULL;
+    j.objs = b->d_bobj;
+    j.wpr = (b->f.width + 31) / 32;
+    j.cap = (b->f.width + 1) / 2;
+    j.word_stride = st.words;
+    j.row_stride = st.rows;
+    j.run_stride = st.runs;
+    j.mask = b->d_bmask;
+    j.wp = b->d_bwp;
+    j.rowruns = b->d_browruns;
+    j.parent = b->d_bparent;
+    j.mass = b->d_bmass;
+    j.roots = b->d_broots;
+    j.nroots = b->d_bnroots;
+    j.x0 = b->d_bx0;
+    j.x1 = b->d_bx1;
+    j.counts = (unsigned *)b->d_bout;
+    j.recs = (struct trk_cu_blob *)((char *)b->d_bout + TRK_CU_BLOB_HDR);
+    TRK_CUDA_TRY(cudaEventRecord(b->ev_b0, b->s_k));
+    for (int g0 = 0; g0 < b->nbo; g0 += b->group) {
+        j.g0 = g0;
+        j.gn = b->nbo - g0 < b->group ? b->nbo - g0 : b->group;
+        j.need = 0;
+        for (int i = g0; i < g0 + j.gn; i++)
+            j.need |= 1 << b->h_bobj[i].space;
+        int err = trk_cu_blobs_launch(&j, b->s_k);
+        if (err) return err;
+    }
+    TRK_CUDA_TRY(cudaEventRecord(b->ev_b1, b->s_k));
+    TRK_CUDA_TRY(
+        cudaMemcpyAsync(b->hp_bout, b->d_bout, b->bout_bytes, cudaMemcpyDeviceToHost, b->s_k));
+    b->blob_work = true;
+    return 0;
+}
+
+/* The lists of the last frame (hp_bout, landed) into h_blob / n_blob. */
+void decode_blobs(struct cuda_be *b)
+{
+    const unsigned *len = (const unsigned *)b->hp_bout;
+    const struct trk_cu_blob *rec =
+        (const struct trk_cu_blob *)((const char *)b->hp_bout + TRK_CU_BLOB_HDR);
+    for (int i = 0; i < b->nbo; i++) {
+        const struct trk_cu_bobj *o = &b->h_bobj[i];
+        const int k = b->bobj_of[i];
+        TRK_ASSERT(len[i] <= (unsigned)o->k);
+        for (unsigned s = 0; s < len[i]; s++) {
+            const struct trk_cu_blob *r = &rec[o->off + s];
+            struct trk_blob *d = &b->h_blob[k][s];
+            d->mass = r->mass;
+            d->sum_x = r->sx;
+            d->sum_y = r->sy;
+            d->x0 = (int32_t)r->x0;
+            d->y0 = (int32_t)r->y0;
+            d->x1 = (int32_t)r->x1;
+            d->y1 = (int32_t)r->y1;
+            d->perimeter = r->perim;
+            d->first = r->first;
+        }
+        b->n_blob[k] = (int)len[i];
+    }
+}
+
 int reset_if_dirty(struct cuda_be *b)
 {
     if (!b->dirty) return 0;
@@ -726,6 +941,8 @@ int submit_impl(struct cuda_be *b, const struct trk_image *img, const struct trk
         TRK_CUDA_TRY(cudaEventRecord(b->ev_ke[0], b->s_k));
         b->nk = 1;
     }
+    /* After the last band's kernel: the stream has waited for every band. */
+    if (b->nbo && (err = queue_blobs(b))) return err;
     TRK_CUDA_TRY(cudaMemcpyAsync(b->hp_res, b->d_acc[b->parity],
                                  (size_t)b->slots * sizeof(struct trk_cu_acc),
                                  cudaMemcpyDeviceToHost, b->s_k));
@@ -742,6 +959,8 @@ int cu_submit(void *self, const struct trk_image *img, const struct trk_roi *roi
     b->t_submit = trk_backend_now_ms();
     b->work = false;
     b->up_bytes = 0;
+    b->blob_work = false;
+    b->bench_blobs = false;
     if (b->n == 0) return 0;
     TRK_CUDA_TRY(cudaSetDevice(b->dev));
     int err = submit_impl(b, img, rois);
@@ -800,16 +1019,25 @@ int cu_wait(void *self, struct trk_obj_result *out, struct trk_backend_timing *t
     TRK_CUDA_TRY(cudaEventSynchronize(b->ev_done));
     b->log.lines = 0; /* a good frame ends the failure streak */
     decode(b->hp_res, b->pos, b->n, out);
+    if (b->blob_work) decode_blobs(b);
     if (t) {
         t->upload_ms = elapsed(b->ev_up0, b->ev_up1);
         t->upload_bytes = b->up_bytes;
         double k = b->roi ? elapsed(b->ev_roi0, b->ev_roi1) : 0;
+        if (b->blob_work) k += elapsed(b->ev_b0, b->ev_b1);
         for (int i = 0; i < b->nk; i++)
             k += elapsed(b->ev_ks[i], b->ev_ke[i]);
         t->kernel_ms = k;
         t->total_ms = trk_backend_now_ms() - b->t_submit;
     }
     return 0;
+}
+
+int cu_blobs(void *self, int obj, const struct trk_blob **out)
+{
+    struct cuda_be *b = (struct cuda_be *)self;
+    *out = b->h_blob[obj];
+    return b->n_blob[obj];
 }
 
 const char *cu_describe(void *self)
@@ -895,10 +1123,9 @@ enum trk_cuda_status trk_cuda_probe(char *why, size_t why_len)
 }
 
 const struct trk_backend_ops trk_cuda_ops = {
-    "cuda",           cu_create,   cu_destroy,    cu_set_objects, cu_submit,
-    cu_wait,          cu_describe, variant_names, NULL, /* blobs: not yet on the GPU, so set_objects
-                                                           refuses blobs > 0 */
-    cu_set_prefilter, NULL, /* submit_regions: backend.c runs regions one by one */
+    "cuda",      cu_create,     cu_destroy, cu_set_objects,   cu_submit, cu_wait,
+    cu_describe, variant_names, cu_blobs,   cu_set_prefilter, NULL, /* submit_regions: backend.c
+                                                                       runs regions one by one */
 };
 
 /* ------------------------------------------------ bench_hooks.h */
@@ -949,6 +1176,8 @@ int trk_cuda_bench_kernels(struct trk_backend *bk, int iters, float *ms, struct 
         }
         int err = launch_rows(b, 0, b->f.height, true);
         if (err) return err;
+        b->blob_work = false;
+        if (b->nbo && (err = queue_blobs(b))) return err;
         TRK_CUDA_TRY(cudaEventRecord(b->ev_ke[0], b->s_k));
         TRK_CUDA_TRY(cudaMemcpyAsync(b->hp_res, b->d_acc[b->parity],
                                      (size_t)b->slots * sizeof(struct trk_cu_acc),
@@ -960,7 +1189,17 @@ int trk_cuda_bench_kernels(struct trk_backend *bk, int iters, float *ms, struct 
     }
     b->log.lines = 0;
     if (out) decode(b->hp_res, b->pos, b->n, out);
+    if (b->blob_work) decode_blobs(b);
+    b->bench_blobs = b->blob_work;
     return 0;
+}
+
+int trk_cuda_bench_blobs(struct trk_backend *bk, int obj, const struct trk_blob **blobs)
+{
+    struct cuda_be *b = (struct cuda_be *)trk_backend_self(bk, &trk_cuda_ops);
+    if (blobs) *blobs = NULL;
+    if (!b || !blobs || obj < 0 || obj >= b->n || !b->bench_blobs) return TRK_EINVAL;
+    return cu_blobs(b, obj, blobs);
 }
 
 } /* extern "C" */

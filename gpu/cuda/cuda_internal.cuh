@@ -215,4 +215,64 @@ size_t trk_cu_moct_scratch_bytes(int max_w, int max_h, int max_obj, int arr, int
 int trk_cu_moct_launch(const struct trk_cu_job *job, int arr, int r, void *d_scratch,
                        size_t scratch_bytes, cudaStream_t s);
 
+/* ------------------------------------------------------------ blob lists */
+/* Labelling of the objects with blobs > 0 (blobs.cu; the algorithm and its
+ * memory bounds are in gpu/cuda/NOTES.md, "Blob lists"). */
+
+/* An object with blobs, as the blob kernels see it. */
+struct trk_cu_bobj {
+    uint16_t lo[3], hi[3];
+    int space;         /* enum trk_space                                   */
+    int conn;          /* 4 or 8                                           */
+    unsigned min_area; /* >= 1                                             */
+    int k;             /* K: most blobs listed, 1..TRK_MAX_BLOBS           */
+    int off;           /* first of its K records in the output             */
+    int slot;          /* its slot in the ROI array (trk_cu_job.rois)      */
+};
+
+/* One listed blob as the device builds it; decoded into trk_blob on the
+ * host. Bounds are plain unsigned min/max (x0, y0 start at 0xffffffff). */
+struct trk_cu_blob {
+    unsigned long long sx, sy, perim, first;
+    unsigned mass, x0, y0, x1, y1, pad;
+};
+static_assert(sizeof(struct trk_cu_blob) % 8 == 0,
+              "blob records: 64-bit atomics need 8-byte alignment");
+
+/* The output buffer: the list length of each blob object (TRK_MAX_OBJECTS
+ * words), then the records, object after object (each object's K at its
+ * off). One copy brings back the lengths and the sum of K records. */
+#define TRK_CU_BLOB_HDR (TRK_MAX_OBJECTS * sizeof(unsigned))
+static_assert(TRK_CU_BLOB_HDR % 8 == 0, "records follow the lengths 8-byte aligned");
+
+/* One group of blob objects through the whole pipeline. Scratch arrays hold
+ * gn objects, each at a fixed stride (sized for the largest frame); inside an
+ * object, rows use this frame's wpr (mask words per row) and cap (run slots
+ * per row = ceil(width / 2), the most runs a row can have). A run is named by
+ * its index y * cap + k (k-th run of row y): raster order. */
+struct trk_cu_blobjob {
+    struct trk_cu_frame f;
+    const struct trk_roi *rois;     /* clipped ROIs by slot, or NULL (whole frame) */
+    const struct trk_cu_bobj *objs; /* every blob object                  */
+    int g0, gn;                     /* this group: blob objects [g0, g0 + gn) */
+    int need;                       /* spaces the group's objects test (bit s) */
+    int wpr, cap;
+    size_t word_stride; /* per object: mask, wp (32-bit words)    */
+    size_t row_stride;  /* per object: rowruns                    */
+    size_t run_stride;  /* per object: parent, mass, roots, x0, x1 */
+    uint32_t *mask;     /* bit x % 32 of word y * wpr + x / 32     */
+    uint32_t *wp;       /* runs of row y starting before word w   */
+    uint32_t *rowruns;  /* runs of row y                          */
+    uint32_t *parent, *mass, *roots, *nroots;
+    uint16_t *x0, *x1;        /* first and last pixel of each run       */
+    unsigned *counts;         /* output: list length per blob object    */
+    struct trk_cu_blob *recs; /* output: records (trk_cu_bobj.off)      */
+};
+
+/* Scratch bytes one blob object needs for frames up to max_w x max_h. */
+size_t trk_cu_blob_obj_bytes(int max_w, int max_h);
+/* Queues the group's pipeline (threshold + runs, union, flatten + mass,
+ * top-K selection, stats of the selected) on s; no host sync. */
+int trk_cu_blobs_launch(const struct trk_cu_blobjob *job, cudaStream_t s);
+
 #endif

@@ -67,4 +67,25 @@
  * costs a few microseconds of table loading and launch latency). */
 #define TRK_CUDA_BAND_BYTES (2u << 20)
 
+/* ---- blob lists (blobs.cu) ---------------------------------------------- */
+
+/* Threads per block of the per-row and per-word blob kernels (threshold +
+ * runs, union, flatten, stats). Multiple of 32, <= 1024; the threshold
+ * kernel gives each warp one 32-pixel mask word per step, so a row of W
+ * pixels takes ceil(W / this) steps. */
+#define TRK_BLOB_THREADS 256
+/* Threads of the per-object top-K selection block. Multiple of 32, >= 256
+ * (warp 0 scans the 256-bin radix histogram, 8 bins per lane), <= 1024. */
+#define TRK_BLOB_SEL_THREADS 512
+/* Device scratch the labelling may hold (bytes). Objects with blobs are
+ * labelled in groups of as many as fit (at least one); each needs about
+ * 16 bytes per possible run (ceil(max_w / 2) * max_h runs: a checkerboard)
+ * plus 8 bytes per mask word: 17 MB at 1080p, 69 MB at 4K. More objects
+ * than fit run the same kernels again, group after group. */
+#define TRK_BLOB_SCRATCH_BYTES ((size_t)1 << 30)
+/* Largest frame side with blobs: run spans keep x in 16 bits and run
+ * indices (ceil(W / 2) * H) must stay below 2^31 (the top bit tags the
+ * selected roots). */
+#define TRK_BLOB_MAX_SIDE 65535
+
 #endif
