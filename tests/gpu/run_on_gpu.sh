@@ -1,7 +1,7 @@
 #!/bin/bash
 # Builds trackd's GPU-only tree on the GPU machine and runs the CUDA tests,
 # sanitizers and benchmarks. Usage: tests/gpu/run_on_gpu.sh STAGE... where
-# STAGE is build, test, sanitize, floor, kernels, seed, torch, bench, ncu.
+# STAGE is build, test, sanitize, floor, kernels, seed, torch, bench, blobs, ncu.
 # Logs go to $OUT (or ./gpu-out). Used through the device tool:
 #   run: tests/gpu/run_on_gpu.sh build test kernels
 set -u
@@ -51,6 +51,12 @@ for stage in "$@"; do
       T=""; [ -f "$OUT/torch.json" ] && T="--torch $OUT/torch.json"
       $BENCH --backends cpu-ref,cpu,cuda --variants fused,lut --sizes 1920x1080 --objects 8,128 \
         --formats rgb24,nv12 --iters 10 --ref-iters 1 $T --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.txt" || rc=1 ;;
+    blobs)
+      # Blob lists (issue 12): cuda beside the fast CPU twin (all cores, which
+      # also gives the truth: cpu-ref needs ~50 s per 1080p frame at 128
+      # colours), NPP's labelling and the read floor, clean and noisy scenes.
+      $BENCH --experiment blobs --backends cpu,cuda --threads 0 --truth cpu \
+        --sizes 1920x1080,3840x2160 --iters 20 --json "$OUT/blobs.json" 2>&1 | tee "$OUT/blobs.txt" || rc=1 ;;
     ncu)
       ncu --clock-control none -k regex:fused_kernel -s 3 -c 6 --section SpeedOfLight --section MemoryWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables --section ComputeWorkloadAnalysis --section InstructionStats \
         --section Occupancy --section LaunchStats --section WarpStateStats \
