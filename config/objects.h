@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "backend.h" /* struct trk_object_def, TRK_MAX_OBJECTS, TRK_NAME_MAX, TRK_E* */
+#include "calib.h"   /* struct trk_calib */
 
 #ifdef __cplusplus
 extern "C" {
@@ -82,6 +83,10 @@ struct trk_objects {
      * trk_backend_set_prefilter), 0..TRK_PREFILTER_MAX_SIGMA; 0 = off, also
      * when the key is absent. */
     double prefilter_sigma;
+    /* The optional top-level "calibration" (calib.h): world coordinates
+     * for result points; calib.on false when absent. Solved by the loader
+     * (h, rms, decimals are set). */
+    struct trk_calib calib;
 };
 
 /* Reads and validates an objects file. Returns 0, or a negative code with
