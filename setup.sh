@@ -25,7 +25,8 @@ build_pkgs=(build-essential cmake pkg-config libjansson-dev libwebsockets-dev
             libsystemd-dev)
 test_pkgs=(ffmpeg python3 python3-websockets chromium clang-format
            qemu-system-x86 linux-image-amd64 busybox-static v4l-utils cpio
-           systemd prometheus python3-pil groff-base man-db file)
+           systemd prometheus python3-pil groff-base man-db file
+           python3-opencv)
 # The Debian package: dpkg-shlibdeps (dpkg-dev, in build-essential) needs file.
 package_pkgs=(file)
 

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,30 +122,37 @@ int trk_objects_space_parse(const char *s)
     return -1;
 }
 
-/* Name rule; msg gets e.g. "name must not be empty". 0 or -1. */
-static int check_name(const char *s, size_t len, char *msg, size_t n)
+/* The rule of names (and of the calibration's unit): 1..max-1 bytes of
+ * UTF-8 without control characters; msg gets e.g. "name must not be
+ * empty" (what = "name"). 0 or -1. */
+static int check_text(const char *what, size_t max, const char *s, size_t len, char *msg, size_t n)
 {
     if (len == 0) {
-        snprintf(msg, n, "name must not be empty");
+        snprintf(msg, n, "%s must not be empty", what);
         return -1;
     }
-    if (len >= TRK_NAME_MAX) {
-        snprintf(msg, n, "name is %zu bytes long (at most %d)", len, TRK_NAME_MAX - 1);
+    if (len >= max) {
+        snprintf(msg, n, "%s is %zu bytes long (at most %zu)", what, len, max - 1);
         return -1;
     }
     for (size_t i = 0; i < len;) {
         size_t k = trk_utf8_seq_len((const unsigned char *)s + i, len - i);
         if (k == 0) {
-            snprintf(msg, n, "name is not valid UTF-8");
+            snprintf(msg, n, "%s is not valid UTF-8", what);
             return -1;
         }
         if (k == 1 && is_ctrl((unsigned char)s[i])) {
-            snprintf(msg, n, "name must not contain control characters");
+            snprintf(msg, n, "%s must not contain control characters", what);
             return -1;
         }
         i += k;
     }
     return 0;
+}
+
+static int check_name(const char *s, size_t len, char *msg, size_t n)
+{
+    return check_text("name", TRK_NAME_MAX, s, len, msg, n);
 }
 
 /* Channel ranges then lo <= hi. On failure returns which value is at fault
@@ -732,6 +740,185 @@ out:
     return rc;
 }
 
+/* A JSON number at the current path within +-bound into *v. */
+static int want_number(struct vctx *c, const json_t *v, double bound, double *out)
+{
+    char p[128];
+    if (!json_is_number(v))
+        return fail(c, 0, "%s must be a number, not %s", path_text(c, p, sizeof p), type_name(v));
+    const double x = json_number_value(v);
+    if (!(isfinite(x) && fabs(x) <= bound))
+        return fail(c, 0, "%s = %g is out of range -%g..%g", path_text(c, p, sizeof p), x, bound,
+                    bound);
+    *out = x;
+    return 0;
+}
+
+/* An array at the current path of lo..hi numbers within +-bound into v[]. */
+static int number_array(struct vctx *c, const json_t *a, size_t lo, size_t hi, double bound,
+                        double *v, char *what_n)
+{
+    char p[128];
+    if (!json_is_array(a))
+        return fail(c, 0, "%s must be an array of %s numbers, not %s", path_text(c, p, sizeof p),
+                    what_n, type_name(a));
+    if (json_array_size(a) < lo || json_array_size(a) > hi)
+        return fail(c, 0, "%s must have %s numbers, not %zu", path_text(c, p, sizeof p), what_n,
+                    json_array_size(a));
+    for (size_t i = 0; i < json_array_size(a); i++) {
+        push_index(c, (int)i);
+        int rc = want_number(c, json_array_get(a, i), bound, &v[i]);
+        pop(c);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+/* Fails with "<path>: unknown key K (expected ...)" for the first key of o
+ * that is not in keys[0..n). */
+static int only_keys(struct vctx *c, const json_t *o, const char *const *keys, size_t n,
+                     const char *expected)
+{
+    char p[128];
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)o, key, v)
+    {
+        size_t i;
+        for (i = 0; i < n; i++)
+            if (!strcmp(key, keys[i])) break;
+        if (i < n) continue;
+        char q[72];
+        user_text(c, key, strlen(key), q, sizeof q);
+        path_text(c, p, sizeof p);
+        push_user_key(c, key);
+        int rc = fail(c, 1, "%s: unknown key %s (expected %s)", p, q, expected);
+        pop(c);
+        return rc;
+    }
+    return 0;
+}
+
+/* "calibration": {"unit": U, "points": [[px, py, wx, wy], ...],
+ * "camera_matrix": {"fx", "fy", "cx", "cy"}, "distortion": [k1, k2, p1,
+ * p2(, k3)]}: values first (each at its place), then the geometry
+ * (trk_calib_solve), reported at the point or the points array. */
+static int parse_calibration(struct vctx *c, const json_t *cal, struct trk_objects *out)
+{
+    static const char *const keys[] = { "unit", "points", "camera_matrix", "distortion" };
+    static const char *const mkeys[] = { "fx", "fy", "cx", "cy" };
+    struct trk_calib *k = &out->calib;
+    char p[128], m[200];
+    int rc = 0;
+    push_key(c, "calibration");
+    if (!json_is_object(cal)) {
+        rc = fail(c, 0, "calibration must be an object, not %s", type_name(cal));
+        goto out;
+    }
+    if ((rc = only_keys(c, cal, keys, 4, "unit, points, camera_matrix or distortion"))) goto out;
+    for (int i = 0; i < 2; i++)
+        if (!json_object_get(cal, keys[i])) {
+            rc = fail(c, 0, "calibration: missing key \"%s\"", keys[i]);
+            goto out;
+        }
+    const json_t *v = json_object_get(cal, "unit");
+    push_key(c, "unit");
+    rc = want_string(c, v, "a string", p, sizeof p);
+    if (!rc && check_text("calibration.unit", TRK_CALIB_UNIT_MAX, json_string_value(v),
+                          json_string_length(v), m, sizeof m))
+        rc = fail(c, 0, "%s", m);
+    pop(c);
+    if (rc) goto out;
+    memcpy(k->unit, json_string_value(v), json_string_length(v));
+
+    const json_t *pts = json_object_get(cal, "points");
+    push_key(c, "points");
+    if (!json_is_array(pts)) {
+        rc = fail(c, 0, "calibration.points must be an array of [px, py, wx, wy], not %s",
+                  type_name(pts));
+    } else if (json_array_size(pts) < TRK_CALIB_MIN_POINTS ||
+               json_array_size(pts) > TRK_CALIB_MAX_POINTS) {
+        rc = fail(c, 0,
+                  "calibration.points has %zu point pairs: a homography needs %d..%d (each "
+                  "[px, py, wx, wy])",
+                  json_array_size(pts), TRK_CALIB_MIN_POINTS, TRK_CALIB_MAX_POINTS);
+    }
+    for (size_t i = 0; !rc && i < json_array_size(pts); i++) {
+        push_index(c, (int)i);
+        double q[4];
+        rc = number_array(c, json_array_get(pts, i), 4, 4, TRK_CALIB_WORLD_MAX, q, "4");
+        /* Pixels have a tighter bound than world values. */
+        for (int j = 0; !rc && j < 2; j++) {
+            if (fabs(q[j]) > TRK_CALIB_PIXEL_MAX) {
+                push_index(c, j);
+                rc =
+                    fail(c, 0, "%s = %g is out of range -%g..%g (pixels)",
+                         path_text(c, p, sizeof p), q[j], TRK_CALIB_PIXEL_MAX, TRK_CALIB_PIXEL_MAX);
+                pop(c);
+            }
+        }
+        if (!rc) memcpy(k->pt[i], q, sizeof q);
+        pop(c);
+    }
+    pop(c);
+    if (rc) goto out;
+    k->n = (int)json_array_size(pts);
+
+    const json_t *cm = json_object_get(cal, "camera_matrix");
+    if (cm) {
+        push_key(c, "camera_matrix");
+        if (!json_is_object(cm))
+            rc = fail(c, 0, "calibration.camera_matrix must be an object {fx, fy, cx, cy}, not %s",
+                      type_name(cm));
+        else
+            rc = only_keys(c, cm, mkeys, 4, "fx, fy, cx or cy");
+        double mv[4];
+        for (int i = 0; !rc && i < 4; i++) {
+            const json_t *e = json_object_get(cm, mkeys[i]);
+            if (!e) {
+                rc = fail(c, 0, "calibration.camera_matrix: missing key \"%s\"", mkeys[i]);
+                break;
+            }
+            push_key(c, mkeys[i]);
+            rc = want_number(c, e, TRK_CALIB_LENS_MAX, &mv[i]);
+            if (!rc && i < 2 && !(mv[i] > 0))
+                rc = fail(c, 0, "%s must be > 0 (focal length in pixels), not %g",
+                          path_text(c, p, sizeof p), mv[i]);
+            pop(c);
+        }
+        pop(c);
+        if (rc) goto out;
+        k->lens = true;
+        k->fx = mv[0], k->fy = mv[1], k->cx = mv[2], k->cy = mv[3];
+    }
+    const json_t *dist = json_object_get(cal, "distortion");
+    if (dist) {
+        push_key(c, "distortion");
+        if (!cm)
+            rc = fail(c, 0, "calibration.distortion needs a camera_matrix (fx, fy, cx, cy)");
+        else
+            rc = number_array(c, dist, 4, 5, TRK_CALIB_LENS_MAX, k->dist,
+                              "4 or 5 (k1, k2, p1, p2[, k3])");
+        pop(c);
+        if (rc) goto out;
+        k->n_dist = (int)json_array_size(dist);
+    }
+
+    struct trk_calib_fault f;
+    if (trk_calib_solve(k, &f)) {
+        push_key(c, "points");
+        if (f.point >= 0) push_index(c, f.point);
+        rc = fail(c, 0, "calibration%s%s", strncmp(f.msg, "points", 6) ? ": " : ".", f.msg);
+        if (f.point >= 0) pop(c);
+        pop(c);
+        goto out;
+    }
+    k->on = true;
+out:
+    pop(c);
+    return rc;
+}
+
 /* The whole document {"objects": [...]} into out (zeroed first). */
 static int parse_root(struct vctx *c, const json_t *root, struct trk_objects *out)
 {
@@ -745,13 +932,13 @@ static int parse_root(struct vctx *c, const json_t *root, struct trk_objects *ou
     json_object_foreach((json_t *)root, key, v)
     {
         if (strcmp(key, "objects") != 0 && strcmp(key, "camera") != 0 &&
-            strcmp(key, "prefilter") != 0) {
+            strcmp(key, "prefilter") != 0 && strcmp(key, "calibration") != 0) {
             char q[72];
             user_text(c, key, strlen(key), q, sizeof q);
             push_user_key(c, key);
             rc = fail(c, 1,
-                      "unknown key %s at top level (expected \"objects\", \"camera\" or "
-                      "\"prefilter\")",
+                      "unknown key %s at top level (expected \"objects\", \"camera\", "
+                      "\"prefilter\" or \"calibration\")",
                       q);
             pop(c);
             return rc;
@@ -763,6 +950,8 @@ static int parse_root(struct vctx *c, const json_t *root, struct trk_objects *ou
     if (cam && (rc = parse_camera(c, cam, out))) return rc;
     const json_t *pf = json_object_get(root, "prefilter");
     if (pf && (rc = parse_prefilter(c, pf, out))) return rc;
+    const json_t *cal = json_object_get(root, "calibration");
+    if (cal && (rc = parse_calibration(c, cal, out))) return rc;
     push_key(c, "objects");
     if (!json_is_array(arr)) {
         rc = fail(c, 0, "objects must be an array, not %s", type_name(arr));
@@ -1042,6 +1231,26 @@ int trk_objects_validate(const struct trk_objects *objs, char *msg, size_t msg_l
                  TRK_PREFILTER_MAX_SIGMA);
         return TRK_EINVAL;
     }
+    if (objs->calib.on) {
+        /* The loader's rules, on a copy: the derived fields are recomputed. */
+        struct trk_calib k = objs->calib;
+        struct trk_calib_fault f;
+        const char *nul = memchr(k.unit, 0, sizeof k.unit);
+        if (!nul || check_text("calibration.unit", TRK_CALIB_UNIT_MAX, k.unit,
+                               (size_t)(nul - k.unit), m, sizeof m)) {
+            snprintf(msg, msg_len, "%s", nul ? m : "calibration.unit is not NUL-terminated");
+            return TRK_EINVAL;
+        }
+        if (k.n_dist != 0 && k.n_dist != 4 && k.n_dist != 5) {
+            snprintf(msg, msg_len, "calibration.distortion has %d values (4 or 5)", k.n_dist);
+            return TRK_EINVAL;
+        }
+        if (trk_calib_solve(&k, &f)) {
+            snprintf(msg, msg_len, "calibration%s%s", strncmp(f.msg, "points", 6) ? ": " : ".",
+                     f.msg);
+            return TRK_EINVAL;
+        }
+    }
     for (int i = 0; i < objs->n; i++) {
         const struct trk_object_def *d = &objs->def[i];
         const char *nul = memchr(d->name, 0, sizeof d->name);
@@ -1160,6 +1369,52 @@ static void sb_json_string(struct sbuf *b, const char *s)
     sb_printf(b, "\"");
 }
 
+/* v with the fewest digits that read back as the same double. */
+static void sb_double(struct sbuf *b, double v)
+{
+    char num[32];
+    snprintf(num, sizeof num, "%.15g", v);
+    if (strtod(num, NULL) != v) snprintf(num, sizeof num, "%.17g", v);
+    sb_printf(b, "%s", num);
+}
+
+/* The calibration section as the file has it: the values given, one point
+ * pair per line (the derived fields are recomputed on load). */
+static void sb_calibration(struct sbuf *b, const struct trk_calib *k)
+{
+    sb_printf(b, ",\n  \"calibration\": {\"unit\": ");
+    sb_json_string(b, k->unit);
+    sb_printf(b, ", \"points\": [\n");
+    for (int i = 0; i < k->n; i++) {
+        sb_printf(b, "    [");
+        for (int j = 0; j < 4; j++) {
+            if (j) sb_printf(b, ", ");
+            sb_double(b, k->pt[i][j]);
+        }
+        sb_printf(b, "]%s\n", i + 1 < k->n ? "," : "");
+    }
+    sb_printf(b, "  ]");
+    if (k->lens) {
+        const double m[4] = { k->fx, k->fy, k->cx, k->cy };
+        static const char *const names[4] = { "fx", "fy", "cx", "cy" };
+        sb_printf(b, ",\n  \"camera_matrix\": {");
+        for (int j = 0; j < 4; j++) {
+            sb_printf(b, "%s\"%s\": ", j ? ", " : "", names[j]);
+            sb_double(b, m[j]);
+        }
+        sb_printf(b, "}");
+    }
+    if (k->n_dist) {
+        sb_printf(b, ",\n  \"distortion\": [");
+        for (int j = 0; j < k->n_dist; j++) {
+            if (j) sb_printf(b, ", ");
+            sb_double(b, k->dist[j]);
+        }
+        sb_printf(b, "]");
+    }
+    sb_printf(b, "}");
+}
+
 char *trk_objects_to_json(const struct trk_objects *objs)
 {
     if (trk_objects_validate(objs, NULL, 0)) return NULL;
@@ -1202,15 +1457,13 @@ char *trk_objects_to_json(const struct trk_objects *objs)
         }
         sb_printf(&b, "}}");
     }
-    /* The pre-filter when on, with the fewest digits that read back as the
-     * same double. */
+    /* The pre-filter when on. */
     if (objs->prefilter_sigma > 0) {
-        char num[32];
-        snprintf(num, sizeof num, "%.15g", objs->prefilter_sigma);
-        if (strtod(num, NULL) != objs->prefilter_sigma)
-            snprintf(num, sizeof num, "%.17g", objs->prefilter_sigma);
-        sb_printf(&b, ",\n  \"prefilter\": {\"gaussian\": %s}", num);
+        sb_printf(&b, ",\n  \"prefilter\": {\"gaussian\": ");
+        sb_double(&b, objs->prefilter_sigma);
+        sb_printf(&b, "}");
     }
+    if (objs->calib.on) sb_calibration(&b, &objs->calib);
     sb_printf(&b, "\n}\n");
     if (b.oom) {
         free(b.s);

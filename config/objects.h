@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "backend.h" /* struct trk_object_def, TRK_MAX_OBJECTS, TRK_NAME_MAX, TRK_E* */
+#include "calib.h"   /* struct trk_calib */
 
 #ifdef __cplusplus
 extern "C" {
@@ -82,6 +83,10 @@ struct trk_objects {
      * trk_backend_set_prefilter), 0..TRK_PREFILTER_MAX_SIGMA; 0 = off, also
      * when the key is absent. */
     double prefilter_sigma;
+    /* The optional top-level "calibration" (calib.h): world coordinates
+     * for result points; calib.on false when absent. Solved by the loader
+     * (h, rms, decimals are set). */
+    struct trk_calib calib;
 };
 
 /* Reads and validates an objects file. Returns 0, or a negative code with
@@ -117,8 +122,9 @@ int trk_objects_parse_object(const struct json_t *obj, struct trk_object_def *de
  * blobs 0..TRK_MAX_BLOBS; min_area 1..TRK_OBJECTS_MIN_AREA_MAX; connectivity
  * 4 or 8 (the loader stores absent keys as 0, 1 and 8: a set built in code
  * must too, though a backend also takes 0 for the last two);
- * prefilter_sigma in 0..TRK_PREFILTER_MAX_SIGMA. Returns 0 or TRK_EINVAL
- * with a message naming the object (msg may be NULL). */
+ * prefilter_sigma in 0..TRK_PREFILTER_MAX_SIGMA; a calibration that is on
+ * passes trk_calib_solve (on a copy) with a valid unit. Returns 0 or
+ * TRK_EINVAL with a message naming the object (msg may be NULL). */
 int trk_objects_validate(const struct trk_objects *objs, char *msg, size_t msg_len);
 
 /* Writes "file:line:col: message" (or "file: message" when line is 0) into
@@ -129,7 +135,8 @@ int trk_config_error_format(const struct trk_config_error *err, char *buf, size_
 /* The set as pretty JSON text, one object per line, that loads back into an
  * identical struct trk_objects. "color" is written only when it differs from
  * the default colour, "blobs", "min_area" and "connectivity" only when not
- * 0, 1 and 8 (a file without them round-trips unchanged). Returns a malloc'd NUL-terminated string
+ * 0, 1 and 8 (a file without them round-trips unchanged), "calibration" when
+ * on, with the values given. Returns a malloc'd NUL-terminated string
  * (free() it), or NULL when objs fails trk_objects_validate or memory runs out. */
 char *trk_objects_to_json(const struct trk_objects *objs);
 

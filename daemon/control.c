@@ -159,6 +159,7 @@ static void publish_locked(struct trk_control *c, bool broadcast)
     h.defs = c->objs.def;
     h.n_objects = c->objs.n;
     h.colors = color_strings(c);
+    h.calib = &c->objs.calib;
     h.preview.width = c->preview_width;
     if (h.width > 0 && h.height > 0)
         trk_msg_preview_size(h.width, h.height, c->preview_width, &h.preview.width,
@@ -167,7 +168,8 @@ static void publish_locked(struct trk_control *c, bool broadcast)
     struct trk_buf b = { 0 };
     if (c->out.set_hello && trk_msg_hello(&b, &h) == 0) c->out.set_hello(c->out.ctx, &b);
     trk_buf_reset(&b);
-    if (broadcast && c->out.broadcast && trk_msg_objects(&b, h.defs, h.n_objects, h.colors) == 0)
+    if (broadcast && c->out.broadcast &&
+        trk_msg_objects_calib(&b, NULL, h.defs, h.n_objects, h.colors, h.calib) == 0)
         c->out.broadcast(c->out.ctx, &b);
     trk_buf_free(&b);
 }
@@ -453,8 +455,9 @@ static int config_code(const struct trk_config_error *e)
 static void handle_get_objects(struct trk_control *c, const struct request *r)
 {
     struct trk_buf b = { 0 };
-    send_reply(c, r->client, &b,
-               trk_msg_objects_reply(&b, r->id, c->objs.def, c->objs.n, color_strings(c)));
+    send_reply(
+        c, r->client, &b,
+        trk_msg_objects_calib(&b, r->id, c->objs.def, c->objs.n, color_strings(c), &c->objs.calib));
 }
 
 static void handle_set_objects(struct trk_control *c, const struct request *r)
@@ -464,13 +467,21 @@ static void handle_set_objects(struct trk_control *c, const struct request *r)
         refuse(c, r, TRK_MSG_BAD_FIELD, "\"objects\" must be an array");
         return;
     }
+    /* "calibration": an object replaces the set's (checked as in a file),
+     * null removes it, absent keeps it. */
+    json_t *cal = json_object_get(r->msg, "calibration");
     json_t *root = json_pack("{sO}", "objects", arr);
+    if (root && cal && !json_is_null(cal) && json_object_set(root, "calibration", cal)) {
+        json_decref(root);
+        root = NULL;
+    }
     struct trk_objects *n = malloc(sizeof(*n));
     struct trk_config_error cerr;
     int err = root && n ? trk_objects_from_json(root, "set_objects", n, &cerr) : TRK_ENOMEM;
     if (!err) {
-        /* The message carries objects only: the set keeps its pre-filter. */
+        /* The message carries no pre-filter: the set keeps its own. */
         n->prefilter_sigma = c->objs.prefilter_sigma;
+        if (!cal) n->calib = c->objs.calib;
         c->objs = *n;
         changed_locked(c);
         ack_int(c, r, "count", n->n);

@@ -184,6 +184,11 @@ static int load_objects(const struct trk_settings *s, struct trk_objects *objs)
             fprintf(stderr, "%s\n", line);
         return TRK_EX_CONFIG;
     }
+    if (objs->calib.on)
+        log_info("calibration: %d points, world unit \"%s\"%s, fit rms %g %s; wx, wy with %d "
+                 "decimals",
+                 objs->calib.n, objs->calib.unit, objs->calib.lens ? ", lens undistorted" : "",
+                 objs->calib.rms, objs->calib.unit, objs->calib.decimals);
     return 0;
 }
 

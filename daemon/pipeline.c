@@ -548,6 +548,7 @@ static void *process_main(void *arg)
             .kernel_ms = timing.kernel_ms,
             .process_ms = (t_done - t_start) * 1e3,
             .backend = trk_backend_name(p->backend),
+            .calib = p->objects->calib.on ? &p->objects->calib : NULL,
         };
         trk_buf_reset(&msg);
         if (trk_msg_frame(&msg, &meta, p->objects->def, p->res, p->blobs, n_objects) == 0) {

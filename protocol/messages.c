@@ -267,8 +267,24 @@ static int blobs_listed(const struct trk_object_def *def, const struct trk_blob_
     return list->n < def->blobs ? list->n : def->blobs;
 }
 
-/* ,"blobs":[{"mass","cx","cy","bbox","perimeter"}, ...]: n blobs of v. */
-static int put_blobs(struct trk_buf *b, const struct trk_blob *v, int n)
+/* ,"wx":..,"wy":..: the world point of pixel (x, y) by calibration c, with
+ * its decimals; null when the point has none (calib.h). Nothing without a
+ * calibration. */
+static int put_world(struct trk_buf *b, const struct trk_calib *c, double x, double y)
+{
+    if (!c) return 0;
+    double wx, wy;
+    if (!trk_calib_to_world(c, x, y, &wx, &wy)) {
+        LIT(b, ",\"wx\":null,\"wy\":null");
+        return 0;
+    }
+    PUT(kv_fixed(b, ",\"wx\":", wx, c->decimals));
+    return kv_fixed(b, ",\"wy\":", wy, c->decimals);
+}
+
+/* ,"blobs":[{"mass","cx","cy"(,"wx","wy"),"bbox","perimeter"}, ...]: n
+ * blobs of v. */
+static int put_blobs(struct trk_buf *b, const struct trk_blob *v, int n, const struct trk_calib *c)
 {
     LIT(b, ",\"blobs\":[");
     for (int k = 0; k < n; k++) {
@@ -277,8 +293,11 @@ static int put_blobs(struct trk_buf *b, const struct trk_blob *v, int n)
         if (o->mass) {
             PUT(kv_fixed(b, ",\"cx\":", (double)o->sum_x / (double)o->mass, 2));
             PUT(kv_fixed(b, ",\"cy\":", (double)o->sum_y / (double)o->mass, 2));
+            PUT(put_world(b, c, (double)o->sum_x / (double)o->mass,
+                          (double)o->sum_y / (double)o->mass));
         } else { /* no blob is empty; never divide by 0 all the same */
             LIT(b, ",\"cx\":null,\"cy\":null");
+            if (c) LIT(b, ",\"wx\":null,\"wy\":null");
         }
         const int box[4] = { o->x0, o->y0, o->x1, o->y1 };
         LIT(b, ",\"bbox\":");
@@ -299,8 +318,10 @@ int trk_msg_frame(struct trk_buf *b, const struct trk_frame_meta *m,
     size_t listed = 0;
     for (int i = 0; blobs && i < n; i++)
         listed += (size_t)blobs_listed(&defs[i], &blobs[i]);
-    PUT(trk_buf_reserve(b,
-                        320 + (size_t)(n > 0 ? n : 0) * (160 + TRK_NAME_MAX * 6) + listed * 130));
+    /* wx, wy: up to 2 x 24 bytes more per centroid. */
+    const size_t world = m->calib ? 48 : 0;
+    PUT(trk_buf_reserve(b, 320 + (size_t)(n > 0 ? n : 0) * (160 + world + TRK_NAME_MAX * 6) +
+                               listed * (130 + world)));
     PUT(kv_u64(b, "{\"type\":\"frame\",\"seq\":", m->seq));
     PUT(kv_fixed(b, ",\"pts\":", m->pts, 3));
     PUT(put_size(b, m->width, m->height));
@@ -320,10 +341,14 @@ int trk_msg_frame(struct trk_buf *b, const struct trk_frame_meta *m,
         PUT(kv_bool(b, ",\"found\":", r->mass >= min_mass));
         PUT(kv_u64(b, ",\"mass\":", r->mass));
         if (r->mass == 0) {
-            LIT(b, ",\"cx\":null,\"cy\":null,\"bbox\":null");
+            LIT(b, ",\"cx\":null,\"cy\":null");
+            if (m->calib) LIT(b, ",\"wx\":null,\"wy\":null");
+            LIT(b, ",\"bbox\":null");
         } else {
             PUT(kv_fixed(b, ",\"cx\":", (double)r->sum_x / (double)r->mass, 2));
             PUT(kv_fixed(b, ",\"cy\":", (double)r->sum_y / (double)r->mass, 2));
+            PUT(put_world(b, m->calib, (double)r->sum_x / (double)r->mass,
+                          (double)r->sum_y / (double)r->mass));
             const int box[4] = { r->x0, r->y0, r->x1, r->y1 };
             LIT(b, ",\"bbox\":");
             PUT(put_ints(b, box, 4));
@@ -331,7 +356,7 @@ int trk_msg_frame(struct trk_buf *b, const struct trk_frame_meta *m,
         /* Objects with blobs off have no key: their output is as before. */
         if (defs[i].blobs)
             PUT(put_blobs(b, blobs ? blobs[i].blobs : NULL,
-                          blobs_listed(&defs[i], blobs ? &blobs[i] : NULL)));
+                          blobs_listed(&defs[i], blobs ? &blobs[i] : NULL), m->calib));
         LIT(b, "}");
     }
     LIT(b, "]}");
@@ -458,6 +483,8 @@ int trk_msg_hello(struct trk_buf *b, const struct trk_hello_info *h)
     PUT(put_limits(b));
     LIT(b, ",\"objects\":");
     PUT(put_objects(b, h->defs, h->n_objects, h->colors));
+    LIT(b, ",\"calibration\":");
+    PUT(trk_msg_calibration(b, h->calib));
     LIT(b, "}");
     return 0;
 }
@@ -466,6 +493,64 @@ int trk_msg_objects(struct trk_buf *b, const struct trk_object_def *defs, int n,
                     const char *const *colors)
 {
     return trk_msg_objects_reply(b, NULL, defs, n, colors);
+}
+
+/* v with the fewest digits that read back as the same double (the values
+ * a client sends back in set_objects then save unchanged). Finite only. */
+static int put_double(struct trk_buf *b, double v)
+{
+    char num[32];
+    snprintf(num, sizeof num, "%.15g", v);
+    if (strtod(num, NULL) != v) snprintf(num, sizeof num, "%.17g", v);
+    return trk_buf_puts(b, num);
+}
+
+static int put_doubles(struct trk_buf *b, const double *v, int n)
+{
+    LIT(b, "[");
+    for (int i = 0; i < n; i++) {
+        if (i) LIT(b, ",");
+        PUT(put_double(b, v[i]));
+    }
+    LIT(b, "]");
+    return 0;
+}
+
+int trk_msg_calibration(struct trk_buf *b, const struct trk_calib *c)
+{
+    if (!c || !c->on) {
+        LIT(b, "null");
+        return 0;
+    }
+    PUT(kv_str(b, "{\"unit\":", c->unit, sizeof c->unit));
+    LIT(b, ",\"points\":[");
+    for (int i = 0; i < c->n; i++) {
+        if (i) LIT(b, ",");
+        PUT(put_doubles(b, c->pt[i], 4));
+    }
+    LIT(b, "]");
+    if (c->lens) {
+        PUT(trk_buf_puts(b, ",\"camera_matrix\":{\"fx\":"));
+        PUT(put_double(b, c->fx));
+        LIT(b, ",\"fy\":");
+        PUT(put_double(b, c->fy));
+        LIT(b, ",\"cx\":");
+        PUT(put_double(b, c->cx));
+        LIT(b, ",\"cy\":");
+        PUT(put_double(b, c->cy));
+        LIT(b, "}");
+    }
+    if (c->n_dist) {
+        LIT(b, ",\"distortion\":");
+        PUT(put_doubles(b, c->dist, c->n_dist));
+    }
+    LIT(b, ",\"homography\":");
+    PUT(put_doubles(b, c->h, 9));
+    LIT(b, ",\"rms\":");
+    PUT(put_double(b, c->rms));
+    PUT(kv_i64(b, ",\"decimals\":", c->decimals));
+    LIT(b, "}");
+    return 0;
 }
 
 /* ------------------------------------------- server -> client: stats etc. */
@@ -571,6 +656,19 @@ int trk_msg_objects_reply(struct trk_buf *b, const char *id_json, const struct t
     PUT(put_id(b, id_json));
     LIT(b, ",\"objects\":");
     PUT(put_objects(b, defs, n, colors));
+    LIT(b, "}");
+    return 0;
+}
+
+int trk_msg_objects_calib(struct trk_buf *b, const char *id_json, const struct trk_object_def *defs,
+                          int n, const char *const *colors, const struct trk_calib *calib)
+{
+    LIT(b, "{\"type\":\"objects\"");
+    PUT(put_id(b, id_json));
+    LIT(b, ",\"objects\":");
+    PUT(put_objects(b, defs, n, colors));
+    LIT(b, ",\"calibration\":");
+    PUT(trk_msg_calibration(b, calib));
     LIT(b, "}");
     return 0;
 }

@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "calib.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -99,6 +100,9 @@ struct trk_frame_meta {
     double process_ms;   /* processing start -> results ready (whole backend
                           * call plus tracker)                                 */
     const char *backend; /* backend name (trk_backend_name), NULL = omitted */
+    /* The set's solved calibration (config/calib.h), NULL = none: then
+     * every centroid also gets wx, wy. */
+    const struct trk_calib *calib;
 };
 
 /* One object's blob list of a frame, as trk_backend_blobs gives it: n
@@ -117,7 +121,10 @@ struct trk_blob_list {
  * then gets "blobs": the first min(K, blobs[i].n) blobs of blobs[i], each
  * {mass, cx, cy (2 decimals), bbox, perimeter}, in the order given; [] when
  * blobs is NULL or the list is empty. Objects with blobs 0 have no "blobs"
- * key. defs, res and (when not NULL) blobs have n entries (n may be 0). */
+ * key. With m->calib each centroid (object and blob) is followed by wx, wy:
+ * its world point (m->calib->decimals decimals), both null when cx is or
+ * the point has none (trk_calib_to_world). defs, res and (when not NULL)
+ * blobs have n entries (n may be 0). */
 int trk_msg_frame(struct trk_buf *b, const struct trk_frame_meta *m,
                   const struct trk_object_def *defs, const struct trk_obj_result *res,
                   const struct trk_blob_list *blobs, int n);
@@ -153,6 +160,8 @@ struct trk_hello_info {
     /* Control messages need the control token on this server (ws.h
      * control_token set): a page asks for it before offering edits. */
     bool control_auth;
+    /* The set's calibration: "calibration" is it or null (NULL, or off). */
+    const struct trk_calib *calib;
 };
 
 /* Appends the "hello" message (sent first on every connection). */
@@ -162,6 +171,21 @@ int trk_msg_hello(struct trk_buf *b, const struct trk_hello_info *h);
  * object encoding as the hello; broadcast after the set changes. */
 int trk_msg_objects(struct trk_buf *b, const struct trk_object_def *defs, int n,
                     const char *const *colors);
+
+/* Appends {"type":"objects"[,"id":id],"objects":[...],"calibration":C}:
+ * the objects message and get_objects reply of a set with its calibration
+ * (C as trk_msg_calibration). The daemon sends this form; trk_msg_objects
+ * and trk_msg_objects_reply leave the key out. */
+int trk_msg_objects_calib(struct trk_buf *b, const char *id_json, const struct trk_object_def *defs,
+                          int n, const char *const *colors, const struct trk_calib *calib);
+
+/* Appends the calibration value: null when c is NULL or off, else
+ * {"unit","points"[,"camera_matrix"][,"distortion"],"homography","rms",
+ * "decimals"}: the values as the objects file has them (each number with
+ * the fewest digits that read back the same, so sending them back in
+ * set_objects changes nothing), then the solved homography (row-major,
+ * undistorted pixel -> world), the fit's rms and wx, wy's decimals. */
+int trk_msg_calibration(struct trk_buf *b, const struct trk_calib *c);
 
 /* Appends one object description {"id","name","space","lo","hi",
  * "min_mass","blobs","min_area","connectivity","color"} (the element of

@@ -15,15 +15,17 @@
 //   banner.js      source lost / end of input / error banner
 //   tune.js        teach and edit panel (teach.js, sliders.js, auth.js,
 //                  control.js)
+//   calib.js       world calibration: clicked points, their world x, y
 //
 // The browser tests read window.trackdTest, set at the end: the one place
 // the page exposes its state.
 
 import { isAuthed } from './auth.js';
 import * as banner from './banner.js';
+import { calibState, initCalib, setCalibration } from './calib.js';
 import * as connection from './connection.js';
 import * as frames from './frames.js';
-import { definitions, setDefinitions, showResults } from './objects.js';
+import { definitions, setDefinitions, setWorldUnit, showResults } from './objects.js';
 import { CONTROL_TYPES, PROTOCOL_VERSION, parseText } from './protocol.js';
 import { currentHello, setHello } from './session.js';
 import * as status from './status.js';
@@ -59,6 +61,7 @@ function onHello(msg) {
     banner.showError(`Daemon speaks protocol version ${msg.version}; this page knows ${PROTOCOL_VERSION}.`);
   }
   setDefinitions(Array.isArray(msg.objects) ? msg.objects : []);
+  onCalibration(msg.calibration);
   setFrameSize(msg.width, msg.height);
   status.showHello(msg);
   banner.render();
@@ -68,7 +71,14 @@ function onHello(msg) {
 function onObjects(msg) {
   if (!Array.isArray(msg.objects)) return;
   setDefinitions(msg.objects);
+  onCalibration(msg.calibration);
   keepOnly(new Set(msg.objects.map((o) => o.name)));
+}
+
+// The set's world calibration (null: none; a daemon without them: undefined).
+function onCalibration(cal) {
+  setCalibration(cal || null);
+  setWorldUnit(cal && typeof cal.unit === 'string' ? cal.unit : null);
 }
 
 function onError(msg) {
@@ -114,9 +124,13 @@ window.trackdTest = {
     get lastAck() { return tuneState().lastAck; },
     get saved() { return tuneState().saved; },
   },
+  // The calibration card: {active, points:[{px, py, wx, wy}], current (the
+  // daemon's calibration), saved (the last save_objects ack)}.
+  get calib() { return calibState(); },
 };
 
 initView();
+initCalib();
 setInterval(refresh, PANEL_EVERY_MS);
 connection.start({
   onText,

@@ -19,6 +19,13 @@ let rows = new Map();
 
 export const definitions = () => defs;
 
+// The world unit of the set's calibration (null: none): results then carry
+// wx, wy, shown under the pixel centroid.
+let worldUnit = null;
+export function setWorldUnit(unit) {
+  worldUnit = unit;
+}
+
 // A new object set: the table is rebuilt from it.
 export function setDefinitions(list) {
   defs = list;
@@ -81,10 +88,21 @@ export function showResults(frame) {
     if (typeof r.cx === 'number' && typeof r.cy === 'number') {
       o.tr.dataset.cx = String(r.cx);
       o.tr.dataset.cy = String(r.cy);
-      setText(o.centroid, `${r.cx.toFixed(1)}, ${r.cy.toFixed(1)}`);
+      let text = `${r.cx.toFixed(1)}, ${r.cy.toFixed(1)}`;
+      if (typeof r.wx === 'number' && typeof r.wy === 'number') {
+        o.tr.dataset.wx = String(r.wx);
+        o.tr.dataset.wy = String(r.wy);
+        text += `\n${r.wx}, ${r.wy} ${worldUnit || ''}`;
+      } else {
+        delete o.tr.dataset.wx;
+        delete o.tr.dataset.wy;
+      }
+      setText(o.centroid, text);
     } else {
       delete o.tr.dataset.cx;
       delete o.tr.dataset.cy;
+      delete o.tr.dataset.wx;
+      delete o.tr.dataset.wy;
       setText(o.centroid, DASH);
     }
   }
