@@ -18,6 +18,7 @@
 #define TRK_BENCH_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -52,16 +53,42 @@ double trk_bench_median(double *v, size_t n);
 int trk_bench_cuda_read_ms(const void *h, size_t bytes, int iters, double *ms)
     __attribute__((weak));
 
-/* NPP's connected-component labelling on one mask (bench_blobs_npp.cu,
- * compiled when CMake finds NPP): median device times of
- * nppiLabelMarkersUF (8-way), nppiCompressMarkerLabelsUF and
- * nppiCompressedMarkerLabelsUFInfo, and what they found, for checking. */
+/* NPP's connected-component labelling on one mask (npp_blobs.cu, compiled
+ * when CMake finds NPP): median device times of nppiLabelMarkersUF (8-way),
+ * nppiCompressMarkerLabelsUF and nppiCompressedMarkerLabelsUFInfo, and what
+ * they found, for checking against cpu-ref.
+ *
+ * NPP's UF labeller labels every connected region of equal value, the
+ * background (mask 0) regions too, so the regions are measured on the host
+ * from the compressed label image itself: a region is foreground when its
+ * pixels are set in the mask. That does not depend on how the info list is
+ * indexed or numbered; the info list is only compared with it (info_*). */
 #define TRK_BENCH_NPP_TOP 64
+struct trk_bench_npp_region {
+    uint32_t label;         /* NPP's compressed label */
+    uint64_t area;          /* pixels with this label */
+    uint64_t first;         /* raster index y * width + x of its first pixel */
+    int32_t x0, y0, x1, y1; /* inclusive bounding box */
+};
 struct trk_bench_npp_mask {
     double label_ms, compress_ms, info_ms;
-    int components; /* foreground regions NPP found (background ones left out) */
-    int n_top;      /* entries in top: the largest regions' pixel counts, descending */
-    unsigned top[TRK_BENCH_NPP_TOP];
+    uint64_t mask_px;              /* pixels set in the mask NPP labelled */
+    int max_id;                    /* what nppiCompressMarkerLabelsUF returned */
+    uint32_t label_min, label_max; /* labels in the compressed image */
+    int regions;                   /* distinct labels in the image, background ones too */
+    int components;                /* of them, foreground regions (pixels set in the mask) */
+    int mixed;                     /* labels on both mask and background pixels (must be 0) */
+    int n_top;                     /* entries in top: the foreground regions in list order */
+    struct trk_bench_npp_region top[TRK_BENCH_NPP_TOP]; /* area desc, first asc */
+    /* The info list (info_entries entries) against those regions: the
+     * indexing, entry = label - info_base (0 or 1), under which fewer
+     * foreground regions' pixel counts differ (-1: none matched), and how
+     * many differ under it (info_bad); info_at[0] / [1] = the pixel counts
+     * at entries top[0].label and top[0].label - 1; info_box = the NppiRect
+     * (x, y, width, height) of top[0]'s entry under info_base. */
+    int info_entries, info_base, info_bad;
+    uint32_t info_at[2];
+    int32_t info_box[4];
 };
 struct trk_object_def;
 /* For each of the n rgb objects, its mask of the RGB24 frame h_rgb (a

@@ -13,16 +13,27 @@
  * buffer; then the documented UF pipeline: nppiLabelMarkersUF_8u32u_C1R_Ctx
  * (nppiNormInf = 8-way), nppiCompressMarkerLabelsUF_32u_C1IR_Ctx (starting
  * number width * height, as the UF functions require) and
- * nppiCompressedMarkerLabelsUFInfo_32u_C1R_Ctx (pixel count and bounding box
- * per label). Each stage is timed with CUDA events around it, median over
- * the iterations. NPP labels the regions of every value, so background
- * (value 0) regions come back too; a region is foreground when the mask is
- * 255 at its first contour pixel.
+ * nppiCompressedMarkerLabelsUFInfo_32u_C1R_Ctx (per label: pixel count,
+ * bounding box, contour; plus the contour and contour-direction images).
+ * Each stage is timed with CUDA events around it, median over the
+ * iterations.
+ *
+ * What NPP found is read from the compressed label image, not the info
+ * list: the UF labeller labels every connected region of equal value
+ * ("any pixel region where all pixels in the region have the same pixel
+ * value", NPP docs), so the background (0) regions get labels too, and the
+ * docs do not say how the info list is indexed (label or label - 1) or
+ * whether compressed labels start at 0 or 1. On the host, after the last
+ * timed run, every label's pixels are counted, split by the mask into
+ * foreground and background; the foreground regions, largest first, are
+ * what cpu-ref's blob list must match. The info list is then compared with
+ * those counts, to report its indexing (bench.h: trk_bench_npp_mask).
  */
 #include <cuda_runtime.h>
 #include <npp.h>
 
 #include <algorithm>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <vector>
@@ -95,23 +106,103 @@ int fail_npp(char *why, size_t n, const char *what, NppStatus st)
     return fail(why, n, what, d);
 }
 
-/* Makes room for max_id labels in the info outputs. */
+/* Makes room for max_id labels in the info outputs (sized for max_id + 1:
+ * the docs leave open whether labels start at 0 or 1, and a larger list is
+ * harmless). */
 int info_reserve(npp_bufs &b, unsigned max_id, char *why, size_t why_len)
 {
     if (max_id <= b.cap && b.d_info) return 0;
     b.free_info();
     unsigned bytes = 0;
-    NppStatus st = nppiCompressedMarkerLabelsUFGetInfoListSize_32u_C1R(max_id, &bytes);
+    NppStatus st = nppiCompressedMarkerLabelsUFGetInfoListSize_32u_C1R(max_id + 1, &bytes);
     if (st != NPP_SUCCESS) return fail_npp(why, why_len, "GetInfoListSize", st);
     if (cudaMalloc(&b.d_info, bytes) != cudaSuccess ||
-        cudaMalloc(&b.d_counts, sizeof(Npp32u) * (max_id + 4)) != cudaSuccess ||
-        cudaMalloc(&b.d_offsets, sizeof(Npp32u) * (max_id + 4)) != cudaSuccess)
+        cudaMalloc(&b.d_counts, sizeof(Npp32u) * (max_id + 5)) != cudaSuccess ||
+        cudaMalloc(&b.d_offsets, sizeof(Npp32u) * (max_id + 5)) != cudaSuccess)
         return fail(why, why_len, "cudaMalloc", "info lists");
-    b.h_counts.assign(max_id + 4, 0);
-    b.h_offsets.assign(max_id + 4, 0);
+    b.h_counts.assign(max_id + 5, 0);
+    b.h_offsets.assign(max_id + 5, 0);
     b.cap = max_id;
     b.info_bytes = bytes;
     return 0;
+}
+
+/* What NPP found in one mask (bench.h: trk_bench_npp_mask), from host
+ * copies of the mask, the compressed label image (width-sized rows) and the
+ * info list of n_info entries. Plain host code: the counts do not depend on
+ * the info list's layout. */
+void analyse(const unsigned char *h_mask, const Npp32u *h_labels, int width, int height,
+             const NppiCompressedMarkerLabelsInfo *info, size_t n_info, trk_bench_npp_mask &m)
+{
+    const size_t npx = (size_t)width * (size_t)height;
+    uint32_t lmin = UINT32_MAX, lmax = 0;
+    m.mask_px = 0;
+    for (size_t i = 0; i < npx; i++) {
+        lmin = std::min<uint32_t>(lmin, h_labels[i]), lmax = std::max<uint32_t>(lmax, h_labels[i]);
+        m.mask_px += h_mask[i] != 0;
+    }
+    m.label_min = npx ? lmin : 0, m.label_max = lmax;
+    struct acc {
+        uint64_t fg = 0, bg = 0, first = 0;
+        int32_t x0 = 0, y0 = 0, x1 = 0, y1 = 0;
+    };
+    std::vector<acc> a((size_t)lmax + 1);
+    for (int y = 0; y < height; y++)
+        for (int x = 0; x < width; x++) {
+            const size_t i = (size_t)y * (size_t)width + (size_t)x;
+            acc &r = a[h_labels[i]];
+            if (h_mask[i] == 0) {
+                r.bg++;
+                continue;
+            }
+            if (r.fg++ == 0) {
+                r.first = i, r.x0 = r.x1 = x, r.y0 = r.y1 = y;
+                continue;
+            }
+            r.x0 = std::min(r.x0, x), r.x1 = std::max(r.x1, x);
+            r.y0 = std::min(r.y0, y), r.y1 = std::max(r.y1, y);
+        }
+    std::vector<trk_bench_npp_region> fg;
+    m.regions = m.components = m.mixed = 0;
+    for (size_t l = 0; l < a.size(); l++) {
+        const acc &r = a[l];
+        m.regions += r.fg + r.bg > 0;
+        m.mixed += r.fg > 0 && r.bg > 0;
+        if (r.fg == 0) continue;
+        fg.push_back({ (uint32_t)l, r.fg, r.first, r.x0, r.y0, r.x1, r.y1 });
+    }
+    m.components = (int)fg.size();
+    /* cpu-ref's list order (backend.h: trk_blob_before). */
+    std::sort(fg.begin(), fg.end(),
+              [](const trk_bench_npp_region &p, const trk_bench_npp_region &q) {
+                  return p.area != q.area ? p.area > q.area : p.first < q.first;
+              });
+    m.n_top = (int)std::min<size_t>(fg.size(), TRK_BENCH_NPP_TOP);
+    std::copy(fg.begin(), fg.begin() + m.n_top, m.top);
+
+    /* The info list against the counts: under which indexing (entry =
+     * label, or label - 1) more foreground regions find their area, and
+     * how many do not under it. */
+    m.info_entries = (int)n_info, m.info_base = -1, m.info_bad = 0;
+    m.info_at[0] = m.info_at[1] = 0;
+    memset(m.info_box, 0, sizeof(m.info_box));
+    if (m.n_top == 0) return;
+    const uint32_t top = m.top[0].label;
+    if (top < n_info) m.info_at[0] = info[top].nMarkerLabelPixelCount;
+    if (top >= 1 && top - 1 < n_info) m.info_at[1] = info[top - 1].nMarkerLabelPixelCount;
+    int bad[2] = { 0, 0 };
+    for (int base = 0; base < 2; base++)
+        for (const auto &r : fg) {
+            const size_t k = (size_t)r.label - (size_t)base;
+            bad[base] +=
+                r.label < (uint32_t)base || k >= n_info || info[k].nMarkerLabelPixelCount != r.area;
+        }
+    const int best = bad[1] < bad[0] ? 1 : 0;
+    if (bad[best] == m.components) return; /* no region found its area */
+    m.info_base = best, m.info_bad = bad[best];
+    if (top < (uint32_t)best || top - (uint32_t)best >= n_info) return;
+    const NppiRect &bb = info[top - (uint32_t)m.info_base].oMarkerLabelBoundingBox;
+    m.info_box[0] = bb.x, m.info_box[1] = bb.y, m.info_box[2] = bb.width, m.info_box[3] = bb.height;
 }
 
 double median_of(std::vector<double> v)
@@ -164,6 +255,7 @@ extern "C" int trk_bench_npp_blobs(const unsigned char *h_rgb, int width, int he
         cudaMemcpy(b.d_rgb, h_rgb, npx * 3, cudaMemcpyHostToDevice) != cudaSuccess)
         return fail(why, why_len, "cuda", cudaGetErrorString(cudaGetLastError()));
     std::vector<unsigned char> h_mask(npx);
+    std::vector<Npp32u> h_labels(npx);
     std::vector<NppiCompressedMarkerLabelsInfo> h_info;
     cudaEvent_t ev[4];
     for (auto &e : ev)
@@ -225,26 +317,19 @@ extern "C" int trk_bench_npp_blobs(const unsigned char *h_rgb, int width, int he
         trk_bench_npp_mask &m = out[i];
         memset(&m, 0, sizeof(m));
         m.label_ms = median_of(tl), m.compress_ms = median_of(tc), m.info_ms = median_of(ti);
-        /* What NPP found, from the last run: foreground regions' areas. */
+        /* What NPP found, from the last run (untimed): the mask, the
+         * compressed labels and the info list, measured on the host. */
         h_info.resize(b.info_bytes / sizeof(NppiCompressedMarkerLabelsInfo));
         if (cudaMemcpy(h_info.data(), b.d_info, h_info.size() * sizeof(h_info[0]),
                        cudaMemcpyDeviceToHost) != cudaSuccess ||
-            cudaMemcpy(h_mask.data(), b.d_mask, npx, cudaMemcpyDeviceToHost) != cudaSuccess) {
+            cudaMemcpy(h_mask.data(), b.d_mask, npx, cudaMemcpyDeviceToHost) != cudaSuccess ||
+            cudaMemcpy(h_labels.data(), b.d_labels, npx * sizeof(Npp32u), cudaMemcpyDeviceToHost) !=
+                cudaSuccess) {
             rc = fail(why, why_len, "cuda", cudaGetErrorString(cudaGetLastError()));
             break;
         }
-        std::vector<unsigned> areas;
-        for (const auto &e : h_info) {
-            if (e.nMarkerLabelPixelCount == 0) continue;
-            const int x = e.oContourFirstPixelLocation.x, y = e.oContourFirstPixelLocation.y;
-            if (x < 0 || y < 0 || x >= width || y >= height) continue;
-            if (h_mask[(size_t)y * (size_t)width + (size_t)x] == 0) continue;
-            areas.push_back(e.nMarkerLabelPixelCount);
-        }
-        std::sort(areas.begin(), areas.end(), [](unsigned a, unsigned c) { return a > c; });
-        m.components = (int)areas.size();
-        m.n_top = (int)std::min<size_t>(areas.size(), TRK_BENCH_NPP_TOP);
-        std::copy(areas.begin(), areas.begin() + m.n_top, m.top);
+        analyse(h_mask.data(), h_labels.data(), width, height, h_info.data(), h_info.size(), m);
+        m.max_id = labels;
     }
 
     /* All masks one after the other, as a program would run them. */
