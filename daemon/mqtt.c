@@ -707,6 +707,9 @@ int trk_mqtt_create(const struct trk_mqtt_cfg *cfg, struct trk_mqtt **out)
     char id[200];
     snprintf(id, sizeof(id), "trackd-%.64s-%ld", m->camera, (long)getpid());
     if (!(m->mosq = mosquitto_new(id, true, m))) goto fail;
+    /* Frames are small and go out one by one: Nagle's algorithm would hold
+     * each back until the previous one is acknowledged. */
+    mosquitto_int_option(m->mosq, MOSQ_OPT_TCP_NODELAY, 1);
     mosquitto_connect_callback_set(m->mosq, on_connect);
     mosquitto_disconnect_callback_set(m->mosq, on_disconnect);
     mosquitto_publish_callback_set(m->mosq, on_publish);
