@@ -23,7 +23,7 @@ build_pkgs=(build-essential cmake pkg-config libjansson-dev libwebsockets-dev
             libsystemd-dev libmosquitto-dev)
 test_pkgs=(ffmpeg python3 python3-websockets chromium clang-format
            qemu-system-x86 linux-image-amd64 busybox-static v4l-utils cpio
-           systemd prometheus python3-pil mosquitto python3-paho-mqtt)
+           systemd prometheus python3-pil mosquitto python3-paho-mqtt openssl)
 
 as_root() {
   if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@";

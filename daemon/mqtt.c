@@ -504,6 +504,7 @@ static void on_disconnect(struct mosquitto *mosq, void *obj, int rc)
     atomic_store(&m->connected, false);
     m->state = IDLE;
     m->drop_why = NULL;
+    if (m->closing) return; /* finish()'s own DISCONNECT */
     m->next_try = trk_now() + m->backoff;
     if (was)
         log_warn("connection to %s:%d lost (%s): frames are dropped (counted) until it is back; "

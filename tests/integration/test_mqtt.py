@@ -21,7 +21,9 @@ python3-paho-mqtt).
      once, processes frames, logs the failure once, stops cleanly; for (b)
      a broker started later on that port gets the frames;
   5. examples/mqtt_client.py prints positions from the real daemon+broker;
-  6. bad --mqtt URLs and --name values are usage errors (exit 64) that say
+  6. mqtts:// to a broker whose certificate chains to --mqtt-ca (made here
+     with openssl); without it, the system CAs refuse it (logged);
+  7. bad --mqtt URLs and --name values are usage errors (exit 64) that say
      what is wrong.
 """
 import getpass
@@ -406,6 +408,58 @@ def part_example(tmp, broker):
     finally:
         stop_trackd(p)
         log.close()
+    text = open(os.path.join(tmp, "example-trackd.log"), errors="replace").read()
+    warns = [l for l in text.splitlines() if " mqtt: " in l and ("warn" in l or "error" in l)]
+    check("frames published, 0 dropped" in text and not warns,
+          f"a clean stop after a healthy run: everything published, no MQTT warning ({warns})")
+
+
+def part_tls(tmp):
+    """mqtts:// with --mqtt-ca: a CA and a server certificate made here with
+    the openssl CLI, a mosquitto TLS listener (and a plain one for the
+    subscriber)."""
+    print("== mqtts:// with --mqtt-ca", flush=True)
+    ssl = lambda *a: subprocess.run(["openssl", *a], cwd=tmp, check=True,
+                                    capture_output=True)
+    ssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
+        "-days", "2", "-subj", "/CN=trackd test CA")
+    ssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "srv.key", "-out", "srv.csr", "-subj",
+        "/CN=localhost")
+    with open(os.path.join(tmp, "ext.cnf"), "w") as f:
+        f.write("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+    ssl("x509", "-req", "-in", "srv.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+        "-out", "srv.pem", "-days", "2", "-extfile", "ext.cnf")
+    os.chmod(os.path.join(tmp, "srv.key"), 0o644)
+    tport = free_port()
+    broker = Broker(tmp, free_port())
+    with open(broker.conf, "a") as f:
+        f.write(f"listener {tport} 127.0.0.1\nallow_anonymous true\ncafile {tmp}/ca.pem\n"
+                f"certfile {tmp}/srv.pem\nkeyfile {tmp}/srv.key\n")
+    broker.start()
+    try:
+        for ca, want in ((os.path.join(tmp, "ca.pem"), True), (None, False)):
+            sub = Sub(broker.port, ["t/tls/frame"])
+            log_path = os.path.join(tmp, f"tls-{want}.log")
+            log = open(log_path, "wb")
+            p, wport = start_trackd(TRACKD, [*DEMO, "--name", "tls", "--mqtt",
+                                             f"mqtts://localhost:{tport}/t",
+                                             *(["--mqtt-ca", ca] if ca else [])], log)
+            try:
+                got = wait_for(lambda: len(sub.take()) > 5, 10 if want else 3)
+                if want:
+                    check(got, "mqtts:// with --mqtt-ca: frames arrive through TLS")
+                else:
+                    text = open(log_path, errors="replace").read()
+                    check(not got and "TLS" in text and
+                          metrics(wport)["trackd_frames_processed_total"] > 0,
+                          "mqtts:// with the system CAs refuses the test CA's broker, logs a "
+                          "TLS error, tracking goes on")
+            finally:
+                stop_trackd(p)
+                log.close()
+                sub.close()
+    finally:
+        broker.stop()
 
 
 def part_usage():
@@ -444,6 +498,7 @@ def main():
         part_two_cameras(tmp, broker)
         part_example(tmp, broker)
         part_never_answers(tmp)
+        part_tls(tmp)
     finally:
         broker.stop()
     if FAILS:
