@@ -1,5 +1,6 @@
 #include "cli.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -11,6 +12,7 @@
 #define LOG_TAG "trackd"
 #include "backend.h"
 #include "log.h"
+#include "mqtt.h"
 #include "prefilter.h"
 #include "source.h"
 #include "v4l2.h"
@@ -62,6 +64,7 @@ struct opt {
 };
 
 static parse_fn parse_listen, parse_metrics_listen, parse_size, parse_control, parse_prefilter;
+static parse_fn parse_name, parse_mqtt;
 
 /* The field f of struct trk_settings; the build fails unless it is of type T. */
 #define FIELD(f, T)                                                                                \
@@ -157,6 +160,14 @@ static const struct opt opts[] = {
       .help = "token web clients need to edit objects (required on any address when given; generated and printed when listening beyond loopback)" },
     { "check-config", 0, "FILE", TEXT(check_config),
       .help = "validate the objects FILE by every rule applied at start and exit: prints 'FILE: ok, N objects' (exit 0) or the error as file:line:col (exit 78); opens no source or server" },
+    { "name", 0, "NAME", PARSE(parse_name), .lo = 1, .hi = TRK_CAMERA_NAME_MAX,
+      .form = "NAME, {lo}..{hi} of the characters A-Z a-z 0-9 . _ -, e.g. front-door",
+      .help = "the camera's name in messages, MQTT topics and datagrams (default: the camera's by-id name, the file's name, or demo)" },
+    { "mqtt", 0, "URL", PARSE(parse_mqtt),
+      .form = "URL: mqtt://[USER[:PASS]@]HOST[:PORT][/PREFIX] or mqtts://..., e.g. mqtt://localhost/lab",
+      .help = "publish results to an MQTT broker under PREFIX/NAME/ (default prefix trackd; port 1883, mqtts 8883)" },
+    { "mqtt-ca", 0, "FILE", TEXT(mqtt_ca),
+      .help = "CA certificates (PEM) that the mqtts:// broker's certificate must chain to (default: the system's)" },
     { "help", 'h', NULL, .type = T_HELP, .help = "show this help and exit" },
     { "version", 'V', NULL, .type = T_VERSION, .help = "show the version and exit" },
 };
@@ -465,6 +476,33 @@ static bool parse_prefilter(const char *a, const struct opt *o, struct trk_setti
     return true;
 }
 
+/* --name: the characters every output can carry as they are (an MQTT
+ * topic level, an OSC address part, a systemd instance name). */
+static bool parse_name(const char *a, const struct opt *o, struct trk_settings *s)
+{
+    size_t n = strlen(a);
+    if (n < o->lo || n > o->hi ||
+        strspn(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                  "0123456789._-") != n)
+        return false;
+    memcpy(s->camera_name, a, n + 1);
+    return true;
+}
+
+/* --mqtt: checked here so a typo is a usage error, not a runtime one. */
+static bool parse_mqtt(const char *a, const struct opt *o, struct trk_settings *s)
+{
+    (void)o;
+    struct trk_mqtt_url u;
+    char why[160];
+    if (!trk_mqtt_url_parse(a, &u, why, sizeof(why))) {
+        fprintf(stderr, "trackd: --mqtt %s: %s\n", a, why);
+        return false;
+    }
+    s->mqtt = a;
+    return true;
+}
+
 /* Stores value a of option o (NULL for a value-less option: its .set).
  * False when a is not a valid value. */
 static bool store(const struct opt *o, const char *a, struct trk_settings *s)
@@ -544,6 +582,8 @@ static int check_rest(int argc, char **argv, const struct trk_settings *s, FILE 
         why = "give --input or --device, not both";
     else if ((s->list_formats || s->list_controls) && !s->device)
         why = "--list-formats and --list-controls need --device";
+    else if (s->mqtt_ca && (!s->mqtt || strncmp(s->mqtt, "mqtts://", 8)))
+        why = "--mqtt-ca needs an mqtts:// --mqtt URL";
     if (!why) return TRK_CLI_RUN;
     fprintf(err, "trackd: %s\n", why);
     return TRK_EX_USAGE;
@@ -586,7 +626,57 @@ int trk_cli_parse(int argc, char **argv, struct trk_settings *s, FILE *out, FILE
             return TRK_EX_USAGE;
         }
     }
-    return check_rest(argc, argv, s, err);
+    int rc = check_rest(argc, argv, s, err);
+    if (rc == TRK_CLI_RUN && !s->camera_name[0])
+        trk_cli_default_camera_name(s, s->camera_name, sizeof(s->camera_name));
+    return rc;
+}
+
+/* The file name of path without its folder and (strip_ext) extension. */
+static void base_name(const char *path, bool strip_ext, char *out, size_t len)
+{
+    const char *b = strrchr(path, '/');
+    b = b ? b + 1 : path;
+    size_t n = strlen(b);
+    const char *dot = strip_ext ? strrchr(b, '.') : NULL;
+    if (dot && dot > b) n = (size_t)(dot - b);
+    snprintf(out, len, "%.*s", (int)n, b);
+}
+
+void trk_cli_default_camera_name(const struct trk_settings *s, char *out, size_t len)
+{
+    char raw[PATH_MAX] = "demo";
+    if (s->device) {
+        base_name(s->device, false, raw, sizeof(raw));
+        /* /dev/video0 given: the by-id link that points at it, a name that
+         * stays with the camera whichever port or order it comes up in. */
+        char real[PATH_MAX], link[PATH_MAX + 64], lreal[PATH_MAX];
+        DIR *d = strstr(s->device, "/by-id/") ? NULL : opendir("/dev/v4l/by-id");
+        if (d && realpath(s->device, real)) {
+            struct dirent *e;
+            while ((e = readdir(d))) {
+                if (e->d_name[0] == '.') continue;
+                snprintf(link, sizeof(link), "/dev/v4l/by-id/%s", e->d_name);
+                if (realpath(link, lreal) && !strcmp(lreal, real) &&
+                    strstr(e->d_name, "-video-index0")) {
+                    snprintf(raw, sizeof(raw), "%s", e->d_name);
+                    break;
+                }
+            }
+        }
+        if (d) closedir(d);
+        char *tail = strstr(raw, "-video-index0");
+        if (tail && !tail[13]) *tail = 0;
+    } else if (s->input) {
+        base_name(s->input, true, raw, sizeof(raw));
+    }
+    size_t o = 0;
+    for (const char *p = raw; *p && o + 1 < len && o < TRK_CAMERA_NAME_MAX; p++)
+        out[o++] = strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-", *p)
+                       ? *p
+                       : '_';
+    out[o] = 0;
+    if (!o) snprintf(out, len, "camera");
 }
 
 void trk_cli_warn(const struct trk_settings *s)

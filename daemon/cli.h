@@ -9,6 +9,9 @@
 #include <stdio.h>
 
 #include "exit.h"
+
+/* Longest --name (bytes): a topic level, an OSC address part. */
+#define TRK_CAMERA_NAME_MAX 64
 #include "objects.h" /* struct trk_camera_control */
 
 struct trk_settings {
@@ -52,9 +55,24 @@ struct trk_settings {
     const char *save_objects;  /* save target; NULL = objects, else ./objects.json */
     const char *control_token; /* NULL = none on loopback, generated elsewhere */
     const char *check_config;  /* --check-config: validate this objects file, exit */
+    /* --name, else derived (trk_cli_parse): the camera's name in hello and
+     * frame messages, MQTT topics and datagrams; always set after a
+     * successful parse, 1..TRK_CAMERA_NAME_MAX of [A-Za-z0-9._-]. */
+    char camera_name[TRK_CAMERA_NAME_MAX + 1];
+    const char *mqtt;    /* --mqtt URL (daemon/mqtt.h), NULL = none */
+    const char *mqtt_ca; /* --mqtt-ca FILE, NULL = the system's CAs */
 };
 
 enum { TRK_CLI_RUN = 0, TRK_CLI_EXIT_OK = 1 };
+
+/* The default camera name (no --name) into out (len > TRK_CAMERA_NAME_MAX):
+ * "demo" for the demo scene; for --device, the camera's /dev/v4l/by-id
+ * name (the one given, or the link there that points at the device given)
+ * without its "-video-index0" ending, else the device's file name; for
+ * --input, the file's name without folder and extension. Every byte
+ * outside [A-Za-z0-9._-] becomes '_', cut to TRK_CAMERA_NAME_MAX; an empty
+ * result is "camera". */
+void trk_cli_default_camera_name(const struct trk_settings *s, char *out, size_t len);
 
 /* Fills s from argv. Returns TRK_CLI_RUN, TRK_CLI_EXIT_OK (after --help or
  * --version were printed to out), or TRK_EX_USAGE after printing a message

@@ -21,6 +21,7 @@
 #include "exit.h"
 #include "log.h"
 #include "messages.h"
+#include "mqtt.h"
 #include "notify.h"
 #include "objects.h"
 #include "pipeline.h"
@@ -44,6 +45,7 @@ struct app {
     struct trk_ws *ws;         /* NULL with --no-server */
     struct trk_endpoints ep;   /* /metrics, /healthz, /snapshot.jpg */
     struct trk_ws *metrics_ws; /* --metrics-listen, else NULL */
+    struct trk_mqtt *mqtt;     /* --mqtt, else NULL */
 };
 
 static volatile sig_atomic_t stop_requested;
@@ -258,7 +260,7 @@ static int open_source(struct app *a)
                                  : "the demo scene");
         return TRK_EX_NOINPUT;
     }
-    log_info("source: %s", a->src.desc);
+    log_info("source: %s, camera name %s", a->src.desc, s->camera_name);
     return 0;
 }
 
@@ -384,6 +386,7 @@ static struct trk_hello_info hello_info(const struct app *a, bool control_auth)
                      .quality = s->preview_quality },
         /* Tells the page to ask for the token before it offers edits. */
         .control_auth = control_auth,
+        .camera = s->camera_name,
     };
 }
 
@@ -518,6 +521,30 @@ static int start_metrics_server(struct app *a)
     return 0;
 }
 
+/* --mqtt: the publisher starts now and connects in the background, so a
+ * broker that is down or slow never holds trackd's start (it is logged once
+ * and retried). A CA file that cannot be read is an input error. */
+static int start_mqtt(struct app *a)
+{
+    const struct trk_settings *s = &a->s;
+    if (!s->mqtt) return 0;
+    if (s->mqtt_ca && access(s->mqtt_ca, R_OK) != 0) {
+        log_error_err(errno, "--mqtt-ca %s", s->mqtt_ca);
+        return TRK_EX_NOINPUT;
+    }
+    struct trk_mqtt_cfg mc = { .url = s->mqtt,
+                               .ca_file = s->mqtt_ca,
+                               .camera = s->camera_name,
+                               .server = "trackd " TRK_VERSION };
+    int err = trk_mqtt_create(&mc, &a->mqtt);
+    if (err == TRK_EINVAL) return TRK_EX_CONFIG; /* said why */
+    if (err || (err = trk_mqtt_start(a->mqtt))) {
+        log_error_err(err, "cannot start the MQTT publisher");
+        return TRK_EX_SOFTWARE;
+    }
+    return 0;
+}
+
 static void install_signals(void)
 {
     struct sigaction sa = { .sa_handler = on_signal };
@@ -557,6 +584,8 @@ static struct trk_pipeline_cfg pipeline_cfg(struct app *a)
         .snapshot = a->ep.snapshot,
         .prefilter_set = s->prefilter_set,
         .prefilter = s->prefilter,
+        .camera = s->camera_name,
+        .mqtt = a->mqtt,
     };
 }
 
@@ -635,6 +664,8 @@ static int cleanup(struct app *a, int exit_code)
      * server stops taking messages first and goes after the module. */
     trk_ws_stop(a->ws);
     trk_ws_destroy(&a->metrics_ws);
+    /* The pipeline has ended: the last frames and "offline" go out. */
+    trk_mqtt_destroy(&a->mqtt);
     trk_control_destroy(&a->control);
     if (a->have_save) trk_objects_target_close(&a->save);
     trk_ws_destroy(&a->ws);
@@ -661,7 +692,7 @@ int main(int argc, char **argv)
     if ((rc = load_objects(s, &app.objs))) return rc;
     if (!(rc = open_source(&app)) && !(rc = open_backend(&app)) && !(rc = open_output(&app)) &&
         !(rc = open_save_target(&app)) && !(rc = open_ops(&app)) && !(rc = start_server(&app)) &&
-        !(rc = start_metrics_server(&app))) {
+        !(rc = start_metrics_server(&app)) && !(rc = start_mqtt(&app))) {
         install_signals();
         ready(&app);
         rc = run(&app);

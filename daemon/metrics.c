@@ -41,7 +41,10 @@ struct trk_metrics {
     _Atomic uint64_t drops, lines_lost; /* stats loop, processing */
     _Atomic int clients;                /* stats loop */
     _Atomic double fps;                 /* stats loop */
-    double t_start, wall_start;         /* set at create */
+    /* The MQTT sink (stats loop); has_mqtt: shown at all. */
+    _Atomic bool has_mqtt, mqtt_connected;
+    _Atomic uint64_t mqtt_published, mqtt_dropped, mqtt_connects;
+    double t_start, wall_start; /* set at create */
 
     pthread_mutex_t lock; /* guards the rest: rarely changed text */
     char version[32], backend[64], source[256];
@@ -162,6 +165,17 @@ void trk_metrics_set_totals(struct trk_metrics *m, uint64_t drops, int clients, 
 void trk_metrics_set_lines_lost(struct trk_metrics *m, uint64_t lost)
 {
     if (m) atomic_store_explicit(&m->lines_lost, lost, memory_order_relaxed);
+}
+
+void trk_metrics_set_mqtt(struct trk_metrics *m, bool connected, uint64_t published,
+                          uint64_t dropped, uint64_t connects)
+{
+    if (!m) return;
+    atomic_store(&m->mqtt_connected, connected);
+    atomic_store(&m->mqtt_published, published);
+    atomic_store(&m->mqtt_dropped, dropped);
+    atomic_store(&m->mqtt_connects, connects);
+    atomic_store(&m->has_mqtt, true);
 }
 
 /* ------------------------------------------------------------ rendering */
@@ -287,6 +301,19 @@ int trk_metrics_render(struct trk_metrics *m, struct trk_buf *b)
             atomic_load(&m->upload_bytes));
     counter(b, "trackd_ndjson_lines_lost_total",
             "Result lines that could not be written to --output.", atomic_load(&m->lines_lost));
+    if (atomic_load(&m->has_mqtt)) {
+        counter(b, "trackd_mqtt_frames_published_total",
+                "Frame messages handed to the MQTT broker connection.",
+                atomic_load(&m->mqtt_published));
+        counter(b, "trackd_mqtt_frames_dropped_total",
+                "Frame messages never published to MQTT (queue full while the broker was slow "
+                "or away).",
+                atomic_load(&m->mqtt_dropped));
+        counter(b, "trackd_mqtt_connects_total", "Connections the MQTT broker accepted.",
+                atomic_load(&m->mqtt_connects));
+        gauge(b, "trackd_mqtt_connected", "1 while connected to the MQTT broker.",
+              atomic_load(&m->mqtt_connected) ? 1 : 0);
+    }
     gauge(b, "trackd_clients", "WebSocket clients connected.", atomic_load(&m->clients));
     gauge(b, "trackd_objects_configured", "Objects in the current object set.",
           atomic_load(&m->objects));

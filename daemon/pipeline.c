@@ -19,6 +19,7 @@
 #include "control.h"
 #include "notify.h"
 #include "metrics.h"
+#include "mqtt.h"
 #include "preview.h"
 #include "snapshot.h"
 #include "tracker.h"
@@ -139,6 +140,7 @@ static void sleep_until(struct pipeline *p, double t)
 static void send_status(const struct trk_pipeline_cfg *cfg, const char *state, const char *text)
 {
     trk_metrics_source_state(cfg->metrics, state, text);
+    trk_mqtt_source_state(cfg->mqtt, state, text);
     if (!cfg->ws) return;
     struct trk_buf b = { 0 };
     if (trk_msg_status(&b, state, text) == 0)
@@ -302,6 +304,7 @@ static int apply_objects(struct pipeline *p)
     int n = e ? 0 : set->n;
     /* Cannot fail: n is within the tracker's TRK_MAX_OBJECTS. */
     trk_tracker_reset(p->tracker, set->def, n);
+    trk_mqtt_objects(p->cfg->mqtt, set);
     return n;
 }
 
@@ -549,11 +552,13 @@ static void *process_main(void *arg)
             .process_ms = (t_done - t_start) * 1e3,
             .backend = trk_backend_name(p->backend),
             .calib = p->objects->calib.on ? &p->objects->calib : NULL,
+            .camera = cfg->camera,
         };
         trk_buf_reset(&msg);
         if (trk_msg_frame(&msg, &meta, p->objects->def, p->res, p->blobs, n_objects) == 0) {
             if (p->out) trk_output_line(p->out, msg.data, msg.len);
             if (cfg->ws) trk_ws_broadcast(cfg->ws, TRK_WS_RESULT, msg.data, msg.len);
+            trk_mqtt_frame(cfg->mqtt, msg.data, msg.len);
         }
         double t_sent = trk_now();
 
@@ -764,6 +769,15 @@ static void report_stats(struct pipeline *p, struct stats_mark *mark, bool to_lo
         st.ws_dropped = ws.messages_dropped;
         st.ws_bytes = ws.bytes_sent;
     }
+    if (cfg->mqtt) {
+        struct trk_mqtt_stats ms;
+        trk_mqtt_get_stats(cfg->mqtt, &ms);
+        st.has_mqtt = true;
+        st.mqtt_connected = ms.connected;
+        st.mqtt_published = ms.published;
+        st.mqtt_dropped = ms.dropped;
+        st.mqtt_connects = ms.connects;
+    }
     if (to_log)
         log_info("%.1f fps, %llu frames, %llu dropped, %llu skipped, process %.2f ms (p50) "
                  "%.2f ms (max), queue %.2f ms (p50), rss %ld kB, %d clients",
@@ -793,6 +807,11 @@ static void update_metrics(struct pipeline *p, struct stats_mark *mark)
     struct trk_ws_stats ws = { 0 };
     if (cfg->ws) trk_ws_get_stats(cfg->ws, &ws);
     trk_metrics_set_totals(cfg->metrics, trk_pool_drops(&p->pool), ws.clients, fps);
+    if (cfg->mqtt) {
+        struct trk_mqtt_stats ms;
+        trk_mqtt_get_stats(cfg->mqtt, &ms);
+        trk_metrics_set_mqtt(cfg->metrics, ms.connected, ms.published, ms.dropped, ms.connects);
+    }
 }
 
 static void show_progress(struct pipeline *p, bool final)

@@ -19,6 +19,7 @@ struct trk_ws;
 struct trk_control;
 struct trk_metrics;
 struct trk_snapshot;
+struct trk_mqtt;
 
 struct trk_pipeline_cfg {
     struct trk_source *source; /* opened, unless source_absent */
@@ -68,6 +69,11 @@ struct trk_pipeline_cfg {
      * (gpu/prefilter.h). */
     bool prefilter_set;
     double prefilter;
+    /* The camera's name (--name) in every frame message; NULL = none. */
+    const char *camera;
+    /* The MQTT sink (daemon/mqtt.h) or NULL: each frame message, the object
+     * set and the source's state go there too; its totals into stats. */
+    struct trk_mqtt *mqtt;
 };
 
 /* Every frame the source delivered is accounted for once: processed

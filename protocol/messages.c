@@ -322,7 +322,9 @@ int trk_msg_frame(struct trk_buf *b, const struct trk_frame_meta *m,
     const size_t world = m->calib ? 48 : 0;
     PUT(trk_buf_reserve(b, 320 + (size_t)(n > 0 ? n : 0) * (160 + world + TRK_NAME_MAX * 6) +
                                listed * (130 + world)));
-    PUT(kv_u64(b, "{\"type\":\"frame\",\"seq\":", m->seq));
+    LIT(b, "{\"type\":\"frame\"");
+    if (m->camera) PUT(kv_str(b, ",\"camera\":", m->camera, 256));
+    PUT(kv_u64(b, ",\"seq\":", m->seq));
     PUT(kv_fixed(b, ",\"pts\":", m->pts, 3));
     PUT(put_size(b, m->width, m->height));
     PUT(kv_fixed(b, ",\"t_capture\":", m->t_capture, 3));
@@ -470,6 +472,7 @@ int trk_msg_hello(struct trk_buf *b, const struct trk_hello_info *h)
     char server[96];
     snprintf(server, sizeof server, "trackd %.64s", h->version ? h->version : "?");
     PUT(kv_str(b, ",\"server\":", server, sizeof server));
+    if (h->camera) PUT(kv_str(b, ",\"camera\":", h->camera, 256));
     PUT(kv_str(b, ",\"backend\":", h->backend, 256));
     PUT(kv_str(b, ",\"source\":", h->source, 4096));
     PUT(put_size(b, h->width, h->height));
@@ -576,7 +579,15 @@ int trk_msg_stats(struct trk_buf *b, const struct trk_stats_info *s)
     PUT(kv_u64(b, "},\"ws\":{\"messages_sent\":", s->ws_sent));
     PUT(kv_u64(b, ",\"messages_dropped\":", s->ws_dropped));
     PUT(kv_u64(b, ",\"bytes_sent\":", s->ws_bytes));
-    LIT(b, "}}");
+    LIT(b, "}");
+    if (s->has_mqtt) {
+        PUT(kv_bool(b, ",\"mqtt\":{\"connected\":", s->mqtt_connected));
+        PUT(kv_u64(b, ",\"published\":", s->mqtt_published));
+        PUT(kv_u64(b, ",\"dropped\":", s->mqtt_dropped));
+        PUT(kv_u64(b, ",\"connects\":", s->mqtt_connects));
+        LIT(b, "}");
+    }
+    LIT(b, "}");
     return 0;
 }
 

@@ -103,6 +103,7 @@ struct trk_frame_meta {
     /* The set's solved calibration (config/calib.h), NULL = none: then
      * every centroid also gets wx, wy. */
     const struct trk_calib *calib;
+    const char *camera; /* the camera's name (--name), NULL = omitted       */
 };
 
 /* One object's blob list of a frame, as trk_backend_blobs gives it: n
@@ -112,7 +113,7 @@ struct trk_blob_list {
     int n;
 };
 
-/* Appends the "frame" message: seq, pts (3 decimals), width, height,
+/* Appends the "frame" message: camera (when given), seq, pts (3 decimals), width, height,
  * t_capture (3), wall_ms (3), backend, latency{queue_ms, upload_ms,
  * kernel_ms, process_ms} (3 decimals each) and objects[] with, per object i:
  * id (= i), name (escaped), found (mass >= max(min_mass, 1)), mass, cx, cy
@@ -162,6 +163,7 @@ struct trk_hello_info {
     bool control_auth;
     /* The set's calibration: "calibration" is it or null (NULL, or off). */
     const struct trk_calib *calib;
+    const char *camera; /* the camera's name (--name), NULL = omitted         */
 };
 
 /* Appends the "hello" message (sent first on every connection). */
@@ -214,6 +216,9 @@ struct trk_stats_info {
     double send_ms;                         /* results ready -> handed to the WebSocket thread */
     double total_ms;                        /* capture -> handed to the WebSocket thread       */
     uint64_t ws_sent, ws_dropped, ws_bytes; /* trk_ws_get_stats totals       */
+    /* The MQTT sink's totals (daemon/mqtt.h), sent as "mqtt" when has_mqtt. */
+    bool has_mqtt, mqtt_connected;
+    uint64_t mqtt_published, mqtt_dropped, mqtt_connects;
 };
 
 /* Appends the "stats" message. */

@@ -9,7 +9,7 @@ import { $, DASH, count, fmt, setText } from './util.js';
 const el = {
   conn: $('conn'), note: $('view-note'),
   state: $('p-state'), server: $('p-server'), backend: $('p-backend'),
-  source: $('p-source'), size: $('p-size'),
+  source: $('p-source'), size: $('p-size'), camera: $('p-camera'),
   rfps: $('p-rfps'), pfps: $('p-pfps'), sfps: $('p-sfps'), frames: $('p-frames'),
   drops: $('p-drops'), clients: $('p-clients'), rss: $('p-rss'),
   lat: $('p-lat'), lq: $('p-lq'), lu: $('p-lu'), lk: $('p-lk'), lp: $('p-lp'),
@@ -29,6 +29,9 @@ export function showHello(msg) {
   setText(el.server, String(msg.server || DASH));
   setText(el.backend, String(msg.backend || DASH));
   setText(el.source, String(msg.source || DASH));
+  // The camera's name (--name): several trackd pages open at once stay apart.
+  setText(el.camera, String(msg.camera || DASH));
+  if (msg.camera) document.title = `trackd \u00b7 ${msg.camera}`;
   setText(el.size, msg.width && msg.height ? `${msg.width} \u00d7 ${msg.height}` : DASH);
 }
 

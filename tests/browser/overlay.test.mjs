@@ -57,6 +57,11 @@ try {
     const d = window.trackdTest && window.trackdTest.lastDrawn;
     return d && d.preview && d.matched && d.boxes.length === 1 && window.trackdTest.previewsReceived > 3;
   }, null, { timeout: 20000 }).catch(() => fail('no preview with a matched overlay within 20 s'));
+  // The camera's name (by default the clip's file name) in the Daemon card and the title.
+  const cam = await page.evaluate(() => [document.getElementById('p-camera').textContent,
+                                         document.title]);
+  if (cam[0] !== 'square' || cam[1] !== 'trackd \u00b7 square')
+    fail(`camera name shown as ${JSON.stringify(cam)}, want "square"`);
   const st = await page.evaluate(() => {
     const c = document.getElementById('view');
     return { cw: c.width, ch: c.height, drawn: window.trackdTest.lastDrawn,

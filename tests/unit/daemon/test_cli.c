@@ -10,6 +10,7 @@
 
 #include "../check.h"
 #include "cli.h"
+#include "mqtt.h"
 #include "log.h"
 
 /* The whole of path, NUL-terminated (NULL when unreadable). */
@@ -185,6 +186,71 @@ static void test_values(void)
     CHECKF(strstr(err, "(at most 16)"), "%s", err);
 }
 
+/* --name and the names derived without it: always set, always within the
+ * characters every output carries as they are. */
+static void test_camera_names(void)
+{
+    struct trk_settings s;
+    char err[512];
+    CHECK(parse(&s, err, sizeof(err), NULL) == TRK_CLI_RUN);
+    CHECK_STR(s.camera_name, "demo");
+    CHECK(parse(&s, err, sizeof(err), "--name", "front-door_2.a", NULL) == TRK_CLI_RUN);
+    CHECK_STR(s.camera_name, "front-door_2.a");
+    CHECK(parse(&s, err, sizeof(err), "-i", "/media/clips/Hall Way #3.final.mp4", NULL) ==
+          TRK_CLI_RUN);
+    CHECK_STR(s.camera_name, "Hall_Way__3.final");
+    CHECK(parse(&s, err, sizeof(err), "-i", "clip", NULL) == TRK_CLI_RUN);
+    CHECK_STR(s.camera_name, "clip");
+    CHECK(parse(&s, err, sizeof(err), "-i", ".hidden", NULL) == TRK_CLI_RUN);
+    CHECK_STR(s.camera_name, ".hidden");
+    CHECK(parse(&s, err, sizeof(err), "-d", "/dev/v4l/by-id/usb-Cam_X_12-video-index0", NULL) ==
+          TRK_CLI_RUN);
+    CHECK_STR(s.camera_name, "usb-Cam_X_12");
+    CHECK(parse(&s, err, sizeof(err), "-d", "/dev/video-none-here", NULL) == TRK_CLI_RUN);
+    CHECK_STR(s.camera_name, "video-none-here");
+    CHECK(parse(&s, err, sizeof(err), "-i", "/x/\xc3\xa9t\xc3\xa9.mkv", NULL) == TRK_CLI_RUN);
+    CHECK_STR(s.camera_name, "__t__");
+    static char longname[200];
+    memset(longname, 'n', sizeof(longname) - 1);
+    CHECK(parse(&s, err, sizeof(err), "-i", longname, NULL) == TRK_CLI_RUN);
+    CHECK(strlen(s.camera_name) == TRK_CAMERA_NAME_MAX);
+    CHECK(parse(&s, err, sizeof(err), "--name", "a b", NULL) == TRK_EX_USAGE);
+    CHECK(strstr(err, "A-Z a-z 0-9 . _ -"));
+    CHECK(parse(&s, err, sizeof(err), "--name", "a/b", NULL) == TRK_EX_USAGE);
+    CHECK(parse(&s, err, sizeof(err), "--name", "", NULL) == TRK_EX_USAGE);
+}
+
+/* --mqtt URLs: what each part becomes, and what is refused. */
+static void test_mqtt_url(void)
+{
+    struct trk_mqtt_url u;
+    char why[160];
+    CHECK(trk_mqtt_url_parse("mqtt://broker", &u, why, sizeof(why)));
+    CHECK(!u.tls && u.port == 1883 && !u.user[0] && !u.has_pass);
+    CHECK_STR(u.host, "broker");
+    CHECK_STR(u.prefix, "trackd");
+    CHECK(trk_mqtt_url_parse("mqtts://us%40r:p%3Aw@[::1]:1234/site/hall", &u, why, sizeof(why)));
+    CHECK(u.tls && u.port == 1234 && u.has_pass);
+    CHECK_STR(u.host, "::1");
+    CHECK_STR(u.user, "us@r");
+    CHECK_STR(u.pass, "p:w");
+    CHECK_STR(u.prefix, "site/hall");
+    CHECK(trk_mqtt_url_parse("mqtts://h/", &u, why, sizeof(why)) && u.port == 8883);
+    CHECK_STR(u.prefix, "trackd");
+    CHECK(trk_mqtt_url_parse("mqtt://u:@h", &u, why, sizeof(why)) && u.has_pass && !u.pass[0]);
+    const char *bad[] = { "tcp://h",        "mqtt://",       "mqtt://:1883",   "mqtt://h:",
+                          "mqtt://h:65536", "mqtt://h:1x",   "mqtt://[::1",    "mqtt://[::1]x",
+                          "mqtt://h/a/#",   "mqtt://h/+",    "mqtt://h//a",    "mqtt://h/a/",
+                          "mqtt://@h",      "mqtt://u:%4@h", "mqtt://u%00:p@h" };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        CHECKF(!trk_mqtt_url_parse(bad[i], &u, why, sizeof(why)) && why[0], "%s", bad[i]);
+    char t[64];
+    CHECK(trk_mqtt_topic_level("a/b+c#d%e f\x01", t, sizeof(t)) == 22);
+    CHECK_STR(t, "a%2Fb%2Bc%23d%25e f%01");
+    CHECK(trk_mqtt_topic_level("\xc3\xa9", t, sizeof(t)) == 2);         /* UTF-8 stays */
+    CHECK(trk_mqtt_topic_level("///", t, 5) == 3 && !strcmp(t, "%2F")); /* cut, never mid-escape */
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -195,5 +261,7 @@ int main(int argc, char **argv)
     test_man(argv[2]);
     test_defaults();
     test_values();
+    test_camera_names();
+    test_mqtt_url();
     return check_exit("daemon_cli");
 }

@@ -384,6 +384,16 @@ static void test_frame(void)
     }
     json_decref(j);
     trk_buf_reset(&b);
+    /* The camera's name: right after the type when given, absent without. */
+    CHECKF(trk_msg_frame(&b, &m, many, mres, NULL, 1) == 0 && !strstr(b.data, "\"camera\""),
+           "no camera without one");
+    trk_buf_reset(&b);
+    m.camera = "hall-2";
+    const char *pre = "{\"type\":\"frame\",\"camera\":\"hall-2\",\"seq\":";
+    CHECKF(trk_msg_frame(&b, &m, many, mres, NULL, 1) == 0 && !strncmp(b.data, pre, strlen(pre)),
+           "camera after type: %.60s", b.data);
+    m.camera = NULL;
+    trk_buf_reset(&b);
     /* UINT64_MAX is beyond jansson's int64: check the text instead. */
     m.seq = UINT64_MAX;
     CHECKF(trk_msg_frame(&b, &m, many, mres, NULL, 1) == 0 &&
@@ -578,6 +588,7 @@ static void test_hello(void)
         .defs = defs,
         .n_objects = 3,
         .colors = colors,
+        .camera = "hall-2",
     };
     struct trk_buf b = { 0 };
     CHECKF(trk_msg_hello(&b, &h) == 0, "hello");
@@ -588,6 +599,7 @@ static void test_hello(void)
         CHECKF(!strcmp(jstr(j, "server"), "trackd 0.1.0"), "server %s", jstr(j, "server"));
         CHECKF(!strcmp(jstr(j, "backend"), "cpu"), "backend");
         CHECKF(!strcmp(jstr(j, "source"), "demo: \"scene\""), "source");
+        CHECKF(!strcmp(jstr(j, "camera"), "hall-2"), "camera");
         CHECKF(jint(j, "width") == 640 && jint(j, "height") == 480, "size");
         CHECKF(jnum(j, "fps") == 30, "fps");
         json_t *p = json_object_get(j, "preview");
@@ -824,7 +836,21 @@ static void test_small_messages(void)
         CHECKF(jint(w, "messages_sent") == 1000 && jint(w, "messages_dropped") == 5 &&
                    jint(w, "bytes_sent") == 123456,
                "ws counters");
+        CHECKF(!json_object_get(j, "mqtt"), "no mqtt without has_mqtt");
     }
+    json_decref(j);
+    trk_buf_reset(&b);
+    s.has_mqtt = true;
+    s.mqtt_connected = true;
+    s.mqtt_published = 900;
+    s.mqtt_dropped = 12;
+    s.mqtt_connects = 2;
+    CHECKF(trk_msg_stats(&b, &s) == 0, "stats with mqtt");
+    j = parse(&b, "stats with mqtt");
+    json_t *mq = json_object_get(j, "mqtt");
+    CHECKF(json_is_true(json_object_get(mq, "connected")) && jint(mq, "published") == 900 &&
+               jint(mq, "dropped") == 12 && jint(mq, "connects") == 2,
+           "mqtt counters");
     json_decref(j);
     trk_buf_reset(&b);
 

@@ -1,0 +1,115 @@
+/* The MQTT sink (--mqtt): every frame message, each object's result, the
+ * camera's status and its object set, published to a broker through
+ * libmosquitto under <prefix>/<camera>/ (protocol/PROTOCOL.md section 9).
+ *
+ * Threads: the processing thread hands over each frame's JSON
+ * (trk_mqtt_frame) and the object set when it changes (trk_mqtt_objects);
+ * the capture thread the source's state (trk_mqtt_source_state). Each call
+ * copies into a bounded queue under a short mutex and wakes the publisher
+ * thread, which owns the libmosquitto handle: it connects, publishes,
+ * reconnects with backoff. Nothing here ever waits for the network: a slow
+ * or absent broker fills the queue, and the oldest queued frame is dropped
+ * (counted) for the newest. The publisher hands libmosquitto a frame only
+ * once it has written the previous ones to the socket, so its own buffers
+ * stay bounded too. Every function is thread-safe.
+ *
+ * Lifecycle: create (checks the settings, makes the handle) / start (the
+ * publisher thread: returns at once, the connection is made in the
+ * background and logged) / destroy (publishes what is queued and the
+ * "offline" status for up to TRK_MQTT_CLOSE_S, then disconnects). */
+#ifndef TRK_DAEMON_MQTT_H
+#define TRK_DAEMON_MQTT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "objects.h"
+
+struct trk_mqtt;
+
+/* Longest host name, user, password and prefix in a --mqtt URL (bytes). */
+#define TRK_MQTT_FIELD_MAX 255
+/* Frames waiting for the broker; more drop the oldest (2 s at 30 fps: a
+ * broker that pauses that long loses frames rather than delaying them). */
+#define TRK_MQTT_QUEUE_LEN 64
+/* Seconds a connection may take from the TCP connect to the broker's CONNACK
+ * (a port that accepts and never answers); then it is dropped and retried. */
+#define TRK_MQTT_CONNACK_S 5.0
+/* Reconnect backoff: the first retry after TRK_MQTT_BACKOFF_MIN_S, doubling
+ * up to TRK_MQTT_BACKOFF_MAX_S, back to the minimum after a CONNACK. */
+#define TRK_MQTT_BACKOFF_MIN_S 0.5
+#define TRK_MQTT_BACKOFF_MAX_S 8.0
+/* MQTT keepalive: a broker that loses trackd without a TCP close (a cut
+ * cable) publishes the will after 1.5 times this. */
+#define TRK_MQTT_KEEPALIVE_S 10
+/* Most seconds destroy spends on the queued frames and the offline status. */
+#define TRK_MQTT_CLOSE_S 2.0
+
+/* A parsed mqtt://[user:pass@]host[:port][/prefix] (mqtts:// for TLS). */
+struct trk_mqtt_url {
+    bool tls;
+    char host[TRK_MQTT_FIELD_MAX + 1]; /* an IPv6 address without its brackets */
+    int port;                          /* 1883, 8883 with TLS, unless given */
+    char user[TRK_MQTT_FIELD_MAX + 1]; /* "" = none; %XX decoded, as the password */
+    char pass[TRK_MQTT_FIELD_MAX + 1];
+    bool has_pass;
+    char prefix[TRK_MQTT_FIELD_MAX + 1]; /* topic levels before the camera; "trackd" when none */
+};
+
+/* Parses url into *out. false with the reason in why (len bytes) for
+ * anything but the form above: another scheme, an empty host, a port
+ * outside 1..65535, a prefix with '+', '#', an empty level or a trailing
+ * '/', a field over TRK_MQTT_FIELD_MAX bytes, a bad %XX escape. */
+bool trk_mqtt_url_parse(const char *url, struct trk_mqtt_url *out, char *why, size_t len);
+
+/* Appends name to out as one topic level: the bytes '/', '+', '#', '%' and
+ * control characters as %XX (uppercase hex), everything else as is, so
+ * every object name has one topic and the topic gives the name back.
+ * Returns the length written (out is NUL-terminated, cut at cap). */
+size_t trk_mqtt_topic_level(const char *name, char *out, size_t cap);
+
+struct trk_mqtt_cfg {
+    const char *url;     /* --mqtt, checked by trk_mqtt_url_parse              */
+    const char *ca_file; /* --mqtt-ca: CA certificates (PEM) for mqtts://; NULL:
+                          * the system's (/etc/ssl/certs)                      */
+    const char *camera;  /* the camera's name (--name): a topic level, already
+                          * restricted to [A-Za-z0-9._-] by the CLI           */
+    const char *server;  /* "trackd <version>", for the status message          */
+};
+
+/* 0, TRK_EINVAL (a bad URL, logged) or TRK_ENOMEM. */
+int trk_mqtt_create(const struct trk_mqtt_cfg *cfg, struct trk_mqtt **out);
+
+/* Starts the publisher thread. 0 or a negative errno. */
+int trk_mqtt_start(struct trk_mqtt *m);
+
+/* Processing thread: one frame message (protocol/messages.h trk_msg_frame,
+ * the WebSocket text) to publish on <camera>/frame and, split per object,
+ * on <camera>/objects/<name>. Copies it; never blocks on the network. */
+void trk_mqtt_frame(struct trk_mqtt *m, const char *json, size_t len);
+
+/* Processing thread: the object set in use (initially and after every
+ * change), published retained on <camera>/config. */
+void trk_mqtt_objects(struct trk_mqtt *m, const struct trk_objects *set);
+
+/* The source's state ("ok", "lost", "eof", "error") and text (may be NULL),
+ * as the pipeline tells web clients: the retained <camera>/status says it. */
+void trk_mqtt_source_state(struct trk_mqtt *m, const char *state, const char *text);
+
+struct trk_mqtt_stats {
+    bool connected;     /* the broker accepted the connection (CONNACK)     */
+    uint64_t published; /* frame messages handed to the connection          */
+    uint64_t dropped;   /* frame messages never published (queue full, or
+                         * still queued when trackd stopped)                */
+    uint64_t connects;  /* connections the broker accepted                   */
+    uint64_t queue_len; /* frames waiting now                               */
+};
+
+/* Safe on NULL (zeroes *st). */
+void trk_mqtt_get_stats(struct trk_mqtt *m, struct trk_mqtt_stats *st);
+
+/* Stops the thread as said above and frees; safe on NULL and twice. */
+void trk_mqtt_destroy(struct trk_mqtt **m);
+
+#endif
