@@ -552,6 +552,8 @@ static struct trk_pipeline_cfg pipeline_cfg(struct app *a)
         .snapshot = a->ep.snapshot,
         .prefilter_set = s->prefilter_set,
         .prefilter = s->prefilter,
+        .track_mode = s->track_mode,
+        .full_every = s->full_every,
     };
 }
 

@@ -1,5 +1,6 @@
 /* The pipeline: a capture thread (source -> frame pool), a processing thread
- * (tracker ROIs -> backend -> tracker -> results to NDJSON and WebSocket), a
+ * (tracker plan -> backend rounds -> tracker -> results to NDJSON and
+ * WebSocket), a
  * preview thread (JPEG for the web page), a sampler thread (the clients'
  * colour samples, at low priority) and, on the caller's thread, the 1 Hz
  * stats line. */
@@ -68,6 +69,10 @@ struct trk_pipeline_cfg {
      * (gpu/prefilter.h). */
     bool prefilter_set;
     double prefilter;
+    /* The tracker (daemon/tracker.h): enum trk_track_mode (--mode, 0 =
+     * roi) and the periodic full-frame pass (--full-every, 0 = default). */
+    int track_mode;
+    int full_every;
 };
 
 /* Every frame the source delivered is accounted for once: processed
