@@ -5,7 +5,8 @@
  * level (its keys, "camera", "prefilter"), then each object in array order;
  * within an object: its type, unknown keys (in text order), missing keys,
  * space, name, lo, hi (types and ranges), lo <= hi, min_mass, blobs,
- * min_area, connectivity, color; duplicate names last for that object.
+ * min_area, connectivity, coast_frames, track, color; duplicate names last
+ * for that object.
  * Only the first error is reported: a config file is fixed one edit at a
  * time, and later errors are often consequences of the first.
  */
@@ -384,8 +385,9 @@ int trk_config_error_format(const struct trk_config_error *err, char *buf, size_
 
 /* In the order of OBJECTS.md's table (the saver writes them so); the first
  * four are required. */
-static const char *const object_keys[] = { "name",  "space",    "lo",           "hi",   "min_mass",
-                                           "blobs", "min_area", "connectivity", "color" };
+static const char *const object_keys[] = { "name",     "space",        "lo",       "hi",
+                                           "min_mass", "blobs",        "min_area", "connectivity",
+                                           "track",    "coast_frames", "color" };
 #define N_OBJECT_KEYS (sizeof object_keys / sizeof object_keys[0])
 
 /* lo or hi at the current path: 3 integers (ranges are checked later,
@@ -484,7 +486,7 @@ static int parse_object(struct vctx *c, const json_t *o, struct trk_object_def *
             rc =
                 fail(c, 1,
                      "%s%sunknown key %s (expected name, space, lo, hi, min_mass, blobs, min_area, "
-                     "connectivity or color)",
+                     "connectivity, track, coast_frames or color)",
                      here, sep, q);
             pop(c);
             return rc;
@@ -572,6 +574,27 @@ static int parse_object(struct vctx *c, const json_t *o, struct trk_object_def *
     def->blobs = (uint16_t)k;
     def->min_area = (uint32_t)area;
     def->connectivity = (uint8_t)conn;
+
+    /* Tracking follows blobs: without a K there is nothing to follow, and
+     * guessing one would hide the choice from the file. coast_frames is
+     * accepted without track, like min_area without blobs. */
+    long long coast = TRK_OBJECTS_COAST_DEFAULT;
+    if ((rc = opt_int(c, o, "coast_frames", 0, TRK_OBJECTS_COAST_MAX, false, &coast))) return rc;
+    def->coast_frames = (uint16_t)coast;
+    v = json_object_get(o, "track");
+    if (v) {
+        push_key(c, "track");
+        if (!json_is_boolean(v))
+            rc = fail(c, 0, "%s must be true or false, not %s", path_text(c, p, sizeof p),
+                      type_name(v));
+        else if (json_is_true(v) && !def->blobs)
+            rc = fail(c, 0, "%s: true needs \"blobs\" >= 1 (the most instances it follows), not %u",
+                      path_text(c, p, sizeof p), def->blobs);
+        else
+            def->track = json_is_true(v);
+        pop(c);
+        if (rc) return rc;
+    }
 
     v = json_object_get(o, "color");
     if (!v) {
@@ -1298,6 +1321,15 @@ int trk_objects_validate(const struct trk_objects *objs, char *msg, size_t msg_l
             snprintf(msg, msg_len, "objects[%d].connectivity %u is not 4 or 8", i, d->connectivity);
             return TRK_EINVAL;
         }
+        if (d->track && !d->blobs) {
+            snprintf(msg, msg_len, "objects[%d].track needs blobs >= 1", i);
+            return TRK_EINVAL;
+        }
+        if (d->coast_frames > TRK_OBJECTS_COAST_MAX) {
+            snprintf(msg, msg_len, "objects[%d].coast_frames %u is out of range 0..%d", i,
+                     d->coast_frames, TRK_OBJECTS_COAST_MAX);
+            return TRK_EINVAL;
+        }
         for (int j = 0; j < i; j++) {
             if (strcmp(objs->def[j].name, d->name) == 0) {
                 snprintf(msg, msg_len, "objects[%d].name \"%s\" is already used by objects[%d]", i,
@@ -1439,6 +1471,9 @@ char *trk_objects_to_json(const struct trk_objects *objs)
             if (d->blobs) sb_printf(&b, ", \"blobs\": %u", d->blobs);
             if (d->min_area != 1) sb_printf(&b, ", \"min_area\": %u", (unsigned)d->min_area);
             if (d->connectivity != 8) sb_printf(&b, ", \"connectivity\": %u", d->connectivity);
+            if (d->track) sb_printf(&b, ", \"track\": true");
+            if (d->coast_frames != TRK_OBJECTS_COAST_DEFAULT)
+                sb_printf(&b, ", \"coast_frames\": %u", d->coast_frames);
             if (memcmp(def_rgb, objs->color[i], 3) != 0)
                 sb_printf(&b, ", \"color\": \"#%02x%02x%02x\"", objs->color[i][0],
                           objs->color[i][1], objs->color[i][2]);
@@ -1481,12 +1516,13 @@ struct json_t *trk_objects_to_value(const struct trk_objects *objs)
         char color[8];
         snprintf(color, sizeof color, "#%02x%02x%02x", objs->color[i][0], objs->color[i][1],
                  objs->color[i][2]);
-        json_t *o = json_pack("{s:s, s:s, s:[i,i,i], s:[i,i,i], s:I, s:i, s:I, s:i, s:s}", "name",
-                              d->name, "space", space_names[d->space], "lo", (int)d->lo[0],
-                              (int)d->lo[1], (int)d->lo[2], "hi", (int)d->hi[0], (int)d->hi[1],
-                              (int)d->hi[2], "min_mass", (json_int_t)d->min_mass, "blobs",
-                              (int)d->blobs, "min_area", (json_int_t)d->min_area, "connectivity",
-                              (int)d->connectivity, "color", color);
+        json_t *o =
+            json_pack("{s:s, s:s, s:[i,i,i], s:[i,i,i], s:I, s:i, s:I, s:i, s:b, s:i, s:s}", "name",
+                      d->name, "space", space_names[d->space], "lo", (int)d->lo[0], (int)d->lo[1],
+                      (int)d->lo[2], "hi", (int)d->hi[0], (int)d->hi[1], (int)d->hi[2], "min_mass",
+                      (json_int_t)d->min_mass, "blobs", (int)d->blobs, "min_area",
+                      (json_int_t)d->min_area, "connectivity", (int)d->connectivity, "track",
+                      (int)d->track, "coast_frames", (int)d->coast_frames, "color", color);
         if (!o || json_array_append_new(arr, o)) {
             json_decref(arr);
             arr = NULL;

@@ -33,6 +33,10 @@ extern "C" {
  * make the loader use. */
 #define TRK_OBJECTS_MAX_BYTES (1024 * 1024)
 
+/* "coast_frames": the default (absent key) and the largest. */
+#define TRK_OBJECTS_COAST_DEFAULT 10
+#define TRK_OBJECTS_COAST_MAX     1000
+
 /* Largest "min_area": the pixels of the largest frame trackd takes
  * (16384 x 16384, --size's bound); a larger one would drop every blob. */
 #define TRK_OBJECTS_MIN_AREA_MAX (16384 * 16384)
@@ -121,7 +125,8 @@ int trk_objects_parse_object(const struct json_t *obj, struct trk_object_def *de
  * known space; channels in range; lo <= hi except the hsv hue; min_mass >= 1;
  * blobs 0..TRK_MAX_BLOBS; min_area 1..TRK_OBJECTS_MIN_AREA_MAX; connectivity
  * 4 or 8 (the loader stores absent keys as 0, 1 and 8: a set built in code
- * must too, though a backend also takes 0 for the last two);
+ * must too, though a backend also takes 0 for the last two); track only
+ * with blobs >= 1; coast_frames 0..TRK_OBJECTS_COAST_MAX;
  * prefilter_sigma in 0..TRK_PREFILTER_MAX_SIGMA; a calibration that is on
  * passes trk_calib_solve (on a copy) with a valid unit. Returns 0 or
  * TRK_EINVAL with a message naming the object (msg may be NULL). */
@@ -134,9 +139,10 @@ int trk_config_error_format(const struct trk_config_error *err, char *buf, size_
 
 /* The set as pretty JSON text, one object per line, that loads back into an
  * identical struct trk_objects. "color" is written only when it differs from
- * the default colour, "blobs", "min_area" and "connectivity" only when not
- * 0, 1 and 8 (a file without them round-trips unchanged), "calibration" when
- * on, with the values given. Returns a malloc'd NUL-terminated string
+ * the default colour, "blobs", "min_area", "connectivity", "track" and
+ * "coast_frames" only when not 0, 1, 8, false and 10 (a file without them
+ * round-trips unchanged), "calibration" when on, with the values given.
+ * Returns a malloc'd NUL-terminated string
  * (free() it), or NULL when objs fails trk_objects_validate or memory runs out. */
 char *trk_objects_to_json(const struct trk_objects *objs);
 

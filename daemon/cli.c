@@ -14,6 +14,7 @@
 #include "log.h"
 #include "mqtt.h"
 #include "prefilter.h"
+#include "tracker.h"
 #include "source.h"
 #include "v4l2.h"
 
@@ -114,6 +115,12 @@ static const struct opt opts[] = {
     { "prefilter", 0, "SIGMA", PARSE(parse_prefilter), .lo = 0, .hi = TRK_PREFILTER_MAX_SIGMA,
       .form = "SIGMA in pixels ({lo}..{hi}; 0 = off), e.g. 1.5",
       .help = "blur frames with a Gaussian of SIGMA pixels before the colour test (denoising; overrides the objects file's \"prefilter\")" },
+    { "mode", 0, "MODE", NAME(track_mode, trk_track_mode_parse), .def = "roi",
+      .form = "roi or full",
+      .help = "roi|full: tracked objects (\"track\": true) searched in regions around their predicted positions, or every frame in the whole frame" },
+    { "full-every", 0, "K", INT(full_every), .lo = 1, .hi = 1000000, .def = "15",
+      .form = "K ({lo}..{hi}), e.g. 15",
+      .help = "roi mode: search the whole frame every K frames for new blobs (K = 1: every frame)" },
     { "device", 'd', "DEV", TEXT(device),
       .help = "track a V4L2 camera (/dev/videoN or /dev/v4l/by-id/...); reopened when it comes back" },
     { "format", 0, "FMT", NAME(cam_format, trk_cam_format_parse), .def = "auto",

@@ -36,6 +36,9 @@ struct trk_settings {
      * "prefilter" when prefilter_set (gpu/prefilter.h; 0 = off). */
     double prefilter;
     bool prefilter_set;
+    /* --mode (enum trk_track_mode) and --full-every (daemon/tracker.h). */
+    int track_mode;
+    int full_every;
     /* --size / --fps; 0 = not given: the demo scene's TRK_DEMO_* (source.h),
      * a camera's TRK_V4L2_* size (v4l2.h) at its own rate */
     int width, height;

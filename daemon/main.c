@@ -586,6 +586,8 @@ static struct trk_pipeline_cfg pipeline_cfg(struct app *a)
         .prefilter = s->prefilter,
         .camera = s->camera_name,
         .mqtt = a->mqtt,
+        .track_mode = s->track_mode,
+        .full_every = s->full_every,
     };
 }
 

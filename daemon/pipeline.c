@@ -64,12 +64,18 @@ struct pipeline {
     struct trk_pool pool;
     pthread_t capture_thread, process_thread, preview_thread, sampler_thread;
     bool have_preview_thread, have_sampler_thread;
-    /* Processing thread: the results of one frame, the current object set
-     * and the tracker that follows it. */
-    struct trk_obj_result *res; /* TRK_MAX_OBJECTS */
-    /* Blob lists of the frame (trk_backend_blobs: the backend's memory,
-     * valid until the next frame is submitted). */
+    /* Processing thread: the results of one backend round (per object or
+     * per region: TRK_MAX_REGIONS), the units' blob lists (the backend's
+     * memory, valid until its next submit), the current object set and the
+     * tracker that follows it. */
+    struct trk_obj_result *res;
+    const struct trk_blob **unit_blobs;
+    int *unit_nb;
+    /* The frame's results per object, as the tracker reports them (its
+     * memory, valid until the next frame), and tracked objects' instances. */
+    struct trk_obj_result obj_res[TRK_MAX_OBJECTS];
     struct trk_blob_list blobs[TRK_MAX_OBJECTS];
+    struct trk_instance_list instances[TRK_MAX_OBJECTS];
     struct trk_objects *objects;
     struct trk_tracker *tracker;
     struct trk_output *out; /* NDJSON sink, NULL without one */
@@ -104,8 +110,9 @@ struct pipeline {
     uint64_t frames;        /* processed */
     uint64_t skipped;       /* taken for processing but rejected by the backend */
     double first_t, last_t; /* monotonic times of first/last processed frame */
-    /* Per-interval latency samples in ms, per stage. */
+    /* Per-interval latency samples in ms, per stage, and bytes uploaded. */
     float samples[N_STAGES][STAT_SAMPLES];
+    float upload_bytes[STAT_SAMPLES];
     uint64_t n_samples; /* taken since start; sample i is at i % STAT_SAMPLES */
     /* Preview and sampler hand-off: the processing thread parks a frame
      * (one pool holder each) for an idle preview or sampler thread, which
@@ -362,29 +369,64 @@ static int follow_size(struct pipeline *p, const struct trk_frame *f, int n_obje
     return n_objects;
 }
 
-/* Points p->blobs at the backend's blob lists of the frame just processed,
- * for the objects with blobs on (the others' lists stay empty). */
-static void collect_blobs(struct pipeline *p, int n_objects)
+/* Points p->unit_blobs at the backend's blob lists of the round just run
+ * (n units: objects, or regions naming them), for the units whose object
+ * has blobs on (the others' lists stay empty). */
+static void collect_blobs(struct pipeline *p, const struct trk_tracker_plan *plan, int n)
 {
     bool failed = false;
-    for (int i = 0; i < n_objects; i++) {
-        struct trk_blob_list *l = &p->blobs[i];
-        l->blobs = NULL;
-        l->n = 0;
-        if (!p->objects->def[i].blobs) continue;
-        int n = trk_backend_blobs(p->backend, i, &l->blobs);
-        if (n < 0) {
+    for (int j = 0; j < n; j++) {
+        const int obj = plan->full ? j : plan->regions[j].obj;
+        p->unit_blobs[j] = NULL;
+        p->unit_nb[j] = 0;
+        if (!p->objects->def[obj].blobs) continue;
+        int nb = trk_backend_blobs(p->backend, j, &p->unit_blobs[j]);
+        if (nb < 0) {
             /* Cannot happen after a successful process; should it, the frame
              * goes out with empty lists rather than not at all. */
-            log_once(p->blobs_failed, TRK_LOG_ERROR, n, "backend %s gave no blob list for %s",
-                     trk_backend_name(p->backend), p->objects->def[i].name);
+            log_once(p->blobs_failed, TRK_LOG_ERROR, nb, "backend %s gave no blob list for %s",
+                     trk_backend_name(p->backend), p->objects->def[obj].name);
             failed = true;
-            l->blobs = NULL;
-            n = 0;
+            p->unit_blobs[j] = NULL;
+            nb = 0;
         }
-        l->n = n;
+        p->unit_nb[j] = nb;
     }
     if (!failed) trk_log_once_reset(p->blobs_failed);
+}
+
+/* Runs the frame's backend rounds as the tracker plans them (daemon/
+ * tracker.h: one full-frame process or one submit_regions call, and a
+ * second whole-frame round for objects the regions did not explain), then
+ * points p->obj_res, p->blobs and p->instances at the tracker's per-object
+ * results. timing sums the rounds. 0 or the backend's error. */
+static int track_frame(struct pipeline *p, const struct trk_frame *f, int n_objects,
+                       struct trk_backend_timing *timing)
+{
+    struct trk_tracker_plan plan;
+    int err = trk_tracker_begin(p->tracker, f->seq, f->img.width, f->img.height, &plan);
+    for (int more = 1; !err && more == 1;) {
+        struct trk_backend_timing t = { 0 };
+        const int n = plan.full ? n_objects : plan.n;
+        err = plan.full ? trk_backend_process(p->backend, &f->img, NULL, p->res, &t)
+                        : trk_backend_process_regions(p->backend, &f->img, plan.regions, plan.n,
+                                                      p->res, &t);
+        if (err) break;
+        timing->upload_ms += t.upload_ms;
+        timing->kernel_ms += t.kernel_ms;
+        timing->total_ms += t.total_ms;
+        timing->upload_bytes += t.upload_bytes;
+        collect_blobs(p, &plan, n);
+        more = trk_tracker_measure(p->tracker, p->res, p->unit_blobs, p->unit_nb, n, &plan);
+        if (more < 0) err = more; /* a broken invariant: counted as a skipped frame */
+    }
+    if (err) return err;
+    for (int i = 0; i < n_objects; i++) {
+        p->obj_res[i] = *trk_tracker_result(p->tracker, i);
+        p->blobs[i].n = trk_tracker_blobs(p->tracker, i, &p->blobs[i].blobs);
+        p->instances[i].n = trk_tracker_instances(p->tracker, i, &p->instances[i].v);
+    }
+    return 0;
 }
 
 /* Counts a processed frame and keeps its stage latencies (ms) for stats. */
@@ -402,6 +444,7 @@ static void record_frame(struct pipeline *p, const struct trk_frame_meta *m, dou
     p->samples[STAGE_KERNEL][k] = (float)m->kernel_ms;
     p->samples[STAGE_SEND][k] = (float)send_ms;
     p->samples[STAGE_TOTAL][k] = (float)total_ms;
+    p->upload_bytes[k] = (float)m->upload_bytes;
     pthread_mutex_unlock(&p->lock);
 }
 
@@ -432,7 +475,7 @@ static void report_ops(struct pipeline *p, struct trk_frame *f, const struct trk
         };
         for (int i = 0; i < n_objects; i++) {
             uint64_t min = p->objects->def[i].min_mass;
-            mf.found += p->res[i].mass >= (min ? min : 1);
+            mf.found += p->obj_res[i].mass >= (min ? min : 1);
         }
         trk_metrics_frame(cfg->metrics, &mf);
         if (p->out) {
@@ -447,7 +490,7 @@ static void report_ops(struct pipeline *p, struct trk_frame *f, const struct trk
                                          .seq = f->seq,
                                          .defs = p->objects->def,
                                          .colors = (const uint8_t(*)[3])p->objects->color,
-                                         .res = p->res,
+                                         .res = p->obj_res,
                                          .n = n_objects,
                                          .release = snapshot_release,
                                          .ctx = p,
@@ -512,8 +555,7 @@ static void *process_main(void *arg)
             n_objects = follow_size(p, f, n_objects);
         double t_start = trk_now();
         struct trk_backend_timing timing = { 0 };
-        const struct trk_roi *rois = trk_tracker_rois(p->tracker, &f->img);
-        int err = trk_backend_process(p->backend, &f->img, rois, p->res, &timing);
+        int err = track_frame(p, f, n_objects, &timing);
         double t_done = trk_now();
         if (err) {
             /* A frame the backend rejects (e.g. a size change it was not
@@ -537,8 +579,6 @@ static void *process_main(void *arg)
                      trk_backend_name(p->backend), (unsigned long long)f->seq,
                      (unsigned long long)skipped);
         }
-        trk_tracker_update(p->tracker, f->seq, p->res, n_objects);
-        collect_blobs(p, n_objects);
         struct trk_frame_meta meta = {
             .seq = f->seq,
             .pts = f->pts,
@@ -553,9 +593,13 @@ static void *process_main(void *arg)
             .backend = trk_backend_name(p->backend),
             .calib = p->objects->calib.on ? &p->objects->calib : NULL,
             .camera = cfg->camera,
+            .pass = trk_tracker_was_full(p->tracker) ? "full" : "roi",
+            .rounds = trk_tracker_rounds(p->tracker),
+            .upload_bytes = timing.upload_bytes,
+            .instances = p->instances,
         };
         trk_buf_reset(&msg);
-        if (trk_msg_frame(&msg, &meta, p->objects->def, p->res, p->blobs, n_objects) == 0) {
+        if (trk_msg_frame(&msg, &meta, p->objects->def, p->obj_res, p->blobs, n_objects) == 0) {
             if (p->out) trk_output_line(p->out, msg.data, msg.len);
             if (cfg->ws) trk_ws_broadcast(cfg->ws, TRK_WS_RESULT, msg.data, msg.len);
             trk_mqtt_frame(cfg->mqtt, msg.data, msg.len);
@@ -730,7 +774,7 @@ struct stats_mark {
 static void report_stats(struct pipeline *p, struct stats_mark *mark, bool to_log, bool to_ws)
 {
     const struct trk_pipeline_cfg *cfg = p->cfg;
-    static float v[N_STAGES][STAT_SAMPLES]; /* only the caller's thread reports */
+    static float v[N_STAGES + 1][STAT_SAMPLES]; /* only the caller's thread reports */
     pthread_mutex_lock(&p->lock);
     uint64_t frames = p->frames, skipped = p->skipped, total = p->n_samples;
     /* The newest samples of the interval, as many as the ring still holds. */
@@ -739,6 +783,8 @@ static void report_stats(struct pipeline *p, struct stats_mark *mark, bool to_lo
     for (int i = 0; i < N_STAGES; i++)
         for (int k = 0; k < n; k++)
             v[i][k] = p->samples[i][(from + (uint64_t)k) % STAT_SAMPLES];
+    for (int k = 0; k < n; k++)
+        v[N_STAGES][k] = p->upload_bytes[(from + (uint64_t)k) % STAT_SAMPLES];
     pthread_mutex_unlock(&p->lock);
     double now = trk_now();
     double fps = now > mark->t ? (frames - mark->frames) / (now - mark->t) : 0;
@@ -756,10 +802,12 @@ static void report_stats(struct pipeline *p, struct stats_mark *mark, bool to_lo
     summarize(v[STAGE_QUEUE], n, &st.queue_ms, &queue_max);
     summarize(v[STAGE_UPLOAD], n, &st.upload_ms, &unused);
     summarize(v[STAGE_KERNEL], n, &st.kernel_ms, &unused);
-    st.send_ms = st.total_ms = -1; /* null when no frame was processed */
+    st.send_ms = st.total_ms = st.upload_bytes = -1; /* null when no frame was processed */
+    st.mode = cfg->track_mode == TRK_TRACK_FULL ? "full" : "roi";
     if (n > 0) {
         summarize(v[STAGE_SEND], n, &st.send_ms, &unused);
         summarize(v[STAGE_TOTAL], n, &st.total_ms, &unused);
+        summarize(v[N_STAGES], n, &st.upload_bytes, &unused);
     }
     if (cfg->ws) {
         struct trk_ws_stats ws;
@@ -898,14 +946,24 @@ int trk_pipeline_run(const struct trk_pipeline_cfg *cfg, volatile sig_atomic_t *
     if (!cfg->control || !cfg->backend || !cfg->source) return TRK_EINVAL;
     struct pipeline *p = calloc(1, sizeof(*p));
     if (!p) return TRK_ENOMEM;
-    struct trk_tracker_cfg tc = { .max_objects = TRK_MAX_OBJECTS };
-    p->res = calloc(TRK_MAX_OBJECTS, sizeof(*p->res));
+    struct trk_tracker_cfg tc = { .max_objects = TRK_MAX_OBJECTS,
+                                  .mode = cfg->track_mode,
+                                  .full_every = cfg->full_every };
+    /* A round has a result per object or per region. */
+    const int units = TRK_MAX_REGIONS > TRK_MAX_OBJECTS ? TRK_MAX_REGIONS : TRK_MAX_OBJECTS;
+    p->res = calloc((size_t)units, sizeof(*p->res));
+    p->unit_blobs = calloc((size_t)units, sizeof(*p->unit_blobs));
+    p->unit_nb = calloc((size_t)units, sizeof(*p->unit_nb));
     p->objects = calloc(1, sizeof(*p->objects));
-    if (!p->res || !p->objects || trk_tracker_create(&tc, &p->tracker)) {
+    int terr = TRK_ENOMEM;
+    if (!p->res || !p->unit_blobs || !p->unit_nb || !p->objects ||
+        (terr = trk_tracker_create(&tc, &p->tracker))) {
         free(p->res);
+        free(p->unit_blobs);
+        free(p->unit_nb);
         free(p->objects);
         free(p);
-        return TRK_ENOMEM;
+        return terr;
     }
     p->cfg = cfg;
     p->stop = stop;
@@ -1026,6 +1084,8 @@ end:
     trk_pool_destroy(&p->pool);
     trk_tracker_destroy(&p->tracker);
     free(p->res);
+    free(p->unit_blobs);
+    free(p->unit_nb);
     free(p->objects);
     free(p);
     return err;

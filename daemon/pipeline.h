@@ -1,5 +1,6 @@
 /* The pipeline: a capture thread (source -> frame pool), a processing thread
- * (tracker ROIs -> backend -> tracker -> results to NDJSON and WebSocket), a
+ * (tracker plan -> backend rounds -> tracker -> results to NDJSON and
+ * WebSocket), a
  * preview thread (JPEG for the web page), a sampler thread (the clients'
  * colour samples, at low priority) and, on the caller's thread, the 1 Hz
  * stats line. */
@@ -74,6 +75,10 @@ struct trk_pipeline_cfg {
     /* The MQTT sink (daemon/mqtt.h) or NULL: each frame message, the object
      * set and the source's state go there too; its totals into stats. */
     struct trk_mqtt *mqtt;
+    /* The tracker (daemon/tracker.h): enum trk_track_mode (--mode, 0 =
+     * roi) and the periodic full-frame pass (--full-every, 0 = default). */
+    int track_mode;
+    int full_every;
 };
 
 /* Every frame the source delivered is accounted for once: processed

@@ -1,24 +1,120 @@
 #include "tracker.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* Velocity smoothing (the filter's beta): the velocity moves this share of
+ * the way to the step just measured. 0.5 follows a change of speed within
+ * a few frames and halves the jitter of a noisy centroid. */
+#define BETA 0.5
+/* A region reaches this many pixels, plus half the blob's size, beyond the
+ * blob's predicted box on every side (times the instance's grow factor):
+ * room for a change of speed of up to half the blob's size per frame. */
+#define MARGIN_PX 4
+/* Most a region's margin grows after blobs touched its border (doubling
+ * each time, halving back after each frame clean inside it). */
+#define GROW_MAX 8
+/* The gate: a blob is a candidate for an instance when its centroid lies
+ * within 2 x (size + speed) + GATE_PX of the prediction, times 1 + frames
+ * lost: about twice a region's half-extent, so a blob that moved past its
+ * region is still claimed by the whole-frame search that follows. */
+#define GATE_PX 8.0
+
+struct inst {
+    struct trk_instance pub;
+    double x, y;       /* filter position, at seq last_seq            */
+    uint64_t last_seq; /* seq of x, y                                 */
+    uint64_t n_obs;    /* frames it was measured in                   */
+    double px, py;     /* prediction for the frame being processed   */
+    int w, h;          /* size of its last (unmerged) measured box   */
+    int grow;          /* region margin factor 1..GROW_MAX            */
+    bool cut;          /* its blob touched its region's border in round 0 */
+    bool merged;       /* its blob also holds another's prediction    */
+    int match;         /* candidate index this round, -1 = none       */
+};
+
+struct obj {
+    struct trk_object_def def;
+    int k; /* instances at most: def.blobs (tracked), capped */
+    int n; /* instances                                      */
+    struct inst *inst;
+    int last_full;    /* blobs its last whole-frame search found        */
+    int unit0, units; /* its units in the current round (0: none)       */
+    bool whole;       /* this round's unit is the whole frame           */
+    bool rerun;       /* needs a whole-frame round after this one       */
+    /* The frame's output. */
+    struct trk_obj_result res;
+    struct trk_blob *out;
+    int n_out;
+    struct trk_instance *pub; /* instances in id order, for readers */
+    int n_pub;
+};
+
+/* A blob offered to an object's association. */
+struct cand {
+    struct trk_blob b;
+    double cx, cy;
+    int unit; /* region it came from (whole-frame lists: -1) */
+    bool cut; /* touches its region's border inside the frame */
+    bool used;
+};
+
+struct pair {
+    double cost;
+    int inst, cand;
+};
+
 struct trk_tracker {
     int max, n;
-    uint64_t *min_mass;       /* per object: found = mass >= min_mass */
-    struct trk_track *tracks; /* per object */
+    enum trk_track_mode mode;
+    int full_every;
+    struct obj *objs;
+    struct trk_track *tracks;
+    uint64_t next_id;
+    /* The frame in progress. */
+    uint64_t seq, frame_no; /* frame_no: frames begun since the reset */
+    int width, height;
+    int round; /* -1: no frame in progress */
+    bool plan_full, was_full;
+    int rounds;
+    int n_regions;
+    struct trk_region regions[TRK_MAX_REGIONS];
+    /* Scratch for one object's association. */
+    struct cand *cand;
+    struct pair *pairs;
 };
+
+/* Candidates and pairs one object may need: K instances, each region a
+ * list of at most K blobs. */
+#define MAX_CANDS (TRK_MAX_BLOBS * TRK_MAX_BLOBS)
 
 int trk_tracker_create(const struct trk_tracker_cfg *cfg, struct trk_tracker **out)
 {
     *out = NULL;
     if (!cfg || cfg->max_objects < 1 || cfg->max_objects > TRK_MAX_OBJECTS) return TRK_EINVAL;
+    if ((unsigned)cfg->mode > TRK_TRACK_FULL || cfg->full_every < 0 || cfg->full_every > 1000000)
+        return TRK_EINVAL;
     struct trk_tracker *t = calloc(1, sizeof(*t));
     if (!t) return TRK_ENOMEM;
     t->max = cfg->max_objects;
-    t->min_mass = calloc((size_t)t->max, sizeof(*t->min_mass));
+    t->mode = cfg->mode;
+    t->full_every = cfg->full_every ? cfg->full_every : TRK_TRACK_FULL_EVERY;
+    t->next_id = 1;
+    t->round = -1;
+    t->objs = calloc((size_t)t->max, sizeof(*t->objs));
     t->tracks = calloc((size_t)t->max, sizeof(*t->tracks));
-    if (!t->min_mass || !t->tracks) {
+    t->cand = malloc(MAX_CANDS * sizeof(*t->cand));
+    t->pairs = malloc(MAX_CANDS * sizeof(*t->pairs));
+    bool ok = t->objs && t->tracks && t->cand && t->pairs;
+    for (int i = 0; ok && i < t->max; i++) {
+        struct obj *o = &t->objs[i];
+        o->inst = calloc(TRK_MAX_BLOBS, sizeof(*o->inst));
+        o->out = calloc(TRK_MAX_BLOBS, sizeof(*o->out));
+        o->pub = calloc(TRK_MAX_BLOBS, sizeof(*o->pub));
+        ok = o->inst && o->out && o->pub;
+    }
+    if (!ok) {
         trk_tracker_destroy(&t);
         return TRK_ENOMEM;
     }
@@ -30,8 +126,15 @@ void trk_tracker_destroy(struct trk_tracker **pt)
 {
     struct trk_tracker *t = *pt;
     if (!t) return;
-    free(t->min_mass);
+    for (int i = 0; t->objs && i < t->max; i++) {
+        free(t->objs[i].inst);
+        free(t->objs[i].out);
+        free(t->objs[i].pub);
+    }
+    free(t->objs);
     free(t->tracks);
+    free(t->cand);
+    free(t->pairs);
     free(t);
     *pt = NULL;
 }
@@ -39,39 +142,484 @@ void trk_tracker_destroy(struct trk_tracker **pt)
 int trk_tracker_reset(struct trk_tracker *t, const struct trk_object_def *defs, int n)
 {
     t->n = 0;
+    t->round = -1;
+    t->frame_no = 0;
     if (n < 0 || n > t->max || (n > 0 && !defs)) return TRK_EINVAL;
     memset(t->tracks, 0, sizeof(*t->tracks) * (size_t)t->max);
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
+        struct obj *o = &t->objs[i];
+        o->def = defs[i];
         /* The same rule as the result messages: min_mass 0 counts as 1, so
          * an empty frame never "finds" anything. */
-        t->min_mass[i] = defs[i].min_mass ? defs[i].min_mass : 1;
+        if (!o->def.min_mass) o->def.min_mass = 1;
+        o->k = o->def.track ? (o->def.blobs < TRK_MAX_BLOBS ? o->def.blobs : TRK_MAX_BLOBS) : 0;
+        o->n = o->last_full = o->n_out = o->n_pub = 0;
+        o->res = (struct trk_obj_result){ .x0 = -1, .y0 = -1, .x1 = -1, .y1 = -1 };
+    }
     t->n = n;
     return 0;
 }
 
-const struct trk_roi *trk_tracker_rois(struct trk_tracker *t, const struct trk_image *img)
+static bool tracked(const struct obj *o)
 {
-    /* Full-frame search for every object until ROI tracking exists: it is
-     * also what a lost object falls back to. */
-    (void)t;
-    (void)img;
-    return NULL;
+    return o->k > 0;
 }
 
-int trk_tracker_update(struct trk_tracker *t, uint64_t seq, const struct trk_obj_result *res, int n)
+static double clampd(double v, double lo, double hi)
 {
-    if (n != t->n || (n > 0 && !res)) return TRK_EINVAL;
-    for (int i = 0; i < n; i++) {
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* Instance a's region for this frame: its predicted box grown by the
+ * margin and its speed, clipped to the frame (possibly empty). */
+static struct trk_roi region_of(const struct trk_tracker *t, const struct inst *a)
+{
+    const double dt = (double)(t->seq - a->last_seq);
+    const int size = a->w > a->h ? a->w : a->h;
+    const double margin = (MARGIN_PX + size / 2.0) * a->grow;
+    const double hx = a->w / 2.0 + fabs(a->pub.vx) * dt + margin;
+    const double hy = a->h / 2.0 + fabs(a->pub.vy) * dt + margin;
+    /* Clamped in double first: a prediction far outside must not overflow. */
+    const double big = 4.0 * (t->width + t->height);
+    struct trk_roi r = {
+        .x0 = (int32_t)floor(clampd(a->px - hx, -big, big)),
+        .y0 = (int32_t)floor(clampd(a->py - hy, -big, big)),
+        .x1 = (int32_t)ceil(clampd(a->px + hx, -big, big)),
+        .y1 = (int32_t)ceil(clampd(a->py + hy, -big, big)),
+    };
+    if (r.x0 < 0) r.x0 = 0;
+    if (r.y0 < 0) r.y0 = 0;
+    if (r.x1 > t->width - 1) r.x1 = t->width - 1;
+    if (r.y1 > t->height - 1) r.y1 = t->height - 1;
+    return r;
+}
+
+static struct trk_roi whole(const struct trk_tracker *t)
+{
+    return (struct trk_roi){ 0, 0, t->width - 1, t->height - 1 };
+}
+
+/* Whether object o must be searched over the whole frame this frame (roi
+ * mode, not a periodic pass): untracked, an instance lost, or fewer
+ * instances than its last whole-frame search found. */
+static bool needs_whole(const struct obj *o)
+{
+    if (!tracked(o) || o->n < o->last_full) return true;
+    for (int a = 0; a < o->n; a++)
+        if (o->inst[a].pub.lost) return true;
+    return false;
+}
+
+int trk_tracker_begin(struct trk_tracker *t, uint64_t seq, int width, int height,
+                      struct trk_tracker_plan *plan)
+{
+    if (width <= 0 || height <= 0) return TRK_EINVAL;
+    t->seq = seq;
+    t->width = width, t->height = height;
+    t->round = 0;
+    t->rounds = 1;
+    for (int i = 0; i < t->n; i++) {
+        struct obj *o = &t->objs[i];
+        o->units = 0;
+        o->whole = o->rerun = false;
+        for (int a = 0; a < o->n; a++) {
+            struct inst *x = &o->inst[a];
+            const double dt = (double)(seq - x->last_seq);
+            x->px = x->x + x->pub.vx * dt;
+            x->py = x->y + x->pub.vy * dt;
+            x->cut = x->merged = false;
+        }
+    }
+    bool full = t->mode == TRK_TRACK_FULL || t->frame_no % (uint64_t)t->full_every == 0;
+    t->n_regions = 0;
+    if (!full) {
+        /* Count first: more regions than a call takes means a full frame. */
+        int need = 0, wholes = 0;
+        for (int i = 0; i < t->n; i++) {
+            const struct obj *o = &t->objs[i];
+            bool w = needs_whole(o);
+            need += w ? 1 : o->n;
+            wholes += w;
+        }
+        full = need > TRK_MAX_REGIONS || (t->n > 0 && wholes == t->n);
+    }
+    if (!full) {
+        for (int i = 0; i < t->n; i++) {
+            struct obj *o = &t->objs[i];
+            o->unit0 = t->n_regions;
+            o->whole = needs_whole(o);
+            if (o->whole) {
+                t->regions[t->n_regions++] = (struct trk_region){ .obj = i, .roi = whole(t) };
+            } else {
+                for (int a = 0; a < o->n; a++)
+                    t->regions[t->n_regions++] =
+                        (struct trk_region){ .obj = i, .roi = region_of(t, &o->inst[a]) };
+            }
+            o->units = t->n_regions - o->unit0;
+        }
+    } else {
+        for (int i = 0; i < t->n; i++) {
+            t->objs[i].unit0 = i;
+            t->objs[i].units = 1;
+            t->objs[i].whole = true;
+        }
+    }
+    t->plan_full = full;
+    *plan = (struct trk_tracker_plan){ .full = full,
+                                       .n = full ? 0 : t->n_regions,
+                                       .regions = full ? NULL : t->regions };
+    return 0;
+}
+
+static int cmp_pair(const void *pa, const void *pb)
+{
+    const struct pair *a = pa, *b = pb;
+    if (a->cost != b->cost) return a->cost < b->cost ? -1 : 1;
+    if (a->inst != b->inst) return a->inst - b->inst;
+    return a->cand - b->cand;
+}
+
+static double gate_of(const struct trk_tracker *t, const struct inst *a)
+{
+    const double dt = (double)(t->seq - a->last_seq);
+    const double size = a->w > a->h ? a->w : a->h;
+    const double speed = hypot(a->pub.vx, a->pub.vy) * dt;
+    return (2.0 * (size + speed) + GATE_PX) * (1.0 + a->pub.lost);
+}
+
+/* Adds unit j's list (at most o's K) to the candidates; region: the
+ * clipped region it was measured in (NULL: the whole frame). */
+static int add_cands(const struct trk_tracker *t, const struct obj *o, int nc,
+                     const struct trk_blob *list, int nb, int unit, const struct trk_roi *region)
+{
+    if (!list || nb < 0) nb = 0;
+    if (nb > o->k) nb = o->k;
+    for (int b = 0; b < nb && nc < MAX_CANDS; b++) {
+        const struct trk_blob *x = &list[b];
+        if (!x->mass) continue;
+        struct cand *c = &t->cand[nc++];
+        c->b = *x;
+        c->cx = (double)x->sum_x / (double)x->mass;
+        c->cy = (double)x->sum_y / (double)x->mass;
+        c->unit = unit;
+        c->used = false;
+        c->cut = false;
+        if (region) {
+            const struct trk_roi *r = region;
+            c->cut = (x->x0 == r->x0 && r->x0 > 0) || (x->y0 == r->y0 && r->y0 > 0) ||
+                     (x->x1 == r->x1 && r->x1 < t->width - 1) ||
+                     (x->y1 == r->y1 && r->y1 < t->height - 1);
+        }
+    }
+    return nc;
+}
+
+/* Greedy association of o's instances with the nc candidates; with
+ * per_region, instance a only takes candidates of unit o->unit0 + a, and a
+ * blob taken in one region is taken in all (copies share their first
+ * pixel and mass). */
+static void associate(struct trk_tracker *t, struct obj *o, int nc, bool per_region)
+{
+    int np = 0;
+    for (int a = 0; a < o->n; a++) {
+        struct inst *x = &o->inst[a];
+        x->match = -1;
+        const double gate = gate_of(t, x);
+        for (int c = 0; c < nc; c++) {
+            if (per_region && t->cand[c].unit != o->unit0 + a) continue;
+            const double d = hypot(t->cand[c].cx - x->px, t->cand[c].cy - x->py);
+            if (d <= gate && np < MAX_CANDS)
+                t->pairs[np++] = (struct pair){ .cost = d / gate, .inst = a, .cand = c };
+        }
+    }
+    qsort(t->pairs, (size_t)np, sizeof(*t->pairs), cmp_pair);
+    for (int p = 0; p < np; p++) {
+        struct inst *x = &o->inst[t->pairs[p].inst];
+        struct cand *c = &t->cand[t->pairs[p].cand];
+        if (x->match >= 0 || c->used) continue;
+        x->match = t->pairs[p].cand;
+        for (int e = 0; e < nc; e++)
+            if (t->cand[e].b.first == c->b.first && t->cand[e].b.mass == c->b.mass)
+                t->cand[e].used = true;
+    }
+}
+
+/* Whether candidate c is part of a blob some instance took: the same blob
+ * or a piece of it cut by another region (its box inside the taken one). */
+static bool explained(const struct trk_tracker *t, const struct obj *o, const struct cand *c)
+{
+    if (c->used) return true;
+    for (int a = 0; a < o->n; a++) {
+        if (o->inst[a].match < 0) continue;
+        const struct trk_blob *m = &t->cand[o->inst[a].match].b;
+        if (c->b.x0 >= m->x0 && c->b.x1 <= m->x1 && c->b.y0 >= m->y0 && c->b.y1 <= m->y1)
+            return true;
+    }
+    return false;
+}
+
+static void set_measured(struct inst *x, const struct cand *c)
+{
+    x->pub.blob = c->b;
+    x->pub.cx = c->cx;
+    x->pub.cy = c->cy;
+}
+
+static void new_instance(struct trk_tracker *t, struct obj *o, const struct cand *c)
+{
+    struct inst *x = &o->inst[o->n++];
+    memset(x, 0, sizeof(*x));
+    x->pub.id = t->next_id++;
+    x->pub.age = 1;
+    set_measured(x, c);
+    x->x = x->px = c->cx;
+    x->y = x->py = c->cy;
+    x->last_seq = t->seq;
+    x->n_obs = 1;
+    x->w = c->b.x1 - c->b.x0 + 1;
+    x->h = c->b.y1 - c->b.y0 + 1;
+    x->grow = 1;
+    x->match = -1;
+}
+
+static void remove_instance(struct obj *o, int a)
+{
+    memmove(&o->inst[a], &o->inst[a + 1], (size_t)(o->n - a - 1) * sizeof(*o->inst));
+    o->n--;
+}
+
+/* Applies the association to o's instances: measurements, filters, lost
+ * counts, merges; with whole (a whole-frame list), drops the expired and
+ * makes the unclaimed candidates new instances. */
+static void commit(struct trk_tracker *t, struct obj *o, int nc, bool whole_list, bool via_roi)
+{
+    /* An instance that found nothing while its prediction lies in a blob
+     * another took has merged with it: neither centroid is its own. */
+    for (int a = 0; a < o->n; a++) {
+        const struct inst *u = &o->inst[a];
+        if (u->match >= 0) continue;
+        for (int b = 0; b < o->n; b++) {
+            struct inst *w = &o->inst[b];
+            if (w->match < 0) continue;
+            const struct trk_blob *m = &t->cand[w->match].b;
+            if (u->px >= m->x0 && u->px <= m->x1 + 1 && u->py >= m->y0 && u->py <= m->y1 + 1)
+                w->merged = true;
+        }
+    }
+    for (int a = 0; a < o->n; a++) {
+        struct inst *x = &o->inst[a];
+        x->pub.age++;
+        if (x->match < 0) {
+            x->pub.lost++;
+            x->pub.cx = x->px;
+            x->pub.cy = x->py;
+            continue;
+        }
+        const struct cand *c = &t->cand[x->match];
+        const double dt = (double)(t->seq - x->last_seq);
+        set_measured(x, c);
+        x->pub.lost = 0;
+        x->pub.via_roi = via_roi;
+        if (x->merged) {
+            /* Keep to its own path until the blobs part again. */
+            x->x = x->px, x->y = x->py;
+        } else {
+            if (dt > 0) {
+                if (x->n_obs == 1) {
+                    x->pub.vx = (c->cx - x->x) / dt;
+                    x->pub.vy = (c->cy - x->y) / dt;
+                } else {
+                    x->pub.vx += BETA * (c->cx - x->px) / dt;
+                    x->pub.vy += BETA * (c->cy - x->py) / dt;
+                }
+            }
+            x->x = c->cx, x->y = c->cy;
+            x->w = c->b.x1 - c->b.x0 + 1;
+            x->h = c->b.y1 - c->b.y0 + 1;
+            x->n_obs++;
+        }
+        x->last_seq = t->seq;
+        /* A blob that reached its region's border: a wider margin next
+         * frame; a clean frame in its region: back towards 1. */
+        if (x->cut)
+            x->grow = x->grow * 2 > GROW_MAX ? GROW_MAX : x->grow * 2;
+        else if (via_roi && x->grow > 1)
+            x->grow /= 2;
+    }
+    for (int a = 0; a < o->n;)
+        if (o->inst[a].pub.lost > o->def.coast_frames)
+            remove_instance(o, a);
+        else
+            a++;
+    if (!whole_list) return;
+    o->last_full = nc;
+    for (int c = 0; c < nc; c++) {
+        if (t->cand[c].used) continue;
+        if (o->n == o->k) {
+            /* Full: the instance lost longest makes room; one seen in this
+             * frame never does. */
+            int worst = -1;
+            for (int a = 0; a < o->n; a++)
+                if (o->inst[a].pub.lost &&
+                    (worst < 0 || o->inst[a].pub.lost > o->inst[worst].pub.lost))
+                    worst = a;
+            if (worst < 0) break;
+            remove_instance(o, worst);
+        }
+        new_instance(t, o, &t->cand[c]);
+    }
+}
+
+/* The object's unit j of this round is a whole-frame list: associate and
+ * commit, or copy it out for an untracked object. */
+static void measure_whole(struct trk_tracker *t, struct obj *o, const struct trk_obj_result *res,
+                          const struct trk_blob *list, int nb)
+{
+    if (!tracked(o)) {
+        o->res = *res;
+        if (!list || nb < 0) nb = 0;
+        if (nb > o->def.blobs) nb = o->def.blobs;
+        if (nb > TRK_MAX_BLOBS) nb = TRK_MAX_BLOBS;
+        if (nb) memcpy(o->out, list, (size_t)nb * sizeof(*list));
+        o->n_out = nb;
+        return;
+    }
+    int nc = add_cands(t, o, 0, list, nb, -1, NULL);
+    associate(t, o, nc, false);
+    commit(t, o, nc, true, false);
+}
+
+/* Object o's round-0 instance regions: associate; commit unless the
+ * regions do not explain what they saw (then o->rerun). */
+static void measure_regions(struct trk_tracker *t, struct obj *o,
+                            const struct trk_blob *const *blobs, const int *n_blobs)
+{
+    int nc = 0;
+    for (int a = 0; a < o->n; a++) {
+        const int j = o->unit0 + a;
+        nc = add_cands(t, o, nc, blobs ? blobs[j] : NULL, n_blobs ? n_blobs[j] : 0, j,
+                       &t->regions[j].roi);
+    }
+    associate(t, o, nc, true);
+    for (int a = 0; a < o->n; a++) {
+        struct inst *x = &o->inst[a];
+        if (x->match < 0)
+            o->rerun = true;
+        else if (t->cand[x->match].cut)
+            o->rerun = x->cut = true;
+    }
+    for (int c = 0; c < nc && !o->rerun && o->n < o->k; c++)
+        if (!explained(t, o, &t->cand[c])) o->rerun = true;
+    if (!o->rerun) commit(t, o, nc, false, true);
+}
+
+static int cmp_blob(const void *pa, const void *pb)
+{
+    const struct trk_blob *a = pa, *b = pb;
+    return trk_blob_before(a, b) ? -1 : trk_blob_before(b, a) ? 1 : 0;
+}
+
+/* The frame is complete: each tracked object's result over its seen
+ * instances, the public copies, and every object's track. */
+static void finish(struct trk_tracker *t)
+{
+    for (int i = 0; i < t->n; i++) {
+        struct obj *o = &t->objs[i];
+        if (tracked(o)) {
+            struct trk_obj_result r = { .x0 = -1, .y0 = -1, .x1 = -1, .y1 = -1 };
+            o->n_out = 0;
+            for (int a = 0; a < o->n; a++) {
+                const struct trk_blob *b = &o->inst[a].pub.blob;
+                o->pub[a] = o->inst[a].pub;
+                if (o->inst[a].pub.lost) continue;
+                o->out[o->n_out++] = *b;
+                if (!r.mass || b->x0 < r.x0) r.x0 = b->x0;
+                if (!r.mass || b->y0 < r.y0) r.y0 = b->y0;
+                if (!r.mass || b->x1 > r.x1) r.x1 = b->x1;
+                if (!r.mass || b->y1 > r.y1) r.y1 = b->y1;
+                r.mass += b->mass;
+                r.sum_x += b->sum_x;
+                r.sum_y += b->sum_y;
+            }
+            qsort(o->out, (size_t)o->n_out, sizeof(*o->out), cmp_blob);
+            o->res = r;
+            o->n_pub = o->n;
+        } else {
+            o->n_pub = 0;
+        }
         struct trk_track *k = &t->tracks[i];
-        k->found = res[i].mass >= t->min_mass[i];
+        k->found = o->res.mass >= o->def.min_mass;
         if (!k->found) continue;
         k->seen = true;
-        k->last_seen = seq;
-        k->mass = res[i].mass;
-        k->cx = (double)res[i].sum_x / (double)res[i].mass;
-        k->cy = (double)res[i].sum_y / (double)res[i].mass;
+        k->last_seen = t->seq;
+        k->mass = o->res.mass;
+        k->cx = (double)o->res.sum_x / (double)o->res.mass;
+        k->cy = (double)o->res.sum_y / (double)o->res.mass;
     }
-    return 0;
+    t->was_full = t->plan_full;
+    t->frame_no++;
+    t->round = -1;
+}
+
+int trk_tracker_measure(struct trk_tracker *t, const struct trk_obj_result *res,
+                        const struct trk_blob *const *blobs, const int *n_blobs, int n,
+                        struct trk_tracker_plan *plan)
+{
+    if (t->round < 0) return TRK_EINVAL;
+    const bool full = t->round == 0 && t->plan_full;
+    if (n != (full ? t->n : t->n_regions) || (n > 0 && !res)) return TRK_EINVAL;
+    bool again = false;
+    for (int i = 0; i < t->n; i++) {
+        struct obj *o = &t->objs[i];
+        if (!o->units) continue;
+        const int j = o->unit0;
+        if (o->whole)
+            measure_whole(t, o, &res[j], blobs ? blobs[j] : NULL, n_blobs ? n_blobs[j] : 0);
+        else
+            measure_regions(t, o, blobs, n_blobs);
+        again |= o->rerun;
+    }
+    if (!again) {
+        finish(t);
+        return 0;
+    }
+    /* Round 1: the whole frame for each object its regions did not explain. */
+    t->round = 1;
+    t->rounds = 2;
+    t->n_regions = 0;
+    for (int i = 0; i < t->n; i++) {
+        struct obj *o = &t->objs[i];
+        o->units = 0;
+        if (!o->rerun) continue;
+        o->rerun = false;
+        o->whole = true;
+        o->unit0 = t->n_regions;
+        o->units = 1;
+        t->regions[t->n_regions++] = (struct trk_region){ .obj = i, .roi = whole(t) };
+    }
+    *plan = (struct trk_tracker_plan){ .full = false, .n = t->n_regions, .regions = t->regions };
+    return 1;
+}
+
+const struct trk_obj_result *trk_tracker_result(const struct trk_tracker *t, int i)
+{
+    return i >= 0 && i < t->n ? &t->objs[i].res : NULL;
+}
+
+int trk_tracker_blobs(const struct trk_tracker *t, int i, const struct trk_blob **blobs)
+{
+    *blobs = NULL;
+    if (i < 0 || i >= t->n) return 0;
+    *blobs = t->objs[i].out;
+    return t->objs[i].n_out;
+}
+
+int trk_tracker_instances(const struct trk_tracker *t, int i, const struct trk_instance **v)
+{
+    *v = NULL;
+    if (i < 0 || i >= t->n) return 0;
+    *v = t->objs[i].pub;
+    return t->objs[i].n_pub;
 }
 
 int trk_tracker_count(const struct trk_tracker *t)
@@ -82,4 +630,21 @@ int trk_tracker_count(const struct trk_tracker *t)
 const struct trk_track *trk_tracker_track(const struct trk_tracker *t, int i)
 {
     return i >= 0 && i < t->n ? &t->tracks[i] : NULL;
+}
+
+bool trk_tracker_was_full(const struct trk_tracker *t)
+{
+    return t->was_full;
+}
+
+int trk_tracker_rounds(const struct trk_tracker *t)
+{
+    return t->rounds;
+}
+
+int trk_track_mode_parse(const char *s)
+{
+    if (!strcmp(s, "roi")) return TRK_TRACK_ROI;
+    if (!strcmp(s, "full")) return TRK_TRACK_FULL;
+    return -1;
 }

@@ -1,16 +1,56 @@
 /* The tracker: the pipeline stage between the backend and the sinks
  * (docs: DESIGN section 1) that owns what is known about each object across
- * frames. Every frame the pipeline asks it where to look
- * (trk_tracker_rois, before the backend) and tells it what was found
- * (trk_tracker_update, after). Today every object is searched in the whole
- * frame and the tracker remembers each object's last sighting; prediction,
- * ROI choice for the next frame and re-acquisition (regional reduction
- * around the predicted position, full frame when lost) plug in behind these
- * calls without the pipeline changing.
+ * frames, and decides where the backend looks.
+ *
+ * An object with "track" on (struct trk_object_def) follows each of its
+ * blobs, at most its blobs K, as an instance with a stable id: an integer
+ * unique within the tracker's life (resets included), never reused. Each
+ * instance has a constant-velocity prediction (an alpha-beta filter with
+ * alpha 1: the position is the measurement, the velocity moves half way to
+ * the measured step); association is greedy by cost (below).
+ *
+ * Every frame is one or two rounds of backend work. trk_tracker_begin gives
+ * the first round's plan; trk_tracker_measure takes its results and either
+ * completes the frame or gives the next round's plan. A plan is either a
+ * full-frame trk_backend_process (results and blob lists per object) or one
+ * trk_backend_submit_regions call (results and blob lists per region):
+ * - mode full: every frame is one full-frame process;
+ * - mode roi: a full-frame process every full_every frames (the periodic
+ *   re-acquisition) and when every object needs the whole frame anyway;
+ *   otherwise regions: one per instance of each tracked object, centred on
+ *   its prediction and sized from its box and speed (plus a margin that
+ *   doubles after its blob touched its region's border), clipped to the
+ *   frame; the whole frame as one region for an untracked object and for a
+ *   tracked object that has a lost instance or fewer instances than blobs
+ *   its last whole-frame search found (re-acquisition). A tracked object
+ *   with no instances and none found last time costs nothing until the
+ *   next periodic pass.
+ * A tracked object whose regions did not explain the frame (an instance
+ * not in its region, a matched blob touching its region's border, which
+ * means it may be cut and measured only as seen, or a blob no instance
+ * claims while fewer than K are followed) is measured again in a second
+ * round over the whole frame: its instances and centroids are then exactly
+ * those of a full-frame search, in the same frame.
+ *
+ * Association (per object): every (instance, blob) pair within the
+ * instance's gate (2 x (size + speed) + 8 pixels from its prediction, times
+ * 1 + frames lost) gets cost distance / gate; pairs are taken greedily by
+ * ascending cost (ties: instance, then blob order). Greedy, not globally
+ * optimal: with predictions the right pairs are the cheap ones, greedy is
+ * deterministic and O(P log P), and the cases where an optimal assignment
+ * differs need blobs ambiguous between instances, i.e. touching: merged
+ * into one blob, which neither choice measures. Prediction is what keeps
+ * ids through a crossing at different speeds. When instances merge (one
+ * blob holds another's prediction), the instance that got the blob reports
+ * it as measured but keeps predicting on its own path; the other coasts.
+ * Unclaimed blobs of a whole-frame list become new instances (largest
+ * first) while there is room; with K instances the one lost longest makes
+ * room, one seen this frame never does. An instance not seen for more than
+ * coast_frames frames is dropped.
  *
  * Threads: one tracker belongs to the processing thread; no locking.
- * Lifecycle: create / destroy; reset whenever the object set changes
- * (per-object state of a replaced set means nothing for the new one). */
+ * Lifecycle: create / destroy; reset whenever the object set or the frame
+ * size changes (positions of another set or size mean nothing). */
 #ifndef TRK_DAEMON_TRACKER_H
 #define TRK_DAEMON_TRACKER_H
 
@@ -18,48 +58,97 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "messages.h" /* struct trk_instance: what the frame message says of one */
 
 struct trk_tracker;
 
+enum trk_track_mode {
+    TRK_TRACK_ROI = 0, /* regions around predictions, periodic full frames */
+    TRK_TRACK_FULL,    /* every frame over the whole frame                  */
+};
+
+/* Default of --full-every. */
+#define TRK_TRACK_FULL_EVERY 15
+
 struct trk_tracker_cfg {
-    int max_objects; /* largest set reset may be given: 1..TRK_MAX_OBJECTS */
+    int max_objects;          /* largest set reset may be given: 1..TRK_MAX_OBJECTS */
+    enum trk_track_mode mode; /* TRK_TRACK_ROI (0) by default                       */
+    int full_every;           /* roi mode: a full-frame pass every this many frames,
+                               * 1..1000000; 0 = TRK_TRACK_FULL_EVERY               */
 };
 
-/* What the tracker knows about one object. */
+/* What the tracker knows about one object (tracked or not). */
 struct trk_track {
-    bool found;         /* found in the last updated frame (mass >= min_mass) */
-    bool seen;          /* found at least once since the last reset           */
-    uint64_t last_seen; /* seq of the last frame it was found in (when seen)  */
-    double cx, cy;      /* centroid in that frame, pixels                      */
-    uint64_t mass;      /* mass in that frame                                  */
+    bool found;         /* found in the last frame (mass >= min_mass)        */
+    bool seen;          /* found at least once since the last reset          */
+    uint64_t last_seen; /* seq of the last frame it was found in (when seen) */
+    double cx, cy;      /* centroid in that frame, pixels                    */
+    uint64_t mass;      /* mass in that frame                                */
 };
 
-/* 0, TRK_EINVAL (max_objects out of range) or TRK_ENOMEM; *out is NULL on
- * failure. A new tracker has an empty object set until reset. */
+/* What the backend is asked for in one round. */
+struct trk_tracker_plan {
+    bool full; /* trk_backend_process(rois NULL): units are the objects     */
+    int n;     /* else trk_backend_submit_regions with these n regions      */
+    const struct trk_region *regions; /* valid until the next call on t     */
+};
+
+/* 0, TRK_EINVAL (max_objects or full_every out of range, unknown mode) or
+ * TRK_ENOMEM; *out is NULL on failure. A new tracker has an empty object
+ * set until reset. */
 int trk_tracker_create(const struct trk_tracker_cfg *cfg, struct trk_tracker **out);
 
 /* Frees everything; safe on NULL and twice (sets *t = NULL). */
 void trk_tracker_destroy(struct trk_tracker **t);
 
-/* Starts over with the n objects of defs (n = 0: none): every track is
- * forgotten. 0, or TRK_EINVAL when n is negative or above max_objects (the
- * tracker then has no objects). */
+/* Starts over with the n objects of defs (n = 0: none): every track and
+ * instance is forgotten (ids are not reused) and the next frame is a
+ * full-frame one. 0, or TRK_EINVAL when n is negative or above max_objects
+ * (the tracker then has no objects). */
 int trk_tracker_reset(struct trk_tracker *t, const struct trk_object_def *defs, int n);
 
-/* The regions to search in img for the current set, one per object, in the
- * form trk_backend_process takes; NULL = the whole frame for every object.
- * Valid until the next call on t. */
-const struct trk_roi *trk_tracker_rois(struct trk_tracker *t, const struct trk_image *img);
+/* Starts frame seq (increasing; gaps are frames not processed, counted in
+ * predictions) of width x height: *plan is the first round. TRK_EINVAL for
+ * a size <= 0. */
+int trk_tracker_begin(struct trk_tracker *t, uint64_t seq, int width, int height,
+                      struct trk_tracker_plan *plan);
 
-/* Takes the backend's results for frame seq: res[i] for object i of the
- * set, n must be the set's size. 0 or TRK_EINVAL (n differs, res NULL). */
-int trk_tracker_update(struct trk_tracker *t, uint64_t seq, const struct trk_obj_result *res,
-                       int n);
+/* The round's results, in the plan's units: n = objects (plan.full) or
+ * regions; res[j] the aggregate and blobs[j] / n_blobs[j] the blob list of
+ * unit j (blobs may be NULL when no object has blobs on). The lists are
+ * read, not kept. Returns 0 when the frame is complete, 1 when *plan holds
+ * another round to run and measure, TRK_EINVAL when n does not match the
+ * plan, or the frame was not begun or is already complete. */
+int trk_tracker_measure(struct trk_tracker *t, const struct trk_obj_result *res,
+                        const struct trk_blob *const *blobs, const int *n_blobs, int n,
+                        struct trk_tracker_plan *plan);
+
+/* After a complete frame, per object i of the set: the result to report
+ * and its blob list. An untracked object's are the backend's full-frame
+ * ones; a tracked object's are over its instances seen in the frame: mass
+ * and sums added, box the union, blobs their measurements in list order
+ * (mass descending, ties by first pixel). The same in every mode and
+ * round, so full and roi modes report alike. NULL / 0 when i is not in the
+ * set. Valid until the next begin or reset. */
+const struct trk_obj_result *trk_tracker_result(const struct trk_tracker *t, int i);
+int trk_tracker_blobs(const struct trk_tracker *t, int i, const struct trk_blob **blobs);
+
+/* Object i's instances (seen and coasting, in id order) and their count;
+ * 0 for an untracked object or i not in the set. */
+int trk_tracker_instances(const struct trk_tracker *t, int i, const struct trk_instance **v);
+
+/* "roi" / "full" to enum trk_track_mode; -1 if unknown. */
+int trk_track_mode_parse(const char *s);
 
 /* Objects in the current set. */
 int trk_tracker_count(const struct trk_tracker *t);
 
 /* Object i's track, or NULL when i is not in the set. */
 const struct trk_track *trk_tracker_track(const struct trk_tracker *t, int i);
+
+/* Whether the last complete frame began with a full-frame plan, and how
+ * many backend rounds it took (1 or 2). */
+bool trk_tracker_was_full(const struct trk_tracker *t);
+int trk_tracker_rounds(const struct trk_tracker *t);
 
 #endif

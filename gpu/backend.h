@@ -111,6 +111,13 @@ struct trk_object_def {
     uint16_t blobs;
     uint8_t connectivity;
     uint32_t min_area;
+    /* Tracker settings (daemon/tracker.h); backends ignore them. track:
+     * each of the object's blobs (at most blobs K, then >= 1) is followed
+     * as an instance with a stable id; coast_frames: frames an instance
+     * that is not seen is kept, on its predicted path, before it is
+     * dropped (0 = dropped at once; the objects file's default is 10). */
+    bool track;
+    uint16_t coast_frames;
 };
 
 /* Most blobs listed per object. */

@@ -309,6 +309,39 @@ static int put_blobs(struct trk_buf *b, const struct trk_blob *v, int n, const s
     return 0;
 }
 
+/* ,"instances":[{...}, ...]: object i's instances. */
+static int put_instances(struct trk_buf *b, const struct trk_instance_list *l)
+{
+    LIT(b, ",\"instances\":[");
+    for (int k = 0; l && k < l->n; k++) {
+        const struct trk_instance *x = &l->v[k];
+        const bool seen = x->lost == 0 && x->blob.mass > 0;
+        PUT(kv_u64(b, k ? ",{\"id\":" : "{\"id\":", x->id));
+        PUT(kv_u64(b, ",\"mass\":", seen ? x->blob.mass : 0));
+        PUT(kv_fixed(b, ",\"cx\":", x->cx, 2));
+        PUT(kv_fixed(b, ",\"cy\":", x->cy, 2));
+        if (seen) {
+            const int box[4] = { x->blob.x0, x->blob.y0, x->blob.x1, x->blob.y1 };
+            LIT(b, ",\"bbox\":");
+            PUT(put_ints(b, box, 4));
+            PUT(kv_u64(b, ",\"perimeter\":", x->blob.perimeter));
+        } else {
+            LIT(b, ",\"bbox\":null,\"perimeter\":null");
+        }
+        PUT(kv_fixed(b, ",\"vx\":", x->vx, 3));
+        PUT(kv_fixed(b, ",\"vy\":", x->vy, 3));
+        PUT(kv_u64(b, ",\"age\":", x->age));
+        PUT(kv_u64(b, ",\"lost\":", x->lost));
+        if (seen)
+            PUT(kv_str(b, ",\"via\":", x->via_roi ? "roi" : "full", 8));
+        else
+            LIT(b, ",\"via\":null");
+        LIT(b, "}");
+    }
+    LIT(b, "]");
+    return 0;
+}
+
 int trk_msg_frame(struct trk_buf *b, const struct trk_frame_meta *m,
                   const struct trk_object_def *defs, const struct trk_obj_result *res,
                   const struct trk_blob_list *blobs, int n)
@@ -318,6 +351,8 @@ int trk_msg_frame(struct trk_buf *b, const struct trk_frame_meta *m,
     size_t listed = 0;
     for (int i = 0; blobs && i < n; i++)
         listed += (size_t)blobs_listed(&defs[i], &blobs[i]);
+    for (int i = 0; m->instances && i < n; i++)
+        if (defs[i].track && m->instances[i].n > 0) listed += 2 * (size_t)m->instances[i].n;
     /* wx, wy: up to 2 x 24 bytes more per centroid. */
     const size_t world = m->calib ? 48 : 0;
     PUT(trk_buf_reserve(b, 320 + (size_t)(n > 0 ? n : 0) * (160 + world + TRK_NAME_MAX * 6) +
@@ -330,6 +365,11 @@ int trk_msg_frame(struct trk_buf *b, const struct trk_frame_meta *m,
     PUT(kv_fixed(b, ",\"t_capture\":", m->t_capture, 3));
     PUT(kv_fixed(b, ",\"wall_ms\":", m->wall_ms, 3));
     if (m->backend) PUT(kv_str(b, ",\"backend\":", m->backend, SIZE_MAX));
+    if (m->pass) {
+        PUT(kv_str(b, ",\"pass\":", m->pass, 8));
+        PUT(kv_i64(b, ",\"rounds\":", m->rounds));
+        PUT(kv_u64(b, ",\"upload_bytes\":", m->upload_bytes));
+    }
     PUT(kv_fixed(b, ",\"latency\":{\"queue_ms\":", m->queue_ms, 3));
     PUT(kv_fixed(b, ",\"upload_ms\":", m->upload_ms, 3));
     PUT(kv_fixed(b, ",\"kernel_ms\":", m->kernel_ms, 3));
@@ -359,6 +399,7 @@ int trk_msg_frame(struct trk_buf *b, const struct trk_frame_meta *m,
         if (defs[i].blobs)
             PUT(put_blobs(b, blobs ? blobs[i].blobs : NULL,
                           blobs_listed(&defs[i], blobs ? &blobs[i] : NULL), m->calib));
+        if (defs[i].track && m->instances) PUT(put_instances(b, &m->instances[i]));
         LIT(b, "}");
     }
     LIT(b, "]}");
@@ -404,6 +445,8 @@ int trk_msg_object(struct trk_buf *b, int id, const struct trk_object_def *def, 
     PUT(kv_u64(b, ",\"blobs\":", def->blobs));
     PUT(kv_u64(b, ",\"min_area\":", def->min_area ? def->min_area : 1));
     PUT(kv_u64(b, ",\"connectivity\":", def->connectivity ? def->connectivity : 8));
+    PUT(kv_bool(b, ",\"track\":", def->track));
+    PUT(kv_u64(b, ",\"coast_frames\":", def->coast_frames));
     PUT(kv_str(b, ",\"color\":", color, 16));
     LIT(b, "}");
     return 0;
@@ -586,6 +629,13 @@ int trk_msg_stats(struct trk_buf *b, const struct trk_stats_info *s)
         PUT(kv_u64(b, ",\"dropped\":", s->mqtt_dropped));
         PUT(kv_u64(b, ",\"connects\":", s->mqtt_connects));
         LIT(b, "}");
+    }
+    if (s->mode) {
+        PUT(kv_str(b, ",\"mode\":", s->mode, 8));
+        if (s->upload_bytes < 0)
+            LIT(b, ",\"upload_bytes\":null");
+        else
+            PUT(kv_fixed(b, ",\"upload_bytes\":", s->upload_bytes, 0));
     }
     LIT(b, "}");
     return 0;

@@ -104,6 +104,31 @@ struct trk_frame_meta {
      * every centroid also gets wx, wy. */
     const struct trk_calib *calib;
     const char *camera; /* the camera's name (--name), NULL = omitted       */
+    /* The tracker's share (daemon/tracker.h): pass "full" or "roi" (how the
+     * frame began) and rounds (backend calls, 1 or 2); NULL = neither key.
+     * upload_bytes: host-to-device bytes of the frame, all rounds. */
+    const char *pass;
+    int rounds;
+    uint64_t upload_bytes;
+    /* Per object (n entries) or NULL: objects whose definition has track
+     * on get "instances" from it. */
+    const struct trk_instance_list *instances;
+};
+
+/* One followed blob of a tracked object (daemon/tracker.h makes them). */
+struct trk_instance {
+    uint64_t id;          /* >= 1, unique within the run, never reused          */
+    struct trk_blob blob; /* this frame's measurement (when lost == 0)          */
+    double cx, cy;        /* measured centroid (lost == 0), else predicted      */
+    double vx, vy;        /* velocity estimate, pixels per frame                */
+    uint64_t age;         /* frames since it appeared: 1 on its first           */
+    uint32_t lost;        /* frames since last seen; 0 = seen in this frame     */
+    bool via_roi;         /* seen in its own region (else a whole-frame search) */
+};
+
+struct trk_instance_list {
+    const struct trk_instance *v;
+    int n;
 };
 
 /* One object's blob list of a frame, as trk_backend_blobs gives it: n
@@ -124,8 +149,13 @@ struct trk_blob_list {
  * blobs is NULL or the list is empty. Objects with blobs 0 have no "blobs"
  * key. With m->calib each centroid (object and blob) is followed by wx, wy:
  * its world point (m->calib->decimals decimals), both null when cx is or
- * the point has none (trk_calib_to_world). defs, res and (when not NULL)
- * blobs have n entries (n may be 0). */
+ * the point has none (trk_calib_to_world). An object whose definition has
+ * track on gets, when m->instances is not NULL, "instances": each {id, mass,
+ * cx, cy (2 decimals), bbox, perimeter, vx, vy (3 decimals), age, lost, via
+ * ("roi"/"full")}; a lost one has mass 0, its predicted cx, cy, and bbox,
+ * perimeter and via null. With m->pass the header also has "pass", "rounds"
+ * and "upload_bytes". defs, res and (when not NULL) blobs have n entries (n
+ * may be 0). */
 int trk_msg_frame(struct trk_buf *b, const struct trk_frame_meta *m,
                   const struct trk_object_def *defs, const struct trk_obj_result *res,
                   const struct trk_blob_list *blobs, int n);
@@ -219,6 +249,10 @@ struct trk_stats_info {
     /* The MQTT sink's totals (daemon/mqtt.h), sent as "mqtt" when has_mqtt. */
     bool has_mqtt, mqtt_connected;
     uint64_t mqtt_published, mqtt_dropped, mqtt_connects;
+    /* The tracking mode ("roi" or "full"; NULL = omitted with the next) and
+     * the median host-to-device bytes per frame (< 0 = null). */
+    const char *mode;
+    double upload_bytes;
 };
 
 /* Appends the "stats" message. */

@@ -1,7 +1,10 @@
 // Draws one frame's results over the picture: trails, boxes, centroid
 // crosses and name tags, in each object's colour; for an object with blobs
 // on (a "blobs" list in its result), every blob's box with its rank and a
-// small centroid cross, and the aggregate box dashed. Coordinates: a frame
+// small centroid cross, and the aggregate box dashed; for a tracked object
+// (an "instances" list) each instance instead: its box with its id tag
+// ("#7"), its own trail, and while it coasts (lost > 0) a dashed ring at its
+// predicted position. Coordinates: a frame
 // box [x0,y0,x1,y1] (inclusive pixel indices) covers x0*sx to (x1+1)*sx in
 // canvas pixels (sx = canvas width / frame width), rounded to whole pixels;
 // a centroid pixel x spans [x, x+1), so it is drawn at (x + 0.5) * sx.
@@ -10,7 +13,7 @@
 // axis-aligned rectangles and one short text, with styles set per object.
 
 import { objectInfo } from './objects.js';
-import { trailOf } from './trails.js';
+import { instanceTrailOf, trailOf } from './trails.js';
 import { inkFor } from './util.js';
 
 // Line widths and sizes at the screen's device pixel ratio.
@@ -39,7 +42,9 @@ function overlayStyle() {
 // pixels. Returns what was drawn, in canvas pixels: {boxes: [{id, x0, y0,
 // x1, y1, cx, cy, color, dashed}] (the aggregates; cx, cy null without a
 // centroid; dashed when the object has blobs on), blobs: [{id, rank, x0,
-// y0, x1, y1, cx, cy, color}] (rank 1 = first in the object's list)}.
+// y0, x1, y1, cx, cy, color}] (rank 1 = first in the object's list),
+// instances: [{obj, id, x0, y0, x1, y1, cx, cy, lost, trail, color}] (box
+// null while lost; trail: points of its trail drawn)}.
 export function drawOverlay(ctx, result, sx, sy) {
   const st = overlayStyle();
   const objects = result.objects || [];
@@ -47,8 +52,11 @@ export function drawOverlay(ctx, result, sx, sy) {
   // so no blob box hides another object's aggregate box or name.
   drawTrails(ctx, objects, sx, sy, st);
   const blobs = [];
+  const instances = [];
   for (const r of objects) {
-    if (Array.isArray(r.blobs) && r.blobs.length) {
+    if (Array.isArray(r.instances)) {
+      drawInstances(ctx, r, objectInfo(r.id, r.name).color, sx, sy, st, instances);
+    } else if (Array.isArray(r.blobs) && r.blobs.length) {
       drawBlobs(ctx, r, objectInfo(r.id, r.name).color, sx, sy, st, blobs);
     }
   }
@@ -65,7 +73,7 @@ export function drawOverlay(ctx, result, sx, sy) {
     drawLabel(ctx, o, box, st);
     boxes.push({ id: r.id, ...box, ...c, color: o.color, dashed });
   }
-  return { boxes, blobs };
+  return { boxes, blobs, instances };
 }
 
 const isBox = (b) => Array.isArray(b) && b.length === 4 && b.every((v) => typeof v === 'number');
@@ -102,6 +110,61 @@ function drawBlobs(ctx, r, color, sx, sy, st, out) {
   fillRects(ctx, drawn, (d) => d.cx !== null && [d.cx - dot / 2, d.cy - dot / 2, dot, dot], color);
   drawRanks(ctx, drawn, color, st);
   for (const d of drawn) out.push(d);
+}
+
+// The instances of tracked result r: seen ones as a box with a centroid
+// dot and an id tag, coasting ones as a dashed ring where they are
+// predicted; each with its trail. Appends what it drew to out.
+function drawInstances(ctx, r, color, sx, sy, st, out) {
+  const { lw, rankPad: pad } = st;
+  ctx.font = `600 ${st.rankPx}px system-ui, sans-serif`;
+  ctx.textBaseline = 'top';
+  for (const i of r.instances) {
+    if (!i || typeof i.cx !== 'number' || typeof i.cy !== 'number') continue;
+    const cx = (i.cx + 0.5) * sx, cy = (i.cy + 0.5) * sy;
+    const t = instanceTrailOf(i.id);
+    const trail = t && t.length >= 2 ? t.length : 0;
+    if (trail) {
+      ctx.globalAlpha = 0.7;
+      ctx.beginPath();
+      t.forEach(([x, y], k) => (k ? ctx.lineTo : ctx.moveTo).call(ctx, (x + 0.5) * sx, (y + 0.5) * sy));
+      ctx.lineWidth = Math.max(1, Math.round(st.dpr));
+      ctx.strokeStyle = color;
+      ctx.stroke();
+      ctx.globalAlpha = 1;
+    }
+    const d = { obj: r.id, id: i.id, x0: null, y0: null, x1: null, y1: null, cx, cy,
+                lost: i.lost, trail, color };
+    const tag = `#${i.id}`;
+    const tw = Math.ceil(ctx.measureText(tag).width) + 2 * pad;
+    const th = st.rankPx + 2 * pad;
+    let tx, ty;
+    if (i.lost === 0 && isBox(i.bbox)) {
+      Object.assign(d, boxRect(i.bbox, sx, sy));
+      strokeWithHalo(ctx, () => ctx.strokeRect(d.x0, d.y0, d.x1 - d.x0, d.y1 - d.y0),
+                     2 * lw, 'rgba(0,0,0,0.6)', lw, color);
+      const dot = st.blobDot;
+      ctx.fillStyle = color;
+      ctx.fillRect(cx - dot / 2, cy - dot / 2, dot, dot);
+      tx = d.x0 + lw / 2;
+      ty = d.y0 + lw / 2;
+    } else {
+      // Coasting: where it should be, dashed, so it reads as a guess.
+      const rad = 3 * st.arm / 2;
+      ctx.setLineDash(st.dash);
+      ctx.beginPath();
+      ctx.arc(cx, cy, rad, 0, 2 * Math.PI);
+      strokeWithHalo(ctx, () => ctx.stroke(), 2 * lw, 'rgba(0,0,0,0.6)', lw, color);
+      ctx.setLineDash([]);
+      tx = cx + rad;
+      ty = cy - rad;
+    }
+    ctx.fillStyle = color;
+    ctx.fillRect(tx, ty, tw, th);
+    ctx.fillStyle = inkFor(color);
+    ctx.fillText(tag, tx + pad, ty + pad);
+    out.push(d);
+  }
 }
 
 // Rank tags just inside each box's top-left corner (inside, so they never

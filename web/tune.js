@@ -1,7 +1,7 @@
 // The teach and edit panel: a taught sample or a clicked row opens the form,
 // whose sliders (sliders.js) tune the object's colour box while the preview
-// shows its mask, and its blob settings (blobs, min_area, connectivity) sit
-// under them; objects are added, renamed, updated, removed, saved to
+// shows its mask, and its blob settings (blobs, min_area, connectivity) and
+// tracking (track, coast_frames) sit under them; objects are added, renamed, updated, removed, saved to
 // the daemon's objects file or reloaded from it, through the control
 // messages of protocol/PROTOCOL.md section 5 (control.js).
 
@@ -22,12 +22,13 @@ const el = {
   form: $('t-form'), name: $('t-name'), space: $('t-space'),
   mask: $('t-mask'), add: $('t-add'), remove: $('t-remove'), done: $('t-done'),
   blobs: $('t-blobs'), minArea: $('t-min-area'), conn: $('t-conn'),
+  track: $('t-track'), coast: $('t-coast'),
 };
 
 // The objects file's defaults for the blob keys (config/OBJECTS.md): an
 // object is sent with a key only when it differs, so an object without
 // blobs reads the same to a daemon that predates them.
-const BLOB_DEFAULTS = { blobs: 0, min_area: 1, connectivity: 8 };
+const BLOB_DEFAULTS = { blobs: 0, min_area: 1, connectivity: 8, track: false, coast_frames: 10 };
 
 const tune = {
   editing: null,     // name of the object the form edits, null = a new one
@@ -68,7 +69,8 @@ function currentObject() {
   return o;
 }
 
-// {blobs, min_area, connectivity} from the form, or what is wrong with them.
+// {blobs, min_area, connectivity, track, coast_frames} from the form, or
+// what is wrong with them.
 function blobSettings() {
   const { maxBlobs, minAreaMax } = blobLimits();
   const int = (input, lo, hi, what) => {
@@ -77,9 +79,14 @@ function blobSettings() {
   };
   const blobs = int(el.blobs, 0, maxBlobs, 'blobs');
   const minArea = int(el.minArea, 1, minAreaMax, 'min area');
+  const coast = int(el.coast, 0, 1000, 'coast');
   if (typeof blobs === 'string') return blobs;
   if (typeof minArea === 'string') return minArea;
-  return { blobs, min_area: minArea, connectivity: Number(el.conn.value) };
+  if (typeof coast === 'string') return coast;
+  // The daemon refuses it too; said here before anything is sent.
+  if (el.track.checked && blobs < 1) return 'track needs blobs 1 or more (the most it follows)';
+  return { blobs, min_area: minArea, connectivity: Number(el.conn.value),
+           track: el.track.checked, coast_frames: coast };
 }
 
 // Puts def's blob settings (the defaults where it has none) on the form.
@@ -92,6 +99,8 @@ function showBlobSettings(def) {
   // The file's 0 means 1 (min_area) and 8 (connectivity).
   el.minArea.value = String(get('min_area') || 1);
   el.conn.value = get('connectivity') === 4 ? '4' : '8';
+  el.track.checked = def.track === true;
+  el.coast.value = String(get('coast_frames'));
 }
 
 let sendTimer = null;
@@ -188,8 +197,9 @@ onSliderChange(changed);
 initTeach(onSample);
 el.space.addEventListener('change', onSpaceChange);
 // Blob settings apply like a slider move (sendUpdate checks them first).
-for (const input of [el.blobs, el.minArea]) input.addEventListener('input', changed);
+for (const input of [el.blobs, el.minArea, el.coast]) input.addEventListener('input', changed);
 el.conn.addEventListener('change', changed);
+el.track.addEventListener('change', changed);
 el.form.addEventListener('submit', onSubmit);
 el.remove.addEventListener('click', onRemove);
 el.done.addEventListener('click', closeForm);

@@ -23,7 +23,7 @@ let rafPending = false;
 // The last overlay drawn: seq of the picture (or result) under it, whether
 // it is a preview, whether a result was drawn on it, and each box and blob
 // drawn in canvas pixels (overlay.js drawOverlay).
-let lastDrawn = null;   // {seq, preview, matched, boxes:[...], blobs:[...]}
+let lastDrawn = null;   // {seq, preview, matched, boxes:[...], blobs:[...], instances:[...]}
 
 export const frameSize = () => [frameW, frameH];
 export const lastDrawnOverlay = () => lastDrawn;
@@ -95,9 +95,9 @@ function draw(job) {
     ctx.fillStyle = BACKGROUND;
     ctx.fillRect(0, 0, cw, ch);
   }
-  const { boxes, blobs } = job.result
-    ? drawOverlay(ctx, job.result, cw / frameW, ch / frameH) : { boxes: [], blobs: [] };
-  lastDrawn = { seq: job.seq, preview: !!job.image, matched: !!job.result, boxes, blobs };
+  const { boxes, blobs, instances } = job.result
+    ? drawOverlay(ctx, job.result, cw / frameW, ch / frameH) : { boxes: [], blobs: [], instances: [] };
+  lastDrawn = { seq: job.seq, preview: !!job.image, matched: !!job.result, boxes, blobs, instances };
 }
 
 // Sizes the canvas now and whenever the stage or window changes (a resize

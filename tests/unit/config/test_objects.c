@@ -362,7 +362,7 @@ static void test_from_json(void)
     json_object_set_new(obj, "extra", json_true());
     CHECK(trk_objects_parse_object(obj, &d, c, m, sizeof m) == TRK_EINVAL);
     CHECK_STR(m, "unknown key \"extra\" (expected name, space, lo, hi, min_mass, blobs, "
-                 "min_area, connectivity or color)");
+                 "min_area, connectivity, track, coast_frames or color)");
     json_t *num = json_integer(3);
     CHECK(trk_objects_parse_object(num, &d, c, m, sizeof m) == TRK_EINVAL);
     CHECK_STR(m, "the value must be an object, not an integer");
@@ -491,6 +491,49 @@ static void test_blobs(void)
     json_decref(v);
 }
 
+/* The tracker keys: defaults when absent, written back only when not
+ * default, carried by every form; track needs blobs (validate too). */
+static void test_track(void)
+{
+    struct trk_objects o, b;
+    struct trk_config_error e;
+    CHECK(load_rel("tests/unit/config/good/track.json", &o, &e) == 0);
+    CHECK(o.n == 3);
+    const struct trk_object_def *d = o.def;
+    CHECK(!d[0].track && d[0].coast_frames == TRK_OBJECTS_COAST_DEFAULT);
+    CHECK(d[1].track && d[1].blobs == 4 && d[1].coast_frames == 0);
+    CHECK(!d[2].track && d[2].coast_frames == 1000);
+    char *j = trk_objects_to_json(&o);
+    CHECK(j != NULL);
+    if (j) {
+        CHECK(strstr(j, "[4, 5, 6], \"min_mass\": 1}") != NULL);
+        CHECK(strstr(j, "\"blobs\": 4, \"track\": true, \"coast_frames\": 0}") != NULL);
+        CHECK(strstr(j, "\"min_mass\": 1, \"coast_frames\": 1000}") != NULL);
+        CHECK(trk_objects_load_string(j, strlen(j), "saved", &b, &e) == 0);
+        CHECK(memcmp(&o, &b, sizeof o) == 0);
+    }
+    free(j);
+    json_t *v = trk_objects_to_value(&o);
+    json_t *o1 = json_array_get(json_object_get(v, "objects"), 1);
+    CHECK(json_is_true(json_object_get(o1, "track")));
+    CHECK(json_integer_value(json_object_get(o1, "coast_frames")) == 0);
+    CHECK(v && trk_objects_from_json(v, "value", &b, &e) == 0 && memcmp(&o, &b, sizeof o) == 0);
+    struct trk_object_def one;
+    uint8_t c[3];
+    char m[256];
+    json_object_set_new(o1, "blobs", json_integer(0));
+    CHECK(trk_objects_parse_object(o1, &one, c, m, sizeof m) == TRK_EINVAL);
+    CHECK_STR(m, "track: true needs \"blobs\" >= 1 (the most instances it follows), not 0");
+    json_decref(v);
+    o.def[0].track = true; /* blobs 0 */
+    CHECK(trk_objects_validate(&o, m, sizeof m) == TRK_EINVAL);
+    CHECK_STR(m, "objects[0].track needs blobs >= 1");
+    o.def[0].track = false;
+    o.def[0].coast_frames = TRK_OBJECTS_COAST_MAX + 1;
+    CHECK(trk_objects_validate(&o, m, sizeof m) == TRK_EINVAL);
+    CHECK_STR(m, "objects[0].coast_frames 1001 is out of range 0..1000");
+}
+
 /* ------------------------------------------------------------ round trips */
 
 static uint32_t rng_state = 12345;
@@ -539,6 +582,9 @@ static void random_objects(struct trk_objects *o)
         d->blobs = (uint16_t)(rnd() % 2 ? 0 : rnd() % (TRK_MAX_BLOBS + 1));
         d->min_area = rnd() % 2 ? 1 : rnd() % 4 == 0 ? TRK_OBJECTS_MIN_AREA_MAX : 1 + rnd() % 1000;
         d->connectivity = rnd() % 2 ? 8 : 4;
+        d->track = d->blobs && rnd() % 2;
+        d->coast_frames =
+            (uint16_t)(rnd() % 2 ? TRK_OBJECTS_COAST_DEFAULT : rnd() % (TRK_OBJECTS_COAST_MAX + 1));
         if (rnd() % 2) {
             trk_object_display_rgb(d, o->color[i]);
         } else {
@@ -801,10 +847,12 @@ static void test_to_json_format(void)
     if (d)
         CHECK_STR(d, "{\"objects\":[{\"name\":\"red\",\"space\":\"hsv\",\"lo\":[346,110,70],"
                      "\"hi\":[14,255,255],\"min_mass\":1,\"blobs\":0,\"min_area\":1,"
-                     "\"connectivity\":8,\"color\":\"#a32e2e\"},"
+                     "\"connectivity\":8,\"track\":false,\"coast_frames\":10,"
+                     "\"color\":\"#a32e2e\"},"
                      "{\"name\":\"ball\",\"space\":\"rgb\",\"lo\":[180,0,0],"
                      "\"hi\":[255,80,80],\"min_mass\":30,\"blobs\":0,\"min_area\":1,"
-                     "\"connectivity\":8,\"color\":\"#ab2828\"}]}");
+                     "\"connectivity\":8,\"track\":false,\"coast_frames\":10,"
+                     "\"color\":\"#ab2828\"}]}");
     free(d);
     json_decref(v);
 }
@@ -1079,6 +1127,7 @@ static const struct {
     { "demo_objects", test_demo_objects },
     { "camera", test_camera },
     { "blobs", test_blobs },
+    { "track", test_track },
     { "prefilter", test_prefilter },
 };
 

@@ -1,111 +1,519 @@
-/* The tracker stage (daemon/tracker.h): lifecycle, the full-frame search it
- * asks for today, what it remembers of each object across frames (found,
- * last sighting and its centroid, by the result messages' min_mass rule),
- * and that a new object set forgets all of it. Inputs are made by the CPU
- * reference backend on a scene with known answers, as the pipeline does. */
+/* The tracker stage (daemon/tracker.h) on synthetic scenes with known
+ * answers: red squares on paths written here, painted into RGB frames and
+ * measured by the real fast CPU backend in the rounds the tracker plans
+ * (full-frame process or one submit_regions call, then the whole-frame
+ * round it may ask for), exactly as the pipeline runs them. Every scene
+ * runs twice, in roi and full mode, and both must report every square that
+ * is apart from the others and inside the frame with its exact centroid
+ * (a painted s x s square at x, y has centroid x + (s - 1) / 2).
+ *
+ * Cases: lifecycle and bad arguments; untracked objects pass the backend's
+ * full-frame results through; roi frames really use one region per
+ * instance; leaving and re-entering (a new id after coast_frames, never a
+ * reused one); a short occlusion (same id, lost counts up); crossing at
+ * different speeds (the ids stay with their squares); stopping; a jump
+ * farther than the region (same id, found by the whole-frame round of the
+ * same frame) and one across the frame (new id); more squares than K (the
+ * K largest are followed); ids unique across objects and resets. */
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../check.h"
 #include "backend.h"
 #include "tracker.h"
 
-#define W 40
-#define H 30
+#define W      160
+#define H      120
+#define MAX_SQ 8
 
-/* A gray frame with a red 4x4 square at (x, y) when x >= 0. */
-static void paint(uint8_t *rgb, int x, int y)
+static const uint8_t RED[3] = { 250, 10, 10 }, GREEN[3] = { 10, 250, 10 };
+
+struct sq {
+    double x, y; /* top-left corner (rounded when painted) */
+    int s;       /* side; 0 = absent */
+    const uint8_t *rgb;
+};
+
+static uint8_t frame_rgb[W * H * 3];
+static const struct trk_image img = { .plane = { frame_rgb },
+                                      .pitch = { W * 3 },
+                                      .width = W,
+                                      .height = H,
+                                      .fmt = TRK_FMT_RGB24,
+                                      .full_range = true };
+
+static void paint(const struct sq *v, int n)
 {
-    memset(rgb, 128, (size_t)W * H * 3);
-    for (int j = 0; x >= 0 && j < 4; j++)
-        for (int i = 0; i < 4; i++) {
-            uint8_t *p = rgb + ((size_t)(y + j) * W + x + i) * 3;
-            p[0] = 250, p[1] = p[2] = 10;
-        }
+    memset(frame_rgb, 128, sizeof frame_rgb);
+    for (int k = 0; k < n; k++) {
+        if (!v[k].s) continue;
+        const int x0 = (int)lround(v[k].x), y0 = (int)lround(v[k].y);
+        for (int y = y0; y < y0 + v[k].s; y++)
+            for (int x = x0; x < x0 + v[k].s; x++)
+                if (x >= 0 && x < W && y >= 0 && y < H)
+                    memcpy(frame_rgb + ((size_t)y * W + x) * 3, v[k].rgb, 3);
+    }
 }
 
-int main(void)
+/* A backend and a tracker over one object set. */
+struct rig {
+    struct trk_backend *b;
+    struct trk_tracker *t;
+    const struct trk_object_def *defs;
+    int n;
+    uint64_t seq;
+    int regions; /* of the last frame's first round when not full */
+};
+
+static void rig_open(struct rig *r, const struct trk_object_def *defs, int n,
+                     enum trk_track_mode mode, int full_every)
+{
+    memset(r, 0, sizeof(*r));
+    struct trk_backend_cfg bc = { .kind = TRK_BACKEND_CPU, .max_width = W, .max_height = H };
+    struct trk_tracker_cfg tc = { .max_objects = 8, .mode = mode, .full_every = full_every };
+    CHECK(trk_backend_create(&bc, &r->b) == 0 && trk_backend_set_objects(r->b, defs, n) == 0);
+    CHECK(trk_tracker_create(&tc, &r->t) == 0 && trk_tracker_reset(r->t, defs, n) == 0);
+    r->defs = defs;
+    r->n = n;
+    r->seq = 100;
+}
+
+static void rig_close(struct rig *r)
+{
+    trk_backend_destroy(&r->b);
+    trk_tracker_destroy(&r->t);
+}
+
+/* One frame of squares through backend and tracker; returns the rounds. */
+static int rig_frame(struct rig *r, const struct sq *v, int n)
+{
+    paint(v, n);
+    static struct trk_obj_result res[TRK_MAX_REGIONS];
+    static const struct trk_blob *lists[TRK_MAX_REGIONS];
+    static int nb[TRK_MAX_REGIONS];
+    struct trk_tracker_plan plan;
+    CHECK(trk_tracker_begin(r->t, r->seq++, W, H, &plan) == 0);
+    r->regions = plan.full ? -1 : plan.n;
+    int rounds = 0, more = 1;
+    while (more == 1 && rounds < 3) {
+        rounds++;
+        const int units = plan.full ? r->n : plan.n;
+        int err = plan.full
+                      ? trk_backend_process(r->b, &img, NULL, res, NULL)
+                      : trk_backend_process_regions(r->b, &img, plan.regions, plan.n, res, NULL);
+        CHECK(err == 0);
+        for (int j = 0; j < units; j++)
+            nb[j] = trk_backend_blobs(r->b, j, &lists[j]);
+        more = trk_tracker_measure(r->t, res, lists, nb, units, &plan);
+        CHECK(more == 0 || more == 1);
+    }
+    CHECK(more == 0 && rounds == trk_tracker_rounds(r->t));
+    return rounds;
+}
+
+/* Object i's instance with id, or NULL. */
+static const struct trk_instance *by_id(const struct rig *r, int i, uint64_t id)
+{
+    const struct trk_instance *v;
+    int n = trk_tracker_instances(r->t, i, &v);
+    for (int k = 0; k < n; k++)
+        if (v[k].id == id) return &v[k];
+    return NULL;
+}
+
+/* Object i's instance seen in this frame exactly at square q's centroid. */
+static const struct trk_instance *at(const struct rig *r, int i, const struct sq *q)
+{
+    const double cx = lround(q->x) + (q->s - 1) / 2.0, cy = lround(q->y) + (q->s - 1) / 2.0;
+    const struct trk_instance *v;
+    int n = trk_tracker_instances(r->t, i, &v);
+    for (int k = 0; k < n; k++)
+        if (!v[k].lost && v[k].cx == cx && v[k].cy == cy &&
+            v[k].blob.mass == (uint64_t)q->s * (uint64_t)q->s)
+            return &v[k];
+    return NULL;
+}
+
+/* Square k of v is inside the frame and 2+ pixels from every other. */
+static bool apart(const struct sq *v, int n, int k)
+{
+    const struct sq *q = &v[k];
+    if (!q->s || q->x < 0 || q->y < 0 || q->x + q->s > W || q->y + q->s > H) return false;
+    for (int j = 0; j < n; j++) {
+        if (j == k || !v[j].s) continue;
+        if (q->x < v[j].x + v[j].s + 2 && v[j].x < q->x + q->s + 2 && q->y < v[j].y + v[j].s + 2 &&
+            v[j].y < q->y + q->s + 2)
+            return false;
+    }
+    return true;
+}
+
+static struct trk_object_def red_def(int k, int coast)
+{
+    struct trk_object_def d = { .name = "red",
+                                .space = TRK_SPACE_RGB,
+                                .lo = { 200, 0, 0 },
+                                .hi = { 255, 50, 50 },
+                                .min_mass = 1,
+                                .blobs = (uint16_t)k,
+                                .min_area = 1,
+                                .connectivity = 8,
+                                .track = true,
+                                .coast_frames = (uint16_t)coast };
+    return d;
+}
+
+static void lifecycle(void)
 {
     struct trk_tracker *t = NULL;
     struct trk_tracker_cfg bad = { .max_objects = 0 };
     CHECK(trk_tracker_create(&bad, &t) == TRK_EINVAL && t == NULL);
     bad.max_objects = TRK_MAX_OBJECTS + 1;
     CHECK(trk_tracker_create(&bad, &t) == TRK_EINVAL && t == NULL);
+    bad = (struct trk_tracker_cfg){ .max_objects = 4, .mode = 7 };
+    CHECK(trk_tracker_create(&bad, &t) == TRK_EINVAL && t == NULL);
+    bad = (struct trk_tracker_cfg){ .max_objects = 4, .full_every = -1 };
+    CHECK(trk_tracker_create(&bad, &t) == TRK_EINVAL && t == NULL);
+    CHECK(trk_track_mode_parse("roi") == TRK_TRACK_ROI);
+    CHECK(trk_track_mode_parse("full") == TRK_TRACK_FULL && trk_track_mode_parse("ROI") == -1);
 
     struct trk_tracker_cfg cfg = { .max_objects = 4 };
     CHECK(trk_tracker_create(&cfg, &t) == 0 && t != NULL);
-    if (!t) return check_exit("tracker");
+    if (!t) return;
     CHECK(trk_tracker_count(t) == 0 && trk_tracker_track(t, 0) == NULL);
-
-    /* red (a 16-pixel square), "big red" (needs 20 pixels), green (absent). */
-    struct trk_object_def defs[3] = {
-        { .name = "red", .space = TRK_SPACE_RGB, .lo = { 200, 0, 0 }, .hi = { 255, 50, 50 } },
-        { .name = "big",
-          .space = TRK_SPACE_RGB,
-          .lo = { 200, 0, 0 },
-          .hi = { 255, 50, 50 },
-          .min_mass = 20 },
-        { .name = "green", .space = TRK_SPACE_RGB, .lo = { 0, 200, 0 }, .hi = { 50, 255, 50 } },
-    };
+    struct trk_object_def defs[5] = { red_def(2, 10) };
     CHECK(trk_tracker_reset(t, defs, 5) == TRK_EINVAL && trk_tracker_count(t) == 0);
     CHECK(trk_tracker_reset(t, defs, -1) == TRK_EINVAL);
-    CHECK(trk_tracker_reset(t, defs, 3) == 0 && trk_tracker_count(t) == 3);
-    for (int i = 0; i < 3; i++)
-        CHECK(!trk_tracker_track(t, i)->seen && !trk_tracker_track(t, i)->found);
-    CHECK(trk_tracker_track(t, 3) == NULL && trk_tracker_track(t, -1) == NULL);
-
-    struct trk_backend *b = NULL;
-    struct trk_backend_cfg bc = { .kind = TRK_BACKEND_CPU_REF, .max_width = W, .max_height = H };
-    CHECK(trk_backend_create(&bc, &b) == 0 && trk_backend_set_objects(b, defs, 3) == 0);
-    static uint8_t rgb[W * H * 3];
-    struct trk_image img = { .plane = { rgb },
-                             .pitch = { W * 3 },
-                             .width = W,
-                             .height = H,
-                             .fmt = TRK_FMT_RGB24,
-                             .full_range = true };
-    struct trk_obj_result res[3];
-
-    /* Frame 10: the square at (5, 6); its centroid is (6.5, 7.5). Today
-     * every object is searched in the whole frame. */
-    paint(rgb, 5, 6);
-    const struct trk_roi *rois = trk_tracker_rois(t, &img);
-    CHECK(rois == NULL);
-    CHECK(trk_backend_process(b, &img, rois, res, NULL) == 0);
-    CHECK(trk_tracker_update(t, 10, res, 3) == 0);
-    const struct trk_track *red = trk_tracker_track(t, 0);
-    CHECK(red->found && red->seen && red->last_seen == 10 && red->mass == 16);
-    CHECK(red->cx == 6.5 && red->cy == 7.5);
-    /* 16 pixels are below "big"'s min_mass: seen nowhere yet. */
-    CHECK(!trk_tracker_track(t, 1)->found && !trk_tracker_track(t, 1)->seen);
-    CHECK(!trk_tracker_track(t, 2)->found && !trk_tracker_track(t, 2)->seen);
-
-    /* Frame 11: gone. Not found, but the last sighting is kept. */
-    paint(rgb, -1, 0);
-    CHECK(trk_backend_process(b, &img, trk_tracker_rois(t, &img), res, NULL) == 0);
-    CHECK(trk_tracker_update(t, 11, res, 3) == 0);
-    CHECK(!red->found && red->seen && red->last_seen == 10 && red->cx == 6.5 && red->cy == 7.5);
-
-    /* Frame 12: back elsewhere. */
-    paint(rgb, 30, 20);
-    CHECK(trk_backend_process(b, &img, trk_tracker_rois(t, &img), res, NULL) == 0);
-    CHECK(trk_tracker_update(t, 12, res, 3) == 0);
-    CHECK(red->found && red->last_seen == 12 && red->cx == 31.5 && red->cy == 21.5);
-
-    /* Results for another number of objects than the set: refused. */
-    CHECK(trk_tracker_update(t, 13, res, 2) == TRK_EINVAL);
-    CHECK(trk_tracker_update(t, 13, NULL, 3) == TRK_EINVAL);
-    CHECK(red->last_seen == 12);
-
-    /* A new set (green first now) forgets everything. */
-    CHECK(trk_tracker_reset(t, defs + 2, 1) == 0 && trk_tracker_count(t) == 1);
-    CHECK(!trk_tracker_track(t, 0)->seen && !trk_tracker_track(t, 0)->found);
-    CHECK(trk_tracker_track(t, 1) == NULL);
-    /* And an empty one takes empty results. */
-    CHECK(trk_tracker_reset(t, NULL, 0) == 0 && trk_tracker_update(t, 14, NULL, 0) == 0);
-
-    trk_backend_destroy(&b);
+    CHECK(trk_tracker_reset(t, defs, 1) == 0 && trk_tracker_count(t) == 1);
+    struct trk_tracker_plan plan;
+    struct trk_obj_result res = { 0 };
+    /* Measuring without a frame begun, or with the wrong unit count. */
+    CHECK(trk_tracker_measure(t, &res, NULL, NULL, 1, &plan) == TRK_EINVAL);
+    CHECK(trk_tracker_begin(t, 1, 0, H, &plan) == TRK_EINVAL);
+    CHECK(trk_tracker_begin(t, 1, W, H, &plan) == 0 && plan.full);
+    CHECK(trk_tracker_measure(t, &res, NULL, NULL, 2, &plan) == TRK_EINVAL);
+    CHECK(trk_tracker_measure(t, &res, NULL, NULL, 1, &plan) == 0);
+    CHECK(trk_tracker_measure(t, &res, NULL, NULL, 1, &plan) == TRK_EINVAL); /* complete */
+    CHECK(!trk_tracker_track(t, 0)->found && trk_tracker_track(t, 1) == NULL);
+    CHECK(trk_tracker_reset(t, NULL, 0) == 0);
+    CHECK(trk_tracker_begin(t, 2, W, H, &plan) == 0);
+    CHECK(trk_tracker_measure(t, NULL, NULL, NULL, 0, &plan) == 0);
     trk_tracker_destroy(&t);
     CHECK(t == NULL);
     trk_tracker_destroy(&t); /* twice is fine */
+}
+
+/* An untracked object (green, blobs 2) beside a tracked one: in roi mode
+ * its result and list are the backend's full-frame ones in every frame,
+ * and roi frames search the tracked object in one region per instance. */
+static void untracked_and_regions(void)
+{
+    struct trk_object_def defs[2] = { red_def(4, 10),
+                                      { .name = "green",
+                                        .space = TRK_SPACE_RGB,
+                                        .lo = { 0, 200, 0 },
+                                        .hi = { 50, 255, 50 },
+                                        .min_mass = 1,
+                                        .blobs = 2,
+                                        .min_area = 1,
+                                        .connectivity = 8 } };
+    struct rig r;
+    rig_open(&r, defs, 2, TRK_TRACK_ROI, 15);
+    struct trk_backend *ref = NULL;
+    struct trk_backend_cfg bc = { .kind = TRK_BACKEND_CPU, .max_width = W, .max_height = H };
+    CHECK(trk_backend_create(&bc, &ref) == 0 && trk_backend_set_objects(ref, defs, 2) == 0);
+    int roi_frames = 0;
+    for (int f = 0; f < 40; f++) {
+        struct sq v[4] = { { 10 + 2 * f, 20, 6, RED },
+                           { 100, 90 - f, 9, RED },
+                           { 60, 40 + f % 3, 7, GREEN },
+                           { 130, 10, 5, GREEN } };
+        rig_frame(&r, v, 4);
+        struct trk_obj_result want[2];
+        CHECK(trk_backend_process(ref, &img, NULL, want, NULL) == 0);
+        const struct trk_obj_result *got = trk_tracker_result(r.t, 1);
+        CHECKF(got && !memcmp(got, &want[1], sizeof(*got)), "frame %d: green's result", f);
+        const struct trk_blob *gl, *wl;
+        int gn = trk_tracker_blobs(r.t, 1, &gl), wn = trk_backend_blobs(ref, 1, &wl);
+        CHECKF(gn == 2 && wn == 2 && !memcmp(gl, wl, 2 * sizeof(*gl)), "frame %d: green's blobs",
+               f);
+        const struct trk_instance *unused;
+        CHECK(trk_tracker_instances(r.t, 1, &unused) == 0);
+        /* Red: both squares followed, exact; the first frame and every
+         * 15th are full frames, the others 2 regions for red + 1 for green. */
+        CHECKF(at(&r, 0, &v[0]) && at(&r, 0, &v[1]), "frame %d: red squares", f);
+        CHECKF(trk_tracker_was_full(r.t) == (f % 15 == 0), "frame %d: pass", f);
+        if (!trk_tracker_was_full(r.t)) {
+            roi_frames++;
+            CHECKF(r.regions == 3, "frame %d: %d regions", f, r.regions);
+            CHECKF(at(&r, 0, &v[0])->via_roi && at(&r, 0, &v[1])->via_roi, "frame %d: via", f);
+        }
+        /* Red's result is the sum over its instances. */
+        const struct trk_obj_result *rr = trk_tracker_result(r.t, 0);
+        CHECK(rr->mass == 36 + 81 && rr->x0 == 10 + 2 * f && rr->x1 == 108);
+        CHECK(trk_tracker_track(r.t, 0)->found && trk_tracker_track(r.t, 1)->found);
+    }
+    CHECK(roi_frames == 37);
+    /* Velocity: 2 px/frame right and 1 px/frame up. */
+    CHECK(fabs(at(&r, 0, &(struct sq){ 10 + 2 * 39, 20, 6, RED })->vx - 2) < 1e-6);
+    CHECK(fabs(at(&r, 0, &(struct sq){ 100, 90 - 39, 9, RED })->vy + 1) < 1e-6);
+    trk_backend_destroy(&ref);
+    rig_close(&r);
+}
+
+/* A square crosses the right edge and comes back after more than
+ * coast_frames (new id), then leaves briefly and comes back along its
+ * predicted path (kept: lost counted, then 0). */
+static void leave_and_return(enum trk_track_mode mode)
+{
+    struct trk_object_def d = red_def(2, 5);
+    struct rig r;
+    rig_open(&r, &d, 1, mode, 15);
+    uint64_t first = 0;
+    int f = 0;
+    for (; f < 30; f++) { /* x = 100 + 4f: fully out from f = 15 on */
+        struct sq v = { 100 + 4 * f, 50, 8, RED };
+        rig_frame(&r, &v, 1);
+        const struct trk_instance *x;
+        int n = trk_tracker_instances(r.t, 0, &x);
+        if (f == 0) first = n == 1 ? x[0].id : 0;
+        if (apart(&v, 1, 0)) CHECKF(at(&r, 0, &v) && at(&r, 0, &v)->id == first, "frame %d", f);
+        if (f >= 15 && f < 20) /* coasting: lost 1..5 */
+            CHECKF(n == 1 && x[0].id == first && x[0].lost == (uint32_t)(f - 14),
+                   "frame %d: n %d lost %u", f, n, n ? x[0].lost : 0);
+        if (f >= 20) CHECKF(n == 0, "frame %d: %d instances after coast_frames", f, n);
+    }
+    /* Back from the right, moving left, on frame 30: a periodic
+     * whole-frame pass in roi mode (nothing is followed until one). */
+    uint64_t second = 0;
+    for (int g = 0; g < 10; g++, f++) {
+        struct sq v = { 150 - 3 * g, 50, 8, RED };
+        rig_frame(&r, &v, 1);
+        const struct trk_instance *x = at(&r, 0, &v);
+        CHECKF(x != NULL, "back, frame %d", g);
+        if (x && !second) second = x->id;
+        CHECKF(x && x->id == second && second > first, "back, frame %d", g);
+    }
+    /* Hidden for 3 frames while moving on, then seen where predicted. */
+    for (int g = 0; g < 8; g++, f++) {
+        struct sq v = { 150 - 3 * (10 + g), 50, g >= 2 && g < 5 ? 0 : 8, RED };
+        rig_frame(&r, &v, 1);
+        const struct trk_instance *x = by_id(&r, 0, second);
+        CHECKF(x && x->lost == (g >= 2 && g < 5 ? (uint32_t)(g - 1) : 0), "occlusion frame %d", g);
+        if (v.s) CHECKF(at(&r, 0, &v) == x, "occlusion frame %d: measured", g);
+        if (x && x->lost)
+            CHECKF(fabs(x->cx - (150 - 3 * (10 + g) + 3.5)) < 1e-6,
+                   "occlusion frame %d: predicted %.2f", g, x->cx);
+    }
+    rig_close(&r);
+}
+
+/* Two squares of one colour on crossing paths at different speeds, merging
+ * for some frames: each id stays with its square. Head-on (4 and -1 px per
+ * frame, merged for a few frames) and overtaking (3 and 1 px per frame in
+ * the same direction, merged for about 9 frames: the one that holds the
+ * merged blob must keep to its own path meanwhile). */
+static void crossing(enum trk_track_mode mode, bool overtake)
+{
+    struct trk_object_def d = red_def(4, 10);
+    struct rig r;
+    rig_open(&r, &d, 1, mode, 15);
+    uint64_t ida = 0, idb = 0;
+    int merged = 0;
+    for (int f = 0; f < 40; f++) {
+        struct sq v[2] = { { 5 + 4 * f, 50 + 0.5 * f, 8, RED }, { 130 - 1 * f, 60, 8, RED } };
+        if (overtake) {
+            v[0] = (struct sq){ 5 + 3 * f, 50, 8, RED };
+            v[1] = (struct sq){ 40 + f, 52 + 0.2 * f, 8, RED };
+        }
+        rig_frame(&r, v, 2);
+        for (int k = 0; k < 2; k++) {
+            if (!apart(v, 2, k)) {
+                merged += k == 0;
+                continue;
+            }
+            const struct trk_instance *x = at(&r, 0, &v[k]);
+            CHECKF(x != NULL, "mode %d frame %d square %d", mode, f, k);
+            if (!x) continue;
+            uint64_t *id = k ? &idb : &ida;
+            if (!*id) *id = x->id;
+            CHECKF(x->id == *id, "mode %d frame %d square %d: id %llu, was %llu", mode, f, k,
+                   (unsigned long long)x->id, (unsigned long long)*id);
+            /* Out of a merge with the speed it went in with. */
+            const double vx = overtake ? (k ? 1 : 3) : (k ? -1 : 4);
+            if (f > 3) CHECKF(fabs(x->vx - vx) < 0.5, "frame %d square %d: vx %.2f", f, k, x->vx);
+        }
+    }
+    CHECK(merged >= 2 && ida && idb && ida != idb);
+    rig_close(&r);
+}
+
+/* A square moves, stops, sits: same id, speed back to ~0, and in roi mode
+ * the sitting frames need one round. */
+static void stopping(enum trk_track_mode mode)
+{
+    struct trk_object_def d = red_def(1, 10);
+    struct rig r;
+    rig_open(&r, &d, 1, mode, 15);
+    uint64_t id = 0;
+    int two_rounds = 0;
+    for (int f = 0; f < 40; f++) {
+        struct sq v = { 10 + 4 * (f < 12 ? f : 12), 30, 10, RED };
+        two_rounds += rig_frame(&r, &v, 1) == 2;
+        const struct trk_instance *x = at(&r, 0, &v);
+        CHECKF(x != NULL, "frame %d", f);
+        if (x && !id) id = x->id;
+        CHECKF(x && x->id == id, "frame %d", f);
+        if (x && f == 39) CHECK(fabs(x->vx) < 0.01 && fabs(x->vy) < 0.01);
+    }
+    CHECKF(two_rounds <= 2, "%d frames needed a second round", two_rounds);
+    rig_close(&r);
+}
+
+/* Jumps: one onto its region's border (the blob is cut: the whole-frame
+ * round of the same frame measures it whole), one past its region (the
+ * whole-frame round finds it, same id), one across the frame (a new id;
+ * the old coasts). */
+static void jumps(void)
+{
+    struct trk_object_def d = red_def(2, 3);
+    struct rig r;
+    rig_open(&r, &d, 1, TRK_TRACK_ROI, 1000);
+    uint64_t id = 0;
+    double x = 20;
+    for (int f = 0; f < 12; f++) {
+        /* 2 px/frame, a step of 15 px (13 past the prediction: the square
+         * spans 8.5..17.5 px from it, the region's border 16 cuts it), a
+         * step of 26 px (out of the region: about size / 2 + speed +
+         * margin = 5 + 2 + 9 = 16 px from the prediction; the gate 2 x
+         * (10 + 2) + 8 = 32). */
+        x += f == 4 ? 15 : f == 8 ? 26 : 2;
+        struct sq v = { x, 40, 10, RED };
+        int rounds = rig_frame(&r, &v, 1);
+        const struct trk_instance *in = at(&r, 0, &v);
+        CHECKF(in != NULL, "frame %d", f);
+        if (in && !id) id = in->id;
+        CHECKF(in && in->id == id, "frame %d", f);
+        if (f == 4 || f == 8)
+            CHECKF(rounds == 2 && in && !in->via_roi, "frame %d: %d rounds", f, rounds);
+        else if (f > 0)
+            CHECKF(rounds == 1 && in && in->via_roi, "frame %d", f);
+    }
+    /* Across the frame. */
+    struct sq v = { 130, 100, 10, RED };
+    CHECK(rig_frame(&r, &v, 1) == 2);
+    const struct trk_instance *in = at(&r, 0, &v);
+    CHECK(in && in->id > id && !in->via_roi && by_id(&r, 0, id) && by_id(&r, 0, id)->lost == 1);
+    rig_close(&r);
+}
+
+/* Five squares of different sizes, K = 2: the two largest are followed,
+ * in both modes; when the largest leaves, the next largest becomes a new
+ * instance at the next whole-frame search. */
+static void more_than_k(enum trk_track_mode mode)
+{
+    struct trk_object_def d = red_def(2, 2);
+    struct rig r;
+    rig_open(&r, &d, 1, mode, 5);
+    struct sq v[5] = { { 10, 10, 12, RED },
+                       { 40, 10, 11, RED },
+                       { 70, 10, 6, RED },
+                       { 100, 10, 5, RED },
+                       { 10, 60, 4, RED } };
+    uint64_t ids[2] = { 0, 0 };
+    for (int f = 0; f < 20; f++) {
+        v[0].s = f < 10 ? 12 : 0;
+        rig_frame(&r, v, 5);
+        const struct trk_instance *x;
+        int n = trk_tracker_instances(r.t, 0, &x);
+        CHECKF(n <= 2, "frame %d: %d instances", f, n);
+        if (f < 10) {
+            CHECKF(at(&r, 0, &v[0]) && at(&r, 0, &v[1]) && n == 2, "frame %d", f);
+            if (f == 0) ids[0] = x[0].id, ids[1] = x[1].id;
+        } else if (f >= 10 + 3) {
+            /* Gone more than coast_frames: square 2 (6 px) has replaced it. */
+            CHECKF(at(&r, 0, &v[1]) && at(&r, 0, &v[1])->id == ids[1], "frame %d", f);
+            CHECKF(at(&r, 0, &v[2]) && at(&r, 0, &v[2])->id > ids[1], "frame %d", f);
+        }
+    }
+    rig_close(&r);
+}
+
+/* New squares in roi mode: one appearing inside an instance's region is
+ * followed from that frame on (its regions saw a blob no instance claims,
+ * so the object is searched in the whole frame again); one appearing away
+ * from every region waits for the next whole-frame search (periodic). */
+static void appear(void)
+{
+    struct trk_object_def d = red_def(4, 10);
+    struct rig r;
+    rig_open(&r, &d, 1, TRK_TRACK_ROI, 10);
+    for (int f = 0; f < 12; f++) {
+        struct sq v[3] = { { 50, 50, 8, RED },
+                           { 61, 50, f >= 5 ? 8 : 0, RED },
+                           { 120, 100, f >= 6 ? 6 : 0, RED } };
+        int rounds = rig_frame(&r, v, 3);
+        CHECKF(at(&r, 0, &v[0]) != NULL, "frame %d", f);
+        CHECKF((at(&r, 0, &v[1]) != NULL) == (f >= 5), "frame %d: the near one", f);
+        CHECKF((at(&r, 0, &v[2]) != NULL) == (f >= 10), "frame %d: the far one", f);
+        if (f == 5) CHECK(rounds == 2);
+    }
+    rig_close(&r);
+}
+
+/* Ids are unique across objects and never reused, also after a reset. */
+static void ids_unique(void)
+{
+    struct trk_object_def defs[2] = { red_def(3, 0), red_def(3, 0) };
+    snprintf(defs[1].name, sizeof defs[1].name, "red2");
+    struct rig r;
+    rig_open(&r, defs, 2, TRK_TRACK_ROI, 2);
+    uint64_t max_seen = 0;
+    for (int f = 0; f < 12; f++) {
+        /* Squares blink: each appearance after an absence (coast 0) is a
+         * new instance with a new id. */
+        struct sq v[3] = { { 10, 10, f % 2 ? 0 : 6, RED },
+                           { 50, 50, 6, RED },
+                           { 90 + f, 20, f % 3 ? 7 : 0, RED } };
+        rig_frame(&r, v, 3);
+        for (int i = 0; i < 2; i++) {
+            const struct trk_instance *x;
+            int n = trk_tracker_instances(r.t, i, &x);
+            for (int k = 0; k < n; k++) {
+                /* A new id is above every id seen before; both objects see
+                 * the same squares, so their ids differ. */
+                if (x[k].age == 1) {
+                    CHECKF(x[k].id > max_seen, "frame %d: id %llu reused", f,
+                           (unsigned long long)x[k].id);
+                }
+            }
+            for (int k = 0; k < n; k++)
+                if (x[k].id > max_seen) max_seen = x[k].id;
+        }
+    }
+    CHECK(max_seen >= 2 * (1 + 6 + 4));
+    CHECK(trk_tracker_reset(r.t, defs, 2) == 0);
+    struct sq v = { 50, 50, 6, RED };
+    rig_frame(&r, &v, 1);
+    const struct trk_instance *x;
+    CHECK(trk_tracker_instances(r.t, 0, &x) == 1 && x[0].id > max_seen);
+    rig_close(&r);
+}
+
+int main(void)
+{
+    lifecycle();
+    untracked_and_regions();
+    for (int m = TRK_TRACK_ROI; m <= TRK_TRACK_FULL; m++) {
+        leave_and_return((enum trk_track_mode)m);
+        crossing((enum trk_track_mode)m, false);
+        crossing((enum trk_track_mode)m, true);
+        stopping((enum trk_track_mode)m);
+        more_than_k((enum trk_track_mode)m);
+    }
+    jumps();
+    appear();
+    ids_unique();
     return check_exit("tracker");
 }

@@ -554,6 +554,64 @@ static void test_frame_blobs(void)
     trk_buf_free(&plain);
 }
 
+/* Tracked objects' "instances" (seen and lost) and the frame's tracker
+ * keys; untracked objects and frames without the tracker's share keep the
+ * message as before. */
+static void test_frame_instances(void)
+{
+    struct trk_object_def defs[2] = { { .name = "ball", .blobs = 2, .track = true },
+                                      { .name = "plain" } };
+    const struct trk_blob blob = { .mass = 4,
+                                   .sum_x = 4 * 10 + 2,
+                                   .sum_y = 4 * 20,
+                                   .x0 = 10,
+                                   .y0 = 19,
+                                   .x1 = 11,
+                                   .y1 = 21,
+                                   .perimeter = 10 };
+    const struct trk_instance inst[2] = {
+        { .id = 7, .blob = blob, .cx = 10.5, .cy = 20, .vx = 1.25, .vy = -0.5, .age = 3 },
+        { .id = 9, .cx = 40.004, .cy = 50, .vx = -2, .age = 12, .lost = 2 },
+    };
+    const struct trk_instance_list lists[2] = { { inst, 2 }, { inst, 2 } };
+    const struct trk_obj_result res[2] = {
+        { .mass = 4, .sum_x = 42, .sum_y = 80, .x0 = 10, .y0 = 19, .x1 = 11, .y1 = 21 },
+        { .mass = 0, .x0 = -1, .y0 = -1, .x1 = -1, .y1 = -1 },
+    };
+    const struct trk_blob_list blobs[2] = { { &blob, 1 }, { NULL, 0 } };
+    struct trk_frame_meta m = { .seq = 1,
+                                .width = 64,
+                                .height = 48,
+                                .pass = "roi",
+                                .rounds = 2,
+                                .upload_bytes = 1234,
+                                .instances = lists };
+    struct trk_buf b = { 0 }, plain = { 0 };
+    CHECK(trk_msg_frame(&b, &m, defs, res, blobs, 2) == 0);
+    CHECKF(strstr(b.data, "\"height\":48,\"t_capture\":0.000,\"wall_ms\":0.000,\"pass\":\"roi\","
+                          "\"rounds\":2,\"upload_bytes\":1234,\"latency\"") != NULL,
+           "%s", b.data);
+    CHECKF(strstr(b.data, "\"perimeter\":10}],\"instances\":["
+                          "{\"id\":7,\"mass\":4,\"cx\":10.50,\"cy\":20.00,\"bbox\":[10,19,11,21],"
+                          "\"perimeter\":10,\"vx\":1.250,\"vy\":-0.500,\"age\":3,\"lost\":0,"
+                          "\"via\":\"full\"},"
+                          "{\"id\":9,\"mass\":0,\"cx\":40.00,\"cy\":50.00,\"bbox\":null,"
+                          "\"perimeter\":null,\"vx\":-2.000,\"vy\":0.000,\"age\":12,\"lost\":2,"
+                          "\"via\":null}]}") != NULL,
+           "%s", b.data);
+    json_t *j = parse(&b, "frame with instances");
+    json_t *plain_obj = json_array_get(json_object_get(j, "objects"), 1);
+    CHECK(json_object_get(plain_obj, "instances") == NULL);
+    json_decref(j);
+    /* Without the tracker's share: no keys at all. */
+    m.pass = NULL;
+    m.instances = NULL;
+    CHECK(trk_msg_frame(&plain, &m, defs, res, blobs, 2) == 0);
+    CHECKF(!strstr(plain.data, "instances") && !strstr(plain.data, "pass"), "%s", plain.data);
+    trk_buf_free(&b);
+    trk_buf_free(&plain);
+}
+
 /* ----------------------------------------------------------------- hello */
 
 static void test_hello(void)
@@ -837,6 +895,7 @@ static void test_small_messages(void)
                    jint(w, "bytes_sent") == 123456,
                "ws counters");
         CHECKF(!json_object_get(j, "mqtt"), "no mqtt without has_mqtt");
+        CHECKF(!json_object_get(j, "mode") && !json_object_get(j, "upload_bytes"), "no mode");
     }
     json_decref(j);
     trk_buf_reset(&b);
@@ -852,6 +911,15 @@ static void test_small_messages(void)
                jint(mq, "dropped") == 12 && jint(mq, "connects") == 2,
            "mqtt counters");
     json_decref(j);
+    trk_buf_reset(&b);
+    s.mode = "roi";
+    s.upload_bytes = 1234.4;
+    CHECKF(trk_msg_stats(&b, &s) == 0 &&
+               strstr(b.data, "},\"mode\":\"roi\",\"upload_bytes\":1234}"),
+           "mode: %s", b.data);
+    trk_buf_reset(&b);
+    s.upload_bytes = -1;
+    CHECKF(trk_msg_stats(&b, &s) == 0 && strstr(b.data, "\"upload_bytes\":null}"), "%s", b.data);
     trk_buf_reset(&b);
 
     CHECKF(trk_msg_status(&b, "lost", "camera /dev/video0: \"No such device\"") == 0, "status");
@@ -1088,6 +1156,7 @@ int main(void)
     test_fixed();
     test_frame();
     test_frame_blobs();
+    test_frame_instances();
     test_hello();
     test_hello_limits();
     test_small_messages();
