@@ -26,6 +26,11 @@
  * ROIs: the frame is scanned only over the union of the clipped ROIs, and
  * every run is clipped to each object's ROI when it is flushed.
  *
+ * Regions (trk_backend_submit_regions, section "regions"): each region is
+ * scanned alone over its clipped rectangle with its object's own one-word
+ * tables (or, for rgb objects on packed RGB, an SSE2 box test), by one
+ * thread, blobs labelled in that thread's lists; cost = the regions' areas.
+ *
  * Blobs (objects with blobs > 0; the same lists as cpu_ref.c, bit for bit):
  * run-based labelling, the runs being the ones the row kernels already find.
  *   - Frames with blob objects run a second copy of the kernels (KBLOBS in
@@ -104,8 +109,13 @@
 /* A strip component's id across workers: index << FAST_WSHIFT | worker
  * (FAST_MAX_THREADS must fit in FAST_WSHIFT bits). */
 #define FAST_WSHIFT 8
-/* Regions: rows ahead whose segment is prefetched (prefetch_row). */
-#define FAST_PREFETCH_ROWS 4
+/* Regions: rows whose segment is asked for ahead (prefetch_row): the first
+ * this many when a region starts, then row y + this many while y is
+ * classified. A region's rows are short and a page apart, so the hardware
+ * prefetcher does not follow them: the loads of the frame's bytes were most
+ * of a region's time (perf) until they were asked for early. 64 rows of a
+ * region as wide as a 4K frame are 1 MB, within a core's L2. */
+#define FAST_PREFETCH_ROWS 64
 
 struct tables {
     int n;      /* objects */
