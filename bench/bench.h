@@ -100,6 +100,19 @@ int trk_bench_npp_blobs(const unsigned char *h_rgb, int width, int height,
                         struct trk_bench_npp_mask *out, double *all_ms, char *why, size_t why_len)
     __attribute__((weak));
 
+/* ------------------------------------------------ device hook of `cvt` */
+
+/* One Lloyd iteration's regional reductions on the device (bench_cvt.cu,
+ * CUDA builds): generator k sums the pixels of its clipped square of
+ * half-side R nearer to it than to each of its candidates
+ * cand[coff[k] .. coff[k + 1] - 1] (a tie goes to the lower index), as
+ * bench_cvt.c's CPU loop does, into mass[k], sx[k], sy[k]. *kernel_ms: the
+ * kernel's device time (CUDA events). 0, or -1 with why. */
+int trk_bench_cuda_cvt(const int32_t *gx, const int32_t *gy, const int32_t *coff,
+                       const int32_t *cand, int n, int w, int h, int R, uint64_t *mass,
+                       uint64_t *sx, uint64_t *sy, double *kernel_ms, char *why, size_t why_len)
+    __attribute__((weak));
+
 #ifdef __cplusplus
 }
 #endif

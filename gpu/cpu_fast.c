@@ -26,6 +26,11 @@
  * ROIs: the frame is scanned only over the union of the clipped ROIs, and
  * every run is clipped to each object's ROI when it is flushed.
  *
+ * Regions (trk_backend_submit_regions, section "regions"): each region is
+ * scanned alone over its clipped rectangle with its object's own one-word
+ * tables (or, for rgb objects on packed RGB, an SSE2 box test), by one
+ * thread, blobs labelled in that thread's lists; cost = the regions' areas.
+ *
  * Blobs (objects with blobs > 0; the same lists as cpu_ref.c, bit for bit):
  * run-based labelling, the runs being the ones the row kernels already find.
  *   - Frames with blob objects run a second copy of the kernels (KBLOBS in
@@ -104,6 +109,13 @@
 /* A strip component's id across workers: index << FAST_WSHIFT | worker
  * (FAST_MAX_THREADS must fit in FAST_WSHIFT bits). */
 #define FAST_WSHIFT 8
+/* Regions: rows whose segment is asked for ahead (prefetch_row): the first
+ * this many when a region starts, then row y + this many while y is
+ * classified. A region's rows are short and a page apart, so the hardware
+ * prefetcher does not follow them: the loads of the frame's bytes were most
+ * of a region's time (perf) until they were asked for early. 64 rows of a
+ * region as wide as a 4K frame are 1 MB, within a core's L2. */
+#define FAST_PREFETCH_ROWS 64
 
 struct tables {
     int n;      /* objects */
@@ -214,6 +226,19 @@ struct fctx {
     const uint8_t *bext;
     struct sinfo *si;
     uint8_t *strip_w;
+    /* Regions: prefetch the segment of row y + FAST_PREFETCH_ROWS while row
+     * y is classified (lay: the frame's plane layout), since a region's rows
+     * are short runs far apart that the hardware prefetcher does not follow.
+     * 0 for frames: their rows stream. */
+    int prefetch;
+    struct trk_plane_layout lay;
+    /* Regions of an rgb object on packed RGB (x86-64, not "lut-portable"):
+     * box = the pixel stride (3 or 4), else 0; the object's box per byte of
+     * a 16-pixel block (blo/bhi[v]: vector v of the block) and per byte of
+     * one pixel (plo/phi), for box_row. */
+    int box;
+    uint8_t blo[4][16], bhi[4][16];
+    uint8_t plo[4], phi[4];
 };
 
 struct cpu_fast;
@@ -252,6 +277,13 @@ struct worker {
     uint16_t *touched;           /* the blob objects with runs on the current row */
     int ntouched;
     int oom; /* a list could not grow this frame */
+    /* Regions (section "regions"): this worker's context of the region it
+     * measures (one object, tables of that object alone), and the strip
+     * table of that region's labelling (max_strips entries each). */
+    struct fctx *rf;
+    struct sinfo *rsi;
+    uint8_t *rsw;
+    uint8_t rbext[1];
 };
 
 struct cpu_fast {
@@ -289,6 +321,23 @@ struct cpu_fast {
     uint8_t *strip_w;                       /* max_strips: the worker of each strip */
     struct trk_blob (*blob)[TRK_MAX_BLOBS]; /* nb lists of the last frame */
     int n_blobs[TRK_MAX_OBJECTS];           /* per blob index */
+    /* Regions (section "regions"). otab[i]: object i's tables alone (one
+     * word, bit 0), built by set_objects in otab_mem. The last submit was
+     * regional when rmode; then nreg results are in rres and region j's
+     * list in rblob[j] (rnb[j] long); rcap regions fit (grown on demand,
+     * kept). regs, next_reg and rerr are one call's: the caller writes regs
+     * before the pool wakes, workers take regions from next_reg and write
+     * the rres/rblob/rnb entries of the regions they took. */
+    struct tables otab[TRK_MAX_OBJECTS];
+    uint64_t *otab_mem;
+    struct trk_object_def objs[TRK_MAX_OBJECTS]; /* the set (box_setup reads boxes) */
+    int rmode, nreg, rcap;
+    const struct trk_region *regs;
+    atomic_int next_reg;
+    atomic_int rerr;
+    struct trk_obj_result *rres;
+    struct trk_blob (*rblob)[TRK_MAX_BLOBS];
+    int *rnb;
 };
 
 /* Doubles a list's capacity (realloc keeps the contents); 0 or -1. */
@@ -566,9 +615,104 @@ static void rgb_to_ycc_row(const struct trk_rgb2ycc_coef *k, const uint8_t *rp, 
     }
 }
 
+#ifdef FAST_X86
+/* One row of a region of one rgb object on packed RGB (f->box: 3 or 4
+ * bytes a pixel): the object's box tested on 16 pixels at once with SSE2
+ * (baseline x86-64): each byte is clamped into its channel's [lo, hi] and
+ * compared with itself, a pixel matches when its three colour bytes do
+ * (alpha's range is 0..255); the same test as the tables, so the same runs.
+ * A region scans one object, so this replaces three table loads per pixel
+ * with a few vector instructions per 16 pixels. */
+static void box_row(struct worker *w, const struct fctx *f, int y)
+{
+    static const uint64_t one = 1;
+    const int st = f->box;
+    const uint64_t pix = st == 3 ? 0x249249249249ull : 0x1111111111111111ull; /* bit st * p */
+    const uint8_t *row = f->img->plane[0] + (size_t)y * f->img->pitch[0];
+    __m128i lo[4], hi[4];
+    for (int v = 0; v < st; v++) {
+        lo[v] = _mm_loadu_si128((const __m128i *)f->blo[v]);
+        hi[v] = _mm_loadu_si128((const __m128i *)f->bhi[v]);
+    }
+    int xs = -1, xe = -1; /* the open run */
+#define BOX_PIXEL(px)                                                                              \
+    do {                                                                                           \
+        if (xs >= 0 && (px) == xe + 1) {                                                           \
+            xe = (px);                                                                             \
+        } else {                                                                                   \
+            if (xs >= 0) (f->nb ? flush_run_blobs : flush_run)(w, f, &one, 1, xs, xe, y);          \
+            xs = xe = (px);                                                                        \
+        }                                                                                          \
+    } while (0)
+    int x = f->xa;
+    for (; x + 15 <= f->xb; x += 16) {
+        const uint8_t *p = row + (size_t)x * (size_t)st;
+        uint64_t bits = 0;
+        for (int v = 0; v < st; v++) {
+            const __m128i d = _mm_loadu_si128((const __m128i *)(p + 16 * v));
+            const __m128i in = _mm_cmpeq_epi8(_mm_max_epu8(_mm_min_epu8(d, hi[v]), lo[v]), d);
+            bits |= (uint64_t)(unsigned)_mm_movemask_epi8(in) << (16 * v);
+        }
+        uint64_t a = bits & (bits >> 1) & (bits >> 2) & pix;
+        if (a == pix) { /* all 16: one stretch */
+            BOX_PIXEL(x);
+            xe = x + 15;
+            continue;
+        }
+        while (a) {
+            BOX_PIXEL(x + __builtin_ctzll(a) / st);
+            a &= a - 1;
+        }
+    }
+    for (; x <= f->xb; x++) {
+        const uint8_t *p = row + (size_t)x * (size_t)st;
+        if (p[0] >= f->plo[0] && p[0] <= f->phi[0] && p[1] >= f->plo[1] && p[1] <= f->phi[1] &&
+            p[2] >= f->plo[2] && p[2] <= f->phi[2])
+            BOX_PIXEL(x);
+    }
+#undef BOX_PIXEL
+    if (xs >= 0) (f->nb ? flush_run_blobs : flush_run)(w, f, &one, 1, xs, xe, y);
+}
+#endif
+
+/* Sets up box_row for a region of object o (f->img set), or turns it off
+ * (f->box = 0) where it does not apply. */
+static void box_setup(const struct cpu_fast *s, struct fctx *f, const struct trk_object_def *o)
+{
+    f->box = 0;
+#ifdef FAST_X86
+    const enum trk_pixfmt fmt = f->img->fmt;
+    const int st = fmt == TRK_FMT_YUYV ? 0 : trk_fmt_bpp(fmt);
+    if (s->portable || o->space != TRK_SPACE_RGB || (st != 3 && st != 4)) return;
+    /* An empty range (lo > hi) would clamp to lo and match lo itself: such
+     * a box matches nothing, which the tables say without help. */
+    if (o->lo[0] > o->hi[0] || o->lo[1] > o->hi[1] || o->lo[2] > o->hi[2]) return;
+    const int bgr = fmt == TRK_FMT_BGR24 || fmt == TRK_FMT_BGRA;
+    for (int b = 0; b < 4; b++) { /* byte b of a pixel: its channel's range */
+        const int c = b == 3 ? -1 : bgr ? 2 - b : b;
+        f->plo[b] = c < 0 ? 0 : (uint8_t)o->lo[c];
+        f->phi[b] = c < 0 ? 255 : (uint8_t)o->hi[c];
+    }
+    for (int v = 0; v < st; v++)
+        for (int i = 0; i < 16; i++) {
+            f->blo[v][i] = f->plo[(16 * v + i) % st];
+            f->bhi[v][i] = f->phi[(16 * v + i) % st];
+        }
+    f->box = st;
+#else
+    (void)s, (void)o;
+#endif
+}
+
 /* One row of the frame: decode what the objects need, run the kernel. */
 static void do_row(struct worker *w, const struct fctx *f, int y)
 {
+#ifdef FAST_X86
+    if (f->box) {
+        box_row(w, f, y);
+        return;
+    }
+#endif
     const struct trk_image *img = f->img;
     const struct tables *t = f->tab;
     int nwi = nw_index(t->nw);
@@ -756,6 +900,42 @@ static void strip_end(struct worker *w, const struct fctx *f, int y0, int rows)
     }
 }
 
+/* Asks for the bytes of the segment [f->xa, f->xb] of row y of every plane
+ * (a hint: nothing is read, rows past the frame are skipped). */
+static void prefetch_row(const struct fctx *f, int y)
+{
+    const struct trk_image *img = f->img;
+    if (y > f->yb) return;
+    for (int p = 0; p < f->lay.planes; p++) {
+        const size_t rb = f->lay.row_bytes[p], w = (size_t)img->width;
+        const size_t lo = (size_t)f->xa * rb / w, hi = ((size_t)f->xb + 1) * rb / w;
+        const uint8_t *row = img->plane[p] + (size_t)(y >> f->lay.vshift[p]) * img->pitch[p];
+        for (size_t o = lo & ~(size_t)63; o < hi; o += 64)
+            __builtin_prefetch(row + o);
+        __builtin_prefetch(row + hi - 1);
+    }
+}
+
+/* Rows [y0, y1] of f (one strip: y0 - f->ya is a multiple of
+ * FAST_STRIP_ROWS), classified and, with blob objects, labelled. */
+static void do_strip(struct worker *w, const struct fctx *f, int y0, int y1)
+{
+    if (!f->nb) {
+        for (int y = y0; y <= y1; y++) {
+            if (f->prefetch) prefetch_row(f, y + FAST_PREFETCH_ROWS);
+            do_row(w, f, y);
+        }
+        return;
+    }
+    strip_begin(w, f);
+    for (int y = y0; y <= y1; y++) {
+        if (f->prefetch) prefetch_row(f, y + FAST_PREFETCH_ROWS);
+        do_row(w, f, y);
+        label_row(w, f, y - y0);
+    }
+    strip_end(w, f, y0, y1 - y0 + 1);
+}
+
 /* A thread's share of a frame: strips from the dispenser until none is left. */
 static void run_share(struct worker *w, struct fctx *f, int n)
 {
@@ -772,17 +952,7 @@ static void run_share(struct worker *w, struct fctx *f, int n)
         if (y0 > f->yb) break;
         int y1 = y0 + FAST_STRIP_ROWS - 1;
         if (y1 > f->yb) y1 = f->yb;
-        if (!f->nb) {
-            for (int y = y0; y <= y1; y++)
-                do_row(w, f, y);
-            continue;
-        }
-        strip_begin(w, f);
-        for (int y = y0; y <= y1; y++) {
-            do_row(w, f, y);
-            label_row(w, f, y - y0);
-        }
-        strip_end(w, f, y0, y1 - y0 + 1);
+        do_strip(w, f, y0, y1);
     }
 }
 
@@ -830,21 +1000,23 @@ static void keep_best(struct trk_blob *list, int *n, int k, const struct trk_blo
     if (*n < k) (*n)++;
 }
 
-/* After every strip is labelled (nacc workers took part): joins the strip
- * components across each seam (the last row of a strip against the first of
- * the next, with the same sweep as inside a strip), adds every component's
- * stats to its root, and keeps the K best roots of at least min_area. */
-static void blobs_finish(struct cpu_fast *s, int nacc)
+/* After every strip of f is labelled, blob object bi's list: joins the
+ * strip components across each seam (the last row of a strip against the
+ * first of the next, with the same sweep as inside a strip), adds every
+ * component's stats to its root, and keeps the K best roots of at least
+ * min_area in list; returns its length. The strips' runs and components are
+ * in the lists of workers k0 .. k1 - 1 (a frame: all that took part; a
+ * region: the one that measured it). */
+static int finish_lists(const struct cpu_fast *s, const struct fctx *f, int bi, int k0, int k1,
+                        uint64_t min_area, int K, struct trk_blob *list)
 {
-    const struct fctx *f = &s->f;
     const int nstrips = (f->yb - f->ya) / FAST_STRIP_ROWS + 1;
-    for (int bi = 0; bi < s->nb; bi++) {
-        const int ext = s->bext[bi];
-        for (int st = 0; st + 1 < nstrips; st++) {
-            const uint64_t wu = f->strip_w[st], wd = f->strip_w[st + 1];
-            const struct sinfo *su = &f->si[(size_t)st * (size_t)s->nb + (size_t)bi];
-            const struct sinfo *sd = su + s->nb;
-            const struct blist *U = &s->w[wu].bl[bi], *D = &s->w[wd].bl[bi];
+    const int ext = f->bext[bi];
+    for (int st = 0; st + 1 < nstrips; st++) {
+        const uint64_t wu = f->strip_w[st], wd = f->strip_w[st + 1];
+        const struct sinfo *su = &f->si[(size_t)st * (size_t)f->nb + (size_t)bi];
+        const struct sinfo *sd = su + f->nb;
+        const struct blist *U = &s->w[wu].bl[bi], *D = &s->w[wd].bl[bi];
 #define TOUCH_AT_SEAM(i, j, ov)                                                                    \
     do {                                                                                           \
         const uint64_t cd_ = (uint64_t)D->run[i].v << FAST_WSHIFT | wd;                            \
@@ -852,44 +1024,50 @@ static void blobs_finish(struct cpu_fast *s, int nacc)
         comp_unite(s, bi, cd_, cu_);                                                               \
         comp_at(s, bi, cd_)->b.perimeter -= 2 * (uint64_t)(ov);                                    \
     } while (0)
-            SWEEP_ROWS(D->run, sd->a0, sd->a1, U->run, su->z0, su->z1, ext, TOUCH_AT_SEAM);
+        SWEEP_ROWS(D->run, sd->a0, sd->a1, U->run, su->z0, su->z1, ext, TOUCH_AT_SEAM);
 #undef TOUCH_AT_SEAM
-        }
-        for (int k = 0; k < nacc; k++) {
-            const struct blist *L = &s->w[k].bl[bi];
-            for (uint32_t c = 0; c < L->ncomp; c++) {
-                const uint64_t id = (uint64_t)c << FAST_WSHIFT | (uint64_t)k;
-                const uint64_t root = comp_root(s, bi, id);
-                if (root == id) continue;
-                const struct trk_blob *a = &L->comp[c].b;
-                struct trk_blob *b = &comp_at(s, bi, root)->b;
-                b->mass += a->mass;
-                b->sum_x += a->sum_x;
-                b->sum_y += a->sum_y;
-                b->perimeter += a->perimeter;
-                if (a->x0 < b->x0) b->x0 = a->x0;
-                if (a->x1 > b->x1) b->x1 = a->x1;
-                if (a->y0 < b->y0) b->y0 = a->y0;
-                if (a->y1 > b->y1) b->y1 = a->y1;
-            }
-        }
-        int n = 0;
-        for (int k = 0; k < nacc; k++) {
-            const struct blist *L = &s->w[k].bl[bi];
-            for (uint32_t c = 0; c < L->ncomp; c++) {
-                const struct comp *C = &L->comp[c];
-                if (C->parent == ((uint64_t)c << FAST_WSHIFT | (uint64_t)k) &&
-                    C->b.mass >= s->bmin[bi])
-                    keep_best(s->blob[bi], &n, s->bk[bi], &C->b);
-            }
-        }
-        s->n_blobs[bi] = n;
     }
+    for (int k = k0; k < k1; k++) {
+        const struct blist *L = &s->w[k].bl[bi];
+        for (uint32_t c = 0; c < L->ncomp; c++) {
+            const uint64_t id = (uint64_t)c << FAST_WSHIFT | (uint64_t)k;
+            const uint64_t root = comp_root(s, bi, id);
+            if (root == id) continue;
+            const struct trk_blob *a = &L->comp[c].b;
+            struct trk_blob *b = &comp_at(s, bi, root)->b;
+            b->mass += a->mass;
+            b->sum_x += a->sum_x;
+            b->sum_y += a->sum_y;
+            b->perimeter += a->perimeter;
+            if (a->x0 < b->x0) b->x0 = a->x0;
+            if (a->x1 > b->x1) b->x1 = a->x1;
+            if (a->y0 < b->y0) b->y0 = a->y0;
+            if (a->y1 > b->y1) b->y1 = a->y1;
+        }
+    }
+    int n = 0;
+    for (int k = k0; k < k1; k++) {
+        const struct blist *L = &s->w[k].bl[bi];
+        for (uint32_t c = 0; c < L->ncomp; c++) {
+            const struct comp *C = &L->comp[c];
+            if (C->parent == ((uint64_t)c << FAST_WSHIFT | (uint64_t)k) && C->b.mass >= min_area)
+                keep_best(list, &n, K, &C->b);
+        }
+    }
+    return n;
+}
+
+/* Every blob object's list of the frame (nacc workers took part). */
+static void blobs_finish(struct cpu_fast *s, int nacc)
+{
+    for (int bi = 0; bi < s->nb; bi++)
+        s->n_blobs[bi] = finish_lists(s, &s->f, bi, 0, nacc, s->bmin[bi], s->bk[bi], s->blob[bi]);
 }
 
 /* --------------------------------------------------------------- the pool */
 
 static void pf_share(struct worker *w, struct cpu_fast *s);
+static void region_share(struct worker *w);
 
 static void *worker_main(void *arg)
 {
@@ -909,6 +1087,8 @@ static void *worker_main(void *arg)
 
         if (s->pf.phase)
             pf_share(w, s);
+        else if (s->rmode)
+            region_share(w);
         else
             run_share(w, &s->f, s->tab.n);
 
@@ -955,6 +1135,9 @@ static void fast_destroy(void *self)
         for (int i = 0; i < s->nthreads; i++) {
             if (s->w[i].started) pthread_join(s->w[i].th, NULL);
             free(s->w[i].plane[0]);
+            free(s->w[i].rf);
+            free(s->w[i].rsi);
+            free(s->w[i].rsw);
         }
     }
     if (s->sync_ok) {
@@ -968,6 +1151,10 @@ static void fast_destroy(void *self)
     free(s->pf.frame);
     free(s->pf.tmp);
     free(s->pf.pad);
+    free(s->otab_mem);
+    free(s->rres);
+    free(s->rblob);
+    free(s->rnb);
     free(s);
 }
 
@@ -1066,7 +1253,10 @@ static int fast_create(const struct trk_backend_cfg *cfg, void **self)
         w->be = s;
         w->idx = i;
         w->plane[0] = malloc(plane_bytes * FAST_PLANES);
-        if (!w->plane[0]) goto nomem;
+        w->rf = calloc(1, sizeof(*w->rf));
+        w->rsi = calloc((size_t)s->max_strips, sizeof(*w->rsi));
+        w->rsw = calloc((size_t)s->max_strips, 1);
+        if (!w->plane[0] || !w->rf || !w->rsi || !w->rsw) goto nomem;
         for (int k = 1; k < FAST_PLANES; k++)
             w->plane[k] = w->plane[0] + k * plane_bytes;
     }
@@ -1158,13 +1348,81 @@ static int blobs_alloc(struct cpu_fast *s, const struct trk_object_def *objs, in
     return 0;
 }
 
+static size_t align64(size_t v)
+{
+    return (v + 63) / 64 * 64;
+}
+
+/* Words of one object's own tables (obj_tables): its space's three
+ * channels and, for rgb, the extended tables of YUV frames. */
+static size_t obj_words(enum trk_space sp)
+{
+    size_t v = 0;
+    for (int c = 0; c < 3; c++)
+        v += (size_t)trk_chan_values((int)sp, c);
+    return sp == TRK_SPACE_RGB ? v + 3 * (size_t)FAST_EXT_N : v;
+}
+
+/* The regions' tables (section "regions"): per object, tables in which it
+ * is the only object (one word, bit 0), so a region runs the one-word
+ * kernels and meets no other object's runs. Built in mem (from
+ * obj_tables_alloc). */
+static void obj_tables(struct cpu_fast *s, const struct trk_object_def *objs, int n, uint64_t *mem)
+{
+    uint64_t *p = mem;
+    for (int i = 0; i < n; i++) {
+        const struct trk_object_def *o = &objs[i];
+        const int sp = (int)o->space;
+        struct tables *t = &s->otab[i];
+        memset(t, 0, sizeof(*t));
+        t->n = 1;
+        t->nw = 1;
+        t->has[sp] = 1;
+        t->sat = s->tab.sat;
+        for (int c = 0; c < 3; c++) {
+            const int nv = trk_chan_values(sp, c);
+            for (int v = 0; v < nv; v++)
+                p[v] = trk_chan_has(o->lo, o->hi, sp == TRK_SPACE_HSV, c, v);
+            /* With one word the summary is the row itself. */
+            t->full[sp][c] = t->sum[sp][c] = p;
+            p += nv;
+        }
+        if (sp != TRK_SPACE_RGB) continue;
+        for (int c = 0; c < 3; c++) {
+            for (int i2 = 0; i2 < FAST_EXT_N; i2++) {
+                const int v = i2 - FAST_EXT_OFF;
+                p[i2] = t->full[sp][c][v < 0 ? 0 : v > 255 ? 255 : v];
+            }
+            t->ext[c] = t->ext_sum[c] = p;
+            p += FAST_EXT_N;
+        }
+    }
+}
+
+static uint64_t *obj_tables_alloc(const struct trk_object_def *objs, int n)
+{
+    size_t words = 8; /* never 0 */
+    for (int i = 0; i < n; i++)
+        words += obj_words(objs[i].space);
+    return aligned_alloc(64, align64(words * sizeof(uint64_t)));
+}
+
 static int fast_set_objects(void *self, const struct trk_object_def *objs, int n)
 {
     struct cpu_fast *s = self;
     struct tables *t = &s->tab;
     if (n < 0 || n > TRK_MAX_OBJECTS) return TRK_EINVAL;
+    uint64_t *omem = obj_tables_alloc(objs, n);
+    if (!omem) return TRK_ENOMEM;
     int err = blobs_alloc(s, objs, n);
-    if (err) return err;
+    if (err) {
+        free(omem);
+        return err;
+    }
+    free(s->otab_mem);
+    s->otab_mem = omem;
+    obj_tables(s, objs, n, omem);
+    if (n > 0) memcpy(s->objs, objs, (size_t)n * sizeof(*objs));
     int nw = n <= 64 ? 1 : n <= 128 ? 2 : 4;
     memset(s->tab_mem, 0, tab_bytes());
     memset(t->has, 0, sizeof(t->has));
@@ -1200,16 +1458,33 @@ static int fast_set_objects(void *self, const struct trk_object_def *objs, int n
     return 0;
 }
 
+/* Wakes the pool's workers for the job the caller has set up (nothing when
+ * nt == 1: the caller's thread does it all)... */
+static void pool_wake(struct cpu_fast *s, int nt)
+{
+    if (nt <= 1) return;
+    pthread_mutex_lock(&s->mu);
+    s->pending = s->nthreads - 1;
+    s->gen++;
+    pthread_cond_broadcast(&s->go);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* ...and, after the caller's own share, waits until every worker is done. */
+static void pool_join(struct cpu_fast *s, int nt)
+{
+    if (nt <= 1) return;
+    pthread_mutex_lock(&s->mu);
+    while (s->pending > 0)
+        pthread_cond_wait(&s->done, &s->mu);
+    pthread_mutex_unlock(&s->mu);
+}
+
 /* ------------------------------------------------------------ pre-filter */
 /* prefilter.h's fast row passes spread over the pool: strips of
  * FAST_STRIP_ROWS rows of every grid from one dispenser, all horizontal
  * strips in one round, all vertical ones in the next (a vertical row reads
  * the horizontal rows of its neighbours). Any split gives the same bytes. */
-
-static size_t align64(size_t v)
-{
-    return (v + 63) / 64 * 64;
-}
 
 static int fast_set_prefilter(void *self, const struct trk_prefilter *pf)
 {
@@ -1261,20 +1536,9 @@ static void pf_round(struct cpu_fast *s, int phase, int nt)
 {
     s->pf.phase = phase;
     atomic_store_explicit(&s->pf.next, 0, memory_order_relaxed);
-    if (nt > 1) {
-        pthread_mutex_lock(&s->mu);
-        s->pending = s->nthreads - 1;
-        s->gen++;
-        pthread_cond_broadcast(&s->go);
-        pthread_mutex_unlock(&s->mu);
-    }
+    pool_wake(s, nt);
     pf_share(&s->w[0], s);
-    if (nt > 1) {
-        pthread_mutex_lock(&s->mu);
-        while (s->pending > 0)
-            pthread_cond_wait(&s->done, &s->mu);
-        pthread_mutex_unlock(&s->mu);
-    }
+    pool_join(s, nt);
 }
 
 /* img filtered into the backend's frame, which is returned. */
@@ -1307,6 +1571,7 @@ static int fast_submit(void *self, const struct trk_image *img, const struct trk
     struct fctx *f = &s->f;
     int n = s->tab.n;
     double t0 = trk_backend_now_ms();
+    s->rmode = 0;
     /* Everything below (aggregates and blobs) sees the filtered frame. */
     if (s->pf.pf.sigma > 0 && n > 0) img = pf_frame(s, img);
 
@@ -1319,6 +1584,8 @@ static int fast_submit(void *self, const struct trk_image *img, const struct trk
     f->yy = s->yytab[ci];
     f->ext_ok = s->ext_ok;
     f->use_rois = rois != NULL;
+    f->prefetch = 0;
+    f->box = 0;
     f->nb = s->nb;
     f->bidx = s->bidx;
     f->bext = s->bext;
@@ -1349,20 +1616,9 @@ static int fast_submit(void *self, const struct trk_image *img, const struct trk
         int strips = (yb - ya + FAST_STRIP_ROWS) / FAST_STRIP_ROWS;
         long px = (long)(xb - xa + 1) * (yb - ya + 1);
         if (s->nthreads > 1 && strips > 1 && px >= FAST_MIN_POOL_PIXELS) nt = s->nthreads;
-        if (nt > 1) {
-            pthread_mutex_lock(&s->mu);
-            s->pending = s->nthreads - 1;
-            s->gen++;
-            pthread_cond_broadcast(&s->go);
-            pthread_mutex_unlock(&s->mu);
-        }
+        pool_wake(s, nt);
         run_share(&s->w[0], f, n);
-        if (nt > 1) {
-            pthread_mutex_lock(&s->mu);
-            while (s->pending > 0)
-                pthread_cond_wait(&s->done, &s->mu);
-            pthread_mutex_unlock(&s->mu);
-        }
+        pool_join(s, nt);
     }
 
     /* Threads whose accumulators hold this frame. */
@@ -1401,9 +1657,144 @@ static int fast_submit(void *self, const struct trk_image *img, const struct trk
     return 0;
 }
 
+/* --------------------------------------------------------------- regions */
+/* The regional form (backend.h, trk_backend_submit_regions). Each region is
+ * measured on its own, start to end, by one thread: its rectangle (clipped)
+ * is scanned row by row with the tables of its object alone (otab: one word,
+ * bit 0), so the one-word kernels run whatever the object count, no other
+ * object's runs are met, and the runs need no clipping (the scanned segment
+ * is the region). Blob objects label the region in strips as a frame is
+ * labelled, in the thread's own lists and strip table (worker.rsi/rsw),
+ * and finish_lists joins them and keeps the K best.
+ * Cost: the sum of the clipped areas; regions that overlap are scanned once
+ * each (a tracker's ROIs overlap only while instances meet, and measuring
+ * each on its own keeps each region's labelling exact and simple).
+ * Threads: one wake-up per call; workers take whole regions from a
+ * dispenser (one region is never split, so a single large region runs on
+ * one thread). With the pre-filter on, the whole frame is filtered first. */
+
+/* One thread's share of a call: regions from the dispenser until none is
+ * left; f (the thread's rf) gets the frame's fields once. */
+static void region_share(struct worker *w)
+{
+    static const int16_t only[1] = { 0 }; /* bidx: object 0 of otab is blob index 0 */
+    struct cpu_fast *s = w->be;
+    struct fctx *f = w->rf;
+    const struct fctx *g = &s->f; /* the frame's fields, set by the caller */
+    const struct trk_image *img = g->img;
+    f->img = img;
+    f->k_yuv = g->k_yuv;
+    f->k_ycc = g->k_ycc;
+    f->yy = g->yy;
+    f->ext_ok = g->ext_ok;
+    f->use_rois = 0;
+    f->bidx = only;
+    f->bext = w->rbext;
+    f->si = w->rsi;
+    f->strip_w = w->rsw;
+    f->prefetch = 1;
+    f->lay = g->lay;
+    for (;;) {
+        const int j = atomic_fetch_add_explicit(&s->next_reg, 1, memory_order_relaxed);
+        if (j >= s->nreg) break;
+        const struct trk_region *R = &s->regs[j];
+        const int bi = s->bidx[R->obj];
+        struct trk_roi c;
+        s->rnb[j] = 0;
+        if (!trk_roi_clip(&R->roi, 0, img->width, img->height, &c)) {
+            trk_result_clear(&s->rres[j]);
+            continue;
+        }
+        f->tab = &s->otab[R->obj];
+        box_setup(s, f, &s->objs[R->obj]);
+        f->kern = bi >= 0 ? &s->kern_b : &s->kern;
+        f->nb = bi >= 0;
+        f->xa = c.x0, f->xb = c.x1, f->ya = c.y0, f->yb = c.y1;
+        w->acc[0] = (struct acc){ 0, 0, 0, INT32_MAX, INT32_MAX, -1, -1 };
+        for (int y = c.y0; y < c.y0 + FAST_PREFETCH_ROWS; y++)
+            prefetch_row(f, y);
+        if (bi >= 0) {
+            w->rbext[0] = s->bext[bi];
+            w->oom = 0;
+            w->bl[0].nrun = w->bl[0].ncomp = w->bl[0].row0 = 0;
+        }
+        for (int y0 = c.y0; y0 <= c.y1; y0 += FAST_STRIP_ROWS)
+            do_strip(w, f, y0, y0 + FAST_STRIP_ROWS - 1 < c.y1 ? y0 + FAST_STRIP_ROWS - 1 : c.y1);
+        const struct acc *a = &w->acc[0];
+        struct trk_obj_result *r = &s->rres[j];
+        if (a->mass == 0) {
+            trk_result_clear(r);
+        } else {
+            *r = (struct trk_obj_result){ a->mass, a->sum_x, a->sum_y, a->x0, a->y0, a->x1, a->y1 };
+        }
+        if (bi < 0) continue;
+        if (w->oom) {
+            atomic_store_explicit(&s->rerr, 1, memory_order_relaxed);
+            continue;
+        }
+        s->rnb[j] = finish_lists(s, f, 0, w->idx, w->idx + 1, s->bmin[bi], s->bk[bi], s->rblob[j]);
+    }
+}
+
+/* Room for n regions' results and lists (kept for later calls). */
+static int regions_reserve(struct cpu_fast *s, int n)
+{
+    if (n <= s->rcap) return 0;
+    int cap = s->rcap ? s->rcap : 64;
+    while (cap < n)
+        cap *= 2;
+    if (cap > TRK_MAX_REGIONS) cap = TRK_MAX_REGIONS;
+    struct trk_obj_result *res = realloc(s->rres, (size_t)cap * sizeof(*res));
+    if (res) s->rres = res;
+    struct trk_blob(*bl)[TRK_MAX_BLOBS] = realloc(s->rblob, (size_t)cap * sizeof(*bl));
+    if (bl) s->rblob = bl;
+    int *nb = realloc(s->rnb, (size_t)cap * sizeof(*nb));
+    if (nb) s->rnb = nb;
+    if (!res || !bl || !nb) return TRK_ENOMEM;
+    s->rcap = cap;
+    return 0;
+}
+
+static int fast_submit_regions(void *self, const struct trk_image *img, const struct trk_region *r,
+                               int n)
+{
+    struct cpu_fast *s = self;
+    const double t0 = trk_backend_now_ms();
+    s->rmode = 1;
+    s->nreg = 0;
+    int err = regions_reserve(s, n);
+    if (err) return err;
+    if (s->pf.pf.sigma > 0 && n > 0) img = pf_frame(s, img);
+    struct fctx *g = &s->f;
+    const int ci = trk_coef_index((int)img->matrix, img->full_range);
+    g->img = img;
+    g->k_yuv = &trk_yuv2rgb_coefs[ci];
+    g->k_ycc = &trk_rgb2ycc_coefs[ci];
+    g->yy = s->yytab[ci];
+    g->ext_ok = s->ext_ok;
+    trk_image_plane_layout(img->fmt, img->width, img->height, &g->lay);
+    s->regs = r;
+    s->nreg = n;
+    atomic_store_explicit(&s->next_reg, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->rerr, 0, memory_order_relaxed);
+    long px = 0;
+    for (int j = 0; j < n && px < FAST_MIN_POOL_PIXELS; j++) {
+        struct trk_roi c;
+        if (trk_roi_clip(&r[j].roi, 0, img->width, img->height, &c))
+            px += (long)(c.x1 - c.x0 + 1) * (c.y1 - c.y0 + 1);
+    }
+    const int nt = s->nthreads > 1 && n > 1 && px >= FAST_MIN_POOL_PIXELS ? s->nthreads : 1;
+    pool_wake(s, nt);
+    region_share(&s->w[0]);
+    pool_join(s, nt);
+    s->total_ms = trk_backend_now_ms() - t0;
+    return atomic_load_explicit(&s->rerr, memory_order_relaxed) ? TRK_ENOMEM : 0;
+}
+
 static int fast_wait(void *self, struct trk_obj_result *out, struct trk_backend_timing *t)
 {
     struct cpu_fast *s = self;
+    if (s->rmode) return trk_backend_sync_wait(s->rres, s->nreg, s->total_ms, out, t);
     return trk_backend_sync_wait(s->res, s->tab.n, s->total_ms, out, t);
 }
 
@@ -1422,12 +1813,17 @@ static int fast_blobs(void *self, int obj, const struct trk_blob **out)
 {
     static const struct trk_blob none[1];
     struct cpu_fast *s = self;
+    if (s->rmode) { /* obj is a region (backend.c checked it) */
+        *out = s->rblob[obj];
+        return s->rnb[obj];
+    }
     const int bi = s->bidx[obj];
     *out = bi < 0 ? none : s->blob[bi];
     return bi < 0 ? 0 : s->n_blobs[bi];
 }
 
 const struct trk_backend_ops trk_cpu_fast_ops = {
-    TRK_BACKEND_OPS(fast, "cpu"),        .describe = fast_describe, .variants = fast_variants,
-    .set_prefilter = fast_set_prefilter, .blobs = fast_blobs,
+    TRK_BACKEND_OPS(fast, "cpu"), .describe = fast_describe,
+    .variants = fast_variants,    .set_prefilter = fast_set_prefilter,
+    .blobs = fast_blobs,          .submit_regions = fast_submit_regions,
 };

@@ -1,0 +1,505 @@
+/* trackd-bench --experiment rrm: the regional multiple reduction against the
+ * full-frame pass on moving-object scenes (issue 13).
+ *
+ * M instances (disks of the standard radius, 2% of the short side) move on
+ * known straight paths that bounce off the frame's edges, C = min(M, 128)
+ * colours (the standard scene's palette), ceil(M / C) instances a colour.
+ * Per frame and backend, both modes on the same picture, each one whole call
+ * from host memory (upload included for GPU backends):
+ *   full: trk_backend_process over the frame, blobs on (K = instances a
+ *         colour), what the tracker's re-acquisition pass costs;
+ *   roi:  trk_backend_process_regions, one region per instance around its
+ *         true position (the disk's box + --margin), blobs on.
+ * Checked every frame: each instance whose region holds no other disk of its
+ * colour and whose disk no later-painted disk covers must have, in its
+ * region, the aggregate of the true disk (mass = disk area, centroid = the
+ * true centre exactly) and as its first blob the full pass's blob with the
+ * same first pixel, field by field. A difference prints MISMATCH and makes
+ * the exit status 1. Medians over frames, ratios full / roi, and the bytes
+ * each mode uploaded (timing.upload_bytes; 0 on CPU backends).
+ */
+#include "bench.h"
+
+#include "backend.h"
+#include "scene.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RR_MAX_LIST 16
+#define RR_MAX_INST 1024
+#define RR_SEED     20240613u
+
+struct rr_opts {
+    int nsizes, sizes[RR_MAX_LIST][2];
+    int ninst, inst[RR_MAX_LIST];
+    int nkinds;
+    enum trk_backend_kind kinds[RR_MAX_LIST];
+    int nthreads, threads[RR_MAX_LIST];
+    int frames, warmup, margin;
+    uint64_t seed;
+    const char *json;
+};
+
+static int rr_int(const char *s, long lo, long hi, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) return -1;
+    *out = (int)v;
+    return 0;
+}
+
+/* A comma list of ints in [lo, hi] (or of WxH pairs when pairs). */
+static int rr_list(const char *s, long lo, long hi, int *out, int (*pairs)[2])
+{
+    int n = 0;
+    char buf[512];
+    if (strlen(s) >= sizeof(buf)) return -1;
+    strcpy(buf, s);
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (n >= RR_MAX_LIST) return -1;
+        if (pairs) {
+            char *x = strchr(t, 'x');
+            if (!x) return -1;
+            *x = '\0';
+            if (rr_int(t, lo, hi, &pairs[n][0]) || rr_int(x + 1, lo, hi, &pairs[n][1])) return -1;
+        } else if (rr_int(t, lo, hi, &out[n])) {
+            return -1;
+        }
+        n++;
+    }
+    return n ? n : -1;
+}
+
+static void rr_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: trackd-bench --experiment rrm [options]\n"
+            "  --sizes WxH,...      frame sizes (default 1920x1080,3840x2160)\n"
+            "  --instances M,...    tracked instances (default 1,2,4,8,16,32,64,128,256)\n"
+            "  --backends K,...     cpu-ref, cpu, cuda (default cpu,cuda)\n"
+            "  --threads N,...      CPU thread counts, 0 = all cores (default 1,0)\n"
+            "  --frames N           timed frames per row (default 20)\n"
+            "  --warmup N           untimed frames first (default 2)\n"
+            "  --margin PX          region = disk box + PX each side (default 10)\n"
+            "  --seed N             paths seed (default %u)\n"
+            "  --json FILE          write the rows as JSON\n",
+            RR_SEED);
+}
+
+static int rr_parse(int argc, char **argv, struct rr_opts *o)
+{
+    static const int inst0[] = { 1, 2, 4, 8, 16, 32, 64, 128, 256 };
+    *o = (struct rr_opts){ .frames = 20, .warmup = 2, .margin = 10, .seed = RR_SEED };
+    o->nsizes = 2;
+    o->sizes[0][0] = 1920, o->sizes[0][1] = 1080, o->sizes[1][0] = 3840, o->sizes[1][1] = 2160;
+    o->ninst = 9;
+    memcpy(o->inst, inst0, sizeof(inst0));
+    o->nkinds = 2, o->kinds[0] = TRK_BACKEND_CPU, o->kinds[1] = TRK_BACKEND_CUDA;
+    o->nthreads = 2, o->threads[0] = 1, o->threads[1] = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int bad = 0;
+        if (!strcmp(a, "--help")) {
+            rr_usage(stdout);
+            exit(0);
+        }
+        if (!v) {
+            fprintf(stderr, "trackd-bench rrm: unknown or incomplete option %s\n", a);
+            return -1;
+        }
+        i++;
+        if (!strcmp(a, "--sizes")) {
+            bad = (o->nsizes = rr_list(v, 16, 16384, NULL, o->sizes)) < 0;
+        } else if (!strcmp(a, "--instances")) {
+            bad = (o->ninst = rr_list(v, 1, RR_MAX_INST, o->inst, NULL)) < 0;
+        } else if (!strcmp(a, "--threads")) {
+            bad = (o->nthreads = rr_list(v, 0, 1024, o->threads, NULL)) < 0;
+        } else if (!strcmp(a, "--backends")) {
+            char buf[256], *save = NULL;
+            o->nkinds = 0;
+            bad = strlen(v) >= sizeof(buf);
+            if (!bad) strcpy(buf, v);
+            for (char *t = bad ? NULL : strtok_r(buf, ",", &save); t && !bad;
+                 t = strtok_r(NULL, ",", &save)) {
+                const int k = trk_backend_kind_parse(t);
+                bad = k < 0 || k == TRK_BACKEND_AUTO || o->nkinds >= RR_MAX_LIST;
+                if (!bad) o->kinds[o->nkinds++] = (enum trk_backend_kind)k;
+            }
+            bad = bad || !o->nkinds;
+        } else if (!strcmp(a, "--frames")) {
+            bad = rr_int(v, 1, 100000, &o->frames);
+        } else if (!strcmp(a, "--warmup")) {
+            bad = rr_int(v, 0, 100000, &o->warmup);
+        } else if (!strcmp(a, "--margin")) {
+            bad = rr_int(v, 0, 4096, &o->margin);
+        } else if (!strcmp(a, "--seed")) {
+            char *end;
+            errno = 0;
+            o->seed = strtoull(v, &end, 0);
+            bad = errno || end == v || *end;
+        } else if (!strcmp(a, "--json")) {
+            o->json = v;
+        } else {
+            fprintf(stderr, "trackd-bench rrm: unknown option %s\n", a);
+            return -1;
+        }
+        if (bad) {
+            fprintf(stderr, "trackd-bench rrm: bad value for %s: %s\n", a, v);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ the scene */
+
+/* One scene: the background, the palette, every instance's path. */
+struct rr_scene {
+    int w, h, m, colours, per, r;
+    uint8_t *bg, *rgb; /* RGB24, pitch 3 w: the background, and this frame */
+    uint8_t col[TRK_MAX_OBJECTS][3];
+    struct trk_object_def objs[TRK_MAX_OBJECTS];
+    int x0[RR_MAX_INST], y0[RR_MAX_INST], vx[RR_MAX_INST], vy[RR_MAX_INST];
+    int cx[RR_MAX_INST], cy[RR_MAX_INST]; /* this frame */
+    uint64_t noise;                       /* the disks' noise stream */
+};
+
+static int rr_rnd(uint64_t *st, int lo, int hi)
+{
+    return lo + (int)(trk_rand_next(st) % (uint64_t)(hi - lo + 1));
+}
+
+/* p + v t reflected into [lo, hi] (a bounce off each edge). */
+static int bounce(int p, int v, int t, int lo, int hi)
+{
+    const long span = hi - lo;
+    if (span <= 0) return lo;
+    long q = ((long)p - lo + (long)v * t) % (2 * span);
+    if (q < 0) q += 2 * span;
+    return (int)(lo + (q <= span ? q : 2 * span - q));
+}
+
+static int rr_scene_make(struct rr_scene *s, int w, int h, int m, uint64_t seed)
+{
+    memset(s, 0, offsetof(struct rr_scene, x0));
+    s->w = w, s->h = h, s->m = m;
+    s->colours = m < 128 ? m : 128;
+    s->per = (m + s->colours - 1) / s->colours;
+    const int shortside = w < h ? w : h;
+    s->r = (shortside * 2 + 50) / 100 > 0 ? (shortside * 2 + 50) / 100 : 1;
+    struct trk_scene pal;
+    int err = trk_scene_standard(1, 1, s->colours, 0, &pal);
+    if (err) return err;
+    for (int c = 0; c < s->colours; c++) {
+        s->objs[c] = pal.objects[c];
+        for (int ch = 0; ch < 3; ch++) {
+            const struct trk_object_def *o = &pal.objects[c];
+            s->col[c][ch] = (uint8_t)(o->lo[ch] == 0 ? o->hi[ch] - 8 : o->lo[ch] + 8);
+        }
+        s->objs[c].blobs = (uint16_t)(s->per < TRK_MAX_BLOBS ? s->per : TRK_MAX_BLOBS);
+        s->objs[c].connectivity = 8;
+    }
+    trk_scene_free(&pal);
+    const size_t bytes = (size_t)w * (size_t)h * 3;
+    s->bg = malloc(bytes);
+    s->rgb = malloc(bytes);
+    if (!s->bg || !s->rgb) return TRK_ENOMEM;
+    uint64_t st = seed;
+    for (size_t i = 0; i < bytes; i += 3)
+        s->bg[i] = s->bg[i + 1] = s->bg[i + 2] = (uint8_t)rr_rnd(&st, 60, 195);
+    for (int i = 0; i < m; i++) {
+        s->x0[i] = rr_rnd(&st, s->r, w - 1 - s->r);
+        s->y0[i] = rr_rnd(&st, s->r, h - 1 - s->r);
+        s->vx[i] = rr_rnd(&st, -9, 9); /* px/frame: different speeds, some still */
+        s->vy[i] = rr_rnd(&st, -9, 9);
+    }
+    s->noise = st;
+    return 0;
+}
+
+static void rr_scene_free(struct rr_scene *s)
+{
+    free(s->bg);
+    free(s->rgb);
+    s->bg = s->rgb = NULL;
+}
+
+/* Frame t: the background, then every disk in instance order (a later disk
+ * covers an earlier one), its colour +-3 (inside the +-8 box). */
+static void rr_frame(struct rr_scene *s, int t)
+{
+    memcpy(s->rgb, s->bg, (size_t)s->w * (size_t)s->h * 3);
+    for (int i = 0; i < s->m; i++) {
+        const int cx = bounce(s->x0[i], s->vx[i], t, s->r, s->w - 1 - s->r);
+        const int cy = bounce(s->y0[i], s->vy[i], t, s->r, s->h - 1 - s->r);
+        s->cx[i] = cx, s->cy[i] = cy;
+        const uint8_t *c = s->col[i % s->colours];
+        for (int y = cy - s->r; y <= cy + s->r; y++)
+            for (int x = cx - s->r; x <= cx + s->r; x++) {
+                if (x < 0 || y < 0 || x >= s->w || y >= s->h) continue;
+                if ((x - cx) * (x - cx) + (y - cy) * (y - cy) > s->r * s->r) continue;
+                uint8_t *p = s->rgb + ((size_t)y * (size_t)s->w + (size_t)x) * 3;
+                for (int ch = 0; ch < 3; ch++) {
+                    const int v = c[ch] + rr_rnd(&s->noise, -3, 3);
+                    p[ch] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+                }
+            }
+    }
+}
+
+/* ------------------------------------------------------------- checking */
+
+static bool rr_boxes_meet(int ax, int ay, int ar, int bx, int by, int br)
+{
+    return abs(ax - bx) <= ar + br && abs(ay - by) <= ar + br;
+}
+
+/* Whether instance i can be checked: no other disk of its colour reaches
+ * its region, no later disk of any colour reaches its disk's box (a cover
+ * would change the truth; an earlier one is painted over by i). */
+static bool rr_checkable(const struct rr_scene *s, int i, int margin)
+{
+    for (int j = 0; j < s->m; j++) {
+        if (j == i) continue;
+        if (j % s->colours == i % s->colours &&
+            rr_boxes_meet(s->cx[i], s->cy[i], s->r + margin + 1, s->cx[j], s->cy[j], s->r))
+            return false;
+        if (j > i && rr_boxes_meet(s->cx[i], s->cy[i], s->r + 1, s->cx[j], s->cy[j], s->r))
+            return false;
+    }
+    return true;
+}
+
+static int disk_area(int r)
+{
+    int n = 0;
+    for (int y = -r; y <= r; y++)
+        for (int x = -r; x <= r; x++)
+            n += x * x + y * y <= r * r;
+    return n;
+}
+
+/* ---------------------------------------------------------------- a row */
+
+struct rr_row {
+    double full_ms, roi_ms;
+    uint64_t full_up, roi_up;
+    long checked, bad;
+};
+
+static int cmp_d(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+static int cmp_u(const void *a, const void *b)
+{
+    const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Both modes on frames 0 .. warmup + frames - 1 of s through b. */
+static int rr_run(struct trk_backend *b, struct rr_scene *s, const struct rr_opts *o,
+                  struct rr_row *row)
+{
+    static struct trk_obj_result full[TRK_MAX_OBJECTS], reg[RR_MAX_INST];
+    static struct trk_region regions[RR_MAX_INST];
+    static struct trk_blob fb[TRK_MAX_OBJECTS][TRK_MAX_BLOBS];
+    static int fn[TRK_MAX_OBJECTS];
+    const int nf = o->frames;
+    double *tf = calloc((size_t)nf * 2, sizeof(double));
+    uint64_t *uf = calloc((size_t)nf * 2, sizeof(uint64_t));
+    if (!tf || !uf) {
+        free(tf);
+        free(uf);
+        return TRK_ENOMEM;
+    }
+    memset(row, 0, sizeof(*row));
+    const uint64_t area = (uint64_t)disk_area(s->r);
+    const int half = s->r + o->margin;
+    int err = trk_backend_set_objects(b, s->objs, s->colours);
+    for (int t = 0; !err && t < o->warmup + nf; t++) {
+        rr_frame(s, t);
+        const struct trk_image im = { .plane = { s->rgb },
+                                      .pitch = { (size_t)s->w * 3 },
+                                      .width = s->w,
+                                      .height = s->h,
+                                      .fmt = TRK_FMT_RGB24 };
+        for (int i = 0; i < s->m; i++)
+            regions[i] = (struct trk_region){ i % s->colours,
+                                              { s->cx[i] - half, s->cy[i] - half, s->cx[i] + half,
+                                                s->cy[i] + half } };
+        struct trk_backend_timing tm = { 0 };
+        double t0 = trk_bench_now_ms();
+        err = trk_backend_process(b, &im, NULL, full, &tm);
+        const double full_ms = trk_bench_now_ms() - t0;
+        if (err) break;
+        const uint64_t full_up = tm.upload_bytes;
+        for (int c = 0; c < s->colours; c++) {
+            const struct trk_blob *l;
+            fn[c] = trk_backend_blobs(b, c, &l);
+            if (fn[c] > 0) memcpy(fb[c], l, (size_t)fn[c] * sizeof(*l));
+        }
+        memset(&tm, 0, sizeof(tm));
+        t0 = trk_bench_now_ms();
+        err = trk_backend_process_regions(b, &im, regions, s->m, reg, &tm);
+        const double roi_ms = trk_bench_now_ms() - t0;
+        if (err) break;
+        if (t >= o->warmup) {
+            tf[t - o->warmup] = full_ms, tf[nf + t - o->warmup] = roi_ms;
+            uf[t - o->warmup] = full_up, uf[nf + t - o->warmup] = tm.upload_bytes;
+        }
+        /* Every checkable instance: the truth, and the full pass's blob. */
+        for (int i = 0; i < s->m; i++) {
+            if (!rr_checkable(s, i, o->margin)) continue;
+            const int c = i % s->colours;
+            const struct trk_obj_result *r = &reg[i];
+            const struct trk_blob *l;
+            const int nl = trk_backend_blobs(b, i, &l);
+            const char *why = NULL;
+            if (r->mass != area || r->sum_x != (uint64_t)s->cx[i] * area ||
+                r->sum_y != (uint64_t)s->cy[i] * area)
+                why = "region aggregate is not the true disk";
+            else if (nl < 1 || l[0].mass != r->mass || l[0].sum_x != r->sum_x)
+                why = "region blob is not the disk";
+            else {
+                int k = 0;
+                while (k < fn[c] && fb[c][k].first != l[0].first)
+                    k++;
+                if (k == fn[c] || memcmp(&fb[c][k], &l[0], sizeof(l[0])))
+                    why = "full-frame blob differs from the region's";
+            }
+            row->checked++;
+            if (why) {
+                if (row->bad < 5)
+                    fprintf(stderr, "MISMATCH %s: %dx%d M=%d frame %d instance %d at %d,%d: %s\n",
+                            trk_backend_name(b), s->w, s->h, s->m, t, i, s->cx[i], s->cy[i], why);
+                row->bad++;
+            }
+        }
+    }
+    if (!err) {
+        qsort(tf, (size_t)nf, sizeof(*tf), cmp_d);
+        qsort(tf + nf, (size_t)nf, sizeof(*tf), cmp_d);
+        qsort(uf, (size_t)nf, sizeof(*uf), cmp_u);
+        qsort(uf + nf, (size_t)nf, sizeof(*uf), cmp_u);
+        row->full_ms = tf[nf / 2], row->roi_ms = tf[nf + nf / 2];
+        row->full_up = uf[nf / 2], row->roi_up = uf[nf + nf / 2];
+    }
+    free(tf);
+    free(uf);
+    return err;
+}
+
+static int run_rrm(int argc, char **argv)
+{
+    struct rr_opts o;
+    if (rr_parse(argc, argv, &o)) {
+        rr_usage(stderr);
+        return 64;
+    }
+    FILE *js = NULL;
+    if (o.json && !(js = fopen(o.json, "w"))) {
+        fprintf(stderr, "trackd-bench rrm: cannot write %s: %s\n", o.json, strerror(errno));
+        return 73;
+    }
+    if (js) fprintf(js, "{\"experiment\":\"rrm\",\"margin\":%d,\"rows\":[", o.margin);
+    printf("# rrm: per-frame whole call, medians of %d frames; full = process() over the frame "
+           "(blobs on), roi = process_regions() around each instance (disk box + %d px)\n",
+           o.frames, o.margin);
+    printf("%-10s %5s %4s %-10s %3s %9s %9s %8s %9s %12s %12s %7s %s\n", "size", "M", "col",
+           "backend", "thr", "full_ms", "roi_ms", "x_roi", "roi_us/M", "full_bytes", "roi_bytes",
+           "x_bytes", "checked");
+    int status = 0, nrows = 0;
+    static struct rr_scene sc;
+    for (int si = 0; si < o.nsizes; si++)
+        for (int mi = 0; mi < o.ninst; mi++) {
+            const int w = o.sizes[si][0], h = o.sizes[si][1], m = o.inst[mi];
+            int err = rr_scene_make(&sc, w, h, m, o.seed);
+            if (err) {
+                fprintf(stderr, "trackd-bench rrm: scene %dx%d M=%d: %s\n", w, h, m,
+                        trk_strerror(err));
+                rr_scene_free(&sc);
+                return 70;
+            }
+            for (int k = 0; k < o.nkinds; k++) {
+                const bool cpu = o.kinds[k] == TRK_BACKEND_CPU; /* threads apply */
+                const int nt = cpu ? o.nthreads : 1;
+                for (int ti = 0; ti < nt; ti++) {
+                    struct trk_backend_cfg cfg = { .kind = o.kinds[k],
+                                                   .max_width = w,
+                                                   .max_height = h,
+                                                   .threads = cpu ? o.threads[ti] : 1 };
+                    struct trk_backend *b = NULL;
+                    err = trk_backend_create(&cfg, &b);
+                    if (err) {
+                        printf("# skipped %s: %s\n",
+                               o.kinds[k] == TRK_BACKEND_CUDA ? "cuda" : "backend",
+                               trk_strerror(err));
+                        break;
+                    }
+                    struct rr_row row;
+                    err = rr_run(b, &sc, &o, &row);
+                    char size[32], thr[8], xb[16];
+                    snprintf(size, sizeof(size), "%dx%d", w, h);
+                    snprintf(thr, sizeof(thr), "%s", cpu ? "" : "-");
+                    if (cpu) snprintf(thr, sizeof(thr), "%d", cfg.threads);
+                    if (err) {
+                        printf("# %s %s M=%d: %s\n", size, trk_backend_name(b), m,
+                               trk_strerror(err));
+                        status = 1;
+                    } else {
+                        snprintf(xb, sizeof(xb), "%s", "-");
+                        if (row.roi_up)
+                            snprintf(xb, sizeof(xb), "%.1fx", (double)row.full_up / row.roi_up);
+                        printf("%-10s %5d %4d %-10s %3s %9.3f %9.3f %7.2fx %9.2f %12llu %12llu "
+                               "%7s %ld%s\n",
+                               size, m, sc.colours, trk_backend_name(b), thr, row.full_ms,
+                               row.roi_ms, row.full_ms / row.roi_ms, row.roi_ms * 1e3 / m,
+                               (unsigned long long)row.full_up, (unsigned long long)row.roi_up, xb,
+                               row.checked, row.bad ? " MISMATCH" : "");
+                        if (row.bad) status = 1;
+                        if (js)
+                            fprintf(js,
+                                    "%s\n{\"width\":%d,\"height\":%d,\"instances\":%d,"
+                                    "\"colours\":%d,\"backend\":\"%s\",\"threads\":%d,"
+                                    "\"full_ms\":%.4f,\"roi_ms\":%.4f,\"full_bytes\":%llu,"
+                                    "\"roi_bytes\":%llu,\"checked\":%ld,\"mismatches\":%ld}",
+                                    nrows ? "," : "", w, h, m, sc.colours, trk_backend_name(b),
+                                    cfg.threads, row.full_ms, row.roi_ms,
+                                    (unsigned long long)row.full_up, (unsigned long long)row.roi_up,
+                                    row.checked, row.bad);
+                        nrows++;
+                    }
+                    fflush(stdout);
+                    trk_backend_destroy(&b);
+                }
+            }
+            rr_scene_free(&sc);
+        }
+    if (js) {
+        fprintf(js, "\n]}\n");
+        if (fclose(js)) {
+            fprintf(stderr, "trackd-bench rrm: cannot write %s\n", o.json);
+            return 74;
+        }
+    }
+    return status;
+}
+
+static const struct trk_bench_experiment rrm_exp = {
+    "rrm", "regional reduction vs full frame on moving scenes (issue 13)", run_rrm
+};
+
+__attribute__((constructor)) static void rrm_reg(void)
+{
+    trk_bench_register(&rrm_exp);
+}
