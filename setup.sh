@@ -20,10 +20,10 @@ JOBS=${JOBS:-$(nproc)}
 # Debian packages: to build, and (test) what the tests drive for real.
 build_pkgs=(build-essential cmake pkg-config libjansson-dev libwebsockets-dev
             libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libturbojpeg0-dev
-            libsystemd-dev)
+            libsystemd-dev liblo-dev)
 test_pkgs=(ffmpeg python3 python3-websockets chromium clang-format
            qemu-system-x86 linux-image-amd64 busybox-static v4l-utils cpio
-           systemd prometheus python3-pil)
+           systemd prometheus python3-pil liblo-tools)
 
 as_root() {
   if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@";

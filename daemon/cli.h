@@ -51,6 +51,12 @@ struct trk_settings {
     int progress;              /* -1 auto (stderr is a terminal), 0 off, 1 on */
     const char *save_objects;  /* save target; NULL = objects, else ./objects.json */
     const char *control_token; /* NULL = none on loopback, generated elsewhere */
+    /* --udp HOST:PORT (daemon/udp.h), --udp-ttl, --udp-iface (NULL: the
+     * route's); --osc HOST:PORT (daemon/osc.h) */
+    bool udp, osc;
+    char udp_host[256], osc_host[256];
+    int udp_port, udp_ttl, osc_port;
+    const char *udp_iface;
 };
 
 enum { TRK_CLI_RUN = 0, TRK_CLI_EXIT_OK = 1 };

@@ -19,6 +19,10 @@ struct trk_ws;
 struct trk_control;
 struct trk_metrics;
 struct trk_snapshot;
+struct trk_sink;
+
+/* Most network sinks (daemon/sink.h) one pipeline feeds. */
+#define TRK_PIPELINE_SINKS 4
 
 struct trk_pipeline_cfg {
     struct trk_source *source; /* opened, unless source_absent */
@@ -68,6 +72,10 @@ struct trk_pipeline_cfg {
      * (gpu/prefilter.h). */
     bool prefilter_set;
     double prefilter;
+    /* Network sinks (--udp, --osc; daemon/sink.h), NULL = none: each gets
+     * every frame's results, copied into its own queue (never waiting for
+     * the network); their counts join the stats log line. */
+    struct trk_sink *sinks[TRK_PIPELINE_SINKS];
 };
 
 /* Every frame the source delivered is accounted for once: processed
