@@ -105,6 +105,8 @@ case "$mode" in
     if [ -f tests/browser/package-lock.json ]; then
       (cd tests/browser && npm ci --no-audit --no-fund --loglevel=error)
     fi
+    # The Node.js example client's ws package (examples/node, pinned).
+    (cd examples/node && npm ci --no-audit --no-fund --loglevel=error)
     build
     # The sanitizer run goes first so the whole suite's ctest summary comes
     # last (CI reads it); its failure is repeated below that summary.
