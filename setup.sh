@@ -22,11 +22,11 @@ JOBS=${JOBS:-$(nproc)}
 # Debian packages: to build, and (test) what the tests drive for real.
 build_pkgs=(build-essential cmake pkg-config libjansson-dev libwebsockets-dev
             libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libturbojpeg0-dev
-            libsystemd-dev libmosquitto-dev)
+            libsystemd-dev libmosquitto-dev liblo-dev)
 test_pkgs=(ffmpeg python3 python3-websockets chromium clang-format
            qemu-system-x86 linux-image-amd64 busybox-static v4l-utils cpio
            systemd prometheus python3-pil groff-base man-db file
-           python3-opencv mosquitto python3-paho-mqtt openssl)
+           python3-opencv mosquitto python3-paho-mqtt openssl liblo-tools)
 # The Debian package: dpkg-shlibdeps (dpkg-dev, in build-essential) needs file.
 package_pkgs=(file)
 
@@ -119,6 +119,8 @@ case "$mode" in
     if [ -f tests/browser/package-lock.json ]; then
       (cd tests/browser && npm ci --no-audit --no-fund --loglevel=error)
     fi
+    # The Node.js example client's ws package (examples/node, pinned).
+    (cd examples/node && npm ci --no-audit --no-fund --loglevel=error)
     build
     # The sanitizer run goes first so the whole suite's ctest summary comes
     # last (CI reads it); its failure is repeated below that summary.

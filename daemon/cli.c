@@ -66,6 +66,7 @@ struct opt {
 
 static parse_fn parse_listen, parse_metrics_listen, parse_size, parse_control, parse_prefilter;
 static parse_fn parse_name, parse_mqtt;
+static parse_fn parse_udp, parse_osc;
 
 /* The field f of struct trk_settings; the build fails unless it is of type T. */
 #define FIELD(f, T)                                                                                \
@@ -175,6 +176,16 @@ static const struct opt opts[] = {
       .help = "publish results to an MQTT broker under PREFIX/NAME/ (default prefix trackd; port 1883, mqtts 8883)" },
     { "mqtt-ca", 0, "FILE", TEXT(mqtt_ca),
       .help = "CA certificates (PEM) that the mqtts:// broker's certificate must chain to (default: the system's)" },
+    { "udp", 0, "HOST:PORT", PARSE(parse_udp), .lo = 1, .hi = 65535,
+      .form = "HOST:PORT, e.g. 192.168.1.20:5005, 239.255.0.1:5005 or [ff02::1]:5005 (port {lo}..{hi})",
+      .help = "send one JSON datagram per frame to HOST:PORT, unicast or multicast (PROTOCOL.md, \"UDP datagrams\")" },
+    { "udp-ttl", 0, "N", INT(udp_ttl), .lo = 1, .hi = 255, .def = "1", .def_note = ": this link only",
+      .form = "N hops ({lo}..{hi}), e.g. 1", .help = "multicast hops of --udp datagrams" },
+    { "udp-iface", 0, "IFACE", TEXT(udp_iface), .lo = 1, .hi = 15, .form = "IFACE, an interface name as ip link lists it, e.g. eth0",
+      .help = "network interface --udp multicast goes out on (default: the route's)" },
+    { "osc", 0, "HOST:PORT", PARSE(parse_osc), .lo = 1, .hi = 65535,
+      .form = "HOST:PORT, e.g. 127.0.0.1:9000 (port {lo}..{hi})",
+      .help = "send OSC messages /trackd/CAMERA/NAME cx cy mass per object and frame to HOST:PORT (PROTOCOL.md, \"OSC\")" },
     { "help", 'h', NULL, .type = T_HELP, .help = "show this help and exit" },
     { "version", 'V', NULL, .type = T_VERSION, .help = "show the version and exit" },
 };
@@ -452,6 +463,16 @@ static bool parse_metrics_listen(const char *a, const struct opt *o, struct trk_
     return st->metrics_listen;
 }
 
+static bool parse_udp(const char *a, const struct opt *o, struct trk_settings *st)
+{
+    return (st->udp = split_listen(a, o, st->udp_host, sizeof(st->udp_host), &st->udp_port));
+}
+
+static bool parse_osc(const char *a, const struct opt *o, struct trk_settings *st)
+{
+    return (st->osc = split_listen(a, o, st->osc_host, sizeof(st->osc_host), &st->osc_port));
+}
+
 /* WxH, each side in lo..hi. */
 static bool parse_size(const char *a, const struct opt *o, struct trk_settings *s)
 {
@@ -695,7 +716,9 @@ void trk_cli_warn(const struct trk_settings *s)
                  "as it can)");
     if (!s->device && (s->cam_format || s->n_controls))
         log_warn("--format and --control are ignored without --device: they set up cameras");
-    if (!s->server && !s->output)
+    if (!s->udp && (s->udp_iface || s->udp_ttl > 1))
+        log_warn("--udp-ttl and --udp-iface are ignored without --udp");
+    if (!s->server && !s->output && !s->udp && !s->osc)
         log_warn("--no-server without --output: the results go nowhere (add --output FILE, "
                  "or --output - for stdout)");
 }

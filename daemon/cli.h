@@ -64,6 +64,12 @@ struct trk_settings {
     char camera_name[TRK_CAMERA_NAME_MAX + 1];
     const char *mqtt;    /* --mqtt URL (daemon/mqtt.h), NULL = none */
     const char *mqtt_ca; /* --mqtt-ca FILE, NULL = the system's CAs */
+    /* --udp HOST:PORT (daemon/udp.h), --udp-ttl, --udp-iface (NULL: the
+     * route's); --osc HOST:PORT (daemon/osc.h) */
+    bool udp, osc;
+    char udp_host[256], osc_host[256];
+    int udp_port, udp_ttl, osc_port;
+    const char *udp_iface;
 };
 
 enum { TRK_CLI_RUN = 0, TRK_CLI_EXIT_OK = 1 };

@@ -24,8 +24,11 @@
 #include "mqtt.h"
 #include "notify.h"
 #include "objects.h"
+#include "osc.h"
 #include "pipeline.h"
+#include "sink.h"
 #include "source.h"
+#include "udp.h"
 #include "v4l2.h"
 #include "ws.h"
 
@@ -42,10 +45,11 @@ struct app {
     struct trk_objects_target save;     /* valid when have_save */
     bool have_save;
     struct trk_control *control;
-    struct trk_ws *ws;         /* NULL with --no-server */
-    struct trk_endpoints ep;   /* /metrics, /healthz, /snapshot.jpg */
-    struct trk_ws *metrics_ws; /* --metrics-listen, else NULL */
-    struct trk_mqtt *mqtt;     /* --mqtt, else NULL */
+    struct trk_ws *ws;          /* NULL with --no-server */
+    struct trk_endpoints ep;    /* /metrics, /healthz, /snapshot.jpg */
+    struct trk_ws *metrics_ws;  /* --metrics-listen, else NULL */
+    struct trk_mqtt *mqtt;      /* --mqtt, else NULL */
+    struct trk_sink *udp, *osc; /* --udp, --osc; NULL = none */
 };
 
 static volatile sig_atomic_t stop_requested;
@@ -331,6 +335,45 @@ static int open_output(struct app *a)
     return TRK_EX_NOINPUT;
 }
 
+/* --udp and --osc: resolved and opened here, so a bad address fails the
+ * start (69) instead of losing every frame later. */
+static int open_sinks(struct app *a)
+{
+    const struct trk_settings *s = &a->s;
+    /* The camera's name in datagrams and OSC addresses (--name). */
+    const char *camera = s->camera_name;
+    if (s->udp) {
+        struct trk_udp_cfg uc = { .host = s->udp_host,
+                                  .port = s->udp_port,
+                                  .ttl = s->udp_ttl,
+                                  .iface = s->udp_iface,
+                                  .camera = camera };
+        if (trk_udp_create(&uc, &a->udp)) return TRK_EX_UNAVAILABLE;
+    }
+    if (s->osc) {
+        struct trk_osc_cfg oc = { .host = s->osc_host, .port = s->osc_port, .camera = camera };
+        if (trk_osc_create(&oc, &a->osc)) return TRK_EX_UNAVAILABLE;
+    }
+    return 0;
+}
+
+/* Sends what the sinks still queue, then says what each did. */
+static void close_sinks(struct app *a)
+{
+    struct trk_sink **sinks[] = { &a->udp, &a->osc };
+    for (size_t i = 0; i < sizeof(sinks) / sizeof(sinks[0]); i++) {
+        if (!*sinks[i]) continue;
+        struct trk_sink_stats st;
+        trk_sink_drain(*sinks[i]);
+        trk_sink_get_stats(*sinks[i], &st);
+        log_info("%s: %llu of %llu frames sent, %llu dropped (queue full), %llu failed",
+                 trk_sink_name(*sinks[i]), (unsigned long long)st.sent,
+                 (unsigned long long)st.frames, (unsigned long long)st.dropped,
+                 (unsigned long long)st.failed);
+        trk_sink_destroy(sinks[i]);
+    }
+}
+
 /* The save/reload target, resolved once here (config/objects.h rules):
  * --save-objects, else the --objects file, else objects.json in the working
  * directory at start (so a page started without a file can still save; the
@@ -588,6 +631,7 @@ static struct trk_pipeline_cfg pipeline_cfg(struct app *a)
         .mqtt = a->mqtt,
         .track_mode = s->track_mode,
         .full_every = s->full_every,
+        .sinks = { a->udp, a->osc },
     };
 }
 
@@ -674,6 +718,7 @@ static int cleanup(struct app *a, int exit_code)
     /* After both servers: their handler reads these. */
     trk_snapshot_destroy(&a->ep.snapshot);
     trk_metrics_destroy(&a->ep.metrics);
+    close_sinks(a);
     trk_backend_destroy(&a->backend);
     trk_source_destroy(&a->src);
     return exit_code;
@@ -693,8 +738,9 @@ int main(int argc, char **argv)
     if (s->server && (rc = trk_cli_find_web_root(s, app.web_root, sizeof(app.web_root)))) return rc;
     if ((rc = load_objects(s, &app.objs))) return rc;
     if (!(rc = open_source(&app)) && !(rc = open_backend(&app)) && !(rc = open_output(&app)) &&
-        !(rc = open_save_target(&app)) && !(rc = open_ops(&app)) && !(rc = start_server(&app)) &&
-        !(rc = start_metrics_server(&app)) && !(rc = start_mqtt(&app))) {
+        !(rc = open_sinks(&app)) && !(rc = open_save_target(&app)) && !(rc = open_ops(&app)) &&
+        !(rc = start_server(&app)) && !(rc = start_metrics_server(&app)) &&
+        !(rc = start_mqtt(&app))) {
         install_signals();
         ready(&app);
         rc = run(&app);

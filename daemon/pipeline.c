@@ -21,6 +21,7 @@
 #include "metrics.h"
 #include "mqtt.h"
 #include "preview.h"
+#include "sink.h"
 #include "snapshot.h"
 #include "tracker.h"
 #include "ws.h"
@@ -604,6 +605,8 @@ static void *process_main(void *arg)
             if (cfg->ws) trk_ws_broadcast(cfg->ws, TRK_WS_RESULT, msg.data, msg.len);
             trk_mqtt_frame(cfg->mqtt, msg.data, msg.len);
         }
+        for (int k = 0; k < TRK_PIPELINE_SINKS; k++)
+            trk_sink_push(cfg->sinks[k], &meta, p->objects->def, p->res, p->blobs, n_objects);
         double t_sent = trk_now();
 
         record_frame(p, &meta, t_done, (t_sent - t_done) * 1e3, (t_sent - f->t_capture) * 1e3);
@@ -769,6 +772,22 @@ struct stats_mark {
     double t;
 };
 
+/* "; udp HOST:PORT 300 sent, 2 dropped, 0 failed" per network sink. */
+static void sink_stats(const struct trk_pipeline_cfg *cfg, char *buf, size_t len)
+{
+    size_t at = 0;
+    for (int k = 0; k < TRK_PIPELINE_SINKS && at < len; k++) {
+        if (!cfg->sinks[k]) continue;
+        struct trk_sink_stats st;
+        trk_sink_get_stats(cfg->sinks[k], &st);
+        int n = snprintf(buf + at, len - at, "; %s %llu sent, %llu dropped, %llu failed",
+                         trk_sink_name(cfg->sinks[k]), (unsigned long long)st.sent,
+                         (unsigned long long)st.dropped, (unsigned long long)st.failed);
+        if (n < 0) break;
+        at += (size_t)n;
+    }
+}
+
 /* The stats for the interval since *mark, as a log line (to_log) or a
  * WebSocket "stats" message (to_ws); *mark moves to now. */
 static void report_stats(struct pipeline *p, struct stats_mark *mark, bool to_log, bool to_ws)
@@ -826,12 +845,15 @@ static void report_stats(struct pipeline *p, struct stats_mark *mark, bool to_lo
         st.mqtt_dropped = ms.dropped;
         st.mqtt_connects = ms.connects;
     }
-    if (to_log)
+    if (to_log) {
+        char sinks[TRK_PIPELINE_SINKS * 400] = "";
+        sink_stats(cfg, sinks, sizeof(sinks));
         log_info("%.1f fps, %llu frames, %llu dropped, %llu skipped, process %.2f ms (p50) "
-                 "%.2f ms (max), queue %.2f ms (p50), rss %ld kB, %d clients",
+                 "%.2f ms (max), queue %.2f ms (p50), rss %ld kB, %d clients%s",
                  st.fps, (unsigned long long)st.frames, (unsigned long long)st.drops,
                  (unsigned long long)st.skipped, st.process_ms, process_max, st.queue_ms, st.rss_kb,
-                 st.clients);
+                 st.clients, sinks);
+    }
     if (cfg->ws && to_ws) {
         struct trk_buf b = { 0 };
         if (trk_msg_stats(&b, &st) == 0) trk_ws_broadcast(cfg->ws, TRK_WS_STATS, b.data, b.len);

@@ -21,6 +21,10 @@ struct trk_control;
 struct trk_metrics;
 struct trk_snapshot;
 struct trk_mqtt;
+struct trk_sink;
+
+/* Most network sinks (daemon/sink.h) one pipeline feeds. */
+#define TRK_PIPELINE_SINKS 4
 
 struct trk_pipeline_cfg {
     struct trk_source *source; /* opened, unless source_absent */
@@ -79,6 +83,10 @@ struct trk_pipeline_cfg {
      * roi) and the periodic full-frame pass (--full-every, 0 = default). */
     int track_mode;
     int full_every;
+    /* Network sinks (--udp, --osc; daemon/sink.h), NULL = none: each gets
+     * every frame's results, copied into its own queue (never waiting for
+     * the network); their counts join the stats log line. */
+    struct trk_sink *sinks[TRK_PIPELINE_SINKS];
 };
 
 /* Every frame the source delivered is accounted for once: processed

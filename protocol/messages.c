@@ -342,24 +342,9 @@ static int put_instances(struct trk_buf *b, const struct trk_instance_list *l)
     return 0;
 }
 
-int trk_msg_frame(struct trk_buf *b, const struct trk_frame_meta *m,
-                  const struct trk_object_def *defs, const struct trk_obj_result *res,
-                  const struct trk_blob_list *blobs, int n)
+/* ,"pts":..,"latency":{..}: the frame fields after seq (and camera). */
+static int put_frame_fields(struct trk_buf *b, const struct trk_frame_meta *m)
 {
-    /* ~140 bytes per object, ~130 per blob + ~300 of header: one reserve,
-     * no regrowth on the hot path after the first frame. */
-    size_t listed = 0;
-    for (int i = 0; blobs && i < n; i++)
-        listed += (size_t)blobs_listed(&defs[i], &blobs[i]);
-    for (int i = 0; m->instances && i < n; i++)
-        if (defs[i].track && m->instances[i].n > 0) listed += 2 * (size_t)m->instances[i].n;
-    /* wx, wy: up to 2 x 24 bytes more per centroid. */
-    const size_t world = m->calib ? 48 : 0;
-    PUT(trk_buf_reserve(b, 320 + (size_t)(n > 0 ? n : 0) * (160 + world + TRK_NAME_MAX * 6) +
-                               listed * (130 + world)));
-    LIT(b, "{\"type\":\"frame\"");
-    if (m->camera) PUT(kv_str(b, ",\"camera\":", m->camera, 256));
-    PUT(kv_u64(b, ",\"seq\":", m->seq));
     PUT(kv_fixed(b, ",\"pts\":", m->pts, 3));
     PUT(put_size(b, m->width, m->height));
     PUT(kv_fixed(b, ",\"t_capture\":", m->t_capture, 3));
@@ -374,36 +359,87 @@ int trk_msg_frame(struct trk_buf *b, const struct trk_frame_meta *m,
     PUT(kv_fixed(b, ",\"upload_ms\":", m->upload_ms, 3));
     PUT(kv_fixed(b, ",\"kernel_ms\":", m->kernel_ms, 3));
     PUT(kv_fixed(b, ",\"process_ms\":", m->process_ms, 3));
-    LIT(b, "},\"objects\":[");
-    for (int i = 0; i < n; i++) {
-        const struct trk_obj_result *r = &res[i];
-        uint64_t min_mass = defs[i].min_mass ? defs[i].min_mass : 1;
-        PUT(kv_i64(b, i ? ",{\"id\":" : "{\"id\":", i));
-        PUT(kv_str(b, ",\"name\":", defs[i].name, sizeof defs[i].name));
-        PUT(kv_bool(b, ",\"found\":", r->mass >= min_mass));
-        PUT(kv_u64(b, ",\"mass\":", r->mass));
-        if (r->mass == 0) {
-            LIT(b, ",\"cx\":null,\"cy\":null");
-            if (m->calib) LIT(b, ",\"wx\":null,\"wy\":null");
-            LIT(b, ",\"bbox\":null");
-        } else {
-            PUT(kv_fixed(b, ",\"cx\":", (double)r->sum_x / (double)r->mass, 2));
-            PUT(kv_fixed(b, ",\"cy\":", (double)r->sum_y / (double)r->mass, 2));
-            PUT(put_world(b, m->calib, (double)r->sum_x / (double)r->mass,
-                          (double)r->sum_y / (double)r->mass));
-            const int box[4] = { r->x0, r->y0, r->x1, r->y1 };
-            LIT(b, ",\"bbox\":");
-            PUT(put_ints(b, box, 4));
-        }
-        /* Objects with blobs off have no key: their output is as before. */
-        if (defs[i].blobs)
-            PUT(put_blobs(b, blobs ? blobs[i].blobs : NULL,
-                          blobs_listed(&defs[i], blobs ? &blobs[i] : NULL), m->calib));
-        if (defs[i].track && m->instances) PUT(put_instances(b, &m->instances[i]));
-        LIT(b, "}");
+    LIT(b, "}");
+    return 0;
+}
+
+int trk_msg_frame_object(struct trk_buf *b, const struct trk_frame_meta *m, int id,
+                         const struct trk_object_def *def, const struct trk_obj_result *r,
+                         const struct trk_blob_list *blobs)
+{
+    uint64_t min_mass = def->min_mass ? def->min_mass : 1;
+    PUT(kv_i64(b, "{\"id\":", id));
+    PUT(kv_str(b, ",\"name\":", def->name, sizeof def->name));
+    PUT(kv_bool(b, ",\"found\":", r->mass >= min_mass));
+    PUT(kv_u64(b, ",\"mass\":", r->mass));
+    if (r->mass == 0) {
+        LIT(b, ",\"cx\":null,\"cy\":null");
+        if (m->calib) LIT(b, ",\"wx\":null,\"wy\":null");
+        LIT(b, ",\"bbox\":null");
+    } else {
+        PUT(kv_fixed(b, ",\"cx\":", (double)r->sum_x / (double)r->mass, 2));
+        PUT(kv_fixed(b, ",\"cy\":", (double)r->sum_y / (double)r->mass, 2));
+        PUT(put_world(b, m->calib, (double)r->sum_x / (double)r->mass,
+                      (double)r->sum_y / (double)r->mass));
+        const int box[4] = { r->x0, r->y0, r->x1, r->y1 };
+        LIT(b, ",\"bbox\":");
+        PUT(put_ints(b, box, 4));
+    }
+    /* Objects with blobs off have no key: their output is as before. */
+    if (def->blobs)
+        PUT(put_blobs(b, blobs ? blobs->blobs : NULL, blobs_listed(def, blobs), m->calib));
+    if (def->track && m->instances) PUT(put_instances(b, &m->instances[id]));
+    LIT(b, "}");
+    return 0;
+}
+
+/* ,"objects":[...]}: objects first..first+count-1, with their ids. */
+static int put_frame_objects(struct trk_buf *b, const struct trk_frame_meta *m,
+                             const struct trk_object_def *defs, const struct trk_obj_result *res,
+                             const struct trk_blob_list *blobs, int first, int count)
+{
+    LIT(b, ",\"objects\":[");
+    for (int i = first; i < first + count; i++) {
+        if (i > first) LIT(b, ",");
+        PUT(trk_msg_frame_object(b, m, i, &defs[i], &res[i], blobs ? &blobs[i] : NULL));
     }
     LIT(b, "]}");
     return 0;
+}
+
+int trk_msg_frame(struct trk_buf *b, const struct trk_frame_meta *m,
+                  const struct trk_object_def *defs, const struct trk_obj_result *res,
+                  const struct trk_blob_list *blobs, int n)
+{
+    /* ~140 bytes per object, ~130 per blob or instance + ~300 of header:
+     * one reserve, no regrowth on the hot path after the first frame. */
+    size_t listed = 0;
+    for (int i = 0; blobs && i < n; i++)
+        listed += (size_t)blobs_listed(&defs[i], &blobs[i]);
+    for (int i = 0; m->instances && i < n; i++)
+        if (defs[i].track && m->instances[i].n > 0) listed += 2 * (size_t)m->instances[i].n;
+    /* wx, wy: up to 2 x 24 bytes more per centroid. */
+    const size_t world = m->calib ? 48 : 0;
+    PUT(trk_buf_reserve(b, 320 + (size_t)(n > 0 ? n : 0) * (160 + world + TRK_NAME_MAX * 6) +
+                               listed * (130 + world)));
+    LIT(b, "{\"type\":\"frame\"");
+    if (m->camera) PUT(kv_str(b, ",\"camera\":", m->camera, 256));
+    PUT(kv_u64(b, ",\"seq\":", m->seq));
+    PUT(put_frame_fields(b, m));
+    return put_frame_objects(b, m, defs, res, blobs, 0, n);
+}
+
+int trk_msg_frame_part(struct trk_buf *b, const struct trk_frame_meta *m, const char *camera,
+                       int part, int parts, const struct trk_object_def *defs,
+                       const struct trk_obj_result *res, const struct trk_blob_list *blobs,
+                       int first, int count)
+{
+    PUT(kv_str(b, "{\"type\":\"frame\",\"camera\":", camera, SIZE_MAX));
+    PUT(kv_u64(b, ",\"seq\":", m->seq));
+    PUT(kv_i64(b, ",\"part\":", part));
+    PUT(kv_i64(b, ",\"parts\":", parts));
+    PUT(put_frame_fields(b, m));
+    return put_frame_objects(b, m, defs, res, blobs, first, count);
 }
 
 /* ------------------------------------------------- server -> client: hello */

@@ -160,6 +160,23 @@ int trk_msg_frame(struct trk_buf *b, const struct trk_frame_meta *m,
                   const struct trk_object_def *defs, const struct trk_obj_result *res,
                   const struct trk_blob_list *blobs, int n);
 
+/* Appends one element of the frame's objects[]: object id's entry as
+ * trk_msg_frame writes it for frame m (blobs may be NULL; m->calib and
+ * m->instances[id] are used as there). */
+int trk_msg_frame_object(struct trk_buf *b, const struct trk_frame_meta *m, int id,
+                         const struct trk_object_def *def, const struct trk_obj_result *r,
+                         const struct trk_blob_list *blobs);
+
+/* Appends one part of a frame as a UDP datagram carries it (PROTOCOL.md,
+ * "UDP datagrams"): the frame message with "camera" and "part" (1..parts)
+ * of "parts" after seq, and only objects first..first+count-1 (keeping
+ * their ids). With part = parts = 1, first = 0 and count = n it is the
+ * whole frame message plus camera, part and parts. */
+int trk_msg_frame_part(struct trk_buf *b, const struct trk_frame_meta *m, const char *camera,
+                       int part, int parts, const struct trk_object_def *defs,
+                       const struct trk_obj_result *res, const struct trk_blob_list *blobs,
+                       int first, int count);
+
 /* ------------------------------------------------- server -> client: hello */
 
 /* Preview stream settings announced in the hello. */

@@ -1,0 +1,147 @@
+#include "osc.h"
+
+#include <errno.h>
+#include <lo/lo.h>
+#include <netdb.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#define LOG_TAG "osc"
+#include "log.h"
+#include "sink.h"
+
+/* Longest address: the prefix, a camera and a name (TRK_NAME_MAX each) and
+ * "/blob". */
+#define ADDR_MAX (16 + 2 * TRK_NAME_MAX + 8)
+
+struct osc {
+    lo_address to;
+    char *camera;
+};
+
+static void osc_close(void *ctx)
+{
+    struct osc *o = ctx;
+    if (!o) return;
+    if (o->to) lo_address_free(o->to);
+    free(o->camera);
+    free(o);
+}
+
+/* One OSC address part: the bytes OSC 1.0 reserves (and controls) as '_';
+ * other bytes, UTF-8 included, as they are. */
+static size_t put_part(char *buf, size_t at, size_t len, const char *s)
+{
+    for (; *s && at + 1 < len; s++)
+        buf[at++] = ((unsigned char)*s < 0x20 || *s == 0x7f || strchr(" #*,/?[]{}", *s)) ? '_' : *s;
+    buf[at < len ? at : len - 1] = 0;
+    return at;
+}
+
+size_t trk_osc_address(char *buf, size_t len, const char *camera, const char *name)
+{
+    if (!len) return 0;
+    size_t at = (size_t)snprintf(buf, len, "/trackd/");
+    if (at >= len) return len - 1;
+    at = put_part(buf, at, len, camera);
+    if (at + 1 < len) buf[at++] = '/';
+    return put_part(buf, at, len, name);
+}
+
+static int32_t clamp_mass(uint64_t mass)
+{
+    return mass > INT32_MAX ? INT32_MAX : (int32_t)mass;
+}
+
+/* Sends m to path and frees it; 0 or -errno. */
+static int send_msg(struct osc *o, const char *path, lo_message m)
+{
+    if (!m) return TRK_ENOMEM;
+    int n = lo_send_message(o->to, path, m);
+    lo_message_free(m);
+    if (n >= 0) return 0;
+    int e = lo_address_errno(o->to);
+    return e > 0 ? -e : -EIO;
+}
+
+static int osc_send(void *ctx, const struct trk_sink_frame *f)
+{
+    struct osc *o = ctx;
+    char path[ADDR_MAX + 8];
+    int err = 0, e;
+    for (int i = 0; i < f->n; i++) {
+        const struct trk_obj_result *r = &f->res[i];
+        uint64_t min_mass = f->defs[i].min_mass ? f->defs[i].min_mass : 1;
+        size_t at = trk_osc_address(path, ADDR_MAX, o->camera, f->defs[i].name);
+        lo_message m = lo_message_new();
+        if (r->mass < min_mass) {
+            snprintf(path + at, sizeof(path) - at, "/lost");
+            e = send_msg(o, path, m);
+        } else {
+            if (m) {
+                lo_message_add_float(m, (float)((double)r->sum_x / (double)r->mass));
+                lo_message_add_float(m, (float)((double)r->sum_y / (double)r->mass));
+                lo_message_add_int32(m, clamp_mass(r->mass));
+            }
+            e = send_msg(o, path, m);
+            snprintf(path + at, sizeof(path) - at, "/blob");
+            for (int k = 0; k < f->blobs[i].n; k++) {
+                const struct trk_blob *b = &f->blobs[i].blobs[k];
+                if (!b->mass) continue; /* never empty; never divide by 0 all the same */
+                lo_message bm = lo_message_new();
+                if (bm) {
+                    lo_message_add_int32(bm, k);
+                    lo_message_add_float(bm, (float)((double)b->sum_x / (double)b->mass));
+                    lo_message_add_float(bm, (float)((double)b->sum_y / (double)b->mass));
+                    lo_message_add_int32(bm, clamp_mass(b->mass));
+                }
+                int be = send_msg(o, path, bm);
+                if (be && !e) e = be;
+            }
+        }
+        if (e && !err) err = e; /* the other objects still go */
+    }
+    return err;
+}
+
+int trk_osc_create(const struct trk_osc_cfg *cfg, struct trk_sink **out)
+{
+    *out = NULL;
+    if (!cfg || !cfg->host || cfg->port < 1 || cfg->port > 65535) return TRK_EINVAL;
+    char port[8], name[300], numeric[NI_MAXHOST];
+    snprintf(port, sizeof(port), "%d", cfg->port);
+    snprintf(name, sizeof(name), "osc %s%s%s:%d", strchr(cfg->host, ':') ? "[" : "", cfg->host,
+             strchr(cfg->host, ':') ? "]" : "", cfg->port);
+    /* Resolved here, once, so a bad name fails the start with a clear
+     * message; liblo gets the numeric address. */
+    struct addrinfo hints = { .ai_socktype = SOCK_DGRAM, .ai_flags = AI_NUMERICSERV }, *ai;
+    int gai = getaddrinfo(cfg->host, port, &hints, &ai);
+    if (!gai) {
+        gai = getnameinfo(ai->ai_addr, ai->ai_addrlen, numeric, sizeof(numeric), NULL, 0,
+                          NI_NUMERICHOST);
+        freeaddrinfo(ai);
+    }
+    if (gai) {
+        log_error("--osc %s: cannot resolve %s: %s", name + 4, cfg->host, gai_strerror(gai));
+        return -ENOENT;
+    }
+    struct osc *o = calloc(1, sizeof(*o));
+    if (!o || !(o->camera = strdup(cfg->camera ? cfg->camera : "trackd")) ||
+        !(o->to = lo_address_new_with_proto(LO_UDP, numeric, port))) {
+        osc_close(o);
+        return TRK_ENOMEM;
+    }
+    struct trk_sink_cfg sc = { .name = name, .send = osc_send, .close = osc_close, .ctx = o };
+    int err = trk_sink_create(&sc, out); /* closes o on failure */
+    if (err) {
+        log_error_err(err, "%s: cannot start its thread", name);
+        return err;
+    }
+    char addr[ADDR_MAX];
+    trk_osc_address(addr, sizeof(addr), cfg->camera ? cfg->camera : "trackd", "<name>");
+    log_info("sending OSC messages %s ... per object and frame to %s", addr, name + 4);
+    return 0;
+}

@@ -1,0 +1,32 @@
+/* --osc: Open Sound Control messages (liblo) for creative and AR tools
+ * (TouchDesigner, Max, Unity, ...), sent from their own thread through a
+ * trk_sink (daemon/sink.h). Per frame, for each object in order:
+ *   found:      /trackd/<camera>/<name> f:cx f:cy i:mass
+ *               then per listed blob k (0 = largest):
+ *               /trackd/<camera>/<name>/blob i:k f:cx f:cy i:mass
+ *   not found:  /trackd/<camera>/<name>/lost (no arguments)
+ * one message per datagram. Characters OSC reserves in addresses (space # *
+ * , / ? [ ] { }) and control characters in <camera> and <name> become '_'.
+ * PROTOCOL.md, "OSC", is the document. */
+#ifndef TRK_DAEMON_OSC_H
+#define TRK_DAEMON_OSC_H
+
+#include <stddef.h>
+
+struct trk_sink;
+
+struct trk_osc_cfg {
+    const char *host;   /* name, IPv4 or IPv6 address */
+    int port;           /* 1..65535 */
+    const char *camera; /* <camera> in every address */
+};
+
+/* Resolves the address and starts the sink. 0, TRK_EINVAL, TRK_ENOMEM or
+ * -errno (-ENOENT: the host does not resolve); failures are logged. */
+int trk_osc_create(const struct trk_osc_cfg *cfg, struct trk_sink **out);
+
+/* Writes "/trackd/<camera>/<name>" with reserved characters replaced into
+ * buf (len bytes, cut to fit); returns its length. */
+size_t trk_osc_address(char *buf, size_t len, const char *camera, const char *name);
+
+#endif

@@ -1,0 +1,87 @@
+/* A network sink's queue and thread (--udp, --osc): the processing thread
+ * hands each frame's results over with trk_sink_push, which copies them into
+ * a bounded queue and returns at once; the sink's own thread takes frames
+ * oldest first and calls the sink's send function. A slow or absent peer
+ * therefore never slows the pipeline: when the queue is full, the oldest
+ * queued frame gives way to the new one and is counted as dropped.
+ *
+ * Threads: trk_sink_push from one thread (processing); send and close run
+ * on the sink's thread; trk_sink_get_stats from any thread.
+ * Lifecycle: create (starts the thread) / destroy (sends what is queued,
+ * joins, closes). */
+#ifndef TRK_DAEMON_SINK_H
+#define TRK_DAEMON_SINK_H
+
+#include <stdint.h>
+
+#include "backend.h"
+#include "calib.h"
+#include "messages.h"
+
+/* Frames queued at most (besides the one being sent). Small on purpose: a
+ * peer that cannot keep up wants the newest positions, not a backlog. */
+#define TRK_SINK_DEPTH 4
+
+/* One frame's results as the pipeline had them, owned by the sink: the same
+ * shapes trk_msg_frame takes, so senders encode with protocol/messages.h.
+ * blobs[i].blobs points into the frame's own copy. */
+struct trk_sink_frame {
+    struct trk_frame_meta meta;
+    char backend[32]; /* meta.backend points here */
+    /* meta.calib points here when the frame had a calibration (world
+     * points in datagrams); meta.camera and meta.instances are NULL: the
+     * sink is given its camera name, and datagrams carry no instances. */
+    struct trk_calib calib;
+    int n; /* objects */
+    struct trk_object_def defs[TRK_MAX_OBJECTS];
+    struct trk_obj_result res[TRK_MAX_OBJECTS];
+    struct trk_blob_list blobs[TRK_MAX_OBJECTS];
+    struct trk_blob *blob_store; /* grows to the most blobs a frame listed */
+    size_t blob_cap;
+};
+
+struct trk_sink_cfg {
+    const char *name; /* for the log and stats: "udp 127.0.0.1:9000" */
+    /* Sends one frame; 0 or a negative code (-errno). A failure is logged
+     * once until a send works again, and counted; the next frame is tried
+     * anyway (a listener may come and go). */
+    int (*send)(void *ctx, const struct trk_sink_frame *f);
+    /* Frees ctx (sockets, buffers) after the thread ended; may be NULL. */
+    void (*close)(void *ctx);
+    void *ctx; /* owned by the sink from a successful create */
+};
+
+struct trk_sink_stats {
+    uint64_t frames;  /* pushed                                            */
+    uint64_t sent;    /* send returned 0                                   */
+    uint64_t failed;  /* send returned an error                            */
+    uint64_t dropped; /* gave way in a full queue (frames = sent + failed +
+                       * dropped + queued)                                 */
+};
+
+struct trk_sink;
+
+/* 0, TRK_EINVAL (no send), TRK_ENOMEM or -errno (the thread). On failure
+ * ctx is closed too. */
+int trk_sink_create(const struct trk_sink_cfg *cfg, struct trk_sink **out);
+
+/* Copies one frame's results (the arguments of trk_msg_frame) into the
+ * queue; never waits for the sender. A frame whose blobs cannot be copied
+ * (no memory) goes without its blob lists. */
+void trk_sink_push(struct trk_sink *s, const struct trk_frame_meta *m,
+                   const struct trk_object_def *defs, const struct trk_obj_result *res,
+                   const struct trk_blob_list *blobs, int n);
+
+void trk_sink_get_stats(struct trk_sink *s, struct trk_sink_stats *st);
+
+/* The name given at create. */
+const char *trk_sink_name(const struct trk_sink *s);
+
+/* Sends what is queued and ends the thread: the stats are final after it,
+ * and later pushes are ignored. Safe on NULL and twice. */
+void trk_sink_drain(struct trk_sink *s);
+
+/* Drains, closes and frees; safe on NULL and twice (sets *s = NULL). */
+void trk_sink_destroy(struct trk_sink **s);
+
+#endif

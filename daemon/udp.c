@@ -1,0 +1,189 @@
+#include "udp.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <net/if.h>
+#include <stdbool.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define LOG_TAG "udp"
+#include "log.h"
+#include "messages.h"
+#include "sink.h"
+
+/* The sink thread's state. */
+struct udp {
+    int fd;
+    struct sockaddr_storage to;
+    socklen_t to_len;
+    char *camera;
+    size_t max_payload;
+    struct trk_buf msg;  /* the datagram being built */
+    struct trk_buf one;  /* one object, to measure it */
+    size_t *obj_len;     /* per object: its encoded length */
+    uint64_t split_seen; /* frames split so far (logged once) */
+};
+
+static void udp_close(void *ctx)
+{
+    struct udp *u = ctx;
+    if (!u) return;
+    if (u->fd >= 0) close(u->fd);
+    trk_buf_free(&u->msg);
+    trk_buf_free(&u->one);
+    free(u->obj_len);
+    free(u->camera);
+    free(u);
+}
+
+static int send_buf(struct udp *u, const struct trk_buf *b)
+{
+    if (b->failed) return TRK_ENOMEM;
+    for (;;) {
+        ssize_t n = sendto(u->fd, b->data, b->len, 0, (const struct sockaddr *)&u->to, u->to_len);
+        if (n >= 0) return 0;
+        if (errno != EINTR) return -errno;
+    }
+}
+
+/* One frame: the whole message when it fits, else parts of consecutive
+ * objects, each filled as far as max_payload allows. */
+static int udp_send(void *ctx, const struct trk_sink_frame *f)
+{
+    struct udp *u = ctx;
+    const struct trk_frame_meta *m = &f->meta;
+    trk_buf_reset(&u->msg);
+    trk_msg_frame_part(&u->msg, m, u->camera, 1, 1, f->defs, f->res, f->blobs, 0, f->n);
+    if (u->msg.failed || u->msg.len <= u->max_payload) return send_buf(u, &u->msg);
+    size_t whole = u->msg.len;
+
+    /* The header's length with the longest part numbers a frame can have
+     * (one part per object), so a part sized with it always fits. */
+    trk_buf_reset(&u->one);
+    trk_msg_frame_part(&u->one, m, u->camera, TRK_MAX_OBJECTS, TRK_MAX_OBJECTS, f->defs, f->res,
+                       f->blobs, 0, 0);
+    size_t head = u->one.len;
+    for (int i = 0; i < f->n; i++) {
+        trk_buf_reset(&u->one);
+        trk_msg_frame_object(&u->one, m, i, &f->defs[i], &f->res[i], &f->blobs[i]);
+        if (u->one.failed) return TRK_ENOMEM;
+        u->obj_len[i] = u->one.len;
+    }
+    /* First pass counts the parts, the second sends them: every part says
+     * how many there are. */
+    int parts = 0, err = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        int part = 0;
+        for (int first = 0; first < f->n;) {
+            size_t len = head + u->obj_len[first];
+            int count = 1;
+            while (first + count < f->n && len + 1 + u->obj_len[first + count] <= u->max_payload)
+                len += 1 + u->obj_len[first + count++];
+            part++;
+            if (pass == 1) {
+                trk_buf_reset(&u->msg);
+                trk_msg_frame_part(&u->msg, m, u->camera, part, parts, f->defs, f->res, f->blobs,
+                                   first, count);
+                int e = send_buf(u, &u->msg);
+                if (e && !err) err = e; /* the other parts still go */
+            }
+            first += count;
+        }
+        parts = part;
+    }
+    if (u->split_seen++ == 0)
+        log_info("frame %llu is %zu bytes, over %zu: sent in %d datagrams split by object "
+                 "(PROTOCOL.md, \"UDP datagrams\"); further splits are not logged",
+                 (unsigned long long)m->seq, whole, u->max_payload, parts);
+    return err;
+}
+
+/* Multicast options: hops and the interface to send on. */
+static int set_multicast(int fd, int family, const struct trk_udp_cfg *cfg, unsigned ifindex)
+{
+    int ttl = cfg->ttl > 0 ? cfg->ttl : 1;
+    if (family == AF_INET) {
+        if (setsockopt(fd, IPPROTO_IP, IP_MULTICAST_TTL, &ttl, sizeof(ttl))) return -errno;
+        if (ifindex) {
+            struct ip_mreqn mr = { .imr_ifindex = (int)ifindex };
+            if (setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &mr, sizeof(mr))) return -errno;
+        }
+    } else {
+        if (setsockopt(fd, IPPROTO_IPV6, IPV6_MULTICAST_HOPS, &ttl, sizeof(ttl))) return -errno;
+        if (ifindex && setsockopt(fd, IPPROTO_IPV6, IPV6_MULTICAST_IF, &ifindex, sizeof(ifindex)))
+            return -errno;
+    }
+    return 0;
+}
+
+static bool is_multicast(const struct sockaddr *sa)
+{
+    if (sa->sa_family == AF_INET)
+        return IN_MULTICAST(ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr));
+    return sa->sa_family == AF_INET6 &&
+           IN6_IS_ADDR_MULTICAST(&((const struct sockaddr_in6 *)sa)->sin6_addr);
+}
+
+int trk_udp_create(const struct trk_udp_cfg *cfg, struct trk_sink **out)
+{
+    *out = NULL;
+    if (!cfg || !cfg->host || cfg->port < 1 || cfg->port > 65535) return TRK_EINVAL;
+    char port[8], name[300];
+    snprintf(port, sizeof(port), "%d", cfg->port);
+    snprintf(name, sizeof(name), "udp %s%s%s:%d", strchr(cfg->host, ':') ? "[" : "", cfg->host,
+             strchr(cfg->host, ':') ? "]" : "", cfg->port);
+    unsigned ifindex = 0;
+    if (cfg->iface && !(ifindex = if_nametoindex(cfg->iface))) {
+        log_error("--udp-iface %s: no such network interface (ip link lists them)", cfg->iface);
+        return -ENODEV;
+    }
+    struct addrinfo hints = { .ai_socktype = SOCK_DGRAM, .ai_flags = AI_NUMERICSERV }, *ai;
+    int gai = getaddrinfo(cfg->host, port, &hints, &ai);
+    if (gai) {
+        log_error("--udp %s: cannot resolve %s: %s", name + 4, cfg->host, gai_strerror(gai));
+        return -ENOENT;
+    }
+    struct udp *u = calloc(1, sizeof(*u));
+    if (!u || !(u->camera = strdup(cfg->camera ? cfg->camera : "trackd")) ||
+        !(u->obj_len = calloc(TRK_MAX_OBJECTS, sizeof(*u->obj_len)))) {
+        freeaddrinfo(ai);
+        if (u) u->fd = -1;
+        udp_close(u);
+        return TRK_ENOMEM;
+    }
+    size_t max_payload = cfg->max_payload > 0 ? (size_t)cfg->max_payload : TRK_UDP_PAYLOAD;
+    u->max_payload = max_payload;
+    memcpy(&u->to, ai->ai_addr, ai->ai_addrlen);
+    u->to_len = ai->ai_addrlen;
+    bool multicast = is_multicast(ai->ai_addr);
+    int err = 0;
+    u->fd = socket(ai->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (u->fd < 0)
+        err = -errno;
+    else if (multicast)
+        err = set_multicast(u->fd, ai->ai_family, cfg, ifindex);
+    freeaddrinfo(ai);
+    if (err) {
+        log_error_err(err, "--udp %s: cannot set up the socket", name + 4);
+        udp_close(u);
+        return err;
+    }
+    if (!multicast && (cfg->iface || cfg->ttl > 1))
+        log_warn("--udp %s is a unicast address: --udp-ttl and --udp-iface apply to multicast "
+                 "only and are ignored",
+                 name + 4);
+    struct trk_sink_cfg sc = { .name = name, .send = udp_send, .close = udp_close, .ctx = u };
+    if ((err = trk_sink_create(&sc, out))) { /* closes u */
+        log_error_err(err, "%s: cannot start its thread", name);
+        return err;
+    }
+    log_info("sending one JSON datagram per frame to %s (%s, split above %zu bytes)", name + 4,
+             multicast ? "multicast" : "unicast", max_payload);
+    return 0;
+}

@@ -1,0 +1,38 @@
+#!/usr/bin/python3
+"""Prints the positions trackd sends with --udp HOST:PORT.
+
+    trackd --udp 127.0.0.1:5005 &
+    python3 examples/udp_listener.py [PORT [FRAMES [GROUP]]]
+
+PORT defaults to 5005; FRAMES (default 0 = forever) stops after that many
+frames; GROUP joins a multicast group (trackd --udp GROUP:PORT). A frame over
+1400 bytes comes in parts (protocol/PROTOCOL.md section 9): they are joined
+here by seq; a frame that lost a part is skipped when a newer one is whole.
+"""
+import json
+import socket
+import sys
+
+port = int(sys.argv[1]) if len(sys.argv) > 1 else 5005
+frames = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+group = sys.argv[3] if len(sys.argv) > 3 else None
+
+sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+sock.bind(("", port))
+if group:
+    sock.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP,
+                    socket.inet_aton(group) + socket.inet_aton("0.0.0.0"))
+
+pending = {}  # seq -> {part: objects}
+n = 0
+while n != frames:
+    msg = json.loads(sock.recv(65536))
+    parts = pending.setdefault(msg["seq"], {})
+    parts[msg["part"]] = msg["objects"]
+    if len(parts) < msg["parts"]:
+        continue
+    objects = [o for i in sorted(parts) for o in parts[i]]
+    pending = {seq: p for seq, p in pending.items() if seq > msg["seq"]}
+    found = [f"{o['name']} ({o['cx']:.1f}, {o['cy']:.1f})" for o in objects if o["found"]]
+    print(f"frame {msg['seq']}: {', '.join(found)}", flush=True)
+    n += 1
