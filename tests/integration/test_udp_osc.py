@@ -143,7 +143,7 @@ def check_udp(datagrams, frames, log, what, split):
         if truth is None or objs != truth["objects"]:
             wrong.append(f"seq {seq}: objects differ from the NDJSON line")
             continue
-        head = {k: v for k, v in got[1].items() if k not in ("camera", "part", "parts", "objects")}
+        head = {k: v for k, v in got[1].items() if k not in ("part", "parts", "objects")}
         if head != {k: v for k, v in truth.items() if k != "objects"}:
             wrong.append(f"seq {seq}: header differs: {head}")
     expect(not wrong, f"{what}: each frame's parts complete and equal to its NDJSON line "
