@@ -26,6 +26,7 @@
 #include "objects.h"
 #include "osc.h"
 #include "pipeline.h"
+#include "tracker.h"
 #include "sink.h"
 #include "source.h"
 #include "udp.h"
@@ -40,6 +41,7 @@ struct app {
     struct trk_source src;
     bool source_absent; /* a camera that was not there at start */
     struct trk_backend *backend;
+    int track_mode;                     /* --mode, auto resolved for the backend (open_backend) */
     struct trk_backend_cfg backend_cfg; /* the pipeline makes a larger one alike */
     FILE *out;                          /* --output; NULL = none */
     struct trk_objects_target save;     /* valid when have_save */
@@ -320,6 +322,16 @@ static int open_backend(struct app *a)
         return TRK_EX_UNAVAILABLE;
     }
     log_info("backend: %s, %d objects", trk_backend_name(a->backend), a->objs.n);
+    /* --mode auto: regions only where they cost what they cover; the CUDA
+     * backend's regional form is the generic one (a pass per region) until
+     * it has a native one, so tracked objects are searched full frame. */
+    a->track_mode = s->track_mode;
+    if (a->track_mode == TRK_TRACK_AUTO) {
+        const bool native = trk_backend_regions_native(a->backend);
+        a->track_mode = native ? TRK_TRACK_ROI : TRK_TRACK_FULL;
+        log_debug("--mode auto: %s (%s)", native ? "roi" : "full",
+                  native ? "native regional form" : "no native regional form on this backend");
+    }
     if (sigma > 0)
         log_info("pre-filter: Gaussian, sigma %g pixels%s", sigma,
                  s->prefilter_set ? " (--prefilter)" : "");
@@ -629,7 +641,7 @@ static struct trk_pipeline_cfg pipeline_cfg(struct app *a)
         .prefilter = s->prefilter,
         .camera = s->camera_name,
         .mqtt = a->mqtt,
-        .track_mode = s->track_mode,
+        .track_mode = a->track_mode,
         .full_every = s->full_every,
         .sinks = { a->udp, a->osc },
     };

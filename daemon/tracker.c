@@ -646,5 +646,6 @@ int trk_track_mode_parse(const char *s)
 {
     if (!strcmp(s, "roi")) return TRK_TRACK_ROI;
     if (!strcmp(s, "full")) return TRK_TRACK_FULL;
+    if (!strcmp(s, "auto")) return TRK_TRACK_AUTO;
     return -1;
 }

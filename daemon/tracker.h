@@ -65,6 +65,9 @@ struct trk_tracker;
 enum trk_track_mode {
     TRK_TRACK_ROI = 0, /* regions around predictions, periodic full frames */
     TRK_TRACK_FULL,    /* every frame over the whole frame                  */
+    TRK_TRACK_AUTO,    /* --mode's default: roi where the backend has a
+                        * native regional form, else full (the daemon
+                        * resolves it before the tracker sees it)           */
 };
 
 /* Default of --full-every. */

@@ -312,6 +312,11 @@ int trk_backend_blobs(const struct trk_backend *b, int obj, const struct trk_blo
     return b->ops->blobs ? b->ops->blobs(b->self, obj, blobs) : 0;
 }
 
+bool trk_backend_regions_native(const struct trk_backend *b)
+{
+    return b->ops->submit_regions != NULL;
+}
+
 int trk_backend_process_regions(struct trk_backend *b, const struct trk_image *img,
                                 const struct trk_region *regions, int n, struct trk_obj_result *out,
                                 struct trk_backend_timing *timing)

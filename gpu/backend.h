@@ -267,6 +267,10 @@ struct trk_region {
  * obj outside the set. */
 int trk_backend_submit_regions(struct trk_backend *b, const struct trk_image *img,
                                const struct trk_region *regions, int n);
+/* Whether b has a native regional form (cost follows the regions' area);
+ * false: submit_regions runs one submit per region (correct, not fast). */
+bool trk_backend_regions_native(const struct trk_backend *b);
+
 /* submit_regions + wait: out has n entries. */
 int trk_backend_process_regions(struct trk_backend *b, const struct trk_image *img,
                                 const struct trk_region *regions, int n, struct trk_obj_result *out,
