@@ -28,7 +28,7 @@ ffmpeg -loglevel error -y -f lavfi -i testsrc2=size=1280x720:rate=30 -t 4 \
   -c:v libx264 -preset veryfast -pix_fmt yuv420p "$out/clip420.mp4"
 ffmpeg -loglevel error -y -f lavfi -i testsrc2=size=640x480:rate=30 -t 3 \
   -c:v ffv1 -pix_fmt bgr0 "$out/cliprgb.mkv"
-cp "$here/clip-objects.json" "$out/"
+cp "$here/clip-objects.json" "$here/clip-blobs-objects.json" "$out/"
 mkdir -p "$dest"
 tar -C "$(dirname "$out")" -cf - bundle | xz -T2 -6 > "$dest/trackd-bundle.tar.xz"
 rm -rf "$(dirname "$out")"

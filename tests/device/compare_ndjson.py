@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Compares two trackd NDJSON files field by field, ignoring timing fields
-(t_capture, wall_ms, latency, backend). Integer results must be identical.
+(t_capture, wall_ms, latency, backend, upload_bytes: host-to-device bytes
+are 0 on CPU backends). Integer results must be identical.
 Exit 0 when equal; prints the first difference otherwise."""
 import json
 import sys
 
-IGNORE = {"t_capture", "wall_ms", "latency", "backend"}
+IGNORE = {"t_capture", "wall_ms", "latency", "backend", "upload_bytes"}
 
 
 def strip(m):

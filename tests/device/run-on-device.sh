@@ -11,8 +11,11 @@ for b in cpu cuda; do
   run --backend $b --size 1920x1080 --frames 120 --output demo1080-$b.ndjson
   run --backend $b --input clip420.mp4 --objects clip-objects.json --output clip420-$b.ndjson
   run --backend $b --input cliprgb.mkv --objects clip-objects.json --output cliprgb-$b.ndjson
+  # Blob lists, a tracked object and the pre-filter (issue 12/13), whole frames on both.
+  run --backend $b --mode full --input clip420.mp4 --objects clip-blobs-objects.json --output blobs420-$b.ndjson
+  run --backend $b --mode full --input cliprgb.mkv --objects clip-blobs-objects.json --output blobsrgb-$b.ndjson
 done
-for n in demo demo1080 clip420 cliprgb; do
+for n in demo demo1080 clip420 cliprgb blobs420 blobsrgb; do
   echo "== $n: cpu vs cuda"; python3 compare_ndjson.py $n-cpu.ndjson $n-cuda.ndjson || fail=1
 done
 echo "== auto picks:"; ./trackd --no-server --frames 1 --fast 2>&1 | grep -i backend
