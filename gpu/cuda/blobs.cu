@@ -393,6 +393,12 @@ __global__ void __launch_bounds__(TRK_BLOB_SEL_THREADS)
                     const unsigned u = __shfl_up_sync(FULL_MASK, incl, d);
                     if (lane >= d) incl += u;
                 }
+                /* Every lane has read s_need and its bins; the deciding
+                 * lane writes s_need / s_prefix below. The shuffles above
+                 * synchronise execution but order no memory: without this
+                 * barrier a lane's read and the writer's store race
+                 * (compute-sanitizer racecheck: 48 hazards). */
+                __syncwarp();
                 const unsigned excl = incl - sum;
                 if (excl < need && incl >= need) {
                     unsigned cum = excl;
