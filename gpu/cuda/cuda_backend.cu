@@ -667,8 +667,9 @@ int setup_blobs(struct cuda_be *b, const struct trk_object_def *objs, int n)
         const size_t sm = trk_cu_blob_smem(&b->blt[p]);
         if (sm > smem) smem = sm;
     }
-    int err = 0;
-    if (words > b->blut_words) {
+    /* A frame in flight may still read the old images. */
+    int err = TRK_CUDA_CHECK(cudaStreamSynchronize(b->s_k));
+    if (!err && words > b->blut_words) {
         cudaFree(b->d_blut);
         b->d_blut = NULL;
         b->blut_words = 0;
