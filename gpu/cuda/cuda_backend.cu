@@ -109,14 +109,20 @@ struct cuda_be {
     /* Blob lists. bobj_of[i]: object index of blob object i (nbo of them,
      * in object order); h_bobj/d_bobj their descriptors; group: blob
      * objects labelled per pass of the pipeline (the scratch holds that
-     * many); d_bout/hp_bout: list lengths then records (TRK_CU_BLOB_HDR),
+     * many); blt[i] / blut_off[i]: the table layout and offset in d_blut of
+     * pass i's objects (bits 0.. of its own image); d_bctl: two run
+     * counters, the pass at bctl_par uses one and zeroes the other for the
+     * next; d_bout/hp_bout: list lengths then records (TRK_CU_BLOB_HDR),
      * bout_bytes of it copied back per frame. n_blob/h_blob: the decoded
      * lists of the last frame, per object. */
-    int nbo, group;
+    int nbo, group, bctl_par;
     int bobj_of[TRK_MAX_OBJECTS];
     struct trk_cu_bobj h_bobj[TRK_MAX_OBJECTS];
     struct trk_cu_bobj *d_bobj;
-    uint32_t *d_bmask, *d_bwp, *d_browruns, *d_bparent, *d_bmass, *d_broots, *d_bnroots;
+    struct trk_cu_lut blt[TRK_MAX_OBJECTS];
+    size_t blut_off[TRK_MAX_OBJECTS], blut_words;
+    uint32_t *d_blut, *d_bctl;
+    uint32_t *d_bmask, *d_browoff, *d_browcnt, *d_byg, *d_bparent, *d_bmass, *d_bfirst;
     uint16_t *d_bx0, *d_bx1;
     void *d_bout, *hp_bout;
     size_t bout_bytes;
@@ -261,8 +267,8 @@ __global__ void probe_kernel(int *p)
 /* Frees the labelling scratch (set_objects sizes it). */
 void free_blob_scratch(struct cuda_be *b)
 {
-    uint32_t **u32[] = { &b->d_bmask, &b->d_bwp,    &b->d_browruns, &b->d_bparent,
-                         &b->d_bmass, &b->d_broots, &b->d_bnroots };
+    uint32_t **u32[] = { &b->d_bmask,   &b->d_browoff, &b->d_browcnt, &b->d_byg,
+                         &b->d_bparent, &b->d_bmass,   &b->d_bfirst };
     for (uint32_t **p : u32) {
         cudaFree(*p);
         *p = NULL;
@@ -298,6 +304,8 @@ void be_free(struct cuda_be *b)
     cudaFree(b->d_pftmp);
     free_blob_scratch(b);
     cudaFree(b->d_bobj);
+    cudaFree(b->d_bctl);
+    cudaFree(b->d_blut);
     cudaFree(b->d_bout);
     cudaFreeHost(b->hp_bout);
     free(b->h_blob);
@@ -408,6 +416,10 @@ int cu_create(const struct trk_backend_cfg *cfg, void **self)
     if (cudaMalloc(&b->d_colmask, (size_t)b->max_w * 8 * 4) != cudaSuccess) goto fail_mem;
     if (cudaMalloc(&b->d_bobj, TRK_MAX_OBJECTS * sizeof(struct trk_cu_bobj)) != cudaSuccess)
         goto fail_mem;
+    /* The two run counters of the blob passes (each zeroed by the pass
+     * before it; both start at 0). */
+    if (cudaMalloc(&b->d_bctl, 2 * 4 * sizeof(uint32_t)) != cudaSuccess) goto fail_mem;
+    if (cudaMemset(b->d_bctl, 0, 2 * 4 * sizeof(uint32_t)) != cudaSuccess) goto fail_mem;
     {
         /* The largest blob output: every object listing TRK_MAX_BLOBS. */
         const size_t out =
@@ -553,8 +565,9 @@ void group_objects(const struct trk_object_def *objs, int n, int nw, int *pos)
         pos[keys[i].index] = (i % nw) * 32 + i / nw;
 }
 
-/* Per-object strides of the labelling scratch: sized for the largest
- * frame, so one allocation serves every frame size. */
+/* Per-object sizes of the labelling scratch, sized for the largest frame
+ * so one allocation serves every frame size: mask words, rows (rowoff and
+ * rowcnt each), run slots. */
 struct blob_strides {
     size_t words, rows, runs;
 };
@@ -566,13 +579,16 @@ blob_strides blob_strides_of(const struct cuda_be *b)
 }
 
 /* The blob objects of objs (those with blobs > 0): descriptors uploaded,
- * output layout (each object's K records after the previous ones) and the
+ * output layout (each object's K records after the previous ones), the
  * labelling scratch for as many objects per pass as TRK_BLOB_SCRATCH_BYTES
- * allows (at least one), kept when large enough already. Runs after the
- * slots (pos) are set: a blob object reads its ROI from its slot. */
+ * allows (at least one; kept when large enough already) and each pass's
+ * table image (the aggregate tables' layout and builder, with the pass's
+ * objects as slots 0..). Runs after the slots (pos) are set: a blob object
+ * reads its ROI from its slot. */
 int setup_blobs(struct cuda_be *b, const struct trk_object_def *objs, int n)
 {
     int off = 0;
+    struct trk_object_def defs[TRK_MAX_OBJECTS];
     for (int k = 0; k < n; k++) {
         const struct trk_object_def *d = &objs[k];
         if (!d->blobs) continue;
@@ -587,6 +603,7 @@ int setup_blobs(struct cuda_be *b, const struct trk_object_def *objs, int n)
         o->off = off;
         o->slot = b->pos[k];
         off += d->blobs;
+        defs[b->nbo] = *d;
         b->bobj_of[b->nbo++] = k;
     }
     if (!b->nbo) {
@@ -601,21 +618,24 @@ int setup_blobs(struct cuda_be *b, const struct trk_object_def *objs, int n)
         return TRK_EINVAL;
     }
     b->bout_bytes = TRK_CU_BLOB_HDR + (size_t)off * sizeof(struct trk_cu_blob);
+    const blob_strides st = blob_strides_of(b);
     const size_t per = trk_cu_blob_obj_bytes(b->max_w, b->max_h);
     size_t fit = TRK_BLOB_SCRATCH_BYTES / per;
+    /* Run slots of a pass stay below 2^31 (the tag bit of selected roots). */
+    const size_t fit_tag = ((size_t)1 << 31) / st.runs - 1;
+    if (fit > fit_tag) fit = fit_tag;
     if (fit < 1) fit = 1;
     const int group = (size_t)b->nbo < fit ? b->nbo : (int)fit;
     if (group > b->group) {
         free_blob_scratch(b);
-        const blob_strides st = blob_strides_of(b);
         const size_t g = (size_t)group;
         bool ok = cudaMalloc(&b->d_bmask, g * st.words * 4) == cudaSuccess &&
-                  cudaMalloc(&b->d_bwp, g * st.words * 4) == cudaSuccess &&
-                  cudaMalloc(&b->d_browruns, g * st.rows * 4) == cudaSuccess &&
+                  cudaMalloc(&b->d_browoff, g * st.rows * 4) == cudaSuccess &&
+                  cudaMalloc(&b->d_browcnt, g * st.rows * 4) == cudaSuccess &&
+                  cudaMalloc(&b->d_byg, g * st.runs * 4) == cudaSuccess &&
                   cudaMalloc(&b->d_bparent, g * st.runs * 4) == cudaSuccess &&
                   cudaMalloc(&b->d_bmass, g * st.runs * 4) == cudaSuccess &&
-                  cudaMalloc(&b->d_broots, g * st.runs * 4) == cudaSuccess &&
-                  cudaMalloc(&b->d_bnroots, g * 4) == cudaSuccess &&
+                  cudaMalloc(&b->d_bfirst, g * st.runs * 4) == cudaSuccess &&
                   cudaMalloc(&b->d_bx0, g * st.runs * 2) == cudaSuccess &&
                   cudaMalloc(&b->d_bx1, g * st.runs * 2) == cudaSuccess;
         if (!ok) {
@@ -627,6 +647,51 @@ int setup_blobs(struct cuda_be *b, const struct trk_object_def *objs, int n)
             return TRK_ENOMEM;
         }
         b->group = group;
+    }
+    /* The passes' table images, one after the other (each a multiple of 4
+     * words: 16-byte aligned). */
+    uint32_t *img = (uint32_t *)malloc(LUT_MAX_WORDS * 4);
+    if (!img) {
+        b->nbo = 0;
+        return TRK_ENOMEM;
+    }
+    int pos[TRK_MAX_OBJECTS];
+    for (int i = 0; i < TRK_MAX_OBJECTS; i++)
+        pos[i] = i;
+    size_t words = 0, smem = 0;
+    for (int g0 = 0, p = 0; g0 < b->nbo; g0 += b->group, p++) {
+        const int gn = b->nbo - g0 < b->group ? b->nbo - g0 : b->group;
+        build_lut(defs + g0, gn, pos, &b->blt[p], img);
+        b->blut_off[p] = words;
+        words += (size_t)b->blt[p].words;
+        const size_t sm = trk_cu_blob_smem(&b->blt[p]);
+        if (sm > smem) smem = sm;
+    }
+    /* A frame in flight may still read the old images. */
+    int err = TRK_CUDA_CHECK(cudaStreamSynchronize(b->s_k));
+    if (!err && words > b->blut_words) {
+        cudaFree(b->d_blut);
+        b->d_blut = NULL;
+        b->blut_words = 0;
+        if (cudaMalloc(&b->d_blut, words * 4) != cudaSuccess) {
+            trk_log_write(TRK_LOG_ERROR, "cuda", 0, "blob tables (%zu KB) failed: %s",
+                          words * 4 >> 10, cudaGetErrorString(cudaGetLastError()));
+            err = TRK_ENOMEM;
+        } else {
+            b->blut_words = words;
+        }
+    }
+    for (int g0 = 0, p = 0; !err && g0 < b->nbo; g0 += b->group, p++) {
+        const int gn = b->nbo - g0 < b->group ? b->nbo - g0 : b->group;
+        build_lut(defs + g0, gn, pos, &b->blt[p], img);
+        err = TRK_CUDA_CHECK(cudaMemcpy(b->d_blut + b->blut_off[p], img,
+                                        (size_t)b->blt[p].words * 4, cudaMemcpyHostToDevice));
+    }
+    free(img);
+    if (!err) err = trk_cu_blobs_setup(smem);
+    if (err) {
+        b->nbo = 0;
+        return err;
     }
     TRK_CUDA_TRY(cudaMemcpyAsync(b->d_bobj, b->h_bobj, (size_t)b->nbo * sizeof(b->h_bobj[0]),
                                  cudaMemcpyHostToDevice, b->s_k));
@@ -823,30 +888,36 @@ int queue_blobs(struct cuda_be *b)
     j.rois = b->roi ? b->d_rois : NULL;
     j.objs = b->d_bobj;
     j.wpr = (b->f.width + 31) / 32;
-    j.cap = (b->f.width + 1) / 2;
-    j.word_stride = st.words;
-    j.row_stride = st.rows;
-    j.run_stride = st.runs;
+    j.cap = (size_t)b->group * st.runs;
     j.mask = b->d_bmask;
-    j.wp = b->d_bwp;
-    j.rowruns = b->d_browruns;
-    j.parent = b->d_bparent;
-    j.mass = b->d_bmass;
-    j.roots = b->d_broots;
-    j.nroots = b->d_bnroots;
+    j.rowoff = b->d_browoff;
+    j.rowcnt = b->d_browcnt;
     j.x0 = b->d_bx0;
     j.x1 = b->d_bx1;
+    j.yg = b->d_byg;
+    j.parent = b->d_bparent;
+    j.mass = b->d_bmass;
+    j.first = b->d_bfirst;
     j.counts = (unsigned *)b->d_bout;
     j.recs = (struct trk_cu_blob *)((char *)b->d_bout + TRK_CU_BLOB_HDR);
     TRK_CUDA_TRY(cudaEventRecord(b->ev_b0, b->s_k));
-    for (int g0 = 0; g0 < b->nbo; g0 += b->group) {
+    for (int g0 = 0, p = 0; g0 < b->nbo; g0 += b->group, p++) {
         j.g0 = g0;
         j.gn = b->nbo - g0 < b->group ? b->nbo - g0 : b->group;
+        j.lut = b->d_blut + b->blut_off[p];
+        j.lt = b->blt[p];
         j.need = 0;
-        for (int i = g0; i < g0 + j.gn; i++)
-            j.need |= 1 << b->h_bobj[i].space;
-        int err = trk_cu_blobs_launch(&j, b->s_k);
-        if (err) return err;
+        for (int s = 0; s < 3; s++)
+            if (j.lt.has[s]) j.need |= 1 << s;
+        j.ctl = b->d_bctl + 4 * b->bctl_par;
+        j.ctl_next = b->d_bctl + 4 * (b->bctl_par ^ 1);
+        int err = trk_cu_blobs_launch(&j, b->sms, b->s_k);
+        if (err) {
+            /* Part of the pass may be queued: both counters zero again. */
+            cudaMemsetAsync(b->d_bctl, 0, 2 * 4 * sizeof(uint32_t), b->s_k);
+            return err;
+        }
+        b->bctl_par ^= 1;
     }
     TRK_CUDA_TRY(cudaEventRecord(b->ev_b1, b->s_k));
     TRK_CUDA_TRY(

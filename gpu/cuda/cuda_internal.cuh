@@ -245,34 +245,45 @@ static_assert(sizeof(struct trk_cu_blob) % 8 == 0,
 #define TRK_CU_BLOB_HDR (TRK_MAX_OBJECTS * sizeof(unsigned))
 static_assert(TRK_CU_BLOB_HDR % 8 == 0, "records follow the lengths 8-byte aligned");
 
-/* One group of blob objects through the whole pipeline. Scratch arrays hold
- * gn objects, each at a fixed stride (sized for the largest frame); inside an
- * object, rows use this frame's wpr (mask words per row) and cap (run slots
- * per row = ceil(width / 2), the most runs a row can have). A run is named by
- * its index y * cap + k (k-th run of row y): raster order. */
+/* One group of blob objects through the whole pipeline (blobs.cu). The
+ * group's objects are bits 0..gn-1 of its own table image (lut, lt: the
+ * layout of the aggregate tables, built by the same code with slot = index
+ * in the group). Scratch: the row-major tables hold every (row, object) of
+ * the group; run slots are shared by the group's objects and taken by
+ * (row, object) as rows finish, cap of them (at least gn x ceil(width / 2)
+ * x height: the most runs the group can have, so nothing overflows). */
 struct trk_cu_blobjob {
     struct trk_cu_frame f;
     const struct trk_roi *rois;     /* clipped ROIs by slot, or NULL (whole frame) */
     const struct trk_cu_bobj *objs; /* every blob object                  */
     int g0, gn;                     /* this group: blob objects [g0, g0 + gn) */
     int need;                       /* spaces the group's objects test (bit s) */
-    int wpr, cap;
-    size_t word_stride; /* per object: mask, wp (32-bit words)    */
-    size_t row_stride;  /* per object: rowruns                    */
-    size_t run_stride;  /* per object: parent, mass, roots, x0, x1 */
-    uint32_t *mask;     /* bit x % 32 of word y * wpr + x / 32     */
-    uint32_t *wp;       /* runs of row y starting before word w   */
-    uint32_t *rowruns;  /* runs of row y                          */
-    uint32_t *parent, *mass, *roots, *nroots;
-    uint16_t *x0, *x1;        /* first and last pixel of each run       */
-    unsigned *counts;         /* output: list length per blob object    */
-    struct trk_cu_blob *recs; /* output: records (trk_cu_bobj.off)      */
+    const uint32_t *lut;            /* the group's table image (device)   */
+    struct trk_cu_lut lt;
+    int wpr;                         /* mask words per row of this frame         */
+    size_t cap;                      /* run slots                                */
+    uint32_t *ctl;                   /* run slots taken (zeroed before the launch) */
+    uint32_t *ctl_next;              /* zeroed by this launch for the next one */
+    uint32_t *mask;                  /* [y][g][w]: written for the row's present objects */
+    uint32_t *rowoff;                /* [y][g]: first run slot of (row, object)  */
+    uint32_t *rowcnt;                /* [y][g]: its runs (sorted by x)           */
+    uint16_t *x0, *x1;               /* per run: first and last pixel            */
+    uint32_t *yg;                    /* per run: y | g << 16                     */
+    uint32_t *parent, *mass, *first; /* per run; mass, first valid at roots */
+    unsigned *counts;                /* output: list length per blob object    */
+    struct trk_cu_blob *recs;        /* output: records (trk_cu_bobj.off)      */
 };
 
 /* Scratch bytes one blob object needs for frames up to max_w x max_h. */
 size_t trk_cu_blob_obj_bytes(int max_w, int max_h);
+/* Dynamic shared memory of the threshold kernel for a group's tables. */
+size_t trk_cu_blob_smem(const struct trk_cu_lut *lt);
+/* Raises the threshold kernel's shared-memory limit to smem (the largest
+ * trk_cu_blob_smem of the groups). */
+int trk_cu_blobs_setup(size_t smem);
 /* Queues the group's pipeline (threshold + runs, union, flatten + mass,
- * top-K selection, stats of the selected) on s; no host sync. */
-int trk_cu_blobs_launch(const struct trk_cu_blobjob *job, cudaStream_t s);
+ * top-K selection + stats of the selected) on s; no host sync. sms: the
+ * device's multiprocessors (grid sizes). */
+int trk_cu_blobs_launch(const struct trk_cu_blobjob *job, int sms, cudaStream_t s);
 
 #endif

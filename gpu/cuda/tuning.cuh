@@ -69,19 +69,24 @@
 
 /* ---- blob lists (blobs.cu) ---------------------------------------------- */
 
-/* Threads per block of the per-row and per-word blob kernels (threshold +
- * runs, union, flatten, stats). Multiple of 32, <= 1024; the threshold
- * kernel gives each warp one 32-pixel mask word per step, so a row of W
- * pixels takes ceil(W / this) steps. */
+/* Threads per block of the threshold + runs kernel and of the grid-stride
+ * run kernels (union, flatten). Multiple of 32, <= 1024; in the threshold
+ * kernel each warp takes one 32-pixel mask word of the row at a time. */
 #define TRK_BLOB_THREADS 256
+/* Resident blocks per SM asked of the threshold kernel (persistent: a
+ * block copies the group's tables into shared memory once and then takes
+ * rows in turn) and of the grid-stride run kernels (union, flatten). >= 1. */
+#define TRK_BLOB_ROW_BLOCKS 4
+#define TRK_BLOB_RUN_BLOCKS 4
 /* Threads of the per-object top-K selection block. Multiple of 32, >= 256
  * (warp 0 scans the 256-bin radix histogram, 8 bins per lane), <= 1024. */
 #define TRK_BLOB_SEL_THREADS 512
 /* Device scratch the labelling may hold (bytes). Objects with blobs are
- * labelled in groups of as many as fit (at least one); each needs about
- * 16 bytes per possible run (ceil(max_w / 2) * max_h runs: a checkerboard)
- * plus 8 bytes per mask word: 17 MB at 1080p, 69 MB at 4K. More objects
- * than fit run the same kernels again, group after group. */
+ * labelled in groups of as many as fit (at least one); each needs 20 bytes
+ * per possible run (ceil(max_w / 2) * max_h runs: a checkerboard) plus 4
+ * bytes per mask word and 8 per row: 21 MB at 1080p, 83 MB at 4K. More
+ * objects than fit run the same kernels again, group after group (each
+ * group reads the frame once). */
 #define TRK_BLOB_SCRATCH_BYTES ((size_t)1 << 30)
 /* Largest frame side with blobs: run spans keep x in 16 bits and run
  * indices (ceil(W / 2) * H) must stay below 2^31 (the top bit tags the

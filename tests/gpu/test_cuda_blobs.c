@@ -508,7 +508,7 @@ int main(int argc, char **argv)
         disks_case(&c, 1920, 1080, 9, all, 0);
         checker_case(&c, 1920, 1080, 1u << TRK_FMT_RGB24);
         /* 70 blob objects: more than one pass of TRK_BLOB_SCRATCH_BYTES at
-         * 1080p (about 17 MB each). */
+         * 1080p (about 21 MB each: 51 per pass). */
         sets_case(&c, 70);
         ctx_close(&c);
         if (ctx_open(&c, 3840, 2160)) return 1;
