@@ -102,6 +102,23 @@ static int osc_send(void *ctx, const struct trk_sink_frame *f)
                 if (be && !e) e = be;
             }
         }
+        /* Tracked objects: one message per instance, seen or coasting
+         * (lost > 0: the predicted position, mass 0). */
+        const struct trk_instance_list *il = f->meta.instances ? &f->meta.instances[i] : NULL;
+        snprintf(path + at, sizeof(path) - at, "/instance");
+        for (int k = 0; il && k < il->n; k++) {
+            const struct trk_instance *x = &il->v[k];
+            lo_message im = lo_message_new();
+            if (im) {
+                lo_message_add_int32(im, x->id > INT32_MAX ? INT32_MAX : (int32_t)x->id);
+                lo_message_add_float(im, (float)x->cx);
+                lo_message_add_float(im, (float)x->cy);
+                lo_message_add_int32(im, x->lost ? 0 : clamp_mass(x->blob.mass));
+                lo_message_add_int32(im, x->lost > INT32_MAX ? INT32_MAX : (int32_t)x->lost);
+            }
+            int ie = send_msg(o, path, im);
+            if (ie && !e) e = ie;
+        }
         if (e && !err) err = e; /* the other objects still go */
     }
     return err;

@@ -606,7 +606,7 @@ static void *process_main(void *arg)
             trk_mqtt_frame(cfg->mqtt, msg.data, msg.len);
         }
         for (int k = 0; k < TRK_PIPELINE_SINKS; k++)
-            trk_sink_push(cfg->sinks[k], &meta, p->objects->def, p->res, p->blobs, n_objects);
+            trk_sink_push(cfg->sinks[k], &meta, p->objects->def, p->obj_res, p->blobs, n_objects);
         double t_sent = trk_now();
 
         record_frame(p, &meta, t_done, (t_sent - t_done) * 1e3, (t_sent - f->t_capture) * 1e3);

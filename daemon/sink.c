@@ -82,7 +82,10 @@ static void *sink_main(void *arg)
 static void free_slots(struct trk_sink *s)
 {
     for (int i = 0; i < N_SLOTS; i++) {
-        if (s->slots[i]) free(s->slots[i]->blob_store);
+        if (s->slots[i]) {
+            free(s->slots[i]->blob_store);
+            free(s->slots[i]->inst_store);
+        }
         free(s->slots[i]);
     }
 }
@@ -127,6 +130,31 @@ static int blobs_of(const struct trk_object_def *def, const struct trk_blob_list
     return l->n < def->blobs ? l->n : def->blobs;
 }
 
+/* The tracked objects' instance lists of m into f (meta.instances NULL
+ * when m has none, or when memory for them runs out). */
+static void copy_instances(struct trk_sink_frame *f, const struct trk_frame_meta *m,
+                           const struct trk_object_def *defs, int n)
+{
+    f->meta.instances = NULL;
+    if (!m->instances) return;
+    size_t total = 0;
+    for (int i = 0; i < n; i++)
+        if (defs[i].track && m->instances[i].n > 0) total += (size_t)m->instances[i].n;
+    if (total > f->inst_cap) {
+        struct trk_instance *ni = realloc(f->inst_store, total * sizeof(*ni));
+        if (!ni) return;
+        f->inst_store = ni, f->inst_cap = total;
+    }
+    size_t at = 0;
+    for (int i = 0; i < n; i++) {
+        int k = defs[i].track && m->instances[i].n > 0 ? m->instances[i].n : 0;
+        if (k) memcpy(f->inst_store + at, m->instances[i].v, (size_t)k * sizeof(*f->inst_store));
+        f->inst[i] = (struct trk_instance_list){ .v = k ? f->inst_store + at : NULL, .n = k };
+        at += (size_t)k;
+    }
+    f->meta.instances = f->inst;
+}
+
 /* Copies the frame into f, which the caller owns. */
 static void copy_frame(struct trk_sink_frame *f, const struct trk_frame_meta *m,
                        const struct trk_object_def *defs, const struct trk_obj_result *res,
@@ -144,7 +172,7 @@ static void copy_frame(struct trk_sink_frame *f, const struct trk_frame_meta *m,
         f->meta.calib = &f->calib;
     }
     f->meta.camera = NULL;
-    f->meta.instances = NULL;
+    copy_instances(f, m, defs, n);
     f->n = n;
     memcpy(f->defs, defs, (size_t)n * sizeof(*defs));
     memcpy(f->res, res, (size_t)n * sizeof(*res));

@@ -29,9 +29,13 @@ struct trk_sink_frame {
     struct trk_frame_meta meta;
     char backend[32]; /* meta.backend points here */
     /* meta.calib points here when the frame had a calibration (world
-     * points in datagrams); meta.camera and meta.instances are NULL: the
-     * sink is given its camera name, and datagrams carry no instances. */
+     * points in datagrams); meta.camera is NULL (the sink is given its
+     * camera name); meta.instances points at inst, whose lists point into
+     * inst_store (grown like blob_store). */
     struct trk_calib calib;
+    struct trk_instance_list inst[TRK_MAX_OBJECTS];
+    struct trk_instance *inst_store;
+    size_t inst_cap;
     int n; /* objects */
     struct trk_object_def defs[TRK_MAX_OBJECTS];
     struct trk_obj_result res[TRK_MAX_OBJECTS];

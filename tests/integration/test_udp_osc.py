@@ -49,6 +49,11 @@ def expect(cond, what):
 def objects_file(d, name, extra_named=0):
     objs = [{"name": n, "space": "rgb", "lo": lo, "hi": hi} for n, lo, hi in DEMO]
     objs[0]["blobs"] = 2
+    # A tracked object with two instances (its box takes the green and the
+    # blue ball): its instances go out in datagrams and as OSC /instance
+    # messages, its fields are the tracker's, and in roi mode the backend's
+    # results are per region (two for it), not per object.
+    objs[1].update({"lo": [10, 50, 30], "hi": [75, 230, 255], "blobs": 2, "track": True})
     # Pure saturated blue: nothing in the demo scene has it.
     objs.append({"name": "nothing", "space": "rgb", "lo": [0, 0, 250], "hi": [5, 5, 255]})
     for i in range(extra_named):  # long names make the frame message long
@@ -250,10 +255,13 @@ def test_osc(trackd, d, objs):
             base = f"/trackd/{cam}/{o['name']}"
             if not o["found"]:
                 out.append(([base + "/lost"], None))
-                continue
-            out.append(([base, "ffi"], (o["cx"], o["cy"], o["mass"])))
-            for k, b in enumerate(o.get("blobs", [])):
-                out.append(([base + "/blob", "iffi", str(k)], (b["cx"], b["cy"], b["mass"])))
+            else:
+                out.append(([base, "ffi"], (o["cx"], o["cy"], o["mass"])))
+                for k, b in enumerate(o.get("blobs", [])):
+                    out.append(([base + "/blob", "iffi", str(k)], (b["cx"], b["cy"], b["mass"])))
+            for x in o.get("instances", []):
+                out.append(([base + "/instance", "iffii", str(x["id"])],
+                            (x["cx"], x["cy"], x["mass"], x["lost"])))
         return out
 
     def same(got, want):
@@ -263,10 +271,13 @@ def test_osc(trackd, d, objs):
             if g[:len(head)] != head:
                 return False
             if vals is not None:
-                x, y, mass = g[len(head):]
-                # float32 of the exact centroid vs the message's 2 decimals
-                if abs(float(x) - vals[0]) > 0.006 or abs(float(y) - vals[1]) > 0.006 or \
-                        int(mass) != vals[2]:
+                rest = g[len(head):]
+                if len(rest) != len(vals):
+                    return False
+                # float32 of the exact centroid vs the message's 2 decimals;
+                # then integers (mass, and an instance's lost)
+                if abs(float(rest[0]) - vals[0]) > 0.006 or abs(float(rest[1]) - vals[1]) > 0.006 or \
+                        [int(v) for v in rest[2:]] != list(vals[2:]):
                     return False
         return True
 
@@ -287,6 +298,8 @@ def test_osc(trackd, d, objs):
     expect(any(m[0] == f"/trackd/{cam}/nothing/lost" for m in msgs),
            "osc: the object never found sends /lost")
     expect(any(m[0] == f"/trackd/{cam}/red/blob" for m in msgs), "osc: blobs are sent")
+    expect(any(m[0] == f"/trackd/{cam}/green/instance" for m in msgs),
+           "osc: the tracked object's instances are sent")
 
 
 def test_errors(trackd, d):
