@@ -3,24 +3,28 @@
  * equal bit for bit to cpu_ref.c's flood fill (the definition).
  *
  * Run-based union-find (gpu/cuda/NOTES.md, "Blob lists", says why this
- * design and what it costs). Four launches per group of blob objects:
+ * design and what it costs). Five launches per group of blob objects:
  *   1. runs_kernel     persistent blocks over rows. The row is read once for
  *                      every object of the group: per pixel, the group's
  *                      lookup tables (shared memory) give the bitmask of the
  *                      objects it matches. Only objects present in the row
  *                      get mask words (one ballot per present object per 32
- *                      pixels) and runs; each (row, object) takes its runs'
- *                      slots with one atomicAdd, its runs sorted by x.
+ *                      pixels, kept in shared memory) and runs; each row
+ *                      takes its runs' slots with one atomicAdd, each
+ *                      (row, object)'s runs sorted by x.
  *   2. union_kernel    grid-stride over runs: each run is united with the
  *                      runs of the same object in the row above that touch
  *                      it (4: overlap, 8: overlap or diagonal).
  *   3. flatten_kernel  grid-stride over runs: each run's parent becomes its
  *                      root; runs add their length to the root's mass and
- *                      their first pixel to the root's (atomicMin).
+ *                      their first pixel to the root's (atomicMin); roots
+ *                      append themselves to their object's root list.
  *   4. select_kernel   block per object: radix select of the K best roots by
  *                      (mass desc, first asc) among those with mass >=
- *                      min_area, then the statistics of the runs of those K
- *                      (shared-memory records), written out.
+ *                      min_area (keys in shared memory when the object has
+ *                      few roots), records initialised, roots tagged.
+ *   5. stats_kernel    grid-stride over runs: the runs of the selected
+ *                      blobs add their statistics to the records.
  * Work per pixel is one table lookup for all objects; everything after
  * scales with (rows x objects present) and runs, not pixels x objects.
  * Each kernel's writes are complete before the next starts (same stream):
@@ -46,6 +50,9 @@ static_assert(TRK_BLOB_SEL_THREADS % 32 == 0 && TRK_BLOB_SEL_THREADS >= 256 &&
               "select block: warp 0 scans 256 bins, 8 per lane");
 static_assert(TRK_MAX_BLOBS <= TRK_BLOB_SEL_THREADS, "one thread ranks each selected blob");
 static_assert(TRK_MAX_OBJECTS % 32 == 0 && TRK_MAX_OBJECTS <= 65535, "object index in 16 bits");
+static_assert((TRK_BLOB_MAX_SIDE + 31) / 32 <= TRK_BLOB_ROW_MASK_WORDS,
+              "the shared row mask holds at least one object's words");
+static_assert(TRK_BLOB_ROW_UNROLL >= 1 && TRK_BLOB_SEL_KEYS >= 1, "blob tuning");
 
 /* Parent pointers are read from L2 (ld.global.cg): during union_kernel other
  * SMs lower them with atomicMin, and an L1 copy could be stale. (A stale
@@ -102,24 +109,36 @@ __device__ __forceinline__ uint32_t bit_of(const uint32_t B[MAXW], int g)
     return (w >> (g & 31)) & 1u;
 }
 
-/* The group's objects pixel (x, y) matches by colour: B[q] bit i = object
- * 32q + i of the group. The samples and channel triples come from color.h
- * (trk_pixel_native / trk_pixel_triples: the functions cpu_ref.c runs); the
- * tables were built with trk_chan_has per value, so ANDing a channel's three
- * entries is trk_box_match. Summary words first (the OR of an entry's
- * words): a pixel that passes none skips the full entries. Pixels past the
- * width match nothing, so runs never leave the frame. */
+/* The native samples of pixel (x, y) (color.h's trk_pixel_native, as
+ * cpu_ref.c reads them), or a = -1 (no pixel) past the width: such pixels
+ * match nothing, so runs never leave the frame. Only loads: callers read
+ * the samples of several words before using any, so the loads overlap. */
+struct px_smp {
+    int a, b, c;
+};
+__device__ __forceinline__ void load_px(const struct trk_cu_blobjob &job, int x, int y,
+                                        struct px_smp &s)
+{
+    s.a = -1;
+    s.b = s.c = 0;
+    if (x < job.f.width) trk_cu_native(job.f, x, y, s.a, s.b, s.c);
+}
+
+/* The group's objects a pixel with samples s matches by colour: B[q] bit i
+ * = object 32q + i of the group. The channel triples come from color.h
+ * (trk_pixel_triples: the function cpu_ref.c runs); the tables were built
+ * with trk_chan_has per value, so ANDing a channel's three entries is
+ * trk_box_match. Summary words first (the OR of an entry's words): a pixel
+ * that passes none skips the full entries. */
 __device__ __forceinline__ void pixel_bits(const struct trk_cu_blobjob &job, const uint32_t *lut,
-                                           bool yuv, int x, int y, uint32_t B[MAXW])
+                                           bool yuv, const struct px_smp &smp, uint32_t B[MAXW])
 {
 #pragma unroll
     for (int q = 0; q < MAXW; q++)
         B[q] = 0;
-    if (x >= job.f.width) return;
-    int a, b, c;
-    trk_cu_native(job.f, x, y, a, b, c);
+    if (smp.a < 0) return;
     struct trk_cu_px p;
-    trk_cu_triples(job.f, yuv, job.need, a, b, c, p);
+    trk_cu_triples(job.f, yuv, job.need, smp.a, smp.b, smp.c, p);
     const struct trk_cu_lut &lt = job.lt;
     uint32_t sum = 0;
 #pragma unroll
@@ -143,35 +162,46 @@ __device__ __forceinline__ void pixel_bits(const struct trk_cu_blobjob &job, con
 
 /* Grid: persistent blocks, block b takes rows b, b + gridDim.x, ...;
  * TRK_BLOB_THREADS threads; dynamic shared memory: the group's table image
- * (job.lt.words words), copied once per block. Per row:
- *   A. every lane looks up its pixels (warp w takes mask words w, w +
- *      warps, ...): the row's present objects (OR over the row of each
- *      pixel's bits, restricted to the objects whose ROI holds the row)
- *      and which mask words hold any candidate pixel go to shared memory.
- *   B. for each present object (listed in shared memory) and each mask
- *      word: the word (a ballot of bit && column inside the ROI; words
- *      without candidates are 0 without a lookup) goes to the row's slice
- *      of the mask scratch. Pixels are looked up again, but only in
- *      candidate words, which background rows and segments do not have.
- *   C. after __syncthreads (which makes the block's global stores visible
- *      to the block), warp k takes present objects k, k + warps, ...: a
- *      pass over the object's row words counts its runs (starts = m &
- *      ~(m << 1 | previous word's top bit)), lane 0 takes that many run
- *      slots with one atomicAdd on the group's run counter, and a second
- *      pass writes each run (x0 by the lane holding its start, x1 by the
- *      lane holding its end, k-th start and k-th end of a row belong to the
- *      k-th run), y and object, parent = itself, mass 0, first = its first
- *      pixel's raster index. rowoff/rowcnt name each (row, object)'s runs;
- *      absent objects get rowcnt 0.
- * Block 0 also zeroes the run counter of the next launch (ctl_next): this
- * launch's counter was zeroed by the launch before it (or at setup). */
-__global__ void __launch_bounds__(TRK_BLOB_THREADS) runs_kernel(const struct trk_cu_blobjob job)
+ * (job.lt.words words), copied once per block with the group's clipped
+ * ROIs. Per row (warp w takes mask words w, w + warps, ...; it reads the
+ * pixels of TRK_BLOB_ROW_UNROLL of its words before it looks any up, so a
+ * row costs about one memory round trip, not one per word):
+ *   A. every pixel is looked up once: the row's present objects (OR over
+ *      the row of each pixel's bits, restricted to the objects whose ROI
+ *      holds the row) and which mask words hold any candidate pixel go to
+ *      shared memory.
+ *   B. for the present objects (listed in shared memory; as many at a time
+ *      as their row words fit TRK_BLOB_ROW_MASK_WORDS) and each mask word:
+ *      the word (a ballot of bit && column inside the ROI; words without
+ *      candidates are 0 without a lookup) goes to shared memory. Pixels
+ *      are looked up again, but only in candidate words, which background
+ *      rows and segments do not have.
+ *   C. warp k takes present objects k, k + warps, ...: a pass over the
+ *      object's row words counts its runs (starts = m & ~(m << 1 |
+ *      previous word's top bit)); warp 0 turns the counts into offsets and
+ *      takes the slots of all of them with one atomicAdd on the group's run
+ *      counter (one per row, not one per (row, object): the counter is
+ *      the one address every block hits); then a second pass writes each
+ *      run (x0 by the lane holding its start, x1 by the lane holding its
+ *      end, k-th start and k-th end of a row belong to the k-th run), y
+ *      and object, parent = itself, mass 0, first = its first pixel's
+ *      raster index. rowoff/rowcnt name each (row, object)'s runs; absent
+ *      objects get rowcnt 0.
+ * Block 0 also zeroes the run counter of the next launch (ctl_next: this
+ * launch's counter was zeroed by the launch before it, or at setup) and the
+ * group's root-list counters (flatten_kernel fills the lists). */
+__global__ void __launch_bounds__(TRK_BLOB_THREADS, TRK_BLOB_ROW_BLOCKS)
+    runs_kernel(const struct trk_cu_blobjob job)
 {
+    constexpr int U = TRK_BLOB_ROW_UNROLL;
+    constexpr int PER_LANE = TRK_MAX_OBJECTS / 32; /* warp 0's scan over the present objects */
     extern __shared__ uint4 s_dyn[];
     uint32_t *s_lut = reinterpret_cast<uint32_t *>(s_dyn);
+    __shared__ uint32_t s_mask[TRK_BLOB_ROW_MASK_WORDS];
+    __shared__ struct trk_roi s_roi[TRK_MAX_OBJECTS];
     __shared__ uint32_t s_act[MAXW], s_pres[MAXW], s_cand[CAND_WORDS];
+    __shared__ uint32_t s_cnt[TRK_MAX_OBJECTS], s_off[TRK_MAX_OBJECTS];
     __shared__ uint16_t s_list[TRK_MAX_OBJECTS];
-    __shared__ int s_rx0[TRK_MAX_OBJECTS], s_rx1[TRK_MAX_OBJECTS];
     __shared__ int s_np;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, warps = blockDim.x >> 5;
     const int W = job.f.width, H = job.f.height, wpr = job.wpr, gn = job.gn;
@@ -179,147 +209,205 @@ __global__ void __launch_bounds__(TRK_BLOB_THREADS) runs_kernel(const struct trk
     const bool yuv = trk_fmt_is_yuv(job.f.fmt);
     for (int i = tid; i < job.lt.words; i += blockDim.x)
         s_lut[i] = job.lut[i];
-    if (blockIdx.x == 0 && tid == 0) *job.ctl_next = 0;
+    for (int g = tid; g < gn; g += blockDim.x)
+        s_roi[g] = job.rois ? job.rois[job.objs[job.g0 + g].slot] : trk_roi{ 0, 0, W - 1, H - 1 };
+    if (blockIdx.x == 0) {
+        if (tid == 0) *job.ctl_next = 0;
+        const size_t seg = (size_t)wpr * (size_t)H;
+        for (int g = tid; g < gn; g += blockDim.x)
+            job.roots[(size_t)g * seg] = 0;
+    }
+    /* Objects whose row words fit the shared mask at once (>= 1: wpr <=
+     * 2048 <= TRK_BLOB_ROW_MASK_WORDS). */
+    const int chunk = TRK_BLOB_ROW_MASK_WORDS / wpr;
 
     for (int y = blockIdx.x; y < H; y += gridDim.x) {
-        __syncthreads(); /* the table is loaded; the previous row is done with the lists */
-        for (int i = tid; i < MAXW; i += blockDim.x)
-            s_act[i] = s_pres[i] = 0;
+        __syncthreads(); /* tables and ROIs loaded; the previous row is done with shared state */
+        if (tid < MAXW) {
+            uint32_t act = 0;
+            for (int k = 0; k < 32; k++) {
+                const int g = 32 * tid + k;
+                if (g >= gn) break;
+                const struct trk_roi &r = s_roi[g];
+                if (y >= r.y0 && y <= r.y1 && r.x0 <= r.x1) act |= 1u << k;
+            }
+            s_act[tid] = act;
+            s_pres[tid] = 0;
+        }
         for (int i = tid; i < pw; i += blockDim.x)
             s_cand[i] = 0;
         if (tid == 0) s_np = 0;
         __syncthreads();
-        for (int g = tid; g < gn; g += blockDim.x) {
-            bool in = true;
-            if (job.rois) {
-                const struct trk_roi r = job.rois[job.objs[job.g0 + g].slot];
-                in = y >= r.y0 && y <= r.y1 && r.x0 <= r.x1;
-            }
-            if (in) atomicOr(&s_act[g >> 5], 1u << (g & 31));
-        }
-        __syncthreads();
 
         /* A: presence. */
-        for (int w = warp; w < wpr; w += warps) {
-            uint32_t B[MAXW];
-            pixel_bits(job, s_lut, yuv, 32 * w + lane, y, B);
-            uint32_t any = 0;
+        for (int w0 = warp; w0 < wpr; w0 += warps * U) {
+            struct px_smp smp[U];
 #pragma unroll
-            for (int q = 0; q < MAXW; q++) {
-                if (q >= nw) break;
-                const uint32_t o = __reduce_or_sync(FULL_MASK, B[q] & s_act[q]);
-                any |= o;
-                if (lane == 0 && o) atomicOr(&s_pres[q], o);
+            for (int u = 0; u < U; u++)
+                load_px(job, 32 * (w0 + u * warps) + lane, y, smp[u]);
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                const int w = w0 + u * warps;
+                if (w >= wpr) break;
+                uint32_t B[MAXW];
+                pixel_bits(job, s_lut, yuv, smp[u], B);
+                uint32_t any = 0;
+#pragma unroll
+                for (int q = 0; q < MAXW; q++) {
+                    if (q >= nw) break;
+                    const uint32_t o = __reduce_or_sync(FULL_MASK, B[q] & s_act[q]);
+                    any |= o;
+                    if (lane == 0 && o) atomicOr(&s_pres[q], o);
+                }
+                if (lane == 0 && any) atomicOr(&s_cand[w >> 5], 1u << (w & 31));
             }
-            if (lane == 0 && any) atomicOr(&s_cand[w >> 5], 1u << (w & 31));
         }
         __syncthreads();
         for (int g = tid; g < gn; g += blockDim.x) {
-            if ((s_pres[g >> 5] >> (g & 31)) & 1u) {
-                const int i = atomicAdd(&s_np, 1);
-                s_list[i] = (uint16_t)g;
-                int x0 = 0, x1 = W - 1;
-                if (job.rois) {
-                    const struct trk_roi r = job.rois[job.objs[job.g0 + g].slot];
-                    x0 = r.x0;
-                    x1 = r.x1;
-                }
-                s_rx0[i] = x0;
-                s_rx1[i] = x1;
-            } else {
+            if ((s_pres[g >> 5] >> (g & 31)) & 1u)
+                s_list[atomicAdd(&s_np, 1)] = (uint16_t)g;
+            else
                 job.rowcnt[(size_t)y * gn + g] = 0;
-            }
         }
         __syncthreads();
         const int np = s_np;
-        if (np == 0) continue; /* the loop head's barrier protects the lists */
 
-        /* B: the present objects' mask words. */
-        for (int w = warp; w < wpr; w += warps) {
-            const bool cand = (s_cand[w >> 5] >> (w & 31)) & 1u;
-            const int x = 32 * w + lane;
-            uint32_t B[MAXW];
-            if (cand)
-                pixel_bits(job, s_lut, yuv, x, y, B);
-            else
+        for (int i0 = 0; i0 < np; i0 += chunk) {
+            const int n = np - i0 < chunk ? np - i0 : chunk;
+            if (i0) __syncthreads(); /* the chunk before is done with s_mask / s_off */
+
+            /* B: the present objects' mask words. */
+            for (int w0 = warp; w0 < wpr; w0 += warps * U) {
+                struct px_smp smp[U];
 #pragma unroll
-                for (int q = 0; q < MAXW; q++)
-                    B[q] = 0;
-            for (int i = 0; i < np; i++) {
-                const int g = s_list[i];
-                uint32_t m = 0;
-                if (cand)
-                    m = __ballot_sync(FULL_MASK, bit_of(B, g) && x >= s_rx0[i] && x <= s_rx1[i]);
-                if (lane == 0) job.mask[((size_t)y * gn + g) * wpr + w] = m;
+                for (int u = 0; u < U; u++) {
+                    const int w = w0 + u * warps;
+                    smp[u].a = -1;
+                    if (w < wpr && ((s_cand[w >> 5] >> (w & 31)) & 1u))
+                        load_px(job, 32 * w + lane, y, smp[u]);
+                }
+#pragma unroll
+                for (int u = 0; u < U; u++) {
+                    const int w = w0 + u * warps;
+                    if (w >= wpr) break;
+                    if (!((s_cand[w >> 5] >> (w & 31)) & 1u)) {
+                        for (int i = lane; i < n; i += 32)
+                            s_mask[i * wpr + w] = 0;
+                        continue;
+                    }
+                    const int x = 32 * w + lane;
+                    uint32_t B[MAXW];
+                    pixel_bits(job, s_lut, yuv, smp[u], B);
+                    for (int i = 0; i < n; i++) {
+                        const int g = s_list[i0 + i];
+                        const struct trk_roi &r = s_roi[g];
+                        const uint32_t m =
+                            __ballot_sync(FULL_MASK, bit_of(B, g) && x >= r.x0 && x <= r.x1);
+                        if (lane == 0) s_mask[i * wpr + w] = m;
+                    }
+                }
             }
-        }
-        __syncthreads();
+            __syncthreads();
 
-        /* C: runs. */
-        for (int i = warp; i < np; i += warps) {
-            const int g = s_list[i];
-            const uint32_t *mrow = job.mask + ((size_t)y * gn + g) * wpr;
-            uint32_t n = 0, carry = 0;
-            for (int c = 0; c < wpr; c += 32) {
-                const int w = c + lane;
-                const uint32_t m = w < wpr ? mrow[w] : 0;
-                uint32_t prev = __shfl_up_sync(FULL_MASK, m, 1);
-                if (lane == 0) prev = carry;
-                n += __popc(m & ~((m << 1) | (prev >> 31)));
-                carry = __shfl_sync(FULL_MASK, m, 31);
+            /* C: count each object's runs of the row. */
+            for (int i = warp; i < n; i += warps) {
+                const uint32_t *mrow = s_mask + i * wpr;
+                uint32_t cnt = 0, carry = 0;
+                for (int c = 0; c < wpr; c += 32) {
+                    const int w = c + lane;
+                    const uint32_t m = w < wpr ? mrow[w] : 0;
+                    uint32_t prev = __shfl_up_sync(FULL_MASK, m, 1);
+                    if (lane == 0) prev = carry;
+                    cnt += __popc(m & ~((m << 1) | (prev >> 31)));
+                    carry = __shfl_sync(FULL_MASK, m, 31);
+                }
+                cnt = __reduce_add_sync(FULL_MASK, cnt);
+                if (lane == 0) s_cnt[i] = cnt;
             }
-            n = __reduce_add_sync(FULL_MASK, n);
-            uint32_t off = 0;
-            if (lane == 0) {
-                off = atomicAdd(job.ctl, n);
-                job.rowoff[(size_t)y * gn + g] = off;
-                job.rowcnt[(size_t)y * gn + g] = n;
-            }
-            off = __shfl_sync(FULL_MASK, off, 0);
-            uint32_t running = 0;
-            carry = 0;
-            for (int c = 0; c < wpr; c += 32) {
-                const int w = c + lane;
-                const uint32_t m = w < wpr ? mrow[w] : 0;
-                uint32_t prev = __shfl_up_sync(FULL_MASK, m, 1);
-                if (lane == 0) prev = carry;
-                uint32_t next = __shfl_down_sync(FULL_MASK, m, 1);
-                if (lane == 31) next = w + 1 < wpr ? mrow[w + 1] : 0;
-                const uint32_t st = m & ~((m << 1) | (prev >> 31));
-                const uint32_t en = m & ~((m >> 1) | (next << 31));
-                const uint32_t cnt = __popc(st);
-                uint32_t incl = cnt;
+            __syncthreads();
+            /* Offsets: warp 0 scans the counts (lane l holds entries
+             * PER_LANE l ..), one atomicAdd takes the row's slots. */
+            if (warp == 0) {
+                uint32_t c[PER_LANE], sum = 0;
+#pragma unroll
+                for (int j = 0; j < PER_LANE; j++) {
+                    const int i = PER_LANE * lane + j;
+                    c[j] = i < n ? s_cnt[i] : 0;
+                    sum += c[j];
+                }
+                uint32_t incl = sum;
 #pragma unroll
                 for (int d = 1; d < 32; d <<= 1) {
-                    const uint32_t u = __shfl_up_sync(FULL_MASK, incl, d);
-                    if (lane >= d) incl += u;
+                    const uint32_t v = __shfl_up_sync(FULL_MASK, incl, d);
+                    if (lane >= d) incl += v;
                 }
-                const uint32_t first = running + incl - cnt; /* runs of the row before word w */
-                if (w < wpr) {
-                    uint32_t s = st, k = first;
-                    while (s) {
-                        const int j = __ffs(s) - 1;
-                        s &= s - 1;
-                        const uint32_t id = off + k++;
-                        const int x = 32 * w + j;
-                        job.x0[id] = (uint16_t)x;
-                        job.yg[id] = (uint32_t)y | (uint32_t)g << 16;
-                        job.parent[id] = id;
-                        job.mass[id] = 0;
-                        job.first[id] = (uint32_t)y * (uint32_t)W + (uint32_t)x;
-                    }
-                    /* A run open from the word before ends here first. */
-                    const uint32_t open = (prev >> 31) & m & 1u;
-                    uint32_t e = en;
-                    k = first - open;
-                    while (e) {
-                        const int j = __ffs(e) - 1;
-                        e &= e - 1;
-                        job.x1[off + k++] = (uint16_t)(32 * w + j);
+                const uint32_t total = __shfl_sync(FULL_MASK, incl, 31);
+                uint32_t base = 0;
+                if (lane == 0 && total) base = atomicAdd(job.ctl, total);
+                uint32_t off = __shfl_sync(FULL_MASK, base, 0) + incl - sum;
+#pragma unroll
+                for (int j = 0; j < PER_LANE; j++) {
+                    const int i = PER_LANE * lane + j;
+                    if (i < n) {
+                        const size_t ri = (size_t)y * gn + s_list[i0 + i];
+                        s_off[i] = off;
+                        job.rowoff[ri] = off;
+                        job.rowcnt[ri] = c[j];
+                        off += c[j];
                     }
                 }
-                running += __shfl_sync(FULL_MASK, incl, 31);
-                carry = __shfl_sync(FULL_MASK, m, 31);
+            }
+            __syncthreads();
+
+            /* C: write the runs. */
+            for (int i = warp; i < n; i += warps) {
+                const int g = s_list[i0 + i];
+                const uint32_t *mrow = s_mask + i * wpr;
+                const uint32_t off = s_off[i];
+                uint32_t running = 0, carry = 0;
+                for (int c = 0; c < wpr; c += 32) {
+                    const int w = c + lane;
+                    const uint32_t m = w < wpr ? mrow[w] : 0;
+                    uint32_t prev = __shfl_up_sync(FULL_MASK, m, 1);
+                    if (lane == 0) prev = carry;
+                    uint32_t next = __shfl_down_sync(FULL_MASK, m, 1);
+                    if (lane == 31) next = w + 1 < wpr ? mrow[w + 1] : 0;
+                    const uint32_t st = m & ~((m << 1) | (prev >> 31));
+                    const uint32_t en = m & ~((m >> 1) | (next << 31));
+                    const uint32_t cnt = __popc(st);
+                    uint32_t incl = cnt;
+#pragma unroll
+                    for (int d = 1; d < 32; d <<= 1) {
+                        const uint32_t v = __shfl_up_sync(FULL_MASK, incl, d);
+                        if (lane >= d) incl += v;
+                    }
+                    const uint32_t first = running + incl - cnt; /* runs of the row before word w */
+                    if (w < wpr) {
+                        uint32_t s = st, k = first;
+                        while (s) {
+                            const int j = __ffs(s) - 1;
+                            s &= s - 1;
+                            const uint32_t id = off + k++;
+                            const int x = 32 * w + j;
+                            job.x0[id] = (uint16_t)x;
+                            job.yg[id] = (uint32_t)y | (uint32_t)g << 16;
+                            job.parent[id] = id;
+                            job.mass[id] = 0;
+                            job.first[id] = (uint32_t)y * (uint32_t)W + (uint32_t)x;
+                        }
+                        /* A run open from the word before ends here first. */
+                        const uint32_t open = (prev >> 31) & m & 1u;
+                        uint32_t e = en;
+                        k = first - open;
+                        while (e) {
+                            const int j = __ffs(e) - 1;
+                            e &= e - 1;
+                            job.x1[off + k++] = (uint16_t)(32 * w + j);
+                        }
+                    }
+                    running += __shfl_sync(FULL_MASK, incl, 31);
+                    carry = __shfl_sync(FULL_MASK, m, 31);
+                }
             }
         }
     }
@@ -367,24 +455,47 @@ __global__ void __launch_bounds__(TRK_BLOB_THREADS) union_kernel(const struct tr
     }
 }
 
-/* Grid: any (grid-stride over the runs). After union_kernel every tree is
- * final: each run's root is stored as its parent (concurrent finds may read
- * the old parent or the root: both are ancestors), its length is added to
- * the root's mass and its first pixel (raster index) lowers the root's
- * (atomicMin; the root's own is its initial value). Root slots are
- * arbitrary (rows take slots in the order they finish), so the first pixel
- * is carried explicitly. */
+/* Grid: any (grid-stride over the runs; warps stay whole to the end so the
+ * root lists can be filled with warp collectives). After union_kernel
+ * every tree is final: each run's root is stored as its parent (concurrent
+ * finds may read the old parent or the root: both are ancestors), its
+ * length is added to the root's mass and its first pixel (raster index)
+ * lowers the root's (atomicMin; the root's own is its initial value). Root
+ * slots are arbitrary (rows take slots in the order they finish), so the
+ * first pixel is carried explicitly. Each root appends its slot to its
+ * object's root list (see trk_cu_blobjob.roots): the lanes of a warp with
+ * roots of the same object take their places with one atomicAdd; past the
+ * list's capacity only the count grows (select_kernel then walks the runs
+ * instead). */
 __global__ void __launch_bounds__(TRK_BLOB_THREADS) flatten_kernel(const struct trk_cu_blobjob job)
 {
     const uint32_t total = *job.ctl;
-    for (uint32_t id = blockIdx.x * blockDim.x + threadIdx.x; id < total;
+    const uint32_t lane = threadIdx.x & 31;
+    const size_t seg = (size_t)job.wpr * (size_t)job.f.height;
+    const uint32_t lcap = (uint32_t)(seg - 1);
+    for (uint32_t id = blockIdx.x * blockDim.x + threadIdx.x; id - lane < total;
          id += gridDim.x * blockDim.x) {
-        const uint32_t r = find_root(job.parent, id);
-        if (r != id) {
-            job.parent[id] = r;
-            atomicMin(&job.first[r], job.first[id]);
+        bool root = false;
+        uint32_t g = 0;
+        if (id < total) {
+            const uint32_t r = find_root(job.parent, id);
+            if (r != id) {
+                job.parent[id] = r;
+                atomicMin(&job.first[r], job.first[id]);
+            } else {
+                root = true;
+                g = job.yg[id] >> 16;
+            }
+            atomicAdd(&job.mass[r], (uint32_t)(job.x1[id] - job.x0[id] + 1));
         }
-        atomicAdd(&job.mass[r], (uint32_t)(job.x1[id] - job.x0[id] + 1));
+        if (!__ballot_sync(FULL_MASK, root)) continue; /* warp-uniform */
+        const uint32_t peers = __match_any_sync(FULL_MASK, root ? g : FULL_MASK);
+        const int leader = __ffs(peers) - 1;
+        uint32_t base = 0;
+        if (root && (int)lane == leader) base = atomicAdd(&job.roots[g * seg], __popc(peers));
+        base = __shfl_sync(FULL_MASK, base, leader);
+        const uint32_t at = base + __popc(peers & ((1u << lane) - 1u));
+        if (root && at < lcap) job.roots[g * seg + 1 + at] = id;
     }
 }
 
@@ -412,63 +523,115 @@ __device__ __forceinline__ void for_runs(const struct trk_cu_blobjob &job, int g
     }
 }
 
+/* Where select_kernel finds an object's candidate roots. */
+enum { SEL_SHARED, SEL_LIST, SEL_RUNS };
+
+/* Calls f(key, id) for every root of group object g with mass >= min_area,
+ * threads of the block taking them in turn: from the keys in shared memory
+ * (SEL_SHARED: nk of them, already filtered), from the object's root list
+ * (SEL_LIST: n slots), or from all its runs (SEL_RUNS: roots are the runs
+ * with parent == itself). */
+template <typename F>
+__device__ __forceinline__ void for_cands(const struct trk_cu_blobjob &job, int g, int mode,
+                                          const uint32_t *list, uint32_t n,
+                                          const unsigned long long *s_key, const uint32_t *s_kid,
+                                          uint32_t nk, uint32_t min_area, F f)
+{
+    if (mode == SEL_SHARED) {
+        for (uint32_t i = threadIdx.x; i < nk; i += blockDim.x)
+            f(s_key[i], s_kid[i]);
+    } else if (mode == SEL_LIST) {
+        for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) {
+            const uint32_t id = list[i];
+            const uint32_t m = job.mass[id];
+            if (m >= min_area) f(blob_key(m, job.first[id]), id);
+        }
+    } else {
+        for_runs(job, g, [&](uint32_t id, int) {
+            if (job.parent[id] != id) return;
+            const uint32_t m = job.mass[id];
+            if (m >= min_area) f(blob_key(m, job.first[id]), id);
+        });
+    }
+}
+
 /* Grid: one block per object of the group, TRK_BLOB_SEL_THREADS threads.
  * Selection: the K largest keys among roots (parent == itself after
- * flatten_kernel) with mass >= min_area. When more than K qualify, an MSB
- * radix select (8-bit digits, starting at the highest byte any key uses)
- * narrows the prefix of the K-th largest key until its bin holds exactly
- * the keys still needed (at the last byte it always does: keys are unique);
- * the kept keys are those >= that prefix. Shared: the 256-bin histogram
- * (shared atomicAdd per candidate), the kept keys (at most K, appended with
- * a shared atomicAdd), the round's state written by warp 0 between
- * barriers. The kept keys are ranked by counting (K <= 64); each rank's
- * record is initialised in shared memory and its root tagged in parent[]
- * (visible to the block after __syncthreads; read back through L2).
- * Statistics: every run of the object whose root is tagged adds to its
- * record with shared atomics: sum of x over [a, b] = (a + b)(b - a + 1) / 2
- * (the product is even), sum of y, bounds, and crack edges. A blob's
- * perimeter is 4 mass - 2 (4-adjacent pixel pairs inside it); a
- * 4-neighbour in the mask is always in the same blob, so the pairs are the
- * len - 1 inside each run plus the overlap of each run with the object's
- * runs of the row above: each run adds 2 + 2 len - 2 overlap(above).
- * Then the records go out and the list length. */
+ * flatten_kernel) with mass >= min_area. The candidates come from the
+ * object's root list when it is complete (flatten_kernel's count within
+ * its capacity): with at most TRK_BLOB_SEL_KEYS roots their keys are
+ * loaded into shared memory once (the common case: a read of a few
+ * thousand words at most, then no global memory until the output), else
+ * read from the list each pass; an incomplete list (more components than
+ * the list holds) falls back to walking all the object's runs. When more
+ * than K qualify, an MSB radix select (8-bit digits, starting at the
+ * highest byte any key uses) narrows the prefix of the K-th largest key
+ * until its bin holds exactly the keys still needed (at the last byte it
+ * always does: keys are unique); the kept keys are those >= that prefix.
+ * Shared: the keys, the 256-bin histogram (shared atomicAdd per candidate),
+ * the kept keys (at most K, appended with a shared atomicAdd), the round's
+ * state written by warp 0 between barriers. The kept keys are ranked by
+ * counting (K <= 64); each rank's record is initialised in the output
+ * (statistics zero, bounds empty; stats_kernel adds the rest) and its root
+ * tagged in parent[] (read by stats_kernel, the next launch); the list
+ * length goes out. */
 __global__ void __launch_bounds__(TRK_BLOB_SEL_THREADS)
     select_kernel(const struct trk_cu_blobjob job)
 {
     __shared__ unsigned s_hist[256];
+    __shared__ unsigned long long s_key[TRK_BLOB_SEL_KEYS];
+    __shared__ uint32_t s_kid[TRK_BLOB_SEL_KEYS];
     __shared__ unsigned long long s_keep[TRK_MAX_BLOBS];
     __shared__ uint32_t s_keep_id[TRK_MAX_BLOBS];
-    __shared__ struct trk_cu_blob s_rec[TRK_MAX_BLOBS];
     __shared__ unsigned long long s_or, s_prefix, s_thresh;
-    __shared__ unsigned s_valid, s_need, s_kept;
+    __shared__ unsigned s_valid, s_need, s_kept, s_nk;
     __shared__ int s_done;
     const int g = blockIdx.x, tid = threadIdx.x, lane = tid & 31;
     const struct trk_cu_bobj &o = job.objs[job.g0 + g];
     const uint32_t K = (uint32_t)o.k, min_area = o.min_area;
-    const uint32_t *parent = job.parent;
+    const size_t seg = (size_t)job.wpr * (size_t)job.f.height;
+    const uint32_t *list = job.roots + (size_t)g * seg + 1;
+    const uint32_t nroots = list[-1];
+    const int mode = nroots > seg - 1              ? SEL_RUNS
+                     : nroots <= TRK_BLOB_SEL_KEYS ? SEL_SHARED
+                                                   : SEL_LIST;
     if (tid == 0) {
         s_or = 0;
         s_valid = 0;
         s_kept = 0;
         s_thresh = 0;
+        s_nk = 0;
     }
     __syncthreads();
     {
         unsigned cnt = 0;
         unsigned long long orv = 0;
-        for_runs(job, g, [&](uint32_t id, int) {
-            if (parent[id] != id) return;
-            const uint32_t m = job.mass[id];
-            if (m < min_area) return;
-            cnt++;
-            orv |= blob_key(m, job.first[id]);
-        });
+        if (mode == SEL_SHARED) {
+            for (uint32_t i = tid; i < nroots; i += blockDim.x) {
+                const uint32_t id = list[i];
+                const uint32_t m = job.mass[id];
+                if (m < min_area) continue;
+                const unsigned long long key = blob_key(m, job.first[id]);
+                const unsigned at = atomicAdd(&s_nk, 1u);
+                s_key[at] = key;
+                s_kid[at] = id;
+                cnt++;
+                orv |= key;
+            }
+        } else {
+            for_cands(job, g, mode, list, nroots, s_key, s_kid, 0, min_area,
+                      [&](unsigned long long key, uint32_t) {
+                          cnt++;
+                          orv |= key;
+                      });
+        }
         if (cnt) {
             atomicAdd(&s_valid, cnt);
             atomicOr(&s_or, orv);
         }
     }
     __syncthreads();
+    const uint32_t nk = s_nk;
     if (s_valid > K) {
         /* All keys are < 2^(top + 1): the bytes above top's are 0 in every
          * key, so the radix starts at top's byte with an empty prefix. */
@@ -484,16 +647,14 @@ __global__ void __launch_bounds__(TRK_BLOB_SEL_THREADS)
             __syncthreads(); /* also publishes s_prefix / s_need of the round before */
             const unsigned long long prefix = s_prefix;
             const bool first_round = shift == top / 8 * 8;
-            for_runs(job, g, [&](uint32_t id, int) {
-                if (parent[id] != id) return;
-                const uint32_t m = job.mass[id];
-                if (m < min_area) return;
-                const unsigned long long key = blob_key(m, job.first[id]);
-                /* first_round: every key matches the empty prefix (and
-                 * key >> 64 would be undefined when shift is 56). */
-                if (first_round || key >> (shift + 8) == prefix)
-                    atomicAdd(&s_hist[(key >> shift) & 255u], 1u);
-            });
+            for_cands(job, g, mode, list, nroots, s_key, s_kid, nk, min_area,
+                      [&](unsigned long long key, uint32_t) {
+                          /* first_round: every key matches the empty prefix
+                           * (and key >> 64 would be undefined when shift is
+                           * 56). */
+                          if (first_round || key >> (shift + 8) == prefix)
+                              atomicAdd(&s_hist[(key >> shift) & 255u], 1u);
+                      });
             __syncthreads();
             if (tid < 32) {
                 /* Lane l holds bins 255 - 8l .. 248 - 8l: lane order is
@@ -547,18 +708,15 @@ __global__ void __launch_bounds__(TRK_BLOB_SEL_THREADS)
     /* s_thresh: 0 keeps every valid key (at most K of them); else exactly
      * K keys are >= it. */
     const unsigned long long thresh = s_thresh;
-    for_runs(job, g, [&](uint32_t id, int) {
-        if (parent[id] != id) return;
-        const uint32_t m = job.mass[id];
-        if (m < min_area) return;
-        const unsigned long long key = blob_key(m, job.first[id]);
-        if (key < thresh) return;
-        const unsigned at = atomicAdd(&s_kept, 1u);
-        if (at < K) { /* at most K by construction; never past the arrays */
-            s_keep[at] = key;
-            s_keep_id[at] = id;
-        }
-    });
+    for_cands(job, g, mode, list, nroots, s_key, s_kid, nk, min_area,
+              [&](unsigned long long key, uint32_t id) {
+                  if (key < thresh) return;
+                  const unsigned at = atomicAdd(&s_kept, 1u);
+                  if (at < K) { /* at most K by construction; never past the arrays */
+                      s_keep[at] = key;
+                      s_keep_id[at] = id;
+                  }
+              });
     __syncthreads();
     const unsigned kept = s_kept < K ? s_kept : K;
     if ((unsigned)tid < kept) {
@@ -566,47 +724,63 @@ __global__ void __launch_bounds__(TRK_BLOB_SEL_THREADS)
         unsigned rank = 0;
         for (unsigned i = 0; i < kept; i++)
             rank += s_keep[i] > key;
-        struct trk_cu_blob &rec = s_rec[rank];
+        struct trk_cu_blob rec;
         rec.mass = (unsigned)(key >> 32);
         rec.first = FULL_MASK - (uint32_t)key;
         rec.sx = rec.sy = rec.perim = 0;
         rec.x0 = rec.y0 = FULL_MASK;
         rec.x1 = rec.y1 = 0;
         rec.pad = 0;
+        job.recs[o.off + rank] = rec;
         job.parent[s_keep_id[tid]] = SEL_TAG | rank;
     }
-    __syncthreads();
-    if (kept) {
-        const int e_conn = 0; /* crack edges: 4-adjacency, whatever the labelling used */
-        for_runs(job, g, [&](uint32_t id, int y) {
-            const uint32_t p = __ldcg(parent + id);
-            const uint32_t tag = (p & SEL_TAG) ? p : __ldcg(parent + p);
-            if (!(tag & SEL_TAG)) return;
-            struct trk_cu_blob &rec = s_rec[tag & ~SEL_TAG];
-            const int a = job.x0[id], b = job.x1[id];
-            const unsigned long long len = (unsigned long long)(b - a + 1);
-            unsigned long long ov = 0;
-            if (y > 0) {
-                const size_t ra = (size_t)(y - 1) * job.gn + g;
-                const uint32_t na = job.rowcnt[ra], a0 = job.rowoff[ra];
-                for (uint32_t u = na ? first_ending_from(job.x1, a0, na, a - e_conn) : 0;
-                     u < na && (int)job.x0[a0 + u] <= b + e_conn; u++) {
+    if (tid == 0) job.counts[job.g0 + g] = kept;
+}
+
+/* Grid: any (grid-stride over the group's runs). Every run of a selected
+ * blob (its root tagged by select_kernel) adds to its record with global
+ * atomics: sum of x over [a, b] = (a + b)(b - a + 1) / 2 (the product is
+ * even), sum of y, bounds, and crack edges. A blob's perimeter is 4 mass -
+ * 2 (4-adjacent pixel pairs inside it); a 4-neighbour in the mask is always
+ * in the same blob, so the pairs are the len - 1 inside each run plus the
+ * overlap of each run with the object's runs of the row above: each run
+ * adds 2 + 2 len - 2 overlap(above). Runs of other blobs return after two
+ * loads, so the pass costs the group's runs read once, in parallel over
+ * the whole device, instead of a walk of each object's rows by one block. */
+__global__ void __launch_bounds__(TRK_BLOB_THREADS) stats_kernel(const struct trk_cu_blobjob job)
+{
+    const uint32_t total = *job.ctl;
+    for (uint32_t id = blockIdx.x * blockDim.x + threadIdx.x; id < total;
+         id += gridDim.x * blockDim.x) {
+        const uint32_t p = job.parent[id];
+        const uint32_t tag = (p & SEL_TAG) ? p : job.parent[p];
+        if (!(tag & SEL_TAG)) continue;
+        const uint32_t yg = job.yg[id];
+        const int y = (int)(yg & 0xffffu), g = (int)(yg >> 16);
+        struct trk_cu_blob &rec = job.recs[job.objs[job.g0 + g].off + (tag & ~SEL_TAG)];
+        const int a = job.x0[id], b = job.x1[id];
+        const unsigned long long len = (unsigned long long)(b - a + 1);
+        unsigned long long ov = 0;
+        if (y > 0) {
+            const size_t ra = (size_t)(y - 1) * job.gn + g;
+            const uint32_t na = job.rowcnt[ra];
+            if (na) {
+                const uint32_t a0 = job.rowoff[ra];
+                for (uint32_t u = first_ending_from(job.x1, a0, na, a);
+                     u < na && (int)job.x0[a0 + u] <= b; u++) {
                     const int c = job.x0[a0 + u], d = job.x1[a0 + u];
                     ov += (unsigned long long)((d < b ? d : b) - (c > a ? c : a) + 1);
                 }
             }
-            atomicAdd(&rec.sx, (unsigned long long)(a + b) * len / 2);
-            atomicAdd(&rec.sy, (unsigned long long)y * len);
-            atomicAdd(&rec.perim, 2ull + 2ull * len - 2ull * ov);
-            atomicMin(&rec.x0, (unsigned)a);
-            atomicMax(&rec.x1, (unsigned)b);
-            atomicMin(&rec.y0, (unsigned)y);
-            atomicMax(&rec.y1, (unsigned)y);
-        });
+        }
+        atomicAdd(&rec.sx, (unsigned long long)(a + b) * len / 2);
+        atomicAdd(&rec.sy, (unsigned long long)y * len);
+        atomicAdd(&rec.perim, 2ull + 2ull * len - 2ull * ov);
+        atomicMin(&rec.x0, (unsigned)a);
+        atomicMax(&rec.x1, (unsigned)b);
+        atomicMin(&rec.y0, (unsigned)y);
+        atomicMax(&rec.y1, (unsigned)y);
     }
-    __syncthreads();
-    if ((unsigned)tid < kept) job.recs[o.off + tid] = s_rec[tid];
-    if (tid == 0) job.counts[job.g0 + g] = kept;
 }
 
 } // namespace
@@ -638,7 +812,7 @@ int trk_cu_blobs_launch(const struct trk_cu_blobjob *job, int sms, cudaStream_t 
         job->f.width > TRK_BLOB_MAX_SIDE || job->f.height > TRK_BLOB_MAX_SIDE ||
         job->wpr != (job->f.width + 31) / 32 || !job->objs || !job->lut || job->lt.nw < 1 ||
         job->lt.nw > MAXW || job->gn > 32 * job->lt.nw || !job->ctl || !job->ctl_next ||
-        job->ctl == job->ctl_next || !job->mask || !job->rowoff || !job->rowcnt || !job->x0 ||
+        job->ctl == job->ctl_next || !job->roots || !job->rowoff || !job->rowcnt || !job->x0 ||
         !job->x1 || !job->yg || !job->parent || !job->mass || !job->first || !job->counts ||
         !job->recs || sms < 1 ||
         (size_t)job->gn * (size_t)((job->f.width + 1) / 2) * (size_t)job->f.height > job->cap ||
@@ -654,6 +828,8 @@ int trk_cu_blobs_launch(const struct trk_cu_blobjob *job, int sms, cudaStream_t 
     flatten_kernel<<<run_grid, T, 0, s>>>(*job);
     TRK_CUDA_TRY(cudaGetLastError());
     select_kernel<<<job->gn, TRK_BLOB_SEL_THREADS, 0, s>>>(*job);
+    TRK_CUDA_TRY(cudaGetLastError());
+    stats_kernel<<<run_grid, T, 0, s>>>(*job);
     TRK_CUDA_TRY(cudaGetLastError());
     return 0;
 }

@@ -122,7 +122,7 @@ struct cuda_be {
     struct trk_cu_lut blt[TRK_MAX_OBJECTS];
     size_t blut_off[TRK_MAX_OBJECTS], blut_words;
     uint32_t *d_blut, *d_bctl;
-    uint32_t *d_bmask, *d_browoff, *d_browcnt, *d_byg, *d_bparent, *d_bmass, *d_bfirst;
+    uint32_t *d_broots, *d_browoff, *d_browcnt, *d_byg, *d_bparent, *d_bmass, *d_bfirst;
     uint16_t *d_bx0, *d_bx1;
     void *d_bout, *hp_bout;
     size_t bout_bytes;
@@ -267,7 +267,7 @@ __global__ void probe_kernel(int *p)
 /* Frees the labelling scratch (set_objects sizes it). */
 void free_blob_scratch(struct cuda_be *b)
 {
-    uint32_t **u32[] = { &b->d_bmask,   &b->d_browoff, &b->d_browcnt, &b->d_byg,
+    uint32_t **u32[] = { &b->d_broots,  &b->d_browoff, &b->d_browcnt, &b->d_byg,
                          &b->d_bparent, &b->d_bmass,   &b->d_bfirst };
     for (uint32_t **p : u32) {
         cudaFree(*p);
@@ -566,8 +566,8 @@ void group_objects(const struct trk_object_def *objs, int n, int nw, int *pos)
 }
 
 /* Per-object sizes of the labelling scratch, sized for the largest frame
- * so one allocation serves every frame size: mask words, rows (rowoff and
- * rowcnt each), run slots. */
+ * so one allocation serves every frame size: root-list words (one per mask
+ * word of a row), rows (rowoff and rowcnt each), run slots. */
 struct blob_strides {
     size_t words, rows, runs;
 };
@@ -629,7 +629,7 @@ int setup_blobs(struct cuda_be *b, const struct trk_object_def *objs, int n)
     if (group > b->group) {
         free_blob_scratch(b);
         const size_t g = (size_t)group;
-        bool ok = cudaMalloc(&b->d_bmask, g * st.words * 4) == cudaSuccess &&
+        bool ok = cudaMalloc(&b->d_broots, g * st.words * 4) == cudaSuccess &&
                   cudaMalloc(&b->d_browoff, g * st.rows * 4) == cudaSuccess &&
                   cudaMalloc(&b->d_browcnt, g * st.rows * 4) == cudaSuccess &&
                   cudaMalloc(&b->d_byg, g * st.runs * 4) == cudaSuccess &&
@@ -889,7 +889,7 @@ int queue_blobs(struct cuda_be *b)
     j.objs = b->d_bobj;
     j.wpr = (b->f.width + 31) / 32;
     j.cap = (size_t)b->group * st.runs;
-    j.mask = b->d_bmask;
+    j.roots = b->d_broots;
     j.rowoff = b->d_browoff;
     j.rowcnt = b->d_browcnt;
     j.x0 = b->d_bx0;

@@ -260,11 +260,15 @@ struct trk_cu_blobjob {
     int need;                       /* spaces the group's objects test (bit s) */
     const uint32_t *lut;            /* the group's table image (device)   */
     struct trk_cu_lut lt;
-    int wpr;                         /* mask words per row of this frame         */
-    size_t cap;                      /* run slots                                */
-    uint32_t *ctl;                   /* run slots taken (zeroed before the launch) */
-    uint32_t *ctl_next;              /* zeroed by this launch for the next one */
-    uint32_t *mask;                  /* [y][g][w]: written for the row's present objects */
+    int wpr;            /* mask words per row of this frame         */
+    size_t cap;         /* run slots                                */
+    uint32_t *ctl;      /* run slots taken (zeroed before the launch) */
+    uint32_t *ctl_next; /* zeroed by this launch for the next one */
+    /* Root lists: object g of the group owns words [g S, (g + 1) S), S =
+     * wpr x height (this frame): word 0 counts its roots (zeroed by
+     * runs_kernel, counted by flatten_kernel), the S - 1 after it hold
+     * their run slots (those past S - 1 are counted, not stored). */
+    uint32_t *roots;
     uint32_t *rowoff;                /* [y][g]: first run slot of (row, object)  */
     uint32_t *rowcnt;                /* [y][g]: its runs (sorted by x)           */
     uint16_t *x0, *x1;               /* per run: first and last pixel            */

@@ -75,12 +75,27 @@
 #define TRK_BLOB_THREADS 256
 /* Resident blocks per SM asked of the threshold kernel (persistent: a
  * block copies the group's tables into shared memory once and then takes
- * rows in turn) and of the grid-stride run kernels (union, flatten). >= 1. */
+ * rows in turn; also its register cap, 65536 / (TRK_BLOB_THREADS x this) =
+ * 64, so that many fit) and of the grid-stride run kernels (union,
+ * flatten, stats). >= 1. */
 #define TRK_BLOB_ROW_BLOCKS 4
 #define TRK_BLOB_RUN_BLOCKS 4
+/* Mask words a warp of the threshold kernel reads the pixels of before it
+ * looks any of them up: the loads of a row are in flight together instead
+ * of one 32-pixel word's round trip after another. >= 1 (each costs three
+ * registers). */
+#define TRK_BLOB_ROW_UNROLL 4
+/* Mask words of one row the threshold kernel keeps in shared memory (the
+ * present objects' words; more present objects than fit are done in
+ * chunks). >= the words of the widest row, ceil(TRK_BLOB_MAX_SIDE / 32). */
+#define TRK_BLOB_ROW_MASK_WORDS 3072
 /* Threads of the per-object top-K selection block. Multiple of 32, >= 256
  * (warp 0 scans the 256-bin radix histogram, 8 bins per lane), <= 1024. */
 #define TRK_BLOB_SEL_THREADS 512
+/* Root keys the selection block holds in shared memory (8 + 4 bytes each):
+ * objects with at most this many components are ranked there without
+ * touching their runs. >= 1. */
+#define TRK_BLOB_SEL_KEYS 2048
 /* Device scratch the labelling may hold (bytes). Objects with blobs are
  * labelled in groups of as many as fit (at least one); each needs 20 bytes
  * per possible run (ceil(max_w / 2) * max_h runs: a checkerboard) plus 4
