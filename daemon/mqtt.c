@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <jansson.h>
+#include <netdb.h>
 #include <mosquitto.h>
 
 #define LOG_TAG "mqtt"
@@ -61,6 +62,7 @@ struct trk_mqtt {
     int offline_mid;   /* the offline status's message id at the end; 0 none */
     bool offline_sent; /* ... and the broker has it (PUBACK) */
     bool closing;      /* finish() disconnects: no warning for it */
+    unsigned tries;    /* connection attempts so far (address family choice) */
 
     /* Guarded by lock: what the other threads hand over. */
     pthread_mutex_t lock;
@@ -526,11 +528,30 @@ static void on_publish(struct mosquitto *mosq, void *obj, int mid)
     if (m->offline_mid && mid == m->offline_mid) m->offline_sent = true;
 }
 
+/* Whether name has addresses of family fam (numeric, /etc/hosts or DNS). */
+static bool has_family(const char *name, int fam)
+{
+    struct addrinfo hints = { .ai_family = fam, .ai_socktype = SOCK_STREAM }, *ai = NULL;
+    if (getaddrinfo(name, NULL, &hints, &ai) != 0) return false;
+    freeaddrinfo(ai);
+    return true;
+}
+
 static void try_connect(struct trk_mqtt *m, double now)
 {
     m->t_attempt = now;
+    /* A name with IPv4 and IPv6 addresses (localhost on a stock Debian lists
+     * ::1 first): libmosquitto's asynchronous connect takes the first address
+     * whose connect() is merely in progress, so a broker listening on IPv4
+     * only would never be reached. Every other attempt therefore binds the
+     * socket to 0.0.0.0, which makes libmosquitto skip the IPv6 addresses;
+     * the attempts between use its own order (a broker on ::1 only). The
+     * name itself is kept, so TLS still checks the certificate against it. */
+    const bool v4_first = m->tries++ % 2 == 0 && has_family(m->url.host, AF_INET) &&
+                          has_family(m->url.host, AF_INET6);
     errno = 0;
-    int rc = mosquitto_connect_async(m->mosq, m->url.host, m->url.port, TRK_MQTT_KEEPALIVE_S);
+    int rc = mosquitto_connect_bind_async(m->mosq, m->url.host, m->url.port, TRK_MQTT_KEEPALIVE_S,
+                                          v4_first ? "0.0.0.0" : NULL);
     if (rc == MOSQ_ERR_SUCCESS) {
         m->state = CONNECTING;
         return;
