@@ -305,18 +305,9 @@ struct baseline {
 
 static int baseline_load(const char *path, struct baseline *bl)
 {
-    char err[256];
     memset(bl, 0, sizeof(*bl));
-    bl->root = trk_json_load(path, err, sizeof(err));
-    if (!bl->root) {
-        fprintf(stderr, "trackd-bench: %s: %s\n", path, err);
-        return -1;
-    }
-    const struct trk_json *sc = trk_json_get(bl->root, "scenes");
-    if (!sc || sc->type != TRK_JSON_ARRAY) {
-        fprintf(stderr, "trackd-bench: %s: no \"scenes\" array\n", path);
-        return -1;
-    }
+    const struct trk_json *sc = trk_json_load_scenes(path, "trackd-bench", &bl->root);
+    if (!sc) return -1;
     bl->b = calloc(sc->n ? sc->n : 1, sizeof(*bl->b));
     if (!bl->b) return -1;
     for (size_t i = 0; i < sc->n; i++) {

@@ -414,18 +414,9 @@ struct cv_file {
 
 static int cv_load(const char *path, struct cv_file *cf)
 {
-    char err[256];
     memset(cf, 0, sizeof(*cf));
-    cf->root = trk_json_load(path, err, sizeof(err));
-    if (!cf->root) {
-        fprintf(stderr, "trackd-bench blobs: %s: %s\n", path, err);
-        return -1;
-    }
-    const struct trk_json *sc = trk_json_get(cf->root, "scenes");
-    if (!sc || sc->type != TRK_JSON_ARRAY) {
-        fprintf(stderr, "trackd-bench blobs: %s: no \"scenes\" array\n", path);
-        return -1;
-    }
+    const struct trk_json *sc = trk_json_load_scenes(path, "trackd-bench blobs", &cf->root);
+    if (!sc) return -1;
     cf->e = calloc(sc->n ? sc->n : 1, sizeof(*cf->e));
     if (!cf->e) return -1;
     for (size_t i = 0; i < sc->n; i++) {

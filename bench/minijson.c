@@ -330,3 +330,20 @@ const char *trk_json_str(const struct trk_json *o, const char *key, const char *
     const struct trk_json *v = trk_json_get(o, key);
     return v && v->type == TRK_JSON_STRING ? v->string : def;
 }
+
+const struct trk_json *trk_json_load_scenes(const char *path, const char *who,
+                                            struct trk_json **root)
+{
+    char err[256];
+    *root = trk_json_load(path, err, sizeof(err));
+    if (!*root) {
+        fprintf(stderr, "%s: %s: %s\n", who, path, err);
+        return NULL;
+    }
+    const struct trk_json *sc = trk_json_get(*root, "scenes");
+    if (!sc || sc->type != TRK_JSON_ARRAY) {
+        fprintf(stderr, "%s: %s: no \"scenes\" array\n", who, path);
+        return NULL;
+    }
+    return sc;
+}

@@ -35,6 +35,11 @@ struct trk_json *trk_json_parse(const char *text, char *err, size_t err_len);
 
 /* Reads and parses a file; NULL with a message on failure. */
 struct trk_json *trk_json_load(const char *path, char *err, size_t err_len);
+/* A baseline file's "scenes" array (the Python baselines' JSON): loads path
+ * into *root and returns the array, or prints "WHO: path: why" on stderr and
+ * returns NULL (*root is then NULL, or the document to free). */
+const struct trk_json *trk_json_load_scenes(const char *path, const char *who,
+                                            struct trk_json **root);
 
 /* Frees a tree returned by trk_json_parse/load; safe on NULL. */
 void trk_json_free(struct trk_json *root);
