@@ -98,14 +98,16 @@ __device__ void unite(uint32_t *P, uint32_t a, uint32_t b)
 }
 
 /* Bit g of the group's per-pixel mask (B[MAXW] in registers: selected by
- * unrolled compares, so the array is never indexed at run time and stays
- * out of local memory). */
+ * unrolled AND masks, so the array is never indexed at run time and stays
+ * out of local memory. Plain `if (q == g >> 5) w = B[q]` was folded back by
+ * nvcc into B[g >> 5]: ptxas put B in a 32-byte local frame, stored per
+ * candidate pixel and reloaded per present object in runs_kernel's phase B). */
 __device__ __forceinline__ uint32_t bit_of(const uint32_t B[MAXW], int g)
 {
     uint32_t w = 0;
 #pragma unroll
     for (int q = 0; q < MAXW; q++)
-        if (q == (g >> 5)) w = B[q];
+        w |= B[q] & (0u - (uint32_t)(q == (g >> 5)));
     return (w >> (g & 31)) & 1u;
 }
 
