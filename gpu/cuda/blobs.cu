@@ -45,6 +45,9 @@ namespace
 {
 
 static_assert(TRK_BLOB_THREADS % 32 == 0 && TRK_BLOB_THREADS <= 1024, "blob block size");
+static_assert(TRK_BLOB_ROW_THREADS % 32 == 0 && TRK_BLOB_ROW_THREADS >= 32 &&
+                  TRK_BLOB_ROW_THREADS <= 1024,
+              "threshold block size");
 static_assert(TRK_BLOB_SEL_THREADS % 32 == 0 && TRK_BLOB_SEL_THREADS >= 256 &&
                   TRK_BLOB_SEL_THREADS <= 1024,
               "select block: warp 0 scans 256 bins, 8 per lane");
@@ -192,7 +195,7 @@ __device__ __forceinline__ void pixel_bits(const struct trk_cu_blobjob &job, con
  * Block 0 also zeroes the run counter of the next launch (ctl_next: this
  * launch's counter was zeroed by the launch before it, or at setup) and the
  * group's root-list counters (flatten_kernel fills the lists). */
-__global__ void __launch_bounds__(TRK_BLOB_THREADS, TRK_BLOB_ROW_BLOCKS)
+__global__ void __launch_bounds__(TRK_BLOB_ROW_THREADS, TRK_BLOB_ROW_BLOCKS)
     runs_kernel(const struct trk_cu_blobjob job)
 {
     constexpr int U = TRK_BLOB_ROW_UNROLL;
@@ -823,7 +826,7 @@ int trk_cu_blobs_launch(const struct trk_cu_blobjob *job, int sms, cudaStream_t 
     const int H = job->f.height, T = TRK_BLOB_THREADS;
     const int rows_grid = H < TRK_BLOB_ROW_BLOCKS * sms ? H : TRK_BLOB_ROW_BLOCKS * sms;
     const int run_grid = TRK_BLOB_RUN_BLOCKS * sms;
-    runs_kernel<<<rows_grid, T, trk_cu_blob_smem(&job->lt), s>>>(*job);
+    runs_kernel<<<rows_grid, TRK_BLOB_ROW_THREADS, trk_cu_blob_smem(&job->lt), s>>>(*job);
     TRK_CUDA_TRY(cudaGetLastError());
     union_kernel<<<run_grid, T, 0, s>>>(*job);
     TRK_CUDA_TRY(cudaGetLastError());

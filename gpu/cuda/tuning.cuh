@@ -78,7 +78,16 @@
  * rows in turn; also its register cap, 65536 / (TRK_BLOB_THREADS x this) =
  * 64, so that many fit) and of the grid-stride run kernels (union,
  * flatten, stats). >= 1. */
+#ifndef TRK_BLOB_ROW_BLOCKS
 #define TRK_BLOB_ROW_BLOCKS 4
+#endif
+/* Threads per block of the threshold + runs kernel alone (a row per block
+ * at a time; warps share the row's words). Overridable at build time
+ * (-DTRK_BLOB_ROW_THREADS=128 -DTRK_BLOB_ROW_BLOCKS=8: twice the rows in
+ * flight per SM at the same 64-register cap) to compare on the device. */
+#ifndef TRK_BLOB_ROW_THREADS
+#define TRK_BLOB_ROW_THREADS TRK_BLOB_THREADS
+#endif
 #define TRK_BLOB_RUN_BLOCKS 4
 /* Mask words a warp of the threshold kernel reads the pixels of before it
  * looks any of them up: the loads of a row are in flight together instead
