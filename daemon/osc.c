@@ -11,6 +11,7 @@
 
 #define LOG_TAG "osc"
 #include "log.h"
+#include "netaddr.h"
 #include "sink.h"
 
 /* Longest address: the prefix, a camera and a name (TRK_NAME_MAX each) and
@@ -137,7 +138,8 @@ int trk_osc_create(const struct trk_osc_cfg *cfg, struct trk_sink **out)
     struct addrinfo hints = { .ai_socktype = SOCK_DGRAM, .ai_flags = AI_NUMERICSERV }, *ai;
     int gai = getaddrinfo(cfg->host, port, &hints, &ai);
     if (!gai) {
-        gai = getnameinfo(ai->ai_addr, ai->ai_addrlen, numeric, sizeof(numeric), NULL, 0,
+        const struct addrinfo *to = trk_addrinfo_pick(ai);
+        gai = getnameinfo(to->ai_addr, to->ai_addrlen, numeric, sizeof(numeric), NULL, 0,
                           NI_NUMERICHOST);
         freeaddrinfo(ai);
     }

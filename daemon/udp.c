@@ -14,6 +14,7 @@
 
 #define LOG_TAG "udp"
 #include "log.h"
+#include "netaddr.h"
 #include "messages.h"
 #include "sink.h"
 
@@ -159,15 +160,16 @@ int trk_udp_create(const struct trk_udp_cfg *cfg, struct trk_sink **out)
     }
     size_t max_payload = cfg->max_payload > 0 ? (size_t)cfg->max_payload : TRK_UDP_PAYLOAD;
     u->max_payload = max_payload;
-    memcpy(&u->to, ai->ai_addr, ai->ai_addrlen);
-    u->to_len = ai->ai_addrlen;
-    bool multicast = is_multicast(ai->ai_addr);
+    const struct addrinfo *to = trk_addrinfo_pick(ai);
+    memcpy(&u->to, to->ai_addr, to->ai_addrlen);
+    u->to_len = to->ai_addrlen;
+    bool multicast = is_multicast(to->ai_addr);
     int err = 0;
-    u->fd = socket(ai->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    u->fd = socket(to->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     if (u->fd < 0)
         err = -errno;
     else if (multicast)
-        err = set_multicast(u->fd, ai->ai_family, cfg, ifindex);
+        err = set_multicast(u->fd, to->ai_family, cfg, ifindex);
     freeaddrinfo(ai);
     if (err) {
         log_error_err(err, "--udp %s: cannot set up the socket", name + 4);

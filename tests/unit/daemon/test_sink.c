@@ -9,7 +9,8 @@
  *              payload limit (one oversized object alone), each valid JSON
  *              with seq and part i of n, whose objects joined are the frame
  *              message's;
- *   osc_address  reserved characters in OSC addresses. */
+ *   osc_address  reserved characters in OSC addresses.
+ *   addr_pick    the address a name with both families is sent to. */
 #include <errno.h>
 #include <jansson.h>
 #include <netinet/in.h>
@@ -22,6 +23,7 @@
 
 #include "../check.h"
 #include "messages.h"
+#include "netaddr.h"
 #include "osc.h"
 #include "sink.h"
 #include "udp.h"
@@ -329,6 +331,22 @@ static void test_osc_address(void)
     CHECK(trk_osc_address(buf, 12, "camera", "name") == 11 && !strcmp(buf, "/trackd/cam"));
 }
 
+/* A name with both families (localhost on a stock Debian: ::1 first) is
+ * sent to on its IPv4 address; a name with one family on that one. */
+static void test_addr_pick(void)
+{
+    struct sockaddr_in6 s6 = { .sin6_family = AF_INET6 };
+    struct sockaddr_in s4 = { .sin_family = AF_INET };
+    struct addrinfo v4 = { .ai_family = AF_INET, .ai_addr = (struct sockaddr *)&s4 };
+    struct addrinfo v6 = { .ai_family = AF_INET6,
+                           .ai_addr = (struct sockaddr *)&s6,
+                           .ai_next = &v4 };
+    CHECK(trk_addrinfo_pick(&v6) == &v4);
+    CHECK(trk_addrinfo_pick(&v4) == &v4);
+    v6.ai_next = NULL;
+    CHECK(trk_addrinfo_pick(&v6) == &v6);
+}
+
 int main(int argc, char **argv)
 {
     const char *which = argc > 1 ? argv[1] : "all";
@@ -337,5 +355,6 @@ int main(int argc, char **argv)
     if (all || !strcmp(which, "failures")) test_failures();
     if (all || !strcmp(which, "udp_split")) test_udp_split();
     if (all || !strcmp(which, "osc_address")) test_osc_address();
+    if (all || !strcmp(which, "addr_pick")) test_addr_pick();
     return check_exit("test_sink");
 }
