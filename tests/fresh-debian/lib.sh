@@ -8,6 +8,14 @@
 # /root). Only roots carrying the marker file are ever deleted. Exits 64
 # for an unusable root, 69 when bootstrapping fails.
 
+# The checks both scripts make of their arguments and user: --port a number
+# in 1..65535 (exit 64), root (exit 77).
+fresh_check_args() {
+  case "$port" in '' | *[!0-9]*) echo "$0: --port needs a number, got '$port'" >&2; exit 64 ;; esac
+  if [ "$port" -lt 1 ] || [ "$port" -gt 65535 ]; then echo "$0: --port $port is out of range" >&2; exit 64; fi
+  [ "$(id -u)" = 0 ] || { echo "$0: needs root (debootstrap, chroot, bind mounts)" >&2; exit 77; }
+}
+
 fresh_init() {
   root=$(realpath -m "$root")
   case "$root" in / | /usr | /etc | /home | /root | /tmp | /var) echo "$0: refusing --root $root" >&2; exit 64 ;; esac

@@ -38,14 +38,12 @@ while [ $# -gt 0 ]; do
     *) echo "$0: unknown argument '$1'" >&2; usage ;;
   esac
 done
-case "$port" in '' | *[!0-9]*) echo "$0: --port needs a number, got '$port'" >&2; exit 64 ;; esac
-if [ "$port" -lt 1 ] || [ "$port" -gt 65535 ]; then echo "$0: --port $port is out of range" >&2; exit 64; fi
-[ "$(id -u)" = 0 ] || { echo "$0: needs root (debootstrap, chroot, bind mounts)" >&2; exit 77; }
 
 repo=$(git -C "$(dirname "$0")" rev-parse --show-toplevel) || exit 64
 log=${FRESH_LOG:-}
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
+fresh_check_args
 fresh_init
 in_root_dir=/root/trackd
 
