@@ -105,11 +105,11 @@ __device__ void unite(uint32_t *P, uint32_t a, uint32_t b)
  * out of local memory. Plain `if (q == g >> 5) w = B[q]` was folded back by
  * nvcc into B[g >> 5]: ptxas put B in a 32-byte local frame, stored per
  * candidate pixel and reloaded per present object in runs_kernel's phase B). */
-__device__ __forceinline__ uint32_t bit_of(const uint32_t B[MAXW], int g)
+template <int NW> __device__ __forceinline__ uint32_t bit_of(const uint32_t B[NW], int g)
 {
     uint32_t w = 0;
 #pragma unroll
-    for (int q = 0; q < MAXW; q++)
+    for (int q = 0; q < NW; q++)
         w |= B[q] & (0u - (uint32_t)(q == (g >> 5)));
     return (w >> (g & 31)) & 1u;
 }
@@ -135,11 +135,12 @@ __device__ __forceinline__ void load_px(const struct trk_cu_blobjob &job, int x,
  * with trk_chan_has per value, so ANDing a channel's three entries is
  * trk_box_match. Summary words first (the OR of an entry's words): a pixel
  * that passes none skips the full entries. */
+template <int NW>
 __device__ __forceinline__ void pixel_bits(const struct trk_cu_blobjob &job, const uint32_t *lut,
-                                           bool yuv, const struct px_smp &smp, uint32_t B[MAXW])
+                                           bool yuv, const struct px_smp &smp, uint32_t B[NW])
 {
 #pragma unroll
-    for (int q = 0; q < MAXW; q++)
+    for (int q = 0; q < NW; q++)
         B[q] = 0;
     if (smp.a < 0) return;
     struct trk_cu_px p;
@@ -160,7 +161,7 @@ __device__ __forceinline__ void pixel_bits(const struct trk_cu_blobjob &job, con
         const uint32_t *t1 = lut + lt.full_off[s][1] + p.c[s][1] * nw;
         const uint32_t *t2 = lut + lt.full_off[s][2] + p.c[s][2] * nw;
 #pragma unroll
-        for (int q = 0; q < MAXW; q++)
+        for (int q = 0; q < NW; q++)
             if (q < nw) B[q] |= t0[q] & t1[q] & t2[q];
     }
 }
@@ -195,6 +196,7 @@ __device__ __forceinline__ void pixel_bits(const struct trk_cu_blobjob &job, con
  * Block 0 also zeroes the run counter of the next launch (ctl_next: this
  * launch's counter was zeroed by the launch before it, or at setup) and the
  * group's root-list counters (flatten_kernel fills the lists). */
+template <int NW>
 __global__ void __launch_bounds__(TRK_BLOB_ROW_THREADS, TRK_BLOB_ROW_BLOCKS)
     runs_kernel(const struct trk_cu_blobjob job)
 {
@@ -228,16 +230,13 @@ __global__ void __launch_bounds__(TRK_BLOB_ROW_THREADS, TRK_BLOB_ROW_BLOCKS)
 
     for (int y = blockIdx.x; y < H; y += gridDim.x) {
         __syncthreads(); /* tables and ROIs loaded; the previous row is done with shared state */
-        if (tid < MAXW) {
-            uint32_t act = 0;
-            for (int k = 0; k < 32; k++) {
-                const int g = 32 * tid + k;
-                if (g >= gn) break;
-                const struct trk_roi &r = s_roi[g];
-                if (y >= r.y0 && y <= r.y1 && r.x0 <= r.x1) act |= 1u << k;
-            }
-            s_act[tid] = act;
-            s_pres[tid] = 0;
+        /* Warp q ballots the objects 32q .. 32q + 31 whose ROI holds the row. */
+        for (int q = warp; q < NW; q += warps) {
+            const int g = 32 * q + lane;
+            const struct trk_roi &r = s_roi[g < gn ? g : 0];
+            const uint32_t act =
+                __ballot_sync(FULL_MASK, g < gn && y >= r.y0 && y <= r.y1 && r.x0 <= r.x1);
+            if (lane == 0) s_act[q] = act, s_pres[q] = 0;
         }
         for (int i = tid; i < pw; i += blockDim.x)
             s_cand[i] = 0;
@@ -254,11 +253,11 @@ __global__ void __launch_bounds__(TRK_BLOB_ROW_THREADS, TRK_BLOB_ROW_BLOCKS)
             for (int u = 0; u < U; u++) {
                 const int w = w0 + u * warps;
                 if (w >= wpr) break;
-                uint32_t B[MAXW];
-                pixel_bits(job, s_lut, yuv, smp[u], B);
+                uint32_t B[NW];
+                pixel_bits<NW>(job, s_lut, yuv, smp[u], B);
                 uint32_t any = 0;
 #pragma unroll
-                for (int q = 0; q < MAXW; q++) {
+                for (int q = 0; q < NW; q++) {
                     if (q >= nw) break;
                     const uint32_t o = __reduce_or_sync(FULL_MASK, B[q] & s_act[q]);
                     any |= o;
@@ -301,13 +300,13 @@ __global__ void __launch_bounds__(TRK_BLOB_ROW_THREADS, TRK_BLOB_ROW_BLOCKS)
                         continue;
                     }
                     const int x = 32 * w + lane;
-                    uint32_t B[MAXW];
-                    pixel_bits(job, s_lut, yuv, smp[u], B);
+                    uint32_t B[NW];
+                    pixel_bits<NW>(job, s_lut, yuv, smp[u], B);
                     for (int i = 0; i < n; i++) {
                         const int g = s_list[i0 + i];
                         const struct trk_roi &r = s_roi[g];
                         const uint32_t m =
-                            __ballot_sync(FULL_MASK, bit_of(B, g) && x >= r.x0 && x <= r.x1);
+                            __ballot_sync(FULL_MASK, bit_of<NW>(B, g) && x >= r.x0 && x <= r.x1);
                         if (lane == 0) s_mask[i * wpr + w] = m;
                     }
                 }
@@ -788,6 +787,21 @@ __global__ void __launch_bounds__(TRK_BLOB_THREADS) stats_kernel(const struct tr
     }
 }
 
+/* runs_kernel for a group of nw table words: instances for 1, 2, 4 and 8
+ * words (nw rounded up; the tables' own nw bounds every read), so a group of
+ * 8 colours runs a kernel unrolled for one word, not eight. One instance for
+ * every width was 9300 instructions and ncu put 30 % of its warps' stalls on
+ * instruction fetch (1080p 8 x 16, H100). */
+using runs_fn = void (*)(const struct trk_cu_blobjob);
+runs_fn runs_for(int nw)
+{
+    if (nw <= 1) return runs_kernel<1>;
+    if (nw <= 2) return runs_kernel<2>;
+    if (nw <= 4) return runs_kernel<4>;
+    return runs_kernel<8>;
+}
+static_assert(MAXW == 8, "runs_for covers 1, 2, 4 and 8 words");
+
 } // namespace
 
 size_t trk_cu_blob_obj_bytes(int max_w, int max_h)
@@ -806,8 +820,9 @@ size_t trk_cu_blob_smem(const struct trk_cu_lut *lt)
 
 int trk_cu_blobs_setup(size_t smem)
 {
-    TRK_CUDA_TRY(
-        cudaFuncSetAttribute(runs_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    for (int nw = 1; nw <= MAXW; nw *= 2)
+        TRK_CUDA_TRY(cudaFuncSetAttribute(runs_for(nw), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          (int)smem));
     return 0;
 }
 
@@ -826,7 +841,7 @@ int trk_cu_blobs_launch(const struct trk_cu_blobjob *job, int sms, cudaStream_t 
     const int H = job->f.height, T = TRK_BLOB_THREADS;
     const int rows_grid = H < TRK_BLOB_ROW_BLOCKS * sms ? H : TRK_BLOB_ROW_BLOCKS * sms;
     const int run_grid = TRK_BLOB_RUN_BLOCKS * sms;
-    runs_kernel<<<rows_grid, TRK_BLOB_ROW_THREADS, trk_cu_blob_smem(&job->lt), s>>>(*job);
+    runs_for(job->lt.nw)<<<rows_grid, TRK_BLOB_ROW_THREADS, trk_cu_blob_smem(&job->lt), s>>>(*job);
     TRK_CUDA_TRY(cudaGetLastError());
     union_kernel<<<run_grid, T, 0, s>>>(*job);
     TRK_CUDA_TRY(cudaGetLastError());
