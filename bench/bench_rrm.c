@@ -22,6 +22,7 @@
 
 #include "backend.h"
 #include "scene.h"
+#include "tracker.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -42,6 +43,7 @@ struct rr_opts {
     enum trk_backend_kind kinds[RR_MAX_LIST];
     int nthreads, threads[RR_MAX_LIST];
     int frames, warmup, margin;
+    int tracker, full_every; /* --regions tracker: daemon/tracker.c asks */
     uint64_t seed;
     const char *json;
 };
@@ -89,6 +91,11 @@ static void rr_usage(FILE *f)
             "  --frames N           timed frames per row (default 20)\n"
             "  --warmup N           untimed frames first (default 2)\n"
             "  --margin PX          region = disk box + PX each side (default 10)\n"
+            "  --regions R          true: regions around the true disks (default);\n"
+            "                       tracker: the daemon's tracker (daemon/tracker.c) in\n"
+            "                       full mode against roi mode, its own regions, reruns\n"
+            "                       and periodic full frames included\n"
+            "  --full-every K       tracker roi mode's full-frame period (default 15)\n"
             "  --seed N             paths seed (default %u)\n"
             "  --json FILE          write the rows as JSON\n",
             RR_SEED);
@@ -140,6 +147,11 @@ static int rr_parse(int argc, char **argv, struct rr_opts *o)
             bad = rr_int(v, 0, 100000, &o->warmup);
         } else if (!strcmp(a, "--margin")) {
             bad = rr_int(v, 0, 4096, &o->margin);
+        } else if (!strcmp(a, "--regions")) {
+            o->tracker = !strcmp(v, "tracker");
+            bad = !o->tracker && strcmp(v, "true");
+        } else if (!strcmp(a, "--full-every")) {
+            bad = rr_int(v, 1, 1000000, &o->full_every);
         } else if (!strcmp(a, "--seed")) {
             char *end;
             errno = 0;
@@ -293,6 +305,11 @@ struct rr_row {
     double full_ms, roi_ms;
     uint64_t full_up, roi_up;
     long checked, bad;
+    /* --regions tracker: roi mode's mean over frames (periodic full frames
+     * and reruns included), and its frames with a second (whole-frame)
+     * round, periodic full frames left out. */
+    double roi_mean_ms;
+    long reruns;
 };
 
 static int cmp_d(const void *a, const void *b)
@@ -399,6 +416,136 @@ static int rr_run(struct trk_backend *b, struct rr_scene *s, const struct rr_opt
     return err;
 }
 
+/* One frame through tracker t as the daemon's pipeline runs it
+ * (pipeline.c, track_frame): its rounds on b, each unit's blob list. */
+static int rr_track_frame(struct trk_backend *b, struct trk_tracker *t, const struct trk_image *im,
+                          uint64_t seq, int nobj, int *rounds)
+{
+    static struct trk_obj_result res[TRK_MAX_REGIONS];
+    static const struct trk_blob *ub[TRK_MAX_REGIONS];
+    static int un[TRK_MAX_REGIONS];
+    struct trk_tracker_plan plan;
+    int err = trk_tracker_begin(t, seq, im->width, im->height, &plan);
+    *rounds = 0;
+    for (int more = 1; !err && more == 1;) {
+        const int n = plan.full ? nobj : plan.n;
+        err = plan.full ? trk_backend_process(b, im, NULL, res, NULL)
+                        : trk_backend_process_regions(b, im, plan.regions, plan.n, res, NULL);
+        if (err) break;
+        for (int j = 0; j < n; j++)
+            un[j] = trk_backend_blobs(b, j, &ub[j]);
+        more = trk_tracker_measure(t, res, ub, un, n, &plan);
+        if (more < 0) err = more;
+        ++*rounds;
+    }
+    return err;
+}
+
+/* --regions tracker: the daemon's tracker in full mode and in roi mode on
+ * the same frames, each frame's whole cost (backend rounds and tracker).
+ * Checked every frame, on each instance that is checkable (rr_checkable
+ * with the margin 0: apart from its colour's other disks and uncovered):
+ * the roi tracker has an instance whose blob is the full tracker's blob
+ * of that disk (same first pixel), field by field, so the centroid is
+ * identical; and that instance keeps the id it had the last time the disk
+ * was checkable (no id switch, through crossings at different speeds). */
+static int rr_run_tracker(struct trk_backend *b, struct rr_scene *s, const struct rr_opts *o,
+                          struct rr_row *row)
+{
+    static uint64_t idof[RR_MAX_INST], fidof[RR_MAX_INST];
+    struct trk_tracker *tf = NULL, *tr = NULL;
+    const int nf = o->frames;
+    double *tm = calloc((size_t)nf * 2, sizeof(double));
+    struct trk_tracker_cfg cf = { .max_objects = s->colours, .mode = TRK_TRACK_FULL };
+    struct trk_tracker_cfg cr = { .max_objects = s->colours,
+                                  .mode = TRK_TRACK_ROI,
+                                  .full_every = o->full_every };
+    struct trk_object_def defs[TRK_MAX_OBJECTS];
+    memcpy(defs, s->objs, sizeof(defs));
+    for (int c = 0; c < s->colours; c++) {
+        defs[c].track = true;
+        defs[c].coast_frames = 10;
+    }
+    int err = !tm ? TRK_ENOMEM : trk_tracker_create(&cf, &tf);
+    if (!err) err = trk_tracker_create(&cr, &tr);
+    if (!err) err = trk_backend_set_objects(b, defs, s->colours);
+    if (!err) err = trk_tracker_reset(tf, defs, s->colours);
+    if (!err) err = trk_tracker_reset(tr, defs, s->colours);
+    memset(row, 0, sizeof(*row));
+    memset(idof, 0, sizeof(idof));
+    memset(fidof, 0, sizeof(fidof));
+    double sum = 0;
+    for (int t = 0; !err && t < o->warmup + nf; t++) {
+        rr_frame(s, t);
+        const struct trk_image im = { .plane = { s->rgb },
+                                      .pitch = { (size_t)s->w * 3 },
+                                      .width = s->w,
+                                      .height = s->h,
+                                      .fmt = TRK_FMT_RGB24 };
+        int rf, rr;
+        double t0 = trk_bench_now_ms();
+        err = rr_track_frame(b, tf, &im, (uint64_t)t, s->colours, &rf);
+        const double full_ms = trk_bench_now_ms() - t0;
+        if (err) break;
+        t0 = trk_bench_now_ms();
+        err = rr_track_frame(b, tr, &im, (uint64_t)t, s->colours, &rr);
+        const double roi_ms = trk_bench_now_ms() - t0;
+        if (err) break;
+        if (t >= o->warmup) {
+            tm[t - o->warmup] = full_ms, tm[nf + t - o->warmup] = roi_ms;
+            sum += roi_ms;
+            row->reruns += rr > 1 && !trk_tracker_was_full(tr);
+        }
+        for (int i = 0; i < s->m; i++) {
+            if (!rr_checkable(s, i, 0)) continue;
+            const int c = i % s->colours;
+            const struct trk_instance *vf, *vr;
+            const int nvf = trk_tracker_instances(tf, c, &vf);
+            const int nvr = trk_tracker_instances(tr, c, &vr);
+            /* The full tracker's blob of disk i: the one holding its centre. */
+            int a = 0, k = 0;
+            while (a < nvf && (vf[a].lost || vf[a].blob.x0 > s->cx[i] || vf[a].blob.x1 < s->cx[i] ||
+                               vf[a].blob.y0 > s->cy[i] || vf[a].blob.y1 < s->cy[i]))
+                a++;
+            const char *why = NULL;
+            if (a == nvf) {
+                why = "the full tracker has no instance on the disk";
+            } else {
+                while (k < nvr && (vr[k].lost || vr[k].blob.first != vf[a].blob.first))
+                    k++;
+                if (k == nvr)
+                    why = "the roi tracker has no instance on the disk";
+                else if (memcmp(&vr[k].blob, &vf[a].blob, sizeof(vr[k].blob)))
+                    why = "the roi tracker's blob differs from the full tracker's";
+                else if (idof[i] && idof[i] != vr[k].id)
+                    why = "id switch";
+            }
+            const uint64_t fid = a < nvf ? vf[a].id : 0;
+            if (!why && fidof[i] && fidof[i] != fid) why = "id switch in the full tracker";
+            if (k < nvr) idof[i] = vr[k].id; /* a switch counts once */
+            if (a < nvf) fidof[i] = fid;
+            row->checked++;
+            if (why) {
+                if (row->bad < 5)
+                    fprintf(stderr,
+                            "MISMATCH %s tracker: %dx%d M=%d frame %d instance %d at %d,%d: %s\n",
+                            trk_backend_name(b), s->w, s->h, s->m, t, i, s->cx[i], s->cy[i], why);
+                row->bad++;
+            }
+        }
+    }
+    if (!err) {
+        qsort(tm, (size_t)nf, sizeof(*tm), cmp_d);
+        qsort(tm + nf, (size_t)nf, sizeof(*tm), cmp_d);
+        row->full_ms = tm[nf / 2], row->roi_ms = tm[nf + nf / 2];
+        row->roi_mean_ms = sum / nf;
+    }
+    free(tm);
+    trk_tracker_destroy(&tf);
+    trk_tracker_destroy(&tr);
+    return err;
+}
+
 static int run_rrm(int argc, char **argv)
 {
     struct rr_opts o;
@@ -412,9 +559,16 @@ static int run_rrm(int argc, char **argv)
         return 73;
     }
     if (js) fprintf(js, "{\"experiment\":\"rrm\",\"margin\":%d,\"rows\":[", o.margin);
-    printf("# rrm: per-frame whole call, medians of %d frames; full = process() over the frame "
-           "(blobs on), roi = process_regions() around each instance (disk box + %d px)\n",
-           o.frames, o.margin);
+    if (o.tracker)
+        printf("# rrm --regions tracker: per-frame cost of daemon/tracker.c's rounds and its own "
+               "work, medians of %d frames; full = --mode full, roi = --mode roi (--full-every "
+               "%d)\n",
+               o.frames, o.full_every ? o.full_every : TRK_TRACK_FULL_EVERY);
+    else
+        printf("# rrm: per-frame whole call, medians of %d frames; full = process() over the "
+               "frame (blobs on), roi = process_regions() around each instance (disk box + %d "
+               "px)\n",
+               o.frames, o.margin);
     printf("%-10s %5s %4s %-10s %3s %9s %9s %8s %9s %12s %12s %7s %s\n", "size", "M", "col",
            "backend", "thr", "full_ms", "roi_ms", "x_roi", "roi_us/M", "full_bytes", "roi_bytes",
            "x_bytes", "checked");
@@ -447,7 +601,7 @@ static int run_rrm(int argc, char **argv)
                         break;
                     }
                     struct rr_row row;
-                    err = rr_run(b, &sc, &o, &row);
+                    err = o.tracker ? rr_run_tracker(b, &sc, &o, &row) : rr_run(b, &sc, &o, &row);
                     char size[32], thr[8], xb[16];
                     snprintf(size, sizeof(size), "%dx%d", w, h);
                     snprintf(thr, sizeof(thr), "%s", cpu ? "" : "-");
@@ -466,6 +620,11 @@ static int run_rrm(int argc, char **argv)
                                row.roi_ms, row.full_ms / row.roi_ms, row.roi_ms * 1e3 / m,
                                (unsigned long long)row.full_up, (unsigned long long)row.roi_up, xb,
                                row.checked, row.bad ? " MISMATCH" : "");
+                        if (o.tracker)
+                            printf("%-10s %5d tracker roi mode: mean %.3f ms a frame (x %.2f), "
+                                   "%ld of %d frames reran a whole-frame round%s\n",
+                                   size, m, row.roi_mean_ms, row.full_ms / row.roi_mean_ms,
+                                   row.reruns, o.frames, row.bad ? " MISMATCH" : "");
                         if (row.bad) status = 1;
                         if (js)
                             fprintf(js,

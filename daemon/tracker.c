@@ -8,10 +8,21 @@
  * the way to the step just measured. 0.5 follows a change of speed within
  * a few frames and halves the jitter of a noisy centroid. */
 #define BETA 0.5
-/* A region reaches this many pixels, plus half the blob's size, beyond the
- * blob's predicted box on every side (times the instance's grow factor):
- * room for a change of speed of up to half the blob's size per frame. */
+/* A region reaches this many pixels beyond the blob's predicted box on
+ * every side, plus (times the instance's grow factor):
+ *   - while the prediction is young (fewer than SURE_OBS measurements):
+ *     half the blob's size and its speed, room for a change of speed of up
+ *     to half the blob's size per frame;
+ *   - after that, ERR_GAIN x the instance's recent prediction error (err),
+ *     and its speed times the frames skipped: a blob on a steady path gets
+ *     a region a few pixels larger than itself, so the regions cost little
+ *     more than the blobs. A blob that reaches the border (a bounce, a
+ *     sudden turn) reruns its object over the whole frame and doubles the
+ *     grow factor, and its error widens the next regions.
+ * trackd-bench --experiment rrm --regions tracker counts those reruns. */
 #define MARGIN_PX 4
+#define SURE_OBS  3
+#define ERR_GAIN  2.0
 /* Most a region's margin grows after blobs touched its border (doubling
  * each time, halving back after each frame clean inside it). */
 #define GROW_MAX 8
@@ -29,6 +40,7 @@ struct inst {
     double px, py;     /* prediction for the frame being processed   */
     int w, h;          /* size of its last (unmerged) measured box   */
     int grow;          /* region margin factor 1..GROW_MAX            */
+    double err;        /* recent prediction error, px (region_of)     */
     bool cut;          /* its blob touched its region's border in round 0 */
     bool merged;       /* its blob also holds another's prediction    */
     int match;         /* candidate index this round, -1 = none       */
@@ -176,9 +188,12 @@ static struct trk_roi region_of(const struct trk_tracker *t, const struct inst *
 {
     const double dt = (double)(t->seq - a->last_seq);
     const int size = a->w > a->h ? a->w : a->h;
-    const double margin = (MARGIN_PX + size / 2.0) * a->grow;
-    const double hx = a->w / 2.0 + fabs(a->pub.vx) * dt + margin;
-    const double hy = a->h / 2.0 + fabs(a->pub.vy) * dt + margin;
+    const bool young = a->n_obs < SURE_OBS;
+    const double margin =
+        (MARGIN_PX + (young ? size / 2.0 : size / 4.0 + ERR_GAIN * a->err)) * a->grow;
+    const double sdt = young ? dt : dt - 1.0; /* frames the velocity is trusted over */
+    const double hx = a->w / 2.0 + fabs(a->pub.vx) * sdt + margin;
+    const double hy = a->h / 2.0 + fabs(a->pub.vy) * sdt + margin;
     /* Clamped in double first: a prediction far outside must not overflow. */
     const double big = 4.0 * (t->width + t->height);
     struct trk_roi r = {
@@ -425,6 +440,10 @@ static void commit(struct trk_tracker *t, struct obj *o, int nc, bool whole_list
             x->x = x->px, x->y = x->py;
         } else {
             if (dt > 0) {
+                /* The prediction's error: a jump shows at once, then it
+                 * halves back frame by frame. */
+                const double e = fmax(fabs(c->cx - x->px), fabs(c->cy - x->py)) / dt;
+                x->err = x->n_obs == 1 ? 0.0 : fmax(e, (x->err + e) / 2.0);
                 if (x->n_obs == 1) {
                     x->pub.vx = (c->cx - x->x) / dt;
                     x->pub.vy = (c->cy - x->y) / dt;

@@ -109,13 +109,15 @@
 /* A strip component's id across workers: index << FAST_WSHIFT | worker
  * (FAST_MAX_THREADS must fit in FAST_WSHIFT bits). */
 #define FAST_WSHIFT 8
-/* Regions: rows whose segment is asked for ahead (prefetch_row): the first
- * this many when a region starts, then row y + this many while y is
- * classified. A region's rows are short and a page apart, so the hardware
- * prefetcher does not follow them: the loads of the frame's bytes were most
- * of a region's time (perf) until they were asked for early. 64 rows of a
- * region as wide as a 4K frame are 1 MB, within a core's L2. */
-#define FAST_PREFETCH_ROWS 64
+/* Regions: how many rows a worker's prefetch cursor (struct pcur) runs
+ * ahead of the row being classified, across the end of one region into the
+ * next one the worker holds. A region's rows are short and a page apart, so
+ * the hardware prefetcher does not follow them: the loads of the frame's
+ * bytes were most of a region's time (perf). Asking for a whole region when
+ * it starts (the first form) left each region's start waiting on its first
+ * rows; a cursor that streams into the next region keeps a few rows in
+ * flight all the time. */
+#define FAST_PREFETCH_ROWS 8
 
 struct tables {
     int n;      /* objects */
@@ -226,10 +228,9 @@ struct fctx {
     const uint8_t *bext;
     struct sinfo *si;
     uint8_t *strip_w;
-    /* Regions: prefetch the segment of row y + FAST_PREFETCH_ROWS while row
-     * y is classified (lay: the frame's plane layout), since a region's rows
-     * are short runs far apart that the hardware prefetcher does not follow.
-     * 0 for frames: their rows stream. */
+    /* Regions: step the worker's prefetch cursor once per row classified
+     * (section "regions"; lay: the frame's plane layout). 0 for frames:
+     * their rows stream. */
     int prefetch;
     struct trk_plane_layout lay;
     /* Regions of an rgb object on packed RGB (x86-64, not "lut-portable"):
@@ -284,6 +285,15 @@ struct worker {
     struct sinfo *rsi;
     uint8_t *rsw;
     uint8_t rbext[1];
+    /* The prefetch cursor: row y of region j (clipped rows up to y1; per
+     * plane the byte range [lo, hi) of a row), running FAST_PREFETCH_ROWS
+     * rows ahead; cur and next: the region being measured and the one
+     * this worker takes after it (nreg: none). */
+    struct pcur {
+        int j, y, y1;
+        size_t lo[3], hi[3];
+    } pc;
+    int rcur, rnext;
 };
 
 struct cpu_fast {
@@ -635,15 +645,19 @@ static void box_row(struct worker *w, const struct fctx *f, int y)
         hi[v] = _mm_loadu_si128((const __m128i *)f->bhi[v]);
     }
     int xs = -1, xe = -1; /* the open run */
-#define BOX_PIXEL(px)                                                                              \
+    /* Pixels [a, b] match: they extend the open run or start the next. */
+#define BOX_RUN(a, b)                                                                              \
     do {                                                                                           \
-        if (xs >= 0 && (px) == xe + 1) {                                                           \
-            xe = (px);                                                                             \
+        if (xs >= 0 && (a) == xe + 1) {                                                            \
+            xe = (b);                                                                              \
         } else {                                                                                   \
             if (xs >= 0) (f->nb ? flush_run_blobs : flush_run)(w, f, &one, 1, xs, xe, y);          \
-            xs = xe = (px);                                                                        \
+            xs = (a), xe = (b);                                                                    \
         }                                                                                          \
     } while (0)
+    /* Bit st * p -> pixel p without a division: p = bit / 3 is
+     * (bit * 43) >> 7 for every bit < 48. */
+#define BOX_PX(bit) (st == 3 ? ((bit)*43) >> 7 : (bit) >> 2)
     int x = f->xa;
     for (; x + 15 <= f->xb; x += 16) {
         const uint8_t *p = row + (size_t)x * (size_t)st;
@@ -653,24 +667,27 @@ static void box_row(struct worker *w, const struct fctx *f, int y)
             const __m128i in = _mm_cmpeq_epi8(_mm_max_epu8(_mm_min_epu8(d, hi[v]), lo[v]), d);
             bits |= (uint64_t)(unsigned)_mm_movemask_epi8(in) << (16 * v);
         }
-        uint64_t a = bits & (bits >> 1) & (bits >> 2) & pix;
-        if (a == pix) { /* all 16: one stretch */
-            BOX_PIXEL(x);
-            xe = x + 15;
-            continue;
-        }
-        while (a) {
-            BOX_PIXEL(x + __builtin_ctzll(a) / st);
-            a &= a - 1;
+        const uint64_t a = bits & (bits >> 1) & (bits >> 2) & pix;
+        if (!a) continue;
+        /* The block's runs: a start is a match whose left neighbour in the
+         * block is none, an end one whose right neighbour is none; they
+         * pair up in order, so a run costs one step, not one per pixel. */
+        uint64_t s0 = a & ~(a << st), e0 = a & ~(a >> st);
+        while (s0) {
+            const int ps = __builtin_ctzll(s0), pe = __builtin_ctzll(e0);
+            BOX_RUN(x + BOX_PX(ps), x + BOX_PX(pe));
+            s0 &= s0 - 1;
+            e0 &= e0 - 1;
         }
     }
     for (; x <= f->xb; x++) {
         const uint8_t *p = row + (size_t)x * (size_t)st;
         if (p[0] >= f->plo[0] && p[0] <= f->phi[0] && p[1] >= f->plo[1] && p[1] <= f->phi[1] &&
             p[2] >= f->plo[2] && p[2] <= f->phi[2])
-            BOX_PIXEL(x);
+            BOX_RUN(x, x);
     }
-#undef BOX_PIXEL
+#undef BOX_PX
+#undef BOX_RUN
     if (xs >= 0) (f->nb ? flush_run_blobs : flush_run)(w, f, &one, 1, xs, xe, y);
 }
 #endif
@@ -900,21 +917,7 @@ static void strip_end(struct worker *w, const struct fctx *f, int y0, int rows)
     }
 }
 
-/* Asks for the bytes of the segment [f->xa, f->xb] of row y of every plane
- * (a hint: nothing is read, rows past the frame are skipped). */
-static void prefetch_row(const struct fctx *f, int y)
-{
-    const struct trk_image *img = f->img;
-    if (y > f->yb) return;
-    for (int p = 0; p < f->lay.planes; p++) {
-        const size_t rb = f->lay.row_bytes[p], w = (size_t)img->width;
-        const size_t lo = (size_t)f->xa * rb / w, hi = ((size_t)f->xb + 1) * rb / w;
-        const uint8_t *row = img->plane[p] + (size_t)(y >> f->lay.vshift[p]) * img->pitch[p];
-        for (size_t o = lo & ~(size_t)63; o < hi; o += 64)
-            __builtin_prefetch(row + o);
-        __builtin_prefetch(row + hi - 1);
-    }
-}
+static void pc_step(struct worker *w);
 
 /* Rows [y0, y1] of f (one strip: y0 - f->ya is a multiple of
  * FAST_STRIP_ROWS), classified and, with blob objects, labelled. */
@@ -922,14 +925,14 @@ static void do_strip(struct worker *w, const struct fctx *f, int y0, int y1)
 {
     if (!f->nb) {
         for (int y = y0; y <= y1; y++) {
-            if (f->prefetch) prefetch_row(f, y + FAST_PREFETCH_ROWS);
+            if (f->prefetch) pc_step(w);
             do_row(w, f, y);
         }
         return;
     }
     strip_begin(w, f);
     for (int y = y0; y <= y1; y++) {
-        if (f->prefetch) prefetch_row(f, y + FAST_PREFETCH_ROWS);
+        if (f->prefetch) pc_step(w);
         do_row(w, f, y);
         label_row(w, f, y - y0);
     }
@@ -1673,6 +1676,47 @@ static int fast_submit(void *self, const struct trk_image *img, const struct trk
  * dispenser (one region is never split, so a single large region runs on
  * one thread). With the pre-filter on, the whole frame is filtered first. */
 
+/* Points w's prefetch cursor at the first row of region j (none when j is
+ * past the last: the cursor then stays idle). */
+static void pc_set(struct worker *w, int j)
+{
+    const struct cpu_fast *s = w->be;
+    const struct fctx *g = &s->f;
+    struct pcur *pc = &w->pc;
+    struct trk_roi c;
+    pc->j = j;
+    pc->y = 0, pc->y1 = -1;
+    if (j >= s->nreg || !trk_roi_clip(&s->regs[j].roi, 0, g->img->width, g->img->height, &c))
+        return;
+    pc->y = c.y0, pc->y1 = c.y1;
+    for (int p = 0; p < g->lay.planes; p++) {
+        const size_t rb = g->lay.row_bytes[p], wd = (size_t)g->img->width;
+        pc->lo[p] = ((size_t)c.x0 * rb / wd) & ~(size_t)63;
+        pc->hi[p] = ((size_t)c.x1 + 1) * rb / wd;
+    }
+}
+
+/* Asks for the bytes of the cursor's row of every plane (a hint: nothing
+ * is read) and moves it one row on: past its region's last row, to the
+ * worker's next region, or nowhere until the worker takes another. */
+static void pc_step(struct worker *w)
+{
+    struct pcur *pc = &w->pc;
+    while (pc->y > pc->y1) {
+        if (pc->j != w->rcur || w->rnext >= w->be->nreg) return;
+        pc_set(w, w->rnext);
+    }
+    const struct fctx *g = &w->be->f;
+    const struct trk_image *img = g->img;
+    for (int p = 0; p < g->lay.planes; p++) {
+        const uint8_t *row = img->plane[p] + (size_t)(pc->y >> g->lay.vshift[p]) * img->pitch[p];
+        for (size_t o = pc->lo[p]; o < pc->hi[p]; o += 64)
+            __builtin_prefetch(row + o);
+        __builtin_prefetch(row + pc->hi[p] - 1);
+    }
+    pc->y++;
+}
+
 /* One thread's share of a call: regions from the dispenser until none is
  * left; f (the thread's rf) gets the frame's fields once. */
 static void region_share(struct worker *w)
@@ -1694,8 +1738,17 @@ static void region_share(struct worker *w)
     f->strip_w = w->rsw;
     f->prefetch = 1;
     f->lay = g->lay;
-    for (;;) {
-        const int j = atomic_fetch_add_explicit(&s->next_reg, 1, memory_order_relaxed);
+    /* Each worker holds the region after the one it measures, so its
+     * prefetch cursor can run into it. */
+    w->rcur = atomic_fetch_add_explicit(&s->next_reg, 1, memory_order_relaxed);
+    w->rnext = w->rcur < s->nreg ? atomic_fetch_add_explicit(&s->next_reg, 1, memory_order_relaxed)
+                                 : s->nreg;
+    pc_set(w, w->rcur);
+    for (int i = 0; i < FAST_PREFETCH_ROWS; i++)
+        pc_step(w);
+    for (;; w->rcur = w->rnext,
+            w->rnext = atomic_fetch_add_explicit(&s->next_reg, 1, memory_order_relaxed)) {
+        const int j = w->rcur;
         if (j >= s->nreg) break;
         const struct trk_region *R = &s->regs[j];
         const int bi = s->bidx[R->obj];
@@ -1711,8 +1764,6 @@ static void region_share(struct worker *w)
         f->nb = bi >= 0;
         f->xa = c.x0, f->xb = c.x1, f->ya = c.y0, f->yb = c.y1;
         w->acc[0] = (struct acc){ 0, 0, 0, INT32_MAX, INT32_MAX, -1, -1 };
-        for (int y = c.y0; y < c.y0 + FAST_PREFETCH_ROWS; y++)
-            prefetch_row(f, y);
         if (bi >= 0) {
             w->rbext[0] = s->bext[bi];
             w->oom = 0;
