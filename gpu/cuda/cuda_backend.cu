@@ -805,15 +805,23 @@ bool pin_remove(const void *p, bool *owned)
     return found;
 }
 
-bool pin_covers(const void *p, size_t n)
+/* 1: [p, p + n) lies in one recorded range; -1: p is in one but the span
+ * runs past its end; 0: p is in none. */
+int pin_lookup(const void *p, size_t n)
 {
     const uint8_t *a = (const uint8_t *)p;
-    bool in = false;
+    int r = 0;
     pthread_mutex_lock(&pin_lock);
-    for (int i = 0; i < n_pins && !in; i++)
-        in = a >= pins[i].p && n <= pins[i].n && (size_t)(a - pins[i].p) <= pins[i].n - n;
+    for (int i = 0; i < n_pins && r != 1; i++)
+        if (a >= pins[i].p && (size_t)(a - pins[i].p) < pins[i].n)
+            r = n <= pins[i].n - (size_t)(a - pins[i].p) ? 1 : -1;
     pthread_mutex_unlock(&pin_lock);
-    return in;
+    return r;
+}
+
+bool pin_covers(const void *p, size_t n)
+{
+    return pin_lookup(p, n) == 1;
 }
 
 void *cu_host_alloc(void *self, size_t bytes)
@@ -872,12 +880,14 @@ bool cu_host_pinned(const void *self, const void *p, size_t n)
 
 /* Whether plane p of img can be copied by the copy engine directly: the
  * whole plane in a range pinned through a backend, or (memory pinned by
- * the caller itself, e.g. the benchmark's cudaHostAlloc) CUDA says its
- * first byte is pinned host memory. */
+ * the caller itself, e.g. the benchmark's cudaHostAlloc, in no recorded
+ * range) CUDA says its first byte is pinned host memory. A plane that
+ * starts in a recorded range and runs past it is staged. */
 bool plane_pinned(const struct trk_image *img, const struct layout *L, int p)
 {
     const size_t span = (size_t)(L->p.rows[p] - 1) * img->pitch[p] + L->p.row_bytes[p];
-    return pin_covers(img->plane[p], span) || host_pinned(img->plane[p]);
+    const int r = pin_lookup(img->plane[p], span);
+    return r == 1 || (r == 0 && host_pinned(img->plane[p]));
 }
 
 /* Copies rows [r0, r1) of every plane (chroma rows scaled for 4:2:0) from
