@@ -15,6 +15,7 @@
 #include <libswscale/swscale.h>
 
 #define LOG_TAG "file"
+#include "hostpool.h"
 #include "log.h"
 #include "source.h"
 
@@ -36,6 +37,9 @@ struct file_src {
      * read, and packets or frames the decoder rejected (damage). */
     uint64_t pass_frames, pass_packets, pass_rejected;
     char last_reject[128]; /* FFmpeg's text for the last rejection */
+    /* The decoder's frame buffers in the backend's host memory (pinned on
+     * CUDA); kept across reopens, frames still held keep theirs. */
+    struct trk_hostpool *hostpool;
 };
 
 static void close_all(struct file_src *s)
@@ -89,6 +93,7 @@ static int open_input(struct file_src *s, struct trk_source *info)
         goto fail;
     }
     if ((err = avcodec_parameters_to_context(s->dec, st->codecpar)) < 0) goto fail;
+    trk_hostpool_attach(s->hostpool, s->dec);
     s->dec->thread_count = 0; /* let FFmpeg pick: decoding runs beside tracking */
     if ((err = avcodec_open2(s->dec, codec, NULL)) < 0) goto fail;
     s->pkt = av_packet_alloc();
@@ -194,7 +199,37 @@ static enum trk_pixfmt native_format(enum AVPixelFormat f, bool *full_range)
     }
 }
 
-/* Copies (or converts) the decoded AVFrame into f. */
+static void unhold_avframe(void *hold)
+{
+    AVFrame *av = hold;
+    av_frame_free(&av);
+}
+
+/* The decoded frame, in a format the backends take, goes to f as it is: f
+ * keeps a reference to the decoder's buffer (pinned when it came from the
+ * host pool) until the frame is reused, instead of a copy. */
+static int hold_decoded(struct file_src *s, struct trk_frame *f, enum trk_pixfmt fmt)
+{
+    AVFrame *keep = av_frame_alloc();
+    if (!keep) return TRK_ENOMEM;
+    av_frame_move_ref(keep, s->frame);
+    trk_frame_hold(f, keep, unhold_avframe);
+    memset(&f->img, 0, sizeof(f->img));
+    struct trk_plane_layout L;
+    int err = trk_image_plane_layout(fmt, keep->width, keep->height, &L);
+    if (err) return err;
+    for (int p = 0; p < L.planes; p++) {
+        if (keep->linesize[p] < (int)L.row_bytes[p]) return TRK_EINVAL; /* flipped or odd */
+        f->img.plane[p] = keep->data[p];
+        f->img.pitch[p] = (size_t)keep->linesize[p];
+    }
+    f->img.width = keep->width;
+    f->img.height = keep->height;
+    f->img.fmt = fmt;
+    return 0;
+}
+
+/* Converts the decoded AVFrame into f, or hands it over as it is. */
 static int export_frame(struct file_src *s, struct trk_frame *f)
 {
     AVFrame *av = s->frame;
@@ -223,13 +258,8 @@ static int export_frame(struct file_src *s, struct trk_frame *f)
         f->img.full_range = true;
         return 0;
     }
-    int err = trk_frame_layout(f, fmt, av->width, av->height, 64);
+    int err = hold_decoded(s, f, fmt);
     if (err) return err;
-    struct trk_plane_layout L;
-    if ((err = trk_image_plane_layout(fmt, av->width, av->height, &L))) return err;
-    for (int p = 0; p < L.planes; p++)
-        av_image_copy_plane((uint8_t *)f->img.plane[p], (int)f->img.pitch[p], av->data[p],
-                            av->linesize[p], (int)L.row_bytes[p], L.rows[p]);
     f->img.matrix = matrix;
     f->img.full_range = full;
     return 0;
@@ -264,6 +294,7 @@ static int rewind_file(struct file_src *s)
 static int file_read(void *self, struct trk_frame *f)
 {
     struct file_src *s = self;
+    trk_hostpool_set_mem(s->hostpool, s->info ? s->info->host_mem : NULL);
     for (;;) {
         int err = avcodec_receive_frame(s->dec, s->frame);
         if (err == 0) {
@@ -340,6 +371,7 @@ static void file_destroy(void *self)
 {
     struct file_src *s = self;
     close_all(s);
+    trk_hostpool_destroy(&s->hostpool);
     free(s->path);
     free(s);
 }
@@ -355,7 +387,8 @@ static const struct trk_source_ops file_ops = {
 int trk_source_file_create(const struct trk_file_cfg *cfg, struct trk_source *out)
 {
     struct file_src *s = calloc(1, sizeof(*s));
-    if (!s || !(s->path = strdup(cfg->path))) {
+    if (!s || !(s->path = strdup(cfg->path)) || trk_hostpool_create(&s->hostpool)) {
+        if (s) free(s->path);
         free(s);
         return TRK_ENOMEM;
     }

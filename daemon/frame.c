@@ -25,6 +25,20 @@ static size_t round_up(size_t v, size_t a)
     return (v + a - 1) / a * a;
 }
 
+/* A buffer of need bytes in place of data (whose pixels the caller is about
+ * to overwrite: nothing is kept). The backend's host memory when the frame
+ * has one and it can give it, else the heap. */
+static int grow(struct trk_frame *f, size_t need)
+{
+    trk_frame_free_data(f);
+    uint8_t *d = f->mem ? trk_backend_host_alloc(f->mem, need) : NULL;
+    f->data_host = d != NULL;
+    if (!d && !(d = malloc(need))) return TRK_ENOMEM;
+    f->data = d;
+    f->cap = need;
+    return 0;
+}
+
 int trk_frame_layout(struct trk_frame *f, enum trk_pixfmt fmt, int width, int height, size_t align)
 {
     struct trk_plane_layout L;
@@ -35,12 +49,8 @@ int trk_frame_layout(struct trk_frame *f, enum trk_pixfmt fmt, int width, int he
         rows[p] = (size_t)L.rows[p];
     }
     size_t need = pitch[0] * rows[0] + pitch[1] * rows[1] + pitch[2] * rows[2];
-    if (need > f->cap) {
-        uint8_t *d = realloc(f->data, need);
-        if (!d) return TRK_ENOMEM;
-        f->data = d;
-        f->cap = need;
-    }
+    trk_frame_hold(f, NULL, NULL);
+    if (need > f->cap && grow(f, need)) return TRK_ENOMEM;
     memset(&f->img, 0, sizeof(f->img));
     size_t off = 0;
     for (int i = 0; i < 3 && pitch[i]; i++) {
@@ -56,9 +66,21 @@ int trk_frame_layout(struct trk_frame *f, enum trk_pixfmt fmt, int width, int he
 
 void trk_frame_free_data(struct trk_frame *f)
 {
-    free(f->data);
+    trk_frame_hold(f, NULL, NULL);
+    if (f->data_host)
+        trk_backend_host_free(f->mem, f->data);
+    else
+        free(f->data);
     f->data = NULL;
+    f->data_host = false;
     f->cap = 0;
+}
+
+void trk_frame_hold(struct trk_frame *f, void *hold, void (*unhold)(void *hold))
+{
+    if (f->hold && f->unhold) f->unhold(f->hold);
+    f->hold = hold;
+    f->unhold = hold ? unhold : NULL;
 }
 
 void trk_pool_init(struct trk_pool *p, bool lossless)
@@ -67,6 +89,12 @@ void trk_pool_init(struct trk_pool *p, bool lossless)
     p->lossless = lossless;
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->cond, NULL);
+}
+
+void trk_pool_set_host_mem(struct trk_pool *p, struct trk_backend *b)
+{
+    for (int i = 0; i < TRK_POOL_FRAMES; i++)
+        p->frames[i].mem = b;
 }
 
 void trk_pool_destroy(struct trk_pool *p)
@@ -127,6 +155,16 @@ struct trk_frame *trk_pool_take(struct trk_pool *p)
     struct trk_frame *f = p->ready;
     p->ready = NULL;
     pthread_cond_broadcast(&p->cond);
+    pthread_mutex_unlock(&p->lock);
+    return f;
+}
+
+struct trk_frame *trk_pool_try_take(struct trk_pool *p)
+{
+    pthread_mutex_lock(&p->lock);
+    struct trk_frame *f = p->ready;
+    p->ready = NULL;
+    if (f) pthread_cond_broadcast(&p->cond);
     pthread_mutex_unlock(&p->lock);
     return f;
 }

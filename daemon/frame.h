@@ -11,12 +11,23 @@
 #include "backend.h"
 
 struct trk_frame {
-    struct trk_image img; /* planes point into data                     */
+    struct trk_image img; /* planes point into data, or into hold        */
     uint8_t *data;        /* owned pixel buffer                          */
     size_t cap;           /* its size in bytes                           */
-    uint64_t seq;         /* 0, 1, 2, ... in capture order               */
-    double pts;           /* presentation time in the stream, seconds    */
-    double t_capture;     /* CLOCK_MONOTONIC seconds when captured/decoded */
+    /* Where data comes from: trk_backend_host_alloc of mem (pinned on CUDA,
+     * so the upload needs no staging copy) when mem is set, else the heap
+     * (also when the backend had no pinned memory to give: data_host then
+     * says false). Set by the pool before the first layout. */
+    struct trk_backend *mem;
+    bool data_host;
+    /* A buffer someone else owns that img's planes point into instead of
+     * data (a decoded AVFrame: no copy), let go with unhold(hold) when the
+     * frame is laid out again or freed. NULL = none. */
+    void *hold;
+    void (*unhold)(void *hold);
+    uint64_t seq;     /* 0, 1, 2, ... in capture order               */
+    double pts;       /* presentation time in the stream, seconds    */
+    double t_capture; /* CLOCK_MONOTONIC seconds when captured/decoded */
 };
 
 /* Lays out a frame of fmt/size with each row padded to a multiple of align
@@ -24,6 +35,10 @@ struct trk_frame {
  * TRK_ENOMEM / TRK_EINVAL. */
 int trk_frame_layout(struct trk_frame *f, enum trk_pixfmt fmt, int width, int height, size_t align);
 void trk_frame_free_data(struct trk_frame *f);
+/* Points f at an outside buffer: the caller sets img's planes into it; the
+ * previous hold is let go first. unhold is called once, when f is laid out
+ * again, held again or freed. */
+void trk_frame_hold(struct trk_frame *f, void *hold, void (*unhold)(void *hold));
 
 /* Seconds on CLOCK_MONOTONIC / milliseconds since the epoch. */
 double trk_now(void);
@@ -37,13 +52,14 @@ double trk_wall_ms(void);
  * hands one frame to both the preview and the sampler); each holder calls
  * release once. The frame is reused when the last holder lets go, so pixels
  * never change under a reader. One frame for each of the five roles above,
- * and two lent to /snapshot.jpg (the newest, and an older one a request may
- * still be encoding), means capture never waits on the preview, the sampler
- * or a snapshot. With lossless =
+ * a second one for processing (pipelining: the next frame is in the backend
+ * while the last one's results are sent), and two lent to /snapshot.jpg (the
+ * newest, and an older one a request may still be encoding), means capture
+ * never waits on the preview, the sampler or a snapshot. With lossless =
  * true (files, demo), publish waits for the processing thread to take the
  * previous frame; with lossless = false (live cameras) it replaces it and
  * counts a drop, so processing always gets the newest frame. */
-#define TRK_POOL_FRAMES 7
+#define TRK_POOL_FRAMES 8
 
 struct trk_pool {
     struct trk_frame frames[TRK_POOL_FRAMES];
@@ -57,6 +73,9 @@ struct trk_pool {
 };
 
 void trk_pool_init(struct trk_pool *p, bool lossless);
+/* The frames' pixel buffers come from b's host memory (pinned on CUDA);
+ * call before the first get. b must outlive the pool. NULL = the heap. */
+void trk_pool_set_host_mem(struct trk_pool *p, struct trk_backend *b);
 void trk_pool_destroy(struct trk_pool *p);
 /* A free frame for the producer; NULL once the pool is closed. */
 struct trk_frame *trk_pool_get(struct trk_pool *p);
@@ -64,6 +83,8 @@ struct trk_frame *trk_pool_get(struct trk_pool *p);
 bool trk_pool_publish(struct trk_pool *p, struct trk_frame *f);
 /* Waits for the newest ready frame; NULL when closed and drained. */
 struct trk_frame *trk_pool_take(struct trk_pool *p);
+/* The ready frame if there is one, without waiting; else NULL. */
+struct trk_frame *trk_pool_try_take(struct trk_pool *p);
 /* One more holder of f, which the caller holds (so it is not free). */
 void trk_pool_ref(struct trk_pool *p, struct trk_frame *f);
 /* The caller stops holding f; NULL is ignored. */

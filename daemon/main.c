@@ -731,8 +731,10 @@ static int cleanup(struct app *a, int exit_code)
     trk_snapshot_destroy(&a->ep.snapshot);
     trk_metrics_destroy(&a->ep.metrics);
     close_sinks(a);
-    trk_backend_destroy(&a->backend);
+    /* The source first: its decoder's buffers are the backend's host
+     * memory (pinned on CUDA), freed through the backend. */
     trk_source_destroy(&a->src);
+    trk_backend_destroy(&a->backend);
     return exit_code;
 }
 

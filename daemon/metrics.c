@@ -32,7 +32,7 @@ struct hist {
 struct trk_metrics {
     /* Written by one thread each (named), read by the renderer. */
     struct hist stage[TRK_STAGE_COUNT]; /* processing */
-    _Atomic uint64_t frames, skipped, upload_bytes;
+    _Atomic uint64_t frames, skipped, upload_bytes, pinned;
     _Atomic int objects, found;
     _Atomic double last_frame_t;        /* trk_now() of the newest frame, 0 = none */
     _Atomic double last_frame_wall;     /* the same as Unix time                   */
@@ -110,6 +110,7 @@ void trk_metrics_frame(struct trk_metrics *m, const struct trk_metrics_frame *f)
     for (int i = 0; i < TRK_STAGE_COUNT; i++)
         observe(&m->stage[i], f->stage_s[i]);
     atomic_fetch_add_explicit(&m->upload_bytes, f->upload_bytes, memory_order_relaxed);
+    if (f->pinned) atomic_fetch_add_explicit(&m->pinned, 1, memory_order_relaxed);
     atomic_store_explicit(&m->objects, f->objects, memory_order_relaxed);
     atomic_store_explicit(&m->found, f->found, memory_order_relaxed);
     double now = trk_now();
@@ -299,6 +300,10 @@ int trk_metrics_render(struct trk_metrics *m, struct trk_buf *b)
     counter(b, "trackd_uploaded_bytes_total",
             "Frame bytes copied from host to GPU memory (0 for CPU backends).",
             atomic_load(&m->upload_bytes));
+    counter(b, "trackd_frames_pinned_total",
+            "Frames whose pixels the backend read from pinned host memory (no staging copy; "
+            "0 for CPU backends).",
+            atomic_load(&m->pinned));
     counter(b, "trackd_ndjson_lines_lost_total",
             "Result lines that could not be written to --output.", atomic_load(&m->lines_lost));
     if (atomic_load(&m->has_mqtt)) {

@@ -60,6 +60,7 @@ struct trk_metrics_frame {
     double stage_s[TRK_STAGE_COUNT];
     uint64_t upload_bytes;
     int objects, found;
+    bool pinned; /* its pixels were in host memory the backend reads directly */
 };
 void trk_metrics_frame(struct trk_metrics *m, const struct trk_metrics_frame *f);
 

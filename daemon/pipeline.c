@@ -79,6 +79,18 @@ struct pipeline {
     struct trk_instance_list instances[TRK_MAX_OBJECTS];
     struct trk_objects *objects;
     struct trk_tracker *tracker;
+    /* A set the control module had for the frame after the one being sent
+     * (pipelining looks before this frame's results are out, and they go
+     * out under this frame's set): applied before that frame starts. */
+    struct trk_objects *polled;
+    bool polled_ready;
+    /* The frame's blob lists and instances, copied out of the tracker
+     * (keep_results), and what it says about the frame's rounds. */
+    struct trk_blob *blob_keep;
+    struct trk_instance *inst_keep;
+    size_t blob_cap, inst_cap;
+    bool was_full;
+    int rounds;
     struct trk_output *out; /* NDJSON sink, NULL without one */
     /* The backend in use: cfg->backend, or `grown` once frames outgrew it
      * (made here, destroyed at the end). max_w/h: the largest frame it
@@ -110,6 +122,8 @@ struct pipeline {
     char waiting_for[sizeof(((struct trk_source *)0)->desc)];
     uint64_t frames;        /* processed */
     uint64_t skipped;       /* taken for processing but rejected by the backend */
+    uint64_t pipelined;     /* started while the frame before was being sent */
+    uint64_t pinned;        /* read by the backend from pinned host memory */
     double first_t, last_t; /* monotonic times of first/last processed frame */
     /* Per-interval latency samples in ms, per stage, and bytes uploaded. */
     float samples[N_STAGES][STAT_SAMPLES];
@@ -396,47 +410,104 @@ static void collect_blobs(struct pipeline *p, const struct trk_tracker_plan *pla
     if (!failed) trk_log_once_reset(p->blobs_failed);
 }
 
-/* Runs the frame's backend rounds as the tracker plans them (daemon/
- * tracker.h: one full-frame process or one submit_regions call, and a
- * second whole-frame round for objects the regions did not explain), then
- * points p->obj_res, p->blobs and p->instances at the tracker's per-object
- * results. timing sums the rounds. 0 or the backend's error. */
-static int track_frame(struct pipeline *p, const struct trk_frame *f, int n_objects,
-                       struct trk_backend_timing *timing)
+/* The round *plan asks for, on the backend, without waiting. */
+static int submit_round(struct pipeline *p, const struct trk_frame *f,
+                        const struct trk_tracker_plan *plan)
 {
-    struct trk_tracker_plan plan;
-    int err = trk_tracker_begin(p->tracker, f->seq, f->img.width, f->img.height, &plan);
+    return plan->full ? trk_backend_submit(p->backend, &f->img, NULL)
+                      : trk_backend_submit_regions(p->backend, &f->img, plan->regions, plan->n);
+}
+
+/* Starts frame f: the tracker's first round (daemon/tracker.h: one
+ * full-frame submit or one submit_regions call) goes to the backend and is
+ * left running (pipelining: the CPU sends the previous frame meanwhile).
+ * 0 or the backend's error (nothing in flight then). */
+static int start_frame(struct pipeline *p, const struct trk_frame *f, struct trk_tracker_plan *plan)
+{
+    int err = trk_tracker_begin(p->tracker, f->seq, f->img.width, f->img.height, plan);
+    return err ? err : submit_round(p, f, plan);
+}
+
+/* Grows a keep buffer to hold n items of size sz; false when out of memory. */
+static bool reserve(void **buf, size_t *cap, size_t n, size_t sz)
+{
+    if (n <= *cap) return true;
+    void *b = realloc(*buf, n * sz);
+    if (!b) return false;
+    *buf = b;
+    *cap = n;
+    return true;
+}
+
+/* Copies the frame's per-object results, blob lists and instances out of
+ * the tracker (valid only until its next begin, which pipelining calls
+ * before this frame is sent) into the pipeline's own memory. */
+static int keep_results(struct pipeline *p, int n_objects)
+{
+    size_t nb = 0, ni = 0;
+    for (int i = 0; i < n_objects; i++) {
+        const struct trk_blob *b;
+        const struct trk_instance *v;
+        nb += (size_t)trk_tracker_blobs(p->tracker, i, &b);
+        ni += (size_t)trk_tracker_instances(p->tracker, i, &v);
+    }
+    if (!reserve((void **)&p->blob_keep, &p->blob_cap, nb, sizeof(*p->blob_keep)) ||
+        !reserve((void **)&p->inst_keep, &p->inst_cap, ni, sizeof(*p->inst_keep)))
+        return TRK_ENOMEM;
+    nb = ni = 0;
+    for (int i = 0; i < n_objects; i++) {
+        const struct trk_blob *b;
+        const struct trk_instance *v;
+        int n = trk_tracker_blobs(p->tracker, i, &b);
+        if (n > 0) memcpy(p->blob_keep + nb, b, (size_t)n * sizeof(*b));
+        p->blobs[i] = (struct trk_blob_list){ .blobs = n > 0 ? p->blob_keep + nb : NULL, .n = n };
+        nb += (size_t)n;
+        n = trk_tracker_instances(p->tracker, i, &v);
+        if (n > 0) memcpy(p->inst_keep + ni, v, (size_t)n * sizeof(*v));
+        p->instances[i] =
+            (struct trk_instance_list){ .v = n > 0 ? p->inst_keep + ni : NULL, .n = n };
+        ni += (size_t)n;
+        p->obj_res[i] = *trk_tracker_result(p->tracker, i);
+    }
+    p->was_full = trk_tracker_was_full(p->tracker);
+    p->rounds = trk_tracker_rounds(p->tracker);
+    return 0;
+}
+
+/* Finishes frame f begun with start_frame: waits for the round in flight,
+ * runs the rounds the tracker asks for after it (a second whole-frame round
+ * for objects the regions did not explain), then keeps the tracker's
+ * per-object results in p->obj_res, p->blobs and p->instances. timing sums
+ * the rounds. 0 or the backend's error. */
+static int finish_frame(struct pipeline *p, const struct trk_frame *f, int n_objects,
+                        struct trk_tracker_plan *plan, struct trk_backend_timing *timing)
+{
+    int err = 0;
     for (int more = 1; !err && more == 1;) {
         struct trk_backend_timing t = { 0 };
-        const int n = plan.full ? n_objects : plan.n;
-        err = plan.full ? trk_backend_process(p->backend, &f->img, NULL, p->res, &t)
-                        : trk_backend_process_regions(p->backend, &f->img, plan.regions, plan.n,
-                                                      p->res, &t);
-        if (err) break;
+        const int n = plan->full ? n_objects : plan->n;
+        if ((err = trk_backend_wait(p->backend, p->res, &t))) break;
         timing->upload_ms += t.upload_ms;
         timing->kernel_ms += t.kernel_ms;
         timing->total_ms += t.total_ms;
         timing->upload_bytes += t.upload_bytes;
-        collect_blobs(p, &plan, n);
-        more = trk_tracker_measure(p->tracker, p->res, p->unit_blobs, p->unit_nb, n, &plan);
+        collect_blobs(p, plan, n);
+        more = trk_tracker_measure(p->tracker, p->res, p->unit_blobs, p->unit_nb, n, plan);
         if (more < 0) err = more; /* a broken invariant: counted as a skipped frame */
+        if (more == 1) err = submit_round(p, f, plan);
     }
-    if (err) return err;
-    for (int i = 0; i < n_objects; i++) {
-        p->obj_res[i] = *trk_tracker_result(p->tracker, i);
-        p->blobs[i].n = trk_tracker_blobs(p->tracker, i, &p->blobs[i].blobs);
-        p->instances[i].n = trk_tracker_instances(p->tracker, i, &p->instances[i].v);
-    }
-    return 0;
+    return err ? err : keep_results(p, n_objects);
 }
 
 /* Counts a processed frame and keeps its stage latencies (ms) for stats. */
 static void record_frame(struct pipeline *p, const struct trk_frame_meta *m, double t_done,
-                         double send_ms, double total_ms)
+                         double send_ms, double total_ms, bool pinned, bool pipelined)
 {
     pthread_mutex_lock(&p->lock);
     if (p->frames == 0) p->first_t = t_done;
     p->frames++;
+    p->pinned += pinned;
+    p->pipelined += pipelined;
     p->last_t = t_done;
     int k = (int)(p->n_samples++ % STAT_SAMPLES);
     p->samples[STAGE_PROCESS][k] = (float)m->process_ms;
@@ -460,7 +531,7 @@ static void snapshot_release(void *ctx, void *holder)
  * frame itself, lent with one more pool holder, for /snapshot.jpg. */
 static void report_ops(struct pipeline *p, struct trk_frame *f, const struct trk_frame_meta *m,
                        const struct trk_backend_timing *timing, double t_done, double t_sent,
-                       int n_objects)
+                       int n_objects, bool pinned)
 {
     const struct trk_pipeline_cfg *cfg = p->cfg;
     if (cfg->metrics) {
@@ -473,6 +544,7 @@ static void report_ops(struct pipeline *p, struct trk_frame *f, const struct trk
                          [TRK_STAGE_TOTAL] = t_sent - f->t_capture },
             .upload_bytes = timing->upload_bytes,
             .objects = n_objects,
+            .pinned = pinned,
         };
         for (int i = 0; i < n_objects; i++) {
             uint64_t min = p->objects->def[i].min_mass;
@@ -537,6 +609,65 @@ static bool hand_off(struct pipeline *p, struct trk_frame *f, double t_done, dou
     return to_preview || to_sampler;
 }
 
+/* Between frames (nothing in flight): the control module's new object set,
+ * if any, and f's size (a new size may grow the backend). Returns the
+ * number of objects from f on. */
+static int prepare_frame(struct pipeline *p, const struct trk_frame *f, uint64_t *version,
+                         int n_objects)
+{
+    if (p->polled_ready || trk_control_poll(p->cfg->control, version, p->polled)) {
+        struct trk_objects *t = p->objects;
+        p->objects = p->polled;
+        p->polled = t;
+        p->polled_ready = false;
+        n_objects = apply_objects(p);
+    }
+    if (f->img.width != p->frame_w || f->img.height != p->frame_h)
+        n_objects = follow_size(p, f, n_objects);
+    return n_objects;
+}
+
+/* Pipelining: the frame after the one whose results are about to go out,
+ * taken and started on the backend now when it can be (cfg->pipeline):
+ * waited for only in mode 1 on a lossless source; not started (left to
+ * prepare_frame) when the object set or the frame size changes with it.
+ * *started says whether it was; *err is its start's error. */
+static struct trk_frame *take_next(struct pipeline *p, uint64_t *version,
+                                   struct trk_tracker_plan *plan, bool *started, double *t_start,
+                                   int *err)
+{
+    const struct trk_pipeline_cfg *cfg = p->cfg;
+    *started = false;
+    *err = 0;
+    if (cfg->pipeline < 0 || (cfg->pipeline == 0 && !trk_backend_async(p->backend))) return NULL;
+    struct trk_frame *next = cfg->pipeline == 1 && p->pool.lossless ? trk_pool_take(&p->pool)
+                                                                    : trk_pool_try_take(&p->pool);
+    if (!next) return NULL;
+    if (!p->polled_ready && trk_control_poll(cfg->control, version, p->polled))
+        p->polled_ready = true;
+    if (p->polled_ready || next->img.width != p->frame_w || next->img.height != p->frame_h)
+        return next;
+    *t_start = trk_now();
+    *err = start_frame(p, next, plan);
+    *started = true;
+    return next;
+}
+
+/* A frame the backend rejects (e.g. a size change it was not created for)
+ * is skipped and counted, not fatal; logged once until a frame works
+ * again. */
+static void skip_frame(struct pipeline *p, struct trk_frame *f, int err)
+{
+    log_once(p->backend_failed, TRK_LOG_ERROR, err,
+             "backend %s failed on frame %llu; skipping frames until it works",
+             trk_backend_name(p->backend), (unsigned long long)f->seq);
+    pthread_mutex_lock(&p->lock);
+    p->skipped++;
+    pthread_mutex_unlock(&p->lock);
+    trk_metrics_skipped(p->cfg->metrics);
+    trk_pool_release(&p->pool, f);
+}
+
 static void *process_main(void *arg)
 {
     struct pipeline *p = arg;
@@ -546,30 +677,35 @@ static void *process_main(void *arg)
     int n_objects = 0;
     struct trk_buf msg = { 0 };
     double next_preview = 0;
+    /* The frame taken ahead (pipelining), whether its first round is in
+     * flight, since when, and its start's error. */
+    struct trk_frame *next = NULL;
+    bool next_started = false;
+    double next_t = 0;
+    int next_err = 0;
+    struct trk_tracker_plan plan;
     for (;;) {
-        atomic_store(&p->busy_since_ns, 0);
-        struct trk_frame *f = trk_pool_take(&p->pool);
-        if (!f) break;
+        struct trk_frame *f = next;
+        bool started = next_started;
+        double t_start = next_t;
+        int err = next_err;
+        next = NULL;
+        if (!f) {
+            atomic_store(&p->busy_since_ns, 0);
+            f = trk_pool_take(&p->pool);
+            if (!f) break;
+        }
         atomic_store(&p->busy_since_ns, (uint64_t)(trk_now() * 1e9) + 1);
-        if (trk_control_poll(cfg->control, &version, p->objects)) n_objects = apply_objects(p);
-        if (f->img.width != p->frame_w || f->img.height != p->frame_h)
-            n_objects = follow_size(p, f, n_objects);
-        double t_start = trk_now();
+        if (!started) {
+            n_objects = prepare_frame(p, f, &version, n_objects);
+            t_start = trk_now();
+            err = start_frame(p, f, &plan);
+        }
         struct trk_backend_timing timing = { 0 };
-        int err = track_frame(p, f, n_objects, &timing);
+        if (!err) err = finish_frame(p, f, n_objects, &plan, &timing);
         double t_done = trk_now();
         if (err) {
-            /* A frame the backend rejects (e.g. a size change it was not
-             * created for) is skipped and counted, not fatal; logged once
-             * until a frame works again. */
-            log_once(p->backend_failed, TRK_LOG_ERROR, err,
-                     "backend %s failed on frame %llu; skipping frames until it works",
-                     trk_backend_name(p->backend), (unsigned long long)f->seq);
-            pthread_mutex_lock(&p->lock);
-            p->skipped++;
-            pthread_mutex_unlock(&p->lock);
-            trk_metrics_skipped(cfg->metrics);
-            trk_pool_release(&p->pool, f);
+            skip_frame(p, f, err);
             continue;
         }
         if (atomic_exchange(&p->backend_failed, false)) {
@@ -580,6 +716,10 @@ static void *process_main(void *arg)
                      trk_backend_name(p->backend), (unsigned long long)f->seq,
                      (unsigned long long)skipped);
         }
+        const bool pinned = trk_backend_image_pinned(p->backend, &f->img);
+        /* The next frame goes to the backend now: its upload and kernels run
+         * while this frame's results are encoded and sent below. */
+        next = take_next(p, &version, &plan, &next_started, &next_t, &next_err);
         struct trk_frame_meta meta = {
             .seq = f->seq,
             .pts = f->pts,
@@ -594,8 +734,8 @@ static void *process_main(void *arg)
             .backend = trk_backend_name(p->backend),
             .calib = p->objects->calib.on ? &p->objects->calib : NULL,
             .camera = cfg->camera,
-            .pass = trk_tracker_was_full(p->tracker) ? "full" : "roi",
-            .rounds = trk_tracker_rounds(p->tracker),
+            .pass = p->was_full ? "full" : "roi",
+            .rounds = p->rounds,
             .upload_bytes = timing.upload_bytes,
             .instances = p->instances,
         };
@@ -609,8 +749,12 @@ static void *process_main(void *arg)
             trk_sink_push(cfg->sinks[k], &meta, p->objects->def, p->obj_res, p->blobs, n_objects);
         double t_sent = trk_now();
 
-        record_frame(p, &meta, t_done, (t_sent - t_done) * 1e3, (t_sent - f->t_capture) * 1e3);
-        report_ops(p, f, &meta, &timing, t_done, t_sent, n_objects);
+        record_frame(p, &meta, t_done, (t_sent - t_done) * 1e3, (t_sent - f->t_capture) * 1e3,
+                     pinned, started);
+        report_ops(p, f, &meta, &timing, t_done, t_sent, n_objects, pinned);
+        /* The preview and the sampler get the frame only after its results
+         * are out, on their own threads, and only when idle: neither ever
+         * delays results. */
         if (!hand_off(p, f, t_done, &next_preview)) trk_pool_release(&p->pool, f);
     }
     trk_buf_free(&msg);
@@ -795,7 +939,7 @@ static void report_stats(struct pipeline *p, struct stats_mark *mark, bool to_lo
     const struct trk_pipeline_cfg *cfg = p->cfg;
     static float v[N_STAGES + 1][STAT_SAMPLES]; /* only the caller's thread reports */
     pthread_mutex_lock(&p->lock);
-    uint64_t frames = p->frames, skipped = p->skipped, total = p->n_samples;
+    uint64_t frames = p->frames, skipped = p->skipped, total = p->n_samples, pinned = p->pinned;
     /* The newest samples of the interval, as many as the ring still holds. */
     uint64_t from = mark->samples + STAT_SAMPLES < total ? total - STAT_SAMPLES : mark->samples;
     int n = (int)(total - from);
@@ -815,6 +959,7 @@ static void report_stats(struct pipeline *p, struct stats_mark *mark, bool to_lo
         .drops = trk_pool_drops(&p->pool),
         .skipped = skipped,
         .rss_kb = trk_rss_kb(),
+        .pinned_frames = pinned,
     };
     double process_max, queue_max, unused;
     summarize(v[STAGE_PROCESS], n, &st.process_ms, &process_max);
@@ -977,13 +1122,15 @@ int trk_pipeline_run(const struct trk_pipeline_cfg *cfg, volatile sig_atomic_t *
     p->unit_blobs = calloc((size_t)units, sizeof(*p->unit_blobs));
     p->unit_nb = calloc((size_t)units, sizeof(*p->unit_nb));
     p->objects = calloc(1, sizeof(*p->objects));
+    p->polled = calloc(1, sizeof(*p->polled));
     int terr = TRK_ENOMEM;
-    if (!p->res || !p->unit_blobs || !p->unit_nb || !p->objects ||
+    if (!p->res || !p->unit_blobs || !p->unit_nb || !p->objects || !p->polled ||
         (terr = trk_tracker_create(&tc, &p->tracker))) {
         free(p->res);
         free(p->unit_blobs);
         free(p->unit_nb);
         free(p->objects);
+        free(p->polled);
         free(p);
         return terr;
     }
@@ -1003,6 +1150,12 @@ int trk_pipeline_run(const struct trk_pipeline_cfg *cfg, volatile sig_atomic_t *
         if (fflush(cfg->output) != 0 || trk_output_create(&oc, &p->out)) output_failed = true;
     }
     trk_pool_init(&p->pool, !cfg->source->live);
+    /* Frames in the backend's host memory (pinned on CUDA): sources draw,
+     * copy or decode into it and the upload needs no staging copy. The
+     * caller's backend, not a grown one: it outlives the pool and the
+     * source's buffers. */
+    if (!cfg->pageable) trk_pool_set_host_mem(&p->pool, cfg->backend);
+    cfg->source->host_mem = cfg->pageable ? NULL : cfg->backend;
     pthread_mutex_init(&p->lock, NULL);
     /* Timed waits (the sampler's rest) on the monotonic clock. */
     pthread_condattr_t ca;
@@ -1096,6 +1249,8 @@ end:
         summary->eof = p->eof;
         summary->outages = p->outages;
         summary->resizes = p->resizes;
+        summary->pipelined = p->pipelined;
+        summary->pinned = p->pinned;
         if (p->out) trk_output_get_stats(p->out, &summary->output);
         summary->output_failed = output_failed;
     }
@@ -1109,6 +1264,9 @@ end:
     free(p->unit_blobs);
     free(p->unit_nb);
     free(p->objects);
+    free(p->polled);
+    free(p->blob_keep);
+    free(p->inst_keep);
     free(p);
     return err;
 }

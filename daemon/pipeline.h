@@ -87,6 +87,18 @@ struct trk_pipeline_cfg {
      * every frame's results, copied into its own queue (never waiting for
      * the network); their counts join the stats log line. */
     struct trk_sink *sinks[TRK_PIPELINE_SINKS];
+    /* Pipelining: the next frame goes to the backend before this one's
+     * results are encoded and sent, so the GPU works while the CPU sends.
+     * 0 = when the backend is asynchronous (trk_backend_async) and the next
+     * frame is already there (never waiting for it); 1 = always, and for
+     * files and the demo the processing thread first waits for the next
+     * frame (tests: every frame but the last is pipelined, also on the CPU
+     * backends, where a frame's results then wait for the next one's work);
+     * -1 = never. */
+    int pipeline;
+    /* Frames in plain heap memory rather than the backend's host memory
+     * (pinned on CUDA: no staging copy on upload); for comparisons. */
+    bool pageable;
 };
 
 /* Every frame the source delivered is accounted for once: processed
@@ -96,10 +108,12 @@ struct trk_pipeline_summary {
     uint64_t frames, drops;
     uint64_t skipped; /* frames the backend rejected (not in frames) */
     double seconds, fps;
-    bool source_error; /* stopped because the source failed */
-    bool eof;          /* stopped at the end of a file (no --loop) */
-    uint64_t outages;  /* times a live source was lost and reopened */
-    uint64_t resizes;  /* frame size changes followed mid-stream */
+    bool source_error;  /* stopped because the source failed */
+    bool eof;           /* stopped at the end of a file (no --loop) */
+    uint64_t outages;   /* times a live source was lost and reopened */
+    uint64_t resizes;   /* frame size changes followed mid-stream */
+    uint64_t pipelined; /* frames submitted while the one before was sent */
+    uint64_t pinned;    /* frames read from pinned host memory (CUDA) */
     /* The NDJSON sink: lines written / lost / cut (all 0 without one). */
     struct trk_output_stats output;
     bool output_failed; /* the sink could not be set up: nothing written */

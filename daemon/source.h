@@ -40,6 +40,12 @@ struct trk_source {
     int width, height; /* known after open                                 */
     double fps;        /* nominal frame rate, for pacing; 0 if unknown     */
     bool live;         /* live sources drop stale frames, files don't      */
+    /* The backend whose host memory (pinned on CUDA) the source decodes or
+     * captures into where it can (FFmpeg's pinned pool, V4L2 buffers
+     * registered with it); NULL = plain memory. Set by the pipeline before
+     * its first read; it must outlive the source's buffers (destroy the
+     * source first). */
+    struct trk_backend *host_mem;
     /* Why the last read failed when the code alone says too little (a
      * file's FFmpeg message with TRK_SOURCE_EDECODE); "" otherwise. */
     char error[256];

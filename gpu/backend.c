@@ -3,6 +3,7 @@
 #include "color.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -312,6 +313,11 @@ int trk_backend_blobs(const struct trk_backend *b, int obj, const struct trk_blo
     return b->ops->blobs ? b->ops->blobs(b->self, obj, blobs) : 0;
 }
 
+bool trk_backend_async(const struct trk_backend *b)
+{
+    return b->ops->async;
+}
+
 bool trk_backend_regions_native(const struct trk_backend *b)
 {
     return b->ops->submit_regions != NULL;
@@ -351,4 +357,56 @@ void *trk_backend_self(struct trk_backend *b, const struct trk_backend_ops *ops)
 const char *trk_backend_name(const struct trk_backend *b)
 {
     return b->ops->describe ? b->ops->describe(b->self) : b->ops->name;
+}
+
+/* ------------------------------------------------------ host memory */
+
+/* Without a backend hook: cache-line aligned heap memory, rounded up so the
+ * size is a multiple of the alignment (aligned_alloc's rule). */
+#define HOST_ALIGN 64
+
+void *trk_backend_host_alloc(struct trk_backend *b, size_t bytes)
+{
+    if (!b || bytes == 0) return NULL;
+    if (b->ops->host_alloc) return b->ops->host_alloc(b->self, bytes);
+    if (bytes > SIZE_MAX - HOST_ALIGN) return NULL;
+    return aligned_alloc(HOST_ALIGN, (bytes + HOST_ALIGN - 1) / HOST_ALIGN * HOST_ALIGN);
+}
+
+void trk_backend_host_free(struct trk_backend *b, void *p)
+{
+    if (!b || !p) return;
+    if (b->ops->host_free)
+        b->ops->host_free(b->self, p);
+    else
+        free(p);
+}
+
+int trk_backend_host_register(struct trk_backend *b, void *p, size_t n)
+{
+    if (!b || !p || n == 0) return TRK_EINVAL;
+    return b->ops->host_register ? b->ops->host_register(b->self, p, n) : 0;
+}
+
+void trk_backend_host_unregister(struct trk_backend *b, void *p)
+{
+    if (b && p && b->ops->host_unregister) b->ops->host_unregister(b->self, p);
+}
+
+bool trk_backend_host_pinned(const struct trk_backend *b, const void *p, size_t n)
+{
+    return b && p && n && b->ops->host_pinned && b->ops->host_pinned(b->self, p, n);
+}
+
+bool trk_backend_image_pinned(const struct trk_backend *b, const struct trk_image *img)
+{
+    struct trk_plane_layout L;
+    if (!b || !b->ops->host_pinned || trk_image_check(img) ||
+        trk_image_plane_layout(img->fmt, img->width, img->height, &L))
+        return false;
+    for (int p = 0; p < L.planes; p++) {
+        const size_t span = (size_t)(L.rows[p] - 1) * img->pitch[p] + L.row_bytes[p];
+        if (!b->ops->host_pinned(b->self, img->plane[p], span)) return false;
+    }
+    return true;
 }

@@ -40,6 +40,16 @@ struct trk_backend_ops {
      * only that object's ROI set (correct, not fast). */
     int (*submit_regions)(void *self, const struct trk_image *img, const struct trk_region *r,
                           int n);
+    /* Host memory the backend reads directly (backend.h, trk_backend_host_*).
+     * NULL: backend.c's plain aligned memory, register a no-op, nothing
+     * pinned (the CPU backends). All four or none. */
+    void *(*host_alloc)(void *self, size_t bytes);
+    void (*host_free)(void *self, void *p);
+    int (*host_register)(void *self, void *p, size_t n);
+    void (*host_unregister)(void *self, void *p);
+    bool (*host_pinned)(const void *self, const void *p, size_t n);
+    /* submit only queues the work (trk_backend_async); false: it does it. */
+    bool async;
 };
 
 /* The required members of a C backend's ops whose functions follow the

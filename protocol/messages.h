@@ -270,6 +270,8 @@ struct trk_stats_info {
      * the median host-to-device bytes per frame (< 0 = null). */
     const char *mode;
     double upload_bytes;
+    /* Frames since start read from pinned host memory (sent with mode). */
+    uint64_t pinned_frames;
 };
 
 /* Appends the "stats" message. */

@@ -22,6 +22,7 @@
  * Any of them takes options after ':' (comma-separated): bands=<n> fixes the
  * number of upload bands (1 = upload the whole frame, then process). */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -760,6 +761,135 @@ bool host_pinned(const void *p)
     return a.type == cudaMemoryTypeHost;
 }
 
+/* ------------------------------------------- host memory (backend.h) */
+
+/* Every range this process pinned through a CUDA backend (host_alloc or
+ * host_register), shared by all instances: a pool allocated through one
+ * backend is uploaded directly by another (the pipeline's grown backend),
+ * and the upload asks about the whole plane, not just its first byte (a
+ * plane that runs past a registered buffer must take the staging path).
+ * Frame pools are small: a fixed table, a lock taken once per plane. */
+#define PIN_RANGES 512
+
+struct pin_range {
+    const uint8_t *p;
+    size_t n;
+    bool owned; /* cudaHostAlloc'ed (host_free), else registered */
+};
+
+pthread_mutex_t pin_lock = PTHREAD_MUTEX_INITIALIZER;
+struct pin_range pins[PIN_RANGES];
+int n_pins;
+
+bool pin_add(const void *p, size_t n, bool owned)
+{
+    pthread_mutex_lock(&pin_lock);
+    bool ok = n_pins < PIN_RANGES;
+    if (ok) pins[n_pins++] = pin_range{ (const uint8_t *)p, n, owned };
+    pthread_mutex_unlock(&pin_lock);
+    return ok;
+}
+
+/* Removes p's range; whether it was there and, in *owned, how it was made. */
+bool pin_remove(const void *p, bool *owned)
+{
+    bool found = false;
+    pthread_mutex_lock(&pin_lock);
+    for (int i = 0; i < n_pins && !found; i++)
+        if (pins[i].p == p) {
+            *owned = pins[i].owned;
+            pins[i] = pins[--n_pins];
+            found = true;
+        }
+    pthread_mutex_unlock(&pin_lock);
+    return found;
+}
+
+/* 1: [p, p + n) lies in one recorded range; -1: p is in one but the span
+ * runs past its end; 0: p is in none. */
+int pin_lookup(const void *p, size_t n)
+{
+    const uint8_t *a = (const uint8_t *)p;
+    int r = 0;
+    pthread_mutex_lock(&pin_lock);
+    for (int i = 0; i < n_pins && r != 1; i++)
+        if (a >= pins[i].p && (size_t)(a - pins[i].p) < pins[i].n)
+            r = n <= pins[i].n - (size_t)(a - pins[i].p) ? 1 : -1;
+    pthread_mutex_unlock(&pin_lock);
+    return r;
+}
+
+bool pin_covers(const void *p, size_t n)
+{
+    return pin_lookup(p, n) == 1;
+}
+
+void *cu_host_alloc(void *self, size_t bytes)
+{
+    struct cuda_be *b = (struct cuda_be *)self;
+    log_scope ls(b);
+    void *p = NULL;
+    if (cudaSetDevice(b->dev) != cudaSuccess ||
+        cudaHostAlloc(&p, bytes, cudaHostAllocPortable) != cudaSuccess) {
+        cudaGetLastError(); /* the caller falls back to pageable memory */
+        return NULL;
+    }
+    if (!pin_add(p, bytes, true)) {
+        /* Unrecorded, it would never be freed right: give it back. */
+        cudaFreeHost(p);
+        return NULL;
+    }
+    return p;
+}
+
+void cu_host_free(void *self, void *p)
+{
+    (void)self;
+    bool owned = false;
+    if (pin_remove(p, &owned) && owned) cudaFreeHost(p);
+}
+
+int cu_host_register(void *self, void *p, size_t n)
+{
+    struct cuda_be *b = (struct cuda_be *)self;
+    log_scope ls(b);
+    if (cudaSetDevice(b->dev) != cudaSuccess ||
+        cudaHostRegister(p, n, cudaHostRegisterPortable) != cudaSuccess) {
+        cudaGetLastError(); /* the caller logs it once and stays pageable */
+        return TRK_EBACKEND;
+    }
+    if (!pin_add(p, n, false)) {
+        cudaHostUnregister(p);
+        return TRK_EBACKEND;
+    }
+    return 0;
+}
+
+void cu_host_unregister(void *self, void *p)
+{
+    (void)self;
+    bool owned = true;
+    if (pin_remove(p, &owned) && !owned) cudaHostUnregister(p);
+}
+
+bool cu_host_pinned(const void *self, const void *p, size_t n)
+{
+    (void)self;
+    return pin_covers(p, n);
+}
+
+/* Whether plane p of img can be copied by the copy engine directly: the
+ * whole plane in a range pinned through a backend, or (memory pinned by
+ * the caller itself, e.g. the benchmark's cudaHostAlloc, in no recorded
+ * range) CUDA says its first byte is pinned host memory. A plane that
+ * starts in a recorded range and runs past it is staged. */
+bool plane_pinned(const struct trk_image *img, const struct layout *L, int p)
+{
+    const size_t span = (size_t)(L->p.rows[p] - 1) * img->pitch[p] + L->p.row_bytes[p];
+    const int r = pin_lookup(img->plane[p], span);
+    return r == 1 || (r == 0 && host_pinned(img->plane[p]));
+}
+
 /* Copies rows [r0, r1) of every plane (chroma rows scaled for 4:2:0) from
  * img to the device frame on the copy stream, through the pinned staging
  * buffer unless img is pinned already. */
@@ -975,7 +1105,7 @@ int submit_impl(struct cuda_be *b, const struct trk_image *img, const struct trk
 
     bool pinned = true;
     for (int p = 0; p < L.p.planes; p++)
-        pinned = pinned && host_pinned(img->plane[p]);
+        pinned = pinned && plane_pinned(img, &L, p);
 
     int nb = b->bands;
     /* MOCT and the pre-filter need the whole frame before their kernels. */
@@ -1194,9 +1324,12 @@ enum trk_cuda_status trk_cuda_probe(char *why, size_t why_len)
 }
 
 const struct trk_backend_ops trk_cuda_ops = {
-    "cuda",      cu_create,     cu_destroy, cu_set_objects,   cu_submit, cu_wait,
-    cu_describe, variant_names, cu_blobs,   cu_set_prefilter, NULL, /* submit_regions: backend.c
-                                                                       runs regions one by one */
+    "cuda",        cu_create,    cu_destroy,       cu_set_objects,     cu_submit,
+    cu_wait,       cu_describe,  variant_names,    cu_blobs,           cu_set_prefilter,
+    NULL, /* submit_regions: backend.c
+             runs regions one by one */
+    cu_host_alloc, cu_host_free, cu_host_register, cu_host_unregister, cu_host_pinned,
+    true, /* async: submit queues the copies and kernels */
 };
 
 /* ------------------------------------------------ bench_hooks.h */
@@ -1216,7 +1349,7 @@ int trk_cuda_bench_upload(struct trk_backend *bk, const struct trk_image *img,
     fill_frame(b, img, &L);
     bool pinned = true;
     for (int p = 0; p < L.p.planes; p++)
-        pinned = pinned && host_pinned(img->plane[p]);
+        pinned = pinned && plane_pinned(img, &L, p);
     if ((err = upload_rows(b, img, &L, 0, img->height, pinned))) return err;
     TRK_CUDA_TRY(cudaStreamSynchronize(b->s_up));
     /* The kernels timed next read the filtered frame, as tracking does. */

@@ -21,13 +21,17 @@ ldd "$build/daemon/trackd" | awk '/=> \//{print $3}' | while read -r lib; do
     *) cp -L "$lib" "$out/lib/" ;;
   esac
 done
-cp "$here/compare_ndjson.py" "$here/run-on-device.sh" "$out/"
+cp "$here/compare_ndjson.py" "$here/run-on-device.sh" "$here/latency_probe.py" \
+   "$here/../integration/daemon_proc.py" "$out/"
 cp -r "$here/../../web" "$out/web"
 # Clips made here (the GPU machine has no ffmpeg CLI): 4:2:0 and RGB.
 ffmpeg -loglevel error -y -f lavfi -i testsrc2=size=1280x720:rate=30 -t 4 \
   -c:v libx264 -preset veryfast -pix_fmt yuv420p "$out/clip420.mp4"
 ffmpeg -loglevel error -y -f lavfi -i testsrc2=size=640x480:rate=30 -t 3 \
   -c:v ffv1 -pix_fmt bgr0 "$out/cliprgb.mkv"
+# The latency probe's file: 1080p60 H.264, played at its own rate (14 s).
+ffmpeg -loglevel error -y -f lavfi -i testsrc2=size=1920x1080:rate=60 -t 14 \
+  -c:v libx264 -preset veryfast -pix_fmt yuv420p "$out/clip1080p60.mp4"
 cp "$here/clip-objects.json" "$here/clip-blobs-objects.json" "$out/"
 mkdir -p "$dest"
 tar -C "$(dirname "$out")" -cf - bundle | xz -T2 -6 > "$dest/trackd-bundle.tar.xz"

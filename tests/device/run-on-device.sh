@@ -23,5 +23,16 @@ echo "== throughput, demo 1920x1080, 7 objects"
 for b in cpu cuda; do
   ./trackd --backend $b --size 1920x1080 --frames 600 --fast --no-server --output /dev/null 2>&1 | grep done
 done
+# Capture -> client latency (issue 14; docs/BENCHMARKS.md "Capture -> ..."):
+# a WebSocket client on this host, t_capture against its CLOCK_MONOTONIC,
+# 600 frames after 60 of warm-up; cuda, no --fast (paced, real time).
+echo "== capture -> WebSocket client latency, cuda"
+probe() { python3 latency_probe.py ./trackd "$@" || fail=1; }
+demo="--backend cuda --size 1920x1080 --fps 60 --log-level warn"
+file="--backend cuda --input clip1080p60.mp4 --objects clip-objects.json --log-level warn"
+probe --header --label "demo 1920x1080@60, no preview" -- $demo --no-preview
+probe --preview --label "demo 1920x1080@60, preview" -- $demo
+probe --label "file 1080p60 H.264 paced, no preview" -- $file --no-preview
+probe --preview --label "file 1080p60 H.264 paced, preview" -- $file
 [ $fail = 0 ] && echo "DEVICE DAEMON CHECKS PASSED" || echo "DEVICE DAEMON CHECKS FAILED"
 exit $fail

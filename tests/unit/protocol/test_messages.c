@@ -914,12 +914,15 @@ static void test_small_messages(void)
     trk_buf_reset(&b);
     s.mode = "roi";
     s.upload_bytes = 1234.4;
+    s.pinned_frames = 369;
     CHECKF(trk_msg_stats(&b, &s) == 0 &&
-               strstr(b.data, "},\"mode\":\"roi\",\"upload_bytes\":1234}"),
+               strstr(b.data, "},\"mode\":\"roi\",\"upload_bytes\":1234,\"pinned_frames\":369}"),
            "mode: %s", b.data);
     trk_buf_reset(&b);
     s.upload_bytes = -1;
-    CHECKF(trk_msg_stats(&b, &s) == 0 && strstr(b.data, "\"upload_bytes\":null}"), "%s", b.data);
+    CHECKF(trk_msg_stats(&b, &s) == 0 &&
+               strstr(b.data, "\"upload_bytes\":null,\"pinned_frames\":369}"),
+           "%s", b.data);
     trk_buf_reset(&b);
 
     CHECKF(trk_msg_status(&b, "lost", "camera /dev/video0: \"No such device\"") == 0, "status");

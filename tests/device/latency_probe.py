@@ -1,0 +1,99 @@
+#!/usr/bin/python3
+"""Capture -> client latency of trackd's WebSocket results, the way a client
+on the same host sees it: the frame message's t_capture (CLOCK_MONOTONIC
+seconds when the frame was captured or decoded, PROTOCOL.md section 3)
+against this process's CLOCK_MONOTONIC when the message arrived. p50, p99
+and max over N frames after a warm-up. A measurement, not a test.
+
+    tests/device/latency_probe.py TRACKD [--frames 600] [--warmup 60]
+        [--preview] [--label NAME] -- TRACKD_ARGS...
+
+It starts trackd with TRACKD_ARGS on a free loopback port (daemon_proc.py,
+as bench/net_latency.py does), connects one aiohttp WebSocket client (on
+the device python3 has aiohttp, not websockets), subscribes with or
+without previews (--preview: the JPEG encoder then runs on every preview
+the rate allows, as with a browser open) and prints one table row;
+--header prints the header. bench/net_latency.py measures the same span
+from wall_ms + queue_ms + process_ms (two clocks); this uses the one
+monotonic clock, t_capture, which is what issue 14's figures compare.
+"""
+import argparse
+import asyncio
+import json
+import os
+import sys
+import time
+
+here = os.path.dirname(os.path.abspath(__file__))
+# daemon_proc.py: next to this file in the device bundle, else the repository's.
+sys.path[:0] = [here, os.path.join(here, "..", "integration")]
+from daemon_proc import start_trackd, stop_trackd  # noqa: E402
+
+import aiohttp  # noqa: E402
+
+HEADER = f"{'case':<40}{'frames':>7}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}"
+
+
+def pct(v, p):
+    """The p-th percentile, nearest rank (bench/net_latency.py's rule)."""
+    v = sorted(v)
+    return v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
+
+
+async def probe(url, frames, warmup, preview, timeout):
+    lat = []
+    seen = 0
+    async with aiohttp.ClientSession() as s:
+        async with s.ws_connect(url, max_msg_size=0) as ws:
+            await ws.send_str(json.dumps({"type": "subscribe", "preview": preview}))
+            deadline = time.monotonic() + timeout
+            while len(lat) < frames and time.monotonic() < deadline:
+                try:
+                    m = await ws.receive(timeout=1.0)
+                except asyncio.TimeoutError:
+                    continue
+                t = time.clock_gettime(time.CLOCK_MONOTONIC)
+                if m.type == aiohttp.WSMsgType.BINARY:
+                    continue  # a preview
+                if m.type != aiohttp.WSMsgType.TEXT:
+                    break  # closed: the file ended
+                msg = json.loads(m.data)
+                if msg.get("type") != "frame":
+                    continue
+                seen += 1
+                if seen > warmup:
+                    lat.append((t - msg["t_capture"]) * 1e3)
+    return lat
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("trackd")
+    ap.add_argument("--frames", type=int, default=600)
+    ap.add_argument("--warmup", type=int, default=60)
+    ap.add_argument("--preview", action="store_true")
+    ap.add_argument("--label", default="")
+    ap.add_argument("--timeout", type=float, default=60)
+    ap.add_argument("--header", action="store_true")
+    argv = sys.argv[1:]
+    cut = argv.index("--") if "--" in argv else len(argv)
+    a = ap.parse_args(argv[:cut])
+    a.args = argv[cut + 1:]
+    if a.header:
+        print(HEADER)
+    log = open(os.devnull, "w")
+    p, port = start_trackd(os.path.abspath(a.trackd), a.args, log)
+    try:
+        lat = asyncio.run(probe(f"http://127.0.0.1:{port}/ws", a.frames, a.warmup, a.preview,
+                                a.timeout))
+    finally:
+        stop_trackd(p)
+    label = a.label or " ".join(a.args)
+    if not lat:
+        print(f"{label:<40}{0:>7}  no frames (is trackd's server on?)")
+        sys.exit(1)
+    print(f"{label:<40}{len(lat):>7}{pct(lat, 50):>9.3f}{pct(lat, 99):>9.3f}{max(lat):>9.3f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,142 @@
+/* Pinned host frames on the CUDA backend (issue 14): a frame in memory from
+ * trk_backend_host_alloc, in memory pinned with trk_backend_host_register,
+ * in pageable memory and in a buffer only partly registered (the upload
+ * must see that the plane runs past the pinned range and stage it) all give
+ * the same results, equal to cpu-ref's, bit for bit; trk_backend_image_pinned
+ * says which frames are pinned. Many seeded random scenes, packed RGB and
+ * NV12 / I420 planes (random bytes), even and odd sizes. Needs a GPU:
+ * without one it exits 77 (skipped). Prints the first differing case. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../unit/check.h"
+#include "backend.h"
+#include "scene.h"
+
+enum mem { PAGEABLE, ALLOCED, REGISTERED, HALF_REGISTERED, N_MEM };
+static const char *const mem_name[N_MEM] = { "pageable", "host_alloc", "host_register",
+                                             "half registered" };
+
+/* Lays src (RGB scene or random planes) out in buf as fmt with padded
+ * pitches; returns the image. */
+static struct trk_image lay_out(uint8_t *buf, enum trk_pixfmt fmt, int w, int h, const uint8_t *rgb,
+                                uint64_t seed)
+{
+    struct trk_plane_layout L;
+    trk_image_plane_layout(fmt, w, h, &L);
+    struct trk_image img = { .width = w, .height = h, .fmt = fmt, .matrix = TRK_MATRIX_BT709 };
+    size_t off = 0;
+    for (int p = 0; p < L.planes; p++) {
+        img.plane[p] = buf + off;
+        img.pitch[p] = L.row_bytes[p] + 13; /* odd padding, like a driver's */
+        off += img.pitch[p] * (size_t)L.rows[p];
+    }
+    uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+    for (int p = 0; p < L.planes; p++)
+        for (int y = 0; y < L.rows[p]; y++) {
+            uint8_t *row = buf + (img.plane[p] - buf) + (size_t)y * img.pitch[p];
+            if (fmt == TRK_FMT_RGB24) {
+                memcpy(row, rgb + (size_t)y * w * 3, (size_t)w * 3);
+            } else {
+                for (size_t i = 0; i < L.row_bytes[p]; i++) {
+                    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                    row[i] = (uint8_t)(x >> 24);
+                }
+            }
+        }
+    return img;
+}
+
+static size_t image_bytes(enum trk_pixfmt fmt, int w, int h)
+{
+    struct trk_plane_layout L;
+    trk_image_plane_layout(fmt, w, h, &L);
+    size_t n = 0;
+    for (int p = 0; p < L.planes; p++)
+        n += (L.row_bytes[p] + 13) * (size_t)L.rows[p];
+    return n;
+}
+
+int main(void)
+{
+    char why[256];
+    if (!trk_cuda_available(why, sizeof(why))) {
+        printf("skipped: %s\n", why);
+        return 77;
+    }
+    static const int sizes[][2] = { { 1920, 1080 }, { 333, 201 }, { 64, 17 } };
+    static const enum trk_pixfmt fmts[] = { TRK_FMT_RGB24, TRK_FMT_NV12, TRK_FMT_I420 };
+    int cases = 0, shown = 0;
+    for (int si = 0; si < 3; si++) {
+        const int w = sizes[si][0], h = sizes[si][1];
+        struct trk_backend *cuda = NULL, *ref = NULL;
+        struct trk_backend_cfg cc = { .kind = TRK_BACKEND_CUDA, .max_width = w, .max_height = h };
+        struct trk_backend_cfg rc = { .kind = TRK_BACKEND_CPU_REF,
+                                      .max_width = w,
+                                      .max_height = h };
+        CHECK(trk_backend_create(&cc, &cuda) == 0 && trk_backend_create(&rc, &ref) == 0);
+        if (!cuda || !ref) return check_exit("cuda_pinned");
+        for (int fi = 0; fi < 3; fi++)
+            for (uint64_t seed = 1; seed <= 6; seed++) {
+                struct trk_scene sc;
+                CHECK(trk_scene_random(w, h, 32, seed, &sc) == 0);
+                CHECK(trk_backend_set_objects(cuda, sc.objects, sc.n_objects) == 0);
+                CHECK(trk_backend_set_objects(ref, sc.objects, sc.n_objects) == 0);
+                const size_t n = image_bytes(fmts[fi], w, h);
+                uint8_t *page = malloc(n);
+                struct trk_image img = lay_out(page, fmts[fi], w, h, sc.rgb, seed);
+                struct trk_obj_result want[TRK_MAX_OBJECTS], got[TRK_MAX_OBJECTS];
+                CHECK(trk_backend_process(ref, &img, NULL, want, NULL) == 0);
+                for (int m = 0; m < N_MEM; m++) {
+                    uint8_t *buf = NULL;
+                    size_t reg = 0;
+                    if (m == PAGEABLE) buf = malloc(n);
+                    if (m == ALLOCED) buf = trk_backend_host_alloc(cuda, n);
+                    if (m >= REGISTERED) {
+                        buf = aligned_alloc(4096, (n + 4095) / 4096 * 4096);
+                        reg = m == REGISTERED ? n : n / 2;
+                        CHECK(trk_backend_host_register(cuda, buf, reg) == 0);
+                    }
+                    CHECK(buf != NULL);
+                    if (!buf) continue;
+                    struct trk_image im = lay_out(buf, fmts[fi], w, h, sc.rgb, seed);
+                    const bool pinned = trk_backend_image_pinned(cuda, &im);
+                    CHECKF(pinned == (m == ALLOCED || m == REGISTERED), "%s: pinned says %d",
+                           mem_name[m], pinned);
+                    struct trk_backend_timing t;
+                    memset(got, 0xa5, sizeof(got));
+                    CHECK(trk_backend_process(cuda, &im, NULL, got, &t) == 0);
+                    for (int i = 0; i < sc.n_objects; i++) {
+                        const struct trk_obj_result *a = &got[i], *b = &want[i];
+                        if (!memcmp(a, b, sizeof(*a))) continue;
+                        CHECKF(0,
+                               "%dx%d %s seed %llu %s object %d: cuda mass %llu sx %llu "
+                               "bbox %d,%d,%d,%d; cpu-ref mass %llu sx %llu bbox %d,%d,%d,%d",
+                               w, h, trk_pixfmt_name(fmts[fi]), (unsigned long long)seed,
+                               mem_name[m], i, (unsigned long long)a->mass,
+                               (unsigned long long)a->sum_x, a->x0, a->y0, a->x1, a->y1,
+                               (unsigned long long)b->mass, (unsigned long long)b->sum_x, b->x0,
+                               b->y0, b->x1, b->y1);
+                        if (++shown > 5) return check_exit("cuda_pinned");
+                        break;
+                    }
+                    cases++;
+                    if (m == PAGEABLE) free(buf);
+                    if (m == ALLOCED) trk_backend_host_free(cuda, buf);
+                    if (m >= REGISTERED) {
+                        trk_backend_host_unregister(cuda, buf);
+                        CHECK(!trk_backend_host_pinned(cuda, buf, reg));
+                        free(buf);
+                    }
+                }
+                free(page);
+                trk_scene_free(&sc);
+            }
+        trk_backend_destroy(&cuda);
+        trk_backend_destroy(&ref);
+    }
+    printf("%d cases (sizes x formats x seeds x memory kinds)\n", cases);
+    return check_exit("cuda_pinned");
+}
