@@ -713,7 +713,7 @@ int regions_set_objects(struct cuda_be *b, const struct trk_object_def *objs, in
 {
     b->rmode = false;
     if (!b->rrm) {
-        int err = trk_cu_rrm_create(b->max_w, b->max_h, b->sms, &b->rrm);
+        int err = trk_cu_rrm_create(b->max_w, b->max_h, b->frame_bytes, b->sms, &b->rrm);
         if (err) return err;
     }
     trk_cu_rrm_set_objects(b->rrm, objs, n);
@@ -1088,41 +1088,54 @@ void plane_cols(int fmt, int p, int x0, int x1, size_t *c0, size_t *c1)
     *c1 = z;
 }
 
-/* Copies the nr rectangles of img (and the chroma rows and samples they
- * use) to the same places of the device frame on the copy stream: one
- * cudaMemcpy2DAsync per rectangle and plane, from img when pinned, else
- * through the staging buffer at the device layout's offsets. */
+/* The ROI-only upload of the nr rectangles of img (and the chroma rows and
+ * samples they use): their rows packed back to back into the pinned staging
+ * buffer, one copy of that, and a kernel that puts each row in place in the
+ * device frame (regions.cu), all on the copy stream: two calls and a
+ * launch however many rectangles, the bytes the rectangles hold. Returns 1
+ * (nothing queued) when the packed rows would not fit the staging buffer,
+ * so the caller uploads the frame instead. */
 int upload_rects(struct cuda_be *b, const struct trk_image *img, const struct layout *L,
-                 const struct trk_roi *rc, int nr, bool pinned)
+                 const struct trk_roi *rc, int nr)
 {
+    struct trk_cu_copy *cp = trk_cu_rrm_copies(b->rrm);
+    size_t total = 0;
+    int nc = 0;
+    unsigned row0 = 0;
     for (int i = 0; i < nr; i++)
         for (int p = 0; p < L->p.planes; p++) {
             const int vs = L->p.vshift[p];
             const int a = rc[i].y0 >> vs, z = (rc[i].y1 >> vs) + 1;
             size_t c0, c1;
             plane_cols(img->fmt, p, rc[i].x0, rc[i].x1, &c0, &c1);
-            const size_t dp = (size_t)L->pitch[p], sp = img->pitch[p], wb = c1 - c0;
-            uint8_t *d = b->d_frame + L->off[p] + (size_t)a * dp + c0;
-            const uint8_t *src = img->plane[p] + (size_t)a * sp + c0;
-            b->up_bytes += (uint64_t)(z - a) * wb;
-            if (pinned) {
-                TRK_CUDA_TRY(cudaMemcpy2DAsync(d, dp, src, sp, wb, (size_t)(z - a),
-                                               cudaMemcpyHostToDevice, b->s_up));
-                continue;
-            }
-            uint8_t *st = b->hp_stage + L->off[p] + (size_t)a * dp + c0;
-            for (int y = 0; y < z - a; y++)
-                memcpy(st + y * dp, src + y * sp, wb);
-            TRK_CUDA_TRY(cudaMemcpy2DAsync(d, dp, st, dp, wb, (size_t)(z - a),
-                                           cudaMemcpyHostToDevice, b->s_up));
+            if (nc == TRK_RRM_MAX_COPIES) return 1;
+            cp[nc++] = trk_cu_copy{ L->off[p] + (size_t)a * (size_t)L->pitch[p] + c0,
+                                    total,
+                                    (unsigned)(c1 - c0),
+                                    (unsigned)(z - a),
+                                    (unsigned)L->pitch[p],
+                                    row0 };
+            row0 += (unsigned)(z - a);
+            total += (c1 - c0) * (size_t)(z - a);
         }
-    return 0;
+    if (total > b->frame_bytes) return 1;
+    for (int i = 0; i < nc; i++) {
+        const int p = i % L->p.planes, a = (rc[i / L->p.planes].y0 >> L->p.vshift[p]);
+        size_t c0, c1;
+        plane_cols(img->fmt, p, rc[i / L->p.planes].x0, rc[i / L->p.planes].x1, &c0, &c1);
+        const uint8_t *src = img->plane[p] + (size_t)a * img->pitch[p] + c0;
+        uint8_t *st = b->hp_stage + cp[i].src;
+        for (unsigned y = 0; y < cp[i].rows; y++)
+            memcpy(st + (size_t)y * cp[i].bytes, src + (size_t)y * img->pitch[p], cp[i].bytes);
+    }
+    b->up_bytes += total;
+    return trk_cu_rrm_upload(b->rrm, b->d_frame, b->hp_stage, total, nc, b->s_up);
 }
 
 /* The regional form's upload and kernels. Without the pre-filter only the
- * regions' rectangles are copied (trk_rects_cover: at most
- * TRK_RRM_UPLOAD_RECTS copies per plane), unless they cover more than half
- * the frame (then the frame in one copy per plane is cheaper in calls).
+ * regions' rectangles are copied (trk_rects_cover merges overlapping and
+ * near ones; upload_rects), unless they cover more than half the frame
+ * (then the frame, in one copy per plane).
  * With the pre-filter on, the whole frame is uploaded and filtered first:
  * the filter reads a margin around every pixel and the filtered frame is
  * what every region measures. */
@@ -1133,21 +1146,24 @@ int regions_impl(struct cuda_be *b, const struct trk_image *img, const struct tr
     const size_t bytes = frame_layout(img->width, img->height, img->fmt, &L);
     if (bytes > b->frame_bytes) return TRK_ETOOBIG;
     fill_frame(b, img, &L);
-    bool pinned = true;
-    for (int p = 0; p < L.p.planes; p++)
-        pinned = pinned && host_pinned(img->plane[p]);
-    struct trk_roi rois[TRK_MAX_REGIONS], rects[TRK_RRM_UPLOAD_RECTS];
+    static_assert(TRK_RECTS_MAX >= TRK_MAX_REGIONS, "a rectangle per region");
+    struct trk_roi rois[TRK_MAX_REGIONS], rects[TRK_RECTS_MAX];
     int nr = -1; /* -1: the whole frame */
     if (b->pf.sigma <= 0) {
         for (int j = 0; j < n; j++)
             rois[j] = regs[j].roi;
-        nr = trk_rects_cover(rois, n, img->width, img->height, 0, TRK_RRM_UPLOAD_RECTS, rects);
+        nr = trk_rects_cover(rois, n, img->width, img->height, 0, TRK_RECTS_MAX, rects);
         if (nr < 0) return nr;
         if (trk_rects_area(rects, nr) * 2 > (uint64_t)img->width * (uint64_t)img->height) nr = -1;
     }
     TRK_CUDA_TRY(cudaEventRecord(b->ev_up0, b->s_up));
-    int err = nr < 0 ? upload_rows(b, img, &L, 0, img->height, pinned)
-                     : upload_rects(b, img, &L, rects, nr, pinned);
+    int err = nr < 0 ? 1 : upload_rects(b, img, &L, rects, nr);
+    if (err == 1) {
+        bool pinned = true;
+        for (int p = 0; p < L.p.planes; p++)
+            pinned = pinned && host_pinned(img->plane[p]);
+        err = upload_rows(b, img, &L, 0, img->height, pinned);
+    }
     if (err) return err;
     TRK_CUDA_TRY(cudaEventRecord(b->ev_up1, b->s_up));
     TRK_CUDA_TRY(cudaStreamWaitEvent(b->s_k, b->ev_up1, 0));
@@ -1437,7 +1453,7 @@ int trk_cuda_rrm_config(struct trk_backend *bk, int design, int alpha, int beta)
     if (!b) return TRK_EINVAL;
     log_scope ls(b);
     if (!b->rrm) {
-        int err = trk_cu_rrm_create(b->max_w, b->max_h, b->sms, &b->rrm);
+        int err = trk_cu_rrm_create(b->max_w, b->max_h, b->frame_bytes, b->sms, &b->rrm);
         if (err) return err;
     }
     return trk_cu_rrm_config(b->rrm, design, alpha, beta);

@@ -471,6 +471,27 @@ __global__ void __launch_bounds__(BLOB_THREADS)
     if (threadIdx.x == 0) counts[R.j] = (unsigned)s;
 }
 
+/* One block per packed row: the row's block by binary search on row0, its
+ * bytes copied by the block's threads. */
+__global__ void __launch_bounds__(BLOB_THREADS)
+    scatter_kernel(const struct trk_cu_copy *cp, int n, const uint8_t *pack, uint8_t *frame)
+{
+    int lo = 0, hi = n - 1;
+    while (lo < hi) {
+        const int mid = (lo + hi + 1) >> 1;
+        if (cp[mid].row0 <= blockIdx.x)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    const struct trk_cu_copy c = cp[lo];
+    const unsigned k = blockIdx.x - c.row0;
+    const uint8_t *src = pack + c.src + (size_t)k * c.bytes;
+    uint8_t *dst = frame + c.dst + (size_t)k * c.dpitch;
+    for (unsigned i = threadIdx.x; i < c.bytes; i += BLOB_THREADS)
+        dst[i] = src[i];
+}
+
 unsigned grid_for(unsigned long long items, int sms)
 {
     unsigned long long g = (items + BLOB_THREADS - 1) / BLOB_THREADS;
@@ -500,8 +521,10 @@ struct trk_cu_rrm {
     size_t budget, rec_cap;
     unsigned *d_lab, *d_rank, *d_rcnt, *d_rbase;
     struct trk_cu_blob *d_rec;
-    void *d_bout, *h_bout; /* counts per region, then records */
-    size_t out_recs;       /* records of the last call */
+    void *d_bout, *h_bout;               /* counts per region, then records */
+    struct trk_cu_copy *h_copy, *d_copy; /* the ROI-only upload's blocks */
+    uint8_t *d_pack;                     /* and its packed bytes (frame_bytes) */
+    size_t out_recs;                     /* records of the last call */
     cudaEvent_t ev0, ev1;
     bool events;
     int n_blob[TRK_MAX_REGIONS];
@@ -530,6 +553,9 @@ void trk_cu_rrm_destroy(struct trk_cu_rrm *r)
     cudaFree(r->d_rec);
     cudaFree(r->d_bout);
     cudaFreeHost(r->h_bout);
+    cudaFreeHost(r->h_copy);
+    cudaFree(r->d_copy);
+    cudaFree(r->d_pack);
     if (r->events) {
         cudaEventDestroy(r->ev0);
         cudaEventDestroy(r->ev1);
@@ -539,7 +565,7 @@ void trk_cu_rrm_destroy(struct trk_cu_rrm *r)
     free(r);
 }
 
-int trk_cu_rrm_create(int max_w, int max_h, int sms, struct trk_cu_rrm **out)
+int trk_cu_rrm_create(int max_w, int max_h, size_t frame_bytes, int sms, struct trk_cu_rrm **out)
 {
     *out = NULL;
     struct trk_cu_rrm *r = (struct trk_cu_rrm *)calloc(1, sizeof(*r));
@@ -549,21 +575,26 @@ int trk_cu_rrm_create(int max_w, int max_h, int sms, struct trk_cu_rrm **out)
     r->sms = sms > 0 ? sms : 1;
     const size_t R = TRK_MAX_REGIONS;
     const size_t out_bytes = RRM_HDR + R * TRK_MAX_BLOBS * sizeof(struct trk_cu_blob);
-    bool ok = cudaMallocHost(&r->h_reg, R * sizeof(struct rreg)) == cudaSuccess &&
-              cudaMalloc(&r->d_reg, R * sizeof(struct rreg)) == cudaSuccess &&
-              cudaMallocHost(&r->h_tiles, (R + 1) * sizeof(int)) == cudaSuccess &&
-              cudaMalloc(&r->d_tiles, (R + 1) * sizeof(int)) == cudaSuccess &&
-              cudaMallocHost(&r->h_acc, R * sizeof(struct trk_cu_acc)) == cudaSuccess &&
-              cudaMalloc(&r->d_acc, R * sizeof(struct trk_cu_acc)) == cudaSuccess &&
-              cudaMalloc(&r->d_part, R * 4 * TRK_RRM_MAX_ALPHA * sizeof(struct trk_cu_acc)) ==
-                  cudaSuccess &&
-              cudaMallocHost(&r->h_breg, R * sizeof(struct breg)) == cudaSuccess &&
-              cudaMalloc(&r->d_breg, R * sizeof(struct breg)) == cudaSuccess &&
-              cudaMalloc(&r->d_rcnt, R * sizeof(unsigned)) == cudaSuccess &&
-              cudaMalloc(&r->d_rbase, R * sizeof(unsigned)) == cudaSuccess &&
-              cudaMalloc(&r->d_bout, out_bytes) == cudaSuccess &&
-              cudaMallocHost(&r->h_bout, out_bytes) == cudaSuccess &&
-              cudaEventCreate(&r->ev0) == cudaSuccess && cudaEventCreate(&r->ev1) == cudaSuccess;
+    bool ok =
+        cudaMallocHost(&r->h_reg, R * sizeof(struct rreg)) == cudaSuccess &&
+        cudaMalloc(&r->d_reg, R * sizeof(struct rreg)) == cudaSuccess &&
+        cudaMallocHost(&r->h_tiles, (R + 1) * sizeof(int)) == cudaSuccess &&
+        cudaMalloc(&r->d_tiles, (R + 1) * sizeof(int)) == cudaSuccess &&
+        cudaMallocHost(&r->h_acc, R * sizeof(struct trk_cu_acc)) == cudaSuccess &&
+        cudaMalloc(&r->d_acc, R * sizeof(struct trk_cu_acc)) == cudaSuccess &&
+        cudaMalloc(&r->d_part, R * 4 * TRK_RRM_MAX_ALPHA * sizeof(struct trk_cu_acc)) ==
+            cudaSuccess &&
+        cudaMallocHost(&r->h_breg, R * sizeof(struct breg)) == cudaSuccess &&
+        cudaMalloc(&r->d_breg, R * sizeof(struct breg)) == cudaSuccess &&
+        cudaMalloc(&r->d_rcnt, R * sizeof(unsigned)) == cudaSuccess &&
+        cudaMalloc(&r->d_rbase, R * sizeof(unsigned)) == cudaSuccess &&
+        cudaMalloc(&r->d_bout, out_bytes) == cudaSuccess &&
+        cudaMallocHost(&r->h_bout, out_bytes) == cudaSuccess &&
+        cudaMallocHost(&r->h_copy, TRK_RRM_MAX_COPIES * sizeof(struct trk_cu_copy)) ==
+            cudaSuccess &&
+        cudaMalloc(&r->d_copy, TRK_RRM_MAX_COPIES * sizeof(struct trk_cu_copy)) == cudaSuccess &&
+        cudaMalloc(&r->d_pack, frame_bytes) == cudaSuccess &&
+        cudaEventCreate(&r->ev0) == cudaSuccess && cudaEventCreate(&r->ev1) == cudaSuccess;
     r->events = ok;
     r->h_blob = (struct trk_blob(*)[TRK_MAX_BLOBS])calloc(R, sizeof(*r->h_blob));
     if (!ok || !r->h_blob) {
@@ -844,4 +875,23 @@ int trk_cu_rrm_blobs(struct trk_cu_rrm *r, int j, const struct trk_blob **out)
 {
     *out = r->h_blob[j];
     return j < r->n ? r->n_blob[j] : 0;
+}
+
+struct trk_cu_copy *trk_cu_rrm_copies(struct trk_cu_rrm *r)
+{
+    return r->h_copy;
+}
+
+int trk_cu_rrm_upload(struct trk_cu_rrm *r, uint8_t *frame, const void *h_packed, size_t bytes,
+                      int n, cudaStream_t s)
+{
+    if (n < 0 || n > TRK_RRM_MAX_COPIES) return TRK_EINVAL;
+    if (n == 0 || bytes == 0) return 0;
+    const unsigned rows = r->h_copy[n - 1].row0 + r->h_copy[n - 1].rows;
+    TRK_CUDA_TRY(cudaMemcpyAsync(r->d_copy, r->h_copy, (size_t)n * sizeof(struct trk_cu_copy),
+                                 cudaMemcpyHostToDevice, s));
+    TRK_CUDA_TRY(cudaMemcpyAsync(r->d_pack, h_packed, bytes, cudaMemcpyHostToDevice, s));
+    scatter_kernel<<<rows, BLOB_THREADS, 0, s>>>(r->d_copy, n, r->d_pack, frame);
+    TRK_CUDA_TRY(cudaGetLastError());
+    return 0;
 }

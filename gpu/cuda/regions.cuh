@@ -16,14 +16,29 @@ enum {
 };
 /* Largest alpha (patches per quadrant) the seed layout takes. */
 #define TRK_RRM_MAX_ALPHA 64
-/* Rectangles a ROI-only upload copies at most (each one copy per plane). */
-#define TRK_RRM_UPLOAD_RECTS 32
+/* One block of rows of a ROI-only upload: rows rows of bytes bytes each,
+ * back to back at src in the packed buffer, to dst in the device frame,
+ * dpitch apart; row0 = the rows of the blocks before it. */
+struct trk_cu_copy {
+    unsigned long long dst, src;
+    unsigned bytes, rows, dpitch, row0;
+};
+/* Most blocks of one upload: a rectangle per region, per plane. */
+#define TRK_RRM_MAX_COPIES (3 * TRK_MAX_REGIONS)
 
 struct trk_cu_rrm;
 
-/* State for frames up to max_w x max_h on a device with sms SMs; 0 or
- * TRK_ENOMEM (what blobs need is allocated on first use). */
-int trk_cu_rrm_create(int max_w, int max_h, int sms, struct trk_cu_rrm **out);
+/* State for frames up to max_w x max_h (frame_bytes in the device layout)
+ * on a device with sms SMs; 0 or TRK_ENOMEM (what blobs need is allocated
+ * on first use). */
+int trk_cu_rrm_create(int max_w, int max_h, size_t frame_bytes, int sms, struct trk_cu_rrm **out);
+/* The ROI-only upload: the caller fills the table of blocks (pinned,
+ * TRK_RRM_MAX_COPIES entries) and packs their bytes into h_packed (pinned,
+ * at most frame_bytes); trk_cu_rrm_upload queues one copy of the packed
+ * bytes and a kernel that puts the n blocks' rows in place in frame, on s. */
+struct trk_cu_copy *trk_cu_rrm_copies(struct trk_cu_rrm *r);
+int trk_cu_rrm_upload(struct trk_cu_rrm *r, uint8_t *frame, const void *h_packed, size_t bytes,
+                      int n, cudaStream_t s);
 void trk_cu_rrm_destroy(struct trk_cu_rrm *r);
 /* The blob settings of the objects (K, connectivity, min_area). */
 void trk_cu_rrm_set_objects(struct trk_cu_rrm *r, const struct trk_object_def *objs, int n);
