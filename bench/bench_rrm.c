@@ -17,6 +17,10 @@
  * same first pixel, field by field. A difference prints MISMATCH and makes
  * the exit status 1. Medians over frames, ratios full / roi, and the bytes
  * each mode uploaded (timing.upload_bytes; 0 on CPU backends).
+ * CUDA rows come once per regional design of --rrm (the flat work list, the
+ * seed's quadrant/patch layout with alpha and beta chosen per call, or given
+ * as seed:AxB), column rrm saying which ran: the designs side by side and
+ * an alpha/beta sweep in one run.
  */
 #include "bench.h"
 
@@ -36,6 +40,13 @@
 #define RR_MAX_INST 1024
 #define RR_SEED     20240613u
 
+/* The CUDA backend's regional design (gpu/cuda/bench_hooks.h), weak: a
+ * build without CUDA has no such symbols and its rows say "-". */
+int trk_cuda_rrm_config(struct trk_backend *b, int design, int alpha, int beta)
+    __attribute__((weak));
+int trk_cuda_rrm_used(struct trk_backend *b, int *design, int *alpha, int *beta)
+    __attribute__((weak));
+
 struct rr_opts {
     int nsizes, sizes[RR_MAX_LIST][2];
     int ninst, inst[RR_MAX_LIST];
@@ -43,7 +54,8 @@ struct rr_opts {
     enum trk_backend_kind kinds[RR_MAX_LIST];
     int nthreads, threads[RR_MAX_LIST];
     int frames, warmup, margin;
-    int tracker, full_every; /* --regions tracker: daemon/tracker.c asks */
+    int tracker, full_every;              /* --regions tracker: daemon/tracker.c asks */
+    int ndesigns, design[RR_MAX_LIST][3]; /* --rrm: design, alpha, beta */
     uint64_t seed;
     const char *json;
 };
@@ -96,6 +108,8 @@ static void rr_usage(FILE *f)
             "                       full mode against roi mode, its own regions, reruns\n"
             "                       and periodic full frames included\n"
             "  --full-every K       tracker roi mode's full-frame period (default 15)\n"
+            "  --rrm D,...          CUDA regional designs: flat, seed (alpha, beta per call)\n"
+            "                       or seed:AxB (alpha A, beta B; default flat,seed)\n"
             "  --seed N             paths seed (default %u)\n"
             "  --json FILE          write the rows as JSON\n",
             RR_SEED);
@@ -111,6 +125,8 @@ static int rr_parse(int argc, char **argv, struct rr_opts *o)
     memcpy(o->inst, inst0, sizeof(inst0));
     o->nkinds = 2, o->kinds[0] = TRK_BACKEND_CPU, o->kinds[1] = TRK_BACKEND_CUDA;
     o->nthreads = 2, o->threads[0] = 1, o->threads[1] = 0;
+    o->ndesigns = 2;
+    o->design[0][0] = 2, o->design[1][0] = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int bad = 0;
@@ -141,6 +157,29 @@ static int rr_parse(int argc, char **argv, struct rr_opts *o)
                 if (!bad) o->kinds[o->nkinds++] = (enum trk_backend_kind)k;
             }
             bad = bad || !o->nkinds;
+        } else if (!strcmp(a, "--rrm")) {
+            char buf[256], *save = NULL;
+            o->ndesigns = 0;
+            bad = strlen(v) >= sizeof(buf);
+            if (!bad) strcpy(buf, v);
+            for (char *t = bad ? NULL : strtok_r(buf, ",", &save); t && !bad;
+                 t = strtok_r(NULL, ",", &save)) {
+                int *d = o->design[o->ndesigns], used = 0;
+                bad = o->ndesigns >= RR_MAX_LIST;
+                if (bad) break;
+                d[0] = d[1] = d[2] = 0;
+                if (!strcmp(t, "flat"))
+                    d[0] = 2;
+                else if (!strcmp(t, "seed"))
+                    d[0] = 1;
+                else if (sscanf(t, "seed:%dx%d%n", &d[1], &d[2], &used) == 2 && !t[used] &&
+                         d[2] >= 1 && d[1] >= d[2] && d[1] <= 64 && d[1] % d[2] == 0)
+                    d[0] = 1;
+                else
+                    bad = 1;
+                o->ndesigns++;
+            }
+            bad = bad || !o->ndesigns;
         } else if (!strcmp(a, "--frames")) {
             bad = rr_int(v, 1, 100000, &o->frames);
         } else if (!strcmp(a, "--warmup")) {
@@ -569,9 +608,9 @@ static int run_rrm(int argc, char **argv)
                "frame (blobs on), roi = process_regions() around each instance (disk box + %d "
                "px)\n",
                o.frames, o.margin);
-    printf("%-10s %5s %4s %-10s %3s %9s %9s %8s %9s %12s %12s %7s %s\n", "size", "M", "col",
-           "backend", "thr", "full_ms", "roi_ms", "x_roi", "roi_us/M", "full_bytes", "roi_bytes",
-           "x_bytes", "checked");
+    printf("%-10s %5s %4s %-10s %3s %-10s %9s %9s %8s %9s %12s %12s %7s %s\n", "size", "M", "col",
+           "backend", "thr", "rrm", "full_ms", "roi_ms", "x_roi", "roi_us/M", "full_bytes",
+           "roi_bytes", "x_bytes", "checked");
     int status = 0, nrows = 0;
     static struct rr_scene sc;
     for (int si = 0; si < o.nsizes; si++)
@@ -586,7 +625,8 @@ static int run_rrm(int argc, char **argv)
             }
             for (int k = 0; k < o.nkinds; k++) {
                 const bool cpu = o.kinds[k] == TRK_BACKEND_CPU; /* threads apply */
-                const int nt = cpu ? o.nthreads : 1;
+                const bool cuda = o.kinds[k] == TRK_BACKEND_CUDA && trk_cuda_rrm_config;
+                const int nt = cpu ? o.nthreads : cuda ? o.ndesigns : 1;
                 for (int ti = 0; ti < nt; ti++) {
                     struct trk_backend_cfg cfg = { .kind = o.kinds[k],
                                                    .max_width = w,
@@ -600,8 +640,18 @@ static int run_rrm(int argc, char **argv)
                                trk_strerror(err));
                         break;
                     }
+                    char rrm[24] = "-";
+                    if (cuda) {
+                        const int *d = o.design[ti];
+                        err = trk_cuda_rrm_config(b, d[0], d[1], d[2]);
+                    }
                     struct rr_row row;
-                    err = o.tracker ? rr_run_tracker(b, &sc, &o, &row) : rr_run(b, &sc, &o, &row);
+                    if (!err)
+                        err =
+                            o.tracker ? rr_run_tracker(b, &sc, &o, &row) : rr_run(b, &sc, &o, &row);
+                    int ud = 0, ua = 0, ub = 0;
+                    if (cuda && !err && trk_cuda_rrm_used && !trk_cuda_rrm_used(b, &ud, &ua, &ub))
+                        snprintf(rrm, sizeof(rrm), ud == 1 ? "seed:%dx%d" : "flat", ua, ub);
                     char size[32], thr[8], xb[16];
                     snprintf(size, sizeof(size), "%dx%d", w, h);
                     snprintf(thr, sizeof(thr), "%s", cpu ? "" : "-");
@@ -614,9 +664,9 @@ static int run_rrm(int argc, char **argv)
                         snprintf(xb, sizeof(xb), "%s", "-");
                         if (row.roi_up)
                             snprintf(xb, sizeof(xb), "%.1fx", (double)row.full_up / row.roi_up);
-                        printf("%-10s %5d %4d %-10s %3s %9.3f %9.3f %7.2fx %9.2f %12llu %12llu "
-                               "%7s %ld%s\n",
-                               size, m, sc.colours, trk_backend_name(b), thr, row.full_ms,
+                        printf("%-10s %5d %4d %-10s %3s %-10s %9.3f %9.3f %7.2fx %9.2f %12llu "
+                               "%12llu %7s %ld%s\n",
+                               size, m, sc.colours, trk_backend_name(b), thr, rrm, row.full_ms,
                                row.roi_ms, row.full_ms / row.roi_ms, row.roi_ms * 1e3 / m,
                                (unsigned long long)row.full_up, (unsigned long long)row.roi_up, xb,
                                row.checked, row.bad ? " MISMATCH" : "");
@@ -630,10 +680,11 @@ static int run_rrm(int argc, char **argv)
                             fprintf(js,
                                     "%s\n{\"width\":%d,\"height\":%d,\"instances\":%d,"
                                     "\"colours\":%d,\"backend\":\"%s\",\"threads\":%d,"
+                                    "\"rrm\":\"%s\","
                                     "\"full_ms\":%.4f,\"roi_ms\":%.4f,\"full_bytes\":%llu,"
                                     "\"roi_bytes\":%llu,\"checked\":%ld,\"mismatches\":%ld}",
                                     nrows ? "," : "", w, h, m, sc.colours, trk_backend_name(b),
-                                    cfg.threads, row.full_ms, row.roi_ms,
+                                    cfg.threads, rrm, row.full_ms, row.roi_ms,
                                     (unsigned long long)row.full_up, (unsigned long long)row.roi_up,
                                     row.checked, row.bad);
                         nrows++;

@@ -322,9 +322,9 @@ static int open_backend(struct app *a)
         return TRK_EX_UNAVAILABLE;
     }
     log_info("backend: %s, %d objects", trk_backend_name(a->backend), a->objs.n);
-    /* --mode auto: regions only where they cost what they cover; the CUDA
-     * backend's regional form is the generic one (a pass per region) until
-     * it has a native one, so tracked objects are searched full frame. */
+    /* --mode auto: regions only where they cost what they cover (a native
+     * regional form: cpu, cuda); cpu-ref's is the generic one (a pass per
+     * region), so there tracked objects are searched full frame. */
     a->track_mode = s->track_mode;
     if (a->track_mode == TRK_TRACK_AUTO) {
         const bool native = trk_backend_regions_native(a->backend);

@@ -45,6 +45,18 @@ int trk_cuda_bench_kernels(struct trk_backend *b, int iters, float *ms, struct t
  * such run since the last set_objects or submit, or obj is out of range. */
 int trk_cuda_bench_blobs(struct trk_backend *b, int obj, const struct trk_blob **blobs);
 
+/* The regional form's design (trk_backend_submit_regions on this backend)
+ * from the next call on: design 0 = default (the flat work list), 1 = the
+ * seed's quadrants and patches (id = Q alpha + y' beta + x'), 2 = flat;
+ * alpha (patches per quadrant, 1..64, a multiple of beta) and beta
+ * (patches per quadrant row) for the seed layout, both 0 = chosen per call
+ * from the ROI sizes and the SM count. For the benchmark's columns and the
+ * device tests; the daemon keeps the default. 0 or TRK_EINVAL. */
+int trk_cuda_rrm_config(struct trk_backend *b, int design, int alpha, int beta);
+/* What the last regional call used (design 1 or 2; alpha, beta: 0 unless
+ * 1). 0 or TRK_EINVAL. */
+int trk_cuda_rrm_used(struct trk_backend *b, int *design, int *alpha, int *beta);
+
 #ifdef __cplusplus
 }
 #endif

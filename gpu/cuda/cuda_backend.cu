@@ -29,6 +29,8 @@
 #include "../log_hook.h"
 #include "bench_hooks.h"
 #include "cuda_internal.cuh"
+#include "regions.cuh"
+#include "../rects.h"
 
 /* ------------------------------------------------------------ logging */
 
@@ -149,6 +151,11 @@ struct cuda_be {
     uint16_t *d_pftmp;
     int pftmp_pitch;
     size_t pftmp_slab;
+
+    /* The regional form (regions.cu, made at the first set_objects): rmode
+     * while the frame in flight or last waited for was regional. */
+    struct trk_cu_rrm *rrm;
+    bool rmode;
 };
 
 /* Points t_log at an instance for the life of one entry point. */
@@ -310,6 +317,7 @@ void be_free(struct cuda_be *b)
     cudaFree(b->d_bout);
     cudaFreeHost(b->hp_bout);
     free(b->h_blob);
+    trk_cu_rrm_destroy(b->rrm);
     if (b->events_made) {
         cudaEventDestroy(b->ev_up0);
         cudaEventDestroy(b->ev_up1);
@@ -700,11 +708,26 @@ int setup_blobs(struct cuda_be *b, const struct trk_object_def *objs, int n)
     return 0;
 }
 
+/* The regional form's state (regions.cu), made with the first object set,
+ * and the objects' blob settings. */
+int regions_set_objects(struct cuda_be *b, const struct trk_object_def *objs, int n)
+{
+    b->rmode = false;
+    if (!b->rrm) {
+        int err = trk_cu_rrm_create(b->max_w, b->max_h, b->frame_bytes, b->sms, &b->rrm);
+        if (err) return err;
+    }
+    trk_cu_rrm_set_objects(b->rrm, objs, n);
+    return 0;
+}
+
 int cu_set_objects(void *self, const struct trk_object_def *objs, int n)
 {
     struct cuda_be *b = (struct cuda_be *)self;
     log_scope ls(b);
     TRK_CUDA_TRY(cudaSetDevice(b->dev));
+    int rerr = regions_set_objects(b, objs, n);
+    if (rerr) return rerr;
     b->n = n;
     b->nbo = 0;
     b->bench_blobs = false;
@@ -1162,6 +1185,7 @@ int cu_submit(void *self, const struct trk_image *img, const struct trk_roi *roi
     b->up_bytes = 0;
     b->blob_work = false;
     b->bench_blobs = false;
+    b->rmode = false;
     if (b->n == 0) return 0;
     TRK_CUDA_TRY(cudaSetDevice(b->dev));
     int err = submit_impl(b, img, rois);
@@ -1172,6 +1196,163 @@ int cu_submit(void *self, const struct trk_image *img, const struct trk_roi *roi
         return err;
     }
     b->work = true;
+    return 0;
+}
+
+/* ------------------------------------------------------ regional form */
+
+/* Bytes [*c0, *c1) of plane p's row that pixels x0..x1 read (color.h's
+ * trk_pixel_native: chroma of pixel x is sample x / 2). */
+void plane_cols(int fmt, int p, int x0, int x1, size_t *c0, size_t *c1)
+{
+    size_t a = (size_t)x0, z = (size_t)x1 + 1; /* samples of one byte */
+    if (fmt == TRK_FMT_YUYV) {
+        a = (size_t)(x0 >> 1) * 4, z = ((size_t)(x1 >> 1) + 1) * 4;
+    } else if (p > 0) {
+        const size_t per = fmt == TRK_FMT_NV12 ? 2 : 1; /* NV12: U, V pairs */
+        a = (size_t)(x0 >> 1) * per, z = ((size_t)(x1 >> 1) + 1) * per;
+    } else if (trk_fmt_bpp(fmt) > 0) {
+        a *= (size_t)trk_fmt_bpp(fmt), z *= (size_t)trk_fmt_bpp(fmt);
+    }
+    *c0 = a;
+    *c1 = z;
+}
+
+/* The ROI-only upload of the nr rectangles of img (and the chroma rows and
+ * samples they use): their rows packed back to back into the pinned staging
+ * buffer, one copy of that, and a kernel that puts each row in place in the
+ * device frame (regions.cu), all on the copy stream: two calls and a
+ * launch however many rectangles, the bytes the rectangles hold. Returns 1
+ * (nothing queued) when the packed rows would not fit the staging buffer,
+ * so the caller uploads the frame instead. */
+int upload_rects(struct cuda_be *b, const struct trk_image *img, const struct layout *L,
+                 const struct trk_roi *rc, int nr)
+{
+    struct trk_cu_copy *cp = trk_cu_rrm_copies(b->rrm);
+    size_t total = 0;
+    int nc = 0;
+    unsigned row0 = 0;
+    for (int i = 0; i < nr; i++)
+        for (int p = 0; p < L->p.planes; p++) {
+            const int vs = L->p.vshift[p];
+            const int a = rc[i].y0 >> vs, z = (rc[i].y1 >> vs) + 1;
+            size_t c0, c1;
+            plane_cols(img->fmt, p, rc[i].x0, rc[i].x1, &c0, &c1);
+            if (nc == TRK_RRM_MAX_COPIES) return 1;
+            cp[nc++] = trk_cu_copy{ L->off[p] + (size_t)a * (size_t)L->pitch[p] + c0,
+                                    total,
+                                    (unsigned)(c1 - c0),
+                                    (unsigned)(z - a),
+                                    (unsigned)L->pitch[p],
+                                    row0 };
+            row0 += (unsigned)(z - a);
+            total += (c1 - c0) * (size_t)(z - a);
+        }
+    if (total > b->frame_bytes) return 1;
+    for (int i = 0; i < nc; i++) {
+        const int p = i % L->p.planes, a = (rc[i / L->p.planes].y0 >> L->p.vshift[p]);
+        size_t c0, c1;
+        plane_cols(img->fmt, p, rc[i / L->p.planes].x0, rc[i / L->p.planes].x1, &c0, &c1);
+        const uint8_t *src = img->plane[p] + (size_t)a * img->pitch[p] + c0;
+        uint8_t *st = b->hp_stage + cp[i].src;
+        for (unsigned y = 0; y < cp[i].rows; y++)
+            memcpy(st + (size_t)y * cp[i].bytes, src + (size_t)y * img->pitch[p], cp[i].bytes);
+    }
+    b->up_bytes += total;
+    return trk_cu_rrm_upload(b->rrm, b->d_frame, b->hp_stage, total, nc, b->s_up);
+}
+
+/* The regional form's upload and kernels. Without the pre-filter only the
+ * regions' rectangles are copied (trk_rects_cover merges overlapping and
+ * near ones; upload_rects), unless they cover more than half the frame
+ * (then the frame, in one copy per plane).
+ * With the pre-filter on, the whole frame is uploaded and filtered first:
+ * the filter reads a margin around every pixel and the filtered frame is
+ * what every region measures. */
+int regions_impl(struct cuda_be *b, const struct trk_image *img, const struct trk_region *regs,
+                 int n)
+{
+    struct layout L;
+    const size_t bytes = frame_layout(img->width, img->height, img->fmt, &L);
+    if (bytes > b->frame_bytes) return TRK_ETOOBIG;
+    fill_frame(b, img, &L);
+    static_assert(TRK_RECTS_MAX >= TRK_MAX_REGIONS, "a rectangle per region");
+    struct trk_roi rois[TRK_MAX_REGIONS], rects[TRK_RECTS_MAX];
+    int nr = -1; /* -1: the whole frame */
+    if (b->pf.sigma <= 0) {
+        for (int j = 0; j < n; j++)
+            rois[j] = regs[j].roi;
+        nr = trk_rects_cover(rois, n, img->width, img->height, 0, TRK_RECTS_MAX, rects);
+        if (nr < 0) return nr;
+        if (trk_rects_area(rects, nr) * 2 > (uint64_t)img->width * (uint64_t)img->height) nr = -1;
+    }
+    TRK_CUDA_TRY(cudaEventRecord(b->ev_up0, b->s_up));
+    int err = nr < 0 ? 1 : upload_rects(b, img, &L, rects, nr);
+    if (err == 1) {
+        bool pinned = true;
+        for (int p = 0; p < L.p.planes; p++)
+            pinned = pinned && host_pinned(img->plane[p]);
+        err = upload_rows(b, img, &L, 0, img->height, pinned);
+    }
+    if (err) return err;
+    TRK_CUDA_TRY(cudaEventRecord(b->ev_up1, b->s_up));
+    TRK_CUDA_TRY(cudaStreamWaitEvent(b->s_k, b->ev_up1, 0));
+    b->nk = 0;
+    if (b->pf.sigma > 0) {
+        TRK_CUDA_TRY(cudaEventRecord(b->ev_ks[0], b->s_k));
+        if ((err = queue_prefilter(b, &L))) return err;
+        TRK_CUDA_TRY(cudaEventRecord(b->ev_ke[0], b->s_k));
+        b->nk = 1;
+    }
+    if ((err = trk_cu_rrm_queue(b->rrm, &b->f, b->d_objs, regs, n, b->s_k))) return err;
+    TRK_CUDA_TRY(cudaEventRecord(b->ev_done, b->s_k));
+    return 0;
+}
+
+int cu_submit_regions(void *self, const struct trk_image *img, const struct trk_region *regs, int n)
+{
+    struct cuda_be *b = (struct cuda_be *)self;
+    log_scope ls(b);
+    b->t_submit = trk_backend_now_ms();
+    b->work = false;
+    b->up_bytes = 0;
+    b->blob_work = false;
+    b->bench_blobs = false;
+    b->rmode = true;
+    /* backend.c checked every region's object against the set: n > 0
+     * means objects, and so the regional state, exist. */
+    if (n == 0) return 0;
+    TRK_CUDA_TRY(cudaSetDevice(b->dev));
+    int err = regions_impl(b, img, regs, n);
+    if (err) {
+        cudaStreamSynchronize(b->s_up);
+        cudaStreamSynchronize(b->s_k);
+        return err;
+    }
+    b->work = true;
+    return 0;
+}
+
+float elapsed(cudaEvent_t a, cudaEvent_t z);
+
+int wait_regions(struct cuda_be *b, struct trk_obj_result *out, struct trk_backend_timing *t)
+{
+    double k = 0;
+    if (b->work) {
+        b->work = false;
+        TRK_CUDA_TRY(cudaSetDevice(b->dev));
+        TRK_CUDA_TRY(cudaEventSynchronize(b->ev_done));
+        b->log.lines = 0;
+        trk_cu_rrm_collect(b->rrm, out, &k);
+        for (int i = 0; i < b->nk; i++)
+            k += elapsed(b->ev_ks[i], b->ev_ke[i]);
+    }
+    if (t) {
+        t->upload_ms = b->up_bytes ? elapsed(b->ev_up0, b->ev_up1) : 0;
+        t->upload_bytes = b->up_bytes;
+        t->kernel_ms = k;
+        t->total_ms = trk_backend_now_ms() - b->t_submit;
+    }
     return 0;
 }
 
@@ -1207,6 +1388,7 @@ int cu_wait(void *self, struct trk_obj_result *out, struct trk_backend_timing *t
 {
     struct cuda_be *b = (struct cuda_be *)self;
     log_scope ls(b);
+    if (b->rmode) return wait_regions(b, out, t);
     if (!b->work) {
         if (t) {
             t->upload_ms = t->kernel_ms = 0;
@@ -1237,6 +1419,7 @@ int cu_wait(void *self, struct trk_obj_result *out, struct trk_backend_timing *t
 int cu_blobs(void *self, int obj, const struct trk_blob **out)
 {
     struct cuda_be *b = (struct cuda_be *)self;
+    if (b->rmode) return trk_cu_rrm_blobs(b->rrm, obj, out);
     *out = b->h_blob[obj];
     return b->n_blob[obj];
 }
@@ -1324,11 +1507,10 @@ enum trk_cuda_status trk_cuda_probe(char *why, size_t why_len)
 }
 
 const struct trk_backend_ops trk_cuda_ops = {
-    "cuda",        cu_create,    cu_destroy,       cu_set_objects,     cu_submit,
-    cu_wait,       cu_describe,  variant_names,    cu_blobs,           cu_set_prefilter,
-    NULL, /* submit_regions: backend.c
-             runs regions one by one */
-    cu_host_alloc, cu_host_free, cu_host_register, cu_host_unregister, cu_host_pinned,
+    "cuda",       cu_create,        cu_destroy,         cu_set_objects,
+    cu_submit,    cu_wait,          cu_describe,        variant_names,
+    cu_blobs,     cu_set_prefilter, cu_submit_regions,  cu_host_alloc,
+    cu_host_free, cu_host_register, cu_host_unregister, cu_host_pinned,
     true, /* async: submit queues the copies and kernels */
 };
 
@@ -1395,6 +1577,26 @@ int trk_cuda_bench_kernels(struct trk_backend *bk, int iters, float *ms, struct 
     if (out) decode(b->hp_res, b->pos, b->n, out);
     if (b->blob_work) decode_blobs(b);
     b->bench_blobs = b->blob_work;
+    return 0;
+}
+
+int trk_cuda_rrm_config(struct trk_backend *bk, int design, int alpha, int beta)
+{
+    struct cuda_be *b = (struct cuda_be *)trk_backend_self(bk, &trk_cuda_ops);
+    if (!b) return TRK_EINVAL;
+    log_scope ls(b);
+    if (!b->rrm) {
+        int err = trk_cu_rrm_create(b->max_w, b->max_h, b->frame_bytes, b->sms, &b->rrm);
+        if (err) return err;
+    }
+    return trk_cu_rrm_config(b->rrm, design, alpha, beta);
+}
+
+int trk_cuda_rrm_used(struct trk_backend *bk, int *design, int *alpha, int *beta)
+{
+    struct cuda_be *b = (struct cuda_be *)trk_backend_self(bk, &trk_cuda_ops);
+    if (!b || !b->rrm || !design || !alpha || !beta) return TRK_EINVAL;
+    trk_cu_rrm_used(b->rrm, design, alpha, beta);
     return 0;
 }
 

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Builds trackd's GPU-only tree on the GPU machine and runs the CUDA tests,
 # sanitizers and benchmarks. Usage: tests/gpu/run_on_gpu.sh STAGE... where
-# STAGE is build, test, sanitize, floor, kernels, seed, torch, bench, blobs, ncu.
+# STAGE is build, test, sanitize, floor, kernels, seed, torch, bench, blobs, regions, ncu.
 # Logs go to $OUT (or ./gpu-out). Used through the device tool:
 #   run: tests/gpu/run_on_gpu.sh build test kernels
 set -u
@@ -57,6 +57,18 @@ for stage in "$@"; do
       # colours), NPP's labelling and the read floor, clean and noisy scenes.
       $BENCH --experiment blobs --backends cpu,cuda --threads 0 --truth cpu \
         --sizes 1920x1080,3840x2160 --iters 20 --json "$OUT/blobs.json" 2>&1 | tee "$OUT/blobs.txt" || rc=1 ;;
+    regions)
+      # The native regional form (issue 13): the device test and its
+      # sanitizer runs, then trackd-bench rrm on CUDA (full vs roi per frame,
+      # whole call from host memory, upload bytes, both designs, M = 1..256,
+      # 1080p and 4K) and the alpha/beta sweep at 4K M = 128.
+      (cd $B && ctest -R "^gpu_cuda_regions" -V) > "$OUT/regions-test.log" 2>&1 || rc=1
+      grep -E "test_cuda_regions:|CHECK failed|ERROR SUMMARY|RACECHECK SUMMARY|Passed|Failed|SKIP" "$OUT/regions-test.log" | head -20
+      $BENCH --experiment rrm --backends cuda --sizes 1920x1080,3840x2160 \
+        --instances 1,2,4,8,16,32,64,128,256 --rrm flat,seed --json "$OUT/rrm.json" 2>&1 | tee "$OUT/rrm.txt" || rc=1
+      $BENCH --experiment rrm --backends cuda --sizes 3840x2160 --instances 128 \
+        --rrm flat,seed,seed:1x1,seed:2x1,seed:4x2,seed:4x4,seed:8x2,seed:16x4,seed:64x8 \
+        --json "$OUT/rrm-sweep.json" 2>&1 | tee "$OUT/rrm-sweep.txt" || rc=1 ;;
     ncu)
       ncu --clock-control none -k regex:fused_kernel -s 3 -c 6 --section SpeedOfLight --section MemoryWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables --section ComputeWorkloadAnalysis --section InstructionStats \
         --section Occupancy --section LaunchStats --section WarpStateStats \

@@ -1,0 +1,897 @@
+/* The CUDA regional form: the regional multiple reduction (RRM) of many
+ * regions in one launch, and blob lists inside regions (regions.cuh; the
+ * designs and bounds are in gpu/cuda/NOTES.md, "Regions").
+ *
+ * Region j's result is, by definition (backend.h), object obj's aggregate
+ * over its ROI clipped to the frame, and its blob list the components of the
+ * object's mask restricted to that rectangle. Every kernel here tests pixels
+ * with color.h's rules (trk_pixel_native, trk_pixel_triples, trk_box_match),
+ * reads only pixels inside the clipped rectangles (so a ROI-only upload is
+ * enough) and combines integers only, so any order gives the same bits.
+ *
+ * Aggregates, two designs:
+ *  - seed (docs/ARCHITECTURE.md, RRM): each region cut into four quadrants
+ *    around its centre (Q0..Q3: left-bottom, right-bottom, left-top,
+ *    right-top), each quadrant into alpha patches, beta per patch row; one
+ *    block per (region, patch) with block id j * 4 alpha + Q alpha + y' beta
+ *    + x' writes the patch's partial; a second kernel reduces each region's
+ *    4 alpha partials (plain stores, no atomics).
+ *  - flat: one block per (region, 8-row tile) from a prefix of tiles per
+ *    region (binary search), a warp per row, warp reductions, one set of
+ *    global atomics per block.
+ * Blobs: pixel union-find in global memory over the blob regions' pixels
+ * laid end to end (each region its own label space, so each is labelled on
+ * its own), roots numbered per region, statistics by atomics, then one
+ * block per region picks its K best. */
+#include <string.h>
+
+#include "../log_hook.h"
+#include "regions.cuh"
+
+namespace
+{
+
+const unsigned NONE = 0xffffffffu;
+const int FLAT_ROWS = 8; /* rows (warps) per block of the flat design */
+const int SEED_THREADS = 128;
+const int BLOB_THREADS = 256;
+
+/* A region as the aggregate kernels see it: clipped, inclusive (empty:
+ * x0 > x1), and its object's index. */
+struct rreg {
+    int x0, y0, x1, y1;
+    int obj, pad;
+};
+
+/* A non-empty region of a blob object as the labelling sees it: its pixels
+ * are scratch entries [poff, poff + area) of its batch, row-major in the
+ * rectangle; its list goes to output records [out, out + k). */
+struct breg {
+    int x0, y0, x1, y1;
+    int obj, conn;
+    unsigned min_area;
+    int k;
+    unsigned poff, out;
+    int j, pad; /* region index */
+};
+
+__device__ __forceinline__ bool px_match(const struct trk_cu_frame &f, int yuv,
+                                         const struct trk_cu_obj &o, int x, int y)
+{
+    int a, b, c;
+    trk_cu_native(f, x, y, a, b, c);
+    struct trk_cu_px p;
+    trk_cu_triples(f, yuv != 0, 1 << o.space, a, b, c, p);
+    const int *t = p.c[o.space];
+    return trk_box_match(o.lo, o.hi, o.space == TRK_SPACE_HSV, t[0], t[1], t[2]) != 0;
+}
+
+__device__ __forceinline__ unsigned long long shfl_sum64(unsigned long long v)
+{
+    for (int d = 16; d > 0; d >>= 1)
+        v += __shfl_down_sync(0xffffffffu, v, d);
+    return v;
+}
+
+/* ------------------------------------------------------------- flat */
+
+__global__ void __launch_bounds__(32 * FLAT_ROWS)
+    flat_kernel(struct trk_cu_frame f, const struct trk_cu_obj *objs, const struct rreg *reg,
+                const int *tiles, int n, struct trk_cu_acc *acc)
+{
+    const int t = blockIdx.x;
+    /* The region of tile t: the largest j with tiles[j] <= t. */
+    int lo = 0, hi = n - 1;
+    while (lo < hi) {
+        const int mid = (lo + hi + 1) >> 1;
+        if (tiles[mid] <= t)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    const int j = lo;
+    const struct rreg R = reg[j];
+    const struct trk_cu_obj o = objs[R.obj];
+    const int yuv = trk_fmt_is_yuv(f.fmt);
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int y = R.y0 + (t - tiles[j]) * FLAT_ROWS + warp;
+    unsigned cnt = 0, mn = NONE, mx = 0;
+    unsigned long long sx = 0;
+    if (y <= R.y1)
+        for (int x = R.x0 + lane; x <= R.x1; x += 32)
+            if (px_match(f, yuv, o, x, y)) {
+                cnt++;
+                sx += (unsigned)x;
+                mn = min(mn, (unsigned)x);
+                mx = max(mx, (unsigned)x);
+            }
+    cnt = __reduce_add_sync(0xffffffffu, cnt);
+    mn = __reduce_min_sync(0xffffffffu, mn);
+    mx = __reduce_max_sync(0xffffffffu, mx);
+    sx = shfl_sum64(sx);
+    __shared__ unsigned s_cnt[FLAT_ROWS], s_mn[FLAT_ROWS], s_mx[FLAT_ROWS];
+    __shared__ unsigned long long s_sx[FLAT_ROWS];
+    if (lane == 0) {
+        s_cnt[warp] = cnt;
+        s_mn[warp] = mn;
+        s_mx[warp] = mx;
+        s_sx[warp] = sx;
+    }
+    __syncthreads();
+    if (threadIdx.x != 0) return;
+    unsigned long long mass = 0, tx = 0, ty = 0;
+    unsigned bmn = NONE, bmx = 0, ymn = NONE, ymx = 0;
+    const int y0 = R.y0 + (t - tiles[j]) * FLAT_ROWS;
+    for (int w = 0; w < FLAT_ROWS; w++) {
+        if (!s_cnt[w]) continue;
+        const unsigned yw = (unsigned)(y0 + w);
+        mass += s_cnt[w];
+        tx += s_sx[w];
+        ty += (unsigned long long)s_cnt[w] * yw;
+        bmn = min(bmn, s_mn[w]);
+        bmx = max(bmx, s_mx[w]);
+        ymn = min(ymn, yw);
+        ymx = max(ymx, yw);
+    }
+    if (!mass) return;
+    struct trk_cu_acc *a = &acc[j];
+    atomicAdd(&a->mass, mass);
+    atomicAdd(&a->sx, tx);
+    atomicAdd(&a->sy, ty);
+    atomicMax(&a->nx0, TRK_ACC_BIG - bmn);
+    atomicMax(&a->ny0, TRK_ACC_BIG - ymn);
+    atomicMax(&a->px1, bmx + 1);
+    atomicMax(&a->py1, ymx + 1);
+}
+
+/* ------------------------------------------------------------- seed */
+
+/* Block-wide sum / max of one partial (trk_cu_acc encoding) into thread
+ * 0's return value; every thread of the block calls it. */
+__device__ struct trk_cu_acc block_combine(struct trk_cu_acc v)
+{
+    __shared__ struct trk_cu_acc s[SEED_THREADS / 32];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    v.mass = shfl_sum64(v.mass);
+    v.sx = shfl_sum64(v.sx);
+    v.sy = shfl_sum64(v.sy);
+    v.nx0 = __reduce_max_sync(0xffffffffu, v.nx0);
+    v.ny0 = __reduce_max_sync(0xffffffffu, v.ny0);
+    v.px1 = __reduce_max_sync(0xffffffffu, v.px1);
+    v.py1 = __reduce_max_sync(0xffffffffu, v.py1);
+    if (lane == 0) s[warp] = v;
+    __syncthreads();
+    struct trk_cu_acc r = s[0];
+    if (threadIdx.x == 0)
+        for (int w = 1; w < SEED_THREADS / 32; w++) {
+            r.mass += s[w].mass;
+            r.sx += s[w].sx;
+            r.sy += s[w].sy;
+            r.nx0 = max(r.nx0, s[w].nx0);
+            r.ny0 = max(r.ny0, s[w].ny0);
+            r.px1 = max(r.px1, s[w].px1);
+            r.py1 = max(r.py1, s[w].py1);
+        }
+    return r;
+}
+
+/* Stage 1: block id = j * 4 alpha + Q * alpha + y' * beta + x'. */
+__global__ void __launch_bounds__(SEED_THREADS)
+    seed_kernel(struct trk_cu_frame f, const struct trk_cu_obj *objs, const struct rreg *reg,
+                int alpha, int beta, struct trk_cu_acc *part)
+{
+    const int per = 4 * alpha;
+    const int j = blockIdx.x / per, id = blockIdx.x % per;
+    const int Q = id / alpha, xq = id % alpha % beta, yq = id % alpha / beta;
+    const int rows = alpha / beta; /* patch rows per quadrant */
+    const struct rreg R = reg[j];
+    struct trk_cu_acc v = { 0, 0, 0, 0, 0, 0, 0 };
+    if (R.x0 <= R.x1 && R.y0 <= R.y1) {
+        const int W = R.x1 - R.x0 + 1, H = R.y1 - R.y0 + 1;
+        const int lw = W / 2, th = H / 2; /* left columns, top rows */
+        const bool right = Q == 1 || Q == 3, top = Q >= 2;
+        const int qx0 = right ? R.x0 + lw : R.x0, qw = right ? W - lw : lw;
+        const int qy0 = top ? R.y0 : R.y0 + th, qh = top ? th : H - th;
+        const int px0 = qx0 + qw * xq / beta, pw = qx0 + qw * (xq + 1) / beta - px0;
+        const int py0 = qy0 + qh * yq / rows, ph = qy0 + qh * (yq + 1) / rows - py0;
+        const struct trk_cu_obj o = objs[R.obj];
+        const int yuv = trk_fmt_is_yuv(f.fmt);
+        unsigned mnx = NONE, mny = NONE, mxx = 0, mxy = 0, cnt = 0;
+        for (int i = threadIdx.x; i < pw * ph; i += SEED_THREADS) {
+            const int x = px0 + i % pw, y = py0 + i / pw;
+            if (!px_match(f, yuv, o, x, y)) continue;
+            cnt++;
+            v.sx += (unsigned)x;
+            v.sy += (unsigned)y;
+            mnx = min(mnx, (unsigned)x);
+            mny = min(mny, (unsigned)y);
+            mxx = max(mxx, (unsigned)x);
+            mxy = max(mxy, (unsigned)y);
+        }
+        if (cnt) {
+            v.mass = cnt;
+            v.nx0 = TRK_ACC_BIG - mnx;
+            v.ny0 = TRK_ACC_BIG - mny;
+            v.px1 = mxx + 1;
+            v.py1 = mxy + 1;
+        }
+    }
+    v = block_combine(v);
+    if (threadIdx.x == 0) part[blockIdx.x] = v;
+}
+
+/* Stage 2: region j's 4 alpha partials into acc[j]. */
+__global__ void __launch_bounds__(SEED_THREADS)
+    seed_reduce_kernel(const struct trk_cu_acc *part, int alpha, struct trk_cu_acc *acc)
+{
+    const int per = 4 * alpha, j = blockIdx.x;
+    struct trk_cu_acc v = { 0, 0, 0, 0, 0, 0, 0 };
+    for (int i = threadIdx.x; i < per; i += SEED_THREADS) {
+        const struct trk_cu_acc p = part[(size_t)j * per + i];
+        v.mass += p.mass;
+        v.sx += p.sx;
+        v.sy += p.sy;
+        v.nx0 = max(v.nx0, p.nx0);
+        v.ny0 = max(v.ny0, p.ny0);
+        v.px1 = max(v.px1, p.px1);
+        v.py1 = max(v.py1, p.py1);
+    }
+    v = block_combine(v);
+    if (threadIdx.x == 0) acc[j] = v;
+}
+
+/* ------------------------------------------------------------ blobs */
+
+/* The blob region of scratch entry p: the largest i with poff <= p. */
+__device__ __forceinline__ int breg_of(const struct breg *B, int nb, unsigned p)
+{
+    int lo = 0, hi = nb - 1;
+    while (lo < hi) {
+        const int mid = (lo + hi + 1) >> 1;
+        if (B[mid].poff <= p)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+/* Entry p's pixel. */
+__device__ __forceinline__ void breg_xy(const struct breg &B, unsigned p, int &x, int &y)
+{
+    const unsigned local = p - B.poff, rw = (unsigned)(B.x1 - B.x0 + 1);
+    x = B.x0 + (int)(local % rw);
+    y = B.y0 + (int)(local / rw);
+}
+
+__device__ __forceinline__ unsigned find_root(const volatile unsigned *lab, unsigned a)
+{
+    unsigned n;
+    while ((n = lab[a]) != a)
+        a = n;
+    return a;
+}
+
+/* Joins the sets of a and b: parents only ever point to smaller entries, so
+ * a set's root is its smallest entry (its first pixel in raster order). */
+__device__ void unite(unsigned *lab, unsigned a, unsigned b)
+{
+    for (;;) {
+        a = find_root(lab, a);
+        b = find_root(lab, b);
+        if (a == b) return;
+        if (a < b) {
+            const unsigned t = a;
+            a = b;
+            b = t;
+        }
+        const unsigned old = atomicMin(&lab[a], b);
+        if (old == a) return;
+        a = old; /* a was linked meanwhile: join its new parent with b */
+    }
+}
+
+__global__ void __launch_bounds__(BLOB_THREADS)
+    bl_init_kernel(struct trk_cu_frame f, const struct trk_cu_obj *objs, const struct breg *B,
+                   int nb, unsigned P, unsigned *lab)
+{
+    const int yuv = trk_fmt_is_yuv(f.fmt);
+    for (unsigned p = blockIdx.x * BLOB_THREADS + threadIdx.x; p < P;
+         p += gridDim.x * BLOB_THREADS) {
+        const struct breg &R = B[breg_of(B, nb, p)];
+        int x, y;
+        breg_xy(R, p, x, y);
+        lab[p] = px_match(f, yuv, objs[R.obj], x, y) ? p : NONE;
+    }
+}
+
+__global__ void __launch_bounds__(BLOB_THREADS)
+    bl_union_kernel(const struct breg *B, int nb, unsigned P, unsigned *lab)
+{
+    for (unsigned p = blockIdx.x * BLOB_THREADS + threadIdx.x; p < P;
+         p += gridDim.x * BLOB_THREADS) {
+        if (lab[p] == NONE) continue;
+        const struct breg &R = B[breg_of(B, nb, p)];
+        int x, y;
+        breg_xy(R, p, x, y);
+        const unsigned rw = (unsigned)(R.x1 - R.x0 + 1);
+        /* Neighbours before p in raster order, inside the rectangle. */
+        if (x > R.x0 && lab[p - 1] != NONE) unite(lab, p, p - 1);
+        if (y > R.y0) {
+            if (lab[p - rw] != NONE) unite(lab, p, p - rw);
+            if (R.conn == 8 && x > R.x0 && lab[p - rw - 1] != NONE) unite(lab, p, p - rw - 1);
+            if (R.conn == 8 && x < R.x1 && lab[p - rw + 1] != NONE) unite(lab, p, p - rw + 1);
+        }
+    }
+}
+
+/* Every entry to its root; roots numbered per region (rank, rcnt). */
+__global__ void __launch_bounds__(BLOB_THREADS)
+    bl_flatten_kernel(const struct breg *B, int nb, unsigned P, unsigned *lab, unsigned *rank,
+                      unsigned *rcnt)
+{
+    for (unsigned p = blockIdx.x * BLOB_THREADS + threadIdx.x; p < P;
+         p += gridDim.x * BLOB_THREADS) {
+        if (lab[p] == NONE) continue;
+        const unsigned r = find_root(lab, p);
+        if (r != p) {
+            lab[p] = r;
+        } else {
+            rank[p] = atomicAdd(&rcnt[breg_of(B, nb, p)], 1u);
+        }
+    }
+}
+
+/* Each region's first record: an exclusive prefix of the root counts. */
+__global__ void bl_scan_kernel(const unsigned *rcnt, int nb, unsigned *rbase)
+{
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    unsigned s = 0;
+    for (int i = 0; i < nb; i++) {
+        rbase[i] = s;
+        s += rcnt[i];
+    }
+}
+
+__global__ void __launch_bounds__(BLOB_THREADS)
+    bl_recinit_kernel(struct trk_cu_frame f, const struct breg *B, int nb, unsigned P,
+                      const unsigned *lab, const unsigned *rank, const unsigned *rbase,
+                      struct trk_cu_blob *rec)
+{
+    for (unsigned p = blockIdx.x * BLOB_THREADS + threadIdx.x; p < P;
+         p += gridDim.x * BLOB_THREADS) {
+        if (lab[p] != p) continue;
+        const int i = breg_of(B, nb, p);
+        int x, y;
+        breg_xy(B[i], p, x, y);
+        struct trk_cu_blob *r = &rec[rbase[i] + rank[p]];
+        r->sx = r->sy = r->perim = 0;
+        r->first = (unsigned long long)y * (unsigned long long)f.width + (unsigned)x;
+        r->mass = 0;
+        r->x0 = r->y0 = NONE;
+        r->x1 = r->y1 = 0;
+        r->pad = 0;
+    }
+}
+
+__global__ void __launch_bounds__(BLOB_THREADS)
+    bl_stats_kernel(const struct breg *B, int nb, unsigned P, const unsigned *lab,
+                    const unsigned *rank, const unsigned *rbase, struct trk_cu_blob *rec)
+{
+    for (unsigned p = blockIdx.x * BLOB_THREADS + threadIdx.x; p < P;
+         p += gridDim.x * BLOB_THREADS) {
+        const unsigned root = lab[p];
+        if (root == NONE) continue;
+        const int i = breg_of(B, nb, p);
+        const struct breg &R = B[i];
+        int x, y;
+        breg_xy(R, p, x, y);
+        const unsigned rw = (unsigned)(R.x1 - R.x0 + 1);
+        /* Crack edges: sides whose 4-neighbour is not in the region's mask. */
+        unsigned in = 0;
+        in += x > R.x0 && lab[p - 1] != NONE;
+        in += x < R.x1 && lab[p + 1] != NONE;
+        in += y > R.y0 && lab[p - rw] != NONE;
+        in += y < R.y1 && lab[p + rw] != NONE;
+        struct trk_cu_blob *r = &rec[rbase[i] + rank[root]];
+        atomicAdd(&r->mass, 1u);
+        atomicAdd(&r->sx, (unsigned long long)x);
+        atomicAdd(&r->sy, (unsigned long long)y);
+        atomicAdd(&r->perim, (unsigned long long)(4 - in));
+        atomicMin(&r->x0, (unsigned)x);
+        atomicMin(&r->y0, (unsigned)y);
+        atomicMax(&r->x1, (unsigned)x);
+        atomicMax(&r->y1, (unsigned)y);
+    }
+}
+
+/* a before b in list order (trk_blob_before): mass descending, first
+ * ascending. */
+__device__ __forceinline__ bool before(unsigned ma, unsigned long long fa, unsigned mb,
+                                       unsigned long long fb)
+{
+    return ma != mb ? ma > mb : fa < fb;
+}
+
+/* One block per blob region: its K best components with mass >= min_area,
+ * round by round (round s takes the best after round s - 1's choice; keys
+ * are distinct since first pixels are). */
+__global__ void __launch_bounds__(BLOB_THREADS)
+    bl_select_kernel(const struct breg *B, const unsigned *rcnt, const unsigned *rbase,
+                     const struct trk_cu_blob *rec, unsigned *counts, struct trk_cu_blob *out)
+{
+    __shared__ unsigned s_m[BLOB_THREADS];
+    __shared__ unsigned long long s_f[BLOB_THREADS];
+    __shared__ int s_i[BLOB_THREADS];
+    const struct breg R = B[blockIdx.x];
+    const unsigned base = rbase[blockIdx.x], cnt = rcnt[blockIdx.x];
+    unsigned pm = 0;
+    unsigned long long pf = 0;
+    bool prev = false;
+    int s = 0;
+    for (; s < R.k; s++) {
+        int bi = -1;
+        unsigned bm = 0;
+        unsigned long long bf = 0;
+        for (unsigned i = threadIdx.x; i < cnt; i += BLOB_THREADS) {
+            const unsigned m = rec[base + i].mass;
+            const unsigned long long fi = rec[base + i].first;
+            if (m < R.min_area) continue;
+            if (prev && !before(pm, pf, m, fi)) continue;
+            if (bi < 0 || before(m, fi, bm, bf)) {
+                bi = (int)i;
+                bm = m;
+                bf = fi;
+            }
+        }
+        s_m[threadIdx.x] = bm;
+        s_f[threadIdx.x] = bf;
+        s_i[threadIdx.x] = bi;
+        __syncthreads();
+        for (int d = BLOB_THREADS / 2; d > 0; d >>= 1) {
+            if (threadIdx.x < d) {
+                const int o = threadIdx.x + d;
+                if (s_i[o] >= 0 && (s_i[threadIdx.x] < 0 ||
+                                    before(s_m[o], s_f[o], s_m[threadIdx.x], s_f[threadIdx.x]))) {
+                    s_m[threadIdx.x] = s_m[o];
+                    s_f[threadIdx.x] = s_f[o];
+                    s_i[threadIdx.x] = s_i[o];
+                }
+            }
+            __syncthreads();
+        }
+        const int best = s_i[0];
+        pm = s_m[0];
+        pf = s_f[0];
+        prev = true;
+        if (best >= 0 && threadIdx.x == 0) out[R.out + s] = rec[base + best];
+        __syncthreads(); /* s_* are rewritten by the next round */
+        if (best < 0) break;
+    }
+    if (threadIdx.x == 0) counts[R.j] = (unsigned)s;
+}
+
+/* One block per packed row: the row's block by binary search on row0, its
+ * bytes copied by the block's threads. */
+__global__ void __launch_bounds__(BLOB_THREADS)
+    scatter_kernel(const struct trk_cu_copy *cp, int n, const uint8_t *pack, uint8_t *frame)
+{
+    int lo = 0, hi = n - 1;
+    while (lo < hi) {
+        const int mid = (lo + hi + 1) >> 1;
+        if (cp[mid].row0 <= blockIdx.x)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    const struct trk_cu_copy c = cp[lo];
+    const unsigned k = blockIdx.x - c.row0;
+    const uint8_t *src = pack + c.src + (size_t)k * c.bytes;
+    uint8_t *dst = frame + c.dst + (size_t)k * c.dpitch;
+    for (unsigned i = threadIdx.x; i < c.bytes; i += BLOB_THREADS)
+        dst[i] = src[i];
+}
+
+unsigned grid_for(unsigned long long items, int sms)
+{
+    unsigned long long g = (items + BLOB_THREADS - 1) / BLOB_THREADS;
+    const unsigned long long cap = (unsigned long long)sms * 8;
+    if (g > cap) g = cap;
+    return g < 1 ? 1u : (unsigned)g;
+}
+
+} // namespace
+
+/* ------------------------------------------------------------ host */
+
+struct trk_cu_rrm {
+    int max_w, max_h, sms;
+    int design, alpha, beta;                /* configured (0: automatic) */
+    int used_design, used_alpha, used_beta; /* the last call's */
+    uint16_t k[TRK_MAX_OBJECTS];            /* blobs K per object (0: off) */
+    uint8_t conn[TRK_MAX_OBJECTS];
+    uint32_t min_area[TRK_MAX_OBJECTS];
+    int n, nb; /* regions, of them non-empty blob regions, of the last call */
+    struct rreg *h_reg, *d_reg;
+    int *h_tiles, *d_tiles;
+    struct trk_cu_acc *h_acc, *d_acc, *d_part;
+    struct breg *h_breg, *d_breg;
+    /* Labelling scratch (made on first use): budget entries of labels and
+     * ranks, records for the most roots a batch can have. */
+    size_t budget, rec_cap;
+    unsigned *d_lab, *d_rank, *d_rcnt, *d_rbase;
+    struct trk_cu_blob *d_rec;
+    void *d_bout, *h_bout;               /* counts per region, then records */
+    struct trk_cu_copy *h_copy, *d_copy; /* the ROI-only upload's blocks */
+    uint8_t *d_pack;                     /* and its packed bytes (frame_bytes) */
+    size_t out_recs;                     /* records of the last call */
+    cudaEvent_t ev0, ev1;
+    bool events;
+    int n_blob[TRK_MAX_REGIONS];
+    struct trk_blob (*h_blob)[TRK_MAX_BLOBS];
+};
+
+#define RRM_HDR (TRK_MAX_REGIONS * sizeof(unsigned))
+static_assert(RRM_HDR % 8 == 0, "records follow the counts 8-byte aligned");
+
+void trk_cu_rrm_destroy(struct trk_cu_rrm *r)
+{
+    if (!r) return;
+    cudaFreeHost(r->h_reg);
+    cudaFree(r->d_reg);
+    cudaFreeHost(r->h_tiles);
+    cudaFree(r->d_tiles);
+    cudaFreeHost(r->h_acc);
+    cudaFree(r->d_acc);
+    cudaFree(r->d_part);
+    cudaFreeHost(r->h_breg);
+    cudaFree(r->d_breg);
+    cudaFree(r->d_lab);
+    cudaFree(r->d_rank);
+    cudaFree(r->d_rcnt);
+    cudaFree(r->d_rbase);
+    cudaFree(r->d_rec);
+    cudaFree(r->d_bout);
+    cudaFreeHost(r->h_bout);
+    cudaFreeHost(r->h_copy);
+    cudaFree(r->d_copy);
+    cudaFree(r->d_pack);
+    if (r->events) {
+        cudaEventDestroy(r->ev0);
+        cudaEventDestroy(r->ev1);
+    }
+    free(r->h_blob);
+    cudaGetLastError();
+    free(r);
+}
+
+int trk_cu_rrm_create(int max_w, int max_h, size_t frame_bytes, int sms, struct trk_cu_rrm **out)
+{
+    *out = NULL;
+    struct trk_cu_rrm *r = (struct trk_cu_rrm *)calloc(1, sizeof(*r));
+    if (!r) return TRK_ENOMEM;
+    r->max_w = max_w;
+    r->max_h = max_h;
+    r->sms = sms > 0 ? sms : 1;
+    const size_t R = TRK_MAX_REGIONS;
+    const size_t out_bytes = RRM_HDR + R * TRK_MAX_BLOBS * sizeof(struct trk_cu_blob);
+    bool ok =
+        cudaMallocHost(&r->h_reg, R * sizeof(struct rreg)) == cudaSuccess &&
+        cudaMalloc(&r->d_reg, R * sizeof(struct rreg)) == cudaSuccess &&
+        cudaMallocHost(&r->h_tiles, (R + 1) * sizeof(int)) == cudaSuccess &&
+        cudaMalloc(&r->d_tiles, (R + 1) * sizeof(int)) == cudaSuccess &&
+        cudaMallocHost(&r->h_acc, R * sizeof(struct trk_cu_acc)) == cudaSuccess &&
+        cudaMalloc(&r->d_acc, R * sizeof(struct trk_cu_acc)) == cudaSuccess &&
+        cudaMalloc(&r->d_part, R * 4 * TRK_RRM_MAX_ALPHA * sizeof(struct trk_cu_acc)) ==
+            cudaSuccess &&
+        cudaMallocHost(&r->h_breg, R * sizeof(struct breg)) == cudaSuccess &&
+        cudaMalloc(&r->d_breg, R * sizeof(struct breg)) == cudaSuccess &&
+        cudaMalloc(&r->d_rcnt, R * sizeof(unsigned)) == cudaSuccess &&
+        cudaMalloc(&r->d_rbase, R * sizeof(unsigned)) == cudaSuccess &&
+        cudaMalloc(&r->d_bout, out_bytes) == cudaSuccess &&
+        cudaMallocHost(&r->h_bout, out_bytes) == cudaSuccess &&
+        cudaMallocHost(&r->h_copy, TRK_RRM_MAX_COPIES * sizeof(struct trk_cu_copy)) ==
+            cudaSuccess &&
+        cudaMalloc(&r->d_copy, TRK_RRM_MAX_COPIES * sizeof(struct trk_cu_copy)) == cudaSuccess &&
+        cudaMalloc(&r->d_pack, frame_bytes) == cudaSuccess &&
+        cudaEventCreate(&r->ev0) == cudaSuccess && cudaEventCreate(&r->ev1) == cudaSuccess;
+    r->events = ok;
+    r->h_blob = (struct trk_blob(*)[TRK_MAX_BLOBS])calloc(R, sizeof(*r->h_blob));
+    if (!ok || !r->h_blob) {
+        trk_log_write(TRK_LOG_ERROR, "cuda", 0, "regional form buffers failed: %s",
+                      cudaGetErrorString(cudaGetLastError()));
+        trk_cu_rrm_destroy(r);
+        return TRK_ENOMEM;
+    }
+    *out = r;
+    return 0;
+}
+
+void trk_cu_rrm_set_objects(struct trk_cu_rrm *r, const struct trk_object_def *objs, int n)
+{
+    memset(r->k, 0, sizeof(r->k));
+    for (int i = 0; i < n; i++) {
+        r->k[i] = objs[i].blobs;
+        r->conn[i] = objs[i].connectivity == 4 ? 4 : 8;
+        r->min_area[i] = objs[i].min_area ? objs[i].min_area : 1;
+    }
+    r->n = r->nb = 0;
+}
+
+int trk_cu_rrm_config(struct trk_cu_rrm *r, int design, int alpha, int beta)
+{
+    if (design < TRK_RRM_DEFAULT || design > TRK_RRM_FLAT || alpha < 0 ||
+        alpha > TRK_RRM_MAX_ALPHA || beta < 0 || beta > alpha || (alpha == 0) != (beta == 0) ||
+        (beta && alpha % beta))
+        return TRK_EINVAL;
+    r->design = design;
+    r->alpha = alpha;
+    r->beta = beta;
+    return 0;
+}
+
+void trk_cu_rrm_used(const struct trk_cu_rrm *r, int *design, int *alpha, int *beta)
+{
+    *design = r->used_design;
+    *alpha = r->used_alpha;
+    *beta = r->used_beta;
+}
+
+/* The seed layout's defaults: patches no smaller than 32 x 8 pixels
+ * (typical ROI sides, halved per quadrant), and more of them (x first when
+ * wider) while the launch has fewer than 16 blocks per SM. */
+static void seed_params(const struct trk_cu_rrm *r, int n, int *alpha, int *beta)
+{
+    long long sw = 0, sh = 0;
+    int live = 0;
+    for (int j = 0; j < n; j++) {
+        const struct rreg *R = &r->h_reg[j];
+        if (R->x0 > R->x1) continue;
+        sw += R->x1 - R->x0 + 1;
+        sh += R->y1 - R->y0 + 1;
+        live++;
+    }
+    const int qw = live ? (int)(sw / live / 2) : 1, qh = live ? (int)(sh / live / 2) : 1;
+    int bx = 1, by = 1;
+    while (bx * by * 2 <= TRK_RRM_MAX_ALPHA && (long long)n * 4 * bx * by < 16LL * r->sms) {
+        const int pw = qw / bx, ph = qh / by;
+        if (pw >= 64 && pw >= 4 * ph)
+            bx *= 2;
+        else if (ph >= 16)
+            by *= 2;
+        else if (pw >= 64)
+            bx *= 2;
+        else
+            break;
+    }
+    *beta = bx;
+    *alpha = bx * by;
+}
+
+/* The labelling scratch, made on first use for a batch of budget entries. */
+static int blob_scratch(struct trk_cu_rrm *r)
+{
+    if (r->d_lab) return 0;
+    size_t budget = (size_t)r->max_w * (size_t)r->max_h;
+    if (budget < ((size_t)1 << 20)) budget = (size_t)1 << 20;
+    /* A region of A pixels has at most ceil(A / 2) components (one pixel
+     * of each is an independent set of the 4-neighbour grid). */
+    const size_t recs = budget / 2 + TRK_MAX_REGIONS;
+    if (cudaMalloc(&r->d_lab, budget * sizeof(unsigned)) != cudaSuccess ||
+        cudaMalloc(&r->d_rank, budget * sizeof(unsigned)) != cudaSuccess ||
+        cudaMalloc(&r->d_rec, recs * sizeof(struct trk_cu_blob)) != cudaSuccess) {
+        trk_log_write(TRK_LOG_ERROR, "cuda", 0, "regional blob scratch (%zu MB) failed: %s",
+                      (budget * 8 + recs * sizeof(struct trk_cu_blob)) >> 20,
+                      cudaGetErrorString(cudaGetLastError()));
+        cudaFree(r->d_lab);
+        cudaFree(r->d_rank);
+        cudaFree(r->d_rec);
+        r->d_lab = r->d_rank = NULL;
+        r->d_rec = NULL;
+        return TRK_ENOMEM;
+    }
+    r->budget = budget;
+    r->rec_cap = recs;
+    return 0;
+}
+
+/* The blob regions' labelling (h_breg, scratch made), batch after batch
+ * of at most budget entries. */
+static int queue_blob_regions(struct trk_cu_rrm *r, const struct trk_cu_frame *f,
+                              const struct trk_cu_obj *d_objs, cudaStream_t s)
+{
+    TRK_CUDA_TRY(cudaMemcpyAsync(r->d_breg, r->h_breg, (size_t)r->nb * sizeof(struct breg),
+                                 cudaMemcpyHostToDevice, s));
+    for (int b0 = 0; b0 < r->nb;) {
+        /* This batch: regions [b0, b1), the next starting at poff 0. */
+        int b1 = b0 + 1;
+        while (b1 < r->nb && r->h_breg[b1].poff != 0)
+            b1++;
+        const struct breg *L = &r->h_breg[b1 - 1];
+        const size_t P = L->poff + (size_t)(L->x1 - L->x0 + 1) * (size_t)(L->y1 - L->y0 + 1);
+        const int nb = b1 - b0;
+        const struct breg *dB = r->d_breg + b0;
+        const unsigned g = grid_for(P, r->sms);
+        TRK_CUDA_TRY(cudaMemsetAsync(r->d_rcnt, 0, (size_t)nb * sizeof(unsigned), s));
+        bl_init_kernel<<<g, BLOB_THREADS, 0, s>>>(*f, d_objs, dB, nb, (unsigned)P, r->d_lab);
+        bl_union_kernel<<<g, BLOB_THREADS, 0, s>>>(dB, nb, (unsigned)P, r->d_lab);
+        bl_flatten_kernel<<<g, BLOB_THREADS, 0, s>>>(dB, nb, (unsigned)P, r->d_lab, r->d_rank,
+                                                     r->d_rcnt);
+        bl_scan_kernel<<<1, 1, 0, s>>>(r->d_rcnt, nb, r->d_rbase);
+        bl_recinit_kernel<<<g, BLOB_THREADS, 0, s>>>(*f, dB, nb, (unsigned)P, r->d_lab, r->d_rank,
+                                                     r->d_rbase, r->d_rec);
+        bl_stats_kernel<<<g, BLOB_THREADS, 0, s>>>(dB, nb, (unsigned)P, r->d_lab, r->d_rank,
+                                                   r->d_rbase, r->d_rec);
+        bl_select_kernel<<<nb, BLOB_THREADS, 0, s>>>(
+            dB, r->d_rcnt, r->d_rbase, r->d_rec, (unsigned *)r->d_bout,
+            (struct trk_cu_blob *)((char *)r->d_bout + RRM_HDR));
+        TRK_CUDA_TRY(cudaGetLastError());
+        b0 = b1;
+    }
+    return 0;
+}
+
+int trk_cu_rrm_queue(struct trk_cu_rrm *r, const struct trk_cu_frame *f,
+                     const struct trk_cu_obj *d_objs, const struct trk_region *regs, int n,
+                     cudaStream_t s)
+{
+    if (n < 0 || n > TRK_MAX_REGIONS) return TRK_EINVAL;
+    r->n = n;
+    r->nb = 0;
+    r->out_recs = 0;
+    int tiles = 0, blob_regions = 0;
+    for (int j = 0; j < n; j++) {
+        struct trk_roi c;
+        struct rreg *R = &r->h_reg[j];
+        if (trk_roi_clip(&regs[j].roi, 0, f->width, f->height, &c))
+            *R = rreg{ c.x0, c.y0, c.x1, c.y1, regs[j].obj, 0 };
+        else
+            *R = rreg{ 1, 1, 0, 0, regs[j].obj, 0 };
+        r->h_tiles[j] = tiles;
+        if (R->x0 <= R->x1) {
+            tiles += (R->y1 - R->y0 + FLAT_ROWS) / FLAT_ROWS;
+            blob_regions += r->k[R->obj] > 0;
+        }
+    }
+    r->h_tiles[n] = tiles;
+    if (blob_regions) {
+        int err = blob_scratch(r);
+        if (err) return err;
+    }
+    /* The non-empty blob regions end to end in batches of at most budget
+     * entries: a batch starts where poff is 0 (each region fits one, being
+     * at most a frame). */
+    size_t P = 0;
+    for (int j = 0; j < n && blob_regions; j++) {
+        const struct rreg *R = &r->h_reg[j];
+        if (!r->k[R->obj] || R->x0 > R->x1) continue;
+        const size_t a = (size_t)(R->x1 - R->x0 + 1) * (size_t)(R->y1 - R->y0 + 1);
+        if (P + a > r->budget) P = 0;
+        const int o = R->obj;
+        r->h_breg[r->nb++] = breg{ R->x0,
+                                   R->y0,
+                                   R->x1,
+                                   R->y1,
+                                   o,
+                                   r->conn[o],
+                                   r->min_area[o],
+                                   r->k[o],
+                                   (unsigned)P,
+                                   (unsigned)r->out_recs,
+                                   j,
+                                   0 };
+        r->out_recs += r->k[o];
+        P += a;
+    }
+    int design = r->design == TRK_RRM_DEFAULT ? TRK_RRM_FLAT : r->design;
+    int alpha = r->alpha, beta = r->beta;
+    if (design == TRK_RRM_SEED && !alpha) seed_params(r, n, &alpha, &beta);
+    r->used_design = design;
+    r->used_alpha = design == TRK_RRM_SEED ? alpha : 0;
+    r->used_beta = design == TRK_RRM_SEED ? beta : 0;
+    TRK_CUDA_TRY(cudaEventRecord(r->ev0, s));
+    if (n > 0) {
+        TRK_CUDA_TRY(cudaMemcpyAsync(r->d_reg, r->h_reg, (size_t)n * sizeof(struct rreg),
+                                     cudaMemcpyHostToDevice, s));
+        if (design == TRK_RRM_FLAT) {
+            TRK_CUDA_TRY(cudaMemcpyAsync(r->d_tiles, r->h_tiles, (size_t)(n + 1) * sizeof(int),
+                                         cudaMemcpyHostToDevice, s));
+            TRK_CUDA_TRY(cudaMemsetAsync(r->d_acc, 0, (size_t)n * sizeof(struct trk_cu_acc), s));
+            if (tiles > 0)
+                flat_kernel<<<tiles, 32 * FLAT_ROWS, 0, s>>>(*f, d_objs, r->d_reg, r->d_tiles, n,
+                                                             r->d_acc);
+        } else {
+            seed_kernel<<<n * 4 * alpha, SEED_THREADS, 0, s>>>(*f, d_objs, r->d_reg, alpha, beta,
+                                                               r->d_part);
+            seed_reduce_kernel<<<n, SEED_THREADS, 0, s>>>(r->d_part, alpha, r->d_acc);
+        }
+        TRK_CUDA_TRY(cudaGetLastError());
+    }
+    if (r->nb > 0) {
+        int err = queue_blob_regions(r, f, d_objs, s);
+        if (err) return err;
+    }
+    TRK_CUDA_TRY(cudaEventRecord(r->ev1, s));
+    if (n > 0)
+        TRK_CUDA_TRY(cudaMemcpyAsync(r->h_acc, r->d_acc, (size_t)n * sizeof(struct trk_cu_acc),
+                                     cudaMemcpyDeviceToHost, s));
+    if (r->nb > 0) {
+        TRK_CUDA_TRY(cudaMemcpyAsync(r->h_bout, r->d_bout, (size_t)n * sizeof(unsigned),
+                                     cudaMemcpyDeviceToHost, s));
+        TRK_CUDA_TRY(cudaMemcpyAsync((char *)r->h_bout + RRM_HDR, (char *)r->d_bout + RRM_HDR,
+                                     r->out_recs * sizeof(struct trk_cu_blob),
+                                     cudaMemcpyDeviceToHost, s));
+    }
+    return 0;
+}
+
+void trk_cu_rrm_collect(struct trk_cu_rrm *r, struct trk_obj_result *out, double *kernel_ms)
+{
+    float ms = 0;
+    if (cudaEventElapsedTime(&ms, r->ev0, r->ev1) != cudaSuccess) {
+        cudaGetLastError();
+        ms = 0;
+    }
+    if (kernel_ms) *kernel_ms = ms;
+    for (int j = 0; j < r->n; j++) {
+        const struct trk_cu_acc *a = &r->h_acc[j];
+        r->n_blob[j] = 0;
+        if (!out) continue;
+        if (!a->mass) {
+            trk_result_clear(&out[j]);
+            continue;
+        }
+        out[j].mass = a->mass;
+        out[j].sum_x = a->sx;
+        out[j].sum_y = a->sy;
+        out[j].x0 = (int32_t)(TRK_ACC_BIG - a->nx0);
+        out[j].y0 = (int32_t)(TRK_ACC_BIG - a->ny0);
+        out[j].x1 = (int32_t)a->px1 - 1;
+        out[j].y1 = (int32_t)a->py1 - 1;
+    }
+    const unsigned *len = (const unsigned *)r->h_bout;
+    const struct trk_cu_blob *rec = (const struct trk_cu_blob *)((const char *)r->h_bout + RRM_HDR);
+    for (int i = 0; i < r->nb; i++) {
+        const struct breg *B = &r->h_breg[i];
+        TRK_ASSERT(len[B->j] <= (unsigned)B->k);
+        for (unsigned s = 0; s < len[B->j]; s++) {
+            const struct trk_cu_blob *c = &rec[B->out + s];
+            struct trk_blob *d = &r->h_blob[B->j][s];
+            d->mass = c->mass;
+            d->sum_x = c->sx;
+            d->sum_y = c->sy;
+            d->x0 = (int32_t)c->x0;
+            d->y0 = (int32_t)c->y0;
+            d->x1 = (int32_t)c->x1;
+            d->y1 = (int32_t)c->y1;
+            d->perimeter = c->perim;
+            d->first = c->first;
+        }
+        r->n_blob[B->j] = (int)len[B->j];
+    }
+}
+
+int trk_cu_rrm_blobs(struct trk_cu_rrm *r, int j, const struct trk_blob **out)
+{
+    *out = r->h_blob[j];
+    return j < r->n ? r->n_blob[j] : 0;
+}
+
+struct trk_cu_copy *trk_cu_rrm_copies(struct trk_cu_rrm *r)
+{
+    return r->h_copy;
+}
+
+int trk_cu_rrm_upload(struct trk_cu_rrm *r, uint8_t *frame, const void *h_packed, size_t bytes,
+                      int n, cudaStream_t s)
+{
+    if (n < 0 || n > TRK_RRM_MAX_COPIES) return TRK_EINVAL;
+    if (n == 0 || bytes == 0) return 0;
+    const unsigned rows = r->h_copy[n - 1].row0 + r->h_copy[n - 1].rows;
+    TRK_CUDA_TRY(cudaMemcpyAsync(r->d_copy, r->h_copy, (size_t)n * sizeof(struct trk_cu_copy),
+                                 cudaMemcpyHostToDevice, s));
+    TRK_CUDA_TRY(cudaMemcpyAsync(r->d_pack, h_packed, bytes, cudaMemcpyHostToDevice, s));
+    scatter_kernel<<<rows, BLOB_THREADS, 0, s>>>(r->d_copy, n, r->d_pack, frame);
+    TRK_CUDA_TRY(cudaGetLastError());
+    return 0;
+}
