@@ -15,6 +15,7 @@
 #include <libswscale/swscale.h>
 
 #define LOG_TAG "file"
+#include "hwdec.h"
 #include "log.h"
 #include "source.h"
 
@@ -36,6 +37,10 @@ struct file_src {
      * read, and packets or frames the decoder rejected (damage). */
     uint64_t pass_frames, pass_packets, pass_rejected;
     char last_reject[128]; /* FFmpeg's text for the last rejection */
+    /* --hwdec: NULL = software only; sw receives an NVDEC frame that has
+     * to be copied down (trk_hwdec_export). */
+    struct trk_hwdec_ctx *hw;
+    AVFrame *sw;
 };
 
 static void close_all(struct file_src *s)
@@ -90,6 +95,10 @@ static int open_input(struct file_src *s, struct trk_source *info)
     }
     if ((err = avcodec_parameters_to_context(s->dec, st->codecpar)) < 0) goto fail;
     s->dec->thread_count = 0; /* let FFmpeg pick: decoding runs beside tracking */
+    if (s->hw && (err = trk_hwdec_attach(s->hw, s->dec, codec, st->codecpar->format)) < 0) {
+        close_all(s);
+        return err; /* said why */
+    }
     if ((err = avcodec_open2(s->dec, codec, NULL)) < 0) goto fail;
     s->pkt = av_packet_alloc();
     s->frame = av_frame_alloc();
@@ -235,6 +244,30 @@ static int export_frame(struct file_src *s, struct trk_frame *f)
     return 0;
 }
 
+/* The decoded frame into f: an NVDEC frame (--hwdec) as a device image,
+ * kept referenced by f, no copy; anything else through export_frame. */
+static int export_decoded(struct file_src *s, struct trk_frame *f)
+{
+    AVFrame *av = s->frame;
+    if (!s->hw || av->format != AV_PIX_FMT_CUDA) return export_frame(s, f);
+    if (!s->sw && !(s->sw = av_frame_alloc())) return TRK_ENOMEM;
+    /* export_frame's matrix rule: BT.709 when said or HD and unsaid. */
+    enum trk_matrix m = av->colorspace == AVCOL_SPC_BT709 ? TRK_MATRIX_BT709
+                        : av->colorspace == AVCOL_SPC_UNSPECIFIED && av->height >= 720
+                            ? TRK_MATRIX_BT709
+                            : TRK_MATRIX_BT601;
+    int r = trk_hwdec_export(s->hw, av, s->sw, f, m, av->color_range == AVCOL_RANGE_JPEG);
+    if (r < 0)
+        return decode_failed(s, "a frame decoded on the GPU cannot be handed on: %s",
+                             trk_strerror(r));
+    if (r == 2) { /* copied down: exported as a software frame */
+        av_frame_unref(s->frame);
+        av_frame_move_ref(s->frame, s->sw);
+        return export_frame(s, f);
+    }
+    return 0;
+}
+
 /* --loop: back to the first frame. Formats that cannot seek (raw H.264
  * and other elementary streams: EPERM) are closed and opened again. */
 static int rewind_file(struct file_src *s)
@@ -274,7 +307,7 @@ static int file_read(void *self, struct trk_frame *f)
                 if (start != AV_NOPTS_VALUE) pts -= start * s->time_base;
                 pts += s->loop_offset;
             }
-            err = export_frame(s, f);
+            err = export_decoded(s, f);
             av_frame_unref(s->frame);
             if (err) return err;
             f->pts = pts;
@@ -340,6 +373,8 @@ static void file_destroy(void *self)
 {
     struct file_src *s = self;
     close_all(s);
+    trk_hwdec_destroy(&s->hw);
+    av_frame_free(&s->sw);
     free(s->path);
     free(s);
 }
@@ -361,6 +396,12 @@ int trk_source_file_create(const struct trk_file_cfg *cfg, struct trk_source *ou
     }
     s->cfg = *cfg;
     s->cfg.path = s->path;
+    if (cfg->hwdec && !(s->hw = trk_hwdec_create(cfg->hwdec, s->path))) {
+        free(s->path);
+        free(s);
+        return TRK_ENOMEM;
+    }
+    s->cfg.hwdec = NULL; /* s->hw has it */
     av_log_set_level(AV_LOG_ERROR);
     memset(out, 0, sizeof(*out));
     out->ops = &file_ops;

@@ -4,6 +4,8 @@
 #include <string.h>
 #include <time.h>
 
+#define LOG_TAG "frame"
+#include "log.h"
 #include "trk_assert.h"
 
 double trk_now(void)
@@ -54,8 +56,55 @@ int trk_frame_layout(struct trk_frame *f, enum trk_pixfmt fmt, int width, int he
     return 0;
 }
 
+void trk_frame_unhold(struct trk_frame *f)
+{
+    if (f->hold) f->hold->release(f->hold);
+    f->hold = NULL;
+    f->host_ok = false;
+}
+
+void trk_frame_set_device(struct trk_frame *f, const struct trk_image *img,
+                          struct trk_frame_hold *hold)
+{
+    trk_frame_unhold(f);
+    f->img = *img;
+    f->hold = hold;
+}
+
+/* One lock for every frame's host copy: copies are rare (the preview's
+ * rate, samples, snapshots) and short, and the frame has no lock of its
+ * own to initialise. */
+static pthread_mutex_t host_lock = PTHREAD_MUTEX_INITIALIZER;
+
+const struct trk_image *trk_frame_host(struct trk_frame *f)
+{
+    if (f->img.mem == TRK_MEM_HOST) return &f->img;
+    const struct trk_image *out = NULL;
+    pthread_mutex_lock(&host_lock);
+    if (!f->host_ok && f->hold) {
+        /* Laid out in data without touching img, which other holders read. */
+        struct trk_frame tmp = { .data = f->data, .cap = f->cap };
+        int err = trk_frame_layout(&tmp, f->img.fmt, f->img.width, f->img.height, 64);
+        f->data = tmp.data, f->cap = tmp.cap;
+        if (!err) {
+            tmp.img.matrix = f->img.matrix;
+            tmp.img.full_range = f->img.full_range;
+            err = f->hold->download(f->hold, &tmp.img);
+        }
+        if (err)
+            TRK_LOGX(TRK_LOG_ERROR, err, "cannot copy frame %llu from the GPU for the preview",
+                     (unsigned long long)f->seq);
+        else
+            f->host = tmp.img, f->host_ok = true;
+    }
+    if (f->host_ok) out = &f->host;
+    pthread_mutex_unlock(&host_lock);
+    return out;
+}
+
 void trk_frame_free_data(struct trk_frame *f)
 {
+    trk_frame_unhold(f);
     free(f->data);
     f->data = NULL;
     f->cap = 0;
@@ -96,6 +145,9 @@ struct trk_frame *trk_pool_get(struct trk_pool *p)
         pthread_cond_wait(&p->cond, &p->lock);
     }
     pthread_mutex_unlock(&p->lock);
+    /* Free and now the producer's alone: a device surface it held goes
+     * back to its decoder. */
+    if (f) trk_frame_unhold(f);
     return f;
 }
 

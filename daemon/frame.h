@@ -17,7 +17,37 @@ struct trk_frame {
     uint64_t seq;         /* 0, 1, 2, ... in capture order               */
     double pts;           /* presentation time in the stream, seconds    */
     double t_capture;     /* CLOCK_MONOTONIC seconds when captured/decoded */
+    /* A device frame (--hwdec: img.mem != TRK_MEM_HOST): img points at a
+     * decoder's surface, which `hold` keeps referenced until the frame is
+     * filled again or freed (trk_frame_set_device); download copies it into
+     * data for the readers of host pixels (trk_frame_host). */
+    struct trk_frame_hold *hold;
+    struct trk_image host; /* the host copy of a device frame, once made */
+    bool host_ok;
 };
+
+/* What keeps a device frame's surface alive and can copy it to the host:
+ * the source that made it fills one per frame. */
+struct trk_frame_hold {
+    /* Copies the surface into dst (a host image laid out like the frame:
+     * trk_frame_layout's planes); 0 or a negative code. */
+    int (*download)(struct trk_frame_hold *h, const struct trk_image *dst);
+    /* Drops the surface's reference and frees h. */
+    void (*release)(struct trk_frame_hold *h);
+};
+
+/* Makes f a device frame: img is the surface as the backend sees it
+ * (mem = TRK_MEM_CUDA), hold keeps it alive (f owns it from here). The
+ * previous hold, if any, is released first. */
+void trk_frame_set_device(struct trk_frame *f, const struct trk_image *img,
+                          struct trk_frame_hold *hold);
+/* Releases f's hold, if any (f then has no pixels until filled again). */
+void trk_frame_unhold(struct trk_frame *f);
+/* f's pixels in host memory: &f->img for a host frame; for a device frame
+ * the host copy, made on the first call (thread-safe: the preview, the
+ * sampler and a snapshot may ask at once; the frame's pool holders keep it
+ * from being refilled meanwhile). NULL when the copy fails (logged). */
+const struct trk_image *trk_frame_host(struct trk_frame *f);
 
 /* Lays out a frame of fmt/size with each row padded to a multiple of align
  * bytes, growing data as needed; fills img planes and pitches. 0 or
