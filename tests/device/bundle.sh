@@ -21,13 +21,25 @@ ldd "$build/daemon/trackd" | awk '/=> \//{print $3}' | while read -r lib; do
     *) cp -L "$lib" "$out/lib/" ;;
   esac
 done
-cp "$here/compare_ndjson.py" "$here/run-on-device.sh" "$out/"
+cp "$here/compare_ndjson.py" "$here/run-on-device.sh" "$here/hwdec_device.py" "$out/"
 cp -r "$here/../../web" "$out/web"
 # Clips made here (the GPU machine has no ffmpeg CLI): 4:2:0 and RGB.
 ffmpeg -loglevel error -y -f lavfi -i testsrc2=size=1280x720:rate=30 -t 4 \
   -c:v libx264 -preset veryfast -pix_fmt yuv420p "$out/clip420.mp4"
 ffmpeg -loglevel error -y -f lavfi -i testsrc2=size=640x480:rate=30 -t 3 \
   -c:v ffv1 -pix_fmt bgr0 "$out/cliprgb.mkv"
+# --hwdec (hwdec_device.py): HEVC 8-bit, MJPEG 4:2:0 and 4:2:2, 10-bit H.264
+# (software fallbacks) and a 1080p60 H.264 clip for the throughput runs.
+ffmpeg -loglevel error -y -f lavfi -i testsrc2=size=640x480:rate=30 -t 2 \
+  -c:v libx265 -preset ultrafast -x265-params log-level=error -pix_fmt yuv420p "$out/cliphevc.mp4"
+ffmpeg -loglevel error -y -f lavfi -i testsrc2=size=640x480:rate=30 -t 2 \
+  -c:v mjpeg -q:v 3 -pix_fmt yuvj420p "$out/clipmjpeg.mkv"
+ffmpeg -loglevel error -y -f lavfi -i testsrc2=size=320x240:rate=30 -t 1 \
+  -c:v mjpeg -q:v 3 -pix_fmt yuvj422p "$out/clipmjpeg422.mkv"
+ffmpeg -loglevel error -y -f lavfi -i testsrc2=size=320x240:rate=30 -t 1 \
+  -c:v libx264 -preset veryfast -pix_fmt yuv420p10le "$out/clip10.mp4"
+ffmpeg -loglevel error -y -f lavfi -i testsrc2=size=1920x1080:rate=60 -t 3 \
+  -c:v libx264 -preset veryfast -pix_fmt yuv420p "$out/clip1080p60.mp4"
 cp "$here/clip-objects.json" "$here/clip-blobs-objects.json" "$out/"
 mkdir -p "$dest"
 tar -C "$(dirname "$out")" -cf - bundle | xz -T2 -6 > "$dest/trackd-bundle.tar.xz"

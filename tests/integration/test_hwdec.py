@@ -13,6 +13,7 @@ decoding there.
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -122,6 +123,7 @@ def main():
     r = trackd("--input", os.path.join(tmp, "missing.mp4"), "--decode-only")
     check(r.returncode == 66, f"--decode-only on a missing file exits 66 (got {r.returncode})")
 
+    shutil.rmtree(tmp, ignore_errors=True)
     if failed:
         sys.exit(f"{len(failed)} check(s) failed")
     print("all hwdec checks passed" + (" (GPU)" if gpu else " (no GPU)"))
