@@ -14,7 +14,9 @@
 3. Throughput on the 1080p60 H.264 clip (looped to FRAMES frames): --fast
    tracking with --hwdec cuda, --decode-only --hwdec cuda, --fast with
    --hwdec none and --decode-only --hwdec none: fps and host CPU time per
-   frame (getrusage of the child: every thread), as lines for
+   frame (getrusage of the child: every thread), and for the tracking runs
+   the backend call's p50/p99 per frame (NDJSON latency.process_ms: from
+   an NVDEC surface vs from a pageable host frame), as lines for
    docs/BENCHMARKS.md, with the commands.
 Exit 1 when a check fails (not for the measured numbers)."""
 import json
@@ -147,6 +149,10 @@ def main():
         args = ["--backend", "cuda", "--input", "clip1080p60.mp4", "--loop", "--frames",
                 str(FRAMES), "--objects", "clip-objects.json", "--no-server", "--no-progress",
                 "--stats-interval", "0", *extra]
+        nd = None
+        if extra[0] == "--fast":  # per-frame latency of the backend call, from the NDJSON
+            nd = f"bench-{extra[-1]}.ndjson"
+            args += ["--output", nd]
         rc, err, out, wall, cpu = trackd(args)
         m = re.search(r"decode-only: (\d+) frames in ([0-9.]+) s, ([0-9.]+) fps", out) or \
             re.search(r"done: (\d+) frames in ([0-9.]+) s \(([0-9.]+) fps\)", err)
@@ -158,6 +164,14 @@ def main():
         fps[name] = float(m.group(3))
         print(f"BENCH {name:26s} {fps[name]:8.1f} fps  {cpu * 1e3 / n:6.3f} ms CPU/frame  "
               f"({n} frames, {wall:.2f} s wall)  cmd: trackd {' '.join(args)}", flush=True)
+        if nd and rc == 0:
+            lat = [json.loads(l)["latency"] for l in open(nd)]
+            for key in ("process_ms", "upload_ms", "kernel_ms"):
+                v = sorted(x[key] for x in lat)
+                print(f"BENCH   {name}: {key} p50 {v[len(v) // 2] * 1e3:.1f} us, "
+                      f"p99 {v[int(len(v) * 0.99)] * 1e3:.1f} us (the whole backend call per "
+                      f"frame, 1080p, 7 objects)" if key == "process_ms" else
+                      f"BENCH   {name}: {key} p50 {v[len(v) // 2] * 1e3:.1f} us", flush=True)
     if "track --hwdec cuda" in fps and "decode-only --hwdec cuda" in fps:
         print(f"BENCH ratio track/decode-only (NVDEC): "
               f"{fps['track --hwdec cuda'] / fps['decode-only --hwdec cuda']:.3f} (target >= 0.95)")
