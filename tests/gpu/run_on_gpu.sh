@@ -1,7 +1,8 @@
 #!/bin/bash
 # Builds trackd's GPU-only tree on the GPU machine and runs the CUDA tests,
 # sanitizers and benchmarks. Usage: tests/gpu/run_on_gpu.sh STAGE... where
-# STAGE is build, test, sanitize, floor, kernels, seed, torch, bench, blobs, ncu.
+# STAGE is build, test, sanitize, floor, kernels, seed, torch, bench, blobs, ncu,
+# devimg.
 # Logs go to $OUT (or ./gpu-out). Used through the device tool:
 #   run: tests/gpu/run_on_gpu.sh build test kernels
 set -u
@@ -57,6 +58,11 @@ for stage in "$@"; do
       # colours), NPP's labelling and the read floor, clean and noisy scenes.
       $BENCH --experiment blobs --backends cpu,cuda --threads 0 --truth cpu \
         --sizes 1920x1080,3840x2160 --iters 20 --json "$OUT/blobs.json" 2>&1 | tee "$OUT/blobs.txt" || rc=1 ;;
+    devimg)
+      # Device images (issue 14, --hwdec): cuda reading device memory in
+      # place / copied == cpu-ref, plus memcheck and racecheck on --quick.
+      (cd $B && ctest -R device_image -V) > "$OUT/devimg.log" 2>&1 || rc=1
+      grep -E "FAIL|cases|SKIP|ERROR SUMMARY|RACECHECK SUMMARY|Passed|Failed" "$OUT/devimg.log" | head -30 ;;
     ncu)
       ncu --clock-control none -k regex:fused_kernel -s 3 -c 6 --section SpeedOfLight --section MemoryWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables --section ComputeWorkloadAnalysis --section InstructionStats \
         --section Occupancy --section LaunchStats --section WarpStateStats \
