@@ -1,5 +1,6 @@
 #include "hwdec.h"
 
+#include <dlfcn.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,6 +101,40 @@ static enum AVPixelFormat get_format(AVCodecContext *dec, const enum AVPixelForm
     return AV_PIX_FMT_NONE;
 }
 
+/* FFmpeg shares a primary context only when it is inactive or already has
+ * CU_CTX_SCHED_BLOCKING_SYNC (4); one active with other flags it refuses
+ * ("Primary context already active with incompatible flags"). The CUDA
+ * runtime (the GPU probe, the backend) makes it active with its default, so
+ * the flags are set to FFmpeg's first, through the driver loaded at run
+ * time as FFmpeg loads it (nothing at build time). The context's waits then
+ * sleep instead of spinning, for the backend too. */
+#define CU_SCHED_BLOCKING_SYNC 4u
+static void prepare_primary_context(int ordinal)
+{
+    typedef int (*init_fn)(unsigned);
+    typedef int (*get_fn)(int *, int);
+    typedef int (*state_fn)(int, unsigned *, int *);
+    typedef int (*flags_fn)(int, unsigned);
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) return; /* FFmpeg will say it cannot load the driver either */
+    init_fn init = (init_fn)dlsym(lib, "cuInit");
+    get_fn get = (get_fn)dlsym(lib, "cuDeviceGet");
+    state_fn state = (state_fn)dlsym(lib, "cuDevicePrimaryCtxGetState");
+    /* _v2 may change an active context's flags (CUDA >= 11). */
+    flags_fn set = (flags_fn)dlsym(lib, "cuDevicePrimaryCtxSetFlags_v2");
+    if (!set) set = (flags_fn)dlsym(lib, "cuDevicePrimaryCtxSetFlags");
+    int dev = 0, active = 0, r = -1;
+    unsigned flags = 0;
+    if (init && get && state && set && init(0) == 0 && get(&dev, ordinal) == 0 &&
+        state(dev, &flags, &active) == 0 && flags != CU_SCHED_BLOCKING_SYNC) {
+        r = set(dev, CU_SCHED_BLOCKING_SYNC);
+        log_debug("CUDA device %d primary context (%s, flags %#x) set to blocking sync for "
+                  "FFmpeg: %s",
+                  ordinal, active ? "active" : "inactive", flags, r == 0 ? "ok" : "failed");
+    }
+    dlclose(lib);
+}
+
 /* Why this video is decoded in software, or NULL when NVDEC can take it.
  * Makes the CUDA device on first need. */
 static const char *why_software(struct trk_hwdec_ctx *h, const AVCodec *codec, int sw_fmt,
@@ -127,6 +162,7 @@ static const char *why_software(struct trk_hwdec_ctx *h, const AVCodec *codec, i
         char dev[16];
         snprintf(dev, sizeof(dev), "%d", h->cfg.cuda_device);
         av_dict_set(&o, "primary_ctx", "1", 0);
+        prepare_primary_context(h->cfg.cuda_device);
         int err = av_hwdevice_ctx_create(&h->device, AV_HWDEVICE_TYPE_CUDA, dev, o, 0);
         av_dict_free(&o);
         if (err < 0) {
