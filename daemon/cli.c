@@ -11,6 +11,7 @@
 
 #define LOG_TAG "trackd"
 #include "backend.h"
+#include "hwdec.h"
 #include "log.h"
 #include "mqtt.h"
 #include "prefilter.h"
@@ -93,6 +94,12 @@ static const struct opt opts[] = {
     { "fast", 0, NULL, FLAG(fast, true),
       .help = "process as fast as possible instead of at the source's frame rate" },
     { "loop", 0, NULL, FLAG(loop, true), .help = "restart the file at its end" },
+    { "hwdec", 0, "MODE", NAME(hwdec, trk_hwdec_parse), .def = "auto",
+      .def_note = ": NVDEC with the cuda backend where it can, else software",
+      .form = "auto, cuda or none",
+      .help = "auto|cuda|none: decode files, streams and MJPEG cameras on the GPU (NVDEC), frames staying in GPU memory for the cuda backend; cuda: fail (exit 69) when it cannot" },
+    { "decode-only", 0, NULL, FLAG(decode_only, true),
+      .help = "only decode the --input (or camera) as fast as possible, no tracking: print frames, fps and CPU time per frame, then exit" },
     { "frames", 0, "N", .type = T_COUNT, FIELD(frames, uint64_t), .lo = 1,
       .form = "N, a whole number >= {lo}, e.g. 300", .help = "stop after N frames" },
     { "listen", 0, "ADDR:PORT", PARSE(parse_listen), .def = "127.0.0.1:8080", .lo = 0, .hi = 65535,
@@ -717,6 +724,8 @@ void trk_cli_warn(const struct trk_settings *s)
                  "as it can)");
     if (!s->device && (s->cam_format || s->n_controls))
         log_warn("--format and --control are ignored without --device: they set up cameras");
+    if (!s->input && !s->device && s->hwdec != TRK_HWDEC_AUTO)
+        log_warn("--hwdec is ignored for the demo scene: it draws its frames, nothing is decoded");
     if (!s->udp && (s->udp_iface || s->udp_ttl > 1))
         log_warn("--udp-ttl and --udp-iface are ignored without --udp");
     if (!s->server && !s->output && !s->udp && !s->osc)

@@ -19,7 +19,9 @@ struct trk_settings {
     const char *objects; /* objects JSON; NULL = demo objects (demo) or none */
     const char *output;  /* NDJSON path, "-" = stdout, NULL = none */
     bool fast, loop;
-    uint64_t frames; /* 0 = all */
+    int hwdec;        /* --hwdec: enum trk_hwdec (daemon/hwdec.h) */
+    bool decode_only; /* --decode-only: time the decoder alone, no tracking */
+    uint64_t frames;  /* 0 = all */
     char listen_addr[64];
     int listen_port;
     bool server;

@@ -16,6 +16,7 @@
 
 #define LOG_TAG "file"
 #include "hostpool.h"
+#include "hwdec.h"
 #include "log.h"
 #include "source.h"
 
@@ -40,6 +41,10 @@ struct file_src {
     /* The decoder's frame buffers in the backend's host memory (pinned on
      * CUDA); kept across reopens, frames still held keep theirs. */
     struct trk_hostpool *hostpool;
+    /* --hwdec: NULL = software only; sw receives an NVDEC frame that has
+     * to be copied down (trk_hwdec_export). */
+    struct trk_hwdec_ctx *hw;
+    AVFrame *sw;
 };
 
 static void close_all(struct file_src *s)
@@ -95,6 +100,10 @@ static int open_input(struct file_src *s, struct trk_source *info)
     if ((err = avcodec_parameters_to_context(s->dec, st->codecpar)) < 0) goto fail;
     trk_hostpool_attach(s->hostpool, s->dec);
     s->dec->thread_count = 0; /* let FFmpeg pick: decoding runs beside tracking */
+    if (s->hw && (err = trk_hwdec_attach(s->hw, s->dec, codec, st->codecpar->format)) < 0) {
+        close_all(s);
+        return err; /* said why */
+    }
     if ((err = avcodec_open2(s->dec, codec, NULL)) < 0) goto fail;
     s->pkt = av_packet_alloc();
     s->frame = av_frame_alloc();
@@ -213,7 +222,7 @@ static int hold_decoded(struct file_src *s, struct trk_frame *f, enum trk_pixfmt
     AVFrame *keep = av_frame_alloc();
     if (!keep) return TRK_ENOMEM;
     av_frame_move_ref(keep, s->frame);
-    trk_frame_hold(f, keep, unhold_avframe);
+    trk_frame_keep(f, keep, unhold_avframe);
     memset(&f->img, 0, sizeof(f->img));
     struct trk_plane_layout L;
     int err = trk_image_plane_layout(fmt, keep->width, keep->height, &L);
@@ -265,6 +274,30 @@ static int export_frame(struct file_src *s, struct trk_frame *f)
     return 0;
 }
 
+/* The decoded frame into f: an NVDEC frame (--hwdec) as a device image,
+ * kept referenced by f, no copy; anything else through export_frame. */
+static int export_decoded(struct file_src *s, struct trk_frame *f)
+{
+    AVFrame *av = s->frame;
+    if (!s->hw || av->format != AV_PIX_FMT_CUDA) return export_frame(s, f);
+    if (!s->sw && !(s->sw = av_frame_alloc())) return TRK_ENOMEM;
+    /* export_frame's matrix rule: BT.709 when said or HD and unsaid. */
+    enum trk_matrix m = av->colorspace == AVCOL_SPC_BT709 ? TRK_MATRIX_BT709
+                        : av->colorspace == AVCOL_SPC_UNSPECIFIED && av->height >= 720
+                            ? TRK_MATRIX_BT709
+                            : TRK_MATRIX_BT601;
+    int r = trk_hwdec_export(s->hw, av, s->sw, f, m, av->color_range == AVCOL_RANGE_JPEG);
+    if (r < 0)
+        return decode_failed(s, "a frame decoded on the GPU cannot be handed on: %s",
+                             trk_strerror(r));
+    if (r == 2) { /* copied down: exported as a software frame */
+        av_frame_unref(s->frame);
+        av_frame_move_ref(s->frame, s->sw);
+        return export_frame(s, f);
+    }
+    return 0;
+}
+
 /* --loop: back to the first frame. Formats that cannot seek (raw H.264
  * and other elementary streams: EPERM) are closed and opened again. */
 static int rewind_file(struct file_src *s)
@@ -305,7 +338,7 @@ static int file_read(void *self, struct trk_frame *f)
                 if (start != AV_NOPTS_VALUE) pts -= start * s->time_base;
                 pts += s->loop_offset;
             }
-            err = export_frame(s, f);
+            err = export_decoded(s, f);
             av_frame_unref(s->frame);
             if (err) return err;
             f->pts = pts;
@@ -372,6 +405,8 @@ static void file_destroy(void *self)
     struct file_src *s = self;
     close_all(s);
     trk_hostpool_destroy(&s->hostpool);
+    trk_hwdec_destroy(&s->hw);
+    av_frame_free(&s->sw);
     free(s->path);
     free(s);
 }
@@ -394,6 +429,12 @@ int trk_source_file_create(const struct trk_file_cfg *cfg, struct trk_source *ou
     }
     s->cfg = *cfg;
     s->cfg.path = s->path;
+    if (cfg->hwdec && !(s->hw = trk_hwdec_create(cfg->hwdec, s->path))) {
+        free(s->path);
+        free(s);
+        return TRK_ENOMEM;
+    }
+    s->cfg.hwdec = NULL; /* s->hw has it */
     av_log_set_level(AV_LOG_ERROR);
     memset(out, 0, sizeof(*out));
     out->ops = &file_ops;

@@ -4,6 +4,8 @@
 #include <string.h>
 #include <time.h>
 
+#define LOG_TAG "frame"
+#include "log.h"
 #include "trk_assert.h"
 
 double trk_now(void)
@@ -49,7 +51,7 @@ int trk_frame_layout(struct trk_frame *f, enum trk_pixfmt fmt, int width, int he
         rows[p] = (size_t)L.rows[p];
     }
     size_t need = pitch[0] * rows[0] + pitch[1] * rows[1] + pitch[2] * rows[2];
-    trk_frame_hold(f, NULL, NULL);
+    trk_frame_keep(f, NULL, NULL);
     if (need > f->cap && grow(f, need)) return TRK_ENOMEM;
     memset(&f->img, 0, sizeof(f->img));
     size_t off = 0;
@@ -64,9 +66,59 @@ int trk_frame_layout(struct trk_frame *f, enum trk_pixfmt fmt, int width, int he
     return 0;
 }
 
+void trk_frame_unhold(struct trk_frame *f)
+{
+    if (f->hold) f->hold->release(f->hold);
+    f->hold = NULL;
+    f->host_ok = false;
+}
+
+void trk_frame_set_device(struct trk_frame *f, const struct trk_image *img,
+                          struct trk_frame_hold *hold)
+{
+    trk_frame_unhold(f);
+    trk_frame_keep(f, NULL, NULL);
+    f->img = *img;
+    f->hold = hold;
+}
+
+/* One lock for every frame's host copy: copies are rare (the preview's
+ * rate, samples, snapshots) and short, and the frame has no lock of its
+ * own to initialise. */
+static pthread_mutex_t host_lock = PTHREAD_MUTEX_INITIALIZER;
+
+const struct trk_image *trk_frame_host(struct trk_frame *f)
+{
+    if (f->img.mem == TRK_MEM_HOST) return &f->img;
+    const struct trk_image *out = NULL;
+    pthread_mutex_lock(&host_lock);
+    if (!f->host_ok && f->hold) {
+        /* Laid out in data without touching img, which other holders read. */
+        struct trk_frame tmp = {
+            .data = f->data, .cap = f->cap, .mem = f->mem, .data_host = f->data_host
+        };
+        int err = trk_frame_layout(&tmp, f->img.fmt, f->img.width, f->img.height, 64);
+        f->data = tmp.data, f->cap = tmp.cap, f->data_host = tmp.data_host;
+        if (!err) {
+            tmp.img.matrix = f->img.matrix;
+            tmp.img.full_range = f->img.full_range;
+            err = f->hold->download(f->hold, &tmp.img);
+        }
+        if (err)
+            TRK_LOGX(TRK_LOG_ERROR, err, "cannot copy frame %llu from the GPU for the preview",
+                     (unsigned long long)f->seq);
+        else
+            f->host = tmp.img, f->host_ok = true;
+    }
+    if (f->host_ok) out = &f->host;
+    pthread_mutex_unlock(&host_lock);
+    return out;
+}
+
 void trk_frame_free_data(struct trk_frame *f)
 {
-    trk_frame_hold(f, NULL, NULL);
+    trk_frame_unhold(f);
+    trk_frame_keep(f, NULL, NULL);
     if (f->data_host)
         trk_backend_host_free(f->mem, f->data);
     else
@@ -76,11 +128,11 @@ void trk_frame_free_data(struct trk_frame *f)
     f->cap = 0;
 }
 
-void trk_frame_hold(struct trk_frame *f, void *hold, void (*unhold)(void *hold))
+void trk_frame_keep(struct trk_frame *f, void *keep, void (*keep_release)(void *keep))
 {
-    if (f->hold && f->unhold) f->unhold(f->hold);
-    f->hold = hold;
-    f->unhold = hold ? unhold : NULL;
+    if (f->keep && f->keep_release) f->keep_release(f->keep);
+    f->keep = keep;
+    f->keep_release = keep ? keep_release : NULL;
 }
 
 void trk_pool_init(struct trk_pool *p, bool lossless)
@@ -124,6 +176,9 @@ struct trk_frame *trk_pool_get(struct trk_pool *p)
         pthread_cond_wait(&p->cond, &p->lock);
     }
     pthread_mutex_unlock(&p->lock);
+    /* Free and now the producer's alone: a device surface it held goes
+     * back to its decoder. */
+    if (f) trk_frame_unhold(f);
     return f;
 }
 

@@ -20,25 +20,56 @@ struct trk_frame {
      * says false). Set by the pool before the first layout. */
     struct trk_backend *mem;
     bool data_host;
-    /* A buffer someone else owns that img's planes point into instead of
-     * data (a decoded AVFrame: no copy), let go with unhold(hold) when the
-     * frame is laid out again or freed. NULL = none. */
-    void *hold;
-    void (*unhold)(void *hold);
+    /* A host buffer someone else owns that img's planes point into instead
+     * of data (a decoded AVFrame in the pinned pool: no copy), let go with
+     * keep_release(keep) when the frame is laid out again or freed. NULL =
+     * none. */
+    void *keep;
+    void (*keep_release)(void *keep);
     uint64_t seq;     /* 0, 1, 2, ... in capture order               */
     double pts;       /* presentation time in the stream, seconds    */
     double t_capture; /* CLOCK_MONOTONIC seconds when captured/decoded */
+    /* A device frame (--hwdec: img.mem != TRK_MEM_HOST): img points at a
+     * decoder's surface, which `hold` keeps referenced until the frame is
+     * filled again or freed (trk_frame_set_device); download copies it into
+     * data for the readers of host pixels (trk_frame_host). */
+    struct trk_frame_hold *hold;
+    struct trk_image host; /* the host copy of a device frame, once made */
+    bool host_ok;
 };
+
+/* What keeps a device frame's surface alive and can copy it to the host:
+ * the source that made it fills one per frame. */
+struct trk_frame_hold {
+    /* Copies the surface into dst (a host image laid out like the frame:
+     * trk_frame_layout's planes); 0 or a negative code. */
+    int (*download)(struct trk_frame_hold *h, const struct trk_image *dst);
+    /* Drops the surface's reference and frees h. */
+    void (*release)(struct trk_frame_hold *h);
+};
+
+/* Makes f a device frame: img is the surface as the backend sees it
+ * (mem = TRK_MEM_CUDA), hold keeps it alive (f owns it from here). The
+ * previous hold, if any, is released first. */
+void trk_frame_set_device(struct trk_frame *f, const struct trk_image *img,
+                          struct trk_frame_hold *hold);
+/* Releases f's hold, if any (f then has no pixels until filled again). */
+void trk_frame_unhold(struct trk_frame *f);
+/* f's pixels in host memory: &f->img for a host frame; for a device frame
+ * the host copy, made on the first call (thread-safe: the preview, the
+ * sampler and a snapshot may ask at once; the frame's pool holders keep it
+ * from being refilled meanwhile). NULL when the copy fails (logged). */
+const struct trk_image *trk_frame_host(struct trk_frame *f);
 
 /* Lays out a frame of fmt/size with each row padded to a multiple of align
  * bytes, growing data as needed; fills img planes and pitches. 0 or
  * TRK_ENOMEM / TRK_EINVAL. */
 int trk_frame_layout(struct trk_frame *f, enum trk_pixfmt fmt, int width, int height, size_t align);
 void trk_frame_free_data(struct trk_frame *f);
-/* Points f at an outside buffer: the caller sets img's planes into it; the
- * previous hold is let go first. unhold is called once, when f is laid out
- * again, held again or freed. */
-void trk_frame_hold(struct trk_frame *f, void *hold, void (*unhold)(void *hold));
+/* Points f at an outside host buffer: the caller sets img's planes into it;
+ * the previous one is let go first. keep_release is called once, when f is
+ * laid out again, kept again or freed. */
+void trk_frame_keep(struct trk_frame *f, void *keep, void (*keep_release)(void *keep));
 
 /* Seconds on CLOCK_MONOTONIC / milliseconds since the epoch. */
 double trk_now(void);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -19,6 +20,7 @@
 #include "control.h"
 #include "endpoints.h"
 #include "exit.h"
+#include "hwdec.h"
 #include "log.h"
 #include "messages.h"
 #include "mqtt.h"
@@ -43,6 +45,7 @@ struct app {
     struct trk_backend *backend;
     int track_mode;                     /* --mode, auto resolved for the backend (open_backend) */
     struct trk_backend_cfg backend_cfg; /* the pipeline makes a larger one alike */
+    struct trk_hwdec_cfg hwdec;         /* --hwdec as decided at start (plan_hwdec) */
     FILE *out;                          /* --output; NULL = none */
     struct trk_objects_target save;     /* valid when have_save */
     bool have_save;
@@ -230,8 +233,10 @@ static int open_camera(struct app *a)
     memcpy(vc.controls, a->objs.camera, sizeof(vc.controls[0]) * a->objs.n_camera);
     memcpy(vc.controls + a->objs.n_camera, s->controls, sizeof(s->controls[0]) * s->n_controls);
     vc.n_controls = a->objs.n_camera + s->n_controls;
+    vc.hwdec = &a->hwdec;
     int err = trk_source_v4l2_create(&vc, &a->src);
     if (err || !(err = trk_source_open(&a->src))) return err;
+    if (err == TRK_SOURCE_EHWDEC) return err; /* --hwdec cuda: said why */
     if (err == -ENOENT)
         log_warn("%s does not exist (no camera there; see --list-devices): waiting for it to be "
                  "plugged in, retrying every second",
@@ -250,7 +255,7 @@ static int open_source(struct app *a)
     if (s->device) {
         err = open_camera(a);
     } else if (s->input) {
-        struct trk_file_cfg fc = { .path = s->input, .loop = s->loop };
+        struct trk_file_cfg fc = { .path = s->input, .loop = s->loop, .hwdec = &a->hwdec };
         if (!(err = trk_source_file_create(&fc, &a->src))) err = trk_source_open(&a->src);
     } else {
         struct trk_demo_cfg dc = { .width = s->width ? s->width : TRK_DEMO_WIDTH,
@@ -258,7 +263,8 @@ static int open_source(struct app *a)
                                    .fps = s->fps ? s->fps : TRK_DEMO_FPS };
         if (!(err = trk_source_demo_create(&dc, &a->src))) err = trk_source_open(&a->src);
     }
-    if (err == TRK_SOURCE_ENOTVIDEO) return TRK_EX_NOINPUT; /* the file source said why */
+    if (err == TRK_SOURCE_ENOTVIDEO) return TRK_EX_NOINPUT;  /* the file source said why */
+    if (err == TRK_SOURCE_EHWDEC) return TRK_EX_UNAVAILABLE; /* --hwdec cuda: said why */
     if (err) {
         log_error_err(err, "cannot open %s",
                       s->device  ? s->device
@@ -268,6 +274,71 @@ static int open_source(struct app *a)
     }
     log_info("source: %s, camera name %s", a->src.desc, s->camera_name);
     return 0;
+}
+
+/* --hwdec, decided before the source opens: NVDEC frames can stay on the
+ * GPU only for the CUDA backend (--backend cuda, or auto with a usable
+ * GPU); otherwise the sources decode in software and say why in their one
+ * line. --hwdec cuda that cannot be honoured ends the start here (69). */
+static int plan_hwdec(struct app *a)
+{
+    const struct trk_settings *s = &a->s;
+    struct trk_hwdec_cfg *h = &a->hwdec;
+    char why[256] = "";
+    *h = (struct trk_hwdec_cfg){ .mode = (enum trk_hwdec)s->hwdec, .cuda_device = 0 };
+    if (h->mode == TRK_HWDEC_NONE) {
+        snprintf(h->why_not, sizeof(h->why_not), "--hwdec none");
+    } else if (s->backend == TRK_BACKEND_CPU || s->backend == TRK_BACKEND_CPU_REF) {
+        snprintf(h->why_not, sizeof(h->why_not),
+                 "the %s backend reads host memory (NVDEC frames are for --backend cuda)",
+                 s->backend == TRK_BACKEND_CPU ? "cpu" : "cpu-ref");
+    } else if (trk_cuda_check(why, sizeof(why)) != TRK_CUDA_USABLE) {
+        snprintf(h->why_not, sizeof(h->why_not), "no usable GPU (%s)", why);
+    } else {
+        h->device_frames = true;
+    }
+    if (h->mode == TRK_HWDEC_CUDA && !h->device_frames && (s->input || s->device)) {
+        log_error("--hwdec cuda: cannot decode on the GPU: %s; use --hwdec auto (software "
+                  "where it cannot) or none",
+                  h->why_not);
+        return TRK_EX_UNAVAILABLE;
+    }
+    return 0;
+}
+
+static double seconds_of(struct timeval tv)
+{
+    return (double)tv.tv_sec + tv.tv_usec * 1e-6;
+}
+
+/* --decode-only: the source's frames read as fast as they come, nothing
+ * else done with them (NVDEC frames stay on the GPU, as when tracking), to
+ * time the decoder alone against a tracking run on the same file. Prints
+ * one line on stdout: frames, seconds, fps and the process's CPU time per
+ * frame (getrusage: every thread, the decoder's included). */
+static int decode_only(struct app *a)
+{
+    struct trk_frame f = { 0 };
+    struct rusage r0, r1;
+    getrusage(RUSAGE_SELF, &r0);
+    const double t0 = trk_now();
+    uint64_t n = 0;
+    int err = 0;
+    while (!stop_requested && (!a->s.frames || n < a->s.frames) &&
+           !(err = trk_source_read(&a->src, &f)))
+        n++;
+    const double t = trk_now() - t0;
+    getrusage(RUSAGE_SELF, &r1);
+    trk_frame_free_data(&f);
+    if (err && err != TRK_SOURCE_EOF) {
+        if (err != TRK_SOURCE_EDECODE) log_error_err(err, "reading the source failed");
+        return TRK_EX_NOINPUT;
+    }
+    const double cpu = seconds_of(r1.ru_utime) + seconds_of(r1.ru_stime) - seconds_of(r0.ru_utime) -
+                       seconds_of(r0.ru_stime);
+    printf("decode-only: %llu frames in %.3f s, %.1f fps, %.3f ms CPU per frame\n",
+           (unsigned long long)n, t, t > 0 ? (double)n / t : 0.0, n ? cpu * 1e3 / (double)n : 0.0);
+    return fflush(stdout) ? TRK_EX_IOERR : TRK_EX_OK;
 }
 
 /* auto falls back to the CPU with one line when CUDA is not usable; a
@@ -751,6 +822,12 @@ int main(int argc, char **argv)
     trk_cli_warn(s);
     if (s->server && (rc = trk_cli_find_web_root(s, app.web_root, sizeof(app.web_root)))) return rc;
     if ((rc = load_objects(s, &app.objs))) return rc;
+    if ((rc = plan_hwdec(&app))) return rc;
+    if (s->decode_only) {
+        install_signals();
+        if (!(rc = open_source(&app))) rc = decode_only(&app);
+        return cleanup(&app, rc);
+    }
     if (!(rc = open_source(&app)) && !(rc = open_backend(&app)) && !(rc = open_output(&app)) &&
         !(rc = open_sinks(&app)) && !(rc = open_save_target(&app)) && !(rc = open_ops(&app)) &&
         !(rc = start_server(&app)) && !(rc = start_metrics_server(&app)) &&

@@ -520,6 +520,13 @@ static void record_frame(struct pipeline *p, const struct trk_frame_meta *m, dou
     pthread_mutex_unlock(&p->lock);
 }
 
+/* A snapshot's frame's host pixels (a device frame's copy, made when a
+ * request wants it). */
+static const struct trk_image *snapshot_host(void *holder)
+{
+    return trk_frame_host(holder);
+}
+
 /* A snapshot's frame goes back to the pool. */
 static void snapshot_release(void *ctx, void *holder)
 {
@@ -567,7 +574,9 @@ static void report_ops(struct pipeline *p, struct trk_frame *f, const struct trk
                                          .n = n_objects,
                                          .release = snapshot_release,
                                          .ctx = p,
-                                         .holder = f };
+                                         .holder = f,
+                                         .host =
+                                             f->img.mem != TRK_MEM_HOST ? snapshot_host : NULL };
         trk_snapshot_publish(cfg->snapshot, &sf);
     }
 }
@@ -802,18 +811,21 @@ static void *preview_main(void *arg)
         /* With the pre-filter on, the mask view tests the filtered frame
          * (what the backend tracks: the same bytes, gpu/prefilter.h, made
          * here on the preview thread); the dimmed picture stays raw. */
-        const struct trk_image *test = &f->img;
+        /* A device frame (--hwdec) is copied down for this; NULL when it
+         * cannot be (logged): the frame gets no preview. */
+        const struct trk_image *host = trk_frame_host(f);
+        const struct trk_image *test = host;
         struct trk_image filtered;
         if (mask) {
             pthread_mutex_lock(&p->lock);
             const double sigma = p->prefilter;
             pthread_mutex_unlock(&p->lock);
             struct trk_prefilter pf;
-            if (sigma > 0 && trk_prefilter_init(&pf, sigma) == 0 &&
-                trk_prefilter_apply(&pf, &f->img, &pf_buf, &filtered) == 0)
+            if (host && sigma > 0 && trk_prefilter_init(&pf, sigma) == 0 &&
+                trk_prefilter_apply(&pf, host, &pf_buf, &filtered) == 0)
                 test = &filtered;
         }
-        if (enc && trk_preview_rgb(enc, &f->img, mask ? &mdef : NULL, test, &rgb) == 0 &&
+        if (enc && host && trk_preview_rgb(enc, host, mask ? &mdef : NULL, test, &rgb) == 0 &&
             trk_preview_compress(enc, &rgb, &jpeg, &size) == 0) {
             if (size + TRK_PREVIEW_HDR > msg_cap) {
                 uint8_t *n = realloc(msg, size + TRK_PREVIEW_HDR);
@@ -866,7 +878,8 @@ static void *sampler_main(void *arg)
         pthread_mutex_unlock(&p->lock);
         if (!f) break;
         double cpu0 = thread_cpu();
-        trk_control_answer_samples(p->cfg->control, &f->img, f->seq);
+        const struct trk_image *host = trk_frame_host(f); /* a device frame: copied */
+        if (host) trk_control_answer_samples(p->cfg->control, host, f->seq);
         double rest = (thread_cpu() - cpu0) * (1.0 / SAMPLER_DUTY - 1.0);
         pthread_mutex_lock(&p->lock);
         p->sample_frame = NULL;

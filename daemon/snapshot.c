@@ -21,7 +21,8 @@ struct slot {
     uint8_t colors[TRK_MAX_OBJECTS][3];
     struct trk_obj_result res[TRK_MAX_OBJECTS];
     trk_snapshot_release_fn release;
-    void *ctx, *holder; /* holder NULL: the slot lends no frame */
+    void *ctx, *holder;                            /* holder NULL: the slot lends no frame */
+    const struct trk_image *(*host)(void *holder); /* see trk_snapshot_frame */
 };
 
 struct trk_snapshot {
@@ -105,6 +106,7 @@ void trk_snapshot_publish(struct trk_snapshot *s, const struct trk_snapshot_fram
     sl->release = f->release;
     sl->ctx = f->ctx;
     sl->holder = f->holder;
+    sl->host = f->host;
     pthread_mutex_lock(&s->lock);
     struct slot *old = s->cur;
     s->cur = sl;
@@ -188,7 +190,8 @@ static enum trk_snapshot_status encode(struct trk_snapshot *s, struct slot *sl, 
     struct trk_image rgb;
     const uint8_t *jpeg;
     size_t size;
-    if (trk_preview_rgb(s->enc, &sl->img, mdef, NULL, &rgb)) {
+    const struct trk_image *img = sl->host ? sl->host(sl->holder) : &sl->img;
+    if (!img || trk_preview_rgb(s->enc, img, mdef, NULL, &rgb)) {
         snprintf(why, why_len, "cannot convert the frame");
         return TRK_SNAPSHOT_FAILED;
     }

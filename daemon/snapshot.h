@@ -35,6 +35,10 @@ struct trk_snapshot_frame {
     int n;
     trk_snapshot_release_fn release;
     void *ctx, *holder;
+    /* NULL, or (a device frame, img in GPU memory) the frame's pixels in
+     * host memory, asked for only when a request encodes it: NULL there
+     * when they cannot be had. */
+    const struct trk_image *(*host)(void *holder);
 };
 
 /* quality: JPEG quality 1..100. 0 or TRK_ENOMEM. */

@@ -21,6 +21,7 @@
 #define TRK_SOURCE_EDECODE (-10101)
 
 struct trk_source;
+struct trk_hwdec_cfg;
 
 struct trk_source_ops {
     const char *kind; /* "demo", "file", ... */
@@ -74,6 +75,9 @@ struct trk_file_cfg {
     /* Start again at the end of the file: seek back, or reopen it when it
      * cannot seek (raw .h264 and other elementary streams). */
     bool loop;
+    /* --hwdec (daemon/hwdec.h): NVDEC frames as device images when it
+     * allows; NULL = software decoding. Copied at create. */
+    const struct trk_hwdec_cfg *hwdec;
 };
 /* Any file FFmpeg can read; frames stay in their native pixel format where
  * backends take it (yuv420p, nv12, yuyv422, rgb24, bgr24, rgba, bgra),

@@ -20,6 +20,7 @@
 #include <libavcodec/avcodec.h>
 
 #define LOG_TAG "v4l2"
+#include "hwdec.h"
 #include "log.h"
 #include "source.h"
 
@@ -38,13 +39,16 @@ struct v4l2_src {
     uint32_t fourcc, bytesperline;
     int width, height;
     uint64_t drops;
-    struct trk_mjpeg *mjpeg; /* MJPEG only */
+    struct trk_mjpeg *mjpeg;  /* MJPEG only */
+    struct trk_hwdec_ctx *hw; /* --hwdec for MJPEG, NULL = software */
 };
 
 struct trk_mjpeg {
     AVCodecContext *dec;
     AVPacket *pkt;
     AVFrame *frame;
+    struct trk_hwdec_ctx *hw; /* --hwdec: NVDEC when it can (not owned) */
+    AVFrame *sw;              /* an NVDEC frame copied down (trk_hwdec_export) */
 };
 
 int trk_cam_format_parse(const char *s)
@@ -266,6 +270,7 @@ void trk_mjpeg_destroy(struct trk_mjpeg **d)
 {
     if (!*d) return;
     av_frame_free(&(*d)->frame);
+    av_frame_free(&(*d)->sw);
     av_packet_free(&(*d)->pkt);
     avcodec_free_context(&(*d)->dec);
     free(*d);
@@ -273,6 +278,11 @@ void trk_mjpeg_destroy(struct trk_mjpeg **d)
 }
 
 int trk_mjpeg_create(struct trk_mjpeg **out)
+{
+    return trk_mjpeg_create_hw(out, NULL);
+}
+
+int trk_mjpeg_create_hw(struct trk_mjpeg **out, struct trk_hwdec_ctx *hw)
 {
     const AVCodec *codec = avcodec_find_decoder(AV_CODEC_ID_MJPEG);
     if (!codec) return TRK_ENODEV;
@@ -282,9 +292,13 @@ int trk_mjpeg_create(struct trk_mjpeg **out)
     d->dec = avcodec_alloc_context3(codec);
     d->pkt = av_packet_alloc();
     d->frame = av_frame_alloc();
-    int err = !d->dec || !d->pkt || !d->frame          ? TRK_ENOMEM
-              : avcodec_open2(d->dec, codec, NULL) < 0 ? TRK_EBACKEND
-                                                       : 0;
+    d->sw = av_frame_alloc();
+    d->hw = hw;
+    /* The JPEGs' pixel format is known at the first frame: get_format
+     * decides then (4:2:2 webcams are decoded in software, logged once). */
+    int err = !d->dec || !d->pkt || !d->frame || !d->sw ? TRK_ENOMEM : 0;
+    if (!err && hw) err = trk_hwdec_attach(hw, d->dec, codec, AV_PIX_FMT_NONE);
+    if (!err && avcodec_open2(d->dec, codec, NULL) < 0) err = TRK_EBACKEND;
     if (err) trk_mjpeg_destroy(out);
     return err;
 }
@@ -342,7 +356,7 @@ static int v4l2_open(void *self, struct trk_source *info)
         fps = (double)parm.parm.capture.timeperframe.denominator /
               parm.parm.capture.timeperframe.numerator;
     set_controls(s);
-    if (fourcc == V4L2_PIX_FMT_MJPEG && (err = trk_mjpeg_create(&s->mjpeg))) goto fail;
+    if (fourcc == V4L2_PIX_FMT_MJPEG && (err = trk_mjpeg_create_hw(&s->mjpeg, s->hw))) goto fail;
 
     struct v4l2_requestbuffers rb = { .count = N_BUFFERS,
                                       .type = V4L2_BUF_TYPE_VIDEO_CAPTURE,
@@ -383,6 +397,22 @@ fail:
     return err;
 }
 
+/* An NVDEC frame (--hwdec) into f as a device image (JPEG: full range,
+ * BT.601), referenced by f: 0. 1: d->frame is a software frame (perhaps
+ * copied down from the GPU), for the caller to copy. TRK_EINVAL when it
+ * cannot be had (the frame is skipped). */
+static int mjpeg_device_frame(struct trk_mjpeg *d, struct trk_frame *f)
+{
+    int r = trk_hwdec_export(d->hw, d->frame, d->sw, f, TRK_MATRIX_BT601, true);
+    if (r == 2) {
+        av_frame_unref(d->frame);
+        av_frame_move_ref(d->frame, d->sw);
+        return 1;
+    }
+    if (r != 1) av_frame_unref(d->frame);
+    return r < 0 ? TRK_EINVAL : r;
+}
+
 /* The decoder gives full-range 4:2:0 or 4:2:2 (webcams); 4:2:2 chroma
  * keeps every other row. */
 int trk_mjpeg_decode(struct trk_mjpeg *d, const uint8_t *data, size_t len, struct trk_frame *f)
@@ -393,6 +423,7 @@ int trk_mjpeg_decode(struct trk_mjpeg *d, const uint8_t *data, size_t len, struc
     if (err >= 0) err = avcodec_receive_frame(d->dec, d->frame);
     if (err < 0) return TRK_EINVAL; /* a corrupt JPEG: skip the frame */
     AVFrame *av = d->frame;
+    if (d->hw && (err = mjpeg_device_frame(d, f)) != 1) return err;
     int vstep;
     switch (av->format) {
     case AV_PIX_FMT_YUVJ420P:
@@ -485,6 +516,7 @@ static void v4l2_destroy(void *self)
     if (s->drops)
         log_info("%s: %llu stale or corrupt frames dropped in the driver queue", s->device,
                  (unsigned long long)s->drops);
+    trk_hwdec_destroy(&s->hw);
     free(s->device);
     free(s);
 }
@@ -509,6 +541,12 @@ int trk_source_v4l2_create(const struct trk_v4l2_cfg *cfg, struct trk_source *ou
         return TRK_ENOMEM;
     }
     s->cfg.device = s->device;
+    if (cfg->hwdec && !(s->hw = trk_hwdec_create(cfg->hwdec, s->device))) {
+        free(s->device);
+        free(s);
+        return TRK_ENOMEM;
+    }
+    s->cfg.hwdec = NULL; /* s->hw has it */
     if (s->cfg.timeout <= 0) s->cfg.timeout = 2.0;
     s->fd = -1;
     out->ops = &v4l2_ops;

@@ -30,6 +30,7 @@ int trk_cam_format_parse(const char *s);
 #define TRK_V4L2_WIDTH  640
 #define TRK_V4L2_HEIGHT 480
 
+struct trk_hwdec_cfg;
 struct trk_v4l2_cfg {
     const char *device; /* /dev/videoN or a /dev/v4l/by-id/... link */
     enum trk_cam_format format;
@@ -39,6 +40,9 @@ struct trk_v4l2_cfg {
     struct trk_camera_control controls[2 * TRK_CAMERA_MAX_CONTROLS];
     int n_controls;
     double timeout; /* seconds without a frame before read fails with -ETIMEDOUT */
+    /* --hwdec (daemon/hwdec.h) for MJPEG: NVDEC frames as device images
+     * when it allows; NULL = software decoding. Copied at create. */
+    const struct trk_hwdec_cfg *hwdec;
 };
 
 /* A camera. open() negotiates the format, sets the controls and starts mmap
@@ -77,6 +81,12 @@ int trk_v4l2_copy(struct trk_frame *f, uint32_t fourcc, int width, int height,
  * JPEG (the caller skips the frame), or TRK_ENOMEM. */
 struct trk_mjpeg;
 int trk_mjpeg_create(struct trk_mjpeg **out);
+/* The same with --hwdec's state (NULL = software): 4:2:0 JPEGs that NVDEC
+ * decodes come out as device frames (NV12, mem TRK_MEM_CUDA); the rest is
+ * decoded on the host as above. hw is not owned. TRK_SOURCE_EHWDEC when
+ * --hwdec cuda cannot be had. */
+struct trk_hwdec_ctx;
+int trk_mjpeg_create_hw(struct trk_mjpeg **out, struct trk_hwdec_ctx *hw);
 int trk_mjpeg_decode(struct trk_mjpeg *d, const uint8_t *jpeg, size_t len, struct trk_frame *f);
 void trk_mjpeg_destroy(struct trk_mjpeg **d);
 

@@ -1,6 +1,7 @@
 /* Backend selection and the checks every backend shares. */
 #include "backend_impl.h"
 #include "color.h"
+#include "log_hook.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -22,6 +23,7 @@ struct trk_backend {
     bool regional, gen_regions;
     int n_units;
     struct regional *gen;
+    bool device_refused; /* a device image was refused (logged once) */
 };
 
 /* The generic regional form's results: per region its aggregate, its blob
@@ -98,6 +100,7 @@ int trk_image_check(const struct trk_image *img)
 {
     struct trk_plane_layout L;
     if (!img || trk_image_plane_layout(img->fmt, img->width, img->height, &L)) return TRK_EINVAL;
+    if (img->mem != TRK_MEM_HOST && img->mem != TRK_MEM_CUDA) return TRK_EINVAL;
     for (int p = 0; p < L.planes; p++)
         if (!img->plane[p] || img->pitch[p] < L.row_bytes[p]) return TRK_EINVAL;
     return 0;
@@ -208,6 +211,32 @@ int trk_backend_set_prefilter(struct trk_backend *b, double sigma)
     return b->ops->set_prefilter(b->self, &pf);
 }
 
+bool trk_backend_accepts_device(const struct trk_backend *b)
+{
+#ifdef TRK_HAVE_CUDA
+    return b->ops == &trk_cuda_ops;
+#else
+    (void)b;
+    return false;
+#endif
+}
+
+/* A device image for a backend that reads host memory: refused with a line
+ * that says so (once per instance: it would repeat every frame), since a
+ * bare TRK_EINVAL would send the caller looking at sizes and pitches. */
+static int device_check(struct trk_backend *b)
+{
+    if (trk_backend_accepts_device(b)) return 0;
+    if (!b->device_refused) {
+        b->device_refused = true;
+        trk_log_write(TRK_LOG_ERROR, "backend", 0,
+                      "backend %s reads host memory only: a device (CUDA) image is refused; "
+                      "give it host frames (decode in software or copy the frame down)",
+                      trk_backend_name(b));
+    }
+    return TRK_EINVAL;
+}
+
 /* The checks every submit shares; 0 or the code to return. */
 static int submit_check(struct trk_backend *b, const struct trk_image *img)
 {
@@ -215,6 +244,7 @@ static int submit_check(struct trk_backend *b, const struct trk_image *img)
     b->waited = false; /* the old blob lists go with the new frame */
     int err = trk_image_check(img);
     if (err) return err;
+    if (img->mem != TRK_MEM_HOST && (err = device_check(b))) return err;
     if (img->width > b->max_width || img->height > b->max_height) return TRK_ETOOBIG;
     return 0;
 }

@@ -53,6 +53,19 @@ enum trk_pixfmt {
 
 enum trk_matrix { TRK_MATRIX_BT601 = 0, TRK_MATRIX_BT709 = 1 };
 
+/* Where an image's planes live. TRK_MEM_HOST (0, what every initializer
+ * that leaves mem out gets): ordinary host memory, pageable or pinned.
+ * TRK_MEM_CUDA: device memory of the CUDA backend's device, in the
+ * current (primary) context of the CUDA runtime: e.g. an NVDEC surface
+ * that FFmpeg decoded with a CUDA device made on the primary context
+ * (daemon/ffmpeg.c). Only the CUDA backend takes device images
+ * (trk_backend_accepts_device); it reads them in place, never writes to
+ * them, and copies nothing from the host (upload_bytes 0). The pixels must
+ * be complete before submit: written on the legacy default stream (what
+ * FFmpeg's decoders use unless told otherwise) or synchronised by the
+ * producer; the backend orders its reads after the legacy stream's work. */
+enum trk_mem { TRK_MEM_HOST = 0, TRK_MEM_CUDA };
+
 /* One frame as the backend sees it. plane[] / pitch[] per format:
  *   packed RGB/BGR/YUYV: plane[0], pitch[0]
  *   NV12: plane[0] = Y, plane[1] = UV; I420: plane[0] = Y, [1] = U, [2] = V
@@ -69,6 +82,7 @@ struct trk_image {
     enum trk_pixfmt fmt;
     enum trk_matrix matrix;
     bool full_range;
+    enum trk_mem mem; /* where plane[] points: host (0) or device memory */
 };
 
 /* Bytes per pixel of a packed format (0 for planar/semi-planar). */
@@ -88,7 +102,8 @@ struct trk_plane_layout {
  * chroma planes have ceil(width/2) samples per row and, 4:2:0, ceil(height/2)
  * rows. 0, or TRK_EINVAL for an unknown format or a size <= 0. */
 int trk_image_plane_layout(enum trk_pixfmt fmt, int width, int height, struct trk_plane_layout *L);
-/* Checks plane pointers, pitches and sizes; 0 or TRK_EINVAL. */
+/* Checks plane pointers, pitches, sizes and mem; 0 or TRK_EINVAL. For a
+ * device image only the values are checked (the pointers are not read). */
 int trk_image_check(const struct trk_image *img);
 
 /* --------------------------------------------------------------- objects */
@@ -224,7 +239,12 @@ int trk_backend_process(struct trk_backend *b, const struct trk_image *img,
 
 /* Asynchronous form: submit starts work on img (which must stay valid until
  * wait returns), wait collects it. At most one frame in flight per backend.
- * CPU backends do the work in submit. process() == submit + wait. */
+ * CPU backends do the work in submit. process() == submit + wait.
+ * A device image (img->mem == TRK_MEM_CUDA) is read in place by the GPU
+ * until wait returns: its memory (a decoder's surface: keep the decoded
+ * frame referenced) must not be freed, reused or written before then. A
+ * backend that does not take device images answers TRK_EINVAL and logs
+ * why (trk_backend_accepts_device tells beforehand). */
 int trk_backend_submit(struct trk_backend *b, const struct trk_image *img,
                        const struct trk_roi *rois);
 int trk_backend_wait(struct trk_backend *b, struct trk_obj_result *out,
@@ -317,6 +337,12 @@ bool trk_backend_host_pinned(const struct trk_backend *b, const void *p, size_t 
 /* Whether every plane of img lies in such memory (the whole plane, from
  * its first byte to the last row's payload). */
 bool trk_backend_image_pinned(const struct trk_backend *b, const struct trk_image *img);
+
+/* Whether b reads device images (struct trk_image's mem = TRK_MEM_CUDA) in
+ * place: true for the CUDA backend, false for the CPU ones, which refuse
+ * them (TRK_EINVAL). A caller with device frames and a backend that says
+ * false must give it host frames instead. */
+bool trk_backend_accepts_device(const struct trk_backend *b);
 
 /* "cpu-ref", "cpu", "cuda" (+ ":" variant where not default). */
 const char *trk_backend_name(const struct trk_backend *b);

@@ -22,6 +22,8 @@
  * Any of them takes options after ':' (comma-separated): bands=<n> fixes the
  * number of upload bands (1 = upload the whole frame, then process). */
 #include <errno.h>
+#include <limits.h>
+#include <stdint.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -965,8 +967,10 @@ void fill_frame(struct cuda_be *b, const struct trk_image *img, const struct lay
 int queue_prefilter(struct cuda_be *b, const struct layout *L)
 {
     const struct trk_cu_frame raw = b->f;
-    for (int p = 0; p < L->p.planes; p++)
+    for (int p = 0; p < L->p.planes; p++) {
         b->f.plane[p] = b->d_filt + L->off[p];
+        b->f.pitch[p] = L->pitch[p]; /* a device image read in place has its own */
+    }
     return trk_cu_prefilter_launch(&b->pf, &raw, &b->f, b->d_pftmp, b->pftmp_pitch, b->pftmp_slab,
                                    b->s_k);
 }
@@ -1116,6 +1120,76 @@ int reset_if_dirty(struct cuda_be *b)
     return 0;
 }
 
+/* ------------------------------------------------ device images */
+
+/* Whether the kernels can read a device image where it is: the fused
+ * kernel's 16-byte loads need 16-byte aligned planes and pitches, and each
+ * row room for the 4-pixel-wide loads past its last pixel (what
+ * frame_layout gives d_frame; the bytes there are read and masked off).
+ * FFmpeg's CUDA frames (256-byte aligned pitches) qualify. */
+bool device_in_place(const struct trk_image *img)
+{
+    struct trk_plane_layout wide;
+    if (trk_image_plane_layout(img->fmt, (img->width + 3) / 4 * 4, img->height, &wide))
+        return false;
+    for (int p = 0; p < wide.planes; p++)
+        if ((uintptr_t)img->plane[p] % 16 || img->pitch[p] % 16 ||
+            img->pitch[p] < wide.row_bytes[p] || img->pitch[p] > (size_t)INT_MAX)
+            return false;
+    return true;
+}
+
+/* Queues a device image's frame on the kernel stream, after the work the
+ * legacy default stream holds (the decoder's copy into the surface): b->f
+ * points at the image's planes (in place), or, when the kernels cannot read
+ * it there, at d_frame after a device-to-device copy. Nothing is written to
+ * the image: the pre-filter writes d_filt. upload_ms is that copy (else
+ * about 0), upload_bytes 0 (nothing crosses from the host). Then the same
+ * tail as the host path, the whole frame in one launch. */
+/* A device image as the kernels' frame, on the kernel stream after the work
+ * already queued on CUDA's legacy default stream (where FFmpeg copies into
+ * its surfaces): read in place, or copied on the GPU when its pitches do not
+ * suit the kernels. Nothing crosses the bus (upload_bytes stays 0). */
+int queue_device_frame(struct cuda_be *b, const struct trk_image *img, const struct layout *L)
+{
+    TRK_CUDA_TRY(cudaEventRecord(b->ev_up0, cudaStreamLegacy));
+    TRK_CUDA_TRY(cudaStreamWaitEvent(b->s_k, b->ev_up0, 0));
+    if (device_in_place(img)) {
+        for (int p = 0; p < L->p.planes; p++) {
+            b->f.plane[p] = img->plane[p];
+            b->f.pitch[p] = (int)img->pitch[p];
+        }
+    } else {
+        for (int p = 0; p < L->p.planes; p++)
+            TRK_CUDA_TRY(cudaMemcpy2DAsync(b->d_frame + L->off[p], (size_t)L->pitch[p],
+                                           img->plane[p], img->pitch[p], L->p.row_bytes[p],
+                                           (size_t)L->p.rows[p], cudaMemcpyDeviceToDevice, b->s_k));
+    }
+    TRK_CUDA_TRY(cudaEventRecord(b->ev_up1, b->s_k));
+    return 0;
+}
+
+int submit_device(struct cuda_be *b, const struct trk_image *img, const struct trk_roi *rois,
+                  const struct layout *L)
+{
+    int err = queue_device_frame(b, img, L);
+    if (err) return err;
+    if ((err = queue_rois(b, rois))) return err;
+    TRK_CUDA_TRY(cudaEventRecord(b->ev_ks[0], b->s_k));
+    if (b->pf.sigma > 0 && (err = queue_prefilter(b, L))) return err;
+    if ((err = launch_rows(b, 0, img->height, true))) return err;
+    TRK_CUDA_TRY(cudaEventRecord(b->ev_ke[0], b->s_k));
+    b->nk = 1;
+    if (b->nbo && (err = queue_blobs(b))) return err;
+    TRK_CUDA_TRY(cudaMemcpyAsync(b->hp_res, b->d_acc[b->parity],
+                                 (size_t)b->slots * sizeof(struct trk_cu_acc),
+                                 cudaMemcpyDeviceToHost, b->s_k));
+    TRK_CUDA_TRY(cudaEventRecord(b->ev_done, b->s_k));
+    b->parity ^= 1;
+    b->dirty = false;
+    return 0;
+}
+
 int submit_impl(struct cuda_be *b, const struct trk_image *img, const struct trk_roi *rois)
 {
     struct layout L;
@@ -1125,6 +1199,7 @@ int submit_impl(struct cuda_be *b, const struct trk_image *img, const struct trk
     int err = reset_if_dirty(b);
     if (err) return err;
     b->dirty = true; /* until the frame is fully queued */
+    if (img->mem == TRK_MEM_CUDA) return submit_device(b, img, rois, &L);
 
     bool pinned = true;
     for (int p = 0; p < L.p.planes; p++)
@@ -1286,17 +1361,23 @@ int regions_impl(struct cuda_be *b, const struct trk_image *img, const struct tr
         if (nr < 0) return nr;
         if (trk_rects_area(rects, nr) * 2 > (uint64_t)img->width * (uint64_t)img->height) nr = -1;
     }
-    TRK_CUDA_TRY(cudaEventRecord(b->ev_up0, b->s_up));
-    int err = nr < 0 ? 1 : upload_rects(b, img, &L, rects, nr);
-    if (err == 1) {
-        bool pinned = true;
-        for (int p = 0; p < L.p.planes; p++)
-            pinned = pinned && host_pinned(img->plane[p]);
-        err = upload_rows(b, img, &L, 0, img->height, pinned);
+    int err;
+    if (img->mem == TRK_MEM_CUDA) {
+        /* Already on the device: the regions read it where it is. */
+        if ((err = queue_device_frame(b, img, &L))) return err;
+    } else {
+        TRK_CUDA_TRY(cudaEventRecord(b->ev_up0, b->s_up));
+        err = nr < 0 ? 1 : upload_rects(b, img, &L, rects, nr);
+        if (err == 1) {
+            bool pinned = true;
+            for (int p = 0; p < L.p.planes; p++)
+                pinned = pinned && plane_pinned(img, &L, p);
+            err = upload_rows(b, img, &L, 0, img->height, pinned);
+        }
+        if (err) return err;
+        TRK_CUDA_TRY(cudaEventRecord(b->ev_up1, b->s_up));
+        TRK_CUDA_TRY(cudaStreamWaitEvent(b->s_k, b->ev_up1, 0));
     }
-    if (err) return err;
-    TRK_CUDA_TRY(cudaEventRecord(b->ev_up1, b->s_up));
-    TRK_CUDA_TRY(cudaStreamWaitEvent(b->s_k, b->ev_up1, 0));
     b->nk = 0;
     if (b->pf.sigma > 0) {
         TRK_CUDA_TRY(cudaEventRecord(b->ev_ks[0], b->s_k));
@@ -1524,6 +1605,7 @@ int trk_cuda_bench_upload(struct trk_backend *bk, const struct trk_image *img,
     log_scope ls(b);
     int err = trk_image_check(img);
     if (err) return err;
+    if (img->mem != TRK_MEM_HOST) return TRK_EINVAL; /* times host uploads only */
     if (img->width > b->max_w || img->height > b->max_h) return TRK_ETOOBIG;
     TRK_CUDA_TRY(cudaSetDevice(b->dev));
     struct layout L;

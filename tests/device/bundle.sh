@@ -22,14 +22,24 @@ ldd "$build/daemon/trackd" | awk '/=> \//{print $3}' | while read -r lib; do
   esac
 done
 cp "$here/compare_ndjson.py" "$here/run-on-device.sh" "$here/latency_probe.py" \
-   "$here/../integration/daemon_proc.py" "$out/"
+   "$here/hwdec_device.py" "$here/../integration/daemon_proc.py" "$out/"
 cp -r "$here/../../web" "$out/web"
 # Clips made here (the GPU machine has no ffmpeg CLI): 4:2:0 and RGB.
 ffmpeg -loglevel error -y -f lavfi -i testsrc2=size=1280x720:rate=30 -t 4 \
   -c:v libx264 -preset veryfast -pix_fmt yuv420p "$out/clip420.mp4"
 ffmpeg -loglevel error -y -f lavfi -i testsrc2=size=640x480:rate=30 -t 3 \
   -c:v ffv1 -pix_fmt bgr0 "$out/cliprgb.mkv"
-# The latency probe's file: 1080p60 H.264, played at its own rate (14 s).
+# --hwdec (hwdec_device.py): HEVC 8-bit, MJPEG 4:2:0 and 4:2:2, 10-bit H.264
+# (software fallbacks); a 1080p60 H.264 clip for the throughput runs and the
+# latency probe (played at its own rate: 14 s).
+ffmpeg -loglevel error -y -f lavfi -i testsrc2=size=640x480:rate=30 -t 2 \
+  -c:v libx265 -preset ultrafast -x265-params log-level=error -pix_fmt yuv420p "$out/cliphevc.mp4"
+ffmpeg -loglevel error -y -f lavfi -i testsrc2=size=640x480:rate=30 -t 2 \
+  -c:v mjpeg -q:v 3 -pix_fmt yuvj420p "$out/clipmjpeg.mkv"
+ffmpeg -loglevel error -y -f lavfi -i testsrc2=size=320x240:rate=30 -t 1 \
+  -c:v mjpeg -q:v 3 -pix_fmt yuvj422p "$out/clipmjpeg422.mkv"
+ffmpeg -loglevel error -y -f lavfi -i testsrc2=size=320x240:rate=30 -t 1 \
+  -c:v libx264 -preset veryfast -pix_fmt yuv420p10le "$out/clip10.mp4"
 ffmpeg -loglevel error -y -f lavfi -i testsrc2=size=1920x1080:rate=60 -t 14 \
   -c:v libx264 -preset veryfast -pix_fmt yuv420p "$out/clip1080p60.mp4"
 cp "$here/clip-objects.json" "$here/clip-blobs-objects.json" "$out/"

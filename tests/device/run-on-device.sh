@@ -18,6 +18,8 @@ done
 for n in demo demo1080 clip420 cliprgb blobs420 blobsrgb; do
   echo "== $n: cpu vs cuda"; python3 compare_ndjson.py $n-cpu.ndjson $n-cuda.ndjson || fail=1
 done
+# --hwdec (issue 14): NVDEC device images vs software, MJPEG tolerance, throughput.
+python3 hwdec_device.py || fail=1
 echo "== auto picks:"; ./trackd --no-server --frames 1 --fast 2>&1 | grep -i backend
 echo "== throughput, demo 1920x1080, 7 objects"
 for b in cpu cuda; do

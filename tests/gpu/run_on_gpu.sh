@@ -1,7 +1,8 @@
 #!/bin/bash
 # Builds trackd's GPU-only tree on the GPU machine and runs the CUDA tests,
 # sanitizers and benchmarks. Usage: tests/gpu/run_on_gpu.sh STAGE... where
-# STAGE is build, test, sanitize, floor, kernels, seed, torch, bench, blobs, regions, ncu.
+# STAGE is build, test, sanitize, floor, kernels, seed, torch, bench, blobs, regions, ncu,
+# devimg.
 # Logs go to $OUT (or ./gpu-out). Used through the device tool:
 #   run: tests/gpu/run_on_gpu.sh build test kernels
 set -u
@@ -69,6 +70,11 @@ for stage in "$@"; do
       $BENCH --experiment rrm --backends cuda --sizes 3840x2160 --instances 128 \
         --rrm flat,seed,seed:1x1,seed:2x1,seed:4x2,seed:4x4,seed:8x2,seed:16x4,seed:64x8 \
         --json "$OUT/rrm-sweep.json" 2>&1 | tee "$OUT/rrm-sweep.txt" || rc=1 ;;
+    devimg)
+      # Device images (issue 14, --hwdec): cuda reading device memory in
+      # place / copied == cpu-ref, plus memcheck and racecheck on --quick.
+      (cd $B && ctest -R device_image -V) > "$OUT/devimg.log" 2>&1 || rc=1
+      grep -E "FAIL|cases|SKIP|ERROR SUMMARY|RACECHECK SUMMARY|Passed|Failed" "$OUT/devimg.log" | head -30 ;;
     ncu)
       ncu --clock-control none -k regex:fused_kernel -s 3 -c 6 --section SpeedOfLight --section MemoryWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables --section ComputeWorkloadAnalysis --section InstructionStats \
         --section Occupancy --section LaunchStats --section WarpStateStats \

@@ -77,11 +77,11 @@ static void test_frame_mem(void)
     CHECK(f.data_host && (uintptr_t)f.data % 64 == 0 && f.img.plane[0] == f.data);
     memset(f.data, 7, f.cap);
     int dummy;
-    trk_frame_hold(&f, &dummy, count_unhold);
+    trk_frame_keep(&f, &dummy, count_unhold);
     CHECK(unholds == 0);
     CHECK(trk_frame_layout(&f, TRK_FMT_RGB24, 40, 20, 64) == 0); /* lets the hold go */
-    CHECK(unholds == 1 && f.hold == NULL);
-    trk_frame_hold(&f, &dummy, count_unhold);
+    CHECK(unholds == 1 && f.keep == NULL);
+    trk_frame_keep(&f, &dummy, count_unhold);
     trk_frame_free_data(&f);
     CHECK(unholds == 2 && f.data == NULL && !f.data_host);
     trk_frame_free_data(&f); /* twice is fine */

@@ -5,6 +5,7 @@
  */
 #include "backend.h"
 #include "../check.h"
+#include "log_hook.h"
 #include "scene.h"
 
 #include <errno.h>
@@ -260,10 +261,80 @@ static void test_helpers(void)
     CHECK(strcmp(trk_pixfmt_name(TRK_FMT_COUNT), "?") == 0);
 }
 
+/* Lines the backend logs, collected (the library's one logger). */
+static char logged[4][512];
+static int n_logged;
+static void collect(enum trk_log_level level, const char *tag, const char *line)
+{
+    (void)level, (void)tag;
+    if (n_logged < 4) snprintf(logged[n_logged], sizeof(logged[0]), "%s", line);
+    n_logged++;
+}
+
+/* Device images (mem = TRK_MEM_CUDA): trk_image_check takes the value, the
+ * CPU backends refuse such a frame with TRK_EINVAL and one line naming the
+ * reason (not again for the next frame), without reading it and without
+ * leaving a frame in flight; host frames still work after. Only the CUDA
+ * backend says it accepts them. */
+static void test_device_images(void)
+{
+    static uint8_t px[32 * 16 * 3];
+    struct trk_image host = {
+        .plane = { px }, .pitch = { 96 }, .width = 32, .height = 16, .fmt = TRK_FMT_RGB24
+    };
+    CHECK(host.mem == TRK_MEM_HOST); /* initializers without mem mean host */
+    struct trk_image dev = host;
+    dev.mem = TRK_MEM_CUDA;
+    CHECK(trk_image_check(&dev) == 0);
+    struct trk_image bad = host;
+    bad.mem = (enum trk_mem)7;
+    CHECK(trk_image_check(&bad) == TRK_EINVAL);
+    bad = dev, bad.pitch[0] = 95; /* a device image's values are checked too */
+    CHECK(trk_image_check(&bad) == TRK_EINVAL);
+
+    const enum trk_backend_kind kinds[] = { TRK_BACKEND_CPU_REF, TRK_BACKEND_CPU };
+    for (int k = 0; k < 2; k++) {
+        struct trk_backend_cfg cfg = { .kind = kinds[k], .max_width = 32, .max_height = 16 };
+        struct trk_backend *b = NULL;
+        CHECK(trk_backend_create(&cfg, &b) == 0);
+        if (!b) continue;
+        CHECK(!trk_backend_accepts_device(b));
+        struct trk_object_def obj = {
+            .name = "all", .space = TRK_SPACE_RGB, .hi = { 255, 255, 255 }, .min_mass = 1
+        };
+        CHECK(trk_backend_set_objects(b, &obj, 1) == 0);
+        struct trk_obj_result res;
+        n_logged = 0;
+        trk_log_set_hook(collect, TRK_LOG_DEBUG);
+        CHECK(trk_backend_process(b, &dev, NULL, &res, NULL) == TRK_EINVAL);
+        CHECK(trk_backend_wait(b, &res, NULL) == TRK_EINVAL); /* nothing in flight */
+        struct trk_region r = { .obj = 0, .roi = { 0, 0, 31, 15 } };
+        CHECK(trk_backend_process_regions(b, &dev, &r, 1, &res, NULL) == TRK_EINVAL);
+        trk_log_set_hook(NULL, TRK_LOG_INFO);
+        CHECK(n_logged == 1);
+        if (n_logged >= 1) {
+            CHECK(strstr(logged[0], "device") && strstr(logged[0], "host memory"));
+            printf("%s refuses a device image: %s\n", trk_backend_name(b), logged[0]);
+        }
+        CHECK(trk_backend_process(b, &host, NULL, &res, NULL) == 0 && res.mass == 32 * 16);
+        trk_backend_destroy(&b);
+    }
+    if (trk_cuda_available(NULL, 0)) {
+        struct trk_backend_cfg cfg = { .kind = TRK_BACKEND_CUDA,
+                                       .max_width = 32,
+                                       .max_height = 16 };
+        struct trk_backend *b = NULL;
+        CHECK(trk_backend_create(&cfg, &b) == 0);
+        if (b) CHECK(trk_backend_accepts_device(b));
+        trk_backend_destroy(&b);
+    }
+}
+
 int main(void)
 {
     test_kinds();
     test_images();
+    test_device_images();
     test_objects_and_protocol();
     test_helpers();
     return check_exit("test_backend");
