@@ -29,7 +29,7 @@
  * gpu/cuda/NOTES.md ("Dense scenes"). 1..32; 33 turns the dense path off.
  * Overridable at build time to compare on the device. */
 #ifndef TRK_FUSED_DENSE_MIN
-#define TRK_FUSED_DENSE_MIN 6
+#define TRK_FUSED_DENSE_MIN 3
 #endif
 
 /* ---- straightforward lookup-table and naive kernels ------------------- */

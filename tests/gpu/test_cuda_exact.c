@@ -35,7 +35,7 @@ struct scene_spec {
     uint64_t seed;
 };
 
-/* Dense scenes with 5 and 6 objects sit either side of the fused kernel's
+/* Dense scenes with 2 and 3 objects sit either side of the fused kernel's
  * default switch to the dense path (TRK_FUSED_DENSE_MIN objects of a mask
  * word present in a segment); 40 and 130 objects fill 2 and 8 mask words
  * (objects are dealt round-robin into the words: 20 and 16-17 in each).
@@ -48,13 +48,13 @@ static const struct scene_spec full_scenes[] = {
     { 641, 479, 256, RANDOM, 15 },    { 64, 64, 0, RANDOM, 16 },
     { 333, 190, 33, RANDOM, 17 },     { 640, 480, 256, STANDARD, 18 },
     { 1280, 720, 128, STANDARD, 19 }, { 2, 3, 256, RANDOM, 20 },
-    { 37, 23, 5, DENSE, 21 },         { 67, 45, 6, DENSE, 22 },
+    { 37, 23, 2, DENSE, 21 },         { 67, 45, 3, DENSE, 22 },
     { 129, 67, 40, DENSE, 23 },       { 1280, 720, 130, DENSE, 24 },
     { 333, 190, 256, HALFDENSE, 25 }, { 961, 541, 100, HALFDENSE, 26 },
 };
 static const struct scene_spec quick_scenes[] = {
     { 37, 23, 7, RANDOM, 12 },       { 129, 67, 40, RANDOM, 13 }, { 160, 97, 256, RANDOM, 15 },
-    { 64, 64, 0, RANDOM, 16 },       { 97, 61, 256, DENSE, 21 },  { 67, 45, 6, DENSE, 22 },
+    { 64, 64, 0, RANDOM, 16 },       { 97, 61, 256, DENSE, 21 },  { 67, 45, 3, DENSE, 22 },
     { 129, 67, 100, HALFDENSE, 25 },
 };
 
