@@ -5,13 +5,18 @@
  *       read + written) and a one-read kernel (16-byte loads), cold (L2
  *       flushed) and hot, and the one-read time of each standard frame.
  *   trackd-bench --experiment cuda-kernels [--sizes ..] [--objects ..] [--variants ..]
- *                [--formats ..] [--iters N] [--warmup N] [--cold] [--torch F] [--json F]
+ *                [--formats ..] [--scenes ..] [--truth cpu-ref|cpu] [--iters N]
+ *                [--warmup N] [--cold] [--torch F] [--json F]
  *       kernel time of every CUDA variant on a frame resident on the device
  *       (CUDA events, medians), its ratio to the CPU reference, to the
  *       PyTorch baseline (bench/torch_baseline.py) and to the one-read memory
  *       floor; the upload time of the frame from pinned memory; the whole
  *       frame time through trk_backend_process. Results are checked against
- *       the CPU reference, field by field.
+ *       the CPU reference (--truth cpu: the fast CPU backend on all cores, in
+ *       CI equal to it), field by field. --scenes: standard (default), dense
+ *       (every pixel in every object: the worst case of issue 14), halfdense
+ *       (random per-pixel subsets); each size and object count runs the
+ *       listed scenes one after the other, so they sit side by side.
  *   trackd-bench --experiment cuda-seed    [--size WxH] [--objects ..] [--rs ..] [--m N]
  *       the seed's two experiments (seed 003, section 3.3.2-3.3.3): time vs
  *       number of objects (MOCT per arrangement, one reduction per object,
@@ -250,13 +255,16 @@ bool same(const struct trk_obj_result *a, const struct trk_obj_result *b, int n)
 }
 
 /* The CPU reference's results for img (the truth every variant is checked
- * against); ms, when not NULL, gets the time of its process call. */
+ * against), or with kind TRK_BACKEND_CPU the fast CPU backend's on all
+ * cores; ms, when not NULL, gets the time of its process call. */
 int ref_truth(const struct trk_image &img, const struct trk_object_def *objs, int m,
-              struct trk_obj_result *truth, double *ms)
+              struct trk_obj_result *truth, double *ms,
+              enum trk_backend_kind kind = TRK_BACKEND_CPU_REF)
 {
     struct trk_backend *ref = NULL;
     struct trk_backend_cfg rc = {};
-    rc.kind = TRK_BACKEND_CPU_REF;
+    rc.kind = kind;
+    rc.threads = 0;
     rc.max_width = img.width;
     rc.max_height = img.height;
     int err = trk_backend_create(&rc, &ref);
@@ -418,12 +426,27 @@ struct torch_base {
     }
 };
 
+/* The scenes of cuda-kernels (--scenes). */
+enum { SCENE_STANDARD, SCENE_DENSE, SCENE_HALFDENSE, SCENE_COUNT };
+const char *const scene_names[SCENE_COUNT] = { "standard", "dense", "halfdense" };
+
+int make_scene(int kind, int w, int h, int m, uint64_t seed, struct trk_scene *sc)
+{
+    switch (kind) {
+    case SCENE_DENSE: return trk_scene_dense(w, h, m, seed, sc);
+    case SCENE_HALFDENSE: return trk_scene_halfdense(w, h, m, seed, sc);
+    default: return trk_scene_standard(w, h, m, seed, sc);
+    }
+}
+
 int run_kernels(int argc, char **argv)
 {
     list sizes, objs;
     parse_sizes("640x480,1920x1080,3840x2160", sizes);
     parse_ints("1,8,32,128,256", objs, 0, TRK_MAX_OBJECTS);
     const char *variants = NULL, *formats = "rgb24", *json = NULL, *torch = NULL;
+    const char *scenes = "standard";
+    enum trk_backend_kind truth_kind = TRK_BACKEND_CPU_REF;
     int iters = 50, warmup = 5, cold = 0;
     uint64_t seed = 20240601u;
     for (int i = 1; i < argc; i++) {
@@ -443,7 +466,13 @@ int run_kernels(int argc, char **argv)
             variants = v;
         else if (!strcmp(a, "--formats"))
             formats = v;
-        else if (!strcmp(a, "--iters"))
+        else if (!strcmp(a, "--scenes"))
+            scenes = v;
+        else if (!strcmp(a, "--truth")) {
+            const int tk = trk_backend_kind_parse(v);
+            ok = tk == TRK_BACKEND_CPU_REF || tk == TRK_BACKEND_CPU;
+            if (ok) truth_kind = (enum trk_backend_kind)tk;
+        } else if (!strcmp(a, "--iters"))
             iters = atoi(v);
         else if (!strcmp(a, "--warmup"))
             warmup = atoi(v);
@@ -484,6 +513,23 @@ int run_kernels(int argc, char **argv)
         }
         fmts.push_back(x);
     }
+    std::vector<int> kinds;
+    for (auto &n : split(scenes)) {
+        int x = -1;
+        for (int k = 0; k < SCENE_COUNT; k++)
+            if (n == scene_names[k]) x = k;
+        if (x < 0) {
+            fprintf(stderr, "cuda-kernels: unknown scene %s (standard, dense, halfdense)\n",
+                    n.c_str());
+            return 2;
+        }
+        kinds.push_back(x);
+    }
+    const int nk = (int)kinds.size();
+    if (!nk) {
+        fprintf(stderr, "cuda-kernels: --scenes names none\n");
+        return 2;
+    }
     torch_base tb;
     if (torch) {
         char err[256];
@@ -510,12 +556,14 @@ int run_kernels(int argc, char **argv)
         copy_bytes = std::max(copy_bytes, (size_t)sizes.v[s][0] * sizes.v[s][1] * 4 + 4096);
     BENCH_TRY(cudaMalloc(&d_copy, copy_bytes));
 
-    printf("# cuda-kernels on %s; one-read ceiling %.0f GB/s; seed %llu; warmup %d, iters %d\n",
-           g.name, read_gbs, (unsigned long long)seed, warmup, iters);
+    printf("# cuda-kernels on %s; one-read ceiling %.0f GB/s; seed %llu; warmup %d, iters %d; "
+           "truth %s\n",
+           g.name, read_gbs, (unsigned long long)seed, warmup, iters,
+           truth_kind == TRK_BACKEND_CPU ? "cpu" : "cpu-ref");
     printf("# kernel = CUDA-event median on a device-resident frame (%s); floor = frame bytes / "
            "ceiling\n",
            cold ? "hot, and cold with L2 flushed" : "hot: frame in L2");
-    printf("%-18s %-6s %-12s %10s %10s %8s %9s %9s %9s %10s %10s\n", "scene", "format", "variant",
+    printf("%-26s %-6s %-12s %10s %10s %8s %9s %9s %9s %10s %10s\n", "scene", "format", "variant",
            "kernel_us", "cold_us", "x floor", "x ref", "x torch", "upload_us", "frame_us",
            "1band_us");
     FILE *jf = json ? fopen(json, "w") : NULL;
@@ -526,26 +574,32 @@ int run_kernels(int argc, char **argv)
     if (jf)
         fprintf(jf,
                 "{\"tool\":\"cuda-kernels\",\"device\":\"%s\",\"read_gbs\":%.1f,\"seed\":%llu,"
-                "\"warmup\":%d,\"iters\":%d,\"results\":[",
-                g.name, read_gbs, (unsigned long long)seed, warmup, iters);
+                "\"warmup\":%d,\"iters\":%d,\"truth\":\"%s\",\"results\":[",
+                g.name, read_gbs, (unsigned long long)seed, warmup, iters,
+                truth_kind == TRK_BACKEND_CPU ? "cpu" : "cpu-ref");
     int first = 1, mismatches = 0;
     static struct trk_obj_result truth[TRK_MAX_OBJECTS], got[TRK_MAX_OBJECTS];
     for (int s = 0; s < sizes.n; s++)
-        for (int k = 0; k < objs.n; k++) {
-            const int w = sizes.v[s][0], h = sizes.v[s][1], m = objs.v[k][0];
+        /* Each object count runs the listed scenes in turn: side by side. */
+        for (int k = 0; k < objs.n * nk; k++) {
+            const int w = sizes.v[s][0], h = sizes.v[s][1], m = objs.v[k / nk][0];
+            const int kind = kinds[k % nk];
             struct trk_scene sc;
-            if (trk_scene_standard(w, h, m, seed, &sc)) return 1;
-            char scene[48];
-            snprintf(scene, sizeof(scene), "%dx%d m=%d", w, h, m);
+            if (make_scene(kind, w, h, m, seed, &sc)) return 1;
+            char scene[64];
+            snprintf(scene, sizeof(scene), "%dx%d m=%d%s%s", w, h, m,
+                     kind == SCENE_STANDARD ? "" : " ",
+                     kind == SCENE_STANDARD ? "" : scene_names[kind]);
             for (int fmt : fmts) {
                 pinned_image pi;
                 if (make_pinned(sc, fmt, pi)) return 1;
-                /* Truth and the reference's time: one run of cpu-ref. */
+                /* Truth and the reference's time: one run of cpu-ref (or cpu). */
                 double ref_ms;
-                if (ref_truth(pi.img, sc.objects, m, truth, &ref_ms)) return 1;
+                if (ref_truth(pi.img, sc.objects, m, truth, &ref_ms, truth_kind)) return 1;
                 const char *tv = "";
                 const struct trk_json *tmass = nullptr;
-                double torch_ms = tb.find(w, h, m, &tv, &tmass);
+                /* The PyTorch baseline ran the standard scenes only. */
+                double torch_ms = kind == SCENE_STANDARD ? tb.find(w, h, m, &tv, &tmass) : 0;
                 if (tmass && fmt == TRK_FMT_RGB24) {
                     bool ok = tmass->type == TRK_JSON_ARRAY && (int)tmass->n == m;
                     for (int i = 0; ok && i < m; i++)
@@ -609,21 +663,23 @@ int run_kernels(int argc, char **argv)
                         if (torch_ms > 0) snprintf(xt, sizeof(xt), "%.0fx", torch_ms / hot);
                     }
                     if (cms > 0) snprintf(cs, sizeof(cs), "%.1f", cms * 1e3);
-                    printf("%-18s %-6s %-12s %10.1f %10s %8s %9s %9s %9.1f %10.1f %10.1f%s\n",
+                    printf("%-26s %-6s %-12s %10.1f %10s %8s %9s %9s %9.1f %10.1f %10.1f%s\n",
                            scene, trk_pixfmt_name((enum trk_pixfmt)fmt), vn.c_str(), hot * 1e3, cs,
                            xf, xr, xt, up_ms * 1e3, frame_ms * 1e3, frame1_ms * 1e3,
                            ok ? "" : "  MISMATCH");
                     fflush(stdout);
                     if (jf)
                         fprintf(jf,
-                                "%s\n {\"width\":%d,\"height\":%d,\"objects\":%d,\"format\":\"%s\","
+                                "%s\n {\"scene\":\"%s\",\"width\":%d,\"height\":%d,\"objects\":%d,"
+                                "\"format\":\"%s\","
                                 "\"variant\":\"%s\",\"kernel_ms\":%.5f,\"kernel_cold_ms\":%.5f,"
                                 "\"floor_ms\":%.5f,\"ref_ms\":%.3f,\"torch_ms\":%.4f,"
                                 "\"torch_variant\":\"%s\",\"upload_ms\":%.4f,\"frame_ms\":%.4f,"
                                 "\"frame_1band_ms\":%.4f,\"match\":%s}",
-                                first ? "" : ",", w, h, m, trk_pixfmt_name((enum trk_pixfmt)fmt),
-                                vn.c_str(), hot, cms, floor_ms, ref_ms, torch_ms, tv, up_ms,
-                                frame_ms, frame1_ms, ok ? "true" : "false");
+                                first ? "" : ",", scene_names[kind], w, h, m,
+                                trk_pixfmt_name((enum trk_pixfmt)fmt), vn.c_str(), hot, cms,
+                                floor_ms, ref_ms, torch_ms, tv, up_ms, frame_ms, frame1_ms,
+                                ok ? "true" : "false");
                     first = 0;
                 }
                 free_pinned(pi);

@@ -173,6 +173,81 @@ int trk_scene_standard(int width, int height, int m, uint64_t seed, struct trk_s
     return 0;
 }
 
+/* ------------------------------------------------------- dense scenes */
+
+/* Every pixel, every channel 0..255 from the seed's stream. */
+static void fill_noise(uint64_t *st, struct trk_scene *s)
+{
+    size_t n = (size_t)s->width * (size_t)s->height * 3;
+    for (size_t i = 0; i < n; i++)
+        s->rgb[i] = (uint8_t)trk_rand_next(st);
+}
+
+int trk_scene_dense(int width, int height, int m, uint64_t seed, struct trk_scene *out)
+{
+    int err = scene_alloc(width, height, m, out);
+    if (err) return err;
+    uint64_t st = seed;
+    fill_noise(&st, out);
+    for (int k = 0; k < m; k++) {
+        struct trk_object_def *o = &out->objects[k];
+        snprintf(o->name, sizeof(o->name), "all%d", k);
+        o->space = TRK_SPACE_RGB;
+        o->min_mass = 1;
+        for (int c = 0; c < 3; c++)
+            o->lo[c] = 0, o->hi[c] = 255;
+    }
+    return 0;
+}
+
+#define HALFDENSE_REGIONS 6
+
+int trk_scene_halfdense(int width, int height, int m, uint64_t seed, struct trk_scene *out)
+{
+    int err = scene_alloc(width, height, m, out);
+    if (err) return err;
+    uint64_t st = seed;
+    fill_noise(&st, out);
+    for (int r = 0; r < HALFDENSE_REGIONS; r++) {
+        uint8_t col[3];
+        for (int c = 0; c < 3; c++)
+            col[c] = (uint8_t)trk_rand_next(&st);
+        int rw = rand_range(&st, 1, (width + 2) / 3), rh = rand_range(&st, 1, (height + 2) / 3);
+        int x0 = rand_range(&st, 0, width - rw), y0 = rand_range(&st, 0, height - rh);
+        for (int y = y0; y < y0 + rh; y++)
+            for (int x = x0; x < x0 + rw; x++) {
+                uint8_t *p = out->rgb + ((size_t)y * (size_t)width + (size_t)x) * 3;
+                for (int c = 0; c < 3; c++)
+                    p[c] = (uint8_t)clampi(col[c] + rand_range(&st, -2, 2), 0, 255);
+            }
+    }
+    /* Window widths per channel, in percent of the range, by object kind. */
+    static const int pct[3][2] = { { 70, 100 }, { 35, 70 }, { 5, 35 } };
+    for (int k = 0; k < m; k++) {
+        struct trk_object_def *o = &out->objects[k];
+        snprintf(o->name, sizeof(o->name), "sub%d", k);
+        o->space = (enum trk_space)rand_range(&st, 0, 2);
+        o->min_mass = 1;
+        const int kind = k % 3;
+        for (int c = 0; c < 3; c++) {
+            const int mx = trk_chan_max(o->space, c);
+            const int span = mx * rand_range(&st, pct[kind][0], pct[kind][1]) / 100;
+            if (o->space == TRK_SPACE_HSV && c == 0) {
+                /* Anywhere on the circle: about half of them wrap. */
+                const int lo = rand_range(&st, 0, TRK_HUE_VALUES - 1);
+                o->lo[0] = (uint16_t)lo;
+                o->hi[0] = (uint16_t)trk_hue_wrap(lo + span);
+                if (span >= TRK_HUE_VALUES - 1) o->lo[0] = 0, o->hi[0] = TRK_HUE_VALUES - 1;
+            } else {
+                const int lo = rand_range(&st, 0, mx - span);
+                o->lo[c] = (uint16_t)lo;
+                o->hi[c] = (uint16_t)(lo + span);
+            }
+        }
+    }
+    return 0;
+}
+
 /* --------------------------------------------------------- random scene */
 
 /* Builds one object box around colour rgb in the given space: the colour

@@ -30,6 +30,23 @@ struct trk_scene {
  * disk's colour. Returns 0 or TRK_EINVAL / TRK_ENOMEM. */
 int trk_scene_standard(int width, int height, int m, uint64_t seed, struct trk_scene *out);
 
+/* The dense worst case (issue 14): every pixel in every object. Seeded RGB
+ * noise (each channel 0..255, so no format or table lookup sees a special
+ * frame) and m objects, each the whole rgb cube (0..255 on every channel):
+ * every object's mass is width x height. Deterministic for (width, height,
+ * m, seed). Returns 0 or TRK_EINVAL / TRK_ENOMEM. */
+int trk_scene_dense(int width, int height, int m, uint64_t seed, struct trk_scene *out);
+
+/* Random per-pixel subsets of the objects: seeded RGB noise with a few flat
+ * regions (light noise), m objects in random spaces (rgb, hsv with wrapping
+ * hue windows, ycbcr), each channel a random window over part of its range:
+ * a third of the objects wide (70..100 % per channel), a third medium
+ * (35..70 %), a third narrow (5..35 %). A noise pixel matches a random
+ * subset (about half of the wide objects, few narrow ones); a flat region
+ * matches a fixed subset, so how many objects a stretch of a row holds
+ * varies from none to all. Deterministic for (width, height, m, seed). */
+int trk_scene_halfdense(int width, int height, int m, uint64_t seed, struct trk_scene *out);
+
 /* A random test scene for exactness tests: random pixels (with regions of
  * flat colour so boxes match something), m random objects in random spaces
  * (rgb, hsv with and without hue wrap, ycbcr), overlapping ranges, some

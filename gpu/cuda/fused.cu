@@ -6,6 +6,7 @@
  * flushed once per block. See gpu/cuda/NOTES.md for the measurements that
  * shaped it. */
 #include "cuda_internal.cuh"
+#include "fused_dense.cuh"
 
 #define FULL_MASK 0xffffffffu
 
@@ -15,6 +16,7 @@ namespace
 static_assert(TRK_FUSED_THREADS % 32 == 0 && TRK_FUSED_THREADS <= 1024, "block size");
 static_assert(TRK_FUSED_PX_PER_LANE == 4, "the format loads assume 4 pixels per lane");
 static_assert(TRK_CUDA_PITCH_ALIGN % 16 == 0, "16-byte loads need 16-byte aligned rows");
+static_assert(TRK_FUSED_DENSE_MIN >= 1 && TRK_FUSED_DENSE_MIN <= 33, "dense path threshold");
 
 /* Format classes: the kernel is instantiated per class; RGB/BGR order is a
  * run-time (warp-uniform) swap. */
@@ -194,6 +196,39 @@ __device__ __forceinline__ void and3(const uint32_t *t0, const uint32_t *t1, con
     }
 }
 
+/* The dense path for mask word q of a segment (fused_dense.cuh): the four
+ * 32 x 32 bit matrices m[j] (lane L, bit b: pixel base + 4 L + j matches
+ * object k0 + b) are transposed across the warp, then lane b accumulates
+ * object k0 + b from its own words with popcounts: one shared atomic per
+ * field and lane, 32 objects at once, instead of a redux chain and lane 0's
+ * seven atomics per present object. All lanes take part (the shuffles);
+ * the caller's choice is warp-uniform. Integer sums, so the results are the
+ * sparse path's exactly. */
+__device__ __forceinline__ void dense_word(uint32_t m0, uint32_t m1, uint32_t m2, uint32_t m3,
+                                           int lane, int base, int yy, int k0,
+                                           const struct trk_cu_sacc &acc)
+{
+    uint32_t t[4] = { m0, m1, m2, m3 };
+#pragma unroll
+    for (int s = 16; s >= 1; s >>= 1) {
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+            t[j] = trk_dense::transpose_merge(t[j], __shfl_xor_sync(FULL_MASK, t[j], s),
+                                              (unsigned)lane, s);
+    }
+    const trk_dense::seg_stats st = trk_dense::segment_stats(t);
+    if (!st.cnt) return;
+    const int k = k0 + lane;
+    const unsigned b = (unsigned)base, y = (unsigned)yy;
+    atomicAdd(&acc.cnt[k], st.cnt);
+    atomicAdd(&acc.sx[k], (unsigned long long)(st.cnt * b + st.sum));
+    atomicAdd(&acc.sy[k], (unsigned long long)st.cnt * y);
+    atomicMax(&acc.nx0[k], TRK_ACC_BIG - (b + st.first));
+    atomicMax(&acc.px1[k], b + st.last + 1u);
+    atomicMax(&acc.ny0[k], TRK_ACC_BIG - y);
+    atomicMax(&acc.py1[k], y + 1u);
+}
+
 /* Grid: persistent-style, blockIdx.x owns a contiguous range of units (row
  * segments of TRK_FUSED_SEG pixels) of rows [row0, row1), its warps take the
  * range's units in turn. A contiguous range keeps the set of objects one
@@ -207,7 +242,11 @@ __device__ __forceinline__ void and3(const uint32_t *t0, const uint32_t *t1, con
  * up to 4 words, OR them across the warp (redux.sync) and, per object present
  * in the segment, reduce count / sum x / min / max with redux.sync and let
  * lane 0 do one shared atomic per field. Matched pixels of one object in a
- * segment thus cost one event per warp, not one atomic per pixel. */
+ * segment thus cost one event per warp, not one atomic per pixel. A mask
+ * word with TRK_FUSED_DENSE_MIN or more objects present takes the dense path
+ * (dense_word) instead: its cost per word does not grow with the objects
+ * present, so a frame where every pixel matches every object costs a few
+ * times a sparse one, not M times. */
 template <int CLS, int NW>
 __global__ void __launch_bounds__(TRK_FUSED_THREADS, TRK_FUSED_MIN_BLOCKS)
     fused_kernel(const struct trk_cu_job job)
@@ -315,6 +354,11 @@ __global__ void __launch_bounds__(TRK_FUSED_THREADS, TRK_FUSED_MIN_BLOCKS)
 #pragma unroll
             for (int q = 0; q < CW; q++) {
                 uint32_t wor = __reduce_or_sync(FULL_MASK, m[0][q] | m[1][q] | m[2][q] | m[3][q]);
+                if (__popc(wor) >= TRK_FUSED_DENSE_MIN) {
+                    dense_word(m[0][q], m[1][q], m[2][q], m[3][q], lane,
+                               x0 - lane * TRK_FUSED_PX_PER_LANE, yy, (ch + q) * 32, s_acc);
+                    continue;
+                }
                 while (wor) {
                     const int bit = __ffs(wor) - 1;
                     wor &= wor - 1;

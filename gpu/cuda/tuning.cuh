@@ -22,6 +22,16 @@
  * small frames) get fewer blocks instead of idle ones. >= 1. */
 #define TRK_FUSED_MIN_UNITS_PER_BLOCK 16
 
+/* Objects present in a warp's segment, per 32-object mask word, from which
+ * the fused kernel takes the dense path (a warp transpose of the masks, each
+ * lane one object: a constant cost per word) instead of reducing the
+ * present objects one by one (a cost per object). Break-even estimate in
+ * gpu/cuda/NOTES.md ("Dense scenes"). 1..32; 33 turns the dense path off.
+ * Overridable at build time to compare on the device. */
+#ifndef TRK_FUSED_DENSE_MIN
+#define TRK_FUSED_DENSE_MIN 3
+#endif
+
 /* ---- straightforward lookup-table and naive kernels ------------------- */
 
 /* 2-D block: TRK_LUT_BX x TRK_LUT_BY pixels, one thread per pixel.

@@ -2,7 +2,7 @@
 # Builds trackd's GPU-only tree on the GPU machine and runs the CUDA tests,
 # sanitizers and benchmarks. Usage: tests/gpu/run_on_gpu.sh STAGE... where
 # STAGE is build, test, sanitize, floor, kernels, seed, torch, bench, blobs, regions, ncu,
-# devimg.
+# devimg, dense, dense-off.
 # Logs go to $OUT (or ./gpu-out). Used through the device tool:
 #   run: tests/gpu/run_on_gpu.sh build test kernels
 set -u
@@ -46,6 +46,23 @@ for stage in "$@"; do
     formats)
       $BENCH --experiment cuda-kernels --sizes 1920x1080 --objects 128 --variants fused \
         --formats rgb24,rgba,bgr24,yuyv,nv12,i420 --cold 2>&1 | tee "$OUT/formats.txt" || rc=1 ;;
+    dense)
+      # Issue 14's dense worst case (every pixel in every object) beside the
+      # standard scene, fused kernel; truth from the fast CPU backend on all
+      # cores (equal to cpu-ref in CI; cpu-ref would add ~2 min at 4K).
+      $BENCH --experiment cuda-kernels --scenes standard,dense --sizes 1920x1080,3840x2160 \
+        --objects 8,128,256 --variants fused --truth cpu --cold --json "$OUT/dense.json" 2>&1 |
+        tee "$OUT/dense.txt" || rc=1 ;;
+    dense-off)
+      # The same with the dense path compiled out (TRK_FUSED_DENSE_MIN=33):
+      # the sparse-only kernel of before, on the same device in the same session.
+      cmake -S . -B $B-sparse -DTRK_GPU_ONLY=ON -DTRK_WERROR=ON \
+        -DCMAKE_CUDA_FLAGS=-DTRK_FUSED_DENSE_MIN=33 > "$OUT/build-sparse.log" 2>&1 &&
+        cmake --build $B-sparse -j16 --target trackd-bench >> "$OUT/build-sparse.log" 2>&1 ||
+        { tail -30 "$OUT/build-sparse.log"; exit 1; }
+      $B-sparse/bench/trackd-bench --experiment cuda-kernels --scenes standard,dense \
+        --sizes 1920x1080,3840x2160 --objects 8,128,256 --variants fused --truth cpu --cold \
+        --json "$OUT/dense-off.json" 2>&1 | tee "$OUT/dense-off.txt" || rc=1 ;;
     seed)
       $BENCH --experiment cuda-seed --json "$OUT/seed.json" 2>&1 | tee "$OUT/seed.txt" || rc=1 ;;
     bench)

@@ -2,7 +2,11 @@
  * every colour space, on seeded scenes (random objects in all spaces with hue
  * wrap and overlapping ranges, objects touching the borders, odd sizes and
  * pitches, 0 and 256 objects, ROIs, pinned and pageable input, several upload
- * bands). Needs a GPU: without one it exits 77 (ctest SKIP) and says why.
+ * bands), and on dense ones (issue 14): every pixel in every object, and
+ * random per-pixel subsets of many objects, so the fused kernel's dense path
+ * (many objects in one row segment) and its switch from the sparse path are
+ * compared too. Needs a GPU: without one it exits 77 (ctest SKIP) and says
+ * why.
  *
  *   test_cuda_exact            the full matrix
  *   test_cuda_exact --quick    a smaller one (for compute-sanitizer runs)
@@ -22,23 +26,36 @@ static int cases; /* comparisons made; failures are check.h's count */
 #define MAXW 1280
 #define MAXH 720
 
+enum scene_kind { RANDOM, STANDARD, DENSE, HALFDENSE };
+static const char *const kind_names[] = { "random", "standard", "dense", "half-dense" };
+
 struct scene_spec {
     int w, h, m;
-    int standard; /* 1: trk_scene_standard, 0: trk_scene_random */
+    enum scene_kind kind;
     uint64_t seed;
 };
 
+/* Dense scenes with 2 and 3 objects sit either side of the fused kernel's
+ * default switch to the dense path (TRK_FUSED_DENSE_MIN objects of a mask
+ * word present in a segment); 40 and 130 objects fill 2 and 8 mask words
+ * (objects are dealt round-robin into the words: 20 and 16-17 in each).
+ * Random ROIs cut objects out of stretches of rows, so the count per word
+ * crosses the threshold within one frame, as the half-dense scenes do.
+ * Odd widths leave a partial segment at the end of each row. */
 static const struct scene_spec full_scenes[] = {
-    { 1, 1, 3, 0, 11 },       { 37, 23, 7, 0, 12 },     { 129, 67, 40, 0, 13 },
-    { 320, 241, 100, 0, 14 }, { 641, 479, 256, 0, 15 }, { 64, 64, 0, 0, 16 },
-    { 333, 190, 33, 0, 17 },  { 640, 480, 256, 1, 18 }, { 1280, 720, 128, 1, 19 },
-    { 2, 3, 256, 0, 20 },
+    { 1, 1, 3, RANDOM, 11 },          { 37, 23, 7, RANDOM, 12 },
+    { 129, 67, 40, RANDOM, 13 },      { 320, 241, 100, RANDOM, 14 },
+    { 641, 479, 256, RANDOM, 15 },    { 64, 64, 0, RANDOM, 16 },
+    { 333, 190, 33, RANDOM, 17 },     { 640, 480, 256, STANDARD, 18 },
+    { 1280, 720, 128, STANDARD, 19 }, { 2, 3, 256, RANDOM, 20 },
+    { 37, 23, 2, DENSE, 21 },         { 67, 45, 3, DENSE, 22 },
+    { 129, 67, 40, DENSE, 23 },       { 1280, 720, 130, DENSE, 24 },
+    { 333, 190, 256, HALFDENSE, 25 }, { 961, 541, 100, HALFDENSE, 26 },
 };
 static const struct scene_spec quick_scenes[] = {
-    { 37, 23, 7, 0, 12 },
-    { 129, 67, 40, 0, 13 },
-    { 160, 97, 256, 0, 15 },
-    { 64, 64, 0, 0, 16 },
+    { 37, 23, 7, RANDOM, 12 },       { 129, 67, 40, RANDOM, 13 }, { 160, 97, 256, RANDOM, 15 },
+    { 64, 64, 0, RANDOM, 16 },       { 97, 61, 256, DENSE, 21 },  { 67, 45, 3, DENSE, 22 },
+    { 129, 67, 100, HALFDENSE, 25 },
 };
 
 /* Variants checked beyond the ones the backend lists: other MOCT layouts and
@@ -175,8 +192,13 @@ int main(int argc, char **argv)
     for (int si = 0; si < nspecs; si++) {
         const struct scene_spec *sp = &specs[si];
         struct trk_scene sc;
-        int err = sp->standard ? trk_scene_standard(sp->w, sp->h, sp->m, sp->seed, &sc)
-                               : trk_scene_random(sp->w, sp->h, sp->m, sp->seed, &sc);
+        int err;
+        switch (sp->kind) {
+        case STANDARD: err = trk_scene_standard(sp->w, sp->h, sp->m, sp->seed, &sc); break;
+        case DENSE: err = trk_scene_dense(sp->w, sp->h, sp->m, sp->seed, &sc); break;
+        case HALFDENSE: err = trk_scene_halfdense(sp->w, sp->h, sp->m, sp->seed, &sc); break;
+        default: err = trk_scene_random(sp->w, sp->h, sp->m, sp->seed, &sc); break;
+        }
         if (err) {
             fprintf(stderr, "scene %dx%d m=%d: %s\n", sp->w, sp->h, sp->m, trk_strerror(err));
             return 1;
@@ -186,7 +208,7 @@ int main(int argc, char **argv)
         for (int k = 0; k < m; k++)
             spaces[sc.objects[k].space]++;
         printf("scene %dx%d %s m=%d (rgb %d, hsv %d, ycbcr %d)\n", sp->w, sp->h,
-               sp->standard ? "standard" : "random", m, spaces[0], spaces[1], spaces[2]);
+               kind_names[sp->kind], m, spaces[0], spaces[1], spaces[2]);
         if (trk_backend_set_objects(ref, sc.objects, m)) return 1;
         for (int v = 0; v < nv; v++)
             if ((err = trk_backend_set_objects(be[v], sc.objects, m))) {
@@ -217,6 +239,11 @@ int main(int argc, char **argv)
                     fprintf(stderr, "cpu-ref: %s\n", trk_strerror(err));
                     return 1;
                 }
+                /* The dense scene is what it claims: every pixel in every object. */
+                for (int k = 0; sp->kind == DENSE && !use_roi && k < m; k++)
+                    CHECKF(want[k].mass == (uint64_t)sp->w * (uint64_t)sp->h,
+                           "dense scene: cpu-ref object %d mass %llu of %d pixels", k,
+                           (unsigned long long)want[k].mass, sp->w * sp->h);
                 for (int v = 0; v < nv; v++) {
                     /* Pinned input on alternate variants: both upload paths. */
                     const struct trk_image *in = (have_pinned && (v + fmt) % 2) ? &pimg : &img;

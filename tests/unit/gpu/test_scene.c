@@ -6,7 +6,8 @@
  * reference must produce them exactly: this checks the scene (the +-8 box
  * absorbs the +-3 noise, gray never matches, colours are distinct) and the
  * reference at once. Also: determinism, the random scene's promised mix
- * (hue wrap, overlaps, empty and border-touching objects), trk_image_from_rgb
+ * (hue wrap, overlaps, empty and border-touching objects), the dense scenes
+ * (every pixel in every object; random per-pixel subsets), trk_image_from_rgb
  * layouts and chroma averaging, and the splitmix64 stream.
  */
 #include "backend.h"
@@ -243,6 +244,89 @@ static void test_random(void)
         }
 }
 
+/* The dense scenes of issue 14. Dense: every pixel in every object, in
+ * every input format (the whole rgb cube holds any decoded pixel), with the
+ * sums of a full frame. Half-dense: objects in all spaces, wide and narrow,
+ * and per pixel (one-pixel ROIs) subsets of the objects that differ from
+ * pixel to pixel, neither containing the other, of sizes from few to many. */
+static void test_dense(void)
+{
+    static struct trk_scene sc, again;
+    static struct trk_obj_result got[TRK_MAX_OBJECTS];
+    const int w = 67, h = 45, m = 40;
+    CHECK(trk_scene_dense(w, h, m, 3, &sc) == 0);
+    CHECK(trk_scene_dense(w, h, m, 3, &again) == 0);
+    CHECK(memcmp(sc.rgb, again.rgb, (size_t)w * h * 3) == 0);
+    trk_scene_free(&again);
+    CHECK(trk_scene_dense(w, h, m, 4, &again) == 0);
+    CHECK(memcmp(sc.rgb, again.rgb, (size_t)w * h * 3) != 0); /* the seed matters */
+    trk_scene_free(&again);
+    for (int fmt = 0; fmt < TRK_FMT_COUNT; fmt++) {
+        CHECK(process_rgb(&sc, (enum trk_pixfmt)fmt, 3, NULL, got) == 0);
+        for (int k = 0; k < m; k++)
+            CHECKF(got[k].mass == (uint64_t)w * h &&
+                       got[k].sum_x == (uint64_t)h * w * (w - 1) / 2 &&
+                       got[k].sum_y == (uint64_t)w * h * (h - 1) / 2 && got[k].x0 == 0 &&
+                       got[k].y0 == 0 && got[k].x1 == w - 1 && got[k].y1 == h - 1,
+                   "dense %s object %d: mass %llu", trk_pixfmt_name((enum trk_pixfmt)fmt), k,
+                   (unsigned long long)got[k].mass);
+    }
+    trk_scene_free(&sc);
+    CHECK(trk_scene_dense(0, 1, 1, 0, &sc) == TRK_EINVAL);
+    CHECK(trk_scene_dense(1, 1, TRK_MAX_OBJECTS + 1, 0, &sc) == TRK_EINVAL);
+    CHECK(trk_scene_halfdense(1, 0, 1, 0, &sc) == TRK_EINVAL);
+    CHECK(trk_scene_halfdense(1, 1, -1, 0, &sc) == TRK_EINVAL);
+
+    /* Half-dense on a frame large enough for every kind of object. */
+    CHECK(trk_scene_halfdense(160, 120, 90, 5, &sc) == 0);
+    CHECK(trk_scene_halfdense(160, 120, 90, 5, &again) == 0);
+    CHECK(memcmp(sc.rgb, again.rgb, 160 * 120 * 3) == 0);
+    CHECK(memcmp(sc.objects, again.objects, sizeof(sc.objects)) == 0);
+    trk_scene_free(&again);
+    CHECK(process_rgb(&sc, TRK_FMT_RGB24, 0, NULL, got) == 0);
+    int spaces[3] = { 0, 0, 0 }, wide = 0, rare = 0, wraps = 0;
+    for (int k = 0; k < sc.n_objects; k++) {
+        const struct trk_object_def *o = &sc.objects[k];
+        spaces[o->space]++;
+        wraps += o->space == TRK_SPACE_HSV && o->lo[0] > o->hi[0];
+        wide += got[k].mass > 160 * 120 / 3;
+        rare += got[k].mass < 160 * 120 / 20;
+    }
+    printf("half-dense scene: rgb %d hsv %d ycbcr %d, %d hue-wrap, %d over a third of the "
+           "pixels, %d under 5%%\n",
+           spaces[0], spaces[1], spaces[2], wraps, wide, rare);
+    CHECK(spaces[0] > 10 && spaces[1] > 10 && spaces[2] > 10 && wraps > 2);
+    CHECK(wide > 10 && rare > 10);
+    trk_scene_free(&sc);
+
+    CHECK(trk_scene_halfdense(12, 9, 60, 7, &sc) == 0);
+    static struct trk_roi rois[TRK_MAX_OBJECTS];
+    static uint64_t set[12 * 9]; /* objects 0..59 matched by each pixel */
+    int fewest = 60, most = 0;
+    for (int y = 0; y < sc.height; y++)
+        for (int x = 0; x < sc.width; x++) {
+            for (int k = 0; k < sc.n_objects; k++)
+                rois[k] = (struct trk_roi){ x, y, x, y };
+            CHECK(process_rgb(&sc, TRK_FMT_RGB24, 0, rois, got) == 0);
+            uint64_t bits = 0;
+            for (int k = 0; k < sc.n_objects; k++)
+                if (got[k].mass) bits |= 1ull << k;
+            set[y * sc.width + x] = bits;
+            const int n = __builtin_popcountll(bits);
+            fewest = n < fewest ? n : fewest;
+            most = n > most ? n : most;
+        }
+    int crossed = 0; /* pairs of pixels whose subsets cross */
+    for (int i = 0; i < 12 * 9; i++)
+        for (int j = i + 1; j < 12 * 9; j++)
+            crossed += (set[i] & ~set[j]) && (set[j] & ~set[i]);
+    printf("half-dense pixels: %d to %d of 60 objects each, %d crossing pairs\n", fewest, most,
+           crossed);
+    CHECK(most >= 15 && fewest <= 12 && most - fewest >= 8);
+    CHECK(crossed > 12 * 9 * 10);
+    trk_scene_free(&sc);
+}
+
 static void test_bad_args(void)
 {
     struct trk_scene *sc = malloc(sizeof(*sc));
@@ -383,6 +467,7 @@ int main(void)
     test_bad_args();
     test_image_from_rgb();
     test_random();
+    test_dense();
     /* docs/ARCHITECTURE.md section 6 sizes and object counts (the largest frame with few
      * objects: the reference is O(pixels x objects)). */
     test_standard(640, 480, 1, 1, 1);
