@@ -31,6 +31,24 @@
  * lost: about twice a region's half-extent, so a blob that moved past its
  * region is still claimed by the whole-frame search that follows. */
 #define GATE_PX 8.0
+/* A measurement with less than PARTIAL x the instance's whole mass (ref)
+ * is a part of its blob: partly covered by another object's blob, partly
+ * out of the frame, or a piece of it. It is still the instance (reported
+ * as measured) but says little about where the blob is or how large: the
+ * filter keeps to its predicted path and its size, as for a merge. Without
+ * this a sliver of a covered disk set the size to a few pixels, the gate
+ * and region shrank to match, and the disk coming out from under the cover
+ * fell outside the gate: lost, and replaced by a new id (the id switch of
+ * rrm --regions tracker, 1080p, M = 128 and 256). ref follows whole
+ * measurements and decays by REF_DECAY a partial frame, so a blob that
+ * really shrank is whole again after a few frames. */
+#define PARTIAL   0.5
+#define REF_DECAY 0.8
+/* Association cost per halving of mass between a candidate and the
+ * instance's whole mass: a region can hold a large part of a covered blob
+ * and a few-pixel piece of it nearer the prediction; the large part is the
+ * better match (and the one a whole-frame list of K blobs holds). */
+#define MASS_COST 0.1
 
 struct inst {
     struct trk_instance pub;
@@ -41,6 +59,7 @@ struct inst {
     int w, h;          /* size of its last (unmerged) measured box   */
     int grow;          /* region margin factor 1..GROW_MAX            */
     double err;        /* recent prediction error, px (region_of)     */
+    double ref;        /* its mass when whole (PARTIAL)               */
     bool cut;          /* its blob touched its region's border in round 0 */
     bool merged;       /* its blob also holds another's prediction    */
     int match;         /* candidate index this round, -1 = none       */
@@ -343,8 +362,10 @@ static void associate(struct trk_tracker *t, struct obj *o, int nc, bool per_reg
         for (int c = 0; c < nc; c++) {
             if (per_region && t->cand[c].unit != o->unit0 + a) continue;
             const double d = hypot(t->cand[c].cx - x->px, t->cand[c].cy - x->py);
+            const double dm = fabs(log2((double)t->cand[c].b.mass / x->ref));
             if (d <= gate && np < MAX_CANDS)
-                t->pairs[np++] = (struct pair){ .cost = d / gate, .inst = a, .cand = c };
+                t->pairs[np++] =
+                    (struct pair){ .cost = d / gate + MASS_COST * dm, .inst = a, .cand = c };
         }
     }
     qsort(t->pairs, (size_t)np, sizeof(*t->pairs), cmp_pair);
@@ -394,6 +415,7 @@ static void new_instance(struct trk_tracker *t, struct obj *o, const struct cand
     x->w = c->b.x1 - c->b.x0 + 1;
     x->h = c->b.y1 - c->b.y0 + 1;
     x->grow = 1;
+    x->ref = (double)c->b.mass;
     x->match = -1;
 }
 
@@ -435,10 +457,14 @@ static void commit(struct trk_tracker *t, struct obj *o, int nc, bool whole_list
         set_measured(x, c);
         x->pub.lost = 0;
         x->pub.via_roi = via_roi;
-        if (x->merged) {
-            /* Keep to its own path until the blobs part again. */
+        const bool partial = (double)c->b.mass < PARTIAL * x->ref;
+        if (partial) x->ref *= REF_DECAY;
+        if (x->merged || partial) {
+            /* Keep to its own path (and size) until the blobs part again
+             * or it is whole again. */
             x->x = x->px, x->y = x->py;
         } else {
+            x->ref = (double)c->b.mass;
             if (dt > 0) {
                 /* The prediction's error: a jump shows at once, then it
                  * halves back frame by frame. */

@@ -34,8 +34,10 @@
  *
  * Association (per object): every (instance, blob) pair within the
  * instance's gate (2 x (size + speed) + 8 pixels from its prediction, times
- * 1 + frames lost) gets cost distance / gate; pairs are taken greedily by
- * ascending cost (ties: instance, then blob order). Greedy, not globally
+ * 1 + frames lost) gets cost distance / gate + 0.1 per halving of mass
+ * between the blob and the instance's whole mass (a large part of a covered
+ * blob beats a few-pixel piece of it nearer the prediction); pairs are
+ * taken greedily by ascending cost (ties: instance, then blob order). Greedy, not globally
  * optimal: with predictions the right pairs are the cheap ones, greedy is
  * deterministic and O(P log P), and the cases where an optimal assignment
  * differs need blobs ambiguous between instances, i.e. touching: merged
@@ -43,6 +45,10 @@
  * ids through a crossing at different speeds. When instances merge (one
  * blob holds another's prediction), the instance that got the blob reports
  * it as measured but keeps predicting on its own path; the other coasts.
+ * Likewise a blob with less than half the instance's whole mass (partly
+ * covered, partly out of the frame, a piece) is measured and reported, but
+ * the instance keeps its path and size: a sliver must not shrink its gate
+ * and region to a few pixels or turn its speed.
  * Unclaimed blobs of a whole-frame list become new instances (largest
  * first) while there is room; with K instances the one lost longest makes
  * room, one seen this frame never does. An instance not seen for more than
