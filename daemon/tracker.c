@@ -17,8 +17,8 @@
  *     and its speed times the frames skipped: a blob on a steady path gets
  *     a region a few pixels larger than itself, so the regions cost little
  *     more than the blobs. A blob that reaches the border (a bounce, a
- *     sudden turn) reruns its object over the whole frame and doubles the
- *     grow factor, and its error widens the next regions.
+ *     sudden turn) reruns its object over grown regions (grown_region)
+ *     and doubles the grow factor, and its error widens the next regions.
  * trackd-bench --experiment rrm --regions tracker counts those reruns. */
 #define MARGIN_PX 4
 #define SURE_OBS  3
@@ -60,7 +60,7 @@ struct inst {
     int grow;          /* region margin factor 1..GROW_MAX            */
     double err;        /* recent prediction error, px (region_of)     */
     double ref;        /* its mass when whole (PARTIAL)               */
-    bool cut;          /* its blob touched its region's border in round 0 */
+    bool cut;          /* its blob touched its region's border this frame */
     bool merged;       /* its blob also holds another's prediction    */
     int match;         /* candidate index this round, -1 = none       */
 };
@@ -73,7 +73,8 @@ struct obj {
     int last_full;    /* blobs its last whole-frame search found        */
     int unit0, units; /* its units in the current round (0: none)       */
     bool whole;       /* this round's unit is the whole frame           */
-    bool rerun;       /* needs a whole-frame round after this one       */
+    bool rerun;       /* needs another round after this one             */
+    bool grown;       /* this round's units are its grown regions       */
     /* The frame's output. */
     struct trk_obj_result res;
     struct trk_blob *out;
@@ -109,8 +110,10 @@ struct trk_tracker {
     int round; /* -1: no frame in progress */
     bool plan_full, was_full;
     int rounds;
+    struct trk_tracker_stats stats;
     int n_regions;
     struct trk_region regions[TRK_MAX_REGIONS];
+    struct trk_region prev[TRK_MAX_REGIONS]; /* round 0's, while growing them */
     /* Scratch for one object's association. */
     struct cand *cand;
     struct pair *pairs;
@@ -233,6 +236,34 @@ static struct trk_roi whole(const struct trk_tracker *t)
     return (struct trk_roi){ 0, 0, t->width - 1, t->height - 1 };
 }
 
+/* Instance a's region for round 1, after its round-0 region r did not
+ * explain it: r grown on every side by the blob's size, its speed over the
+ * frames since it was measured and the margin, clipped to the frame. A
+ * blob of the instance's size that touched r's border (a bounce, a turn, a
+ * blob coming out from under a cover) lies wholly inside; one that moved
+ * past r by up to its size plus its speed is inside too. Much less than
+ * the frame: 1080p, a 45 px disk at 9 px/frame: about 180 x 180 px. */
+static struct trk_roi grown_region(const struct trk_tracker *t, const struct inst *a,
+                                   const struct trk_roi *r)
+{
+    const double dt = (double)(t->seq - a->last_seq);
+    const int size = a->w > a->h ? a->w : a->h;
+    const double gx = size + fabs(a->pub.vx) * dt + MARGIN_PX;
+    const double gy = size + fabs(a->pub.vy) * dt + MARGIN_PX;
+    const double big = 4.0 * (t->width + t->height);
+    struct trk_roi g = {
+        .x0 = (int32_t)floor(clampd(r->x0 - gx, -big, big)),
+        .y0 = (int32_t)floor(clampd(r->y0 - gy, -big, big)),
+        .x1 = (int32_t)ceil(clampd(r->x1 + gx, -big, big)),
+        .y1 = (int32_t)ceil(clampd(r->y1 + gy, -big, big)),
+    };
+    if (g.x0 < 0) g.x0 = 0;
+    if (g.y0 < 0) g.y0 = 0;
+    if (g.x1 > t->width - 1) g.x1 = t->width - 1;
+    if (g.y1 > t->height - 1) g.y1 = t->height - 1;
+    return g;
+}
+
 /* Whether object o must be searched over the whole frame this frame (roi
  * mode, not a periodic pass): untracked, an instance lost, or fewer
  * instances than its last whole-frame search found. */
@@ -255,7 +286,7 @@ int trk_tracker_begin(struct trk_tracker *t, uint64_t seq, int width, int height
     for (int i = 0; i < t->n; i++) {
         struct obj *o = &t->objs[i];
         o->units = 0;
-        o->whole = o->rerun = false;
+        o->whole = o->rerun = o->grown = false;
         for (int a = 0; a < o->n; a++) {
             struct inst *x = &o->inst[a];
             const double dt = (double)(seq - x->last_seq);
@@ -534,8 +565,8 @@ static void measure_whole(struct trk_tracker *t, struct obj *o, const struct trk
     commit(t, o, nc, true, false);
 }
 
-/* Object o's round-0 instance regions: associate; commit unless the
- * regions do not explain what they saw (then o->rerun). */
+/* Object o's instance regions (round 0, or grown in round 1): associate;
+ * commit unless the regions do not explain what they saw (then o->rerun). */
 static void measure_regions(struct trk_tracker *t, struct obj *o,
                             const struct trk_blob *const *blobs, const int *n_blobs)
 {
@@ -603,6 +634,10 @@ static void finish(struct trk_tracker *t)
     }
     t->was_full = t->plan_full;
     t->frame_no++;
+    t->stats.frames++;
+    t->stats.full += t->plan_full;
+    t->stats.grown += t->rounds >= 2;
+    t->stats.whole += t->rounds >= 3;
     t->round = -1;
 }
 
@@ -628,19 +663,36 @@ int trk_tracker_measure(struct trk_tracker *t, const struct trk_obj_result *res,
         finish(t);
         return 0;
     }
-    /* Round 1: the whole frame for each object its regions did not explain. */
-    t->round = 1;
-    t->rounds = 2;
+    /* The next round, for each object this one did not explain: after its
+     * round-0 regions, its regions grown (round 1); after those, the whole
+     * frame. Every object in a round is in the same case: round 0 measured
+     * rerun objects in regions, round 1 in grown ones. */
+    const bool grow = t->round == 0;
+    t->round++;
+    t->rounds++;
+    struct trk_region *prev = t->prev;
+    if (grow) memcpy(prev, t->regions, (size_t)t->n_regions * sizeof(*prev));
     t->n_regions = 0;
     for (int i = 0; i < t->n; i++) {
         struct obj *o = &t->objs[i];
+        const int p0 = o->unit0;
         o->units = 0;
         if (!o->rerun) continue;
         o->rerun = false;
-        o->whole = true;
         o->unit0 = t->n_regions;
-        o->units = 1;
-        t->regions[t->n_regions++] = (struct trk_region){ .obj = i, .roi = whole(t) };
+        if (grow) {
+            o->grown = true;
+            for (int a = 0; a < o->n; a++)
+                t->regions[t->n_regions++] =
+                    (struct trk_region){ .obj = i,
+                                         .roi = grown_region(t, &o->inst[a], &prev[p0 + a].roi) };
+            t->stats.grown_objects++;
+        } else {
+            o->whole = true;
+            t->regions[t->n_regions++] = (struct trk_region){ .obj = i, .roi = whole(t) };
+            t->stats.whole_objects++;
+        }
+        o->units = t->n_regions - o->unit0;
     }
     *plan = (struct trk_tracker_plan){ .full = false, .n = t->n_regions, .regions = t->regions };
     return 1;
@@ -685,6 +737,11 @@ bool trk_tracker_was_full(const struct trk_tracker *t)
 int trk_tracker_rounds(const struct trk_tracker *t)
 {
     return t->rounds;
+}
+
+void trk_tracker_get_stats(const struct trk_tracker *t, struct trk_tracker_stats *out)
+{
+    *out = t->stats;
 }
 
 int trk_track_mode_parse(const char *s)
