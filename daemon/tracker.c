@@ -14,18 +14,22 @@
  *     half the blob's size and its speed, room for a change of speed of up
  *     to half the blob's size per frame;
  *   - after that, ERR_GAIN x the instance's recent prediction error (err),
- *     and its speed times the frames skipped: a blob on a steady path gets
- *     a region a few pixels larger than itself, so the regions cost little
- *     more than the blobs. A blob that reaches the border (a bounce, a
- *     sudden turn) reruns its object over grown regions (grown_region)
- *     and doubles the grow factor, and its error widens the next regions.
+ *     its speed times the frames skipped and its box's last growth: a blob
+ *     on a steady path gets a region MARGIN_PX larger than itself, so the
+ *     regions cost little more than the blobs (1080p, 128 disks of 45 px:
+ *     ~22% of the frame). A blob that reaches the border (a bounce, a
+ *     sudden turn, one coming out from under a cover) reruns its object
+ *     over grown regions (grown_region: a fraction of a whole-frame rerun,
+ *     so tight regions pay) and doubles the grow factor, and its error
+ *     widens the next regions. A box that pokes past the frame's edge by
+ *     d reaches 2 d farther inside (axis_of: bounces).
  * trackd-bench --experiment rrm --regions tracker counts those reruns. */
 #define MARGIN_PX 4
 #define SURE_OBS  3
 #define ERR_GAIN  2.0
 /* Most a region's margin grows after blobs touched its border (doubling
  * each time, halving back after each frame clean inside it). */
-#define GROW_MAX 8
+#define GROW_MAX 2
 /* The gate: a blob is a candidate for an instance when its centroid lies
  * within 2 x (size + speed) + GATE_PX of the prediction, times 1 + frames
  * lost: about twice a region's half-extent, so a blob that moved past its
@@ -56,7 +60,8 @@ struct inst {
     uint64_t last_seq; /* seq of x, y                                 */
     uint64_t n_obs;    /* frames it was measured in                   */
     double px, py;     /* prediction for the frame being processed   */
-    int w, h;          /* size of its last (unmerged) measured box   */
+    int w, h;          /* size of its last whole measured box         */
+    int gw, gh;        /* how much that box grew at that measurement */
     int grow;          /* region margin factor 1..GROW_MAX            */
     double err;        /* recent prediction error, px (region_of)     */
     double ref;        /* its mass when whole (PARTIAL)               */
@@ -204,30 +209,40 @@ static double clampd(double v, double lo, double hi)
     return v < lo ? lo : v > hi ? hi : v;
 }
 
+/* One axis of a region: the predicted box c +- h, and where it pokes past
+ * the frame's edge [0, n - 1] by d, d x 2 more on the inside: a blob that
+ * bounces off the edge comes back mirrored (a ball off a table's edge, the
+ * bench's disks), one that leaves is cut by the edge and its centroid
+ * shifts inwards. Clamped in double first: a prediction far outside must
+ * not overflow. */
+static void axis_of(double c, double h, double half, int n, int32_t *lo, int32_t *hi)
+{
+    double a = c - h, b = c + h;
+    const double under = -(c - half), over = c + half - (n - 1);
+    if (under > 0) b += 2 * under;
+    if (over > 0) a -= 2 * over;
+    const double big = 4.0 * n + 16;
+    *lo = (int32_t)floor(clampd(a, -big, big));
+    *hi = (int32_t)ceil(clampd(b, -big, big));
+    if (*lo < 0) *lo = 0;
+    if (*hi > n - 1) *hi = n - 1;
+}
+
 /* Instance a's region for this frame: its predicted box grown by the
- * margin and its speed, clipped to the frame (possibly empty). */
+ * margin, its speed and its box's recent growth (a blob coming out from
+ * under a cover), clipped to the frame (possibly empty). */
 static struct trk_roi region_of(const struct trk_tracker *t, const struct inst *a)
 {
     const double dt = (double)(t->seq - a->last_seq);
     const int size = a->w > a->h ? a->w : a->h;
     const bool young = a->n_obs < SURE_OBS;
-    const double margin =
-        (MARGIN_PX + (young ? size / 2.0 : size / 4.0 + ERR_GAIN * a->err)) * a->grow;
+    const double margin = (MARGIN_PX + (young ? size / 2.0 : ERR_GAIN * a->err)) * a->grow;
     const double sdt = young ? dt : dt - 1.0; /* frames the velocity is trusted over */
-    const double hx = a->w / 2.0 + fabs(a->pub.vx) * sdt + margin;
-    const double hy = a->h / 2.0 + fabs(a->pub.vy) * sdt + margin;
-    /* Clamped in double first: a prediction far outside must not overflow. */
-    const double big = 4.0 * (t->width + t->height);
-    struct trk_roi r = {
-        .x0 = (int32_t)floor(clampd(a->px - hx, -big, big)),
-        .y0 = (int32_t)floor(clampd(a->py - hy, -big, big)),
-        .x1 = (int32_t)ceil(clampd(a->px + hx, -big, big)),
-        .y1 = (int32_t)ceil(clampd(a->py + hy, -big, big)),
-    };
-    if (r.x0 < 0) r.x0 = 0;
-    if (r.y0 < 0) r.y0 = 0;
-    if (r.x1 > t->width - 1) r.x1 = t->width - 1;
-    if (r.y1 > t->height - 1) r.y1 = t->height - 1;
+    const double hx = a->w / 2.0 + (fabs(a->pub.vx) * sdt + a->gw * dt) + margin;
+    const double hy = a->h / 2.0 + (fabs(a->pub.vy) * sdt + a->gh * dt) + margin;
+    struct trk_roi r;
+    axis_of(a->px, hx, a->w / 2.0, t->width, &r.x0, &r.x1);
+    axis_of(a->py, hy, a->h / 2.0, t->height, &r.y0, &r.y1);
     return r;
 }
 
@@ -510,8 +525,10 @@ static void commit(struct trk_tracker *t, struct obj *o, int nc, bool whole_list
                 }
             }
             x->x = c->cx, x->y = c->cy;
-            x->w = c->b.x1 - c->b.x0 + 1;
-            x->h = c->b.y1 - c->b.y0 + 1;
+            const int w = c->b.x1 - c->b.x0 + 1, h = c->b.y1 - c->b.y0 + 1;
+            x->gw = w > x->w ? w - x->w : 0;
+            x->gh = h > x->h ? h - x->h : 0;
+            x->w = w, x->h = h;
             x->n_obs++;
         }
         x->last_seq = t->seq;

@@ -559,6 +559,30 @@ static void covered_piece(void)
     rig_close(&rf);
 }
 
+/* A square bouncing off the frame's left and top edges (the bench's disks
+ * do): the region of a prediction past an edge reaches as far inside as
+ * the mirrored square, so every frame after the first few is one round. */
+static void bounce(void)
+{
+    struct trk_object_def d = red_def(1, 10);
+    struct rig r;
+    rig_open(&r, &d, 1, TRK_TRACK_ROI, 1000);
+    uint64_t id = 0;
+    for (int f = 0; f < 24; f++) {
+        /* x: 30, 24, ..., 0 (frame 5), 6, ...; y: 16, 12, ..., 0 (frame
+         * 4), 4, ... */
+        const int x = abs(30 - 6 * f), y = abs(16 - 4 * f);
+        struct sq v = { x, y, 10, RED };
+        const int rounds = rig_frame(&r, &v, 1);
+        const struct trk_instance *in = at(&r, 0, &v);
+        CHECKF(in != NULL, "frame %d", f);
+        if (in && !id) id = in->id;
+        CHECKF(in && in->id == id, "frame %d", f);
+        if (f >= 3) CHECKF(rounds == 1, "frame %d at %d,%d: %d rounds", f, x, y, rounds);
+    }
+    rig_close(&r);
+}
+
 /* Ids are unique across objects and never reused, also after a reset. */
 static void ids_unique(void)
 {
@@ -613,6 +637,7 @@ int main(void)
     jumps();
     appear();
     covered_piece();
+    bounce();
     ids_unique();
     return check_exit("tracker");
 }
