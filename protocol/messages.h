@@ -270,6 +270,9 @@ struct trk_stats_info {
      * the median host-to-device bytes per frame (< 0 = null). */
     const char *mode;
     double upload_bytes;
+    /* With mode: frames since start that took a round over grown regions,
+     * and of those a whole-frame round (daemon/tracker.h, "reruns"). */
+    uint64_t grown_frames, whole_frames;
 };
 
 /* Appends the "stats" message. */

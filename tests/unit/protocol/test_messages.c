@@ -914,12 +914,14 @@ static void test_small_messages(void)
     trk_buf_reset(&b);
     s.mode = "roi";
     s.upload_bytes = 1234.4;
-    CHECKF(trk_msg_stats(&b, &s) == 0 &&
-               strstr(b.data, "},\"mode\":\"roi\",\"upload_bytes\":1234}"),
+    s.grown_frames = 7;
+    s.whole_frames = 2;
+    CHECKF(trk_msg_stats(&b, &s) == 0 && strstr(b.data, "},\"mode\":\"roi\",\"upload_bytes\":1234,"
+                                                        "\"reruns\":{\"grown\":7,\"whole\":2}}"),
            "mode: %s", b.data);
     trk_buf_reset(&b);
     s.upload_bytes = -1;
-    CHECKF(trk_msg_stats(&b, &s) == 0 && strstr(b.data, "\"upload_bytes\":null}"), "%s", b.data);
+    CHECKF(trk_msg_stats(&b, &s) == 0 && strstr(b.data, "\"upload_bytes\":null,"), "%s", b.data);
     trk_buf_reset(&b);
 
     CHECKF(trk_msg_status(&b, "lost", "camera /dev/video0: \"No such device\"") == 0, "status");
