@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define RR_MAX_LIST 16
 #define RR_MAX_INST 1024
@@ -345,10 +346,14 @@ struct rr_row {
     uint64_t full_up, roi_up;
     long checked, bad;
     /* --regions tracker: roi mode's mean over frames (periodic full frames
-     * and reruns included), and its frames with a second (whole-frame)
-     * round, periodic full frames left out. */
+     * and reruns included), its frames with a round over grown regions and
+     * those that then took a whole-frame round (rounds 2 and 3). */
     double roi_mean_ms;
-    long reruns;
+    long grown, whole;
+    /* Medians of the processing thread's CPU time a frame: on a loaded
+     * machine wall time also counts the time other processes had the
+     * core. */
+    double full_cpu_ms, roi_cpu_ms;
 };
 
 static int cmp_d(const void *a, const void *b)
@@ -480,6 +485,13 @@ static int rr_track_frame(struct trk_backend *b, struct trk_tracker *t, const st
     return err;
 }
 
+static double rr_cpu_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
 /* --regions tracker: the daemon's tracker in full mode and in roi mode on
  * the same frames, each frame's whole cost (backend rounds and tracker).
  * Checked every frame, on each instance that is checkable (rr_checkable
@@ -494,7 +506,7 @@ static int rr_run_tracker(struct trk_backend *b, struct rr_scene *s, const struc
     static uint64_t idof[RR_MAX_INST], fidof[RR_MAX_INST];
     struct trk_tracker *tf = NULL, *tr = NULL;
     const int nf = o->frames;
-    double *tm = calloc((size_t)nf * 2, sizeof(double));
+    double *tm = calloc((size_t)nf * 4, sizeof(double)); /* wall, then cpu */
     struct trk_tracker_cfg cf = { .max_objects = s->colours, .mode = TRK_TRACK_FULL };
     struct trk_tracker_cfg cr = { .max_objects = s->colours,
                                   .mode = TRK_TRACK_ROI,
@@ -522,18 +534,20 @@ static int rr_run_tracker(struct trk_backend *b, struct rr_scene *s, const struc
                                       .height = s->h,
                                       .fmt = TRK_FMT_RGB24 };
         int rf, rr;
-        double t0 = trk_bench_now_ms();
+        double c0 = rr_cpu_ms(), t0 = trk_bench_now_ms();
         err = rr_track_frame(b, tf, &im, (uint64_t)t, s->colours, &rf);
-        const double full_ms = trk_bench_now_ms() - t0;
+        const double full_ms = trk_bench_now_ms() - t0, full_cpu = rr_cpu_ms() - c0;
         if (err) break;
-        t0 = trk_bench_now_ms();
+        c0 = rr_cpu_ms(), t0 = trk_bench_now_ms();
         err = rr_track_frame(b, tr, &im, (uint64_t)t, s->colours, &rr);
-        const double roi_ms = trk_bench_now_ms() - t0;
+        const double roi_ms = trk_bench_now_ms() - t0, roi_cpu = rr_cpu_ms() - c0;
         if (err) break;
         if (t >= o->warmup) {
             tm[t - o->warmup] = full_ms, tm[nf + t - o->warmup] = roi_ms;
+            tm[2 * nf + t - o->warmup] = full_cpu, tm[3 * nf + t - o->warmup] = roi_cpu;
             sum += roi_ms;
-            row->reruns += rr > 1 && !trk_tracker_was_full(tr);
+            row->grown += rr >= 2;
+            row->whole += rr >= 3;
         }
         for (int i = 0; i < s->m; i++) {
             if (!rr_checkable(s, i, 0)) continue;
@@ -574,9 +588,10 @@ static int rr_run_tracker(struct trk_backend *b, struct rr_scene *s, const struc
         }
     }
     if (!err) {
-        qsort(tm, (size_t)nf, sizeof(*tm), cmp_d);
-        qsort(tm + nf, (size_t)nf, sizeof(*tm), cmp_d);
+        for (int k = 0; k < 4; k++)
+            qsort(tm + k * nf, (size_t)nf, sizeof(*tm), cmp_d);
         row->full_ms = tm[nf / 2], row->roi_ms = tm[nf + nf / 2];
+        row->full_cpu_ms = tm[2 * nf + nf / 2], row->roi_cpu_ms = tm[3 * nf + nf / 2];
         row->roi_mean_ms = sum / nf;
     }
     free(tm);
@@ -672,9 +687,12 @@ static int run_rrm(int argc, char **argv)
                                row.checked, row.bad ? " MISMATCH" : "");
                         if (o.tracker)
                             printf("%-10s %5d tracker roi mode: mean %.3f ms a frame (x %.2f), "
-                                   "%ld of %d frames reran a whole-frame round%s\n",
+                                   "of %d frames %ld took a round over grown regions, %ld of "
+                                   "those a whole-frame round; thread CPU time medians full "
+                                   "%.3f ms, roi %.3f ms (x %.2f)%s\n",
                                    size, m, row.roi_mean_ms, row.full_ms / row.roi_mean_ms,
-                                   row.reruns, o.frames, row.bad ? " MISMATCH" : "");
+                                   o.frames, row.grown, row.whole, row.full_cpu_ms, row.roi_cpu_ms,
+                                   row.full_cpu_ms / row.roi_cpu_ms, row.bad ? " MISMATCH" : "");
                         if (row.bad) status = 1;
                         if (js)
                             fprintf(js,
@@ -682,11 +700,12 @@ static int run_rrm(int argc, char **argv)
                                     "\"colours\":%d,\"backend\":\"%s\",\"threads\":%d,"
                                     "\"rrm\":\"%s\","
                                     "\"full_ms\":%.4f,\"roi_ms\":%.4f,\"full_bytes\":%llu,"
-                                    "\"roi_bytes\":%llu,\"checked\":%ld,\"mismatches\":%ld}",
+                                    "\"roi_bytes\":%llu,\"checked\":%ld,\"mismatches\":%ld,"
+                                    "\"grown_frames\":%ld,\"whole_frames\":%ld}",
                                     nrows ? "," : "", w, h, m, sc.colours, trk_backend_name(b),
                                     cfg.threads, rrm, row.full_ms, row.roi_ms,
                                     (unsigned long long)row.full_up, (unsigned long long)row.roi_up,
-                                    row.checked, row.bad);
+                                    row.checked, row.bad, row.grown, row.whole);
                         nrows++;
                     }
                     fflush(stdout);

@@ -120,11 +120,12 @@ struct pipeline {
      * lost; waiting_for is its description, for the service status. */
     bool source_waiting;
     char waiting_for[sizeof(((struct trk_source *)0)->desc)];
-    uint64_t frames;        /* processed */
-    uint64_t skipped;       /* taken for processing but rejected by the backend */
-    uint64_t pipelined;     /* started while the frame before was being sent */
-    uint64_t pinned;        /* read by the backend from pinned host memory */
-    double first_t, last_t; /* monotonic times of first/last processed frame */
+    uint64_t frames;                 /* processed */
+    uint64_t skipped;                /* taken for processing but rejected by the backend */
+    uint64_t pipelined;              /* started while the frame before was being sent */
+    uint64_t pinned;                 /* read by the backend from pinned host memory */
+    struct trk_tracker_stats tstats; /* the tracker's counts after the last frame */
+    double first_t, last_t;          /* monotonic times of first/last processed frame */
     /* Per-interval latency samples in ms, per stage, and bytes uploaded. */
     float samples[N_STAGES][STAT_SAMPLES];
     float upload_bytes[STAT_SAMPLES];
@@ -475,8 +476,9 @@ static int keep_results(struct pipeline *p, int n_objects)
 }
 
 /* Finishes frame f begun with start_frame: waits for the round in flight,
- * runs the rounds the tracker asks for after it (a second whole-frame round
- * for objects the regions did not explain), then keeps the tracker's
+ * runs the rounds the tracker asks for after it (for objects the regions did
+ * not explain, a round over grown regions and, if those did not either, a
+ * whole-frame round), then keeps the tracker's
  * per-object results in p->obj_res, p->blobs and p->instances. timing sums
  * the rounds. 0 or the backend's error. */
 static int finish_frame(struct pipeline *p, const struct trk_frame *f, int n_objects,
@@ -503,7 +505,10 @@ static int finish_frame(struct pipeline *p, const struct trk_frame *f, int n_obj
 static void record_frame(struct pipeline *p, const struct trk_frame_meta *m, double t_done,
                          double send_ms, double total_ms, bool pinned, bool pipelined)
 {
+    struct trk_tracker_stats ts; /* the tracker is this (the processing) thread's */
+    trk_tracker_get_stats(p->tracker, &ts);
     pthread_mutex_lock(&p->lock);
+    p->tstats = ts;
     if (p->frames == 0) p->first_t = t_done;
     p->frames++;
     p->pinned += pinned;
@@ -953,6 +958,7 @@ static void report_stats(struct pipeline *p, struct stats_mark *mark, bool to_lo
     static float v[N_STAGES + 1][STAT_SAMPLES]; /* only the caller's thread reports */
     pthread_mutex_lock(&p->lock);
     uint64_t frames = p->frames, skipped = p->skipped, total = p->n_samples, pinned = p->pinned;
+    const struct trk_tracker_stats ts = p->tstats;
     /* The newest samples of the interval, as many as the ring still holds. */
     uint64_t from = mark->samples + STAT_SAMPLES < total ? total - STAT_SAMPLES : mark->samples;
     int n = (int)(total - from);
@@ -981,6 +987,8 @@ static void report_stats(struct pipeline *p, struct stats_mark *mark, bool to_lo
     summarize(v[STAGE_KERNEL], n, &st.kernel_ms, &unused);
     st.send_ms = st.total_ms = st.upload_bytes = -1; /* null when no frame was processed */
     st.mode = cfg->track_mode == TRK_TRACK_FULL ? "full" : "roi";
+    st.grown_frames = ts.grown;
+    st.whole_frames = ts.whole;
     if (n > 0) {
         summarize(v[STAGE_SEND], n, &st.send_ms, &unused);
         summarize(v[STAGE_TOTAL], n, &st.total_ms, &unused);

@@ -14,23 +14,45 @@
  *     half the blob's size and its speed, room for a change of speed of up
  *     to half the blob's size per frame;
  *   - after that, ERR_GAIN x the instance's recent prediction error (err),
- *     and its speed times the frames skipped: a blob on a steady path gets
- *     a region a few pixels larger than itself, so the regions cost little
- *     more than the blobs. A blob that reaches the border (a bounce, a
- *     sudden turn) reruns its object over the whole frame and doubles the
- *     grow factor, and its error widens the next regions.
+ *     its speed times the frames skipped and its box's last growth: a blob
+ *     on a steady path gets a region MARGIN_PX larger than itself, so the
+ *     regions cost little more than the blobs (1080p, 128 disks of 45 px:
+ *     ~22% of the frame). A blob that reaches the border (a bounce, a
+ *     sudden turn, one coming out from under a cover) reruns its object
+ *     over grown regions (grown_region: a fraction of a whole-frame rerun,
+ *     so tight regions pay) and doubles the grow factor, and its error
+ *     widens the next regions. A box that pokes past the frame's edge by
+ *     d reaches 2 d farther inside (axis_of: bounces).
  * trackd-bench --experiment rrm --regions tracker counts those reruns. */
 #define MARGIN_PX 4
 #define SURE_OBS  3
 #define ERR_GAIN  2.0
 /* Most a region's margin grows after blobs touched its border (doubling
  * each time, halving back after each frame clean inside it). */
-#define GROW_MAX 8
+#define GROW_MAX 2
 /* The gate: a blob is a candidate for an instance when its centroid lies
  * within 2 x (size + speed) + GATE_PX of the prediction, times 1 + frames
  * lost: about twice a region's half-extent, so a blob that moved past its
  * region is still claimed by the whole-frame search that follows. */
 #define GATE_PX 8.0
+/* A measurement with less than PARTIAL x the instance's whole mass (ref)
+ * is a part of its blob: partly covered by another object's blob, partly
+ * out of the frame, or a piece of it. It is still the instance (reported
+ * as measured) but says little about where the blob is or how large: the
+ * filter keeps to its predicted path and its size, as for a merge. Without
+ * this a sliver of a covered disk set the size to a few pixels, the gate
+ * and region shrank to match, and the disk coming out from under the cover
+ * fell outside the gate: lost, and replaced by a new id (the id switch of
+ * rrm --regions tracker, 1080p, M = 128 and 256). ref follows whole
+ * measurements and decays by REF_DECAY a partial frame, so a blob that
+ * really shrank is whole again after a few frames. */
+#define PARTIAL   0.5
+#define REF_DECAY 0.8
+/* Association cost per halving of mass between a candidate and the
+ * instance's whole mass: a region can hold a large part of a covered blob
+ * and a few-pixel piece of it nearer the prediction; the large part is the
+ * better match (and the one a whole-frame list of K blobs holds). */
+#define MASS_COST 0.1
 
 struct inst {
     struct trk_instance pub;
@@ -38,10 +60,12 @@ struct inst {
     uint64_t last_seq; /* seq of x, y                                 */
     uint64_t n_obs;    /* frames it was measured in                   */
     double px, py;     /* prediction for the frame being processed   */
-    int w, h;          /* size of its last (unmerged) measured box   */
+    int w, h;          /* size of its last whole measured box         */
+    int gw, gh;        /* how much that box grew at that measurement */
     int grow;          /* region margin factor 1..GROW_MAX            */
     double err;        /* recent prediction error, px (region_of)     */
-    bool cut;          /* its blob touched its region's border in round 0 */
+    double ref;        /* its mass when whole (PARTIAL)               */
+    bool cut;          /* its blob touched its region's border this frame */
     bool merged;       /* its blob also holds another's prediction    */
     int match;         /* candidate index this round, -1 = none       */
 };
@@ -54,7 +78,8 @@ struct obj {
     int last_full;    /* blobs its last whole-frame search found        */
     int unit0, units; /* its units in the current round (0: none)       */
     bool whole;       /* this round's unit is the whole frame           */
-    bool rerun;       /* needs a whole-frame round after this one       */
+    bool rerun;       /* needs another round after this one             */
+    bool grown;       /* this round's units are its grown regions       */
     /* The frame's output. */
     struct trk_obj_result res;
     struct trk_blob *out;
@@ -90,8 +115,10 @@ struct trk_tracker {
     int round; /* -1: no frame in progress */
     bool plan_full, was_full;
     int rounds;
+    struct trk_tracker_stats stats;
     int n_regions;
     struct trk_region regions[TRK_MAX_REGIONS];
+    struct trk_region prev[TRK_MAX_REGIONS]; /* round 0's, while growing them */
     /* Scratch for one object's association. */
     struct cand *cand;
     struct pair *pairs;
@@ -182,36 +209,74 @@ static double clampd(double v, double lo, double hi)
     return v < lo ? lo : v > hi ? hi : v;
 }
 
+/* One axis of a region: the predicted box c +- h, and where it pokes past
+ * the frame's edge [0, n - 1] by d, d x 2 more on the inside: a blob that
+ * bounces off the edge comes back mirrored (a ball off a table's edge, the
+ * bench's disks), one that leaves is cut by the edge and its centroid
+ * shifts inwards. Clamped in double first: a prediction far outside must
+ * not overflow. */
+static void axis_of(double c, double h, double half, int n, int32_t *lo, int32_t *hi)
+{
+    double a = c - h, b = c + h;
+    const double under = -(c - half), over = c + half - (n - 1);
+    if (under > 0) b += 2 * under;
+    if (over > 0) a -= 2 * over;
+    const double big = 4.0 * n + 16;
+    *lo = (int32_t)floor(clampd(a, -big, big));
+    *hi = (int32_t)ceil(clampd(b, -big, big));
+    if (*lo < 0) *lo = 0;
+    if (*hi > n - 1) *hi = n - 1;
+}
+
 /* Instance a's region for this frame: its predicted box grown by the
- * margin and its speed, clipped to the frame (possibly empty). */
+ * margin, its speed and its box's recent growth (a blob coming out from
+ * under a cover), clipped to the frame (possibly empty). */
 static struct trk_roi region_of(const struct trk_tracker *t, const struct inst *a)
 {
     const double dt = (double)(t->seq - a->last_seq);
     const int size = a->w > a->h ? a->w : a->h;
     const bool young = a->n_obs < SURE_OBS;
-    const double margin =
-        (MARGIN_PX + (young ? size / 2.0 : size / 4.0 + ERR_GAIN * a->err)) * a->grow;
+    const double margin = (MARGIN_PX + (young ? size / 2.0 : ERR_GAIN * a->err)) * a->grow;
     const double sdt = young ? dt : dt - 1.0; /* frames the velocity is trusted over */
-    const double hx = a->w / 2.0 + fabs(a->pub.vx) * sdt + margin;
-    const double hy = a->h / 2.0 + fabs(a->pub.vy) * sdt + margin;
-    /* Clamped in double first: a prediction far outside must not overflow. */
-    const double big = 4.0 * (t->width + t->height);
-    struct trk_roi r = {
-        .x0 = (int32_t)floor(clampd(a->px - hx, -big, big)),
-        .y0 = (int32_t)floor(clampd(a->py - hy, -big, big)),
-        .x1 = (int32_t)ceil(clampd(a->px + hx, -big, big)),
-        .y1 = (int32_t)ceil(clampd(a->py + hy, -big, big)),
-    };
-    if (r.x0 < 0) r.x0 = 0;
-    if (r.y0 < 0) r.y0 = 0;
-    if (r.x1 > t->width - 1) r.x1 = t->width - 1;
-    if (r.y1 > t->height - 1) r.y1 = t->height - 1;
+    const double hx = a->w / 2.0 + (fabs(a->pub.vx) * sdt + a->gw * dt) + margin;
+    const double hy = a->h / 2.0 + (fabs(a->pub.vy) * sdt + a->gh * dt) + margin;
+    struct trk_roi r;
+    axis_of(a->px, hx, a->w / 2.0, t->width, &r.x0, &r.x1);
+    axis_of(a->py, hy, a->h / 2.0, t->height, &r.y0, &r.y1);
     return r;
 }
 
 static struct trk_roi whole(const struct trk_tracker *t)
 {
     return (struct trk_roi){ 0, 0, t->width - 1, t->height - 1 };
+}
+
+/* Instance a's region for round 1, after its round-0 region r did not
+ * explain it: r grown on every side by the blob's size, its speed over the
+ * frames since it was measured and the margin, clipped to the frame. A
+ * blob of the instance's size that touched r's border (a bounce, a turn, a
+ * blob coming out from under a cover) lies wholly inside; one that moved
+ * past r by up to its size plus its speed is inside too. Much less than
+ * the frame: 1080p, a 45 px disk at 9 px/frame: about 180 x 180 px. */
+static struct trk_roi grown_region(const struct trk_tracker *t, const struct inst *a,
+                                   const struct trk_roi *r)
+{
+    const double dt = (double)(t->seq - a->last_seq);
+    const int size = a->w > a->h ? a->w : a->h;
+    const double gx = size + fabs(a->pub.vx) * dt + MARGIN_PX;
+    const double gy = size + fabs(a->pub.vy) * dt + MARGIN_PX;
+    const double big = 4.0 * (t->width + t->height);
+    struct trk_roi g = {
+        .x0 = (int32_t)floor(clampd(r->x0 - gx, -big, big)),
+        .y0 = (int32_t)floor(clampd(r->y0 - gy, -big, big)),
+        .x1 = (int32_t)ceil(clampd(r->x1 + gx, -big, big)),
+        .y1 = (int32_t)ceil(clampd(r->y1 + gy, -big, big)),
+    };
+    if (g.x0 < 0) g.x0 = 0;
+    if (g.y0 < 0) g.y0 = 0;
+    if (g.x1 > t->width - 1) g.x1 = t->width - 1;
+    if (g.y1 > t->height - 1) g.y1 = t->height - 1;
+    return g;
 }
 
 /* Whether object o must be searched over the whole frame this frame (roi
@@ -236,7 +301,7 @@ int trk_tracker_begin(struct trk_tracker *t, uint64_t seq, int width, int height
     for (int i = 0; i < t->n; i++) {
         struct obj *o = &t->objs[i];
         o->units = 0;
-        o->whole = o->rerun = false;
+        o->whole = o->rerun = o->grown = false;
         for (int a = 0; a < o->n; a++) {
             struct inst *x = &o->inst[a];
             const double dt = (double)(seq - x->last_seq);
@@ -343,8 +408,10 @@ static void associate(struct trk_tracker *t, struct obj *o, int nc, bool per_reg
         for (int c = 0; c < nc; c++) {
             if (per_region && t->cand[c].unit != o->unit0 + a) continue;
             const double d = hypot(t->cand[c].cx - x->px, t->cand[c].cy - x->py);
+            const double dm = fabs(log2((double)t->cand[c].b.mass / x->ref));
             if (d <= gate && np < MAX_CANDS)
-                t->pairs[np++] = (struct pair){ .cost = d / gate, .inst = a, .cand = c };
+                t->pairs[np++] =
+                    (struct pair){ .cost = d / gate + MASS_COST * dm, .inst = a, .cand = c };
         }
     }
     qsort(t->pairs, (size_t)np, sizeof(*t->pairs), cmp_pair);
@@ -394,6 +461,7 @@ static void new_instance(struct trk_tracker *t, struct obj *o, const struct cand
     x->w = c->b.x1 - c->b.x0 + 1;
     x->h = c->b.y1 - c->b.y0 + 1;
     x->grow = 1;
+    x->ref = (double)c->b.mass;
     x->match = -1;
 }
 
@@ -435,10 +503,14 @@ static void commit(struct trk_tracker *t, struct obj *o, int nc, bool whole_list
         set_measured(x, c);
         x->pub.lost = 0;
         x->pub.via_roi = via_roi;
-        if (x->merged) {
-            /* Keep to its own path until the blobs part again. */
+        const bool partial = (double)c->b.mass < PARTIAL * x->ref;
+        if (partial) x->ref *= REF_DECAY;
+        if (x->merged || partial) {
+            /* Keep to its own path (and size) until the blobs part again
+             * or it is whole again. */
             x->x = x->px, x->y = x->py;
         } else {
+            x->ref = (double)c->b.mass;
             if (dt > 0) {
                 /* The prediction's error: a jump shows at once, then it
                  * halves back frame by frame. */
@@ -453,8 +525,10 @@ static void commit(struct trk_tracker *t, struct obj *o, int nc, bool whole_list
                 }
             }
             x->x = c->cx, x->y = c->cy;
-            x->w = c->b.x1 - c->b.x0 + 1;
-            x->h = c->b.y1 - c->b.y0 + 1;
+            const int w = c->b.x1 - c->b.x0 + 1, h = c->b.y1 - c->b.y0 + 1;
+            x->gw = w > x->w ? w - x->w : 0;
+            x->gh = h > x->h ? h - x->h : 0;
+            x->w = w, x->h = h;
             x->n_obs++;
         }
         x->last_seq = t->seq;
@@ -508,8 +582,8 @@ static void measure_whole(struct trk_tracker *t, struct obj *o, const struct trk
     commit(t, o, nc, true, false);
 }
 
-/* Object o's round-0 instance regions: associate; commit unless the
- * regions do not explain what they saw (then o->rerun). */
+/* Object o's instance regions (round 0, or grown in round 1): associate;
+ * commit unless the regions do not explain what they saw (then o->rerun). */
 static void measure_regions(struct trk_tracker *t, struct obj *o,
                             const struct trk_blob *const *blobs, const int *n_blobs)
 {
@@ -577,6 +651,10 @@ static void finish(struct trk_tracker *t)
     }
     t->was_full = t->plan_full;
     t->frame_no++;
+    t->stats.frames++;
+    t->stats.full += t->plan_full;
+    t->stats.grown += t->rounds >= 2;
+    t->stats.whole += t->rounds >= 3;
     t->round = -1;
 }
 
@@ -602,19 +680,36 @@ int trk_tracker_measure(struct trk_tracker *t, const struct trk_obj_result *res,
         finish(t);
         return 0;
     }
-    /* Round 1: the whole frame for each object its regions did not explain. */
-    t->round = 1;
-    t->rounds = 2;
+    /* The next round, for each object this one did not explain: after its
+     * round-0 regions, its regions grown (round 1); after those, the whole
+     * frame. Every object in a round is in the same case: round 0 measured
+     * rerun objects in regions, round 1 in grown ones. */
+    const bool grow = t->round == 0;
+    t->round++;
+    t->rounds++;
+    struct trk_region *prev = t->prev;
+    if (grow) memcpy(prev, t->regions, (size_t)t->n_regions * sizeof(*prev));
     t->n_regions = 0;
     for (int i = 0; i < t->n; i++) {
         struct obj *o = &t->objs[i];
+        const int p0 = o->unit0;
         o->units = 0;
         if (!o->rerun) continue;
         o->rerun = false;
-        o->whole = true;
         o->unit0 = t->n_regions;
-        o->units = 1;
-        t->regions[t->n_regions++] = (struct trk_region){ .obj = i, .roi = whole(t) };
+        if (grow) {
+            o->grown = true;
+            for (int a = 0; a < o->n; a++)
+                t->regions[t->n_regions++] =
+                    (struct trk_region){ .obj = i,
+                                         .roi = grown_region(t, &o->inst[a], &prev[p0 + a].roi) };
+            t->stats.grown_objects++;
+        } else {
+            o->whole = true;
+            t->regions[t->n_regions++] = (struct trk_region){ .obj = i, .roi = whole(t) };
+            t->stats.whole_objects++;
+        }
+        o->units = t->n_regions - o->unit0;
     }
     *plan = (struct trk_tracker_plan){ .full = false, .n = t->n_regions, .regions = t->regions };
     return 1;
@@ -659,6 +754,11 @@ bool trk_tracker_was_full(const struct trk_tracker *t)
 int trk_tracker_rounds(const struct trk_tracker *t)
 {
     return t->rounds;
+}
+
+void trk_tracker_get_stats(const struct trk_tracker *t, struct trk_tracker_stats *out)
+{
+    *out = t->stats;
 }
 
 int trk_track_mode_parse(const char *s)

@@ -9,7 +9,7 @@
  * alpha 1: the position is the measurement, the velocity moves half way to
  * the measured step); association is greedy by cost (below).
  *
- * Every frame is one or two rounds of backend work. trk_tracker_begin gives
+ * Every frame is one to three rounds of backend work. trk_tracker_begin gives
  * the first round's plan; trk_tracker_measure takes its results and either
  * completes the frame or gives the next round's plan. A plan is either a
  * full-frame trk_backend_process (results and blob lists per object) or one
@@ -29,13 +29,21 @@
  * not in its region, a matched blob touching its region's border, which
  * means it may be cut and measured only as seen, or a blob no instance
  * claims while fewer than K are followed) is measured again in a second
- * round over the whole frame: its instances and centroids are then exactly
- * those of a full-frame search, in the same frame.
+ * round over its regions grown by the blob's size, its speed and the
+ * margin (a bounce, a turn, a blob coming out from under a cover: a few
+ * times its region, far less than the frame), and only if those do not
+ * explain it either, in a third round over the whole frame. A blob wholly
+ * inside a region (not touching a border inside the frame) is the whole
+ * blob, so its centroid is the full-frame one; the whole-frame round gives
+ * exactly a full-frame search's instances, in the same frame. The frames
+ * and objects of each kind of round are counted (trk_tracker_get_stats).
  *
  * Association (per object): every (instance, blob) pair within the
  * instance's gate (2 x (size + speed) + 8 pixels from its prediction, times
- * 1 + frames lost) gets cost distance / gate; pairs are taken greedily by
- * ascending cost (ties: instance, then blob order). Greedy, not globally
+ * 1 + frames lost) gets cost distance / gate + 0.1 per halving of mass
+ * between the blob and the instance's whole mass (a large part of a covered
+ * blob beats a few-pixel piece of it nearer the prediction); pairs are
+ * taken greedily by ascending cost (ties: instance, then blob order). Greedy, not globally
  * optimal: with predictions the right pairs are the cheap ones, greedy is
  * deterministic and O(P log P), and the cases where an optimal assignment
  * differs need blobs ambiguous between instances, i.e. touching: merged
@@ -43,6 +51,10 @@
  * ids through a crossing at different speeds. When instances merge (one
  * blob holds another's prediction), the instance that got the blob reports
  * it as measured but keeps predicting on its own path; the other coasts.
+ * Likewise a blob with less than half the instance's whole mass (partly
+ * covered, partly out of the frame, a piece) is measured and reported, but
+ * the instance keeps its path and size: a sliver must not shrink its gate
+ * and region to a few pixels or turn its speed.
  * Unclaimed blobs of a whole-frame list become new instances (largest
  * first) while there is room; with K instances the one lost longest makes
  * room, one seen this frame never does. An instance not seen for more than
@@ -150,8 +162,21 @@ int trk_tracker_count(const struct trk_tracker *t);
 const struct trk_track *trk_tracker_track(const struct trk_tracker *t, int i);
 
 /* Whether the last complete frame began with a full-frame plan, and how
- * many backend rounds it took (1 or 2). */
+ * many backend rounds it took: 1, 2 (some objects again over grown
+ * regions) or 3 (some of those again over the whole frame). */
 bool trk_tracker_was_full(const struct trk_tracker *t);
 int trk_tracker_rounds(const struct trk_tracker *t);
+
+/* Counts since create (resets do not clear them): what roi mode's reruns
+ * cost. */
+struct trk_tracker_stats {
+    uint64_t frames;        /* complete frames                                */
+    uint64_t full;          /* that began with a full-frame plan              */
+    uint64_t grown;         /* that took a round over grown regions (2+)      */
+    uint64_t whole;         /* that then took a whole-frame round (3)         */
+    uint64_t grown_objects; /* objects measured over grown regions            */
+    uint64_t whole_objects; /* objects measured over the whole frame after    */
+};
+void trk_tracker_get_stats(const struct trk_tracker *t, struct trk_tracker_stats *out);
 
 #endif

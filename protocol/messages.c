@@ -673,6 +673,9 @@ int trk_msg_stats(struct trk_buf *b, const struct trk_stats_info *s)
         else
             PUT(kv_fixed(b, ",\"upload_bytes\":", s->upload_bytes, 0));
         PUT(kv_u64(b, ",\"pinned_frames\":", s->pinned_frames));
+        PUT(kv_u64(b, ",\"reruns\":{\"grown\":", s->grown_frames));
+        PUT(kv_u64(b, ",\"whole\":", s->whole_frames));
+        LIT(b, "}");
     }
     LIT(b, "}");
     return 0;

@@ -272,6 +272,9 @@ struct trk_stats_info {
     double upload_bytes;
     /* Frames since start read from pinned host memory (sent with mode). */
     uint64_t pinned_frames;
+    /* With mode: frames since start that took a round over grown regions,
+     * and of those a whole-frame round (daemon/tracker.h, "reruns"). */
+    uint64_t grown_frames, whole_frames;
 };
 
 /* Appends the "stats" message. */

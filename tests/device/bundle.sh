@@ -41,7 +41,7 @@ ffmpeg -loglevel error -y -f lavfi -i testsrc2=size=320x240:rate=30 -t 1 \
 ffmpeg -loglevel error -y -f lavfi -i testsrc2=size=320x240:rate=30 -t 1 \
   -c:v libx264 -preset veryfast -pix_fmt yuv420p10le "$out/clip10.mp4"
 ffmpeg -loglevel error -y -f lavfi -i testsrc2=size=1920x1080:rate=60 -t 14 \
-  -c:v libx264 -preset veryfast -pix_fmt yuv420p "$out/clip1080p60.mp4"
+  -c:v libx264 -preset veryfast -crf 32 -pix_fmt yuv420p "$out/clip1080p60.mp4"
 cp "$here/clip-objects.json" "$here/clip-blobs-objects.json" "$out/"
 mkdir -p "$dest"
 tar -C "$(dirname "$out")" -cf - bundle | xz -T2 -6 > "$dest/trackd-bundle.tar.xz"

@@ -915,13 +915,16 @@ static void test_small_messages(void)
     s.mode = "roi";
     s.upload_bytes = 1234.4;
     s.pinned_frames = 369;
+    s.grown_frames = 7;
+    s.whole_frames = 2;
     CHECKF(trk_msg_stats(&b, &s) == 0 &&
-               strstr(b.data, "},\"mode\":\"roi\",\"upload_bytes\":1234,\"pinned_frames\":369}"),
+               strstr(b.data, "},\"mode\":\"roi\",\"upload_bytes\":1234,\"pinned_frames\":369,"
+                              "\"reruns\":{\"grown\":7,\"whole\":2}}"),
            "mode: %s", b.data);
     trk_buf_reset(&b);
     s.upload_bytes = -1;
     CHECKF(trk_msg_stats(&b, &s) == 0 &&
-               strstr(b.data, "\"upload_bytes\":null,\"pinned_frames\":369}"),
+               strstr(b.data, "\"upload_bytes\":null,\"pinned_frames\":369,"),
            "%s", b.data);
     trk_buf_reset(&b);
 
