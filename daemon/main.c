@@ -543,10 +543,13 @@ static int open_ops(struct app *a)
     }
     trk_metrics_set_info(a->ep.metrics, TRK_VERSION, trk_backend_name(a->backend), a->src.desc,
                          a->s.fast ? 0 : a->src.fps);
-    /* A camera that was not there at start is lost from the first request
-     * on: the capture thread says so too, but only once it runs, and the
-     * servers answer before that. Same words as its status. */
-    if (a->source_absent) trk_metrics_source_state(a->ep.metrics, "lost", "not connected yet");
+    /* The source's state from the first request on: the capture thread says
+     * the same (ok, or lost for a camera that was not there at start), but
+     * only once it runs, and the servers answer before that. */
+    if (a->source_absent)
+        trk_metrics_source_state(a->ep.metrics, "lost", "not connected yet");
+    else
+        trk_metrics_source_state(a->ep.metrics, "ok", a->src.desc);
     return 0;
 }
 
