@@ -21,8 +21,9 @@ struct trk_frame {
     struct trk_backend *mem;
     bool data_host;
     /* A buffer someone else owns that img's planes point into instead of
-     * data (a decoded AVFrame: no copy), let go with unhold(hold) when the
-     * frame is laid out again or freed. NULL = none. */
+     * data (a decoded AVFrame, a camera's driver buffer: no copy), let go
+     * with unhold(hold) when the frame is laid out again or freed, or when
+     * the pool's last holder releases it. NULL = none. */
     void *hold;
     void (*unhold)(void *hold);
     uint64_t seq;     /* 0, 1, 2, ... in capture order               */
@@ -37,7 +38,8 @@ int trk_frame_layout(struct trk_frame *f, enum trk_pixfmt fmt, int width, int he
 void trk_frame_free_data(struct trk_frame *f);
 /* Points f at an outside buffer: the caller sets img's planes into it; the
  * previous hold is let go first. unhold is called once, when f is laid out
- * again, held again or freed. */
+ * again, held again or freed, or (a pool frame) when its last holder
+ * releases it, on that holder's thread: unhold must be thread-safe. */
 void trk_frame_hold(struct trk_frame *f, void *hold, void (*unhold)(void *hold));
 
 /* Seconds on CLOCK_MONOTONIC / milliseconds since the epoch. */

@@ -226,7 +226,8 @@ static int open_camera(struct app *a)
                                .format = (enum trk_cam_format)s->cam_format,
                                .width = s->width ? s->width : TRK_V4L2_WIDTH,
                                .height = s->width ? s->height : TRK_V4L2_HEIGHT,
-                               .fps = s->fps };
+                               .fps = s->fps,
+                               .io = (enum trk_cam_io)s->cam_io };
     memcpy(vc.controls, a->objs.camera, sizeof(vc.controls[0]) * a->objs.n_camera);
     memcpy(vc.controls + a->objs.n_camera, s->controls, sizeof(s->controls[0]) * s->n_controls);
     vc.n_controls = a->objs.n_camera + s->n_controls;

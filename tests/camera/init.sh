@@ -33,11 +33,17 @@ ln -s ../../video0 /dev/v4l/by-id/platform-vivid.0-video-index0
 echo "@@BEGIN devices"; trackd --list-devices; echo "@@END"
 echo "@@BEGIN formats"; trackd --device /dev/video0 --list-formats; echo "@@END"
 echo "@@BEGIN controls"; trackd --device /dev/video0 --list-controls; echo "@@END"
+# Each format in the driver's buffers (USERPTR, the default), and again
+# with --camera-io mmap (mmap + copy): the same results.
 for f in yuyv nv12 rgb24; do
-  $T --format $f --size 640x480 --fps 25 --frames 15 -o /tmp/$f.ndjson 2>/tmp/$f.log
-  echo "@@RC $f $?"
-  dump $f /tmp/$f.ndjson
-  dump $f.log /tmp/$f.log
+  for io in auto mmap; do
+    n=$f; [ $io = mmap ] && n=$f-mmap
+    $T --format $f --camera-io $io --size 640x480 --fps 25 --frames 15 -o /tmp/$n.ndjson \
+      2>/tmp/$n.log
+    echo "@@RC $n $?"
+    dump $n /tmp/$n.ndjson
+    dump $n.log /tmp/$n.log
+  done
 done
 # A control: test pattern 8 is "100% Green" (the green box then covers the frame).
 $T --format yuyv --size 640x480 --fps 25 --frames 10 --control test_pattern=8 \
@@ -98,5 +104,27 @@ wait $pid
 echo "@@RC live $?"
 dump live.log /tmp/live.log
 dump live /tmp/live.ndjson
+
+# The same camera with --camera-io mmap: frames flow again after a
+# disconnect (the USERPTR run above went through every fault).
+: >/tmp/livemm.ndjson
+trackd --device /dev/video0 --no-server --objects /objs.json --camera-io mmap \
+  --format yuyv --size 320x240 --fps 30 --stats-interval 0 -o - >>/tmp/livemm.ndjson \
+  2>/tmp/livemm.log &
+pid=$!
+results() {
+  c=$(wc -l </tmp/livemm.ndjson 2>/dev/null)
+  echo "${c:-0}"
+}
+flowed mmap-start
+echo "@@EVENT mmdisconnect $(up)"
+v4l2-ctl -d /dev/video0 -c disconnect=1 || echo "@@ERROR v4l2-ctl disconnect (mmap)"
+flowed mmap-disconnect
+echo "@@EVENT mmstop $(up)"
+kill -TERM $pid
+wait $pid
+echo "@@RC livemm $?"
+dump livemm.log /tmp/livemm.log
+dump livemm /tmp/livemm.ndjson
 echo "TRK-VIVID-END"
 poweroff -f
