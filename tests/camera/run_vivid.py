@@ -235,6 +235,9 @@ def main():
             if abs(o["cx"] - ex) > 2 or abs(o["cy"] - ey) > 2 or abs(o["mass"] - emass) > 0.03 * emass:
                 fail(f"{fmt}: green bar at ({o['cx']}, {o['cy']}) mass {o['mass']}, expected "
                      f"({ex}, {ey}) mass {emass}")
+        # A buffer that never went back to the driver stalls the camera.
+        if any(" lost (outage " in l for l in log):
+            fail(f"{fmt}: the camera stalled or was lost\n" + "\n".join(log))
         # How the frames left the driver: in its own buffers by default,
         # copied with --camera-io mmap; every frame one way or the other.
         io = [m for m in (re.search(r"(\d+) frames passed on in the driver's buffers, (\d+) "
