@@ -482,7 +482,11 @@ static int start_streaming(struct v4l2_src *s)
         s->cfg.io == TRK_CAM_IO_AUTO && s->fourcc != V4L2_PIX_FMT_MJPEG && !s->userptr_refused;
     struct trk_backend *mem = s->info ? s->info->host_mem : NULL;
     int err = want_userptr ? start_userptr(s, mem) : -EINVAL;
-    if (want_userptr && err && err != TRK_ENOMEM) {
+    /* Refusals; anything else (the camera went away meanwhile) fails the
+     * open, which is retried as it stands. */
+    const bool refused = err == -EINVAL || err == -EFAULT || err == -ENOTTY || err == -EOPNOTSUPP;
+    if (want_userptr && err && !refused && err != TRK_ENOMEM) return err;
+    if (want_userptr && refused) {
         s->userptr_refused = true;
         TRK_LOGX(TRK_LOG_INFO, err,
                  "%s: the driver refuses USERPTR buffers: capturing with mmap and a copy "

@@ -214,7 +214,7 @@ def main():
     # dropped for newer ones (by design), so the check is that every one is
     # accounted for in trackd's done: line and the results match it.
     W, H = 640, 480
-    for fmt in ("yuyv", "nv12", "rgb24", "yuyv-mmap", "nv12-mmap", "rgb24-mmap"):
+    for fmt in ("yuyv", "nv12", "rgb24", "yuyv-mmap", "nv12-mmap", "rgb24-mmap", "yuyv-refused"):
         fr = frames(secs, fmt)
         log = secs.get(fmt + ".log", [])
         done = [m for m in (re.search(r"done: (\d+) frames .*, (\d+) dropped, (\d+) skipped", l)
@@ -243,13 +243,14 @@ def main():
         io = [m for m in (re.search(r"(\d+) frames passed on in the driver's buffers, (\d+) "
                                     r"copied", l) for l in log) if m]
         lent, copied = (int(x) for x in io[-1].groups()) if io else (-1, -1)
-        mmap = fmt.endswith("-mmap")
+        mmap = fmt.endswith("-mmap") or fmt.endswith("-refused")
         if not io or lent + copied < n or (copied if not mmap else lent) != 0 or \
-                not any(("USERPTR" if not mmap else "--camera-io mmap") in l for l in log):
+                sum(("USERPTR" if not mmap else "--camera-io mmap" if fmt.endswith("-mmap")
+                     else "refuses USERPTR") in l for l in log) != 1:
             fail(f"{fmt}: frames {'copied' if not mmap else 'lent'} ({lent} lent, {copied} "
                  "copied)\n" + "\n".join(log))
         if mmap:
-            base = frames(secs, fmt[:-5])
+            base = frames(secs, fmt.rsplit("-", 1)[0])
             a = {(m["objects"][0]["cx"], m["objects"][0]["cy"], m["objects"][0]["mass"])
                  for m in fr}
             b = {(m["objects"][0]["cx"], m["objects"][0]["cy"], m["objects"][0]["mass"])
