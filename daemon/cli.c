@@ -135,6 +135,10 @@ static const struct opt opts[] = {
     { "format", 0, "FMT", NAME(cam_format, trk_cam_format_parse), .def = "auto",
       .form = "auto, yuyv, mjpeg, nv12 or rgb24",
       .help = "camera pixel format: auto|yuyv|mjpeg|nv12|rgb24" },
+    { "camera-io", 0, "IO", NAME(cam_io, trk_cam_io_parse), .def = "auto",
+      .def_note = ": the backend reads raw frames in the driver's buffers (USERPTR), mmap + copy where the driver refuses",
+      .form = "auto or mmap",
+      .help = "auto|mmap: how camera frames leave the driver; mmap copies every frame (comparisons, drivers with broken USERPTR)" },
     { "control", 0, "NAME=VALUE", PARSE(parse_control), .hi = TRK_CAMERA_MAX_CONTROLS,
       .form = "NAME=VALUE with a whole-number VALUE, e.g. brightness=128 (at most {hi})",
       .help = "set a camera control (names as --list-controls prints them); repeatable" },
@@ -722,8 +726,9 @@ void trk_cli_warn(const struct trk_settings *s)
     if (s->input && s->fps)
         log_warn("--fps is ignored with --input: a file plays at its own rate (--fast: as fast "
                  "as it can)");
-    if (!s->device && (s->cam_format || s->n_controls))
-        log_warn("--format and --control are ignored without --device: they set up cameras");
+    if (!s->device && (s->cam_format || s->n_controls || s->cam_io))
+        log_warn("--format, --camera-io and --control are ignored without --device: they set up "
+                 "cameras");
     if (!s->input && !s->device && s->hwdec != TRK_HWDEC_AUTO)
         log_warn("--hwdec is ignored for the demo scene: it draws its frames, nothing is decoded");
     if (!s->udp && (s->udp_iface || s->udp_ttl > 1))

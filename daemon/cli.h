@@ -47,6 +47,7 @@ struct trk_settings {
     double fps;
     const char *device; /* V4L2 camera; NULL = none */
     int cam_format;     /* enum trk_cam_format */
+    int cam_io;         /* enum trk_cam_io */
     struct trk_camera_control controls[TRK_CAMERA_MAX_CONTROLS];
     int n_controls;
     bool list_devices, list_formats, list_controls;

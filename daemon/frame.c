@@ -162,6 +162,33 @@ static int index_of(struct trk_pool *p, struct trk_frame *f)
     return (int)(f - p->frames);
 }
 
+/* An outside buffer taken off a frame, to be let go of outside the lock. */
+struct held {
+    void *hold;
+    void (*unhold)(void *hold);
+};
+
+/* One holder of f lets go (lock held). When it was the last, f's outside
+ * buffer is taken off it into *h: a camera's driver buffer goes back to the
+ * driver as soon as no one reads it, not when the frame is next filled (a
+ * camera has fewer buffers than an idle pool has frames). unhold runs after
+ * the pool's lock is dropped: it takes the camera's own lock. */
+static void let_go(struct trk_pool *p, struct trk_frame *f, struct held *h)
+{
+    h->hold = NULL;
+    h->unhold = NULL;
+    if (--p->holders[index_of(p, f)] > 0) return;
+    h->hold = f->keep;
+    h->unhold = f->keep_release;
+    f->keep = NULL;
+    f->keep_release = NULL;
+}
+
+static void unhold_now(const struct held *h)
+{
+    if (h->hold && h->unhold) h->unhold(h->hold);
+}
+
 struct trk_frame *trk_pool_get(struct trk_pool *p)
 {
     struct trk_frame *f = NULL;
@@ -184,21 +211,23 @@ struct trk_frame *trk_pool_get(struct trk_pool *p)
 
 bool trk_pool_publish(struct trk_pool *p, struct trk_frame *f)
 {
+    struct held h = { 0 };
     pthread_mutex_lock(&p->lock);
     while (p->lossless && p->ready && !p->closed)
         pthread_cond_wait(&p->cond, &p->lock);
     bool ok = !p->closed;
     if (ok) {
         if (p->ready) { /* live source: the older frame is stale, drop it */
-            p->holders[index_of(p, p->ready)]--;
+            let_go(p, p->ready, &h);
             p->drops++;
         }
         p->ready = f;
     } else {
-        p->holders[index_of(p, f)]--;
+        let_go(p, f, &h);
     }
     pthread_cond_broadcast(&p->cond);
     pthread_mutex_unlock(&p->lock);
+    unhold_now(&h);
     return ok;
 }
 
@@ -235,11 +264,13 @@ void trk_pool_ref(struct trk_pool *p, struct trk_frame *f)
 void trk_pool_release(struct trk_pool *p, struct trk_frame *f)
 {
     if (!f) return;
+    struct held h;
     pthread_mutex_lock(&p->lock);
     TRK_ASSERT(p->holders[index_of(p, f)] > 0);
-    p->holders[index_of(p, f)]--;
+    let_go(p, f, &h);
     pthread_cond_broadcast(&p->cond);
     pthread_mutex_unlock(&p->lock);
+    unhold_now(&h);
 }
 
 void trk_pool_close(struct trk_pool *p)

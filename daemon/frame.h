@@ -21,8 +21,9 @@ struct trk_frame {
     struct trk_backend *mem;
     bool data_host;
     /* A host buffer someone else owns that img's planes point into instead
-     * of data (a decoded AVFrame in the pinned pool: no copy), let go with
-     * keep_release(keep) when the frame is laid out again or freed. NULL =
+     * of data (a decoded AVFrame in the pinned pool, a camera's driver
+     * buffer: no copy), let go with keep_release(keep) when the frame is laid
+     * out again or freed, or when the pool's last holder releases it. NULL =
      * none. */
     void *keep;
     void (*keep_release)(void *keep);
@@ -68,7 +69,8 @@ int trk_frame_layout(struct trk_frame *f, enum trk_pixfmt fmt, int width, int he
 void trk_frame_free_data(struct trk_frame *f);
 /* Points f at an outside host buffer: the caller sets img's planes into it;
  * the previous one is let go first. keep_release is called once, when f is
- * laid out again, kept again or freed. */
+ * laid out again, kept again or freed, or (a pool frame) when its last
+ * holder releases it, on that holder's thread: it must be thread-safe. */
 void trk_frame_keep(struct trk_frame *f, void *keep, void (*keep_release)(void *keep));
 
 /* Seconds on CLOCK_MONOTONIC / milliseconds since the epoch. */

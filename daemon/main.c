@@ -229,7 +229,8 @@ static int open_camera(struct app *a)
                                .format = (enum trk_cam_format)s->cam_format,
                                .width = s->width ? s->width : TRK_V4L2_WIDTH,
                                .height = s->width ? s->height : TRK_V4L2_HEIGHT,
-                               .fps = s->fps };
+                               .fps = s->fps,
+                               .io = (enum trk_cam_io)s->cam_io };
     memcpy(vc.controls, a->objs.camera, sizeof(vc.controls[0]) * a->objs.n_camera);
     memcpy(vc.controls + a->objs.n_camera, s->controls, sizeof(s->controls[0]) * s->n_controls);
     vc.n_controls = a->objs.n_camera + s->n_controls;
@@ -614,6 +615,13 @@ static int open_ops(struct app *a)
     }
     trk_metrics_set_info(a->ep.metrics, TRK_VERSION, trk_backend_name(a->backend), a->src.desc,
                          a->s.fast ? 0 : a->src.fps);
+    /* The source's state from the first request on: the capture thread says
+     * the same (ok, or lost for a camera that was not there at start), but
+     * only once it runs, and the servers answer before that. */
+    if (a->source_absent)
+        trk_metrics_source_state(a->ep.metrics, "lost", "not connected yet");
+    else
+        trk_metrics_source_state(a->ep.metrics, "ok", a->src.desc);
     return 0;
 }
 

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -23,22 +24,62 @@
 #include "hwdec.h"
 #include "log.h"
 #include "source.h"
+#include "trk_assert.h"
 
-#define N_BUFFERS 4
+/* mmap + copy: the driver gets a buffer back as soon as it is copied. */
+#define N_MMAP_BUFFERS 4
+/* USERPTR: buffers stay with the frames that hold them until the pool's
+ * last holder lets go, at most one per pool frame; MIN_QUEUED more keep the
+ * driver capturing while every pool frame holds one. */
+#define MIN_QUEUED        2
+#define N_USERPTR_BUFFERS (TRK_POOL_FRAMES + MIN_QUEUED)
+#define N_BUFFERS         N_USERPTR_BUFFERS
 /* USB 2 isochronous video tops out near this in practice. */
 #define MAX_RAW_BYTES_PER_S (24.0 * 1000 * 1000)
+
+struct ubufs;
+
+/* One USERPTR buffer: our memory, which the driver fills. */
+struct ubuf {
+    struct ubufs *set;
+    int index;
+    uint8_t *p; /* page-aligned, len bytes (inside base's allocation) */
+    void *base; /* what was allocated                                  */
+    size_t len; /* sizeimage rounded up to whole pages                 */
+    bool lent;  /* dequeued and held by a frame                        */
+};
+
+/* The USERPTR buffers of one streaming session, shared by the capture
+ * thread and whichever thread lets go of a frame last (processing,
+ * preview, sampler, a /snapshot.jpg request). Reference counted: the
+ * source while it streams, and each lent buffer; a camera that closes
+ * (unplugged, reconnect) while frames still hold buffers leaves the set
+ * to its last frame, which frees it. lock guards fd, lent and refs. */
+struct ubufs {
+    pthread_mutex_t lock;
+    int fd; /* the camera's, to queue given-back buffers on; -1 once closed */
+    int refs;
+    int n_lent;
+    struct trk_backend *mem; /* host_alloc'ed from; NULL = page-aligned heap */
+    int n;
+    struct ubuf buf[N_USERPTR_BUFFERS];
+};
 
 struct v4l2_src {
     struct trk_v4l2_cfg cfg;
     char *device;
     int fd;
-    void *buf[N_BUFFERS];
+    void *buf[N_BUFFERS]; /* mmap'ed driver buffers (MMAP) */
     size_t len[N_BUFFERS];
     int n_buf;
+    struct ubufs *ub; /* USERPTR instead, while streaming */
     bool streaming;
-    uint32_t fourcc, bytesperline;
+    bool userptr_refused; /* the driver said no once: mmap from then on */
+    bool io_logged;
+    uint32_t fourcc, bytesperline, sizeimage;
     int width, height;
-    uint64_t drops;
+    uint64_t drops, lent, copied;
+    struct trk_source *info;  /* host_mem: where USERPTR buffers come from */
     struct trk_mjpeg *mjpeg;  /* MJPEG only */
     struct trk_hwdec_ctx *hw; /* --hwdec for MJPEG, NULL = software */
 };
@@ -50,6 +91,13 @@ struct trk_mjpeg {
     struct trk_hwdec_ctx *hw; /* --hwdec: NVDEC when it can (not owned) */
     AVFrame *sw;              /* an NVDEC frame copied down (trk_hwdec_export) */
 };
+
+int trk_cam_io_parse(const char *s)
+{
+    if (!strcmp(s, "auto")) return TRK_CAM_IO_AUTO;
+    if (!strcmp(s, "mmap")) return TRK_CAM_IO_MMAP;
+    return -1;
+}
 
 int trk_cam_format_parse(const char *s)
 {
@@ -124,46 +172,82 @@ static uint8_t *wplane(struct trk_frame *f, int p)
     return f->data + (f->img.plane[p] - f->data);
 }
 
-int trk_v4l2_copy(struct trk_frame *f, uint32_t fourcc, int width, int height,
-                  uint32_t bytesperline, const uint8_t *buf, size_t bytesused)
+/* Where a raw driver buffer's planes are: byte offsets, row pitches, rows
+ * and row payloads, checked against bytesused. */
+struct raw_layout {
+    enum trk_pixfmt fmt;
+    int planes;
+    size_t off[3], pitch[3], rows[3], row[3];
+};
+
+static int raw_layout(uint32_t fourcc, int width, int height, uint32_t bytesperline,
+                      size_t bytesused, struct raw_layout *R)
 {
     int fmt = trk_v4l2_pixfmt(fourcc);
     if (fmt < 0 || width <= 0 || height <= 0) return TRK_EINVAL;
     struct trk_plane_layout L;
     if (trk_image_plane_layout((enum trk_pixfmt)fmt, width, height, &L)) return TRK_EINVAL;
-    size_t bpl = bytesperline;
-    /* Rows in bytes and the source pitch per plane; chroma pitches follow
-     * the luma pitch as the V4L2 spec defines for single-plane formats. */
-    size_t row[3] = { 0 }, pitch[3] = { 0 }, rows[3] = { 0 };
+    memset(R, 0, sizeof(*R));
+    R->fmt = (enum trk_pixfmt)fmt;
+    R->planes = L.planes;
     for (int p = 0; p < L.planes; p++) {
-        row[p] = L.row_bytes[p];
-        rows[p] = (size_t)L.rows[p];
+        R->row[p] = L.row_bytes[p];
+        R->rows[p] = (size_t)L.rows[p];
     }
-    if (bpl == 0) bpl = row[0];
-    if (bpl < row[0]) return TRK_EINVAL;
-    pitch[0] = bpl;
-    pitch[1] = fmt == TRK_FMT_NV12 ? bpl : bpl / 2;
-    pitch[2] = pitch[1];
+    /* Chroma pitches follow the luma pitch as the V4L2 spec defines for
+     * single-plane formats. */
+    size_t bpl = bytesperline ? bytesperline : R->row[0];
+    if (bpl < R->row[0]) return TRK_EINVAL;
+    R->pitch[0] = bpl;
+    R->pitch[1] = fmt == TRK_FMT_NV12 ? bpl : bpl / 2;
+    R->pitch[2] = R->pitch[1];
+    size_t off = 0;
+    for (int p = 0; p < R->planes; p++) {
+        if (R->pitch[p] < R->row[p]) return TRK_EINVAL;
+        R->off[p] = off;
+        off += R->pitch[p] * R->rows[p];
+    }
     /* The last row of the last plane need not be padded. */
-    size_t need = 0;
-    int last = 0;
-    for (int p = 0; p < 3; p++)
-        if (rows[p]) {
-            need += pitch[p] * rows[p];
-            last = p;
-        }
-    need -= pitch[last] - row[last];
-    if (bytesused < need) return TRK_EINVAL;
-    int err = trk_frame_layout(f, (enum trk_pixfmt)fmt, width, height, 64);
-    if (err) return err;
-    const uint8_t *src = buf;
-    for (int p = 0; p < 3 && rows[p]; p++) {
-        for (size_t y = 0; y < rows[p]; y++)
-            memcpy(wplane(f, p) + y * f->img.pitch[p], src + y * pitch[p], row[p]);
-        src += pitch[p] * rows[p];
-    }
+    const int last = R->planes - 1;
+    if (bytesused < off - (R->pitch[last] - R->row[last])) return TRK_EINVAL;
+    return 0;
+}
+
+static void raw_colour(struct trk_frame *f)
+{
     f->img.matrix = TRK_MATRIX_BT601;
-    f->img.full_range = fmt == TRK_FMT_RGB24 || fmt == TRK_FMT_BGR24;
+    f->img.full_range = f->img.fmt == TRK_FMT_RGB24 || f->img.fmt == TRK_FMT_BGR24;
+}
+
+int trk_v4l2_copy(struct trk_frame *f, uint32_t fourcc, int width, int height,
+                  uint32_t bytesperline, const uint8_t *buf, size_t bytesused)
+{
+    struct raw_layout R;
+    int err = raw_layout(fourcc, width, height, bytesperline, bytesused, &R);
+    if (err || (err = trk_frame_layout(f, R.fmt, width, height, 64))) return err;
+    for (int p = 0; p < R.planes; p++)
+        for (size_t y = 0; y < R.rows[p]; y++)
+            memcpy(wplane(f, p) + y * f->img.pitch[p], buf + R.off[p] + y * R.pitch[p], R.row[p]);
+    raw_colour(f);
+    return 0;
+}
+
+int trk_v4l2_wrap(struct trk_frame *f, uint32_t fourcc, int width, int height,
+                  uint32_t bytesperline, const uint8_t *buf, size_t bytesused)
+{
+    struct raw_layout R;
+    int err = raw_layout(fourcc, width, height, bytesperline, bytesused, &R);
+    if (err) return err;
+    trk_frame_keep(f, NULL, NULL);
+    memset(&f->img, 0, sizeof(f->img));
+    for (int p = 0; p < R.planes; p++) {
+        f->img.plane[p] = buf + R.off[p];
+        f->img.pitch[p] = R.pitch[p];
+    }
+    f->img.width = width;
+    f->img.height = height;
+    f->img.fmt = R.fmt;
+    raw_colour(f);
     return 0;
 }
 
@@ -245,8 +329,212 @@ static int set_controls(struct v4l2_src *s)
     return failed;
 }
 
+static void ubufs_free(struct ubufs *u)
+{
+    for (int i = 0; i < u->n; i++)
+        if (u->mem)
+            trk_backend_host_free(u->mem, u->buf[i].base);
+        else
+            free(u->buf[i].base);
+    pthread_mutex_destroy(&u->lock);
+    free(u);
+}
+
+/* One reference to u goes (lock held); true when it was the last. */
+static bool ubufs_unref_locked(struct ubufs *u)
+{
+    return --u->refs == 0;
+}
+
+static int queue_ubuf(int fd, const struct ubuf *b)
+{
+    struct v4l2_buffer vb = { .index = (uint32_t)b->index,
+                              .type = V4L2_BUF_TYPE_VIDEO_CAPTURE,
+                              .memory = V4L2_MEMORY_USERPTR,
+                              .m.userptr = (unsigned long)b->p,
+                              .length = (uint32_t)b->len };
+    return xioctl(fd, VIDIOC_QBUF, &vb);
+}
+
+/* trk_frame_hold's unhold for a lent buffer: back to the driver, or, when
+ * the camera has closed meanwhile, just one reference less. Runs on the
+ * thread that let go of the frame last. A refused QBUF (the camera is
+ * going away) leaves the buffer out; the next read sees the outage. */
+static void give_back(void *hold)
+{
+    struct ubuf *b = hold;
+    struct ubufs *u = b->set;
+    pthread_mutex_lock(&u->lock);
+    TRK_ASSERT(b->lent);
+    b->lent = false;
+    u->n_lent--;
+    if (u->fd >= 0) queue_ubuf(u->fd, b);
+    bool last = ubufs_unref_locked(u);
+    pthread_mutex_unlock(&u->lock);
+    if (last) ubufs_free(u);
+}
+
+/* Whether the buffer just dequeued may go out with a frame: only while
+ * MIN_QUEUED others stay with the driver (a driver that granted fewer
+ * buffers than asked, or a pool full of held frames, gets copies). */
+static bool lend(struct ubufs *u, int index)
+{
+    pthread_mutex_lock(&u->lock);
+    bool ok = u->n - u->n_lent - 1 >= MIN_QUEUED;
+    if (ok) {
+        u->buf[index].lent = true;
+        u->n_lent++;
+        u->refs++;
+    }
+    pthread_mutex_unlock(&u->lock);
+    return ok;
+}
+
+/* Page-aligned len bytes from mem (pinned on CUDA) or the heap: drivers
+ * pin USERPTR memory page by page. */
+static int ubuf_alloc(struct ubuf *b, struct trk_backend *mem, size_t len)
+{
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    if (!mem) {
+        b->base = b->p = aligned_alloc(page, len);
+        return b->p ? 0 : TRK_ENOMEM;
+    }
+    b->base = trk_backend_host_alloc(mem, len);
+    if (b->base && (uintptr_t)b->base % page) {
+        /* The CPU backends align to cache lines only: take a page more. */
+        trk_backend_host_free(mem, b->base);
+        b->base = trk_backend_host_alloc(mem, len + page);
+    }
+    if (!b->base) return TRK_ENOMEM;
+    b->p = (uint8_t *)(((uintptr_t)b->base + page - 1) / page * page);
+    return 0;
+}
+
+/* USERPTR streaming with buffers from mem: 0, or the driver's refusal
+ * (nothing is left allocated or requested then) or TRK_ENOMEM. */
+static int start_userptr(struct v4l2_src *s, struct trk_backend *mem)
+{
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    struct v4l2_requestbuffers rb = { .count = N_USERPTR_BUFFERS,
+                                      .type = V4L2_BUF_TYPE_VIDEO_CAPTURE,
+                                      .memory = V4L2_MEMORY_USERPTR };
+    int err = xioctl(s->fd, VIDIOC_REQBUFS, &rb);
+    if (err) return err;
+    struct ubufs *u = calloc(1, sizeof(*u));
+    if (!u) {
+        err = TRK_ENOMEM;
+        goto fail;
+    }
+    pthread_mutex_init(&u->lock, NULL);
+    u->fd = s->fd;
+    u->refs = 1;
+    u->mem = mem;
+    const size_t len = (s->sizeimage + page - 1) / page * page;
+    int n = rb.count < N_USERPTR_BUFFERS ? (int)rb.count : N_USERPTR_BUFFERS;
+    if (n < MIN_QUEUED + 1 || len == 0) {
+        err = -ENOMEM;
+        goto fail;
+    }
+    for (int i = 0; i < n; i++) {
+        struct ubuf *b = &u->buf[i];
+        b->set = u;
+        b->index = i;
+        b->len = len;
+        if ((err = ubuf_alloc(b, mem, len))) goto fail;
+        u->n = i + 1;
+        if ((err = queue_ubuf(s->fd, b))) goto fail;
+    }
+    enum v4l2_buf_type t = V4L2_BUF_TYPE_VIDEO_CAPTURE;
+    if ((err = xioctl(s->fd, VIDIOC_STREAMON, &t))) goto fail;
+    s->ub = u;
+    return 0;
+fail:
+    rb.count = 0; /* the driver lets go of what was queued */
+    xioctl(s->fd, VIDIOC_REQBUFS, &rb);
+    if (u) ubufs_free(u);
+    return err;
+}
+
+static int start_mmap(struct v4l2_src *s)
+{
+    struct v4l2_requestbuffers rb = { .count = N_MMAP_BUFFERS,
+                                      .type = V4L2_BUF_TYPE_VIDEO_CAPTURE,
+                                      .memory = V4L2_MEMORY_MMAP };
+    int err = xioctl(s->fd, VIDIOC_REQBUFS, &rb);
+    if (err) return err;
+    if (rb.count < 2) return -ENOMEM;
+    for (uint32_t i = 0; i < rb.count && i < N_MMAP_BUFFERS; i++) {
+        struct v4l2_buffer b = { .index = i,
+                                 .type = V4L2_BUF_TYPE_VIDEO_CAPTURE,
+                                 .memory = V4L2_MEMORY_MMAP };
+        if ((err = xioctl(s->fd, VIDIOC_QUERYBUF, &b))) return err;
+        s->buf[i] = mmap(NULL, b.length, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, b.m.offset);
+        s->len[i] = b.length;
+        s->n_buf = (int)i + 1;
+        if (s->buf[i] == MAP_FAILED) return -errno;
+        if ((err = xioctl(s->fd, VIDIOC_QBUF, &b))) return err;
+    }
+    enum v4l2_buf_type t = V4L2_BUF_TYPE_VIDEO_CAPTURE;
+    return xioctl(s->fd, VIDIOC_STREAMON, &t);
+}
+
+/* Streams with USERPTR where it can (raw formats the backends take, unless
+ * --camera-io mmap or the driver refused before), else mmap + copy. */
+static int start_streaming(struct v4l2_src *s)
+{
+    const bool want_userptr =
+        s->cfg.io == TRK_CAM_IO_AUTO && s->fourcc != V4L2_PIX_FMT_MJPEG && !s->userptr_refused;
+    struct trk_backend *mem = s->info ? s->info->host_mem : NULL;
+    int err = want_userptr ? start_userptr(s, mem) : -EINVAL;
+    /* Refusals; anything else (the camera went away meanwhile) fails the
+     * open, which is retried as it stands. */
+    const bool refused = err == -EINVAL || err == -EFAULT || err == -ENOTTY || err == -EOPNOTSUPP;
+    if (want_userptr && err && !refused && err != TRK_ENOMEM) return err;
+    if (want_userptr && refused) {
+        s->userptr_refused = true;
+        TRK_LOGX(TRK_LOG_INFO, err,
+                 "%s: the driver refuses USERPTR buffers: capturing with mmap and a copy "
+                 "per frame",
+                 s->device);
+    }
+    if (!err) {
+        if (!s->io_logged)
+            log_info("%s: frames go to the backend in the driver's buffers (USERPTR, %d buffers, "
+                     "no copy)",
+                     s->device, s->ub->n);
+    } else {
+        if ((err = start_mmap(s))) return err;
+        if (!s->io_logged && !s->userptr_refused)
+            log_info("%s: capturing with mmap and a %s per frame%s", s->device,
+                     s->fourcc == V4L2_PIX_FMT_MJPEG ? "decode" : "copy",
+                     s->cfg.io == TRK_CAM_IO_MMAP ? " (--camera-io mmap)" : "");
+    }
+    s->io_logged = true;
+    s->streaming = true;
+    return 0;
+}
+
 static void stop_streaming(struct v4l2_src *s)
 {
+    if (s->ub) {
+        /* Frames let go of lent buffers from here on without queueing them
+         * on an fd that is about to close (and maybe be reused). */
+        struct ubufs *u = s->ub;
+        s->ub = NULL;
+        pthread_mutex_lock(&u->lock);
+        u->fd = -1;
+        bool last = ubufs_unref_locked(u);
+        pthread_mutex_unlock(&u->lock);
+        if (s->streaming) {
+            enum v4l2_buf_type t = V4L2_BUF_TYPE_VIDEO_CAPTURE;
+            xioctl(s->fd, VIDIOC_STREAMOFF, &t);
+        }
+        struct v4l2_requestbuffers rb = { .type = V4L2_BUF_TYPE_VIDEO_CAPTURE,
+                                          .memory = V4L2_MEMORY_USERPTR };
+        xioctl(s->fd, VIDIOC_REQBUFS, &rb); /* the driver unpins our pages */
+        if (last) ubufs_free(u);
+        s->streaming = false;
+    }
     if (s->streaming) {
         enum v4l2_buf_type t = V4L2_BUF_TYPE_VIDEO_CAPTURE;
         xioctl(s->fd, VIDIOC_STREAMOFF, &t);
@@ -254,6 +542,7 @@ static void stop_streaming(struct v4l2_src *s)
     }
     for (int i = 0; i < s->n_buf; i++)
         if (s->buf[i] && s->buf[i] != MAP_FAILED) munmap(s->buf[i], s->len[i]);
+    memset(s->buf, 0, sizeof(s->buf));
     s->n_buf = 0;
 }
 
@@ -344,6 +633,7 @@ static int v4l2_open(void *self, struct trk_source *info)
     s->width = (int)f.fmt.pix.width;
     s->height = (int)f.fmt.pix.height;
     s->bytesperline = f.fmt.pix.bytesperline;
+    s->sizeimage = f.fmt.pix.sizeimage;
     /* The rate after the format: some drivers (vivid) reset it on S_FMT. */
     struct v4l2_streamparm parm = { .type = V4L2_BUF_TYPE_VIDEO_CAPTURE };
     if (s->cfg.fps > 0) {
@@ -358,31 +648,8 @@ static int v4l2_open(void *self, struct trk_source *info)
     set_controls(s);
     if (fourcc == V4L2_PIX_FMT_MJPEG && (err = trk_mjpeg_create_hw(&s->mjpeg, s->hw))) goto fail;
 
-    struct v4l2_requestbuffers rb = { .count = N_BUFFERS,
-                                      .type = V4L2_BUF_TYPE_VIDEO_CAPTURE,
-                                      .memory = V4L2_MEMORY_MMAP };
-    if ((err = xioctl(s->fd, VIDIOC_REQBUFS, &rb))) goto fail;
-    if (rb.count < 2) {
-        err = -ENOMEM;
-        goto fail;
-    }
-    for (uint32_t i = 0; i < rb.count && i < N_BUFFERS; i++) {
-        struct v4l2_buffer b = { .index = i,
-                                 .type = V4L2_BUF_TYPE_VIDEO_CAPTURE,
-                                 .memory = V4L2_MEMORY_MMAP };
-        if ((err = xioctl(s->fd, VIDIOC_QUERYBUF, &b))) goto fail;
-        s->buf[i] = mmap(NULL, b.length, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, b.m.offset);
-        s->len[i] = b.length;
-        s->n_buf = (int)i + 1;
-        if (s->buf[i] == MAP_FAILED) {
-            err = -errno;
-            goto fail;
-        }
-        if ((err = xioctl(s->fd, VIDIOC_QBUF, &b))) goto fail;
-    }
-    enum v4l2_buf_type t = V4L2_BUF_TYPE_VIDEO_CAPTURE;
-    if ((err = xioctl(s->fd, VIDIOC_STREAMON, &t))) goto fail;
-    s->streaming = true;
+    s->info = info;
+    if ((err = start_streaming(s))) goto fail;
     char fcc[5] = { (char)(fourcc & 0xff), (char)(fourcc >> 8 & 0xff), (char)(fourcc >> 16 & 0xff),
                     (char)(fourcc >> 24 & 0xff), 0 };
     info->width = s->width;
@@ -452,6 +719,14 @@ static int v4l2_read(void *self, struct trk_frame *f)
 {
     struct v4l2_src *s = self;
     if (s->fd < 0 || !s->streaming) return -ENODEV;
+    struct trk_backend *mem = s->info ? s->info->host_mem : NULL;
+    if (s->ub && s->ub->mem != mem) {
+        /* The pipeline names the backend's memory after the first open:
+         * buffers in it once, so the backend reads them directly. */
+        stop_streaming(s);
+        int err = start_streaming(s);
+        if (err) return err;
+    }
     for (;;) {
         struct pollfd pfd = { .fd = s->fd, .events = POLLIN };
         int r = poll(&pfd, 1, (int)(s->cfg.timeout * 1000));
@@ -466,7 +741,7 @@ static int v4l2_read(void *self, struct trk_frame *f)
         for (;;) {
             memset(&b, 0, sizeof(b));
             b.type = V4L2_BUF_TYPE_VIDEO_CAPTURE;
-            b.memory = V4L2_MEMORY_MMAP;
+            b.memory = s->ub ? V4L2_MEMORY_USERPTR : V4L2_MEMORY_MMAP;
             err = xioctl(s->fd, VIDIOC_DQBUF, &b);
             if (err) break;
             if (have) {
@@ -481,19 +756,35 @@ static int v4l2_read(void *self, struct trk_frame *f)
             return err;
         }
         if (!have) continue;
-        if (newest.flags & V4L2_BUF_FLAG_ERROR || newest.index >= (uint32_t)s->n_buf) {
+        const int n_buf = s->ub ? s->ub->n : s->n_buf;
+        if (newest.flags & V4L2_BUF_FLAG_ERROR || newest.index >= (uint32_t)n_buf) {
             /* A corrupted frame: drop it and wait for the next. */
             s->drops++;
             if ((err = xioctl(s->fd, VIDIOC_QBUF, &newest))) return err;
             continue;
         }
-        const uint8_t *data = s->buf[newest.index];
-        err = s->fourcc == V4L2_PIX_FMT_MJPEG
-                  ? trk_mjpeg_decode(s->mjpeg, data, newest.bytesused, f)
-                  : trk_v4l2_copy(f, s->fourcc, s->width, s->height, s->bytesperline, data,
-                                  newest.bytesused);
         double ts = (double)newest.timestamp.tv_sec + newest.timestamp.tv_usec * 1e-6;
-        int qerr = xioctl(s->fd, VIDIOC_QBUF, &newest);
+        const uint8_t *data = s->ub ? s->ub->buf[newest.index].p : s->buf[newest.index];
+        int qerr = 0;
+        if (s->ub && lend(s->ub, (int)newest.index)) {
+            /* The frame reads the driver's buffer; it goes back to the
+             * driver when the frame's last holder lets go (give_back). */
+            struct ubuf *ub = &s->ub->buf[newest.index];
+            err = trk_v4l2_wrap(f, s->fourcc, s->width, s->height, s->bytesperline, data,
+                                newest.bytesused);
+            if (err)
+                give_back(ub);
+            else
+                trk_frame_keep(f, ub, give_back);
+            s->lent += !err;
+        } else {
+            err = s->fourcc == V4L2_PIX_FMT_MJPEG
+                      ? trk_mjpeg_decode(s->mjpeg, data, newest.bytesused, f)
+                      : trk_v4l2_copy(f, s->fourcc, s->width, s->height, s->bytesperline, data,
+                                      newest.bytesused);
+            s->copied += !err;
+            qerr = xioctl(s->fd, VIDIOC_QBUF, &newest);
+        }
         if (err == TRK_EINVAL) {
             /* Short or undecodable frame: skip, counted. */
             s->drops++;
@@ -517,6 +808,9 @@ static void v4l2_destroy(void *self)
         log_info("%s: %llu stale or corrupt frames dropped in the driver queue", s->device,
                  (unsigned long long)s->drops);
     trk_hwdec_destroy(&s->hw);
+    if (s->lent || s->copied)
+        log_info("%s: %llu frames passed on in the driver's buffers, %llu copied or decoded",
+                 s->device, (unsigned long long)s->lent, (unsigned long long)s->copied);
     free(s->device);
     free(s);
 }
@@ -562,6 +856,15 @@ int trk_source_v4l2_create(const struct trk_v4l2_cfg *cfg, struct trk_source *ou
 uint64_t trk_source_v4l2_drops(const struct trk_source *s)
 {
     return s->ops == &v4l2_ops ? ((const struct v4l2_src *)s->self)->drops : 0;
+}
+
+void trk_source_v4l2_io_stats(const struct trk_source *s, struct trk_v4l2_io_stats *st)
+{
+    memset(st, 0, sizeof(*st));
+    if (s->ops != &v4l2_ops) return;
+    const struct v4l2_src *v = s->self;
+    st->lent = v->lent;
+    st->copied = v->copied;
 }
 
 static void fourcc_str(uint32_t f, char out[5])

@@ -25,6 +25,19 @@ enum trk_cam_format {
 /* "auto", "yuyv", "mjpeg", "nv12", "rgb24"; -1 if unknown. */
 int trk_cam_format_parse(const char *s);
 
+/* How frames leave the driver (--camera-io). Auto: raw formats the backends
+ * take go to them in the driver's own buffers (V4L2_MEMORY_USERPTR into the
+ * backend's host memory, pinned on CUDA: no copy), falling back to mmap +
+ * copy where the driver refuses; MJPEG is decoded from mmap buffers. Mmap:
+ * always mmap + copy (comparisons, drivers whose USERPTR is broken). */
+enum trk_cam_io {
+    TRK_CAM_IO_AUTO = 0,
+    TRK_CAM_IO_MMAP,
+};
+
+/* "auto", "mmap"; -1 if unknown. */
+int trk_cam_io_parse(const char *s);
+
 /* The size asked of a camera when --size is not given (the demo scene has
  * its own: source.h). */
 #define TRK_V4L2_WIDTH  640
@@ -43,18 +56,31 @@ struct trk_v4l2_cfg {
     /* --hwdec (daemon/hwdec.h) for MJPEG: NVDEC frames as device images
      * when it allows; NULL = software decoding. Copied at create. */
     const struct trk_hwdec_cfg *hwdec;
+    enum trk_cam_io io;
 };
 
-/* A camera. open() negotiates the format, sets the controls and starts mmap
- * streaming; read() returns the newest frame (older queued ones are dropped
- * and counted), with pts and t_capture from the driver's CLOCK_MONOTONIC
- * buffer timestamp. read() fails with -ENODEV / -EIO when the camera goes
- * away and -ETIMEDOUT when it stops delivering; the caller closes and
- * reopens it (same settings). live = true. */
+/* A camera. open() negotiates the format, sets the controls and starts
+ * streaming (see trk_cam_io); read() returns the newest frame (older queued
+ * ones are dropped and counted), with pts and t_capture from the driver's
+ * CLOCK_MONOTONIC buffer timestamp. With USERPTR the frame's planes point
+ * into the driver buffer itself, held (trk_frame_hold) until the pool's last
+ * holder lets go of the frame, then queued to the driver again; buffers
+ * lent out when the camera closes are freed when given back. read() fails
+ * with -ENODEV / -EIO when the camera goes away and -ETIMEDOUT when it stops
+ * delivering; the caller closes and reopens it (same settings). live =
+ * true. */
 int trk_source_v4l2_create(const struct trk_v4l2_cfg *cfg, struct trk_source *out);
 
 /* Frames dropped inside the source (newer ones already queued). */
 uint64_t trk_source_v4l2_drops(const struct trk_source *s);
+
+/* Frames passed on in the driver's buffers (USERPTR, no copy) and frames
+ * copied or decoded out of them, since create. */
+struct trk_v4l2_io_stats {
+    uint64_t lent;
+    uint64_t copied;
+};
+void trk_source_v4l2_io_stats(const struct trk_source *s, struct trk_v4l2_io_stats *st);
 
 /* The V4L2 pixel format to ask for. offered: the fourccs the device lists.
  * A specific want picks its fourcc if offered. Auto prefers formats the
@@ -74,6 +100,13 @@ int trk_v4l2_pixfmt(uint32_t fourcc);
  * buffer is shorter than the layout needs (a wrong-size frame) or the
  * pitch is smaller than a row, TRK_ENOMEM. */
 int trk_v4l2_copy(struct trk_frame *f, uint32_t fourcc, int width, int height,
+                  uint32_t bytesperline, const uint8_t *buf, size_t bytesused);
+
+/* Points f's image at one raw driver buffer as it is (same arguments and
+ * checks as trk_v4l2_copy: the pixels trk_v4l2_copy would copy, in place).
+ * f's previous hold is let go of first; the caller holds buf for as long
+ * as f points into it. 0 or TRK_EINVAL. */
+int trk_v4l2_wrap(struct trk_frame *f, uint32_t fourcc, int width, int height,
                   uint32_t bytesperline, const uint8_t *buf, size_t bytesused);
 
 /* MJPEG frames: FFmpeg's mjpeg decoder, output as I420 (full range,

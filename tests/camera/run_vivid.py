@@ -214,7 +214,7 @@ def main():
     # dropped for newer ones (by design), so the check is that every one is
     # accounted for in trackd's done: line and the results match it.
     W, H = 640, 480
-    for fmt in ("yuyv", "nv12", "rgb24"):
+    for fmt in ("yuyv", "nv12", "rgb24", "yuyv-mmap", "nv12-mmap", "rgb24-mmap", "yuyv-refused"):
         fr = frames(secs, fmt)
         log = secs.get(fmt + ".log", [])
         done = [m for m in (re.search(r"done: (\d+) frames .*, (\d+) dropped, (\d+) skipped", l)
@@ -235,7 +235,30 @@ def main():
             if abs(o["cx"] - ex) > 2 or abs(o["cy"] - ey) > 2 or abs(o["mass"] - emass) > 0.03 * emass:
                 fail(f"{fmt}: green bar at ({o['cx']}, {o['cy']}) mass {o['mass']}, expected "
                      f"({ex}, {ey}) mass {emass}")
-        print(f"{fmt}: {n} frames ({dropped} dropped), green bar at "
+        # A buffer that never went back to the driver stalls the camera.
+        if any(" lost (outage " in l for l in log):
+            fail(f"{fmt}: the camera stalled or was lost\n" + "\n".join(log))
+        # How the frames left the driver: in its own buffers by default,
+        # copied with --camera-io mmap; every frame one way or the other.
+        io = [m for m in (re.search(r"(\d+) frames passed on in the driver's buffers, (\d+) "
+                                    r"copied", l) for l in log) if m]
+        lent, copied = (int(x) for x in io[-1].groups()) if io else (-1, -1)
+        mmap = fmt.endswith("-mmap") or fmt.endswith("-refused")
+        if not io or lent + copied < n or (copied if not mmap else lent) != 0 or \
+                sum(("USERPTR" if not mmap else "--camera-io mmap" if fmt.endswith("-mmap")
+                     else "refuses USERPTR") in l for l in log) != 1:
+            fail(f"{fmt}: frames {'copied' if not mmap else 'lent'} ({lent} lent, {copied} "
+                 "copied)\n" + "\n".join(log))
+        if mmap:
+            base = frames(secs, fmt.rsplit("-", 1)[0])
+            a = {(m["objects"][0]["cx"], m["objects"][0]["cy"], m["objects"][0]["mass"])
+                 for m in fr}
+            b = {(m["objects"][0]["cx"], m["objects"][0]["cy"], m["objects"][0]["mass"])
+                 for m in base}
+            if a != b:
+                fail(f"{fmt}: results differ from USERPTR capture: {sorted(a)} vs {sorted(b)}")
+        print(f"{fmt}: {n} frames ({dropped} dropped; {lent} in the driver's buffers, {copied} "
+              f"copied), green bar at "
               f"({fr[-1]['objects'][0]['cx']:.1f}, {fr[-1]['objects'][0]['cy']:.1f}) mass "
               f"{fr[-1]['objects'][0]['mass']}")
 
@@ -281,6 +304,21 @@ def main():
         fail("expected at least four recoveries, log:\n" + "\n".join(log))
     print(f"fault run: {len(fr)} frames, {len(lost)} outage lines, recoveries (loss to "
           f"reopen, trackd's log): {', '.join(f'{b:.3f} s' for b in back)}")
+    lent = [int(m.group(1)) for m in (re.search(r"(\d+) frames passed on in the driver's "
+                                                r"buffers", l) for l in log) if m]
+    if not lent or lent[-1] < len(fr):
+        fail(f"fault run: {lent} frames in the driver's buffers for {len(fr)} results")
+
+    # --camera-io mmap: frames again after a disconnect, none lent.
+    log = secs.get("livemm.log", [])
+    ts = [m["t_capture"] for m in frames(secs, "livemm")]
+    after = [t for t in ts if t > events["mmdisconnect"]]
+    if rcs.get("livemm") != 0 or not any("back after" in l for l in log) or len(after) < 2:
+        fail(f"mmap run: exit {rcs.get('livemm')}, {len(after)} frames after the disconnect\n" +
+             "\n".join(log))
+    if not any(" 0 frames passed on in the driver's buffers" in l for l in log):
+        fail("mmap run: frames were lent\n" + "\n".join(log))
+    print(f"mmap fault run: {len(ts)} frames, {len(after)} after the disconnect")
     print("PASS")
 
 

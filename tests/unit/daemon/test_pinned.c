@@ -69,6 +69,11 @@ static void count_unhold(void *h)
     unholds++;
 }
 
+static void count_one(void *h)
+{
+    (*(int *)h)++;
+}
+
 static void test_frame_mem(void)
 {
     struct trk_backend *b = cpu_backend();
@@ -87,6 +92,48 @@ static void test_frame_mem(void)
     trk_frame_free_data(&f); /* twice is fine */
     CHECK(unholds == 2);
     trk_backend_destroy(&b);
+}
+
+/* The pool lets go of a frame's outside buffer (a camera's driver buffer)
+ * when its last holder releases it, not before and only once, on every path
+ * a holder goes: release, a live publish replacing a stale ready frame, a
+ * publish into a closed pool. */
+static void test_pool_hold(void)
+{
+    static struct trk_pool pool;
+    trk_pool_init(&pool, false);
+    int a = 0, b = 0, c = 0;
+    struct trk_frame *fa = trk_pool_get(&pool);
+    trk_frame_keep(fa, &a, count_one);
+    CHECK(trk_pool_publish(&pool, fa));
+    struct trk_frame *t = trk_pool_take(&pool);
+    CHECK(t == fa && a == 0);
+    trk_pool_ref(&pool, t); /* processing hands it to the preview too */
+    trk_pool_release(&pool, t);
+    CHECK(a == 0 && t->keep == &a); /* one holder still reads it */
+    trk_pool_release(&pool, t);
+    CHECK(a == 1 && t->keep == NULL);
+    /* A newer frame replaces a ready one no one took: the stale one goes. */
+    struct trk_frame *fb = trk_pool_get(&pool);
+    trk_frame_keep(fb, &b, count_one);
+    CHECK(trk_pool_publish(&pool, fb));
+    struct trk_frame *fc = trk_pool_get(&pool);
+    CHECK(fc != fb);
+    trk_frame_keep(fc, &c, count_one);
+    CHECK(trk_pool_publish(&pool, fc));
+    CHECK(b == 1 && c == 0 && trk_pool_drops(&pool) == 1);
+    /* Publishing into a closed pool lets go of the frame. */
+    trk_pool_close(&pool);
+    CHECK(trk_pool_take(&pool) == fc);
+    trk_pool_release(&pool, fc);
+    CHECK(c == 1);
+    struct trk_frame *fd = &pool.frames[TRK_POOL_FRAMES - 1];
+    pool.holders[TRK_POOL_FRAMES - 1] = 1; /* as trk_pool_get would have */
+    int d = 0;
+    trk_frame_keep(fd, &d, count_one);
+    CHECK(!trk_pool_publish(&pool, fd) && d == 1);
+    trk_pool_destroy(&pool);
+    CHECK(a == 1 && b == 1 && c == 1 && d == 1); /* once each */
 }
 
 /* Reads every frame of the clip, keeping each in a frame of its own (as
@@ -321,6 +368,8 @@ int main(int argc, char **argv)
         test_host_api();
     else if (!strcmp(argv[1], "frame_mem"))
         test_frame_mem();
+    else if (!strcmp(argv[1], "pool_hold"))
+        test_pool_hold();
     else {
         if (argc < 3 || make_clip(argv[2])) {
             fprintf(stderr, "cannot make the clip with the ffmpeg CLI\n");

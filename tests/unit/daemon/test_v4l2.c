@@ -81,6 +81,25 @@ static size_t make_buffer(uint8_t *buf, uint32_t fourcc, int w, int h, size_t bp
     return off;
 }
 
+static void count_unhold(void *h)
+{
+    (*(int *)h)++;
+}
+
+/* Whether two images of one format and size have the same pixels (each
+ * with its own pitch). */
+static bool same_pixels(const struct trk_image *a, const struct trk_image *b)
+{
+    struct trk_plane_layout L;
+    if (trk_image_plane_layout(a->fmt, a->width, a->height, &L)) return false;
+    for (int p = 0; p < L.planes; p++)
+        for (int y = 0; y < L.rows[p]; y++)
+            if (memcmp(a->plane[p] + (size_t)y * a->pitch[p], b->plane[p] + (size_t)y * b->pitch[p],
+                       L.row_bytes[p]))
+                return false;
+    return true;
+}
+
 static void check_copy(uint32_t fourcc, int w, int h, size_t bpl)
 {
     static uint8_t buf[1 << 16];
@@ -105,6 +124,19 @@ static void check_copy(uint32_t fourcc, int w, int h, size_t bpl)
                     return;
                 }
     }
+    /* Wrapped in place (USERPTR capture): the same image as the copy, its
+     * planes inside the driver buffer, nothing copied into the frame. */
+    struct trk_frame g = { 0 };
+    int held = 0;
+    trk_frame_keep(&g, &held, count_unhold);
+    CHECK(trk_v4l2_wrap(&g, fourcc, w, h, (uint32_t)bpl, buf, n) == 0);
+    CHECK(held == 1 && g.keep == NULL); /* the old hold was let go of */
+    CHECK(g.data == NULL && trk_image_check(&g.img) == 0);
+    CHECK(g.img.fmt == f.img.fmt && g.img.width == w && g.img.height == h &&
+          g.img.matrix == f.img.matrix && g.img.full_range == f.img.full_range);
+    CHECK(same_pixels(&f.img, &g.img));
+    for (size_t p = 0; p < planes; p++)
+        CHECK(g.img.plane[p] >= buf && g.img.plane[p] < buf + n);
     /* The last row of the last plane may come unpadded; one byte less is a
      * short (wrong-size) frame. */
     size_t last_pad = fourcc == V4L2_PIX_FMT_YUV420 ? bpl / 2 - cw
@@ -112,6 +144,8 @@ static void check_copy(uint32_t fourcc, int w, int h, size_t bpl)
                                                     : bpl - row0;
     CHECK(trk_v4l2_copy(&f, fourcc, w, h, (uint32_t)bpl, buf, n - last_pad) == 0);
     CHECK(trk_v4l2_copy(&f, fourcc, w, h, (uint32_t)bpl, buf, n - last_pad - 1) == TRK_EINVAL);
+    CHECK(trk_v4l2_wrap(&g, fourcc, w, h, (uint32_t)bpl, buf, n - last_pad) == 0);
+    CHECK(trk_v4l2_wrap(&g, fourcc, w, h, (uint32_t)bpl, buf, n - last_pad - 1) == TRK_EINVAL);
     trk_frame_free_data(&f);
 }
 
@@ -133,6 +167,12 @@ static void test_pitch(void)
     /* bytesperline 0 (some drivers for packed formats): tight rows. */
     CHECK(trk_v4l2_copy(&f, V4L2_PIX_FMT_YUYV, 8, 2, 0, buf, 32) == 0);
     CHECK(trk_v4l2_copy(&f, V4L2_PIX_FMT_YUYV, 8, 2, 0, buf, 31) == TRK_EINVAL);
+    CHECK(trk_v4l2_wrap(&f, V4L2_PIX_FMT_YUYV, 8, 2, 8, buf, sizeof(buf)) == TRK_EINVAL);
+    CHECK(trk_v4l2_wrap(&f, V4L2_PIX_FMT_MJPEG, 8, 2, 16, buf, sizeof(buf)) == TRK_EINVAL);
+    CHECK(trk_v4l2_wrap(&f, V4L2_PIX_FMT_YUYV, 8, 2, 0, buf, 31) == TRK_EINVAL);
+    CHECK(trk_cam_io_parse("auto") == TRK_CAM_IO_AUTO &&
+          trk_cam_io_parse("mmap") == TRK_CAM_IO_MMAP);
+    CHECK(trk_cam_io_parse("userptr") == -1);
     trk_frame_free_data(&f);
 }
 
