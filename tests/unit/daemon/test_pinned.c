@@ -23,9 +23,12 @@
 
 static char clip[4096];
 
-static int make_clip(const char *dir)
+/* The clip for one test case: a file of its own (ctest runs the cases in
+ * parallel; one case rewriting a clip another is reading made that one's
+ * open fail). */
+static int make_clip(const char *dir, const char *test)
 {
-    snprintf(clip, sizeof(clip), "%s/pinned-clip.mp4", dir);
+    snprintf(clip, sizeof(clip), "%s/pinned-clip-%s.mp4", dir, test);
     char cmd[8192];
     snprintf(cmd, sizeof(cmd),
              "ffmpeg -loglevel error -y -f lavfi -i testsrc2=size=%dx%d:rate=30 -frames:v %d "
@@ -271,7 +274,10 @@ static char *run_clip(int pipeline, bool pageable, struct trk_pipeline_summary *
     struct trk_source src;
     struct trk_file_cfg fc = { .path = clip };
     CHECK(trk_source_file_create(&fc, &src) == 0);
-    CHECK(trk_source_open(&src) == 0);
+    if (trk_source_open(&src) != 0) {
+        fprintf(stderr, "cannot open %s\n", clip);
+        exit(1);
+    }
     struct trk_backend *b = cpu_backend();
     static struct trk_objects objs;
     memset(&objs, 0, sizeof(objs));
@@ -371,7 +377,7 @@ int main(int argc, char **argv)
     else if (!strcmp(argv[1], "pool_hold"))
         test_pool_hold();
     else {
-        if (argc < 3 || make_clip(argv[2])) {
+        if (argc < 3 || make_clip(argv[2], argv[1])) {
             fprintf(stderr, "cannot make the clip with the ffmpeg CLI\n");
             return 1;
         }
