@@ -13,7 +13,8 @@ out=$(mktemp -d)/bundle
 here=$(cd "$(dirname "$0")" && pwd)
 rm -rf "$out"; mkdir -p "$out/lib"
 cp "$build/daemon/trackd" "$out/"
-[ -x "$build/bench/trackd-bench" ] && cp "$build/bench/trackd-bench" "$out/"
+# (trackd-bench is not bundled: nothing here runs it, and the GPU-only build
+# on the device has its own; the bundle must stay under the carry limit.)
 # Everything ldd resolves except the C runtime, which the target has (newer).
 ldd "$build/daemon/trackd" | awk '/=> \//{print $3}' | while read -r lib; do
   case "$(basename "$lib")" in
@@ -44,6 +45,6 @@ ffmpeg -loglevel error -y -f lavfi -i testsrc2=size=1920x1080:rate=60 -t 14 \
   -c:v libx264 -preset veryfast -crf 32 -pix_fmt yuv420p "$out/clip1080p60.mp4"
 cp "$here/clip-objects.json" "$here/clip-blobs-objects.json" "$out/"
 mkdir -p "$dest"
-tar -C "$(dirname "$out")" -cf - bundle | xz -T2 -6 > "$dest/trackd-bundle.tar.xz"
+tar -C "$(dirname "$out")" -cf - bundle | xz -T2 -9 > "$dest/trackd-bundle.tar.xz"
 rm -rf "$(dirname "$out")"
 ls -la "$dest/trackd-bundle.tar.xz"
