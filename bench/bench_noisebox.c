@@ -190,12 +190,15 @@ static int run_noisebox(int argc, char **argv)
         if (o.sizes[s][1] > maxh) maxh = o.sizes[s][1];
     }
     struct trk_backend *ref = NULL, *fast[NB_MAX_LIST] = { 0 };
-    struct trk_backend_cfg rc = { .kind = TRK_BACKEND_CPU_REF, .max_width = maxw,
+    struct trk_backend_cfg rc = { .kind = TRK_BACKEND_CPU_REF,
+                                  .max_width = maxw,
                                   .max_height = maxh };
     int err = trk_backend_create(&rc, &ref);
     for (int t = 0; !err && t < o.nthreads; t++) {
-        struct trk_backend_cfg c = { .kind = TRK_BACKEND_CPU, .max_width = maxw,
-                                     .max_height = maxh, .threads = o.threads[t],
+        struct trk_backend_cfg c = { .kind = TRK_BACKEND_CPU,
+                                     .max_width = maxw,
+                                     .max_height = maxh,
+                                     .threads = o.threads[t],
                                      .variant = o.variant };
         err = trk_backend_create(&c, &fast[t]);
     }
@@ -208,7 +211,9 @@ static int run_noisebox(int argc, char **argv)
         fprintf(stderr, "trackd-bench noisebox: cannot write %s: %s\n", o.json, strerror(errno));
         return 1;
     }
-    if (js) fprintf(js, "{\"experiment\":\"noisebox\",\"seed\":%llu,\"rows\":[", (unsigned long long)o.seed);
+    if (js)
+        fprintf(js, "{\"experiment\":\"noisebox\",\"seed\":%llu,\"rows\":[",
+                (unsigned long long)o.seed);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     printf("# trackd-bench --experiment noisebox: seed %llu, warmup %d, iters %d, %s; medians of "
            "the wall clock around trk_backend_process (ms)\n",

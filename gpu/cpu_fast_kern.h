@@ -57,24 +57,15 @@
 /* Run bookkeeping shared by the kernels (locals cur, cur_any, xs, w, f, y):
  * RUN_PUSH extends the current run when pixel x has the same mask, else
  * flushes it and starts a new one; RUN_BREAK ends it at a no-match pixel.
- * In the dense copies (dense = 1, a constant) every pixel's mask is stored
- * in w->mbuf for dense_row instead, and the runs are only counted (nrun
- * runs holding nnz pixels), for the row's choice of path. */
+ * In the dense copies (dense = 1, a constant) each pixel's mask is only
+ * stored, in w->mbuf, for dense_row. */
 #define KST(p, v) (*(MT *)(p) = (v))
-#define RUN_COUNT(x)                                                                               \
-    do {                                                                                           \
-        if (dense) {                                                                               \
-            nrun++;                                                                                \
-            nnz += (unsigned)((x)-xs);                                                             \
-        } else {                                                                                   \
-            KFLUSH(xs, (x)-1);                                                                     \
-        }                                                                                          \
-    } while (0)
 #define RUN_PUSH(m, x)                                                                             \
     do {                                                                                           \
-        if (dense) KST(mb + (size_t)(x)*NW, (m));                                                  \
-        if (MANY((m) ^ cur)) {                                                                     \
-            if (cur_any) RUN_COUNT(x);                                                             \
+        if (dense) {                                                                               \
+            KST(mb + (size_t)(x)*NW, (m));                                                         \
+        } else if (MANY((m) ^ cur)) {                                                              \
+            if (cur_any) KFLUSH(xs, (x)-1);                                                        \
             cur = (m);                                                                             \
             cur_any = MANY(cur);                                                                   \
             xs = (x);                                                                              \
@@ -82,9 +73,10 @@
     } while (0)
 #define RUN_BREAK(x)                                                                               \
     do {                                                                                           \
-        if (dense) KST(mb + (size_t)(x)*NW, MZERO);                                                \
-        if (cur_any) {                                                                             \
-            RUN_COUNT(x);                                                                          \
+        if (dense) {                                                                               \
+            KST(mb + (size_t)(x)*NW, MZERO);                                                       \
+        } else if (cur_any) {                                                                      \
+            KFLUSH(xs, (x)-1);                                                                     \
             cur = MZERO;                                                                           \
             cur_any = 0;                                                                           \
         }                                                                                          \
@@ -94,12 +86,10 @@
     MT cur = MZERO;                                                                                \
     int cur_any = 0, xs = xa;                                                                      \
     uint64_t *const mb = w->mbuf;                                                                  \
-    unsigned nrun = 0, nnz = 0;                                                                    \
     (void)mb
 #define RUN_END()                                                                                  \
     do {                                                                                           \
-        if (cur_any) RUN_COUNT(xb + 1);                                                            \
-        if (dense) w->dnrun = nrun, w->dnnz = nnz;                                                 \
+        if (!dense && cur_any) KFLUSH(xs, xb);                                                     \
     } while (0)
 
 /* Only rgb objects: the hot path of the standard scene. The three channel
@@ -127,7 +117,7 @@ KNAME(rgb_only_row)(struct worker *w, const struct fctx *f, const uint8_t *rp, c
          * for 4 objects, and on gray noise some R, G and B bits of different
          * objects of a group meet in ~60% of the pixels, so the gate costs
          * more than the one-vector full test it would save. */
-        if (!(sr[r] & sg[g] & sb[b])) {
+        if (!dense && !(sr[r] & sg[g] & sb[b])) {
             RUN_BREAK(x);
             continue;
         }
@@ -149,7 +139,8 @@ KNAME(rgb_only_row)(struct worker *w, const struct fctx *f, const uint8_t *rp, c
  * (YUYV 2/4, NV12 1/2, I420 1/1). */
 static inline __attribute__((always_inline)) void
 KNAME(yuv_rgb_row)(struct worker *w, const struct fctx *f, const uint8_t *yp, const uint8_t *cbp,
-                   const uint8_t *crp, const int ystep, const int cstep, int xa, int xb, int y, const int dense)
+                   const uint8_t *crp, const int ystep, const int cstep, int xa, int xb, int y,
+                   const int dense)
 {
     const struct tables *t = f->tab;
     const uint64_t *er = t->ext[0], *eg = t->ext[1], *eb = t->ext[2];
@@ -173,7 +164,7 @@ KNAME(yuv_rgb_row)(struct worker *w, const struct fctx *f, const uint8_t *yp, co
         unsigned ri = (unsigned)(yy + tr) >> 16, gi = (unsigned)(yy + tg) >> 16,
                  bi = (unsigned)(yy + tb) >> 16;
 #if NW == 2
-        if (!(sr[ri] & sg[gi] & sb[bi])) {
+        if (!dense && !(sr[ri] & sg[gi] & sb[bi])) {
             RUN_BREAK(x);
             continue;
         }
@@ -192,7 +183,8 @@ KNAME(yuv_rgb_row)(struct worker *w, const struct fctx *f, const uint8_t *yp, co
  * Steps as above. */
 static inline __attribute__((always_inline)) void
 KNAME(yuv_ycc_row)(struct worker *w, const struct fctx *f, const uint8_t *yp, const uint8_t *cbp,
-                   const uint8_t *crp, const int ystep, const int cstep, int xa, int xb, int y, const int dense)
+                   const uint8_t *crp, const int ystep, const int cstep, int xa, int xb, int y,
+                   const int dense)
 {
     const struct tables *t = f->tab;
     const uint64_t *fy = t->full[TRK_SPACE_YCBCR][0], *fcb = t->full[TRK_SPACE_YCBCR][1],
@@ -277,14 +269,14 @@ KNAME(generic_row)(struct worker *w, const struct fctx *f, const uint8_t *rp, co
                                                         const uint8_t *rp, const uint8_t *gp,      \
                                                         const uint8_t *bp, int xa, int xb, int y)  \
     {                                                                                              \
-        KNAME(rgb_only_row)(w, f, rp, gp, bp, stride, xa, xb, y, 0);                                  \
+        KNAME(rgb_only_row)(w, f, rp, gp, bp, stride, xa, xb, y, 0);                               \
     }                                                                                              \
     static void KCAT(KNAME(generic), KCAT(_s, stride))(                                            \
         struct worker * w, const struct fctx *f, const uint8_t *rp, const uint8_t *gp,             \
         const uint8_t *bp, const uint8_t *yp, const uint8_t *cbp, const uint8_t *crp, int xa,      \
         int xb, int y)                                                                             \
     {                                                                                              \
-        KNAME(generic_row)(w, f, rp, gp, bp, stride, yp, cbp, crp, xa, xb, y, 0);                     \
+        KNAME(generic_row)(w, f, rp, gp, bp, stride, yp, cbp, crp, xa, xb, y, 0);                  \
     }
 KWRAP(1)
 KWRAP(3)
@@ -297,13 +289,13 @@ KWRAP(4)
                                                    const uint8_t *yp, const uint8_t *cbp,          \
                                                    const uint8_t *crp, int xa, int xb, int y)      \
     {                                                                                              \
-        KNAME(yuv_rgb_row)(w, f, yp, cbp, crp, ystep, cstep, xa, xb, y, 0);                           \
+        KNAME(yuv_rgb_row)(w, f, yp, cbp, crp, ystep, cstep, xa, xb, y, 0);                        \
     }                                                                                              \
     static void KCAT(KNAME(yuv_ycc), KCAT(_, fmt))(struct worker * w, const struct fctx *f,        \
                                                    const uint8_t *yp, const uint8_t *cbp,          \
                                                    const uint8_t *crp, int xa, int xb, int y)      \
     {                                                                                              \
-        KNAME(yuv_ycc_row)(w, f, yp, cbp, crp, ystep, cstep, xa, xb, y, 0);                           \
+        KNAME(yuv_ycc_row)(w, f, yp, cbp, crp, ystep, cstep, xa, xb, y, 0);                        \
     }
 KWRAP_YUV(yuyv, 2, 4)
 KWRAP_YUV(nv12, 1, 2)
@@ -407,8 +399,8 @@ KAI void KNAME(bs_add)(MT *r, const int nr, const MT *a, const int na, const MT 
 
 /* Two neighbouring groups of 2^l pixels each (count l + 1 planes, offset
  * sum ns(l) = 2l - 1 planes, 0 at l = 0) into one of 2^(l+1). */
-KAI void KNAME(bs_merge)(const int l, const MT *cL, const MT *sL, const MT *cR, const MT *sR,
-                         MT *c, MT *s)
+KAI void KNAME(bs_merge)(const int l, const MT *cL, const MT *sL, const MT *cR, const MT *sR, MT *c,
+                         MT *s)
 {
     const int nc = l + 1, ns = l ? 2 * l - 1 : 0, ns2 = 2 * l + 1;
     MT t[16], sh[16];
@@ -430,7 +422,7 @@ KAI void KNAME(bs_g2)(const uint64_t *m, MT *c, MT *s)
     s[0] = b;
 }
 #define KGROUP(l, half)                                                                            \
-    KAI void KNAME(bs_g##l)(const uint64_t *m, MT *c, MT *s)                                      \
+    KAI void KNAME(bs_g##l)(const uint64_t *m, MT *c, MT *s)                                       \
     {                                                                                              \
         MT cL[8], sL[12], cR[8], sR[12];                                                           \
         KNAME(bs_g##half)(m, cL, sL);                                                              \
@@ -488,6 +480,19 @@ static void KNAME(dense_row)(struct worker *w, const struct fctx *f, int y)
     for (int x = xb + 1; x < xb + 64; x++)
         KST(mb + (size_t)x * NW, MZERO);
     if (f->use_rois) KNAME(dense_rois)(w, f, y);
+    if (w->dprobe) { /* runs of equal masks, as the run path would flush them */
+        unsigned nrun = 0, nnz = 0;
+        MT prev = MZERO;
+        for (int x = xa; x <= xb; x++) {
+            const MT m = MLD(mb + (size_t)x * NW);
+            if (MANY(m)) {
+                nnz++;
+                nrun += MANY(m ^ prev);
+            }
+            prev = m;
+        }
+        w->dnrun = nrun, w->dnnz = nnz;
+    }
     MT rany = MZERO;
     uint64_t matches = 0;
     for (int s0 = xa; s0 <= xb; s0 += DSEG) {
@@ -571,7 +576,6 @@ static void KNAME(dense_row)(struct worker *w, const struct fctx *f, int y)
 #endif /* !KBLOBS */
 #undef RUN_PUSH
 #undef RUN_BREAK
-#undef RUN_COUNT
 #undef RUN_LOCALS
 #undef RUN_END
 #undef KST
