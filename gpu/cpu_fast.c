@@ -15,6 +15,13 @@
  *   - Runs of pixels with equal masks are accumulated at once (mass += len,
  *     sum_x += arithmetic series), so a solid blob costs a few operations per
  *     row per object instead of per pixel.
+ *   - Rows where runs are a pixel long (noise against wide boxes: each
+ *     pixel a new mask of ~M/8 objects) would cost a flush per object per
+ *     pixel; they take the dense path instead (cpu_fast_kern.h, "dense
+ *     rows"): the row's masks are stored and summed bit-sliced, the objects
+ *     as bit lanes, at a cost per pixel that does not grow with the objects
+ *     (up to 64 per mask word). do_row picks the path per row from the
+ *     previous row's flush work; frames with blob objects keep the run path.
  *   - Each space is computed once per pixel and only when some object needs
  *     it: rgb objects read packed rows in place; ycbcr objects read native
  *     YUV samples; HSV is gated by V and S before its hue division is paid.
