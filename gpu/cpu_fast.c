@@ -15,6 +15,13 @@
  *   - Runs of pixels with equal masks are accumulated at once (mass += len,
  *     sum_x += arithmetic series), so a solid blob costs a few operations per
  *     row per object instead of per pixel.
+ *   - Rows where runs are a pixel long (noise against wide boxes: each
+ *     pixel a new mask of ~M/8 objects) would cost a flush per object per
+ *     pixel; they take the dense path instead (cpu_fast_kern.h, "dense
+ *     rows"): the row's masks are stored and summed bit-sliced, the objects
+ *     as bit lanes, at a cost per pixel that does not grow with the objects
+ *     (up to 64 per mask word). do_row picks the path per row from the
+ *     previous row's flush work; frames with blob objects keep the run path.
  *   - Each space is computed once per pixel and only when some object needs
  *     it: rgb objects read packed rows in place; ycbcr objects read native
  *     YUV samples; HSV is gated by V and S before its hue division is paid.
@@ -193,6 +200,8 @@ typedef void (*generic_fn)(struct worker *, const struct fctx *, const uint8_t *
 
 typedef void (*yuv_fn)(struct worker *, const struct fctx *, const uint8_t *, const uint8_t *,
                        const uint8_t *, int, int, int);
+/* A dense row's stored masks into the accumulators (cpu_fast_kern.h). */
+typedef void (*dense_fn)(struct worker *, const struct fctx *, int);
 
 /* The kernels one instance uses, by [mask width: 1, 2, 4 words][pixel
  * stride: 1, 3, 4, or YUV format]: the portable ones, with the AVX2 copies
@@ -203,6 +212,14 @@ struct kernels {
     /* [mask width][format: YUYV, NV12, I420] */
     yuv_fn yuv_rgb[3][3];
     yuv_fn yuv_ycc[3][3];
+    /* The dense copies and dense_row (section "dense rows" of
+     * cpu_fast_kern.h), per mask width; only in the plain tables (frames
+     * with blob objects keep the run path): NULL in the blob copies. */
+    rgb_only_fn rgb_only_d[3][3];
+    generic_fn generic_d[3][3];
+    yuv_fn yuv_rgb_d[3][3];
+    yuv_fn yuv_ycc_d[3][3];
+    dense_fn dense[3];
 };
 
 /* One frame's work, written by the caller thread before the workers wake and
@@ -240,6 +257,15 @@ struct fctx {
     int box;
     uint8_t blo[4][16], bhi[4][16];
     uint8_t plo[4], phi[4];
+    /* Dense rows (frames without blob objects; 0 elsewhere, regions
+     * included): rows may take the dense path (worker.dense). With ROIs,
+     * the scanned span [xa, xb] cut at every ROI edge: nseg stretches
+     * [seg_x[i], seg_x[i + 1]) and seg_allow[i] (FAST_MAX_WORDS words) the
+     * objects whose ROI's x range holds stretch i. */
+    int dense_ok;
+    int nseg;
+    const int32_t *seg_x;
+    const uint64_t *seg_allow;
 };
 
 struct cpu_fast;
@@ -294,6 +320,16 @@ struct worker {
         size_t lo[3], hi[3];
     } pc;
     int rcur, rnext;
+    /* Dense rows: the path of this worker's next row (1 dense), the flush
+     * work of its last run-path row (objects added, all runs), the runs,
+     * their pixels and the object-pixel matches of its last dense row, and
+     * the row's masks (max_width + 64 entries of FAST_MAX_WORDS words). */
+    int dense, dprobe;
+    unsigned drows;
+    uint64_t fwork;
+    unsigned dnrun, dnnz;
+    uint64_t dmatch;
+    uint64_t *mbuf;
 };
 
 struct cpu_fast {
@@ -348,6 +384,9 @@ struct cpu_fast {
     struct trk_obj_result *rres;
     struct trk_blob (*rblob)[TRK_MAX_BLOBS];
     int *rnb;
+    /* The frame's ROI stretches for dense rows (fctx.seg_x / seg_allow). */
+    int32_t seg_x[2 * TRK_MAX_OBJECTS + 2];
+    uint64_t seg_allow[(2 * TRK_MAX_OBJECTS + 1) * FAST_MAX_WORDS];
 };
 
 /* Doubles a list's capacity (realloc keeps the contents); 0 or -1. */
@@ -394,6 +433,7 @@ static inline __attribute__((always_inline)) void flush_run_body(struct worker *
         while (bits) {
             int k = wi * 64 + __builtin_ctzll(bits);
             bits &= bits - 1;
+            w->fwork++; /* the cost that picks a row's path (do_row) */
             int a = xs, b = xe;
             if (f->use_rois) {
                 const struct trk_roi *r = &f->roi[k];
@@ -429,6 +469,21 @@ static void flush_run_blobs(struct worker *w, const struct fctx *f, const void *
 }
 
 /* ----------------------------------------------------------- row kernels */
+
+/* a[i] bit j <-> a[j] bit i: the 64 x 64 bit matrix transposed in place, by
+ * swapping ever smaller off-diagonal blocks (32, 16, ..., 1). Dense rows
+ * turn bit-sliced counts (one word a plane, a bit an object) into one word
+ * an object. */
+static void transpose64(uint64_t a[64])
+{
+    uint64_t m = 0x00000000FFFFFFFFull;
+    for (int j = 32; j; j >>= 1, m ^= m << j)
+        for (int k = 0; k < 64; k = ((k | j) + 1) & ~j) {
+            const uint64_t t = ((a[k] >> j) ^ a[k | j]) & m;
+            a[k] ^= t << j;
+            a[k | j] ^= t;
+        }
+}
 
 typedef uint64_t m128 __attribute__((vector_size(16)));
 typedef uint64_t m256 __attribute__((vector_size(32)));
@@ -520,10 +575,24 @@ typedef uint64_t m256 __attribute__((vector_size(32)));
         .yuv_ycc = KTABLE_OF(yuv_ycc, w1, w2, w4, KYUVFMTS),                                       \
     }
 
-static const struct kernels kernels_portable = KERNELS(w1, w2, w4);
+/* The plain tables: KERNELS and the dense copies. */
+#define KERNELS_D(w1, w2, w4)                                                                      \
+    {                                                                                              \
+        .rgb_only = KTABLE_OF(rgb_only, w1, w2, w4, KSTRIDES),                                     \
+        .generic = KTABLE_OF(generic, w1, w2, w4, KSTRIDES),                                       \
+        .yuv_rgb = KTABLE_OF(yuv_rgb, w1, w2, w4, KYUVFMTS),                                       \
+        .yuv_ycc = KTABLE_OF(yuv_ycc, w1, w2, w4, KYUVFMTS),                                       \
+        .rgb_only_d = KTABLE_OF(rgb_onlyd, w1, w2, w4, KSTRIDES),                                  \
+        .generic_d = KTABLE_OF(genericd, w1, w2, w4, KSTRIDES),                                    \
+        .yuv_rgb_d = KTABLE_OF(yuv_rgbd, w1, w2, w4, KYUVFMTS),                                    \
+        .yuv_ycc_d = KTABLE_OF(yuv_yccd, w1, w2, w4, KYUVFMTS),                                    \
+        .dense = { dense_row_##w1, dense_row_##w2, dense_row_##w4 },                               \
+    }
+
+static const struct kernels kernels_portable = KERNELS_D(w1, w2, w4);
 static const struct kernels kernels_portable_b = KERNELS(w1_b, w2_b, w4_b);
 #ifdef FAST_X86
-static const struct kernels kernels_avx2 = KERNELS(w1, w2, w4_avx2);
+static const struct kernels kernels_avx2 = KERNELS_D(w1, w2, w4_avx2);
 static const struct kernels kernels_avx2_b = KERNELS(w1_b, w2_b, w4_avx2_b);
 #endif
 
@@ -721,8 +790,10 @@ static void box_setup(const struct cpu_fast *s, struct fctx *f, const struct trk
 #endif
 }
 
-/* One row of the frame: decode what the objects need, run the kernel. */
-static void do_row(struct worker *w, const struct fctx *f, int y)
+/* One row of the frame: decode what the objects need, run the kernel (its
+ * dense copy when dense: the masks go to w->mbuf, no runs are flushed). */
+static inline __attribute__((always_inline)) void
+classify_row(struct worker *w, const struct fctx *f, int y, const int dense)
 {
 #ifdef FAST_X86
     if (f->box) {
@@ -743,12 +814,14 @@ static void do_row(struct worker *w, const struct fctx *f, int y)
         const uint8_t *rp = row + (bgr ? 2 : 0), *gp = row + 1, *bp = row + (bgr ? 0 : 2);
         int si = stride_index(stride);
         if (rgb_only) {
-            f->kern->rgb_only[nwi][si](w, f, rp, gp, bp, f->xa, f->xb, y);
+            (dense ? f->kern->rgb_only_d : f->kern->rgb_only)[nwi][si](w, f, rp, gp, bp, f->xa,
+                                                                       f->xb, y);
             return;
         }
         if (t->has[TRK_SPACE_YCBCR])
             rgb_to_ycc_row(f->k_ycc, rp, gp, bp, stride, f->xa, f->xb, pl[3], pl[4], pl[5]);
-        f->kern->generic[nwi][si](w, f, rp, gp, bp, pl[3], pl[4], pl[5], f->xa, f->xb, y);
+        (dense ? f->kern->generic_d : f->kern->generic)[nwi][si](w, f, rp, gp, bp, pl[3], pl[4],
+                                                                 pl[5], f->xa, f->xb, y);
         return;
     }
     /* YUV with objects of one space: straight from the native samples. */
@@ -767,9 +840,11 @@ static void do_row(struct worker *w, const struct fctx *f, int y)
             crp = img->plane[2] + (size_t)(y >> 1) * img->pitch[2], fi = 2;
         }
         if (only_ycc)
-            f->kern->yuv_ycc[nwi][fi](w, f, yp, cbp, crp, f->xa, f->xb, y);
+            (dense ? f->kern->yuv_ycc_d : f->kern->yuv_ycc)[nwi][fi](w, f, yp, cbp, crp, f->xa,
+                                                                     f->xb, y);
         else
-            f->kern->yuv_rgb[nwi][fi](w, f, yp, cbp, crp, f->xa, f->xb, y);
+            (dense ? f->kern->yuv_rgb_d : f->kern->yuv_rgb)[nwi][fi](w, f, yp, cbp, crp, f->xa,
+                                                                     f->xb, y);
         return;
     }
     /* Mixed spaces: native samples into planes, RGB when rgb/hsv objects
@@ -778,9 +853,48 @@ static void do_row(struct worker *w, const struct fctx *f, int y)
     if (t->has[TRK_SPACE_RGB] || t->has[TRK_SPACE_HSV])
         yuv_planes_to_rgb(f->k_yuv, f->xa, f->xb, pl[3], pl[4], pl[5], pl[0], pl[1], pl[2]);
     if (rgb_only)
-        f->kern->rgb_only[nwi][0](w, f, pl[0], pl[1], pl[2], f->xa, f->xb, y);
+        (dense ? f->kern->rgb_only_d : f->kern->rgb_only)[nwi][0](w, f, pl[0], pl[1], pl[2], f->xa,
+                                                                  f->xb, y);
     else
-        f->kern->generic[nwi][0](w, f, pl[0], pl[1], pl[2], pl[3], pl[4], pl[5], f->xa, f->xb, y);
+        (dense ? f->kern->generic_d : f->kern->generic)[nwi][0](w, f, pl[0], pl[1], pl[2], pl[3],
+                                                                pl[4], pl[5], f->xa, f->xb, y);
+}
+
+/* Dense rows: a row goes the dense way when the worker's previous row gave
+ * the run path more than FAST_DENSE_ON flushed object-runs per pixel
+ * (noise: each object changes at nearly every pixel), and back when a
+ * dense row's estimate of that work (runs of equal masks x objects per
+ * matching pixel) falls under FAST_DENSE_OFF. Measured on the 2-core
+ * machine: the run path costs ~5 ns per object-run (~13 when runs hold one
+ * object), a dense row ~4.5 ns a pixel at 128 objects, so the switch is
+ * about where they meet. Both paths give the same integers, so the choice
+ * (made per worker, in strip order) never changes a result. */
+#define FAST_DENSE_ON  1.0
+#define FAST_DENSE_OFF 0.5
+/* A dense row re-counts the runs (for FAST_DENSE_OFF) only every this many
+ * rows: the count is a scan of the row's masks. */
+#define FAST_DENSE_PROBE 8
+
+/* One row of the frame: its path, then its accumulation. */
+static void do_row(struct worker *w, const struct fctx *f, int y)
+{
+    if (!f->dense_ok) {
+        classify_row(w, f, y, 0);
+        return;
+    }
+    const double px = (double)(f->xb - f->xa + 1);
+    if (!w->dense) {
+        w->fwork = 0;
+        classify_row(w, f, y, 0);
+        if ((double)w->fwork > FAST_DENSE_ON * px) w->dense = 1;
+        return;
+    }
+    classify_row(w, f, y, 1);
+    w->dprobe = ++w->drows % FAST_DENSE_PROBE == 0;
+    f->kern->dense[nw_index(f->tab->nw)](w, f, y);
+    if (!w->dprobe) return;
+    const double est = w->dnnz ? (double)w->dnrun * (double)w->dmatch / (double)w->dnnz : 0;
+    if (est < FAST_DENSE_OFF * px) w->dense = 0;
 }
 
 /* ------------------------------------------------------- blob labelling */
@@ -945,6 +1059,7 @@ static void run_share(struct worker *w, struct fctx *f, int n)
     for (int i = 0; i < n; i++) {
         w->acc[i] = (struct acc){ 0, 0, 0, INT32_MAX, INT32_MAX, -1, -1 };
     }
+    w->dense = 0; /* every frame starts on the run path */
     if (f->nb) {
         w->oom = 0;
         for (int bi = 0; bi < f->nb; bi++)
@@ -1138,6 +1253,7 @@ static void fast_destroy(void *self)
         for (int i = 0; i < s->nthreads; i++) {
             if (s->w[i].started) pthread_join(s->w[i].th, NULL);
             free(s->w[i].plane[0]);
+            free(s->w[i].mbuf);
             free(s->w[i].rf);
             free(s->w[i].rsi);
             free(s->w[i].rsw);
@@ -1259,7 +1375,11 @@ static int fast_create(const struct trk_backend_cfg *cfg, void **self)
         w->rf = calloc(1, sizeof(*w->rf));
         w->rsi = calloc((size_t)s->max_strips, sizeof(*w->rsi));
         w->rsw = calloc((size_t)s->max_strips, 1);
-        if (!w->plane[0] || !w->rf || !w->rsi || !w->rsw) goto nomem;
+        /* An even count of 32-byte entries: a multiple of 64 bytes, as
+         * aligned_alloc wants. */
+        w->mbuf = aligned_alloc(64, (((size_t)cfg->max_width + 65) & ~(size_t)1) * FAST_MAX_WORDS *
+                                        sizeof(uint64_t));
+        if (!w->plane[0] || !w->rf || !w->rsi || !w->rsw || !w->mbuf) goto nomem;
         for (int k = 1; k < FAST_PLANES; k++)
             w->plane[k] = w->plane[0] + k * plane_bytes;
     }
@@ -1568,6 +1688,42 @@ static const struct trk_image *pf_frame(struct cpu_fast *s, const struct trk_ima
 
 /* ------------------------------------------------------------ submit */
 
+static int cmp_i32(const void *a, const void *b)
+{
+    const int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Dense rows with ROIs: the scanned span cut at every ROI edge, and per
+ * stretch the objects whose ROI's x range holds it (fctx.seg_*). */
+static void dense_stretches(struct cpu_fast *s, int n)
+{
+    struct fctx *f = &s->f;
+    int nx = 0;
+    s->seg_x[nx++] = f->xa;
+    s->seg_x[nx++] = f->xb + 1;
+    for (int i = 0; i < n; i++) {
+        const struct trk_roi *r = &f->roi[i];
+        if (r->x1 < r->x0) continue; /* empty */
+        s->seg_x[nx++] = r->x0;      /* clipped: inside [xa, xb + 1] */
+        s->seg_x[nx++] = r->x1 + 1;
+    }
+    qsort(s->seg_x, (size_t)nx, sizeof(s->seg_x[0]), cmp_i32);
+    int u = 1;
+    for (int i = 1; i < nx; i++)
+        if (s->seg_x[i] != s->seg_x[u - 1]) s->seg_x[u++] = s->seg_x[i];
+    f->nseg = u - 1;
+    memset(s->seg_allow, 0, (size_t)f->nseg * FAST_MAX_WORDS * sizeof(uint64_t));
+    for (int sg = 0; sg < f->nseg; sg++)
+        for (int i = 0; i < n; i++) {
+            const struct trk_roi *r = &f->roi[i];
+            if (s->seg_x[sg] >= r->x0 && s->seg_x[sg] <= r->x1)
+                s->seg_allow[(size_t)sg * FAST_MAX_WORDS + (size_t)(i >> 6)] |= 1ull << (i & 63);
+        }
+    f->seg_x = s->seg_x;
+    f->seg_allow = s->seg_allow;
+}
+
 static int fast_submit(void *self, const struct trk_image *img, const struct trk_roi *rois)
 {
     struct cpu_fast *s = self;
@@ -1610,6 +1766,8 @@ static int fast_submit(void *self, const struct trk_image *img, const struct trk
     }
     f->xa = xa, f->xb = xb, f->ya = ya, f->yb = yb;
     atomic_store_explicit(&f->next_row, ya, memory_order_relaxed);
+    f->dense_ok = !s->nb;
+    if (f->dense_ok && rois && xb >= 0) dense_stretches(s, n);
 
     int nt = 1; /* threads taking part: 1, or the whole pool */
     if (xb >= 0) {

@@ -56,10 +56,15 @@
 
 /* Run bookkeeping shared by the kernels (locals cur, cur_any, xs, w, f, y):
  * RUN_PUSH extends the current run when pixel x has the same mask, else
- * flushes it and starts a new one; RUN_BREAK ends it at a no-match pixel. */
+ * flushes it and starts a new one; RUN_BREAK ends it at a no-match pixel.
+ * In the dense copies (dense = 1, a constant) each pixel's mask is only
+ * stored, in w->mbuf, for dense_row. */
+#define KST(p, v) (*(MT *)(p) = (v))
 #define RUN_PUSH(m, x)                                                                             \
     do {                                                                                           \
-        if (MANY((m) ^ cur)) {                                                                     \
+        if (dense) {                                                                               \
+            KST(mb + (size_t)(x)*NW, (m));                                                         \
+        } else if (MANY((m) ^ cur)) {                                                              \
             if (cur_any) KFLUSH(xs, (x)-1);                                                        \
             cur = (m);                                                                             \
             cur_any = MANY(cur);                                                                   \
@@ -68,11 +73,23 @@
     } while (0)
 #define RUN_BREAK(x)                                                                               \
     do {                                                                                           \
-        if (cur_any) {                                                                             \
+        if (dense) {                                                                               \
+            KST(mb + (size_t)(x)*NW, MZERO);                                                       \
+        } else if (cur_any) {                                                                      \
             KFLUSH(xs, (x)-1);                                                                     \
             cur = MZERO;                                                                           \
             cur_any = 0;                                                                           \
         }                                                                                          \
+    } while (0)
+/* Locals of the run bookkeeping, and its end of row. */
+#define RUN_LOCALS                                                                                 \
+    MT cur = MZERO;                                                                                \
+    int cur_any = 0, xs = xa;                                                                      \
+    uint64_t *const mb = w->mbuf;                                                                  \
+    (void)mb
+#define RUN_END()                                                                                  \
+    do {                                                                                           \
+        if (!dense && cur_any) KFLUSH(xs, xb);                                                     \
     } while (0)
 
 /* Only rgb objects: the hot path of the standard scene. The three channel
@@ -80,7 +97,7 @@
  * in place (no de-interleave) and decoded YUV planes use stride 1. */
 static inline __attribute__((always_inline)) void
 KNAME(rgb_only_row)(struct worker *w, const struct fctx *f, const uint8_t *rp, const uint8_t *gp,
-                    const uint8_t *bp, const int stride, int xa, int xb, int y)
+                    const uint8_t *bp, const int stride, int xa, int xb, int y, const int dense)
 {
     const struct tables *t = f->tab;
     const uint64_t *fr = t->full[TRK_SPACE_RGB][0], *fg = t->full[TRK_SPACE_RGB][1],
@@ -89,8 +106,7 @@ KNAME(rgb_only_row)(struct worker *w, const struct fctx *f, const uint8_t *rp, c
     const uint64_t *sr = t->sum[TRK_SPACE_RGB][0], *sg = t->sum[TRK_SPACE_RGB][1],
                    *sb = t->sum[TRK_SPACE_RGB][2];
 #endif
-    MT cur = MZERO;
-    int cur_any = 0, xs = xa;
+    RUN_LOCALS;
     rp += (size_t)xa * stride;
     gp += (size_t)xa * stride;
     bp += (size_t)xa * stride;
@@ -101,7 +117,7 @@ KNAME(rgb_only_row)(struct worker *w, const struct fctx *f, const uint8_t *rp, c
          * for 4 objects, and on gray noise some R, G and B bits of different
          * objects of a group meet in ~60% of the pixels, so the gate costs
          * more than the one-vector full test it would save. */
-        if (!(sr[r] & sg[g] & sb[b])) {
+        if (!dense && !(sr[r] & sg[g] & sb[b])) {
             RUN_BREAK(x);
             continue;
         }
@@ -109,7 +125,7 @@ KNAME(rgb_only_row)(struct worker *w, const struct fctx *f, const uint8_t *rp, c
         MT m = MLD(fr + r * NW) & MLD(fg + g * NW) & MLD(fb + b * NW);
         RUN_PUSH(m, x);
     }
-    if (cur_any) KFLUSH(xs, xb);
+    RUN_END();
 }
 
 /* rgb objects on a YUV frame, straight from the native samples: the Q16
@@ -123,7 +139,8 @@ KNAME(rgb_only_row)(struct worker *w, const struct fctx *f, const uint8_t *rp, c
  * (YUYV 2/4, NV12 1/2, I420 1/1). */
 static inline __attribute__((always_inline)) void
 KNAME(yuv_rgb_row)(struct worker *w, const struct fctx *f, const uint8_t *yp, const uint8_t *cbp,
-                   const uint8_t *crp, const int ystep, const int cstep, int xa, int xb, int y)
+                   const uint8_t *crp, const int ystep, const int cstep, int xa, int xb, int y,
+                   const int dense)
 {
     const struct tables *t = f->tab;
     const uint64_t *er = t->ext[0], *eg = t->ext[1], *eb = t->ext[2];
@@ -134,8 +151,7 @@ KNAME(yuv_rgb_row)(struct worker *w, const struct fctx *f, const uint8_t *yp, co
     const struct trk_yuv2rgb_coef *k = f->k_yuv;
     const int32_t rnd = 32768 + (FAST_EXT_OFF << 16);
     int32_t tr = 0, tg = 0, tb = 0;
-    MT cur = MZERO;
-    int cur_any = 0, xs = xa;
+    RUN_LOCALS;
     for (int x = xa; x <= xb; x++) {
         if (!(x & 1) || x == xa) {
             size_t c = (size_t)(x >> 1) * cstep;
@@ -148,7 +164,7 @@ KNAME(yuv_rgb_row)(struct worker *w, const struct fctx *f, const uint8_t *yp, co
         unsigned ri = (unsigned)(yy + tr) >> 16, gi = (unsigned)(yy + tg) >> 16,
                  bi = (unsigned)(yy + tb) >> 16;
 #if NW == 2
-        if (!(sr[ri] & sg[gi] & sb[bi])) {
+        if (!dense && !(sr[ri] & sg[gi] & sb[bi])) {
             RUN_BREAK(x);
             continue;
         }
@@ -156,7 +172,7 @@ KNAME(yuv_rgb_row)(struct worker *w, const struct fctx *f, const uint8_t *yp, co
         MT m = MLD(er + ri * NW) & MLD(eg + gi * NW) & MLD(eb + bi * NW);
         RUN_PUSH(m, x);
     }
-    if (cur_any) KFLUSH(xs, xb);
+    RUN_END();
 }
 
 /* ycbcr objects on a YUV frame: the native samples, no conversion at all.
@@ -167,14 +183,14 @@ KNAME(yuv_rgb_row)(struct worker *w, const struct fctx *f, const uint8_t *yp, co
  * Steps as above. */
 static inline __attribute__((always_inline)) void
 KNAME(yuv_ycc_row)(struct worker *w, const struct fctx *f, const uint8_t *yp, const uint8_t *cbp,
-                   const uint8_t *crp, const int ystep, const int cstep, int xa, int xb, int y)
+                   const uint8_t *crp, const int ystep, const int cstep, int xa, int xb, int y,
+                   const int dense)
 {
     const struct tables *t = f->tab;
     const uint64_t *fy = t->full[TRK_SPACE_YCBCR][0], *fcb = t->full[TRK_SPACE_YCBCR][1],
                    *fcr = t->full[TRK_SPACE_YCBCR][2];
     MT cm = MZERO;
-    MT cur = MZERO;
-    int cur_any = 0, xs = xa;
+    RUN_LOCALS;
     for (int x = xa; x <= xb; x++) {
         if (!(x & 1) || x == xa) {
             size_t c = (size_t)(x >> 1) * cstep;
@@ -185,7 +201,7 @@ KNAME(yuv_ycc_row)(struct worker *w, const struct fctx *f, const uint8_t *yp, co
         MT m = MLD(fy + yv * NW) & cm;
         RUN_PUSH(m, x);
     }
-    if (cur_any) KFLUSH(xs, xb);
+    RUN_END();
 }
 
 /* Any mix of spaces. R,G,B as in rgb_only_row (they feed rgb and hsv objects);
@@ -196,7 +212,7 @@ KNAME(yuv_ycc_row)(struct worker *w, const struct fctx *f, const uint8_t *yp, co
 static inline __attribute__((always_inline)) void
 KNAME(generic_row)(struct worker *w, const struct fctx *f, const uint8_t *rp, const uint8_t *gp,
                    const uint8_t *bp, const int stride, const uint8_t *yp, const uint8_t *cbp,
-                   const uint8_t *crp, int xa, int xb, int y)
+                   const uint8_t *crp, int xa, int xb, int y, const int dense)
 {
     const struct tables *t = f->tab;
     const int has_rgb = t->has[TRK_SPACE_RGB], has_hsv = t->has[TRK_SPACE_HSV],
@@ -205,8 +221,7 @@ KNAME(generic_row)(struct worker *w, const struct fctx *f, const uint8_t *rp, co
     uint64_t *const *fh = t->full[TRK_SPACE_HSV], *const *sh = t->sum[TRK_SPACE_HSV];
     uint64_t *const *fy = t->full[TRK_SPACE_YCBCR], *const *sy = t->sum[TRK_SPACE_YCBCR];
     const uint8_t *stab = t->sat;
-    MT cur = MZERO;
-    int cur_any = 0, xs = xa;
+    RUN_LOCALS;
     (void)sr;
     (void)sy;
     for (int x = xa; x <= xb; x++) {
@@ -244,7 +259,7 @@ KNAME(generic_row)(struct worker *w, const struct fctx *f, const uint8_t *rp, co
         }
         RUN_PUSH(m, x);
     }
-    if (cur_any) KFLUSH(xs, xb);
+    RUN_END();
 }
 
 /* The entry points the row dispatcher stores in its tables: one per pixel
@@ -254,14 +269,14 @@ KNAME(generic_row)(struct worker *w, const struct fctx *f, const uint8_t *rp, co
                                                         const uint8_t *rp, const uint8_t *gp,      \
                                                         const uint8_t *bp, int xa, int xb, int y)  \
     {                                                                                              \
-        KNAME(rgb_only_row)(w, f, rp, gp, bp, stride, xa, xb, y);                                  \
+        KNAME(rgb_only_row)(w, f, rp, gp, bp, stride, xa, xb, y, 0);                               \
     }                                                                                              \
     static void KCAT(KNAME(generic), KCAT(_s, stride))(                                            \
         struct worker * w, const struct fctx *f, const uint8_t *rp, const uint8_t *gp,             \
         const uint8_t *bp, const uint8_t *yp, const uint8_t *cbp, const uint8_t *crp, int xa,      \
         int xb, int y)                                                                             \
     {                                                                                              \
-        KNAME(generic_row)(w, f, rp, gp, bp, stride, yp, cbp, crp, xa, xb, y);                     \
+        KNAME(generic_row)(w, f, rp, gp, bp, stride, yp, cbp, crp, xa, xb, y, 0);                  \
     }
 KWRAP(1)
 KWRAP(3)
@@ -274,20 +289,296 @@ KWRAP(4)
                                                    const uint8_t *yp, const uint8_t *cbp,          \
                                                    const uint8_t *crp, int xa, int xb, int y)      \
     {                                                                                              \
-        KNAME(yuv_rgb_row)(w, f, yp, cbp, crp, ystep, cstep, xa, xb, y);                           \
+        KNAME(yuv_rgb_row)(w, f, yp, cbp, crp, ystep, cstep, xa, xb, y, 0);                        \
     }                                                                                              \
     static void KCAT(KNAME(yuv_ycc), KCAT(_, fmt))(struct worker * w, const struct fctx *f,        \
                                                    const uint8_t *yp, const uint8_t *cbp,          \
                                                    const uint8_t *crp, int xa, int xb, int y)      \
     {                                                                                              \
-        KNAME(yuv_ycc_row)(w, f, yp, cbp, crp, ystep, cstep, xa, xb, y);                           \
+        KNAME(yuv_ycc_row)(w, f, yp, cbp, crp, ystep, cstep, xa, xb, y, 0);                        \
     }
 KWRAP_YUV(yuyv, 2, 4)
 KWRAP_YUV(nv12, 1, 2)
 KWRAP_YUV(i420, 1, 1)
 #undef KWRAP_YUV
+
+#ifndef KBLOBS
+/* The dense copies (plain kernels only: frames with blob objects keep the
+ * run path): the same classification, every pixel's mask stored in
+ * w->mbuf[x * NW] for dense_row. */
+#define KWRAP_D(stride)                                                                            \
+    static void KCAT(KNAME(rgb_onlyd), KCAT(_s, stride))(struct worker * w, const struct fctx *f,  \
+                                                         const uint8_t *rp, const uint8_t *gp,     \
+                                                         const uint8_t *bp, int xa, int xb, int y) \
+    {                                                                                              \
+        KNAME(rgb_only_row)(w, f, rp, gp, bp, stride, xa, xb, y, 1);                               \
+    }                                                                                              \
+    static void KCAT(KNAME(genericd), KCAT(_s, stride))(                                           \
+        struct worker * w, const struct fctx *f, const uint8_t *rp, const uint8_t *gp,             \
+        const uint8_t *bp, const uint8_t *yp, const uint8_t *cbp, const uint8_t *crp, int xa,      \
+        int xb, int y)                                                                             \
+    {                                                                                              \
+        KNAME(generic_row)(w, f, rp, gp, bp, stride, yp, cbp, crp, xa, xb, y, 1);                  \
+    }
+KWRAP_D(1)
+KWRAP_D(3)
+KWRAP_D(4)
+#undef KWRAP_D
+#define KWRAP_YUV_D(fmt, ystep, cstep)                                                             \
+    static void KCAT(KNAME(yuv_rgbd), KCAT(_, fmt))(struct worker * w, const struct fctx *f,       \
+                                                    const uint8_t *yp, const uint8_t *cbp,         \
+                                                    const uint8_t *crp, int xa, int xb, int y)     \
+    {                                                                                              \
+        KNAME(yuv_rgb_row)(w, f, yp, cbp, crp, ystep, cstep, xa, xb, y, 1);                        \
+    }                                                                                              \
+    static void KCAT(KNAME(yuv_yccd), KCAT(_, fmt))(struct worker * w, const struct fctx *f,       \
+                                                    const uint8_t *yp, const uint8_t *cbp,         \
+                                                    const uint8_t *crp, int xa, int xb, int y)     \
+    {                                                                                              \
+        KNAME(yuv_ycc_row)(w, f, yp, cbp, crp, ystep, cstep, xa, xb, y, 1);                        \
+    }
+KWRAP_YUV_D(yuyv, 2, 4)
+KWRAP_YUV_D(nv12, 1, 2)
+KWRAP_YUV_D(i420, 1, 1)
+#undef KWRAP_YUV_D
+
+/* ------------------------------------------------------------ dense rows
+ * A row whose masks change at nearly every pixel (noise, wide boxes) costs
+ * the run path one flush per object per pixel. dense_row instead reads the
+ * row's stored masks with the objects as bit lanes of MT and adds them up
+ * bit-sliced: plane p of a count is an MT whose bit k is bit p of object
+ * k's count, so one vector operation advances every object at once.
+ *   - A chunk of 64 pixels is a binary tree of merges: two groups of 2^l
+ *     pixels (counts cL, cR; sums of the pixel offsets in the group sL, sR)
+ *     give c = cL + cR and s = sL + sR + (cR << l), the shift being a
+ *     renaming of planes: a chunk yields its count (7 planes, <= 64) and
+ *     offset sum (11 planes, <= 2016) in about 16 operations a pixel,
+ *     whatever the number of objects up to 64 * NW.
+ *   - Chunks add up over a segment of at most DSEG pixels: P += count,
+ *     S += offset sum, A += P (prefix sums), so that the sum of chunk
+ *     index times count is C * P - A (C chunks): no multiplication.
+ *   - At the segment's end the planes are transposed (64 x 64 bits per
+ *     word of objects) into per-object integers: mass += P, sum_x +=
+ *     x0 * P + 64 (C P - A) + S, sum_y += y P: the reference's integers.
+ *   - The box: the row's objects (OR of the counts' planes) are found by
+ *     one scan from the left and one from the right over the stored masks,
+ *     each ending when every object of the row has been seen.
+ * ROIs: the stored masks are first AND-ed with the objects whose ROI holds
+ * each stretch of the row (dense_rois), so the sums are the clipped ones.
+ * Bounds: P <= 2048 (12 planes), A <= 32 * 2048 = 65536 (17), S <= 32 *
+ * 2016 (16): 45 planes, one 64 x 64 transpose per mask word; the 64-bit
+ * sums get at most x (< 2^31) times the row's pixels. */
+#ifndef DENSE_COMMON
+#define DENSE_COMMON
+#define DSEG 2048
+#define DP_N 12
+#define DA_N 17
+#define DS_N 16
+#endif
+#if NW == 1
+#define KW(v, i) (v)
+#else
+#define KW(v, i) ((v)[i])
+#endif
+#define KAI static inline __attribute__((always_inline))
+
+/* r[0..nr) = a[0..na) + b[0..nb), bit-sliced (planes past na / nb are 0;
+ * the caller sizes nr for the largest sum). Constant sizes after inlining:
+ * the loop unrolls and the zero planes fold away. */
+KAI void KNAME(bs_add)(MT *r, const int nr, const MT *a, const int na, const MT *b, const int nb)
+{
+    MT c = MZERO;
+#pragma GCC unroll 24
+    for (int i = 0; i < nr; i++) {
+        const MT x = i < na ? a[i] : MZERO, z = i < nb ? b[i] : MZERO;
+        const MT t = x ^ z;
+        r[i] = t ^ c;
+        c = (x & z) | (t & c);
+    }
+}
+
+/* Two neighbouring groups of 2^l pixels each (count l + 1 planes, offset
+ * sum ns(l) = 2l - 1 planes, 0 at l = 0) into one of 2^(l+1). */
+KAI void KNAME(bs_merge)(const int l, const MT *cL, const MT *sL, const MT *cR, const MT *sR, MT *c,
+                         MT *s)
+{
+    const int nc = l + 1, ns = l ? 2 * l - 1 : 0, ns2 = 2 * l + 1;
+    MT t[16], sh[16];
+    KNAME(bs_add)(c, nc + 1, cL, nc, cR, nc);
+    KNAME(bs_add)(t, ns2, sL, ns, sR, ns);
+#pragma GCC unroll 16
+    for (int i = 0; i < ns2; i++)
+        sh[i] = i < l || i - l >= nc ? MZERO : cR[i - l];
+    KNAME(bs_add)(s, ns2, t, ns2, sh, ns2);
+}
+
+/* Count and offset sum of 2^l masks at m (stride NW words), l <= 6; depth
+ * first, so few planes are live at once. */
+KAI void KNAME(bs_g2)(const uint64_t *m, MT *c, MT *s)
+{
+    const MT a = MLD(m), b = MLD(m + NW);
+    c[0] = a ^ b;
+    c[1] = a & b;
+    s[0] = b;
+}
+#define KGROUP(l, half)                                                                            \
+    KAI void KNAME(bs_g##l)(const uint64_t *m, MT *c, MT *s)                                       \
+    {                                                                                              \
+        MT cL[8], sL[12], cR[8], sR[12];                                                           \
+        KNAME(bs_g##half)(m, cL, sL);                                                              \
+        KNAME(bs_g##half)(m + (size_t)(half)*NW, cR, sR);                                          \
+        KNAME(bs_merge)(KGLOG_##half, cL, sL, cR, sR, c, s);                                       \
+    }
+#define KGLOG_2  1
+#define KGLOG_4  2
+#define KGLOG_8  3
+#define KGLOG_16 4
+#define KGLOG_32 5
+KGROUP(4, 2)
+KGROUP(8, 4)
+KGROUP(16, 8)
+KGROUP(32, 16)
+#undef KGROUP
+
+/* A chunk of 64 masks: count (7 planes), offset sum (11 planes). */
+static void KNAME(bs_chunk)(const uint64_t *m, MT *c, MT *s)
+{
+    MT cL[8], sL[12], cR[8], sR[12];
+    KNAME(bs_g32)(m, cL, sL);
+    KNAME(bs_g32)(m + (size_t)32 * NW, cR, sR);
+    KNAME(bs_merge)(5, cL, sL, cR, sR, c, s);
+}
+
+/* The stored masks of row y AND-ed with the objects whose ROI holds each
+ * stretch (f->seg_*: the stretches between the ROIs' edges, and which
+ * objects' x ranges hold each) and row y. */
+static void KNAME(dense_rois)(struct worker *w, const struct fctx *f, int y)
+{
+    uint64_t ay[FAST_MAX_WORDS] = { 0 };
+    for (int k = 0; k < f->tab->n; k++) {
+        const struct trk_roi *r = &f->roi[k];
+        if (y >= r->y0 && y <= r->y1) ay[k >> 6] |= 1ull << (k & 63);
+    }
+    MT allow_y;
+    memcpy(&allow_y, ay, sizeof(allow_y));
+    uint64_t *mb = w->mbuf;
+    for (int sg = 0; sg < f->nseg; sg++) {
+        MT al;
+        memcpy(&al, f->seg_allow + (size_t)sg * FAST_MAX_WORDS, sizeof(al));
+        al &= allow_y;
+        for (int x = f->seg_x[sg]; x < f->seg_x[sg + 1]; x++)
+            KST(mb + (size_t)x * NW, MLD(mb + (size_t)x * NW) & al);
+    }
+}
+
+/* Row y's masks, stored by a dense kernel copy, into the accumulators. */
+static void KNAME(dense_row)(struct worker *w, const struct fctx *f, int y)
+{
+    uint64_t *const mb = w->mbuf;
+    const int xa = f->xa, xb = f->xb;
+    /* The last chunk's pixels past the row add nothing. */
+    for (int x = xb + 1; x < xb + 64; x++)
+        KST(mb + (size_t)x * NW, MZERO);
+    if (f->use_rois) KNAME(dense_rois)(w, f, y);
+    if (w->dprobe) { /* runs of equal masks, as the run path would flush them */
+        unsigned nrun = 0, nnz = 0;
+        MT prev = MZERO;
+        for (int x = xa; x <= xb; x++) {
+            const MT m = MLD(mb + (size_t)x * NW);
+            if (MANY(m)) {
+                nnz++;
+                nrun += MANY(m ^ prev);
+            }
+            prev = m;
+        }
+        w->dnrun = nrun, w->dnnz = nnz;
+    }
+    MT rany = MZERO;
+    uint64_t matches = 0;
+    for (int s0 = xa; s0 <= xb; s0 += DSEG) {
+        const int s1 = s0 + DSEG - 1 < xb ? s0 + DSEG - 1 : xb;
+        MT P[DP_N], A[DA_N], S[DS_N];
+        for (int i = 0; i < DP_N; i++)
+            P[i] = MZERO;
+        for (int i = 0; i < DA_N; i++)
+            A[i] = MZERO;
+        for (int i = 0; i < DS_N; i++)
+            S[i] = MZERO;
+        uint64_t C = 0;
+        for (int c0 = s0; c0 <= s1; c0 += 64, C++) {
+            MT cnt[8], sum[12];
+            KNAME(bs_chunk)(mb + (size_t)c0 * NW, cnt, sum);
+            KNAME(bs_add)(P, DP_N, P, DP_N, cnt, 7);
+            KNAME(bs_add)(A, DA_N, A, DA_N, P, DP_N);
+            KNAME(bs_add)(S, DS_N, S, DS_N, sum, 11);
+        }
+        MT any = MZERO;
+        for (int i = 0; i < DP_N; i++)
+            any |= P[i];
+        rany |= any;
+        for (int wi = 0; wi < NW; wi++) {
+            uint64_t aw = KW(any, wi);
+            if (!aw) continue;
+            uint64_t t[64];
+            for (int i = 0; i < DP_N; i++)
+                t[i] = KW(P[i], wi);
+            for (int i = 0; i < DA_N; i++)
+                t[DP_N + i] = KW(A[i], wi);
+            for (int i = 0; i < DS_N; i++)
+                t[DP_N + DA_N + i] = KW(S[i], wi);
+            for (int i = DP_N + DA_N + DS_N; i < 64; i++)
+                t[i] = 0;
+            transpose64(t);
+            while (aw) {
+                const int b = __builtin_ctzll(aw);
+                aw &= aw - 1;
+                const uint64_t v = t[b];
+                const uint64_t pc = v & ((1u << DP_N) - 1);
+                const uint64_t av = (v >> DP_N) & ((1u << DA_N) - 1);
+                const uint64_t sv = v >> (DP_N + DA_N);
+                struct acc *c = &w->acc[wi * 64 + b];
+                c->mass += pc;
+                c->sum_x += (uint64_t)s0 * pc + 64 * (C * pc - av) + sv;
+                c->sum_y += (uint64_t)y * pc;
+                if (y < c->y0) c->y0 = y;
+                if (y > c->y1) c->y1 = y;
+                matches += pc;
+            }
+        }
+    }
+    w->dmatch = matches;
+    /* The box: first and last pixel of each object of the row. */
+    MT need = rany;
+    for (int x = xa; x <= xb && MANY(need); x++) {
+        const MT m = MLD(mb + (size_t)x * NW) & need;
+        if (!MANY(m)) continue;
+        need &= ~m;
+        for (int wi = 0; wi < NW; wi++)
+            for (uint64_t bits = KW(m, wi); bits; bits &= bits - 1) {
+                struct acc *c = &w->acc[wi * 64 + __builtin_ctzll(bits)];
+                if (x < c->x0) c->x0 = x;
+            }
+    }
+    need = rany;
+    for (int x = xb; x >= xa && MANY(need); x--) {
+        const MT m = MLD(mb + (size_t)x * NW) & need;
+        if (!MANY(m)) continue;
+        need &= ~m;
+        for (int wi = 0; wi < NW; wi++)
+            for (uint64_t bits = KW(m, wi); bits; bits &= bits - 1) {
+                struct acc *c = &w->acc[wi * 64 + __builtin_ctzll(bits)];
+                if (x > c->x1) c->x1 = x;
+            }
+    }
+}
+#undef KW
+#undef KAI
+#endif /* !KBLOBS */
 #undef RUN_PUSH
 #undef RUN_BREAK
+#undef RUN_LOCALS
+#undef RUN_END
+#undef KST
 #undef KFLUSH
 #undef KFLUSH_RUN
 #undef KNAME

@@ -369,6 +369,32 @@ int trk_scene_random(int width, int height, int m, uint64_t seed, struct trk_sce
     return 0;
 }
 
+/* ------------------------------------------------------- noisebox scene */
+
+int trk_scene_noisebox(int width, int height, int m, uint64_t seed, struct trk_scene *out)
+{
+    int err = scene_alloc(width, height, m, out);
+    if (err) return err;
+    uint64_t st = seed;
+    const size_t bytes = (size_t)width * (size_t)height * 3;
+    for (size_t i = 0; i < bytes; i += 8) { /* 8 bytes a draw */
+        uint64_t v = trk_rand_next(&st);
+        for (size_t j = i; j < i + 8 && j < bytes; j++, v >>= 8)
+            out->rgb[j] = (uint8_t)v;
+    }
+    for (int k = 0; k < m; k++) {
+        struct trk_object_def *o = &out->objects[k];
+        snprintf(o->name, sizeof(o->name), "nbox%d", k);
+        o->space = TRK_SPACE_RGB;
+        o->min_mass = 1;
+        for (int c = 0; c < 3; c++) {
+            o->lo[c] = (uint16_t)rand_range(&st, 0, 127);
+            o->hi[c] = (uint16_t)(o->lo[c] + 127);
+        }
+    }
+    return 0;
+}
+
 /* --------------------------------------------------------- format output */
 
 int trk_image_from_rgb(const uint8_t *rgb, int width, int height, enum trk_pixfmt fmt,

@@ -53,6 +53,13 @@ int trk_scene_halfdense(int width, int height, int m, uint64_t seed, struct trk_
  * objects that match nothing, some touching the borders. */
 int trk_scene_random(int width, int height, int m, uint64_t seed, struct trk_scene *out);
 
+/* The fast CPU backend's worst case (issue 14): a noise frame (every byte
+ * uniform 0..255) and m rgb objects, each a random half-range box (per
+ * channel lo uniform in 0..127, hi = lo + 127), so a pixel matches ~m/8
+ * objects and every object's mask changes at nearly every pixel.
+ * Deterministic for (width, height, m, seed). */
+int trk_scene_noisebox(int width, int height, int m, uint64_t seed, struct trk_scene *out);
+
 void trk_scene_free(struct trk_scene *s);
 
 /* Converts an RGB24 picture to fmt with the given row padding (extra bytes per

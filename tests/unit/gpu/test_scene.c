@@ -456,6 +456,38 @@ static void test_rand(void)
     CHECK(trk_rand_next(&st) == 0x06c45d188009454fULL);
 }
 
+/* The noisebox scene (the fast CPU backend's worst case): deterministic,
+ * every box half the range of each channel, so on its noise each object
+ * matches about 1/8 of the pixels. */
+static void test_noisebox(void)
+{
+    static struct trk_scene sc, again;
+    static struct trk_obj_result got[TRK_MAX_OBJECTS];
+    CHECK(trk_scene_noisebox(256, 128, 64, 3, &sc) == 0);
+    CHECK(trk_scene_noisebox(256, 128, 64, 3, &again) == 0);
+    CHECK(memcmp(sc.rgb, again.rgb, 256 * 128 * 3) == 0);
+    CHECK(memcmp(sc.objects, again.objects, sizeof(sc.objects)) == 0);
+    trk_scene_free(&again);
+    CHECK(trk_scene_noisebox(256, 128, 64, 4, &again) == 0);
+    CHECK(memcmp(sc.rgb, again.rgb, 256 * 128 * 3) != 0);
+    trk_scene_free(&again);
+    CHECK(process_rgb(&sc, TRK_FMT_RGB24, 0, NULL, got) == 0);
+    for (int k = 0; k < sc.n_objects; k++) {
+        const struct trk_object_def *o = &sc.objects[k];
+        CHECK(o->space == TRK_SPACE_RGB);
+        for (int c = 0; c < 3; c++)
+            CHECK(o->lo[c] <= 127 && o->hi[c] == o->lo[c] + 127);
+        /* 32768 pixels, p = 1/8: mean 4096, sd ~60. */
+        CHECKF(got[k].mass > 3600 && got[k].mass < 4600, "object %d mass %llu", k,
+               (unsigned long long)got[k].mass);
+    }
+    trk_scene_free(&sc);
+    CHECK(trk_scene_noisebox(3, 1, 1, 0, &sc) == 0);
+    trk_scene_free(&sc);
+    CHECK(trk_scene_noisebox(10, 10, TRK_MAX_OBJECTS + 1, 0, &sc) == TRK_EINVAL);
+    CHECK(trk_scene_noisebox(0, 10, 1, 0, &sc) == TRK_EINVAL);
+}
+
 int main(void)
 {
     struct trk_backend_cfg cfg = { .kind = TRK_BACKEND_CPU_REF,
@@ -468,6 +500,7 @@ int main(void)
     test_image_from_rgb();
     test_random();
     test_dense();
+    test_noisebox();
     /* docs/ARCHITECTURE.md section 6 sizes and object counts (the largest frame with few
      * objects: the reference is O(pixels x objects)). */
     test_standard(640, 480, 1, 1, 1);

@@ -13,11 +13,14 @@
  *              ycbcr objects
  *   lifecycle  object sets replaced in place (tables cleared), frames smaller
  *              than the create size, default thread count, bad arguments
+ *   dense      rows on the dense path: noisebox scenes and half-range boxes
+ *              of every space on random scenes, every format, ROIs
  *
  * Nothing is hard-coded: the reference computes every expected value.
  */
 #include "../check.h"
 #include "backend.h"
+#include "color.h"
 #include "scene.h"
 
 #include <stdio.h>
@@ -565,6 +568,105 @@ static void test_lifecycle(void)
     trk_backend_destroy(&fast);
 }
 
+/* ------------------------------------------------------------------- dense */
+
+/* Half-range boxes in space sp (hue: a random half circle, wrapping or
+ * not): on noise each matches about 1/8 of the pixels and changes at nearly
+ * every pixel, the rows that take the dense path. */
+static void halfbox_objects(uint64_t *st, enum trk_space sp, int n, struct trk_object_def *o)
+{
+    for (int k = 0; k < n; k++) {
+        memset(&o[k], 0, sizeof(o[k]));
+        snprintf(o[k].name, sizeof(o[k].name), "half%d", k);
+        o[k].space = sp;
+        o[k].min_mass = 1;
+        for (int c = 0; c < 3; c++) {
+            const int mx = trk_chan_max(sp, c), half = (mx + 1) / 2;
+            const int lo = rnd(st, 0, mx);
+            const int hsv_hue = sp == TRK_SPACE_HSV && c == 0;
+            const int l = hsv_hue ? lo : (lo > mx - half + 1 ? mx - half + 1 : lo);
+            o[k].lo[c] = (uint16_t)l;
+            o[k].hi[c] = (uint16_t)(hsv_hue ? (l + half - 1) % (mx + 1) : l + half - 1);
+        }
+    }
+}
+
+/* Dense rows (cpu_fast_kern.h, "dense rows") against the reference: the
+ * noisebox scene, and random scenes (flat regions beside noise, so rows
+ * switch between the run path and the dense path) with half-range boxes of
+ * every space; every format, odd widths, rows longer than one 2048-pixel
+ * segment, 1..256 objects (mask widths 1, 2, 4 words), 1-3 threads, both
+ * kernel variants, without and with random ROIs. */
+static void test_dense(void)
+{
+    static const int dsizes[][2] = { { 1, 1 },    { 3, 2 },    { 97, 61 },
+                                     { 131, 70 }, { 257, 67 }, { 2113, 9 } };
+    static const int dcounts[] = { 1, 8, 64, 65, 128, 129, 256 };
+    static struct trk_object_def objs[TRK_MAX_OBJECTS];
+    static struct trk_roi rois[TRK_MAX_OBJECTS];
+    struct trk_backend *ref = make(TRK_BACKEND_CPU_REF, 2113, 70, 1);
+    struct trk_backend *fast[3][2];
+    for (int t = 0; t < 3; t++) {
+        fast[t][0] = make(TRK_BACKEND_CPU, 2113, 70, t + 1);
+        fast[t][1] = make_variant(TRK_BACKEND_CPU, 2113, 70, t + 1, "lut-portable");
+    }
+    int cases = 0;
+    uint64_t st = 1414;
+    for (int si = 0; si < (int)(sizeof(dsizes) / sizeof(dsizes[0])); si++)
+        for (int ci = 0; ci < (int)(sizeof(dcounts) / sizeof(dcounts[0])); ci++) {
+            const int w = dsizes[si][0], h = dsizes[si][1], n = dcounts[ci];
+            for (int kind = 0; kind < 2; kind++) {
+                struct trk_scene sc;
+                const uint64_t seed = 9000u + 100u * (unsigned)si + 10u * (unsigned)ci + kind;
+                int err = kind ? trk_scene_random(w, h, n, seed, &sc)
+                               : trk_scene_noisebox(w, h, n, seed, &sc);
+                CHECKF(err == 0, "scene: %d", err);
+                if (err) continue;
+                for (int f = 0; f < TRK_FMT_COUNT; f++) {
+                    /* noisebox: its rgb boxes; random: half boxes of one
+                     * space per format, or a mix of all three. */
+                    const int mode = kind ? (f + si + ci) % 4 : 0;
+                    if (!kind) {
+                        memcpy(objs, sc.objects, sizeof(objs[0]) * (size_t)n);
+                    } else if (mode < 3) {
+                        halfbox_objects(&st, (enum trk_space)mode, n, objs);
+                    } else {
+                        for (int k = 0; k < n; k++)
+                            halfbox_objects(&st, (enum trk_space)rnd(&st, 0, 2), 1, &objs[k]);
+                    }
+                    const int ti = (si + ci + f) % 3, mat = (ci + f) % 2, full = (si + f) % 2;
+                    if (set_both(ref, fast[ti][0], objs, n) || set_both(ref, fast[ti][1], objs, n))
+                        continue;
+                    uint8_t *buf;
+                    struct trk_image img;
+                    err = trk_image_from_rgb(sc.rgb, w, h, (enum trk_pixfmt)f, (enum trk_matrix)mat,
+                                             full, (si + f) % 3, &buf, &img);
+                    CHECKF(err == 0, "trk_image_from_rgb: %d", err);
+                    if (err) continue;
+                    for (int r = 0; r < 1 + (f + ci) % 2; r++) {
+                        if (r) random_rois(&st, w, h, n, rois);
+                        char what[200];
+                        snprintf(what, sizeof(what),
+                                 "dense %s %dx%d n=%d %s mode %d %s threads %d seed %llu",
+                                 kind ? "random" : "noisebox", w, h, n,
+                                 trk_pixfmt_name((enum trk_pixfmt)f), mode, r ? "rois" : "no rois",
+                                 ti + 1, (unsigned long long)seed);
+                        compare_n(ref, fast[ti], 2, objs, n, &img, r ? rois : NULL, what);
+                        cases++;
+                    }
+                    free(buf);
+                }
+                trk_scene_free(&sc);
+            }
+        }
+    printf("dense: %d cases\n", cases);
+    trk_backend_destroy(&ref);
+    for (int t = 0; t < 3; t++) {
+        trk_backend_destroy(&fast[t][0]);
+        trk_backend_destroy(&fast[t][1]);
+    }
+}
+
 int main(int argc, char **argv)
 {
     const char *part = argc > 1 ? argv[1] : "all";
@@ -576,11 +678,12 @@ int main(int argc, char **argv)
     if (all || !strcmp(part, "allcolors_rgb")) test_allcolors(1, 0), known = 1;
     if (all || !strcmp(part, "allcolors_yuv")) test_allcolors(0, 1), known = 1;
     if (all || !strcmp(part, "lifecycle")) test_lifecycle(), known = 1;
+    if (all || !strcmp(part, "dense")) test_dense(), known = 1;
     if (!known) {
-        fprintf(
-            stderr,
-            "usage: %s [corpus|spaces|rois|standard|allcolors_rgb|allcolors_yuv|lifecycle|all]\n",
-            argv[0]);
+        fprintf(stderr,
+                "usage: %s "
+                "[corpus|spaces|rois|standard|allcolors_rgb|allcolors_yuv|lifecycle|dense|all]\n",
+                argv[0]);
         return 2;
     }
     char name[96];
