@@ -135,7 +135,7 @@ __device__ __forceinline__ void load_px(const struct trk_cu_blobjob &job, int x,
  * with trk_chan_has per value, so ANDing a channel's three entries is
  * trk_box_match. Summary words first (the OR of an entry's words): a pixel
  * that passes none skips the full entries. */
-template <int NW>
+template <int NW, bool NATIVE>
 __device__ __forceinline__ void pixel_bits(const struct trk_cu_blobjob &job, const uint32_t *lut,
                                            bool yuv, const struct px_smp &smp, uint32_t B[NW])
 {
@@ -143,6 +143,23 @@ __device__ __forceinline__ void pixel_bits(const struct trk_cu_blobjob &job, con
     for (int q = 0; q < NW; q++)
         B[q] = 0;
     if (smp.a < 0) return;
+    if (NATIVE) {
+        /* Every object of the group tests the frame's own space (rgb on RGB
+         * formats, ycbcr on YUV ones): trk_pixel_triples gives that space
+         * the native samples unchanged, so no conversion is compiled in. */
+        const struct trk_cu_lut &lt = job.lt;
+        const int s = yuv ? TRK_SPACE_YCBCR : TRK_SPACE_RGB, nw = lt.nw;
+        if (!(lut[lt.sum_off[s][0] + smp.a] & lut[lt.sum_off[s][1] + smp.b] &
+              lut[lt.sum_off[s][2] + smp.c]))
+            return;
+        const uint32_t *t0 = lut + lt.full_off[s][0] + smp.a * nw;
+        const uint32_t *t1 = lut + lt.full_off[s][1] + smp.b * nw;
+        const uint32_t *t2 = lut + lt.full_off[s][2] + smp.c * nw;
+#pragma unroll
+        for (int q = 0; q < NW; q++)
+            if (q < nw) B[q] = t0[q] & t1[q] & t2[q];
+        return;
+    }
     struct trk_cu_px p;
     trk_cu_triples(job.f, yuv, job.need, smp.a, smp.b, smp.c, p);
     const struct trk_cu_lut &lt = job.lt;
@@ -196,7 +213,7 @@ __device__ __forceinline__ void pixel_bits(const struct trk_cu_blobjob &job, con
  * Block 0 also zeroes the run counter of the next launch (ctl_next: this
  * launch's counter was zeroed by the launch before it, or at setup) and the
  * group's root-list counters (flatten_kernel fills the lists). */
-template <int NW>
+template <int NW, bool NATIVE>
 __global__ void __launch_bounds__(TRK_BLOB_ROW_THREADS, TRK_BLOB_ROW_BLOCKS)
     runs_kernel(const struct trk_cu_blobjob job)
 {
@@ -254,7 +271,7 @@ __global__ void __launch_bounds__(TRK_BLOB_ROW_THREADS, TRK_BLOB_ROW_BLOCKS)
                 const int w = w0 + u * warps;
                 if (w >= wpr) break;
                 uint32_t B[NW];
-                pixel_bits<NW>(job, s_lut, yuv, smp[u], B);
+                pixel_bits<NW, NATIVE>(job, s_lut, yuv, smp[u], B);
                 uint32_t any = 0;
 #pragma unroll
                 for (int q = 0; q < NW; q++) {
@@ -301,7 +318,7 @@ __global__ void __launch_bounds__(TRK_BLOB_ROW_THREADS, TRK_BLOB_ROW_BLOCKS)
                     }
                     const int x = 32 * w + lane;
                     uint32_t B[NW];
-                    pixel_bits<NW>(job, s_lut, yuv, smp[u], B);
+                    pixel_bits<NW, NATIVE>(job, s_lut, yuv, smp[u], B);
                     for (int i = 0; i < n; i++) {
                         const int g = s_list[i0 + i];
                         const struct trk_roi &r = s_roi[g];
@@ -788,17 +805,31 @@ __global__ void __launch_bounds__(TRK_BLOB_THREADS) stats_kernel(const struct tr
 }
 
 /* runs_kernel for a group of nw table words: instances for 1, 2, 4 and 8
- * words (nw rounded up; the tables' own nw bounds every read), so a group of
- * 8 colours runs a kernel unrolled for one word, not eight. One instance for
- * every width was 9300 instructions and ncu put 30 % of its warps' stalls on
- * instruction fetch (1080p 8 x 16, H100). */
+ * words (nw rounded up; the tables' own nw bounds every read), each also
+ * for groups whose objects all test the frame's native space (no colour
+ * conversion in the kernel). One instance for every case was 9300
+ * instructions and ncu put 30 % of its warps' stalls on instruction fetch
+ * (1080p 8 x 16, H100); per width alone, 6416 for one word and 112 us
+ * instead of 130 for the whole 1080p 8 x 16 frame. */
 using runs_fn = void (*)(const struct trk_cu_blobjob);
-runs_fn runs_for(int nw)
+template <bool NATIVE> runs_fn runs_width(int nw)
 {
-    if (nw <= 1) return runs_kernel<1>;
-    if (nw <= 2) return runs_kernel<2>;
-    if (nw <= 4) return runs_kernel<4>;
-    return runs_kernel<8>;
+    if (nw <= 1) return runs_kernel<1, NATIVE>;
+    if (nw <= 2) return runs_kernel<2, NATIVE>;
+    if (nw <= 4) return runs_kernel<4, NATIVE>;
+    return runs_kernel<8, NATIVE>;
+}
+runs_fn runs_for(int nw, bool native)
+{
+    return native ? runs_width<true>(nw) : runs_width<false>(nw);
+}
+/* Whether every object of the job's group tests the frame's own space. */
+bool native_only(const struct trk_cu_blobjob *job)
+{
+    const int ns = trk_fmt_is_yuv(job->f.fmt) ? TRK_SPACE_YCBCR : TRK_SPACE_RGB;
+    for (int s = 0; s < 3; s++)
+        if (job->lt.has[s] != (s == ns)) return false;
+    return true;
 }
 static_assert(MAXW == 8, "runs_for covers 1, 2, 4 and 8 words");
 
@@ -820,9 +851,10 @@ size_t trk_cu_blob_smem(const struct trk_cu_lut *lt)
 
 int trk_cu_blobs_setup(size_t smem)
 {
-    for (int nw = 1; nw <= MAXW; nw *= 2)
-        TRK_CUDA_TRY(cudaFuncSetAttribute(runs_for(nw), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          (int)smem));
+    for (int native = 0; native < 2; native++)
+        for (int nw = 1; nw <= MAXW; nw *= 2)
+            TRK_CUDA_TRY(cudaFuncSetAttribute(
+                runs_for(nw, native), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     return 0;
 }
 
@@ -841,7 +873,9 @@ int trk_cu_blobs_launch(const struct trk_cu_blobjob *job, int sms, cudaStream_t 
     const int H = job->f.height, T = TRK_BLOB_THREADS;
     const int rows_grid = H < TRK_BLOB_ROW_BLOCKS * sms ? H : TRK_BLOB_ROW_BLOCKS * sms;
     const int run_grid = TRK_BLOB_RUN_BLOCKS * sms;
-    runs_for(job->lt.nw)<<<rows_grid, TRK_BLOB_ROW_THREADS, trk_cu_blob_smem(&job->lt), s>>>(*job);
+    runs_for(job->lt.nw,
+             native_only(job))<<<rows_grid, TRK_BLOB_ROW_THREADS, trk_cu_blob_smem(&job->lt), s>>>(
+        *job);
     TRK_CUDA_TRY(cudaGetLastError());
     union_kernel<<<run_grid, T, 0, s>>>(*job);
     TRK_CUDA_TRY(cudaGetLastError());
