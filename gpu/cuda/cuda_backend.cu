@@ -1169,17 +1169,24 @@ int queue_device_frame(struct cuda_be *b, const struct trk_image *img, const str
     return 0;
 }
 
-int submit_device(struct cuda_be *b, const struct trk_image *img, const struct trk_roi *rois,
-                  const struct layout *L)
+/* The whole frame's kernels in one go, once the frame is on the device:
+ * the pre-filter (if set), then every row. */
+int queue_whole(struct cuda_be *b, const struct layout *L, int height)
 {
-    int err = queue_device_frame(b, img, L);
-    if (err) return err;
-    if ((err = queue_rois(b, rois))) return err;
+    int err;
     TRK_CUDA_TRY(cudaEventRecord(b->ev_ks[0], b->s_k));
     if (b->pf.sigma > 0 && (err = queue_prefilter(b, L))) return err;
-    if ((err = launch_rows(b, 0, img->height, true))) return err;
+    if ((err = launch_rows(b, 0, height, true))) return err;
     TRK_CUDA_TRY(cudaEventRecord(b->ev_ke[0], b->s_k));
     b->nk = 1;
+    return 0;
+}
+
+/* After the frame's kernels: blob lists, the results' copy back, the event
+ * wait() waits for. */
+int queue_finish(struct cuda_be *b)
+{
+    int err;
     if (b->nbo && (err = queue_blobs(b))) return err;
     TRK_CUDA_TRY(cudaMemcpyAsync(b->hp_res, b->d_acc[b->parity],
                                  (size_t)b->slots * sizeof(struct trk_cu_acc),
@@ -1188,6 +1195,16 @@ int submit_device(struct cuda_be *b, const struct trk_image *img, const struct t
     b->parity ^= 1;
     b->dirty = false;
     return 0;
+}
+
+int submit_device(struct cuda_be *b, const struct trk_image *img, const struct trk_roi *rois,
+                  const struct layout *L)
+{
+    int err = queue_device_frame(b, img, L);
+    if (err) return err;
+    if ((err = queue_rois(b, rois))) return err;
+    if ((err = queue_whole(b, L, img->height))) return err;
+    return queue_finish(b);
 }
 
 int submit_impl(struct cuda_be *b, const struct trk_image *img, const struct trk_roi *rois)
@@ -1234,21 +1251,10 @@ int submit_impl(struct cuda_be *b, const struct trk_image *img, const struct trk
     b->nk = band;
     if (whole) {
         TRK_CUDA_TRY(cudaStreamWaitEvent(b->s_k, b->ev_up1, 0));
-        TRK_CUDA_TRY(cudaEventRecord(b->ev_ks[0], b->s_k));
-        if (b->pf.sigma > 0 && (err = queue_prefilter(b, &L))) return err;
-        if ((err = launch_rows(b, 0, img->height, true))) return err;
-        TRK_CUDA_TRY(cudaEventRecord(b->ev_ke[0], b->s_k));
-        b->nk = 1;
+        if ((err = queue_whole(b, &L, img->height))) return err;
     }
     /* After the last band's kernel: the stream has waited for every band. */
-    if (b->nbo && (err = queue_blobs(b))) return err;
-    TRK_CUDA_TRY(cudaMemcpyAsync(b->hp_res, b->d_acc[b->parity],
-                                 (size_t)b->slots * sizeof(struct trk_cu_acc),
-                                 cudaMemcpyDeviceToHost, b->s_k));
-    TRK_CUDA_TRY(cudaEventRecord(b->ev_done, b->s_k));
-    b->parity ^= 1;
-    b->dirty = false;
-    return 0;
+    return queue_finish(b);
 }
 
 int cu_submit(void *self, const struct trk_image *img, const struct trk_roi *rois)
