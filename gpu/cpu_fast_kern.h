@@ -263,84 +263,55 @@ KNAME(generic_row)(struct worker *w, const struct fctx *f, const uint8_t *rp, co
 }
 
 /* The entry points the row dispatcher stores in its tables: one per pixel
- * stride the callers use (1: decoded planes, 3: RGB24/BGR24, 4: RGBA/BGRA). */
-#define KWRAP(stride)                                                                              \
-    static void KCAT(KNAME(rgb_only), KCAT(_s, stride))(struct worker * w, const struct fctx *f,   \
-                                                        const uint8_t *rp, const uint8_t *gp,      \
-                                                        const uint8_t *bp, int xa, int xb, int y)  \
+ * stride the callers use (1: decoded planes, 3: RGB24/BGR24, 4: RGBA/BGRA)
+ * and per YUV format (its sample steps). The dense copies (suffix d, plain
+ * kernels only: frames with blob objects keep the run path) are the same
+ * classification with every pixel's mask stored in w->mbuf[x * NW] for
+ * dense_row. KNAMEX expands its argument first (KNAME pastes it). */
+#define KNAMEX(base) KNAME(base)
+#define KWRAP(stride, sfx, dense)                                                                  \
+    static void KCAT(KNAMEX(KCAT(rgb_only, sfx)), KCAT(_s, stride))(                               \
+        struct worker * w, const struct fctx *f, const uint8_t *rp, const uint8_t *gp,             \
+        const uint8_t *bp, int xa, int xb, int y)                                                  \
     {                                                                                              \
-        KNAME(rgb_only_row)(w, f, rp, gp, bp, stride, xa, xb, y, 0);                               \
+        KNAME(rgb_only_row)(w, f, rp, gp, bp, stride, xa, xb, y, dense);                           \
     }                                                                                              \
-    static void KCAT(KNAME(generic), KCAT(_s, stride))(                                            \
+    static void KCAT(KNAMEX(KCAT(generic, sfx)), KCAT(_s, stride))(                                \
         struct worker * w, const struct fctx *f, const uint8_t *rp, const uint8_t *gp,             \
         const uint8_t *bp, const uint8_t *yp, const uint8_t *cbp, const uint8_t *crp, int xa,      \
         int xb, int y)                                                                             \
     {                                                                                              \
-        KNAME(generic_row)(w, f, rp, gp, bp, stride, yp, cbp, crp, xa, xb, y, 0);                  \
+        KNAME(generic_row)(w, f, rp, gp, bp, stride, yp, cbp, crp, xa, xb, y, dense);              \
     }
-KWRAP(1)
-KWRAP(3)
-KWRAP(4)
-#undef KWRAP
-
-/* YUV entry points, one per format (its sample steps). */
-#define KWRAP_YUV(fmt, ystep, cstep)                                                               \
-    static void KCAT(KNAME(yuv_rgb), KCAT(_, fmt))(struct worker * w, const struct fctx *f,        \
-                                                   const uint8_t *yp, const uint8_t *cbp,          \
-                                                   const uint8_t *crp, int xa, int xb, int y)      \
+#define KWRAP_YUV(fmt, ystep, cstep, sfx, dense)                                                   \
+    static void KCAT(KNAMEX(KCAT(yuv_rgb, sfx)),                                                   \
+                     KCAT(_, fmt))(struct worker * w, const struct fctx *f, const uint8_t *yp,     \
+                                   const uint8_t *cbp, const uint8_t *crp, int xa, int xb, int y)  \
     {                                                                                              \
-        KNAME(yuv_rgb_row)(w, f, yp, cbp, crp, ystep, cstep, xa, xb, y, 0);                        \
+        KNAME(yuv_rgb_row)(w, f, yp, cbp, crp, ystep, cstep, xa, xb, y, dense);                    \
     }                                                                                              \
-    static void KCAT(KNAME(yuv_ycc), KCAT(_, fmt))(struct worker * w, const struct fctx *f,        \
-                                                   const uint8_t *yp, const uint8_t *cbp,          \
-                                                   const uint8_t *crp, int xa, int xb, int y)      \
+    static void KCAT(KNAMEX(KCAT(yuv_ycc, sfx)),                                                   \
+                     KCAT(_, fmt))(struct worker * w, const struct fctx *f, const uint8_t *yp,     \
+                                   const uint8_t *cbp, const uint8_t *crp, int xa, int xb, int y)  \
     {                                                                                              \
-        KNAME(yuv_ycc_row)(w, f, yp, cbp, crp, ystep, cstep, xa, xb, y, 0);                        \
+        KNAME(yuv_ycc_row)(w, f, yp, cbp, crp, ystep, cstep, xa, xb, y, dense);                    \
     }
-KWRAP_YUV(yuyv, 2, 4)
-KWRAP_YUV(nv12, 1, 2)
-KWRAP_YUV(i420, 1, 1)
-#undef KWRAP_YUV
-
+KWRAP(1, , 0)
+KWRAP(3, , 0)
+KWRAP(4, , 0)
+KWRAP_YUV(yuyv, 2, 4, , 0)
+KWRAP_YUV(nv12, 1, 2, , 0)
+KWRAP_YUV(i420, 1, 1, , 0)
 #ifndef KBLOBS
-/* The dense copies (plain kernels only: frames with blob objects keep the
- * run path): the same classification, every pixel's mask stored in
- * w->mbuf[x * NW] for dense_row. */
-#define KWRAP_D(stride)                                                                            \
-    static void KCAT(KNAME(rgb_onlyd), KCAT(_s, stride))(struct worker * w, const struct fctx *f,  \
-                                                         const uint8_t *rp, const uint8_t *gp,     \
-                                                         const uint8_t *bp, int xa, int xb, int y) \
-    {                                                                                              \
-        KNAME(rgb_only_row)(w, f, rp, gp, bp, stride, xa, xb, y, 1);                               \
-    }                                                                                              \
-    static void KCAT(KNAME(genericd), KCAT(_s, stride))(                                           \
-        struct worker * w, const struct fctx *f, const uint8_t *rp, const uint8_t *gp,             \
-        const uint8_t *bp, const uint8_t *yp, const uint8_t *cbp, const uint8_t *crp, int xa,      \
-        int xb, int y)                                                                             \
-    {                                                                                              \
-        KNAME(generic_row)(w, f, rp, gp, bp, stride, yp, cbp, crp, xa, xb, y, 1);                  \
-    }
-KWRAP_D(1)
-KWRAP_D(3)
-KWRAP_D(4)
-#undef KWRAP_D
-#define KWRAP_YUV_D(fmt, ystep, cstep)                                                             \
-    static void KCAT(KNAME(yuv_rgbd), KCAT(_, fmt))(struct worker * w, const struct fctx *f,       \
-                                                    const uint8_t *yp, const uint8_t *cbp,         \
-                                                    const uint8_t *crp, int xa, int xb, int y)     \
-    {                                                                                              \
-        KNAME(yuv_rgb_row)(w, f, yp, cbp, crp, ystep, cstep, xa, xb, y, 1);                        \
-    }                                                                                              \
-    static void KCAT(KNAME(yuv_yccd), KCAT(_, fmt))(struct worker * w, const struct fctx *f,       \
-                                                    const uint8_t *yp, const uint8_t *cbp,         \
-                                                    const uint8_t *crp, int xa, int xb, int y)     \
-    {                                                                                              \
-        KNAME(yuv_ycc_row)(w, f, yp, cbp, crp, ystep, cstep, xa, xb, y, 1);                        \
-    }
-KWRAP_YUV_D(yuyv, 2, 4)
-KWRAP_YUV_D(nv12, 1, 2)
-KWRAP_YUV_D(i420, 1, 1)
-#undef KWRAP_YUV_D
+KWRAP(1, d, 1)
+KWRAP(3, d, 1)
+KWRAP(4, d, 1)
+KWRAP_YUV(yuyv, 2, 4, d, 1)
+KWRAP_YUV(nv12, 1, 2, d, 1)
+KWRAP_YUV(i420, 1, 1, d, 1)
+#undef KWRAP
+#undef KWRAP_YUV
+#undef KNAMEX
 
 /* ------------------------------------------------------------ dense rows
  * A row whose masks change at nearly every pixel (noise, wide boxes) costs
