@@ -11,7 +11,12 @@
  *       (CUDA events, medians), its ratio to the CPU reference, to the
  *       PyTorch baseline (bench/torch_baseline.py) and to the one-read memory
  *       floor; the upload time of the frame from pinned memory; the whole
- *       frame time through trk_backend_process. Results are checked against
+ *       frame time through trk_backend_process, and that call (default
+ *       variant) with the frame as a device image laid out as NVDEC's
+ *       surfaces (dev_us, and dev_sub: its submit alone), in
+ *       trk_backend_host_alloc memory (pin_us, and x up+k = pin_us /
+ *       (upload_us + default kernel)) and in malloc'ed memory (page_us),
+ *       every call's results checked too. Results are checked against
  *       the CPU reference (--truth cpu: the fast CPU backend on all cores, in
  *       CI equal to it), field by field. --scenes: standard (default), dense
  *       (every pixel in every object: the worst case of issue 14), halfdense
@@ -211,6 +216,10 @@ struct pinned_image {
     struct trk_image img;
     void *mem = nullptr;
     size_t bytes = 0;
+    /* The same frame in malloc'ed (pageable) memory, as trk_image_from_rgb
+     * made it: the whole-call columns' pageable input. */
+    struct trk_image page_img;
+    uint8_t *page = nullptr;
 };
 
 int make_pinned(const struct trk_scene &sc, int fmt, pinned_image &pi)
@@ -235,7 +244,8 @@ int make_pinned(const struct trk_scene &sc, int fmt, pinned_image &pi)
     for (int p = 0; p < 3; p++)
         if (img.plane[p]) pi.img.plane[p] = (const uint8_t *)pi.mem + (img.plane[p] - buf);
     pi.bytes = bytes;
-    free(buf);
+    pi.page = buf;
+    pi.page_img = img;
     return 0;
 }
 
@@ -243,6 +253,8 @@ void free_pinned(pinned_image &pi)
 {
     cudaFreeHost(pi.mem);
     pi.mem = nullptr;
+    free(pi.page);
+    pi.page = nullptr;
 }
 
 bool same(const struct trk_obj_result *a, const struct trk_obj_result *b, int n)
@@ -439,6 +451,160 @@ int make_scene(int kind, int w, int h, int m, uint64_t seed, struct trk_scene *s
     }
 }
 
+/* ---------------------------------------------- whole call by input memory */
+
+/* A device copy of a host image laid out as NVDEC surfaces are (FFmpeg's
+ * CUDA frame pool): one cudaMalloc, the planes one after the other, each
+ * row pitch the payload rounded up to 256 bytes. */
+struct device_image {
+    struct trk_image img;
+    void *mem = nullptr;
+};
+
+int make_device(const struct trk_image &h, device_image &d)
+{
+    struct trk_plane_layout L;
+    if (trk_image_plane_layout(h.fmt, h.width, h.height, &L)) return TRK_EINVAL;
+    size_t off[3] = { 0, 0, 0 }, pitch[3] = { 0, 0, 0 }, total = 0;
+    for (int p = 0; p < L.planes; p++) {
+        pitch[p] = (L.row_bytes[p] + 255) / 256 * 256;
+        off[p] = total;
+        total += pitch[p] * (size_t)L.rows[p];
+    }
+    if (cudaMalloc(&d.mem, total) != cudaSuccess) return TRK_ENOMEM;
+    /* Defined padding (a decoder leaves whatever was there: the backend
+     * must mask it off either way). */
+    if (cudaMemset(d.mem, 0xA5, total) != cudaSuccess) return TRK_EBACKEND;
+    d.img = h;
+    d.img.mem = TRK_MEM_CUDA;
+    for (int p = 0; p < 3; p++) {
+        d.img.plane[p] = p < L.planes ? (const uint8_t *)d.mem + off[p] : nullptr;
+        d.img.pitch[p] = p < L.planes ? pitch[p] : 0;
+        if (p < L.planes &&
+            cudaMemcpy2D((uint8_t *)d.mem + off[p], pitch[p], h.plane[p], h.pitch[p],
+                         L.row_bytes[p], (size_t)L.rows[p], cudaMemcpyHostToDevice) != cudaSuccess)
+            return TRK_EBACKEND;
+    }
+    return 0;
+}
+
+/* An image of the same layout as src over the bytes at base (a copy of
+ * src's buffer, which starts at src_base). */
+struct trk_image rebase(const struct trk_image &src, const void *src_base, const void *base)
+{
+    struct trk_image img = src;
+    for (int p = 0; p < 3; p++)
+        if (src.plane[p])
+            img.plane[p] = (const uint8_t *)base + (src.plane[p] - (const uint8_t *)src_base);
+    return img;
+}
+
+/* Medians (ms) of the whole public call, trk_backend_process (submit +
+ * wait + results), on one frame from three places: a device image (what
+ * --hwdec hands the backend), host memory from trk_backend_host_alloc
+ * (pinned: the daemon's frame pools) and malloc'ed memory (pageable: the
+ * daemon's path before issue 14). dev_submit: the host time of submit
+ * alone on the device image. */
+struct whole_call {
+    double dev = 0, dev_submit = 0, pinned = 0, pageable = 0;
+};
+
+/* Times one input; its results (every call's) must equal truth and the
+ * upload its memory (none for a device image): a difference prints a
+ * MISMATCH line naming the path (what) and is added to *mismatches. 0, or
+ * the TRK_E* code of a failed call. */
+int time_whole(struct trk_backend *b, const struct trk_image &img, const char *what,
+               const char *scene, const struct trk_obj_result *truth, int m, int warmup, int iters,
+               double *ms, double *submit_ms, int *mismatches)
+{
+    static struct trk_obj_result got[TRK_MAX_OBJECTS];
+    std::vector<double> t, ts;
+    struct trk_backend_timing tm = {};
+    bool ok = true;
+    for (int i = -warmup; i < iters; i++) {
+        const double a = trk_bench_now_ms();
+        int err = trk_backend_submit(b, &img, NULL);
+        const double s = trk_bench_now_ms();
+        if (!err) err = trk_backend_wait(b, got, &tm);
+        const double z = trk_bench_now_ms();
+        if (err) {
+            fprintf(stderr, "cuda-kernels: whole call from %s on %s: %s\n", what, scene,
+                    trk_strerror(err));
+            return err;
+        }
+        if (i >= 0) {
+            t.push_back(z - a);
+            ts.push_back(s - a);
+        }
+        ok = ok && same(truth, got, m);
+    }
+    *ms = median(t);
+    if (submit_ms) *submit_ms = median(ts);
+    if (!ok) { /* counted, printed, and the run goes on */
+        for (int k = 0; k < m; k++)
+            if (!same(&truth[k], &got[k], 1)) {
+                fprintf(stderr,
+                        "MISMATCH whole call from %s on %s %s, object %d: mass %llu (truth "
+                        "%llu), box %d,%d..%d,%d (truth %d,%d..%d,%d)\n",
+                        what, scene, trk_pixfmt_name(img.fmt), k, (unsigned long long)got[k].mass,
+                        (unsigned long long)truth[k].mass, got[k].x0, got[k].y0, got[k].x1,
+                        got[k].y1, truth[k].x0, truth[k].y0, truth[k].x1, truth[k].y1);
+                break;
+            }
+        (*mismatches)++;
+        return 0;
+    }
+    /* The path each column claims: nothing crosses the bus for a device
+     * image, the whole frame for a host one. */
+    if ((img.mem == TRK_MEM_CUDA) != (tm.upload_bytes == 0)) {
+        fprintf(stderr, "MISMATCH whole call from %s on %s: %llu bytes uploaded\n", what, scene,
+                (unsigned long long)tm.upload_bytes);
+        (*mismatches)++;
+    }
+    return 0;
+}
+
+/* The three whole-call columns of one scene and format, default variant. */
+int run_whole(const pinned_image &pi, const struct trk_scene &sc, int m, int warmup, int iters,
+              const struct trk_obj_result *truth, const char *scene, whole_call &wc,
+              int *mismatches)
+{
+    variant_run v;
+    int err = v.create(NULL, pi.img.width, pi.img.height);
+    if (!err) err = trk_backend_set_objects(v.b, sc.objects, m);
+    if (err) return err;
+    device_image d;
+    err = make_device(pi.page_img, d);
+    if (!err)
+        err = time_whole(v.b, d.img, "a device image", scene, truth, m, warmup, iters, &wc.dev,
+                         &wc.dev_submit, mismatches);
+    cudaFree(d.mem);
+    if (err) return err;
+
+    void *hp = trk_backend_host_alloc(v.b, pi.bytes);
+    if (!hp) {
+        fprintf(stderr, "cuda-kernels: trk_backend_host_alloc(%zu) failed\n", pi.bytes);
+        return TRK_ENOMEM;
+    }
+    memcpy(hp, pi.page, pi.bytes);
+    const struct trk_image himg = rebase(pi.page_img, pi.page, hp);
+    if (!trk_backend_image_pinned(v.b, &himg)) {
+        fprintf(stderr, "MISMATCH: trk_backend_host_alloc memory is not seen as pinned\n");
+        (*mismatches)++;
+    }
+    err = time_whole(v.b, himg, "pinned host memory", scene, truth, m, warmup, iters, &wc.pinned,
+                     NULL, mismatches);
+    trk_backend_host_free(v.b, hp);
+    if (err) return err;
+
+    if (trk_backend_image_pinned(v.b, &pi.page_img)) {
+        fprintf(stderr, "MISMATCH: malloc'ed memory is seen as pinned\n");
+        (*mismatches)++;
+    }
+    return time_whole(v.b, pi.page_img, "pageable host memory", scene, truth, m, warmup, iters,
+                      &wc.pageable, NULL, mismatches);
+}
+
 int run_kernels(int argc, char **argv)
 {
     list sizes, objs;
@@ -563,9 +729,13 @@ int run_kernels(int argc, char **argv)
     printf("# kernel = CUDA-event median on a device-resident frame (%s); floor = frame bytes / "
            "ceiling\n",
            cold ? "hot, and cold with L2 flushed" : "hot: frame in L2");
-    printf("%-26s %-6s %-12s %10s %10s %8s %9s %9s %9s %10s %10s\n", "scene", "format", "variant",
-           "kernel_us", "cold_us", "x floor", "x ref", "x torch", "upload_us", "frame_us",
-           "1band_us");
+    printf("# whole call (trk_backend_process, default variant, medians): dev = device image "
+           "(256-byte pitches, as NVDEC), dev_sub = its submit alone, pinned = "
+           "trk_backend_host_alloc memory, x up+k = pinned / (upload + default kernel), "
+           "pageable = malloc'ed\n");
+    printf("%-26s %-6s %-12s %10s %10s %8s %9s %9s %9s %10s %10s %8s %8s %8s %7s %9s\n", "scene",
+           "format", "variant", "kernel_us", "cold_us", "x floor", "x ref", "x torch", "upload_us",
+           "frame_us", "1band_us", "dev_us", "dev_sub", "pin_us", "x up+k", "page_us");
     FILE *jf = json ? fopen(json, "w") : NULL;
     if (json && !jf) {
         fprintf(stderr, "cuda-kernels: cannot write %s\n", json);
@@ -639,6 +809,31 @@ int run_kernels(int argc, char **argv)
                         mismatches++;
                     }
                 }
+                /* The whole call by where the frame lies (device image,
+                 * pinned, pageable), default variant, and the default
+                 * kernel alone for pinned_us / (upload_us + kernel_us). */
+                whole_call wc;
+                double kdef = 0, kdef_cold = 0;
+                if (m > 0) {
+                    int err = kernel_time(g, NULL, pi.img, sc.objects, m, warmup, iters, false,
+                                          &kdef, &kdef_cold, got);
+                    if (err) {
+                        fprintf(stderr, "cuda-kernels: default variant on %s: %s\n", scene,
+                                trk_strerror(err));
+                        return 1;
+                    }
+                    if ((err =
+                             run_whole(pi, sc, m, warmup, iters, truth, scene, wc, &mismatches))) {
+                        fprintf(stderr, "cuda-kernels: whole call on %s: %s\n", scene,
+                                trk_strerror(err));
+                        return 1;
+                    }
+                    if (!same(truth, got, m)) {
+                        fprintf(stderr, "MISMATCH default variant on %s\n", scene);
+                        mismatches++;
+                    }
+                }
+                const double xuk = wc.pinned > 0 ? wc.pinned / (up_ms + kdef) : 0;
                 for (auto &vn : vars) {
                     double hot = 0, cms = 0;
                     if (m > 0) {
@@ -663,9 +858,11 @@ int run_kernels(int argc, char **argv)
                         if (torch_ms > 0) snprintf(xt, sizeof(xt), "%.0fx", torch_ms / hot);
                     }
                     if (cms > 0) snprintf(cs, sizeof(cs), "%.1f", cms * 1e3);
-                    printf("%-26s %-6s %-12s %10.1f %10s %8s %9s %9s %9.1f %10.1f %10.1f%s\n",
+                    printf("%-26s %-6s %-12s %10.1f %10s %8s %9s %9s %9.1f %10.1f %10.1f %8.1f "
+                           "%8.1f %8.1f %7.2f %9.1f%s\n",
                            scene, trk_pixfmt_name((enum trk_pixfmt)fmt), vn.c_str(), hot * 1e3, cs,
-                           xf, xr, xt, up_ms * 1e3, frame_ms * 1e3, frame1_ms * 1e3,
+                           xf, xr, xt, up_ms * 1e3, frame_ms * 1e3, frame1_ms * 1e3, wc.dev * 1e3,
+                           wc.dev_submit * 1e3, wc.pinned * 1e3, xuk, wc.pageable * 1e3,
                            ok ? "" : "  MISMATCH");
                     fflush(stdout);
                     if (jf)
@@ -675,10 +872,14 @@ int run_kernels(int argc, char **argv)
                                 "\"variant\":\"%s\",\"kernel_ms\":%.5f,\"kernel_cold_ms\":%.5f,"
                                 "\"floor_ms\":%.5f,\"ref_ms\":%.3f,\"torch_ms\":%.4f,"
                                 "\"torch_variant\":\"%s\",\"upload_ms\":%.4f,\"frame_ms\":%.4f,"
-                                "\"frame_1band_ms\":%.4f,\"match\":%s}",
+                                "\"frame_1band_ms\":%.4f,\"kernel_default_ms\":%.5f,"
+                                "\"dev_ms\":%.5f,\"dev_submit_ms\":%.5f,\"pinned_ms\":%.5f,"
+                                "\"pinned_x_upload_kernel\":%.3f,\"pageable_ms\":%.4f,"
+                                "\"match\":%s}",
                                 first ? "" : ",", scene_names[kind], w, h, m,
                                 trk_pixfmt_name((enum trk_pixfmt)fmt), vn.c_str(), hot, cms,
-                                floor_ms, ref_ms, torch_ms, tv, up_ms, frame_ms, frame1_ms,
+                                floor_ms, ref_ms, torch_ms, tv, up_ms, frame_ms, frame1_ms, kdef,
+                                wc.dev, wc.dev_submit, wc.pinned, xuk, wc.pageable,
                                 ok ? "true" : "false");
                     first = 0;
                 }

@@ -88,6 +88,8 @@ struct cuda_be {
 
     cudaStream_t s_up, s_k;
     cudaEvent_t ev_up0, ev_up1, ev_roi0, ev_roi1, ev_done;
+    cudaEvent_t ev_legacy; /* device images: the legacy stream's work so far (untimed) */
+    bool up_timed;         /* ev_up0..ev_up1 spans this frame's upload or copy */
     cudaEvent_t ev_band[TRK_CUDA_MAX_BANDS], ev_ks[TRK_CUDA_MAX_BANDS], ev_ke[TRK_CUDA_MAX_BANDS];
     bool events_made;
 
@@ -326,6 +328,7 @@ void be_free(struct cuda_be *b)
         cudaEventDestroy(b->ev_roi0);
         cudaEventDestroy(b->ev_roi1);
         cudaEventDestroy(b->ev_done);
+        cudaEventDestroy(b->ev_legacy);
         cudaEventDestroy(b->ev_b0);
         cudaEventDestroy(b->ev_b1);
         for (int i = 0; i < TRK_CUDA_MAX_BANDS; i++) {
@@ -345,8 +348,9 @@ int make_events(struct cuda_be *b)
     cudaEvent_t *all[] = { &b->ev_up0, &b->ev_up1, &b->ev_roi0, &b->ev_roi1, &b->ev_b0, &b->ev_b1 };
     for (cudaEvent_t *e : all)
         TRK_CUDA_TRY(cudaEventCreate(e));
-    /* ev_done is only waited on, never timed. */
+    /* ev_done and ev_legacy are only waited on, never timed. */
     TRK_CUDA_TRY(cudaEventCreateWithFlags(&b->ev_done, cudaEventDisableTiming));
+    TRK_CUDA_TRY(cudaEventCreateWithFlags(&b->ev_legacy, cudaEventDisableTiming));
     for (int i = 0; i < TRK_CUDA_MAX_BANDS; i++) {
         TRK_CUDA_TRY(cudaEventCreate(&b->ev_band[i]));
         TRK_CUDA_TRY(cudaEventCreate(&b->ev_ks[i]));
@@ -1139,32 +1143,33 @@ bool device_in_place(const struct trk_image *img)
     return true;
 }
 
-/* Queues a device image's frame on the kernel stream, after the work the
- * legacy default stream holds (the decoder's copy into the surface): b->f
- * points at the image's planes (in place), or, when the kernels cannot read
- * it there, at d_frame after a device-to-device copy. Nothing is written to
- * the image: the pre-filter writes d_filt. upload_ms is that copy (else
- * about 0), upload_bytes 0 (nothing crosses from the host). Then the same
- * tail as the host path, the whole frame in one launch. */
 /* A device image as the kernels' frame, on the kernel stream after the work
  * already queued on CUDA's legacy default stream (where FFmpeg copies into
- * its surfaces): read in place, or copied on the GPU when its pitches do not
- * suit the kernels. Nothing crosses the bus (upload_bytes stays 0). */
+ * its surfaces): b->f points at the image's planes (read in place), or,
+ * when the kernels cannot read it there, at d_frame after a copy on the
+ * GPU. Nothing is written to the image: the pre-filter writes d_filt.
+ * Nothing crosses the bus (upload_bytes stays 0); upload_ms is that copy,
+ * 0 in place. Each call queued here delays the kernel's start by its host
+ * cost, so the in-place path queues two: the ordering through an untimed
+ * event (the cheapest kind to wait on), and no timing events around a copy
+ * that is not made. */
 int queue_device_frame(struct cuda_be *b, const struct trk_image *img, const struct layout *L)
 {
-    TRK_CUDA_TRY(cudaEventRecord(b->ev_up0, cudaStreamLegacy));
-    TRK_CUDA_TRY(cudaStreamWaitEvent(b->s_k, b->ev_up0, 0));
-    if (device_in_place(img)) {
+    TRK_CUDA_TRY(cudaEventRecord(b->ev_legacy, cudaStreamLegacy));
+    TRK_CUDA_TRY(cudaStreamWaitEvent(b->s_k, b->ev_legacy, 0));
+    b->up_timed = !device_in_place(img);
+    if (!b->up_timed) {
         for (int p = 0; p < L->p.planes; p++) {
             b->f.plane[p] = img->plane[p];
             b->f.pitch[p] = (int)img->pitch[p];
         }
-    } else {
-        for (int p = 0; p < L->p.planes; p++)
-            TRK_CUDA_TRY(cudaMemcpy2DAsync(b->d_frame + L->off[p], (size_t)L->pitch[p],
-                                           img->plane[p], img->pitch[p], L->p.row_bytes[p],
-                                           (size_t)L->p.rows[p], cudaMemcpyDeviceToDevice, b->s_k));
+        return 0;
     }
+    TRK_CUDA_TRY(cudaEventRecord(b->ev_up0, b->s_k));
+    for (int p = 0; p < L->p.planes; p++)
+        TRK_CUDA_TRY(cudaMemcpy2DAsync(b->d_frame + L->off[p], (size_t)L->pitch[p], img->plane[p],
+                                       img->pitch[p], L->p.row_bytes[p], (size_t)L->p.rows[p],
+                                       cudaMemcpyDeviceToDevice, b->s_k));
     TRK_CUDA_TRY(cudaEventRecord(b->ev_up1, b->s_k));
     return 0;
 }
@@ -1267,6 +1272,7 @@ int cu_submit(void *self, const struct trk_image *img, const struct trk_roi *roi
     b->blob_work = false;
     b->bench_blobs = false;
     b->rmode = false;
+    b->up_timed = true; /* a host frame's upload; queue_device_frame says for a device image */
     if (b->n == 0) return 0;
     TRK_CUDA_TRY(cudaSetDevice(b->dev));
     int err = submit_impl(b, img, rois);
@@ -1491,7 +1497,7 @@ int cu_wait(void *self, struct trk_obj_result *out, struct trk_backend_timing *t
     decode(b->hp_res, b->pos, b->n, out);
     if (b->blob_work) decode_blobs(b);
     if (t) {
-        t->upload_ms = elapsed(b->ev_up0, b->ev_up1);
+        t->upload_ms = b->up_timed ? elapsed(b->ev_up0, b->ev_up1) : 0;
         t->upload_bytes = b->up_bytes;
         double k = b->roi ? elapsed(b->ev_roi0, b->ev_roi1) : 0;
         if (b->blob_work) k += elapsed(b->ev_b0, b->ev_b1);

@@ -2,7 +2,7 @@
 # Builds trackd's GPU-only tree on the GPU machine and runs the CUDA tests,
 # sanitizers and benchmarks. Usage: tests/gpu/run_on_gpu.sh STAGE... where
 # STAGE is build, test, sanitize, floor, kernels, seed, torch, bench, blobs, regions, ncu,
-# devimg, dense, dense-off.
+# devimg, dense, dense-off, wholecall.
 # Logs go to $OUT (or ./gpu-out). Used through the device tool:
 #   run: tests/gpu/run_on_gpu.sh build test kernels
 set -u
@@ -63,6 +63,14 @@ for stage in "$@"; do
       $B-sparse/bench/trackd-bench --experiment cuda-kernels --scenes standard,dense \
         --sizes 1920x1080,3840x2160 --objects 8,128,256 --variants fused --truth cpu --cold \
         --json "$OUT/dense-off.json" 2>&1 | tee "$OUT/dense-off.txt" || rc=1 ;;
+    wholecall)
+      # Issue 14's whole-call targets: trk_backend_process from a device image
+      # (NVDEC layout, dev_us), pinned trk_backend_host_alloc memory (pin_us,
+      # x up+k = pin_us / (upload_us + kernel)) and malloc'ed memory (page_us),
+      # beside the kernel and upload, every result against cpu-ref.
+      $BENCH --experiment cuda-kernels --sizes 1920x1080,3840x2160 --objects 8,128 \
+        --formats rgb24,nv12 --variants fused --iters 200 --warmup 20 \
+        --json "$OUT/wholecall.json" 2>&1 | tee "$OUT/wholecall.txt" || rc=1 ;;
     seed)
       $BENCH --experiment cuda-seed --json "$OUT/seed.json" 2>&1 | tee "$OUT/seed.txt" || rc=1 ;;
     bench)
