@@ -19,10 +19,13 @@
  *  - flat: one block per (region, 8-row tile) from a prefix of tiles per
  *    region (binary search), a warp per row, warp reductions, one set of
  *    global atomics per block.
- * Blobs: pixel union-find in global memory over the blob regions' pixels
- * laid end to end (each region its own label space, so each is labelled on
- * its own), roots numbered per region, statistics by atomics, then one
- * block per region picks its K best. */
+ * Blobs: a region that fits a block's shared memory (at most 32768
+ * pixels) is labelled start to finish by one block (rb_kernel: run labels
+ * from ballots, union-find in shared memory, warp-aggregated statistics,
+ * its top K, one write); larger ones by pixel union-find in global memory
+ * over their pixels laid end to end (each region its own label space),
+ * roots numbered per region, warp-aggregated statistics, then one block per
+ * region picks its K best. */
 #include <string.h>
 
 #include "../log_hook.h"
