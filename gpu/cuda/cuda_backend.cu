@@ -1306,14 +1306,17 @@ void plane_cols(int fmt, int p, int x0, int x1, size_t *c0, size_t *c1)
 }
 
 /* The ROI-only upload of the nr rectangles of img (and the chroma rows and
- * samples they use): their rows packed back to back into the pinned staging
- * buffer, one copy of that, and a kernel that puts each row in place in the
- * device frame (regions.cu), all on the copy stream: two calls and a
- * launch however many rectangles, the bytes the rectangles hold. Returns 1
- * (nothing queued) when the packed rows would not fit the staging buffer,
- * so the caller uploads the frame instead. */
+ * samples they use) on stream s: the copy table goes with the regions'
+ * tables in one copy; the rows are packed back to back into the pinned
+ * staging buffer and sent in pieces of about UPLOAD_PIECE bytes as they are
+ * packed (the copy engine moves one piece while the host packs the next);
+ * a kernel puts each row in place in the device frame (regions.cu). Calls:
+ * two plus one per piece, and a launch, however many rectangles. Returns 1
+ * (nothing queued) when the blocks would not fit the table or the staging
+ * buffer, so the caller uploads the frame instead. */
+#define UPLOAD_PIECE ((size_t)1 << 20)
 int upload_rects(struct cuda_be *b, const struct trk_image *img, const struct layout *L,
-                 const struct trk_roi *rc, int nr)
+                 const struct trk_roi *rc, int nr, cudaStream_t s)
 {
     struct trk_cu_copy *cp = trk_cu_rrm_copies(b->rrm);
     size_t total = 0;
@@ -1336,7 +1339,9 @@ int upload_rects(struct cuda_be *b, const struct trk_image *img, const struct la
             total += (c1 - c0) * (size_t)(z - a);
         }
     if (total > b->frame_bytes) return 1;
-    for (int i = 0; i < nc; i++) {
+    int err = trk_cu_rrm_upload_table(b->rrm, nc, s);
+    size_t sent = 0;
+    for (int i = 0; !err && i < nc; i++) {
         const int p = i % L->p.planes, a = (rc[i / L->p.planes].y0 >> L->p.vshift[p]);
         size_t c0, c1;
         plane_cols(img->fmt, p, rc[i / L->p.planes].x0, rc[i / L->p.planes].x1, &c0, &c1);
@@ -1344,9 +1349,15 @@ int upload_rects(struct cuda_be *b, const struct trk_image *img, const struct la
         uint8_t *st = b->hp_stage + cp[i].src;
         for (unsigned y = 0; y < cp[i].rows; y++)
             memcpy(st + (size_t)y * cp[i].bytes, src + (size_t)y * img->pitch[p], cp[i].bytes);
+        const size_t packed = cp[i].src + (size_t)cp[i].rows * cp[i].bytes;
+        if (packed - sent >= UPLOAD_PIECE || i == nc - 1) {
+            err = trk_cu_rrm_upload_bytes(b->rrm, b->hp_stage, sent, packed - sent, s);
+            sent = packed;
+        }
     }
+    if (!err) err = trk_cu_rrm_upload_scatter(b->rrm, b->d_frame, nc, s);
     b->up_bytes += total;
-    return trk_cu_rrm_upload(b->rrm, b->d_frame, b->hp_stage, total, nc, b->s_up);
+    return err;
 }
 
 /* The regional form's upload and kernels. Without the pre-filter only the
@@ -1355,7 +1366,9 @@ int upload_rects(struct cuda_be *b, const struct trk_image *img, const struct la
  * (then the frame, in one copy per plane).
  * With the pre-filter on, the whole frame is uploaded and filtered first:
  * the filter reads a margin around every pixel and the filtered frame is
- * what every region measures. */
+ * what every region measures.
+ * The ROI-only upload and the kernels share the kernel stream: one stream,
+ * no event between them, the tables in the upload's first copy. */
 int regions_impl(struct cuda_be *b, const struct trk_image *img, const struct trk_region *regs,
                  int n)
 {
@@ -1363,6 +1376,8 @@ int regions_impl(struct cuda_be *b, const struct trk_image *img, const struct tr
     const size_t bytes = frame_layout(img->width, img->height, img->fmt, &L);
     if (bytes > b->frame_bytes) return TRK_ETOOBIG;
     fill_frame(b, img, &L);
+    int err = trk_cu_rrm_prepare(b->rrm, img->width, img->height, regs, n);
+    if (err) return err;
     static_assert(TRK_RECTS_MAX >= TRK_MAX_REGIONS, "a rectangle per region");
     struct trk_roi rois[TRK_MAX_REGIONS], rects[TRK_RECTS_MAX];
     int nr = -1; /* -1: the whole frame */
@@ -1373,22 +1388,26 @@ int regions_impl(struct cuda_be *b, const struct trk_image *img, const struct tr
         if (nr < 0) return nr;
         if (trk_rects_area(rects, nr) * 2 > (uint64_t)img->width * (uint64_t)img->height) nr = -1;
     }
-    int err;
     if (img->mem == TRK_MEM_CUDA) {
         /* Already on the device: the regions read it where it is. */
         if ((err = queue_device_frame(b, img, &L))) return err;
     } else {
-        TRK_CUDA_TRY(cudaEventRecord(b->ev_up0, b->s_up));
-        err = nr < 0 ? 1 : upload_rects(b, img, &L, rects, nr);
+        err = 1;
+        if (nr >= 0) {
+            TRK_CUDA_TRY(cudaEventRecord(b->ev_up0, b->s_k));
+            err = upload_rects(b, img, &L, rects, nr, b->s_k);
+            if (err < 0) return err;
+            if (!err) TRK_CUDA_TRY(cudaEventRecord(b->ev_up1, b->s_k));
+        }
         if (err == 1) {
+            TRK_CUDA_TRY(cudaEventRecord(b->ev_up0, b->s_up));
             bool pinned = true;
             for (int p = 0; p < L.p.planes; p++)
                 pinned = pinned && plane_pinned(img, &L, p);
-            err = upload_rows(b, img, &L, 0, img->height, pinned);
+            if ((err = upload_rows(b, img, &L, 0, img->height, pinned))) return err;
+            TRK_CUDA_TRY(cudaEventRecord(b->ev_up1, b->s_up));
+            TRK_CUDA_TRY(cudaStreamWaitEvent(b->s_k, b->ev_up1, 0));
         }
-        if (err) return err;
-        TRK_CUDA_TRY(cudaEventRecord(b->ev_up1, b->s_up));
-        TRK_CUDA_TRY(cudaStreamWaitEvent(b->s_k, b->ev_up1, 0));
     }
     b->nk = 0;
     if (b->pf.sigma > 0) {
@@ -1397,7 +1416,7 @@ int regions_impl(struct cuda_be *b, const struct trk_image *img, const struct tr
         TRK_CUDA_TRY(cudaEventRecord(b->ev_ke[0], b->s_k));
         b->nk = 1;
     }
-    if ((err = trk_cu_rrm_queue(b->rrm, &b->f, b->d_objs, regs, n, b->s_k))) return err;
+    if ((err = trk_cu_rrm_queue(b->rrm, &b->f, b->d_objs, b->s_k))) return err;
     TRK_CUDA_TRY(cudaEventRecord(b->ev_done, b->s_k));
     return 0;
 }
@@ -1680,6 +1699,8 @@ int trk_cuda_rrm_config(struct trk_backend *bk, int design, int alpha, int beta)
     if (!b) return TRK_EINVAL;
     log_scope ls(b);
     if (!b->rrm) {
+        /* The state sets up its kernels' limits on the current device. */
+        TRK_CUDA_TRY(cudaSetDevice(b->dev));
         int err = trk_cu_rrm_create(b->max_w, b->max_h, b->frame_bytes, b->sms, &b->rrm);
         if (err) return err;
     }

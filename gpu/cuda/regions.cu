@@ -19,10 +19,13 @@
  *  - flat: one block per (region, 8-row tile) from a prefix of tiles per
  *    region (binary search), a warp per row, warp reductions, one set of
  *    global atomics per block.
- * Blobs: pixel union-find in global memory over the blob regions' pixels
- * laid end to end (each region its own label space, so each is labelled on
- * its own), roots numbered per region, statistics by atomics, then one
- * block per region picks its K best. */
+ * Blobs: a region that fits a block's shared memory (at most 32768
+ * pixels) is labelled start to finish by one block (rb_kernel: run labels
+ * from ballots, union-find in shared memory, warp-aggregated statistics,
+ * its top K, one write); larger ones by pixel union-find in global memory
+ * over their pixels laid end to end (each region its own label space),
+ * roots numbered per region, warp-aggregated statistics, then one block per
+ * region picks its K best. */
 #include <string.h>
 
 #include "../log_hook.h"
@@ -73,12 +76,23 @@ __device__ __forceinline__ unsigned long long shfl_sum64(unsigned long long v)
     return v;
 }
 
+/* The next call's accumulators (the other half of the double buffer)
+ * zeroed by the grid of this call's aggregate kernel: no memset call. */
+__device__ __forceinline__ void clear_next(struct trk_cu_acc *clr)
+{
+    const struct trk_cu_acc z = { 0, 0, 0, 0, 0, 0, 0 };
+    for (unsigned e = blockIdx.x * blockDim.x + threadIdx.x; e < TRK_MAX_REGIONS;
+         e += gridDim.x * blockDim.x)
+        clr[e] = z;
+}
+
 /* ------------------------------------------------------------- flat */
 
 __global__ void __launch_bounds__(32 * FLAT_ROWS)
     flat_kernel(struct trk_cu_frame f, const struct trk_cu_obj *objs, const struct rreg *reg,
-                const int *tiles, int n, struct trk_cu_acc *acc)
+                const int *tiles, int n, struct trk_cu_acc *acc, struct trk_cu_acc *clr)
 {
+    clear_next(clr);
     const int t = blockIdx.x;
     /* The region of tile t: the largest j with tiles[j] <= t. */
     int lo = 0, hi = n - 1;
@@ -222,8 +236,10 @@ __global__ void __launch_bounds__(SEED_THREADS)
 
 /* Stage 2: region j's 4 alpha partials into acc[j]. */
 __global__ void __launch_bounds__(SEED_THREADS)
-    seed_reduce_kernel(const struct trk_cu_acc *part, int alpha, struct trk_cu_acc *acc)
+    seed_reduce_kernel(const struct trk_cu_acc *part, int alpha, struct trk_cu_acc *acc,
+                       struct trk_cu_acc *clr)
 {
+    clear_next(clr);
     const int per = 4 * alpha, j = blockIdx.x;
     struct trk_cu_acc v = { 0, 0, 0, 0, 0, 0, 0 };
     for (int i = threadIdx.x; i < per; i += SEED_THREADS) {
@@ -374,34 +390,53 @@ __global__ void __launch_bounds__(BLOB_THREADS)
     }
 }
 
+/* Statistics of every labelled entry into its root's record. A disk's
+ * pixels all hit one record: lanes of a warp with the same record are
+ * found with __match_any_sync and reduced in registers, and one lane per
+ * distinct record does the atomics (the per-pixel atomics on one address
+ * were the cost: 680 us for 128 disks at 4K). The loop is uniform per
+ * block, so every lane of a warp reaches the match. */
 __global__ void __launch_bounds__(BLOB_THREADS)
     bl_stats_kernel(const struct breg *B, int nb, unsigned P, const unsigned *lab,
                     const unsigned *rank, const unsigned *rbase, struct trk_cu_blob *rec)
 {
-    for (unsigned p = blockIdx.x * BLOB_THREADS + threadIdx.x; p < P;
-         p += gridDim.x * BLOB_THREADS) {
-        const unsigned root = lab[p];
-        if (root == NONE) continue;
-        const int i = breg_of(B, nb, p);
-        const struct breg &R = B[i];
-        int x, y;
-        breg_xy(R, p, x, y);
-        const unsigned rw = (unsigned)(R.x1 - R.x0 + 1);
-        /* Crack edges: sides whose 4-neighbour is not in the region's mask. */
-        unsigned in = 0;
-        in += x > R.x0 && lab[p - 1] != NONE;
-        in += x < R.x1 && lab[p + 1] != NONE;
-        in += y > R.y0 && lab[p - rw] != NONE;
-        in += y < R.y1 && lab[p + rw] != NONE;
-        struct trk_cu_blob *r = &rec[rbase[i] + rank[root]];
-        atomicAdd(&r->mass, 1u);
-        atomicAdd(&r->sx, (unsigned long long)x);
-        atomicAdd(&r->sy, (unsigned long long)y);
-        atomicAdd(&r->perim, (unsigned long long)(4 - in));
-        atomicMin(&r->x0, (unsigned)x);
-        atomicMin(&r->y0, (unsigned)y);
-        atomicMax(&r->x1, (unsigned)x);
-        atomicMax(&r->y1, (unsigned)y);
+    const unsigned lane = threadIdx.x & 31;
+    for (unsigned base = blockIdx.x * BLOB_THREADS; base < P; base += gridDim.x * BLOB_THREADS) {
+        const unsigned p = base + threadIdx.x;
+        const unsigned root = p < P ? lab[p] : NONE;
+        unsigned key = NONE, x = 0, y = 0, edges = 0;
+        if (root != NONE) {
+            const int i = breg_of(B, nb, p);
+            const struct breg &R = B[i];
+            int xi, yi;
+            breg_xy(R, p, xi, yi);
+            const unsigned rw = (unsigned)(R.x1 - R.x0 + 1);
+            /* Crack edges: sides whose 4-neighbour is not in the region's mask. */
+            unsigned in = 0;
+            in += xi > R.x0 && lab[p - 1] != NONE;
+            in += xi < R.x1 && lab[p + 1] != NONE;
+            in += yi > R.y0 && lab[p - rw] != NONE;
+            in += yi < R.y1 && lab[p + rw] != NONE;
+            key = rbase[i] + rank[root];
+            x = (unsigned)xi, y = (unsigned)yi, edges = 4 - in;
+        }
+        const unsigned peers = __match_any_sync(0xffffffffu, key);
+        if (key == NONE) continue;
+        /* Sums of 32 coordinates (sides far below 2^27) fit 32 bits. */
+        const unsigned sx = __reduce_add_sync(peers, x), sy = __reduce_add_sync(peers, y);
+        const unsigned pe = __reduce_add_sync(peers, edges);
+        const unsigned x0 = __reduce_min_sync(peers, x), x1 = __reduce_max_sync(peers, x);
+        const unsigned y0 = __reduce_min_sync(peers, y), y1 = __reduce_max_sync(peers, y);
+        if (lane != (unsigned)(__ffs(peers) - 1)) continue;
+        struct trk_cu_blob *r = &rec[key];
+        atomicAdd(&r->mass, (unsigned)__popc(peers));
+        atomicAdd(&r->sx, (unsigned long long)sx);
+        atomicAdd(&r->sy, (unsigned long long)sy);
+        atomicAdd(&r->perim, (unsigned long long)pe);
+        atomicMin(&r->x0, x0);
+        atomicMin(&r->y0, y0);
+        atomicMax(&r->x1, x1);
+        atomicMax(&r->y1, y1);
     }
 }
 
@@ -471,6 +506,280 @@ __global__ void __launch_bounds__(BLOB_THREADS)
     if (threadIdx.x == 0) counts[R.j] = (unsigned)s;
 }
 
+/* ------------------------------------------- blobs, a block per region */
+
+/* A region of at most RB_MAX_AREA pixels whose labels and mask fit the
+ * block's shared memory is labelled by one block of RB_THREADS threads,
+ * start to finish, with no global scratch:
+ *  1. a warp per (row, 32-pixel word) tests the pixels, keeps the word's
+ *     ballot (the mask) and labels each pixel with its run's first pixel
+ *     (from the ballot: the highest clear bit below the lane, or the run
+ *     carried over from the word before);
+ *  2. runs are united with the runs above that touch them; a pixel unites
+ *     only where the pixel to its left has not already joined the same run
+ *     above (about one union per run and row), with the lock-free
+ *     union-find of `unite` on shared memory;
+ *  3. run starts point at their root; roots are numbered (the tag bit
+ *     marks a root's number in its own slot);
+ *  4. per pass of up to RB_RECS roots, statistics accumulate in shared
+ *     records (warp aggregation: __match_any_sync on the record, register
+ *     reductions, one set of shared atomics per distinct record and warp),
+ *     then the K best of those records and the list so far (mass desc,
+ *     first asc) become the new list;
+ *  5. the list is written once.
+ * Local sums (coordinates minus the rectangle's corner) stay within 32 bits:
+ * area x side <= RB_MAX_AREA^2 = 2^30. Shared words touched by several
+ * threads within a phase are only touched with atomics (union-find reads
+ * and writes); the rest of the phases are split by barriers. */
+const int RB_THREADS = 512;
+const int RB_WARPS = RB_THREADS / 32;
+const int RB_RECS = 512; /* records per statistics pass */
+const unsigned RB_MAX_AREA = 32768;
+const unsigned RB_TAG = 0x80000000u; /* a root's slot: TAG | its number */
+
+struct rb_rec {
+    unsigned mass, sx, sy, perim, x0, y0, x1, y1, root; /* local coordinates */
+};
+struct rb_item {
+    unsigned long long key; /* mass << 32 | ~root: larger is earlier in the list */
+    struct trk_cu_blob b;
+};
+
+__device__ __forceinline__ unsigned rb_ld(unsigned *p)
+{
+    return atomicOr(p, 0u); /* a read that racecheck sees as atomic */
+}
+
+__device__ __forceinline__ unsigned rb_find(unsigned *lab, unsigned a)
+{
+    unsigned n;
+    while ((n = rb_ld(&lab[a])) != a)
+        a = n;
+    return a;
+}
+
+/* unite() on shared memory: parents only point to smaller entries. */
+__device__ void rb_unite(unsigned *lab, unsigned a, unsigned b)
+{
+    for (;;) {
+        a = rb_find(lab, a);
+        b = rb_find(lab, b);
+        if (a == b) return;
+        if (a < b) {
+            const unsigned t = a;
+            a = b;
+            b = t;
+        }
+        const unsigned old = atomicMin(&lab[a], b);
+        if (old == a) return;
+        a = old;
+    }
+}
+
+__device__ __forceinline__ bool rb_in(const unsigned *mw, int wpr, int lx, int ly)
+{
+    return (mw[ly * wpr + (lx >> 5)] >> (lx & 31)) & 1u;
+}
+
+__device__ __forceinline__ unsigned long long max64(unsigned long long a, unsigned long long b)
+{
+    return a > b ? a : b;
+}
+
+/* Dynamic shared memory: labels (area words), then the mask (height x
+ * ceil(width / 32) words); rb_smem_words says how many. */
+__host__ __device__ __forceinline__ unsigned rb_smem_words(int w, int h)
+{
+    return (unsigned)w * (unsigned)h + (unsigned)h * (unsigned)((w + 31) / 32);
+}
+
+__global__ void __launch_bounds__(RB_THREADS)
+    rb_kernel(struct trk_cu_frame f, const struct trk_cu_obj *objs, const struct breg *B,
+              unsigned *counts, struct trk_cu_blob *out)
+{
+    extern __shared__ unsigned rb_dyn[];
+    __shared__ struct rb_rec s_rec[RB_RECS];
+    __shared__ struct rb_item s_old[TRK_MAX_BLOBS], s_new[TRK_MAX_BLOBS];
+    __shared__ unsigned long long s_wmax[2][RB_WARPS];
+    __shared__ unsigned s_nroots;
+    const struct breg R = B[blockIdx.x];
+    const int W = R.x1 - R.x0 + 1, H = R.y1 - R.y0 + 1, wpr = (W + 31) >> 5;
+    const unsigned A = (unsigned)W * (unsigned)H;
+    unsigned *lab = rb_dyn, *mw = rb_dyn + A;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const struct trk_cu_obj o = objs[R.obj];
+    const int yuv = trk_fmt_is_yuv(f.fmt);
+    if (threadIdx.x == 0) s_nroots = 0;
+
+    /* 1. Mask and run labels. */
+    for (int ly = warp; ly < H; ly += RB_WARPS) {
+        unsigned carry = 0; /* run start of the previous word's last pixel */
+        bool last_in = false;
+        for (int w = 0; w < wpr; w++) {
+            const int lx = w * 32 + lane;
+            const bool in = lx < W && px_match(f, yuv, o, R.x0 + lx, R.y0 + ly);
+            const unsigned m = __ballot_sync(0xffffffffu, in);
+            const unsigned below = ~m & ((1u << lane) - 1u);
+            const unsigned start = below     ? (unsigned)(w * 32 + 32 - __clz(below))
+                                   : last_in ? carry
+                                             : (unsigned)(w * 32);
+            if (lane == 0) mw[ly * wpr + w] = m;
+            if (lx < W) lab[ly * W + lx] = in ? (unsigned)ly * (unsigned)W + start : NONE;
+            carry = __shfl_sync(0xffffffffu, start, 31);
+            last_in = (m >> 31) & 1u;
+        }
+    }
+    __syncthreads();
+
+    /* 2. Runs united with the runs above that touch them. */
+    for (unsigned i = threadIdx.x; i < A; i += RB_THREADS) {
+        const int ly = (int)(i / (unsigned)W), lx = (int)(i % (unsigned)W);
+        if (ly == 0 || !rb_in(mw, wpr, lx, ly)) continue;
+        const bool left = lx > 0 && rb_in(mw, wpr, lx - 1, ly);
+        const bool u = rb_in(mw, wpr, lx, ly - 1);
+        const bool ul = lx > 0 && rb_in(mw, wpr, lx - 1, ly - 1);
+        const bool ur = lx + 1 < W && rb_in(mw, wpr, lx + 1, ly - 1);
+        if (R.conn == 4) {
+            /* The pixel to the left joined u's run through ul already. */
+            if (u && !(left && ul)) rb_unite(lab, i, i - W);
+        } else if (left) {
+            /* The left pixel reached ul, u (and so u's run): only a run
+             * starting at ur is new. */
+            if (ur && !u) rb_unite(lab, i, i - W + 1);
+        } else {
+            if (ul) rb_unite(lab, i, i - W - 1);
+            if (u && !ul) rb_unite(lab, i, i - W);
+            if (ur && !u) rb_unite(lab, i, i - W + 1);
+        }
+    }
+    __syncthreads();
+
+    /* 3. Run starts to their roots (members point at their start). */
+    for (unsigned i = threadIdx.x; i < A; i += RB_THREADS) {
+        const int ly = (int)(i / (unsigned)W), lx = (int)(i % (unsigned)W);
+        if (!rb_in(mw, wpr, lx, ly) || (lx > 0 && rb_in(mw, wpr, lx - 1, ly))) continue;
+        const unsigned r = rb_find(lab, i);
+        if (r != i) atomicExch(&lab[i], r);
+    }
+    __syncthreads();
+    /* Each thread reads and writes only its own slots here. */
+    for (unsigned i = threadIdx.x; i < A; i += RB_THREADS)
+        if (lab[i] == i) lab[i] = RB_TAG | atomicAdd(&s_nroots, 1u);
+    __syncthreads();
+    const unsigned nroots = s_nroots;
+
+    /* 4. Statistics and the list, RB_RECS roots a pass. */
+    int n_old = 0;
+    for (unsigned c0 = 0; c0 < nroots; c0 += RB_RECS) {
+        const unsigned nrec = min((unsigned)RB_RECS, nroots - c0);
+        for (unsigned t = threadIdx.x; t < nrec; t += RB_THREADS)
+            s_rec[t] = rb_rec{ 0, 0, 0, 0, NONE, NONE, 0, 0, 0 };
+        __syncthreads();
+        for (unsigned base = 0; base < A; base += RB_THREADS) {
+            const unsigned i = base + threadIdx.x;
+            unsigned key = NONE, lx = 0, ly = 0, edges = 0;
+            bool is_root = false;
+            if (i < A) {
+                unsigned v = lab[i];
+                if (v != NONE) {
+                    is_root = (v & RB_TAG) != 0;
+                    while (!(v & RB_TAG)) /* member -> start -> root: 2 steps at most */
+                        v = lab[v];
+                    const unsigned k = (v & ~RB_TAG) - c0;
+                    if (k < nrec) {
+                        key = k;
+                        lx = i % (unsigned)W, ly = i / (unsigned)W;
+                        unsigned in = 0;
+                        in += lx > 0 && rb_in(mw, wpr, (int)lx - 1, (int)ly);
+                        in += lx + 1 < (unsigned)W && rb_in(mw, wpr, (int)lx + 1, (int)ly);
+                        in += ly > 0 && rb_in(mw, wpr, (int)lx, (int)ly - 1);
+                        in += ly + 1 < (unsigned)H && rb_in(mw, wpr, (int)lx, (int)ly + 1);
+                        edges = 4 - in;
+                        if (is_root) s_rec[k].root = i;
+                    }
+                }
+            }
+            const unsigned peers = __match_any_sync(0xffffffffu, key);
+            if (key == NONE) continue;
+            const unsigned sx = __reduce_add_sync(peers, lx), sy = __reduce_add_sync(peers, ly);
+            const unsigned pe = __reduce_add_sync(peers, edges);
+            const unsigned x0 = __reduce_min_sync(peers, lx), x1 = __reduce_max_sync(peers, lx);
+            const unsigned y0 = __reduce_min_sync(peers, ly), y1 = __reduce_max_sync(peers, ly);
+            if (lane != __ffs(peers) - 1) continue;
+            struct rb_rec *r = &s_rec[key];
+            atomicAdd(&r->mass, (unsigned)__popc(peers));
+            atomicAdd(&r->sx, sx);
+            atomicAdd(&r->sy, sy);
+            atomicAdd(&r->perim, pe);
+            atomicMin(&r->x0, x0);
+            atomicMin(&r->y0, y0);
+            atomicMax(&r->x1, x1);
+            atomicMax(&r->y1, y1);
+        }
+        __syncthreads();
+        /* The K best of this pass's records and the list so far, round by
+         * round: each round the largest key below the previous round's
+         * (keys are distinct: roots are). */
+        unsigned long long prev = ~0ull;
+        int s = 0;
+        for (; s < R.k; s++) {
+            unsigned long long mine = 0;
+            int src = -1; /* record index, or RB_RECS + list index */
+            for (unsigned t = threadIdx.x; t < nrec; t += RB_THREADS) {
+                const struct rb_rec &q = s_rec[t];
+                if (q.mass < R.min_area) continue;
+                const unsigned long long key = (unsigned long long)q.mass << 32 | (NONE - q.root);
+                if (key < prev && key > mine) mine = key, src = (int)t;
+            }
+            if ((int)threadIdx.x < n_old && s_old[threadIdx.x].key < prev &&
+                s_old[threadIdx.x].key > mine)
+                mine = s_old[threadIdx.x].key, src = RB_RECS + (int)threadIdx.x;
+            unsigned long long m = mine;
+            for (int d = 16; d > 0; d >>= 1)
+                m = max64(m, __shfl_xor_sync(0xffffffffu, m, d));
+            if (lane == 0) s_wmax[s & 1][warp] = m;
+            __syncthreads();
+            unsigned long long best = 0;
+            for (int w = 0; w < RB_WARPS; w++)
+                best = max64(best, s_wmax[s & 1][w]);
+            if (best == 0) break; /* the same for every thread */
+            if (src >= 0 && mine == best) {
+                if (src >= RB_RECS) {
+                    s_new[s] = s_old[src - RB_RECS];
+                } else {
+                    const struct rb_rec &q = s_rec[src];
+                    struct rb_item it;
+                    it.key = best;
+                    it.b.mass = q.mass;
+                    it.b.sx =
+                        (unsigned long long)q.sx + (unsigned long long)q.mass * (unsigned)R.x0;
+                    it.b.sy =
+                        (unsigned long long)q.sy + (unsigned long long)q.mass * (unsigned)R.y0;
+                    it.b.perim = q.perim;
+                    it.b.first = (unsigned long long)(R.y0 + (int)(q.root / (unsigned)W)) *
+                                     (unsigned long long)f.width +
+                                 (unsigned long long)(R.x0 + (int)(q.root % (unsigned)W));
+                    it.b.x0 = (unsigned)R.x0 + q.x0;
+                    it.b.y0 = (unsigned)R.y0 + q.y0;
+                    it.b.x1 = (unsigned)R.x0 + q.x1;
+                    it.b.y1 = (unsigned)R.y0 + q.y1;
+                    it.b.pad = 0;
+                    s_new[s] = it;
+                }
+            }
+            prev = best;
+        }
+        __syncthreads(); /* s_new complete; s_old and s_rec read by all */
+        if ((int)threadIdx.x < s) s_old[threadIdx.x] = s_new[threadIdx.x];
+        n_old = s;
+        __syncthreads();
+    }
+
+    /* 5. The list. */
+    if ((int)threadIdx.x < n_old) out[R.out + threadIdx.x] = s_old[threadIdx.x].b;
+    if (threadIdx.x == 0) counts[R.j] = (unsigned)n_old;
+}
+
 /* One block per packed row: the row's block by binary search on row0, its
  * bytes copied by the block's threads. */
 __global__ void __launch_bounds__(BLOB_THREADS)
@@ -511,50 +820,83 @@ struct trk_cu_rrm {
     uint16_t k[TRK_MAX_OBJECTS];            /* blobs K per object (0: off) */
     uint8_t conn[TRK_MAX_OBJECTS];
     uint32_t min_area[TRK_MAX_OBJECTS];
-    int n, nb; /* regions, of them non-empty blob regions, of the last call */
-    struct rreg *h_reg, *d_reg;
-    int *h_tiles, *d_tiles;
-    struct trk_cu_acc *h_acc, *d_acc, *d_part;
-    struct breg *h_breg, *d_breg;
-    /* Labelling scratch (made on first use): budget entries of labels and
-     * ranks, records for the most roots a batch can have. */
+    /* The call being made (trk_cu_rrm_prepare) and then collected: regions,
+     * of them blob regions labelled by a block each (ns) and by the global
+     * path (nb), flat tiles, records of all lists. */
+    int n, ns, nb, tiles;
+    size_t out_recs;
+    unsigned rb_smem; /* the block path's dynamic shared memory this call */
+    /* Host copies of the call's tables (plain memory)... */
+    struct rreg *h_reg;
+    int *h_tiles;
+    struct breg *h_sreg, *h_breg;
+    /* ... laid end to end in one pinned block and copied in one call:
+     * regions, tile prefix, block-path regions, global-path regions, then
+     * the ROI-only upload's copy table (filled by the caller). */
+    uint8_t *h_desc, *d_desc;
+    size_t o_tiles, o_sreg, o_breg, o_copy, desc_bytes;
+    bool desc_sent; /* this call's tables are queued (with the upload) */
+    /* Results, double-buffered: half `par` holds this call's accumulators
+     * (n), then the list lengths (n words at o_cnt), then the records
+     * (o_rec): one copy back. The aggregate kernel zeroes the other half's
+     * accumulators for the next call; acc_dirty: unknown state (start, or
+     * a call that failed midway), memset both first. */
+    uint8_t *d_out, *h_out;
+    size_t out_half, o_cnt, o_rec;
+    int par;
+    bool acc_dirty;
+    struct trk_cu_acc *d_part;
+    unsigned rb_dyn_cap; /* dynamic shared memory the block path may use */
+    /* Global-path labelling scratch (made on first use): budget entries of
+     * labels and ranks, records for the most roots a batch can have. */
     size_t budget, rec_cap;
     unsigned *d_lab, *d_rank, *d_rcnt, *d_rbase;
     struct trk_cu_blob *d_rec;
-    void *d_bout, *h_bout;               /* counts per region, then records */
-    struct trk_cu_copy *h_copy, *d_copy; /* the ROI-only upload's blocks */
-    uint8_t *d_pack;                     /* and its packed bytes (frame_bytes) */
-    size_t out_recs;                     /* records of the last call */
+    uint8_t *d_pack; /* the ROI-only upload's packed bytes (frame_bytes) */
     cudaEvent_t ev0, ev1;
     bool events;
     int n_blob[TRK_MAX_REGIONS];
     struct trk_blob (*h_blob)[TRK_MAX_BLOBS];
 };
 
-#define RRM_HDR (TRK_MAX_REGIONS * sizeof(unsigned))
-static_assert(RRM_HDR % 8 == 0, "records follow the counts 8-byte aligned");
+static size_t align8(size_t v)
+{
+    return (v + 7) & ~(size_t)7;
+}
+
+/* Bytes of one half of the results: TRK_MAX_REGIONS accumulators, lengths
+ * and records at most. */
+static size_t out_half_bytes(void)
+{
+    const size_t R = TRK_MAX_REGIONS;
+    return align8(R * sizeof(struct trk_cu_acc) + R * sizeof(unsigned)) +
+           R * TRK_MAX_BLOBS * sizeof(struct trk_cu_blob);
+}
+
+static size_t desc_cap_bytes(void)
+{
+    const size_t R = TRK_MAX_REGIONS;
+    return align8(R * sizeof(struct rreg)) + align8((R + 1) * sizeof(int)) +
+           2 * align8(R * sizeof(struct breg)) + TRK_RRM_MAX_COPIES * sizeof(struct trk_cu_copy);
+}
 
 void trk_cu_rrm_destroy(struct trk_cu_rrm *r)
 {
     if (!r) return;
-    cudaFreeHost(r->h_reg);
-    cudaFree(r->d_reg);
-    cudaFreeHost(r->h_tiles);
-    cudaFree(r->d_tiles);
-    cudaFreeHost(r->h_acc);
-    cudaFree(r->d_acc);
+    free(r->h_reg);
+    free(r->h_tiles);
+    free(r->h_sreg);
+    free(r->h_breg);
+    cudaFreeHost(r->h_desc);
+    cudaFree(r->d_desc);
+    cudaFree(r->d_out);
+    cudaFreeHost(r->h_out);
     cudaFree(r->d_part);
-    cudaFreeHost(r->h_breg);
-    cudaFree(r->d_breg);
     cudaFree(r->d_lab);
     cudaFree(r->d_rank);
     cudaFree(r->d_rcnt);
     cudaFree(r->d_rbase);
     cudaFree(r->d_rec);
-    cudaFree(r->d_bout);
-    cudaFreeHost(r->h_bout);
-    cudaFreeHost(r->h_copy);
-    cudaFree(r->d_copy);
     cudaFree(r->d_pack);
     if (r->events) {
         cudaEventDestroy(r->ev0);
@@ -563,6 +905,31 @@ void trk_cu_rrm_destroy(struct trk_cu_rrm *r)
     free(r->h_blob);
     cudaGetLastError();
     free(r);
+}
+
+/* The block path's shared-memory budget on the current device: what a
+ * block may opt into, less the kernel's static arrays. */
+static unsigned rb_setup(void)
+{
+    int dev = 0, optin = 0;
+    cudaFuncAttributes fa;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) !=
+            cudaSuccess ||
+        cudaFuncGetAttributes(&fa, rb_kernel) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    size_t cap = (size_t)optin > fa.sharedSizeBytes ? (size_t)optin - fa.sharedSizeBytes : 0;
+    if (cap > 4 * (size_t)rb_smem_words(1, RB_MAX_AREA))
+        cap = 4 * (size_t)rb_smem_words(1, RB_MAX_AREA);
+    if (cudaFuncSetAttribute(rb_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)cap) !=
+        cudaSuccess) {
+        cudaGetLastError();
+        /* Without the opt-in: the default 48 KB per block. */
+        cap = fa.sharedSizeBytes < 48 * 1024 ? 48 * 1024 - fa.sharedSizeBytes : 0;
+    }
+    return (unsigned)cap;
 }
 
 int trk_cu_rrm_create(int max_w, int max_h, size_t frame_bytes, int sms, struct trk_cu_rrm **out)
@@ -574,35 +941,32 @@ int trk_cu_rrm_create(int max_w, int max_h, size_t frame_bytes, int sms, struct 
     r->max_h = max_h;
     r->sms = sms > 0 ? sms : 1;
     const size_t R = TRK_MAX_REGIONS;
-    const size_t out_bytes = RRM_HDR + R * TRK_MAX_BLOBS * sizeof(struct trk_cu_blob);
-    bool ok =
-        cudaMallocHost(&r->h_reg, R * sizeof(struct rreg)) == cudaSuccess &&
-        cudaMalloc(&r->d_reg, R * sizeof(struct rreg)) == cudaSuccess &&
-        cudaMallocHost(&r->h_tiles, (R + 1) * sizeof(int)) == cudaSuccess &&
-        cudaMalloc(&r->d_tiles, (R + 1) * sizeof(int)) == cudaSuccess &&
-        cudaMallocHost(&r->h_acc, R * sizeof(struct trk_cu_acc)) == cudaSuccess &&
-        cudaMalloc(&r->d_acc, R * sizeof(struct trk_cu_acc)) == cudaSuccess &&
-        cudaMalloc(&r->d_part, R * 4 * TRK_RRM_MAX_ALPHA * sizeof(struct trk_cu_acc)) ==
-            cudaSuccess &&
-        cudaMallocHost(&r->h_breg, R * sizeof(struct breg)) == cudaSuccess &&
-        cudaMalloc(&r->d_breg, R * sizeof(struct breg)) == cudaSuccess &&
-        cudaMalloc(&r->d_rcnt, R * sizeof(unsigned)) == cudaSuccess &&
-        cudaMalloc(&r->d_rbase, R * sizeof(unsigned)) == cudaSuccess &&
-        cudaMalloc(&r->d_bout, out_bytes) == cudaSuccess &&
-        cudaMallocHost(&r->h_bout, out_bytes) == cudaSuccess &&
-        cudaMallocHost(&r->h_copy, TRK_RRM_MAX_COPIES * sizeof(struct trk_cu_copy)) ==
-            cudaSuccess &&
-        cudaMalloc(&r->d_copy, TRK_RRM_MAX_COPIES * sizeof(struct trk_cu_copy)) == cudaSuccess &&
-        cudaMalloc(&r->d_pack, frame_bytes) == cudaSuccess &&
-        cudaEventCreate(&r->ev0) == cudaSuccess && cudaEventCreate(&r->ev1) == cudaSuccess;
-    r->events = ok;
+    r->out_half = align8(out_half_bytes());
+    r->h_reg = (struct rreg *)malloc(R * sizeof(struct rreg));
+    r->h_tiles = (int *)malloc((R + 1) * sizeof(int));
+    r->h_sreg = (struct breg *)malloc(R * sizeof(struct breg));
+    r->h_breg = (struct breg *)malloc(R * sizeof(struct breg));
     r->h_blob = (struct trk_blob(*)[TRK_MAX_BLOBS])calloc(R, sizeof(*r->h_blob));
-    if (!ok || !r->h_blob) {
+    bool ok = r->h_reg && r->h_tiles && r->h_sreg && r->h_breg && r->h_blob &&
+              cudaMallocHost(&r->h_desc, desc_cap_bytes()) == cudaSuccess &&
+              cudaMalloc(&r->d_desc, desc_cap_bytes()) == cudaSuccess &&
+              cudaMalloc(&r->d_out, 2 * r->out_half) == cudaSuccess &&
+              cudaMallocHost(&r->h_out, r->out_half) == cudaSuccess &&
+              cudaMalloc(&r->d_part, R * 4 * TRK_RRM_MAX_ALPHA * sizeof(struct trk_cu_acc)) ==
+                  cudaSuccess &&
+              cudaMalloc(&r->d_rcnt, R * sizeof(unsigned)) == cudaSuccess &&
+              cudaMalloc(&r->d_rbase, R * sizeof(unsigned)) == cudaSuccess &&
+              cudaMalloc(&r->d_pack, frame_bytes) == cudaSuccess &&
+              cudaEventCreate(&r->ev0) == cudaSuccess && cudaEventCreate(&r->ev1) == cudaSuccess;
+    r->events = ok;
+    if (!ok) {
         trk_log_write(TRK_LOG_ERROR, "cuda", 0, "regional form buffers failed: %s",
                       cudaGetErrorString(cudaGetLastError()));
         trk_cu_rrm_destroy(r);
         return TRK_ENOMEM;
     }
+    r->rb_dyn_cap = rb_setup();
+    r->acc_dirty = true;
     *out = r;
     return 0;
 }
@@ -615,7 +979,7 @@ void trk_cu_rrm_set_objects(struct trk_cu_rrm *r, const struct trk_object_def *o
         r->conn[i] = objs[i].connectivity == 4 ? 4 : 8;
         r->min_area[i] = objs[i].min_area ? objs[i].min_area : 1;
     }
-    r->n = r->nb = 0;
+    r->n = r->ns = r->nb = 0;
 }
 
 int trk_cu_rrm_config(struct trk_cu_rrm *r, int design, int alpha, int beta)
@@ -668,7 +1032,8 @@ static void seed_params(const struct trk_cu_rrm *r, int n, int *alpha, int *beta
     *alpha = bx * by;
 }
 
-/* The labelling scratch, made on first use for a batch of budget entries. */
+/* The global path's labelling scratch, made on first use for a batch of
+ * budget entries. */
 static int blob_scratch(struct trk_cu_rrm *r)
 {
     if (r->d_lab) return 0;
@@ -695,13 +1060,13 @@ static int blob_scratch(struct trk_cu_rrm *r)
     return 0;
 }
 
-/* The blob regions' labelling (h_breg, scratch made), batch after batch
- * of at most budget entries. */
+/* The global path (regions too large for a block's shared memory), batch
+ * after batch of at most budget entries, its lists into counts / out. */
 static int queue_blob_regions(struct trk_cu_rrm *r, const struct trk_cu_frame *f,
-                              const struct trk_cu_obj *d_objs, cudaStream_t s)
+                              const struct trk_cu_obj *d_objs, unsigned *counts,
+                              struct trk_cu_blob *out, cudaStream_t s)
 {
-    TRK_CUDA_TRY(cudaMemcpyAsync(r->d_breg, r->h_breg, (size_t)r->nb * sizeof(struct breg),
-                                 cudaMemcpyHostToDevice, s));
+    const struct breg *d_breg = (const struct breg *)(r->d_desc + r->o_breg);
     for (int b0 = 0; b0 < r->nb;) {
         /* This batch: regions [b0, b1), the next starting at poff 0. */
         int b1 = b0 + 1;
@@ -710,7 +1075,7 @@ static int queue_blob_regions(struct trk_cu_rrm *r, const struct trk_cu_frame *f
         const struct breg *L = &r->h_breg[b1 - 1];
         const size_t P = L->poff + (size_t)(L->x1 - L->x0 + 1) * (size_t)(L->y1 - L->y0 + 1);
         const int nb = b1 - b0;
-        const struct breg *dB = r->d_breg + b0;
+        const struct breg *dB = d_breg + b0;
         const unsigned g = grid_for(P, r->sms);
         TRK_CUDA_TRY(cudaMemsetAsync(r->d_rcnt, 0, (size_t)nb * sizeof(unsigned), s));
         bl_init_kernel<<<g, BLOB_THREADS, 0, s>>>(*f, d_objs, dB, nb, (unsigned)P, r->d_lab);
@@ -722,107 +1087,178 @@ static int queue_blob_regions(struct trk_cu_rrm *r, const struct trk_cu_frame *f
                                                      r->d_rbase, r->d_rec);
         bl_stats_kernel<<<g, BLOB_THREADS, 0, s>>>(dB, nb, (unsigned)P, r->d_lab, r->d_rank,
                                                    r->d_rbase, r->d_rec);
-        bl_select_kernel<<<nb, BLOB_THREADS, 0, s>>>(
-            dB, r->d_rcnt, r->d_rbase, r->d_rec, (unsigned *)r->d_bout,
-            (struct trk_cu_blob *)((char *)r->d_bout + RRM_HDR));
+        bl_select_kernel<<<nb, BLOB_THREADS, 0, s>>>(dB, r->d_rcnt, r->d_rbase, r->d_rec, counts,
+                                                     out);
         TRK_CUDA_TRY(cudaGetLastError());
         b0 = b1;
     }
     return 0;
 }
 
-int trk_cu_rrm_queue(struct trk_cu_rrm *r, const struct trk_cu_frame *f,
-                     const struct trk_cu_obj *d_objs, const struct trk_region *regs, int n,
-                     cudaStream_t s)
+int trk_cu_rrm_prepare(struct trk_cu_rrm *r, int width, int height, const struct trk_region *regs,
+                       int n)
 {
+    r->n = r->ns = r->nb = r->tiles = 0;
+    r->out_recs = 0;
+    r->desc_sent = false;
     if (n < 0 || n > TRK_MAX_REGIONS) return TRK_EINVAL;
     r->n = n;
-    r->nb = 0;
-    r->out_recs = 0;
-    int tiles = 0, blob_regions = 0;
+    int tiles = 0;
+    bool global = false;
     for (int j = 0; j < n; j++) {
         struct trk_roi c;
         struct rreg *R = &r->h_reg[j];
-        if (trk_roi_clip(&regs[j].roi, 0, f->width, f->height, &c))
+        if (trk_roi_clip(&regs[j].roi, 0, width, height, &c))
             *R = rreg{ c.x0, c.y0, c.x1, c.y1, regs[j].obj, 0 };
         else
             *R = rreg{ 1, 1, 0, 0, regs[j].obj, 0 };
         r->h_tiles[j] = tiles;
-        if (R->x0 <= R->x1) {
-            tiles += (R->y1 - R->y0 + FLAT_ROWS) / FLAT_ROWS;
-            blob_regions += r->k[R->obj] > 0;
-        }
+        if (R->x0 <= R->x1) tiles += (R->y1 - R->y0 + FLAT_ROWS) / FLAT_ROWS;
     }
     r->h_tiles[n] = tiles;
-    if (blob_regions) {
-        int err = blob_scratch(r);
-        if (err) return err;
-    }
-    /* The non-empty blob regions end to end in batches of at most budget
-     * entries: a batch starts where poff is 0 (each region fits one, being
-     * at most a frame). */
+    r->tiles = tiles;
+    /* The non-empty blob regions: a block each when its labels and mask fit
+     * the block's shared memory, else the global path, laid end to end in
+     * batches of at most budget entries (a batch starts where poff is 0;
+     * each region fits one, being at most a frame). */
     size_t P = 0;
-    for (int j = 0; j < n && blob_regions; j++) {
+    unsigned smem = 0;
+    for (int j = 0; j < n; j++) {
         const struct rreg *R = &r->h_reg[j];
-        if (!r->k[R->obj] || R->x0 > R->x1) continue;
-        const size_t a = (size_t)(R->x1 - R->x0 + 1) * (size_t)(R->y1 - R->y0 + 1);
-        if (P + a > r->budget) P = 0;
         const int o = R->obj;
-        r->h_breg[r->nb++] = breg{ R->x0,
-                                   R->y0,
-                                   R->x1,
-                                   R->y1,
-                                   o,
-                                   r->conn[o],
-                                   r->min_area[o],
-                                   r->k[o],
-                                   (unsigned)P,
-                                   (unsigned)r->out_recs,
-                                   j,
-                                   0 };
+        if (!r->k[o] || R->x0 > R->x1) continue;
+        const int w = R->x1 - R->x0 + 1, h = R->y1 - R->y0 + 1;
+        const size_t a = (size_t)w * (size_t)h;
+        const size_t need = a <= RB_MAX_AREA ? 4 * (size_t)rb_smem_words(w, h) : SIZE_MAX;
+        struct breg B = breg{ R->x0,
+                              R->y0,
+                              R->x1,
+                              R->y1,
+                              o,
+                              r->conn[o],
+                              r->min_area[o],
+                              r->k[o],
+                              0,
+                              (unsigned)r->out_recs,
+                              j,
+                              0 };
         r->out_recs += r->k[o];
+        if (need <= r->rb_dyn_cap) {
+            r->h_sreg[r->ns++] = B;
+            if (need > smem) smem = (unsigned)need;
+            continue;
+        }
+        if (!global) {
+            int err = blob_scratch(r);
+            if (err) {
+                r->n = r->ns = r->nb = 0;
+                return err;
+            }
+            global = true;
+        }
+        if (P + a > r->budget) P = 0;
+        B.poff = (unsigned)P;
+        r->h_breg[r->nb++] = B;
         P += a;
     }
+    r->rb_smem = smem;
+    /* Result layout of this call: accumulators, lengths, records. */
+    r->o_cnt = (size_t)n * sizeof(struct trk_cu_acc);
+    r->o_rec = align8(r->o_cnt + (size_t)n * sizeof(unsigned));
+    /* The tables end to end in the pinned block. */
+    r->o_tiles = align8((size_t)n * sizeof(struct rreg));
+    r->o_sreg = r->o_tiles + align8((size_t)(n + 1) * sizeof(int));
+    r->o_breg = r->o_sreg + align8((size_t)r->ns * sizeof(struct breg));
+    r->o_copy = r->o_breg + align8((size_t)r->nb * sizeof(struct breg));
+    r->desc_bytes = r->o_copy;
+    memcpy(r->h_desc, r->h_reg, (size_t)n * sizeof(struct rreg));
+    memcpy(r->h_desc + r->o_tiles, r->h_tiles, (size_t)(n + 1) * sizeof(int));
+    memcpy(r->h_desc + r->o_sreg, r->h_sreg, (size_t)r->ns * sizeof(struct breg));
+    memcpy(r->h_desc + r->o_breg, r->h_breg, (size_t)r->nb * sizeof(struct breg));
+    return 0;
+}
+
+int trk_cu_rrm_queue(struct trk_cu_rrm *r, const struct trk_cu_frame *f,
+                     const struct trk_cu_obj *d_objs, cudaStream_t s)
+{
+    const int n = r->n;
     int design = r->design == TRK_RRM_DEFAULT ? TRK_RRM_FLAT : r->design;
     int alpha = r->alpha, beta = r->beta;
     if (design == TRK_RRM_SEED && !alpha) seed_params(r, n, &alpha, &beta);
     r->used_design = design;
     r->used_alpha = design == TRK_RRM_SEED ? alpha : 0;
     r->used_beta = design == TRK_RRM_SEED ? beta : 0;
+    const bool was_dirty = r->acc_dirty;
+    r->acc_dirty = true; /* until every call below has been queued */
+    uint8_t *half = r->d_out + (size_t)r->par * r->out_half;
+    uint8_t *other = r->d_out + (size_t)(r->par ^ 1) * r->out_half;
+    struct trk_cu_acc *acc = (struct trk_cu_acc *)half, *clr = (struct trk_cu_acc *)other;
+    unsigned *counts = (unsigned *)(half + r->o_cnt);
+    struct trk_cu_blob *recs = (struct trk_cu_blob *)(half + r->o_rec);
+    if (n > 0 && !r->desc_sent) {
+        TRK_CUDA_TRY(
+            cudaMemcpyAsync(r->d_desc, r->h_desc, r->desc_bytes, cudaMemcpyHostToDevice, s));
+        r->desc_sent = true;
+    }
+    if (was_dirty) {
+        TRK_CUDA_TRY(cudaMemsetAsync(r->d_out, 0, 2 * r->out_half, s));
+    }
     TRK_CUDA_TRY(cudaEventRecord(r->ev0, s));
+    bool flipped = false;
     if (n > 0) {
-        TRK_CUDA_TRY(cudaMemcpyAsync(r->d_reg, r->h_reg, (size_t)n * sizeof(struct rreg),
-                                     cudaMemcpyHostToDevice, s));
+        const struct rreg *d_reg = (const struct rreg *)r->d_desc;
         if (design == TRK_RRM_FLAT) {
-            TRK_CUDA_TRY(cudaMemcpyAsync(r->d_tiles, r->h_tiles, (size_t)(n + 1) * sizeof(int),
-                                         cudaMemcpyHostToDevice, s));
-            TRK_CUDA_TRY(cudaMemsetAsync(r->d_acc, 0, (size_t)n * sizeof(struct trk_cu_acc), s));
-            if (tiles > 0)
-                flat_kernel<<<tiles, 32 * FLAT_ROWS, 0, s>>>(*f, d_objs, r->d_reg, r->d_tiles, n,
-                                                             r->d_acc);
+            if (r->tiles > 0) {
+                flat_kernel<<<r->tiles, 32 * FLAT_ROWS, 0, s>>>(
+                    *f, d_objs, d_reg, (const int *)(r->d_desc + r->o_tiles), n, acc, clr);
+                flipped = true;
+            }
         } else {
-            seed_kernel<<<n * 4 * alpha, SEED_THREADS, 0, s>>>(*f, d_objs, r->d_reg, alpha, beta,
+            seed_kernel<<<n * 4 * alpha, SEED_THREADS, 0, s>>>(*f, d_objs, d_reg, alpha, beta,
                                                                r->d_part);
-            seed_reduce_kernel<<<n, SEED_THREADS, 0, s>>>(r->d_part, alpha, r->d_acc);
+            seed_reduce_kernel<<<n, SEED_THREADS, 0, s>>>(r->d_part, alpha, acc, clr);
+            flipped = true;
         }
+        if (r->ns > 0)
+            rb_kernel<<<r->ns, RB_THREADS, r->rb_smem, s>>>(
+                *f, d_objs, (const struct breg *)(r->d_desc + r->o_sreg), counts, recs);
         TRK_CUDA_TRY(cudaGetLastError());
     }
     if (r->nb > 0) {
-        int err = queue_blob_regions(r, f, d_objs, s);
+        int err = queue_blob_regions(r, f, d_objs, counts, recs, s);
         if (err) return err;
     }
     TRK_CUDA_TRY(cudaEventRecord(r->ev1, s));
-    if (n > 0)
-        TRK_CUDA_TRY(cudaMemcpyAsync(r->h_acc, r->d_acc, (size_t)n * sizeof(struct trk_cu_acc),
-                                     cudaMemcpyDeviceToHost, s));
-    if (r->nb > 0) {
-        TRK_CUDA_TRY(cudaMemcpyAsync(r->h_bout, r->d_bout, (size_t)n * sizeof(unsigned),
-                                     cudaMemcpyDeviceToHost, s));
-        TRK_CUDA_TRY(cudaMemcpyAsync((char *)r->h_bout + RRM_HDR, (char *)r->d_bout + RRM_HDR,
-                                     r->out_recs * sizeof(struct trk_cu_blob),
-                                     cudaMemcpyDeviceToHost, s));
+    if (n > 0) {
+        const size_t bytes =
+            r->ns + r->nb > 0 ? r->o_rec + r->out_recs * sizeof(struct trk_cu_blob) : r->o_cnt;
+        TRK_CUDA_TRY(cudaMemcpyAsync(r->h_out, half, bytes, cudaMemcpyDeviceToHost, s));
     }
+    /* The next call's half is zero: cleared by this call's aggregate
+     * kernel, or still as it was when nothing ran. */
+    if (flipped) r->par ^= 1;
+    r->acc_dirty = false;
     return 0;
+}
+
+static void collect_list(struct trk_cu_rrm *r, const struct breg *B, const unsigned *len,
+                         const struct trk_cu_blob *rec)
+{
+    TRK_ASSERT(len[B->j] <= (unsigned)B->k);
+    for (unsigned s = 0; s < len[B->j]; s++) {
+        const struct trk_cu_blob *c = &rec[B->out + s];
+        struct trk_blob *d = &r->h_blob[B->j][s];
+        d->mass = c->mass;
+        d->sum_x = c->sx;
+        d->sum_y = c->sy;
+        d->x0 = (int32_t)c->x0;
+        d->y0 = (int32_t)c->y0;
+        d->x1 = (int32_t)c->x1;
+        d->y1 = (int32_t)c->y1;
+        d->perimeter = c->perim;
+        d->first = c->first;
+    }
+    r->n_blob[B->j] = (int)len[B->j];
 }
 
 void trk_cu_rrm_collect(struct trk_cu_rrm *r, struct trk_obj_result *out, double *kernel_ms)
@@ -833,8 +1269,9 @@ void trk_cu_rrm_collect(struct trk_cu_rrm *r, struct trk_obj_result *out, double
         ms = 0;
     }
     if (kernel_ms) *kernel_ms = ms;
+    const struct trk_cu_acc *acc = (const struct trk_cu_acc *)r->h_out;
     for (int j = 0; j < r->n; j++) {
-        const struct trk_cu_acc *a = &r->h_acc[j];
+        const struct trk_cu_acc *a = &acc[j];
         r->n_blob[j] = 0;
         if (!out) continue;
         if (!a->mass) {
@@ -849,26 +1286,12 @@ void trk_cu_rrm_collect(struct trk_cu_rrm *r, struct trk_obj_result *out, double
         out[j].x1 = (int32_t)a->px1 - 1;
         out[j].y1 = (int32_t)a->py1 - 1;
     }
-    const unsigned *len = (const unsigned *)r->h_bout;
-    const struct trk_cu_blob *rec = (const struct trk_cu_blob *)((const char *)r->h_bout + RRM_HDR);
-    for (int i = 0; i < r->nb; i++) {
-        const struct breg *B = &r->h_breg[i];
-        TRK_ASSERT(len[B->j] <= (unsigned)B->k);
-        for (unsigned s = 0; s < len[B->j]; s++) {
-            const struct trk_cu_blob *c = &rec[B->out + s];
-            struct trk_blob *d = &r->h_blob[B->j][s];
-            d->mass = c->mass;
-            d->sum_x = c->sx;
-            d->sum_y = c->sy;
-            d->x0 = (int32_t)c->x0;
-            d->y0 = (int32_t)c->y0;
-            d->x1 = (int32_t)c->x1;
-            d->y1 = (int32_t)c->y1;
-            d->perimeter = c->perim;
-            d->first = c->first;
-        }
-        r->n_blob[B->j] = (int)len[B->j];
-    }
+    const unsigned *len = (const unsigned *)(r->h_out + r->o_cnt);
+    const struct trk_cu_blob *rec = (const struct trk_cu_blob *)(r->h_out + r->o_rec);
+    for (int i = 0; i < r->ns; i++)
+        collect_list(r, &r->h_sreg[i], len, rec);
+    for (int i = 0; i < r->nb; i++)
+        collect_list(r, &r->h_breg[i], len, rec);
 }
 
 int trk_cu_rrm_blobs(struct trk_cu_rrm *r, int j, const struct trk_blob **out)
@@ -879,19 +1302,37 @@ int trk_cu_rrm_blobs(struct trk_cu_rrm *r, int j, const struct trk_blob **out)
 
 struct trk_cu_copy *trk_cu_rrm_copies(struct trk_cu_rrm *r)
 {
-    return r->h_copy;
+    return (struct trk_cu_copy *)(r->h_desc + r->o_copy);
 }
 
-int trk_cu_rrm_upload(struct trk_cu_rrm *r, uint8_t *frame, const void *h_packed, size_t bytes,
-                      int n, cudaStream_t s)
+int trk_cu_rrm_upload_table(struct trk_cu_rrm *r, int n, cudaStream_t s)
 {
     if (n < 0 || n > TRK_RRM_MAX_COPIES) return TRK_EINVAL;
-    if (n == 0 || bytes == 0) return 0;
-    const unsigned rows = r->h_copy[n - 1].row0 + r->h_copy[n - 1].rows;
-    TRK_CUDA_TRY(cudaMemcpyAsync(r->d_copy, r->h_copy, (size_t)n * sizeof(struct trk_cu_copy),
+    TRK_CUDA_TRY(cudaMemcpyAsync(r->d_desc, r->h_desc,
+                                 r->o_copy + (size_t)n * sizeof(struct trk_cu_copy),
                                  cudaMemcpyHostToDevice, s));
-    TRK_CUDA_TRY(cudaMemcpyAsync(r->d_pack, h_packed, bytes, cudaMemcpyHostToDevice, s));
-    scatter_kernel<<<rows, BLOB_THREADS, 0, s>>>(r->d_copy, n, r->d_pack, frame);
+    r->desc_sent = true;
+    return 0;
+}
+
+int trk_cu_rrm_upload_bytes(struct trk_cu_rrm *r, const uint8_t *h_packed, size_t off, size_t bytes,
+                            cudaStream_t s)
+{
+    if (bytes == 0) return 0;
+    TRK_CUDA_TRY(
+        cudaMemcpyAsync(r->d_pack + off, h_packed + off, bytes, cudaMemcpyHostToDevice, s));
+    return 0;
+}
+
+int trk_cu_rrm_upload_scatter(struct trk_cu_rrm *r, uint8_t *frame, int n, cudaStream_t s)
+{
+    if (n < 0 || n > TRK_RRM_MAX_COPIES) return TRK_EINVAL;
+    if (n == 0) return 0;
+    const struct trk_cu_copy *h = trk_cu_rrm_copies(r);
+    const unsigned rows = h[n - 1].row0 + h[n - 1].rows;
+    if (rows == 0) return 0;
+    scatter_kernel<<<rows, BLOB_THREADS, 0, s>>>(
+        (const struct trk_cu_copy *)(r->d_desc + r->o_copy), n, r->d_pack, frame);
     TRK_CUDA_TRY(cudaGetLastError());
     return 0;
 }

@@ -32,13 +32,21 @@ struct trk_cu_rrm;
  * on a device with sms SMs; 0 or TRK_ENOMEM (what blobs need is allocated
  * on first use). */
 int trk_cu_rrm_create(int max_w, int max_h, size_t frame_bytes, int sms, struct trk_cu_rrm **out);
-/* The ROI-only upload: the caller fills the table of blocks (pinned,
- * TRK_RRM_MAX_COPIES entries) and packs their bytes into h_packed (pinned,
- * at most frame_bytes); trk_cu_rrm_upload queues one copy of the packed
- * bytes and a kernel that puts the n blocks' rows in place in frame, on s. */
+/* A call, in order: trk_cu_rrm_prepare (host only: the regions' tables
+ * into one pinned block), then for a ROI-only upload the caller fills the
+ * copy table (trk_cu_rrm_copies, pinned, TRK_RRM_MAX_COPIES entries),
+ * queues it with the tables in one copy (trk_cu_rrm_upload_table), copies
+ * the packed bytes (pinned h_packed, at most frame_bytes, in pieces as it
+ * packs them: trk_cu_rrm_upload_bytes) and puts the n blocks' rows in place
+ * in frame (trk_cu_rrm_upload_scatter), all on one stream; then
+ * trk_cu_rrm_queue on that stream. */
+int trk_cu_rrm_prepare(struct trk_cu_rrm *r, int width, int height, const struct trk_region *regs,
+                       int n);
 struct trk_cu_copy *trk_cu_rrm_copies(struct trk_cu_rrm *r);
-int trk_cu_rrm_upload(struct trk_cu_rrm *r, uint8_t *frame, const void *h_packed, size_t bytes,
-                      int n, cudaStream_t s);
+int trk_cu_rrm_upload_table(struct trk_cu_rrm *r, int n, cudaStream_t s);
+int trk_cu_rrm_upload_bytes(struct trk_cu_rrm *r, const uint8_t *h_packed, size_t off, size_t bytes,
+                            cudaStream_t s);
+int trk_cu_rrm_upload_scatter(struct trk_cu_rrm *r, uint8_t *frame, int n, cudaStream_t s);
 void trk_cu_rrm_destroy(struct trk_cu_rrm *r);
 /* The blob settings of the objects (K, connectivity, min_area). */
 void trk_cu_rrm_set_objects(struct trk_cu_rrm *r, const struct trk_object_def *objs, int n);
@@ -48,12 +56,12 @@ void trk_cu_rrm_set_objects(struct trk_cu_rrm *r, const struct trk_object_def *o
 int trk_cu_rrm_config(struct trk_cu_rrm *r, int design, int alpha, int beta);
 /* What the last queued call used: design (1 or 2), alpha, beta. */
 void trk_cu_rrm_used(const struct trk_cu_rrm *r, int *design, int *alpha, int *beta);
-/* Queues the n regions' kernels on s over the device frame f (whose
- * objects are d_objs, in object order), then the copies of the results to
- * the host; timed by the state's own events. No host sync. */
+/* Queues the prepared regions' kernels on s over the device frame f (whose
+ * objects are d_objs, in object order; the tables first unless the upload
+ * took them), then one copy of the results to the host; timed by the
+ * state's own events. No host sync. */
 int trk_cu_rrm_queue(struct trk_cu_rrm *r, const struct trk_cu_frame *f,
-                     const struct trk_cu_obj *d_objs, const struct trk_region *regs, int n,
-                     cudaStream_t s);
+                     const struct trk_cu_obj *d_objs, cudaStream_t s);
 /* After the stream has passed the queued work: the n results, and the
  * kernels' device time. */
 void trk_cu_rrm_collect(struct trk_cu_rrm *r, struct trk_obj_result *out, double *kernel_ms);

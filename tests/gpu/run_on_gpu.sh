@@ -1,8 +1,8 @@
 #!/bin/bash
 # Builds trackd's GPU-only tree on the GPU machine and runs the CUDA tests,
 # sanitizers and benchmarks. Usage: tests/gpu/run_on_gpu.sh STAGE... where
-# STAGE is build, test, sanitize, floor, kernels, seed, torch, bench, blobs, regions, ncu,
-# devimg, dense, dense-off, wholecall.
+# STAGE is build, test, sanitize, floor, kernels, seed, torch, bench, blobs, regions, rrmncu,
+# ncu, devimg, dense, dense-off, wholecall.
 # Logs go to $OUT (or ./gpu-out). Used through the device tool:
 #   run: tests/gpu/run_on_gpu.sh build test kernels
 set -u
@@ -95,6 +95,16 @@ for stage in "$@"; do
       $BENCH --experiment rrm --backends cuda --sizes 3840x2160 --instances 128 \
         --rrm flat,seed,seed:1x1,seed:2x1,seed:4x2,seed:4x4,seed:8x2,seed:16x4,seed:64x8 \
         --json "$OUT/rrm-sweep.json" 2>&1 | tee "$OUT/rrm-sweep.txt" || rc=1 ;;
+    rrmncu)
+      # The regional form's kernels at 4K, 128 instances (flat design, blobs
+      # K = 1): per-kernel duration, throughput and occupancy of the ROI
+      # path (scatter, flat, rb = a block per blob region; bl_* only for
+      # regions too large for a block: none here).
+      ncu --clock-control none -k 'regex:rb_kernel|flat_kernel|scatter_kernel|bl_' -c 12 \
+        --section SpeedOfLight --section Occupancy --section LaunchStats \
+        $BENCH --experiment rrm --backends cuda --sizes 3840x2160 --instances 128 --rrm flat \
+        --frames 3 --warmup 1 > "$OUT/rrm-ncu.txt" 2>&1
+      grep -E "^  [a-zA-Z<]|Duration|Compute \(SM\) Throughput|Achieved Occupancy|Dynamic Shared" "$OUT/rrm-ncu.txt" | head -60 ;;
     devimg)
       # Device images (issue 14, --hwdec): cuda reading device memory in
       # place / copied == cpu-ref, plus memcheck and racecheck on --quick.

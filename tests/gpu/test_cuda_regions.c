@@ -367,6 +367,52 @@ static void disks_case(struct ctx *c, int w, int h, int m, unsigned fmts)
     trk_scene_free(&sc);
 }
 
+/* Noise that makes thousands of components per region (more than the
+ * block path's records per pass: several statistics passes, the list
+ * merged across them), solid bars across it (components larger than a
+ * warp's row word, many runs joined), regions at the block path's area
+ * limit (128 x 256 = 32768 pixels) and just over it (the global path), the
+ * whole frame, and K larger than the components. */
+static void noise_case(struct ctx *c, unsigned fmts)
+{
+    const int w = 200, h = 260;
+    uint8_t *rgb = malloc((size_t)w * h * 3);
+    if (!rgb) return;
+    uint64_t st = 4242;
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++) {
+            const bool bar = (y % 40 < 3 && x % 50 < 45) || (x % 60 < 2 && y % 70 < 60);
+            const bool red = bar || trk_rand_next(&st) % 100 < 35;
+            uint8_t *px = rgb + ((size_t)y * w + x) * 3;
+            px[0] = red ? 220 : 20, px[1] = 20, px[2] = red ? 20 : 220;
+        }
+    struct trk_object_def objs[3];
+    memset(objs, 0, sizeof(objs));
+    for (int k = 0; k < 3; k++) {
+        snprintf(objs[k].name, sizeof(objs[k].name), "noise%d", k);
+        objs[k].space = TRK_SPACE_RGB;
+        objs[k].min_mass = 1;
+        objs[k].lo[0] = k < 2 ? 180 : 0, objs[k].hi[0] = k < 2 ? 255 : 60;
+        objs[k].lo[1] = 0, objs[k].hi[1] = 60;
+        objs[k].lo[2] = k < 2 ? 0 : 180, objs[k].hi[2] = k < 2 ? 60 : 255;
+    }
+    objs[0].blobs = 64, objs[0].connectivity = 8;
+    objs[1].blobs = 64, objs[1].connectivity = 4, objs[1].min_area = 2;
+    objs[2].blobs = 5, objs[2].connectivity = 8;
+    const struct trk_region r[] = {
+        { 0, { 5, 5, 184, 184 } },       /* 32400 pixels: a block, several passes */
+        { 1, { 5, 5, 184, 184 } },       /* the same, 4-connected, min_area 2 */
+        { 0, { 0, 0, 181, 180 } },       /* 32942 pixels: the global path */
+        { 1, { 10, 0, 137, 255 } },      /* 128 x 256: the block path's limit */
+        { 2, { -5, -5, w + 5, h + 5 } }, /* the whole frame */
+        { 0, { 50, 50, 60, 58 } },       /* K 64, a few components */
+        { 1, { 0, 258, 199, 259 } },     /* two rows, 4-connected */
+        { 0, { 199, 0, 199, 259 } },     /* one column */
+    };
+    run_case(c, "noise", rgb, w, h, objs, 3, r, (int)(sizeof(r) / sizeof(r[0])), fmts, 0);
+    free(rgb);
+}
+
 int main(int argc, char **argv)
 {
     quick = argc > 1 && !strcmp(argv[1], "--quick");
@@ -398,6 +444,7 @@ int main(int argc, char **argv)
     random_case(&c, quick ? 96 : 320, quick ? 64 : 240, 16, TRK_MAX_REGIONS, 202,
                 1u << TRK_FMT_RGB24, 0);
     disks_case(&c, 640, 480, 64, quick ? two : all);
+    noise_case(&c, quick ? 1u << TRK_FMT_RGB24 : two);
     ctx_close(&c);
     if (!quick) {
         if (ctx_open(&c, 1920, 1080)) return 1;
