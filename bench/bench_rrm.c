@@ -55,6 +55,8 @@ struct rr_opts {
     enum trk_backend_kind kinds[RR_MAX_LIST];
     int nthreads, threads[RR_MAX_LIST];
     int frames, warmup, margin;
+    int radius;  /* --radius: disk radius in pixels, 0 = 2% of the short side */
+    bool pinned; /* --host pinned: frames in pinned host memory, as the daemon has them */
     int tracker, full_every;              /* --regions tracker: daemon/tracker.c asks */
     int ndesigns, design[RR_MAX_LIST][3]; /* --rrm: design, alpha, beta */
     uint64_t seed;
@@ -104,6 +106,11 @@ static void rr_usage(FILE *f)
             "  --frames N           timed frames per row (default 20)\n"
             "  --warmup N           untimed frames first (default 2)\n"
             "  --margin PX          region = disk box + PX each side (default 10)\n"
+            "  --radius PX          disk radius in pixels at every size (default 0: 2%% of\n"
+            "                       the short side, so 4K disks are 4x the 1080p area)\n"
+            "  --host pinned|pageable  host memory of the frames (default pinned: the\n"
+            "                       daemon's frame pool is the CUDA backend's pinned memory;\n"
+            "                       plain memory on CPU-only runs)\n"
             "  --regions R          true: regions around the true disks (default);\n"
             "                       tracker: the daemon's tracker (daemon/tracker.c) in\n"
             "                       full mode against roi mode, its own regions, reruns\n"
@@ -119,7 +126,9 @@ static void rr_usage(FILE *f)
 static int rr_parse(int argc, char **argv, struct rr_opts *o)
 {
     static const int inst0[] = { 1, 2, 4, 8, 16, 32, 64, 128, 256 };
-    *o = (struct rr_opts){ .frames = 20, .warmup = 2, .margin = 10, .seed = RR_SEED };
+    *o = (struct rr_opts){
+        .frames = 20, .warmup = 2, .margin = 10, .pinned = true, .seed = RR_SEED
+    };
     o->nsizes = 2;
     o->sizes[0][0] = 1920, o->sizes[0][1] = 1080, o->sizes[1][0] = 3840, o->sizes[1][1] = 2160;
     o->ninst = 9;
@@ -187,6 +196,11 @@ static int rr_parse(int argc, char **argv, struct rr_opts *o)
             bad = rr_int(v, 0, 100000, &o->warmup);
         } else if (!strcmp(a, "--margin")) {
             bad = rr_int(v, 0, 4096, &o->margin);
+        } else if (!strcmp(a, "--radius")) {
+            bad = rr_int(v, 0, 4096, &o->radius);
+        } else if (!strcmp(a, "--host")) {
+            o->pinned = !strcmp(v, "pinned");
+            bad = !o->pinned && strcmp(v, "pageable");
         } else if (!strcmp(a, "--regions")) {
             o->tracker = !strcmp(v, "tracker");
             bad = !o->tracker && strcmp(v, "true");
@@ -239,7 +253,11 @@ static int bounce(int p, int v, int t, int lo, int hi)
     return (int)(lo + (q <= span ? q : 2 * span - q));
 }
 
-static int rr_scene_make(struct rr_scene *s, int w, int h, int m, uint64_t seed)
+/* Where frames live with --host pinned: a CUDA backend's host memory (any
+ * CUDA backend uploads it directly); NULL = malloc. */
+static struct trk_backend *rr_host;
+
+static int rr_scene_make(struct rr_scene *s, int w, int h, int m, int radius, uint64_t seed)
 {
     memset(s, 0, offsetof(struct rr_scene, x0));
     s->w = w, s->h = h, s->m = m;
@@ -247,6 +265,8 @@ static int rr_scene_make(struct rr_scene *s, int w, int h, int m, uint64_t seed)
     s->per = (m + s->colours - 1) / s->colours;
     const int shortside = w < h ? w : h;
     s->r = (shortside * 2 + 50) / 100 > 0 ? (shortside * 2 + 50) / 100 : 1;
+    if (radius > 0) s->r = radius;
+    if (2 * s->r + 1 > w || 2 * s->r + 1 > h) return TRK_EINVAL;
     struct trk_scene pal;
     int err = trk_scene_standard(1, 1, s->colours, 0, &pal);
     if (err) return err;
@@ -262,7 +282,7 @@ static int rr_scene_make(struct rr_scene *s, int w, int h, int m, uint64_t seed)
     trk_scene_free(&pal);
     const size_t bytes = (size_t)w * (size_t)h * 3;
     s->bg = malloc(bytes);
-    s->rgb = malloc(bytes);
+    s->rgb = rr_host ? trk_backend_host_alloc(rr_host, bytes) : malloc(bytes);
     if (!s->bg || !s->rgb) return TRK_ENOMEM;
     uint64_t st = seed;
     for (size_t i = 0; i < bytes; i += 3)
@@ -280,7 +300,10 @@ static int rr_scene_make(struct rr_scene *s, int w, int h, int m, uint64_t seed)
 static void rr_scene_free(struct rr_scene *s)
 {
     free(s->bg);
-    free(s->rgb);
+    if (rr_host)
+        trk_backend_host_free(rr_host, s->rgb);
+    else
+        free(s->rgb);
     s->bg = s->rgb = NULL;
 }
 
@@ -612,7 +635,19 @@ static int run_rrm(int argc, char **argv)
         fprintf(stderr, "trackd-bench rrm: cannot write %s: %s\n", o.json, strerror(errno));
         return 73;
     }
-    if (js) fprintf(js, "{\"experiment\":\"rrm\",\"margin\":%d,\"rows\":[", o.margin);
+    bool any_cuda = false;
+    for (int k = 0; k < o.nkinds; k++)
+        any_cuda = any_cuda || o.kinds[k] == TRK_BACKEND_CUDA;
+    if (o.pinned && any_cuda) {
+        const struct trk_backend_cfg hc = { .kind = TRK_BACKEND_CUDA };
+        if (trk_backend_create(&hc, &rr_host)) rr_host = NULL; /* the rows say why */
+    }
+    if (js)
+        fprintf(js,
+                "{\"experiment\":\"rrm\",\"margin\":%d,\"radius\":%d,\"host\":\"%s\",\"rows\":[",
+                o.margin, o.radius, rr_host ? "pinned" : "pageable");
+    printf("# frames in %s host memory; disk radius %s\n", rr_host ? "pinned" : "pageable",
+           o.radius ? "fixed (--radius)" : "2% of the short side");
     if (o.tracker)
         printf("# rrm --regions tracker: per-frame cost of daemon/tracker.c's rounds and its own "
                "work, medians of %d frames; full = --mode full, roi = --mode roi (--full-every "
@@ -631,11 +666,12 @@ static int run_rrm(int argc, char **argv)
     for (int si = 0; si < o.nsizes; si++)
         for (int mi = 0; mi < o.ninst; mi++) {
             const int w = o.sizes[si][0], h = o.sizes[si][1], m = o.inst[mi];
-            int err = rr_scene_make(&sc, w, h, m, o.seed);
+            int err = rr_scene_make(&sc, w, h, m, o.radius, o.seed);
             if (err) {
                 fprintf(stderr, "trackd-bench rrm: scene %dx%d M=%d: %s\n", w, h, m,
                         trk_strerror(err));
                 rr_scene_free(&sc);
+                trk_backend_destroy(&rr_host);
                 return 70;
             }
             for (int k = 0; k < o.nkinds; k++) {
@@ -714,6 +750,7 @@ static int run_rrm(int argc, char **argv)
             }
             rr_scene_free(&sc);
         }
+    trk_backend_destroy(&rr_host);
     if (js) {
         fprintf(js, "\n]}\n");
         if (fclose(js)) {
