@@ -62,6 +62,8 @@ struct inst {
     double px, py;     /* prediction for the frame being processed   */
     int w, h;          /* size of its last whole measured box         */
     int gw, gh;        /* how much that box grew at that measurement */
+    int fw, fh;        /* the whole blob's size: the largest box lately
+                        * measured, less a pixel a frame (region_of)  */
     int grow;          /* region margin factor 1..GROW_MAX            */
     double err;        /* recent prediction error, px (region_of)     */
     double ref;        /* its mass when whole (PARTIAL)               */
@@ -209,16 +211,17 @@ static double clampd(double v, double lo, double hi)
     return v < lo ? lo : v > hi ? hi : v;
 }
 
-/* One axis of a region: the predicted box c +- h, and where it pokes past
+/* One axis of a region: the predicted box [lo_box, hi_box] plus m on each
+ * side, and where the box pokes past
  * the frame's edge [0, n - 1] by d, d x 2 more on the inside: a blob that
  * bounces off the edge comes back mirrored (a ball off a table's edge, the
  * bench's disks), one that leaves is cut by the edge and its centroid
  * shifts inwards. Clamped in double first: a prediction far outside must
  * not overflow. */
-static void axis_of(double c, double h, double half, int n, int32_t *lo, int32_t *hi)
+static void axis_of(double lo_box, double hi_box, double m, int n, int32_t *lo, int32_t *hi)
 {
-    double a = c - h, b = c + h;
-    const double under = -(c - half), over = c + half - (n - 1);
+    double a = lo_box - m, b = hi_box + m;
+    const double under = -lo_box, over = hi_box - (n - 1);
     if (under > 0) b += 2 * under;
     if (over > 0) a -= 2 * over;
     const double big = 4.0 * n + 16;
@@ -228,9 +231,10 @@ static void axis_of(double c, double h, double half, int n, int32_t *lo, int32_t
     if (*hi > n - 1) *hi = n - 1;
 }
 
-/* Instance a's region for this frame: its predicted box grown by the
- * margin, its speed and its box's recent growth (a blob coming out from
- * under a cover), clipped to the frame (possibly empty). */
+/* Instance a's region for this frame: its predicted box (widened to the
+ * whole blob's size around a covered part) grown by the margin, its speed
+ * and its box's recent growth (a blob coming out from under a cover),
+ * clipped to the frame (possibly empty). */
 static struct trk_roi region_of(const struct trk_tracker *t, const struct inst *a)
 {
     const double dt = (double)(t->seq - a->last_seq);
@@ -238,11 +242,24 @@ static struct trk_roi region_of(const struct trk_tracker *t, const struct inst *
     const bool young = a->n_obs < SURE_OBS;
     const double margin = (MARGIN_PX + (young ? size / 2.0 : ERR_GAIN * a->err)) * a->grow;
     const double sdt = young ? dt : dt - 1.0; /* frames the velocity is trusted over */
-    const double hx = a->w / 2.0 + (fabs(a->pub.vx) * sdt + a->gw * dt) + margin;
-    const double hy = a->h / 2.0 + (fabs(a->pub.vy) * sdt + a->gh * dt) + margin;
+    const double mx = fabs(a->pub.vx) * sdt + a->gw * dt + margin;
+    const double my = fabs(a->pub.vy) * sdt + a->gh * dt + margin;
+    /* The last measured box, moved as the prediction moved, and widened to
+     * every place a whole blob holding it can be: a part of a covered blob
+     * (its box smaller than the whole one) may be anywhere in the whole
+     * blob, and the cover moves on its own path, so the next frame's part
+     * may lie on either side of this one. A box around the centroid with
+     * the part's size put the part on the region's border (a second round)
+     * on most frames of rrm --regions tracker at M = 128; a whole blob's
+     * box is the same either way. Pixel x spans [x - 0.5, x + 0.5]. */
+    const struct trk_blob *b = &a->pub.blob;
+    const int fw = a->fw > a->w ? a->fw : a->w, fh = a->fh > a->h ? a->fh : a->h;
+    const double sx = a->px - a->x, sy = a->py - a->y;
     struct trk_roi r;
-    axis_of(a->px, hx, a->w / 2.0, t->width, &r.x0, &r.x1);
-    axis_of(a->py, hy, a->h / 2.0, t->height, &r.y0, &r.y1);
+    axis_of(fmin(b->x0, b->x1 - fw + 1) - 0.5 + sx, fmax(b->x1, b->x0 + fw - 1) + 0.5 + sx, mx,
+            t->width, &r.x0, &r.x1);
+    axis_of(fmin(b->y0, b->y1 - fh + 1) - 0.5 + sy, fmax(b->y1, b->y0 + fh - 1) + 0.5 + sy, my,
+            t->height, &r.y0, &r.y1);
     return r;
 }
 
@@ -458,8 +475,8 @@ static void new_instance(struct trk_tracker *t, struct obj *o, const struct cand
     x->y = x->py = c->cy;
     x->last_seq = t->seq;
     x->n_obs = 1;
-    x->w = c->b.x1 - c->b.x0 + 1;
-    x->h = c->b.y1 - c->b.y0 + 1;
+    x->w = x->fw = c->b.x1 - c->b.x0 + 1;
+    x->h = x->fh = c->b.y1 - c->b.y0 + 1;
     x->grow = 1;
     x->ref = (double)c->b.mass;
     x->match = -1;
@@ -502,6 +519,12 @@ static void commit(struct trk_tracker *t, struct obj *o, int nc, bool whole_list
         const double dt = (double)(t->seq - x->last_seq);
         set_measured(x, c);
         x->pub.lost = 0;
+        /* The whole blob's size: a cover shrinks the box for a while, a
+         * blob that really shrank is its own size again after a few
+         * frames. */
+        const int bw = c->b.x1 - c->b.x0 + 1, bh = c->b.y1 - c->b.y0 + 1;
+        x->fw = bw > x->fw - 1 ? bw : x->fw - 1;
+        x->fh = bh > x->fh - 1 ? bh : x->fh - 1;
         x->pub.via_roi = via_roi;
         const bool partial = (double)c->b.mass < PARTIAL * x->ref;
         if (partial) x->ref *= REF_DECAY;

@@ -17,14 +17,15 @@
  * - mode full: every frame is one full-frame process;
  * - mode roi: a full-frame process every full_every frames (the periodic
  *   re-acquisition) and when every object needs the whole frame anyway;
- *   otherwise regions: one per instance of each tracked object, centred on
- *   its prediction and sized from its box and speed (plus a margin that
- *   doubles after its blob touched its region's border), clipped to the
- *   frame; the whole frame as one region for an untracked object and for a
- *   tracked object that has a lost instance or fewer instances than blobs
- *   its last whole-frame search found (re-acquisition). A tracked object
- *   with no instances and none found last time costs nothing until the
- *   next periodic pass.
+ *   otherwise regions: one per instance of each tracked object, around
+ *   its predicted box (a covered part's box widened to the whole blob's
+ *   size, as the part may lie anywhere in it) grown by its speed (plus a
+ *   margin that doubles after its blob touched its region's border),
+ *   clipped to the frame; the whole frame as one region for an untracked
+ *   object and for a tracked object that has a lost instance or fewer
+ *   instances than blobs its last whole-frame search found
+ *   (re-acquisition). A tracked object with no instances and none found
+ *   last time costs nothing until the next periodic pass.
  * A tracked object whose regions did not explain the frame (an instance
  * not in its region, a matched blob touching its region's border, which
  * means it may be cut and measured only as seen, or a blob no instance
