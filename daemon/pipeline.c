@@ -753,6 +753,7 @@ static void *process_main(void *arg)
             .upload_bytes = timing.upload_bytes,
             .instances = p->instances,
         };
+        meta.handoff_ms = (trk_now() - t_done) * 1e3;
         trk_buf_reset(&msg);
         if (trk_msg_frame(&msg, &meta, p->objects->def, p->obj_res, p->blobs, n_objects) == 0) {
             if (p->out) trk_output_line(p->out, msg.data, msg.len);
@@ -931,8 +932,23 @@ static void summarize(float *v, int n, double *median, double *max)
  * stats each have their own (their periods differ). */
 struct stats_mark {
     uint64_t frames, samples;
+    uint64_t writes; /* trk_ws_write_delays' mark */
     double t;
 };
+
+/* The interval's WebSocket write delays (trk_ws_write_delays) into st:
+ * p50, p99 and max, or -1 each when none were written. */
+static void write_delays(struct trk_ws *ws, uint64_t *mark, struct trk_stats_info *st)
+{
+    static float v[TRK_WS_WRITE_SAMPLES]; /* only the caller's thread reports */
+    st->write_p50_ms = st->write_p99_ms = st->write_max_ms = -1;
+    int n = trk_ws_write_delays(ws, mark, v, TRK_WS_WRITE_SAMPLES);
+    if (n <= 0) return;
+    qsort(v, (size_t)n, sizeof(*v), cmp_float);
+    st->write_p50_ms = v[n / 2];
+    st->write_p99_ms = v[(int)((n - 1) * 0.99 + 0.5)];
+    st->write_max_ms = v[n - 1];
+}
 
 /* "; udp HOST:PORT 300 sent, 2 dropped, 0 failed" per network sink. */
 static void sink_stats(const struct trk_pipeline_cfg *cfg, char *buf, size_t len)
@@ -970,7 +986,8 @@ static void report_stats(struct pipeline *p, struct stats_mark *mark, bool to_lo
     pthread_mutex_unlock(&p->lock);
     double now = trk_now();
     double fps = now > mark->t ? (frames - mark->frames) / (now - mark->t) : 0;
-    *mark = (struct stats_mark){ .frames = frames, .samples = total, .t = now };
+    *mark =
+        (struct stats_mark){ .frames = frames, .samples = total, .writes = mark->writes, .t = now };
     struct trk_stats_info st = {
         .uptime_s = now - p->t_start,
         .fps = fps,
@@ -1001,6 +1018,7 @@ static void report_stats(struct pipeline *p, struct stats_mark *mark, bool to_lo
         st.ws_sent = ws.messages_sent;
         st.ws_dropped = ws.messages_dropped;
         st.ws_bytes = ws.bytes_sent;
+        write_delays(cfg->ws, &mark->writes, &st);
     }
     if (cfg->mqtt) {
         struct trk_mqtt_stats ms;

@@ -85,7 +85,8 @@ static void lws_emit(int level, const char *line)
 struct msg {
     atomic_int refs;
     bool binary;
-    uint64_t order; /* publish order, across kinds: writes follow it */
+    uint64_t order;   /* publish order, across kinds: writes follow it */
+    double t_handoff; /* s, CLOCK_MONOTONIC: a result's broadcast; 0 = other kinds */
     size_t len;
     unsigned char buf[]; /* LWS_PRE bytes of headroom, then len bytes, NUL */
 };
@@ -98,6 +99,7 @@ static struct msg *msg_new(const void *data, size_t len, bool binary, uint64_t o
     atomic_init(&m->refs, 1);
     m->binary = binary;
     m->order = order;
+    m->t_handoff = 0;
     m->len = len;
     if (len) memcpy(m->buf + LWS_PRE, data, len);
     m->buf[LWS_PRE + len] = '\0';
@@ -203,6 +205,10 @@ struct trk_ws {
     struct msg *hello;
     struct msg *last_status;
     struct client *clients;
+    /* Hand-off -> written delays (ms) of result messages, every client's
+     * write; written by the service thread, read by trk_ws_write_delays. */
+    float write_ms[TRK_WS_WRITE_SAMPLES];
+    uint64_t n_writes; /* taken since start; sample i is at i % TRK_WS_WRITE_SAMPLES */
     /* trk_ws_shutdown: every client gets a close frame with this code and
      * reason after its pending messages; new connections are refused. */
     bool closing;
@@ -831,6 +837,17 @@ static int close_with(struct lws *wsi, enum lws_close_status code, const char *r
     return -1;
 }
 
+/* Service thread: result m has just been written to a client; keeps how
+ * long after its hand-off (the wake-up, fan-out and write: issue 14's
+ * latency split). */
+static void record_write(struct trk_ws *ws, const struct msg *m)
+{
+    float ms = (float)((now_s() - m->t_handoff) * 1e3);
+    pthread_mutex_lock(&ws->lock);
+    ws->write_ms[ws->n_writes++ % TRK_WS_WRITE_SAMPLES] = ms;
+    pthread_mutex_unlock(&ws->lock);
+}
+
 static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
                     size_t len)
 {
@@ -985,6 +1002,7 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
             log_warn("client %llu: write failed, closing", (unsigned long long)c->id);
             return -1;
         }
+        if (m->t_handoff > 0) record_write(ws, m);
         atomic_fetch_add_explicit(&c->sent, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&c->bytes, m->len, memory_order_relaxed);
         atomic_fetch_add_explicit(&ws->sent, 1, memory_order_relaxed);
@@ -1471,6 +1489,7 @@ int trk_ws_broadcast(struct trk_ws *ws, enum trk_ws_kind kind, const void *data,
             old = m;
         }
     } else if (kind == TRK_WS_RESULT) {
+        m->t_handoff = now_s();
         if (h->r_count == HANDOFF_RESULTS) {
             old = h->results[h->r_head];
             h->r_head = (h->r_head + 1) % HANDOFF_RESULTS;
@@ -1530,6 +1549,23 @@ void trk_ws_get_stats(struct trk_ws *ws, struct trk_ws_stats *st)
     st->messages_sent = atomic_load(&ws->sent);
     st->messages_dropped = atomic_load(&ws->dropped);
     st->bytes_sent = atomic_load(&ws->bytes);
+}
+
+int trk_ws_write_delays(struct trk_ws *ws, uint64_t *mark, float *out, int max)
+{
+    if (!ws || !mark || max < 0 || (!out && max)) return 0;
+    pthread_mutex_lock(&ws->lock);
+    uint64_t total = ws->n_writes, from = *mark;
+    /* The newest ones when more were taken than the ring (or max) holds. */
+    uint64_t keep = (uint64_t)(max < TRK_WS_WRITE_SAMPLES ? max : TRK_WS_WRITE_SAMPLES);
+    if (from > total) from = total;
+    if (total - from > keep) from = total - keep;
+    int n = (int)(total - from);
+    for (int i = 0; i < n; i++)
+        out[i] = ws->write_ms[(from + (uint64_t)i) % TRK_WS_WRITE_SAMPLES];
+    pthread_mutex_unlock(&ws->lock);
+    *mark = total;
+    return n;
 }
 
 int trk_ws_get_clients(struct trk_ws *ws, struct trk_ws_client_stats *out, int max)

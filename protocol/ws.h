@@ -193,6 +193,16 @@ struct trk_ws_stats {
 /* Totals since start. */
 void trk_ws_get_stats(struct trk_ws *ws, struct trk_ws_stats *st);
 
+/* Result messages' hand-off -> written delays the server keeps (the newest). */
+#define TRK_WS_WRITE_SAMPLES 4096
+/* For each write of a TRK_WS_RESULT message to a client, the ms from its
+ * trk_ws_broadcast to lws_write returning (the service thread's wake-up,
+ * fan-out and the socket write): copies those taken since *mark (the
+ * newest max of them; 0 = from the start) into out, sets *mark to the
+ * count now and returns how many it copied. Each reader keeps its own
+ * mark. */
+int trk_ws_write_delays(struct trk_ws *ws, uint64_t *mark, float *out, int max);
+
 /* Per-client counters (for the stats line and tests). */
 struct trk_ws_client_stats {
     uint64_t id;   /* client id as passed to on_message           */
