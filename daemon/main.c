@@ -723,6 +723,7 @@ static struct trk_pipeline_cfg pipeline_cfg(struct app *a)
         .track_mode = a->track_mode,
         .full_every = s->full_every,
         .sinks = { a->udp, a->osc },
+        .spin = trk_spin_enabled(s->spin),
     };
 }
 

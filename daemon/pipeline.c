@@ -50,6 +50,13 @@
  * at 60 fps a frame costs ~0.3 ms of one core (2%). */
 #define HANDOFF_EARLY 0.3e-3
 #define HANDOFF_LATE  1.0e-3
+/* The WebSocket thread stays awake for a frame's result (trk_ws_expect)
+ * for EXPECT_FACTOR times the last frame's processing time plus
+ * EXPECT_MARGIN s, at most EXPECT_MAX s: long enough for most frames,
+ * bounded for the slow ones (they wake it as before). */
+#define EXPECT_FACTOR 1.5
+#define EXPECT_MARGIN 0.3e-3
+#define EXPECT_MAX    3e-3
 
 /* The latency stages sampled for every processed frame (ms). */
 enum stage {
@@ -689,6 +696,16 @@ static void skip_frame(struct pipeline *p, struct trk_frame *f, int err)
     trk_pool_release(&p->pool, f);
 }
 
+/* Unless --fast (throughput, not latency): tells the WebSocket thread the
+ * result of the frame starting now is coming (trk_ws_expect), from the
+ * last frame's processing time (s). */
+static void expect_result(struct pipeline *p, double last_process_s)
+{
+    if (!p->cfg->ws || p->cfg->fast || !p->cfg->spin) return;
+    double within = last_process_s * EXPECT_FACTOR + EXPECT_MARGIN;
+    trk_ws_expect(p->cfg->ws, within < EXPECT_MAX ? within : EXPECT_MAX);
+}
+
 static void *process_main(void *arg)
 {
     struct pipeline *p = arg;
@@ -705,6 +722,7 @@ static void *process_main(void *arg)
     double next_t = 0;
     int next_err = 0;
     struct trk_tracker_plan plan;
+    double last_process = 0; /* s, the last frame's */
     for (;;) {
         struct trk_frame *f = next;
         bool started = next_started;
@@ -719,6 +737,7 @@ static void *process_main(void *arg)
         atomic_store(&p->busy_since_ns, (uint64_t)(trk_now() * 1e9) + 1);
         if (!started) {
             n_objects = prepare_frame(p, f, &version, n_objects);
+            expect_result(p, last_process);
             t_start = trk_now();
             err = start_frame(p, f, &plan);
         }
@@ -729,6 +748,7 @@ static void *process_main(void *arg)
             skip_frame(p, f, err);
             continue;
         }
+        last_process = t_done - t_start;
         if (atomic_exchange(&p->backend_failed, false)) {
             pthread_mutex_lock(&p->lock);
             uint64_t skipped = p->skipped;
@@ -770,6 +790,9 @@ static void *process_main(void *arg)
         for (int k = 0; k < TRK_PIPELINE_SINKS; k++)
             trk_sink_push(cfg->sinks[k], &meta, p->objects->def, p->obj_res, p->blobs, n_objects);
         double t_sent = trk_now();
+        /* The next frame, already on the backend, is expected now: this
+         * frame's broadcast ended the last expectation. */
+        if (next_started) expect_result(p, last_process);
 
         record_frame(p, &meta, t_done, (t_sent - t_done) * 1e3, (t_sent - f->t_capture) * 1e3,
                      pinned, started);
@@ -792,6 +815,11 @@ static void *preview_main(void *arg)
 {
     struct pipeline *p = arg;
     name_thread("trk-preview");
+    /* Below the capture, processing and server threads (nice 10, this
+     * thread only): on a busy machine the JPEG encoder gets what they leave
+     * and never delays a result. It holds no lock while it encodes. */
+    if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10) != 0)
+        TRK_LOGX(TRK_LOG_DEBUG, errno, "cannot lower the preview thread's priority");
     const struct trk_pipeline_cfg *cfg = p->cfg;
     struct trk_preview *enc = NULL;
     uint8_t *msg = NULL;
@@ -907,6 +935,20 @@ static void *sampler_main(void *arg)
             rc = pthread_cond_timedwait(&p->cond, &p->lock, &until);
     }
     return NULL;
+}
+
+int trk_spin_parse(const char *s)
+{
+    if (!strcmp(s, "auto")) return TRK_SPIN_AUTO;
+    if (!strcmp(s, "on")) return TRK_SPIN_ON;
+    if (!strcmp(s, "off")) return TRK_SPIN_OFF;
+    return -1;
+}
+
+bool trk_spin_enabled(int mode)
+{
+    return mode == TRK_SPIN_ON ||
+           (mode == TRK_SPIN_AUTO && sysconf(_SC_NPROCESSORS_ONLN) >= TRK_SPIN_MIN_CPUS);
 }
 
 long trk_rss_kb(void)
@@ -1197,8 +1239,8 @@ int trk_pipeline_run(const struct trk_pipeline_cfg *cfg, volatile sig_atomic_t *
     }
     trk_pool_init(&p->pool, !cfg->source->live);
     /* Real-time frames (paced files, the demo, cameras) reach a running
-     * processing thread; --fast is about throughput, not latency. */
-    if (!cfg->fast) trk_pool_set_spin(&p->pool, HANDOFF_EARLY, HANDOFF_LATE);
+     * processing thread (--spin); --fast is about throughput, not latency. */
+    if (cfg->spin && !cfg->fast) trk_pool_set_spin(&p->pool, HANDOFF_EARLY, HANDOFF_LATE);
     /* Frames in the backend's host memory (pinned on CUDA): sources draw,
      * copy or decode into it and the upload needs no staging copy. The
      * caller's backend, not a grown one: it outlives the pool and the

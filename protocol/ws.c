@@ -52,6 +52,9 @@
  * is starved for ~a second at hundreds of frames per second. */
 #define HANDOFF_RESULTS 256
 #define HANDOFF_REPLIES 256
+/* After an expected result's hand-off the service thread polls on this long
+ * (s): its drain and the clients' writes take a few poll rounds. */
+#define WRITE_GRACE_S 0.5e-3
 /* Per-client replies (pong, errors, acks, send_to) pending; a client that
  * floods requests without reading loses the oldest replies. */
 #define CLIENT_REPLIES 32
@@ -227,6 +230,12 @@ struct trk_ws {
     uint64_t refused;        /* service thread: connections refused as too many */
     uint64_t refused_logged; /* ... of which the log has told */
     double refused_log_time; /* when it last did */
+    /* trk_ws_expect: until when (CLOCK_MONOTONIC s) the service thread polls
+     * instead of sleeping, and whether its polling timer is armed (both
+     * written by the service thread; hot_until also by producers). */
+    _Atomic double hot_until;
+    atomic_bool spinning;
+    lws_sorted_usec_list_t spin_sul; /* service thread only */
     atomic_uint_fast64_t next_order;
     atomic_uint_fast64_t next_client_id;
     _Atomic uint64_t sent, dropped, bytes;
@@ -584,6 +593,33 @@ static void client_clear(struct trk_ws *ws, struct client *c)
 }
 
 /* ------------------------------------------------------------ hand-off */
+
+static void spin_cb(lws_sorted_usec_list_t *sul);
+
+/* Service thread: while a result is expected (trk_ws_expect), a timer due
+ * at once keeps lws_service's poll from sleeping, so the result's hand-off
+ * finds the thread awake: no wake-up between the processing thread and the
+ * socket write. */
+static void arm_spin(struct trk_ws *ws)
+{
+    if (atomic_load(&ws->stopping) || now_s() >= atomic_load(&ws->hot_until)) {
+        atomic_store(&ws->spinning, false);
+        return;
+    }
+    atomic_store(&ws->spinning, true);
+    lws_sul_schedule(ws->ctx, 0, &ws->spin_sul, spin_cb, 1);
+}
+
+static void spin_cb(lws_sorted_usec_list_t *sul)
+{
+    struct trk_ws *ws = lws_container_of(sul, struct trk_ws, spin_sul);
+    arm_spin(ws);
+    /* An expect that came as the window closed (it saw the timer armed
+     * and did not wake the thread) still gets its spin. */
+    if (!atomic_load(&ws->spinning) && !atomic_load(&ws->stopping) &&
+        now_s() < atomic_load(&ws->hot_until))
+        arm_spin(ws);
+}
 
 /* Service thread: moves everything published since the last wake-up to the
  * clients. */
@@ -1021,7 +1057,10 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
         break;
 
     case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
-        if (ws) drain(ws);
+        if (ws) {
+            drain(ws);
+            if (!atomic_load(&ws->spinning)) arm_spin(ws);
+        }
         break;
 
     case LWS_CALLBACK_HTTP: return http_request(ws, wsi, c);
@@ -1490,6 +1529,9 @@ int trk_ws_broadcast(struct trk_ws *ws, enum trk_ws_kind kind, const void *data,
         }
     } else if (kind == TRK_WS_RESULT) {
         m->t_handoff = now_s();
+        /* The expected result is here: poll on only while it is written. */
+        if (atomic_load(&ws->hot_until) > m->t_handoff + WRITE_GRACE_S)
+            atomic_store(&ws->hot_until, m->t_handoff + WRITE_GRACE_S);
         if (h->r_count == HANDOFF_RESULTS) {
             old = h->results[h->r_head];
             h->r_head = (h->r_head + 1) % HANDOFF_RESULTS;
@@ -1509,6 +1551,18 @@ int trk_ws_broadcast(struct trk_ws *ws, enum trk_ws_kind kind, const void *data,
     pthread_mutex_unlock(&ws->lock);
     msg_unref(&old);
     msg_unref(&old_status);
+    return 0;
+}
+
+int trk_ws_expect(struct trk_ws *ws, double within_s)
+{
+    if (!ws || !(within_s > 0)) return TRK_EINVAL;
+    if (atomic_load_explicit(&ws->n_clients, memory_order_relaxed) == 0) return 0;
+    atomic_store(&ws->hot_until, now_s() + within_s);
+    if (atomic_load(&ws->spinning)) return 0; /* it polls already */
+    pthread_mutex_lock(&ws->lock);
+    wake(ws);
+    pthread_mutex_unlock(&ws->lock);
     return 0;
 }
 
@@ -1616,6 +1670,7 @@ void trk_ws_stop(struct trk_ws *ws)
     pthread_mutex_lock(&ws->lock);
     ws->running = false; /* producers no longer touch ctx */
     pthread_mutex_unlock(&ws->lock);
+    if (ws->ctx) lws_sul_schedule(ws->ctx, 0, &ws->spin_sul, NULL, LWS_SET_TIMER_USEC_CANCEL);
     if (ws->ctx) {
         /* Closes every connection: CLOSED runs here, on this thread, now that
          * the service thread is gone. */

@@ -177,6 +177,14 @@ enum trk_ws_kind {
  * without being copied, not counted), TRK_EINVAL or TRK_ENOMEM. */
 int trk_ws_broadcast(struct trk_ws *ws, enum trk_ws_kind kind, const void *data, size_t len);
 
+/* Says a TRK_WS_RESULT broadcast is likely within within_s seconds (the
+ * processing thread calls it as it starts a frame): the service thread then
+ * polls without sleeping until that result is handed off (and written) or
+ * the time passes, so the result does not wait for the thread to wake up.
+ * Costs the service thread's CPU for that time; nothing without clients.
+ * 0 or TRK_EINVAL. Thread-safe. */
+int trk_ws_expect(struct trk_ws *ws, double within_s);
+
 /* Sends one text message to one client (replies to control messages). Queued
  * behind nothing of other kinds; kept in a bounded per-client reply queue.
  * Returns 0 (also when the client has gone: the message is discarded),
