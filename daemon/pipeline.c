@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -237,10 +238,28 @@ static void name_thread(const char *name)
     prctl(PR_SET_NAME, name, 0, 0, 0);
 }
 
+/* --rt-priority: the calling thread (capture or processing) asks for
+ * SCHED_FIFO, so a frame never waits for ordinary threads (the preview
+ * encoder, other programs) to give up the CPU. Refused (no CAP_SYS_NICE,
+ * RLIMIT_RTPRIO too low): one warning, and the thread runs on at normal
+ * priority; nothing else changes. */
+static void ask_realtime(struct pipeline *p, const char *what)
+{
+    if (p->cfg->rt_priority <= 0) return;
+    struct sched_param sp = { .sched_priority = p->cfg->rt_priority };
+    int e = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+    /* Each thread asks once, at its start: one line each. */
+    if (e)
+        log_warn("the %s thread cannot have real-time priority %d (%s: needs CAP_SYS_NICE or an "
+                 "RLIMIT_RTPRIO of %d, e.g. systemd's LimitRTPRIO=); it runs at normal priority",
+                 what, p->cfg->rt_priority, strerror(e), p->cfg->rt_priority);
+}
+
 static void *capture_main(void *arg)
 {
     struct pipeline *p = arg;
     name_thread("trk-capture");
+    ask_realtime(p, "capture");
     const struct trk_pipeline_cfg *cfg = p->cfg;
     uint64_t seq = 0;
     double t0 = 0, pts0 = 0;
@@ -710,6 +729,7 @@ static void *process_main(void *arg)
 {
     struct pipeline *p = arg;
     name_thread("trk-process");
+    ask_realtime(p, "processing");
     const struct trk_pipeline_cfg *cfg = p->cfg;
     uint64_t version = 0; /* 0: the first poll gets the control's set */
     int n_objects = 0;

@@ -103,6 +103,9 @@ struct trk_pipeline_cfg {
      * its predicted arrival (trk_pool_set_spin) and the WebSocket thread
      * for its result (trk_ws_expect) instead of sleeping. */
     bool spin;
+    /* > 0: the capture and processing threads ask for SCHED_FIFO at this
+     * priority (--rt-priority); refused, one warning and normal priority. */
+    int rt_priority;
 };
 
 /* --spin: auto (on with TRK_SPIN_MIN_CPUS or more online CPUs: polling

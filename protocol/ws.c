@@ -24,6 +24,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -186,6 +187,7 @@ struct trk_ws {
     trk_ws_http_handler http_handler;
     void *http_user;
     bool no_websocket;
+    int rt_priority;
 
     /* lws objects: created in start, destroyed in stop, used only by the
      * service thread in between (and lws_cancel_service from others). */
@@ -1142,6 +1144,7 @@ int trk_ws_create(const struct trk_ws_cfg *cfg, struct trk_ws **out)
     ws->http_handler = cfg->http_handler;
     ws->http_user = cfg->http_user;
     ws->no_websocket = cfg->no_websocket;
+    ws->rt_priority = cfg->rt_priority;
     if (cfg->control_types) {
         size_t n = 0, bytes = 0;
         while (cfg->control_types[n])
@@ -1336,6 +1339,14 @@ const char *trk_ws_error(const struct trk_ws *ws)
 static void *service_main(void *arg)
 {
     struct trk_ws *ws = arg;
+    if (ws->rt_priority > 0) {
+        struct sched_param sp = { .sched_priority = ws->rt_priority };
+        int e = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+        if (e)
+            log_warn("the WebSocket thread cannot have real-time priority %d (%s: needs "
+                     "CAP_SYS_NICE or an RLIMIT_RTPRIO of %d); it runs at normal priority",
+                     ws->rt_priority, strerror(e), ws->rt_priority);
+    }
     while (!atomic_load(&ws->stopping))
         if (lws_service(ws->ctx, 0) < 0) {
             log_error("the WebSocket service loop failed; clients are no longer served");

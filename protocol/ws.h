@@ -113,6 +113,11 @@ struct trk_ws_cfg {
     const char *const *http_private_paths;
     /* HTTP only: WebSocket upgrades are refused (a metrics listener). */
     bool no_websocket;
+    /* > 0: the service thread asks for SCHED_FIFO at this priority (1..99),
+     * so a result's write never waits behind ordinary threads; refused
+     * (no CAP_SYS_NICE or RLIMIT_RTPRIO), it logs one warning and runs at
+     * normal priority. 0 = normal priority. */
+    int rt_priority;
 };
 
 #define TRK_WS_MAX_CLIENTS_DEFAULT 64
