@@ -615,6 +615,9 @@ static void arm_spin(struct trk_ws *ws)
 static void spin_cb(lws_sorted_usec_list_t *sul)
 {
     struct trk_ws *ws = lws_container_of(sul, struct trk_ws, spin_sul);
+    /* Runnable, yet leaving the core to a thread that shares it (on a
+     * loaded machine: the processing thread itself). */
+    sched_yield();
     arm_spin(ws);
     /* An expect that came as the window closed (it saw the timer armed
      * and did not wake the thread) still gets its spin. */
