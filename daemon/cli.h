@@ -21,6 +21,8 @@ struct trk_settings {
     bool fast, loop;
     int hwdec;        /* --hwdec: enum trk_hwdec (daemon/hwdec.h) */
     bool decode_only; /* --decode-only: time the decoder alone, no tracking */
+    int spin;         /* --spin: enum trk_spin (pipeline.h) */
+    int rt_priority;  /* --rt-priority: SCHED_FIFO priority, 0 = off */
     uint64_t frames;  /* 0 = all */
     char listen_addr[64];
     int listen_port;

@@ -1,5 +1,7 @@
 #include "frame.h"
 
+#include <math.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -139,8 +141,22 @@ void trk_pool_init(struct trk_pool *p, bool lossless)
 {
     memset(p, 0, sizeof(*p));
     p->lossless = lossless;
+    atomic_init(&p->poke, false);
     pthread_mutex_init(&p->lock, NULL);
-    pthread_cond_init(&p->cond, NULL);
+    /* The paced take's timed wait is on trk_now's clock. */
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&p->cond, &ca);
+    pthread_condattr_destroy(&ca);
+}
+
+void trk_pool_set_spin(struct trk_pool *p, double early, double late)
+{
+    pthread_mutex_lock(&p->lock);
+    p->spin_early = early > 0 ? early : 0;
+    p->spin_late = late > 0 ? late : 0;
+    pthread_mutex_unlock(&p->lock);
 }
 
 void trk_pool_set_host_mem(struct trk_pool *p, struct trk_backend *b)
@@ -209,6 +225,56 @@ struct trk_frame *trk_pool_get(struct trk_pool *p)
     return f;
 }
 
+/* Publishes that come further apart than this are a pause, not the rate. */
+#define MAX_PERIOD 1.0
+
+/* Lock held, a frame just published: learns the rate and predicts the
+ * next publish. Paced sources keep an absolute
+ * schedule (a frame whose producer woke late is followed by one on time),
+ * so the prediction follows the schedule, not the last publish: it moves
+ * by a quarter of each error, and starts over after a pause or a jump of
+ * half a period or more. */
+static void note_publish(struct trk_pool *p)
+{
+    double now = trk_now(), d = now - p->last_pub;
+    if (p->last_pub > 0 && d > 0 && d < MAX_PERIOD)
+        p->period = p->period > 0 ? p->period + (d - p->period) * 0.125 : d;
+    else
+        p->period = 0;
+    p->last_pub = now;
+    double err = now - p->next_due;
+    if (p->period > 0 && p->next_due > 0 && fabs(err) < p->period / 2)
+        p->next_due += p->period + err * 0.25;
+    else
+        p->next_due = p->period > 0 ? now + p->period : 0;
+}
+
+/* Lock held, nothing ready: when the next publish is predicted soon, sleeps
+ * until spin_early before it and then polls, without the lock, until a
+ * publish or close pokes or spin_late after it passes. Returns with the
+ * lock held; the caller waits on as usual if nothing came. */
+static void take_paced(struct trk_pool *p)
+{
+    const double due = p->next_due, now = trk_now();
+    if (p->spin_late <= 0 || due <= 0 || now > due + p->spin_late || due - now > MAX_PERIOD) return;
+    const double wake = due - p->spin_early;
+    while (!p->ready && !p->closed && trk_now() < wake) {
+        struct timespec ts = { (time_t)wake, (long)((wake - (double)(time_t)wake) * 1e9) };
+        pthread_cond_timedwait(&p->cond, &p->lock, &ts);
+    }
+    if (p->ready || p->closed) return;
+    const double until = due + p->spin_late;
+    /* Cleared with the lock held and nothing ready: from here every
+     * publish (or close) sets it again, after its unlock. */
+    atomic_store_explicit(&p->poke, false, memory_order_relaxed);
+    pthread_mutex_unlock(&p->lock);
+    /* Yielding keeps the thread runnable (no sleep, no wake-up) yet lets a
+     * producer that shares its core run. */
+    while (!atomic_load_explicit(&p->poke, memory_order_acquire) && trk_now() < until)
+        sched_yield();
+    pthread_mutex_lock(&p->lock);
+}
+
 bool trk_pool_publish(struct trk_pool *p, struct trk_frame *f)
 {
     struct held h = { 0 };
@@ -222,11 +288,15 @@ bool trk_pool_publish(struct trk_pool *p, struct trk_frame *f)
             p->drops++;
         }
         p->ready = f;
+        note_publish(p);
     } else {
         let_go(p, f, &h);
     }
     pthread_cond_broadcast(&p->cond);
     pthread_mutex_unlock(&p->lock);
+    /* After the unlock: a spinning take goes for the lock at once, and
+     * finding it held would put it to sleep after all. */
+    if (ok) atomic_store_explicit(&p->poke, true, memory_order_release);
     unhold_now(&h);
     return ok;
 }
@@ -234,6 +304,7 @@ bool trk_pool_publish(struct trk_pool *p, struct trk_frame *f)
 struct trk_frame *trk_pool_take(struct trk_pool *p)
 {
     pthread_mutex_lock(&p->lock);
+    if (!p->ready && !p->closed) take_paced(p);
     while (!p->ready && !p->closed)
         pthread_cond_wait(&p->cond, &p->lock);
     struct trk_frame *f = p->ready;
@@ -279,6 +350,7 @@ void trk_pool_close(struct trk_pool *p)
     p->closed = true;
     pthread_cond_broadcast(&p->cond);
     pthread_mutex_unlock(&p->lock);
+    atomic_store_explicit(&p->poke, true, memory_order_release);
 }
 
 uint64_t trk_pool_drops(struct trk_pool *p)

@@ -4,6 +4,7 @@
 #define TRK_DAEMON_FRAME_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -101,8 +102,17 @@ struct trk_pool {
     bool lossless;
     bool closed; /* no more frames will be published */
     uint64_t drops;
+    /* Paced hand-off (trk_pool_set_spin): the spin window around the next
+     * frame's predicted publish (s; 0 = never spin), the last publish's time,
+     * the smoothed interval between publishes and the next one's predicted
+     * time (0 = not known). */
+    double spin_early, spin_late;
+    double last_pub, period, next_due;
+    /* Set by publish and close, cleared by take: what a spinning take
+     * watches without the lock. */
+    atomic_bool poke;
     pthread_mutex_t lock;
-    pthread_cond_t cond;
+    pthread_cond_t cond; /* on CLOCK_MONOTONIC */
 };
 
 void trk_pool_init(struct trk_pool *p, bool lossless);
@@ -114,8 +124,19 @@ void trk_pool_destroy(struct trk_pool *p);
 struct trk_frame *trk_pool_get(struct trk_pool *p);
 /* Publishes f as the newest ready frame (see lossless). false if closed. */
 bool trk_pool_publish(struct trk_pool *p, struct trk_frame *f);
-/* Waits for the newest ready frame; NULL when closed and drained. */
+/* Waits for the newest ready frame; NULL when closed and drained. With a
+ * spin window set, a take that comes before the next frame's predicted
+ * publish sleeps until spin_early before it, then polls until the frame is
+ * there or spin_late after it (and then sleeps as before). */
 struct trk_frame *trk_pool_take(struct trk_pool *p);
+/* A source that delivers at a steady rate (paced files and the demo,
+ * cameras) hands frames over without a thread wake-up: the consumer is
+ * already running when the frame comes (a sleeping one costs tens of us on
+ * an idle machine, ms on a loaded or virtualised one). The price: up to
+ * early + late seconds of one core per frame, none while frames come
+ * faster than the consumer takes them. Call before the consumer starts;
+ * 0, 0 = off (the default). */
+void trk_pool_set_spin(struct trk_pool *p, double early, double late);
 /* The ready frame if there is one, without waiting; else NULL. */
 struct trk_frame *trk_pool_try_take(struct trk_pool *p);
 /* One more holder of f, which the caller holds (so it is not free). */

@@ -555,6 +555,7 @@ static int start_server(struct app *a)
          * its files (PROTOCOL.md section 5: other local users could
          * otherwise reach them through a loopback listener). */
         .owner_types = file_types,
+        .rt_priority = s->rt_priority,
         .http_paths = trk_endpoint_paths,
         .http_private_paths = trk_endpoint_private_paths,
         .http_handler = trk_endpoints_http,
@@ -723,6 +724,8 @@ static struct trk_pipeline_cfg pipeline_cfg(struct app *a)
         .track_mode = a->track_mode,
         .full_every = s->full_every,
         .sinks = { a->udp, a->osc },
+        .spin = trk_spin_enabled(s->spin),
+        .rt_priority = s->rt_priority,
     };
 }
 

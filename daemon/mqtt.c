@@ -441,7 +441,7 @@ static bool publish_frame(struct trk_mqtt *m, const struct slot *f)
         trk_buf_puts(b, ",\"seq\":");
         trk_buf_u64(b, (uint64_t)json_integer_value(json_object_get(root, "seq")));
         trk_buf_puts(b, ",\"t_capture\":");
-        trk_buf_fixed(b, json_number_value(json_object_get(root, "t_capture")), 3);
+        trk_buf_fixed(b, json_number_value(json_object_get(root, "t_capture")), 6);
         trk_buf_puts(b, ",\"wall_ms\":");
         trk_buf_fixed(b, json_number_value(json_object_get(root, "wall_ms")), 3);
         trk_buf_puts(b, ",");

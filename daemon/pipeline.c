@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -43,6 +44,20 @@
  * and the log call the processing thread stalled (with one, half the
  * watchdog interval: the point where petting stops). */
 #define STALL_S 10.0
+/* The paced hand-off from capture to processing (trk_pool_set_spin): the
+ * processing thread polls from HANDOFF_EARLY s before the next frame's
+ * predicted arrival until it comes, at most HANDOFF_LATE s after. EARLY
+ * covers the thread's own timed wake-up, LATE a capture thread woken late;
+ * at 60 fps a frame costs ~0.3 ms of one core (2%). */
+#define HANDOFF_EARLY 0.3e-3
+#define HANDOFF_LATE  1.0e-3
+/* The WebSocket thread stays awake for a frame's result (trk_ws_expect)
+ * for EXPECT_FACTOR times the last frame's processing time plus
+ * EXPECT_MARGIN s, at most EXPECT_MAX s: long enough for most frames,
+ * bounded for the slow ones (they wake it as before). */
+#define EXPECT_FACTOR 1.5
+#define EXPECT_MARGIN 0.3e-3
+#define EXPECT_MAX    3e-3
 
 /* The latency stages sampled for every processed frame (ms). */
 enum stage {
@@ -223,10 +238,28 @@ static void name_thread(const char *name)
     prctl(PR_SET_NAME, name, 0, 0, 0);
 }
 
+/* --rt-priority: the calling thread (capture or processing) asks for
+ * SCHED_FIFO, so a frame never waits for ordinary threads (the preview
+ * encoder, other programs) to give up the CPU. Refused (no CAP_SYS_NICE,
+ * RLIMIT_RTPRIO too low): one warning, and the thread runs on at normal
+ * priority; nothing else changes. */
+static void ask_realtime(struct pipeline *p, const char *what)
+{
+    if (p->cfg->rt_priority <= 0) return;
+    struct sched_param sp = { .sched_priority = p->cfg->rt_priority };
+    int e = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+    /* Each thread asks once, at its start: one line each. */
+    if (e)
+        log_warn("the %s thread cannot have real-time priority %d (%s: needs CAP_SYS_NICE or an "
+                 "RLIMIT_RTPRIO of %d, e.g. systemd's LimitRTPRIO=); it runs at normal priority",
+                 what, p->cfg->rt_priority, strerror(e), p->cfg->rt_priority);
+}
+
 static void *capture_main(void *arg)
 {
     struct pipeline *p = arg;
     name_thread("trk-capture");
+    ask_realtime(p, "capture");
     const struct trk_pipeline_cfg *cfg = p->cfg;
     uint64_t seq = 0;
     double t0 = 0, pts0 = 0;
@@ -682,10 +715,21 @@ static void skip_frame(struct pipeline *p, struct trk_frame *f, int err)
     trk_pool_release(&p->pool, f);
 }
 
+/* Unless --fast (throughput, not latency): tells the WebSocket thread the
+ * result of the frame starting now is coming (trk_ws_expect), from the
+ * last frame's processing time (s). */
+static void expect_result(struct pipeline *p, double last_process_s)
+{
+    if (!p->cfg->ws || p->cfg->fast || !p->cfg->spin) return;
+    double within = last_process_s * EXPECT_FACTOR + EXPECT_MARGIN;
+    trk_ws_expect(p->cfg->ws, within < EXPECT_MAX ? within : EXPECT_MAX);
+}
+
 static void *process_main(void *arg)
 {
     struct pipeline *p = arg;
     name_thread("trk-process");
+    ask_realtime(p, "processing");
     const struct trk_pipeline_cfg *cfg = p->cfg;
     uint64_t version = 0; /* 0: the first poll gets the control's set */
     int n_objects = 0;
@@ -698,6 +742,7 @@ static void *process_main(void *arg)
     double next_t = 0;
     int next_err = 0;
     struct trk_tracker_plan plan;
+    double last_process = 0; /* s, the last frame's */
     for (;;) {
         struct trk_frame *f = next;
         bool started = next_started;
@@ -712,6 +757,7 @@ static void *process_main(void *arg)
         atomic_store(&p->busy_since_ns, (uint64_t)(trk_now() * 1e9) + 1);
         if (!started) {
             n_objects = prepare_frame(p, f, &version, n_objects);
+            expect_result(p, last_process);
             t_start = trk_now();
             err = start_frame(p, f, &plan);
         }
@@ -722,6 +768,7 @@ static void *process_main(void *arg)
             skip_frame(p, f, err);
             continue;
         }
+        last_process = t_done - t_start;
         if (atomic_exchange(&p->backend_failed, false)) {
             pthread_mutex_lock(&p->lock);
             uint64_t skipped = p->skipped;
@@ -753,6 +800,7 @@ static void *process_main(void *arg)
             .upload_bytes = timing.upload_bytes,
             .instances = p->instances,
         };
+        meta.handoff_ms = (trk_now() - t_done) * 1e3;
         trk_buf_reset(&msg);
         if (trk_msg_frame(&msg, &meta, p->objects->def, p->obj_res, p->blobs, n_objects) == 0) {
             if (p->out) trk_output_line(p->out, msg.data, msg.len);
@@ -762,6 +810,9 @@ static void *process_main(void *arg)
         for (int k = 0; k < TRK_PIPELINE_SINKS; k++)
             trk_sink_push(cfg->sinks[k], &meta, p->objects->def, p->obj_res, p->blobs, n_objects);
         double t_sent = trk_now();
+        /* The next frame, already on the backend, is expected now: this
+         * frame's broadcast ended the last expectation. */
+        if (next_started) expect_result(p, last_process);
 
         record_frame(p, &meta, t_done, (t_sent - t_done) * 1e3, (t_sent - f->t_capture) * 1e3,
                      pinned, started);
@@ -784,6 +835,11 @@ static void *preview_main(void *arg)
 {
     struct pipeline *p = arg;
     name_thread("trk-preview");
+    /* Below the capture, processing and server threads (nice 10, this
+     * thread only): on a busy machine the JPEG encoder gets what they leave
+     * and never delays a result. It holds no lock while it encodes. */
+    if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10) != 0)
+        TRK_LOGX(TRK_LOG_DEBUG, errno, "cannot lower the preview thread's priority");
     const struct trk_pipeline_cfg *cfg = p->cfg;
     struct trk_preview *enc = NULL;
     uint8_t *msg = NULL;
@@ -901,6 +957,20 @@ static void *sampler_main(void *arg)
     return NULL;
 }
 
+int trk_spin_parse(const char *s)
+{
+    if (!strcmp(s, "auto")) return TRK_SPIN_AUTO;
+    if (!strcmp(s, "on")) return TRK_SPIN_ON;
+    if (!strcmp(s, "off")) return TRK_SPIN_OFF;
+    return -1;
+}
+
+bool trk_spin_enabled(int mode)
+{
+    return mode == TRK_SPIN_ON ||
+           (mode == TRK_SPIN_AUTO && sysconf(_SC_NPROCESSORS_ONLN) >= TRK_SPIN_MIN_CPUS);
+}
+
 long trk_rss_kb(void)
 {
     FILE *f = fopen("/proc/self/statm", "r");
@@ -931,8 +1001,23 @@ static void summarize(float *v, int n, double *median, double *max)
  * stats each have their own (their periods differ). */
 struct stats_mark {
     uint64_t frames, samples;
+    uint64_t writes; /* trk_ws_write_delays' mark */
     double t;
 };
+
+/* The interval's WebSocket write delays (trk_ws_write_delays) into st:
+ * p50, p99 and max, or -1 each when none were written. */
+static void write_delays(struct trk_ws *ws, uint64_t *mark, struct trk_stats_info *st)
+{
+    static float v[TRK_WS_WRITE_SAMPLES]; /* only the caller's thread reports */
+    st->write_p50_ms = st->write_p99_ms = st->write_max_ms = -1;
+    int n = trk_ws_write_delays(ws, mark, v, TRK_WS_WRITE_SAMPLES);
+    if (n <= 0) return;
+    qsort(v, (size_t)n, sizeof(*v), cmp_float);
+    st->write_p50_ms = v[n / 2];
+    st->write_p99_ms = v[(int)((n - 1) * 0.99 + 0.5)];
+    st->write_max_ms = v[n - 1];
+}
 
 /* "; udp HOST:PORT 300 sent, 2 dropped, 0 failed" per network sink. */
 static void sink_stats(const struct trk_pipeline_cfg *cfg, char *buf, size_t len)
@@ -970,7 +1055,8 @@ static void report_stats(struct pipeline *p, struct stats_mark *mark, bool to_lo
     pthread_mutex_unlock(&p->lock);
     double now = trk_now();
     double fps = now > mark->t ? (frames - mark->frames) / (now - mark->t) : 0;
-    *mark = (struct stats_mark){ .frames = frames, .samples = total, .t = now };
+    *mark =
+        (struct stats_mark){ .frames = frames, .samples = total, .writes = mark->writes, .t = now };
     struct trk_stats_info st = {
         .uptime_s = now - p->t_start,
         .fps = fps,
@@ -1001,6 +1087,7 @@ static void report_stats(struct pipeline *p, struct stats_mark *mark, bool to_lo
         st.ws_sent = ws.messages_sent;
         st.ws_dropped = ws.messages_dropped;
         st.ws_bytes = ws.bytes_sent;
+        write_delays(cfg->ws, &mark->writes, &st);
     }
     if (cfg->mqtt) {
         struct trk_mqtt_stats ms;
@@ -1171,6 +1258,9 @@ int trk_pipeline_run(const struct trk_pipeline_cfg *cfg, volatile sig_atomic_t *
         if (fflush(cfg->output) != 0 || trk_output_create(&oc, &p->out)) output_failed = true;
     }
     trk_pool_init(&p->pool, !cfg->source->live);
+    /* Real-time frames (paced files, the demo, cameras) reach a running
+     * processing thread (--spin); --fast is about throughput, not latency. */
+    if (cfg->spin && !cfg->fast) trk_pool_set_spin(&p->pool, HANDOFF_EARLY, HANDOFF_LATE);
     /* Frames in the backend's host memory (pinned on CUDA): sources draw,
      * copy or decode into it and the upload needs no staging copy. The
      * caller's backend, not a grown one: it outlives the pool and the

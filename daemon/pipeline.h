@@ -99,7 +99,24 @@ struct trk_pipeline_cfg {
     /* Frames in plain heap memory rather than the backend's host memory
      * (pinned on CUDA: no staging copy on upload); for comparisons. */
     bool pageable;
+    /* --spin: unless fast, the processing thread polls for each frame near
+     * its predicted arrival (trk_pool_set_spin) and the WebSocket thread
+     * for its result (trk_ws_expect) instead of sleeping. */
+    bool spin;
+    /* > 0: the capture and processing threads ask for SCHED_FIFO at this
+     * priority (--rt-priority); refused, one warning and normal priority. */
+    int rt_priority;
 };
+
+/* --spin: auto (on with TRK_SPIN_MIN_CPUS or more online CPUs: polling
+ * needs a core to spare, and on fewer it takes CPU time from the threads
+ * doing the work), on, off. */
+enum trk_spin { TRK_SPIN_AUTO, TRK_SPIN_ON, TRK_SPIN_OFF };
+#define TRK_SPIN_MIN_CPUS 4
+/* "auto", "on", "off" -> enum trk_spin; -1 otherwise. */
+int trk_spin_parse(const char *s);
+/* Whether mode spins on this machine (auto: counts the online CPUs). */
+bool trk_spin_enabled(int mode);
 
 /* Every frame the source delivered is accounted for once: processed
  * (frames), dropped for a newer one (drops) or rejected by the backend

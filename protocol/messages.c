@@ -347,7 +347,8 @@ static int put_frame_fields(struct trk_buf *b, const struct trk_frame_meta *m)
 {
     PUT(kv_fixed(b, ",\"pts\":", m->pts, 3));
     PUT(put_size(b, m->width, m->height));
-    PUT(kv_fixed(b, ",\"t_capture\":", m->t_capture, 3));
+    /* Microseconds: latency is measured against it in fractions of a ms. */
+    PUT(kv_fixed(b, ",\"t_capture\":", m->t_capture, 6));
     PUT(kv_fixed(b, ",\"wall_ms\":", m->wall_ms, 3));
     if (m->backend) PUT(kv_str(b, ",\"backend\":", m->backend, SIZE_MAX));
     if (m->pass) {
@@ -359,6 +360,7 @@ static int put_frame_fields(struct trk_buf *b, const struct trk_frame_meta *m)
     PUT(kv_fixed(b, ",\"upload_ms\":", m->upload_ms, 3));
     PUT(kv_fixed(b, ",\"kernel_ms\":", m->kernel_ms, 3));
     PUT(kv_fixed(b, ",\"process_ms\":", m->process_ms, 3));
+    if (m->handoff_ms >= 0) PUT(kv_fixed(b, ",\"handoff_ms\":", m->handoff_ms, 3));
     LIT(b, "}");
     return 0;
 }
@@ -658,7 +660,10 @@ int trk_msg_stats(struct trk_buf *b, const struct trk_stats_info *s)
     PUT(kv_u64(b, "},\"ws\":{\"messages_sent\":", s->ws_sent));
     PUT(kv_u64(b, ",\"messages_dropped\":", s->ws_dropped));
     PUT(kv_u64(b, ",\"bytes_sent\":", s->ws_bytes));
-    LIT(b, "}");
+    PUT(kv_ms(b, ",\"write_ms\":{\"p50\":", s->write_p50_ms));
+    PUT(kv_ms(b, ",\"p99\":", s->write_p99_ms));
+    PUT(kv_ms(b, ",\"max\":", s->write_max_ms));
+    LIT(b, "}}");
     if (s->has_mqtt) {
         PUT(kv_bool(b, ",\"mqtt\":{\"connected\":", s->mqtt_connected));
         PUT(kv_u64(b, ",\"published\":", s->mqtt_published));

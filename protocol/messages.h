@@ -113,6 +113,11 @@ struct trk_frame_meta {
     /* Per object (n entries) or NULL: objects whose definition has track
      * on get "instances" from it. */
     const struct trk_instance_list *instances;
+    /* Results ready -> this message's encoding begins (it is then handed to
+     * the WebSocket thread, NDJSON and MQTT at once); includes starting the
+     * next frame on the backend (pipelining). < 0 = omitted: callers that
+     * zero the struct get 0.000. */
+    double handoff_ms;
 };
 
 /* One followed blob of a tracked object (daemon/tracker.h makes them). */
@@ -139,8 +144,8 @@ struct trk_blob_list {
 };
 
 /* Appends the "frame" message: camera (when given), seq, pts (3 decimals), width, height,
- * t_capture (3), wall_ms (3), backend, latency{queue_ms, upload_ms,
- * kernel_ms, process_ms} (3 decimals each) and objects[] with, per object i:
+ * t_capture (6), wall_ms (3), backend, latency{queue_ms, upload_ms,
+ * kernel_ms, process_ms, handoff_ms when >= 0} (3 decimals each) and objects[] with, per object i:
  * id (= i), name (escaped), found (mass >= max(min_mass, 1)), mass, cx, cy
  * (sum / mass, 2 decimals) and bbox [x0, y0, x1, y1] (inclusive); cx, cy and
  * bbox are null when mass == 0. An object whose definition has blobs K > 0
@@ -263,6 +268,10 @@ struct trk_stats_info {
     double send_ms;                         /* results ready -> handed to the WebSocket thread */
     double total_ms;                        /* capture -> handed to the WebSocket thread       */
     uint64_t ws_sent, ws_dropped, ws_bytes; /* trk_ws_get_stats totals       */
+    /* Result messages' hand-off -> written to a client's socket over the
+     * interval (trk_ws_write_delays): median, 99th percentile, max; < 0 =
+     * none written (null). */
+    double write_p50_ms, write_p99_ms, write_max_ms;
     /* The MQTT sink's totals (daemon/mqtt.h), sent as "mqtt" when has_mqtt. */
     bool has_mqtt, mqtt_connected;
     uint64_t mqtt_published, mqtt_dropped, mqtt_connects;

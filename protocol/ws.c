@@ -24,6 +24,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -52,6 +53,9 @@
  * is starved for ~a second at hundreds of frames per second. */
 #define HANDOFF_RESULTS 256
 #define HANDOFF_REPLIES 256
+/* After an expected result's hand-off the service thread polls on this long
+ * (s): its drain and the clients' writes take a few poll rounds. */
+#define WRITE_GRACE_S 0.5e-3
 /* Per-client replies (pong, errors, acks, send_to) pending; a client that
  * floods requests without reading loses the oldest replies. */
 #define CLIENT_REPLIES 32
@@ -85,7 +89,8 @@ static void lws_emit(int level, const char *line)
 struct msg {
     atomic_int refs;
     bool binary;
-    uint64_t order; /* publish order, across kinds: writes follow it */
+    uint64_t order;   /* publish order, across kinds: writes follow it */
+    double t_handoff; /* s, CLOCK_MONOTONIC: a result's broadcast; 0 = other kinds */
     size_t len;
     unsigned char buf[]; /* LWS_PRE bytes of headroom, then len bytes, NUL */
 };
@@ -98,6 +103,7 @@ static struct msg *msg_new(const void *data, size_t len, bool binary, uint64_t o
     atomic_init(&m->refs, 1);
     m->binary = binary;
     m->order = order;
+    m->t_handoff = 0;
     m->len = len;
     if (len) memcpy(m->buf + LWS_PRE, data, len);
     m->buf[LWS_PRE + len] = '\0';
@@ -181,6 +187,7 @@ struct trk_ws {
     trk_ws_http_handler http_handler;
     void *http_user;
     bool no_websocket;
+    int rt_priority;
 
     /* lws objects: created in start, destroyed in stop, used only by the
      * service thread in between (and lws_cancel_service from others). */
@@ -203,6 +210,10 @@ struct trk_ws {
     struct msg *hello;
     struct msg *last_status;
     struct client *clients;
+    /* Hand-off -> written delays (ms) of result messages, every client's
+     * write; written by the service thread, read by trk_ws_write_delays. */
+    float write_ms[TRK_WS_WRITE_SAMPLES];
+    uint64_t n_writes; /* taken since start; sample i is at i % TRK_WS_WRITE_SAMPLES */
     /* trk_ws_shutdown: every client gets a close frame with this code and
      * reason after its pending messages; new connections are refused. */
     bool closing;
@@ -221,6 +232,12 @@ struct trk_ws {
     uint64_t refused;        /* service thread: connections refused as too many */
     uint64_t refused_logged; /* ... of which the log has told */
     double refused_log_time; /* when it last did */
+    /* trk_ws_expect: until when (CLOCK_MONOTONIC s) the service thread polls
+     * instead of sleeping, and whether its polling timer is armed (both
+     * written by the service thread; hot_until also by producers). */
+    _Atomic double hot_until;
+    atomic_bool spinning;
+    lws_sorted_usec_list_t spin_sul; /* service thread only */
     atomic_uint_fast64_t next_order;
     atomic_uint_fast64_t next_client_id;
     _Atomic uint64_t sent, dropped, bytes;
@@ -579,6 +596,36 @@ static void client_clear(struct trk_ws *ws, struct client *c)
 
 /* ------------------------------------------------------------ hand-off */
 
+static void spin_cb(lws_sorted_usec_list_t *sul);
+
+/* Service thread: while a result is expected (trk_ws_expect), a timer due
+ * at once keeps lws_service's poll from sleeping, so the result's hand-off
+ * finds the thread awake: no wake-up between the processing thread and the
+ * socket write. */
+static void arm_spin(struct trk_ws *ws)
+{
+    if (atomic_load(&ws->stopping) || now_s() >= atomic_load(&ws->hot_until)) {
+        atomic_store(&ws->spinning, false);
+        return;
+    }
+    atomic_store(&ws->spinning, true);
+    lws_sul_schedule(ws->ctx, 0, &ws->spin_sul, spin_cb, 1);
+}
+
+static void spin_cb(lws_sorted_usec_list_t *sul)
+{
+    struct trk_ws *ws = lws_container_of(sul, struct trk_ws, spin_sul);
+    /* Runnable, yet leaving the core to a thread that shares it (on a
+     * loaded machine: the processing thread itself). */
+    sched_yield();
+    arm_spin(ws);
+    /* An expect that came as the window closed (it saw the timer armed
+     * and did not wake the thread) still gets its spin. */
+    if (!atomic_load(&ws->spinning) && !atomic_load(&ws->stopping) &&
+        now_s() < atomic_load(&ws->hot_until))
+        arm_spin(ws);
+}
+
 /* Service thread: moves everything published since the last wake-up to the
  * clients. */
 static void drain(struct trk_ws *ws)
@@ -831,6 +878,17 @@ static int close_with(struct lws *wsi, enum lws_close_status code, const char *r
     return -1;
 }
 
+/* Service thread: result m has just been written to a client; keeps how
+ * long after its hand-off (the wake-up, fan-out and write: issue 14's
+ * latency split). */
+static void record_write(struct trk_ws *ws, const struct msg *m)
+{
+    float ms = (float)((now_s() - m->t_handoff) * 1e3);
+    pthread_mutex_lock(&ws->lock);
+    ws->write_ms[ws->n_writes++ % TRK_WS_WRITE_SAMPLES] = ms;
+    pthread_mutex_unlock(&ws->lock);
+}
+
 static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
                     size_t len)
 {
@@ -985,6 +1043,7 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
             log_warn("client %llu: write failed, closing", (unsigned long long)c->id);
             return -1;
         }
+        if (m->t_handoff > 0) record_write(ws, m);
         atomic_fetch_add_explicit(&c->sent, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&c->bytes, m->len, memory_order_relaxed);
         atomic_fetch_add_explicit(&ws->sent, 1, memory_order_relaxed);
@@ -1003,7 +1062,10 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
         break;
 
     case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
-        if (ws) drain(ws);
+        if (ws) {
+            drain(ws);
+            if (!atomic_load(&ws->spinning)) arm_spin(ws);
+        }
         break;
 
     case LWS_CALLBACK_HTTP: return http_request(ws, wsi, c);
@@ -1085,6 +1147,7 @@ int trk_ws_create(const struct trk_ws_cfg *cfg, struct trk_ws **out)
     ws->http_handler = cfg->http_handler;
     ws->http_user = cfg->http_user;
     ws->no_websocket = cfg->no_websocket;
+    ws->rt_priority = cfg->rt_priority;
     if (cfg->control_types) {
         size_t n = 0, bytes = 0;
         while (cfg->control_types[n])
@@ -1279,6 +1342,14 @@ const char *trk_ws_error(const struct trk_ws *ws)
 static void *service_main(void *arg)
 {
     struct trk_ws *ws = arg;
+    if (ws->rt_priority > 0) {
+        struct sched_param sp = { .sched_priority = ws->rt_priority };
+        int e = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+        if (e)
+            log_warn("the WebSocket thread cannot have real-time priority %d (%s: needs "
+                     "CAP_SYS_NICE or an RLIMIT_RTPRIO of %d); it runs at normal priority",
+                     ws->rt_priority, strerror(e), ws->rt_priority);
+    }
     while (!atomic_load(&ws->stopping))
         if (lws_service(ws->ctx, 0) < 0) {
             log_error("the WebSocket service loop failed; clients are no longer served");
@@ -1471,6 +1542,10 @@ int trk_ws_broadcast(struct trk_ws *ws, enum trk_ws_kind kind, const void *data,
             old = m;
         }
     } else if (kind == TRK_WS_RESULT) {
+        m->t_handoff = now_s();
+        /* The expected result is here: poll on only while it is written. */
+        if (atomic_load(&ws->hot_until) > m->t_handoff + WRITE_GRACE_S)
+            atomic_store(&ws->hot_until, m->t_handoff + WRITE_GRACE_S);
         if (h->r_count == HANDOFF_RESULTS) {
             old = h->results[h->r_head];
             h->r_head = (h->r_head + 1) % HANDOFF_RESULTS;
@@ -1490,6 +1565,18 @@ int trk_ws_broadcast(struct trk_ws *ws, enum trk_ws_kind kind, const void *data,
     pthread_mutex_unlock(&ws->lock);
     msg_unref(&old);
     msg_unref(&old_status);
+    return 0;
+}
+
+int trk_ws_expect(struct trk_ws *ws, double within_s)
+{
+    if (!ws || !(within_s > 0)) return TRK_EINVAL;
+    if (atomic_load_explicit(&ws->n_clients, memory_order_relaxed) == 0) return 0;
+    atomic_store(&ws->hot_until, now_s() + within_s);
+    if (atomic_load(&ws->spinning)) return 0; /* it polls already */
+    pthread_mutex_lock(&ws->lock);
+    wake(ws);
+    pthread_mutex_unlock(&ws->lock);
     return 0;
 }
 
@@ -1530,6 +1617,23 @@ void trk_ws_get_stats(struct trk_ws *ws, struct trk_ws_stats *st)
     st->messages_sent = atomic_load(&ws->sent);
     st->messages_dropped = atomic_load(&ws->dropped);
     st->bytes_sent = atomic_load(&ws->bytes);
+}
+
+int trk_ws_write_delays(struct trk_ws *ws, uint64_t *mark, float *out, int max)
+{
+    if (!ws || !mark || max < 0 || (!out && max)) return 0;
+    pthread_mutex_lock(&ws->lock);
+    uint64_t total = ws->n_writes, from = *mark;
+    /* The newest ones when more were taken than the ring (or max) holds. */
+    uint64_t keep = (uint64_t)(max < TRK_WS_WRITE_SAMPLES ? max : TRK_WS_WRITE_SAMPLES);
+    if (from > total) from = total;
+    if (total - from > keep) from = total - keep;
+    int n = (int)(total - from);
+    for (int i = 0; i < n; i++)
+        out[i] = ws->write_ms[(from + (uint64_t)i) % TRK_WS_WRITE_SAMPLES];
+    pthread_mutex_unlock(&ws->lock);
+    *mark = total;
+    return n;
 }
 
 int trk_ws_get_clients(struct trk_ws *ws, struct trk_ws_client_stats *out, int max)
@@ -1580,6 +1684,7 @@ void trk_ws_stop(struct trk_ws *ws)
     pthread_mutex_lock(&ws->lock);
     ws->running = false; /* producers no longer touch ctx */
     pthread_mutex_unlock(&ws->lock);
+    if (ws->ctx) lws_sul_schedule(ws->ctx, 0, &ws->spin_sul, NULL, LWS_SET_TIMER_USEC_CANCEL);
     if (ws->ctx) {
         /* Closes every connection: CLOSED runs here, on this thread, now that
          * the service thread is gone. */

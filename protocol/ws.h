@@ -113,6 +113,11 @@ struct trk_ws_cfg {
     const char *const *http_private_paths;
     /* HTTP only: WebSocket upgrades are refused (a metrics listener). */
     bool no_websocket;
+    /* > 0: the service thread asks for SCHED_FIFO at this priority (1..99),
+     * so a result's write never waits behind ordinary threads; refused
+     * (no CAP_SYS_NICE or RLIMIT_RTPRIO), it logs one warning and runs at
+     * normal priority. 0 = normal priority. */
+    int rt_priority;
 };
 
 #define TRK_WS_MAX_CLIENTS_DEFAULT 64
@@ -177,6 +182,14 @@ enum trk_ws_kind {
  * without being copied, not counted), TRK_EINVAL or TRK_ENOMEM. */
 int trk_ws_broadcast(struct trk_ws *ws, enum trk_ws_kind kind, const void *data, size_t len);
 
+/* Says a TRK_WS_RESULT broadcast is likely within within_s seconds (the
+ * processing thread calls it as it starts a frame): the service thread then
+ * polls without sleeping until that result is handed off (and written) or
+ * the time passes, so the result does not wait for the thread to wake up.
+ * Costs the service thread's CPU for that time; nothing without clients.
+ * 0 or TRK_EINVAL. Thread-safe. */
+int trk_ws_expect(struct trk_ws *ws, double within_s);
+
 /* Sends one text message to one client (replies to control messages). Queued
  * behind nothing of other kinds; kept in a bounded per-client reply queue.
  * Returns 0 (also when the client has gone: the message is discarded),
@@ -192,6 +205,16 @@ struct trk_ws_stats {
 
 /* Totals since start. */
 void trk_ws_get_stats(struct trk_ws *ws, struct trk_ws_stats *st);
+
+/* Result messages' hand-off -> written delays the server keeps (the newest). */
+#define TRK_WS_WRITE_SAMPLES 4096
+/* For each write of a TRK_WS_RESULT message to a client, the ms from its
+ * trk_ws_broadcast to lws_write returning (the service thread's wake-up,
+ * fan-out and the socket write): copies those taken since *mark (the
+ * newest max of them; 0 = from the start) into out, sets *mark to the
+ * count now and returns how many it copied. Each reader keeps its own
+ * mark. */
+int trk_ws_write_delays(struct trk_ws *ws, uint64_t *mark, float *out, int max);
 
 /* Per-client counters (for the stats line and tests). */
 struct trk_ws_client_stats {

@@ -1447,13 +1447,27 @@ int cu_submit_regions(void *self, const struct trk_image *img, const struct trk_
 
 float elapsed(cudaEvent_t a, cudaEvent_t z);
 
+/* Waits for ev: polls it for up to TRK_CU_WAIT_SPIN_US, then blocks (in
+ * whatever way the context's scheduling flags say). The poll spares a
+ * blocking-sync context a sleep and a wake-up per frame. */
+static cudaError_t wait_event(cudaEvent_t ev)
+{
+    const double until = trk_backend_now_ms() + TRK_CU_WAIT_SPIN_US * 1e-3;
+    cudaError_t e;
+    while ((e = cudaEventQuery(ev)) == cudaErrorNotReady && trk_backend_now_ms() < until) {
+    }
+    /* "Not ready" is no error: none may be left for a launch check. */
+    if (cudaPeekAtLastError() == cudaErrorNotReady) cudaGetLastError();
+    return e == cudaErrorNotReady ? cudaEventSynchronize(ev) : e;
+}
+
 int wait_regions(struct cuda_be *b, struct trk_obj_result *out, struct trk_backend_timing *t)
 {
     double k = 0;
     if (b->work) {
         b->work = false;
         TRK_CUDA_TRY(cudaSetDevice(b->dev));
-        TRK_CUDA_TRY(cudaEventSynchronize(b->ev_done));
+        TRK_CUDA_TRY(wait_event(b->ev_done));
         b->log.lines = 0;
         trk_cu_rrm_collect(b->rrm, out, &k);
         for (int i = 0; i < b->nk; i++)
@@ -1511,7 +1525,7 @@ int cu_wait(void *self, struct trk_obj_result *out, struct trk_backend_timing *t
     }
     b->work = false;
     TRK_CUDA_TRY(cudaSetDevice(b->dev));
-    TRK_CUDA_TRY(cudaEventSynchronize(b->ev_done));
+    TRK_CUDA_TRY(wait_event(b->ev_done));
     b->log.lines = 0; /* a good frame ends the failure streak */
     decode(b->hp_res, b->pos, b->n, out);
     if (b->blob_work) decode_blobs(b);

@@ -32,6 +32,17 @@
 #define TRK_FUSED_DENSE_MIN 3
 #endif
 
+/* ---- waiting for results ---------------------------------------------- */
+
+/* Microseconds cu_wait polls a frame's completion event before it blocks.
+ * A context in blocking-sync mode (--hwdec shares the primary context so
+ * set up for FFmpeg) otherwise sleeps on every frame and pays a thread
+ * wake-up (tens of us to ms under load) on top of the GPU's own time; a
+ * frame's whole GPU time is ~0.07 ms from an NVDEC surface and ~0.3 ms from
+ * a pinned 1080p host frame (H100), so most frames end within the spin.
+ * Bounds the CPU a wait can burn: >= 0 (0 = block at once). */
+#define TRK_CU_WAIT_SPIN_US 500
+
 /* ---- straightforward lookup-table and naive kernels ------------------- */
 
 /* 2-D block: TRK_LUT_BX x TRK_LUT_BY pixels, one thread per pixel.

@@ -16,6 +16,18 @@ the rate allows, as with a browser open) and prints one table row;
 --header prints the header. bench/net_latency.py measures the same span
 from wall_ms + queue_ms + process_ms (two clocks); this uses the one
 monotonic clock, t_capture, which is what issue 14's figures compare.
+
+Under each row, where the time went (p50/p99 of each stage, ms; they add
+up to the total frame by frame, PROTOCOL.md section 3):
+  queue    t_capture -> processing starts (latency.queue_ms)
+  process  -> results ready (latency.process_ms)
+  handoff  -> the message's encoding begins (latency.handoff_ms)
+  deliver  -> received here: encoding, the WebSocket thread's wake-up and
+           write, the kernel, and this client's own wake-up and parsing
+  write    the server's share of deliver: hand-off -> socket write
+           returned (stats ws.write_ms over the run's intervals: median of
+           their p50s, max of their p99s)
+A daemon older than handoff_ms gets "deliver" from results ready on.
 """
 import argparse
 import asyncio
@@ -40,8 +52,14 @@ def pct(v, p):
     return v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
 
 
+STAGES = ("queue", "process", "handoff", "deliver")
+
+
 async def probe(url, frames, warmup, preview, timeout):
+    """Per measured frame: (total, queue, process, handoff, deliver) in ms;
+    and the stats messages' ws.write_ms objects seen meanwhile."""
     lat = []
+    writes = []
     seen = 0
     async with aiohttp.ClientSession() as s:
         async with s.ws_connect(url, max_msg_size=0) as ws:
@@ -58,12 +76,19 @@ async def probe(url, frames, warmup, preview, timeout):
                 if m.type != aiohttp.WSMsgType.TEXT:
                     break  # closed: the file ended
                 msg = json.loads(m.data)
+                if msg.get("type") == "stats" and seen > warmup:
+                    w = msg.get("ws", {}).get("write_ms")
+                    if w and w.get("p50") is not None:
+                        writes.append(w)
                 if msg.get("type") != "frame":
                     continue
                 seen += 1
                 if seen > warmup:
-                    lat.append((t - msg["t_capture"]) * 1e3)
-    return lat
+                    total = (t - msg["t_capture"]) * 1e3
+                    L = msg.get("latency", {})
+                    q, pr, h = L.get("queue_ms", 0), L.get("process_ms", 0), L.get("handoff_ms", 0)
+                    lat.append((total, q, pr, h, total - q - pr - h))
+    return lat, writes
 
 
 def main():
@@ -84,15 +109,24 @@ def main():
     log = open(os.devnull, "w")
     p, port = start_trackd(os.path.abspath(a.trackd), a.args, log)
     try:
-        lat = asyncio.run(probe(f"http://127.0.0.1:{port}/ws", a.frames, a.warmup, a.preview,
-                                a.timeout))
+        lat, writes = asyncio.run(probe(f"http://127.0.0.1:{port}/ws", a.frames, a.warmup,
+                                        a.preview, a.timeout))
     finally:
         stop_trackd(p)
     label = a.label or " ".join(a.args)
     if not lat:
         print(f"{label:<40}{0:>7}  no frames (is trackd's server on?)")
         sys.exit(1)
-    print(f"{label:<40}{len(lat):>7}{pct(lat, 50):>9.3f}{pct(lat, 99):>9.3f}{max(lat):>9.3f}")
+    tot = [x[0] for x in lat]
+    print(f"{label:<40}{len(lat):>7}{pct(tot, 50):>9.3f}{pct(tot, 99):>9.3f}{max(tot):>9.3f}")
+    parts = []
+    for i, name in enumerate(STAGES, 1):
+        v = [x[i] for x in lat]
+        parts.append(f"{name} {pct(v, 50):.3f}/{pct(v, 99):.3f}")
+    if writes:
+        parts.append(f"write {pct([w['p50'] for w in writes], 50):.3f}/"
+                     f"{max(w['p99'] for w in writes):.3f}")
+    print("    p50/p99 ms: " + "  ".join(parts))
 
 
 if __name__ == "__main__":

@@ -242,4 +242,49 @@ with tempfile.TemporaryDirectory() as d:
                 f"127.0.0.1:{port}", timeout=20)
         expect(r.returncode == 0 and r.stdout == f"{good}: ok, 4 objects\n",
                f"--check-config opens neither the source nor the listener ({r.returncode}, {r.stderr.strip()})")
+
+# --rt-priority: the capture and processing threads (and the WebSocket
+# thread) run SCHED_FIFO at N when the kernel allows it; when it does not,
+# trackd says so once per thread and runs on at normal priority. Never
+# silent either way. Threads are read from /proc while it runs.
+def thread_policies(pid):
+    out = {}
+    for t in os.listdir(f"/proc/{pid}/task"):
+        try:
+            st = open(f"/proc/{pid}/task/{t}/stat").read()
+        except OSError:
+            continue
+        comm = st[st.index("(") + 1:st.rindex(")")]
+        f = st[st.rindex(")") + 2:].split()
+        out[comm] = (int(f[38]), int(f[37]))  # policy, rt_priority
+    return out
+
+
+def rt_run(prefix, preexec=None):
+    p = subprocess.Popen([*prefix, TRACKD, "--frames", "60", "--fps", "30", "--size", "160x120",
+                          "--no-server", "--output", "/dev/null", "--rt-priority", "7"],
+                         stderr=subprocess.PIPE, text=True, preexec_fn=preexec)
+    time.sleep(1.0)
+    pol = thread_policies(p.pid)
+    err = p.communicate(timeout=30)[1]
+    return p.returncode, pol, err
+
+
+import resource  # noqa: E402
+import shutil  # noqa: E402
+rc, pol, err = rt_run([])
+refused = "cannot have real-time priority 7" in err
+want = (0, 0) if refused else (1, 7)  # SCHED_OTHER or SCHED_FIFO at 7
+expect(rc == 0 and pol.get("trk-process") == want and pol.get("trk-capture") == want,
+       f"--rt-priority 7: {'refused, said so' if refused else 'granted'}; threads {pol} ({err.strip()})")
+# Refused on purpose: no RLIMIT_RTPRIO and (as root) no CAP_SYS_NICE.
+no_rt = lambda: resource.setrlimit(resource.RLIMIT_RTPRIO, (0, 0))  # noqa: E731
+prefix = []
+if os.geteuid() == 0 and shutil.which("capsh"):
+    prefix = ["capsh", "--drop=cap_sys_nice", "--", "-c", 'exec "$@"', "trackd"]
+rc, pol, err = rt_run(prefix, no_rt)
+warned = [ln for ln in err.splitlines() if "cannot have real-time priority 7" in ln]
+expect(rc == 0 and len(warned) == 2 and "capture" in err and "processing" in err
+       and pol.get("trk-process") == (0, 0),
+       f"--rt-priority refused: exit 0, one warning per thread, normal priority ({err.strip()})")
 print("cli: all passed")

@@ -6,7 +6,7 @@ it asserts nothing; it prints numbers for docs/BENCHMARKS.md).
             mosquitto; in one process a paho subscriber (PREFIX/cam/frame)
             and a WebSocket client (/ws) receive the same frames; per
             frame: capture -> received (now - t_capture, CLOCK_MONOTONIC on
-            both sides, t_capture has 1 ms resolution) and processed ->
+            both sides, t_capture in us since the latency branch, 1 ms before) and processed ->
             received (epoch now - wall_ms, us resolution), p50 and p99, MQTT
             beside WebSocket.
   fanout    4 trackd (demo 640x480, 30 fps, --no-server) into one broker,

@@ -3,11 +3,14 @@
  * into the host pool (frames identical to the default allocator's, buffers
  * reused; ASan builds catch a leak), and the pipelined processing thread
  * (NDJSON identical and in order to the unpipelined one's, the pool on and
- * off). The clip is made by the ffmpeg CLI (argv[2]: a work directory). */
+ * off), and the paced hand-off (every frame once, in order). The clip is made by the ffmpeg CLI
+ * (argv[2]: a work directory). */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <libavformat/avformat.h>
 
@@ -137,6 +140,77 @@ static void test_pool_hold(void)
     CHECK(!trk_pool_publish(&pool, fd) && d == 1);
     trk_pool_destroy(&pool);
     CHECK(a == 1 && b == 1 && c == 1 && d == 1); /* once each */
+}
+
+/* A producer at a steady rate (2 ms a frame on an absolute schedule, as
+ * the capture thread paces), with every 7th frame published late and a
+ * pause before the last one, into a pool whose take spins near each
+ * predicted frame; then the pool closes. */
+#define PACED_FRAMES 150
+struct paced {
+    struct trk_pool *pool;
+    int published;
+};
+
+static void *paced_producer(void *arg)
+{
+    struct paced *pc = arg;
+    const double t0 = trk_now();
+    for (int i = 0; i < PACED_FRAMES; i++) {
+        struct trk_frame *f = trk_pool_get(pc->pool);
+        if (!f) break;
+        f->seq = (uint64_t)i;
+        double due = t0 + i * 2e-3 + (i % 7 == 6 ? 1.5e-3 : 0) + (i == PACED_FRAMES - 1 ? 0.1 : 0);
+        while (trk_now() < due) {
+            struct timespec ts = { 0, 100 * 1000 };
+            nanosleep(&ts, NULL);
+        }
+        if (!trk_pool_publish(pc->pool, f)) break;
+        pc->published++;
+    }
+    /* Closed while the consumer waits for a frame predicted to come. */
+    struct timespec ts = { 0, 2 * 1000 * 1000 };
+    nanosleep(&ts, NULL);
+    trk_pool_close(pc->pool);
+    return NULL;
+}
+
+/* The paced hand-off (trk_pool_set_spin) hands over every frame of a
+ * lossless source once and in order, and a live source's newest (older
+ * ones counted as drops), late and early frames and pauses included; a
+ * take waiting for a frame that never comes ends when the pool closes. */
+static void test_pool_paced(void)
+{
+    for (int lossless = 1; lossless >= 0; lossless--) {
+        static struct trk_pool pool;
+        trk_pool_init(&pool, lossless);
+        trk_pool_set_spin(&pool, 0.3e-3, 1e-3);
+        struct paced pc = { .pool = &pool };
+        pthread_t th;
+        CHECK(pthread_create(&th, NULL, paced_producer, &pc) == 0);
+        int taken = 0;
+        long last = -1;
+        bool ordered = true;
+        struct trk_frame *f;
+        while ((f = trk_pool_take(&pool))) {
+            if (lossless ? (long)f->seq != last + 1 : (long)f->seq <= last) ordered = false;
+            last = (long)f->seq;
+            taken++;
+            trk_pool_release(&pool, f);
+        }
+        pthread_join(th, NULL);
+        CHECKF(ordered, "%s: frames out of order or missing (last %ld)",
+               lossless ? "lossless" : "live", last);
+        CHECKF(pc.published == PACED_FRAMES && last == PACED_FRAMES - 1,
+               "%s: %d published, last taken %ld", lossless ? "lossless" : "live", pc.published,
+               last);
+        CHECKF((uint64_t)taken + trk_pool_drops(&pool) == (uint64_t)pc.published,
+               "%s: %d taken + %llu dropped != %d published", lossless ? "lossless" : "live", taken,
+               (unsigned long long)trk_pool_drops(&pool), pc.published);
+        if (lossless)
+            CHECKF(taken == PACED_FRAMES, "lossless: %d of %d taken", taken, PACED_FRAMES);
+        trk_pool_destroy(&pool);
+    }
 }
 
 /* Reads every frame of the clip, keeping each in a frame of its own (as
@@ -376,6 +450,8 @@ int main(int argc, char **argv)
         test_frame_mem();
     else if (!strcmp(argv[1], "pool_hold"))
         test_pool_hold();
+    else if (!strcmp(argv[1], "pool_paced"))
+        test_pool_paced();
     else {
         if (argc < 3 || make_clip(argv[2], argv[1])) {
             fprintf(stderr, "cannot make the clip with the ffmpeg CLI\n");

@@ -284,6 +284,7 @@ static void test_frame(void)
         .upload_ms = 0.0005,
         .kernel_ms = 0.041,
         .process_ms = 1.9999,
+        .handoff_ms = 0.0123,
         .backend = "cuda",
     };
     struct trk_buf b = { 0 };
@@ -294,7 +295,9 @@ static void test_frame(void)
         CHECKF(jint(j, "seq") == 17, "seq");
         CHECKF(fabs(jnum(j, "pts") - 0.567) < 1e-9, "pts %.6f (3 decimals)", jnum(j, "pts"));
         CHECKF(jint(j, "width") == 1280 && jint(j, "height") == 720, "size");
-        CHECKF(fabs(jnum(j, "t_capture") - 123.456) < 1e-9, "t_capture");
+        /* Microseconds: the latency probe subtracts it from its own clock. */
+        CHECKF(fabs(jnum(j, "t_capture") - 123.4564) < 1e-9, "t_capture %.7f (6 decimals)",
+               jnum(j, "t_capture"));
         CHECKF(fabs(jnum(j, "wall_ms") - 1763700000123.456) < 1e-3, "wall_ms");
         CHECKF(!strcmp(jstr(j, "backend"), "cuda"), "backend");
         json_t *lat = json_object_get(j, "latency");
@@ -302,6 +305,7 @@ static void test_frame(void)
         CHECKF(fabs(jnum(lat, "upload_ms") - 0.001) < 1e-9, "upload_ms rounds half up");
         CHECKF(fabs(jnum(lat, "kernel_ms") - 0.041) < 1e-9, "kernel_ms");
         CHECKF(fabs(jnum(lat, "process_ms") - 2.0) < 1e-9, "process_ms");
+        CHECKF(fabs(jnum(lat, "handoff_ms") - 0.012) < 1e-9, "handoff_ms");
         json_t *objs = json_object_get(j, "objects");
         CHECKF(json_array_size(objs) == 4, "4 objects");
         json_t *o0 = json_array_get(objs, 0);
@@ -341,6 +345,7 @@ static void test_frame(void)
     m.seq = 18;
     m.backend = NULL;
     m.pts = NAN;
+    m.handoff_ms = -1;
     CHECKF(trk_msg_frame(&b, &m, defs, res, NULL, 0) == 0, "frame 2");
     struct trk_buf line2 = { 0 };
     trk_buf_append(&line2, b.data + first + 1, b.len - first - 1);
@@ -350,6 +355,8 @@ static void test_frame(void)
         CHECKF(json_array_size(json_object_get(j, "objects")) == 0, "no objects");
         CHECKF(json_object_get(j, "backend") == NULL, "backend omitted when NULL");
         CHECKF(json_is_null(json_object_get(j, "pts")), "NaN pts -> null");
+        CHECKF(json_object_get(json_object_get(j, "latency"), "handoff_ms") == NULL,
+               "handoff_ms omitted when < 0");
     }
     json_decref(j);
     trk_buf_free(&line2);
@@ -588,7 +595,7 @@ static void test_frame_instances(void)
                                 .instances = lists };
     struct trk_buf b = { 0 }, plain = { 0 };
     CHECK(trk_msg_frame(&b, &m, defs, res, blobs, 2) == 0);
-    CHECKF(strstr(b.data, "\"height\":48,\"t_capture\":0.000,\"wall_ms\":0.000,\"pass\":\"roi\","
+    CHECKF(strstr(b.data, "\"height\":48,\"t_capture\":0.000000,\"wall_ms\":0.000,\"pass\":\"roi\","
                           "\"rounds\":2,\"upload_bytes\":1234,\"latency\"") != NULL,
            "%s", b.data);
     CHECKF(strstr(b.data, "\"perimeter\":10}],\"instances\":["
@@ -876,6 +883,9 @@ static void test_small_messages(void)
         .ws_sent = 1000,
         .ws_dropped = 5,
         .ws_bytes = 123456,
+        .write_p50_ms = 0.0414,
+        .write_p99_ms = 0.25,
+        .write_max_ms = -1,
     };
     CHECKF(trk_msg_stats(&b, &s) == 0, "stats");
     json_t *j = parse(&b, "stats");
@@ -894,6 +904,10 @@ static void test_small_messages(void)
         CHECKF(jint(w, "messages_sent") == 1000 && jint(w, "messages_dropped") == 5 &&
                    jint(w, "bytes_sent") == 123456,
                "ws counters");
+        json_t *wr = json_object_get(w, "write_ms");
+        CHECKF(jnum(wr, "p50") == 0.041 && jnum(wr, "p99") == 0.25 &&
+                   json_is_null(json_object_get(wr, "max")),
+               "ws write delays (max < 0 -> null)");
         CHECKF(!json_object_get(j, "mqtt"), "no mqtt without has_mqtt");
         CHECKF(!json_object_get(j, "mode") && !json_object_get(j, "upload_bytes"), "no mode");
     }

@@ -150,6 +150,10 @@ static void *broadcaster(void *arg)
             .process_ms = 0.7,
             .backend = "cpu",
         };
+        /* Every other result announced, as the pipeline does at a frame's
+         * start (--spin): delivered alike whether the service thread
+         * polled for it or slept. */
+        if (seq % 2) CHECKF(trk_ws_expect(b->ws, 2e-3) == 0, "expect");
         trk_buf_reset(&msg);
         if (trk_msg_frame(&msg, &m, b->defs, res, NULL, N_OBJ) == 0)
             trk_ws_broadcast(b->ws, TRK_WS_RESULT, msg.data, msg.len);
@@ -455,6 +459,15 @@ int main(int argc, char **argv)
         };
         CHECKF(run_client(python, client, url, fast_a) == 0, "fast client alone");
         trk_ws_get_stats(ws, &st1);
+        /* Each result written to a client left its hand-off -> write delay. */
+        static float delays[TRK_WS_WRITE_SAMPLES];
+        uint64_t mark = 0;
+        int nd = trk_ws_write_delays(ws, &mark, delays, TRK_WS_WRITE_SAMPLES);
+        bool nonneg = true;
+        for (int i = 0; i < nd; i++)
+            nonneg &= delays[i] >= 0;
+        CHECKF(nd > 0 && mark >= (uint64_t)nd && nonneg,
+               "write delays: %d kept of %llu, all >= 0: %d", nd, (unsigned long long)mark, nonneg);
         uint64_t pub1 = atomic_load(&b.published);
 
         /* 4. with a stalled client, once the server drops messages for it */
@@ -496,6 +509,8 @@ int main(int argc, char **argv)
 
         struct report a = { 0 }, w = { 0 };
         if (read_report(rep_a, &a) == 0 && read_report(rep_b, &w) == 0) {
+            CHECKF(mark >= (uint64_t)a.results, "%llu write delays for %ld results received",
+                   (unsigned long long)mark, a.results);
             printf("alone: %ld results, %.1f/s, %ld missing; with stall: %ld results, %.1f/s, "
                    "%ld missing; published %llu in the first window\n",
                    a.results, a.rate, a.missing, w.results, w.rate, w.missing,
