@@ -1262,28 +1262,40 @@ int submit_impl(struct cuda_be *b, const struct trk_image *img, const struct trk
     return queue_finish(b);
 }
 
-int cu_submit(void *self, const struct trk_image *img, const struct trk_roi *rois)
+/* The start of a submit (frame or regions): nothing in flight, nothing
+ * uploaded yet. */
+void begin_call(struct cuda_be *b, bool rmode)
 {
-    struct cuda_be *b = (struct cuda_be *)self;
-    log_scope ls(b);
     b->t_submit = trk_backend_now_ms();
     b->work = false;
     b->up_bytes = 0;
     b->blob_work = false;
     b->bench_blobs = false;
-    b->rmode = false;
+    b->rmode = rmode;
     b->up_timed = true; /* a host frame's upload; queue_device_frame says for a device image */
-    if (b->n == 0) return 0;
-    TRK_CUDA_TRY(cudaSetDevice(b->dev));
-    int err = submit_impl(b, img, rois);
+}
+
+/* The end of a submit that queued work: on an error, what was queued is
+ * drained so the buffers are free for the next frame. */
+int end_call(struct cuda_be *b, int err)
+{
     if (err) {
-        /* Drain what was queued so the buffers are free for the next frame. */
         cudaStreamSynchronize(b->s_up);
         cudaStreamSynchronize(b->s_k);
         return err;
     }
     b->work = true;
     return 0;
+}
+
+int cu_submit(void *self, const struct trk_image *img, const struct trk_roi *rois)
+{
+    struct cuda_be *b = (struct cuda_be *)self;
+    log_scope ls(b);
+    begin_call(b, false);
+    if (b->n == 0) return 0;
+    TRK_CUDA_TRY(cudaSetDevice(b->dev));
+    return end_call(b, submit_impl(b, img, rois));
 }
 
 /* ------------------------------------------------------ regional form */
@@ -1425,24 +1437,12 @@ int cu_submit_regions(void *self, const struct trk_image *img, const struct trk_
 {
     struct cuda_be *b = (struct cuda_be *)self;
     log_scope ls(b);
-    b->t_submit = trk_backend_now_ms();
-    b->work = false;
-    b->up_bytes = 0;
-    b->blob_work = false;
-    b->bench_blobs = false;
-    b->rmode = true;
+    begin_call(b, true);
     /* backend.c checked every region's object against the set: n > 0
      * means objects, and so the regional state, exist. */
     if (n == 0) return 0;
     TRK_CUDA_TRY(cudaSetDevice(b->dev));
-    int err = regions_impl(b, img, regs, n);
-    if (err) {
-        cudaStreamSynchronize(b->s_up);
-        cudaStreamSynchronize(b->s_k);
-        return err;
-    }
-    b->work = true;
-    return 0;
+    return end_call(b, regions_impl(b, img, regs, n));
 }
 
 float elapsed(cudaEvent_t a, cudaEvent_t z);

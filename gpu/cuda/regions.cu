@@ -280,21 +280,31 @@ __device__ __forceinline__ void breg_xy(const struct breg &B, unsigned p, int &x
     y = B.y0 + (int)(local / rw);
 }
 
-__device__ __forceinline__ unsigned find_root(const volatile unsigned *lab, unsigned a)
+/* How the union-find reads a parent: global labels with a volatile load
+ * (L2, never a stale L1 line); the shared-memory labels of rb_kernel with an
+ * atomic read (racecheck then sees every access as atomic). */
+struct ld_volatile {
+    __device__ static unsigned ld(unsigned *p) { return *(const volatile unsigned *)p; }
+};
+struct ld_atomic {
+    __device__ static unsigned ld(unsigned *p) { return atomicOr(p, 0u); }
+};
+
+template <class L> __device__ __forceinline__ unsigned find_root(unsigned *lab, unsigned a)
 {
     unsigned n;
-    while ((n = lab[a]) != a)
+    while ((n = L::ld(&lab[a])) != a)
         a = n;
     return a;
 }
 
 /* Joins the sets of a and b: parents only ever point to smaller entries, so
  * a set's root is its smallest entry (its first pixel in raster order). */
-__device__ void unite(unsigned *lab, unsigned a, unsigned b)
+template <class L> __device__ void unite(unsigned *lab, unsigned a, unsigned b)
 {
     for (;;) {
-        a = find_root(lab, a);
-        b = find_root(lab, b);
+        a = find_root<L>(lab, a);
+        b = find_root<L>(lab, b);
         if (a == b) return;
         if (a < b) {
             const unsigned t = a;
@@ -332,11 +342,13 @@ __global__ void __launch_bounds__(BLOB_THREADS)
         breg_xy(R, p, x, y);
         const unsigned rw = (unsigned)(R.x1 - R.x0 + 1);
         /* Neighbours before p in raster order, inside the rectangle. */
-        if (x > R.x0 && lab[p - 1] != NONE) unite(lab, p, p - 1);
+        if (x > R.x0 && lab[p - 1] != NONE) unite<ld_volatile>(lab, p, p - 1);
         if (y > R.y0) {
-            if (lab[p - rw] != NONE) unite(lab, p, p - rw);
-            if (R.conn == 8 && x > R.x0 && lab[p - rw - 1] != NONE) unite(lab, p, p - rw - 1);
-            if (R.conn == 8 && x < R.x1 && lab[p - rw + 1] != NONE) unite(lab, p, p - rw + 1);
+            if (lab[p - rw] != NONE) unite<ld_volatile>(lab, p, p - rw);
+            if (R.conn == 8 && x > R.x0 && lab[p - rw - 1] != NONE)
+                unite<ld_volatile>(lab, p, p - rw - 1);
+            if (R.conn == 8 && x < R.x1 && lab[p - rw + 1] != NONE)
+                unite<ld_volatile>(lab, p, p - rw + 1);
         }
     }
 }
@@ -349,7 +361,7 @@ __global__ void __launch_bounds__(BLOB_THREADS)
     for (unsigned p = blockIdx.x * BLOB_THREADS + threadIdx.x; p < P;
          p += gridDim.x * BLOB_THREADS) {
         if (lab[p] == NONE) continue;
-        const unsigned r = find_root(lab, p);
+        const unsigned r = find_root<ld_volatile>(lab, p);
         if (r != p) {
             lab[p] = r;
         } else {
@@ -545,35 +557,13 @@ struct rb_item {
     struct trk_cu_blob b;
 };
 
-__device__ __forceinline__ unsigned rb_ld(unsigned *p)
-{
-    return atomicOr(p, 0u); /* a read that racecheck sees as atomic */
-}
-
 __device__ __forceinline__ unsigned rb_find(unsigned *lab, unsigned a)
 {
-    unsigned n;
-    while ((n = rb_ld(&lab[a])) != a)
-        a = n;
-    return a;
+    return find_root<ld_atomic>(lab, a);
 }
-
-/* unite() on shared memory: parents only point to smaller entries. */
-__device__ void rb_unite(unsigned *lab, unsigned a, unsigned b)
+__device__ __forceinline__ void rb_unite(unsigned *lab, unsigned a, unsigned b)
 {
-    for (;;) {
-        a = rb_find(lab, a);
-        b = rb_find(lab, b);
-        if (a == b) return;
-        if (a < b) {
-            const unsigned t = a;
-            a = b;
-            b = t;
-        }
-        const unsigned old = atomicMin(&lab[a], b);
-        if (old == a) return;
-        a = old;
-    }
+    unite<ld_atomic>(lab, a, b);
 }
 
 __device__ __forceinline__ bool rb_in(const unsigned *mw, int wpr, int lx, int ly)
