@@ -39,10 +39,11 @@ static int check_cover(const struct trk_roi *in, int n, int w, int h, int margin
     }
     int missed = 0;
     for (int i = 0; i < n && !missed; i++) {
-        const int x0 = in[i].x0 - margin, y0 = in[i].y0 - margin;
-        const int x1 = in[i].x1 + margin, y1 = in[i].y1 + margin;
-        for (int y = y0 < 0 ? 0 : y0; y <= y1 && y < h && !missed; y++)
-            for (int x = x0 < 0 ? 0 : x0; x <= x1 && x < w; x++)
+        /* In 64 bits: the test feeds INT32_MIN / INT32_MAX corners. */
+        const int64_t x0 = (int64_t)in[i].x0 - margin, y0 = (int64_t)in[i].y0 - margin;
+        const int64_t x1 = (int64_t)in[i].x1 + margin, y1 = (int64_t)in[i].y1 + margin;
+        for (int y = y0 < 0 ? 0 : (int)(y0 < h ? y0 : h); y <= y1 && y < h && !missed; y++)
+            for (int x = x0 < 0 ? 0 : (int)(x0 < w ? x0 : w); x <= x1 && x < w; x++)
                 if (!cov[(size_t)y * w + x]) {
                     CHECKF(0,
                            "seed %llu: pixel %d,%d of input %d (%d,%d,%d,%d margin %d) "
