@@ -215,13 +215,17 @@ try {
 
   // 6. blobs 0 turns them off: no list, no blob boxes, the aggregate solid.
   await page.fill('#t-blobs', '0');
+  // As in track.test.mjs: the first frame without a list marks the change,
+  // and a drawing of it or a later frame must show no blob boxes.
   await page.waitForFunction(() => {
     const t = window.trackdTest;
     const f = t.lastFrame;
     const d = t.lastDrawn;
     const red = f && f.objects.find((o) => o.name === 'red');
-    return red && !('blobs' in red) && d && d.seq === f.seq && d.blobs.length === 0 &&
-           d.boxes.length === 2 && d.boxes.every((x) => x.dashed === false);
+    if (red && !('blobs' in red) && window.blobsOffSeq === undefined) window.blobsOffSeq = f.seq;
+    return window.blobsOffSeq !== undefined && d && d.seq >= window.blobsOffSeq &&
+           d.blobs.length === 0 && d.boxes.length === 2 &&
+           d.boxes.every((x) => x.dashed === false);
   }, null, { timeout: 10000 }).catch(async () => fail(`blobs 0: last drawn ` +
     `${JSON.stringify(await page.evaluate(() => window.trackdTest.lastDrawn))}`));
   console.log('blobs 0: no blob boxes, red\'s aggregate box solid again');
