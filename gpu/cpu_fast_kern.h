@@ -518,28 +518,25 @@ static void KNAME(dense_row)(struct worker *w, const struct fctx *f, int y)
         }
     }
     w->dmatch = matches;
-    /* The box: first and last pixel of each object of the row. */
-    MT need = rany;
-    for (int x = xa; x <= xb && MANY(need); x++) {
-        const MT m = MLD(mb + (size_t)x * NW) & need;
-        if (!MANY(m)) continue;
-        need &= ~m;
-        for (int wi = 0; wi < NW; wi++)
-            for (uint64_t bits = KW(m, wi); bits; bits &= bits - 1) {
-                struct acc *c = &w->acc[wi * 64 + __builtin_ctzll(bits)];
-                if (x < c->x0) c->x0 = x;
-            }
-    }
-    need = rany;
-    for (int x = xb; x >= xa && MANY(need); x--) {
-        const MT m = MLD(mb + (size_t)x * NW) & need;
-        if (!MANY(m)) continue;
-        need &= ~m;
-        for (int wi = 0; wi < NW; wi++)
-            for (uint64_t bits = KW(m, wi); bits; bits &= bits - 1) {
-                struct acc *c = &w->acc[wi * 64 + __builtin_ctzll(bits)];
-                if (x > c->x1) c->x1 = x;
-            }
+    /* The box: first and last pixel of each object of the row, one scan from
+     * each end, each ending when every object of the row has been seen. */
+    for (int from_right = 0; from_right < 2; from_right++) {
+        MT need = rany;
+        const int step = from_right ? -1 : 1;
+        for (int x = from_right ? xb : xa; x >= xa && x <= xb && MANY(need); x += step) {
+            const MT m = MLD(mb + (size_t)x * NW) & need;
+            if (!MANY(m)) continue;
+            need &= ~m;
+            for (int wi = 0; wi < NW; wi++)
+                for (uint64_t bits = KW(m, wi); bits; bits &= bits - 1) {
+                    struct acc *c = &w->acc[wi * 64 + __builtin_ctzll(bits)];
+                    if (from_right) {
+                        if (x > c->x1) c->x1 = x;
+                    } else if (x < c->x0) {
+                        c->x0 = x;
+                    }
+                }
+        }
     }
 }
 #undef KW
