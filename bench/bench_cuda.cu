@@ -30,6 +30,8 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <math.h>
+#include <time.h>
 
 #include <algorithm>
 #include <string>
@@ -1041,6 +1043,217 @@ int run_seed(int argc, char **argv)
     return mismatches ? 1 : 0;
 }
 
+void sleep_ms(double ms)
+{
+    if (ms <= 0) return;
+    struct timespec ts = { (time_t)(ms / 1e3), (long)(fmod(ms, 1e3) * 1e6) };
+    nanosleep(&ts, NULL);
+}
+
+/* --experiment cuda-upload: where a pinned whole call's time goes. For
+ * each size and format, with pinned frames: the copy engine alone (one
+ * cudaMemcpyAsync of the frame, and the same as the backend issues it:
+ * cudaMemcpy2DAsync per plane), device time (events) and host wall time
+ * (call -> stream done); then trk_backend_process on the frame in
+ * trk_backend_host_alloc memory (the daemon's pools) per --bands entry:
+ * "default" (the kernel reads the frame in place where it can), "copy"
+ * (the banded upload, variant fused:copy), N (fused:bands=N: N bands,
+ * uploaded) -- back to back, paced (a sleep of --pace-ms before each
+ * call, as a camera's frames come) with the backend's own upload/kernel
+ * split, and paced with a nudge (--nudge memset|copy|both, --nudge-us
+ * before the call: whether waking the GPU ahead of the frame helps).
+ * Every call's results are checked against cpu-ref. */
+int run_upload(int argc, char **argv)
+{
+    list sizes, objs;
+    parse_sizes("1920x1080,3840x2160", sizes);
+    parse_ints("8,128", objs, 0, TRK_MAX_OBJECTS);
+    const char *formats = "rgb24,nv12", *bands = "default,copy,1,2";
+    int iters = 100;
+    double pace_ms = 16.7, nudge_us = 300;
+    int nudge_kind = 1; /* 1 memset on the device, 2 a 64-byte upload, 3 both */
+    uint64_t seed = 20240601u;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        bool ok = v != NULL;
+        if (!ok)
+            ;
+        else if (!strcmp(a, "--sizes"))
+            ok = parse_sizes(v, sizes);
+        else if (!strcmp(a, "--objects"))
+            ok = parse_ints(v, objs, 1, TRK_MAX_OBJECTS);
+        else if (!strcmp(a, "--formats"))
+            formats = v;
+        else if (!strcmp(a, "--bands"))
+            bands = v;
+        else if (!strcmp(a, "--iters"))
+            iters = atoi(v);
+        else if (!strcmp(a, "--pace-ms"))
+            pace_ms = atof(v);
+        else if (!strcmp(a, "--nudge-us"))
+            nudge_us = atof(v);
+        else if (!strcmp(a, "--nudge"))
+            ok = (nudge_kind = !strcmp(v, "memset") ? 1 : !strcmp(v, "copy") ? 2
+                                                     : !strcmp(v, "both") ? 3 : 0) != 0;
+        else
+            ok = false;
+        if (!ok || iters < 3 || pace_ms < 0 || nudge_us < 0 || nudge_us > pace_ms * 1e3) {
+            fprintf(stderr, "cuda-upload: bad option %s\n", a);
+            return 2;
+        }
+        i++;
+    }
+    char why[256];
+    if (!trk_cuda_available(why, sizeof(why))) {
+        printf("# cuda-upload skipped: %s\n", why);
+        return 0;
+    }
+    gpu_ctx g;
+    if (ctx_open(g)) return 1;
+    printf("# cuda-upload on %s; iters %d; paced: %.1f ms sleep before each call; medians in us\n",
+           g.name, iters, pace_ms);
+    printf("# copy: 1d = one cudaMemcpyAsync of the frame, 2d = cudaMemcpy2DAsync per plane as "
+           "the backend issues it; dev = events, wall = host call -> stream done\n");
+    printf("# paced_up/paced_k: the backend's upload/kernel split of the paced calls; nudged: "
+           "paced, with a nudge (%s) %.0f us before each call\n",
+           nudge_kind == 1 ? "4-byte memset" : nudge_kind == 2 ? "64-byte upload" : "both",
+           nudge_us);
+    printf("%-22s %-6s %-10s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s\n", "scene", "format",
+           "bands", "1d_dev", "1d_wall", "2d_dev", "call_us", "up_us", "kern_us", "paced_us",
+           "paced_up", "paced_k", "nudged");
+    void *d_nudge = nullptr, *h_nudge = nullptr;
+    cudaStream_t s_nudge;
+    BENCH_TRY(cudaMalloc(&d_nudge, 64));
+    BENCH_TRY(cudaMallocHost(&h_nudge, 64));
+    BENCH_TRY(cudaStreamCreateWithFlags(&s_nudge, cudaStreamNonBlocking));
+    int mismatches = 0;
+    static struct trk_obj_result truth[TRK_MAX_OBJECTS], got[TRK_MAX_OBJECTS];
+    for (int s = 0; s < sizes.n; s++)
+        for (int k = 0; k < objs.n; k++) {
+            const int w = sizes.v[s][0], h = sizes.v[s][1], m = objs.v[k][0];
+            struct trk_scene sc;
+            if (make_scene(SCENE_STANDARD, w, h, m, seed, &sc)) return 1;
+            char scene[64];
+            snprintf(scene, sizeof(scene), "%dx%d m=%d", w, h, m);
+            for (auto &fs : split(formats)) {
+                const int fmt = parse_fmt(fs);
+                if (fmt < 0) {
+                    fprintf(stderr, "cuda-upload: unknown format %s\n", fs.c_str());
+                    return 2;
+                }
+                pinned_image pi;
+                if (make_pinned(sc, fmt, pi)) return 1;
+                if (ref_truth(pi.img, sc.objects, m, truth, NULL)) return 1;
+                void *d = nullptr;
+                BENCH_TRY(cudaMalloc(&d, pi.bytes));
+                std::vector<double> dev1, wall1, dev2;
+                for (int i = -5; i < iters; i++) {
+                    double a = trk_bench_now_ms();
+                    cudaEventRecord(g.e0, 0);
+                    cudaMemcpyAsync(d, pi.mem, pi.bytes, cudaMemcpyHostToDevice, 0);
+                    cudaEventRecord(g.e1, 0);
+                    while (cudaEventQuery(g.e1) == cudaErrorNotReady)
+                        ;
+                    double z = trk_bench_now_ms();
+                    float ms = 0;
+                    cudaEventElapsedTime(&ms, g.e0, g.e1);
+                    if (i >= 0) dev1.push_back(ms), wall1.push_back(z - a);
+                    struct trk_plane_layout L;
+                    trk_image_plane_layout(pi.img.fmt, w, h, &L);
+                    cudaEventRecord(g.e0, 0);
+                    uint8_t *dp = (uint8_t *)d;
+                    for (int p = 0; p < L.planes; p++) {
+                        cudaMemcpy2DAsync(dp, L.row_bytes[p], pi.img.plane[p], pi.img.pitch[p],
+                                          L.row_bytes[p], L.rows[p], cudaMemcpyHostToDevice, 0);
+                        dp += L.row_bytes[p] * (size_t)L.rows[p];
+                    }
+                    cudaEventRecord(g.e1, 0);
+                    cudaEventSynchronize(g.e1);
+                    cudaEventElapsedTime(&ms, g.e0, g.e1);
+                    if (i >= 0) dev2.push_back(ms);
+                }
+                BENCH_TRY(cudaGetLastError());
+                cudaFree(d);
+                bool firstrow = true;
+                for (auto &bs : split(bands)) {
+                    std::string var = bs == "default" ? ""
+                                      : bs == "copy"  ? "fused:copy"
+                                                      : "fused:bands=" + bs;
+                    variant_run v;
+                    if (v.create(var.empty() ? NULL : var.c_str(), w, h) ||
+                        trk_backend_set_objects(v.b, sc.objects, m))
+                        return 1;
+                    /* The daemon's frame pools: trk_backend_host_alloc memory. */
+                    void *hp = trk_backend_host_alloc(v.b, pi.bytes);
+                    if (!hp) return 1;
+                    memcpy(hp, pi.page, pi.bytes);
+                    const struct trk_image himg = rebase(pi.page_img, pi.page, hp);
+                    std::vector<double> call, up, kern, paced;
+                    struct trk_backend_timing tm;
+                    for (int i = -5; i < iters; i++) {
+                        double a = trk_bench_now_ms();
+                        if (trk_backend_process(v.b, &himg, NULL, got, &tm)) return 1;
+                        double z = trk_bench_now_ms();
+                        if (i >= 0) call.push_back(z - a), up.push_back(tm.upload_ms),
+                                kern.push_back(tm.kernel_ms);
+                        if (!same(truth, got, m)) mismatches++;
+                    }
+                    const int np = iters < 40 ? iters : 40;
+                    std::vector<double> pup, pk, nudged;
+                    /* Paced; then paced with a nudge: a tiny GPU operation
+                     * --nudge-us before the frame (the GPU wakes from idle
+                     * before the frame comes, as --spin wakes the CPU). */
+                    for (int pass = 0; pass < 2 && pace_ms > 0; pass++)
+                        for (int i = -2; i < np; i++) {
+                            const double lead = pass ? nudge_us * 1e-3 : 0;
+                            sleep_ms(pace_ms - lead);
+                            if (pass) {
+                                if (nudge_kind & 1) cudaMemsetAsync(d_nudge, 0, 4, s_nudge);
+                                if (nudge_kind & 2)
+                                    cudaMemcpyAsync(d_nudge, h_nudge, 64, cudaMemcpyHostToDevice,
+                                                    s_nudge);
+                                const double t = trk_bench_now_ms() + lead;
+                                while (trk_bench_now_ms() < t)
+                                    ;
+                            }
+                            double a = trk_bench_now_ms();
+                            if (trk_backend_process(v.b, &himg, NULL, got, &tm)) return 1;
+                            if (i >= 0 && !pass)
+                                paced.push_back(trk_bench_now_ms() - a),
+                                    pup.push_back(tm.upload_ms), pk.push_back(tm.kernel_ms);
+                            if (i >= 0 && pass) nudged.push_back(trk_bench_now_ms() - a);
+                            if (!same(truth, got, m)) mismatches++;
+                        }
+                    trk_backend_host_free(v.b, hp);
+                    char c1[3][16];
+                    if (firstrow) {
+                        snprintf(c1[0], 16, "%.1f", median(dev1) * 1e3);
+                        snprintf(c1[1], 16, "%.1f", median(wall1) * 1e3);
+                        snprintf(c1[2], 16, "%.1f", median(dev2) * 1e3);
+                    } else {
+                        strcpy(c1[0], "");
+                        strcpy(c1[1], "");
+                        strcpy(c1[2], "");
+                    }
+                    firstrow = false;
+                    printf("%-22s %-6s %-10s %9s %9s %9s %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f "
+                           "%9.1f\n",
+                           scene, fs.c_str(), bs.c_str(), c1[0], c1[1], c1[2],
+                           median(call) * 1e3, median(up) * 1e3, median(kern) * 1e3,
+                           paced.empty() ? 0.0 : median(paced) * 1e3,
+                           pup.empty() ? 0.0 : median(pup) * 1e3,
+                           pk.empty() ? 0.0 : median(pk) * 1e3,
+                           nudged.empty() ? 0.0 : median(nudged) * 1e3);
+                    fflush(stdout);
+                }
+                free_pinned(pi);
+            }
+            trk_scene_free(&sc);
+        }
+    if (mismatches) fprintf(stderr, "cuda-upload: %d MISMATCH(es)\n", mismatches);
+    return mismatches ? 1 : 0;
+}
+
 const struct trk_bench_experiment exp_floor = { "cuda-floor",
                                                 "CUDA: device memory copy/read ceilings",
                                                 run_floor };
@@ -1051,8 +1264,13 @@ const struct trk_bench_experiment exp_seed = {
     "cuda-seed", "CUDA: the seed's time-vs-objects and time-vs-r experiments", run_seed
 };
 
+const struct trk_bench_experiment exp_upload = {
+    "cuda-upload", "CUDA: a pinned whole call against its copy, by band count, paced", run_upload
+};
+
 __attribute__((constructor)) void register_cuda_experiments()
 {
+    trk_bench_register(&exp_upload);
     trk_bench_register(&exp_floor);
     trk_bench_register(&exp_kernels);
     trk_bench_register(&exp_seed);

@@ -2,7 +2,7 @@
 # Builds trackd's GPU-only tree on the GPU machine and runs the CUDA tests,
 # sanitizers and benchmarks. Usage: tests/gpu/run_on_gpu.sh STAGE... where
 # STAGE is build, test, sanitize, floor, kernels, seed, torch, bench, blobs, regions, rrmncu,
-# ncu, devimg, dense, dense-off, wholecall.
+# ncu, devimg, dense, dense-off, wholecall, upload.
 # Logs go to $OUT (or ./gpu-out). Used through the device tool:
 #   run: tests/gpu/run_on_gpu.sh build test kernels
 set -u
@@ -71,6 +71,11 @@ for stage in "$@"; do
       $BENCH --experiment cuda-kernels --sizes 1920x1080,3840x2160 --objects 8,128 \
         --formats rgb24,nv12 --variants fused --iters 200 --warmup 20 \
         --json "$OUT/wholecall.json" 2>&1 | tee "$OUT/wholecall.txt" || rc=1 ;;
+    upload)
+      # Where a pinned whole call's time goes (issue 14's <= 1.1x (upload + kernel)):
+      # the copy alone (1d, and 2d per plane as the backend issues it), the
+      # call by band count, back to back and paced like a 60 fps camera.
+      $BENCH --experiment cuda-upload --iters 100 2>&1 | tee "$OUT/upload.txt" || rc=1 ;;
     seed)
       $BENCH --experiment cuda-seed --json "$OUT/seed.json" 2>&1 | tee "$OUT/seed.txt" || rc=1 ;;
     bench)

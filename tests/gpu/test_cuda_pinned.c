@@ -4,8 +4,12 @@
  * must see that the plane runs past the pinned range and stage it) all give
  * the same results, equal to cpu-ref's, bit for bit; trk_backend_image_pinned
  * says which frames are pinned. Many seeded random scenes, packed RGB and
- * NV12 / I420 planes (random bytes), even and odd sizes. Needs a GPU:
+ * NV12 / I420 planes (random bytes), even and odd sizes, pitches a driver's
+ * odd padding (uploaded) and 64-byte aligned (a pinned frame the kernel
+ * reads in place: the call says so with upload_bytes > 0, upload_ms 0,
+ * and a pageable one never is). Needs a GPU:
  * without one it exits 77 (skipped). Prints the first differing case. */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,10 +23,17 @@ enum mem { PAGEABLE, ALLOCED, REGISTERED, HALF_REGISTERED, N_MEM };
 static const char *const mem_name[N_MEM] = { "pageable", "host_alloc", "host_register",
                                              "half registered" };
 
+/* A plane's pitch: odd padding (aligned = false), or rows rounded up to
+ * 64 bytes. */
+static size_t pitch_of(size_t row_bytes, bool aligned)
+{
+    return aligned ? (row_bytes + 63) / 64 * 64 : row_bytes + 13;
+}
+
 /* Lays src (RGB scene or random planes) out in buf as fmt with padded
  * pitches; returns the image. */
 static struct trk_image lay_out(uint8_t *buf, enum trk_pixfmt fmt, int w, int h, const uint8_t *rgb,
-                                uint64_t seed)
+                                uint64_t seed, bool aligned)
 {
     struct trk_plane_layout L;
     trk_image_plane_layout(fmt, w, h, &L);
@@ -30,7 +41,7 @@ static struct trk_image lay_out(uint8_t *buf, enum trk_pixfmt fmt, int w, int h,
     size_t off = 0;
     for (int p = 0; p < L.planes; p++) {
         img.plane[p] = buf + off;
-        img.pitch[p] = L.row_bytes[p] + 13; /* odd padding, like a driver's */
+        img.pitch[p] = pitch_of(L.row_bytes[p], aligned);
         off += img.pitch[p] * (size_t)L.rows[p];
     }
     uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
@@ -49,13 +60,13 @@ static struct trk_image lay_out(uint8_t *buf, enum trk_pixfmt fmt, int w, int h,
     return img;
 }
 
-static size_t image_bytes(enum trk_pixfmt fmt, int w, int h)
+static size_t image_bytes(enum trk_pixfmt fmt, int w, int h, bool aligned)
 {
     struct trk_plane_layout L;
     trk_image_plane_layout(fmt, w, h, &L);
     size_t n = 0;
     for (int p = 0; p < L.planes; p++)
-        n += (L.row_bytes[p] + 13) * (size_t)L.rows[p];
+        n += pitch_of(L.row_bytes[p], aligned) * (size_t)L.rows[p];
     return n;
 }
 
@@ -68,25 +79,32 @@ int main(void)
     }
     static const int sizes[][2] = { { 1920, 1080 }, { 333, 201 }, { 64, 17 } };
     static const enum trk_pixfmt fmts[] = { TRK_FMT_RGB24, TRK_FMT_NV12, TRK_FMT_I420 };
-    int cases = 0, shown = 0;
+    int cases = 0, shown = 0, in_place = 0;
     for (int si = 0; si < 3; si++) {
         const int w = sizes[si][0], h = sizes[si][1];
-        struct trk_backend *cuda = NULL, *ref = NULL;
+        struct trk_backend *cuda = NULL, *ref = NULL, *copy = NULL;
         struct trk_backend_cfg cc = { .kind = TRK_BACKEND_CUDA, .max_width = w, .max_height = h };
+        /* The same with in-place reads off ("copy"): the frames a kernel
+         * would read in place are uploaded instead. */
+        struct trk_backend_cfg kc = cc;
+        kc.variant = "fused:copy";
+        CHECK(trk_backend_create(&kc, &copy) == 0);
         struct trk_backend_cfg rc = { .kind = TRK_BACKEND_CPU_REF,
                                       .max_width = w,
                                       .max_height = h };
         CHECK(trk_backend_create(&cc, &cuda) == 0 && trk_backend_create(&rc, &ref) == 0);
-        if (!cuda || !ref) return check_exit("cuda_pinned");
+        if (!cuda || !ref || !copy) return check_exit("cuda_pinned");
         for (int fi = 0; fi < 3; fi++)
             for (uint64_t seed = 1; seed <= 6; seed++) {
+                const bool aligned = seed % 2 == 0;
                 struct trk_scene sc;
                 CHECK(trk_scene_random(w, h, 32, seed, &sc) == 0);
                 CHECK(trk_backend_set_objects(cuda, sc.objects, sc.n_objects) == 0);
                 CHECK(trk_backend_set_objects(ref, sc.objects, sc.n_objects) == 0);
-                const size_t n = image_bytes(fmts[fi], w, h);
+                CHECK(trk_backend_set_objects(copy, sc.objects, sc.n_objects) == 0);
+                const size_t n = image_bytes(fmts[fi], w, h, aligned);
                 uint8_t *page = malloc(n);
-                struct trk_image img = lay_out(page, fmts[fi], w, h, sc.rgb, seed);
+                struct trk_image img = lay_out(page, fmts[fi], w, h, sc.rgb, seed, aligned);
                 struct trk_obj_result want[TRK_MAX_OBJECTS], got[TRK_MAX_OBJECTS];
                 CHECK(trk_backend_process(ref, &img, NULL, want, NULL) == 0);
                 for (int m = 0; m < N_MEM; m++) {
@@ -101,13 +119,30 @@ int main(void)
                     }
                     CHECK(buf != NULL);
                     if (!buf) continue;
-                    struct trk_image im = lay_out(buf, fmts[fi], w, h, sc.rgb, seed);
+                    struct trk_image im = lay_out(buf, fmts[fi], w, h, sc.rgb, seed, aligned);
                     const bool pinned = trk_backend_image_pinned(cuda, &im);
                     CHECKF(pinned == (m == ALLOCED || m == REGISTERED), "%s: pinned says %d",
                            mem_name[m], pinned);
                     struct trk_backend_timing t;
                     memset(got, 0xa5, sizeof(got));
                     CHECK(trk_backend_process(cuda, &im, NULL, got, &t) == 0);
+                    /* Read in place: the bytes crossed the bus, no copy was timed.
+                     * Exactly the aligned frames wholly in a mapped pinned range. */
+                    const bool placed = t.upload_bytes > 0 && t.upload_ms == 0;
+                    CHECKF(placed == (aligned && (m == ALLOCED || m == REGISTERED)),
+                           "%dx%d %s %s aligned %d: read in place says %d (upload %llu bytes, "
+                           "%.4f ms)",
+                           w, h, trk_pixfmt_name(fmts[fi]), mem_name[m], aligned, placed,
+                           (unsigned long long)t.upload_bytes, t.upload_ms);
+                    in_place += placed;
+                    if (m == ALLOCED) {
+                        struct trk_obj_result got2[TRK_MAX_OBJECTS];
+                        CHECK(trk_backend_process(copy, &im, NULL, got2, &t) == 0);
+                        CHECKF(!memcmp(got2, want, sizeof(*want) * (size_t)sc.n_objects),
+                               "%dx%d %s seed %llu: fused:copy differs from cpu-ref", w, h,
+                               trk_pixfmt_name(fmts[fi]), (unsigned long long)seed);
+                        CHECKF(t.upload_ms > 0, "fused:copy read a frame in place");
+                    }
                     for (int i = 0; i < sc.n_objects; i++) {
                         const struct trk_obj_result *a = &got[i], *b = &want[i];
                         if (!memcmp(a, b, sizeof(*a))) continue;
@@ -135,8 +170,10 @@ int main(void)
                 trk_scene_free(&sc);
             }
         trk_backend_destroy(&cuda);
+        trk_backend_destroy(&copy);
         trk_backend_destroy(&ref);
     }
-    printf("%d cases (sizes x formats x seeds x memory kinds)\n", cases);
+    printf("%d cases (sizes x formats x seeds x memory kinds), %d read in place\n", cases,
+           in_place);
     return check_exit("cuda_pinned");
 }
