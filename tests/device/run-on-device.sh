@@ -20,6 +20,12 @@ for n in demo demo1080 clip420 cliprgb blobs420 blobsrgb; do
 done
 # --hwdec (issue 14): NVDEC device images vs software, MJPEG tolerance, throughput.
 python3 hwdec_device.py || fail=1
+# The camera's MJPEG decoder with NVDEC against libavcodec (4:2:0, 4:2:2,
+# without DHT, bad input mid-stream; prints MJPEG-HW WORST). Here 77 (no
+# usable GPU: SKIP) is a failure too.
+echo "== camera MJPEG through NVDEC: ./test_daemon_v4l2 mjpeg-hw"
+./test_daemon_v4l2 mjpeg-hw; rc=$?
+[ $rc = 0 ] || { echo "test_daemon_v4l2 mjpeg-hw FAILED (exit $rc)"; fail=1; }
 echo "== auto picks:"; ./trackd --no-server --frames 1 --fast 2>&1 | grep -i backend
 echo "== throughput, demo 1920x1080, 7 objects"
 for b in cpu cuda; do

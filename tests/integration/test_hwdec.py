@@ -4,7 +4,7 @@ here with the ffmpeg CLI (8-bit and 10-bit H.264).
 
 Without a usable GPU (CI): --hwdec auto decodes in software and says so in
 exactly one line, with results identical to --hwdec none; --hwdec cuda exits
-69 with the reason; --hwdec bogus is a usage error (64); --decode-only
+69 with the reason, for a file and for a camera (before opening it); --hwdec bogus is a usage error (64); --decode-only
 prints the clip's frame count. On a machine with a GPU the same script
 checks the NVDEC side instead (one line saying the GPU decodes, --hwdec cuda
 runs); tests/device/run-on-device.sh compares its results with software
@@ -93,6 +93,17 @@ def main():
         check(not os.path.exists(os.path.join(tmp, "cuda.ndjson")) or
               os.path.getsize(os.path.join(tmp, "cuda.ndjson")) == 0,
               "no GPU: --hwdec cuda tracks nothing")
+    # A camera (MJPEG through NVDEC): the same refusal at start, before the
+    # device is opened (none exists here; with a GPU trackd would wait for it).
+    if not gpu:
+        try:
+            r = subprocess.run([TRACKD, "--device", "/dev/video-trk-absent", "--no-server",
+                                "--hwdec", "cuda"], capture_output=True, text=True, timeout=30)
+            rc, err = r.returncode, r.stderr
+        except subprocess.TimeoutExpired:
+            rc, err = "none: still waiting for the camera after 30 s", ""
+        check(rc == 69 and "--hwdec cuda: cannot decode on the GPU: no usable GPU" in err,
+              f"no GPU: camera with --hwdec cuda exits 69 saying why (exit {rc})")
     # A CPU backend reads host memory: --hwdec cuda cannot be honoured anywhere.
     r = trackd("--input", clip, *common, "--hwdec", "cuda", "--backend", "cpu")
     check(r.returncode == 69 and "the cpu backend reads host memory" in r.stderr,

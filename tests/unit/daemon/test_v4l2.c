@@ -1,8 +1,14 @@
 /* Unit tests of the camera code that needs no device: format choice, pitch
- * handling, control names, and the capture thread's reopen logic driven by a
- * fault-injecting live source through the real pipeline.
- * usage: test_daemon_v4l2 CASE */
+ * handling, control names, MJPEG decoding (and its --hwdec fallbacks), and
+ * the capture thread's reopen logic driven by a fault-injecting live source
+ * through the real pipeline.
+ * usage: test_daemon_v4l2 CASE
+ * One case needs a GPU (the device runs it, tests/device/run-on-device.sh):
+ *   test_daemon_v4l2 mjpeg-hw   the camera's MJPEG decoder with NVDEC
+ * against libavcodec on what UVC cameras send; exit 77 without a usable
+ * CUDA device. */
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -18,6 +24,7 @@
 #include "../check.h"
 #include "backend.h"
 #include "control.h"
+#include "hwdec.h"
 #include "log_hook.h"
 #include "pipeline.h"
 #include "source.h"
@@ -713,6 +720,545 @@ static void test_needs_control(void)
     trk_backend_destroy(&b);
 }
 
+/* ------------------------------------------- MJPEG cameras and --hwdec */
+
+/* What a UVC camera sends: a scene of coloured disks (soft 1-pixel edges,
+ * a little sensor noise) on a grey ramp, compressed by libjpeg-turbo at
+ * quality 85 with the standard Huffman tables, as 4:2:0 or 4:2:2, and the
+ * 4:2:0 JPEGs again without their DHT segments (most UVC cameras leave them
+ * out: the decoder must use the standard tables of JPEG's annex K). Each
+ * frame of a stream moves the disks a little. */
+struct cam_disk {
+    double fx, fy, fr; /* centre and radius as fractions of width, height, height */
+    uint8_t rgb[3];
+};
+static const struct cam_disk cam_disks[] = {
+    { 0.22, 0.30, 0.11, { 210, 40, 35 } },   /* red: H 2, S 212, V 210       */
+    { 0.70, 0.30, 0.12, { 40, 190, 60 } },   /* green: H 128, S 201, V 190   */
+    { 0.30, 0.72, 0.10, { 225, 205, 40 } },  /* yellow: H 54, S 210, V 225   */
+    { 0.72, 0.72, 0.09, { 245, 245, 240 } }, /* white: Y 244, Cb 126, Cr 128 */
+};
+#define CAM_DISKS ((int)(sizeof(cam_disks) / sizeof(cam_disks[0])))
+/* One object per disk, its box far from the disk's colour and from the
+ * background (grey: S 0, Y <= 160), so that only the soft edges decide.
+ * No disk's hue is near another's complement: JPEG's ringing at an edge
+ * overshoots the chroma towards the complement of the disk's hue, and
+ * would put stray pixels (which each decoder places differently) in that
+ * object's box. */
+static const struct trk_object_def cam_objs[CAM_DISKS] = {
+    { .name = "red", .space = TRK_SPACE_HSV, .lo = { 340, 120, 100 }, .hi = { 20, 255, 255 } },
+    { .name = "green", .space = TRK_SPACE_HSV, .lo = { 105, 120, 100 }, .hi = { 150, 255, 255 } },
+    { .name = "yellow", .space = TRK_SPACE_HSV, .lo = { 40, 120, 100 }, .hi = { 70, 255, 255 } },
+    { .name = "white", .space = TRK_SPACE_YCBCR, .lo = { 215, 112, 112 }, .hi = { 255, 144, 144 } },
+};
+#define CAM_FRAMES 5
+#define CAM_MAXW   1280
+#define CAM_MAXH   720
+
+static uint32_t cam_hash(uint32_t x)
+{
+    x ^= x >> 16, x *= 0x7feb352dU, x ^= x >> 15, x *= 0x846ca68bU, x ^= x >> 16;
+    return x;
+}
+
+/* Frame k of a w x h stream as packed RGB. */
+static void cam_scene(uint8_t *rgb, int w, int h, int k)
+{
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++) {
+            double c[3];
+            for (int i = 0; i < 3; i++)
+                c[i] = 50 + 100.0 * x / w + 10.0 * y / h;
+            for (int d = 0; d < CAM_DISKS; d++) {
+                double dx = x - (cam_disks[d].fx * w + 5 * k),
+                       dy = y - (cam_disks[d].fy * h + 3 * k);
+                double cover = cam_disks[d].fr * h + 0.5 - sqrt(dx * dx + dy * dy);
+                cover = cover < 0 ? 0 : cover > 1 ? 1 : cover;
+                for (int i = 0; i < 3; i++)
+                    c[i] += cover * (cam_disks[d].rgb[i] - c[i]);
+            }
+            uint32_t n = cam_hash((uint32_t)(((k * CAM_MAXH + y) * CAM_MAXW) + x));
+            for (int i = 0; i < 3; i++) {
+                int v = (int)lround(c[i]) + (int)((n >> (8 * i)) % 9) - 4;
+                rgb[((size_t)y * w + x) * 3 + i] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+            }
+        }
+}
+
+/* The JPEG without its DHT segments (the ones before the scan: the
+ * entropy-coded data after SOS is copied as it is); its length. */
+static size_t cam_strip_dht(const uint8_t *in, size_t len, uint8_t *out)
+{
+    size_t i = 2, o = 2;
+    memcpy(out, in, 2); /* SOI */
+    while (i + 4 <= len && in[i] == 0xFF) {
+        size_t seg = 2 + ((size_t)in[i + 2] << 8 | in[i + 3]);
+        bool sos = in[i + 1] == 0xDA;
+        if (in[i + 1] != 0xC4) {
+            memcpy(out + o, in + i, sos ? len - i : seg);
+            o += sos ? len - i : seg;
+        }
+        if (sos) return o;
+        i += seg;
+    }
+    return 0; /* no scan: not what libjpeg-turbo writes */
+}
+
+/* Offset of the first marker m (0xFFm) in the JPEG's headers; 0 if none. */
+static size_t cam_marker(const uint8_t *j, size_t len, uint8_t m)
+{
+    for (size_t i = 2; i + 4 <= len && j[i] == 0xFF; i += 2 + ((size_t)j[i + 2] << 8 | j[i + 3])) {
+        if (j[i + 1] == m) return i;
+        if (j[i + 1] == 0xDA) break;
+    }
+    return 0;
+}
+
+/* The largest differences between two decoders' results, over a run. */
+struct cam_worst {
+    double centroid_px, mass_pct;
+    int bbox_px;
+    int pix_max;      /* largest |Y|, |Cb|, |Cr| difference of one sample */
+    double pix_mean;  /* largest mean |difference| of a plane over a frame */
+    uint64_t results; /* object results compared */
+};
+
+static bool same_results(const struct trk_obj_result *a, const struct trk_obj_result *b, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (a[i].mass != b[i].mass || a[i].sum_x != b[i].sum_x || a[i].sum_y != b[i].sum_y ||
+            a[i].x0 != b[i].x0 || a[i].y0 != b[i].y0 || a[i].x1 != b[i].x1 || a[i].y1 != b[i].y1)
+            return false;
+    return true;
+}
+
+static void print_result(const char *who, int i, const struct trk_obj_result *r)
+{
+    fprintf(stderr, "  %s %s: mass %llu centroid %.3f,%.3f bbox %d,%d-%d,%d\n", who,
+            cam_objs[i].name, (unsigned long long)r->mass,
+            r->mass ? (double)r->sum_x / r->mass : -1, r->mass ? (double)r->sum_y / r->mass : -1,
+            r->x0, r->y0, r->x1, r->y1);
+}
+
+/* Tolerances between NVDEC's and libavcodec's decoding of one JPEG (see
+ * test_mjpeg_hw). */
+#define TOL_CENTROID_PX 0.5
+#define TOL_MASS_PCT    1.0
+#define TOL_BBOX_PX     2
+
+/* NVDEC's results (hw) against libavcodec's (sw) on one frame: every disk
+ * found by both, within the tolerances; the worst differences noted. */
+static void compare_decoders(const char *what, const struct trk_obj_result *hw,
+                             const struct trk_obj_result *sw, struct cam_worst *worst)
+{
+    for (int i = 0; i < CAM_DISKS; i++) {
+        const struct trk_obj_result *a = &hw[i], *b = &sw[i];
+        CHECKF(a->mass > 0 && b->mass > 0, "%s %s: found by NVDEC %d, software %d", what,
+               cam_objs[i].name, a->mass > 0, b->mass > 0);
+        if (!a->mass || !b->mass) continue;
+        double dc = fmax(fabs((double)a->sum_x / a->mass - (double)b->sum_x / b->mass),
+                         fabs((double)a->sum_y / a->mass - (double)b->sum_y / b->mass));
+        double dm = fabs((double)a->mass - (double)b->mass) / (double)b->mass * 100;
+        int db = abs(a->x0 - b->x0);
+        db = abs(a->y0 - b->y0) > db ? abs(a->y0 - b->y0) : db;
+        db = abs(a->x1 - b->x1) > db ? abs(a->x1 - b->x1) : db;
+        db = abs(a->y1 - b->y1) > db ? abs(a->y1 - b->y1) : db;
+        worst->centroid_px = fmax(worst->centroid_px, dc);
+        worst->mass_pct = fmax(worst->mass_pct, dm);
+        worst->bbox_px = db > worst->bbox_px ? db : worst->bbox_px;
+        worst->results++;
+        if (dc > TOL_CENTROID_PX || dm > TOL_MASS_PCT || db > TOL_BBOX_PX) {
+            fprintf(stderr,
+                    "%s %s: NVDEC vs software: centroid %.3f px (<= %.1f), mass %.3f %% "
+                    "(<= %.1f), bbox %d px (<= %d)\n",
+                    what, cam_objs[i].name, dc, TOL_CENTROID_PX, dm, TOL_MASS_PCT, db, TOL_BBOX_PX);
+            print_result("NVDEC   ", i, a);
+            print_result("software", i, b);
+            check_failures++;
+        }
+    }
+}
+
+/* Pixel differences of an NV12 (NVDEC, downloaded) and an I420 (software)
+ * frame of the same JPEG, into worst; false when they cannot be compared. */
+static bool compare_pixels(const struct trk_image *nv12, const struct trk_image *i420,
+                           struct cam_worst *worst)
+{
+    if (nv12->fmt != TRK_FMT_NV12 || i420->fmt != TRK_FMT_I420 || nv12->width != i420->width ||
+        nv12->height != i420->height)
+        return false;
+    int w = i420->width, h = i420->height, cw = (w + 1) / 2, ch = (h + 1) / 2;
+    for (int p = 0; p < 3; p++) {
+        int pw = p ? cw : w, ph = p ? ch : h;
+        uint64_t sum = 0;
+        for (int y = 0; y < ph; y++)
+            for (int x = 0; x < pw; x++) {
+                int a = p == 0 ? nv12->plane[0][(size_t)y * nv12->pitch[0] + x]
+                               : nv12->plane[1][(size_t)y * nv12->pitch[1] + 2 * x + (p - 1)];
+                int d = abs(a - i420->plane[p][(size_t)y * i420->pitch[p] + x]);
+                sum += (uint64_t)d;
+                worst->pix_max = d > worst->pix_max ? d : worst->pix_max;
+            }
+        worst->pix_mean = fmax(worst->pix_mean, (double)sum / ((double)pw * ph));
+    }
+    return true;
+}
+
+static bool same_image(const struct trk_image *a, const struct trk_image *b)
+{
+    struct trk_plane_layout L;
+    if (a->fmt != b->fmt || a->width != b->width || a->height != b->height ||
+        trk_image_plane_layout(a->fmt, a->width, a->height, &L))
+        return false;
+    for (int p = 0; p < L.planes; p++)
+        for (int y = 0; y < L.rows[p]; y++)
+            if (memcmp(a->plane[p] + (size_t)y * a->pitch[p], b->plane[p] + (size_t)y * b->pitch[p],
+                       L.row_bytes[p]))
+                return false;
+    return true;
+}
+
+/* Input a camera may send that is no JPEG: decode must say so (TRK_EINVAL)
+ * and the next frame must decode as if nothing had happened. cut: the JPEG
+ * up to its scan (headers and SOF: the decoder starts a picture, for NVDEC
+ * a surface, that never gets its data), then noise. A JPEG cut in the
+ * middle of its scan is decoded by libavcodec as far as it goes (it
+ * emulates the missing EOI): either answer is right, but it must not
+ * break the stream either. */
+static void feed_bad(const char *what, struct trk_mjpeg *d, const uint8_t *jpeg, size_t len,
+                     struct trk_frame *f)
+{
+    static uint8_t noise[4096];
+    for (size_t i = 0; i < sizeof(noise); i++)
+        noise[i] = (uint8_t)cam_hash((uint32_t)i + 77);
+    size_t sos = cam_marker(jpeg, len, 0xDA);
+    CHECK(sos > 0);
+    int err = trk_mjpeg_decode(d, jpeg, sos, f);
+    CHECKF(err == TRK_EINVAL, "%s: headers without a scan: %d, want TRK_EINVAL", what, err);
+    err = trk_mjpeg_decode(d, noise, sizeof(noise), f);
+    CHECKF(err == TRK_EINVAL, "%s: noise: %d, want TRK_EINVAL", what, err);
+    err = trk_mjpeg_decode(d, jpeg, sos + (len - sos) / 2, f);
+    CHECKF(err == 0 || err == TRK_EINVAL, "%s: cut in its scan: %d", what, err);
+    fprintf(stderr, "%s: a JPEG cut in its scan: %s\n", what,
+            err ? "rejected" : "decoded as far as it goes");
+}
+
+/* One frame (in, len) through the NVDEC decoder dhw into fhw, checked
+ * against the software decoder's frame fsw and its cpu results r_cpu; the
+ * CUDA backend's results on NVDEC's frame in r_hw. false when there are
+ * none. */
+static bool cam_gpu_frame(const char *fw, struct trk_mjpeg *dhw, const uint8_t *in, size_t len,
+                          struct trk_frame *fhw, const struct trk_frame *fsw, bool is420,
+                          struct trk_backend *cuda, const struct trk_obj_result *r_cpu,
+                          struct trk_obj_result *r_hw, struct cam_worst *worst)
+{
+    int err = trk_mjpeg_decode(dhw, in, len, fhw);
+    CHECKF(err == 0, "%s: the NVDEC decoder: %d (%s)", fw, err, trk_strerror(err));
+    if (err) return false;
+    /* 4:2:0: NVDEC, a device image; 4:2:2: software, a host frame. */
+    CHECKF(fhw->img.mem == (is420 ? TRK_MEM_CUDA : TRK_MEM_HOST),
+           "%s: the NVDEC decoder gave a %s frame (%s), want %s", fw,
+           fhw->img.mem == TRK_MEM_CUDA ? "device" : "host", trk_pixfmt_name(fhw->img.fmt),
+           is420 ? "device" : "host");
+    CHECK(fhw->img.fmt == (is420 ? TRK_FMT_NV12 : TRK_FMT_I420));
+    CHECK(fhw->img.width == fsw->img.width && fhw->img.height == fsw->img.height &&
+          fhw->img.full_range && fhw->img.matrix == TRK_MATRIX_BT601);
+    CHECK(trk_image_check(&fhw->img) == 0);
+    struct trk_obj_result r_cuda_sw[CAM_DISKS];
+    struct trk_backend_timing t = { 0 };
+    CHECK(trk_backend_process(cuda, &fsw->img, NULL, r_cuda_sw, NULL) == 0);
+    /* The same pixels: the CUDA backend equals the CPU one exactly. */
+    if (!same_results(r_cuda_sw, r_cpu, CAM_DISKS)) {
+        fprintf(stderr, "%s: cuda != cpu on the software frame\n", fw);
+        for (int i = 0; i < CAM_DISKS; i++)
+            print_result("cuda", i, &r_cuda_sw[i]), print_result("cpu ", i, &r_cpu[i]);
+        check_failures++;
+    }
+    err = trk_backend_process(cuda, &fhw->img, NULL, r_hw, &t);
+    CHECKF(err == 0, "%s: cuda on the NVDEC decoder's frame: %d (%s)", fw, err, trk_strerror(err));
+    if (err) return false;
+    if (is420) {
+        /* Read in place: nothing crossed from the host. */
+        CHECKF(t.upload_bytes == 0, "%s: upload_bytes %llu from a device image", fw,
+               (unsigned long long)t.upload_bytes);
+        compare_decoders(fw, r_hw, r_cuda_sw, worst);
+        const struct trk_image *host = trk_frame_host(fhw);
+        CHECKF(host && compare_pixels(host, &fsw->img, worst), "%s: NVDEC frame downloaded", fw);
+    } else {
+        /* The fallback is libavcodec: the same frame exactly. */
+        CHECKF(same_image(&fhw->img, &fsw->img), "%s: fallback frame == software frame", fw);
+        CHECKF(same_results(r_hw, r_cuda_sw, CAM_DISKS), "%s: fallback results", fw);
+    }
+    return true;
+}
+
+/* One camera stream: w x h JPEGs of one kind, CAM_FRAMES of them with bad
+ * input after the second, through one software decoder, each frame
+ * through the cpu backend (every disk found). With cuda (the GPU machine)
+ * also through one NVDEC decoder (--hwdec cuda's state, as the V4L2 source
+ * makes it: cam_gpu_frame). The 4:2:0 stream with DHT fills ref, the one
+ * without DHT is compared with it: the standard tables are the ones
+ * libjpeg-turbo wrote, so the pictures must be the same exactly (the
+ * software decoder's Y plane, NVDEC's results). */
+struct cam_ref {
+    struct trk_obj_result hw[CAM_FRAMES][CAM_DISKS];
+    uint8_t *sw_y[CAM_FRAMES]; /* the software frame's Y plane, packed */
+};
+
+static void cam_stream(int w, int h, int subsamp, bool dht_less, struct trk_backend *cuda,
+                       struct trk_backend *cpu, struct cam_ref *ref, struct cam_worst *worst)
+{
+    bool gpu = cuda != NULL, is420 = subsamp == TJSAMP_420;
+    char what[64];
+    snprintf(what, sizeof(what), "cam %dx%d %s%s", w, h, is420 ? "4:2:0" : "4:2:2",
+             dht_less ? " no DHT" : "");
+    struct trk_hwdec_cfg cfg = { .mode = TRK_HWDEC_CUDA, .device_frames = true };
+    struct trk_hwdec_ctx *hw = gpu ? trk_hwdec_create(&cfg, what) : NULL;
+    struct trk_mjpeg *dsw = NULL, *dhw = NULL;
+    CHECK(trk_mjpeg_create(&dsw) == 0);
+    if (gpu) {
+        int err = hw ? trk_mjpeg_create_hw(&dhw, hw) : TRK_ENOMEM;
+        CHECKF(err == 0, "%s: trk_mjpeg_create_hw: %d (%s)", what, err, trk_strerror(err));
+    }
+    uint8_t *rgb = malloc((size_t)w * h * 3), *stripped = malloc((size_t)w * h * 3 + 4096);
+    tjhandle tj = tjInitCompress();
+    struct trk_frame fsw = { 0 }, fhw = { 0 };
+    for (int k = 0; rgb && stripped && dsw && (dhw || !gpu) && k < CAM_FRAMES; k++) {
+        char fw[96];
+        snprintf(fw, sizeof(fw), "%s frame %d", what, k);
+        cam_scene(rgb, w, h, k);
+        unsigned char *jpeg = NULL;
+        unsigned long jlen = 0;
+        CHECK(tjCompress2(tj, rgb, w, 0, h, TJPF_RGB, &jpeg, &jlen, subsamp, 85, 0) == 0);
+        const uint8_t *in = jpeg;
+        size_t len = jlen;
+        CHECK(cam_marker(jpeg, jlen, 0xC4) > 0); /* libjpeg-turbo writes its tables */
+        if (dht_less) {
+            len = cam_strip_dht(jpeg, jlen, stripped);
+            in = stripped;
+            CHECKF(len > 0 && len < jlen && !cam_marker(stripped, len, 0xC4),
+                   "%s: DHT removed (%zu -> %zu bytes)", fw, (size_t)jlen, len);
+        }
+        if (k == 2) {
+            feed_bad(fw, dsw, in, len, &fsw);
+            if (gpu) feed_bad(fw, dhw, in, len, &fhw);
+        }
+        int err = trk_mjpeg_decode(dsw, in, len, &fsw);
+        CHECKF(err == 0, "%s: the software decoder: %d", fw, err);
+        struct trk_obj_result r_cpu[CAM_DISKS], r_hw[CAM_DISKS];
+        bool have_hw = false;
+        if (!err) {
+            CHECK(fsw.img.mem == TRK_MEM_HOST && fsw.img.fmt == TRK_FMT_I420);
+            CHECK(fsw.img.width == w && fsw.img.height == h && trk_image_check(&fsw.img) == 0);
+            CHECK(trk_backend_process(cpu, &fsw.img, NULL, r_cpu, NULL) == 0);
+            for (int i = 0; i < CAM_DISKS; i++)
+                CHECKF(r_cpu[i].mass > 0, "%s: %s not found in the software frame", fw,
+                       cam_objs[i].name);
+            if (gpu)
+                have_hw =
+                    cam_gpu_frame(fw, dhw, in, len, &fhw, &fsw, is420, cuda, r_cpu, r_hw, worst);
+        }
+        tjFree(jpeg);
+        if (err || !ref || !is420) continue;
+        if (!dht_less) {
+            memcpy(ref->hw[k], r_hw, sizeof(r_hw));
+            ref->sw_y[k] = malloc((size_t)w * h);
+            for (int y = 0; ref->sw_y[k] && y < h; y++)
+                memcpy(ref->sw_y[k] + (size_t)y * w, fsw.img.plane[0] + y * fsw.img.pitch[0],
+                       (size_t)w);
+            continue;
+        }
+        bool same_y = ref->sw_y[k] != NULL;
+        for (int y = 0; same_y && y < h; y++)
+            same_y = !memcmp(ref->sw_y[k] + (size_t)y * w, fsw.img.plane[0] + y * fsw.img.pitch[0],
+                             (size_t)w);
+        CHECKF(same_y, "%s: software decoding without DHT == with DHT", fw);
+        if (have_hw && !same_results(r_hw, ref->hw[k], CAM_DISKS)) {
+            fprintf(stderr, "%s: NVDEC without DHT != NVDEC with DHT (standard tables not used?)\n",
+                    fw);
+            for (int i = 0; i < CAM_DISKS; i++)
+                print_result("no DHT", i, &r_hw[i]), print_result("DHT   ", i, &ref->hw[k][i]);
+            check_failures++;
+        }
+    }
+    tjDestroy(tj);
+    free(rgb);
+    free(stripped);
+    trk_frame_free_data(&fsw);
+    trk_frame_free_data(&fhw);
+    trk_mjpeg_destroy(&dsw);
+    trk_mjpeg_destroy(&dhw);
+    trk_hwdec_destroy(&hw);
+}
+
+/* The streams of test_mjpeg_hw without the GPU (CI): the software decoder
+ * on what cameras send, the JPEGs without DHT included, bad input in the
+ * middle of a stream. */
+static void test_mjpeg_camera(void)
+{
+    unsetenv("TJ_OPTIMIZE"); /* libjpeg-turbo writes the standard tables */
+    struct trk_backend *cpu = NULL;
+    struct trk_backend_cfg bc = { .kind = TRK_BACKEND_CPU,
+                                  .max_width = CAM_MAXW,
+                                  .max_height = CAM_MAXH };
+    CHECK(trk_backend_create(&bc, &cpu) == 0);
+    if (!cpu) return;
+    CHECK(trk_backend_set_objects(cpu, cam_objs, CAM_DISKS) == 0);
+    static const int sizes[][2] = { { 640, 480 }, { 1280, 720 } };
+    for (int s = 0; s < 2; s++) {
+        struct cam_ref ref = { 0 };
+        struct cam_worst worst = { 0 };
+        cam_stream(sizes[s][0], sizes[s][1], TJSAMP_420, false, NULL, cpu, &ref, &worst);
+        cam_stream(sizes[s][0], sizes[s][1], TJSAMP_420, true, NULL, cpu, &ref, &worst);
+        cam_stream(sizes[s][0], sizes[s][1], TJSAMP_422, false, NULL, cpu, NULL, &worst);
+        for (int k = 0; k < CAM_FRAMES; k++) {
+            CHECK(ref.sw_y[k] != NULL);
+            free(ref.sw_y[k]);
+        }
+    }
+    trk_backend_destroy(&cpu);
+}
+
+/* The camera's MJPEG decoder with NVDEC (--hwdec), on the GPU machine: the
+ * streams of cam_stream, 640x480 and 1280x720. NVDEC and libavcodec decode
+ * the same coefficients with different IDCTs (each within about a level of
+ * the exact one), so the box borders move by a fraction of a pixel along
+ * a disk's soft edge and a few edge pixels flip, spread around the
+ * circumference. Tolerances (disks of radius >= 43 px): mass <= 1 %,
+ * centroid <= 0.5 px, box edges <= 2 px. What two other IDCTs do to these
+ * very frames, measured here against libavcodec: libjpeg-turbo's accurate
+ * one (samples within 1 level) mass <= 0.02 %, centroid <= 0.02 px, boxes
+ * equal; its fast one (within 3 levels) mass <= 0.2 %, centroid <= 0.05 px,
+ * boxes equal: the tolerances leave room for an IDCT five times worse. (At
+ * quality 70 the fast IDCT put a ringing pixel 6 px beyond a disk's edge in
+ * one frame: box edges are as fragile as the colour box is close to the
+ * ringing; at 85 there is none.) Prints the worst differences seen.
+ * Without a usable GPU: SKIP, exit 77 (never a pass). */
+static int test_mjpeg_hw(void)
+{
+    char why[256] = "";
+    if (trk_cuda_check(why, sizeof(why)) != TRK_CUDA_USABLE) {
+        printf("SKIP: mjpeg-hw needs a usable CUDA device: %s\n", why);
+        return 77;
+    }
+    unsetenv("TJ_OPTIMIZE"); /* libjpeg-turbo writes the standard tables */
+    struct trk_backend *cuda = NULL, *cpu = NULL;
+    struct trk_backend_cfg bc = { .kind = TRK_BACKEND_CUDA,
+                                  .max_width = CAM_MAXW,
+                                  .max_height = CAM_MAXH };
+    int err = trk_backend_create(&bc, &cuda);
+    CHECKF(err == 0, "the CUDA backend: %s", trk_strerror(err));
+    bc.kind = TRK_BACKEND_CPU;
+    CHECK(trk_backend_create(&bc, &cpu) == 0);
+    if (!cuda || !cpu) return check_exit("test_v4l2 mjpeg-hw");
+    CHECK(trk_backend_set_objects(cuda, cam_objs, CAM_DISKS) == 0);
+    CHECK(trk_backend_set_objects(cpu, cam_objs, CAM_DISKS) == 0);
+    log_text[0] = '\0';
+    trk_log_set_hook(capture_log, TRK_LOG_INFO);
+    static const int sizes[][2] = { { 640, 480 }, { 1280, 720 } };
+    struct cam_worst worst = { 0 };
+    for (int s = 0; s < 2; s++) {
+        int w = sizes[s][0], h = sizes[s][1];
+        struct cam_ref ref = { 0 };
+        cam_stream(w, h, TJSAMP_420, false, cuda, cpu, &ref, &worst);
+        cam_stream(w, h, TJSAMP_420, true, cuda, cpu, &ref, &worst);
+        cam_stream(w, h, TJSAMP_422, false, cuda, cpu, NULL, &worst);
+        for (int k = 0; k < CAM_FRAMES; k++)
+            free(ref.sw_y[k]);
+    }
+    trk_log_set_hook(NULL, TRK_LOG_INFO);
+    fprintf(stderr, "mjpeg-hw log:\n%s", log_text);
+    /* NVDEC for 4:2:0, said once per stream; 4:2:2 falls back, said once. */
+    for (int s = 0; s < 2; s++) {
+        char line[160];
+        for (int v = 0; v < 2; v++) {
+            snprintf(line, sizeof(line), "cam %dx%d 4:2:0%s: decoding mjpeg on the GPU",
+                     sizes[s][0], sizes[s][1], v ? " no DHT" : "");
+            CHECKF(count_in(log_text, line) == 1, "one line \"%s\"", line);
+        }
+        snprintf(line, sizeof(line), "cam %dx%d 4:2:2: NVDEC cannot decode this mjpeg video",
+                 sizes[s][0], sizes[s][1]);
+        CHECKF(count_in(log_text, line) == 1, "one line \"%s\"", line);
+    }
+    CHECK(count_in(log_text, "NVDEC cannot decode") == 2);
+    printf("MJPEG-HW WORST NVDEC vs libavcodec (%llu object results, 4:2:0 and 4:2:0 without "
+           "DHT, 640x480 and 1280x720, q85): centroid %.3f px (tolerance %.1f), mass %.3f %% "
+           "(%.1f), bbox %d px (%d); samples: max |diff| %d, worst plane mean |diff| %.3f\n",
+           (unsigned long long)worst.results, worst.centroid_px, TOL_CENTROID_PX, worst.mass_pct,
+           TOL_MASS_PCT, worst.bbox_px, TOL_BBOX_PX, worst.pix_max, worst.pix_mean);
+    CHECK(worst.results == 2 * 2 * CAM_FRAMES * CAM_DISKS);
+    /* Garbage (wrong tables, a wrong plane) is tens of levels off. */
+    CHECKF(worst.pix_mean <= 2.0, "mean sample difference %.3f", worst.pix_mean);
+    trk_backend_destroy(&cuda);
+    trk_backend_destroy(&cpu);
+    return check_exit("test_v4l2 mjpeg-hw");
+}
+
+/* In CI (no GPU): the camera's decoder with --hwdec auto decodes in
+ * software, said in one line (also across a reopening of the camera, which
+ * makes a new decoder with the same state), with frames identical to the
+ * plain software decoder's; --hwdec cuda refuses with the reason. The
+ * configuration is the one trackd plans without a usable GPU. */
+static void test_mjpeg_fallback(void)
+{
+    struct trk_hwdec_cfg cfg = { .mode = TRK_HWDEC_AUTO, .device_frames = false };
+    char why[150] = "", reason[sizeof(cfg.why_not)];
+    enum trk_cuda_status st = trk_cuda_check(why, sizeof(why));
+    snprintf(reason, sizeof(reason), "no usable GPU (%s)",
+             st == TRK_CUDA_USABLE ? "a GPU is present: planned as without one" : why);
+    snprintf(cfg.why_not, sizeof(cfg.why_not), "%s", reason);
+    log_text[0] = '\0';
+    trk_log_set_hook(capture_log, TRK_LOG_INFO);
+    struct trk_hwdec_ctx *hw = trk_hwdec_create(&cfg, "/dev/video7");
+    CHECK(hw != NULL);
+    tjhandle tj = tjInitCompress();
+    enum { FW = 320, FH = 240 };
+    static uint8_t rgb[FW * FH * 3];
+    cam_scene(rgb, FW, FH, 0);
+    for (int open = 0; open < 2; open++) {
+        struct trk_mjpeg *dhw = NULL, *dsw = NULL;
+        CHECK(trk_mjpeg_create_hw(&dhw, hw) == 0 && dhw != NULL);
+        CHECK(trk_mjpeg_create(&dsw) == 0);
+        CHECK(!trk_hwdec_active(hw));
+        for (int s = 0; dhw && dsw && s < 2; s++) {
+            unsigned char *jpeg = NULL;
+            unsigned long len = 0;
+            CHECK(tjCompress2(tj, rgb, FW, 0, FH, TJPF_RGB, &jpeg, &len,
+                              s ? TJSAMP_422 : TJSAMP_420, 85, 0) == 0);
+            struct trk_frame a = { 0 }, b = { 0 };
+            CHECK(trk_mjpeg_decode(dhw, jpeg, len, &a) == 0);
+            CHECK(trk_mjpeg_decode(dsw, jpeg, len, &b) == 0);
+            CHECK(a.img.mem == TRK_MEM_HOST && a.img.fmt == TRK_FMT_I420);
+            CHECKF(same_image(&a.img, &b.img), "open %d subsamp %d: same frame", open, s);
+            CHECK(trk_mjpeg_decode(dhw, jpeg, 100, &a) == TRK_EINVAL);
+            trk_frame_free_data(&a);
+            trk_frame_free_data(&b);
+            tjFree(jpeg);
+        }
+        trk_mjpeg_destroy(&dhw);
+        trk_mjpeg_destroy(&dsw);
+    }
+    trk_hwdec_destroy(&hw);
+    tjDestroy(tj);
+
+    /* --hwdec cuda cannot be had: refused, with the device and the reason. */
+    cfg.mode = TRK_HWDEC_CUDA;
+    hw = trk_hwdec_create(&cfg, "/dev/video7");
+    struct trk_mjpeg *d = NULL;
+    CHECK(trk_mjpeg_create_hw(&d, hw) == TRK_SOURCE_EHWDEC && d == NULL);
+    trk_hwdec_destroy(&hw);
+    trk_log_set_hook(NULL, TRK_LOG_INFO);
+    fprintf(stderr, "mjpeg fallback log:\n%s", log_text);
+    char line[400];
+    snprintf(line, sizeof(line), "info hwdec: /dev/video7: decoding mjpeg in software: %s\n",
+             reason);
+    CHECKF(count_in(log_text, line) == 1, "one line \"%s\"", line);
+    CHECK(count_in(log_text, "decoding mjpeg") == 1);
+    snprintf(line, sizeof(line),
+             "error hwdec: --hwdec cuda: /dev/video7 cannot be decoded on the GPU: %s\n", reason);
+    CHECKF(count_in(log_text, line) == 1, "one line \"%s\"", line);
+}
+
 static const char *client_py;
 
 /* Web clients are told: a real WebSocket client (python3-websockets) sees
@@ -782,6 +1328,12 @@ int main(int argc, char **argv)
         test_controls();
     else if (!strcmp(c, "mjpeg"))
         test_mjpeg();
+    else if (!strcmp(c, "mjpeg_camera"))
+        test_mjpeg_camera();
+    else if (!strcmp(c, "mjpeg_fallback"))
+        test_mjpeg_fallback();
+    else if (!strcmp(c, "mjpeg-hw"))
+        return test_mjpeg_hw();
     else if (!strcmp(c, "reopen"))
         test_reopen();
     else if (!strcmp(c, "skip_recover"))
