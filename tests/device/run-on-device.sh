@@ -36,8 +36,10 @@ done
 # 600 frames after 60 of warm-up; cuda, no --fast (paced, real time). Under
 # each row, p50/p99 per stage (queue, process, handoff, deliver; write = the
 # server's share of deliver): where the time goes. The first four rows are
-# the defaults (--spin auto: on with 4+ CPUs); the rows after them switch
-# one thing each, to see what it is worth on this machine.
+# the defaults (--spin auto: on with 4+ CPUs) with an aiohttp client, the
+# next four the same with the probe's blocking-socket client (--client
+# socket: stamped when the last byte is read, without asyncio's wake-up and
+# aiohttp's frame handling), then --spin off on both sources.
 echo "== capture -> WebSocket client latency, cuda ($(nproc) CPUs)"
 probe() { python3 latency_probe.py ./trackd "$@" || fail=1; }
 demo="--backend cuda --size 1920x1080 --fps 60 --log-level warn"
@@ -46,10 +48,13 @@ probe --header --label "demo 1920x1080@60, no preview" -- $demo --no-preview
 probe --preview --label "demo 1920x1080@60, preview" -- $demo
 probe --label "file 1080p60 H.264 paced, no preview" -- $file --no-preview
 probe --preview --label "file 1080p60 H.264 paced, preview" -- $file
+for c in socket; do
+  probe --client $c --label "demo, no preview, $c client" -- $demo --no-preview
+  probe --client $c --preview --label "demo, preview, $c client" -- $demo
+  probe --client $c --label "file, no preview, $c client" -- $file --no-preview
+  probe --client $c --preview --label "file, preview, $c client" -- $file
+done
 probe --label "demo, no preview, --spin off" -- $demo --no-preview --spin off
 probe --label "file, no preview, --spin off" -- $file --no-preview --spin off
-probe --label "demo, no preview, --rt-priority 10" -- $demo --no-preview --rt-priority 10
-probe --label "file, no preview, --rt-priority 10" -- $file --no-preview --rt-priority 10
-probe --preview --label "file, preview, --rt-priority 10" -- $file --rt-priority 10
 [ $fail = 0 ] && echo "DEVICE DAEMON CHECKS PASSED" || echo "DEVICE DAEMON CHECKS FAILED"
 exit $fail
