@@ -1093,8 +1093,10 @@ int run_upload(int argc, char **argv)
         else if (!strcmp(a, "--nudge-us"))
             nudge_us = atof(v);
         else if (!strcmp(a, "--nudge"))
-            ok = (nudge_kind = !strcmp(v, "memset") ? 1 : !strcmp(v, "copy") ? 2
-                                                     : !strcmp(v, "both") ? 3 : 0) != 0;
+            ok = (nudge_kind = !strcmp(v, "memset") ? 1
+                               : !strcmp(v, "copy") ? 2
+                               : !strcmp(v, "both") ? 3
+                                                    : 0) != 0;
         else
             ok = false;
         if (!ok || iters < 3 || pace_ms < 0 || nudge_us < 0 || nudge_us > pace_ms * 1e3) {
@@ -1116,11 +1118,13 @@ int run_upload(int argc, char **argv)
            "the backend issues it; dev = events, wall = host call -> stream done\n");
     printf("# paced_up/paced_k: the backend's upload/kernel split of the paced calls; nudged: "
            "paced, with a nudge (%s) %.0f us before each call\n",
-           nudge_kind == 1 ? "4-byte memset" : nudge_kind == 2 ? "64-byte upload" : "both",
+           nudge_kind == 1   ? "4-byte memset"
+           : nudge_kind == 2 ? "64-byte upload"
+                             : "both",
            nudge_us);
-    printf("%-22s %-6s %-10s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s\n", "scene", "format",
-           "bands", "1d_dev", "1d_wall", "2d_dev", "call_us", "up_us", "kern_us", "paced_us",
-           "paced_up", "paced_k", "nudged");
+    printf("%-22s %-6s %-10s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s\n", "scene", "format", "bands",
+           "1d_dev", "1d_wall", "2d_dev", "call_us", "up_us", "kern_us", "paced_us", "paced_up",
+           "paced_k", "nudged");
     void *d_nudge = nullptr, *h_nudge = nullptr;
     cudaStream_t s_nudge;
     BENCH_TRY(cudaMalloc(&d_nudge, 64));
@@ -1194,7 +1198,8 @@ int run_upload(int argc, char **argv)
                         double a = trk_bench_now_ms();
                         if (trk_backend_process(v.b, &himg, NULL, got, &tm)) return 1;
                         double z = trk_bench_now_ms();
-                        if (i >= 0) call.push_back(z - a), up.push_back(tm.upload_ms),
+                        if (i >= 0)
+                            call.push_back(z - a), up.push_back(tm.upload_ms),
                                 kern.push_back(tm.kernel_ms);
                         if (!same(truth, got, m)) mismatches++;
                     }
@@ -1238,8 +1243,8 @@ int run_upload(int argc, char **argv)
                     firstrow = false;
                     printf("%-22s %-6s %-10s %9s %9s %9s %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f "
                            "%9.1f\n",
-                           scene, fs.c_str(), bs.c_str(), c1[0], c1[1], c1[2],
-                           median(call) * 1e3, median(up) * 1e3, median(kern) * 1e3,
+                           scene, fs.c_str(), bs.c_str(), c1[0], c1[1], c1[2], median(call) * 1e3,
+                           median(up) * 1e3, median(kern) * 1e3,
                            paced.empty() ? 0.0 : median(paced) * 1e3,
                            pup.empty() ? 0.0 : median(pup) * 1e3,
                            pk.empty() ? 0.0 : median(pk) * 1e3,

@@ -292,6 +292,7 @@ static int regions_one_by_one(struct trk_backend *b, const struct trk_image *img
         g->timing.kernel_ms += t.kernel_ms;
         g->timing.total_ms += t.total_ms;
         g->timing.upload_bytes += t.upload_bytes;
+        g->timing.in_place_bytes += t.in_place_bytes;
     }
     return 0;
 }
@@ -326,6 +327,7 @@ int trk_backend_wait(struct trk_backend *b, struct trk_obj_result *out,
         if (b->n_units > 0 && out) memcpy(out, b->gen->res, (size_t)b->n_units * sizeof(*out));
         if (timing) *timing = b->gen->timing;
     } else {
+        if (timing) memset(timing, 0, sizeof(*timing)); /* fields a backend does not know */
         err = b->ops->wait(b->self, out, timing);
     }
     b->waited = !err;

@@ -203,6 +203,10 @@ struct trk_backend_timing {
     double kernel_ms;      /* threshold + reduction               */
     double total_ms;       /* whole call, wall clock              */
     uint64_t upload_bytes; /* frame bytes copied host to device (0 for CPU backends) */
+    /* Of upload_bytes, those the kernels read over the bus where they lie
+     * (CUDA: a pinned frame read in place, no copy; its time is in
+     * kernel_ms), 0 when the frame was copied. */
+    uint64_t in_place_bytes;
 };
 
 struct trk_backend;

@@ -149,7 +149,8 @@ struct cuda_be {
     int nk;    /* kernel intervals recorded this frame */
     bool work; /* GPU work was queued (n > 0)          */
     double t_submit;
-    uint64_t up_bytes; /* copied to the device for the frame in flight */
+    uint64_t up_bytes;       /* copied to the device for the frame in flight */
+    uint64_t in_place_bytes; /* of those, read by the kernel from pinned host memory */
 
     /* The pre-filter (prefilter.cu): its setting; the filtered frame (the
      * layout of d_frame) and the 16-bit intermediate, made when it is first
@@ -812,8 +813,8 @@ bool host_pinned(const void *p)
 struct pin_range {
     const uint8_t *p;
     size_t n;
-    bool owned;          /* cudaHostAlloc'ed (host_free), else registered */
-    const uint8_t *dev;  /* p's address in the device's space (mapped), or NULL */
+    bool owned;         /* cudaHostAlloc'ed (host_free), else registered */
+    const uint8_t *dev; /* p's address in the device's space (mapped), or NULL */
 };
 
 pthread_mutex_t pin_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -1250,14 +1251,17 @@ int submit_device(struct cuda_be *b, const struct trk_image *img, const struct t
 /* A pinned host frame the fused kernel can read where it lies, over the
  * bus, instead of a copy then a read: its one pass over the frame is then
  * bound by the bus as the copy would be, and the kernel's work hides under
- * the transfer (H100, 1080p RGB24: the copy alone 118 us; copy then kernel
- * ~150 us a call). Only for the default (fused, no bands= option) with no
- * pre-filter and no blob lists, which read the frame more than once, and
- * only when the kernels' loads fit the image as they fit a device image
- * (device_in_place) and every plane, with the 4-pixel loads past its rows'
- * last pixel, lies in one range recorded as pinned and mapped (memory
- * pinned by the caller itself is copied: its extent is unknown). On true,
- * b->f points at the planes' device addresses. */
+ * the transfer (H100, 1080p RGB24, 128 objects: 146 us a call against 155
+ * for the banded copy; docs/BENCHMARKS.md). Only for the default (fused, no
+ * bands= or copy option) with no pre-filter and no blob lists, which read
+ * the frame more than once, and only when the kernels' loads fit the image
+ * as they fit a device image (device_in_place) and every plane, with the
+ * 4-pixel loads past its rows' last pixel, lies in one range recorded as
+ * pinned and mapped (memory pinned by the caller itself is copied: its
+ * extent is unknown). On true, b->f's first plane is the host plane's
+ * device address. Chroma planes of 4:2:0 (NV12, I420) are read by two rows
+ * each, so in place they would cross the bus twice: submit copies them
+ * (copy engine, kernel stream) and they stay where fill_frame put them. */
 bool host_in_place(struct cuda_be *b, const struct trk_image *img, const struct layout *L)
 {
     if (b->variant != V_FUSED || b->bands || b->copy_only || b->pf.sigma > 0 || b->nbo ||
@@ -1271,10 +1275,8 @@ bool host_in_place(struct cuda_be *b, const struct trk_image *img, const struct 
         const size_t span = (size_t)(L->p.rows[p] - 1) * img->pitch[p] + wide.row_bytes[p];
         if (!(dev[p] = pin_device(img->plane[p], span))) return false;
     }
-    for (int p = 0; p < L->p.planes; p++) {
-        b->f.plane[p] = dev[p];
-        b->f.pitch[p] = (int)img->pitch[p];
-    }
+    b->f.plane[0] = dev[0];
+    b->f.pitch[0] = (int)img->pitch[0];
     return true;
 }
 
@@ -1290,11 +1292,19 @@ int submit_impl(struct cuda_be *b, const struct trk_image *img, const struct trk
     if (img->mem == TRK_MEM_CUDA) return submit_device(b, img, rois, &L);
 
     if (host_in_place(b, img, &L)) {
-        /* The bytes still cross the bus (upload_bytes), inside the kernel's
-         * time (upload_ms 0). */
-        b->up_timed = false;
-        for (int p = 0; p < L.p.planes; p++)
+        /* The first plane's bytes cross the bus inside the kernel's time
+         * (in_place_bytes); chroma planes are copied first (upload_ms). */
+        b->in_place_bytes = (uint64_t)L.p.rows[0] * L.p.row_bytes[0];
+        b->up_bytes = b->in_place_bytes;
+        b->up_timed = L.p.planes > 1;
+        if (b->up_timed) TRK_CUDA_TRY(cudaEventRecord(b->ev_up0, b->s_k));
+        for (int p = 1; p < L.p.planes; p++) {
+            TRK_CUDA_TRY(cudaMemcpy2DAsync(b->d_frame + L.off[p], (size_t)L.pitch[p], img->plane[p],
+                                           img->pitch[p], L.p.row_bytes[p], (size_t)L.p.rows[p],
+                                           cudaMemcpyHostToDevice, b->s_k));
             b->up_bytes += (uint64_t)L.p.rows[p] * L.p.row_bytes[p];
+        }
+        if (b->up_timed) TRK_CUDA_TRY(cudaEventRecord(b->ev_up1, b->s_k));
         if ((err = queue_rois(b, rois))) return err;
         if ((err = queue_whole(b, &L, img->height))) return err;
         return queue_finish(b);
@@ -1345,6 +1355,7 @@ void begin_call(struct cuda_be *b, bool rmode)
     b->t_submit = trk_backend_now_ms();
     b->work = false;
     b->up_bytes = 0;
+    b->in_place_bytes = 0;
     b->blob_work = false;
     b->bench_blobs = false;
     b->rmode = rmode;
@@ -1608,6 +1619,7 @@ int cu_wait(void *self, struct trk_obj_result *out, struct trk_backend_timing *t
     if (t) {
         t->upload_ms = b->up_timed ? elapsed(b->ev_up0, b->ev_up1) : 0;
         t->upload_bytes = b->up_bytes;
+        t->in_place_bytes = b->in_place_bytes;
         double k = b->roi ? elapsed(b->ev_roi0, b->ev_roi1) : 0;
         if (b->blob_work) k += elapsed(b->ev_b0, b->ev_b1);
         for (int i = 0; i < b->nk; i++)

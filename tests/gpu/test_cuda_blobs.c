@@ -224,7 +224,7 @@ static long long run_scene(struct ctx *c, const char *name, const uint8_t *rgb, 
                          trk_pixfmt_name((enum trk_pixfmt)fmt), pad,
                          mat == TRK_MATRIX_BT709 ? "bt709" : "bt601", full ? "-full" : "-limited",
                          use_roi ? " roi" : "", variants[v]);
-                struct trk_backend_timing t = { -1, -1, -1, 0 };
+                struct trk_backend_timing t = { -1, -1, -1, 0, 0 };
                 /* The asynchronous form on every other case. */
                 if ((v + fmt + use_roi) % 2) {
                     err = trk_backend_submit(c->be[v], &img, r);

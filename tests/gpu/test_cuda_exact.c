@@ -249,7 +249,7 @@ int main(int argc, char **argv)
                     const struct trk_image *in = (have_pinned && (v + fmt) % 2) ? &pimg : &img;
                     for (int i = 0; i < m; i++)
                         got[i] = (struct trk_obj_result){ 7, 7, 7, 7, 7, 7, 7 };
-                    struct trk_backend_timing t = { -1, -1, -1, 0 };
+                    struct trk_backend_timing t = { -1, -1, -1, 0, 0 };
                     /* The asynchronous form on every other case. */
                     if ((v + fmt + use_roi) % 2) {
                         err = trk_backend_submit(be[v], in, r);

@@ -189,12 +189,12 @@ static void test_objects_and_protocol(void)
     /* submit + wait == process; one frame in flight at most; objects cannot
      * change under a frame in flight. */
     static struct trk_obj_result a[8], c[8];
-    struct trk_backend_timing t = { -1, -1, -1, UINT64_MAX };
+    struct trk_backend_timing t = { -1, -1, -1, UINT64_MAX, UINT64_MAX };
     CHECK(trk_backend_set_objects(b, sc.objects, 8) == 0);
     CHECK(trk_backend_process(b, &im, NULL, a, &t) == 0);
     CHECK(t.upload_ms == 0 && t.kernel_ms == t.total_ms && t.total_ms >= 0 && t.total_ms < 10000);
-    CHECK(t.upload_bytes == 0);                        /* nothing is uploaded on the CPU */
-    CHECK(trk_backend_wait(b, c, NULL) == TRK_EINVAL); /* nothing in flight */
+    CHECK(t.upload_bytes == 0 && t.in_place_bytes == 0); /* nothing crosses a bus on the CPU */
+    CHECK(trk_backend_wait(b, c, NULL) == TRK_EINVAL);   /* nothing in flight */
     CHECK(trk_backend_submit(b, &im, NULL) == 0);
     CHECK(trk_backend_submit(b, &im, NULL) == TRK_EINVAL);
     CHECK(trk_backend_set_objects(b, sc.objects, 8) == TRK_EINVAL);

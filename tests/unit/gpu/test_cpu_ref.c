@@ -171,7 +171,7 @@ static void run_case(struct trk_backend *b, const struct trk_scene *sc, enum trk
     static struct trk_obj_result got[TRK_MAX_OBJECTS], want[TRK_MAX_OBJECTS];
     if (use_rois) make_rois(st, sc->width, sc->height, n, rois);
     memset(got, 0x5c, sizeof(got));
-    struct trk_backend_timing t = { -1, -1, -1, 0 };
+    struct trk_backend_timing t = { -1, -1, -1, 0, 0 };
     double t0 = mono_ms();
     err = trk_backend_process(b, &im, use_rois ? rois : NULL, got, &t);
     double call_ms = mono_ms() - t0;
