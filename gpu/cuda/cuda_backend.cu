@@ -1258,10 +1258,10 @@ int submit_device(struct cuda_be *b, const struct trk_image *img, const struct t
  * as they fit a device image (device_in_place) and every plane, with the
  * 4-pixel loads past its rows' last pixel, lies in one range recorded as
  * pinned and mapped (memory pinned by the caller itself is copied: its
- * extent is unknown). On true, b->f's first plane is the host plane's
- * device address. Chroma planes of 4:2:0 (NV12, I420) are read by two rows
- * each, so in place they would cross the bus twice: submit copies them
- * (copy engine, kernel stream) and they stay where fill_frame put them. */
+ * extent is unknown). On true, b->f points at the planes' device
+ * addresses. (Copying 4:2:0 chroma planes first and reading only the luma
+ * in place, since two rows read each chroma row, was no faster on the H100:
+ * the chroma copy then serialises with the kernel.) */
 bool host_in_place(struct cuda_be *b, const struct trk_image *img, const struct layout *L)
 {
     if (b->variant != V_FUSED || b->bands || b->copy_only || b->pf.sigma > 0 || b->nbo ||
@@ -1275,8 +1275,10 @@ bool host_in_place(struct cuda_be *b, const struct trk_image *img, const struct 
         const size_t span = (size_t)(L->p.rows[p] - 1) * img->pitch[p] + wide.row_bytes[p];
         if (!(dev[p] = pin_device(img->plane[p], span))) return false;
     }
-    b->f.plane[0] = dev[0];
-    b->f.pitch[0] = (int)img->pitch[0];
+    for (int p = 0; p < L->p.planes; p++) {
+        b->f.plane[p] = dev[p];
+        b->f.pitch[p] = (int)img->pitch[p];
+    }
     return true;
 }
 
@@ -1292,19 +1294,12 @@ int submit_impl(struct cuda_be *b, const struct trk_image *img, const struct trk
     if (img->mem == TRK_MEM_CUDA) return submit_device(b, img, rois, &L);
 
     if (host_in_place(b, img, &L)) {
-        /* The first plane's bytes cross the bus inside the kernel's time
-         * (in_place_bytes); chroma planes are copied first (upload_ms). */
-        b->in_place_bytes = (uint64_t)L.p.rows[0] * L.p.row_bytes[0];
-        b->up_bytes = b->in_place_bytes;
-        b->up_timed = L.p.planes > 1;
-        if (b->up_timed) TRK_CUDA_TRY(cudaEventRecord(b->ev_up0, b->s_k));
-        for (int p = 1; p < L.p.planes; p++) {
-            TRK_CUDA_TRY(cudaMemcpy2DAsync(b->d_frame + L.off[p], (size_t)L.pitch[p], img->plane[p],
-                                           img->pitch[p], L.p.row_bytes[p], (size_t)L.p.rows[p],
-                                           cudaMemcpyHostToDevice, b->s_k));
+        /* The bytes still cross the bus (upload_bytes), inside the kernel's
+         * time (upload_ms 0). */
+        b->up_timed = false;
+        for (int p = 0; p < L.p.planes; p++)
             b->up_bytes += (uint64_t)L.p.rows[p] * L.p.row_bytes[p];
-        }
-        if (b->up_timed) TRK_CUDA_TRY(cudaEventRecord(b->ev_up1, b->s_k));
+        b->in_place_bytes = b->up_bytes;
         if ((err = queue_rois(b, rois))) return err;
         if ((err = queue_whole(b, &L, img->height))) return err;
         return queue_finish(b);
