@@ -56,7 +56,7 @@ def main():
     runs = {c[0]: [] for c in cfgs}
     for r in range(rounds):
         for label, binary, extra in cfgs:
-            cmd = ["/usr/bin/python3", PROBE, binary, "--frames", str(frames), "--label", label]
+            cmd = [sys.executable, PROBE, binary, "--frames", str(frames), "--label", label]
             if preview:
                 cmd.append("--preview")
             out = subprocess.run(cmd + ["--"] + common + extra, capture_output=True, text=True)
