@@ -906,16 +906,7 @@ static bool compare_pixels(const struct trk_image *nv12, const struct trk_image 
 
 static bool same_image(const struct trk_image *a, const struct trk_image *b)
 {
-    struct trk_plane_layout L;
-    if (a->fmt != b->fmt || a->width != b->width || a->height != b->height ||
-        trk_image_plane_layout(a->fmt, a->width, a->height, &L))
-        return false;
-    for (int p = 0; p < L.planes; p++)
-        for (int y = 0; y < L.rows[p]; y++)
-            if (memcmp(a->plane[p] + (size_t)y * a->pitch[p], b->plane[p] + (size_t)y * b->pitch[p],
-                       L.row_bytes[p]))
-                return false;
-    return true;
+    return a->fmt == b->fmt && a->width == b->width && a->height == b->height && same_pixels(a, b);
 }
 
 /* Input a camera may send that is no JPEG: decode must say so (TRK_EINVAL)
