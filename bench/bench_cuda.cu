@@ -1099,7 +1099,8 @@ int run_upload(int argc, char **argv)
                                                     : 0) != 0;
         else
             ok = false;
-        if (!ok || iters < 3 || pace_ms < 0 || nudge_us < 0 || nudge_us > pace_ms * 1e3) {
+        if (!ok || iters < 3 || pace_ms < 0 || nudge_us < 0 ||
+            (pace_ms > 0 && nudge_us > pace_ms * 1e3)) {
             fprintf(stderr, "cuda-upload: bad option %s\n", a);
             return 2;
         }

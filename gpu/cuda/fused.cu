@@ -42,6 +42,25 @@ __device__ __forceinline__ unsigned byte_of(uint32_t w, int j)
     return (w >> (8 * j)) & 0xffu;
 }
 
+/* Chroma loads of 4:2:0 frames (two rows read each chroma row): how they
+ * are cached. 0: __ldg (read-only path), 1: __ldcg (L2 only), 2: __ldca
+ * (L1 and L2). An experiment's switch (-DTRK_FUSED_CHROMA_LOAD=N), for
+ * frames read in place from host memory, where a second read of a row
+ * that no cache kept crosses the bus again. */
+#ifndef TRK_FUSED_CHROMA_LOAD
+#define TRK_FUSED_CHROMA_LOAD 0
+#endif
+template <class T> __device__ __forceinline__ T chroma_ld(const T *p)
+{
+#if TRK_FUSED_CHROMA_LOAD == 1
+    return __ldcg(p);
+#elif TRK_FUSED_CHROMA_LOAD == 2
+    return __ldca(p);
+#else
+    return __ldg(p);
+#endif
+}
+
 /* Loads the 4 pixels x0..x0+3 of row y and returns their native samples
  * packed one byte per pixel: pa/pb/pc = R,G,B (RGB classes) or Y,Cb,Cr. */
 template <int CLS>
@@ -80,7 +99,7 @@ __device__ __forceinline__ void load4(const struct trk_cu_frame &f, int x0, int 
         pc = __byte_perm(q.x, q.y, 0x7733);
     } else if (CLS == CLS_NV12) {
         pa = __ldg(reinterpret_cast<const uint32_t *>(row + x0));
-        uint32_t uv = __ldg(
+        uint32_t uv = chroma_ld(
             reinterpret_cast<const uint32_t *>(f.plane[1] + (size_t)(y >> 1) * f.pitch[1] + x0));
         pb = __byte_perm(uv, 0, 0x2200); /* U0 U0 U1 U1 */
         pc = __byte_perm(uv, 0, 0x3311);
@@ -88,9 +107,9 @@ __device__ __forceinline__ void load4(const struct trk_cu_frame &f, int x0, int 
         pa = __ldg(reinterpret_cast<const uint32_t *>(row + x0));
         size_t co = (size_t)(y >> 1);
         uint32_t u =
-            __ldg(reinterpret_cast<const uint16_t *>(f.plane[1] + co * f.pitch[1] + (x0 >> 1)));
+            chroma_ld(reinterpret_cast<const uint16_t *>(f.plane[1] + co * f.pitch[1] + (x0 >> 1)));
         uint32_t v =
-            __ldg(reinterpret_cast<const uint16_t *>(f.plane[2] + co * f.pitch[2] + (x0 >> 1)));
+            chroma_ld(reinterpret_cast<const uint16_t *>(f.plane[2] + co * f.pitch[2] + (x0 >> 1)));
         pb = __byte_perm(u, 0, 0x1100);
         pc = __byte_perm(v, 0, 0x1100);
     }

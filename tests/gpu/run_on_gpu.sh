@@ -76,6 +76,22 @@ for stage in "$@"; do
       # the copy alone (1d, and 2d per plane as the backend issues it), the
       # call by band count, back to back and paced like a 60 fps camera.
       $BENCH --experiment cuda-upload --iters 100 2>&1 | tee "$OUT/upload.txt" || rc=1 ;;
+    chroma)
+      # 4:2:0 chroma loads cached three ways (TRK_FUSED_CHROMA_LOAD 0 = __ldg,
+      # 1 = __ldcg, 2 = __ldca), pinned frames read in place: NV12 / I420.
+      for c in 0 1 2; do
+        if [ $c = 0 ]; then BB=$B; else
+          BB=$B-chroma$c
+          cmake -S . -B $BB -DTRK_GPU_ONLY=ON -DTRK_WERROR=ON \
+            -DCMAKE_CUDA_FLAGS=-DTRK_FUSED_CHROMA_LOAD=$c > "$OUT/build-chroma$c.log" 2>&1 &&
+            cmake --build $BB -j16 --target trackd-bench test_cuda_pinned >> "$OUT/build-chroma$c.log" 2>&1 ||
+            { tail -30 "$OUT/build-chroma$c.log"; exit 1; }
+        fi
+        echo "-- TRK_FUSED_CHROMA_LOAD=$c"
+        $BB/tests/gpu/test_cuda_pinned | tail -1
+        $BB/bench/trackd-bench --experiment cuda-upload --sizes 1920x1080,3840x2160 --objects 8,128 \
+          --formats nv12,i420 --bands default,copy --iters 100 --pace-ms 0 2>&1 | grep -v "^#"
+      done 2>&1 | tee "$OUT/chroma.txt" || rc=1 ;;
     seed)
       $BENCH --experiment cuda-seed --json "$OUT/seed.json" 2>&1 | tee "$OUT/seed.txt" || rc=1 ;;
     bench)
