@@ -2,7 +2,7 @@
 # Builds trackd's GPU-only tree on the GPU machine and runs the CUDA tests,
 # sanitizers and benchmarks. Usage: tests/gpu/run_on_gpu.sh STAGE... where
 # STAGE is build, test, sanitize, floor, kernels, seed, torch, bench, blobs, regions, rrmncu,
-# ncu, devimg, dense, dense-off, wholecall, upload.
+# ncu, devimg, dense, dense-off, wholecall, upload, chroma.
 # Logs go to $OUT (or ./gpu-out). Used through the device tool:
 #   run: tests/gpu/run_on_gpu.sh build test kernels
 set -u
