@@ -567,26 +567,28 @@ typedef uint64_t m256 __attribute__((vector_size(32)));
 #define KTABLE_OF(base, w1, w2, w4, vs) KTABLE(base, w1, w2, w4, vs)
 #define KSTRIDES                        s1, s3, s4
 #define KYUVFMTS                        yuyv, nv12, i420
+/* The four plain tables of one width set. */
+#define KTABLES_PLAIN(w1, w2, w4)                                                                  \
+    .rgb_only = KTABLE_OF(rgb_only, w1, w2, w4, KSTRIDES),                                         \
+    .generic = KTABLE_OF(generic, w1, w2, w4, KSTRIDES),                                           \
+    .yuv_rgb = KTABLE_OF(yuv_rgb, w1, w2, w4, KYUVFMTS),                                           \
+    .yuv_ycc = KTABLE_OF(yuv_ycc, w1, w2, w4, KYUVFMTS)
 #define KERNELS(w1, w2, w4)                                                                        \
     {                                                                                              \
-        .rgb_only = KTABLE_OF(rgb_only, w1, w2, w4, KSTRIDES),                                     \
-        .generic = KTABLE_OF(generic, w1, w2, w4, KSTRIDES),                                       \
-        .yuv_rgb = KTABLE_OF(yuv_rgb, w1, w2, w4, KYUVFMTS),                                       \
-        .yuv_ycc = KTABLE_OF(yuv_ycc, w1, w2, w4, KYUVFMTS),                                       \
+        KTABLES_PLAIN(w1, w2, w4),                                                                 \
     }
 
+/* Their dense copies and the dense rows. */
+#define KTABLES_DENSE(w1, w2, w4)                                                                  \
+    .rgb_only_d = KTABLE_OF(rgb_onlyd, w1, w2, w4, KSTRIDES),                                      \
+    .generic_d = KTABLE_OF(genericd, w1, w2, w4, KSTRIDES),                                        \
+    .yuv_rgb_d = KTABLE_OF(yuv_rgbd, w1, w2, w4, KYUVFMTS),                                        \
+    .yuv_ycc_d = KTABLE_OF(yuv_yccd, w1, w2, w4, KYUVFMTS),                                        \
+    .dense = { dense_row_##w1, dense_row_##w2, dense_row_##w4 }
 /* The plain tables: KERNELS and the dense copies. */
 #define KERNELS_D(w1, w2, w4)                                                                      \
     {                                                                                              \
-        .rgb_only = KTABLE_OF(rgb_only, w1, w2, w4, KSTRIDES),                                     \
-        .generic = KTABLE_OF(generic, w1, w2, w4, KSTRIDES),                                       \
-        .yuv_rgb = KTABLE_OF(yuv_rgb, w1, w2, w4, KYUVFMTS),                                       \
-        .yuv_ycc = KTABLE_OF(yuv_ycc, w1, w2, w4, KYUVFMTS),                                       \
-        .rgb_only_d = KTABLE_OF(rgb_onlyd, w1, w2, w4, KSTRIDES),                                  \
-        .generic_d = KTABLE_OF(genericd, w1, w2, w4, KSTRIDES),                                    \
-        .yuv_rgb_d = KTABLE_OF(yuv_rgbd, w1, w2, w4, KYUVFMTS),                                    \
-        .yuv_ycc_d = KTABLE_OF(yuv_yccd, w1, w2, w4, KYUVFMTS),                                    \
-        .dense = { dense_row_##w1, dense_row_##w2, dense_row_##w4 },                               \
+        KTABLES_PLAIN(w1, w2, w4), KTABLES_DENSE(w1, w2, w4)                                       \
     }
 
 static const struct kernels kernels_portable = KERNELS_D(w1, w2, w4);
