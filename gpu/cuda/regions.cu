@@ -402,6 +402,31 @@ __global__ void __launch_bounds__(BLOB_THREADS)
     }
 }
 
+/* The pixels of a warp with the same record (peers, from __match_any_sync
+ * on key) added to rec[key]: reduced in registers, then one lane (the
+ * lowest of peers) does one atomic per field. x, y, edges: each lane's
+ * pixel and its crack edges. Rec: trk_cu_blob (global) or rb_rec (shared). */
+template <class Rec>
+__device__ __forceinline__ void warp_add_blob(Rec *rec, unsigned key, unsigned peers, unsigned x,
+                                              unsigned y, unsigned edges)
+{
+    /* Sums of 32 coordinates (sides far below 2^27) fit 32 bits. */
+    const unsigned sx = __reduce_add_sync(peers, x), sy = __reduce_add_sync(peers, y);
+    const unsigned pe = __reduce_add_sync(peers, edges);
+    const unsigned x0 = __reduce_min_sync(peers, x), x1 = __reduce_max_sync(peers, x);
+    const unsigned y0 = __reduce_min_sync(peers, y), y1 = __reduce_max_sync(peers, y);
+    if ((threadIdx.x & 31) != (unsigned)(__ffs(peers) - 1)) return;
+    Rec *r = &rec[key];
+    atomicAdd(&r->mass, (unsigned)__popc(peers));
+    atomicAdd(&r->sx, (decltype(r->sx))sx);
+    atomicAdd(&r->sy, (decltype(r->sy))sy);
+    atomicAdd(&r->perim, (decltype(r->perim))pe);
+    atomicMin(&r->x0, x0);
+    atomicMin(&r->y0, y0);
+    atomicMax(&r->x1, x1);
+    atomicMax(&r->y1, y1);
+}
+
 /* Statistics of every labelled entry into its root's record. A disk's
  * pixels all hit one record: lanes of a warp with the same record are
  * found with __match_any_sync and reduced in registers, and one lane per
@@ -412,7 +437,6 @@ __global__ void __launch_bounds__(BLOB_THREADS)
     bl_stats_kernel(const struct breg *B, int nb, unsigned P, const unsigned *lab,
                     const unsigned *rank, const unsigned *rbase, struct trk_cu_blob *rec)
 {
-    const unsigned lane = threadIdx.x & 31;
     for (unsigned base = blockIdx.x * BLOB_THREADS; base < P; base += gridDim.x * BLOB_THREADS) {
         const unsigned p = base + threadIdx.x;
         const unsigned root = p < P ? lab[p] : NONE;
@@ -433,22 +457,7 @@ __global__ void __launch_bounds__(BLOB_THREADS)
             x = (unsigned)xi, y = (unsigned)yi, edges = 4 - in;
         }
         const unsigned peers = __match_any_sync(0xffffffffu, key);
-        if (key == NONE) continue;
-        /* Sums of 32 coordinates (sides far below 2^27) fit 32 bits. */
-        const unsigned sx = __reduce_add_sync(peers, x), sy = __reduce_add_sync(peers, y);
-        const unsigned pe = __reduce_add_sync(peers, edges);
-        const unsigned x0 = __reduce_min_sync(peers, x), x1 = __reduce_max_sync(peers, x);
-        const unsigned y0 = __reduce_min_sync(peers, y), y1 = __reduce_max_sync(peers, y);
-        if (lane != (unsigned)(__ffs(peers) - 1)) continue;
-        struct trk_cu_blob *r = &rec[key];
-        atomicAdd(&r->mass, (unsigned)__popc(peers));
-        atomicAdd(&r->sx, (unsigned long long)sx);
-        atomicAdd(&r->sy, (unsigned long long)sy);
-        atomicAdd(&r->perim, (unsigned long long)pe);
-        atomicMin(&r->x0, x0);
-        atomicMin(&r->y0, y0);
-        atomicMax(&r->x1, x1);
-        atomicMax(&r->y1, y1);
+        if (key != NONE) warp_add_blob(rec, key, peers, x, y, edges);
     }
 }
 
@@ -690,21 +699,7 @@ __global__ void __launch_bounds__(RB_THREADS)
                 }
             }
             const unsigned peers = __match_any_sync(0xffffffffu, key);
-            if (key == NONE) continue;
-            const unsigned sx = __reduce_add_sync(peers, lx), sy = __reduce_add_sync(peers, ly);
-            const unsigned pe = __reduce_add_sync(peers, edges);
-            const unsigned x0 = __reduce_min_sync(peers, lx), x1 = __reduce_max_sync(peers, lx);
-            const unsigned y0 = __reduce_min_sync(peers, ly), y1 = __reduce_max_sync(peers, ly);
-            if (lane != __ffs(peers) - 1) continue;
-            struct rb_rec *r = &s_rec[key];
-            atomicAdd(&r->mass, (unsigned)__popc(peers));
-            atomicAdd(&r->sx, sx);
-            atomicAdd(&r->sy, sy);
-            atomicAdd(&r->perim, pe);
-            atomicMin(&r->x0, x0);
-            atomicMin(&r->y0, y0);
-            atomicMax(&r->x1, x1);
-            atomicMax(&r->y1, y1);
+            if (key != NONE) warp_add_blob(s_rec, key, peers, lx, ly, edges);
         }
         __syncthreads();
         /* The K best of this pass's records and the list so far, round by
