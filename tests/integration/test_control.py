@@ -74,7 +74,7 @@ class Client:
                 t = j.get("type")
                 if t == "frame":
                     self.frames.append(j)
-                    del self.frames[:-50]
+                    del self.frames[:-600]  # previews lag results: seconds of them on a busy machine
                 elif t == "stats":
                     self.stats = j
                 elif t == "objects" and "id" not in j:
@@ -316,8 +316,9 @@ async def main_async(trackd, d):
             check(r and r["type"] == "ack" and r["width"] == 320 and r["mask"] == "green",
                   f"preview ack: {r}")
             await asyncio.sleep(1.0)
+            # Frames are kept: the preview's own frame went out before it (results never wait
+            # for previews), possibly before the preview was asked for here.
             c.previews.clear()
-            c.frames.clear()
             while not c.previews:
                 await asyncio.sleep(0.05)
             pv = c.previews[-1]
