@@ -28,6 +28,7 @@
  *       and the modern kernels), and time vs reduction factor r for each
  *       arrangement.
  */
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
@@ -1056,9 +1057,10 @@ void sleep_ms(double ms)
  * cudaMemcpy2DAsync per plane), device time (events) and host wall time
  * (call -> stream done); then trk_backend_process on the frame in
  * trk_backend_host_alloc memory (the daemon's pools) per --bands entry:
- * "default" (the kernel reads the frame in place where it can), "copy"
- * (the banded upload, variant fused:copy), N (fused:bands=N: N bands,
- * uploaded) -- back to back, paced (a sleep of --pace-ms before each
+ * "default" (the kernel reads the frame in place where it can), N
+ * (fused:bands=N: N bands, uploaded), any other word W the fused variant's
+ * option W (fused:W: "copy" the banded upload, "copyback" results copied
+ * back instead of handed over) -- back to back, paced (a sleep of --pace-ms before each
  * call, as a camera's frames come) with the backend's own upload/kernel
  * split, and paced with a nudge (--nudge memset|copy|both, --nudge-us
  * before the call: whether waking the GPU ahead of the frame helps).
@@ -1181,9 +1183,9 @@ int run_upload(int argc, char **argv)
                 cudaFree(d);
                 bool firstrow = true;
                 for (auto &bs : split(bands)) {
-                    std::string var = bs == "default" ? ""
-                                      : bs == "copy"  ? "fused:copy"
-                                                      : "fused:bands=" + bs;
+                    std::string var = bs == "default"                 ? ""
+                                      : isdigit((unsigned char)bs[0]) ? "fused:bands=" + bs
+                                                                      : "fused:" + bs;
                     variant_run v;
                     if (v.create(var.empty() ? NULL : var.c_str(), w, h) ||
                         trk_backend_set_objects(v.b, sc.objects, m))

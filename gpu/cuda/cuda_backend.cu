@@ -87,6 +87,7 @@ struct cuda_be {
     int dev, sms;
     int variant, arr, r, bands; /* bands: 0 = automatic */
     bool copy_only;             /* variant option "copy": never read host frames in place */
+    bool copyback;              /* variant option "copyback": never hand results over (below) */
     char name[80];
     int max_w, max_h;
 
@@ -101,6 +102,16 @@ struct cuda_be {
     size_t frame_bytes;
     struct trk_cu_acc *d_acc[2], *hp_res;
     int parity;
+    /* The hand-over (trk_cu_pub): hp_res and hp_pub are mapped (dp_res,
+     * dp_pub: their device addresses; NULL if mapping failed, then results
+     * are always copied back); pub_wait: this frame's fused launch hands its
+     * results over with seq pub_seq, so wait() watches hp_pub instead of an
+     * event. */
+    struct trk_cu_acc *dp_res;
+    struct trk_cu_pub *hp_pub, *dp_pub;
+    struct trk_cu_pubctl *d_pubctl;
+    unsigned pub_seq;
+    bool pub_wait;
     bool dirty; /* accumulators may hold a failed frame's partial sums */
 
     uint32_t *d_lut, *h_lut;
@@ -214,6 +225,7 @@ int parse_variant(const char *v, struct cuda_be *b)
     b->r = 4;
     b->bands = 0;
     b->copy_only = false;
+    b->copyback = false;
     if (!v || !*v) v = "fused";
     char buf[96];
     if (strlen(v) >= sizeof(buf)) return TRK_EINVAL;
@@ -249,6 +261,8 @@ int parse_variant(const char *v, struct cuda_be *b)
             b->bands = val;
         else if (!strcmp(tok, "copy"))
             b->copy_only = true;
+        else if (!strcmp(tok, "copyback") && b->variant == V_FUSED)
+            b->copyback = true;
         else
             return TRK_EINVAL;
     }
@@ -270,14 +284,22 @@ int parse_variant(const char *v, struct cuda_be *b)
     int len;
     if (b->variant == V_MOCT)
         len = snprintf(b->name, sizeof(b->name), "cuda:moct-%c-r%d", "hvs"[b->arr], b -> r);
-    else if (b->variant == V_FUSED && !b->bands && !b->copy_only)
+    else if (b->variant == V_FUSED && !b->bands && !b->copy_only && !b->copyback)
         len = snprintf(b->name, sizeof(b->name), "cuda");
     else
         len = snprintf(b->name, sizeof(b->name), "cuda:%s", base[b->variant]);
-    if (b->bands && len > 0 && (size_t)len < sizeof(b->name))
-        len += snprintf(b->name + len, sizeof(b->name) - len, ":bands=%d", b->bands);
-    if (b->copy_only && len > 0 && (size_t)len < sizeof(b->name))
-        snprintf(b->name + len, sizeof(b->name) - len, "%scopy", b->bands ? "," : ":");
+    /* The options given, in a fixed order, ',' after the first. */
+    const char *sep = ":";
+    if (b->bands && len > 0 && (size_t)len < sizeof(b->name)) {
+        len += snprintf(b->name + len, sizeof(b->name) - len, "%sbands=%d", sep, b->bands);
+        sep = ",";
+    }
+    if (b->copy_only && len > 0 && (size_t)len < sizeof(b->name)) {
+        len += snprintf(b->name + len, sizeof(b->name) - len, "%scopy", sep);
+        sep = ",";
+    }
+    if (b->copyback && len > 0 && (size_t)len < sizeof(b->name))
+        snprintf(b->name + len, sizeof(b->name) - len, "%scopyback", sep);
     return 0;
 }
 
@@ -314,6 +336,8 @@ void be_free(struct cuda_be *b)
     cudaFree(b->d_acc[0]);
     cudaFree(b->d_acc[1]);
     cudaFreeHost(b->hp_res);
+    cudaFreeHost(b->hp_pub);
+    cudaFree(b->d_pubctl);
     cudaFree(b->d_lut);
     free(b->h_lut);
     cudaFree(b->d_objs);
@@ -427,8 +451,26 @@ int cu_create(const struct trk_backend_cfg *cfg, void **self)
         if (cudaMemset(b->d_acc[i], 0, TRK_MAX_OBJECTS * sizeof(struct trk_cu_acc)) != cudaSuccess)
             goto fail_mem;
     }
-    if (cudaMallocHost(&b->hp_res, TRK_MAX_OBJECTS * sizeof(struct trk_cu_acc)) != cudaSuccess)
+    if (cudaHostAlloc(&b->hp_res, TRK_MAX_OBJECTS * sizeof(struct trk_cu_acc),
+                      cudaHostAllocMapped) != cudaSuccess ||
+        cudaHostAlloc(&b->hp_pub, sizeof(struct trk_cu_pub), cudaHostAllocMapped) != cudaSuccess ||
+        cudaMalloc(&b->d_pubctl, sizeof(struct trk_cu_pubctl)) != cudaSuccess)
         goto fail_mem;
+    {
+        /* Mapped memory the device cannot address (no such GPU is supported
+         * today) only costs the hand-over: results are copied back. */
+        void *dr = NULL, *dp = NULL;
+        if (cudaHostGetDevicePointer(&dr, b->hp_res, 0) == cudaSuccess &&
+            cudaHostGetDevicePointer(&dp, b->hp_pub, 0) == cudaSuccess) {
+            b->dp_res = (struct trk_cu_acc *)dr;
+            b->dp_pub = (struct trk_cu_pub *)dp;
+        }
+        cudaGetLastError();
+        memset(b->hp_pub, 0, sizeof(*b->hp_pub));
+        const struct trk_cu_pubctl ctl = { ~0ull, 0, 0 };
+        if (cudaMemcpy(b->d_pubctl, &ctl, sizeof(ctl), cudaMemcpyHostToDevice) != cudaSuccess)
+            goto fail_mem;
+    }
     if (cudaMalloc(&b->d_lut, LUT_MAX_WORDS * 4) != cudaSuccess) goto fail_mem;
     if (!(b->h_lut = (uint32_t *)malloc(LUT_MAX_WORDS * 4))) goto fail_mem;
     if (cudaMalloc(&b->d_objs, TRK_MAX_OBJECTS * sizeof(struct trk_cu_obj)) != cudaSuccess)
@@ -1034,10 +1076,29 @@ struct trk_cu_job make_job(struct cuda_be *b, int row0, int row1, bool first)
     return j;
 }
 
-/* Launches the variant's kernels for rows [row0, row1) on the kernel stream. */
-int launch_rows(struct cuda_be *b, int row0, int row1, bool first)
+/* Whether this frame's fused launch hands its results over (trk_cu_pub)
+ * rather than have them copied back: the default variant without blob
+ * lists (their kernels read the accumulators after it) and without the
+ * "copyback" option, where the host memory is mapped. */
+bool hands_over(const struct cuda_be *b)
+{
+    return b->variant == V_FUSED && !b->copyback && !b->nbo && b->dp_res && b->dp_pub;
+}
+
+/* Launches the variant's kernels for rows [row0, row1) on the kernel
+ * stream; publish (fused only, the frame's last launch): the kernel hands
+ * the results over with the next seq. */
+int launch_rows(struct cuda_be *b, int row0, int row1, bool first, bool publish = false)
 {
     struct trk_cu_job j = make_job(b, row0, row1, first);
+    if (publish) {
+        TRK_ASSERT(b->variant == V_FUSED);
+        j.pub.out = b->dp_res;
+        j.pub.rec = b->dp_pub;
+        j.pub.ctl = b->d_pubctl;
+        j.pub.seq = ++b->pub_seq;
+        b->pub_wait = true;
+    }
     switch (b->variant) {
     case V_FUSED: return trk_cu_fused_launch(&j, b->fused_grid, b->s_k);
     case V_LUT: return trk_cu_lut_launch(&j, b->s_k);
@@ -1156,6 +1217,9 @@ int reset_if_dirty(struct cuda_be *b)
     for (int i = 0; i < 2; i++)
         TRK_CUDA_TRY(
             cudaMemsetAsync(b->d_acc[i], 0, TRK_MAX_OBJECTS * sizeof(struct trk_cu_acc), b->s_k));
+    /* A hand-over cut short leaves its ticket count and clock behind. */
+    TRK_CUDA_TRY(cudaMemsetAsync(&b->d_pubctl->t0, 0xff, sizeof(b->d_pubctl->t0), b->s_k));
+    TRK_CUDA_TRY(cudaMemsetAsync(&b->d_pubctl->done, 0, sizeof(b->d_pubctl->done), b->s_k));
     b->dirty = false;
     return 0;
 }
@@ -1211,15 +1275,22 @@ int queue_device_frame(struct cuda_be *b, const struct trk_image *img, const str
 }
 
 /* The whole frame's kernels in one go, once the frame is on the device:
- * the pre-filter (if set), then every row. */
+ * the pre-filter (if set), then every row. Timed by events, except a
+ * launch that hands its results over: it times itself (trk_cu_pub), and
+ * an event after it would not be complete when wait() returns. */
 int queue_whole(struct cuda_be *b, const struct layout *L, int height)
 {
     int err;
-    TRK_CUDA_TRY(cudaEventRecord(b->ev_ks[0], b->s_k));
-    if (b->pf.sigma > 0 && (err = queue_prefilter(b, L))) return err;
-    if ((err = launch_rows(b, 0, height, true))) return err;
-    TRK_CUDA_TRY(cudaEventRecord(b->ev_ke[0], b->s_k));
-    b->nk = 1;
+    const bool pub = hands_over(b), pf = b->pf.sigma > 0;
+    b->nk = 0;
+    if (!pub || pf) {
+        TRK_CUDA_TRY(cudaEventRecord(b->ev_ks[0], b->s_k));
+        b->nk = 1;
+    }
+    if (pf && (err = queue_prefilter(b, L))) return err;
+    if (pub && pf) TRK_CUDA_TRY(cudaEventRecord(b->ev_ke[0], b->s_k));
+    if ((err = launch_rows(b, 0, height, true, pub))) return err;
+    if (!pub) TRK_CUDA_TRY(cudaEventRecord(b->ev_ke[0], b->s_k));
     return 0;
 }
 
@@ -1229,9 +1300,10 @@ int queue_finish(struct cuda_be *b)
 {
     int err;
     if (b->nbo && (err = queue_blobs(b))) return err;
-    TRK_CUDA_TRY(cudaMemcpyAsync(b->hp_res, b->d_acc[b->parity],
-                                 (size_t)b->slots * sizeof(struct trk_cu_acc),
-                                 cudaMemcpyDeviceToHost, b->s_k));
+    if (!b->pub_wait)
+        TRK_CUDA_TRY(cudaMemcpyAsync(b->hp_res, b->d_acc[b->parity],
+                                     (size_t)b->slots * sizeof(struct trk_cu_acc),
+                                     cudaMemcpyDeviceToHost, b->s_k));
     TRK_CUDA_TRY(cudaEventRecord(b->ev_done, b->s_k));
     b->parity ^= 1;
     b->dirty = false;
@@ -1328,13 +1400,16 @@ int submit_impl(struct cuda_be *b, const struct trk_image *img, const struct trk
         if ((err = upload_rows(b, img, &L, r0, r1, pinned))) return err;
         TRK_CUDA_TRY(cudaEventRecord(b->ev_band[band], b->s_up));
         if (whole) continue;
+        /* The last band's launch hands the results over where it can, and
+         * then times itself (queue_whole says why). */
+        const bool pub = r1 == img->height && hands_over(b);
         TRK_CUDA_TRY(cudaStreamWaitEvent(b->s_k, b->ev_band[band], 0));
-        TRK_CUDA_TRY(cudaEventRecord(b->ev_ks[band], b->s_k));
-        if ((err = launch_rows(b, r0, r1, band == 0))) return err;
-        TRK_CUDA_TRY(cudaEventRecord(b->ev_ke[band], b->s_k));
+        if (!pub) TRK_CUDA_TRY(cudaEventRecord(b->ev_ks[band], b->s_k));
+        if ((err = launch_rows(b, r0, r1, band == 0, pub))) return err;
+        if (!pub) TRK_CUDA_TRY(cudaEventRecord(b->ev_ke[band], b->s_k));
     }
     TRK_CUDA_TRY(cudaEventRecord(b->ev_up1, b->s_up));
-    b->nk = band;
+    b->nk = b->pub_wait ? band - 1 : band;
     if (whole) {
         TRK_CUDA_TRY(cudaStreamWaitEvent(b->s_k, b->ev_up1, 0));
         if ((err = queue_whole(b, &L, img->height))) return err;
@@ -1354,6 +1429,7 @@ void begin_call(struct cuda_be *b, bool rmode)
     b->blob_work = false;
     b->bench_blobs = false;
     b->rmode = rmode;
+    b->pub_wait = false;
     b->up_timed = true; /* a host frame's upload; queue_device_frame says for a device image */
 }
 
@@ -1543,6 +1619,46 @@ static cudaError_t wait_event(cudaEvent_t ev)
     return e == cudaErrorNotReady ? cudaEventSynchronize(ev) : e;
 }
 
+/* Waits for a frame whose kernel hands its results over (trk_cu_pub):
+ * watches the record's seq in host memory, which the GPU writes the moment
+ * its last block is done, sooner than an event after the kernel completes.
+ * Every 20 us it asks the stream's event as well, for an error (the kernel
+ * then never writes seq); after TRK_CU_WAIT_SPIN_US it blocks on the event
+ * as wait_event does. */
+static cudaError_t wait_handover(struct cuda_be *b)
+{
+    const unsigned want = b->pub_seq;
+    const unsigned *seq = &b->hp_pub->seq;
+    const double t0 = trk_backend_now_ms(), until = t0 + TRK_CU_WAIT_SPIN_US * 1e-3;
+    double ask = t0 + 0.02;
+    for (;;) {
+        if (__atomic_load_n(seq, __ATOMIC_ACQUIRE) == want) return cudaSuccess;
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#elif defined(__aarch64__)
+        asm volatile("yield");
+#endif
+        const double now = trk_backend_now_ms();
+        if (now < ask) continue;
+        ask = now + 0.02;
+        cudaError_t e = cudaEventQuery(b->ev_done);
+        if (e == cudaErrorNotReady) {
+            if (cudaPeekAtLastError() == cudaErrorNotReady) cudaGetLastError();
+            if (now < until) continue;
+            e = cudaEventSynchronize(b->ev_done);
+        }
+        if (e != cudaSuccess) return e;
+        /* The stream is done, so the kernel's writes are all visible: seq
+         * is there unless the kernel did not hand over (a defect). */
+        if (__atomic_load_n(seq, __ATOMIC_ACQUIRE) == want) return cudaSuccess;
+        trk_log_write(TRK_LOG_ERROR, "cuda", 0,
+                      "the kernel finished without handing its results over (seq %u, want %u)",
+                      __atomic_load_n(seq, __ATOMIC_ACQUIRE), want);
+        b->dirty = true; /* reset the hand-over's state before the next frame */
+        return cudaErrorUnknown;
+    }
+}
+
 int wait_regions(struct cuda_be *b, struct trk_obj_result *out, struct trk_backend_timing *t)
 {
     double k = 0;
@@ -1607,7 +1723,7 @@ int cu_wait(void *self, struct trk_obj_result *out, struct trk_backend_timing *t
     }
     b->work = false;
     TRK_CUDA_TRY(cudaSetDevice(b->dev));
-    TRK_CUDA_TRY(wait_event(b->ev_done));
+    TRK_CUDA_TRY(b->pub_wait ? wait_handover(b) : wait_event(b->ev_done));
     b->log.lines = 0; /* a good frame ends the failure streak */
     decode(b->hp_res, b->pos, b->n, out);
     if (b->blob_work) decode_blobs(b);
@@ -1619,6 +1735,7 @@ int cu_wait(void *self, struct trk_obj_result *out, struct trk_backend_timing *t
         if (b->blob_work) k += elapsed(b->ev_b0, b->ev_b1);
         for (int i = 0; i < b->nk; i++)
             k += elapsed(b->ev_ks[i], b->ev_ke[i]);
+        if (b->pub_wait) k += (double)b->hp_pub->kernel_ns * 1e-6;
         t->kernel_ms = k;
         t->total_ms = trk_backend_now_ms() - b->t_submit;
     }

@@ -132,6 +132,31 @@ __host__ __device__ __forceinline__ size_t trk_cu_naive_smem(int n)
     return (size_t)n * (sizeof(struct trk_cu_obj) + sizeof(struct trk_roi)) + trk_cu_sacc_bytes(n);
 }
 
+/* Results the fused kernel hands to the host itself (its last block, after
+ * every block's flush): the frame's accumulators into mapped host memory
+ * (trk_cu_pub_job.out), then this record, seq last, so a host that sees
+ * seq sees the results; no copy back and no event to wait on. kernel_ns:
+ * the launch's span on the GPU clock (%globaltimer), first block's start
+ * to the last block's end. */
+struct trk_cu_pub {
+    unsigned seq, pad;
+    unsigned long long kernel_ns;
+};
+/* Device-side state of the hand-over: blocks done (the last one resets it)
+ * and the earliest block start (reset to ~0). */
+struct trk_cu_pubctl {
+    unsigned long long t0;
+    unsigned done, pad;
+};
+/* Where a launch hands its results over; out == NULL: it does not (the
+ * caller copies them back). */
+struct trk_cu_pub_job {
+    struct trk_cu_acc *out;    /* mapped host memory: n_obj accumulators */
+    struct trk_cu_pub *rec;    /* mapped host memory                      */
+    struct trk_cu_pubctl *ctl; /* device memory                           */
+    unsigned seq;              /* written to rec->seq last                */
+};
+
 /* One launch's worth of work for the accumulating kernels. */
 struct trk_cu_job {
     struct trk_cu_frame f;
@@ -145,6 +170,7 @@ struct trk_cu_job {
     const struct trk_cu_obj *objs;
     const uint32_t *lut; /* device table image                    */
     struct trk_cu_lut lt;
+    struct trk_cu_pub_job pub; /* fused kernel only; out NULL elsewhere  */
 };
 
 /* ---------------------------------------------------- exact pixel decode */

@@ -61,25 +61,53 @@ template <class T> __device__ __forceinline__ T chroma_ld(const T *p)
 #endif
 }
 
-/* Loads the 4 pixels x0..x0+3 of row y and returns their native samples
- * packed one byte per pixel: pa/pb/pc = R,G,B (RGB classes) or Y,Cb,Cr. */
+/* The raw words holding the 4 pixels x0..x0+3 of row y (unpack4 below
+ * takes them apart): loaded apart from their use so a warp can have the
+ * next unit's loads in flight while it works on this one's. */
 template <int CLS>
-__device__ __forceinline__ void load4(const struct trk_cu_frame &f, int x0, int y, bool swap,
-                                      uint32_t &pa, uint32_t &pb, uint32_t &pc)
+__device__ __forceinline__ uint4 load_raw(const struct trk_cu_frame &f, int x0, int y)
 {
     const uint8_t *row = f.plane[0] + (size_t)y * f.pitch[0];
+    uint4 q = make_uint4(0, 0, 0, 0);
     if (CLS == CLS_RGB3) {
         /* 12 bytes: R0 G0 B0 R1 | G1 B1 R2 G2 | B2 R3 G3 B3 */
         const uint32_t *p = reinterpret_cast<const uint32_t *>(row + 3 * x0);
-        uint32_t w0 = __ldg(p), w1 = __ldg(p + 1), w2 = __ldg(p + 2);
-        uint32_t r = __byte_perm(__byte_perm(w0, w1, 0x0630), w2, 0x5210);
-        uint32_t g = __byte_perm(__byte_perm(w0, w1, 0x0741), w2, 0x6210);
-        uint32_t b = __byte_perm(__byte_perm(w0, w1, 0x0052), w2, 0x7410);
+        q.x = __ldg(p), q.y = __ldg(p + 1), q.z = __ldg(p + 2);
+    } else if (CLS == CLS_RGB4) {
+        q = __ldg(reinterpret_cast<const uint4 *>(row + 4 * x0));
+    } else if (CLS == CLS_YUYV) {
+        /* Y0 U0 Y1 V0 | Y2 U1 Y3 V1 */
+        uint2 w = __ldg(reinterpret_cast<const uint2 *>(row + 2 * x0));
+        q.x = w.x, q.y = w.y;
+    } else if (CLS == CLS_NV12) {
+        q.x = __ldg(reinterpret_cast<const uint32_t *>(row + x0));
+        q.y = chroma_ld(
+            reinterpret_cast<const uint32_t *>(f.plane[1] + (size_t)(y >> 1) * f.pitch[1] + x0));
+    } else {
+        q.x = __ldg(reinterpret_cast<const uint32_t *>(row + x0));
+        size_t co = (size_t)(y >> 1);
+        q.y =
+            chroma_ld(reinterpret_cast<const uint16_t *>(f.plane[1] + co * f.pitch[1] + (x0 >> 1)));
+        q.z =
+            chroma_ld(reinterpret_cast<const uint16_t *>(f.plane[2] + co * f.pitch[2] + (x0 >> 1)));
+    }
+    return q;
+}
+
+/* The native samples of load_raw's 4 pixels packed one byte per pixel:
+ * pa/pb/pc = R,G,B (RGB classes) or Y,Cb,Cr. */
+template <int CLS>
+__device__ __forceinline__ void unpack4(uint4 q, bool swap, uint32_t &pa, uint32_t &pb,
+                                        uint32_t &pc)
+{
+    if (CLS == CLS_RGB3) {
+        uint32_t r = __byte_perm(__byte_perm(q.x, q.y, 0x0630), q.z, 0x5210);
+        uint32_t g = __byte_perm(__byte_perm(q.x, q.y, 0x0741), q.z, 0x6210);
+        uint32_t b = __byte_perm(__byte_perm(q.x, q.y, 0x0052), q.z, 0x7410);
         pa = swap ? b : r;
         pb = g;
         pc = swap ? r : b;
     } else if (CLS == CLS_RGB4) {
-        uint4 q = __ldg(reinterpret_cast<const uint4 *>(row + 4 * x0));
         uint32_t lo = __byte_perm(q.x, q.y, 0x0040), hi = __byte_perm(q.z, q.w, 0x0040);
         uint32_t r = __byte_perm(lo, hi, 0x5410);
         lo = __byte_perm(q.x, q.y, 0x0051);
@@ -92,28 +120,27 @@ __device__ __forceinline__ void load4(const struct trk_cu_frame &f, int x0, int 
         pb = g;
         pc = swap ? r : b;
     } else if (CLS == CLS_YUYV) {
-        /* Y0 U0 Y1 V0 | Y2 U1 Y3 V1 */
-        uint2 q = __ldg(reinterpret_cast<const uint2 *>(row + 2 * x0));
         pa = __byte_perm(q.x, q.y, 0x6420);
         pb = __byte_perm(q.x, q.y, 0x5511);
         pc = __byte_perm(q.x, q.y, 0x7733);
     } else if (CLS == CLS_NV12) {
-        pa = __ldg(reinterpret_cast<const uint32_t *>(row + x0));
-        uint32_t uv = chroma_ld(
-            reinterpret_cast<const uint32_t *>(f.plane[1] + (size_t)(y >> 1) * f.pitch[1] + x0));
-        pb = __byte_perm(uv, 0, 0x2200); /* U0 U0 U1 U1 */
-        pc = __byte_perm(uv, 0, 0x3311);
+        pa = q.x;
+        pb = __byte_perm(q.y, 0, 0x2200); /* U0 U0 U1 U1 */
+        pc = __byte_perm(q.y, 0, 0x3311);
     } else {
-        pa = __ldg(reinterpret_cast<const uint32_t *>(row + x0));
-        size_t co = (size_t)(y >> 1);
-        uint32_t u =
-            chroma_ld(reinterpret_cast<const uint16_t *>(f.plane[1] + co * f.pitch[1] + (x0 >> 1)));
-        uint32_t v =
-            chroma_ld(reinterpret_cast<const uint16_t *>(f.plane[2] + co * f.pitch[2] + (x0 >> 1)));
-        pb = __byte_perm(u, 0, 0x1100);
-        pc = __byte_perm(v, 0, 0x1100);
+        pa = q.x;
+        pb = __byte_perm(q.y, 0, 0x1100);
+        pc = __byte_perm(q.z, 0, 0x1100);
     }
 }
+
+/* Whether each warp loads its next unit's pixels before working on the
+ * current one (1) or loads each unit as it comes to it (0): an
+ * experiment's switch (-DTRK_FUSED_PREFETCH=N) for frames read over the
+ * bus, where more loads in flight may keep the bus busier. */
+#ifndef TRK_FUSED_PREFETCH
+#define TRK_FUSED_PREFETCH 0
+#endif
 
 /* Channel values of 4 pixels in every space present: 8-bit channels one byte
  * per pixel, hue (9 bits) in two words of 16-bit halves. */
@@ -248,6 +275,53 @@ __device__ __forceinline__ void dense_word(uint32_t m0, uint32_t m1, uint32_t m2
     atomicMax(&acc.py1[k], y + 1u);
 }
 
+__device__ __forceinline__ unsigned long long gpu_clock_ns()
+{
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+/* The hand-over (trk_cu_pub): called by every thread of every block after
+ * its block's flush. The last block to finish (a ticket after a fence, so
+ * every other block's flush is visible to it) copies the n accumulators
+ * to the host's mapped memory, then fences to system scope and writes the
+ * record, seq last; and leaves ctl ready for the next launch. */
+__device__ __forceinline__ void hand_over(const struct trk_cu_job &job, int n)
+{
+    __shared__ bool last;
+    const struct trk_cu_pub_job &p = job.pub;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) last = atomicAdd(&p.ctl->done, 1u) == gridDim.x - 1;
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    /* Volatile: the other blocks' atomics live in L2, not in this SM's L1. */
+    const volatile struct trk_cu_acc *acc = job.acc;
+    for (int k = threadIdx.x; k < n; k += blockDim.x) {
+        struct trk_cu_acc a;
+        a.mass = acc[k].mass;
+        a.sx = acc[k].sx;
+        a.sy = acc[k].sy;
+        a.nx0 = acc[k].nx0;
+        a.ny0 = acc[k].ny0;
+        a.px1 = acc[k].px1;
+        a.py1 = acc[k].py1;
+        p.out[k] = a;
+    }
+    __threadfence_system();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        volatile struct trk_cu_pubctl *ctl = p.ctl;
+        p.rec->kernel_ns = gpu_clock_ns() - ctl->t0;
+        ctl->t0 = ~0ull;
+        ctl->done = 0;
+        __threadfence_system();
+        *(volatile unsigned *)&p.rec->seq = p.seq;
+    }
+}
+
 /* Grid: persistent-style, blockIdx.x owns a contiguous range of units (row
  * segments of TRK_FUSED_SEG pixels) of rows [row0, row1), its warps take the
  * range's units in turn. A contiguous range keeps the set of objects one
@@ -265,7 +339,8 @@ __device__ __forceinline__ void dense_word(uint32_t m0, uint32_t m1, uint32_t m2
  * word with TRK_FUSED_DENSE_MIN or more objects present takes the dense path
  * (dense_word) instead: its cost per word does not grow with the objects
  * present, so a frame where every pixel matches every object costs a few
- * times a sparse one, not M times. */
+ * times a sparse one, not M times. With job.pub.out set, the last block
+ * hands the results to the host itself (hand_over). */
 template <int CLS, int NW>
 __global__ void __launch_bounds__(TRK_FUSED_THREADS, TRK_FUSED_MIN_BLOCKS)
     fused_kernel(const struct trk_cu_job job)
@@ -282,19 +357,7 @@ __global__ void __launch_bounds__(TRK_FUSED_THREADS, TRK_FUSED_MIN_BLOCKS)
              *s_py1 = s_acc.py1;
 
     const int tid = threadIdx.x;
-    {
-        const uint4 *g = reinterpret_cast<const uint4 *>(job.lut);
-        for (int i = tid; i < lt.words / 4; i += blockDim.x)
-            s_raw[i] = g[i];
-        for (int i = tid; i < n; i += blockDim.x) {
-            s_sx[i] = s_sy[i] = 0;
-            s_cnt[i] = s_nx0[i] = s_ny0[i] = s_px1[i] = s_py1[i] = 0;
-        }
-        if (blockIdx.x == 0 && job.acc_clear)
-            for (int i = tid; i < n; i += blockDim.x)
-                job.acc_clear[i] = trk_cu_acc{};
-    }
-    __syncthreads();
+    if (job.pub.out && tid == 0) atomicMin(&job.pub.ctl->t0, gpu_clock_ns());
 
     const struct trk_cu_frame &f = job.f;
     const bool yuv = CLS >= CLS_YUYV;
@@ -311,6 +374,26 @@ __global__ void __launch_bounds__(TRK_FUSED_THREADS, TRK_FUSED_MIN_BLOCKS)
     /* (y, seg) of unit u, stepped incrementally: no division per unit. */
     int u = u_begin + (tid >> 5);
     int y = job.row0 + u / segs, seg = u % segs;
+#if TRK_FUSED_PREFETCH
+    /* The first unit's loads go out before the tables are in place. */
+    uint4 next = make_uint4(0, 0, 0, 0);
+    if (u < u_end && seg * TRK_FUSED_SEG + lane * TRK_FUSED_PX_PER_LANE < W)
+        next = load_raw<CLS>(f, seg * TRK_FUSED_SEG + lane * TRK_FUSED_PX_PER_LANE, y);
+#endif
+    {
+        const uint4 *g = reinterpret_cast<const uint4 *>(job.lut);
+        for (int i = tid; i < lt.words / 4; i += blockDim.x)
+            s_raw[i] = g[i];
+        for (int i = tid; i < n; i += blockDim.x) {
+            s_sx[i] = s_sy[i] = 0;
+            s_cnt[i] = s_nx0[i] = s_ny0[i] = s_px1[i] = s_py1[i] = 0;
+        }
+        if (blockIdx.x == 0 && job.acc_clear)
+            for (int i = tid; i < n; i += blockDim.x)
+                job.acc_clear[i] = trk_cu_acc{};
+    }
+    __syncthreads();
+
     for (; u < u_end; u += nwarps) {
         const int x0 = seg * TRK_FUSED_SEG + lane * TRK_FUSED_PX_PER_LANE;
         const int yy = y;
@@ -319,11 +402,20 @@ __global__ void __launch_bounds__(TRK_FUSED_THREADS, TRK_FUSED_MIN_BLOCKS)
             seg -= segs;
             y++;
         }
+#if TRK_FUSED_PREFETCH
+        const uint4 raw = next;
+        const int xn = seg * TRK_FUSED_SEG + lane * TRK_FUSED_PX_PER_LANE;
+        if (u + nwarps < u_end && xn < W) next = load_raw<CLS>(f, xn, y);
+#endif
         uint32_t sm[4] = { 0, 0, 0, 0 };
         px4 p;
         if (x0 < W) {
             uint32_t pa, pb, pc;
-            load4<CLS>(f, x0, yy, swap, pa, pb, pc);
+#if TRK_FUSED_PREFETCH
+            unpack4<CLS>(raw, swap, pa, pb, pc);
+#else
+            unpack4<CLS>(load_raw<CLS>(f, x0, yy), swap, pa, pb, pc);
+#endif
             convert4(f, yuv, has, pa, pb, pc, p);
 #pragma unroll
             for (int s = 0; s < 3; s++) {
@@ -422,6 +514,7 @@ __global__ void __launch_bounds__(TRK_FUSED_THREADS, TRK_FUSED_MIN_BLOCKS)
         atomicMax(&a->px1, s_px1[k]);
         atomicMax(&a->py1, s_py1[k]);
     }
+    if (job.pub.out) hand_over(job, n);
 }
 
 typedef void (*fused_fn)(const struct trk_cu_job);

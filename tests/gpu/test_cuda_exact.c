@@ -59,11 +59,12 @@ static const struct scene_spec quick_scenes[] = {
 };
 
 /* Variants checked beyond the ones the backend lists: other MOCT layouts and
- * factors, the long-form name, and forced upload bands (odd band splits of
- * 4:2:0 frames). */
+ * factors, the long-form name, forced upload bands (odd band splits of
+ * 4:2:0 frames), and results copied back instead of handed over by the
+ * fused kernel's last block. */
 static const char *const extra_variants[] = {
-    "moct-s-r2",   "moct:arr=v,r=8", "moct-h-r16",    "fused:bands=3",
-    "lut:bands=2", "naive:bands=5",  "fused:bands=8",
+    "moct-s-r2",     "moct:arr=v,r=8", "moct-h-r16",     "fused:bands=3",          "lut:bands=2",
+    "naive:bands=5", "fused:bands=8",  "fused:copyback", "fused:bands=3,copyback",
 };
 
 static void random_rois(struct trk_roi *r, int n, int w, int h, uint64_t seed)
@@ -153,7 +154,7 @@ int main(int argc, char **argv)
     }
     for (size_t i = 0; i < sizeof(extra_variants) / sizeof(extra_variants[0]) && !quick; i++)
         names[nv++] = extra_variants[i];
-    if (quick) names[nv++] = "fused:bands=3";
+    if (quick) names[nv++] = "fused:bands=3", names[nv++] = "fused:copyback";
 
     struct trk_backend *ref = NULL, *be[64] = { 0 };
     struct trk_backend_cfg cfg = { .kind = TRK_BACKEND_CPU_REF,
@@ -173,7 +174,7 @@ int main(int argc, char **argv)
     /* Bad variant names are refused, not silently mapped to the default. */
     {
         const char *bad[] = { "fast",           "moct-x-r4",  "moct-h-r1", "moct:arr=h,r=0",
-                              "fused:bands=99", "moct-h-r4x", "lut:arr=h" };
+                              "fused:bands=99", "moct-h-r4x", "lut:arr=h", "lut:copyback" };
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
             struct trk_backend *b = NULL;
             cfg.variant = bad[i];
