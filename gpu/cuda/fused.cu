@@ -62,8 +62,9 @@ template <class T> __device__ __forceinline__ T chroma_ld(const T *p)
 }
 
 /* The raw words holding the 4 pixels x0..x0+3 of row y (unpack4 below
- * takes them apart): loaded apart from their use so a warp can have the
- * next unit's loads in flight while it works on this one's. */
+ * takes them apart). Loading the next unit's words before working on the
+ * current one was tried for frames read over the bus: no faster on the
+ * H100 (docs/BENCHMARKS.md, "The results handed over"). */
 template <int CLS>
 __device__ __forceinline__ uint4 load_raw(const struct trk_cu_frame &f, int x0, int y)
 {
@@ -133,14 +134,6 @@ __device__ __forceinline__ void unpack4(uint4 q, bool swap, uint32_t &pa, uint32
         pc = __byte_perm(q.z, 0, 0x1100);
     }
 }
-
-/* Whether each warp loads its next unit's pixels before working on the
- * current one (1) or loads each unit as it comes to it (0): an
- * experiment's switch (-DTRK_FUSED_PREFETCH=N) for frames read over the
- * bus, where more loads in flight may keep the bus busier. */
-#ifndef TRK_FUSED_PREFETCH
-#define TRK_FUSED_PREFETCH 0
-#endif
 
 /* Channel values of 4 pixels in every space present: 8-bit channels one byte
  * per pixel, hue (9 bits) in two words of 16-bit halves. */
@@ -374,12 +367,6 @@ __global__ void __launch_bounds__(TRK_FUSED_THREADS, TRK_FUSED_MIN_BLOCKS)
     /* (y, seg) of unit u, stepped incrementally: no division per unit. */
     int u = u_begin + (tid >> 5);
     int y = job.row0 + u / segs, seg = u % segs;
-#if TRK_FUSED_PREFETCH
-    /* The first unit's loads go out before the tables are in place. */
-    uint4 next = make_uint4(0, 0, 0, 0);
-    if (u < u_end && seg * TRK_FUSED_SEG + lane * TRK_FUSED_PX_PER_LANE < W)
-        next = load_raw<CLS>(f, seg * TRK_FUSED_SEG + lane * TRK_FUSED_PX_PER_LANE, y);
-#endif
     {
         const uint4 *g = reinterpret_cast<const uint4 *>(job.lut);
         for (int i = tid; i < lt.words / 4; i += blockDim.x)
@@ -402,20 +389,11 @@ __global__ void __launch_bounds__(TRK_FUSED_THREADS, TRK_FUSED_MIN_BLOCKS)
             seg -= segs;
             y++;
         }
-#if TRK_FUSED_PREFETCH
-        const uint4 raw = next;
-        const int xn = seg * TRK_FUSED_SEG + lane * TRK_FUSED_PX_PER_LANE;
-        if (u + nwarps < u_end && xn < W) next = load_raw<CLS>(f, xn, y);
-#endif
         uint32_t sm[4] = { 0, 0, 0, 0 };
         px4 p;
         if (x0 < W) {
             uint32_t pa, pb, pc;
-#if TRK_FUSED_PREFETCH
-            unpack4<CLS>(raw, swap, pa, pb, pc);
-#else
             unpack4<CLS>(load_raw<CLS>(f, x0, yy), swap, pa, pb, pc);
-#endif
             convert4(f, yuv, has, pa, pb, pc, p);
 #pragma unroll
             for (int s = 0; s < 3; s++) {

@@ -2,7 +2,7 @@
 # Builds trackd's GPU-only tree on the GPU machine and runs the CUDA tests,
 # sanitizers and benchmarks. Usage: tests/gpu/run_on_gpu.sh STAGE... where
 # STAGE is build, test, sanitize, floor, kernels, seed, torch, bench, blobs, regions, rrmncu,
-# ncu, devimg, dense, dense-off, wholecall, upload, chroma, handover, prefetch.
+# ncu, devimg, dense, dense-off, wholecall, upload, chroma, handover.
 # Logs go to $OUT (or ./gpu-out). Used through the device tool:
 #   run: tests/gpu/run_on_gpu.sh build test kernels
 set -u
@@ -103,22 +103,6 @@ for stage in "$@"; do
       $BENCH --experiment cuda-kernels --sizes 1920x1080,3840x2160 --objects 8,128 \
         --formats rgb24,nv12 --variants fused,fused:copyback --iters 200 --warmup 20 \
         --json "$OUT/handover-wholecall.json" 2>&1 | tee "$OUT/handover-wholecall.txt" || rc=1 ;;
-    prefetch)
-      # Each warp loading its next unit before working on the current one
-      # (TRK_FUSED_PREFETCH=1) against the default, pinned frames in place
-      # and the kernel alone, then the pinned test on the prefetching build.
-      cmake -S . -B $B-pf -DTRK_GPU_ONLY=ON -DTRK_WERROR=ON \
-        -DCMAKE_CUDA_FLAGS=-DTRK_FUSED_PREFETCH=1 > "$OUT/build-pf.log" 2>&1 &&
-        cmake --build $B-pf -j16 --target trackd-bench test_cuda_pinned test_cuda_exact >> "$OUT/build-pf.log" 2>&1 ||
-        { tail -30 "$OUT/build-pf.log"; exit 1; }
-      for BB in $B $B-pf $B $B-pf; do
-        echo "-- $BB"
-        $BB/bench/trackd-bench --experiment cuda-upload --sizes 1920x1080,3840x2160 --objects 8,128 \
-          --formats rgb24,nv12,i420 --bands default --iters 200 --pace-ms 0 2>&1 | grep -v "^#"
-        $BB/bench/trackd-bench --experiment cuda-kernels --sizes 1920x1080,3840x2160 --objects 128 \
-          --formats rgb24,nv12 --variants fused --iters 200 --warmup 20 2>&1 | grep -v "^#"
-      done 2>&1 | tee "$OUT/prefetch.txt"
-      { $B-pf/tests/gpu/test_cuda_pinned | tail -1; $B-pf/tests/gpu/test_cuda_exact --quick | tail -1; } 2>&1 | tee -a "$OUT/prefetch.txt" ;;
     seed)
       $BENCH --experiment cuda-seed --json "$OUT/seed.json" 2>&1 | tee "$OUT/seed.txt" || rc=1 ;;
     bench)
