@@ -1698,11 +1698,19 @@ void decode(const struct trk_cu_acc *acc, const int *pos, int n, struct trk_obj_
     }
 }
 
+/* The time between two completed events; 0 if CUDA cannot say (logged,
+ * the first few times in the process: a timing of 0 is then no
+ * measurement). */
 float elapsed(cudaEvent_t a, cudaEvent_t z)
 {
+    static int logged;
     float ms = 0;
-    if (cudaEventElapsedTime(&ms, a, z) != cudaSuccess) {
+    const cudaError_t e = cudaEventElapsedTime(&ms, a, z);
+    if (e != cudaSuccess) {
         cudaGetLastError();
+        if (__atomic_fetch_add(&logged, 1, __ATOMIC_RELAXED) < 3)
+            trk_log_write(TRK_LOG_WARN, "cuda", 0, "event timing unavailable: %s",
+                          cudaGetErrorString(e));
         return 0;
     }
     return ms;
