@@ -1604,6 +1604,7 @@ int cu_submit_regions(void *self, const struct trk_image *img, const struct trk_
 }
 
 float elapsed(cudaEvent_t a, cudaEvent_t z);
+float span(cudaEvent_t a, cudaEvent_t z);
 
 /* Waits for ev: polls it for up to TRK_CU_WAIT_SPIN_US, then blocks (in
  * whatever way the context's scheduling flags say). The poll spares a
@@ -1669,10 +1670,10 @@ int wait_regions(struct cuda_be *b, struct trk_obj_result *out, struct trk_backe
         b->log.lines = 0;
         trk_cu_rrm_collect(b->rrm, out, &k);
         for (int i = 0; i < b->nk; i++)
-            k += elapsed(b->ev_ks[i], b->ev_ke[i]);
+            k += span(b->ev_ks[i], b->ev_ke[i]);
     }
     if (t) {
-        t->upload_ms = b->up_bytes ? elapsed(b->ev_up0, b->ev_up1) : 0;
+        t->upload_ms = b->up_bytes ? span(b->ev_up0, b->ev_up1) : 0;
         t->upload_bytes = b->up_bytes;
         t->kernel_ms = k;
         t->total_ms = trk_backend_now_ms() - b->t_submit;
@@ -1696,6 +1697,21 @@ void decode(const struct trk_cu_acc *acc, const int *pos, int n, struct trk_obj_
         out[k].x1 = (int32_t)a->px1 - 1;
         out[k].y1 = (int32_t)a->py1 - 1;
     }
+}
+
+/* The time between two events of a frame that wait() has seen done. They
+ * were queued before what it waited for, yet can show as complete a little
+ * later: a hand-over's seq and the engines' event stamps take different
+ * paths, as do a copy engine's event and a kernel's (1 call in ~3600 on
+ * the H100 read "not ready"). So z is waited for first, which is at once
+ * in the usual case. */
+float span(cudaEvent_t a, cudaEvent_t z)
+{
+    if (wait_event(z) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return elapsed(a, z);
 }
 
 /* The time between two completed events; 0 if CUDA cannot say (logged,
@@ -1736,19 +1752,11 @@ int cu_wait(void *self, struct trk_obj_result *out, struct trk_backend_timing *t
     decode(b->hp_res, b->pos, b->n, out);
     if (b->blob_work) decode_blobs(b);
     if (t) {
-        /* A hand-over can be seen before the engine's earlier events show
-         * as complete (the seq write and their stamps take different
-         * paths; 1 call in ~3600 on the H100): those, queued before the
-         * kernel, are then waited for, which is at once in the usual case. */
-        auto span = [b](cudaEvent_t a, cudaEvent_t z) -> float {
-            if (b->pub_wait && wait_event(z) != cudaSuccess) return 0;
-            return elapsed(a, z);
-        };
         t->upload_ms = b->up_timed ? span(b->ev_up0, b->ev_up1) : 0;
         t->upload_bytes = b->up_bytes;
         t->in_place_bytes = b->in_place_bytes;
         double k = b->roi ? span(b->ev_roi0, b->ev_roi1) : 0;
-        if (b->blob_work) k += elapsed(b->ev_b0, b->ev_b1);
+        if (b->blob_work) k += span(b->ev_b0, b->ev_b1);
         for (int i = 0; i < b->nk; i++)
             k += span(b->ev_ks[i], b->ev_ke[i]);
         if (b->pub_wait) k += (double)b->hp_pub->kernel_ns * 1e-6;

@@ -1249,7 +1249,11 @@ static void collect_list(struct trk_cu_rrm *r, const struct breg *B, const unsig
 void trk_cu_rrm_collect(struct trk_cu_rrm *r, struct trk_obj_result *out, double *kernel_ms)
 {
     float ms = 0;
-    if (cudaEventElapsedTime(&ms, r->ev0, r->ev1) != cudaSuccess) {
+    /* ev1 is done once the frame is (the caller waited), but its stamp can
+     * show a little later than the frame's last event (span() in
+     * cuda_backend.cu): wait for it, at once in the usual case. */
+    if (cudaEventSynchronize(r->ev1) != cudaSuccess ||
+        cudaEventElapsedTime(&ms, r->ev0, r->ev1) != cudaSuccess) {
         cudaGetLastError();
         ms = 0;
     }
