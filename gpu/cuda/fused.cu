@@ -64,7 +64,7 @@ template <class T> __device__ __forceinline__ T chroma_ld(const T *p)
 /* The raw words holding the 4 pixels x0..x0+3 of row y (unpack4 below
  * takes them apart). Loading the next unit's words before working on the
  * current one was tried for frames read over the bus: no faster on the
- * H100 (docs/BENCHMARKS.md, "The results handed over"). */
+ * H100 (docs/BENCHMARKS.md, "The results handed over by the kernel"). */
 template <int CLS>
 __device__ __forceinline__ uint4 load_raw(const struct trk_cu_frame &f, int x0, int y)
 {
