@@ -1230,12 +1230,14 @@ int reset_if_dirty(struct cuda_be *b)
  * kernel's 16-byte loads need 16-byte aligned planes and pitches, and each
  * row room for the 4-pixel-wide loads past its last pixel (what
  * frame_layout gives d_frame; the bytes there are read and masked off).
- * FFmpeg's CUDA frames (256-byte aligned pitches) qualify. */
-bool device_in_place(const struct trk_image *img)
+ * FFmpeg's CUDA frames (256-byte aligned pitches) qualify. wide (if not
+ * NULL) gets the planes' layout at the width rounded up to those loads. */
+bool device_in_place(const struct trk_image *img, struct trk_plane_layout *wide_out = NULL)
 {
     struct trk_plane_layout wide;
     if (trk_image_plane_layout(img->fmt, (img->width + 3) / 4 * 4, img->height, &wide))
         return false;
+    if (wide_out) *wide_out = wide;
     for (int p = 0; p < wide.planes; p++)
         if ((uintptr_t)img->plane[p] % 16 || img->pitch[p] % 16 ||
             img->pitch[p] < wide.row_bytes[p] || img->pitch[p] > (size_t)INT_MAX)
@@ -1336,11 +1338,9 @@ int submit_device(struct cuda_be *b, const struct trk_image *img, const struct t
  * the chroma copy then serialises with the kernel.) */
 bool host_in_place(struct cuda_be *b, const struct trk_image *img, const struct layout *L)
 {
-    if (b->variant != V_FUSED || b->bands || b->copy_only || b->pf.sigma > 0 || b->nbo ||
-        !device_in_place(img))
-        return false;
     struct trk_plane_layout wide;
-    if (trk_image_plane_layout(img->fmt, (img->width + 3) / 4 * 4, img->height, &wide))
+    if (b->variant != V_FUSED || b->bands || b->copy_only || b->pf.sigma > 0 || b->nbo ||
+        !device_in_place(img, &wide))
         return false;
     const uint8_t *dev[3] = { NULL, NULL, NULL };
     for (int p = 0; p < L->p.planes; p++) {
