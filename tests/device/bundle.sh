@@ -12,7 +12,9 @@ build=${1:?build dir}; dest=${2:?output dir}
 out=$(mktemp -d)/bundle
 here=$(cd "$(dirname "$0")" && pwd)
 rm -rf "$out"; mkdir -p "$out/lib"
-cp "$build/daemon/trackd" "$out/"
+# Stripped: the carry to the device is limited to 64 MiB in all.
+strip -o "$out/trackd" "$build/daemon/trackd"
+strip -o "$out/trackd-jitter" "$build/bench/trackd-jitter"
 # The camera's MJPEG decoder with NVDEC (run-on-device.sh runs its mjpeg-hw
 # case), stripped. It adds ~0.1 MB to the .tar.xz: xz's window finds the
 # CUDA kernels it shares with trackd (the bundle was 61.13 MB without it).
