@@ -43,8 +43,8 @@ static double now_us(void)
 struct shared {
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    uint64_t cv_seq;        /* under mu */
-    int efd;                /* eventfd */
+    uint64_t cv_seq; /* under mu */
+    int efd;         /* eventfd */
     atomic_uint_fast64_t spin_seq;
     atomic_int stop;
     /* Wake stamps, one per kind, written by the consumer before it acks. */
