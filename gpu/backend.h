@@ -199,8 +199,11 @@ struct trk_backend_cfg {
 /* Per-call timing, filled by process/wait when non-NULL (milliseconds;
  * 0 where a stage does not exist for the backend). */
 struct trk_backend_timing {
-    double upload_ms;      /* host to device copy                 */
-    double kernel_ms;      /* threshold + reduction               */
+    double upload_ms; /* host to device copy */
+    /* Threshold + reduction. CUDA: GPU time between events, or for a
+     * kernel that hands its results over itself (the default fused
+     * kernel) the kernel's own span on the GPU clock, launch gap excluded. */
+    double kernel_ms;
     double total_ms;       /* whole call, wall clock              */
     uint64_t upload_bytes; /* frame bytes copied host to device (0 for CPU backends) */
     /* Of upload_bytes, those the kernels read over the bus where they lie
