@@ -323,6 +323,16 @@ void free_blob_scratch(struct cuda_be *b)
     b->group = 0;
 }
 
+/* The hand-over's device state as a launch expects it (trk_cu_pubctl): no
+ * block done, the earliest start at its maximum; on the kernel stream. */
+cudaError_t reset_pubctl(struct cuda_be *b)
+{
+    cudaError_t e = cudaMemsetAsync(&b->d_pubctl->t0, 0xff, sizeof(b->d_pubctl->t0), b->s_k);
+    return e != cudaSuccess
+               ? e
+               : cudaMemsetAsync(&b->d_pubctl->done, 0, sizeof(b->d_pubctl->done), b->s_k);
+}
+
 void be_free(struct cuda_be *b)
 {
     if (!b) return;
@@ -467,9 +477,7 @@ int cu_create(const struct trk_backend_cfg *cfg, void **self)
         }
         cudaGetLastError();
         memset(b->hp_pub, 0, sizeof(*b->hp_pub));
-        const struct trk_cu_pubctl ctl = { ~0ull, 0, 0 };
-        if (cudaMemcpy(b->d_pubctl, &ctl, sizeof(ctl), cudaMemcpyHostToDevice) != cudaSuccess)
-            goto fail_mem;
+        if (reset_pubctl(b) != cudaSuccess) goto fail_mem;
     }
     if (cudaMalloc(&b->d_lut, LUT_MAX_WORDS * 4) != cudaSuccess) goto fail_mem;
     if (!(b->h_lut = (uint32_t *)malloc(LUT_MAX_WORDS * 4))) goto fail_mem;
@@ -1218,8 +1226,7 @@ int reset_if_dirty(struct cuda_be *b)
         TRK_CUDA_TRY(
             cudaMemsetAsync(b->d_acc[i], 0, TRK_MAX_OBJECTS * sizeof(struct trk_cu_acc), b->s_k));
     /* A hand-over cut short leaves its ticket count and clock behind. */
-    TRK_CUDA_TRY(cudaMemsetAsync(&b->d_pubctl->t0, 0xff, sizeof(b->d_pubctl->t0), b->s_k));
-    TRK_CUDA_TRY(cudaMemsetAsync(&b->d_pubctl->done, 0, sizeof(b->d_pubctl->done), b->s_k));
+    TRK_CUDA_TRY(reset_pubctl(b));
     b->dirty = false;
     return 0;
 }

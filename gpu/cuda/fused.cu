@@ -61,54 +61,25 @@ template <class T> __device__ __forceinline__ T chroma_ld(const T *p)
 #endif
 }
 
-/* The raw words holding the 4 pixels x0..x0+3 of row y (unpack4 below
- * takes them apart). Loading the next unit's words before working on the
- * current one was tried for frames read over the bus: no faster on the
- * H100 (docs/BENCHMARKS.md, "The results handed over by the kernel"). */
+/* Loads the 4 pixels x0..x0+3 of row y and returns their native samples
+ * packed one byte per pixel: pa/pb/pc = R,G,B (RGB classes) or Y,Cb,Cr. */
 template <int CLS>
-__device__ __forceinline__ uint4 load_raw(const struct trk_cu_frame &f, int x0, int y)
+__device__ __forceinline__ void load4(const struct trk_cu_frame &f, int x0, int y, bool swap,
+                                      uint32_t &pa, uint32_t &pb, uint32_t &pc)
 {
     const uint8_t *row = f.plane[0] + (size_t)y * f.pitch[0];
-    uint4 q = make_uint4(0, 0, 0, 0);
     if (CLS == CLS_RGB3) {
         /* 12 bytes: R0 G0 B0 R1 | G1 B1 R2 G2 | B2 R3 G3 B3 */
         const uint32_t *p = reinterpret_cast<const uint32_t *>(row + 3 * x0);
-        q.x = __ldg(p), q.y = __ldg(p + 1), q.z = __ldg(p + 2);
-    } else if (CLS == CLS_RGB4) {
-        q = __ldg(reinterpret_cast<const uint4 *>(row + 4 * x0));
-    } else if (CLS == CLS_YUYV) {
-        /* Y0 U0 Y1 V0 | Y2 U1 Y3 V1 */
-        uint2 w = __ldg(reinterpret_cast<const uint2 *>(row + 2 * x0));
-        q.x = w.x, q.y = w.y;
-    } else if (CLS == CLS_NV12) {
-        q.x = __ldg(reinterpret_cast<const uint32_t *>(row + x0));
-        q.y = chroma_ld(
-            reinterpret_cast<const uint32_t *>(f.plane[1] + (size_t)(y >> 1) * f.pitch[1] + x0));
-    } else {
-        q.x = __ldg(reinterpret_cast<const uint32_t *>(row + x0));
-        size_t co = (size_t)(y >> 1);
-        q.y =
-            chroma_ld(reinterpret_cast<const uint16_t *>(f.plane[1] + co * f.pitch[1] + (x0 >> 1)));
-        q.z =
-            chroma_ld(reinterpret_cast<const uint16_t *>(f.plane[2] + co * f.pitch[2] + (x0 >> 1)));
-    }
-    return q;
-}
-
-/* The native samples of load_raw's 4 pixels packed one byte per pixel:
- * pa/pb/pc = R,G,B (RGB classes) or Y,Cb,Cr. */
-template <int CLS>
-__device__ __forceinline__ void unpack4(uint4 q, bool swap, uint32_t &pa, uint32_t &pb,
-                                        uint32_t &pc)
-{
-    if (CLS == CLS_RGB3) {
-        uint32_t r = __byte_perm(__byte_perm(q.x, q.y, 0x0630), q.z, 0x5210);
-        uint32_t g = __byte_perm(__byte_perm(q.x, q.y, 0x0741), q.z, 0x6210);
-        uint32_t b = __byte_perm(__byte_perm(q.x, q.y, 0x0052), q.z, 0x7410);
+        uint32_t w0 = __ldg(p), w1 = __ldg(p + 1), w2 = __ldg(p + 2);
+        uint32_t r = __byte_perm(__byte_perm(w0, w1, 0x0630), w2, 0x5210);
+        uint32_t g = __byte_perm(__byte_perm(w0, w1, 0x0741), w2, 0x6210);
+        uint32_t b = __byte_perm(__byte_perm(w0, w1, 0x0052), w2, 0x7410);
         pa = swap ? b : r;
         pb = g;
         pc = swap ? r : b;
     } else if (CLS == CLS_RGB4) {
+        uint4 q = __ldg(reinterpret_cast<const uint4 *>(row + 4 * x0));
         uint32_t lo = __byte_perm(q.x, q.y, 0x0040), hi = __byte_perm(q.z, q.w, 0x0040);
         uint32_t r = __byte_perm(lo, hi, 0x5410);
         lo = __byte_perm(q.x, q.y, 0x0051);
@@ -121,17 +92,26 @@ __device__ __forceinline__ void unpack4(uint4 q, bool swap, uint32_t &pa, uint32
         pb = g;
         pc = swap ? r : b;
     } else if (CLS == CLS_YUYV) {
+        /* Y0 U0 Y1 V0 | Y2 U1 Y3 V1 */
+        uint2 q = __ldg(reinterpret_cast<const uint2 *>(row + 2 * x0));
         pa = __byte_perm(q.x, q.y, 0x6420);
         pb = __byte_perm(q.x, q.y, 0x5511);
         pc = __byte_perm(q.x, q.y, 0x7733);
     } else if (CLS == CLS_NV12) {
-        pa = q.x;
-        pb = __byte_perm(q.y, 0, 0x2200); /* U0 U0 U1 U1 */
-        pc = __byte_perm(q.y, 0, 0x3311);
+        pa = __ldg(reinterpret_cast<const uint32_t *>(row + x0));
+        uint32_t uv = chroma_ld(
+            reinterpret_cast<const uint32_t *>(f.plane[1] + (size_t)(y >> 1) * f.pitch[1] + x0));
+        pb = __byte_perm(uv, 0, 0x2200); /* U0 U0 U1 U1 */
+        pc = __byte_perm(uv, 0, 0x3311);
     } else {
-        pa = q.x;
-        pb = __byte_perm(q.y, 0, 0x1100);
-        pc = __byte_perm(q.z, 0, 0x1100);
+        pa = __ldg(reinterpret_cast<const uint32_t *>(row + x0));
+        size_t co = (size_t)(y >> 1);
+        uint32_t u =
+            chroma_ld(reinterpret_cast<const uint16_t *>(f.plane[1] + co * f.pitch[1] + (x0 >> 1)));
+        uint32_t v =
+            chroma_ld(reinterpret_cast<const uint16_t *>(f.plane[2] + co * f.pitch[2] + (x0 >> 1)));
+        pb = __byte_perm(u, 0, 0x1100);
+        pc = __byte_perm(v, 0, 0x1100);
     }
 }
 
@@ -351,6 +331,19 @@ __global__ void __launch_bounds__(TRK_FUSED_THREADS, TRK_FUSED_MIN_BLOCKS)
 
     const int tid = threadIdx.x;
     if (job.pub.out && tid == 0) atomicMin(&job.pub.ctl->t0, gpu_clock_ns());
+    {
+        const uint4 *g = reinterpret_cast<const uint4 *>(job.lut);
+        for (int i = tid; i < lt.words / 4; i += blockDim.x)
+            s_raw[i] = g[i];
+        for (int i = tid; i < n; i += blockDim.x) {
+            s_sx[i] = s_sy[i] = 0;
+            s_cnt[i] = s_nx0[i] = s_ny0[i] = s_px1[i] = s_py1[i] = 0;
+        }
+        if (blockIdx.x == 0 && job.acc_clear)
+            for (int i = tid; i < n; i += blockDim.x)
+                job.acc_clear[i] = trk_cu_acc{};
+    }
+    __syncthreads();
 
     const struct trk_cu_frame &f = job.f;
     const bool yuv = CLS >= CLS_YUYV;
@@ -367,20 +360,6 @@ __global__ void __launch_bounds__(TRK_FUSED_THREADS, TRK_FUSED_MIN_BLOCKS)
     /* (y, seg) of unit u, stepped incrementally: no division per unit. */
     int u = u_begin + (tid >> 5);
     int y = job.row0 + u / segs, seg = u % segs;
-    {
-        const uint4 *g = reinterpret_cast<const uint4 *>(job.lut);
-        for (int i = tid; i < lt.words / 4; i += blockDim.x)
-            s_raw[i] = g[i];
-        for (int i = tid; i < n; i += blockDim.x) {
-            s_sx[i] = s_sy[i] = 0;
-            s_cnt[i] = s_nx0[i] = s_ny0[i] = s_px1[i] = s_py1[i] = 0;
-        }
-        if (blockIdx.x == 0 && job.acc_clear)
-            for (int i = tid; i < n; i += blockDim.x)
-                job.acc_clear[i] = trk_cu_acc{};
-    }
-    __syncthreads();
-
     for (; u < u_end; u += nwarps) {
         const int x0 = seg * TRK_FUSED_SEG + lane * TRK_FUSED_PX_PER_LANE;
         const int yy = y;
@@ -393,7 +372,7 @@ __global__ void __launch_bounds__(TRK_FUSED_THREADS, TRK_FUSED_MIN_BLOCKS)
         px4 p;
         if (x0 < W) {
             uint32_t pa, pb, pc;
-            unpack4<CLS>(load_raw<CLS>(f, x0, yy), swap, pa, pb, pc);
+            load4<CLS>(f, x0, yy, swap, pa, pb, pc);
             convert4(f, yuv, has, pa, pb, pc, p);
 #pragma unroll
             for (int s = 0; s < 3; s++) {
