@@ -31,6 +31,10 @@ echo "== throughput, demo 1920x1080, 7 objects"
 for b in cpu cuda; do
   ./trackd --backend $b --size 1920x1080 --frames 600 --fast --no-server --output /dev/null 2>&1 | grep done
 done
+# How late this machine wakes threads (bench/jitter.c), at the probes' 60 Hz:
+# the floor under their p99 (a quiet machine: tens of us).
+echo "== wake-up latency of this machine"
+./trackd-jitter --hz 60 --samples 300 || fail=1
 # Capture -> client latency (issue 14; docs/BENCHMARKS.md "Capture -> ..."):
 # a WebSocket client on this host, t_capture against its CLOCK_MONOTONIC,
 # 600 frames after 60 of warm-up; cuda, no --fast (paced, real time). Under
@@ -40,10 +44,6 @@ done
 # next four the same with the probe's blocking-socket client (--client
 # socket: stamped when the last byte is read, without asyncio's wake-up and
 # aiohttp's frame handling), then --spin off on both sources.
-# How late this machine wakes threads (bench/jitter.c), at the probes' 60 Hz:
-# the floor under their p99 (a quiet machine: tens of us).
-echo "== wake-up latency of this machine"
-./trackd-jitter --hz 60 --samples 300 || fail=1
 echo "== capture -> WebSocket client latency, cuda ($(nproc) CPUs)"
 probe() { python3 latency_probe.py ./trackd "$@" || fail=1; }
 demo="--backend cuda --size 1920x1080 --fps 60 --log-level warn"
