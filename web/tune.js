@@ -187,7 +187,7 @@ function sampleWarnings(r, sp) {
   if (typeof share === 'number' && share > BACKGROUND_SHARE)
     w.push(`this range matches ${Math.round(share * 100)}% of the frame: the sample is mostly ` +
            'background; drag over the object only (Pause video holds a moving one)');
-  return w.join('. ');
+  return w.join('; ');
 }
 
 function showWarnings() {
