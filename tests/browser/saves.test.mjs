@@ -13,11 +13,11 @@
 // The clip (ffmpeg CLI, lossless ffv1) is a 640x360 gray frame with a red
 // 40x40 square at (100, 100), a blue one at (400, 200) and a yellow one at
 // (300, 260).
-import { spawn, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { dragFrame, fail, freePort, launchChromium, near, stop, waitListening } from './harness.mjs';
+import { clickFrame, dragFrame, fail, launchChromium, makeClip, near, openPage, startOnClip, stop,
+         waitListening } from './harness.mjs';
 
 const [trackd, webRoot, outDir] = process.argv.slice(2);
 const FRAME_W = 640, FRAME_H = 360;
@@ -49,18 +49,10 @@ const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'trackd-saves-'));
 fs.mkdirSync(outDir, { recursive: true });
 const clip = path.join(tmp, 'squares.mkv');
 const sq = (x, y, c) => `drawbox=x=${x}:y=${y}:w=40:h=40:color=${c}:t=fill`;
-execFileSync('ffmpeg', ['-loglevel', 'error', '-y', '-f', 'lavfi', '-i',
-  `color=c=0x808080:s=${FRAME_W}x${FRAME_H}:r=30`, '-vf',
-  [sq(100, 100, '0xE02828'), sq(400, 200, '0x2850E0'), sq(300, 260, '0xE0D020')].join(','),
-  '-t', '3', '-c:v', 'ffv1', '-pix_fmt', 'yuv420p', clip]);
+makeClip(clip, [sq(100, 100, '0xE02828'), sq(400, 200, '0x2850E0'), sq(300, 260, '0xE0D020')].join(','));
 const objs = path.join(outDir, 'objects.json');
 fs.writeFileSync(objs, JSON.stringify(ORIGINAL, null, 2));
-const log = fs.openSync(path.join(outDir, 'trackd.log'), 'w');
-const port = await freePort();
-const daemon = spawn(trackd, ['--input', clip, '--loop', '--objects', objs,
-                              '--listen', `127.0.0.1:${port}`, '--web-root', webRoot,
-                              '--log-level', 'warn'],
-                     { stdio: ['ignore', 'ignore', log] });
+const { daemon, port } = await startOnClip(trackd, clip, objs, webRoot, outDir);
 
 const readFile = () => JSON.parse(fs.readFileSync(objs, 'utf8'));
 const clone = (v) => JSON.parse(JSON.stringify(v));
@@ -118,26 +110,13 @@ async function clickRow(page, name) {
     .catch(() => fail(`clicking ${name}'s row did not open it`));
 }
 
-async function clickFrame(page, [x, y]) {
-  const r = await page.evaluate(() => {
-    const b = document.getElementById('view').getBoundingClientRect();
-    return { left: b.left, top: b.top, width: b.width, height: b.height };
-  });
-  await page.mouse.click(r.left + ((x + 0.5) * r.width) / FRAME_W,
-                         r.top + ((y + 0.5) * r.height) / FRAME_H);
-}
-
 let browser;
 try {
   await waitListening(port, daemon);
   browser = await launchChromium();
-  const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
   const errors = [];
-  page.on('pageerror', (e) => errors.push(String(e)));
-  await page.goto(`http://127.0.0.1:${port}/`);
-  await page.waitForFunction(() => window.trackdTest && window.trackdTest.previewsReceived > 1 &&
-                                   window.trackdTest.lastFrame, null, { timeout: 20000 })
-    .catch(() => fail('no previews within 20 s'));
+  const page = await openPage(browser, port, errors, () => window.trackdTest &&
+    window.trackdTest.previewsReceived > 1 && window.trackdTest.lastFrame);
   let want = clone(ORIGINAL);
 
   // 0. Save with no edit: the file as it was.
@@ -186,7 +165,7 @@ try {
   const world = [[0, 0], [2000, 0], [2000, 1000], [0, 1000]];
   // The mode starts from the calibration in use: its 4 points are undone.
   for (let i = 0; i < 4; i++) await page.click('#c-undo');
-  for (const c of corners) await clickFrame(page, c);
+  for (const c of corners) await clickFrame(page, c, FRAME_W, FRAME_H);
   for (let i = 0; i < 4; i++) {
     await page.fill(`input[aria-label="point ${i + 1} world x"]`, String(world[i][0]));
     await page.fill(`input[aria-label="point ${i + 1} world y"]`, String(world[i][1]));

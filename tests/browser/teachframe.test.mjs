@@ -12,11 +12,11 @@
 // a green 40x40 square at y = 60 whose x moves 8 pixels a frame (240 per
 // second, wrapping at 600); after the pause the test waits until the live
 // square is over 100 pixels from where the still picture shows it.
-import { spawn, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { dragFrame, fail, freePort, launchChromium, stop, waitListening } from './harness.mjs';
+import { dragFrame, fail, launchChromium, makeClip, openPage, startOnClip, stop,
+         waitListening } from './harness.mjs';
 
 const [trackd, webRoot, outDir] = process.argv.slice(2);
 const FRAME_W = 640, FRAME_H = 360;
@@ -24,22 +24,14 @@ const FRAME_W = 640, FRAME_H = 360;
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'trackd-teachframe-'));
 fs.mkdirSync(outDir, { recursive: true });
 const clip = path.join(tmp, 'mover.mkv');
-execFileSync('ffmpeg', ['-loglevel', 'error', '-y', '-f', 'lavfi', '-i',
-  `color=c=0x808080:s=${FRAME_W}x${FRAME_H}:r=30`, '-f', 'lavfi', '-i',
-  'color=c=0x20C040:s=40x40:r=30', '-filter_complex',
-  "[0][1]overlay=x='mod(n*8,600)':y=60:shortest=1",
-  '-t', '5', '-c:v', 'ffv1', '-pix_fmt', 'yuv420p', clip]);
+makeClip(clip, "[0][1]overlay=x='mod(n*8,600)':y=60:shortest=1",
+         { seconds: 5, inputs: ['color=c=0x20C040:s=40x40:r=30'] });
 // "mover" lets the page draw the square's box on each picture: where the
 // user sees it.
 const objs = path.join(tmp, 'objects.json');
 fs.writeFileSync(objs, JSON.stringify({ objects: [
   { name: 'mover', space: 'hsv', lo: [120, 120, 80], hi: [150, 255, 255] }] }));
-const log = fs.openSync(path.join(outDir, 'trackd.log'), 'w');
-const port = await freePort();
-const daemon = spawn(trackd, ['--input', clip, '--loop', '--objects', objs,
-                              '--listen', `127.0.0.1:${port}`, '--web-root', webRoot,
-                              '--log-level', 'warn'],
-                     { stdio: ['ignore', 'ignore', log] });
+const { daemon, port } = await startOnClip(trackd, clip, objs, webRoot, outDir);
 
 // A new sample reply (after `before`).
 async function nextSample(page, before, what) {
@@ -54,15 +46,12 @@ let browser;
 try {
   await waitListening(port, daemon);
   browser = await launchChromium();
-  const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
   const errors = [];
-  page.on('pageerror', (e) => errors.push(String(e)));
-  await page.goto(`http://127.0.0.1:${port}/`);
-  // A picture with the square's box drawn on it.
-  await page.waitForFunction(() => {
-    const d = window.trackdTest.lastDrawn;
+  // Ready: a picture with the square's box drawn on it.
+  const page = await openPage(browser, port, errors, () => {
+    const d = window.trackdTest && window.trackdTest.lastDrawn;
     return d && d.preview && d.matched && d.boxes.length === 1;
-  }, null, { timeout: 20000 }).catch(() => fail('no preview with the square within 20 s'));
+  });
 
   // 1. Pause: the daemon holds the frame on screen.
   await page.click('#t-pause');

@@ -11,12 +11,11 @@
 // 40x40 square at (100, 100) and a blue one at (400, 200). Colours are read
 // from real screenshots, inside each square away from the overlay's box and
 // cross: white (mask) or the square's colour (picture).
-import { spawn, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { dragFrame, fail, freePort, launchChromium, near, screenPixels, stop,
-         waitListening } from './harness.mjs';
+import { dragFrame, fail, launchChromium, makeClip, near, openPage, screenPixels, startOnClip,
+         stop, waitListening } from './harness.mjs';
 
 const [trackd, webRoot, outDir] = process.argv.slice(2);
 const FRAME_W = 640, FRAME_H = 360;
@@ -30,31 +29,12 @@ const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'trackd-views-'));
 fs.mkdirSync(outDir, { recursive: true });
 const clip = path.join(tmp, 'squares.mkv');
 const sq = (x, y, c) => `drawbox=x=${x}:y=${y}:w=40:h=40:color=${c}:t=fill`;
-execFileSync('ffmpeg', ['-loglevel', 'error', '-y', '-f', 'lavfi', '-i',
-  `color=c=0x808080:s=${FRAME_W}x${FRAME_H}:r=30`, '-vf',
-  [sq(100, 100, '0xE02828'), sq(400, 200, '0x2850E0')].join(','),
-  '-t', '3', '-c:v', 'ffv1', '-pix_fmt', 'yuv420p', clip]);
+makeClip(clip, [sq(100, 100, '0xE02828'), sq(400, 200, '0x2850E0')].join(','));
 const objs = path.join(tmp, 'objects.json');
 fs.writeFileSync(objs, JSON.stringify({ objects: [
   { name: 'red', space: 'hsv', lo: [345, 120, 80], hi: [15, 255, 255] }] }));
-const log = fs.openSync(path.join(outDir, 'trackd.log'), 'w');
-const port = await freePort();
-const daemon = spawn(trackd, ['--input', clip, '--loop', '--objects', objs,
-                              '--listen', `127.0.0.1:${port}`, '--web-root', webRoot,
-                              '--log-level', 'warn'],
-                     { stdio: ['ignore', 'ignore', log] });
-
-// A page of its own (a browser context each: separate windows, as tabs of
-// different users would be).
-async function openPage(browser, errors) {
-  const ctx = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
-  const page = await ctx.newPage();
-  page.on('pageerror', (e) => errors.push(String(e)));
-  await page.goto(`http://127.0.0.1:${port}/`);
-  await page.waitForFunction(() => window.trackdTest && window.trackdTest.previewsReceived > 1,
-                             null, { timeout: 20000 }).catch(() => fail('no previews within 20 s'));
-  return page;
-}
+const { daemon, port } = await startOnClip(trackd, clip, objs, webRoot, outDir);
+const ready = () => window.trackdTest && window.trackdTest.previewsReceived > 1;
 
 // The screen colour at frame pixel [x, y] of the page's video.
 async function colourAt(page, [x, y]) {
@@ -91,8 +71,8 @@ try {
   await waitListening(port, daemon);
   browser = await launchChromium();
   const errors = [];
-  const a = await openPage(browser, errors);
-  const b = await openPage(browser, errors);
+  const a = await openPage(browser, port, errors, ready);
+  const b = await openPage(browser, port, errors, ready);
 
   // 1. A's mask view: A sees the mask, B the picture.
   await a.locator('#objects tr', { hasText: 'red' }).first().click();
@@ -108,7 +88,7 @@ try {
   // 2. A closes with the box ticked: B and a new page C show the picture.
   await a.context().close();
   await waitColour(b, RED_AT, RED, 'B after A closed');
-  const c = await openPage(browser, errors);
+  const c = await openPage(browser, port, errors, ready);
   await waitColour(c, RED_AT, RED, 'C opened after A closed');
   const maskBox = await c.isChecked('#t-mask');
   if (maskBox) fail('C: "show mask" is ticked on a new page');

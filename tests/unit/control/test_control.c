@@ -470,22 +470,26 @@ static void edits_keep_the_rest(void)
     sink_init(&s, &cfg);
     struct trk_control *c = NULL;
     CHECK(trk_control_create(&cfg, &c) == 0);
+    /* Each request (its id is its index + 1) and the outcome it gets. */
+    static const char *const asks[][2] = {
+        { "{\"type\":\"update_object\",\"id\":1,\"name\":\"a\",\"changes\":{\"blobs\":5}}", "ack" },
+        { "{\"type\":\"update_object\",\"id\":2,\"name\":\"b\",\"changes\":{\"hi\":[200,100,100]}}",
+          "ack" },
+        /* Checked whole: tracking needs blobs. */
+        { "{\"type\":\"update_object\",\"id\":3,\"name\":\"a\",\"changes\":{\"blobs\":0}}",
+          "invalid_object" },
+        { "{\"type\":\"update_object\",\"id\":4,\"name\":\"a\",\"changes\":[1]}", "bad_field" },
+        { "{\"type\":\"set_objects\",\"id\":5,\"calibration\":{\"unit\":\"mm\",\"points\":"
+          "[[0,0,0,0],[60,0,600,0],[60,40,600,400],[0,40,0,400]]}}",
+          "ack" },
+        { "{\"type\":\"set_objects\",\"id\":6}", "bad_field" },
+    };
     char got_s[64];
-    send_msg(c, "{\"type\":\"update_object\",\"id\":1,\"name\":\"a\",\"changes\":{\"blobs\":5}}");
-    CHECKF(!strcmp(outcome(&s, 1, got_s, sizeof(got_s)), "ack"), "changes: %s", got_s);
-    send_msg(c, "{\"type\":\"update_object\",\"id\":2,\"name\":\"b\","
-                "\"changes\":{\"hi\":[200,100,100]}}");
-    CHECKF(!strcmp(outcome(&s, 2, got_s, sizeof(got_s)), "ack"), "changes: %s", got_s);
-    send_msg(c, "{\"type\":\"update_object\",\"id\":3,\"name\":\"a\",\"changes\":{\"blobs\":0}}");
-    CHECKF(!strcmp(outcome(&s, 3, got_s, sizeof(got_s)), "invalid_object"),
-           "track without blobs refused: %s", got_s);
-    send_msg(c, "{\"type\":\"update_object\",\"id\":4,\"name\":\"a\",\"changes\":[1]}");
-    CHECKF(!strcmp(outcome(&s, 4, got_s, sizeof(got_s)), "bad_field"), "changes array: %s", got_s);
-    send_msg(c, "{\"type\":\"set_objects\",\"id\":5,\"calibration\":{\"unit\":\"mm\",\"points\":"
-                "[[0,0,0,0],[60,0,600,0],[60,40,600,400],[0,40,0,400]]}}");
-    CHECKF(!strcmp(outcome(&s, 5, got_s, sizeof(got_s)), "ack"), "calibration alone: %s", got_s);
-    send_msg(c, "{\"type\":\"set_objects\",\"id\":6}");
-    CHECKF(!strcmp(outcome(&s, 6, got_s, sizeof(got_s)), "bad_field"), "neither: %s", got_s);
+    for (int i = 0; i < (int)(sizeof(asks) / sizeof(asks[0])); i++) {
+        send_msg(c, asks[i][0]);
+        CHECKF(!strcmp(outcome(&s, i + 1, got_s, sizeof(got_s)), asks[i][1]), "%s: %s, not %s",
+               asks[i][0], got_s, asks[i][1]);
+    }
     uint64_t v = 0;
     CHECK(trk_control_poll(c, &v, &got));
     const struct trk_object_def *a = &got.def[0], *b = &got.def[1];
