@@ -124,7 +124,8 @@ int trk_objects_space_parse(const char *s)
 }
 
 /* The rule of names (and of the calibration's unit): 1..max-1 bytes of
- * UTF-8 without control characters; msg gets e.g. "name must not be
+ * UTF-8 without controls (C0, DEL, C1) or noncharacters, so that every
+ * output carries it (OBJECTS.md, "Names"); msg gets e.g. "name must not be
  * empty" (what = "name"). 0 or -1. */
 static int check_text(const char *what, size_t max, const char *s, size_t len, char *msg, size_t n)
 {
@@ -137,13 +138,16 @@ static int check_text(const char *what, size_t max, const char *s, size_t len, c
         return -1;
     }
     for (size_t i = 0; i < len;) {
-        size_t k = trk_utf8_seq_len((const unsigned char *)s + i, len - i);
+        unsigned long cp;
+        size_t k = trk_utf8_decode((const unsigned char *)s + i, len - i, &cp);
         if (k == 0) {
             snprintf(msg, n, "%s is not valid UTF-8", what);
             return -1;
         }
-        if (k == 1 && is_ctrl((unsigned char)s[i])) {
-            snprintf(msg, n, "%s must not contain control characters", what);
+        if (trk_utf8_is_control(cp) || trk_utf8_is_noncharacter(cp)) {
+            snprintf(msg, n, "%s must not contain %s (U+%04lX at byte %zu)", what,
+                     trk_utf8_is_control(cp) ? "control characters" : "Unicode noncharacters", cp,
+                     i + 1);
             return -1;
         }
         i += k;
@@ -1348,6 +1352,26 @@ int trk_objects_find(const struct trk_objects *objs, const char *name)
     for (int i = 0; i < objs->n && i < TRK_MAX_OBJECTS; i++)
         if (strncmp(objs->def[i].name, name, TRK_NAME_MAX) == 0) return i;
     return -1;
+}
+
+size_t trk_objects_escape_name(const char *name, const char *reserved, char *out, size_t cap)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t o = 0;
+    if (!cap) return 0;
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
+        bool esc = *p == '%' || is_ctrl(*p) || strchr(reserved, *p);
+        if (o + (esc ? 3 : 1) >= cap) break;
+        if (esc) {
+            out[o++] = '%';
+            out[o++] = hex[*p >> 4];
+            out[o++] = hex[*p & 15];
+        } else {
+            out[o++] = (char)*p;
+        }
+    }
+    out[o] = 0;
+    return o;
 }
 
 /* --------------------------------------------------------------- writing */
