@@ -160,6 +160,11 @@ static int check_name(const char *s, size_t len, char *msg, size_t n)
     return check_text("name", TRK_NAME_MAX, s, len, msg, n);
 }
 
+int trk_objects_check_name(const char *what, const char *s, char *msg, size_t msg_len)
+{
+    return check_text(what, TRK_NAME_MAX, s, strlen(s), msg, msg_len);
+}
+
 /* Channel ranges then lo <= hi. On failure returns which value is at fault
  * (0..2: lo[c], 3..5: hi[c]) and the message; -1 when the box is valid. */
 static int check_box(int space, const long long lo[3], const long long hi[3], char *msg, size_t n)
