@@ -37,15 +37,28 @@ static int is_ctrl(unsigned char c)
     return c < 0x20 || c == 0x7F;
 }
 
-/* Makes s printable on one line and valid UTF-8, in place: control bytes and
- * invalid sequences become '?', a sequence cut by truncation is dropped.
+/* Length of the UTF-8 sequence at s (n bytes), 0 when invalid; *shown
+ * whether a message may quote it: not a control (C0, DEL, C1: a terminal
+ * takes U+009B as CSI) nor a noncharacter. */
+static size_t seq_shown(const unsigned char *s, size_t n, bool *shown)
+{
+    unsigned long cp;
+    size_t k = trk_utf8_decode(s, n, &cp);
+    *shown = k && !trk_utf8_is_control(cp) && !trk_utf8_is_noncharacter(cp);
+    return k;
+}
+
+/* Makes s printable on one line and valid UTF-8, in place: controls,
+ * noncharacters and invalid bytes become '?', a sequence cut by truncation
+ * is dropped.
  * Messages may quote file bytes (jansson's "near '...'"). */
 static void sanitize(char *s)
 {
     unsigned char *p = (unsigned char *)s;
     size_t n = strlen(s), r = 0, w = 0;
     while (r < n) {
-        size_t k = trk_utf8_seq_len(p + r, n - r);
+        bool shown;
+        size_t k = seq_shown(p + r, n - r, &shown);
         if (k == 0 && n - r < 4 && p[r] >= 0xC2 && p[r] <= 0xF4) {
             /* Possibly a sequence cut at the buffer's end: drop the tail. */
             size_t i = r + 1;
@@ -53,9 +66,9 @@ static void sanitize(char *s)
                 i++;
             if (i == n) break;
         }
-        if (k == 0 || (k == 1 && is_ctrl(p[r]))) {
+        if (!shown) {
             p[w++] = '?';
-            r++;
+            r += k ? k : 1;
             continue;
         }
         memmove(p + w, p + r, k);
@@ -66,16 +79,17 @@ static void sanitize(char *s)
 }
 
 /* Copies a user string for quoting in a message: at most 40 bytes, cut at a
- * character boundary and marked with "...", control characters as '?'. */
+ * character boundary and marked with "...", what sanitize replaces as '?'. */
 static void quote_user(const char *s, size_t len, char *out, size_t outlen)
 {
     const size_t max = 40;
     size_t r = 0, w = 0;
     while (r < len && w + 4 < outlen) {
-        size_t k = trk_utf8_seq_len((const unsigned char *)s + r, len - r);
-        if (k == 0 || (k == 1 && is_ctrl((unsigned char)s[r]))) k = 1;
-        if (w + k > max) break;
-        if (k == 1 && (is_ctrl((unsigned char)s[r]) || (unsigned char)s[r] >= 0x80)) {
+        bool shown;
+        size_t k = seq_shown((const unsigned char *)s + r, len - r, &shown);
+        if (!k) k = 1;
+        if (w + (shown ? k : 1) > max) break;
+        if (!shown) {
             out[w++] = '?';
         } else {
             memcpy(out + w, s + r, k);
