@@ -769,8 +769,13 @@ static int http_request(struct trk_ws *ws, struct lws *wsi, struct client *c)
     /* A query the handler cannot take whole is refused (414), before the
      * token is checked: cut, it would lose arguments (the token among
      * them) and answer as if they had not been given. */
-    for (int k = 0, len; (len = lws_hdr_fragment_length(wsi, WSI_TOKEN_HTTP_URI_ARGS, k)) > 0;
-         k++) {
+    /* The total counts one separator between arguments; empty arguments
+     * ("&&") are fragments too, so the walk ends on the length, not on an
+     * empty fragment. */
+    int total = lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_URI_ARGS);
+    for (int k = 0, seen = -1; seen < total; k++) {
+        int len = lws_hdr_fragment_length(wsi, WSI_TOKEN_HTTP_URI_ARGS, k);
+        seen += len + 1;
         if (k >= HTTP_ARGS || len >= HTTP_ARG_MAX) {
             char body[96];
             int n = snprintf(body, sizeof body,

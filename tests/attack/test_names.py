@@ -180,6 +180,8 @@ def http(dm):
                           ("mask=" + "a" * 3000, 414, "query too long"),
                           ("&".join(["overlay=1"] * 17) + f"&{tok}", 414, "query too long"),
                           ("&".join(["overlay=1"] * 14) + f"&{tok}", 200, None),
+                          (f"{tok}&&overlay=1&&mask=" + "a" * 300, 414, "query too long"),
+                          (f"{tok}&&overlay=1&&mask=red", 200, None),
                           ("mask=red", 401, "needs the control token")):
         st, body = http_get(dm.port, "/snapshot.jpg?" + q)
         try:
