@@ -25,7 +25,8 @@
 #define MSG_MAX (ADDR_MAX + 64)
 
 /* liblo builds and serialises the messages; they go out on our own socket,
- * IPv4 or IPv6 (liblo 0.31's own sending resolves IPv4 only). */
+ * IPv4 or IPv6 (through liblo 0.31 as Debian builds it, every send to an
+ * IPv6 address failed). */
 struct osc {
     struct trk_netaddr_dgram net;
     char *camera;
