@@ -29,7 +29,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.parse
 
@@ -39,6 +38,7 @@ from attack import (FAILS, RED_RGB, TOKEN, TRIED, Daemon, check, finish, http_ge
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
 from daemon_proc import free_port  # noqa: E402
 from test_mqtt import Broker, Sub  # noqa: E402  (the real mosquitto, a paho subscriber)
+from test_udp_osc import Listener, osc_decode, udp_socket  # noqa: E402
 
 # (JSON text of the name, the code point the error names)
 BAD = [("next\\u0085line", "U+0085"), ("raw\u0085c1", "U+0085"), ("del\\u007f", "U+007F"),
@@ -74,37 +74,20 @@ def load_time(trackd, d):
               f"{r.stderr.strip().splitlines()[-1:]})")
 
 
-class OscListener:
-    """Keeps the address of every OSC datagram that arrives."""
+def osc_listener():
+    """An OSC listener on [::1] (127.0.0.1 where the host has no IPv6): the
+    Listener and its HOST."""
+    try:
+        s, port = udp_socket(socket.AF_INET6, "::1")
+        return Listener(s), f"[::1]:{port}"
+    except OSError as e:
+        print(f"no ::1 here ({e}): OSC over 127.0.0.1")
+        s, port = udp_socket(socket.AF_INET, "127.0.0.1")
+        return Listener(s), f"127.0.0.1:{port}"
 
-    def __init__(self):
-        try:
-            self.sock = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
-            self.sock.bind(("::1", 0))
-            self.host = "[::1]"
-        except OSError as e:
-            print(f"no ::1 here ({e}): OSC over 127.0.0.1")
-            self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            self.sock.bind(("127.0.0.1", 0))
-            self.host = "127.0.0.1"
-        self.port = self.sock.getsockname()[1]
-        self.sock.settimeout(0.2)
-        self.addrs, self.done = set(), False
-        self.thread = threading.Thread(target=self.run, daemon=True)
-        self.thread.start()
 
-    def run(self):
-        while not self.done:
-            try:
-                d = self.sock.recv(65536)
-            except socket.timeout:
-                continue
-            self.addrs.add(d.split(b"\0", 1)[0].decode("utf-8", "replace"))
-
-    def stop(self):
-        self.done = True
-        self.thread.join()
-        self.sock.close()
+def osc_addresses(lis):
+    return {osc_decode(d)[0] for d in list(lis.datagrams)}
 
 
 def request(s, msg, rid):
@@ -151,8 +134,12 @@ def control(dm, osc, sub):
     s.close()
 
     osc_want = {f"/trackd/cam/{escape(n, OSC_RESERVED)}" for n in CLASH}
-    check(wait_until(lambda: osc_want <= {a.removesuffix("/lost") for a in osc.addrs}, 15),
-          f"OSC: each name has its own address ({sorted(osc_want - osc.addrs)} missing)")
+
+    def got():
+        return {a.removesuffix("/lost") for a in osc_addresses(osc)}
+
+    check(wait_until(lambda: osc_want <= got(), 15),
+          f"OSC: each name has its own address ({sorted(osc_want - got())} missing)")
     check(all(urllib.parse.unquote(a.rsplit("/", 1)[-1]) in CLASH for a in osc_want),
           "OSC: each address part percent-decodes to its name")
     mqtt_want = {f"attack/cam/objects/{escape(n, MQTT_RESERVED)}" for n in CLASH}
@@ -201,13 +188,13 @@ def main():
         load_time(trackd, d)
         broker = Broker(d, free_port())
         broker.start()
-        osc = OscListener()
+        osc, osc_host = osc_listener()
         sub = None
         try:
             sub = Sub(broker.port, ["attack/#"])
             with Daemon(trackd, ["--size", "320x240", "--fps", "30", "--backend", "cpu",
                                  "--no-preview", "--name", "cam", "--objects",
-                                 write_objects(d, RED_RGB), "--osc", f"{osc.host}:{osc.port}",
+                                 write_objects(d, RED_RGB), "--osc", osc_host,
                                  "--mqtt", f"mqtt://127.0.0.1:{broker.port}/attack"],
                         d, token=TOKEN) as dm:
                 control(dm, osc, sub)
