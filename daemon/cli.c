@@ -203,8 +203,8 @@ static const struct opt opts[] = {
     { "udp-iface", 0, "IFACE", TEXT(udp_iface), .lo = 1, .hi = 15, .form = "IFACE, an interface name as ip link lists it, e.g. eth0",
       .help = "network interface --udp multicast goes out on (default: the route's)" },
     { "osc", 0, "HOST:PORT", PARSE(parse_osc), .lo = 1, .hi = 65535,
-      .form = "HOST:PORT, e.g. 127.0.0.1:9000 (port {lo}..{hi})",
-      .help = "send OSC messages /trackd/CAMERA/NAME cx cy mass per object and frame to HOST:PORT (PROTOCOL.md, \"OSC\")" },
+      .form = "HOST:PORT, e.g. 127.0.0.1:9000 or [::1]:9000 (port {lo}..{hi})",
+      .help = "send OSC messages /trackd/CAMERA/NAME cx cy mass per object and frame to HOST:PORT, IPv4, [IPv6] or host name; reserved characters in NAME as %XX (PROTOCOL.md, \"OSC\")" },
     { "help", 'h', NULL, .type = T_HELP, .help = "show this help and exit" },
     { "version", 'V', NULL, .type = T_VERSION, .help = "show the version and exit" },
 };
