@@ -43,6 +43,61 @@ if README:
     bad = [o for o in options if not any(re.search(rf"--{o}\b", c) for c in first_cells)]
     expect(not bad, f"README options table: every option in its row's first cell (not: {bad})")
 
+
+
+def help_at_terminal(columns):
+    """--help as a terminal of `columns` columns shows it (a real pty)."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    p = subprocess.Popen([TRACKD, "--help"], stdout=slave, stderr=slave)
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the child closed its side
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(master)
+    p.wait(timeout=30)
+    return p.returncode, out.decode().replace("\r\n", "\n")
+
+
+# --help fits its reader: 80 columns piped, the terminal's width at one, never
+# past 100; the options come in groups.
+longest = max(map(len, r.stdout.splitlines()))
+expect(longest <= 80, f"--help piped: no line over 80 columns (longest {longest})")
+for columns, most in ((60, 60), (120, 100)):
+    rc, text = help_at_terminal(columns)
+    widths = [len(line) for line in text.splitlines()]
+    expect(rc == 0 and max(widths) <= most and max(widths) > most - 10,
+           f"--help at a {columns}-column terminal: lines up to {most} (longest {max(widths)})")
+groups = re.findall(r"^([A-Z][^\n]*):$", r.stdout.split("Options:")[1], re.M)
+expect(groups[:7] == ["Input (where frames come from)", "Objects (what to track)",
+                      "Tracking (how objects are searched for)", "Outputs (where results go)",
+                      "Web page and WebSocket", "Operations (logs, metrics, information)",
+                      "Performance (backend, decoding, threads)"],
+       f"--help groups the options: {groups}")
+
+# The stats log line: every 10 s by default, every second at --log-level
+# debug. Judged against the run's own length ("done: N frames in T s"), not
+# against a clock here.
+for level, every in (("info", 10), ("debug", 1)):
+    r = run("--no-server", "--frames", "45", "--fps", "30", "--size", "160x120", "--output",
+            os.devnull, "--log-level", level)
+    m = re.search(r"done: \d+ frames in ([\d.]+) s", r.stderr)
+    stats = len(re.findall(r"pipeline: [\d.]+ fps, \d+ frames", r.stderr))
+    took = float(m.group(1)) if m else 0
+    expect(r.returncode == 0 and m and stats <= took / every + 1 and stats >= int(took / every) - 1
+           and (level == "info" or stats >= 1),
+           f"--log-level {level}: {stats} stats lines in {took} s (one per {every} s)")
+
 r = run("--version")
 expect(r.returncode == 0 and re.match(r"trackd \d+\.\d+\.\d+", r.stdout), "--version")
 
