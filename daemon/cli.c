@@ -154,7 +154,7 @@ static const struct opt opts[] = {
       .form = "K ({lo}..{hi}), e.g. 15",
       .group = G_TRACKING, .help = "roi mode: search the whole frame every K frames for new blobs (K = 1: every frame)" },
     { "device", 'd', "DEV", TEXT(device),
-      .group = G_INPUT, .help = "track a V4L2 camera (/dev/videoN or /dev/v4l/by-id/...); reopened when it comes back" },
+      .group = G_INPUT, .help = "track a V4L2 camera (/dev/videoN or /dev/v4l/by-id/...); a missing one is waited for, one that goes away reopened when it comes back; a path that is no camera (a file, a metadata node) exits 66 with the reason" },
     { "format", 0, "FMT", NAME(cam_format, trk_cam_format_parse), .def = "auto",
       .form = "auto, yuyv, mjpeg, nv12 or rgb24",
       .group = G_INPUT, .help = "camera pixel format: auto|yuyv|mjpeg|nv12|rgb24" },

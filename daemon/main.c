@@ -238,10 +238,18 @@ static int open_camera(struct app *a)
     int err = trk_source_v4l2_create(&vc, &a->src);
     if (err || !(err = trk_source_open(&a->src))) return err;
     if (err == TRK_SOURCE_EHWDEC) return err; /* --hwdec cuda: said why */
+    if (err == TRK_SOURCE_ENOTCAMERA || err == -EACCES || err == -EPERM) {
+        /* There, but nothing that waiting would change. */
+        if (err == TRK_SOURCE_ENOTCAMERA)
+            log_error("cannot use %s as a camera: %s", s->device, a->src.error);
+        else
+            log_error_err(err, "cannot open %s (is this user in the video group?)", s->device);
+        return TRK_SOURCE_ENOTCAMERA;
+    }
     if (err == -ENOENT)
         log_warn("%s does not exist (no camera there; see --list-devices): waiting for it to be "
-                 "plugged in, retrying every second",
-                 s->device);
+                 "plugged in, retrying every second%s",
+                 s->device, isatty(STDERR_FILENO) ? " (Ctrl-C stops)" : "");
     else
         log_warn_err(err, "cannot open %s yet: waiting for it, retrying every second", s->device);
     trk_source_close(&a->src);
@@ -264,7 +272,8 @@ static int open_source(struct app *a)
                                    .fps = s->fps ? s->fps : TRK_DEMO_FPS };
         if (!(err = trk_source_demo_create(&dc, &a->src))) err = trk_source_open(&a->src);
     }
-    if (err == TRK_SOURCE_ENOTVIDEO) return TRK_EX_NOINPUT;  /* the file source said why */
+    if (err == TRK_SOURCE_ENOTVIDEO || err == TRK_SOURCE_ENOTCAMERA)
+        return TRK_EX_NOINPUT; /* the source or open_camera said why */
     if (err == TRK_SOURCE_EHWDEC) return TRK_EX_UNAVAILABLE; /* --hwdec cuda: said why */
     if (err) {
         log_error_err(err, "cannot open %s",

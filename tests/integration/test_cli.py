@@ -3,6 +3,7 @@
 import ctypes
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -247,6 +248,32 @@ with tempfile.TemporaryDirectory() as d:
            f"a missing camera is said once to not exist, and waited for")
     expect(" lost " not in log, f"a camera never seen is not reported lost: {log.strip()[:800]}")
 
+    # A camera path that is there but is no camera: exit 66 at once with the
+    # reason, no waiting (a regular file, a folder, a character device that
+    # is not V4L2). tests/camera does V4L2 nodes without video capture.
+    notes = os.path.join(d, "notes.txt")
+    for path, why in ((notes, "it is a regular file, not a camera device"),
+                      (d, "it is a directory, not a camera device"),
+                      ("/dev/null", "it is not a V4L2 device")):
+        r = run("--device", path, "--no-server", "--output", out, timeout=30)
+        expect(r.returncode == 66 and f"cannot use {path} as a camera: {why}" in r.stderr
+               and "waiting" not in r.stderr,
+               f"--device {path}: exit 66, '{why}' ({r.stderr.strip()[-300:]})")
+    # One trackd may not open: 66 too, naming the permission (root may open
+    # anything, so as nobody where setpriv can make it so).
+    if os.geteuid() == 0 and shutil.which("setpriv"):
+        os.chmod(d, 0o755)
+        locked = os.path.join(d, "video9")
+        with open(locked, "w"):
+            pass
+        os.chmod(locked, 0o600)
+        r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", TRACKD,
+                            "--device", locked, "--no-server", "--output", "/dev/null"],
+                           capture_output=True, text=True, timeout=30)
+        expect(r.returncode == 66 and "Permission denied" in r.stderr and "video group" in r.stderr
+               and "waiting" not in r.stderr,
+               f"--device that this user may not open: exit 66 ({r.stderr.strip()[-300:]})")
+
 # --check-config: the loader's verdict, nothing else started.
 with tempfile.TemporaryDirectory() as d:
     example = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "config",
@@ -326,7 +353,6 @@ def rt_run(prefix, preexec=None):
 
 
 import resource  # noqa: E402
-import shutil  # noqa: E402
 rc, pol, err = rt_run([])
 refused = "cannot have real-time priority 7" in err
 want = (0, 0) if refused else (1, 7)  # SCHED_OTHER or SCHED_FIFO at 7
