@@ -1,5 +1,8 @@
 #!/usr/bin/python3
-"""Prints the positions trackd sends with --udp HOST:PORT.
+"""Prints what trackd sends with --udp HOST:PORT: per frame, the objects
+found and their positions, then each instance of a tracked object (id,
+position, velocity) and each blob of an object that lists blobs, as
+examples/ws_client.py does.
 
     trackd --udp 127.0.0.1:5005 &
     python3 examples/udp_listener.py [PORT [FRAMES [GROUP]]]
@@ -34,5 +37,15 @@ while n != frames:
     objects = [o for i in sorted(parts) for o in parts[i]]
     pending = {seq: p for seq, p in pending.items() if seq > msg["seq"]}
     found = [f"{o['name']} ({o['cx']:.1f}, {o['cy']:.1f})" for o in objects if o["found"]]
-    print(f"frame {msg['seq']}: {', '.join(found)}", flush=True)
+    print(f"frame {msg['seq']}: {', '.join(found)}")
+    # Instances of tracked objects (id, position, velocity), else blobs.
+    for o in objects:
+        for i in o.get("instances", []):
+            lost = f", lost for {i['lost']} frames" if i["lost"] else ""
+            print(f"  {o['name']} #{i['id']} at ({i['cx']:.1f}, {i['cy']:.1f}) moving "
+                  f"({i['vx']:.2f}, {i['vy']:.2f}) px/frame{lost}")
+        if "instances" not in o:
+            for b in o.get("blobs", []):
+                print(f"  {o['name']} blob at ({b['cx']:.1f}, {b['cy']:.1f}), {b['mass']} px")
+    sys.stdout.flush()
     n += 1
