@@ -1,16 +1,10 @@
 #!/usr/bin/python3
 """Prints what trackd finds, from its WebSocket: per frame, the objects found
 and their positions, then each instance of a tracked object (its id,
-position and velocity) and each blob of an object that lists blobs:
-
-    frame 17: red (641.5, 360.1), ball (101.0, 60.5)
-      red blob at (640.2, 358.9), 2210 px
-      ball #7 at (101.0, 60.5) moving (5.01, 0.20) px/frame
-      ball #9 at (240.5, 66.0) moving (-4.98, -0.10) px/frame, lost for 2 frames
-
-A tracked object's blobs are its instances seen in the frame: they are
-printed once, as instances. Objects list blobs with "blobs": K and are
-tracked with "track": true in the objects file (config/OBJECTS.md).
+position and velocity) and each blob of an object that lists blobs
+(frame_text.py beside it reads the message). Objects list blobs with
+"blobs": K and are tracked with "track": true in the objects file
+(config/OBJECTS.md).
 
     python3 examples/ws_client.py [URL [FRAMES]]
 
@@ -25,19 +19,7 @@ import sys
 
 import websockets
 
-
-def print_frame(msg):
-    found = [f"{o['name']} ({o['cx']:.1f}, {o['cy']:.1f})" for o in msg["objects"] if o["found"]]
-    print(f"frame {msg['seq']}: {', '.join(found)}")
-    for o in msg["objects"]:
-        for i in o.get("instances", []):
-            lost = f", lost for {i['lost']} frames" if i["lost"] else ""
-            print(f"  {o['name']} #{i['id']} at ({i['cx']:.1f}, {i['cy']:.1f}) moving "
-                  f"({i['vx']:.2f}, {i['vy']:.2f}) px/frame{lost}")
-        if "instances" not in o:
-            for b in o.get("blobs", []):
-                print(f"  {o['name']} blob at ({b['cx']:.1f}, {b['cy']:.1f}), {b['mass']} px")
-    sys.stdout.flush()
+from frame_text import print_frame
 
 
 async def main(url, frames):
@@ -51,7 +33,7 @@ async def main(url, frames):
             msg = json.loads(message)
             if msg["type"] != "frame":  # hello, stats, status, ...
                 continue
-            print_frame(msg)
+            print_frame(msg["seq"], msg["objects"])
             n += 1
             if n == frames:
                 return
