@@ -297,6 +297,7 @@ static const struct {
     { TRK_EX_NOINPUT, "input cannot be opened" },
     { TRK_EX_UNAVAILABLE, "backend or server unavailable" },
     { TRK_EX_SOFTWARE, "internal error" },
+    { TRK_EX_IOERR, "results lost writing --output" },
     { TRK_EX_CONFIG, "configuration error" },
 };
 
@@ -499,8 +500,11 @@ void trk_cli_man(FILE *out)
         fprintf(out, "\n.RE\n");
     }
     fprintf(out, ".SH EXIT STATUS\n");
-    for (size_t i = 0; i < N_OF(exit_codes); i++)
-        fprintf(out, ".TP\n.B %d\n%s\n", exit_codes[i].code, exit_codes[i].what);
+    for (size_t i = 0; i < N_OF(exit_codes); i++) {
+        fprintf(out, ".TP\n.B %d\n", exit_codes[i].code);
+        put_roff(out, exit_codes[i].what, NULL);
+        fputc('\n', out);
+    }
     fprintf(out, ".SH FILES\n"
                  ".TP\n.I /etc/trackd/\n"
                  "objects files of the systemd units (the Debian package's example: objects.json)\n"
