@@ -46,7 +46,7 @@ enum opt_type {
 };
 
 /* Where an option appears in --help and the man page: the groups in the
- * order a newcomer needs them, each titled by groups[] below. */
+ * order a newcomer needs them, each titled by group_titles[] below. */
 enum opt_group { G_INPUT, G_OBJECTS, G_TRACKING, G_OUTPUTS, G_WEB, G_OPS, G_PERF, N_GROUPS };
 
 static const char *const group_titles[N_GROUPS] = {
@@ -294,7 +294,7 @@ static const struct {
 } exit_codes[] = {
     { TRK_EX_OK, "done" },
     { TRK_EX_USAGE, "usage error" },
-    { TRK_EX_NOINPUT, "input cannot be opened" },
+    { TRK_EX_NOINPUT, "input cannot be used" },
     { TRK_EX_UNAVAILABLE, "backend or server unavailable" },
     { TRK_EX_SOFTWARE, "internal error" },
     { TRK_EX_IOERR, "results lost writing --output" },
