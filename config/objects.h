@@ -219,6 +219,22 @@ const char *trk_objects_demo_json(void);
 /* Index of the object called name, or -1. */
 int trk_objects_find(const struct trk_objects *objs, const char *name);
 
+/* Whether s is a valid object name: 1..TRK_NAME_MAX - 1 bytes of UTF-8
+ * without controls (C0, DEL, C1) or Unicode noncharacters (OBJECTS.md,
+ * "Names"), the rule every loader and editor applies. 0, or -1 with msg
+ * saying why, starting with what (e.g. "mask is not valid UTF-8"). */
+int trk_objects_check_name(const char *what, const char *s, char *msg, size_t msg_len);
+
+/* A name as one part of an output's address (an MQTT topic level, an OSC
+ * address part): the bytes of reserved, '%', controls (< 0x20) and DEL
+ * written as %XX (uppercase hex), every other byte (UTF-8 included) as it
+ * is. Percent-decoding gives the name back, so two names never share an
+ * address (OBJECTS.md, "Names"). out gets at most cap - 1 bytes and a NUL,
+ * never part of an escape; TRK_NAME_ESCAPED_MAX holds any valid name.
+ * Returns the length written. */
+#define TRK_NAME_ESCAPED_MAX (3 * (TRK_NAME_MAX - 1) + 1)
+size_t trk_objects_escape_name(const char *name, const char *reserved, char *out, size_t cap);
+
 /* "rgb", "hsv", "ycbcr" (NULL for an unknown value); parse gives the enum
  * value or -1. */
 const char *trk_objects_space_name(enum trk_space space);

@@ -285,7 +285,7 @@ static void run_job(struct trk_control *c, const struct file_job *j)
         char why[600];
         int err = trk_objects_target_save(c->save, j->snapshot, why, sizeof(why));
         if (err) {
-            log_warn("save_objects from client %llu refused: %s", (unsigned long long)j->client,
+            log_warn("saving objects for client %llu refused: %s", (unsigned long long)j->client,
                      why);
             reply_error(c, j->client, j->id, TRK_MSG_IO_ERROR, "%s", why);
             return;

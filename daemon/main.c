@@ -250,10 +250,18 @@ static int open_camera(struct app *a)
     int err = trk_source_v4l2_create(&vc, &a->src);
     if (err || !(err = trk_source_open(&a->src))) return err;
     if (err == TRK_SOURCE_EHWDEC) return err; /* --hwdec cuda: said why */
+    if (err == TRK_SOURCE_ENOTCAMERA || err == -EACCES || err == -EPERM) {
+        /* There, but nothing that waiting would change. */
+        if (err == TRK_SOURCE_ENOTCAMERA)
+            log_error("cannot use %s as a camera: %s", s->device, a->src.error);
+        else
+            log_error_err(err, "cannot open %s (is this user in the video group?)", s->device);
+        return TRK_SOURCE_ENOTCAMERA;
+    }
     if (err == -ENOENT)
         log_warn("%s does not exist (no camera there; see --list-devices): waiting for it to be "
-                 "plugged in, retrying every second",
-                 s->device);
+                 "plugged in, retrying every second%s",
+                 s->device, isatty(STDERR_FILENO) ? " (Ctrl-C stops)" : "");
     else
         log_warn_err(err, "cannot open %s yet: waiting for it, retrying every second", s->device);
     trk_source_close(&a->src);
@@ -276,7 +284,8 @@ static int open_source(struct app *a)
                                    .fps = s->fps ? s->fps : TRK_DEMO_FPS };
         if (!(err = trk_source_demo_create(&dc, &a->src))) err = trk_source_open(&a->src);
     }
-    if (err == TRK_SOURCE_ENOTVIDEO) return TRK_EX_NOINPUT;  /* the file source said why */
+    if (err == TRK_SOURCE_ENOTVIDEO || err == TRK_SOURCE_ENOTCAMERA)
+        return TRK_EX_NOINPUT; /* the source or open_camera said why */
     if (err == TRK_SOURCE_EHWDEC) return TRK_EX_UNAVAILABLE; /* --hwdec cuda: said why */
     if (err) {
         log_error_err(err, "cannot open %s",
@@ -306,14 +315,17 @@ static int plan_hwdec(struct app *a)
                  "the %s backend reads host memory (NVDEC frames are for --backend cuda)",
                  s->backend == TRK_BACKEND_CPU ? "cpu" : "cpu-ref");
     } else if (trk_cuda_check(why, sizeof(why)) != TRK_CUDA_USABLE) {
-        snprintf(h->why_not, sizeof(h->why_not), "no usable GPU (%s)", why);
+        /* Tracking, open_backend's line says why; --decode-only, this. */
+        h->no_gpu_said = !s->decode_only;
+        snprintf(h->why_not, sizeof(h->why_not), "no usable GPU%s%s", h->no_gpu_said ? "" : ", ",
+                 h->no_gpu_said ? "" : why);
     } else {
         h->device_frames = true;
     }
     if (h->mode == TRK_HWDEC_CUDA && !h->device_frames && (s->input || s->device)) {
-        log_error("--hwdec cuda: cannot decode on the GPU: %s; use --hwdec auto (software "
+        log_error("--hwdec cuda: cannot decode on the GPU: %s%s%s; use --hwdec auto (software "
                   "where it cannot) or none",
-                  h->why_not);
+                  h->why_not, *why ? ", " : "", why);
         return TRK_EX_UNAVAILABLE;
     }
     return 0;
@@ -369,7 +381,7 @@ static int open_backend(struct app *a)
     } else if (s->backend == TRK_BACKEND_AUTO && cs == TRK_CUDA_NOT_BUILT) {
         log_info("%s: using the CPU backend", why);
     } else if (s->backend == TRK_BACKEND_AUTO && cs != TRK_CUDA_USABLE) {
-        log_warn("the GPU cannot be used (%s): using the CPU backend", why);
+        log_warn("the GPU cannot be used, using the CPU backend: %s", why);
     }
     if (s->backend == TRK_BACKEND_CUDA && cs != TRK_CUDA_USABLE) {
         log_error("--backend cuda: %s", why);
@@ -483,8 +495,8 @@ static int open_save_target(struct app *a)
     int stale;
     if (trk_objects_target_open(path, &a->save, &stale, why, sizeof(why))) {
         if (!given) { /* not asked for: trackd runs on, without saving */
-            log_warn("cannot save objects in the working directory (%s): save_objects and "
-                     "reload_objects are off; give --save-objects FILE",
+            log_warn("cannot save objects in the working directory (%s): the page cannot save "
+                     "or reload objects; give --save-objects FILE",
                      why);
             return 0;
         }
@@ -492,13 +504,13 @@ static int open_save_target(struct app *a)
         return TRK_EX_CONFIG;
     }
     a->have_save = true;
-    log_info("save_objects writes %s%s", a->save.path,
+    log_info("objects saved from the page go to %s%s", a->save.path,
              given ? "" : " (no --objects or --save-objects: the working directory)");
     if (stale)
         log_warn("removed %d temporary file(s) left beside %s by an interrupted save", stale,
                  a->save.path);
     if (trk_objects_target_check(&a->save, why, sizeof(why)))
-        log_warn("%s: save_objects will be refused", why);
+        log_warn("%s: saving objects from the page will be refused", why);
     return 0;
 }
 

@@ -24,6 +24,7 @@
 #include "frame.h" /* trk_now */
 #include "log.h"
 #include "messages.h"
+#include "objects.h" /* trk_objects_escape_name */
 
 /* A queued message: the bytes and what they were allocated for. */
 struct slot {
@@ -192,23 +193,7 @@ bool trk_mqtt_url_parse(const char *url, struct trk_mqtt_url *out, char *why, si
 
 size_t trk_mqtt_topic_level(const char *name, char *out, size_t cap)
 {
-    static const char hex[] = "0123456789ABCDEF";
-    size_t o = 0;
-    if (!cap) return 0;
-    for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
-        bool esc = *p == '/' || *p == '+' || *p == '#' || *p == '%' || *p < 0x20 || *p == 0x7f;
-        size_t need = esc ? 3 : 1;
-        if (o + need >= cap) break;
-        if (esc) {
-            out[o++] = '%';
-            out[o++] = hex[*p >> 4];
-            out[o++] = hex[*p & 15];
-        } else {
-            out[o++] = (char)*p;
-        }
-    }
-    out[o] = 0;
-    return o;
+    return trk_objects_escape_name(name, "/+#", out, cap);
 }
 
 /* ------------------------------------------------- handing over (any thread) */

@@ -777,6 +777,25 @@ static int http_request(struct trk_ws *ws, struct lws *wsi, struct client *c)
         return http_respond(wsi, c, HTTP_STATUS_NOT_FOUND, "text/plain; charset=utf-8", body,
                             sizeof body - 1, false);
     }
+    /* A query the handler cannot take whole is refused (414), before the
+     * token is checked: cut, it would lose arguments (the token among
+     * them) and answer as if they had not been given. */
+    /* The total counts one separator between arguments; empty arguments
+     * ("&&") are fragments too, so the walk ends on the length, not on an
+     * empty fragment. */
+    int total = lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_URI_ARGS);
+    for (int k = 0, seen = -1; seen < total; k++) {
+        int len = lws_hdr_fragment_length(wsi, WSI_TOKEN_HTTP_URI_ARGS, k);
+        seen += len + 1;
+        if (k >= HTTP_ARGS || len >= HTTP_ARG_MAX) {
+            char body[96];
+            int n = snprintf(body, sizeof body,
+                             "query too long: at most %d arguments of at most %d bytes each\n",
+                             HTTP_ARGS, HTTP_ARG_MAX - 1);
+            return http_respond(wsi, c, HTTP_STATUS_REQ_URI_TOO_LONG, "text/plain; charset=utf-8",
+                                body, (size_t)n, false);
+        }
+    }
     if (!http_authorized(ws, wsi, path)) {
         static const char body[] = "this needs the control token: ?token=TOKEN or an "
                                    "\"Authorization: Bearer TOKEN\" header\n";
