@@ -13,7 +13,7 @@ import { handleReply, request, say } from './control.js';
 import { definitions, markSelected, onRowClick } from './objects.js';
 import { blobLimits, nameMaxBytes } from './session.js';
 import { currentBox, fullRange, onSliderChange, setBox, showValues } from './sliders.js';
-import { initTeach, setPaused } from './teach.js';
+import { initTeach, pauseState, setPaused } from './teach.js';
 import { $ } from './util.js';
 
 // Slider edits are sent at most this often (the daemon applies each one
@@ -173,6 +173,7 @@ function sendMask() {
   }
   request({ type: 'preview', mask }, (r) => {
     tune.lastAck = r;
+    if (mask !== null && pauseState().paused) say('the mask shows once the video is resumed');
   });
 }
 
