@@ -1550,22 +1550,36 @@ char *trk_objects_to_json(const struct trk_objects *objs)
     return b.s;
 }
 
+struct json_t *trk_objects_object_value(const struct trk_objects *objs, int i, bool every_key)
+{
+    if (!objs || i < 0 || i >= objs->n) return NULL;
+    const struct trk_object_def *d = &objs->def[i];
+    json_t *o = json_pack(
+        "{s:s, s:s, s:[i,i,i], s:[i,i,i], s:I, s:i, s:I, s:i, s:b, s:i}", "name", d->name, "space",
+        space_names[d->space], "lo", (int)d->lo[0], (int)d->lo[1], (int)d->lo[2], "hi",
+        (int)d->hi[0], (int)d->hi[1], (int)d->hi[2], "min_mass", (json_int_t)d->min_mass, "blobs",
+        (int)d->blobs, "min_area", (json_int_t)d->min_area, "connectivity", (int)d->connectivity,
+        "track", (int)d->track, "coast_frames", (int)d->coast_frames);
+    uint8_t def_rgb[3];
+    trk_object_display_rgb(d, def_rgb);
+    if (o && (every_key || memcmp(def_rgb, objs->color[i], 3) != 0)) {
+        char color[8];
+        snprintf(color, sizeof color, "#%02x%02x%02x", objs->color[i][0], objs->color[i][1],
+                 objs->color[i][2]);
+        if (json_object_set_new(o, "color", json_string(color))) {
+            json_decref(o);
+            o = NULL;
+        }
+    }
+    return o;
+}
+
 struct json_t *trk_objects_to_value(const struct trk_objects *objs)
 {
     if (trk_objects_validate(objs, NULL, 0)) return NULL;
     json_t *arr = json_array();
     for (int i = 0; arr && i < objs->n; i++) {
-        const struct trk_object_def *d = &objs->def[i];
-        char color[8];
-        snprintf(color, sizeof color, "#%02x%02x%02x", objs->color[i][0], objs->color[i][1],
-                 objs->color[i][2]);
-        json_t *o =
-            json_pack("{s:s, s:s, s:[i,i,i], s:[i,i,i], s:I, s:i, s:I, s:i, s:b, s:i, s:s}", "name",
-                      d->name, "space", space_names[d->space], "lo", (int)d->lo[0], (int)d->lo[1],
-                      (int)d->lo[2], "hi", (int)d->hi[0], (int)d->hi[1], (int)d->hi[2], "min_mass",
-                      (json_int_t)d->min_mass, "blobs", (int)d->blobs, "min_area",
-                      (json_int_t)d->min_area, "connectivity", (int)d->connectivity, "track",
-                      (int)d->track, "coast_frames", (int)d->coast_frames, "color", color);
+        json_t *o = trk_objects_object_value(objs, i, true);
         if (!o || json_array_append_new(arr, o)) {
             json_decref(arr);
             arr = NULL;

@@ -151,6 +151,13 @@ char *trk_objects_to_json(const struct trk_objects *objs);
  * for trk_objects_to_json. For embedding in protocol messages. */
 struct json_t *trk_objects_to_value(const struct trk_objects *objs);
 
+/* Object i of the set as a new jansson object in the file's form, every
+ * key written; "color" always with every_key, else only when it differs
+ * from the default colour (as the file writer does, so that an edit of the
+ * box merged over it keeps a default colour following the box). NULL for an
+ * index out of range or no memory. */
+struct json_t *trk_objects_object_value(const struct trk_objects *objs, int i, bool every_key);
+
 /* Where a running daemon saves the objects and reloads them from, fixed at
  * start: the folder is resolved and opened once, and the file is only ever
  * named inside that open folder, so replacing a folder of the path later

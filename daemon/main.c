@@ -83,9 +83,21 @@ static void ws_hello(void *ctx, const struct trk_buf *msg)
     trk_ws_set_hello(ctx, msg->data);
 }
 
+_Static_assert(TRK_CONTROL_VIEWS < TRK_WS_VIEWS, "a view per masked client, and view 0");
+
+static void ws_view(void *ctx, uint64_t client, int view)
+{
+    trk_ws_set_view(ctx, client, view);
+}
+
 static void on_control_message(void *user, uint64_t client, const char *json, size_t len)
 {
     trk_control_on_message(*(struct trk_control **)user, client, json, len);
+}
+
+static void on_client_closed(void *user, uint64_t client)
+{
+    trk_control_client_closed(*(struct trk_control **)user, client);
 }
 
 /* SIGHUP: the handler only sets a flag; reload_main does the reload on a
@@ -559,6 +571,7 @@ static int start_server(struct app *a)
         .web_root = s->web_root,
         .queue_len = 8,
         .on_message = on_control_message,
+        .on_close = on_client_closed,
         .user = &a->control,
         .control_types = trk_msg_control_types,
         .control_token = token,
@@ -580,9 +593,11 @@ static int start_server(struct app *a)
     };
     err = s->server ? trk_ws_create(&wc, &a->ws) : 0;
     if (a->ws)
-        cc.reply = (struct trk_reply){
-            .ctx = a->ws, .send = ws_reply, .broadcast = ws_config, .set_hello = ws_hello
-        };
+        cc.reply = (struct trk_reply){ .ctx = a->ws,
+                                       .send = ws_reply,
+                                       .broadcast = ws_config,
+                                       .set_hello = ws_hello,
+                                       .set_view = ws_view };
     if (err || (err = trk_control_create(&cc, &a->control))) {
         log_error_err(err, s->server ? "cannot start the web server" : "cannot start");
         return s->server ? TRK_EX_UNAVAILABLE : TRK_EX_SOFTWARE;

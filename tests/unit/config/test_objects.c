@@ -573,6 +573,27 @@ static void test_blobs(void)
     CHECK(json_integer_value(json_object_get(o0, "connectivity")) == 8);
     CHECK(v && trk_objects_from_json(v, "value", &b, &e) == 0 && memcmp(&o, &b, sizeof o) == 0);
 
+    /* One object in the file's form: "color" only when it is not the
+     * default (an edit merged over it keeps a default colour following the
+     * box), always with every_key; parsed back, the same object. */
+    struct trk_objects t = o;
+    t.color[1][0] ^= 0x40;
+    for (int k = 0; k < 2; k++) {
+        json_t *lone = trk_objects_object_value(&t, k, false);
+        json_t *full = trk_objects_object_value(&t, k, true);
+        CHECK(lone && full && json_object_size(full) == 11);
+        CHECK(!json_object_get(lone, "color") == (k == 0));
+        struct trk_object_def back;
+        uint8_t rgb[3];
+        char why[256];
+        CHECK(trk_objects_parse_object(lone, &back, rgb, why, sizeof why) == 0);
+        CHECK(memcmp(&back, &t.def[k], sizeof back) == 0 && memcmp(rgb, t.color[k], 3) == 0);
+        json_decref(lone);
+        json_decref(full);
+    }
+    CHECK(trk_objects_object_value(&t, t.n, true) == NULL);
+    CHECK(trk_objects_object_value(&t, -1, true) == NULL);
+
     /* A client's edit (the teach panel's set) goes through parse_object. */
     struct trk_object_def one;
     uint8_t c[3];
