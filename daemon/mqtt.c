@@ -74,7 +74,6 @@ struct trk_mqtt {
     double t_connected; /* CONNACK of the connection now; held: TRK_MQTT_HOLD_S passed */
     bool held;
     const char *drop_why; /* why this thread itself dropped the connection */
-    char why_buf[128];
     _Atomic bool fail_logged, refused_logged, retained_logged;
     int proto;           /* MQTT_PROTOCOL_V5, or V311 once the broker refused 5 */
     bool used;           /* the handle made a connection attempt: reinitialise */
@@ -411,6 +410,7 @@ static enum pub publish(struct trk_mqtt *m, const char *topic, const struct trk_
         if (b->len > m->largest) m->largest = b->len;
         return PUB_OK;
     }
+    if (mid) *mid = 0; /* nothing of it awaits a PUBACK */
     if (rc == MOSQ_ERR_OVERSIZE_PACKET) {
         refused_too_large(m, topic, b->len);
         return PUB_REFUSED;
@@ -637,8 +637,7 @@ static void on_disconnect(struct mosquitto *mosq, void *obj, int rc,
     m->drop_why = NULL;
     forget_inflight(m);
     if (m->closing) return; /* finish()'s own DISCONNECT */
-    if (was && m->held) {
-        m->backoff = TRK_MQTT_BACKOFF_MIN_S;
+    if (was && m->held) {   /* publish_due set the backoff back to the minimum */
         log_warn("connection to %s:%d lost (%s): frames are dropped (counted) until it is back; "
                  "reconnecting",
                  m->url.host, m->url.port, why);
