@@ -74,7 +74,8 @@ struct trk_mqtt {
     double t_connected; /* CONNACK of the connection now; held: TRK_MQTT_HOLD_S passed */
     bool held;
     const char *drop_why; /* why this thread itself dropped the connection */
-    _Atomic bool fail_logged, refused_logged, retained_logged;
+    _Atomic bool fail_logged, drop_logged, refused_logged, retained_logged;
+    bool fallback;       /* the broker refused MQTT 5: retry at once with 3.1.1 (said) */
     int proto;           /* MQTT_PROTOCOL_V5, or V311 once the broker refused 5 */
     bool used;           /* the handle made a connection attempt: reinitialise */
     uint32_t max_packet; /* the broker's maximum packet size (MQTT 5 CONNACK); 0 none */
@@ -581,7 +582,7 @@ static void on_connect(struct mosquitto *mosq, void *obj, int rc, int flags,
             log_info("the broker %s:%d does not speak MQTT 5: trackd speaks 3.1.1 to it (it "
                      "cannot announce a packet size limit then)",
                      m->url.host, m->url.port);
-            m->backoff = TRK_MQTT_BACKOFF_MIN_S;
+            m->fallback = true;
         }
         m->drop_why = rc >= 0x80 ? mosquitto_reason_string(rc) : mosquitto_connack_string(rc);
         return;
@@ -637,7 +638,12 @@ static void on_disconnect(struct mosquitto *mosq, void *obj, int rc,
     m->drop_why = NULL;
     forget_inflight(m);
     if (m->closing) return; /* finish()'s own DISCONNECT */
-    if (was && m->held) {   /* publish_due set the backoff back to the minimum */
+    if (m->fallback) {      /* said in on_connect; not a failure */
+        m->fallback = false;
+        m->next_try = now;
+        return;
+    }
+    if (was && m->held) { /* publish_due set the backoff back to the minimum */
         log_warn("connection to %s:%d lost (%s): frames are dropped (counted) until it is back; "
                  "reconnecting",
                  m->url.host, m->url.port, why);
@@ -649,7 +655,7 @@ static void on_disconnect(struct mosquitto *mosq, void *obj, int rc,
         if (m->proto != MQTT_PROTOCOL_V5 && m->largest)
             snprintf(size, sizeof(size), "; the largest message sent on it was %zu bytes",
                      m->largest);
-        log_once(m->fail_logged, TRK_LOG_WARN, 0,
+        log_once(m->drop_logged, TRK_LOG_WARN, 0,
                  "the broker %s:%d accepted the connection and it ended %.1f s later (%s%s): "
                  "trackd retries with backoff up to %g s; logged once until a connection holds "
                  "%g s",
@@ -881,6 +887,7 @@ static void publish_due(struct trk_mqtt *m)
         m->held = true;
         m->backoff = TRK_MQTT_BACKOFF_MIN_S;
         trk_log_once_reset(m->fail_logged);
+        trk_log_once_reset(m->drop_logged);
     }
     if (!publish_retained(m)) return;
     while (m->state == CONNECTED && m->n_win < TRK_MQTT_WINDOW && take_frame(m, now)) {

@@ -12,6 +12,9 @@ TCP proxy in front of it that plays a faulty broker, and a real subscriber
                                  while .stalled is set (a broker that hangs)
         "drop"                   closes each connection hold_s after it was
                                  accepted (a broker that drops every one)
+        "v311"                   refuses an MQTT 5 CONNECT as a 3.1.1-only
+                                 broker does (CONNACK "unacceptable protocol
+                                 version"), forwards the rest
     Sub(port, topic)             .frames(): [(seq, wall_ms, received wall s)]
     mqtt_totals(log_text)        trackd's last "N frames published, M dropped
                                  (reason n, ...)" line as a dict
@@ -122,8 +125,9 @@ class Proxy:
         """Copies src to dst; upstream (trackd -> broker) is where the
         broker's faults are played."""
         slow = upstream and self.mode == "slow"
-        src.settimeout(0.2)
+        first = upstream and self.mode == "v311"
         try:
+            src.settimeout(0.2)  # the other direction may have closed it already
             while not self.done.is_set():
                 if upstream and self.stalled.is_set():
                     time.sleep(0.05)
@@ -134,12 +138,28 @@ class Proxy:
                     continue
                 if not data:
                     break
+                if first and data[0] == 0x10 and self._level(data) == 5:
+                    src.sendall(b"\x20\x02\x00\x01")
+                    break
+                first = False
                 dst.sendall(data)
                 if slow:
                     time.sleep(len(data) / self.rate)
         except OSError:
             pass
         self._close(pair)
+
+    @staticmethod
+    def _level(connect):
+        """The protocol level of a CONNECT packet's first bytes (None: cut)."""
+        i = 1
+        while i < len(connect) and connect[i] & 0x80:  # remaining length
+            i += 1
+        i += 1
+        if i + 2 > len(connect):
+            return None
+        i += 2 + int.from_bytes(connect[i:i + 2], "big")  # protocol name
+        return connect[i] if i < len(connect) else None
 
     def close(self):
         self.done.set()

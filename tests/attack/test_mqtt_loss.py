@@ -24,6 +24,11 @@ broker directly and notes when each frame arrives. Three brokers:
      limit from the CONNACK, publishes no frame, counts every one refused,
      and says so in one log line that names the limit; it stays connected
      (one connection) and logs no lost connection.
+  4. the same broker behind a proxy that refuses MQTT 5 as a 3.1.1-only
+     broker does: trackd says it speaks 3.1.1 from then on; the broker then
+     closes the connection at the first frame, so trackd backs off (no more
+     than 7 connections in 8 s; 16 at 0.5 s), says so once with the largest message
+     it sent, and counts every frame dropped.
 Prints `attack: mqtt_loss tried=N survived=N`.
 """
 import os
@@ -159,6 +164,28 @@ def case_max_packet(trackd, d, seconds):
     return ok
 
 
+def case_v311(trackd, d, seconds):
+    broker = Broker(d, max_packet=600)
+    proxy = Proxy(broker.port, "v311")
+    try:
+        totals, processed, frames, log = run(trackd, d, "v311", broker, proxy.port, seconds)
+    finally:
+        proxy.close()
+        broker.stop()
+    ok = accounting("v311", totals, processed, frames)
+    ok &= check(len(re.findall(r"does not speak MQTT 5", log)) == 1,
+                "v311: one log line says the broker does not speak MQTT 5")
+    said = re.findall(r"accepted the connection and it ended .*largest message sent on it was "
+                      r"\d+ bytes", log)
+    ok &= check(len(said) == 1, f"v311: one log line says the broker drops the connection, "
+                f"with the largest message sent ({len(said)})")
+    if totals:
+        ok &= check(totals["published"] == 0 and 2 <= totals["connections"] <= 7,
+                    f"v311: nothing published, the reconnects back off ({totals})")
+    ok &= check(not frames, f"v311: the subscriber got no frame ({len(frames)})")
+    return ok
+
+
 def main():
     a = parse_args(seconds=12.0)
     results = []
@@ -166,6 +193,7 @@ def main():
         results.append(case_slow(a.trackd, d, a.seconds))
         results.append(case_stall(a.trackd, d, a.seconds))
         results.append(case_max_packet(a.trackd, d, 5.0))
+        results.append(case_v311(a.trackd, d, 8.0))
     report("mqtt_loss", tried=len(results), survived=sum(results))
     finish()
 
