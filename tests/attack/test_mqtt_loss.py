@@ -27,8 +27,8 @@ broker directly and notes when each frame arrives. Three brokers:
   4. the same broker behind a proxy that refuses MQTT 5 as a 3.1.1-only
      broker does: trackd says it speaks 3.1.1 from then on; the broker then
      closes the connection at the first frame, so trackd backs off (no more
-     than 7 connections in 8 s; 16 at 0.5 s), says so once with the largest message
-     it sent, and counts every frame dropped.
+     than 7 connections in 8 s; 16 at 0.5 s), says so once with the largest
+     message it sent, and counts every frame dropped.
 Prints `attack: mqtt_loss tried=N survived=N`.
 """
 import os
