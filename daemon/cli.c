@@ -743,6 +743,8 @@ void trk_cli_warn(const struct trk_settings *s)
         log_warn("--hwdec is ignored for the demo scene: it draws its frames, nothing is decoded");
     if (!s->udp && (s->udp_iface || s->udp_ttl > 1))
         log_warn("--udp-ttl and --udp-iface are ignored without --udp");
+    if (!s->mqtt && s->mqtt_max_age != TRK_MQTT_MAX_AGE_S)
+        log_warn("--mqtt-max-age is ignored without --mqtt");
     if (!s->server && !s->output && !s->udp && !s->osc)
         log_warn("--no-server without --output: the results go nowhere (add --output FILE, "
                  "or --output - for stdout)");
