@@ -17,11 +17,11 @@
  * QoS 1, and a frame counts as published only once the broker acknowledged
  * it (PUBACK; the broker handles one connection's packets in order, so the
  * frame's objects/<name> messages before it are in too). At most
- * TRK_MQTT_WINDOW frames await their PUBACK; a frame older than the maximum
- * age (trk_mqtt_cfg.max_age, from its capture) is not sent, and one not
- * acknowledged within it is counted dropped: every frame handed over ends
- * up published or dropped for one reason (enum trk_mqtt_drop). Every
- * function is thread-safe.
+ * TRK_MQTT_WINDOW frames await their PUBACK; a frame is sent only while it
+ * should reach the broker within half the maximum age (trk_mqtt_cfg.max_age,
+ * from its capture), and one not acknowledged within the whole of it is
+ * counted dropped: every frame handed over ends up published or dropped for
+ * one reason (enum trk_mqtt_drop). Every function is thread-safe.
  *
  * Lifecycle: create (checks the settings, makes the handle) / start (the
  * publisher thread: returns at once, the connection is made in the
@@ -40,8 +40,8 @@ struct trk_mqtt;
 
 /* Longest host name, user, password and prefix in a --mqtt URL (bytes). */
 #define TRK_MQTT_FIELD_MAX 255
-/* Frames waiting for the broker; more drop the oldest (2 s at 30 fps: a
- * broker that pauses that long loses frames rather than delaying them). */
+/* Frames waiting for the broker; more drop the oldest (2 s at 30 fps;
+ * frames past the maximum age leave it sooner, dropped too). */
 #define TRK_MQTT_QUEUE_LEN 64
 /* Seconds a connection may take from the TCP connect to the broker's CONNACK
  * (a port that accepts and never answers); then it is dropped and retried. */
