@@ -18,6 +18,7 @@
 #include "mqtt.h"
 #include "prefilter.h"
 #include "tracker.h"
+#include "trk_assert.h"
 #include "source.h"
 #include "v4l2.h"
 
@@ -46,8 +47,20 @@ enum opt_type {
 };
 
 /* Where an option appears in --help and the man page: the groups in the
- * order a newcomer needs them, each titled by group_titles[] below. */
-enum opt_group { G_INPUT, G_OBJECTS, G_TRACKING, G_OUTPUTS, G_WEB, G_OPS, G_PERF, N_GROUPS };
+ * order a newcomer needs them, each titled by group_titles[] below.
+ * G_NONE (an option whose entry forgot its .group) stops --help and the
+ * man page at the assert, so every test that prints them catches it. */
+enum opt_group {
+    G_NONE,
+    G_INPUT,
+    G_OBJECTS,
+    G_TRACKING,
+    G_OUTPUTS,
+    G_WEB,
+    G_OPS,
+    G_PERF,
+    N_GROUPS
+};
 
 static const char *const group_titles[N_GROUPS] = {
     [G_INPUT] = "Input (where frames come from)",
@@ -211,6 +224,9 @@ static const struct opt opts[] = {
       .group = G_OUTPUTS, .help = "publish results to an MQTT broker under PREFIX/NAME/ (default prefix trackd; port 1883, mqtts 8883)" },
     { "mqtt-ca", 0, "FILE", TEXT(mqtt_ca),
       .group = G_OUTPUTS, .help = "CA certificates (PEM) that the mqtts:// broker's certificate must chain to (default: the system's)" },
+    { "mqtt-max-age", 0, "SECONDS", REAL(mqtt_max_age), .lo = TRK_MQTT_MAX_AGE_MIN, .hi = TRK_MQTT_MAX_AGE_MAX,
+      .def = STR(TRK_MQTT_MAX_AGE_S), .form = "SECONDS ({lo}..{hi}), e.g. 1 or 0.25",
+      .group = G_OUTPUTS, .help = "MQTT frames the broker has not acknowledged within SECONDS of their capture are dropped (counted), never sent late; at most " STR(TRK_MQTT_WINDOW) " frames await the broker's acknowledgement at once" },
     { "udp", 0, "HOST:PORT", PARSE(parse_udp), .lo = 1, .hi = 65535,
       .form = "HOST:PORT, e.g. 192.168.1.20:5005, 239.255.0.1:5005 or [ff02::1]:5005 (port {lo}..{hi})",
       .group = G_OUTPUTS, .help = "send one JSON datagram per frame to HOST:PORT, unicast or multicast (PROTOCOL.md, \"UDP datagrams\")" },
@@ -226,6 +242,13 @@ static const struct opt opts[] = {
 };
 // clang-format on
 #define N_OPTS (sizeof(opts) / sizeof(opts[0]))
+
+/* Every option is listed under a group (see enum opt_group). */
+static void check_groups(void)
+{
+    for (size_t i = 0; i < N_OPTS; i++)
+        TRK_ASSERT(opts[i].group != G_NONE);
+}
 
 /* getopt's val for option i: its short name, else 256 + i. */
 static int opt_val(size_t i)
@@ -383,7 +406,8 @@ void trk_cli_usage_width(FILE *out, int width)
         fputc('\n', out);
     }
     fprintf(out, "\nOptions:\n");
-    for (int g = 0; g < N_GROUPS; g++) {
+    check_groups();
+    for (int g = G_INPUT; g < N_GROUPS; g++) {
         fprintf(out, "\n%s:\n", group_titles[g]);
         for (size_t i = 0; i < N_OPTS; i++) {
             const struct opt *o = &opts[i];
@@ -463,7 +487,8 @@ void trk_cli_man(FILE *out)
                  "the messages (WebSocket, NDJSON, MQTT, UDP, OSC) and HTTP endpoints in\n"
                  ".IR /usr/share/doc/trackd/PROTOCOL.md .\n"
                  ".SH OPTIONS\n");
-    for (int g = 0; g < N_GROUPS; g++) {
+    check_groups();
+    for (int g = G_INPUT; g < N_GROUPS; g++) {
         fprintf(out, ".SS \"%s\"\n", group_titles[g]);
         for (size_t i = 0; i < N_OPTS; i++) {
             const struct opt *o = &opts[i];
@@ -838,6 +863,8 @@ void trk_cli_warn(const struct trk_settings *s)
         log_warn("--hwdec is ignored for the demo scene: it draws its frames, nothing is decoded");
     if (!s->udp && (s->udp_iface || s->udp_ttl > 1))
         log_warn("--udp-ttl and --udp-iface are ignored without --udp");
+    if (!s->mqtt && s->mqtt_max_age != TRK_MQTT_MAX_AGE_S)
+        log_warn("--mqtt-max-age is ignored without --mqtt");
     if (!s->server && !s->output && !s->udp && !s->osc)
         log_warn("--no-server without --output: the results go nowhere (add --output FILE, "
                  "or --output - for stdout)");

@@ -69,6 +69,7 @@ struct trk_settings {
     char camera_name[TRK_CAMERA_NAME_MAX + 1];
     const char *mqtt;    /* --mqtt URL (daemon/mqtt.h), NULL = none */
     const char *mqtt_ca; /* --mqtt-ca FILE, NULL = the system's CAs */
+    double mqtt_max_age; /* --mqtt-max-age SECONDS (trk_mqtt_cfg.max_age) */
     /* --udp HOST:PORT (daemon/udp.h), --udp-ttl, --udp-iface (NULL: the
      * route's); --osc HOST:PORT (daemon/osc.h) */
     bool udp, osc;

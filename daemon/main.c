@@ -697,7 +697,8 @@ static int start_mqtt(struct app *a)
     struct trk_mqtt_cfg mc = { .url = s->mqtt,
                                .ca_file = s->mqtt_ca,
                                .camera = s->camera_name,
-                               .server = "trackd " TRK_VERSION };
+                               .server = "trackd " TRK_VERSION,
+                               .max_age = s->mqtt_max_age };
     int err = trk_mqtt_create(&mc, &a->mqtt);
     if (err == TRK_EINVAL) return TRK_EX_CONFIG; /* said why */
     if (err || (err = trk_mqtt_start(a->mqtt))) {

@@ -804,7 +804,7 @@ static void *process_main(void *arg)
         if (trk_msg_frame(&msg, &meta, p->objects->def, p->obj_res, p->blobs, n_objects) == 0) {
             if (p->out) trk_output_line(p->out, msg.data, msg.len);
             if (cfg->ws) trk_ws_broadcast(cfg->ws, TRK_WS_RESULT, msg.data, msg.len);
-            trk_mqtt_frame(cfg->mqtt, msg.data, msg.len);
+            trk_mqtt_frame(cfg->mqtt, msg.data, msg.len, f->t_capture);
         }
         for (int k = 0; k < TRK_PIPELINE_SINKS; k++)
             trk_sink_push(cfg->sinks[k], &meta, p->objects->def, p->obj_res, p->blobs, n_objects);
@@ -1142,7 +1142,7 @@ static void update_metrics(struct pipeline *p, struct stats_mark *mark)
     if (cfg->mqtt) {
         struct trk_mqtt_stats ms;
         trk_mqtt_get_stats(cfg->mqtt, &ms);
-        trk_metrics_set_mqtt(cfg->metrics, ms.connected, ms.published, ms.dropped, ms.connects);
+        trk_metrics_set_mqtt(cfg->metrics, &ms);
     }
 }
 

@@ -128,6 +128,7 @@ bad_values = [
     (["--stats-interval", "-1"], "--stats-interval SECONDS (0..3600"),
     (["--log-level", "loud"], "--log-level error, warn, info or debug"),
     (["--control-token", ""], "--control-token TOKEN, 1..127 characters"),
+    (["--mqtt-max-age", "0"], "--mqtt-max-age SECONDS (0.05..60)"),
 ]
 for args, form in bad_values:
     # Should a bad value pass, a short headless run exits 0 and fails here.
