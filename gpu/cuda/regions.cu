@@ -1251,7 +1251,7 @@ void trk_cu_rrm_collect(struct trk_cu_rrm *r, struct trk_obj_result *out, double
     float ms = 0;
     /* ev1 is done once the frame is (the caller waited), but its stamp can
      * show a little later than the frame's last event (span() in
-     * cuda_backend.cu): wait for it, at once in the usual case. */
+     * cuda_wait.cu): wait for it, at once in the usual case. */
     if (cudaEventSynchronize(r->ev1) != cudaSuccess ||
         cudaEventElapsedTime(&ms, r->ev0, r->ev1) != cudaSuccess) {
         cudaGetLastError();
