@@ -31,8 +31,8 @@
  * the ordering the atomics rely on is within one kernel only, and is
  * spelled out at each. */
 #include "cuda_internal.cuh"
+#include "warp.cuh"
 
-#define FULL_MASK 0xffffffffu
 /* parent[] of a selected root: TAG | its rank in the list. Run slots stay
  * below 2^31 (checked at setup), so the bit is free. */
 #define SEL_TAG 0x80000000u
@@ -252,7 +252,7 @@ __global__ void __launch_bounds__(TRK_BLOB_ROW_THREADS, TRK_BLOB_ROW_BLOCKS)
             const int g = 32 * q + lane;
             const struct trk_roi &r = s_roi[g < gn ? g : 0];
             const uint32_t act =
-                __ballot_sync(FULL_MASK, g < gn && y >= r.y0 && y <= r.y1 && r.x0 <= r.x1);
+                __ballot_sync(TRK_CU_FULL_MASK, g < gn && y >= r.y0 && y <= r.y1 && r.x0 <= r.x1);
             if (lane == 0) s_act[q] = act, s_pres[q] = 0;
         }
         for (int i = tid; i < pw; i += blockDim.x)
@@ -276,7 +276,7 @@ __global__ void __launch_bounds__(TRK_BLOB_ROW_THREADS, TRK_BLOB_ROW_BLOCKS)
 #pragma unroll
                 for (int q = 0; q < NW; q++) {
                     if (q >= nw) break;
-                    const uint32_t o = __reduce_or_sync(FULL_MASK, B[q] & s_act[q]);
+                    const uint32_t o = __reduce_or_sync(TRK_CU_FULL_MASK, B[q] & s_act[q]);
                     any |= o;
                     if (lane == 0 && o) atomicOr(&s_pres[q], o);
                 }
@@ -322,8 +322,8 @@ __global__ void __launch_bounds__(TRK_BLOB_ROW_THREADS, TRK_BLOB_ROW_BLOCKS)
                     for (int i = 0; i < n; i++) {
                         const int g = s_list[i0 + i];
                         const struct trk_roi &r = s_roi[g];
-                        const uint32_t m =
-                            __ballot_sync(FULL_MASK, bit_of<NW>(B, g) && x >= r.x0 && x <= r.x1);
+                        const uint32_t m = __ballot_sync(
+                            TRK_CU_FULL_MASK, bit_of<NW>(B, g) && x >= r.x0 && x <= r.x1);
                         if (lane == 0) s_mask[i * wpr + w] = m;
                     }
                 }
@@ -337,12 +337,12 @@ __global__ void __launch_bounds__(TRK_BLOB_ROW_THREADS, TRK_BLOB_ROW_BLOCKS)
                 for (int c = 0; c < wpr; c += 32) {
                     const int w = c + lane;
                     const uint32_t m = w < wpr ? mrow[w] : 0;
-                    uint32_t prev = __shfl_up_sync(FULL_MASK, m, 1);
+                    uint32_t prev = __shfl_up_sync(TRK_CU_FULL_MASK, m, 1);
                     if (lane == 0) prev = carry;
                     cnt += __popc(m & ~((m << 1) | (prev >> 31)));
-                    carry = __shfl_sync(FULL_MASK, m, 31);
+                    carry = __shfl_sync(TRK_CU_FULL_MASK, m, 31);
                 }
-                cnt = __reduce_add_sync(FULL_MASK, cnt);
+                cnt = __reduce_add_sync(TRK_CU_FULL_MASK, cnt);
                 if (lane == 0) s_cnt[i] = cnt;
             }
             __syncthreads();
@@ -356,16 +356,11 @@ __global__ void __launch_bounds__(TRK_BLOB_ROW_THREADS, TRK_BLOB_ROW_BLOCKS)
                     c[j] = i < n ? s_cnt[i] : 0;
                     sum += c[j];
                 }
-                uint32_t incl = sum;
-#pragma unroll
-                for (int d = 1; d < 32; d <<= 1) {
-                    const uint32_t v = __shfl_up_sync(FULL_MASK, incl, d);
-                    if (lane >= d) incl += v;
-                }
-                const uint32_t total = __shfl_sync(FULL_MASK, incl, 31);
+                const uint32_t incl = trk_cu_warp_incl_sum(sum, lane);
+                const uint32_t total = __shfl_sync(TRK_CU_FULL_MASK, incl, 31);
                 uint32_t base = 0;
                 if (lane == 0 && total) base = atomicAdd(job.ctl, total);
-                uint32_t off = __shfl_sync(FULL_MASK, base, 0) + incl - sum;
+                uint32_t off = __shfl_sync(TRK_CU_FULL_MASK, base, 0) + incl - sum;
 #pragma unroll
                 for (int j = 0; j < PER_LANE; j++) {
                     const int i = PER_LANE * lane + j;
@@ -389,19 +384,14 @@ __global__ void __launch_bounds__(TRK_BLOB_ROW_THREADS, TRK_BLOB_ROW_BLOCKS)
                 for (int c = 0; c < wpr; c += 32) {
                     const int w = c + lane;
                     const uint32_t m = w < wpr ? mrow[w] : 0;
-                    uint32_t prev = __shfl_up_sync(FULL_MASK, m, 1);
+                    uint32_t prev = __shfl_up_sync(TRK_CU_FULL_MASK, m, 1);
                     if (lane == 0) prev = carry;
-                    uint32_t next = __shfl_down_sync(FULL_MASK, m, 1);
+                    uint32_t next = __shfl_down_sync(TRK_CU_FULL_MASK, m, 1);
                     if (lane == 31) next = w + 1 < wpr ? mrow[w + 1] : 0;
                     const uint32_t st = m & ~((m << 1) | (prev >> 31));
                     const uint32_t en = m & ~((m >> 1) | (next << 31));
                     const uint32_t cnt = __popc(st);
-                    uint32_t incl = cnt;
-#pragma unroll
-                    for (int d = 1; d < 32; d <<= 1) {
-                        const uint32_t v = __shfl_up_sync(FULL_MASK, incl, d);
-                        if (lane >= d) incl += v;
-                    }
+                    const uint32_t incl = trk_cu_warp_incl_sum(cnt, lane);
                     const uint32_t first = running + incl - cnt; /* runs of the row before word w */
                     if (w < wpr) {
                         uint32_t s = st, k = first;
@@ -426,8 +416,8 @@ __global__ void __launch_bounds__(TRK_BLOB_ROW_THREADS, TRK_BLOB_ROW_BLOCKS)
                             job.x1[off + k++] = (uint16_t)(32 * w + j);
                         }
                     }
-                    running += __shfl_sync(FULL_MASK, incl, 31);
-                    carry = __shfl_sync(FULL_MASK, m, 31);
+                    running += __shfl_sync(TRK_CU_FULL_MASK, incl, 31);
+                    carry = __shfl_sync(TRK_CU_FULL_MASK, m, 31);
                 }
             }
         }
@@ -509,12 +499,12 @@ __global__ void __launch_bounds__(TRK_BLOB_THREADS) flatten_kernel(const struct 
             }
             atomicAdd(&job.mass[r], (uint32_t)(job.x1[id] - job.x0[id] + 1));
         }
-        if (!__ballot_sync(FULL_MASK, root)) continue; /* warp-uniform */
-        const uint32_t peers = __match_any_sync(FULL_MASK, root ? g : FULL_MASK);
+        if (!__ballot_sync(TRK_CU_FULL_MASK, root)) continue; /* warp-uniform */
+        const uint32_t peers = __match_any_sync(TRK_CU_FULL_MASK, root ? g : TRK_CU_FULL_MASK);
         const int leader = __ffs(peers) - 1;
         uint32_t base = 0;
         if (root && (int)lane == leader) base = atomicAdd(&job.roots[g * seg], __popc(peers));
-        base = __shfl_sync(FULL_MASK, base, leader);
+        base = __shfl_sync(TRK_CU_FULL_MASK, base, leader);
         const uint32_t at = base + __popc(peers & ((1u << lane) - 1u));
         if (root && at < lcap) job.roots[g * seg + 1 + at] = id;
     }
@@ -526,7 +516,7 @@ __global__ void __launch_bounds__(TRK_BLOB_THREADS) flatten_kernel(const struct 
  * exactly trk_blob_before. Keys are unique. */
 __device__ __forceinline__ unsigned long long blob_key(uint32_t mass, uint32_t first)
 {
-    return (unsigned long long)mass << 32 | (unsigned long long)(FULL_MASK - first);
+    return (unsigned long long)mass << 32 | (unsigned long long)(TRK_CU_FULL_MASK - first);
 }
 
 /* Calls f(id, y) for every run of group object g, threads of the block
@@ -688,12 +678,7 @@ __global__ void __launch_bounds__(TRK_BLOB_SEL_THREADS)
                     c[q] = s_hist[255 - 8 * lane - q];
                     sum += c[q];
                 }
-                unsigned incl = sum;
-#pragma unroll
-                for (int d = 1; d < 32; d <<= 1) {
-                    const unsigned u = __shfl_up_sync(FULL_MASK, incl, d);
-                    if (lane >= d) incl += u;
-                }
+                const unsigned incl = trk_cu_warp_incl_sum(sum, lane);
                 /* Every lane has read s_need and its bins; the deciding
                  * lane writes s_need / s_prefix below. The shuffles above
                  * synchronise execution but order no memory: without this
@@ -747,9 +732,9 @@ __global__ void __launch_bounds__(TRK_BLOB_SEL_THREADS)
             rank += s_keep[i] > key;
         struct trk_cu_blob rec;
         rec.mass = (unsigned)(key >> 32);
-        rec.first = FULL_MASK - (uint32_t)key;
+        rec.first = TRK_CU_FULL_MASK - (uint32_t)key;
         rec.sx = rec.sy = rec.perim = 0;
-        rec.x0 = rec.y0 = FULL_MASK;
+        rec.x0 = rec.y0 = TRK_CU_FULL_MASK;
         rec.x1 = rec.y1 = 0;
         rec.pad = 0;
         job.recs[o.off + rank] = rec;

@@ -66,6 +66,23 @@ struct trk_cu_acc {
 };
 #define TRK_ACC_BIG 0x40000000u
 
+/* The result one accumulator stands for (host side: the fused, table and
+ * MOCT results in cuda_wait.cu, the regions' in regions.cu). */
+static inline void trk_cu_acc_result(const struct trk_cu_acc *a, struct trk_obj_result *out)
+{
+    if (!a->mass) {
+        trk_result_clear(out);
+        return;
+    }
+    out->mass = a->mass;
+    out->sum_x = a->sx;
+    out->sum_y = a->sy;
+    out->x0 = (int32_t)(TRK_ACC_BIG - a->nx0);
+    out->y0 = (int32_t)(TRK_ACC_BIG - a->ny0);
+    out->x1 = (int32_t)a->px1 - 1;
+    out->y1 = (int32_t)a->py1 - 1;
+}
+
 /* An object as the naive and MOCT kernels test it. */
 struct trk_cu_obj {
     uint16_t lo[3], hi[3];

@@ -70,20 +70,8 @@ static cudaError_t wait_handover(struct cuda_be *b)
 
 void decode(const struct trk_cu_acc *acc, const int *pos, int n, struct trk_obj_result *out)
 {
-    for (int k = 0; k < n; k++) {
-        const struct trk_cu_acc *a = &acc[pos[k]];
-        if (!a->mass) {
-            trk_result_clear(&out[k]);
-            continue;
-        }
-        out[k].mass = a->mass;
-        out[k].sum_x = a->sx;
-        out[k].sum_y = a->sy;
-        out[k].x0 = (int32_t)(TRK_ACC_BIG - a->nx0);
-        out[k].y0 = (int32_t)(TRK_ACC_BIG - a->ny0);
-        out[k].x1 = (int32_t)a->px1 - 1;
-        out[k].y1 = (int32_t)a->py1 - 1;
-    }
+    for (int k = 0; k < n; k++)
+        trk_cu_acc_result(&acc[pos[k]], &out[k]);
 }
 
 /* The time between two events of a frame that wait() has seen done. They

@@ -7,8 +7,7 @@
  * shaped it. */
 #include "cuda_internal.cuh"
 #include "fused_dense.cuh"
-
-#define FULL_MASK 0xffffffffu
+#include "warp.cuh"
 
 namespace
 {
@@ -232,7 +231,7 @@ __device__ __forceinline__ void dense_word(uint32_t m0, uint32_t m1, uint32_t m2
     for (int s = 16; s >= 1; s >>= 1) {
 #pragma unroll
         for (int j = 0; j < 4; j++)
-            t[j] = trk_dense::transpose_merge(t[j], __shfl_xor_sync(FULL_MASK, t[j], s),
+            t[j] = trk_dense::transpose_merge(t[j], __shfl_xor_sync(TRK_CU_FULL_MASK, t[j], s),
                                               (unsigned)lane, s);
     }
     const trk_dense::seg_stats st = trk_dense::segment_stats(t);
@@ -388,7 +387,7 @@ __global__ void __launch_bounds__(TRK_FUSED_THREADS, TRK_FUSED_MIN_BLOCKS)
             for (int j = 1; j < 4; j++)
                 if (x0 + j >= W) sm[j] = 0;
         }
-        if (!__any_sync(FULL_MASK, sm[0] | sm[1] | sm[2] | sm[3])) continue;
+        if (!__any_sync(TRK_CU_FULL_MASK, sm[0] | sm[1] | sm[2] | sm[3])) continue;
 
 #pragma unroll
         for (int ch = 0; ch < NW; ch += CW) {
@@ -421,7 +420,8 @@ __global__ void __launch_bounds__(TRK_FUSED_THREADS, TRK_FUSED_MIN_BLOCKS)
             }
 #pragma unroll
             for (int q = 0; q < CW; q++) {
-                uint32_t wor = __reduce_or_sync(FULL_MASK, m[0][q] | m[1][q] | m[2][q] | m[3][q]);
+                uint32_t wor =
+                    __reduce_or_sync(TRK_CU_FULL_MASK, m[0][q] | m[1][q] | m[2][q] | m[3][q]);
                 if (__popc(wor) >= TRK_FUSED_DENSE_MIN) {
                     dense_word(m[0][q], m[1][q], m[2][q], m[3][q], lane,
                                x0 - lane * TRK_FUSED_PX_PER_LANE, yy, (ch + q) * 32, s_acc);
@@ -438,10 +438,10 @@ __global__ void __launch_bounds__(TRK_FUSED_THREADS, TRK_FUSED_MIN_BLOCKS)
                                   ((v >> 3) & 1u) * 3u;
                     unsigned nmin = v ? TRK_ACC_BIG - (unsigned)(x0 + __ffs(v) - 1) : 0u;
                     unsigned pmax = v ? (unsigned)(x0 + 32 - __clz(v)) : 0u;
-                    cnt = __reduce_add_sync(FULL_MASK, cnt);
-                    sx = __reduce_add_sync(FULL_MASK, sx);
-                    nmin = __reduce_max_sync(FULL_MASK, nmin);
-                    pmax = __reduce_max_sync(FULL_MASK, pmax);
+                    cnt = __reduce_add_sync(TRK_CU_FULL_MASK, cnt);
+                    sx = __reduce_add_sync(TRK_CU_FULL_MASK, sx);
+                    nmin = __reduce_max_sync(TRK_CU_FULL_MASK, nmin);
+                    pmax = __reduce_max_sync(TRK_CU_FULL_MASK, pmax);
                     if (lane == 0) {
                         const int k = (ch + q) * 32 + bit;
                         atomicAdd(&s_cnt[k], cnt);

@@ -30,6 +30,7 @@
 
 #include "../log_hook.h"
 #include "regions.cuh"
+#include "warp.cuh"
 
 namespace
 {
@@ -67,13 +68,6 @@ __device__ __forceinline__ bool px_match(const struct trk_cu_frame &f, int yuv,
     trk_cu_triples(f, yuv != 0, 1 << o.space, a, b, c, p);
     const int *t = p.c[o.space];
     return trk_box_match(o.lo, o.hi, o.space == TRK_SPACE_HSV, t[0], t[1], t[2]) != 0;
-}
-
-__device__ __forceinline__ unsigned long long shfl_sum64(unsigned long long v)
-{
-    for (int d = 16; d > 0; d >>= 1)
-        v += __shfl_down_sync(0xffffffffu, v, d);
-    return v;
 }
 
 /* The next call's accumulators (the other half of the double buffer)
@@ -119,10 +113,10 @@ __global__ void __launch_bounds__(32 * FLAT_ROWS)
                 mn = min(mn, (unsigned)x);
                 mx = max(mx, (unsigned)x);
             }
-    cnt = __reduce_add_sync(0xffffffffu, cnt);
-    mn = __reduce_min_sync(0xffffffffu, mn);
-    mx = __reduce_max_sync(0xffffffffu, mx);
-    sx = shfl_sum64(sx);
+    cnt = __reduce_add_sync(TRK_CU_FULL_MASK, cnt);
+    mn = __reduce_min_sync(TRK_CU_FULL_MASK, mn);
+    mx = __reduce_max_sync(TRK_CU_FULL_MASK, mx);
+    sx = trk_cu_warp_sum64(sx);
     __shared__ unsigned s_cnt[FLAT_ROWS], s_mn[FLAT_ROWS], s_mx[FLAT_ROWS];
     __shared__ unsigned long long s_sx[FLAT_ROWS];
     if (lane == 0) {
@@ -166,13 +160,13 @@ __device__ struct trk_cu_acc block_combine(struct trk_cu_acc v)
 {
     __shared__ struct trk_cu_acc s[SEED_THREADS / 32];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    v.mass = shfl_sum64(v.mass);
-    v.sx = shfl_sum64(v.sx);
-    v.sy = shfl_sum64(v.sy);
-    v.nx0 = __reduce_max_sync(0xffffffffu, v.nx0);
-    v.ny0 = __reduce_max_sync(0xffffffffu, v.ny0);
-    v.px1 = __reduce_max_sync(0xffffffffu, v.px1);
-    v.py1 = __reduce_max_sync(0xffffffffu, v.py1);
+    v.mass = trk_cu_warp_sum64(v.mass);
+    v.sx = trk_cu_warp_sum64(v.sx);
+    v.sy = trk_cu_warp_sum64(v.sy);
+    v.nx0 = __reduce_max_sync(TRK_CU_FULL_MASK, v.nx0);
+    v.ny0 = __reduce_max_sync(TRK_CU_FULL_MASK, v.ny0);
+    v.px1 = __reduce_max_sync(TRK_CU_FULL_MASK, v.px1);
+    v.py1 = __reduce_max_sync(TRK_CU_FULL_MASK, v.py1);
     if (lane == 0) s[warp] = v;
     __syncthreads();
     struct trk_cu_acc r = s[0];
@@ -456,7 +450,7 @@ __global__ void __launch_bounds__(BLOB_THREADS)
             key = rbase[i] + rank[root];
             x = (unsigned)xi, y = (unsigned)yi, edges = 4 - in;
         }
-        const unsigned peers = __match_any_sync(0xffffffffu, key);
+        const unsigned peers = __match_any_sync(TRK_CU_FULL_MASK, key);
         if (key != NONE) warp_add_blob(rec, key, peers, x, y, edges);
     }
 }
@@ -580,11 +574,6 @@ __device__ __forceinline__ bool rb_in(const unsigned *mw, int wpr, int lx, int l
     return (mw[ly * wpr + (lx >> 5)] >> (lx & 31)) & 1u;
 }
 
-__device__ __forceinline__ unsigned long long max64(unsigned long long a, unsigned long long b)
-{
-    return a > b ? a : b;
-}
-
 /* Dynamic shared memory: labels (area words), then the mask (height x
  * ceil(width / 32) words); rb_smem_words says how many. */
 __host__ __device__ __forceinline__ unsigned rb_smem_words(int w, int h)
@@ -617,14 +606,14 @@ __global__ void __launch_bounds__(RB_THREADS)
         for (int w = 0; w < wpr; w++) {
             const int lx = w * 32 + lane;
             const bool in = lx < W && px_match(f, yuv, o, R.x0 + lx, R.y0 + ly);
-            const unsigned m = __ballot_sync(0xffffffffu, in);
+            const unsigned m = __ballot_sync(TRK_CU_FULL_MASK, in);
             const unsigned below = ~m & ((1u << lane) - 1u);
             const unsigned start = below     ? (unsigned)(w * 32 + 32 - __clz(below))
                                    : last_in ? carry
                                              : (unsigned)(w * 32);
             if (lane == 0) mw[ly * wpr + w] = m;
             if (lx < W) lab[ly * W + lx] = in ? (unsigned)ly * (unsigned)W + start : NONE;
-            carry = __shfl_sync(0xffffffffu, start, 31);
+            carry = __shfl_sync(TRK_CU_FULL_MASK, start, 31);
             last_in = (m >> 31) & 1u;
         }
     }
@@ -698,7 +687,7 @@ __global__ void __launch_bounds__(RB_THREADS)
                     }
                 }
             }
-            const unsigned peers = __match_any_sync(0xffffffffu, key);
+            const unsigned peers = __match_any_sync(TRK_CU_FULL_MASK, key);
             if (key != NONE) warp_add_blob(s_rec, key, peers, lx, ly, edges);
         }
         __syncthreads();
@@ -719,14 +708,12 @@ __global__ void __launch_bounds__(RB_THREADS)
             if ((int)threadIdx.x < n_old && s_old[threadIdx.x].key < prev &&
                 s_old[threadIdx.x].key > mine)
                 mine = s_old[threadIdx.x].key, src = RB_RECS + (int)threadIdx.x;
-            unsigned long long m = mine;
-            for (int d = 16; d > 0; d >>= 1)
-                m = max64(m, __shfl_xor_sync(0xffffffffu, m, d));
+            const unsigned long long m = trk_cu_warp_max64(mine);
             if (lane == 0) s_wmax[s & 1][warp] = m;
             __syncthreads();
             unsigned long long best = 0;
             for (int w = 0; w < RB_WARPS; w++)
-                best = max64(best, s_wmax[s & 1][w]);
+                best = trk_cu_max64(best, s_wmax[s & 1][w]);
             if (best == 0) break; /* the same for every thread */
             if (src >= 0 && mine == best) {
                 if (src >= RB_RECS) {
@@ -1260,20 +1247,8 @@ void trk_cu_rrm_collect(struct trk_cu_rrm *r, struct trk_obj_result *out, double
     if (kernel_ms) *kernel_ms = ms;
     const struct trk_cu_acc *acc = (const struct trk_cu_acc *)r->h_out;
     for (int j = 0; j < r->n; j++) {
-        const struct trk_cu_acc *a = &acc[j];
         r->n_blob[j] = 0;
-        if (!out) continue;
-        if (!a->mass) {
-            trk_result_clear(&out[j]);
-            continue;
-        }
-        out[j].mass = a->mass;
-        out[j].sum_x = a->sx;
-        out[j].sum_y = a->sy;
-        out[j].x0 = (int32_t)(TRK_ACC_BIG - a->nx0);
-        out[j].y0 = (int32_t)(TRK_ACC_BIG - a->ny0);
-        out[j].x1 = (int32_t)a->px1 - 1;
-        out[j].y1 = (int32_t)a->py1 - 1;
+        if (out) trk_cu_acc_result(&acc[j], &out[j]);
     }
     const unsigned *len = (const unsigned *)(r->h_out + r->o_cnt);
     const struct trk_cu_blob *rec = (const struct trk_cu_blob *)(r->h_out + r->o_rec);
