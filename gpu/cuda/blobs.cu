@@ -183,6 +183,190 @@ __device__ __forceinline__ void pixel_bits(const struct trk_cu_blobjob &job, con
     }
 }
 
+/* runs_kernel's step A for row y: warp k looks up the pixels of mask words
+ * k, k + warps, ... and ORs which active objects (s_act) match into s_pres
+ * and which words have a candidate into s_cand. */
+template <int NW, bool NATIVE>
+__device__ __forceinline__ void
+runs_presence(const struct trk_cu_blobjob &job, const uint32_t *s_lut, bool yuv, int y, int wpr,
+              int nw, const uint32_t *s_act, uint32_t *s_pres, uint32_t *s_cand)
+{
+    constexpr int U = TRK_BLOB_ROW_UNROLL;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, warps = blockDim.x >> 5;
+    for (int w0 = warp; w0 < wpr; w0 += warps * U) {
+        struct px_smp smp[U];
+#pragma unroll
+        for (int u = 0; u < U; u++)
+            load_px(job, 32 * (w0 + u * warps) + lane, y, smp[u]);
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int w = w0 + u * warps;
+            if (w >= wpr) break;
+            uint32_t B[NW];
+            pixel_bits<NW, NATIVE>(job, s_lut, yuv, smp[u], B);
+            uint32_t any = 0;
+#pragma unroll
+            for (int q = 0; q < NW; q++) {
+                if (q >= nw) break;
+                const uint32_t o = __reduce_or_sync(TRK_CU_FULL_MASK, B[q] & s_act[q]);
+                any |= o;
+                if (lane == 0 && o) atomicOr(&s_pres[q], o);
+            }
+            if (lane == 0 && any) atomicOr(&s_cand[w >> 5], 1u << (w & 31));
+        }
+    }
+}
+
+/* runs_kernel's step B for row y: the mask words of present objects
+ * s_list[i0 ..] (n of them) into s_mask, row i at i * wpr; words without a
+ * candidate (s_cand) are 0 without a lookup. */
+template <int NW, bool NATIVE>
+__device__ __forceinline__ void runs_masks(const struct trk_cu_blobjob &job, const uint32_t *s_lut,
+                                           bool yuv, int y, int wpr, const uint32_t *s_cand,
+                                           const uint16_t *s_list, const struct trk_roi *s_roi,
+                                           int i0, int n, uint32_t *s_mask)
+{
+    constexpr int U = TRK_BLOB_ROW_UNROLL;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, warps = blockDim.x >> 5;
+    for (int w0 = warp; w0 < wpr; w0 += warps * U) {
+        struct px_smp smp[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int w = w0 + u * warps;
+            smp[u].a = -1;
+            if (w < wpr && ((s_cand[w >> 5] >> (w & 31)) & 1u))
+                load_px(job, 32 * w + lane, y, smp[u]);
+        }
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int w = w0 + u * warps;
+            if (w >= wpr) break;
+            if (!((s_cand[w >> 5] >> (w & 31)) & 1u)) {
+                for (int i = lane; i < n; i += 32)
+                    s_mask[i * wpr + w] = 0;
+                continue;
+            }
+            const int x = 32 * w + lane;
+            uint32_t B[NW];
+            pixel_bits<NW, NATIVE>(job, s_lut, yuv, smp[u], B);
+            for (int i = 0; i < n; i++) {
+                const int g = s_list[i0 + i];
+                const struct trk_roi &r = s_roi[g];
+                const uint32_t m =
+                    __ballot_sync(TRK_CU_FULL_MASK, bit_of<NW>(B, g) && x >= r.x0 && x <= r.x1);
+                if (lane == 0) s_mask[i * wpr + w] = m;
+            }
+        }
+    }
+}
+
+/* runs_kernel's step C, first half: warp k counts the runs of objects k,
+ * k + warps, ... of s_mask into s_cnt; after a barrier warp 0 turns the
+ * counts into offsets (lane l holds entries PER_LANE l ..) and takes the
+ * row's run slots with one atomicAdd: s_off, rowoff and rowcnt. */
+__device__ __forceinline__ void runs_slots(const struct trk_cu_blobjob &job, int y, int wpr, int gn,
+                                           const uint16_t *s_list, int i0, int n,
+                                           const uint32_t *s_mask, uint32_t *s_cnt, uint32_t *s_off)
+{
+    constexpr int PER_LANE = TRK_MAX_OBJECTS / 32; /* warp 0's scan over the present objects */
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, warps = blockDim.x >> 5;
+    for (int i = warp; i < n; i += warps) {
+        const uint32_t *mrow = s_mask + i * wpr;
+        uint32_t cnt = 0, carry = 0;
+        for (int c = 0; c < wpr; c += 32) {
+            const int w = c + lane;
+            const uint32_t m = w < wpr ? mrow[w] : 0;
+            uint32_t prev = __shfl_up_sync(TRK_CU_FULL_MASK, m, 1);
+            if (lane == 0) prev = carry;
+            cnt += __popc(m & ~((m << 1) | (prev >> 31)));
+            carry = __shfl_sync(TRK_CU_FULL_MASK, m, 31);
+        }
+        cnt = __reduce_add_sync(TRK_CU_FULL_MASK, cnt);
+        if (lane == 0) s_cnt[i] = cnt;
+    }
+    __syncthreads();
+    if (warp == 0) {
+        uint32_t c[PER_LANE], sum = 0;
+#pragma unroll
+        for (int j = 0; j < PER_LANE; j++) {
+            const int i = PER_LANE * lane + j;
+            c[j] = i < n ? s_cnt[i] : 0;
+            sum += c[j];
+        }
+        const uint32_t incl = trk_cu_warp_incl_sum(sum, lane);
+        const uint32_t total = __shfl_sync(TRK_CU_FULL_MASK, incl, 31);
+        uint32_t base = 0;
+        if (lane == 0 && total) base = atomicAdd(job.ctl, total);
+        uint32_t off = __shfl_sync(TRK_CU_FULL_MASK, base, 0) + incl - sum;
+#pragma unroll
+        for (int j = 0; j < PER_LANE; j++) {
+            const int i = PER_LANE * lane + j;
+            if (i < n) {
+                const size_t ri = (size_t)y * gn + s_list[i0 + i];
+                s_off[i] = off;
+                job.rowoff[ri] = off;
+                job.rowcnt[ri] = c[j];
+                off += c[j];
+            }
+        }
+    }
+}
+
+/* runs_kernel's step C, second half: warp k writes the runs of objects k,
+ * k + warps, ... from their slots s_off on (x0 by the lane holding a run's
+ * start, x1 by the lane holding its end; the k-th start and the k-th end of
+ * a row are the k-th run). */
+__device__ __forceinline__ void runs_write(const struct trk_cu_blobjob &job, int y, int W, int wpr,
+                                           const uint16_t *s_list, int i0, int n,
+                                           const uint32_t *s_mask, const uint32_t *s_off)
+{
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, warps = blockDim.x >> 5;
+    for (int i = warp; i < n; i += warps) {
+        const int g = s_list[i0 + i];
+        const uint32_t *mrow = s_mask + i * wpr;
+        const uint32_t off = s_off[i];
+        uint32_t running = 0, carry = 0;
+        for (int c = 0; c < wpr; c += 32) {
+            const int w = c + lane;
+            const uint32_t m = w < wpr ? mrow[w] : 0;
+            uint32_t prev = __shfl_up_sync(TRK_CU_FULL_MASK, m, 1);
+            if (lane == 0) prev = carry;
+            uint32_t next = __shfl_down_sync(TRK_CU_FULL_MASK, m, 1);
+            if (lane == 31) next = w + 1 < wpr ? mrow[w + 1] : 0;
+            const uint32_t st = m & ~((m << 1) | (prev >> 31));
+            const uint32_t en = m & ~((m >> 1) | (next << 31));
+            const uint32_t cnt = __popc(st);
+            const uint32_t incl = trk_cu_warp_incl_sum(cnt, lane);
+            const uint32_t first = running + incl - cnt; /* runs of the row before word w */
+            if (w < wpr) {
+                uint32_t s = st, k = first;
+                while (s) {
+                    const int j = __ffs(s) - 1;
+                    s &= s - 1;
+                    const uint32_t id = off + k++;
+                    const int x = 32 * w + j;
+                    job.x0[id] = (uint16_t)x;
+                    job.yg[id] = (uint32_t)y | (uint32_t)g << 16;
+                    job.parent[id] = id;
+                    job.mass[id] = 0;
+                    job.first[id] = (uint32_t)y * (uint32_t)W + (uint32_t)x;
+                }
+                /* A run open from the word before ends here first. */
+                const uint32_t open = (prev >> 31) & m & 1u;
+                uint32_t e = en;
+                k = first - open;
+                while (e) {
+                    const int j = __ffs(e) - 1;
+                    e &= e - 1;
+                    job.x1[off + k++] = (uint16_t)(32 * w + j);
+                }
+            }
+            running += __shfl_sync(TRK_CU_FULL_MASK, incl, 31);
+            carry = __shfl_sync(TRK_CU_FULL_MASK, m, 31);
+        }
+    }
+}
+
 /* Grid: persistent blocks, block b takes rows b, b + gridDim.x, ...;
  * TRK_BLOB_THREADS threads; dynamic shared memory: the group's table image
  * (job.lt.words words), copied once per block with the group's clipped
@@ -217,8 +401,6 @@ template <int NW, bool NATIVE>
 __global__ void __launch_bounds__(TRK_BLOB_ROW_THREADS, TRK_BLOB_ROW_BLOCKS)
     runs_kernel(const struct trk_cu_blobjob job)
 {
-    constexpr int U = TRK_BLOB_ROW_UNROLL;
-    constexpr int PER_LANE = TRK_MAX_OBJECTS / 32; /* warp 0's scan over the present objects */
     extern __shared__ uint4 s_dyn[];
     uint32_t *s_lut = reinterpret_cast<uint32_t *>(s_dyn);
     __shared__ uint32_t s_mask[TRK_BLOB_ROW_MASK_WORDS];
@@ -261,28 +443,7 @@ __global__ void __launch_bounds__(TRK_BLOB_ROW_THREADS, TRK_BLOB_ROW_BLOCKS)
         __syncthreads();
 
         /* A: presence. */
-        for (int w0 = warp; w0 < wpr; w0 += warps * U) {
-            struct px_smp smp[U];
-#pragma unroll
-            for (int u = 0; u < U; u++)
-                load_px(job, 32 * (w0 + u * warps) + lane, y, smp[u]);
-#pragma unroll
-            for (int u = 0; u < U; u++) {
-                const int w = w0 + u * warps;
-                if (w >= wpr) break;
-                uint32_t B[NW];
-                pixel_bits<NW, NATIVE>(job, s_lut, yuv, smp[u], B);
-                uint32_t any = 0;
-#pragma unroll
-                for (int q = 0; q < NW; q++) {
-                    if (q >= nw) break;
-                    const uint32_t o = __reduce_or_sync(TRK_CU_FULL_MASK, B[q] & s_act[q]);
-                    any |= o;
-                    if (lane == 0 && o) atomicOr(&s_pres[q], o);
-                }
-                if (lane == 0 && any) atomicOr(&s_cand[w >> 5], 1u << (w & 31));
-            }
-        }
+        runs_presence<NW, NATIVE>(job, s_lut, yuv, y, wpr, nw, s_act, s_pres, s_cand);
         __syncthreads();
         for (int g = tid; g < gn; g += blockDim.x) {
             if ((s_pres[g >> 5] >> (g & 31)) & 1u)
@@ -298,128 +459,15 @@ __global__ void __launch_bounds__(TRK_BLOB_ROW_THREADS, TRK_BLOB_ROW_BLOCKS)
             if (i0) __syncthreads(); /* the chunk before is done with s_mask / s_off */
 
             /* B: the present objects' mask words. */
-            for (int w0 = warp; w0 < wpr; w0 += warps * U) {
-                struct px_smp smp[U];
-#pragma unroll
-                for (int u = 0; u < U; u++) {
-                    const int w = w0 + u * warps;
-                    smp[u].a = -1;
-                    if (w < wpr && ((s_cand[w >> 5] >> (w & 31)) & 1u))
-                        load_px(job, 32 * w + lane, y, smp[u]);
-                }
-#pragma unroll
-                for (int u = 0; u < U; u++) {
-                    const int w = w0 + u * warps;
-                    if (w >= wpr) break;
-                    if (!((s_cand[w >> 5] >> (w & 31)) & 1u)) {
-                        for (int i = lane; i < n; i += 32)
-                            s_mask[i * wpr + w] = 0;
-                        continue;
-                    }
-                    const int x = 32 * w + lane;
-                    uint32_t B[NW];
-                    pixel_bits<NW, NATIVE>(job, s_lut, yuv, smp[u], B);
-                    for (int i = 0; i < n; i++) {
-                        const int g = s_list[i0 + i];
-                        const struct trk_roi &r = s_roi[g];
-                        const uint32_t m = __ballot_sync(
-                            TRK_CU_FULL_MASK, bit_of<NW>(B, g) && x >= r.x0 && x <= r.x1);
-                        if (lane == 0) s_mask[i * wpr + w] = m;
-                    }
-                }
-            }
+            runs_masks<NW, NATIVE>(job, s_lut, yuv, y, wpr, s_cand, s_list, s_roi, i0, n, s_mask);
             __syncthreads();
 
-            /* C: count each object's runs of the row. */
-            for (int i = warp; i < n; i += warps) {
-                const uint32_t *mrow = s_mask + i * wpr;
-                uint32_t cnt = 0, carry = 0;
-                for (int c = 0; c < wpr; c += 32) {
-                    const int w = c + lane;
-                    const uint32_t m = w < wpr ? mrow[w] : 0;
-                    uint32_t prev = __shfl_up_sync(TRK_CU_FULL_MASK, m, 1);
-                    if (lane == 0) prev = carry;
-                    cnt += __popc(m & ~((m << 1) | (prev >> 31)));
-                    carry = __shfl_sync(TRK_CU_FULL_MASK, m, 31);
-                }
-                cnt = __reduce_add_sync(TRK_CU_FULL_MASK, cnt);
-                if (lane == 0) s_cnt[i] = cnt;
-            }
-            __syncthreads();
-            /* Offsets: warp 0 scans the counts (lane l holds entries
-             * PER_LANE l ..), one atomicAdd takes the row's slots. */
-            if (warp == 0) {
-                uint32_t c[PER_LANE], sum = 0;
-#pragma unroll
-                for (int j = 0; j < PER_LANE; j++) {
-                    const int i = PER_LANE * lane + j;
-                    c[j] = i < n ? s_cnt[i] : 0;
-                    sum += c[j];
-                }
-                const uint32_t incl = trk_cu_warp_incl_sum(sum, lane);
-                const uint32_t total = __shfl_sync(TRK_CU_FULL_MASK, incl, 31);
-                uint32_t base = 0;
-                if (lane == 0 && total) base = atomicAdd(job.ctl, total);
-                uint32_t off = __shfl_sync(TRK_CU_FULL_MASK, base, 0) + incl - sum;
-#pragma unroll
-                for (int j = 0; j < PER_LANE; j++) {
-                    const int i = PER_LANE * lane + j;
-                    if (i < n) {
-                        const size_t ri = (size_t)y * gn + s_list[i0 + i];
-                        s_off[i] = off;
-                        job.rowoff[ri] = off;
-                        job.rowcnt[ri] = c[j];
-                        off += c[j];
-                    }
-                }
-            }
+            /* C: count each object's runs of the row; offsets. */
+            runs_slots(job, y, wpr, gn, s_list, i0, n, s_mask, s_cnt, s_off);
             __syncthreads();
 
             /* C: write the runs. */
-            for (int i = warp; i < n; i += warps) {
-                const int g = s_list[i0 + i];
-                const uint32_t *mrow = s_mask + i * wpr;
-                const uint32_t off = s_off[i];
-                uint32_t running = 0, carry = 0;
-                for (int c = 0; c < wpr; c += 32) {
-                    const int w = c + lane;
-                    const uint32_t m = w < wpr ? mrow[w] : 0;
-                    uint32_t prev = __shfl_up_sync(TRK_CU_FULL_MASK, m, 1);
-                    if (lane == 0) prev = carry;
-                    uint32_t next = __shfl_down_sync(TRK_CU_FULL_MASK, m, 1);
-                    if (lane == 31) next = w + 1 < wpr ? mrow[w + 1] : 0;
-                    const uint32_t st = m & ~((m << 1) | (prev >> 31));
-                    const uint32_t en = m & ~((m >> 1) | (next << 31));
-                    const uint32_t cnt = __popc(st);
-                    const uint32_t incl = trk_cu_warp_incl_sum(cnt, lane);
-                    const uint32_t first = running + incl - cnt; /* runs of the row before word w */
-                    if (w < wpr) {
-                        uint32_t s = st, k = first;
-                        while (s) {
-                            const int j = __ffs(s) - 1;
-                            s &= s - 1;
-                            const uint32_t id = off + k++;
-                            const int x = 32 * w + j;
-                            job.x0[id] = (uint16_t)x;
-                            job.yg[id] = (uint32_t)y | (uint32_t)g << 16;
-                            job.parent[id] = id;
-                            job.mass[id] = 0;
-                            job.first[id] = (uint32_t)y * (uint32_t)W + (uint32_t)x;
-                        }
-                        /* A run open from the word before ends here first. */
-                        const uint32_t open = (prev >> 31) & m & 1u;
-                        uint32_t e = en;
-                        k = first - open;
-                        while (e) {
-                            const int j = __ffs(e) - 1;
-                            e &= e - 1;
-                            job.x1[off + k++] = (uint16_t)(32 * w + j);
-                        }
-                    }
-                    running += __shfl_sync(TRK_CU_FULL_MASK, incl, 31);
-                    carry = __shfl_sync(TRK_CU_FULL_MASK, m, 31);
-                }
-            }
+            runs_write(job, y, W, wpr, s_list, i0, n, s_mask, s_off);
         }
     }
 }
