@@ -614,6 +614,120 @@ __device__ __forceinline__ void for_cands(const struct trk_cu_blobjob &job, int 
     }
 }
 
+/* select_kernel's first pass: counts the candidates of group object g
+ * (mode: where they are) into s_valid and ORs their keys into s_or; with
+ * SEL_SHARED their keys and ids also go to s_key / s_kid (s_nk of them). */
+__device__ __forceinline__ void sel_gather(const struct trk_cu_blobjob &job, int g, int mode,
+                                           const uint32_t *list, uint32_t nroots, uint32_t min_area,
+                                           unsigned long long *s_key, uint32_t *s_kid,
+                                           unsigned &s_nk, unsigned &s_valid,
+                                           unsigned long long &s_or)
+{
+    const int tid = threadIdx.x;
+    unsigned cnt = 0;
+    unsigned long long orv = 0;
+    if (mode == SEL_SHARED) {
+        for (uint32_t i = tid; i < nroots; i += blockDim.x) {
+            const uint32_t id = list[i];
+            const uint32_t m = job.mass[id];
+            if (m < min_area) continue;
+            const unsigned long long key = blob_key(m, job.first[id]);
+            const unsigned at = atomicAdd(&s_nk, 1u);
+            s_key[at] = key;
+            s_kid[at] = id;
+            cnt++;
+            orv |= key;
+        }
+    } else {
+        for_cands(job, g, mode, list, nroots, s_key, s_kid, 0, min_area,
+                  [&](unsigned long long key, uint32_t) {
+                      cnt++;
+                      orv |= key;
+                  });
+    }
+    if (cnt) {
+        atomicAdd(&s_valid, cnt);
+        atomicOr(&s_or, orv);
+    }
+}
+
+/* One round of select_kernel's radix select, warp 0: lane l holds bins
+ * 255 - 8l .. 248 - 8l of s_hist, so lane order is descending key order.
+ * The lane whose range crosses s_need finds the bin (the bins before it
+ * are kept whole) and narrows s_prefix / s_need, or sets s_thresh and
+ * s_done when exactly the keys still needed share the prefix. */
+__device__ __forceinline__ void sel_round(const unsigned *s_hist, int shift,
+                                          unsigned long long prefix, unsigned &s_need,
+                                          unsigned long long &s_prefix,
+                                          unsigned long long &s_thresh, int &s_done)
+{
+    const int tid = threadIdx.x, lane = tid & 31;
+    /* Lane l holds bins 255 - 8l .. 248 - 8l: lane order is
+     * descending key order. The lane whose range crosses need
+     * finds the bin; the bins before it are kept whole. */
+    const unsigned need = s_need;
+    unsigned c[8], sum = 0;
+#pragma unroll
+    for (int q = 0; q < 8; q++) {
+        c[q] = s_hist[255 - 8 * lane - q];
+        sum += c[q];
+    }
+    const unsigned incl = trk_cu_warp_incl_sum(sum, lane);
+    /* Every lane has read s_need and its bins; the deciding
+     * lane writes s_need / s_prefix below. The shuffles above
+     * synchronise execution but order no memory: without this
+     * barrier a lane's read and the writer's store race
+     * (compute-sanitizer racecheck). */
+    __syncwarp();
+    const unsigned excl = incl - sum;
+    if (excl < need && incl >= need) {
+        unsigned cum = excl;
+        for (int q = 0; q < 8; q++) {
+            if (cum + c[q] >= need) {
+                const unsigned d = 255u - 8u * (unsigned)lane - (unsigned)q;
+                const unsigned left = need - cum;
+                s_prefix = prefix << 8 | d;
+                s_need = left;
+                if (c[q] == left || shift == 0) {
+                    /* Exactly the keys still needed share this
+                     * prefix: keep every key >= it. */
+                    s_thresh = (prefix << 8 | d) << shift;
+                    s_done = 1;
+                }
+                break;
+            }
+            cum += c[q];
+        }
+    }
+}
+
+/* select_kernel's output: the kept keys (kept <= K) ranked by counting,
+ * each rank's record initialised (statistics zero, bounds empty) and its
+ * root tagged in parent[]; the list length. */
+__device__ __forceinline__ void sel_write(const struct trk_cu_blobjob &job, int g,
+                                          const struct trk_cu_bobj &o, unsigned kept,
+                                          const unsigned long long *s_keep,
+                                          const uint32_t *s_keep_id)
+{
+    const int tid = threadIdx.x;
+    if ((unsigned)tid < kept) {
+        const unsigned long long key = s_keep[tid];
+        unsigned rank = 0;
+        for (unsigned i = 0; i < kept; i++)
+            rank += s_keep[i] > key;
+        struct trk_cu_blob rec;
+        rec.mass = (unsigned)(key >> 32);
+        rec.first = TRK_CU_FULL_MASK - (uint32_t)key;
+        rec.sx = rec.sy = rec.perim = 0;
+        rec.x0 = rec.y0 = TRK_CU_FULL_MASK;
+        rec.x1 = rec.y1 = 0;
+        rec.pad = 0;
+        job.recs[o.off + rank] = rec;
+        job.parent[s_keep_id[tid]] = SEL_TAG | rank;
+    }
+    if (tid == 0) job.counts[job.g0 + g] = kept;
+}
+
 /* Grid: one block per object of the group, TRK_BLOB_SEL_THREADS threads.
  * Selection: the K largest keys among roots (parent == itself after
  * flatten_kernel) with mass >= min_area. The candidates come from the
@@ -645,7 +759,7 @@ __global__ void __launch_bounds__(TRK_BLOB_SEL_THREADS)
     __shared__ unsigned long long s_or, s_prefix, s_thresh;
     __shared__ unsigned s_valid, s_need, s_kept, s_nk;
     __shared__ int s_done;
-    const int g = blockIdx.x, tid = threadIdx.x, lane = tid & 31;
+    const int g = blockIdx.x, tid = threadIdx.x;
     const struct trk_cu_bobj &o = job.objs[job.g0 + g];
     const uint32_t K = (uint32_t)o.k, min_area = o.min_area;
     const size_t seg = (size_t)job.wpr * (size_t)job.f.height;
@@ -662,33 +776,7 @@ __global__ void __launch_bounds__(TRK_BLOB_SEL_THREADS)
         s_nk = 0;
     }
     __syncthreads();
-    {
-        unsigned cnt = 0;
-        unsigned long long orv = 0;
-        if (mode == SEL_SHARED) {
-            for (uint32_t i = tid; i < nroots; i += blockDim.x) {
-                const uint32_t id = list[i];
-                const uint32_t m = job.mass[id];
-                if (m < min_area) continue;
-                const unsigned long long key = blob_key(m, job.first[id]);
-                const unsigned at = atomicAdd(&s_nk, 1u);
-                s_key[at] = key;
-                s_kid[at] = id;
-                cnt++;
-                orv |= key;
-            }
-        } else {
-            for_cands(job, g, mode, list, nroots, s_key, s_kid, 0, min_area,
-                      [&](unsigned long long key, uint32_t) {
-                          cnt++;
-                          orv |= key;
-                      });
-        }
-        if (cnt) {
-            atomicAdd(&s_valid, cnt);
-            atomicOr(&s_or, orv);
-        }
-    }
+    sel_gather(job, g, mode, list, nroots, min_area, s_key, s_kid, s_nk, s_valid, s_or);
     __syncthreads();
     const uint32_t nk = s_nk;
     if (s_valid > K) {
@@ -715,45 +803,7 @@ __global__ void __launch_bounds__(TRK_BLOB_SEL_THREADS)
                               atomicAdd(&s_hist[(key >> shift) & 255u], 1u);
                       });
             __syncthreads();
-            if (tid < 32) {
-                /* Lane l holds bins 255 - 8l .. 248 - 8l: lane order is
-                 * descending key order. The lane whose range crosses need
-                 * finds the bin; the bins before it are kept whole. */
-                const unsigned need = s_need;
-                unsigned c[8], sum = 0;
-#pragma unroll
-                for (int q = 0; q < 8; q++) {
-                    c[q] = s_hist[255 - 8 * lane - q];
-                    sum += c[q];
-                }
-                const unsigned incl = trk_cu_warp_incl_sum(sum, lane);
-                /* Every lane has read s_need and its bins; the deciding
-                 * lane writes s_need / s_prefix below. The shuffles above
-                 * synchronise execution but order no memory: without this
-                 * barrier a lane's read and the writer's store race
-                 * (compute-sanitizer racecheck). */
-                __syncwarp();
-                const unsigned excl = incl - sum;
-                if (excl < need && incl >= need) {
-                    unsigned cum = excl;
-                    for (int q = 0; q < 8; q++) {
-                        if (cum + c[q] >= need) {
-                            const unsigned d = 255u - 8u * (unsigned)lane - (unsigned)q;
-                            const unsigned left = need - cum;
-                            s_prefix = prefix << 8 | d;
-                            s_need = left;
-                            if (c[q] == left || shift == 0) {
-                                /* Exactly the keys still needed share this
-                                 * prefix: keep every key >= it. */
-                                s_thresh = (prefix << 8 | d) << shift;
-                                s_done = 1;
-                            }
-                            break;
-                        }
-                        cum += c[q];
-                    }
-                }
-            }
+            if (tid < 32) sel_round(s_hist, shift, prefix, s_need, s_prefix, s_thresh, s_done);
             __syncthreads();
             /* Done at the last byte at the latest (keys are unique). */
             if (s_done || shift == 0) break;
@@ -772,23 +822,7 @@ __global__ void __launch_bounds__(TRK_BLOB_SEL_THREADS)
                   }
               });
     __syncthreads();
-    const unsigned kept = s_kept < K ? s_kept : K;
-    if ((unsigned)tid < kept) {
-        const unsigned long long key = s_keep[tid];
-        unsigned rank = 0;
-        for (unsigned i = 0; i < kept; i++)
-            rank += s_keep[i] > key;
-        struct trk_cu_blob rec;
-        rec.mass = (unsigned)(key >> 32);
-        rec.first = TRK_CU_FULL_MASK - (uint32_t)key;
-        rec.sx = rec.sy = rec.perim = 0;
-        rec.x0 = rec.y0 = TRK_CU_FULL_MASK;
-        rec.x1 = rec.y1 = 0;
-        rec.pad = 0;
-        job.recs[o.off + rank] = rec;
-        job.parent[s_keep_id[tid]] = SEL_TAG | rank;
-    }
-    if (tid == 0) job.counts[job.g0 + g] = kept;
+    sel_write(job, g, o, s_kept < K ? s_kept : K, s_keep, s_keep_id);
 }
 
 /* Grid: any (grid-stride over the group's runs). Every run of a selected
