@@ -581,25 +581,14 @@ __host__ __device__ __forceinline__ unsigned rb_smem_words(int w, int h)
     return (unsigned)w * (unsigned)h + (unsigned)h * (unsigned)((w + 31) / 32);
 }
 
-__global__ void __launch_bounds__(RB_THREADS)
-    rb_kernel(struct trk_cu_frame f, const struct trk_cu_obj *objs, const struct breg *B,
-              unsigned *counts, struct trk_cu_blob *out)
+/* rb_kernel's step 1: warp k builds the mask words (mw) and run labels
+ * (lab: each pixel's run start, NONE outside the mask) of rows k,
+ * k + RB_WARPS, ... of region R (W x H, wpr mask words a row). */
+__device__ __forceinline__ void rb_label_runs(const struct trk_cu_frame &f, int yuv,
+                                              const struct trk_cu_obj &o, const struct breg &R,
+                                              int W, int H, int wpr, unsigned *lab, unsigned *mw)
 {
-    extern __shared__ unsigned rb_dyn[];
-    __shared__ struct rb_rec s_rec[RB_RECS];
-    __shared__ struct rb_item s_old[TRK_MAX_BLOBS], s_new[TRK_MAX_BLOBS];
-    __shared__ unsigned long long s_wmax[2][RB_WARPS];
-    __shared__ unsigned s_nroots;
-    const struct breg R = B[blockIdx.x];
-    const int W = R.x1 - R.x0 + 1, H = R.y1 - R.y0 + 1, wpr = (W + 31) >> 5;
-    const unsigned A = (unsigned)W * (unsigned)H;
-    unsigned *lab = rb_dyn, *mw = rb_dyn + A;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const struct trk_cu_obj o = objs[R.obj];
-    const int yuv = trk_fmt_is_yuv(f.fmt);
-    if (threadIdx.x == 0) s_nroots = 0;
-
-    /* 1. Mask and run labels. */
     for (int ly = warp; ly < H; ly += RB_WARPS) {
         unsigned carry = 0; /* run start of the previous word's last pixel */
         bool last_in = false;
@@ -617,9 +606,13 @@ __global__ void __launch_bounds__(RB_THREADS)
             last_in = (m >> 31) & 1u;
         }
     }
-    __syncthreads();
+}
 
-    /* 2. Runs united with the runs above that touch them. */
+/* rb_kernel's step 2: each run united with the runs of the row above that
+ * touch it (R.conn: 4 or 8), one pixel a thread. */
+__device__ __forceinline__ void rb_unite_rows(const struct breg &R, unsigned A, int W, int wpr,
+                                              unsigned *lab, const unsigned *mw)
+{
     for (unsigned i = threadIdx.x; i < A; i += RB_THREADS) {
         const int ly = (int)(i / (unsigned)W), lx = (int)(i % (unsigned)W);
         if (ly == 0 || !rb_in(mw, wpr, lx, ly)) continue;
@@ -640,6 +633,90 @@ __global__ void __launch_bounds__(RB_THREADS)
             if (ur && !u) rb_unite(lab, i, i - W + 1);
         }
     }
+}
+
+/* A record of rb_kernel's pass as a list item: key, and the blob in frame
+ * coordinates (R's origin added; first pixel as a raster index of the
+ * frame, fw pixels a row). */
+__device__ __forceinline__ struct rb_item rb_item_of(const struct rb_rec &q, unsigned long long key,
+                                                     const struct breg &R, int W, int fw)
+{
+    struct rb_item it;
+    it.key = key;
+    it.b.mass = q.mass;
+    it.b.sx = (unsigned long long)q.sx + (unsigned long long)q.mass * (unsigned)R.x0;
+    it.b.sy = (unsigned long long)q.sy + (unsigned long long)q.mass * (unsigned)R.y0;
+    it.b.perim = q.perim;
+    it.b.first = (unsigned long long)(R.y0 + (int)(q.root / (unsigned)W)) * (unsigned long long)fw +
+                 (unsigned long long)(R.x0 + (int)(q.root % (unsigned)W));
+    it.b.x0 = (unsigned)R.x0 + q.x0;
+    it.b.y0 = (unsigned)R.y0 + q.y0;
+    it.b.x1 = (unsigned)R.x0 + q.x1;
+    it.b.y1 = (unsigned)R.y0 + q.y1;
+    it.b.pad = 0;
+    return it;
+}
+
+/* rb_kernel's step 4, statistics: every pixel of a root numbered
+ * c0 .. c0 + nrec - 1 adds to that root's record (mass, sums, bounds, crack
+ * edges), the warp's pixels of one root at once (warp_add_blob). */
+__device__ __forceinline__ void rb_pass_stats(unsigned A, int W, int H, int wpr,
+                                              const unsigned *lab, const unsigned *mw, unsigned c0,
+                                              unsigned nrec, struct rb_rec *s_rec)
+{
+    for (unsigned base = 0; base < A; base += RB_THREADS) {
+        const unsigned i = base + threadIdx.x;
+        unsigned key = NONE, lx = 0, ly = 0, edges = 0;
+        bool is_root = false;
+        if (i < A) {
+            unsigned v = lab[i];
+            if (v != NONE) {
+                is_root = (v & RB_TAG) != 0;
+                while (!(v & RB_TAG)) /* member -> start -> root: 2 steps at most */
+                    v = lab[v];
+                const unsigned k = (v & ~RB_TAG) - c0;
+                if (k < nrec) {
+                    key = k;
+                    lx = i % (unsigned)W, ly = i / (unsigned)W;
+                    unsigned in = 0;
+                    in += lx > 0 && rb_in(mw, wpr, (int)lx - 1, (int)ly);
+                    in += lx + 1 < (unsigned)W && rb_in(mw, wpr, (int)lx + 1, (int)ly);
+                    in += ly > 0 && rb_in(mw, wpr, (int)lx, (int)ly - 1);
+                    in += ly + 1 < (unsigned)H && rb_in(mw, wpr, (int)lx, (int)ly + 1);
+                    edges = 4 - in;
+                    if (is_root) s_rec[k].root = i;
+                }
+            }
+        }
+        const unsigned peers = __match_any_sync(TRK_CU_FULL_MASK, key);
+        if (key != NONE) warp_add_blob(s_rec, key, peers, lx, ly, edges);
+    }
+}
+
+__global__ void __launch_bounds__(RB_THREADS)
+    rb_kernel(struct trk_cu_frame f, const struct trk_cu_obj *objs, const struct breg *B,
+              unsigned *counts, struct trk_cu_blob *out)
+{
+    extern __shared__ unsigned rb_dyn[];
+    __shared__ struct rb_rec s_rec[RB_RECS];
+    __shared__ struct rb_item s_old[TRK_MAX_BLOBS], s_new[TRK_MAX_BLOBS];
+    __shared__ unsigned long long s_wmax[2][RB_WARPS];
+    __shared__ unsigned s_nroots;
+    const struct breg R = B[blockIdx.x];
+    const int W = R.x1 - R.x0 + 1, H = R.y1 - R.y0 + 1, wpr = (W + 31) >> 5;
+    const unsigned A = (unsigned)W * (unsigned)H;
+    unsigned *lab = rb_dyn, *mw = rb_dyn + A;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const struct trk_cu_obj o = objs[R.obj];
+    const int yuv = trk_fmt_is_yuv(f.fmt);
+    if (threadIdx.x == 0) s_nroots = 0;
+
+    /* 1. Mask and run labels. */
+    rb_label_runs(f, yuv, o, R, W, H, wpr, lab, mw);
+    __syncthreads();
+
+    /* 2. Runs united with the runs above that touch them. */
+    rb_unite_rows(R, A, W, wpr, lab, mw);
     __syncthreads();
 
     /* 3. Run starts to their roots (members point at their start). */
@@ -663,33 +740,7 @@ __global__ void __launch_bounds__(RB_THREADS)
         for (unsigned t = threadIdx.x; t < nrec; t += RB_THREADS)
             s_rec[t] = rb_rec{ 0, 0, 0, 0, NONE, NONE, 0, 0, 0 };
         __syncthreads();
-        for (unsigned base = 0; base < A; base += RB_THREADS) {
-            const unsigned i = base + threadIdx.x;
-            unsigned key = NONE, lx = 0, ly = 0, edges = 0;
-            bool is_root = false;
-            if (i < A) {
-                unsigned v = lab[i];
-                if (v != NONE) {
-                    is_root = (v & RB_TAG) != 0;
-                    while (!(v & RB_TAG)) /* member -> start -> root: 2 steps at most */
-                        v = lab[v];
-                    const unsigned k = (v & ~RB_TAG) - c0;
-                    if (k < nrec) {
-                        key = k;
-                        lx = i % (unsigned)W, ly = i / (unsigned)W;
-                        unsigned in = 0;
-                        in += lx > 0 && rb_in(mw, wpr, (int)lx - 1, (int)ly);
-                        in += lx + 1 < (unsigned)W && rb_in(mw, wpr, (int)lx + 1, (int)ly);
-                        in += ly > 0 && rb_in(mw, wpr, (int)lx, (int)ly - 1);
-                        in += ly + 1 < (unsigned)H && rb_in(mw, wpr, (int)lx, (int)ly + 1);
-                        edges = 4 - in;
-                        if (is_root) s_rec[k].root = i;
-                    }
-                }
-            }
-            const unsigned peers = __match_any_sync(TRK_CU_FULL_MASK, key);
-            if (key != NONE) warp_add_blob(s_rec, key, peers, lx, ly, edges);
-        }
+        rb_pass_stats(A, W, H, wpr, lab, mw, c0, nrec, s_rec);
         __syncthreads();
         /* The K best of this pass's records and the list so far, round by
          * round: each round the largest key below the previous round's
@@ -719,24 +770,7 @@ __global__ void __launch_bounds__(RB_THREADS)
                 if (src >= RB_RECS) {
                     s_new[s] = s_old[src - RB_RECS];
                 } else {
-                    const struct rb_rec &q = s_rec[src];
-                    struct rb_item it;
-                    it.key = best;
-                    it.b.mass = q.mass;
-                    it.b.sx =
-                        (unsigned long long)q.sx + (unsigned long long)q.mass * (unsigned)R.x0;
-                    it.b.sy =
-                        (unsigned long long)q.sy + (unsigned long long)q.mass * (unsigned)R.y0;
-                    it.b.perim = q.perim;
-                    it.b.first = (unsigned long long)(R.y0 + (int)(q.root / (unsigned)W)) *
-                                     (unsigned long long)f.width +
-                                 (unsigned long long)(R.x0 + (int)(q.root % (unsigned)W));
-                    it.b.x0 = (unsigned)R.x0 + q.x0;
-                    it.b.y0 = (unsigned)R.y0 + q.y0;
-                    it.b.x1 = (unsigned)R.x0 + q.x1;
-                    it.b.y1 = (unsigned)R.y0 + q.y1;
-                    it.b.pad = 0;
-                    s_new[s] = it;
+                    s_new[s] = rb_item_of(s_rec[src], best, R, W, f.width);
                 }
             }
             prev = best;
