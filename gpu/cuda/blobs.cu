@@ -276,8 +276,7 @@ __device__ __forceinline__ void runs_slots(const struct trk_cu_blobjob &job, int
         for (int c = 0; c < wpr; c += 32) {
             const int w = c + lane;
             const uint32_t m = w < wpr ? mrow[w] : 0;
-            uint32_t prev = __shfl_up_sync(TRK_CU_FULL_MASK, m, 1);
-            if (lane == 0) prev = carry;
+            const uint32_t prev = trk_cu_warp_prev_word(m, lane, carry);
             cnt += __popc(m & ~((m << 1) | (prev >> 31)));
             carry = __shfl_sync(TRK_CU_FULL_MASK, m, 31);
         }
@@ -329,8 +328,7 @@ __device__ __forceinline__ void runs_write(const struct trk_cu_blobjob &job, int
         for (int c = 0; c < wpr; c += 32) {
             const int w = c + lane;
             const uint32_t m = w < wpr ? mrow[w] : 0;
-            uint32_t prev = __shfl_up_sync(TRK_CU_FULL_MASK, m, 1);
-            if (lane == 0) prev = carry;
+            const uint32_t prev = trk_cu_warp_prev_word(m, lane, carry);
             uint32_t next = __shfl_down_sync(TRK_CU_FULL_MASK, m, 1);
             if (lane == 31) next = w + 1 < wpr ? mrow[w + 1] : 0;
             const uint32_t st = m & ~((m << 1) | (prev >> 31));

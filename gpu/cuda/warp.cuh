@@ -26,6 +26,14 @@ __device__ __forceinline__ unsigned trk_cu_warp_incl_sum(unsigned v, int lane)
     return v;
 }
 
+/* For a row of words spread over the warp (lane l holds word c + l): the
+ * word before this lane's; lane 0 gets carry, the previous 32 words' last. */
+__device__ __forceinline__ unsigned trk_cu_warp_prev_word(unsigned m, int lane, unsigned carry)
+{
+    const unsigned prev = __shfl_up_sync(TRK_CU_FULL_MASK, m, 1);
+    return lane == 0 ? carry : prev;
+}
+
 /* Sum of v over the warp, in lane 0 (the other lanes hold partial sums). */
 __device__ __forceinline__ unsigned long long trk_cu_warp_sum64(unsigned long long v)
 {
