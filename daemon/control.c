@@ -10,6 +10,7 @@
 #include <string.h>
 
 #define LOG_TAG "control"
+#include "camctl.h"
 #include "color.h"
 #include "log.h"
 #include "preview.h"
@@ -44,6 +45,7 @@ struct file_job {
 struct trk_control {
     struct trk_reply out;                  /* set at create, then read-only */
     const struct trk_objects_target *save; /* the caller's, read-only; NULL = none */
+    struct trk_camctl *camera;             /* the caller's; NULL = none */
     pthread_t worker; /* runs file_jobs: the service thread never waits on disk */
     bool worker_started;
     pthread_mutex_t lock;           /* guards everything below */
@@ -229,6 +231,7 @@ int trk_control_reload(struct trk_control *c, char *msg, size_t msg_len)
         c->objs = *o;
         changed_locked(c);
         pthread_mutex_unlock(&c->lock);
+        if (c->camera) trk_camctl_load(c->camera, o->camera, o->n_camera);
         snprintf(msg, msg_len, "%s: %d objects", c->save->path, o->n);
     }
     free(o);
@@ -323,6 +326,7 @@ int trk_control_create(const struct trk_control_cfg *cfg, struct trk_control **o
     c->mask = -1;
     c->hello = cfg->hello;
     c->save = cfg->save;
+    c->camera = cfg->camera;
     c->h_version = dup_or_null(cfg->hello.version);
     c->h_backend = dup_or_null(cfg->hello.backend);
     c->h_source = dup_or_null(cfg->hello.source);
@@ -479,8 +483,11 @@ static void handle_set_objects(struct trk_control *c, const struct request *r)
     struct trk_config_error cerr;
     int err = root && n ? trk_objects_from_json(root, "set_objects", n, &cerr) : TRK_ENOMEM;
     if (!err) {
-        /* The message carries no pre-filter: the set keeps its own. */
+        /* The message carries no pre-filter or camera section: the set
+         * keeps its own. */
         n->prefilter_sigma = c->objs.prefilter_sigma;
+        n->n_camera = c->objs.n_camera;
+        memcpy(n->camera, c->objs.camera, sizeof(n->camera));
         if (!cal) n->calib = c->objs.calib;
         c->objs = *n;
         changed_locked(c);
@@ -605,6 +612,8 @@ static void handle_save_objects(struct trk_control *c, const struct request *r)
         return;
     }
     *snapshot = c->objs;
+    /* The camera section as clients have set it. */
+    if (c->camera) trk_camctl_section(c->camera, snapshot->camera, &snapshot->n_camera);
     queue_job(c, r, snapshot);
 }
 
@@ -713,6 +722,15 @@ static void handle_preview(struct trk_control *c, const struct request *r)
         trk_msg_ack_preview(&b, r->id, (int)w, f, mask >= 0 ? c->objs.def[mask].name : NULL));
 }
 
+/* get_camera and set_camera: the camera module answers them. */
+static void handle_camera(struct trk_control *c, const struct request *r)
+{
+    if (!c->camera)
+        refuse(c, r, TRK_MSG_UNSUPPORTED, "this daemon has no camera controls");
+    else
+        trk_camctl_request(c->camera, r->client, r->id, r->type == TRK_CTL_SET_CAMERA, r->msg);
+}
+
 /* The one table of what answers each control type (messages.h lists the
  * types). "auth" has none: the server answers it before it gets here. */
 typedef void (*handler_fn)(struct trk_control *c, const struct request *r);
@@ -728,6 +746,8 @@ static const handler_fn handlers[TRK_CTL_COUNT] = {
     [TRK_CTL_SAMPLE] = handle_sample,
     [TRK_CTL_PREVIEW] = handle_preview,
     [TRK_CTL_AUTH] = NULL,
+    [TRK_CTL_GET_CAMERA] = handle_camera,
+    [TRK_CTL_SET_CAMERA] = handle_camera,
 };
 
 void trk_control_on_message(void *user, uint64_t client_id, const char *json, size_t len)

@@ -44,6 +44,7 @@ struct trk_reply {
     void (*set_hello)(void *ctx, const struct trk_buf *msg);
 };
 
+struct trk_camctl;
 struct trk_control_cfg {
     const struct trk_objects *objects; /* the initial set (copied)                  */
     /* Where save_objects writes and reload reads (opened by the caller,
@@ -55,6 +56,11 @@ struct trk_control_cfg {
                                   * current set is used)                      */
     struct trk_reply reply;      /* where replies, broadcasts and the hello go;
                                   * the hello is set at create              */
+    /* get_camera / set_camera go to it, saves take its camera section and
+     * reloads hand it theirs (camctl.h); NULL: get_camera and set_camera
+     * answer "unsupported", the set's own section is saved. Borrowed: it
+     * must outlive the module. */
+    struct trk_camctl *camera;
 };
 
 /* Returns 0, TRK_EINVAL or TRK_ENOMEM (also when the worker cannot start). */
