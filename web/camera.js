@@ -1,0 +1,214 @@
+// The Camera card: the V4L2 camera's exposure, gain and white balance as an
+// auto/manual switch and sliders per group, with the ranges the daemon
+// reads from the driver ("get_camera", "set_camera", PROTOCOL.md section
+// 5). The daemon keeps what is set in the objects' camera section, so the
+// teach panel's Save writes it to the file. Files and the demo have no
+// controls: the card then says why and shows none. While teaching, the
+// teach panel says when automatic white balance is on (colours drift).
+
+import { isAuthed, withControl } from './auth.js';
+import { send } from './connection.js';
+import { isTeaching } from './teach.js';
+import { $ } from './util.js';
+
+// Slider moves are sent at most this often (each is an ioctl on the camera).
+const SEND_EVERY_MS = 100;
+const GROUPS = [['exposure', 'Exposure'], ['gain', 'Gain'], ['white_balance', 'White balance']];
+
+const el = {
+  card: $('camera'), note: $('cam-note'), unlock: $('cam-unlock'), groups: $('cam-groups'),
+  msg: $('cam-msg'), awb: $('cam-awb'), teachForm: $('t-form'),
+};
+
+const cam = {
+  available: null,   // null: not known yet
+  reason: null,      // why there are no controls
+  device: null,
+  controls: [],      // as the last "camera" message had them
+  lastAck: null,     // the last set_camera ack
+  lastError: null,   // the last error reply to this card
+};
+let nextId = 1;
+const mine = new Set();   // ids of this card's requests
+const pendingSet = new Map();   // control name -> {value, timer}
+let lastSent = new Map();       // control name -> time of the last send
+
+// The card's state (read by the page's test hook).
+export const cameraState = () => ({ ...cam, awbWarning: !el.awb.hidden });
+
+function say(text, bad) {
+  el.msg.textContent = text;
+  el.msg.classList.toggle('bad', !!bad);
+}
+
+function request(msg) {
+  const id = `cam${nextId++}`;
+  mine.add(id);
+  if (!send(Object.assign({ id }, msg))) {
+    mine.delete(id);
+    say('not connected', true);
+  }
+}
+
+const fetchState = () => request({ type: 'get_camera' });
+
+// Every text message the page gets.
+export function onMessage(msg) {
+  if (msg.type === 'hello') {
+    cam.available = null;
+    if (isAuthed()) fetchState();
+    else showLocked();
+    return;
+  }
+  // Editing unlocked (auth.js) after the hello: now the card may ask.
+  if (msg.type === 'ack' && msg.request === 'auth' && cam.available === null) fetchState();
+  if (msg.type === 'camera' && (msg.id === undefined || mine.has(msg.id))) {
+    mine.delete(msg.id);
+    return show(msg);
+  }
+  if (msg.id === undefined || !mine.has(msg.id)) return;
+  mine.delete(msg.id);
+  if (msg.type === 'error') return onError(msg);
+  if (msg.type === 'ack' && msg.request === 'set_camera') {
+    cam.lastAck = msg;
+    say(`${msg.name} = ${msg.value}`);
+  }
+}
+
+function onError(err) {
+  cam.lastError = err;
+  if (err.code === 'unauthorized') return showLocked();
+  say(`${err.code}: ${err.message}`, true);
+  // The sliders go back to what the camera has.
+  if (err.code !== 'busy') fetchState();
+}
+
+function showLocked() {
+  el.note.textContent = 'The camera controls need the control token.';
+  el.unlock.hidden = false;
+  el.groups.replaceChildren();
+}
+
+el.unlock.addEventListener('click', () => withControl(fetchState));
+
+// A "camera" message: the controls the source has now.
+function show(msg) {
+  cam.available = !!msg.available;
+  cam.reason = msg.reason || null;
+  cam.device = msg.device || null;
+  cam.controls = Array.isArray(msg.controls) ? msg.controls : [];
+  el.unlock.hidden = true;
+  el.card.classList.toggle('cam-none', !cam.available || !cam.controls.length);
+  if (!cam.available) {
+    el.note.textContent = `No camera controls: ${cam.reason || 'the source has none'}.`;
+    el.groups.replaceChildren();
+    return;
+  }
+  el.note.textContent = cam.controls.length
+    ? `${cam.device}: saved with the objects (Save in Teach & edit).`
+    : `${cam.device} has no exposure, gain or white balance controls.`;
+  // A slider being dragged keeps its place; the rest is redrawn.
+  if (document.activeElement && el.groups.contains(document.activeElement)
+      && document.activeElement.type === 'range') {
+    updateValues();
+    return;
+  }
+  el.groups.replaceChildren(...GROUPS.map(([g, title]) => groupBox(g, title)).filter(Boolean));
+}
+
+const autoOn = (c) => c.value !== c.manual_value;
+
+function groupBox(group, title) {
+  const ctrls = cam.controls.filter((c) => c.group === group);
+  if (!ctrls.length) return null;
+  const box = document.createElement('fieldset');
+  box.className = 'cam-group';
+  box.dataset.group = group;
+  const legend = document.createElement('legend');
+  legend.textContent = title;
+  box.append(legend);
+  const auto = ctrls.find((c) => c.auto);
+  if (auto) {
+    const label = document.createElement('label');
+    label.className = 'check';
+    const input = document.createElement('input');
+    input.type = 'checkbox';
+    input.dataset.name = auto.name;
+    input.checked = autoOn(auto);
+    input.disabled = auto.fixed;
+    label.title = auto.fixed ? `${auto.name} is set by --control on trackd's command line` : auto.label;
+    input.addEventListener('change', () => {
+      setControl(auto.name, input.checked ? auto.auto_value : auto.manual_value, true);
+    });
+    label.append(input, ' auto');
+    box.append(label);
+  }
+  for (const c of ctrls.filter((k) => !k.auto)) box.append(slider(c, auto));
+  return box;
+}
+
+function slider(c, auto) {
+  const row = document.createElement('label');
+  row.className = 'cam-slider';
+  const name = document.createElement('span');
+  name.textContent = c.label;
+  const input = document.createElement('input');
+  input.type = 'range';
+  input.min = String(c.min);
+  input.max = String(c.max);
+  input.step = String(c.step);
+  input.value = String(c.value);
+  input.dataset.name = c.name;
+  const out = document.createElement('output');
+  out.textContent = String(c.value);
+  input.disabled = c.fixed || c.inactive || (auto && autoOn(auto));
+  row.title = c.fixed ? `${c.name} is set by --control on trackd's command line, which wins`
+    : input.disabled ? `${c.label}: the camera sets it while auto is on` : `${c.label} ${c.min}..${c.max}`;
+  input.addEventListener('input', () => {
+    out.textContent = input.value;
+    setControl(c.name, Number(input.value), false);
+  });
+  input.addEventListener('change', () => setControl(c.name, Number(input.value), true));
+  row.append(name, input, out);
+  return row;
+}
+
+// The values of a message into the controls shown, the dragged one aside.
+function updateValues() {
+  for (const c of cam.controls) {
+    const input = el.groups.querySelector(`input[data-name="${c.name}"]`);
+    if (!input || input === document.activeElement) continue;
+    if (input.type === 'checkbox') input.checked = autoOn(c);
+    else input.value = String(c.value);
+  }
+}
+
+// Sends one control's new value: at once when final or not sent lately,
+// else the newest after SEND_EVERY_MS.
+function setControl(name, value, final) {
+  const old = pendingSet.get(name);
+  if (old) clearTimeout(old.timer);
+  pendingSet.delete(name);
+  const wait = (lastSent.get(name) || 0) + SEND_EVERY_MS - performance.now();
+  const go = () => {
+    pendingSet.delete(name);
+    lastSent.set(name, performance.now());
+    withControl(() => request({ type: 'set_camera', name, value }));
+  };
+  if (final || wait <= 0) go();
+  else pendingSet.set(name, { value, timer: setTimeout(go, wait) });
+}
+
+// Automatic white balance re-tints the picture as the scene changes: a
+// colour taught now may not match later.
+function refreshWarning() {
+  const awb = cam.available && cam.controls.find((c) => c.group === 'white_balance' && c.auto);
+  const teaching = isTeaching() || (el.teachForm && !el.teachForm.hidden);
+  const on = !!(awb && autoOn(awb) && teaching);
+  if (el.awb.hidden === on) el.awb.hidden = !on;
+}
+
+export function initCamera() {
+  lastSent = new Map();
+  setInterval(refreshWarning, 250);
+}
