@@ -1,0 +1,77 @@
+// Browser test of the Camera card on a camera with controls: the page of a
+// trackd that runs on the vivid virtual camera under qemu (tests/camera/
+// run_controls.py starts it and passes the page's address, token included,
+// in TRK_PAGE_URL; it checks the driver with v4l2-ctl afterwards). vivid
+// has automatic gain and gain (0..255) and no exposure or white balance:
+// the card shows the Gain group only, with the driver's range; End on the
+// slider sets gain 255, the auto box turns automatic gain on and the slider
+// off.
+//
+//   TRK_PAGE_URL=http://127.0.0.1:PORT/?token=T node camera_vivid.test.mjs
+import { fail, launchChromium } from './harness.mjs';
+
+const url = process.env.TRK_PAGE_URL;
+if (!url) fail('TRK_PAGE_URL is not set (run by tests/camera/run_controls.py)');
+
+const card = (page) => page.evaluate(() => {
+  const q = (s) => document.querySelector(s);
+  const slider = q('#cam-groups fieldset[data-group="gain"] input[type="range"]');
+  const box = q('#cam-groups fieldset[data-group="gain"] input[type="checkbox"]');
+  return {
+    groups: [...document.querySelectorAll('#cam-groups fieldset')].map((f) => f.dataset.group),
+    slider: slider && { min: slider.min, max: slider.max, step: slider.step, value: slider.value,
+                        disabled: slider.disabled, shown: slider.nextElementSibling.textContent },
+    auto: box && { checked: box.checked, disabled: box.disabled },
+    note: q('#cam-note').textContent,
+    state: window.trackdTest.camera,
+  };
+});
+
+async function until(page, fn, arg, what) {
+  await page.waitForFunction(fn, arg, { timeout: 30000 })
+    .catch(async () => fail(`${what}: ${JSON.stringify(await card(page))}`));
+}
+
+let browser;
+try {
+  browser = await launchChromium();
+  const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  await page.goto(url);
+  await until(page, () => window.trackdTest && window.trackdTest.camera.available === true, null,
+              'the card never loaded the camera');
+  let c = await card(page);
+  const gain = c.state.controls.find((k) => k.name === 'gain');
+  if (c.groups.join() !== 'gain' || !c.slider || !c.auto || c.slider.min !== '0' ||
+      c.slider.max !== '255' || c.slider.step !== '1' || c.slider.value !== String(gain.value) ||
+      c.slider.disabled || c.auto.checked || !c.note.includes('/dev/video0'))
+    fail(`the Gain group as vivid has it (manual, 0..255): ${JSON.stringify(c)}`);
+  console.log(`  card: ${c.groups}, gain ${c.slider.min}..${c.slider.max} at ${c.slider.value}`);
+
+  // The slider by keyboard, as a user would: End is its maximum.
+  await page.focus('#cam-groups input[type="range"]');
+  await page.keyboard.press('End');
+  await until(page, () => {
+    const a = window.trackdTest.camera.lastAck;
+    return a && a.name === 'gain' && a.value === 255;
+  }, null, 'no set_camera ack for gain 255');
+  await until(page, () => window.trackdTest.camera.controls.find((k) => k.name === 'gain').value === 255,
+              null, 'the camera broadcast never had gain 255');
+  console.log('  End on the slider: gain 255 acked and broadcast');
+
+  // Automatic gain on: acked, and the slider is off while the camera sets it.
+  await page.click('#cam-groups input[type="checkbox"]');
+  await until(page, () => {
+    const a = window.trackdTest.camera.lastAck;
+    const s = document.querySelector('#cam-groups input[type="range"]');
+    return a && a.name === 'gain_automatic' && a.value === 1 && s && s.disabled;
+  }, null, 'automatic gain did not come on with the slider off');
+  c = await card(page);
+  if (!c.auto.checked || c.state.awbWarning) fail(`after auto on: ${JSON.stringify(c)}`);
+  console.log('  auto box: automatic gain on, slider disabled');
+  if (errors.length) fail(`page errors: ${errors.join('; ')}`);
+  console.log('PASS');
+} finally {
+  if (browser) await browser.close();
+}
