@@ -406,21 +406,12 @@ void trk_camctl_request(struct trk_camctl *c, uint64_t client, const char *id, b
 {
     struct job j = { .kind = set ? JOB_SET : JOB_GET, .client = client };
     snprintf(j.id, sizeof(j.id), "%s", id);
-    if (!c->device) {
-        if (!set) {
-            struct trk_camera_info ci = { .reason = c->reason };
-            struct trk_buf b = { 0 };
-            send_msg(c, client, false, &b, trk_msg_camera(&b, id, &ci));
-        } else {
-            reply_error(c, client, id, TRK_MSG_NO_CAMERA, "%s", c->reason);
-        }
-        return;
-    }
     if (set) {
         const json_t *name = json_object_get(msg, "name");
         const json_t *value = json_object_get(msg, "value");
         if (!json_is_string(name) || !json_string_length(name) ||
-            json_string_length(name) >= sizeof(j.name)) {
+            json_string_length(name) >= sizeof(j.name) ||
+            strlen(json_string_value(name)) != json_string_length(name)) {
             reply_error(c, client, id, TRK_MSG_BAD_FIELD,
                         "\"name\" must be a control name of 1..63 bytes (as get_camera lists)");
             return;
@@ -438,6 +429,16 @@ void trk_camctl_request(struct trk_camctl *c, uint64_t client, const char *id, b
         }
         snprintf(j.name, sizeof(j.name), "%s", json_string_value(name));
         j.value = (long)v;
+    }
+    if (!c->device) {
+        if (!set) {
+            struct trk_camera_info ci = { .reason = c->reason };
+            struct trk_buf b = { 0 };
+            send_msg(c, client, false, &b, trk_msg_camera(&b, id, &ci));
+        } else {
+            reply_error(c, client, id, TRK_MSG_NO_CAMERA, "%s", c->reason);
+        }
+        return;
     }
     pthread_mutex_lock(&c->lock);
     bool fixed = set && is_fixed(c, j.name);

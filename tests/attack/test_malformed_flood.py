@@ -46,6 +46,9 @@ GOOD = [
     ({"type": "preview", "width": 160, "fps": 5.0, "mask": None}, ["width", "fps"]),
     ({"type": "preview", "mask": "red"}, ["mask"]),
     ({"type": "subscribe", "preview": False}, ["preview"]),
+    # The demo has no camera: a well-formed one is answered no_camera, a
+    # malformed one bad_field.
+    ({"type": "set_camera", "name": "gain", "value": 5}, ["name", "value"]),
 ]
 # Per JSON type: values of other types to put in its place.
 OTHER = {
@@ -58,7 +61,7 @@ OTHER = {
     type(None): [True, 3, [], {}],
 }
 # Values of another type that are valid all the same.
-VALID = {("preview", "mask"): [None]}
+VALID = {("preview", "mask"): [None], ("set_camera", "value"): [True, False]}
 
 
 def wrong_values(msg_type, field, v):

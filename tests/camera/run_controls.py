@@ -283,6 +283,27 @@ async def protocol_checks(url, con):
         if got != 90:
             fail(f"after the camera reopened gain is {got}, not the live 90")
         print("  camera reopened: gain 90 set again (was 5)")
+        # A burst without waiting: each request gets one reply, an ack or
+        # "busy" (8 wait at most), in order; the camera ends at the last
+        # acked value.
+        ids = []
+        for k in range(30):
+            a.n += 1
+            ids.append((a.n, 100 + k))
+            await ws1.send(json.dumps({"type": "set_camera", "id": a.n, "name": "gain",
+                                       "value": 100 + k}))
+        replies = [await a.next(lambda m, i=i: m.get("id") == i, f"reply to burst request {i}")
+                   for i, _ in ids]
+        acked = [v for (i, v), r in zip(ids, replies) if r.get("type") == "ack"]
+        busy = sum(r.get("code") == "busy" for r in replies)
+        if not acked or len(acked) + busy != len(ids) or \
+                any(r.get("value") != v for (i, v), r in zip(ids, replies) if r["type"] == "ack"):
+            fail(f"burst: {replies}")
+        cam = by_name(await a.call({"type": "get_camera"}))
+        if cam["gain"]["value"] != acked[-1] or con.ctl("gain") != acked[-1]:
+            fail(f"after the burst gain is {cam['gain']['value']}, last acked {acked[-1]}")
+        print(f"  burst of {len(ids)}: {len(acked)} acked, {busy} busy, gain {acked[-1]}")
+        await a.call({"type": "set_camera", "name": "gain", "value": 90})
         r = await a.call({"type": "ping"})
         if r.get("type") != "pong":
             fail(f"the connection did not stay usable: {r}")

@@ -271,8 +271,10 @@ static void every_type_answered(void)
                json_array_size(json_object_get(r, "controls")) == 0,
            "get_camera without controls");
     json_decref(r);
-    CHECKF(!strcmp(outcome(&s, 100 + TRK_CTL_SET_CAMERA, got, sizeof(got)), "no_camera"), "%s",
+    CHECKF(!strcmp(outcome(&s, 100 + TRK_CTL_SET_CAMERA, got, sizeof(got)), "bad_field"), "%s",
            got);
+    send_msg(c, "{\"type\":\"set_camera\",\"id\":9,\"name\":\"gain\",\"value\":true}");
+    CHECKF(!strcmp(outcome(&s, 9, got, sizeof(got)), "no_camera"), "%s", got);
     r = reply_to(&s, 100 + TRK_CTL_SAVE_OBJECTS);
     CHECKF(r && !strcmp(json_string_value(json_object_get(r, "path")), path) &&
                json_integer_value(json_object_get(r, "count")) == 2,
