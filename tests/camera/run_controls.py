@@ -412,9 +412,11 @@ def main():
         asyncio.run(fixed_checks(url, con))
         out = con.cmd("stop")
         con.cmd("quit")
-        log = "\n".join(out)
-        if "@@RC trackd 0" not in log:
-            fail("trackd did not exit 0 on SIGTERM", con)
+        rcs = [l for l in con.lines if l.startswith("@@RC trackd ")]
+        if len(rcs) != 2 or any(l != "@@RC trackd 0" for l in rcs):
+            fail(f"trackd did not exit 0 on SIGTERM both times: {rcs}", con)
+        if any("Sanitizer" in l for l in out):
+            fail("a sanitizer report in trackd's log", con)
         proc.wait(timeout=60)
     finally:
         killer.cancel()
