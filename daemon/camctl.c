@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <linux/videodev2.h>
@@ -19,6 +18,7 @@
 #include "log.h"
 #include "messages.h"
 #include "v4l2.h"
+#include "workq.h"
 
 /* Requests waiting for the worker; more get "busy". */
 #define MAX_JOBS 8
@@ -75,27 +75,13 @@ struct trk_camctl {
     char *device; /* NULL: no controls */
     char *reason;
     struct trk_reply out; /* set before the first request, then read-only */
-    pthread_t worker;
-    bool worker_started;
+    struct trk_workq *q;  /* runs the jobs: the service thread never waits */
     pthread_mutex_t lock; /* guards everything below */
-    pthread_cond_t wake;
-    struct job jobs[MAX_JOBS]; /* ring from head */
-    int head, n_jobs;
-    bool quit;
     struct trk_camera_control section[TRK_CAMERA_MAX_CONTROLS];
     int n_section;
     struct trk_camera_control cli[TRK_CAMERA_MAX_CONTROLS];
     int n_cli;
 };
-
-static int xioctl(int fd, unsigned long req, void *arg)
-{
-    int r;
-    do
-        r = ioctl(fd, req, arg);
-    while (r < 0 && errno == EINTR);
-    return r < 0 ? -errno : 0;
-}
 
 /* ------------------------------------------------------------- replies */
 
@@ -169,11 +155,11 @@ static void describe(int fd, const struct v4l2_query_ext_ctrl *q, const struct k
     i->def = q->default_value;
     i->inactive = q->flags & V4L2_CTRL_FLAG_INACTIVE;
     struct v4l2_control v = { .id = q->id };
-    i->value = xioctl(fd, VIDIOC_G_CTRL, &v) == 0 ? v.value : q->default_value;
+    i->value = trk_v4l2_ioctl(fd, VIDIOC_G_CTRL, &v) == 0 ? v.value : q->default_value;
     if (q->type == V4L2_CTRL_TYPE_MENU)
         for (int64_t m = q->minimum; m <= q->maximum && i->n_menu < MAX_MENU; m++) {
             struct v4l2_querymenu qm = { .id = q->id, .index = (uint32_t)m };
-            if (xioctl(fd, VIDIOC_QUERYMENU, &qm)) continue; /* a gap in the menu */
+            if (trk_v4l2_ioctl(fd, VIDIOC_QUERYMENU, &qm)) continue; /* a gap in the menu */
             snprintf(k->menu_name[i->n_menu], sizeof(k->menu_name[0]), "%s", qm.name);
             k->menu_ptr[i->n_menu] = k->menu_name[i->n_menu];
             k->menu_value[i->n_menu++] = m;
@@ -189,7 +175,7 @@ static void query(struct trk_camctl *c, int fd, struct query *out)
     struct ctrl found[N_KNOWN];
     bool have[N_KNOWN] = { false };
     struct v4l2_query_ext_ctrl q = { .id = V4L2_CTRL_FLAG_NEXT_CTRL };
-    while (xioctl(fd, VIDIOC_QUERY_EXT_CTRL, &q) == 0) {
+    while (trk_v4l2_ioctl(fd, VIDIOC_QUERY_EXT_CTRL, &q) == 0) {
         for (int w = 0; w < N_KNOWN; w++)
             if (q.id == known[w].id && !(q.flags & V4L2_CTRL_FLAG_DISABLED) &&
                 (q.type == V4L2_CTRL_TYPE_INTEGER || q.type == V4L2_CTRL_TYPE_BOOLEAN ||
@@ -320,7 +306,7 @@ static void run_set(struct trk_camctl *c, int fd, const struct job *j)
         return;
     }
     struct v4l2_control v = { .id = k->id, .value = (int32_t)j->value };
-    int err = xioctl(fd, VIDIOC_S_CTRL, &v);
+    int err = trk_v4l2_ioctl(fd, VIDIOC_S_CTRL, &v);
     if (err) {
         log_warn_err(err, "%s: cannot set %s=%ld for client %llu", c->device, j->name, j->value,
                      (unsigned long long)j->client);
@@ -331,7 +317,7 @@ static void run_set(struct trk_camctl *c, int fd, const struct job *j)
     }
     /* What the driver took (it may round), and its group as it is now. */
     struct v4l2_control got = { .id = k->id };
-    long value = xioctl(fd, VIDIOC_G_CTRL, &got) == 0 ? got.value : j->value;
+    long value = trk_v4l2_ioctl(fd, VIDIOC_G_CTRL, &got) == 0 ? got.value : j->value;
     log_info("%s: control %s=%ld (client %llu)", c->device, j->name, value,
              (unsigned long long)j->client);
     query(c, fd, q);
@@ -342,8 +328,11 @@ static void run_set(struct trk_camctl *c, int fd, const struct job *j)
     send_msg(c, j->client, false, &b, trk_msg_ack_camera(&b, j->id, j->name, value));
 }
 
-static void run_job(struct trk_camctl *c, const struct job *j)
+/* trk_workq_fn: on the worker. */
+static void run_job(void *ctx, void *job)
 {
+    struct trk_camctl *c = ctx;
+    const struct job *j = job;
     int fd = open_camera(c);
     if (fd < 0) {
         if (j->kind == JOB_APPLY)
@@ -369,34 +358,6 @@ static void run_job(struct trk_camctl *c, const struct job *j)
         send_state(c, fd, 0, NULL, true);
     }
     close(fd);
-}
-
-static void *worker(void *arg)
-{
-    struct trk_camctl *c = arg;
-    pthread_mutex_lock(&c->lock);
-    for (;;) {
-        while (!c->n_jobs && !c->quit)
-            pthread_cond_wait(&c->wake, &c->lock);
-        if (!c->n_jobs) break;
-        struct job j = c->jobs[c->head];
-        c->head = (c->head + 1) % MAX_JOBS;
-        c->n_jobs--;
-        pthread_mutex_unlock(&c->lock);
-        run_job(c, &j);
-        pthread_mutex_lock(&c->lock);
-    }
-    pthread_mutex_unlock(&c->lock);
-    return NULL;
-}
-
-/* With the lock held: queues j; false when the queue is full. */
-static bool queue(struct trk_camctl *c, const struct job *j)
-{
-    if (c->n_jobs == MAX_JOBS) return false;
-    c->jobs[(c->head + c->n_jobs++) % MAX_JOBS] = *j;
-    pthread_cond_signal(&c->wake);
-    return true;
 }
 
 /* -------------------------------------------------------------- requests */
@@ -442,8 +403,8 @@ void trk_camctl_request(struct trk_camctl *c, uint64_t client, const char *id, b
     }
     pthread_mutex_lock(&c->lock);
     bool fixed = set && is_fixed(c, j.name);
-    bool queued = !fixed && queue(c, &j);
     pthread_mutex_unlock(&c->lock);
+    bool queued = !fixed && trk_workq_push(c->q, &j);
     if (fixed)
         reply_error(c, client, id, TRK_MSG_FIXED,
                     "%s is set by --control on trackd's command line, which wins: change it "
@@ -481,8 +442,8 @@ void trk_camctl_load(struct trk_camctl *c, const struct trk_camera_control *sect
     pthread_mutex_lock(&c->lock);
     c->n_section = n < TRK_CAMERA_MAX_CONTROLS ? n : TRK_CAMERA_MAX_CONTROLS;
     memcpy(c->section, section, sizeof(c->section[0]) * c->n_section);
-    bool queued = !c->device || queue(c, &j);
     pthread_mutex_unlock(&c->lock);
+    bool queued = !c->device || trk_workq_push(c->q, &j);
     if (!queued)
         log_warn("camera requests are queued up: the reloaded camera section is set when the "
                  "camera opens again");
@@ -503,7 +464,6 @@ int trk_camctl_create(const struct trk_camctl_cfg *cfg, struct trk_camctl **out)
     struct trk_camctl *c = calloc(1, sizeof(*c));
     if (!c) return TRK_ENOMEM;
     pthread_mutex_init(&c->lock, NULL);
-    pthread_cond_init(&c->wake, NULL);
     c->device = cfg->device ? strdup(cfg->device) : NULL;
     c->reason = strdup(cfg->reason ? cfg->reason : "the source has no camera controls");
     c->n_section = cfg->n_section;
@@ -511,11 +471,10 @@ int trk_camctl_create(const struct trk_camctl_cfg *cfg, struct trk_camctl **out)
     c->n_cli = cfg->n_cli;
     if (c->n_cli) memcpy(c->cli, cfg->cli, sizeof(c->cli[0]) * c->n_cli);
     if (!c->reason || (cfg->device && !c->device) ||
-        pthread_create(&c->worker, NULL, worker, c) != 0) {
+        trk_workq_create(sizeof(struct job), MAX_JOBS, run_job, c, &c->q)) {
         trk_camctl_destroy(&c);
         return TRK_ENOMEM;
     }
-    c->worker_started = true;
     *out = c;
     return 0;
 }
@@ -525,14 +484,7 @@ void trk_camctl_destroy(struct trk_camctl **pc)
     if (!pc || !*pc) return;
     struct trk_camctl *c = *pc;
     *pc = NULL;
-    if (c->worker_started) {
-        pthread_mutex_lock(&c->lock);
-        c->quit = true;
-        pthread_cond_signal(&c->wake);
-        pthread_mutex_unlock(&c->lock);
-        pthread_join(c->worker, NULL);
-    }
-    pthread_cond_destroy(&c->wake);
+    trk_workq_destroy(&c->q);
     pthread_mutex_destroy(&c->lock);
     free(c->device);
     free(c->reason);

@@ -14,6 +14,7 @@
 #include "color.h"
 #include "log.h"
 #include "preview.h"
+#include "workq.h"
 
 /* Sample requests waiting for the sampler, in all and per client; more get
  * a "busy" error. The per-client bound keeps one client from taking every
@@ -46,13 +47,8 @@ struct trk_control {
     struct trk_reply out;                  /* set at create, then read-only */
     const struct trk_objects_target *save; /* the caller's, read-only; NULL = none */
     struct trk_camctl *camera;             /* the caller's; NULL = none */
-    pthread_t worker; /* runs file_jobs: the service thread never waits on disk */
-    bool worker_started;
-    pthread_mutex_t lock;           /* guards everything below */
-    pthread_cond_t wake;            /* to the worker: a job was queued, or quit */
-    struct file_job jobs[MAX_JOBS]; /* ring from job_head */
-    int job_head, n_jobs;
-    bool quit;
+    struct trk_workq *files; /* runs file_jobs: the service thread never waits on disk */
+    pthread_mutex_t lock;    /* guards everything below */
     struct trk_objects objs;
     uint64_t version; /* bumped on every change; starts at 1 */
     struct trk_hello_info hello;
@@ -269,40 +265,23 @@ static void run_job(struct trk_control *c, const struct file_job *j)
     send_reply(c, j->client, &b, trk_msg_ack_int(&b, "reload_objects", j->id, "count", n));
 }
 
-static void *file_worker(void *arg)
+/* trk_workq_fn: one job, then its snapshot goes. */
+static void file_worker(void *ctx, void *job)
 {
-    struct trk_control *c = arg;
-    pthread_mutex_lock(&c->lock);
-    for (;;) {
-        while (!c->n_jobs && !c->quit)
-            pthread_cond_wait(&c->wake, &c->lock);
-        if (!c->n_jobs) break; /* quit, and every queued job is done */
-        struct file_job j = c->jobs[c->job_head];
-        c->job_head = (c->job_head + 1) % MAX_JOBS;
-        c->n_jobs--;
-        pthread_mutex_unlock(&c->lock);
-        run_job(c, &j);
-        free(j.snapshot);
-        pthread_mutex_lock(&c->lock);
-    }
-    pthread_mutex_unlock(&c->lock);
-    return NULL;
+    struct file_job *j = job;
+    run_job(ctx, j);
+    free(j->snapshot);
 }
 
 /* With the lock held: hands r to the worker (which frees snapshot). */
 static void queue_job(struct trk_control *c, const struct request *r, struct trk_objects *snapshot)
 {
-    if (c->n_jobs == MAX_JOBS) {
+    struct file_job j = { .type = r->type, .client = r->client, .snapshot = snapshot };
+    snprintf(j.id, sizeof(j.id), "%s", r->id);
+    if (!trk_workq_push(c->files, &j)) {
         free(snapshot);
         refuse(c, r, TRK_MSG_BUSY, "too many save/reload requests pending; try again");
-        return;
     }
-    struct file_job *j = &c->jobs[(c->job_head + c->n_jobs++) % MAX_JOBS];
-    j->type = r->type;
-    j->client = r->client;
-    snprintf(j->id, sizeof(j->id), "%s", r->id);
-    j->snapshot = snapshot;
-    pthread_cond_signal(&c->wake);
 }
 
 /* ------------------------------------------------------------ lifecycle */
@@ -319,7 +298,6 @@ int trk_control_create(const struct trk_control_cfg *cfg, struct trk_control **o
     struct trk_control *c = calloc(1, sizeof(*c));
     if (!c) return TRK_ENOMEM;
     pthread_mutex_init(&c->lock, NULL);
-    pthread_cond_init(&c->wake, NULL);
     c->out = cfg->reply;
     c->objs = *cfg->objects;
     c->version = 1;
@@ -335,11 +313,10 @@ int trk_control_create(const struct trk_control_cfg *cfg, struct trk_control **o
     c->hello.source = c->h_source;
     c->preview_width = cfg->hello.preview.width;
     c->preview_fps = cfg->hello.preview.fps;
-    if (pthread_create(&c->worker, NULL, file_worker, c) != 0) {
+    if (trk_workq_create(sizeof(struct file_job), MAX_JOBS, file_worker, c, &c->files)) {
         trk_control_destroy(&c);
         return TRK_ENOMEM;
     }
-    c->worker_started = true;
     pthread_mutex_lock(&c->lock);
     publish_locked(c, false);
     pthread_mutex_unlock(&c->lock);
@@ -352,14 +329,7 @@ void trk_control_destroy(struct trk_control **pc)
     if (!pc || !*pc) return;
     struct trk_control *c = *pc;
     *pc = NULL;
-    if (c->worker_started) {
-        pthread_mutex_lock(&c->lock);
-        c->quit = true;
-        pthread_cond_signal(&c->wake);
-        pthread_mutex_unlock(&c->lock);
-        pthread_join(c->worker, NULL);
-    }
-    pthread_cond_destroy(&c->wake);
+    trk_workq_destroy(&c->files);
     pthread_mutex_destroy(&c->lock);
     free(c->h_version);
     free(c->h_backend);

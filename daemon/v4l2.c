@@ -291,6 +291,11 @@ static int xioctl(int fd, unsigned long req, void *arg)
     return r < 0 ? -errno : 0;
 }
 
+int trk_v4l2_ioctl(int fd, unsigned long req, void *arg)
+{
+    return xioctl(fd, req, arg);
+}
+
 /* Finds a control by its v4l2-ctl style name; 0 and *q, or -ENOENT. */
 static int find_control(int fd, const char *name, struct v4l2_queryctrl *q)
 {

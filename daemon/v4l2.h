@@ -132,6 +132,9 @@ void trk_mjpeg_destroy(struct trk_mjpeg **d);
  * "white_balance_automatic") into out. */
 void trk_v4l2_ctrl_name(const char *name, char *out, size_t size);
 
+/* ioctl(fd, req, arg) again after EINTR: 0 or -errno. */
+int trk_v4l2_ioctl(int fd, unsigned long req, void *arg);
+
 /* Sets controls c[0..n) in order on the camera open as fd (device: its
  * name in the log); a control the camera lacks or refuses is logged and
  * skipped. Returns how many failed. */
