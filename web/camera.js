@@ -4,7 +4,8 @@
 // 5). The daemon keeps what is set in the objects' camera section, so the
 // teach panel's Save writes it to the file. Files and the demo have no
 // controls: the card then says why and shows none. While teaching, the
-// teach panel says when automatic white balance is on (colours drift).
+// teach panel says when automatic white balance (or exposure, or gain) is
+// on: the camera then changes the colours a taught box must match.
 
 import { isAuthed, withControl } from './auth.js';
 import { send } from './connection.js';
@@ -17,7 +18,7 @@ const GROUPS = [['exposure', 'Exposure'], ['gain', 'Gain'], ['white_balance', 'W
 
 const el = {
   card: $('camera'), note: $('cam-note'), unlock: $('cam-unlock'), groups: $('cam-groups'),
-  msg: $('cam-msg'), awb: $('cam-awb'), teachForm: $('t-form'),
+  msg: $('cam-msg'), warn: $('cam-auto-warn'), teachForm: $('t-form'),
 };
 
 const cam = {
@@ -34,7 +35,7 @@ const pendingSet = new Map();   // control name -> {value, timer}
 let lastSent = new Map();       // control name -> time of the last send
 
 // The card's state (read by the page's test hook).
-export const cameraState = () => ({ ...cam, awbWarning: !el.awb.hidden });
+export const cameraState = () => ({ ...cam, autoWarning: el.warn.hidden ? null : el.warn.textContent });
 
 function say(text, bad) {
   el.msg.textContent = text;
@@ -199,13 +200,20 @@ function setControl(name, value, final) {
   else pendingSet.set(name, { value, timer: setTimeout(go, wait) });
 }
 
-// Automatic white balance re-tints the picture as the scene changes: a
-// colour taught now may not match later.
+// Automatic white balance re-tints the picture as the scene changes, and
+// automatic exposure and gain brighten or darken it: a colour taught now
+// may not match later.
+const AUTO_NAMES = { white_balance: 'white balance', exposure: 'exposure', gain: 'gain' };
+
 function refreshWarning() {
-  const awb = cam.available && cam.controls.find((c) => c.group === 'white_balance' && c.auto);
   const teaching = isTeaching() || (el.teachForm && !el.teachForm.hidden);
-  const on = !!(awb && autoOn(awb) && teaching);
-  if (el.awb.hidden === on) el.awb.hidden = !on;
+  const on = !cam.available || !teaching ? []
+    : ['white_balance', 'exposure', 'gain'].filter((g) => cam.controls.some((c) => c.group === g && c.auto && autoOn(c)));
+  const text = on.length ? `Automatic ${on.map((g) => AUTO_NAMES[g]).join(' and ')} ${on.length > 1 ? 'are' : 'is'} on: `
+    + 'the camera changes the colours as the scene changes, so a colour taught now may not match '
+    + `later. Turn ${on.length > 1 ? 'them' : 'it'} off in Camera first.` : '';
+  if (el.warn.textContent !== text) el.warn.textContent = text;
+  if (el.warn.hidden !== !text) el.warn.hidden = !text;
 }
 
 export function initCamera() {

@@ -132,7 +132,8 @@ window.trackdTest = {
   // daemon's calibration), saved (the last save_objects ack)}.
   get calib() { return calibState(); },
   // The camera card: {available, reason, device, controls (the last "camera"
-  // message's), lastAck, lastError, awbWarning (shown in the teach panel)}.
+  // message's), lastAck, lastError, autoWarning (the teach panel's text on
+  // automatic modes while teaching, null when not shown)}.
   get camera() { return camera.cameraState(); },
 };
 

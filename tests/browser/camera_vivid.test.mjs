@@ -5,7 +5,7 @@
 // has automatic gain and gain (0..255) and no exposure or white balance:
 // the card shows the Gain group only, with the driver's range; End on the
 // slider sets gain 255, the auto box turns automatic gain on and the slider
-// off.
+// off, and teaching then shows the warning about automatic modes.
 //
 //   TRK_PAGE_URL=http://127.0.0.1:PORT/?token=T node camera_vivid.test.mjs
 import { fail, launchChromium } from './harness.mjs';
@@ -68,8 +68,22 @@ try {
     return a && a.name === 'gain_automatic' && a.value === 1 && s && s.disabled;
   }, null, 'automatic gain did not come on with the slider off');
   c = await card(page);
-  if (!c.auto.checked || c.state.awbWarning) fail(`after auto on: ${JSON.stringify(c)}`);
+  if (!c.auto.checked || c.state.autoWarning !== null) fail(`after auto on: ${JSON.stringify(c)}`);
   console.log('  auto box: automatic gain on, slider disabled');
+
+  // Teaching with an automatic mode on: the teach panel says so (vivid has
+  // no white balance; its automatic gain takes the same path), and not
+  // once teaching ends.
+  await page.click('#t-teach');
+  await until(page, () => {
+    const w = document.getElementById('cam-auto-warn');
+    return !w.hidden && /Automatic gain is on/.test(w.textContent) &&
+      window.trackdTest.camera.autoWarning === w.textContent;
+  }, null, 'no warning about automatic gain while teaching');
+  console.log(`  teaching: "${await page.textContent('#cam-auto-warn')}"`);
+  await page.click('#t-teach');
+  await until(page, () => document.getElementById('cam-auto-warn').hidden &&
+    window.trackdTest.camera.autoWarning === null, null, 'the warning outlived teaching');
   if (errors.length) fail(`page errors: ${errors.join('; ')}`);
   console.log('PASS');
 } finally {
