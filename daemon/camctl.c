@@ -157,7 +157,9 @@ static void describe(int fd, const struct v4l2_query_ext_ctrl *q, const struct k
     struct v4l2_control v = { .id = q->id };
     i->value = trk_v4l2_ioctl(fd, VIDIOC_G_CTRL, &v) == 0 ? v.value : q->default_value;
     if (q->type == V4L2_CTRL_TYPE_MENU)
-        for (int64_t m = q->minimum; m <= q->maximum && i->n_menu < MAX_MENU; m++) {
+        /* A menu's items are few; a gap-ridden range is not walked far. */
+        for (int64_t m = q->minimum; m <= q->maximum && m < q->minimum + 64 && i->n_menu < MAX_MENU;
+             m++) {
             struct v4l2_querymenu qm = { .id = q->id, .index = (uint32_t)m };
             if (trk_v4l2_ioctl(fd, VIDIOC_QUERYMENU, &qm)) continue; /* a gap in the menu */
             snprintf(k->menu_name[i->n_menu], sizeof(k->menu_name[0]), "%s", qm.name);

@@ -30,7 +30,7 @@ const cam = {
   lastError: null,   // the last error reply to this card
 };
 let nextId = 1;
-const mine = new Set();   // ids of this card's requests
+const mine = new Map();   // id of this card's request -> its type
 const pendingSet = new Map();   // control name -> {value, timer}
 let lastSent = new Map();       // control name -> time of the last send
 
@@ -44,7 +44,7 @@ function say(text, bad) {
 
 function request(msg) {
   const id = `cam${nextId++}`;
-  mine.add(id);
+  mine.set(id, msg.type);
   if (!send(Object.assign({ id }, msg))) {
     mine.delete(id);
     say('not connected', true);
@@ -61,27 +61,36 @@ export function onMessage(msg) {
     else showLocked();
     return;
   }
-  // Editing unlocked (auth.js) after the hello: now the card may ask.
+  // Editing unlocked (auth.js) after the hello: now the card may ask; and
+  // again when the camera is back after an outage.
   if (msg.type === 'ack' && msg.request === 'auth' && cam.available === null) fetchState();
+  if (msg.type === 'status' && msg.source === 'ok' && isAuthed() && cam.available !== true &&
+      ![...mine.values()].includes('get_camera')) fetchState();
   if (msg.type === 'camera' && (msg.id === undefined || mine.has(msg.id))) {
     mine.delete(msg.id);
     return show(msg);
   }
   if (msg.id === undefined || !mine.has(msg.id)) return;
+  const asked = mine.get(msg.id);
   mine.delete(msg.id);
-  if (msg.type === 'error') return onError(msg);
+  if (msg.type === 'error') return onError(msg, asked);
   if (msg.type === 'ack' && msg.request === 'set_camera') {
     cam.lastAck = msg;
     say(`${msg.name} = ${msg.value}`);
   }
 }
 
-function onError(err) {
+function onError(err, asked) {
   cam.lastError = err;
   if (err.code === 'unauthorized') return showLocked();
   say(`${err.code}: ${err.message}`, true);
-  // The sliders go back to what the camera has.
-  if (err.code !== 'busy') fetchState();
+  if (asked === 'get_camera') {
+    // Asked again when the camera is back (a "status" ok).
+    el.note.textContent = 'The camera does not answer now.';
+    el.groups.replaceChildren();
+  } else if (err.code !== 'busy') {
+    fetchState();   // the sliders go back to what the camera has
+  }
 }
 
 function showLocked() {
