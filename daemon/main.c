@@ -80,6 +80,13 @@ static void ws_config(void *ctx, const struct trk_buf *msg)
     trk_ws_broadcast(ctx, TRK_WS_CONFIG, msg->data, msg->len);
 }
 
+/* The camera module's "camera" broadcasts: a kind of their own, so that one
+ * never replaces an "objects" message a client has not been sent yet. */
+static void ws_camera(void *ctx, const struct trk_buf *msg)
+{
+    trk_ws_broadcast(ctx, TRK_WS_CAMERA, msg->data, msg->len);
+}
+
 static void ws_hello(void *ctx, const struct trk_buf *msg)
 {
     trk_ws_set_hello(ctx, msg->data);
@@ -588,7 +595,10 @@ static int start_server(struct app *a)
         cc.reply = (struct trk_reply){
             .ctx = a->ws, .send = ws_reply, .broadcast = ws_config, .set_hello = ws_hello
         };
-    if (a->camctl) trk_camctl_set_reply(a->camctl, &cc.reply);
+    if (a->ws)
+        trk_camctl_set_reply(
+            a->camctl,
+            &(struct trk_reply){ .ctx = a->ws, .send = ws_reply, .broadcast = ws_camera });
     if (err || (err = trk_control_create(&cc, &a->control))) {
         log_error_err(err, s->server ? "cannot start the web server" : "cannot start");
         return s->server ? TRK_EX_UNAVAILABLE : TRK_EX_SOFTWARE;

@@ -270,6 +270,9 @@ async def protocol_checks(url, con):
         con.cmd("sed -i 's/\"gain\": 77/\"gain\": 33/' /tmp/objs.json")
         r = await a.call({"type": "reload_objects"})
         bc = await b.broadcast(lambda k: k["gain"]["value"] == 33, "gain 33")
+        # The reload's "objects" message too: a "camera" one never replaces it.
+        await b.next(lambda m: m.get("type") == "objects" and "id" not in m,
+                     "objects broadcast after the reload")
         if r.get("type") != "ack" or bc["gain"]["value"] != 33 or con.ctl("gain") != 33:
             fail(f"reload with gain 33: {r}, {bc['gain']}, driver {con.ctl('gain')}")
         print("  reload: gain 33 on the camera, broadcast")
