@@ -17,7 +17,8 @@ const SEND_EVERY_MS = 100;
 const GROUPS = [['exposure', 'Exposure'], ['gain', 'Gain'], ['white_balance', 'White balance']];
 
 const el = {
-  card: $('camera'), note: $('cam-note'), unlock: $('cam-unlock'), groups: $('cam-groups'),
+  card: $('camera'), note: $('cam-note'), unlock: $('cam-unlock'), save: $('cam-save'),
+  groups: $('cam-groups'),
   msg: $('cam-msg'), warn: $('cam-auto-warn'), teachForm: $('t-form'),
 };
 
@@ -27,6 +28,7 @@ const cam = {
   device: null,
   controls: [],      // as the last "camera" message had them
   lastAck: null,     // the last set_camera ack
+  saved: null,       // the last save_objects ack of the card's Save
   lastError: null,   // the last error reply to this card
 };
 let nextId = 1;
@@ -78,6 +80,10 @@ export function onMessage(msg) {
     cam.lastAck = msg;
     say(`${msg.name} = ${msg.value}`);
   }
+  if (msg.type === 'ack' && msg.request === 'save_objects') {
+    cam.saved = msg;
+    say(`saved to ${msg.path}`);
+  }
 }
 
 function onError(err, asked) {
@@ -88,6 +94,7 @@ function onError(err, asked) {
     // Asked again when the camera is back (a "status" ok).
     el.note.textContent = 'The camera does not answer now.';
     el.groups.replaceChildren();
+    el.save.hidden = true;
   } else if (err.code !== 'busy') {
     fetchState();   // the sliders go back to what the camera has
   }
@@ -96,10 +103,13 @@ function onError(err, asked) {
 function showLocked() {
   el.note.textContent = 'The camera controls need the control token.';
   el.unlock.hidden = false;
+  el.save.hidden = true;
   el.groups.replaceChildren();
 }
 
 el.unlock.addEventListener('click', () => withControl(fetchState));
+// The daemon's objects as they are, with the camera section as set here.
+el.save.addEventListener('click', () => withControl(() => request({ type: 'save_objects' })));
 
 // A "camera" message: the controls the source has now.
 function show(msg) {
@@ -108,6 +118,7 @@ function show(msg) {
   cam.device = msg.device || null;
   cam.controls = Array.isArray(msg.controls) ? msg.controls : [];
   el.unlock.hidden = true;
+  el.save.hidden = !cam.available || !cam.controls.length;
   el.card.classList.toggle('cam-none', !cam.available || !cam.controls.length);
   if (!cam.available) {
     el.note.textContent = `No camera controls: ${cam.reason || 'the source has none'}.`;
@@ -115,7 +126,7 @@ function show(msg) {
     return;
   }
   el.note.textContent = cam.controls.length
-    ? `${cam.device}: saved with the objects (Save in Teach & edit).`
+    ? `${cam.device}: Save keeps these in the objects file.`
     : `${cam.device} has no exposure, gain or white balance controls.`;
   // A slider being dragged keeps its place; the rest is redrawn.
   if (document.activeElement && el.groups.contains(document.activeElement)

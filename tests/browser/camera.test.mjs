@@ -36,6 +36,7 @@ const card = (page) => page.evaluate(() => ({
   groups: document.querySelectorAll('#cam-groups fieldset').length,
   inputs: document.querySelectorAll('#cam-groups input').length,
   unlock: !document.getElementById('cam-unlock').hidden,
+  save: !document.getElementById('cam-save').hidden,
   none: document.getElementById('camera').classList.contains('cam-none'),
   state: window.trackdTest.camera,
 }));
@@ -46,7 +47,8 @@ async function noControls(page, url, reason) {
                              null, { timeout: 20000 })
     .catch(async () => fail(`${url}: the card never said "no controls": ${JSON.stringify(await card(page))}`));
   const c = await card(page);
-  if (!c.note.includes(reason) || c.state.reason !== reason || c.groups || c.inputs || !c.none || c.unlock)
+  if (!c.note.includes(reason) || c.state.reason !== reason || c.groups || c.inputs || !c.none ||
+      c.unlock || c.save)
     fail(`${url}: want the reason "${reason}" and no controls, got ${JSON.stringify(c)}`);
   console.log(`  ${url}: "${c.note}"`);
 }

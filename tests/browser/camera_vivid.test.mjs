@@ -5,7 +5,8 @@
 // has automatic gain and gain (0..255) and no exposure or white balance:
 // the card shows the Gain group only, with the driver's range; End on the
 // slider sets gain 255, the auto box turns automatic gain on and the slider
-// off, and teaching then shows the warning about automatic modes.
+// off, teaching then shows the warning about automatic modes, and Save
+// writes the objects file.
 //
 //   TRK_PAGE_URL=http://127.0.0.1:PORT/?token=T node camera_vivid.test.mjs
 import { fail, launchChromium } from './harness.mjs';
@@ -84,6 +85,11 @@ try {
   await page.click('#t-teach');
   await until(page, () => document.getElementById('cam-auto-warn').hidden &&
     window.trackdTest.camera.autoWarning === null, null, 'the warning outlived teaching');
+  // The card's Save: the objects file gets the section as set here
+  // (run_controls.py reads it in the VM).
+  await page.click('#cam-save');
+  await until(page, () => window.trackdTest.camera.saved !== null, null, 'no save_objects ack');
+  console.log(`  Save: ${(await card(page)).state.saved.path}`);
   if (errors.length) fail(`page errors: ${errors.join('; ')}`);
   console.log('PASS');
 } finally {

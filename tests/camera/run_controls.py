@@ -320,6 +320,8 @@ async def fixed_checks(url, con):
         a = Client(ws)
         await a.next(lambda m: m.get("type") == "hello", "hello")
         gain = by_name(await a.call({"type": "get_camera"}))["gain"]
+        if '"gain": 44' not in json.dumps(con.file()):
+            fail(f"the file lacks gain 44: {con.file()}")
         if not gain["fixed"] or gain["value"] != 10 or con.ctl("gain") != 10:
             fail(f"--control gain=10 over the file's gain: {gain}")
         expect_error(await a.call({"type": "set_camera", "name": "gain", "value": 20}),
@@ -329,12 +331,13 @@ async def fixed_checks(url, con):
         r = await a.call({"type": "set_camera", "name": "gain_automatic", "value": 0})
         if r.get("type") != "ack":
             fail(f"gain_automatic is not fixed: {r}")
-        print("  --control gain=10: reported fixed, set_camera refused, the rest settable")
+        print("  --control gain=10 over the file's 44: reported fixed, set_camera refused, the rest "
+              "settable")
 
 
 def browser_checks(runner, page, con):
     """The page's camera card in headless Chromium (camera_vivid.test.mjs):
-    it sets gain 255, then automatic gain on."""
+    it sets gain 255, then automatic gain on, and saves."""
     r = subprocess.run([runner, "camera_vivid.test.mjs"], timeout=300,
                        env=dict(os.environ, TRK_PAGE_URL=page))
     if r.returncode == 77:
@@ -349,7 +352,11 @@ def browser_checks(runner, page, con):
     con.cmd("logged 'control gain=255 (client'")
     if con.ctl("gain_automatic") != 1:
         fail("the page's automatic gain did not reach the driver", con)
-    print("  the page set gain 255 (trackd's log) and automatic gain on (v4l2-ctl)")
+    saved = con.file()
+    if saved.get("camera") != {"controls": {"gain_automatic": 1}}:
+        fail(f"the card's Save wrote {saved}", con)
+    print("  the page set gain 255 (trackd's log) and automatic gain on (v4l2-ctl); its Save "
+          "wrote", saved["camera"])
 
 
 async def connect_when_up(url, deadline):
@@ -410,7 +417,10 @@ def main():
         asyncio.run(protocol_checks(url, con))
         if browser:
             browser_checks(browser, f"http://127.0.0.1:{port}/?token={TOKEN}", con)
-        con.cmd("stop && start --control gain=10")
+        # Manual gain 44 in the file (the page saved it automatic), and
+        # --control gain=10 on the command line.
+        con.cmd("sed -i 's/\"gain_automatic\": 1/\"gain_automatic\": 0, \"gain\": 44/' "
+                "/tmp/objs.json && stop && start --control gain=10")
         asyncio.run(connect_when_up(url, time.monotonic() + READY_S))
         asyncio.run(fixed_checks(url, con))
         out = con.cmd("stop")
