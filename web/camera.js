@@ -1,8 +1,8 @@
 // The Camera card: the V4L2 camera's exposure, gain and white balance as an
 // auto/manual switch and sliders per group, with the ranges the daemon
 // reads from the driver ("get_camera", "set_camera", PROTOCOL.md section
-// 5). The daemon keeps what is set in the objects' camera section, so the
-// teach panel's Save writes it to the file. Files and the demo have no
+// 5). The daemon keeps what is set in the objects' camera section, so a
+// Save (the card's or the teach panel's) writes it to the file. Files and the demo have no
 // controls: the card then says why and shows none. While teaching, the
 // teach panel says when automatic white balance (or exposure, or gain) is
 // on: the camera then changes the colours a taught box must match.
@@ -30,11 +30,12 @@ const cam = {
   lastAck: null,     // the last set_camera ack
   saved: null,       // the last save_objects ack of the card's Save
   lastError: null,   // the last error reply to this card
+  stale: false,      // the camera went away (or did not answer): asked again when back
 };
 let nextId = 1;
 const mine = new Map();   // id of this card's request -> its type
 const pendingSet = new Map();   // control name -> {value, timer}
-let lastSent = new Map();       // control name -> time of the last send
+const lastSent = new Map();     // control name -> time of the last send
 
 // The card's state (read by the page's test hook).
 export const cameraState = () => ({ ...cam, autoWarning: el.warn.hidden ? null : el.warn.textContent });
@@ -59,6 +60,7 @@ const fetchState = () => request({ type: 'get_camera' });
 export function onMessage(msg) {
   if (msg.type === 'hello') {
     cam.available = null;
+    mine.clear();   // replies on the old connection never come
     if (isAuthed()) fetchState();
     else showLocked();
     return;
@@ -66,8 +68,7 @@ export function onMessage(msg) {
   // Editing unlocked (auth.js) after the hello: now the card may ask; and
   // again when the camera is back after an outage.
   if (msg.type === 'ack' && msg.request === 'auth' && cam.available === null) fetchState();
-  if (msg.type === 'status' && msg.source === 'ok' && isAuthed() && cam.available !== true &&
-      ![...mine.values()].includes('get_camera')) fetchState();
+  if (msg.type === 'status') onStatus(msg);
   if (msg.type === 'camera' && (msg.id === undefined || mine.has(msg.id))) {
     mine.delete(msg.id);
     return show(msg);
@@ -92,12 +93,28 @@ function onError(err, asked) {
   say(`${err.code}: ${err.message}`, true);
   if (asked === 'get_camera') {
     // Asked again when the camera is back (a "status" ok).
-    el.note.textContent = 'The camera does not answer now.';
-    el.groups.replaceChildren();
-    el.save.hidden = true;
+    cam.stale = true;
+    showGone('The camera does not answer now.');
   } else if (err.code !== 'busy') {
     fetchState();   // the sliders go back to what the camera has
   }
+}
+
+// The source went away (its controls with it) or came back.
+function onStatus(msg) {
+  if (msg.source === 'lost' && cam.available) {
+    cam.stale = true;
+    showGone('The camera is gone; its controls come back with it.');
+  } else if (msg.source === 'ok' && (cam.stale || cam.available === null) && isAuthed() &&
+             ![...mine.values()].includes('get_camera')) {
+    fetchState();
+  }
+}
+
+function showGone(text) {
+  el.note.textContent = text;
+  el.groups.replaceChildren();
+  el.save.hidden = true;
 }
 
 function showLocked() {
@@ -117,6 +134,7 @@ function show(msg) {
   cam.reason = msg.reason || null;
   cam.device = msg.device || null;
   cam.controls = Array.isArray(msg.controls) ? msg.controls : [];
+  cam.stale = false;
   el.unlock.hidden = true;
   el.save.hidden = !cam.available || !cam.controls.length;
   el.card.classList.toggle('cam-none', !cam.available || !cam.controls.length);
@@ -198,7 +216,10 @@ function slider(c, auto) {
 function updateValues() {
   for (const c of cam.controls) {
     const input = el.groups.querySelector(`input[data-name="${c.name}"]`);
-    if (!input || input === document.activeElement) continue;
+    if (!input) continue;
+    const auto = cam.controls.find((k) => k.group === c.group && k.auto);
+    if (input.type === 'range') input.disabled = c.fixed || c.inactive || (auto && autoOn(auto));
+    if (input === document.activeElement) continue;
     if (input.type === 'checkbox') input.checked = autoOn(c);
     else input.value = String(c.value);
   }
@@ -237,6 +258,5 @@ function refreshWarning() {
 }
 
 export function initCamera() {
-  lastSent = new Map();
   setInterval(refreshWarning, 250);
 }
