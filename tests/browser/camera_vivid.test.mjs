@@ -5,8 +5,8 @@
 // has automatic gain and gain (0..255) and no exposure or white balance:
 // the card shows the Gain group only, with the driver's range; End on the
 // slider sets gain 255, the auto box turns automatic gain on and the slider
-// off, teaching then shows the warning about automatic modes, and Save
-// writes the objects file.
+// off, teaching then shows the warning about automatic modes, Save writes
+// the objects file, and the card follows an unplug and replug.
 //
 //   TRK_PAGE_URL=http://127.0.0.1:PORT/?token=T node camera_vivid.test.mjs
 import { fail, launchChromium } from './harness.mjs';
@@ -90,6 +90,20 @@ try {
   await page.click('#cam-save');
   await until(page, () => window.trackdTest.camera.saved !== null, null, 'no save_objects ack');
   console.log(`  Save: ${(await card(page)).state.saved.path}`);
+
+  // Unplugged (run_controls.py unbinds vivid on @@UNPLUG and binds it
+  // again on @@SAW-GONE): the card shows no controls while the camera is
+  // gone and asks for them again when it is back.
+  console.log('@@UNPLUG');
+  await until(page, () => window.trackdTest.camera.stale === true &&
+    !document.querySelector('#cam-groups fieldset') && document.getElementById('cam-save').hidden,
+  null, 'the card did not show the camera gone');
+  console.log(`  unplugged: "${await page.textContent('#cam-note')}"`);
+  console.log('@@SAW-GONE');
+  await until(page, () => window.trackdTest.camera.stale === false &&
+    document.querySelector('#cam-groups fieldset[data-group="gain"] input[type="range"]'),
+  null, 'the card did not come back with the camera');
+  console.log('  plugged in again: the Gain group is back');
   if (errors.length) fail(`page errors: ${errors.join('; ')}`);
   console.log('PASS');
 } finally {

@@ -337,9 +337,22 @@ async def fixed_checks(url, con):
 
 def browser_checks(runner, page, con):
     """The page's camera card in headless Chromium (camera_vivid.test.mjs):
-    it sets gain 255, then automatic gain on, and saves."""
-    r = subprocess.run([runner, "camera_vivid.test.mjs"], timeout=300,
-                       env=dict(os.environ, TRK_PAGE_URL=page))
+    it sets gain 255, then automatic gain on, saves, and follows an unplug
+    (vivid unbound until the page saw it) and replug."""
+    p = subprocess.Popen([runner, "camera_vivid.test.mjs"], stdout=subprocess.PIPE, text=True,
+                         env=dict(os.environ, TRK_PAGE_URL=page))
+    timer = threading.Timer(300, p.kill)
+    timer.start()
+    # The page asks for the unplug, and for the replug once it has seen it.
+    for line in p.stdout:
+        print(line, end="")
+        if line.strip() == "@@UNPLUG":
+            con.cmd("echo vivid.0 > /sys/bus/platform/drivers/vivid/unbind")
+        elif line.strip() == "@@SAW-GONE":
+            con.cmd("echo vivid.0 > /sys/bus/platform/drivers/vivid/bind")
+    p.wait()
+    timer.cancel()
+    r = p
     if r.returncode == 77:
         print("!" * 72 + "\nSKIPPED: the camera card's browser part (see above); the protocol "
               "checks ran\n" + "!" * 72)
