@@ -287,6 +287,16 @@ async def protocol_checks(url, con):
         if got != 90:
             fail(f"after the camera reopened gain is {got}, not the live 90")
         print("  camera reopened: gain 90 set again (was 5)")
+        # Measured, not judged: set_camera round trips one after the other
+        # (the worker's open, query, S_CTRL, read-back and re-query).
+        times = []
+        for k in range(10):
+            t = time.monotonic()
+            await a.call({"type": "set_camera", "name": "gain", "value": 140 + k})
+            times.append((time.monotonic() - t) * 1000)
+        times.sort()
+        print(f"  set_camera round trip over 10: median {times[5]:.1f} ms, max {times[-1]:.1f} ms "
+              "(qemu, vivid)")
         # A burst without waiting: each request gets one reply, an ack or
         # "busy" (8 wait at most), in order; the camera ends at the last
         # acked value.
