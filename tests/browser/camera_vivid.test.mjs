@@ -29,7 +29,7 @@ const card = (page) => page.evaluate(() => {
 });
 
 async function until(page, fn, arg, what) {
-  await page.waitForFunction(fn, arg, { timeout: 30000 })
+  await page.waitForFunction(fn, arg, { timeout: 60000 })
     .catch(async () => fail(`${what}: ${JSON.stringify(await card(page))}`));
 }
 
