@@ -1,7 +1,8 @@
 /* The daemon's control plane: the mutable object set and the answers to the
  * control messages of protocol/PROTOCOL.md section 5 (list/add/update/
  * rename/remove objects, sample colours, preview settings and mask view,
- * save/reload the objects file).
+ * save/reload the objects file; get_camera and set_camera go on to the
+ * camera module, camctl.h).
  *
  * Threads: trk_control_on_message runs on the WebSocket service thread and
  * never blocks on the pipeline or the disk: edits take a short mutex and bump
