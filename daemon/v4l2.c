@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <linux/videodev2.h>
@@ -608,20 +609,57 @@ int trk_mjpeg_create_hw(struct trk_mjpeg **out, struct trk_hwdec_ctx *hw)
     return err;
 }
 
+/* Why the open node fd (QUERYCAP's answer err, cap) is no camera trackd can
+ * stream from, into why; NULL when it is one. */
+static const char *not_a_camera(int fd, int err, const struct v4l2_capability *cap, char *why,
+                                size_t len)
+{
+    struct stat st;
+    if (!fstat(fd, &st) && !S_ISCHR(st.st_mode))
+        return S_ISREG(st.st_mode) ? "it is a regular file, not a camera device (/dev/videoN)"
+                                   : "it is not a device node (cameras are /dev/videoN)";
+    if (err == -ENOTTY || err == -EINVAL)
+        return "it is not a V4L2 device (cameras are /dev/videoN; see --list-devices)";
+    if (err) return NULL; /* the device failed: worth a retry */
+    uint32_t caps = cap->capabilities & V4L2_CAP_DEVICE_CAPS ? cap->device_caps : cap->capabilities;
+    /* %s: the device's name ("card") */
+    const char *what = caps & V4L2_CAP_VIDEO_CAPTURE ? NULL
+                       : caps & V4L2_CAP_META_CAPTURE
+                           ? "it is a metadata node of \"%.32s\", not its video (a UVC camera's "
+                             "video is usually the node just before)"
+                       : caps & V4L2_CAP_VIDEO_CAPTURE_MPLANE
+                           ? "it is a multi-planar capture node of \"%.32s\", which trackd does "
+                             "not read"
+                           : "it is a node of \"%.32s\" without video capture (an output or codec "
+                             "node?)";
+    if (!what && !(caps & V4L2_CAP_STREAMING))
+        what = "it is a capture node of \"%.32s\" without streaming I/O, which trackd needs";
+    if (!what) return NULL;
+    int n = snprintf(why, len, what, (const char *)cap->card);
+    if (n > 0 && (size_t)n < len) snprintf(why + n, len - n, "; see --list-devices");
+    return why;
+}
+
 static int v4l2_open(void *self, struct trk_source *info)
 {
     struct v4l2_src *s = self;
     int err;
+    info->error[0] = 0;
     s->fd = open(s->device, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+    if (s->fd < 0 && errno == EISDIR) {
+        snprintf(info->error, sizeof(info->error), "it is a directory, not a camera device");
+        return TRK_SOURCE_ENOTCAMERA;
+    }
     if (s->fd < 0) return -errno;
     struct v4l2_capability cap = { 0 };
-    if ((err = xioctl(s->fd, VIDIOC_QUERYCAP, &cap))) goto fail;
-    uint32_t caps = cap.capabilities & V4L2_CAP_DEVICE_CAPS ? cap.device_caps : cap.capabilities;
-    if (!(caps & V4L2_CAP_VIDEO_CAPTURE) || !(caps & V4L2_CAP_STREAMING)) {
-        log_error("%s (%s) is not a streaming capture device", s->device, cap.card);
-        err = -ENOTSUP;
+    err = xioctl(s->fd, VIDIOC_QUERYCAP, &cap);
+    const char *why = not_a_camera(s->fd, err, &cap, info->error, sizeof(info->error));
+    if (why) {
+        if (why != info->error) snprintf(info->error, sizeof(info->error), "%s", why);
+        err = TRK_SOURCE_ENOTCAMERA;
         goto fail;
     }
+    if (err) goto fail;
     uint32_t offered[64];
     int n = 0;
     struct v4l2_fmtdesc fd = { .type = V4L2_BUF_TYPE_VIDEO_CAPTURE };

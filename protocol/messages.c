@@ -798,15 +798,33 @@ int trk_msg_ack_saved(struct trk_buf *b, const char *id_json, const char *path, 
     return 0;
 }
 
-int trk_msg_ack_preview(struct trk_buf *b, const char *id_json, int width, double fps,
-                        const char *mask)
+int trk_msg_ack_preview_view(struct trk_buf *b, const char *id_json, int width, double fps,
+                             const struct trk_msg_view *v)
 {
     PUT(trk_msg_ack(b, "preview", id_json, true));
     PUT(kv_i64(b, ",\"width\":", width));
     PUT(kv_fixed(b, ",\"fps\":", fps, 3));
-    PUT(kv_str(b, ",\"mask\":", mask, TRK_NAME_MAX));
+    if (v->box) {
+        const int lo[3] = { v->box->lo[0], v->box->lo[1], v->box->lo[2] };
+        const int hi[3] = { v->box->hi[0], v->box->hi[1], v->box->hi[2] };
+        PUT(put_box(b, ",\"mask\":{\"space\":", v->box->space, lo, hi));
+        LIT(b, "}");
+    } else {
+        PUT(kv_str(b, ",\"mask\":", v->name, TRK_NAME_MAX));
+    }
+    if (v->hold >= 0)
+        PUT(kv_i64(b, ",\"hold\":", v->hold));
+    else if (v->hold == -1)
+        LIT(b, ",\"hold\":null");
     LIT(b, "}");
     return 0;
+}
+
+int trk_msg_ack_preview(struct trk_buf *b, const char *id_json, int width, double fps,
+                        const char *mask)
+{
+    const struct trk_msg_view v = { .name = mask, .hold = -2 };
+    return trk_msg_ack_preview_view(b, id_json, width, fps, &v);
 }
 
 /* {"space":...,"lo":...,"hi":...}: the box sampling suggests for sp. */
@@ -839,7 +857,16 @@ int trk_msg_sample(struct trk_buf *b, const struct trk_sample_info *s)
         PUT(space_key(b, sp != TRK_SPACE_RGB ? "," : "", (enum trk_space)sp));
         PUT(put_sample_box(b, s, (enum trk_space)sp));
     }
-    LIT(b, "}}");
+    LIT(b, "}");
+    if (s->has_share) {
+        LIT(b, ",\"frame_share\":{");
+        for (int sp = TRK_SPACE_RGB; sp <= TRK_SPACE_YCBCR; sp++) {
+            PUT(space_key(b, sp != TRK_SPACE_RGB ? "," : "", (enum trk_space)sp));
+            PUT(kv_fixed(b, "", s->share[sp], 3));
+        }
+        LIT(b, "}");
+    }
+    LIT(b, "}");
     return 0;
 }
 

@@ -326,6 +326,19 @@ int trk_msg_ack_int(struct trk_buf *b, const char *request, const char *id_json,
 /* {"type":"ack","request":"save_objects"[,"id":id],"path":path,"count":n}. */
 int trk_msg_ack_saved(struct trk_buf *b, const char *id_json, const char *path, int count);
 
+/* A client's own preview view, for its preview ack. */
+struct trk_msg_view {
+    const char *name;                 /* mask: this object, or NULL        */
+    const struct trk_object_def *box; /* mask: this range (space, lo, hi)  */
+    long long hold;                   /* the frame it holds, -1 none (null),
+                                       * -2 not written                      */
+};
+
+/* trk_msg_ack_preview with the view: "mask" the name, the range
+ * {"space","lo","hi"} or null, then "hold" (seq or null). */
+int trk_msg_ack_preview_view(struct trk_buf *b, const char *id_json, int width, double fps,
+                             const struct trk_msg_view *v);
+
 /* {"type":"ack","request":"preview"[,"id":id],"width":w,"fps":f,"mask":m}
  * (fps with 3 decimals; mask the object's name or NULL for null). */
 int trk_msg_ack_preview(struct trk_buf *b, const char *id_json, int width, double fps,
@@ -341,11 +354,14 @@ struct trk_sample_info {
     long n;                 /* pixels read                                       */
     int mean[3][3];         /* channel means per space                           */
     int lo[3][3], hi[3][3]; /* suggested box per space                        */
+    bool has_share;         /* share is set ("frame_share" is written)         */
+    double share[3];        /* per space: the frame's pixels the box matches   */
 };
 
 /* Appends {"type":"sample",...} (PROTOCOL.md section 5): x, y, radius,
- * rect, seq, n, the means as "rgb"/"hsv"/"ycbcr", "suggest" (the hsv box)
- * and "suggest_all" (one box per space). */
+ * rect, seq, n, the means as "rgb"/"hsv"/"ycbcr", "suggest" (the hsv box),
+ * "suggest_all" (one box per space) and, with has_share, "frame_share"
+ * (per space, 3 decimals). */
 int trk_msg_sample(struct trk_buf *b, const struct trk_sample_info *s);
 
 /* ---------------------------------------------------- preview (binary) */

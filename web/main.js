@@ -31,7 +31,7 @@ import { definitions, setDefinitions, setWorldUnit, showResults } from './object
 import { CONTROL_TYPES, PROTOCOL_VERSION, parseText } from './protocol.js';
 import { currentHello, setHello } from './session.js';
 import * as status from './status.js';
-import { isTeaching } from './teach.js';
+import { isTeaching, pauseState } from './teach.js';
 import { keepOnly } from './trails.js';
 import { onControl, tuneState } from './tune.js';
 import { initView, lastDrawnOverlay, setFrameSize, setStale } from './view.js';
@@ -119,7 +119,7 @@ window.trackdTest = {
   // color}], instances:[{obj, id, x0, y0, x1, y1, cx, cy, lost, trail, color}]},
   // boxes and centroids in canvas pixels (overlay.js drawOverlay).
   get lastDrawn() { return lastDrawnOverlay(); },
-  // The teach and edit panel: teaching, authed, editing, lastSample, lastAck, saved.
+  // The teach and edit panel: teaching, authed, editing, lastSample, lastAck, saved, paused.
   tune: {
     get teaching() { return isTeaching(); },
     get authed() { return isAuthed(); },
@@ -127,6 +127,7 @@ window.trackdTest = {
     get lastSample() { return tuneState().lastSample; },
     get lastAck() { return tuneState().lastAck; },
     get saved() { return tuneState().saved; },
+    get paused() { return pauseState(); },   // {paused, heldSeq}
   },
   // The calibration card: {active, points:[{px, py, wx, wy}], current (the
   // daemon's calibration), saved (the last save_objects ack)}.

@@ -267,6 +267,16 @@ def main():
               f"({fr[-1]['objects'][0]['cx']:.1f}, {fr[-1]['objects'][0]['cy']:.1f}) mass "
               f"{fr[-1]['objects'][0]['mass']}")
 
+    # A metadata node and an output node: exit 66 naming what they are.
+    for kind, what in (("meta-cap", 'a metadata node of "vivid'),
+                       ("vid-out", "without video capture")):
+        log = secs.get(kind + ".log", [])
+        said = [l for l in log if "as a camera: " in l and what in l]
+        if rcs.get(kind) != 66 or len(said) != 1 or any("waiting" in l for l in log):
+            fail(f"--device on vivid's {kind} node: exit {rcs.get(kind)}, want 66 and one line "
+                 f"saying {what!r}, no waiting\n" + "\n".join(log))
+        print(f"{kind} node: exit 66, {said[0].split(': ', 1)[1]}")
+
     # The control: pattern 8 is solid green, so the box covers the frame.
     fr = frames(secs, "ctl")
     if rcs.get("ctl") != 0 or not fr:

@@ -1043,7 +1043,30 @@ static void test_control_replies(void)
     trk_buf_reset(&b);
     CHECK(trk_msg_ack_preview(&b, "1", 320, 7.5, "blue") == 0);
     j = parse(&b, "preview ack with a mask");
-    CHECKF(j && !strcmp(jstr(j, "mask"), "blue"), "%s", b.data);
+    CHECKF(j && !strcmp(jstr(j, "mask"), "blue") && !json_object_get(j, "hold"), "%s", b.data);
+    json_decref(j);
+    /* A client's own view: a range as its mask, the frame it holds. */
+    const struct trk_object_def box = { .space = TRK_SPACE_HSV,
+                                        .lo = { 350, 50, 60 },
+                                        .hi = { 10, 255, 250 } };
+    struct trk_msg_view view = { .box = &box, .hold = 1234 };
+    trk_buf_reset(&b);
+    CHECK(trk_msg_ack_preview_view(&b, "1", 320, 7.5, &view) == 0);
+    j = parse(&b, "preview ack with a range and a hold");
+    json_t *mk = json_object_get(j, "mask");
+    CHECKF(j && !strcmp(jstr(mk, "space"), "hsv") &&
+               json_integer_value(json_array_get(json_object_get(mk, "lo"), 0)) == 350 &&
+               json_integer_value(json_array_get(json_object_get(mk, "hi"), 2)) == 250 &&
+               jint(j, "hold") == 1234,
+           "%s", b.data);
+    json_decref(j);
+    view = (struct trk_msg_view){ .name = NULL, .hold = -1 };
+    trk_buf_reset(&b);
+    CHECK(trk_msg_ack_preview_view(&b, "1", 320, 7.5, &view) == 0);
+    j = parse(&b, "preview ack without a view");
+    CHECKF(j && json_is_null(json_object_get(j, "mask")) &&
+               json_is_null(json_object_get(j, "hold")),
+           "%s", b.data);
     json_decref(j);
 
     struct trk_sample_info s = {
@@ -1088,7 +1111,18 @@ static void test_control_replies(void)
     trk_buf_reset(&b);
     CHECK(trk_msg_sample(&b, &s) == 0);
     j = parse(&b, "rectangle sample");
-    CHECKF(j && !json_object_get(j, "radius") && !json_object_get(j, "id"), "%s", b.data);
+    CHECKF(j && !json_object_get(j, "radius") && !json_object_get(j, "id") &&
+               !json_object_get(j, "frame_share"),
+           "%s", b.data);
+    json_decref(j);
+    s.has_share = true;
+    s.share[TRK_SPACE_RGB] = 0.25, s.share[TRK_SPACE_HSV] = 0.0125, s.share[TRK_SPACE_YCBCR] = 1;
+    trk_buf_reset(&b);
+    CHECK(trk_msg_sample(&b, &s) == 0);
+    j = parse(&b, "sample with frame_share");
+    json_t *fs = json_object_get(j, "frame_share");
+    CHECKF(j && jnum(fs, "rgb") == 0.25 && jnum(fs, "hsv") == 0.013 && jnum(fs, "ycbcr") == 1.0,
+           "%s", b.data);
     json_decref(j);
     trk_buf_free(&b);
 
