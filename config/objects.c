@@ -1373,6 +1373,50 @@ int trk_objects_find(const struct trk_objects *objs, const char *name)
     return -1;
 }
 
+bool trk_camera_control_is_auto(const char *name)
+{
+    static const char *const autos[] = { "auto_exposure", "white_balance_automatic",
+                                         "gain_automatic" };
+    for (size_t i = 0; i < sizeof autos / sizeof autos[0]; i++)
+        if (!strcmp(name, autos[i])) return true;
+    return false;
+}
+
+int trk_camera_controls_remove(struct trk_camera_control *list, int *n, const char *name)
+{
+    int kept = 0, gone = 0;
+    for (int i = 0; i < *n; i++)
+        if (strcmp(list[i].name, name) != 0)
+            list[kept++] = list[i];
+        else
+            gone++;
+    *n = kept;
+    return gone;
+}
+
+int trk_camera_controls_set(struct trk_camera_control *list, int *n, const char *name, long value)
+{
+    if (!*name || strlen(name) >= sizeof list[0].name) return TRK_EINVAL;
+    for (int i = 0; i < *n; i++)
+        if (!strcmp(list[i].name, name)) {
+            list[i].value = value;
+            int rest = *n - i - 1;
+            trk_camera_controls_remove(list + i + 1, &rest, name);
+            *n = i + 1 + rest;
+            return 0;
+        }
+    if (*n >= TRK_CAMERA_MAX_CONTROLS) return TRK_ENOMEM;
+    int at = *n;
+    if (trk_camera_control_is_auto(name))
+        for (at = 0; at < *n && trk_camera_control_is_auto(list[at].name); at++)
+            ;
+    memmove(list + at + 1, list + at, (size_t)(*n - at) * sizeof list[0]);
+    snprintf(list[at].name, sizeof list[at].name, "%s", name);
+    list[at].value = value;
+    (*n)++;
+    return 0;
+}
+
 size_t trk_objects_escape_name(const char *name, const char *reserved, char *out, size_t cap)
 {
     static const char hex[] = "0123456789ABCDEF";

@@ -68,6 +68,20 @@ struct trk_camera_control {
     long value;
 };
 
+/* Edits a camera list (list[0..*n), at most TRK_CAMERA_MAX_CONTROLS; the
+ * objects' "camera" section, in setting order) the way the web page's
+ * camera card changes one control. set: the first entry of that name gets
+ * the value (later duplicates go); a new automatic mode (auto_exposure,
+ * white_balance_automatic, gain_automatic: trk_camera_control_is_auto)
+ * goes before the first manual entry, so that it is set before the
+ * values it would otherwise override, any other new name at the end.
+ * Returns 0, TRK_EINVAL for a name that is empty or too long, or
+ * TRK_ENOMEM when the list is full. remove: drops every entry of that name
+ * and returns how many went. */
+int trk_camera_controls_set(struct trk_camera_control *list, int *n, const char *name, long value);
+int trk_camera_controls_remove(struct trk_camera_control *list, int *n, const char *name);
+bool trk_camera_control_is_auto(const char *name);
+
 /* A validated object set. def[0..n) go straight to trk_backend_set_objects;
  * color[i] is object i's display colour (R, G, B) for the web UI: the file's
  * "color" or, when absent, trk_object_display_rgb(&def[i]) (gpu/color.h).

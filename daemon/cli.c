@@ -177,7 +177,7 @@ static const struct opt opts[] = {
       .group = G_INPUT, .help = "auto|mmap: how camera frames leave the driver; mmap copies every frame (comparisons, drivers with broken USERPTR)" },
     { "control", 0, "NAME=VALUE", PARSE(parse_control), .hi = TRK_CAMERA_MAX_CONTROLS,
       .form = "NAME=VALUE with a whole-number VALUE, e.g. brightness=128 (at most {hi})",
-      .group = G_INPUT, .help = "set a camera control (names as --list-controls prints them); repeatable" },
+      .group = G_INPUT, .help = "set a camera control (names as --list-controls prints them); repeatable; wins over the objects file and the page" },
     { "list-devices", 0, NULL, FLAG(list_devices, true),
       .group = G_INPUT, .help = "list V4L2 cameras and exit (none found: said on stderr, exit 0)" },
     { "list-formats", 0, NULL, FLAG(list_formats, true),

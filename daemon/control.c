@@ -11,9 +11,11 @@
 #include <string.h>
 
 #define LOG_TAG "control"
+#include "camctl.h"
 #include "color.h"
 #include "log.h"
 #include "preview.h"
+#include "workq.h"
 
 /* Sample requests waiting for the sampler, in all and per client; more get
  * a "busy" error. The per-client bound keeps one client from taking every
@@ -68,13 +70,9 @@ struct file_job {
 struct trk_control {
     struct trk_reply out;                  /* set at create, then read-only */
     const struct trk_objects_target *save; /* the caller's, read-only; NULL = none */
-    pthread_t worker; /* runs file_jobs: the service thread never waits on disk */
-    bool worker_started;
-    pthread_mutex_t lock;           /* guards everything below */
-    pthread_cond_t wake;            /* to the worker: a job was queued, or quit */
-    struct file_job jobs[MAX_JOBS]; /* ring from job_head */
-    int job_head, n_jobs;
-    bool quit;
+    struct trk_camctl *camera;             /* the caller's; NULL = none */
+    struct trk_workq *files; /* runs file_jobs: the service thread never waits on disk */
+    pthread_mutex_t lock;    /* guards everything below */
     struct trk_objects objs;
     uint64_t version; /* bumped on every change; starts at 1 */
     struct trk_hello_info hello;
@@ -269,6 +267,7 @@ int trk_control_reload(struct trk_control *c, char *msg, size_t msg_len)
         c->objs = *o;
         changed_locked(c);
         pthread_mutex_unlock(&c->lock);
+        if (c->camera) trk_camctl_load(c->camera, o->camera, o->n_camera);
         snprintf(msg, msg_len, "%s: %d objects", c->save->path, o->n);
     }
     free(o);
@@ -306,40 +305,23 @@ static void run_job(struct trk_control *c, const struct file_job *j)
     send_reply(c, j->client, &b, trk_msg_ack_int(&b, "reload_objects", j->id, "count", n));
 }
 
-static void *file_worker(void *arg)
+/* trk_workq_fn: one job, then its snapshot goes. */
+static void file_worker(void *ctx, void *job)
 {
-    struct trk_control *c = arg;
-    pthread_mutex_lock(&c->lock);
-    for (;;) {
-        while (!c->n_jobs && !c->quit)
-            pthread_cond_wait(&c->wake, &c->lock);
-        if (!c->n_jobs) break; /* quit, and every queued job is done */
-        struct file_job j = c->jobs[c->job_head];
-        c->job_head = (c->job_head + 1) % MAX_JOBS;
-        c->n_jobs--;
-        pthread_mutex_unlock(&c->lock);
-        run_job(c, &j);
-        free(j.snapshot);
-        pthread_mutex_lock(&c->lock);
-    }
-    pthread_mutex_unlock(&c->lock);
-    return NULL;
+    struct file_job *j = job;
+    run_job(ctx, j);
+    free(j->snapshot);
 }
 
 /* With the lock held: hands r to the worker (which frees snapshot). */
 static void queue_job(struct trk_control *c, const struct request *r, struct trk_objects *snapshot)
 {
-    if (c->n_jobs == MAX_JOBS) {
+    struct file_job j = { .type = r->type, .client = r->client, .snapshot = snapshot };
+    snprintf(j.id, sizeof(j.id), "%s", r->id);
+    if (!trk_workq_push(c->files, &j)) {
         free(snapshot);
         refuse(c, r, TRK_MSG_BUSY, "too many save/reload requests pending; try again");
-        return;
     }
-    struct file_job *j = &c->jobs[(c->job_head + c->n_jobs++) % MAX_JOBS];
-    j->type = r->type;
-    j->client = r->client;
-    snprintf(j->id, sizeof(j->id), "%s", r->id);
-    j->snapshot = snapshot;
-    pthread_cond_signal(&c->wake);
 }
 
 /* ------------------------------------------------------------ lifecycle */
@@ -356,13 +338,13 @@ int trk_control_create(const struct trk_control_cfg *cfg, struct trk_control **o
     struct trk_control *c = calloc(1, sizeof(*c));
     if (!c) return TRK_ENOMEM;
     pthread_mutex_init(&c->lock, NULL);
-    pthread_cond_init(&c->wake, NULL);
     c->out = cfg->reply;
     c->objs = *cfg->objects;
     c->version = 1;
     pthread_mutex_init(&c->frames_lock, NULL);
     c->hello = cfg->hello;
     c->save = cfg->save;
+    c->camera = cfg->camera;
     c->h_version = dup_or_null(cfg->hello.version);
     c->h_backend = dup_or_null(cfg->hello.backend);
     c->h_source = dup_or_null(cfg->hello.source);
@@ -371,11 +353,10 @@ int trk_control_create(const struct trk_control_cfg *cfg, struct trk_control **o
     c->hello.source = c->h_source;
     c->preview_width = cfg->hello.preview.width;
     c->preview_fps = cfg->hello.preview.fps;
-    if (pthread_create(&c->worker, NULL, file_worker, c) != 0) {
+    if (trk_workq_create(sizeof(struct file_job), MAX_JOBS, file_worker, c, &c->files)) {
         trk_control_destroy(&c);
         return TRK_ENOMEM;
     }
-    c->worker_started = true;
     pthread_mutex_lock(&c->lock);
     publish_locked(c, false);
     pthread_mutex_unlock(&c->lock);
@@ -388,14 +369,7 @@ void trk_control_destroy(struct trk_control **pc)
     if (!pc || !*pc) return;
     struct trk_control *c = *pc;
     *pc = NULL;
-    if (c->worker_started) {
-        pthread_mutex_lock(&c->lock);
-        c->quit = true;
-        pthread_cond_signal(&c->wake);
-        pthread_mutex_unlock(&c->lock);
-        pthread_join(c->worker, NULL);
-    }
-    pthread_cond_destroy(&c->wake);
+    trk_workq_destroy(&c->files);
     pthread_mutex_destroy(&c->lock);
     pthread_mutex_destroy(&c->frames_lock);
     for (int i = 0; i < TRK_CONTROL_KEPT_FRAMES; i++)
@@ -544,8 +518,8 @@ static void handle_set_objects(struct trk_control *c, const struct request *r)
     struct trk_config_error cerr;
     int err = root && n ? trk_objects_from_json(root, "set_objects", n, &cerr) : TRK_ENOMEM;
     if (!err) {
-        /* The message carries no pre-filter or camera: the set keeps its
-         * own. */
+        /* The message carries no pre-filter or camera section: the set
+         * keeps its own. */
         n->prefilter_sigma = c->objs.prefilter_sigma;
         n->n_camera = c->objs.n_camera;
         memcpy(n->camera, c->objs.camera, sizeof(n->camera));
@@ -687,6 +661,8 @@ static void handle_save_objects(struct trk_control *c, const struct request *r)
         return;
     }
     *snapshot = c->objs;
+    /* The camera section as clients have set it. */
+    if (c->camera) trk_camctl_section(c->camera, snapshot->camera, &snapshot->n_camera);
     queue_job(c, r, snapshot);
 }
 
@@ -905,6 +881,15 @@ void trk_control_client_closed(struct trk_control *c, uint64_t client)
     pthread_mutex_unlock(&c->lock);
 }
 
+/* get_camera and set_camera: the camera module answers them. */
+static void handle_camera(struct trk_control *c, const struct request *r)
+{
+    if (!c->camera)
+        refuse(c, r, TRK_MSG_UNSUPPORTED, "this daemon has no camera controls");
+    else
+        trk_camctl_request(c->camera, r->client, r->id, r->type == TRK_CTL_SET_CAMERA, r->msg);
+}
+
 /* The one table of what answers each control type (messages.h lists the
  * types). "auth" has none: the server answers it before it gets here. */
 typedef void (*handler_fn)(struct trk_control *c, const struct request *r);
@@ -920,6 +905,8 @@ static const handler_fn handlers[TRK_CTL_COUNT] = {
     [TRK_CTL_SAMPLE] = handle_sample,
     [TRK_CTL_PREVIEW] = handle_preview,
     [TRK_CTL_AUTH] = NULL,
+    [TRK_CTL_GET_CAMERA] = handle_camera,
+    [TRK_CTL_SET_CAMERA] = handle_camera,
 };
 
 void trk_control_on_message(void *user, uint64_t client_id, const char *json, size_t len)

@@ -1,7 +1,8 @@
 /* The daemon's control plane: the mutable object set and the answers to the
  * control messages of protocol/PROTOCOL.md section 5 (list/add/update/
  * rename/remove objects, sample colours, preview settings and mask view,
- * save/reload the objects file).
+ * save/reload the objects file; get_camera and set_camera go on to the
+ * camera module, camctl.h).
  *
  * Threads: trk_control_on_message runs on the WebSocket service thread and
  * never blocks on the pipeline or the disk: edits take a short mutex and bump
@@ -56,6 +57,7 @@ struct trk_reply {
 #define TRK_CONTROL_KEPT_FRAMES 4
 #define TRK_CONTROL_HELD_FRAMES 4
 
+struct trk_camctl;
 struct trk_control_cfg {
     const struct trk_objects *objects; /* the initial set (copied)                  */
     /* Where save_objects writes and reload reads (opened by the caller,
@@ -67,6 +69,11 @@ struct trk_control_cfg {
                                   * current set is used)                      */
     struct trk_reply reply;      /* where replies, broadcasts and the hello go;
                                   * the hello is set at create              */
+    /* get_camera / set_camera go to it, saves take its camera section and
+     * reloads hand it theirs (camctl.h); NULL: get_camera and set_camera
+     * answer "unsupported", the set's own section is saved. Borrowed: it
+     * must outlive the module. */
+    struct trk_camctl *camera;
 };
 
 /* Returns 0, TRK_EINVAL or TRK_ENOMEM (also when the worker cannot start). */

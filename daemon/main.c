@@ -16,6 +16,7 @@
 
 #define LOG_TAG "trackd"
 #include "backend.h"
+#include "camctl.h"
 #include "cli.h"
 #include "control.h"
 #include "endpoints.h"
@@ -50,6 +51,7 @@ struct app {
     struct trk_objects_target save;     /* valid when have_save */
     bool have_save;
     struct trk_control *control;
+    struct trk_camctl *camctl;  /* camera controls for clients (none: files, demo) */
     struct trk_ws *ws;          /* NULL with --no-server */
     struct trk_endpoints ep;    /* /metrics, /healthz, /snapshot.jpg */
     struct trk_ws *metrics_ws;  /* --metrics-listen, else NULL */
@@ -76,6 +78,13 @@ static void ws_reply(void *ctx, uint64_t client, const struct trk_buf *msg)
 static void ws_config(void *ctx, const struct trk_buf *msg)
 {
     trk_ws_broadcast(ctx, TRK_WS_CONFIG, msg->data, msg->len);
+}
+
+/* The camera module's "camera" broadcasts: a kind of their own, so that one
+ * never replaces an "objects" message a client has not been sent yet. */
+static void ws_camera(void *ctx, const struct trk_buf *msg)
+{
+    trk_ws_broadcast(ctx, TRK_WS_CAMERA, msg->data, msg->len);
 }
 
 static void ws_hello(void *ctx, const struct trk_buf *msg)
@@ -247,6 +256,7 @@ static int open_camera(struct app *a)
     memcpy(vc.controls + a->objs.n_camera, s->controls, sizeof(s->controls[0]) * s->n_controls);
     vc.n_controls = a->objs.n_camera + s->n_controls;
     vc.hwdec = &a->hwdec;
+    vc.camctl = a->camctl;
     int err = trk_source_v4l2_create(&vc, &a->src);
     if (err || !(err = trk_source_open(&a->src))) return err;
     if (err == TRK_SOURCE_EHWDEC) return err; /* --hwdec cuda: said why */
@@ -272,7 +282,20 @@ static int open_camera(struct app *a)
 static int open_source(struct app *a)
 {
     const struct trk_settings *s = &a->s;
-    int err;
+    /* Clients' camera controls, for the camera's open too (the section as
+     * they set it, then --control); files and the demo have none. */
+    struct trk_camctl_cfg cam = { .device = s->device,
+                                  .reason = s->input ? "a video file has no camera controls"
+                                                     : "the demo scene has no camera controls",
+                                  .section = a->objs.camera,
+                                  .n_section = a->objs.n_camera,
+                                  .cli = s->controls,
+                                  .n_cli = s->n_controls };
+    int err = trk_camctl_create(&cam, &a->camctl);
+    if (err) {
+        log_error_err(err, "cannot start");
+        return TRK_EX_SOFTWARE;
+    }
     if (s->device) {
         err = open_camera(a);
     } else if (s->input) {
@@ -590,6 +613,7 @@ static int start_server(struct app *a)
         .objects = &a->objs,
         .save = a->have_save ? &a->save : NULL,
         .hello = hello_info(a, token[0] != '\0'),
+        .camera = a->camctl,
     };
     err = s->server ? trk_ws_create(&wc, &a->ws) : 0;
     if (a->ws)
@@ -598,6 +622,10 @@ static int start_server(struct app *a)
                                        .broadcast = ws_config,
                                        .set_hello = ws_hello,
                                        .set_view = ws_view };
+    if (a->ws)
+        trk_camctl_set_reply(
+            a->camctl,
+            &(struct trk_reply){ .ctx = a->ws, .send = ws_reply, .broadcast = ws_camera });
     if (err || (err = trk_control_create(&cc, &a->control))) {
         log_error_err(err, s->server ? "cannot start the web server" : "cannot start");
         return s->server ? TRK_EX_UNAVAILABLE : TRK_EX_SOFTWARE;
@@ -835,6 +863,7 @@ static int cleanup(struct app *a, int exit_code)
     /* The pipeline has ended: the last frames and "offline" go out. */
     trk_mqtt_destroy(&a->mqtt);
     trk_control_destroy(&a->control);
+    trk_camctl_destroy(&a->camctl);
     if (a->have_save) trk_objects_target_close(&a->save);
     trk_ws_destroy(&a->ws);
     /* After both servers: their handler reads these. */

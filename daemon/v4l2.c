@@ -22,6 +22,7 @@
 #include <libavcodec/avcodec.h>
 
 #define LOG_TAG "v4l2"
+#include "camctl.h"
 #include "hwdec.h"
 #include "log.h"
 #include "source.h"
@@ -291,6 +292,11 @@ static int xioctl(int fd, unsigned long req, void *arg)
     return r < 0 ? -errno : 0;
 }
 
+int trk_v4l2_ioctl(int fd, unsigned long req, void *arg)
+{
+    return xioctl(fd, req, arg);
+}
+
 /* Finds a control by its v4l2-ctl style name; 0 and *q, or -ENOENT. */
 static int find_control(int fd, const char *name, struct v4l2_queryctrl *q)
 {
@@ -307,27 +313,37 @@ static int find_control(int fd, const char *name, struct v4l2_queryctrl *q)
     return -ENOENT;
 }
 
-/* Sets every configured control; a missing or refused control is logged
- * and skipped (the camera still streams). Returns how many failed. */
-static int set_controls(struct v4l2_src *s)
+/* A missing or refused control is logged and skipped (the camera still
+ * streams). */
+int trk_v4l2_set_controls(int fd, const char *device, const struct trk_camera_control *list, int n)
 {
     int failed = 0;
-    for (int i = 0; i < s->cfg.n_controls; i++) {
-        const struct trk_camera_control *c = &s->cfg.controls[i];
+    for (int i = 0; i < n; i++) {
+        const struct trk_camera_control *c = &list[i];
         struct v4l2_queryctrl q;
-        int err = find_control(s->fd, c->name, &q);
+        int err = find_control(fd, c->name, &q);
         if (!err) {
             struct v4l2_control ctl = { .id = q.id, .value = (int32_t)c->value };
-            err = xioctl(s->fd, VIDIOC_S_CTRL, &ctl);
+            err = xioctl(fd, VIDIOC_S_CTRL, &ctl);
         }
         if (err) {
-            log_warn_err(err, "%s: cannot set control %s=%ld", s->device, c->name, c->value);
+            log_warn_err(err, "%s: cannot set control %s=%ld", device, c->name, c->value);
             failed++;
         } else {
-            log_info("%s: control %s=%ld", s->device, c->name, c->value);
+            log_info("%s: control %s=%ld", device, c->name, c->value);
         }
     }
     return failed;
+}
+
+/* The configured controls, or the live ones (trk_v4l2_cfg.camctl). */
+static int set_controls(struct v4l2_src *s)
+{
+    if (s->cfg.camctl)
+        s->cfg.n_controls =
+            trk_camctl_controls(s->cfg.camctl, s->cfg.controls,
+                                (int)(sizeof(s->cfg.controls) / sizeof(s->cfg.controls[0])));
+    return trk_v4l2_set_controls(s->fd, s->device, s->cfg.controls, s->cfg.n_controls);
 }
 
 static void ubufs_free(struct ubufs *u)

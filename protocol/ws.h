@@ -179,6 +179,7 @@ enum trk_ws_kind {
     TRK_WS_STATUS,     /* text; newest only; the last one is also sent to new
                         * clients right after the hello                        */
     TRK_WS_CONFIG,     /* text (e.g. "objects"); newest only                   */
+    TRK_WS_CAMERA,     /* text ("camera"); newest only, apart from "objects"  */
     TRK_WS_KIND_COUNT
 };
 

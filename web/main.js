@@ -16,6 +16,7 @@
 //   tune.js        teach and edit panel (teach.js, sliders.js, auth.js,
 //                  control.js)
 //   calib.js       world calibration: clicked points, their world x, y
+//   camera.js      camera controls: exposure, gain, white balance
 //
 // The browser tests read window.trackdTest, set at the end: the one place
 // the page exposes its state.
@@ -23,6 +24,7 @@
 import { isAuthed } from './auth.js';
 import * as banner from './banner.js';
 import { calibState, initCalib, setCalibration } from './calib.js';
+import * as camera from './camera.js';
 import * as connection from './connection.js';
 import * as frames from './frames.js';
 import { definitions, setDefinitions, setWorldUnit, showResults } from './objects.js';
@@ -53,6 +55,7 @@ function onText(text) {
     case 'objects': onObjects(msg); break;
     default: break;   // newer daemons may send types this page does not know
   }
+  try { camera.onMessage(msg); } catch (e) { console.error(e); }
 }
 
 function onHello(msg) {
@@ -129,10 +132,15 @@ window.trackdTest = {
   // The calibration card: {active, points:[{px, py, wx, wy}], current (the
   // daemon's calibration), saved (the last save_objects ack)}.
   get calib() { return calibState(); },
+  // The camera card: {available, reason, device, controls (the last "camera"
+  // message's), lastAck, lastError, autoWarning (the teach panel's text on
+  // automatic modes while teaching, null when not shown)}.
+  get camera() { return camera.cameraState(); },
 };
 
 initView();
 initCalib();
+camera.initCamera();
 setInterval(refresh, PANEL_EVERY_MS);
 connection.start({
   onText,

@@ -51,6 +51,9 @@ GOOD = [
     ({"type": "update_object", "name": "red", "changes": {"min_mass": 3}}, ["changes"]),
     ({"type": "set_objects", "calibration": None}, ["calibration"]),
     ({"type": "subscribe", "preview": False}, ["preview"]),
+    # The demo has no camera: a well-formed one is answered no_camera, a
+    # malformed one bad_field.
+    ({"type": "set_camera", "name": "gain", "value": 5}, ["name", "value"]),
 ]
 # Per JSON type: values of other types to put in its place.
 OTHER = {
@@ -64,7 +67,8 @@ OTHER = {
 }
 # Values of another type that are valid all the same.
 # ("hold": 3 could name a frame still kept: not an error.)
-VALID = {("preview", "mask"): [None], ("preview", "hold"): [3]}
+VALID = {("preview", "mask"): [None], ("preview", "hold"): [3],
+         ("set_camera", "value"): [True, False]}
 
 
 def wrong_values(msg_type, field, v):

@@ -87,7 +87,10 @@ def libs_of(binary):
     return paths
 
 
-def build_initramfs(trackd, mods, root, out):
+def build_initramfs(trackd, mods, root, out, init="init.sh", objects=None, web=None):
+    """mods: module name -> .ko path, copied as /modules/NAME.ko; init: the
+    script of HERE that becomes /init; objects: /objs.json (OBJECTS); web:
+    the page's folder, copied where trackd finds it beside /bin."""
     shutil.rmtree(root, ignore_errors=True)
     for d in ("bin", "modules", "proc", "sys", "dev", "tmp"):
         os.makedirs(os.path.join(root, d))
@@ -107,10 +110,12 @@ def build_initramfs(trackd, mods, root, out):
                 shutil.copy(os.path.realpath(lib), dst)
     for m, path in mods.items():
         shutil.copy(path, os.path.join(root, "modules", m + ".ko"))
-    shutil.copy(os.path.join(HERE, "init.sh"), os.path.join(root, "init"))
+    if web:
+        shutil.copytree(web, os.path.join(root, "share/trackd/web"))
+    shutil.copy(os.path.join(HERE, init), os.path.join(root, "init"))
     os.chmod(os.path.join(root, "init"), 0o755)
     with open(os.path.join(root, "objs.json"), "w") as f:
-        json.dump(OBJECTS, f)
+        json.dump(OBJECTS if objects is None else objects, f)
     files = subprocess.run(["find", "."], cwd=root, capture_output=True, check=True).stdout
     cpio = subprocess.run(["cpio", "-o", "-H", "newc", "--quiet"], cwd=root, input=files,
                           capture_output=True, check=True).stdout

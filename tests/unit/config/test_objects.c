@@ -1186,6 +1186,65 @@ static void test_camera(void)
     CHECK(o.n_camera == 0);
 }
 
+/* The camera card's edits (trk_camera_controls_set/remove) over a file's
+ * camera section, saved and loaded back: the section holds exactly the
+ * edited controls, automatic modes before the manual values, and nothing
+ * else of the file changes. */
+static void test_camera_edit(void)
+{
+    const char *text =
+        "{\"objects\": [{\"name\": \"red\", \"space\": \"hsv\", \"lo\": [346, 110, 70],"
+        " \"hi\": [14, 255, 255], \"blobs\": 3, \"track\": true}],"
+        " \"camera\": {\"gain\": 7, \"exposure_auto\": false, \"exposure\": 100,"
+        " \"controls\": {\"brightness\": 10, \"gain\": 9}},"
+        " \"prefilter\": {\"gaussian\": 1.5}}";
+    struct trk_objects o, back;
+    struct trk_config_error err;
+    CHECK(trk_objects_load_string(text, strlen(text), NULL, &o, &err) == 0);
+    /* gain twice (a key and a control): one entry, the new value. */
+    CHECK(trk_camera_controls_set(o.camera, &o.n_camera, "gain", 50) == 0);
+    /* Automatic white balance is new: before the first manual value. */
+    CHECK(trk_camera_controls_set(o.camera, &o.n_camera, "white_balance_automatic", 1) == 0);
+    CHECK(trk_camera_controls_set(o.camera, &o.n_camera, "white_balance_temperature", 4000) == 0);
+    /* Auto exposure on: the page drops the manual value it overrides. */
+    CHECK(trk_camera_controls_set(o.camera, &o.n_camera, "auto_exposure", 3) == 0);
+    CHECK(trk_camera_controls_remove(o.camera, &o.n_camera, "exposure_time_absolute") == 1);
+    CHECK(trk_camera_controls_remove(o.camera, &o.n_camera, "exposure_time_absolute") == 0);
+    CHECK(trk_camera_controls_set(o.camera, &o.n_camera, "", 1) == TRK_EINVAL);
+    static const struct {
+        const char *name;
+        long value;
+    } want[] = { { "auto_exposure", 3 },
+                 { "white_balance_automatic", 1 },
+                 { "gain", 50 },
+                 { "brightness", 10 },
+                 { "white_balance_temperature", 4000 } };
+    const int nw = (int)(sizeof want / sizeof want[0]);
+    char p[512];
+    path_in(p, sizeof p, tmpdir, "camera_edit.json");
+    CHECK(trk_objects_save_file(p, &o) == 0);
+    CHECK(trk_objects_load_file(p, &back, &err) == 0);
+    CHECKF(back.n_camera == nw, "%d controls", back.n_camera);
+    for (int i = 0; i < back.n_camera && i < nw; i++) {
+        CHECK_STR(back.camera[i].name, want[i].name);
+        CHECK(back.camera[i].value == want[i].value);
+    }
+    /* The rest of the file as it was. */
+    CHECK(back.n == 1 && back.def[0].blobs == 3 && back.def[0].track);
+    CHECK(back.prefilter_sigma == 1.5);
+    /* A full list takes no new name, but still a new value. */
+    o.n_camera = 0;
+    for (int i = 0; i < TRK_CAMERA_MAX_CONTROLS; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "c%d", i);
+        CHECK(trk_camera_controls_set(o.camera, &o.n_camera, name, i) == 0);
+    }
+    CHECK(trk_camera_controls_set(o.camera, &o.n_camera, "gain", 1) == TRK_ENOMEM);
+    CHECK(trk_camera_controls_set(o.camera, &o.n_camera, "c3", 33) == 0);
+    CHECK(o.n_camera == TRK_CAMERA_MAX_CONTROLS && o.camera[3].value == 33);
+    remove(p);
+}
+
 static void test_prefilter(void)
 {
     struct trk_objects o;
@@ -1254,6 +1313,7 @@ static const struct {
     { "posindex", test_posindex },
     { "demo_objects", test_demo_objects },
     { "camera", test_camera },
+    { "camera_edit", test_camera_edit },
     { "blobs", test_blobs },
     { "track", test_track },
     { "prefilter", test_prefilter },

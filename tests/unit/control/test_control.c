@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "../check.h"
+#include "camctl.h"
 #include "color.h"
 #include "control.h"
 #include "scene.h"
@@ -228,6 +229,12 @@ static void every_type_answered(void)
     cfg.hello.width = cfg.hello.height = 8;
     cfg.hello.preview.width = 8;
     sink_init(&s, &cfg);
+    /* The camera module of a source without controls (the demo's). */
+    struct trk_camctl *cam = NULL;
+    struct trk_camctl_cfg cc = { .reason = "the demo scene has no camera controls" };
+    CHECK(trk_camctl_create(&cc, &cam) == 0);
+    trk_camctl_set_reply(cam, &cfg.reply);
+    cfg.camera = cam;
     struct trk_control *c = NULL;
     CHECK(trk_control_create(&cfg, &c) == 0);
     CHECKF(s.hellos == 1 && s.broadcasts == 0, "hello set at create: %d", s.hellos);
@@ -259,6 +266,17 @@ static void every_type_answered(void)
                json_integer_value(json_array_get(json_object_get(r, "rgb"), 1)) == 90,
            "sample from the frame");
     json_decref(r);
+    r = reply_to(&s, 100 + TRK_CTL_GET_CAMERA);
+    CHECKF(r && !strcmp(json_string_value(json_object_get(r, "type")), "camera") &&
+               json_is_false(json_object_get(r, "available")) &&
+               !strcmp(json_string_value(json_object_get(r, "reason")), cc.reason) &&
+               json_array_size(json_object_get(r, "controls")) == 0,
+           "get_camera without controls");
+    json_decref(r);
+    CHECKF(!strcmp(outcome(&s, 100 + TRK_CTL_SET_CAMERA, got, sizeof(got)), "bad_field"), "%s",
+           got);
+    send_msg(c, "{\"type\":\"set_camera\",\"id\":9,\"name\":\"gain\",\"value\":true}");
+    CHECKF(!strcmp(outcome(&s, 9, got, sizeof(got)), "no_camera"), "%s", got);
     r = reply_to(&s, 100 + TRK_CTL_SAVE_OBJECTS);
     CHECKF(r && !strcmp(json_string_value(json_object_get(r, "path")), path) &&
                json_integer_value(json_object_get(r, "count")) == 2,
@@ -290,6 +308,72 @@ static void every_type_answered(void)
     CHECKF(!strcmp(outcome(&s, 5, got, sizeof(got)), "no_file"), "save: %s", got);
     CHECKF(!strcmp(outcome(&s, 6, got, sizeof(got)), "no_file"), "reload: %s", got);
     trk_control_destroy(&c);
+    trk_camctl_destroy(&cam);
+    trk_objects_target_close(&tgt);
+    sink_free(&s);
+    unlink(path);
+}
+
+/* The camera section: set_objects keeps it, a save writes the camera
+ * module's (what clients set), a reload hands the file's to the module;
+ * --control entries are set after it and never saved. */
+static void camera_section(void)
+{
+    const char *text = "{\"objects\":[{\"name\":\"a\",\"space\":\"rgb\",\"lo\":[1,2,3],"
+                       "\"hi\":[4,5,6]}],\"camera\":{\"controls\":{\"gain\":7}}}";
+    char path[] = "/tmp/trk_control_camera_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0 && write(fd, text, strlen(text)) == (ssize_t)strlen(text));
+    close(fd);
+    static struct trk_objects objs, back;
+    CHECK(trk_objects_load_file(path, &objs, NULL) == 0);
+    struct trk_objects_target tgt;
+    CHECK(trk_objects_target_open(path, &tgt, NULL, NULL, 0) == 0);
+    /* As a client would have left the module: gain 50 and automatic white
+     * balance off; --control brightness=3 on the command line. */
+    struct trk_camera_control section[TRK_CAMERA_MAX_CONTROLS], cli = { "brightness", 3 };
+    int n = objs.n_camera;
+    memcpy(section, objs.camera, sizeof(section[0]) * n);
+    CHECK(trk_camera_controls_set(section, &n, "gain", 50) == 0);
+    CHECK(trk_camera_controls_set(section, &n, "white_balance_automatic", 0) == 0);
+    struct trk_camctl *cam = NULL;
+    struct trk_camctl_cfg cc = {
+        .reason = "none here", .section = section, .n_section = n, .cli = &cli, .n_cli = 1
+    };
+    CHECK(trk_camctl_create(&cc, &cam) == 0);
+    struct trk_camera_control all[2 * TRK_CAMERA_MAX_CONTROLS];
+    CHECK(trk_camctl_controls(cam, all, 2 * TRK_CAMERA_MAX_CONTROLS) == 3);
+    CHECK(!strcmp(all[0].name, "white_balance_automatic") && !strcmp(all[1].name, "gain") &&
+          all[1].value == 50 && !strcmp(all[2].name, "brightness"));
+    struct sink s;
+    struct trk_control_cfg cfg = { .objects = &objs, .save = &tgt, .camera = cam };
+    sink_init(&s, &cfg);
+    trk_camctl_set_reply(cam, &cfg.reply);
+    struct trk_control *c = NULL;
+    CHECK(trk_control_create(&cfg, &c) == 0);
+    char got[64];
+    send_msg(c, "{\"type\":\"set_objects\",\"id\":1,\"objects\":[{\"name\":\"b\","
+                "\"space\":\"rgb\",\"lo\":[0,0,0],\"hi\":[1,1,1]}]}");
+    CHECKF(!strcmp(outcome(&s, 1, got, sizeof(got)), "ack"), "%s", got);
+    send_msg(c, "{\"type\":\"save_objects\",\"id\":2}");
+    CHECKF(!strcmp(outcome(&s, 2, got, sizeof(got)), "ack"), "%s", got);
+    CHECK(trk_objects_load_file(path, &back, NULL) == 0);
+    CHECKF(back.n == 1 && !strcmp(back.def[0].name, "b") && back.n_camera == 2 &&
+               !strcmp(back.camera[0].name, "white_balance_automatic") &&
+               back.camera[0].value == 0 && !strcmp(back.camera[1].name, "gain") &&
+               back.camera[1].value == 50,
+           "saved: %d objects, %d camera controls", back.n, back.n_camera);
+    /* The file's section after a reload, --control still after it. */
+    const char *edited = "{\"objects\":[],\"camera\":{\"gain\":9}}";
+    fd = open(path, O_WRONLY | O_TRUNC);
+    CHECK(fd >= 0 && write(fd, edited, strlen(edited)) == (ssize_t)strlen(edited));
+    close(fd);
+    send_msg(c, "{\"type\":\"reload_objects\",\"id\":3}");
+    CHECKF(!strcmp(outcome(&s, 3, got, sizeof(got)), "ack"), "%s", got);
+    CHECK(trk_camctl_controls(cam, all, 2 * TRK_CAMERA_MAX_CONTROLS) == 2);
+    CHECK(!strcmp(all[0].name, "gain") && all[0].value == 9 && !strcmp(all[1].name, "brightness"));
+    trk_control_destroy(&c);
+    trk_camctl_destroy(&cam);
     trk_objects_target_close(&tgt);
     sink_free(&s);
     unlink(path);
@@ -607,6 +691,7 @@ int main(void)
     mask_equals_mass();
     versions_and_reload();
     every_type_answered();
+    camera_section();
     reload_refuses_unsafe();
     sample_bounds();
     edits_keep_the_rest();
