@@ -49,7 +49,7 @@ extern "C" {
  * queue and send it. At most TRK_BLOB_OBJECTS_MAX objects may have blobs:
  * each one is a labelling pass over every frame, whatever K is. */
 #define TRK_FRAME_ITEMS_MAX  1024
-#define TRK_BLOB_OBJECTS_MAX 16
+#define TRK_BLOB_OBJECTS_MAX 8
 
 /* Which rule a load broke, for callers that answer with a code (the
  * daemon's control replies) rather than the text. */
@@ -151,7 +151,7 @@ int trk_objects_frame_items(const struct trk_object_def *d);
 /* Checks defs[0..n) against the frame limits (TRK_FRAME_ITEMS_MAX,
  * TRK_BLOB_OBJECTS_MAX). Returns 0, or TRK_EINVAL with *at (may be NULL) the
  * index of the first object that goes over one and a message in msg, e.g.
- * `objects[16].blobs: 17 objects with blobs (at most 16: ...)`. */
+ * `objects[8].blobs: 9 objects with blobs (at most 8: ...)`. */
 int trk_objects_check_limits(const struct trk_object_def *defs, int n, int *at, char *msg,
                              size_t msg_len);
 

@@ -53,12 +53,18 @@
  * is starved for ~a second at hundreds of frames per second. */
 #define HANDOFF_RESULTS 256
 #define HANDOFF_REPLIES 256
+/* ... and in bytes: what the hand-off holds while the service thread is
+ * starved stays bounded whatever the messages' size (the oldest go). */
+#define HANDOFF_RESULT_BYTES (4u << 20)
+#define HANDOFF_REPLY_BYTES  (1u << 20)
 /* After an expected result's hand-off the service thread polls on this long
  * (s): its drain and the clients' writes take a few poll rounds. */
 #define WRITE_GRACE_S 0.5e-3
 /* Per-client replies (pong, errors, acks, send_to) pending; a client that
  * floods requests without reading loses the oldest replies. */
 #define CLIENT_REPLIES 32
+/* ... and at most this many bytes of them (the newest always stays). */
+#define CLIENT_REPLY_BYTES (256u << 10)
 /* lws rx chunk size; messages up to TRK_MSG_MAX_CLIENT are reassembled. */
 #define RX_CHUNK 16384
 /* An http_handler answer is written in pieces of this size, one per
@@ -141,9 +147,11 @@ struct client {
     struct msg *hello;    /* written before anything else */
     struct msg **results; /* ring of ws->queue_len         */
     unsigned r_head, r_count;
+    size_t r_bytes;                      /* of the results queued, at most TRK_WS_QUEUE_BYTES */
     struct msg *slot[TRK_WS_KIND_COUNT]; /* newest-only kinds            */
     struct msg *replies[CLIENT_REPLIES];
     unsigned q_head, q_count;
+    size_t q_bytes; /* of the replies queued, at most CLIENT_REPLY_BYTES */
     /* Reassembly of a message that arrives in several fragments/chunks. */
     char *rx;
     size_t rx_len;
@@ -160,6 +168,7 @@ struct client {
 struct handoff {
     struct msg *results[HANDOFF_RESULTS];
     unsigned r_head, r_count;
+    size_t r_bytes, q_bytes; /* at most HANDOFF_RESULT_BYTES, HANDOFF_REPLY_BYTES */
     struct msg *slot[TRK_WS_KIND_COUNT];
     struct {
         uint64_t client;
@@ -267,13 +276,16 @@ static void client_push(struct trk_ws *ws, struct client *c, int kind, struct ms
 {
     if (kind == TRK_WS_RESULT) {
         unsigned cap = (unsigned)ws->queue_len;
-        if (c->r_count == cap) {
-            /* Drop-oldest: a slow client skips ahead to the newest results. */
+        /* Drop-oldest, in messages and in bytes: a slow client skips ahead
+         * to the newest results. */
+        while (c->r_count && (c->r_count == cap || c->r_bytes + m->len > TRK_WS_QUEUE_BYTES)) {
+            c->r_bytes -= c->results[c->r_head]->len;
             msg_unref(&c->results[c->r_head]);
             c->r_head = (c->r_head + 1) % cap;
             c->r_count--;
             count_drop(ws, c);
         }
+        c->r_bytes += m->len;
         c->results[(c->r_head + c->r_count++) % cap] = msg_ref(m);
         return;
     }
@@ -288,12 +300,15 @@ static void client_push(struct trk_ws *ws, struct client *c, int kind, struct ms
 /* Service thread: queue a reply (takes over the caller's reference). */
 static void client_reply(struct trk_ws *ws, struct client *c, struct msg *m)
 {
-    if (c->q_count == CLIENT_REPLIES) {
+    while (c->q_count &&
+           (c->q_count == CLIENT_REPLIES || c->q_bytes + m->len > CLIENT_REPLY_BYTES)) {
+        c->q_bytes -= c->replies[c->q_head]->len;
         msg_unref(&c->replies[c->q_head]);
         c->q_head = (c->q_head + 1) % CLIENT_REPLIES;
         c->q_count--;
         count_drop(ws, c);
     }
+    c->q_bytes += m->len;
     c->replies[(c->q_head + c->q_count++) % CLIENT_REPLIES] = m;
     lws_callback_on_writable(c->wsi);
 }
@@ -564,13 +579,16 @@ static struct msg **client_next(struct trk_ws *ws, struct client *c)
 
 static void client_pop(struct trk_ws *ws, struct client *c, struct msg **where)
 {
+    size_t len = *where ? (*where)->len : 0;
     msg_unref(where);
     if (where == &c->replies[c->q_head] && c->q_count) {
         c->q_head = (c->q_head + 1) % CLIENT_REPLIES;
         c->q_count--;
+        c->q_bytes -= len;
     } else if (c->r_count && where == &c->results[c->r_head]) {
         c->r_head = (c->r_head + 1) % (unsigned)ws->queue_len;
         c->r_count--;
+        c->r_bytes -= len;
     }
 }
 
@@ -582,6 +600,7 @@ static void client_clear(struct trk_ws *ws, struct client *c)
         c->r_head = (c->r_head + 1) % (unsigned)ws->queue_len;
         c->r_count--;
     }
+    c->r_bytes = 0;
     free(c->results);
     c->results = NULL;
     msg_unref(&c->hello);
@@ -590,6 +609,7 @@ static void client_clear(struct trk_ws *ws, struct client *c)
     for (unsigned i = 0; i < c->q_count; i++)
         msg_unref(&c->replies[(c->q_head + i) % CLIENT_REPLIES]);
     c->q_count = 0;
+    c->q_bytes = 0;
     free(c->rx);
     c->rx = NULL;
 }
@@ -1528,6 +1548,8 @@ int trk_ws_broadcast(struct trk_ws *ws, enum trk_ws_kind kind, const void *data,
     struct msg *m = msg_new(data, len, kind == TRK_WS_PREVIEW, 0);
     if (!m) return TRK_ENOMEM;
     struct msg *old = NULL, *old_status = NULL;
+    struct msg *gone[HANDOFF_RESULTS]; /* results dropped for m, freed after the lock */
+    unsigned n_gone = 0;
     pthread_mutex_lock(&ws->lock);
     /* The order is taken under the lock so hand-off order == publish order. */
     m->order = new_order(ws);
@@ -1546,11 +1568,15 @@ int trk_ws_broadcast(struct trk_ws *ws, enum trk_ws_kind kind, const void *data,
         /* The expected result is here: poll on only while it is written. */
         if (atomic_load(&ws->hot_until) > m->t_handoff + WRITE_GRACE_S)
             atomic_store(&ws->hot_until, m->t_handoff + WRITE_GRACE_S);
-        if (h->r_count == HANDOFF_RESULTS) {
-            old = h->results[h->r_head];
+        while (h->r_count &&
+               (h->r_count == HANDOFF_RESULTS || h->r_bytes + len > HANDOFF_RESULT_BYTES)) {
+            gone[n_gone++] = h->results[h->r_head];
+            h->r_bytes -= gone[n_gone - 1]->len;
             h->r_head = (h->r_head + 1) % HANDOFF_RESULTS;
             h->r_count--;
+            count_drop(ws, NULL);
         }
+        h->r_bytes += len;
         h->results[(h->r_head + h->r_count++) % HANDOFF_RESULTS] = m;
     } else {
         old = h->slot[kind];
@@ -1565,6 +1591,8 @@ int trk_ws_broadcast(struct trk_ws *ws, enum trk_ws_kind kind, const void *data,
     pthread_mutex_unlock(&ws->lock);
     msg_unref(&old);
     msg_unref(&old_status);
+    while (n_gone)
+        msg_unref(&gone[--n_gone]);
     return 0;
 }
 
@@ -1585,7 +1613,8 @@ int trk_ws_send_to(struct trk_ws *ws, uint64_t client_id, const char *json, size
     if (!ws || (!json && len)) return TRK_EINVAL;
     struct msg *m = msg_new(json, len, false, 0);
     if (!m) return TRK_ENOMEM;
-    struct msg *old = NULL;
+    struct msg *gone[HANDOFF_REPLIES]; /* replies dropped for m, freed after the lock */
+    unsigned n_gone = 0;
     pthread_mutex_lock(&ws->lock);
     m->order = new_order(ws);
     struct handoff *h = &ws->h;
@@ -1594,18 +1623,22 @@ int trk_ws_send_to(struct trk_ws *ws, uint64_t client_id, const char *json, size
         msg_unref(&m); /* no clients without a running server */
         return 0;
     }
-    if (h->q_count == HANDOFF_REPLIES) {
-        old = h->replies[h->q_head].m;
+    while (h->q_count &&
+           (h->q_count == HANDOFF_REPLIES || h->q_bytes + len > HANDOFF_REPLY_BYTES)) {
+        gone[n_gone++] = h->replies[h->q_head].m;
+        h->q_bytes -= gone[n_gone - 1]->len;
         h->q_head = (h->q_head + 1) % HANDOFF_REPLIES;
         h->q_count--;
+        count_drop(ws, NULL);
     }
+    h->q_bytes += len;
     unsigned j = (h->q_head + h->q_count++) % HANDOFF_REPLIES;
     h->replies[j].client = client_id;
     h->replies[j].m = m;
-    if (old) count_drop(ws, NULL);
     wake(ws);
     pthread_mutex_unlock(&ws->lock);
-    msg_unref(&old);
+    while (n_gone)
+        msg_unref(&gone[--n_gone]);
     return 0;
 }
 

@@ -8,10 +8,11 @@
  * the buffer, no per-client copies) and writes one message per
  * LWS_CALLBACK_SERVER_WRITEABLE.
  *
- * Per client: results queue of cfg->queue_len, drop-oldest (a slow client
- * skips to the newest results); previews, stats, status and config messages
- * keep only the newest pending one. Every message dropped is counted for the
- * client and in the totals. The wire format is protocol/PROTOCOL.md.
+ * Per client: results queue of cfg->queue_len messages and at most
+ * TRK_WS_QUEUE_BYTES, drop-oldest (a slow client skips to the newest
+ * results); replies bounded the same way (32 messages, 256 KiB); previews, stats, status and config
+ * messages keep only the newest pending one. Every message dropped is counted for the client and in
+ * the totals. The wire format is protocol/PROTOCOL.md.
  *
  * Endpoints: ws://ADDR:PORT/ws (subprotocol "trackd.v1", or none), HTTP
  * GET of the paths in cfg->http_paths, answered by cfg->http_handler (the
@@ -130,6 +131,10 @@ struct trk_ws_cfg {
 
 /* Default per-client result queue length. */
 #define TRK_WS_QUEUE_DEFAULT 8
+/* A client's queued results are also bounded in bytes: the oldest go while
+ * a new one would take them over this (the newest is always kept; a frame
+ * message is bounded by the objects' frame limits, config/objects.h). */
+#define TRK_WS_QUEUE_BYTES (2u << 20)
 
 /* The value of query argument name ("mask" for "mask=red") among args as
  * the http_handler gets them; "" for a bare "name"; NULL when absent. */
