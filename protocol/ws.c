@@ -237,7 +237,15 @@ struct trk_ws {
     struct conn {    /* service thread: the connections counted   */
         struct lws *wsi;
         int fd;
-    } * conns;               /* max_clients of them; wsi NULL = free       */
+        uint64_t waiting;  /* an HTTP request answered later; 0 none   */
+    } * conns;             /* max_clients of them; wsi NULL = free       */
+    uint64_t next_request; /* service thread: HTTP request ids           */
+    /* Under lock: trk_ws_http_answer's answers for the service thread. */
+    struct answer {
+        struct answer *next;
+        uint64_t request;
+        struct trk_ws_http_reply r;
+    } * answers;
     uint64_t refused;        /* service thread: connections refused as too many */
     uint64_t refused_logged; /* ... of which the log has told */
     double refused_log_time; /* when it last did */
@@ -646,6 +654,40 @@ static void spin_cb(lws_sorted_usec_list_t *sul)
         arm_spin(ws);
 }
 
+static int http_respond(struct lws *wsi, struct client *c, int status, const char *type,
+                        const void *body, size_t len, bool challenge);
+
+static void answers_free(struct answer *a)
+{
+    while (a) {
+        struct answer *next = a->next;
+        free(a->r.body);
+        free(a);
+        a = next;
+    }
+}
+
+/* Service thread: the answers trk_ws_http_answer brought, to the connections
+ * still waiting for them (freed either way). */
+static void deliver(struct trk_ws *ws, struct answer *a)
+{
+    for (struct answer *x = a; x; x = x->next) {
+        for (int i = 0; i < ws->max_clients; i++) {
+            struct conn *k = &ws->conns[i];
+            if (!k->wsi || k->waiting != x->request) continue;
+            k->waiting = 0;
+            struct client *c = lws_wsi_user(k->wsi);
+            const struct trk_ws_http_reply *r = &x->r;
+            if (!c || http_respond(k->wsi, c, r->status,
+                                   r->content_type ? r->content_type : "application/octet-stream",
+                                   r->body, r->len, false))
+                lws_set_timeout(k->wsi, PENDING_TIMEOUT_KILLED_BY_PARENT, LWS_TO_KILL_ASYNC);
+            break;
+        }
+    }
+    answers_free(a);
+}
+
 /* Service thread: moves everything published since the last wake-up to the
  * clients. */
 static void drain(struct trk_ws *ws)
@@ -657,7 +699,10 @@ static void drain(struct trk_ws *ws)
     *h = ws->h;
     memset(&ws->h, 0, sizeof ws->h);
     bool closing = ws->closing;
+    struct answer *answers = ws->answers;
+    ws->answers = NULL;
     pthread_mutex_unlock(&ws->lock);
+    deliver(ws, answers);
 
     for (unsigned i = 0; i < h->r_count; i++) {
         struct msg **m = &h->results[(h->r_head + i) % HANDOFF_RESULTS];
@@ -800,13 +845,26 @@ static int http_request(struct trk_ws *ws, struct lws *wsi, struct client *c)
         args[n_args] = store[n_args];
         n_args++;
     }
-    struct trk_ws_http_reply r = { 0 };
+    char peer[64];
+    if (!lws_get_peer_simple(wsi, peer, sizeof peer)) snprintf(peer, sizeof peer, "?");
+    struct trk_ws_http_reply r = { .server = ws, .request = ++ws->next_request, .peer = peer };
     ws->http_handler(ws->http_user, path, args, n_args, &r);
-    int rc = r.status ? http_respond(wsi, c, r.status,
-                                     r.content_type ? r.content_type : "application/octet-stream",
-                                     r.body, r.len, false)
-                      : http_respond(wsi, c, HTTP_STATUS_INTERNAL_SERVER_ERROR,
-                                     "text/plain; charset=utf-8", "no answer\n", 10, false);
+    if (r.status == TRK_WS_HTTP_LATER) {
+        /* The connection waits for drain() to bring the answer. */
+        for (int i = 0; i < ws->max_clients; i++)
+            if (ws->conns[i].wsi == wsi) {
+                ws->conns[i].waiting = r.request;
+                return 0;
+            }
+        r.status = HTTP_STATUS_SERVICE_UNAVAILABLE; /* not a counted connection */
+        r.body = NULL;
+    }
+    int rc = r.status > 0
+                 ? http_respond(wsi, c, r.status,
+                                r.content_type ? r.content_type : "application/octet-stream",
+                                r.body, r.len, false)
+                 : http_respond(wsi, c, HTTP_STATUS_INTERNAL_SERVER_ERROR,
+                                "text/plain; charset=utf-8", "no answer\n", 10, false);
     free(r.body);
     return rc;
 }
@@ -935,7 +993,7 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
         if (ws->accepted_fd >= 0) {
             for (int i = 0; i < ws->max_clients; i++)
                 if (!ws->conns[i].wsi) {
-                    ws->conns[i] = (struct conn){ wsi, ws->accepted_fd };
+                    ws->conns[i] = (struct conn){ wsi, ws->accepted_fd, 0 };
                     atomic_fetch_add(&ws->n_conns, 1);
                     break;
                 }
@@ -948,6 +1006,7 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
             if (ws->conns[i].wsi == wsi) {
                 trk_ws_guard_remove(ws->conns[i].fd);
                 ws->conns[i].wsi = NULL;
+                ws->conns[i].waiting = 0; /* a late answer finds no one */
                 atomic_fetch_sub(&ws->n_conns, 1);
                 break;
             }
@@ -1642,6 +1701,31 @@ int trk_ws_send_to(struct trk_ws *ws, uint64_t client_id, const char *json, size
     return 0;
 }
 
+int trk_ws_http_answer(struct trk_ws *ws, uint64_t request, struct trk_ws_http_reply *reply)
+{
+    if (!reply) return TRK_EINVAL;
+    struct answer *a = ws && reply->status > 0 ? malloc(sizeof *a) : NULL;
+    if (!a) {
+        free(reply->body);
+        reply->body = NULL;
+        return ws && reply->status > 0 ? TRK_ENOMEM : TRK_EINVAL;
+    }
+    a->request = request;
+    a->r = *reply;
+    reply->body = NULL;
+    pthread_mutex_lock(&ws->lock);
+    if (ws->running) {
+        a->next = ws->answers;
+        ws->answers = a;
+        wake(ws);
+        a = NULL;
+    }
+    pthread_mutex_unlock(&ws->lock);
+    if (a) a->next = NULL;
+    answers_free(a); /* stopped: no one to answer */
+    return 0;
+}
+
 void trk_ws_get_stats(struct trk_ws *ws, struct trk_ws_stats *st)
 {
     memset(st, 0, sizeof *st);
@@ -1727,7 +1811,10 @@ void trk_ws_stop(struct trk_ws *ws)
     }
     pthread_mutex_lock(&ws->lock);
     handoff_clear(&ws->h);
+    struct answer *answers = ws->answers;
+    ws->answers = NULL;
     pthread_mutex_unlock(&ws->lock);
+    answers_free(answers);
 }
 
 void trk_ws_shutdown(struct trk_ws *ws, int code, const char *reason, double timeout_s)
