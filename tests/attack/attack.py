@@ -26,6 +26,7 @@ import argparse
 import base64
 import json
 import os
+import re
 import signal
 import socket
 import struct
@@ -472,11 +473,13 @@ class Reader(threading.Thread):
 
 
 def read_results(port, seconds):
-    """Reads results for seconds: how many, their rate and the longest gap
-    between two of them (from the first on)."""
+    """Reads results for seconds: how many, their rate, the longest gap
+    between two of them (from the first on), and the first and last frame's
+    seq (a lossless source numbers every frame it makes: last - first + 1
+    results were published meanwhile)."""
     s = ws_open(port)
     s.sendall(ws_frame(json.dumps({"type": "subscribe", "preview": False})))
-    times = []
+    times, seqs = [], []
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         s.settimeout(max(0.01, end - time.monotonic()))
@@ -486,11 +489,15 @@ def read_results(port, seconds):
             break
         if op == 0x1 and b'"type":"frame"' in data[:40]:
             times.append(time.monotonic())
+            m = re.search(rb'"seq":(\d+)', data[:200])
+            if m:
+                seqs.append(int(m.group(1)))
     s.close()
     gaps = [b - a for a, b in zip(times, times[1:])]
     span = times[-1] - times[0] if len(times) > 1 else 0
     return {"results": len(times), "rate": (len(times) - 1) / span if span else 0.0,
-            "max_gap": max(gaps + [end - times[-1] if times else seconds])}
+            "max_gap": max(gaps + [end - times[-1] if times else seconds]),
+            "first_seq": seqs[0] if seqs else None, "last_seq": seqs[-1] if seqs else None}
 
 
 def start_reader(port, seconds):
