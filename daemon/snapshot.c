@@ -400,7 +400,14 @@ static void serve(struct trk_snapshot *s, struct slot *sl, uint64_t gen, struct 
         char why[200] = "";
         enum trk_snapshot_status st = TRK_SNAPSHOT_NO_FRAME;
         const struct variant *v = &batch[i].v;
-        if (!sl) {
+        pthread_mutex_lock(&s->lock);
+        /* Encoded already: a batch that came while this frame was encoded. */
+        struct cached *c = sl ? cache_find(s, gen, v) : NULL;
+        if (c) st = trk_buf_append(&b, c->jpeg, c->len) ? TRK_SNAPSHOT_FAILED : TRK_SNAPSHOT_OK;
+        pthread_mutex_unlock(&s->lock);
+        if (c) {
+            if (st) snprintf(why, sizeof why, "out of memory");
+        } else if (!sl) {
             snprintf(why, sizeof why, "no frame processed yet");
         } else {
             st = encode(s, sl, v->overlay, v->has_mask ? v->mask : NULL, &b, why, sizeof why);
@@ -414,8 +421,10 @@ static void serve(struct trk_snapshot *s, struct slot *sl, uint64_t gen, struct 
         struct variant key = *v;
         for (int j = i; j < n; j++) {
             if (!batch[j].answer || !same(&batch[j].v, &key)) continue;
-            if (st == TRK_SNAPSHOT_OK)
+            if (st == TRK_SNAPSHOT_OK) {
                 atomic_fetch_add_explicit(&s->served, 1, memory_order_relaxed);
+                if (c) atomic_fetch_add_explicit(&s->cached, 1, memory_order_relaxed);
+            }
             batch[j].answer(batch[j].ctx, batch[j].request, st, (const uint8_t *)b.data, b.len,
                             why);
             batch[j].answer = NULL;

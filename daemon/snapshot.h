@@ -112,7 +112,7 @@ struct trk_snapshot_stats {
     uint64_t frames;  /* frames lent (published)                      */
     uint64_t encodes; /* JPEGs encoded                                */
     uint64_t served;  /* requests answered with a JPEG               */
-    uint64_t cached;  /* ... of them from the cache, without waiting */
+    uint64_t cached;  /* ... of them from the cache (no encode)      */
     uint64_t limited; /* requests refused over the client's rate      */
     uint64_t busy;    /* requests refused: too many waiting           */
 };

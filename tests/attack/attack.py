@@ -405,10 +405,12 @@ def abort(s):
     s.close()
 
 
-def http_get(port, raw_path, timeout=5):
+def http_get(port, raw_path, timeout=5, source=None):
     """GET raw_path exactly as given (no client-side normalisation):
-    (status, body); status None when the server closed without an answer."""
-    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    (status, body); status None when the server closed without an answer.
+    source: the local address to connect from (another loopback one)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout,
+                                 source_address=(source, 0) if source else None)
     try:
         s.sendall(f"GET {raw_path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
                   .encode())
