@@ -132,6 +132,7 @@ def main():
                 rss0 = dm.rss_kb()
                 stats0 = reader.stats or {}
                 broker.send_signal(signal.SIGSTOP)
+                frames0 = reader.frames
                 for _ in range(a.stalled):
                     s = ws_open(dm.port, rcvbuf=4096)
                     s.sendall(ws_frame(json.dumps({"type": "subscribe", "preview": False})))
@@ -151,7 +152,13 @@ def main():
                       f"each frame message is at most 256 KiB (largest {reader.max_bytes})")
                 dropped = st.get("mqtt", {}).get("dropped", 0) - \
                     stats0.get("mqtt", {}).get("dropped", 0)
-                check(dropped > 0, f"the stopped broker's frames are dropped, counted ({dropped})")
+                made = (reader.frames - frames0) * reader.max_bytes
+                if made > 16 << 20:  # far more than the queue and the socket hold
+                    check(dropped > 0,
+                          f"the stopped broker's frames are dropped, counted ({dropped})")
+                else:
+                    print(f"only {made} bytes of frames while the broker stopped (a slow or "
+                          f"sanitizer build): drops not checked ({dropped})")
                 growth, late = max(rss) - rss0, rss[-1] - rss[len(rss) // 2]
                 print(f"rss with the set {rss0} kB, then {rss}; fps {st.get('fps')}")
                 if SANITIZED:
