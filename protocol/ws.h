@@ -69,7 +69,8 @@ struct trk_ws_http_reply {
 /* Called on the service thread for a GET of one of cfg->http_paths (path is
  * that entry) that passed the token rule (http_private_paths). args are the
  * URL's query arguments as lws decodes them, each "name=value" (or "name"),
- * n_args of them. Fills *reply; a status of 0 is answered with 500. Must
+ * n_args of them. Fills *reply (or says TRK_WS_HTTP_LATER and answers with
+ * trk_ws_http_answer); a status of 0 is answered with 500. Must
  * not block for long: the service thread serves every client. */
 typedef void (*trk_ws_http_handler)(void *user, const char *path, const char *const *args,
                                     int n_args, struct trk_ws_http_reply *reply);
