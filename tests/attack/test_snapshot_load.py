@@ -22,6 +22,8 @@ slows the pipeline and the viewers alike, does not fail it:
   - the snapshot clients were answered all along (200 and a JPEG each), far
     more often than the encoder encoded: at most one encode per processed
     frame (one kind of picture here), the rest from the cache;
+  - 100 clients that vanish right after asking (their answers come to no
+    one) leave the next request served;
   - a second daemon with the default --snapshot-rate (5) answers one client
     that asks 20 times at once with 5 JPEGs and 429s naming the limit, and
     a client from another address (127.0.0.2) is not held back by it.
@@ -30,13 +32,14 @@ CPU per frame: the viewers' bound is then 25 % (the counts still hold).
 """
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 
-from attack import (SANITIZED, Daemon, check, finish, http_get, parse_args, report,
+from attack import (SANITIZED, Daemon, abort, check, finish, http_get, parse_args, report,
                     start_reader, wait_until)
 
 
@@ -142,6 +145,15 @@ def main():
                   f"at most one encode per frame: {encodes:.0f} encodes, {frames:.0f} frames")
             check(served > encodes,
                   f"the cache answers the rest: {served:.0f} served for {encodes:.0f} encodes")
+            # Clients that vanish while their answer is being encoded: the
+            # late answer finds no one (and, under ASan, touches nothing freed).
+            for i in range(100):
+                s = socket.create_connection(("127.0.0.1", dm.port), timeout=5)
+                s.sendall(b"GET /snapshot.jpg?overlay=%d HTTP/1.1\r\nHost: x\r\n\r\n" % (i % 2))
+                abort(s)
+            st, body = http_get(dm.port, "/snapshot.jpg?overlay=1", timeout=10)
+            check(dm.alive() and st == 200 and body[:2] == b"\xff\xd8",
+                  f"100 clients gone before their answer: the next is served ({st})")
             report("snapshot_load", clients=a.viewers + a.clients, tried=int(ok),
                    survived=int(ok) if not slow and dm.alive() else 0,
                    pipeline_fps=f"{rate:.2f}", slowest_viewer_fps=f"{vrates[0]:.2f}",
