@@ -37,15 +37,28 @@ static int is_ctrl(unsigned char c)
     return c < 0x20 || c == 0x7F;
 }
 
-/* Makes s printable on one line and valid UTF-8, in place: control bytes and
- * invalid sequences become '?', a sequence cut by truncation is dropped.
+/* Length of the UTF-8 sequence at s (n bytes), 0 when invalid; *shown
+ * whether a message may quote it: not a control (C0, DEL, C1: a terminal
+ * takes U+009B as CSI) nor a noncharacter. */
+static size_t seq_shown(const unsigned char *s, size_t n, bool *shown)
+{
+    unsigned long cp;
+    size_t k = trk_utf8_decode(s, n, &cp);
+    *shown = k && !trk_utf8_is_control(cp) && !trk_utf8_is_noncharacter(cp);
+    return k;
+}
+
+/* Makes s printable on one line and valid UTF-8, in place: controls,
+ * noncharacters and invalid bytes become '?', a sequence cut by truncation
+ * is dropped.
  * Messages may quote file bytes (jansson's "near '...'"). */
 static void sanitize(char *s)
 {
     unsigned char *p = (unsigned char *)s;
     size_t n = strlen(s), r = 0, w = 0;
     while (r < n) {
-        size_t k = trk_utf8_seq_len(p + r, n - r);
+        bool shown;
+        size_t k = seq_shown(p + r, n - r, &shown);
         if (k == 0 && n - r < 4 && p[r] >= 0xC2 && p[r] <= 0xF4) {
             /* Possibly a sequence cut at the buffer's end: drop the tail. */
             size_t i = r + 1;
@@ -53,9 +66,9 @@ static void sanitize(char *s)
                 i++;
             if (i == n) break;
         }
-        if (k == 0 || (k == 1 && is_ctrl(p[r]))) {
+        if (!shown) {
             p[w++] = '?';
-            r++;
+            r += k ? k : 1;
             continue;
         }
         memmove(p + w, p + r, k);
@@ -66,16 +79,17 @@ static void sanitize(char *s)
 }
 
 /* Copies a user string for quoting in a message: at most 40 bytes, cut at a
- * character boundary and marked with "...", control characters as '?'. */
+ * character boundary and marked with "...", what sanitize replaces as '?'. */
 static void quote_user(const char *s, size_t len, char *out, size_t outlen)
 {
     const size_t max = 40;
     size_t r = 0, w = 0;
     while (r < len && w + 4 < outlen) {
-        size_t k = trk_utf8_seq_len((const unsigned char *)s + r, len - r);
-        if (k == 0 || (k == 1 && is_ctrl((unsigned char)s[r]))) k = 1;
-        if (w + k > max) break;
-        if (k == 1 && (is_ctrl((unsigned char)s[r]) || (unsigned char)s[r] >= 0x80)) {
+        bool shown;
+        size_t k = seq_shown((const unsigned char *)s + r, len - r, &shown);
+        if (!k) k = 1;
+        if (w + (shown ? k : 1) > max) break;
+        if (!shown) {
             out[w++] = '?';
         } else {
             memcpy(out + w, s + r, k);
@@ -124,7 +138,8 @@ int trk_objects_space_parse(const char *s)
 }
 
 /* The rule of names (and of the calibration's unit): 1..max-1 bytes of
- * UTF-8 without control characters; msg gets e.g. "name must not be
+ * UTF-8 without controls (C0, DEL, C1) or noncharacters, so that every
+ * output carries it (OBJECTS.md, "Names"); msg gets e.g. "name must not be
  * empty" (what = "name"). 0 or -1. */
 static int check_text(const char *what, size_t max, const char *s, size_t len, char *msg, size_t n)
 {
@@ -137,13 +152,16 @@ static int check_text(const char *what, size_t max, const char *s, size_t len, c
         return -1;
     }
     for (size_t i = 0; i < len;) {
-        size_t k = trk_utf8_seq_len((const unsigned char *)s + i, len - i);
+        unsigned long cp;
+        size_t k = trk_utf8_decode((const unsigned char *)s + i, len - i, &cp);
         if (k == 0) {
             snprintf(msg, n, "%s is not valid UTF-8", what);
             return -1;
         }
-        if (k == 1 && is_ctrl((unsigned char)s[i])) {
-            snprintf(msg, n, "%s must not contain control characters", what);
+        if (trk_utf8_is_control(cp) || trk_utf8_is_noncharacter(cp)) {
+            snprintf(msg, n, "%s must not contain %s (U+%04lX at byte %zu)", what,
+                     trk_utf8_is_control(cp) ? "control characters" : "Unicode noncharacters", cp,
+                     i + 1);
             return -1;
         }
         i += k;
@@ -154,6 +172,11 @@ static int check_text(const char *what, size_t max, const char *s, size_t len, c
 static int check_name(const char *s, size_t len, char *msg, size_t n)
 {
     return check_text("name", TRK_NAME_MAX, s, len, msg, n);
+}
+
+int trk_objects_check_name(const char *what, const char *s, char *msg, size_t msg_len)
+{
+    return check_text(what, TRK_NAME_MAX, s, strlen(s), msg, msg_len);
 }
 
 /* Channel ranges then lo <= hi. On failure returns which value is at fault
@@ -1395,6 +1418,70 @@ int trk_objects_find(const struct trk_objects *objs, const char *name)
     return -1;
 }
 
+bool trk_camera_control_is_auto(const char *name)
+{
+    static const char *const autos[] = { "auto_exposure", "white_balance_automatic",
+                                         "gain_automatic" };
+    for (size_t i = 0; i < sizeof autos / sizeof autos[0]; i++)
+        if (!strcmp(name, autos[i])) return true;
+    return false;
+}
+
+int trk_camera_controls_remove(struct trk_camera_control *list, int *n, const char *name)
+{
+    int kept = 0, gone = 0;
+    for (int i = 0; i < *n; i++)
+        if (strcmp(list[i].name, name) != 0)
+            list[kept++] = list[i];
+        else
+            gone++;
+    *n = kept;
+    return gone;
+}
+
+int trk_camera_controls_set(struct trk_camera_control *list, int *n, const char *name, long value)
+{
+    if (!*name || strlen(name) >= sizeof list[0].name) return TRK_EINVAL;
+    for (int i = 0; i < *n; i++)
+        if (!strcmp(list[i].name, name)) {
+            list[i].value = value;
+            int rest = *n - i - 1;
+            trk_camera_controls_remove(list + i + 1, &rest, name);
+            *n = i + 1 + rest;
+            return 0;
+        }
+    if (*n >= TRK_CAMERA_MAX_CONTROLS) return TRK_ENOMEM;
+    int at = *n;
+    if (trk_camera_control_is_auto(name))
+        for (at = 0; at < *n && trk_camera_control_is_auto(list[at].name); at++)
+            ;
+    memmove(list + at + 1, list + at, (size_t)(*n - at) * sizeof list[0]);
+    snprintf(list[at].name, sizeof list[at].name, "%s", name);
+    list[at].value = value;
+    (*n)++;
+    return 0;
+}
+
+size_t trk_objects_escape_name(const char *name, const char *reserved, char *out, size_t cap)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t o = 0;
+    if (!cap) return 0;
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
+        bool esc = *p == '%' || is_ctrl(*p) || strchr(reserved, *p);
+        if (o + (esc ? 3 : 1) >= cap) break;
+        if (esc) {
+            out[o++] = '%';
+            out[o++] = hex[*p >> 4];
+            out[o++] = hex[*p & 15];
+        } else {
+            out[o++] = (char)*p;
+        }
+    }
+    out[o] = 0;
+    return o;
+}
+
 /* --------------------------------------------------------------- writing */
 
 struct sbuf {
@@ -1552,22 +1639,36 @@ char *trk_objects_to_json(const struct trk_objects *objs)
     return b.s;
 }
 
+struct json_t *trk_objects_object_value(const struct trk_objects *objs, int i, bool every_key)
+{
+    if (!objs || i < 0 || i >= objs->n) return NULL;
+    const struct trk_object_def *d = &objs->def[i];
+    json_t *o = json_pack(
+        "{s:s, s:s, s:[i,i,i], s:[i,i,i], s:I, s:i, s:I, s:i, s:b, s:i}", "name", d->name, "space",
+        space_names[d->space], "lo", (int)d->lo[0], (int)d->lo[1], (int)d->lo[2], "hi",
+        (int)d->hi[0], (int)d->hi[1], (int)d->hi[2], "min_mass", (json_int_t)d->min_mass, "blobs",
+        (int)d->blobs, "min_area", (json_int_t)d->min_area, "connectivity", (int)d->connectivity,
+        "track", (int)d->track, "coast_frames", (int)d->coast_frames);
+    uint8_t def_rgb[3];
+    trk_object_display_rgb(d, def_rgb);
+    if (o && (every_key || memcmp(def_rgb, objs->color[i], 3) != 0)) {
+        char color[8];
+        snprintf(color, sizeof color, "#%02x%02x%02x", objs->color[i][0], objs->color[i][1],
+                 objs->color[i][2]);
+        if (json_object_set_new(o, "color", json_string(color))) {
+            json_decref(o);
+            o = NULL;
+        }
+    }
+    return o;
+}
+
 struct json_t *trk_objects_to_value(const struct trk_objects *objs)
 {
     if (trk_objects_validate(objs, NULL, 0)) return NULL;
     json_t *arr = json_array();
     for (int i = 0; arr && i < objs->n; i++) {
-        const struct trk_object_def *d = &objs->def[i];
-        char color[8];
-        snprintf(color, sizeof color, "#%02x%02x%02x", objs->color[i][0], objs->color[i][1],
-                 objs->color[i][2]);
-        json_t *o =
-            json_pack("{s:s, s:s, s:[i,i,i], s:[i,i,i], s:I, s:i, s:I, s:i, s:b, s:i, s:s}", "name",
-                      d->name, "space", space_names[d->space], "lo", (int)d->lo[0], (int)d->lo[1],
-                      (int)d->lo[2], "hi", (int)d->hi[0], (int)d->hi[1], (int)d->hi[2], "min_mass",
-                      (json_int_t)d->min_mass, "blobs", (int)d->blobs, "min_area",
-                      (json_int_t)d->min_area, "connectivity", (int)d->connectivity, "track",
-                      (int)d->track, "coast_frames", (int)d->coast_frames, "color", color);
+        json_t *o = trk_objects_object_value(objs, i, true);
         if (!o || json_array_append_new(arr, o)) {
             json_decref(arr);
             arr = NULL;

@@ -79,6 +79,20 @@ struct trk_camera_control {
     long value;
 };
 
+/* Edits a camera list (list[0..*n), at most TRK_CAMERA_MAX_CONTROLS; the
+ * objects' "camera" section, in setting order) the way the web page's
+ * camera card changes one control. set: the first entry of that name gets
+ * the value (later duplicates go); a new automatic mode (auto_exposure,
+ * white_balance_automatic, gain_automatic: trk_camera_control_is_auto)
+ * goes before the first manual entry, so that it is set before the
+ * values it would otherwise override, any other new name at the end.
+ * Returns 0, TRK_EINVAL for a name that is empty or too long, or
+ * TRK_ENOMEM when the list is full. remove: drops every entry of that name
+ * and returns how many went. */
+int trk_camera_controls_set(struct trk_camera_control *list, int *n, const char *name, long value);
+int trk_camera_controls_remove(struct trk_camera_control *list, int *n, const char *name);
+bool trk_camera_control_is_auto(const char *name);
+
 /* A validated object set. def[0..n) go straight to trk_backend_set_objects;
  * color[i] is object i's display colour (R, G, B) for the web UI: the file's
  * "color" or, when absent, trk_object_display_rgb(&def[i]) (gpu/color.h).
@@ -174,6 +188,13 @@ char *trk_objects_to_json(const struct trk_objects *objs);
  * for trk_objects_to_json. For embedding in protocol messages. */
 struct json_t *trk_objects_to_value(const struct trk_objects *objs);
 
+/* Object i of the set as a new jansson object in the file's form, every
+ * key written; "color" always with every_key, else only when it differs
+ * from the default colour (as the file writer does, so that an edit of the
+ * box merged over it keeps a default colour following the box). NULL for an
+ * index out of range or no memory. */
+struct json_t *trk_objects_object_value(const struct trk_objects *objs, int i, bool every_key);
+
 /* Where a running daemon saves the objects and reloads them from, fixed at
  * start: the folder is resolved and opened once, and the file is only ever
  * named inside that open folder, so replacing a folder of the path later
@@ -234,6 +255,22 @@ const char *trk_objects_demo_json(void);
 
 /* Index of the object called name, or -1. */
 int trk_objects_find(const struct trk_objects *objs, const char *name);
+
+/* Whether s is a valid object name: 1..TRK_NAME_MAX - 1 bytes of UTF-8
+ * without controls (C0, DEL, C1) or Unicode noncharacters (OBJECTS.md,
+ * "Names"), the rule every loader and editor applies. 0, or -1 with msg
+ * saying why, starting with what (e.g. "mask is not valid UTF-8"). */
+int trk_objects_check_name(const char *what, const char *s, char *msg, size_t msg_len);
+
+/* A name as one part of an output's address (an MQTT topic level, an OSC
+ * address part): the bytes of reserved, '%', controls (< 0x20) and DEL
+ * written as %XX (uppercase hex), every other byte (UTF-8 included) as it
+ * is. Percent-decoding gives the name back, so two names never share an
+ * address (OBJECTS.md, "Names"). out gets at most cap - 1 bytes and a NUL,
+ * never part of an escape; TRK_NAME_ESCAPED_MAX holds any valid name.
+ * Returns the length written. */
+#define TRK_NAME_ESCAPED_MAX (3 * (TRK_NAME_MAX - 1) + 1)
+size_t trk_objects_escape_name(const char *name, const char *reserved, char *out, size_t cap);
 
 /* "rgb", "hsv", "ycbcr" (NULL for an unknown value); parse gives the enum
  * value or -1. */

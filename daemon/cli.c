@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #define LOG_TAG "trackd"
@@ -17,6 +18,7 @@
 #include "mqtt.h"
 #include "prefilter.h"
 #include "tracker.h"
+#include "trk_assert.h"
 #include "source.h"
 #include "v4l2.h"
 
@@ -44,6 +46,32 @@ enum opt_type {
     T_VERSION,
 };
 
+/* Where an option appears in --help and the man page: the groups in the
+ * order a newcomer needs them, each titled by group_titles[] below.
+ * G_NONE (an option whose entry forgot its .group) stops --help and the
+ * man page at the assert, so every test that prints them catches it. */
+enum opt_group {
+    G_NONE,
+    G_INPUT,
+    G_OBJECTS,
+    G_TRACKING,
+    G_OUTPUTS,
+    G_WEB,
+    G_OPS,
+    G_PERF,
+    N_GROUPS
+};
+
+static const char *const group_titles[N_GROUPS] = {
+    [G_INPUT] = "Input (where frames come from)",
+    [G_OBJECTS] = "Objects (what to track)",
+    [G_TRACKING] = "Tracking (how objects are searched for)",
+    [G_OUTPUTS] = "Outputs (where results go)",
+    [G_WEB] = "Web page and WebSocket",
+    [G_OPS] = "Operations (logs, metrics, information)",
+    [G_PERF] = "Performance (backend, decoding, threads)",
+};
+
 struct opt;
 typedef bool parse_fn(const char *a, const struct opt *o, struct trk_settings *s);
 
@@ -63,6 +91,7 @@ struct opt {
     const char *form; /* what a valid value looks like, for the error when one is not:
                        * the form and an example, so a typo can be fixed without
                        * reading --help; NULL: arg (any text) */
+    enum opt_group group;
     const char *help;
 };
 
@@ -87,132 +116,142 @@ static parse_fn parse_udp, parse_osc;
 // clang-format off
 static const struct opt opts[] = {
     { "input", 'i', "FILE", TEXT(input),
-      .help = "track a video file (anything FFmpeg reads); default: the built-in demo scene" },
+      .group = G_INPUT, .help = "track a video file (anything FFmpeg reads); default: the built-in demo scene" },
     { "objects", 'c', "FILE", TEXT(objects),
-      .help = "objects JSON (config/OBJECTS.md); default: the demo objects for the demo scene, none for files and cameras" },
+      .group = G_OBJECTS, .help = "objects JSON (config/OBJECTS.md); default: the demo objects for the demo scene, none for files and cameras" },
     { "output", 'o', "FILE", TEXT(output),
-      .help = "write one NDJSON result line per frame to FILE ('-' = stdout)" },
+      .group = G_OUTPUTS, .help = "write one NDJSON result line per frame to FILE ('-' = stdout)" },
     { "fast", 0, NULL, FLAG(fast, true),
-      .help = "process as fast as possible instead of at the source's frame rate" },
-    { "loop", 0, NULL, FLAG(loop, true), .help = "restart the file at its end" },
+      .group = G_PERF, .help = "process as fast as possible instead of at the source's frame rate" },
+    { "loop", 0, NULL, FLAG(loop, true), .group = G_INPUT, .help = "restart the file at its end" },
     { "hwdec", 0, "MODE", NAME(hwdec, trk_hwdec_parse), .def = "auto",
       .def_note = ": NVDEC with the cuda backend where it can, else software",
       .form = "auto, cuda or none",
-      .help = "auto|cuda|none: decode files, streams and MJPEG cameras on the GPU (NVDEC), frames staying in GPU memory for the cuda backend; cuda: fail (exit 69) when it cannot" },
+      .group = G_PERF, .help = "auto|cuda|none: decode files, streams and MJPEG cameras on the GPU (NVDEC), frames staying in GPU memory for the cuda backend; cuda: fail (exit 69) when it cannot" },
     { "spin", 0, "MODE", NAME(spin, trk_spin_parse), .def = "auto",
       .def_note = ": on with 4 or more CPUs", .form = "auto, on or off",
-      .help = "auto|on|off: at real-time rates (not --fast) the processing and WebSocket threads poll, rather than sleep, just before each frame and its result are due, so neither waits for a thread wake-up (lower latency; ~5% of a core at 60 fps); off: always sleep" },
+      .group = G_PERF, .help = "auto|on|off: at real-time rates (not --fast) the processing and WebSocket threads poll, rather than sleep, just before each frame and its result are due, so neither waits for a thread wake-up (lower latency; ~5% of a core at 60 fps); off: always sleep" },
     { "rt-priority", 0, "N", INT(rt_priority), .lo = 0, .hi = 99, .def = "0", .def_note = " = off",
       .form = "N ({lo}..{hi}; 0 = off), e.g. 10",
-      .help = "run the capture, processing and WebSocket threads at real-time priority N (SCHED_FIFO), ahead of ordinary threads; refused (no CAP_SYS_NICE or RLIMIT_RTPRIO): one warning, normal priority" },
+      .group = G_PERF, .help = "run the capture, processing and WebSocket threads at real-time priority N (SCHED_FIFO), ahead of ordinary threads; refused (no CAP_SYS_NICE or RLIMIT_RTPRIO): one warning, normal priority" },
     { "decode-only", 0, NULL, FLAG(decode_only, true),
-      .help = "only decode the --input (or camera) as fast as possible, no tracking: print frames, fps and CPU time per frame, then exit" },
+      .group = G_PERF, .help = "only decode the --input (or camera) as fast as possible, no tracking: print frames, fps and CPU time per frame, then exit" },
     { "frames", 0, "N", .type = T_COUNT, FIELD(frames, uint64_t), .lo = 1,
-      .form = "N, a whole number >= {lo}, e.g. 300", .help = "stop after N frames" },
+      .form = "N, a whole number >= {lo}, e.g. 300", .group = G_INPUT, .help = "stop after N frames" },
     { "listen", 0, "ADDR:PORT", PARSE(parse_listen), .def = "127.0.0.1:8080", .lo = 0, .hi = 65535,
       .form = "ADDR:PORT, e.g. 127.0.0.1:8080 or 0.0.0.0:8080 (port {lo}..{hi})",
-      .help = "web UI and WebSocket server address: IPv4, [IPv6] or host name" },
+      .group = G_WEB, .help = "web UI and WebSocket server address: IPv4, [IPv6] or host name" },
     { "metrics-listen", 0, "ADDR:PORT", PARSE(parse_metrics_listen), .lo = 0, .hi = 65535,
       .form = "ADDR:PORT, e.g. 127.0.0.1:9464 or 0.0.0.0:9464 (port {lo}..{hi})",
-      .help = "also serve /metrics and /healthz (only) on this address, e.g. for a Prometheus on another network" },
+      .group = G_OPS, .help = "also serve /metrics and /healthz (only) on this address, e.g. for a Prometheus on another network" },
     { "no-server", 0, NULL, FLAG(server, false), .def = "1",
-      .help = "do not start the web/WebSocket server" },
+      .group = G_WEB, .help = "do not start the web/WebSocket server" },
     { "max-clients", 0, "N", INT(max_clients), .lo = 1, .hi = 4096, .def = "64",
       .form = "N ({lo}..{hi}), e.g. 64",
-      .help = "most connections (web page and WebSocket) served at once; more get HTTP 503" },
+      .group = G_WEB, .help = "most connections (web page and WebSocket) served at once; more get HTTP 503" },
     { "web-root", 0, "DIR", TEXT(web_root),
-      .help = "folder served at / (default: share/trackd/web beside an installed trackd, else the web/ folder it was built from)" },
+      .group = G_WEB, .help = "folder served at / (default: share/trackd/web beside an installed trackd, else the web/ folder it was built from)" },
     { "backend", 0, "NAME", NAME(backend, trk_backend_kind_parse), .def = "auto",
       .def_note = ": CUDA when a GPU is usable, else cpu", .form = "auto, cpu, cpu-ref or cuda",
-      .help = "auto|cpu|cpu-ref|cuda" },
+      .group = G_PERF, .help = "auto|cpu|cpu-ref|cuda" },
     { "threads", 0, "N", INT(threads), .lo = 0, .hi = 256, .def = "0", .def_note = " = one per core",
-      .form = "N ({lo}..{hi}; 0 = one per core)", .help = "CPU backend worker threads" },
+      .form = "N ({lo}..{hi}; 0 = one per core)", .group = G_PERF, .help = "CPU backend worker threads" },
     { "prefilter", 0, "SIGMA", PARSE(parse_prefilter), .lo = 0, .hi = TRK_PREFILTER_MAX_SIGMA,
       .form = "SIGMA in pixels ({lo}..{hi}; 0 = off), e.g. 1.5",
-      .help = "blur frames with a Gaussian of SIGMA pixels before the colour test (denoising; overrides the objects file's \"prefilter\")" },
+      .group = G_TRACKING, .help = "blur frames with a Gaussian of SIGMA pixels before the colour test (denoising; overrides the objects file's \"prefilter\")" },
     { "mode", 0, "MODE", NAME(track_mode, trk_track_mode_parse), .def = "auto",
       .def_note = ": roi where the backend has a native regional form (cpu, cuda), else full (cpu-ref)",
       .form = "auto, roi or full",
-      .help = "auto|roi|full: tracked objects (\"track\": true) searched in regions around their predicted positions, or every frame in the whole frame" },
+      .group = G_TRACKING, .help = "auto|roi|full: tracked objects (\"track\": true) searched in regions around their predicted positions, or every frame in the whole frame" },
     { "full-every", 0, "K", INT(full_every), .lo = 1, .hi = 1000000, .def = "15",
       .form = "K ({lo}..{hi}), e.g. 15",
-      .help = "roi mode: search the whole frame every K frames for new blobs (K = 1: every frame)" },
+      .group = G_TRACKING, .help = "roi mode: search the whole frame every K frames for new blobs (K = 1: every frame)" },
     { "device", 'd', "DEV", TEXT(device),
-      .help = "track a V4L2 camera (/dev/videoN or /dev/v4l/by-id/...); reopened when it comes back" },
+      .group = G_INPUT, .help = "track a V4L2 camera (/dev/videoN or /dev/v4l/by-id/...); a missing one is waited for, one that goes away reopened when it comes back; a path that is no camera (a file, a metadata node) exits 66 with the reason" },
     { "format", 0, "FMT", NAME(cam_format, trk_cam_format_parse), .def = "auto",
       .form = "auto, yuyv, mjpeg, nv12 or rgb24",
-      .help = "camera pixel format: auto|yuyv|mjpeg|nv12|rgb24" },
+      .group = G_INPUT, .help = "camera pixel format: auto|yuyv|mjpeg|nv12|rgb24" },
     { "camera-io", 0, "IO", NAME(cam_io, trk_cam_io_parse), .def = "auto",
       .def_note = ": the backend reads raw frames in the driver's buffers (USERPTR), mmap + copy where the driver refuses",
       .form = "auto or mmap",
-      .help = "auto|mmap: how camera frames leave the driver; mmap copies every frame (comparisons, drivers with broken USERPTR)" },
+      .group = G_INPUT, .help = "auto|mmap: how camera frames leave the driver; mmap copies every frame (comparisons, drivers with broken USERPTR)" },
     { "control", 0, "NAME=VALUE", PARSE(parse_control), .hi = TRK_CAMERA_MAX_CONTROLS,
       .form = "NAME=VALUE with a whole-number VALUE, e.g. brightness=128 (at most {hi})",
-      .help = "set a camera control (names as --list-controls prints them); repeatable" },
+      .group = G_INPUT, .help = "set a camera control (names as --list-controls prints them); repeatable; wins over the objects file and the page" },
     { "list-devices", 0, NULL, FLAG(list_devices, true),
-      .help = "list V4L2 cameras and exit (none found: said on stderr, exit 0)" },
+      .group = G_INPUT, .help = "list V4L2 cameras and exit (none found: said on stderr, exit 0)" },
     { "list-formats", 0, NULL, FLAG(list_formats, true),
-      .help = "list the --device camera's formats and sizes and exit" },
+      .group = G_INPUT, .help = "list the --device camera's formats and sizes and exit" },
     { "list-controls", 0, NULL, FLAG(list_controls, true),
-      .help = "list the --device camera's controls and exit" },
+      .group = G_INPUT, .help = "list the --device camera's controls and exit" },
     { "size", 0, "WxH", PARSE(parse_size), .lo = 16, .hi = 16384,
       .form = "WxH, e.g. 1280x720 (each {lo}..{hi})",
-      .help = "demo scene or camera size (default " STR(TRK_DEMO_WIDTH) "x" STR(TRK_DEMO_HEIGHT)
+      .group = G_INPUT, .help = "demo scene or camera size (default " STR(TRK_DEMO_WIDTH) "x" STR(TRK_DEMO_HEIGHT)
               " demo, " STR(TRK_V4L2_WIDTH) "x" STR(TRK_V4L2_HEIGHT) " camera; files keep their own)" },
     { "fps", 0, "N", REAL(fps), .lo = 0.1, .hi = 1000, .form = "N ({lo}..{hi}), e.g. 30 or 29.97",
-      .help = "demo scene or camera frame rate (default " STR(TRK_DEMO_FPS)
+      .group = G_INPUT, .help = "demo scene or camera frame rate (default " STR(TRK_DEMO_FPS)
               " demo, the camera's own; files keep their own)" },
     { "no-preview", 0, NULL, FLAG(preview, false), .def = "1",
-      .help = "send no preview JPEGs to web clients (results only)" },
+      .group = G_WEB, .help = "send no preview JPEGs to web clients (results only)" },
     { "preview-width", 0, "N", INT(preview_width), .lo = 16, .hi = 4096, .def = "640",
-      .form = "N pixels ({lo}..{hi}), e.g. 640", .help = "largest preview width in pixels" },
+      .form = "N pixels ({lo}..{hi}), e.g. 640", .group = G_WEB, .help = "largest preview width in pixels" },
     { "preview-fps", 0, "N", REAL(preview_fps), .lo = 0.1, .hi = 240, .def = "15",
-      .form = "N ({lo}..{hi}), e.g. 15", .help = "most preview frames per second" },
+      .form = "N ({lo}..{hi}), e.g. 15", .group = G_WEB, .help = "most preview frames per second" },
     { "preview-quality", 0, "N", INT(preview_quality), .lo = 1, .hi = 100, .def = "70",
-      .form = "N ({lo}..{hi}), e.g. 70", .help = "preview JPEG quality {lo}..{hi}" },
+      .form = "N ({lo}..{hi}), e.g. 70", .group = G_WEB, .help = "preview JPEG quality {lo}..{hi}" },
     { "snapshot-rate", 0, "N", REAL(snapshot_rate), .lo = 0, .hi = 1000, .def = "5",
       .def_note = "; 0 = no limit", .form = "N ({lo}..{hi}; 0 = no limit), e.g. 5",
-      .help = "most /snapshot.jpg requests a second from one client address; more get HTTP 429" },
-    { "stats-interval", 0, "SECONDS", REAL(stats_interval), .lo = 0, .hi = 3600, .def = "1",
-      .def_note = "; 0 = none; web clients get stats every second regardless",
+      .group = G_WEB, .help = "most /snapshot.jpg requests a second from one client address; more get HTTP 429" },
+    { "stats-interval", 0, "SECONDS", REAL(stats_interval), .lo = 0, .hi = 3600, .def = "10",
+      .def_note = ", 1 at --log-level debug; 0 = none; the web page gets stats every second regardless",
       .form = "SECONDS ({lo}..{hi}; 0 = none), e.g. 1 or 0.5",
-      .help = "seconds between stats log lines" },
+      .group = G_OPS, .help = "seconds between the log's stats lines (fps, drops, latency, clients)" },
     { "log-level", 0, "LEVEL", NAME(log_level, trk_log_level_parse), .def = "info",
-      .form = "error, warn, info or debug", .help = "error|warn|info|debug" },
+      .form = "error, warn, info or debug", .group = G_OPS, .help = "error|warn|info|debug" },
     /* progress: -1 auto, 0 off, 1 on */
     { "progress", 0, NULL, INT(progress), .set = 1, .def = "-1",
-      .help = "show progress on stderr (default: with --fast when stderr is a terminal)" },
-    { "no-progress", 0, NULL, INT(progress), .set = 0, .help = "never show progress" },
+      .group = G_OPS, .help = "show progress on stderr (default: with --fast when stderr is a terminal)" },
+    { "no-progress", 0, NULL, INT(progress), .set = 0, .group = G_OPS, .help = "never show progress" },
     { "save-objects", 0, "FILE", TEXT(save_objects),
-      .help = "where the web page's 'save' writes the objects (default: the --objects file, else ./objects.json)" },
+      .group = G_OBJECTS, .help = "where the web page's 'save' writes the objects (default: the --objects file, else ./objects.json)" },
     { "control-token", 0, "TOKEN", TEXT(control_token), .lo = 1, .hi = 127,
       .form = "TOKEN, {lo}..{hi} characters",
-      .help = "token web clients need to edit objects (required on any address when given; generated and printed when listening beyond loopback)" },
+      .group = G_WEB, .help = "token web clients need to edit objects (required on any address when given; generated and printed when listening beyond loopback)" },
     { "check-config", 0, "FILE", TEXT(check_config),
-      .help = "validate the objects FILE by every rule applied at start and exit: prints 'FILE: ok, N objects' (exit 0) or the error as file:line:col (exit 78); opens no source or server" },
+      .group = G_OBJECTS, .help = "validate the objects FILE by every rule applied at start and exit: prints 'FILE: ok, N objects' (exit 0) or the error as file:line:col (exit 78); opens no source or server" },
     { "name", 0, "NAME", PARSE(parse_name), .lo = 1, .hi = TRK_CAMERA_NAME_MAX,
       .form = "NAME, {lo}..{hi} of the characters A-Z a-z 0-9 . _ -, e.g. front-door",
-      .help = "the camera's name in messages, MQTT topics and datagrams (default: the camera's by-id name, the file's name, or demo)" },
+      .group = G_OUTPUTS, .help = "the camera's name in messages, MQTT topics and datagrams (default: the camera's by-id name, the file's name, or demo)" },
     { "mqtt", 0, "URL", PARSE(parse_mqtt),
       .form = "URL: mqtt://[USER[:PASS]@]HOST[:PORT][/PREFIX] or mqtts://..., e.g. mqtt://localhost/lab",
-      .help = "publish results to an MQTT broker under PREFIX/NAME/ (default prefix trackd; port 1883, mqtts 8883)" },
+      .group = G_OUTPUTS, .help = "publish results to an MQTT broker under PREFIX/NAME/ (default prefix trackd; port 1883, mqtts 8883)" },
     { "mqtt-ca", 0, "FILE", TEXT(mqtt_ca),
-      .help = "CA certificates (PEM) that the mqtts:// broker's certificate must chain to (default: the system's)" },
+      .group = G_OUTPUTS, .help = "CA certificates (PEM) that the mqtts:// broker's certificate must chain to (default: the system's)" },
+    { "mqtt-max-age", 0, "SECONDS", REAL(mqtt_max_age), .lo = TRK_MQTT_MAX_AGE_MIN, .hi = TRK_MQTT_MAX_AGE_MAX,
+      .def = STR(TRK_MQTT_MAX_AGE_S), .form = "SECONDS ({lo}..{hi}), e.g. 1 or 0.25",
+      .group = G_OUTPUTS, .help = "MQTT frames the broker has not acknowledged within SECONDS of their capture are dropped (counted), never sent late; at most " STR(TRK_MQTT_WINDOW) " frames await the broker's acknowledgement at once" },
     { "udp", 0, "HOST:PORT", PARSE(parse_udp), .lo = 1, .hi = 65535,
       .form = "HOST:PORT, e.g. 192.168.1.20:5005, 239.255.0.1:5005 or [ff02::1]:5005 (port {lo}..{hi})",
-      .help = "send one JSON datagram per frame to HOST:PORT, unicast or multicast (PROTOCOL.md, \"UDP datagrams\")" },
+      .group = G_OUTPUTS, .help = "send one JSON datagram per frame to HOST:PORT, unicast or multicast (PROTOCOL.md, \"UDP datagrams\")" },
     { "udp-ttl", 0, "N", INT(udp_ttl), .lo = 1, .hi = 255, .def = "1", .def_note = ": this link only",
-      .form = "N hops ({lo}..{hi}), e.g. 1", .help = "multicast hops of --udp datagrams" },
+      .form = "N hops ({lo}..{hi}), e.g. 1", .group = G_OUTPUTS, .help = "multicast hops of --udp datagrams" },
     { "udp-iface", 0, "IFACE", TEXT(udp_iface), .lo = 1, .hi = 15, .form = "IFACE, an interface name as ip link lists it, e.g. eth0",
-      .help = "network interface --udp multicast goes out on (default: the route's)" },
+      .group = G_OUTPUTS, .help = "network interface --udp multicast goes out on (default: the route's)" },
     { "osc", 0, "HOST:PORT", PARSE(parse_osc), .lo = 1, .hi = 65535,
-      .form = "HOST:PORT, e.g. 127.0.0.1:9000 (port {lo}..{hi})",
-      .help = "send OSC messages /trackd/CAMERA/NAME cx cy mass per object and frame to HOST:PORT (PROTOCOL.md, \"OSC\")" },
-    { "help", 'h', NULL, .type = T_HELP, .help = "show this help and exit" },
-    { "version", 'V', NULL, .type = T_VERSION, .help = "show the version and exit" },
+      .form = "HOST:PORT, e.g. 127.0.0.1:9000 or [::1]:9000 (port {lo}..{hi})",
+      .group = G_OUTPUTS, .help = "send OSC messages /trackd/CAMERA/NAME cx cy mass per object and frame to HOST:PORT, IPv4, [IPv6] or host name; reserved characters in NAME as %XX (PROTOCOL.md, \"OSC\")" },
+    { "help", 'h', NULL, .type = T_HELP, .group = G_OPS, .help = "show this help and exit" },
+    { "version", 'V', NULL, .type = T_VERSION, .group = G_OPS, .help = "show the version and exit" },
 };
 // clang-format on
 #define N_OPTS (sizeof(opts) / sizeof(opts[0]))
+
+/* Every option is listed under a group (see enum opt_group). */
+static void check_groups(void)
+{
+    for (size_t i = 0; i < N_OPTS; i++)
+        TRK_ASSERT(opts[i].group != G_NONE);
+}
 
 /* getopt's val for option i: its short name, else 256 + i. */
 static int opt_val(size_t i)
@@ -281,45 +320,122 @@ static const struct {
 } exit_codes[] = {
     { TRK_EX_OK, "done" },
     { TRK_EX_USAGE, "usage error" },
-    { TRK_EX_NOINPUT, "input cannot be opened" },
+    { TRK_EX_NOINPUT, "input cannot be used" },
     { TRK_EX_UNAVAILABLE, "backend or server unavailable" },
     { TRK_EX_SOFTWARE, "internal error" },
+    { TRK_EX_IOERR, "results lost writing --output" },
     { TRK_EX_CONFIG, "configuration error" },
 };
 
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
+/* text with {lo} and {hi} expanded (put_text) and, for help, " (default
+ * DEF NOTE)" after it when o has a value and a default: what --help and the
+ * man page say of o. Allocated; NULL when out of memory. */
+static char *expand(const char *text, const struct opt *o, bool with_default)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    if (!m) return NULL;
+    put_text(m, text, o);
+    if (with_default && o->arg && o->def)
+        fprintf(m, " (default %s%s)", o->def, o->def_note ? o->def_note : "");
+    if (fclose(m)) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+/* text's words from column col on, wrapped before column width, each
+ * further line indented to indent; a word longer than a line gets one of its
+ * own. Returns the column after the last word. */
+static int put_wrapped(FILE *out, const char *text, int col, int indent, int width)
+{
+    bool first = true;
+    for (const char *p = text ? text : "";;) {
+        p += strspn(p, " \n");
+        int n = (int)strcspn(p, " \n");
+        if (!n) return col;
+        if (col + n + !first > width && col > indent)
+            col = fprintf(out, "\n%*s", indent, "") - 1;
+        else if (!first)
+            col += fprintf(out, " ");
+        col += fprintf(out, "%.*s", n, p);
+        p += n;
+        first = false;
+    }
+}
+
+/* The columns --help fills: a terminal's width (80 when out is not a
+ * terminal, as when piped to a pager or a file), kept to 40..100 so that
+ * lines stay readable on a wide screen. */
+static int help_width(FILE *out)
+{
+    struct winsize ws;
+    int fd = fileno(out), w = 80;
+    if (fd >= 0 && isatty(fd) && !ioctl(fd, TIOCGWINSZ, &ws) && ws.ws_col > 0) w = ws.ws_col;
+    return w < 40 ? 40 : w > 100 ? 100 : w;
+}
+
 void trk_cli_usage(FILE *out)
 {
-    fprintf(out, "Usage: trackd [OPTION]...\n%s\nExamples:\n", intro);
-    for (size_t i = 0; i < N_OF(examples); i++)
-        fprintf(out, *examples[i].what ? "  %-47s %s\n" : "  %s%s\n", examples[i].cmd,
-                examples[i].what);
-    fprintf(out, "\nOptions:\n");
-    for (size_t i = 0; i < N_OPTS; i++) {
-        const struct opt *o = &opts[i];
-        char left[64] = "    "; /* long-only options line up with the long names */
-        trk_cli_option_synopsis(i, left + (o->short_name ? 0 : 4),
-                                sizeof(left) - (o->short_name ? 0 : 4));
-        fprintf(out, "  %-28s ", left);
-        put_text(out, o->help, o);
-        if (o->arg && o->def)
-            fprintf(out, " (default %s%s)", o->def, o->def_note ? o->def_note : "");
+    trk_cli_usage_width(out, help_width(out));
+}
+
+void trk_cli_usage_width(FILE *out, int width)
+{
+    /* Help text in a column of its own where that leaves room for it, else
+     * under its option. */
+    const int help_col = width >= 72 ? 30 : 6, ex_col = 50;
+    fprintf(out, "Usage: trackd [OPTION]...\n");
+    put_wrapped(out, intro, 0, 0, width);
+    fprintf(out, "\n\nExamples:\n");
+    for (size_t i = 0; i < N_OF(examples); i++) {
+        /* A command too long for the line goes on with a shell's "\\". */
+        int col = fprintf(out, " ");
+        for (const char *p = examples[i].cmd; *p;) {
+            int n = (int)strcspn(p, " ");
+            if (col + 1 + n + 2 > width && col > 8) col = fprintf(out, " \\\n   ") - 3;
+            col += fprintf(out, " %.*s", n, p);
+            p += n + (p[n] == ' ');
+        }
+        if (*examples[i].what && col < ex_col && ex_col + (int)strlen(examples[i].what) <= width)
+            col += fprintf(out, "%*s", ex_col - col, "");
+        else if (*examples[i].what)
+            col = fprintf(out, "\n%*s", 6, "") - 1;
+        put_wrapped(out, examples[i].what, col, col, width);
         fputc('\n', out);
     }
-    /* The statuses as one paragraph, wrapped before column 80. */
-    int col = fprintf(out, "\nExit status:") - 1;
-    for (size_t i = 0; i < N_OF(exit_codes); i++) {
-        char item[80];
-        int n = snprintf(item, sizeof(item), " %d %s%s", exit_codes[i].code, exit_codes[i].what,
-                         i + 1 < N_OF(exit_codes) ? "," : ".");
-        if (col + n > 79) {
+    fprintf(out, "\nOptions:\n");
+    check_groups();
+    for (int g = G_INPUT; g < N_GROUPS; g++) {
+        fprintf(out, "\n%s:\n", group_titles[g]);
+        for (size_t i = 0; i < N_OPTS; i++) {
+            const struct opt *o = &opts[i];
+            if (o->group != (enum opt_group)g) continue;
+            char syn[64];
+            trk_cli_option_synopsis(i, syn, sizeof(syn));
+            /* Long-only options line up with the long names. */
+            int col = fprintf(out, "  %s%s", o->short_name ? "" : "    ", syn);
+            if (col + 1 <= help_col)
+                col += fprintf(out, "%*s", help_col - col, "");
+            else
+                col = fprintf(out, "\n%*s", help_col, "") - 1;
+            char *help = expand(o->help, o, true);
+            put_wrapped(out, help, col, help_col, width);
+            free(help);
             fputc('\n', out);
-            col = fprintf(out, "%s", item + 1);
-        } else {
-            col += fprintf(out, "%s", item);
         }
     }
+    /* The statuses as one paragraph. */
+    char statuses[400] = "Exit status:";
+    for (size_t i = 0, n = strlen(statuses); i < N_OF(exit_codes) && n < sizeof(statuses); i++)
+        n += (size_t)snprintf(statuses + n, sizeof(statuses) - n, " %d %s%s", exit_codes[i].code,
+                              exit_codes[i].what, i + 1 < N_OF(exit_codes) ? "," : ".");
+    fputc('\n', out);
+    put_wrapped(out, statuses, 0, 0, width);
     fputc('\n', out);
 }
 
@@ -328,15 +444,9 @@ void trk_cli_usage(FILE *out)
  * option name does not survive), a leading '.' or '\'' kept literal. */
 static void put_roff(FILE *f, const char *text, const struct opt *o)
 {
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&buf, &len);
-    if (!m) return;
-    put_text(m, text, o);
-    fclose(m);
-    for (size_t i = 0; buf && i < len; i++) {
-        bool line_start = i == 0;
-        if (line_start && (buf[i] == '.' || buf[i] == '\'')) fputs("\\&", f);
+    char *buf = expand(text, o, false);
+    for (size_t i = 0; buf && buf[i]; i++) {
+        if (i == 0 && (buf[i] == '.' || buf[i] == '\'')) fputs("\\&", f);
         if (buf[i] == '-')
             fputs("\\-", f);
         else if (buf[i] == '\\')
@@ -375,31 +485,34 @@ void trk_cli_man(FILE *out)
             TRK_VERSION);
     put_roff_lines(out, intro);
     fprintf(out, ".PP\n"
-                 "The objects file format is described in OBJECTS.md, the WebSocket protocol in\n"
-                 "PROTOCOL.md, both in the trackd sources.\n"
+                 "The objects file is described in\n"
+                 ".IR /usr/share/doc/trackd/OBJECTS.md ,\n"
+                 "the messages (WebSocket, NDJSON, MQTT, UDP, OSC) and HTTP endpoints in\n"
+                 ".IR /usr/share/doc/trackd/PROTOCOL.md .\n"
                  ".SH OPTIONS\n");
-    for (size_t i = 0; i < N_OPTS; i++) {
-        const struct opt *o = &opts[i];
-        fprintf(out, ".TP\n");
-        if (o->short_name) fprintf(out, "\\fB\\-%c\\fR, ", o->short_name);
-        fprintf(out, "\\fB");
-        put_roff(out, "--", NULL);
-        put_roff(out, o->name, NULL);
-        fprintf(out, "\\fR");
-        if (o->arg) {
-            fprintf(out, " \\fI");
-            put_roff(out, o->arg, NULL);
+    check_groups();
+    for (int g = G_INPUT; g < N_GROUPS; g++) {
+        fprintf(out, ".SS \"%s\"\n", group_titles[g]);
+        for (size_t i = 0; i < N_OPTS; i++) {
+            const struct opt *o = &opts[i];
+            if (o->group != (enum opt_group)g) continue;
+            fprintf(out, ".TP\n");
+            if (o->short_name) fprintf(out, "\\fB\\-%c\\fR, ", o->short_name);
+            fprintf(out, "\\fB");
+            put_roff(out, "--", NULL);
+            put_roff(out, o->name, NULL);
             fprintf(out, "\\fR");
+            if (o->arg) {
+                fprintf(out, " \\fI");
+                put_roff(out, o->arg, NULL);
+                fprintf(out, "\\fR");
+            }
+            fputc('\n', out);
+            char *help = expand(o->help, o, true);
+            put_roff(out, help, o);
+            free(help);
+            fputc('\n', out);
         }
-        fputc('\n', out);
-        put_roff(out, o->help, o);
-        if (o->arg && o->def) {
-            fprintf(out, " (default ");
-            put_roff(out, o->def, o);
-            if (o->def_note) put_roff(out, o->def_note, o);
-            fputc(')', out);
-        }
-        fputc('\n', out);
     }
     fprintf(out, ".SH EXAMPLES\n");
     for (size_t i = 0; i < N_OF(examples); i++) {
@@ -415,8 +528,11 @@ void trk_cli_man(FILE *out)
         fprintf(out, "\n.RE\n");
     }
     fprintf(out, ".SH EXIT STATUS\n");
-    for (size_t i = 0; i < N_OF(exit_codes); i++)
-        fprintf(out, ".TP\n.B %d\n%s\n", exit_codes[i].code, exit_codes[i].what);
+    for (size_t i = 0; i < N_OF(exit_codes); i++) {
+        fprintf(out, ".TP\n.B %d\n", exit_codes[i].code);
+        put_roff(out, exit_codes[i].what, NULL);
+        fputc('\n', out);
+    }
     fprintf(out, ".SH FILES\n"
                  ".TP\n.I /etc/trackd/\n"
                  "objects files of the systemd units (the Debian package's example: objects.json)\n"
@@ -424,6 +540,8 @@ void trk_cli_man(FILE *out)
                  "the web UI, found as ../share/trackd/web from the trackd binary "
                  "(\\fB\\-\\-web\\-root\\fR\n"
                  "overrides it)\n"
+                 ".TP\n.I /usr/share/doc/trackd/\n"
+                 "OBJECTS.md (the objects file), PROTOCOL.md (what trackd sends and accepts)\n"
                  ".TP\n.I /usr/share/doc/trackd/examples/\n"
                  "example objects files\n");
 }
@@ -648,8 +766,10 @@ int trk_cli_parse(int argc, char **argv, struct trk_settings *s, FILE *out, FILE
     optind = 1;
     opterr = 0;
     int c, idx;
+    bool stats_given = false;
     while ((c = getopt_long(argc, argv, shortopts, longopts, &idx)) != -1) {
         const struct opt *o = find_opt(c);
+        stats_given |= o && o->off == offsetof(struct trk_settings, stats_interval);
         if (c == ':') {
             fprintf(err, "trackd: option %s needs a value: ", argv[optind - 1]);
             if (find_opt(optopt))
@@ -676,6 +796,9 @@ int trk_cli_parse(int argc, char **argv, struct trk_settings *s, FILE *out, FILE
             return TRK_EX_USAGE;
         }
     }
+    /* Debugging wants the stats every second; a service's log, a line
+     * every 10 s (--stats-interval says otherwise either way). */
+    if (!stats_given && s->log_level == TRK_LOG_DEBUG) s->stats_interval = 1;
     int rc = check_rest(argc, argv, s, err);
     if (rc == TRK_CLI_RUN && !s->camera_name[0])
         trk_cli_default_camera_name(s, s->camera_name, sizeof(s->camera_name));
@@ -743,6 +866,8 @@ void trk_cli_warn(const struct trk_settings *s)
         log_warn("--hwdec is ignored for the demo scene: it draws its frames, nothing is decoded");
     if (!s->udp && (s->udp_iface || s->udp_ttl > 1))
         log_warn("--udp-ttl and --udp-iface are ignored without --udp");
+    if (!s->mqtt && s->mqtt_max_age != TRK_MQTT_MAX_AGE_S)
+        log_warn("--mqtt-max-age is ignored without --mqtt");
     if (!s->server && !s->output && !s->udp && !s->osc)
         log_warn("--no-server without --output: the results go nowhere (add --output FILE, "
                  "or --output - for stdout)");

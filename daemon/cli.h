@@ -57,8 +57,8 @@ struct trk_settings {
     int preview_width;
     double preview_fps;
     int preview_quality;
-    double snapshot_rate; /* /snapshot.jpg requests a second per client address; 0 = any */
-    double stats_interval;
+    double snapshot_rate;      /* /snapshot.jpg requests a second per client address; 0 = any */
+    double stats_interval;     /* --stats-interval; not given: 10, 1 at --log-level debug */
     int log_level;             /* enum trk_log_level */
     int progress;              /* -1 auto (stderr is a terminal), 0 off, 1 on */
     const char *save_objects;  /* save target; NULL = objects, else ./objects.json */
@@ -70,6 +70,7 @@ struct trk_settings {
     char camera_name[TRK_CAMERA_NAME_MAX + 1];
     const char *mqtt;    /* --mqtt URL (daemon/mqtt.h), NULL = none */
     const char *mqtt_ca; /* --mqtt-ca FILE, NULL = the system's CAs */
+    double mqtt_max_age; /* --mqtt-max-age SECONDS (trk_mqtt_cfg.max_age) */
     /* --udp HOST:PORT (daemon/udp.h), --udp-ttl, --udp-iface (NULL: the
      * route's); --osc HOST:PORT (daemon/osc.h) */
     bool udp, osc;
@@ -93,7 +94,11 @@ void trk_cli_default_camera_name(const struct trk_settings *s, char *out, size_t
  * --version were printed to out), or TRK_EX_USAGE after printing a message
  * to err. */
 int trk_cli_parse(int argc, char **argv, struct trk_settings *s, FILE *out, FILE *err);
+/* --help: the intro, examples, the options by group and the exit statuses,
+ * wrapped to out's terminal width (80 when out is not a terminal, 40..100
+ * at most) or, for trk_cli_usage_width, to width columns. */
 void trk_cli_usage(FILE *out);
+void trk_cli_usage_width(FILE *out, int width);
 
 /* The man page trackd.1 (roff, man macros) from the same table, intro,
  * examples and exit statuses as --help; the build writes it with

@@ -5,14 +5,17 @@
 #include <math.h>
 #include <stdarg.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define LOG_TAG "control"
+#include "camctl.h"
 #include "color.h"
 #include "log.h"
 #include "preview.h"
+#include "workq.h"
 
 /* Sample requests waiting for the sampler, in all and per client; more get
  * a "busy" error. The per-client bound keeps one client from taking every
@@ -31,6 +34,29 @@ struct sample_req {
     char id[TRK_MSG_ID_MAX * 6 + 3];
     int x0, y0, x1, y1; /* inclusive, clipped to the frame */
     int x, y, radius;   /* as asked (radius -1 for a rectangle) */
+    bool by_seq;        /* "seq" named the frame: a kept or held one */
+    uint64_t seq;
+};
+
+/* A copy of a previewed frame: one of the last few kept, or one a client
+ * holds (a paused page). Its planes point into buf, reused from copy to
+ * copy. */
+struct kept {
+    bool valid;
+    uint64_t seq;
+    uint64_t client; /* a held frame: who holds it */
+    struct trk_image img;
+    uint8_t *buf;
+    size_t cap;
+};
+
+/* A client's own mask view (its preview view is its index + 1). */
+enum mask_kind { MASK_NONE = 0, MASK_OBJECT, MASK_BOX };
+struct viewer {
+    uint64_t client; /* 0 = a free entry */
+    enum mask_kind kind;
+    char name[TRK_NAME_MAX];   /* MASK_OBJECT: followed through edits */
+    struct trk_object_def box; /* MASK_BOX: a range not yet added     */
 };
 
 /* A save or reload waiting for the file worker. */
@@ -44,13 +70,9 @@ struct file_job {
 struct trk_control {
     struct trk_reply out;                  /* set at create, then read-only */
     const struct trk_objects_target *save; /* the caller's, read-only; NULL = none */
-    pthread_t worker; /* runs file_jobs: the service thread never waits on disk */
-    bool worker_started;
-    pthread_mutex_t lock;           /* guards everything below */
-    pthread_cond_t wake;            /* to the worker: a job was queued, or quit */
-    struct file_job jobs[MAX_JOBS]; /* ring from job_head */
-    int job_head, n_jobs;
-    bool quit;
+    struct trk_camctl *camera;             /* the caller's; NULL = none */
+    struct trk_workq *files; /* runs file_jobs: the service thread never waits on disk */
+    pthread_mutex_t lock;    /* guards everything below */
     struct trk_objects objs;
     uint64_t version; /* bumped on every change; starts at 1 */
     struct trk_hello_info hello;
@@ -59,9 +81,17 @@ struct trk_control {
     int n_pending;
     int preview_width;
     double preview_fps;
-    int mask;                            /* object index shown as a mask, -1 = none */
+    struct viewer viewers[TRK_CONTROL_VIEWS];
     char color_text[TRK_MAX_OBJECTS][8]; /* "#rrggbb" per object (color_strings) */
     const char *colors[TRK_MAX_OBJECTS];
+    /* Frame copies: written by the preview thread (keep), swapped by the
+     * service thread (hold), read by the sampler; taken after lock when
+     * both are. */
+    pthread_mutex_t frames_lock;
+    struct kept kept[TRK_CONTROL_KEPT_FRAMES]; /* ring from kept_next */
+    int kept_next;
+    struct kept held[TRK_CONTROL_HELD_FRAMES];
+    atomic_bool keep_failed; /* a copy failed: logged once until one works */
 };
 
 /* ------------------------------------------------------------- pixels */
@@ -178,7 +208,6 @@ static void publish_locked(struct trk_control *c, bool broadcast)
 static void changed_locked(struct trk_control *c)
 {
     c->version++;
-    if (c->mask >= c->objs.n) c->mask = -1;
     publish_locked(c, true);
 }
 
@@ -194,16 +223,25 @@ bool trk_control_poll(struct trk_control *c, uint64_t *version, struct trk_objec
     return changed;
 }
 
-bool trk_control_preview(struct trk_control *c, int *width, double *fps,
-                         struct trk_object_def *mask)
+int trk_control_preview(struct trk_control *c, int *width, double *fps,
+                        struct trk_control_view *views, int max)
 {
+    int n = 0;
     pthread_mutex_lock(&c->lock);
     *width = c->preview_width;
     *fps = c->preview_fps;
-    bool on = c->mask >= 0 && c->mask < c->objs.n;
-    if (on) *mask = c->objs.def[c->mask];
+    if (max > 0) views[n++] = (struct trk_control_view){ .view = 0 };
+    for (int i = 0; i < TRK_CONTROL_VIEWS && n < max; i++) {
+        const struct viewer *v = &c->viewers[i];
+        if (!v->client) continue;
+        struct trk_control_view *o = &views[n++];
+        *o = (struct trk_control_view){ .view = i + 1, .mask = v->kind == MASK_BOX };
+        if (v->kind == MASK_BOX) o->def = v->box;
+        int k = v->kind == MASK_OBJECT ? trk_objects_find(&c->objs, v->name) : -1;
+        if (k >= 0) o->mask = true, o->def = c->objs.def[k];
+    }
     pthread_mutex_unlock(&c->lock);
-    return on;
+    return n;
 }
 
 int trk_control_reload(struct trk_control *c, char *msg, size_t msg_len)
@@ -229,6 +267,7 @@ int trk_control_reload(struct trk_control *c, char *msg, size_t msg_len)
         c->objs = *o;
         changed_locked(c);
         pthread_mutex_unlock(&c->lock);
+        if (c->camera) trk_camctl_load(c->camera, o->camera, o->n_camera);
         snprintf(msg, msg_len, "%s: %d objects", c->save->path, o->n);
     }
     free(o);
@@ -245,7 +284,7 @@ static void run_job(struct trk_control *c, const struct file_job *j)
         char why[600];
         int err = trk_objects_target_save(c->save, j->snapshot, why, sizeof(why));
         if (err) {
-            log_warn("save_objects from client %llu refused: %s", (unsigned long long)j->client,
+            log_warn("saving objects for client %llu refused: %s", (unsigned long long)j->client,
                      why);
             reply_error(c, j->client, j->id, TRK_MSG_IO_ERROR, "%s", why);
             return;
@@ -266,40 +305,23 @@ static void run_job(struct trk_control *c, const struct file_job *j)
     send_reply(c, j->client, &b, trk_msg_ack_int(&b, "reload_objects", j->id, "count", n));
 }
 
-static void *file_worker(void *arg)
+/* trk_workq_fn: one job, then its snapshot goes. */
+static void file_worker(void *ctx, void *job)
 {
-    struct trk_control *c = arg;
-    pthread_mutex_lock(&c->lock);
-    for (;;) {
-        while (!c->n_jobs && !c->quit)
-            pthread_cond_wait(&c->wake, &c->lock);
-        if (!c->n_jobs) break; /* quit, and every queued job is done */
-        struct file_job j = c->jobs[c->job_head];
-        c->job_head = (c->job_head + 1) % MAX_JOBS;
-        c->n_jobs--;
-        pthread_mutex_unlock(&c->lock);
-        run_job(c, &j);
-        free(j.snapshot);
-        pthread_mutex_lock(&c->lock);
-    }
-    pthread_mutex_unlock(&c->lock);
-    return NULL;
+    struct file_job *j = job;
+    run_job(ctx, j);
+    free(j->snapshot);
 }
 
 /* With the lock held: hands r to the worker (which frees snapshot). */
 static void queue_job(struct trk_control *c, const struct request *r, struct trk_objects *snapshot)
 {
-    if (c->n_jobs == MAX_JOBS) {
+    struct file_job j = { .type = r->type, .client = r->client, .snapshot = snapshot };
+    snprintf(j.id, sizeof(j.id), "%s", r->id);
+    if (!trk_workq_push(c->files, &j)) {
         free(snapshot);
         refuse(c, r, TRK_MSG_BUSY, "too many save/reload requests pending; try again");
-        return;
     }
-    struct file_job *j = &c->jobs[(c->job_head + c->n_jobs++) % MAX_JOBS];
-    j->type = r->type;
-    j->client = r->client;
-    snprintf(j->id, sizeof(j->id), "%s", r->id);
-    j->snapshot = snapshot;
-    pthread_cond_signal(&c->wake);
 }
 
 /* ------------------------------------------------------------ lifecycle */
@@ -316,13 +338,13 @@ int trk_control_create(const struct trk_control_cfg *cfg, struct trk_control **o
     struct trk_control *c = calloc(1, sizeof(*c));
     if (!c) return TRK_ENOMEM;
     pthread_mutex_init(&c->lock, NULL);
-    pthread_cond_init(&c->wake, NULL);
     c->out = cfg->reply;
     c->objs = *cfg->objects;
     c->version = 1;
-    c->mask = -1;
+    pthread_mutex_init(&c->frames_lock, NULL);
     c->hello = cfg->hello;
     c->save = cfg->save;
+    c->camera = cfg->camera;
     c->h_version = dup_or_null(cfg->hello.version);
     c->h_backend = dup_or_null(cfg->hello.backend);
     c->h_source = dup_or_null(cfg->hello.source);
@@ -331,11 +353,10 @@ int trk_control_create(const struct trk_control_cfg *cfg, struct trk_control **o
     c->hello.source = c->h_source;
     c->preview_width = cfg->hello.preview.width;
     c->preview_fps = cfg->hello.preview.fps;
-    if (pthread_create(&c->worker, NULL, file_worker, c) != 0) {
+    if (trk_workq_create(sizeof(struct file_job), MAX_JOBS, file_worker, c, &c->files)) {
         trk_control_destroy(&c);
         return TRK_ENOMEM;
     }
-    c->worker_started = true;
     pthread_mutex_lock(&c->lock);
     publish_locked(c, false);
     pthread_mutex_unlock(&c->lock);
@@ -348,15 +369,13 @@ void trk_control_destroy(struct trk_control **pc)
     if (!pc || !*pc) return;
     struct trk_control *c = *pc;
     *pc = NULL;
-    if (c->worker_started) {
-        pthread_mutex_lock(&c->lock);
-        c->quit = true;
-        pthread_cond_signal(&c->wake);
-        pthread_mutex_unlock(&c->lock);
-        pthread_join(c->worker, NULL);
-    }
-    pthread_cond_destroy(&c->wake);
+    trk_workq_destroy(&c->files);
     pthread_mutex_destroy(&c->lock);
+    pthread_mutex_destroy(&c->frames_lock);
+    for (int i = 0; i < TRK_CONTROL_KEPT_FRAMES; i++)
+        free(c->kept[i].buf);
+    for (int i = 0; i < TRK_CONTROL_HELD_FRAMES; i++)
+        free(c->held[i].buf);
     free(c->h_version);
     free(c->h_backend);
     free(c->h_source);
@@ -415,21 +434,35 @@ static int find_target(struct trk_control *c, const struct request *r)
     return i;
 }
 
-/* Parses msg["object"] as one object; false after an error reply. */
-static bool parse_object(struct trk_control *c, const struct request *r, struct trk_object_def *def,
-                         uint8_t color[3])
+/* Parses o, msg[key], as one object; false after an error reply. */
+static bool parse_value(struct trk_control *c, const struct request *r, const char *key,
+                        const json_t *o, struct trk_object_def *def, uint8_t color[3])
 {
-    json_t *o = json_object_get(r->msg, "object");
     if (!json_is_object(o)) {
-        refuse(c, r, TRK_MSG_BAD_FIELD, "\"object\" must be an object");
+        refuse(c, r, TRK_MSG_BAD_FIELD, "\"%s\" must be an object", key);
         return false;
     }
     char why[256];
     if (trk_objects_parse_object(o, def, color, why, sizeof(why))) {
-        refuse(c, r, TRK_MSG_INVALID_OBJECT, "object: %s", why);
+        refuse(c, r, TRK_MSG_INVALID_OBJECT, "%s: %s", key, why);
         return false;
     }
     return true;
+}
+
+/* Parses msg["object"] as one object; false after an error reply. */
+static bool parse_object(struct trk_control *c, const struct request *r, struct trk_object_def *def,
+                         uint8_t color[3])
+{
+    return parse_value(c, r, "object", json_object_get(r->msg, "object"), def, color);
+}
+
+/* Mask views that follow the object called from now show it as to. */
+static void rename_views(struct trk_control *c, const char *from, const char *to)
+{
+    for (int i = 0; i < TRK_CONTROL_VIEWS; i++)
+        if (c->viewers[i].kind == MASK_OBJECT && !strcmp(c->viewers[i].name, from))
+            snprintf(c->viewers[i].name, TRK_NAME_MAX, "%s", to);
 }
 
 static bool name_taken(const struct trk_objects *o, const char *name, int except)
@@ -463,14 +496,20 @@ static void handle_get_objects(struct trk_control *c, const struct request *r)
 static void handle_set_objects(struct trk_control *c, const struct request *r)
 {
     json_t *arr = json_object_get(r->msg, "objects");
-    if (!json_is_array(arr)) {
-        refuse(c, r, TRK_MSG_BAD_FIELD, "\"objects\" must be an array");
-        return;
-    }
     /* "calibration": an object replaces the set's (checked as in a file),
      * null removes it, absent keeps it. */
     json_t *cal = json_object_get(r->msg, "calibration");
+    /* Without "objects" only the calibration changes: the objects are the
+     * daemon's own, so nothing a client did not send is lost. */
+    json_t *current = !arr && cal ? trk_objects_to_value(&c->objs) : NULL;
+    if (current) arr = json_object_get(current, "objects");
+    if (!json_is_array(arr)) {
+        refuse(c, r, TRK_MSG_BAD_FIELD, "\"objects\" must be an array");
+        json_decref(current);
+        return;
+    }
     json_t *root = json_pack("{sO}", "objects", arr);
+    json_decref(current);
     if (root && cal && !json_is_null(cal) && json_object_set(root, "calibration", cal)) {
         json_decref(root);
         root = NULL;
@@ -479,8 +518,11 @@ static void handle_set_objects(struct trk_control *c, const struct request *r)
     struct trk_config_error cerr;
     int err = root && n ? trk_objects_from_json(root, "set_objects", n, &cerr) : TRK_ENOMEM;
     if (!err) {
-        /* The message carries no pre-filter: the set keeps its own. */
+        /* The message carries no pre-filter or camera section: the set
+         * keeps its own. */
         n->prefilter_sigma = c->objs.prefilter_sigma;
+        n->n_camera = c->objs.n_camera;
+        memcpy(n->camera, c->objs.camera, sizeof(n->camera));
         if (!cal) n->calib = c->objs.calib;
         c->objs = *n;
         changed_locked(c);
@@ -519,6 +561,7 @@ static void store_object(struct trk_control *c, const struct request *r, int k,
         return;
     }
     if (k == c->objs.n) c->objs.n++;
+    rename_views(c, c->objs.def[k].name, def->name);
     c->objs.def[k] = *def;
     memcpy(c->objs.color[k], color, 3);
     changed_locked(c);
@@ -543,8 +586,24 @@ static void handle_update_object(struct trk_control *c, const struct request *r)
     if (k < 0) return;
     struct trk_object_def def;
     uint8_t color[3];
-    if (!parse_object(c, r, &def, color)) return;
-    store_object(c, r, k, &def, color);
+    json_t *changes = json_object_get(r->msg, "changes");
+    if (!changes) {
+        if (parse_object(c, r, &def, color)) store_object(c, r, k, &def, color);
+        return;
+    }
+    if (!json_is_object(changes)) {
+        refuse(c, r, TRK_MSG_BAD_FIELD, "\"changes\" must be an object");
+        return;
+    }
+    /* Only the keys sent change: the rest are the daemon's own (a default
+     * colour stays default, following the box). */
+    json_t *merged = trk_objects_object_value(&c->objs, k, false);
+    if (!merged || json_object_update(merged, changes)) {
+        refuse(c, r, TRK_MSG_IO_ERROR, "out of memory");
+    } else if (parse_value(c, r, "changes", merged, &def, color)) {
+        store_object(c, r, k, &def, color);
+    }
+    json_decref(merged);
 }
 
 static void handle_rename_object(struct trk_control *c, const struct request *r)
@@ -580,6 +639,7 @@ static void handle_rename_object(struct trk_control *c, const struct request *r)
     if (trk_objects_validate(t, why, sizeof(why))) {
         refuse(c, r, TRK_MSG_INVALID_OBJECT, "%s", why);
     } else {
+        rename_views(c, c->objs.def[k].name, s);
         c->objs = *t;
         changed_locked(c);
         ack_int(c, r, "object_id", k);
@@ -597,10 +657,6 @@ static void handle_remove_object(struct trk_control *c, const struct request *r)
     o->n--;
     memset(&o->def[o->n], 0, sizeof(o->def[0]));
     memset(&o->color[o->n], 0, sizeof(o->color[0]));
-    if (c->mask == k)
-        c->mask = -1;
-    else if (c->mask > k)
-        c->mask--;
     changed_locked(c);
     struct trk_buf b = { 0 };
     send_reply(c, r->client, &b, trk_msg_ack(&b, "remove_object", r->id, false));
@@ -620,6 +676,8 @@ static void handle_save_objects(struct trk_control *c, const struct request *r)
         return;
     }
     *snapshot = c->objs;
+    /* The camera section as clients have set it. */
+    if (c->camera) trk_camctl_section(c->camera, snapshot->camera, &snapshot->n_camera);
     queue_job(c, r, snapshot);
 }
 
@@ -653,6 +711,11 @@ static void handle_sample(struct trk_control *c, const struct request *r)
         return;
     }
     if (!rw && get_int(c, r, "radius", 0, SAMPLE_RADIUS_MAX, &v) < 0) return;
+    long long seq;
+    int rs = get_int(c, r, "seq", 0, INT64_MAX, &seq);
+    if (rs < 0) return;
+    q.by_seq = rs == 1;
+    q.seq = q.by_seq ? (uint64_t)seq : 0;
     q.x = (int)x, q.y = (int)y;
     if (rw) { /* a rectangle from (x, y) */
         q.x0 = q.x, q.y0 = q.y;
@@ -679,23 +742,100 @@ static void handle_sample(struct trk_control *c, const struct request *r)
     c->pending[c->n_pending++] = q;
 }
 
-/* msg["mask"] as an object index (-1 = null, cur when absent); -2 after an
- * error reply. */
-static int get_mask(struct trk_control *c, const struct request *r, int cur)
+/* The client's mask view entry (-1: none). Lock held. */
+static int viewer_of(const struct trk_control *c, uint64_t client)
+{
+    for (int i = 0; i < TRK_CONTROL_VIEWS; i++)
+        if (c->viewers[i].client == client) return i;
+    return -1;
+}
+
+/* msg["mask"] into *v: unchanged when absent, null = none, a name = that
+ * object, an object {"space","lo","hi"} = that range (a candidate before
+ * it is added). false after an error reply. */
+static bool get_mask(struct trk_control *c, const struct request *r, struct viewer *v)
 {
     json_t *m = json_object_get(r->msg, "mask");
-    if (!m) return cur;
-    if (json_is_null(m)) return -1;
+    if (!m) return true;
+    if (json_is_null(m)) {
+        v->kind = MASK_NONE;
+        return true;
+    }
+    if (json_is_object(m)) {
+        /* Checked by the objects file's rules, under a name of our own. */
+        json_t *o = json_deep_copy(m);
+        uint8_t color[3];
+        bool ok = o && !json_object_set_new(o, "name", json_string("mask")) &&
+                  parse_value(c, r, "mask", o, &v->box, color);
+        if (!o) refuse(c, r, TRK_MSG_IO_ERROR, "out of memory");
+        json_decref(o);
+        if (ok) v->kind = MASK_BOX;
+        return ok;
+    }
     if (!json_is_string(m)) {
-        refuse(c, r, TRK_MSG_BAD_FIELD, "\"mask\" must be an object name or null");
-        return -2;
+        refuse(c, r, TRK_MSG_BAD_FIELD, "\"mask\" must be an object name, a range or null");
+        return false;
     }
     int k = trk_objects_find(&c->objs, json_string_value(m));
     if (k < 0) {
         refuse(c, r, TRK_MSG_NOT_FOUND, "no object named \"%.80s\"", json_string_value(m));
-        return -2;
+        return false;
     }
-    return k;
+    v->kind = MASK_OBJECT;
+    snprintf(v->name, sizeof(v->name), "%s", c->objs.def[k].name);
+    return true;
+}
+
+/* The held frame of client (-1: none). frames_lock held. */
+static int held_of(const struct trk_control *c, uint64_t client)
+{
+    for (int i = 0; i < TRK_CONTROL_HELD_FRAMES; i++)
+        if (c->held[i].valid && c->held[i].client == client) return i;
+    return -1;
+}
+
+/* msg["hold"]: a seq holds that kept frame for the client (instead of the
+ * one it held), null lets it go. *seq: the frame held after, -1 none.
+ * false after an error reply. Lock held. */
+static bool hold_frame(struct trk_control *c, const struct request *r, long long *seq)
+{
+    json_t *j = json_object_get(r->msg, "hold");
+    long long want = -1;
+    if (j && !json_is_null(j) && get_int(c, r, "hold", 0, INT64_MAX, &want) < 0) return false;
+    bool ok = true;
+    pthread_mutex_lock(&c->frames_lock);
+    int h = held_of(c, r->client);
+    if (!j) {
+        want = h >= 0 ? (long long)c->held[h].seq : -1;
+    } else if (want < 0) {
+        if (h >= 0) c->held[h].valid = false;
+    } else if (h < 0 || c->held[h].seq != (uint64_t)want) {
+        int k = -1;
+        for (int i = 0; i < TRK_CONTROL_KEPT_FRAMES; i++)
+            if (c->kept[i].valid && c->kept[i].seq == (uint64_t)want) k = i;
+        for (int i = 0; h < 0 && i < TRK_CONTROL_HELD_FRAMES; i++)
+            if (!c->held[i].valid) h = i;
+        if (k < 0) {
+            refuse(c, r, TRK_MSG_NOT_FOUND,
+                   "frame %lld is no longer kept (the last %d previewed frames are)", want,
+                   TRK_CONTROL_KEPT_FRAMES);
+            ok = false;
+        } else if (h < 0) {
+            refuse(c, r, TRK_MSG_BUSY, "%d clients hold a frame already (the most)",
+                   TRK_CONTROL_HELD_FRAMES);
+            ok = false;
+        } else {
+            /* The copy changes places: no pixels are copied here. */
+            struct kept t = c->held[h];
+            c->held[h] = c->kept[k];
+            c->held[h].client = r->client;
+            c->kept[k] = t;
+            c->kept[k].valid = false;
+        }
+    }
+    pthread_mutex_unlock(&c->frames_lock);
+    *seq = want;
+    return ok;
 }
 
 static void handle_preview(struct trk_control *c, const struct request *r)
@@ -716,16 +856,53 @@ static void handle_preview(struct trk_control *c, const struct request *r)
             return;
         }
     }
-    int mask = get_mask(c, r, c->mask);
-    if (mask < -1) return;
+    /* The mask view is this client's own: an entry while it is on. */
+    int i = viewer_of(c, r->client);
+    struct viewer v = i >= 0 ? c->viewers[i] : (struct viewer){ .client = r->client };
+    if (!get_mask(c, r, &v)) return;
+    if (i < 0 && v.kind != MASK_NONE) {
+        i = viewer_of(c, 0);
+        if (i < 0) {
+            refuse(c, r, TRK_MSG_BUSY, "%d clients watch a mask view already (the most)",
+                   TRK_CONTROL_VIEWS);
+            return;
+        }
+    }
+    long long held;
+    if (!hold_frame(c, r, &held)) return;
     c->preview_width = (int)w;
     c->preview_fps = f;
-    c->mask = mask;
+    if (i >= 0) {
+        c->viewers[i] = v.kind != MASK_NONE ? v : (struct viewer){ 0 };
+        if (c->out.set_view) c->out.set_view(c->out.ctx, r->client, v.kind ? i + 1 : 0);
+    }
     publish_locked(c, false);
     struct trk_buf b = { 0 };
-    send_reply(
-        c, r->client, &b,
-        trk_msg_ack_preview(&b, r->id, (int)w, f, mask >= 0 ? c->objs.def[mask].name : NULL));
+    struct trk_msg_view mv = { .name = v.kind == MASK_OBJECT ? v.name : NULL,
+                               .box = v.kind == MASK_BOX ? &v.box : NULL,
+                               .hold = held };
+    send_reply(c, r->client, &b, trk_msg_ack_preview_view(&b, r->id, (int)w, f, &mv));
+}
+
+void trk_control_client_closed(struct trk_control *c, uint64_t client)
+{
+    pthread_mutex_lock(&c->lock);
+    int i = viewer_of(c, client);
+    if (i >= 0 && client) c->viewers[i] = (struct viewer){ 0 };
+    pthread_mutex_lock(&c->frames_lock);
+    int h = held_of(c, client);
+    if (h >= 0) c->held[h].valid = false;
+    pthread_mutex_unlock(&c->frames_lock);
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* get_camera and set_camera: the camera module answers them. */
+static void handle_camera(struct trk_control *c, const struct request *r)
+{
+    if (!c->camera)
+        refuse(c, r, TRK_MSG_UNSUPPORTED, "this daemon has no camera controls");
+    else
+        trk_camctl_request(c->camera, r->client, r->id, r->type == TRK_CTL_SET_CAMERA, r->msg);
 }
 
 /* The one table of what answers each control type (messages.h lists the
@@ -743,6 +920,8 @@ static const handler_fn handlers[TRK_CTL_COUNT] = {
     [TRK_CTL_SAMPLE] = handle_sample,
     [TRK_CTL_PREVIEW] = handle_preview,
     [TRK_CTL_AUTH] = NULL,
+    [TRK_CTL_GET_CAMERA] = handle_camera,
+    [TRK_CTL_SET_CAMERA] = handle_camera,
 };
 
 void trk_control_on_message(void *user, uint64_t client_id, const char *json, size_t len)
@@ -783,12 +962,12 @@ static int clampi(int v, int lo, int hi)
     return v < lo ? lo : v > hi ? hi : v;
 }
 
-/* The grid step that reads at most TRK_SAMPLE_PIXELS_MAX pixels of a w x h
- * rectangle: every step-th pixel of every step-th row. */
-static int grid_step(int w, int h)
+/* The grid step that reads at most max pixels of a w x h rectangle: every
+ * step-th pixel of every step-th row. */
+static int grid_step(int w, int h, long max)
 {
     int step = 1;
-    while ((long)((w + step - 1) / step) * ((h + step - 1) / step) > TRK_SAMPLE_PIXELS_MAX)
+    while ((long)((w + step - 1) / step) * ((h + step - 1) / step) > max)
         step++;
     return step;
 }
@@ -854,6 +1033,35 @@ static void sample_boxes(const struct chan_stats st[3], int h_ref, struct trk_sa
         }
 }
 
+/* The share of img's pixels (read on a grid of at most
+ * TRK_SAMPLE_SHARE_PIXELS) that each suggested box of s matches: a box that
+ * matches much of the frame was sampled mostly from the background.
+ * Returns the pixels read. */
+static long frame_share(const struct trk_image *img, struct trk_sample_info *s)
+{
+    const int ci = trk_coef_index(img->matrix, img->full_range);
+    const int step = grid_step(img->width, img->height, TRK_SAMPLE_SHARE_PIXELS);
+    uint16_t lo[3][3], hi[3][3];
+    for (int sp = 0; sp < 3; sp++)
+        for (int i = 0; i < 3; i++)
+            lo[sp][i] = (uint16_t)s->lo[sp][i], hi[sp][i] = (uint16_t)s->hi[sp][i];
+    long n = 0, hit[3] = { 0 };
+    for (int y = 0; y < img->height; y += step)
+        for (int x = 0; x < img->width; x += step, n++) {
+            int nat[3], ch[3][3];
+            const int yuv = trk_pixel_native(img->fmt, img->plane, img->pitch, x, y, nat);
+            trk_pixel_triples(&trk_yuv2rgb_coefs[ci], &trk_rgb2ycc_coefs[ci], yuv, TRK_SPACES_ALL,
+                              nat, ch);
+            for (int sp = 0; sp < 3; sp++)
+                hit[sp] += trk_box_match(lo[sp], hi[sp], sp == TRK_SPACE_HSV, ch[sp][0], ch[sp][1],
+                                         ch[sp][2]) != 0;
+        }
+    for (int sp = 0; sp < 3; sp++)
+        s->share[sp] = n ? (double)hit[sp] / (double)n : 0;
+    s->has_share = n > 0;
+    return n;
+}
+
 /* Answers r from img; returns the pixels read. */
 static long answer_sample(struct trk_control *c, const struct sample_req *r,
                           const struct trk_image *img, uint64_t seq)
@@ -869,13 +1077,83 @@ static long answer_sample(struct trk_control *c, const struct sample_req *r,
     }
     struct chan_stats st[3];
     int h_ref;
-    int step = grid_step(s.rect[2] - s.rect[0] + 1, s.rect[3] - s.rect[1] + 1);
+    int step =
+        grid_step(s.rect[2] - s.rect[0] + 1, s.rect[3] - s.rect[1] + 1, TRK_SAMPLE_PIXELS_MAX);
     s.n = sample_stats(img, &s, step, st, &h_ref);
     s.seq = seq;
     sample_boxes(st, h_ref, &s);
+    long read = s.n + frame_share(img, &s);
     struct trk_buf b = { 0 };
     send_reply(c, r->client, &b, trk_msg_sample(&b, &s));
-    return s.n;
+    return read;
+}
+
+/* Answers r, which names its frame, from the frame the client holds or a
+ * kept one; returns the pixels read. */
+static long answer_by_seq(struct trk_control *c, const struct sample_req *r)
+{
+    long read = 0;
+    pthread_mutex_lock(&c->frames_lock);
+    const struct kept *k = NULL;
+    int h = held_of(c, r->client);
+    if (h >= 0 && c->held[h].seq == r->seq) k = &c->held[h];
+    for (int i = 0; !k && i < TRK_CONTROL_KEPT_FRAMES; i++)
+        if (c->kept[i].valid && c->kept[i].seq == r->seq) k = &c->kept[i];
+    if (k)
+        read = answer_sample(c, r, &k->img, k->seq);
+    else
+        reply_error(c, r->client, r->id, TRK_MSG_NOT_FOUND,
+                    "frame %llu is no longer kept (the last %d previewed frames are; "
+                    "pause the video to hold one)",
+                    (unsigned long long)r->seq, TRK_CONTROL_KEPT_FRAMES);
+    pthread_mutex_unlock(&c->frames_lock);
+    return read;
+}
+
+/* Copies img into k (its buffer grown as needed). 0 or TRK_EINVAL,
+ * TRK_ENOMEM (k is then not valid). */
+static int copy_frame(struct kept *k, const struct trk_image *img, uint64_t seq)
+{
+    struct trk_plane_layout L;
+    k->valid = false;
+    if (img->mem != TRK_MEM_HOST || trk_image_plane_layout(img->fmt, img->width, img->height, &L))
+        return TRK_EINVAL;
+    size_t total = 0;
+    for (int p = 0; p < L.planes; p++)
+        total += L.row_bytes[p] * (size_t)L.rows[p];
+    if (total > k->cap) {
+        uint8_t *n = realloc(k->buf, total);
+        if (!n) return TRK_ENOMEM;
+        k->buf = n, k->cap = total;
+    }
+    k->img = *img;
+    uint8_t *dst = k->buf;
+    for (int p = 0; p < 3; p++) {
+        k->img.plane[p] = NULL, k->img.pitch[p] = 0;
+        if (p >= L.planes) continue;
+        for (int y = 0; y < L.rows[p]; y++)
+            memcpy(dst + y * L.row_bytes[p], img->plane[p] + y * img->pitch[p], L.row_bytes[p]);
+        k->img.plane[p] = dst, k->img.pitch[p] = L.row_bytes[p];
+        dst += L.row_bytes[p] * (size_t)L.rows[p];
+    }
+    k->seq = seq;
+    k->client = 0;
+    k->valid = true;
+    return 0;
+}
+
+void trk_control_keep_frame(struct trk_control *c, const struct trk_image *img, uint64_t seq)
+{
+    pthread_mutex_lock(&c->frames_lock);
+    struct kept *k = &c->kept[c->kept_next];
+    c->kept_next = (c->kept_next + 1) % TRK_CONTROL_KEPT_FRAMES;
+    int err = copy_frame(k, img, seq);
+    pthread_mutex_unlock(&c->frames_lock);
+    if (!err)
+        trk_log_once_reset(c->keep_failed);
+    else
+        log_once(c->keep_failed, TRK_LOG_WARN, 0, "cannot keep previewed frames for sampling: %s",
+                 trk_strerror(err));
 }
 
 void trk_control_set_frame_size(struct trk_control *c, int width, int height)
@@ -919,6 +1197,6 @@ long trk_control_answer_samples(struct trk_control *c, const struct trk_image *i
         }
     long pixels = 0;
     for (int i = 0; i < n; i++)
-        pixels += answer_sample(c, &req[i], img, seq);
+        pixels += req[i].by_seq ? answer_by_seq(c, &req[i]) : answer_sample(c, &req[i], img, seq);
     return pixels;
 }

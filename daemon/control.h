@@ -1,7 +1,8 @@
 /* The daemon's control plane: the mutable object set and the answers to the
  * control messages of protocol/PROTOCOL.md section 5 (list/add/update/
  * rename/remove objects, sample colours, preview settings and mask view,
- * save/reload the objects file).
+ * save/reload the objects file; get_camera and set_camera go on to the
+ * camera module, camctl.h).
  *
  * Threads: trk_control_on_message runs on the WebSocket service thread and
  * never blocks on the pipeline or the disk: edits take a short mutex and bump
@@ -42,8 +43,21 @@ struct trk_reply {
     void (*broadcast)(void *ctx, const struct trk_buf *msg);
     /* The hello new clients get; replaced after every change. */
     void (*set_hello)(void *ctx, const struct trk_buf *msg);
+    /* The preview view (1..TRK_CONTROL_VIEWS, 0 = the plain picture) client
+     * receives from now on: its own mask view (trk_control_preview). */
+    void (*set_view)(void *ctx, uint64_t client, int view);
 };
 
+/* Clients that may watch a mask view at once; each has its own view number
+ * 1..TRK_CONTROL_VIEWS (the server's previews of that view go to it alone). */
+#define TRK_CONTROL_VIEWS 8
+/* Frames kept after their preview was made, so a sample can name the frame
+ * its user saw (trk_control_keep_frame), and frames clients may hold at
+ * once (a paused page, "preview" "hold"). */
+#define TRK_CONTROL_KEPT_FRAMES 4
+#define TRK_CONTROL_HELD_FRAMES 4
+
+struct trk_camctl;
 struct trk_control_cfg {
     const struct trk_objects *objects; /* the initial set (copied)                  */
     /* Where save_objects writes and reload reads (opened by the caller,
@@ -55,6 +69,11 @@ struct trk_control_cfg {
                                   * current set is used)                      */
     struct trk_reply reply;      /* where replies, broadcasts and the hello go;
                                   * the hello is set at create              */
+    /* get_camera / set_camera go to it, saves take its camera section and
+     * reloads hand it theirs (camctl.h); NULL: get_camera and set_camera
+     * answer "unsupported", the set's own section is saved. Borrowed: it
+     * must outlive the module. */
+    struct trk_camctl *camera;
 };
 
 /* Returns 0, TRK_EINVAL or TRK_ENOMEM (also when the worker cannot start). */
@@ -74,20 +93,44 @@ bool trk_control_poll(struct trk_control *c, uint64_t *version, struct trk_objec
  * spaced grid (every k-th pixel of every k-th row, the smallest k that fits),
  * so the cost of a reply is bounded whatever the frame size. */
 #define TRK_SAMPLE_PIXELS_MAX 65536
+/* The most pixels a sample reads to tell how much of the frame its
+ * suggested boxes match ("frame_share"): a grid over the whole frame,
+ * enough for a share to about 1%. */
+#define TRK_SAMPLE_SHARE_PIXELS 4096
 
 /* Processing thread, after each frame: whether sample requests wait (then
  * the frame goes to the sampler thread). A mutex and a load. */
 bool trk_control_samples_pending(struct trk_control *c);
 
-/* Sampler thread: answers every pending sample request from img (frame seq)
- * and returns the pixels read (at most TRK_SAMPLE_PIXELS_MAX per request), so
- * the caller can pace itself. */
+/* Sampler thread: answers every pending sample request from img (frame seq),
+ * or, for a request that names its frame, from that kept or held frame, and
+ * returns the pixels read (at most TRK_SAMPLE_PIXELS_MAX +
+ * TRK_SAMPLE_SHARE_PIXELS per request), so the caller can pace itself. */
 long trk_control_answer_samples(struct trk_control *c, const struct trk_image *img, uint64_t seq);
 
-/* Preview thread: current preview width / rate and the mask object (def
- * copied into *mask; returns false when no mask is shown). */
-bool trk_control_preview(struct trk_control *c, int *width, double *fps,
-                         struct trk_object_def *mask);
+/* One picture the preview thread makes of each previewed frame. */
+struct trk_control_view {
+    int view;                  /* 0 = the plain picture, else a client's view */
+    bool mask;                 /* false: the plain picture (also for a client
+                                * whose mask object is gone)                  */
+    struct trk_object_def def; /* the mask's box, when mask                  */
+};
+
+/* Preview thread: current preview width / rate, and the pictures to make:
+ * views[0] is the plain picture, then one per client with a mask view (at
+ * most max in all). Returns how many views were written. */
+int trk_control_preview(struct trk_control *c, int *width, double *fps,
+                        struct trk_control_view *views, int max);
+
+/* Preview thread: img (frame seq) was previewed; keeps a copy of it among
+ * the last TRK_CONTROL_KEPT_FRAMES, so that "sample" requests naming seq are
+ * answered from the picture the client saw. A copy that cannot be made
+ * (memory) is skipped: samples naming it get "not_found". */
+void trk_control_keep_frame(struct trk_control *c, const struct trk_image *img, uint64_t seq);
+
+/* Service thread (trk_ws_cfg.on_close): the client has gone; its mask view
+ * and held frame are forgotten. */
+void trk_control_client_closed(struct trk_control *c, uint64_t client);
 
 /* Processing thread: the source's frames are now width x height (a size
  * change mid-stream). New clients get a hello with it (and the preview

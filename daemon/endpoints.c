@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "objects.h" /* trk_objects_check_name */
+
 const char *const trk_endpoint_paths[] = { "/metrics", "/healthz", "/snapshot.jpg", NULL };
 /* Frames may show people and places: the snapshot needs the token wherever
  * editing does. Counts and the health verdict reveal little and are read by
@@ -87,6 +89,12 @@ static void snapshot(const struct trk_endpoints *e, const char *const *args, int
     }
     if (mask && !*mask) {
         reply_text(r, 400, "mask needs an object name: ?mask=NAME");
+        return;
+    }
+    /* No object has such a name, and the answer must not echo it: a body
+     * of text/plain; charset=utf-8 holds UTF-8 only, and no controls. */
+    if (mask && trk_objects_check_name("mask", mask, why, sizeof why)) {
+        reply_text(r, 400, why);
         return;
     }
     struct trk_buf b = { 0 };

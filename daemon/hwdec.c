@@ -191,7 +191,9 @@ int trk_hwdec_attach(struct trk_hwdec_ctx *h, AVCodecContext *dec, const AVCodec
     if (!h->said) {
         h->said = true;
         if (why)
-            log_info("%s: decoding %s in software: %s", h->what, codec->name, why);
+            trk_log_write(h->cfg.no_gpu_said && why == h->cfg.why_not ? TRK_LOG_DEBUG
+                                                                      : TRK_LOG_INFO,
+                          LOG_TAG, 0, "%s: decoding %s in software: %s", h->what, codec->name, why);
         else
             log_info("%s: decoding %s on the GPU (NVDEC, CUDA device %d): frames stay in device "
                      "memory",

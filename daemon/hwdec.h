@@ -27,6 +27,10 @@ struct trk_hwdec_cfg {
     /* The backend reads device images (CUDA, usable): NVDEC may be used.
      * False: software decoding, and why_not says why in the log line. */
     bool device_frames;
+    /* why_not is that there is no usable GPU, which the backend's line says
+     * (the CPU fallback): the decoder's line then goes to debug, so a
+     * machine without a GPU gets one line about it. */
+    bool no_gpu_said;
     int cuda_device;
     char why_not[200];
 };

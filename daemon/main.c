@@ -16,6 +16,7 @@
 
 #define LOG_TAG "trackd"
 #include "backend.h"
+#include "camctl.h"
 #include "cli.h"
 #include "control.h"
 #include "endpoints.h"
@@ -50,6 +51,7 @@ struct app {
     struct trk_objects_target save;     /* valid when have_save */
     bool have_save;
     struct trk_control *control;
+    struct trk_camctl *camctl;  /* camera controls for clients (none: files, demo) */
     struct trk_ws *ws;          /* NULL with --no-server */
     struct trk_endpoints ep;    /* /metrics, /healthz, /snapshot.jpg */
     struct trk_ws *metrics_ws;  /* --metrics-listen, else NULL */
@@ -78,14 +80,33 @@ static void ws_config(void *ctx, const struct trk_buf *msg)
     trk_ws_broadcast(ctx, TRK_WS_CONFIG, msg->data, msg->len);
 }
 
+/* The camera module's "camera" broadcasts: a kind of their own, so that one
+ * never replaces an "objects" message a client has not been sent yet. */
+static void ws_camera(void *ctx, const struct trk_buf *msg)
+{
+    trk_ws_broadcast(ctx, TRK_WS_CAMERA, msg->data, msg->len);
+}
+
 static void ws_hello(void *ctx, const struct trk_buf *msg)
 {
     trk_ws_set_hello(ctx, msg->data);
 }
 
+_Static_assert(TRK_CONTROL_VIEWS < TRK_WS_VIEWS, "a view per masked client, and view 0");
+
+static void ws_view(void *ctx, uint64_t client, int view)
+{
+    trk_ws_set_view(ctx, client, view);
+}
+
 static void on_control_message(void *user, uint64_t client, const char *json, size_t len)
 {
     trk_control_on_message(*(struct trk_control **)user, client, json, len);
+}
+
+static void on_client_closed(void *user, uint64_t client)
+{
+    trk_control_client_closed(*(struct trk_control **)user, client);
 }
 
 /* SIGHUP: the handler only sets a flag; reload_main does the reload on a
@@ -235,13 +256,22 @@ static int open_camera(struct app *a)
     memcpy(vc.controls + a->objs.n_camera, s->controls, sizeof(s->controls[0]) * s->n_controls);
     vc.n_controls = a->objs.n_camera + s->n_controls;
     vc.hwdec = &a->hwdec;
+    vc.camctl = a->camctl;
     int err = trk_source_v4l2_create(&vc, &a->src);
     if (err || !(err = trk_source_open(&a->src))) return err;
     if (err == TRK_SOURCE_EHWDEC) return err; /* --hwdec cuda: said why */
+    if (err == TRK_SOURCE_ENOTCAMERA || err == -EACCES || err == -EPERM) {
+        /* There, but nothing that waiting would change. */
+        if (err == TRK_SOURCE_ENOTCAMERA)
+            log_error("cannot use %s as a camera: %s", s->device, a->src.error);
+        else
+            log_error_err(err, "cannot open %s (is this user in the video group?)", s->device);
+        return TRK_SOURCE_ENOTCAMERA;
+    }
     if (err == -ENOENT)
         log_warn("%s does not exist (no camera there; see --list-devices): waiting for it to be "
-                 "plugged in, retrying every second",
-                 s->device);
+                 "plugged in, retrying every second%s",
+                 s->device, isatty(STDERR_FILENO) ? " (Ctrl-C stops)" : "");
     else
         log_warn_err(err, "cannot open %s yet: waiting for it, retrying every second", s->device);
     trk_source_close(&a->src);
@@ -252,7 +282,20 @@ static int open_camera(struct app *a)
 static int open_source(struct app *a)
 {
     const struct trk_settings *s = &a->s;
-    int err;
+    /* Clients' camera controls, for the camera's open too (the section as
+     * they set it, then --control); files and the demo have none. */
+    struct trk_camctl_cfg cam = { .device = s->device,
+                                  .reason = s->input ? "a video file has no camera controls"
+                                                     : "the demo scene has no camera controls",
+                                  .section = a->objs.camera,
+                                  .n_section = a->objs.n_camera,
+                                  .cli = s->controls,
+                                  .n_cli = s->n_controls };
+    int err = trk_camctl_create(&cam, &a->camctl);
+    if (err) {
+        log_error_err(err, "cannot start");
+        return TRK_EX_SOFTWARE;
+    }
     if (s->device) {
         err = open_camera(a);
     } else if (s->input) {
@@ -264,7 +307,8 @@ static int open_source(struct app *a)
                                    .fps = s->fps ? s->fps : TRK_DEMO_FPS };
         if (!(err = trk_source_demo_create(&dc, &a->src))) err = trk_source_open(&a->src);
     }
-    if (err == TRK_SOURCE_ENOTVIDEO) return TRK_EX_NOINPUT;  /* the file source said why */
+    if (err == TRK_SOURCE_ENOTVIDEO || err == TRK_SOURCE_ENOTCAMERA)
+        return TRK_EX_NOINPUT; /* the source or open_camera said why */
     if (err == TRK_SOURCE_EHWDEC) return TRK_EX_UNAVAILABLE; /* --hwdec cuda: said why */
     if (err) {
         log_error_err(err, "cannot open %s",
@@ -294,14 +338,17 @@ static int plan_hwdec(struct app *a)
                  "the %s backend reads host memory (NVDEC frames are for --backend cuda)",
                  s->backend == TRK_BACKEND_CPU ? "cpu" : "cpu-ref");
     } else if (trk_cuda_check(why, sizeof(why)) != TRK_CUDA_USABLE) {
-        snprintf(h->why_not, sizeof(h->why_not), "no usable GPU (%s)", why);
+        /* Tracking, open_backend's line says why; --decode-only, this. */
+        h->no_gpu_said = !s->decode_only;
+        snprintf(h->why_not, sizeof(h->why_not), "no usable GPU%s%s", h->no_gpu_said ? "" : ", ",
+                 h->no_gpu_said ? "" : why);
     } else {
         h->device_frames = true;
     }
     if (h->mode == TRK_HWDEC_CUDA && !h->device_frames && (s->input || s->device)) {
-        log_error("--hwdec cuda: cannot decode on the GPU: %s; use --hwdec auto (software "
+        log_error("--hwdec cuda: cannot decode on the GPU: %s%s%s; use --hwdec auto (software "
                   "where it cannot) or none",
-                  h->why_not);
+                  h->why_not, *why ? ", " : "", why);
         return TRK_EX_UNAVAILABLE;
     }
     return 0;
@@ -357,7 +404,7 @@ static int open_backend(struct app *a)
     } else if (s->backend == TRK_BACKEND_AUTO && cs == TRK_CUDA_NOT_BUILT) {
         log_info("%s: using the CPU backend", why);
     } else if (s->backend == TRK_BACKEND_AUTO && cs != TRK_CUDA_USABLE) {
-        log_warn("the GPU cannot be used (%s): using the CPU backend", why);
+        log_warn("the GPU cannot be used, using the CPU backend: %s", why);
     }
     if (s->backend == TRK_BACKEND_CUDA && cs != TRK_CUDA_USABLE) {
         log_error("--backend cuda: %s", why);
@@ -471,8 +518,8 @@ static int open_save_target(struct app *a)
     int stale;
     if (trk_objects_target_open(path, &a->save, &stale, why, sizeof(why))) {
         if (!given) { /* not asked for: trackd runs on, without saving */
-            log_warn("cannot save objects in the working directory (%s): save_objects and "
-                     "reload_objects are off; give --save-objects FILE",
+            log_warn("cannot save objects in the working directory (%s): the page cannot save "
+                     "or reload objects; give --save-objects FILE",
                      why);
             return 0;
         }
@@ -480,13 +527,13 @@ static int open_save_target(struct app *a)
         return TRK_EX_CONFIG;
     }
     a->have_save = true;
-    log_info("save_objects writes %s%s", a->save.path,
+    log_info("objects saved from the page go to %s%s", a->save.path,
              given ? "" : " (no --objects or --save-objects: the working directory)");
     if (stale)
         log_warn("removed %d temporary file(s) left beside %s by an interrupted save", stale,
                  a->save.path);
     if (trk_objects_target_check(&a->save, why, sizeof(why)))
-        log_warn("%s: save_objects will be refused", why);
+        log_warn("%s: saving objects from the page will be refused", why);
     return 0;
 }
 
@@ -547,6 +594,7 @@ static int start_server(struct app *a)
         .web_root = s->web_root,
         .queue_len = 8,
         .on_message = on_control_message,
+        .on_close = on_client_closed,
         .user = &a->control,
         .control_types = trk_msg_control_types,
         .control_token = token,
@@ -565,12 +613,19 @@ static int start_server(struct app *a)
         .objects = &a->objs,
         .save = a->have_save ? &a->save : NULL,
         .hello = hello_info(a, token[0] != '\0'),
+        .camera = a->camctl,
     };
     err = s->server ? trk_ws_create(&wc, &a->ws) : 0;
     if (a->ws)
-        cc.reply = (struct trk_reply){
-            .ctx = a->ws, .send = ws_reply, .broadcast = ws_config, .set_hello = ws_hello
-        };
+        cc.reply = (struct trk_reply){ .ctx = a->ws,
+                                       .send = ws_reply,
+                                       .broadcast = ws_config,
+                                       .set_hello = ws_hello,
+                                       .set_view = ws_view };
+    if (a->ws)
+        trk_camctl_set_reply(
+            a->camctl,
+            &(struct trk_reply){ .ctx = a->ws, .send = ws_reply, .broadcast = ws_camera });
     if (err || (err = trk_control_create(&cc, &a->control))) {
         log_error_err(err, s->server ? "cannot start the web server" : "cannot start");
         return s->server ? TRK_EX_UNAVAILABLE : TRK_EX_SOFTWARE;
@@ -671,7 +726,8 @@ static int start_mqtt(struct app *a)
     struct trk_mqtt_cfg mc = { .url = s->mqtt,
                                .ca_file = s->mqtt_ca,
                                .camera = s->camera_name,
-                               .server = "trackd " TRK_VERSION };
+                               .server = "trackd " TRK_VERSION,
+                               .max_age = s->mqtt_max_age };
     int err = trk_mqtt_create(&mc, &a->mqtt);
     if (err == TRK_EINVAL) return TRK_EX_CONFIG; /* said why */
     if (err || (err = trk_mqtt_start(a->mqtt))) {
@@ -810,6 +866,7 @@ static int cleanup(struct app *a, int exit_code)
     /* The pipeline has ended: the last frames and "offline" go out. */
     trk_mqtt_destroy(&a->mqtt);
     trk_control_destroy(&a->control);
+    trk_camctl_destroy(&a->camctl);
     if (a->have_save) trk_objects_target_close(&a->save);
     trk_ws_destroy(&a->ws);
     /* After both servers: their handler reads these. */

@@ -10,6 +10,7 @@
 
 #include "backend.h" /* TRK_E* */
 #include "frame.h"   /* trk_now */
+#include "mqtt.h"    /* trk_mqtt_stats */
 #include "snapshot.h"
 
 const double trk_metrics_bucket_le[TRK_METRICS_BUCKETS] = {
@@ -44,7 +45,7 @@ struct trk_metrics {
     _Atomic double fps;                 /* stats loop */
     /* The MQTT sink (stats loop); has_mqtt: shown at all. */
     _Atomic bool has_mqtt, mqtt_connected;
-    _Atomic uint64_t mqtt_published, mqtt_dropped, mqtt_connects;
+    _Atomic uint64_t mqtt_published, mqtt_connects, mqtt_drops[TRK_MQTT_DROP_N];
     /* /snapshot.jpg's counts are read from it at each render; NULL none. */
     struct trk_snapshot *_Atomic snapshot;
     double t_start, wall_start; /* set at create */
@@ -176,14 +177,14 @@ void trk_metrics_set_snapshot(struct trk_metrics *m, struct trk_snapshot *s)
     if (m) atomic_store(&m->snapshot, s);
 }
 
-void trk_metrics_set_mqtt(struct trk_metrics *m, bool connected, uint64_t published,
-                          uint64_t dropped, uint64_t connects)
+void trk_metrics_set_mqtt(struct trk_metrics *m, const struct trk_mqtt_stats *st)
 {
     if (!m) return;
-    atomic_store(&m->mqtt_connected, connected);
-    atomic_store(&m->mqtt_published, published);
-    atomic_store(&m->mqtt_dropped, dropped);
-    atomic_store(&m->mqtt_connects, connects);
+    atomic_store(&m->mqtt_connected, st->connected);
+    atomic_store(&m->mqtt_published, st->published);
+    for (int i = 0; i < TRK_MQTT_DROP_N; i++)
+        atomic_store(&m->mqtt_drops[i], st->drops[i]);
+    atomic_store(&m->mqtt_connects, st->connects);
     atomic_store(&m->has_mqtt, true);
 }
 
@@ -330,12 +331,17 @@ int trk_metrics_render(struct trk_metrics *m, struct trk_buf *b)
     }
     if (atomic_load(&m->has_mqtt)) {
         counter(b, "trackd_mqtt_frames_published_total",
-                "Frame messages handed to the MQTT broker connection.",
+                "Frames the MQTT broker acknowledged within --mqtt-max-age of their capture.",
                 atomic_load(&m->mqtt_published));
-        counter(b, "trackd_mqtt_frames_dropped_total",
-                "Frame messages never published to MQTT (queue full while the broker was slow "
-                "or away).",
-                atomic_load(&m->mqtt_dropped));
+        static const char dropped[] = "trackd_mqtt_frames_dropped_total";
+        put_head(b, dropped, "counter",
+                 "Frames not published to MQTT, by reason (PROTOCOL.md section 9).");
+        char line[128];
+        for (int i = 0; i < TRK_MQTT_DROP_N; i++) {
+            snprintf(line, sizeof line, "%s{reason=\"%s\"} %llu\n", dropped, trk_mqtt_drop_name(i),
+                     (unsigned long long)atomic_load(&m->mqtt_drops[i]));
+            trk_buf_puts(b, line);
+        }
         counter(b, "trackd_mqtt_connects_total", "Connections the MQTT broker accepted.",
                 atomic_load(&m->mqtt_connects));
         gauge(b, "trackd_mqtt_connected", "1 while connected to the MQTT broker.",

@@ -80,8 +80,8 @@ void trk_metrics_set_totals(struct trk_metrics *m, uint64_t drops, int clients, 
 void trk_metrics_set_lines_lost(struct trk_metrics *m, uint64_t lost);
 /* The MQTT sink's totals (daemon/mqtt.h); the trackd_mqtt_* metrics are
  * shown from the first call on (only when --mqtt is given). */
-void trk_metrics_set_mqtt(struct trk_metrics *m, bool connected, uint64_t published,
-                          uint64_t dropped, uint64_t connects);
+struct trk_mqtt_stats;
+void trk_metrics_set_mqtt(struct trk_metrics *m, const struct trk_mqtt_stats *st);
 
 /* /snapshot.jpg's counters (trackd_snapshot_*), read from s at each render
  * (NULL: not shown); s must outlive the renders. */

@@ -1,7 +1,12 @@
 /* The MQTT sink: see mqtt.h. The publisher thread drives libmosquitto's
  * external-loop API (connect_async, loop_read/write/misc on its socket in
  * our own poll), so a frame handed over wakes it at once (an eventfd) and
- * nothing but this thread ever touches the handle. */
+ * nothing but this thread ever touches the handle.
+ *
+ * Each connection gets a fresh handle state (mosquitto_reinitialise): a
+ * handle that lost its connection would otherwise send its unacknowledged
+ * QoS-1 messages again after the next CONNACK, stale configs and statuses
+ * piling up behind a broker that keeps dropping the connection. */
 #include "mqtt.h"
 
 #include <errno.h>
@@ -19,16 +24,28 @@
 #include <jansson.h>
 #include <netdb.h>
 #include <mosquitto.h>
+#include <mqtt_protocol.h>
 
 #define LOG_TAG "mqtt"
 #include "frame.h" /* trk_now */
 #include "log.h"
 #include "messages.h"
+#include "objects.h" /* trk_objects_escape_name */
 
-/* A queued message: the bytes and what they were allocated for. */
+/* A queued message: the bytes and what they were allocated for, and the
+ * frame's capture time (trk_now's clock). */
 struct slot {
     char *data;
     size_t len, cap;
+    double t;
+};
+
+/* A frame sent and awaiting its PUBACK. */
+struct flight {
+    int mid;        /* the message id of its <camera>/frame message */
+    double t, sent; /* captured, handed to libmosquitto            */
+    int ahead;      /* frames in flight before it when it was sent  */
+    bool late;      /* its max age passed: already counted dropped  */
 };
 
 /* "<prefix>/<camera>/": the prefix, the camera name and two slashes. */
@@ -55,14 +72,26 @@ struct trk_mqtt {
     /* Publisher thread only. */
     enum conn_state state;
     double next_try, t_attempt, backoff;
+    double t_connected; /* CONNACK of the connection now; held: TRK_MQTT_HOLD_S passed */
+    bool held;
     const char *drop_why; /* why this thread itself dropped the connection */
-    _Atomic bool fail_logged;
+    _Atomic bool fail_logged, drop_logged, refused_logged, retained_logged;
+    bool fallback;       /* the broker refused MQTT 5: retry at once with 3.1.1 (said) */
+    int proto;           /* MQTT_PROTOCOL_V5, or V311 once the broker refused 5 */
+    bool used;           /* the handle made a connection attempt: reinitialise */
+    uint32_t max_packet; /* the broker's maximum packet size (MQTT 5 CONNACK); 0 none */
+    size_t largest;      /* the largest message sent on this connection (bytes) */
+    double max_age;
     struct slot work; /* the frame being published */
     struct trk_buf topic, payload;
-    int offline_mid;   /* the offline status's message id at the end; 0 none */
-    bool offline_sent; /* ... and the broker has it (PUBACK) */
-    bool closing;      /* finish() disconnects: no warning for it */
-    unsigned tries;    /* connection attempts so far (address family choice) */
+    struct flight win[TRK_MQTT_WINDOW]; /* frames awaiting PUBACK, oldest first */
+    int n_win;
+    double per_frame;           /* send-to-PUBACK time per frame in flight, smoothed */
+    int status_mid, config_mid; /* the retained messages in flight; 0 none */
+    int offline_mid;            /* the offline status's message id at the end; 0 none */
+    bool offline_sent;          /* ... and the broker has it (PUBACK) */
+    bool closing;               /* finish() disconnects: no warning for it */
+    unsigned tries;             /* connection attempts so far (address family choice) */
 
     /* Guarded by lock: what the other threads hand over. */
     pthread_mutex_t lock;
@@ -72,12 +101,19 @@ struct trk_mqtt {
     char source[16];       /* the source's state */
     char source_text[256];
     bool has_source_text;
-    bool status_dirty, config_dirty; /* to publish (again: after each CONNACK) */
+    bool status_dirty, config_dirty; /* to publish (again: after each CONNACK);
+                                      * only the newest of each is kept */
     bool quit;
 
     _Atomic bool connected;
-    _Atomic uint64_t published, dropped, connects;
+    _Atomic uint64_t published, connects, inflight;
+    _Atomic uint64_t drops[TRK_MQTT_DROP_N];
 };
+
+static void drop(struct trk_mqtt *m, enum trk_mqtt_drop why, uint64_t n)
+{
+    atomic_fetch_add(&m->drops[why], n);
+}
 
 /* ------------------------------------------------------------ the URL */
 
@@ -192,23 +228,7 @@ bool trk_mqtt_url_parse(const char *url, struct trk_mqtt_url *out, char *why, si
 
 size_t trk_mqtt_topic_level(const char *name, char *out, size_t cap)
 {
-    static const char hex[] = "0123456789ABCDEF";
-    size_t o = 0;
-    if (!cap) return 0;
-    for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
-        bool esc = *p == '/' || *p == '+' || *p == '#' || *p == '%' || *p < 0x20 || *p == 0x7f;
-        size_t need = esc ? 3 : 1;
-        if (o + need >= cap) break;
-        if (esc) {
-            out[o++] = '%';
-            out[o++] = hex[*p >> 4];
-            out[o++] = hex[*p & 15];
-        } else {
-            out[o++] = (char)*p;
-        }
-    }
-    out[o] = 0;
-    return o;
+    return trk_objects_escape_name(name, "/+#", out, cap);
 }
 
 /* ------------------------------------------------- handing over (any thread) */
@@ -245,7 +265,7 @@ static bool slot_set(struct slot *s, const char *data, size_t len)
     return true;
 }
 
-void trk_mqtt_frame(struct trk_mqtt *m, const char *json, size_t len)
+void trk_mqtt_frame(struct trk_mqtt *m, const char *json, size_t len, double t_capture)
 {
     if (!m) return;
     pthread_mutex_lock(&m->lock);
@@ -258,12 +278,15 @@ void trk_mqtt_frame(struct trk_mqtt *m, const char *json, size_t len)
         slot_trim(&m->ring[m->head]);
         m->head = (m->head + 1) % TRK_MQTT_QUEUE_LEN;
         m->count--;
-        atomic_fetch_add(&m->dropped, 1);
+        drop(m, TRK_MQTT_DROP_QUEUE, 1);
     }
-    if (slot_set(&m->ring[(m->head + m->count) % TRK_MQTT_QUEUE_LEN], json, len))
+    struct slot *s = &m->ring[(m->head + m->count) % TRK_MQTT_QUEUE_LEN];
+    if (slot_set(s, json, len)) {
+        s->t = t_capture;
         m->count++;
-    else
-        atomic_fetch_add(&m->dropped, 1);
+    } else {
+        drop(m, TRK_MQTT_DROP_ERROR, 1);
+    }
     pthread_mutex_unlock(&m->lock);
     wake(m);
 }
@@ -315,14 +338,29 @@ void trk_mqtt_source_state(struct trk_mqtt *m, const char *state, const char *te
     wake(m);
 }
 
+const char *trk_mqtt_drop_name(enum trk_mqtt_drop why)
+{
+    static const char *const names[TRK_MQTT_DROP_N] = {
+        [TRK_MQTT_DROP_QUEUE] = "queue",     [TRK_MQTT_DROP_AGE] = "age",
+        [TRK_MQTT_DROP_LATE] = "late",       [TRK_MQTT_DROP_LOST] = "lost",
+        [TRK_MQTT_DROP_REFUSED] = "refused", [TRK_MQTT_DROP_STOPPED] = "stopped",
+        [TRK_MQTT_DROP_ERROR] = "error",
+    };
+    return (unsigned)why < TRK_MQTT_DROP_N ? names[why] : "?";
+}
+
 void trk_mqtt_get_stats(struct trk_mqtt *m, struct trk_mqtt_stats *st)
 {
     memset(st, 0, sizeof(*st));
     if (!m) return;
     st->connected = atomic_load(&m->connected);
     st->published = atomic_load(&m->published);
-    st->dropped = atomic_load(&m->dropped);
+    for (int i = 0; i < TRK_MQTT_DROP_N; i++) {
+        st->drops[i] = atomic_load(&m->drops[i]);
+        st->dropped += st->drops[i];
+    }
     st->connects = atomic_load(&m->connects);
+    st->inflight = atomic_load(&m->inflight);
     pthread_mutex_lock(&m->lock);
     st->queue_len = (uint64_t)m->count;
     pthread_mutex_unlock(&m->lock);
@@ -346,18 +384,43 @@ static void status_json(struct trk_mqtt *m, struct trk_buf *b, bool online, cons
     trk_buf_puts(b, "}");
 }
 
-/* Publishes; false when the connection cannot take it (then it is gone). */
-static bool publish(struct trk_mqtt *m, const char *topic, const struct trk_buf *b, int qos,
-                    bool retain, int *mid)
+/* What mosquitto_publish made of a message. */
+enum pub {
+    PUB_OK,
+    PUB_REFUSED, /* this message cannot go (too large, bad topic): the connection stays */
+    PUB_GONE,    /* the connection cannot take it (then it is gone) */
+};
+
+/* A message of len bytes over the broker's maximum packet size: said once
+ * per connection, with the size the broker announced. */
+static void refused_too_large(struct trk_mqtt *m, const char *topic, size_t len)
 {
-    if (b->failed) return true; /* out of memory: this message is lost, not the connection */
+    log_once(m->refused_logged, TRK_LOG_WARN, 0,
+             "the broker %s:%d refuses packets over %u bytes (its maximum packet size): a "
+             "message of %zu bytes on %s is dropped, and every frame too large is dropped "
+             "(counted as refused); logged once per connection",
+             m->url.host, m->url.port, (unsigned)m->max_packet, len, topic);
+}
+
+static enum pub publish(struct trk_mqtt *m, const char *topic, const struct trk_buf *b, int qos,
+                        bool retain, int *mid)
+{
+    if (b->failed) return PUB_REFUSED; /* out of memory: this message is lost, not the connection */
     int rc = mosquitto_publish(m->mosq, mid, topic, (int)b->len, b->data, qos, retain);
-    if (rc == MOSQ_ERR_SUCCESS) return true;
+    if (rc == MOSQ_ERR_SUCCESS) {
+        if (b->len > m->largest) m->largest = b->len;
+        return PUB_OK;
+    }
+    if (mid) *mid = 0; /* nothing of it awaits a PUBACK */
+    if (rc == MOSQ_ERR_OVERSIZE_PACKET) {
+        refused_too_large(m, topic, b->len);
+        return PUB_REFUSED;
+    }
     if (rc == MOSQ_ERR_MALFORMED_UTF8 || rc == MOSQ_ERR_PAYLOAD_SIZE || rc == MOSQ_ERR_INVAL) {
         log_warn("cannot publish on %s: %s", topic, mosquitto_strerror(rc));
-        return true;
+        return PUB_REFUSED;
     }
-    return false;
+    return PUB_GONE;
 }
 
 /* The frame's "objects" array elements: [start, end) byte ranges of the
@@ -420,27 +483,39 @@ static int object_ranges(const char *s, size_t len, size_t (*r)[2], int max)
     return n;
 }
 
-/* One frame: <camera>/frame as it is, then each object on its own topic,
- * its JSON text with the frame's camera, seq and times in front. */
-static bool publish_frame(struct trk_mqtt *m, const struct slot *f)
+/* Whether a frame message of len bytes is over the broker's maximum packet
+ * size: checked before its objects go out, so a frame goes whole or not
+ * at all. Counted as libmosquitto does: fixed header (at most 5), topic
+ * (2 + length), packet id (2) and the MQTT 5 properties' length (1). */
+static bool frame_too_large(const struct trk_mqtt *m, size_t len)
 {
+    return m->max_packet && 5 + 2 + strlen(m->t_frame) + 2 + 1 + len > m->max_packet;
+}
+
+/* One frame: each object on its own topic (QoS 0), its JSON text with the
+ * frame's camera, seq and times in front, then <camera>/frame as it is, at
+ * QoS 1 and last, so its PUBACK says the broker has the whole frame
+ * (*mid: its message id). */
+static enum pub publish_frame(struct trk_mqtt *m, const struct slot *f, int *mid)
+{
+    if (frame_too_large(m, f->len)) {
+        refused_too_large(m, m->t_frame, f->len);
+        return PUB_REFUSED;
+    }
     struct trk_buf whole = { .data = f->data, .len = f->len, .cap = f->cap };
-    if (!publish(m, m->t_frame, &whole, 0, false, NULL)) return false;
     json_error_t err;
     json_t *root = json_loadb(f->data, f->len, 0, &err);
     json_t *objs = json_object_get(root, "objects");
     static size_t ranges[TRK_MAX_OBJECTS][2]; /* this thread only */
     int n = object_ranges(f->data, f->len, ranges, TRK_MAX_OBJECTS);
-    bool ok = true;
     if (!json_is_array(objs) || json_array_size(objs) != (size_t)n) {
         /* Cannot happen with trk_msg_frame's output; say so once. */
         static _Atomic bool logged;
         log_once(logged, TRK_LOG_ERROR, 0, "a frame message the per-object topics cannot split");
-        json_decref(root);
-        return true;
+        n = 0;
     }
     char level[TRK_NAME_MAX * 3 + 1];
-    for (int i = 0; i < n && ok; i++) {
+    for (int i = 0; i < n; i++) {
         const char *name =
             json_string_value(json_object_get(json_array_get(objs, (size_t)i), "name"));
         if (!name) continue;
@@ -461,45 +536,68 @@ static bool publish_frame(struct trk_mqtt *m, const struct slot *f)
         trk_buf_fixed(b, json_number_value(json_object_get(root, "wall_ms")), 3);
         trk_buf_puts(b, ",");
         trk_buf_append(b, f->data + ranges[i][0] + 1, ranges[i][1] - ranges[i][0] - 1);
-        if (!m->topic.failed) ok = publish(m, m->topic.data, b, 0, false, NULL);
+        if (!m->topic.failed && publish(m, m->topic.data, b, 0, false, NULL) == PUB_GONE) {
+            json_decref(root);
+            return PUB_GONE;
+        }
     }
     json_decref(root);
-    return ok;
+    return publish(m, m->t_frame, &whole, 1, false, mid);
 }
 
-/* After a CONNACK (the broker may have restarted and lost what it
- * retained) and after changes: the status and the object set, retained. */
+/* The retained status and object set (QoS 1): after a CONNACK (the broker
+ * may have restarted and lost what it retained) and after changes. One of
+ * each in flight at most; a change meanwhile waits, only the newest kept,
+ * and goes when the broker acknowledged the one before. */
 static bool publish_retained(struct trk_mqtt *m)
 {
     pthread_mutex_lock(&m->lock);
-    bool status = m->status_dirty, config = m->config_dirty && m->config.len;
+    bool status = m->status_dirty && !m->status_mid;
+    bool config = m->config_dirty && m->config.len && !m->config_mid;
     struct trk_buf c = { 0 };
     if (config) trk_buf_append(&c, m->config.data, m->config.len);
-    status_json(m, &m->payload, true, m->source, m->has_source_text ? m->source_text : NULL);
-    m->status_dirty = false;
+    if (status)
+        status_json(m, &m->payload, true, m->source, m->has_source_text ? m->source_text : NULL);
+    if (status) m->status_dirty = false;
     if (config) m->config_dirty = false;
     pthread_mutex_unlock(&m->lock);
-    bool ok = (!status || publish(m, m->t_status, &m->payload, 1, true, NULL)) &&
-              (!config || publish(m, m->t_config, &c, 1, true, NULL));
+    bool ok =
+        (!status || publish(m, m->t_status, &m->payload, 1, true, &m->status_mid) != PUB_GONE) &&
+        (!config || publish(m, m->t_config, &c, 1, true, &m->config_mid) != PUB_GONE);
     trk_buf_free(&c);
     return ok;
 }
 
-static void on_connect(struct mosquitto *mosq, void *obj, int rc)
+static void on_connect(struct mosquitto *mosq, void *obj, int rc, int flags,
+                       const mosquitto_property *props)
 {
-    (void)mosq;
+    (void)mosq, (void)flags;
     struct trk_mqtt *m = obj;
     if (rc) {
         /* Refused (bad credentials, ...): loop_read returns the error and
-         * on_disconnect schedules the retry. */
-        m->drop_why = mosquitto_connack_string(rc);
+         * on_disconnect schedules the retry. A broker that speaks 3.1.1
+         * only refuses MQTT 5 thus: the next attempt speaks 3.1.1. */
+        if (rc == MQTT_RC_UNSUPPORTED_PROTOCOL_VERSION && m->proto == MQTT_PROTOCOL_V5) {
+            m->proto = MQTT_PROTOCOL_V311;
+            log_info("the broker %s:%d does not speak MQTT 5: trackd speaks 3.1.1 to it (it "
+                     "cannot announce a packet size limit then)",
+                     m->url.host, m->url.port);
+            m->fallback = true;
+        }
+        m->drop_why = rc >= 0x80 ? mosquitto_reason_string(rc) : mosquitto_connack_string(rc);
         return;
     }
     m->state = CONNECTED;
-    m->backoff = TRK_MQTT_BACKOFF_MIN_S;
+    m->t_connected = trk_now();
+    m->held = false;
+    m->per_frame = 0;
+    m->largest = 0;
+    uint32_t max_packet = 0;
+    mosquitto_property_read_int32(props, MQTT_PROP_MAXIMUM_PACKET_SIZE, &max_packet, false);
+    m->max_packet = max_packet;
+    trk_log_once_reset(m->refused_logged);
     atomic_store(&m->connected, true);
     uint64_t n = atomic_fetch_add(&m->connects, 1) + 1;
-    trk_log_once_reset(m->fail_logged);
     log_info("connected to %s:%d%s, publishing under %s (connection %llu)", m->url.host,
              m->url.port, m->url.tls ? " (TLS)" : "", m->base, (unsigned long long)n);
     pthread_mutex_lock(&m->lock);
@@ -508,39 +606,157 @@ static void on_connect(struct mosquitto *mosq, void *obj, int rc)
     pthread_mutex_unlock(&m->lock);
 }
 
-static void on_disconnect(struct mosquitto *mosq, void *obj, int rc)
+/* The connection is gone: the frames awaiting their PUBACK are lost (those
+ * past their age were counted already), and so are the retained messages
+ * in flight, sent again on the next connection. */
+static void forget_inflight(struct trk_mqtt *m)
 {
-    (void)mosq;
+    for (int i = 0; i < m->n_win; i++)
+        if (!m->win[i].late) drop(m, TRK_MQTT_DROP_LOST, 1);
+    m->n_win = 0;
+    atomic_store(&m->inflight, 0);
+    m->status_mid = m->config_mid = 0;
+}
+
+static void on_disconnect(struct mosquitto *mosq, void *obj, int rc,
+                          const mosquitto_property *props)
+{
+    (void)mosq, (void)props;
     struct trk_mqtt *m = obj;
     int e = errno;
+    double now = trk_now();
     bool was = m->state == CONNECTED && !m->closing;
+    /* rc: a DISCONNECT's reason code from an MQTT 5 broker (0x80 and up,
+     * e.g. "Packet too large"), else libmosquitto's error. */
     const char *why = m->drop_why            ? m->drop_why
+                      : rc >= 0x80           ? mosquitto_reason_string(rc)
                       : rc == MOSQ_ERR_ERRNO ? strerror(e)
                       : rc                   ? mosquitto_strerror(rc)
                                              : "closed";
     atomic_store(&m->connected, false);
     m->state = IDLE;
     m->drop_why = NULL;
+    forget_inflight(m);
     if (m->closing) return; /* finish()'s own DISCONNECT */
-    m->next_try = trk_now() + m->backoff;
-    if (was)
+    if (m->fallback) {      /* said in on_connect; not a failure */
+        m->fallback = false;
+        m->next_try = now;
+        return;
+    }
+    if (was && m->held) { /* publish_due set the backoff back to the minimum */
         log_warn("connection to %s:%d lost (%s): frames are dropped (counted) until it is back; "
                  "reconnecting",
                  m->url.host, m->url.port, why);
-    else
+    } else if (was) {
+        /* Accepted, then dropped before it held: a broker that refuses what
+         * trackd sends (a 3.1.1 broker closes the connection on a packet
+         * over its size limit without a word) is retried with backoff. */
+        char size[96] = "";
+        if (m->proto != MQTT_PROTOCOL_V5 && m->largest)
+            snprintf(size, sizeof(size), "; the largest message sent on it was %zu bytes",
+                     m->largest);
+        log_once(m->drop_logged, TRK_LOG_WARN, 0,
+                 "the broker %s:%d accepted the connection and it ended %.1f s later (%s%s): "
+                 "trackd retries with backoff up to %g s; logged once until a connection holds "
+                 "%g s",
+                 m->url.host, m->url.port, now - m->t_connected, why, size, TRK_MQTT_BACKOFF_MAX_S,
+                 TRK_MQTT_HOLD_S);
+    } else {
         log_once(m->fail_logged, TRK_LOG_WARN, 0,
                  "cannot connect to the broker %s:%d (%s): trackd runs on and retries "
                  "(backoff up to %g s); logged once until a connection works",
                  m->url.host, m->url.port, why, TRK_MQTT_BACKOFF_MAX_S);
+    }
+    m->next_try = now + m->backoff;
     m->backoff *= 2;
     if (m->backoff > TRK_MQTT_BACKOFF_MAX_S) m->backoff = TRK_MQTT_BACKOFF_MAX_S;
 }
 
-static void on_publish(struct mosquitto *mosq, void *obj, int mid)
+/* A PUBACK (or, for QoS 0, the write): a frame of the window is published
+ * unless its age passed or the broker refused it (an MQTT 5 error code). */
+static void on_publish(struct mosquitto *mosq, void *obj, int mid, int reason,
+                       const mosquitto_property *props)
 {
-    (void)mosq;
+    (void)mosq, (void)props;
     struct trk_mqtt *m = obj;
-    if (m->offline_mid && mid == m->offline_mid) m->offline_sent = true;
+    if (mid == m->offline_mid) m->offline_sent = true;
+    if (mid == m->status_mid || mid == m->config_mid) {
+        if (reason >= 0x80)
+            log_once(m->retained_logged, TRK_LOG_WARN, 0,
+                     "the broker refused the retained %s (%s); logged once",
+                     mid == m->status_mid ? m->t_status : m->t_config,
+                     mosquitto_reason_string(reason));
+        if (mid == m->status_mid) m->status_mid = 0;
+        if (mid == m->config_mid) m->config_mid = 0;
+        return;
+    }
+    for (int i = 0; i < m->n_win; i++) {
+        struct flight *f = &m->win[i];
+        if (f->mid != mid) continue;
+        if (reason >= 0x80) {
+            log_once(m->refused_logged, TRK_LOG_WARN, 0,
+                     "the broker refuses the frame messages on %s (%s): they are dropped "
+                     "(counted as refused); logged once per connection",
+                     m->t_frame, mosquitto_reason_string(reason));
+            if (!f->late) drop(m, TRK_MQTT_DROP_REFUSED, 1);
+        } else if (!f->late) {
+            atomic_fetch_add(&m->published, 1);
+        }
+        double per = (trk_now() - f->sent) / (f->ahead + 1);
+        m->per_frame = m->per_frame ? 0.75 * m->per_frame + 0.25 * per : per;
+        memmove(f, f + 1, (size_t)(m->n_win - i - 1) * sizeof(*f));
+        m->n_win--;
+        atomic_store(&m->inflight, (uint64_t)m->n_win);
+        return;
+    }
+}
+
+/* The handle's settings, callbacks and will: at create (so a bad TLS setup
+ * fails there) and before every connection attempt after the first, on a
+ * reinitialised handle (see the top of this file). 0 or TRK_EINVAL
+ * (logged), TRK_ENOMEM. */
+static int setup_handle(struct trk_mqtt *m)
+{
+    /* A client id per process: two trackd with one camera name must not
+     * take each other's session over. */
+    char id[200];
+    snprintf(id, sizeof(id), "trackd-%.64s-%ld", m->camera, (long)getpid());
+    if (!m->mosq) {
+        if (!(m->mosq = mosquitto_new(id, true, m))) return TRK_ENOMEM;
+    } else if (mosquitto_reinitialise(m->mosq, id, true, m) != MOSQ_ERR_SUCCESS) {
+        return TRK_ENOMEM;
+    }
+    mosquitto_int_option(m->mosq, MOSQ_OPT_PROTOCOL_VERSION, m->proto);
+    /* Frames are small and go out one by one: Nagle's algorithm would hold
+     * each back until the previous one is acknowledged. */
+    mosquitto_int_option(m->mosq, MOSQ_OPT_TCP_NODELAY, 1);
+    /* The window and the retained messages, never queued in libmosquitto. */
+    mosquitto_int_option(m->mosq, MOSQ_OPT_SEND_MAXIMUM, TRK_MQTT_WINDOW + 3);
+    mosquitto_connect_v5_callback_set(m->mosq, on_connect);
+    mosquitto_disconnect_v5_callback_set(m->mosq, on_disconnect);
+    mosquitto_publish_v5_callback_set(m->mosq, on_publish);
+    int rc = MOSQ_ERR_SUCCESS;
+    if (m->url.user[0])
+        rc = mosquitto_username_pw_set(m->mosq, m->url.user, m->url.has_pass ? m->url.pass : NULL);
+    struct trk_buf will = { 0 };
+    status_json(m, &will, false, NULL, "connection lost");
+    if (rc == MOSQ_ERR_SUCCESS && !will.failed)
+        rc = mosquitto_will_set(m->mosq, m->t_status, (int)will.len, will.data, 1, true);
+    trk_buf_free(&will);
+    if (rc == MOSQ_ERR_SUCCESS && m->url.tls) {
+        rc = mosquitto_tls_set(m->mosq, m->ca_file, m->ca_file ? NULL : "/etc/ssl/certs", NULL,
+                               NULL, NULL);
+        if (rc != MOSQ_ERR_SUCCESS) {
+            log_error("--mqtt-ca %s: %s", m->ca_file ? m->ca_file : "(system CAs)",
+                      mosquitto_strerror(rc));
+            return TRK_EINVAL;
+        }
+    }
+    if (rc != MOSQ_ERR_SUCCESS) {
+        log_error("cannot set up the MQTT client: %s", mosquitto_strerror(rc));
+        return rc == MOSQ_ERR_NOMEM ? TRK_ENOMEM : TRK_EINVAL;
+    }
+    return 0;
 }
 
 /* Whether name has addresses of family fam (numeric, /etc/hosts or DNS). */
@@ -555,6 +771,14 @@ static bool has_family(const char *name, int fam)
 static void try_connect(struct trk_mqtt *m, double now)
 {
     m->t_attempt = now;
+    int err = m->used ? setup_handle(m) : 0;
+    m->used = true;
+    if (err) {
+        m->drop_why = "cannot set up the client again";
+        m->state = CONNECTING; /* on_disconnect reads it as "never connected" */
+        on_disconnect(m->mosq, m, 0, NULL);
+        return;
+    }
     /* A name with IPv4 and IPv6 addresses (localhost on a stock Debian lists
      * ::1 first): libmosquitto's asynchronous connect takes the first address
      * whose connect() is merely in progress, so a broker listening on IPv4
@@ -574,25 +798,60 @@ static void try_connect(struct trk_mqtt *m, double now)
     /* Failed at once (refused on loopback, a name that does not resolve). */
     m->drop_why = rc == MOSQ_ERR_ERRNO ? strerror(errno) : mosquitto_strerror(rc);
     m->state = CONNECTING; /* on_disconnect reads it as "never connected" */
-    on_disconnect(m->mosq, m, rc);
+    on_disconnect(m->mosq, m, rc, NULL);
 }
 
-/* Takes the oldest queued frame into m->work; false when none. */
-static bool take_frame(struct trk_mqtt *m)
+/* Takes the oldest queued frame that should reach the broker within half
+ * its max age into m->work, dropping (counted) those that cannot; false
+ * when none. "Should": its age plus its expected wait for the PUBACK, the
+ * recent send-to-PUBACK time per frame in flight times the frames in flight
+ * with it (a slow broker takes them one after the other). Half, so that a
+ * PUBACK slower than the last ones still comes within the max age; so a
+ * slow broker gets fewer frames in flight rather than late ones. With none
+ * in flight any frame within half its age goes, which measures again. */
+static bool take_frame(struct trk_mqtt *m, double now)
 {
+    bool any = false;
+    double ahead = m->n_win ? (m->n_win + 1) * m->per_frame : 0;
     pthread_mutex_lock(&m->lock);
-    bool any = m->count > 0;
-    if (any) {
+    while (!any && m->count > 0) {
         struct slot *s = &m->ring[m->head];
-        struct slot t = m->work;
-        m->work = *s;
-        *s = t; /* the ring keeps the spare buffer, a small one */
+        if (now - s->t + ahead > m->max_age / 2) {
+            drop(m, TRK_MQTT_DROP_AGE, 1);
+        } else {
+            struct slot t = m->work;
+            m->work = *s;
+            *s = t; /* the ring keeps the spare buffer, a small one */
+            any = true;
+        }
         slot_trim(s);
         m->head = (m->head + 1) % TRK_MQTT_QUEUE_LEN;
         m->count--;
     }
     pthread_mutex_unlock(&m->lock);
     return any;
+}
+
+/* Frames past their age: queued ones are dropped, sent ones without a
+ * PUBACK counted dropped now (their slot in the window stays until the
+ * PUBACK or the end of the connection, so a broker that stopped reading
+ * gets no more than the window). */
+static void expire(struct trk_mqtt *m, double now)
+{
+    pthread_mutex_lock(&m->lock);
+    while (m->count > 0 && now - m->ring[m->head].t > m->max_age) {
+        drop(m, TRK_MQTT_DROP_AGE, 1);
+        slot_trim(&m->ring[m->head]);
+        m->head = (m->head + 1) % TRK_MQTT_QUEUE_LEN;
+        m->count--;
+    }
+    pthread_mutex_unlock(&m->lock);
+    for (int i = 0; i < m->n_win; i++) {
+        if (!m->win[i].late && now - m->win[i].t > m->max_age) {
+            m->win[i].late = true;
+            drop(m, TRK_MQTT_DROP_LATE, 1);
+        }
+    }
 }
 
 /* One turn: poll the socket and the wake fd for at most timeout_ms, then
@@ -618,21 +877,33 @@ static void turn(struct trk_mqtt *m, int timeout_ms)
     if (mosquitto_socket(m->mosq) >= 0) mosquitto_loop_misc(m->mosq);
 }
 
-/* Hands libmosquitto what is due while it has written everything before
- * (so its own queue never grows): the retained messages, then frames. */
+/* Hands libmosquitto what is due: the retained messages, then frames while
+ * the window has room. */
 static void publish_due(struct trk_mqtt *m)
 {
+    double now = trk_now();
+    expire(m, now);
     if (m->state != CONNECTED) return;
-    pthread_mutex_lock(&m->lock);
-    bool retained = m->status_dirty || (m->config_dirty && m->config.len);
-    pthread_mutex_unlock(&m->lock);
-    if (retained && !publish_retained(m)) return;
-    while (m->state == CONNECTED && !mosquitto_want_write(m->mosq) && take_frame(m)) {
-        if (!publish_frame(m, &m->work)) {
-            atomic_fetch_add(&m->dropped, 1);
-            return;
+    if (!m->held && now - m->t_connected >= TRK_MQTT_HOLD_S) {
+        /* This connection held: the backoff and the failure log start over. */
+        m->held = true;
+        m->backoff = TRK_MQTT_BACKOFF_MIN_S;
+        trk_log_once_reset(m->fail_logged);
+        trk_log_once_reset(m->drop_logged);
+    }
+    if (!publish_retained(m)) return;
+    while (m->state == CONNECTED && m->n_win < TRK_MQTT_WINDOW && take_frame(m, now)) {
+        int mid = 0;
+        switch (publish_frame(m, &m->work, &mid)) {
+        case PUB_OK:
+            m->win[m->n_win] =
+                (struct flight){ .mid = mid, .t = m->work.t, .sent = now, .ahead = m->n_win };
+            m->n_win++;
+            atomic_store(&m->inflight, (uint64_t)m->n_win);
+            break;
+        case PUB_REFUSED: drop(m, TRK_MQTT_DROP_REFUSED, 1); break;
+        case PUB_GONE: drop(m, TRK_MQTT_DROP_LOST, 1); return;
         }
-        atomic_fetch_add(&m->published, 1);
     }
 }
 
@@ -644,9 +915,10 @@ static bool quitting(struct trk_mqtt *m)
     return q;
 }
 
-/* The end: what is queued and "offline" go out while the broker takes them
- * (TRK_MQTT_CLOSE_S at most), then a clean DISCONNECT, so the broker drops
- * the will. Frames left over are dropped (counted). */
+/* The end: what is queued goes out while the broker takes it and its
+ * PUBACKs come, then "offline" (TRK_MQTT_CLOSE_S in all at most), then a
+ * clean DISCONNECT, so the broker drops the will. Frames left over are
+ * dropped (counted). */
 static void finish(struct trk_mqtt *m)
 {
     double deadline = trk_now() + TRK_MQTT_CLOSE_S;
@@ -655,15 +927,18 @@ static void finish(struct trk_mqtt *m)
         pthread_mutex_lock(&m->lock);
         bool empty = m->count == 0;
         pthread_mutex_unlock(&m->lock);
-        if (empty && !mosquitto_want_write(m->mosq)) break;
+        if (empty && !m->n_win && !mosquitto_want_write(m->mosq)) break;
         turn(m, 20);
     }
+    for (int i = 0; i < m->n_win; i++)
+        if (!m->win[i].late) drop(m, TRK_MQTT_DROP_STOPPED, 1);
+    m->n_win = 0;
     if (m->state == CONNECTED) {
         pthread_mutex_lock(&m->lock);
         status_json(m, &m->payload, false, m->source, "trackd stopped");
         pthread_mutex_unlock(&m->lock);
         int mid = 0;
-        if (publish(m, m->t_status, &m->payload, 1, true, &mid)) {
+        if (publish(m, m->t_status, &m->payload, 1, true, &mid) == PUB_OK) {
             m->offline_mid = mid;
             while (m->state == CONNECTED && !m->offline_sent && trk_now() < deadline)
                 turn(m, 20);
@@ -672,7 +947,7 @@ static void finish(struct trk_mqtt *m)
         mosquitto_disconnect(m->mosq);
     }
     pthread_mutex_lock(&m->lock);
-    atomic_fetch_add(&m->dropped, (uint64_t)m->count);
+    drop(m, TRK_MQTT_DROP_STOPPED, (uint64_t)m->count);
     m->count = 0;
     pthread_mutex_unlock(&m->lock);
 }
@@ -687,11 +962,12 @@ static void *mqtt_main(void *arg)
         if (m->state == CONNECTING && now - m->t_attempt > TRK_MQTT_CONNACK_S) {
             m->drop_why = "no answer to CONNECT within 5 s";
             mosquitto_disconnect(m->mosq); /* calls on_disconnect */
-            if (m->state != IDLE) on_disconnect(m->mosq, m, 0);
+            if (m->state != IDLE) on_disconnect(m->mosq, m, 0, NULL);
         }
         publish_due(m);
-        /* Connected: frames wake the thread; otherwise poll often enough for
-         * the backoff and the CONNACK timeout. */
+        /* Connected: frames and PUBACKs wake the thread; otherwise (and for
+         * the ages of frames) poll often enough for the backoff and the
+         * CONNACK timeout. */
         int timeout = 100;
         if (m->state == IDLE) {
             double left = m->next_try - trk_now();
@@ -733,6 +1009,7 @@ int trk_mqtt_create(const struct trk_mqtt_cfg *cfg, struct trk_mqtt **out)
     snprintf(m->source, sizeof(m->source), "starting");
     m->status_dirty = true;
     m->backoff = TRK_MQTT_BACKOFF_MIN_S;
+    m->max_age = cfg->max_age > 0 ? cfg->max_age : TRK_MQTT_MAX_AGE_S;
     err = TRK_ENOMEM;
     if (cfg->ca_file && !(m->ca_file = strdup(cfg->ca_file))) goto fail;
     if ((m->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
@@ -740,40 +1017,8 @@ int trk_mqtt_create(const struct trk_mqtt_cfg *cfg, struct trk_mqtt **out)
         goto fail;
     }
     pthread_once(&lib_once, lib_init);
-    /* A client id per process: two trackd with one camera name must not
-     * take each other's session over. */
-    char id[200];
-    snprintf(id, sizeof(id), "trackd-%.64s-%ld", m->camera, (long)getpid());
-    if (!(m->mosq = mosquitto_new(id, true, m))) goto fail;
-    /* Frames are small and go out one by one: Nagle's algorithm would hold
-     * each back until the previous one is acknowledged. */
-    mosquitto_int_option(m->mosq, MOSQ_OPT_TCP_NODELAY, 1);
-    mosquitto_connect_callback_set(m->mosq, on_connect);
-    mosquitto_disconnect_callback_set(m->mosq, on_disconnect);
-    mosquitto_publish_callback_set(m->mosq, on_publish);
-    int rc = MOSQ_ERR_SUCCESS;
-    if (m->url.user[0])
-        rc = mosquitto_username_pw_set(m->mosq, m->url.user, m->url.has_pass ? m->url.pass : NULL);
-    struct trk_buf will = { 0 };
-    status_json(m, &will, false, NULL, "connection lost");
-    if (rc == MOSQ_ERR_SUCCESS && !will.failed)
-        rc = mosquitto_will_set(m->mosq, m->t_status, (int)will.len, will.data, 1, true);
-    trk_buf_free(&will);
-    if (rc == MOSQ_ERR_SUCCESS && m->url.tls) {
-        rc = mosquitto_tls_set(m->mosq, m->ca_file, m->ca_file ? NULL : "/etc/ssl/certs", NULL,
-                               NULL, NULL);
-        if (rc != MOSQ_ERR_SUCCESS) {
-            log_error("--mqtt-ca %s: %s", m->ca_file ? m->ca_file : "(system CAs)",
-                      mosquitto_strerror(rc));
-            err = TRK_EINVAL;
-            goto fail;
-        }
-    }
-    if (rc != MOSQ_ERR_SUCCESS) {
-        log_error("cannot set up the MQTT client: %s", mosquitto_strerror(rc));
-        err = TRK_EINVAL;
-        goto fail;
-    }
+    m->proto = MQTT_PROTOCOL_V5;
+    if ((err = setup_handle(m))) goto fail;
     *out = m;
     return 0;
 fail:
@@ -803,8 +1048,15 @@ void trk_mqtt_destroy(struct trk_mqtt **pm)
         pthread_join(m->thread, NULL);
         struct trk_mqtt_stats st;
         trk_mqtt_get_stats(m, &st);
-        log_info("%llu frames published, %llu dropped, %llu connections",
-                 (unsigned long long)st.published, (unsigned long long)st.dropped,
+        char why[256] = "";
+        size_t n = 0;
+        for (int i = 0; i < TRK_MQTT_DROP_N && n < sizeof(why); i++)
+            if (st.drops[i])
+                n += (size_t)snprintf(why + n, sizeof(why) - n, "%s%s %llu", n ? ", " : " (",
+                                      trk_mqtt_drop_name(i), (unsigned long long)st.drops[i]);
+        if (n && n < sizeof(why) - 1) snprintf(why + n, sizeof(why) - n, ")");
+        log_info("%llu frames published, %llu dropped%s, %llu connections",
+                 (unsigned long long)st.published, (unsigned long long)st.dropped, why,
                  (unsigned long long)st.connects);
     }
     if (m->mosq) mosquitto_destroy(m->mosq);

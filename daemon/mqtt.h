@@ -9,9 +9,19 @@
  * thread, which owns the libmosquitto handle: it connects, publishes,
  * reconnects with backoff. Nothing here ever waits for the network: a slow
  * or absent broker fills the queue, and the oldest queued frame is dropped
- * (counted) for the newest. The publisher hands libmosquitto a frame only
- * once it has written the previous ones to the socket, so its own buffers
- * stay bounded too. Every function is thread-safe.
+ * (counted) for the newest.
+ *
+ * What is in flight is bounded by acknowledgements, not by socket buffers
+ * (the broker's receive buffer alone can hold megabytes that a socket-level
+ * bound never sees): each frame's message on <camera>/frame goes last, at
+ * QoS 1, and a frame counts as published only once the broker acknowledged
+ * it (PUBACK; the broker handles one connection's packets in order, so the
+ * frame's objects/<name> messages before it are in too). At most
+ * TRK_MQTT_WINDOW frames await their PUBACK; a frame is sent only while it
+ * should reach the broker within half the maximum age (trk_mqtt_cfg.max_age,
+ * from its capture), and one not acknowledged within the whole of it is
+ * counted dropped: every frame handed over ends up published or dropped for
+ * one reason (enum trk_mqtt_drop). Every function is thread-safe.
  *
  * Lifecycle: create (checks the settings, makes the handle) / start (the
  * publisher thread: returns at once, the connection is made in the
@@ -30,8 +40,8 @@ struct trk_mqtt;
 
 /* Longest host name, user, password and prefix in a --mqtt URL (bytes). */
 #define TRK_MQTT_FIELD_MAX 255
-/* Frames waiting for the broker; more drop the oldest (2 s at 30 fps: a
- * broker that pauses that long loses frames rather than delaying them). */
+/* Frames waiting for the broker; more drop the oldest (2 s at 30 fps;
+ * frames past the maximum age leave it sooner, dropped too). */
 #define TRK_MQTT_QUEUE_LEN 64
 /* ... and at most this many bytes of them: large frames (a big object set,
  * config/objects.h's frame limits) drop the oldest sooner. A slot's buffer
@@ -43,9 +53,20 @@ struct trk_mqtt;
  * (a port that accepts and never answers); then it is dropped and retried. */
 #define TRK_MQTT_CONNACK_S 5.0
 /* Reconnect backoff: the first retry after TRK_MQTT_BACKOFF_MIN_S, doubling
- * up to TRK_MQTT_BACKOFF_MAX_S, back to the minimum after a CONNACK. */
+ * up to TRK_MQTT_BACKOFF_MAX_S; back to the minimum only after a connection
+ * held TRK_MQTT_HOLD_S (a broker that accepts and then drops every
+ * connection is retried ever more slowly, not every 0.5 s). */
 #define TRK_MQTT_BACKOFF_MIN_S 0.5
 #define TRK_MQTT_BACKOFF_MAX_S 8.0
+#define TRK_MQTT_HOLD_S        10.0
+/* Frames sent and not yet acknowledged (PUBACK): the most that a broker
+ * which stops reading can receive late. 8 keeps 30 fps going with a PUBACK
+ * round trip up to 260 ms (a broker across the internet). */
+#define TRK_MQTT_WINDOW 8
+/* --mqtt-max-age: the default and the bounds (seconds since capture). */
+#define TRK_MQTT_MAX_AGE_S   1.0
+#define TRK_MQTT_MAX_AGE_MIN 0.05
+#define TRK_MQTT_MAX_AGE_MAX 60.0
 /* MQTT keepalive: a broker that loses trackd without a TCP close (a cut
  * cable) publishes the will after 1.5 times this. */
 #define TRK_MQTT_KEEPALIVE_S 10
@@ -82,6 +103,9 @@ struct trk_mqtt_cfg {
     const char *camera;  /* the camera's name (--name): a topic level, already
                           * restricted to [A-Za-z0-9._-] by the CLI           */
     const char *server;  /* "trackd <version>", for the status message          */
+    double max_age;      /* --mqtt-max-age: seconds from a frame's capture within
+                          * which the broker must have it; older frames are
+                          * dropped, not sent late. 0: TRK_MQTT_MAX_AGE_S     */
 };
 
 /* 0, TRK_EINVAL (a bad URL, logged) or TRK_ENOMEM. */
@@ -92,8 +116,10 @@ int trk_mqtt_start(struct trk_mqtt *m);
 
 /* Processing thread: one frame message (protocol/messages.h trk_msg_frame,
  * the WebSocket text) to publish on <camera>/frame and, split per object,
- * on <camera>/objects/<name>. Copies it; never blocks on the network. */
-void trk_mqtt_frame(struct trk_mqtt *m, const char *json, size_t len);
+ * on <camera>/objects/<name>; t_capture is its capture time (trk_now's
+ * clock), from which its age is counted. Copies it; never blocks on the
+ * network. */
+void trk_mqtt_frame(struct trk_mqtt *m, const char *json, size_t len, double t_capture);
 
 /* Processing thread: the object set in use (initially and after every
  * change), published retained on <camera>/config. */
@@ -103,13 +129,31 @@ void trk_mqtt_objects(struct trk_mqtt *m, const struct trk_objects *set);
  * as the pipeline tells web clients: the retained <camera>/status says it. */
 void trk_mqtt_source_state(struct trk_mqtt *m, const char *state, const char *text);
 
+/* Why a frame was not published (each frame handed over is counted once:
+ * published, or dropped for one of these). */
+enum trk_mqtt_drop {
+    TRK_MQTT_DROP_QUEUE,   /* the queue was full: the oldest made room for the newest */
+    TRK_MQTT_DROP_AGE,     /* older than the maximum age before it could be sent      */
+    TRK_MQTT_DROP_LATE,    /* sent, not acknowledged within the maximum age           */
+    TRK_MQTT_DROP_LOST,    /* sent, the connection ended before its PUBACK            */
+    TRK_MQTT_DROP_REFUSED, /* the broker refuses it (larger than the maximum packet
+                            * size it announced, or a PUBACK with an error code)      */
+    TRK_MQTT_DROP_STOPPED, /* queued or unacknowledged when trackd stopped            */
+    TRK_MQTT_DROP_ERROR,   /* could not be copied or encoded (out of memory)          */
+    TRK_MQTT_DROP_N
+};
+
+/* The reason's name in /metrics and the log ("queue", "age", ...). */
+const char *trk_mqtt_drop_name(enum trk_mqtt_drop why);
+
 struct trk_mqtt_stats {
-    bool connected;     /* the broker accepted the connection (CONNACK)     */
-    uint64_t published; /* frame messages handed to the connection          */
-    uint64_t dropped;   /* frame messages never published (queue full, or
-                         * still queued when trackd stopped)                */
-    uint64_t connects;  /* connections the broker accepted                   */
-    uint64_t queue_len; /* frames waiting now                               */
+    bool connected;                  /* the broker accepted the connection (CONNACK)     */
+    uint64_t published;              /* frames the broker acknowledged within the maximum age */
+    uint64_t dropped;                /* frames not published: the sum of drops[]         */
+    uint64_t drops[TRK_MQTT_DROP_N]; /* ... by reason                       */
+    uint64_t connects;               /* connections the broker accepted                   */
+    uint64_t queue_len;              /* frames waiting now                               */
+    uint64_t inflight;               /* frames sent, awaiting their PUBACK now           */
 };
 
 /* Safe on NULL (zeroes *st). */

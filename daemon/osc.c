@@ -12,34 +12,34 @@
 #define LOG_TAG "osc"
 #include "log.h"
 #include "netaddr.h"
+#include "objects.h" /* trk_objects_escape_name */
 #include "sink.h"
 
-/* Longest address: the prefix, a camera and a name (TRK_NAME_MAX each) and
- * "/blob". */
-#define ADDR_MAX (16 + 2 * TRK_NAME_MAX + 8)
+/* Longest address: the prefix, a camera and a name (each escaped: up to
+ * TRK_NAME_ESCAPED_MAX) and "/instance". */
+#define ADDR_MAX (16 + 2 * TRK_NAME_ESCAPED_MAX + 16)
+/* The bytes OSC 1.0 reserves in an address part; '%' is escaped too. */
+#define OSC_RESERVED " #*,/?[]{}"
+/* Longest message: its address and at most five 4-byte arguments with
+ * their type tags. */
+#define MSG_MAX (ADDR_MAX + 64)
 
+/* liblo builds and serialises the messages; they go out on our own socket,
+ * IPv4 or IPv6 (through liblo 0.31 as Debian builds it, every send to an
+ * IPv6 address failed). */
 struct osc {
-    lo_address to;
+    struct trk_netaddr_dgram net;
     char *camera;
+    unsigned char msg[MSG_MAX]; /* the datagram being sent */
 };
 
 static void osc_close(void *ctx)
 {
     struct osc *o = ctx;
     if (!o) return;
-    if (o->to) lo_address_free(o->to);
+    trk_netaddr_dgram_close(&o->net);
     free(o->camera);
     free(o);
-}
-
-/* One OSC address part: the bytes OSC 1.0 reserves (and controls) as '_';
- * other bytes, UTF-8 included, as they are. */
-static size_t put_part(char *buf, size_t at, size_t len, const char *s)
-{
-    for (; *s && at + 1 < len; s++)
-        buf[at++] = ((unsigned char)*s < 0x20 || *s == 0x7f || strchr(" #*,/?[]{}", *s)) ? '_' : *s;
-    buf[at < len ? at : len - 1] = 0;
-    return at;
 }
 
 size_t trk_osc_address(char *buf, size_t len, const char *camera, const char *name)
@@ -47,9 +47,9 @@ size_t trk_osc_address(char *buf, size_t len, const char *camera, const char *na
     if (!len) return 0;
     size_t at = (size_t)snprintf(buf, len, "/trackd/");
     if (at >= len) return len - 1;
-    at = put_part(buf, at, len, camera);
+    at += trk_objects_escape_name(camera, OSC_RESERVED, buf + at, len - at);
     if (at + 1 < len) buf[at++] = '/';
-    return put_part(buf, at, len, name);
+    return at + trk_objects_escape_name(name, OSC_RESERVED, buf + at, len - at);
 }
 
 static int32_t clamp_mass(uint64_t mass)
@@ -61,11 +61,12 @@ static int32_t clamp_mass(uint64_t mass)
 static int send_msg(struct osc *o, const char *path, lo_message m)
 {
     if (!m) return TRK_ENOMEM;
-    int n = lo_send_message(o->to, path, m);
+    size_t n = lo_message_length(m, path);
+    int err = n <= sizeof o->msg && lo_message_serialise(m, path, o->msg, &n)
+                  ? trk_netaddr_dgram_send(&o->net, o->msg, n)
+                  : TRK_ENOMEM;
     lo_message_free(m);
-    if (n >= 0) return 0;
-    int e = lo_address_errno(o->to);
-    return e > 0 ? -e : -EIO;
+    return err;
 }
 
 static int osc_send(void *ctx, const struct trk_sink_frame *f)
@@ -129,32 +130,28 @@ int trk_osc_create(const struct trk_osc_cfg *cfg, struct trk_sink **out)
 {
     *out = NULL;
     if (!cfg || !cfg->host || cfg->port < 1 || cfg->port > 65535) return TRK_EINVAL;
-    char port[8], name[300], numeric[NI_MAXHOST];
-    snprintf(port, sizeof(port), "%d", cfg->port);
+    char name[300];
     snprintf(name, sizeof(name), "osc %s%s%s:%d", strchr(cfg->host, ':') ? "[" : "", cfg->host,
              strchr(cfg->host, ':') ? "]" : "", cfg->port);
-    /* Resolved here, once, so a bad name fails the start with a clear
-     * message; liblo gets the numeric address. */
-    struct addrinfo hints = { .ai_socktype = SOCK_DGRAM, .ai_flags = AI_NUMERICSERV }, *ai;
-    int gai = getaddrinfo(cfg->host, port, &hints, &ai);
-    if (!gai) {
-        const struct addrinfo *to = trk_addrinfo_pick(ai);
-        gai = getnameinfo(to->ai_addr, to->ai_addrlen, numeric, sizeof(numeric), NULL, 0,
-                          NI_NUMERICHOST);
-        freeaddrinfo(ai);
-    }
-    if (gai) {
-        log_error("--osc %s: cannot resolve %s: %s", name + 4, cfg->host, gai_strerror(gai));
-        return -ENOENT;
-    }
     struct osc *o = calloc(1, sizeof(*o));
-    if (!o || !(o->camera = strdup(cfg->camera ? cfg->camera : "trackd")) ||
-        !(o->to = lo_address_new_with_proto(LO_UDP, numeric, port))) {
+    if (o) o->net.fd = -1;
+    if (!o || !(o->camera = strdup(cfg->camera ? cfg->camera : "trackd"))) {
         osc_close(o);
         return TRK_ENOMEM;
     }
+    /* Resolved here, once, so a bad name fails the start with a clear
+     * message. */
+    int gai, err = trk_netaddr_dgram_open(&o->net, cfg->host, cfg->port, &gai);
+    if (err) {
+        if (err == -ENOENT)
+            log_error("--osc %s: cannot resolve %s: %s", name + 4, cfg->host, gai_strerror(gai));
+        else
+            log_error_err(err, "--osc %s: cannot open a socket", name + 4);
+        osc_close(o);
+        return err;
+    }
     struct trk_sink_cfg sc = { .name = name, .send = osc_send, .close = osc_close, .ctx = o };
-    int err = trk_sink_create(&sc, out); /* closes o on failure */
+    err = trk_sink_create(&sc, out); /* closes o on failure */
     if (err) {
         log_error_err(err, "%s: cannot start its thread", name);
         return err;

@@ -5,8 +5,9 @@
  *               then per listed blob k (0 = largest):
  *               /trackd/<camera>/<name>/blob i:k f:cx f:cy i:mass
  *   not found:  /trackd/<camera>/<name>/lost (no arguments)
- * one message per datagram. Characters OSC reserves in addresses (space # *
- * , / ? [ ] { }) and control characters in <camera> and <name> become '_'.
+ * one message per datagram, IPv4 or IPv6. In <camera> and <name> the
+ * characters OSC reserves in addresses (space # * , / ? [ ] { }), '%' and
+ * control characters are written %XX, so no two names share an address.
  * PROTOCOL.md, "OSC", is the document. */
 #ifndef TRK_DAEMON_OSC_H
 #define TRK_DAEMON_OSC_H
@@ -25,8 +26,9 @@ struct trk_osc_cfg {
  * -errno (-ENOENT: the host does not resolve); failures are logged. */
 int trk_osc_create(const struct trk_osc_cfg *cfg, struct trk_sink **out);
 
-/* Writes "/trackd/<camera>/<name>" with reserved characters replaced into
- * buf (len bytes, cut to fit); returns its length. */
+/* Writes "/trackd/<camera>/<name>" with reserved characters escaped
+ * (trk_objects_escape_name) into buf (len bytes, cut to fit, never inside an
+ * escape); returns its length. */
 size_t trk_osc_address(char *buf, size_t len, const char *camera, const char *name);
 
 #endif

@@ -638,8 +638,7 @@ static bool hand_off(struct pipeline *p, struct trk_frame *f, double t_done, dou
             /* Clients may change the rate. */
             int pw;
             double pfps;
-            struct trk_object_def unused;
-            trk_control_preview(cfg->control, &pw, &pfps, &unused);
+            trk_control_preview(cfg->control, &pw, &pfps, NULL, 0);
             if (!(pfps > 0)) pfps = cfg->preview_fps; /* a control made without a hello */
             *next_preview = t_done + 1.0 / pfps;
         }
@@ -805,7 +804,7 @@ static void *process_main(void *arg)
         if (trk_msg_frame(&msg, &meta, p->objects->def, p->obj_res, p->blobs, n_objects) == 0) {
             if (p->out) trk_output_line(p->out, msg.data, msg.len);
             if (cfg->ws) trk_ws_broadcast(cfg->ws, TRK_WS_RESULT, msg.data, msg.len);
-            trk_mqtt_frame(cfg->mqtt, msg.data, msg.len);
+            trk_mqtt_frame(cfg->mqtt, msg.data, msg.len, f->t_capture);
         }
         for (int k = 0; k < TRK_PIPELINE_SINKS; k++)
             trk_sink_push(cfg->sinks[k], &meta, p->objects->def, p->obj_res, p->blobs, n_objects);
@@ -856,14 +855,16 @@ static void *preview_main(void *arg)
         struct trk_frame *f = p->preview_frame;
         pthread_mutex_unlock(&p->lock);
         if (!f) break;
-        const uint8_t *jpeg;
-        size_t size;
-        struct trk_image rgb;
-        /* Clients may change the preview width and ask for a mask. */
+        /* Clients may change the preview width, and each may ask for its
+         * own mask view: one picture per view. */
         int want_w;
         double unused_fps;
-        struct trk_object_def mdef;
-        bool mask = trk_control_preview(cfg->control, &want_w, &unused_fps, &mdef);
+        struct trk_control_view views[1 + TRK_CONTROL_VIEWS];
+        int n_views =
+            trk_control_preview(cfg->control, &want_w, &unused_fps, views, 1 + TRK_CONTROL_VIEWS);
+        bool mask = false;
+        for (int i = 0; i < n_views; i++)
+            mask |= views[i].mask;
         if (want_w <= 0) want_w = cfg->preview_width; /* a control made without a hello */
         if (want_w != enc_width) {
             trk_preview_destroy(&enc);
@@ -886,8 +887,16 @@ static void *preview_main(void *arg)
                 trk_prefilter_apply(&pf, host, &pf_buf, &filtered) == 0)
                 test = &filtered;
         }
-        if (enc && host && trk_preview_rgb(enc, host, mask ? &mdef : NULL, test, &rgb) == 0 &&
-            trk_preview_compress(enc, &rgb, &jpeg, &size) == 0) {
+        /* A sample may name this frame, the picture its user saw: kept
+         * before any client can see it. */
+        if (enc && host) trk_control_keep_frame(cfg->control, host, f->seq);
+        for (int i = 0; enc && host && i < n_views; i++) {
+            const uint8_t *jpeg;
+            size_t size;
+            struct trk_image rgb;
+            if (trk_preview_rgb(enc, host, views[i].mask ? &views[i].def : NULL, test, &rgb) ||
+                trk_preview_compress(enc, &rgb, &jpeg, &size))
+                continue;
             if (size + TRK_PREVIEW_HDR > msg_cap) {
                 uint8_t *n = realloc(msg, size + TRK_PREVIEW_HDR);
                 if (n) msg = n, msg_cap = size + TRK_PREVIEW_HDR;
@@ -896,7 +905,7 @@ static void *preview_main(void *arg)
                 trk_msg_preview_header(msg, f->seq, rgb.width, rgb.height, f->img.width,
                                        f->img.height);
                 memcpy(msg + TRK_PREVIEW_HDR, jpeg, size);
-                trk_ws_broadcast(cfg->ws, TRK_WS_PREVIEW, msg, size + TRK_PREVIEW_HDR);
+                trk_ws_broadcast_view(cfg->ws, views[i].view, msg, size + TRK_PREVIEW_HDR);
             }
         }
         pthread_mutex_lock(&p->lock);
@@ -1133,7 +1142,7 @@ static void update_metrics(struct pipeline *p, struct stats_mark *mark)
     if (cfg->mqtt) {
         struct trk_mqtt_stats ms;
         trk_mqtt_get_stats(cfg->mqtt, &ms);
-        trk_metrics_set_mqtt(cfg->metrics, ms.connected, ms.published, ms.dropped, ms.connects);
+        trk_metrics_set_mqtt(cfg->metrics, &ms);
     }
 }
 

@@ -255,7 +255,17 @@ static enum trk_snapshot_status encode(struct trk_snapshot *s, struct slot *sl, 
     for (int i = 0; mask && i < sl->n && !mdef; i++)
         if (!strcmp(sl->defs[i].name, mask)) mdef = &sl->defs[i];
     if (mask && !mdef) {
-        snprintf(why, why_len, "no object named \"%.64s\" (objects: %d)", mask, sl->n);
+        /* The names to pick from, as many as fit, so a typo is fixed at once. */
+        size_t n = (size_t)snprintf(why, why_len, "no object named \"%.64s\"; %s", mask,
+                                    sl->n ? "the objects are" : "there are no objects");
+        for (int i = 0; i < sl->n && n < why_len; i++) {
+            const char *name = sl->defs[i].name;
+            bool fits = n + strlen(name) + 8 < why_len ||
+                        (i + 1 == sl->n && n + strlen(name) + 3 < why_len);
+            n += (size_t)snprintf(why + n, why_len - n, fits ? "%s %s" : "%s ...", i ? "," : ":",
+                                  name);
+            if (!fits) break;
+        }
         return TRK_SNAPSHOT_NO_OBJECT;
     }
     if (!s->enc && trk_preview_create(SNAPSHOT_MAX_WIDTH, s->quality, &s->enc)) {
@@ -397,7 +407,7 @@ static void serve(struct trk_snapshot *s, struct slot *sl, uint64_t gen, struct 
     for (int i = 0; i < n; i++) {
         if (!batch[i].answer) continue; /* answered with an earlier one */
         struct trk_buf b = { 0 };
-        char why[200] = "";
+        char why[400] = ""; /* room for the object names of a 404 */
         enum trk_snapshot_status st = TRK_SNAPSHOT_NO_FRAME;
         const struct variant *v = &batch[i].v;
         pthread_mutex_lock(&s->lock);

@@ -19,6 +19,11 @@
  * error, or the end of a file (or of a --loop pass) where no frame decoded
  * at all. The source has logged why and put it in trk_source.error. */
 #define TRK_SOURCE_EDECODE (-10101)
+/* open() of a camera path that is there but is no video capture device (a
+ * regular file, a directory, a character device that is not V4L2, a V4L2
+ * node without video capture such as a UVC metadata node): waiting cannot
+ * help. The reason is in trk_source.error. (-10102 is hwdec.h's.) */
+#define TRK_SOURCE_ENOTCAMERA (-10103)
 
 struct trk_source;
 struct trk_hwdec_cfg;

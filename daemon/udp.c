@@ -20,9 +20,7 @@
 
 /* The sink thread's state. */
 struct udp {
-    int fd;
-    struct sockaddr_storage to;
-    socklen_t to_len;
+    struct trk_netaddr_dgram net;
     char *camera;
     size_t max_payload;
     struct trk_buf msg;  /* the datagram being built */
@@ -35,7 +33,7 @@ static void udp_close(void *ctx)
 {
     struct udp *u = ctx;
     if (!u) return;
-    if (u->fd >= 0) close(u->fd);
+    trk_netaddr_dgram_close(&u->net);
     trk_buf_free(&u->msg);
     trk_buf_free(&u->one);
     free(u->obj_len);
@@ -46,11 +44,7 @@ static void udp_close(void *ctx)
 static int send_buf(struct udp *u, const struct trk_buf *b)
 {
     if (b->failed) return TRK_ENOMEM;
-    for (;;) {
-        ssize_t n = sendto(u->fd, b->data, b->len, 0, (const struct sockaddr *)&u->to, u->to_len);
-        if (n >= 0) return 0;
-        if (errno != EINTR) return -errno;
-    }
+    return trk_netaddr_dgram_send(&u->net, b->data, b->len);
 }
 
 /* One frame: the whole message when it fits, else parts of consecutive
@@ -135,8 +129,7 @@ int trk_udp_create(const struct trk_udp_cfg *cfg, struct trk_sink **out)
 {
     *out = NULL;
     if (!cfg || !cfg->host || cfg->port < 1 || cfg->port > 65535) return TRK_EINVAL;
-    char port[8], name[300];
-    snprintf(port, sizeof(port), "%d", cfg->port);
+    char name[300];
     snprintf(name, sizeof(name), "udp %s%s%s:%d", strchr(cfg->host, ':') ? "[" : "", cfg->host,
              strchr(cfg->host, ':') ? "]" : "", cfg->port);
     unsigned ifindex = 0;
@@ -144,33 +137,24 @@ int trk_udp_create(const struct trk_udp_cfg *cfg, struct trk_sink **out)
         log_error("--udp-iface %s: no such network interface (ip link lists them)", cfg->iface);
         return -ENODEV;
     }
-    struct addrinfo hints = { .ai_socktype = SOCK_DGRAM, .ai_flags = AI_NUMERICSERV }, *ai;
-    int gai = getaddrinfo(cfg->host, port, &hints, &ai);
-    if (gai) {
-        log_error("--udp %s: cannot resolve %s: %s", name + 4, cfg->host, gai_strerror(gai));
-        return -ENOENT;
-    }
     struct udp *u = calloc(1, sizeof(*u));
+    if (u) u->net.fd = -1;
     if (!u || !(u->camera = strdup(cfg->camera ? cfg->camera : "trackd")) ||
         !(u->obj_len = calloc(TRK_MAX_OBJECTS, sizeof(*u->obj_len)))) {
-        freeaddrinfo(ai);
-        if (u) u->fd = -1;
         udp_close(u);
         return TRK_ENOMEM;
     }
     size_t max_payload = cfg->max_payload > 0 ? (size_t)cfg->max_payload : TRK_UDP_PAYLOAD;
     u->max_payload = max_payload;
-    const struct addrinfo *to = trk_addrinfo_pick(ai);
-    memcpy(&u->to, to->ai_addr, to->ai_addrlen);
-    u->to_len = to->ai_addrlen;
-    bool multicast = is_multicast(to->ai_addr);
-    int err = 0;
-    u->fd = socket(to->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    if (u->fd < 0)
-        err = -errno;
-    else if (multicast)
-        err = set_multicast(u->fd, to->ai_family, cfg, ifindex);
-    freeaddrinfo(ai);
+    int gai, err = trk_netaddr_dgram_open(&u->net, cfg->host, cfg->port, &gai);
+    if (err == -ENOENT) {
+        log_error("--udp %s: cannot resolve %s: %s", name + 4, cfg->host, gai_strerror(gai));
+        udp_close(u);
+        return err;
+    }
+    const struct sockaddr *to = (const struct sockaddr *)&u->net.to;
+    bool multicast = is_multicast(to);
+    if (!err && multicast) err = set_multicast(u->net.fd, to->sa_family, cfg, ifindex);
     if (err) {
         log_error_err(err, "--udp %s: cannot set up the socket", name + 4);
         udp_close(u);

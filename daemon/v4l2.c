@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <linux/videodev2.h>
@@ -21,6 +22,7 @@
 #include <libavcodec/avcodec.h>
 
 #define LOG_TAG "v4l2"
+#include "camctl.h"
 #include "hwdec.h"
 #include "log.h"
 #include "source.h"
@@ -290,6 +292,11 @@ static int xioctl(int fd, unsigned long req, void *arg)
     return r < 0 ? -errno : 0;
 }
 
+int trk_v4l2_ioctl(int fd, unsigned long req, void *arg)
+{
+    return xioctl(fd, req, arg);
+}
+
 /* Finds a control by its v4l2-ctl style name; 0 and *q, or -ENOENT. */
 static int find_control(int fd, const char *name, struct v4l2_queryctrl *q)
 {
@@ -306,27 +313,37 @@ static int find_control(int fd, const char *name, struct v4l2_queryctrl *q)
     return -ENOENT;
 }
 
-/* Sets every configured control; a missing or refused control is logged
- * and skipped (the camera still streams). Returns how many failed. */
-static int set_controls(struct v4l2_src *s)
+/* A missing or refused control is logged and skipped (the camera still
+ * streams). */
+int trk_v4l2_set_controls(int fd, const char *device, const struct trk_camera_control *list, int n)
 {
     int failed = 0;
-    for (int i = 0; i < s->cfg.n_controls; i++) {
-        const struct trk_camera_control *c = &s->cfg.controls[i];
+    for (int i = 0; i < n; i++) {
+        const struct trk_camera_control *c = &list[i];
         struct v4l2_queryctrl q;
-        int err = find_control(s->fd, c->name, &q);
+        int err = find_control(fd, c->name, &q);
         if (!err) {
             struct v4l2_control ctl = { .id = q.id, .value = (int32_t)c->value };
-            err = xioctl(s->fd, VIDIOC_S_CTRL, &ctl);
+            err = xioctl(fd, VIDIOC_S_CTRL, &ctl);
         }
         if (err) {
-            log_warn_err(err, "%s: cannot set control %s=%ld", s->device, c->name, c->value);
+            log_warn_err(err, "%s: cannot set control %s=%ld", device, c->name, c->value);
             failed++;
         } else {
-            log_info("%s: control %s=%ld", s->device, c->name, c->value);
+            log_info("%s: control %s=%ld", device, c->name, c->value);
         }
     }
     return failed;
+}
+
+/* The configured controls, or the live ones (trk_v4l2_cfg.camctl). */
+static int set_controls(struct v4l2_src *s)
+{
+    if (s->cfg.camctl)
+        s->cfg.n_controls =
+            trk_camctl_controls(s->cfg.camctl, s->cfg.controls,
+                                (int)(sizeof(s->cfg.controls) / sizeof(s->cfg.controls[0])));
+    return trk_v4l2_set_controls(s->fd, s->device, s->cfg.controls, s->cfg.n_controls);
 }
 
 static void ubufs_free(struct ubufs *u)
@@ -592,20 +609,57 @@ int trk_mjpeg_create_hw(struct trk_mjpeg **out, struct trk_hwdec_ctx *hw)
     return err;
 }
 
+/* Why the open node fd (QUERYCAP's answer err, cap) is no camera trackd can
+ * stream from, into why; NULL when it is one. */
+static const char *not_a_camera(int fd, int err, const struct v4l2_capability *cap, char *why,
+                                size_t len)
+{
+    struct stat st;
+    if (!fstat(fd, &st) && !S_ISCHR(st.st_mode))
+        return S_ISREG(st.st_mode) ? "it is a regular file, not a camera device (/dev/videoN)"
+                                   : "it is not a device node (cameras are /dev/videoN)";
+    if (err == -ENOTTY || err == -EINVAL)
+        return "it is not a V4L2 device (cameras are /dev/videoN; see --list-devices)";
+    if (err) return NULL; /* the device failed: worth a retry */
+    uint32_t caps = cap->capabilities & V4L2_CAP_DEVICE_CAPS ? cap->device_caps : cap->capabilities;
+    /* %s: the device's name ("card") */
+    const char *what = caps & V4L2_CAP_VIDEO_CAPTURE ? NULL
+                       : caps & V4L2_CAP_META_CAPTURE
+                           ? "it is a metadata node of \"%.32s\", not its video (a UVC camera's "
+                             "video is usually the node just before)"
+                       : caps & V4L2_CAP_VIDEO_CAPTURE_MPLANE
+                           ? "it is a multi-planar capture node of \"%.32s\", which trackd does "
+                             "not read"
+                           : "it is a node of \"%.32s\" without video capture (an output or codec "
+                             "node?)";
+    if (!what && !(caps & V4L2_CAP_STREAMING))
+        what = "it is a capture node of \"%.32s\" without streaming I/O, which trackd needs";
+    if (!what) return NULL;
+    int n = snprintf(why, len, what, (const char *)cap->card);
+    if (n > 0 && (size_t)n < len) snprintf(why + n, len - n, "; see --list-devices");
+    return why;
+}
+
 static int v4l2_open(void *self, struct trk_source *info)
 {
     struct v4l2_src *s = self;
     int err;
+    info->error[0] = 0;
     s->fd = open(s->device, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+    if (s->fd < 0 && errno == EISDIR) {
+        snprintf(info->error, sizeof(info->error), "it is a directory, not a camera device");
+        return TRK_SOURCE_ENOTCAMERA;
+    }
     if (s->fd < 0) return -errno;
     struct v4l2_capability cap = { 0 };
-    if ((err = xioctl(s->fd, VIDIOC_QUERYCAP, &cap))) goto fail;
-    uint32_t caps = cap.capabilities & V4L2_CAP_DEVICE_CAPS ? cap.device_caps : cap.capabilities;
-    if (!(caps & V4L2_CAP_VIDEO_CAPTURE) || !(caps & V4L2_CAP_STREAMING)) {
-        log_error("%s (%s) is not a streaming capture device", s->device, cap.card);
-        err = -ENOTSUP;
+    err = xioctl(s->fd, VIDIOC_QUERYCAP, &cap);
+    const char *why = not_a_camera(s->fd, err, &cap, info->error, sizeof(info->error));
+    if (why) {
+        if (why != info->error) snprintf(info->error, sizeof(info->error), "%s", why);
+        err = TRK_SOURCE_ENOTCAMERA;
         goto fail;
     }
+    if (err) goto fail;
     uint32_t offered[64];
     int n = 0;
     struct v4l2_fmtdesc fd = { .type = V4L2_BUF_TYPE_VIDEO_CAPTURE };

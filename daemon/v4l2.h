@@ -44,6 +44,7 @@ int trk_cam_io_parse(const char *s);
 #define TRK_V4L2_HEIGHT 480
 
 struct trk_hwdec_cfg;
+struct trk_camctl;
 struct trk_v4l2_cfg {
     const char *device; /* /dev/videoN or a /dev/v4l/by-id/... link */
     enum trk_cam_format format;
@@ -52,6 +53,10 @@ struct trk_v4l2_cfg {
     /* Set in order: the objects file's "camera" settings, then --control. */
     struct trk_camera_control controls[2 * TRK_CAMERA_MAX_CONTROLS];
     int n_controls;
+    /* When set, the controls come from it at every open instead (the
+     * section as clients and reloads left it, then --control); not owned,
+     * it must outlive the source. */
+    struct trk_camctl *camctl;
     double timeout; /* seconds without a frame before read fails with -ETIMEDOUT */
     /* --hwdec (daemon/hwdec.h) for MJPEG: NVDEC frames as device images
      * when it allows; NULL = software decoding. Copied at create. */
@@ -126,6 +131,14 @@ void trk_mjpeg_destroy(struct trk_mjpeg **d);
 /* Writes name in v4l2-ctl's style ("White Balance, Automatic" ->
  * "white_balance_automatic") into out. */
 void trk_v4l2_ctrl_name(const char *name, char *out, size_t size);
+
+/* ioctl(fd, req, arg) again after EINTR: 0 or -errno. */
+int trk_v4l2_ioctl(int fd, unsigned long req, void *arg);
+
+/* Sets controls c[0..n) in order on the camera open as fd (device: its
+ * name in the log); a control the camera lacks or refuses is logged and
+ * skipped. Returns how many failed. */
+int trk_v4l2_set_controls(int fd, const char *device, const struct trk_camera_control *c, int n);
 
 /* Parses "name=value" into c; false if malformed. */
 bool trk_cam_control_parse(const char *s, struct trk_camera_control *c);

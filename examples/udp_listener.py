@@ -1,5 +1,8 @@
 #!/usr/bin/python3
-"""Prints the positions trackd sends with --udp HOST:PORT.
+"""Prints what trackd sends with --udp HOST:PORT: per frame, the objects
+found and their positions, then each instance of a tracked object (id,
+position, velocity) and each blob of an object that lists blobs, as
+examples/ws_client.py does (frame_text.py beside it reads the message).
 
     trackd --udp 127.0.0.1:5005 &
     python3 examples/udp_listener.py [PORT [FRAMES [GROUP]]]
@@ -12,6 +15,8 @@ here by seq; a frame that lost a part is skipped when a newer one is whole.
 import json
 import socket
 import sys
+
+from frame_text import print_frame
 
 port = int(sys.argv[1]) if len(sys.argv) > 1 else 5005
 frames = int(sys.argv[2]) if len(sys.argv) > 2 else 0
@@ -33,6 +38,5 @@ while n != frames:
         continue
     objects = [o for i in sorted(parts) for o in parts[i]]
     pending = {seq: p for seq, p in pending.items() if seq > msg["seq"]}
-    found = [f"{o['name']} ({o['cx']:.1f}, {o['cy']:.1f})" for o in objects if o["found"]]
-    print(f"frame {msg['seq']}: {', '.join(found)}", flush=True)
+    print_frame(msg["seq"], objects)
     n += 1

@@ -1,17 +1,25 @@
 #!/usr/bin/python3
-"""Prints the positions of the objects trackd finds, from its WebSocket.
+"""Prints what trackd finds, from its WebSocket: per frame, the objects found
+and their positions, then each instance of a tracked object (its id,
+position and velocity) and each blob of an object that lists blobs
+(frame_text.py beside it reads the message). Objects list blobs with
+"blobs": K and are tracked with "track": true in the objects file
+(config/OBJECTS.md).
 
     python3 examples/ws_client.py [URL [FRAMES]]
 
 URL defaults to ws://127.0.0.1:8080/ws; FRAMES (default 0 = forever) stops
 after that many frames. Needs the websockets package (Debian:
-python3-websockets). The messages are described in protocol/PROTOCOL.md.
+python3-websockets; pip: websockets). The messages are described in
+protocol/PROTOCOL.md.
 """
 import asyncio
 import json
 import sys
 
 import websockets
+
+from frame_text import print_frame
 
 
 async def main(url, frames):
@@ -25,9 +33,7 @@ async def main(url, frames):
             msg = json.loads(message)
             if msg["type"] != "frame":  # hello, stats, status, ...
                 continue
-            found = [f"{o['name']} ({o['cx']:.1f}, {o['cy']:.1f})"
-                     for o in msg["objects"] if o["found"]]
-            print(f"frame {msg['seq']}: {', '.join(found)}", flush=True)
+            print_frame(msg["seq"], msg["objects"])
             n += 1
             if n == frames:
                 return

@@ -18,6 +18,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "image.h"     /* pixel formats, struct trk_image, plane geometry */
+#include "trk_error.h" /* TRK_E* codes, trk_strerror: the ground floor, base/ */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -26,85 +29,6 @@ extern "C" {
  * fast backends: 256 bits = 8 x uint32). */
 #define TRK_MAX_OBJECTS 256
 #define TRK_NAME_MAX    64
-
-/* Error codes: negative, distinct from -errno values (which are > -4096). */
-enum {
-    TRK_EINVAL = -10001,   /* bad argument (format, size, pitch, object)   */
-    TRK_ENOMEM = -10002,   /* host or device allocation failed             */
-    TRK_ENODEV = -10003,   /* backend unavailable (no GPU, not compiled)   */
-    TRK_EBACKEND = -10004, /* backend runtime failure (CUDA error, ...)    */
-    TRK_ETOOBIG = -10005,  /* frame larger than the size given at create   */
-};
-/* Human text for a TRK_E* or -errno code. */
-const char *trk_strerror(int err);
-
-/* ---------------------------------------------------------------- images */
-
-enum trk_pixfmt {
-    TRK_FMT_RGB24 = 0, /* packed R,G,B bytes                                  */
-    TRK_FMT_RGBA,      /* packed R,G,B,A bytes (A ignored)                    */
-    TRK_FMT_BGR24,     /* packed B,G,R bytes                                  */
-    TRK_FMT_BGRA,      /* packed B,G,R,A bytes (A ignored)                    */
-    TRK_FMT_YUYV,      /* packed 4:2:2: Y0 U Y1 V per 2 pixels                */
-    TRK_FMT_NV12,      /* 4:2:0: Y plane, then interleaved U,V plane          */
-    TRK_FMT_I420,      /* 4:2:0 planar: Y plane, U plane, V plane             */
-    TRK_FMT_COUNT
-};
-
-enum trk_matrix { TRK_MATRIX_BT601 = 0, TRK_MATRIX_BT709 = 1 };
-
-/* Where an image's planes live. TRK_MEM_HOST (0, what every initializer
- * that leaves mem out gets): ordinary host memory, pageable or pinned.
- * TRK_MEM_CUDA: device memory of the CUDA backend's device, in the
- * current (primary) context of the CUDA runtime: e.g. an NVDEC surface
- * that FFmpeg decoded with a CUDA device made on the primary context
- * (daemon/ffmpeg.c). Only the CUDA backend takes device images
- * (trk_backend_accepts_device); it reads them in place, never writes to
- * them, and copies nothing from the host (upload_bytes 0). The pixels must
- * be complete before submit: written on the legacy default stream (what
- * FFmpeg's decoders use unless told otherwise) or synchronised by the
- * producer; the backend orders its reads after the legacy stream's work. */
-enum trk_mem { TRK_MEM_HOST = 0, TRK_MEM_CUDA };
-
-/* One frame as the backend sees it. plane[] / pitch[] per format:
- *   packed RGB/BGR/YUYV: plane[0], pitch[0]
- *   NV12: plane[0] = Y, plane[1] = UV; I420: plane[0] = Y, [1] = U, [2] = V
- * pitch is in bytes and may exceed the row's payload (V4L2 bytesperline,
- * FFmpeg linesize). 4:2:x chroma planes have ceil(width/2) samples per row
- * and (4:2:0) ceil(height/2) rows. Width and height may be odd.
- * matrix/full_range describe the YCbCr encoding: for YUV formats, how to
- * convert to RGB; for RGB formats, which YCbCr to derive for ycbcr objects.
- * RGB sources normally say BT.601 full range (JPEG's YCbCr). */
-struct trk_image {
-    const uint8_t *plane[3];
-    size_t pitch[3];
-    int width, height;
-    enum trk_pixfmt fmt;
-    enum trk_matrix matrix;
-    bool full_range;
-    enum trk_mem mem; /* where plane[] points: host (0) or device memory */
-};
-
-/* Bytes per pixel of a packed format (0 for planar/semi-planar). */
-int trk_pixfmt_bpp(enum trk_pixfmt fmt);
-const char *trk_pixfmt_name(enum trk_pixfmt fmt);
-
-/* The planes of a width x height frame of one format, without padding: the
- * one definition of plane geometry that frame buffers, camera and file
- * copies, scenes, checks and the CUDA upload all use. */
-struct trk_plane_layout {
-    int planes;          /* 1 packed, 2 NV12 (Y, UV), 3 I420 (Y, U, V)     */
-    size_t row_bytes[3]; /* payload bytes of one row: the least pitch      */
-    int rows[3];         /* rows of each plane                             */
-    int vshift[3];       /* frame row r uses row r >> vshift[p] of plane p */
-};
-/* Fills *L for fmt at width x height (entries past L->planes are 0): 4:2:x
- * chroma planes have ceil(width/2) samples per row and, 4:2:0, ceil(height/2)
- * rows. 0, or TRK_EINVAL for an unknown format or a size <= 0. */
-int trk_image_plane_layout(enum trk_pixfmt fmt, int width, int height, struct trk_plane_layout *L);
-/* Checks plane pointers, pitches, sizes and mem; 0 or TRK_EINVAL. For a
- * device image only the values are checked (the pointers are not read). */
-int trk_image_check(const struct trk_image *img);
 
 /* --------------------------------------------------------------- objects */
 

@@ -4,7 +4,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 
-#include "backend.h" /* trk_strerror: TRK_E* codes and -errno */
+#include "trk_error.h" /* trk_strerror: TRK_E* codes and -errno */
 
 static const char *const level_names[] = { "error", "warn", "info", "debug" };
 

@@ -40,7 +40,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "backend.h"
+#include "image.h"
 
 #ifdef __cplusplus
 extern "C" {

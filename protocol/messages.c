@@ -798,15 +798,33 @@ int trk_msg_ack_saved(struct trk_buf *b, const char *id_json, const char *path, 
     return 0;
 }
 
-int trk_msg_ack_preview(struct trk_buf *b, const char *id_json, int width, double fps,
-                        const char *mask)
+int trk_msg_ack_preview_view(struct trk_buf *b, const char *id_json, int width, double fps,
+                             const struct trk_msg_view *v)
 {
     PUT(trk_msg_ack(b, "preview", id_json, true));
     PUT(kv_i64(b, ",\"width\":", width));
     PUT(kv_fixed(b, ",\"fps\":", fps, 3));
-    PUT(kv_str(b, ",\"mask\":", mask, TRK_NAME_MAX));
+    if (v->box) {
+        const int lo[3] = { v->box->lo[0], v->box->lo[1], v->box->lo[2] };
+        const int hi[3] = { v->box->hi[0], v->box->hi[1], v->box->hi[2] };
+        PUT(put_box(b, ",\"mask\":{\"space\":", v->box->space, lo, hi));
+        LIT(b, "}");
+    } else {
+        PUT(kv_str(b, ",\"mask\":", v->name, TRK_NAME_MAX));
+    }
+    if (v->hold >= 0)
+        PUT(kv_i64(b, ",\"hold\":", v->hold));
+    else if (v->hold == -1)
+        LIT(b, ",\"hold\":null");
     LIT(b, "}");
     return 0;
+}
+
+int trk_msg_ack_preview(struct trk_buf *b, const char *id_json, int width, double fps,
+                        const char *mask)
+{
+    const struct trk_msg_view v = { .name = mask, .hold = -2 };
+    return trk_msg_ack_preview_view(b, id_json, width, fps, &v);
 }
 
 /* {"space":...,"lo":...,"hi":...}: the box sampling suggests for sp. */
@@ -839,7 +857,16 @@ int trk_msg_sample(struct trk_buf *b, const struct trk_sample_info *s)
         PUT(space_key(b, sp != TRK_SPACE_RGB ? "," : "", (enum trk_space)sp));
         PUT(put_sample_box(b, s, (enum trk_space)sp));
     }
-    LIT(b, "}}");
+    LIT(b, "}");
+    if (s->has_share) {
+        LIT(b, ",\"frame_share\":{");
+        for (int sp = TRK_SPACE_RGB; sp <= TRK_SPACE_YCBCR; sp++) {
+            PUT(space_key(b, sp != TRK_SPACE_RGB ? "," : "", (enum trk_space)sp));
+            PUT(kv_fixed(b, "", s->share[sp], 3));
+        }
+        LIT(b, "}");
+    }
+    LIT(b, "}");
     return 0;
 }
 
@@ -864,6 +891,64 @@ void trk_msg_preview_header(uint8_t out[TRK_PREVIEW_HDR], uint64_t seq, int prev
     put_le16(out + 18, frame_h);
 }
 
+/* ------------------------------------------- server -> client: camera */
+
+static int put_cam_ctrl(struct trk_buf *b, const struct trk_cam_ctrl_info *k)
+{
+    PUT(kv_str(b, "{\"name\":", k->name, 63));
+    PUT(kv_str(b, ",\"label\":", k->label, 63));
+    PUT(kv_str(b, ",\"group\":", k->group, 31));
+    PUT(kv_bool(b, ",\"auto\":", k->is_auto));
+    PUT(kv_str(b, ",\"kind\":", k->kind, 15));
+    PUT(kv_i64(b, ",\"min\":", k->min));
+    PUT(kv_i64(b, ",\"max\":", k->max));
+    PUT(kv_i64(b, ",\"step\":", k->step));
+    PUT(kv_i64(b, ",\"default\":", k->def));
+    PUT(kv_i64(b, ",\"value\":", k->value));
+    if (k->is_auto) {
+        PUT(kv_i64(b, ",\"auto_value\":", k->auto_value));
+        PUT(kv_i64(b, ",\"manual_value\":", k->manual_value));
+    }
+    PUT(kv_bool(b, ",\"inactive\":", k->inactive));
+    PUT(kv_bool(b, ",\"fixed\":", k->fixed));
+    if (k->n_menu > 0) {
+        LIT(b, ",\"menu\":[");
+        for (int i = 0; i < k->n_menu; i++) {
+            PUT(kv_i64(b, i ? ",{\"value\":" : "{\"value\":", k->menu_values[i]));
+            PUT(kv_str(b, ",\"name\":", k->menu_names[i], 63));
+            LIT(b, "}");
+        }
+        LIT(b, "]");
+    }
+    LIT(b, "}");
+    return 0;
+}
+
+int trk_msg_camera(struct trk_buf *b, const char *id_json, const struct trk_camera_info *c)
+{
+    LIT(b, "{\"type\":\"camera\"");
+    PUT(put_id(b, id_json));
+    PUT(kv_bool(b, ",\"available\":", c->device != NULL));
+    PUT(kv_str(b, ",\"device\":", c->device, c->device ? strlen(c->device) : 0));
+    PUT(kv_str(b, ",\"reason\":", c->reason, c->reason ? strlen(c->reason) : 0));
+    LIT(b, ",\"controls\":[");
+    for (int i = 0; i < c->n; i++) {
+        if (i) LIT(b, ",");
+        PUT(put_cam_ctrl(b, &c->ctrls[i]));
+    }
+    LIT(b, "]}");
+    return 0;
+}
+
+int trk_msg_ack_camera(struct trk_buf *b, const char *id_json, const char *name, int64_t value)
+{
+    PUT(trk_msg_ack(b, "set_camera", id_json, true));
+    PUT(kv_str(b, ",\"name\":", name, 63));
+    PUT(kv_i64(b, ",\"value\":", value));
+    LIT(b, "}");
+    return 0;
+}
+
 /* ---------------------------------------------- client -> server: parsing */
 
 const char *const trk_msg_control_types[TRK_CTL_COUNT + 1] = {
@@ -878,6 +963,8 @@ const char *const trk_msg_control_types[TRK_CTL_COUNT + 1] = {
     [TRK_CTL_SAMPLE] = "sample",
     [TRK_CTL_PREVIEW] = "preview",
     [TRK_CTL_AUTH] = "auth",
+    [TRK_CTL_GET_CAMERA] = "get_camera",
+    [TRK_CTL_SET_CAMERA] = "set_camera",
     [TRK_CTL_COUNT] = NULL,
 };
 
@@ -909,6 +996,8 @@ const char *trk_msg_err_code(int err)
     case TRK_MSG_BUSY: return "busy";
     case TRK_MSG_NO_FILE: return "no_file";
     case TRK_MSG_IO_ERROR: return "io_error";
+    case TRK_MSG_NO_CAMERA: return "no_camera";
+    case TRK_MSG_FIXED: return "fixed";
     }
     return "error";
 }

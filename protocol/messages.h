@@ -326,6 +326,19 @@ int trk_msg_ack_int(struct trk_buf *b, const char *request, const char *id_json,
 /* {"type":"ack","request":"save_objects"[,"id":id],"path":path,"count":n}. */
 int trk_msg_ack_saved(struct trk_buf *b, const char *id_json, const char *path, int count);
 
+/* A client's own preview view, for its preview ack. */
+struct trk_msg_view {
+    const char *name;                 /* mask: this object, or NULL        */
+    const struct trk_object_def *box; /* mask: this range (space, lo, hi)  */
+    long long hold;                   /* the frame it holds, -1 none (null),
+                                       * -2 not written                      */
+};
+
+/* trk_msg_ack_preview with the view: "mask" the name, the range
+ * {"space","lo","hi"} or null, then "hold" (seq or null). */
+int trk_msg_ack_preview_view(struct trk_buf *b, const char *id_json, int width, double fps,
+                             const struct trk_msg_view *v);
+
 /* {"type":"ack","request":"preview"[,"id":id],"width":w,"fps":f,"mask":m}
  * (fps with 3 decimals; mask the object's name or NULL for null). */
 int trk_msg_ack_preview(struct trk_buf *b, const char *id_json, int width, double fps,
@@ -341,11 +354,14 @@ struct trk_sample_info {
     long n;                 /* pixels read                                       */
     int mean[3][3];         /* channel means per space                           */
     int lo[3][3], hi[3][3]; /* suggested box per space                        */
+    bool has_share;         /* share is set ("frame_share" is written)         */
+    double share[3];        /* per space: the frame's pixels the box matches   */
 };
 
 /* Appends {"type":"sample",...} (PROTOCOL.md section 5): x, y, radius,
- * rect, seq, n, the means as "rgb"/"hsv"/"ycbcr", "suggest" (the hsv box)
- * and "suggest_all" (one box per space). */
+ * rect, seq, n, the means as "rgb"/"hsv"/"ycbcr", "suggest" (the hsv box),
+ * "suggest_all" (one box per space) and, with has_share, "frame_share"
+ * (per space, 3 decimals). */
 int trk_msg_sample(struct trk_buf *b, const struct trk_sample_info *s);
 
 /* ---------------------------------------------------- preview (binary) */
@@ -357,6 +373,38 @@ int trk_msg_sample(struct trk_buf *b, const struct trk_sample_info *s);
  *   16..17 frame width,   18..19 frame height   (uint16)
  *   20..   one complete JPEG (SOI .. EOI) */
 #define TRK_PREVIEW_HDR 20
+
+/* One camera control in a "camera" message (PROTOCOL.md, get_camera). */
+struct trk_cam_ctrl_info {
+    const char *name;  /* v4l2-ctl style, what set_camera takes              */
+    const char *label; /* the driver's own name                              */
+    const char *group; /* "exposure", "gain" or "white_balance"              */
+    bool is_auto;      /* the group's automatic mode switch                  */
+    const char *kind;  /* "int", "bool" or "menu"                            */
+    int64_t min, max, step, def, value;
+    int64_t auto_value, manual_value; /* is_auto: the values meaning on / off */
+    bool inactive;                    /* the driver ignores it now (auto on)  */
+    bool fixed;                       /* set by --control: set_camera refuses */
+    int n_menu;                       /* menu: its items                      */
+    const int64_t *menu_values;
+    const char *const *menu_names;
+};
+
+/* The source's camera controls; device NULL = none (reason says why). */
+struct trk_camera_info {
+    const char *device;
+    const char *reason;
+    int n;
+    const struct trk_cam_ctrl_info *ctrls;
+};
+
+/* {"type":"camera"(,"id":..),"available":..,"device":..,"reason":..,
+ * "controls":[...]}: the reply to get_camera (id_json) and, without an id,
+ * the broadcast after a change. */
+int trk_msg_camera(struct trk_buf *b, const char *id_json, const struct trk_camera_info *c);
+
+/* The set_camera ack: {"type":"ack","request":"set_camera",...,"name":..,"value":..}. */
+int trk_msg_ack_camera(struct trk_buf *b, const char *id_json, const char *name, int64_t value);
 
 /* Writes the 20-byte header into out. Sizes above 65535 are clamped. */
 void trk_msg_preview_header(uint8_t out[TRK_PREVIEW_HDR], uint64_t seq, int preview_w,
@@ -389,6 +437,8 @@ enum trk_msg_err {
     TRK_MSG_BUSY = -15,             /* "busy"                              */
     TRK_MSG_NO_FILE = -16,          /* "no_file"                           */
     TRK_MSG_IO_ERROR = -17,         /* "io_error"                          */
+    TRK_MSG_NO_CAMERA = -18,        /* "no_camera": the source has no controls */
+    TRK_MSG_FIXED = -19,            /* "fixed": the control is a --control one */
 };
 
 /* The "code" string of a trk_msg_err ("bad_json", ...). */
@@ -424,6 +474,8 @@ enum trk_ctl_type {
     TRK_CTL_SAMPLE,
     TRK_CTL_PREVIEW,
     TRK_CTL_AUTH,
+    TRK_CTL_GET_CAMERA,
+    TRK_CTL_SET_CAMERA,
     TRK_CTL_COUNT
 };
 

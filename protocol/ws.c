@@ -97,6 +97,7 @@ struct msg {
     bool binary;
     uint64_t order;   /* publish order, across kinds: writes follow it */
     double t_handoff; /* s, CLOCK_MONOTONIC: a result's broadcast; 0 = other kinds */
+    int view;         /* a preview: the view (TRK_WS_VIEWS) whose clients get it */
     size_t len;
     unsigned char buf[]; /* LWS_PRE bytes of headroom, then len bytes, NUL */
 };
@@ -110,6 +111,7 @@ static struct msg *msg_new(const void *data, size_t len, bool binary, uint64_t o
     m->binary = binary;
     m->order = order;
     m->t_handoff = 0;
+    m->view = 0;
     m->len = len;
     if (len) memcpy(m->buf + LWS_PRE, data, len);
     m->buf[LWS_PRE + len] = '\0';
@@ -143,6 +145,7 @@ struct client {
     int8_t owner;           /* peer is our own user (owner_types): -1 not known yet, 0, 1 */
     bool closing;           /* send the close frame once nothing is pending */
     atomic_bool preview_on; /* also read by get_clients */
+    atomic_int view;        /* previews of this view only (trk_ws_set_view) */
     char peer[64];
     struct msg *hello;    /* written before anything else */
     struct msg **results; /* ring of ws->queue_len         */
@@ -168,8 +171,9 @@ struct client {
 struct handoff {
     struct msg *results[HANDOFF_RESULTS];
     unsigned r_head, r_count;
-    size_t r_bytes, q_bytes; /* at most HANDOFF_RESULT_BYTES, HANDOFF_REPLY_BYTES */
-    struct msg *slot[TRK_WS_KIND_COUNT];
+    size_t r_bytes, q_bytes;             /* at most HANDOFF_RESULT_BYTES, HANDOFF_REPLY_BYTES */
+    struct msg *slot[TRK_WS_KIND_COUNT]; /* previews: in views[] instead */
+    struct msg *views[TRK_WS_VIEWS];     /* the newest preview of each view */
     struct {
         uint64_t client;
         struct msg *m;
@@ -183,6 +187,7 @@ struct trk_ws {
     int port;
     int queue_len;
     trk_ws_on_message on_message;
+    trk_ws_on_close on_close;
     void *user;
     const char **control_types; /* NULL-terminated copy, or NULL = default */
     char *control_strings;
@@ -297,7 +302,7 @@ static void client_push(struct trk_ws *ws, struct client *c, int kind, struct ms
         c->results[(c->r_head + c->r_count++) % cap] = msg_ref(m);
         return;
     }
-    if (kind == TRK_WS_PREVIEW && !c->preview_on) return;
+    if (kind == TRK_WS_PREVIEW && (!c->preview_on || m->view != atomic_load(&c->view))) return;
     if (c->slot[kind]) {
         msg_unref(&c->slot[kind]);
         count_drop(ws, c);
@@ -716,6 +721,12 @@ static void drain(struct trk_ws *ws)
             client_push(ws, c, k, h->slot[k]);
         msg_unref(&h->slot[k]);
     }
+    for (int v = 0; v < TRK_WS_VIEWS; v++) {
+        if (!h->views[v]) continue;
+        for (struct client *c = ws->clients; c; c = c->next)
+            client_push(ws, c, TRK_WS_PREVIEW, h->views[v]);
+        msg_unref(&h->views[v]);
+    }
     for (unsigned i = 0; i < h->q_count; i++) {
         unsigned j = (h->q_head + i) % HANDOFF_REPLIES;
         struct client *c = ws->clients;
@@ -830,6 +841,25 @@ static int http_request(struct trk_ws *ws, struct lws *wsi, struct client *c)
         static const char body[] = "not found\n";
         return http_respond(wsi, c, HTTP_STATUS_NOT_FOUND, "text/plain; charset=utf-8", body,
                             sizeof body - 1, false);
+    }
+    /* A query the handler cannot take whole is refused (414), before the
+     * token is checked: cut, it would lose arguments (the token among
+     * them) and answer as if they had not been given. */
+    /* The total counts one separator between arguments; empty arguments
+     * ("&&") are fragments too, so the walk ends on the length, not on an
+     * empty fragment. */
+    int total = lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_URI_ARGS);
+    for (int k = 0, seen = -1; seen < total; k++) {
+        int len = lws_hdr_fragment_length(wsi, WSI_TOKEN_HTTP_URI_ARGS, k);
+        seen += len + 1;
+        if (k >= HTTP_ARGS || len >= HTTP_ARG_MAX) {
+            char body[96];
+            int n = snprintf(body, sizeof body,
+                             "query too long: at most %d arguments of at most %d bytes each\n",
+                             HTTP_ARGS, HTTP_ARG_MAX - 1);
+            return http_respond(wsi, c, HTTP_STATUS_REQ_URI_TOO_LONG, "text/plain; charset=utf-8",
+                                body, (size_t)n, false);
+        }
     }
     if (!http_authorized(ws, wsi, path)) {
         static const char body[] = "this needs the control token: ?token=TOKEN or an "
@@ -1005,8 +1035,7 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
         for (int i = 0; i < ws->max_clients; i++)
             if (ws->conns[i].wsi == wsi) {
                 trk_ws_guard_remove(ws->conns[i].fd);
-                ws->conns[i].wsi = NULL;
-                ws->conns[i].waiting = 0; /* a late answer finds no one */
+                ws->conns[i] = (struct conn){ 0 }; /* free; a late answer finds no one */
                 atomic_fetch_sub(&ws->n_conns, 1);
                 break;
             }
@@ -1096,6 +1125,7 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
         pthread_mutex_unlock(&ws->lock);
         atomic_fetch_sub(&ws->n_clients, 1);
         client_clear(ws, c);
+        if (ws->on_close) ws->on_close(ws->user, c->id);
         log_debug("client %llu disconnected (%llu sent, %llu dropped)", (unsigned long long)c->id,
                   (unsigned long long)atomic_load(&c->sent),
                   (unsigned long long)atomic_load(&c->dropped));
@@ -1202,6 +1232,7 @@ int trk_ws_create(const struct trk_ws_cfg *cfg, struct trk_ws **out)
     ws->port = cfg->port;
     ws->queue_len = cfg->queue_len ? cfg->queue_len : TRK_WS_QUEUE_DEFAULT;
     ws->on_message = cfg->on_message;
+    ws->on_close = cfg->on_close;
     ws->user = cfg->user;
     ws->bound_port = -1;
     ws->max_clients = cfg->max_clients ? cfg->max_clients : TRK_WS_MAX_CLIENTS_DEFAULT;
@@ -1598,14 +1629,17 @@ static void wake(struct trk_ws *ws)
     if (ws->running) lws_cancel_service(ws->ctx);
 }
 
-int trk_ws_broadcast(struct trk_ws *ws, enum trk_ws_kind kind, const void *data, size_t len)
+/* trk_ws_broadcast and trk_ws_broadcast_view: view is a preview's. */
+static int publish(struct trk_ws *ws, enum trk_ws_kind kind, int view, const void *data, size_t len)
 {
     if (!ws || (int)kind < 0 || kind >= TRK_WS_KIND_COUNT || (!data && len)) return TRK_EINVAL;
+    if (view < 0 || view >= TRK_WS_VIEWS) return TRK_EINVAL;
     /* Nobody to send to: skip the copy. STATUS is kept for future clients. */
     if (atomic_load_explicit(&ws->n_clients, memory_order_relaxed) == 0 && kind != TRK_WS_STATUS)
         return 0;
     struct msg *m = msg_new(data, len, kind == TRK_WS_PREVIEW, 0);
     if (!m) return TRK_ENOMEM;
+    m->view = view;
     struct msg *old = NULL, *old_status = NULL;
     struct msg *gone[HANDOFF_RESULTS]; /* results dropped for m, freed after the lock */
     unsigned n_gone = 0;
@@ -1637,6 +1671,9 @@ int trk_ws_broadcast(struct trk_ws *ws, enum trk_ws_kind kind, const void *data,
         }
         h->r_bytes += len;
         h->results[(h->r_head + h->r_count++) % HANDOFF_RESULTS] = m;
+    } else if (kind == TRK_WS_PREVIEW) {
+        old = h->views[view];
+        h->views[view] = m;
     } else {
         old = h->slot[kind];
         h->slot[kind] = m;
@@ -1653,6 +1690,31 @@ int trk_ws_broadcast(struct trk_ws *ws, enum trk_ws_kind kind, const void *data,
     while (n_gone)
         msg_unref(&gone[--n_gone]);
     return 0;
+}
+
+int trk_ws_broadcast(struct trk_ws *ws, enum trk_ws_kind kind, const void *data, size_t len)
+{
+    return publish(ws, kind, 0, data, len);
+}
+
+int trk_ws_broadcast_view(struct trk_ws *ws, int view, const void *data, size_t len)
+{
+    return publish(ws, TRK_WS_PREVIEW, view, data, len);
+}
+
+int trk_ws_set_view(struct trk_ws *ws, uint64_t client_id, int view)
+{
+    if (!ws || view < 0 || view >= TRK_WS_VIEWS) return TRK_EINVAL;
+    int rc = -ENOENT;
+    pthread_mutex_lock(&ws->lock);
+    for (struct client *c = ws->clients; c; c = c->next)
+        if (c->id == client_id) {
+            atomic_store(&c->view, view);
+            rc = 0;
+            break;
+        }
+    pthread_mutex_unlock(&ws->lock);
+    return rc;
 }
 
 int trk_ws_expect(struct trk_ws *ws, double within_s)
@@ -1778,6 +1840,8 @@ static void handoff_clear(struct handoff *h)
         msg_unref(&h->results[(h->r_head + i) % HANDOFF_RESULTS]);
     for (int k = 0; k < TRK_WS_KIND_COUNT; k++)
         msg_unref(&h->slot[k]);
+    for (int v = 0; v < TRK_WS_VIEWS; v++)
+        msg_unref(&h->views[v]);
     for (unsigned i = 0; i < h->q_count; i++)
         msg_unref(&h->replies[(h->q_head + i) % HANDOFF_REPLIES].m);
     memset(h, 0, sizeof *h);

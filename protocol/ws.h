@@ -82,6 +82,12 @@ typedef void (*trk_ws_http_handler)(void *user, const char *path, const char *co
  * block: the service thread serves every client. */
 typedef void (*trk_ws_on_message)(void *user, uint64_t client_id, const char *json, size_t len);
 
+/* Called on the service thread when a WebSocket client that was connected
+ * has gone (closed, dropped or disconnected at shutdown), after its last
+ * on_message: what was kept for that client may be forgotten. Must not
+ * block. */
+typedef void (*trk_ws_on_close)(void *user, uint64_t client_id);
+
 struct trk_ws_cfg {
     const char *address;          /* what to bind: an IPv4 or IPv6 address
                                    * ("127.0.0.1", "::1", "0.0.0.0") or a host name
@@ -92,7 +98,8 @@ struct trk_ws_cfg {
     int queue_len;                /* per-client result queue, 0 = default (8)        */
     trk_ws_on_message on_message; /* NULL: control messages get an
                                    * "unsupported" error                      */
-    void *user;                   /* passed to on_message                             */
+    void *user;                   /* passed to on_message and on_close                */
+    trk_ws_on_close on_close;     /* NULL: not told                                   */
     /* Control message types forwarded to on_message (NULL-terminated);
      * NULL = trk_msg_control_types (messages.h). Other types get an
      * "unknown_type" error. */
@@ -195,6 +202,7 @@ enum trk_ws_kind {
     TRK_WS_STATUS,     /* text; newest only; the last one is also sent to new
                         * clients right after the hello                        */
     TRK_WS_CONFIG,     /* text (e.g. "objects"); newest only                   */
+    TRK_WS_CAMERA,     /* text ("camera"); newest only, apart from "objects"  */
     TRK_WS_KIND_COUNT
 };
 
@@ -212,6 +220,21 @@ int trk_ws_broadcast(struct trk_ws *ws, enum trk_ws_kind kind, const void *data,
  * Costs the service thread's CPU for that time; nothing without clients.
  * 0 or TRK_EINVAL. Thread-safe. */
 int trk_ws_expect(struct trk_ws *ws, double within_s);
+
+/* Preview views: each client receives the previews of one view, 0 (the
+ * plain picture) until trk_ws_set_view says otherwise. Views let clients
+ * watch different pictures of the same frame (trackd: its mask views). */
+#define TRK_WS_VIEWS 9
+
+/* Publishes a TRK_WS_PREVIEW message to the subscribed clients of view
+ * (0..TRK_WS_VIEWS-1; trk_ws_broadcast of a preview is view 0). Newest-only
+ * per view. Same returns as trk_ws_broadcast. */
+int trk_ws_broadcast_view(struct trk_ws *ws, int view, const void *data, size_t len);
+
+/* The view client_id receives from now on (a preview of its old view that
+ * is already queued for it may still go out). 0, TRK_EINVAL (view out of
+ * range) or -ENOENT (no such client, e.g. it has gone). Any thread. */
+int trk_ws_set_view(struct trk_ws *ws, uint64_t client_id, int view);
 
 /* Sends one text message to one client (replies to control messages). Queued
  * behind nothing of other kinds; kept in a bounded per-client reply queue.

@@ -1,15 +1,15 @@
 // Calibration mode (config/OBJECTS.md, calibration): the user clicks 4 or
 // more points of a known rectangle (or any known points) on the floor in the
 // video, types where each lies in the world and the unit, and saves. The
-// points go to the daemon in set_objects ("calibration", PROTOCOL.md section
-// 5), which checks them as the objects file's loader does (an error comes
-// back with its message), then save_objects writes them to the file.
+// points go to the daemon in set_objects with the calibration alone
+// (PROTOCOL.md section 5): the daemon keeps its own objects exactly as they
+// are and checks the points as the objects file's loader does (an error
+// comes back with its message), then save_objects writes them to the file.
 // Lens parameters (camera_matrix, distortion) of the calibration in use are
 // kept: the page does not edit them.
 
 import { withControl } from './auth.js';
 import { request, say } from './control.js';
-import { definitions } from './objects.js';
 import { latestFrame } from './frames.js';
 import { currentHello } from './session.js';
 import { setTeaching } from './teach.js';
@@ -21,10 +21,6 @@ const el = {
   save: $('c-save'), undo: $('c-undo'), remove: $('c-remove'), cancel: $('c-cancel'),
   status: $('c-status'),
 };
-
-// The keys of an object in the objects file (set_objects takes only these).
-const OBJECT_KEYS = ['name', 'space', 'lo', 'hi', 'min_mass', 'blobs', 'min_area',
-                     'connectivity', 'color'];
 
 let active = false;
 let points = [];       // [{px, py, wx, wy}]: pixels as clicked, world as typed (strings)
@@ -142,14 +138,10 @@ function stop() {
   placeMarks();
 }
 
-// The set as set_objects takes it: the objects file's keys only.
-function objectsForFile() {
-  return definitions().map((d) => Object.fromEntries(OBJECT_KEYS.filter((k) => k in d).map((k) => [k, d[k]])));
-}
-
-// Sends the set with calibration cal (null removes it), then saves the file.
+// Sends calibration cal (null removes it), then saves the file. No objects
+// are sent: the daemon's own stay untouched.
 function apply(cal, done) {
-  request({ type: 'set_objects', objects: objectsForFile(), calibration: cal }, () => {
+  request({ type: 'set_objects', calibration: cal }, () => {
     request({ type: 'save_objects' }, (r) => {
       saved = r;
       say(done(r));

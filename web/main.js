@@ -16,6 +16,7 @@
 //   tune.js        teach and edit panel (teach.js, sliders.js, auth.js,
 //                  control.js)
 //   calib.js       world calibration: clicked points, their world x, y
+//   camera.js      camera controls: exposure, gain, white balance
 //
 // The browser tests read window.trackdTest, set at the end: the one place
 // the page exposes its state.
@@ -23,13 +24,14 @@
 import { isAuthed } from './auth.js';
 import * as banner from './banner.js';
 import { calibState, initCalib, setCalibration } from './calib.js';
+import * as camera from './camera.js';
 import * as connection from './connection.js';
 import * as frames from './frames.js';
 import { definitions, setDefinitions, setWorldUnit, showResults } from './objects.js';
 import { CONTROL_TYPES, PROTOCOL_VERSION, parseText } from './protocol.js';
 import { currentHello, setHello } from './session.js';
 import * as status from './status.js';
-import { isTeaching } from './teach.js';
+import { isTeaching, pauseState } from './teach.js';
 import { keepOnly } from './trails.js';
 import { onControl, tuneState } from './tune.js';
 import { initView, lastDrawnOverlay, setFrameSize, setStale } from './view.js';
@@ -53,6 +55,7 @@ function onText(text) {
     case 'objects': onObjects(msg); break;
     default: break;   // newer daemons may send types this page does not know
   }
+  try { camera.onMessage(msg); } catch (e) { console.error(e); }
 }
 
 function onHello(msg) {
@@ -116,7 +119,7 @@ window.trackdTest = {
   // color}], instances:[{obj, id, x0, y0, x1, y1, cx, cy, lost, trail, color}]},
   // boxes and centroids in canvas pixels (overlay.js drawOverlay).
   get lastDrawn() { return lastDrawnOverlay(); },
-  // The teach and edit panel: teaching, authed, editing, lastSample, lastAck, saved.
+  // The teach and edit panel: teaching, authed, editing, lastSample, lastAck, saved, paused.
   tune: {
     get teaching() { return isTeaching(); },
     get authed() { return isAuthed(); },
@@ -124,14 +127,20 @@ window.trackdTest = {
     get lastSample() { return tuneState().lastSample; },
     get lastAck() { return tuneState().lastAck; },
     get saved() { return tuneState().saved; },
+    get paused() { return pauseState(); },   // {paused, heldSeq}
   },
   // The calibration card: {active, points:[{px, py, wx, wy}], current (the
   // daemon's calibration), saved (the last save_objects ack)}.
   get calib() { return calibState(); },
+  // The camera card: {available, reason, device, controls (the last "camera"
+  // message's), lastAck, lastError, autoWarning (the teach panel's text on
+  // automatic modes while teaching, null when not shown)}.
+  get camera() { return camera.cameraState(); },
 };
 
 initView();
 initCalib();
+camera.initCamera();
 setInterval(refresh, PANEL_EVERY_MS);
 connection.start({
   onText,

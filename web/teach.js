@@ -1,22 +1,51 @@
 // Teaching: with "Teach new object" pressed, a rectangle dragged over the
 // video (or a click) asks the daemon to sample those pixels ("sample",
-// PROTOCOL.md section 5); the reply goes to the edit form (tune.js).
+// PROTOCOL.md section 5) of the frame on screen (its seq: the daemon keeps
+// the last previewed frames); the reply goes to the edit form (tune.js).
+// "Pause video" holds the picture on screen, and the daemon holds its frame
+// ("preview" "hold"), so a moving object can be sampled at leisure.
 
 import { withControl } from './auth.js';
 import { request, say } from './control.js';
 import { latestFrame } from './frames.js';
 import { currentHello } from './session.js';
 import { $ } from './util.js';
-import { canvas, stageBox } from './view.js';
+import { canvas, setFrozen, shownPreviewSeq, stageBox } from './view.js';
 
 const button = $('t-teach');
+const pauseButton = $('t-pause');
 const rectEl = $('teach-rect');
 
 let teaching = false;   // drag mode on
 let drag = null;        // {x0, y0, x1, y1} in client pixels
 let onSample = null;
+let paused = false;     // the picture on screen is held
+let heldSeq = null;     // the frame the daemon holds for us (its ack)
 
 export const isTeaching = () => teaching;
+export const pauseState = () => ({ paused, heldSeq });
+
+// Pauses (on) or resumes the video. Paused, the daemon is asked to hold the
+// frame on screen; send false when the connection that held it is gone.
+export function setPaused(on, send = true) {
+  paused = on;
+  pauseButton.setAttribute('aria-pressed', String(on));
+  pauseButton.textContent = on ? 'Resume video' : 'Pause video';
+  setFrozen(on);
+  if (!on) heldSeq = null;
+  if (!send) return;
+  const seq = on ? shownPreviewSeq() : null;
+  if (on && seq === null) return say('paused (no preview on screen: samples read the live frame)');
+  request({ type: 'preview', hold: seq }, (r) => {
+    heldSeq = typeof r.hold === 'number' ? r.hold : null;
+    if (on) say('paused: drag over the object in the still picture');
+  }, (e) => {
+    // The frame went before the request arrived: resume rather than show
+    // a picture the daemon cannot sample.
+    say(`cannot pause on this frame (${e.message}); try again`, true);
+    setPaused(false, false);
+  });
+}
 
 export function setTeaching(on) {
   teaching = on;
@@ -57,6 +86,9 @@ function endDrag() {
   const msg = bx - ax < 2 || by - ay < 2
     ? { type: 'sample', x: ax, y: ay, radius: 3 }
     : { type: 'sample', x: ax, y: ay, w: bx - ax + 1, h: by - ay + 1 };
+  // The frame on screen, not whatever the daemon processes next.
+  const seq = shownPreviewSeq();
+  if (seq !== null) msg.seq = seq;
   request(msg, onSample);
 }
 
@@ -67,6 +99,10 @@ export function initTeach(fn) {
   button.addEventListener('click', () => {
     if (teaching) setTeaching(false);
     else withControl(() => setTeaching(true));
+  });
+  pauseButton.addEventListener('click', () => {
+    if (paused) setPaused(false);
+    else withControl(() => setPaused(true));
   });
   canvas.addEventListener('pointerdown', (ev) => {
     if (!teaching) return;

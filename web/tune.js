@@ -1,16 +1,19 @@
 // The teach and edit panel: a taught sample or a clicked row opens the form,
 // whose sliders (sliders.js) tune the object's colour box while the preview
-// shows its mask, and its blob settings (blobs, min_area, connectivity) and
-// tracking (track, coast_frames) sit under them; objects are added, renamed, updated, removed, saved to
-// the daemon's objects file or reloaded from it, through the control
-// messages of protocol/PROTOCOL.md section 5 (control.js).
+// shows its mask (this page's own view: a range not yet added too), and its
+// min mass, blob settings (blobs, min_area, connectivity) and tracking
+// (track, coast_frames) sit under them; objects are added, renamed, updated,
+// removed, saved to the daemon's objects file or reloaded from it, through
+// the control messages of protocol/PROTOCOL.md section 5 (control.js). An
+// edit sends only the keys the form changed ("changes"): the daemon keeps
+// every other key of the object as it has it.
 
 import { onHello as authOnHello, withControl } from './auth.js';
 import { handleReply, request, say } from './control.js';
 import { definitions, markSelected, onRowClick } from './objects.js';
 import { blobLimits, nameMaxBytes } from './session.js';
 import { currentBox, fullRange, onSliderChange, setBox, showValues } from './sliders.js';
-import { initTeach } from './teach.js';
+import { initTeach, pauseState, setPaused } from './teach.js';
 import { $ } from './util.js';
 
 // Slider edits are sent at most this often (the daemon applies each one
@@ -22,13 +25,24 @@ const el = {
   form: $('t-form'), name: $('t-name'), space: $('t-space'),
   mask: $('t-mask'), add: $('t-add'), remove: $('t-remove'), done: $('t-done'),
   blobs: $('t-blobs'), minArea: $('t-min-area'), conn: $('t-conn'),
-  track: $('t-track'), coast: $('t-coast'),
+  track: $('t-track'), coast: $('t-coast'), minMass: $('t-min-mass'), warn: $('t-warn'),
 };
 
 // The objects file's defaults for the blob keys (config/OBJECTS.md): an
 // object is sent with a key only when it differs, so an object without
 // blobs reads the same to a daemon that predates them.
 const BLOB_DEFAULTS = { blobs: 0, min_area: 1, connectivity: 8, track: false, coast_frames: 10 };
+
+// A taught object's min_mass and min_area: this share of the sampled
+// rectangle's pixels. The drag covers (part of) the object, so a tenth of
+// it is found even when half the object is hidden, while specks of noise
+// (a few pixels) are not.
+const MIN_SHARE_OF_SAMPLE = 0.1;
+// Sample warnings: a mean saturation below this (of 255) has no reliable
+// hue; a suggested range matching more than this share of the whole frame
+// was taken mostly from the background.
+const LOW_SATURATION = 48;
+const BACKGROUND_SHARE = 0.25;
 
 const tune = {
   editing: null,     // name of the object the form edits, null = a new one
@@ -46,6 +60,9 @@ export function onControl(msg) {
   if (msg.type === 'hello') {
     const n = nameMaxBytes();
     if (n) el.name.maxLength = n;
+    // A new connection: the daemon holds no frame and shows no mask for it.
+    setPaused(false, false);
+    el.mask.checked = false;
     return authOnHello(msg);
   }
   handleReply(msg);
@@ -54,38 +71,50 @@ export function onControl(msg) {
 
 const noLimits = (sp) => say(`the daemon did not describe the ${sp} channels (hello.limits)`, true);
 
-// The object as the form sets it, or null (and the reason said) when a blob
+// A new object as the form sets it, or null (and the reason said) when a
 // field holds no valid value.
-function currentObject() {
-  const o = { name: el.name.value.trim(), ...currentBox() };
-  const old = definitions().find((d) => d.name === tune.editing);
-  if (old && old.min_mass) o.min_mass = old.min_mass;
+function newObject() {
+  const f = formFields();
+  if (!f) return null;
+  const o = { name: f.name, space: f.space, lo: f.lo, hi: f.hi, min_mass: f.min_mass };
+  for (const k of Object.keys(BLOB_DEFAULTS)) if (f[k] !== BLOB_DEFAULTS[k]) o[k] = f[k];
+  return o;
+}
+
+// Every field of the form, or null (and the reason said).
+function formFields() {
   const b = blobSettings();
   if (typeof b === 'string') {
     say(b, true);
     return null;
   }
-  for (const [k, v] of Object.entries(b)) if (v !== BLOB_DEFAULTS[k]) o[k] = v;
-  return o;
+  return { name: el.name.value.trim(), ...currentBox(), ...b };
 }
 
-// {blobs, min_area, connectivity, track, coast_frames} from the form, or
-// what is wrong with them.
+// The keys whose form value differs from def's: what an edit changes.
+function changesFrom(def, f) {
+  const changes = {};
+  for (const [k, v] of Object.entries(f))
+    if (JSON.stringify(def[k]) !== JSON.stringify(v)) changes[k] = v;
+  return changes;
+}
+
+// {min_mass, blobs, min_area, connectivity, track, coast_frames} from the
+// form, or what is wrong with them.
 function blobSettings() {
   const { maxBlobs, minAreaMax } = blobLimits();
   const int = (input, lo, hi, what) => {
     const v = input.value.trim() === '' ? NaN : Number(input.value);
-    return Number.isInteger(v) && v >= lo && v <= hi ? v : `${what} must be a whole number ${lo}..${hi}`;
+    return Number.isSafeInteger(v) && v >= lo && v <= hi ? v : `${what} must be a whole number ${lo}..${hi}`;
   };
+  const minMass = int(el.minMass, 1, Number.MAX_SAFE_INTEGER, 'min mass');
   const blobs = int(el.blobs, 0, maxBlobs, 'blobs');
   const minArea = int(el.minArea, 1, minAreaMax, 'min area');
   const coast = int(el.coast, 0, 1000, 'coast');
-  if (typeof blobs === 'string') return blobs;
-  if (typeof minArea === 'string') return minArea;
-  if (typeof coast === 'string') return coast;
+  for (const v of [minMass, blobs, minArea, coast]) if (typeof v === 'string') return v;
   // The daemon refuses it too; said here before anything is sent.
   if (el.track.checked && blobs < 1) return 'track needs blobs 1 or more (the most it follows)';
-  return { blobs, min_area: minArea, connectivity: Number(el.conn.value),
+  return { min_mass: minMass, blobs, min_area: minArea, connectivity: Number(el.conn.value),
            track: el.track.checked, coast_frames: coast };
 }
 
@@ -95,6 +124,7 @@ function showBlobSettings(def) {
   el.blobs.max = String(maxBlobs);
   el.minArea.max = String(minAreaMax);
   const get = (k) => (Number.isInteger(def[k]) ? def[k] : BLOB_DEFAULTS[k]);
+  el.minMass.value = String(Number.isInteger(def.min_mass) && def.min_mass > 0 ? def.min_mass : 1);
   el.blobs.value = String(get('blobs'));
   // The file's 0 means 1 (min_area) and 8 (connectivity).
   el.minArea.value = String(get('min_area') || 1);
@@ -105,26 +135,66 @@ function showBlobSettings(def) {
 
 let sendTimer = null;
 let lastSent = 0;
+// A form edit: an object's is sent (a new object is sent by "Add", but its
+// range shows in the mask view at once).
 function changed() {
-  if (tune.editing === null) return;   // a new object is sent by "Add"
+  if (tune.editing === null && !el.mask.checked) return;
   const wait = Math.max(0, lastSent + SEND_EVERY_MS - performance.now());
   if (sendTimer) return;
   sendTimer = setTimeout(() => {
     sendTimer = null;
     lastSent = performance.now();
-    sendUpdate();
+    if (tune.editing === null) sendMask();
+    else sendUpdate();
   }, wait);
 }
 
 function sendUpdate() {
-  const o = currentObject();
+  const f = formFields();
   showValues();
-  if (!o) return;
-  request({ type: 'update_object', name: tune.editing, object: o }, (r) => {
+  const def = definitions().find((d) => d.name === tune.editing);
+  if (!f || !def) return;
+  const changes = changesFrom(def, f);
+  if (Object.keys(changes).length === 0) return;
+  request({ type: 'update_object', name: tune.editing, changes }, (r) => {
     tune.lastAck = r;
-    tune.editing = o.name;
-    say(`updated ${o.name}`);
+    tune.editing = f.name;
+    say(`updated ${f.name}`);
   });
+}
+
+// This page's mask view: the edited object, or the form's range before it
+// is added; null when the box is unticked.
+function sendMask() {
+  let mask = null;
+  if (el.mask.checked) {
+    const { space, lo, hi } = currentBox();
+    mask = tune.editing !== null ? tune.editing : { space, lo, hi };
+  }
+  request({ type: 'preview', mask }, (r) => {
+    tune.lastAck = r;
+    if (mask !== null && pauseState().paused) say('the mask shows once the video is resumed');
+  });
+}
+
+// What to watch out for in sample r for an object in space sp (the form's
+// warning line; empty when nothing).
+function sampleWarnings(r, sp) {
+  const w = [];
+  if (sp === 'hsv' && r.hsv[1] < LOW_SATURATION)
+    w.push(`low saturation (S ${r.hsv[1]} of 255): grey, white and black have no reliable hue; ` +
+           'use rgb or ycbcr, or sample a more colourful part');
+  const share = r.frame_share && r.frame_share[sp];
+  if (typeof share === 'number' && share > BACKGROUND_SHARE)
+    w.push(`this range matches ${Math.round(share * 100)}% of the frame: the sample is mostly ` +
+           'background; drag over the object only (Pause video holds a moving one)');
+  return w.join('; ');
+}
+
+function showWarnings() {
+  const r = tune.editing === null ? tune.lastSample : null;
+  el.warn.textContent = r ? sampleWarnings(r, el.space.value) : '';
+  el.warn.hidden = el.warn.textContent === '';
 }
 
 function openForm(editing, def) {
@@ -136,14 +206,16 @@ function openForm(editing, def) {
   showBlobSettings(def);
   el.add.textContent = editing === null ? 'Add object' : 'Rename';
   el.remove.hidden = editing === null;
-  el.mask.checked = false;
-  el.mask.disabled = editing === null;
+  // A mask view that is on follows the form to what it now shows.
+  if (el.mask.checked) sendMask();
+  showWarnings();
   markSelected(tune.editing);
 }
 
 function closeForm() {
   if (el.mask.checked) request({ type: 'preview', mask: null });
   el.mask.checked = false;
+  el.warn.hidden = true;
   el.form.hidden = true;
   tune.editing = null;
   markSelected(tune.editing);
@@ -155,8 +227,11 @@ function onSample(r) {
   tune.suggest = r.suggest_all;
   const s = r.suggest_all[r.suggest.space] || r.suggest;
   say(`sampled ${r.n} pixels: rgb ${r.rgb.join(',')} hsv ${r.hsv.join(',')}; name it and Add`);
+  // Found only with a good part of what was sampled: never one pixel.
+  const [x0, y0, x1, y1] = r.rect;
+  const least = Math.max(1, Math.round((x1 - x0 + 1) * (y1 - y0 + 1) * MIN_SHARE_OF_SAMPLE));
   openForm(null, { name: el.name.value && tune.editing === null ? el.name.value : '',
-                   space: s.space, lo: s.lo, hi: s.hi });
+                   space: s.space, lo: s.lo, hi: s.hi, min_mass: least, min_area: least });
   el.name.focus();
 }
 
@@ -166,20 +241,20 @@ function onSpaceChange() {
   const s = tune.suggest && tune.suggest[sp];
   const box = s || fullRange(sp);
   if (!box || !setBox(sp, box.lo, box.hi)) return noLimits(sp);
+  showWarnings();
   changed();
 }
 
 function onSubmit(ev) {
   ev.preventDefault();
-  const o = currentObject();
-  if (!o) return;
-  if (!o.name) return say('give the object a name', true);
+  if (!el.name.value.trim()) return say('give the object a name', true);
   if (tune.editing !== null) return sendUpdate();
+  const o = newObject();
+  if (!o) return;
   request({ type: 'add_object', object: o }, (r) => {
     tune.lastAck = r;
     say(`added ${o.name}; adjust the sliders, then Save`);
     openForm(o.name, o);
-    el.mask.disabled = false;
   });
 }
 
@@ -197,17 +272,13 @@ onSliderChange(changed);
 initTeach(onSample);
 el.space.addEventListener('change', onSpaceChange);
 // Blob settings apply like a slider move (sendUpdate checks them first).
-for (const input of [el.blobs, el.minArea, el.coast]) input.addEventListener('input', changed);
+for (const input of [el.minMass, el.blobs, el.minArea, el.coast]) input.addEventListener('input', changed);
 el.conn.addEventListener('change', changed);
 el.track.addEventListener('change', changed);
 el.form.addEventListener('submit', onSubmit);
 el.remove.addEventListener('click', onRemove);
 el.done.addEventListener('click', closeForm);
-el.mask.addEventListener('change', () => {
-  request({ type: 'preview', mask: el.mask.checked ? tune.editing : null }, (r) => {
-    tune.lastAck = r;
-  });
-});
+el.mask.addEventListener('change', sendMask);
 el.save.addEventListener('click', () => withControl(() => {
   request({ type: 'save_objects' }, (r) => {
     tune.saved = r;

@@ -20,6 +20,7 @@ let frameH = 360;
 let shown = null;    // {seq, image|null, result|null}
 let queued = null;   // newest job waiting for the next animation frame
 let rafPending = false;
+let frozen = false;  // paused: the picture on screen stays, newer ones wait
 // The last overlay drawn: seq of the picture (or result) under it, whether
 // it is a preview, whether a result was drawn on it, and each box and blob
 // drawn in canvas pixels (overlay.js drawOverlay).
@@ -29,6 +30,21 @@ export const frameSize = () => [frameW, frameH];
 export const lastDrawnOverlay = () => lastDrawn;
 // Whether the picture of frame seq is the one on screen.
 export const isShown = (seq) => shown !== null && shown.seq === seq;
+// The seq of the preview on screen (null: none, e.g. previews off): the
+// frame a user who drags over the video saw.
+export const shownPreviewSeq = () => (shown && shown.image ? shown.seq : null);
+
+// Paused (true), the picture on screen stays until resumed; then the newest
+// one waiting is drawn.
+export function setFrozen(on) {
+  frozen = on;
+  canvas.classList.toggle('frozen', on);
+  if (!on && queued) {
+    const job = queued;
+    queued = null;
+    queueDraw(job);
+  }
+}
 
 // Sizes the canvas to the frame's aspect ratio within the stage, with a
 // backing store at device resolution so overlay lines stay crisp.
@@ -67,10 +83,11 @@ export function queueDraw(job) {
   // A queued job is never on screen yet, so a newer one simply replaces it.
   if (queued && queued.image) queued.image.close();
   queued = job;
-  if (rafPending) return;
+  if (rafPending || frozen) return;
   rafPending = true;
   requestAnimationFrame(() => {
     rafPending = false;
+    if (frozen) return;
     const next = queued;
     queued = null;
     if (next) show(next);

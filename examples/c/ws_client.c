@@ -1,5 +1,8 @@
-/* Prints the positions of the objects trackd finds, from its WebSocket: a
- * libwebsockets client (Debian: libwebsockets-dev), JSON read with jansson.
+/* Prints what trackd finds, from its WebSocket: per frame, the objects found
+ * and their positions, then each instance of a tracked object (id, position,
+ * velocity) and each blob of an object that lists blobs, as
+ * examples/ws_client.py does. A libwebsockets client (Debian:
+ * libwebsockets-dev), JSON read with jansson (libjansson-dev).
  *
  *     trackd-ws-client [HOST [PORT [FRAMES]]]
  *
@@ -19,6 +22,35 @@ struct client {
     bool failed, done;
 };
 
+/* Instances of a tracked object (id, position, velocity), else its blobs
+ * when it lists them: a tracked object's blobs are its instances. */
+static void print_details(json_t *o)
+{
+    const char *name = json_string_value(json_object_get(o, "name"));
+    json_t *instances = json_object_get(o, "instances"), *x;
+    size_t k;
+    json_array_foreach(instances, k, x)
+    {
+        json_int_t lost = json_integer_value(json_object_get(x, "lost"));
+        printf("  %s #%" JSON_INTEGER_FORMAT " at (%.1f, %.1f) moving (%.2f, %.2f) px/frame", name,
+               json_integer_value(json_object_get(x, "id")),
+               json_number_value(json_object_get(x, "cx")),
+               json_number_value(json_object_get(x, "cy")),
+               json_number_value(json_object_get(x, "vx")),
+               json_number_value(json_object_get(x, "vy")));
+        if (lost) printf(", lost for %" JSON_INTEGER_FORMAT " frames", lost);
+        printf("\n");
+    }
+    if (instances) return;
+    json_array_foreach(json_object_get(o, "blobs"), k, x)
+    {
+        printf("  %s blob at (%.1f, %.1f), %" JSON_INTEGER_FORMAT " px\n", name,
+               json_number_value(json_object_get(x, "cx")),
+               json_number_value(json_object_get(x, "cy")),
+               json_integer_value(json_object_get(x, "mass")));
+    }
+}
+
 static void print_frame(struct client *c)
 {
     json_t *msg = json_loadb(c->msg, c->len, 0, NULL);
@@ -37,6 +69,7 @@ static void print_frame(struct client *c)
             sep = ", ";
         }
         printf("\n");
+        json_array_foreach(json_object_get(msg, "objects"), i, o) print_details(o);
         fflush(stdout);
         c->done = ++c->seen == c->frames;
     }

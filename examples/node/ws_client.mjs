@@ -1,4 +1,7 @@
-// Prints the positions of the objects trackd finds, from its WebSocket.
+// Prints what trackd finds, from its WebSocket: per frame, the objects found
+// and their positions, then each instance of a tracked object (id, position,
+// velocity) and each blob of an object that lists blobs, as
+// examples/ws_client.py does.
 //
 //   npm ci --prefix examples/node
 //   node examples/node/ws_client.mjs [URL [FRAMES]]
@@ -23,6 +26,19 @@ ws.on('message', (data, isBinary) => {
     .filter((o) => o.found)
     .map((o) => `${o.name} (${o.cx.toFixed(1)}, ${o.cy.toFixed(1)})`);
   console.log(`frame ${msg.seq}: ${found.join(', ')}`);
+  // Instances of tracked objects (id, position, velocity), else blobs.
+  for (const o of msg.objects) {
+    for (const i of o.instances ?? []) {
+      const lost = i.lost ? `, lost for ${i.lost} frames` : '';
+      console.log(`  ${o.name} #${i.id} at (${i.cx.toFixed(1)}, ${i.cy.toFixed(1)}) moving ` +
+        `(${i.vx.toFixed(2)}, ${i.vy.toFixed(2)}) px/frame${lost}`);
+    }
+    if (!o.instances) {
+      for (const b of o.blobs ?? []) {
+        console.log(`  ${o.name} blob at (${b.cx.toFixed(1)}, ${b.cy.toFixed(1)}), ${b.mass} px`);
+      }
+    }
+  }
   if (++n === frames) ws.close();
 });
 ws.on('error', (err) => {

@@ -31,8 +31,8 @@
  * the ordering the atomics rely on is within one kernel only, and is
  * spelled out at each. */
 #include "cuda_internal.cuh"
+#include "warp.cuh"
 
-#define FULL_MASK 0xffffffffu
 /* parent[] of a selected root: TAG | its rank in the list. Run slots stay
  * below 2^31 (checked at setup), so the bit is free. */
 #define SEL_TAG 0x80000000u
@@ -183,6 +183,188 @@ __device__ __forceinline__ void pixel_bits(const struct trk_cu_blobjob &job, con
     }
 }
 
+/* runs_kernel's step A for row y: warp k looks up the pixels of mask words
+ * k, k + warps, ... and ORs which active objects (s_act) match into s_pres
+ * and which words have a candidate into s_cand. */
+template <int NW, bool NATIVE>
+__device__ __forceinline__ void
+runs_presence(const struct trk_cu_blobjob &job, const uint32_t *s_lut, bool yuv, int y, int wpr,
+              int nw, const uint32_t *s_act, uint32_t *s_pres, uint32_t *s_cand)
+{
+    constexpr int U = TRK_BLOB_ROW_UNROLL;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, warps = blockDim.x >> 5;
+    for (int w0 = warp; w0 < wpr; w0 += warps * U) {
+        struct px_smp smp[U];
+#pragma unroll
+        for (int u = 0; u < U; u++)
+            load_px(job, 32 * (w0 + u * warps) + lane, y, smp[u]);
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int w = w0 + u * warps;
+            if (w >= wpr) break;
+            uint32_t B[NW];
+            pixel_bits<NW, NATIVE>(job, s_lut, yuv, smp[u], B);
+            uint32_t any = 0;
+#pragma unroll
+            for (int q = 0; q < NW; q++) {
+                if (q >= nw) break;
+                const uint32_t o = __reduce_or_sync(TRK_CU_FULL_MASK, B[q] & s_act[q]);
+                any |= o;
+                if (lane == 0 && o) atomicOr(&s_pres[q], o);
+            }
+            if (lane == 0 && any) atomicOr(&s_cand[w >> 5], 1u << (w & 31));
+        }
+    }
+}
+
+/* runs_kernel's step B for row y: the mask words of present objects
+ * s_list[i0 ..] (n of them) into s_mask, row i at i * wpr; words without a
+ * candidate (s_cand) are 0 without a lookup. */
+template <int NW, bool NATIVE>
+__device__ __forceinline__ void runs_masks(const struct trk_cu_blobjob &job, const uint32_t *s_lut,
+                                           bool yuv, int y, int wpr, const uint32_t *s_cand,
+                                           const uint16_t *s_list, const struct trk_roi *s_roi,
+                                           int i0, int n, uint32_t *s_mask)
+{
+    constexpr int U = TRK_BLOB_ROW_UNROLL;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, warps = blockDim.x >> 5;
+    for (int w0 = warp; w0 < wpr; w0 += warps * U) {
+        struct px_smp smp[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int w = w0 + u * warps;
+            smp[u].a = -1;
+            if (w < wpr && ((s_cand[w >> 5] >> (w & 31)) & 1u))
+                load_px(job, 32 * w + lane, y, smp[u]);
+        }
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int w = w0 + u * warps;
+            if (w >= wpr) break;
+            if (!((s_cand[w >> 5] >> (w & 31)) & 1u)) {
+                for (int i = lane; i < n; i += 32)
+                    s_mask[i * wpr + w] = 0;
+                continue;
+            }
+            const int x = 32 * w + lane;
+            uint32_t B[NW];
+            pixel_bits<NW, NATIVE>(job, s_lut, yuv, smp[u], B);
+            for (int i = 0; i < n; i++) {
+                const int g = s_list[i0 + i];
+                const struct trk_roi &r = s_roi[g];
+                const uint32_t m =
+                    __ballot_sync(TRK_CU_FULL_MASK, bit_of<NW>(B, g) && x >= r.x0 && x <= r.x1);
+                if (lane == 0) s_mask[i * wpr + w] = m;
+            }
+        }
+    }
+}
+
+/* runs_kernel's step C, first half: warp k counts the runs of objects k,
+ * k + warps, ... of s_mask into s_cnt; after a barrier warp 0 turns the
+ * counts into offsets (lane l holds entries PER_LANE l ..) and takes the
+ * row's run slots with one atomicAdd: s_off, rowoff and rowcnt. */
+__device__ __forceinline__ void runs_slots(const struct trk_cu_blobjob &job, int y, int wpr, int gn,
+                                           const uint16_t *s_list, int i0, int n,
+                                           const uint32_t *s_mask, uint32_t *s_cnt, uint32_t *s_off)
+{
+    constexpr int PER_LANE = TRK_MAX_OBJECTS / 32; /* warp 0's scan over the present objects */
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, warps = blockDim.x >> 5;
+    for (int i = warp; i < n; i += warps) {
+        const uint32_t *mrow = s_mask + i * wpr;
+        uint32_t cnt = 0, carry = 0;
+        for (int c = 0; c < wpr; c += 32) {
+            const int w = c + lane;
+            const uint32_t m = w < wpr ? mrow[w] : 0;
+            const uint32_t prev = trk_cu_warp_prev_word(m, lane, carry);
+            cnt += __popc(m & ~((m << 1) | (prev >> 31)));
+            carry = __shfl_sync(TRK_CU_FULL_MASK, m, 31);
+        }
+        cnt = __reduce_add_sync(TRK_CU_FULL_MASK, cnt);
+        if (lane == 0) s_cnt[i] = cnt;
+    }
+    __syncthreads();
+    if (warp == 0) {
+        uint32_t c[PER_LANE], sum = 0;
+#pragma unroll
+        for (int j = 0; j < PER_LANE; j++) {
+            const int i = PER_LANE * lane + j;
+            c[j] = i < n ? s_cnt[i] : 0;
+            sum += c[j];
+        }
+        const uint32_t incl = trk_cu_warp_incl_sum(sum, lane);
+        const uint32_t total = __shfl_sync(TRK_CU_FULL_MASK, incl, 31);
+        uint32_t base = 0;
+        if (lane == 0 && total) base = atomicAdd(job.ctl, total);
+        uint32_t off = __shfl_sync(TRK_CU_FULL_MASK, base, 0) + incl - sum;
+#pragma unroll
+        for (int j = 0; j < PER_LANE; j++) {
+            const int i = PER_LANE * lane + j;
+            if (i < n) {
+                const size_t ri = (size_t)y * gn + s_list[i0 + i];
+                s_off[i] = off;
+                job.rowoff[ri] = off;
+                job.rowcnt[ri] = c[j];
+                off += c[j];
+            }
+        }
+    }
+}
+
+/* runs_kernel's step C, second half: warp k writes the runs of objects k,
+ * k + warps, ... from their slots s_off on (x0 by the lane holding a run's
+ * start, x1 by the lane holding its end; the k-th start and the k-th end of
+ * a row are the k-th run). */
+__device__ __forceinline__ void runs_write(const struct trk_cu_blobjob &job, int y, int W, int wpr,
+                                           const uint16_t *s_list, int i0, int n,
+                                           const uint32_t *s_mask, const uint32_t *s_off)
+{
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, warps = blockDim.x >> 5;
+    for (int i = warp; i < n; i += warps) {
+        const int g = s_list[i0 + i];
+        const uint32_t *mrow = s_mask + i * wpr;
+        const uint32_t off = s_off[i];
+        uint32_t running = 0, carry = 0;
+        for (int c = 0; c < wpr; c += 32) {
+            const int w = c + lane;
+            const uint32_t m = w < wpr ? mrow[w] : 0;
+            const uint32_t prev = trk_cu_warp_prev_word(m, lane, carry);
+            uint32_t next = __shfl_down_sync(TRK_CU_FULL_MASK, m, 1);
+            if (lane == 31) next = w + 1 < wpr ? mrow[w + 1] : 0;
+            const uint32_t st = m & ~((m << 1) | (prev >> 31));
+            const uint32_t en = m & ~((m >> 1) | (next << 31));
+            const uint32_t cnt = __popc(st);
+            const uint32_t incl = trk_cu_warp_incl_sum(cnt, lane);
+            const uint32_t first = running + incl - cnt; /* runs of the row before word w */
+            if (w < wpr) {
+                uint32_t s = st, k = first;
+                while (s) {
+                    const int j = __ffs(s) - 1;
+                    s &= s - 1;
+                    const uint32_t id = off + k++;
+                    const int x = 32 * w + j;
+                    job.x0[id] = (uint16_t)x;
+                    job.yg[id] = (uint32_t)y | (uint32_t)g << 16;
+                    job.parent[id] = id;
+                    job.mass[id] = 0;
+                    job.first[id] = (uint32_t)y * (uint32_t)W + (uint32_t)x;
+                }
+                /* A run open from the word before ends here first. */
+                const uint32_t open = (prev >> 31) & m & 1u;
+                uint32_t e = en;
+                k = first - open;
+                while (e) {
+                    const int j = __ffs(e) - 1;
+                    e &= e - 1;
+                    job.x1[off + k++] = (uint16_t)(32 * w + j);
+                }
+            }
+            running += __shfl_sync(TRK_CU_FULL_MASK, incl, 31);
+            carry = __shfl_sync(TRK_CU_FULL_MASK, m, 31);
+        }
+    }
+}
+
 /* Grid: persistent blocks, block b takes rows b, b + gridDim.x, ...;
  * TRK_BLOB_THREADS threads; dynamic shared memory: the group's table image
  * (job.lt.words words), copied once per block with the group's clipped
@@ -217,8 +399,6 @@ template <int NW, bool NATIVE>
 __global__ void __launch_bounds__(TRK_BLOB_ROW_THREADS, TRK_BLOB_ROW_BLOCKS)
     runs_kernel(const struct trk_cu_blobjob job)
 {
-    constexpr int U = TRK_BLOB_ROW_UNROLL;
-    constexpr int PER_LANE = TRK_MAX_OBJECTS / 32; /* warp 0's scan over the present objects */
     extern __shared__ uint4 s_dyn[];
     uint32_t *s_lut = reinterpret_cast<uint32_t *>(s_dyn);
     __shared__ uint32_t s_mask[TRK_BLOB_ROW_MASK_WORDS];
@@ -252,7 +432,7 @@ __global__ void __launch_bounds__(TRK_BLOB_ROW_THREADS, TRK_BLOB_ROW_BLOCKS)
             const int g = 32 * q + lane;
             const struct trk_roi &r = s_roi[g < gn ? g : 0];
             const uint32_t act =
-                __ballot_sync(FULL_MASK, g < gn && y >= r.y0 && y <= r.y1 && r.x0 <= r.x1);
+                __ballot_sync(TRK_CU_FULL_MASK, g < gn && y >= r.y0 && y <= r.y1 && r.x0 <= r.x1);
             if (lane == 0) s_act[q] = act, s_pres[q] = 0;
         }
         for (int i = tid; i < pw; i += blockDim.x)
@@ -261,28 +441,7 @@ __global__ void __launch_bounds__(TRK_BLOB_ROW_THREADS, TRK_BLOB_ROW_BLOCKS)
         __syncthreads();
 
         /* A: presence. */
-        for (int w0 = warp; w0 < wpr; w0 += warps * U) {
-            struct px_smp smp[U];
-#pragma unroll
-            for (int u = 0; u < U; u++)
-                load_px(job, 32 * (w0 + u * warps) + lane, y, smp[u]);
-#pragma unroll
-            for (int u = 0; u < U; u++) {
-                const int w = w0 + u * warps;
-                if (w >= wpr) break;
-                uint32_t B[NW];
-                pixel_bits<NW, NATIVE>(job, s_lut, yuv, smp[u], B);
-                uint32_t any = 0;
-#pragma unroll
-                for (int q = 0; q < NW; q++) {
-                    if (q >= nw) break;
-                    const uint32_t o = __reduce_or_sync(FULL_MASK, B[q] & s_act[q]);
-                    any |= o;
-                    if (lane == 0 && o) atomicOr(&s_pres[q], o);
-                }
-                if (lane == 0 && any) atomicOr(&s_cand[w >> 5], 1u << (w & 31));
-            }
-        }
+        runs_presence<NW, NATIVE>(job, s_lut, yuv, y, wpr, nw, s_act, s_pres, s_cand);
         __syncthreads();
         for (int g = tid; g < gn; g += blockDim.x) {
             if ((s_pres[g >> 5] >> (g & 31)) & 1u)
@@ -298,138 +457,15 @@ __global__ void __launch_bounds__(TRK_BLOB_ROW_THREADS, TRK_BLOB_ROW_BLOCKS)
             if (i0) __syncthreads(); /* the chunk before is done with s_mask / s_off */
 
             /* B: the present objects' mask words. */
-            for (int w0 = warp; w0 < wpr; w0 += warps * U) {
-                struct px_smp smp[U];
-#pragma unroll
-                for (int u = 0; u < U; u++) {
-                    const int w = w0 + u * warps;
-                    smp[u].a = -1;
-                    if (w < wpr && ((s_cand[w >> 5] >> (w & 31)) & 1u))
-                        load_px(job, 32 * w + lane, y, smp[u]);
-                }
-#pragma unroll
-                for (int u = 0; u < U; u++) {
-                    const int w = w0 + u * warps;
-                    if (w >= wpr) break;
-                    if (!((s_cand[w >> 5] >> (w & 31)) & 1u)) {
-                        for (int i = lane; i < n; i += 32)
-                            s_mask[i * wpr + w] = 0;
-                        continue;
-                    }
-                    const int x = 32 * w + lane;
-                    uint32_t B[NW];
-                    pixel_bits<NW, NATIVE>(job, s_lut, yuv, smp[u], B);
-                    for (int i = 0; i < n; i++) {
-                        const int g = s_list[i0 + i];
-                        const struct trk_roi &r = s_roi[g];
-                        const uint32_t m =
-                            __ballot_sync(FULL_MASK, bit_of<NW>(B, g) && x >= r.x0 && x <= r.x1);
-                        if (lane == 0) s_mask[i * wpr + w] = m;
-                    }
-                }
-            }
+            runs_masks<NW, NATIVE>(job, s_lut, yuv, y, wpr, s_cand, s_list, s_roi, i0, n, s_mask);
             __syncthreads();
 
-            /* C: count each object's runs of the row. */
-            for (int i = warp; i < n; i += warps) {
-                const uint32_t *mrow = s_mask + i * wpr;
-                uint32_t cnt = 0, carry = 0;
-                for (int c = 0; c < wpr; c += 32) {
-                    const int w = c + lane;
-                    const uint32_t m = w < wpr ? mrow[w] : 0;
-                    uint32_t prev = __shfl_up_sync(FULL_MASK, m, 1);
-                    if (lane == 0) prev = carry;
-                    cnt += __popc(m & ~((m << 1) | (prev >> 31)));
-                    carry = __shfl_sync(FULL_MASK, m, 31);
-                }
-                cnt = __reduce_add_sync(FULL_MASK, cnt);
-                if (lane == 0) s_cnt[i] = cnt;
-            }
-            __syncthreads();
-            /* Offsets: warp 0 scans the counts (lane l holds entries
-             * PER_LANE l ..), one atomicAdd takes the row's slots. */
-            if (warp == 0) {
-                uint32_t c[PER_LANE], sum = 0;
-#pragma unroll
-                for (int j = 0; j < PER_LANE; j++) {
-                    const int i = PER_LANE * lane + j;
-                    c[j] = i < n ? s_cnt[i] : 0;
-                    sum += c[j];
-                }
-                uint32_t incl = sum;
-#pragma unroll
-                for (int d = 1; d < 32; d <<= 1) {
-                    const uint32_t v = __shfl_up_sync(FULL_MASK, incl, d);
-                    if (lane >= d) incl += v;
-                }
-                const uint32_t total = __shfl_sync(FULL_MASK, incl, 31);
-                uint32_t base = 0;
-                if (lane == 0 && total) base = atomicAdd(job.ctl, total);
-                uint32_t off = __shfl_sync(FULL_MASK, base, 0) + incl - sum;
-#pragma unroll
-                for (int j = 0; j < PER_LANE; j++) {
-                    const int i = PER_LANE * lane + j;
-                    if (i < n) {
-                        const size_t ri = (size_t)y * gn + s_list[i0 + i];
-                        s_off[i] = off;
-                        job.rowoff[ri] = off;
-                        job.rowcnt[ri] = c[j];
-                        off += c[j];
-                    }
-                }
-            }
+            /* C: count each object's runs of the row; offsets. */
+            runs_slots(job, y, wpr, gn, s_list, i0, n, s_mask, s_cnt, s_off);
             __syncthreads();
 
             /* C: write the runs. */
-            for (int i = warp; i < n; i += warps) {
-                const int g = s_list[i0 + i];
-                const uint32_t *mrow = s_mask + i * wpr;
-                const uint32_t off = s_off[i];
-                uint32_t running = 0, carry = 0;
-                for (int c = 0; c < wpr; c += 32) {
-                    const int w = c + lane;
-                    const uint32_t m = w < wpr ? mrow[w] : 0;
-                    uint32_t prev = __shfl_up_sync(FULL_MASK, m, 1);
-                    if (lane == 0) prev = carry;
-                    uint32_t next = __shfl_down_sync(FULL_MASK, m, 1);
-                    if (lane == 31) next = w + 1 < wpr ? mrow[w + 1] : 0;
-                    const uint32_t st = m & ~((m << 1) | (prev >> 31));
-                    const uint32_t en = m & ~((m >> 1) | (next << 31));
-                    const uint32_t cnt = __popc(st);
-                    uint32_t incl = cnt;
-#pragma unroll
-                    for (int d = 1; d < 32; d <<= 1) {
-                        const uint32_t v = __shfl_up_sync(FULL_MASK, incl, d);
-                        if (lane >= d) incl += v;
-                    }
-                    const uint32_t first = running + incl - cnt; /* runs of the row before word w */
-                    if (w < wpr) {
-                        uint32_t s = st, k = first;
-                        while (s) {
-                            const int j = __ffs(s) - 1;
-                            s &= s - 1;
-                            const uint32_t id = off + k++;
-                            const int x = 32 * w + j;
-                            job.x0[id] = (uint16_t)x;
-                            job.yg[id] = (uint32_t)y | (uint32_t)g << 16;
-                            job.parent[id] = id;
-                            job.mass[id] = 0;
-                            job.first[id] = (uint32_t)y * (uint32_t)W + (uint32_t)x;
-                        }
-                        /* A run open from the word before ends here first. */
-                        const uint32_t open = (prev >> 31) & m & 1u;
-                        uint32_t e = en;
-                        k = first - open;
-                        while (e) {
-                            const int j = __ffs(e) - 1;
-                            e &= e - 1;
-                            job.x1[off + k++] = (uint16_t)(32 * w + j);
-                        }
-                    }
-                    running += __shfl_sync(FULL_MASK, incl, 31);
-                    carry = __shfl_sync(FULL_MASK, m, 31);
-                }
-            }
+            runs_write(job, y, W, wpr, s_list, i0, n, s_mask, s_off);
         }
     }
 }
@@ -509,12 +545,12 @@ __global__ void __launch_bounds__(TRK_BLOB_THREADS) flatten_kernel(const struct 
             }
             atomicAdd(&job.mass[r], (uint32_t)(job.x1[id] - job.x0[id] + 1));
         }
-        if (!__ballot_sync(FULL_MASK, root)) continue; /* warp-uniform */
-        const uint32_t peers = __match_any_sync(FULL_MASK, root ? g : FULL_MASK);
+        if (!__ballot_sync(TRK_CU_FULL_MASK, root)) continue; /* warp-uniform */
+        const uint32_t peers = __match_any_sync(TRK_CU_FULL_MASK, root ? g : TRK_CU_FULL_MASK);
         const int leader = __ffs(peers) - 1;
         uint32_t base = 0;
         if (root && (int)lane == leader) base = atomicAdd(&job.roots[g * seg], __popc(peers));
-        base = __shfl_sync(FULL_MASK, base, leader);
+        base = __shfl_sync(TRK_CU_FULL_MASK, base, leader);
         const uint32_t at = base + __popc(peers & ((1u << lane) - 1u));
         if (root && at < lcap) job.roots[g * seg + 1 + at] = id;
     }
@@ -526,7 +562,7 @@ __global__ void __launch_bounds__(TRK_BLOB_THREADS) flatten_kernel(const struct 
  * exactly trk_blob_before. Keys are unique. */
 __device__ __forceinline__ unsigned long long blob_key(uint32_t mass, uint32_t first)
 {
-    return (unsigned long long)mass << 32 | (unsigned long long)(FULL_MASK - first);
+    return (unsigned long long)mass << 32 | (unsigned long long)(TRK_CU_FULL_MASK - first);
 }
 
 /* Calls f(id, y) for every run of group object g, threads of the block
@@ -576,6 +612,120 @@ __device__ __forceinline__ void for_cands(const struct trk_cu_blobjob &job, int 
     }
 }
 
+/* select_kernel's first pass: counts the candidates of group object g
+ * (mode: where they are) into s_valid and ORs their keys into s_or; with
+ * SEL_SHARED their keys and ids also go to s_key / s_kid (s_nk of them). */
+__device__ __forceinline__ void sel_gather(const struct trk_cu_blobjob &job, int g, int mode,
+                                           const uint32_t *list, uint32_t nroots, uint32_t min_area,
+                                           unsigned long long *s_key, uint32_t *s_kid,
+                                           unsigned &s_nk, unsigned &s_valid,
+                                           unsigned long long &s_or)
+{
+    const int tid = threadIdx.x;
+    unsigned cnt = 0;
+    unsigned long long orv = 0;
+    if (mode == SEL_SHARED) {
+        for (uint32_t i = tid; i < nroots; i += blockDim.x) {
+            const uint32_t id = list[i];
+            const uint32_t m = job.mass[id];
+            if (m < min_area) continue;
+            const unsigned long long key = blob_key(m, job.first[id]);
+            const unsigned at = atomicAdd(&s_nk, 1u);
+            s_key[at] = key;
+            s_kid[at] = id;
+            cnt++;
+            orv |= key;
+        }
+    } else {
+        for_cands(job, g, mode, list, nroots, s_key, s_kid, 0, min_area,
+                  [&](unsigned long long key, uint32_t) {
+                      cnt++;
+                      orv |= key;
+                  });
+    }
+    if (cnt) {
+        atomicAdd(&s_valid, cnt);
+        atomicOr(&s_or, orv);
+    }
+}
+
+/* One round of select_kernel's radix select, warp 0: lane l holds bins
+ * 255 - 8l .. 248 - 8l of s_hist, so lane order is descending key order.
+ * The lane whose range crosses s_need finds the bin (the bins before it
+ * are kept whole) and narrows s_prefix / s_need, or sets s_thresh and
+ * s_done when exactly the keys still needed share the prefix. */
+__device__ __forceinline__ void sel_round(const unsigned *s_hist, int shift,
+                                          unsigned long long prefix, unsigned &s_need,
+                                          unsigned long long &s_prefix,
+                                          unsigned long long &s_thresh, int &s_done)
+{
+    const int tid = threadIdx.x, lane = tid & 31;
+    /* Lane l holds bins 255 - 8l .. 248 - 8l: lane order is
+     * descending key order. The lane whose range crosses need
+     * finds the bin; the bins before it are kept whole. */
+    const unsigned need = s_need;
+    unsigned c[8], sum = 0;
+#pragma unroll
+    for (int q = 0; q < 8; q++) {
+        c[q] = s_hist[255 - 8 * lane - q];
+        sum += c[q];
+    }
+    const unsigned incl = trk_cu_warp_incl_sum(sum, lane);
+    /* Every lane has read s_need and its bins; the deciding
+     * lane writes s_need / s_prefix below. The shuffles above
+     * synchronise execution but order no memory: without this
+     * barrier a lane's read and the writer's store race
+     * (compute-sanitizer racecheck). */
+    __syncwarp();
+    const unsigned excl = incl - sum;
+    if (excl < need && incl >= need) {
+        unsigned cum = excl;
+        for (int q = 0; q < 8; q++) {
+            if (cum + c[q] >= need) {
+                const unsigned d = 255u - 8u * (unsigned)lane - (unsigned)q;
+                const unsigned left = need - cum;
+                s_prefix = prefix << 8 | d;
+                s_need = left;
+                if (c[q] == left || shift == 0) {
+                    /* Exactly the keys still needed share this
+                     * prefix: keep every key >= it. */
+                    s_thresh = (prefix << 8 | d) << shift;
+                    s_done = 1;
+                }
+                break;
+            }
+            cum += c[q];
+        }
+    }
+}
+
+/* select_kernel's output: the kept keys (kept <= K) ranked by counting,
+ * each rank's record initialised (statistics zero, bounds empty) and its
+ * root tagged in parent[]; the list length. */
+__device__ __forceinline__ void sel_write(const struct trk_cu_blobjob &job, int g,
+                                          const struct trk_cu_bobj &o, unsigned kept,
+                                          const unsigned long long *s_keep,
+                                          const uint32_t *s_keep_id)
+{
+    const int tid = threadIdx.x;
+    if ((unsigned)tid < kept) {
+        const unsigned long long key = s_keep[tid];
+        unsigned rank = 0;
+        for (unsigned i = 0; i < kept; i++)
+            rank += s_keep[i] > key;
+        struct trk_cu_blob rec;
+        rec.mass = (unsigned)(key >> 32);
+        rec.first = TRK_CU_FULL_MASK - (uint32_t)key;
+        rec.sx = rec.sy = rec.perim = 0;
+        rec.x0 = rec.y0 = TRK_CU_FULL_MASK;
+        rec.x1 = rec.y1 = 0;
+        rec.pad = 0;
+        job.recs[o.off + rank] = rec;
+        job.parent[s_keep_id[tid]] = SEL_TAG | rank;
+    }
+    if (tid == 0) job.counts[job.g0 + g] = kept;
+}
+
 /* Grid: one block per object of the group, TRK_BLOB_SEL_THREADS threads.
  * Selection: the K largest keys among roots (parent == itself after
  * flatten_kernel) with mass >= min_area. The candidates come from the
@@ -607,7 +757,7 @@ __global__ void __launch_bounds__(TRK_BLOB_SEL_THREADS)
     __shared__ unsigned long long s_or, s_prefix, s_thresh;
     __shared__ unsigned s_valid, s_need, s_kept, s_nk;
     __shared__ int s_done;
-    const int g = blockIdx.x, tid = threadIdx.x, lane = tid & 31;
+    const int g = blockIdx.x, tid = threadIdx.x;
     const struct trk_cu_bobj &o = job.objs[job.g0 + g];
     const uint32_t K = (uint32_t)o.k, min_area = o.min_area;
     const size_t seg = (size_t)job.wpr * (size_t)job.f.height;
@@ -624,33 +774,7 @@ __global__ void __launch_bounds__(TRK_BLOB_SEL_THREADS)
         s_nk = 0;
     }
     __syncthreads();
-    {
-        unsigned cnt = 0;
-        unsigned long long orv = 0;
-        if (mode == SEL_SHARED) {
-            for (uint32_t i = tid; i < nroots; i += blockDim.x) {
-                const uint32_t id = list[i];
-                const uint32_t m = job.mass[id];
-                if (m < min_area) continue;
-                const unsigned long long key = blob_key(m, job.first[id]);
-                const unsigned at = atomicAdd(&s_nk, 1u);
-                s_key[at] = key;
-                s_kid[at] = id;
-                cnt++;
-                orv |= key;
-            }
-        } else {
-            for_cands(job, g, mode, list, nroots, s_key, s_kid, 0, min_area,
-                      [&](unsigned long long key, uint32_t) {
-                          cnt++;
-                          orv |= key;
-                      });
-        }
-        if (cnt) {
-            atomicAdd(&s_valid, cnt);
-            atomicOr(&s_or, orv);
-        }
-    }
+    sel_gather(job, g, mode, list, nroots, min_area, s_key, s_kid, s_nk, s_valid, s_or);
     __syncthreads();
     const uint32_t nk = s_nk;
     if (s_valid > K) {
@@ -677,50 +801,7 @@ __global__ void __launch_bounds__(TRK_BLOB_SEL_THREADS)
                               atomicAdd(&s_hist[(key >> shift) & 255u], 1u);
                       });
             __syncthreads();
-            if (tid < 32) {
-                /* Lane l holds bins 255 - 8l .. 248 - 8l: lane order is
-                 * descending key order. The lane whose range crosses need
-                 * finds the bin; the bins before it are kept whole. */
-                const unsigned need = s_need;
-                unsigned c[8], sum = 0;
-#pragma unroll
-                for (int q = 0; q < 8; q++) {
-                    c[q] = s_hist[255 - 8 * lane - q];
-                    sum += c[q];
-                }
-                unsigned incl = sum;
-#pragma unroll
-                for (int d = 1; d < 32; d <<= 1) {
-                    const unsigned u = __shfl_up_sync(FULL_MASK, incl, d);
-                    if (lane >= d) incl += u;
-                }
-                /* Every lane has read s_need and its bins; the deciding
-                 * lane writes s_need / s_prefix below. The shuffles above
-                 * synchronise execution but order no memory: without this
-                 * barrier a lane's read and the writer's store race
-                 * (compute-sanitizer racecheck). */
-                __syncwarp();
-                const unsigned excl = incl - sum;
-                if (excl < need && incl >= need) {
-                    unsigned cum = excl;
-                    for (int q = 0; q < 8; q++) {
-                        if (cum + c[q] >= need) {
-                            const unsigned d = 255u - 8u * (unsigned)lane - (unsigned)q;
-                            const unsigned left = need - cum;
-                            s_prefix = prefix << 8 | d;
-                            s_need = left;
-                            if (c[q] == left || shift == 0) {
-                                /* Exactly the keys still needed share this
-                                 * prefix: keep every key >= it. */
-                                s_thresh = (prefix << 8 | d) << shift;
-                                s_done = 1;
-                            }
-                            break;
-                        }
-                        cum += c[q];
-                    }
-                }
-            }
+            if (tid < 32) sel_round(s_hist, shift, prefix, s_need, s_prefix, s_thresh, s_done);
             __syncthreads();
             /* Done at the last byte at the latest (keys are unique). */
             if (s_done || shift == 0) break;
@@ -739,23 +820,7 @@ __global__ void __launch_bounds__(TRK_BLOB_SEL_THREADS)
                   }
               });
     __syncthreads();
-    const unsigned kept = s_kept < K ? s_kept : K;
-    if ((unsigned)tid < kept) {
-        const unsigned long long key = s_keep[tid];
-        unsigned rank = 0;
-        for (unsigned i = 0; i < kept; i++)
-            rank += s_keep[i] > key;
-        struct trk_cu_blob rec;
-        rec.mass = (unsigned)(key >> 32);
-        rec.first = FULL_MASK - (uint32_t)key;
-        rec.sx = rec.sy = rec.perim = 0;
-        rec.x0 = rec.y0 = FULL_MASK;
-        rec.x1 = rec.y1 = 0;
-        rec.pad = 0;
-        job.recs[o.off + rank] = rec;
-        job.parent[s_keep_id[tid]] = SEL_TAG | rank;
-    }
-    if (tid == 0) job.counts[job.g0 + g] = kept;
+    sel_write(job, g, o, s_kept < K ? s_kept : K, s_keep, s_keep_id);
 }
 
 /* Grid: any (grid-stride over the group's runs). Every run of a selected

@@ -66,6 +66,23 @@ struct trk_cu_acc {
 };
 #define TRK_ACC_BIG 0x40000000u
 
+/* The result one accumulator stands for (host side: the fused, table and
+ * MOCT results in cuda_wait.cu, the regions' in regions.cu). */
+static inline void trk_cu_acc_result(const struct trk_cu_acc *a, struct trk_obj_result *out)
+{
+    if (!a->mass) {
+        trk_result_clear(out);
+        return;
+    }
+    out->mass = a->mass;
+    out->sum_x = a->sx;
+    out->sum_y = a->sy;
+    out->x0 = (int32_t)(TRK_ACC_BIG - a->nx0);
+    out->y0 = (int32_t)(TRK_ACC_BIG - a->ny0);
+    out->x1 = (int32_t)a->px1 - 1;
+    out->y1 = (int32_t)a->py1 - 1;
+}
+
 /* An object as the naive and MOCT kernels test it. */
 struct trk_cu_obj {
     uint16_t lo[3], hi[3];
@@ -315,5 +332,222 @@ int trk_cu_blobs_setup(size_t smem);
  * top-K selection + stats of the selected) on s; no host sync. sms: the
  * device's multiprocessors (grid sizes). */
 int trk_cu_blobs_launch(const struct trk_cu_blobjob *job, int sms, cudaStream_t s);
+
+/* ------------------------------------------------- the backend instance */
+/* Host side of the backend (trk_cuda_ops), shared by the files that
+ * implement it: cuda_backend.cu (variants, lifecycle, probe),
+ * cuda_objects.cu (tables, object grouping, blob set-up), cuda_pinned.cu
+ * (the pinned-range registry), cuda_submit.cu (uploads and launches),
+ * cuda_device_image.cu (frames already on the device), cuda_regional.cu
+ * (the regional form, top to bottom), cuda_wait.cu (waits, timing,
+ * results) and cuda_bench.cu (bench_hooks.h). */
+
+struct trk_cu_rrm;
+
+namespace trk_cuda
+{
+
+enum variant { V_FUSED = 0, V_LUT, V_NAIVE, V_MOCT };
+
+/* Most 32-bit words a table image can need: summary + full tables of all
+ * three spaces (nine channels: eight of 256 values, the hue of
+ * TRK_HUE_VALUES) at 8 mask words per entry, each table padded to 4 words. */
+const int LUT_CHANNEL_VALUES = 8 * 256 + TRK_HUE_VALUES;
+const int LUT_MAX_WORDS = (LUT_CHANNEL_VALUES + 16) + 8 * LUT_CHANNEL_VALUES + 64;
+
+/* An instance's log budget: lines logged since its last good frame. The
+ * daemon's log-once style: an error that fails every frame (a lost device)
+ * logs its first lines once, and again only after a frame has succeeded. */
+struct cuda_log {
+    int lines;
+};
+
+/* The instance whose entry point this thread is running (set by log_scope),
+ * so that TRK_CUDA_TRY in the launch wrappers reaches its budget without an
+ * extra argument. NULL outside one: those failures are always logged. */
+extern thread_local struct cuda_log *t_log;
+
+struct cuda_be {
+    struct cuda_log log; /* trk_cuda_log's budget for this instance */
+    int dev, sms;
+    int variant, arr, r, bands; /* bands: 0 = automatic */
+    bool copy_only;             /* variant option "copy": never read host frames in place */
+    bool copyback;              /* variant option "copyback": never hand results over (below) */
+    char name[80];
+    int max_w, max_h;
+
+    cudaStream_t s_up, s_k;
+    cudaEvent_t ev_up0, ev_up1, ev_roi0, ev_roi1, ev_done;
+    cudaEvent_t ev_legacy; /* device images: the legacy stream's work so far (untimed) */
+    bool up_timed;         /* ev_up0..ev_up1 spans this frame's upload or copy */
+    cudaEvent_t ev_band[TRK_CUDA_MAX_BANDS], ev_ks[TRK_CUDA_MAX_BANDS], ev_ke[TRK_CUDA_MAX_BANDS];
+    bool events_made;
+
+    uint8_t *d_frame, *hp_stage;
+    size_t frame_bytes;
+    struct trk_cu_acc *d_acc[2], *hp_res;
+    int parity;
+    /* The hand-over (trk_cu_pub): hp_res and hp_pub are mapped (dp_res,
+     * dp_pub: their device addresses; NULL if mapping failed, then results
+     * are always copied back); pub_wait: this frame's fused launch hands its
+     * results over with seq pub_seq, so wait() watches hp_pub instead of an
+     * event. */
+    struct trk_cu_acc *dp_res;
+    struct trk_cu_pub *hp_pub, *dp_pub;
+    struct trk_cu_pubctl *d_pubctl;
+    unsigned pub_seq;
+    bool pub_wait;
+    bool dirty; /* accumulators may hold a failed frame's partial sums */
+
+    uint32_t *d_lut, *h_lut;
+    struct trk_cu_lut lt;
+    struct trk_cu_obj *d_objs;
+    struct trk_roi *d_rois, *hp_rois;
+    uint32_t *d_rowmask, *d_colmask;
+    void *d_moct;
+    size_t moct_bytes;
+    int n, fused_grid;
+    /* Accumulator slot of each object: the table variants place similar
+     * colours in one summary group (see group_objects); the others use
+     * slot = object index. slots: accumulators in use. */
+    int pos[TRK_MAX_OBJECTS];
+    int slots;
+
+    /* Blob lists. bobj_of[i]: object index of blob object i (nbo of them,
+     * in object order); h_bobj/d_bobj their descriptors; group: blob
+     * objects labelled per pass of the pipeline (the scratch holds that
+     * many); blt[i] / blut_off[i]: the table layout and offset in d_blut of
+     * pass i's objects (bits 0.. of its own image); d_bctl: two run
+     * counters, the pass at bctl_par uses one and zeroes the other for the
+     * next; d_bout/hp_bout: list lengths then records (TRK_CU_BLOB_HDR),
+     * bout_bytes of it copied back per frame. n_blob/h_blob: the decoded
+     * lists of the last frame, per object. */
+    int nbo, group, bctl_par;
+    int bobj_of[TRK_MAX_OBJECTS];
+    struct trk_cu_bobj h_bobj[TRK_MAX_OBJECTS];
+    struct trk_cu_bobj *d_bobj;
+    struct trk_cu_lut blt[TRK_MAX_OBJECTS];
+    size_t blut_off[TRK_MAX_OBJECTS], blut_words;
+    uint32_t *d_blut, *d_bctl;
+    uint32_t *d_broots, *d_browoff, *d_browcnt, *d_byg, *d_bparent, *d_bmass, *d_bfirst;
+    uint16_t *d_bx0, *d_bx1;
+    void *d_bout, *hp_bout;
+    size_t bout_bytes;
+    cudaEvent_t ev_b0, ev_b1;
+    bool blob_work;   /* this frame queued the blob pipeline */
+    bool bench_blobs; /* h_blob holds trk_cuda_bench_kernels' last lists */
+    int n_blob[TRK_MAX_OBJECTS];
+    struct trk_blob (*h_blob)[TRK_MAX_BLOBS];
+
+    /* The frame in flight (or resident, for bench_hooks.h). */
+    struct trk_cu_frame f;
+    bool roi;
+    int nk;    /* kernel intervals recorded this frame */
+    bool work; /* GPU work was queued (n > 0)          */
+    double t_submit;
+    uint64_t up_bytes;       /* copied to the device for the frame in flight */
+    uint64_t in_place_bytes; /* of those, read by the kernel from pinned host memory */
+
+    /* The pre-filter (prefilter.cu): its setting; the filtered frame (the
+     * layout of d_frame) and the 16-bit intermediate, made when it is first
+     * turned on. While on, the kernels read d_filt through f. */
+    struct trk_prefilter pf;
+    uint8_t *d_filt;
+    uint16_t *d_pftmp;
+    int pftmp_pitch;
+    size_t pftmp_slab;
+
+    /* The regional form (regions.cu, made at the first set_objects): rmode
+     * while the frame in flight or last waited for was regional. */
+    struct trk_cu_rrm *rrm;
+    bool rmode;
+};
+
+/* Points t_log at an instance for the life of one entry point. */
+struct log_scope {
+    struct cuda_log *prev;
+    explicit log_scope(struct cuda_be *b) : prev(t_log) { t_log = &b->log; }
+    ~log_scope() { t_log = prev; }
+};
+
+inline size_t align_up(size_t v, size_t a)
+{
+    return (v + a - 1) / a * a;
+}
+
+/* Device layout of a frame: the planes of trk_image_plane_layout, each at
+ * an offset with a pitch of its own. Pitches are those of the frame 4-pixel
+ * aligned in width (room for the 4-pixel loads of the fused kernel past a
+ * row's last pixel), rounded up to TRK_CUDA_PITCH_ALIGN. Returns the total
+ * bytes. */
+struct layout {
+    struct trk_plane_layout p; /* planes, payload bytes per row, rows */
+    size_t off[3];
+    int pitch[3];
+};
+
+/* Per-object sizes of the labelling scratch, sized for the largest frame
+ * so one allocation serves every frame size: root-list words (one per mask
+ * word of a row), rows (rowoff and rowcnt each), run slots. */
+struct blob_strides {
+    size_t words, rows, runs;
+};
+
+/* -- cuda_backend.cu */
+size_t frame_layout(int w, int h, int fmt, struct layout *L);
+int cu_set_prefilter(void *self, const struct trk_prefilter *pf);
+void free_blob_scratch(struct cuda_be *b);
+cudaError_t reset_pubctl(struct cuda_be *b);
+/* -- cuda_objects.cu */
+int cu_set_objects(void *self, const struct trk_object_def *objs, int n);
+blob_strides blob_strides_of(const struct cuda_be *b);
+/* -- cuda_pinned.cu */
+bool host_pinned(const void *p);
+int pin_lookup(const void *p, size_t n);
+bool pin_covers(const void *p, size_t n);
+const uint8_t *pin_device(const void *p, size_t n);
+void *cu_host_alloc(void *self, size_t bytes);
+void cu_host_free(void *self, void *p);
+int cu_host_register(void *self, void *p, size_t n);
+void cu_host_unregister(void *self, void *p);
+bool cu_host_pinned(const void *self, const void *p, size_t n);
+/* -- cuda_submit.cu */
+bool plane_pinned(const struct trk_image *img, const struct layout *L, int p);
+int upload_rows(struct cuda_be *b, const struct trk_image *img, const struct layout *L, int r0,
+                int r1, bool pinned);
+void fill_frame(struct cuda_be *b, const struct trk_image *img, const struct layout *L);
+int queue_prefilter(struct cuda_be *b, const struct layout *L);
+struct trk_cu_job make_job(struct cuda_be *b, int row0, int row1, bool first);
+bool hands_over(const struct cuda_be *b);
+int launch_rows(struct cuda_be *b, int row0, int row1, bool first, bool publish = false);
+int queue_rois(struct cuda_be *b, const struct trk_roi *rois);
+int queue_blobs(struct cuda_be *b);
+void decode_blobs(struct cuda_be *b);
+int reset_if_dirty(struct cuda_be *b);
+int submit_impl(struct cuda_be *b, const struct trk_image *img, const struct trk_roi *rois);
+void begin_call(struct cuda_be *b, bool rmode);
+int end_call(struct cuda_be *b, int err);
+int cu_submit(void *self, const struct trk_image *img, const struct trk_roi *rois);
+/* -- cuda_device_image.cu */
+bool device_in_place(const struct trk_image *img, struct trk_plane_layout *wide_out = NULL);
+int queue_device_frame(struct cuda_be *b, const struct trk_image *img, const struct layout *L);
+int queue_whole(struct cuda_be *b, const struct layout *L, int height);
+int queue_finish(struct cuda_be *b);
+int submit_device(struct cuda_be *b, const struct trk_image *img, const struct trk_roi *rois,
+                  const struct layout *L);
+/* -- cuda_regional.cu */
+int regions_set_objects(struct cuda_be *b, const struct trk_object_def *objs, int n);
+int cu_submit_regions(void *self, const struct trk_image *img, const struct trk_region *regs,
+                      int n);
+int wait_regions(struct cuda_be *b, struct trk_obj_result *out, struct trk_backend_timing *t);
+/* -- cuda_wait.cu */
+cudaError_t wait_event(cudaEvent_t ev);
+float span(cudaEvent_t a, cudaEvent_t z);
+float elapsed(cudaEvent_t a, cudaEvent_t z);
+void decode(const struct trk_cu_acc *acc, const int *pos, int n, struct trk_obj_result *out);
+int cu_wait(void *self, struct trk_obj_result *out, struct trk_backend_timing *t);
+int cu_blobs(void *self, int obj, const struct trk_blob **out);
+
+} // namespace trk_cuda
 
 #endif

@@ -7,8 +7,7 @@
  * shaped it. */
 #include "cuda_internal.cuh"
 #include "fused_dense.cuh"
-
-#define FULL_MASK 0xffffffffu
+#include "warp.cuh"
 
 namespace
 {
@@ -232,7 +231,7 @@ __device__ __forceinline__ void dense_word(uint32_t m0, uint32_t m1, uint32_t m2
     for (int s = 16; s >= 1; s >>= 1) {
 #pragma unroll
         for (int j = 0; j < 4; j++)
-            t[j] = trk_dense::transpose_merge(t[j], __shfl_xor_sync(FULL_MASK, t[j], s),
+            t[j] = trk_dense::transpose_merge(t[j], __shfl_xor_sync(TRK_CU_FULL_MASK, t[j], s),
                                               (unsigned)lane, s);
     }
     const trk_dense::seg_stats st = trk_dense::segment_stats(t);
@@ -292,6 +291,80 @@ __device__ __forceinline__ void hand_over(const struct trk_cu_job &job, int n)
         ctl->done = 0;
         __threadfence_system();
         *(volatile unsigned *)&p.rec->seq = p.seq;
+    }
+}
+
+/* The summary lookups of a lane's four pixels: sm[j] gets the OR over the
+ * spaces present of the three channels' summary entries (a superset of the
+ * objects pixel j matches: a summary is the OR of the full entry's words). */
+__device__ __forceinline__ void summary4(const uint32_t *s_lut, const struct trk_cu_lut &lt,
+                                         const int *has, const px4 &p, uint32_t *sm)
+{
+#pragma unroll
+    for (int s = 0; s < 3; s++) {
+        if (!has[s]) continue;
+        const uint32_t *t0 = s_lut + lt.sum_off[s][0];
+        const uint32_t *t1 = s_lut + lt.sum_off[s][1];
+        const uint32_t *t2 = s_lut + lt.sum_off[s][2];
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+            sm[j] |= t0[chan(p, s, 0, j)] & t1[chan(p, s, 1, j)] & t2[chan(p, s, 2, j)];
+    }
+}
+
+/* The sparse path for mask word q of a segment: per object present in
+ * the word (wor, warp-uniform; bit b is object k0 + b), count, sum of x and
+ * the bounds of its pixels among the lane's four (m0..m3: pixel x0 + j)
+ * reduced over the warp with redux.sync, then lane 0 adds them with one
+ * shared atomic per field. */
+__device__ __forceinline__ void sparse_word(uint32_t m0, uint32_t m1, uint32_t m2, uint32_t m3,
+                                            uint32_t wor, int lane, int x0, int yy, int k0,
+                                            const struct trk_cu_sacc &acc)
+{
+    while (wor) {
+        const int bit = __ffs(wor) - 1;
+        wor &= wor - 1;
+        const unsigned v = ((m0 >> bit) & 1u) | (((m1 >> bit) & 1u) << 1) |
+                           (((m2 >> bit) & 1u) << 2) | (((m3 >> bit) & 1u) << 3);
+        unsigned cnt = __popc(v);
+        unsigned sx =
+            cnt * (unsigned)x0 + ((v >> 1) & 1u) + ((v >> 2) & 1u) * 2u + ((v >> 3) & 1u) * 3u;
+        unsigned nmin = v ? TRK_ACC_BIG - (unsigned)(x0 + __ffs(v) - 1) : 0u;
+        unsigned pmax = v ? (unsigned)(x0 + 32 - __clz(v)) : 0u;
+        cnt = __reduce_add_sync(TRK_CU_FULL_MASK, cnt);
+        sx = __reduce_add_sync(TRK_CU_FULL_MASK, sx);
+        nmin = __reduce_max_sync(TRK_CU_FULL_MASK, nmin);
+        pmax = __reduce_max_sync(TRK_CU_FULL_MASK, pmax);
+        if (lane == 0) {
+            const int k = k0 + bit;
+            atomicAdd(&acc.cnt[k], cnt);
+            atomicAdd(&acc.sx[k], (unsigned long long)sx);
+            atomicAdd(&acc.sy[k], (unsigned long long)cnt * (unsigned)yy);
+            atomicMax(&acc.nx0[k], nmin);
+            atomicMax(&acc.px1[k], pmax);
+            atomicMax(&acc.ny0[k], TRK_ACC_BIG - (unsigned)yy);
+            atomicMax(&acc.py1[k], (unsigned)yy + 1u);
+        }
+    }
+}
+
+/* One flush per block: the block's accumulators of the objects it saw
+ * added to the frame's with global atomics. */
+__device__ __forceinline__ void flush_block(const struct trk_cu_job &job, int n,
+                                            const struct trk_cu_sacc &acc)
+{
+    const int tid = threadIdx.x;
+    for (int k = tid; k < n; k += blockDim.x) {
+        const unsigned c = acc.cnt[k];
+        if (!c) continue;
+        struct trk_cu_acc *a = &job.acc[k];
+        atomicAdd(&a->mass, (unsigned long long)c);
+        atomicAdd(&a->sx, acc.sx[k]);
+        atomicAdd(&a->sy, acc.sy[k]);
+        atomicMax(&a->nx0, acc.nx0[k]);
+        atomicMax(&a->ny0, acc.ny0[k]);
+        atomicMax(&a->px1, acc.px1[k]);
+        atomicMax(&a->py1, acc.py1[k]);
     }
 }
 
@@ -374,21 +447,12 @@ __global__ void __launch_bounds__(TRK_FUSED_THREADS, TRK_FUSED_MIN_BLOCKS)
             uint32_t pa, pb, pc;
             load4<CLS>(f, x0, yy, swap, pa, pb, pc);
             convert4(f, yuv, has, pa, pb, pc, p);
-#pragma unroll
-            for (int s = 0; s < 3; s++) {
-                if (!has[s]) continue;
-                const uint32_t *t0 = s_lut + lt.sum_off[s][0];
-                const uint32_t *t1 = s_lut + lt.sum_off[s][1];
-                const uint32_t *t2 = s_lut + lt.sum_off[s][2];
-#pragma unroll
-                for (int j = 0; j < 4; j++)
-                    sm[j] |= t0[chan(p, s, 0, j)] & t1[chan(p, s, 1, j)] & t2[chan(p, s, 2, j)];
-            }
+            summary4(s_lut, lt, has, p, sm);
 #pragma unroll
             for (int j = 1; j < 4; j++)
                 if (x0 + j >= W) sm[j] = 0;
         }
-        if (!__any_sync(FULL_MASK, sm[0] | sm[1] | sm[2] | sm[3])) continue;
+        if (!__any_sync(TRK_CU_FULL_MASK, sm[0] | sm[1] | sm[2] | sm[3])) continue;
 
 #pragma unroll
         for (int ch = 0; ch < NW; ch += CW) {
@@ -421,56 +485,21 @@ __global__ void __launch_bounds__(TRK_FUSED_THREADS, TRK_FUSED_MIN_BLOCKS)
             }
 #pragma unroll
             for (int q = 0; q < CW; q++) {
-                uint32_t wor = __reduce_or_sync(FULL_MASK, m[0][q] | m[1][q] | m[2][q] | m[3][q]);
+                uint32_t wor =
+                    __reduce_or_sync(TRK_CU_FULL_MASK, m[0][q] | m[1][q] | m[2][q] | m[3][q]);
                 if (__popc(wor) >= TRK_FUSED_DENSE_MIN) {
                     dense_word(m[0][q], m[1][q], m[2][q], m[3][q], lane,
                                x0 - lane * TRK_FUSED_PX_PER_LANE, yy, (ch + q) * 32, s_acc);
                     continue;
                 }
-                while (wor) {
-                    const int bit = __ffs(wor) - 1;
-                    wor &= wor - 1;
-                    const unsigned v = ((m[0][q] >> bit) & 1u) | (((m[1][q] >> bit) & 1u) << 1) |
-                                       (((m[2][q] >> bit) & 1u) << 2) |
-                                       (((m[3][q] >> bit) & 1u) << 3);
-                    unsigned cnt = __popc(v);
-                    unsigned sx = cnt * (unsigned)x0 + ((v >> 1) & 1u) + ((v >> 2) & 1u) * 2u +
-                                  ((v >> 3) & 1u) * 3u;
-                    unsigned nmin = v ? TRK_ACC_BIG - (unsigned)(x0 + __ffs(v) - 1) : 0u;
-                    unsigned pmax = v ? (unsigned)(x0 + 32 - __clz(v)) : 0u;
-                    cnt = __reduce_add_sync(FULL_MASK, cnt);
-                    sx = __reduce_add_sync(FULL_MASK, sx);
-                    nmin = __reduce_max_sync(FULL_MASK, nmin);
-                    pmax = __reduce_max_sync(FULL_MASK, pmax);
-                    if (lane == 0) {
-                        const int k = (ch + q) * 32 + bit;
-                        atomicAdd(&s_cnt[k], cnt);
-                        atomicAdd(&s_sx[k], (unsigned long long)sx);
-                        atomicAdd(&s_sy[k], (unsigned long long)cnt * (unsigned)yy);
-                        atomicMax(&s_nx0[k], nmin);
-                        atomicMax(&s_px1[k], pmax);
-                        atomicMax(&s_ny0[k], TRK_ACC_BIG - (unsigned)yy);
-                        atomicMax(&s_py1[k], (unsigned)yy + 1u);
-                    }
-                }
+                sparse_word(m[0][q], m[1][q], m[2][q], m[3][q], wor, lane, x0, yy, (ch + q) * 32,
+                            s_acc);
             }
         }
     }
     __syncthreads();
 
-    /* One flush per block: only objects this block saw. */
-    for (int k = tid; k < n; k += blockDim.x) {
-        const unsigned c = s_cnt[k];
-        if (!c) continue;
-        struct trk_cu_acc *a = &job.acc[k];
-        atomicAdd(&a->mass, (unsigned long long)c);
-        atomicAdd(&a->sx, s_sx[k]);
-        atomicAdd(&a->sy, s_sy[k]);
-        atomicMax(&a->nx0, s_nx0[k]);
-        atomicMax(&a->ny0, s_ny0[k]);
-        atomicMax(&a->px1, s_px1[k]);
-        atomicMax(&a->py1, s_py1[k]);
-    }
+    flush_block(job, n, s_acc);
     if (job.pub.out) hand_over(job, n);
 }
 

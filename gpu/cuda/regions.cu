@@ -30,6 +30,7 @@
 
 #include "../log_hook.h"
 #include "regions.cuh"
+#include "warp.cuh"
 
 namespace
 {
@@ -67,13 +68,6 @@ __device__ __forceinline__ bool px_match(const struct trk_cu_frame &f, int yuv,
     trk_cu_triples(f, yuv != 0, 1 << o.space, a, b, c, p);
     const int *t = p.c[o.space];
     return trk_box_match(o.lo, o.hi, o.space == TRK_SPACE_HSV, t[0], t[1], t[2]) != 0;
-}
-
-__device__ __forceinline__ unsigned long long shfl_sum64(unsigned long long v)
-{
-    for (int d = 16; d > 0; d >>= 1)
-        v += __shfl_down_sync(0xffffffffu, v, d);
-    return v;
 }
 
 /* The next call's accumulators (the other half of the double buffer)
@@ -119,10 +113,10 @@ __global__ void __launch_bounds__(32 * FLAT_ROWS)
                 mn = min(mn, (unsigned)x);
                 mx = max(mx, (unsigned)x);
             }
-    cnt = __reduce_add_sync(0xffffffffu, cnt);
-    mn = __reduce_min_sync(0xffffffffu, mn);
-    mx = __reduce_max_sync(0xffffffffu, mx);
-    sx = shfl_sum64(sx);
+    cnt = __reduce_add_sync(TRK_CU_FULL_MASK, cnt);
+    mn = __reduce_min_sync(TRK_CU_FULL_MASK, mn);
+    mx = __reduce_max_sync(TRK_CU_FULL_MASK, mx);
+    sx = trk_cu_warp_sum64(sx);
     __shared__ unsigned s_cnt[FLAT_ROWS], s_mn[FLAT_ROWS], s_mx[FLAT_ROWS];
     __shared__ unsigned long long s_sx[FLAT_ROWS];
     if (lane == 0) {
@@ -166,13 +160,13 @@ __device__ struct trk_cu_acc block_combine(struct trk_cu_acc v)
 {
     __shared__ struct trk_cu_acc s[SEED_THREADS / 32];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    v.mass = shfl_sum64(v.mass);
-    v.sx = shfl_sum64(v.sx);
-    v.sy = shfl_sum64(v.sy);
-    v.nx0 = __reduce_max_sync(0xffffffffu, v.nx0);
-    v.ny0 = __reduce_max_sync(0xffffffffu, v.ny0);
-    v.px1 = __reduce_max_sync(0xffffffffu, v.px1);
-    v.py1 = __reduce_max_sync(0xffffffffu, v.py1);
+    v.mass = trk_cu_warp_sum64(v.mass);
+    v.sx = trk_cu_warp_sum64(v.sx);
+    v.sy = trk_cu_warp_sum64(v.sy);
+    v.nx0 = __reduce_max_sync(TRK_CU_FULL_MASK, v.nx0);
+    v.ny0 = __reduce_max_sync(TRK_CU_FULL_MASK, v.ny0);
+    v.px1 = __reduce_max_sync(TRK_CU_FULL_MASK, v.px1);
+    v.py1 = __reduce_max_sync(TRK_CU_FULL_MASK, v.py1);
     if (lane == 0) s[warp] = v;
     __syncthreads();
     struct trk_cu_acc r = s[0];
@@ -456,7 +450,7 @@ __global__ void __launch_bounds__(BLOB_THREADS)
             key = rbase[i] + rank[root];
             x = (unsigned)xi, y = (unsigned)yi, edges = 4 - in;
         }
-        const unsigned peers = __match_any_sync(0xffffffffu, key);
+        const unsigned peers = __match_any_sync(TRK_CU_FULL_MASK, key);
         if (key != NONE) warp_add_blob(rec, key, peers, x, y, edges);
     }
 }
@@ -580,16 +574,123 @@ __device__ __forceinline__ bool rb_in(const unsigned *mw, int wpr, int lx, int l
     return (mw[ly * wpr + (lx >> 5)] >> (lx & 31)) & 1u;
 }
 
-__device__ __forceinline__ unsigned long long max64(unsigned long long a, unsigned long long b)
-{
-    return a > b ? a : b;
-}
-
 /* Dynamic shared memory: labels (area words), then the mask (height x
  * ceil(width / 32) words); rb_smem_words says how many. */
 __host__ __device__ __forceinline__ unsigned rb_smem_words(int w, int h)
 {
     return (unsigned)w * (unsigned)h + (unsigned)h * (unsigned)((w + 31) / 32);
+}
+
+/* rb_kernel's step 1: warp k builds the mask words (mw) and run labels
+ * (lab: each pixel's run start, NONE outside the mask) of rows k,
+ * k + RB_WARPS, ... of region R (W x H, wpr mask words a row). */
+__device__ __forceinline__ void rb_label_runs(const struct trk_cu_frame &f, int yuv,
+                                              const struct trk_cu_obj &o, const struct breg &R,
+                                              int W, int H, int wpr, unsigned *lab, unsigned *mw)
+{
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    for (int ly = warp; ly < H; ly += RB_WARPS) {
+        unsigned carry = 0; /* run start of the previous word's last pixel */
+        bool last_in = false;
+        for (int w = 0; w < wpr; w++) {
+            const int lx = w * 32 + lane;
+            const bool in = lx < W && px_match(f, yuv, o, R.x0 + lx, R.y0 + ly);
+            const unsigned m = __ballot_sync(TRK_CU_FULL_MASK, in);
+            const unsigned below = ~m & ((1u << lane) - 1u);
+            const unsigned start = below     ? (unsigned)(w * 32 + 32 - __clz(below))
+                                   : last_in ? carry
+                                             : (unsigned)(w * 32);
+            if (lane == 0) mw[ly * wpr + w] = m;
+            if (lx < W) lab[ly * W + lx] = in ? (unsigned)ly * (unsigned)W + start : NONE;
+            carry = __shfl_sync(TRK_CU_FULL_MASK, start, 31);
+            last_in = (m >> 31) & 1u;
+        }
+    }
+}
+
+/* rb_kernel's step 2: each run united with the runs of the row above that
+ * touch it (R.conn: 4 or 8), one pixel a thread. */
+__device__ __forceinline__ void rb_unite_rows(const struct breg &R, unsigned A, int W, int wpr,
+                                              unsigned *lab, const unsigned *mw)
+{
+    for (unsigned i = threadIdx.x; i < A; i += RB_THREADS) {
+        const int ly = (int)(i / (unsigned)W), lx = (int)(i % (unsigned)W);
+        if (ly == 0 || !rb_in(mw, wpr, lx, ly)) continue;
+        const bool left = lx > 0 && rb_in(mw, wpr, lx - 1, ly);
+        const bool u = rb_in(mw, wpr, lx, ly - 1);
+        const bool ul = lx > 0 && rb_in(mw, wpr, lx - 1, ly - 1);
+        const bool ur = lx + 1 < W && rb_in(mw, wpr, lx + 1, ly - 1);
+        if (R.conn == 4) {
+            /* The pixel to the left joined u's run through ul already. */
+            if (u && !(left && ul)) rb_unite(lab, i, i - W);
+        } else if (left) {
+            /* The left pixel reached ul, u (and so u's run): only a run
+             * starting at ur is new. */
+            if (ur && !u) rb_unite(lab, i, i - W + 1);
+        } else {
+            if (ul) rb_unite(lab, i, i - W - 1);
+            if (u && !ul) rb_unite(lab, i, i - W);
+            if (ur && !u) rb_unite(lab, i, i - W + 1);
+        }
+    }
+}
+
+/* A record of rb_kernel's pass as a list item: key, and the blob in frame
+ * coordinates (R's origin added; first pixel as a raster index of the
+ * frame, fw pixels a row). */
+__device__ __forceinline__ struct rb_item rb_item_of(const struct rb_rec &q, unsigned long long key,
+                                                     const struct breg &R, int W, int fw)
+{
+    struct rb_item it;
+    it.key = key;
+    it.b.mass = q.mass;
+    it.b.sx = (unsigned long long)q.sx + (unsigned long long)q.mass * (unsigned)R.x0;
+    it.b.sy = (unsigned long long)q.sy + (unsigned long long)q.mass * (unsigned)R.y0;
+    it.b.perim = q.perim;
+    it.b.first = (unsigned long long)(R.y0 + (int)(q.root / (unsigned)W)) * (unsigned long long)fw +
+                 (unsigned long long)(R.x0 + (int)(q.root % (unsigned)W));
+    it.b.x0 = (unsigned)R.x0 + q.x0;
+    it.b.y0 = (unsigned)R.y0 + q.y0;
+    it.b.x1 = (unsigned)R.x0 + q.x1;
+    it.b.y1 = (unsigned)R.y0 + q.y1;
+    it.b.pad = 0;
+    return it;
+}
+
+/* rb_kernel's step 4, statistics: every pixel of a root numbered
+ * c0 .. c0 + nrec - 1 adds to that root's record (mass, sums, bounds, crack
+ * edges), the warp's pixels of one root at once (warp_add_blob). */
+__device__ __forceinline__ void rb_pass_stats(unsigned A, int W, int H, int wpr,
+                                              const unsigned *lab, const unsigned *mw, unsigned c0,
+                                              unsigned nrec, struct rb_rec *s_rec)
+{
+    for (unsigned base = 0; base < A; base += RB_THREADS) {
+        const unsigned i = base + threadIdx.x;
+        unsigned key = NONE, lx = 0, ly = 0, edges = 0;
+        bool is_root = false;
+        if (i < A) {
+            unsigned v = lab[i];
+            if (v != NONE) {
+                is_root = (v & RB_TAG) != 0;
+                while (!(v & RB_TAG)) /* member -> start -> root: 2 steps at most */
+                    v = lab[v];
+                const unsigned k = (v & ~RB_TAG) - c0;
+                if (k < nrec) {
+                    key = k;
+                    lx = i % (unsigned)W, ly = i / (unsigned)W;
+                    unsigned in = 0;
+                    in += lx > 0 && rb_in(mw, wpr, (int)lx - 1, (int)ly);
+                    in += lx + 1 < (unsigned)W && rb_in(mw, wpr, (int)lx + 1, (int)ly);
+                    in += ly > 0 && rb_in(mw, wpr, (int)lx, (int)ly - 1);
+                    in += ly + 1 < (unsigned)H && rb_in(mw, wpr, (int)lx, (int)ly + 1);
+                    edges = 4 - in;
+                    if (is_root) s_rec[k].root = i;
+                }
+            }
+        }
+        const unsigned peers = __match_any_sync(TRK_CU_FULL_MASK, key);
+        if (key != NONE) warp_add_blob(s_rec, key, peers, lx, ly, edges);
+    }
 }
 
 __global__ void __launch_bounds__(RB_THREADS)
@@ -611,46 +712,11 @@ __global__ void __launch_bounds__(RB_THREADS)
     if (threadIdx.x == 0) s_nroots = 0;
 
     /* 1. Mask and run labels. */
-    for (int ly = warp; ly < H; ly += RB_WARPS) {
-        unsigned carry = 0; /* run start of the previous word's last pixel */
-        bool last_in = false;
-        for (int w = 0; w < wpr; w++) {
-            const int lx = w * 32 + lane;
-            const bool in = lx < W && px_match(f, yuv, o, R.x0 + lx, R.y0 + ly);
-            const unsigned m = __ballot_sync(0xffffffffu, in);
-            const unsigned below = ~m & ((1u << lane) - 1u);
-            const unsigned start = below     ? (unsigned)(w * 32 + 32 - __clz(below))
-                                   : last_in ? carry
-                                             : (unsigned)(w * 32);
-            if (lane == 0) mw[ly * wpr + w] = m;
-            if (lx < W) lab[ly * W + lx] = in ? (unsigned)ly * (unsigned)W + start : NONE;
-            carry = __shfl_sync(0xffffffffu, start, 31);
-            last_in = (m >> 31) & 1u;
-        }
-    }
+    rb_label_runs(f, yuv, o, R, W, H, wpr, lab, mw);
     __syncthreads();
 
     /* 2. Runs united with the runs above that touch them. */
-    for (unsigned i = threadIdx.x; i < A; i += RB_THREADS) {
-        const int ly = (int)(i / (unsigned)W), lx = (int)(i % (unsigned)W);
-        if (ly == 0 || !rb_in(mw, wpr, lx, ly)) continue;
-        const bool left = lx > 0 && rb_in(mw, wpr, lx - 1, ly);
-        const bool u = rb_in(mw, wpr, lx, ly - 1);
-        const bool ul = lx > 0 && rb_in(mw, wpr, lx - 1, ly - 1);
-        const bool ur = lx + 1 < W && rb_in(mw, wpr, lx + 1, ly - 1);
-        if (R.conn == 4) {
-            /* The pixel to the left joined u's run through ul already. */
-            if (u && !(left && ul)) rb_unite(lab, i, i - W);
-        } else if (left) {
-            /* The left pixel reached ul, u (and so u's run): only a run
-             * starting at ur is new. */
-            if (ur && !u) rb_unite(lab, i, i - W + 1);
-        } else {
-            if (ul) rb_unite(lab, i, i - W - 1);
-            if (u && !ul) rb_unite(lab, i, i - W);
-            if (ur && !u) rb_unite(lab, i, i - W + 1);
-        }
-    }
+    rb_unite_rows(R, A, W, wpr, lab, mw);
     __syncthreads();
 
     /* 3. Run starts to their roots (members point at their start). */
@@ -674,33 +740,7 @@ __global__ void __launch_bounds__(RB_THREADS)
         for (unsigned t = threadIdx.x; t < nrec; t += RB_THREADS)
             s_rec[t] = rb_rec{ 0, 0, 0, 0, NONE, NONE, 0, 0, 0 };
         __syncthreads();
-        for (unsigned base = 0; base < A; base += RB_THREADS) {
-            const unsigned i = base + threadIdx.x;
-            unsigned key = NONE, lx = 0, ly = 0, edges = 0;
-            bool is_root = false;
-            if (i < A) {
-                unsigned v = lab[i];
-                if (v != NONE) {
-                    is_root = (v & RB_TAG) != 0;
-                    while (!(v & RB_TAG)) /* member -> start -> root: 2 steps at most */
-                        v = lab[v];
-                    const unsigned k = (v & ~RB_TAG) - c0;
-                    if (k < nrec) {
-                        key = k;
-                        lx = i % (unsigned)W, ly = i / (unsigned)W;
-                        unsigned in = 0;
-                        in += lx > 0 && rb_in(mw, wpr, (int)lx - 1, (int)ly);
-                        in += lx + 1 < (unsigned)W && rb_in(mw, wpr, (int)lx + 1, (int)ly);
-                        in += ly > 0 && rb_in(mw, wpr, (int)lx, (int)ly - 1);
-                        in += ly + 1 < (unsigned)H && rb_in(mw, wpr, (int)lx, (int)ly + 1);
-                        edges = 4 - in;
-                        if (is_root) s_rec[k].root = i;
-                    }
-                }
-            }
-            const unsigned peers = __match_any_sync(0xffffffffu, key);
-            if (key != NONE) warp_add_blob(s_rec, key, peers, lx, ly, edges);
-        }
+        rb_pass_stats(A, W, H, wpr, lab, mw, c0, nrec, s_rec);
         __syncthreads();
         /* The K best of this pass's records and the list so far, round by
          * round: each round the largest key below the previous round's
@@ -719,37 +759,18 @@ __global__ void __launch_bounds__(RB_THREADS)
             if ((int)threadIdx.x < n_old && s_old[threadIdx.x].key < prev &&
                 s_old[threadIdx.x].key > mine)
                 mine = s_old[threadIdx.x].key, src = RB_RECS + (int)threadIdx.x;
-            unsigned long long m = mine;
-            for (int d = 16; d > 0; d >>= 1)
-                m = max64(m, __shfl_xor_sync(0xffffffffu, m, d));
+            const unsigned long long m = trk_cu_warp_max64(mine);
             if (lane == 0) s_wmax[s & 1][warp] = m;
             __syncthreads();
             unsigned long long best = 0;
             for (int w = 0; w < RB_WARPS; w++)
-                best = max64(best, s_wmax[s & 1][w]);
+                best = trk_cu_max64(best, s_wmax[s & 1][w]);
             if (best == 0) break; /* the same for every thread */
             if (src >= 0 && mine == best) {
                 if (src >= RB_RECS) {
                     s_new[s] = s_old[src - RB_RECS];
                 } else {
-                    const struct rb_rec &q = s_rec[src];
-                    struct rb_item it;
-                    it.key = best;
-                    it.b.mass = q.mass;
-                    it.b.sx =
-                        (unsigned long long)q.sx + (unsigned long long)q.mass * (unsigned)R.x0;
-                    it.b.sy =
-                        (unsigned long long)q.sy + (unsigned long long)q.mass * (unsigned)R.y0;
-                    it.b.perim = q.perim;
-                    it.b.first = (unsigned long long)(R.y0 + (int)(q.root / (unsigned)W)) *
-                                     (unsigned long long)f.width +
-                                 (unsigned long long)(R.x0 + (int)(q.root % (unsigned)W));
-                    it.b.x0 = (unsigned)R.x0 + q.x0;
-                    it.b.y0 = (unsigned)R.y0 + q.y0;
-                    it.b.x1 = (unsigned)R.x0 + q.x1;
-                    it.b.y1 = (unsigned)R.y0 + q.y1;
-                    it.b.pad = 0;
-                    s_new[s] = it;
+                    s_new[s] = rb_item_of(s_rec[src], best, R, W, f.width);
                 }
             }
             prev = best;
@@ -1251,7 +1272,7 @@ void trk_cu_rrm_collect(struct trk_cu_rrm *r, struct trk_obj_result *out, double
     float ms = 0;
     /* ev1 is done once the frame is (the caller waited), but its stamp can
      * show a little later than the frame's last event (span() in
-     * cuda_backend.cu): wait for it, at once in the usual case. */
+     * cuda_wait.cu): wait for it, at once in the usual case. */
     if (cudaEventSynchronize(r->ev1) != cudaSuccess ||
         cudaEventElapsedTime(&ms, r->ev0, r->ev1) != cudaSuccess) {
         cudaGetLastError();
@@ -1260,20 +1281,8 @@ void trk_cu_rrm_collect(struct trk_cu_rrm *r, struct trk_obj_result *out, double
     if (kernel_ms) *kernel_ms = ms;
     const struct trk_cu_acc *acc = (const struct trk_cu_acc *)r->h_out;
     for (int j = 0; j < r->n; j++) {
-        const struct trk_cu_acc *a = &acc[j];
         r->n_blob[j] = 0;
-        if (!out) continue;
-        if (!a->mass) {
-            trk_result_clear(&out[j]);
-            continue;
-        }
-        out[j].mass = a->mass;
-        out[j].sum_x = a->sx;
-        out[j].sum_y = a->sy;
-        out[j].x0 = (int32_t)(TRK_ACC_BIG - a->nx0);
-        out[j].y0 = (int32_t)(TRK_ACC_BIG - a->ny0);
-        out[j].x1 = (int32_t)a->px1 - 1;
-        out[j].y1 = (int32_t)a->py1 - 1;
+        if (out) trk_cu_acc_result(&acc[j], &out[j]);
     }
     const unsigned *len = (const unsigned *)(r->h_out + r->o_cnt);
     const struct trk_cu_blob *rec = (const struct trk_cu_blob *)(r->h_out + r->o_rec);

@@ -1,6 +1,7 @@
 /* The CUDA regional form (trk_backend_submit_regions): the RRM kernels and
  * the labelling of blob objects inside regions (regions.cu). Private to
- * gpu/cuda/; cuda_backend.cu owns the frame and the streams and calls these.
+ * gpu/cuda/; cuda_regional.cu (the backend side, top to bottom) owns the frame and the
+ * streams and calls these.
  * The designs, their layouts and the memory bounds are in gpu/cuda/NOTES.md,
  * "Regions". */
 #ifndef TRK_GPU_CUDA_REGIONS_CUH

@@ -10,8 +10,9 @@ thousand generated bad messages:
   - valid JSON that is not an object, `type` missing or not a string,
     unknown types;
   - every field of every control message given a value of another JSON
-    type, the object fields inside set_objects/add_object/update_object
-    too;
+    type (the newer sample "seq", preview "hold", update_object "changes"
+    and a set_objects with only "calibration" too), the object fields
+    inside set_objects/add_object/update_object too;
   - seeded random printable noise, binary messages, messages over 64 KiB
     (also fragmented).
 Each must get exactly one `error` reply (with the request's id where it had
@@ -45,7 +46,14 @@ GOOD = [
     ({"type": "sample", "x": 1, "y": 1, "w": 4, "h": 4}, ["w", "h"]),
     ({"type": "preview", "width": 160, "fps": 5.0, "mask": None}, ["width", "fps"]),
     ({"type": "preview", "mask": "red"}, ["mask"]),
+    ({"type": "preview", "hold": None}, ["hold"]),
+    ({"type": "sample", "x": 1, "y": 1, "seq": 0}, ["seq"]),
+    ({"type": "update_object", "name": "red", "changes": {"min_mass": 3}}, ["changes"]),
+    ({"type": "set_objects", "calibration": None}, ["calibration"]),
     ({"type": "subscribe", "preview": False}, ["preview"]),
+    # The demo has no camera: a well-formed one is answered no_camera, a
+    # malformed one bad_field.
+    ({"type": "set_camera", "name": "gain", "value": 5}, ["name", "value"]),
 ]
 # Per JSON type: values of other types to put in its place.
 OTHER = {
@@ -58,7 +66,9 @@ OTHER = {
     type(None): [True, 3, [], {}],
 }
 # Values of another type that are valid all the same.
-VALID = {("preview", "mask"): [None]}
+# ("hold": 3 could name a frame still kept: not an error.)
+VALID = {("preview", "mask"): [None], ("preview", "hold"): [3],
+         ("set_camera", "value"): [True, False]}
 
 
 def wrong_values(msg_type, field, v):

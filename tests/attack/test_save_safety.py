@@ -176,7 +176,7 @@ def case_links(trackd, base, log, root):
     try:
         log.flush()
         logged = open(log.name).read()
-        check(f"save_objects writes {target}" in logged,
+        check(f"objects saved from the page go to {target}" in logged,
               "the default target is resolved to an absolute path and logged")
         before = file_state(victim)
         made = as_user(NOBODY, os.symlink, victim, target) if root else False

@@ -17,7 +17,8 @@ import { spawn, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fail, freePort, launchChromium, near, stop, waitListening } from './harness.mjs';
+import { clickFrame as clickFrameAt, fail, freePort, launchChromium, near, stop,
+         waitListening } from './harness.mjs';
 
 const [trackd, webRoot, outDir] = process.argv.slice(2);
 const FRAME_W = 640, FRAME_H = 360;
@@ -42,15 +43,7 @@ const daemon = spawn(trackd, ['--input', clip, '--loop', '--objects', objs,
                               '--log-level', 'warn'],
                      { stdio: ['ignore', 'ignore', log] });
 
-async function clickFrame(page, [x, y]) {
-  const r = await page.evaluate(() => {
-    const b = document.getElementById('view').getBoundingClientRect();
-    return { left: b.left, top: b.top, width: b.width, height: b.height };
-  });
-  await page.mouse.click(r.left + ((x + 0.5) * r.width) / FRAME_W,
-                         r.top + ((y + 0.5) * r.height) / FRAME_H);
-  return r.width / FRAME_W;   // CSS pixels per frame pixel
-}
+const clickFrame = (page, xy) => clickFrameAt(page, xy, FRAME_W, FRAME_H);
 
 const readFile = () => JSON.parse(fs.readFileSync(objs, 'utf8'));
 

@@ -1,9 +1,12 @@
 // Shared pieces of the browser tests: failing loudly, a free loopback port,
-// waiting for the real daemon to listen, stopping it, launching Debian's
-// chromium headless through playwright-core, dragging over the video,
-// reading screen pixels, and the teaching clip.
-import { execFileSync } from 'node:child_process';
+// starting the real daemon on a clip and waiting for it to listen, stopping
+// it, launching Debian's chromium headless through playwright-core, opening
+// a page, clicking and dragging over the video, reading screen pixels, and
+// the clips.
+import { execFileSync, spawn } from 'node:child_process';
+import fs from 'node:fs';
 import net from 'node:net';
+import path from 'node:path';
 import { chromium } from 'playwright-core';
 
 export function fail(msg) {
@@ -92,4 +95,51 @@ export function makeSquaresClip(file) {
     'drawbox=x=100:y=100:w=60:h=60:color=0xE02828:t=fill,' +
     'drawbox=x=400:y=200:w=80:h=60:color=0x2850E0:t=fill',
     '-t', '3', '-c:v', 'libx264', '-crf', '12', '-pix_fmt', 'yuv420p', file]);
+}
+
+// Writes a lossless clip (ffv1, yuv420p: exact colours) of a w x h gray
+// frame at 30 fps for seconds, with the ffmpeg filters vf drawn on it; with
+// more lavfi inputs (each "color=..." source), vf is a -filter_complex.
+export function makeClip(file, vf, { w = 640, h = 360, seconds = 3, inputs = [] } = {}) {
+  const more = inputs.flatMap((i) => ['-f', 'lavfi', '-i', i]);
+  execFileSync('ffmpeg', ['-loglevel', 'error', '-y', '-f', 'lavfi', '-i',
+    `color=c=0x808080:s=${w}x${h}:r=30`, ...more, inputs.length ? '-filter_complex' : '-vf', vf,
+    '-t', String(seconds), '-c:v', 'ffv1', '-pix_fmt', 'yuv420p', file]);
+}
+
+// trackd on clip (looped) with objects file objs, serving webRoot on a free
+// loopback port, stderr in OUT_DIR/trackd.log: {daemon, port}. Wait for it
+// with waitListening (inside the try whose finally stops it).
+export async function startOnClip(trackd, clip, objs, webRoot, outDir, extra = []) {
+  const log = fs.openSync(path.join(outDir, 'trackd.log'), 'w');
+  const port = await freePort();
+  const daemon = spawn(trackd, ['--input', clip, '--loop', '--objects', objs,
+                                '--listen', `127.0.0.1:${port}`, '--web-root', webRoot,
+                                '--log-level', 'warn', ...extra],
+                       { stdio: ['ignore', 'ignore', log] });
+  return { daemon, port };
+}
+
+// The daemon's page on port in a browser context of its own (its own
+// window, as another user's), page errors pushed to errors; resolves once
+// ready() (evaluated in the page) holds.
+export async function openPage(browser, port, errors, ready) {
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
+  const page = await ctx.newPage();
+  page.on('pageerror', (e) => errors.push(String(e)));
+  await page.goto(`http://127.0.0.1:${port}/`);
+  await page.waitForFunction(ready, null, { timeout: 20000 })
+    .catch(() => fail(`the page was not ready within 20 s: ${ready}`));
+  return page;
+}
+
+// Clicks frame pixel [x, y] of the video (frame fw x fh); returns the CSS
+// pixels per frame pixel.
+export async function clickFrame(page, [x, y], fw, fh) {
+  const r = await page.evaluate(() => {
+    const b = document.getElementById('view').getBoundingClientRect();
+    return { left: b.left, top: b.top, width: b.width, height: b.height };
+  });
+  await page.mouse.click(r.left + ((x + 0.5) * r.width) / fw, r.top + ((y + 0.5) * r.height) / fh);
+  return r.width / fw;
 }

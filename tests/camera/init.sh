@@ -63,6 +63,17 @@ trackd --device ${D2:-/dev/none} --no-server --objects /objs.json --format yuyv 
 echo "@@RC yuyv-refused $?"
 dump yuyv-refused /tmp/yuyv-refused.ndjson
 dump yuyv-refused.log /tmp/yuyv-refused.log
+# Nodes that are there but no video capture (vivid's metadata capture and
+# video output nodes): exit 66 at once with the reason, no waiting.
+for kind in meta-cap vid-out; do
+  node=/dev/none
+  for n in /sys/class/video4linux/video*; do
+    [ "$(cat $n/name 2>/dev/null)" = vivid-000-$kind ] && node=/dev/${n##*/}
+  done
+  trackd --device $node --no-server -o /tmp/$kind.ndjson 2>/tmp/$kind.log
+  echo "@@RC $kind $?"
+  dump $kind.log /tmp/$kind.log
+done
 # A control: test pattern 8 is "100% Green" (the green box then covers the frame).
 $T --format yuyv --size 640x480 --fps 25 --frames 10 --control test_pattern=8 \
    -o /tmp/ctl.ndjson 2>/tmp/ctl.log

@@ -87,7 +87,10 @@ def libs_of(binary):
     return paths
 
 
-def build_initramfs(trackd, mods, root, out):
+def build_initramfs(trackd, mods, root, out, init="init.sh", objects=None, web=None):
+    """mods: module name -> .ko path, copied as /modules/NAME.ko; init: the
+    script of HERE that becomes /init; objects: /objs.json (OBJECTS); web:
+    the page's folder, copied where trackd finds it beside /bin."""
     shutil.rmtree(root, ignore_errors=True)
     for d in ("bin", "modules", "proc", "sys", "dev", "tmp"):
         os.makedirs(os.path.join(root, d))
@@ -107,10 +110,12 @@ def build_initramfs(trackd, mods, root, out):
                 shutil.copy(os.path.realpath(lib), dst)
     for m, path in mods.items():
         shutil.copy(path, os.path.join(root, "modules", m + ".ko"))
-    shutil.copy(os.path.join(HERE, "init.sh"), os.path.join(root, "init"))
+    if web:
+        shutil.copytree(web, os.path.join(root, "share/trackd/web"))
+    shutil.copy(os.path.join(HERE, init), os.path.join(root, "init"))
     os.chmod(os.path.join(root, "init"), 0o755)
     with open(os.path.join(root, "objs.json"), "w") as f:
-        json.dump(OBJECTS, f)
+        json.dump(OBJECTS if objects is None else objects, f)
     files = subprocess.run(["find", "."], cwd=root, capture_output=True, check=True).stdout
     cpio = subprocess.run(["cpio", "-o", "-H", "newc", "--quiet"], cwd=root, input=files,
                           capture_output=True, check=True).stdout
@@ -261,6 +266,16 @@ def main():
               f"copied), green bar at "
               f"({fr[-1]['objects'][0]['cx']:.1f}, {fr[-1]['objects'][0]['cy']:.1f}) mass "
               f"{fr[-1]['objects'][0]['mass']}")
+
+    # A metadata node and an output node: exit 66 naming what they are.
+    for kind, what in (("meta-cap", 'a metadata node of "vivid'),
+                       ("vid-out", "without video capture")):
+        log = secs.get(kind + ".log", [])
+        said = [l for l in log if "as a camera: " in l and what in l]
+        if rcs.get(kind) != 66 or len(said) != 1 or any("waiting" in l for l in log):
+            fail(f"--device on vivid's {kind} node: exit {rcs.get(kind)}, want 66 and one line "
+                 f"saying {what!r}, no waiting\n" + "\n".join(log))
+        print(f"{kind} node: exit 66, {said[0].split(': ', 1)[1]}")
 
     # The control: pattern 8 is solid green, so the box covers the frame.
     fr = frames(secs, "ctl")

@@ -3,6 +3,7 @@
 import ctypes
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -43,6 +44,61 @@ if README:
     bad = [o for o in options if not any(re.search(rf"--{o}\b", c) for c in first_cells)]
     expect(not bad, f"README options table: every option in its row's first cell (not: {bad})")
 
+
+
+def help_at_terminal(columns):
+    """--help as a terminal of `columns` columns shows it (a real pty)."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    p = subprocess.Popen([TRACKD, "--help"], stdout=slave, stderr=slave)
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the child closed its side
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(master)
+    p.wait(timeout=30)
+    return p.returncode, out.decode().replace("\r\n", "\n")
+
+
+# --help fits its reader: 80 columns piped, the terminal's width at one, never
+# past 100; the options come in groups.
+longest = max(map(len, r.stdout.splitlines()))
+expect(longest <= 80, f"--help piped: no line over 80 columns (longest {longest})")
+for columns, most in ((60, 60), (120, 100)):
+    rc, text = help_at_terminal(columns)
+    widths = [len(line) for line in text.splitlines()]
+    expect(rc == 0 and max(widths) <= most and max(widths) > most - 10,
+           f"--help at a {columns}-column terminal: lines up to {most} (longest {max(widths)})")
+groups = re.findall(r"^([A-Z][^\n]*):$", r.stdout.split("Options:")[1], re.M)
+expect(groups[:7] == ["Input (where frames come from)", "Objects (what to track)",
+                      "Tracking (how objects are searched for)", "Outputs (where results go)",
+                      "Web page and WebSocket", "Operations (logs, metrics, information)",
+                      "Performance (backend, decoding, threads)"],
+       f"--help groups the options: {groups}")
+
+# The stats log line: every 10 s by default, every second at --log-level
+# debug. Judged against the run's own length ("done: N frames in T s"), not
+# against a clock here.
+for level, every in (("info", 10), ("debug", 1)):
+    r = run("--no-server", "--frames", "45", "--fps", "30", "--size", "160x120", "--output",
+            os.devnull, "--log-level", level)
+    m = re.search(r"done: \d+ frames in ([\d.]+) s", r.stderr)
+    stats = len(re.findall(r"pipeline: [\d.]+ fps, \d+ frames", r.stderr))
+    took = float(m.group(1)) if m else 0
+    expect(r.returncode == 0 and m and stats <= took / every + 1 and stats >= int(took / every) - 1
+           and (level == "info" or stats >= 1),
+           f"--log-level {level}: {stats} stats lines in {took} s (one per {every} s)")
+
 r = run("--version")
 expect(r.returncode == 0 and re.match(r"trackd \d+\.\d+\.\d+", r.stdout), "--version")
 
@@ -72,6 +128,7 @@ bad_values = [
     (["--stats-interval", "-1"], "--stats-interval SECONDS (0..3600"),
     (["--log-level", "loud"], "--log-level error, warn, info or debug"),
     (["--control-token", ""], "--control-token TOKEN, 1..127 characters"),
+    (["--mqtt-max-age", "0"], "--mqtt-max-age SECONDS (0.05..60)"),
 ]
 for args, form in bad_values:
     # Should a bad value pass, a short headless run exits 0 and fails here.
@@ -192,6 +249,32 @@ with tempfile.TemporaryDirectory() as d:
            f"a missing camera is said once to not exist, and waited for")
     expect(" lost " not in log, f"a camera never seen is not reported lost: {log.strip()[:800]}")
 
+    # A camera path that is there but is no camera: exit 66 at once with the
+    # reason, no waiting (a regular file, a folder, a character device that
+    # is not V4L2). tests/camera does V4L2 nodes without video capture.
+    notes = os.path.join(d, "notes.txt")
+    for path, why in ((notes, "it is a regular file, not a camera device"),
+                      (d, "it is a directory, not a camera device"),
+                      ("/dev/null", "it is not a V4L2 device")):
+        r = run("--device", path, "--no-server", "--output", out, timeout=30)
+        expect(r.returncode == 66 and f"cannot use {path} as a camera: {why}" in r.stderr
+               and "waiting" not in r.stderr,
+               f"--device {path}: exit 66, '{why}' ({r.stderr.strip()[-300:]})")
+    # One trackd may not open: 66 too, naming the permission (root may open
+    # anything, so as nobody where setpriv can make it so).
+    if os.geteuid() == 0 and shutil.which("setpriv"):
+        os.chmod(d, 0o755)
+        locked = os.path.join(d, "video9")
+        with open(locked, "w"):
+            pass
+        os.chmod(locked, 0o600)
+        r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", TRACKD,
+                            "--device", locked, "--no-server", "--output", "/dev/null"],
+                           capture_output=True, text=True, timeout=30)
+        expect(r.returncode == 66 and "Permission denied" in r.stderr and "video group" in r.stderr
+               and "waiting" not in r.stderr,
+               f"--device that this user may not open: exit 66 ({r.stderr.strip()[-300:]})")
+
 # --check-config: the loader's verdict, nothing else started.
 with tempfile.TemporaryDirectory() as d:
     example = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "config",
@@ -271,7 +354,6 @@ def rt_run(prefix, preexec=None):
 
 
 import resource  # noqa: E402
-import shutil  # noqa: E402
 rc, pol, err = rt_run([])
 refused = "cannot have real-time priority 7" in err
 want = (0, 0) if refused else (1, 7)  # SCHED_OTHER or SCHED_FIFO at 7

@@ -43,7 +43,8 @@ with tempfile.TemporaryDirectory() as d:
     # The rest of the layout; the example for /etc stays under the prefix
     # (only prefix /usr, a package's, puts it in /etc itself).
     for f in ("share/man/man1/trackd.1.gz", "share/doc/trackd/examples/objects.example.json",
-              "share/doc/trackd/examples/demo-objects.json", "etc/trackd/objects.json"):
+              "share/doc/trackd/examples/demo-objects.json", "etc/trackd/objects.json",
+              "share/doc/trackd/OBJECTS.md", "share/doc/trackd/PROTOCOL.md"):
         expect(os.path.isfile(os.path.join(first, f)), f"installs {f}")
 
     # Move the prefix: nothing may still point at the first place (or at the

@@ -336,7 +336,8 @@ def test_fifo(tmp):
             check(all(c < 60 for c in mask.getpixel((20, 20))),
                   f"mask: the rest is dark {mask.getpixel((20, 20))}")
         st, _, body = get(port, "/snapshot.jpg?mask=nope")
-        check(st == 404 and b"nope" in body, f"unknown mask: 404 naming it ({st} {body!r})")
+        check(st == 404 and b'no object named "nope"; the objects are: red' in body,
+              f"unknown mask: 404 naming it and the objects there are ({st} {body!r})")
 
         w.flowing.clear()
         r = wait_for(lambda: (lambda s: s if s[0] == 503 else None)(get(port, "/healthz")), 20)

@@ -14,7 +14,9 @@ truth to compare with) and
   4. --osc to liblo's oscdump (Debian liblo-tools): per frame and object,
      /trackd/<camera>/<name> cx cy mass for found objects (equal to the
      frame's), /blob i cx cy mass per listed blob, /lost for the object
-     that is never found;
+     that is never found; the same to [::1] (when the host has IPv6),
+     received by a python socket that decodes OSC (Debian's liblo listens
+     on IPv4 only);
   5. an address that does not resolve, an unknown --udp-iface: exit 69 with
      the reason; a malformed --udp: exit 64.
 Every frame the daemon says it sent (its closing log line) must arrive:
@@ -196,14 +198,21 @@ def test_multicast(trackd, d, objs):
 
 
 def test_ipv6(trackd, d, objs):
-    try:
-        s, port = udp_socket(socket.AF_INET6, "::1")
-    except OSError as e:
-        print(f"SKIP udp IPv6: no ::1 on this host: {e}")
-        return
-    lis = Listener(s)
-    frames, log = run_trackd(trackd, d, ["--objects", objs, "--udp", f"[::1]:{port}"], "v6")
-    check_udp(lis.stop(), frames, log, "udp [::1]", False)
+    """--udp and --osc to [::1]; the OSC messages to a python socket that
+    decodes them (Debian's liblo, oscdump included, listens on IPv4 only)."""
+    for out in ("udp", "osc"):
+        try:
+            s, port = udp_socket(socket.AF_INET6, "::1")
+        except OSError as e:
+            print(f"SKIP udp and osc IPv6: no ::1 on this host: {e}")
+            return
+        lis = Listener(s)
+        frames, log = run_trackd(trackd, d, ["--objects", objs, f"--{out}", f"[::1]:{port}"],
+                                 out + "6")
+        if out == "udp":
+            check_udp(lis.stop(), frames, log, "udp [::1]", False)
+        else:
+            check_osc([osc_decode(dg) for dg in lis.stop()], frames, log, "osc [::1]")
 
 
 def port_taken(port):
@@ -232,12 +241,33 @@ def test_osc(trackd, d, objs):
     finally:
         dump.terminate()
     lines = dump.communicate(timeout=10)[0].splitlines()
-    # "<timetag> <address> <types> <args...>"; the messages of one frame
-    # start with the first object's.
-    msgs = [line.split()[1:] for line in lines if line.strip()]
+    # "<timetag> <address> <types> <args...>"
+    check_osc([line.split()[1:] for line in lines if line.strip()], frames, log, "osc")
+
+
+def osc_decode(d):
+    """One OSC 1.0 message (one datagram) as oscdump prints it, less the
+    timetag: [address, types, args...], or [address] without arguments."""
+
+    def string(at):
+        end = d.index(b"\0", at)
+        return d[at:end].decode(), (end + 4) & ~3
+
+    addr, at = string(0)
+    types, at = string(at)
+    out = [addr, types[1:]] if len(types) > 1 else [addr]
+    for t in types[1:]:
+        out.append(str(struct.unpack_from(">i" if t == "i" else ">f", d, at)[0]))
+        at += 4
+    return out
+
+
+def check_osc(msgs, frames, log, what):
+    """OSC messages [address, types, args...] against the NDJSON frames; the
+    messages of one frame start with the first object's."""
     names = [o["name"] for o in next(iter(frames.values()))["objects"]]
     cams = {re.match(r"/trackd/([^/]+)/", m[0]).group(1) for m in msgs if m[0].startswith("/trackd/")}
-    expect(len(cams) == 1, f"osc: every address is /trackd/<camera>/... with one camera ({cams})")
+    expect(len(cams) == 1, f"{what}: every address is /trackd/<camera>/... with one camera ({cams})")
     cam = cams.pop() if len(cams) == 1 else "?"
     groups, cur = [], None
     for m in msgs:
@@ -246,8 +276,9 @@ def test_osc(trackd, d, objs):
             groups.append(cur)
         if cur is not None:
             cur.append(m)
-    sent = sent_count(log, "osc ")
-    expect(len(groups) == sent and sent > 0, f"osc: all {sent} frames sent arrived ({len(groups)})")
+    sent = sent_count(log, what.split()[0] + " ")
+    expect(len(groups) == sent and sent > 0,
+           f"{what}: all {sent} frames sent arrived ({len(groups)})")
 
     def expected(fr):
         out = []
@@ -293,13 +324,13 @@ def test_osc(trackd, d, objs):
             i = 0
         else:
             i += 1
-    expect(unmatched == 0 and groups, f"osc: every frame's messages are its objects' positions, "
+    expect(unmatched == 0 and groups, f"{what}: every frame's messages are its objects' positions, "
            f"blobs and /lost ({unmatched} of {len(groups)} frames unmatched)")
     expect(any(m[0] == f"/trackd/{cam}/nothing/lost" for m in msgs),
-           "osc: the object never found sends /lost")
-    expect(any(m[0] == f"/trackd/{cam}/red/blob" for m in msgs), "osc: blobs are sent")
+           f"{what}: the object never found sends /lost")
+    expect(any(m[0] == f"/trackd/{cam}/red/blob" for m in msgs), f"{what}: blobs are sent")
     expect(any(m[0] == f"/trackd/{cam}/green/instance" for m in msgs),
-           "osc: the tracked object's instances are sent")
+           f"{what}: the tracked object's instances are sent")
 
 
 def test_errors(trackd, d):

@@ -100,7 +100,8 @@ with tempfile.TemporaryDirectory() as d:
         files[path.rstrip("/") or "/"] = parts[0]
     wanted = ["/usr/bin/trackd", "/usr/share/man/man1/trackd.1.gz", "/etc/trackd/objects.json",
               "/usr/share/doc/trackd/examples/objects.example.json",
-              "/usr/share/doc/trackd/examples/demo-objects.json"]
+              "/usr/share/doc/trackd/examples/demo-objects.json",
+              "/usr/share/doc/trackd/OBJECTS.md", "/usr/share/doc/trackd/PROTOCOL.md"]
     wanted += [f"/usr/share/trackd/web/{f}" for f in sorted(os.listdir(os.path.join(SRC, "web")))]
     missing = [w for w in wanted if w not in files]
     expect(not missing, f"the package holds the layout ({len(wanted)} files; missing: {missing})")

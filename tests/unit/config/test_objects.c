@@ -140,6 +140,112 @@ static void test_unicode_names(void)
     CHECK(trk_objects_find(&o, "Red") == -1);
 }
 
+/* Percent-decodes s into out (at most n - 1 bytes); false on a stray '%'. */
+static bool unescape(const char *s, char *out, size_t n)
+{
+    size_t o = 0;
+    for (; *s && o + 1 < n; s++) {
+        unsigned v;
+        if (*s != '%') {
+            out[o++] = *s;
+        } else if (sscanf(s + 1, "%2X", &v) == 1 && s[1] && s[2]) {
+            out[o++] = (char)v;
+            s += 2;
+        } else {
+            return false;
+        }
+    }
+    out[o] = 0;
+    return true;
+}
+
+/* One name rule for every output (OBJECTS.md, "Names"): the names MQTT and
+ * OSC once mangled alike load and map to addresses of their own, which give
+ * the name back; controls (C0, DEL, C1) and noncharacters are refused by the
+ * loader, by add_object's parser and by the validator (rename). */
+static void test_name_rule(void)
+{
+    static const char *const ok[] = { "a/b",           "a_b",
+                                      "a b",           "a#b",
+                                      "a,b",           "a*b",
+                                      "a+b",           "a%2Fb",
+                                      "a?b[c]{d}",     "\\u00a0nbsp",
+                                      "\\ufdcf",       "\\ufdf0",
+                                      "\\ufffd",       "\\ud83f\\udffd",
+                                      "\\ud83d\\udd35" };
+    enum { N_OK = sizeof(ok) / sizeof(ok[0]) };
+    char text[4096];
+    size_t at = (size_t)snprintf(text, sizeof text, "{\"objects\": [");
+    for (int i = 0; i < N_OK; i++)
+        at += (size_t)snprintf(text + at, sizeof text - at,
+                               "%s{\"name\": \"%s\", \"space\": \"rgb\", \"lo\": [0, 0, 0], "
+                               "\"hi\": [1, 1, 1]}",
+                               i ? ", " : "", ok[i]);
+    snprintf(text + at, sizeof text - at, "]}");
+    struct trk_objects o;
+    struct trk_config_error e;
+    CHECKF(trk_objects_load_string(text, strlen(text), "names", &o, &e) == 0, "%s", e.msg);
+    CHECK(o.n == N_OK);
+    static const char *const reserved[2] = { "/+#", " #*,/?[]{}" }; /* MQTT, OSC */
+    for (int r = 0; r < 2; r++) {
+        char esc[N_OK][TRK_NAME_ESCAPED_MAX], back[TRK_NAME_MAX];
+        for (int i = 0; i < o.n; i++) {
+            trk_objects_escape_name(o.def[i].name, reserved[r], esc[i], sizeof esc[i]);
+            CHECKF(strcspn(esc[i], reserved[r]) == strlen(esc[i]), "%s keeps a reserved byte",
+                   esc[i]);
+            CHECKF(unescape(esc[i], back, sizeof back) && !strcmp(back, o.def[i].name),
+                   "%s does not decode to its name", esc[i]);
+            for (int j = 0; j < i; j++)
+                CHECKF(strcmp(esc[i], esc[j]) != 0, "%s and %s share %s", o.def[i].name,
+                       o.def[j].name, esc[i]);
+        }
+    }
+    /* The longest escape fits TRK_NAME_ESCAPED_MAX; a short buffer cuts
+     * before an escape, never inside one. */
+    char all_pct[TRK_NAME_MAX], esc[TRK_NAME_ESCAPED_MAX];
+    memset(all_pct, '%', TRK_NAME_MAX - 1);
+    all_pct[TRK_NAME_MAX - 1] = 0;
+    CHECK(trk_objects_escape_name(all_pct, "", esc, sizeof esc) == 3 * (TRK_NAME_MAX - 1));
+    CHECK(trk_objects_escape_name("a/b", "/", esc, 4) == 1 && !strcmp(esc, "a"));
+    CHECK(trk_objects_escape_name("a/b", "/", esc, 5) == 4 && !strcmp(esc, "a%2F"));
+
+    /* Refused, with the code point: C1 controls (raw and escaped), DEL,
+     * noncharacters of the BMP's block and at the end of planes 0, 1, 16. */
+    static const struct {
+        const char *json, *raw, *msg;
+    } bad[] = {
+        { "x\\u0085", "x\xc2\x85", "control characters (U+0085 at byte 2)" },
+        { "\\u0080", "\xc2\x80", "control characters (U+0080 at byte 1)" },
+        { "\\u009f", "\xc2\x9f", "control characters (U+009F at byte 1)" },
+        { "a\\u007f", "a\x7f", "control characters (U+007F at byte 2)" },
+        { "\\ufdd0", "\xef\xb7\x90", "Unicode noncharacters (U+FDD0 at byte 1)" },
+        { "\\ufdef", "\xef\xb7\xaf", "Unicode noncharacters (U+FDEF at byte 1)" },
+        { "\\ufffe", "\xef\xbf\xbe", "Unicode noncharacters (U+FFFE at byte 1)" },
+        { "ab\\uffff", "ab\xef\xbf\xbf", "Unicode noncharacters (U+FFFF at byte 3)" },
+        { "\\ud83f\\udfff", "\xf0\x9f\xbf\xbf", "Unicode noncharacters (U+1FFFF at byte 1)" },
+        { "\\udbff\\udffe", "\xf4\x8f\xbf\xbe", "Unicode noncharacters (U+10FFFE at byte 1)" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char want[160], m[256];
+        snprintf(text, sizeof text,
+                 "{\"name\": \"%s\", \"space\": \"rgb\", \"lo\": [0, 0, 0], \"hi\": [1, 1, 1]}",
+                 bad[i].json);
+        json_t *obj = json_loads(text, 0, NULL);
+        struct trk_object_def d;
+        uint8_t c[3];
+        snprintf(want, sizeof want, "name must not contain %s", bad[i].msg);
+        CHECKF(obj && trk_objects_parse_object(obj, &d, c, m, sizeof m) == TRK_EINVAL &&
+                   !strcmp(m, want),
+               "add_object %s: %s", bad[i].json, m);
+        json_decref(obj);
+        struct trk_objects b = o;
+        snprintf(b.def[3].name, sizeof b.def[3].name, "%s", bad[i].raw);
+        snprintf(want, sizeof want, "objects[3].name must not contain %s", bad[i].msg);
+        CHECKF(trk_objects_validate(&b, m, sizeof m) == TRK_EINVAL && !strcmp(m, want),
+               "rename %s: %s", bad[i].json, m);
+    }
+}
+
 static void test_example_and_demo(void)
 {
     struct trk_objects o;
@@ -417,7 +523,7 @@ static void test_from_json(void)
     json_object_del(obj, "extra");
     json_object_set_new(obj, "name", json_stringn("a\0b", 3));
     CHECK(trk_objects_parse_object(obj, &d, c, m, sizeof m) == TRK_EINVAL);
-    CHECK_STR(m, "name must not contain control characters");
+    CHECK_STR(m, "name must not contain control characters (U+0000 at byte 2)");
     json_decref(root);
 }
 
@@ -445,7 +551,7 @@ static void test_validate(void)
                    "objects[1].name is not NUL-terminated");
     EXPECT_INVALID(b.def[1].name[0] = 0, "objects[1].name must not be empty");
     EXPECT_INVALID(strcpy(b.def[2].name, "a\nb"),
-                   "objects[2].name must not contain control characters");
+                   "objects[2].name must not contain control characters (U+000A at byte 2)");
     EXPECT_INVALID(strcpy(b.def[2].name, "a\xff"), "objects[2].name is not valid UTF-8");
     EXPECT_INVALID(b.def[3].space = (enum trk_space)7,
                    "objects[3].space 7 is not one of rgb, hsv, ycbcr");
@@ -512,6 +618,27 @@ static void test_blobs(void)
     CHECK(json_integer_value(json_object_get(o0, "min_area")) == 1);
     CHECK(json_integer_value(json_object_get(o0, "connectivity")) == 8);
     CHECK(v && trk_objects_from_json(v, "value", &b, &e) == 0 && memcmp(&o, &b, sizeof o) == 0);
+
+    /* One object in the file's form: "color" only when it is not the
+     * default (an edit merged over it keeps a default colour following the
+     * box), always with every_key; parsed back, the same object. */
+    struct trk_objects t = o;
+    t.color[1][0] ^= 0x40;
+    for (int k = 0; k < 2; k++) {
+        json_t *lone = trk_objects_object_value(&t, k, false);
+        json_t *full = trk_objects_object_value(&t, k, true);
+        CHECK(lone && full && json_object_size(full) == 11);
+        CHECK(!json_object_get(lone, "color") == (k == 0));
+        struct trk_object_def back;
+        uint8_t rgb[3];
+        char why[256];
+        CHECK(trk_objects_parse_object(lone, &back, rgb, why, sizeof why) == 0);
+        CHECK(memcmp(&back, &t.def[k], sizeof back) == 0 && memcmp(rgb, t.color[k], 3) == 0);
+        json_decref(lone);
+        json_decref(full);
+    }
+    CHECK(trk_objects_object_value(&t, t.n, true) == NULL);
+    CHECK(trk_objects_object_value(&t, -1, true) == NULL);
 
     /* A client's edit (the teach panel's set) goes through parse_object. */
     struct trk_object_def one;
@@ -1113,6 +1240,65 @@ static void test_camera(void)
     CHECK(o.n_camera == 0);
 }
 
+/* The camera card's edits (trk_camera_controls_set/remove) over a file's
+ * camera section, saved and loaded back: the section holds exactly the
+ * edited controls, automatic modes before the manual values, and nothing
+ * else of the file changes. */
+static void test_camera_edit(void)
+{
+    const char *text =
+        "{\"objects\": [{\"name\": \"red\", \"space\": \"hsv\", \"lo\": [346, 110, 70],"
+        " \"hi\": [14, 255, 255], \"blobs\": 3, \"track\": true}],"
+        " \"camera\": {\"gain\": 7, \"exposure_auto\": false, \"exposure\": 100,"
+        " \"controls\": {\"brightness\": 10, \"gain\": 9}},"
+        " \"prefilter\": {\"gaussian\": 1.5}}";
+    struct trk_objects o, back;
+    struct trk_config_error err;
+    CHECK(trk_objects_load_string(text, strlen(text), NULL, &o, &err) == 0);
+    /* gain twice (a key and a control): one entry, the new value. */
+    CHECK(trk_camera_controls_set(o.camera, &o.n_camera, "gain", 50) == 0);
+    /* Automatic white balance is new: before the first manual value. */
+    CHECK(trk_camera_controls_set(o.camera, &o.n_camera, "white_balance_automatic", 1) == 0);
+    CHECK(trk_camera_controls_set(o.camera, &o.n_camera, "white_balance_temperature", 4000) == 0);
+    /* Auto exposure on: the page drops the manual value it overrides. */
+    CHECK(trk_camera_controls_set(o.camera, &o.n_camera, "auto_exposure", 3) == 0);
+    CHECK(trk_camera_controls_remove(o.camera, &o.n_camera, "exposure_time_absolute") == 1);
+    CHECK(trk_camera_controls_remove(o.camera, &o.n_camera, "exposure_time_absolute") == 0);
+    CHECK(trk_camera_controls_set(o.camera, &o.n_camera, "", 1) == TRK_EINVAL);
+    static const struct {
+        const char *name;
+        long value;
+    } want[] = { { "auto_exposure", 3 },
+                 { "white_balance_automatic", 1 },
+                 { "gain", 50 },
+                 { "brightness", 10 },
+                 { "white_balance_temperature", 4000 } };
+    const int nw = (int)(sizeof want / sizeof want[0]);
+    char p[512];
+    path_in(p, sizeof p, tmpdir, "camera_edit.json");
+    CHECK(trk_objects_save_file(p, &o) == 0);
+    CHECK(trk_objects_load_file(p, &back, &err) == 0);
+    CHECKF(back.n_camera == nw, "%d controls", back.n_camera);
+    for (int i = 0; i < back.n_camera && i < nw; i++) {
+        CHECK_STR(back.camera[i].name, want[i].name);
+        CHECK(back.camera[i].value == want[i].value);
+    }
+    /* The rest of the file as it was. */
+    CHECK(back.n == 1 && back.def[0].blobs == 3 && back.def[0].track);
+    CHECK(back.prefilter_sigma == 1.5);
+    /* A full list takes no new name, but still a new value. */
+    o.n_camera = 0;
+    for (int i = 0; i < TRK_CAMERA_MAX_CONTROLS; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "c%d", i);
+        CHECK(trk_camera_controls_set(o.camera, &o.n_camera, name, i) == 0);
+    }
+    CHECK(trk_camera_controls_set(o.camera, &o.n_camera, "gain", 1) == TRK_ENOMEM);
+    CHECK(trk_camera_controls_set(o.camera, &o.n_camera, "c3", 33) == 0);
+    CHECK(o.n_camera == TRK_CAMERA_MAX_CONTROLS && o.camera[3].value == 33);
+    remove(p);
+}
+
 static void test_prefilter(void)
 {
     struct trk_objects o;
@@ -1165,6 +1351,7 @@ static const struct {
     { "wrap_bom_crlf", test_wrap_bom_crlf },
     { "empty", test_empty },
     { "unicode_names", test_unicode_names },
+    { "name_rule", test_name_rule },
     { "example_and_demo", test_example_and_demo },
     { "default_colors", test_default_colors },
     { "max_objects", test_max_objects },
@@ -1181,6 +1368,7 @@ static const struct {
     { "posindex", test_posindex },
     { "demo_objects", test_demo_objects },
     { "camera", test_camera },
+    { "camera_edit", test_camera_edit },
     { "blobs", test_blobs },
     { "track", test_track },
     { "prefilter", test_prefilter },

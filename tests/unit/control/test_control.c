@@ -18,6 +18,8 @@
 #include <unistd.h>
 
 #include "../check.h"
+#include "camctl.h"
+#include "color.h"
 #include "control.h"
 #include "scene.h"
 
@@ -227,6 +229,12 @@ static void every_type_answered(void)
     cfg.hello.width = cfg.hello.height = 8;
     cfg.hello.preview.width = 8;
     sink_init(&s, &cfg);
+    /* The camera module of a source without controls (the demo's). */
+    struct trk_camctl *cam = NULL;
+    struct trk_camctl_cfg cc = { .reason = "the demo scene has no camera controls" };
+    CHECK(trk_camctl_create(&cc, &cam) == 0);
+    trk_camctl_set_reply(cam, &cfg.reply);
+    cfg.camera = cam;
     struct trk_control *c = NULL;
     CHECK(trk_control_create(&cfg, &c) == 0);
     CHECKF(s.hellos == 1 && s.broadcasts == 0, "hello set at create: %d", s.hellos);
@@ -243,7 +251,8 @@ static void every_type_answered(void)
             CHECK(trk_image_from_rgb(rgb, 8, 8, TRK_FMT_RGB24, TRK_MATRIX_BT601, true, 0, &buf,
                                      &img) == 0);
             CHECK(trk_control_samples_pending(c));
-            CHECK(trk_control_answer_samples(c, &img, 42) == 25);
+            /* The 25 pixels asked for and the 64 of the frame (frame_share). */
+            CHECK(trk_control_answer_samples(c, &img, 42) == 25 + 64);
             CHECK(!trk_control_samples_pending(c));
             free(buf);
         }
@@ -257,6 +266,17 @@ static void every_type_answered(void)
                json_integer_value(json_array_get(json_object_get(r, "rgb"), 1)) == 90,
            "sample from the frame");
     json_decref(r);
+    r = reply_to(&s, 100 + TRK_CTL_GET_CAMERA);
+    CHECKF(r && !strcmp(json_string_value(json_object_get(r, "type")), "camera") &&
+               json_is_false(json_object_get(r, "available")) &&
+               !strcmp(json_string_value(json_object_get(r, "reason")), cc.reason) &&
+               json_array_size(json_object_get(r, "controls")) == 0,
+           "get_camera without controls");
+    json_decref(r);
+    CHECKF(!strcmp(outcome(&s, 100 + TRK_CTL_SET_CAMERA, got, sizeof(got)), "bad_field"), "%s",
+           got);
+    send_msg(c, "{\"type\":\"set_camera\",\"id\":9,\"name\":\"gain\",\"value\":true}");
+    CHECKF(!strcmp(outcome(&s, 9, got, sizeof(got)), "no_camera"), "%s", got);
     r = reply_to(&s, 100 + TRK_CTL_SAVE_OBJECTS);
     CHECKF(r && !strcmp(json_string_value(json_object_get(r, "path")), path) &&
                json_integer_value(json_object_get(r, "count")) == 2,
@@ -288,6 +308,72 @@ static void every_type_answered(void)
     CHECKF(!strcmp(outcome(&s, 5, got, sizeof(got)), "no_file"), "save: %s", got);
     CHECKF(!strcmp(outcome(&s, 6, got, sizeof(got)), "no_file"), "reload: %s", got);
     trk_control_destroy(&c);
+    trk_camctl_destroy(&cam);
+    trk_objects_target_close(&tgt);
+    sink_free(&s);
+    unlink(path);
+}
+
+/* The camera section: set_objects keeps it, a save writes the camera
+ * module's (what clients set), a reload hands the file's to the module;
+ * --control entries are set after it and never saved. */
+static void camera_section(void)
+{
+    const char *text = "{\"objects\":[{\"name\":\"a\",\"space\":\"rgb\",\"lo\":[1,2,3],"
+                       "\"hi\":[4,5,6]}],\"camera\":{\"controls\":{\"gain\":7}}}";
+    char path[] = "/tmp/trk_control_camera_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0 && write(fd, text, strlen(text)) == (ssize_t)strlen(text));
+    close(fd);
+    static struct trk_objects objs, back;
+    CHECK(trk_objects_load_file(path, &objs, NULL) == 0);
+    struct trk_objects_target tgt;
+    CHECK(trk_objects_target_open(path, &tgt, NULL, NULL, 0) == 0);
+    /* As a client would have left the module: gain 50 and automatic white
+     * balance off; --control brightness=3 on the command line. */
+    struct trk_camera_control section[TRK_CAMERA_MAX_CONTROLS], cli = { "brightness", 3 };
+    int n = objs.n_camera;
+    memcpy(section, objs.camera, sizeof(section[0]) * n);
+    CHECK(trk_camera_controls_set(section, &n, "gain", 50) == 0);
+    CHECK(trk_camera_controls_set(section, &n, "white_balance_automatic", 0) == 0);
+    struct trk_camctl *cam = NULL;
+    struct trk_camctl_cfg cc = {
+        .reason = "none here", .section = section, .n_section = n, .cli = &cli, .n_cli = 1
+    };
+    CHECK(trk_camctl_create(&cc, &cam) == 0);
+    struct trk_camera_control all[2 * TRK_CAMERA_MAX_CONTROLS];
+    CHECK(trk_camctl_controls(cam, all, 2 * TRK_CAMERA_MAX_CONTROLS) == 3);
+    CHECK(!strcmp(all[0].name, "white_balance_automatic") && !strcmp(all[1].name, "gain") &&
+          all[1].value == 50 && !strcmp(all[2].name, "brightness"));
+    struct sink s;
+    struct trk_control_cfg cfg = { .objects = &objs, .save = &tgt, .camera = cam };
+    sink_init(&s, &cfg);
+    trk_camctl_set_reply(cam, &cfg.reply);
+    struct trk_control *c = NULL;
+    CHECK(trk_control_create(&cfg, &c) == 0);
+    char got[64];
+    send_msg(c, "{\"type\":\"set_objects\",\"id\":1,\"objects\":[{\"name\":\"b\","
+                "\"space\":\"rgb\",\"lo\":[0,0,0],\"hi\":[1,1,1]}]}");
+    CHECKF(!strcmp(outcome(&s, 1, got, sizeof(got)), "ack"), "%s", got);
+    send_msg(c, "{\"type\":\"save_objects\",\"id\":2}");
+    CHECKF(!strcmp(outcome(&s, 2, got, sizeof(got)), "ack"), "%s", got);
+    CHECK(trk_objects_load_file(path, &back, NULL) == 0);
+    CHECKF(back.n == 1 && !strcmp(back.def[0].name, "b") && back.n_camera == 2 &&
+               !strcmp(back.camera[0].name, "white_balance_automatic") &&
+               back.camera[0].value == 0 && !strcmp(back.camera[1].name, "gain") &&
+               back.camera[1].value == 50,
+           "saved: %d objects, %d camera controls", back.n, back.n_camera);
+    /* The file's section after a reload, --control still after it. */
+    const char *edited = "{\"objects\":[],\"camera\":{\"gain\":9}}";
+    fd = open(path, O_WRONLY | O_TRUNC);
+    CHECK(fd >= 0 && write(fd, edited, strlen(edited)) == (ssize_t)strlen(edited));
+    close(fd);
+    send_msg(c, "{\"type\":\"reload_objects\",\"id\":3}");
+    CHECKF(!strcmp(outcome(&s, 3, got, sizeof(got)), "ack"), "%s", got);
+    CHECK(trk_camctl_controls(cam, all, 2 * TRK_CAMERA_MAX_CONTROLS) == 2);
+    CHECK(!strcmp(all[0].name, "gain") && all[0].value == 9 && !strcmp(all[1].name, "brightness"));
+    trk_control_destroy(&c);
+    trk_camctl_destroy(&cam);
     trk_objects_target_close(&tgt);
     sink_free(&s);
     unlink(path);
@@ -391,7 +477,8 @@ static void sample_bounds(void)
     struct trk_image img;
     CHECK(trk_image_from_rgb(rgb, w, h, TRK_FMT_RGB24, TRK_MATRIX_BT601, true, 0, &buf, &img) == 0);
     long read = trk_control_answer_samples(c, &img, 9);
-    CHECKF(read > 0 && read <= 4 * TRK_SAMPLE_PIXELS_MAX + 25, "pixels read: %ld", read);
+    CHECKF(read > 0 && read <= 4 * TRK_SAMPLE_PIXELS_MAX + 25 + 5 * TRK_SAMPLE_SHARE_PIXELS,
+           "pixels read: %ld", read);
     for (int id = 1; id <= 4; id++) {
         json_t *r = reply_to(&s, id);
         json_t *rect = json_object_get(r, "rect");
@@ -426,12 +513,188 @@ static void sample_bounds(void)
     sink_free(&s);
 }
 
+/* A frame of one colour (w x h RGB24) into *img; *buf to free. */
+static void solid_frame(int w, int h, uint8_t r, uint8_t g, uint8_t b, uint8_t **buf,
+                        struct trk_image *img)
+{
+    uint8_t *rgb = malloc((size_t)w * h * 3);
+    CHECK(rgb != NULL);
+    for (long i = 0; i < (long)w * h; i++)
+        rgb[i * 3] = r, rgb[i * 3 + 1] = g, rgb[i * 3 + 2] = b;
+    CHECK(trk_image_from_rgb(rgb, w, h, TRK_FMT_RGB24, TRK_MATRIX_BT601, true, 0, buf, img) == 0);
+    free(rgb);
+}
+
+/* set_view calls: the last view given to clients 7 and 8. */
+static int views_seen[9];
+static void sink_view(void *ctx, uint64_t client, int view)
+{
+    (void)ctx;
+    CHECKF(client == 7 || client == 8, "set_view for client %llu", (unsigned long long)client);
+    if (client < 9) views_seen[client] = view;
+}
+
+/* Edits keep what they do not name: update_object "changes" merges over the
+ * daemon's object (an explicit colour and the tracking keys stay, a default
+ * colour follows the box); set_objects with a calibration alone keeps the
+ * objects and the camera section. */
+static void edits_keep_the_rest(void)
+{
+    static const char file[] =
+        "{\"objects\":[{\"name\":\"a\",\"space\":\"rgb\",\"lo\":[1,2,3],\"hi\":[40,50,60],"
+        "\"min_mass\":9,\"blobs\":3,\"min_area\":4,\"connectivity\":4,\"track\":true,"
+        "\"coast_frames\":7,\"color\":\"#123456\"},"
+        "{\"name\":\"b\",\"space\":\"rgb\",\"lo\":[0,0,0],\"hi\":[100,100,100]}],"
+        "\"camera\":{\"gain\":10},\"prefilter\":{\"gaussian\":1.5}}";
+    static struct trk_objects objs, got;
+    CHECK(trk_objects_load_string(file, strlen(file), "t", &objs, NULL) == 0);
+    struct sink s;
+    struct trk_control_cfg cfg = { .objects = &objs };
+    cfg.hello.width = 64, cfg.hello.height = 48;
+    sink_init(&s, &cfg);
+    struct trk_control *c = NULL;
+    CHECK(trk_control_create(&cfg, &c) == 0);
+    /* Each request (its id is its index + 1) and the outcome it gets. */
+    static const char *const asks[][2] = {
+        { "{\"type\":\"update_object\",\"id\":1,\"name\":\"a\",\"changes\":{\"blobs\":5}}", "ack" },
+        { "{\"type\":\"update_object\",\"id\":2,\"name\":\"b\",\"changes\":{\"hi\":[200,100,100]}}",
+          "ack" },
+        /* Checked whole: tracking needs blobs. */
+        { "{\"type\":\"update_object\",\"id\":3,\"name\":\"a\",\"changes\":{\"blobs\":0}}",
+          "invalid_object" },
+        { "{\"type\":\"update_object\",\"id\":4,\"name\":\"a\",\"changes\":[1]}", "bad_field" },
+        { "{\"type\":\"set_objects\",\"id\":5,\"calibration\":{\"unit\":\"mm\",\"points\":"
+          "[[0,0,0,0],[60,0,600,0],[60,40,600,400],[0,40,0,400]]}}",
+          "ack" },
+        { "{\"type\":\"set_objects\",\"id\":6}", "bad_field" },
+    };
+    char got_s[64];
+    for (int i = 0; i < (int)(sizeof(asks) / sizeof(asks[0])); i++) {
+        send_msg(c, asks[i][0]);
+        CHECKF(!strcmp(outcome(&s, i + 1, got_s, sizeof(got_s)), asks[i][1]), "%s: %s, not %s",
+               asks[i][0], got_s, asks[i][1]);
+    }
+    uint64_t v = 0;
+    CHECK(trk_control_poll(c, &v, &got));
+    const struct trk_object_def *a = &got.def[0], *b = &got.def[1];
+    CHECKF(got.n == 2 && a->blobs == 5 && a->track && a->coast_frames == 7 && a->min_mass == 9 &&
+               a->min_area == 4 && a->connectivity == 4 && a->lo[0] == 1 && a->hi[2] == 60,
+           "a keeps its keys");
+    CHECKF(got.color[0][0] == 0x12 && got.color[0][1] == 0x34 && got.color[0][2] == 0x56,
+           "a keeps its colour");
+    uint8_t want[3];
+    trk_object_display_rgb(b, want);
+    CHECKF(b->hi[0] == 200 && !memcmp(got.color[1], want, 3), "b's default colour follows its box");
+    CHECKF(got.calib.on && got.n_camera == objs.n_camera && got.n_camera > 0 &&
+               got.prefilter_sigma == 1.5,
+           "calibration set, camera and pre-filter kept");
+    trk_control_destroy(&c);
+    sink_free(&s);
+}
+
+/* The mask view is each client's own, gone with it; samples naming a seq
+ * read the kept (or held) frame of that seq. */
+static void views_and_kept_frames(void)
+{
+    static struct trk_objects objs;
+    CHECK(trk_objects_load_string(two_objects, strlen(two_objects), "t", &objs, NULL) == 0);
+    struct sink s;
+    struct trk_control_cfg cfg = { .objects = &objs };
+    cfg.hello.width = 16, cfg.hello.height = 8;
+    sink_init(&s, &cfg);
+    cfg.reply.set_view = sink_view;
+    struct trk_control *c = NULL;
+    CHECK(trk_control_create(&cfg, &c) == 0);
+    char got_s[64];
+    const char *m8 =
+        "{\"type\":\"preview\",\"id\":2,\"mask\":{\"space\":\"hsv\",\"lo\":[350,50,50],"
+        "\"hi\":[10,255,255]}}";
+    send_msg(c, "{\"type\":\"preview\",\"id\":1,\"mask\":\"b\"}");
+    trk_control_on_message(c, 8, m8, strlen(m8));
+    CHECKF(!strcmp(outcome(&s, 1, got_s, sizeof(got_s)), "ack") &&
+               !strcmp(outcome(&s, 2, got_s, sizeof(got_s)), "ack"),
+           "two mask views: %s", got_s);
+    struct trk_control_view vw[1 + TRK_CONTROL_VIEWS];
+    int pw;
+    double pf;
+    int n = trk_control_preview(c, &pw, &pf, vw, 1 + TRK_CONTROL_VIEWS);
+    CHECKF(n == 3 && vw[0].view == 0 && !vw[0].mask && views_seen[7] > 0 && views_seen[8] > 0 &&
+               views_seen[7] != views_seen[8],
+           "plain + one view per client: %d", n);
+    for (int i = 1; i < n; i++) {
+        bool is7 = vw[i].view == views_seen[7];
+        CHECKF(vw[i].mask && (is7 ? !strcmp(vw[i].def.name, "b") && vw[i].def.hi[0] == 4
+                                  : vw[i].def.space == TRK_SPACE_HSV && vw[i].def.lo[0] == 350),
+               "view %d shows its client's mask", vw[i].view);
+    }
+    /* Renamed, the view follows; closed, the client's view is gone. */
+    send_msg(c, "{\"type\":\"rename_object\",\"id\":3,\"name\":\"b\",\"new_name\":\"c\"}");
+    outcome(&s, 3, got_s, sizeof(got_s));
+    trk_control_client_closed(c, 8);
+    n = trk_control_preview(c, &pw, &pf, vw, 1 + TRK_CONTROL_VIEWS);
+    CHECKF(n == 2 && vw[1].view == views_seen[7] && vw[1].mask && !strcmp(vw[1].def.name, "c"),
+           "client 8's view gone, 7's follows the rename: %d", n);
+    send_msg(c, "{\"type\":\"preview\",\"id\":4,\"mask\":null}");
+    outcome(&s, 4, got_s, sizeof(got_s));
+    CHECKF(trk_control_preview(c, &pw, &pf, vw, 1 + TRK_CONTROL_VIEWS) == 1 && views_seen[7] == 0,
+           "mask off: the plain picture");
+
+    /* Frames 10..13 kept, red then green ...; a sample names frame 10. */
+    uint8_t *buf[6];
+    struct trk_image img[6];
+    for (int i = 0; i < 6; i++) {
+        solid_frame(16, 8, (uint8_t)(40 * i), 200, 30, &buf[i], &img[i]);
+        if (i < 4) trk_control_keep_frame(c, &img[i], 10 + (uint64_t)i);
+    }
+    send_msg(c, "{\"type\":\"sample\",\"id\":5,\"x\":2,\"y\":2,\"radius\":1,\"seq\":11}");
+    send_msg(c, "{\"type\":\"sample\",\"id\":6,\"x\":2,\"y\":2,\"seq\":9}");
+    trk_control_answer_samples(c, &img[5], 99);
+    json_t *r = reply_to(&s, 5);
+    CHECKF(r && json_integer_value(json_object_get(r, "seq")) == 11 &&
+               json_integer_value(json_array_get(json_object_get(r, "rgb"), 0)) == 40,
+           "the sample read frame 11, not the newest");
+    json_t *fs = json_object_get(r, "frame_share");
+    CHECKF(json_real_value(json_object_get(fs, "rgb")) == 1.0, "a uniform frame: share 1");
+    json_decref(r);
+    CHECKF(!strcmp(outcome(&s, 6, got_s, sizeof(got_s)), "not_found"), "frame 9: %s", got_s);
+    /* Held, frame 11 outlives the ring; released, it goes. */
+    send_msg(c, "{\"type\":\"preview\",\"id\":7,\"hold\":11}");
+    r = reply_to(&s, 7);
+    CHECKF(r && json_integer_value(json_object_get(r, "hold")) == 11, "hold acked");
+    json_decref(r);
+    for (int k = 0; k < 2 * TRK_CONTROL_KEPT_FRAMES; k++)
+        trk_control_keep_frame(c, &img[4], 20 + (uint64_t)k);
+    send_msg(c, "{\"type\":\"sample\",\"id\":8,\"x\":2,\"y\":2,\"seq\":11}");
+    const char *other = "{\"type\":\"sample\",\"id\":9,\"x\":2,\"y\":2,\"seq\":11}";
+    trk_control_on_message(c, 8, other, strlen(other));
+    trk_control_answer_samples(c, &img[5], 99);
+    r = reply_to(&s, 8);
+    CHECKF(r && json_integer_value(json_array_get(json_object_get(r, "rgb"), 0)) == 40,
+           "held frame 11 sampled");
+    json_decref(r);
+    CHECKF(!strcmp(outcome(&s, 9, got_s, sizeof(got_s)), "not_found"),
+           "another client's held frame is not its own: %s", got_s);
+    send_msg(c, "{\"type\":\"preview\",\"id\":10,\"hold\":5}");
+    CHECKF(!strcmp(outcome(&s, 10, got_s, sizeof(got_s)), "not_found"), "hold 5: %s", got_s);
+    trk_control_client_closed(c, 7);
+    send_msg(c, "{\"type\":\"sample\",\"id\":11,\"x\":2,\"y\":2,\"seq\":11}");
+    trk_control_answer_samples(c, &img[5], 99);
+    CHECKF(!strcmp(outcome(&s, 11, got_s, sizeof(got_s)), "not_found"), "released: %s", got_s);
+    for (int i = 0; i < 6; i++)
+        free(buf[i]);
+    trk_control_destroy(&c);
+    sink_free(&s);
+}
+
 int main(void)
 {
     mask_equals_mass();
     versions_and_reload();
     every_type_answered();
+    camera_section();
     reload_refuses_unsafe();
     sample_bounds();
+    edits_keep_the_rest();
+    views_and_kept_frames();
     return check_exit("control");
 }

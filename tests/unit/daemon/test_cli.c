@@ -30,13 +30,17 @@ static char *slurp(const char *path)
     return buf;
 }
 
-static char *usage_text(void)
+/* --help as written to a file (width 0) or to width columns. */
+static char *usage_text(int width)
 {
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
     CHECK(f);
-    trk_cli_usage(f);
+    if (width)
+        trk_cli_usage_width(f, width);
+    else
+        trk_cli_usage(f);
     fclose(f);
     return text;
 }
@@ -55,7 +59,7 @@ static void test_docs(const char *readme_path)
     char *readme = slurp(readme_path);
     CHECKF(readme, "cannot read %s", readme_path);
     if (!readme) return;
-    char *usage = usage_text();
+    char *usage = usage_text(0);
     char syn[128], row[160], line[160];
     size_t i;
     for (i = 0; trk_cli_option_synopsis(i, syn, sizeof(syn)); i++) {
@@ -63,9 +67,12 @@ static void test_docs(const char *readme_path)
         snprintf(row, sizeof(row), "\n| `%s` | ", syn);
         CHECKF(strstr(readme, row), "README.md has no options row starting with `%s`", syn);
         /* --help: the synopsis starts a line, long-only options indented to
-         * line up with the long names of those with a short one. */
-        snprintf(line, sizeof(line), "\n  %s%s ", syn[1] == '-' ? "    " : "", syn);
-        CHECKF(strstr(usage, line), "--help has no line for %s", syn);
+         * line up with the long names of those with a short one; its help
+         * after it or, for a long one, on the next line. */
+        int n = snprintf(line, sizeof(line), "\n  %s%s ", syn[1] == '-' ? "    " : "", syn);
+        bool found = strstr(usage, line);
+        line[n - 1] = '\n';
+        CHECKF(found || strstr(usage, line), "--help has no line for %s", syn);
     }
     CHECK(i > 20);
     /* And no README row for an option the table does not have. */
@@ -76,6 +83,62 @@ static void test_docs(const char *readme_path)
     }
     free(usage);
     free(readme);
+}
+
+/* Each group of --help and the man page, in order, with one option that
+ * belongs in it. */
+static const struct {
+    const char *title, *option;
+} group_checks[] = {
+    { "Input (where frames come from)", "-d, --device DEV" },
+    { "Objects (what to track)", "-c, --objects FILE" },
+    { "Tracking (how objects are searched for)", "--mode MODE" },
+    { "Outputs (where results go)", "--mqtt URL" },
+    { "Web page and WebSocket", "--listen ADDR:PORT" },
+    { "Operations (logs, metrics, information)", "--stats-interval SECONDS" },
+    { "Performance (backend, decoding, threads)", "--backend NAME" },
+};
+#define N_GROUP_CHECKS (sizeof(group_checks) / sizeof(group_checks[0]))
+
+/* --help at a terminal's width: no line past it (down to 60 columns, where
+ * every word fits), the groups in order, each option under its own. Without
+ * a terminal: 80 columns. */
+static void test_help_layout(void)
+{
+    static const int widths[] = { 0, 60, 72, 80, 100 };
+    for (size_t w = 0; w < sizeof(widths) / sizeof(widths[0]); w++) {
+        int width = widths[w] ? widths[w] : 80;
+        char *usage = usage_text(widths[w]);
+        if (!usage) return;
+        int longest = 0, lines = 0;
+        for (const char *p = usage; *p; lines++) {
+            int n = (int)strcspn(p, "\n");
+            if (n > longest) longest = n;
+            p += n + (p[n] == '\n');
+        }
+        CHECKF(longest <= width, "--help at %d columns has a line of %d", width, longest);
+        CHECKF(lines > 60, "--help at %d columns: %d lines", width, lines);
+        const char *g = strstr(usage, "\nOptions:\n");
+        CHECK(g);
+        for (size_t k = 0; g && k < N_GROUP_CHECKS; k++) {
+            char head[96], opt[96];
+            snprintf(head, sizeof(head), "\n%s:\n", group_checks[k].title);
+            const char *at = strstr(g, head), *next = at ? strstr(at + 1, ":\n\n") : NULL;
+            CHECKF(at, "--help at %d columns: no %s after the last group", width, head);
+            if (!at) break;
+            snprintf(opt, sizeof(opt), "\n  %s%s", group_checks[k].option[1] == '-' ? "    " : "",
+                     group_checks[k].option);
+            const char *o = strstr(at, opt);
+            CHECKF(o && (!next || o < next), "--help: %s is not under %s", group_checks[k].option,
+                   group_checks[k].title);
+            g = at;
+        }
+        free(usage);
+    }
+    /* A command too long for the line goes on after a backslash. */
+    char *narrow = usage_text(60);
+    CHECK(narrow && strstr(narrow, " --fast \\\n    --no-server\n"));
+    free(narrow);
 }
 
 /* The built man page (roff) as plain text: font changes dropped, escaped
@@ -118,6 +181,23 @@ static void test_man(const char *man_path)
     }
     CHECK(i > 20);
     CHECK(strstr(man, "\n.SH OPTIONS\n") && strstr(man, "\n.SH EXIT STATUS\n"));
+    /* The groups of --help, in its order, and each option in its own. */
+    const char *g = strstr(man, "\n.SH OPTIONS\n");
+    for (size_t k = 0; g && k < N_GROUP_CHECKS; k++) {
+        char ss[96];
+        snprintf(ss, sizeof(ss), "\n.SS \"%s\"\n", group_checks[k].title);
+        const char *at = strstr(g, ss), *next = at ? strstr(at + 1, "\n.SS ") : NULL;
+        CHECKF(at, "%s has no section %s after the last", man_path, ss);
+        if (!at) break;
+        snprintf(tag, sizeof(tag), "\n.TP\n%s", group_checks[k].option);
+        const char *o = strstr(at, tag);
+        CHECKF(o && (!next || o < next), "%s: %s is not under %s", man_path, group_checks[k].option,
+               group_checks[k].title);
+        g = at;
+    }
+    /* The documents it names are installed there (packaging/deb). */
+    CHECK(strstr(man, "/usr/share/doc/trackd/OBJECTS.md") &&
+          strstr(man, "/usr/share/doc/trackd/PROTOCOL.md"));
     CHECK(strstr(man, "\n.TH TRACKD 1 \"\" \"trackd " TRK_VERSION "\""));
     free(man);
 }
@@ -147,7 +227,19 @@ static void test_defaults(void)
     CHECK(s.server && s.preview && !s.fast && !s.loop);
     CHECK(s.backend == TRK_BACKEND_AUTO && s.threads == 0 && s.cam_format == 0);
     CHECK(s.preview_width == 640 && s.preview_fps == 15 && s.preview_quality == 70);
-    CHECK(s.stats_interval == 1 && s.log_level == TRK_LOG_INFO && s.progress == -1);
+    CHECK(s.stats_interval == 10 && s.log_level == TRK_LOG_INFO && s.progress == -1);
+    /* Stats every second at debug level, unless --stats-interval says,
+     * whichever comes first. */
+    CHECK(parse(&s, err, sizeof(err), "--log-level", "debug", NULL) == TRK_CLI_RUN &&
+          s.stats_interval == 1);
+    CHECK(parse(&s, err, sizeof(err), "--log-level", "debug", "--stats-interval", "5", NULL) ==
+              TRK_CLI_RUN &&
+          s.stats_interval == 5);
+    CHECK(parse(&s, err, sizeof(err), "--stats-interval", "0", "--log-level", "debug", NULL) ==
+              TRK_CLI_RUN &&
+          s.stats_interval == 0);
+    CHECK(parse(&s, err, sizeof(err), "--stats-interval", "2.5", NULL) == TRK_CLI_RUN &&
+          s.stats_interval == 2.5);
     /* No --size / --fps: each source's own default applies (main.c). */
     CHECK(s.width == 0 && s.height == 0 && s.fps == 0 && s.frames == 0);
     CHECK(!s.input && !s.objects && !s.output && !s.device && !s.web_root && !s.control_token);
@@ -258,6 +350,7 @@ int main(int argc, char **argv)
         return 64;
     }
     test_docs(argv[1]);
+    test_help_layout();
     test_man(argv[2]);
     test_defaults();
     test_values();

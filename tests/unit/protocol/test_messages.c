@@ -1043,7 +1043,30 @@ static void test_control_replies(void)
     trk_buf_reset(&b);
     CHECK(trk_msg_ack_preview(&b, "1", 320, 7.5, "blue") == 0);
     j = parse(&b, "preview ack with a mask");
-    CHECKF(j && !strcmp(jstr(j, "mask"), "blue"), "%s", b.data);
+    CHECKF(j && !strcmp(jstr(j, "mask"), "blue") && !json_object_get(j, "hold"), "%s", b.data);
+    json_decref(j);
+    /* A client's own view: a range as its mask, the frame it holds. */
+    const struct trk_object_def box = { .space = TRK_SPACE_HSV,
+                                        .lo = { 350, 50, 60 },
+                                        .hi = { 10, 255, 250 } };
+    struct trk_msg_view view = { .box = &box, .hold = 1234 };
+    trk_buf_reset(&b);
+    CHECK(trk_msg_ack_preview_view(&b, "1", 320, 7.5, &view) == 0);
+    j = parse(&b, "preview ack with a range and a hold");
+    json_t *mk = json_object_get(j, "mask");
+    CHECKF(j && !strcmp(jstr(mk, "space"), "hsv") &&
+               json_integer_value(json_array_get(json_object_get(mk, "lo"), 0)) == 350 &&
+               json_integer_value(json_array_get(json_object_get(mk, "hi"), 2)) == 250 &&
+               jint(j, "hold") == 1234,
+           "%s", b.data);
+    json_decref(j);
+    view = (struct trk_msg_view){ .name = NULL, .hold = -1 };
+    trk_buf_reset(&b);
+    CHECK(trk_msg_ack_preview_view(&b, "1", 320, 7.5, &view) == 0);
+    j = parse(&b, "preview ack without a view");
+    CHECKF(j && json_is_null(json_object_get(j, "mask")) &&
+               json_is_null(json_object_get(j, "hold")),
+           "%s", b.data);
     json_decref(j);
 
     struct trk_sample_info s = {
@@ -1088,7 +1111,18 @@ static void test_control_replies(void)
     trk_buf_reset(&b);
     CHECK(trk_msg_sample(&b, &s) == 0);
     j = parse(&b, "rectangle sample");
-    CHECKF(j && !json_object_get(j, "radius") && !json_object_get(j, "id"), "%s", b.data);
+    CHECKF(j && !json_object_get(j, "radius") && !json_object_get(j, "id") &&
+               !json_object_get(j, "frame_share"),
+           "%s", b.data);
+    json_decref(j);
+    s.has_share = true;
+    s.share[TRK_SPACE_RGB] = 0.25, s.share[TRK_SPACE_HSV] = 0.0125, s.share[TRK_SPACE_YCBCR] = 1;
+    trk_buf_reset(&b);
+    CHECK(trk_msg_sample(&b, &s) == 0);
+    j = parse(&b, "sample with frame_share");
+    json_t *fs = json_object_get(j, "frame_share");
+    CHECKF(j && jnum(fs, "rgb") == 0.25 && jnum(fs, "hsv") == 0.013 && jnum(fs, "ycbcr") == 1.0,
+           "%s", b.data);
     json_decref(j);
     trk_buf_free(&b);
 
@@ -1130,6 +1164,73 @@ static void test_control_types(void)
     CHECK(trk_msg_control_types[TRK_CTL_COUNT] == NULL && n == TRK_CTL_COUNT);
     CHECK(trk_msg_control_type("rename_object") == TRK_CTL_RENAME_OBJECT);
     CHECK(trk_msg_control_type("ping") == -1 && trk_msg_control_type(NULL) == -1);
+}
+
+/* The "camera" message and the set_camera ack: valid JSON with every
+ * field, the menu of a menu control, none without a camera; the driver's
+ * label escaped. */
+static void test_camera(void)
+{
+    static const int64_t mv[] = { 1, 3 };
+    static const char *const mn[] = { "Manual Mode", "Aperture \"Priority\" Mode" };
+    const struct trk_cam_ctrl_info k[2] = {
+        { .name = "auto_exposure",
+          .label = "Auto Exposure",
+          .group = "exposure",
+          .is_auto = true,
+          .kind = "menu",
+          .min = 0,
+          .max = 3,
+          .step = 1,
+          .def = 3,
+          .value = 1,
+          .auto_value = 3,
+          .manual_value = 1,
+          .n_menu = 2,
+          .menu_values = mv,
+          .menu_names = mn },
+        { .name = "exposure_time_absolute",
+          .label = "Exposure Time, Absolute",
+          .group = "exposure",
+          .kind = "int",
+          .min = 3,
+          .max = 2047,
+          .step = 1,
+          .def = 250,
+          .value = 250,
+          .inactive = true,
+          .fixed = true },
+    };
+    struct trk_camera_info ci = { .device = "/dev/video0", .n = 2, .ctrls = k };
+    struct trk_buf b = { 0 };
+    CHECK(trk_msg_camera(&b, "7", &ci) == 0);
+    json_t *j = json_loadb(b.data, b.len, 0, NULL);
+    json_t *c = json_object_get(j, "controls");
+    CHECKF(j && json_integer_value(json_object_get(j, "id")) == 7 &&
+               json_is_true(json_object_get(j, "available")) &&
+               json_is_null(json_object_get(j, "reason")) && json_array_size(c) == 2,
+           "%s", b.data);
+    json_t *a = json_array_get(c, 0), *e = json_array_get(c, 1);
+    CHECK(json_integer_value(json_object_get(a, "auto_value")) == 3 &&
+          json_is_true(json_object_get(a, "auto")) &&
+          !strcmp(json_string_value(
+                      json_object_get(json_array_get(json_object_get(a, "menu"), 1), "name")),
+                  mn[1]));
+    CHECK(!json_object_get(e, "auto_value") && !json_object_get(e, "menu") &&
+          json_is_true(json_object_get(e, "inactive")) &&
+          json_is_true(json_object_get(e, "fixed")) &&
+          json_integer_value(json_object_get(e, "max")) == 2047);
+    json_decref(j);
+    trk_buf_reset(&b);
+    struct trk_camera_info none = { .reason = "the demo scene has no camera controls" };
+    CHECK(trk_msg_camera(&b, NULL, &none) == 0);
+    CHECK_STR(b.data, "{\"type\":\"camera\",\"available\":false,\"device\":null,"
+                      "\"reason\":\"the demo scene has no camera controls\",\"controls\":[]}");
+    trk_buf_reset(&b);
+    CHECK(trk_msg_ack_camera(&b, "\"x\"", "gain", 50) == 0);
+    CHECK_STR(b.data, "{\"type\":\"ack\",\"request\":\"set_camera\",\"id\":\"x\",\"name\":\"gain\","
+                      "\"value\":50}");
+    trk_buf_free(&b);
 }
 
 static void test_preview_header(void)
@@ -1182,6 +1283,7 @@ int main(void)
     test_small_messages();
     test_control_replies();
     test_control_types();
+    test_camera();
     test_preview_header();
     test_request_id();
     if (check_failures) {
