@@ -47,9 +47,11 @@ extern "C" {
  * TRK_FRAME_ITEMS_MAX, which bounds a frame message (about 250 KiB at the
  * most, long names and world coordinates included) and the work to build,
  * queue and send it. At most TRK_BLOB_OBJECTS_MAX objects may have blobs:
- * each one is a labelling pass over every frame, whatever K is. */
+ * each one is a labelling pass over every frame, whatever K is (16: marker
+ * and robot-soccer sets, team and pattern colours and a ball, need more
+ * than 8). */
 #define TRK_FRAME_ITEMS_MAX  1024
-#define TRK_BLOB_OBJECTS_MAX 8
+#define TRK_BLOB_OBJECTS_MAX 16
 
 /* Which rule a load broke, for callers that answer with a code (the
  * daemon's control replies) rather than the text. */
@@ -165,7 +167,7 @@ int trk_objects_frame_items(const struct trk_object_def *d);
 /* Checks defs[0..n) against the frame limits (TRK_FRAME_ITEMS_MAX,
  * TRK_BLOB_OBJECTS_MAX). Returns 0, or TRK_EINVAL with *at (may be NULL) the
  * index of the first object that goes over one and a message in msg, e.g.
- * `objects[8].blobs: 9 objects with blobs (at most 8: ...)`. */
+ * `objects[16].blobs: 17 objects with blobs (at most 16: ...)`. */
 int trk_objects_check_limits(const struct trk_object_def *defs, int n, int *at, char *msg,
                              size_t msg_len);
 

@@ -6,16 +6,16 @@
 Before the frame limits any client could set 256 objects x (64 blobs +
 track): frames of megabytes, the 720p demo down from 30 to a few fps and
 hundreds of MB resident with --mqtt. Now (config/OBJECTS.md, Limits):
-  1. an objects file over either limit (9 objects with blobs; 1033 results
+  1. an objects file over either limit (17 objects with blobs; 1033 results
      per frame) stops trackd at start with exit 78 and FILE:LINE:COL naming
      the limit;
   2. on the control protocol the issue's set and 8 x (64 blobs + track)
-     (set_objects) and a 9th object with blobs (add_object) get
+     (set_objects) and a 17th object with blobs (add_object) get
      too_many_objects with the limit's text, and the set in use stays;
      update_object within the limits is taken;
-  3. the largest set allowed, 8 tracked objects with 63 blobs each whose
-     boxes match the demo's textured background (every blob list full),
-     runs with --mqtt to a real mosquitto: each frame carries at most 1024
+  3. the largest tracked set with the most labellings allowed, 16 tracked
+     objects with 31 blobs each (1008 results), whose boxes match the
+     demo's textured background (every blob list full), runs with --mqtt to a real mosquitto: each frame carries at most 1024
      results and 256 KiB, and while the broker is stopped (SIGSTOP: the
      MQTT queue fills) and N WebSocket clients never read, resident memory
      stays bounded (N x 512 KiB + 16 MiB over the level with the set alone)
@@ -76,8 +76,8 @@ def request(s, msg, timeout=10):
 
 def files(trackd, d):
     """Part 1: files over a limit stop the start with 78 and the position."""
-    cases = [("blob_objects", [noisy(i, 1, False) for i in range(9)],
-              "objects[8].blobs: 9 objects with blobs (at most 8"),
+    cases = [("blob_objects", [noisy(i, 1, False) for i in range(17)],
+              "objects[16].blobs: 17 objects with blobs (at most 16"),
              ("frame_items", [noisy(i, 64) for i in range(8)] + [{
                  "name": "plain", "space": "rgb", "lo": [0, 0, 0], "hi": [9, 9, 9]}],
               "objects[7].blobs: each frame would carry up to 1032 results")]
@@ -115,17 +115,17 @@ def main():
                       f"8 x (64 blobs + track), 1032 results: too_many_objects ({r})")
                 r = request(ctl, {"type": "get_objects"})
                 check(len(r.get("objects", [])) == 7, "the demo set stays in use")
-                big = [noisy(i, 63) for i in range(8)]
+                big = [noisy(i, 31) for i in range(16)]
                 r = request(ctl, {"type": "set_objects", "objects": big})
-                check(r.get("type") == "ack" and r.get("count") == 8,
-                      f"the largest set allowed, 8 x (63 blobs + track): ack ({r})")
-                r = request(ctl, {"type": "add_object", "object": noisy(8, 1, False)})
+                check(r.get("type") == "ack" and r.get("count") == 16,
+                      f"16 x (31 blobs + track), 1008 results: ack ({r})")
+                r = request(ctl, {"type": "add_object", "object": noisy(16, 1, False)})
                 check(r.get("code") == "too_many_objects" and
-                      "objects[8].blobs: 9 objects with blobs" in r.get("message", ""),
-                      f"add_object: a 9th object with blobs is refused ({r})")
+                      "objects[16].blobs: 17 objects with blobs" in r.get("message", ""),
+                      f"add_object: a 17th object with blobs is refused ({r})")
                 r = request(ctl, {"type": "update_object", "object_id": 0,
-                                  "object": noisy(0, 64)})
-                check(r.get("type") == "ack", f"update_object to 1018 results: ack ({r})")
+                                  "object": noisy(0, 35)})
+                check(r.get("type") == "ack", f"update_object to 1016 results: ack ({r})")
 
                 reader = MaxReader(dm.port)
                 reader.start()
