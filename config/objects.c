@@ -965,6 +965,38 @@ out:
     return rc;
 }
 
+int trk_objects_frame_items(const struct trk_object_def *d)
+{
+    return 1 + (int)d->blobs * (d->track ? 2 : 1);
+}
+
+int trk_objects_check_limits(const struct trk_object_def *defs, int n, int *at, char *msg,
+                             size_t msg_len)
+{
+    int items = 0, labelled = 0;
+    for (int i = 0; i < n; i++) {
+        items += trk_objects_frame_items(&defs[i]);
+        labelled += defs[i].blobs > 0;
+        const char *key = defs[i].blobs ? ".blobs" : "";
+        if (at) *at = i;
+        if (labelled > TRK_BLOB_OBJECTS_MAX) {
+            snprintf(msg, msg_len,
+                     "objects[%d]%s: %d objects with blobs (at most %d: each is a labelling pass "
+                     "over every frame)",
+                     i, key, labelled, TRK_BLOB_OBJECTS_MAX);
+            return TRK_EINVAL;
+        }
+        if (items > TRK_FRAME_ITEMS_MAX) {
+            snprintf(msg, msg_len,
+                     "objects[%d]%s: each frame would carry up to %d results (1 per object, + "
+                     "blobs, + blobs again when tracked; at most %d)",
+                     i, key, items, TRK_FRAME_ITEMS_MAX);
+            return TRK_EINVAL;
+        }
+    }
+    return 0;
+}
+
 /* The whole document {"objects": [...]} into out (zeroed first). */
 static int parse_root(struct vctx *c, const json_t *root, struct trk_objects *out)
 {
@@ -1036,6 +1068,19 @@ static int parse_root(struct vctx *c, const json_t *root, struct trk_objects *ou
             }
         }
         pop(c);
+    }
+    int at;
+    char m[256];
+    if (trk_objects_check_limits(out->def, (int)n, &at, m, sizeof m)) {
+        /* At the blobs value that goes over, or the object without one. */
+        push_index(c, at);
+        if (out->def[at].blobs) push_key(c, "blobs");
+        rc = fail(c, 0, "%s", m);
+        c->err->kind = TRK_CONFIG_TOO_MANY;
+        if (out->def[at].blobs) pop(c);
+        pop(c);
+        pop(c);
+        return rc;
     }
     pop(c);
     out->n = (int)n;
@@ -1361,7 +1406,7 @@ int trk_objects_validate(const struct trk_objects *objs, char *msg, size_t msg_l
             }
         }
     }
-    return 0;
+    return trk_objects_check_limits(objs->def, objs->n, NULL, msg, msg_len);
 }
 
 int trk_objects_find(const struct trk_objects *objs, const char *name)

@@ -41,12 +41,25 @@ extern "C" {
  * (16384 x 16384, --size's bound); a larger one would drop every blob. */
 #define TRK_OBJECTS_MIN_AREA_MAX (16384 * 16384)
 
+/* What one frame may carry (OBJECTS.md, Limits). Each object puts up to
+ * trk_objects_frame_items() results in every frame: 1, plus its "blobs" K,
+ * plus K instances when tracked; a set's total is at most
+ * TRK_FRAME_ITEMS_MAX, which bounds a frame message (about 250 KiB at the
+ * most, long names and world coordinates included) and the work to build,
+ * queue and send it. At most TRK_BLOB_OBJECTS_MAX objects may have blobs:
+ * each one is a labelling pass over every frame, whatever K is (16: marker
+ * and robot-soccer sets, team and pattern colours and a ball, need more
+ * than 8). */
+#define TRK_FRAME_ITEMS_MAX  1024
+#define TRK_BLOB_OBJECTS_MAX 16
+
 /* Which rule a load broke, for callers that answer with a code (the
  * daemon's control replies) rather than the text. */
 enum trk_config_kind {
     TRK_CONFIG_INVALID = 0, /* anything else: syntax, a key, a value, reading */
     TRK_CONFIG_DUPLICATE,   /* two objects share a name                       */
-    TRK_CONFIG_TOO_MANY,    /* more than TRK_MAX_OBJECTS objects              */
+    TRK_CONFIG_TOO_MANY,    /* more than TRK_MAX_OBJECTS objects, or over the
+                             * frame limits (TRK_FRAME_ITEMS_MAX, ...)        */
 };
 
 /* Where and why a load failed. line/col are 1-based, col counted in bytes;
@@ -142,9 +155,21 @@ int trk_objects_parse_object(const struct json_t *obj, struct trk_object_def *de
  * must too, though a backend also takes 0 for the last two); track only
  * with blobs >= 1; coast_frames 0..TRK_OBJECTS_COAST_MAX;
  * prefilter_sigma in 0..TRK_PREFILTER_MAX_SIGMA; a calibration that is on
- * passes trk_calib_solve (on a copy) with a valid unit. Returns 0 or
+ * passes trk_calib_solve (on a copy) with a valid unit; the frame limits
+ * (trk_objects_check_limits). Returns 0 or
  * TRK_EINVAL with a message naming the object (msg may be NULL). */
 int trk_objects_validate(const struct trk_objects *objs, char *msg, size_t msg_len);
+
+/* The results object d adds to every frame: 1, + blobs, + blobs again when
+ * tracked (its instances). */
+int trk_objects_frame_items(const struct trk_object_def *d);
+
+/* Checks defs[0..n) against the frame limits (TRK_FRAME_ITEMS_MAX,
+ * TRK_BLOB_OBJECTS_MAX). Returns 0, or TRK_EINVAL with *at (may be NULL) the
+ * index of the first object that goes over one and a message in msg, e.g.
+ * `objects[16].blobs: 17 objects with blobs (at most 16: ...)`. */
+int trk_objects_check_limits(const struct trk_object_def *defs, int n, int *at, char *msg,
+                             size_t msg_len);
 
 /* Writes "file:line:col: message" (or "file: message" when line is 0) into
  * buf like snprintf: always NUL-terminated when len > 0, returns the length

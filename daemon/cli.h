@@ -57,6 +57,7 @@ struct trk_settings {
     int preview_width;
     double preview_fps;
     int preview_quality;
+    double snapshot_rate;      /* /snapshot.jpg requests a second per client address; 0 = any */
     double stats_interval;     /* --stats-interval; not given: 10, 1 at --log-level debug */
     int log_level;             /* enum trk_log_level */
     int progress;              /* -1 auto (stderr is a terminal), 0 off, 1 on */

@@ -545,6 +545,21 @@ static void store_object(struct trk_control *c, const struct request *r, int k,
         refuse(c, r, TRK_MSG_DUPLICATE_NAME, "an object named \"%s\" exists", def->name);
         return;
     }
+    /* The set as it would be, against the frame limits (config/objects.h). */
+    struct trk_object_def *t = malloc(sizeof(*t) * (size_t)(c->objs.n + 1));
+    if (!t) {
+        refuse(c, r, TRK_MSG_IO_ERROR, "out of memory");
+        return;
+    }
+    memcpy(t, c->objs.def, sizeof(*t) * (size_t)c->objs.n);
+    t[k] = *def;
+    char why[256];
+    int over = trk_objects_check_limits(t, c->objs.n + (k == c->objs.n), NULL, why, sizeof(why));
+    free(t);
+    if (over) {
+        refuse(c, r, TRK_MSG_TOO_MANY_OBJECTS, "%s", why);
+        return;
+    }
     if (k == c->objs.n) c->objs.n++;
     rename_views(c, c->objs.def[k].name, def->name);
     c->objs.def[k] = *def;

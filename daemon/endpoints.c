@@ -43,7 +43,40 @@ static bool arg_on(const char *v)
     return v && (!*v || !strcmp(v, "1") || !strcmp(v, "true") || !strcmp(v, "yes"));
 }
 
-/* GET /snapshot.jpg?overlay=1&mask=NAME */
+/* A snapshot request's answer: the JPEG, or the status's code and why. */
+static void reply_snapshot(struct trk_ws_http_reply *r, enum trk_snapshot_status st,
+                           const uint8_t *jpeg, size_t len, const char *why)
+{
+    struct trk_buf b = { 0 };
+    switch (st) {
+    case TRK_SNAPSHOT_OK:
+        trk_buf_append(&b, jpeg, len);
+        reply_buf(r, 200, "image/jpeg", &b);
+        return;
+    case TRK_SNAPSHOT_NO_FRAME:
+    case TRK_SNAPSHOT_BUSY: reply_text(r, 503, why); return;
+    case TRK_SNAPSHOT_NO_OBJECT: reply_text(r, 404, why); return;
+    case TRK_SNAPSHOT_LIMITED: reply_text(r, 429, why); return;
+    case TRK_SNAPSHOT_FAILED:
+    case TRK_SNAPSHOT_LATER: break;
+    }
+    reply_text(r, 500, why);
+}
+
+/* trk_snapshot_answer_fn: a queued request's answer, from the encoder
+ * thread, through the server (ctx). */
+static void snapshot_later(void *ctx, uint64_t request, enum trk_snapshot_status st,
+                           const uint8_t *jpeg, size_t len, const char *why)
+{
+    struct trk_ws_http_reply r = { 0 };
+    reply_snapshot(&r, st, jpeg, len, why);
+    if (!r.status) reply_text(&r, 500, "out of memory");
+    trk_ws_http_answer(ctx, request, &r);
+}
+
+/* GET /snapshot.jpg?overlay=1&mask=NAME: from the snapshot's cache now, or
+ * later, when its encoder thread has the JPEG (the server's thread never
+ * encodes). */
 static void snapshot(const struct trk_endpoints *e, const char *const *args, int n_args,
                      struct trk_ws_http_reply *r)
 {
@@ -65,12 +98,19 @@ static void snapshot(const struct trk_endpoints *e, const char *const *args, int
         return;
     }
     struct trk_buf b = { 0 };
-    switch (trk_snapshot_jpeg(e->snapshot, arg_on(overlay), mask, &b, why, sizeof why)) {
-    case TRK_SNAPSHOT_OK: reply_buf(r, 200, "image/jpeg", &b); return;
-    case TRK_SNAPSHOT_NO_FRAME: reply_text(r, 503, why); break;
-    case TRK_SNAPSHOT_NO_OBJECT: reply_text(r, 404, why); break;
-    case TRK_SNAPSHOT_FAILED: reply_text(r, 500, why); break;
-    }
+    struct trk_snapshot_req req = { .overlay = arg_on(overlay),
+                                    .mask = mask,
+                                    .peer = r->peer,
+                                    .request = r->request,
+                                    .answer = snapshot_later,
+                                    .ctx = r->server };
+    enum trk_snapshot_status st = trk_snapshot_request(e->snapshot, &req, &b, why, sizeof why);
+    if (st == TRK_SNAPSHOT_LATER)
+        r->status = TRK_WS_HTTP_LATER;
+    else if (st == TRK_SNAPSHOT_OK)
+        reply_buf(r, 200, "image/jpeg", &b);
+    else
+        reply_snapshot(r, st, NULL, 0, why);
     trk_buf_free(&b);
 }
 

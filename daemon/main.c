@@ -665,10 +665,11 @@ static void ready(const struct app *a)
 static int open_ops(struct app *a)
 {
     if (trk_metrics_create(&a->ep.metrics) ||
-        trk_snapshot_create(a->s.preview_quality, &a->ep.snapshot)) {
+        trk_snapshot_create(a->s.preview_quality, a->s.snapshot_rate, &a->ep.snapshot)) {
         log_error("out of memory");
         return TRK_EX_SOFTWARE;
     }
+    trk_metrics_set_snapshot(a->ep.metrics, a->ep.snapshot);
     trk_metrics_set_info(a->ep.metrics, TRK_VERSION, trk_backend_name(a->backend), a->src.desc,
                          a->s.fast ? 0 : a->src.fps);
     /* The source's state from the first request on: the capture thread says
@@ -859,6 +860,8 @@ static int cleanup(struct app *a, int exit_code)
     /* The control module may still be replying from its file worker: the
      * server stops taking messages first and goes after the module. */
     trk_ws_stop(a->ws);
+    /* Its encoder answers through a->ws: stopped before the server goes. */
+    trk_snapshot_stop(a->ep.snapshot);
     trk_ws_destroy(&a->metrics_ws);
     /* The pipeline has ended: the last frames and "offline" go out. */
     trk_mqtt_destroy(&a->mqtt);

@@ -11,6 +11,7 @@
 #include "backend.h" /* TRK_E* */
 #include "frame.h"   /* trk_now */
 #include "mqtt.h"    /* trk_mqtt_stats */
+#include "snapshot.h"
 
 const double trk_metrics_bucket_le[TRK_METRICS_BUCKETS] = {
     50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3,
@@ -45,6 +46,8 @@ struct trk_metrics {
     /* The MQTT sink (stats loop); has_mqtt: shown at all. */
     _Atomic bool has_mqtt, mqtt_connected;
     _Atomic uint64_t mqtt_published, mqtt_connects, mqtt_drops[TRK_MQTT_DROP_N];
+    /* /snapshot.jpg's counts are read from it at each render; NULL none. */
+    struct trk_snapshot *_Atomic snapshot;
     double t_start, wall_start; /* set at create */
 
     pthread_mutex_t lock; /* guards the rest: rarely changed text */
@@ -167,6 +170,11 @@ void trk_metrics_set_totals(struct trk_metrics *m, uint64_t drops, int clients, 
 void trk_metrics_set_lines_lost(struct trk_metrics *m, uint64_t lost)
 {
     if (m) atomic_store_explicit(&m->lines_lost, lost, memory_order_relaxed);
+}
+
+void trk_metrics_set_snapshot(struct trk_metrics *m, struct trk_snapshot *s)
+{
+    if (m) atomic_store(&m->snapshot, s);
 }
 
 void trk_metrics_set_mqtt(struct trk_metrics *m, const struct trk_mqtt_stats *st)
@@ -307,6 +315,20 @@ int trk_metrics_render(struct trk_metrics *m, struct trk_buf *b)
             atomic_load(&m->pinned));
     counter(b, "trackd_ndjson_lines_lost_total",
             "Result lines that could not be written to --output.", atomic_load(&m->lines_lost));
+    struct trk_snapshot *snap = atomic_load(&m->snapshot);
+    if (snap) {
+        struct trk_snapshot_stats ss;
+        trk_snapshot_get_stats(snap, &ss);
+        counter(b, "trackd_snapshot_encodes_total", "JPEGs the snapshot encoder made.", ss.encodes);
+        counter(b, "trackd_snapshot_served_total", "Snapshot requests answered with a JPEG.",
+                ss.served);
+        counter(b, "trackd_snapshot_cached_total",
+                "Snapshot requests answered from the newest frame's cache (no encode).", ss.cached);
+        counter(b, "trackd_snapshot_limited_total",
+                "Snapshot requests refused (429): over the client's --snapshot-rate.", ss.limited);
+        counter(b, "trackd_snapshot_busy_total",
+                "Snapshot requests refused (503): too many waiting for the encoder.", ss.busy);
+    }
     if (atomic_load(&m->has_mqtt)) {
         counter(b, "trackd_mqtt_frames_published_total",
                 "Frames the MQTT broker acknowledged within --mqtt-max-age of their capture.",

@@ -83,6 +83,11 @@ void trk_metrics_set_lines_lost(struct trk_metrics *m, uint64_t lost);
 struct trk_mqtt_stats;
 void trk_metrics_set_mqtt(struct trk_metrics *m, const struct trk_mqtt_stats *st);
 
+/* /snapshot.jpg's counters (trackd_snapshot_*), read from s at each render
+ * (NULL: not shown); s must outlive the renders. */
+struct trk_snapshot;
+void trk_metrics_set_snapshot(struct trk_metrics *m, struct trk_snapshot *s);
+
 /* Appends the exposition text (HELP, TYPE and samples of every metric).
  * 0 or TRK_ENOMEM. */
 int trk_metrics_render(struct trk_metrics *m, struct trk_buf *out);

@@ -240,8 +240,17 @@ static void wake(struct trk_mqtt *m)
     (void)unused; /* a full counter (2^64 - 2 wakes) still wakes */
 }
 
+/* Frees a slot's buffer when it is over TRK_MQTT_SLOT_KEEP (a spare). */
+static void slot_trim(struct slot *s)
+{
+    if (s->cap <= TRK_MQTT_SLOT_KEEP) return;
+    free(s->data);
+    *s = (struct slot){ 0 };
+}
+
 static bool slot_set(struct slot *s, const char *data, size_t len)
 {
+    if (len + 1 <= TRK_MQTT_SLOT_KEEP) slot_trim(s);
     if (len + 1 > s->cap) {
         size_t cap = s->cap ? s->cap : 1024;
         while (cap < len + 1)
@@ -260,7 +269,13 @@ void trk_mqtt_frame(struct trk_mqtt *m, const char *json, size_t len, double t_c
 {
     if (!m) return;
     pthread_mutex_lock(&m->lock);
-    if (m->count == TRK_MQTT_QUEUE_LEN) { /* the oldest makes room for the newest */
+    size_t queued = len;
+    for (int i = 0; i < m->count; i++)
+        queued += m->ring[(m->head + i) % TRK_MQTT_QUEUE_LEN].len;
+    /* The oldest make room for the newest, in slots and in bytes. */
+    while (m->count && (m->count == TRK_MQTT_QUEUE_LEN || queued > TRK_MQTT_QUEUE_BYTES)) {
+        queued -= m->ring[m->head].len;
+        slot_trim(&m->ring[m->head]);
         m->head = (m->head + 1) % TRK_MQTT_QUEUE_LEN;
         m->count--;
         drop(m, TRK_MQTT_DROP_QUEUE, 1);
@@ -806,9 +821,10 @@ static bool take_frame(struct trk_mqtt *m, double now)
         } else {
             struct slot t = m->work;
             m->work = *s;
-            *s = t; /* the ring keeps the spare buffer */
+            *s = t; /* the ring keeps the spare buffer, a small one */
             any = true;
         }
+        slot_trim(s);
         m->head = (m->head + 1) % TRK_MQTT_QUEUE_LEN;
         m->count--;
     }
@@ -825,6 +841,7 @@ static void expire(struct trk_mqtt *m, double now)
     pthread_mutex_lock(&m->lock);
     while (m->count > 0 && now - m->ring[m->head].t > m->max_age) {
         drop(m, TRK_MQTT_DROP_AGE, 1);
+        slot_trim(&m->ring[m->head]);
         m->head = (m->head + 1) % TRK_MQTT_QUEUE_LEN;
         m->count--;
     }

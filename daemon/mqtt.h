@@ -43,6 +43,12 @@ struct trk_mqtt;
 /* Frames waiting for the broker; more drop the oldest (2 s at 30 fps;
  * frames past the maximum age leave it sooner, dropped too). */
 #define TRK_MQTT_QUEUE_LEN 64
+/* ... and at most this many bytes of them: large frames (a big object set,
+ * config/objects.h's frame limits) drop the oldest sooner. A slot's buffer
+ * is kept for reuse only up to TRK_MQTT_SLOT_KEEP bytes, so memory follows
+ * what is queued, not the largest frames ever seen. */
+#define TRK_MQTT_QUEUE_BYTES (4u << 20)
+#define TRK_MQTT_SLOT_KEEP   (64u << 10)
 /* Seconds a connection may take from the TCP connect to the broker's CONNACK
  * (a port that accepts and never answers); then it is dropped and retried. */
 #define TRK_MQTT_CONNACK_S 5.0

@@ -1,10 +1,17 @@
 #include "snapshot.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
+#define LOG_TAG "snapshot"
+#include "frame.h" /* trk_now */
+#include "log.h"
 #include "preview.h"
 
 /* Three slots: the newest frame, an older one a request is still encoding,
@@ -12,6 +19,11 @@
 #define SLOTS 3
 /* The widest snapshot: the largest frame --size accepts (full size). */
 #define SNAPSHOT_MAX_WIDTH 16384
+/* JPEGs of the newest frame kept, one per kind of picture asked for. */
+#define CACHE 4
+/* Client addresses whose rate is followed; a new one takes the place of
+ * the one heard from longest ago. */
+#define PEERS 256
 
 struct slot {
     struct trk_image img;
@@ -25,39 +37,100 @@ struct slot {
     const struct trk_image *(*host)(void *holder); /* see trk_snapshot_frame */
 };
 
-struct trk_snapshot {
-    int quality;
-    struct slot slots[SLOTS];
-    pthread_mutex_t lock; /* guards cur and reading */
-    pthread_cond_t done;  /* reading went back to NULL */
-    struct slot *cur;     /* the newest frame, NULL = none */
-    struct slot *reading; /* the slot a request encodes, NULL = none */
-
-    pthread_mutex_t req_lock; /* one request at a time; guards enc */
-    struct trk_preview *enc;
+/* What a request wants drawn: the cache's and the batch's key. */
+struct variant {
+    bool overlay;
+    bool has_mask;
+    char mask[TRK_NAME_MAX];
 };
 
-int trk_snapshot_create(int quality, struct trk_snapshot **out)
+struct cached {
+    uint64_t gen; /* the frame's publish number; 0 = empty */
+    struct variant v;
+    uint8_t *jpeg;
+    size_t len, cap;
+};
+
+struct waiter {
+    struct variant v;
+    uint64_t request;
+    trk_snapshot_answer_fn answer;
+    void *ctx;
+};
+
+struct peer {
+    char addr[64]; /* "" = free */
+    double tokens, t;
+};
+
+struct trk_snapshot {
+    int quality;
+    double rate; /* per client address and second; 0 = no limit */
+    struct slot slots[SLOTS];
+    pthread_mutex_t lock; /* guards everything below but enc */
+    pthread_cond_t done;  /* reading went back to NULL */
+    pthread_cond_t work;  /* a request waits, or quit */
+    struct slot *cur;     /* the newest frame, NULL = none */
+    struct slot *reading; /* the slot the encoder uses, NULL = none */
+    uint64_t gen;         /* cur's publish number (from 1) */
+    struct cached cache[CACHE];
+    unsigned cache_next;
+    struct waiter wait[TRK_SNAPSHOT_WAITING_MAX];
+    int n_wait;
+    struct peer peers[PEERS];
+    bool quit;
+    pthread_t thread;
+    bool have_thread;
+    struct trk_preview *enc; /* encoder thread only, as batch */
+    struct waiter batch[TRK_SNAPSHOT_WAITING_MAX];
+    _Atomic uint64_t frames, encodes, served, cached, limited, busy;
+};
+
+static void *encoder_main(void *arg);
+
+int trk_snapshot_create(int quality, double rate, struct trk_snapshot **out)
 {
+    *out = NULL;
+    if (!(rate >= 0)) return TRK_EINVAL;
     struct trk_snapshot *s = calloc(1, sizeof *s);
-    *out = s;
     if (!s) return TRK_ENOMEM;
     s->quality = quality < 1 ? 1 : quality > 100 ? 100 : quality;
+    s->rate = rate;
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->done, NULL);
-    pthread_mutex_init(&s->req_lock, NULL);
+    pthread_cond_init(&s->work, NULL);
+    if (pthread_create(&s->thread, NULL, encoder_main, s)) {
+        trk_snapshot_destroy(&s);
+        return TRK_ENOMEM;
+    }
+    s->have_thread = true;
+    *out = s;
     return 0;
+}
+
+void trk_snapshot_stop(struct trk_snapshot *s)
+{
+    if (!s) return;
+    pthread_mutex_lock(&s->lock);
+    s->quit = true;
+    pthread_cond_broadcast(&s->work);
+    pthread_mutex_unlock(&s->lock);
+    if (s->have_thread) pthread_join(s->thread, NULL);
+    s->have_thread = false;
 }
 
 void trk_snapshot_destroy(struct trk_snapshot **ps)
 {
     if (!ps || !*ps) return;
     struct trk_snapshot *s = *ps;
+    trk_snapshot_stop(s);
     trk_snapshot_clear(s);
     trk_preview_destroy(&s->enc);
+    for (int i = 0; i < CACHE; i++)
+        free(s->cache[i].jpeg);
     pthread_mutex_destroy(&s->lock);
     pthread_cond_destroy(&s->done);
-    pthread_mutex_destroy(&s->req_lock);
+    pthread_cond_destroy(&s->work);
     free(s);
     *ps = NULL;
 }
@@ -110,6 +183,8 @@ void trk_snapshot_publish(struct trk_snapshot *s, const struct trk_snapshot_fram
     pthread_mutex_lock(&s->lock);
     struct slot *old = s->cur;
     s->cur = sl;
+    s->gen++; /* the cache's JPEGs are of an older frame now */
+    atomic_fetch_add_explicit(&s->frames, 1, memory_order_relaxed);
     /* A request still encoding the old one gives it back when done. */
     struct lent l = take(old == s->reading ? NULL : old);
     pthread_mutex_unlock(&s->lock);
@@ -213,28 +288,200 @@ static enum trk_snapshot_status encode(struct trk_snapshot *s, struct slot *sl, 
     return TRK_SNAPSHOT_OK;
 }
 
-enum trk_snapshot_status trk_snapshot_jpeg(struct trk_snapshot *s, bool overlay, const char *mask,
-                                           struct trk_buf *out, char *why, size_t why_len)
+static bool same(const struct variant *a, const struct variant *b)
 {
-    if (!s) {
+    return a->overlay == b->overlay && a->has_mask == b->has_mask &&
+           (!a->has_mask || !strcmp(a->mask, b->mask));
+}
+
+/* Under lock: the cached JPEG of frame gen drawn as v, or NULL. */
+static struct cached *cache_find(struct trk_snapshot *s, uint64_t gen, const struct variant *v)
+{
+    for (int i = 0; i < CACHE; i++)
+        if (s->cache[i].gen == gen && gen && same(&s->cache[i].v, v)) return &s->cache[i];
+    return NULL;
+}
+
+/* Under lock: keeps jpeg as frame gen's picture v, in a place of an older
+ * frame if there is one. */
+static void cache_put(struct trk_snapshot *s, uint64_t gen, const struct variant *v,
+                      const uint8_t *jpeg, size_t len)
+{
+    struct cached *c = NULL;
+    for (int i = 0; i < CACHE && !c; i++)
+        if (s->cache[i].gen != s->gen) c = &s->cache[i];
+    if (!c) c = &s->cache[s->cache_next++ % CACHE];
+    if (len > c->cap) {
+        uint8_t *p = realloc(c->jpeg, len);
+        if (!p) return;
+        c->jpeg = p;
+        c->cap = len;
+    }
+    memcpy(c->jpeg, jpeg, len);
+    c->len = len;
+    c->gen = gen;
+    c->v = *v;
+}
+
+/* Under lock: whether peer may ask now (a token bucket of s->rate per
+ * second, holding at most max(rate, 1)); else *wait_s until it may. */
+static bool rate_ok(struct trk_snapshot *s, const char *peer, double *wait_s)
+{
+    if (s->rate <= 0) return true;
+    double now = trk_now(), cap = s->rate < 1 ? 1 : s->rate;
+    struct peer *p = NULL, *oldest = &s->peers[0];
+    for (int i = 0; i < PEERS && !p; i++) {
+        if (!strcmp(s->peers[i].addr, peer)) p = &s->peers[i];
+        if (s->peers[i].t < oldest->t) oldest = &s->peers[i];
+    }
+    if (!p) {
+        p = oldest;
+        snprintf(p->addr, sizeof p->addr, "%s", peer);
+        p->tokens = cap;
+        p->t = now;
+    }
+    p->tokens += (now - p->t) * s->rate;
+    if (p->tokens > cap) p->tokens = cap;
+    p->t = now;
+    if (p->tokens < 1) {
+        *wait_s = (1 - p->tokens) / s->rate;
+        return false;
+    }
+    p->tokens -= 1;
+    return true;
+}
+
+enum trk_snapshot_status trk_snapshot_request(struct trk_snapshot *s,
+                                              const struct trk_snapshot_req *req,
+                                              struct trk_buf *out, char *why, size_t why_len)
+{
+    if (!s || !req) {
         snprintf(why, why_len, "no snapshots here");
         return TRK_SNAPSHOT_NO_FRAME;
     }
-    pthread_mutex_lock(&s->req_lock);
+    struct variant v = { .overlay = req->overlay, .has_mask = req->mask != NULL };
+    if (req->mask && strlen(req->mask) >= sizeof v.mask) {
+        snprintf(why, why_len, "no object named \"%.64s...\"", req->mask);
+        return TRK_SNAPSHOT_NO_OBJECT;
+    }
+    if (req->mask) snprintf(v.mask, sizeof v.mask, "%s", req->mask);
+    enum trk_snapshot_status st;
+    double wait_s = 0;
     pthread_mutex_lock(&s->lock);
-    struct slot *sl = s->reading = s->cur;
-    pthread_mutex_unlock(&s->lock);
-    enum trk_snapshot_status st = TRK_SNAPSHOT_NO_FRAME;
-    if (sl)
-        st = encode(s, sl, overlay, mask, out, why, why_len);
-    else
+    struct cached *c;
+    if (!rate_ok(s, req->peer ? req->peer : "", &wait_s)) {
+        st = TRK_SNAPSHOT_LIMITED;
+        atomic_fetch_add_explicit(&s->limited, 1, memory_order_relaxed);
+        snprintf(why, why_len,
+                 "too many snapshots: at most %g a second per client; the next in %.2f s", s->rate,
+                 wait_s);
+    } else if (!s->cur || s->quit) {
+        st = TRK_SNAPSHOT_NO_FRAME;
         snprintf(why, why_len, "no frame processed yet");
-    pthread_mutex_lock(&s->lock);
-    s->reading = NULL;
-    struct lent l = take(sl == s->cur ? NULL : sl); /* the newest stays */
-    pthread_cond_broadcast(&s->done);
+    } else if ((c = cache_find(s, s->gen, &v))) {
+        st = trk_buf_append(out, c->jpeg, c->len) ? TRK_SNAPSHOT_FAILED : TRK_SNAPSHOT_OK;
+        if (st) snprintf(why, why_len, "out of memory");
+    } else if (s->n_wait == TRK_SNAPSHOT_WAITING_MAX) {
+        st = TRK_SNAPSHOT_BUSY;
+        atomic_fetch_add_explicit(&s->busy, 1, memory_order_relaxed);
+        snprintf(why, why_len, "%d snapshot requests are waiting for the encoder: try again",
+                 TRK_SNAPSHOT_WAITING_MAX);
+    } else {
+        st = TRK_SNAPSHOT_LATER;
+        s->wait[s->n_wait++] = (struct waiter){ v, req->request, req->answer, req->ctx };
+        pthread_cond_signal(&s->work);
+    }
     pthread_mutex_unlock(&s->lock);
-    give_back(l);
-    pthread_mutex_unlock(&s->req_lock);
+    if (st == TRK_SNAPSHOT_OK) {
+        atomic_fetch_add_explicit(&s->served, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&s->cached, 1, memory_order_relaxed);
+    }
     return st;
+}
+
+/* Encoder thread: one JPEG of sl (frame gen) per picture the batch asks
+ * for, each answered to every request that wants it. */
+static void serve(struct trk_snapshot *s, struct slot *sl, uint64_t gen, struct waiter *batch,
+                  int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (!batch[i].answer) continue; /* answered with an earlier one */
+        struct trk_buf b = { 0 };
+        char why[400] = ""; /* room for the object names of a 404 */
+        enum trk_snapshot_status st = TRK_SNAPSHOT_NO_FRAME;
+        const struct variant *v = &batch[i].v;
+        pthread_mutex_lock(&s->lock);
+        /* Encoded already: a batch that came while this frame was encoded. */
+        struct cached *c = sl ? cache_find(s, gen, v) : NULL;
+        if (c) st = trk_buf_append(&b, c->jpeg, c->len) ? TRK_SNAPSHOT_FAILED : TRK_SNAPSHOT_OK;
+        pthread_mutex_unlock(&s->lock);
+        if (c) {
+            if (st) snprintf(why, sizeof why, "out of memory");
+        } else if (!sl) {
+            snprintf(why, sizeof why, "no frame processed yet");
+        } else {
+            st = encode(s, sl, v->overlay, v->has_mask ? v->mask : NULL, &b, why, sizeof why);
+            if (st == TRK_SNAPSHOT_OK) {
+                atomic_fetch_add_explicit(&s->encodes, 1, memory_order_relaxed);
+                pthread_mutex_lock(&s->lock);
+                cache_put(s, gen, v, (const uint8_t *)b.data, b.len);
+                pthread_mutex_unlock(&s->lock);
+            }
+        }
+        struct variant key = *v;
+        for (int j = i; j < n; j++) {
+            if (!batch[j].answer || !same(&batch[j].v, &key)) continue;
+            if (st == TRK_SNAPSHOT_OK) {
+                atomic_fetch_add_explicit(&s->served, 1, memory_order_relaxed);
+                if (c) atomic_fetch_add_explicit(&s->cached, 1, memory_order_relaxed);
+            }
+            batch[j].answer(batch[j].ctx, batch[j].request, st, (const uint8_t *)b.data, b.len,
+                            why);
+            batch[j].answer = NULL;
+        }
+        trk_buf_free(&b);
+    }
+}
+
+static void *encoder_main(void *arg)
+{
+    struct trk_snapshot *s = arg;
+    /* Below the capture, processing and server threads, as the preview's:
+     * on a busy machine snapshots wait, viewers and results do not. */
+    if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10) != 0)
+        log_debug("cannot lower the snapshot encoder's priority");
+    pthread_mutex_lock(&s->lock);
+    for (;;) {
+        while (!s->quit && !s->n_wait)
+            pthread_cond_wait(&s->work, &s->lock);
+        if (s->quit) break;
+        int n = s->n_wait;
+        memcpy(s->batch, s->wait, (size_t)n * sizeof s->batch[0]);
+        s->n_wait = 0;
+        struct slot *sl = s->reading = s->cur;
+        uint64_t gen = s->gen;
+        pthread_mutex_unlock(&s->lock);
+        serve(s, sl, gen, s->batch, n);
+        pthread_mutex_lock(&s->lock);
+        s->reading = NULL;
+        struct lent l = take(sl == s->cur ? NULL : sl); /* the newest stays */
+        pthread_cond_broadcast(&s->done);
+        pthread_mutex_unlock(&s->lock);
+        give_back(l);
+        pthread_mutex_lock(&s->lock);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return NULL;
+}
+
+void trk_snapshot_get_stats(struct trk_snapshot *s, struct trk_snapshot_stats *st)
+{
+    memset(st, 0, sizeof *st);
+    if (!s) return;
+    st->frames = atomic_load(&s->frames);
+    st->encodes = atomic_load(&s->encodes);
+    st->served = atomic_load(&s->served);
+    st->cached = atomic_load(&s->cached);
+    st->limited = atomic_load(&s->limited);
+    st->busy = atomic_load(&s->busy);
 }

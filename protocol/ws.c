@@ -53,12 +53,18 @@
  * is starved for ~a second at hundreds of frames per second. */
 #define HANDOFF_RESULTS 256
 #define HANDOFF_REPLIES 256
+/* ... and in bytes: what the hand-off holds while the service thread is
+ * starved stays bounded whatever the messages' size (the oldest go). */
+#define HANDOFF_RESULT_BYTES (4u << 20)
+#define HANDOFF_REPLY_BYTES  (1u << 20)
 /* After an expected result's hand-off the service thread polls on this long
  * (s): its drain and the clients' writes take a few poll rounds. */
 #define WRITE_GRACE_S 0.5e-3
 /* Per-client replies (pong, errors, acks, send_to) pending; a client that
  * floods requests without reading loses the oldest replies. */
 #define CLIENT_REPLIES 32
+/* ... and at most this many bytes of them (the newest always stays). */
+#define CLIENT_REPLY_BYTES (256u << 10)
 /* lws rx chunk size; messages up to TRK_MSG_MAX_CLIENT are reassembled. */
 #define RX_CHUNK 16384
 /* An http_handler answer is written in pieces of this size, one per
@@ -144,9 +150,11 @@ struct client {
     struct msg *hello;    /* written before anything else */
     struct msg **results; /* ring of ws->queue_len         */
     unsigned r_head, r_count;
+    size_t r_bytes;                      /* of the results queued, at most TRK_WS_QUEUE_BYTES */
     struct msg *slot[TRK_WS_KIND_COUNT]; /* newest-only kinds            */
     struct msg *replies[CLIENT_REPLIES];
     unsigned q_head, q_count;
+    size_t q_bytes; /* of the replies queued, at most CLIENT_REPLY_BYTES */
     /* Reassembly of a message that arrives in several fragments/chunks. */
     char *rx;
     size_t rx_len;
@@ -163,6 +171,7 @@ struct client {
 struct handoff {
     struct msg *results[HANDOFF_RESULTS];
     unsigned r_head, r_count;
+    size_t r_bytes, q_bytes;             /* at most HANDOFF_RESULT_BYTES, HANDOFF_REPLY_BYTES */
     struct msg *slot[TRK_WS_KIND_COUNT]; /* previews: in views[] instead */
     struct msg *views[TRK_WS_VIEWS];     /* the newest preview of each view */
     struct {
@@ -233,7 +242,15 @@ struct trk_ws {
     struct conn {    /* service thread: the connections counted   */
         struct lws *wsi;
         int fd;
-    } * conns;               /* max_clients of them; wsi NULL = free       */
+        uint64_t waiting;  /* an HTTP request answered later; 0 none   */
+    } * conns;             /* max_clients of them; wsi NULL = free       */
+    uint64_t next_request; /* service thread: HTTP request ids           */
+    /* Under lock: trk_ws_http_answer's answers for the service thread. */
+    struct answer {
+        struct answer *next;
+        uint64_t request;
+        struct trk_ws_http_reply r;
+    } * answers;
     uint64_t refused;        /* service thread: connections refused as too many */
     uint64_t refused_logged; /* ... of which the log has told */
     double refused_log_time; /* when it last did */
@@ -272,13 +289,16 @@ static void client_push(struct trk_ws *ws, struct client *c, int kind, struct ms
 {
     if (kind == TRK_WS_RESULT) {
         unsigned cap = (unsigned)ws->queue_len;
-        if (c->r_count == cap) {
-            /* Drop-oldest: a slow client skips ahead to the newest results. */
+        /* Drop-oldest, in messages and in bytes: a slow client skips ahead
+         * to the newest results. */
+        while (c->r_count && (c->r_count == cap || c->r_bytes + m->len > TRK_WS_QUEUE_BYTES)) {
+            c->r_bytes -= c->results[c->r_head]->len;
             msg_unref(&c->results[c->r_head]);
             c->r_head = (c->r_head + 1) % cap;
             c->r_count--;
             count_drop(ws, c);
         }
+        c->r_bytes += m->len;
         c->results[(c->r_head + c->r_count++) % cap] = msg_ref(m);
         return;
     }
@@ -293,12 +313,15 @@ static void client_push(struct trk_ws *ws, struct client *c, int kind, struct ms
 /* Service thread: queue a reply (takes over the caller's reference). */
 static void client_reply(struct trk_ws *ws, struct client *c, struct msg *m)
 {
-    if (c->q_count == CLIENT_REPLIES) {
+    while (c->q_count &&
+           (c->q_count == CLIENT_REPLIES || c->q_bytes + m->len > CLIENT_REPLY_BYTES)) {
+        c->q_bytes -= c->replies[c->q_head]->len;
         msg_unref(&c->replies[c->q_head]);
         c->q_head = (c->q_head + 1) % CLIENT_REPLIES;
         c->q_count--;
         count_drop(ws, c);
     }
+    c->q_bytes += m->len;
     c->replies[(c->q_head + c->q_count++) % CLIENT_REPLIES] = m;
     lws_callback_on_writable(c->wsi);
 }
@@ -569,13 +592,16 @@ static struct msg **client_next(struct trk_ws *ws, struct client *c)
 
 static void client_pop(struct trk_ws *ws, struct client *c, struct msg **where)
 {
+    size_t len = *where ? (*where)->len : 0;
     msg_unref(where);
     if (where == &c->replies[c->q_head] && c->q_count) {
         c->q_head = (c->q_head + 1) % CLIENT_REPLIES;
         c->q_count--;
+        c->q_bytes -= len;
     } else if (c->r_count && where == &c->results[c->r_head]) {
         c->r_head = (c->r_head + 1) % (unsigned)ws->queue_len;
         c->r_count--;
+        c->r_bytes -= len;
     }
 }
 
@@ -587,6 +613,7 @@ static void client_clear(struct trk_ws *ws, struct client *c)
         c->r_head = (c->r_head + 1) % (unsigned)ws->queue_len;
         c->r_count--;
     }
+    c->r_bytes = 0;
     free(c->results);
     c->results = NULL;
     msg_unref(&c->hello);
@@ -595,6 +622,7 @@ static void client_clear(struct trk_ws *ws, struct client *c)
     for (unsigned i = 0; i < c->q_count; i++)
         msg_unref(&c->replies[(c->q_head + i) % CLIENT_REPLIES]);
     c->q_count = 0;
+    c->q_bytes = 0;
     free(c->rx);
     c->rx = NULL;
 }
@@ -631,6 +659,40 @@ static void spin_cb(lws_sorted_usec_list_t *sul)
         arm_spin(ws);
 }
 
+static int http_respond(struct lws *wsi, struct client *c, int status, const char *type,
+                        const void *body, size_t len, bool challenge);
+
+static void answers_free(struct answer *a)
+{
+    while (a) {
+        struct answer *next = a->next;
+        free(a->r.body);
+        free(a);
+        a = next;
+    }
+}
+
+/* Service thread: the answers trk_ws_http_answer brought, to the connections
+ * still waiting for them (freed either way). */
+static void deliver(struct trk_ws *ws, struct answer *a)
+{
+    for (struct answer *x = a; x; x = x->next) {
+        for (int i = 0; i < ws->max_clients; i++) {
+            struct conn *k = &ws->conns[i];
+            if (!k->wsi || k->waiting != x->request) continue;
+            k->waiting = 0;
+            struct client *c = lws_wsi_user(k->wsi);
+            const struct trk_ws_http_reply *r = &x->r;
+            if (!c || http_respond(k->wsi, c, r->status,
+                                   r->content_type ? r->content_type : "application/octet-stream",
+                                   r->body, r->len, false))
+                lws_set_timeout(k->wsi, PENDING_TIMEOUT_KILLED_BY_PARENT, LWS_TO_KILL_ASYNC);
+            break;
+        }
+    }
+    answers_free(a);
+}
+
 /* Service thread: moves everything published since the last wake-up to the
  * clients. */
 static void drain(struct trk_ws *ws)
@@ -642,7 +704,10 @@ static void drain(struct trk_ws *ws)
     *h = ws->h;
     memset(&ws->h, 0, sizeof ws->h);
     bool closing = ws->closing;
+    struct answer *answers = ws->answers;
+    ws->answers = NULL;
     pthread_mutex_unlock(&ws->lock);
+    deliver(ws, answers);
 
     for (unsigned i = 0; i < h->r_count; i++) {
         struct msg **m = &h->results[(h->r_head + i) % HANDOFF_RESULTS];
@@ -810,13 +875,26 @@ static int http_request(struct trk_ws *ws, struct lws *wsi, struct client *c)
         args[n_args] = store[n_args];
         n_args++;
     }
-    struct trk_ws_http_reply r = { 0 };
+    char peer[64];
+    if (!lws_get_peer_simple(wsi, peer, sizeof peer)) snprintf(peer, sizeof peer, "?");
+    struct trk_ws_http_reply r = { .server = ws, .request = ++ws->next_request, .peer = peer };
     ws->http_handler(ws->http_user, path, args, n_args, &r);
-    int rc = r.status ? http_respond(wsi, c, r.status,
-                                     r.content_type ? r.content_type : "application/octet-stream",
-                                     r.body, r.len, false)
-                      : http_respond(wsi, c, HTTP_STATUS_INTERNAL_SERVER_ERROR,
-                                     "text/plain; charset=utf-8", "no answer\n", 10, false);
+    if (r.status == TRK_WS_HTTP_LATER) {
+        /* The connection waits for drain() to bring the answer. */
+        for (int i = 0; i < ws->max_clients; i++)
+            if (ws->conns[i].wsi == wsi) {
+                ws->conns[i].waiting = r.request;
+                return 0;
+            }
+        r.status = HTTP_STATUS_SERVICE_UNAVAILABLE; /* not a counted connection */
+        r.body = NULL;
+    }
+    int rc = r.status > 0
+                 ? http_respond(wsi, c, r.status,
+                                r.content_type ? r.content_type : "application/octet-stream",
+                                r.body, r.len, false)
+                 : http_respond(wsi, c, HTTP_STATUS_INTERNAL_SERVER_ERROR,
+                                "text/plain; charset=utf-8", "no answer\n", 10, false);
     free(r.body);
     return rc;
 }
@@ -945,7 +1023,7 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
         if (ws->accepted_fd >= 0) {
             for (int i = 0; i < ws->max_clients; i++)
                 if (!ws->conns[i].wsi) {
-                    ws->conns[i] = (struct conn){ wsi, ws->accepted_fd };
+                    ws->conns[i] = (struct conn){ wsi, ws->accepted_fd, 0 };
                     atomic_fetch_add(&ws->n_conns, 1);
                     break;
                 }
@@ -957,7 +1035,7 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
         for (int i = 0; i < ws->max_clients; i++)
             if (ws->conns[i].wsi == wsi) {
                 trk_ws_guard_remove(ws->conns[i].fd);
-                ws->conns[i].wsi = NULL;
+                ws->conns[i] = (struct conn){ 0 }; /* free; a late answer finds no one */
                 atomic_fetch_sub(&ws->n_conns, 1);
                 break;
             }
@@ -1563,6 +1641,8 @@ static int publish(struct trk_ws *ws, enum trk_ws_kind kind, int view, const voi
     if (!m) return TRK_ENOMEM;
     m->view = view;
     struct msg *old = NULL, *old_status = NULL;
+    struct msg *gone[HANDOFF_RESULTS]; /* results dropped for m, freed after the lock */
+    unsigned n_gone = 0;
     pthread_mutex_lock(&ws->lock);
     /* The order is taken under the lock so hand-off order == publish order. */
     m->order = new_order(ws);
@@ -1581,11 +1661,15 @@ static int publish(struct trk_ws *ws, enum trk_ws_kind kind, int view, const voi
         /* The expected result is here: poll on only while it is written. */
         if (atomic_load(&ws->hot_until) > m->t_handoff + WRITE_GRACE_S)
             atomic_store(&ws->hot_until, m->t_handoff + WRITE_GRACE_S);
-        if (h->r_count == HANDOFF_RESULTS) {
-            old = h->results[h->r_head];
+        while (h->r_count &&
+               (h->r_count == HANDOFF_RESULTS || h->r_bytes + len > HANDOFF_RESULT_BYTES)) {
+            gone[n_gone++] = h->results[h->r_head];
+            h->r_bytes -= gone[n_gone - 1]->len;
             h->r_head = (h->r_head + 1) % HANDOFF_RESULTS;
             h->r_count--;
+            count_drop(ws, NULL);
         }
+        h->r_bytes += len;
         h->results[(h->r_head + h->r_count++) % HANDOFF_RESULTS] = m;
     } else if (kind == TRK_WS_PREVIEW) {
         old = h->views[view];
@@ -1603,6 +1687,8 @@ static int publish(struct trk_ws *ws, enum trk_ws_kind kind, int view, const voi
     pthread_mutex_unlock(&ws->lock);
     msg_unref(&old);
     msg_unref(&old_status);
+    while (n_gone)
+        msg_unref(&gone[--n_gone]);
     return 0;
 }
 
@@ -1648,7 +1734,8 @@ int trk_ws_send_to(struct trk_ws *ws, uint64_t client_id, const char *json, size
     if (!ws || (!json && len)) return TRK_EINVAL;
     struct msg *m = msg_new(json, len, false, 0);
     if (!m) return TRK_ENOMEM;
-    struct msg *old = NULL;
+    struct msg *gone[HANDOFF_REPLIES]; /* replies dropped for m, freed after the lock */
+    unsigned n_gone = 0;
     pthread_mutex_lock(&ws->lock);
     m->order = new_order(ws);
     struct handoff *h = &ws->h;
@@ -1657,18 +1744,47 @@ int trk_ws_send_to(struct trk_ws *ws, uint64_t client_id, const char *json, size
         msg_unref(&m); /* no clients without a running server */
         return 0;
     }
-    if (h->q_count == HANDOFF_REPLIES) {
-        old = h->replies[h->q_head].m;
+    while (h->q_count &&
+           (h->q_count == HANDOFF_REPLIES || h->q_bytes + len > HANDOFF_REPLY_BYTES)) {
+        gone[n_gone++] = h->replies[h->q_head].m;
+        h->q_bytes -= gone[n_gone - 1]->len;
         h->q_head = (h->q_head + 1) % HANDOFF_REPLIES;
         h->q_count--;
+        count_drop(ws, NULL);
     }
+    h->q_bytes += len;
     unsigned j = (h->q_head + h->q_count++) % HANDOFF_REPLIES;
     h->replies[j].client = client_id;
     h->replies[j].m = m;
-    if (old) count_drop(ws, NULL);
     wake(ws);
     pthread_mutex_unlock(&ws->lock);
-    msg_unref(&old);
+    while (n_gone)
+        msg_unref(&gone[--n_gone]);
+    return 0;
+}
+
+int trk_ws_http_answer(struct trk_ws *ws, uint64_t request, struct trk_ws_http_reply *reply)
+{
+    if (!reply) return TRK_EINVAL;
+    struct answer *a = ws && reply->status > 0 ? malloc(sizeof *a) : NULL;
+    if (!a) {
+        free(reply->body);
+        reply->body = NULL;
+        return ws && reply->status > 0 ? TRK_ENOMEM : TRK_EINVAL;
+    }
+    a->request = request;
+    a->r = *reply;
+    reply->body = NULL;
+    pthread_mutex_lock(&ws->lock);
+    if (ws->running) {
+        a->next = ws->answers;
+        ws->answers = a;
+        wake(ws);
+        a = NULL;
+    }
+    pthread_mutex_unlock(&ws->lock);
+    if (a) a->next = NULL;
+    answers_free(a); /* stopped: no one to answer */
     return 0;
 }
 
@@ -1759,7 +1875,10 @@ void trk_ws_stop(struct trk_ws *ws)
     }
     pthread_mutex_lock(&ws->lock);
     handoff_clear(&ws->h);
+    struct answer *answers = ws->answers;
+    ws->answers = NULL;
     pthread_mutex_unlock(&ws->lock);
+    answers_free(answers);
 }
 
 void trk_ws_shutdown(struct trk_ws *ws, int code, const char *reason, double timeout_s)

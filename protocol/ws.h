@@ -8,10 +8,11 @@
  * the buffer, no per-client copies) and writes one message per
  * LWS_CALLBACK_SERVER_WRITEABLE.
  *
- * Per client: results queue of cfg->queue_len, drop-oldest (a slow client
- * skips to the newest results); previews, stats, status and config messages
- * keep only the newest pending one. Every message dropped is counted for the
- * client and in the totals. The wire format is protocol/PROTOCOL.md.
+ * Per client: results queue of cfg->queue_len messages and at most
+ * TRK_WS_QUEUE_BYTES, drop-oldest (a slow client skips to the newest
+ * results); replies bounded the same way (32 messages, 256 KiB); previews, stats, status and config
+ * messages keep only the newest pending one. Every message dropped is counted for the client and in
+ * the totals. The wire format is protocol/PROTOCOL.md.
  *
  * Endpoints: ws://ADDR:PORT/ws (subprotocol "trackd.v1", or none), HTTP
  * GET of the paths in cfg->http_paths, answered by cfg->http_handler (the
@@ -48,16 +49,28 @@ struct trk_ws;
 /* The answer to an HTTP GET of one of cfg->http_paths, filled in by
  * cfg->http_handler. */
 struct trk_ws_http_reply {
-    int status;               /* HTTP status: 200, 404, 503, ...              */
+    int status;               /* HTTP status: 200, 404, 503, ...; or
+                               * TRK_WS_HTTP_LATER                            */
     const char *content_type; /* a literal, e.g. "text/plain; charset=utf-8" */
     unsigned char *body;      /* malloc'd; the server frees it (NULL: none)   */
     size_t len;
+    /* Set by the server before the handler runs: */
+    struct trk_ws *server; /* for trk_ws_http_answer                      */
+    uint64_t request;      /* this request, for trk_ws_http_answer        */
+    const char *peer;      /* the client's address, e.g. "127.0.0.1"      */
 };
+
+/* A status the handler sets to answer later, from any thread, with
+ * trk_ws_http_answer(reply->server, reply->request, ...): work that would
+ * hold up the service thread (a snapshot's JPEG encode) is done elsewhere
+ * while the connection waits. */
+#define TRK_WS_HTTP_LATER (-1)
 
 /* Called on the service thread for a GET of one of cfg->http_paths (path is
  * that entry) that passed the token rule (http_private_paths). args are the
  * URL's query arguments as lws decodes them, each "name=value" (or "name"),
- * n_args of them. Fills *reply; a status of 0 is answered with 500. Must
+ * n_args of them. Fills *reply (or says TRK_WS_HTTP_LATER and answers with
+ * trk_ws_http_answer); a status of 0 is answered with 500. Must
  * not block for long: the service thread serves every client. */
 typedef void (*trk_ws_http_handler)(void *user, const char *path, const char *const *args,
                                     int n_args, struct trk_ws_http_reply *reply);
@@ -137,6 +150,16 @@ struct trk_ws_cfg {
 
 /* Default per-client result queue length. */
 #define TRK_WS_QUEUE_DEFAULT 8
+/* A client's queued results are also bounded in bytes: the oldest go while
+ * a new one would take them over this (the newest is always kept; a frame
+ * message is bounded by the objects' frame limits, config/objects.h). */
+#define TRK_WS_QUEUE_BYTES (2u << 20)
+
+/* Answers a request whose handler said TRK_WS_HTTP_LATER; any thread, once
+ * per request. Takes over reply->body (the server frees it, also when the
+ * client has gone or the server has stopped: then nothing is sent). reply's
+ * status must be a real one. 0 or TRK_EINVAL / TRK_ENOMEM (body freed). */
+int trk_ws_http_answer(struct trk_ws *ws, uint64_t request, struct trk_ws_http_reply *reply);
 
 /* The value of query argument name ("mask" for "mask=red") among args as
  * the http_handler gets them; "" for a bare "name"; NULL when absent. */

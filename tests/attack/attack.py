@@ -26,6 +26,7 @@ import argparse
 import base64
 import json
 import os
+import re
 import signal
 import socket
 import struct
@@ -404,10 +405,12 @@ def abort(s):
     s.close()
 
 
-def http_get(port, raw_path, timeout=5):
+def http_get(port, raw_path, timeout=5, source=None):
     """GET raw_path exactly as given (no client-side normalisation):
-    (status, body); status None when the server closed without an answer."""
-    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    (status, body); status None when the server closed without an answer.
+    source: the local address to connect from (another loopback one)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout,
+                                 source_address=(source, 0) if source else None)
     try:
         s.sendall(f"GET {raw_path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
                   .encode())
@@ -472,11 +475,13 @@ class Reader(threading.Thread):
 
 
 def read_results(port, seconds):
-    """Reads results for seconds: how many, their rate and the longest gap
-    between two of them (from the first on)."""
+    """Reads results for seconds: how many, their rate, the longest gap
+    between two of them (from the first on), and the first and last frame's
+    seq (a lossless source numbers every frame it makes: last - first + 1
+    results were published meanwhile)."""
     s = ws_open(port)
     s.sendall(ws_frame(json.dumps({"type": "subscribe", "preview": False})))
-    times = []
+    times, seqs = [], []
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         s.settimeout(max(0.01, end - time.monotonic()))
@@ -486,11 +491,15 @@ def read_results(port, seconds):
             break
         if op == 0x1 and b'"type":"frame"' in data[:40]:
             times.append(time.monotonic())
+            m = re.search(rb'"seq":(\d+)', data[:200])
+            if m:
+                seqs.append(int(m.group(1)))
     s.close()
     gaps = [b - a for a, b in zip(times, times[1:])]
     span = times[-1] - times[0] if len(times) > 1 else 0
     return {"results": len(times), "rate": (len(times) - 1) / span if span else 0.0,
-            "max_gap": max(gaps + [end - times[-1] if times else seconds])}
+            "max_gap": max(gaps + [end - times[-1] if times else seconds]),
+            "first_seq": seqs[0] if seqs else None, "last_seq": seqs[-1] if seqs else None}
 
 
 def start_reader(port, seconds):

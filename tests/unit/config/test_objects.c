@@ -353,6 +353,61 @@ static void test_max_objects(void)
     free(s);
 }
 
+/* The frame limits: exactly at each is valid, one past is refused by the
+ * loader (at the blobs value), by validate and by check_limits alike. */
+static void test_frame_limits(void)
+{
+    struct trk_objects o;
+    memset(&o, 0, sizeof o);
+    o.n = TRK_BLOB_OBJECTS_MAX;
+    CHECK(o.n == 16);
+    for (int i = 0; i < o.n; i++) {
+        struct trk_object_def *d = &o.def[i];
+        snprintf(d->name, sizeof d->name, "b%d", i);
+        d->hi[0] = d->hi[1] = d->hi[2] = 9;
+        d->min_mass = d->min_area = 1;
+        d->connectivity = 8;
+        d->blobs = 31;
+        d->track = true;
+    }
+    char m[256];
+    /* 16 x (1 + 31 + 31) = 1008 items: within both limits. */
+    CHECK(trk_objects_validate(&o, m, sizeof m) == 0);
+    int at = -1;
+    for (int i = 8; i < 16; i++)
+        o.def[i].blobs = 32; /* 1024: the limit itself */
+    CHECK(trk_objects_check_limits(o.def, o.n, &at, m, sizeof m) == 0);
+    o.def[2].blobs = 32; /* 1026 */
+    CHECK(trk_objects_check_limits(o.def, o.n, &at, m, sizeof m) == TRK_EINVAL);
+    CHECK(at == 15);
+    CHECK(strstr(m, "1026 results") && strstr(m, "at most 1024"));
+    CHECK(trk_objects_validate(&o, m, sizeof m) == TRK_EINVAL);
+    o.def[2].blobs = 31;
+    /* A 17th object with blobs, however small its K. */
+    struct trk_object_def *d = &o.def[o.n++];
+    *d = o.def[0];
+    snprintf(d->name, sizeof d->name, "last");
+    d->blobs = 1;
+    d->track = false;
+    CHECK(trk_objects_check_limits(o.def, o.n, &at, m, sizeof m) == TRK_EINVAL);
+    CHECK(at == 16);
+    CHECK_STR(m, "objects[16].blobs: 17 objects with blobs (at most 16: each is a labelling pass "
+                 "over every frame)");
+    d->blobs = 0; /* without blobs it is one more item: 1025 */
+    CHECK(trk_objects_check_limits(o.def, o.n, &at, m, sizeof m) == TRK_EINVAL);
+    CHECK(strstr(m, "objects[16]: each frame") != NULL);
+    o.def[0].blobs = 30;
+    CHECK(trk_objects_validate(&o, m, sizeof m) == 0);
+    /* 16 untracked objects with 63 blobs: 16 x 64 = 1024, allowed (the cost
+     * measured in OBJECTS.md, Limits). */
+    o.n = 16;
+    for (int i = 0; i < o.n; i++) {
+        o.def[i].blobs = 63;
+        o.def[i].track = false;
+    }
+    CHECK(trk_objects_validate(&o, m, sizeof m) == 0);
+}
+
 static void test_too_large(void)
 {
     struct trk_objects o;
@@ -718,6 +773,14 @@ static void random_objects(struct trk_objects *o)
             for (int c = 0; c < 3; c++)
                 o->color[i][c] = (uint8_t)rnd();
         }
+    }
+    /* Valid sets stay within the frame limits: blobs off where they go over. */
+    int at;
+    while (trk_objects_check_limits(o->def, o->n, &at, NULL, 0)) {
+        while (!o->def[at].blobs)
+            at--;
+        o->def[at].blobs = 0;
+        o->def[at].track = false;
     }
 }
 
@@ -1301,6 +1364,7 @@ static const struct {
     { "example_and_demo", test_example_and_demo },
     { "default_colors", test_default_colors },
     { "max_objects", test_max_objects },
+    { "frame_limits", test_frame_limits },
     { "too_large", test_too_large },
     { "failure_leaves_output", test_failure_leaves_output },
     { "error_format", test_error_format },
