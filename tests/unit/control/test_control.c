@@ -3,7 +3,8 @@
  * pixel format and matrix; trk_control_poll hands out each new version once;
  * trk_control_reload keeps the current set when the file is invalid. Through
  * the reply handle: every control type has a handler, error codes come from
- * the failing rule, save/reload run off the calling (service) thread, and
+ * the failing rule, save/reload run off the calling (service) thread, a
+ * save of one part changes only that section of the file on disk, and
  * sample requests are bounded per client, in all and in pixels read. */
 #include <errno.h>
 #include <fcntl.h>
@@ -314,6 +315,19 @@ static void every_type_answered(void)
     unlink(path);
 }
 
+/* A control module on objs with camera module cam, replying into s. */
+static struct trk_control *create_with_camera(struct sink *s, const struct trk_objects *objs,
+                                              const struct trk_objects_target *tgt,
+                                              struct trk_camctl *cam)
+{
+    struct trk_control_cfg cfg = { .objects = objs, .save = tgt, .camera = cam };
+    sink_init(s, &cfg);
+    trk_camctl_set_reply(cam, &cfg.reply);
+    struct trk_control *c = NULL;
+    CHECK(trk_control_create(&cfg, &c) == 0);
+    return c;
+}
+
 /* The camera section: set_objects keeps it, a save writes the camera
  * module's (what clients set), a reload hands the file's to the module;
  * --control entries are set after it and never saved. */
@@ -346,11 +360,7 @@ static void camera_section(void)
     CHECK(!strcmp(all[0].name, "white_balance_automatic") && !strcmp(all[1].name, "gain") &&
           all[1].value == 50 && !strcmp(all[2].name, "brightness"));
     struct sink s;
-    struct trk_control_cfg cfg = { .objects = &objs, .save = &tgt, .camera = cam };
-    sink_init(&s, &cfg);
-    trk_camctl_set_reply(cam, &cfg.reply);
-    struct trk_control *c = NULL;
-    CHECK(trk_control_create(&cfg, &c) == 0);
+    struct trk_control *c = create_with_camera(&s, &objs, &tgt, cam);
     char got[64];
     send_msg(c, "{\"type\":\"set_objects\",\"id\":1,\"objects\":[{\"name\":\"b\","
                 "\"space\":\"rgb\",\"lo\":[0,0,0],\"hi\":[1,1,1]}]}");
@@ -433,11 +443,7 @@ static void part_saves(void)
     struct trk_camctl_cfg cc = { .reason = "none here", .section = section, .n_section = n };
     CHECK(trk_camctl_create(&cc, &cam) == 0);
     struct sink s;
-    struct trk_control_cfg cfg = { .objects = &objs, .save = &tgt, .camera = cam };
-    sink_init(&s, &cfg);
-    trk_camctl_set_reply(cam, &cfg.reply);
-    struct trk_control *c = NULL;
-    CHECK(trk_control_create(&cfg, &c) == 0);
+    struct trk_control *c = create_with_camera(&s, &objs, &tgt, cam);
     char got[64];
     /* Taught and added, not saved; a new calibration in metres. */
     send_msg(c, "{\"type\":\"add_object\",\"id\":1,\"object\":{\"name\":\"x\",\"space\":\"rgb\","
