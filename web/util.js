@@ -16,7 +16,8 @@ export function setText(node, text) {
 // was no file yet ("whole"), the daemon's whole set.
 export function savedText(ack, what) {
   if (ack.whole)
-    return `${what}: no file yet, so the whole set (${ack.count} objects) was saved to ${ack.path}`;
+    return `${what}: no file yet, so the whole set (${ack.count} object${ack.count === 1 ? '' : 's'}) ` +
+      `was saved to ${ack.path}`;
   return `${what} saved to ${ack.path}; nothing else in the file changed`;
 }
 
