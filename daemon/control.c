@@ -59,9 +59,17 @@ struct viewer {
     struct trk_object_def box; /* MASK_BOX: a range not yet added     */
 };
 
+/* What a save writes: the whole set, or one section of the set put into
+ * the file as it is on disk (save_objects "part"). */
+enum save_part { PART_WHOLE = 0, PART_CALIBRATION, PART_CAMERA };
+static const char *const part_names[] = {
+    [PART_CALIBRATION] = "calibration", [PART_CAMERA] = "camera"
+};
+
 /* A save or reload waiting for the file worker. */
 struct file_job {
     enum trk_ctl_type type; /* TRK_CTL_SAVE_OBJECTS or TRK_CTL_RELOAD_OBJECTS */
+    enum save_part part;    /* save: what it writes */
     uint64_t client;
     char id[TRK_MSG_ID_MAX * 6 + 3];
     struct trk_objects *snapshot; /* save: the set when it was asked for */
@@ -276,21 +284,72 @@ int trk_control_reload(struct trk_control *c, char *msg, size_t msg_len)
 
 /* ---------------------------------------------------------- file worker */
 
+/* A part save: the file as it is on disk with only j's part replaced by
+ * the snapshot's (removed when the snapshot has none), into *disk. Reads by
+ * reload's rules (no link, a regular file, errors quoting nothing of it).
+ * 1: no file yet, *disk is the whole snapshot; 0: *disk is merged; <0: the
+ * file cannot be kept (why says so) and nothing may be written. */
+static int merge_part(struct trk_control *c, const struct file_job *j, struct trk_objects *disk,
+                      char *why, size_t why_len)
+{
+    struct trk_config_error cerr;
+    int err = trk_objects_target_load(c->save, disk, &cerr);
+    if (err == -ENOENT) {
+        *disk = *j->snapshot;
+        return 1;
+    }
+    if (err) {
+        char m[512];
+        trk_config_error_format(&cerr, m, sizeof(m));
+        snprintf(why, why_len, "%s; only the %s was to be saved, so nothing was written", m,
+                 part_names[j->part]);
+        return err;
+    }
+    if (j->part == PART_CALIBRATION) {
+        disk->calib = j->snapshot->calib;
+    } else {
+        disk->n_camera = j->snapshot->n_camera;
+        memcpy(disk->camera, j->snapshot->camera, sizeof(disk->camera));
+    }
+    return 0;
+}
+
+/* On the worker: one save, the whole snapshot or one part of it. */
+static void save_job(struct trk_control *c, const struct file_job *j)
+{
+    char why[800];
+    const struct trk_objects *objs = j->snapshot;
+    struct trk_objects *disk = NULL;
+    int err = 0;
+    bool whole = j->part == PART_WHOLE;
+    if (!whole) {
+        disk = malloc(sizeof(*disk));
+        err = disk ? merge_part(c, j, disk, why, sizeof(why)) : TRK_ENOMEM;
+        if (!disk) snprintf(why, sizeof(why), "out of memory");
+        whole = err == 1;
+        err = err == 1 ? 0 : err;
+        objs = disk;
+    }
+    if (!err) err = trk_objects_target_save(c->save, objs, why, sizeof(why));
+    if (err) {
+        log_warn("saving objects for client %llu refused: %s", (unsigned long long)j->client, why);
+        reply_error(c, j->client, j->id, TRK_MSG_IO_ERROR, "%s", why);
+    } else {
+        const char *part = j->part ? part_names[j->part] : NULL;
+        struct trk_buf b = { 0 };
+        log_info("saved %s to %s", whole ? "the whole set" : part, c->save->path);
+        send_reply(c, j->client, &b,
+                   trk_msg_ack_saved(&b, j->id, c->save->path, objs->n, part, whole));
+    }
+    free(disk);
+}
+
 /* On the worker, without the lock: does one save or reload and replies. */
 static void run_job(struct trk_control *c, const struct file_job *j)
 {
     struct trk_buf b = { 0 };
     if (j->type == TRK_CTL_SAVE_OBJECTS) {
-        char why[600];
-        int err = trk_objects_target_save(c->save, j->snapshot, why, sizeof(why));
-        if (err) {
-            log_warn("saving objects for client %llu refused: %s", (unsigned long long)j->client,
-                     why);
-            reply_error(c, j->client, j->id, TRK_MSG_IO_ERROR, "%s", why);
-            return;
-        }
-        log_info("saved %d objects to %s", j->snapshot->n, c->save->path);
-        send_reply(c, j->client, &b, trk_msg_ack_saved(&b, j->id, c->save->path, j->snapshot->n));
+        save_job(c, j);
         return;
     }
     char why[600];
@@ -314,9 +373,12 @@ static void file_worker(void *ctx, void *job)
 }
 
 /* With the lock held: hands r to the worker (which frees snapshot). */
-static void queue_job(struct trk_control *c, const struct request *r, struct trk_objects *snapshot)
+static void queue_job(struct trk_control *c, const struct request *r, enum save_part part,
+                      struct trk_objects *snapshot)
 {
-    struct file_job j = { .type = r->type, .client = r->client, .snapshot = snapshot };
+    struct file_job j = {
+        .type = r->type, .part = part, .client = r->client, .snapshot = snapshot
+    };
     snprintf(j.id, sizeof(j.id), "%s", r->id);
     if (!trk_workq_push(c->files, &j)) {
         free(snapshot);
@@ -670,6 +732,20 @@ static void handle_save_objects(struct trk_control *c, const struct request *r)
         refuse(c, r, TRK_MSG_NO_FILE, "the daemon has no objects file");
         return;
     }
+    /* "part": write only that section into the file as it is on disk. */
+    enum save_part part = PART_WHOLE;
+    json_t *p = json_object_get(r->msg, "part");
+    if (p && !json_is_string(p)) {
+        refuse(c, r, TRK_MSG_BAD_FIELD, "\"part\" must be a string: \"calibration\" or \"camera\"");
+        return;
+    }
+    for (int i = PART_CALIBRATION; p && i <= PART_CAMERA; i++)
+        if (!strcmp(json_string_value(p), part_names[i])) part = i;
+    if (p && !part) {
+        refuse(c, r, TRK_MSG_OUT_OF_RANGE,
+               "\"part\" must be \"calibration\" or \"camera\" (without it: the whole set)");
+        return;
+    }
     struct trk_objects *snapshot = malloc(sizeof(*snapshot));
     if (!snapshot) {
         refuse(c, r, TRK_MSG_IO_ERROR, "out of memory");
@@ -678,7 +754,7 @@ static void handle_save_objects(struct trk_control *c, const struct request *r)
     *snapshot = c->objs;
     /* The camera section as clients have set it. */
     if (c->camera) trk_camctl_section(c->camera, snapshot->camera, &snapshot->n_camera);
-    queue_job(c, r, snapshot);
+    queue_job(c, r, part, snapshot);
 }
 
 static void handle_reload_objects(struct trk_control *c, const struct request *r)
@@ -687,7 +763,7 @@ static void handle_reload_objects(struct trk_control *c, const struct request *r
         refuse(c, r, TRK_MSG_NO_FILE, "no objects file to reload (start with --objects)");
         return;
     }
-    queue_job(c, r, NULL);
+    queue_job(c, r, PART_WHOLE, NULL);
 }
 
 static void handle_sample(struct trk_control *c, const struct request *r)

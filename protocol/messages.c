@@ -789,11 +789,16 @@ int trk_msg_ack_int(struct trk_buf *b, const char *request, const char *id_json,
     return 0;
 }
 
-int trk_msg_ack_saved(struct trk_buf *b, const char *id_json, const char *path, int count)
+int trk_msg_ack_saved(struct trk_buf *b, const char *id_json, const char *path, int count,
+                      const char *part, bool whole)
 {
     PUT(trk_msg_ack(b, "save_objects", id_json, true));
     PUT(kv_str(b, ",\"path\":", path, path ? strlen(path) : 0));
     PUT(kv_i64(b, ",\"count\":", count));
+    if (part) {
+        PUT(kv_str(b, ",\"part\":", part, strlen(part)));
+        PUT(kv_bool(b, ",\"whole\":", whole));
+    }
     LIT(b, "}");
     return 0;
 }

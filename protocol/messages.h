@@ -323,8 +323,12 @@ int trk_msg_objects_reply(struct trk_buf *b, const char *id_json, const struct t
 int trk_msg_ack_int(struct trk_buf *b, const char *request, const char *id_json, const char *key,
                     int64_t value);
 
-/* {"type":"ack","request":"save_objects"[,"id":id],"path":path,"count":n}. */
-int trk_msg_ack_saved(struct trk_buf *b, const char *id_json, const char *path, int count);
+/* {"type":"ack","request":"save_objects"[,"id":id],"path":path,"count":n}
+ * plus, for a save of one part (part non-NULL: "calibration", "camera"),
+ * "part":part,"whole":whole (whole: no file existed, the whole set was
+ * written). n: the objects in the file written. */
+int trk_msg_ack_saved(struct trk_buf *b, const char *id_json, const char *path, int count,
+                      const char *part, bool whole);
 
 /* A client's own preview view, for its preview ack. */
 struct trk_msg_view {

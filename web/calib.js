@@ -4,7 +4,9 @@
 // points go to the daemon in set_objects with the calibration alone
 // (PROTOCOL.md section 5): the daemon keeps its own objects exactly as they
 // are and checks the points as the objects file's loader does (an error
-// comes back with its message), then save_objects writes them to the file.
+// comes back with its message), then save_objects with "part":"calibration"
+// writes only them into the file (objects added or tuned but not saved stay
+// out of it; with no file yet the whole set is written, and the page says so).
 // Lens parameters (camera_matrix, distortion) of the calibration in use are
 // kept: the page does not edit them.
 
@@ -13,7 +15,7 @@ import { request, say } from './control.js';
 import { latestFrame } from './frames.js';
 import { currentHello } from './session.js';
 import { setTeaching } from './teach.js';
-import { $ } from './util.js';
+import { $, savedText } from './util.js';
 import { canvas, stageBox } from './view.js';
 
 const el = {
@@ -138,13 +140,14 @@ function stop() {
   placeMarks();
 }
 
-// Sends calibration cal (null removes it), then saves the file. No objects
-// are sent: the daemon's own stay untouched.
-function apply(cal, done) {
+// Sends calibration cal (null removes it), then saves only the calibration
+// into the file (save_objects "part"): no objects are sent, and objects
+// added or tuned but not saved stay out of the file.
+function apply(cal, what) {
   request({ type: 'set_objects', calibration: cal }, () => {
-    request({ type: 'save_objects' }, (r) => {
+    request({ type: 'save_objects', part: 'calibration' }, (r) => {
       saved = r;
-      say(done(r));
+      say(savedText(r, what));
       stop();
     });
   });
@@ -165,7 +168,7 @@ function onSave(ev) {
   const cal = { unit, points: rows };
   if (current && current.camera_matrix) cal.camera_matrix = current.camera_matrix;
   if (current && current.distortion) cal.distortion = current.distortion;
-  apply(cal, (r) => `calibration of ${rows.length} points saved to ${r.path}`);
+  apply(cal, `calibration of ${rows.length} points`);
 }
 
 export function initCalib() {
@@ -192,7 +195,7 @@ export function initCalib() {
     say('calibration unchanged');
   });
   el.remove.addEventListener('click', () => withControl(() => {
-    apply(null, (r) => `calibration removed; saved to ${r.path}`);
+    apply(null, 'calibration removal');
   }));
   new ResizeObserver(placeMarks).observe(stageBox);
   window.addEventListener('resize', placeMarks);

@@ -1,8 +1,9 @@
 // The Camera card: the V4L2 camera's exposure, gain and white balance as an
 // auto/manual switch and sliders per group, with the ranges the daemon
 // reads from the driver ("get_camera", "set_camera", PROTOCOL.md section
-// 5). The daemon keeps what is set in the objects' camera section, so a
-// Save (the card's or the teach panel's) writes it to the file. Files and the demo have no
+// 5). The daemon keeps what is set in the objects' camera section: the
+// card's Save writes only that section into the file ("part":"camera"), the
+// teach panel's Save the whole set with it. Files and the demo have no
 // controls: the card then says why and shows none. While teaching, the
 // teach panel says when automatic white balance (or exposure, or gain) is
 // on: the camera then changes the colours a taught box must match.
@@ -10,7 +11,7 @@
 import { isAuthed, withControl } from './auth.js';
 import { send } from './connection.js';
 import { isTeaching } from './teach.js';
-import { $ } from './util.js';
+import { $, savedText } from './util.js';
 
 // Slider moves are sent at most this often (each is an ioctl on the camera).
 const SEND_EVERY_MS = 100;
@@ -83,7 +84,7 @@ export function onMessage(msg) {
   }
   if (msg.type === 'ack' && msg.request === 'save_objects') {
     cam.saved = msg;
-    say(`saved to ${msg.path}`);
+    say(savedText(msg, 'camera settings'));
   }
 }
 
@@ -125,8 +126,10 @@ function showLocked() {
 }
 
 el.unlock.addEventListener('click', () => withControl(fetchState));
-// The daemon's objects as they are, with the camera section as set here.
-el.save.addEventListener('click', () => withControl(() => request({ type: 'save_objects' })));
+// Only the camera section as set here, into the file as it is: objects
+// edited but not saved stay out of it.
+el.save.addEventListener('click', () =>
+  withControl(() => request({ type: 'save_objects', part: 'camera' })));
 
 // A "camera" message: the controls the source has now.
 function show(msg) {

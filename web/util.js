@@ -11,6 +11,16 @@ export function setText(node, text) {
   if (node.textContent !== text) node.textContent = text;
 }
 
+// What the ack of a save_objects with "part" says was written: `what`
+// ("calibration of 4 points") alone into the file as it was, or, when there
+// was no file yet ("whole"), the daemon's whole set.
+export function savedText(ack, what) {
+  if (ack.whole)
+    return `${what}: no file yet, so the whole set (${ack.count} object${ack.count === 1 ? '' : 's'}) ` +
+      `was saved to ${ack.path}`;
+  return `${what} saved to ${ack.path}; nothing else in the file changed`;
+}
+
 export function fmt(v, digits) {
   return typeof v === 'number' && isFinite(v) ? v.toFixed(digits) : DASH;
 }

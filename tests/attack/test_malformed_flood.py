@@ -11,7 +11,8 @@ thousand generated bad messages:
     unknown types;
   - every field of every control message given a value of another JSON
     type (the newer sample "seq", preview "hold", update_object "changes"
-    and a set_objects with only "calibration" too), the object fields
+    and a set_objects with only "calibration" too, save_objects "part" and
+    strings that name no part), the object fields
     inside set_objects/add_object/update_object too;
   - seeded random printable noise, binary messages, messages over 64 KiB
     (also fragmented).
@@ -54,7 +55,12 @@ GOOD = [
     # The demo has no camera: a well-formed one is answered no_camera, a
     # malformed one bad_field.
     ({"type": "set_camera", "name": "gain", "value": 5}, ["name", "value"]),
+    # A save of one part: any bad "part" is refused and writes nothing.
+    ({"type": "save_objects", "part": "calibration"}, ["part"]),
 ]
+# "part" strings that name no part (the file must stay as it was).
+BAD_PARTS = ["", "objects", "Calibration", "CAMERA", "calibration ", " camera",
+             "camera,calibration", "prefilter", "whole", "x" * 5000, "calibration\u00e9"]
 # Per JSON type: values of other types to put in its place.
 OTHER = {
     int: [None, True, "1", [1], {"a": 1}, 1.5],
@@ -144,6 +150,14 @@ def generate(seed):
                 m["id"] = rid()
                 add(f"{good['type']}.{path} without {drop}", json.dumps(m), m["id"])
 
+    for part in BAD_PARTS:
+        i = rid()
+        add(f"save_objects.part={part[:20]!r}", json.dumps({"type": "save_objects", "id": i,
+                                                            "part": part}), i, "out_of_range")
+    i = rid()
+    add("save_objects.part with a NUL", '{"type":"save_objects","id":"%s",'
+        '"part":"calibration\\u0000"}' % i, False)
+
     # 4. Noise, binary, oversize.
     alphabet = "{}[]\":,0123456789.eE+-truefalsn \\/\u00e9\u4e2d\U0001f600abc"
     for _ in range(150):
@@ -176,6 +190,8 @@ def main():
     msgs = generate(a.seed)
     with tempfile.TemporaryDirectory() as d:
         objs = write_objects(d, RED_HSV)
+        with open(objs, encoding="utf-8") as f:
+            file_before = f.read()
         answered = 0
         with Daemon(a.trackd, ["--size", "320x180", "--fps", "30", "--backend", "cpu",
                                "--objects", objs, "--stats-interval", "0"], d, token=TOKEN) as dm:
@@ -213,6 +229,9 @@ def main():
             after = ws_read_json_until(s, lambda m: m.get("id") == "objs")
             check(after and before and after.get("objects") == before.get("objects"),
                   "the flood changed nothing in the object set")
+            with open(objs, encoding="utf-8") as f:
+                check(f.read() == file_before,
+                      "the flood's bad saves left the objects file as it was")
             check(wait_until(lambda: ws_read_json_until(
                 s, lambda m: m.get("type") == "frame", 2) is not None, 10),
                   "results still flow on the flooded connection")

@@ -2,7 +2,9 @@
 // on the video, types their world coordinates and the unit, saves; the real
 // daemon then sends wx, wy with every centroid and the page shows them; a
 // set with three points on one line is refused with the daemon's message;
-// Remove calibration takes it away again. Saves go to the objects file.
+// Remove calibration takes it away again. Saves go to the objects file: the
+// first finds none there and writes the whole set (the page says so), the
+// removal writes only the calibration section (the page says so too).
 //
 //   node calib.test.mjs TRACKD WEB_ROOT OUT_DIR
 //
@@ -78,10 +80,19 @@ try {
     await page.fill(`input[aria-label="point ${i + 1} world y"]`, String(WORLD[i][1]));
   }
   await page.fill('#c-unit', 'mm');
+  // No file there yet (gone since start): the calibration save writes the
+  // whole set, and the page says so.
+  fs.unlinkSync(objs);
   await page.click('#c-save');
   await page.waitForFunction(() => window.trackdTest.calib.saved, null, { timeout: 10000 })
     .catch(async () => fail(`no save; message: ${await page.textContent('#t-msg')}`));
+  const first = await page.evaluate(() => window.trackdTest.calib.saved);
+  const said = await page.textContent('#t-msg');
+  if (!first.whole || !/no file yet, so the whole set \(1 object\) was saved/.test(said))
+    fail(`a calibration save with no file: ack ${JSON.stringify(first)}, page says "${said}"`);
   const file = readFile();
+  if (file.objects.length !== 1 || file.objects[0].name !== 'red')
+    fail(`no file: the whole set was not written: ${JSON.stringify(file.objects)}`);
   const cal = file.calibration;
   if (!cal || cal.unit !== 'mm' || cal.points.length !== 4 ||
       cal.points.some((p, i) => !near(p[0], CORNERS[i][0], tol) || !near(p[1], CORNERS[i][1], tol) ||
@@ -135,6 +146,9 @@ try {
     return f && !('wx' in f.objects[0]);
   }, null, { timeout: 5000 }).catch(() => fail('frames still carry wx after removal'));
   if ('calibration' in readFile()) fail('the file still has a calibration after removal');
+  const removed = await page.textContent('#t-msg');
+  if (!/calibration removal saved to .*nothing else in the file changed/.test(removed))
+    fail(`after removal the page says "${removed}"`);
   if (errors.length) fail(`page errors: ${errors.join('; ')}`);
   console.log('calibration mode: ok');
 } finally {

@@ -6,7 +6,8 @@
 // the card shows the Gain group only, with the driver's range; End on the
 // slider sets gain 255, the auto box turns automatic gain on and the slider
 // off, teaching then shows the warning about automatic modes, Save writes
-// the objects file, and the card follows an unplug and replug.
+// the camera section alone into the objects file, and the card follows an
+// unplug and replug.
 //
 //   TRK_PAGE_URL=http://127.0.0.1:PORT/?token=T node camera_vivid.test.mjs
 import { fail, launchChromium } from './harness.mjs';
@@ -85,11 +86,16 @@ try {
   await page.click('#t-teach');
   await until(page, () => document.getElementById('cam-auto-warn').hidden &&
     window.trackdTest.camera.autoWarning === null, null, 'the warning outlived teaching');
-  // The card's Save: the objects file gets the section as set here
-  // (run_controls.py reads it in the VM).
+  // The card's Save: the objects file gets the section as set here and
+  // nothing else (run_controls.py reads it in the VM).
   await page.click('#cam-save');
   await until(page, () => window.trackdTest.camera.saved !== null, null, 'no save_objects ack');
-  console.log(`  Save: ${(await card(page)).state.saved.path}`);
+  c = await card(page);
+  const said = await page.textContent('#cam-msg');
+  if (c.state.saved.part !== 'camera' || c.state.saved.whole !== false ||
+      !/camera settings saved to .*nothing else in the file changed/.test(said))
+    fail(`the card's Save: ack ${JSON.stringify(c.state.saved)}, page says "${said}"`);
+  console.log(`  Save: ${said}`);
 
   // Unplugged (run_controls.py unbinds vivid on @@UNPLUG and binds it
   // again on @@SAW-GONE): the card shows no controls while the camera is

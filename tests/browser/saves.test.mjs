@@ -3,10 +3,11 @@
 // camera, the pre-filter, a calibration with lens parameters), and each kind
 // of page edit is saved in turn: nothing, a tune (a slider, blobs, coast on
 // an object with an explicit colour and tracking; a slider on one whose
-// colour is the default), a taught object (never saved before the
-// calibration: the issue's case), a calibration, a delete. After each save
-// the file is read back and compared with the previous file plus exactly
-// that edit: any other difference fails.
+// colour is the default), a taught object (added, not saved, before the
+// calibration: the issue's case), a calibration (its own save writes only
+// the calibration: the taught object stays out of the file until the main
+// Save), a delete. After each save the file is read back and compared with
+// the previous file plus exactly that edit: any other difference fails.
 //
 //   node saves.test.mjs TRACKD WEB_ROOT OUT_DIR
 //
@@ -141,8 +142,9 @@ try {
   await saveAndCompare(page, want, 'tune');
 
   // 2. Teach yellow and Add it, unsaved; then 3. a calibration is saved:
-  // the file gets the new points, keeps red's tracking and every other key,
-  // and (the set being the daemon's) the taught object.
+  // the file gets the new points and nothing else (red keeps its tracking,
+  // every other key stays, the taught yellow stays out); then the main Save
+  // writes yellow.
   await page.click('#t-teach');
   const [x0, y0, x1, y1] = YELLOW_BOX;
   await dragFrame(page, [x0 + 5, y0 + 5], [x1 - 5, y1 - 5], FRAME_W, FRAME_H);
@@ -158,7 +160,6 @@ try {
   if (yellow.min_area !== 1) taught.min_area = yellow.min_area;
   if (minMass <= 1 || yellow.min_mass !== minMass)
     fail(`taught yellow: min mass ${minMass} on the form, ${yellow.min_mass} in the daemon`);
-  want.objects.push(taught);
 
   await page.click('#c-mode');
   const corners = [[20, 20], [620, 20], [620, 340], [20, 340]];
@@ -179,13 +180,19 @@ try {
   fs.writeFileSync(path.join(outDir, 'after-calibration.json'), JSON.stringify(got, null, 2));
   const d = diff(got, want);
   if (d) fail(`calibration: the saved file differs from the previous one plus the edit at ${d}`);
-  console.log('calibration: saved file = previous + the edit (red still tracked)');
+  const said = await page.textContent('#t-msg');
+  if (!/calibration of 4 points saved to .*nothing else in the file changed/.test(said))
+    fail(`calibration save: the page says "${said}"`);
+  console.log('calibration: saved file = previous + the calibration alone (red still tracked, ' +
+              'unsaved yellow not written)');
   // Live frames still have red's instances.
   await page.waitForFunction(() => {
     const f = window.trackdTest.lastFrame;
     const r = f && f.objects.find((o) => o.name === 'red');
     return r && Array.isArray(r.instances) && r.instances.length > 0;
   }, null, { timeout: 10000 }).catch(() => fail('red lost its instances after the calibration save'));
+  want.objects.push(taught);
+  await saveAndCompare(page, want, 'teach');
 
   // 4. Delete blue.
   await clickRow(page, 'blue');

@@ -181,6 +181,23 @@ def expect_error(reply, code, words, what):
     print(f"  {what}: {code}: {reply['message']}")
 
 
+async def add_unsaved(client):
+    """Adds an object to the daemon's set that no save should write unless
+    it saves the whole set."""
+    r = await client.call({"type": "add_object", "object": {
+        "name": "unsaved", "space": "rgb", "lo": [0, 0, 0], "hi": [9, 9, 9]}})
+    if r.get("type") != "ack":
+        fail(f"add_object unsaved: {r}")
+
+
+async def add_unsaved_at(url):
+    import websockets
+    async with websockets.connect(url, max_size=None) as ws:
+        c = Client(ws)
+        await c.next(lambda m: m.get("type") == "hello", "hello")
+        await add_unsaved(c)
+
+
 async def protocol_checks(url, con):
     import websockets
     async with websockets.connect(url, max_size=None) as ws1, \
@@ -256,16 +273,22 @@ async def protocol_checks(url, con):
             fail(f"the save changed the objects: {saved}")
         print("  automatic gain on: gain inactive; saved", saved["camera"])
 
-        # Manual again with a value: saved as such.
+        # Manual again with a value, saved as such by a save of the camera
+        # section alone: an object added meanwhile, not saved, stays out.
         for name, v in (("gain_automatic", 0), ("gain", 77)):
             r = await a.call({"type": "set_camera", "name": name, "value": v})
             if r.get("value") != v:
                 fail(f"set {name} {v}: {r}")
-        await a.call({"type": "save_objects"})
+        await add_unsaved(a)
+        r = await a.call({"type": "save_objects", "part": "camera"})
         saved = con.file()
-        if saved.get("camera") != {"controls": {"gain_automatic": 0, "gain": 77}}:
-            fail(f"saved camera section: {saved}")
-        print("  manual gain 77: saved", saved["camera"])
+        if r.get("part") != "camera" or r.get("whole") is not False or \
+                saved.get("camera") != {"controls": {"gain_automatic": 0, "gain": 77}}:
+            fail(f"save of the camera section: {r}, file {saved}")
+        if [{k: o[k] for k in ("name", "space", "lo", "hi")} for o in saved["objects"]] != \
+                OBJECTS["objects"]:
+            fail(f"the camera save wrote objects: {saved}")
+        print("  manual gain 77: saved", saved["camera"], "alone (the unsaved object not written)")
 
         # A reload sets the file's section on the camera.
         con.cmd("sed -i 's/\"gain\": 77/\"gain\": 33/' /tmp/objs.json")
@@ -346,10 +369,12 @@ async def fixed_checks(url, con):
               "settable")
 
 
-def browser_checks(runner, page, con):
+def browser_checks(runner, page, url, con):
     """The page's camera card in headless Chromium (camera_vivid.test.mjs):
-    it sets gain 255, then automatic gain on, saves, and follows an unplug
-    (vivid unbound until the page saw it) and replug."""
+    it sets gain 255, then automatic gain on, saves (the camera section
+    alone: an object added before, not saved, stays out of the file), and
+    follows an unplug (vivid unbound until the page saw it) and replug."""
+    asyncio.run(add_unsaved_at(url))
     p = subprocess.Popen([runner, "camera_vivid.test.mjs"], stdout=subprocess.PIPE, text=True,
                          env=dict(os.environ, TRK_PAGE_URL=page))
     timer = threading.Timer(300, p.kill)
@@ -377,7 +402,8 @@ def browser_checks(runner, page, con):
     if con.ctl("gain_automatic") != 1:
         fail("the page's automatic gain did not reach the driver", con)
     saved = con.file()
-    if saved.get("camera") != {"controls": {"gain_automatic": 1}}:
+    if saved.get("camera") != {"controls": {"gain_automatic": 1}} or \
+            [o["name"] for o in saved["objects"]] != ["green"]:
         fail(f"the card's Save wrote {saved}", con)
     print("  the page set gain 255 (trackd's log) and automatic gain on (v4l2-ctl); its Save "
           "wrote", saved["camera"])
@@ -440,7 +466,7 @@ def main():
         print(f"VM ({accel}) up, trackd answering, after {time.monotonic() - t0:.1f} s")
         asyncio.run(protocol_checks(url, con))
         if browser:
-            browser_checks(browser, f"http://127.0.0.1:{port}/?token={TOKEN}", con)
+            browser_checks(browser, f"http://127.0.0.1:{port}/?token={TOKEN}", url, con)
         # Manual gain 44 in the file (the page saved it automatic), and
         # --control gain=10 on the command line.
         con.cmd("sed -i 's/\"gain_automatic\": 1/\"gain_automatic\": 0, \"gain\": 44/' "

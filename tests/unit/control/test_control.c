@@ -3,7 +3,8 @@
  * pixel format and matrix; trk_control_poll hands out each new version once;
  * trk_control_reload keeps the current set when the file is invalid. Through
  * the reply handle: every control type has a handler, error codes come from
- * the failing rule, save/reload run off the calling (service) thread, and
+ * the failing rule, save/reload run off the calling (service) thread, a
+ * save of one part changes only that section of the file on disk, and
  * sample requests are bounded per client, in all and in pixels read. */
 #include <errno.h>
 #include <fcntl.h>
@@ -314,6 +315,19 @@ static void every_type_answered(void)
     unlink(path);
 }
 
+/* A control module on objs with camera module cam, replying into s. */
+static struct trk_control *create_with_camera(struct sink *s, const struct trk_objects *objs,
+                                              const struct trk_objects_target *tgt,
+                                              struct trk_camctl *cam)
+{
+    struct trk_control_cfg cfg = { .objects = objs, .save = tgt, .camera = cam };
+    sink_init(s, &cfg);
+    trk_camctl_set_reply(cam, &cfg.reply);
+    struct trk_control *c = NULL;
+    CHECK(trk_control_create(&cfg, &c) == 0);
+    return c;
+}
+
 /* The camera section: set_objects keeps it, a save writes the camera
  * module's (what clients set), a reload hands the file's to the module;
  * --control entries are set after it and never saved. */
@@ -346,11 +360,7 @@ static void camera_section(void)
     CHECK(!strcmp(all[0].name, "white_balance_automatic") && !strcmp(all[1].name, "gain") &&
           all[1].value == 50 && !strcmp(all[2].name, "brightness"));
     struct sink s;
-    struct trk_control_cfg cfg = { .objects = &objs, .save = &tgt, .camera = cam };
-    sink_init(&s, &cfg);
-    trk_camctl_set_reply(cam, &cfg.reply);
-    struct trk_control *c = NULL;
-    CHECK(trk_control_create(&cfg, &c) == 0);
+    struct trk_control *c = create_with_camera(&s, &objs, &tgt, cam);
     char got[64];
     send_msg(c, "{\"type\":\"set_objects\",\"id\":1,\"objects\":[{\"name\":\"b\","
                 "\"space\":\"rgb\",\"lo\":[0,0,0],\"hi\":[1,1,1]}]}");
@@ -377,6 +387,164 @@ static void camera_section(void)
     trk_objects_target_close(&tgt);
     sink_free(&s);
     unlink(path);
+}
+
+/* The file's text now (NULL when it cannot be read). */
+static char *file_text(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return NULL;
+    static char buf[8192];
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    return strdup(buf);
+}
+
+/* Sends save_objects with part and returns its reply (the caller frees). */
+static json_t *save_part(struct sink *s, struct trk_control *c, int id, const char *part)
+{
+    char msg[128];
+    snprintf(msg, sizeof(msg), "{\"type\":\"save_objects\",\"id\":%d,\"part\":%s}", id, part);
+    send_msg(c, msg);
+    return reply_to(s, id);
+}
+
+/* save_objects "part": only that section of the file on disk changes (an
+ * object added but not saved stays out of it), a part the daemon lacks is
+ * removed, no file yet writes the whole set and says so; a file that is
+ * invalid or a symbolic link is refused and stays as it was. */
+static void part_saves(void)
+{
+    const char *text =
+        "{\"objects\":[{\"name\":\"a\",\"space\":\"hsv\",\"lo\":[350,2,3],\"hi\":[10,200,200],"
+        "\"min_mass\":5,\"blobs\":4,\"track\":true,\"coast_frames\":3,\"color\":\"#123456\"}],"
+        "\"camera\":{\"controls\":{\"gain\":7}},\"prefilter\":{\"gaussian\":1.5},"
+        "\"calibration\":{\"unit\":\"mm\",\"points\":[[1,1,0,0],[9,1,100,0],[9,9,100,100],"
+        "[1,9,0,100]]}}";
+    char dir[] = "/tmp/trk_control_part_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char path[64], secret[64];
+    snprintf(path, sizeof(path), "%s/objects.json", dir);
+    snprintf(secret, sizeof(secret), "%s/secret", dir);
+    FILE *f = fopen(path, "w");
+    fputs(text, f);
+    fclose(f);
+    static struct trk_objects objs, back;
+    CHECK(trk_objects_load_file(path, &objs, NULL) == 0);
+    struct trk_objects_target tgt;
+    CHECK(trk_objects_target_open(path, &tgt, NULL, NULL, 0) == 0);
+    /* The camera card left gain at 50. */
+    struct trk_camera_control section[TRK_CAMERA_MAX_CONTROLS];
+    int n = objs.n_camera;
+    memcpy(section, objs.camera, sizeof(section[0]) * n);
+    CHECK(trk_camera_controls_set(section, &n, "gain", 50) == 0);
+    struct trk_camctl *cam = NULL;
+    struct trk_camctl_cfg cc = { .reason = "none here", .section = section, .n_section = n };
+    CHECK(trk_camctl_create(&cc, &cam) == 0);
+    struct sink s;
+    struct trk_control *c = create_with_camera(&s, &objs, &tgt, cam);
+    char got[64];
+    /* Taught and added, not saved; a new calibration in metres. */
+    send_msg(c, "{\"type\":\"add_object\",\"id\":1,\"object\":{\"name\":\"x\",\"space\":\"rgb\","
+                "\"lo\":[0,0,0],\"hi\":[1,1,1]}}");
+    CHECKF(!strcmp(outcome(&s, 1, got, sizeof(got)), "ack"), "add: %s", got);
+    send_msg(c, "{\"type\":\"set_objects\",\"id\":2,\"calibration\":{\"unit\":\"m\",\"points\":"
+                "[[0,0,0,0],[8,0,2,0],[8,8,2,2],[0,8,0,2]]}}");
+    CHECKF(!strcmp(outcome(&s, 2, got, sizeof(got)), "ack"), "calibration: %s", got);
+
+    json_t *r = save_part(&s, c, 3, "\"calibration\"");
+    CHECKF(r && !strcmp(json_string_value(json_object_get(r, "part")), "calibration") &&
+               json_is_false(json_object_get(r, "whole")) &&
+               json_integer_value(json_object_get(r, "count")) == 1,
+           "calibration save ack");
+    json_decref(r);
+    CHECK(trk_objects_load_file(path, &back, NULL) == 0);
+    CHECKF(back.n == 1 && !memcmp(&back.def[0], &objs.def[0], sizeof(back.def[0])) &&
+               !memcmp(back.color[0], objs.color[0], 3) && back.n_camera == 1 &&
+               back.camera[0].value == 7 && back.prefilter_sigma == 1.5 && back.calib.on &&
+               !strcmp(back.calib.unit, "m") && back.calib.pt[1][2] == 2,
+           "after the calibration save: %d objects, gain %ld, unit %s", back.n,
+           back.camera[0].value, back.calib.unit);
+
+    r = save_part(&s, c, 4, "\"camera\"");
+    CHECKF(r && !strcmp(json_string_value(json_object_get(r, "part")), "camera"), "camera ack");
+    json_decref(r);
+    CHECK(trk_objects_load_file(path, &back, NULL) == 0);
+    CHECKF(back.n == 1 && back.n_camera == 1 && back.camera[0].value == 50 &&
+               !strcmp(back.calib.unit, "m") && back.prefilter_sigma == 1.5,
+           "after the camera save: %d objects, gain %ld", back.n, back.camera[0].value);
+
+    /* The daemon has no calibration: the file's goes, the rest stays. */
+    send_msg(c, "{\"type\":\"set_objects\",\"id\":5,\"calibration\":null}");
+    CHECKF(!strcmp(outcome(&s, 5, got, sizeof(got)), "ack"), "no calibration: %s", got);
+    r = save_part(&s, c, 6, "\"calibration\"");
+    json_decref(r);
+    CHECK(trk_objects_load_file(path, &back, NULL) == 0);
+    CHECKF(back.n == 1 && !back.calib.on && back.camera[0].value == 50, "calibration removed");
+
+    /* Invalid on disk: refused with file:line:col, nothing of it quoted,
+     * the file untouched. */
+    const char *bad = "{\"objects\":[],\"supersecret\":1}";
+    f = fopen(path, "w");
+    fputs(bad, f);
+    fclose(f);
+    r = save_part(&s, c, 7, "\"calibration\"");
+    const char *m = r ? json_string_value(json_object_get(r, "message")) : NULL;
+    CHECKF(m && !strcmp(json_string_value(json_object_get(r, "code")), "io_error") &&
+               strstr(m, "objects.json:1:") && !strstr(m, "supersecret"),
+           "invalid file: %s", m ? m : "(none)");
+    json_decref(r);
+    char *now = file_text(path);
+    CHECKF(now && !strcmp(now, bad), "invalid file changed: %s", now ? now : "(gone)");
+    free(now);
+
+    /* A link: refused, the link and its target stay. */
+    CHECK(rename(path, secret) == 0 && symlink(secret, path) == 0);
+    r = save_part(&s, c, 8, "\"camera\"");
+    m = r ? json_string_value(json_object_get(r, "message")) : NULL;
+    CHECKF(m && strstr(m, "symbolic link") && !strstr(m, "supersecret"), "link: %s",
+           m ? m : "(none)");
+    json_decref(r);
+    struct stat st;
+    CHECK(lstat(path, &st) == 0 && S_ISLNK(st.st_mode));
+    now = file_text(secret);
+    CHECKF(now && !strcmp(now, bad), "link target changed: %s", now ? now : "(gone)");
+    free(now);
+
+    /* No file yet: the whole set, and the ack says so. */
+    unlink(path);
+    r = save_part(&s, c, 9, "\"camera\"");
+    CHECKF(r && json_is_true(json_object_get(r, "whole")) &&
+               json_integer_value(json_object_get(r, "count")) == 2,
+           "no file: whole set");
+    json_decref(r);
+    CHECK(trk_objects_load_file(path, &back, NULL) == 0);
+    CHECKF(back.n == 2 && !strcmp(back.def[1].name, "x") && back.camera[0].value == 50,
+           "no file: %d objects", back.n);
+
+    /* Bad values of "part". */
+    const char *bad_parts[][2] = { { "5", "bad_field" },
+                                   { "null", "bad_field" },
+                                   { "[\"camera\"]", "bad_field" },
+                                   { "\"objects\"", "out_of_range" },
+                                   { "\"\"", "out_of_range" },
+                                   { "\"Camera\"", "out_of_range" } };
+    for (size_t i = 0; i < sizeof(bad_parts) / sizeof(bad_parts[0]); i++) {
+        char msg[128];
+        snprintf(msg, sizeof(msg), "{\"type\":\"save_objects\",\"id\":%zu,\"part\":%s}", 20 + i,
+                 bad_parts[i][0]);
+        send_msg(c, msg);
+        CHECKF(!strcmp(outcome(&s, 20 + (int)i, got, sizeof(got)), bad_parts[i][1]), "%s -> %s",
+               bad_parts[i][0], got);
+    }
+    trk_control_destroy(&c);
+    trk_camctl_destroy(&cam);
+    trk_objects_target_close(&tgt);
+    sink_free(&s);
+    unlink(path);
+    unlink(secret);
+    rmdir(dir);
 }
 
 /* reload_objects of something that is not a regular file (a FIFO nobody
@@ -693,6 +861,7 @@ int main(void)
     every_type_answered();
     camera_section();
     reload_refuses_unsafe();
+    part_saves();
     sample_bounds();
     edits_keep_the_rest();
     views_and_kept_frames();

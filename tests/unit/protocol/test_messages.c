@@ -1027,10 +1027,18 @@ static void test_control_replies(void)
                            "\"object_id\":3}"),
            "%s", b.data);
     trk_buf_reset(&b);
-    CHECK(trk_msg_ack_saved(&b, "", "/tmp/a \"b\".json", 2) == 0);
+    CHECK(trk_msg_ack_saved(&b, "", "/tmp/a \"b\".json", 2, NULL, false) == 0);
     j = parse(&b, "save ack");
     CHECKF(j && !strcmp(jstr(j, "request"), "save_objects") && !json_object_get(j, "id") &&
-               !strcmp(jstr(j, "path"), "/tmp/a \"b\".json") && jint(j, "count") == 2,
+               !strcmp(jstr(j, "path"), "/tmp/a \"b\".json") && jint(j, "count") == 2 &&
+               !json_object_get(j, "part") && !json_object_get(j, "whole"),
+           "%s", b.data);
+    json_decref(j);
+    trk_buf_reset(&b);
+    CHECK(trk_msg_ack_saved(&b, "4", "/tmp/o.json", 3, "calibration", true) == 0);
+    j = parse(&b, "part save ack");
+    CHECKF(j && !strcmp(jstr(j, "part"), "calibration") &&
+               json_is_true(json_object_get(j, "whole")) && jint(j, "count") == 3,
            "%s", b.data);
     json_decref(j);
     trk_buf_reset(&b);
