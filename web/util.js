@@ -21,8 +21,12 @@ export function savedText(ack, what) {
   return `${what} saved to ${ack.path}; nothing else in the file changed`;
 }
 
+// A number to `digits` decimals; a value that rounds to zero is "0.0", never
+// "-0.0" (a latency a hair under zero: the browser's and the daemon's clocks).
 export function fmt(v, digits) {
-  return typeof v === 'number' && isFinite(v) ? v.toFixed(digits) : DASH;
+  if (typeof v !== 'number' || !isFinite(v)) return DASH;
+  const t = v.toFixed(digits);
+  return /^-0(\.0*)?$/.test(t) ? t.slice(1) : t;
 }
 
 // A count from a message, or a dash when the daemon did not send it.
