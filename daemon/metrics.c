@@ -8,9 +8,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "backend.h" /* TRK_E* */
-#include "frame.h"   /* trk_now */
-#include "mqtt.h"    /* trk_mqtt_stats */
+#include "trk_error.h" /* TRK_E* */
+#include "frame.h"     /* trk_now */
+#include "mqtt.h"      /* trk_mqtt_stats */
 #include "snapshot.h"
 
 const double trk_metrics_bucket_le[TRK_METRICS_BUCKETS] = {

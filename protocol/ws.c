@@ -40,7 +40,7 @@
 #include <jansson.h>
 #include <libwebsockets.h>
 
-#include "backend.h"
+#include "trk_error.h"
 #define LOG_TAG "ws"
 #include "log_hook.h"
 #include "messages.h"
