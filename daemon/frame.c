@@ -10,20 +10,6 @@
 #include "log.h"
 #include "trk_assert.h"
 
-double trk_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-double trk_wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
-
 static size_t round_up(size_t v, size_t a)
 {
     return (v + a - 1) / a * a;
