@@ -30,6 +30,7 @@
 #include "posindex.h"
 #include "prefilter.h"
 #include "trk_buf.h" /* the writer's buffer and JSON escaping */
+#include "trk_color.h"
 
 /* ------------------------------------------------------------ text helpers */
 
@@ -1558,9 +1559,11 @@ char *trk_objects_to_json(const struct trk_objects *objs)
             if (d->track) trk_buf_printf(&b, ", \"track\": true");
             if (d->coast_frames != TRK_OBJECTS_COAST_DEFAULT)
                 trk_buf_printf(&b, ", \"coast_frames\": %u", d->coast_frames);
-            if (memcmp(def_rgb, objs->color[i], 3) != 0)
-                trk_buf_printf(&b, ", \"color\": \"#%02x%02x%02x\"", objs->color[i][0],
-                               objs->color[i][1], objs->color[i][2]);
+            if (memcmp(def_rgb, objs->color[i], 3) != 0) {
+                char hex[TRK_COLOR_HEX_SIZE];
+                trk_color_hex(objs->color[i], hex);
+                trk_buf_printf(&b, ", \"color\": \"%s\"", hex);
+            }
             trk_buf_printf(&b, "}%s\n", i + 1 < objs->n ? "," : "");
         }
         trk_buf_printf(&b, "  ]");
@@ -1604,9 +1607,8 @@ struct json_t *trk_objects_object_value(const struct trk_objects *objs, int i, b
     uint8_t def_rgb[3];
     trk_object_display_rgb(d, def_rgb);
     if (o && (every_key || memcmp(def_rgb, objs->color[i], 3) != 0)) {
-        char color[8];
-        snprintf(color, sizeof color, "#%02x%02x%02x", objs->color[i][0], objs->color[i][1],
-                 objs->color[i][2]);
+        char color[TRK_COLOR_HEX_SIZE];
+        trk_color_hex(objs->color[i], color);
         if (json_object_set_new(o, "color", json_string(color))) {
             json_decref(o);
             o = NULL;

@@ -15,6 +15,7 @@
 #include "color.h"
 #include "log.h"
 #include "preview.h"
+#include "trk_color.h"
 #include "workq.h"
 
 /* Sample requests waiting for the sampler, in all and per client; more get
@@ -90,7 +91,7 @@ struct trk_control {
     int preview_width;
     double preview_fps;
     struct viewer viewers[TRK_CONTROL_VIEWS];
-    char color_text[TRK_MAX_OBJECTS][8]; /* "#rrggbb" per object (color_strings) */
+    char color_text[TRK_MAX_OBJECTS][TRK_COLOR_HEX_SIZE]; /* "#rrggbb" per object (color_strings) */
     const char *colors[TRK_MAX_OBJECTS];
     /* Frame copies: written by the preview thread (keep), swapped by the
      * service thread (hold), read by the sampler; taken after lock when
@@ -182,8 +183,7 @@ static const char *const *color_strings(struct trk_control *c)
 {
     const struct trk_objects *o = &c->objs;
     for (int i = 0; i < o->n; i++) {
-        snprintf(c->color_text[i], 8, "#%02x%02x%02x", o->color[i][0], o->color[i][1],
-                 o->color[i][2]);
+        trk_color_hex(o->color[i], c->color_text[i]);
         c->colors[i] = c->color_text[i];
     }
     return c->colors;

@@ -12,6 +12,7 @@
 
 #include "color.h"
 #include "objects.h"
+#include "trk_color.h"
 
 /* The encoders below chain appends; the first failure wins. */
 #define PUT(x)                                                                                     \
@@ -275,7 +276,7 @@ void trk_msg_object_color(const struct trk_object_def *def, char out[8])
 {
     uint8_t rgb[3];
     trk_object_display_rgb(def, rgb);
-    snprintf(out, 8, "#%02x%02x%02x", rgb[0], rgb[1], rgb[2]);
+    trk_color_hex(rgb, out);
 }
 
 /* <key>"<sp>","lo":[lo],"hi":[hi]: a colour box, of an object or of a
