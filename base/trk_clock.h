@@ -6,6 +6,8 @@
 #ifndef TRK_BASE_CLOCK_H
 #define TRK_BASE_CLOCK_H
 
+#include <pthread.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -14,6 +16,9 @@ extern "C" {
 double trk_now(void);
 /* Milliseconds since the epoch (CLOCK_REALTIME). */
 double trk_wall_ms(void);
+/* Initialises c so that its timed waits (pthread_cond_timedwait) take
+ * absolute deadlines on trk_now's clock. Returns 0 or -errno. */
+int trk_cond_init_monotonic(pthread_cond_t *c);
 
 #ifdef __cplusplus
 }
