@@ -110,13 +110,6 @@ void trk_pixel_channels(const struct trk_image *img, int x, int y, enum trk_spac
     trk_image_pixel_space(img, x, y, space, c);
 }
 
-bool trk_pixel_matches(const struct trk_image *img, int x, int y, const struct trk_object_def *def)
-{
-    int c[3];
-    trk_pixel_channels(img, x, y, def->space, c);
-    return trk_box_match(def->lo, def->hi, def->space == TRK_SPACE_HSV, c[0], c[1], c[2]) != 0;
-}
-
 /* ------------------------------------------------------------- replies */
 
 /* Sends b (built by an encoder that returned rc) and frees it. A message
