@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "backend.h" /* TRK_EINVAL */
+#include "trk_error.h" /* TRK_EINVAL */
 
 __attribute__((format(printf, 3, 4))) static int fault(struct trk_calib_fault *f, int point,
                                                        const char *fmt, ...)

@@ -29,6 +29,8 @@
 #include "color.h"
 #include "posindex.h"
 #include "prefilter.h"
+#include "trk_buf.h" /* the writer's buffer and JSON escaping */
+#include "trk_color.h"
 
 /* ------------------------------------------------------------ text helpers */
 
@@ -1484,159 +1486,112 @@ size_t trk_objects_escape_name(const char *name, const char *reserved, char *out
 
 /* --------------------------------------------------------------- writing */
 
-struct sbuf {
-    char *s;
-    size_t len, cap;
-    int oom;
-};
-
-__attribute__((format(printf, 2, 3))) static void sb_printf(struct sbuf *b, const char *fmt, ...)
-{
-    if (b->oom) return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? b->cap - b->len : 0, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            b->oom = 1;
-            return;
-        }
-        if (b->s && b->len + (size_t)n < b->cap) {
-            b->len += (size_t)n;
-            return;
-        }
-        size_t cap = b->cap ? b->cap : 1024;
-        while (cap <= b->len + (size_t)n)
-            cap *= 2;
-        char *ns = realloc(b->s, cap);
-        if (!ns) {
-            b->oom = 1;
-            return;
-        }
-        b->s = ns;
-        b->cap = cap;
-    }
-}
-
-/* A validated name as a JSON string: UTF-8 passes through; '"' and '\\'
- * are escaped (control characters cannot occur after validation). */
-static void sb_json_string(struct sbuf *b, const char *s)
-{
-    sb_printf(b, "\"");
-    for (const char *p = s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            sb_printf(b, "\\%c", *p);
-        else
-            sb_printf(b, "%c", *p);
-    }
-    sb_printf(b, "\"");
-}
-
 /* v with the fewest digits that read back as the same double. */
-static void sb_double(struct sbuf *b, double v)
+static void sb_double(struct trk_buf *b, double v)
 {
     char num[32];
     snprintf(num, sizeof num, "%.15g", v);
     if (strtod(num, NULL) != v) snprintf(num, sizeof num, "%.17g", v);
-    sb_printf(b, "%s", num);
+    trk_buf_printf(b, "%s", num);
 }
 
 /* The calibration section as the file has it: the values given, one point
  * pair per line (the derived fields are recomputed on load). */
-static void sb_calibration(struct sbuf *b, const struct trk_calib *k)
+static void sb_calibration(struct trk_buf *b, const struct trk_calib *k)
 {
-    sb_printf(b, ",\n  \"calibration\": {\"unit\": ");
-    sb_json_string(b, k->unit);
-    sb_printf(b, ", \"points\": [\n");
+    trk_buf_printf(b, ",\n  \"calibration\": {\"unit\": ");
+    trk_buf_json_str(b, k->unit, sizeof k->unit);
+    trk_buf_printf(b, ", \"points\": [\n");
     for (int i = 0; i < k->n; i++) {
-        sb_printf(b, "    [");
+        trk_buf_printf(b, "    [");
         for (int j = 0; j < 4; j++) {
-            if (j) sb_printf(b, ", ");
+            if (j) trk_buf_printf(b, ", ");
             sb_double(b, k->pt[i][j]);
         }
-        sb_printf(b, "]%s\n", i + 1 < k->n ? "," : "");
+        trk_buf_printf(b, "]%s\n", i + 1 < k->n ? "," : "");
     }
-    sb_printf(b, "  ]");
+    trk_buf_printf(b, "  ]");
     if (k->lens) {
         const double m[4] = { k->fx, k->fy, k->cx, k->cy };
         static const char *const names[4] = { "fx", "fy", "cx", "cy" };
-        sb_printf(b, ",\n  \"camera_matrix\": {");
+        trk_buf_printf(b, ",\n  \"camera_matrix\": {");
         for (int j = 0; j < 4; j++) {
-            sb_printf(b, "%s\"%s\": ", j ? ", " : "", names[j]);
+            trk_buf_printf(b, "%s\"%s\": ", j ? ", " : "", names[j]);
             sb_double(b, m[j]);
         }
-        sb_printf(b, "}");
+        trk_buf_printf(b, "}");
     }
     if (k->n_dist) {
-        sb_printf(b, ",\n  \"distortion\": [");
+        trk_buf_printf(b, ",\n  \"distortion\": [");
         for (int j = 0; j < k->n_dist; j++) {
-            if (j) sb_printf(b, ", ");
+            if (j) trk_buf_printf(b, ", ");
             sb_double(b, k->dist[j]);
         }
-        sb_printf(b, "]");
+        trk_buf_printf(b, "]");
     }
-    sb_printf(b, "}");
+    trk_buf_printf(b, "}");
 }
 
 char *trk_objects_to_json(const struct trk_objects *objs)
 {
     if (trk_objects_validate(objs, NULL, 0)) return NULL;
-    struct sbuf b = { 0 };
+    struct trk_buf b = { 0 };
     if (objs->n == 0) {
-        sb_printf(&b, "{\n  \"objects\": []");
+        trk_buf_printf(&b, "{\n  \"objects\": []");
     } else {
-        sb_printf(&b, "{\n  \"objects\": [\n");
+        trk_buf_printf(&b, "{\n  \"objects\": [\n");
         for (int i = 0; i < objs->n; i++) {
             const struct trk_object_def *d = &objs->def[i];
             uint8_t def_rgb[3];
             trk_object_display_rgb(d, def_rgb);
-            sb_printf(&b, "    {\"name\": ");
-            sb_json_string(&b, d->name);
-            sb_printf(&b,
-                      ", \"space\": \"%s\", \"lo\": [%u, %u, %u], \"hi\": [%u, %u, %u], "
-                      "\"min_mass\": %llu",
-                      space_names[d->space], d->lo[0], d->lo[1], d->lo[2], d->hi[0], d->hi[1],
-                      d->hi[2], (unsigned long long)d->min_mass);
+            trk_buf_printf(&b, "    {\"name\": ");
+            trk_buf_json_str(&b, d->name, sizeof d->name);
+            trk_buf_printf(&b,
+                           ", \"space\": \"%s\", \"lo\": [%u, %u, %u], \"hi\": [%u, %u, %u], "
+                           "\"min_mass\": %llu",
+                           space_names[d->space], d->lo[0], d->lo[1], d->lo[2], d->hi[0], d->hi[1],
+                           d->hi[2], (unsigned long long)d->min_mass);
             /* Only when not the default, so files without blobs round-trip
              * byte for byte. */
-            if (d->blobs) sb_printf(&b, ", \"blobs\": %u", d->blobs);
-            if (d->min_area != 1) sb_printf(&b, ", \"min_area\": %u", (unsigned)d->min_area);
-            if (d->connectivity != 8) sb_printf(&b, ", \"connectivity\": %u", d->connectivity);
-            if (d->track) sb_printf(&b, ", \"track\": true");
+            if (d->blobs) trk_buf_printf(&b, ", \"blobs\": %u", d->blobs);
+            if (d->min_area != 1) trk_buf_printf(&b, ", \"min_area\": %u", (unsigned)d->min_area);
+            if (d->connectivity != 8) trk_buf_printf(&b, ", \"connectivity\": %u", d->connectivity);
+            if (d->track) trk_buf_printf(&b, ", \"track\": true");
             if (d->coast_frames != TRK_OBJECTS_COAST_DEFAULT)
-                sb_printf(&b, ", \"coast_frames\": %u", d->coast_frames);
-            if (memcmp(def_rgb, objs->color[i], 3) != 0)
-                sb_printf(&b, ", \"color\": \"#%02x%02x%02x\"", objs->color[i][0],
-                          objs->color[i][1], objs->color[i][2]);
-            sb_printf(&b, "}%s\n", i + 1 < objs->n ? "," : "");
+                trk_buf_printf(&b, ", \"coast_frames\": %u", d->coast_frames);
+            if (memcmp(def_rgb, objs->color[i], 3) != 0) {
+                char hex[TRK_COLOR_HEX_SIZE];
+                trk_color_hex(objs->color[i], hex);
+                trk_buf_printf(&b, ", \"color\": \"%s\"", hex);
+            }
+            trk_buf_printf(&b, "}%s\n", i + 1 < objs->n ? "," : "");
         }
-        sb_printf(&b, "  ]");
+        trk_buf_printf(&b, "  ]");
     }
     /* The camera settings as their V4L2 controls (already in setting order),
      * so a save keeps them. */
     if (objs->n_camera > 0) {
-        sb_printf(&b, ",\n  \"camera\": {\"controls\": {");
+        trk_buf_printf(&b, ",\n  \"camera\": {\"controls\": {");
         for (int i = 0; i < objs->n_camera; i++) {
-            sb_printf(&b, "%s", i ? ", " : "");
-            sb_json_string(&b, objs->camera[i].name);
-            sb_printf(&b, ": %ld", objs->camera[i].value);
+            trk_buf_printf(&b, "%s", i ? ", " : "");
+            trk_buf_json_str(&b, objs->camera[i].name, sizeof objs->camera[i].name);
+            trk_buf_printf(&b, ": %ld", objs->camera[i].value);
         }
-        sb_printf(&b, "}}");
+        trk_buf_printf(&b, "}}");
     }
     /* The pre-filter when on. */
     if (objs->prefilter_sigma > 0) {
-        sb_printf(&b, ",\n  \"prefilter\": {\"gaussian\": ");
+        trk_buf_printf(&b, ",\n  \"prefilter\": {\"gaussian\": ");
         sb_double(&b, objs->prefilter_sigma);
-        sb_printf(&b, "}");
+        trk_buf_printf(&b, "}");
     }
     if (objs->calib.on) sb_calibration(&b, &objs->calib);
-    sb_printf(&b, "\n}\n");
-    if (b.oom) {
-        free(b.s);
+    trk_buf_printf(&b, "\n}\n");
+    if (b.failed) {
+        trk_buf_free(&b);
         return NULL;
     }
-    return b.s;
+    return b.data;
 }
 
 struct json_t *trk_objects_object_value(const struct trk_objects *objs, int i, bool every_key)
@@ -1652,9 +1607,8 @@ struct json_t *trk_objects_object_value(const struct trk_objects *objs, int i, b
     uint8_t def_rgb[3];
     trk_object_display_rgb(d, def_rgb);
     if (o && (every_key || memcmp(def_rgb, objs->color[i], 3) != 0)) {
-        char color[8];
-        snprintf(color, sizeof color, "#%02x%02x%02x", objs->color[i][0], objs->color[i][1],
-                 objs->color[i][2]);
+        char color[TRK_COLOR_HEX_SIZE];
+        trk_color_hex(objs->color[i], color);
         if (json_object_set_new(o, "color", json_string(color))) {
             json_decref(o);
             o = NULL;

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
+#include "trk_error.h"
 
 struct node {
     size_t off, key_off;

@@ -15,6 +15,7 @@
 #include "color.h"
 #include "log.h"
 #include "preview.h"
+#include "trk_color.h"
 #include "workq.h"
 
 /* Sample requests waiting for the sampler, in all and per client; more get
@@ -90,7 +91,7 @@ struct trk_control {
     int preview_width;
     double preview_fps;
     struct viewer viewers[TRK_CONTROL_VIEWS];
-    char color_text[TRK_MAX_OBJECTS][8]; /* "#rrggbb" per object (color_strings) */
+    char color_text[TRK_MAX_OBJECTS][TRK_COLOR_HEX_SIZE]; /* "#rrggbb" per object (color_strings) */
     const char *colors[TRK_MAX_OBJECTS];
     /* Frame copies: written by the preview thread (keep), swapped by the
      * service thread (hold), read by the sampler; taken after lock when
@@ -107,13 +108,6 @@ struct trk_control {
 void trk_pixel_channels(const struct trk_image *img, int x, int y, enum trk_space space, int c[3])
 {
     trk_image_pixel_space(img, x, y, space, c);
-}
-
-bool trk_pixel_matches(const struct trk_image *img, int x, int y, const struct trk_object_def *def)
-{
-    int c[3];
-    trk_pixel_channels(img, x, y, def->space, c);
-    return trk_box_match(def->lo, def->hi, def->space == TRK_SPACE_HSV, c[0], c[1], c[2]) != 0;
 }
 
 /* ------------------------------------------------------------- replies */
@@ -182,8 +176,7 @@ static const char *const *color_strings(struct trk_control *c)
 {
     const struct trk_objects *o = &c->objs;
     for (int i = 0; i < o->n; i++) {
-        snprintf(c->color_text[i], 8, "#%02x%02x%02x", o->color[i][0], o->color[i][1],
-                 o->color[i][2]);
+        trk_color_hex(o->color[i], c->color_text[i]);
         c->colors[i] = c->color_text[i];
     }
     return c->colors;

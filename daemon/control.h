@@ -148,7 +148,4 @@ int trk_control_reload(struct trk_control *c, char *msg, size_t msg_len);
  * objects, otherwise RGB converted). c[0] is hue for hsv. */
 void trk_pixel_channels(const struct trk_image *img, int x, int y, enum trk_space space, int c[3]);
 
-/* True when pixel (x, y) of img matches def's box (the backends' rule). */
-bool trk_pixel_matches(const struct trk_image *img, int x, int y, const struct trk_object_def *def);
-
 #endif

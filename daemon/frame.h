@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "trk_clock.h" /* trk_now, trk_wall_ms: every frame time is on it */
 
 struct trk_frame {
     struct trk_image img; /* planes point into data, or into hold        */
@@ -73,10 +74,6 @@ void trk_frame_free_data(struct trk_frame *f);
  * laid out again, kept again or freed, or (a pool frame) when its last
  * holder releases it, on that holder's thread: it must be thread-safe. */
 void trk_frame_keep(struct trk_frame *f, void *keep, void (*keep_release)(void *keep));
-
-/* Seconds on CLOCK_MONOTONIC / milliseconds since the epoch. */
-double trk_now(void);
-double trk_wall_ms(void);
 
 /* The pool: TRK_POOL_FRAMES frames cycling between capture (fills one),
  * the newest ready frame, processing, the preview encoder and the colour

@@ -8,9 +8,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "backend.h" /* TRK_E* */
-#include "frame.h"   /* trk_now */
-#include "mqtt.h"    /* trk_mqtt_stats */
+#include "trk_error.h" /* TRK_E* */
+#include "trk_clock.h" /* trk_now, trk_wall_ms */
+#include "mqtt.h"      /* trk_mqtt_stats */
 #include "snapshot.h"
 
 const double trk_metrics_bucket_le[TRK_METRICS_BUCKETS] = {
@@ -58,11 +58,10 @@ struct trk_metrics {
     double state_wall; /* Unix time of the last state change */
 };
 
+/* Unix time in seconds. */
 static double wall_now(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+    return trk_wall_ms() * 1e-3;
 }
 
 int trk_metrics_create(struct trk_metrics **out)

@@ -31,6 +31,7 @@
 #include "log.h"
 #include "messages.h"
 #include "objects.h" /* trk_objects_escape_name */
+#include "trk_color.h"
 
 /* A queued message: the bytes and what they were allocated for, and the
  * frame's capture time (trk_now's clock). */
@@ -296,11 +297,10 @@ void trk_mqtt_objects(struct trk_mqtt *m, const struct trk_objects *set)
     if (!m) return;
     /* {"type":"objects","camera":C,"objects":[...]}: the WebSocket objects
      * message with the camera; colours as the control module sends them. */
-    char text[TRK_MAX_OBJECTS][8];
+    char text[TRK_MAX_OBJECTS][TRK_COLOR_HEX_SIZE];
     const char *colors[TRK_MAX_OBJECTS];
     for (int i = 0; i < set->n; i++) {
-        snprintf(text[i], sizeof(text[i]), "#%02x%02x%02x", set->color[i][0], set->color[i][1],
-                 set->color[i][2]);
+        trk_color_hex(set->color[i], text[i]);
         colors[i] = text[i];
     }
     struct trk_buf msg = { 0 }, b = { 0 };

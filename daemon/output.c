@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #define LOG_TAG "output"
-#include "backend.h"
+#include "trk_error.h"
 #include "log.h"
 
 /* Bytes buffered before a write; a longer line is written on its own. */

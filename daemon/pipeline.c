@@ -25,6 +25,7 @@
 #include "sink.h"
 #include "snapshot.h"
 #include "tracker.h"
+#include "trk_assert.h"
 #include "ws.h"
 
 /* Latency samples kept per stats interval (older ones are overwritten). */
@@ -1277,13 +1278,10 @@ int trk_pipeline_run(const struct trk_pipeline_cfg *cfg, volatile sig_atomic_t *
     if (!cfg->pageable) trk_pool_set_host_mem(&p->pool, cfg->backend);
     cfg->source->host_mem = cfg->pageable ? NULL : cfg->backend;
     pthread_mutex_init(&p->lock, NULL);
-    /* Timed waits (the sampler's rest) on the monotonic clock. */
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&p->cond, &ca);
-    pthread_condattr_destroy(&ca);
-    int err = 0;
+    /* Timed waits (the sampler's rest) on the monotonic clock. Linux's
+     * condvar init allocates nothing: a failure is a broken invariant. */
+    int err = trk_cond_init_monotonic(&p->cond);
+    TRK_ASSERT(err == 0);
     p->have_preview_thread = cfg->ws && cfg->preview;
     if (p->have_preview_thread &&
         (err = -pthread_create(&p->preview_thread, NULL, preview_main, p)) != 0) {

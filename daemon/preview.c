@@ -5,7 +5,6 @@
 #include <turbojpeg.h>
 
 #include "color.h"
-#include "control.h" /* trk_pixel_matches */
 #include "messages.h"
 
 struct trk_preview {

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h" /* TRK_EINVAL, TRK_ENOMEM */
+#include "trk_error.h" /* TRK_EINVAL, TRK_ENOMEM */
 
 struct trk_workq {
     trk_workq_fn run;

@@ -4,6 +4,7 @@
 
 #include "backend.h"
 #include "prefilter.h"
+#include "trk_clock.h" /* trk_now */
 
 #include <string.h>
 #include <time.h>
@@ -95,12 +96,10 @@ static inline int trk_backend_sync_wait(const struct trk_obj_result *res, int n,
     return 0;
 }
 
-/* CLOCK_MONOTONIC in ms: the clock of every backend timing. */
+/* trk_now in ms: the clock of every backend timing. */
 static inline double trk_backend_now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+    return trk_now() * 1e3;
 }
 
 /* Clips an object's ROI (or the full frame when rois == NULL) to the image;

@@ -332,6 +332,16 @@ static inline void trk_image_pixel_rgb(const struct trk_image *img, int x, int y
     rgb[0] = (uint8_t)c[0], rgb[1] = (uint8_t)c[1], rgb[2] = (uint8_t)c[2];
 }
 
+/* True when pixel (x, y) of img matches def's box: the backends' rule for
+ * one pixel (the mask view of the preview). Host only. */
+static inline bool trk_pixel_matches(const struct trk_image *img, int x, int y,
+                                     const struct trk_object_def *def)
+{
+    int c[3];
+    trk_image_pixel_space(img, x, y, def->space, c);
+    return trk_box_match(def->lo, def->hi, def->space == TRK_SPACE_HSV, c[0], c[1], c[2]) != 0;
+}
+
 /* ------------------------------------------------------- display colour */
 
 /* HSV -> RGB in integers (h in degrees 0..359, s and v 0..255), rounding to

@@ -24,6 +24,7 @@
 
 #include "backend.h"
 #include "calib.h"
+#include "trk_buf.h" /* struct trk_buf and its appenders */
 
 #ifdef __cplusplus
 extern "C" {
@@ -41,48 +42,6 @@ extern "C" {
 
 /* Longest echoed request id (a JSON string id, in bytes, before escaping). */
 #define TRK_MSG_ID_MAX 128
-
-/* ------------------------------------------------------------ the buffer */
-
-/* A growable byte buffer. data is always NUL-terminated when non-NULL (the
- * terminator is not counted in len), so a finished message can be used as a
- * C string. A zeroed struct is a valid empty buffer.
- *
- * The first failed append sets failed and every later append is a no-op that
- * returns TRK_ENOMEM, so a message can be built with unchecked appends and
- * checked once, before sending: a failed buffer holds a truncated message. */
-struct trk_buf {
-    char *data;
-    size_t len;  /* bytes used */
-    size_t cap;  /* bytes allocated (> len when data != NULL) */
-    bool failed; /* an append failed since the last reset: do not send */
-};
-
-/* Empties the buffer and clears failed, but keeps its memory (the
- * per-frame path reuses it). */
-void trk_buf_reset(struct trk_buf *b);
-/* Frees the memory and zeroes the struct; safe twice. */
-void trk_buf_free(struct trk_buf *b);
-/* Makes room for extra more bytes (+ the terminator); 0 or TRK_ENOMEM
- * (then failed is set). Every function below returns TRK_ENOMEM at once on
- * a failed buffer. */
-int trk_buf_reserve(struct trk_buf *b, size_t extra);
-/* Appends n raw bytes; 0 or TRK_ENOMEM. */
-int trk_buf_append(struct trk_buf *b, const void *p, size_t n);
-/* Appends a C string, raw (not escaped); 0 or TRK_ENOMEM. */
-int trk_buf_puts(struct trk_buf *b, const char *s);
-/* Appends s (at most n bytes, stopping at a NUL) as a quoted JSON string:
- * '"' and '\\' escaped, control characters as \n, \t, ... or \u00XX, and
- * every byte sequence that is not valid UTF-8 replaced by U+FFFD, so the
- * output is always valid JSON. NULL appends null. 0 or TRK_ENOMEM. */
-int trk_buf_json_str(struct trk_buf *b, const char *s, size_t n);
-/* Appends a decimal integer. */
-int trk_buf_u64(struct trk_buf *b, uint64_t v);
-int trk_buf_i64(struct trk_buf *b, int64_t v);
-/* Appends v with exactly `decimals` (0..6) digits after the point, rounded
- * half away from zero; NaN and infinities append null (JSON has no such
- * numbers). */
-int trk_buf_fixed(struct trk_buf *b, double v, int decimals);
 
 /* ------------------------------------------------- server -> client: frame */
 

@@ -40,7 +40,8 @@
 #include <jansson.h>
 #include <libwebsockets.h>
 
-#include "backend.h"
+#include "trk_clock.h"
+#include "trk_error.h"
 #define LOG_TAG "ws"
 #include "log_hook.h"
 #include "messages.h"
@@ -340,20 +341,6 @@ static void client_error(struct trk_ws *ws, struct client *c, int err, const cha
     trk_buf_free(&b);
 }
 
-static double wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* Constant-time comparison, so the reply time does not leak the token. */
 static bool token_equal(const char *a, size_t alen, const char *b)
 {
@@ -480,7 +467,7 @@ static void client_message(struct trk_ws *ws, struct client *c, char *data, size
     struct trk_buf b = { 0 };
     switch (cm.kind) {
     case TRK_CMSG_PING:
-        if (trk_msg_pong(&b, cm.id, wall_ms()) == 0) client_reply_buf(ws, c, &b);
+        if (trk_msg_pong(&b, cm.id, trk_wall_ms()) == 0) client_reply_buf(ws, c, &b);
         break;
     case TRK_CMSG_SUBSCRIBE:
         if (cm.preview >= 0) {
@@ -637,7 +624,7 @@ static void spin_cb(lws_sorted_usec_list_t *sul);
  * socket write. */
 static void arm_spin(struct trk_ws *ws)
 {
-    if (atomic_load(&ws->stopping) || now_s() >= atomic_load(&ws->hot_until)) {
+    if (atomic_load(&ws->stopping) || trk_now() >= atomic_load(&ws->hot_until)) {
         atomic_store(&ws->spinning, false);
         return;
     }
@@ -655,7 +642,7 @@ static void spin_cb(lws_sorted_usec_list_t *sul)
     /* An expect that came as the window closed (it saw the timer armed
      * and did not wake the thread) still gets its spin. */
     if (!atomic_load(&ws->spinning) && !atomic_load(&ws->stopping) &&
-        now_s() < atomic_load(&ws->hot_until))
+        trk_now() < atomic_load(&ws->hot_until))
         arm_spin(ws);
 }
 
@@ -948,11 +935,11 @@ static void refuse_busy(struct trk_ws *ws, int fd)
     }
     /* Once per burst (at most every 10 s): a flood must not flood the log. */
     ws->refused++;
-    if (now_s() - ws->refused_log_time >= 10) {
+    if (trk_now() - ws->refused_log_time >= 10) {
         log_warn("refused %llu connection(s): %d open, the most allowed (--max-clients)",
                  (unsigned long long)(ws->refused - ws->refused_logged), ws->max_clients);
         ws->refused_logged = ws->refused;
-        ws->refused_log_time = now_s();
+        ws->refused_log_time = trk_now();
     }
 }
 
@@ -991,7 +978,7 @@ static int close_with(struct lws *wsi, enum lws_close_status code, const char *r
  * latency split). */
 static void record_write(struct trk_ws *ws, const struct msg *m)
 {
-    float ms = (float)((now_s() - m->t_handoff) * 1e3);
+    float ms = (float)((trk_now() - m->t_handoff) * 1e3);
     pthread_mutex_lock(&ws->lock);
     ws->write_ms[ws->n_writes++ % TRK_WS_WRITE_SAMPLES] = ms;
     pthread_mutex_unlock(&ws->lock);
@@ -1657,7 +1644,7 @@ static int publish(struct trk_ws *ws, enum trk_ws_kind kind, int view, const voi
             old = m;
         }
     } else if (kind == TRK_WS_RESULT) {
-        m->t_handoff = now_s();
+        m->t_handoff = trk_now();
         /* The expected result is here: poll on only while it is written. */
         if (atomic_load(&ws->hot_until) > m->t_handoff + WRITE_GRACE_S)
             atomic_store(&ws->hot_until, m->t_handoff + WRITE_GRACE_S);
@@ -1721,7 +1708,7 @@ int trk_ws_expect(struct trk_ws *ws, double within_s)
 {
     if (!ws || !(within_s > 0)) return TRK_EINVAL;
     if (atomic_load_explicit(&ws->n_clients, memory_order_relaxed) == 0) return 0;
-    atomic_store(&ws->hot_until, now_s() + within_s);
+    atomic_store(&ws->hot_until, trk_now() + within_s);
     if (atomic_load(&ws->spinning)) return 0; /* it polls already */
     pthread_mutex_lock(&ws->lock);
     wake(ws);
@@ -1896,8 +1883,8 @@ void trk_ws_shutdown(struct trk_ws *ws, int code, const char *reason, double tim
     /* The service thread writes what is pending, then the close frames; lws
      * waits for each client's answer. A client that does not read (full
      * socket buffers) never gets that far: the deadline bounds the wait. */
-    double deadline = now_s() + (timeout_s > 0 ? timeout_s : 0);
-    while (running && atomic_load(&ws->n_clients) > 0 && now_s() < deadline) {
+    double deadline = trk_now() + (timeout_s > 0 ? timeout_s : 0);
+    while (running && atomic_load(&ws->n_clients) > 0 && trk_now() < deadline) {
         struct timespec ts = { 0, 10 * 1000 * 1000 };
         nanosleep(&ts, NULL);
     }

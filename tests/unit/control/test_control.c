@@ -1,4 +1,4 @@
-/* daemon/control.c: trk_pixel_matches (the mask view) counts exactly the
+/* daemon/control.c and the mask view's rule: trk_pixel_matches (gpu/color.h) counts exactly the
  * CPU reference backend's mass for every object of random scenes in every
  * pixel format and matrix; trk_control_poll hands out each new version once;
  * trk_control_reload keeps the current set when the file is invalid. Through

@@ -1,7 +1,7 @@
 /* UTF-8 validation shared by the parsers of outside text (objects files,
  * client messages, names on the wire). Header-only: no library to link. */
-#ifndef TRK_CONFIG_UTF8_H
-#define TRK_CONFIG_UTF8_H
+#ifndef TRK_BASE_UTF8_H
+#define TRK_BASE_UTF8_H
 
 #include <stdbool.h>
 #include <stddef.h>
