@@ -5,10 +5,15 @@
 # and regional benchmarks run alternately old, new, old, new (each result
 # checked against the CPU truth by trackd-bench itself). Usage, through the
 # device tool:
-#   run: tests/gpu/side_by_side.sh .carry/old [passes]      (logs in $OUT)
+#   run: tests/gpu/side_by_side.sh .carry/old [passes [stages]]   (logs in $OUT)
+# stages: any of kernel blobs rrm cpu (default all); the kernel stage also
+# gives the whole call from a device image (dev_us) and from pinned host
+# memory (pin_us).
 set -u
 OLD=$1
 PASSES=${2:-2}
+STAGES=${3:-kernel blobs rrm cpu}
+on() { case " $STAGES " in *" $1 "*) return 0 ;; esac; return 1; }
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
@@ -22,15 +27,15 @@ wait
 for tree in old new; do [ -x /tmp/sbs-$tree/bench/trackd-bench ] || { echo "$tree: no bench"; exit 1; }; done
 bench() { # TREE: one pass of every benchmark, one line per case
   local B=/tmp/sbs-$1/bench/trackd-bench
-  $B --experiment cuda-kernels --sizes 1920x1080,3840x2160 --objects 8,128 \
-    --formats rgb24,nv12 --variants fused --truth cpu --iters 200 --warmup 20 2>&1 |
-    awk '/ fused /{print "kernel", $1, $2, $3, "kernel_us", $5}'
-  $B --experiment blobs --backends cuda --truth cpu --threads 0 --sizes 1920x1080 \
+  on kernel && $B --experiment cuda-kernels --sizes 1920x1080,3840x2160 --objects 8,128 \
+    --formats rgb24,nv12 --variants fused --truth cpu --iters 200 --warmup 20 2>&1 | tee -a "$OUT/raw-$1.txt" |
+    awk '/ fused /{print "kernel", $1, $2, $3, "kernel_us", $5, "dev_us", $13, "pin_us", $15}'
+  on blobs && $B --experiment blobs --backends cuda --truth cpu --threads 0 --sizes 1920x1080 \
     --iters 20 2>&1 | awk '/ on +cuda /{print "blobs", $1, $2, $3, "median_ms", $7, "kernel", $8}'
-  $B --experiment rrm --backends cuda --sizes 1920x1080,3840x2160 --instances 8,128 \
+  on rrm && $B --experiment rrm --backends cuda --sizes 1920x1080,3840x2160 --instances 8,128 \
     --rrm flat 2>&1 | awk '$4 == "cuda" {print "rrm", $1, "M=" $2, "full_ms", $7, "roi_ms", $8}'
   # The fast CPU backend (its files were split too), one thread.
-  $B --backends cpu --threads 1 --variants default --sizes 1920x1080 --objects 8,256 \
+  on cpu && $B --backends cpu --threads 1 --variants default --sizes 1920x1080 --objects 8,256 \
     --formats rgb24,nv12,yuyv,i420 --iters 20 2>&1 | awk '$4 == "cpu" {print "cpu", $1, $2, $3, "median_ms", $6}'
 }
 for p in $(seq 1 "$PASSES"); do
