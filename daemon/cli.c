@@ -12,15 +12,15 @@
 
 #define LOG_TAG "trackd"
 #include "backend.h"
-#include "hwdec.h"
+#include "source/hwdec.h"
 #include "pipeline.h"
 #include "log.h"
-#include "mqtt.h"
+#include "out/mqtt.h"
 #include "prefilter.h"
 #include "tracker.h"
 #include "trk_assert.h"
-#include "source.h"
-#include "v4l2.h"
+#include "source/source.h"
+#include "source/v4l2.h"
 
 #ifndef TRK_VERSION
 #define TRK_VERSION "0.0.0"

@@ -19,7 +19,7 @@ struct trk_settings {
     const char *objects; /* objects JSON; NULL = demo objects (demo) or none */
     const char *output;  /* NDJSON path, "-" = stdout, NULL = none */
     bool fast, loop;
-    int hwdec;        /* --hwdec: enum trk_hwdec (daemon/hwdec.h) */
+    int hwdec;        /* --hwdec: enum trk_hwdec (daemon/source/hwdec.h) */
     bool decode_only; /* --decode-only: time the decoder alone, no tracking */
     int spin;         /* --spin: enum trk_spin (pipeline.h) */
     int rt_priority;  /* --rt-priority: SCHED_FIFO priority, 0 = off */
@@ -68,11 +68,11 @@ struct trk_settings {
      * frame messages, MQTT topics and datagrams; always set after a
      * successful parse, 1..TRK_CAMERA_NAME_MAX of [A-Za-z0-9._-]. */
     char camera_name[TRK_CAMERA_NAME_MAX + 1];
-    const char *mqtt;    /* --mqtt URL (daemon/mqtt.h), NULL = none */
+    const char *mqtt;    /* --mqtt URL (daemon/out/mqtt.h), NULL = none */
     const char *mqtt_ca; /* --mqtt-ca FILE, NULL = the system's CAs */
     double mqtt_max_age; /* --mqtt-max-age SECONDS (trk_mqtt_cfg.max_age) */
-    /* --udp HOST:PORT (daemon/udp.h), --udp-ttl, --udp-iface (NULL: the
-     * route's); --osc HOST:PORT (daemon/osc.h) */
+    /* --udp HOST:PORT (daemon/out/udp.h), --udp-ttl, --udp-iface (NULL: the
+     * route's); --osc HOST:PORT (daemon/out/osc.h) */
     bool udp, osc;
     char udp_host[256], osc_host[256];
     int udp_port, udp_ttl, osc_port;

@@ -17,13 +17,13 @@
 #include "log.h"
 #include "messages.h"
 #include "prefilter.h"
-#include "control.h"
-#include "notify.h"
-#include "metrics.h"
-#include "mqtt.h"
-#include "preview.h"
-#include "sink.h"
-#include "snapshot.h"
+#include "control/control.h"
+#include "ops/notify.h"
+#include "ops/metrics.h"
+#include "out/mqtt.h"
+#include "control/preview.h"
+#include "out/sink.h"
+#include "ops/snapshot.h"
 #include "tracker.h"
 #include "trk_assert.h"
 #include "ws.h"
@@ -1157,7 +1157,7 @@ static void show_progress(struct pipeline *p, bool final)
             dt > 0 ? (frames - 1) / dt : 0.0, final ? "\n" : "   ");
 }
 
-/* The caller's thread's account of the service (daemon/notify.h). */
+/* The caller's thread's account of the service (daemon/ops/notify.h). */
 struct service_mark {
     double next_pet, next_status;
     double t;        /* when the last status went out */

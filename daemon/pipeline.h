@@ -13,8 +13,8 @@
 #include <stdio.h>
 
 #include "backend.h"
-#include "output.h"
-#include "source.h"
+#include "out/output.h"
+#include "source/source.h"
 
 struct trk_ws;
 struct trk_control;
@@ -23,7 +23,7 @@ struct trk_snapshot;
 struct trk_mqtt;
 struct trk_sink;
 
-/* Most network sinks (daemon/sink.h) one pipeline feeds. */
+/* Most network sinks (daemon/out/sink.h) one pipeline feeds. */
 #define TRK_PIPELINE_SINKS 4
 
 struct trk_pipeline_cfg {
@@ -36,7 +36,7 @@ struct trk_pipeline_cfg {
      * size change mid-stream) get a larger backend made between frames
      * (owned by the pipeline); NULL: such frames are skipped and counted. */
     const struct trk_backend_cfg *backend_cfg;
-    /* NDJSON sink or NULL; written with write(2) on its fd (daemon/output.h:
+    /* NDJSON sink or NULL; written with write(2) on its fd (daemon/out/output.h:
      * whole lines, losses counted), so nothing may be buffered in it. */
     FILE *output;
     /* The output's name for the log; NULL = "the results file". */
@@ -52,19 +52,19 @@ struct trk_pipeline_cfg {
     bool progress;         /* progress line on stderr (a terminal) */
     double stats_interval; /* seconds between stats log lines; 0 = none (the
                             * WebSocket "stats" go out every second anyway) */
-    /* The object set (daemon/control.h: the initial set, live edits and
+    /* The object set (daemon/control/control.h: the initial set, live edits and
      * reloads, applied to the backend between frames from the first frame
      * on), colour sampling, preview width / rate and the mask view.
      * Required. */
     struct trk_control *control;
-    /* systemd (daemon/notify.h): notify sends a STATUS= line every second
+    /* systemd (daemon/ops/notify.h): notify sends a STATUS= line every second
      * ("tracking 29.9 fps, 2 clients", "waiting for camera /dev/video0");
      * watchdog_period > 0 sends WATCHDOG=1 that often while the processing
      * thread is healthy: waiting for a frame (however long the source
      * delivers none) or on one for less than watchdog_period seconds. */
     bool notify;
     double watchdog_period;
-    /* The operations endpoints (daemon/metrics.h, daemon/snapshot.h), each
+    /* The operations endpoints (daemon/ops/metrics.h, daemon/ops/snapshot.h), each
      * NULL = none: every processed frame is counted there and lent to the
      * snapshot; the source's state and outages go to the metrics. */
     struct trk_metrics *metrics;
@@ -76,14 +76,14 @@ struct trk_pipeline_cfg {
     double prefilter;
     /* The camera's name (--name) in every frame message; NULL = none. */
     const char *camera;
-    /* The MQTT sink (daemon/mqtt.h) or NULL: each frame message, the object
+    /* The MQTT sink (daemon/out/mqtt.h) or NULL: each frame message, the object
      * set and the source's state go there too; its totals into stats. */
     struct trk_mqtt *mqtt;
     /* The tracker (daemon/tracker.h): enum trk_track_mode (--mode, 0 =
      * roi) and the periodic full-frame pass (--full-every, 0 = default). */
     int track_mode;
     int full_every;
-    /* Network sinks (--udp, --osc; daemon/sink.h), NULL = none: each gets
+    /* Network sinks (--udp, --osc; daemon/out/sink.h), NULL = none: each gets
      * every frame's results, copied into its own queue (never waiting for
      * the network); their counts join the stats log line. */
     struct trk_sink *sinks[TRK_PIPELINE_SINKS];

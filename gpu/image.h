@@ -34,7 +34,7 @@ enum trk_matrix { TRK_MATRIX_BT601 = 0, TRK_MATRIX_BT709 = 1 };
  * TRK_MEM_CUDA: device memory of the CUDA backend's device, in the
  * current (primary) context of the CUDA runtime: e.g. an NVDEC surface
  * that FFmpeg decoded with a CUDA device made on the primary context
- * (daemon/ffmpeg.c). Only the CUDA backend takes device images
+ * (daemon/source/ffmpeg.c). Only the CUDA backend takes device images
  * (trk_backend_accepts_device); it reads them in place, never writes to
  * them, and copies nothing from the host (upload_bytes 0). The pixels must
  * be complete before submit: written on the legacy default stream (what

@@ -231,7 +231,7 @@ struct trk_stats_info {
      * interval (trk_ws_write_delays): median, 99th percentile, max; < 0 =
      * none written (null). */
     double write_p50_ms, write_p99_ms, write_max_ms;
-    /* The MQTT sink's totals (daemon/mqtt.h), sent as "mqtt" when has_mqtt. */
+    /* The MQTT sink's totals (daemon/out/mqtt.h), sent as "mqtt" when has_mqtt. */
     bool has_mqtt, mqtt_connected;
     uint64_t mqtt_published, mqtt_dropped, mqtt_connects;
     /* The tracking mode ("roi" or "full"; NULL = omitted with the next) and
@@ -424,7 +424,7 @@ struct trk_cmsg {
 
 /* The control message types forwarded to the daemon (PROTOCOL.md section 5,
  * "Forwarded to the daemon"): the one list of them. The daemon maps each to
- * a handler (daemon/control.c); "auth" is answered by the server (ws.h). */
+ * a handler (daemon/control/control.c); "auth" is answered by the server (ws.h). */
 enum trk_ctl_type {
     TRK_CTL_SET_OBJECTS = 0,
     TRK_CTL_ADD_OBJECT,

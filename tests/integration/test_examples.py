@@ -27,7 +27,7 @@ import tempfile
 from daemon_proc import start_trackd, stop_trackd
 
 FRAMES = 15
-# Boxes around some of the demo scene's ball colours (daemon/demo.c).
+# Boxes around some of the demo scene's ball colours (daemon/source/demo.c).
 DEMO_BOXES = [("red", [200, 10, 10], [255, 75, 75]), ("green", [10, 170, 30], [75, 230, 95]),
               ("blue", [10, 50, 200], [75, 115, 255]), ("yellow", [205, 185, 10], [255, 255, 75])]
 LINE = re.compile(r"^frame (\d+):(.*)$")

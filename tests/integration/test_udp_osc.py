@@ -36,7 +36,7 @@ import time
 
 FRAMES = 45
 LIMIT = 1400
-# The demo scene's balls (daemon/demo.c), boxes around their colours.
+# The demo scene's balls (daemon/source/demo.c), boxes around their colours.
 DEMO = [("red", [200, 10, 10], [255, 75, 75]), ("green", [10, 170, 30], [75, 230, 95]),
         ("blue", [10, 50, 200], [75, 115, 255]), ("yellow", [205, 185, 10], [255, 255, 75])]
 failures = []

@@ -1,4 +1,4 @@
-/* daemon/control.c and the mask view's rule: trk_pixel_matches (gpu/color.h) counts exactly the
+/* daemon/control/control.c and the mask view's rule: trk_pixel_matches (gpu/color.h) counts exactly the
  * CPU reference backend's mass for every object of random scenes in every
  * pixel format and matrix; trk_control_poll hands out each new version once;
  * trk_control_reload keeps the current set when the file is invalid. Through
@@ -19,9 +19,9 @@
 #include <unistd.h>
 
 #include "../check.h"
-#include "camctl.h"
+#include "source/camctl.h"
 #include "color.h"
-#include "control.h"
+#include "control/control.h"
 #include "scene.h"
 
 static void mask_equals_mass(void)

@@ -10,7 +10,7 @@
 
 #include "../check.h"
 #include "cli.h"
-#include "mqtt.h"
+#include "out/mqtt.h"
 #include "log.h"
 
 /* The whole of path, NUL-terminated (NULL when unreadable). */

@@ -1,5 +1,5 @@
 /* The MQTT publisher's frame queue is bounded in bytes as well as in frames
- * (daemon/mqtt.h, TRK_MQTT_QUEUE_BYTES; issue 25, item 5): with no
+ * (daemon/out/mqtt.h, TRK_MQTT_QUEUE_BYTES; issue 25, item 5): with no
  * publisher thread nothing leaves the queue (nor ages out of it), so what
  * stays and what is counted as dropped, all under the "queue" reason,
  * follow from the bounds alone. */
@@ -8,7 +8,7 @@
 
 #include "../check.h"
 #include "frame.h" /* trk_now */
-#include "mqtt.h"
+#include "out/mqtt.h"
 
 int main(void)
 {

@@ -15,10 +15,10 @@
 #include <libavformat/avformat.h>
 
 #include "../check.h"
-#include "control.h"
-#include "hostpool.h"
+#include "control/control.h"
+#include "source/hostpool.h"
 #include "pipeline.h"
-#include "source.h"
+#include "source/source.h"
 
 #define W      320
 #define H      240

@@ -1,4 +1,4 @@
-/* The network sinks (daemon/sink.h, udp.h, osc.h):
+/* The network sinks (daemon/out/sink.h, udp.h, osc.h):
  *   queue      a sender stuck in send never holds up trk_sink_push; the
  *              oldest queued frames give way and are counted; what is sent
  *              is a copy (the caller's buffers are reused at once), in
@@ -26,10 +26,10 @@
 
 #include "../check.h"
 #include "messages.h"
-#include "netaddr.h"
-#include "osc.h"
-#include "sink.h"
-#include "udp.h"
+#include "out/netaddr.h"
+#include "out/osc.h"
+#include "out/sink.h"
+#include "out/udp.h"
 
 /* ------------------------------------------------------------ test frames */
 

@@ -23,12 +23,12 @@
 
 #include "../check.h"
 #include "backend.h"
-#include "control.h"
-#include "hwdec.h"
+#include "control/control.h"
+#include "source/hwdec.h"
 #include "log_hook.h"
 #include "pipeline.h"
-#include "source.h"
-#include "v4l2.h"
+#include "source/source.h"
+#include "source/v4l2.h"
 #include "ws.h"
 
 #define USB2 (24.0 * 1000 * 1000)

@@ -20,7 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "control.h" /* struct trk_reply */
+#include "control/control.h" /* struct trk_reply */
 #include "objects.h" /* struct trk_camera_control */
 
 struct trk_camctl;

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #define LOG_TAG "control"
-#include "camctl.h"
+#include "source/camctl.h"
 #include "color.h"
 #include "log.h"
 #include "preview.h"

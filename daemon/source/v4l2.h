@@ -58,7 +58,7 @@ struct trk_v4l2_cfg {
      * it must outlive the source. */
     struct trk_camctl *camctl;
     double timeout; /* seconds without a frame before read fails with -ETIMEDOUT */
-    /* --hwdec (daemon/hwdec.h) for MJPEG: NVDEC frames as device images
+    /* --hwdec (daemon/source/hwdec.h) for MJPEG: NVDEC frames as device images
      * when it allows; NULL = software decoding. Copied at create. */
     const struct trk_hwdec_cfg *hwdec;
     enum trk_cam_io io;

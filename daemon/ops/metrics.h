@@ -78,7 +78,7 @@ void trk_metrics_reopen(struct trk_metrics *m);
  * leaves the frame rate as it was. */
 void trk_metrics_set_totals(struct trk_metrics *m, uint64_t drops, int clients, double fps);
 void trk_metrics_set_lines_lost(struct trk_metrics *m, uint64_t lost);
-/* The MQTT sink's totals (daemon/mqtt.h); the trackd_mqtt_* metrics are
+/* The MQTT sink's totals (daemon/out/mqtt.h); the trackd_mqtt_* metrics are
  * shown from the first call on (only when --mqtt is given). */
 struct trk_mqtt_stats;
 void trk_metrics_set_mqtt(struct trk_metrics *m, const struct trk_mqtt_stats *st);

@@ -1,6 +1,6 @@
 /* --osc: Open Sound Control messages (liblo) for creative and AR tools
  * (TouchDesigner, Max, Unity, ...), sent from their own thread through a
- * trk_sink (daemon/sink.h). Per frame, for each object in order:
+ * trk_sink (daemon/out/sink.h). Per frame, for each object in order:
  *   found:      /trackd/<camera>/<name> f:cx f:cy i:mass
  *               then per listed blob k (0 = largest):
  *               /trackd/<camera>/<name>/blob i:k f:cx f:cy i:mass

@@ -1,6 +1,6 @@
 /* --udp: one compact JSON datagram per frame to a unicast or multicast
  * address (PROTOCOL.md, "UDP datagrams"), sent from its own thread through
- * a trk_sink (daemon/sink.h), so a slow network never slows the pipeline.
+ * a trk_sink (daemon/out/sink.h), so a slow network never slows the pipeline.
  *
  * A frame whose message is longer than TRK_UDP_PAYLOAD bytes is split by
  * object into parts, each a complete JSON object with the frame's header,

@@ -80,7 +80,7 @@ struct trk_file_cfg {
     /* Start again at the end of the file: seek back, or reopen it when it
      * cannot seek (raw .h264 and other elementary streams). */
     bool loop;
-    /* --hwdec (daemon/hwdec.h): NVDEC frames as device images when it
+    /* --hwdec (daemon/source/hwdec.h): NVDEC frames as device images when it
      * allows; NULL = software decoding. Copied at create. */
     const struct trk_hwdec_cfg *hwdec;
 };

@@ -12,7 +12,7 @@
 #define LOG_TAG "snapshot"
 #include "frame.h" /* trk_now */
 #include "log.h"
-#include "preview.h"
+#include "control/preview.h"
 
 /* Three slots: the newest frame, an older one a request is still encoding,
  * and the one the processing thread fills next. */
