@@ -10,7 +10,7 @@
 
 #include "trk_error.h" /* TRK_E* */
 #include "trk_clock.h" /* trk_now, trk_wall_ms */
-#include "out/mqtt.h"      /* trk_mqtt_stats */
+#include "out/mqtt.h"  /* trk_mqtt_stats */
 #include "snapshot.h"
 
 const double trk_metrics_bucket_le[TRK_METRICS_BUCKETS] = {

@@ -21,7 +21,7 @@
 #include <stdint.h>
 
 #include "control/control.h" /* struct trk_reply */
-#include "objects.h" /* struct trk_camera_control */
+#include "objects.h"         /* struct trk_camera_control */
 
 struct trk_camctl;
 

@@ -1,11 +1,10 @@
-/* daemon/control/control.c and the mask view's rule: trk_pixel_matches (gpu/color.h) counts exactly the
- * CPU reference backend's mass for every object of random scenes in every
- * pixel format and matrix; trk_control_poll hands out each new version once;
- * trk_control_reload keeps the current set when the file is invalid. Through
- * the reply handle: every control type has a handler, error codes come from
- * the failing rule, save/reload run off the calling (service) thread, a
- * save of one part changes only that section of the file on disk, and
- * sample requests are bounded per client, in all and in pixels read. */
+/* daemon/control/control.c and the mask view's rule: trk_pixel_matches (gpu/color.h) counts exactly
+ * the CPU reference backend's mass for every object of random scenes in every pixel format and
+ * matrix; trk_control_poll hands out each new version once; trk_control_reload keeps the current
+ * set when the file is invalid. Through the reply handle: every control type has a handler, error
+ * codes come from the failing rule, save/reload run off the calling (service) thread, a save of one
+ * part changes only that section of the file on disk, and sample requests are bounded per client,
+ * in all and in pixels read. */
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
