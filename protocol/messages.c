@@ -935,3 +935,13 @@ size_t trk_msg_request_id(const char *data, size_t len, char *out, size_t cap)
     json_decref(root);
     return n;
 }
+
+/* ----------------------------------- server -> client: the server's own acks */
+
+int trk_msg_ack_bool(struct trk_buf *b, const char *request, const char *id_json, const char *key,
+                     bool value)
+{
+    PUT(trk_msg_ack(b, request, id_json, true));
+    PUT(kv_str(b, ",", key, 64));
+    return trk_buf_puts(b, value ? ":true}" : ":false}");
+}

@@ -464,6 +464,11 @@ int trk_msg_parse_client(const char *data, size_t len, const char *const *contro
  * daemon's replies to control messages. */
 size_t trk_msg_request_id(const char *data, size_t len, char *out, size_t cap);
 
+/* {"type":"ack","request":request[,"id":id],key:true|false}: the acks the
+ * WebSocket server gives itself ("ok" for auth, "preview" for subscribe). */
+int trk_msg_ack_bool(struct trk_buf *b, const char *request, const char *id_json, const char *key,
+                     bool value);
+
 #ifdef __cplusplus
 }
 #endif

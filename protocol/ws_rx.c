@@ -45,8 +45,7 @@ static void client_auth(struct trk_ws *ws, struct client *c, const char *data, s
     } else {
         c->authed = true;
         struct trk_buf b = { 0 };
-        if (trk_msg_ack(&b, "auth", id, true) == 0 && trk_buf_puts(&b, ",\"ok\":true}") == 0)
-            trk_ws_client_reply_buf(ws, c, &b);
+        if (trk_msg_ack_bool(&b, "auth", id, "ok", true) == 0) trk_ws_client_reply_buf(ws, c, &b);
         trk_buf_free(&b);
     }
     json_decref(msg);
@@ -73,8 +72,7 @@ static void client_message(struct trk_ws *ws, struct client *c, char *data, size
             c->preview_on = cm.preview;
             if (!c->preview_on) msg_unref(&c->slot[TRK_WS_PREVIEW]); /* not a drop: unwanted */
         }
-        if (trk_msg_ack(&b, "subscribe", cm.id, true) == 0 &&
-            trk_buf_puts(&b, c->preview_on ? ",\"preview\":true}" : ",\"preview\":false}") == 0)
+        if (trk_msg_ack_bool(&b, "subscribe", cm.id, "preview", c->preview_on) == 0)
             trk_ws_client_reply_buf(ws, c, &b);
         break;
     case TRK_CMSG_CONTROL:

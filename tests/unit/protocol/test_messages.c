@@ -992,6 +992,15 @@ static void test_small_messages(void)
     j = parse(&b, "ack closed");
     CHECKF(j && json_object_get(j, "id") == NULL, "ack closed");
     json_decref(j);
+
+    /* The server's own acks (auth, subscribe), byte for byte as clients
+     * have always read them. */
+    trk_buf_reset(&b);
+    CHECK(trk_msg_ack_bool(&b, "auth", "7", "ok", true) == 0 &&
+          !strcmp(b.data, "{\"type\":\"ack\",\"request\":\"auth\",\"id\":7,\"ok\":true}"));
+    trk_buf_reset(&b);
+    CHECK(trk_msg_ack_bool(&b, "subscribe", NULL, "preview", false) == 0 &&
+          !strcmp(b.data, "{\"type\":\"ack\",\"request\":\"subscribe\",\"preview\":false}"));
     trk_buf_free(&b);
 }
 
