@@ -51,7 +51,7 @@ static void lws_emit(int level, const char *line)
     trk_log_write(l, "lws", 0, "%.*s", (int)n, line);
 }
 
-/* ------------------------------------------------------- lws callback */
+/* ------------------------------------------------------ frames, paths */
 
 static bool uri_is_ws_path(struct lws *wsi)
 {
@@ -75,6 +75,147 @@ static int close_with(struct lws *wsi, enum lws_close_status code, const char *r
     return -1;
 }
 
+/* ------------------------------------------------------- connections */
+
+/* Service thread: connection fd was just accepted, nothing read yet: the
+ * cheapest moment to refuse one too many (1). */
+static int conn_accept(struct trk_ws *ws, int fd)
+{
+    if (atomic_load(&ws->n_conns) >= ws->max_clients) {
+        trk_ws_http_refuse_busy(ws, fd);
+        return 1;
+    }
+    ws->accepted_fd = fd;
+    trk_ws_guard_add(fd);
+    return 0;
+}
+
+/* Service thread, at WSI_CREATE: the connection just accepted (h2 streams
+ * have no accept: not counted). Remembered by wsi: lws has no per-wsi field
+ * of ours that survives adoption, and at WSI_DESTROY the fd is already gone. */
+static int conn_created(struct trk_ws *ws, struct lws *wsi)
+{
+    if (ws->accepted_fd < 0) return 0;
+    for (int i = 0; i < ws->max_clients; i++)
+        if (!ws->conns[i].wsi) {
+            ws->conns[i] = (struct conn){ wsi, ws->accepted_fd, 0 };
+            atomic_fetch_add(&ws->n_conns, 1);
+            break;
+        }
+    ws->accepted_fd = -1;
+    return 0;
+}
+
+static int conn_destroyed(struct trk_ws *ws, struct lws *wsi)
+{
+    for (int i = 0; i < ws->max_clients; i++)
+        if (ws->conns[i].wsi == wsi) {
+            trk_ws_guard_remove(ws->conns[i].fd);
+            ws->conns[i] = (struct conn){ 0 }; /* free; a late answer finds no one */
+            atomic_fetch_sub(&ws->n_conns, 1);
+            break;
+        }
+    return 0;
+}
+
+/* Service thread, at HTTP_CONFIRM_UPGRADE: whether a WebSocket upgrade asks
+ * for a version other than 13. */
+static bool wrong_version(struct lws *wsi, const char *upgrade)
+{
+    char v[8];
+    return upgrade && !strcasecmp(upgrade, "websocket") &&
+           (lws_hdr_copy(wsi, v, sizeof v, WSI_TOKEN_VERSION) != 2 || strcmp(v, "13"));
+}
+
+/* Service thread, at FILTER_PROTOCOL_CONNECTION: WebSocket only at /ws
+ * (other paths are for files), and no new clients once the server says
+ * goodbye (trk_ws_shutdown). */
+static bool ws_refused(struct trk_ws *ws, struct lws *wsi)
+{
+    if (ws->no_websocket || !uri_is_ws_path(wsi)) return true;
+    pthread_mutex_lock(&ws->lock);
+    bool refuse = ws->closing;
+    pthread_mutex_unlock(&ws->lock);
+    return refuse;
+}
+
+/* Service thread, at WS_PEER_INITIATED_CLOSE: lws answers a close by
+ * echoing its payload p; it already turns most codes that may not be sent
+ * into 1002, but not 5000 and up. */
+static int peer_close(unsigned char *p, size_t len)
+{
+    if (len == 1) return -1; /* not even a code: hang up */
+    if (len >= 2 && !close_code_ok((unsigned)p[0] << 8 | p[1])) {
+        p[0] = LWS_CLOSE_STATUS_PROTOCOL_ERR >> 8;
+        p[1] = LWS_CLOSE_STATUS_PROTOCOL_ERR & 0xff;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------- clients */
+
+/* Service thread: connection wsi became WebSocket client c: its id, rights
+ * and queues; it joins the client list with the hello and the last status
+ * pending. -1 (hang up) when its queue cannot be allocated. */
+static int client_established(struct trk_ws *ws, struct client *c, struct lws *wsi)
+{
+    c->wsi = wsi;
+    c->fd = lws_get_socket_fd(wsi);
+    trk_ws_guard_upgraded(c->fd, wsi);
+    c->id = atomic_fetch_add(&ws->next_client_id, 1) + 1;
+    atomic_store(&c->preview_on, true);
+    c->authed = !ws->token;
+    c->owner = -1;
+    if (ws->token) { /* ws://host/ws?token=... */
+        char arg[256];
+        const char *v = lws_get_urlarg_by_name(wsi, "token=", arg, (int)sizeof arg);
+        if (v && trk_ws_token_equal(v, strlen(v), ws->token)) c->authed = true;
+    }
+    c->results = calloc((size_t)ws->queue_len, sizeof *c->results);
+    if (!c->results) return -1;
+    if (lws_get_peer_simple(wsi, c->peer, sizeof c->peer) == NULL)
+        snprintf(c->peer, sizeof c->peer, "?");
+    pthread_mutex_lock(&ws->lock);
+    c->hello = msg_ref(ws->hello);
+    c->slot[TRK_WS_STATUS] = msg_ref(ws->last_status);
+    c->next = ws->clients;
+    ws->clients = c;
+    c->established = true;
+    /* Let in just before trk_ws_shutdown: it says goodbye too. */
+    c->closing = ws->closing;
+    pthread_mutex_unlock(&ws->lock);
+    atomic_fetch_add(&ws->n_clients, 1);
+    log_debug("client %llu connected from %s", (unsigned long long)c->id, c->peer);
+    if (trk_ws_client_pending(c) || c->closing || trk_ws_guard_unmasked(c->fd))
+        lws_callback_on_writable(wsi);
+    return 0;
+}
+
+/* Service thread: established client c has gone: off the list, its queues
+ * released, the daemon told. */
+static void client_closed(struct trk_ws *ws, struct client *c)
+{
+    trk_ws_guard_remove(c->fd); /* before lws closes the fd */
+    pthread_mutex_lock(&ws->lock);
+    for (struct client **p = &ws->clients; *p; p = &(*p)->next)
+        if (*p == c) {
+            *p = c->next;
+            break;
+        }
+    c->established = false;
+    pthread_mutex_unlock(&ws->lock);
+    atomic_fetch_sub(&ws->n_clients, 1);
+    trk_ws_client_clear(ws, c);
+    if (ws->on_close) ws->on_close(ws->user, c->id);
+    log_debug("client %llu disconnected (%llu sent, %llu dropped)", (unsigned long long)c->id,
+              (unsigned long long)atomic_load(&c->sent),
+              (unsigned long long)atomic_load(&c->dropped));
+}
+
+/* ------------------------------------------------------- lws callback */
+
+/* Every lws event of the server, on the service thread: each reason to the
+ * part it concerns. */
 static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
                     size_t len)
 {
@@ -82,128 +223,33 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
     struct client *c = user;
 
     switch (reason) {
-    case LWS_CALLBACK_FILTER_NETWORK_CONNECTION: {
-        /* Just accepted, nothing read yet: the cheapest moment to refuse. */
-        int fd = (int)(intptr_t)in;
-        if (atomic_load(&ws->n_conns) >= ws->max_clients) {
-            trk_ws_http_refuse_busy(ws, fd);
-            return 1;
-        }
-        ws->accepted_fd = fd;
-        trk_ws_guard_add(fd);
-        return 0;
-    }
+    case LWS_CALLBACK_FILTER_NETWORK_CONNECTION: return conn_accept(ws, (int)(intptr_t)in);
 
-    case LWS_CALLBACK_WSI_CREATE:
-        /* The connection just accepted (h2 streams have no accept: not
-         * counted). Remembered by wsi: lws has no per-wsi field of ours that
-         * survives adoption, and at WSI_DESTROY the fd is already gone. */
-        if (ws->accepted_fd >= 0) {
-            for (int i = 0; i < ws->max_clients; i++)
-                if (!ws->conns[i].wsi) {
-                    ws->conns[i] = (struct conn){ wsi, ws->accepted_fd, 0 };
-                    atomic_fetch_add(&ws->n_conns, 1);
-                    break;
-                }
-            ws->accepted_fd = -1;
-        }
-        return 0;
+    case LWS_CALLBACK_WSI_CREATE: return conn_created(ws, wsi);
 
-    case LWS_CALLBACK_WSI_DESTROY:
-        for (int i = 0; i < ws->max_clients; i++)
-            if (ws->conns[i].wsi == wsi) {
-                trk_ws_guard_remove(ws->conns[i].fd);
-                ws->conns[i] = (struct conn){ 0 }; /* free; a late answer finds no one */
-                atomic_fetch_sub(&ws->n_conns, 1);
-                break;
-            }
-        return 0;
+    case LWS_CALLBACK_WSI_DESTROY: return conn_destroyed(ws, wsi);
 
     case LWS_CALLBACK_FILTER_HTTP_CONNECTION:
         /* A file request, before the mount opens anything. */
         if (trk_ws_http_filter(ws, wsi, in, len)) return -1;
         break;
 
-    case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE: {
-        char v[8];
-        if (in && !strcasecmp(in, "websocket") &&
-            (lws_hdr_copy(wsi, v, sizeof v, WSI_TOKEN_VERSION) != 2 || strcmp(v, "13")))
-            return trk_ws_http_refuse_version(wsi);
+    case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE:
+        if (wrong_version(wsi, in)) return trk_ws_http_refuse_version(wsi);
         break;
-    }
 
-    case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE: {
-        /* lws answers a close by echoing its payload; it already turns most
-         * codes that may not be sent into 1002, but not 5000 and up. */
-        unsigned char *p = in;
-        if (len == 1) return -1; /* not even a code: hang up */
-        if (len >= 2 && !close_code_ok((unsigned)p[0] << 8 | p[1])) {
-            p[0] = LWS_CLOSE_STATUS_PROTOCOL_ERR >> 8;
-            p[1] = LWS_CLOSE_STATUS_PROTOCOL_ERR & 0xff;
-        }
-        return 0;
-    }
+    case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE: return peer_close(in, len);
 
     case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
-        /* WebSocket only at /ws: other paths are for files. No new
-         * clients once the server says goodbye (trk_ws_shutdown). */
-        if (ws->no_websocket || !uri_is_ws_path(wsi)) return 1;
-        pthread_mutex_lock(&ws->lock);
-        bool refuse = ws->closing;
-        pthread_mutex_unlock(&ws->lock);
-        if (refuse) return 1;
+        if (ws_refused(ws, wsi)) return 1;
         break;
 
-    case LWS_CALLBACK_ESTABLISHED: {
-        c->wsi = wsi;
-        c->fd = lws_get_socket_fd(wsi);
-        trk_ws_guard_upgraded(c->fd, wsi);
-        c->id = atomic_fetch_add(&ws->next_client_id, 1) + 1;
-        atomic_store(&c->preview_on, true);
-        c->authed = !ws->token;
-        c->owner = -1;
-        if (ws->token) { /* ws://host/ws?token=... */
-            char arg[256];
-            const char *v = lws_get_urlarg_by_name(wsi, "token=", arg, (int)sizeof arg);
-            if (v && trk_ws_token_equal(v, strlen(v), ws->token)) c->authed = true;
-        }
-        c->results = calloc((size_t)ws->queue_len, sizeof *c->results);
-        if (!c->results) return -1;
-        if (lws_get_peer_simple(wsi, c->peer, sizeof c->peer) == NULL)
-            snprintf(c->peer, sizeof c->peer, "?");
-        pthread_mutex_lock(&ws->lock);
-        c->hello = msg_ref(ws->hello);
-        c->slot[TRK_WS_STATUS] = msg_ref(ws->last_status);
-        c->next = ws->clients;
-        ws->clients = c;
-        c->established = true;
-        /* Let in just before trk_ws_shutdown: it says goodbye too. */
-        c->closing = ws->closing;
-        pthread_mutex_unlock(&ws->lock);
-        atomic_fetch_add(&ws->n_clients, 1);
-        log_debug("client %llu connected from %s", (unsigned long long)c->id, c->peer);
-        if (trk_ws_client_pending(c) || c->closing || trk_ws_guard_unmasked(c->fd))
-            lws_callback_on_writable(wsi);
+    case LWS_CALLBACK_ESTABLISHED:
+        if (client_established(ws, c, wsi)) return -1;
         break;
-    }
 
     case LWS_CALLBACK_CLOSED:
-        if (!c->established) break;
-        trk_ws_guard_remove(c->fd); /* before lws closes the fd */
-        pthread_mutex_lock(&ws->lock);
-        for (struct client **p = &ws->clients; *p; p = &(*p)->next)
-            if (*p == c) {
-                *p = c->next;
-                break;
-            }
-        c->established = false;
-        pthread_mutex_unlock(&ws->lock);
-        atomic_fetch_sub(&ws->n_clients, 1);
-        trk_ws_client_clear(ws, c);
-        if (ws->on_close) ws->on_close(ws->user, c->id);
-        log_debug("client %llu disconnected (%llu sent, %llu dropped)", (unsigned long long)c->id,
-                  (unsigned long long)atomic_load(&c->sent),
-                  (unsigned long long)atomic_load(&c->dropped));
+        if (c->established) client_closed(ws, c);
         break;
 
     case LWS_CALLBACK_SERVER_WRITEABLE:
@@ -352,18 +398,9 @@ static void *service_main(void *arg)
     return NULL;
 }
 
-int trk_ws_start(struct trk_ws *ws)
+/* The one protocol, WebSocket and HTTP alike, served by callback. */
+static void set_protocols(struct trk_ws *ws)
 {
-    if (!ws) return TRK_EINVAL;
-    pthread_mutex_lock(&ws->lock);
-    bool busy = ws->running || ws->stopped;
-    pthread_mutex_unlock(&ws->lock);
-    if (busy) return -EALREADY;
-
-    /* lws logs to stderr at NOTICE by default; the daemon wants only
-     * problems, through its own logger. */
-    lws_set_log_level(LLL_ERR | LLL_WARN, lws_emit);
-
     ws->protocols[0] = (struct lws_protocols){
         .name = WS_SUBPROTOCOL,
         .callback = callback,
@@ -373,16 +410,11 @@ int trk_ws_start(struct trk_ws *ws)
     /* protocols[0] doubles as the default: a client that asks for no
      * subprotocol is bound to it, so any WebSocket library can connect. */
     memset(&ws->protocols[1], 0, sizeof ws->protocols[1]);
+}
 
-    const struct lws_http_mount *mounts;
-    int err = trk_ws_http_mounts(ws, &mounts);
-    if (err) return err;
-
-    struct sockaddr_storage sa;
-    char numeric[INET6_ADDRSTRLEN + 8];
-    err = trk_ws_pick_address(ws, &sa, numeric, sizeof numeric);
-    if (err) return err;
-
+/* The lws context, without a listener yet (trk_ws_listen adds the vhost). */
+static int create_context(struct trk_ws *ws)
+{
     struct lws_context_creation_info info;
     memset(&info, 0, sizeof info);
     /* Text messages and close reasons must be UTF-8 (else close 1007). */
@@ -396,15 +428,21 @@ int trk_ws_start(struct trk_ws *ws)
         trk_ws_set_why(ws, "cannot create the libwebsockets context");
         return TRK_ENOMEM;
     }
+    return 0;
+}
 
-    err = trk_ws_listen(ws, &sa, numeric, mounts);
-    if (err) {
-        lws_context_destroy(ws->ctx);
-        ws->ctx = NULL;
-        ws->vhost = NULL;
-        return err;
-    }
+/* A start that failed after create_context: back to no context. */
+static void drop_context(struct trk_ws *ws)
+{
+    lws_context_destroy(ws->ctx);
+    ws->ctx = NULL;
+    ws->vhost = NULL;
+    ws->bound_port = -1;
+}
 
+/* The service thread; producers may wake it from now on. 0 or -errno. */
+static int start_thread(struct trk_ws *ws)
+{
     pthread_mutex_lock(&ws->lock);
     ws->running = true;
     pthread_mutex_unlock(&ws->lock);
@@ -414,13 +452,38 @@ int trk_ws_start(struct trk_ws *ws)
         pthread_mutex_lock(&ws->lock);
         ws->running = false;
         pthread_mutex_unlock(&ws->lock);
-        lws_context_destroy(ws->ctx);
-        ws->ctx = NULL;
-        ws->vhost = NULL;
-        ws->bound_port = -1;
         return -rc;
     }
     ws->thread_started = true;
+    return 0;
+}
+
+int trk_ws_start(struct trk_ws *ws)
+{
+    if (!ws) return TRK_EINVAL;
+    pthread_mutex_lock(&ws->lock);
+    bool busy = ws->running || ws->stopped;
+    pthread_mutex_unlock(&ws->lock);
+    if (busy) return -EALREADY;
+
+    /* lws logs to stderr at NOTICE by default; the daemon wants only
+     * problems, through its own logger. */
+    lws_set_log_level(LLL_ERR | LLL_WARN, lws_emit);
+    set_protocols(ws);
+    const struct lws_http_mount *mounts;
+    int err = trk_ws_http_mounts(ws, &mounts);
+    if (err) return err;
+    struct sockaddr_storage sa;
+    char numeric[INET6_ADDRSTRLEN + 8];
+    err = trk_ws_pick_address(ws, &sa, numeric, sizeof numeric);
+    if (!err) err = create_context(ws);
+    if (err) return err;
+    err = trk_ws_listen(ws, &sa, numeric, mounts);
+    if (!err) err = start_thread(ws);
+    if (err) {
+        drop_context(ws);
+        return err;
+    }
     char where[300];
     trk_ws_host_port(numeric[0] ? numeric : NULL, ws->bound_port, where, sizeof where);
     log_debug("listening on %s", where);
