@@ -1,7 +1,8 @@
 /* trackd WebSocket + HTTP server on libwebsockets 4.1. See ws.h; its parts
  * are listed in ws_int.h. This file: the lifecycle (create, start, stop,
- * shutdown, destroy), the service thread, and the lws callback, which hands
- * each reason to the part it concerns.
+ * shutdown, destroy), the service thread, the lws callback, which hands each
+ * reason to the part it concerns, the connections and the client list, and
+ * the server's counts.
  *
  * Threads and ownership:
  *   - Producer threads (pipeline, preview encoder, stats, control replies)
@@ -171,8 +172,7 @@ static int client_established(struct trk_ws *ws, struct client *c, struct lws *w
         const char *v = lws_get_urlarg_by_name(wsi, "token=", arg, (int)sizeof arg);
         if (v && trk_ws_token_equal(v, strlen(v), ws->token)) c->authed = true;
     }
-    c->results = calloc((size_t)ws->queue_len, sizeof *c->results);
-    if (!c->results) return -1;
+    if (trk_ws_client_init(ws, c)) return -1;
     if (lws_get_peer_simple(wsi, c->peer, sizeof c->peer) == NULL)
         snprintf(c->peer, sizeof c->peer, "?");
     pthread_mutex_lock(&ws->lock);
@@ -205,7 +205,7 @@ static void client_closed(struct trk_ws *ws, struct client *c)
     c->established = false;
     pthread_mutex_unlock(&ws->lock);
     atomic_fetch_sub(&ws->n_clients, 1);
-    trk_ws_client_clear(ws, c);
+    trk_ws_client_clear(c);
     if (ws->on_close) ws->on_close(ws->user, c->id);
     log_debug("client %llu disconnected (%llu sent, %llu dropped)", (unsigned long long)c->id,
               (unsigned long long)atomic_load(&c->sent),
@@ -332,6 +332,7 @@ int trk_ws_create(const struct trk_ws_cfg *cfg, struct trk_ws **out)
     ws->max_clients = cfg->max_clients ? cfg->max_clients : TRK_WS_MAX_CLIENTS_DEFAULT;
     ws->accepted_fd = -1;
     pthread_mutex_init(&ws->lock, NULL);
+    trk_ws_handoff_clear(&ws->h); /* its bounds */
     if (!(ws->conns = calloc((size_t)ws->max_clients, sizeof *ws->conns))) goto nomem;
     if (cfg->address && *cfg->address && !(ws->address = strdup(cfg->address))) goto nomem;
     if (cfg->web_root && !(ws->web_root = strdup(cfg->web_root))) goto nomem;
@@ -493,6 +494,16 @@ int trk_ws_start(struct trk_ws *ws)
 int trk_ws_port(const struct trk_ws *ws)
 {
     return ws ? ws->bound_port : -1;
+}
+
+void trk_ws_get_stats(struct trk_ws *ws, struct trk_ws_stats *st)
+{
+    memset(st, 0, sizeof *st);
+    if (!ws) return;
+    st->clients = atomic_load(&ws->n_clients);
+    st->messages_sent = atomic_load(&ws->sent);
+    st->messages_dropped = atomic_load(&ws->dropped);
+    st->bytes_sent = atomic_load(&ws->bytes);
 }
 
 int trk_ws_get_clients(struct trk_ws *ws, struct trk_ws_client_stats *out, int max)

@@ -74,6 +74,14 @@ static inline void msg_unref(struct msg **pm)
 
 /* ------------------------------------------------------------- clients */
 
+/* A queue of messages bounded in entries and in bytes: the oldest go to make
+ * room, the newest always stays. The ring's index side; its cap entries are
+ * an array beside it (the hand-off is copied whole, so no pointer to it). */
+struct ring {
+    unsigned cap, head, count;
+    size_t bytes, max_bytes; /* of the messages queued; at most max_bytes */
+};
+
 /* lws per-session data: one per connection, zeroed by lws. Owned by the
  * service thread except what get_clients reads: atomics, and id, peer and
  * the list links, which are set under ws->lock. */
@@ -88,14 +96,12 @@ struct client {
     atomic_bool preview_on; /* also read by get_clients */
     atomic_int view;        /* previews of this view only (trk_ws_set_view) */
     char peer[64];
-    struct msg *hello;    /* written before anything else */
-    struct msg **results; /* ring of ws->queue_len         */
-    unsigned r_head, r_count;
-    size_t r_bytes;                      /* of the results queued, at most TRK_WS_QUEUE_BYTES */
-    struct msg *slot[TRK_WS_KIND_COUNT]; /* newest-only kinds            */
-    struct msg *replies[CLIENT_REPLIES];
-    unsigned q_head, q_count;
-    size_t q_bytes; /* of the replies queued, at most CLIENT_REPLY_BYTES */
+    struct msg *hello;                   /* written before anything else */
+    struct ring results;                 /* ws->queue_len, TRK_WS_QUEUE_BYTES */
+    struct msg **result_at;              /* its entries                       */
+    struct msg *slot[TRK_WS_KIND_COUNT]; /* newest-only kinds                 */
+    struct ring replies;                 /* CLIENT_REPLIES, CLIENT_REPLY_BYTES */
+    struct msg *reply_at[CLIENT_REPLIES];
     /* Reassembly of a message that arrives in several fragments/chunks. */
     char *rx;
     size_t rx_len;
@@ -110,16 +116,13 @@ struct client {
 };
 
 struct handoff {
-    struct msg *results[HANDOFF_RESULTS];
-    unsigned r_head, r_count;
-    size_t r_bytes, q_bytes;             /* at most HANDOFF_RESULT_BYTES, HANDOFF_REPLY_BYTES */
+    struct ring results; /* HANDOFF_RESULTS, HANDOFF_RESULT_BYTES */
+    struct msg *result_at[HANDOFF_RESULTS];
     struct msg *slot[TRK_WS_KIND_COUNT]; /* previews: in views[] instead */
     struct msg *views[TRK_WS_VIEWS];     /* the newest preview of each view */
-    struct {
-        uint64_t client;
-        struct msg *m;
-    } replies[HANDOFF_REPLIES];
-    unsigned q_head, q_count;
+    struct ring replies;                 /* HANDOFF_REPLIES, HANDOFF_REPLY_BYTES */
+    struct msg *reply_at[HANDOFF_REPLIES];
+    uint64_t reply_to[HANDOFF_REPLIES]; /* each reply's client */
 };
 
 struct trk_ws {
@@ -221,13 +224,17 @@ void trk_ws_client_reply_buf(struct trk_ws *ws, struct client *c, const struct t
 /* Service thread, at c's SERVER_WRITEABLE: writes its next message, or the
  * close frame once nothing is pending and it is closing. -1: close. */
 int trk_ws_client_write(struct trk_ws *ws, struct client *c);
+/* Service thread: c's queues, as it becomes a WebSocket client. 0 or
+ * TRK_ENOMEM. */
+int trk_ws_client_init(struct trk_ws *ws, struct client *c);
 /* Releases everything a closing client still holds. */
-void trk_ws_client_clear(struct trk_ws *ws, struct client *c);
+void trk_ws_client_clear(struct client *c);
 /* Service thread, at EVENT_WAIT_CANCELLED: moves everything published since
  * the last wake-up to the clients, and keeps polling while a result is
  * expected (trk_ws_expect). */
 void trk_ws_drain(struct trk_ws *ws);
-/* Releases what a hand-off holds and zeroes it. */
+/* Releases what a hand-off holds and empties it (also the first set-up of a
+ * zeroed one). */
 void trk_ws_handoff_clear(struct handoff *h);
 
 /* ------------------------------------------------------------- ws_rx.c */

@@ -3,7 +3,8 @@
  * fan-out to the per-client queues (results bounded in messages and bytes,
  * replies likewise, newest-only slots for the other kinds), the writes in
  * publish order, and the polling while a result is expected. The producers'
- * side of ws.h (broadcast, send_to, hello, views, stats) lives here too.
+ * side of ws.h (broadcast, send_to, hello, views, write delays) lives here
+ * too.
  */
 #include <errno.h>
 #include <sched.h>
@@ -43,9 +44,61 @@ static void count_drop(struct trk_ws *ws, struct client *c)
     atomic_fetch_add_explicit(&ws->dropped, 1, memory_order_relaxed);
 }
 
+/* ------------------------------------------------------ client queues */
+
+/* The oldest message leaves ring r over at[]; the caller releases it. */
+static struct msg *ring_pop(struct ring *r, struct msg **at)
+{
+    struct msg *m = at[r->head];
+    at[r->head] = NULL;
+    r->bytes -= m->len;
+    r->head = (r->head + 1) % r->cap;
+    r->count--;
+    return m;
+}
+
+/* Queues m (taking over the caller's reference) at the newest end of ring r
+ * over at[]; returns its index. First the oldest go, in messages and in
+ * bytes (a slow client skips ahead to the newest), each one of c's drops (c
+ * NULL: the server's only): into gone[] (*n_gone of them, for the caller to
+ * release after its lock) when gone is given, else released here. */
+static unsigned ring_push(struct trk_ws *ws, struct client *c, struct ring *r, struct msg **at,
+                          struct msg *m, struct msg **gone, unsigned *n_gone)
+{
+    while (r->count && (r->count == r->cap || r->bytes + m->len > r->max_bytes)) {
+        struct msg *old = ring_pop(r, at);
+        if (gone)
+            gone[(*n_gone)++] = old;
+        else
+            msg_unref(&old);
+        count_drop(ws, c);
+    }
+    unsigned i = (r->head + r->count++) % r->cap;
+    r->bytes += m->len;
+    at[i] = m;
+    return i;
+}
+
+static void ring_clear(struct ring *r, struct msg **at)
+{
+    while (r->count) {
+        struct msg *m = ring_pop(r, at);
+        msg_unref(&m);
+    }
+}
+
+int trk_ws_client_init(struct trk_ws *ws, struct client *c)
+{
+    c->result_at = calloc((size_t)ws->queue_len, sizeof *c->result_at);
+    if (!c->result_at) return TRK_ENOMEM;
+    c->results = (struct ring){ .cap = (unsigned)ws->queue_len, .max_bytes = TRK_WS_QUEUE_BYTES };
+    c->replies = (struct ring){ .cap = CLIENT_REPLIES, .max_bytes = CLIENT_REPLY_BYTES };
+    return 0;
+}
+
 bool trk_ws_client_pending(const struct client *c)
 {
-    if (c->hello || c->r_count || c->q_count) return true;
+    if (c->hello || c->results.count || c->replies.count) return true;
     for (int k = 0; k < TRK_WS_KIND_COUNT; k++)
         if (c->slot[k]) return true;
     return false;
@@ -55,18 +108,7 @@ bool trk_ws_client_pending(const struct client *c)
 static void client_push(struct trk_ws *ws, struct client *c, int kind, struct msg *m)
 {
     if (kind == TRK_WS_RESULT) {
-        unsigned cap = (unsigned)ws->queue_len;
-        /* Drop-oldest, in messages and in bytes: a slow client skips ahead
-         * to the newest results. */
-        while (c->r_count && (c->r_count == cap || c->r_bytes + m->len > TRK_WS_QUEUE_BYTES)) {
-            c->r_bytes -= c->results[c->r_head]->len;
-            msg_unref(&c->results[c->r_head]);
-            c->r_head = (c->r_head + 1) % cap;
-            c->r_count--;
-            count_drop(ws, c);
-        }
-        c->r_bytes += m->len;
-        c->results[(c->r_head + c->r_count++) % cap] = msg_ref(m);
+        ring_push(ws, c, &c->results, c->result_at, msg_ref(m), NULL, NULL);
         return;
     }
     if (kind == TRK_WS_PREVIEW && (!c->preview_on || m->view != atomic_load(&c->view))) return;
@@ -80,16 +122,7 @@ static void client_push(struct trk_ws *ws, struct client *c, int kind, struct ms
 /* Service thread: queue a reply (takes over the caller's reference). */
 static void client_reply(struct trk_ws *ws, struct client *c, struct msg *m)
 {
-    while (c->q_count &&
-           (c->q_count == CLIENT_REPLIES || c->q_bytes + m->len > CLIENT_REPLY_BYTES)) {
-        c->q_bytes -= c->replies[c->q_head]->len;
-        msg_unref(&c->replies[c->q_head]);
-        c->q_head = (c->q_head + 1) % CLIENT_REPLIES;
-        c->q_count--;
-        count_drop(ws, c);
-    }
-    c->q_bytes += m->len;
-    c->replies[(c->q_head + c->q_count++) % CLIENT_REPLIES] = m;
+    ring_push(ws, c, &c->replies, c->reply_at, m, NULL, NULL);
     lws_callback_on_writable(c->wsi);
 }
 
@@ -101,54 +134,41 @@ void trk_ws_client_reply_buf(struct trk_ws *ws, struct client *c, const struct t
 
 /* Service thread: the next message to write, in publish order (hello
  * first). Returns where it is stored so the caller can release it. */
-static struct msg **client_next(struct trk_ws *ws, struct client *c)
+static struct msg **client_next(struct client *c)
 {
     if (c->hello) return &c->hello;
     struct msg **best = NULL;
-    if (c->q_count) best = &c->replies[c->q_head];
-    if (c->r_count) {
-        struct msg **r = &c->results[c->r_head];
+    if (c->replies.count) best = &c->reply_at[c->replies.head];
+    if (c->results.count) {
+        struct msg **r = &c->result_at[c->results.head];
         if (!best || (*r)->order < (*best)->order) best = r;
     }
     for (int k = 0; k < TRK_WS_KIND_COUNT; k++)
         if (c->slot[k] && (!best || c->slot[k]->order < (*best)->order)) best = &c->slot[k];
-    (void)ws;
     return best;
 }
 
-static void client_pop(struct trk_ws *ws, struct client *c, struct msg **where)
+/* Releases the message at where (from client_next), written. */
+static void client_pop(struct client *c, struct msg **where)
 {
-    size_t len = *where ? (*where)->len : 0;
-    msg_unref(where);
-    if (where == &c->replies[c->q_head] && c->q_count) {
-        c->q_head = (c->q_head + 1) % CLIENT_REPLIES;
-        c->q_count--;
-        c->q_bytes -= len;
-    } else if (c->r_count && where == &c->results[c->r_head]) {
-        c->r_head = (c->r_head + 1) % (unsigned)ws->queue_len;
-        c->r_count--;
-        c->r_bytes -= len;
-    }
+    struct msg *m = NULL;
+    if (c->replies.count && where == &c->reply_at[c->replies.head])
+        m = ring_pop(&c->replies, c->reply_at);
+    else if (c->results.count && where == &c->result_at[c->results.head])
+        m = ring_pop(&c->results, c->result_at);
+    msg_unref(m ? &m : where);
 }
 
 /* Releases everything a closing client still holds. */
-void trk_ws_client_clear(struct trk_ws *ws, struct client *c)
+void trk_ws_client_clear(struct client *c)
 {
-    while (c->r_count) {
-        msg_unref(&c->results[c->r_head]);
-        c->r_head = (c->r_head + 1) % (unsigned)ws->queue_len;
-        c->r_count--;
-    }
-    c->r_bytes = 0;
-    free(c->results);
-    c->results = NULL;
+    ring_clear(&c->results, c->result_at);
+    free(c->result_at);
+    c->result_at = NULL;
     msg_unref(&c->hello);
     for (int k = 0; k < TRK_WS_KIND_COUNT; k++)
         msg_unref(&c->slot[k]);
-    for (unsigned i = 0; i < c->q_count; i++)
-        msg_unref(&c->replies[(c->q_head + i) % CLIENT_REPLIES]);
-    c->q_count = 0;
-    c->q_bytes = 0;
+    ring_clear(&c->replies, c->reply_at);
     free(c->rx);
     c->rx = NULL;
 }
@@ -167,7 +187,7 @@ static void record_write(struct trk_ws *ws, const struct msg *m)
 int trk_ws_client_write(struct trk_ws *ws, struct client *c)
 {
     struct lws *wsi = c->wsi;
-    struct msg **where = client_next(ws, c);
+    struct msg **where = client_next(c);
     if (!where && c->closing) {
         /* Everything pending is written: a close frame, so the client
          * sees a clean close with the reason rather than a dropped
@@ -188,12 +208,20 @@ int trk_ws_client_write(struct trk_ws *ws, struct client *c)
     atomic_fetch_add_explicit(&c->bytes, m->len, memory_order_relaxed);
     atomic_fetch_add_explicit(&ws->sent, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&ws->bytes, m->len, memory_order_relaxed);
-    client_pop(ws, c, where);
+    client_pop(c, where);
     if (trk_ws_client_pending(c) || c->closing) lws_callback_on_writable(wsi);
     return 0;
 }
 
 /* ------------------------------------------------------------ hand-off */
+
+/* Empties hand-off h (what it held is the caller's) and sets its bounds. */
+static void handoff_empty(struct handoff *h)
+{
+    memset(h, 0, sizeof *h);
+    h->results = (struct ring){ .cap = HANDOFF_RESULTS, .max_bytes = HANDOFF_RESULT_BYTES };
+    h->replies = (struct ring){ .cap = HANDOFF_REPLIES, .max_bytes = HANDOFF_REPLY_BYTES };
+}
 
 static void spin_cb(lws_sorted_usec_list_t *sul);
 
@@ -234,18 +262,18 @@ static void drain(struct trk_ws *ws)
     struct handoff *h = &ws->taken;
     pthread_mutex_lock(&ws->lock);
     *h = ws->h;
-    memset(&ws->h, 0, sizeof ws->h);
+    handoff_empty(&ws->h);
     bool closing = ws->closing;
     struct answer *answers = ws->answers;
     ws->answers = NULL;
     pthread_mutex_unlock(&ws->lock);
     trk_ws_http_deliver(ws, answers);
 
-    for (unsigned i = 0; i < h->r_count; i++) {
-        struct msg **m = &h->results[(h->r_head + i) % HANDOFF_RESULTS];
+    while (h->results.count) {
+        struct msg *m = ring_pop(&h->results, h->result_at);
         for (struct client *c = ws->clients; c; c = c->next)
-            client_push(ws, c, TRK_WS_RESULT, *m);
-        msg_unref(m);
+            client_push(ws, c, TRK_WS_RESULT, m);
+        msg_unref(&m);
     }
     for (int k = 0; k < TRK_WS_KIND_COUNT; k++) {
         if (!h->slot[k]) continue;
@@ -259,15 +287,16 @@ static void drain(struct trk_ws *ws)
             client_push(ws, c, TRK_WS_PREVIEW, h->views[v]);
         msg_unref(&h->views[v]);
     }
-    for (unsigned i = 0; i < h->q_count; i++) {
-        unsigned j = (h->q_head + i) % HANDOFF_REPLIES;
+    while (h->replies.count) {
+        uint64_t to = h->reply_to[h->replies.head];
+        struct msg *m = ring_pop(&h->replies, h->reply_at);
         struct client *c = ws->clients;
-        while (c && c->id != h->replies[j].client)
+        while (c && c->id != to)
             c = c->next;
         if (c)
-            client_reply(ws, c, h->replies[j].m);
+            client_reply(ws, c, m);
         else
-            msg_unref(&h->replies[j].m); /* the client has gone */
+            msg_unref(&m); /* the client has gone */
     }
     for (struct client *c = ws->clients; c; c = c->next) {
         c->closing |= closing;
@@ -283,15 +312,13 @@ void trk_ws_drain(struct trk_ws *ws)
 
 void trk_ws_handoff_clear(struct handoff *h)
 {
-    for (unsigned i = 0; i < h->r_count; i++)
-        msg_unref(&h->results[(h->r_head + i) % HANDOFF_RESULTS]);
+    ring_clear(&h->results, h->result_at);
     for (int k = 0; k < TRK_WS_KIND_COUNT; k++)
         msg_unref(&h->slot[k]);
     for (int v = 0; v < TRK_WS_VIEWS; v++)
         msg_unref(&h->views[v]);
-    for (unsigned i = 0; i < h->q_count; i++)
-        msg_unref(&h->replies[(h->q_head + i) % HANDOFF_REPLIES].m);
-    memset(h, 0, sizeof *h);
+    ring_clear(&h->replies, h->reply_at);
+    handoff_empty(h);
 }
 
 /* ------------------------------------------------------- producers' API */
@@ -308,6 +335,23 @@ void trk_ws_set_hello(struct trk_ws *ws, const char *json)
     msg_unref(&old);
 }
 
+/* Takes ws->lock to hand m over, and gives m its order there, so hand-off
+ * order == publish order. */
+static void lock_order(struct trk_ws *ws, struct msg *m)
+{
+    pthread_mutex_lock(&ws->lock);
+    m->order = new_order(ws);
+}
+
+/* Leaves ws->lock, then releases the n messages dropped from the hand-off
+ * while it was held. */
+static void unlock_release(struct trk_ws *ws, struct msg **gone, unsigned n)
+{
+    pthread_mutex_unlock(&ws->lock);
+    while (n)
+        msg_unref(&gone[--n]);
+}
+
 /* trk_ws_broadcast and trk_ws_broadcast_view: view is a preview's. */
 static int publish(struct trk_ws *ws, enum trk_ws_kind kind, int view, const void *data, size_t len)
 {
@@ -322,9 +366,7 @@ static int publish(struct trk_ws *ws, enum trk_ws_kind kind, int view, const voi
     struct msg *old = NULL, *old_status = NULL;
     struct msg *gone[HANDOFF_RESULTS]; /* results dropped for m, freed after the lock */
     unsigned n_gone = 0;
-    pthread_mutex_lock(&ws->lock);
-    /* The order is taken under the lock so hand-off order == publish order. */
-    m->order = new_order(ws);
+    lock_order(ws, m);
     struct handoff *h = &ws->h;
     if (!ws->running) {
         /* Before start or after stop: nothing to hand over; a status is
@@ -340,16 +382,7 @@ static int publish(struct trk_ws *ws, enum trk_ws_kind kind, int view, const voi
         /* The expected result is here: poll on only while it is written. */
         if (atomic_load(&ws->hot_until) > m->t_handoff + WRITE_GRACE_S)
             atomic_store(&ws->hot_until, m->t_handoff + WRITE_GRACE_S);
-        while (h->r_count &&
-               (h->r_count == HANDOFF_RESULTS || h->r_bytes + len > HANDOFF_RESULT_BYTES)) {
-            gone[n_gone++] = h->results[h->r_head];
-            h->r_bytes -= gone[n_gone - 1]->len;
-            h->r_head = (h->r_head + 1) % HANDOFF_RESULTS;
-            h->r_count--;
-            count_drop(ws, NULL);
-        }
-        h->r_bytes += len;
-        h->results[(h->r_head + h->r_count++) % HANDOFF_RESULTS] = m;
+        ring_push(ws, NULL, &h->results, h->result_at, m, gone, &n_gone);
     } else if (kind == TRK_WS_PREVIEW) {
         old = h->views[view];
         h->views[view] = m;
@@ -363,11 +396,9 @@ static int publish(struct trk_ws *ws, enum trk_ws_kind kind, int view, const voi
     }
     if (old && old != m) count_drop(ws, NULL);
     wake(ws);
-    pthread_mutex_unlock(&ws->lock);
+    unlock_release(ws, gone, n_gone);
     msg_unref(&old);
     msg_unref(&old_status);
-    while (n_gone)
-        msg_unref(&gone[--n_gone]);
     return 0;
 }
 
@@ -415,41 +446,16 @@ int trk_ws_send_to(struct trk_ws *ws, uint64_t client_id, const char *json, size
     if (!m) return TRK_ENOMEM;
     struct msg *gone[HANDOFF_REPLIES]; /* replies dropped for m, freed after the lock */
     unsigned n_gone = 0;
-    pthread_mutex_lock(&ws->lock);
-    m->order = new_order(ws);
-    struct handoff *h = &ws->h;
-    if (!ws->running) {
-        pthread_mutex_unlock(&ws->lock);
-        msg_unref(&m); /* no clients without a running server */
-        return 0;
+    lock_order(ws, m);
+    if (ws->running) {
+        struct handoff *h = &ws->h;
+        h->reply_to[ring_push(ws, NULL, &h->replies, h->reply_at, m, gone, &n_gone)] = client_id;
+        m = NULL;
+        wake(ws);
     }
-    while (h->q_count &&
-           (h->q_count == HANDOFF_REPLIES || h->q_bytes + len > HANDOFF_REPLY_BYTES)) {
-        gone[n_gone++] = h->replies[h->q_head].m;
-        h->q_bytes -= gone[n_gone - 1]->len;
-        h->q_head = (h->q_head + 1) % HANDOFF_REPLIES;
-        h->q_count--;
-        count_drop(ws, NULL);
-    }
-    h->q_bytes += len;
-    unsigned j = (h->q_head + h->q_count++) % HANDOFF_REPLIES;
-    h->replies[j].client = client_id;
-    h->replies[j].m = m;
-    wake(ws);
-    pthread_mutex_unlock(&ws->lock);
-    while (n_gone)
-        msg_unref(&gone[--n_gone]);
+    unlock_release(ws, gone, n_gone);
+    msg_unref(&m); /* not handed over: no clients without a running server */
     return 0;
-}
-
-void trk_ws_get_stats(struct trk_ws *ws, struct trk_ws_stats *st)
-{
-    memset(st, 0, sizeof *st);
-    if (!ws) return;
-    st->clients = atomic_load(&ws->n_clients);
-    st->messages_sent = atomic_load(&ws->sent);
-    st->messages_dropped = atomic_load(&ws->dropped);
-    st->bytes_sent = atomic_load(&ws->bytes);
 }
 
 int trk_ws_write_delays(struct trk_ws *ws, uint64_t *mark, float *out, int max)
