@@ -1,11 +1,13 @@
 /* Internals of the WebSocket + HTTP server (ws.h), shared by its files:
- * ws.c (the server's lifecycle, the service thread and the lws callback's
- * dispatch), ws_queue.c (messages, the hand-off and the per-client queues),
- * ws_rx.c (what a client sends: reassembly, parsing, auth), ws_peer.c (the
- * token check and the peer's user from /proc), ws_http.c (mounts, HTTP
- * routes, static-file checks and HTTP answers) and ws_addr.c (address
- * picking and the listening socket). Threads and ownership are described at
- * the top of ws.c. Private to protocol/.
+ *   ws.c        the lifecycle, the service thread, connections and clients
+ *               coming and going, the lws callback's dispatch;
+ *   ws_queue.c  messages, the hand-off and the per-client queues;
+ *   ws_rx.c     what a client sends: reassembly, parsing, auth;
+ *   ws_peer.c   the token check and the peer's user from /proc;
+ *   ws_http.c   mounts, HTTP routes, static-file checks, HTTP answers;
+ *   ws_addr.c   address picking and the listening socket;
+ * and ws_guard.h beside them, which watches the frames' mask bit. Threads
+ * and ownership are described at the top of ws.c. Private to protocol/.
  */
 #ifndef TRK_PROTOCOL_WS_INT_H
 #define TRK_PROTOCOL_WS_INT_H
@@ -44,8 +46,6 @@
 #define CLIENT_REPLY_BYTES (256u << 10)
 /* lws rx chunk size; messages up to TRK_MSG_MAX_CLIENT are reassembled. */
 #define RX_CHUNK 16384
-/* An http_handler answer is written in pieces of this size, one per
- * HTTP_WRITEABLE, so a large snapshot does not hold up other clients. */
 
 /* ------------------------------------------------------------ messages */
 

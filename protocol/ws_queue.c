@@ -44,7 +44,7 @@ static void count_drop(struct trk_ws *ws, struct client *c)
     atomic_fetch_add_explicit(&ws->dropped, 1, memory_order_relaxed);
 }
 
-/* ------------------------------------------------------ client queues */
+/* ------------------------------------------------------- bounded rings */
 
 /* The oldest message leaves ring r over at[]; the caller releases it. */
 static struct msg *ring_pop(struct ring *r, struct msg **at)
@@ -86,6 +86,8 @@ static void ring_clear(struct ring *r, struct msg **at)
         msg_unref(&m);
     }
 }
+
+/* ------------------------------------------------------ client queues */
 
 int trk_ws_client_init(struct trk_ws *ws, struct client *c)
 {
