@@ -338,15 +338,8 @@ int trk_ws_create(const struct trk_ws_cfg *cfg, struct trk_ws **out)
     if (cfg->web_root && !(ws->web_root = strdup(cfg->web_root))) goto nomem;
     if (cfg->control_token && *cfg->control_token && !(ws->token = strdup(cfg->control_token)))
         goto nomem;
-    if (cfg->owner_types) {
-        size_t n = 0;
-        while (cfg->owner_types[n])
-            n++;
-        if (!(ws->owner_types = calloc(n + 1, sizeof *ws->owner_types))) goto nomem;
-        for (size_t i = 0; i < n; i++)
-            if (!(ws->owner_types[i] = strdup(cfg->owner_types[i]))) goto nomem;
-    }
-    if (dup_list(cfg->http_paths, &ws->http_paths) ||
+    if (dup_list(cfg->owner_types, &ws->owner_types) ||
+        dup_list(cfg->http_paths, &ws->http_paths) ||
         dup_list(cfg->http_private_paths, &ws->http_private))
         goto nomem;
     ws->http_handler = cfg->http_handler;
@@ -597,9 +590,7 @@ void trk_ws_destroy(struct trk_ws **pws)
     pthread_mutex_destroy(&ws->lock);
     free(ws->address);
     free(ws->token);
-    for (size_t i = 0; ws->owner_types && ws->owner_types[i]; i++)
-        free(ws->owner_types[i]);
-    free(ws->owner_types);
+    free_list(&ws->owner_types);
     free_list(&ws->http_paths);
     free_list(&ws->http_private);
     free(ws->route_mounts);

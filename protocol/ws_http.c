@@ -91,13 +91,6 @@ static bool path_allowed(const struct trk_ws *ws, const char *uri, size_t len)
 
 /* -------------------------------------------------- HTTP endpoints */
 
-static bool in_list(char *const *list, const char *s)
-{
-    for (size_t i = 0; list && list[i]; i++)
-        if (!strcmp(list[i], s)) return true;
-    return false;
-}
-
 /* Whether uri (len bytes) is one of the http_paths. */
 static bool is_route(const struct trk_ws *ws, const char *uri, size_t len)
 {

@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 
 #include <libwebsockets.h>
@@ -208,6 +209,14 @@ struct trk_ws {
     atomic_uint_fast64_t next_client_id;
     _Atomic uint64_t sent, dropped, bytes;
 };
+
+/* Whether s is in list (NULL-terminated; NULL: empty). */
+static inline bool in_list(char *const *list, const char *s)
+{
+    for (size_t i = 0; list && list[i]; i++)
+        if (!strcmp(list[i], s)) return true;
+    return false;
+}
 
 /* Wakes the service thread; caller holds ws->lock (so ctx is alive). */
 static inline void wake(struct trk_ws *ws)

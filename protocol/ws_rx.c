@@ -24,13 +24,6 @@ static void client_error(struct trk_ws *ws, struct client *c, int err, const cha
     trk_buf_free(&b);
 }
 
-static bool is_owner_type(const struct trk_ws *ws, const char *type)
-{
-    for (size_t i = 0; ws->owner_types && ws->owner_types[i]; i++)
-        if (!strcmp(ws->owner_types[i], type)) return true;
-    return false;
-}
-
 /* Service thread: {"type":"auth","token":"..."}. */
 static void client_auth(struct trk_ws *ws, struct client *c, const char *data, size_t len,
                         const char *id)
@@ -85,7 +78,7 @@ static void client_message(struct trk_ws *ws, struct client *c, char *data, size
                          "control messages need the control token (auth first)", cm.id);
             break;
         }
-        if (!ws->token && is_owner_type(ws, cm.type) && !trk_ws_peer_is_owner(c)) {
+        if (!ws->token && in_list(ws->owner_types, cm.type) && !trk_ws_peer_is_owner(c)) {
             char why[200];
             snprintf(why, sizeof why,
                      "\"%s\" acts with the server's rights: only its own user (uid %u) may "
