@@ -268,3 +268,135 @@ size_t trk_markers_find(const struct trk_pattern *pats, size_t n_pats, const str
     free(used);
     return found;
 }
+
+/* ------------------------------------------------------------ following */
+
+struct track {
+    struct trk_marker m; /* last pose (predicted while lost) */
+    bool taken;          /* matched this frame */
+};
+
+struct trk_marker_follower {
+    struct track *t;
+    size_t n, cap;
+    uint32_t coast;
+    uint64_t next_id;
+};
+
+struct trk_marker_follower *trk_markers_follower_create(uint32_t coast_frames)
+{
+    struct trk_marker_follower *f = calloc(1, sizeof *f);
+    if (!f) return NULL;
+    f->coast = coast_frames ? coast_frames : 10;
+    f->next_id = 1;
+    return f;
+}
+
+void trk_markers_follower_destroy(struct trk_marker_follower *f)
+{
+    if (!f) return;
+    free(f->t);
+    free(f);
+}
+
+void trk_markers_follower_reset(struct trk_marker_follower *f)
+{
+    f->n = 0;
+}
+
+static double wrap180(double d)
+{
+    d = fmod(d, 360.0);
+    if (d > 180) d -= 360;
+    if (d <= -180) d += 360;
+    return d;
+}
+
+/* The nearest untaken track of m's pattern and id to m, or NULL. */
+static struct track *match(struct trk_marker_follower *f, const struct trk_marker *m)
+{
+    struct track *best = NULL;
+    double best_d = INFINITY;
+    for (size_t i = 0; i < f->n; i++) {
+        struct track *t = &f->t[i];
+        if (t->taken || t->m.pattern != m->pattern || t->m.id != m->id) continue;
+        double d = hypot(t->m.cx - m->cx, t->m.cy - m->cy);
+        if (d < best_d) {
+            best = t;
+            best_d = d;
+        }
+    }
+    return best;
+}
+
+/* m measured on track t: velocities half way to the step, t takes m. */
+static void update(struct track *t, struct trk_marker *m)
+{
+    double steps = t->m.lost + 1.0; /* frames since the last measurement */
+    double last_x = t->m.cx - t->m.vx * t->m.lost, last_y = t->m.cy - t->m.vy * t->m.lost;
+    double last_h = t->m.heading - t->m.vheading * t->m.lost;
+    m->track_id = t->m.track_id;
+    m->lost = 0;
+    m->vx = t->m.vx + ((m->cx - last_x) / steps - t->m.vx) / 2;
+    m->vy = t->m.vy + ((m->cy - last_y) / steps - t->m.vy) / 2;
+    m->vheading = t->m.vheading + (wrap180(m->heading - last_h) / steps - t->m.vheading) / 2;
+    t->m = *m;
+    t->taken = true;
+}
+
+static bool reserve(struct trk_marker_follower *f, size_t n)
+{
+    if (n <= f->cap) return true;
+    size_t cap = f->cap ? f->cap * 2 : 16;
+    while (cap < n)
+        cap *= 2;
+    struct track *t = realloc(f->t, cap * sizeof *t);
+    if (!t) return false;
+    f->t = t;
+    f->cap = cap;
+    return true;
+}
+
+/* Coasts the tracks not taken, drops those lost too long, compacts. */
+static void coast(struct trk_marker_follower *f)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < f->n; i++) {
+        struct track t = f->t[i];
+        if (!t.taken) {
+            if (++t.m.lost > f->coast) continue;
+            t.m.cx += t.m.vx;
+            t.m.cy += t.m.vy;
+            t.m.heading = angle_deg(cos((t.m.heading + t.m.vheading) / DEG),
+                                    sin((t.m.heading + t.m.vheading) / DEG));
+        }
+        t.taken = false;
+        f->t[k++] = t;
+    }
+    f->n = k;
+}
+
+size_t trk_markers_follow(struct trk_marker_follower *f, struct trk_marker *m, size_t n, size_t max)
+{
+    if (!reserve(f, f->n + n)) {
+        for (size_t i = 0; i < n; i++)
+            m[i].track_id = 0;
+        return n;
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct track *t = match(f, &m[i]);
+        if (t) {
+            update(t, &m[i]);
+            continue;
+        }
+        m[i].track_id = f->next_id++;
+        m[i].lost = 0;
+        m[i].vx = m[i].vy = m[i].vheading = 0;
+        f->t[f->n++] = (struct track){ .m = m[i], .taken = true };
+    }
+    coast(f);
+    size_t out = n;
+    for (size_t i = 0; i < f->n && out < max; i++)
+        if (f->t[i].m.lost > 0) m[out++] = f->t[i].m;
+    return out;
+}

@@ -96,6 +96,11 @@ struct trk_marker {
     double heading;    /* degrees, counter-clockwise on screen from +x, [0, 360) */
     double confidence; /* [0, 1] */
     double px_per_mm;  /* the scale used (0 for colour codes) */
+    /* Set by trk_markers_follow (0 before): */
+    uint64_t track_id; /* >= 1, unique within the follower's life, never reused */
+    uint32_t lost;     /* frames since seen; 0 = found this frame */
+    double vx, vy;     /* px per frame */
+    double vheading;   /* degrees per frame, (-180, 180] */
 };
 
 /* Finds the markers of every pattern among the spots, in pattern order then
@@ -103,5 +108,28 @@ struct trk_marker {
  * were found (which may exceed max: the rest are not written). */
 size_t trk_markers_find(const struct trk_pattern *pats, size_t n_pats, const struct trk_spot *spots,
                         size_t n_spots, struct trk_marker *out, size_t max);
+
+/* Following markers through frames: each found marker is matched to a
+ * track of the same pattern and id (the nearest to its predicted position
+ * when one id is seen twice), keeping its track_id; a track not matched
+ * this frame coasts on its velocities for up to coast_frames frames and is
+ * reported with lost > 0 and its predicted pose, so a marker that misses a
+ * dot for a frame or two keeps its track_id when it is found again. A
+ * found marker no track takes gets a new track_id. Velocities move half way
+ * to each measured step (the instances' rule, daemon/tracker.h).
+ * Threads: one follower belongs to the processing thread. */
+struct trk_marker_follower;
+
+/* NULL on allocation failure. coast_frames 0 counts as 10. */
+struct trk_marker_follower *trk_markers_follower_create(uint32_t coast_frames);
+void trk_markers_follower_destroy(struct trk_marker_follower *f);
+/* Forgets every track (a new object set or frame size); ids go on rising. */
+void trk_markers_follower_reset(struct trk_marker_follower *f);
+/* Follows this frame's n found markers (in place: track_id, lost 0,
+ * velocities) and appends the coasting tracks after them, up to max in
+ * all; returns the new count (found + coasting written). TRK_ENOMEM keeps
+ * the tracks as they were and returns n with track_ids 0. */
+size_t trk_markers_follow(struct trk_marker_follower *f, struct trk_marker *m, size_t n,
+                          size_t max);
 
 #endif

@@ -230,8 +230,51 @@ static void test_codes(void)
     }
 }
 
+/* Following: two robots with the same pattern, one turning; a missed dot
+ * for 3 frames keeps the track_id (coasting reported with lost > 0 at its
+ * predicted pose), past coast_frames a new one; velocities converge. */
+static void test_follow(void)
+{
+    struct trk_pattern p;
+    standard_pattern(&p);
+    struct trk_marker_follower *f = trk_markers_follower_create(5);
+    CHECK(f != NULL);
+    if (!f) return;
+    uint64_t first[2] = { 0, 0 };
+    for (int frame = 0; frame < 40; frame++) {
+        struct trk_spot s[10];
+        double x0 = 100 + 2.0 * frame, h1 = fmod(10 + 3.0 * frame, 360);
+        size_t n = add_robot(s, 0, x0, 200, 90, 0.4, STD16[1], 0);
+        bool hide = frame >= 10 && frame < 13; /* a dot missed: no marker */
+        bool gone = frame >= 20 && frame < 27; /* longer than coast_frames */
+        if (!gone) n = add_robot(s, n, 400, 300 - 1.0 * frame, h1, 0.4, STD16[2], 0);
+        if (hide) n -= 1;
+        struct trk_marker m[8];
+        size_t k = trk_markers_find(&p, 1, s, n, m, 8);
+        size_t all = trk_markers_follow(f, m, k, 8);
+        CHECK(k == (gone ? 1u : hide ? 1u : 2u));
+        for (size_t i = 0; i < all; i++) {
+            int r = m[i].id == 1 ? 0 : 1;
+            if (frame == 0) first[r] = m[i].track_id;
+            if (r == 0) CHECK(m[i].track_id == first[0]);
+            if (r == 1 && frame < 20) CHECKF(m[i].track_id == first[1], "frame %d", frame);
+            if (r == 1 && frame >= 27) CHECK(m[i].track_id > first[0] && m[i].track_id > first[1]);
+            CHECK(i < k ? m[i].lost == 0 : m[i].lost > 0);
+            if (r == 1 && hide) /* coasting: predicted on its path */
+                CHECKF(fabs(m[i].cy - (300 - 1.0 * frame)) < 0.6 &&
+                           angle_diff(m[i].heading, h1) < 1.5,
+                       "frame %d: %.2f %.2f", frame, m[i].cy, m[i].heading);
+            if (frame > 8 && r == 0 && m[i].lost == 0) CHECK(fabs(m[i].vx - 2.0) < 0.01);
+            if (frame > 8 && frame < 10 && r == 1) CHECK(fabs(m[i].vheading - 3.0) < 0.05);
+        }
+        CHECK(all == k + (hide ? 1u : 0u) + (gone && frame < 25 ? 1u : 0u));
+    }
+    trk_markers_follower_destroy(f);
+}
+
 int main(void)
 {
+    test_follow();
     test_exact();
     test_standard_field();
     test_missing_and_wrong();
