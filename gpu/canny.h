@@ -27,9 +27,15 @@
  *                               gx gy < 0   -> (x+1,y-1) (x-1,y+1)
  *      (sqrt 2 is irrational: no nonzero gradient lies on a sector edge.)
  *      Of the two neighbours, n1 is the one earlier in raster order and n2
- *      the later; a neighbour outside the frame has m2 = 0. The pixel
- *      survives when m2 > m2(n1) and m2 >= m2(n2): of a plateau of equal
- *      magnitudes across the edge the first pixel is kept.
+ *      the later; a neighbour outside the frame has m2 = 0. Horizontal and
+ *      vertical sectors: the pixel survives when m2 > m2(n1) and
+ *      m2 >= m2(n2) (of two equal magnitudes across a vertical or
+ *      horizontal edge the first is kept: a step between two pixels gives
+ *      one line, not two or none). Diagonal sectors: m2 > m2(n1) and
+ *      m2 > m2(n2), both strict (beside a smoothed diagonal step the
+ *      pixels tie in pairs along the diagonal while the staircase is
+ *      already 4-connected without them; keeping the first would thicken
+ *      the line: OpenCV's rule, tests/measure/canny_eval.py).
  *   5. Double threshold, integers low <= high: a surviving pixel with
  *      m2 > low^2 is a candidate, with m2 > high^2 a strong one (the seed's
  *      BP and BD: strong when magnitude > high, weak when high >= magnitude

@@ -36,6 +36,13 @@ TRK_HD int trk_canny_sector(int gx, int gy)
     return gx * gy >= 0 ? TRK_CANNY_SECTOR_DIAG_DOWN : TRK_CANNY_SECTOR_DIAG_UP;
 }
 
+/* Rule 4's survival test of magnitude m with neighbours n1 (earlier in
+ * raster order) and n2, in sector sec. */
+TRK_HD bool trk_canny_keeps(int sec, uint32_t m, uint32_t n1, uint32_t n2)
+{
+    return m > n1 && (sec >= TRK_CANNY_SECTOR_DIAG_DOWN ? m > n2 : m >= n2);
+}
+
 #ifdef __cplusplus
 extern "C" {
 #endif

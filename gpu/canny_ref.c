@@ -102,13 +102,14 @@ static uint8_t classify(const struct trk_canny_params *p, const uint32_t *m2, in
     const uint32_t m = m2[(size_t)y * (size_t)W + x];
     if (m <= p->low2) return TRK_CANNY_NONE;
     int dx, dy; /* n2 = (x + dx, y + dy), n1 the opposite: dy > 0, or dy == 0 and dx > 0 */
-    switch (trk_canny_sector(gx, gy)) {
+    const int sec = trk_canny_sector(gx, gy);
+    switch (sec) {
     case TRK_CANNY_SECTOR_H: dx = 1, dy = 0; break;
     case TRK_CANNY_SECTOR_V: dx = 0, dy = 1; break;
     case TRK_CANNY_SECTOR_DIAG_DOWN: dx = 1, dy = 1; break;
     default: dx = -1, dy = 1; break;
     }
-    if (!(m > m2_at(m2, W, H, x - dx, y - dy) && m >= m2_at(m2, W, H, x + dx, y + dy)))
+    if (!trk_canny_keeps(sec, m, m2_at(m2, W, H, x - dx, y - dy), m2_at(m2, W, H, x + dx, y + dy)))
         return TRK_CANNY_NONE;
     return m > p->high2 ? TRK_CANNY_STRONG : TRK_CANNY_WEAK;
 }

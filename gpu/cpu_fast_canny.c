@@ -171,13 +171,14 @@ static void nms_row(struct trk_canny *c, struct band *b, int y, const int16_t *g
         const uint32_t m = mid[x + 1];
         if (m <= lo) continue;
         uint32_t n1, n2;
-        switch (trk_canny_sector(gx[x], gy[x])) {
+        const int sec = trk_canny_sector(gx[x], gy[x]);
+        switch (sec) {
         case TRK_CANNY_SECTOR_H: n1 = mid[x], n2 = mid[x + 2]; break;
         case TRK_CANNY_SECTOR_V: n1 = up[x + 1], n2 = dn[x + 1]; break;
         case TRK_CANNY_SECTOR_DIAG_DOWN: n1 = up[x], n2 = dn[x + 2]; break;
         default: n1 = up[x + 2], n2 = dn[x]; break;
         }
-        if (!(m > n1 && m >= n2)) continue;
+        if (!trk_canny_keeps(sec, m, n1, n2)) continue;
         cls[x] = m > hi ? TRK_CANNY_STRONG : TRK_CANNY_WEAK;
         b->strong += m > hi;
         c->m2[(size_t)y * (size_t)c->W + x] = m;

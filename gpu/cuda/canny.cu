@@ -144,13 +144,14 @@ __global__ void nms_kernel(const struct nms_job j)
         sobel_at(s_b, i + 1, k + 1, gx, gy);
         const uint32_t m = s_m[k][i];
         uint32_t n1, n2;
-        switch (trk_canny_sector(gx, gy)) {
+        const int sec = trk_canny_sector(gx, gy);
+        switch (sec) {
         case TRK_CANNY_SECTOR_H: n1 = s_m[k][i - 1], n2 = s_m[k][i + 1]; break;
         case TRK_CANNY_SECTOR_V: n1 = s_m[k - 1][i], n2 = s_m[k + 1][i]; break;
         case TRK_CANNY_SECTOR_DIAG_DOWN: n1 = s_m[k - 1][i - 1], n2 = s_m[k + 1][i + 1]; break;
         default: n1 = s_m[k - 1][i + 1], n2 = s_m[k + 1][i - 1]; break;
         }
-        if (m > n1 && m >= n2) {
+        if (trk_canny_keeps(sec, m, n1, n2)) {
             cls = m > j.high2 ? TRK_CANNY_STRONG : TRK_CANNY_WEAK;
             j.m2[(size_t)y * j.pitch + x] = m;
         }

@@ -5,7 +5,8 @@
  * One executable, one ctest test per part (argv[1]):
  *   params      settings' bounds: thresholds, sigma, NaN, low > high
  *   definition  known answers: a vertical step (edge on its first column,
- *               the tie rule), a horizontal and a diagonal one, a flat
+ *               the tie rule), a horizontal and a diagonal one, a diagonal
+ *               tie (strict on diagonals: neither kept), a flat
  *               frame, a weak line that hysteresis keeps only when it
  *               touches a strong pixel, luma of every format
  *   twin        trk_canny_run (cpu, 1, 2, 3 and 7 threads) == trk_canny_ref
@@ -112,6 +113,29 @@ static void diagonal_case(void)
         }
 }
 
+/* A diagonal ramp symmetric about x + y = 19 (0, 20, 127, 234, 254 on
+ * x + y <= 17, 18, 19, 20, >= 21): Sobel gives gx = gy = 167, 488, 682,
+ * 488, 167 on x + y = 17..21, so the anti-diagonals 18 and 20 tie, and
+ * each is the other's diagonal neighbour. Rule 4 is strict on diagonals:
+ * neither is kept, only x + y = 19 (the first-of-a-tie rule would add the
+ * 18 line beside it, a two-pixel-thick staircase). */
+static void diagonal_tie_case(void)
+{
+    enum { W = 26, H = 22 };
+    uint8_t v[W * H], e[W * H];
+    for (int y = 0; y < H; y++)
+        for (int x = 0; x < W; x++) {
+            const int k = x + y;
+            v[y * W + x] = k <= 17 ? 0 : k == 18 ? 20 : k == 19 ? 127 : k == 20 ? 234 : 254;
+        }
+    struct trk_canny_stats st;
+    ref_grey(&(struct trk_canny_cfg){ 0, 100, 300 }, W, H, v, e, &st);
+    for (int y = 3; y < H - 3; y++)
+        for (int x = 3; x < W - 3; x++)
+            CHECKF((e[y * W + x] != 0) == (x + y == 19), "diagonal tie (%d, %d): %d", x, y,
+                   e[y * W + x]);
+}
+
 /* A faint horizontal step (magnitude 48: weak) that reaches a bright
  * block (strong edges) in one frame and stops 7 pixels short of it in the
  * other: hysteresis keeps the faint line only when it touches. */
@@ -171,6 +195,7 @@ static void part_definition(void)
     step_case(16, 8, 1);
     step_case(9, 14, 0);
     diagonal_case();
+    diagonal_tie_case();
     hysteresis_case(1);
     hysteresis_case(0);
     flat_case();
