@@ -32,8 +32,10 @@
 #define TRK_CANNY_CU_TX    32
 #define TRK_CANNY_CU_TY    8
 #define TRK_CANNY_CU_HROWS 32
-/* Hysteresis launches queued between two looks at their flags. */
-#define TRK_CANNY_CU_BATCH 4
+/* Hysteresis launches queued between two looks at their flags (a launch
+ * after one that changed nothing returns at once, so a batch longer than
+ * needed costs little: launches are cheap, a look costs a round trip). */
+#define TRK_CANNY_CU_BATCH 16
 static_assert(TRK_CANNY_CU_TX == 32 && TRK_CANNY_CU_HROWS % TRK_CANNY_CU_TY == 0, "tiles");
 
 struct trk_canny_cuda {
@@ -164,7 +166,8 @@ __global__ void nms_kernel(const struct nms_job j)
 struct hyst_job {
     uint8_t *cls;
     int pitch, width, height;
-    unsigned *flag; /* this launch's: set when any block changed something */
+    unsigned *flag;       /* this launch's: set when any block changed something */
+    const unsigned *prev; /* the previous launch's in this batch, or NULL */
 };
 
 /* Whether the weak cell (i, k) of s_c has a strong 8-neighbour. */
@@ -180,7 +183,8 @@ __device__ __forceinline__ bool touches_strong(const uint8_t (*s_c)[TRK_CANNY_CU
     return t;
 }
 
-/* Rule 6, one round. Grid: TX x HROWS tiles; thread (tx, ty) owns rows ty,
+/* Rule 6, one round (none when the previous launch of the batch changed
+ * nothing). Grid: TX x HROWS tiles; thread (tx, ty) owns rows ty,
  * ty + TY, ... of its column. Shared: the tile's classes with a 1-pixel
  * apron (NONE outside the frame). Inner rounds until the tile is stable,
  * each split in a read half and a write half by barriers (no shared
@@ -190,6 +194,7 @@ __global__ void hyst_kernel(const struct hyst_job j)
     constexpr int TX = TRK_CANNY_CU_TX, TY = TRK_CANNY_CU_TY, HR = TRK_CANNY_CU_HROWS;
     constexpr int PER = HR / TY;
     __shared__ uint8_t s_c[HR + 2][TX + 2];
+    if (j.prev && !*j.prev) return; /* stable already: the whole block leaves */
     const int x0 = blockIdx.x * TX, y0 = blockIdx.y * HR;
     const int tid = threadIdx.y * TX + threadIdx.x;
     for (int c = tid; c < (HR + 2) * (TX + 2); c += TX * TY) {
@@ -316,7 +321,8 @@ static int hysteresis(struct trk_canny_cuda *c, int W, int H)
     for (int rounds = 0;;) {
         TRK_CUDA_TRY(cudaMemsetAsync(c->d_flag, 0, TRK_CANNY_CU_BATCH * sizeof(unsigned), c->s));
         for (int b = 0; b < TRK_CANNY_CU_BATCH; b++) {
-            const struct hyst_job j = { c->d_cls, c->gp, W, H, c->d_flag + b };
+            const struct hyst_job j = { c->d_cls, c->gp,         W,
+                                        H,        c->d_flag + b, b ? c->d_flag + b - 1 : NULL };
             hyst_kernel<<<grid, blk, 0, c->s>>>(j);
         }
         TRK_CUDA_TRY(cudaGetLastError());
