@@ -623,6 +623,114 @@ static int rr_run_tracker(struct trk_backend *b, struct rr_scene *s, const struc
     return err;
 }
 
+/* A measured row: its table line (and the tracker's summary line) and its
+ * JSON entry. */
+static void rr_print(const struct rr_opts *o, FILE *js, int *nrows, const struct rr_scene *sc,
+                     const char *bname, const char *thr, int threads, const char *rrm,
+                     const struct rr_row *row)
+{
+    const int w = sc->w, h = sc->h, m = sc->m;
+    char size[32], xb[16];
+    snprintf(size, sizeof(size), "%dx%d", w, h);
+    snprintf(xb, sizeof(xb), "%s", "-");
+    if (row->roi_up) snprintf(xb, sizeof(xb), "%.1fx", (double)row->full_up / row->roi_up);
+    printf("%-10s %5d %4d %-10s %3s %-10s %9.3f %9.3f %7.2fx %9.2f %12llu "
+           "%12llu %7s %ld%s\n",
+           size, m, sc->colours, bname, thr, rrm, row->full_ms, row->roi_ms,
+           row->full_ms / row->roi_ms, row->roi_ms * 1e3 / m, (unsigned long long)row->full_up,
+           (unsigned long long)row->roi_up, xb, row->checked, row->bad ? " MISMATCH" : "");
+    if (o->tracker)
+        printf("%-10s %5d tracker roi mode: mean %.3f ms a frame (x %.2f), "
+               "of %d frames %ld took a round over grown regions, %ld of "
+               "those a whole-frame round; thread CPU time medians full "
+               "%.3f ms, roi %.3f ms (x %.2f)%s\n",
+               size, m, row->roi_mean_ms, row->full_ms / row->roi_mean_ms, o->frames, row->grown,
+               row->whole, row->full_cpu_ms, row->roi_cpu_ms, row->full_cpu_ms / row->roi_cpu_ms,
+               row->bad ? " MISMATCH" : "");
+    if (js)
+        fprintf(js,
+                "%s\n{\"width\":%d,\"height\":%d,\"instances\":%d,"
+                "\"colours\":%d,\"backend\":\"%s\",\"threads\":%d,"
+                "\"rrm\":\"%s\","
+                "\"full_ms\":%.4f,\"roi_ms\":%.4f,\"full_bytes\":%llu,"
+                "\"roi_bytes\":%llu,\"checked\":%ld,\"mismatches\":%ld,"
+                "\"grown_frames\":%ld,\"whole_frames\":%ld}",
+                *nrows ? "," : "", w, h, m, sc->colours, bname, threads, rrm, row->full_ms,
+                row->roi_ms, (unsigned long long)row->full_up, (unsigned long long)row->roi_up,
+                row->checked, row->bad, row->grown, row->whole);
+    (*nrows)++;
+}
+
+/* Backend kind o->kinds[k] in its ti-th configuration (a CPU thread count,
+ * a CUDA design) on the scene: its row, or a line saying why not. 0, 1 when
+ * it failed or mismatched, -1 when the kind is not available here. */
+static int rr_config(const struct rr_opts *o, struct rr_scene *sc, int k, int ti, FILE *js,
+                     int *nrows)
+{
+    const bool cpu = o->kinds[k] == TRK_BACKEND_CPU; /* threads apply */
+    const bool cuda = o->kinds[k] == TRK_BACKEND_CUDA && trk_cuda_rrm_config;
+    struct trk_backend_cfg cfg = { .kind = o->kinds[k],
+                                   .max_width = sc->w,
+                                   .max_height = sc->h,
+                                   .threads = cpu ? o->threads[ti] : 1 };
+    struct trk_backend *b = NULL;
+    int err = trk_backend_create(&cfg, &b);
+    if (err) {
+        printf("# skipped %s: %s\n", o->kinds[k] == TRK_BACKEND_CUDA ? "cuda" : "backend",
+               trk_strerror(err));
+        return -1;
+    }
+    char rrm[24] = "-";
+    if (cuda) {
+        const int *d = o->design[ti];
+        err = trk_cuda_rrm_config(b, d[0], d[1], d[2]);
+    }
+    struct rr_row row;
+    if (!err) err = o->tracker ? rr_run_tracker(b, sc, o, &row) : rr_run(b, sc, o, &row);
+    int ud = 0, ua = 0, ub = 0;
+    if (cuda && !err && trk_cuda_rrm_used && !trk_cuda_rrm_used(b, &ud, &ua, &ub))
+        snprintf(rrm, sizeof(rrm), ud == 1 ? "seed:%dx%d" : "flat", ua, ub);
+    char thr[8];
+    snprintf(thr, sizeof(thr), "%s", cpu ? "" : "-");
+    if (cpu) snprintf(thr, sizeof(thr), "%d", cfg.threads);
+    int status = 0;
+    if (err) {
+        printf("# %dx%d %s M=%d: %s\n", sc->w, sc->h, trk_backend_name(b), sc->m,
+               trk_strerror(err));
+        status = 1;
+    } else {
+        rr_print(o, js, nrows, sc, trk_backend_name(b), thr, cfg.threads, rrm, &row);
+        if (row.bad) status = 1;
+    }
+    fflush(stdout);
+    trk_backend_destroy(&b);
+    return status;
+}
+
+/* The lines above the table (and the JSON's head). */
+static void rr_head(const struct rr_opts *o, FILE *js)
+{
+    if (js)
+        fprintf(js,
+                "{\"experiment\":\"rrm\",\"margin\":%d,\"radius\":%d,\"host\":\"%s\",\"rows\":[",
+                o->margin, o->radius, rr_host ? "pinned" : "pageable");
+    printf("# frames in %s host memory; disk radius %s\n", rr_host ? "pinned" : "pageable",
+           o->radius ? "fixed (--radius)" : "2% of the short side");
+    if (o->tracker)
+        printf("# rrm --regions tracker: per-frame cost of daemon/tracker.c's rounds and its own "
+               "work, medians of %d frames; full = --mode full, roi = --mode roi (--full-every "
+               "%d)\n",
+               o->frames, o->full_every ? o->full_every : TRK_TRACK_FULL_EVERY);
+    else
+        printf("# rrm: per-frame whole call, medians of %d frames; full = process() over the "
+               "frame (blobs on), roi = process_regions() around each instance (disk box + %d "
+               "px)\n",
+               o->frames, o->margin);
+    printf("%-10s %5s %4s %-10s %3s %-10s %9s %9s %8s %9s %12s %12s %7s %s\n", "size", "M", "col",
+           "backend", "thr", "rrm", "full_ms", "roi_ms", "x_roi", "roi_us/M", "full_bytes",
+           "roi_bytes", "x_bytes", "checked");
+}
+
 static int run_rrm(int argc, char **argv)
 {
     struct rr_opts o;
@@ -642,25 +750,7 @@ static int run_rrm(int argc, char **argv)
         const struct trk_backend_cfg hc = { .kind = TRK_BACKEND_CUDA };
         if (trk_backend_create(&hc, &rr_host)) rr_host = NULL; /* the rows say why */
     }
-    if (js)
-        fprintf(js,
-                "{\"experiment\":\"rrm\",\"margin\":%d,\"radius\":%d,\"host\":\"%s\",\"rows\":[",
-                o.margin, o.radius, rr_host ? "pinned" : "pageable");
-    printf("# frames in %s host memory; disk radius %s\n", rr_host ? "pinned" : "pageable",
-           o.radius ? "fixed (--radius)" : "2% of the short side");
-    if (o.tracker)
-        printf("# rrm --regions tracker: per-frame cost of daemon/tracker.c's rounds and its own "
-               "work, medians of %d frames; full = --mode full, roi = --mode roi (--full-every "
-               "%d)\n",
-               o.frames, o.full_every ? o.full_every : TRK_TRACK_FULL_EVERY);
-    else
-        printf("# rrm: per-frame whole call, medians of %d frames; full = process() over the "
-               "frame (blobs on), roi = process_regions() around each instance (disk box + %d "
-               "px)\n",
-               o.frames, o.margin);
-    printf("%-10s %5s %4s %-10s %3s %-10s %9s %9s %8s %9s %12s %12s %7s %s\n", "size", "M", "col",
-           "backend", "thr", "rrm", "full_ms", "roi_ms", "x_roi", "roi_us/M", "full_bytes",
-           "roi_bytes", "x_bytes", "checked");
+    rr_head(&o, js);
     int status = 0, nrows = 0;
     static struct rr_scene sc;
     for (int si = 0; si < o.nsizes; si++)
@@ -675,77 +765,13 @@ static int run_rrm(int argc, char **argv)
                 return 70;
             }
             for (int k = 0; k < o.nkinds; k++) {
-                const bool cpu = o.kinds[k] == TRK_BACKEND_CPU; /* threads apply */
+                const bool cpu = o.kinds[k] == TRK_BACKEND_CPU;
                 const bool cuda = o.kinds[k] == TRK_BACKEND_CUDA && trk_cuda_rrm_config;
                 const int nt = cpu ? o.nthreads : cuda ? o.ndesigns : 1;
                 for (int ti = 0; ti < nt; ti++) {
-                    struct trk_backend_cfg cfg = { .kind = o.kinds[k],
-                                                   .max_width = w,
-                                                   .max_height = h,
-                                                   .threads = cpu ? o.threads[ti] : 1 };
-                    struct trk_backend *b = NULL;
-                    err = trk_backend_create(&cfg, &b);
-                    if (err) {
-                        printf("# skipped %s: %s\n",
-                               o.kinds[k] == TRK_BACKEND_CUDA ? "cuda" : "backend",
-                               trk_strerror(err));
-                        break;
-                    }
-                    char rrm[24] = "-";
-                    if (cuda) {
-                        const int *d = o.design[ti];
-                        err = trk_cuda_rrm_config(b, d[0], d[1], d[2]);
-                    }
-                    struct rr_row row;
-                    if (!err)
-                        err =
-                            o.tracker ? rr_run_tracker(b, &sc, &o, &row) : rr_run(b, &sc, &o, &row);
-                    int ud = 0, ua = 0, ub = 0;
-                    if (cuda && !err && trk_cuda_rrm_used && !trk_cuda_rrm_used(b, &ud, &ua, &ub))
-                        snprintf(rrm, sizeof(rrm), ud == 1 ? "seed:%dx%d" : "flat", ua, ub);
-                    char size[32], thr[8], xb[16];
-                    snprintf(size, sizeof(size), "%dx%d", w, h);
-                    snprintf(thr, sizeof(thr), "%s", cpu ? "" : "-");
-                    if (cpu) snprintf(thr, sizeof(thr), "%d", cfg.threads);
-                    if (err) {
-                        printf("# %s %s M=%d: %s\n", size, trk_backend_name(b), m,
-                               trk_strerror(err));
-                        status = 1;
-                    } else {
-                        snprintf(xb, sizeof(xb), "%s", "-");
-                        if (row.roi_up)
-                            snprintf(xb, sizeof(xb), "%.1fx", (double)row.full_up / row.roi_up);
-                        printf("%-10s %5d %4d %-10s %3s %-10s %9.3f %9.3f %7.2fx %9.2f %12llu "
-                               "%12llu %7s %ld%s\n",
-                               size, m, sc.colours, trk_backend_name(b), thr, rrm, row.full_ms,
-                               row.roi_ms, row.full_ms / row.roi_ms, row.roi_ms * 1e3 / m,
-                               (unsigned long long)row.full_up, (unsigned long long)row.roi_up, xb,
-                               row.checked, row.bad ? " MISMATCH" : "");
-                        if (o.tracker)
-                            printf("%-10s %5d tracker roi mode: mean %.3f ms a frame (x %.2f), "
-                                   "of %d frames %ld took a round over grown regions, %ld of "
-                                   "those a whole-frame round; thread CPU time medians full "
-                                   "%.3f ms, roi %.3f ms (x %.2f)%s\n",
-                                   size, m, row.roi_mean_ms, row.full_ms / row.roi_mean_ms,
-                                   o.frames, row.grown, row.whole, row.full_cpu_ms, row.roi_cpu_ms,
-                                   row.full_cpu_ms / row.roi_cpu_ms, row.bad ? " MISMATCH" : "");
-                        if (row.bad) status = 1;
-                        if (js)
-                            fprintf(js,
-                                    "%s\n{\"width\":%d,\"height\":%d,\"instances\":%d,"
-                                    "\"colours\":%d,\"backend\":\"%s\",\"threads\":%d,"
-                                    "\"rrm\":\"%s\","
-                                    "\"full_ms\":%.4f,\"roi_ms\":%.4f,\"full_bytes\":%llu,"
-                                    "\"roi_bytes\":%llu,\"checked\":%ld,\"mismatches\":%ld,"
-                                    "\"grown_frames\":%ld,\"whole_frames\":%ld}",
-                                    nrows ? "," : "", w, h, m, sc.colours, trk_backend_name(b),
-                                    cfg.threads, rrm, row.full_ms, row.roi_ms,
-                                    (unsigned long long)row.full_up, (unsigned long long)row.roi_up,
-                                    row.checked, row.bad, row.grown, row.whole);
-                        nrows++;
-                    }
-                    fflush(stdout);
-                    trk_backend_destroy(&b);
+                    const int rc = rr_config(&o, &sc, k, ti, js, &nrows);
+                    if (rc < 0) break;
+                    if (rc) status = 1;
                 }
             }
             rr_scene_free(&sc);
