@@ -20,6 +20,7 @@
 #include "backend.h"
 #include "color.h"
 #include "scene.h"
+#include "trk_clock.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -48,9 +49,7 @@ void trk_bench_register(const struct trk_bench_experiment *e)
 
 double trk_bench_now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+    return trk_now() * 1e3;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -110,9 +109,8 @@ static void usage(FILE *f)
             DEFAULT_SEED);
 }
 
-/* Splits a comma list, calling one() per item; returns the count or -1. */
-static int parse_list(const char *s, int max, int (*one)(const char *item, int idx, void *ctx),
-                      void *ctx)
+int trk_bench_list(const char *s, int max, int (*one)(const char *item, int idx, void *ctx),
+                   void *ctx)
 {
     char buf[512];
     if (strlen(s) >= sizeof(buf)) return -1;
@@ -126,7 +124,7 @@ static int parse_list(const char *s, int max, int (*one)(const char *item, int i
     return n > 0 ? n : -1;
 }
 
-static int parse_int(const char *s, long lo, long hi, int *out)
+int trk_bench_int(const char *s, long lo, long hi, int *out)
 {
     char *end;
     errno = 0;
@@ -136,25 +134,67 @@ static int parse_int(const char *s, long lo, long hi, int *out)
     return 0;
 }
 
-static int one_size(const char *it, int i, void *ctx)
+int trk_bench_pair(const char *s, long lo, long hi0, long hi1, int out[2])
 {
-    struct opts *o = ctx;
-    char w[32];
-    const char *x = strchr(it, 'x');
-    if (!x || (size_t)(x - it) >= sizeof(w)) return -1;
-    memcpy(w, it, (size_t)(x - it));
-    w[x - it] = '\0';
-    return parse_int(w, 1, 16384, &o->sizes[i][0]) || parse_int(x + 1, 1, 16384, &o->sizes[i][1]);
+    char a[32];
+    const char *x = strchr(s, 'x');
+    if (!x || (size_t)(x - s) >= sizeof(a)) return -1;
+    memcpy(a, s, (size_t)(x - s));
+    a[x - s] = '\0';
+    return trk_bench_int(a, lo, hi0, &out[0]) || trk_bench_int(x + 1, lo, hi1, &out[1]) ? -1 : 0;
 }
 
-static int one_obj(const char *it, int i, void *ctx)
+int trk_bench_format(const char *s)
 {
-    return parse_int(it, 0, TRK_MAX_OBJECTS, &((struct opts *)ctx)->objs[i]);
+    for (int f = 0; f < TRK_FMT_COUNT; f++)
+        if (!strcmp(s, trk_pixfmt_name((enum trk_pixfmt)f))) return f;
+    return -1;
 }
 
-static int one_thread(const char *it, int i, void *ctx)
+/* What trk_bench_*_list's items are parsed into. */
+struct list_ctx {
+    long lo, hi;
+    int *ints;
+    int (*pairs)[2];
+    enum trk_pixfmt *fmts;
+};
+
+static int one_item(const char *it, int i, void *ctx)
 {
-    return parse_int(it, 0, 1024, &((struct opts *)ctx)->threads[i]);
+    const struct list_ctx *c = ctx;
+    if (c->pairs) return trk_bench_pair(it, c->lo, c->hi, c->hi, c->pairs[i]);
+    if (c->ints) return trk_bench_int(it, c->lo, c->hi, &c->ints[i]);
+    const int f = trk_bench_format(it);
+    if (f >= 0) c->fmts[i] = (enum trk_pixfmt)f;
+    return f < 0 ? -1 : 0;
+}
+
+int trk_bench_int_list(const char *s, int max, long lo, long hi, int *out)
+{
+    struct list_ctx c = { .lo = lo, .hi = hi, .ints = out };
+    return trk_bench_list(s, max, one_item, &c);
+}
+
+int trk_bench_pair_list(const char *s, int max, long lo, long hi, int (*pairs)[2])
+{
+    struct list_ctx c = { .lo = lo, .hi = hi, .pairs = pairs };
+    return trk_bench_list(s, max, one_item, &c);
+}
+
+int trk_bench_format_list(const char *s, int max, enum trk_pixfmt *fmts)
+{
+    struct list_ctx c = { .fmts = fmts };
+    return trk_bench_list(s, max, one_item, &c);
+}
+
+void trk_bench_ratio(char *buf, size_t n, double v)
+{
+    if (v <= 0)
+        snprintf(buf, n, "-");
+    else if (v >= 100)
+        snprintf(buf, n, "%.0fx", v);
+    else
+        snprintf(buf, n, "%.1fx", v);
 }
 
 static int one_kind(const char *it, int i, void *ctx)
@@ -163,16 +203,6 @@ static int one_kind(const char *it, int i, void *ctx)
     if (k < 0) return -1;
     ((struct opts *)ctx)->kinds[i] = (enum trk_backend_kind)k;
     return 0;
-}
-
-static int one_fmt(const char *it, int i, void *ctx)
-{
-    for (int f = 0; f < TRK_FMT_COUNT; f++)
-        if (!strcmp(it, trk_pixfmt_name((enum trk_pixfmt)f))) {
-            ((struct opts *)ctx)->fmts[i] = (enum trk_pixfmt)f;
-            return 0;
-        }
-    return -1;
 }
 
 static int one_space(const char *it, int i, void *ctx)
@@ -191,37 +221,38 @@ static int parse_opts(int argc, char **argv, struct opts *o)
     *o = (struct opts){
         .variants = "all", .warmup = 3, .iters = 20, .ref_iters = 3, .seed = DEFAULT_SEED
     };
-    if (parse_list("640x480,1920x1080,3840x2160", MAX_LIST, one_size, o) < 0) return -1;
+    if (trk_bench_pair_list("640x480,1920x1080,3840x2160", MAX_LIST, 1, 16384, o->sizes) < 0)
+        return -1;
     o->nsizes = 3;
-    o->nobjs = parse_list("1,8,32,128,256", MAX_LIST, one_obj, o);
-    o->nkinds = parse_list("cpu-ref,cpu,cuda", MAX_LIST, one_kind, o);
-    o->nthreads = parse_list("1,0", MAX_LIST, one_thread, o);
-    o->nfmts = parse_list("rgb24", TRK_FMT_COUNT, one_fmt, o);
-    o->nspaces = parse_list("rgb", 3, one_space, o);
+    o->nobjs = trk_bench_int_list("1,8,32,128,256", MAX_LIST, 0, TRK_MAX_OBJECTS, o->objs);
+    o->nkinds = trk_bench_list("cpu-ref,cpu,cuda", MAX_LIST, one_kind, o);
+    o->nthreads = trk_bench_int_list("1,0", MAX_LIST, 0, 1024, o->threads);
+    o->nfmts = trk_bench_format_list("rgb24", TRK_FMT_COUNT, o->fmts);
+    o->nspaces = trk_bench_list("rgb", 3, one_space, o);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int n = 0;
 #define OPT(name) (!strcmp(a, name) && v && (i++, 1))
         if (OPT("--sizes"))
-            n = o->nsizes = parse_list(v, MAX_LIST, one_size, o);
+            n = o->nsizes = trk_bench_pair_list(v, MAX_LIST, 1, 16384, o->sizes);
         else if (OPT("--objects"))
-            n = o->nobjs = parse_list(v, MAX_LIST, one_obj, o);
+            n = o->nobjs = trk_bench_int_list(v, MAX_LIST, 0, TRK_MAX_OBJECTS, o->objs);
         else if (OPT("--backends"))
-            n = o->nkinds = parse_list(v, MAX_LIST, one_kind, o);
+            n = o->nkinds = trk_bench_list(v, MAX_LIST, one_kind, o);
         else if (OPT("--threads"))
-            n = o->nthreads = parse_list(v, MAX_LIST, one_thread, o);
+            n = o->nthreads = trk_bench_int_list(v, MAX_LIST, 0, 1024, o->threads);
         else if (OPT("--formats"))
-            n = o->nfmts = parse_list(v, TRK_FMT_COUNT, one_fmt, o);
+            n = o->nfmts = trk_bench_format_list(v, TRK_FMT_COUNT, o->fmts);
         else if (OPT("--spaces"))
-            n = o->nspaces = parse_list(v, 3, one_space, o);
+            n = o->nspaces = trk_bench_list(v, 3, one_space, o);
         else if (OPT("--variants"))
             o->variants = v;
         else if (OPT("--warmup"))
-            n = parse_int(v, 0, 100000, &o->warmup) ? -1 : 1;
+            n = trk_bench_int(v, 0, 100000, &o->warmup) ? -1 : 1;
         else if (OPT("--iters"))
-            n = parse_int(v, 1, 100000, &o->iters) ? -1 : 1;
+            n = trk_bench_int(v, 1, 100000, &o->iters) ? -1 : 1;
         else if (OPT("--ref-iters"))
-            n = parse_int(v, 1, 100000, &o->ref_iters) ? -1 : 1;
+            n = trk_bench_int(v, 1, 100000, &o->ref_iters) ? -1 : 1;
         else if (OPT("--seed")) {
             char *end;
             o->seed = strtoull(v, &end, 0);
@@ -608,16 +639,6 @@ static void json_write(FILE *f, const struct opts *o, const struct machine *m,
     fprintf(f, "\n ]\n}\n");
 }
 
-static void fmt_ratio(char *buf, size_t n, double v)
-{
-    if (v <= 0)
-        snprintf(buf, n, "-");
-    else if (v >= 100)
-        snprintf(buf, n, "%.0fx", v);
-    else
-        snprintf(buf, n, "%.1fx", v);
-}
-
 /* One run of the table: what every measurement of it shares. */
 struct bench_run {
     const struct opts *o;
@@ -719,9 +740,9 @@ static void print_row(const struct runner *x, const struct bench_case *bc, const
         snprintf(thr, sizeof(thr), "-");
     else
         snprintf(thr, sizeof(thr), "%d", x->threads);
-    fmt_ratio(c1, sizeof(c1), r->vs_ref);
-    fmt_ratio(c2, sizeof(c2), r->vs_opencv);
-    fmt_ratio(c3, sizeof(c3), r->vs_torch);
+    trk_bench_ratio(c1, sizeof(c1), r->vs_ref);
+    trk_bench_ratio(c2, sizeof(c2), r->vs_opencv);
+    trk_bench_ratio(c3, sizeof(c3), r->vs_torch);
     printf("%-24s %-6s %-22s %4s %10.3f %9.3f %9.3f %9.1f %8s %8s %8s%s\n", bc->label,
            trk_pixfmt_name(bc->img->fmt), x->label, thr, r->median_ms, r->upload_ms, r->kernel_ms,
            1000.0 / r->median_ms, c1, c2, c3, bad ? "  MISMATCH" : "");

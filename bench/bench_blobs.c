@@ -230,16 +230,6 @@ static void bl_usage(FILE *f)
             BL_SEED);
 }
 
-static int bl_int(const char *s, long lo, long hi, int *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) return -1;
-    *out = (int)v;
-    return 0;
-}
-
 /* Splits a comma list into at most max items of at most 63 chars; returns
  * the count, or -1. */
 static int bl_split(const char *s, char items[][64], int max)
@@ -255,17 +245,6 @@ static int bl_split(const char *s, char items[][64], int max)
         p = e + 1;
     }
     return n;
-}
-
-/* "AxB" into two ints in [1, hi0] x [1, hi1]. */
-static int bl_pair(const char *s, int hi0, int hi1, int out[2])
-{
-    char a[64];
-    const char *x = strchr(s, 'x');
-    if (!x || (size_t)(x - s) >= sizeof(a)) return -1;
-    memcpy(a, s, (size_t)(x - s));
-    a[x - s] = '\0';
-    return bl_int(a, 1, hi0, &out[0]) || bl_int(x + 1, 1, hi1, &out[1]) ? -1 : 0;
 }
 
 static int bl_parse(int argc, char **argv, struct bl_opts *o)
@@ -296,11 +275,11 @@ static int bl_parse(int argc, char **argv, struct bl_opts *o)
         if (!strcmp(a, "--sizes")) {
             n = o->nsizes = bl_split(v, it, BL_MAX_LIST);
             for (int k = 0; k < n && !bad; k++)
-                bad = bl_pair(it[k], 16384, 16384, o->sizes[k]);
+                bad = trk_bench_pair(it[k], 1, 16384, 16384, o->sizes[k]);
         } else if (!strcmp(a, "--layouts")) {
             n = o->nlayouts = bl_split(v, it, BL_MAX_LIST);
             for (int k = 0; k < n && !bad; k++)
-                bad = bl_pair(it[k], TRK_MAX_OBJECTS, TRK_MAX_BLOBS, o->layouts[k]);
+                bad = trk_bench_pair(it[k], 1, TRK_MAX_OBJECTS, TRK_MAX_BLOBS, o->layouts[k]);
         } else if (!strcmp(a, "--noise")) {
             n = o->nnoise = bl_split(v, it, 2);
             for (int k = 0; k < n && !bad; k++) {
@@ -317,18 +296,18 @@ static int bl_parse(int argc, char **argv, struct bl_opts *o)
         } else if (!strcmp(a, "--threads")) {
             n = o->nthreads = bl_split(v, it, BL_MAX_LIST);
             for (int k = 0; k < n && !bad; k++)
-                bad = bl_int(it[k], 0, 1024, &o->threads[k]);
+                bad = trk_bench_int(it[k], 0, 1024, &o->threads[k]);
         } else if (!strcmp(a, "--warmup")) {
-            bad = bl_int(v, 0, 100000, &o->warmup);
+            bad = trk_bench_int(v, 0, 100000, &o->warmup);
         } else if (!strcmp(a, "--iters")) {
-            bad = bl_int(v, 1, 100000, &o->iters);
+            bad = trk_bench_int(v, 1, 100000, &o->iters);
         } else if (!strcmp(a, "--truth")) {
             bad = strcmp(v, "cpu-ref") && strcmp(v, "cpu");
             if (!bad) o->truth = trk_backend_kind_parse(v);
         } else if (!strcmp(a, "--ref-iters")) {
-            bad = bl_int(v, 1, 100000, &o->ref_iters);
+            bad = trk_bench_int(v, 1, 100000, &o->ref_iters);
         } else if (!strcmp(a, "--npp-iters")) {
-            bad = bl_int(v, 1, 100000, &o->npp_iters);
+            bad = trk_bench_int(v, 1, 100000, &o->npp_iters);
         } else if (!strcmp(a, "--seed")) {
             char *end;
             errno = 0;
@@ -692,16 +671,6 @@ struct bl_row {
     int match; /* 1 yes, 0 no, -1 not checked */
 };
 
-static void fmt_ratio(char *buf, size_t n, double v)
-{
-    if (v <= 0)
-        snprintf(buf, n, "-");
-    else if (v >= 100)
-        snprintf(buf, n, "%.0fx", v);
-    else
-        snprintf(buf, n, "%.1fx", v);
-}
-
 static void row_print(const struct bl_row *r)
 {
     char thr[16], c1[16], c2[16], c3[16], c4[16], k[16], pc[16];
@@ -717,10 +686,10 @@ static void row_print(const struct bl_row *r)
         snprintf(pc, sizeof(pc), "%.3f", r->per_colour_ms);
     else
         snprintf(pc, sizeof(pc), "-");
-    fmt_ratio(c1, sizeof(c1), r->x_cv);
-    fmt_ratio(c2, sizeof(c2), r->x_cv_fast);
-    fmt_ratio(c3, sizeof(c3), r->x_npp);
-    fmt_ratio(c4, sizeof(c4), r->x_floor);
+    trk_bench_ratio(c1, sizeof(c1), r->x_cv);
+    trk_bench_ratio(c2, sizeof(c2), r->x_cv_fast);
+    trk_bench_ratio(c3, sizeof(c3), r->x_npp);
+    trk_bench_ratio(c4, sizeof(c4), r->x_floor);
     printf("%-28s %-4s %-26s %4s %10.3f %9s %9s %8s %8s %8s %8s%s\n", r->scene,
            r->blobs < 0 ? "-"
            : r->blobs   ? "on"

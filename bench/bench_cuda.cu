@@ -207,9 +207,7 @@ std::vector<std::string> split(const char *s)
 
 int parse_fmt(const std::string &s)
 {
-    for (int f = 0; f < TRK_FMT_COUNT; f++)
-        if (s == trk_pixfmt_name((enum trk_pixfmt)f)) return f;
-    return -1;
+    return trk_bench_format(s.c_str());
 }
 
 /* An image of the scene in fmt, in pinned memory (as a capture path that

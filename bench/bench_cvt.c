@@ -183,16 +183,6 @@ static int cvt_brute(const struct cvt *c)
     return bad;
 }
 
-static int cv_int(const char *s, long lo, long hi, int *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) return -1;
-    *out = (int)v;
-    return 0;
-}
-
 static void cv_usage(FILE *f)
 {
     fprintf(f, "usage: trackd-bench --experiment cvt [options]\n"
@@ -235,27 +225,15 @@ static int cv_parse(int argc, char **argv, struct cv_opts *o)
         }
         i++;
         if (!strcmp(a, "--size")) {
-            const char *x = strchr(v, 'x');
-            char buf[32];
-            bad = !x || (size_t)(x - v) >= sizeof(buf);
-            if (!bad) {
-                memcpy(buf, v, (size_t)(x - v));
-                buf[x - v] = '\0';
-                bad = cv_int(buf, 1, 16384, &o->w) || cv_int(x + 1, 1, 16384, &o->h);
-            }
-        } else if (!strcmp(a, "--generators") || !strcmp(a, "--threads")) {
-            const bool g = a[2] == 'g';
-            int *out = g ? o->gens : o->thr, n = 0;
-            char buf[256], *save = NULL;
-            bad = strlen(v) >= sizeof(buf);
-            if (!bad) strcpy(buf, v);
-            for (char *t = bad ? NULL : strtok_r(buf, ",", &save); t && !bad;
-                 t = strtok_r(NULL, ",", &save))
-                bad = n >= CV_MAX_LIST || cv_int(t, g ? 1 : 0, g ? CV_MAX_GEN : 64, &out[n++]);
-            bad = bad || !n;
-            *(g ? &o->ngen : &o->nthr) = n;
+            int wh[2];
+            bad = trk_bench_pair(v, 1, 16384, 16384, wh);
+            if (!bad) o->w = wh[0], o->h = wh[1];
+        } else if (!strcmp(a, "--generators")) {
+            bad = (o->ngen = trk_bench_int_list(v, CV_MAX_LIST, 1, CV_MAX_GEN, o->gens)) < 0;
+        } else if (!strcmp(a, "--threads")) {
+            bad = (o->nthr = trk_bench_int_list(v, CV_MAX_LIST, 0, 64, o->thr)) < 0;
         } else if (!strcmp(a, "--iters")) {
-            bad = cv_int(v, 1, 100000, &o->iters);
+            bad = trk_bench_int(v, 1, 100000, &o->iters);
         } else if (!strcmp(a, "--factor")) {
             char *end;
             o->factor = strtod(v, &end);

@@ -63,38 +63,6 @@ struct rr_opts {
     const char *json;
 };
 
-static int rr_int(const char *s, long lo, long hi, int *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) return -1;
-    *out = (int)v;
-    return 0;
-}
-
-/* A comma list of ints in [lo, hi] (or of WxH pairs when pairs). */
-static int rr_list(const char *s, long lo, long hi, int *out, int (*pairs)[2])
-{
-    int n = 0;
-    char buf[512];
-    if (strlen(s) >= sizeof(buf)) return -1;
-    strcpy(buf, s);
-    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        if (n >= RR_MAX_LIST) return -1;
-        if (pairs) {
-            char *x = strchr(t, 'x');
-            if (!x) return -1;
-            *x = '\0';
-            if (rr_int(t, lo, hi, &pairs[n][0]) || rr_int(x + 1, lo, hi, &pairs[n][1])) return -1;
-        } else if (rr_int(t, lo, hi, &out[n])) {
-            return -1;
-        }
-        n++;
-    }
-    return n ? n : -1;
-}
-
 static void rr_usage(FILE *f)
 {
     fprintf(f,
@@ -121,6 +89,32 @@ static void rr_usage(FILE *f)
             "  --seed N             paths seed (default %u)\n"
             "  --json FILE          write the rows as JSON\n",
             RR_SEED);
+}
+
+/* --backends' items: any kind but auto. */
+static int one_kind(const char *t, int i, void *ctx)
+{
+    const int k = trk_backend_kind_parse(t);
+    if (k < 0 || k == TRK_BACKEND_AUTO) return -1;
+    ((struct rr_opts *)ctx)->kinds[i] = (enum trk_backend_kind)k;
+    return 0;
+}
+
+/* --rrm's items: flat, seed or seed:AxB (CUDA's regional designs). */
+static int one_design(const char *t, int i, void *ctx)
+{
+    int *d = ((struct rr_opts *)ctx)->design[i], used = 0;
+    d[0] = d[1] = d[2] = 0;
+    if (!strcmp(t, "flat"))
+        d[0] = 2;
+    else if (!strcmp(t, "seed"))
+        d[0] = 1;
+    else if (sscanf(t, "seed:%dx%d%n", &d[1], &d[2], &used) == 2 && !t[used] && d[2] >= 1 &&
+             d[1] >= d[2] && d[1] <= 64 && d[1] % d[2] == 0)
+        d[0] = 1;
+    else
+        return -1;
+    return 0;
 }
 
 static int rr_parse(int argc, char **argv, struct rr_opts *o)
@@ -150,54 +144,23 @@ static int rr_parse(int argc, char **argv, struct rr_opts *o)
         }
         i++;
         if (!strcmp(a, "--sizes")) {
-            bad = (o->nsizes = rr_list(v, 16, 16384, NULL, o->sizes)) < 0;
+            bad = (o->nsizes = trk_bench_pair_list(v, RR_MAX_LIST, 16, 16384, o->sizes)) < 0;
         } else if (!strcmp(a, "--instances")) {
-            bad = (o->ninst = rr_list(v, 1, RR_MAX_INST, o->inst, NULL)) < 0;
+            bad = (o->ninst = trk_bench_int_list(v, RR_MAX_LIST, 1, RR_MAX_INST, o->inst)) < 0;
         } else if (!strcmp(a, "--threads")) {
-            bad = (o->nthreads = rr_list(v, 0, 1024, o->threads, NULL)) < 0;
+            bad = (o->nthreads = trk_bench_int_list(v, RR_MAX_LIST, 0, 1024, o->threads)) < 0;
         } else if (!strcmp(a, "--backends")) {
-            char buf[256], *save = NULL;
-            o->nkinds = 0;
-            bad = strlen(v) >= sizeof(buf);
-            if (!bad) strcpy(buf, v);
-            for (char *t = bad ? NULL : strtok_r(buf, ",", &save); t && !bad;
-                 t = strtok_r(NULL, ",", &save)) {
-                const int k = trk_backend_kind_parse(t);
-                bad = k < 0 || k == TRK_BACKEND_AUTO || o->nkinds >= RR_MAX_LIST;
-                if (!bad) o->kinds[o->nkinds++] = (enum trk_backend_kind)k;
-            }
-            bad = bad || !o->nkinds;
+            bad = (o->nkinds = trk_bench_list(v, RR_MAX_LIST, one_kind, o)) < 0;
         } else if (!strcmp(a, "--rrm")) {
-            char buf[256], *save = NULL;
-            o->ndesigns = 0;
-            bad = strlen(v) >= sizeof(buf);
-            if (!bad) strcpy(buf, v);
-            for (char *t = bad ? NULL : strtok_r(buf, ",", &save); t && !bad;
-                 t = strtok_r(NULL, ",", &save)) {
-                int *d = o->design[o->ndesigns], used = 0;
-                bad = o->ndesigns >= RR_MAX_LIST;
-                if (bad) break;
-                d[0] = d[1] = d[2] = 0;
-                if (!strcmp(t, "flat"))
-                    d[0] = 2;
-                else if (!strcmp(t, "seed"))
-                    d[0] = 1;
-                else if (sscanf(t, "seed:%dx%d%n", &d[1], &d[2], &used) == 2 && !t[used] &&
-                         d[2] >= 1 && d[1] >= d[2] && d[1] <= 64 && d[1] % d[2] == 0)
-                    d[0] = 1;
-                else
-                    bad = 1;
-                o->ndesigns++;
-            }
-            bad = bad || !o->ndesigns;
+            bad = (o->ndesigns = trk_bench_list(v, RR_MAX_LIST, one_design, o)) < 0;
         } else if (!strcmp(a, "--frames")) {
-            bad = rr_int(v, 1, 100000, &o->frames);
+            bad = trk_bench_int(v, 1, 100000, &o->frames);
         } else if (!strcmp(a, "--warmup")) {
-            bad = rr_int(v, 0, 100000, &o->warmup);
+            bad = trk_bench_int(v, 0, 100000, &o->warmup);
         } else if (!strcmp(a, "--margin")) {
-            bad = rr_int(v, 0, 4096, &o->margin);
+            bad = trk_bench_int(v, 0, 4096, &o->margin);
         } else if (!strcmp(a, "--radius")) {
-            bad = rr_int(v, 0, 4096, &o->radius);
+            bad = trk_bench_int(v, 0, 4096, &o->radius);
         } else if (!strcmp(a, "--host")) {
             o->pinned = !strcmp(v, "pinned");
             bad = !o->pinned && strcmp(v, "pageable");
@@ -205,7 +168,7 @@ static int rr_parse(int argc, char **argv, struct rr_opts *o)
             o->tracker = !strcmp(v, "tracker");
             bad = !o->tracker && strcmp(v, "true");
         } else if (!strcmp(a, "--full-every")) {
-            bad = rr_int(v, 1, 1000000, &o->full_every);
+            bad = trk_bench_int(v, 1, 1000000, &o->full_every);
         } else if (!strcmp(a, "--seed")) {
             char *end;
             errno = 0;
