@@ -124,6 +124,15 @@ int trk_bench_list(const char *s, int max, int (*one)(const char *item, int idx,
     return n > 0 ? n : -1;
 }
 
+int trk_bench_disk_area(int r)
+{
+    int n = 0;
+    for (int y = -r; y <= r; y++)
+        for (int x = -r; x <= r; x++)
+            n += x * x + y * y <= r * r;
+    return n;
+}
+
 int trk_bench_int(const char *s, long lo, long hi, int *out)
 {
     char *end;
@@ -142,6 +151,14 @@ int trk_bench_pair(const char *s, long lo, long hi0, long hi1, int out[2])
     memcpy(a, s, (size_t)(x - s));
     a[x - s] = '\0';
     return trk_bench_int(a, lo, hi0, &out[0]) || trk_bench_int(x + 1, lo, hi1, &out[1]) ? -1 : 0;
+}
+
+int trk_bench_seed(const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    *out = strtoull(s, &end, 0);
+    return errno || end == s || *end ? -1 : 0;
 }
 
 int trk_bench_format(const char *s)
@@ -253,11 +270,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
             n = trk_bench_int(v, 1, 100000, &o->iters) ? -1 : 1;
         else if (OPT("--ref-iters"))
             n = trk_bench_int(v, 1, 100000, &o->ref_iters) ? -1 : 1;
-        else if (OPT("--seed")) {
-            char *end;
-            o->seed = strtoull(v, &end, 0);
-            n = *end ? -1 : 1;
-        } else if (OPT("--json"))
+        else if (OPT("--seed"))
+            n = trk_bench_seed(v, &o->seed) ? -1 : 1;
+        else if (OPT("--json"))
             o->json = v;
         else if (OPT("--opencv"))
             o->opencv = v;
@@ -334,26 +349,26 @@ struct baseline {
     int n;
 };
 
+static bool base_take(const struct trk_json *e, void *item)
+{
+    struct base *b = item;
+    b->width = (int)trk_json_num(e, "width", -1);
+    b->height = (int)trk_json_num(e, "height", -1);
+    b->objects = (int)trk_json_num(e, "objects", -1);
+    b->threads = (int)trk_json_num(e, "threads", -1);
+    b->median_ms = trk_json_num(e, "median_ms", -1);
+    b->variant = trk_json_str(e, "variant", "?");
+    b->masses = trk_json_get(e, "masses");
+    return b->width > 0 && b->height > 0 && b->objects >= 0 && b->median_ms > 0;
+}
+
 static int baseline_load(const char *path, struct baseline *bl)
 {
-    memset(bl, 0, sizeof(*bl));
-    const struct trk_json *sc = trk_json_load_scenes(path, "trackd-bench", &bl->root);
-    if (!sc) return -1;
-    bl->b = calloc(sc->n ? sc->n : 1, sizeof(*bl->b));
-    if (!bl->b) return -1;
-    for (size_t i = 0; i < sc->n; i++) {
-        const struct trk_json *e = &sc->items[i];
-        struct base *b = &bl->b[bl->n];
-        b->width = (int)trk_json_num(e, "width", -1);
-        b->height = (int)trk_json_num(e, "height", -1);
-        b->objects = (int)trk_json_num(e, "objects", -1);
-        b->threads = (int)trk_json_num(e, "threads", -1);
-        b->median_ms = trk_json_num(e, "median_ms", -1);
-        b->variant = trk_json_str(e, "variant", "?");
-        b->masses = trk_json_get(e, "masses");
-        if (b->width > 0 && b->height > 0 && b->objects >= 0 && b->median_ms > 0) bl->n++;
-    }
-    return 0;
+    void *items;
+    int rc = trk_json_load_scenes(path, "trackd-bench", &bl->root, sizeof(*bl->b), base_take,
+                                  &items, &bl->n);
+    bl->b = items;
+    return rc;
 }
 
 static void baseline_free(struct baseline *bl)

@@ -42,6 +42,10 @@ double trk_bench_now_ms(void);
 /* Median of n values (sorts v in place); 0 when n == 0. */
 double trk_bench_median(double *v, size_t n);
 
+/* Pixels of a disk of radius r under the rule the experiments paint disks
+ * with: (x, y) is in when x^2 + y^2 <= r^2. */
+int trk_bench_disk_area(int r);
+
 /* ------------------------------------------- the experiments' options */
 
 /* s, whole, as a decimal int in [lo, hi] into *out. 0, or -1. */
@@ -50,6 +54,9 @@ int trk_bench_int(const char *s, long lo, long hi, int *out);
 /* "AxB" (a size WxH, a layout CxN) into out: A in [lo, hi0], B in
  * [lo, hi1]. 0, or -1. */
 int trk_bench_pair(const char *s, long lo, long hi0, long hi1, int out[2]);
+
+/* s, whole, as a seed (decimal, 0x hex or 0 octal) into *out. 0, or -1. */
+int trk_bench_seed(const char *s, uint64_t *out);
 
 /* A pixel format's name ("rgb24", "nv12", ...) as its enum trk_pixfmt
  * value, or -1. */

@@ -61,16 +61,6 @@ static uint8_t clamp8(int v)
     return (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
 }
 
-/* Pixels of a disk of radius r (the x^2 + y^2 <= r^2 rule the painter uses). */
-static int disk_area(int r)
-{
-    int n = 0;
-    for (int y = -r; y <= r; y++)
-        for (int x = -r; x <= r; x++)
-            n += x * x + y * y <= r * r;
-    return n;
-}
-
 /* The blob scene: `colours` objects, each the colour of the standard
  * scene's object of the same index (trk_scene_standard's palette: saturated,
  * and no +-8 box matches gray or another colour), and `per` disks of each
@@ -173,7 +163,8 @@ static int blob_scene(int width, int height, int colours, int per, bool noisy, u
 
     const int margin = noisy ? 40 : 8;
     const uint32_t min_area =
-        noisy ? (uint32_t)(disk_area(rmin) / 4 > 5 ? disk_area(rmin) / 4 : 5) : 0;
+        noisy ? (uint32_t)(trk_bench_disk_area(rmin) / 4 > 5 ? trk_bench_disk_area(rmin) / 4 : 5)
+              : 0;
     for (int c = 0; c < colours; c++) {
         struct trk_object_def *o = &out->objects[c];
         snprintf(o->name, sizeof(o->name), "colour%d", c);
@@ -309,10 +300,7 @@ static int bl_parse(int argc, char **argv, struct bl_opts *o)
         } else if (!strcmp(a, "--npp-iters")) {
             bad = trk_bench_int(v, 1, 100000, &o->npp_iters);
         } else if (!strcmp(a, "--seed")) {
-            char *end;
-            errno = 0;
-            o->seed = strtoull(v, &end, 0);
-            bad = errno || end == v || *end;
+            bad = trk_bench_seed(v, &o->seed);
         } else if (!strcmp(a, "--json")) {
             o->json = v;
         } else if (!strcmp(a, "--opencv-blobs")) {
@@ -391,30 +379,29 @@ struct cv_file {
     int n;
 };
 
+static bool cv_take(const struct trk_json *j, void *item)
+{
+    struct cv_entry *e = item;
+    e->width = (int)trk_json_num(j, "width", -1);
+    e->height = (int)trk_json_num(j, "height", -1);
+    e->colours = (int)trk_json_num(j, "colours", -1);
+    e->per = (int)trk_json_num(j, "per_colour", -1);
+    e->noisy = (int)trk_json_num(j, "noisy", -1);
+    e->threads = (int)trk_json_num(j, "threads", -1);
+    e->median_ms = trk_json_num(j, "median_ms", -1);
+    e->variant = trk_json_str(j, "variant", "?");
+    e->check = trk_json_get(j, "check");
+    return e->width > 0 && e->height > 0 && e->colours > 0 && e->per > 0 && e->noisy >= 0 &&
+           e->median_ms > 0;
+}
+
 static int cv_load(const char *path, struct cv_file *cf)
 {
-    memset(cf, 0, sizeof(*cf));
-    const struct trk_json *sc = trk_json_load_scenes(path, "trackd-bench blobs", &cf->root);
-    if (!sc) return -1;
-    cf->e = calloc(sc->n ? sc->n : 1, sizeof(*cf->e));
-    if (!cf->e) return -1;
-    for (size_t i = 0; i < sc->n; i++) {
-        const struct trk_json *j = &sc->items[i];
-        struct cv_entry *e = &cf->e[cf->n];
-        e->width = (int)trk_json_num(j, "width", -1);
-        e->height = (int)trk_json_num(j, "height", -1);
-        e->colours = (int)trk_json_num(j, "colours", -1);
-        e->per = (int)trk_json_num(j, "per_colour", -1);
-        e->noisy = (int)trk_json_num(j, "noisy", -1);
-        e->threads = (int)trk_json_num(j, "threads", -1);
-        e->median_ms = trk_json_num(j, "median_ms", -1);
-        e->variant = trk_json_str(j, "variant", "?");
-        e->check = trk_json_get(j, "check");
-        if (e->width > 0 && e->height > 0 && e->colours > 0 && e->per > 0 && e->noisy >= 0 &&
-            e->median_ms > 0)
-            cf->n++;
-    }
-    return 0;
+    void *items;
+    int rc = trk_json_load_scenes(path, "trackd-bench blobs", &cf->root, sizeof(*cf->e), cv_take,
+                                  &items, &cf->n);
+    cf->e = items;
+    return rc;
 }
 
 /* The entry for a scene and thread setting: variant "default" when

@@ -77,11 +77,9 @@ static int nb_parse(int argc, char **argv, struct nb_opts *o)
             n = trk_bench_int(v, 0, 100000, &o->warmup) ? -1 : 1;
         else if (!strcmp(a, "--iters"))
             n = trk_bench_int(v, 1, 100000, &o->iters) ? -1 : 1;
-        else if (!strcmp(a, "--seed")) {
-            char *end;
-            o->seed = strtoull(v, &end, 0);
-            n = *end ? -1 : 1;
-        } else if (!strcmp(a, "--json"))
+        else if (!strcmp(a, "--seed"))
+            n = trk_bench_seed(v, &o->seed) ? -1 : 1;
+        else if (!strcmp(a, "--json"))
             o->json = v;
         else {
             fprintf(stderr, "trackd-bench noisebox: unknown option %s\n", a);

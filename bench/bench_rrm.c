@@ -170,10 +170,7 @@ static int rr_parse(int argc, char **argv, struct rr_opts *o)
         } else if (!strcmp(a, "--full-every")) {
             bad = trk_bench_int(v, 1, 1000000, &o->full_every);
         } else if (!strcmp(a, "--seed")) {
-            char *end;
-            errno = 0;
-            o->seed = strtoull(v, &end, 0);
-            bad = errno || end == v || *end;
+            bad = trk_bench_seed(v, &o->seed);
         } else if (!strcmp(a, "--json")) {
             o->json = v;
         } else {
@@ -316,15 +313,6 @@ static bool rr_checkable(const struct rr_scene *s, int i, int margin)
     return true;
 }
 
-static int disk_area(int r)
-{
-    int n = 0;
-    for (int y = -r; y <= r; y++)
-        for (int x = -r; x <= r; x++)
-            n += x * x + y * y <= r * r;
-    return n;
-}
-
 /* ---------------------------------------------------------------- a row */
 
 struct rr_row {
@@ -341,6 +329,16 @@ struct rr_row {
      * core. */
     double full_cpu_ms, roi_cpu_ms;
 };
+
+/* The scene's current frame as an image. */
+static struct trk_image rr_image(const struct rr_scene *s)
+{
+    return (struct trk_image){ .plane = { s->rgb },
+                               .pitch = { (size_t)s->w * 3 },
+                               .width = s->w,
+                               .height = s->h,
+                               .fmt = TRK_FMT_RGB24 };
+}
 
 static int cmp_d(const void *a, const void *b)
 {
@@ -370,16 +368,12 @@ static int rr_run(struct trk_backend *b, struct rr_scene *s, const struct rr_opt
         return TRK_ENOMEM;
     }
     memset(row, 0, sizeof(*row));
-    const uint64_t area = (uint64_t)disk_area(s->r);
+    const uint64_t area = (uint64_t)trk_bench_disk_area(s->r);
     const int half = s->r + o->margin;
     int err = trk_backend_set_objects(b, s->objs, s->colours);
     for (int t = 0; !err && t < o->warmup + nf; t++) {
         rr_frame(s, t);
-        const struct trk_image im = { .plane = { s->rgb },
-                                      .pitch = { (size_t)s->w * 3 },
-                                      .width = s->w,
-                                      .height = s->h,
-                                      .fmt = TRK_FMT_RGB24 };
+        const struct trk_image im = rr_image(s);
         for (int i = 0; i < s->m; i++)
             regions[i] = (struct trk_region){ i % s->colours,
                                               { s->cx[i] - half, s->cy[i] - half, s->cx[i] + half,
@@ -514,11 +508,7 @@ static int rr_run_tracker(struct trk_backend *b, struct rr_scene *s, const struc
     double sum = 0;
     for (int t = 0; !err && t < o->warmup + nf; t++) {
         rr_frame(s, t);
-        const struct trk_image im = { .plane = { s->rgb },
-                                      .pitch = { (size_t)s->w * 3 },
-                                      .width = s->w,
-                                      .height = s->h,
-                                      .fmt = TRK_FMT_RGB24 };
+        const struct trk_image im = rr_image(s);
         int rf, rr;
         double c0 = rr_cpu_ms(), t0 = trk_bench_now_ms();
         err = rr_track_frame(b, tf, &im, (uint64_t)t, s->colours, &rf);
