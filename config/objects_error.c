@@ -95,6 +95,16 @@ void trk_config_error_init(struct trk_config_error *err, const char *file)
     sanitize(err->file);
 }
 
+int trk_config_error_begin(struct trk_config_error **err, struct trk_config_error *local,
+                           const char *file, bool args_ok)
+{
+    if (!*err) *err = local;
+    trk_config_error_init(*err, file);
+    if (args_ok) return 0;
+    trk_config_error_set(*err, 0, 0, "invalid arguments");
+    return TRK_EINVAL;
+}
+
 void trk_config_error_vset(struct trk_config_error *err, const char *fmt, va_list ap)
 {
     vsnprintf(err->msg, sizeof err->msg, fmt, ap);

@@ -32,6 +32,12 @@ int trk_objects_check_box(int space, const long long lo[3], const long long hi[3
 /* Clears err and sets its file (NULL: "<string>"), cut and made printable. */
 void trk_config_error_init(struct trk_config_error *err, const char *file);
 
+/* A public entry point's start: *err, or local when the caller passed none
+ * (*err is then set to it), cleared for file. TRK_EINVAL, after "invalid
+ * arguments", when !args_ok; else 0. */
+int trk_config_error_begin(struct trk_config_error **err, struct trk_config_error *local,
+                           const char *file, bool args_ok);
+
 /* The message, printf-formatted and made printable on one line (controls,
  * noncharacters and invalid bytes become '?'); the position is left alone. */
 void trk_config_error_vset(struct trk_config_error *err, const char *fmt, va_list ap);
@@ -64,9 +70,10 @@ int trk_objects_parse_doc(const struct json_t *root, const char *text, size_t le
 int trk_objects_load_text(const char *text, size_t len, const char *name_for_errors, bool quiet,
                           struct trk_objects *out, struct trk_config_error *err);
 
-/* Reads fd to its end into *buf (malloc'd; *n bytes), stopping one byte past
- * TRK_OBJECTS_MAX_BYTES so an oversized file is noticed without trusting
- * st_size (pipes, /proc files have none). 0 or a negative code, err set. */
-int trk_objects_read_fd(int fd, char **buf, size_t *n, struct trk_config_error *err);
+/* Reads the open file fd to its end (at most TRK_OBJECTS_MAX_BYTES + 1
+ * bytes, whatever st_size says), closes it and loads the text as
+ * trk_objects_load_text does. */
+int trk_objects_load_fd(int fd, const char *name_for_errors, bool quiet, struct trk_objects *out,
+                        struct trk_config_error *err);
 
 #endif

@@ -51,12 +51,8 @@ int trk_objects_load_text(const char *text, size_t len, const char *name_for_err
                           struct trk_objects *out, struct trk_config_error *err)
 {
     struct trk_config_error local;
-    if (!err) err = &local;
-    trk_config_error_init(err, name_for_errors);
-    if (!out || (!text && len)) {
-        trk_config_error_set(err, 0, 0, "invalid arguments");
+    if (trk_config_error_begin(&err, &local, name_for_errors, out && (text || !len)))
         return TRK_EINVAL;
-    }
     if (!text) text = "";
     if (len > TRK_OBJECTS_MAX_BYTES) {
         trk_config_error_set(err, 1, 1, "too large: more than %d bytes", TRK_OBJECTS_MAX_BYTES);
@@ -104,7 +100,10 @@ int trk_objects_load_string(const char *text, size_t len, const char *name_for_e
     return trk_objects_load_text(text, len, name_for_errors, false, out, err);
 }
 
-int trk_objects_read_fd(int fd, char **buf, size_t *n, struct trk_config_error *err)
+/* Reads fd to its end into *buf (malloc'd; *n bytes), stopping one byte past
+ * TRK_OBJECTS_MAX_BYTES so an oversized file is noticed without trusting
+ * st_size (pipes, /proc files have none). 0 or a negative code, err set. */
+static int read_fd(int fd, char **buf, size_t *n, struct trk_config_error *err)
 {
     size_t cap = 4096;
     char *b = malloc(cap);
@@ -146,12 +145,7 @@ int trk_objects_read_fd(int fd, char **buf, size_t *n, struct trk_config_error *
 int trk_objects_load_file(const char *path, struct trk_objects *out, struct trk_config_error *err)
 {
     struct trk_config_error local;
-    if (!err) err = &local;
-    trk_config_error_init(err, path);
-    if (!path || !out) {
-        trk_config_error_set(err, 0, 0, "invalid arguments");
-        return TRK_EINVAL;
-    }
+    if (trk_config_error_begin(&err, &local, path, path && out)) return TRK_EINVAL;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         int e = errno;
@@ -160,12 +154,18 @@ int trk_objects_load_file(const char *path, struct trk_objects *out, struct trk_
                              trk_config_errno_text(e, eb, sizeof eb));
         return -e;
     }
-    char *buf;
-    size_t n;
-    int rc = trk_objects_read_fd(fd, &buf, &n, err);
+    return trk_objects_load_fd(fd, path, false, out, err);
+}
+
+int trk_objects_load_fd(int fd, const char *name_for_errors, bool quiet, struct trk_objects *out,
+                        struct trk_config_error *err)
+{
+    char *buf = NULL;
+    size_t n = 0;
+    int rc = read_fd(fd, &buf, &n, err);
     close(fd);
     if (rc) return rc;
-    rc = trk_objects_load_text(buf, n, path, false, out, err); /* too large: reported there */
+    rc = trk_objects_load_text(buf, n, name_for_errors, quiet, out, err); /* too large: there */
     free(buf);
     return rc;
 }

@@ -434,6 +434,34 @@ static int parse_object(struct vctx *c, const json_t *o, struct trk_object_def *
     return rc;
 }
 
+/* Fails with "<path> must be an object, not T" when o (at the current
+ * path) is not one, else with "<path>: unknown key K (expected ...)" for
+ * its first key that is not in keys[0..n). */
+static int only_keys(struct vctx *c, const json_t *o, const char *const *keys, size_t n,
+                     const char *expected)
+{
+    char p[128];
+    if (!json_is_object(o))
+        return fail(c, 0, "%s must be an object, not %s", path_text(c, p, sizeof p), type_name(o));
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)o, key, v)
+    {
+        size_t i;
+        for (i = 0; i < n; i++)
+            if (!strcmp(key, keys[i])) break;
+        if (i < n) continue;
+        char q[72];
+        user_text(c, key, strlen(key), q, sizeof q);
+        path_text(c, p, sizeof p);
+        push_user_key(c, key);
+        int rc = fail(c, 1, "%s: unknown key %s (expected %s)", p, q, expected);
+        pop(c);
+        return rc;
+    }
+    return 0;
+}
+
 /* Adds control name = value to out's camera list. */
 static int add_camera(struct vctx *c, struct trk_objects *out, const char *name, long long value)
 {
@@ -456,60 +484,43 @@ static int add_camera(struct vctx *c, struct trk_objects *out, const char *name,
  * drivers accept the manual values after them. */
 static int parse_camera(struct vctx *c, const json_t *cam, struct trk_objects *out)
 {
-    static const struct {
-        const char *key, *control;
-        bool is_bool;
-    } keys[] = {
-        { "exposure_auto", "auto_exposure", true },
-        { "white_balance_auto", "white_balance_automatic", true },
-        { "exposure", "exposure_time_absolute", false },
-        { "gain", "gain", false },
-        { "white_balance_temperature", "white_balance_temperature", false },
+    /* The file's keys; the first N_SETTINGS are settings, each the V4L2
+     * control keys_ctl[i] (a menu or boolean when keys_bool[i]). */
+    enum { N_SETTINGS = 5 };
+    static const char *const keys[N_SETTINGS + 1] = {
+        "exposure_auto", "white_balance_auto",        "exposure",
+        "gain",          "white_balance_temperature", "controls"
     };
+    static const char *const keys_ctl[N_SETTINGS] = { "auto_exposure", "white_balance_automatic",
+                                                      "exposure_time_absolute", "gain",
+                                                      "white_balance_temperature" };
+    static const bool keys_bool[N_SETTINGS] = { true, true, false, false, false };
     char p[128];
     int rc = 0;
     push_key(c, "camera");
-    if (!json_is_object(cam)) {
-        rc = fail(c, 0, "camera must be an object, not %s", type_name(cam));
+    if ((rc = only_keys(c, cam, keys, N_SETTINGS + 1,
+                        "exposure_auto, exposure, gain, white_balance_auto, "
+                        "white_balance_temperature or controls")))
         goto out;
-    }
     const char *key;
     json_t *v;
-    json_object_foreach((json_t *)cam, key, v)
-    {
-        size_t i;
-        for (i = 0; i < sizeof keys / sizeof keys[0]; i++)
-            if (!strcmp(key, keys[i].key)) break;
-        if (i == sizeof keys / sizeof keys[0] && strcmp(key, "controls") != 0) {
-            char q[72];
-            user_text(c, key, strlen(key), q, sizeof q);
-            push_user_key(c, key);
-            rc = fail(c, 1,
-                      "camera: unknown key %s (expected exposure_auto, exposure, gain, "
-                      "white_balance_auto, white_balance_temperature or controls)",
-                      q);
-            pop(c);
-            goto out;
-        }
-    }
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-        v = json_object_get(cam, keys[i].key);
+    for (size_t i = 0; i < N_SETTINGS; i++) {
+        v = json_object_get(cam, keys[i]);
         if (!v) continue;
-        push_key(c, keys[i].key);
-        if (keys[i].is_bool && !json_is_boolean(v))
+        push_key(c, keys[i]);
+        if (keys_bool[i] && !json_is_boolean(v))
             rc = fail(c, 0, "%s must be true or false, not %s", path_text(c, p, sizeof p),
                       type_name(v));
-        else if (!keys[i].is_bool && !json_is_integer(v))
+        else if (!keys_bool[i] && !json_is_integer(v))
             rc = fail(c, 0, "%s must be an integer, not %s", path_text(c, p, sizeof p),
                       type_name(v));
-        /* V4L2's auto_exposure menu: 1 = manual, 3 = aperture priority
-         * (the automatic mode UVC webcams offer). */
-        else if (keys[i].is_bool)
-            rc = add_camera(c, out, keys[i].control,
-                            !strcmp(keys[i].key, "exposure_auto") ? (json_is_true(v) ? 3 : 1)
-                                                                  : json_is_true(v));
+        /* exposure_auto is V4L2's auto_exposure menu: 1 = manual, 3 =
+         * aperture priority (the automatic mode UVC webcams offer). */
+        else if (keys_bool[i])
+            rc = add_camera(c, out, keys_ctl[i],
+                            i == 0 ? (json_is_true(v) ? 3 : 1) : json_is_true(v));
         else
-            rc = add_camera(c, out, keys[i].control, json_integer_value(v));
+            rc = add_camera(c, out, keys_ctl[i], json_integer_value(v));
         pop(c);
         if (rc) goto out;
     }
@@ -548,25 +559,10 @@ static int parse_prefilter(struct vctx *c, const json_t *pf, struct trk_objects 
 {
     char p[128];
     int rc = 0;
+    static const char *const keys[] = { "gaussian" };
     push_key(c, "prefilter");
-    if (!json_is_object(pf)) {
-        rc = fail(c, 0, "prefilter must be an object, not %s", type_name(pf));
-        goto out;
-    }
-    const char *key;
-    json_t *v;
-    json_object_foreach((json_t *)pf, key, v)
-    {
-        if (strcmp(key, "gaussian") != 0) {
-            char q[72];
-            user_text(c, key, strlen(key), q, sizeof q);
-            push_user_key(c, key);
-            rc = fail(c, 1, "prefilter: unknown key %s (expected gaussian)", q);
-            pop(c);
-            goto out;
-        }
-    }
-    v = json_object_get(pf, "gaussian");
+    if ((rc = only_keys(c, pf, keys, 1, "gaussian"))) goto out;
+    const json_t *v = json_object_get(pf, "gaussian");
     if (!v) {
         rc = fail(c, 0, "prefilter: missing key \"gaussian\"");
         goto out;
@@ -622,31 +618,6 @@ static int number_array(struct vctx *c, const json_t *a, size_t lo, size_t hi, d
     return 0;
 }
 
-/* Fails with "<path>: unknown key K (expected ...)" for the first key of o
- * that is not in keys[0..n). */
-static int only_keys(struct vctx *c, const json_t *o, const char *const *keys, size_t n,
-                     const char *expected)
-{
-    char p[128];
-    const char *key;
-    json_t *v;
-    json_object_foreach((json_t *)o, key, v)
-    {
-        size_t i;
-        for (i = 0; i < n; i++)
-            if (!strcmp(key, keys[i])) break;
-        if (i < n) continue;
-        char q[72];
-        user_text(c, key, strlen(key), q, sizeof q);
-        path_text(c, p, sizeof p);
-        push_user_key(c, key);
-        int rc = fail(c, 1, "%s: unknown key %s (expected %s)", p, q, expected);
-        pop(c);
-        return rc;
-    }
-    return 0;
-}
-
 /* "calibration": {"unit": U, "points": [[px, py, wx, wy], ...],
  * "camera_matrix": {"fx", "fy", "cx", "cy"}, "distortion": [k1, k2, p1,
  * p2(, k3)]}: values first (each at its place), then the geometry
@@ -659,10 +630,6 @@ static int parse_calibration(struct vctx *c, const json_t *cal, struct trk_objec
     char p[128], m[200];
     int rc = 0;
     push_key(c, "calibration");
-    if (!json_is_object(cal)) {
-        rc = fail(c, 0, "calibration must be an object, not %s", type_name(cal));
-        goto out;
-    }
     if ((rc = only_keys(c, cal, keys, 4, "unit, points, camera_matrix or distortion"))) goto out;
     for (int i = 0; i < 2; i++)
         if (!json_object_get(cal, keys[i])) {
@@ -880,12 +847,7 @@ int trk_objects_from_json(const struct json_t *root, const char *name_for_errors
                           struct trk_objects *out, struct trk_config_error *err)
 {
     struct trk_config_error local;
-    if (!err) err = &local;
-    trk_config_error_init(err, name_for_errors);
-    if (!root || !out) {
-        trk_config_error_set(err, 0, 0, "invalid arguments");
-        return TRK_EINVAL;
-    }
+    if (trk_config_error_begin(&err, &local, name_for_errors, root && out)) return TRK_EINVAL;
     return trk_objects_parse_doc(root, NULL, 0, false, out, err);
 }
 

@@ -182,12 +182,8 @@ int trk_objects_target_load(const struct trk_objects_target *t, struct trk_objec
                             struct trk_config_error *err)
 {
     struct trk_config_error local;
-    if (!err) err = &local;
-    trk_config_error_init(err, t ? t->path : NULL);
-    if (!t || t->dirfd < 0 || !out) {
-        trk_config_error_set(err, 0, 0, "invalid arguments");
+    if (trk_config_error_begin(&err, &local, t ? t->path : NULL, t && t->dirfd >= 0 && out))
         return TRK_EINVAL;
-    }
     /* Checked without opening (opening a device can act on it); the open
      * re-checks that the same regular file is there. A file replaced in
      * between (an atomic save by trackd or an editor: rename over it) is
@@ -221,14 +217,7 @@ int trk_objects_target_load(const struct trk_objects_target *t, struct trk_objec
         trk_config_error_set(err, 0, 0, "the file kept changing while it was opened: not read");
         return -EAGAIN;
     }
-    char *buf;
-    size_t n;
-    rc = trk_objects_read_fd(fd, &buf, &n, err);
-    close(fd);
-    if (rc) return rc;
-    rc = trk_objects_load_text(buf, n, t->path, true, out, err);
-    free(buf);
-    return rc;
+    return trk_objects_load_fd(fd, t->path, true, out, err);
 }
 
 int trk_objects_target_save(const struct trk_objects_target *t, const struct trk_objects *objs,
