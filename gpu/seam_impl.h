@@ -18,8 +18,9 @@ extern "C" {
  * grid of indices (transposed too) reads its luma and protection through
  * them. */
 struct seam_ctx {
-    const uint8_t *lum;  /* src_w * src_h */
-    const uint8_t *prot; /* src_w * src_h, 0/1 */
+    size_t n;            /* source pixels: src_w * src_h */
+    const uint8_t *lum;  /* n */
+    const uint8_t *prot; /* n, 0/1 */
     int32_t *idx;        /* src_w * src_h entries, w * h in use */
     int32_t *tmp;        /* the same size: transposes, removals */
     long cut_protected;

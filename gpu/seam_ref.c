@@ -135,7 +135,7 @@ int trk_seam_run(const struct trk_seam_job *job, struct trk_seam_info *info, sea
     source_planes(job, planes, planes + n);
     for (size_t i = 0; i < n; i++)
         idx[i] = (int32_t)i;
-    struct seam_ctx c = { planes, planes + n, idx, tmp, 0, user };
+    struct seam_ctx c = { n, planes, planes + n, idx, tmp, 0, user };
     rc = phase(&c, sw, sh, sw - job->dst_w);
     if (rc) goto end;
     transpose(idx, job->dst_w, sh, tmp);
