@@ -6,6 +6,7 @@
  *   cpu         the fast CPU twin (one thread);
  *   cuda-rows   the CUDA form, the seed's one launch per row;
  *   cuda-tiled  the CUDA form, several rows per launch (trapezoid tiles).
+ * The CPU forms reuse one struct trk_seam_scratch across calls.
  * The scene: a smooth textured frame with protected discs (about 8 % of
  * the pixels), the tracked objects. Times are medians of whole calls
  * (host preparation, upload, carve, download, output and map); for CUDA
@@ -174,7 +175,8 @@ static int cv_case(const struct cv_opts *o, int form, struct trk_seam_cuda *cu,
     const size_t nd = (size_t)job->dst_w * job->dst_h, bytes = nd * 3;
     int iters = form == CV_REF ? o->ref_iters : o->iters, rc = 0, mismatch = 0;
     double t[1000], dev[1000], d;
-    for (int i = 0; i < o->warmup && form != CV_REF && rc == 0; i++)
+    /* cpu-ref is slow: one warm-up call at most (its scratch's pages). */
+    for (int i = 0; i < (form == CV_REF && o->warmup ? 1 : o->warmup) && rc == 0; i++)
         rc = cv_call(form, cu, job, &d);
     for (int i = 0; i < iters && rc == 0; i++) {
         double t0 = trk_bench_now_ms();
@@ -213,6 +215,13 @@ static int run_carve(int argc, char **argv)
         maxh = o.sizes[i][1] > maxh ? o.sizes[i][1] : maxh;
     }
     struct trk_seam_cuda *cu = NULL;
+    /* The CPU forms reuse one scratch, as a daemon would (the CUDA form
+     * has its own). */
+    struct trk_seam_scratch *scratch = NULL;
+    if (trk_seam_scratch_create(&scratch, maxw, maxh)) {
+        fprintf(stderr, "carve: out of memory\n");
+        return 1;
+    }
     int want_cuda = 0;
     for (int f = 0; f < o.nforms; f++)
         want_cuda |= o.forms[f] >= CV_CUDA_ROWS;
@@ -238,7 +247,8 @@ static int run_carve(int argc, char **argv)
                                         h - o.rows,
                                         dst,
                                         (size_t)(w - o.seams[k]) * 3,
-                                        &map };
+                                        &map,
+                                        scratch };
             int have = 0; /* want holds the first form's result */
             for (int f = 0; f < o.nforms; f++) {
                 int r = cv_case(&o, o.forms[f], cu, &job, have ? want : NULL, want_map, o.seams[k]);
@@ -253,6 +263,7 @@ static int run_carve(int argc, char **argv)
         free(px), free(prot), free(dst), free(want), free(so), free(want_map);
     }
     trk_seam_cuda_destroy(&cu);
+    trk_seam_scratch_destroy(&scratch);
     return bad;
 }
 

@@ -11,7 +11,6 @@
  * the row above; the span grows by at most one a row and, as soon as the
  * recomputed values equal the old ones, stops growing: on real frames it
  * dies out within a few rows instead of filling the frame. */
-#include <stdlib.h>
 #include <string.h>
 
 #include "seam_impl.h"
@@ -135,16 +134,7 @@ static void update(const struct seam_ctx *c, struct fast *f, int w, int h)
 static int fast_phase(struct seam_ctx *c, int w, int h, int k)
 {
     if (k == 0) return 0;
-    struct fast f = { (size_t)w, c->tmp, NULL, NULL, NULL };
-    f.cost = malloc((size_t)w * h * sizeof *f.cost);
-    f.m = malloc((size_t)w * h * sizeof *f.m);
-    f.seam = malloc((size_t)h * sizeof *f.seam);
-    if (!f.cost || !f.m || !f.seam) {
-        free(f.seam);
-        free(f.m);
-        free(f.cost);
-        return TRK_ENOMEM;
-    }
+    struct fast f = { (size_t)w, c->tmp, c->cost, c->m, c->seam };
     memcpy(f.g, c->idx, (size_t)w * h * sizeof *f.g);
     full(c, &f, w, h);
     for (; k > 0; k--) {
@@ -155,9 +145,6 @@ static int fast_phase(struct seam_ctx *c, int w, int h, int k)
     }
     for (int y = 0; y < h; y++) /* back to compact rows */
         memcpy(c->idx + (size_t)y * w, f.g + (size_t)y * f.pitch, (size_t)w * sizeof *f.g);
-    free(f.seam);
-    free(f.m);
-    free(f.cost);
     return 0;
 }
 

@@ -78,10 +78,20 @@ struct trk_seam_info {
     long cut_protected;   /* protected pixels removed (0 when all fitted) */
 };
 
+/* Host scratch for carves of frames up to max_w x max_h pixels (about
+ * 26 bytes a pixel), made once so that no carve allocates (or faults in
+ * fresh pages) per frame. 0, TRK_EINVAL or TRK_ENOMEM. */
+struct trk_seam_scratch;
+int trk_seam_scratch_create(struct trk_seam_scratch **out, int max_w, int max_h);
+/* Frees and NULLs *s; safe on NULL. */
+void trk_seam_scratch_destroy(struct trk_seam_scratch **s);
+
 /* One carve's arguments. src: a host image of a packed 3- or 4-byte
  * format; prot: one byte per source pixel (non-zero = protected) with
  * prot_pitch bytes per row, or NULL for none; dst: dst_pitch bytes per
- * row (>= dst_w * bpp), src's format; map: NULL or arrays to fill. */
+ * row (>= dst_w * bpp), src's format; map: NULL or arrays to fill;
+ * scratch: NULL (the carve allocates its own) or one at least as large as
+ * src (else TRK_ETOOBIG); one carve at a time uses it. */
 struct trk_seam_job {
     const struct trk_image *src;
     const uint8_t *prot;
@@ -90,6 +100,7 @@ struct trk_seam_job {
     uint8_t *dst;
     size_t dst_pitch;
     struct trk_seam_map *map;
+    struct trk_seam_scratch *scratch;
 };
 
 /* Arguments valid: format packed RGB/BGR(A) on the host, 1 <= dst_w <=
@@ -99,12 +110,12 @@ struct trk_seam_job {
 int trk_seam_check(const struct trk_seam_job *job);
 
 /* The definition, plainly: full energy and cumulative map per seam. 0,
- * TRK_EINVAL or TRK_ENOMEM. info may be NULL. */
+ * TRK_EINVAL, TRK_ETOOBIG or TRK_ENOMEM. info may be NULL. */
 int trk_seam_carve_ref(const struct trk_seam_job *job, struct trk_seam_info *info);
 
 /* The fast CPU twin: the same bytes and map; after each seam only the
  * energy next to it and the part of the cumulative map it changed are
- * recomputed. 0, TRK_EINVAL or TRK_ENOMEM. */
+ * recomputed. 0, TRK_EINVAL, TRK_ETOOBIG or TRK_ENOMEM. */
 int trk_seam_carve_fast(const struct trk_seam_job *job, struct trk_seam_info *info);
 
 /* Source luma of the definition for one pixel of format fmt. */

@@ -23,6 +23,9 @@ struct seam_ctx {
     const uint8_t *prot; /* n, 0/1 */
     int32_t *idx;        /* src_w * src_h entries, w * h in use */
     int32_t *tmp;        /* the same size: transposes, removals */
+    uint32_t *cost;      /* the same size, for the phases */
+    uint64_t *m;         /* the same size, for the phases */
+    int32_t *seam;       /* max(src_w, src_h) */
     long cut_protected;
     void *user; /* the phase function's own state */
 };
@@ -49,6 +52,17 @@ void trk_seam_trace(const uint64_t *m, size_t pitch, int w, int h, int32_t *seam
 /* Removes seam from the w x h grid in c->idx (rows become w - 1 wide,
  * compact), counting protected pixels removed. */
 void trk_seam_remove(struct seam_ctx *c, int w, int h, const int32_t *seam);
+
+/* What struct trk_seam_scratch holds, for frames up to n pixels of
+ * sides up to side. */
+struct trk_seam_scratch {
+    size_t n, side;
+    int max_w, max_h;
+    uint8_t *planes; /* 2 n: luma, protection */
+    int32_t *idx, *tmp, *seam;
+    uint32_t *cost;
+    uint64_t *m;
+};
 
 /* One phase: removes k seams from the w x h grid in c->idx. */
 typedef int (*seam_phase_fn)(struct seam_ctx *c, int w, int h, int k);

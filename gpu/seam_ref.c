@@ -65,12 +65,15 @@ void trk_seam_remove(struct seam_ctx *c, int w, int h, const int32_t *seam)
     }
 }
 
-/* The w x h grid g transposed into t (h x w). */
+/* The w x h grid g transposed into t (h x w), in 32 x 32 blocks so that
+ * both sides stay in cache. */
 static void transpose(const int32_t *g, int w, int h, int32_t *t)
 {
-    for (int y = 0; y < h; y++)
-        for (int x = 0; x < w; x++)
-            t[(size_t)x * h + y] = g[(size_t)y * w + x];
+    for (int by = 0; by < h; by += 32)
+        for (int bx = 0; bx < w; bx += 32)
+            for (int y = by; y < by + 32 && y < h; y++)
+                for (int x = bx; x < bx + 32 && x < w; x++)
+                    t[(size_t)x * h + y] = g[(size_t)y * w + x];
 }
 
 /* The output pixels and the map from the final grid (dst_w x dst_h). */
@@ -80,11 +83,13 @@ static void finish(const struct trk_seam_job *job, const int32_t *idx)
     const int bpp = trk_pixfmt_bpp(s->fmt), sw = s->width;
     for (int y = 0; y < job->dst_h; y++) {
         uint8_t *d = job->dst + (size_t)y * job->dst_pitch;
+        const int32_t *row = idx + (size_t)y * job->dst_w;
         for (int x = 0; x < job->dst_w; x++) {
-            int32_t i = idx[(size_t)y * job->dst_w + x];
-            memcpy(d + (size_t)x * bpp,
-                   s->plane[0] + (size_t)(i / sw) * s->pitch[0] + (size_t)(i % sw) * bpp,
-                   (size_t)bpp);
+            const uint8_t *p =
+                s->plane[0] + (size_t)(row[x] / sw) * s->pitch[0] + (size_t)(row[x] % sw) * bpp;
+            uint8_t *q = d + (size_t)x * bpp;
+            q[0] = p[0], q[1] = p[1], q[2] = p[2]; /* whole pixels: 3 or 4 bytes */
+            if (bpp == 4) q[3] = p[3];
         }
     }
     struct trk_seam_map *map = job->map;
@@ -119,54 +124,88 @@ static void source_planes(const struct trk_seam_job *job, uint8_t *lum, uint8_t 
     }
 }
 
+void trk_seam_scratch_destroy(struct trk_seam_scratch **sp)
+{
+    struct trk_seam_scratch *s = sp ? *sp : NULL;
+    if (!s) return;
+    free(s->planes);
+    free(s->idx);
+    free(s->tmp);
+    free(s->seam);
+    free(s->cost);
+    free(s->m);
+    free(s);
+    *sp = NULL;
+}
+
+int trk_seam_scratch_create(struct trk_seam_scratch **out, int max_w, int max_h)
+{
+    if (!out) return TRK_EINVAL;
+    *out = NULL;
+    if (max_w < 1 || max_h < 1 || max_w > TRK_SEAM_MAX_SIDE || max_h > TRK_SEAM_MAX_SIDE)
+        return TRK_EINVAL;
+    struct trk_seam_scratch *s = calloc(1, sizeof *s);
+    if (!s) return TRK_ENOMEM;
+    s->max_w = max_w;
+    s->max_h = max_h;
+    s->n = (size_t)max_w * max_h;
+    s->side = (size_t)(max_w > max_h ? max_w : max_h);
+    s->planes = malloc(2 * s->n);
+    s->idx = malloc(s->n * sizeof *s->idx);
+    s->tmp = malloc(s->n * sizeof *s->tmp);
+    s->seam = malloc(s->side * sizeof *s->seam);
+    s->cost = malloc(s->n * sizeof *s->cost);
+    s->m = malloc(s->n * sizeof *s->m);
+    if (!s->planes || !s->idx || !s->tmp || !s->seam || !s->cost || !s->m) {
+        trk_seam_scratch_destroy(&s);
+        return TRK_ENOMEM;
+    }
+    *out = s;
+    return 0;
+}
+
 int trk_seam_run(const struct trk_seam_job *job, struct trk_seam_info *info, seam_phase_fn phase,
                  void *user)
 {
     int rc = trk_seam_check(job);
     if (rc) return rc;
     const int sw = job->src->width, sh = job->src->height;
+    struct trk_seam_scratch *own = NULL, *sc = job->scratch;
+    if (sc && (sw > sc->max_w || sh > sc->max_h)) return TRK_ETOOBIG;
+    if (!sc && (rc = trk_seam_scratch_create(&own, sw, sh))) return rc;
+    if (!sc) sc = own;
     const size_t n = (size_t)sw * sh;
-    uint8_t *planes = malloc(2 * n);
-    int32_t *idx = malloc(n * sizeof *idx), *tmp = malloc(n * sizeof *tmp);
-    if (!planes || !idx || !tmp) {
-        rc = TRK_ENOMEM;
-        goto end;
-    }
-    source_planes(job, planes, planes + n);
+    int32_t *idx = sc->idx, *tmp = sc->tmp;
+    source_planes(job, sc->planes, sc->planes + n);
     for (size_t i = 0; i < n; i++)
         idx[i] = (int32_t)i;
-    struct seam_ctx c = { n, planes, planes + n, idx, tmp, 0, user };
+    struct seam_ctx c = { n,        sc->planes, sc->planes + n, idx, tmp,
+                          sc->cost, sc->m,      sc->seam,       0,   user };
     rc = phase(&c, sw, sh, sw - job->dst_w);
     if (rc) goto end;
-    transpose(idx, job->dst_w, sh, tmp);
-    memcpy(idx, tmp, (size_t)job->dst_w * sh * sizeof *idx);
-    rc = phase(&c, sh, job->dst_w, sh - job->dst_h);
-    if (rc) goto end;
-    transpose(idx, job->dst_h, job->dst_w, tmp);
-    finish(job, tmp);
+    if (job->dst_h < sh) { /* the horizontal phase, on the transpose */
+        transpose(idx, job->dst_w, sh, tmp);
+        memcpy(idx, tmp, (size_t)job->dst_w * sh * sizeof *idx);
+        rc = phase(&c, sh, job->dst_w, sh - job->dst_h);
+        if (rc) goto end;
+        transpose(idx, job->dst_h, job->dst_w, tmp);
+        memcpy(idx, tmp, (size_t)job->dst_w * job->dst_h * sizeof *idx);
+    }
+    finish(job, idx);
     if (info) {
         info->seams_v = sw - job->dst_w;
         info->seams_h = sh - job->dst_h;
         info->cut_protected = c.cut_protected;
     }
 end:
-    free(tmp);
-    free(idx);
-    free(planes);
+    trk_seam_scratch_destroy(&own);
     return rc;
 }
 
 /* The definition's phase: per seam, the whole cost and cumulative map. */
 static int ref_phase(struct seam_ctx *c, int w, int h, int k)
 {
-    if (k == 0) return 0;
-    uint64_t *m = malloc((size_t)w * h * sizeof *m);
-    int32_t *seam = malloc((size_t)h * sizeof *seam);
-    if (!m || !seam) {
-        free(m);
-        free(seam);
-        return TRK_ENOMEM;
-    }
+    uint64_t *m = c->m;
     for (; k > 0; k--, w--) {
         for (int y = 0; y < h; y++)
             for (int x = 0; x < w; x++) {
@@ -180,11 +219,9 @@ static int ref_phase(struct seam_ctx *c, int w, int h, int k)
                 }
                 m[(size_t)y * w + x] = e;
             }
-        trk_seam_trace(m, (size_t)w, w, h, seam);
-        trk_seam_remove(c, w, h, seam);
+        trk_seam_trace(m, (size_t)w, w, h, c->seam);
+        trk_seam_remove(c, w, h, c->seam);
     }
-    free(seam);
-    free(m);
     return 0;
 }
 

@@ -13,9 +13,13 @@
  *      each side, and steps down the rows there (trapezoid tiles: the
  *      halo's values go stale one pixel a row from the edges inward, never
  *      reaching the columns the block writes);
- *   3. trace_kernel: one block finds the last row's leftmost minimum, then
- *      one thread walks the parents up (serial, as in the seed: it keeps
- *      the map on the device) and counts protected pixels cut;
+ *   3. the trace: one block finds the last row's leftmost minimum, then
+ *      rows: one thread walks the parents up row by row (serial, as in the
+ *      seed: it keeps the map on the device); tiled: the map kernel left
+ *      each pixel's parent and, per band, where a seam entering its last
+ *      row leaves its first, so one thread crosses a band a step and then
+ *      one thread per band fills the band's rows in parallel; both count
+ *      the protected pixels cut;
  *   4. remove_kernel: the grid without the seam, into the other buffer.
  * The grid keeps the phase's first width as its pitch. Scratch is sized at
  * create; every launch goes on the instance's stream. */
@@ -30,9 +34,11 @@
 
 /* Threads per block of the one-pixel-per-thread kernels (a multiple of 32). */
 #define TRK_SEAM_BLOCK 256
-/* Tiled map: threads (= segment width) per block, and rows per launch; the
- * block writes TRK_SEAM_TILE_W - 2 * TRK_SEAM_ROWS_PER_LAUNCH columns, so
- * the rows must leave some: 2 * rows < width. */
+/* Tiled map: threads (= segment width) per block, and rows per launch (a
+ * band); the block writes TRK_SEAM_TILE_W - 2 * TRK_SEAM_ROWS_PER_LAUNCH
+ * columns, so the rows must leave some: 2 * rows < width. The band trace
+ * keeps one int per band in shared memory (TRK_SEAM_MAX_SIDE / rows + 1)
+ * and walks them with the 1024 threads of one block. */
 #define TRK_SEAM_TILE_W          256
 #define TRK_SEAM_ROWS_PER_LAUNCH 32
 static_assert(TRK_SEAM_BLOCK % 32 == 0 && TRK_SEAM_BLOCK <= 1024, "block size");
@@ -61,7 +67,10 @@ struct trk_seam_cuda {
     uint32_t *d_cost;
     unsigned long long *d_m; /* the cumulative map */
     int32_t *d_seam;
-    unsigned long long *d_cut; /* protected pixels cut, this phase */
+    int8_t *d_dir;                 /* tiled: parents */
+    int32_t *d_jump;               /* tiled: band crossings */
+    unsigned long long *d_cut;     /* protected pixels cut, this phase */
+    struct trk_seam_scratch *host; /* the host side's scratch */
 };
 
 /* One phase's view of the device arrays. */
@@ -70,6 +79,8 @@ struct seam_dev {
     const int32_t *g; /* the current grid */
     uint32_t *cost;
     unsigned long long *m;
+    int8_t *dir;   /* tiled: each pixel's parent, -1, 0, +1 (ties as the trace) */
+    int32_t *jump; /* tiled: on a band's last row, the seam's column on its first */
     int pitch, w, h;
 };
 
@@ -112,16 +123,23 @@ __global__ void dp_row_kernel(struct seam_dev d, int y)
     d.m[(size_t)y * d.pitch + x] = cost64(d.cost[(size_t)y * d.pitch + x]) + b;
 }
 
-/* Rows y0 .. y0 + rows - 1 of the map in one launch. Grid: 1-D, block b
- * writes columns b*T .. b*T + T - 1, T = TRK_SEAM_TILE_W - 2 R; thread t
- * owns column b*T - R + t. Shared: two rows of the segment (the previous
- * and the current row). Columns outside the image hold SEAM_INF, so the
- * minimum needs no edge tests; the segment's own two ends have no outer
- * neighbour and go stale, one more pixel per row, inside the R-wide halo. */
+/* Rows y0 .. y0 + rows - 1 of the map in one launch (a band). Grid: 1-D,
+ * block b writes columns b*T .. b*T + T - 1, T = TRK_SEAM_TILE_W - 2 R;
+ * thread t owns column b*T - R + t. Shared: two rows of the segment (the
+ * previous and the current row) and the parent of every pixel of the band
+ * (-1, 0, +1, chosen as the trace chooses). Columns outside the image hold
+ * SEAM_INF, so the minimum needs no edge tests; the segment's own two ends
+ * have no outer neighbour and go stale, one more pixel per row, inside the
+ * R-wide halo. A seam climbs at most one column a row, so from any column
+ * the block writes it stays inside the segment's valid part all the way up
+ * the band: each such column's thread follows the parents to the band's
+ * first row and stores that column in jump (on the band's last row), and
+ * the trace then crosses the band in one step. */
 __global__ void __launch_bounds__(TRK_SEAM_TILE_W)
     dp_tile_kernel(struct seam_dev d, int y0, int rows)
 {
     __shared__ unsigned long long s_row[2][TRK_SEAM_TILE_W];
+    __shared__ int8_t s_dir[TRK_SEAM_ROWS_PER_LAUNCH][TRK_SEAM_TILE_W];
     const int R = TRK_SEAM_ROWS_PER_LAUNCH, T = TRK_SEAM_TILE_W - 2 * R;
     const int t = threadIdx.x, x = blockIdx.x * T - R + t;
     const bool in = x >= 0 && x < d.w, out = in && t >= R && t < R + T;
@@ -131,24 +149,31 @@ __global__ void __launch_bounds__(TRK_SEAM_TILE_W)
         const unsigned long long *prev = s_row[r & 1];
         const int y = y0 + r;
         unsigned long long v = SEAM_INF;
+        int8_t dir = 0;
         if (in) {
             unsigned long long b = prev[t];
-            if (t > 0) b = min(b, prev[t - 1]);
-            if (t < TRK_SEAM_TILE_W - 1) b = min(b, prev[t + 1]);
+            if (t > 0 && prev[t - 1] < b) b = prev[t - 1], dir = -1;
+            if (t < TRK_SEAM_TILE_W - 1 && prev[t + 1] < b) b = prev[t + 1], dir = 1;
             v = cost64(d.cost[(size_t)y * d.pitch + x]) + b;
-            if (out) d.m[(size_t)y * d.pitch + x] = v;
+            if (out) {
+                d.m[(size_t)y * d.pitch + x] = v;
+                d.dir[(size_t)y * d.pitch + x] = dir;
+            }
         }
+        s_dir[r][t] = dir;
         s_row[(r + 1) & 1][t] = v;
         __syncthreads();
     }
+    if (!out) return;
+    int c = t;
+    for (int r = rows - 1; r > 0; r--)
+        c += s_dir[r][c];
+    d.jump[(size_t)(y0 + rows - 1) * d.pitch + x] = x + (c - t);
 }
 
-/* One block: the last row's leftmost minimum by a block reduction over
- * (value, column) pairs in shared memory, then thread 0 walks the parents
- * up (ties: the middle, then the left), writes the seam and counts the
- * protected pixels on it. */
-__global__ void __launch_bounds__(1024)
-    trace_kernel(struct seam_dev d, int32_t *seam, unsigned long long *cut)
+/* The last row's leftmost minimum into *s_x (all threads of the block
+ * call it): a block reduction over (value, column) pairs. */
+__device__ void last_row_min(const struct seam_dev &d, int *s_x_out)
 {
     __shared__ unsigned long long s_v[1024];
     __shared__ int s_x[1024];
@@ -168,8 +193,20 @@ __global__ void __launch_bounds__(1024)
         }
         __syncthreads();
     }
-    if (t != 0) return;
-    int x = s_x[0];
+    if (t == 0) *s_x_out = s_x[0];
+    __syncthreads();
+}
+
+/* The seed's trace. One block: the last row's minimum, then thread 0 walks
+ * the parents up from the map (ties: the middle, then the left), writes
+ * the seam and counts the protected pixels on it. */
+__global__ void __launch_bounds__(1024)
+    trace_kernel(struct seam_dev d, int32_t *seam, unsigned long long *cut)
+{
+    __shared__ int s_start;
+    last_row_min(d, &s_start);
+    if (threadIdx.x != 0) return;
+    int x = s_start;
     unsigned long long n = 0;
     for (int y = d.h - 1;; y--) {
         seam[y] = x;
@@ -182,6 +219,45 @@ __global__ void __launch_bounds__(1024)
         x = b;
     }
     *cut += n;
+}
+
+/* The tiled form's trace. One block: the last row's minimum; thread 0
+ * crosses the bands (rows 1 + i R .. i R + R) bottom-up by their jump
+ * entries, one step a band, noting where the seam leaves each band's last
+ * row; then thread i follows band i's parents, in parallel, writing the
+ * seam and counting protected pixels (shared atomics, one global add). */
+__global__ void __launch_bounds__(1024)
+    trace_bands_kernel(struct seam_dev d, int32_t *seam, unsigned long long *cut)
+{
+    __shared__ int s_start, s_bottom[TRK_SEAM_MAX_SIDE / TRK_SEAM_ROWS_PER_LAUNCH + 1];
+    __shared__ unsigned long long s_n;
+    const int R = TRK_SEAM_ROWS_PER_LAUNCH, bands = (d.h - 1 + R - 1) / R;
+    last_row_min(d, &s_start);
+    if (threadIdx.x == 0) {
+        int x = s_start;
+        for (int i = bands - 1; i >= 0; i--) {
+            const int first = 1 + i * R, last = min(first + R - 1, d.h - 1);
+            s_bottom[i] = x;
+            x = d.jump[(size_t)last * d.pitch + x];
+            x += d.dir[(size_t)first * d.pitch + x];
+        }
+        seam[0] = x;
+        s_n = d.prot[d.g[x]] != 0;
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < bands; i += blockDim.x) {
+        const int first = 1 + i * R, last = min(first + R - 1, d.h - 1);
+        int x = s_bottom[i];
+        unsigned long long n = 0;
+        for (int y = last; y >= first; y--) {
+            seam[y] = x;
+            n += d.prot[d.g[(size_t)y * d.pitch + x]] != 0;
+            x += d.dir[(size_t)y * d.pitch + x];
+        }
+        atomicAdd(&s_n, n);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) *cut += s_n;
 }
 
 /* Grid: 2-D, one thread per pixel of the (w - 1) x h result; no shared
@@ -218,7 +294,9 @@ static int launch_map(const struct trk_seam_cuda *s, const struct seam_dev &d, i
  * holds the result. */
 static int carve_seams(struct trk_seam_cuda *s, int variant, int w, int h, int k, int *cur)
 {
-    struct seam_dev d = { s->d_lum, s->d_prot, NULL, s->d_cost, s->d_m, w, w, h };
+    struct seam_dev d = {
+        s->d_lum, s->d_prot, NULL, s->d_cost, s->d_m, s->d_dir, s->d_jump, w, w, h
+    };
     int c = 0;
     for (; k > 0; k--, d.w--) {
         d.g = s->d_idx[c];
@@ -226,7 +304,10 @@ static int carve_seams(struct trk_seam_cuda *s, int variant, int w, int h, int k
         cost_kernel<<<grid, TRK_SEAM_BLOCK, 0, s->st>>>(d);
         int rc = launch_map(s, d, variant);
         if (rc) return rc;
-        trace_kernel<<<1, 1024, 0, s->st>>>(d, s->d_seam, s->d_cut);
+        if (variant == TRK_SEAM_CUDA_ROWS || h == 1)
+            trace_kernel<<<1, 1024, 0, s->st>>>(d, s->d_seam, s->d_cut);
+        else
+            trace_bands_kernel<<<1, 1024, 0, s->st>>>(d, s->d_seam, s->d_cut);
         const dim3 rgrid((unsigned)((d.w - 1 + TRK_SEAM_BLOCK - 1) / TRK_SEAM_BLOCK), (unsigned)h);
         if (d.w > 1)
             remove_kernel<<<rgrid, TRK_SEAM_BLOCK, 0, s->st>>>(s->d_idx[c], s->d_idx[c ^ 1],
@@ -288,7 +369,9 @@ extern "C" int trk_seam_cuda_carve(struct trk_seam_cuda *s, int variant,
      * frame must not be larger, and its pixel count fits them. */
     if (job->src->width > s->max_w || job->src->height > s->max_h) return TRK_ETOOBIG;
     struct seam_run run = { s, variant, 0, 0.0 };
-    rc = trk_seam_run(job, info, cuda_phase, &run);
+    struct trk_seam_job j = *job;
+    if (!j.scratch) j.scratch = s->host;
+    rc = trk_seam_run(&j, info, cuda_phase, &run);
     if (device_ms) *device_ms = run.ms;
     return rc;
 }
@@ -298,6 +381,8 @@ extern "C" void trk_seam_cuda_destroy(struct trk_seam_cuda **sp)
     struct trk_seam_cuda *s = sp ? *sp : NULL;
     if (!s) return;
     cudaFree(s->d_cut);
+    cudaFree(s->d_jump);
+    cudaFree(s->d_dir);
     cudaFree(s->d_seam);
     cudaFree(s->d_m);
     cudaFree(s->d_cost);
@@ -308,6 +393,7 @@ extern "C" void trk_seam_cuda_destroy(struct trk_seam_cuda **sp)
     if (s->ev[1]) cudaEventDestroy(s->ev[1]);
     if (s->ev[0]) cudaEventDestroy(s->ev[0]);
     if (s->st) cudaStreamDestroy(s->st);
+    trk_seam_scratch_destroy(&s->host);
     free(s);
     *sp = NULL;
 }
@@ -328,6 +414,11 @@ extern "C" int trk_seam_cuda_create(struct trk_seam_cuda **out, int max_w, int m
     if (!s) return TRK_ENOMEM;
     s->max_w = max_w;
     s->max_h = max_h;
+    int rc = trk_seam_scratch_create(&s->host, max_w, max_h);
+    if (rc) {
+        free(s);
+        return rc;
+    }
     const size_t n = (size_t)max_w * max_h, side = (size_t)(max_w > max_h ? max_w : max_h);
     const bool ok =
         cudaStreamCreateWithFlags(&s->st, cudaStreamNonBlocking) == cudaSuccess &&
@@ -338,6 +429,8 @@ extern "C" int trk_seam_cuda_create(struct trk_seam_cuda **out, int max_w, int m
         cudaMalloc(&s->d_cost, n * sizeof(uint32_t)) == cudaSuccess &&
         cudaMalloc(&s->d_m, n * sizeof(unsigned long long)) == cudaSuccess &&
         cudaMalloc(&s->d_seam, side * sizeof(int32_t)) == cudaSuccess &&
+        cudaMalloc(&s->d_dir, n) == cudaSuccess &&
+        cudaMalloc(&s->d_jump, n * sizeof(int32_t)) == cudaSuccess &&
         cudaMalloc(&s->d_cut, sizeof(unsigned long long)) == cudaSuccess;
     if (!ok) {
         cudaError_t e = cudaGetLastError();

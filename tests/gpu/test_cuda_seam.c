@@ -81,7 +81,7 @@ int main(int argc, char **argv)
     uint8_t px[3 * 2 * 721], dst[3];
     struct trk_image tall = { { px },           { 6 }, 2,           721, TRK_FMT_RGB24,
                               TRK_MATRIX_BT601, true,  TRK_MEM_HOST };
-    struct trk_seam_job job = { &tall, NULL, 0, 1, 1, dst, 3, NULL };
+    struct trk_seam_job job = { &tall, NULL, 0, 1, 1, dst, 3, NULL, NULL };
     CHECK(trk_seam_cuda_carve(c.s, 0, &job, NULL, NULL) == TRK_ETOOBIG);
     CHECK(trk_seam_cuda_carve(c.s, TRK_SEAM_CUDA_VARIANTS, &job, NULL, NULL) == TRK_EINVAL);
     trk_seam_cuda_destroy(&c.s);

@@ -75,7 +75,7 @@ static int seam_compare(seam_carver carve, void *user, const struct trk_image *s
         dof[k] = malloc(ns * sizeof(int32_t));
         memset(d[k], 0, dp * dh);
         struct trk_seam_map map = { 0, 0, 0, 0, so[k], dof[k] };
-        struct trk_seam_job job = { src, prot, prot_pitch, dw, dh, d[k], dp, &map };
+        struct trk_seam_job job = { src, prot, prot_pitch, dw, dh, d[k], dp, &map, NULL };
         rc[k] = k ? carve(&job, &info[k], user) : trk_seam_carve_ref(&job, &info[k]);
     }
     CHECKF(rc[0] == 0 && rc[1] == 0, "%s: rc %d %d", what, rc[0], rc[1]);

@@ -66,7 +66,7 @@ static void one_seam_vs_brute(int w, int h, int pct)
     }
     struct trk_image im = grey(px, v, w, h);
     struct trk_seam_map map = { 0, 0, 0, 0, NULL, dof };
-    struct trk_seam_job job = { &im, prot, (size_t)w, w - 1, h, dst, sizeof dst, &map };
+    struct trk_seam_job job = { &im, prot, (size_t)w, w - 1, h, dst, sizeof dst, &map, NULL };
     CHECK(trk_seam_carve_ref(&job, NULL) == 0);
     uint64_t best = UINT64_MAX, got = 0;
     for (int x = 0; x < w; x++) {
@@ -113,7 +113,7 @@ static void part_definition(void)
     memset(v, 50, sizeof v);
     struct trk_image im = grey(px, v, 7, 5);
     struct trk_seam_map map = { 0, 0, 0, 0, so, NULL };
-    struct trk_seam_job job = { &im, NULL, 0, 6, 4, dst, 18, &map };
+    struct trk_seam_job job = { &im, NULL, 0, 6, 4, dst, 18, &map, NULL };
     CHECK(trk_seam_carve_ref(&job, NULL) == 0);
     for (int y = 0; y < 4; y++)
         for (int x = 0; x < 6; x++)
@@ -128,7 +128,7 @@ static void part_definition(void)
         prot[y * 6 + path[y]] = 0;
     im = grey(px, v, 6, 6);
     struct trk_seam_map m2 = { 0, 0, 0, 0, NULL, dof };
-    struct trk_seam_job j2 = { &im, prot, 6, 5, 6, dst, 15, &m2 };
+    struct trk_seam_job j2 = { &im, prot, 6, 5, 6, dst, 15, &m2, NULL };
     struct trk_seam_info info;
     CHECK(trk_seam_carve_ref(&j2, &info) == 0);
     CHECK(info.cut_protected == 0 && info.seams_v == 1 && info.seams_h == 0);
@@ -143,10 +143,23 @@ static int fast_carver(const struct trk_seam_job *job, struct trk_seam_info *inf
     return trk_seam_carve_fast(job, info);
 }
 
+/* The fast twin on a scratch made once (user). */
+static int scratch_carver(const struct trk_seam_job *job, struct trk_seam_info *info, void *user)
+{
+    struct trk_seam_job j = *job;
+    j.scratch = user;
+    return trk_seam_carve_fast(&j, info);
+}
+
 static void part_twin(void)
 {
     int ran = seam_matrix(fast_carver, NULL, 40, 400);
     CHECK(ran == 400);
+    struct trk_seam_scratch *sc = NULL;
+    CHECK(trk_seam_scratch_create(&sc, 40, 40) == 0);
+    if (sc) CHECK(seam_matrix(scratch_carver, sc, 40, 200) == 200);
+    trk_seam_scratch_destroy(&sc);
+    trk_seam_scratch_destroy(&sc);
     /* Larger frames, many seams: the changed spans must stop where they
      * should (smooth) and fill the frame (noise). */
     static const int sizes[][4] = {
@@ -251,7 +264,7 @@ static void protect_case(int w, int h, int dw, int dh, const struct disc *d)
     struct trk_image im = { { px },        { (size_t)w * 3 }, w,    h,
                             TRK_FMT_RGB24, TRK_MATRIX_BT601,  true, TRK_MEM_HOST };
     struct trk_seam_map map = { 0, 0, 0, 0, so, dof };
-    struct trk_seam_job job = { &im, prot, (size_t)w, dw, dh, dst, (size_t)dw * 3, &map };
+    struct trk_seam_job job = { &im, prot, (size_t)w, dw, dh, dst, (size_t)dw * 3, &map, NULL };
     struct trk_seam_info info;
     CHECK(trk_seam_carve_fast(&job, &info) == 0);
     CHECKF(info.cut_protected == 0, "%dx%d -> %dx%d: %ld protected pixels cut", w, h, dw, dh,
@@ -283,7 +296,7 @@ static void part_protect(void)
     for (int i = 0; i < 48; i++)
         v[i] = (uint8_t)(seam_rand() % 256);
     struct trk_image im = grey(px, v, 8, 6);
-    struct trk_seam_job job = { &im, prot, 8, 5, 4, dst, 15, NULL };
+    struct trk_seam_job job = { &im, prot, 8, 5, 4, dst, 15, NULL, NULL };
     struct trk_seam_info info;
     CHECK(trk_seam_carve_ref(&job, &info) == 0);
     CHECK(info.seams_v == 3 && info.seams_h == 2 && info.cut_protected == 3 * 6 + 2 * 5);
@@ -296,7 +309,7 @@ static void part_api(void)
     struct trk_image im = { { px },        { 12 },           4,    5,
                             TRK_FMT_RGB24, TRK_MATRIX_BT601, true, TRK_MEM_HOST };
     memset(px, 1, sizeof px);
-    struct trk_seam_job ok = { &im, NULL, 0, 3, 4, dst, 9, NULL };
+    struct trk_seam_job ok = { &im, NULL, 0, 3, 4, dst, 9, NULL, NULL };
     CHECK(trk_seam_check(&ok) == 0);
     CHECK(trk_seam_check(NULL) == TRK_EINVAL);
     struct trk_seam_job j = ok;
@@ -319,6 +332,15 @@ static void part_api(void)
     CHECK(trk_seam_check(&j) == TRK_EINVAL);
     bad = im, bad.mem = TRK_MEM_CUDA;
     CHECK(trk_seam_check(&j) == TRK_EINVAL);
+    struct trk_seam_scratch *sc = NULL;
+    CHECK(trk_seam_scratch_create(&sc, 4, 4) == 0);
+    CHECK(trk_seam_scratch_create(NULL, 4, 4) == TRK_EINVAL);
+    struct trk_seam_scratch *none = NULL;
+    CHECK(trk_seam_scratch_create(&none, 0, 4) == TRK_EINVAL && none == NULL);
+    j = ok, j.scratch = sc; /* 4 x 4 scratch, 4 x 5 frame */
+    CHECK(trk_seam_carve_fast(&j, NULL) == TRK_ETOOBIG &&
+          trk_seam_carve_ref(&j, NULL) == TRK_ETOOBIG);
+    trk_seam_scratch_destroy(&sc);
     CHECK(strcmp(trk_seam_cuda_variant_name(TRK_SEAM_CUDA_TILED), "tiled") == 0);
     CHECK(strcmp(trk_seam_cuda_variant_name(7), "?") == 0);
 }
