@@ -49,7 +49,7 @@ static void cv_usage(FILE *f)
                "  --ref-iters N     timed calls of cpu-ref (default 1)\n");
 }
 
-static int cv_int(const char *s, long lo, long hi, int *out)
+static int carve_int(const char *s, long lo, long hi, int *out)
 {
     char *end;
     errno = 0;
@@ -60,7 +60,7 @@ static int cv_int(const char *s, long lo, long hi, int *out)
 }
 
 /* A comma list: kind 0 ints >= 0, 1 WxH pairs, 2 form names. */
-static int cv_list(const char *s, int kind, int *out, int *n)
+static int carve_list(const char *s, int kind, int *out, int *n)
 {
     char buf[256];
     if (strlen(s) >= sizeof buf) return -1;
@@ -72,8 +72,8 @@ static int cv_list(const char *s, int kind, int *out, int *n)
             char *x = strchr(t, 'x');
             if (!x) return -1;
             *x = '\0';
-            if (cv_int(t, 1, TRK_SEAM_MAX_SIDE, &out[2 * *n]) ||
-                cv_int(x + 1, 1, TRK_SEAM_MAX_SIDE, &out[2 * *n + 1]))
+            if (carve_int(t, 1, TRK_SEAM_MAX_SIDE, &out[2 * *n]) ||
+                carve_int(x + 1, 1, TRK_SEAM_MAX_SIDE, &out[2 * *n + 1]))
                 return -1;
         } else if (kind == 2) {
             int f = 0;
@@ -81,7 +81,7 @@ static int cv_list(const char *s, int kind, int *out, int *n)
                 f++;
             if (f == CV_FORMS) return -1;
             out[*n] = f;
-        } else if (cv_int(t, 0, TRK_SEAM_MAX_SIDE - 1, &out[*n])) {
+        } else if (carve_int(t, 0, TRK_SEAM_MAX_SIDE - 1, &out[*n])) {
             return -1;
         }
         (*n)++;
@@ -104,19 +104,19 @@ static int cv_parse(int argc, char **argv, struct cv_opts *o)
         if (!v)
             bad = 1;
         else if (!strcmp(a, "--sizes"))
-            bad = cv_list(v, 1, &o->sizes[0][0], &o->nsizes);
+            bad = carve_list(v, 1, &o->sizes[0][0], &o->nsizes);
         else if (!strcmp(a, "--seams"))
-            bad = cv_list(v, 0, o->seams, &o->nseams);
+            bad = carve_list(v, 0, o->seams, &o->nseams);
         else if (!strcmp(a, "--forms"))
-            bad = cv_list(v, 2, o->forms, &o->nforms);
+            bad = carve_list(v, 2, o->forms, &o->nforms);
         else if (!strcmp(a, "--rows"))
-            bad = cv_int(v, 0, TRK_SEAM_MAX_SIDE - 1, &o->rows);
+            bad = carve_int(v, 0, TRK_SEAM_MAX_SIDE - 1, &o->rows);
         else if (!strcmp(a, "--warmup"))
-            bad = cv_int(v, 0, 1000, &o->warmup);
+            bad = carve_int(v, 0, 1000, &o->warmup);
         else if (!strcmp(a, "--iters"))
-            bad = cv_int(v, 1, 1000, &o->iters);
+            bad = carve_int(v, 1, 1000, &o->iters);
         else if (!strcmp(a, "--ref-iters"))
-            bad = cv_int(v, 1, 1000, &o->ref_iters);
+            bad = carve_int(v, 1, 1000, &o->ref_iters);
         else
             bad = 1;
         if (bad) {

@@ -29,6 +29,7 @@
 
 #include "../log_hook.h"
 #include "../seam_impl.h"
+#include "cuda_internal.cuh" /* TRK_CUDA_TRY */
 
 #define LOG_TAG "seam"
 
@@ -45,19 +46,6 @@ static_assert(TRK_SEAM_BLOCK % 32 == 0 && TRK_SEAM_BLOCK <= 1024, "block size");
 static_assert(TRK_SEAM_TILE_W % 32 == 0 && TRK_SEAM_TILE_W <= 1024, "tile width");
 static_assert(2 * TRK_SEAM_ROWS_PER_LAUNCH < TRK_SEAM_TILE_W, "tile must keep output columns");
 
-static void seam_log(const char *call, const char *file, int line, cudaError_t e)
-{
-    log_error("%s failed at %s:%d: %s", call, file, line, cudaGetErrorString(e));
-}
-#define SEAM_TRY(call)                                                                             \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess) {                                                                   \
-            seam_log(#call, __FILE__, __LINE__, e_);                                               \
-            return TRK_EBACKEND;                                                                   \
-        }                                                                                          \
-    } while (0)
-
 struct trk_seam_cuda {
     int max_w, max_h;
     cudaStream_t st;
@@ -72,6 +60,9 @@ struct trk_seam_cuda {
     unsigned long long *d_cut;     /* protected pixels cut, this phase */
     struct trk_seam_scratch *host; /* the host side's scratch */
 };
+
+namespace
+{
 
 /* One phase's view of the device arrays. */
 struct seam_dev {
@@ -270,6 +261,8 @@ __global__ void remove_kernel(const int32_t *g, int32_t *out, const int32_t *sea
     out[o + x] = g[o + x + (x >= seam[y])];
 }
 
+} // namespace
+
 /* The cumulative map of the current grid, rows 1..h-1, by variant. */
 static int launch_map(const struct trk_seam_cuda *s, const struct seam_dev &d, int variant)
 {
@@ -286,7 +279,7 @@ static int launch_map(const struct trk_seam_cuda *s, const struct seam_dev &d, i
             dp_tile_kernel<<<blocks, TRK_SEAM_TILE_W, 0, s->st>>>(d, y, rows);
         }
     }
-    SEAM_TRY(cudaGetLastError());
+    TRK_CUDA_TRY(cudaGetLastError());
     return 0;
 }
 
@@ -312,7 +305,7 @@ static int carve_seams(struct trk_seam_cuda *s, int variant, int w, int h, int k
         if (d.w > 1)
             remove_kernel<<<rgrid, TRK_SEAM_BLOCK, 0, s->st>>>(s->d_idx[c], s->d_idx[c ^ 1],
                                                                s->d_seam, d.pitch, d.w);
-        SEAM_TRY(cudaGetLastError());
+        TRK_CUDA_TRY(cudaGetLastError());
         c ^= 1;
     }
     *cur = c;
@@ -333,26 +326,26 @@ static int cuda_phase(struct seam_ctx *c, int w, int h, int k)
     struct trk_seam_cuda *s = run->s;
     if (k == 0) return 0;
     if (!run->uploaded) {
-        SEAM_TRY(cudaMemcpyAsync(s->d_lum, c->lum, c->n, cudaMemcpyHostToDevice, s->st));
-        SEAM_TRY(cudaMemcpyAsync(s->d_prot, c->prot, c->n, cudaMemcpyHostToDevice, s->st));
+        TRK_CUDA_TRY(cudaMemcpyAsync(s->d_lum, c->lum, c->n, cudaMemcpyHostToDevice, s->st));
+        TRK_CUDA_TRY(cudaMemcpyAsync(s->d_prot, c->prot, c->n, cudaMemcpyHostToDevice, s->st));
         run->uploaded = 1;
     }
-    SEAM_TRY(cudaMemcpyAsync(s->d_idx[0], c->idx, (size_t)w * h * sizeof(int32_t),
-                             cudaMemcpyHostToDevice, s->st));
-    SEAM_TRY(cudaMemsetAsync(s->d_cut, 0, sizeof *s->d_cut, s->st));
-    SEAM_TRY(cudaEventRecord(s->ev[0], s->st));
+    TRK_CUDA_TRY(cudaMemcpyAsync(s->d_idx[0], c->idx, (size_t)w * h * sizeof(int32_t),
+                                 cudaMemcpyHostToDevice, s->st));
+    TRK_CUDA_TRY(cudaMemsetAsync(s->d_cut, 0, sizeof *s->d_cut, s->st));
+    TRK_CUDA_TRY(cudaEventRecord(s->ev[0], s->st));
     int cur, rc = carve_seams(s, run->variant, w, h, k, &cur);
     if (rc) return rc;
-    SEAM_TRY(cudaEventRecord(s->ev[1], s->st));
+    TRK_CUDA_TRY(cudaEventRecord(s->ev[1], s->st));
     /* Back to compact rows of w - k. */
-    SEAM_TRY(cudaMemcpy2DAsync(c->idx, (size_t)(w - k) * sizeof(int32_t), s->d_idx[cur],
-                               (size_t)w * sizeof(int32_t), (size_t)(w - k) * sizeof(int32_t),
-                               (size_t)h, cudaMemcpyDeviceToHost, s->st));
+    TRK_CUDA_TRY(cudaMemcpy2DAsync(c->idx, (size_t)(w - k) * sizeof(int32_t), s->d_idx[cur],
+                                   (size_t)w * sizeof(int32_t), (size_t)(w - k) * sizeof(int32_t),
+                                   (size_t)h, cudaMemcpyDeviceToHost, s->st));
     unsigned long long cut = 0;
-    SEAM_TRY(cudaMemcpyAsync(&cut, s->d_cut, sizeof cut, cudaMemcpyDeviceToHost, s->st));
-    SEAM_TRY(cudaStreamSynchronize(s->st));
+    TRK_CUDA_TRY(cudaMemcpyAsync(&cut, s->d_cut, sizeof cut, cudaMemcpyDeviceToHost, s->st));
+    TRK_CUDA_TRY(cudaStreamSynchronize(s->st));
     float ms = 0;
-    SEAM_TRY(cudaEventElapsedTime(&ms, s->ev[0], s->ev[1]));
+    TRK_CUDA_TRY(cudaEventElapsedTime(&ms, s->ev[0], s->ev[1]));
     run->ms += ms;
     c->cut_protected += (long)cut;
     return 0;
