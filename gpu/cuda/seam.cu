@@ -45,6 +45,10 @@
 static_assert(TRK_SEAM_BLOCK % 32 == 0 && TRK_SEAM_BLOCK <= 1024, "block size");
 static_assert(TRK_SEAM_TILE_W % 32 == 0 && TRK_SEAM_TILE_W <= 1024, "tile width");
 static_assert(2 * TRK_SEAM_ROWS_PER_LAUNCH < TRK_SEAM_TILE_W, "tile must keep output columns");
+/* The tile kernel's static shared memory (costs, parents, two map rows)
+ * must stay under the 48 KiB a block gets without opting in. */
+static_assert(TRK_SEAM_ROWS_PER_LAUNCH * TRK_SEAM_TILE_W * 5 + 2 * 8 * TRK_SEAM_TILE_W <= 48 * 1024,
+              "tile shared memory");
 
 struct trk_seam_cuda {
     int max_w, max_h;
@@ -116,9 +120,10 @@ __global__ void dp_row_kernel(struct seam_dev d, int y)
 
 /* Rows y0 .. y0 + rows - 1 of the map in one launch (a band). Grid: 1-D,
  * block b writes columns b*T .. b*T + T - 1, T = TRK_SEAM_TILE_W - 2 R;
- * thread t owns column b*T - R + t. Shared: two rows of the segment (the
- * previous and the current row) and the parent of every pixel of the band
- * (-1, 0, +1, chosen as the trace chooses). Columns outside the image hold
+ * thread t owns column b*T - R + t. Shared: the band's costs, two rows of
+ * the map's segment (the previous and the current row) and the parent of
+ * every pixel of the band (-1, 0, +1, chosen as the trace chooses): 44 KiB
+ * at 256 x 32. Columns outside the image hold
  * SEAM_INF, so the minimum needs no edge tests; the segment's own two ends
  * have no outer neighbour and go stale, one more pixel per row, inside the
  * R-wide halo. A seam climbs at most one column a row, so from any column
@@ -131,10 +136,16 @@ __global__ void __launch_bounds__(TRK_SEAM_TILE_W)
 {
     __shared__ unsigned long long s_row[2][TRK_SEAM_TILE_W];
     __shared__ int8_t s_dir[TRK_SEAM_ROWS_PER_LAUNCH][TRK_SEAM_TILE_W];
+    __shared__ uint32_t s_cost[TRK_SEAM_ROWS_PER_LAUNCH][TRK_SEAM_TILE_W];
     const int R = TRK_SEAM_ROWS_PER_LAUNCH, T = TRK_SEAM_TILE_W - 2 * R;
     const int t = threadIdx.x, x = blockIdx.x * T - R + t;
     const bool in = x >= 0 && x < d.w, out = in && t >= R && t < R + T;
     s_row[0][t] = in ? d.m[(size_t)(y0 - 1) * d.pitch + x] : SEAM_INF;
+    /* The band's costs first, all loads in flight at once: the row loop
+     * below is a chain of R dependent steps and must not wait on memory. */
+#pragma unroll
+    for (int r = 0; r < TRK_SEAM_ROWS_PER_LAUNCH; r++)
+        if (in && r < rows) s_cost[r][t] = d.cost[(size_t)(y0 + r) * d.pitch + x];
     __syncthreads();
     for (int r = 0; r < rows; r++) {
         const unsigned long long *prev = s_row[r & 1];
@@ -145,9 +156,9 @@ __global__ void __launch_bounds__(TRK_SEAM_TILE_W)
             unsigned long long b = prev[t];
             if (t > 0 && prev[t - 1] < b) b = prev[t - 1], dir = -1;
             if (t < TRK_SEAM_TILE_W - 1 && prev[t + 1] < b) b = prev[t + 1], dir = 1;
-            v = cost64(d.cost[(size_t)y * d.pitch + x]) + b;
-            if (out) {
-                d.m[(size_t)y * d.pitch + x] = v;
+            v = cost64(s_cost[r][t]) + b;
+            if (out) { /* the map itself: only where the next band and the trace read it */
+                if (r == rows - 1) d.m[(size_t)y * d.pitch + x] = v;
                 d.dir[(size_t)y * d.pitch + x] = dir;
             }
         }
