@@ -66,7 +66,9 @@ static void one_seam_vs_brute(int w, int h, int pct)
     }
     struct trk_image im = grey(px, v, w, h);
     struct trk_seam_map map = { 0, 0, 0, 0, NULL, dof };
-    struct trk_seam_job job = { &im, prot, (size_t)w, w - 1, h, dst, sizeof dst, &map, NULL };
+    struct trk_seam_job job = {
+        &im, prot, (size_t)w, w - 1, h, dst, (size_t)(w - 1) * 3, &map, NULL
+    };
     CHECK(trk_seam_carve_ref(&job, NULL) == 0);
     uint64_t best = UINT64_MAX, got = 0;
     for (int x = 0; x < w; x++) {
@@ -108,7 +110,7 @@ static void part_definition(void)
 
     /* A flat frame: every cost 0, so column 0 goes (leftmost, then the
      * middle), and a row removal takes row 0. */
-    uint8_t v[35], px[105], dst[105];
+    uint8_t v[36], px[108], dst[108];
     int32_t so[35];
     memset(v, 50, sizeof v);
     struct trk_image im = grey(px, v, 7, 5);
