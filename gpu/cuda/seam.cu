@@ -406,23 +406,23 @@ extern "C" int trk_seam_cuda_create(struct trk_seam_cuda **out, int max_w, int m
 {
     if (!out) return TRK_EINVAL;
     *out = NULL;
-    if (max_w < 1 || max_h < 1 || max_w > TRK_SEAM_MAX_SIDE || max_h > TRK_SEAM_MAX_SIDE)
-        return TRK_EINVAL;
-    int devs = 0;
+    struct trk_seam_scratch *host = NULL; /* checks the sizes too */
+    int rc = trk_seam_scratch_create(&host, max_w, max_h), devs = 0;
+    if (rc) return rc;
     if (cudaGetDeviceCount(&devs) != cudaSuccess || devs < 1) {
         cudaGetLastError(); /* clear it: no GPU is not an error of later calls */
         log_info("no CUDA device: the CUDA form is off");
+        trk_seam_scratch_destroy(&host);
         return TRK_ENODEV;
     }
     struct trk_seam_cuda *s = (struct trk_seam_cuda *)calloc(1, sizeof *s);
-    if (!s) return TRK_ENOMEM;
+    if (!s) {
+        trk_seam_scratch_destroy(&host);
+        return TRK_ENOMEM;
+    }
     s->max_w = max_w;
     s->max_h = max_h;
-    int rc = trk_seam_scratch_create(&s->host, max_w, max_h);
-    if (rc) {
-        free(s);
-        return rc;
-    }
+    s->host = host;
     const size_t n = (size_t)max_w * max_h, side = (size_t)(max_w > max_h ? max_w : max_h);
     const bool ok =
         cudaStreamCreateWithFlags(&s->st, cudaStreamNonBlocking) == cudaSuccess &&
