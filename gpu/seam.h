@@ -125,7 +125,8 @@ uint8_t trk_seam_luma(const uint8_t *px, enum trk_pixfmt fmt);
  * mask, or all of them when mask is NULL; mask_pitch bytes per row) seen in
  * the carved frame: *out_box = the bounding box of where its kept pixels
  * went, and (*cx, *cy) their centroid in output pixels. Returns how many of
- * its pixels were kept (0: box and centroid untouched). */
+ * its pixels were kept (0: box and centroid untouched; also when the map
+ * has no dst_of). The box is clipped to the source frame. */
 long trk_seam_map_region(const struct trk_seam_map *map, const uint8_t *mask, size_t mask_pitch,
                          const int box[4], int out_box[4], double *cx, double *cy);
 

@@ -233,6 +233,7 @@ int trk_seam_carve_ref(const struct trk_seam_job *job, struct trk_seam_info *inf
 long trk_seam_map_region(const struct trk_seam_map *map, const uint8_t *mask, size_t mask_pitch,
                          const int box[4], int out_box[4], double *cx, double *cy)
 {
+    if (!map->dst_of || map->dst_w < 1) return 0;
     int x0 = box[0] < 0 ? 0 : box[0], y0 = box[1] < 0 ? 0 : box[1];
     int x1 = box[2] >= map->src_w ? map->src_w - 1 : box[2];
     int y1 = box[3] >= map->src_h ? map->src_h - 1 : box[3];

@@ -273,6 +273,16 @@ static void protect_case(int w, int h, int dw, int dh, const struct disc *d)
            info.cut_protected);
     for (int k = 0; k < NOBJ; k++)
         check_object(prot, w, h, dst, dw, dh, &map, k);
+    /* A box past the frame's edges is clipped: the whole frame maps onto
+     * the whole carved frame, every output pixel once. A map without
+     * dst_of maps nothing. */
+    int all[4] = { -5, -5, w + 5, h + 5 }, ob[4];
+    double ax, ay;
+    CHECK(trk_seam_map_region(&map, NULL, 0, all, ob, &ax, &ay) == (long)dw * dh);
+    CHECK(ob[0] == 0 && ob[1] == 0 && ob[2] == dw - 1 && ob[3] == dh - 1);
+    struct trk_seam_map nomap = map;
+    nomap.dst_of = NULL;
+    CHECK(trk_seam_map_region(&nomap, NULL, 0, all, ob, &ax, &ay) == 0);
     /* The map also carries any plane: the carved pixels are the sources'. */
     for (int i = 0; i < dw * dh; i++)
         CHECK(!memcmp(dst + 3 * i, px + 3 * so[i], 3));
