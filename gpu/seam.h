@@ -42,11 +42,14 @@
  *   dst_of[y * src_w + x] = y' * dst_w + x', where source pixel (x, y) went,
  *     or -1 when it was removed: overlays (boxes, centroids, masks) map
  *     through it (trk_seam_map_region).
- * A protected object whose mask is convex along rows and columns (discs,
- * boxes) keeps its shape exactly: no seam can pass between its pixels, so
- * its mask moves rigidly. A protected mask with holes or notches may lose
- * background pixels inside them (its pieces then move closer); callers that
- * need rigid overlays protect the objects' boxes.
+ * When no protected pixel is cut (cut_protected 0), a protected object
+ * whose mask is one run per row and per column, each run overlapping the
+ * next row's (column's) by a pixel at least (discs, boxes: convex shapes),
+ * keeps its shape exactly: an 8-connected seam cannot pass between its
+ * pixels, so its mask moves rigidly and its box and centroid move by the
+ * same vector. A protected mask with holes, notches or diagonal-only joins
+ * may lose background pixels between its parts (they then move closer);
+ * callers that need rigid overlays protect the objects' boxes.
  *
  * Plain C, no CUDA types: the CUDA form (gpu/cuda/seam.cu) includes it. */
 #ifndef TRK_GPU_SEAM_H
