@@ -22,11 +22,12 @@ JOBS=${JOBS:-$(nproc)}
 # Debian packages: to build, and (test) what the tests drive for real.
 build_pkgs=(build-essential cmake pkg-config libjansson-dev libwebsockets-dev
             libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libturbojpeg0-dev
-            libsystemd-dev libmosquitto-dev liblo-dev)
+            libsystemd-dev libmosquitto-dev liblo-dev libprotobuf-c-dev protobuf-c-compiler)
 test_pkgs=(ffmpeg python3 python3-websockets chromium clang-format
            qemu-system-x86 linux-image-amd64 busybox-static v4l-utils cpio
            systemd prometheus python3-pil groff-base man-db file
-           python3-opencv mosquitto python3-paho-mqtt openssl liblo-tools)
+           python3-opencv mosquitto python3-paho-mqtt openssl liblo-tools
+           python3-protobuf protobuf-compiler)
 # The Debian package: dpkg-shlibdeps (dpkg-dev, in build-essential) needs file.
 package_pkgs=(file)
 

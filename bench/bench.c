@@ -20,6 +20,7 @@
 #include "backend.h"
 #include "color.h"
 #include "scene.h"
+#include "trk_clock.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -48,9 +49,7 @@ void trk_bench_register(const struct trk_bench_experiment *e)
 
 double trk_bench_now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+    return trk_now() * 1e3;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -110,9 +109,8 @@ static void usage(FILE *f)
             DEFAULT_SEED);
 }
 
-/* Splits a comma list, calling one() per item; returns the count or -1. */
-static int parse_list(const char *s, int max, int (*one)(const char *item, int idx, void *ctx),
-                      void *ctx)
+int trk_bench_list(const char *s, int max, int (*one)(const char *item, int idx, void *ctx),
+                   void *ctx)
 {
     char buf[512];
     if (strlen(s) >= sizeof(buf)) return -1;
@@ -126,7 +124,16 @@ static int parse_list(const char *s, int max, int (*one)(const char *item, int i
     return n > 0 ? n : -1;
 }
 
-static int parse_int(const char *s, long lo, long hi, int *out)
+int trk_bench_disk_area(int r)
+{
+    int n = 0;
+    for (int y = -r; y <= r; y++)
+        for (int x = -r; x <= r; x++)
+            n += x * x + y * y <= r * r;
+    return n;
+}
+
+int trk_bench_int(const char *s, long lo, long hi, int *out)
 {
     char *end;
     errno = 0;
@@ -136,25 +143,75 @@ static int parse_int(const char *s, long lo, long hi, int *out)
     return 0;
 }
 
-static int one_size(const char *it, int i, void *ctx)
+int trk_bench_pair(const char *s, long lo, long hi0, long hi1, int out[2])
 {
-    struct opts *o = ctx;
-    char w[32];
-    const char *x = strchr(it, 'x');
-    if (!x || (size_t)(x - it) >= sizeof(w)) return -1;
-    memcpy(w, it, (size_t)(x - it));
-    w[x - it] = '\0';
-    return parse_int(w, 1, 16384, &o->sizes[i][0]) || parse_int(x + 1, 1, 16384, &o->sizes[i][1]);
+    char a[32];
+    const char *x = strchr(s, 'x');
+    if (!x || (size_t)(x - s) >= sizeof(a)) return -1;
+    memcpy(a, s, (size_t)(x - s));
+    a[x - s] = '\0';
+    return trk_bench_int(a, lo, hi0, &out[0]) || trk_bench_int(x + 1, lo, hi1, &out[1]) ? -1 : 0;
 }
 
-static int one_obj(const char *it, int i, void *ctx)
+int trk_bench_seed(const char *s, uint64_t *out)
 {
-    return parse_int(it, 0, TRK_MAX_OBJECTS, &((struct opts *)ctx)->objs[i]);
+    char *end;
+    errno = 0;
+    *out = strtoull(s, &end, 0);
+    return errno || end == s || *end ? -1 : 0;
 }
 
-static int one_thread(const char *it, int i, void *ctx)
+int trk_bench_format(const char *s)
 {
-    return parse_int(it, 0, 1024, &((struct opts *)ctx)->threads[i]);
+    for (int f = 0; f < TRK_FMT_COUNT; f++)
+        if (!strcmp(s, trk_pixfmt_name((enum trk_pixfmt)f))) return f;
+    return -1;
+}
+
+/* What trk_bench_*_list's items are parsed into. */
+struct list_ctx {
+    long lo, hi;
+    int *ints;
+    int (*pairs)[2];
+    enum trk_pixfmt *fmts;
+};
+
+static int one_item(const char *it, int i, void *ctx)
+{
+    const struct list_ctx *c = ctx;
+    if (c->pairs) return trk_bench_pair(it, c->lo, c->hi, c->hi, c->pairs[i]);
+    if (c->ints) return trk_bench_int(it, c->lo, c->hi, &c->ints[i]);
+    const int f = trk_bench_format(it);
+    if (f >= 0) c->fmts[i] = (enum trk_pixfmt)f;
+    return f < 0 ? -1 : 0;
+}
+
+int trk_bench_int_list(const char *s, int max, long lo, long hi, int *out)
+{
+    struct list_ctx c = { .lo = lo, .hi = hi, .ints = out };
+    return trk_bench_list(s, max, one_item, &c);
+}
+
+int trk_bench_pair_list(const char *s, int max, long lo, long hi, int (*pairs)[2])
+{
+    struct list_ctx c = { .lo = lo, .hi = hi, .pairs = pairs };
+    return trk_bench_list(s, max, one_item, &c);
+}
+
+int trk_bench_format_list(const char *s, int max, enum trk_pixfmt *fmts)
+{
+    struct list_ctx c = { .fmts = fmts };
+    return trk_bench_list(s, max, one_item, &c);
+}
+
+void trk_bench_ratio(char *buf, size_t n, double v)
+{
+    if (v <= 0)
+        snprintf(buf, n, "-");
+    else if (v >= 100)
+        snprintf(buf, n, "%.0fx", v);
+    else
+        snprintf(buf, n, "%.1fx", v);
 }
 
 static int one_kind(const char *it, int i, void *ctx)
@@ -163,16 +220,6 @@ static int one_kind(const char *it, int i, void *ctx)
     if (k < 0) return -1;
     ((struct opts *)ctx)->kinds[i] = (enum trk_backend_kind)k;
     return 0;
-}
-
-static int one_fmt(const char *it, int i, void *ctx)
-{
-    for (int f = 0; f < TRK_FMT_COUNT; f++)
-        if (!strcmp(it, trk_pixfmt_name((enum trk_pixfmt)f))) {
-            ((struct opts *)ctx)->fmts[i] = (enum trk_pixfmt)f;
-            return 0;
-        }
-    return -1;
 }
 
 static int one_space(const char *it, int i, void *ctx)
@@ -191,42 +238,41 @@ static int parse_opts(int argc, char **argv, struct opts *o)
     *o = (struct opts){
         .variants = "all", .warmup = 3, .iters = 20, .ref_iters = 3, .seed = DEFAULT_SEED
     };
-    if (parse_list("640x480,1920x1080,3840x2160", MAX_LIST, one_size, o) < 0) return -1;
+    if (trk_bench_pair_list("640x480,1920x1080,3840x2160", MAX_LIST, 1, 16384, o->sizes) < 0)
+        return -1;
     o->nsizes = 3;
-    o->nobjs = parse_list("1,8,32,128,256", MAX_LIST, one_obj, o);
-    o->nkinds = parse_list("cpu-ref,cpu,cuda", MAX_LIST, one_kind, o);
-    o->nthreads = parse_list("1,0", MAX_LIST, one_thread, o);
-    o->nfmts = parse_list("rgb24", TRK_FMT_COUNT, one_fmt, o);
-    o->nspaces = parse_list("rgb", 3, one_space, o);
+    o->nobjs = trk_bench_int_list("1,8,32,128,256", MAX_LIST, 0, TRK_MAX_OBJECTS, o->objs);
+    o->nkinds = trk_bench_list("cpu-ref,cpu,cuda", MAX_LIST, one_kind, o);
+    o->nthreads = trk_bench_int_list("1,0", MAX_LIST, 0, 1024, o->threads);
+    o->nfmts = trk_bench_format_list("rgb24", TRK_FMT_COUNT, o->fmts);
+    o->nspaces = trk_bench_list("rgb", 3, one_space, o);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int n = 0;
 #define OPT(name) (!strcmp(a, name) && v && (i++, 1))
         if (OPT("--sizes"))
-            n = o->nsizes = parse_list(v, MAX_LIST, one_size, o);
+            n = o->nsizes = trk_bench_pair_list(v, MAX_LIST, 1, 16384, o->sizes);
         else if (OPT("--objects"))
-            n = o->nobjs = parse_list(v, MAX_LIST, one_obj, o);
+            n = o->nobjs = trk_bench_int_list(v, MAX_LIST, 0, TRK_MAX_OBJECTS, o->objs);
         else if (OPT("--backends"))
-            n = o->nkinds = parse_list(v, MAX_LIST, one_kind, o);
+            n = o->nkinds = trk_bench_list(v, MAX_LIST, one_kind, o);
         else if (OPT("--threads"))
-            n = o->nthreads = parse_list(v, MAX_LIST, one_thread, o);
+            n = o->nthreads = trk_bench_int_list(v, MAX_LIST, 0, 1024, o->threads);
         else if (OPT("--formats"))
-            n = o->nfmts = parse_list(v, TRK_FMT_COUNT, one_fmt, o);
+            n = o->nfmts = trk_bench_format_list(v, TRK_FMT_COUNT, o->fmts);
         else if (OPT("--spaces"))
-            n = o->nspaces = parse_list(v, 3, one_space, o);
+            n = o->nspaces = trk_bench_list(v, 3, one_space, o);
         else if (OPT("--variants"))
             o->variants = v;
         else if (OPT("--warmup"))
-            n = parse_int(v, 0, 100000, &o->warmup) ? -1 : 1;
+            n = trk_bench_int(v, 0, 100000, &o->warmup) ? -1 : 1;
         else if (OPT("--iters"))
-            n = parse_int(v, 1, 100000, &o->iters) ? -1 : 1;
+            n = trk_bench_int(v, 1, 100000, &o->iters) ? -1 : 1;
         else if (OPT("--ref-iters"))
-            n = parse_int(v, 1, 100000, &o->ref_iters) ? -1 : 1;
-        else if (OPT("--seed")) {
-            char *end;
-            o->seed = strtoull(v, &end, 0);
-            n = *end ? -1 : 1;
-        } else if (OPT("--json"))
+            n = trk_bench_int(v, 1, 100000, &o->ref_iters) ? -1 : 1;
+        else if (OPT("--seed"))
+            n = trk_bench_seed(v, &o->seed) ? -1 : 1;
+        else if (OPT("--json"))
             o->json = v;
         else if (OPT("--opencv"))
             o->opencv = v;
@@ -303,26 +349,26 @@ struct baseline {
     int n;
 };
 
+static bool base_take(const struct trk_json *e, void *item)
+{
+    struct base *b = item;
+    b->width = (int)trk_json_num(e, "width", -1);
+    b->height = (int)trk_json_num(e, "height", -1);
+    b->objects = (int)trk_json_num(e, "objects", -1);
+    b->threads = (int)trk_json_num(e, "threads", -1);
+    b->median_ms = trk_json_num(e, "median_ms", -1);
+    b->variant = trk_json_str(e, "variant", "?");
+    b->masses = trk_json_get(e, "masses");
+    return b->width > 0 && b->height > 0 && b->objects >= 0 && b->median_ms > 0;
+}
+
 static int baseline_load(const char *path, struct baseline *bl)
 {
-    memset(bl, 0, sizeof(*bl));
-    const struct trk_json *sc = trk_json_load_scenes(path, "trackd-bench", &bl->root);
-    if (!sc) return -1;
-    bl->b = calloc(sc->n ? sc->n : 1, sizeof(*bl->b));
-    if (!bl->b) return -1;
-    for (size_t i = 0; i < sc->n; i++) {
-        const struct trk_json *e = &sc->items[i];
-        struct base *b = &bl->b[bl->n];
-        b->width = (int)trk_json_num(e, "width", -1);
-        b->height = (int)trk_json_num(e, "height", -1);
-        b->objects = (int)trk_json_num(e, "objects", -1);
-        b->threads = (int)trk_json_num(e, "threads", -1);
-        b->median_ms = trk_json_num(e, "median_ms", -1);
-        b->variant = trk_json_str(e, "variant", "?");
-        b->masses = trk_json_get(e, "masses");
-        if (b->width > 0 && b->height > 0 && b->objects >= 0 && b->median_ms > 0) bl->n++;
-    }
-    return 0;
+    void *items;
+    int rc = trk_json_load_scenes(path, "trackd-bench", &bl->root, sizeof(*bl->b), base_take,
+                                  &items, &bl->n);
+    bl->b = items;
+    return rc;
 }
 
 static void baseline_free(struct baseline *bl)
@@ -608,64 +654,316 @@ static void json_write(FILE *f, const struct opts *o, const struct machine *m,
     fprintf(f, "\n ]\n}\n");
 }
 
-static void fmt_ratio(char *buf, size_t n, double v)
+/* One run of the table: what every measurement of it shares. */
+struct bench_run {
+    const struct opts *o;
+    struct runner *runners;
+    int nr;
+    struct trk_backend *truth_be; /* the truth when runners[0] is not cpu-ref */
+    struct baseline ocv, torch;
+    double *t_wall, *t_total, *t_up, *t_k; /* per iteration, maxiters each */
+    struct trk_obj_result *truth, *got;
+    struct row *rows;
+    int nrows, mismatches, opencv_mass_bad;
+};
+
+/* One case of the table: a scene in one format and colour space. */
+struct bench_case {
+    const struct trk_image *img;
+    enum trk_space space;
+    const struct trk_object_def *objs;
+    int w, h, m;
+    char label[64];
+};
+
+/* Runs runner ri over the case (warm-up, then the timed iterations into the
+ * run's timing arrays), checking every result against the truth. Returns
+ * how many results differed, or -1 when the backend failed. */
+static int measure(struct bench_run *R, int ri, const struct bench_case *bc, int iters)
 {
-    if (v <= 0)
-        snprintf(buf, n, "-");
-    else if (v >= 100)
-        snprintf(buf, n, "%.0fx", v);
-    else
-        snprintf(buf, n, "%.1fx", v);
+    struct runner *x = &R->runners[ri];
+    bool is_ref = x->kind == TRK_BACKEND_CPU_REF;
+    int warm = is_ref ? 0 : R->o->warmup;
+    int err = trk_backend_set_objects(x->b, bc->objs, bc->m);
+    if (err) {
+        fprintf(stderr, "trackd-bench: %s set_objects: %s\n", x->label, trk_strerror(err));
+        return -1;
+    }
+    int bad = 0;
+    for (int it = -warm; it < iters; it++) {
+        struct trk_backend_timing t = { 0 };
+        double t0 = trk_bench_now_ms();
+        err = trk_backend_process(x->b, bc->img, NULL, R->got, &t);
+        double dt = trk_bench_now_ms() - t0;
+        if (err) {
+            fprintf(stderr, "trackd-bench: %s process: %s\n", x->label, trk_strerror(err));
+            return -1;
+        }
+        if (is_ref && ri == 0 && it == -warm)
+            memcpy(R->truth, R->got, sizeof(R->got[0]) * (size_t)bc->m);
+        else
+            bad += check_results(x->label, bc->label, R->truth, R->got, bc->m);
+        if (it >= 0) {
+            R->t_wall[it] = dt;
+            R->t_total[it] = t.total_ms;
+            R->t_up[it] = t.upload_ms;
+            R->t_k[it] = t.kernel_ms;
+        }
+    }
+    return bad;
 }
 
-int main(int argc, char **argv)
+/* The row of runner x from the timing arrays, with its ratios (ref_ms: the
+ * case's cpu-ref median, 0 before it ran). */
+static void fill_row(const struct bench_run *R, const struct runner *x, const struct bench_case *bc,
+                     int iters, double ref_ms, struct row *r)
 {
+    const struct opts *o = R->o;
+    r->width = bc->w, r->height = bc->h, r->objects = bc->m, r->fmt = bc->img->fmt;
+    r->space = bc->space;
+    r->label = x->label, r->variant = x->variant;
+    r->threads_arg = x->threads_arg, r->threads = x->threads, r->iters = iters;
+    r->median_ms = trk_bench_median(R->t_wall, (size_t)iters);
+    r->min_ms = R->t_wall[0]; /* sorted by the median */
+    r->total_ms = trk_bench_median(R->t_total, (size_t)iters);
+    r->upload_ms = trk_bench_median(R->t_up, (size_t)iters);
+    r->kernel_ms = trk_bench_median(R->t_k, (size_t)iters);
+    if (x->kind == TRK_BACKEND_CPU_REF) ref_ms = r->median_ms;
+    if (ref_ms > 0) r->vs_ref = ref_ms / r->median_ms;
+    if (o->opencv && bc->space == TRK_SPACE_RGB) {
+        int want = x->threads_arg < 0 ? 1 : x->threads_arg;
+        const struct base *b = baseline_find(&R->ocv, bc->w, bc->h, bc->m, want);
+        if (b) {
+            r->vs_opencv = b->median_ms / r->median_ms;
+            r->opencv_threads = b->threads;
+        }
+    }
+    if (o->torch && bc->space == TRK_SPACE_RGB) {
+        const struct base *b = baseline_find(&R->torch, bc->w, bc->h, bc->m, -1);
+        if (b) {
+            r->vs_torch = b->median_ms / r->median_ms;
+            r->torch_variant = b->variant;
+        }
+    }
+}
+
+static void print_row(const struct runner *x, const struct bench_case *bc, const struct row *r,
+                      int bad)
+{
+    char thr[16], c1[16], c2[16], c3[16];
+    if (x->threads_arg < 0)
+        snprintf(thr, sizeof(thr), "-");
+    else
+        snprintf(thr, sizeof(thr), "%d", x->threads);
+    trk_bench_ratio(c1, sizeof(c1), r->vs_ref);
+    trk_bench_ratio(c2, sizeof(c2), r->vs_opencv);
+    trk_bench_ratio(c3, sizeof(c3), r->vs_torch);
+    printf("%-24s %-6s %-22s %4s %10.3f %9.3f %9.3f %9.1f %8s %8s %8s%s\n", bc->label,
+           trk_pixfmt_name(bc->img->fmt), x->label, thr, r->median_ms, r->upload_ms, r->kernel_ms,
+           1000.0 / r->median_ms, c1, c2, c3, bad ? "  MISMATCH" : "");
+    fflush(stdout);
+}
+
+/* The OpenCV baseline ran on these RGB pixels: its masses must be ours, or
+ * its timing is of a different computation. */
+static void check_opencv_masses(struct bench_run *R, const struct bench_case *bc)
+{
+    const struct base *ob1 = R->o->opencv ? baseline_find(&R->ocv, bc->w, bc->h, bc->m, 1) : NULL;
+    if (bc->img->fmt != TRK_FMT_RGB24 || bc->space != TRK_SPACE_RGB || !ob1 || !ob1->masses) return;
+    const struct trk_json *ms = ob1->masses;
+    int nbad = ms->type != TRK_JSON_ARRAY || (int)ms->n != bc->m;
+    for (int i = 0; !nbad && i < bc->m; i++)
+        if (ms->items[i].type != TRK_JSON_NUMBER ||
+            (uint64_t)ms->items[i].number != R->truth[i].mass)
+            nbad++;
+    if (nbad) {
+        fprintf(stderr,
+                "OPENCV MASS MISMATCH on %s: the OpenCV baseline did not "
+                "compute what the backends compute (different scene "
+                "seed?)\n",
+                bc->label);
+        R->opencv_mass_bad++;
+    }
+}
+
+/* Every runner on one case, a table row each. 0, or 1 when a backend failed. */
+static int run_case(struct bench_run *R, const struct bench_case *bc)
+{
+    if (R->truth_be) {
+        int err;
+        if ((err = trk_backend_set_objects(R->truth_be, bc->objs, bc->m)) ||
+            (err = trk_backend_process(R->truth_be, bc->img, NULL, R->truth, NULL))) {
+            fprintf(stderr, "trackd-bench: cpu-ref: %s\n", trk_strerror(err));
+            return 1;
+        }
+    }
+    double ref_ms = 0;
+    for (int ri = 0; ri < R->nr; ri++) {
+        const struct runner *x = &R->runners[ri];
+        int iters = x->kind == TRK_BACKEND_CPU_REF ? R->o->ref_iters : R->o->iters;
+        int bad = measure(R, ri, bc, iters);
+        if (bad < 0) return 1;
+        if (bad) R->mismatches++;
+        struct row *r = &R->rows[R->nrows++];
+        fill_row(R, x, bc, iters, ref_ms, r);
+        r->match = bad == 0;
+        if (x->kind == TRK_BACKEND_CPU_REF) ref_ms = r->median_ms;
+        print_row(x, bc, r, bad);
+    }
+    check_opencv_masses(R, bc);
+    return 0;
+}
+
+/* The standard scene of w x h with m objects in every format and space.
+ * 0, or 1 on a failure. */
+static int run_scene(struct bench_run *R, int w, int h, int m)
+{
+    static struct trk_object_def objbuf[TRK_MAX_OBJECTS];
+    const struct opts *o = R->o;
+    struct trk_scene sc;
+    int err = trk_scene_standard(w, h, m, o->seed, &sc);
+    if (err) {
+        fprintf(stderr, "trackd-bench: scene %dx%d m=%d: %s\n", w, h, m, trk_strerror(err));
+        return 1;
+    }
+    char scene[48];
+    snprintf(scene, sizeof(scene), "%dx%d m=%d", w, h, m);
+    int failed = 0;
+    for (int fi = 0; fi < o->nfmts && !failed; fi++) {
+        enum trk_pixfmt fmt = o->fmts[fi];
+        uint8_t *buf;
+        struct trk_image img;
+        /* RGB sources use BT.601 full range (JPEG's YCbCr); YUV scenes
+         * are encoded as BT.709 limited, what cameras and files send. */
+        bool yuv = fmt >= TRK_FMT_YUYV;
+        err = trk_image_from_rgb(sc.rgb, w, h, fmt, yuv ? TRK_MATRIX_BT709 : TRK_MATRIX_BT601, !yuv,
+                                 0, &buf, &img);
+        if (err) {
+            fprintf(stderr, "trackd-bench: image: %s\n", trk_strerror(err));
+            failed = 1;
+            break;
+        }
+        for (int si = 0; si < o->nspaces && !failed; si++) {
+            struct bench_case bc = { .img = &img, .space = o->spaces[si], .w = w, .h = h, .m = m };
+            bc.objs = space_objects(&sc, bc.space, &img, objbuf);
+            snprintf(bc.label, sizeof(bc.label), "%s%s%s", scene,
+                     bc.space == TRK_SPACE_RGB ? "" : " ",
+                     bc.space == TRK_SPACE_RGB ? "" : space_name(bc.space));
+            failed = run_case(R, &bc);
+        }
+        free(buf);
+    }
+    trk_scene_free(&sc);
+    return failed;
+}
+
+/* --dump DIR: writes the scenes and exits. */
+static int dump_scenes(const struct opts *o)
+{
+    if (mkdir(o->dump, 0777) && errno != EEXIST) {
+        fprintf(stderr, "trackd-bench: mkdir %s: %s\n", o->dump, strerror(errno));
+        return 1;
+    }
+    for (int s = 0; s < o->nsizes; s++)
+        for (int k = 0; k < o->nobjs; k++) {
+            struct trk_scene sc;
+            int err = trk_scene_standard(o->sizes[s][0], o->sizes[s][1], o->objs[k], o->seed, &sc);
+            if (err) {
+                fprintf(stderr, "trackd-bench: scene: %s\n", trk_strerror(err));
+                return 1;
+            }
+            err = dump_scene(o->dump, &sc, o->seed);
+            trk_scene_free(&sc);
+            if (err) return 1;
+        }
+    printf("wrote %d scenes to %s\n", o->nsizes * o->nobjs, o->dump);
+    return 0;
+}
+
+/* The options that run something else than the table: help, the list of
+ * experiments, an experiment. 1 with *rc set when one was given. */
+static int other_command(int argc, char **argv, int *rc)
+{
+    *rc = 0;
     if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
         usage(stdout);
-        return 0;
+        return 1;
     }
     if (argc > 1 && !strcmp(argv[1], "--list-experiments")) {
         for (int i = 0; i < n_experiments; i++)
             printf("%-16s %s\n", experiments[i]->name, experiments[i]->help);
-        return 0;
+        return 1;
     }
     if (argc > 2 && !strcmp(argv[1], "--experiment")) {
         for (int i = 0; i < n_experiments; i++)
-            if (!strcmp(argv[2], experiments[i]->name))
-                return experiments[i]->run(argc - 2, argv + 2);
+            if (!strcmp(argv[2], experiments[i]->name)) {
+                *rc = experiments[i]->run(argc - 2, argv + 2);
+                return 1;
+            }
         fprintf(stderr, "trackd-bench: no experiment %s (see --list-experiments)\n", argv[2]);
-        return 2;
+        *rc = 2;
+        return 1;
     }
+    return 0;
+}
+
+/* The runners and the truth for sizes up to maxw x maxh. 0 or 1. */
+static int run_open(struct bench_run *R, int maxw, int maxh)
+{
+    static struct runner runners[MAX_RUNNERS];
+    R->runners = runners;
+    if (runners_create(R->o, maxw, maxh, runners, &R->nr)) return 1;
+    bool have_ref_runner = R->nr > 0 && runners[0].kind == TRK_BACKEND_CPU_REF;
+    /* The truth for every check; reused from the cpu-ref runner when there is one. */
+    if (!have_ref_runner) {
+        struct trk_backend_cfg cfg = { .kind = TRK_BACKEND_CPU_REF,
+                                       .max_width = maxw,
+                                       .max_height = maxh };
+        int err = trk_backend_create(&cfg, &R->truth_be);
+        if (err) {
+            fprintf(stderr, "trackd-bench: cpu-ref: %s\n", trk_strerror(err));
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* --json FILE, and the summary of mismatches. 0, or 1 when not written. */
+static int run_report(const struct bench_run *R, const struct machine *mach)
+{
+    int failed = 0;
+    if (R->o->json) {
+        FILE *f = fopen(R->o->json, "w");
+        if (!f) {
+            fprintf(stderr, "trackd-bench: cannot write %s: %s\n", R->o->json, strerror(errno));
+            failed = 1;
+        } else {
+            json_write(f, R->o, mach, R->rows, R->nrows, R->mismatches, R->opencv_mass_bad);
+            if (fclose(f)) failed = 1;
+        }
+    }
+    if (R->mismatches)
+        fprintf(stderr,
+                "trackd-bench: %d case(s) where a backend's results differ from "
+                "cpu-ref: see MISMATCH lines above\n",
+                R->mismatches);
+    return failed;
+}
+
+int main(int argc, char **argv)
+{
+    int rc;
+    if (other_command(argc, argv, &rc)) return rc;
     struct opts o;
     if (parse_opts(argc, argv, &o)) {
         usage(stderr);
         return 2;
     }
+    if (o.dump) return dump_scenes(&o);
 
-    if (o.dump) {
-        if (mkdir(o.dump, 0777) && errno != EEXIST) {
-            fprintf(stderr, "trackd-bench: mkdir %s: %s\n", o.dump, strerror(errno));
-            return 1;
-        }
-        for (int s = 0; s < o.nsizes; s++)
-            for (int k = 0; k < o.nobjs; k++) {
-                struct trk_scene sc;
-                int err = trk_scene_standard(o.sizes[s][0], o.sizes[s][1], o.objs[k], o.seed, &sc);
-                if (err) {
-                    fprintf(stderr, "trackd-bench: scene: %s\n", trk_strerror(err));
-                    return 1;
-                }
-                err = dump_scene(o.dump, &sc, o.seed);
-                trk_scene_free(&sc);
-                if (err) return 1;
-            }
-        printf("wrote %d scenes to %s\n", o.nsizes * o.nobjs, o.dump);
-        return 0;
-    }
-
-    struct baseline ocv = { 0 }, torch = { 0 };
-    if (o.opencv && baseline_load(o.opencv, &ocv)) return 1;
-    if (o.torch && baseline_load(o.torch, &torch)) return 1;
+    struct bench_run R = { .o = &o };
+    if (o.opencv && baseline_load(o.opencv, &R.ocv)) return 1;
+    if (o.torch && baseline_load(o.torch, &R.torch)) return 1;
 
     int maxw = 1, maxh = 1;
     for (int s = 0; s < o.nsizes; s++) {
@@ -675,22 +973,7 @@ int main(int argc, char **argv)
     struct machine mach;
     machine_probe(&mach);
     printf("# trackd-bench  %s  %s, %d cores, %s\n", mach.date, mach.cpu, mach.cores, mach.os);
-    static struct runner runners[MAX_RUNNERS];
-    int nr = 0;
-    if (runners_create(&o, maxw, maxh, runners, &nr)) return 1;
-    bool have_ref_runner = nr > 0 && runners[0].kind == TRK_BACKEND_CPU_REF;
-    /* The truth for every check; reused from the cpu-ref runner when there is one. */
-    struct trk_backend *truth_be = NULL;
-    if (!have_ref_runner) {
-        struct trk_backend_cfg cfg = { .kind = TRK_BACKEND_CPU_REF,
-                                       .max_width = maxw,
-                                       .max_height = maxh };
-        int err = trk_backend_create(&cfg, &truth_be);
-        if (err) {
-            fprintf(stderr, "trackd-bench: cpu-ref: %s\n", trk_strerror(err));
-            return 1;
-        }
-    }
+    if (run_open(&R, maxw, maxh)) return 1;
 
     printf("# seed %llu, warmup %d, iters %d (cpu-ref %d); times are medians of the wall clock "
            "around trk_backend_process\n",
@@ -699,182 +982,25 @@ int main(int argc, char **argv)
            "thr", "median_ms", "upload", "kernel", "fps", "x ref", "x opencv", "x torch");
 
     int maxiters = o.iters > o.ref_iters ? o.iters : o.ref_iters;
-    double *t_wall = malloc(sizeof(double) * (size_t)maxiters * 4);
-    int nrows_max = o.nsizes * o.nobjs * o.nfmts * o.nspaces * (nr ? nr : 1);
-    static struct trk_object_def objbuf[TRK_MAX_OBJECTS];
-    struct row *rows = calloc((size_t)nrows_max, sizeof(*rows));
+    R.t_wall = malloc(sizeof(double) * (size_t)maxiters * 4);
+    int nrows_max = o.nsizes * o.nobjs * o.nfmts * o.nspaces * (R.nr ? R.nr : 1);
     static struct trk_obj_result truth[TRK_MAX_OBJECTS], got[TRK_MAX_OBJECTS];
-    if (!t_wall || !rows) return 1;
-    double *t_total = t_wall + maxiters, *t_up = t_total + maxiters, *t_k = t_up + maxiters;
-    int nrows = 0, mismatches = 0, opencv_mass_bad = 0, failed = 0;
+    R.truth = truth, R.got = got;
+    R.rows = calloc((size_t)nrows_max, sizeof(*R.rows));
+    if (!R.t_wall || !R.rows) return 1;
+    R.t_total = R.t_wall + maxiters, R.t_up = R.t_total + maxiters, R.t_k = R.t_up + maxiters;
 
+    int failed = 0;
     for (int s = 0; s < o.nsizes && !failed; s++)
-        for (int k = 0; k < o.nobjs && !failed; k++) {
-            int w = o.sizes[s][0], h = o.sizes[s][1], m = o.objs[k];
-            struct trk_scene sc;
-            int err = trk_scene_standard(w, h, m, o.seed, &sc);
-            if (err) {
-                fprintf(stderr, "trackd-bench: scene %dx%d m=%d: %s\n", w, h, m, trk_strerror(err));
-                failed = 1;
-                break;
-            }
-            char scene[48];
-            snprintf(scene, sizeof(scene), "%dx%d m=%d", w, h, m);
-            for (int fi = 0; fi < o.nfmts && !failed; fi++) {
-                enum trk_pixfmt fmt = o.fmts[fi];
-                uint8_t *buf;
-                struct trk_image img;
-                /* RGB sources use BT.601 full range (JPEG's YCbCr); YUV scenes
-                 * are encoded as BT.709 limited, what cameras and files send. */
-                bool yuv = fmt >= TRK_FMT_YUYV;
-                err =
-                    trk_image_from_rgb(sc.rgb, w, h, fmt, yuv ? TRK_MATRIX_BT709 : TRK_MATRIX_BT601,
-                                       !yuv, 0, &buf, &img);
-                if (err) {
-                    fprintf(stderr, "trackd-bench: image: %s\n", trk_strerror(err));
-                    failed = 1;
-                    break;
-                }
-                for (int si = 0; si < o.nspaces && !failed; si++) {
-                    enum trk_space space = o.spaces[si];
-                    const struct trk_object_def *objs = space_objects(&sc, space, &img, objbuf);
-                    char label[64];
-                    snprintf(label, sizeof(label), "%s%s%s", scene,
-                             space == TRK_SPACE_RGB ? "" : " ",
-                             space == TRK_SPACE_RGB ? "" : space_name(space));
-                    if (truth_be) {
-                        if ((err = trk_backend_set_objects(truth_be, objs, m)) ||
-                            (err = trk_backend_process(truth_be, &img, NULL, truth, NULL))) {
-                            fprintf(stderr, "trackd-bench: cpu-ref: %s\n", trk_strerror(err));
-                            failed = 1;
-                        }
-                    }
-                    /* The OpenCV baseline ran on these RGB pixels: its masses must
-                     * be ours, or its timing is of a different computation. */
-                    const struct base *ob1 = o.opencv ? baseline_find(&ocv, w, h, m, 1) : NULL;
-                    double ref_ms = 0;
-                    for (int ri = 0; ri < nr && !failed; ri++) {
-                        struct runner *x = &runners[ri];
-                        bool is_ref = x->kind == TRK_BACKEND_CPU_REF;
-                        int iters = is_ref ? o.ref_iters : o.iters;
-                        int warm = is_ref ? 0 : o.warmup;
-                        if ((err = trk_backend_set_objects(x->b, objs, m))) {
-                            fprintf(stderr, "trackd-bench: %s set_objects: %s\n", x->label,
-                                    trk_strerror(err));
-                            failed = 1;
-                            break;
-                        }
-                        int bad = 0;
-                        for (int it = -warm; it < iters; it++) {
-                            struct trk_backend_timing t = { 0 };
-                            double t0 = trk_bench_now_ms();
-                            err = trk_backend_process(x->b, &img, NULL, got, &t);
-                            double dt = trk_bench_now_ms() - t0;
-                            if (err) {
-                                fprintf(stderr, "trackd-bench: %s process: %s\n", x->label,
-                                        trk_strerror(err));
-                                failed = 1;
-                                break;
-                            }
-                            if (is_ref && ri == 0 && it == -warm)
-                                memcpy(truth, got, sizeof(got[0]) * (size_t)m);
-                            else
-                                bad += check_results(x->label, label, truth, got, m);
-                            if (it >= 0) {
-                                t_wall[it] = dt;
-                                t_total[it] = t.total_ms;
-                                t_up[it] = t.upload_ms;
-                                t_k[it] = t.kernel_ms;
-                            }
-                        }
-                        if (failed) break;
-                        if (bad) mismatches++;
-                        struct row *r = &rows[nrows++];
-                        r->width = w, r->height = h, r->objects = m, r->fmt = fmt;
-                        r->space = space;
-                        r->label = x->label, r->variant = x->variant;
-                        r->threads_arg = x->threads_arg, r->threads = x->threads, r->iters = iters;
-                        r->median_ms = trk_bench_median(t_wall, (size_t)iters);
-                        r->min_ms = t_wall[0]; /* sorted by the median */
-                        r->total_ms = trk_bench_median(t_total, (size_t)iters);
-                        r->upload_ms = trk_bench_median(t_up, (size_t)iters);
-                        r->kernel_ms = trk_bench_median(t_k, (size_t)iters);
-                        r->match = bad == 0;
-                        if (is_ref) ref_ms = r->median_ms;
-                        if (ref_ms > 0) r->vs_ref = ref_ms / r->median_ms;
-                        if (o.opencv && space == TRK_SPACE_RGB) {
-                            int want = x->threads_arg < 0 ? 1 : x->threads_arg;
-                            const struct base *b = baseline_find(&ocv, w, h, m, want);
-                            if (b) {
-                                r->vs_opencv = b->median_ms / r->median_ms;
-                                r->opencv_threads = b->threads;
-                            }
-                        }
-                        if (o.torch && space == TRK_SPACE_RGB) {
-                            const struct base *b = baseline_find(&torch, w, h, m, -1);
-                            if (b) {
-                                r->vs_torch = b->median_ms / r->median_ms;
-                                r->torch_variant = b->variant;
-                            }
-                        }
-                        char thr[16], c1[16], c2[16], c3[16];
-                        if (x->threads_arg < 0)
-                            snprintf(thr, sizeof(thr), "-");
-                        else
-                            snprintf(thr, sizeof(thr), "%d", x->threads);
-                        fmt_ratio(c1, sizeof(c1), r->vs_ref);
-                        fmt_ratio(c2, sizeof(c2), r->vs_opencv);
-                        fmt_ratio(c3, sizeof(c3), r->vs_torch);
-                        printf("%-24s %-6s %-22s %4s %10.3f %9.3f %9.3f %9.1f %8s %8s %8s%s\n",
-                               label, trk_pixfmt_name(fmt), x->label, thr, r->median_ms,
-                               r->upload_ms, r->kernel_ms, 1000.0 / r->median_ms, c1, c2, c3,
-                               bad ? "  MISMATCH" : "");
-                        fflush(stdout);
-                    }
-                    if (!failed && fmt == TRK_FMT_RGB24 && space == TRK_SPACE_RGB && ob1 &&
-                        ob1->masses) {
-                        const struct trk_json *ms = ob1->masses;
-                        int nbad = ms->type != TRK_JSON_ARRAY || (int)ms->n != m;
-                        for (int i = 0; !nbad && i < m; i++)
-                            if (ms->items[i].type != TRK_JSON_NUMBER ||
-                                (uint64_t)ms->items[i].number != truth[i].mass)
-                                nbad++;
-                        if (nbad) {
-                            fprintf(stderr,
-                                    "OPENCV MASS MISMATCH on %s: the OpenCV baseline did not "
-                                    "compute what the backends compute (different scene "
-                                    "seed?)\n",
-                                    label);
-                            opencv_mass_bad++;
-                        }
-                    }
-                }
-                free(buf);
-            }
-            trk_scene_free(&sc);
-        }
-
-    if (o.json) {
-        FILE *f = fopen(o.json, "w");
-        if (!f) {
-            fprintf(stderr, "trackd-bench: cannot write %s: %s\n", o.json, strerror(errno));
-            failed = 1;
-        } else {
-            json_write(f, &o, &mach, rows, nrows, mismatches, opencv_mass_bad);
-            if (fclose(f)) failed = 1;
-        }
-    }
-    if (mismatches)
-        fprintf(stderr,
-                "trackd-bench: %d case(s) where a backend's results differ from "
-                "cpu-ref: see MISMATCH lines above\n",
-                mismatches);
-    for (int i = 0; i < nr; i++)
-        trk_backend_destroy(&runners[i].b);
-    trk_backend_destroy(&truth_be);
-    baseline_free(&ocv);
-    baseline_free(&torch);
-    free(t_wall);
-    free(rows);
-    return failed || mismatches || opencv_mass_bad ? 1 : 0;
+        for (int k = 0; k < o.nobjs && !failed; k++)
+            failed = run_scene(&R, o.sizes[s][0], o.sizes[s][1], o.objs[k]);
+    if (run_report(&R, &mach)) failed = 1;
+    for (int i = 0; i < R.nr; i++)
+        trk_backend_destroy(&R.runners[i].b);
+    trk_backend_destroy(&R.truth_be);
+    baseline_free(&R.ocv);
+    baseline_free(&R.torch);
+    free(R.t_wall);
+    free(R.rows);
+    return failed || R.mismatches || R.opencv_mass_bad ? 1 : 0;
 }

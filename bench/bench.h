@@ -20,6 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "image.h" /* enum trk_pixfmt */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -39,6 +41,41 @@ double trk_bench_now_ms(void);
 
 /* Median of n values (sorts v in place); 0 when n == 0. */
 double trk_bench_median(double *v, size_t n);
+
+/* Pixels of a disk of radius r under the rule the experiments paint disks
+ * with: (x, y) is in when x^2 + y^2 <= r^2. */
+int trk_bench_disk_area(int r);
+
+/* ------------------------------------------- the experiments' options */
+
+/* s, whole, as a decimal int in [lo, hi] into *out. 0, or -1. */
+int trk_bench_int(const char *s, long lo, long hi, int *out);
+
+/* "AxB" (a size WxH, a layout CxN) into out: A in [lo, hi0], B in
+ * [lo, hi1]. 0, or -1. */
+int trk_bench_pair(const char *s, long lo, long hi0, long hi1, int out[2]);
+
+/* s, whole, as a seed (decimal, 0x hex or 0 octal) into *out. 0, or -1. */
+int trk_bench_seed(const char *s, uint64_t *out);
+
+/* A pixel format's name ("rgb24", "nv12", ...) as its enum trk_pixfmt
+ * value, or -1. */
+int trk_bench_format(const char *s);
+
+/* Splits the comma list s (at most 511 bytes; empty items are skipped) and
+ * calls one() per item with its index. Returns the count, or -1 when an
+ * item fails, there are more than max or there is none. */
+int trk_bench_list(const char *s, int max, int (*one)(const char *item, int idx, void *ctx),
+                   void *ctx);
+
+/* trk_bench_list of ints in [lo, hi] into out[], of "AxB" pairs with both
+ * in [lo, hi] into pairs[], of format names into fmts[]: the count, or -1. */
+int trk_bench_int_list(const char *s, int max, long lo, long hi, int *out);
+int trk_bench_pair_list(const char *s, int max, long lo, long hi, int (*pairs)[2]);
+int trk_bench_format_list(const char *s, int max, enum trk_pixfmt *fmts);
+
+/* A ratio column's text: "-" when v <= 0, else "123x" or "4.5x". */
+void trk_bench_ratio(char *buf, size_t n, double v);
 
 /* ------------------------------------------- device hooks of `blobs` */
 

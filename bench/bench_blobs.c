@@ -61,16 +61,6 @@ static uint8_t clamp8(int v)
     return (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
 }
 
-/* Pixels of a disk of radius r (the x^2 + y^2 <= r^2 rule the painter uses). */
-static int disk_area(int r)
-{
-    int n = 0;
-    for (int y = -r; y <= r; y++)
-        for (int x = -r; x <= r; x++)
-            n += x * x + y * y <= r * r;
-    return n;
-}
-
 /* The blob scene: `colours` objects, each the colour of the standard
  * scene's object of the same index (trk_scene_standard's palette: saturated,
  * and no +-8 box matches gray or another colour), and `per` disks of each
@@ -173,7 +163,8 @@ static int blob_scene(int width, int height, int colours, int per, bool noisy, u
 
     const int margin = noisy ? 40 : 8;
     const uint32_t min_area =
-        noisy ? (uint32_t)(disk_area(rmin) / 4 > 5 ? disk_area(rmin) / 4 : 5) : 0;
+        noisy ? (uint32_t)(trk_bench_disk_area(rmin) / 4 > 5 ? trk_bench_disk_area(rmin) / 4 : 5)
+              : 0;
     for (int c = 0; c < colours; c++) {
         struct trk_object_def *o = &out->objects[c];
         snprintf(o->name, sizeof(o->name), "colour%d", c);
@@ -230,16 +221,6 @@ static void bl_usage(FILE *f)
             BL_SEED);
 }
 
-static int bl_int(const char *s, long lo, long hi, int *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) return -1;
-    *out = (int)v;
-    return 0;
-}
-
 /* Splits a comma list into at most max items of at most 63 chars; returns
  * the count, or -1. */
 static int bl_split(const char *s, char items[][64], int max)
@@ -255,17 +236,6 @@ static int bl_split(const char *s, char items[][64], int max)
         p = e + 1;
     }
     return n;
-}
-
-/* "AxB" into two ints in [1, hi0] x [1, hi1]. */
-static int bl_pair(const char *s, int hi0, int hi1, int out[2])
-{
-    char a[64];
-    const char *x = strchr(s, 'x');
-    if (!x || (size_t)(x - s) >= sizeof(a)) return -1;
-    memcpy(a, s, (size_t)(x - s));
-    a[x - s] = '\0';
-    return bl_int(a, 1, hi0, &out[0]) || bl_int(x + 1, 1, hi1, &out[1]) ? -1 : 0;
 }
 
 static int bl_parse(int argc, char **argv, struct bl_opts *o)
@@ -296,11 +266,11 @@ static int bl_parse(int argc, char **argv, struct bl_opts *o)
         if (!strcmp(a, "--sizes")) {
             n = o->nsizes = bl_split(v, it, BL_MAX_LIST);
             for (int k = 0; k < n && !bad; k++)
-                bad = bl_pair(it[k], 16384, 16384, o->sizes[k]);
+                bad = trk_bench_pair(it[k], 1, 16384, 16384, o->sizes[k]);
         } else if (!strcmp(a, "--layouts")) {
             n = o->nlayouts = bl_split(v, it, BL_MAX_LIST);
             for (int k = 0; k < n && !bad; k++)
-                bad = bl_pair(it[k], TRK_MAX_OBJECTS, TRK_MAX_BLOBS, o->layouts[k]);
+                bad = trk_bench_pair(it[k], 1, TRK_MAX_OBJECTS, TRK_MAX_BLOBS, o->layouts[k]);
         } else if (!strcmp(a, "--noise")) {
             n = o->nnoise = bl_split(v, it, 2);
             for (int k = 0; k < n && !bad; k++) {
@@ -317,23 +287,20 @@ static int bl_parse(int argc, char **argv, struct bl_opts *o)
         } else if (!strcmp(a, "--threads")) {
             n = o->nthreads = bl_split(v, it, BL_MAX_LIST);
             for (int k = 0; k < n && !bad; k++)
-                bad = bl_int(it[k], 0, 1024, &o->threads[k]);
+                bad = trk_bench_int(it[k], 0, 1024, &o->threads[k]);
         } else if (!strcmp(a, "--warmup")) {
-            bad = bl_int(v, 0, 100000, &o->warmup);
+            bad = trk_bench_int(v, 0, 100000, &o->warmup);
         } else if (!strcmp(a, "--iters")) {
-            bad = bl_int(v, 1, 100000, &o->iters);
+            bad = trk_bench_int(v, 1, 100000, &o->iters);
         } else if (!strcmp(a, "--truth")) {
             bad = strcmp(v, "cpu-ref") && strcmp(v, "cpu");
             if (!bad) o->truth = trk_backend_kind_parse(v);
         } else if (!strcmp(a, "--ref-iters")) {
-            bad = bl_int(v, 1, 100000, &o->ref_iters);
+            bad = trk_bench_int(v, 1, 100000, &o->ref_iters);
         } else if (!strcmp(a, "--npp-iters")) {
-            bad = bl_int(v, 1, 100000, &o->npp_iters);
+            bad = trk_bench_int(v, 1, 100000, &o->npp_iters);
         } else if (!strcmp(a, "--seed")) {
-            char *end;
-            errno = 0;
-            o->seed = strtoull(v, &end, 0);
-            bad = errno || end == v || *end;
+            bad = trk_bench_seed(v, &o->seed);
         } else if (!strcmp(a, "--json")) {
             o->json = v;
         } else if (!strcmp(a, "--opencv-blobs")) {
@@ -412,30 +379,29 @@ struct cv_file {
     int n;
 };
 
+static bool cv_take(const struct trk_json *j, void *item)
+{
+    struct cv_entry *e = item;
+    e->width = (int)trk_json_num(j, "width", -1);
+    e->height = (int)trk_json_num(j, "height", -1);
+    e->colours = (int)trk_json_num(j, "colours", -1);
+    e->per = (int)trk_json_num(j, "per_colour", -1);
+    e->noisy = (int)trk_json_num(j, "noisy", -1);
+    e->threads = (int)trk_json_num(j, "threads", -1);
+    e->median_ms = trk_json_num(j, "median_ms", -1);
+    e->variant = trk_json_str(j, "variant", "?");
+    e->check = trk_json_get(j, "check");
+    return e->width > 0 && e->height > 0 && e->colours > 0 && e->per > 0 && e->noisy >= 0 &&
+           e->median_ms > 0;
+}
+
 static int cv_load(const char *path, struct cv_file *cf)
 {
-    memset(cf, 0, sizeof(*cf));
-    const struct trk_json *sc = trk_json_load_scenes(path, "trackd-bench blobs", &cf->root);
-    if (!sc) return -1;
-    cf->e = calloc(sc->n ? sc->n : 1, sizeof(*cf->e));
-    if (!cf->e) return -1;
-    for (size_t i = 0; i < sc->n; i++) {
-        const struct trk_json *j = &sc->items[i];
-        struct cv_entry *e = &cf->e[cf->n];
-        e->width = (int)trk_json_num(j, "width", -1);
-        e->height = (int)trk_json_num(j, "height", -1);
-        e->colours = (int)trk_json_num(j, "colours", -1);
-        e->per = (int)trk_json_num(j, "per_colour", -1);
-        e->noisy = (int)trk_json_num(j, "noisy", -1);
-        e->threads = (int)trk_json_num(j, "threads", -1);
-        e->median_ms = trk_json_num(j, "median_ms", -1);
-        e->variant = trk_json_str(j, "variant", "?");
-        e->check = trk_json_get(j, "check");
-        if (e->width > 0 && e->height > 0 && e->colours > 0 && e->per > 0 && e->noisy >= 0 &&
-            e->median_ms > 0)
-            cf->n++;
-    }
-    return 0;
+    void *items;
+    int rc = trk_json_load_scenes(path, "trackd-bench blobs", &cf->root, sizeof(*cf->e), cv_take,
+                                  &items, &cf->n);
+    cf->e = items;
+    return rc;
 }
 
 /* The entry for a scene and thread setting: variant "default" when
@@ -692,16 +658,6 @@ struct bl_row {
     int match; /* 1 yes, 0 no, -1 not checked */
 };
 
-static void fmt_ratio(char *buf, size_t n, double v)
-{
-    if (v <= 0)
-        snprintf(buf, n, "-");
-    else if (v >= 100)
-        snprintf(buf, n, "%.0fx", v);
-    else
-        snprintf(buf, n, "%.1fx", v);
-}
-
 static void row_print(const struct bl_row *r)
 {
     char thr[16], c1[16], c2[16], c3[16], c4[16], k[16], pc[16];
@@ -717,10 +673,10 @@ static void row_print(const struct bl_row *r)
         snprintf(pc, sizeof(pc), "%.3f", r->per_colour_ms);
     else
         snprintf(pc, sizeof(pc), "-");
-    fmt_ratio(c1, sizeof(c1), r->x_cv);
-    fmt_ratio(c2, sizeof(c2), r->x_cv_fast);
-    fmt_ratio(c3, sizeof(c3), r->x_npp);
-    fmt_ratio(c4, sizeof(c4), r->x_floor);
+    trk_bench_ratio(c1, sizeof(c1), r->x_cv);
+    trk_bench_ratio(c2, sizeof(c2), r->x_cv_fast);
+    trk_bench_ratio(c3, sizeof(c3), r->x_npp);
+    trk_bench_ratio(c4, sizeof(c4), r->x_floor);
     printf("%-28s %-4s %-26s %4s %10.3f %9s %9s %8s %8s %8s %8s%s\n", r->scene,
            r->blobs < 0 ? "-"
            : r->blobs   ? "on"
@@ -1037,71 +993,54 @@ static int npp_rows(struct scene_ctx *s, struct bl_row **rows, int *nrows, int *
     return bad;
 }
 
-static int run_blobs(int argc, char **argv)
+/* --dump DIR: writes the blob scenes and exits (64-style exit codes). */
+static int dump_blob_scenes(const struct bl_opts *o)
 {
-    struct bl_opts o;
-    if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-        bl_usage(stdout);
-        return 0;
+    if (mkdir(o->dump, 0777) && errno != EEXIST) {
+        fprintf(stderr, "trackd-bench blobs: mkdir %s: %s\n", o->dump, strerror(errno));
+        return 74;
     }
-    if (bl_parse(argc, argv, &o)) {
-        bl_usage(stderr);
-        return 64;
-    }
-    if (o.dump) {
-        if (mkdir(o.dump, 0777) && errno != EEXIST) {
-            fprintf(stderr, "trackd-bench blobs: mkdir %s: %s\n", o.dump, strerror(errno));
-            return 74;
-        }
-        int nd = 0;
-        for (int s = 0; s < o.nsizes; s++)
-            for (int l = 0; l < o.nlayouts; l++)
-                for (int z = 0; z < o.nnoise; z++) {
-                    struct trk_scene sc;
-                    int err = blob_scene(o.sizes[s][0], o.sizes[s][1], o.layouts[l][0],
-                                         o.layouts[l][1], o.noise[z], o.seed, &sc);
-                    if (err) {
-                        fprintf(stderr, "trackd-bench blobs: scene: %s\n", trk_strerror(err));
-                        return 1;
-                    }
-                    err = dump_scene(o.dump, &sc, o.layouts[l][1], o.noise[z], o.seed);
-                    trk_scene_free(&sc);
-                    if (err) return 74;
-                    nd++;
+    int nd = 0;
+    for (int s = 0; s < o->nsizes; s++)
+        for (int l = 0; l < o->nlayouts; l++)
+            for (int z = 0; z < o->nnoise; z++) {
+                struct trk_scene sc;
+                int err = blob_scene(o->sizes[s][0], o->sizes[s][1], o->layouts[l][0],
+                                     o->layouts[l][1], o->noise[z], o->seed, &sc);
+                if (err) {
+                    fprintf(stderr, "trackd-bench blobs: scene: %s\n", trk_strerror(err));
+                    return 1;
                 }
-        printf("wrote %d blob scenes to %s\n", nd, o.dump);
-        return 0;
-    }
+                err = dump_scene(o->dump, &sc, o->layouts[l][1], o->noise[z], o->seed);
+                trk_scene_free(&sc);
+                if (err) return 74;
+                nd++;
+            }
+    printf("wrote %d blob scenes to %s\n", nd, o->dump);
+    return 0;
+}
 
-    struct cv_file cv = { 0 };
-    if (o.opencv && cv_load(o.opencv, &cv)) return 66;
-    int maxw = 1, maxh = 1;
-    for (int s = 0; s < o.nsizes; s++) {
-        if (o.sizes[s][0] > maxw) maxw = o.sizes[s][0];
-        if (o.sizes[s][1] > maxh) maxh = o.sizes[s][1];
-    }
-    static struct bl_runner runners[BL_MAX_LIST * 2];
-    int nr = 0;
-    if (bl_runners(&o, maxw, maxh, runners, &nr)) return 1;
-    /* The truth: cpu-ref once per scene, untimed (a cpu-ref row, when
-     * asked for, is timed on its own instance). */
-    struct trk_backend *ref = NULL;
-    struct trk_backend_cfg rcfg = { .kind = o.truth, .max_width = maxw, .max_height = maxh };
-    int err = trk_backend_create(&rcfg, &ref);
-    struct truth *truth = calloc(1, sizeof(*truth));
-    static struct trk_obj_result res[TRK_MAX_OBJECTS];
-    if (err || !truth) {
-        fprintf(stderr, "trackd-bench blobs: truth backend: %s\n",
-                trk_strerror(err ? err : TRK_ENOMEM));
-        return 1;
-    }
-    bool have_gpu_floor = trk_bench_cuda_read_ms != NULL;
-    bool have_npp = trk_bench_npp_blobs != NULL;
+/* One run of the experiment: what every scene shares, and its tallies. */
+struct bl_run {
+    const struct bl_opts *o;
+    struct bl_runner *runners;
+    int nr;
+    struct trk_backend *ref; /* the truth, untimed */
+    struct truth *truth;
+    struct cv_file cv;
+    bool any_cuda, have_gpu_floor, have_npp;
+    struct bl_row *rows;
+    int nrows, cap, mismatches, cv_bad, npp_bad;
+};
+
+static void print_head(const struct bl_run *R)
+{
+    const struct bl_opts *o = R->o;
     printf("# trackd-bench --experiment blobs: seed %llu, warmup %d, iters %d (cpu-ref %d); "
            "times are medians in ms; truth: %s\n",
-           (unsigned long long)o.seed, o.warmup, o.iters, o.ref_iters,
-           o.truth == TRK_BACKEND_CPU ? "cpu (all cores)" : "cpu-ref");
-    if (!have_npp)
+           (unsigned long long)o->seed, o->warmup, o->iters, o->ref_iters,
+           o->truth == TRK_BACKEND_CPU ? "cpu (all cores)" : "cpu-ref");
+    if (!R->have_npp)
         printf("# npp: not in this build (CUDA with NPP only)\n");
     else
         printf("# npp rows, per mask (mean over the masks; CUDA events, medians of --npp-iters; "
@@ -1118,143 +1057,231 @@ static int run_blobs(int argc, char **argv)
            "kernel time; x floor: this time over the one-read floor\n");
     printf("%-28s %-4s %-26s %4s %10s %9s %9s %8s %8s %8s %8s\n", "scene", "blob", "backend", "thr",
            "median_ms", "kernel", "per_col", "x cv", "x cv-fast", "x npp", "x floor");
+}
 
-    struct bl_row *rows = NULL;
-    int nrows = 0, cap = 0, mismatches = 0, cv_bad = 0, npp_bad = 0, failed = 0;
+/* A new row of the scene named name (NULL when out of memory). */
+static struct bl_row *scene_row(struct bl_run *R, const struct scene_ctx *s, const char *backend,
+                                const char *kind)
+{
+    struct bl_row *r = row_add(&R->rows, &R->nrows, &R->cap);
+    if (!r) return NULL;
+    snprintf(r->scene, sizeof(r->scene), "%s", s->name);
+    snprintf(r->backend, sizeof(r->backend), "%s", backend);
+    r->kind = kind;
+    return r;
+}
+
+/* The floors: a CPU read and copy of the frame, and a GPU read when a cuda
+ * runner is measured and this build has the hook. */
+static void floor_rows(struct bl_run *R, struct scene_ctx *s)
+{
+    const struct trk_scene *sc = s->sc;
+    const size_t bytes = (size_t)sc->width * (size_t)sc->height * 3;
+    struct bl_row *r = scene_row(R, s, "floor: cpu read (sum)", "floor");
+    if (r) {
+        double copy_ms;
+        cpu_floor(sc->rgb, bytes, R->o->iters, &s->cpu_floor_ms, &copy_ms);
+        r->threads = 1, r->iters = R->o->iters;
+        r->median_ms = s->cpu_floor_ms;
+        row_print(r);
+        if ((r = scene_row(R, s, "floor: cpu memcpy", "floor"))) {
+            r->threads = 1, r->iters = R->o->iters;
+            r->median_ms = copy_ms;
+            row_print(r);
+        }
+    }
+    if (R->any_cuda && R->have_gpu_floor &&
+        trk_bench_cuda_read_ms(sc->rgb, bytes, R->o->iters, &s->gpu_floor_ms) == 0 &&
+        (r = scene_row(R, s, "floor: gpu read", "floor"))) {
+        r->iters = R->o->iters;
+        r->median_ms = r->kernel_ms = s->gpu_floor_ms;
+        row_print(r);
+    }
+}
+
+/* The OpenCV baseline's rows for the scene (1 thread and all cores, its
+ * default and fastest variants); the default's components are checked
+ * against cpu-ref's blob lists. */
+static void opencv_rows(struct bl_run *R, struct scene_ctx *s, int colours)
+{
+    static const int thr[2] = { 1, 0 };
+    const struct trk_scene *sc = s->sc;
+    for (int t = 0; t < 2; t++) {
+        s->cv_def[t] =
+            cv_find(&R->cv, sc->width, sc->height, colours, s->per, s->noisy, thr[t], true);
+        s->cv_fast[t] =
+            cv_find(&R->cv, sc->width, sc->height, colours, s->per, s->noisy, thr[t], false);
+        const struct cv_entry *e2[2] = { s->cv_def[t], s->cv_fast[t] };
+        for (int v = 0; v < 2; v++) {
+            struct bl_row *r;
+            if (!e2[v] || !(r = row_add(&R->rows, &R->nrows, &R->cap))) continue;
+            snprintf(r->scene, sizeof(r->scene), "%s", s->name);
+            snprintf(r->backend, sizeof(r->backend), "opencv %s", e2[v]->variant);
+            r->kind = "opencv", r->threads = thr[t];
+            r->median_ms = e2[v]->median_ms;
+            r->per_colour_ms = e2[v]->median_ms / colours;
+            if (v == 0) {
+                int b =
+                    cv_check(e2[v]->check, s->name, colours, R->truth->blob, R->truth->nb, s->per);
+                r->match = b == 0;
+                R->cv_bad += b;
+            }
+            row_print(r);
+        }
+    }
+    if (!s->cv_def[0] && !s->cv_def[1])
+        printf("# no OpenCV entry for %s in %s\n", s->name, R->o->opencv);
+}
+
+/* Every runner with blobs on, then off. 0, or 1 when a backend failed. */
+static int backend_rows(struct bl_run *R, struct scene_ctx *s, int colours)
+{
     static struct trk_object_def off[TRK_MAX_OBJECTS];
+    for (int i = 0; i < colours; i++) {
+        off[i] = s->sc->objects[i];
+        off[i].blobs = 0;
+    }
+    for (int ri = 0; ri < R->nr; ri++)
+        for (int on = 1; on >= 0; on--) {
+            struct bl_row tmp, *r;
+            int rc =
+                time_row(s, &R->runners[ri], on ? s->sc->objects : off, on, &tmp, &R->mismatches);
+            if (rc < 0) return 1;
+            if (rc != 0) continue;
+            tmp.per_colour_ms = tmp.median_ms / colours;
+            if ((r = row_add(&R->rows, &R->nrows, &R->cap))) {
+                *r = tmp;
+                row_print(r);
+            }
+        }
+    return 0;
+}
+
+/* The truth of the scene (cpu-ref, untimed) and its summary line. 0 or 1. */
+static int scene_truth(struct bl_run *R, const struct scene_ctx *s, int colours)
+{
+    static struct trk_obj_result res[TRK_MAX_OBJECTS];
+    double t0 = trk_bench_now_ms();
+    int err;
+    if ((err = trk_backend_set_objects(R->ref, s->sc->objects, colours)) ||
+        (err = trk_backend_process(R->ref, s->img, NULL, res, NULL))) {
+        fprintf(stderr, "trackd-bench blobs: cpu-ref: %s\n", trk_strerror(err));
+        return 1;
+    }
+    truth_take(R->truth, R->ref, res, colours);
+    int nblobs = 0, nfull = 0;
+    for (int c = 0; c < colours; c++)
+        nblobs += R->truth->nb[c], nfull += R->truth->nb[c] == s->per;
+    printf("# %s: cpu-ref truth in %.0f ms: %d blobs listed, %d of %d colours "
+           "with all %d\n",
+           s->name, trk_bench_now_ms() - t0, nblobs, nfull, colours, s->per);
+    return 0;
+}
+
+/* One blob scene: its truth, the baselines first (their numbers are the
+ * ratios' numerators), then every runner. 0, or 1 on a failure. */
+static int run_scene(struct bl_run *R, int w, int h, int colours, int per, bool noisy)
+{
+    struct trk_scene sc;
+    uint8_t *buf = NULL;
+    struct trk_image img;
+    int err;
+    if ((err = blob_scene(w, h, colours, per, noisy, R->o->seed, &sc)) ||
+        (err = trk_image_from_rgb(sc.rgb, w, h, TRK_FMT_RGB24, TRK_MATRIX_BT601, true, 0, &buf,
+                                  &img))) {
+        fprintf(stderr, "trackd-bench blobs: scene: %s\n", trk_strerror(err));
+        trk_scene_free(&sc);
+        return 1;
+    }
+    struct scene_ctx s = {
+        .o = R->o, .sc = &sc, .img = &img, .per = per, .noisy = noisy, .truth = R->truth
+    };
+    snprintf(s.name, sizeof(s.name), "%dx%d %dx%d %s", w, h, colours, per,
+             noisy ? "noisy" : "clean");
+    int failed = scene_truth(R, &s, colours);
+    if (!failed) {
+        floor_rows(R, &s);
+        if (R->any_cuda && R->have_npp) R->npp_bad += npp_rows(&s, &R->rows, &R->nrows, &R->cap);
+        if (R->o->opencv) opencv_rows(R, &s, colours);
+        failed = backend_rows(R, &s, colours);
+    }
+    free(buf);
+    trk_scene_free(&sc);
+    return failed;
+}
+
+/* The runners and the truth backend for frames up to the largest size. */
+static int run_open(struct bl_run *R)
+{
+    static struct bl_runner runners[BL_MAX_LIST * 2];
+    const struct bl_opts *o = R->o;
+    int maxw = 1, maxh = 1;
+    for (int s = 0; s < o->nsizes; s++) {
+        if (o->sizes[s][0] > maxw) maxw = o->sizes[s][0];
+        if (o->sizes[s][1] > maxh) maxh = o->sizes[s][1];
+    }
+    R->runners = runners;
+    if (bl_runners(o, maxw, maxh, runners, &R->nr)) return 1;
+    /* The truth: cpu-ref once per scene, untimed (a cpu-ref row, when
+     * asked for, is timed on its own instance). */
+    struct trk_backend_cfg rcfg = { .kind = o->truth, .max_width = maxw, .max_height = maxh };
+    int err = trk_backend_create(&rcfg, &R->ref);
+    R->truth = calloc(1, sizeof(*R->truth));
+    if (err || !R->truth) {
+        fprintf(stderr, "trackd-bench blobs: truth backend: %s\n",
+                trk_strerror(err ? err : TRK_ENOMEM));
+        return 1;
+    }
+    for (int i = 0; i < R->nr; i++)
+        R->any_cuda = R->any_cuda || runners[i].kind == TRK_BACKEND_CUDA;
+    R->have_gpu_floor = trk_bench_cuda_read_ms != NULL;
+    R->have_npp = trk_bench_npp_blobs != NULL;
+    return 0;
+}
+
+static int run_blobs(int argc, char **argv)
+{
+    struct bl_opts o;
+    if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+        bl_usage(stdout);
+        return 0;
+    }
+    if (bl_parse(argc, argv, &o)) {
+        bl_usage(stderr);
+        return 64;
+    }
+    if (o.dump) return dump_blob_scenes(&o);
+
+    struct bl_run R = { .o = &o };
+    if (o.opencv && cv_load(o.opencv, &R.cv)) return 66;
+    if (run_open(&R)) return 1;
+    print_head(&R);
+
+    int failed = 0;
     for (int si = 0; si < o.nsizes && !failed; si++)
         for (int li = 0; li < o.nlayouts && !failed; li++)
-            for (int zi = 0; zi < o.nnoise && !failed; zi++) {
-                const int w = o.sizes[si][0], h = o.sizes[si][1];
-                const int colours = o.layouts[li][0], per = o.layouts[li][1];
-                const bool noisy = o.noise[zi];
-                struct trk_scene sc;
-                uint8_t *buf = NULL;
-                struct trk_image img;
-                if ((err = blob_scene(w, h, colours, per, noisy, o.seed, &sc)) ||
-                    (err = trk_image_from_rgb(sc.rgb, w, h, TRK_FMT_RGB24, TRK_MATRIX_BT601, true,
-                                              0, &buf, &img))) {
-                    fprintf(stderr, "trackd-bench blobs: scene: %s\n", trk_strerror(err));
-                    trk_scene_free(&sc);
-                    failed = 1;
-                    break;
-                }
-                struct scene_ctx s = {
-                    .o = &o, .sc = &sc, .img = &img, .per = per, .noisy = noisy, .truth = truth
-                };
-                snprintf(s.name, sizeof(s.name), "%dx%d %dx%d %s", w, h, colours, per,
-                         noisy ? "noisy" : "clean");
-                double t0 = trk_bench_now_ms();
-                if ((err = trk_backend_set_objects(ref, sc.objects, colours)) ||
-                    (err = trk_backend_process(ref, &img, NULL, res, NULL))) {
-                    fprintf(stderr, "trackd-bench blobs: cpu-ref: %s\n", trk_strerror(err));
-                    failed = 1;
-                }
-                if (!failed) {
-                    truth_take(truth, ref, res, colours);
-                    int nblobs = 0, nfull = 0;
-                    for (int c = 0; c < colours; c++)
-                        nblobs += truth->nb[c], nfull += truth->nb[c] == per;
-                    printf("# %s: cpu-ref truth in %.0f ms: %d blobs listed, %d of %d colours "
-                           "with all %d\n",
-                           s.name, trk_bench_now_ms() - t0, nblobs, nfull, colours, per);
-                }
-                /* Baselines first: their numbers are the ratios' numerators. */
-                struct bl_row *r;
-                if (!failed && (r = row_add(&rows, &nrows, &cap))) {
-                    double copy_ms;
-                    cpu_floor(sc.rgb, (size_t)w * (size_t)h * 3, o.iters, &s.cpu_floor_ms,
-                              &copy_ms);
-                    snprintf(r->scene, sizeof(r->scene), "%s", s.name);
-                    snprintf(r->backend, sizeof(r->backend), "floor: cpu read (sum)");
-                    r->kind = "floor", r->threads = 1, r->iters = o.iters;
-                    r->median_ms = s.cpu_floor_ms;
-                    row_print(r);
-                    if ((r = row_add(&rows, &nrows, &cap))) {
-                        snprintf(r->scene, sizeof(r->scene), "%s", s.name);
-                        snprintf(r->backend, sizeof(r->backend), "floor: cpu memcpy");
-                        r->kind = "floor", r->threads = 1, r->iters = o.iters;
-                        r->median_ms = copy_ms;
-                        row_print(r);
-                    }
-                }
-                bool any_cuda = false;
-                for (int i = 0; i < nr; i++)
-                    any_cuda = any_cuda || runners[i].kind == TRK_BACKEND_CUDA;
-                if (!failed && any_cuda && have_gpu_floor &&
-                    trk_bench_cuda_read_ms(sc.rgb, (size_t)w * (size_t)h * 3, o.iters,
-                                           &s.gpu_floor_ms) == 0 &&
-                    (r = row_add(&rows, &nrows, &cap))) {
-                    snprintf(r->scene, sizeof(r->scene), "%s", s.name);
-                    snprintf(r->backend, sizeof(r->backend), "floor: gpu read");
-                    r->kind = "floor", r->iters = o.iters;
-                    r->median_ms = r->kernel_ms = s.gpu_floor_ms;
-                    row_print(r);
-                }
-                if (!failed && any_cuda && have_npp) npp_bad += npp_rows(&s, &rows, &nrows, &cap);
-                if (!failed && o.opencv) {
-                    static const int thr[2] = { 1, 0 };
-                    for (int t = 0; t < 2; t++) {
-                        s.cv_def[t] = cv_find(&cv, w, h, colours, per, noisy, thr[t], true);
-                        s.cv_fast[t] = cv_find(&cv, w, h, colours, per, noisy, thr[t], false);
-                        const struct cv_entry *e2[2] = { s.cv_def[t], s.cv_fast[t] };
-                        for (int v = 0; v < 2; v++) {
-                            if (!e2[v] || !(r = row_add(&rows, &nrows, &cap))) continue;
-                            snprintf(r->scene, sizeof(r->scene), "%s", s.name);
-                            snprintf(r->backend, sizeof(r->backend), "opencv %s", e2[v]->variant);
-                            r->kind = "opencv", r->threads = thr[t];
-                            r->median_ms = e2[v]->median_ms;
-                            r->per_colour_ms = e2[v]->median_ms / colours;
-                            if (v == 0) {
-                                int b = cv_check(e2[v]->check, s.name, colours, truth->blob,
-                                                 truth->nb, per);
-                                r->match = b == 0;
-                                cv_bad += b;
-                            }
-                            row_print(r);
-                        }
-                    }
-                    if (!s.cv_def[0] && !s.cv_def[1])
-                        printf("# no OpenCV entry for %s in %s\n", s.name, o.opencv);
-                }
-                for (int i = 0; i < colours; i++) {
-                    off[i] = sc.objects[i];
-                    off[i].blobs = 0;
-                }
-                for (int ri = 0; ri < nr && !failed; ri++)
-                    for (int on = 1; on >= 0 && !failed; on--) {
-                        struct bl_row tmp;
-                        int rc = time_row(&s, &runners[ri], on ? sc.objects : off, on, &tmp,
-                                          &mismatches);
-                        if (rc < 0) failed = 1;
-                        if (rc != 0) continue;
-                        tmp.per_colour_ms = tmp.median_ms / colours;
-                        if ((r = row_add(&rows, &nrows, &cap))) {
-                            *r = tmp;
-                            row_print(r);
-                        }
-                    }
-                free(buf);
-                trk_scene_free(&sc);
-            }
+            for (int zi = 0; zi < o.nnoise && !failed; zi++)
+                failed = run_scene(&R, o.sizes[si][0], o.sizes[si][1], o.layouts[li][0],
+                                   o.layouts[li][1], o.noise[zi]);
 
-    if (o.json && json_write(o.json, &o, rows, nrows, mismatches, cv_bad, npp_bad)) failed = 1;
-    if (mismatches)
+    if (o.json && json_write(o.json, &o, R.rows, R.nrows, R.mismatches, R.cv_bad, R.npp_bad))
+        failed = 1;
+    if (R.mismatches)
         fprintf(stderr,
                 "trackd-bench blobs: %d row(s) where a backend differs from cpu-ref: see "
                 "MISMATCH lines above\n",
-                mismatches);
-    if (cv_bad)
+                R.mismatches);
+    if (R.cv_bad)
         fprintf(stderr, "trackd-bench blobs: OpenCV's components differ from cpu-ref's blobs "
                         "(different seed or scenes?): see OPENCV BLOB MISMATCH lines\n");
-    for (int i = 0; i < nr; i++)
-        trk_backend_destroy(&runners[i].b);
-    trk_backend_destroy(&ref);
-    free(truth);
-    free(rows);
-    free(cv.e);
-    trk_json_free(cv.root);
-    return failed || mismatches || cv_bad || npp_bad ? 1 : 0;
+    for (int i = 0; i < R.nr; i++)
+        trk_backend_destroy(&R.runners[i].b);
+    trk_backend_destroy(&R.ref);
+    free(R.truth);
+    free(R.rows);
+    free(R.cv.e);
+    trk_json_free(R.cv.root);
+    return failed || R.mismatches || R.cv_bad || R.npp_bad ? 1 : 0;
 }
 
 static const struct trk_bench_experiment blobs_exp = {

@@ -207,9 +207,7 @@ std::vector<std::string> split(const char *s)
 
 int parse_fmt(const std::string &s)
 {
-    for (int f = 0; f < TRK_FMT_COUNT; f++)
-        if (s == trk_pixfmt_name((enum trk_pixfmt)f)) return f;
-    return -1;
+    return trk_bench_format(s.c_str());
 }
 
 /* An image of the scene in fmt, in pinned memory (as a capture path that
@@ -608,82 +606,88 @@ int run_whole(const pinned_image &pi, const struct trk_scene &sc, int m, int war
                       &wc.pageable, NULL, mismatches);
 }
 
-int run_kernels(int argc, char **argv)
-{
+/* cuda-kernels' options, and the lists they name. */
+struct kern_opts {
     list sizes, objs;
-    parse_sizes("640x480,1920x1080,3840x2160", sizes);
-    parse_ints("1,8,32,128,256", objs, 0, TRK_MAX_OBJECTS);
     const char *variants = NULL, *formats = "rgb24", *json = NULL, *torch = NULL;
     const char *scenes = "standard";
     enum trk_backend_kind truth_kind = TRK_BACKEND_CPU_REF;
     int iters = 50, warmup = 5, cold = 0;
     uint64_t seed = 20240601u;
+    std::vector<std::string> vars;
+    std::vector<int> fmts, kinds;
+};
+
+/* The command line into o. 0, or 2 after a message. */
+int kern_parse(int argc, char **argv, kern_opts &o)
+{
+    parse_sizes("640x480,1920x1080,3840x2160", o.sizes);
+    parse_ints("1,8,32,128,256", o.objs, 0, TRK_MAX_OBJECTS);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         bool ok = true;
         if (!strcmp(a, "--cold")) {
-            cold = 1;
+            o.cold = 1;
             continue;
         }
         if (!v)
             ok = false;
         else if (!strcmp(a, "--sizes"))
-            ok = parse_sizes(v, sizes);
+            ok = parse_sizes(v, o.sizes);
         else if (!strcmp(a, "--objects"))
-            ok = parse_ints(v, objs, 0, TRK_MAX_OBJECTS);
+            ok = parse_ints(v, o.objs, 0, TRK_MAX_OBJECTS);
         else if (!strcmp(a, "--variants"))
-            variants = v;
+            o.variants = v;
         else if (!strcmp(a, "--formats"))
-            formats = v;
+            o.formats = v;
         else if (!strcmp(a, "--scenes"))
-            scenes = v;
+            o.scenes = v;
         else if (!strcmp(a, "--truth")) {
             const int tk = trk_backend_kind_parse(v);
             ok = tk == TRK_BACKEND_CPU_REF || tk == TRK_BACKEND_CPU;
-            if (ok) truth_kind = (enum trk_backend_kind)tk;
+            if (ok) o.truth_kind = (enum trk_backend_kind)tk;
         } else if (!strcmp(a, "--iters"))
-            iters = atoi(v);
+            o.iters = atoi(v);
         else if (!strcmp(a, "--warmup"))
-            warmup = atoi(v);
+            o.warmup = atoi(v);
         else if (!strcmp(a, "--seed"))
-            seed = strtoull(v, NULL, 10);
+            o.seed = strtoull(v, NULL, 10);
         else if (!strcmp(a, "--json"))
-            json = v;
+            o.json = v;
         else if (!strcmp(a, "--torch"))
-            torch = v;
+            o.torch = v;
         else
             ok = false;
-        if (!ok || iters < 1 || warmup < 0) {
+        if (!ok || o.iters < 1 || o.warmup < 0) {
             fprintf(stderr, "cuda-kernels: bad option %s\n", a);
             return 2;
         }
         i++;
     }
-    char why[256];
-    if (!trk_cuda_available(why, sizeof(why))) {
-        printf("# cuda-kernels skipped: %s\n", why);
-        return 0;
-    }
-    std::vector<std::string> vars;
-    if (variants) {
-        vars = split(variants);
+    return 0;
+}
+
+/* The variants, formats and scenes the options name (every variant when
+ * none). 0, or 2 after a message. */
+int kern_lists(kern_opts &o)
+{
+    if (o.variants) {
+        o.vars = split(o.variants);
     } else {
         const char *names[16];
         const int nv = trk_backend_variants(TRK_BACKEND_CUDA, names, 16);
         for (int k = 0; k < nv && k < 16; k++)
-            vars.push_back(names[k]);
+            o.vars.push_back(names[k]);
     }
-    std::vector<int> fmts;
-    for (auto &f : split(formats)) {
+    for (auto &f : split(o.formats)) {
         int x = parse_fmt(f);
         if (x < 0) {
             fprintf(stderr, "cuda-kernels: unknown format %s\n", f.c_str());
             return 2;
         }
-        fmts.push_back(x);
+        o.fmts.push_back(x);
     }
-    std::vector<int> kinds;
-    for (auto &n : split(scenes)) {
+    for (auto &n : split(o.scenes)) {
         int x = -1;
         for (int k = 0; k < SCENE_COUNT; k++)
             if (n == scene_names[k]) x = k;
@@ -692,46 +696,25 @@ int run_kernels(int argc, char **argv)
                     n.c_str());
             return 2;
         }
-        kinds.push_back(x);
+        o.kinds.push_back(x);
     }
-    const int nk = (int)kinds.size();
-    if (!nk) {
+    if (o.kinds.empty()) {
         fprintf(stderr, "cuda-kernels: --scenes names none\n");
         return 2;
     }
-    torch_base tb;
-    if (torch) {
-        char err[256];
-        if (!(tb.root = trk_json_load(torch, err, sizeof(err)))) {
-            fprintf(stderr, "cuda-kernels: %s: %s\n", torch, err);
-            return 1;
-        }
-    }
-    gpu_ctx g;
-    if (ctx_open(g)) return 1;
-    /* The memory ceiling used for the floor column: one cold read of 1 GiB. */
-    double read_gbs;
-    {
-        void *big;
-        size_t bytes = (size_t)1 << 30;
-        BENCH_TRY(cudaMalloc(&big, bytes));
-        BENCH_TRY(cudaMemset(big, 1, bytes));
-        read_gbs = bytes / (time_read(g, big, bytes, 10, true) * 1e6);
-        cudaFree(big);
-    }
-    void *d_copy;
-    size_t copy_bytes = 0;
-    for (int s = 0; s < sizes.n; s++)
-        copy_bytes = std::max(copy_bytes, (size_t)sizes.v[s][0] * sizes.v[s][1] * 4 + 4096);
-    BENCH_TRY(cudaMalloc(&d_copy, copy_bytes));
+    return 0;
+}
 
+/* The lines above the table. */
+void kern_head(const gpu_ctx &g, const kern_opts &o, double read_gbs)
+{
+    const char *truth = o.truth_kind == TRK_BACKEND_CPU ? "cpu" : "cpu-ref";
     printf("# cuda-kernels on %s; one-read ceiling %.0f GB/s; seed %llu; warmup %d, iters %d; "
            "truth %s\n",
-           g.name, read_gbs, (unsigned long long)seed, warmup, iters,
-           truth_kind == TRK_BACKEND_CPU ? "cpu" : "cpu-ref");
+           g.name, read_gbs, (unsigned long long)o.seed, o.warmup, o.iters, truth);
     printf("# kernel = CUDA-event median on a device-resident frame (%s); floor = frame bytes / "
            "ceiling\n",
-           cold ? "hot, and cold with L2 flushed" : "hot: frame in L2");
+           o.cold ? "hot, and cold with L2 flushed" : "hot: frame in L2");
     printf("# whole call (trk_backend_process, default variant, medians): dev = device image "
            "(256-byte pitches, as NVDEC), dev_sub = its submit alone, pinned = "
            "trk_backend_host_alloc memory, x up+k = pinned / (upload + default kernel), "
@@ -739,169 +722,368 @@ int run_kernels(int argc, char **argv)
     printf("%-26s %-6s %-12s %10s %10s %8s %9s %9s %9s %10s %10s %8s %8s %8s %7s %9s\n", "scene",
            "format", "variant", "kernel_us", "cold_us", "x floor", "x ref", "x torch", "upload_us",
            "frame_us", "1band_us", "dev_us", "dev_sub", "pin_us", "x up+k", "page_us");
-    FILE *jf = json ? fopen(json, "w") : NULL;
-    if (json && !jf) {
-        fprintf(stderr, "cuda-kernels: cannot write %s\n", json);
+}
+
+/* One run of cuda-kernels: the device, its ceiling, the tallies. */
+struct kern_run {
+    const kern_opts *o;
+    gpu_ctx g;
+    double read_gbs = 0;
+    void *d_copy = nullptr; /* upload target of the largest frame */
+    torch_base tb;
+    FILE *jf = nullptr;
+    int first = 1, mismatches = 0;
+    struct trk_obj_result truth[TRK_MAX_OBJECTS], got[TRK_MAX_OBJECTS];
+};
+
+/* One frame (a scene in one format): what every variant's row shares. */
+struct kern_frame {
+    const struct trk_scene *sc;
+    const pinned_image *pi;
+    int kind, fmt, m;
+    char scene[64];
+    double ref_ms = 0, torch_ms = 0, up_ms = 0, floor_ms = 0, frame_ms = 0, frame1_ms = 0;
+    double kdef = 0, xuk = 0;
+    const char *tv = "";
+    whole_call wc;
+};
+
+/* The whole frame through the public API (pinned input), default variant:
+ * banded upload overlapping the kernels, and for comparison one band
+ * (upload everything, then process). 0, or 1 when a call failed. */
+int kern_process(kern_run &R, kern_frame &f)
+{
+    const kern_opts &o = *R.o;
+    for (int pass = 0; pass < 2 && f.m > 0; pass++) {
+        variant_run fb;
+        if (fb.create(pass ? "fused:bands=1" : NULL, f.sc->width, f.sc->height) ||
+            trk_backend_set_objects(fb.b, f.sc->objects, f.m))
+            return 1;
+        std::vector<double> t;
+        for (int i = -o.warmup; i < o.iters; i++) {
+            double a = trk_bench_now_ms();
+            if (trk_backend_process(fb.b, &f.pi->img, NULL, R.got, NULL)) return 1;
+            if (i >= 0) t.push_back(trk_bench_now_ms() - a);
+        }
+        (pass ? f.frame1_ms : f.frame_ms) = median(t);
+        if (!same(R.truth, R.got, f.m)) {
+            fprintf(stderr, "MISMATCH cuda process() on %s\n", f.scene);
+            R.mismatches++;
+        }
+    }
+    return 0;
+}
+
+/* Everything of the frame but the variants: the truth and the reference's
+ * time, the PyTorch baseline's, the upload, the whole frame, the whole call
+ * by where the frame lies and the default kernel alone. 0, or 1. */
+int kern_measure(kern_run &R, kern_frame &f)
+{
+    const kern_opts &o = *R.o;
+    const int m = f.m;
+    /* Truth and the reference's time: one run of cpu-ref (or cpu). */
+    if (ref_truth(f.pi->img, f.sc->objects, m, R.truth, &f.ref_ms, o.truth_kind)) return 1;
+    const struct trk_json *tmass = nullptr;
+    /* The PyTorch baseline ran the standard scenes only. */
+    if (f.kind == SCENE_STANDARD)
+        f.torch_ms = R.tb.find(f.sc->width, f.sc->height, m, &f.tv, &tmass);
+    if (tmass && f.fmt == TRK_FMT_RGB24) {
+        bool ok = tmass->type == TRK_JSON_ARRAY && (int)tmass->n == m;
+        for (int i = 0; ok && i < m; i++)
+            ok = (uint64_t)tmass->items[i].number == R.truth[i].mass;
+        if (!ok) {
+            fprintf(stderr,
+                    "TORCH MASS MISMATCH on %s: the baseline computed "
+                    "something else\n",
+                    f.scene);
+            R.mismatches++;
+        }
+    }
+    /* Upload of this frame from pinned memory (one copy per plane). */
+    const pinned_image &pi = *f.pi;
+    f.up_ms = time_dev(
+        R.g, [&] { cudaMemcpyAsync(R.d_copy, pi.mem, pi.bytes, cudaMemcpyHostToDevice, 0); }, 2, 10,
+        false);
+    f.floor_ms = pi.bytes / (R.read_gbs * 1e6);
+    if (kern_process(R, f)) return 1;
+    /* The whole call by where the frame lies (device image, pinned,
+     * pageable), default variant, and the default kernel alone for
+     * pinned_us / (upload_us + kernel_us). */
+    if (m > 0) {
+        double kdef_cold = 0;
+        int err = kernel_time(R.g, NULL, pi.img, f.sc->objects, m, o.warmup, o.iters, false,
+                              &f.kdef, &kdef_cold, R.got);
+        if (err) {
+            fprintf(stderr, "cuda-kernels: default variant on %s: %s\n", f.scene,
+                    trk_strerror(err));
+            return 1;
+        }
+        if ((err = run_whole(pi, *f.sc, m, o.warmup, o.iters, R.truth, f.scene, f.wc,
+                             &R.mismatches))) {
+            fprintf(stderr, "cuda-kernels: whole call on %s: %s\n", f.scene, trk_strerror(err));
+            return 1;
+        }
+        if (!same(R.truth, R.got, m)) {
+            fprintf(stderr, "MISMATCH default variant on %s\n", f.scene);
+            R.mismatches++;
+        }
+    }
+    f.xuk = f.wc.pinned > 0 ? f.wc.pinned / (f.up_ms + f.kdef) : 0;
+    return 0;
+}
+
+/* Variant vn's row of the frame: its kernel times, checked, with the
+ * frame's columns; the table line and the JSON entry. 0, or 1. */
+int kern_variant(kern_run &R, const kern_frame &f, const std::string &vn)
+{
+    const kern_opts &o = *R.o;
+    const int m = f.m;
+    const char *fname = trk_pixfmt_name((enum trk_pixfmt)f.fmt);
+    double hot = 0, cms = 0;
+    if (m > 0) {
+        int err = kernel_time(R.g, vn.c_str(), f.pi->img, f.sc->objects, m, o.warmup, o.iters,
+                              o.cold, &hot, &cms, R.got);
+        if (err) {
+            fprintf(stderr, "cuda-kernels: %s on %s: %s\n", vn.c_str(), f.scene, trk_strerror(err));
+            return 1;
+        }
+    }
+    bool ok = m == 0 || same(R.truth, R.got, m);
+    if (!ok) {
+        fprintf(stderr, "MISMATCH %s on %s %s\n", vn.c_str(), f.scene, fname);
+        R.mismatches++;
+    }
+    char xr[16] = "-", xt[16] = "-", xf[16] = "-", cs[16] = "-";
+    if (hot > 0) {
+        snprintf(xr, sizeof(xr), "%.0fx", f.ref_ms / hot);
+        snprintf(xf, sizeof(xf), "%.1f", hot / f.floor_ms);
+        if (f.torch_ms > 0) snprintf(xt, sizeof(xt), "%.0fx", f.torch_ms / hot);
+    }
+    if (cms > 0) snprintf(cs, sizeof(cs), "%.1f", cms * 1e3);
+    const whole_call &wc = f.wc;
+    printf("%-26s %-6s %-12s %10.1f %10s %8s %9s %9s %9.1f %10.1f %10.1f %8.1f "
+           "%8.1f %8.1f %7.2f %9.1f%s\n",
+           f.scene, fname, vn.c_str(), hot * 1e3, cs, xf, xr, xt, f.up_ms * 1e3, f.frame_ms * 1e3,
+           f.frame1_ms * 1e3, wc.dev * 1e3, wc.dev_submit * 1e3, wc.pinned * 1e3, f.xuk,
+           wc.pageable * 1e3, ok ? "" : "  MISMATCH");
+    fflush(stdout);
+    if (R.jf)
+        fprintf(R.jf,
+                "%s\n {\"scene\":\"%s\",\"width\":%d,\"height\":%d,\"objects\":%d,"
+                "\"format\":\"%s\","
+                "\"variant\":\"%s\",\"kernel_ms\":%.5f,\"kernel_cold_ms\":%.5f,"
+                "\"floor_ms\":%.5f,\"ref_ms\":%.3f,\"torch_ms\":%.4f,"
+                "\"torch_variant\":\"%s\",\"upload_ms\":%.4f,\"frame_ms\":%.4f,"
+                "\"frame_1band_ms\":%.4f,\"kernel_default_ms\":%.5f,"
+                "\"dev_ms\":%.5f,\"dev_submit_ms\":%.5f,\"pinned_ms\":%.5f,"
+                "\"pinned_x_upload_kernel\":%.3f,\"pageable_ms\":%.4f,"
+                "\"match\":%s}",
+                R.first ? "" : ",", scene_names[f.kind], f.sc->width, f.sc->height, m, fname,
+                vn.c_str(), hot, cms, f.floor_ms, f.ref_ms, f.torch_ms, f.tv, f.up_ms, f.frame_ms,
+                f.frame1_ms, f.kdef, wc.dev, wc.dev_submit, wc.pinned, f.xuk, wc.pageable,
+                ok ? "true" : "false");
+    R.first = 0;
+    return 0;
+}
+
+/* The scene of kind with w x h and m objects, in every format: its rows. 0,
+ * or 1 on a failure. */
+int kern_scene(kern_run &R, int kind, int w, int h, int m)
+{
+    struct trk_scene sc;
+    if (make_scene(kind, w, h, m, R.o->seed, &sc)) return 1;
+    for (int fmt : R.o->fmts) {
+        pinned_image pi;
+        if (make_pinned(sc, fmt, pi)) return 1;
+        kern_frame f;
+        f.sc = &sc, f.pi = &pi, f.kind = kind, f.fmt = fmt, f.m = m;
+        snprintf(f.scene, sizeof(f.scene), "%dx%d m=%d%s%s", w, h, m,
+                 kind == SCENE_STANDARD ? "" : " ",
+                 kind == SCENE_STANDARD ? "" : scene_names[kind]);
+        if (kern_measure(R, f)) return 1;
+        for (auto &vn : R.o->vars)
+            if (kern_variant(R, f, vn)) return 1;
+        free_pinned(pi);
+    }
+    trk_scene_free(&sc);
+    return 0;
+}
+
+/* The device, its one-read ceiling (one cold read of 1 GiB: the floor
+ * column's), the upload target and the baseline. 0, or 1. */
+int kern_open(kern_run &R)
+{
+    const kern_opts &o = *R.o;
+    if (o.torch) {
+        char err[256];
+        if (!(R.tb.root = trk_json_load(o.torch, err, sizeof(err)))) {
+            fprintf(stderr, "cuda-kernels: %s: %s\n", o.torch, err);
+            return 1;
+        }
+    }
+    if (ctx_open(R.g)) return 1;
+    void *big;
+    size_t bytes = (size_t)1 << 30;
+    BENCH_TRY(cudaMalloc(&big, bytes));
+    BENCH_TRY(cudaMemset(big, 1, bytes));
+    R.read_gbs = bytes / (time_read(R.g, big, bytes, 10, true) * 1e6);
+    cudaFree(big);
+    size_t copy_bytes = 0;
+    for (int s = 0; s < o.sizes.n; s++)
+        copy_bytes = std::max(copy_bytes, (size_t)o.sizes.v[s][0] * o.sizes.v[s][1] * 4 + 4096);
+    BENCH_TRY(cudaMalloc(&R.d_copy, copy_bytes));
+    return 0;
+}
+
+int run_kernels(int argc, char **argv)
+{
+    kern_opts o;
+    int rc = kern_parse(argc, argv, o);
+    if (rc) return rc;
+    char why[256];
+    if (!trk_cuda_available(why, sizeof(why))) {
+        printf("# cuda-kernels skipped: %s\n", why);
+        return 0;
+    }
+    if ((rc = kern_lists(o))) return rc;
+    static kern_run R; /* the result arrays are large */
+    R.o = &o;
+    if (kern_open(R)) return 1;
+    kern_head(R.g, o, R.read_gbs);
+    R.jf = o.json ? fopen(o.json, "w") : NULL;
+    if (o.json && !R.jf) {
+        fprintf(stderr, "cuda-kernels: cannot write %s\n", o.json);
         return 1;
     }
-    if (jf)
-        fprintf(jf,
+    if (R.jf)
+        fprintf(R.jf,
                 "{\"tool\":\"cuda-kernels\",\"device\":\"%s\",\"read_gbs\":%.1f,\"seed\":%llu,"
                 "\"warmup\":%d,\"iters\":%d,\"truth\":\"%s\",\"results\":[",
-                g.name, read_gbs, (unsigned long long)seed, warmup, iters,
-                truth_kind == TRK_BACKEND_CPU ? "cpu" : "cpu-ref");
-    int first = 1, mismatches = 0;
-    static struct trk_obj_result truth[TRK_MAX_OBJECTS], got[TRK_MAX_OBJECTS];
-    for (int s = 0; s < sizes.n; s++)
+                R.g.name, R.read_gbs, (unsigned long long)o.seed, o.warmup, o.iters,
+                o.truth_kind == TRK_BACKEND_CPU ? "cpu" : "cpu-ref");
+    const int nk = (int)o.kinds.size();
+    for (int s = 0; s < o.sizes.n; s++)
         /* Each object count runs the listed scenes in turn: side by side. */
-        for (int k = 0; k < objs.n * nk; k++) {
-            const int w = sizes.v[s][0], h = sizes.v[s][1], m = objs.v[k / nk][0];
-            const int kind = kinds[k % nk];
-            struct trk_scene sc;
-            if (make_scene(kind, w, h, m, seed, &sc)) return 1;
-            char scene[64];
-            snprintf(scene, sizeof(scene), "%dx%d m=%d%s%s", w, h, m,
-                     kind == SCENE_STANDARD ? "" : " ",
-                     kind == SCENE_STANDARD ? "" : scene_names[kind]);
-            for (int fmt : fmts) {
-                pinned_image pi;
-                if (make_pinned(sc, fmt, pi)) return 1;
-                /* Truth and the reference's time: one run of cpu-ref (or cpu). */
-                double ref_ms;
-                if (ref_truth(pi.img, sc.objects, m, truth, &ref_ms, truth_kind)) return 1;
-                const char *tv = "";
-                const struct trk_json *tmass = nullptr;
-                /* The PyTorch baseline ran the standard scenes only. */
-                double torch_ms = kind == SCENE_STANDARD ? tb.find(w, h, m, &tv, &tmass) : 0;
-                if (tmass && fmt == TRK_FMT_RGB24) {
-                    bool ok = tmass->type == TRK_JSON_ARRAY && (int)tmass->n == m;
-                    for (int i = 0; ok && i < m; i++)
-                        ok = (uint64_t)tmass->items[i].number == truth[i].mass;
-                    if (!ok) {
-                        fprintf(stderr,
-                                "TORCH MASS MISMATCH on %s: the baseline computed "
-                                "something else\n",
-                                scene);
-                        mismatches++;
-                    }
-                }
-                /* Upload of this frame from pinned memory (one copy per plane). */
-                double up_ms = time_dev(
-                    g,
-                    [&] { cudaMemcpyAsync(d_copy, pi.mem, pi.bytes, cudaMemcpyHostToDevice, 0); },
-                    2, 10, false);
-                double floor_ms = pi.bytes / (read_gbs * 1e6);
-                /* Whole frame through the public API (pinned input), default
-                 * variant: banded upload overlapping the kernels, and for
-                 * comparison one band (upload everything, then process). */
-                double frame_ms = 0, frame1_ms = 0;
-                for (int pass = 0; pass < 2 && m > 0; pass++) {
-                    variant_run fb;
-                    if (fb.create(pass ? "fused:bands=1" : NULL, w, h) ||
-                        trk_backend_set_objects(fb.b, sc.objects, m))
-                        return 1;
-                    std::vector<double> t;
-                    for (int i = -warmup; i < iters; i++) {
-                        double a = trk_bench_now_ms();
-                        if (trk_backend_process(fb.b, &pi.img, NULL, got, NULL)) return 1;
-                        if (i >= 0) t.push_back(trk_bench_now_ms() - a);
-                    }
-                    (pass ? frame1_ms : frame_ms) = median(t);
-                    if (!same(truth, got, m)) {
-                        fprintf(stderr, "MISMATCH cuda process() on %s\n", scene);
-                        mismatches++;
-                    }
-                }
-                /* The whole call by where the frame lies (device image,
-                 * pinned, pageable), default variant, and the default
-                 * kernel alone for pinned_us / (upload_us + kernel_us). */
-                whole_call wc;
-                double kdef = 0, kdef_cold = 0;
-                if (m > 0) {
-                    int err = kernel_time(g, NULL, pi.img, sc.objects, m, warmup, iters, false,
-                                          &kdef, &kdef_cold, got);
-                    if (err) {
-                        fprintf(stderr, "cuda-kernels: default variant on %s: %s\n", scene,
-                                trk_strerror(err));
-                        return 1;
-                    }
-                    if ((err =
-                             run_whole(pi, sc, m, warmup, iters, truth, scene, wc, &mismatches))) {
-                        fprintf(stderr, "cuda-kernels: whole call on %s: %s\n", scene,
-                                trk_strerror(err));
-                        return 1;
-                    }
-                    if (!same(truth, got, m)) {
-                        fprintf(stderr, "MISMATCH default variant on %s\n", scene);
-                        mismatches++;
-                    }
-                }
-                const double xuk = wc.pinned > 0 ? wc.pinned / (up_ms + kdef) : 0;
-                for (auto &vn : vars) {
-                    double hot = 0, cms = 0;
-                    if (m > 0) {
-                        int err = kernel_time(g, vn.c_str(), pi.img, sc.objects, m, warmup, iters,
-                                              cold, &hot, &cms, got);
-                        if (err) {
-                            fprintf(stderr, "cuda-kernels: %s on %s: %s\n", vn.c_str(), scene,
-                                    trk_strerror(err));
-                            return 1;
-                        }
-                    }
-                    bool ok = m == 0 || same(truth, got, m);
-                    if (!ok) {
-                        fprintf(stderr, "MISMATCH %s on %s %s\n", vn.c_str(), scene,
-                                trk_pixfmt_name((enum trk_pixfmt)fmt));
-                        mismatches++;
-                    }
-                    char xr[16] = "-", xt[16] = "-", xf[16] = "-", cs[16] = "-";
-                    if (hot > 0) {
-                        snprintf(xr, sizeof(xr), "%.0fx", ref_ms / hot);
-                        snprintf(xf, sizeof(xf), "%.1f", hot / floor_ms);
-                        if (torch_ms > 0) snprintf(xt, sizeof(xt), "%.0fx", torch_ms / hot);
-                    }
-                    if (cms > 0) snprintf(cs, sizeof(cs), "%.1f", cms * 1e3);
-                    printf("%-26s %-6s %-12s %10.1f %10s %8s %9s %9s %9.1f %10.1f %10.1f %8.1f "
-                           "%8.1f %8.1f %7.2f %9.1f%s\n",
-                           scene, trk_pixfmt_name((enum trk_pixfmt)fmt), vn.c_str(), hot * 1e3, cs,
-                           xf, xr, xt, up_ms * 1e3, frame_ms * 1e3, frame1_ms * 1e3, wc.dev * 1e3,
-                           wc.dev_submit * 1e3, wc.pinned * 1e3, xuk, wc.pageable * 1e3,
-                           ok ? "" : "  MISMATCH");
-                    fflush(stdout);
-                    if (jf)
-                        fprintf(jf,
-                                "%s\n {\"scene\":\"%s\",\"width\":%d,\"height\":%d,\"objects\":%d,"
-                                "\"format\":\"%s\","
-                                "\"variant\":\"%s\",\"kernel_ms\":%.5f,\"kernel_cold_ms\":%.5f,"
-                                "\"floor_ms\":%.5f,\"ref_ms\":%.3f,\"torch_ms\":%.4f,"
-                                "\"torch_variant\":\"%s\",\"upload_ms\":%.4f,\"frame_ms\":%.4f,"
-                                "\"frame_1band_ms\":%.4f,\"kernel_default_ms\":%.5f,"
-                                "\"dev_ms\":%.5f,\"dev_submit_ms\":%.5f,\"pinned_ms\":%.5f,"
-                                "\"pinned_x_upload_kernel\":%.3f,\"pageable_ms\":%.4f,"
-                                "\"match\":%s}",
-                                first ? "" : ",", scene_names[kind], w, h, m,
-                                trk_pixfmt_name((enum trk_pixfmt)fmt), vn.c_str(), hot, cms,
-                                floor_ms, ref_ms, torch_ms, tv, up_ms, frame_ms, frame1_ms, kdef,
-                                wc.dev, wc.dev_submit, wc.pinned, xuk, wc.pageable,
-                                ok ? "true" : "false");
-                    first = 0;
-                }
-                free_pinned(pi);
-            }
-            trk_scene_free(&sc);
-        }
-    if (jf) {
-        fprintf(jf, "\n],\"mismatches\":%d}\n", mismatches);
-        fclose(jf);
+        for (int k = 0; k < o.objs.n * nk; k++)
+            if (kern_scene(R, o.kinds[k % nk], o.sizes.v[s][0], o.sizes.v[s][1],
+                           o.objs.v[k / nk][0]))
+                return 1;
+    if (R.jf) {
+        fprintf(R.jf, "\n],\"mismatches\":%d}\n", R.mismatches);
+        fclose(R.jf);
     }
-    cudaFree(d_copy);
-    trk_json_free(tb.root);
-    ctx_close(g);
-    if (mismatches) fprintf(stderr, "cuda-kernels: %d MISMATCH(es)\n", mismatches);
-    return mismatches ? 1 : 0;
+    cudaFree(R.d_copy);
+    trk_json_free(R.tb.root);
+    ctx_close(R.g);
+    if (R.mismatches) fprintf(stderr, "cuda-kernels: %d MISMATCH(es)\n", R.mismatches);
+    return R.mismatches ? 1 : 0;
 }
 
 /* ----------------------------------------------------------- cuda-seed */
+
+/* One run of cuda-seed: the device, the frame size, the tallies. */
+struct seed_run {
+    gpu_ctx g;
+    int w = 0, h = 0, iters = 20;
+    uint64_t seed = 20240601u;
+    FILE *jf = nullptr;
+    int mismatches = 0;
+    struct trk_obj_result truth[TRK_MAX_OBJECTS], got[TRK_MAX_OBJECTS];
+};
+
+/* Experiment 1: time vs number of objects. "per-object" = one
+ * single-object MOCT reduction per object, summed (the seed's Bru07). 0,
+ * or 1 on a failure. */
+int seed_vs_objects(seed_run &S, const list &objs)
+{
+    const char *v1[] = { "moct-h-r4", "moct-v-r4", "moct-s-r4", "per-object",
+                         "naive",     "lut",       "fused" };
+    printf("# cuda-seed on %s, %dx%d: kernel time (us, CUDA-event medians, frame resident)\n",
+           S.g.name, S.w, S.h);
+    printf("# experiment 1: time vs number of objects\n%-6s", "M");
+    for (const char *v : v1)
+        printf(" %11s", v);
+    printf("\n");
+    if (S.jf) fprintf(S.jf, "\"vs_objects\":[");
+    for (int k = 0; k < objs.n; k++) {
+        const int m = objs.v[k][0];
+        struct trk_scene sc;
+        if (trk_scene_standard(S.w, S.h, m, S.seed, &sc)) return 1;
+        pinned_image pi;
+        if (make_pinned(sc, TRK_FMT_RGB24, pi)) return 1;
+        if (ref_truth(pi.img, sc.objects, m, S.truth, NULL)) return 1;
+        printf("%-6d", m);
+        if (S.jf) fprintf(S.jf, "%s\n {\"objects\":%d", k ? "," : "", m);
+        for (const char *v : v1) {
+            double hot = 0, cold;
+            int err = 0;
+            if (!strcmp(v, "per-object")) {
+                for (int i = 0; i < m && !err; i++) {
+                    double one;
+                    err = kernel_time(S.g, "moct-h-r4", pi.img, &sc.objects[i], 1, 2, S.iters,
+                                      false, &one, &cold, &S.got[i]);
+                    hot += one;
+                }
+            } else {
+                err = kernel_time(S.g, v, pi.img, sc.objects, m, 3, S.iters, false, &hot, &cold,
+                                  S.got);
+            }
+            if (err) {
+                fprintf(stderr, "cuda-seed: %s m=%d: %s\n", v, m, trk_strerror(err));
+                return 1;
+            }
+            bool ok = same(S.truth, S.got, m);
+            if (!ok) S.mismatches++;
+            printf(" %10.1f%s", hot * 1e3, ok ? " " : "!");
+            if (S.jf) fprintf(S.jf, ",\"%s\":%.5f", v, hot);
+        }
+        printf("\n");
+        fflush(stdout);
+        if (S.jf) fprintf(S.jf, "}");
+        free_pinned(pi);
+        trk_scene_free(&sc);
+    }
+    return 0;
+}
+
+/* Experiment 2: time vs reduction factor, per arrangement, with m_for_r
+ * objects. 0, or 1 on a failure. */
+int seed_vs_r(seed_run &S, const list &rs, int m_for_r)
+{
+    printf("# experiment 2: MOCT time vs reduction factor r, M = %d\n%-6s %11s %11s %11s\n",
+           m_for_r, "r", "horizontal", "vertical", "square");
+    if (S.jf) fprintf(S.jf, "],\"m_for_r\":%d,\"vs_r\":[", m_for_r);
+    struct trk_scene sc;
+    if (trk_scene_standard(S.w, S.h, m_for_r, S.seed, &sc)) return 1;
+    pinned_image pi;
+    if (make_pinned(sc, TRK_FMT_RGB24, pi)) return 1;
+    if (ref_truth(pi.img, sc.objects, m_for_r, S.truth, NULL)) return 1;
+    for (int i = 0; i < rs.n; i++) {
+        const int r = rs.v[i][0];
+        printf("%-6d", r);
+        if (S.jf) fprintf(S.jf, "%s\n {\"r\":%d", i ? "," : "", r);
+        for (char arr : { 'h', 'v', 's' }) {
+            char name[48];
+            snprintf(name, sizeof(name), "moct:arr=%c,r=%d", arr, r);
+            double hot, cold;
+            int err = kernel_time(S.g, name, pi.img, sc.objects, m_for_r, 3, S.iters, false, &hot,
+                                  &cold, S.got);
+            if (err) {
+                fprintf(stderr, "cuda-seed: %s: %s\n", name, trk_strerror(err));
+                return 1;
+            }
+            bool ok = same(S.truth, S.got, m_for_r);
+            if (!ok) S.mismatches++;
+            printf(" %10.1f%s", hot * 1e3, ok ? " " : "!");
+            if (S.jf) fprintf(S.jf, ",\"%c\":%.5f", arr, hot);
+        }
+        printf("\n");
+        if (S.jf) fprintf(S.jf, "}");
+    }
+    free_pinned(pi);
+    trk_scene_free(&sc);
+    return 0;
+}
 
 int run_seed(int argc, char **argv)
 {
@@ -909,9 +1091,9 @@ int run_seed(int argc, char **argv)
     parse_sizes("640x480", size);
     parse_ints("1,2,4,8,16,32,64,128,256", objs, 1, TRK_MAX_OBJECTS);
     parse_ints("2,4,8,16,32,64,128,256", rs, 2, TRK_MOCT_MAX_R);
-    int m_for_r = 16, iters = 20;
+    static seed_run S; /* the result arrays are large */
+    int m_for_r = 16;
     const char *json = NULL;
-    uint64_t seed = 20240601u;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         bool ok = v != NULL;
@@ -925,7 +1107,7 @@ int run_seed(int argc, char **argv)
         else if (!strcmp(a, "--m"))
             ok = (m_for_r = atoi(v)) >= 1 && m_for_r <= TRK_MAX_OBJECTS;
         else if (!strcmp(a, "--iters"))
-            ok = (iters = atoi(v)) >= 1;
+            ok = (S.iters = atoi(v)) >= 1;
         else if (!strcmp(a, "--json"))
             json = v;
         else
@@ -941,107 +1123,20 @@ int run_seed(int argc, char **argv)
         printf("# cuda-seed skipped: %s\n", why);
         return 0;
     }
-    gpu_ctx g;
-    if (ctx_open(g)) return 1;
-    const int w = size.v[0][0], h = size.v[0][1];
-    FILE *jf = json ? fopen(json, "w") : NULL;
-    if (jf)
-        fprintf(jf, "{\"tool\":\"cuda-seed\",\"device\":\"%s\",\"width\":%d,\"height\":%d,", g.name,
-                w, h);
-    int mismatches = 0;
-    static struct trk_obj_result truth[TRK_MAX_OBJECTS], got[TRK_MAX_OBJECTS];
-
-    /* Experiment 1: time vs number of objects. "per-object" = one
-     * single-object MOCT reduction per object, summed (the seed's Bru07). */
-    const char *v1[] = { "moct-h-r4", "moct-v-r4", "moct-s-r4", "per-object",
-                         "naive",     "lut",       "fused" };
-    printf("# cuda-seed on %s, %dx%d: kernel time (us, CUDA-event medians, frame resident)\n",
-           g.name, w, h);
-    printf("# experiment 1: time vs number of objects\n%-6s", "M");
-    for (const char *v : v1)
-        printf(" %11s", v);
-    printf("\n");
-    if (jf) fprintf(jf, "\"vs_objects\":[");
-    for (int k = 0; k < objs.n; k++) {
-        const int m = objs.v[k][0];
-        struct trk_scene sc;
-        if (trk_scene_standard(w, h, m, seed, &sc)) return 1;
-        pinned_image pi;
-        if (make_pinned(sc, TRK_FMT_RGB24, pi)) return 1;
-        if (ref_truth(pi.img, sc.objects, m, truth, NULL)) return 1;
-        printf("%-6d", m);
-        if (jf) fprintf(jf, "%s\n {\"objects\":%d", k ? "," : "", m);
-        for (const char *v : v1) {
-            double hot = 0, cold;
-            int err = 0;
-            if (!strcmp(v, "per-object")) {
-                for (int i = 0; i < m && !err; i++) {
-                    double one;
-                    err = kernel_time(g, "moct-h-r4", pi.img, &sc.objects[i], 1, 2, iters, false,
-                                      &one, &cold, &got[i]);
-                    hot += one;
-                }
-            } else {
-                err = kernel_time(g, v, pi.img, sc.objects, m, 3, iters, false, &hot, &cold, got);
-            }
-            if (err) {
-                fprintf(stderr, "cuda-seed: %s m=%d: %s\n", v, m, trk_strerror(err));
-                return 1;
-            }
-            bool ok = same(truth, got, m);
-            if (!ok) mismatches++;
-            printf(" %10.1f%s", hot * 1e3, ok ? " " : "!");
-            if (jf) fprintf(jf, ",\"%s\":%.5f", v, hot);
-        }
-        printf("\n");
-        fflush(stdout);
-        if (jf) fprintf(jf, "}");
-        free_pinned(pi);
-        trk_scene_free(&sc);
+    if (ctx_open(S.g)) return 1;
+    S.w = size.v[0][0], S.h = size.v[0][1];
+    S.jf = json ? fopen(json, "w") : NULL;
+    if (S.jf)
+        fprintf(S.jf, "{\"tool\":\"cuda-seed\",\"device\":\"%s\",\"width\":%d,\"height\":%d,",
+                S.g.name, S.w, S.h);
+    if (seed_vs_objects(S, objs) || seed_vs_r(S, rs, m_for_r)) return 1;
+    if (S.jf) {
+        fprintf(S.jf, "\n],\"mismatches\":%d}\n", S.mismatches);
+        fclose(S.jf);
     }
-
-    /* Experiment 2: time vs reduction factor, per arrangement. */
-    printf("# experiment 2: MOCT time vs reduction factor r, M = %d\n%-6s %11s %11s %11s\n",
-           m_for_r, "r", "horizontal", "vertical", "square");
-    if (jf) fprintf(jf, "],\"m_for_r\":%d,\"vs_r\":[", m_for_r);
-    {
-        struct trk_scene sc;
-        if (trk_scene_standard(w, h, m_for_r, seed, &sc)) return 1;
-        pinned_image pi;
-        if (make_pinned(sc, TRK_FMT_RGB24, pi)) return 1;
-        if (ref_truth(pi.img, sc.objects, m_for_r, truth, NULL)) return 1;
-        for (int i = 0; i < rs.n; i++) {
-            const int r = rs.v[i][0];
-            printf("%-6d", r);
-            if (jf) fprintf(jf, "%s\n {\"r\":%d", i ? "," : "", r);
-            for (char arr : { 'h', 'v', 's' }) {
-                char name[48];
-                snprintf(name, sizeof(name), "moct:arr=%c,r=%d", arr, r);
-                double hot, cold;
-                int err = kernel_time(g, name, pi.img, sc.objects, m_for_r, 3, iters, false, &hot,
-                                      &cold, got);
-                if (err) {
-                    fprintf(stderr, "cuda-seed: %s: %s\n", name, trk_strerror(err));
-                    return 1;
-                }
-                bool ok = same(truth, got, m_for_r);
-                if (!ok) mismatches++;
-                printf(" %10.1f%s", hot * 1e3, ok ? " " : "!");
-                if (jf) fprintf(jf, ",\"%c\":%.5f", arr, hot);
-            }
-            printf("\n");
-            if (jf) fprintf(jf, "}");
-        }
-        free_pinned(pi);
-        trk_scene_free(&sc);
-    }
-    if (jf) {
-        fprintf(jf, "\n],\"mismatches\":%d}\n", mismatches);
-        fclose(jf);
-    }
-    ctx_close(g);
-    if (mismatches) fprintf(stderr, "cuda-seed: %d MISMATCH(es) (marked !)\n", mismatches);
-    return mismatches ? 1 : 0;
+    ctx_close(S.g);
+    if (S.mismatches) fprintf(stderr, "cuda-seed: %d MISMATCH(es) (marked !)\n", S.mismatches);
+    return S.mismatches ? 1 : 0;
 }
 
 void sleep_ms(double ms)
@@ -1049,6 +1144,230 @@ void sleep_ms(double ms)
     if (ms <= 0) return;
     struct timespec ts = { (time_t)(ms / 1e3), (long)(fmod(ms, 1e3) * 1e6) };
     nanosleep(&ts, NULL);
+}
+
+/* cuda-upload's options. */
+struct up_opts {
+    list sizes, objs;
+    const char *formats = "rgb24,nv12", *bands = "default,copy,1,2";
+    int iters = 100;
+    double pace_ms = 16.7, nudge_us = 300;
+    int nudge_kind = 1; /* 1 memset on the device, 2 a 64-byte upload, 3 both */
+    uint64_t seed = 20240601u;
+};
+
+/* The command line into o. 0, or 2 after a message. */
+int up_parse(int argc, char **argv, up_opts &o)
+{
+    parse_sizes("1920x1080,3840x2160", o.sizes);
+    parse_ints("8,128", o.objs, 0, TRK_MAX_OBJECTS);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        bool ok = v != NULL;
+        if (!ok)
+            ;
+        else if (!strcmp(a, "--sizes"))
+            ok = parse_sizes(v, o.sizes);
+        else if (!strcmp(a, "--objects"))
+            ok = parse_ints(v, o.objs, 1, TRK_MAX_OBJECTS);
+        else if (!strcmp(a, "--formats"))
+            o.formats = v;
+        else if (!strcmp(a, "--bands"))
+            o.bands = v;
+        else if (!strcmp(a, "--iters"))
+            o.iters = atoi(v);
+        else if (!strcmp(a, "--pace-ms"))
+            o.pace_ms = atof(v);
+        else if (!strcmp(a, "--nudge-us"))
+            o.nudge_us = atof(v);
+        else if (!strcmp(a, "--nudge"))
+            ok = (o.nudge_kind = !strcmp(v, "memset") ? 1
+                                 : !strcmp(v, "copy") ? 2
+                                 : !strcmp(v, "both") ? 3
+                                                      : 0) != 0;
+        else
+            ok = false;
+        if (!ok || o.iters < 3 || o.pace_ms < 0 || o.nudge_us < 0 ||
+            (o.pace_ms > 0 && o.nudge_us > o.pace_ms * 1e3)) {
+            fprintf(stderr, "cuda-upload: bad option %s\n", a);
+            return 2;
+        }
+        i++;
+    }
+    return 0;
+}
+
+/* One run of cuda-upload: the device, the nudge's buffers, the tallies. */
+struct up_run {
+    const up_opts *o;
+    gpu_ctx g;
+    void *d_nudge = nullptr, *h_nudge = nullptr;
+    cudaStream_t s_nudge;
+    int mismatches = 0;
+    struct trk_obj_result truth[TRK_MAX_OBJECTS], got[TRK_MAX_OBJECTS];
+};
+
+void up_head(const up_run &R)
+{
+    const up_opts &o = *R.o;
+    printf("# cuda-upload on %s; iters %d; paced: %.1f ms sleep before each call; medians in us\n",
+           R.g.name, o.iters, o.pace_ms);
+    printf("# copy: 1d = one cudaMemcpyAsync of the frame, 2d = cudaMemcpy2DAsync per plane as "
+           "the backend issues it; dev = events, wall = host call -> stream done\n");
+    printf("# paced_up/paced_k: the backend's upload/kernel split of the paced calls; nudged: "
+           "paced, with a nudge (%s) %.0f us before each call\n",
+           o.nudge_kind == 1   ? "4-byte memset"
+           : o.nudge_kind == 2 ? "64-byte upload"
+                               : "both",
+           o.nudge_us);
+    printf("%-22s %-6s %-10s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s\n", "scene", "format", "bands",
+           "1d_dev", "1d_wall", "2d_dev", "call_us", "up_us", "kern_us", "paced_us", "paced_up",
+           "paced_k", "nudged");
+}
+
+/* The copy engine alone on the pinned frame: one cudaMemcpyAsync (device
+ * and wall time) and one cudaMemcpy2DAsync per plane (device time), as
+ * text columns c[3] (us medians). 0, or 1 on a CUDA error. */
+int up_copies(up_run &R, const pinned_image &pi, char c[3][16])
+{
+    gpu_ctx &g = R.g;
+    void *d = nullptr;
+    BENCH_TRY(cudaMalloc(&d, pi.bytes));
+    std::vector<double> dev1, wall1, dev2;
+    for (int i = -5; i < R.o->iters; i++) {
+        double a = trk_bench_now_ms();
+        cudaEventRecord(g.e0, 0);
+        cudaMemcpyAsync(d, pi.mem, pi.bytes, cudaMemcpyHostToDevice, 0);
+        cudaEventRecord(g.e1, 0);
+        while (cudaEventQuery(g.e1) == cudaErrorNotReady)
+            ;
+        double z = trk_bench_now_ms();
+        float ms = 0;
+        cudaEventElapsedTime(&ms, g.e0, g.e1);
+        if (i >= 0) dev1.push_back(ms), wall1.push_back(z - a);
+        struct trk_plane_layout L;
+        trk_image_plane_layout(pi.img.fmt, pi.img.width, pi.img.height, &L);
+        cudaEventRecord(g.e0, 0);
+        uint8_t *dp = (uint8_t *)d;
+        for (int p = 0; p < L.planes; p++) {
+            cudaMemcpy2DAsync(dp, L.row_bytes[p], pi.img.plane[p], pi.img.pitch[p], L.row_bytes[p],
+                              L.rows[p], cudaMemcpyHostToDevice, 0);
+            dp += L.row_bytes[p] * (size_t)L.rows[p];
+        }
+        cudaEventRecord(g.e1, 0);
+        cudaEventSynchronize(g.e1);
+        cudaEventElapsedTime(&ms, g.e0, g.e1);
+        if (i >= 0) dev2.push_back(ms);
+    }
+    BENCH_TRY(cudaGetLastError());
+    cudaFree(d);
+    snprintf(c[0], 16, "%.1f", median(dev1) * 1e3);
+    snprintf(c[1], 16, "%.1f", median(wall1) * 1e3);
+    snprintf(c[2], 16, "%.1f", median(dev2) * 1e3);
+    return 0;
+}
+
+/* The paced calls (a sleep of --pace-ms before each, as a camera's frames
+ * come) and then the same with a nudge: a tiny GPU operation --nudge-us
+ * before the frame (the GPU wakes from idle before the frame comes, as
+ * --spin wakes the CPU). Each call checked. 0, or 1 when a call failed. */
+int up_paced(up_run &R, struct trk_backend *b, const struct trk_image &himg, int m,
+             std::vector<double> &paced, std::vector<double> &pup, std::vector<double> &pk,
+             std::vector<double> &nudged)
+{
+    const up_opts &o = *R.o;
+    const int np = o.iters < 40 ? o.iters : 40;
+    struct trk_backend_timing tm;
+    for (int pass = 0; pass < 2 && o.pace_ms > 0; pass++)
+        for (int i = -2; i < np; i++) {
+            const double lead = pass ? o.nudge_us * 1e-3 : 0;
+            sleep_ms(o.pace_ms - lead);
+            if (pass) {
+                if (o.nudge_kind & 1) cudaMemsetAsync(R.d_nudge, 0, 4, R.s_nudge);
+                if (o.nudge_kind & 2)
+                    cudaMemcpyAsync(R.d_nudge, R.h_nudge, 64, cudaMemcpyHostToDevice, R.s_nudge);
+                const double t = trk_bench_now_ms() + lead;
+                while (trk_bench_now_ms() < t)
+                    ;
+            }
+            double a = trk_bench_now_ms();
+            if (trk_backend_process(b, &himg, NULL, R.got, &tm)) return 1;
+            if (i >= 0 && !pass)
+                paced.push_back(trk_bench_now_ms() - a), pup.push_back(tm.upload_ms),
+                    pk.push_back(tm.kernel_ms);
+            if (i >= 0 && pass) nudged.push_back(trk_bench_now_ms() - a);
+            if (!same(R.truth, R.got, m)) R.mismatches++;
+        }
+    return 0;
+}
+
+/* One --bands entry bs on the frame: trk_backend_process back to back, then
+ * paced and nudged (up_paced), from trk_backend_host_alloc memory; its
+ * row, the copy columns c1 first. 0, or 1 on a failure. */
+int up_band(up_run &R, const struct trk_scene &sc, const pinned_image &pi, const char *scene,
+            const char *fs, const std::string &bs, const char c1[3][16])
+{
+    const int m = sc.n_objects;
+    std::string var = bs == "default"                 ? ""
+                      : isdigit((unsigned char)bs[0]) ? "fused:bands=" + bs
+                                                      : "fused:" + bs;
+    variant_run v;
+    if (v.create(var.empty() ? NULL : var.c_str(), sc.width, sc.height) ||
+        trk_backend_set_objects(v.b, sc.objects, m))
+        return 1;
+    /* The daemon's frame pools: trk_backend_host_alloc memory. */
+    void *hp = trk_backend_host_alloc(v.b, pi.bytes);
+    if (!hp) return 1;
+    memcpy(hp, pi.page, pi.bytes);
+    const struct trk_image himg = rebase(pi.page_img, pi.page, hp);
+    std::vector<double> call, up, kern, paced, pup, pk, nudged;
+    struct trk_backend_timing tm;
+    for (int i = -5; i < R.o->iters; i++) {
+        double a = trk_bench_now_ms();
+        if (trk_backend_process(v.b, &himg, NULL, R.got, &tm)) return 1;
+        double z = trk_bench_now_ms();
+        if (i >= 0) call.push_back(z - a), up.push_back(tm.upload_ms), kern.push_back(tm.kernel_ms);
+        if (!same(R.truth, R.got, m)) R.mismatches++;
+    }
+    if (up_paced(R, v.b, himg, m, paced, pup, pk, nudged)) return 1;
+    trk_backend_host_free(v.b, hp);
+    printf("%-22s %-6s %-10s %9s %9s %9s %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f "
+           "%9.1f\n",
+           scene, fs, bs.c_str(), c1[0], c1[1], c1[2], median(call) * 1e3, median(up) * 1e3,
+           median(kern) * 1e3, paced.empty() ? 0.0 : median(paced) * 1e3,
+           pup.empty() ? 0.0 : median(pup) * 1e3, pk.empty() ? 0.0 : median(pk) * 1e3,
+           nudged.empty() ? 0.0 : median(nudged) * 1e3);
+    fflush(stdout);
+    return 0;
+}
+
+/* The standard scene of w x h with m objects in every format and band
+ * setting. 0, 1 on a failure, 2 for an unknown format. */
+int up_scene(up_run &R, int w, int h, int m)
+{
+    struct trk_scene sc;
+    if (make_scene(SCENE_STANDARD, w, h, m, R.o->seed, &sc)) return 1;
+    char scene[64];
+    snprintf(scene, sizeof(scene), "%dx%d m=%d", w, h, m);
+    for (auto &fs : split(R.o->formats)) {
+        const int fmt = parse_fmt(fs);
+        if (fmt < 0) {
+            fprintf(stderr, "cuda-upload: unknown format %s\n", fs.c_str());
+            return 2;
+        }
+        pinned_image pi;
+        if (make_pinned(sc, fmt, pi)) return 1;
+        if (ref_truth(pi.img, sc.objects, m, R.truth, NULL)) return 1;
+        char c1[3][16];
+        if (up_copies(R, pi, c1)) return 1;
+        for (auto &bs : split(R.o->bands)) {
+            if (up_band(R, sc, pi, scene, fs.c_str(), bs, c1)) return 1;
+            c1[0][0] = c1[1][0] = c1[2][0] = 0; /* the first row only */
+        }
+        free_pinned(pi);
+    }
+    trk_scene_free(&sc);
+    return 0;
 }
 
 /* --experiment cuda-upload: where a pinned whole call's time goes. For
@@ -1067,199 +1386,26 @@ void sleep_ms(double ms)
  * Every call's results are checked against cpu-ref. */
 int run_upload(int argc, char **argv)
 {
-    list sizes, objs;
-    parse_sizes("1920x1080,3840x2160", sizes);
-    parse_ints("8,128", objs, 0, TRK_MAX_OBJECTS);
-    const char *formats = "rgb24,nv12", *bands = "default,copy,1,2";
-    int iters = 100;
-    double pace_ms = 16.7, nudge_us = 300;
-    int nudge_kind = 1; /* 1 memset on the device, 2 a 64-byte upload, 3 both */
-    uint64_t seed = 20240601u;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        bool ok = v != NULL;
-        if (!ok)
-            ;
-        else if (!strcmp(a, "--sizes"))
-            ok = parse_sizes(v, sizes);
-        else if (!strcmp(a, "--objects"))
-            ok = parse_ints(v, objs, 1, TRK_MAX_OBJECTS);
-        else if (!strcmp(a, "--formats"))
-            formats = v;
-        else if (!strcmp(a, "--bands"))
-            bands = v;
-        else if (!strcmp(a, "--iters"))
-            iters = atoi(v);
-        else if (!strcmp(a, "--pace-ms"))
-            pace_ms = atof(v);
-        else if (!strcmp(a, "--nudge-us"))
-            nudge_us = atof(v);
-        else if (!strcmp(a, "--nudge"))
-            ok = (nudge_kind = !strcmp(v, "memset") ? 1
-                               : !strcmp(v, "copy") ? 2
-                               : !strcmp(v, "both") ? 3
-                                                    : 0) != 0;
-        else
-            ok = false;
-        if (!ok || iters < 3 || pace_ms < 0 || nudge_us < 0 ||
-            (pace_ms > 0 && nudge_us > pace_ms * 1e3)) {
-            fprintf(stderr, "cuda-upload: bad option %s\n", a);
-            return 2;
-        }
-        i++;
-    }
+    up_opts o;
+    int rc = up_parse(argc, argv, o);
+    if (rc) return rc;
     char why[256];
     if (!trk_cuda_available(why, sizeof(why))) {
         printf("# cuda-upload skipped: %s\n", why);
         return 0;
     }
-    gpu_ctx g;
-    if (ctx_open(g)) return 1;
-    printf("# cuda-upload on %s; iters %d; paced: %.1f ms sleep before each call; medians in us\n",
-           g.name, iters, pace_ms);
-    printf("# copy: 1d = one cudaMemcpyAsync of the frame, 2d = cudaMemcpy2DAsync per plane as "
-           "the backend issues it; dev = events, wall = host call -> stream done\n");
-    printf("# paced_up/paced_k: the backend's upload/kernel split of the paced calls; nudged: "
-           "paced, with a nudge (%s) %.0f us before each call\n",
-           nudge_kind == 1   ? "4-byte memset"
-           : nudge_kind == 2 ? "64-byte upload"
-                             : "both",
-           nudge_us);
-    printf("%-22s %-6s %-10s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s\n", "scene", "format", "bands",
-           "1d_dev", "1d_wall", "2d_dev", "call_us", "up_us", "kern_us", "paced_us", "paced_up",
-           "paced_k", "nudged");
-    void *d_nudge = nullptr, *h_nudge = nullptr;
-    cudaStream_t s_nudge;
-    BENCH_TRY(cudaMalloc(&d_nudge, 64));
-    BENCH_TRY(cudaMallocHost(&h_nudge, 64));
-    BENCH_TRY(cudaStreamCreateWithFlags(&s_nudge, cudaStreamNonBlocking));
-    int mismatches = 0;
-    static struct trk_obj_result truth[TRK_MAX_OBJECTS], got[TRK_MAX_OBJECTS];
-    for (int s = 0; s < sizes.n; s++)
-        for (int k = 0; k < objs.n; k++) {
-            const int w = sizes.v[s][0], h = sizes.v[s][1], m = objs.v[k][0];
-            struct trk_scene sc;
-            if (make_scene(SCENE_STANDARD, w, h, m, seed, &sc)) return 1;
-            char scene[64];
-            snprintf(scene, sizeof(scene), "%dx%d m=%d", w, h, m);
-            for (auto &fs : split(formats)) {
-                const int fmt = parse_fmt(fs);
-                if (fmt < 0) {
-                    fprintf(stderr, "cuda-upload: unknown format %s\n", fs.c_str());
-                    return 2;
-                }
-                pinned_image pi;
-                if (make_pinned(sc, fmt, pi)) return 1;
-                if (ref_truth(pi.img, sc.objects, m, truth, NULL)) return 1;
-                void *d = nullptr;
-                BENCH_TRY(cudaMalloc(&d, pi.bytes));
-                std::vector<double> dev1, wall1, dev2;
-                for (int i = -5; i < iters; i++) {
-                    double a = trk_bench_now_ms();
-                    cudaEventRecord(g.e0, 0);
-                    cudaMemcpyAsync(d, pi.mem, pi.bytes, cudaMemcpyHostToDevice, 0);
-                    cudaEventRecord(g.e1, 0);
-                    while (cudaEventQuery(g.e1) == cudaErrorNotReady)
-                        ;
-                    double z = trk_bench_now_ms();
-                    float ms = 0;
-                    cudaEventElapsedTime(&ms, g.e0, g.e1);
-                    if (i >= 0) dev1.push_back(ms), wall1.push_back(z - a);
-                    struct trk_plane_layout L;
-                    trk_image_plane_layout(pi.img.fmt, w, h, &L);
-                    cudaEventRecord(g.e0, 0);
-                    uint8_t *dp = (uint8_t *)d;
-                    for (int p = 0; p < L.planes; p++) {
-                        cudaMemcpy2DAsync(dp, L.row_bytes[p], pi.img.plane[p], pi.img.pitch[p],
-                                          L.row_bytes[p], L.rows[p], cudaMemcpyHostToDevice, 0);
-                        dp += L.row_bytes[p] * (size_t)L.rows[p];
-                    }
-                    cudaEventRecord(g.e1, 0);
-                    cudaEventSynchronize(g.e1);
-                    cudaEventElapsedTime(&ms, g.e0, g.e1);
-                    if (i >= 0) dev2.push_back(ms);
-                }
-                BENCH_TRY(cudaGetLastError());
-                cudaFree(d);
-                bool firstrow = true;
-                for (auto &bs : split(bands)) {
-                    std::string var = bs == "default"                 ? ""
-                                      : isdigit((unsigned char)bs[0]) ? "fused:bands=" + bs
-                                                                      : "fused:" + bs;
-                    variant_run v;
-                    if (v.create(var.empty() ? NULL : var.c_str(), w, h) ||
-                        trk_backend_set_objects(v.b, sc.objects, m))
-                        return 1;
-                    /* The daemon's frame pools: trk_backend_host_alloc memory. */
-                    void *hp = trk_backend_host_alloc(v.b, pi.bytes);
-                    if (!hp) return 1;
-                    memcpy(hp, pi.page, pi.bytes);
-                    const struct trk_image himg = rebase(pi.page_img, pi.page, hp);
-                    std::vector<double> call, up, kern, paced;
-                    struct trk_backend_timing tm;
-                    for (int i = -5; i < iters; i++) {
-                        double a = trk_bench_now_ms();
-                        if (trk_backend_process(v.b, &himg, NULL, got, &tm)) return 1;
-                        double z = trk_bench_now_ms();
-                        if (i >= 0)
-                            call.push_back(z - a), up.push_back(tm.upload_ms),
-                                kern.push_back(tm.kernel_ms);
-                        if (!same(truth, got, m)) mismatches++;
-                    }
-                    const int np = iters < 40 ? iters : 40;
-                    std::vector<double> pup, pk, nudged;
-                    /* Paced; then paced with a nudge: a tiny GPU operation
-                     * --nudge-us before the frame (the GPU wakes from idle
-                     * before the frame comes, as --spin wakes the CPU). */
-                    for (int pass = 0; pass < 2 && pace_ms > 0; pass++)
-                        for (int i = -2; i < np; i++) {
-                            const double lead = pass ? nudge_us * 1e-3 : 0;
-                            sleep_ms(pace_ms - lead);
-                            if (pass) {
-                                if (nudge_kind & 1) cudaMemsetAsync(d_nudge, 0, 4, s_nudge);
-                                if (nudge_kind & 2)
-                                    cudaMemcpyAsync(d_nudge, h_nudge, 64, cudaMemcpyHostToDevice,
-                                                    s_nudge);
-                                const double t = trk_bench_now_ms() + lead;
-                                while (trk_bench_now_ms() < t)
-                                    ;
-                            }
-                            double a = trk_bench_now_ms();
-                            if (trk_backend_process(v.b, &himg, NULL, got, &tm)) return 1;
-                            if (i >= 0 && !pass)
-                                paced.push_back(trk_bench_now_ms() - a),
-                                    pup.push_back(tm.upload_ms), pk.push_back(tm.kernel_ms);
-                            if (i >= 0 && pass) nudged.push_back(trk_bench_now_ms() - a);
-                            if (!same(truth, got, m)) mismatches++;
-                        }
-                    trk_backend_host_free(v.b, hp);
-                    char c1[3][16];
-                    if (firstrow) {
-                        snprintf(c1[0], 16, "%.1f", median(dev1) * 1e3);
-                        snprintf(c1[1], 16, "%.1f", median(wall1) * 1e3);
-                        snprintf(c1[2], 16, "%.1f", median(dev2) * 1e3);
-                    } else {
-                        strcpy(c1[0], "");
-                        strcpy(c1[1], "");
-                        strcpy(c1[2], "");
-                    }
-                    firstrow = false;
-                    printf("%-22s %-6s %-10s %9s %9s %9s %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f "
-                           "%9.1f\n",
-                           scene, fs.c_str(), bs.c_str(), c1[0], c1[1], c1[2], median(call) * 1e3,
-                           median(up) * 1e3, median(kern) * 1e3,
-                           paced.empty() ? 0.0 : median(paced) * 1e3,
-                           pup.empty() ? 0.0 : median(pup) * 1e3,
-                           pk.empty() ? 0.0 : median(pk) * 1e3,
-                           nudged.empty() ? 0.0 : median(nudged) * 1e3);
-                    fflush(stdout);
-                }
-                free_pinned(pi);
-            }
-            trk_scene_free(&sc);
-        }
-    if (mismatches) fprintf(stderr, "cuda-upload: %d MISMATCH(es)\n", mismatches);
-    return mismatches ? 1 : 0;
+    static up_run R; /* the result arrays are large */
+    R.o = &o;
+    if (ctx_open(R.g)) return 1;
+    up_head(R);
+    BENCH_TRY(cudaMalloc(&R.d_nudge, 64));
+    BENCH_TRY(cudaMallocHost(&R.h_nudge, 64));
+    BENCH_TRY(cudaStreamCreateWithFlags(&R.s_nudge, cudaStreamNonBlocking));
+    for (int s = 0; s < o.sizes.n; s++)
+        for (int k = 0; k < o.objs.n; k++)
+            if ((rc = up_scene(R, o.sizes.v[s][0], o.sizes.v[s][1], o.objs.v[k][0]))) return rc;
+    if (R.mismatches) fprintf(stderr, "cuda-upload: %d MISMATCH(es)\n", R.mismatches);
+    return R.mismatches ? 1 : 0;
 }
 
 const struct trk_bench_experiment exp_floor = { "cuda-floor",

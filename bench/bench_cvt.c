@@ -183,16 +183,6 @@ static int cvt_brute(const struct cvt *c)
     return bad;
 }
 
-static int cv_int(const char *s, long lo, long hi, int *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) return -1;
-    *out = (int)v;
-    return 0;
-}
-
 static void cv_usage(FILE *f)
 {
     fprintf(f, "usage: trackd-bench --experiment cvt [options]\n"
@@ -204,17 +194,29 @@ static void cv_usage(FILE *f)
                "  --no-cuda           CPU only\n");
 }
 
-static int run_cvt(int argc, char **argv)
+struct cv_opts {
+    int w, h, iters, ngen, gens[CV_MAX_LIST], nthr, thr[CV_MAX_LIST];
+    double factor;
+    bool cuda;
+};
+
+/* The experiment's options into o (defaults first). 0, or 64 with usage. */
+static int cv_parse(int argc, char **argv, struct cv_opts *o)
 {
-    int w = 1024, h = 1024, iters = 10, ngen = 5, gens[CV_MAX_LIST] = { 16, 64, 256, 1024, 4096 };
-    int nthr = 2, thr[CV_MAX_LIST] = { 1, 0 };
-    double factor = 1.0;
-    bool cuda = true;
+    *o = (struct cv_opts){ .w = 1024,
+                           .h = 1024,
+                           .iters = 10,
+                           .ngen = 5,
+                           .gens = { 16, 64, 256, 1024, 4096 },
+                           .nthr = 2,
+                           .thr = { 1, 0 },
+                           .factor = 1.0,
+                           .cuda = true };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int bad = 0;
         if (!strcmp(a, "--no-cuda")) {
-            cuda = false;
+            o->cuda = false;
             continue;
         }
         if (!v) {
@@ -223,31 +225,19 @@ static int run_cvt(int argc, char **argv)
         }
         i++;
         if (!strcmp(a, "--size")) {
-            const char *x = strchr(v, 'x');
-            char buf[32];
-            bad = !x || (size_t)(x - v) >= sizeof(buf);
-            if (!bad) {
-                memcpy(buf, v, (size_t)(x - v));
-                buf[x - v] = '\0';
-                bad = cv_int(buf, 1, 16384, &w) || cv_int(x + 1, 1, 16384, &h);
-            }
-        } else if (!strcmp(a, "--generators") || !strcmp(a, "--threads")) {
-            const bool g = a[2] == 'g';
-            int *out = g ? gens : thr, n = 0;
-            char buf[256], *save = NULL;
-            bad = strlen(v) >= sizeof(buf);
-            if (!bad) strcpy(buf, v);
-            for (char *t = bad ? NULL : strtok_r(buf, ",", &save); t && !bad;
-                 t = strtok_r(NULL, ",", &save))
-                bad = n >= CV_MAX_LIST || cv_int(t, g ? 1 : 0, g ? CV_MAX_GEN : 64, &out[n++]);
-            bad = bad || !n;
-            *(g ? &ngen : &nthr) = n;
+            int wh[2];
+            bad = trk_bench_pair(v, 1, 16384, 16384, wh);
+            if (!bad) o->w = wh[0], o->h = wh[1];
+        } else if (!strcmp(a, "--generators")) {
+            bad = (o->ngen = trk_bench_int_list(v, CV_MAX_LIST, 1, CV_MAX_GEN, o->gens)) < 0;
+        } else if (!strcmp(a, "--threads")) {
+            bad = (o->nthr = trk_bench_int_list(v, CV_MAX_LIST, 0, 64, o->thr)) < 0;
         } else if (!strcmp(a, "--iters")) {
-            bad = cv_int(v, 1, 100000, &iters);
+            bad = trk_bench_int(v, 1, 100000, &o->iters);
         } else if (!strcmp(a, "--factor")) {
             char *end;
-            factor = strtod(v, &end);
-            bad = end == v || *end || !(factor > 0 && factor <= 100);
+            o->factor = strtod(v, &end);
+            bad = end == v || *end || !(o->factor > 0 && o->factor <= 100);
         } else {
             bad = 1;
         }
@@ -257,103 +247,131 @@ static int run_cvt(int argc, char **argv)
             return 64;
         }
     }
-    const bool have_cuda = cuda && trk_bench_cuda_cvt != NULL;
-    if (cuda && !have_cuda) printf("# skipped cuda: this build has no CUDA (bench_cvt.cu)\n");
+    return 0;
+}
+
+/* Iteration it's sums in c against the reference: backend 0 (b == 0)
+ * writes them into ref, and on a small domain its first iteration is
+ * checked by brute force (*note then says so); every other backend must
+ * equal them. Adds the mismatches to *bad. */
+static void cv_check(const struct cv_opts *o, const struct cvt *c, int b, int it, uint64_t *ref,
+                     long *bad, const char **note)
+{
+    const int n = c->n;
+    uint64_t *r = ref + (size_t)it * 3 * (size_t)n;
+    if (b == 0) {
+        memcpy(r, c->mass, sizeof(uint64_t) * 3 * (size_t)n);
+        if (it == 0 && n <= 64 && (long)o->w * o->h <= 65536 && c->R >= o->w && c->R >= o->h) {
+            const int nbad = cvt_brute(c);
+            if (nbad) {
+                fprintf(stderr, "MISMATCH cvt N=%d: %d generators differ from brute force\n", n,
+                        nbad);
+                (*bad)++;
+            }
+            *note = nbad ? "" : " (= brute force)";
+        }
+    } else if (memcmp(r, c->mass, sizeof(uint64_t) * 3 * (size_t)n)) {
+        if (!*bad)
+            fprintf(stderr, "MISMATCH cvt N=%d iteration %d: sums differ from 1 thread\n", n, it);
+        (*bad)++;
+    }
+}
+
+/* One backend (b < o->nthr: the CPU with o->thr[b] threads; b == o->nthr:
+ * cuda) for n generators of region half-side R, every iteration from start
+ * and checked (cv_check), then its line. 0, 1 on a mismatch, 71 out of
+ * memory. */
+static int cv_backend(const struct cv_opts *o, int n, int R, int b, const int32_t *start,
+                      uint64_t *ref)
+{
+    const bool gpu = b == o->nthr;
+    int t = gpu ? 1 : o->thr[b];
+    if (!gpu && t == 0) t = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    struct cvt c = { .w = o->w, .h = o->h, .n = n, .R = R };
+    c.gx = malloc(sizeof(int32_t) * (size_t)n);
+    c.gy = malloc(sizeof(int32_t) * (size_t)n);
+    c.coff = malloc(sizeof(int32_t) * ((size_t)n + 1));
+    c.mass = malloc(sizeof(uint64_t) * 3 * (size_t)n);
+    if (!c.gx || !c.gy || !c.coff || !c.mass) return 71;
+    c.sx = c.mass + n, c.sy = c.mass + 2 * n;
+    for (int k = 0; k < n; k++)
+        c.gx[k] = start[2 * k], c.gy[k] = start[2 * k + 1];
+    double *ms = calloc((size_t)o->iters, sizeof(double)), cand_ms = 0;
+    long bad = 0, ncand = 0;
+    uint64_t cover = 0;
+    const char *note = "";
+    for (int it = 0; it < o->iters && ms; it++) {
+        double t0 = trk_bench_now_ms();
+        if (cvt_candidates(&c)) return 71;
+        cand_ms += trk_bench_now_ms() - t0;
+        ncand += c.coff[n];
+        t0 = trk_bench_now_ms();
+        if (gpu) {
+            char why[256] = "";
+            if (trk_bench_cuda_cvt(c.gx, c.gy, c.coff, c.cand, n, o->w, o->h, R, c.mass, c.sx, c.sy,
+                                   &ms[it], why, sizeof(why))) {
+                printf("# skipped cuda: %s\n", why);
+                note = "skip";
+                break;
+            }
+        } else {
+            cvt_cpu(&c, t);
+            ms[it] = trk_bench_now_ms() - t0;
+        }
+        cv_check(o, &c, b, it, ref, &bad, &note);
+        if (it == o->iters - 1)
+            for (int k = 0; k < n; k++)
+                cover += c.mass[k];
+        cvt_move(&c);
+    }
+    if (strcmp(note, "skip")) {
+        const double med = trk_bench_median(ms, (size_t)o->iters);
+        char name[32];
+        snprintf(name, sizeof(name), gpu ? "cuda" : "cpu:%d", t);
+        printf("%6d %5d %6.1f %-8s %10.3f %10.3f %7.1f%% %s%s\n", n, R,
+               (double)ncand / o->iters / n, name, med, cand_ms / o->iters,
+               100.0 * (double)cover / ((double)o->w * o->h), bad ? "MISMATCH" : "ok", note);
+        fflush(stdout);
+    }
+    free(ms);
+    free(c.gx);
+    free(c.gy);
+    free(c.coff);
+    free(c.cand);
+    free(c.mass);
+    return bad ? 1 : 0;
+}
+
+static int run_cvt(int argc, char **argv)
+{
+    struct cv_opts o;
+    int rc = cv_parse(argc, argv, &o);
+    if (rc) return rc;
+    const bool have_cuda = o.cuda && trk_bench_cuda_cvt != NULL;
+    if (o.cuda && !have_cuda) printf("# skipped cuda: this build has no CUDA (bench_cvt.cu)\n");
     printf("# cvt: Lloyd on a %dx%d domain, %d iterations; ms = median time of one iteration's "
            "reductions (all generators)\n",
-           w, h, iters);
+           o.w, o.h, o.iters);
     printf("%6s %5s %6s %-8s %10s %10s %8s %s\n", "N", "R", "cand", "backend", "ms/iter", "cand_ms",
            "cover", "check");
     int status = 0;
-    for (int gi = 0; gi < ngen; gi++) {
-        const int n = gens[gi];
-        const int R = (int)ceil(factor * sqrt((double)w * h / n));
-        const int nb = nthr + have_cuda;
+    for (int gi = 0; gi < o.ngen; gi++) {
+        const int n = o.gens[gi];
+        const int R = (int)ceil(o.factor * sqrt((double)o.w * o.h / n));
+        const int nb = o.nthr + have_cuda;
         /* Every backend runs the same iterations from the same start. */
         int32_t *start = malloc(sizeof(int32_t) * 2 * (size_t)n);
-        uint64_t *ref = malloc(sizeof(uint64_t) * 3 * (size_t)n * (size_t)iters);
+        uint64_t *ref = malloc(sizeof(uint64_t) * 3 * (size_t)n * (size_t)o.iters);
         if (!start || !ref) return 71;
         uint64_t st = CV_SEED + (uint64_t)n;
         for (int k = 0; k < n; k++) {
-            start[2 * k] = (int32_t)(trk_rand_next(&st) % (uint64_t)w);
-            start[2 * k + 1] = (int32_t)(trk_rand_next(&st) % (uint64_t)h);
+            start[2 * k] = (int32_t)(trk_rand_next(&st) % (uint64_t)o.w);
+            start[2 * k + 1] = (int32_t)(trk_rand_next(&st) % (uint64_t)o.h);
         }
         for (int b = 0; b < nb; b++) {
-            const bool gpu = b == nthr;
-            int t = gpu ? 1 : thr[b];
-            if (!gpu && t == 0) t = (int)sysconf(_SC_NPROCESSORS_ONLN);
-            struct cvt c = { .w = w, .h = h, .n = n, .R = R };
-            c.gx = malloc(sizeof(int32_t) * (size_t)n);
-            c.gy = malloc(sizeof(int32_t) * (size_t)n);
-            c.coff = malloc(sizeof(int32_t) * ((size_t)n + 1));
-            c.mass = malloc(sizeof(uint64_t) * 3 * (size_t)n);
-            if (!c.gx || !c.gy || !c.coff || !c.mass) return 71;
-            c.sx = c.mass + n, c.sy = c.mass + 2 * n;
-            for (int k = 0; k < n; k++)
-                c.gx[k] = start[2 * k], c.gy[k] = start[2 * k + 1];
-            double *ms = calloc((size_t)iters, sizeof(double)), cand_ms = 0;
-            long bad = 0, ncand = 0;
-            uint64_t cover = 0;
-            const char *note = "";
-            for (int it = 0; it < iters && ms; it++) {
-                double t0 = trk_bench_now_ms();
-                if (cvt_candidates(&c)) return 71;
-                cand_ms += trk_bench_now_ms() - t0;
-                ncand += c.coff[n];
-                t0 = trk_bench_now_ms();
-                if (gpu) {
-                    char why[256] = "";
-                    if (trk_bench_cuda_cvt(c.gx, c.gy, c.coff, c.cand, n, w, h, R, c.mass, c.sx,
-                                           c.sy, &ms[it], why, sizeof(why))) {
-                        printf("# skipped cuda: %s\n", why);
-                        note = "skip";
-                        break;
-                    }
-                } else {
-                    cvt_cpu(&c, t);
-                    ms[it] = trk_bench_now_ms() - t0;
-                }
-                uint64_t *r = ref + (size_t)it * 3 * (size_t)n;
-                if (b == 0) {
-                    memcpy(r, c.mass, sizeof(uint64_t) * 3 * (size_t)n);
-                    if (it == 0 && n <= 64 && (long)w * h <= 65536 && R >= w && R >= h) {
-                        const int nbad = cvt_brute(&c);
-                        if (nbad) {
-                            fprintf(stderr,
-                                    "MISMATCH cvt N=%d: %d generators differ from brute force\n", n,
-                                    nbad);
-                            bad++;
-                        }
-                        note = nbad ? "" : " (= brute force)";
-                    }
-                } else if (memcmp(r, c.mass, sizeof(uint64_t) * 3 * (size_t)n)) {
-                    if (!bad)
-                        fprintf(stderr,
-                                "MISMATCH cvt N=%d iteration %d: sums differ from 1 thread\n", n,
-                                it);
-                    bad++;
-                }
-                if (it == iters - 1)
-                    for (int k = 0; k < n; k++)
-                        cover += c.mass[k];
-                cvt_move(&c);
-            }
-            if (strcmp(note, "skip")) {
-                const double med = trk_bench_median(ms, (size_t)iters);
-                char name[32];
-                snprintf(name, sizeof(name), gpu ? "cuda" : "cpu:%d", t);
-                printf("%6d %5d %6.1f %-8s %10.3f %10.3f %7.1f%% %s%s\n", n, R,
-                       (double)ncand / iters / n, name, med, cand_ms / iters,
-                       100.0 * (double)cover / ((double)w * h), bad ? "MISMATCH" : "ok", note);
-                fflush(stdout);
-            }
-            if (bad) status = 1;
-            free(ms);
-            free(c.gx);
-            free(c.gy);
-            free(c.coff);
-            free(c.cand);
-            free(c.mass);
+            rc = cv_backend(&o, n, R, b, start, ref);
+            if (rc == 71) return 71;
+            if (rc) status = 1;
         }
         free(start);
         free(ref);

@@ -48,52 +48,12 @@ static void nb_usage(FILE *f)
                "  --json FILE       write the rows as JSON\n");
 }
 
-static int nb_int(const char *s, long lo, long hi, int *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) return -1;
-    *out = (int)v;
-    return 0;
-}
-
-/* A comma list into out[] (kind 0: ints lo..hi, 1: WxH pairs, 2: formats). */
-static int nb_list(const char *s, int kind, int lo, int hi, int *out)
-{
-    char buf[512];
-    if (strlen(s) >= sizeof(buf)) return -1;
-    strcpy(buf, s);
-    int n = 0;
-    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        if (n >= NB_MAX_LIST) return -1;
-        if (kind == 1) {
-            char *x = strchr(t, 'x');
-            if (!x) return -1;
-            *x = '\0';
-            if (nb_int(t, 1, 16384, &out[2 * n]) || nb_int(x + 1, 1, 16384, &out[2 * n + 1]))
-                return -1;
-        } else if (kind == 2) {
-            int f = 0;
-            while (f < TRK_FMT_COUNT && strcmp(t, trk_pixfmt_name((enum trk_pixfmt)f)))
-                f++;
-            if (f == TRK_FMT_COUNT || n >= TRK_FMT_COUNT) return -1;
-            out[n] = f;
-        } else if (nb_int(t, lo, hi, &out[n])) {
-            return -1;
-        }
-        n++;
-    }
-    return n > 0 ? n : -1;
-}
-
 static int nb_parse(int argc, char **argv, struct nb_opts *o)
 {
-    int fm[TRK_FMT_COUNT];
     *o = (struct nb_opts){ .warmup = 3, .iters = 20, .seed = 20240601u };
-    o->nsizes = nb_list("1920x1080,3840x2160", 1, 0, 0, &o->sizes[0][0]);
-    o->nobjs = nb_list("8,128,256", 0, 0, TRK_MAX_OBJECTS, o->objs);
-    o->nthreads = nb_list("1,0", 0, 0, 1024, o->threads);
+    o->nsizes = trk_bench_pair_list("1920x1080,3840x2160", NB_MAX_LIST, 1, 16384, o->sizes);
+    o->nobjs = trk_bench_int_list("8,128,256", NB_MAX_LIST, 0, TRK_MAX_OBJECTS, o->objs);
+    o->nthreads = trk_bench_int_list("1,0", NB_MAX_LIST, 0, 1024, o->threads);
     o->nfmts = 1;
     o->fmts[0] = TRK_FMT_RGB24;
     for (int i = 1; i < argc; i++) {
@@ -104,26 +64,22 @@ static int nb_parse(int argc, char **argv, struct nb_opts *o)
             return -1;
         }
         if (!strcmp(a, "--sizes"))
-            n = o->nsizes = nb_list(v, 1, 0, 0, &o->sizes[0][0]);
+            n = o->nsizes = trk_bench_pair_list(v, NB_MAX_LIST, 1, 16384, o->sizes);
         else if (!strcmp(a, "--objects"))
-            n = o->nobjs = nb_list(v, 0, 0, TRK_MAX_OBJECTS, o->objs);
+            n = o->nobjs = trk_bench_int_list(v, NB_MAX_LIST, 0, TRK_MAX_OBJECTS, o->objs);
         else if (!strcmp(a, "--threads"))
-            n = o->nthreads = nb_list(v, 0, 0, 1024, o->threads);
+            n = o->nthreads = trk_bench_int_list(v, NB_MAX_LIST, 0, 1024, o->threads);
         else if (!strcmp(a, "--formats")) {
-            n = o->nfmts = nb_list(v, 2, 0, 0, fm);
-            for (int k = 0; k < n; k++)
-                o->fmts[k] = (enum trk_pixfmt)fm[k];
+            n = o->nfmts = trk_bench_format_list(v, TRK_FMT_COUNT, o->fmts);
         } else if (!strcmp(a, "--variant"))
             o->variant = v;
         else if (!strcmp(a, "--warmup"))
-            n = nb_int(v, 0, 100000, &o->warmup) ? -1 : 1;
+            n = trk_bench_int(v, 0, 100000, &o->warmup) ? -1 : 1;
         else if (!strcmp(a, "--iters"))
-            n = nb_int(v, 1, 100000, &o->iters) ? -1 : 1;
-        else if (!strcmp(a, "--seed")) {
-            char *end;
-            o->seed = strtoull(v, &end, 0);
-            n = *end ? -1 : 1;
-        } else if (!strcmp(a, "--json"))
+            n = trk_bench_int(v, 1, 100000, &o->iters) ? -1 : 1;
+        else if (!strcmp(a, "--seed"))
+            n = trk_bench_seed(v, &o->seed) ? -1 : 1;
+        else if (!strcmp(a, "--json"))
             o->json = v;
         else {
             fprintf(stderr, "trackd-bench noisebox: unknown option %s\n", a);

@@ -63,38 +63,6 @@ struct rr_opts {
     const char *json;
 };
 
-static int rr_int(const char *s, long lo, long hi, int *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) return -1;
-    *out = (int)v;
-    return 0;
-}
-
-/* A comma list of ints in [lo, hi] (or of WxH pairs when pairs). */
-static int rr_list(const char *s, long lo, long hi, int *out, int (*pairs)[2])
-{
-    int n = 0;
-    char buf[512];
-    if (strlen(s) >= sizeof(buf)) return -1;
-    strcpy(buf, s);
-    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        if (n >= RR_MAX_LIST) return -1;
-        if (pairs) {
-            char *x = strchr(t, 'x');
-            if (!x) return -1;
-            *x = '\0';
-            if (rr_int(t, lo, hi, &pairs[n][0]) || rr_int(x + 1, lo, hi, &pairs[n][1])) return -1;
-        } else if (rr_int(t, lo, hi, &out[n])) {
-            return -1;
-        }
-        n++;
-    }
-    return n ? n : -1;
-}
-
 static void rr_usage(FILE *f)
 {
     fprintf(f,
@@ -121,6 +89,32 @@ static void rr_usage(FILE *f)
             "  --seed N             paths seed (default %u)\n"
             "  --json FILE          write the rows as JSON\n",
             RR_SEED);
+}
+
+/* --backends' items: any kind but auto. */
+static int one_kind(const char *t, int i, void *ctx)
+{
+    const int k = trk_backend_kind_parse(t);
+    if (k < 0 || k == TRK_BACKEND_AUTO) return -1;
+    ((struct rr_opts *)ctx)->kinds[i] = (enum trk_backend_kind)k;
+    return 0;
+}
+
+/* --rrm's items: flat, seed or seed:AxB (CUDA's regional designs). */
+static int one_design(const char *t, int i, void *ctx)
+{
+    int *d = ((struct rr_opts *)ctx)->design[i], used = 0;
+    d[0] = d[1] = d[2] = 0;
+    if (!strcmp(t, "flat"))
+        d[0] = 2;
+    else if (!strcmp(t, "seed"))
+        d[0] = 1;
+    else if (sscanf(t, "seed:%dx%d%n", &d[1], &d[2], &used) == 2 && !t[used] && d[2] >= 1 &&
+             d[1] >= d[2] && d[1] <= 64 && d[1] % d[2] == 0)
+        d[0] = 1;
+    else
+        return -1;
+    return 0;
 }
 
 static int rr_parse(int argc, char **argv, struct rr_opts *o)
@@ -150,54 +144,23 @@ static int rr_parse(int argc, char **argv, struct rr_opts *o)
         }
         i++;
         if (!strcmp(a, "--sizes")) {
-            bad = (o->nsizes = rr_list(v, 16, 16384, NULL, o->sizes)) < 0;
+            bad = (o->nsizes = trk_bench_pair_list(v, RR_MAX_LIST, 16, 16384, o->sizes)) < 0;
         } else if (!strcmp(a, "--instances")) {
-            bad = (o->ninst = rr_list(v, 1, RR_MAX_INST, o->inst, NULL)) < 0;
+            bad = (o->ninst = trk_bench_int_list(v, RR_MAX_LIST, 1, RR_MAX_INST, o->inst)) < 0;
         } else if (!strcmp(a, "--threads")) {
-            bad = (o->nthreads = rr_list(v, 0, 1024, o->threads, NULL)) < 0;
+            bad = (o->nthreads = trk_bench_int_list(v, RR_MAX_LIST, 0, 1024, o->threads)) < 0;
         } else if (!strcmp(a, "--backends")) {
-            char buf[256], *save = NULL;
-            o->nkinds = 0;
-            bad = strlen(v) >= sizeof(buf);
-            if (!bad) strcpy(buf, v);
-            for (char *t = bad ? NULL : strtok_r(buf, ",", &save); t && !bad;
-                 t = strtok_r(NULL, ",", &save)) {
-                const int k = trk_backend_kind_parse(t);
-                bad = k < 0 || k == TRK_BACKEND_AUTO || o->nkinds >= RR_MAX_LIST;
-                if (!bad) o->kinds[o->nkinds++] = (enum trk_backend_kind)k;
-            }
-            bad = bad || !o->nkinds;
+            bad = (o->nkinds = trk_bench_list(v, RR_MAX_LIST, one_kind, o)) < 0;
         } else if (!strcmp(a, "--rrm")) {
-            char buf[256], *save = NULL;
-            o->ndesigns = 0;
-            bad = strlen(v) >= sizeof(buf);
-            if (!bad) strcpy(buf, v);
-            for (char *t = bad ? NULL : strtok_r(buf, ",", &save); t && !bad;
-                 t = strtok_r(NULL, ",", &save)) {
-                int *d = o->design[o->ndesigns], used = 0;
-                bad = o->ndesigns >= RR_MAX_LIST;
-                if (bad) break;
-                d[0] = d[1] = d[2] = 0;
-                if (!strcmp(t, "flat"))
-                    d[0] = 2;
-                else if (!strcmp(t, "seed"))
-                    d[0] = 1;
-                else if (sscanf(t, "seed:%dx%d%n", &d[1], &d[2], &used) == 2 && !t[used] &&
-                         d[2] >= 1 && d[1] >= d[2] && d[1] <= 64 && d[1] % d[2] == 0)
-                    d[0] = 1;
-                else
-                    bad = 1;
-                o->ndesigns++;
-            }
-            bad = bad || !o->ndesigns;
+            bad = (o->ndesigns = trk_bench_list(v, RR_MAX_LIST, one_design, o)) < 0;
         } else if (!strcmp(a, "--frames")) {
-            bad = rr_int(v, 1, 100000, &o->frames);
+            bad = trk_bench_int(v, 1, 100000, &o->frames);
         } else if (!strcmp(a, "--warmup")) {
-            bad = rr_int(v, 0, 100000, &o->warmup);
+            bad = trk_bench_int(v, 0, 100000, &o->warmup);
         } else if (!strcmp(a, "--margin")) {
-            bad = rr_int(v, 0, 4096, &o->margin);
+            bad = trk_bench_int(v, 0, 4096, &o->margin);
         } else if (!strcmp(a, "--radius")) {
-            bad = rr_int(v, 0, 4096, &o->radius);
+            bad = trk_bench_int(v, 0, 4096, &o->radius);
         } else if (!strcmp(a, "--host")) {
             o->pinned = !strcmp(v, "pinned");
             bad = !o->pinned && strcmp(v, "pageable");
@@ -205,12 +168,9 @@ static int rr_parse(int argc, char **argv, struct rr_opts *o)
             o->tracker = !strcmp(v, "tracker");
             bad = !o->tracker && strcmp(v, "true");
         } else if (!strcmp(a, "--full-every")) {
-            bad = rr_int(v, 1, 1000000, &o->full_every);
+            bad = trk_bench_int(v, 1, 1000000, &o->full_every);
         } else if (!strcmp(a, "--seed")) {
-            char *end;
-            errno = 0;
-            o->seed = strtoull(v, &end, 0);
-            bad = errno || end == v || *end;
+            bad = trk_bench_seed(v, &o->seed);
         } else if (!strcmp(a, "--json")) {
             o->json = v;
         } else {
@@ -353,15 +313,6 @@ static bool rr_checkable(const struct rr_scene *s, int i, int margin)
     return true;
 }
 
-static int disk_area(int r)
-{
-    int n = 0;
-    for (int y = -r; y <= r; y++)
-        for (int x = -r; x <= r; x++)
-            n += x * x + y * y <= r * r;
-    return n;
-}
-
 /* ---------------------------------------------------------------- a row */
 
 struct rr_row {
@@ -378,6 +329,16 @@ struct rr_row {
      * core. */
     double full_cpu_ms, roi_cpu_ms;
 };
+
+/* The scene's current frame as an image. */
+static struct trk_image rr_image(const struct rr_scene *s)
+{
+    return (struct trk_image){ .plane = { s->rgb },
+                               .pitch = { (size_t)s->w * 3 },
+                               .width = s->w,
+                               .height = s->h,
+                               .fmt = TRK_FMT_RGB24 };
+}
 
 static int cmp_d(const void *a, const void *b)
 {
@@ -407,16 +368,12 @@ static int rr_run(struct trk_backend *b, struct rr_scene *s, const struct rr_opt
         return TRK_ENOMEM;
     }
     memset(row, 0, sizeof(*row));
-    const uint64_t area = (uint64_t)disk_area(s->r);
+    const uint64_t area = (uint64_t)trk_bench_disk_area(s->r);
     const int half = s->r + o->margin;
     int err = trk_backend_set_objects(b, s->objs, s->colours);
     for (int t = 0; !err && t < o->warmup + nf; t++) {
         rr_frame(s, t);
-        const struct trk_image im = { .plane = { s->rgb },
-                                      .pitch = { (size_t)s->w * 3 },
-                                      .width = s->w,
-                                      .height = s->h,
-                                      .fmt = TRK_FMT_RGB24 };
+        const struct trk_image im = rr_image(s);
         for (int i = 0; i < s->m; i++)
             regions[i] = (struct trk_region){ i % s->colours,
                                               { s->cx[i] - half, s->cy[i] - half, s->cx[i] + half,
@@ -551,11 +508,7 @@ static int rr_run_tracker(struct trk_backend *b, struct rr_scene *s, const struc
     double sum = 0;
     for (int t = 0; !err && t < o->warmup + nf; t++) {
         rr_frame(s, t);
-        const struct trk_image im = { .plane = { s->rgb },
-                                      .pitch = { (size_t)s->w * 3 },
-                                      .width = s->w,
-                                      .height = s->h,
-                                      .fmt = TRK_FMT_RGB24 };
+        const struct trk_image im = rr_image(s);
         int rf, rr;
         double c0 = rr_cpu_ms(), t0 = trk_bench_now_ms();
         err = rr_track_frame(b, tf, &im, (uint64_t)t, s->colours, &rf);
@@ -623,6 +576,114 @@ static int rr_run_tracker(struct trk_backend *b, struct rr_scene *s, const struc
     return err;
 }
 
+/* A measured row: its table line (and the tracker's summary line) and its
+ * JSON entry. */
+static void rr_print(const struct rr_opts *o, FILE *js, int *nrows, const struct rr_scene *sc,
+                     const char *bname, const char *thr, int threads, const char *rrm,
+                     const struct rr_row *row)
+{
+    const int w = sc->w, h = sc->h, m = sc->m;
+    char size[32], xb[16];
+    snprintf(size, sizeof(size), "%dx%d", w, h);
+    snprintf(xb, sizeof(xb), "%s", "-");
+    if (row->roi_up) snprintf(xb, sizeof(xb), "%.1fx", (double)row->full_up / row->roi_up);
+    printf("%-10s %5d %4d %-10s %3s %-10s %9.3f %9.3f %7.2fx %9.2f %12llu "
+           "%12llu %7s %ld%s\n",
+           size, m, sc->colours, bname, thr, rrm, row->full_ms, row->roi_ms,
+           row->full_ms / row->roi_ms, row->roi_ms * 1e3 / m, (unsigned long long)row->full_up,
+           (unsigned long long)row->roi_up, xb, row->checked, row->bad ? " MISMATCH" : "");
+    if (o->tracker)
+        printf("%-10s %5d tracker roi mode: mean %.3f ms a frame (x %.2f), "
+               "of %d frames %ld took a round over grown regions, %ld of "
+               "those a whole-frame round; thread CPU time medians full "
+               "%.3f ms, roi %.3f ms (x %.2f)%s\n",
+               size, m, row->roi_mean_ms, row->full_ms / row->roi_mean_ms, o->frames, row->grown,
+               row->whole, row->full_cpu_ms, row->roi_cpu_ms, row->full_cpu_ms / row->roi_cpu_ms,
+               row->bad ? " MISMATCH" : "");
+    if (js)
+        fprintf(js,
+                "%s\n{\"width\":%d,\"height\":%d,\"instances\":%d,"
+                "\"colours\":%d,\"backend\":\"%s\",\"threads\":%d,"
+                "\"rrm\":\"%s\","
+                "\"full_ms\":%.4f,\"roi_ms\":%.4f,\"full_bytes\":%llu,"
+                "\"roi_bytes\":%llu,\"checked\":%ld,\"mismatches\":%ld,"
+                "\"grown_frames\":%ld,\"whole_frames\":%ld}",
+                *nrows ? "," : "", w, h, m, sc->colours, bname, threads, rrm, row->full_ms,
+                row->roi_ms, (unsigned long long)row->full_up, (unsigned long long)row->roi_up,
+                row->checked, row->bad, row->grown, row->whole);
+    (*nrows)++;
+}
+
+/* Backend kind o->kinds[k] in its ti-th configuration (a CPU thread count,
+ * a CUDA design) on the scene: its row, or a line saying why not. 0, 1 when
+ * it failed or mismatched, -1 when the kind is not available here. */
+static int rr_config(const struct rr_opts *o, struct rr_scene *sc, int k, int ti, FILE *js,
+                     int *nrows)
+{
+    const bool cpu = o->kinds[k] == TRK_BACKEND_CPU; /* threads apply */
+    const bool cuda = o->kinds[k] == TRK_BACKEND_CUDA && trk_cuda_rrm_config;
+    struct trk_backend_cfg cfg = { .kind = o->kinds[k],
+                                   .max_width = sc->w,
+                                   .max_height = sc->h,
+                                   .threads = cpu ? o->threads[ti] : 1 };
+    struct trk_backend *b = NULL;
+    int err = trk_backend_create(&cfg, &b);
+    if (err) {
+        printf("# skipped %s: %s\n", o->kinds[k] == TRK_BACKEND_CUDA ? "cuda" : "backend",
+               trk_strerror(err));
+        return -1;
+    }
+    char rrm[24] = "-";
+    if (cuda) {
+        const int *d = o->design[ti];
+        err = trk_cuda_rrm_config(b, d[0], d[1], d[2]);
+    }
+    struct rr_row row;
+    if (!err) err = o->tracker ? rr_run_tracker(b, sc, o, &row) : rr_run(b, sc, o, &row);
+    int ud = 0, ua = 0, ub = 0;
+    if (cuda && !err && trk_cuda_rrm_used && !trk_cuda_rrm_used(b, &ud, &ua, &ub))
+        snprintf(rrm, sizeof(rrm), ud == 1 ? "seed:%dx%d" : "flat", ua, ub);
+    char thr[8];
+    snprintf(thr, sizeof(thr), "%s", cpu ? "" : "-");
+    if (cpu) snprintf(thr, sizeof(thr), "%d", cfg.threads);
+    int status = 0;
+    if (err) {
+        printf("# %dx%d %s M=%d: %s\n", sc->w, sc->h, trk_backend_name(b), sc->m,
+               trk_strerror(err));
+        status = 1;
+    } else {
+        rr_print(o, js, nrows, sc, trk_backend_name(b), thr, cfg.threads, rrm, &row);
+        if (row.bad) status = 1;
+    }
+    fflush(stdout);
+    trk_backend_destroy(&b);
+    return status;
+}
+
+/* The lines above the table (and the JSON's head). */
+static void rr_head(const struct rr_opts *o, FILE *js)
+{
+    if (js)
+        fprintf(js,
+                "{\"experiment\":\"rrm\",\"margin\":%d,\"radius\":%d,\"host\":\"%s\",\"rows\":[",
+                o->margin, o->radius, rr_host ? "pinned" : "pageable");
+    printf("# frames in %s host memory; disk radius %s\n", rr_host ? "pinned" : "pageable",
+           o->radius ? "fixed (--radius)" : "2% of the short side");
+    if (o->tracker)
+        printf("# rrm --regions tracker: per-frame cost of daemon/tracker.c's rounds and its own "
+               "work, medians of %d frames; full = --mode full, roi = --mode roi (--full-every "
+               "%d)\n",
+               o->frames, o->full_every ? o->full_every : TRK_TRACK_FULL_EVERY);
+    else
+        printf("# rrm: per-frame whole call, medians of %d frames; full = process() over the "
+               "frame (blobs on), roi = process_regions() around each instance (disk box + %d "
+               "px)\n",
+               o->frames, o->margin);
+    printf("%-10s %5s %4s %-10s %3s %-10s %9s %9s %8s %9s %12s %12s %7s %s\n", "size", "M", "col",
+           "backend", "thr", "rrm", "full_ms", "roi_ms", "x_roi", "roi_us/M", "full_bytes",
+           "roi_bytes", "x_bytes", "checked");
+}
+
 static int run_rrm(int argc, char **argv)
 {
     struct rr_opts o;
@@ -642,25 +703,7 @@ static int run_rrm(int argc, char **argv)
         const struct trk_backend_cfg hc = { .kind = TRK_BACKEND_CUDA };
         if (trk_backend_create(&hc, &rr_host)) rr_host = NULL; /* the rows say why */
     }
-    if (js)
-        fprintf(js,
-                "{\"experiment\":\"rrm\",\"margin\":%d,\"radius\":%d,\"host\":\"%s\",\"rows\":[",
-                o.margin, o.radius, rr_host ? "pinned" : "pageable");
-    printf("# frames in %s host memory; disk radius %s\n", rr_host ? "pinned" : "pageable",
-           o.radius ? "fixed (--radius)" : "2% of the short side");
-    if (o.tracker)
-        printf("# rrm --regions tracker: per-frame cost of daemon/tracker.c's rounds and its own "
-               "work, medians of %d frames; full = --mode full, roi = --mode roi (--full-every "
-               "%d)\n",
-               o.frames, o.full_every ? o.full_every : TRK_TRACK_FULL_EVERY);
-    else
-        printf("# rrm: per-frame whole call, medians of %d frames; full = process() over the "
-               "frame (blobs on), roi = process_regions() around each instance (disk box + %d "
-               "px)\n",
-               o.frames, o.margin);
-    printf("%-10s %5s %4s %-10s %3s %-10s %9s %9s %8s %9s %12s %12s %7s %s\n", "size", "M", "col",
-           "backend", "thr", "rrm", "full_ms", "roi_ms", "x_roi", "roi_us/M", "full_bytes",
-           "roi_bytes", "x_bytes", "checked");
+    rr_head(&o, js);
     int status = 0, nrows = 0;
     static struct rr_scene sc;
     for (int si = 0; si < o.nsizes; si++)
@@ -675,77 +718,13 @@ static int run_rrm(int argc, char **argv)
                 return 70;
             }
             for (int k = 0; k < o.nkinds; k++) {
-                const bool cpu = o.kinds[k] == TRK_BACKEND_CPU; /* threads apply */
+                const bool cpu = o.kinds[k] == TRK_BACKEND_CPU;
                 const bool cuda = o.kinds[k] == TRK_BACKEND_CUDA && trk_cuda_rrm_config;
                 const int nt = cpu ? o.nthreads : cuda ? o.ndesigns : 1;
                 for (int ti = 0; ti < nt; ti++) {
-                    struct trk_backend_cfg cfg = { .kind = o.kinds[k],
-                                                   .max_width = w,
-                                                   .max_height = h,
-                                                   .threads = cpu ? o.threads[ti] : 1 };
-                    struct trk_backend *b = NULL;
-                    err = trk_backend_create(&cfg, &b);
-                    if (err) {
-                        printf("# skipped %s: %s\n",
-                               o.kinds[k] == TRK_BACKEND_CUDA ? "cuda" : "backend",
-                               trk_strerror(err));
-                        break;
-                    }
-                    char rrm[24] = "-";
-                    if (cuda) {
-                        const int *d = o.design[ti];
-                        err = trk_cuda_rrm_config(b, d[0], d[1], d[2]);
-                    }
-                    struct rr_row row;
-                    if (!err)
-                        err =
-                            o.tracker ? rr_run_tracker(b, &sc, &o, &row) : rr_run(b, &sc, &o, &row);
-                    int ud = 0, ua = 0, ub = 0;
-                    if (cuda && !err && trk_cuda_rrm_used && !trk_cuda_rrm_used(b, &ud, &ua, &ub))
-                        snprintf(rrm, sizeof(rrm), ud == 1 ? "seed:%dx%d" : "flat", ua, ub);
-                    char size[32], thr[8], xb[16];
-                    snprintf(size, sizeof(size), "%dx%d", w, h);
-                    snprintf(thr, sizeof(thr), "%s", cpu ? "" : "-");
-                    if (cpu) snprintf(thr, sizeof(thr), "%d", cfg.threads);
-                    if (err) {
-                        printf("# %s %s M=%d: %s\n", size, trk_backend_name(b), m,
-                               trk_strerror(err));
-                        status = 1;
-                    } else {
-                        snprintf(xb, sizeof(xb), "%s", "-");
-                        if (row.roi_up)
-                            snprintf(xb, sizeof(xb), "%.1fx", (double)row.full_up / row.roi_up);
-                        printf("%-10s %5d %4d %-10s %3s %-10s %9.3f %9.3f %7.2fx %9.2f %12llu "
-                               "%12llu %7s %ld%s\n",
-                               size, m, sc.colours, trk_backend_name(b), thr, rrm, row.full_ms,
-                               row.roi_ms, row.full_ms / row.roi_ms, row.roi_ms * 1e3 / m,
-                               (unsigned long long)row.full_up, (unsigned long long)row.roi_up, xb,
-                               row.checked, row.bad ? " MISMATCH" : "");
-                        if (o.tracker)
-                            printf("%-10s %5d tracker roi mode: mean %.3f ms a frame (x %.2f), "
-                                   "of %d frames %ld took a round over grown regions, %ld of "
-                                   "those a whole-frame round; thread CPU time medians full "
-                                   "%.3f ms, roi %.3f ms (x %.2f)%s\n",
-                                   size, m, row.roi_mean_ms, row.full_ms / row.roi_mean_ms,
-                                   o.frames, row.grown, row.whole, row.full_cpu_ms, row.roi_cpu_ms,
-                                   row.full_cpu_ms / row.roi_cpu_ms, row.bad ? " MISMATCH" : "");
-                        if (row.bad) status = 1;
-                        if (js)
-                            fprintf(js,
-                                    "%s\n{\"width\":%d,\"height\":%d,\"instances\":%d,"
-                                    "\"colours\":%d,\"backend\":\"%s\",\"threads\":%d,"
-                                    "\"rrm\":\"%s\","
-                                    "\"full_ms\":%.4f,\"roi_ms\":%.4f,\"full_bytes\":%llu,"
-                                    "\"roi_bytes\":%llu,\"checked\":%ld,\"mismatches\":%ld,"
-                                    "\"grown_frames\":%ld,\"whole_frames\":%ld}",
-                                    nrows ? "," : "", w, h, m, sc.colours, trk_backend_name(b),
-                                    cfg.threads, rrm, row.full_ms, row.roi_ms,
-                                    (unsigned long long)row.full_up, (unsigned long long)row.roi_up,
-                                    row.checked, row.bad, row.grown, row.whole);
-                        nrows++;
-                    }
-                    fflush(stdout);
-                    trk_backend_destroy(&b);
+                    const int rc = rr_config(&o, &sc, k, ti, js, &nrows);
+                    if (rc < 0) break;
+                    if (rc) status = 1;
                 }
             }
             rr_scene_free(&sc);

@@ -331,19 +331,27 @@ const char *trk_json_str(const struct trk_json *o, const char *key, const char *
     return v && v->type == TRK_JSON_STRING ? v->string : def;
 }
 
-const struct trk_json *trk_json_load_scenes(const char *path, const char *who,
-                                            struct trk_json **root)
+int trk_json_load_scenes(const char *path, const char *who, struct trk_json **root, size_t elem,
+                         bool (*take)(const struct trk_json *entry, void *item), void **items,
+                         int *n)
 {
     char err[256];
+    *items = NULL;
+    *n = 0;
     *root = trk_json_load(path, err, sizeof(err));
     if (!*root) {
         fprintf(stderr, "%s: %s: %s\n", who, path, err);
-        return NULL;
+        return -1;
     }
     const struct trk_json *sc = trk_json_get(*root, "scenes");
     if (!sc || sc->type != TRK_JSON_ARRAY) {
         fprintf(stderr, "%s: %s: no \"scenes\" array\n", who, path);
-        return NULL;
+        return -1;
     }
-    return sc;
+    char *it = calloc(sc->n ? sc->n : 1, elem);
+    if (!it) return -1;
+    *items = it;
+    for (size_t i = 0; i < sc->n; i++)
+        if (take(&sc->items[i], it + (size_t)*n * elem)) (*n)++;
+    return 0;
 }

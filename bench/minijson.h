@@ -8,6 +8,7 @@
 #ifndef TRK_BENCH_MINIJSON_H
 #define TRK_BENCH_MINIJSON_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 enum trk_json_type {
@@ -35,11 +36,15 @@ struct trk_json *trk_json_parse(const char *text, char *err, size_t err_len);
 
 /* Reads and parses a file; NULL with a message on failure. */
 struct trk_json *trk_json_load(const char *path, char *err, size_t err_len);
-/* A baseline file's "scenes" array (the Python baselines' JSON): loads path
- * into *root and returns the array, or prints "WHO: path: why" on stderr and
- * returns NULL (*root is then NULL, or the document to free). */
-const struct trk_json *trk_json_load_scenes(const char *path, const char *who,
-                                            struct trk_json **root);
+/* A baseline file's "scenes" array (the Python baselines' JSON) as a table:
+ * loads path into *root and calloc's *items, then take() fills the next
+ * item (elem bytes) from each entry and says whether it is usable (one that
+ * is not is overwritten by the next); *n counts the usable ones. 0, or -1,
+ * after "WHO: path: why" on stderr when the file is at fault (*root and
+ * *items, NULL or not, are the caller's to free). */
+int trk_json_load_scenes(const char *path, const char *who, struct trk_json **root, size_t elem,
+                         bool (*take)(const struct trk_json *entry, void *item), void **items,
+                         int *n);
 
 /* Frees a tree returned by trk_json_parse/load; safe on NULL. */
 void trk_json_free(struct trk_json *root);

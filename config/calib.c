@@ -362,6 +362,91 @@ static bool finite_in(double v, double bound)
     return isfinite(v) && fabs(v) <= bound;
 }
 
+/* ----------------------------------------------------------- the pose */
+
+/* inv = m^-1 for a 3 x 3 row-major m; false when singular. */
+static bool invert3(const double m[9], double inv[9])
+{
+    double c0 = m[4] * m[8] - m[5] * m[7], c1 = m[5] * m[6] - m[3] * m[8];
+    double c2 = m[3] * m[7] - m[4] * m[6], det = m[0] * c0 + m[1] * c1 + m[2] * c2;
+    if (!(fabs(det) > 0) || !isfinite(det)) return false;
+    double a[9] = { c0, m[2] * m[7] - m[1] * m[8], m[1] * m[5] - m[2] * m[4],
+                    c1, m[0] * m[8] - m[2] * m[6], m[2] * m[3] - m[0] * m[5],
+                    c2, m[1] * m[6] - m[0] * m[7], m[0] * m[4] - m[1] * m[3] };
+    for (int i = 0; i < 9; i++)
+        inv[i] = a[i] / det;
+    return true;
+}
+
+static void mul3(const double a[9], const double b[9], double out[9])
+{
+    for (int r = 0; r < 3; r++)
+        for (int k = 0; k < 3; k++)
+            out[r * 3 + k] = a[r * 3] * b[k] + a[r * 3 + 1] * b[3 + k] + a[r * 3 + 2] * b[6 + k];
+}
+
+/* The camera's pose from the plane's homography and the camera matrix
+ * (Zhang's decomposition): K^-1 H^-1 = s [r1 r2 t] for the plane Z = 0;
+ * s from the mean length of the first two columns, its sign putting the
+ * plane in front of the camera (t_z > 0); r3 = r1 x r2, and the nearest
+ * rotation to [r1 r2 r3] (the polar factor A (A^T A)^-1/2), as r1 and r2
+ * of a least-squares fit are orthonormal only approximately. */
+static void derive_pose(struct trk_calib *c)
+{
+    c->pose = false;
+    double g[9], m[9],
+        kinv[9] = { 1 / c->fx, 0, -c->cx / c->fx, 0, 1 / c->fy, -c->cy / c->fy, 0, 0, 1 };
+    if (!c->lens || !invert3(c->h, g)) return;
+    mul3(kinv, g, m);
+    double n1 = sqrt(m[0] * m[0] + m[3] * m[3] + m[6] * m[6]);
+    double n2 = sqrt(m[1] * m[1] + m[4] * m[4] + m[7] * m[7]);
+    double s = (n1 + n2) / 2 * (m[8] < 0 ? -1 : 1);
+    if (!(fabs(s) > 0) || !isfinite(s)) return;
+    double a[9], r1[3] = { m[0] / s, m[3] / s, m[6] / s }, r2[3] = { m[1] / s, m[4] / s, m[7] / s };
+    double r3[3] = { r1[1] * r2[2] - r1[2] * r2[1], r1[2] * r2[0] - r1[0] * r2[2],
+                     r1[0] * r2[1] - r1[1] * r2[0] };
+    for (int i = 0; i < 3; i++) {
+        a[i * 3 + 0] = r1[i];
+        a[i * 3 + 1] = r2[i];
+        a[i * 3 + 2] = r3[i];
+    }
+    double ata[9], v[9], w[3], root[9];
+    for (int i = 0; i < 3; i++)
+        for (int k = 0; k < 3; k++)
+            ata[i * 3 + k] = a[i] * a[k] + a[3 + i] * a[3 + k] + a[6 + i] * a[6 + k];
+    jacobi_eigen(ata, 3, v, w);
+    for (int i = 0; i < 3; i++) {
+        if (!(w[i] > 0)) return;
+        w[i] = 1 / sqrt(w[i]);
+    }
+    for (int i = 0; i < 3; i++)
+        for (int k = 0; k < 3; k++)
+            root[i * 3 + k] = v[i * 3] * w[0] * v[k * 3] + v[i * 3 + 1] * w[1] * v[k * 3 + 1] +
+                              v[i * 3 + 2] * w[2] * v[k * 3 + 2];
+    mul3(a, root, c->rot);
+    for (int i = 0; i < 3; i++)
+        c->tvec[i] = m[i * 3 + 2] / s;
+    for (int i = 0; i < 3; i++) /* centre = -rot^T tvec */
+        c->centre[i] =
+            -(c->rot[i] * c->tvec[0] + c->rot[3 + i] * c->tvec[1] + c->rot[6 + i] * c->tvec[2]);
+    c->pose = true;
+}
+
+/* The point where the ray through undistorted pixel (x, y) reaches world
+ * height Z (Z on the pose's own axis); false when it does not in front of
+ * the camera. */
+static bool ray_at(const struct trk_calib *c, double x, double y, double Z, double *X, double *Y)
+{
+    double d[3] = { (x - c->cx) / c->fx, (y - c->cy) / c->fy, 1 }, dw[3];
+    for (int i = 0; i < 3; i++) /* rot^T d */
+        dw[i] = c->rot[i] * d[0] + c->rot[3 + i] * d[1] + c->rot[6 + i] * d[2];
+    double t = (Z - c->centre[2]) / dw[2];
+    if (!(t > 0) || !isfinite(t)) return false;
+    *X = c->centre[0] + t * dw[0];
+    *Y = c->centre[1] + t * dw[1];
+    return isfinite(*X) && isfinite(*Y);
+}
+
 int trk_calib_solve(struct trk_calib *c, struct trk_calib_fault *f)
 {
     if (f) {
@@ -476,6 +561,7 @@ int trk_calib_solve(struct trk_calib *c, struct trk_calib_fault *f)
     double px = sqrt(fabs(j00 * j11 - j01 * j10));
     int dec = px > 0 ? (int)ceil(-log10(px / 100) - 1e-9) : 6;
     c->decimals = dec < 0 ? 0 : dec > 6 ? 6 : dec;
+    derive_pose(c);
     return 0;
 }
 
@@ -490,5 +576,24 @@ bool trk_calib_to_world(const struct trk_calib *c, double px, double py, double 
     if (!isfinite(u) || !isfinite(v)) return false;
     *wx = u;
     *wy = v;
+    return true;
+}
+
+bool trk_calib_to_world_at(const struct trk_calib *c, double px, double py, double z, double *wx,
+                           double *wy)
+{
+    double fx, fy, x, y, x0, y0, xz, yz;
+    if (!trk_calib_to_world(c, px, py, &fx, &fy)) return false;
+    if (z != 0 && c->pose) {
+        /* heights go towards the camera, whichever way the world's Z points */
+        double Z = c->centre[2] < 0 ? -z : z;
+        if (!trk_calib_undistort(c, px, py, &x, &y) || !ray_at(c, x, y, 0, &x0, &y0) ||
+            !ray_at(c, x, y, Z, &xz, &yz))
+            return false;
+        fx += xz - x0;
+        fy += yz - y0;
+    }
+    *wx = fx;
+    *wy = fy;
     return true;
 }

@@ -11,7 +11,9 @@
  * undistorted calibration points: the normalised DLT (Hartley) solved by an
  * eigen decomposition, then refined by Levenberg-Marquardt on the squared
  * world distances, as OpenCV's findHomography (method 0) does. For 4 points
- * the fit is exact.
+ * the fit is exact. With a camera matrix the camera's pose is derived from
+ * the homography too, so that a point seen at a height above the plane (a
+ * robot's top) maps to the world point under it (trk_calib_to_world_at).
  *
  * Thread safety: every function is reentrant; a solved struct trk_calib is
  * read-only and may be shared between threads.
@@ -77,6 +79,14 @@ struct trk_calib {
     double h[9];
     double rms;   /* residual of the fit: root mean square world distance */
     int decimals; /* wx, wy decimals (trk_calib_solve says how chosen) */
+    /* The camera's pose, derived when a camera matrix is given (pose):
+     * world -> camera as OpenCV's solvePnP gives it, x_cam = rot x_world +
+     * tvec (rot row-major), for the plane's points at world Z = 0 and Z =
+     * the cross product of the world x and y axes; centre: the camera's
+     * position in the world (its Z is the camera's height over the plane,
+     * negative when the world axes make Z point away from the camera). */
+    bool pose;
+    double rot[9], tvec[3], centre[3];
 };
 
 /* Where a solve failed: the points as a whole (point < 0) or point k. */
@@ -111,6 +121,17 @@ bool trk_calib_undistort(const struct trk_calib *c, double px, double py, double
  * *wx, *wy untouched) when it has none: not undistortable, or at or past
  * the horizon. */
 bool trk_calib_to_world(const struct trk_calib *c, double px, double py, double *wx, double *wy);
+
+/* The world point of pixel (px, py) seen at height z (world units, towards
+ * the camera) above the plane: a robot's cover, a marker on a box. It is
+ * trk_calib_to_world's floor point moved by the parallax the camera's pose
+ * gives between heights 0 and z (exact when the calibration points fit
+ * exactly; continuous with the floor point as z goes to 0). Without a pose
+ * (no camera matrix) or with z == 0: trk_calib_to_world. False as that, or
+ * when the ray through the pixel never reaches height z in front of the
+ * camera (z at or above the camera). */
+bool trk_calib_to_world_at(const struct trk_calib *c, double px, double py, double z, double *wx,
+                           double *wy);
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,7 @@
-/* The daemon's side of the one logger (gpu/log_hook.h): it installs the hook
+/* The daemon's side of the one logger (base/log_hook.h): it installs the hook
  * that writes lines to stderr (timestamped, or with journal priorities) with
  * the level from --log-level.
- * Files log with log_error/log_info/log_once from gpu/log_hook.h, as gpu/ and
+ * Files log with log_error/log_info/log_once from base/log_hook.h, as gpu/ and
  * protocol/ do. */
 #ifndef TRK_DAEMON_LOG_H
 #define TRK_DAEMON_LOG_H

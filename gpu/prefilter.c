@@ -164,8 +164,15 @@ void trk_prefilter_ref(const struct trk_prefilter *pf, const struct trk_image *s
     struct trk_prefilter_chan ch[TRK_PREFILTER_MAX_CHANS];
     const int n = trk_prefilter_chans(src->fmt, src->width, src->height, ch);
     TRK_ASSERT(n > 0 && pf->sigma > 0);
-    for (int i = 0; i < n; i++) {
-        const struct trk_prefilter_chan *c = &ch[i];
+    for (int i = 0; i < n; i++)
+        trk_prefilter_ref_grid(pf, &ch[i], src, dst, dst_pitch, tmp);
+}
+
+void trk_prefilter_ref_grid(const struct trk_prefilter *pf, const struct trk_prefilter_chan *c,
+                            const struct trk_image *src, uint8_t *const dst[3],
+                            const size_t dst_pitch[3], uint16_t *tmp)
+{
+    {
         const struct trk_prefilter_kernel *kx = &pf->k[c->kx], *ky = &pf->k[c->ky];
         const uint8_t *in = src->plane[c->plane] + c->offset;
         const size_t pitch = src->pitch[c->plane];

@@ -110,6 +110,11 @@ void trk_prefilter_frame_at(uint8_t *buf, const struct trk_image *src, struct tr
  * the largest grid, width * height uint16. pf must be on. */
 void trk_prefilter_ref(const struct trk_prefilter *pf, const struct trk_image *src,
                        uint8_t *const dst[3], const size_t dst_pitch[3], uint16_t *tmp);
+/* The same for one grid c of src alone (gpu/canny.h blurs a luma grid with
+ * it); tmp holds c->width * c->height uint16. */
+void trk_prefilter_ref_grid(const struct trk_prefilter *pf, const struct trk_prefilter_chan *c,
+                            const struct trk_image *src, uint8_t *const dst[3],
+                            const size_t dst_pitch[3], uint16_t *tmp);
 
 /* ------------------------------------------------ the fast row passes */
 /* The same bytes as trk_prefilter_ref, as two passes over rows that callers

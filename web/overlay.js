@@ -12,6 +12,7 @@
 // Cost: up to 256 objects x 64 blobs a frame; each blob is a handful of
 // axis-aligned rectangles and one short text, with styles set per object.
 
+import { drawMarkers } from './markers.js';
 import { objectInfo } from './objects.js';
 import { instanceTrailOf, trailOf } from './trails.js';
 import { inkFor } from './util.js';
@@ -44,7 +45,8 @@ function overlayStyle() {
 // centroid; dashed when the object has blobs on), blobs: [{id, rank, x0,
 // y0, x1, y1, cx, cy, color}] (rank 1 = first in the object's list),
 // instances: [{obj, id, x0, y0, x1, y1, cx, cy, lost, trail, color}] (box
-// null while lost; trail: points of its trail drawn)}.
+// null while lost; trail: points of its trail drawn), markers: what
+// markers.js drew}.
 export function drawOverlay(ctx, result, sx, sy) {
   const st = overlayStyle();
   const objects = result.objects || [];
@@ -73,7 +75,8 @@ export function drawOverlay(ctx, result, sx, sy) {
     drawLabel(ctx, o, box, st);
     boxes.push({ id: r.id, ...box, ...c, color: o.color, dashed });
   }
-  return { boxes, blobs, instances };
+  const markers = drawMarkers(ctx, result.markers, sx, sy, st);
+  return { boxes, blobs, instances, markers };
 }
 
 const isBox = (b) => Array.isArray(b) && b.length === 4 && b.every((v) => typeof v === 'number');

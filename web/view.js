@@ -24,7 +24,7 @@ let frozen = false;  // paused: the picture on screen stays, newer ones wait
 // The last overlay drawn: seq of the picture (or result) under it, whether
 // it is a preview, whether a result was drawn on it, and each box and blob
 // drawn in canvas pixels (overlay.js drawOverlay).
-let lastDrawn = null;   // {seq, preview, matched, boxes:[...], blobs:[...], instances:[...]}
+let lastDrawn = null;   // {seq, preview, matched, boxes:[...], blobs:[...], instances:[...], markers:[...]}
 
 export const frameSize = () => [frameW, frameH];
 export const lastDrawnOverlay = () => lastDrawn;
@@ -112,9 +112,11 @@ function draw(job) {
     ctx.fillStyle = BACKGROUND;
     ctx.fillRect(0, 0, cw, ch);
   }
-  const { boxes, blobs, instances } = job.result
-    ? drawOverlay(ctx, job.result, cw / frameW, ch / frameH) : { boxes: [], blobs: [], instances: [] };
-  lastDrawn = { seq: job.seq, preview: !!job.image, matched: !!job.result, boxes, blobs, instances };
+  const { boxes, blobs, instances, markers } = job.result
+    ? drawOverlay(ctx, job.result, cw / frameW, ch / frameH)
+    : { boxes: [], blobs: [], instances: [], markers: [] };
+  lastDrawn = { seq: job.seq, preview: !!job.image, matched: !!job.result, boxes, blobs, instances,
+                markers };
 }
 
 // Sizes the canvas now and whenever the stage or window changes (a resize

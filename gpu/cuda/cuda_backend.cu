@@ -31,7 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../log_hook.h"
+#include "log_hook.h"
 #include "bench_hooks.h"
 #include "cuda_internal.cuh"
 #include "regions.cuh"

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../log_hook.h"
+#include "log_hook.h"
 #include "cuda_internal.cuh"
 #include "bench_hooks.h"
 #include "regions.cuh"

@@ -247,6 +247,11 @@ int trk_cu_roimask_launch(const struct trk_cu_job *job, uint32_t *d_rowmask, uin
 int trk_cu_prefilter_launch(const struct trk_prefilter *pf, const struct trk_cu_frame *src,
                             const struct trk_cu_frame *dst, uint16_t *d_tmp, int tmp_pitch,
                             size_t tmp_slab, cudaStream_t s);
+/* The same on one plain grid of bytes (Canny's luma, gpu/canny.h): the FULL
+ * kernel along both axes; d_tmp: height rows of tmp_pitch (>= width) uint16. */
+int trk_cu_prefilter_grid_launch(const struct trk_prefilter *pf, const uint8_t *d_src,
+                                 int src_pitch, uint8_t *d_dst, int dst_pitch, int width,
+                                 int height, uint16_t *d_tmp, int tmp_pitch, cudaStream_t s);
 
 /* Seed-faithful MOCT (docs/ARCHITECTURE.md section 5). arr: 0 horizontal (1 x M),
  * 1 vertical (M x 1), 2 square (ceil(sqrt M)^2). r: reduction factor per

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../log_hook.h"
+#include "log_hook.h"
 #include "cuda_internal.cuh"
 
 namespace trk_cuda

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../log_hook.h"
+#include "log_hook.h"
 #include "cuda_internal.cuh"
 #include "regions.cuh"
 #include "../rects.h"

@@ -107,6 +107,8 @@ __global__ void pf_v_kernel(const struct pf_job job)
 
 } // namespace
 
+static int pf_run(const struct pf_job &job, int n, int gw, int gh, cudaStream_t s);
+
 int trk_cu_prefilter_launch(const struct trk_prefilter *pf, const struct trk_cu_frame *src,
                             const struct trk_cu_frame *dst, uint16_t *d_tmp, int tmp_pitch,
                             size_t tmp_slab, cudaStream_t s)
@@ -139,6 +141,29 @@ int trk_cu_prefilter_launch(const struct trk_prefilter *pf, const struct trk_cu_
         gw = g.width > gw ? g.width : gw;
         gh = g.height > gh ? g.height : gh;
     }
+    return pf_run(job, n, gw, gh, s);
+}
+
+int trk_cu_prefilter_grid_launch(const struct trk_prefilter *pf, const uint8_t *d_src,
+                                 int src_pitch, uint8_t *d_dst, int dst_pitch, int width,
+                                 int height, uint16_t *d_tmp, int tmp_pitch, cudaStream_t s)
+{
+    if (!pf || pf->sigma <= 0 || !d_src || !d_dst || !d_tmp || width <= 0 || height <= 0 ||
+        tmp_pitch < width)
+        return TRK_EINVAL;
+    struct pf_job job;
+    memset(&job, 0, sizeof(job));
+    job.k[0] = pf->k[0];
+    job.k[1] = pf->k[1];
+    job.tmp_pitch = tmp_pitch;
+    job.g[0] = (struct pf_grid){ d_src, d_dst,  src_pitch,          dst_pitch,          1,
+                                 width, height, TRK_PREFILTER_FULL, TRK_PREFILTER_FULL, d_tmp };
+    return pf_run(job, 1, width, height, s);
+}
+
+/* Both passes over the job's n grids, the largest gw x gh. */
+static int pf_run(const struct pf_job &job, int n, int gw, int gh, cudaStream_t s)
+{
     const dim3 hb(TRK_PF_H_BX, TRK_PF_H_BY), vb(TRK_PF_V_BX, TRK_PF_V_BY);
     const dim3 hg((gw + TRK_PF_H_BX - 1) / TRK_PF_H_BX, (gh + TRK_PF_H_BY - 1) / TRK_PF_H_BY, n);
     const dim3 vg((gw + TRK_PF_V_BX - 1) / TRK_PF_V_BX, (gh + TRK_PF_V_ROWS - 1) / TRK_PF_V_ROWS,

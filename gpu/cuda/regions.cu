@@ -28,7 +28,7 @@
  * region picks its K best. */
 #include <string.h>
 
-#include "../log_hook.h"
+#include "log_hook.h"
 #include "regions.cuh"
 #include "warp.cuh"
 

@@ -35,7 +35,7 @@ def run_dump(doc, queries):
         json.dump(doc, f)
         path = f.name
     try:
-        text = "".join(f"{x!r} {y!r}\n" for x, y in queries)
+        text = "".join(" ".join(repr(v) for v in q) + "\n" for q in queries)
         r = subprocess.run([DUMP, path], input=text, capture_output=True, text=True, check=False)
     finally:
         os.unlink(path)
@@ -105,6 +105,62 @@ def project(world, K, D, rvec, tvec):
     return img.reshape(-1, 2)
 
 
+def heights(K, D, rvec, tvec, grid, rng):
+    """World points at a height (trk_calib_to_world_at) and the camera's pose
+    against OpenCV: exact floor points through the lens, the pose against
+    cv2.solvePnP, and 3-D points at 0..300 mm projected by cv2.projectPoints
+    must come back as their (X, Y) within REL."""
+    pix = project(grid, K, D, rvec, tvec)
+    Rcv, _ = cv2.Rodrigues(rvec)
+    centre = -Rcv.T @ tvec
+    up = 1.0 if centre[2] > 0 else -1.0   # heights go towards the camera
+    pts = []
+    for x, y in rng.uniform([0, 0], [800, 500], (30, 2)):
+        for h in (0.0, 40.0, 150.0, 300.0):
+            pts.append((float(x), float(y), h))
+    obj = np.array([(x, y, up * h) for x, y, h in pts])
+    img, _ = cv2.projectPoints(obj, rvec, tvec, K, D)
+    img = img.reshape(-1, 2)
+    queries = [(float(u), float(v), h) for (u, v), (_, _, h) in zip(img, pts)]
+    doc = {"objects": [], "calibration": {"unit": "mm", "points": [
+        [float(p[0]), float(p[1]), float(w[0]), float(w[1])] for p, w in zip(pix, grid)],
+        "camera_matrix": {"fx": K[0, 0], "fy": K[1, 1], "cx": K[0, 2], "cy": K[1, 2]},
+        "distortion": [float(v) for v in D]}}
+    out = run_dump(doc, queries)
+    ok, rv, tv = cv2.solvePnP(np.hstack([np.asarray(grid, float), np.zeros((len(grid), 1))]),
+                              pix.reshape(-1, 1, 2), K, D, flags=cv2.SOLVEPNP_ITERATIVE)
+    R_pnp, _ = cv2.Rodrigues(rv)
+    check("rot" in out, "heights: no pose derived with a camera matrix")
+    if "rot" not in out:
+        return
+    e_r = rel_err(np.asarray(out["rot"]).reshape(3, 3), R_pnp)
+    e_t = rel_err(out["tvec"], tv.reshape(3))
+    check(e_r <= REL and e_t <= REL, f"heights: pose differs from solvePnP: R {e_r:.3g}, t {e_t:.3g}")
+    worst = floor_miss = 0.0
+    for p, (x, y, h) in zip(out["points"], pts):
+        check(p["world_at"] is not None, f"heights: {p['px']} at {h} mm has no world point")
+        if p["world_at"] is None:
+            continue
+        worst = max(worst, float(np.max(np.abs(np.asarray(p["world_at"]) - (x, y)))) / 800)
+        if h == 0.0:
+            check(p["world_at"] == p["world"], f"heights: at 0 mm {p['world_at']} != {p['world']}")
+        if h == 150.0 and p["world"] is not None:
+            floor_miss = max(floor_miss, float(np.hypot(p["world"][0] - x, p["world"][1] - y)))
+    check(worst <= REL, f"heights: world points at a height differ by {worst:.3g} (relative)")
+    check(floor_miss > 1.0, "heights: the floor map should miss a 150 mm top (the case is too easy)")
+    # Above the camera no ray gets there; without a camera matrix there is
+    # no pose and a height changes nothing.
+    above = run_dump(doc, [(float(img[0][0]), float(img[0][1]), 1e5)])["points"][0]
+    check(above["world_at"] is None, f"heights: a point above the camera gave {above['world_at']}")
+    del doc["calibration"]["camera_matrix"], doc["calibration"]["distortion"]
+    flat = run_dump(doc, queries[:8])
+    check("rot" not in flat, "heights: a pose without a camera matrix")
+    for p in flat["points"]:
+        check(p["world_at"] == p["world"], f"heights: no camera matrix, {p['world_at']} != {p['world']}")
+    print(f"heights: pose R {e_r:.2g}, t {e_t:.2g}; world at 0..300 mm {worst:.2g} (relative; "
+          f"limit {REL:g}); the floor map alone misses a 150 mm top by up to {floor_miss:.1f} mm")
+
+
 def main():
     rng = np.random.default_rng(15)
     queries = [(float(x), float(y)) for x, y in rng.uniform([40, 30], [600, 450], (25, 2))]
@@ -136,6 +192,8 @@ def main():
     pix4d = project(world4, K, D4, rvec, tvec)
     case("4 points, lens k1 k2 p1 p2", pix4d, world4, queries, K, D4)
     case("4 points, camera matrix only", project(world4, K, None, rvec, tvec), world4, queries, K)
+
+    heights(K, D, rvec, tvec, grid, rng)
 
     # Exactness: 4 points map onto their world points.
     out = run_dump({"objects": [], "calibration": {"unit": "mm", "points": [

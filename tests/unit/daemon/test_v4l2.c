@@ -656,7 +656,7 @@ static void test_absent_at_start(void)
     CHECK(r.fake.opens == 2); /* at once (fails), after 1 s (works) */
 }
 
-/* Log lines captured from every layer (gpu/log_hook.h). */
+/* Log lines captured from every layer (base/log_hook.h). */
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static char log_text[16384];
 

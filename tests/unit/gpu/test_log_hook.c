@@ -1,4 +1,4 @@
-/* The one logger (gpu/log_hook.h): lines reach the installed hook with the
+/* The one logger (base/log_hook.h): lines reach the installed hook with the
  * level, tag and error text; the threshold filters before formatting; the
  * log_once flags log again after a reset; NULL restores the stderr default. */
 #include <errno.h>

@@ -1,4 +1,4 @@
-/* protocol/ logs through the one hook (gpu/log_hook.h), its own lines under
+/* protocol/ logs through the one hook (base/log_hook.h), its own lines under
  * the tag "ws" and libwebsockets' under "lws", with real servers: a web root
  * that is not a directory (ws's warning), a second server on a taken port
  * (ws's error text), and lines libwebsockets itself logs once a server has

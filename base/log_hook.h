@@ -1,12 +1,13 @@
 /* The one logger of trackd. Every layer (gpu/, protocol/, daemon/) logs
  * through trk_log_write; where the lines go and which levels pass is set
- * once, by the daemon at start (trk_log_set_hook). It lives in gpu/ because
- * gpu/ is the bottom layer and must build alone (the GPU test machine, the
- * benchmark): there, without a hook, lines go to stderr at level info.
+ * once, by the daemon at start (trk_log_set_hook). It lives in base/, the
+ * ground floor, so every layer has it, the GPU-only build (the GPU test
+ * machine, the benchmark) included: there, without a hook, lines go to
+ * stderr at level info.
  *
  * Plain C, usable from .cu files (no atomics in this header for C++). */
-#ifndef TRK_GPU_LOG_HOOK_H
-#define TRK_GPU_LOG_HOOK_H
+#ifndef TRK_BASE_LOG_HOOK_H
+#define TRK_BASE_LOG_HOOK_H
 
 #include <stdbool.h>
 

@@ -1,7 +1,8 @@
 /* Synthetic scenes with known answers, shared by tests and the benchmark.
- * Plain C, no dependencies beyond libc (builds on the GPU machine). */
-#ifndef TRK_GPU_SCENE_H
-#define TRK_GPU_SCENE_H
+ * Plain C, no dependencies beyond libc and gpu/'s headers (builds on the GPU
+ * machine). */
+#ifndef TRK_SCENE_SCENE_H
+#define TRK_SCENE_SCENE_H
 
 #include "backend.h"
 

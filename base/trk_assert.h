@@ -11,10 +11,10 @@
  * Not for bad input: input from outside (files, clients, cameras) gets an
  * error code and a message. Usable from every layer (C, C++ and CUDA host
  * and device code); it depends on nothing but the C library. Named
- * trk_assert.h, not assert.h, because gpu/ is on the include path and would
+ * trk_assert.h, not assert.h, because base/ is on the include path and would
  * shadow <assert.h>. */
-#ifndef TRK_GPU_TRK_ASSERT_H
-#define TRK_GPU_TRK_ASSERT_H
+#ifndef TRK_BASE_TRK_ASSERT_H
+#define TRK_BASE_TRK_ASSERT_H
 
 #include <stdio.h>
 #include <stdlib.h>

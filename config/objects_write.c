@@ -1,0 +1,165 @@
+/* Objects configuration: a set written back. As the text of an objects file
+ * (trk_objects_to_json: one object per line, keys in OBJECTS.md's order,
+ * defaults left out so a file round-trips; written into base/'s trk_buf with
+ * its JSON escaping) and as jansson values for the wire messages. */
+#include "objects_int.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "color.h"
+#include "trk_buf.h"
+#include "trk_color.h"
+
+/* v with the fewest digits that read back as the same double. */
+static void sb_double(struct trk_buf *b, double v)
+{
+    char num[32];
+    snprintf(num, sizeof num, "%.15g", v);
+    if (strtod(num, NULL) != v) snprintf(num, sizeof num, "%.17g", v);
+    trk_buf_printf(b, "%s", num);
+}
+
+/* The calibration section as the file has it: the values given, one point
+ * pair per line (the derived fields are recomputed on load). */
+static void sb_calibration(struct trk_buf *b, const struct trk_calib *k)
+{
+    trk_buf_printf(b, ",\n  \"calibration\": {\"unit\": ");
+    trk_buf_json_str(b, k->unit, sizeof k->unit);
+    trk_buf_printf(b, ", \"points\": [\n");
+    for (int i = 0; i < k->n; i++) {
+        trk_buf_printf(b, "    [");
+        for (int j = 0; j < 4; j++) {
+            if (j) trk_buf_printf(b, ", ");
+            sb_double(b, k->pt[i][j]);
+        }
+        trk_buf_printf(b, "]%s\n", i + 1 < k->n ? "," : "");
+    }
+    trk_buf_printf(b, "  ]");
+    if (k->lens) {
+        const double m[4] = { k->fx, k->fy, k->cx, k->cy };
+        static const char *const names[4] = { "fx", "fy", "cx", "cy" };
+        trk_buf_printf(b, ",\n  \"camera_matrix\": {");
+        for (int j = 0; j < 4; j++) {
+            trk_buf_printf(b, "%s\"%s\": ", j ? ", " : "", names[j]);
+            sb_double(b, m[j]);
+        }
+        trk_buf_printf(b, "}");
+    }
+    if (k->n_dist) {
+        trk_buf_printf(b, ",\n  \"distortion\": [");
+        for (int j = 0; j < k->n_dist; j++) {
+            if (j) trk_buf_printf(b, ", ");
+            sb_double(b, k->dist[j]);
+        }
+        trk_buf_printf(b, "]");
+    }
+    trk_buf_printf(b, "}");
+}
+
+char *trk_objects_to_json(const struct trk_objects *objs)
+{
+    if (trk_objects_validate(objs, NULL, 0)) return NULL;
+    struct trk_buf b = { 0 };
+    if (objs->n == 0) {
+        trk_buf_printf(&b, "{\n  \"objects\": []");
+    } else {
+        trk_buf_printf(&b, "{\n  \"objects\": [\n");
+        for (int i = 0; i < objs->n; i++) {
+            const struct trk_object_def *d = &objs->def[i];
+            uint8_t def_rgb[3];
+            trk_object_display_rgb(d, def_rgb);
+            trk_buf_printf(&b, "    {\"name\": ");
+            trk_buf_json_str(&b, d->name, sizeof d->name);
+            trk_buf_printf(&b,
+                           ", \"space\": \"%s\", \"lo\": [%u, %u, %u], \"hi\": [%u, %u, %u], "
+                           "\"min_mass\": %llu",
+                           trk_objects_space_name(d->space), d->lo[0], d->lo[1], d->lo[2], d->hi[0],
+                           d->hi[1], d->hi[2], (unsigned long long)d->min_mass);
+            /* Only when not the default, so files without blobs round-trip
+             * byte for byte. */
+            if (d->blobs) trk_buf_printf(&b, ", \"blobs\": %u", d->blobs);
+            if (d->min_area != 1) trk_buf_printf(&b, ", \"min_area\": %u", (unsigned)d->min_area);
+            if (d->connectivity != 8) trk_buf_printf(&b, ", \"connectivity\": %u", d->connectivity);
+            if (d->track) trk_buf_printf(&b, ", \"track\": true");
+            if (d->coast_frames != TRK_OBJECTS_COAST_DEFAULT)
+                trk_buf_printf(&b, ", \"coast_frames\": %u", d->coast_frames);
+            if (memcmp(def_rgb, objs->color[i], 3) != 0) {
+                char hex[TRK_COLOR_HEX_SIZE];
+                trk_color_hex(objs->color[i], hex);
+                trk_buf_printf(&b, ", \"color\": \"%s\"", hex);
+            }
+            trk_buf_printf(&b, "}%s\n", i + 1 < objs->n ? "," : "");
+        }
+        trk_buf_printf(&b, "  ]");
+    }
+    /* The camera settings as their V4L2 controls (already in setting order),
+     * so a save keeps them. */
+    if (objs->n_camera > 0) {
+        trk_buf_printf(&b, ",\n  \"camera\": {\"controls\": {");
+        for (int i = 0; i < objs->n_camera; i++) {
+            trk_buf_printf(&b, "%s", i ? ", " : "");
+            trk_buf_json_str(&b, objs->camera[i].name, sizeof objs->camera[i].name);
+            trk_buf_printf(&b, ": %ld", objs->camera[i].value);
+        }
+        trk_buf_printf(&b, "}}");
+    }
+    /* The pre-filter when on. */
+    if (objs->prefilter_sigma > 0) {
+        trk_buf_printf(&b, ",\n  \"prefilter\": {\"gaussian\": ");
+        sb_double(&b, objs->prefilter_sigma);
+        trk_buf_printf(&b, "}");
+    }
+    if (objs->calib.on) sb_calibration(&b, &objs->calib);
+    trk_buf_printf(&b, "\n}\n");
+    if (b.failed) {
+        trk_buf_free(&b);
+        return NULL;
+    }
+    return b.data;
+}
+
+struct json_t *trk_objects_object_value(const struct trk_objects *objs, int i, bool every_key)
+{
+    if (!objs || i < 0 || i >= objs->n) return NULL;
+    const struct trk_object_def *d = &objs->def[i];
+    json_t *o = json_pack(
+        "{s:s, s:s, s:[i,i,i], s:[i,i,i], s:I, s:i, s:I, s:i, s:b, s:i}", "name", d->name, "space",
+        trk_objects_space_name(d->space), "lo", (int)d->lo[0], (int)d->lo[1], (int)d->lo[2], "hi",
+        (int)d->hi[0], (int)d->hi[1], (int)d->hi[2], "min_mass", (json_int_t)d->min_mass, "blobs",
+        (int)d->blobs, "min_area", (json_int_t)d->min_area, "connectivity", (int)d->connectivity,
+        "track", (int)d->track, "coast_frames", (int)d->coast_frames);
+    uint8_t def_rgb[3];
+    trk_object_display_rgb(d, def_rgb);
+    if (o && (every_key || memcmp(def_rgb, objs->color[i], 3) != 0)) {
+        char color[TRK_COLOR_HEX_SIZE];
+        trk_color_hex(objs->color[i], color);
+        if (json_object_set_new(o, "color", json_string(color))) {
+            json_decref(o);
+            o = NULL;
+        }
+    }
+    return o;
+}
+
+struct json_t *trk_objects_to_value(const struct trk_objects *objs)
+{
+    if (trk_objects_validate(objs, NULL, 0)) return NULL;
+    json_t *arr = json_array();
+    for (int i = 0; arr && i < objs->n; i++) {
+        json_t *o = trk_objects_object_value(objs, i, true);
+        if (!o || json_array_append_new(arr, o)) {
+            json_decref(arr);
+            arr = NULL;
+        }
+    }
+    if (!arr) return NULL;
+    json_t *root = json_object();
+    if (!root || json_object_set_new(root, "objects", arr)) {
+        json_decref(root);
+        return NULL;
+    }
+    return root;
+}

@@ -1,0 +1,402 @@
+/* Markers from spots: the rules are in markers.h. */
+#include "markers.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEG (180.0 / M_PI)
+
+/* Angle of (x, y) in degrees, [0, 360). */
+static double angle_deg(double x, double y)
+{
+    double a = atan2(y, x) * DEG;
+    if (a < 0) a += 360.0;
+    return a >= 360.0 ? 0.0 : a;
+}
+
+static double disc_radius(double mass)
+{
+    return sqrt(mass / M_PI);
+}
+
+/* ------------------------------------------------------- centre + dots */
+
+/* A dot candidate: the spot and its offset from the centre in the
+ * pattern's maths frame (y up), with its angle. */
+struct cand {
+    size_t spot;
+    double ox, oy, ang, miss;
+};
+
+static int by_angle(const void *a, const void *b)
+{
+    const struct cand *p = a, *q = b;
+    if (p->ang != q->ang) return p->ang < q->ang ? -1 : 1;
+    return p->spot < q->spot ? -1 : p->spot > q->spot;
+}
+
+static int by_miss(const void *a, const void *b)
+{
+    const struct cand *p = a, *q = b;
+    if (p->miss != q->miss) return p->miss < q->miss ? -1 : 1;
+    return p->spot < q->spot ? -1 : p->spot > q->spot;
+}
+
+static bool is_dot_colour(const struct trk_pattern *p, uint16_t obj)
+{
+    for (unsigned i = 0; i < p->n_ids; i++)
+        for (unsigned d = 0; d < p->n_dots; d++)
+            if (p->id_colors[i][d] == obj) return true;
+    return false;
+}
+
+/* The template's slots ordered by angle: slot[k] is the k-th dot index. */
+static void template_order(const struct trk_pattern *p, unsigned *slot)
+{
+    double ang[TRK_PATTERN_DOTS_MAX];
+    for (unsigned d = 0; d < p->n_dots; d++) {
+        slot[d] = d;
+        ang[d] = angle_deg(p->dot_x[d], p->dot_y[d]);
+    }
+    for (unsigned i = 1; i < p->n_dots; i++) /* insertion sort: n <= 8 */
+        for (unsigned j = i; j > 0 && ang[slot[j]] < ang[slot[j - 1]]; j--) {
+            unsigned t = slot[j];
+            slot[j] = slot[j - 1];
+            slot[j - 1] = t;
+        }
+}
+
+/* Collects the n dots for a centre; false when there are fewer. */
+static bool collect_dots(const struct trk_pattern *p, const struct trk_spot *spots, size_t n_spots,
+                         const bool *used, const struct trk_spot *c, double scale, double tol,
+                         struct cand *out)
+{
+    struct cand cands[64];
+    size_t n = 0;
+    double rad[TRK_PATTERN_DOTS_MAX], rmin = INFINITY, rmax = 0;
+    for (unsigned d = 0; d < p->n_dots; d++) {
+        rad[d] = hypot(p->dot_x[d], p->dot_y[d]) * scale;
+        rmin = fmin(rmin, rad[d]);
+        rmax = fmax(rmax, rad[d]);
+    }
+    for (size_t s = 0; s < n_spots && n < 64; s++) {
+        if (used[s] || !is_dot_colour(p, spots[s].object)) continue;
+        double ox = spots[s].x - c->x, oy = c->y - spots[s].y; /* y up */
+        double r = hypot(ox, oy);
+        if (r < rmin * (1 - tol) || r > rmax * (1 + tol)) continue;
+        double miss = INFINITY;
+        for (unsigned d = 0; d < p->n_dots; d++)
+            miss = fmin(miss, fabs(r - rad[d]));
+        cands[n++] = (struct cand){ s, ox, oy, angle_deg(ox, oy), miss };
+    }
+    if (n < p->n_dots) return false;
+    qsort(cands, n, sizeof cands[0], by_miss);
+    memcpy(out, cands, p->n_dots * sizeof out[0]);
+    qsort(out, p->n_dots, sizeof out[0], by_angle);
+    return true;
+}
+
+/* The best cyclic pairing of seen dots (by angle) with template slots (by
+ * angle): its rotation (radians), the shift and the summed squared residual. */
+static double fit_rotation(const struct trk_pattern *p, const unsigned *slot,
+                           const struct cand *seen, double scale, unsigned *best_shift,
+                           double *best_res)
+{
+    unsigned n = p->n_dots;
+    double best_theta = 0;
+    *best_res = INFINITY;
+    for (unsigned k = 0; k < n; k++) {
+        double sc = 0, sd = 0;
+        for (unsigned i = 0; i < n; i++) {
+            unsigned d = slot[(i + k) % n];
+            double tx = p->dot_x[d] * scale, ty = p->dot_y[d] * scale;
+            sc += tx * seen[i].oy - ty * seen[i].ox;
+            sd += tx * seen[i].ox + ty * seen[i].oy;
+        }
+        double th = atan2(sc, sd), co = cos(th), si = sin(th), res = 0;
+        for (unsigned i = 0; i < n; i++) {
+            unsigned d = slot[(i + k) % n];
+            double tx = p->dot_x[d] * scale, ty = p->dot_y[d] * scale;
+            double ex = seen[i].ox - (co * tx - si * ty), ey = seen[i].oy - (si * tx + co * ty);
+            res += ex * ex + ey * ey;
+        }
+        if (res < *best_res) {
+            *best_res = res;
+            *best_shift = k;
+            best_theta = th;
+        }
+    }
+    return best_theta;
+}
+
+/* The id whose colours match the slots exactly, or -1 (index into id[]). */
+static int lookup_id(const struct trk_pattern *p, const unsigned *slot, const struct cand *seen,
+                     unsigned shift, const struct trk_spot *spots)
+{
+    uint16_t colour[TRK_PATTERN_DOTS_MAX];
+    for (unsigned i = 0; i < p->n_dots; i++)
+        colour[slot[(i + shift) % p->n_dots]] = spots[seen[i].spot].object;
+    for (unsigned i = 0; i < p->n_ids; i++)
+        if (memcmp(p->id_colors[i], colour, p->n_dots * sizeof colour[0]) == 0) return (int)i;
+    return -1;
+}
+
+static bool find_dots_marker(const struct trk_pattern *p, const struct trk_spot *spots,
+                             size_t n_spots, bool *used, size_t c, struct trk_marker *m)
+{
+    double tol = p->tol > 0 ? p->tol : 0.4;
+    double scale =
+        p->px_per_mm > 0 ? p->px_per_mm : 2.0 * disc_radius(spots[c].mass) / p->centre_mm;
+    if (!(scale > 0) || !isfinite(scale)) return false;
+    struct cand seen[TRK_PATTERN_DOTS_MAX];
+    if (!collect_dots(p, spots, n_spots, used, &spots[c], scale, tol, seen)) return false;
+    unsigned slot[TRK_PATTERN_DOTS_MAX], shift = 0;
+    template_order(p, slot);
+    double res, theta = fit_rotation(p, slot, seen, scale, &shift, &res);
+    int idx = lookup_id(p, slot, seen, shift, spots);
+    if (idx < 0) return false;
+    double mean_r = 0;
+    for (unsigned d = 0; d < p->n_dots; d++)
+        mean_r += hypot(p->dot_x[d], p->dot_y[d]) * scale;
+    mean_r /= p->n_dots;
+    double rms = sqrt(res / p->n_dots), conf = 1.0 - rms / (tol * mean_r);
+    *m = (struct trk_marker){ .id = p->id[idx],
+                              .cx = spots[c].x,
+                              .cy = spots[c].y,
+                              .heading = angle_deg(cos(theta), sin(theta)),
+                              .confidence = conf < 0   ? 0
+                                            : conf > 1 ? 1
+                                                       : conf,
+                              .px_per_mm = scale };
+    used[c] = true;
+    for (unsigned i = 0; i < p->n_dots; i++)
+        used[seen[i].spot] = true;
+    return true;
+}
+
+/* --------------------------------------------------------- colour codes */
+
+/* The next link of a chain: the nearest unused spot of colour obj adjacent
+ * to spot prev and turning less than 45 degrees from (dx, dy); SIZE_MAX if
+ * none. */
+static size_t next_link(const struct trk_pattern *p, const struct trk_spot *spots, size_t n_spots,
+                        const bool *used, const size_t *chain, unsigned len, uint16_t obj)
+{
+    double gap = p->gap > 0 ? p->gap : 1.5;
+    const struct trk_spot *prev = &spots[chain[len - 1]];
+    size_t best = SIZE_MAX;
+    double best_d = INFINITY;
+    for (size_t s = 0; s < n_spots; s++) {
+        if (used[s] || spots[s].object != obj) continue;
+        bool in_chain = false;
+        for (unsigned i = 0; i < len; i++)
+            in_chain |= chain[i] == s;
+        if (in_chain) continue;
+        double dx = spots[s].x - prev->x, dy = spots[s].y - prev->y, d = hypot(dx, dy);
+        if (d > gap * (disc_radius(prev->mass) + disc_radius(spots[s].mass)) || d >= best_d)
+            continue;
+        if (len >= 2) {
+            const struct trk_spot *pp = &spots[chain[len - 2]];
+            double px = prev->x - pp->x, py = prev->y - pp->y;
+            if (px * dx + py * dy <= cos(M_PI / 4) * hypot(px, py) * d) continue;
+        }
+        best = s;
+        best_d = d;
+    }
+    return best;
+}
+
+static bool find_code_marker(const struct trk_pattern *p, const struct trk_spot *spots,
+                             size_t n_spots, bool *used, size_t first, struct trk_marker *m)
+{
+    size_t chain[TRK_CODE_MAX] = { first };
+    for (unsigned k = 1; k < p->n_code; k++) {
+        chain[k] = next_link(p, spots, n_spots, used, chain, k, p->code[k]);
+        if (chain[k] == SIZE_MAX) return false;
+    }
+    const struct trk_spot *a = &spots[chain[0]], *b = &spots[chain[p->n_code - 1]];
+    double mass = 0, sx = 0, sy = 0, lx = b->x - a->x, ly = b->y - a->y, len = hypot(lx, ly);
+    double worst = 0;
+    for (unsigned k = 0; k < p->n_code; k++) {
+        const struct trk_spot *s = &spots[chain[k]];
+        mass += s->mass;
+        sx += s->x * s->mass;
+        sy += s->y * s->mass;
+        if (k > 0 && k + 1 < p->n_code && len > 0) {
+            double off = fabs((s->x - a->x) * ly - (s->y - a->y) * lx) / len;
+            worst = fmax(worst, off / disc_radius(s->mass));
+        }
+    }
+    double conf = 1.0 - worst;
+    *m = (struct trk_marker){ .id = p->code_id,
+                              .cx = sx / mass,
+                              .cy = sy / mass,
+                              .heading = angle_deg(lx, -ly),
+                              .confidence = conf < 0   ? 0
+                                            : conf > 1 ? 1
+                                                       : conf };
+    for (unsigned k = 0; k < p->n_code; k++)
+        used[chain[k]] = true;
+    return true;
+}
+
+/* ---------------------------------------------------------------- entry */
+
+size_t trk_markers_find(const struct trk_pattern *pats, size_t n_pats, const struct trk_spot *spots,
+                        size_t n_spots, struct trk_marker *out, size_t max)
+{
+    bool *used = calloc(n_spots ? n_spots : 1, sizeof *used);
+    if (!used) return 0;
+    size_t found = 0;
+    for (size_t pi = 0; pi < n_pats; pi++) {
+        const struct trk_pattern *p = &pats[pi];
+        uint16_t lead = p->kind == TRK_PATTERN_DOTS ? p->centre : p->code[0];
+        for (size_t s = 0; s < n_spots; s++) {
+            if (used[s] || spots[s].object != lead) continue;
+            struct trk_marker m;
+            bool ok = p->kind == TRK_PATTERN_DOTS
+                          ? find_dots_marker(p, spots, n_spots, used, s, &m)
+                          : find_code_marker(p, spots, n_spots, used, s, &m);
+            if (!ok) continue;
+            m.pattern = (uint16_t)pi;
+            if (found < max) out[found] = m;
+            found++;
+        }
+    }
+    free(used);
+    return found;
+}
+
+/* ------------------------------------------------------------ following */
+
+struct track {
+    struct trk_marker m; /* last pose (predicted while lost) */
+    bool taken;          /* matched this frame */
+};
+
+struct trk_marker_follower {
+    struct track *t;
+    size_t n, cap;
+    uint32_t coast;
+    uint64_t next_id;
+};
+
+struct trk_marker_follower *trk_markers_follower_create(uint32_t coast_frames)
+{
+    struct trk_marker_follower *f = calloc(1, sizeof *f);
+    if (!f) return NULL;
+    f->coast = coast_frames ? coast_frames : 10;
+    f->next_id = 1;
+    return f;
+}
+
+void trk_markers_follower_destroy(struct trk_marker_follower *f)
+{
+    if (!f) return;
+    free(f->t);
+    free(f);
+}
+
+void trk_markers_follower_reset(struct trk_marker_follower *f)
+{
+    f->n = 0;
+}
+
+static double wrap180(double d)
+{
+    d = fmod(d, 360.0);
+    if (d > 180) d -= 360;
+    if (d <= -180) d += 360;
+    return d;
+}
+
+/* The nearest untaken track of m's pattern and id to m, or NULL. */
+static struct track *match(struct trk_marker_follower *f, const struct trk_marker *m)
+{
+    struct track *best = NULL;
+    double best_d = INFINITY;
+    for (size_t i = 0; i < f->n; i++) {
+        struct track *t = &f->t[i];
+        if (t->taken || t->m.pattern != m->pattern || t->m.id != m->id) continue;
+        double d = hypot(t->m.cx - m->cx, t->m.cy - m->cy);
+        if (d < best_d) {
+            best = t;
+            best_d = d;
+        }
+    }
+    return best;
+}
+
+/* m measured on track t: velocities half way to the step, t takes m. */
+static void update(struct track *t, struct trk_marker *m)
+{
+    double steps = t->m.lost + 1.0; /* frames since the last measurement */
+    double last_x = t->m.cx - t->m.vx * t->m.lost, last_y = t->m.cy - t->m.vy * t->m.lost;
+    double last_h = t->m.heading - t->m.vheading * t->m.lost;
+    m->track_id = t->m.track_id;
+    m->lost = 0;
+    m->vx = t->m.vx + ((m->cx - last_x) / steps - t->m.vx) / 2;
+    m->vy = t->m.vy + ((m->cy - last_y) / steps - t->m.vy) / 2;
+    m->vheading = t->m.vheading + (wrap180(m->heading - last_h) / steps - t->m.vheading) / 2;
+    t->m = *m;
+    t->taken = true;
+}
+
+static bool reserve(struct trk_marker_follower *f, size_t n)
+{
+    if (n <= f->cap) return true;
+    size_t cap = f->cap ? f->cap * 2 : 16;
+    while (cap < n)
+        cap *= 2;
+    struct track *t = realloc(f->t, cap * sizeof *t);
+    if (!t) return false;
+    f->t = t;
+    f->cap = cap;
+    return true;
+}
+
+/* Coasts the tracks not taken, drops those lost too long, compacts. */
+static void coast(struct trk_marker_follower *f)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < f->n; i++) {
+        struct track t = f->t[i];
+        if (!t.taken) {
+            if (++t.m.lost > f->coast) continue;
+            t.m.cx += t.m.vx;
+            t.m.cy += t.m.vy;
+            t.m.heading = angle_deg(cos((t.m.heading + t.m.vheading) / DEG),
+                                    sin((t.m.heading + t.m.vheading) / DEG));
+        }
+        t.taken = false;
+        f->t[k++] = t;
+    }
+    f->n = k;
+}
+
+size_t trk_markers_follow(struct trk_marker_follower *f, struct trk_marker *m, size_t n, size_t max)
+{
+    if (!reserve(f, f->n + n)) {
+        for (size_t i = 0; i < n; i++)
+            m[i].track_id = 0;
+        return n;
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct track *t = match(f, &m[i]);
+        if (t) {
+            update(t, &m[i]);
+            continue;
+        }
+        m[i].track_id = f->next_id++;
+        m[i].lost = 0;
+        m[i].vx = m[i].vy = m[i].vheading = 0;
+        f->t[f->n++] = (struct track){ .m = m[i], .taken = true };
+    }
+    coast(f);
+    size_t out = n;
+    for (size_t i = 0; i < f->n && out < max; i++)
+        if (f->t[i].m.lost > 0) m[out++] = f->t[i].m;
+    return out;
+}

@@ -1,0 +1,135 @@
+/* Markers: things assembled from blobs (issue 26). A marker is a pattern of
+ * coloured spots on one thing (a robot's cover, a tag): which thing (an id),
+ * where (its centre) and facing which way (a heading), read from the blob
+ * lists of the frame's objects. Two kinds:
+ *
+ * - centre + dots (RoboCup SSL style): a centre spot of one colour (the team
+ *   colour) and n dots (2..TRK_PATTERN_DOTS_MAX) at known offsets in the
+ *   pattern's own frame (millimetres, +x forward, +y to the left). The id
+ *   comes from the dots' colours in their slots, the heading from fitting
+ *   the whole dot template to the dots seen (below), not from one dot.
+ * - colour codes (Pixy2 style): 2..TRK_CODE_MAX blobs of listed colours
+ *   side by side in a row; the code's id is the pattern's, its heading runs
+ *   from the first colour's blob to the last.
+ *
+ * Assembly is host code over spots (a blob reduced to its centroid and
+ * mass): it depends only on the blob lists, so it gives the same markers
+ * whichever backend produced them, and it is deterministic (spots are taken
+ * in the order given; ties keep that order).
+ *
+ * Centre + dots, per centre spot (in the order given, so the larger centres
+ * of a mass-ordered list first):
+ * 1. scale: px_per_mm if set, else from the centre spot's area as a disc of
+ *    centre_mm diameter (sqrt(4 mass / pi) / centre_mm);
+ * 2. dots: every unused spot of a dot colour whose distance from the centre
+ *    is within [1 - tol, 1 + tol] times the template's dot radius (each
+ *    dot's distance from the pattern origin, scaled); with more candidates
+ *    than dots, those nearest to their expected distance; fewer: no marker
+ *    (the tracker coasts it);
+ * 3. fit: the dots seen and the template's dots are each ordered by angle
+ *    around the centre; for each of the n cyclic pairings the rotation that
+ *    best maps template onto seen dots in the least-squares sense is
+ *    theta = atan2(sum t x o, sum t . o) (2-D Procrustes with the scale
+ *    known); the pairing with the least residual wins. The heading is that
+ *    theta: the template's +x axis, counter-clockwise on screen from +x
+ *    (screen y points down, so seen offsets enter with y negated);
+ * 4. id: the colour in each template slot under the winning pairing, looked
+ *    up in the pattern's id table; no exact match: no marker;
+ * 5. confidence: 1 - rms residual / (tol x mean dot radius), clamped to
+ *    [0, 1].
+ * Dots used by a marker are not used again in the same frame.
+ *
+ * Colour codes, per spot of the first colour: each next colour's nearest
+ * unused spot within gap x (r_prev + r_next) of the previous one (r: the
+ * radius of a disc of the spot's mass), turning by less than 45 degrees
+ * from the previous step; the centre is the chain's mass-weighted mean,
+ * the confidence 1 - the largest distance of a middle spot from the line
+ * first-last over its radius, clamped. */
+#ifndef TRK_DAEMON_MARKERS_H
+#define TRK_DAEMON_MARKERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend.h" /* TRK_NAME_MAX */
+
+#define TRK_PATTERN_DOTS_MAX 8
+#define TRK_PATTERN_IDS_MAX  64
+#define TRK_CODE_MAX         5
+
+enum trk_pattern_kind {
+    TRK_PATTERN_DOTS = 0, /* centre + dots */
+    TRK_PATTERN_CODE,     /* colour code   */
+};
+
+struct trk_pattern {
+    char name[TRK_NAME_MAX];
+    enum trk_pattern_kind kind;
+    /* TRK_PATTERN_DOTS */
+    uint16_t centre;  /* the centre colour: an object index */
+    double centre_mm; /* the centre spot's diameter (mm), for the scale */
+    double px_per_mm; /* > 0: a fixed scale instead of the centre's area */
+    double tol;       /* distance tolerance, a fraction (0 counts as 0.4) */
+    unsigned n_dots;  /* 2..TRK_PATTERN_DOTS_MAX */
+    double dot_x[TRK_PATTERN_DOTS_MAX], dot_y[TRK_PATTERN_DOTS_MAX]; /* mm */
+    unsigned n_ids;                                                  /* 1..TRK_PATTERN_IDS_MAX */
+    int32_t id[TRK_PATTERN_IDS_MAX];
+    uint16_t id_colors[TRK_PATTERN_IDS_MAX][TRK_PATTERN_DOTS_MAX]; /* per dot slot */
+    /* TRK_PATTERN_CODE */
+    unsigned n_code; /* 2..TRK_CODE_MAX */
+    uint16_t code[TRK_CODE_MAX];
+    int32_t code_id;
+    double gap; /* adjacency factor (0 counts as 1.5) */
+};
+
+/* A blob as assembly needs it: its centroid (px), mass and object. */
+struct trk_spot {
+    double x, y;
+    double mass;
+    uint16_t object;
+};
+
+struct trk_marker {
+    uint16_t pattern; /* index into the pattern array */
+    int32_t id;
+    double cx, cy;     /* px: the centre spot's centroid / the code's mean */
+    double heading;    /* degrees, counter-clockwise on screen from +x, [0, 360) */
+    double confidence; /* [0, 1] */
+    double px_per_mm;  /* the scale used (0 for colour codes) */
+    /* Set by trk_markers_follow (0 before): */
+    uint64_t track_id; /* >= 1, unique within the follower's life, never reused */
+    uint32_t lost;     /* frames since seen; 0 = found this frame */
+    double vx, vy;     /* px per frame */
+    double vheading;   /* degrees per frame, (-180, 180] */
+};
+
+/* Finds the markers of every pattern among the spots, in pattern order then
+ * centre order; writes at most max of them into out and returns how many
+ * were found (which may exceed max: the rest are not written). */
+size_t trk_markers_find(const struct trk_pattern *pats, size_t n_pats, const struct trk_spot *spots,
+                        size_t n_spots, struct trk_marker *out, size_t max);
+
+/* Following markers through frames: each found marker is matched to a
+ * track of the same pattern and id (the nearest to its predicted position
+ * when one id is seen twice), keeping its track_id; a track not matched
+ * this frame coasts on its velocities for up to coast_frames frames and is
+ * reported with lost > 0 and its predicted pose, so a marker that misses a
+ * dot for a frame or two keeps its track_id when it is found again. A
+ * found marker no track takes gets a new track_id. Velocities move half way
+ * to each measured step (the instances' rule, daemon/tracker.h).
+ * Threads: one follower belongs to the processing thread. */
+struct trk_marker_follower;
+
+/* NULL on allocation failure. coast_frames 0 counts as 10. */
+struct trk_marker_follower *trk_markers_follower_create(uint32_t coast_frames);
+void trk_markers_follower_destroy(struct trk_marker_follower *f);
+/* Forgets every track (a new object set or frame size); ids go on rising. */
+void trk_markers_follower_reset(struct trk_marker_follower *f);
+/* Follows this frame's n found markers (in place: track_id, lost 0,
+ * velocities) and appends the coasting tracks after them, up to max in
+ * all; returns the new count (found + coasting written). TRK_ENOMEM keeps
+ * the tracks as they were and returns n with track_ids 0. */
+size_t trk_markers_follow(struct trk_marker_follower *f, struct trk_marker *m, size_t n,
+                          size_t max);
+
+#endif

@@ -1,0 +1,67 @@
+/* SSL-Vision packets (issue 26): what trackd's --ssl output sends, in the
+ * RoboCup Small Size League's wire format (the .proto files in protocol/ssl/: the names
+ * and field numbers of ssl-vision's detection, geometry and wrapper
+ * messages), so team software, auto-referees and the game controller read
+ * trackd as they read SSL-Vision. Encoding only: the plain-C structs below
+ * are filled by the output from the frame result (positions already in
+ * field millimetres, orientations in radians counter-clockwise), and
+ * trk_ssl_pack turns them into one SSL_WrapperPacket with protobuf-c.
+ *
+ * Thread safety: reentrant. */
+#ifndef TRK_PROTOCOL_SSL_PACKET_H
+#define TRK_PROTOCOL_SSL_PACKET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trk_buf.h"
+
+/* The largest UDP payload over IPv4; a packet that would not fit is refused. */
+#define TRK_SSL_PACKET_MAX 65507
+
+struct trk_ssl_ball {
+    float confidence; /* [0, 1] */
+    uint32_t area;    /* pixels */
+    float x, y;       /* mm */
+    float pixel_x, pixel_y;
+};
+
+struct trk_ssl_robot {
+    float confidence;
+    uint32_t robot_id;
+    float x, y;        /* mm */
+    float orientation; /* radians, counter-clockwise from the field's +x */
+    float pixel_x, pixel_y;
+    float height; /* mm; sent when has_height */
+    bool has_height;
+};
+
+/* One camera's frame: SSL_DetectionFrame. Times are seconds since the Unix
+ * epoch (ssl-vision's convention). */
+struct trk_ssl_detection {
+    uint32_t frame_number;
+    double t_capture, t_sent;
+    uint32_t camera_id;
+    const struct trk_ssl_ball *balls;
+    size_t n_balls;
+    const struct trk_ssl_robot *yellow, *blue;
+    size_t n_yellow, n_blue;
+};
+
+/* The field: SSL_GeometryFieldSize's required sizes (mm); the marking lines
+ * and arcs are not sent. */
+struct trk_ssl_field {
+    int32_t length, width;
+    int32_t goal_width, goal_depth;
+    int32_t boundary_width;
+};
+
+/* Appends one SSL_WrapperPacket holding det and/or field (either may be
+ * NULL, not both; source SSL_SOURCE_OTHER) to out. 0, TRK_EINVAL (nothing
+ * to send), TRK_ETOOBIG (over TRK_SSL_PACKET_MAX: nothing appended) or
+ * TRK_ENOMEM. */
+int trk_ssl_pack(const struct trk_ssl_detection *det, const struct trk_ssl_field *field,
+                 struct trk_buf *out);
+
+#endif

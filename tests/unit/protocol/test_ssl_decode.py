@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""SSL-Vision packets (protocol/ssl_packet.h) read by a real decoder.
+
+protoc (Debian's protobuf-compiler) compiles protocol/ssl/*.proto for
+python3-protobuf, ssl_pack writes the packets, and the decoder must read
+every field back with the values ssl_pack.c set. The schema's message and
+field numbers are checked against the league's (ssl-vision's
+messages_robocup_ssl_*.proto, listed here by hand), so a renumbered field
+fails here even though encoder and decoder would agree with each other.
+
+usage: test_ssl_decode.py SSL_PACK PROTO_DIR
+"""
+import importlib
+import math
+import os
+import subprocess
+import sys
+import tempfile
+
+# The league's numbers: message -> {field: number}.
+LEAGUE = {
+    "SSL_DetectionBall": {"confidence": 1, "area": 2, "x": 3, "y": 4, "z": 5,
+                          "pixel_x": 6, "pixel_y": 7},
+    "SSL_DetectionRobot": {"confidence": 1, "robot_id": 2, "x": 3, "y": 4,
+                           "orientation": 5, "pixel_x": 6, "pixel_y": 7, "height": 8},
+    "SSL_DetectionFrame": {"frame_number": 1, "t_capture": 2, "t_sent": 3,
+                           "t_capture_camera": 8, "camera_id": 4, "balls": 5,
+                           "robots_yellow": 6, "robots_blue": 7},
+    "SSL_GeometryFieldSize": {"field_length": 1, "field_width": 2, "goal_width": 3,
+                              "goal_depth": 4, "boundary_width": 5, "field_lines": 6,
+                              "field_arcs": 7},
+    "SSL_GeometryData": {"field": 1, "calib": 2, "models": 3},
+    "SSL_WrapperPacket": {"detection": 1, "geometry": 2, "source": 3},
+}
+
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what, file=sys.stderr)
+
+
+def f32(v):
+    """v as a float32 round trip (what the wire carries)."""
+    import struct
+    return struct.unpack("f", struct.pack("f", v))[0]
+
+
+def main():
+    ssl_pack, proto_dir = sys.argv[1], sys.argv[2]
+    with tempfile.TemporaryDirectory() as tmp:
+        protos = sorted(p for p in os.listdir(proto_dir) if p.endswith(".proto"))
+        subprocess.run(["protoc", "--proto_path", proto_dir, "--python_out", tmp] + protos,
+                       check=True)
+        subprocess.run([ssl_pack, tmp], check=True)
+        sys.path.insert(0, tmp)
+        det_pb = importlib.import_module("ssl_detection_pb2")
+        geo_pb = importlib.import_module("ssl_geometry_pb2")
+        wrap_pb = importlib.import_module("ssl_wrapper_pb2")
+        for mod in (det_pb, geo_pb, wrap_pb):
+            for name, fields in LEAGUE.items():
+                desc = mod.DESCRIPTOR.message_types_by_name.get(name)
+                if desc is None:
+                    continue
+                for field, number in fields.items():
+                    got = desc.fields_by_name.get(field)
+                    check(got is not None and got.number == number,
+                          f"{name}.{field} is number {got.number if got else None}, the league's {number}")
+        packets = {}
+        for name in ("detection", "geometry", "both", "empty"):
+            with open(os.path.join(tmp, name + ".bin"), "rb") as f:
+                w = wrap_pb.SSL_WrapperPacket()
+                w.ParseFromString(f.read())  # raises on a malformed packet
+                packets[name] = w
+        check_detection(packets["detection"], wrap_pb)
+        check_geometry(packets["geometry"])
+        check(packets["both"].HasField("detection") and packets["both"].HasField("geometry"),
+              "both: detection and geometry")
+        check_detection(packets["both"], wrap_pb)
+        check_geometry(packets["both"])
+        e = packets["empty"]
+        check(e.HasField("detection") and len(e.detection.balls) == 0
+              and len(e.detection.robots_blue) == 0 and len(e.detection.robots_yellow) == 0,
+              "empty frame: present, nothing in it")
+    if failures:
+        print(f"{len(failures)} failure(s)", file=sys.stderr)
+        return 1
+    print("ssl packets decoded: every field as sent")
+    return 0
+
+
+def check_detection(w, wrap_pb):
+    check(w.HasField("detection"), "detection present")
+    check(w.source == wrap_pb.SSL_SOURCE_OTHER, "source SSL_SOURCE_OTHER")
+    d = w.detection
+    check(d.frame_number == 4000000000, "frame_number")
+    check(d.t_capture == 1795000000.125 and d.t_sent == 1795000000.25, "times (doubles)")
+    check(d.camera_id == 3, "camera_id")
+    check(not d.HasField("t_capture_camera"), "t_capture_camera absent")
+    check(len(d.balls) == 2, "2 balls")
+    for i, b in enumerate(d.balls):
+        check(b.confidence == 0.5 + 0.25 * i and b.area == 40 + i, f"ball {i} confidence, area")
+        check(b.x == f32(-1000.5 + i) and b.y == f32(250.25 * i), f"ball {i} x, y")
+        check(b.pixel_x == 10.5 + i and b.pixel_y == 20.5 + i, f"ball {i} pixels")
+        check(not b.HasField("z"), f"ball {i} z absent")
+    robots = list(d.robots_yellow) + list(d.robots_blue)
+    check(len(d.robots_yellow) == 3 and len(d.robots_blue) == 2, "3 yellow, 2 blue")
+    for i, r in enumerate(robots):
+        check(r.confidence == 0.125 * (i + 1) and r.robot_id == 3 * i, f"robot {i} conf, id")
+        check(r.x == f32(100.0 * i - 4500.0) and r.y == f32(3000.0 - 50.0 * i), f"robot {i} x, y")
+        check(math.isclose(r.orientation, f32(-3.0 + 1.5 * i)), f"robot {i} orientation")
+        check(r.pixel_x == f32(640.25 + i) and r.pixel_y == f32(360.75 - i), f"robot {i} pixels")
+        check(r.HasField("height") == (i % 2 == 0), f"robot {i} height present iff set")
+        if i % 2 == 0:
+            check(r.height == 150.0, f"robot {i} height")
+
+
+def check_geometry(w):
+    check(w.HasField("geometry"), "geometry present")
+    f = w.geometry.field
+    check((f.field_length, f.field_width, f.goal_width, f.goal_depth, f.boundary_width)
+          == (9000, 6000, 1000, 180, 300), "field size")
+    check(len(w.geometry.calib) == 0, "no camera calibration yet")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
