@@ -102,6 +102,16 @@ struct trk_blob_list {
     int n;
 };
 
+/* One processed frame's results as every output receives them (daemon/
+ * out/outputs.h): filled once per frame by the pipeline. */
+struct trk_frame_result {
+    struct trk_frame_meta meta;
+    const struct trk_object_def *defs; /* n entries                       */
+    const struct trk_obj_result *res;  /* n entries                       */
+    const struct trk_blob_list *blobs; /* n entries, or NULL              */
+    int n;                             /* objects                         */
+};
+
 /* Appends the "frame" message: camera (when given), seq, pts (3 decimals), width, height,
  * t_capture (6), wall_ms (3), backend, latency{queue_ms, upload_ms,
  * kernel_ms, process_ms, handoff_ms when >= 0} (3 decimals each) and objects[] with, per object i:

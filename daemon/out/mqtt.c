@@ -27,8 +27,12 @@
 #include <mqtt_protocol.h>
 
 #define LOG_TAG "mqtt"
+#include "cli.h"
+#include "exit.h"
 #include "frame.h" /* trk_now */
 #include "log.h"
+#include "ops/metrics.h"
+#include "outputs.h"
 #include "messages.h"
 #include "objects.h" /* trk_objects_escape_name */
 #include "trk_color.h"
@@ -1071,4 +1075,79 @@ void trk_mqtt_destroy(struct trk_mqtt **pm)
     pthread_mutex_destroy(&m->lock);
     free(m);
     *pm = NULL;
+}
+
+/* ------------------------------------------------- the outputs door */
+
+static void mq_frame(void *ctx, const struct trk_frame_result *r, const char *json, size_t len)
+{
+    trk_mqtt_frame(ctx, json, len, r->meta.t_capture);
+}
+
+/* The retained status says the source's state; a size change is not one. */
+static void mq_status(void *ctx, const struct trk_source_status *s)
+{
+    if (s->width <= 0) trk_mqtt_source_state(ctx, s->state, s->text);
+}
+
+static void mq_objects(void *ctx, const struct trk_objects *set)
+{
+    trk_mqtt_objects(ctx, set);
+}
+
+static void mq_tally(void *ctx, struct trk_outputs_tally *t)
+{
+    struct trk_mqtt_stats ms;
+    trk_mqtt_get_stats(ctx, &ms);
+    t->info->has_mqtt = true;
+    t->info->mqtt_connected = ms.connected;
+    t->info->mqtt_published = ms.published;
+    t->info->mqtt_dropped = ms.dropped;
+    t->info->mqtt_connects = ms.connects;
+    if (t->metrics) trk_metrics_set_mqtt(t->metrics, &ms);
+}
+
+/* The last frames and "offline" go out (TRK_MQTT_CLOSE_S at most). */
+static int mq_close(void *ctx)
+{
+    struct trk_mqtt *m = ctx;
+    trk_mqtt_destroy(&m);
+    return 0;
+}
+
+static const struct trk_output_ops mqtt_ops = {
+    .name = "mqtt",
+    .json = true,
+    .frame = mq_frame,
+    .status = mq_status,
+    .objects = mq_objects,
+    .tally = mq_tally,
+    .close = mq_close,
+};
+
+/* --mqtt: the publisher starts now and connects in the background, so a
+ * broker that is down or slow never holds trackd's start (it is logged once
+ * and retried). A CA file that cannot be read is an input error. */
+int trk_mqtt_open(const struct trk_output_env *env, struct trk_outputs *o)
+{
+    const struct trk_settings *s = env->s;
+    if (!s->mqtt) return 0;
+    if (s->mqtt_ca && access(s->mqtt_ca, R_OK) != 0) {
+        log_error_err(-errno, "--mqtt-ca %s", s->mqtt_ca);
+        return TRK_EX_NOINPUT;
+    }
+    struct trk_mqtt_cfg mc = { .url = s->mqtt,
+                               .ca_file = s->mqtt_ca,
+                               .camera = s->camera_name,
+                               .server = "trackd " TRK_VERSION,
+                               .max_age = s->mqtt_max_age };
+    struct trk_mqtt *m;
+    int err = trk_mqtt_create(&mc, &m);
+    if (err == TRK_EINVAL) return TRK_EX_CONFIG; /* said why */
+    if (!err && (err = trk_mqtt_start(m))) trk_mqtt_destroy(&m);
+    if (err) {
+        log_error_err(err, "cannot start the MQTT publisher");
+        return TRK_EX_SOFTWARE;
+    }
+    return trk_outputs_add(o, &mqtt_ops, m) ? TRK_EX_SOFTWARE : 0;
 }

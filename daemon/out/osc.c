@@ -10,9 +10,12 @@
 #include <sys/socket.h>
 
 #define LOG_TAG "osc"
+#include "cli.h"
+#include "exit.h"
 #include "log.h"
 #include "netaddr.h"
 #include "objects.h" /* trk_objects_escape_name */
+#include "outputs.h"
 #include "sink.h"
 
 /* Longest address: the prefix, a camera and a name (each escaped: up to
@@ -159,5 +162,15 @@ int trk_osc_create(const struct trk_osc_cfg *cfg, struct trk_sink **out)
     char addr[ADDR_MAX];
     trk_osc_address(addr, sizeof(addr), cfg->camera ? cfg->camera : "trackd", "<name>");
     log_info("sending OSC messages %s ... per object and frame to %s", addr, name + 4);
+    return 0;
+}
+
+int trk_osc_open(const struct trk_output_env *env, struct trk_outputs *o)
+{
+    const struct trk_settings *s = env->s;
+    if (!s->osc) return 0;
+    struct trk_osc_cfg oc = { .host = s->osc_host, .port = s->osc_port, .camera = s->camera_name };
+    struct trk_sink *sink;
+    if (trk_osc_create(&oc, &sink) || trk_sink_add(o, sink)) return TRK_EX_UNAVAILABLE;
     return 0;
 }

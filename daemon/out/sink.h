@@ -88,4 +88,11 @@ void trk_sink_drain(struct trk_sink *s);
 /* Drains, closes and frees; safe on NULL and twice (sets *s = NULL). */
 void trk_sink_destroy(struct trk_sink **s);
 
+struct trk_outputs;
+
+/* Registers s with the outputs door (outputs.h): every frame pushed, its
+ * counts in the stats log line; at close it drains, logs what it sent and
+ * is destroyed. 0, or TRK_EINVAL (the door is full: s destroyed). */
+int trk_sink_add(struct trk_outputs *o, struct trk_sink *s);
+
 #endif

@@ -13,7 +13,10 @@
 #include <unistd.h>
 
 #define LOG_TAG "udp"
+#include "cli.h"
+#include "exit.h"
 #include "log.h"
+#include "outputs.h"
 #include "netaddr.h"
 #include "messages.h"
 #include "sink.h"
@@ -171,5 +174,19 @@ int trk_udp_create(const struct trk_udp_cfg *cfg, struct trk_sink **out)
     }
     log_info("sending one JSON datagram per frame to %s (%s, split above %zu bytes)", name + 4,
              multicast ? "multicast" : "unicast", max_payload);
+    return 0;
+}
+
+int trk_udp_open(const struct trk_output_env *env, struct trk_outputs *o)
+{
+    const struct trk_settings *s = env->s;
+    if (!s->udp) return 0;
+    struct trk_udp_cfg uc = { .host = s->udp_host,
+                              .port = s->udp_port,
+                              .ttl = s->udp_ttl,
+                              .iface = s->udp_iface,
+                              .camera = s->camera_name };
+    struct trk_sink *sink;
+    if (trk_udp_create(&uc, &sink) || trk_sink_add(o, sink)) return TRK_EX_UNAVAILABLE;
     return 0;
 }
