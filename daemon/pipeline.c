@@ -87,11 +87,13 @@ struct pipeline {
     struct trk_obj_result *res;
     const struct trk_blob **unit_blobs;
     int *unit_nb;
-    /* The frame's results per object, as the tracker reports them (its
-     * memory, valid until the next frame), and tracked objects' instances. */
+    /* The frame's results per object as the tracker reports them (its
+     * memory, valid until the next begin: read by keep_results at once),
+     * and the frame result the outputs get, filled from them. */
     struct trk_obj_result obj_res[TRK_MAX_OBJECTS];
     struct trk_blob_list blobs[TRK_MAX_OBJECTS];
     struct trk_instance_list instances[TRK_MAX_OBJECTS];
+    struct trk_frame_result result;
     struct trk_objects *objects;
     struct trk_tracker *tracker;
     /* A set the control module had for the frame after the one being sent
@@ -99,11 +101,7 @@ struct pipeline {
      * out under this frame's set): applied before that frame starts. */
     struct trk_objects *polled;
     bool polled_ready;
-    /* The frame's blob lists and instances, copied out of the tracker
-     * (keep_results), and what it says about the frame's rounds. */
-    struct trk_blob *blob_keep;
-    struct trk_instance *inst_keep;
-    size_t blob_cap, inst_cap;
+    /* What the tracker says about the frame's rounds. */
     bool was_full;
     int rounds;
     /* The backend in use: cfg->backend, or `grown` once frames outgrew it
@@ -451,50 +449,26 @@ static int start_frame(struct pipeline *p, const struct trk_frame *f, struct trk
     return err ? err : submit_round(p, f, plan);
 }
 
-/* Grows a keep buffer to hold n items of size sz; false when out of memory. */
-static bool reserve(void **buf, size_t *cap, size_t n, size_t sz)
-{
-    if (n <= *cap) return true;
-    void *b = realloc(*buf, n * sz);
-    if (!b) return false;
-    *buf = b;
-    *cap = n;
-    return true;
-}
-
-/* Copies the frame's per-object results, blob lists and instances out of
- * the tracker (valid only until its next begin, which pipelining calls
- * before this frame is sent) into the pipeline's own memory. */
+/* Fills p->result from the tracker's per-object results, blob lists and
+ * instances (valid only until its next begin, which pipelining calls
+ * before this frame is sent): copied, every derived value computed once
+ * (protocol/result.h). The frame's meta is set when it is sent. */
 static int keep_results(struct pipeline *p, int n_objects)
 {
-    size_t nb = 0, ni = 0;
     for (int i = 0; i < n_objects; i++) {
         const struct trk_blob *b;
         const struct trk_instance *v;
-        nb += (size_t)trk_tracker_blobs(p->tracker, i, &b);
-        ni += (size_t)trk_tracker_instances(p->tracker, i, &v);
-    }
-    if (!reserve((void **)&p->blob_keep, &p->blob_cap, nb, sizeof(*p->blob_keep)) ||
-        !reserve((void **)&p->inst_keep, &p->inst_cap, ni, sizeof(*p->inst_keep)))
-        return TRK_ENOMEM;
-    nb = ni = 0;
-    for (int i = 0; i < n_objects; i++) {
-        const struct trk_blob *b;
-        const struct trk_instance *v;
-        int n = trk_tracker_blobs(p->tracker, i, &b);
-        if (n > 0) memcpy(p->blob_keep + nb, b, (size_t)n * sizeof(*b));
-        p->blobs[i] = (struct trk_blob_list){ .blobs = n > 0 ? p->blob_keep + nb : NULL, .n = n };
-        nb += (size_t)n;
-        n = trk_tracker_instances(p->tracker, i, &v);
-        if (n > 0) memcpy(p->inst_keep + ni, v, (size_t)n * sizeof(*v));
-        p->instances[i] =
-            (struct trk_instance_list){ .v = n > 0 ? p->inst_keep + ni : NULL, .n = n };
-        ni += (size_t)n;
+        int nb = trk_tracker_blobs(p->tracker, i, &b);
+        p->blobs[i] = (struct trk_blob_list){ .blobs = nb > 0 ? b : NULL, .n = nb };
+        int ni = trk_tracker_instances(p->tracker, i, &v);
+        p->instances[i] = (struct trk_instance_list){ .v = ni > 0 ? v : NULL, .n = ni };
         p->obj_res[i] = *trk_tracker_result(p->tracker, i);
     }
     p->was_full = trk_tracker_was_full(p->tracker);
     p->rounds = trk_tracker_rounds(p->tracker);
-    return 0;
+    const struct trk_objects *set = p->objects;
+    return trk_frame_result_fill(&p->result, &(struct trk_frame_meta){ 0 }, set->def, n_objects,
+                                 p->obj_res, p->blobs, p->instances, &set->calib);
 }
 
 /* Finishes frame f begun with start_frame: waits for the round in flight,
@@ -580,10 +554,8 @@ static void report_ops(struct pipeline *p, struct trk_frame *f, const struct trk
             .objects = n_objects,
             .pinned = pinned,
         };
-        for (int i = 0; i < n_objects; i++) {
-            uint64_t min = p->objects->def[i].min_mass;
-            mf.found += p->obj_res[i].mass >= (min ? min : 1);
-        }
+        for (int i = 0; i < n_objects; i++)
+            mf.found += p->result.obj[i].found;
         trk_metrics_frame(cfg->metrics, &mf);
     }
     if (cfg->snapshot) {
@@ -592,7 +564,7 @@ static void report_ops(struct pipeline *p, struct trk_frame *f, const struct trk
                                          .seq = f->seq,
                                          .defs = p->objects->def,
                                          .colors = (const uint8_t(*)[3])p->objects->color,
-                                         .res = p->obj_res,
+                                         .obj = p->result.obj,
                                          .n = n_objects,
                                          .release = snapshot_release,
                                          .ctx = p,
@@ -775,20 +747,14 @@ static void *process_main(void *arg)
             .kernel_ms = timing.kernel_ms,
             .process_ms = (t_done - t_start) * 1e3,
             .backend = trk_backend_name(p->backend),
-            .calib = p->objects->calib.on ? &p->objects->calib : NULL,
             .camera = cfg->camera,
             .pass = p->was_full ? "full" : "roi",
             .rounds = p->rounds,
             .upload_bytes = timing.upload_bytes,
-            .instances = p->instances,
         };
         meta.handoff_ms = (trk_now() - t_done) * 1e3;
-        const struct trk_frame_result result = { .meta = meta,
-                                                 .defs = p->objects->def,
-                                                 .res = p->obj_res,
-                                                 .blobs = p->blobs,
-                                                 .n = n_objects };
-        trk_outputs_frame(cfg->outputs, &result);
+        p->result.meta = meta;
+        trk_outputs_frame(cfg->outputs, &p->result);
         double t_sent = trk_now();
         /* The next frame, already on the backend, is expected now: this
          * frame's broadcast ended the last expectation. */
@@ -1165,8 +1131,7 @@ static void free_parts(struct pipeline *p)
     free(p->unit_nb);
     free(p->objects);
     free(p->polled);
-    free(p->blob_keep);
-    free(p->inst_keep);
+    trk_frame_result_free(&p->result);
     free(p);
 }
 

@@ -72,47 +72,54 @@ static int send_msg(struct osc *o, const char *path, lo_message m)
     return err;
 }
 
+/* One object's messages: its centroid or /lost, then its blobs. */
+static int send_object(struct osc *o, char *path, size_t at, size_t cap,
+                       const struct trk_frame_result *r, const struct trk_result_object *ob)
+{
+    lo_message m = lo_message_new();
+    if (!ob->found) {
+        snprintf(path + at, cap - at, "/lost");
+        return send_msg(o, path, m);
+    }
+    if (m) {
+        lo_message_add_float(m, (float)ob->c.cx);
+        lo_message_add_float(m, (float)ob->c.cy);
+        lo_message_add_int32(m, clamp_mass(ob->r.mass));
+    }
+    int e = send_msg(o, path, m);
+    snprintf(path + at, cap - at, "/blob");
+    for (int k = 0; k < ob->n_blobs; k++) {
+        const struct trk_blob *b = &r->blobs[ob->blob0 + (size_t)k];
+        const struct trk_point *c = &r->blob_c[ob->blob0 + (size_t)k];
+        if (!b->mass) continue; /* never empty; never divide by 0 all the same */
+        lo_message bm = lo_message_new();
+        if (bm) {
+            lo_message_add_int32(bm, k);
+            lo_message_add_float(bm, (float)c->cx);
+            lo_message_add_float(bm, (float)c->cy);
+            lo_message_add_int32(bm, clamp_mass(b->mass));
+        }
+        int be = send_msg(o, path, bm);
+        if (be && !e) e = be;
+    }
+    return e;
+}
+
 static int osc_send(void *ctx, const struct trk_sink_frame *f)
 {
     struct osc *o = ctx;
+    const struct trk_frame_result *r = &f->r;
     char path[ADDR_MAX + 8];
-    int err = 0, e;
-    for (int i = 0; i < f->n; i++) {
-        const struct trk_obj_result *r = &f->res[i];
-        uint64_t min_mass = f->defs[i].min_mass ? f->defs[i].min_mass : 1;
-        size_t at = trk_osc_address(path, ADDR_MAX, o->camera, f->defs[i].name);
-        lo_message m = lo_message_new();
-        if (r->mass < min_mass) {
-            snprintf(path + at, sizeof(path) - at, "/lost");
-            e = send_msg(o, path, m);
-        } else {
-            if (m) {
-                lo_message_add_float(m, (float)((double)r->sum_x / (double)r->mass));
-                lo_message_add_float(m, (float)((double)r->sum_y / (double)r->mass));
-                lo_message_add_int32(m, clamp_mass(r->mass));
-            }
-            e = send_msg(o, path, m);
-            snprintf(path + at, sizeof(path) - at, "/blob");
-            for (int k = 0; k < f->blobs[i].n; k++) {
-                const struct trk_blob *b = &f->blobs[i].blobs[k];
-                if (!b->mass) continue; /* never empty; never divide by 0 all the same */
-                lo_message bm = lo_message_new();
-                if (bm) {
-                    lo_message_add_int32(bm, k);
-                    lo_message_add_float(bm, (float)((double)b->sum_x / (double)b->mass));
-                    lo_message_add_float(bm, (float)((double)b->sum_y / (double)b->mass));
-                    lo_message_add_int32(bm, clamp_mass(b->mass));
-                }
-                int be = send_msg(o, path, bm);
-                if (be && !e) e = be;
-            }
-        }
+    int err = 0;
+    for (int i = 0; i < r->n; i++) {
+        const struct trk_result_object *ob = &r->obj[i];
+        size_t at = trk_osc_address(path, ADDR_MAX, o->camera, r->defs[i].name);
+        int e = send_object(o, path, at, sizeof(path), r, ob);
         /* Tracked objects: one message per instance, seen or coasting
          * (lost > 0: the predicted position, mass 0). */
-        const struct trk_instance_list *il = f->meta.instances ? &f->meta.instances[i] : NULL;
         snprintf(path + at, sizeof(path) - at, "/instance");
-        for (int k = 0; il && k < il->n; k++) {
-            const struct trk_instance *x = &il->v[k];
+        for (int k = 0; k < ob->n_inst; k++) {
+            const struct trk_instance *x = &r->inst[ob->inst0 + (size_t)k];
             lo_message im = lo_message_new();
             if (im) {
                 lo_message_add_int32(im, x->id > INT32_MAX ? INT32_MAX : (int32_t)x->id);

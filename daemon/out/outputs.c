@@ -54,7 +54,7 @@ void trk_outputs_frame(struct trk_outputs *o, const struct trk_frame_result *r)
     bool have_json = false;
     if (o->json) {
         trk_buf_reset(&o->msg);
-        have_json = trk_msg_frame(&o->msg, &r->meta, r->defs, r->res, r->blobs, r->n) == 0;
+        have_json = trk_msg_frame(&o->msg, r) == 0;
     }
     for (int i = 0; i < o->n; i++) {
         const struct trk_output_ops *ops = o->out[i].ops;

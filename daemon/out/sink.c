@@ -64,10 +64,10 @@ static void *sink_main(void *arg)
             log_once(s->send_failed, TRK_LOG_WARN, err,
                      "%s: sending frame %llu failed; frames are being lost (counted) until a "
                      "send works",
-                     s->name, (unsigned long long)f->meta.seq);
+                     s->name, (unsigned long long)f->r.meta.seq);
         else if (atomic_exchange(&s->send_failed, false))
             log_info("%s: sending works again (frame %llu)", s->name,
-                     (unsigned long long)f->meta.seq);
+                     (unsigned long long)f->r.meta.seq);
 
         pthread_mutex_lock(&s->lock);
         if (err)
@@ -83,10 +83,7 @@ static void *sink_main(void *arg)
 static void free_slots(struct trk_sink *s)
 {
     for (int i = 0; i < N_SLOTS; i++) {
-        if (s->slots[i]) {
-            free(s->slots[i]->blob_store);
-            free(s->slots[i]->inst_store);
-        }
+        if (s->slots[i]) trk_frame_result_free(&s->slots[i]->r);
         free(s->slots[i]);
     }
 }
@@ -123,82 +120,20 @@ fail:
     return err;
 }
 
-/* How many blobs object i's list in blobs contributes (never more than its
- * definition's K: what trk_msg_frame lists). */
-static int blobs_of(const struct trk_object_def *def, const struct trk_blob_list *l)
+/* Copies r into f, which the caller owns. */
+static void copy_frame(struct trk_sink_frame *f, const struct trk_frame_result *r)
 {
-    if (!l || !def->blobs || !l->blobs || l->n <= 0) return 0;
-    return l->n < def->blobs ? l->n : def->blobs;
+    trk_frame_result_copy(&f->r, r);
+    if (r->meta.backend) {
+        snprintf(f->backend, sizeof(f->backend), "%s", r->meta.backend);
+        f->r.meta.backend = f->backend;
+    }
+    f->r.meta.camera = NULL;
+    memcpy(f->defs, r->defs, (size_t)r->n * sizeof(*r->defs));
+    f->r.defs = f->defs;
 }
 
-/* The tracked objects' instance lists of m into f (meta.instances NULL
- * when m has none, or when memory for them runs out). */
-static void copy_instances(struct trk_sink_frame *f, const struct trk_frame_meta *m,
-                           const struct trk_object_def *defs, int n)
-{
-    f->meta.instances = NULL;
-    if (!m->instances) return;
-    size_t total = 0;
-    for (int i = 0; i < n; i++)
-        if (defs[i].track && m->instances[i].n > 0) total += (size_t)m->instances[i].n;
-    if (total > f->inst_cap) {
-        struct trk_instance *ni = realloc(f->inst_store, total * sizeof(*ni));
-        if (!ni) return;
-        f->inst_store = ni, f->inst_cap = total;
-    }
-    size_t at = 0;
-    for (int i = 0; i < n; i++) {
-        int k = defs[i].track && m->instances[i].n > 0 ? m->instances[i].n : 0;
-        if (k) memcpy(f->inst_store + at, m->instances[i].v, (size_t)k * sizeof(*f->inst_store));
-        f->inst[i] = (struct trk_instance_list){ .v = k ? f->inst_store + at : NULL, .n = k };
-        at += (size_t)k;
-    }
-    f->meta.instances = f->inst;
-}
-
-/* Copies the frame into f, which the caller owns. */
-static void copy_frame(struct trk_sink_frame *f, const struct trk_frame_meta *m,
-                       const struct trk_object_def *defs, const struct trk_obj_result *res,
-                       const struct trk_blob_list *blobs, int n)
-{
-    if (n < 0) n = 0;
-    if (n > TRK_MAX_OBJECTS) n = TRK_MAX_OBJECTS;
-    f->meta = *m;
-    if (m->backend) {
-        snprintf(f->backend, sizeof(f->backend), "%s", m->backend);
-        f->meta.backend = f->backend;
-    }
-    if (m->calib) {
-        f->calib = *m->calib;
-        f->meta.calib = &f->calib;
-    }
-    f->meta.camera = NULL;
-    copy_instances(f, m, defs, n);
-    f->n = n;
-    memcpy(f->defs, defs, (size_t)n * sizeof(*defs));
-    memcpy(f->res, res, (size_t)n * sizeof(*res));
-    size_t total = 0;
-    for (int i = 0; blobs && i < n; i++)
-        total += (size_t)blobs_of(&defs[i], &blobs[i]);
-    if (total > f->blob_cap) {
-        /* Grows to the largest frame seen, then stays: no allocation per
-         * frame once the blob counts have been reached. */
-        struct trk_blob *nb = realloc(f->blob_store, total * sizeof(*nb));
-        if (nb) f->blob_store = nb, f->blob_cap = total;
-    }
-    bool room = total <= f->blob_cap;
-    size_t at = 0;
-    for (int i = 0; i < n; i++) {
-        int k = room && blobs ? blobs_of(&defs[i], &blobs[i]) : 0;
-        if (k) memcpy(f->blob_store + at, blobs[i].blobs, (size_t)k * sizeof(struct trk_blob));
-        f->blobs[i] = (struct trk_blob_list){ .blobs = k ? f->blob_store + at : NULL, .n = k };
-        at += (size_t)k;
-    }
-}
-
-void trk_sink_push(struct trk_sink *s, const struct trk_frame_meta *m,
-                   const struct trk_object_def *defs, const struct trk_obj_result *res,
-                   const struct trk_blob_list *blobs, int n)
+void trk_sink_push(struct trk_sink *s, const struct trk_frame_result *r)
 {
     if (!s || s->joined) return;
     pthread_mutex_lock(&s->lock);
@@ -218,7 +153,7 @@ void trk_sink_push(struct trk_sink *s, const struct trk_frame_meta *m,
     }
     pthread_mutex_unlock(&s->lock);
 
-    copy_frame(f, m, defs, res, blobs, n);
+    copy_frame(f, r);
 
     pthread_mutex_lock(&s->lock);
     s->queue[(s->head + s->count) % TRK_SINK_DEPTH] = f;
@@ -264,7 +199,7 @@ void trk_sink_destroy(struct trk_sink **ps)
 static void sink_frame(void *ctx, const struct trk_frame_result *r, const char *json, size_t len)
 {
     (void)json, (void)len;
-    trk_sink_push(ctx, &r->meta, r->defs, r->res, r->blobs, r->n);
+    trk_sink_push(ctx, r);
 }
 
 /* "; udp HOST:PORT 300 sent, 2 dropped, 0 failed" in the stats log line. */

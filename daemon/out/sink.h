@@ -15,33 +15,20 @@
 #include <stdint.h>
 
 #include "backend.h"
-#include "calib.h"
 #include "messages.h"
 
 /* Frames queued at most (besides the one being sent). Small on purpose: a
  * peer that cannot keep up wants the newest positions, not a backlog. */
 #define TRK_SINK_DEPTH 4
 
-/* One frame's results as the pipeline had them, owned by the sink: the same
- * shapes trk_msg_frame takes, so senders encode with protocol/messages.h.
- * blobs[i].blobs points into the frame's own copy. */
+/* One frame's result as the pipeline had it, owned by the sink (a copy:
+ * r.defs points at defs, r.meta.backend at backend; r.meta.camera is NULL,
+ * the sink is given its camera name), so senders encode with
+ * protocol/messages.h. */
 struct trk_sink_frame {
-    struct trk_frame_meta meta;
-    char backend[32]; /* meta.backend points here */
-    /* meta.calib points here when the frame had a calibration (world
-     * points in datagrams); meta.camera is NULL (the sink is given its
-     * camera name); meta.instances points at inst, whose lists point into
-     * inst_store (grown like blob_store). */
-    struct trk_calib calib;
-    struct trk_instance_list inst[TRK_MAX_OBJECTS];
-    struct trk_instance *inst_store;
-    size_t inst_cap;
-    int n; /* objects */
+    struct trk_frame_result r;
+    char backend[32];
     struct trk_object_def defs[TRK_MAX_OBJECTS];
-    struct trk_obj_result res[TRK_MAX_OBJECTS];
-    struct trk_blob_list blobs[TRK_MAX_OBJECTS];
-    struct trk_blob *blob_store; /* grows to the most blobs a frame listed */
-    size_t blob_cap;
 };
 
 struct trk_sink_cfg {
@@ -69,12 +56,10 @@ struct trk_sink;
  * ctx is closed too. */
 int trk_sink_create(const struct trk_sink_cfg *cfg, struct trk_sink **out);
 
-/* Copies one frame's results (the arguments of trk_msg_frame) into the
- * queue; never waits for the sender. A frame whose blobs cannot be copied
- * (no memory) goes without its blob lists. */
-void trk_sink_push(struct trk_sink *s, const struct trk_frame_meta *m,
-                   const struct trk_object_def *defs, const struct trk_obj_result *res,
-                   const struct trk_blob_list *blobs, int n);
+/* Copies one frame's result into the queue; never waits for the sender.
+ * A frame whose lists cannot be copied (no memory) goes without them
+ * (trk_frame_result_copy). */
+void trk_sink_push(struct trk_sink *s, const struct trk_frame_result *r);
 
 void trk_sink_get_stats(struct trk_sink *s, struct trk_sink_stats *st);
 

@@ -55,21 +55,20 @@ static int send_buf(struct udp *u, const struct trk_buf *b)
 static int udp_send(void *ctx, const struct trk_sink_frame *f)
 {
     struct udp *u = ctx;
-    const struct trk_frame_meta *m = &f->meta;
+    const struct trk_frame_result *r = &f->r;
     trk_buf_reset(&u->msg);
-    trk_msg_frame_part(&u->msg, m, u->camera, 1, 1, f->defs, f->res, f->blobs, 0, f->n);
+    trk_msg_frame_part(&u->msg, r, u->camera, 1, 1, 0, r->n);
     if (u->msg.failed || u->msg.len <= u->max_payload) return send_buf(u, &u->msg);
     size_t whole = u->msg.len;
 
     /* The header's length with the longest part numbers a frame can have
      * (one part per object), so a part sized with it always fits. */
     trk_buf_reset(&u->one);
-    trk_msg_frame_part(&u->one, m, u->camera, TRK_MAX_OBJECTS, TRK_MAX_OBJECTS, f->defs, f->res,
-                       f->blobs, 0, 0);
+    trk_msg_frame_part(&u->one, r, u->camera, TRK_MAX_OBJECTS, TRK_MAX_OBJECTS, 0, 0);
     size_t head = u->one.len;
-    for (int i = 0; i < f->n; i++) {
+    for (int i = 0; i < r->n; i++) {
         trk_buf_reset(&u->one);
-        trk_msg_frame_object(&u->one, m, i, &f->defs[i], &f->res[i], &f->blobs[i]);
+        trk_msg_frame_object(&u->one, r, i);
         if (u->one.failed) return TRK_ENOMEM;
         u->obj_len[i] = u->one.len;
     }
@@ -78,16 +77,15 @@ static int udp_send(void *ctx, const struct trk_sink_frame *f)
     int parts = 0, err = 0;
     for (int pass = 0; pass < 2; pass++) {
         int part = 0;
-        for (int first = 0; first < f->n;) {
+        for (int first = 0; first < r->n;) {
             size_t len = head + u->obj_len[first];
             int count = 1;
-            while (first + count < f->n && len + 1 + u->obj_len[first + count] <= u->max_payload)
+            while (first + count < r->n && len + 1 + u->obj_len[first + count] <= u->max_payload)
                 len += 1 + u->obj_len[first + count++];
             part++;
             if (pass == 1) {
                 trk_buf_reset(&u->msg);
-                trk_msg_frame_part(&u->msg, m, u->camera, part, parts, f->defs, f->res, f->blobs,
-                                   first, count);
+                trk_msg_frame_part(&u->msg, r, u->camera, part, parts, first, count);
                 int e = send_buf(u, &u->msg);
                 if (e && !err) err = e; /* the other parts still go */
             }
@@ -98,7 +96,7 @@ static int udp_send(void *ctx, const struct trk_sink_frame *f)
     if (u->split_seen++ == 0)
         log_info("frame %llu is %zu bytes, over %zu: sent in %d datagrams split by object "
                  "(PROTOCOL.md, \"UDP datagrams\"); further splits are not logged",
-                 (unsigned long long)m->seq, whole, u->max_payload, parts);
+                 (unsigned long long)r->meta.seq, whole, u->max_payload, parts);
     return err;
 }
 

@@ -42,12 +42,14 @@ struct scene {
     struct trk_blob blob_store[MAXN][TRK_MAX_BLOBS];
     struct trk_blob_list blobs[MAXN];
     int n;
+    struct trk_frame_result r; /* filled by push_scene, as the pipeline does */
 };
 
 /* n objects named obj<i>; object i lists k_of(i) blobs; every number is
  * derived from seq so frames differ. */
 static void make_scene(struct scene *s, uint64_t seq, int n, int (*k_of)(int))
 {
+    trk_frame_result_free(&s->r);
     memset(s, 0, sizeof(*s));
     s->n = n;
     s->meta = (struct trk_frame_meta){ .seq = seq,
@@ -83,9 +85,10 @@ static void make_scene(struct scene *s, uint64_t seq, int n, int (*k_of)(int))
     }
 }
 
-static void push_scene(struct trk_sink *sink, const struct scene *s)
+static void push_scene(struct trk_sink *sink, struct scene *s)
 {
-    trk_sink_push(sink, &s->meta, s->defs, s->res, s->blobs, s->n);
+    CHECK(trk_frame_result_fill(&s->r, &s->meta, s->defs, s->n, s->res, s->blobs, NULL, NULL) == 0);
+    trk_sink_push(sink, &s->r);
 }
 
 /* ------------------------------------------------------------------ queue */
@@ -111,10 +114,11 @@ static int gate_send(void *ctx, const struct trk_sink_frame *f)
     while (!g->open)
         pthread_cond_wait(&g->cond, &g->lock);
     int i = g->n < 64 ? g->n++ : 63;
-    g->seq[i] = f->meta.seq;
-    g->n_objects[i] = f->n;
-    g->blob_mass[i] = f->n > 1 && f->blobs[1].n > 0 ? f->blobs[1].blobs[0].mass : 0;
-    bool fail = g->fail_every > 0 && f->meta.seq % (uint64_t)g->fail_every == 0;
+    const struct trk_frame_result *r = &f->r;
+    g->seq[i] = r->meta.seq;
+    g->n_objects[i] = r->n;
+    g->blob_mass[i] = r->n > 1 && r->obj[1].n_blobs > 0 ? r->blobs[r->obj[1].blob0].mass : 0;
+    bool fail = g->fail_every > 0 && r->meta.seq % (uint64_t)g->fail_every == 0;
     pthread_mutex_unlock(&g->lock);
     return fail ? -ECONNREFUSED : 0;
 }
@@ -278,8 +282,7 @@ static void test_udp_split(void)
     ssize_t n = recv(fd, d, sizeof(d), 0);
     CHECK(n > 0 && n <= limit);
     struct trk_buf want = { 0 };
-    trk_msg_frame_part(&want, &small.meta, cfg.camera, 1, 1, small.defs, small.res, small.blobs, 0,
-                       small.n);
+    trk_msg_frame_part(&want, &small.r, cfg.camera, 1, 1, 0, small.n);
     CHECK(n == (ssize_t)want.len && memcmp(d, want.data, want.len) == 0);
     json_t *j = json_loadb(d, n > 0 ? (size_t)n : 0, 0, NULL);
     CHECK(j && !strcmp(json_string_value(json_object_get(j, "camera")), "cam \"1\""));
@@ -290,7 +293,7 @@ static void test_udp_split(void)
     /* The big frame: parts 1..parts in order (loopback keeps order), each
      * valid JSON, within the limit unless it holds one object alone. */
     trk_buf_reset(&want);
-    trk_msg_frame(&want, &big.meta, big.defs, big.res, big.blobs, big.n);
+    trk_msg_frame(&want, &big.r);
     CHECK(want.len > (size_t)limit * 4);
     json_t *all = objects_of(want.data, want.len), *joined = json_array();
     int parts = -1, got = 0;
