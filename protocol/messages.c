@@ -188,11 +188,14 @@ static int put_frame_fields(struct trk_buf *b, const struct trk_frame_meta *m)
     return 0;
 }
 
-int trk_msg_frame_object(struct trk_buf *b, const struct trk_frame_result *r, int id)
+/* Object id's fields from "id" on and its closing brace; key is the text
+ * before the id's value ("{\"id\":" in a frame's objects[]). */
+static int put_frame_object(struct trk_buf *b, const struct trk_frame_result *r, int id,
+                            const char *key)
 {
     const struct trk_object_def *def = &r->defs[id];
     const struct trk_result_object *o = &r->obj[id];
-    PUT(kv_i64(b, "{\"id\":", id));
+    PUT(kv_i64(b, key, id));
     PUT(kv_str(b, ",\"name\":", def->name, sizeof def->name));
     PUT(kv_bool(b, ",\"found\":", o->found));
     PUT(kv_u64(b, ",\"mass\":", o->r.mass));
@@ -209,6 +212,21 @@ int trk_msg_frame_object(struct trk_buf *b, const struct trk_frame_result *r, in
     if (o->has_instances) PUT(put_instances(b, r, o));
     LIT(b, "}");
     return 0;
+}
+
+int trk_msg_frame_object(struct trk_buf *b, const struct trk_frame_result *r, int id)
+{
+    return put_frame_object(b, r, id, "{\"id\":");
+}
+
+int trk_msg_object_result(struct trk_buf *b, const struct trk_frame_result *r, const char *camera,
+                          int id)
+{
+    PUT(kv_str(b, "{\"type\":\"object\",\"camera\":", camera, 256));
+    PUT(kv_u64(b, ",\"seq\":", r->meta.seq));
+    PUT(kv_fixed(b, ",\"t_capture\":", r->meta.t_capture, 6));
+    PUT(kv_fixed(b, ",\"wall_ms\":", r->meta.wall_ms, 3));
+    return put_frame_object(b, r, id, ",\"id\":");
 }
 
 /* ,"objects":[...]}: objects first..first+count-1, with their ids. */
@@ -575,15 +593,42 @@ int trk_msg_objects_reply(struct trk_buf *b, const char *id_json, const struct t
     return 0;
 }
 
-int trk_msg_objects_calib(struct trk_buf *b, const char *id_json, const struct trk_object_def *defs,
-                          int n, const char *const *colors, const struct trk_calib *calib)
+/* {"type":"objects"[,"camera":..][,"id":..],"objects":[...],"calibration":..} */
+static int objects_calib(struct trk_buf *b, const char *camera, const char *id_json,
+                         const struct trk_object_def *defs, int n, const char *const *colors,
+                         const struct trk_calib *calib)
 {
     LIT(b, "{\"type\":\"objects\"");
+    if (camera) PUT(kv_str(b, ",\"camera\":", camera, 256));
     PUT(put_id(b, id_json));
     LIT(b, ",\"objects\":");
     PUT(put_objects(b, defs, n, colors));
     LIT(b, ",\"calibration\":");
     PUT(trk_msg_calibration(b, calib));
+    LIT(b, "}");
+    return 0;
+}
+
+int trk_msg_objects_calib(struct trk_buf *b, const char *id_json, const struct trk_object_def *defs,
+                          int n, const char *const *colors, const struct trk_calib *calib)
+{
+    return objects_calib(b, NULL, id_json, defs, n, colors, calib);
+}
+
+int trk_msg_objects_camera(struct trk_buf *b, const char *camera, const struct trk_object_def *defs,
+                           int n, const char *const *colors, const struct trk_calib *calib)
+{
+    return objects_calib(b, camera, NULL, defs, n, colors, calib);
+}
+
+int trk_msg_camera_status(struct trk_buf *b, const char *camera, bool online, const char *server,
+                          const char *state, const char *message)
+{
+    PUT(kv_str(b, "{\"type\":\"status\",\"camera\":", camera, 256));
+    PUT(kv_bool(b, ",\"online\":", online));
+    PUT(kv_str(b, ",\"server\":", server, 256));
+    PUT(kv_str(b, ",\"source\":", state, 64));
+    PUT(kv_str(b, ",\"message\":", message, 4096));
     LIT(b, "}");
     return 0;
 }

@@ -68,6 +68,12 @@ int trk_msg_frame(struct trk_buf *b, const struct trk_frame_result *r);
  * trk_msg_frame writes it. */
 int trk_msg_frame_object(struct trk_buf *b, const struct trk_frame_result *r, int id);
 
+/* Appends the MQTT per-object message (PROTOCOL.md section 9):
+ * {"type":"object","camera":camera,"seq","t_capture","wall_ms",...} and
+ * then object id's fields as trk_msg_frame_object writes them. */
+int trk_msg_object_result(struct trk_buf *b, const struct trk_frame_result *r, const char *camera,
+                          int id);
+
 /* Appends one part of a frame as a UDP datagram carries it (PROTOCOL.md,
  * "UDP datagrams"): the frame message with "camera" and "part" (1..parts)
  * of "parts" after seq, and only objects first..first+count-1 (keeping
@@ -126,6 +132,11 @@ int trk_msg_objects(struct trk_buf *b, const struct trk_object_def *defs, int n,
  * and trk_msg_objects_reply leave the key out. */
 int trk_msg_objects_calib(struct trk_buf *b, const char *id_json, const struct trk_object_def *defs,
                           int n, const char *const *colors, const struct trk_calib *calib);
+
+/* trk_msg_objects_calib without an id and with "camera":camera after the
+ * type: the retained MQTT config message (PROTOCOL.md section 9). */
+int trk_msg_objects_camera(struct trk_buf *b, const char *camera, const struct trk_object_def *defs,
+                           int n, const char *const *colors, const struct trk_calib *calib);
 
 /* Appends the calibration value: null when c is NULL or off, else
  * {"unit","points"[,"camera_matrix"][,"distortion"],"homography","rms",
@@ -190,6 +201,12 @@ int trk_msg_status(struct trk_buf *b, const char *state, const char *message);
  * when the size changes mid-stream (PROTOCOL.md), so clients rescale. */
 int trk_msg_status_size(struct trk_buf *b, const char *state, const char *message, int width,
                         int height);
+
+/* Appends the retained MQTT status (PROTOCOL.md section 9):
+ * {"type":"status","camera":camera,"online":online,"server":server,
+ * "source":state,"message":message}; state and message may be NULL (null). */
+int trk_msg_camera_status(struct trk_buf *b, const char *camera, bool online, const char *server,
+                          const char *state, const char *message);
 
 /* Appends {"type":"error","code":code,"message":message[,"id":id]}. id_json
  * is the request's id as JSON text (from trk_msg_parse_client or
