@@ -680,6 +680,43 @@ static void expect_result(struct pipeline *p, double last_process_s)
     trk_ws_expect(p->cfg->ws, within < EXPECT_MAX ? within : EXPECT_MAX);
 }
 
+/* The skipped frames are over: said once, with how many there were. */
+static void backend_works(struct pipeline *p, const struct trk_frame *f)
+{
+    pthread_mutex_lock(&p->lock);
+    uint64_t skipped = p->skipped;
+    pthread_mutex_unlock(&p->lock);
+    log_info("backend %s works again on frame %llu (%llu frames skipped since start)",
+             trk_backend_name(p->backend), (unsigned long long)f->seq, (unsigned long long)skipped);
+}
+
+/* Processed frame f's meta: its times (processing from t_start to t_done,
+ * handed to the outputs now) and the tracker's share. */
+static struct trk_frame_meta frame_meta(const struct pipeline *p, const struct trk_frame *f,
+                                        const struct trk_backend_timing *timing, double t_start,
+                                        double t_done)
+{
+    struct trk_frame_meta meta = {
+        .seq = f->seq,
+        .pts = f->pts,
+        .width = f->img.width,
+        .height = f->img.height,
+        .t_capture = f->t_capture,
+        .wall_ms = trk_wall_ms(),
+        .queue_ms = (t_start - f->t_capture) * 1e3,
+        .upload_ms = timing->upload_ms,
+        .kernel_ms = timing->kernel_ms,
+        .process_ms = (t_done - t_start) * 1e3,
+        .backend = trk_backend_name(p->backend),
+        .camera = p->cfg->camera,
+        .pass = p->was_full ? "full" : "roi",
+        .rounds = p->rounds,
+        .upload_bytes = timing->upload_bytes,
+    };
+    meta.handoff_ms = (trk_now() - t_done) * 1e3;
+    return meta;
+}
+
 static void *process_main(void *arg)
 {
     struct pipeline *p = arg;
@@ -723,36 +760,12 @@ static void *process_main(void *arg)
             continue;
         }
         last_process = t_done - t_start;
-        if (atomic_exchange(&p->backend_failed, false)) {
-            pthread_mutex_lock(&p->lock);
-            uint64_t skipped = p->skipped;
-            pthread_mutex_unlock(&p->lock);
-            log_info("backend %s works again on frame %llu (%llu frames skipped since start)",
-                     trk_backend_name(p->backend), (unsigned long long)f->seq,
-                     (unsigned long long)skipped);
-        }
+        if (atomic_exchange(&p->backend_failed, false)) backend_works(p, f);
         const bool pinned = trk_backend_image_pinned(p->backend, &f->img);
         /* The next frame goes to the backend now: its upload and kernels run
          * while this frame's results are encoded and sent below. */
         next = take_next(p, &version, &plan, &next_started, &next_t, &next_err);
-        struct trk_frame_meta meta = {
-            .seq = f->seq,
-            .pts = f->pts,
-            .width = f->img.width,
-            .height = f->img.height,
-            .t_capture = f->t_capture,
-            .wall_ms = trk_wall_ms(),
-            .queue_ms = (t_start - f->t_capture) * 1e3,
-            .upload_ms = timing.upload_ms,
-            .kernel_ms = timing.kernel_ms,
-            .process_ms = (t_done - t_start) * 1e3,
-            .backend = trk_backend_name(p->backend),
-            .camera = cfg->camera,
-            .pass = p->was_full ? "full" : "roi",
-            .rounds = p->rounds,
-            .upload_bytes = timing.upload_bytes,
-        };
-        meta.handoff_ms = (trk_now() - t_done) * 1e3;
+        const struct trk_frame_meta meta = frame_meta(p, f, &timing, t_start, t_done);
         p->result.meta = meta;
         trk_outputs_frame(cfg->outputs, &p->result);
         double t_sent = trk_now();
