@@ -16,7 +16,7 @@
 #include "netaddr.h"
 #include "objects.h" /* trk_objects_escape_name */
 #include "outputs.h"
-#include "sink.h"
+#include "netq.h"
 
 /* Longest address: the prefix, a camera and a name (each escaped: up to
  * TRK_NAME_ESCAPED_MAX) and "/instance". */
@@ -105,7 +105,7 @@ static int send_object(struct osc *o, char *path, size_t at, size_t cap,
     return e;
 }
 
-static int osc_send(void *ctx, const struct trk_sink_frame *f)
+static int osc_send(void *ctx, const struct trk_netq_frame *f)
 {
     struct osc *o = ctx;
     const struct trk_frame_result *r = &f->r;
@@ -136,7 +136,7 @@ static int osc_send(void *ctx, const struct trk_sink_frame *f)
     return err;
 }
 
-int trk_osc_create(const struct trk_osc_cfg *cfg, struct trk_sink **out)
+int trk_osc_create(const struct trk_osc_cfg *cfg, struct trk_netq **out)
 {
     *out = NULL;
     if (!cfg || !cfg->host || cfg->port < 1 || cfg->port > 65535) return TRK_EINVAL;
@@ -160,8 +160,8 @@ int trk_osc_create(const struct trk_osc_cfg *cfg, struct trk_sink **out)
         osc_close(o);
         return err;
     }
-    struct trk_sink_cfg sc = { .name = name, .send = osc_send, .close = osc_close, .ctx = o };
-    err = trk_sink_create(&sc, out); /* closes o on failure */
+    struct trk_netq_cfg sc = { .name = name, .send = osc_send, .close = osc_close, .ctx = o };
+    err = trk_netq_create(&sc, out); /* closes o on failure */
     if (err) {
         log_error_err(err, "%s: cannot start its thread", name);
         return err;
@@ -177,7 +177,7 @@ int trk_osc_open(const struct trk_output_env *env, struct trk_outputs *o)
     const struct trk_settings *s = env->s;
     if (!s->osc) return 0;
     struct trk_osc_cfg oc = { .host = s->osc_host, .port = s->osc_port, .camera = s->camera_name };
-    struct trk_sink *sink;
-    if (trk_osc_create(&oc, &sink) || trk_sink_add(o, sink)) return TRK_EX_UNAVAILABLE;
+    struct trk_netq *sink;
+    if (trk_osc_create(&oc, &sink) || trk_netq_add(o, sink)) return TRK_EX_UNAVAILABLE;
     return 0;
 }

@@ -19,7 +19,7 @@
 #include "outputs.h"
 #include "netaddr.h"
 #include "messages.h"
-#include "sink.h"
+#include "netq.h"
 
 /* The sink thread's state. */
 struct udp {
@@ -52,7 +52,7 @@ static int send_buf(struct udp *u, const struct trk_buf *b)
 
 /* One frame: the whole message when it fits, else parts of consecutive
  * objects, each filled as far as max_payload allows. */
-static int udp_send(void *ctx, const struct trk_sink_frame *f)
+static int udp_send(void *ctx, const struct trk_netq_frame *f)
 {
     struct udp *u = ctx;
     const struct trk_frame_result *r = &f->r;
@@ -126,7 +126,7 @@ static bool is_multicast(const struct sockaddr *sa)
            IN6_IS_ADDR_MULTICAST(&((const struct sockaddr_in6 *)sa)->sin6_addr);
 }
 
-int trk_udp_create(const struct trk_udp_cfg *cfg, struct trk_sink **out)
+int trk_udp_create(const struct trk_udp_cfg *cfg, struct trk_netq **out)
 {
     *out = NULL;
     if (!cfg || !cfg->host || cfg->port < 1 || cfg->port > 65535) return TRK_EINVAL;
@@ -165,8 +165,8 @@ int trk_udp_create(const struct trk_udp_cfg *cfg, struct trk_sink **out)
         log_warn("--udp %s is a unicast address: --udp-ttl and --udp-iface apply to multicast "
                  "only and are ignored",
                  name + 4);
-    struct trk_sink_cfg sc = { .name = name, .send = udp_send, .close = udp_close, .ctx = u };
-    if ((err = trk_sink_create(&sc, out))) { /* closes u */
+    struct trk_netq_cfg sc = { .name = name, .send = udp_send, .close = udp_close, .ctx = u };
+    if ((err = trk_netq_create(&sc, out))) { /* closes u */
         log_error_err(err, "%s: cannot start its thread", name);
         return err;
     }
@@ -184,7 +184,7 @@ int trk_udp_open(const struct trk_output_env *env, struct trk_outputs *o)
                               .ttl = s->udp_ttl,
                               .iface = s->udp_iface,
                               .camera = s->camera_name };
-    struct trk_sink *sink;
-    if (trk_udp_create(&uc, &sink) || trk_sink_add(o, sink)) return TRK_EX_UNAVAILABLE;
+    struct trk_netq *sink;
+    if (trk_udp_create(&uc, &sink) || trk_netq_add(o, sink)) return TRK_EX_UNAVAILABLE;
     return 0;
 }

@@ -1,4 +1,4 @@
-#include "sink.h"
+#include "netq.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -12,37 +12,37 @@
 #include "log.h"
 #include "outputs.h"
 
-/* Slots: TRK_SINK_DEPTH queued, one being filled by the processing thread
+/* Slots: TRK_NETQ_DEPTH queued, one being filled by the processing thread
  * and one being sent. A slot is owned by whoever took it out of `free` or
  * `queue` under the lock, so copying and sending happen without it. */
-#define N_SLOTS (TRK_SINK_DEPTH + 2)
+#define N_SLOTS (TRK_NETQ_DEPTH + 2)
 
-struct trk_sink {
-    struct trk_sink_cfg cfg;
+struct trk_netq {
+    struct trk_netq_cfg cfg;
     char *name;
     pthread_t thread;
-    struct trk_sink_frame *slots[N_SLOTS];
+    struct trk_netq_frame *slots[N_SLOTS];
     _Atomic bool send_failed; /* sink thread: log once per failure run */
     bool joined;              /* owner's thread: the sink thread has ended */
 
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    struct trk_sink_frame *queue[TRK_SINK_DEPTH]; /* oldest at head */
+    struct trk_netq_frame *queue[TRK_NETQ_DEPTH]; /* oldest at head */
     int head, count;
-    struct trk_sink_frame *free[N_SLOTS];
+    struct trk_netq_frame *free[N_SLOTS];
     int n_free;
     bool quit;
-    struct trk_sink_stats st;
+    struct trk_netq_stats st;
 };
 
-const char *trk_sink_name(const struct trk_sink *s)
+const char *trk_netq_name(const struct trk_netq *s)
 {
     return s->name;
 }
 
 static void *sink_main(void *arg)
 {
-    struct trk_sink *s = arg;
+    struct trk_netq *s = arg;
     char tname[16];
     snprintf(tname, sizeof(tname), "trk-%.11s", s->name);
     prctl(PR_SET_NAME, tname, 0, 0, 0);
@@ -54,8 +54,8 @@ static void *sink_main(void *arg)
             pthread_mutex_unlock(&s->lock);
             break;
         }
-        struct trk_sink_frame *f = s->queue[s->head];
-        s->head = (s->head + 1) % TRK_SINK_DEPTH;
+        struct trk_netq_frame *f = s->queue[s->head];
+        s->head = (s->head + 1) % TRK_NETQ_DEPTH;
         s->count--;
         pthread_mutex_unlock(&s->lock);
 
@@ -80,7 +80,7 @@ static void *sink_main(void *arg)
     return NULL;
 }
 
-static void free_slots(struct trk_sink *s)
+static void free_slots(struct trk_netq *s)
 {
     for (int i = 0; i < N_SLOTS; i++) {
         if (s->slots[i]) trk_frame_result_free(&s->slots[i]->r);
@@ -88,12 +88,12 @@ static void free_slots(struct trk_sink *s)
     }
 }
 
-int trk_sink_create(const struct trk_sink_cfg *cfg, struct trk_sink **out)
+int trk_netq_create(const struct trk_netq_cfg *cfg, struct trk_netq **out)
 {
     *out = NULL;
     if (!cfg || !cfg->send) return TRK_EINVAL;
     int err = TRK_ENOMEM;
-    struct trk_sink *s = calloc(1, sizeof(*s));
+    struct trk_netq *s = calloc(1, sizeof(*s));
     if (!s || !(s->name = strdup(cfg->name ? cfg->name : "sink"))) goto fail;
     for (int i = 0; i < N_SLOTS; i++) {
         if (!(s->slots[i] = calloc(1, sizeof(*s->slots[i])))) goto fail;
@@ -121,7 +121,7 @@ fail:
 }
 
 /* Copies r into f, which the caller owns. */
-static void copy_frame(struct trk_sink_frame *f, const struct trk_frame_result *r)
+static void copy_frame(struct trk_netq_frame *f, const struct trk_frame_result *r)
 {
     trk_frame_result_copy(&f->r, r);
     if (r->meta.backend) {
@@ -133,17 +133,17 @@ static void copy_frame(struct trk_sink_frame *f, const struct trk_frame_result *
     f->r.defs = f->defs;
 }
 
-void trk_sink_push(struct trk_sink *s, const struct trk_frame_result *r)
+void trk_netq_push(struct trk_netq *s, const struct trk_frame_result *r)
 {
     if (!s || s->joined) return;
     pthread_mutex_lock(&s->lock);
-    struct trk_sink_frame *f;
+    struct trk_netq_frame *f;
     s->st.frames++;
-    if (s->count == TRK_SINK_DEPTH) {
+    if (s->count == TRK_NETQ_DEPTH) {
         /* Full: the oldest queued frame gives way (the peer wants the
          * newest positions); its slot takes the new frame. */
         f = s->queue[s->head];
-        s->head = (s->head + 1) % TRK_SINK_DEPTH;
+        s->head = (s->head + 1) % TRK_NETQ_DEPTH;
         s->count--;
         s->st.dropped++;
     } else {
@@ -156,20 +156,20 @@ void trk_sink_push(struct trk_sink *s, const struct trk_frame_result *r)
     copy_frame(f, r);
 
     pthread_mutex_lock(&s->lock);
-    s->queue[(s->head + s->count) % TRK_SINK_DEPTH] = f;
+    s->queue[(s->head + s->count) % TRK_NETQ_DEPTH] = f;
     s->count++;
     pthread_cond_signal(&s->cond);
     pthread_mutex_unlock(&s->lock);
 }
 
-void trk_sink_get_stats(struct trk_sink *s, struct trk_sink_stats *st)
+void trk_netq_get_stats(struct trk_netq *s, struct trk_netq_stats *st)
 {
     pthread_mutex_lock(&s->lock);
     *st = s->st;
     pthread_mutex_unlock(&s->lock);
 }
 
-void trk_sink_drain(struct trk_sink *s)
+void trk_netq_drain(struct trk_netq *s)
 {
     if (!s || s->joined) return;
     pthread_mutex_lock(&s->lock);
@@ -180,11 +180,11 @@ void trk_sink_drain(struct trk_sink *s)
     s->joined = true;
 }
 
-void trk_sink_destroy(struct trk_sink **ps)
+void trk_netq_destroy(struct trk_netq **ps)
 {
     if (!ps || !*ps) return;
-    struct trk_sink *s = *ps;
-    trk_sink_drain(s);
+    struct trk_netq *s = *ps;
+    trk_netq_drain(s);
     if (s->cfg.close) s->cfg.close(s->cfg.ctx);
     pthread_mutex_destroy(&s->lock);
     pthread_cond_destroy(&s->cond);
@@ -199,17 +199,17 @@ void trk_sink_destroy(struct trk_sink **ps)
 static void sink_frame(void *ctx, const struct trk_frame_result *r, const char *json, size_t len)
 {
     (void)json, (void)len;
-    trk_sink_push(ctx, r);
+    trk_netq_push(ctx, r);
 }
 
 /* "; udp HOST:PORT 300 sent, 2 dropped, 0 failed" in the stats log line. */
 static void sink_tally(void *ctx, struct trk_outputs_tally *t)
 {
-    struct trk_sink_stats st;
-    trk_sink_get_stats(ctx, &st);
+    struct trk_netq_stats st;
+    trk_netq_get_stats(ctx, &st);
     if (t->log_at >= t->log_len) return;
     int n = snprintf(t->log + t->log_at, t->log_len - t->log_at,
-                     "; %s %llu sent, %llu dropped, %llu failed", trk_sink_name(ctx),
+                     "; %s %llu sent, %llu dropped, %llu failed", trk_netq_name(ctx),
                      (unsigned long long)st.sent, (unsigned long long)st.dropped,
                      (unsigned long long)st.failed);
     if (n > 0) t->log_at += (size_t)n;
@@ -218,14 +218,14 @@ static void sink_tally(void *ctx, struct trk_outputs_tally *t)
 /* Sends what is still queued, then says what the sink did. */
 static int sink_close(void *ctx)
 {
-    struct trk_sink *s = ctx;
-    struct trk_sink_stats st;
-    trk_sink_drain(s);
-    trk_sink_get_stats(s, &st);
+    struct trk_netq *s = ctx;
+    struct trk_netq_stats st;
+    trk_netq_drain(s);
+    trk_netq_get_stats(s, &st);
     log_info("%s: %llu of %llu frames sent, %llu dropped (queue full), %llu failed",
-             trk_sink_name(s), (unsigned long long)st.sent, (unsigned long long)st.frames,
+             trk_netq_name(s), (unsigned long long)st.sent, (unsigned long long)st.frames,
              (unsigned long long)st.dropped, (unsigned long long)st.failed);
-    trk_sink_destroy(&s);
+    trk_netq_destroy(&s);
     return 0;
 }
 
@@ -233,7 +233,7 @@ static const struct trk_output_ops sink_ops = {
     .name = "sink", .frame = sink_frame, .tally = sink_tally, .close = sink_close
 };
 
-int trk_sink_add(struct trk_outputs *o, struct trk_sink *s)
+int trk_netq_add(struct trk_outputs *o, struct trk_netq *s)
 {
     return trk_outputs_add(o, &sink_ops, s);
 }

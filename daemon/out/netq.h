@@ -1,16 +1,17 @@
-/* A network sink's queue and thread (--udp, --osc): the processing thread
- * hands each frame's results over with trk_sink_push, which copies them into
- * a bounded queue and returns at once; the sink's own thread takes frames
- * oldest first and calls the sink's send function. A slow or absent peer
- * therefore never slows the pipeline: when the queue is full, the oldest
- * queued frame gives way to the new one and is counted as dropped.
+/* A network output's queue and thread (netq; --udp and --osc use it, MQTT
+ * has its own): the processing thread hands each frame result over with
+ * trk_netq_push, which copies it into a bounded queue and returns at once;
+ * the queue's own thread takes frames oldest first and calls the output's
+ * send function. A slow or absent peer therefore never slows the pipeline:
+ * when the queue is full, the oldest queued frame gives way to the new one
+ * and is counted as dropped.
  *
- * Threads: trk_sink_push from one thread (processing); send and close run
- * on the sink's thread; trk_sink_get_stats from any thread.
+ * Threads: trk_netq_push from one thread (processing); send and close run
+ * on the queue's thread; trk_netq_get_stats from any thread.
  * Lifecycle: create (starts the thread) / destroy (sends what is queued,
  * joins, closes). */
-#ifndef TRK_DAEMON_SINK_H
-#define TRK_DAEMON_SINK_H
+#ifndef TRK_DAEMON_NETQ_H
+#define TRK_DAEMON_NETQ_H
 
 #include <stdint.h>
 
@@ -19,30 +20,30 @@
 
 /* Frames queued at most (besides the one being sent). Small on purpose: a
  * peer that cannot keep up wants the newest positions, not a backlog. */
-#define TRK_SINK_DEPTH 4
+#define TRK_NETQ_DEPTH 4
 
 /* One frame's result as the pipeline had it, owned by the sink (a copy:
  * r.defs points at defs, r.meta.backend at backend; r.meta.camera is NULL,
  * the sink is given its camera name), so senders encode with
  * protocol/messages.h. */
-struct trk_sink_frame {
+struct trk_netq_frame {
     struct trk_frame_result r;
     char backend[32];
     struct trk_object_def defs[TRK_MAX_OBJECTS];
 };
 
-struct trk_sink_cfg {
+struct trk_netq_cfg {
     const char *name; /* for the log and stats: "udp 127.0.0.1:9000" */
     /* Sends one frame; 0 or a negative code (-errno). A failure is logged
      * once until a send works again, and counted; the next frame is tried
      * anyway (a listener may come and go). */
-    int (*send)(void *ctx, const struct trk_sink_frame *f);
+    int (*send)(void *ctx, const struct trk_netq_frame *f);
     /* Frees ctx (sockets, buffers) after the thread ended; may be NULL. */
     void (*close)(void *ctx);
     void *ctx; /* owned by the sink from a successful create */
 };
 
-struct trk_sink_stats {
+struct trk_netq_stats {
     uint64_t frames;  /* pushed                                            */
     uint64_t sent;    /* send returned 0                                   */
     uint64_t failed;  /* send returned an error                            */
@@ -50,34 +51,34 @@ struct trk_sink_stats {
                        * dropped + queued)                                 */
 };
 
-struct trk_sink;
+struct trk_netq;
 
 /* 0, TRK_EINVAL (no send), TRK_ENOMEM or -errno (the thread). On failure
  * ctx is closed too. */
-int trk_sink_create(const struct trk_sink_cfg *cfg, struct trk_sink **out);
+int trk_netq_create(const struct trk_netq_cfg *cfg, struct trk_netq **out);
 
 /* Copies one frame's result into the queue; never waits for the sender.
  * A frame whose lists cannot be copied (no memory) goes without them
  * (trk_frame_result_copy). */
-void trk_sink_push(struct trk_sink *s, const struct trk_frame_result *r);
+void trk_netq_push(struct trk_netq *s, const struct trk_frame_result *r);
 
-void trk_sink_get_stats(struct trk_sink *s, struct trk_sink_stats *st);
+void trk_netq_get_stats(struct trk_netq *s, struct trk_netq_stats *st);
 
 /* The name given at create. */
-const char *trk_sink_name(const struct trk_sink *s);
+const char *trk_netq_name(const struct trk_netq *s);
 
 /* Sends what is queued and ends the thread: the stats are final after it,
  * and later pushes are ignored. Safe on NULL and twice. */
-void trk_sink_drain(struct trk_sink *s);
+void trk_netq_drain(struct trk_netq *s);
 
 /* Drains, closes and frees; safe on NULL and twice (sets *s = NULL). */
-void trk_sink_destroy(struct trk_sink **s);
+void trk_netq_destroy(struct trk_netq **s);
 
 struct trk_outputs;
 
 /* Registers s with the outputs door (outputs.h): every frame pushed, its
  * counts in the stats log line; at close it drains, logs what it sent and
  * is destroyed. 0, or TRK_EINVAL (the door is full: s destroyed). */
-int trk_sink_add(struct trk_outputs *o, struct trk_sink *s);
+int trk_netq_add(struct trk_outputs *o, struct trk_netq *s);
 
 #endif
