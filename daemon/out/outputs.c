@@ -5,9 +5,12 @@
 #define LOG_TAG "outputs"
 #include "log.h"
 
-/* Every output, in the order a frame reaches them; one line each. */
+/* Every output, in the order they open and a frame reaches them; one line
+ * each. MQTT last: it starts its thread and connects, so an output that
+ * cannot start (a --udp name that does not resolve) leaves no status on
+ * the broker. */
 static int (*const opens[])(const struct trk_output_env *, struct trk_outputs *) = {
-    trk_ndjson_open, trk_websocket_open, trk_mqtt_open, trk_udp_open, trk_osc_open,
+    trk_ndjson_open, trk_websocket_open, trk_udp_open, trk_osc_open, trk_mqtt_open,
 };
 
 struct trk_outputs {

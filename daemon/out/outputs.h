@@ -1,7 +1,7 @@
 /* The outputs door: where every frame's results, the source's state, the
  * object set and the 1 Hz stats go. The pipeline calls each entry point
  * once; the door hands it to every registered output in registration order
- * (the order of the table in outputs.c: ndjson, websocket, mqtt, udp, osc).
+ * (the order of the table in outputs.c: ndjson, websocket, udp, osc, mqtt).
  * An output is an ops table (struct trk_output_ops: NULL = not interested)
  * and its context; it encodes only what it needs, from the frame result the
  * pipeline filled once (protocol/messages.h).
