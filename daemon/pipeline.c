@@ -32,7 +32,7 @@
 /* Seconds over which /metrics' frame rate is measured; the other totals
  * there are refreshed every stats loop turn (50 ms). */
 #define METRICS_PERIOD 1.0
-/* Seconds between WebSocket "stats" messages (the page's stats panel). */
+/* Seconds between the outputs' stats (the page's "stats" messages). */
 #define WS_STATS_PERIOD 1.0
 /* The share of one core the colour sampler may use: after answering a batch
  * that took t seconds of its CPU time it rests t * (1 / SAMPLER_DUTY - 1), so
@@ -65,7 +65,7 @@ enum stage {
     STAGE_QUEUE,   /* capture -> processing starts                      */
     STAGE_UPLOAD,  /* host -> device copy (backend's own timing)        */
     STAGE_KERNEL,  /* threshold + reduction (backend's own timing)      */
-    STAGE_SEND,    /* results ready -> handed to NDJSON / WebSocket     */
+    STAGE_SEND,    /* results ready -> handed to the outputs          */
     STAGE_TOTAL,   /* capture -> handed over                            */
     N_STAGES
 };
