@@ -3,8 +3,8 @@
  * once; the door hands it to every registered output in registration order
  * (the order of the table in outputs.c: ndjson, websocket, udp, osc, mqtt).
  * An output is an ops table (struct trk_output_ops: NULL = not interested)
- * and its context; it encodes only what it needs, from the frame result the
- * pipeline filled once (protocol/messages.h).
+ * and its context; it encodes only what it needs, with protocol/messages.h,
+ * from the frame result the pipeline filled once (protocol/result.h).
  *
  * Adding an output: one new file out/NAME.c with its ops and an open
  * function (struct trk_output_env in, trk_outputs_add when its option is
@@ -12,10 +12,11 @@
  * ARCHITECTURE.md, "Adding an output").
  *
  * Threads: the set of outputs is fixed before the pipeline starts (no lock).
- * frame and objects come from the processing thread, status from the
- * capture thread (and the caller's at the end), tally, stats and flush
- * from the caller's thread (flush at the pipeline's end): each output is safe for
- * the threads that call it.
+ * frame and objects come from the processing thread; status from the
+ * capture thread, the processing thread (a size change) and the caller's
+ * (the end of input); tally, stats and flush from the caller's thread
+ * (flush once the pipeline has ended). Each output is safe for the threads
+ * that call it.
  * Lifecycle: create / add ... / destroy (closes every output, in order). */
 #ifndef TRK_DAEMON_OUTPUTS_H
 #define TRK_DAEMON_OUTPUTS_H
@@ -59,7 +60,8 @@ struct trk_output_ops {
      * when the ops say json (a frame whose message could not be encoded
      * reaches only the outputs that do not). Never waits for a peer. */
     void (*frame)(void *ctx, const struct trk_frame_result *r, const char *json, size_t len);
-    /* The source's state (any thread but the processing one). */
+    /* The source's state (capture, processing or the caller's thread: may
+     * run concurrently with itself). */
     void (*status)(void *ctx, const struct trk_source_status *s);
     /* Processing thread: the object set in use, initially and after every
      * change. */
