@@ -24,15 +24,12 @@
 #include "source/hwdec.h"
 #include "log.h"
 #include "messages.h"
-#include "out/mqtt.h"
 #include "ops/notify.h"
 #include "objects.h"
-#include "out/osc.h"
+#include "out/outputs.h"
 #include "pipeline.h"
 #include "tracker.h"
-#include "out/sink.h"
 #include "source/source.h"
-#include "out/udp.h"
 #include "source/v4l2.h"
 #include "ws.h"
 
@@ -47,16 +44,14 @@ struct app {
     int track_mode;                     /* --mode, auto resolved for the backend (open_backend) */
     struct trk_backend_cfg backend_cfg; /* the pipeline makes a larger one alike */
     struct trk_hwdec_cfg hwdec;         /* --hwdec as decided at start (plan_hwdec) */
-    FILE *out;                          /* --output; NULL = none */
     struct trk_objects_target save;     /* valid when have_save */
     bool have_save;
     struct trk_control *control;
-    struct trk_camctl *camctl;  /* camera controls for clients (none: files, demo) */
-    struct trk_ws *ws;          /* NULL with --no-server */
-    struct trk_endpoints ep;    /* /metrics, /healthz, /snapshot.jpg */
-    struct trk_ws *metrics_ws;  /* --metrics-listen, else NULL */
-    struct trk_mqtt *mqtt;      /* --mqtt, else NULL */
-    struct trk_sink *udp, *osc; /* --udp, --osc; NULL = none */
+    struct trk_camctl *camctl;   /* camera controls for clients (none: files, demo) */
+    struct trk_ws *ws;           /* NULL with --no-server */
+    struct trk_endpoints ep;     /* /metrics, /healthz, /snapshot.jpg */
+    struct trk_ws *metrics_ws;   /* --metrics-listen, else NULL */
+    struct trk_outputs *outputs; /* --output, the server, --mqtt, --udp, --osc */
 };
 
 static volatile sig_atomic_t stop_requested;
@@ -457,54 +452,6 @@ static int open_backend(struct app *a)
     return 0;
 }
 
-static int open_output(struct app *a)
-{
-    if (!a->s.output) return 0;
-    a->out = strcmp(a->s.output, "-") ? fopen(a->s.output, "w") : stdout;
-    if (a->out) return 0;
-    log_error_err(errno, "cannot write %s", a->s.output);
-    return TRK_EX_NOINPUT;
-}
-
-/* --udp and --osc: resolved and opened here, so a bad address fails the
- * start (69) instead of losing every frame later. */
-static int open_sinks(struct app *a)
-{
-    const struct trk_settings *s = &a->s;
-    /* The camera's name in datagrams and OSC addresses (--name). */
-    const char *camera = s->camera_name;
-    if (s->udp) {
-        struct trk_udp_cfg uc = { .host = s->udp_host,
-                                  .port = s->udp_port,
-                                  .ttl = s->udp_ttl,
-                                  .iface = s->udp_iface,
-                                  .camera = camera };
-        if (trk_udp_create(&uc, &a->udp)) return TRK_EX_UNAVAILABLE;
-    }
-    if (s->osc) {
-        struct trk_osc_cfg oc = { .host = s->osc_host, .port = s->osc_port, .camera = camera };
-        if (trk_osc_create(&oc, &a->osc)) return TRK_EX_UNAVAILABLE;
-    }
-    return 0;
-}
-
-/* Sends what the sinks still queue, then says what each did. */
-static void close_sinks(struct app *a)
-{
-    struct trk_sink **sinks[] = { &a->udp, &a->osc };
-    for (size_t i = 0; i < sizeof(sinks) / sizeof(sinks[0]); i++) {
-        if (!*sinks[i]) continue;
-        struct trk_sink_stats st;
-        trk_sink_drain(*sinks[i]);
-        trk_sink_get_stats(*sinks[i], &st);
-        log_info("%s: %llu of %llu frames sent, %llu dropped (queue full), %llu failed",
-                 trk_sink_name(*sinks[i]), (unsigned long long)st.sent,
-                 (unsigned long long)st.frames, (unsigned long long)st.dropped,
-                 (unsigned long long)st.failed);
-        trk_sink_destroy(sinks[i]);
-    }
-}
-
 /* The save/reload target, resolved once here (config/objects.h rules):
  * --save-objects, else the --objects file, else objects.json in the working
  * directory at start (so a page started without a file can still save; the
@@ -712,29 +659,15 @@ static int start_metrics_server(struct app *a)
     return 0;
 }
 
-/* --mqtt: the publisher starts now and connects in the background, so a
- * broker that is down or slow never holds trackd's start (it is logged once
- * and retried). A CA file that cannot be read is an input error. */
-static int start_mqtt(struct app *a)
+/* Every output (daemon/out/outputs.h), once the servers are up: the
+ * WebSocket output needs its server. --udp and --osc are resolved here, so
+ * a bad address fails the start (69) instead of losing every frame later;
+ * --mqtt connects in the background. */
+static int open_outputs(struct app *a)
 {
-    const struct trk_settings *s = &a->s;
-    if (!s->mqtt) return 0;
-    if (s->mqtt_ca && access(s->mqtt_ca, R_OK) != 0) {
-        log_error_err(errno, "--mqtt-ca %s", s->mqtt_ca);
-        return TRK_EX_NOINPUT;
-    }
-    struct trk_mqtt_cfg mc = { .url = s->mqtt,
-                               .ca_file = s->mqtt_ca,
-                               .camera = s->camera_name,
-                               .server = "trackd " TRK_VERSION,
-                               .max_age = s->mqtt_max_age };
-    int err = trk_mqtt_create(&mc, &a->mqtt);
-    if (err == TRK_EINVAL) return TRK_EX_CONFIG; /* said why */
-    if (err || (err = trk_mqtt_start(a->mqtt))) {
-        log_error_err(err, "cannot start the MQTT publisher");
-        return TRK_EX_SOFTWARE;
-    }
-    return 0;
+    if (trk_outputs_create(&a->outputs)) return TRK_EX_SOFTWARE;
+    struct trk_output_env env = { .s = &a->s, .ws = a->ws, .metrics = a->ep.metrics };
+    return trk_outputs_open(a->outputs, &env);
 }
 
 static void install_signals(void)
@@ -757,9 +690,7 @@ static struct trk_pipeline_cfg pipeline_cfg(struct app *a)
         .source_absent = a->source_absent,
         .backend = a->backend,
         .backend_cfg = &a->backend_cfg,
-        .output = a->out,
-        .output_name = a->out == stdout ? "stdout" : s->output,
-        .output_flush = a->out && !strcmp(s->output, "-"),
+        .outputs = a->outputs,
         .ws = a->ws,
         .fast = s->fast,
         .max_frames = s->frames,
@@ -777,36 +708,11 @@ static struct trk_pipeline_cfg pipeline_cfg(struct app *a)
         .prefilter_set = s->prefilter_set,
         .prefilter = s->prefilter,
         .camera = s->camera_name,
-        .mqtt = a->mqtt,
         .track_mode = a->track_mode,
         .full_every = s->full_every,
-        .sinks = { a->udp, a->osc },
         .spin = trk_spin_enabled(s->spin),
         .rt_priority = s->rt_priority,
     };
-}
-
-/* The NDJSON sink's account at the end: true when results were lost (the
- * run then exits 74, whatever else went right). */
-static bool report_output(const struct app *a, const struct trk_pipeline_summary *sum)
-{
-    const struct trk_output_stats *o = &sum->output;
-    if (!a->out) return false;
-    if (sum->output_failed) {
-        log_error("writing %s could not start: no results were written", a->s.output);
-        return true;
-    }
-    if (!o->lost && !o->cut) return false;
-    log_error_err(o->first_err, "%llu of %llu result lines were lost writing %s",
-                  (unsigned long long)o->lost, (unsigned long long)o->lines, a->s.output);
-    if (o->repaired)
-        log_error("%llu cut result line(s) were truncated away: %s holds whole lines only",
-                  (unsigned long long)o->repaired, a->s.output);
-    if (o->cut > o->repaired)
-        log_error("%llu cut result line(s) were ended with a newline: those lines in %s are not "
-                  "valid JSON",
-                  (unsigned long long)(o->cut - o->repaired), a->s.output);
-    return true;
 }
 
 /* Runs the pipeline to its end (SIGHUP reloads on their own thread
@@ -836,7 +742,6 @@ static int run(struct app *a)
     if (sum.resizes)
         log_info("the frame size changed %llu times (followed between frames)",
                  (unsigned long long)sum.resizes);
-    if (report_output(a, &sum) && exit_code == TRK_EX_OK) exit_code = TRK_EX_IOERR;
     trk_ws_shutdown(a->ws,
                     stop_requested     ? 1001
                     : sum.source_error ? 1011
@@ -853,18 +758,15 @@ static int run(struct app *a)
 
 static int cleanup(struct app *a, int exit_code)
 {
-    if (a->out && a->out != stdout && fclose(a->out) != 0) {
-        log_error_err(errno, "closing %s failed: results may be lost", a->s.output);
-        if (exit_code == TRK_EX_OK) exit_code = TRK_EX_IOERR;
-    }
     /* The control module may still be replying from its file worker: the
      * server stops taking messages first and goes after the module. */
     trk_ws_stop(a->ws);
     /* Its encoder answers through a->ws: stopped before the server goes. */
     trk_snapshot_stop(a->ep.snapshot);
     trk_ws_destroy(&a->metrics_ws);
-    /* The pipeline has ended: the last frames and "offline" go out. */
-    trk_mqtt_destroy(&a->mqtt);
+    /* The pipeline has ended: the last lines, datagrams and MQTT frames
+     * and "offline" go out; --output's account (lost lines: exit 74). */
+    if (trk_outputs_destroy(&a->outputs) && exit_code == TRK_EX_OK) exit_code = TRK_EX_IOERR;
     trk_control_destroy(&a->control);
     trk_camctl_destroy(&a->camctl);
     if (a->have_save) trk_objects_target_close(&a->save);
@@ -872,7 +774,6 @@ static int cleanup(struct app *a, int exit_code)
     /* After both servers: their handler reads these. */
     trk_snapshot_destroy(&a->ep.snapshot);
     trk_metrics_destroy(&a->ep.metrics);
-    close_sinks(a);
     /* The source first: its decoder's buffers are the backend's host
      * memory (pinned on CUDA), freed through the backend. */
     trk_source_destroy(&a->src);
@@ -899,10 +800,9 @@ int main(int argc, char **argv)
         if (!(rc = open_source(&app))) rc = decode_only(&app);
         return cleanup(&app, rc);
     }
-    if (!(rc = open_source(&app)) && !(rc = open_backend(&app)) && !(rc = open_output(&app)) &&
-        !(rc = open_sinks(&app)) && !(rc = open_save_target(&app)) && !(rc = open_ops(&app)) &&
-        !(rc = start_server(&app)) && !(rc = start_metrics_server(&app)) &&
-        !(rc = start_mqtt(&app))) {
+    if (!(rc = open_source(&app)) && !(rc = open_backend(&app)) && !(rc = open_save_target(&app)) &&
+        !(rc = open_ops(&app)) && !(rc = start_server(&app)) &&
+        !(rc = start_metrics_server(&app)) && !(rc = open_outputs(&app))) {
         install_signals();
         ready(&app);
         rc = run(&app);

@@ -62,9 +62,19 @@ enum trk_pattern_kind {
     TRK_PATTERN_CODE,     /* colour code   */
 };
 
+/* SSL-Vision teams (the --ssl output sends a pattern's markers as robots of
+ * its team; none: not sent as robots). */
+enum trk_pattern_team {
+    TRK_TEAM_NONE = 0,
+    TRK_TEAM_BLUE,
+    TRK_TEAM_YELLOW,
+};
+
 struct trk_pattern {
     char name[TRK_NAME_MAX];
     enum trk_pattern_kind kind;
+    enum trk_pattern_team team;
+    double height; /* world units above the calibration's plane (0: on it) */
     /* TRK_PATTERN_DOTS */
     uint16_t centre;  /* the centre colour: an object index */
     double centre_mm; /* the centre spot's diameter (mm), for the scale */

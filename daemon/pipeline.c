@@ -20,9 +20,8 @@
 #include "control/control.h"
 #include "ops/notify.h"
 #include "ops/metrics.h"
-#include "out/mqtt.h"
 #include "control/preview.h"
-#include "out/sink.h"
+#include "out/outputs.h"
 #include "ops/snapshot.h"
 #include "tracker.h"
 #include "trk_assert.h"
@@ -33,7 +32,7 @@
 /* Seconds over which /metrics' frame rate is measured; the other totals
  * there are refreshed every stats loop turn (50 ms). */
 #define METRICS_PERIOD 1.0
-/* Seconds between WebSocket "stats" messages (the page's stats panel). */
+/* Seconds between the outputs' stats (the page's "stats" messages). */
 #define WS_STATS_PERIOD 1.0
 /* The share of one core the colour sampler may use: after answering a batch
  * that took t seconds of its CPU time it rests t * (1 / SAMPLER_DUTY - 1), so
@@ -66,7 +65,7 @@ enum stage {
     STAGE_QUEUE,   /* capture -> processing starts                      */
     STAGE_UPLOAD,  /* host -> device copy (backend's own timing)        */
     STAGE_KERNEL,  /* threshold + reduction (backend's own timing)      */
-    STAGE_SEND,    /* results ready -> handed to NDJSON / WebSocket     */
+    STAGE_SEND,    /* results ready -> handed to the outputs          */
     STAGE_TOTAL,   /* capture -> handed over                            */
     N_STAGES
 };
@@ -88,11 +87,13 @@ struct pipeline {
     struct trk_obj_result *res;
     const struct trk_blob **unit_blobs;
     int *unit_nb;
-    /* The frame's results per object, as the tracker reports them (its
-     * memory, valid until the next frame), and tracked objects' instances. */
+    /* The frame's results per object as the tracker reports them (its
+     * memory, valid until the next begin: read by keep_results at once),
+     * and the frame result the outputs get, filled from them. */
     struct trk_obj_result obj_res[TRK_MAX_OBJECTS];
     struct trk_blob_list blobs[TRK_MAX_OBJECTS];
     struct trk_instance_list instances[TRK_MAX_OBJECTS];
+    struct trk_frame_result result;
     struct trk_objects *objects;
     struct trk_tracker *tracker;
     /* A set the control module had for the frame after the one being sent
@@ -100,14 +101,9 @@ struct pipeline {
      * out under this frame's set): applied before that frame starts. */
     struct trk_objects *polled;
     bool polled_ready;
-    /* The frame's blob lists and instances, copied out of the tracker
-     * (keep_results), and what it says about the frame's rounds. */
-    struct trk_blob *blob_keep;
-    struct trk_instance *inst_keep;
-    size_t blob_cap, inst_cap;
+    /* What the tracker says about the frame's rounds. */
     bool was_full;
     int rounds;
-    struct trk_output *out; /* NDJSON sink, NULL without one */
     /* The backend in use: cfg->backend, or `grown` once frames outgrew it
      * (made here, destroyed at the end). max_w/h: the largest frame it
      * takes; frame_w/h: the size clients were last told. */
@@ -174,17 +170,11 @@ static void sleep_until(struct pipeline *p, double t)
     }
 }
 
-/* Tells web clients what the source is doing (the last one is also sent to
- * clients that connect later). */
+/* Tells /metrics and the outputs what the source is doing. */
 static void send_status(const struct trk_pipeline_cfg *cfg, const char *state, const char *text)
 {
     trk_metrics_source_state(cfg->metrics, state, text);
-    trk_mqtt_source_state(cfg->mqtt, state, text);
-    if (!cfg->ws) return;
-    struct trk_buf b = { 0 };
-    if (trk_msg_status(&b, state, text) == 0)
-        trk_ws_broadcast(cfg->ws, TRK_WS_STATUS, b.data, b.len);
-    trk_buf_free(&b);
+    trk_outputs_status(cfg->outputs, &(struct trk_source_status){ .state = state, .text = text });
 }
 
 /* Capture thread: says whether it waits for a live source (the service
@@ -361,7 +351,7 @@ static int apply_objects(struct pipeline *p)
     int n = e ? 0 : set->n;
     /* Cannot fail: n is within the tracker's TRK_MAX_OBJECTS. */
     trk_tracker_reset(p->tracker, set->def, n);
-    trk_mqtt_objects(p->cfg->mqtt, set);
+    trk_outputs_objects(p->cfg->outputs, set);
     return n;
 }
 
@@ -408,14 +398,10 @@ static int follow_size(struct pipeline *p, const struct trk_frame *f, int n_obje
     }
     trk_tracker_reset(p->tracker, p->objects->def, n_objects);
     trk_control_set_frame_size(cfg->control, w, h);
-    if (cfg->ws) {
-        char text[96];
-        snprintf(text, sizeof(text), "frame size changed to %dx%d", w, h);
-        struct trk_buf b = { 0 };
-        if (trk_msg_status_size(&b, "ok", text, w, h) == 0)
-            trk_ws_broadcast(cfg->ws, TRK_WS_STATUS, b.data, b.len);
-        trk_buf_free(&b);
-    }
+    char text[96];
+    snprintf(text, sizeof(text), "frame size changed to %dx%d", w, h);
+    trk_outputs_status(cfg->outputs, &(struct trk_source_status){
+                                         .state = "ok", .text = text, .width = w, .height = h });
     return n_objects;
 }
 
@@ -463,50 +449,26 @@ static int start_frame(struct pipeline *p, const struct trk_frame *f, struct trk
     return err ? err : submit_round(p, f, plan);
 }
 
-/* Grows a keep buffer to hold n items of size sz; false when out of memory. */
-static bool reserve(void **buf, size_t *cap, size_t n, size_t sz)
-{
-    if (n <= *cap) return true;
-    void *b = realloc(*buf, n * sz);
-    if (!b) return false;
-    *buf = b;
-    *cap = n;
-    return true;
-}
-
-/* Copies the frame's per-object results, blob lists and instances out of
- * the tracker (valid only until its next begin, which pipelining calls
- * before this frame is sent) into the pipeline's own memory. */
+/* Fills p->result from the tracker's per-object results, blob lists and
+ * instances (valid only until its next begin, which pipelining calls
+ * before this frame is sent): copied, every derived value computed once
+ * (protocol/result.h). The frame's meta is set when it is sent. */
 static int keep_results(struct pipeline *p, int n_objects)
 {
-    size_t nb = 0, ni = 0;
     for (int i = 0; i < n_objects; i++) {
         const struct trk_blob *b;
         const struct trk_instance *v;
-        nb += (size_t)trk_tracker_blobs(p->tracker, i, &b);
-        ni += (size_t)trk_tracker_instances(p->tracker, i, &v);
-    }
-    if (!reserve((void **)&p->blob_keep, &p->blob_cap, nb, sizeof(*p->blob_keep)) ||
-        !reserve((void **)&p->inst_keep, &p->inst_cap, ni, sizeof(*p->inst_keep)))
-        return TRK_ENOMEM;
-    nb = ni = 0;
-    for (int i = 0; i < n_objects; i++) {
-        const struct trk_blob *b;
-        const struct trk_instance *v;
-        int n = trk_tracker_blobs(p->tracker, i, &b);
-        if (n > 0) memcpy(p->blob_keep + nb, b, (size_t)n * sizeof(*b));
-        p->blobs[i] = (struct trk_blob_list){ .blobs = n > 0 ? p->blob_keep + nb : NULL, .n = n };
-        nb += (size_t)n;
-        n = trk_tracker_instances(p->tracker, i, &v);
-        if (n > 0) memcpy(p->inst_keep + ni, v, (size_t)n * sizeof(*v));
-        p->instances[i] =
-            (struct trk_instance_list){ .v = n > 0 ? p->inst_keep + ni : NULL, .n = n };
-        ni += (size_t)n;
+        int nb = trk_tracker_blobs(p->tracker, i, &b);
+        p->blobs[i] = (struct trk_blob_list){ .blobs = nb > 0 ? b : NULL, .n = nb };
+        int ni = trk_tracker_instances(p->tracker, i, &v);
+        p->instances[i] = (struct trk_instance_list){ .v = ni > 0 ? v : NULL, .n = ni };
         p->obj_res[i] = *trk_tracker_result(p->tracker, i);
     }
     p->was_full = trk_tracker_was_full(p->tracker);
     p->rounds = trk_tracker_rounds(p->tracker);
-    return 0;
+    const struct trk_objects *set = p->objects;
+    return trk_frame_result_fill(&p->result, &(struct trk_frame_meta){ 0 }, set->def, n_objects,
+                                 p->obj_res, p->blobs, p->instances, &set->calib);
 }
 
 /* Finishes frame f begun with start_frame: waits for the round in flight,
@@ -573,8 +535,8 @@ static void snapshot_release(void *ctx, void *holder)
 }
 
 /* The operations endpoints' share of processed frame f: its stage times and
- * counts for /metrics (atomics, no lock), the NDJSON losses so far, and the
- * frame itself, lent with one more pool holder, for /snapshot.jpg. */
+ * counts for /metrics (atomics, no lock), and the frame itself, lent with
+ * one more pool holder, for /snapshot.jpg. */
 static void report_ops(struct pipeline *p, struct trk_frame *f, const struct trk_frame_meta *m,
                        const struct trk_backend_timing *timing, double t_done, double t_sent,
                        int n_objects, bool pinned)
@@ -592,16 +554,9 @@ static void report_ops(struct pipeline *p, struct trk_frame *f, const struct trk
             .objects = n_objects,
             .pinned = pinned,
         };
-        for (int i = 0; i < n_objects; i++) {
-            uint64_t min = p->objects->def[i].min_mass;
-            mf.found += p->obj_res[i].mass >= (min ? min : 1);
-        }
+        for (int i = 0; i < n_objects; i++)
+            mf.found += p->result.obj[i].found;
         trk_metrics_frame(cfg->metrics, &mf);
-        if (p->out) {
-            struct trk_output_stats st;
-            trk_output_get_stats(p->out, &st);
-            trk_metrics_set_lines_lost(cfg->metrics, st.lost);
-        }
     }
     if (cfg->snapshot) {
         trk_pool_ref(&p->pool, f);
@@ -609,7 +564,7 @@ static void report_ops(struct pipeline *p, struct trk_frame *f, const struct trk
                                          .seq = f->seq,
                                          .defs = p->objects->def,
                                          .colors = (const uint8_t(*)[3])p->objects->color,
-                                         .res = p->obj_res,
+                                         .obj = p->result.obj,
                                          .n = n_objects,
                                          .release = snapshot_release,
                                          .ctx = p,
@@ -725,6 +680,43 @@ static void expect_result(struct pipeline *p, double last_process_s)
     trk_ws_expect(p->cfg->ws, within < EXPECT_MAX ? within : EXPECT_MAX);
 }
 
+/* The skipped frames are over: said once, with how many there were. */
+static void backend_works(struct pipeline *p, const struct trk_frame *f)
+{
+    pthread_mutex_lock(&p->lock);
+    uint64_t skipped = p->skipped;
+    pthread_mutex_unlock(&p->lock);
+    log_info("backend %s works again on frame %llu (%llu frames skipped since start)",
+             trk_backend_name(p->backend), (unsigned long long)f->seq, (unsigned long long)skipped);
+}
+
+/* Processed frame f's meta: its times (processing from t_start to t_done,
+ * handed to the outputs now) and the tracker's share. */
+static struct trk_frame_meta frame_meta(const struct pipeline *p, const struct trk_frame *f,
+                                        const struct trk_backend_timing *timing, double t_start,
+                                        double t_done)
+{
+    struct trk_frame_meta meta = {
+        .seq = f->seq,
+        .pts = f->pts,
+        .width = f->img.width,
+        .height = f->img.height,
+        .t_capture = f->t_capture,
+        .wall_ms = trk_wall_ms(),
+        .queue_ms = (t_start - f->t_capture) * 1e3,
+        .upload_ms = timing->upload_ms,
+        .kernel_ms = timing->kernel_ms,
+        .process_ms = (t_done - t_start) * 1e3,
+        .backend = trk_backend_name(p->backend),
+        .camera = p->cfg->camera,
+        .pass = p->was_full ? "full" : "roi",
+        .rounds = p->rounds,
+        .upload_bytes = timing->upload_bytes,
+    };
+    meta.handoff_ms = (trk_now() - t_done) * 1e3;
+    return meta;
+}
+
 static void *process_main(void *arg)
 {
     struct pipeline *p = arg;
@@ -733,7 +725,6 @@ static void *process_main(void *arg)
     const struct trk_pipeline_cfg *cfg = p->cfg;
     uint64_t version = 0; /* 0: the first poll gets the control's set */
     int n_objects = 0;
-    struct trk_buf msg = { 0 };
     double next_preview = 0;
     /* The frame taken ahead (pipelining), whether its first round is in
      * flight, since when, and its start's error. */
@@ -769,46 +760,14 @@ static void *process_main(void *arg)
             continue;
         }
         last_process = t_done - t_start;
-        if (atomic_exchange(&p->backend_failed, false)) {
-            pthread_mutex_lock(&p->lock);
-            uint64_t skipped = p->skipped;
-            pthread_mutex_unlock(&p->lock);
-            log_info("backend %s works again on frame %llu (%llu frames skipped since start)",
-                     trk_backend_name(p->backend), (unsigned long long)f->seq,
-                     (unsigned long long)skipped);
-        }
+        if (atomic_exchange(&p->backend_failed, false)) backend_works(p, f);
         const bool pinned = trk_backend_image_pinned(p->backend, &f->img);
         /* The next frame goes to the backend now: its upload and kernels run
          * while this frame's results are encoded and sent below. */
         next = take_next(p, &version, &plan, &next_started, &next_t, &next_err);
-        struct trk_frame_meta meta = {
-            .seq = f->seq,
-            .pts = f->pts,
-            .width = f->img.width,
-            .height = f->img.height,
-            .t_capture = f->t_capture,
-            .wall_ms = trk_wall_ms(),
-            .queue_ms = (t_start - f->t_capture) * 1e3,
-            .upload_ms = timing.upload_ms,
-            .kernel_ms = timing.kernel_ms,
-            .process_ms = (t_done - t_start) * 1e3,
-            .backend = trk_backend_name(p->backend),
-            .calib = p->objects->calib.on ? &p->objects->calib : NULL,
-            .camera = cfg->camera,
-            .pass = p->was_full ? "full" : "roi",
-            .rounds = p->rounds,
-            .upload_bytes = timing.upload_bytes,
-            .instances = p->instances,
-        };
-        meta.handoff_ms = (trk_now() - t_done) * 1e3;
-        trk_buf_reset(&msg);
-        if (trk_msg_frame(&msg, &meta, p->objects->def, p->obj_res, p->blobs, n_objects) == 0) {
-            if (p->out) trk_output_line(p->out, msg.data, msg.len);
-            if (cfg->ws) trk_ws_broadcast(cfg->ws, TRK_WS_RESULT, msg.data, msg.len);
-            trk_mqtt_frame(cfg->mqtt, msg.data, msg.len, f->t_capture);
-        }
-        for (int k = 0; k < TRK_PIPELINE_SINKS; k++)
-            trk_sink_push(cfg->sinks[k], &meta, p->objects->def, p->obj_res, p->blobs, n_objects);
+        const struct trk_frame_meta meta = frame_meta(p, f, &timing, t_start, t_done);
+        p->result.meta = meta;
+        trk_outputs_frame(cfg->outputs, &p->result);
         double t_sent = trk_now();
         /* The next frame, already on the backend, is expected now: this
          * frame's broadcast ended the last expectation. */
@@ -822,7 +781,6 @@ static void *process_main(void *arg)
          * delays results. */
         if (!hand_off(p, f, t_done, &next_preview)) trk_pool_release(&p->pool, f);
     }
-    trk_buf_free(&msg);
     pthread_mutex_lock(&p->lock);
     p->process_done = true;
     p->helpers_quit = true;
@@ -1007,49 +965,18 @@ static void summarize(float *v, int n, double *median, double *max)
     *max = v[n - 1];
 }
 
-/* Where one stats reader's interval began: the log line and the WebSocket
+/* Where one stats reader's interval began: the log line and the 1 Hz
  * stats each have their own (their periods differ). */
 struct stats_mark {
     uint64_t frames, samples;
-    uint64_t writes; /* trk_ws_write_delays' mark */
     double t;
 };
 
-/* The interval's WebSocket write delays (trk_ws_write_delays) into st:
- * p50, p99 and max, or -1 each when none were written. */
-static void write_delays(struct trk_ws *ws, uint64_t *mark, struct trk_stats_info *st)
+/* The interval's samples since *mark into st (medians, maxima of process
+ * and queue in *process_max, *queue_max); *mark moves to now. */
+static void sample_stats(struct pipeline *p, struct stats_mark *mark, struct trk_stats_info *st,
+                         double *process_max)
 {
-    static float v[TRK_WS_WRITE_SAMPLES]; /* only the caller's thread reports */
-    st->write_p50_ms = st->write_p99_ms = st->write_max_ms = -1;
-    int n = trk_ws_write_delays(ws, mark, v, TRK_WS_WRITE_SAMPLES);
-    if (n <= 0) return;
-    qsort(v, (size_t)n, sizeof(*v), cmp_float);
-    st->write_p50_ms = v[n / 2];
-    st->write_p99_ms = v[(int)((n - 1) * 0.99 + 0.5)];
-    st->write_max_ms = v[n - 1];
-}
-
-/* "; udp HOST:PORT 300 sent, 2 dropped, 0 failed" per network sink. */
-static void sink_stats(const struct trk_pipeline_cfg *cfg, char *buf, size_t len)
-{
-    size_t at = 0;
-    for (int k = 0; k < TRK_PIPELINE_SINKS && at < len; k++) {
-        if (!cfg->sinks[k]) continue;
-        struct trk_sink_stats st;
-        trk_sink_get_stats(cfg->sinks[k], &st);
-        int n = snprintf(buf + at, len - at, "; %s %llu sent, %llu dropped, %llu failed",
-                         trk_sink_name(cfg->sinks[k]), (unsigned long long)st.sent,
-                         (unsigned long long)st.dropped, (unsigned long long)st.failed);
-        if (n < 0) break;
-        at += (size_t)n;
-    }
-}
-
-/* The stats for the interval since *mark, as a log line (to_log) or a
- * WebSocket "stats" message (to_ws); *mark moves to now. */
-static void report_stats(struct pipeline *p, struct stats_mark *mark, bool to_log, bool to_ws)
-{
-    const struct trk_pipeline_cfg *cfg = p->cfg;
     static float v[N_STAGES + 1][STAT_SAMPLES]; /* only the caller's thread reports */
     pthread_mutex_lock(&p->lock);
     uint64_t frames = p->frames, skipped = p->skipped, total = p->n_samples, pinned = p->pinned;
@@ -1065,9 +992,8 @@ static void report_stats(struct pipeline *p, struct stats_mark *mark, bool to_lo
     pthread_mutex_unlock(&p->lock);
     double now = trk_now();
     double fps = now > mark->t ? (frames - mark->frames) / (now - mark->t) : 0;
-    *mark =
-        (struct stats_mark){ .frames = frames, .samples = total, .writes = mark->writes, .t = now };
-    struct trk_stats_info st = {
+    *mark = (struct stats_mark){ .frames = frames, .samples = total, .t = now };
+    *st = (struct trk_stats_info){
         .uptime_s = now - p->t_start,
         .fps = fps,
         .frames = frames,
@@ -1076,56 +1002,45 @@ static void report_stats(struct pipeline *p, struct stats_mark *mark, bool to_lo
         .rss_kb = trk_rss_kb(),
         .pinned_frames = pinned,
     };
-    double process_max, queue_max, unused;
-    summarize(v[STAGE_PROCESS], n, &st.process_ms, &process_max);
-    summarize(v[STAGE_QUEUE], n, &st.queue_ms, &queue_max);
-    summarize(v[STAGE_UPLOAD], n, &st.upload_ms, &unused);
-    summarize(v[STAGE_KERNEL], n, &st.kernel_ms, &unused);
-    st.send_ms = st.total_ms = st.upload_bytes = -1; /* null when no frame was processed */
-    st.mode = cfg->track_mode == TRK_TRACK_FULL ? "full" : "roi";
-    st.grown_frames = ts.grown;
-    st.whole_frames = ts.whole;
+    double queue_max, unused;
+    summarize(v[STAGE_PROCESS], n, &st->process_ms, process_max);
+    summarize(v[STAGE_QUEUE], n, &st->queue_ms, &queue_max);
+    summarize(v[STAGE_UPLOAD], n, &st->upload_ms, &unused);
+    summarize(v[STAGE_KERNEL], n, &st->kernel_ms, &unused);
+    st->send_ms = st->total_ms = st->upload_bytes = -1; /* null when no frame was processed */
+    st->mode = p->cfg->track_mode == TRK_TRACK_FULL ? "full" : "roi";
+    st->grown_frames = ts.grown;
+    st->whole_frames = ts.whole;
     if (n > 0) {
-        summarize(v[STAGE_SEND], n, &st.send_ms, &unused);
-        summarize(v[STAGE_TOTAL], n, &st.total_ms, &unused);
-        summarize(v[N_STAGES], n, &st.upload_bytes, &unused);
+        summarize(v[STAGE_SEND], n, &st->send_ms, &unused);
+        summarize(v[STAGE_TOTAL], n, &st->total_ms, &unused);
+        summarize(v[N_STAGES], n, &st->upload_bytes, &unused);
     }
-    if (cfg->ws) {
-        struct trk_ws_stats ws;
-        trk_ws_get_stats(cfg->ws, &ws);
-        st.clients = ws.clients;
-        st.ws_sent = ws.messages_sent;
-        st.ws_dropped = ws.messages_dropped;
-        st.ws_bytes = ws.bytes_sent;
-        write_delays(cfg->ws, &mark->writes, &st);
-    }
-    if (cfg->mqtt) {
-        struct trk_mqtt_stats ms;
-        trk_mqtt_get_stats(cfg->mqtt, &ms);
-        st.has_mqtt = true;
-        st.mqtt_connected = ms.connected;
-        st.mqtt_published = ms.published;
-        st.mqtt_dropped = ms.dropped;
-        st.mqtt_connects = ms.connects;
-    }
-    if (to_log) {
-        char sinks[TRK_PIPELINE_SINKS * 400] = "";
-        sink_stats(cfg, sinks, sizeof(sinks));
+}
+
+/* The stats for the interval since *mark, as a log line (to_log) or the
+ * outputs' 1 Hz stats (to_outputs); *mark moves to now. */
+static void report_stats(struct pipeline *p, struct stats_mark *mark, bool to_log, bool to_outputs)
+{
+    const struct trk_pipeline_cfg *cfg = p->cfg;
+    struct trk_stats_info st;
+    double process_max;
+    sample_stats(p, mark, &st, &process_max);
+    char tail[2048] = "";
+    struct trk_outputs_tally t = { .info = &st, .log = tail, .log_len = sizeof(tail) };
+    trk_outputs_tally(cfg->outputs, &t);
+    if (to_log)
         log_info("%.1f fps, %llu frames, %llu dropped, %llu skipped, process %.2f ms (p50) "
                  "%.2f ms (max), queue %.2f ms (p50), rss %ld kB, %d clients%s",
                  st.fps, (unsigned long long)st.frames, (unsigned long long)st.drops,
                  (unsigned long long)st.skipped, st.process_ms, process_max, st.queue_ms, st.rss_kb,
-                 st.clients, sinks);
-    }
-    if (cfg->ws && to_ws) {
-        struct trk_buf b = { 0 };
-        if (trk_msg_stats(&b, &st) == 0) trk_ws_broadcast(cfg->ws, TRK_WS_STATS, b.data, b.len);
-        trk_buf_free(&b);
-    }
+                 st.clients, tail);
+    if (to_outputs) trk_outputs_stats(cfg->outputs, &st);
 }
 
 /* The totals /metrics shows that are gathered here rather than per frame:
- * drops, clients, and the frame rate over the last METRICS_PERIOD or more. */
+ * drops, clients, the outputs' own and the frame rate over the last
+ * METRICS_PERIOD or more. */
 static void update_metrics(struct pipeline *p, struct stats_mark *mark)
 {
     const struct trk_pipeline_cfg *cfg = p->cfg;
@@ -1137,14 +1052,11 @@ static void update_metrics(struct pipeline *p, struct stats_mark *mark)
         fps = (double)(frames - mark->frames) / (now - mark->t);
         *mark = (struct stats_mark){ .frames = frames, .t = now };
     }
-    struct trk_ws_stats ws = { 0 };
-    if (cfg->ws) trk_ws_get_stats(cfg->ws, &ws);
-    trk_metrics_set_totals(cfg->metrics, trk_pool_drops(&p->pool), ws.clients, fps);
-    if (cfg->mqtt) {
-        struct trk_mqtt_stats ms;
-        trk_mqtt_get_stats(cfg->mqtt, &ms);
-        trk_metrics_set_mqtt(cfg->metrics, &ms);
-    }
+    struct trk_stats_info st = { 0 };
+    char tail[1];
+    struct trk_outputs_tally t = { .info = &st, .log = tail, .metrics = cfg->metrics };
+    trk_outputs_tally(cfg->outputs, &t);
+    trk_metrics_set_totals(cfg->metrics, trk_pool_drops(&p->pool), st.clients, fps);
 }
 
 static void show_progress(struct pipeline *p, bool final)
@@ -1223,14 +1135,35 @@ static void service_tick(struct pipeline *p, struct service_mark *m, double now)
     trk_notify_status(text);
 }
 
-int trk_pipeline_run(const struct trk_pipeline_cfg *cfg, volatile sig_atomic_t *stop,
-                     struct trk_pipeline_summary *summary)
+/* Frees p's memory and tracker. */
+static void free_parts(struct pipeline *p)
 {
-    /* The object set always comes from the control module (initial set,
-     * live edits, reloads): there is no other. */
-    if (!cfg->control || !cfg->backend || !cfg->source) return TRK_EINVAL;
+    trk_tracker_destroy(&p->tracker);
+    free(p->res);
+    free(p->unit_blobs);
+    free(p->unit_nb);
+    free(p->objects);
+    free(p->polled);
+    trk_frame_result_free(&p->result);
+    free(p);
+}
+
+/* Frees p and everything it holds; the threads have ended. */
+static void pipeline_free(struct pipeline *p)
+{
+    trk_backend_destroy(&p->grown);
+    trk_pool_destroy(&p->pool);
+    free_parts(p);
+}
+
+/* A pipeline for cfg, its memory and tracker made, the frame pool set up;
+ * NULL with *err set when something cannot be made. */
+static struct pipeline *pipeline_new(const struct trk_pipeline_cfg *cfg,
+                                     volatile sig_atomic_t *stop, int *err)
+{
     struct pipeline *p = calloc(1, sizeof(*p));
-    if (!p) return TRK_ENOMEM;
+    *err = TRK_ENOMEM;
+    if (!p) return NULL;
     struct trk_tracker_cfg tc = { .max_objects = TRK_MAX_OBJECTS,
                                   .mode = cfg->track_mode,
                                   .full_every = cfg->full_every };
@@ -1241,16 +1174,10 @@ int trk_pipeline_run(const struct trk_pipeline_cfg *cfg, volatile sig_atomic_t *
     p->unit_nb = calloc((size_t)units, sizeof(*p->unit_nb));
     p->objects = calloc(1, sizeof(*p->objects));
     p->polled = calloc(1, sizeof(*p->polled));
-    int terr = TRK_ENOMEM;
     if (!p->res || !p->unit_blobs || !p->unit_nb || !p->objects || !p->polled ||
-        (terr = trk_tracker_create(&tc, &p->tracker))) {
-        free(p->res);
-        free(p->unit_blobs);
-        free(p->unit_nb);
-        free(p->objects);
-        free(p->polled);
-        free(p);
-        return terr;
+        (*err = trk_tracker_create(&tc, &p->tracker))) {
+        free_parts(p);
+        return NULL;
     }
     p->cfg = cfg;
     p->stop = stop;
@@ -1259,14 +1186,6 @@ int trk_pipeline_run(const struct trk_pipeline_cfg *cfg, volatile sig_atomic_t *
     p->frame_w = cfg->source->width, p->frame_h = cfg->source->height;
     p->max_w = cfg->backend_cfg ? cfg->backend_cfg->max_width : p->frame_w;
     p->max_h = cfg->backend_cfg ? cfg->backend_cfg->max_height : p->frame_h;
-    bool output_failed = false;
-    if (cfg->output) {
-        /* Whatever the caller left in the stream's buffer goes first. */
-        struct trk_output_cfg oc = { .fd = fileno(cfg->output),
-                                     .name = cfg->output_name,
-                                     .flush_each = cfg->output_flush };
-        if (fflush(cfg->output) != 0 || trk_output_create(&oc, &p->out)) output_failed = true;
-    }
     trk_pool_init(&p->pool, !cfg->source->live);
     /* Real-time frames (paced files, the demo, cameras) reach a running
      * processing thread (--spin); --fast is about throughput, not latency. */
@@ -1277,33 +1196,16 @@ int trk_pipeline_run(const struct trk_pipeline_cfg *cfg, volatile sig_atomic_t *
      * source's buffers. */
     if (!cfg->pageable) trk_pool_set_host_mem(&p->pool, cfg->backend);
     cfg->source->host_mem = cfg->pageable ? NULL : cfg->backend;
-    pthread_mutex_init(&p->lock, NULL);
-    /* Timed waits (the sampler's rest) on the monotonic clock. Linux's
-     * condvar init allocates nothing: a failure is a broken invariant. */
-    int err = trk_cond_init_monotonic(&p->cond);
-    TRK_ASSERT(err == 0);
-    p->have_preview_thread = cfg->ws && cfg->preview;
-    if (p->have_preview_thread &&
-        (err = -pthread_create(&p->preview_thread, NULL, preview_main, p)) != 0) {
-        p->have_preview_thread = false;
-        goto end;
-    }
-    /* Sample requests come from WebSocket clients only. */
-    p->have_sampler_thread = cfg->ws != NULL;
-    if (p->have_sampler_thread &&
-        (err = -pthread_create(&p->sampler_thread, NULL, sampler_main, p)) != 0) {
-        p->have_sampler_thread = false;
-        goto end_preview;
-    }
-    if ((err = -pthread_create(&p->process_thread, NULL, process_main, p)) != 0) goto end_preview;
-    if ((err = -pthread_create(&p->capture_thread, NULL, capture_main, p)) != 0) {
-        trk_pool_close(&p->pool);
-        goto end_process;
-    }
+    *err = 0;
+    return p;
+}
 
-    /* The caller's thread: stats and progress until processing ends. The
-     * page's stats panel gets a WebSocket "stats" every second whatever
-     * --stats-interval says; that governs only the log line. */
+/* The caller's thread: stats, the service and progress until processing
+ * ends. The outputs get their stats every WS_STATS_PERIOD whatever
+ * --stats-interval says; that governs only the log line. */
+static void stats_loop(struct pipeline *p)
+{
+    const struct trk_pipeline_cfg *cfg = p->cfg;
     double t_start = trk_now(), next_stats = t_start + cfg->stats_interval, next_progress = t_start;
     double next_ws_stats = t_start + WS_STATS_PERIOD;
     struct stats_mark log_mark = { .t = t_start }, ws_mark = { .t = t_start };
@@ -1322,7 +1224,7 @@ int trk_pipeline_run(const struct trk_pipeline_cfg *cfg, volatile sig_atomic_t *
             next_stats += cfg->stats_interval;
             if (next_stats < now) next_stats = now + cfg->stats_interval;
         }
-        if (cfg->ws && now >= next_ws_stats) {
+        if (now >= next_ws_stats) {
             report_stats(p, &ws_mark, false, true);
             next_ws_stats += WS_STATS_PERIOD;
             if (next_ws_stats < now) next_ws_stats = now + WS_STATS_PERIOD;
@@ -1340,51 +1242,98 @@ int trk_pipeline_run(const struct trk_pipeline_cfg *cfg, volatile sig_atomic_t *
         nanosleep(&ts, NULL);
     }
     if (cfg->progress) show_progress(p, true);
-    pthread_join(p->capture_thread, NULL);
-end_process:
-    trk_pool_close(&p->pool);
-    pthread_join(p->process_thread, NULL);
-    if (p->eof) send_status(cfg, "eof", "end of input");
-end_preview:
-    pthread_mutex_lock(&p->lock);
-    p->helpers_quit = true;
-    pthread_cond_broadcast(&p->cond);
-    pthread_mutex_unlock(&p->lock);
-    if (p->have_preview_thread) pthread_join(p->preview_thread, NULL);
-    if (p->have_sampler_thread) pthread_join(p->sampler_thread, NULL);
-end:
+}
+
+/* Which threads run_threads started, for its unwinding. */
+enum started { STARTED_NONE, STARTED_HELPERS, STARTED_PROCESS, STARTED_ALL };
+
+/* Starts the preview and sampler threads (with a server), then processing
+ * and capture; returns how far it got (err: the failure). */
+static enum started start_threads(struct pipeline *p, int *err)
+{
+    const struct trk_pipeline_cfg *cfg = p->cfg;
+    *err = 0;
+    p->have_preview_thread = cfg->ws && cfg->preview;
+    if (p->have_preview_thread &&
+        (*err = -pthread_create(&p->preview_thread, NULL, preview_main, p)) != 0) {
+        p->have_preview_thread = false;
+        return STARTED_NONE;
+    }
+    /* Sample requests come from WebSocket clients only. */
+    p->have_sampler_thread = cfg->ws != NULL;
+    if (p->have_sampler_thread &&
+        (*err = -pthread_create(&p->sampler_thread, NULL, sampler_main, p)) != 0) {
+        p->have_sampler_thread = false;
+        return STARTED_HELPERS;
+    }
+    if ((*err = -pthread_create(&p->process_thread, NULL, process_main, p)) != 0)
+        return STARTED_HELPERS;
+    if ((*err = -pthread_create(&p->capture_thread, NULL, capture_main, p)) != 0) {
+        trk_pool_close(&p->pool);
+        return STARTED_PROCESS;
+    }
+    return STARTED_ALL;
+}
+
+/* Joins what start_threads started, in reverse; the end of input goes to
+ * the clients once the last result has. */
+static void join_threads(struct pipeline *p, enum started started)
+{
+    if (started == STARTED_ALL) pthread_join(p->capture_thread, NULL);
+    if (started >= STARTED_PROCESS) {
+        trk_pool_close(&p->pool);
+        pthread_join(p->process_thread, NULL);
+        if (p->eof) send_status(p->cfg, "eof", "end of input");
+    }
+    if (started >= STARTED_HELPERS) {
+        pthread_mutex_lock(&p->lock);
+        p->helpers_quit = true;
+        pthread_cond_broadcast(&p->cond);
+        pthread_mutex_unlock(&p->lock);
+        if (p->have_preview_thread) pthread_join(p->preview_thread, NULL);
+        if (p->have_sampler_thread) pthread_join(p->sampler_thread, NULL);
+    }
+}
+
+static void fill_summary(struct pipeline *p, struct trk_pipeline_summary *summary)
+{
+    memset(summary, 0, sizeof(*summary));
+    summary->frames = p->frames;
+    summary->drops = trk_pool_drops(&p->pool);
+    summary->skipped = p->skipped;
+    summary->seconds = p->last_t - p->first_t;
+    summary->fps = summary->seconds > 0 ? (p->frames - 1) / summary->seconds : 0;
+    summary->source_error = p->source_error;
+    summary->eof = p->eof;
+    summary->outages = p->outages;
+    summary->resizes = p->resizes;
+    summary->pipelined = p->pipelined;
+    summary->pinned = p->pinned;
+}
+
+int trk_pipeline_run(const struct trk_pipeline_cfg *cfg, volatile sig_atomic_t *stop,
+                     struct trk_pipeline_summary *summary)
+{
+    /* The object set always comes from the control module (initial set,
+     * live edits, reloads): there is no other. */
+    if (!cfg->control || !cfg->backend || !cfg->source) return TRK_EINVAL;
+    int err;
+    struct pipeline *p = pipeline_new(cfg, stop, &err);
+    if (!p) return err;
+    pthread_mutex_init(&p->lock, NULL);
+    /* Timed waits (the sampler's rest) on the monotonic clock. Linux's
+     * condvar init allocates nothing: a failure is a broken invariant. */
+    err = trk_cond_init_monotonic(&p->cond);
+    TRK_ASSERT(err == 0);
+    enum started started = start_threads(p, &err);
+    if (started == STARTED_ALL) stats_loop(p);
+    join_threads(p, started);
     /* The snapshot gives back the frames it was lent before the pool goes. */
     trk_snapshot_clear(cfg->snapshot);
-    trk_output_flush(p->out);
-    if (summary) {
-        memset(summary, 0, sizeof(*summary));
-        summary->frames = p->frames;
-        summary->drops = trk_pool_drops(&p->pool);
-        summary->skipped = p->skipped;
-        summary->seconds = p->last_t - p->first_t;
-        summary->fps = summary->seconds > 0 ? (p->frames - 1) / summary->seconds : 0;
-        summary->source_error = p->source_error;
-        summary->eof = p->eof;
-        summary->outages = p->outages;
-        summary->resizes = p->resizes;
-        summary->pipelined = p->pipelined;
-        summary->pinned = p->pinned;
-        if (p->out) trk_output_get_stats(p->out, &summary->output);
-        summary->output_failed = output_failed;
-    }
-    trk_output_destroy(&p->out);
-    trk_backend_destroy(&p->grown);
+    trk_outputs_flush(cfg->outputs);
+    if (summary) fill_summary(p, summary);
     pthread_mutex_destroy(&p->lock);
     pthread_cond_destroy(&p->cond);
-    trk_pool_destroy(&p->pool);
-    trk_tracker_destroy(&p->tracker);
-    free(p->res);
-    free(p->unit_blobs);
-    free(p->unit_nb);
-    free(p->objects);
-    free(p->polled);
-    free(p->blob_keep);
-    free(p->inst_keep);
-    free(p);
+    pipeline_free(p);
     return err;
 }

@@ -1,6 +1,6 @@
 /* The pipeline: a capture thread (source -> frame pool), a processing thread
- * (tracker plan -> backend rounds -> tracker -> results to NDJSON and
- * WebSocket), a
+ * (tracker plan -> backend rounds -> tracker -> the frame result to the
+ * outputs, daemon/out/outputs.h), a
  * preview thread (JPEG for the web page), a sampler thread (the clients'
  * colour samples, at low priority) and, on the caller's thread, the 1 Hz
  * stats line. */
@@ -13,18 +13,13 @@
 #include <stdio.h>
 
 #include "backend.h"
-#include "out/output.h"
 #include "source/source.h"
 
 struct trk_ws;
 struct trk_control;
 struct trk_metrics;
 struct trk_snapshot;
-struct trk_mqtt;
-struct trk_sink;
-
-/* Most network sinks (daemon/out/sink.h) one pipeline feeds. */
-#define TRK_PIPELINE_SINKS 4
+struct trk_outputs;
 
 struct trk_pipeline_cfg {
     struct trk_source *source; /* opened, unless source_absent */
@@ -36,13 +31,12 @@ struct trk_pipeline_cfg {
      * size change mid-stream) get a larger backend made between frames
      * (owned by the pipeline); NULL: such frames are skipped and counted. */
     const struct trk_backend_cfg *backend_cfg;
-    /* NDJSON sink or NULL; written with write(2) on its fd (daemon/out/output.h:
-     * whole lines, losses counted), so nothing may be buffered in it. */
-    FILE *output;
-    /* The output's name for the log; NULL = "the results file". */
-    const char *output_name;
-    bool output_flush;     /* write each line at once (pipes, terminals) */
-    struct trk_ws *ws;     /* WebSocket server or NULL */
+    /* Where results go (daemon/out/outputs.h: every frame's result, the
+     * source's state, the object set, the 1 Hz stats), NULL = nowhere. */
+    struct trk_outputs *outputs;
+    /* The WebSocket server or NULL: previews, colour samples and the
+     * clients count (its results go through outputs). */
+    struct trk_ws *ws;
     bool fast;             /* no pacing: as fast as possible */
     uint64_t max_frames;   /* stop after this many frames; 0 = all */
     bool preview;          /* send preview JPEGs to clients */
@@ -76,17 +70,10 @@ struct trk_pipeline_cfg {
     double prefilter;
     /* The camera's name (--name) in every frame message; NULL = none. */
     const char *camera;
-    /* The MQTT sink (daemon/out/mqtt.h) or NULL: each frame message, the object
-     * set and the source's state go there too; its totals into stats. */
-    struct trk_mqtt *mqtt;
     /* The tracker (daemon/tracker.h): enum trk_track_mode (--mode, 0 =
      * roi) and the periodic full-frame pass (--full-every, 0 = default). */
     int track_mode;
     int full_every;
-    /* Network sinks (--udp, --osc; daemon/out/sink.h), NULL = none: each gets
-     * every frame's results, copied into its own queue (never waiting for
-     * the network); their counts join the stats log line. */
-    struct trk_sink *sinks[TRK_PIPELINE_SINKS];
     /* Pipelining: the next frame goes to the backend before this one's
      * results are encoded and sent, so the GPU works while the CPU sends.
      * 0 = when the backend is asynchronous (trk_backend_async) and the next
@@ -131,9 +118,6 @@ struct trk_pipeline_summary {
     uint64_t resizes;   /* frame size changes followed mid-stream */
     uint64_t pipelined; /* frames submitted while the one before was sent */
     uint64_t pinned;    /* frames read from pinned host memory (CUDA) */
-    /* The NDJSON sink: lines written / lost / cut (all 0 without one). */
-    struct trk_output_stats output;
-    bool output_failed; /* the sink could not be set up: nothing written */
 };
 
 /* Runs until the source ends, max_frames are done, or *stop becomes non-zero

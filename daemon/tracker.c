@@ -396,8 +396,7 @@ static int add_cands(const struct trk_tracker *t, const struct obj *o, int nc,
         if (!x->mass) continue;
         struct cand *c = &t->cand[nc++];
         c->b = *x;
-        c->cx = (double)x->sum_x / (double)x->mass;
-        c->cy = (double)x->sum_y / (double)x->mass;
+        trk_centroid(x->sum_x, x->sum_y, x->mass, &c->cx, &c->cy);
         c->unit = unit;
         c->used = false;
         c->cut = false;
@@ -669,8 +668,7 @@ static void finish(struct trk_tracker *t)
         k->seen = true;
         k->last_seen = t->seq;
         k->mass = o->res.mass;
-        k->cx = (double)o->res.sum_x / (double)o->res.mass;
-        k->cy = (double)o->res.sum_y / (double)o->res.mass;
+        trk_centroid(o->res.sum_x, o->res.sum_y, o->res.mass, &k->cx, &k->cy);
     }
     t->was_full = t->plan_full;
     t->frame_no++;

@@ -71,7 +71,7 @@
 #include <stdint.h>
 
 #include "backend.h"
-#include "messages.h" /* struct trk_instance: what the frame message says of one */
+#include "result.h" /* struct trk_instance, trk_centroid: what the frame result says */
 
 struct trk_tracker;
 

@@ -84,63 +84,60 @@ static int put_size(struct trk_buf *b, int width, int height)
 
 /* ------------------------------------------------- server -> client: frame */
 
-/* How many of object i's blobs the frame lists: the backend's list cut to
- * the object's K (a list is never longer; the cut keeps the message within
- * what the definition announced whatever a caller passes). */
-static int blobs_listed(const struct trk_object_def *def, const struct trk_blob_list *list)
+/* ,"wx":..,"wy":..: p's world point with r's decimals, null when it has
+ * none. Nothing when r has no calibration. */
+static int put_world(struct trk_buf *b, const struct trk_frame_result *r, const struct trk_point *p)
 {
-    if (!def->blobs || !list || list->n <= 0 || !list->blobs) return 0;
-    return list->n < def->blobs ? list->n : def->blobs;
-}
-
-/* ,"wx":..,"wy":..: the world point of pixel (x, y) by calibration c, with
- * its decimals; null when the point has none (calib.h). Nothing without a
- * calibration. */
-static int put_world(struct trk_buf *b, const struct trk_calib *c, double x, double y)
-{
-    if (!c) return 0;
-    double wx, wy;
-    if (!trk_calib_to_world(c, x, y, &wx, &wy)) {
+    if (!r->calibrated) return 0;
+    if (!p->world) {
         LIT(b, ",\"wx\":null,\"wy\":null");
         return 0;
     }
-    PUT(kv_fixed(b, ",\"wx\":", wx, c->decimals));
-    return kv_fixed(b, ",\"wy\":", wy, c->decimals);
+    PUT(kv_fixed(b, ",\"wx\":", p->wx, r->world_decimals));
+    return kv_fixed(b, ",\"wy\":", p->wy, r->world_decimals);
 }
 
-/* ,"blobs":[{"mass","cx","cy"(,"wx","wy"),"bbox","perimeter"}, ...]: n
- * blobs of v. */
-static int put_blobs(struct trk_buf *b, const struct trk_blob *v, int n, const struct trk_calib *c)
+/* ,"cx":..,"cy":..(,"wx":..,"wy":..): centroid p, or nulls when mass is 0. */
+static int put_centroid(struct trk_buf *b, const struct trk_frame_result *r, uint64_t mass,
+                        const struct trk_point *p)
+{
+    if (!mass) {
+        LIT(b, ",\"cx\":null,\"cy\":null");
+        if (r->calibrated) LIT(b, ",\"wx\":null,\"wy\":null");
+        return 0;
+    }
+    PUT(kv_fixed(b, ",\"cx\":", p->cx, 2));
+    PUT(kv_fixed(b, ",\"cy\":", p->cy, 2));
+    return put_world(b, r, p);
+}
+
+/* ,"blobs":[{"mass","cx","cy"(,"wx","wy"),"bbox","perimeter"}, ...]: the
+ * blobs object o lists. */
+static int put_blobs(struct trk_buf *b, const struct trk_frame_result *r,
+                     const struct trk_result_object *o)
 {
     LIT(b, ",\"blobs\":[");
-    for (int k = 0; k < n; k++) {
-        const struct trk_blob *o = &v[k];
-        PUT(kv_u64(b, k ? ",{\"mass\":" : "{\"mass\":", o->mass));
-        if (o->mass) {
-            PUT(kv_fixed(b, ",\"cx\":", (double)o->sum_x / (double)o->mass, 2));
-            PUT(kv_fixed(b, ",\"cy\":", (double)o->sum_y / (double)o->mass, 2));
-            PUT(put_world(b, c, (double)o->sum_x / (double)o->mass,
-                          (double)o->sum_y / (double)o->mass));
-        } else { /* no blob is empty; never divide by 0 all the same */
-            LIT(b, ",\"cx\":null,\"cy\":null");
-            if (c) LIT(b, ",\"wx\":null,\"wy\":null");
-        }
-        const int box[4] = { o->x0, o->y0, o->x1, o->y1 };
+    for (int k = 0; k < o->n_blobs; k++) {
+        const struct trk_blob *v = &r->blobs[o->blob0 + (size_t)k];
+        PUT(kv_u64(b, k ? ",{\"mass\":" : "{\"mass\":", v->mass));
+        PUT(put_centroid(b, r, v->mass, &r->blob_c[o->blob0 + (size_t)k]));
+        const int box[4] = { v->x0, v->y0, v->x1, v->y1 };
         LIT(b, ",\"bbox\":");
         PUT(put_ints(b, box, 4));
-        PUT(kv_u64(b, ",\"perimeter\":", o->perimeter));
+        PUT(kv_u64(b, ",\"perimeter\":", v->perimeter));
         LIT(b, "}");
     }
     LIT(b, "]");
     return 0;
 }
 
-/* ,"instances":[{...}, ...]: object i's instances. */
-static int put_instances(struct trk_buf *b, const struct trk_instance_list *l)
+/* ,"instances":[{...}, ...]: object o's instances. */
+static int put_instances(struct trk_buf *b, const struct trk_frame_result *r,
+                         const struct trk_result_object *o)
 {
     LIT(b, ",\"instances\":[");
-    for (int k = 0; l && k < l->n; k++) {
-        const struct trk_instance *x = &l->v[k];
+    for (int k = 0; k < o->n_inst; k++) {
+        const struct trk_instance *x = &r->inst[o->inst0 + (size_t)k];
         const bool seen = x->lost == 0 && x->blob.mass > 0;
         PUT(kv_u64(b, k ? ",{\"id\":" : "{\"id\":", x->id));
         PUT(kv_u64(b, ",\"mass\":", seen ? x->blob.mass : 0));
@@ -191,83 +188,87 @@ static int put_frame_fields(struct trk_buf *b, const struct trk_frame_meta *m)
     return 0;
 }
 
-int trk_msg_frame_object(struct trk_buf *b, const struct trk_frame_meta *m, int id,
-                         const struct trk_object_def *def, const struct trk_obj_result *r,
-                         const struct trk_blob_list *blobs)
+/* Object id's fields from "id" on and its closing brace; key is the text
+ * before the id's value ("{\"id\":" in a frame's objects[]). */
+static int put_frame_object(struct trk_buf *b, const struct trk_frame_result *r, int id,
+                            const char *key)
 {
-    uint64_t min_mass = def->min_mass ? def->min_mass : 1;
-    PUT(kv_i64(b, "{\"id\":", id));
+    const struct trk_object_def *def = &r->defs[id];
+    const struct trk_result_object *o = &r->obj[id];
+    PUT(kv_i64(b, key, id));
     PUT(kv_str(b, ",\"name\":", def->name, sizeof def->name));
-    PUT(kv_bool(b, ",\"found\":", r->mass >= min_mass));
-    PUT(kv_u64(b, ",\"mass\":", r->mass));
-    if (r->mass == 0) {
-        LIT(b, ",\"cx\":null,\"cy\":null");
-        if (m->calib) LIT(b, ",\"wx\":null,\"wy\":null");
+    PUT(kv_bool(b, ",\"found\":", o->found));
+    PUT(kv_u64(b, ",\"mass\":", o->r.mass));
+    PUT(put_centroid(b, r, o->r.mass, &o->c));
+    if (o->r.mass == 0) {
         LIT(b, ",\"bbox\":null");
     } else {
-        PUT(kv_fixed(b, ",\"cx\":", (double)r->sum_x / (double)r->mass, 2));
-        PUT(kv_fixed(b, ",\"cy\":", (double)r->sum_y / (double)r->mass, 2));
-        PUT(put_world(b, m->calib, (double)r->sum_x / (double)r->mass,
-                      (double)r->sum_y / (double)r->mass));
-        const int box[4] = { r->x0, r->y0, r->x1, r->y1 };
+        const int box[4] = { o->r.x0, o->r.y0, o->r.x1, o->r.y1 };
         LIT(b, ",\"bbox\":");
         PUT(put_ints(b, box, 4));
     }
     /* Objects with blobs off have no key: their output is as before. */
-    if (def->blobs)
-        PUT(put_blobs(b, blobs ? blobs->blobs : NULL, blobs_listed(def, blobs), m->calib));
-    if (def->track && m->instances) PUT(put_instances(b, &m->instances[id]));
+    if (def->blobs) PUT(put_blobs(b, r, o));
+    if (o->has_instances) PUT(put_instances(b, r, o));
     LIT(b, "}");
     return 0;
 }
 
+int trk_msg_frame_object(struct trk_buf *b, const struct trk_frame_result *r, int id)
+{
+    return put_frame_object(b, r, id, "{\"id\":");
+}
+
+int trk_msg_object_result(struct trk_buf *b, const struct trk_frame_result *r, const char *camera,
+                          int id)
+{
+    PUT(kv_str(b, "{\"type\":\"object\",\"camera\":", camera, 256));
+    PUT(kv_u64(b, ",\"seq\":", r->meta.seq));
+    PUT(kv_fixed(b, ",\"t_capture\":", r->meta.t_capture, 6));
+    PUT(kv_fixed(b, ",\"wall_ms\":", r->meta.wall_ms, 3));
+    return put_frame_object(b, r, id, ",\"id\":");
+}
+
 /* ,"objects":[...]}: objects first..first+count-1, with their ids. */
-static int put_frame_objects(struct trk_buf *b, const struct trk_frame_meta *m,
-                             const struct trk_object_def *defs, const struct trk_obj_result *res,
-                             const struct trk_blob_list *blobs, int first, int count)
+static int put_frame_objects(struct trk_buf *b, const struct trk_frame_result *r, int first,
+                             int count)
 {
     LIT(b, ",\"objects\":[");
     for (int i = first; i < first + count; i++) {
         if (i > first) LIT(b, ",");
-        PUT(trk_msg_frame_object(b, m, i, &defs[i], &res[i], blobs ? &blobs[i] : NULL));
+        PUT(trk_msg_frame_object(b, r, i));
     }
     LIT(b, "]}");
     return 0;
 }
 
-int trk_msg_frame(struct trk_buf *b, const struct trk_frame_meta *m,
-                  const struct trk_object_def *defs, const struct trk_obj_result *res,
-                  const struct trk_blob_list *blobs, int n)
+int trk_msg_frame(struct trk_buf *b, const struct trk_frame_result *r)
 {
     /* ~140 bytes per object, ~130 per blob or instance + ~300 of header:
      * one reserve, no regrowth on the hot path after the first frame. */
     size_t listed = 0;
-    for (int i = 0; blobs && i < n; i++)
-        listed += (size_t)blobs_listed(&defs[i], &blobs[i]);
-    for (int i = 0; m->instances && i < n; i++)
-        if (defs[i].track && m->instances[i].n > 0) listed += 2 * (size_t)m->instances[i].n;
+    for (int i = 0; i < r->n; i++)
+        listed += (size_t)r->obj[i].n_blobs + 2 * (size_t)r->obj[i].n_inst;
     /* wx, wy: up to 2 x 24 bytes more per centroid. */
-    const size_t world = m->calib ? 48 : 0;
-    PUT(trk_buf_reserve(b, 320 + (size_t)(n > 0 ? n : 0) * (160 + world + TRK_NAME_MAX * 6) +
+    const size_t world = r->calibrated ? 48 : 0;
+    PUT(trk_buf_reserve(b, 320 + (size_t)(r->n > 0 ? r->n : 0) * (160 + world + TRK_NAME_MAX * 6) +
                                listed * (130 + world)));
     LIT(b, "{\"type\":\"frame\"");
-    if (m->camera) PUT(kv_str(b, ",\"camera\":", m->camera, 256));
-    PUT(kv_u64(b, ",\"seq\":", m->seq));
-    PUT(put_frame_fields(b, m));
-    return put_frame_objects(b, m, defs, res, blobs, 0, n);
+    if (r->meta.camera) PUT(kv_str(b, ",\"camera\":", r->meta.camera, 256));
+    PUT(kv_u64(b, ",\"seq\":", r->meta.seq));
+    PUT(put_frame_fields(b, &r->meta));
+    return put_frame_objects(b, r, 0, r->n);
 }
 
-int trk_msg_frame_part(struct trk_buf *b, const struct trk_frame_meta *m, const char *camera,
-                       int part, int parts, const struct trk_object_def *defs,
-                       const struct trk_obj_result *res, const struct trk_blob_list *blobs,
-                       int first, int count)
+int trk_msg_frame_part(struct trk_buf *b, const struct trk_frame_result *r, const char *camera,
+                       int part, int parts, int first, int count)
 {
     PUT(kv_str(b, "{\"type\":\"frame\",\"camera\":", camera, SIZE_MAX));
-    PUT(kv_u64(b, ",\"seq\":", m->seq));
+    PUT(kv_u64(b, ",\"seq\":", r->meta.seq));
     PUT(kv_i64(b, ",\"part\":", part));
     PUT(kv_i64(b, ",\"parts\":", parts));
-    PUT(put_frame_fields(b, m));
-    return put_frame_objects(b, m, defs, res, blobs, first, count);
+    PUT(put_frame_fields(b, &r->meta));
+    return put_frame_objects(b, r, first, count);
 }
 
 /* ------------------------------------------------- server -> client: hello */
@@ -592,15 +593,42 @@ int trk_msg_objects_reply(struct trk_buf *b, const char *id_json, const struct t
     return 0;
 }
 
-int trk_msg_objects_calib(struct trk_buf *b, const char *id_json, const struct trk_object_def *defs,
-                          int n, const char *const *colors, const struct trk_calib *calib)
+/* {"type":"objects"[,"camera":..][,"id":..],"objects":[...],"calibration":..} */
+static int objects_calib(struct trk_buf *b, const char *camera, const char *id_json,
+                         const struct trk_object_def *defs, int n, const char *const *colors,
+                         const struct trk_calib *calib)
 {
     LIT(b, "{\"type\":\"objects\"");
+    if (camera) PUT(kv_str(b, ",\"camera\":", camera, 256));
     PUT(put_id(b, id_json));
     LIT(b, ",\"objects\":");
     PUT(put_objects(b, defs, n, colors));
     LIT(b, ",\"calibration\":");
     PUT(trk_msg_calibration(b, calib));
+    LIT(b, "}");
+    return 0;
+}
+
+int trk_msg_objects_calib(struct trk_buf *b, const char *id_json, const struct trk_object_def *defs,
+                          int n, const char *const *colors, const struct trk_calib *calib)
+{
+    return objects_calib(b, NULL, id_json, defs, n, colors, calib);
+}
+
+int trk_msg_objects_camera(struct trk_buf *b, const char *camera, const struct trk_object_def *defs,
+                           int n, const char *const *colors, const struct trk_calib *calib)
+{
+    return objects_calib(b, camera, NULL, defs, n, colors, calib);
+}
+
+int trk_msg_camera_status(struct trk_buf *b, const char *camera, bool online, const char *server,
+                          const char *state, const char *message)
+{
+    PUT(kv_str(b, "{\"type\":\"status\",\"camera\":", camera, 256));
+    PUT(kv_bool(b, ",\"online\":", online));
+    PUT(kv_str(b, ",\"server\":", server, 256));
+    PUT(kv_str(b, ",\"source\":", state, 64));
+    PUT(kv_str(b, ",\"message\":", message, 4096));
     LIT(b, "}");
     return 0;
 }

@@ -24,6 +24,7 @@
 
 #include "backend.h"
 #include "calib.h"
+#include "result.h"  /* struct trk_frame_result: what frame messages say */
 #include "trk_buf.h" /* struct trk_buf and its appenders */
 
 #ifdef __cplusplus
@@ -45,101 +46,41 @@ extern "C" {
 
 /* ------------------------------------------------- server -> client: frame */
 
-/* What the pipeline knows about one processed frame besides the results. */
-struct trk_frame_meta {
-    uint64_t seq;        /* frame sequence number from the source, increasing  */
-    double pts;          /* presentation time in s (file sources: stream time;
-                          * cameras/demo: seconds since the source opened)     */
-    int width, height;   /* frame size in pixels                               */
-    double t_capture;    /* s, CLOCK_MONOTONIC, when the frame was captured    */
-    double wall_ms;      /* ms since the Unix epoch when processing finished   */
-    double queue_ms;     /* capture -> processing start (waiting in the ring)  */
-    double upload_ms;    /* host -> device copy (0 for CPU backends)           */
-    double kernel_ms;    /* threshold + reduction                              */
-    double process_ms;   /* processing start -> results ready (whole backend
-                          * call plus tracker)                                 */
-    const char *backend; /* backend name (trk_backend_name), NULL = omitted */
-    /* The set's solved calibration (config/calib.h), NULL = none: then
-     * every centroid also gets wx, wy. */
-    const struct trk_calib *calib;
-    const char *camera; /* the camera's name (--name), NULL = omitted       */
-    /* The tracker's share (daemon/tracker.h): pass "full" or "roi" (how the
-     * frame began) and rounds (backend calls, 1 or 2); NULL = neither key.
-     * upload_bytes: host-to-device bytes of the frame, all rounds. */
-    const char *pass;
-    int rounds;
-    uint64_t upload_bytes;
-    /* Per object (n entries) or NULL: objects whose definition has track
-     * on get "instances" from it. */
-    const struct trk_instance_list *instances;
-    /* Results ready -> this message's encoding begins (it is then handed to
-     * the WebSocket thread, NDJSON and MQTT at once); includes starting the
-     * next frame on the backend (pipelining). < 0 = omitted: callers that
-     * zero the struct get 0.000. */
-    double handoff_ms;
-};
-
-/* One followed blob of a tracked object (daemon/tracker.h makes them). */
-struct trk_instance {
-    uint64_t id;          /* >= 1, unique within the run, never reused          */
-    struct trk_blob blob; /* this frame's measurement (when lost == 0)          */
-    double cx, cy;        /* measured centroid (lost == 0), else predicted      */
-    double vx, vy;        /* velocity estimate, pixels per frame                */
-    uint64_t age;         /* frames since it appeared: 1 on its first           */
-    uint32_t lost;        /* frames since last seen; 0 = seen in this frame     */
-    bool via_roi;         /* seen in its own region (else a whole-frame search) */
-};
-
-struct trk_instance_list {
-    const struct trk_instance *v;
-    int n;
-};
-
-/* One object's blob list of a frame, as trk_backend_blobs gives it: n
- * blobs in list order (largest mass first, ties by first pixel). */
-struct trk_blob_list {
-    const struct trk_blob *blobs;
-    int n;
-};
-
-/* Appends the "frame" message: camera (when given), seq, pts (3 decimals), width, height,
- * t_capture (6), wall_ms (3), backend, latency{queue_ms, upload_ms,
- * kernel_ms, process_ms, handoff_ms when >= 0} (3 decimals each) and objects[] with, per object i:
- * id (= i), name (escaped), found (mass >= max(min_mass, 1)), mass, cx, cy
- * (sum / mass, 2 decimals) and bbox [x0, y0, x1, y1] (inclusive); cx, cy and
- * bbox are null when mass == 0. An object whose definition has blobs K > 0
- * then gets "blobs": the first min(K, blobs[i].n) blobs of blobs[i], each
- * {mass, cx, cy (2 decimals), bbox, perimeter}, in the order given; [] when
- * blobs is NULL or the list is empty. Objects with blobs 0 have no "blobs"
- * key. With m->calib each centroid (object and blob) is followed by wx, wy:
- * its world point (m->calib->decimals decimals), both null when cx is or
- * the point has none (trk_calib_to_world). An object whose definition has
- * track on gets, when m->instances is not NULL, "instances": each {id, mass,
- * cx, cy (2 decimals), bbox, perimeter, vx, vy (3 decimals), age, lost, via
- * ("roi"/"full")}; a lost one has mass 0, its predicted cx, cy, and bbox,
- * perimeter and via null. With m->pass the header also has "pass", "rounds"
- * and "upload_bytes". defs, res and (when not NULL) blobs have n entries (n
- * may be 0). */
-int trk_msg_frame(struct trk_buf *b, const struct trk_frame_meta *m,
-                  const struct trk_object_def *defs, const struct trk_obj_result *res,
-                  const struct trk_blob_list *blobs, int n);
+/* Appends the "frame" message of r: camera (when given), seq, pts (3
+ * decimals), width, height, t_capture (6), wall_ms (3), backend,
+ * latency{queue_ms, upload_ms, kernel_ms, process_ms, handoff_ms when >= 0}
+ * (3 decimals each) and objects[] with, per object i: id (= i), name
+ * (escaped), found, mass, cx, cy (2 decimals) and bbox [x0, y0, x1, y1]
+ * (inclusive); cx, cy and bbox are null when mass == 0. An object whose
+ * definition has blobs K > 0 then gets "blobs": its listed blobs, each
+ * {mass, cx, cy (2 decimals), bbox, perimeter}; objects with blobs 0 have
+ * no "blobs" key. With r->calibrated each centroid (object and blob) is
+ * followed by wx, wy: its world point (r->world_decimals decimals), both
+ * null when cx is or the point has none. An object with has_instances gets
+ * "instances": each {id, mass, cx, cy (2 decimals), bbox, perimeter, vx, vy
+ * (3 decimals), age, lost, via ("roi"/"full")}; a lost one has mass 0, its
+ * predicted cx, cy, and bbox, perimeter and via null. With meta.pass the
+ * header also has "pass", "rounds" and "upload_bytes". Only formats: every
+ * value is r's (protocol/result.h). */
+int trk_msg_frame(struct trk_buf *b, const struct trk_frame_result *r);
 
 /* Appends one element of the frame's objects[]: object id's entry as
- * trk_msg_frame writes it for frame m (blobs may be NULL; m->calib and
- * m->instances[id] are used as there). */
-int trk_msg_frame_object(struct trk_buf *b, const struct trk_frame_meta *m, int id,
-                         const struct trk_object_def *def, const struct trk_obj_result *r,
-                         const struct trk_blob_list *blobs);
+ * trk_msg_frame writes it. */
+int trk_msg_frame_object(struct trk_buf *b, const struct trk_frame_result *r, int id);
+
+/* Appends the MQTT per-object message (PROTOCOL.md section 9):
+ * {"type":"object","camera":camera,"seq","t_capture","wall_ms",...} and
+ * then object id's fields as trk_msg_frame_object writes them. */
+int trk_msg_object_result(struct trk_buf *b, const struct trk_frame_result *r, const char *camera,
+                          int id);
 
 /* Appends one part of a frame as a UDP datagram carries it (PROTOCOL.md,
  * "UDP datagrams"): the frame message with "camera" and "part" (1..parts)
  * of "parts" after seq, and only objects first..first+count-1 (keeping
  * their ids). With part = parts = 1, first = 0 and count = n it is the
  * whole frame message plus camera, part and parts. */
-int trk_msg_frame_part(struct trk_buf *b, const struct trk_frame_meta *m, const char *camera,
-                       int part, int parts, const struct trk_object_def *defs,
-                       const struct trk_obj_result *res, const struct trk_blob_list *blobs,
-                       int first, int count);
+int trk_msg_frame_part(struct trk_buf *b, const struct trk_frame_result *r, const char *camera,
+                       int part, int parts, int first, int count);
 
 /* ------------------------------------------------- server -> client: hello */
 
@@ -191,6 +132,11 @@ int trk_msg_objects(struct trk_buf *b, const struct trk_object_def *defs, int n,
  * and trk_msg_objects_reply leave the key out. */
 int trk_msg_objects_calib(struct trk_buf *b, const char *id_json, const struct trk_object_def *defs,
                           int n, const char *const *colors, const struct trk_calib *calib);
+
+/* trk_msg_objects_calib without an id and with "camera":camera after the
+ * type: the retained MQTT config message (PROTOCOL.md section 9). */
+int trk_msg_objects_camera(struct trk_buf *b, const char *camera, const struct trk_object_def *defs,
+                           int n, const char *const *colors, const struct trk_calib *calib);
 
 /* Appends the calibration value: null when c is NULL or off, else
  * {"unit","points"[,"camera_matrix"][,"distortion"],"homography","rms",
@@ -255,6 +201,12 @@ int trk_msg_status(struct trk_buf *b, const char *state, const char *message);
  * when the size changes mid-stream (PROTOCOL.md), so clients rescale. */
 int trk_msg_status_size(struct trk_buf *b, const char *state, const char *message, int width,
                         int height);
+
+/* Appends the retained MQTT status (PROTOCOL.md section 9):
+ * {"type":"status","camera":camera,"online":online,"server":server,
+ * "source":state,"message":message}; state and message may be NULL (null). */
+int trk_msg_camera_status(struct trk_buf *b, const char *camera, bool online, const char *server,
+                          const char *state, const char *message);
 
 /* Appends {"type":"error","code":code,"message":message[,"id":id]}. id_json
  * is the request's id as JSON text (from trk_msg_parse_client or

@@ -31,7 +31,7 @@ struct slot {
     int n;
     struct trk_object_def defs[TRK_MAX_OBJECTS];
     uint8_t colors[TRK_MAX_OBJECTS][3];
-    struct trk_obj_result res[TRK_MAX_OBJECTS];
+    struct trk_result_object obj[TRK_MAX_OBJECTS];
     trk_snapshot_release_fn release;
     void *ctx, *holder;                            /* holder NULL: the slot lends no frame */
     const struct trk_image *(*host)(void *holder); /* see trk_snapshot_frame */
@@ -174,7 +174,7 @@ void trk_snapshot_publish(struct trk_snapshot *s, const struct trk_snapshot_fram
     if (n) {
         memcpy(sl->defs, f->defs, (size_t)n * sizeof sl->defs[0]);
         memcpy(sl->colors, f->colors, (size_t)n * sizeof sl->colors[0]);
-        memcpy(sl->res, f->res, (size_t)n * sizeof sl->res[0]);
+        memcpy(sl->obj, f->obj, (size_t)n * sizeof sl->obj[0]);
     }
     sl->release = f->release;
     sl->ctx = f->ctx;
@@ -217,9 +217,8 @@ static void draw_overlay(const struct trk_image *rgb, const struct slot *sl)
 {
     const double fx = (double)rgb->width / sl->img.width, fy = (double)rgb->height / sl->img.height;
     for (int i = 0; i < sl->n; i++) {
-        const struct trk_obj_result *r = &sl->res[i];
-        uint64_t min = sl->defs[i].min_mass ? sl->defs[i].min_mass : 1;
-        if (r->mass < min || r->x0 < 0) continue;
+        const struct trk_obj_result *r = &sl->obj[i].r;
+        if (!sl->obj[i].found || r->x0 < 0) continue;
         const uint8_t *c = sl->colors[i];
         static const uint8_t fallback[3] = { 0, 255, 0 };
         if (!c[0] && !c[1] && !c[2]) c = fallback; /* black would not show */
@@ -235,8 +234,7 @@ static void draw_overlay(const struct trk_image *rgb, const struct slot *sl)
                 dot(rgb, x1 - t, y, c);
             }
         }
-        int cx = (int)((double)r->sum_x / (double)r->mass * fx);
-        int cy = (int)((double)r->sum_y / (double)r->mass * fy);
+        int cx = (int)(sl->obj[i].c.cx * fx), cy = (int)(sl->obj[i].c.cy * fy);
         /* 2 pixels thick: 4:2:0 JPEG smears a 1-pixel line into its
          * neighbours' colour. */
         for (int d = -6; d <= 7; d++)

@@ -34,13 +34,13 @@ struct trk_snapshot;
 typedef void (*trk_snapshot_release_fn)(void *ctx, void *holder);
 
 /* One processed frame, lent: img's pixels must stay unchanged until release
- * is called with holder. defs, colors and res (n of each) are copied. */
+ * is called with holder. defs, colors and obj (n of each) are copied. */
 struct trk_snapshot_frame {
     const struct trk_image *img;
     uint64_t seq;
     const struct trk_object_def *defs;
-    const uint8_t (*colors)[3]; /* display colour per object (R, G, B) */
-    const struct trk_obj_result *res;
+    const uint8_t (*colors)[3];          /* display colour per object (R, G, B) */
+    const struct trk_result_object *obj; /* the frame result's (protocol/result.h) */
     int n;
     trk_snapshot_release_fn release;
     void *ctx, *holder;

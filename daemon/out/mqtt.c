@@ -21,23 +21,29 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <jansson.h>
 #include <netdb.h>
 #include <mosquitto.h>
 #include <mqtt_protocol.h>
 
 #define LOG_TAG "mqtt"
+#include "cli.h"
+#include "exit.h"
 #include "frame.h" /* trk_now */
 #include "log.h"
+#include "ops/metrics.h"
+#include "outputs.h"
 #include "messages.h"
 #include "objects.h" /* trk_objects_escape_name */
 #include "trk_color.h"
 
-/* A queued message: the bytes and what they were allocated for, and the
- * frame's capture time (trk_now's clock). */
+/* A queued frame: its message's bytes and what they were allocated for,
+ * its objects' messages (objs: per object its topic level and its message,
+ * each NUL-terminated), and the frame's capture time (trk_now's clock). */
 struct slot {
     char *data;
     size_t len, cap;
+    char *objs;
+    size_t objs_len, objs_cap;
     double t;
 };
 
@@ -83,7 +89,8 @@ struct trk_mqtt {
     uint32_t max_packet; /* the broker's maximum packet size (MQTT 5 CONNACK); 0 none */
     size_t largest;      /* the largest message sent on this connection (bytes) */
     double max_age;
-    struct slot work; /* the frame being published */
+    struct slot work;    /* the frame being published */
+    struct trk_buf objs; /* processing thread: the frame's object messages */
     struct trk_buf topic, payload;
     struct flight win[TRK_MQTT_WINDOW]; /* frames awaiting PUBACK, oldest first */
     int n_win;
@@ -241,32 +248,45 @@ static void wake(struct trk_mqtt *m)
     (void)unused; /* a full counter (2^64 - 2 wakes) still wakes */
 }
 
-/* Frees a slot's buffer when it is over TRK_MQTT_SLOT_KEEP (a spare). */
+/* Frees a slot's buffers when they are over TRK_MQTT_SLOT_KEEP (spares). */
 static void slot_trim(struct slot *s)
 {
-    if (s->cap <= TRK_MQTT_SLOT_KEEP) return;
+    if (s->cap + s->objs_cap <= TRK_MQTT_SLOT_KEEP) return;
     free(s->data);
+    free(s->objs);
     *s = (struct slot){ 0 };
 }
 
-static bool slot_set(struct slot *s, const char *data, size_t len)
+/* Copies data[0..len) and a NUL into *buf (*cap bytes, grown). */
+static bool set_bytes(char **buf, size_t *cap, const char *data, size_t len)
 {
-    if (len + 1 <= TRK_MQTT_SLOT_KEEP) slot_trim(s);
-    if (len + 1 > s->cap) {
-        size_t cap = s->cap ? s->cap : 1024;
-        while (cap < len + 1)
-            cap *= 2;
-        char *d = realloc(s->data, cap);
+    if (len + 1 > *cap) {
+        size_t c = *cap ? *cap : 1024;
+        while (c < len + 1)
+            c *= 2;
+        char *d = realloc(*buf, c);
         if (!d) return false;
-        s->data = d, s->cap = cap;
+        *buf = d, *cap = c;
     }
-    memcpy(s->data, data, len);
-    s->data[len] = 0;
-    s->len = len;
+    if (len) memcpy(*buf, data, len);
+    (*buf)[len] = 0;
     return true;
 }
 
-void trk_mqtt_frame(struct trk_mqtt *m, const char *json, size_t len, double t_capture)
+static bool slot_set(struct slot *s, const char *data, size_t len, const char *objs,
+                     size_t objs_len)
+{
+    if (len + objs_len + 2 <= TRK_MQTT_SLOT_KEEP) slot_trim(s);
+    if (!set_bytes(&s->data, &s->cap, data, len) ||
+        !set_bytes(&s->objs, &s->objs_cap, objs, objs_len))
+        return false;
+    s->len = len;
+    s->objs_len = objs_len;
+    return true;
+}
+
+void trk_mqtt_frame(struct trk_mqtt *m, const char *json, size_t len, const char *objects,
+                    size_t objects_len, double t_capture)
 {
     if (!m) return;
     pthread_mutex_lock(&m->lock);
@@ -282,7 +302,7 @@ void trk_mqtt_frame(struct trk_mqtt *m, const char *json, size_t len, double t_c
         drop(m, TRK_MQTT_DROP_QUEUE, 1);
     }
     struct slot *s = &m->ring[(m->head + m->count) % TRK_MQTT_QUEUE_LEN];
-    if (slot_set(s, json, len)) {
+    if (slot_set(s, json, len, objects, objects_len)) {
         s->t = t_capture;
         m->count++;
     } else {
@@ -295,24 +315,16 @@ void trk_mqtt_frame(struct trk_mqtt *m, const char *json, size_t len, double t_c
 void trk_mqtt_objects(struct trk_mqtt *m, const struct trk_objects *set)
 {
     if (!m) return;
-    /* {"type":"objects","camera":C,"objects":[...]}: the WebSocket objects
-     * message with the camera; colours as the control module sends them. */
+    /* The WebSocket objects message with the camera; colours as the control
+     * module sends them. */
     char text[TRK_MAX_OBJECTS][TRK_COLOR_HEX_SIZE];
     const char *colors[TRK_MAX_OBJECTS];
     for (int i = 0; i < set->n; i++) {
         trk_color_hex(set->color[i], text[i]);
         colors[i] = text[i];
     }
-    struct trk_buf msg = { 0 }, b = { 0 };
-    static const char head[] = "{\"type\":\"objects\"";
-    if (trk_msg_objects_calib(&msg, NULL, set->def, set->n, colors, &set->calib) == 0 &&
-        msg.len > sizeof(head) - 1 && !memcmp(msg.data, head, sizeof(head) - 1)) {
-        trk_buf_puts(&b, head);
-        trk_buf_puts(&b, ",\"camera\":");
-        trk_buf_json_str(&b, m->camera, sizeof(m->camera));
-        trk_buf_append(&b, msg.data + sizeof(head) - 1, msg.len - (sizeof(head) - 1));
-    }
-    if (!b.failed && b.len) {
+    struct trk_buf b = { 0 };
+    if (trk_msg_objects_camera(&b, m->camera, set->def, set->n, colors, &set->calib) == 0) {
         pthread_mutex_lock(&m->lock);
         trk_buf_reset(&m->config);
         trk_buf_append(&m->config, b.data, b.len);
@@ -322,7 +334,6 @@ void trk_mqtt_objects(struct trk_mqtt *m, const struct trk_objects *set)
     } else {
         log_error("cannot encode the object set for MQTT: %s stays as it was", m->t_config);
     }
-    trk_buf_free(&msg);
     trk_buf_free(&b);
 }
 
@@ -368,20 +379,12 @@ void trk_mqtt_get_stats(struct trk_mqtt *m, struct trk_mqtt_stats *st)
 
 /* ------------------------------------------------- the publisher thread */
 
-/* {"type":"status","camera":C,"online":B,"server":S,"source":X,"message":T} */
+/* The retained status message (trk_msg_camera_status) into b. */
 static void status_json(struct trk_mqtt *m, struct trk_buf *b, bool online, const char *source,
                         const char *text)
 {
     trk_buf_reset(b);
-    trk_buf_puts(b, "{\"type\":\"status\",\"camera\":");
-    trk_buf_json_str(b, m->camera, sizeof(m->camera));
-    trk_buf_puts(b, online ? ",\"online\":true,\"server\":" : ",\"online\":false,\"server\":");
-    trk_buf_json_str(b, m->server, sizeof(m->server));
-    trk_buf_puts(b, ",\"source\":");
-    trk_buf_json_str(b, source, 16);
-    trk_buf_puts(b, ",\"message\":");
-    trk_buf_json_str(b, text, 256);
-    trk_buf_puts(b, "}");
+    trk_msg_camera_status(b, m->camera, online, m->server, source, text);
 }
 
 /* What mosquitto_publish made of a message. */
@@ -423,66 +426,6 @@ static enum pub publish(struct trk_mqtt *m, const char *topic, const struct trk_
     return PUB_GONE;
 }
 
-/* The frame's "objects" array elements: [start, end) byte ranges of the
- * JSON text, found by walking its structure (strings skipped, depth
- * counted), so whatever fields an object carries go along as they are.
- * Returns how many, at most max. */
-static int object_ranges(const char *s, size_t len, size_t (*r)[2], int max)
-{
-    int depth = 0, n = 0;
-    bool in_str = false, esc = false, key_objects = false, want_array = false, in_array = false;
-    size_t str_start = 0, start = 0;
-    for (size_t i = 0; i < len; i++) {
-        char c = s[i];
-        if (in_str) {
-            if (esc)
-                esc = false;
-            else if (c == '\\')
-                esc = true;
-            else if (c == '"') {
-                in_str = false;
-                key_objects =
-                    depth == 1 && i - str_start == 7 && !memcmp(s + str_start, "objects", 7);
-            }
-            continue;
-        }
-        switch (c) {
-        case '"':
-            in_str = true;
-            str_start = i + 1;
-            want_array = false;
-            break;
-        case ':':
-            want_array = key_objects;
-            key_objects = false;
-            break;
-        case '{':
-        case '[':
-            if (c == '[' && want_array && depth == 1) in_array = true;
-            if (in_array && depth == 2 && c == '{') start = i;
-            want_array = key_objects = false;
-            depth++;
-            break;
-        case '}':
-        case ']':
-            depth--;
-            if (in_array && depth == 2 && c == '}' && n < max) {
-                r[n][0] = start;
-                r[n][1] = i + 1;
-                n++;
-            }
-            if (in_array && depth == 1) in_array = false;
-            break;
-        case ' ':
-        case '\n':
-        case '\t':
-        case '\r': break;
-        default: want_array = key_objects = false;
-        }
-    }
-    return n;
-}
-
 /* Whether a frame message of len bytes is over the broker's maximum packet
  * size: checked before its objects go out, so a frame goes whole or not
  * at all. Counted as libmosquitto does: fixed header (at most 5), topic
@@ -492,10 +435,10 @@ static bool frame_too_large(const struct trk_mqtt *m, size_t len)
     return m->max_packet && 5 + 2 + strlen(m->t_frame) + 2 + 1 + len > m->max_packet;
 }
 
-/* One frame: each object on its own topic (QoS 0), its JSON text with the
- * frame's camera, seq and times in front, then <camera>/frame as it is, at
- * QoS 1 and last, so its PUBACK says the broker has the whole frame
- * (*mid: its message id). */
+/* One frame: each object on its own topic (QoS 0), its message as the
+ * processing thread encoded it (trk_msg_object_result), then <camera>/frame
+ * as it is, at QoS 1 and last, so its PUBACK says the broker has the whole
+ * frame (*mid: its message id). */
 static enum pub publish_frame(struct trk_mqtt *m, const struct slot *f, int *mid)
 {
     if (frame_too_large(m, f->len)) {
@@ -503,45 +446,19 @@ static enum pub publish_frame(struct trk_mqtt *m, const struct slot *f, int *mid
         return PUB_REFUSED;
     }
     struct trk_buf whole = { .data = f->data, .len = f->len, .cap = f->cap };
-    json_error_t err;
-    json_t *root = json_loadb(f->data, f->len, 0, &err);
-    json_t *objs = json_object_get(root, "objects");
-    static size_t ranges[TRK_MAX_OBJECTS][2]; /* this thread only */
-    int n = object_ranges(f->data, f->len, ranges, TRK_MAX_OBJECTS);
-    if (!json_is_array(objs) || json_array_size(objs) != (size_t)n) {
-        /* Cannot happen with trk_msg_frame's output; say so once. */
-        static _Atomic bool logged;
-        log_once(logged, TRK_LOG_ERROR, 0, "a frame message the per-object topics cannot split");
-        n = 0;
-    }
-    char level[TRK_NAME_MAX * 3 + 1];
-    for (int i = 0; i < n; i++) {
-        const char *name =
-            json_string_value(json_object_get(json_array_get(objs, (size_t)i), "name"));
-        if (!name) continue;
-        trk_mqtt_topic_level(name, level, sizeof(level));
+    for (size_t at = 0; at < f->objs_len;) {
+        const char *level = f->objs + at;
+        const char *msg = level + strlen(level) + 1;
+        const size_t len = strlen(msg);
+        at = (size_t)(msg - f->objs) + len + 1;
         trk_buf_reset(&m->topic);
         trk_buf_puts(&m->topic, m->base);
         trk_buf_puts(&m->topic, "objects/");
         trk_buf_puts(&m->topic, level);
-        struct trk_buf *b = &m->payload;
-        trk_buf_reset(b);
-        trk_buf_puts(b, "{\"type\":\"object\",\"camera\":");
-        trk_buf_json_str(b, m->camera, sizeof(m->camera));
-        trk_buf_puts(b, ",\"seq\":");
-        trk_buf_u64(b, (uint64_t)json_integer_value(json_object_get(root, "seq")));
-        trk_buf_puts(b, ",\"t_capture\":");
-        trk_buf_fixed(b, json_number_value(json_object_get(root, "t_capture")), 6);
-        trk_buf_puts(b, ",\"wall_ms\":");
-        trk_buf_fixed(b, json_number_value(json_object_get(root, "wall_ms")), 3);
-        trk_buf_puts(b, ",");
-        trk_buf_append(b, f->data + ranges[i][0] + 1, ranges[i][1] - ranges[i][0] - 1);
-        if (!m->topic.failed && publish(m, m->topic.data, b, 0, false, NULL) == PUB_GONE) {
-            json_decref(root);
+        const struct trk_buf b = { .data = (char *)msg, .len = len, .cap = len + 1 };
+        if (!m->topic.failed && publish(m, m->topic.data, &b, 0, false, NULL) == PUB_GONE)
             return PUB_GONE;
-        }
     }
-    json_decref(root);
     return publish(m, m->t_frame, &whole, 1, false, mid);
 }
 
@@ -1061,9 +978,13 @@ void trk_mqtt_destroy(struct trk_mqtt **pm)
     }
     if (m->mosq) mosquitto_destroy(m->mosq);
     if (m->wake_fd >= 0) close(m->wake_fd);
-    for (int i = 0; i < TRK_MQTT_QUEUE_LEN; i++)
+    for (int i = 0; i < TRK_MQTT_QUEUE_LEN; i++) {
         free(m->ring[i].data);
+        free(m->ring[i].objs);
+    }
     free(m->work.data);
+    free(m->work.objs);
+    trk_buf_free(&m->objs);
     trk_buf_free(&m->topic);
     trk_buf_free(&m->payload);
     trk_buf_free(&m->config);
@@ -1071,4 +992,95 @@ void trk_mqtt_destroy(struct trk_mqtt **pm)
     pthread_mutex_destroy(&m->lock);
     free(m);
     *pm = NULL;
+}
+
+/* ------------------------------------------------- the outputs door */
+
+/* The frame message and, per object, its topic level and its message:
+ * encoded here (messages.h), so the publisher only publishes. */
+static void mq_frame(void *ctx, const struct trk_frame_result *r, const char *json, size_t len)
+{
+    struct trk_mqtt *m = ctx;
+    struct trk_buf *b = &m->objs;
+    char level[TRK_NAME_MAX * 3 + 1];
+    trk_buf_reset(b);
+    for (int i = 0; i < r->n; i++) {
+        trk_mqtt_topic_level(r->defs[i].name, level, sizeof(level));
+        trk_buf_append(b, level, strlen(level) + 1);
+        trk_msg_object_result(b, r, m->camera, i);
+        trk_buf_append(b, "", 1);
+    }
+    if (b->failed) {
+        drop(m, TRK_MQTT_DROP_ERROR, 1);
+        return;
+    }
+    trk_mqtt_frame(m, json, len, b->data, b->len, r->meta.t_capture);
+}
+
+/* The retained status says the source's state; a size change is not one. */
+static void mq_status(void *ctx, const struct trk_source_status *s)
+{
+    if (s->width <= 0) trk_mqtt_source_state(ctx, s->state, s->text);
+}
+
+static void mq_objects(void *ctx, const struct trk_objects *set)
+{
+    trk_mqtt_objects(ctx, set);
+}
+
+static void mq_tally(void *ctx, struct trk_outputs_tally *t)
+{
+    struct trk_mqtt_stats ms;
+    trk_mqtt_get_stats(ctx, &ms);
+    t->info->has_mqtt = true;
+    t->info->mqtt_connected = ms.connected;
+    t->info->mqtt_published = ms.published;
+    t->info->mqtt_dropped = ms.dropped;
+    t->info->mqtt_connects = ms.connects;
+    if (t->metrics) trk_metrics_set_mqtt(t->metrics, &ms);
+}
+
+/* The last frames and "offline" go out (TRK_MQTT_CLOSE_S at most). */
+static int mq_close(void *ctx)
+{
+    struct trk_mqtt *m = ctx;
+    trk_mqtt_destroy(&m);
+    return 0;
+}
+
+static const struct trk_output_ops mqtt_ops = {
+    .name = "mqtt",
+    .json = true,
+    .frame = mq_frame,
+    .status = mq_status,
+    .objects = mq_objects,
+    .tally = mq_tally,
+    .close = mq_close,
+};
+
+/* --mqtt: the publisher starts now and connects in the background, so a
+ * broker that is down or slow never holds trackd's start (it is logged once
+ * and retried). A CA file that cannot be read is an input error. */
+int trk_mqtt_open(const struct trk_output_env *env, struct trk_outputs *o)
+{
+    const struct trk_settings *s = env->s;
+    if (!s->mqtt) return 0;
+    if (s->mqtt_ca && access(s->mqtt_ca, R_OK) != 0) {
+        log_error_err(-errno, "--mqtt-ca %s", s->mqtt_ca);
+        return TRK_EX_NOINPUT;
+    }
+    struct trk_mqtt_cfg mc = { .url = s->mqtt,
+                               .ca_file = s->mqtt_ca,
+                               .camera = s->camera_name,
+                               .server = "trackd " TRK_VERSION,
+                               .max_age = s->mqtt_max_age };
+    struct trk_mqtt *m;
+    int err = trk_mqtt_create(&mc, &m);
+    if (err == TRK_EINVAL) return TRK_EX_CONFIG; /* said why */
+    if (!err && (err = trk_mqtt_start(m))) trk_mqtt_destroy(&m);
+    if (err) {
+        log_error_err(err, "cannot start the MQTT publisher");
+        return TRK_EX_SOFTWARE;
+    }
+    return trk_outputs_add(o, &mqtt_ops, m) ? TRK_EX_SOFTWARE : 0;
 }

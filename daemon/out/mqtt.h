@@ -2,9 +2,11 @@
  * camera's status and its object set, published to a broker through
  * libmosquitto under <prefix>/<camera>/ (protocol/PROTOCOL.md section 9).
  *
- * Threads: the processing thread hands over each frame's JSON
- * (trk_mqtt_frame) and the object set when it changes (trk_mqtt_objects);
- * the capture thread the source's state (trk_mqtt_source_state). Each call
+ * Threads: as one output of the door (daemon/out/outputs.h, trk_mqtt_open)
+ * the processing thread hands over each frame's messages, encoded by
+ * protocol/messages.c (trk_mqtt_frame), and the object set when it changes
+ * (trk_mqtt_objects); the capture thread the source's state
+ * (trk_mqtt_source_state). Each call
  * copies into a bounded queue under a short mutex and wakes the publisher
  * thread, which owns the libmosquitto handle: it connects, publishes,
  * reconnects with backoff. Nothing here ever waits for the network: a slow
@@ -115,11 +117,15 @@ int trk_mqtt_create(const struct trk_mqtt_cfg *cfg, struct trk_mqtt **out);
 int trk_mqtt_start(struct trk_mqtt *m);
 
 /* Processing thread: one frame message (protocol/messages.h trk_msg_frame,
- * the WebSocket text) to publish on <camera>/frame and, split per object,
- * on <camera>/objects/<name>; t_capture is its capture time (trk_now's
- * clock), from which its age is counted. Copies it; never blocks on the
- * network. */
-void trk_mqtt_frame(struct trk_mqtt *m, const char *json, size_t len, double t_capture);
+ * the WebSocket text) to publish on <camera>/frame, and its objects'
+ * messages (objects_len bytes: per object the topic level, NUL, its
+ * trk_msg_object_result message, NUL; NULL = none) to publish on
+ * <camera>/objects/<level> before it; t_capture is its capture time
+ * (trk_now's clock), from which its age is counted. Copies them; never
+ * blocks on the network. The queue's byte bound counts the frame
+ * messages. */
+void trk_mqtt_frame(struct trk_mqtt *m, const char *json, size_t len, const char *objects,
+                    size_t objects_len, double t_capture);
 
 /* Processing thread: the object set in use (initially and after every
  * change), published retained on <camera>/config. */

@@ -10,10 +10,13 @@
 #include <sys/socket.h>
 
 #define LOG_TAG "osc"
+#include "cli.h"
+#include "exit.h"
 #include "log.h"
 #include "netaddr.h"
 #include "objects.h" /* trk_objects_escape_name */
-#include "sink.h"
+#include "outputs.h"
+#include "netq.h"
 
 /* Longest address: the prefix, a camera and a name (each escaped: up to
  * TRK_NAME_ESCAPED_MAX) and "/instance". */
@@ -69,47 +72,54 @@ static int send_msg(struct osc *o, const char *path, lo_message m)
     return err;
 }
 
-static int osc_send(void *ctx, const struct trk_sink_frame *f)
+/* One object's messages: its centroid or /lost, then its blobs. */
+static int send_object(struct osc *o, char *path, size_t at, size_t cap,
+                       const struct trk_frame_result *r, const struct trk_result_object *ob)
+{
+    lo_message m = lo_message_new();
+    if (!ob->found) {
+        snprintf(path + at, cap - at, "/lost");
+        return send_msg(o, path, m);
+    }
+    if (m) {
+        lo_message_add_float(m, (float)ob->c.cx);
+        lo_message_add_float(m, (float)ob->c.cy);
+        lo_message_add_int32(m, clamp_mass(ob->r.mass));
+    }
+    int e = send_msg(o, path, m);
+    snprintf(path + at, cap - at, "/blob");
+    for (int k = 0; k < ob->n_blobs; k++) {
+        const struct trk_blob *b = &r->blobs[ob->blob0 + (size_t)k];
+        const struct trk_point *c = &r->blob_c[ob->blob0 + (size_t)k];
+        if (!b->mass) continue; /* never empty; never divide by 0 all the same */
+        lo_message bm = lo_message_new();
+        if (bm) {
+            lo_message_add_int32(bm, k);
+            lo_message_add_float(bm, (float)c->cx);
+            lo_message_add_float(bm, (float)c->cy);
+            lo_message_add_int32(bm, clamp_mass(b->mass));
+        }
+        int be = send_msg(o, path, bm);
+        if (be && !e) e = be;
+    }
+    return e;
+}
+
+static int osc_send(void *ctx, const struct trk_netq_frame *f)
 {
     struct osc *o = ctx;
+    const struct trk_frame_result *r = &f->r;
     char path[ADDR_MAX + 8];
-    int err = 0, e;
-    for (int i = 0; i < f->n; i++) {
-        const struct trk_obj_result *r = &f->res[i];
-        uint64_t min_mass = f->defs[i].min_mass ? f->defs[i].min_mass : 1;
-        size_t at = trk_osc_address(path, ADDR_MAX, o->camera, f->defs[i].name);
-        lo_message m = lo_message_new();
-        if (r->mass < min_mass) {
-            snprintf(path + at, sizeof(path) - at, "/lost");
-            e = send_msg(o, path, m);
-        } else {
-            if (m) {
-                lo_message_add_float(m, (float)((double)r->sum_x / (double)r->mass));
-                lo_message_add_float(m, (float)((double)r->sum_y / (double)r->mass));
-                lo_message_add_int32(m, clamp_mass(r->mass));
-            }
-            e = send_msg(o, path, m);
-            snprintf(path + at, sizeof(path) - at, "/blob");
-            for (int k = 0; k < f->blobs[i].n; k++) {
-                const struct trk_blob *b = &f->blobs[i].blobs[k];
-                if (!b->mass) continue; /* never empty; never divide by 0 all the same */
-                lo_message bm = lo_message_new();
-                if (bm) {
-                    lo_message_add_int32(bm, k);
-                    lo_message_add_float(bm, (float)((double)b->sum_x / (double)b->mass));
-                    lo_message_add_float(bm, (float)((double)b->sum_y / (double)b->mass));
-                    lo_message_add_int32(bm, clamp_mass(b->mass));
-                }
-                int be = send_msg(o, path, bm);
-                if (be && !e) e = be;
-            }
-        }
+    int err = 0;
+    for (int i = 0; i < r->n; i++) {
+        const struct trk_result_object *ob = &r->obj[i];
+        size_t at = trk_osc_address(path, ADDR_MAX, o->camera, r->defs[i].name);
+        int e = send_object(o, path, at, sizeof(path), r, ob);
         /* Tracked objects: one message per instance, seen or coasting
          * (lost > 0: the predicted position, mass 0). */
-        const struct trk_instance_list *il = f->meta.instances ? &f->meta.instances[i] : NULL;
         snprintf(path + at, sizeof(path) - at, "/instance");
-        for (int k = 0; il && k < il->n; k++) {
-            const struct trk_instance *x = &il->v[k];
+        for (int k = 0; k < ob->n_inst; k++) {
+            const struct trk_instance *x = &r->inst[ob->inst0 + (size_t)k];
             lo_message im = lo_message_new();
             if (im) {
                 lo_message_add_int32(im, x->id > INT32_MAX ? INT32_MAX : (int32_t)x->id);
@@ -126,7 +136,7 @@ static int osc_send(void *ctx, const struct trk_sink_frame *f)
     return err;
 }
 
-int trk_osc_create(const struct trk_osc_cfg *cfg, struct trk_sink **out)
+int trk_osc_create(const struct trk_osc_cfg *cfg, struct trk_netq **out)
 {
     *out = NULL;
     if (!cfg || !cfg->host || cfg->port < 1 || cfg->port > 65535) return TRK_EINVAL;
@@ -150,8 +160,8 @@ int trk_osc_create(const struct trk_osc_cfg *cfg, struct trk_sink **out)
         osc_close(o);
         return err;
     }
-    struct trk_sink_cfg sc = { .name = name, .send = osc_send, .close = osc_close, .ctx = o };
-    err = trk_sink_create(&sc, out); /* closes o on failure */
+    struct trk_netq_cfg sc = { .name = name, .send = osc_send, .close = osc_close, .ctx = o };
+    err = trk_netq_create(&sc, out); /* closes o on failure */
     if (err) {
         log_error_err(err, "%s: cannot start its thread", name);
         return err;
@@ -159,5 +169,15 @@ int trk_osc_create(const struct trk_osc_cfg *cfg, struct trk_sink **out)
     char addr[ADDR_MAX];
     trk_osc_address(addr, sizeof(addr), cfg->camera ? cfg->camera : "trackd", "<name>");
     log_info("sending OSC messages %s ... per object and frame to %s", addr, name + 4);
+    return 0;
+}
+
+int trk_osc_open(const struct trk_output_env *env, struct trk_outputs *o)
+{
+    const struct trk_settings *s = env->s;
+    if (!s->osc) return 0;
+    struct trk_osc_cfg oc = { .host = s->osc_host, .port = s->osc_port, .camera = s->camera_name };
+    struct trk_netq *sink;
+    if (trk_osc_create(&oc, &sink) || trk_netq_add(o, sink)) return TRK_EX_UNAVAILABLE;
     return 0;
 }

@@ -1,6 +1,6 @@
 /* --osc: Open Sound Control messages (liblo) for creative and AR tools
  * (TouchDesigner, Max, Unity, ...), sent from their own thread through a
- * trk_sink (daemon/out/sink.h). Per frame, for each object in order:
+ * trk_netq (daemon/out/netq.h). Per frame, for each object in order:
  *   found:      /trackd/<camera>/<name> f:cx f:cy i:mass
  *               then per listed blob k (0 = largest):
  *               /trackd/<camera>/<name>/blob i:k f:cx f:cy i:mass
@@ -14,7 +14,7 @@
 
 #include <stddef.h>
 
-struct trk_sink;
+struct trk_netq;
 
 struct trk_osc_cfg {
     const char *host;   /* name, IPv4 or IPv6 address */
@@ -24,7 +24,7 @@ struct trk_osc_cfg {
 
 /* Resolves the address and starts the sink. 0, TRK_EINVAL, TRK_ENOMEM or
  * -errno (-ENOENT: the host does not resolve); failures are logged. */
-int trk_osc_create(const struct trk_osc_cfg *cfg, struct trk_sink **out);
+int trk_osc_create(const struct trk_osc_cfg *cfg, struct trk_netq **out);
 
 /* Writes "/trackd/<camera>/<name>" with reserved characters escaped
  * (trk_objects_escape_name) into buf (len bytes, cut to fit, never inside an

@@ -13,10 +13,13 @@
 #include <unistd.h>
 
 #define LOG_TAG "udp"
+#include "cli.h"
+#include "exit.h"
 #include "log.h"
+#include "outputs.h"
 #include "netaddr.h"
 #include "messages.h"
-#include "sink.h"
+#include "netq.h"
 
 /* The sink thread's state. */
 struct udp {
@@ -49,24 +52,23 @@ static int send_buf(struct udp *u, const struct trk_buf *b)
 
 /* One frame: the whole message when it fits, else parts of consecutive
  * objects, each filled as far as max_payload allows. */
-static int udp_send(void *ctx, const struct trk_sink_frame *f)
+static int udp_send(void *ctx, const struct trk_netq_frame *f)
 {
     struct udp *u = ctx;
-    const struct trk_frame_meta *m = &f->meta;
+    const struct trk_frame_result *r = &f->r;
     trk_buf_reset(&u->msg);
-    trk_msg_frame_part(&u->msg, m, u->camera, 1, 1, f->defs, f->res, f->blobs, 0, f->n);
+    trk_msg_frame_part(&u->msg, r, u->camera, 1, 1, 0, r->n);
     if (u->msg.failed || u->msg.len <= u->max_payload) return send_buf(u, &u->msg);
     size_t whole = u->msg.len;
 
     /* The header's length with the longest part numbers a frame can have
      * (one part per object), so a part sized with it always fits. */
     trk_buf_reset(&u->one);
-    trk_msg_frame_part(&u->one, m, u->camera, TRK_MAX_OBJECTS, TRK_MAX_OBJECTS, f->defs, f->res,
-                       f->blobs, 0, 0);
+    trk_msg_frame_part(&u->one, r, u->camera, TRK_MAX_OBJECTS, TRK_MAX_OBJECTS, 0, 0);
     size_t head = u->one.len;
-    for (int i = 0; i < f->n; i++) {
+    for (int i = 0; i < r->n; i++) {
         trk_buf_reset(&u->one);
-        trk_msg_frame_object(&u->one, m, i, &f->defs[i], &f->res[i], &f->blobs[i]);
+        trk_msg_frame_object(&u->one, r, i);
         if (u->one.failed) return TRK_ENOMEM;
         u->obj_len[i] = u->one.len;
     }
@@ -75,16 +77,15 @@ static int udp_send(void *ctx, const struct trk_sink_frame *f)
     int parts = 0, err = 0;
     for (int pass = 0; pass < 2; pass++) {
         int part = 0;
-        for (int first = 0; first < f->n;) {
+        for (int first = 0; first < r->n;) {
             size_t len = head + u->obj_len[first];
             int count = 1;
-            while (first + count < f->n && len + 1 + u->obj_len[first + count] <= u->max_payload)
+            while (first + count < r->n && len + 1 + u->obj_len[first + count] <= u->max_payload)
                 len += 1 + u->obj_len[first + count++];
             part++;
             if (pass == 1) {
                 trk_buf_reset(&u->msg);
-                trk_msg_frame_part(&u->msg, m, u->camera, part, parts, f->defs, f->res, f->blobs,
-                                   first, count);
+                trk_msg_frame_part(&u->msg, r, u->camera, part, parts, first, count);
                 int e = send_buf(u, &u->msg);
                 if (e && !err) err = e; /* the other parts still go */
             }
@@ -95,7 +96,7 @@ static int udp_send(void *ctx, const struct trk_sink_frame *f)
     if (u->split_seen++ == 0)
         log_info("frame %llu is %zu bytes, over %zu: sent in %d datagrams split by object "
                  "(PROTOCOL.md, \"UDP datagrams\"); further splits are not logged",
-                 (unsigned long long)m->seq, whole, u->max_payload, parts);
+                 (unsigned long long)r->meta.seq, whole, u->max_payload, parts);
     return err;
 }
 
@@ -125,7 +126,7 @@ static bool is_multicast(const struct sockaddr *sa)
            IN6_IS_ADDR_MULTICAST(&((const struct sockaddr_in6 *)sa)->sin6_addr);
 }
 
-int trk_udp_create(const struct trk_udp_cfg *cfg, struct trk_sink **out)
+int trk_udp_create(const struct trk_udp_cfg *cfg, struct trk_netq **out)
 {
     *out = NULL;
     if (!cfg || !cfg->host || cfg->port < 1 || cfg->port > 65535) return TRK_EINVAL;
@@ -164,12 +165,26 @@ int trk_udp_create(const struct trk_udp_cfg *cfg, struct trk_sink **out)
         log_warn("--udp %s is a unicast address: --udp-ttl and --udp-iface apply to multicast "
                  "only and are ignored",
                  name + 4);
-    struct trk_sink_cfg sc = { .name = name, .send = udp_send, .close = udp_close, .ctx = u };
-    if ((err = trk_sink_create(&sc, out))) { /* closes u */
+    struct trk_netq_cfg sc = { .name = name, .send = udp_send, .close = udp_close, .ctx = u };
+    if ((err = trk_netq_create(&sc, out))) { /* closes u */
         log_error_err(err, "%s: cannot start its thread", name);
         return err;
     }
     log_info("sending one JSON datagram per frame to %s (%s, split above %zu bytes)", name + 4,
              multicast ? "multicast" : "unicast", max_payload);
+    return 0;
+}
+
+int trk_udp_open(const struct trk_output_env *env, struct trk_outputs *o)
+{
+    const struct trk_settings *s = env->s;
+    if (!s->udp) return 0;
+    struct trk_udp_cfg uc = { .host = s->udp_host,
+                              .port = s->udp_port,
+                              .ttl = s->udp_ttl,
+                              .iface = s->udp_iface,
+                              .camera = s->camera_name };
+    struct trk_netq *sink;
+    if (trk_udp_create(&uc, &sink) || trk_netq_add(o, sink)) return TRK_EX_UNAVAILABLE;
     return 0;
 }

@@ -1,6 +1,6 @@
 /* --udp: one compact JSON datagram per frame to a unicast or multicast
  * address (PROTOCOL.md, "UDP datagrams"), sent from its own thread through
- * a trk_sink (daemon/out/sink.h), so a slow network never slows the pipeline.
+ * a trk_netq (daemon/out/netq.h), so a slow network never slows the pipeline.
  *
  * A frame whose message is longer than TRK_UDP_PAYLOAD bytes is split by
  * object into parts, each a complete JSON object with the frame's header,
@@ -10,7 +10,7 @@
 #ifndef TRK_DAEMON_UDP_H
 #define TRK_DAEMON_UDP_H
 
-struct trk_sink;
+struct trk_netq;
 
 /* Most payload bytes per datagram before a frame is split: a 1500-byte
  * Ethernet MTU less the IPv6 (40) and UDP (8) headers is 1452; 1400 leaves
@@ -30,6 +30,6 @@ struct trk_udp_cfg {
 /* Resolves the address, opens the socket and starts the sink. 0, TRK_EINVAL,
  * TRK_ENOMEM or -errno (-ENOENT: the host name does not resolve, -ENODEV:
  * no such interface); failures are logged with the address. */
-int trk_udp_create(const struct trk_udp_cfg *cfg, struct trk_sink **out);
+int trk_udp_create(const struct trk_udp_cfg *cfg, struct trk_netq **out);
 
 #endif

@@ -25,7 +25,7 @@ int main(void)
     struct trk_mqtt_stats st;
     /* Large frames: as many as fit in the bytes, the oldest dropped. */
     for (int i = 0; i < TRK_MQTT_QUEUE_LEN; i++)
-        trk_mqtt_frame(m, msg, big, trk_now());
+        trk_mqtt_frame(m, msg, big, NULL, 0, trk_now());
     trk_mqtt_get_stats(m, &st);
     uint64_t fit = TRK_MQTT_QUEUE_BYTES / big;
     CHECKF(st.queue_len == fit, "%llu queued, %llu fit", (unsigned long long)st.queue_len,
@@ -36,7 +36,7 @@ int main(void)
     CHECK(huge != NULL);
     if (huge) {
         memset(huge, 'y', TRK_MQTT_QUEUE_BYTES + 1);
-        trk_mqtt_frame(m, huge, TRK_MQTT_QUEUE_BYTES + 1, trk_now());
+        trk_mqtt_frame(m, huge, TRK_MQTT_QUEUE_BYTES + 1, NULL, 0, trk_now());
         trk_mqtt_get_stats(m, &st);
         CHECK(st.queue_len == 1);
         CHECK(st.dropped == TRK_MQTT_QUEUE_LEN);
@@ -44,7 +44,7 @@ int main(void)
     }
     /* Small frames: the frame count bounds them. */
     for (int i = 0; i < 2 * TRK_MQTT_QUEUE_LEN; i++)
-        trk_mqtt_frame(m, msg, 100, trk_now());
+        trk_mqtt_frame(m, msg, 100, NULL, 0, trk_now());
     trk_mqtt_get_stats(m, &st);
     CHECK(st.queue_len == TRK_MQTT_QUEUE_LEN);
     CHECK(st.dropped == 2 * TRK_MQTT_QUEUE_LEN + 1);

@@ -11,11 +11,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <libavformat/avformat.h>
 
 #include "../check.h"
 #include "control/control.h"
+#include "out/ndjson.h"
+#include "out/outputs.h"
 #include "source/hostpool.h"
 #include "pipeline.h"
 #include "source/source.h"
@@ -379,15 +382,19 @@ static char *run_clip(int pipeline, bool pageable, struct trk_pipeline_summary *
     struct trk_control *control = NULL;
     CHECK(trk_control_create(&cc, &control) == 0);
     FILE *out = tmpfile();
+    struct trk_outputs *outs = NULL;
+    CHECK(trk_outputs_create(&outs) == 0);
+    CHECK(trk_ndjson_add(outs, fdopen(dup(fileno(out)), "w"), "results", false, NULL) == 0);
     struct trk_pipeline_cfg pc = { .source = &src,
                                    .backend = b,
-                                   .output = out,
+                                   .outputs = outs,
                                    .fast = true,
                                    .control = control,
                                    .pipeline = pipeline,
                                    .pageable = pageable };
     volatile sig_atomic_t stop = 0;
     CHECK(trk_pipeline_run(&pc, &stop, sum) == 0);
+    CHECK(trk_outputs_destroy(&outs) == 0);
     trk_source_destroy(&src);
     trk_control_destroy(&control);
     trk_backend_destroy(&b);

@@ -1,5 +1,5 @@
-/* The network sinks (daemon/out/sink.h, udp.h, osc.h):
- *   queue      a sender stuck in send never holds up trk_sink_push; the
+/* The network sinks (daemon/out/netq.h, udp.h, osc.h):
+ *   queue      a sender stuck in send never holds up trk_netq_push; the
  *              oldest queued frames give way and are counted; what is sent
  *              is a copy (the caller's buffers are reused at once), in
  *              order, and drained at the end;
@@ -28,7 +28,7 @@
 #include "messages.h"
 #include "out/netaddr.h"
 #include "out/osc.h"
-#include "out/sink.h"
+#include "out/netq.h"
 #include "out/udp.h"
 
 /* ------------------------------------------------------------ test frames */
@@ -42,12 +42,14 @@ struct scene {
     struct trk_blob blob_store[MAXN][TRK_MAX_BLOBS];
     struct trk_blob_list blobs[MAXN];
     int n;
+    struct trk_frame_result r; /* filled by push_scene, as the pipeline does */
 };
 
 /* n objects named obj<i>; object i lists k_of(i) blobs; every number is
  * derived from seq so frames differ. */
 static void make_scene(struct scene *s, uint64_t seq, int n, int (*k_of)(int))
 {
+    trk_frame_result_free(&s->r);
     memset(s, 0, sizeof(*s));
     s->n = n;
     s->meta = (struct trk_frame_meta){ .seq = seq,
@@ -83,9 +85,10 @@ static void make_scene(struct scene *s, uint64_t seq, int n, int (*k_of)(int))
     }
 }
 
-static void push_scene(struct trk_sink *sink, const struct scene *s)
+static void push_scene(struct trk_netq *sink, struct scene *s)
 {
-    trk_sink_push(sink, &s->meta, s->defs, s->res, s->blobs, s->n);
+    CHECK(trk_frame_result_fill(&s->r, &s->meta, s->defs, s->n, s->res, s->blobs, NULL, NULL) == 0);
+    trk_netq_push(sink, &s->r);
 }
 
 /* ------------------------------------------------------------------ queue */
@@ -102,7 +105,7 @@ struct gate {
     int n_objects[64];
 };
 
-static int gate_send(void *ctx, const struct trk_sink_frame *f)
+static int gate_send(void *ctx, const struct trk_netq_frame *f)
 {
     struct gate *g = ctx;
     pthread_mutex_lock(&g->lock);
@@ -111,10 +114,11 @@ static int gate_send(void *ctx, const struct trk_sink_frame *f)
     while (!g->open)
         pthread_cond_wait(&g->cond, &g->lock);
     int i = g->n < 64 ? g->n++ : 63;
-    g->seq[i] = f->meta.seq;
-    g->n_objects[i] = f->n;
-    g->blob_mass[i] = f->n > 1 && f->blobs[1].n > 0 ? f->blobs[1].blobs[0].mass : 0;
-    bool fail = g->fail_every > 0 && f->meta.seq % (uint64_t)g->fail_every == 0;
+    const struct trk_frame_result *r = &f->r;
+    g->seq[i] = r->meta.seq;
+    g->n_objects[i] = r->n;
+    g->blob_mass[i] = r->n > 1 && r->obj[1].n_blobs > 0 ? r->blobs[r->obj[1].blob0].mass : 0;
+    bool fail = g->fail_every > 0 && r->meta.seq % (uint64_t)g->fail_every == 0;
     pthread_mutex_unlock(&g->lock);
     return fail ? -ECONNREFUSED : 0;
 }
@@ -127,9 +131,9 @@ static int three_blobs(int i)
 static void test_queue(void)
 {
     static struct gate g = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
-    struct trk_sink_cfg cfg = { .name = "test", .send = gate_send, .ctx = &g };
-    struct trk_sink *sink = NULL;
-    CHECK(trk_sink_create(&cfg, &sink) == 0 && sink);
+    struct trk_netq_cfg cfg = { .name = "test", .send = gate_send, .ctx = &g };
+    struct trk_netq *sink = NULL;
+    CHECK(trk_netq_create(&cfg, &sink) == 0 && sink);
     static struct scene s;
     make_scene(&s, 0, 3, three_blobs);
     push_scene(sink, &s);
@@ -146,24 +150,24 @@ static void test_queue(void)
         make_scene(&s, seq, 3, three_blobs);
         push_scene(sink, &s);
     }
-    struct trk_sink_stats st;
-    trk_sink_get_stats(sink, &st);
-    CHECKF(st.frames == 11 && st.dropped == 10 - TRK_SINK_DEPTH && st.sent == 0,
+    struct trk_netq_stats st;
+    trk_netq_get_stats(sink, &st);
+    CHECKF(st.frames == 11 && st.dropped == 10 - TRK_NETQ_DEPTH && st.sent == 0,
            "frames %llu dropped %llu sent %llu", (unsigned long long)st.frames,
            (unsigned long long)st.dropped, (unsigned long long)st.sent);
     pthread_mutex_lock(&g.lock);
     g.open = true;
     pthread_cond_broadcast(&g.cond);
     pthread_mutex_unlock(&g.lock);
-    trk_sink_drain(sink);
-    trk_sink_get_stats(sink, &st);
-    CHECK(st.sent == 1 + TRK_SINK_DEPTH && st.failed == 0);
+    trk_netq_drain(sink);
+    trk_netq_get_stats(sink, &st);
+    CHECK(st.sent == 1 + TRK_NETQ_DEPTH && st.failed == 0);
     CHECK(st.frames == st.sent + st.failed + st.dropped);
     /* Frame 0, then the newest DEPTH frames, in order, each with its own
      * blob list. */
-    CHECK(g.n == 1 + TRK_SINK_DEPTH);
+    CHECK(g.n == 1 + TRK_NETQ_DEPTH);
     for (int i = 0; i < g.n; i++) {
-        uint64_t want = i == 0 ? 0 : 10 - TRK_SINK_DEPTH + (uint64_t)i;
+        uint64_t want = i == 0 ? 0 : 10 - TRK_NETQ_DEPTH + (uint64_t)i;
         CHECKF(g.seq[i] == want, "sent #%d is frame %llu, want %llu", i,
                (unsigned long long)g.seq[i], (unsigned long long)want);
         CHECK(g.n_objects[i] == 3);
@@ -172,11 +176,11 @@ static void test_queue(void)
     }
     make_scene(&s, 99, 3, NULL);
     push_scene(sink, &s); /* after drain: ignored */
-    trk_sink_get_stats(sink, &st);
+    trk_netq_get_stats(sink, &st);
     CHECK(st.frames == 11);
-    trk_sink_destroy(&sink);
+    trk_netq_destroy(&sink);
     CHECK(sink == NULL);
-    trk_sink_destroy(&sink);
+    trk_netq_destroy(&sink);
 }
 
 static void test_failures(void)
@@ -185,28 +189,28 @@ static void test_failures(void)
                              .cond = PTHREAD_COND_INITIALIZER,
                              .open = true,
                              .fail_every = 2 };
-    struct trk_sink_cfg cfg = { .name = "test", .send = gate_send, .ctx = &g };
-    struct trk_sink *sink = NULL;
-    CHECK(trk_sink_create(&cfg, &sink) == 0);
+    struct trk_netq_cfg cfg = { .name = "test", .send = gate_send, .ctx = &g };
+    struct trk_netq *sink = NULL;
+    CHECK(trk_netq_create(&cfg, &sink) == 0);
     static struct scene s;
     for (uint64_t seq = 0; seq < 40; seq++) {
         make_scene(&s, seq, 2, NULL);
         push_scene(sink, &s);
         /* Let the sender keep up, so that no frame is dropped. */
         for (int t = 0; t < 10000; t++) {
-            struct trk_sink_stats st;
-            trk_sink_get_stats(sink, &st);
+            struct trk_netq_stats st;
+            trk_netq_get_stats(sink, &st);
             if (st.sent + st.failed == seq + 1) break;
             nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
         }
     }
-    trk_sink_drain(sink);
-    struct trk_sink_stats st;
-    trk_sink_get_stats(sink, &st);
+    trk_netq_drain(sink);
+    struct trk_netq_stats st;
+    trk_netq_get_stats(sink, &st);
     CHECK(st.frames == 40 && st.frames == st.sent + st.failed + st.dropped);
     CHECKF(st.failed == 20 && st.sent == 20 && st.dropped == 0, "sent %llu failed %llu",
            (unsigned long long)st.sent, (unsigned long long)st.failed);
-    trk_sink_destroy(&sink);
+    trk_netq_destroy(&sink);
 }
 
 /* -------------------------------------------------------------- udp_split */
@@ -260,16 +264,16 @@ static void test_udp_split(void)
     struct trk_udp_cfg cfg = {
         .host = "127.0.0.1", .port = port, .camera = "cam \"1\"", .max_payload = limit
     };
-    struct trk_sink *sink = NULL;
+    struct trk_netq *sink = NULL;
     CHECK(trk_udp_create(&cfg, &sink) == 0);
     static struct scene small, big;
     make_scene(&small, 5, 2, NULL);
     make_scene(&big, 6, MAXN, many_blobs);
     push_scene(sink, &small);
     push_scene(sink, &big);
-    trk_sink_drain(sink);
-    struct trk_sink_stats st;
-    trk_sink_get_stats(sink, &st);
+    trk_netq_drain(sink);
+    struct trk_netq_stats st;
+    trk_netq_get_stats(sink, &st);
     CHECK(st.sent == 2 && st.dropped == 0 && st.failed == 0);
 
     /* The small frame: one datagram, the frame message plus camera and
@@ -278,8 +282,7 @@ static void test_udp_split(void)
     ssize_t n = recv(fd, d, sizeof(d), 0);
     CHECK(n > 0 && n <= limit);
     struct trk_buf want = { 0 };
-    trk_msg_frame_part(&want, &small.meta, cfg.camera, 1, 1, small.defs, small.res, small.blobs, 0,
-                       small.n);
+    trk_msg_frame_part(&want, &small.r, cfg.camera, 1, 1, 0, small.n);
     CHECK(n == (ssize_t)want.len && memcmp(d, want.data, want.len) == 0);
     json_t *j = json_loadb(d, n > 0 ? (size_t)n : 0, 0, NULL);
     CHECK(j && !strcmp(json_string_value(json_object_get(j, "camera")), "cam \"1\""));
@@ -290,7 +293,7 @@ static void test_udp_split(void)
     /* The big frame: parts 1..parts in order (loopback keeps order), each
      * valid JSON, within the limit unless it holds one object alone. */
     trk_buf_reset(&want);
-    trk_msg_frame(&want, &big.meta, big.defs, big.res, big.blobs, big.n);
+    trk_msg_frame(&want, &big.r);
     CHECK(want.len > (size_t)limit * 4);
     json_t *all = objects_of(want.data, want.len), *joined = json_array();
     int parts = -1, got = 0;
@@ -323,7 +326,7 @@ static void test_udp_split(void)
     json_decref(all);
     json_decref(joined);
     trk_buf_free(&want);
-    trk_sink_destroy(&sink);
+    trk_netq_destroy(&sink);
     close(fd);
 
     /* A name that does not resolve fails at create. */
@@ -372,16 +375,16 @@ static void test_osc_send(void)
         struct trk_osc_cfg cfg = { .host = families[f] == AF_INET6 ? "::1" : "127.0.0.1",
                                    .port = port,
                                    .camera = "c" };
-        struct trk_sink *sink = NULL;
+        struct trk_netq *sink = NULL;
         CHECK(trk_osc_create(&cfg, &sink) == 0);
         static struct scene sc;
         make_scene(&sc, 3, 2, NULL);
         snprintf(sc.defs[0].name, sizeof(sc.defs[0].name), "a/b");
         snprintf(sc.defs[1].name, sizeof(sc.defs[1].name), "a b");
         push_scene(sink, &sc);
-        trk_sink_drain(sink);
-        struct trk_sink_stats st;
-        trk_sink_get_stats(sink, &st);
+        trk_netq_drain(sink);
+        struct trk_netq_stats st;
+        trk_netq_get_stats(sink, &st);
         CHECKF(st.sent == 1 && st.failed == 0, "%s: sent %llu failed %llu", cfg.host,
                (unsigned long long)st.sent, (unsigned long long)st.failed);
         static const char *const want[2] = { "/trackd/c/a%2Fb", "/trackd/c/a%20b" };
@@ -398,7 +401,7 @@ static void test_osc_send(void)
                    cfg.host, path ? path : "(none)", want[i]);
             if (m) lo_message_free(m);
         }
-        trk_sink_destroy(&sink);
+        trk_netq_destroy(&sink);
         close(fd);
     }
 }

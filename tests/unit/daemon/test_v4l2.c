@@ -29,6 +29,8 @@
 #include "pipeline.h"
 #include "source/source.h"
 #include "source/v4l2.h"
+#include "out/ndjson.h"
+#include "out/outputs.h"
 #include "ws.h"
 
 #define USB2 (24.0 * 1000 * 1000)
@@ -481,10 +483,15 @@ static void run_pipeline_ws(struct run *r, uint64_t max_frames, struct timer *tm
     CHECK(trk_control_create(&cc, &control) == 0);
     FILE *out = tmpfile();
     r->fake.out = out;
+    /* The results file and the server's clients, through the outputs door
+     * as in trackd (the door closes its own copy of the file). */
+    struct trk_outputs *outs = NULL;
+    CHECK(trk_outputs_create(&outs) == 0);
+    CHECK(trk_ndjson_add(outs, fdopen(dup(fileno(out)), "w"), "results", true, NULL) == 0);
+    if (ws) CHECK(trk_websocket_add(outs, ws) == 0);
     struct trk_pipeline_cfg pc = { .source = &src,
                                    .backend = b,
-                                   .output = out,
-                                   .output_flush = true, /* the fake reads it */
+                                   .outputs = outs, /* the fake reads the file */
                                    .ws = ws,
                                    .fast = r->file,
                                    .max_frames = max_frames,
@@ -508,6 +515,7 @@ static void run_pipeline_ws(struct run *r, uint64_t max_frames, struct timer *tm
         pthread_mutex_unlock(&tm->lock);
         pthread_join(t, NULL);
     }
+    CHECK(trk_outputs_destroy(&outs) == 0);
     rewind(out);
     char line[4096];
     while (fgets(line, sizeof(line), out)) {

@@ -27,6 +27,19 @@ void *__wrap_realloc(void *p, size_t n)
     return __real_realloc(p, n);
 }
 
+/* The frame message of one frame's raw results, through the frame result
+ * the pipeline fills (protocol/result.h): every derived value there. */
+static struct trk_frame_result frame_result;
+static int frame_msg(struct trk_buf *b, const struct trk_frame_meta *m,
+                     const struct trk_object_def *defs, const struct trk_obj_result *res,
+                     const struct trk_blob_list *blobs, int n,
+                     const struct trk_instance_list *instances)
+{
+    if (trk_frame_result_fill(&frame_result, m, defs, n, res, blobs, instances, NULL))
+        return TRK_ENOMEM;
+    return trk_msg_frame(b, &frame_result);
+}
+
 /* Parses b's content; fails the test (and returns NULL) if invalid. */
 static json_t *parse(const struct trk_buf *b, const char *what)
 {
@@ -288,7 +301,7 @@ static void test_frame(void)
         .backend = "cuda",
     };
     struct trk_buf b = { 0 };
-    CHECKF(trk_msg_frame(&b, &m, defs, res, NULL, 4) == 0, "frame");
+    CHECKF(frame_msg(&b, &m, defs, res, NULL, 4, NULL) == 0, "frame");
     json_t *j = parse(&b, "frame");
     if (j) {
         CHECKF(!strcmp(jstr(j, "type"), "frame"), "type");
@@ -346,7 +359,7 @@ static void test_frame(void)
     m.backend = NULL;
     m.pts = NAN;
     m.handoff_ms = -1;
-    CHECKF(trk_msg_frame(&b, &m, defs, res, NULL, 0) == 0, "frame 2");
+    CHECKF(frame_msg(&b, &m, defs, res, NULL, 0, NULL) == 0, "frame 2");
     struct trk_buf line2 = { 0 };
     trk_buf_append(&line2, b.data + first + 1, b.len - first - 1);
     j = parse(&line2, "second frame");
@@ -377,7 +390,7 @@ static void test_frame(void)
                                            .y1 = 1 };
     }
     m.seq = INT64_MAX;
-    CHECKF(trk_msg_frame(&b, &m, many, mres, NULL, TRK_MAX_OBJECTS) == 0, "256 objects");
+    CHECKF(frame_msg(&b, &m, many, mres, NULL, TRK_MAX_OBJECTS, NULL) == 0, "256 objects");
     json_error_t e;
     j = json_loadb(b.data, b.len, 0, &e);
     CHECKF(j != NULL, "256 objects parse: %s", e.text);
@@ -392,18 +405,18 @@ static void test_frame(void)
     json_decref(j);
     trk_buf_reset(&b);
     /* The camera's name: right after the type when given, absent without. */
-    CHECKF(trk_msg_frame(&b, &m, many, mres, NULL, 1) == 0 && !strstr(b.data, "\"camera\""),
+    CHECKF(frame_msg(&b, &m, many, mres, NULL, 1, NULL) == 0 && !strstr(b.data, "\"camera\""),
            "no camera without one");
     trk_buf_reset(&b);
     m.camera = "hall-2";
     const char *pre = "{\"type\":\"frame\",\"camera\":\"hall-2\",\"seq\":";
-    CHECKF(trk_msg_frame(&b, &m, many, mres, NULL, 1) == 0 && !strncmp(b.data, pre, strlen(pre)),
+    CHECKF(frame_msg(&b, &m, many, mres, NULL, 1, NULL) == 0 && !strncmp(b.data, pre, strlen(pre)),
            "camera after type: %.60s", b.data);
     m.camera = NULL;
     trk_buf_reset(&b);
     /* UINT64_MAX is beyond jansson's int64: check the text instead. */
     m.seq = UINT64_MAX;
-    CHECKF(trk_msg_frame(&b, &m, many, mres, NULL, 1) == 0 &&
+    CHECKF(frame_msg(&b, &m, many, mres, NULL, 1, NULL) == 0 &&
                strstr(b.data, "\"seq\":18446744073709551615,") != NULL,
            "u64 seq");
     trk_buf_free(&b);
@@ -483,7 +496,7 @@ static void test_frame_blobs(void)
     const struct trk_blob_list lists[4] = { { two, 2 }, { two, 2 }, { NULL, 0 }, { three, 3 } };
     struct trk_frame_meta m = { .seq = 1, .width = 640, .height = 480 };
     struct trk_buf b = { 0 }, plain = { 0 };
-    CHECKF(trk_msg_frame(&b, &m, defs, res, lists, 4) == 0, "frame with blobs");
+    CHECKF(frame_msg(&b, &m, defs, res, lists, 4, NULL) == 0, "frame with blobs");
     /* The exact text: the encoder is deterministic, NDJSON diffs rely on it. */
     CHECKF(strstr(b.data, "{\"id\":1,\"name\":\"two\",\"found\":true,\"mass\":4,\"cx\":7.75,"
                           "\"cy\":134.75,\"bbox\":[0,20,11,479],\"blobs\":["
@@ -508,7 +521,7 @@ static void test_frame_blobs(void)
 
     /* Without lists every blobs-on object gets [], and the rest of the
      * message is the same text as with them. */
-    CHECKF(trk_msg_frame(&plain, &m, defs, res, NULL, 4) == 0, "frame without lists");
+    CHECKF(frame_msg(&plain, &m, defs, res, NULL, 4, NULL) == 0, "frame without lists");
     CHECKF(strstr(plain.data, "\"bbox\":[0,20,11,479],\"blobs\":[]}") != NULL, "%s", plain.data);
     struct trk_object_def off[4];
     memcpy(off, defs, sizeof off);
@@ -516,8 +529,8 @@ static void test_frame_blobs(void)
         off[i].blobs = 0;
     trk_buf_reset(&b);
     trk_buf_reset(&plain);
-    CHECK(trk_msg_frame(&b, &m, off, res, lists, 4) == 0);
-    CHECK(trk_msg_frame(&plain, &m, off, res, NULL, 4) == 0);
+    CHECK(frame_msg(&b, &m, off, res, lists, 4, NULL) == 0);
+    CHECK(frame_msg(&plain, &m, off, res, NULL, 4, NULL) == 0);
     CHECKF(!strcmp(b.data, plain.data) && !strstr(b.data, "blobs"),
            "blobs off everywhere: the message as before: %s", b.data);
 
@@ -537,10 +550,11 @@ static void test_frame_blobs(void)
     };
     defs[1].blobs = defs[3].blobs = TRK_MAX_BLOBS;
     int failures = 0;
+    CHECK(trk_frame_result_fill(&frame_result, &m, defs, 4, res, big, NULL, NULL) == 0);
     for (int k = 1; k < 12; k++) {
         struct trk_buf f = { 0 };
         fail_realloc_at = k;
-        int rc = trk_msg_frame(&f, &m, defs, res, big, 4);
+        int rc = trk_msg_frame(&f, &frame_result);
         bool failed_now = fail_realloc_at == 0;
         fail_realloc_at = 0;
         if (failed_now) {
@@ -586,15 +600,11 @@ static void test_frame_instances(void)
         { .mass = 0, .x0 = -1, .y0 = -1, .x1 = -1, .y1 = -1 },
     };
     const struct trk_blob_list blobs[2] = { { &blob, 1 }, { NULL, 0 } };
-    struct trk_frame_meta m = { .seq = 1,
-                                .width = 64,
-                                .height = 48,
-                                .pass = "roi",
-                                .rounds = 2,
-                                .upload_bytes = 1234,
-                                .instances = lists };
+    struct trk_frame_meta m = {
+        .seq = 1, .width = 64, .height = 48, .pass = "roi", .rounds = 2, .upload_bytes = 1234
+    };
     struct trk_buf b = { 0 }, plain = { 0 };
-    CHECK(trk_msg_frame(&b, &m, defs, res, blobs, 2) == 0);
+    CHECK(frame_msg(&b, &m, defs, res, blobs, 2, lists) == 0);
     CHECKF(strstr(b.data, "\"height\":48,\"t_capture\":0.000000,\"wall_ms\":0.000,\"pass\":\"roi\","
                           "\"rounds\":2,\"upload_bytes\":1234,\"latency\"") != NULL,
            "%s", b.data);
@@ -612,8 +622,7 @@ static void test_frame_instances(void)
     json_decref(j);
     /* Without the tracker's share: no keys at all. */
     m.pass = NULL;
-    m.instances = NULL;
-    CHECK(trk_msg_frame(&plain, &m, defs, res, blobs, 2) == 0);
+    CHECK(frame_msg(&plain, &m, defs, res, blobs, 2, NULL) == 0);
     CHECKF(!strstr(plain.data, "instances") && !strstr(plain.data, "pass"), "%s", plain.data);
     trk_buf_free(&b);
     trk_buf_free(&plain);

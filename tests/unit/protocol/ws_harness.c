@@ -155,7 +155,9 @@ static void *broadcaster(void *arg)
          * polled for it or slept. */
         if (seq % 2) CHECKF(trk_ws_expect(b->ws, 2e-3) == 0, "expect");
         trk_buf_reset(&msg);
-        if (trk_msg_frame(&msg, &m, b->defs, res, NULL, N_OBJ) == 0)
+        static struct trk_frame_result r; /* this thread's */
+        if (trk_frame_result_fill(&r, &m, b->defs, N_OBJ, res, NULL, NULL, NULL) == 0 &&
+            trk_msg_frame(&msg, &r) == 0)
             trk_ws_broadcast(b->ws, TRK_WS_RESULT, msg.data, msg.len);
         atomic_fetch_add(&b->published, 1);
         if (prev && seq % 10 == 0) {
@@ -565,7 +567,8 @@ int main(int argc, char **argv)
             CHECKF(trk_ws_get_clients(bare, &cs, 1) == 1, "stalled client on the bare server");
             struct trk_buf fb = { 0 };
             struct trk_frame_meta fm = { .seq = 1, .width = 4, .height = 4 };
-            trk_msg_frame(&fb, &fm, NULL, NULL, NULL, 0);
+            struct trk_frame_result fr = { .meta = fm };
+            trk_msg_frame(&fb, &fr);
             for (int i = 0; i < 2000; i++)
                 CHECKF(trk_ws_broadcast(bare, TRK_WS_RESULT, fb.data, fb.len) == 0, "bcast");
             trk_buf_free(&fb);

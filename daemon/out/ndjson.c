@@ -1,4 +1,4 @@
-#include "output.h"
+#include "ndjson.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -7,29 +7,33 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define LOG_TAG "output"
-#include "trk_error.h"
+#define LOG_TAG "output" /* the tag the log has always had */
+#include "cli.h"
+#include "exit.h"
 #include "log.h"
+#include "ops/metrics.h"
+#include "outputs.h"
+#include "trk_error.h"
 
 /* Bytes buffered before a write; a longer line is written on its own. */
 #define OUT_BUF 65536
 
-struct trk_output {
-    struct trk_output_cfg cfg;
+struct trk_ndjson {
+    struct trk_ndjson_cfg cfg;
     char *name;
     char *buf;
     size_t len, cap;
     uint64_t buf_lines; /* complete lines in buf */
-    struct trk_output_stats st;
+    struct trk_ndjson_stats st;
     bool failing;     /* the last write failed (log once per failure run) */
     bool cut_pending; /* a cut line is in the file, not yet ended */
 };
 
-int trk_output_create(const struct trk_output_cfg *cfg, struct trk_output **out)
+int trk_ndjson_create(const struct trk_ndjson_cfg *cfg, struct trk_ndjson **out)
 {
     *out = NULL;
     if (!cfg || cfg->fd < 0) return TRK_EINVAL;
-    struct trk_output *o = calloc(1, sizeof(*o));
+    struct trk_ndjson *o = calloc(1, sizeof(*o));
     if (!o || !(o->name = strdup(cfg->name ? cfg->name : "the results file")) ||
         !(o->buf = malloc(OUT_BUF))) {
         if (o) free(o->name);
@@ -70,7 +74,7 @@ static size_t write_all(int fd, const char *buf, size_t len, int *err)
 /* A failed write left `partial` bytes of a line at the end of the file: cut
  * them off again when the fd is a regular file, else remember to end the
  * line with a newline before the next one. */
-static void repair_cut(struct trk_output *o, size_t partial)
+static void repair_cut(struct trk_ndjson *o, size_t partial)
 {
     int fd = o->cfg.fd;
     struct stat sb;
@@ -91,7 +95,7 @@ static void repair_cut(struct trk_output *o, size_t partial)
              o->name, partial);
 }
 
-int trk_output_flush(struct trk_output *o)
+int trk_ndjson_flush(struct trk_ndjson *o)
 {
     if (!o || (o->len == 0 && !o->cut_pending)) return 0;
     int err = 0;
@@ -132,11 +136,11 @@ int trk_output_flush(struct trk_output *o)
     return err;
 }
 
-void trk_output_line(struct trk_output *o, const char *data, size_t len)
+void trk_ndjson_line(struct trk_ndjson *o, const char *data, size_t len)
 {
     o->st.lines++;
     if (o->len + len + 1 > o->cap) {
-        trk_output_flush(o);
+        trk_ndjson_flush(o);
         if (len + 1 > o->cap) {
             size_t cap = len + 1;
             char *n = realloc(o->buf, cap);
@@ -153,21 +157,112 @@ void trk_output_line(struct trk_output *o, const char *data, size_t len)
     o->buf[o->len + len] = '\n';
     o->len += len + 1;
     o->buf_lines++;
-    if (o->cfg.flush_each || o->len >= OUT_BUF) trk_output_flush(o);
+    if (o->cfg.flush_each || o->len >= OUT_BUF) trk_ndjson_flush(o);
 }
 
-void trk_output_get_stats(const struct trk_output *o, struct trk_output_stats *st)
+void trk_ndjson_get_stats(const struct trk_ndjson *o, struct trk_ndjson_stats *st)
 {
     *st = o->st; /* buffered lines are neither written nor lost yet */
 }
 
-void trk_output_destroy(struct trk_output **po)
+void trk_ndjson_destroy(struct trk_ndjson **po)
 {
     if (!po || !*po) return;
-    struct trk_output *o = *po;
-    trk_output_flush(o);
+    struct trk_ndjson *o = *po;
+    trk_ndjson_flush(o);
     free(o->buf);
     free(o->name);
     free(o);
     *po = NULL;
+}
+
+/* ------------------------------------------------- the outputs door */
+
+struct ndjson_out {
+    struct trk_ndjson *nd;
+    FILE *file;
+    struct trk_metrics *metrics;
+};
+
+static void nd_frame(void *ctx, const struct trk_frame_result *r, const char *json, size_t len)
+{
+    (void)r;
+    struct ndjson_out *n = ctx;
+    trk_ndjson_line(n->nd, json, len);
+    if (n->metrics) trk_metrics_set_lines_lost(n->metrics, n->nd->st.lost);
+}
+
+/* The account at the end: true when results were lost. */
+static bool nd_report(const struct trk_ndjson *o)
+{
+    const struct trk_ndjson_stats *st = &o->st;
+    if (!st->lost && !st->cut) return false;
+    log_error_err(st->first_err, "%llu of %llu result lines were lost writing %s",
+                  (unsigned long long)st->lost, (unsigned long long)st->lines, o->name);
+    if (st->repaired)
+        log_error("%llu cut result line(s) were truncated away: %s holds whole lines only",
+                  (unsigned long long)st->repaired, o->name);
+    if (st->cut > st->repaired)
+        log_error("%llu cut result line(s) were ended with a newline: those lines in %s are not "
+                  "valid JSON",
+                  (unsigned long long)(st->cut - st->repaired), o->name);
+    return true;
+}
+
+static void nd_flush(void *ctx)
+{
+    trk_ndjson_flush(((struct ndjson_out *)ctx)->nd);
+}
+
+static int nd_close(void *ctx)
+{
+    struct ndjson_out *n = ctx;
+    trk_ndjson_flush(n->nd);
+    int err = nd_report(n->nd) ? -EIO : 0;
+    if (n->file != stdout && fclose(n->file) != 0) {
+        log_error_err(-errno, "closing %s failed: results may be lost", n->nd->name);
+        err = -EIO;
+    }
+    trk_ndjson_destroy(&n->nd);
+    free(n);
+    return err;
+}
+
+static const struct trk_output_ops ndjson_ops = {
+    .name = "ndjson", .json = true, .frame = nd_frame, .flush = nd_flush, .close = nd_close
+};
+
+int trk_ndjson_add(struct trk_outputs *o, FILE *file, const char *name, bool flush_each,
+                   struct trk_metrics *metrics)
+{
+    struct ndjson_out *n = calloc(1, sizeof(*n));
+    struct trk_ndjson_cfg oc = { .fd = fileno(file), .name = name, .flush_each = flush_each };
+    int err = n ? 0 : TRK_ENOMEM;
+    if (!err && fflush(file) != 0) err = -errno;
+    if (!err) err = trk_ndjson_create(&oc, &n->nd);
+    if (err) {
+        if (file != stdout) fclose(file);
+        free(n);
+        return err;
+    }
+    n->file = file;
+    n->metrics = metrics;
+    return trk_outputs_add(o, &ndjson_ops, n);
+}
+
+int trk_ndjson_open(const struct trk_output_env *env, struct trk_outputs *o)
+{
+    const char *path = env->s->output;
+    if (!path) return 0;
+    const bool std = !strcmp(path, "-");
+    FILE *f = std ? stdout : fopen(path, "w");
+    if (!f) {
+        log_error_err(-errno, "cannot write %s", path);
+        return TRK_EX_NOINPUT;
+    }
+    if (trk_ndjson_add(o, f, std ? "stdout" : path, std, env->metrics)) {
+        log_error("writing %s could not start: no results were written", path);
+        return TRK_EX_IOERR;
+    }
+    return 0;
 }

@@ -1,0 +1,125 @@
+/* The frame result: see result.h. */
+#include "result.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "trk_error.h"
+
+/* The centroid of (sum_x, sum_y, mass) and its world point by calib
+ * (NULL: none). */
+static struct trk_point point_of(uint64_t sum_x, uint64_t sum_y, uint64_t mass,
+                                 const struct trk_calib *calib)
+{
+    struct trk_point p = { 0 };
+    trk_centroid(sum_x, sum_y, mass, &p.cx, &p.cy);
+    p.world = calib && trk_calib_to_world(calib, p.cx, p.cy, &p.wx, &p.wy);
+    return p;
+}
+
+/* How many of an object's blobs the frame lists: the list cut to the
+ * object's K (a list is never longer; the cut keeps the message within
+ * what the definition announced whatever a caller passes). */
+static int blobs_listed(const struct trk_object_def *def, const struct trk_blob_list *list)
+{
+    if (!def->blobs || !list || list->n <= 0 || !list->blobs) return 0;
+    return list->n < def->blobs ? list->n : def->blobs;
+}
+
+/* Room for n blobs (with their centroids) and k instances. */
+static bool reserve(struct trk_frame_result *r, size_t n, size_t k)
+{
+    if (n > r->blob_cap) {
+        struct trk_blob *b = realloc(r->blobs, n * sizeof(*b));
+        if (b) r->blobs = b;
+        struct trk_point *c = realloc(r->blob_c, n * sizeof(*c));
+        if (c) r->blob_c = c;
+        if (!b || !c) return false;
+        r->blob_cap = n;
+    }
+    if (k > r->inst_cap) {
+        struct trk_instance *v = realloc(r->inst, k * sizeof(*v));
+        if (!v) return false;
+        r->inst = v;
+        r->inst_cap = k;
+    }
+    return true;
+}
+
+int trk_frame_result_fill(struct trk_frame_result *r, const struct trk_frame_meta *m,
+                          const struct trk_object_def *defs, int n,
+                          const struct trk_obj_result *res, const struct trk_blob_list *blobs,
+                          const struct trk_instance_list *instances, const struct trk_calib *calib)
+{
+    if (calib && !calib->on) calib = NULL;
+    r->meta = *m;
+    r->defs = defs;
+    r->n = 0;
+    r->calibrated = calib != NULL;
+    r->world_decimals = calib ? calib->decimals : 0;
+    size_t nb = 0, ni = 0;
+    for (int i = 0; i < n; i++) {
+        nb += (size_t)blobs_listed(&defs[i], blobs ? &blobs[i] : NULL);
+        if (defs[i].track && instances && instances[i].n > 0) ni += (size_t)instances[i].n;
+    }
+    if (!reserve(r, nb, ni)) return TRK_ENOMEM;
+    nb = ni = 0;
+    for (int i = 0; i < n; i++) {
+        struct trk_result_object *o = &r->obj[i];
+        const uint64_t min_mass = defs[i].min_mass ? defs[i].min_mass : 1;
+        *o = (struct trk_result_object){ .r = res[i], .found = res[i].mass >= min_mass };
+        if (res[i].mass) o->c = point_of(res[i].sum_x, res[i].sum_y, res[i].mass, calib);
+        o->blob0 = nb;
+        o->n_blobs = blobs_listed(&defs[i], blobs ? &blobs[i] : NULL);
+        for (int k = 0; k < o->n_blobs; k++, nb++) {
+            const struct trk_blob *b = &blobs[i].blobs[k];
+            r->blobs[nb] = *b;
+            /* No blob is empty; never divide by 0 all the same. */
+            r->blob_c[nb] =
+                b->mass ? point_of(b->sum_x, b->sum_y, b->mass, calib) : (struct trk_point){ 0 };
+        }
+        o->has_instances = defs[i].track && instances;
+        o->inst0 = ni;
+        o->n_inst = o->has_instances && instances[i].n > 0 ? instances[i].n : 0;
+        if (o->n_inst) memcpy(r->inst + ni, instances[i].v, (size_t)o->n_inst * sizeof(*r->inst));
+        ni += (size_t)o->n_inst;
+    }
+    r->n = n;
+    return 0;
+}
+
+void trk_frame_result_copy(struct trk_frame_result *dst, const struct trk_frame_result *src)
+{
+    size_t nb = 0, ni = 0;
+    for (int i = 0; i < src->n; i++) {
+        nb += (size_t)src->obj[i].n_blobs;
+        ni += (size_t)src->obj[i].n_inst;
+    }
+    bool blobs_ok = reserve(dst, nb, 0), inst_ok = reserve(dst, 0, ni);
+    dst->meta = src->meta;
+    dst->defs = src->defs;
+    dst->n = src->n;
+    dst->calibrated = src->calibrated;
+    dst->world_decimals = src->world_decimals;
+    memcpy(dst->obj, src->obj, (size_t)src->n * sizeof(*dst->obj));
+    for (int i = 0; i < src->n; i++) {
+        if (!blobs_ok) dst->obj[i].n_blobs = 0;
+        if (!inst_ok) dst->obj[i].has_instances = false, dst->obj[i].n_inst = 0;
+    }
+    if (blobs_ok && nb) {
+        memcpy(dst->blobs, src->blobs, nb * sizeof(*dst->blobs));
+        memcpy(dst->blob_c, src->blob_c, nb * sizeof(*dst->blob_c));
+    }
+    if (inst_ok && ni) memcpy(dst->inst, src->inst, ni * sizeof(*dst->inst));
+}
+
+void trk_frame_result_free(struct trk_frame_result *r)
+{
+    free(r->blobs);
+    free(r->blob_c);
+    free(r->inst);
+    r->blobs = NULL;
+    r->blob_c = NULL;
+    r->inst = NULL;
+    r->blob_cap = r->inst_cap = 0;
+}

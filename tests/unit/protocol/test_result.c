@@ -1,0 +1,128 @@
+/* The frame result (protocol/result.h): what trk_frame_result_fill derives
+ * once per frame (centroids, found, world points, blob lists cut to K,
+ * instances of tracked objects only) and what a copy keeps, against values
+ * worked out here by hand. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../check.h"
+#include "result.h"
+
+/* A calibration that maps pixel (x, y) to world (x / 10, y / 10): four
+ * corners of a 100 x 100 pixel square. */
+static void scale_calib(struct trk_calib *c)
+{
+    static const double pt[4][4] = {
+        { 0, 0, 0, 0 }, { 100, 0, 10, 0 }, { 100, 100, 10, 10 }, { 0, 100, 0, 10 }
+    };
+    memset(c, 0, sizeof(*c));
+    c->on = true;
+    c->n = 4;
+    memcpy(c->pt, pt, sizeof(pt));
+    strcpy(c->unit, "cm");
+    CHECK(trk_calib_solve(c, NULL) == 0);
+}
+
+static bool near(double a, double b)
+{
+    return a - b < 1e-9 && b - a < 1e-9;
+}
+
+/* World points go through a fitted homography: equal to 1e-6. */
+static bool near_world(double a, double b)
+{
+    return a - b < 1e-6 && b - a < 1e-6;
+}
+
+/* Three objects: found with 5 blobs of which K = 3 are listed and tracked
+ * with 2 instances; below its min_mass; empty (no centroid). */
+static void test_fill(void)
+{
+    struct trk_object_def defs[3] = {
+        { .name = "ball", .min_mass = 2, .blobs = 3, .track = true },
+        { .name = "faint", .min_mass = 50, .blobs = 0, .track = false },
+        { .name = "gone", .min_mass = 0 },
+    };
+    const struct trk_obj_result res[3] = {
+        { .mass = 4, .sum_x = 4 * 20 + 2, .sum_y = 4 * 30, .x0 = 19, .y0 = 29, .x1 = 21, .y1 = 31 },
+        { .mass = 10, .sum_x = 10 * 55, .sum_y = 10 * 66 },
+        { .mass = 0, .x0 = -1, .y0 = -1, .x1 = -1, .y1 = -1 },
+    };
+    struct trk_blob b5[5];
+    for (int k = 0; k < 5; k++)
+        b5[k] = (struct trk_blob){ .mass = (uint64_t)(10 - k),
+                                   .sum_x = (uint64_t)(10 - k) * 40,
+                                   .sum_y = (uint64_t)(10 - k) * (uint64_t)k,
+                                   .perimeter = 8 };
+    const struct trk_blob_list blobs[3] = { { b5, 5 }, { b5, 5 }, { NULL, 0 } };
+    const struct trk_instance inst[2] = { { .id = 1, .cx = 1, .cy = 2, .age = 3 },
+                                          { .id = 2, .cx = 4, .cy = 5, .lost = 1 } };
+    const struct trk_instance_list il[3] = { { inst, 2 }, { inst, 2 }, { NULL, 0 } };
+    struct trk_calib calib;
+    scale_calib(&calib);
+    const struct trk_frame_meta m = { .seq = 9, .width = 100, .height = 100 };
+    struct trk_frame_result r = { 0 };
+    CHECK(trk_frame_result_fill(&r, &m, defs, 3, res, blobs, il, &calib) == 0);
+    CHECK(r.n == 3 && r.meta.seq == 9 && r.defs == defs);
+    CHECK(r.calibrated && r.world_decimals == calib.decimals);
+    /* found: mass >= max(min_mass, 1). */
+    CHECK(r.obj[0].found && !r.obj[1].found && !r.obj[2].found);
+    CHECK(near(r.obj[0].c.cx, 20.5) && near(r.obj[0].c.cy, 30));
+    CHECK(near(r.obj[1].c.cx, 55) && near(r.obj[1].c.cy, 66));
+    /* World points: the calibration's scale. */
+    CHECKF(r.obj[0].c.world && near_world(r.obj[0].c.wx, 2.05) && near_world(r.obj[0].c.wy, 3),
+           "world %d %.9f %.9f", r.obj[0].c.world, r.obj[0].c.wx, r.obj[0].c.wy);
+    CHECK(r.obj[2].r.mass == 0 && !r.obj[2].c.world);
+    /* Blobs: the list cut to K, in order, each with its centroid; none for
+     * blobs 0. */
+    CHECK(r.obj[0].n_blobs == 3 && r.obj[1].n_blobs == 0 && r.obj[2].n_blobs == 0);
+    for (int k = 0; k < r.obj[0].n_blobs; k++) {
+        const size_t at = r.obj[0].blob0 + (size_t)k;
+        CHECK(r.blobs[at].mass == b5[k].mass);
+        CHECK(near(r.blob_c[at].cx, 40) && near(r.blob_c[at].cy, k));
+        CHECK(r.blob_c[at].world && near_world(r.blob_c[at].wx, 4));
+    }
+    /* Instances: the tracked object's only. */
+    CHECK(r.obj[0].has_instances && r.obj[0].n_inst == 2);
+    CHECK(r.inst[r.obj[0].inst0 + 1].id == 2 && r.inst[r.obj[0].inst0 + 1].lost == 1);
+    CHECK(!r.obj[1].has_instances && r.obj[1].n_inst == 0);
+
+    /* A copy keeps every value and its own lists. */
+    struct trk_frame_result c = { 0 };
+    trk_frame_result_copy(&c, &r);
+    CHECK(c.n == 3 && c.calibrated && c.obj[0].n_blobs == 3 && c.obj[0].n_inst == 2);
+    CHECK(c.blobs != r.blobs && c.inst != r.inst);
+    r.blobs[r.obj[0].blob0].mass = 999; /* the next frame reuses the lists */
+    CHECK(c.blobs[c.obj[0].blob0].mass == 10);
+    CHECK(near(c.blob_c[c.obj[0].blob0 + 2].cy, 2) && c.inst[c.obj[0].inst0].id == 1);
+
+    /* No instances given, no calibration: no key, no world points. */
+    CHECK(trk_frame_result_fill(&r, &m, defs, 3, res, blobs, NULL, NULL) == 0);
+    CHECK(!r.calibrated && !r.obj[0].has_instances && !r.obj[0].c.world);
+    calib.on = false; /* a set without one: the same */
+    CHECK(trk_frame_result_fill(&r, &m, defs, 3, res, blobs, il, &calib) == 0);
+    CHECK(!r.calibrated && !r.obj[0].c.world && r.obj[0].has_instances);
+    trk_frame_result_free(&r);
+    trk_frame_result_free(&r); /* twice is safe */
+    trk_frame_result_free(&c);
+}
+
+/* trk_centroid is the division itself: exact as the expression it replaces
+ * (the outputs' bytes depend on it). */
+static void test_centroid(void)
+{
+    static const uint64_t mass[] = { 1, 3, 7, 4096, 123457, 1ULL << 40 };
+    for (size_t i = 0; i < sizeof(mass) / sizeof(mass[0]); i++) {
+        const uint64_t sx = mass[i] * 641 + 1411, sy = mass[i] * 17 + 1;
+        double cx, cy;
+        trk_centroid(sx, sy, mass[i], &cx, &cy);
+        CHECK(cx == (double)sx / (double)mass[i] && cy == (double)sy / (double)mass[i]);
+    }
+}
+
+int main(void)
+{
+    test_fill();
+    test_centroid();
+    return check_exit("protocol_result");
+}
