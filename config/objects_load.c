@@ -12,6 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "trk_buf.h"
+
 /* jansson reports a column in characters; messages use bytes, so derive the
  * column from its byte position and the start of its line. */
 static int byte_column(const char *text, size_t len, const json_error_t *je)
@@ -105,40 +107,31 @@ int trk_objects_load_string(const char *text, size_t len, const char *name_for_e
  * st_size (pipes, /proc files have none). 0 or a negative code, err set. */
 static int read_fd(int fd, char **buf, size_t *n, struct trk_config_error *err)
 {
-    size_t cap = 4096;
-    char *b = malloc(cap);
-    *n = 0;
-    while (b) {
-        if (*n == cap) {
-            if (cap > TRK_OBJECTS_MAX_BYTES) break;
-            size_t ncap = cap * 2 > TRK_OBJECTS_MAX_BYTES + 1 ? TRK_OBJECTS_MAX_BYTES + 1 : cap * 2;
-            char *nb = realloc(b, ncap);
-            if (!nb) {
-                free(b);
-                b = NULL;
-                break;
-            }
-            b = nb;
-            cap = ncap;
-        }
-        ssize_t r = read(fd, b + *n, cap - *n);
+    struct trk_buf b = { 0 };
+    while (b.len <= TRK_OBJECTS_MAX_BYTES && trk_buf_reserve(&b, 4096) == 0) {
+        size_t room = b.cap - 1 - b.len; /* the terminator's byte stays free */
+        if (b.len + room > TRK_OBJECTS_MAX_BYTES + 1) room = TRK_OBJECTS_MAX_BYTES + 1 - b.len;
+        ssize_t r = read(fd, b.data + b.len, room);
         if (r < 0) {
             if (errno == EINTR) continue;
             char eb[128];
             int rc = -errno;
             trk_config_error_set(err, 1, 1, "cannot read file: %s",
                                  trk_config_errno_text(-rc, eb, sizeof eb));
-            free(b);
+            trk_buf_free(&b);
             return rc;
         }
         if (r == 0) break;
-        *n += (size_t)r;
+        b.len += (size_t)r;
+        b.data[b.len] = '\0';
     }
-    if (!b) {
+    if (b.failed) {
+        trk_buf_free(&b);
         trk_config_error_set(err, 1, 1, "out of memory");
         return TRK_ENOMEM;
     }
-    *buf = b;
+    *buf = b.data;
+    *n = b.len;
     return 0;
 }
 

@@ -40,10 +40,8 @@
  * its objects' messages (objs: per object its topic level and its message,
  * each NUL-terminated), and the frame's capture time (trk_now's clock). */
 struct slot {
-    char *data;
-    size_t len, cap;
-    char *objs;
-    size_t objs_len, objs_cap;
+    struct trk_buf data; /* the frame message                          */
+    struct trk_buf objs; /* per object: its topic level, NUL, message, NUL */
     double t;
 };
 
@@ -251,38 +249,23 @@ static void wake(struct trk_mqtt *m)
 /* Frees a slot's buffers when they are over TRK_MQTT_SLOT_KEEP (spares). */
 static void slot_trim(struct slot *s)
 {
-    if (s->cap + s->objs_cap <= TRK_MQTT_SLOT_KEEP) return;
-    free(s->data);
-    free(s->objs);
-    *s = (struct slot){ 0 };
+    if (s->data.cap + s->objs.cap <= TRK_MQTT_SLOT_KEEP) return;
+    trk_buf_free(&s->data);
+    trk_buf_free(&s->objs);
 }
 
-/* Copies data[0..len) and a NUL into *buf (*cap bytes, grown). */
-static bool set_bytes(char **buf, size_t *cap, const char *data, size_t len)
+/* Copies data[0..len) into b (its memory kept, grown as needed). */
+static bool set_bytes(struct trk_buf *b, const char *data, size_t len)
 {
-    if (len + 1 > *cap) {
-        size_t c = *cap ? *cap : 1024;
-        while (c < len + 1)
-            c *= 2;
-        char *d = realloc(*buf, c);
-        if (!d) return false;
-        *buf = d, *cap = c;
-    }
-    if (len) memcpy(*buf, data, len);
-    (*buf)[len] = 0;
-    return true;
+    trk_buf_reset(b);
+    return trk_buf_append(b, data, len) == 0;
 }
 
 static bool slot_set(struct slot *s, const char *data, size_t len, const char *objs,
                      size_t objs_len)
 {
     if (len + objs_len + 2 <= TRK_MQTT_SLOT_KEEP) slot_trim(s);
-    if (!set_bytes(&s->data, &s->cap, data, len) ||
-        !set_bytes(&s->objs, &s->objs_cap, objs, objs_len))
-        return false;
-    s->len = len;
-    s->objs_len = objs_len;
-    return true;
+    return set_bytes(&s->data, data, len) && set_bytes(&s->objs, objs, objs_len);
 }
 
 void trk_mqtt_frame(struct trk_mqtt *m, const char *json, size_t len, const char *objects,
@@ -292,10 +275,10 @@ void trk_mqtt_frame(struct trk_mqtt *m, const char *json, size_t len, const char
     pthread_mutex_lock(&m->lock);
     size_t queued = len;
     for (int i = 0; i < m->count; i++)
-        queued += m->ring[(m->head + i) % TRK_MQTT_QUEUE_LEN].len;
+        queued += m->ring[(m->head + i) % TRK_MQTT_QUEUE_LEN].data.len;
     /* The oldest make room for the newest, in slots and in bytes. */
     while (m->count && (m->count == TRK_MQTT_QUEUE_LEN || queued > TRK_MQTT_QUEUE_BYTES)) {
-        queued -= m->ring[m->head].len;
+        queued -= m->ring[m->head].data.len;
         slot_trim(&m->ring[m->head]);
         m->head = (m->head + 1) % TRK_MQTT_QUEUE_LEN;
         m->count--;
@@ -441,16 +424,16 @@ static bool frame_too_large(const struct trk_mqtt *m, size_t len)
  * frame (*mid: its message id). */
 static enum pub publish_frame(struct trk_mqtt *m, const struct slot *f, int *mid)
 {
-    if (frame_too_large(m, f->len)) {
-        refused_too_large(m, m->t_frame, f->len);
+    if (frame_too_large(m, f->data.len)) {
+        refused_too_large(m, m->t_frame, f->data.len);
         return PUB_REFUSED;
     }
-    struct trk_buf whole = { .data = f->data, .len = f->len, .cap = f->cap };
-    for (size_t at = 0; at < f->objs_len;) {
-        const char *level = f->objs + at;
+    const struct trk_buf *whole = &f->data;
+    for (size_t at = 0; at < f->objs.len;) {
+        const char *level = f->objs.data + at;
         const char *msg = level + strlen(level) + 1;
         const size_t len = strlen(msg);
-        at = (size_t)(msg - f->objs) + len + 1;
+        at = (size_t)(msg - f->objs.data) + len + 1;
         trk_buf_reset(&m->topic);
         trk_buf_puts(&m->topic, m->base);
         trk_buf_puts(&m->topic, "objects/");
@@ -459,7 +442,7 @@ static enum pub publish_frame(struct trk_mqtt *m, const struct slot *f, int *mid
         if (!m->topic.failed && publish(m, m->topic.data, &b, 0, false, NULL) == PUB_GONE)
             return PUB_GONE;
     }
-    return publish(m, m->t_frame, &whole, 1, false, mid);
+    return publish(m, m->t_frame, whole, 1, false, mid);
 }
 
 /* The retained status and object set (QoS 1): after a CONNACK (the broker
@@ -979,11 +962,11 @@ void trk_mqtt_destroy(struct trk_mqtt **pm)
     if (m->mosq) mosquitto_destroy(m->mosq);
     if (m->wake_fd >= 0) close(m->wake_fd);
     for (int i = 0; i < TRK_MQTT_QUEUE_LEN; i++) {
-        free(m->ring[i].data);
-        free(m->ring[i].objs);
+        trk_buf_free(&m->ring[i].data);
+        trk_buf_free(&m->ring[i].objs);
     }
-    free(m->work.data);
-    free(m->work.objs);
+    trk_buf_free(&m->work.data);
+    trk_buf_free(&m->work.objs);
     trk_buf_free(&m->objs);
     trk_buf_free(&m->topic);
     trk_buf_free(&m->payload);
