@@ -328,7 +328,9 @@ static const struct {
     const char *what;
 } exit_codes[] = {
     { TRK_EX_OK, "done" },
+    { TRK_EX_DIFFERS, "--verify found a difference" },
     { TRK_EX_USAGE, "usage error" },
+    { TRK_EX_DATAERR, "--replay bundle damaged" },
     { TRK_EX_NOINPUT, "input cannot be used" },
     { TRK_EX_UNAVAILABLE, "backend or server unavailable" },
     { TRK_EX_SOFTWARE, "internal error" },
@@ -883,7 +885,7 @@ void trk_cli_warn(const struct trk_settings *s)
         log_warn("--udp-ttl and --udp-iface are ignored without --udp");
     if (!s->mqtt && s->mqtt_max_age != TRK_MQTT_MAX_AGE_S)
         log_warn("--mqtt-max-age is ignored without --mqtt");
-    if (!s->server && !s->output && !s->udp && !s->osc)
+    if (!s->server && !s->output && !s->udp && !s->osc && !s->verify && !s->record)
         log_warn("--no-server without --output: the results go nowhere (add --output FILE, "
                  "or --output - for stdout)");
 }

@@ -810,7 +810,7 @@ static int cleanup(struct app *a, int exit_code)
     if (trk_outputs_destroy(&a->outputs) && exit_code == TRK_EX_OK) exit_code = TRK_EX_IOERR;
     /* --verify said the first difference when the door closed it. */
     if (a->s.verify && a->replay && exit_code == TRK_EX_OK && !trk_replay_verified(a->replay))
-        exit_code = 1;
+        exit_code = TRK_EX_DIFFERS;
     trk_control_destroy(&a->control);
     trk_camctl_destroy(&a->camctl);
     if (a->have_save) trk_objects_target_close(&a->save);

@@ -463,8 +463,10 @@ static void verify_frame(void *ctx, const struct trk_frame_result *res, const ch
     } else if (!now) {
         first_difference(r, seq, "no result now");
     } else if (differ(then, now, path, sizeof(path), true, d)) {
-        char *a = d[0] ? json_dumps(d[0], JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
-        char *b = d[1] ? json_dumps(d[1], JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+        char *a = d[0] ? json_dumps(d[0], JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(10))
+                       : NULL;
+        char *b = d[1] ? json_dumps(d[1], JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(10))
+                       : NULL;
         snprintf(what, sizeof(what),
                  "field %s: recorded %.200s, now %.200s (results.ndjson line %ld)", path,
                  a ? a : "(none)", b ? b : "(none)", r->results_line);
