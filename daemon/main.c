@@ -691,7 +691,7 @@ static int open_outputs(struct app *a)
     struct trk_record_cfg rc_cfg = {
         .dir = s->record,
         .max_bytes = s->record_max_mb * 1000000,
-        .wait_when_full = s->fast && !a->src.live,
+        .wait_when_full = !a->src.live,
         .argc = a->argc,
         .argv = a->argv,
         .version = TRK_VERSION,

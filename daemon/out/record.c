@@ -480,6 +480,13 @@ static int make_dir(const char *dir)
     return 0;
 }
 
+/* The bundle cannot be started (said why): tracking goes on without it. */
+static int not_recording(const char *dir)
+{
+    log_error("--record: nothing is recorded to %s; tracking and outputs go on", dir);
+    return 0;
+}
+
 int trk_record_add(const struct trk_record_cfg *cfg, struct trk_outputs *o, struct trk_record **out)
 {
     *out = NULL;
@@ -487,7 +494,11 @@ int trk_record_add(const struct trk_record_cfg *cfg, struct trk_outputs *o, stru
         log_error("--record: the folder's path is too long");
         return TRK_EX_USAGE;
     }
-    if (make_dir(cfg->dir)) return TRK_EX_NOINPUT;
+    int made = make_dir(cfg->dir);
+    /* A bundle already there is kept (exit 66); a folder that cannot be
+     * written (read-only, full) costs the recording, never the tracking. */
+    if (made == -EEXIST) return TRK_EX_NOINPUT;
+    if (made) return not_recording(cfg->dir);
     struct trk_record *r = calloc(1, sizeof(*r));
     if (!r || !(r->dir = strdup(cfg->dir))) {
         free(r);
@@ -513,7 +524,7 @@ int trk_record_add(const struct trk_record_cfg *cfg, struct trk_outputs *o, stru
     if (!err && pthread_create(&r->writer, NULL, writer_main, r) != 0) err = TRK_ENOMEM;
     if (err) {
         record_free(r);
-        return TRK_EX_NOINPUT;
+        return not_recording(cfg->dir);
     }
     r->have_writer = true;
     /* The strings were for the manifest; the end's rewrite needs them too. */

@@ -43,8 +43,10 @@ struct trk_record_cfg {
     const char *dir;    /* created if missing; must be empty or absent      */
     uint64_t max_bytes; /* stop recording past this many bytes; 0 = none    */
     /* A full queue makes trk_record_frame wait for a slot instead of
-     * dropping: for files and the demo at --fast, whose pace is the
-     * machine's anyway (waiting loses nothing, dropping loses frames). */
+     * dropping: for files, the demo and replays, which have no real-time
+     * deadline (the pool is lossless for them too): waiting delays their
+     * next frame, dropping would leave a bundle that cannot replay
+     * identically. Live cameras drop. */
     bool wait_when_full;
     int argc; /* the command line, for the manifest               */
     char *const *argv;
@@ -59,8 +61,9 @@ struct trk_record_cfg {
 
 /* Creates cfg->dir and the bundle's files, starts the writer and registers
  * the recorder with the door; *out is for trk_record_frame (owned by the
- * door from here). 0, or the exit code after saying why (66: DIR cannot be
- * made or written, or is not empty). */
+ * door from here). 0, also when DIR cannot be made or written (read-only,
+ * full: said why, *out NULL, tracking goes on unrecorded), or the exit
+ * code after saying why (66: DIR already holds a bundle). */
 int trk_record_add(const struct trk_record_cfg *cfg, struct trk_outputs *o,
                    struct trk_record **out);
 
