@@ -160,6 +160,16 @@ def file_clip(trackd, tmp):
     check([e["pts"] for e, _ in got] == [round(i / 25, 6) for i in range(len(got))],
           "file: the recorded pts are the clip's")
     check(b.manifest["source"]["input"] == clip, "file: the manifest names the input")
+    # The example's command line: the summary, and a frame as a PPM.
+    script = os.path.join(HERE, "..", "..", "examples", "read_bundle.py")
+    ppm = os.path.join(tmp, "f7.ppm")
+    r = subprocess.run([sys.executable, script, bundle], capture_output=True, text=True)
+    check(r.returncode == 0 and f"frames: {N}, seq 0..{N - 1}, rgb24 {W}x{H}" in r.stdout
+          and "objects from frame 0: ['red']" in r.stdout and f"results: {N}" in r.stdout,
+          f"read_bundle.py summarises the bundle: {r.stdout.strip()}")
+    r = subprocess.run([sys.executable, script, bundle, "--ppm", "7", ppm])
+    check(r.returncode == 0 and open(ppm, "rb").read() == b"P6\n%d %d\n255\n" % (W, H)
+          + frames[7], "read_bundle.py --ppm writes frame 7 exactly")
     for backend in ("cpu", "cpu-ref"):
         replay_identical(trackd, bundle, backend, "file")
     return bundle
