@@ -175,6 +175,23 @@ def file_clip(trackd, tmp):
     return bundle
 
 
+def size_limit(trackd, tmp):
+    """--record-max: the recording stops at the limit, tracking goes on."""
+    bundle = os.path.join(tmp, "limited")
+    out = os.path.join(tmp, "limited.ndjson")
+    r = run(trackd, ["--size", "160x120", "--frames", "60", "--fast", "--no-server",
+                     "--record", bundle, "--record-max", "1", "--output", out])
+    lines = open(out).read().splitlines()
+    b = read_bundle.Bundle(bundle)
+    total = sum(os.path.getsize(os.path.join(dp, f)) for dp, _, fs in os.walk(bundle) for f in fs)
+    check(r.returncode == 0 and len(lines) == 60, f"--record-max: tracking goes on ({len(lines)})")
+    check(0 < len(b.index) < 60 and total <= 1_000_000 + 4096,
+          f"--record-max 1: {len(b.index)} frames, {total} bytes")
+    check("size limit" in (b.manifest.get("end", {}).get("stopped") or ""),
+          f"--record-max: the manifest says why it stopped ({b.manifest.get('end')})")
+    replay_identical(trackd, bundle, "cpu", "--record-max")
+
+
 def mounted(path, opts):
     os.makedirs(path, exist_ok=True)
     return subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "tmpfs", path],
@@ -250,6 +267,7 @@ def main():
     try:
         demo_with_teach(trackd, tmp)
         good = file_clip(trackd, tmp)
+        size_limit(trackd, tmp)
         failing_disk(trackd, tmp)
         damaged(trackd, tmp, good)
     finally:
