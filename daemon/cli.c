@@ -118,7 +118,7 @@ static const struct opt opts[] = {
     { "input", 'i', "FILE", TEXT(input),
       .group = G_INPUT, .help = "track a video file (anything FFmpeg reads); default: the built-in demo scene" },
     { "replay", 0, "DIR", TEXT(replay),
-      .group = G_INPUT, .help = "play a bundle made with --record through the pipeline: the same frames, times and object sets (docs/RECORDING.md); at the recorded pace, or --fast" },
+      .group = G_INPUT, .help = "play a bundle made with --record through the pipeline: the same frames, times and object sets (docs/RECORDING.md; --objects: that set instead, throughout); at the recorded pace, or --fast" },
     { "verify", 0, NULL, FLAG(verify, true),
       .group = G_INPUT, .help = "with --replay: compare every result with the bundle's results.ndjson (timing fields aside); exit 0 when identical, else print the first differing frame and field and exit 1" },
     { "objects", 'c', "FILE", TEXT(objects),

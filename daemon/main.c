@@ -750,7 +750,8 @@ static struct trk_pipeline_cfg pipeline_cfg(struct app *a)
         .spin = trk_spin_enabled(s->spin),
         .rt_priority = s->rt_priority,
         .record = a->record,
-        .frame_due = a->replay ? trk_replay_frame_due : NULL,
+        /* --objects with --replay: that set throughout (a what-if run). */
+        .frame_due = a->replay && !s->objects ? trk_replay_frame_due : NULL,
         .frame_due_ctx = a->replay,
     };
 }

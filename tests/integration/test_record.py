@@ -106,6 +106,15 @@ def demo_with_teach(trackd, tmp):
           "demo: the manifest names the source and the command line")
     for backend in ("cpu", "cpu-ref"):
         replay_identical(trackd, bundle, backend, "demo")
+    # --objects with --replay: that set throughout, so the results part.
+    objs = os.path.join(tmp, "only-red.json")
+    with open(objs, "w") as f:
+        json.dump({"objects": [{"name": "red", "space": "rgb", "lo": [200, 0, 0],
+                                "hi": [255, 80, 80]}]}, f)
+    r = run(trackd, ["--replay", bundle, "--objects", objs, "--verify", "--fast", "--no-server"])
+    check(r.returncode == 1 and "frame 0 differs" in r.stdout,
+          f"demo: --replay with other --objects uses them (verify: differs at frame 0; "
+          f"{r.returncode}: {r.stdout.strip()[:160]})")
     # A recorded result changed: --verify names the frame and the field.
     changed = os.path.join(tmp, "demo-changed")
     shutil.copytree(bundle, changed)
