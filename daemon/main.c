@@ -700,6 +700,7 @@ static int open_outputs(struct app *a)
         .input = s->replay  ? s->replay
                  : s->input ? s->input
                             : s->device,
+        .hash_input = s->input != NULL,
         .width = a->src.width,
         .height = a->src.height,
         .fps = a->src.fps,

@@ -10,6 +10,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <libavutil/mem.h>
+#include <libavutil/sha.h>
+
 #define LOG_TAG "record"
 #include "exit.h"
 #include "log.h"
@@ -76,6 +79,10 @@ struct trk_record {
     uint64_t bytes, frames_off; /* writer: bundle bytes, frames.raw's end */
     int versions;               /* writer: object set files written */
     double started_ms;          /* wall clock at the start, for the manifest */
+    /* Writer (hash_input): the input file's SHA-256 in hex ("" = none) and
+     * size, read by close after joining it. */
+    char input_sha[65];
+    uint64_t input_size;
 };
 
 /* Writer thread: recording ends here for good (the first error or the
@@ -201,6 +208,9 @@ static int write_manifest(struct trk_record *r, bool end)
         trk_buf_json_str(&b, c->input, SIZE_MAX);
     else
         trk_buf_puts(&b, "null");
+    if (r->input_sha[0])
+        trk_buf_printf(&b, ", \"input_size\": %llu, \"input_sha256\": \"%s\"",
+                       (unsigned long long)r->input_size, r->input_sha);
     trk_buf_printf(&b,
                    ", \"width\": %d, \"height\": %d, \"fps\": %.3f},\n"
                    "  \"frames\": {\"file\": \"frames.raw\", \"storage\": \"raw\", "
@@ -236,9 +246,38 @@ static int write_manifest(struct trk_record *r, bool end)
     return err;
 }
 
+/* Writer, first thing: the input file's size and SHA-256, for the manifest
+ * (which file the frames came from). A file that cannot be read leaves
+ * them out (logged). */
+static void hash_input(struct trk_record *r)
+{
+    const char *path = r->cfg.input;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct AVSHA *sha = av_sha_alloc();
+    uint8_t buf[1 << 16], digest[32];
+    uint64_t size = 0;
+    ssize_t n = -1;
+    if (fd >= 0 && sha && av_sha_init(sha, 256) == 0) {
+        while ((n = read(fd, buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR))
+            if (n > 0) av_sha_update(sha, buf, (size_t)n), size += (uint64_t)n;
+    }
+    if (n == 0) {
+        av_sha_final(sha, digest);
+        for (int i = 0; i < 32; i++)
+            snprintf(r->input_sha + 2 * i, 3, "%02x", digest[i]);
+        r->input_size = size;
+    } else {
+        log_warn_err(fd < 0 || n < 0 ? -errno : TRK_ENOMEM,
+                     "cannot hash %s for the manifest; it names the file only", path);
+    }
+    if (fd >= 0) close(fd);
+    av_free(sha);
+}
+
 static void *writer_main(void *arg)
 {
     struct trk_record *r = arg;
+    if (r->cfg.hash_input && r->cfg.input) hash_input(r);
     pthread_mutex_lock(&r->lock);
     for (;;) {
         while (!r->q_len && !r->t_head && !r->closing)

@@ -55,6 +55,9 @@ struct trk_record_cfg {
      * "replay"), description, nominal size and rate; input the file or
      * device path, NULL for the demo. */
     const char *source_kind, *source_desc, *input;
+    /* input is a file: its size and SHA-256 go into the manifest (hashed
+     * on the writer thread, so the start does not wait for a large file). */
+    bool hash_input;
     int width, height;
     double fps;
 };

@@ -19,6 +19,7 @@ real daemon, a real WebSocket client and examples/read_bundle.py.
 Sections 3 need root (mount); without it they are reported and skipped.
 """
 import asyncio
+import hashlib
 import json
 import os
 import shutil
@@ -168,7 +169,11 @@ def file_clip(trackd, tmp):
           "file: every recorded frame is bit-exact the frame given to ffmpeg")
     check([e["pts"] for e, _ in got] == [round(i / 25, 6) for i in range(len(got))],
           "file: the recorded pts are the clip's")
-    check(b.manifest["source"]["input"] == clip, "file: the manifest names the input")
+    src = b.manifest["source"]
+    digest = hashlib.sha256(open(clip, "rb").read()).hexdigest()
+    check(src["input"] == clip and src.get("input_size") == os.path.getsize(clip)
+          and src.get("input_sha256") == digest,
+          "file: the manifest names the input with its size and SHA-256")
     # The example's command line: the summary, and a frame as a PPM.
     script = os.path.join(HERE, "..", "..", "examples", "read_bundle.py")
     ppm = os.path.join(tmp, "f7.ppm")
