@@ -50,8 +50,9 @@ struct trk_replay {
     long results_line;
     bool verifying, differs;
     uint64_t compared, differing, unrecorded;
-    /* The manifest's end.stopped: the recording stopped early (full disk,
-     * limit), so results.ndjson may end before index.ndjson does. */
+    /* The manifest's end.stopped, or no end: the recording stopped early
+     * (full disk, limit, killed), so results.ndjson may end before
+     * index.ndjson does. */
     bool stopped_early;
 };
 
@@ -214,7 +215,10 @@ static int read_manifest(struct trk_replay *r, char *why, size_t len)
         r->width = (int)json_integer_value(json_object_get(src, "width"));
         r->height = (int)json_integer_value(json_object_get(src, "height"));
         r->fps = json_number_value(json_object_get(src, "fps"));
-        r->stopped_early = json_is_string(json_object_get(json_object_get(m, "end"), "stopped"));
+        /* No "end": never closed (killed, or the disk was too full for the
+         * manifest's rewrite); its results may end early as well. */
+        json_t *end = json_object_get(m, "end");
+        r->stopped_early = !end || json_is_string(json_object_get(end, "stopped"));
         const char *d = json_string_value(json_object_get(src, "description"));
         snprintf(r->desc, sizeof(r->desc), "%s", d ? d : "?");
     }
