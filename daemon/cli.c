@@ -117,10 +117,19 @@ static parse_fn parse_udp, parse_osc;
 static const struct opt opts[] = {
     { "input", 'i', "FILE", TEXT(input),
       .group = G_INPUT, .help = "track a video file (anything FFmpeg reads); default: the built-in demo scene" },
+    { "replay", 0, "DIR", TEXT(replay),
+      .group = G_INPUT, .help = "play a bundle made with --record through the pipeline: the same frames, times and object sets (docs/RECORDING.md; --objects: that set instead, throughout); at the recorded pace, or --fast" },
+    { "verify", 0, NULL, FLAG(verify, true),
+      .group = G_INPUT, .help = "with --replay: compare every result with the bundle's results.ndjson (timing fields aside); exit 0 when identical, else print the first differing frame and field and exit 1" },
     { "objects", 'c', "FILE", TEXT(objects),
       .group = G_OBJECTS, .help = "objects JSON (config/OBJECTS.md); default: the demo objects for the demo scene, none for files and cameras" },
     { "output", 'o', "FILE", TEXT(output),
       .group = G_OUTPUTS, .help = "write one NDJSON result line per frame to FILE ('-' = stdout)" },
+    { "record", 0, "DIR", TEXT(record),
+      .group = G_OUTPUTS, .help = "record a bundle in DIR (new or empty): the frames as the source delivered them, their times, every object set with the frame it applied from, and the results (docs/RECORDING.md); a full disk stops the recording, never tracking" },
+    { "record-max", 0, "MB", .type = T_COUNT, FIELD(record_max_mb, uint64_t), .lo = 1,
+      .form = "MB, a whole number >= {lo}, e.g. 2000",
+      .group = G_OUTPUTS, .help = "stop recording (tracking goes on) once the bundle would pass MB megabytes; default: no limit" },
     { "fast", 0, NULL, FLAG(fast, true),
       .group = G_PERF, .help = "process as fast as possible instead of at the source's frame rate" },
     { "loop", 0, NULL, FLAG(loop, true), .group = G_INPUT, .help = "restart the file at its end" },
@@ -319,7 +328,9 @@ static const struct {
     const char *what;
 } exit_codes[] = {
     { TRK_EX_OK, "done" },
+    { TRK_EX_DIFFERS, "--verify found a difference" },
     { TRK_EX_USAGE, "usage error" },
+    { TRK_EX_DATAERR, "--replay bundle damaged" },
     { TRK_EX_NOINPUT, "input cannot be used" },
     { TRK_EX_UNAVAILABLE, "backend or server unavailable" },
     { TRK_EX_SOFTWARE, "internal error" },
@@ -748,6 +759,12 @@ static int check_rest(int argc, char **argv, const struct trk_settings *s, FILE 
         why = "--loop needs --input";
     else if (s->device && s->input)
         why = "give --input or --device, not both";
+    else if (s->replay && (s->input || s->device))
+        why = "--replay plays its own frames: give it without --input or --device";
+    else if (s->verify && !s->replay)
+        why = "--verify needs --replay";
+    else if (s->record_max_mb && !s->record)
+        why = "--record-max needs --record";
     else if ((s->list_formats || s->list_controls) && !s->device)
         why = "--list-formats and --list-controls need --device";
     else if (s->mqtt_ca && (!s->mqtt || strncmp(s->mqtt, "mqtts://", 8)))
@@ -868,7 +885,7 @@ void trk_cli_warn(const struct trk_settings *s)
         log_warn("--udp-ttl and --udp-iface are ignored without --udp");
     if (!s->mqtt && s->mqtt_max_age != TRK_MQTT_MAX_AGE_S)
         log_warn("--mqtt-max-age is ignored without --mqtt");
-    if (!s->server && !s->output && !s->udp && !s->osc)
+    if (!s->server && !s->output && !s->udp && !s->osc && !s->verify && !s->record)
         log_warn("--no-server without --output: the results go nowhere (add --output FILE, "
                  "or --output - for stdout)");
 }

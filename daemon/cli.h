@@ -77,6 +77,12 @@ struct trk_settings {
     char udp_host[256], osc_host[256];
     int udp_port, udp_ttl, osc_port;
     const char *udp_iface;
+    /* --record DIR (daemon/out/record.h), --record-max MB (0 = no limit);
+     * --replay DIR (daemon/source/replay.c) and --verify. */
+    const char *record;
+    uint64_t record_max_mb;
+    const char *replay;
+    bool verify;
 };
 
 enum { TRK_CLI_RUN = 0, TRK_CLI_EXIT_OK = 1 };

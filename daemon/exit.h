@@ -4,7 +4,9 @@
 
 enum trk_exit {
     TRK_EX_OK = 0,
+    TRK_EX_DIFFERS = 1,      /* --verify: the replay's results differ             */
     TRK_EX_USAGE = 64,       /* bad command line                                  */
+    TRK_EX_DATAERR = 65,     /* a --replay bundle is damaged                      */
     TRK_EX_NOINPUT = 66,     /* the source, --web-root or --output cannot be used */
     TRK_EX_UNAVAILABLE = 69, /* the backend or the web server cannot start        */
     TRK_EX_SOFTWARE = 70,    /* internal error, or the pipeline failed            */

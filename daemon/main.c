@@ -29,6 +29,8 @@
 #include "out/outputs.h"
 #include "pipeline.h"
 #include "tracker.h"
+#include "out/record.h"
+#include "source/replay.h"
 #include "source/source.h"
 #include "source/v4l2.h"
 #include "ws.h"
@@ -52,6 +54,10 @@ struct app {
     struct trk_endpoints ep;     /* /metrics, /healthz, /snapshot.jpg */
     struct trk_ws *metrics_ws;   /* --metrics-listen, else NULL */
     struct trk_outputs *outputs; /* --output, the server, --mqtt, --udp, --osc */
+    struct trk_replay *replay;   /* --replay: src's, NULL otherwise */
+    struct trk_record *record;   /* --record: the door's, NULL otherwise */
+    int argc;                    /* the command line, for --record's manifest */
+    char **argv;
 };
 
 static volatile sig_atomic_t stop_requested;
@@ -291,7 +297,17 @@ static int open_source(struct app *a)
         log_error_err(err, "cannot start");
         return TRK_EX_SOFTWARE;
     }
-    if (s->device) {
+    if (s->replay) {
+        char why[1024];
+        err = trk_replay_open(s->replay, &a->src, &a->replay, why, sizeof(why));
+        if (err == TRK_REPLAY_ENOBUNDLE || err == TRK_REPLAY_EDAMAGED) {
+            log_error("--replay: %s", why);
+            return err == TRK_REPLAY_ENOBUNDLE ? TRK_EX_NOINPUT : TRK_EX_DATAERR;
+        }
+        /* The bundle's first set from the start (hello, backend), unless
+         * --objects asks for another; the recorded changes follow it. */
+        if (!err && !s->objects) a->objs = *trk_replay_first_set(a->replay);
+    } else if (s->device) {
         err = open_camera(a);
     } else if (s->input) {
         struct trk_file_cfg fc = { .path = s->input, .loop = s->loop, .hwdec = &a->hwdec };
@@ -667,7 +683,29 @@ static int open_outputs(struct app *a)
 {
     if (trk_outputs_create(&a->outputs)) return TRK_EX_SOFTWARE;
     struct trk_output_env env = { .s = &a->s, .ws = a->ws, .metrics = a->ep.metrics };
-    return trk_outputs_open(a->outputs, &env);
+    int rc = trk_outputs_open(a->outputs, &env);
+    if (rc) return rc;
+    const struct trk_settings *s = &a->s;
+    if (s->verify && trk_replay_verify_add(a->replay, a->outputs)) return TRK_EX_NOINPUT;
+    if (!s->record) return 0;
+    struct trk_record_cfg rc_cfg = {
+        .dir = s->record,
+        .max_bytes = s->record_max_mb * 1000000,
+        .wait_when_full = !a->src.live,
+        .argc = a->argc,
+        .argv = a->argv,
+        .version = TRK_VERSION,
+        .source_kind = a->src.ops->kind,
+        .source_desc = a->src.desc,
+        .input = s->replay  ? s->replay
+                 : s->input ? s->input
+                            : s->device,
+        .hash_input = s->input != NULL,
+        .width = a->src.width,
+        .height = a->src.height,
+        .fps = a->src.fps,
+    };
+    return trk_record_add(&rc_cfg, a->outputs, &a->record);
 }
 
 static void install_signals(void)
@@ -712,6 +750,10 @@ static struct trk_pipeline_cfg pipeline_cfg(struct app *a)
         .full_every = s->full_every,
         .spin = trk_spin_enabled(s->spin),
         .rt_priority = s->rt_priority,
+        .record = a->record,
+        /* --objects with --replay: that set throughout (a what-if run). */
+        .frame_due = a->replay && !s->objects ? trk_replay_frame_due : NULL,
+        .frame_due_ctx = a->replay,
     };
 }
 
@@ -722,6 +764,7 @@ static int run(struct app *a)
 {
     pthread_t reload_thread;
     bool have_reload_thread = pthread_create(&reload_thread, NULL, reload_main, a->control) == 0;
+    if (a->replay) trk_replay_set_control(a->replay, a->control);
     struct trk_pipeline_cfg pc = pipeline_cfg(a);
     struct trk_pipeline_summary sum = { 0 };
     int exit_code = TRK_EX_OK, err;
@@ -767,6 +810,9 @@ static int cleanup(struct app *a, int exit_code)
     /* The pipeline has ended: the last lines, datagrams and MQTT frames
      * and "offline" go out; --output's account (lost lines: exit 74). */
     if (trk_outputs_destroy(&a->outputs) && exit_code == TRK_EX_OK) exit_code = TRK_EX_IOERR;
+    /* --verify said the first difference when the door closed it. */
+    if (a->s.verify && a->replay && exit_code == TRK_EX_OK && !trk_replay_verified(a->replay))
+        exit_code = TRK_EX_DIFFERS;
     trk_control_destroy(&a->control);
     trk_camctl_destroy(&a->camctl);
     if (a->have_save) trk_objects_target_close(&a->save);
@@ -785,6 +831,8 @@ int main(int argc, char **argv)
 {
     static struct app app; /* the objects are large: keep them off the stack */
     struct trk_settings *s = &app.s;
+    app.argc = argc;
+    app.argv = argv;
     int rc = trk_cli_parse(argc, argv, s, stdout, stderr);
     if (rc == TRK_CLI_EXIT_OK) return TRK_EX_OK;
     if (rc) return rc;

@@ -22,6 +22,7 @@
 #include "ops/metrics.h"
 #include "control/preview.h"
 #include "out/outputs.h"
+#include "out/record.h"
 #include "ops/snapshot.h"
 #include "tracker.h"
 #include "trk_assert.h"
@@ -306,6 +307,7 @@ static void *capture_main(void *arg)
         /* Live sources give the driver's capture time (same clock). */
         double now = trk_now();
         if (!cfg->source->live || !(f->t_capture > 0 && f->t_capture <= now)) f->t_capture = now;
+        trk_record_frame(cfg->record, f);
         if (!trk_pool_publish(&p->pool, f)) break;
     }
     pthread_mutex_lock(&p->lock);
@@ -617,6 +619,7 @@ static bool hand_off(struct pipeline *p, struct trk_frame *f, double t_done, dou
 static int prepare_frame(struct pipeline *p, const struct trk_frame *f, uint64_t *version,
                          int n_objects)
 {
+    if (!p->polled_ready && p->cfg->frame_due) p->cfg->frame_due(p->cfg->frame_due_ctx, f->seq);
     if (p->polled_ready || trk_control_poll(p->cfg->control, version, p->polled)) {
         struct trk_objects *t = p->objects;
         p->objects = p->polled;
@@ -645,6 +648,7 @@ static struct trk_frame *take_next(struct pipeline *p, uint64_t *version,
     struct trk_frame *next = cfg->pipeline == 1 && p->pool.lossless ? trk_pool_take(&p->pool)
                                                                     : trk_pool_try_take(&p->pool);
     if (!next) return NULL;
+    if (!p->polled_ready && cfg->frame_due) cfg->frame_due(cfg->frame_due_ctx, next->seq);
     if (!p->polled_ready && trk_control_poll(cfg->control, version, p->polled))
         p->polled_ready = true;
     if (p->polled_ready || next->img.width != p->frame_w || next->img.height != p->frame_h)

@@ -20,6 +20,7 @@ struct trk_control;
 struct trk_metrics;
 struct trk_snapshot;
 struct trk_outputs;
+struct trk_record;
 
 struct trk_pipeline_cfg {
     struct trk_source *source; /* opened, unless source_absent */
@@ -93,6 +94,15 @@ struct trk_pipeline_cfg {
     /* > 0: the capture and processing threads ask for SCHED_FIFO at this
      * priority (--rt-priority); refused, one warning and normal priority. */
     int rt_priority;
+    /* --record (daemon/out/record.h): the capture thread hands it every
+     * frame it publishes; NULL = none. */
+    struct trk_record *record;
+    /* --replay: called on the processing thread just before the control
+     * module's object set is looked up for frame seq, so a set the bundle
+     * changed at seq is installed (trk_control_install) exactly for that
+     * frame; NULL = none. */
+    void (*frame_due)(void *ctx, uint64_t seq);
+    void *frame_due_ctx;
 };
 
 /* --spin: auto (on with TRK_SPIN_MIN_CPUS or more online CPUs: polling

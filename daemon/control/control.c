@@ -245,6 +245,14 @@ int trk_control_preview(struct trk_control *c, int *width, double *fps,
     return n;
 }
 
+void trk_control_install(struct trk_control *c, const struct trk_objects *set)
+{
+    pthread_mutex_lock(&c->lock);
+    c->objs = *set;
+    changed_locked(c);
+    pthread_mutex_unlock(&c->lock);
+}
+
 int trk_control_reload(struct trk_control *c, char *msg, size_t msg_len)
 {
     if (!c->save) {

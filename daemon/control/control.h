@@ -137,6 +137,11 @@ void trk_control_client_closed(struct trk_control *c, uint64_t client);
  * size fitted to it); sample and preview requests are checked against it. */
 void trk_control_set_frame_size(struct trk_control *c, int width, int height);
 
+/* Makes set the current object set, as a teach edit would (clients get
+ * the new set; the pipeline's next poll takes it). --replay installs each
+ * recorded set so. Any thread. */
+void trk_control_install(struct trk_control *c, const struct trk_objects *set);
+
 /* Reloads the objects file (SIGHUP). On failure the current set stays and
  * the "file:line:col: message" text is in msg. Returns 0, TRK_MSG_NO_FILE
  * (no save target) or TRK_MSG_INVALID_OBJECT (the file cannot be read or is

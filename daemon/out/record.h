@@ -1,0 +1,78 @@
+/* --record DIR: a bundle (docs/RECORDING.md, "trackd-bundle 1") of the
+ * frames as the source delivered them, each frame's seq / t_capture / pts,
+ * every object set with the first frame it applied to, and the results.
+ *
+ * The recorder owns the whole bundle: the capture thread hands it each frame
+ * (trk_record_frame, a copy into one of a few preallocated slots), and it is
+ * also an output behind the outputs door (frame messages -> results.ndjson,
+ * object sets -> objects/NNNN.json), so both halves share one writer thread,
+ * one byte limit and one failure state. Owning both is what lets a set
+ * change be tied to the frame it took effect from: the door calls objects()
+ * and then frame() for the first frame under that set, on one thread.
+ *
+ * Nothing here ever waits on the disk from the capture or processing
+ * thread: a full queue drops the recorded frame (counted, logged), a write
+ * error or the byte limit stops recording (logged once); tracking and the
+ * other outputs go on, and what is already in the bundle stays readable
+ * (index lines are written only after their frame's bytes).
+ *
+ * Threads: trk_record_frame from the capture thread; the output's hooks
+ * from the processing thread; one writer thread of its own.
+ * Lifecycle: trk_record_add (creates DIR's files and the writer, registers
+ * the output); the door's destroy closes it (drains the queue, finishes the
+ * manifest). The capture thread must be done before that (the pipeline
+ * ends before the door is destroyed). */
+#ifndef TRK_DAEMON_RECORD_H
+#define TRK_DAEMON_RECORD_H
+
+#include <stdint.h>
+
+#include "frame.h"
+
+/* The bundle format's name and version, in manifest.json. */
+#define TRK_BUNDLE_FORMAT  "trackd-bundle"
+#define TRK_BUNDLE_VERSION 1
+
+/* Frames the writer may be behind by before recorded frames are dropped. */
+#define TRK_RECORD_SLOTS 8
+
+struct trk_outputs;
+struct trk_record;
+
+struct trk_record_cfg {
+    const char *dir;    /* created if missing; must be empty or absent      */
+    uint64_t max_bytes; /* stop recording past this many bytes; 0 = none    */
+    /* A full queue makes trk_record_frame wait for a slot instead of
+     * dropping: for files, the demo and replays, which have no real-time
+     * deadline (the pool is lossless for them too): waiting delays their
+     * next frame, dropping would leave a bundle that cannot replay
+     * identically. Live cameras drop. */
+    bool wait_when_full;
+    int argc; /* the command line, for the manifest               */
+    char *const *argv;
+    const char *version; /* trackd's                                          */
+    /* The source, for the manifest: kind ("demo", "file", "camera",
+     * "replay"), description, nominal size and rate; input the file or
+     * device path, NULL for the demo. */
+    const char *source_kind, *source_desc, *input;
+    /* input is a file: its size and SHA-256 go into the manifest (hashed
+     * on the writer thread, so the start does not wait for a large file). */
+    bool hash_input;
+    int width, height;
+    double fps;
+};
+
+/* Creates cfg->dir and the bundle's files, starts the writer and registers
+ * the recorder with the door; *out is for trk_record_frame (owned by the
+ * door from here). 0, also when DIR cannot be made or written (read-only,
+ * full: said why, *out NULL, tracking goes on unrecorded), or the exit
+ * code after saying why (66: DIR already holds a bundle). */
+int trk_record_add(const struct trk_record_cfg *cfg, struct trk_outputs *o,
+                   struct trk_record **out);
+
+/* Capture thread: f (seq, t_capture, pts set; host pixels) is copied for
+ * the writer, or, when every slot is busy, dropped and counted (or waited
+ * for: wait_when_full). NULL r or a stopped recording: nothing. */
+void trk_record_frame(struct trk_record *r, struct trk_frame *f);
+
+#endif

@@ -1,0 +1,528 @@
+#include "replay.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define LOG_TAG "replay"
+#include "control/control.h"
+#include "log.h"
+#include "objects.h"
+#include "out/outputs.h"
+#include "out/record.h"
+
+/* One frame of index.ndjson. */
+struct entry {
+    uint64_t seq;
+    double pts;
+    enum trk_pixfmt fmt;
+    int width, height;
+    enum trk_matrix matrix;
+    bool full_range;
+    uint64_t offset, size;
+};
+
+/* One object set of objects.ndjson. */
+struct version {
+    uint64_t first_seq;
+    struct trk_objects *set;
+};
+
+struct trk_replay {
+    char dir[4096];
+    int fd; /* frames.raw */
+    struct entry *idx;
+    size_t n, next; /* entries; the next one read() gives */
+    struct version *ver;
+    int n_ver, installed; /* versions; how many frame_due installed */
+    struct trk_control *control;
+    int width, height;
+    double fps;
+    char desc[200];
+    /* The verifier (processing thread): results.ndjson, read along. */
+    FILE *results;
+    long results_line;
+    bool verifying, differs;
+    uint64_t compared, differing, unrecorded;
+    /* The manifest's end.stopped, or no end: the recording stopped early
+     * (full disk, limit, killed), so results.ndjson may end before
+     * index.ndjson does. */
+    bool stopped_early;
+};
+
+/* why = "DIR/FILE...: ..." */
+static int fail(char *why, size_t len, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int fail(char *why, size_t len, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, len, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+static int fmt_parse(const char *s)
+{
+    for (int f = 0; f < TRK_FMT_COUNT; f++)
+        if (!strcmp(s, trk_pixfmt_name(f))) return f;
+    return -1;
+}
+
+/* Each complete line of DIR/name, with its number and byte offset, to fn;
+ * a last line without its newline (a recording cut by a failure) is left
+ * out with a warning. 0, the first non-zero fn result, or an error. */
+static int each_line(struct trk_replay *r, const char *name, char *why, size_t why_len,
+                     int (*fn)(struct trk_replay *r, json_t *v, const char *where, char *why,
+                               size_t why_len))
+{
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/%s", r->dir, name);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return fail(why, why_len, TRK_REPLAY_EDAMAGED, "%s: cannot open: %s", path,
+                    strerror(errno));
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    long no = 0, off = 0;
+    int rc = 0;
+    while (!rc && (n = getline(&line, &cap, f)) > 0) {
+        no++;
+        char where[4300];
+        snprintf(where, sizeof(where), "%s:%ld (byte %ld)", path, no, off);
+        if (line[n - 1] != '\n') {
+            log_warn("%s: the last line is cut (the recording stopped there): ignored", where);
+            break;
+        }
+        json_error_t je;
+        json_t *v = json_loadb(line, (size_t)n, 0, &je);
+        if (!v || !json_is_object(v))
+            rc = fail(why, why_len, TRK_REPLAY_EDAMAGED, "%s: not a JSON object: %s", where,
+                      v ? "another value" : je.text);
+        else
+            rc = fn(r, v, where, why, why_len);
+        json_decref(v);
+        off += n;
+    }
+    free(line);
+    fclose(f);
+    return rc;
+}
+
+static int add_entry(struct trk_replay *r, json_t *v, const char *where, char *why, size_t len)
+{
+    json_t *seq = json_object_get(v, "seq"), *pts = json_object_get(v, "pts");
+    json_t *off = json_object_get(v, "offset"), *size = json_object_get(v, "size");
+    json_t *w = json_object_get(v, "width"), *h = json_object_get(v, "height");
+    const char *fs = json_string_value(json_object_get(v, "format"));
+    const char *ms = json_string_value(json_object_get(v, "matrix"));
+    int fmt = fs ? fmt_parse(fs) : -1;
+    if (!json_is_integer(seq) || !json_is_number(pts) || !json_is_integer(off) ||
+        !json_is_integer(size) || !json_is_integer(w) || !json_is_integer(h) || fmt < 0 ||
+        json_integer_value(off) < 0 || json_integer_value(w) <= 0 || json_integer_value(h) <= 0 ||
+        json_integer_value(w) > 16384 || json_integer_value(h) > 16384)
+        return fail(why, len, TRK_REPLAY_EDAMAGED,
+                    "%s: an index line needs seq, pts, format, width, height, offset, size", where);
+    struct entry e = { .seq = (uint64_t)json_integer_value(seq),
+                       .pts = json_number_value(pts),
+                       .fmt = fmt,
+                       .width = (int)json_integer_value(w),
+                       .height = (int)json_integer_value(h),
+                       .matrix = ms && !strcmp(ms, "bt709") ? TRK_MATRIX_BT709 : TRK_MATRIX_BT601,
+                       .full_range = json_is_true(json_object_get(v, "full_range")),
+                       .offset = (uint64_t)json_integer_value(off),
+                       .size = (uint64_t)json_integer_value(size) };
+    struct trk_plane_layout L;
+    trk_image_plane_layout(e.fmt, e.width, e.height, &L);
+    uint64_t need = 0;
+    for (int p = 0; p < L.planes; p++)
+        need += L.row_bytes[p] * (uint64_t)L.rows[p];
+    if (need != e.size)
+        return fail(why, len, TRK_REPLAY_EDAMAGED,
+                    "%s: frame %llu says %llu bytes, but %s %dx%d is %llu", where,
+                    (unsigned long long)e.seq, (unsigned long long)e.size, fs, e.width, e.height,
+                    (unsigned long long)need);
+    if (r->n && e.seq <= r->idx[r->n - 1].seq)
+        return fail(why, len, TRK_REPLAY_EDAMAGED, "%s: frame %llu comes after frame %llu", where,
+                    (unsigned long long)e.seq, (unsigned long long)r->idx[r->n - 1].seq);
+    if ((r->n & (r->n - 1)) == 0) { /* grow at powers of two */
+        struct entry *ni = realloc(r->idx, (r->n ? 2 * r->n : 64) * sizeof(*ni));
+        if (!ni) return fail(why, len, TRK_ENOMEM, "out of memory reading the index");
+        r->idx = ni;
+    }
+    r->idx[r->n++] = e;
+    return 0;
+}
+
+static int add_version(struct trk_replay *r, json_t *v, const char *where, char *why, size_t len)
+{
+    json_t *first = json_object_get(v, "first_seq");
+    const char *file = json_string_value(json_object_get(v, "file"));
+    if (!json_is_integer(first) || !file || strstr(file, ".."))
+        return fail(why, len, TRK_REPLAY_EDAMAGED, "%s: needs first_seq and file", where);
+    struct version *nv = realloc(r->ver, (size_t)(r->n_ver + 1) * sizeof(*nv));
+    if (!nv) return fail(why, len, TRK_ENOMEM, "out of memory");
+    r->ver = nv;
+    struct version *ver = &r->ver[r->n_ver];
+    ver->first_seq = (uint64_t)json_integer_value(first);
+    if (!(ver->set = malloc(sizeof(*ver->set)))) return fail(why, len, TRK_ENOMEM, "out of memory");
+    r->n_ver++;
+    char path[4400];
+    snprintf(path, sizeof(path), "%s/%s", r->dir, file);
+    struct trk_config_error cerr;
+    if (trk_objects_load_file(path, ver->set, &cerr)) {
+        char msg[600];
+        trk_config_error_format(&cerr, msg, sizeof(msg));
+        return fail(why, len, TRK_REPLAY_EDAMAGED, "%s: %s", where, msg);
+    }
+    return 0;
+}
+
+/* The manifest: format and version, the source's size and rate. */
+static int read_manifest(struct trk_replay *r, char *why, size_t len)
+{
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/manifest.json", r->dir);
+    struct stat sb;
+    if (stat(r->dir, &sb) != 0 || !S_ISDIR(sb.st_mode) || stat(path, &sb) != 0)
+        return fail(why, len, TRK_REPLAY_ENOBUNDLE, "%s: no bundle there (%s)", r->dir,
+                    stat(r->dir, &sb) != 0 ? strerror(errno)
+                    : S_ISDIR(sb.st_mode)  ? "no manifest.json"
+                                           : "not a folder");
+    json_error_t je;
+    json_t *m = json_load_file(path, 0, &je);
+    if (!m)
+        return fail(why, len, TRK_REPLAY_EDAMAGED, "%s:%d:%d (byte %d): %s", path, je.line,
+                    je.column, je.position, je.text);
+    const char *format = json_string_value(json_object_get(m, "format"));
+    json_t *ver = json_object_get(m, "version");
+    json_t *src = json_object_get(m, "source");
+    int rc = 0;
+    if (!format || strcmp(format, TRK_BUNDLE_FORMAT) || !json_is_integer(ver))
+        rc = fail(why, len, TRK_REPLAY_EDAMAGED, "%s: not a %s manifest", path, TRK_BUNDLE_FORMAT);
+    else if (json_integer_value(ver) != TRK_BUNDLE_VERSION)
+        rc = fail(why, len, TRK_REPLAY_EDAMAGED,
+                  "%s: bundle version %lld; this trackd reads version %d", path,
+                  (long long)json_integer_value(ver), TRK_BUNDLE_VERSION);
+    else {
+        r->width = (int)json_integer_value(json_object_get(src, "width"));
+        r->height = (int)json_integer_value(json_object_get(src, "height"));
+        r->fps = json_number_value(json_object_get(src, "fps"));
+        /* No "end": never closed (killed, or the disk was too full for the
+         * manifest's rewrite); its results may end early as well. */
+        json_t *end = json_object_get(m, "end");
+        r->stopped_early = !end || json_is_string(json_object_get(end, "stopped"));
+        const char *d = json_string_value(json_object_get(src, "description"));
+        snprintf(r->desc, sizeof(r->desc), "%s", d ? d : "?");
+    }
+    json_decref(m);
+    return rc;
+}
+
+/* Every index line names bytes frames.raw has. */
+static int check_frames(struct trk_replay *r, char *why, size_t len)
+{
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/frames.raw", r->dir);
+    struct stat sb;
+    if ((r->fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 || fstat(r->fd, &sb) != 0)
+        return fail(why, len, TRK_REPLAY_EDAMAGED, "%s: cannot open: %s", path, strerror(errno));
+    for (size_t i = 0; i < r->n; i++)
+        if (r->idx[i].offset + r->idx[i].size > (uint64_t)sb.st_size)
+            return fail(why, len, TRK_REPLAY_EDAMAGED,
+                        "%s: frame %llu is bytes %llu..%llu, but the file ends at byte %lld "
+                        "(index.ndjson line %zu)",
+                        path, (unsigned long long)r->idx[i].seq,
+                        (unsigned long long)r->idx[i].offset,
+                        (unsigned long long)(r->idx[i].offset + r->idx[i].size),
+                        (long long)sb.st_size, i + 1);
+    if (!r->n) return fail(why, len, TRK_REPLAY_EDAMAGED, "%s/index.ndjson: no frames", r->dir);
+    if (!r->n_ver || r->ver[0].first_seq > r->idx[0].seq)
+        return fail(why, len, TRK_REPLAY_EDAMAGED,
+                    "%s/objects.ndjson: no object set for the first frame", r->dir);
+    return 0;
+}
+
+static int replay_open(void *self, struct trk_source *info)
+{
+    struct trk_replay *r = self;
+    r->next = 0;
+    r->installed = 0;
+    /* The folder's path may be long: the description is cut, never wrong. */
+    int n = snprintf(info->desc, sizeof(info->desc), "replay of %zu frames (%.120s) from ", r->n,
+                     r->desc);
+    if (n > 0 && (size_t)n < sizeof(info->desc))
+        memccpy(info->desc + n, r->dir, 0, sizeof(info->desc) - (size_t)n - 1);
+    info->desc[sizeof(info->desc) - 1] = 0;
+    info->width = r->idx[0].width;
+    info->height = r->idx[0].height;
+    info->fps = r->fps;
+    return 0;
+}
+
+static int replay_read(void *self, struct trk_frame *f)
+{
+    struct trk_replay *r = self;
+    if (r->next >= r->n) return TRK_SOURCE_EOF;
+    const struct entry *e = &r->idx[r->next];
+    int err = trk_frame_layout(f, e->fmt, e->width, e->height, 64);
+    if (err) return err;
+    f->img.matrix = e->matrix;
+    f->img.full_range = e->full_range;
+    f->pts = e->pts;
+    struct trk_plane_layout L;
+    trk_image_plane_layout(e->fmt, e->width, e->height, &L);
+    off_t off = (off_t)e->offset;
+    for (int p = 0; p < L.planes; p++)
+        for (int y = 0; y < L.rows[p]; y++, off += (off_t)L.row_bytes[p]) {
+            uint8_t *dst = (uint8_t *)f->img.plane[p] + (size_t)y * f->img.pitch[p];
+            ssize_t n = pread(r->fd, dst, L.row_bytes[p], off);
+            if (n != (ssize_t)L.row_bytes[p]) return n < 0 ? -errno : -EIO;
+        }
+    r->next++;
+    return 0;
+}
+
+static void replay_close(void *self)
+{
+    (void)self;
+}
+
+static void replay_destroy(void *self)
+{
+    struct trk_replay *r = self;
+    if (r->fd >= 0) close(r->fd);
+    if (r->results) fclose(r->results);
+    for (int i = 0; i < r->n_ver; i++)
+        free(r->ver[i].set);
+    free(r->ver);
+    free(r->idx);
+    free(r);
+}
+
+static const struct trk_source_ops replay_ops = {
+    .kind = "replay",
+    .open = replay_open,
+    .read = replay_read,
+    .close = replay_close,
+    .destroy = replay_destroy,
+};
+
+int trk_replay_open(const char *dir, struct trk_source *src, struct trk_replay **out, char *why,
+                    size_t why_len)
+{
+    *out = NULL;
+    struct trk_replay *r = calloc(1, sizeof(*r));
+    if (!r) return fail(why, why_len, TRK_ENOMEM, "out of memory");
+    r->fd = -1;
+    snprintf(r->dir, sizeof(r->dir), "%s", dir);
+    int rc = read_manifest(r, why, why_len);
+    if (!rc) rc = each_line(r, "index.ndjson", why, why_len, add_entry);
+    if (!rc) rc = each_line(r, "objects.ndjson", why, why_len, add_version);
+    if (!rc) rc = check_frames(r, why, why_len);
+    if (rc) {
+        replay_destroy(r);
+        return rc;
+    }
+    memset(src, 0, sizeof(*src));
+    src->ops = &replay_ops;
+    src->self = r;
+    rc = trk_source_open(src);
+    *out = r;
+    return rc;
+}
+
+const struct trk_objects *trk_replay_first_set(const struct trk_replay *r)
+{
+    return r->ver[0].set;
+}
+
+void trk_replay_set_control(struct trk_replay *r, struct trk_control *c)
+{
+    r->control = c;
+}
+
+void trk_replay_frame_due(void *ctx, uint64_t seq)
+{
+    struct trk_replay *r = ctx;
+    if (!r->control || seq >= r->n) return;
+    const uint64_t rec_seq = r->idx[seq].seq;
+    int k = r->installed;
+    while (k < r->n_ver && r->ver[k].first_seq <= rec_seq)
+        k++;
+    if (k == r->installed) return;
+    /* Only the newest of those that are due: the others never had a frame. */
+    trk_control_install(r->control, r->ver[k - 1].set);
+    log_info("object set %d of the bundle applies from frame %llu", k, (unsigned long long)rec_seq);
+    r->installed = k;
+}
+
+/* ------------------------------------------------------------ --verify */
+
+static const char *const timing_fields[] = { TRK_REPLAY_TIMING_FIELDS };
+
+static bool is_timing(const char *key)
+{
+    for (size_t i = 0; i < sizeof(timing_fields) / sizeof(timing_fields[0]); i++)
+        if (!strcmp(key, timing_fields[i])) return true;
+    return false;
+}
+
+/* The first path where a and b differ, into path, and the two values
+ * there into d[0], d[1] (borrowed; NULL = missing); timing fields are
+ * skipped at the top level of a frame message. */
+static bool differ(json_t *a, json_t *b, char *path, size_t len, bool top, json_t **d)
+{
+    d[0] = a, d[1] = b;
+    if (json_is_object(a) && json_is_object(b)) {
+        const char *key;
+        json_t *va;
+        size_t at = strlen(path);
+        json_object_foreach(a, key, va)
+        {
+            if (top && is_timing(key)) continue;
+            snprintf(path + at, len - at, "%s%s", at ? "." : "", key);
+            if (differ(va, json_object_get(b, key), path, len, false, d)) return true;
+        }
+        json_t *vb;
+        json_object_foreach(b, key, vb)
+        {
+            if (top && is_timing(key)) continue;
+            snprintf(path + at, len - at, "%s%s", at ? "." : "", key);
+            if (!json_object_get(a, key)) {
+                d[0] = NULL, d[1] = vb;
+                return true;
+            }
+        }
+        path[at] = 0;
+        return false;
+    }
+    if (json_is_array(a) && json_is_array(b)) {
+        size_t at = strlen(path);
+        if (json_array_size(a) != json_array_size(b)) {
+            snprintf(path + at, len - at, " (length %zu vs %zu)", json_array_size(a),
+                     json_array_size(b));
+            return true;
+        }
+        for (size_t i = 0; i < json_array_size(a); i++) {
+            snprintf(path + at, len - at, "[%zu]", i);
+            if (differ(json_array_get(a, i), json_array_get(b, i), path, len, false, d))
+                return true;
+        }
+        path[at] = 0;
+        return false;
+    }
+    return !json_equal(a, b);
+}
+
+/* The recorded result of recorded frame seq, or NULL (none: the recording
+ * lost it, or the file ends). */
+static json_t *recorded(struct trk_replay *r, uint64_t seq)
+{
+    char *line = NULL;
+    size_t cap = 0;
+    json_t *v = NULL;
+    while (getline(&line, &cap, r->results) > 0) {
+        r->results_line++;
+        json_decref(v);
+        v = json_loads(line, 0, NULL);
+        json_t *s = json_object_get(v, "seq");
+        if (!json_is_integer(s)) continue;
+        if ((uint64_t)json_integer_value(s) >= seq) break;
+    }
+    free(line);
+    json_t *s = json_object_get(v, "seq");
+    if (!json_is_integer(s) || (uint64_t)json_integer_value(s) != seq) {
+        json_decref(v);
+        return NULL;
+    }
+    return v;
+}
+
+static void first_difference(struct trk_replay *r, uint64_t seq, const char *what)
+{
+    r->differing++;
+    if (r->differs) return;
+    r->differs = true;
+    printf("verify: frame %llu differs: %s\n", (unsigned long long)seq, what);
+    fflush(stdout);
+}
+
+static void verify_frame(void *ctx, const struct trk_frame_result *res, const char *json,
+                         size_t len)
+{
+    struct trk_replay *r = ctx;
+    if (res->meta.seq >= r->n) return;
+    const uint64_t seq = r->idx[res->meta.seq].seq;
+    json_t *now = json ? json_loadb(json, len, 0, NULL) : NULL;
+    json_t *then = recorded(r, seq);
+    if (then || !r->stopped_early || !feof(r->results)) r->compared++;
+    char path[512] = "", what[1400];
+    json_t *d[2];
+    if (!then && r->stopped_early && feof(r->results)) {
+        r->unrecorded++; /* the recording stopped before its result */
+    } else if (!then) {
+        first_difference(r, seq, "the bundle has no recorded result for it");
+    } else if (!now) {
+        first_difference(r, seq, "no result now");
+    } else if (differ(then, now, path, sizeof(path), true, d)) {
+        char *a = d[0] ? json_dumps(d[0], JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(10))
+                       : NULL;
+        char *b = d[1] ? json_dumps(d[1], JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(10))
+                       : NULL;
+        snprintf(what, sizeof(what),
+                 "field %s: recorded %.200s, now %.200s (results.ndjson line %ld)", path,
+                 a ? a : "(none)", b ? b : "(none)", r->results_line);
+        free(a);
+        free(b);
+        first_difference(r, seq, what);
+    }
+    json_decref(now);
+    json_decref(then);
+}
+
+static int verify_close(void *ctx)
+{
+    struct trk_replay *r = ctx;
+    if (r->compared + r->unrecorded < r->n)
+        first_difference(r, r->idx[r->compared].seq, "not replayed (the replay ended before it)");
+    if (r->unrecorded)
+        printf("verify: %llu frames at the end have no recorded result (the recording stopped "
+               "early): not compared\n",
+               (unsigned long long)r->unrecorded);
+    printf("verify: %llu frames compared, %llu differ: %s\n", (unsigned long long)r->compared,
+           (unsigned long long)r->differing, r->differs ? "DIFFERENT" : "identical");
+    fflush(stdout);
+    return 0;
+}
+
+static const struct trk_output_ops verify_ops = {
+    .name = "verify",
+    .json = true,
+    .frame = verify_frame,
+    .close = verify_close,
+};
+
+int trk_replay_verify_add(struct trk_replay *r, struct trk_outputs *o)
+{
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/results.ndjson", r->dir);
+    if (!(r->results = fopen(path, "re"))) {
+        log_error_err(-errno, "--verify: cannot read %s", path);
+        return -ENOENT;
+    }
+    r->verifying = true;
+    return trk_outputs_add(o, &verify_ops, r);
+}
+
+bool trk_replay_verified(const struct trk_replay *r)
+{
+    return r->verifying && !r->differs;
+}
