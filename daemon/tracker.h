@@ -1,5 +1,5 @@
-/* The tracker: the pipeline stage between the backend and the sinks
- * (docs: DESIGN section 1) that owns what is known about each object across
+/* The tracker: the pipeline stage between the backend and the outputs
+ * (docs/ARCHITECTURE.md, the data path) that owns what is known about each object across
  * frames, and decides where the backend looks.
  *
  * An object with "track" on (struct trk_object_def) follows each of its

@@ -1,6 +1,6 @@
 /* Row kernels of the fast CPU backend, instantiated once per mask width.
  *
- * C has no templates, so cpu_fast.c includes this file twice per mask width
+ * C has no templates, so cpu_fast_rows.c includes this file twice per mask width
  * with NW (64-bit words per object mask: 1, 2 or 4), MT (the mask type:
  * uint64_t or a GCC vector of NW words), the mask operations MLD (load NW
  * words from a table row), MANY (any bit set) and MZERO defined, and KVAR (a

@@ -8,7 +8,7 @@
  * part of them by offset, so a result copies with memcpy.
  *
  * Threads: a result belongs to one thread; trk_frame_result_copy hands a
- * copy to another (daemon/out/sink.c). */
+ * copy to another (daemon/out/netq.c). */
 #ifndef TRK_PROTOCOL_RESULT_H
 #define TRK_PROTOCOL_RESULT_H
 
@@ -39,7 +39,7 @@ struct trk_frame_meta {
     const char *backend; /* backend name (trk_backend_name), NULL = omitted */
     const char *camera;  /* the camera's name (--name), NULL = omitted       */
     /* The tracker's share (daemon/tracker.h): pass "full" or "roi" (how the
-     * frame began) and rounds (backend calls, 1 or 2); NULL = neither key.
+     * frame began) and rounds (backend calls, 1 to 3); NULL = neither key.
      * upload_bytes: host-to-device bytes of the frame, all rounds. */
     const char *pass;
     int rounds;

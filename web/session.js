@@ -34,10 +34,10 @@ export function nameMaxBytes() {
 
 // The blob settings' ranges (objects file keys blobs, min_area,
 // connectivity; config/OBJECTS.md): from hello.limits when the daemon
-// announces them (max_blobs, min_area_max), else the objects file's own
+// announces them (max_blobs, max_min_area), else the objects file's own
 // bounds: blobs 0..64 (TRK_MAX_BLOBS), min_area 1..2^32-1 (a uint32).
 export function blobLimits() {
   const l = limits();
   const int = (v, dflt) => (Number.isInteger(v) && v > 0 ? v : dflt);
-  return { maxBlobs: int(l.max_blobs, 64), minAreaMax: int(l.min_area_max, 4294967295) };
+  return { maxBlobs: int(l.max_blobs, 64), minAreaMax: int(l.max_min_area, 4294967295) };
 }

@@ -1,4 +1,4 @@
-/* The MQTT sink: see mqtt.h. The publisher thread drives libmosquitto's
+/* The MQTT output: see mqtt.h. The publisher thread drives libmosquitto's
  * external-loop API (connect_async, loop_read/write/misc on its socket in
  * our own poll), so a frame handed over wakes it at once (an eventfd) and
  * nothing but this thread ever touches the handle.
@@ -28,7 +28,7 @@
 #define LOG_TAG "mqtt"
 #include "cli.h"
 #include "exit.h"
-#include "frame.h" /* trk_now */
+#include "trk_clock.h"
 #include "log.h"
 #include "ops/metrics.h"
 #include "outputs.h"
@@ -273,12 +273,15 @@ void trk_mqtt_frame(struct trk_mqtt *m, const char *json, size_t len, const char
 {
     if (!m) return;
     pthread_mutex_lock(&m->lock);
-    size_t queued = len;
-    for (int i = 0; i < m->count; i++)
-        queued += m->ring[(m->head + i) % TRK_MQTT_QUEUE_LEN].data.len;
+    /* A frame's bytes: its message and its objects' messages. */
+    size_t queued = len + objects_len;
+    for (int i = 0; i < m->count; i++) {
+        const struct slot *q = &m->ring[(m->head + i) % TRK_MQTT_QUEUE_LEN];
+        queued += q->data.len + q->objs.len;
+    }
     /* The oldest make room for the newest, in slots and in bytes. */
     while (m->count && (m->count == TRK_MQTT_QUEUE_LEN || queued > TRK_MQTT_QUEUE_BYTES)) {
-        queued -= m->ring[m->head].data.len;
+        queued -= m->ring[m->head].data.len + m->ring[m->head].objs.len;
         slot_trim(&m->ring[m->head]);
         m->head = (m->head + 1) % TRK_MQTT_QUEUE_LEN;
         m->count--;

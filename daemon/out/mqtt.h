@@ -45,7 +45,8 @@ struct trk_mqtt;
 /* Frames waiting for the broker; more drop the oldest (2 s at 30 fps;
  * frames past the maximum age leave it sooner, dropped too). */
 #define TRK_MQTT_QUEUE_LEN 64
-/* ... and at most this many bytes of them: large frames (a big object set,
+/* ... and at most this many bytes of them (frame and object messages
+ * together): large frames (a big object set,
  * config/objects.h's frame limits) drop the oldest sooner. A slot's buffer
  * is kept for reuse only up to TRK_MQTT_SLOT_KEEP bytes, so memory follows
  * what is queued, not the largest frames ever seen. */

@@ -1,6 +1,7 @@
-/* Frame sources: the built-in demo scene, files through FFmpeg (and, later,
- * V4L2 cameras). create/destroy own memory, open/close own OS resources, so
- * a source can be closed and reopened in a loop. */
+/* Frame sources: the built-in demo scene, files through FFmpeg, V4L2
+ * cameras and recorded bundles (--replay). create/destroy own memory,
+ * open/close own OS resources, so a source can be closed and reopened in a
+ * loop. */
 #ifndef TRK_DAEMON_SOURCE_H
 #define TRK_DAEMON_SOURCE_H
 

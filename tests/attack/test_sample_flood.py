@@ -14,8 +14,9 @@ counts every frame the demo source produced, wall_ms is stamped when the
 frame was processed), so a slow reader cannot bias it. The test's clients
 run at a lower CPU priority than the daemon, so that they compete with other
 work on the machine rather than with the daemon. With the flood the rate
-must stay within 5 % of the nominal 30 fps (of the quiet windows' rate when
-that is lower). On a machine so loaded that the daemon makes less than 80 %
+(the median of the flood windows' rates, so that one window stalled by other
+work on the machine does not decide) must stay within 5 % of the nominal 30
+fps (of the quiet windows' median when that is lower). On a machine so loaded that the daemon makes less than 80 %
 of 30 fps before any flood, window-to-window noise exceeds 5 %: the rates
 are then only required not to halve; so too in a sanitizer build (TRK_SANITIZE=1),
 whose instrumented daemon needs several times the CPU per frame. Checked on any machine, from the threads'
@@ -154,6 +155,21 @@ def window_rate(frames, t0, t1):
     return w[-1][0] - w[0][0], (w[-1][1] - w[0][1]) / 1000
 
 
+def median_rate(frames, windows):
+    """The median of the windows' own rates: one window that other work on
+    the machine stalled (a scheduling hiccup, not the flood) does not decide;
+    a flood that slows the pipeline slows most of its windows."""
+    rates = []
+    for w in windows:
+        dn, dt = window_rate(frames, w.t0, w.t1)
+        rates.append(dn / dt if dt > 0 else 0.0)
+    rates.sort()
+    k = len(rates)
+    if not k:
+        return 0.0
+    return rates[k // 2] if k % 2 else (rates[k // 2 - 1] + rates[k // 2]) / 2
+
+
 def rate(frames, windows):
     """Frames per second over the windows, pooled."""
     n, span = 0, 0.0
@@ -268,11 +284,11 @@ def main():
         fn, ft = window_rate(frames, b.t0, b.t1)
         print(f"  quiet {qn / qt if qt else 0:5.1f} fps   flood {fn / ft if ft else 0:5.1f} fps")
     first = rate(frames, [before])
-    base = rate(frames, quiet)
-    under = rate(frames, flood)
+    base = median_rate(frames, quiet)
+    under = median_rate(frames, flood)
     want = 0.95 * min(NOMINAL_FPS, base)
     print(f"frames seen {len(frames)}; before the floods {first:.2f} fps; quiet {base:.2f} fps, "
-          f"flood {under:.2f} fps, need >= {want:.2f}; samples sent {totals['sent']}, "
+          f"flood {under:.2f} fps (medians of the windows), need >= {want:.2f}; samples sent {totals['sent']}, "
           f"answered {totals['answered']}, busy {totals['busy']}", flush=True)
     sanitized = os.environ.get("TRK_SANITIZE") == "1"
     if first >= 0.8 * NOMINAL_FPS and not sanitized:
