@@ -124,6 +124,18 @@ static void distinct(void)
     trk_fuse_destroy(&f);
 }
 
+/* Checks that world message w of frame k has one object, with the id of
+ * the earlier frames (*gid; the first sets it); returns that object. */
+static const json_t *one_id(const json_t *w, int k, long *gid)
+{
+    CHECKF(n_objects(w) == 1, "frame %d: %zu objects", k, n_objects(w));
+    const json_t *o = object(w, 0);
+    long id = (long)json_integer_value(json_object_get(o, "id"));
+    if (*gid < 0) *gid = id;
+    CHECKF(id == *gid, "frame %d: id %ld, was %ld", k, id, *gid);
+    return o;
+}
+
 /* A ball moving +1000 units/s from a's view through the overlap into b's:
  * one global id throughout; frames of different phases (b 15 ms after a)
  * are aligned by velocity, so both estimates agree at the fused instant. */
@@ -133,16 +145,12 @@ static void handover(void)
     long gid = -1;
     for (int k = 0; k < 30; k++) {
         double ta = 1000 + 33.0 * k, tb = ta + 15, xa = ta, xb = tb; /* x = t: 1 unit/ms */
-        bool in_a = xa<1600, in_b = xa> 1300;
+        bool in_a = (xa < 1600), in_b = (xa > 1300);
         struct inst a = { 11, 320, 240, xa, 0, 1000, 0 }, b = { 4, 320, 240, xb, 0, 1000, 0 };
         feed(f, "a", k, ta, &a, in_a, 2.0 * k);
         feed(f, "b", k, tb, &b, in_b, 2.0 * k + 1);
         json_t *w = emit(f, 2.0 * k + 1.5);
-        CHECKF(n_objects(w) == 1, "frame %d: %zu objects", k, n_objects(w));
-        const json_t *o = object(w, 0);
-        long id = (long)json_integer_value(json_object_get(o, "id"));
-        if (gid < 0) gid = id;
-        CHECKF(id == gid, "frame %d: id %ld, was %ld", k, id, gid);
+        const json_t *o = one_id(w, k, &gid);
         double t = dnum(w, "wall_ms");
         CHECKF(fabs(dnum(o, "wx") - t) < 0.01, "frame %d: wx %.3f at t %.3f", k, dnum(o, "wx"), t);
         json_decref(w);
@@ -163,9 +171,7 @@ static void bounce(void)
         struct inst a = { 21, 320, 240, x, 0, v, 0 };
         CHECK(feed(f, "a", k, t, &a, 1, 2.0 * k) == 1);
         json_t *w = emit(f, 2.0 * k + 1);
-        long id = (long)json_integer_value(json_object_get(object(w, 0), "id"));
-        if (gid < 0) gid = id;
-        CHECKF(n_objects(w) == 1 && id == gid, "frame %d: id %ld, was %ld", k, id, gid);
+        one_id(w, k, &gid);
         json_decref(w);
     }
     trk_fuse_destroy(&f);
