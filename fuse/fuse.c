@@ -16,10 +16,13 @@
 
 /* Window before any camera's frame period is known (ms): 20 fps. */
 #define DEFAULT_WINDOW_MS 50.0
-/* A camera is late when its newest frame is more than this many windows
- * behind the fused instant: cameras of different phases are up to one
- * period apart, and processing jitter adds a little. */
-#define LATE_WINDOWS 1.5
+/* A camera becomes late when its newest frame is more than LATE_WINDOWS
+ * windows behind the fused instant (cameras of different phases are up to
+ * one period apart, and processing jitter adds a little), and is in time
+ * again under INTIME_WINDOWS: the gap keeps a camera near the line from
+ * logging at frame rate. */
+#define LATE_WINDOWS   1.5
+#define INTIME_WINDOWS 1.0
 
 enum det_kind { DET_OBJECT = 0, DET_MARKER };
 
@@ -39,7 +42,7 @@ struct det {
 
 struct camera {
     char name[TRK_FUSE_NAME_MAX];
-    bool online, late, stale, refused_logged;
+    bool online, late, stale;
     struct trk_calib calib;
     bool has_calib;
     /* newest frame */
@@ -354,12 +357,18 @@ static int add_markers(struct camera *c, int cam, const json_t *list)
     return 0;
 }
 
-/* Whether every online camera with frames has a fresh one. */
+/* Whether every camera worth waiting for has a fresh frame: online, with
+ * frames, and not stale against the newest fresh one (a camera cut off
+ * without a last will yet must not hold every epoch for its window). */
 static bool epoch_complete(const struct trk_fuse *f)
 {
+    double t = -INFINITY;
+    for (int i = 0; i < f->n_cams; i++)
+        if (f->cams[i].fresh && f->cams[i].cap_ms > t) t = f->cams[i].cap_ms;
     for (int i = 0; i < f->n_cams; i++) {
         const struct camera *c = &f->cams[i];
-        if (c->online && c->has_frame && !c->fresh) return false;
+        if (c->online && c->has_frame && !c->fresh && t - c->cap_ms <= f->cfg.stale_ms)
+            return false;
     }
     return true;
 }
@@ -433,7 +442,7 @@ static int gather(struct trk_fuse *f, double t, double window)
         struct camera *c = &f->cams[i];
         if (!c->online || !c->has_frame) continue;
         double behind = t - c->cap_ms;
-        bool late = behind > LATE_WINDOWS * window;
+        bool late = behind > (c->late ? INTIME_WINDOWS : LATE_WINDOWS) * window;
         c->stale = behind > f->cfg.stale_ms;
         if (late != c->late) {
             if (late)
@@ -741,9 +750,8 @@ static const struct trk_calib *world_calib(const struct trk_fuse *f)
     return NULL;
 }
 
-int trk_fuse_emit(struct trk_fuse *f, double now_ms, double wall_ms, struct trk_buf *out)
+int trk_fuse_emit(struct trk_fuse *f, double wall_ms, struct trk_buf *out)
 {
-    (void)now_ms;
     if (f->due < 0) return 0;
     f->due = -1;
     double t = -INFINITY, window = window_ms(f);

@@ -18,9 +18,10 @@
  * fusion, or when it is due: a camera is never waited for past the window.
  * The fused instant T is the newest capture instant of the epoch; each
  * camera's newest frame is moved to T by its detections' world velocities.
- * A camera whose newest frame is older than T - window is late (listed in
- * the message, logged when it becomes late and when it is in time again);
- * one older than `stale` is not used at all.
+ * A camera whose newest frame is more than 1.5 windows behind T is late
+ * (listed in the message, logged when it becomes late and when it is back
+ * under one window); one more than `stale` behind is not used, nor waited
+ * for.
  *
  * Merging. Detections are keyed: an object's by its name, a marker's by
  * pattern and id. Detections with the same key from different cameras
@@ -91,8 +92,9 @@ double trk_fuse_due(const struct trk_fuse *f);
 /* Fuses the open epoch into out (reset first): the world frame message
  * (protocol/PROTOCOL.md, section 12). wall_ms is the fuser's epoch time now
  * (for the message's sent_ms and the cameras' delay). 1 when a message was
- * built, 0 when no epoch was open, TRK_ENOMEM. */
-int trk_fuse_emit(struct trk_fuse *f, double now_ms, double wall_ms, struct trk_buf *out);
+ * built, 0 when no epoch was open (or every camera of it went offline),
+ * TRK_ENOMEM. */
+int trk_fuse_emit(struct trk_fuse *f, double wall_ms, struct trk_buf *out);
 
 #ifdef __cplusplus
 }

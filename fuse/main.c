@@ -255,7 +255,7 @@ static void log_line(enum trk_log_level level, const char *tag, const char *line
 
 static void publish_world(struct app *a)
 {
-    int rc = trk_fuse_emit(a->fuse, now_ms(), trk_wall_ms(), &a->out);
+    int rc = trk_fuse_emit(a->fuse, trk_wall_ms(), &a->out);
     if (rc <= 0) return;
     if (!a->connected) return; /* fused all the same: ids and lateness go on */
     rc = mosquitto_publish(a->mosq, NULL, a->t_frame, (int)a->out.len, a->out.data, 0, false);

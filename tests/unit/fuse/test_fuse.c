@@ -52,7 +52,7 @@ static int feed(struct trk_fuse *f, const char *cam, int seq, double cap_ms, con
 static json_t *emit(struct trk_fuse *f, double now)
 {
     struct trk_buf b = { 0 };
-    int rc = trk_fuse_emit(f, now, now, &b);
+    int rc = trk_fuse_emit(f, now, &b);
     CHECKF(rc == 1, "emit returned %d", rc);
     json_error_t e;
     json_t *j = rc == 1 ? json_loadb(b.data, b.len, 0, &e) : NULL;
@@ -193,6 +193,14 @@ static void late(void)
     CHECK(trk_fuse_due(f) < 0);
     CHECK(feed(f, "a", 2, 1033, &a, 1, 10) == 0); /* b has sent nothing new */
     CHECKF(fabs(trk_fuse_due(f) - 43) < 1e-9, "due %.3f", trk_fuse_due(f));
+    json_decref(emit(f, 43));
+    /* b silent for over --stale (cut off, its will not come yet): not used,
+     * not waited for, still listed late. */
+    CHECK(feed(f, "a", 3, 1600, &a, 1, 50) == 1);
+    w = emit(f, 51);
+    CHECK(lists(json_object_get(w, "late"), "b") && !lists(json_object_get(w, "cameras"), "b"));
+    CHECK(n_objects(w) == 1);
+    json_decref(w);
     trk_fuse_destroy(&f);
 }
 
@@ -263,7 +271,7 @@ static void bad_input(void)
     CHECK(feed(f, "world", 1, 1000, NULL, 0, 0) == 0); /* its own output */
     CHECK(trk_fuse_due(f) < 0);
     struct trk_buf b = { 0 };
-    CHECK(trk_fuse_emit(f, 0, 0, &b) == 0);
+    CHECK(trk_fuse_emit(f, 0, &b) == 0);
     trk_buf_free(&b);
     trk_fuse_destroy(&f);
 }
