@@ -28,6 +28,9 @@ enum { EX_OK = 0, EX_USAGE_ = 64 };
 #define BACKOFF_MAX_S 8.0
 /* Waiting for the offline status's PUBACK when stopping. */
 #define STOP_WAIT_MS 2000
+/* The stats line: every this many ms, over at most this many fusions. */
+#define STATS_EVERY_MS 10000.0
+#define STATS_MAX      4096
 
 struct opts {
     char host[256], user[128], pass[128], prefix[256];
@@ -233,6 +236,11 @@ struct app {
     int status_mid;
     bool status_acked;
     unsigned long long published, failed;
+    /* The stats line: fuse times (a camera's frame in -> its fused message
+     * handed to libmosquitto, ms) since the last line, and when it is due. */
+    double fuse_ms[STATS_MAX], stats_due;
+    size_t n_fuse;
+    unsigned long long published_at_stats;
 };
 
 static volatile sig_atomic_t g_stop;
@@ -334,7 +342,11 @@ static void on_message(struct mosquitto *m, void *ud, const struct mosquitto_mes
     const char *kind = slash + 1, *p = msg->payload;
     size_t n = (size_t)msg->payloadlen;
     if (!strcmp(kind, "frame")) {
-        if (trk_fuse_frame(a->fuse, cam, p, n, now_ms()) == 1) publish_world(a);
+        double t0 = now_ms();
+        if (trk_fuse_frame(a->fuse, cam, p, n, t0) == 1) {
+            publish_world(a);
+            if (a->n_fuse < STATS_MAX) a->fuse_ms[a->n_fuse++] = now_ms() - t0;
+        }
     } else if (!strcmp(kind, "status")) {
         trk_fuse_status(a->fuse, cam, p, n);
     } else if (!strcmp(kind, "config")) {
@@ -348,6 +360,8 @@ static int setup(struct app *a)
     snprintf(id, sizeof(id), "trackd-fuse-%s-%d", a->o->fuse.name, (int)getpid());
     a->mosq = mosquitto_new(id, true, a);
     if (!a->mosq) return -ENOMEM;
+    /* Each fused message goes out at once, not held by Nagle's algorithm. */
+    mosquitto_int_option(a->mosq, MOSQ_OPT_TCP_NODELAY, 1);
     mosquitto_connect_callback_set(a->mosq, on_connect);
     mosquitto_disconnect_callback_set(a->mosq, on_disconnect);
     mosquitto_publish_callback_set(a->mosq, on_publish);
@@ -383,9 +397,34 @@ static void connect_loop(struct app *a, bool first)
     }
 }
 
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+/* Every STATS_EVERY_MS: world messages per second and the fuse time's
+ * p50 / p99 / max over the fusions a camera's frame completed. */
+static void stats_line(struct app *a)
+{
+    double now = now_ms();
+    if (now < a->stats_due) return;
+    double span = now - a->stats_due + STATS_EVERY_MS;
+    a->stats_due = now + STATS_EVERY_MS;
+    qsort(a->fuse_ms, a->n_fuse, sizeof(double), cmp_double);
+    size_t n = a->n_fuse;
+    log_info("%.1f world frames/s; fuse ms p50 %.3f p99 %.3f max %.3f (%zu fusions)",
+             (double)(a->published - a->published_at_stats) * 1e3 / span,
+             n ? a->fuse_ms[n / 2] : NAN, n ? a->fuse_ms[n * 99 / 100] : NAN,
+             n ? a->fuse_ms[n - 1] : NAN, n);
+    a->published_at_stats = a->published;
+    a->n_fuse = 0;
+}
+
 /* Serves until SIGTERM/SIGINT: messages, and each epoch when it is due. */
 static void run(struct app *a)
 {
+    a->stats_due = now_ms() + STATS_EVERY_MS;
     connect_loop(a, true);
     while (!g_stop) {
         double due = trk_fuse_due(a->fuse), wait = 1000;
@@ -397,6 +436,7 @@ static void run(struct app *a)
         }
         due = trk_fuse_due(a->fuse);
         if (due >= 0 && now_ms() >= due) publish_world(a);
+        stats_line(a);
     }
     a->stopping = true;
     if (a->connected) {

@@ -26,12 +26,12 @@ class Broker:
     """A real mosquitto on 127.0.0.1:port, no persistence (a restart forgets
     every retained message, as a broker that was replaced would)."""
 
-    def __init__(self, tmp, port):
+    def __init__(self, tmp, port, extra=""):
         self.port, self.proc = port, None
         self.conf = os.path.join(tmp, f"mosquitto-{port}.conf")
         with open(self.conf, "w") as f:
             f.write(f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n"
-                    f"user {getpass.getuser()}\n")
+                    f"user {getpass.getuser()}\n{extra}")
         self.log = open(os.path.join(tmp, f"mosquitto-{port}.log"), "ab")
 
     def start(self):
