@@ -479,7 +479,7 @@ static int by_weight(const void *a, const void *b)
  * nearest cluster of its key within the gate that has none of its camera. */
 static int cluster(struct trk_fuse *f)
 {
-    qsort(f->all, f->n_all, sizeof(struct det), by_weight);
+    if (f->n_all > 1) qsort(f->all, f->n_all, sizeof(struct det), by_weight);
     f->n_cl = 0;
     if (grow((void **)&f->cl, &f->cap_cl, f->n_all, sizeof(struct cluster))) return TRK_ENOMEM;
     for (size_t i = 0; i < f->n_all; i++) {
