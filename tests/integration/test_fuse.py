@@ -291,7 +291,7 @@ def main():
         hs[cam] = (h, np.linalg.inv(h))
         make_clip(os.path.join(tmp, f"{cam}.mkv"), hs[cam][1], PHASE_MS if cam == "b" else 0.0)
         objects_file(os.path.join(tmp, f"{cam}.json"), pairs)
-    broker = Broker(tmp, free_port())
+    broker = Broker(tmp, free_port(), "set_tcp_nodelay true\n")  # as the README asks
     broker.start()
     flog_path = os.path.join(tmp, "fuse.log")
     flog = open(flog_path, "wb")
