@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "fuse.h"
+#include "ws.h"
 #include "log_hook.h"
 #include "trk_clock.h"
 
@@ -38,6 +39,9 @@ struct opts {
     bool has_user, has_pass;
     struct trk_fuse_cfg fuse;
     enum trk_log_level level;
+    char listen[256]; /* --listen HOST:PORT; "" = no WebSocket server */
+    int listen_port;
+    const char *web_root;
 };
 
 /* The option table: --help and the man page are made from it. */
@@ -62,6 +66,10 @@ static const struct opt_doc OPTS[] = {
       "a camera whose newest frame is this many ms behind the fused instant is not "
       "used (default 500)" },
     { "keep", "MS", "a fused object no camera saw for this many ms loses its id (default 1000)" },
+    { "listen", "HOST:PORT",
+      "also serve the fused world over a WebSocket (ws://HOST:PORT/ws, each world message) and "
+      "the top-down page at http://HOST:PORT/ (default: off)" },
+    { "web-root", "DIR", "the page's files (default " TRK_FUSE_WEB_ROOT ")" },
     { "log-level", "LEVEL", "error, warn, info (default) or debug" },
     { "help", NULL, "this text" },
     { "man", NULL, "the man page (roff) on stdout" },
@@ -94,7 +102,8 @@ static void man_page(void)
     for (size_t i = 0; i < N_OPTS; i++)
         printf(".TP\n.B \\-\\-%s%s%s\n%s\n", OPTS[i].name, OPTS[i].arg ? " " : "",
                OPTS[i].arg ? OPTS[i].arg : "", OPTS[i].help);
-    printf(".SH EXIT STATUS\n0 after SIGTERM or SIGINT; 64 for a bad command line.\n.SH SEE "
+    printf(".SH EXIT STATUS\n0 after SIGTERM or SIGINT; 64 for a bad command line; 69 when "
+           "--listen cannot listen.\n.SH SEE "
            "ALSO\ntrackd(1), mosquitto(8)\n");
 }
 
@@ -166,18 +175,39 @@ static int parse_ms(const char *opt, const char *s, double lo, double *out)
     return 0;
 }
 
+/* HOST:PORT, [V6]:PORT or :PORT (every interface) into o->listen, port. */
+static int parse_listen(struct opts *o, const char *s)
+{
+    const char *colon = strrchr(s, ':');
+    char *e;
+    long port = colon ? strtol(colon + 1, &e, 10) : -1;
+    if (!colon || *e || colon[1] == 0 || port < 0 || port > 65535)
+        return bad("--listen %s: HOST:PORT is needed (port 0..65535; 0: any free port)", s);
+    const char *h = s;
+    size_t n = (size_t)(colon - s);
+    if (n >= 2 && h[0] == '[' && h[n - 1] == ']') h++, n -= 2;
+    if (n >= sizeof(o->listen)) return bad("--listen %s: host too long", s);
+    memcpy(o->listen, h, n);
+    o->listen[n] = 0;
+    o->listen_port = (int)port;
+    return 0;
+}
+
 static int parse_args(int argc, char **argv, struct opts *o, char *name, size_t name_size)
 {
-    static const struct option lo[] = { { "mqtt", 1, 0, 'm' }, { "prefix", 1, 0, 'p' },
-                                        { "name", 1, 0, 'n' }, { "window", 1, 0, 'w' },
-                                        { "gate", 1, 0, 'g' }, { "stale", 1, 0, 's' },
-                                        { "keep", 1, 0, 'k' }, { "log-level", 1, 0, 'l' },
-                                        { "help", 0, 0, 'h' }, { "man", 0, 0, 'M' },
+    static const struct option lo[] = { { "mqtt", 1, 0, 'm' },   { "prefix", 1, 0, 'p' },
+                                        { "name", 1, 0, 'n' },   { "window", 1, 0, 'w' },
+                                        { "gate", 1, 0, 'g' },   { "stale", 1, 0, 's' },
+                                        { "keep", 1, 0, 'k' },   { "log-level", 1, 0, 'l' },
+                                        { "listen", 1, 0, 'L' }, { "web-root", 1, 0, 'r' },
+                                        { "help", 0, 0, 'h' },   { "man", 0, 0, 'M' },
                                         { 0, 0, 0, 0 } };
     bool url = false, prefix = false;
     char pre[256] = "";
     o->fuse = (struct trk_fuse_cfg){ .gate = 100, .stale_ms = 500, .keep_ms = 1000, .name = name };
     o->level = TRK_LOG_INFO;
+    o->web_root = TRK_FUSE_WEB_ROOT;
+    o->listen_port = -1;
     snprintf(o->prefix, sizeof(o->prefix), "trackd");
     snprintf(name, name_size, "world");
     int c, rc = 0;
@@ -195,6 +225,8 @@ static int parse_args(int argc, char **argv, struct opts *o, char *name, size_t 
             if (!*optarg || strlen(optarg) >= name_size || strpbrk(optarg, "/+#"))
                 rc = bad("--name %s: 1..64 bytes without / + #", optarg);
             break;
+        case 'L': rc = parse_listen(o, optarg); break;
+        case 'r': o->web_root = optarg; break;
         case 'w': rc = parse_ms("window", optarg, 1, &o->fuse.window_ms); break;
         case 'g': rc = parse_ms("gate", optarg, 1e-9, &o->fuse.gate); break;
         case 's': rc = parse_ms("stale", optarg, 1, &o->fuse.stale_ms); break;
@@ -229,6 +261,7 @@ struct app {
     struct opts *o;
     struct trk_fuse *fuse;
     struct mosquitto *mosq;
+    struct trk_ws *ws; /* --listen; NULL without */
     struct trk_buf out;
     char t_frame[400], t_status[400];
     size_t prefix_len;
@@ -265,6 +298,7 @@ static void publish_world(struct app *a)
 {
     int rc = trk_fuse_emit(a->fuse, trk_wall_ms(), &a->out);
     if (rc <= 0) return;
+    if (a->ws) trk_ws_broadcast(a->ws, TRK_WS_RESULT, a->out.data, a->out.len);
     if (!a->connected) return; /* fused all the same: ids and lateness go on */
     rc = mosquitto_publish(a->mosq, NULL, a->t_frame, (int)a->out.len, a->out.data, 0, false);
     if (rc == MOSQ_ERR_SUCCESS)
@@ -377,6 +411,34 @@ static int setup(struct app *a)
     return rc == MOSQ_ERR_SUCCESS ? 0 : -ENOMEM;
 }
 
+/* The WebSocket server of --listen: every world message to every client,
+ * the page from --web-root. 0, or nonzero (logged) when it cannot listen. */
+static int start_ws(struct app *a)
+{
+    struct trk_ws_cfg cfg = { .address = a->o->listen,
+                              .port = a->o->listen_port,
+                              .web_root = a->o->web_root };
+    if (trk_ws_create(&cfg, &a->ws)) {
+        log_error("cannot create the WebSocket server");
+        return -1;
+    }
+    struct trk_buf hello = { 0 };
+    trk_buf_puts(&hello,
+                 "{\"type\":\"hello\",\"version\":1,\"server\":\"trackd-fuse " TRK_FUSE_VERSION
+                 "\",\"camera\":");
+    trk_buf_json_str(&hello, a->o->fuse.name, strlen(a->o->fuse.name));
+    trk_buf_puts(&hello, "}");
+    if (!hello.failed) trk_ws_set_hello(a->ws, hello.data);
+    trk_buf_free(&hello);
+    if (trk_ws_start(a->ws)) {
+        log_error("%s", trk_ws_error(a->ws));
+        return -1;
+    }
+    log_info("serving the world at http://%s:%d/ (WebSocket /ws)", a->o->listen,
+             trk_ws_port(a->ws));
+    return 0;
+}
+
 /* Connects, retrying after 0.5 s doubling to 8 s (logged once until it
  * works), until connected or stopped. */
 static void connect_loop(struct app *a, bool first)
@@ -470,7 +532,10 @@ int main(int argc, char **argv)
         log_error("out of memory at start");
         return 70;
     }
+    if (o.listen_port >= 0 && start_ws(&a)) return 69;
     run(&a);
+    if (a.ws) trk_ws_shutdown(a.ws, 1001, "trackd-fuse stopped", 2.0);
+    trk_ws_destroy(&a.ws);
     mosquitto_destroy(a.mosq);
     trk_fuse_destroy(&a.fuse);
     trk_buf_free(&a.out);
