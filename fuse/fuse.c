@@ -10,6 +10,7 @@
 
 #include "calib.h"
 #include "log_hook.h"
+#include "trk_clock.h"
 #include "trk_error.h"
 
 #define LOG_TAG "fuse"
@@ -23,6 +24,9 @@
  * logging at frame rate. */
 #define LATE_WINDOWS   1.5
 #define INTIME_WINDOWS 1.0
+
+/* Ignored messages are logged at most once per this many seconds. */
+#define BAD_LOG_EVERY_S 10.0
 
 enum det_kind { DET_OBJECT = 0, DET_MARKER };
 
@@ -81,6 +85,8 @@ struct trk_fuse {
     struct camera cams[TRK_FUSE_MAX_CAMERAS];
     int n_cams;
     bool refused_logged;
+    double bad_quiet_until; /* bad_msg: trk_now() until which it counts only */
+    unsigned long long n_bad_quiet;
     double due; /* < 0: no epoch open */
     uint64_t seq, next_gid;
     struct track *tracks;
@@ -148,13 +154,33 @@ static struct camera *camera_get(struct trk_fuse *f, const char *name)
     return c;
 }
 
-static json_t *load(const char *camera, const char *what, const char *json, size_t n)
+/* A message that is ignored: logged, but at most once per BAD_LOG_EVERY_S
+ * with the count of those not logged, so a publisher flooding the prefix
+ * with garbage cannot flood the log. */
+static void bad_msg(struct trk_fuse *f, const char *camera, const char *what, const char *why)
+{
+    double now = trk_now();
+    if (now < f->bad_quiet_until) {
+        f->n_bad_quiet++;
+        return;
+    }
+    if (f->n_bad_quiet)
+        log_warn("camera %s: its %s is ignored: %s (and %llu bad messages not logged in the last "
+                 "%.0f s)",
+                 camera, what, why, f->n_bad_quiet, BAD_LOG_EVERY_S);
+    else
+        log_warn("camera %s: its %s is ignored: %s", camera, what, why);
+    f->n_bad_quiet = 0;
+    f->bad_quiet_until = now + BAD_LOG_EVERY_S;
+}
+
+static json_t *load(struct trk_fuse *f, const char *camera, const char *what, const char *json,
+                    size_t n)
 {
     json_error_t err;
     json_t *root = json_loadb(json, n, 0, &err);
     if (!root || !json_is_object(root)) {
-        log_warn("camera %s: its %s is not a JSON object (%s); ignored", camera, what,
-                 root ? "another type" : err.text);
+        bad_msg(f, camera, what, root ? "not a JSON object" : err.text);
         json_decref(root);
         return NULL;
     }
@@ -206,7 +232,7 @@ static int calib_from_json(const json_t *j, struct trk_calib *c, struct trk_cali
 int trk_fuse_config(struct trk_fuse *f, const char *camera, const char *json, size_t n)
 {
     if (!strcmp(camera, f->name)) return 0;
-    json_t *root = load(camera, "config", json, n);
+    json_t *root = load(f, camera, "config", json, n);
     if (!root) return TRK_EINVAL;
     struct camera *c = camera_get(f, camera);
     int rc = c ? 0 : -ENOSPC;
@@ -215,7 +241,7 @@ int trk_fuse_config(struct trk_fuse *f, const char *camera, const char *json, si
         struct trk_calib_fault fault = { .point = -1 };
         rc = calib_from_json(j, &c->calib, &fault);
         c->has_calib = rc == 0;
-        if (rc) log_warn("camera %s: its calibration does not solve (%s)", camera, fault.msg);
+        if (rc) bad_msg(f, camera, "calibration", fault.msg);
     } else if (c) {
         c->has_calib = false;
         log_info("camera %s has no calibration: only world points its frames carry are used",
@@ -228,7 +254,7 @@ int trk_fuse_config(struct trk_fuse *f, const char *camera, const char *json, si
 int trk_fuse_status(struct trk_fuse *f, const char *camera, const char *json, size_t n)
 {
     if (!strcmp(camera, f->name)) return 0;
-    json_t *root = load(camera, "status", json, n);
+    json_t *root = load(f, camera, "status", json, n);
     if (!root) return TRK_EINVAL;
     struct camera *c = camera_get(f, camera);
     if (c) {
@@ -383,10 +409,10 @@ static double window_ms(const struct trk_fuse *f)
 }
 
 int trk_fuse_frame(struct trk_fuse *f, const char *camera, const char *json, size_t n,
-                   double now_ms)
+                   double now_ms, double wall_ms)
 {
     if (!strcmp(camera, f->name)) return 0;
-    json_t *root = load(camera, "frame", json, n);
+    json_t *root = load(f, camera, "frame", json, n);
     if (!root) return TRK_EINVAL;
     struct camera *c = camera_get(f, camera);
     if (!c || !c->online) { /* a frame racing its camera's last will */
@@ -395,8 +421,11 @@ int trk_fuse_frame(struct trk_fuse *f, const char *camera, const char *json, siz
     }
     const json_t *lat = json_object_get(root, "latency");
     double cap = num(root, "wall_ms", NAN) - num(lat, "queue_ms", 0) - num(lat, "process_ms", 0);
-    if (!isfinite(cap)) {
-        log_warn("camera %s: a frame without wall_ms; ignored", camera);
+    if (!isfinite(cap) || fabs(cap - wall_ms) > f->cfg.stale_ms) {
+        /* One frame from the future would make every other camera stale. */
+        bad_msg(f, camera, "frame",
+                isfinite(cap) ? "its capture instant is off this host's clock by more than --stale"
+                              : "no wall_ms");
         json_decref(root);
         return TRK_EINVAL;
     }

@@ -80,12 +80,15 @@ int trk_fuse_config(struct trk_fuse *f, const char *camera, const char *json, si
  * Same returns. */
 int trk_fuse_status(struct trk_fuse *f, const char *camera, const char *json, size_t n);
 /* A camera's frame message, arrived at now_ms (the fuser's monotonic clock,
- * ms). Returns 1 when the epoch is complete (every active camera has sent
- * a frame since the last fusion: call trk_fuse_emit now), 0 when not yet,
- * or the errors of trk_fuse_config. Frames from the world's own name are
- * ignored (0). */
+ * ms) and wall_ms (its epoch time, ms). Returns 1 when the epoch is
+ * complete (every active camera has sent a frame since the last fusion:
+ * call trk_fuse_emit now), 0 when not yet, or the errors of
+ * trk_fuse_config; a frame whose capture instant is more than `stale` from
+ * wall_ms (a clock far off, or a forged frame from the future that would
+ * make every other camera stale) is TRK_EINVAL. Frames from the world's own
+ * name are ignored (0). */
 int trk_fuse_frame(struct trk_fuse *f, const char *camera, const char *json, size_t n,
-                   double now_ms);
+                   double now_ms, double wall_ms);
 /* When the open epoch is due (monotonic ms); a negative value when none is
  * open. */
 double trk_fuse_due(const struct trk_fuse *f);

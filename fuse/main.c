@@ -377,7 +377,7 @@ static void on_message(struct mosquitto *m, void *ud, const struct mosquitto_mes
     size_t n = (size_t)msg->payloadlen;
     if (!strcmp(kind, "frame")) {
         double t0 = now_ms();
-        if (trk_fuse_frame(a->fuse, cam, p, n, t0) == 1) {
+        if (trk_fuse_frame(a->fuse, cam, p, n, t0, trk_wall_ms()) == 1) {
             publish_world(a);
             if (a->n_fuse < STATS_MAX) a->fuse_ms[a->n_fuse++] = now_ms() - t0;
         }

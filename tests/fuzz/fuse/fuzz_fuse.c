@@ -5,7 +5,8 @@
  * ('f' frame, 's' status, 'c' config, anything else: skipped), the second
  * the camera (its name: that byte as a one-character string, so up to 256
  * cameras, over TRK_FUSE_MAX_CAMERAS), the rest is the payload. The monotonic
- * clock advances 7 ms a line, so epochs come due now and then.
+ * clock advances 7 ms a line, so epochs come due now and then; the wall
+ * clock is 1e12 ms plus the same.
  *
  * Invariants (abort on violation, which the fuzzer reports):
  *   - every call returns one of its documented codes;
@@ -90,7 +91,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             size_t n = (size_t)(e - pl);
             int rc = 0;
             if (p[0] == 'f')
-                rc = trk_fuse_frame(f, cam, pl, n, now);
+                rc = trk_fuse_frame(f, cam, pl, n, now, 1e12 + now);
             else if (p[0] == 's')
                 rc = trk_fuse_status(f, cam, pl, n);
             else if (p[0] == 'c')

@@ -46,7 +46,7 @@ static int feed(struct trk_fuse *f, const char *cam, int seq, double cap_ms, con
                       i ? "," : "", in[i].id, in[i].cx, in[i].cy, in[i].wx, in[i].wy, in[i].wvx,
                       in[i].wvy);
     k += snprintf(buf + k, sizeof(buf) - (size_t)k, "]}]}");
-    return trk_fuse_frame(f, cam, buf, (size_t)k, now);
+    return trk_fuse_frame(f, cam, buf, (size_t)k, now, cap_ms);
 }
 
 static json_t *emit(struct trk_fuse *f, double now)
@@ -240,7 +240,7 @@ static void calibration(void)
                      "[{\"id\":0,\"name\":\"red\",\"found\":true,\"instances\":[{\"id\":3,\"cx\":"
                      "110,\"cy\":60,\"vx\":2,\"vy\":0,\"lost\":0},{\"id\":4,\"cx\":300,\"cy\":300,"
                      "\"vx\":0,\"vy\":0,\"lost\":2}]}]}";
-    CHECK(trk_fuse_frame(f, "a", fr, strlen(fr), 0) == 1);
+    CHECK(trk_fuse_frame(f, "a", fr, strlen(fr), 0, 5000) == 1);
     json_t *w = emit(f, 1);
     CHECKF(n_objects(w) == 1, "%zu objects (a coasting instance is a prediction)", n_objects(w));
     CHECKF(fabs(dnum(object(w, 0), "wx") - 200) < 1e-6 &&
@@ -263,10 +263,18 @@ static void calibration(void)
 static void bad_input(void)
 {
     struct trk_fuse *f = make(33);
-    CHECK(trk_fuse_frame(f, "a", "{", 1, 0) == TRK_EINVAL);
-    CHECK(trk_fuse_frame(f, "a", "[1]", 3, 0) == TRK_EINVAL);
-    CHECK(trk_fuse_frame(f, "a", "{\"seq\":1}", 9, 0) == TRK_EINVAL);
+    CHECK(trk_fuse_frame(f, "a", "{", 1, 0, 0) == TRK_EINVAL);
+    CHECK(trk_fuse_frame(f, "a", "[1]", 3, 0, 0) == TRK_EINVAL);
+    CHECK(trk_fuse_frame(f, "a", "{\"seq\":1}", 9, 0, 0) == TRK_EINVAL);
     CHECK(trk_fuse_status(f, "a", "x", 1) == TRK_EINVAL);
+    /* A capture instant far from this host's clock (a forged frame from the
+     * future would make every other camera stale). */
+    const char *fut = "{\"wall_ms\":1e6,\"objects\":[]}";
+    CHECK(trk_fuse_frame(f, "a", fut, strlen(fut), 0, 0) == TRK_EINVAL);
+    CHECK(trk_fuse_frame(f, "a", fut, strlen(fut), 0, 1e6 - 400) == 1);
+    struct trk_buf b0 = { 0 };
+    CHECK(trk_fuse_emit(f, 1e6, &b0) == 1);
+    trk_buf_free(&b0);
     CHECK(trk_fuse_due(f) < 0);
     CHECK(feed(f, "world", 1, 1000, NULL, 0, 0) == 0); /* its own output */
     CHECK(trk_fuse_due(f) < 0);
