@@ -8,7 +8,7 @@
  * clock advances 7 ms a line, so epochs come due now and then; the wall
  * clock is 1e12 ms plus the same.
  *
- * Invariants (abort on violation, which the fuzzer reports):
+ * Invariants (TRK_ASSERT: abort on violation, which the fuzzer reports):
  *   - every call returns one of its documented codes;
  *   - every world message built is a JSON object of type "frame" whose seq
  *     is one more than the last, with objects and markers arrays whose ids
@@ -27,15 +27,8 @@
 
 #include "fuse.h"
 #include "log_hook.h"
+#include "trk_assert.h"
 #include "trk_error.h"
-
-#define ASSERT(c)                                                                                  \
-    do {                                                                                           \
-        if (!(c)) {                                                                                \
-            fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, #c);              \
-            abort();                                                                               \
-        }                                                                                          \
-    } while (0)
 
 static void quiet(enum trk_log_level level, const char *tag, const char *line)
 {
@@ -44,28 +37,28 @@ static void quiet(enum trk_log_level level, const char *tag, const char *line)
 
 static void check_ids(const json_t *list)
 {
-    ASSERT(json_is_array(list));
+    TRK_ASSERT(json_is_array(list));
     size_t i, j;
     const json_t *o, *p;
     json_array_foreach(list, i, o)
     {
         json_int_t id = json_integer_value(json_object_get(o, "id"));
-        ASSERT(id >= 1);
+        TRK_ASSERT(id >= 1);
         json_array_foreach(list, j, p)
-            ASSERT(j == i || json_integer_value(json_object_get(p, "id")) != id);
+            TRK_ASSERT(j == i || json_integer_value(json_object_get(p, "id")) != id);
     }
 }
 
 static void emit(struct trk_fuse *f, struct trk_buf *b, uint64_t *seq)
 {
     int rc = trk_fuse_emit(f, 1.7e12, b);
-    ASSERT(rc == 0 || rc == 1 || rc == TRK_ENOMEM);
+    TRK_ASSERT(rc == 0 || rc == 1 || rc == TRK_ENOMEM);
     if (rc != 1) return;
     json_error_t e;
     json_t *j = json_loadb(b->data, b->len, 0, &e);
-    ASSERT(json_is_object(j));
-    ASSERT(!strcmp(json_string_value(json_object_get(j, "type")), "frame"));
-    ASSERT((uint64_t)json_integer_value(json_object_get(j, "seq")) == ++*seq);
+    TRK_ASSERT(json_is_object(j));
+    TRK_ASSERT(!strcmp(json_string_value(json_object_get(j, "type")), "frame"));
+    TRK_ASSERT((uint64_t)json_integer_value(json_object_get(j, "seq")) == ++*seq);
     check_ids(json_object_get(j, "objects"));
     check_ids(json_object_get(j, "markers"));
     json_decref(j);
@@ -96,8 +89,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 rc = trk_fuse_status(f, cam, pl, n);
             else if (p[0] == 'c')
                 rc = trk_fuse_config(f, cam, pl, n);
-            ASSERT(rc == 0 || (rc == 1 && p[0] == 'f') || rc == TRK_EINVAL || rc == TRK_ENOMEM ||
-                   rc == -ENOSPC);
+            TRK_ASSERT(rc == 0 || (rc == 1 && p[0] == 'f') || rc == TRK_EINVAL ||
+                       rc == TRK_ENOMEM || rc == -ENOSPC);
             double due = trk_fuse_due(f);
             if (rc == 1 || (due >= 0 && now >= due)) emit(f, &b, &seq);
         }

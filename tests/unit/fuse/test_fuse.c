@@ -177,16 +177,34 @@ static void bounce(void)
     trk_fuse_destroy(&f);
 }
 
+/* Cameras a and b, a ball each, 500 units apart (window 33 ms): a's frame
+ * captured at 1000 ms, b's at b_cap; *w is their first world message. */
+#define A_ALONE                                                                                    \
+    {                                                                                              \
+        1, 320, 240, 0, 0, 0, 0                                                                    \
+    }
+#define B_ALONE                                                                                    \
+    {                                                                                              \
+        2, 320, 240, 500, 0, 0, 0                                                                  \
+    }
+static struct trk_fuse *two_cameras(double b_cap, json_t **w)
+{
+    struct trk_fuse *f = make(33);
+    struct inst a = A_ALONE, b = B_ALONE;
+    feed(f, "a", 1, 1000, &a, 1, 0);
+    feed(f, "b", 1, b_cap, &b, 1, 1);
+    *w = emit(f, 2);
+    return f;
+}
+
 /* A camera 100 ms behind (3 frames at 30 fps) is listed late, its frame
  * still used (moved by velocity); the other is not held back: the epoch is
  * due a window after it opened. */
 static void late(void)
 {
-    struct trk_fuse *f = make(33);
-    struct inst a = { 1, 320, 240, 0, 0, 0, 0 }, b = { 2, 320, 240, 500, 0, 0, 0 };
-    feed(f, "a", 1, 1000, &a, 1, 0);
-    feed(f, "b", 1, 900, &b, 1, 1);
-    json_t *w = emit(f, 2);
+    struct inst a = A_ALONE;
+    json_t *w;
+    struct trk_fuse *f = two_cameras(900, &w);
     CHECK(lists(json_object_get(w, "late"), "b") && !lists(json_object_get(w, "late"), "a"));
     CHECK(n_objects(w) == 2);
     json_decref(w);
@@ -208,17 +226,16 @@ static void late(void)
  * on and complete epochs alone; a frame racing the will is ignored. */
 static void offline(void)
 {
-    struct trk_fuse *f = make(33);
-    struct inst a = { 1, 320, 240, 0, 0, 0, 0 }, b = { 2, 320, 240, 500, 0, 0, 0 };
-    feed(f, "a", 1, 1000, &a, 1, 0);
-    feed(f, "b", 1, 1000, &b, 1, 1);
-    json_decref(emit(f, 2));
+    struct inst a = A_ALONE, b = B_ALONE;
+    json_t *w;
+    struct trk_fuse *f = two_cameras(1000, &w);
+    json_decref(w);
     const char *will = "{\"type\":\"status\",\"camera\":\"b\",\"online\":false,\"server\":\"trackd "
                        "0.1.0\",\"source\":null,\"message\":\"connection lost\"}";
     CHECK(trk_fuse_status(f, "b", will, strlen(will)) == 0);
     CHECK(feed(f, "b", 2, 1033, &b, 1, 3) == 0);
     CHECK(feed(f, "a", 2, 1033, &a, 1, 4) == 1);
-    json_t *w = emit(f, 5);
+    w = emit(f, 5);
     CHECK(lists(json_object_get(w, "offline"), "b"));
     CHECK(!lists(json_object_get(w, "cameras"), "b") && lists(json_object_get(w, "cameras"), "a"));
     CHECKF(n_objects(w) == 1 && dnum(object(w, 0), "wx") == 0, "%zu objects", n_objects(w));
