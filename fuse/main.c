@@ -166,10 +166,10 @@ static int parse_ms(const char *opt, const char *s, double lo, double *out)
 {
     char *e;
     double v = strtod(s, &e);
-    if (*e || !(v >= lo) || v > 1e7) {
-        char what[128];
-        snprintf(what, sizeof(what), "--%s %s", opt, s);
-        return bad("%s: a number at least that option's smallest value is needed", what);
+    if (e == s || *e || !(v >= lo) || v > 1e7) {
+        char what[200];
+        snprintf(what, sizeof(what), "--%s %.60s: a number from %g to 1e7 is needed", opt, s, lo);
+        return bad("%s", what);
     }
     *out = v;
     return 0;
@@ -228,7 +228,7 @@ static int parse_args(int argc, char **argv, struct opts *o, char *name, size_t 
         case 'L': rc = parse_listen(o, optarg); break;
         case 'r': o->web_root = optarg; break;
         case 'w': rc = parse_ms("window", optarg, 1, &o->fuse.window_ms); break;
-        case 'g': rc = parse_ms("gate", optarg, 1e-9, &o->fuse.gate); break;
+        case 'g': rc = parse_ms("gate", optarg, 1e-6, &o->fuse.gate); break;
         case 's': rc = parse_ms("stale", optarg, 1, &o->fuse.stale_ms); break;
         case 'k': rc = parse_ms("keep", optarg, 0, &o->fuse.keep_ms); break;
         case 'l':

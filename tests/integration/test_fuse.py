@@ -283,7 +283,33 @@ def check_run2(msgs, t_kill_wall, log_text):
           "run 2: the fuser's log says b is late and a went offline")
 
 
+def check_usage():
+    """Bad command lines: exit 64 with a line that names what is wrong; a
+    --listen port that is taken: exit 69, said."""
+    for args, says in ((["--gate", "5"], "--mqtt URL is required"),
+                       (["--mqtt", "http://x"], "only mqtt:// URLs"),
+                       (["--mqtt", "mqtt://h:99999"], "bad port"),
+                       (["--mqtt", "mqtt://h/a/#"], "without wildcards"),
+                       (["--mqtt", "mqtt://h", "--gate", "-1"], "--gate -1"),
+                       (["--mqtt", "mqtt://h", "--window", "x"], "--window x"),
+                       (["--mqtt", "mqtt://h", "--name", "a/b"], "--name a/b"),
+                       (["--mqtt", "mqtt://h", "--listen", "nowhere"], "--listen nowhere"),
+                       (["--mqtt", "mqtt://h", "extra"], "extra: no arguments")):
+        r = subprocess.run([FUSE, *args], capture_output=True, text=True, timeout=10)
+        check(r.returncode == 64 and says in r.stderr,
+              f"usage error {args}: exit 64 saying {says!r} ({r.returncode}: {r.stderr.strip()})")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(1)
+        port = s.getsockname()[1]
+        r = subprocess.run([FUSE, "--mqtt", "mqtt://127.0.0.1:1", "--listen",
+                            f"127.0.0.1:{port}"], capture_output=True, text=True, timeout=10)
+    check(r.returncode == 69 and str(port) in r.stderr,
+          f"--listen on a taken port: exit 69, said ({r.returncode}: {r.stderr.strip()[-120:]})")
+
+
 def main():
+    check_usage()
     tmp = tempfile.mkdtemp(prefix="trackd-fuse-")
     hs = {}
     for cam, pairs in CAMS.items():
