@@ -22,7 +22,12 @@ and the CPU (share of one core) of the fuser, the broker and the
 publishers over the run.
 
     tests/measure/fuse_measure.py build/fuse/trackd-fuse [--cameras 2] [--fps 30]
-        [--markers 0] [--seconds 20]
+        [--markers 0] [--seconds 20] [--trackd build/daemon/trackd]
+
+With --trackd the cameras are real trackd instead (the demo scene, 640x480,
+--backend cpu, the demo objects with a calibration; --markers is ignored):
+then wall_ms is each frame's capture instant and e2e is capture -> fused
+message at a subscriber, end to end.
 
 Needs Debian's mosquitto and python3-paho-mqtt.
 """
@@ -95,6 +100,22 @@ def camera(port, prefix, cam, k, n_cams, fps, markers, seconds, start_at):
     c.disconnect()
 
 
+def start_trackds(a, tmp, port, prefix):
+    """--trackd: one real trackd per camera, the demo scene with the demo
+    objects (written next to trackd by the build) and a calibration."""
+    with open(os.path.join(os.path.dirname(a.trackd), "demo-objects.json")) as f:
+        objs = json.load(f)
+    objs["calibration"] = CAL
+    path = os.path.join(tmp, "objects.json")
+    with open(path, "w") as f:
+        json.dump(objs, f)
+    return [subprocess.Popen([a.trackd, "--name", f"c{k}", "--objects", path, "--mqtt",
+                              f"mqtt://127.0.0.1:{port}/{prefix}", "--no-server", "--size",
+                              "640x480", "--fps", f"{a.fps:g}", "--backend", "cpu", "--no-preview",
+                              "--log-level", "warn"], stdout=subprocess.DEVNULL)
+            for k in range(a.cameras)]
+
+
 def pct(v, p):
     v = sorted(v)
     return v[min(len(v) - 1, int(p / 100 * len(v)))] if v else float("nan")
@@ -107,6 +128,7 @@ def main():
     ap.add_argument("--fps", type=float, default=30)
     ap.add_argument("--markers", type=int, default=0)
     ap.add_argument("--seconds", type=float, default=20)
+    ap.add_argument("--trackd", help="real trackd cameras (the demo scene) instead of publishers")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="fuse-measure-")
     # As the README asks of a broker: without it Nagle holds messages back.
@@ -130,11 +152,14 @@ def main():
     sub.loop_start()
     time.sleep(1.0)
     start_at = time.time() + 1.0
-    cams = [multiprocessing.Process(target=camera, args=(
-        broker.port, prefix, f"c{k}", k, a.cameras, a.fps, a.markers, a.seconds, start_at))
-        for k in range(a.cameras)]
-    for p in cams:
-        p.start()
+    if a.trackd:
+        cams = start_trackds(a, tmp, broker.port, prefix)
+    else:
+        cams = [multiprocessing.Process(target=camera, args=(
+            broker.port, prefix, f"c{k}", k, a.cameras, a.fps, a.markers, a.seconds, start_at))
+            for k in range(a.cameras)]
+        for p in cams:
+            p.start()
     time.sleep(max(0.0, start_at - time.time()) + 2.0)  # warm-up: not measured
     with lock:
         skip = len(got)
@@ -148,7 +173,11 @@ def main():
     with lock:
         window = got[skip:]
     for p in cams:
-        p.join(30)
+        if a.trackd:
+            p.terminate()
+            p.wait(20)
+        else:
+            p.join(30)
     sub.loop_stop()
     fuse.terminate()
     fuse.wait(10)
@@ -162,11 +191,14 @@ def main():
     late = sum(bool(m["late"]) for t, m in msgs)
     n_obj = sorted(len(m["objects"]) + len(m["markers"]) for t, m in msgs)
     dt = w1 - w0
-    print(f"{a.cameras} cameras x {a.fps:g} fps, {a.markers} markers + 1 instance each, "
+    what = "real trackd (demo 640x480, cpu)" if a.trackd else \
+        f"{a.markers} markers + 1 instance each"
+    print(f"{a.cameras} cameras x {a.fps:g} fps, {what}, "
           f"{dt:.1f} s measured: {len(msgs)} world messages ({len(msgs) / dt:.1f}/s), "
           f"{full} with every camera, {late} with a camera late, seq gaps {gaps}, "
           f"fused things per message p50 {pct(n_obj, 50)}")
-    print(f"  fuse (last camera frame published -> fused message built) ms: "
+    start = "the newest frame's capture" if a.trackd else "the last camera's frame published"
+    print(f"  fuse ({start} -> fused message built) ms: "
           f"p50 {pct(fz, 50):.2f}  p99 {pct(fz, 99):.2f}  max {max(fz or [float('nan')]):.2f}")
     print(f"  end to end (-> subscriber) ms: p50 {pct(e2e, 50):.2f}  p99 {pct(e2e, 99):.2f}  "
           f"max {max(e2e or [float('nan')]):.2f}")
