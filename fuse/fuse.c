@@ -681,7 +681,10 @@ static void put_xy(struct trk_buf *b, const char *kx, double x, const char *ky, 
     trk_buf_fixed(b, y, dec);
 }
 
-static void put_tracks(struct trk_fuse *f, struct trk_buf *b, enum det_kind kind, double t, int dec)
+/* The tracks of one kind fused at t, positions moved on by their
+ * velocities over ahead_s (--predict send; 0 otherwise). */
+static void put_tracks(struct trk_fuse *f, struct trk_buf *b, enum det_kind kind, double t,
+                       double ahead_s, int dec)
 {
     trk_buf_puts(b, kind == DET_OBJECT ? ",\"objects\":[" : ",\"markers\":[");
     bool first = true;
@@ -697,7 +700,8 @@ static void put_tracks(struct trk_fuse *f, struct trk_buf *b, enum det_kind kind
             trk_buf_puts(b, ",\"marker\":");
             trk_buf_i64(b, tr->marker);
         }
-        put_xy(b, ",\"wx\":", tr->wx, ",\"wy\":", tr->wy, dec);
+        double dt = tr->has_v ? ahead_s : 0;
+        put_xy(b, ",\"wx\":", tr->wx + tr->wvx * dt, ",\"wy\":", tr->wy + tr->wvy * dt, dec);
         put_xy(b, ",\"wvx\":", tr->has_v ? tr->wvx : NAN, ",\"wvy\":", tr->has_v ? tr->wvy : NAN,
                dec);
         if (kind == DET_MARKER) {
@@ -808,8 +812,15 @@ int trk_fuse_emit(struct trk_fuse *f, double wall_ms, struct trk_buf *out)
     trk_buf_puts(out, ",\"unit\":");
     put_str(out, wc ? wc->unit : "");
     put_cameras(f, out, t, wall_ms, dec);
-    put_tracks(f, out, DET_OBJECT, t, dec);
-    put_tracks(f, out, DET_MARKER, t, dec);
+    /* --predict send: the interval from the fused instant to now, when the
+     * message goes out (never backwards). */
+    double ahead_s = f->cfg.predict && wall_ms > t ? (wall_ms - t) / 1e3 : 0;
+    if (f->cfg.predict) {
+        trk_buf_puts(out, ",\"predict_ms\":");
+        trk_buf_fixed(out, ahead_s * 1e3, 3);
+    }
+    put_tracks(f, out, DET_OBJECT, t, ahead_s, dec);
+    put_tracks(f, out, DET_MARKER, t, ahead_s, dec);
     trk_buf_puts(out, "}");
     for (int i = 0; i < f->n_cams; i++)
         f->cams[i].fresh = false;

@@ -62,6 +62,7 @@ struct trk_fuse_cfg {
     double stale_ms;  /* a camera's frame older than this (to T) is not used */
     double keep_ms;   /* a fused object unseen this long is dropped */
     const char *name; /* the world's camera name in messages ("world") */
+    bool predict;     /* positions moved on to when the message is built */
 };
 
 struct trk_fuse;

@@ -70,6 +70,9 @@ static const struct opt_doc OPTS[] = {
       "also serve the fused world over a WebSocket (ws://HOST:PORT/ws, each world message) and "
       "the top-down page at http://HOST:PORT/ (default: off)" },
     { "web-root", "DIR", "the page's files (default " TRK_FUSE_WEB_ROOT ")" },
+    { "predict", "send",
+      "positions moved on by their velocities from the fused instant to when the message is "
+      "sent (the interval is the message's predict_ms); default: positions at the fused instant" },
     { "log-level", "LEVEL", "error, warn, info (default) or debug" },
     { "help", NULL, "this text" },
     { "man", NULL, "the man page (roff) on stdout" },
@@ -195,13 +198,13 @@ static int parse_listen(struct opts *o, const char *s)
 
 static int parse_args(int argc, char **argv, struct opts *o, char *name, size_t name_size)
 {
-    static const struct option lo[] = { { "mqtt", 1, 0, 'm' },   { "prefix", 1, 0, 'p' },
-                                        { "name", 1, 0, 'n' },   { "window", 1, 0, 'w' },
-                                        { "gate", 1, 0, 'g' },   { "stale", 1, 0, 's' },
-                                        { "keep", 1, 0, 'k' },   { "log-level", 1, 0, 'l' },
-                                        { "listen", 1, 0, 'L' }, { "web-root", 1, 0, 'r' },
-                                        { "help", 0, 0, 'h' },   { "man", 0, 0, 'M' },
-                                        { 0, 0, 0, 0 } };
+    static const struct option lo[] = { { "mqtt", 1, 0, 'm' },    { "prefix", 1, 0, 'p' },
+                                        { "name", 1, 0, 'n' },    { "window", 1, 0, 'w' },
+                                        { "gate", 1, 0, 'g' },    { "stale", 1, 0, 's' },
+                                        { "keep", 1, 0, 'k' },    { "log-level", 1, 0, 'l' },
+                                        { "listen", 1, 0, 'L' },  { "web-root", 1, 0, 'r' },
+                                        { "predict", 1, 0, 'P' }, { "help", 0, 0, 'h' },
+                                        { "man", 0, 0, 'M' },     { 0, 0, 0, 0 } };
     bool url = false, prefix = false;
     char pre[256] = "";
     o->fuse = (struct trk_fuse_cfg){ .gate = 100, .stale_ms = 500, .keep_ms = 1000, .name = name };
@@ -227,6 +230,10 @@ static int parse_args(int argc, char **argv, struct opts *o, char *name, size_t 
             break;
         case 'L': rc = parse_listen(o, optarg); break;
         case 'r': o->web_root = optarg; break;
+        case 'P':
+            o->fuse.predict = !strcmp(optarg, "send");
+            if (!o->fuse.predict) rc = bad("--predict %s: only \"send\" is known", optarg);
+            break;
         case 'w': rc = parse_ms("window", optarg, 1, &o->fuse.window_ms); break;
         case 'g': rc = parse_ms("gate", optarg, 1e-6, &o->fuse.gate); break;
         case 's': rc = parse_ms("stale", optarg, 1, &o->fuse.stale_ms); break;

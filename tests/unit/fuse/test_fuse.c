@@ -158,6 +158,29 @@ static void handover(void)
     trk_fuse_destroy(&f);
 }
 
+/* --predict send: positions moved on from the fused instant to the send
+ * time by their velocities, the interval in predict_ms; without it, none. */
+static void predict(void)
+{
+    for (int on = 0; on < 2; on++) {
+        struct trk_fuse_cfg cfg = { .gate = 50, .stale_ms = 500, .keep_ms = 1000, .predict = on };
+        struct trk_fuse *f = trk_fuse_create(&cfg);
+        struct inst a = { 1, 320, 240, 100, 0, 1000, -500 };
+        CHECK(feed(f, "a", 1, 1000, &a, 1, 0) == 1);
+        struct trk_buf b = { 0 };
+        CHECK(trk_fuse_emit(f, 1050, &b) == 1);
+        json_t *w = json_loads(b.data, 0, NULL);
+        const json_t *o = object(w, 0);
+        double want_x = on ? 150 : 100, want_y = on ? -25 : 0;
+        CHECKF(fabs(dnum(o, "wx") - want_x) < 1e-6 && fabs(dnum(o, "wy") - want_y) < 1e-6,
+               "predict %d: wx %.3f wy %.3f", on, dnum(o, "wx"), dnum(o, "wy"));
+        CHECK(on ? fabs(dnum(w, "predict_ms") - 50) < 1e-6 : !json_object_get(w, "predict_ms"));
+        json_decref(w);
+        trk_buf_free(&b);
+        trk_fuse_destroy(&f);
+    }
+}
+
 /* A ball bouncing off a wall at 2000 units/s: where it is after the bounce
  * is far (132 units) from where its velocity predicted it, past the gate,
  * but the camera's instance id keeps the global id. */
@@ -306,14 +329,11 @@ int main(int argc, char **argv)
     static const struct {
         const char *name;
         void (*fn)(void);
-    } cases[] = { { "merge", merge },
-                  { "distinct", distinct },
-                  { "handover", handover },
-                  { "bounce", bounce },
-                  { "late", late },
-                  { "offline", offline },
-                  { "calibration", calibration },
-                  { "bad_input", bad_input } };
+    } cases[] = {
+        { "merge", merge },     { "distinct", distinct },       { "handover", handover },
+        { "bounce", bounce },   { "predict", predict },         { "late", late },
+        { "offline", offline }, { "calibration", calibration }, { "bad_input", bad_input }
+    };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
         if (argc < 2 || !strcmp(argv[1], cases[i].name)) cases[i].fn();
     return check_exit(argc > 1 ? argv[1] : "fuse");
