@@ -44,7 +44,10 @@ with tempfile.TemporaryDirectory() as d:
     # (only prefix /usr, a package's, puts it in /etc itself).
     for f in ("share/man/man1/trackd.1.gz", "share/doc/trackd/examples/objects.example.json",
               "share/doc/trackd/examples/demo-objects.json", "etc/trackd/objects.json",
-              "share/doc/trackd/OBJECTS.md", "share/doc/trackd/PROTOCOL.md"):
+              "share/doc/trackd/OBJECTS.md", "share/doc/trackd/PROTOCOL.md",
+              "bin/trackd-fuse", "share/man/man1/trackd-fuse.1.gz",
+              "lib/systemd/system/trackd-fuse.service", "share/trackd/fuse-web/index.html",
+              "share/trackd/fuse-web/app.js"):
         expect(os.path.isfile(os.path.join(first, f)), f"installs {f}")
 
     # Move the prefix: nothing may still point at the first place (or at the

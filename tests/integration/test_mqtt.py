@@ -26,7 +26,6 @@ python3-paho-mqtt).
   7. bad --mqtt URLs and --name values are usage errors (exit 64) that say
      what is wrong.
 """
-import getpass
 import json
 import os
 import re
@@ -41,13 +40,11 @@ import time
 import urllib.parse
 import urllib.request
 
-import paho.mqtt.client as mqtt
-
 from daemon_proc import free_port, start_trackd, stop_trackd
+from mqtt_proc import MOSQUITTO, Broker, Sub, wait_for
 
 TRACKD = sys.argv[1]
 EXAMPLE = sys.argv[2] if len(sys.argv) > 2 else None
-MOSQUITTO = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
 FAILS = []
 DEMO = ["--size", "320x240", "--fps", "30", "--backend", "cpu", "--no-preview"]
 OBJ_KEYS = {"id", "name", "found", "mass", "cx", "cy", "bbox"}
@@ -57,78 +54,6 @@ def check(cond, what):
     print(("ok: " if cond else "FAIL: ") + what, flush=True)
     if not cond:
         FAILS.append(what)
-
-
-def wait_for(pred, timeout, step=0.1):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(step)
-    return pred()
-
-
-class Broker:
-    """A real mosquitto on 127.0.0.1:port, no persistence (a restart forgets
-    every retained message, as a broker that was replaced would)."""
-
-    def __init__(self, tmp, port):
-        self.port, self.proc = port, None
-        self.conf = os.path.join(tmp, f"mosquitto-{port}.conf")
-        with open(self.conf, "w") as f:
-            f.write(f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n"
-                    f"user {getpass.getuser()}\n")
-        self.log = open(os.path.join(tmp, f"mosquitto-{port}.log"), "ab")
-
-    def start(self):
-        self.proc = subprocess.Popen([MOSQUITTO, "-c", self.conf], stdout=self.log,
-                                     stderr=self.log)
-        ok = wait_for(self._accepts, 10)
-        if not ok:
-            raise RuntimeError("mosquitto did not start listening")
-
-    def _accepts(self):
-        try:
-            socket.create_connection(("127.0.0.1", self.port), 0.2).close()
-            return True
-        except OSError:
-            return False
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(10)
-        self.proc = None
-
-
-class Sub:
-    """A paho subscriber that keeps (topic, retain, payload bytes) of each
-    message it gets."""
-
-    def __init__(self, port, topics):
-        self.msgs, self.lock = [], threading.Lock()
-        self.connected = threading.Event()
-        self.c = mqtt.Client()
-        self.c.on_connect = lambda c, u, f, rc: (
-            [c.subscribe(t, 0) for t in topics], self.connected.set())
-        self.c.on_message = self._on_message
-        self.c.connect("127.0.0.1", port)
-        self.c.loop_start()
-        if not self.connected.wait(10):
-            raise RuntimeError("subscriber could not connect")
-        time.sleep(0.3)  # the SUBACK
-
-    def _on_message(self, c, u, m):
-        with self.lock:
-            self.msgs.append((m.topic, m.retain, bytes(m.payload)))
-
-    def take(self, prefix=""):
-        with self.lock:
-            return [x for x in self.msgs if x[0].startswith(prefix)]
-
-    def close(self):
-        self.c.loop_stop()
-        self.c.disconnect()
 
 
 def metrics(port):

@@ -101,7 +101,9 @@ with tempfile.TemporaryDirectory() as d:
     wanted = ["/usr/bin/trackd", "/usr/share/man/man1/trackd.1.gz", "/etc/trackd/objects.json",
               "/usr/share/doc/trackd/examples/objects.example.json",
               "/usr/share/doc/trackd/examples/demo-objects.json",
-              "/usr/share/doc/trackd/OBJECTS.md", "/usr/share/doc/trackd/PROTOCOL.md"]
+              "/usr/share/doc/trackd/OBJECTS.md", "/usr/share/doc/trackd/PROTOCOL.md",
+              "/usr/bin/trackd-fuse", "/usr/share/man/man1/trackd-fuse.1.gz",
+              "/usr/share/trackd/fuse-web/index.html", "/usr/share/trackd/fuse-web/app.js"]
     wanted += [f"/usr/share/trackd/web/{f}" for f in sorted(os.listdir(os.path.join(SRC, "web")))]
     missing = [w for w in wanted if w not in files]
     expect(not missing, f"the package holds the layout ({len(wanted)} files; missing: {missing})")

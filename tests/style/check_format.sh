@@ -10,7 +10,7 @@ while IFS= read -r -d '' f; do
     echo "not formatted: $f"
     bad=1
   fi
-done < <(find base daemon gpu scene protocol config bench tests examples -type f \
+done < <(find base daemon fuse gpu scene protocol config bench tests examples -type f \
            \( -name '*.c' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' \) \
            -not -path '*/node_modules/*' -print0)
 [ $bad = 0 ] && echo "format: all files match .clang-format"

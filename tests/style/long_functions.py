@@ -21,7 +21,7 @@ import sys
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 # Production code: the folders whose functions must stay under the limit.
-CHECKED = ["base", "gpu", "scene", "config", "protocol", "daemon", "bench"]
+CHECKED = ["base", "gpu", "scene", "config", "protocol", "daemon", "fuse", "bench"]
 EXTS = (".c", ".h", ".cu", ".cuh")
 # Column-0 lines that open a brace but are not functions.
 NOT_FUNC = re.compile(r"^(namespace|extern|struct|union|enum|typedef|class|static const|const)\b")
