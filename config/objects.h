@@ -21,8 +21,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "backend.h" /* struct trk_object_def, TRK_MAX_OBJECTS, TRK_NAME_MAX, TRK_E* */
-#include "calib.h"   /* struct trk_calib */
+#include "backend.h"  /* struct trk_object_def, TRK_MAX_OBJECTS, TRK_NAME_MAX, TRK_E* */
+#include "calib.h"    /* struct trk_calib */
+#include "patterns.h" /* struct trk_pattern */
 
 #ifdef __cplusplus
 extern "C" {
@@ -118,6 +119,11 @@ struct trk_objects {
      * for result points; calib.on false when absent. Solved by the loader
      * (h, rms, decimals are set). */
     struct trk_calib calib;
+    /* The optional top-level "patterns" (OBJECTS.md): markers assembled
+     * from the objects' blob lists (daemon/markers.h), colours as object
+     * indices into def[]. n_patterns 0 when absent. */
+    int n_patterns;
+    struct trk_pattern patterns[TRK_PATTERNS_MAX];
 };
 
 /* Reads and validates an objects file. Returns 0, or a negative code with
