@@ -82,4 +82,26 @@ void trk_markers_follower_reset(struct trk_marker_follower *f);
 size_t trk_markers_follow(struct trk_marker_follower *f, struct trk_marker *m, size_t n,
                           size_t max);
 
+/* The pipeline's marker step (markers_frame.c): after the tracker, the
+ * frame result's blob lists as spots (centroids from the result, objects
+ * in index order, each list in its order: the same spots, so the same
+ * markers, whichever backend listed them), trk_markers_find and the
+ * follower, into the result (trk_frame_result_set_markers, world poses by
+ * the set's calibration). The follower starts over when the patterns, the
+ * object count or the frame size change. Threads: the processing
+ * thread's. */
+struct trk_marker_stage;
+struct trk_frame_result;
+struct trk_objects;
+
+/* NULL on allocation failure. */
+struct trk_marker_stage *trk_marker_stage_create(void);
+/* Safe with NULL. */
+void trk_marker_stage_destroy(struct trk_marker_stage *s);
+/* Finds and follows the markers of set's patterns in r (filled for a
+ * width x height frame) and sets them into it; a set without patterns
+ * gives r none. 0, or TRK_ENOMEM (r then has no markers this frame). */
+int trk_marker_stage_run(struct trk_marker_stage *s, const struct trk_objects *set,
+                         struct trk_frame_result *r, int width, int height);
+
 #endif
