@@ -471,8 +471,11 @@ static int keep_results(struct pipeline *p, int n_objects)
     const struct trk_objects *set = p->objects;
     int err = trk_frame_result_fill(&p->result, &(struct trk_frame_meta){ 0 }, set->def, n_objects,
                                     p->obj_res, p->blobs, p->instances, &set->calib);
-    /* The markers, from the blob lists just kept (markers.h). */
-    return err ? err : trk_marker_stage_run(p->markers, set, &p->result, p->frame_w, p->frame_h);
+    if (err) return err;
+    /* Instances' world velocities per second, then the markers from the
+     * blob lists just kept (markers.h). */
+    trk_frame_result_set_rate(&p->result, &set->calib, p->cfg->source->fps);
+    return trk_marker_stage_run(p->markers, set, &p->result, p->frame_w, p->frame_h);
 }
 
 /* Finishes frame f begun with start_frame: waits for the round in flight,

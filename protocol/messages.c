@@ -131,6 +131,20 @@ static int put_blobs(struct trk_buf *b, const struct trk_frame_result *r,
     return 0;
 }
 
+/* ,"wx","wy","wvx","wvy": instance x's world point and velocity per
+ * second (nulls where it has none). */
+static int put_instance_world(struct trk_buf *b, const struct trk_frame_result *r,
+                              const struct trk_instance *x)
+{
+    PUT(put_world(b, r, &(struct trk_point){ .world = x->world, .wx = x->wx, .wy = x->wy }));
+    if (!x->world_v) {
+        LIT(b, ",\"wvx\":null,\"wvy\":null");
+        return 0;
+    }
+    PUT(kv_fixed(b, ",\"wvx\":", x->wvx, r->world_decimals));
+    return kv_fixed(b, ",\"wvy\":", x->wvy, r->world_decimals);
+}
+
 /* ,"instances":[{...}, ...]: object o's instances. */
 static int put_instances(struct trk_buf *b, const struct trk_frame_result *r,
                          const struct trk_result_object *o)
@@ -153,6 +167,7 @@ static int put_instances(struct trk_buf *b, const struct trk_frame_result *r,
         }
         PUT(kv_fixed(b, ",\"vx\":", x->vx, 3));
         PUT(kv_fixed(b, ",\"vy\":", x->vy, 3));
+        if (r->calibrated) PUT(put_instance_world(b, r, x));
         PUT(kv_u64(b, ",\"age\":", x->age));
         PUT(kv_u64(b, ",\"lost\":", x->lost));
         if (seen)

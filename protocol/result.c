@@ -86,10 +86,32 @@ int trk_frame_result_fill(struct trk_frame_result *r, const struct trk_frame_met
         o->inst0 = ni;
         o->n_inst = o->has_instances && instances[i].n > 0 ? instances[i].n : 0;
         if (o->n_inst) memcpy(r->inst + ni, instances[i].v, (size_t)o->n_inst * sizeof(*r->inst));
-        ni += (size_t)o->n_inst;
+        for (int k = 0; k < o->n_inst; k++, ni++) {
+            struct trk_instance *x = &r->inst[ni];
+            x->world = calib && trk_calib_to_world(calib, x->cx, x->cy, &x->wx, &x->wy);
+            x->world_v = false;
+        }
     }
     r->n = n;
     return 0;
+}
+
+void trk_frame_result_set_rate(struct trk_frame_result *r, const struct trk_calib *calib,
+                               double fps)
+{
+    if (!calib || !calib->on || !(fps > 0)) return;
+    for (int i = 0; i < r->n; i++) {
+        const struct trk_result_object *o = &r->obj[i];
+        for (int k = 0; k < o->n_inst; k++) {
+            struct trk_instance *x = &r->inst[o->inst0 + (size_t)k];
+            double x1, y1;
+            x->world_v =
+                x->world && trk_calib_to_world(calib, x->cx + x->vx, x->cy + x->vy, &x1, &y1);
+            if (!x->world_v) continue;
+            x->wvx = (x1 - x->wx) * fps;
+            x->wvy = (y1 - x->wy) * fps;
+        }
+    }
 }
 
 /* The world pose of marker rm->m by calib at height z (rm->world false

@@ -61,6 +61,15 @@ struct trk_instance {
     uint64_t age;         /* frames since it appeared: 1 on its first           */
     uint32_t lost;        /* frames since last seen; 0 = seen in this frame     */
     bool via_roi;         /* seen in its own region (else a whole-frame search) */
+    /* Set by the frame result (result.c), not the tracker: with a
+     * calibration, world is its point cx, cy in world units (at height 0,
+     * as the object's centroid) and world_v its velocity in world units
+     * per second: the world step of one frame's vx, vy (between the world
+     * points of the centroid and of the centroid plus that step) times
+     * the source's nominal frame rate (trk_frame_result_set_rate; none
+     * without one). */
+    bool world, world_v;
+    double wx, wy, wvx, wvy;
 };
 
 struct trk_instance_list {
@@ -155,6 +164,12 @@ int trk_frame_result_fill(struct trk_frame_result *r, const struct trk_frame_met
                           const struct trk_object_def *defs, int n,
                           const struct trk_obj_result *res, const struct trk_blob_list *blobs,
                           const struct trk_instance_list *instances, const struct trk_calib *calib);
+
+/* The instances' world velocities per second (trk_instance.world_v) at a
+ * source's nominal frame rate fps; fps <= 0 (unknown) or no calibration:
+ * none. calib: the one r was filled with. */
+void trk_frame_result_set_rate(struct trk_frame_result *r, const struct trk_calib *calib,
+                               double fps);
 
 /* Sets r's markers: pats[0..n_pats) (pointed to) and m[0..n) copied, each
  * with its world pose by calib (NULL or off: none) at its pattern's

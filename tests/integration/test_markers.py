@@ -15,6 +15,7 @@ y up, so world points and headings are known too). Checked:
 - each robot keeps one track_id through the clip, no two share one;
 - with the calibration: wx, wy the centre in mm (to the pixel error's
   reach: 0.5 px is 1.2 mm), wheading the heading (the map keeps angles);
+  the tracked ball's instances have wx, wy, wvx, wvy (mm, mm/s at 30 fps);
 - backends cpu and cpu-ref give identical markers (assembly runs on the
   host from blob lists that are identical across backends).
 """
@@ -27,7 +28,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-W, H, FRAMES, ROBOTS, SCALE = 640, 480, 60, 8, 0.45
+W, H, FRAMES, ROBOTS, SCALE, FPS = 640, 480, 60, 8, 0.45, 30
 HEAD_P95, CENTRE_MAX = 2.0, 0.5
 FIND_R = 6.0  # px: a marker this near a robot's centre is that robot's
 ROBOT_R, BALL_R = 90.0, 21.5  # mm, as ssl_scene.py draws them
@@ -49,6 +50,9 @@ def calibrated_objects(tmp):
         doc = json.load(f)
     pts = [[x, y, x / SCALE, -y / SCALE] for x, y in ((0, 0), (W, 0), (W, H), (0, H))]
     doc["calibration"] = {"unit": "mm", "points": pts}
+    for o in doc["objects"]:
+        if o["name"] == "ball":
+            o["track"] = True  # its instance gets world points and velocities
     path = os.path.join(tmp, "field-cal.json")
     with open(path, "w") as f:
         json.dump(doc, f)
@@ -83,6 +87,25 @@ def p95(v):
     return v[min(len(v) - 1, int(math.ceil(0.95 * len(v))) - 1)]
 
 
+def check_ball(frames):
+    """The tracked ball's instances: world point and velocity per second
+    (the clip's 30 fps) by the calibration's map, world y up."""
+    fails, seen = [], 0
+    for fr in frames:
+        ball = next(o for o in fr["objects"] if o["name"] == "ball")
+        for x in ball.get("instances", []):
+            seen += 1
+            want = (x["cx"] / SCALE, -x["cy"] / SCALE, x["vx"] * FPS / SCALE,
+                    -x["vy"] * FPS / SCALE)
+            got = (x["wx"], x["wy"], x["wvx"], x["wvy"])
+            # cx, vx are rounded (2 and 3 decimals): their error, scaled
+            if any(abs(g - w) > t for g, w, t in zip(got, want, (0.02, 0.02, 0.06, 0.06))):
+                fails.append(f"frame {fr['seq']}: ball instance world {got}, want {want}")
+    if not seen:
+        fails.append("the tracked ball has no instances")
+    return fails
+
+
 def check(name, frames, truth, calibrated):
     fails, heads, centres, tracks = [], [], [], {}
     for fr, tr in zip(frames, truth):
@@ -115,6 +138,8 @@ def check(name, frames, truth, calibrated):
                                  f"{m['heading']}")
             elif "wx" in m:
                 fails.append(f"frame {seq}: world keys without a calibration")
+    if calibrated:
+        fails += check_ball(frames)
     for k, ids in tracks.items():
         if len(ids) != 1:
             fails.append(f"robot {k}: track_ids {sorted(ids)}")
