@@ -183,6 +183,13 @@ static int put_instances(struct trk_buf *b, const struct trk_frame_result *r,
 /* Marker k of r: {"pattern","id","cx","cy","heading","confidence",
  * "track_id","lost"(,"wx","wy","wheading")}; the world keys when r is
  * calibrated, null when the marker has no world point. */
+/* An angle in [0, 360) to 2 decimals, kept in [0, 360) by the rounding
+ * (359.996 is 0.00, not 360.00). */
+static int kv_angle(struct trk_buf *b, const char *key, double deg)
+{
+    return kv_fixed(b, key, deg >= 359.995 ? 0.0 : deg, 2);
+}
+
 static int put_marker(struct trk_buf *b, const struct trk_frame_result *r, size_t k)
 {
     const struct trk_result_marker *x = &r->markers[k];
@@ -192,7 +199,7 @@ static int put_marker(struct trk_buf *b, const struct trk_frame_result *r, size_
     PUT(kv_i64(b, ",\"id\":", m->id));
     PUT(kv_fixed(b, ",\"cx\":", m->cx, 2));
     PUT(kv_fixed(b, ",\"cy\":", m->cy, 2));
-    PUT(kv_fixed(b, ",\"heading\":", m->heading, 2));
+    PUT(kv_angle(b, ",\"heading\":", m->heading));
     PUT(kv_fixed(b, ",\"confidence\":", m->confidence, 3));
     PUT(kv_u64(b, ",\"track_id\":", m->track_id));
     PUT(kv_u64(b, ",\"lost\":", m->lost));
@@ -200,7 +207,7 @@ static int put_marker(struct trk_buf *b, const struct trk_frame_result *r, size_
     if (r->calibrated && x->world) {
         PUT(kv_fixed(b, ",\"wx\":", x->wx, r->world_decimals));
         PUT(kv_fixed(b, ",\"wy\":", x->wy, r->world_decimals));
-        PUT(kv_fixed(b, ",\"wheading\":", x->wheading, 2));
+        PUT(kv_angle(b, ",\"wheading\":", x->wheading));
     }
     LIT(b, "}");
     return 0;
