@@ -16,12 +16,15 @@ y up, so world points and headings are known too). Checked:
 - with the calibration: wx, wy the centre in mm (to the pixel error's
   reach: 0.5 px is 1.2 mm), wheading the heading (the map keeps angles);
   the tracked ball's instances have wx, wy, wvx, wvy (mm, mm/s at 30 fps);
+- --udp datagrams (split over objects, then markers) and --osc messages
+  carry the same markers;
 - backends cpu and cpu-ref give identical markers (assembly runs on the
   host from blob lists that are identical across backends).
 """
 import json
 import math
 import os
+import struct
 import subprocess
 import sys
 import tempfile
@@ -158,6 +161,69 @@ def check(name, frames, truth, calibrated):
     return [f"{name}: {f}" for f in fails]
 
 
+def check_udp_osc(trackd, clip, objs):
+    """--udp and --osc on the same clip (paced, not --fast: the senders'
+    queues keep up): each frame's datagrams joined carry its NDJSON markers
+    (frames over 1400 bytes split over objects, then markers); every OSC
+    /trackd/<camera>/<pattern>/marker message is one of them (float32)."""
+    import socket
+    sys.path.insert(0, HERE)
+    from test_udp_osc import Listener, osc_decode
+    socks = []
+    for _ in range(2):
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind(("127.0.0.1", 0))
+        socks.append(s)
+    udp, osc = Listener(socks[0]), Listener(socks[1])
+    out = subprocess.run([trackd, "--input", clip, "--objects", objs, "--output", "-",
+                          "--no-server", "--log-level", "info", "--backend", "cpu", "--name", "ssl",
+                          "--udp", f"127.0.0.1:{socks[0].getsockname()[1]}",
+                          "--osc", f"127.0.0.1:{socks[1].getsockname()[1]}"],
+                         capture_output=True, text=True, timeout=240)
+    dgrams, oscs = udp.stop(), osc.stop()
+    fails = []
+    truth = {json.loads(l)["seq"]: json.loads(l) for l in out.stdout.splitlines()
+             if l.startswith('{"type":"frame"')}
+    parts = {}
+    for d in dgrams:
+        m = json.loads(d)
+        parts.setdefault(m["seq"], {})[m["part"]] = m
+    complete = 0
+    for seq, got in parts.items():
+        n = next(iter(got.values()))["parts"]
+        if sorted(got) != list(range(1, n + 1)):
+            continue
+        complete += 1
+        joined = [x for i in range(1, n + 1) for x in got[i]["markers"]]
+        if joined != truth[seq]["markers"]:
+            fails.append(f"udp seq {seq}: markers {joined} for {truth[seq]['markers']}")
+    if complete < len(truth) // 2:
+        fails.append(f"udp: only {complete} of {len(truth)} frames arrived whole")
+    want = {}
+    f32 = lambda v: struct.unpack(">f", struct.pack(">f", v))[0]
+    for fr in truth.values():
+        for m in fr["markers"]:
+            key = (f"/trackd/ssl/{m['pattern']}/marker", "iiffffifff", str(m["id"]),
+                   str(m["track_id"]))
+            want.setdefault(key, []).append(m)
+    n_markers = 0
+    for d in oscs:
+        msg = osc_decode(d)
+        if not msg[0].endswith("/marker"):
+            continue
+        n_markers += 1
+        cands = want.get(tuple(msg[:4]), [])
+        # the frame's values are rounded (2 decimals): float32 of the exact
+        # value is within 0.005 of them
+        if not any(abs(float(msg[4]) - m["cx"]) <= 0.006 and abs(float(msg[5]) - m["cy"]) <= 0.006
+                   and abs(float(msg[6]) - m["heading"]) <= 0.006 for m in cands):
+            fails.append(f"osc message {msg} is no frame's marker")
+    if n_markers < sum(len(f["markers"]) for f in truth.values()) // 2:
+        fails.append(f"osc: {n_markers} marker messages")
+    print(f"udp: {complete} frames whole, {len(dgrams)} datagrams; osc: {n_markers} marker messages")
+    return [f"udp/osc: {f}" for f in fails[:10]]
+
+
 def main():
     trackd = sys.argv[1]
     fails = []
@@ -168,6 +234,7 @@ def main():
         truth = make_clip(lossless, False)
         cpu = run(trackd, lossless, cal, "cpu")
         fails += check("ffv1 cpu", cpu, truth, True)
+        fails += check_udp_osc(trackd, lossless, cal)
         ref = run(trackd, lossless, cal, "cpu-ref")
         for a, b in zip(cpu, ref):
             if a["markers"] != b["markers"]:
