@@ -261,6 +261,13 @@ int trk_objects_save_file(const char *path, const struct trk_objects *objs);
  * yellow, magenta, cyan, orange; config/demo_objects.c). Static storage. */
 const char *trk_objects_demo_json(void);
 
+/* dst gets src's patterns, their colours found again by object name in
+ * dst (a set edited from src: objects added, removed, reordered). 0, or
+ * TRK_EINVAL with why naming the pattern and the object dst lacks (or has
+ * without blobs); dst's patterns are then left alone. */
+int trk_objects_carry_patterns(struct trk_objects *dst, const struct trk_objects *src, char *why,
+                               size_t why_len);
+
 /* Index of the object called name, or -1. */
 int trk_objects_find(const struct trk_objects *objs, const char *name);
 

@@ -350,3 +350,46 @@ int trk_objects_check_patterns(const struct trk_objects *objs, char *msg, size_t
     }
     return 0;
 }
+
+/* Object k of src as an index of dst's objects (by name), or -1 when dst
+ * has no such object or it has no blobs. */
+static int remap(const struct trk_objects *dst, const struct trk_objects *src, uint16_t k)
+{
+    int i = k < src->n ? trk_objects_find(dst, src->def[k].name) : -1;
+    return i >= 0 && dst->def[i].blobs ? i : -1;
+}
+
+int trk_objects_carry_patterns(struct trk_objects *dst, const struct trk_objects *src, char *why,
+                               size_t why_len)
+{
+    struct trk_pattern p[TRK_PATTERNS_MAX];
+    int n = src->n_patterns > 0 && src->n_patterns <= TRK_PATTERNS_MAX ? src->n_patterns : 0;
+    for (int i = 0; i < n; i++) {
+        p[i] = src->patterns[i];
+        uint16_t *k[TRK_PATTERN_IDS_MAX * TRK_PATTERN_DOTS_MAX + 1];
+        unsigned nk = 0;
+        if (p[i].kind == TRK_PATTERN_CODE) {
+            for (unsigned c = 0; c < p[i].n_code && c < TRK_CODE_MAX; c++)
+                k[nk++] = &p[i].code[c];
+        } else {
+            k[nk++] = &p[i].centre;
+            for (unsigned id = 0; id < p[i].n_ids && id < TRK_PATTERN_IDS_MAX; id++)
+                for (unsigned d = 0; d < p[i].n_dots && d < TRK_PATTERN_DOTS_MAX; d++)
+                    k[nk++] = &p[i].id_colors[id][d];
+        }
+        for (unsigned j = 0; j < nk; j++) {
+            int to = remap(dst, src, *k[j]);
+            if (to < 0) {
+                snprintf(why, why_len,
+                         "pattern \"%s\" uses object \"%s\": the set must keep it, with blobs "
+                         "(edit the pattern in the objects file first)",
+                         p[i].name, *k[j] < src->n ? src->def[*k[j]].name : "?");
+                return TRK_EINVAL;
+            }
+            *k[j] = (uint16_t)to;
+        }
+    }
+    memcpy(dst->patterns, p, (size_t)n * sizeof(p[0]));
+    dst->n_patterns = n;
+    return 0;
+}

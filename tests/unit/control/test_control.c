@@ -759,6 +759,64 @@ static void edits_keep_the_rest(void)
     sink_free(&s);
 }
 
+/* Patterns survive the page's edits: set_objects (objects reordered, one
+ * added) keeps them over the new indices; removing or taking the blobs of
+ * a colour a pattern uses is refused with the pattern's name; removing
+ * another object moves the indices. */
+static void edits_keep_patterns(void)
+{
+    static const char file[] =
+        "{\"objects\":[{\"name\":\"c\",\"space\":\"rgb\",\"lo\":[0,0,200],\"hi\":[60,60,255],"
+        "\"blobs\":4},{\"name\":\"p\",\"space\":\"rgb\",\"lo\":[200,0,200],\"hi\":[255,60,255],"
+        "\"blobs\":8},{\"name\":\"g\",\"space\":\"rgb\",\"lo\":[0,200,0],\"hi\":[60,255,60],"
+        "\"blobs\":8}],\"patterns\":[{\"name\":\"r\",\"kind\":\"dots\",\"center\":\"c\","
+        "\"center_mm\":50,\"dots\":[[35,54],[35,-54]],\"ids\":[[\"p\",\"g\"],[\"g\",\"p\"]]}]}";
+    static struct trk_objects objs, got;
+    CHECK(trk_objects_load_string(file, strlen(file), "t", &objs, NULL) == 0);
+    struct sink s;
+    struct trk_control_cfg cfg = { .objects = &objs };
+    cfg.hello.width = 64, cfg.hello.height = 48;
+    sink_init(&s, &cfg);
+    struct trk_control *c = NULL;
+    CHECK(trk_control_create(&cfg, &c) == 0);
+    static const char *const asks[][2] = {
+        { "{\"type\":\"set_objects\",\"id\":1,\"objects\":["
+          "{\"name\":\"x\",\"space\":\"rgb\",\"lo\":[1,1,1],\"hi\":[2,2,2]},"
+          "{\"name\":\"g\",\"space\":\"rgb\",\"lo\":[0,200,0],\"hi\":[60,255,60],\"blobs\":8},"
+          "{\"name\":\"p\",\"space\":\"rgb\",\"lo\":[200,0,200],\"hi\":[255,60,255],\"blobs\":8},"
+          "{\"name\":\"c\",\"space\":\"rgb\",\"lo\":[0,0,200],\"hi\":[60,60,255],\"blobs\":4}]}",
+          "ack" },
+        { "{\"type\":\"remove_object\",\"id\":2,\"name\":\"p\"}", "invalid_object" },
+        { "{\"type\":\"update_object\",\"id\":3,\"name\":\"g\",\"changes\":{\"blobs\":0}}",
+          "invalid_object" },
+        { "{\"type\":\"set_objects\",\"id\":4,\"objects\":["
+          "{\"name\":\"c\",\"space\":\"rgb\",\"lo\":[0,0,200],\"hi\":[60,60,255],\"blobs\":4}]}",
+          "invalid_object" },
+        { "{\"type\":\"remove_object\",\"id\":5,\"name\":\"x\"}", "ack" },
+    };
+    char got_s[64];
+    for (int i = 0; i < (int)(sizeof(asks) / sizeof(asks[0])); i++) {
+        send_msg(c, asks[i][0]);
+        CHECKF(!strcmp(outcome(&s, i + 1, got_s, sizeof(got_s)), asks[i][1]), "%s: %s, not %s",
+               asks[i][0], got_s, asks[i][1]);
+    }
+    json_t *r = reply_to(&s, 2);
+    CHECKF(
+        strstr(json_string_value(json_object_get(r, "message")), "pattern \"r\" uses object \"p\""),
+        "%s", json_string_value(json_object_get(r, "message")));
+    json_decref(r);
+    uint64_t v = 0;
+    CHECK(trk_control_poll(c, &v, &got));
+    /* Now g, p, c: the pattern's colours follow them. */
+    const struct trk_pattern *pt = &got.patterns[0];
+    CHECKF(got.n == 3 && got.n_patterns == 1 && pt->centre == 2 && pt->id_colors[0][0] == 1 &&
+               pt->id_colors[0][1] == 0 && pt->id_colors[1][0] == 0,
+           "n %d, patterns %d, centre %u", got.n, got.n_patterns, pt->centre);
+    CHECK(trk_objects_validate(&got, NULL, 0) == 0);
+    trk_control_destroy(&c);
+    sink_free(&s);
+}
+
 /* The mask view is each client's own, gone with it; samples naming a seq
  * read the kept (or held) frame of that seq. */
 static void views_and_kept_frames(void)
@@ -863,6 +921,7 @@ int main(void)
     part_saves();
     sample_bounds();
     edits_keep_the_rest();
+    edits_keep_patterns();
     views_and_kept_frames();
     return check_exit("control");
 }
