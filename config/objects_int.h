@@ -104,6 +104,9 @@ int trk_cfg_fail_quoted(struct trk_vctx *c, const struct json_t *v, const char *
 /* o must be an object with no key outside keys[0..n) ("expected ..."). */
 int trk_cfg_only_keys(struct trk_vctx *c, const struct json_t *o, const char *const *keys, size_t n,
                       const char *expected);
+/* "<path>.name "<name>" is already used by <list>[j]" at the current
+ * element's name (TRK_CONFIG_DUPLICATE). */
+int trk_cfg_fail_duplicate(struct trk_vctx *c, const char *name, const char *list, size_t j);
 /* A finite number within +-bound. */
 int trk_cfg_want_number(struct trk_vctx *c, const struct json_t *v, double bound, double *out);
 /* An array of lo..hi numbers within +-bound into v[]; what_n names the count. */

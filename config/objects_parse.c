@@ -151,6 +151,18 @@ int trk_cfg_fail(struct trk_vctx *c, int want_key, const char *fmt, ...)
     return TRK_EINVAL;
 }
 
+int trk_cfg_fail_duplicate(struct trk_vctx *c, const char *name, const char *list, size_t j)
+{
+    char p[128], q[TRK_NAME_MAX + 16];
+    snprintf(q, sizeof q, c->quiet ? "(not shown)" : "\"%s\"", name);
+    trk_cfg_push_key(c, "name");
+    int rc = trk_cfg_fail(c, 0, "%s %s is already used by %s[%zu]",
+                          trk_cfg_path_text(c, p, sizeof p), q, list, j);
+    c->err->kind = TRK_CONFIG_DUPLICATE;
+    trk_cfg_pop(c);
+    return rc;
+}
+
 /* ------------------------------------------------------------ validation */
 
 /* In the order of OBJECTS.md's table (the saver writes them so); the first
@@ -727,7 +739,6 @@ out:
 /* The whole document {"objects": [...]} into out (zeroed first). */
 static int parse_root(struct trk_vctx *c, const json_t *root, struct trk_objects *out)
 {
-    char p[128];
     int rc;
     memset(out, 0, sizeof *out);
     if (!json_is_object(root))
@@ -783,13 +794,7 @@ static int parse_root(struct trk_vctx *c, const json_t *root, struct trk_objects
         }
         for (size_t j = 0; j < i; j++) {
             if (strcmp(out->def[j].name, out->def[i].name) == 0) {
-                char q[TRK_NAME_MAX + 16];
-                snprintf(q, sizeof q, c->quiet ? "(not shown)" : "\"%s\"", out->def[i].name);
-                trk_cfg_push_key(c, "name");
-                rc = trk_cfg_fail(c, 0, "%s %s is already used by objects[%zu]",
-                                  trk_cfg_path_text(c, p, sizeof p), q, j);
-                c->err->kind = TRK_CONFIG_DUPLICATE;
-                trk_cfg_pop(c);
+                rc = trk_cfg_fail_duplicate(c, out->def[i].name, "objects", j);
                 trk_cfg_pop(c);
                 trk_cfg_pop(c);
                 return rc;

@@ -262,7 +262,6 @@ static int parse_pattern(struct trk_vctx *c, const json_t *o, const struct trk_o
 
 int trk_objects_parse_patterns(struct trk_vctx *c, const json_t *arr, struct trk_objects *out)
 {
-    char p[128];
     int rc = 0;
     trk_cfg_push_key(c, "patterns");
     if (!json_is_array(arr)) {
@@ -280,15 +279,8 @@ int trk_objects_parse_patterns(struct trk_vctx *c, const json_t *arr, struct trk
         trk_cfg_push_index(c, (int)i);
         rc = parse_pattern(c, json_array_get(arr, i), out, pt);
         for (size_t j = 0; !rc && j < i; j++)
-            if (!strcmp(out->patterns[j].name, pt->name)) {
-                trk_cfg_push_key(c, "name");
-                char q[TRK_NAME_MAX + 16];
-                snprintf(q, sizeof q, c->quiet ? "(not shown)" : "\"%s\"", pt->name);
-                rc = trk_cfg_fail(c, 0, "%s %s is already used by patterns[%zu]",
-                                  trk_cfg_path_text(c, p, sizeof p), q, j);
-                c->err->kind = TRK_CONFIG_DUPLICATE;
-                trk_cfg_pop(c);
-            }
+            if (!strcmp(out->patterns[j].name, pt->name))
+                rc = trk_cfg_fail_duplicate(c, pt->name, "patterns", j);
         trk_cfg_pop(c);
     }
     trk_cfg_pop(c);

@@ -701,6 +701,31 @@ static void sink_view(void *ctx, uint64_t client, int view)
     if (client < 9) views_seen[client] = view;
 }
 
+/* A control module (64x48 frames) on the set of text, loaded into *objs,
+ * replying into s. */
+static struct trk_control *control_on(const char *text, struct trk_objects *objs, struct sink *s)
+{
+    CHECK(trk_objects_load_string(text, strlen(text), "t", objs, NULL) == 0);
+    struct trk_control_cfg cfg = { .objects = objs };
+    cfg.hello.width = 64, cfg.hello.height = 48;
+    sink_init(s, &cfg);
+    struct trk_control *c = NULL;
+    CHECK(trk_control_create(&cfg, &c) == 0);
+    return c;
+}
+
+/* Sends asks[i][0] with id i + 1, each in turn, and checks its outcome is
+ * asks[i][1]. */
+static void ask_all(struct trk_control *c, struct sink *s, const char *const (*asks)[2], size_t n)
+{
+    char got[64];
+    for (size_t i = 0; i < n; i++) {
+        send_msg(c, asks[i][0]);
+        CHECKF(!strcmp(outcome(s, (int)i + 1, got, sizeof(got)), asks[i][1]), "%s: %s, not %s",
+               asks[i][0], got, asks[i][1]);
+    }
+}
+
 /* Edits keep what they do not name: update_object "changes" merges over the
  * daemon's object (an explicit colour and the tracking keys stay, a default
  * colour follows the box); set_objects with a calibration alone keeps the
@@ -714,13 +739,8 @@ static void edits_keep_the_rest(void)
         "{\"name\":\"b\",\"space\":\"rgb\",\"lo\":[0,0,0],\"hi\":[100,100,100]}],"
         "\"camera\":{\"gain\":10},\"prefilter\":{\"gaussian\":1.5}}";
     static struct trk_objects objs, got;
-    CHECK(trk_objects_load_string(file, strlen(file), "t", &objs, NULL) == 0);
     struct sink s;
-    struct trk_control_cfg cfg = { .objects = &objs };
-    cfg.hello.width = 64, cfg.hello.height = 48;
-    sink_init(&s, &cfg);
-    struct trk_control *c = NULL;
-    CHECK(trk_control_create(&cfg, &c) == 0);
+    struct trk_control *c = control_on(file, &objs, &s);
     /* Each request (its id is its index + 1) and the outcome it gets. */
     static const char *const asks[][2] = {
         { "{\"type\":\"update_object\",\"id\":1,\"name\":\"a\",\"changes\":{\"blobs\":5}}", "ack" },
@@ -735,12 +755,7 @@ static void edits_keep_the_rest(void)
           "ack" },
         { "{\"type\":\"set_objects\",\"id\":6}", "bad_field" },
     };
-    char got_s[64];
-    for (int i = 0; i < (int)(sizeof(asks) / sizeof(asks[0])); i++) {
-        send_msg(c, asks[i][0]);
-        CHECKF(!strcmp(outcome(&s, i + 1, got_s, sizeof(got_s)), asks[i][1]), "%s: %s, not %s",
-               asks[i][0], got_s, asks[i][1]);
-    }
+    ask_all(c, &s, asks, sizeof(asks) / sizeof(asks[0]));
     uint64_t v = 0;
     CHECK(trk_control_poll(c, &v, &got));
     const struct trk_object_def *a = &got.def[0], *b = &got.def[1];
@@ -772,13 +787,8 @@ static void edits_keep_patterns(void)
         "\"blobs\":8}],\"patterns\":[{\"name\":\"r\",\"kind\":\"dots\",\"center\":\"c\","
         "\"center_mm\":50,\"dots\":[[35,54],[35,-54]],\"ids\":[[\"p\",\"g\"],[\"g\",\"p\"]]}]}";
     static struct trk_objects objs, got;
-    CHECK(trk_objects_load_string(file, strlen(file), "t", &objs, NULL) == 0);
     struct sink s;
-    struct trk_control_cfg cfg = { .objects = &objs };
-    cfg.hello.width = 64, cfg.hello.height = 48;
-    sink_init(&s, &cfg);
-    struct trk_control *c = NULL;
-    CHECK(trk_control_create(&cfg, &c) == 0);
+    struct trk_control *c = control_on(file, &objs, &s);
     static const char *const asks[][2] = {
         { "{\"type\":\"set_objects\",\"id\":1,\"objects\":["
           "{\"name\":\"x\",\"space\":\"rgb\",\"lo\":[1,1,1],\"hi\":[2,2,2]},"
@@ -794,12 +804,7 @@ static void edits_keep_patterns(void)
           "invalid_object" },
         { "{\"type\":\"remove_object\",\"id\":5,\"name\":\"x\"}", "ack" },
     };
-    char got_s[64];
-    for (int i = 0; i < (int)(sizeof(asks) / sizeof(asks[0])); i++) {
-        send_msg(c, asks[i][0]);
-        CHECKF(!strcmp(outcome(&s, i + 1, got_s, sizeof(got_s)), asks[i][1]), "%s: %s, not %s",
-               asks[i][0], got_s, asks[i][1]);
-    }
+    ask_all(c, &s, asks, sizeof(asks) / sizeof(asks[0]));
     json_t *r = reply_to(&s, 2);
     CHECKF(
         strstr(json_string_value(json_object_get(r, "message")), "pattern \"r\" uses object \"p\""),
