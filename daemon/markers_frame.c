@@ -8,6 +8,10 @@
 #include "result.h"
 #include "trk_error.h"
 
+/* The most coasting markers a frame reports: every pattern's centres at
+ * their largest lists. */
+#define COAST_MAX ((size_t)TRK_PATTERNS_MAX * TRK_MAX_BLOBS)
+
 struct trk_marker_stage {
     struct trk_marker_follower *follower;
     /* What the follower's tracks belong to: a change starts it over. */
@@ -87,12 +91,13 @@ int trk_marker_stage_run(struct trk_marker_stage *s, const struct trk_objects *s
         height != s->height ||
         memcmp(set->patterns, s->patterns, (size_t)set->n_patterns * sizeof(*s->patterns)))
         restart(s, set, r->n, width, height);
-    /* Spots, and the most markers: one per centre (first colour) spot,
-     * as many again for the tracks the follower coasts. */
+    /* Spots, and the most markers: one per spot (a centre or first colour
+     * at most), and up to COAST_MAX the follower coasts (also in a frame
+     * where nothing is in view). */
     size_t n_spots = 0, max = 0;
     for (int i = 0; i < r->n; i++)
         if (s->used[i]) n_spots += (size_t)r->obj[i].n_blobs;
-    max = 2 * n_spots;
+    max = n_spots + COAST_MAX;
     if (!grow((void **)&s->spots, &s->spots_cap, n_spots, sizeof(*s->spots)) ||
         !grow((void **)&s->found, &s->found_cap, max, sizeof(*s->found))) {
         trk_frame_result_set_markers(r, set->patterns, set->n_patterns, NULL, 0, NULL);
