@@ -252,7 +252,8 @@ int trk_objects_validate(const struct trk_objects *objs, char *msg, size_t msg_l
             }
         }
     }
-    return trk_objects_check_limits(objs->def, objs->n, NULL, msg, msg_len);
+    if (trk_objects_check_limits(objs->def, objs->n, NULL, msg, msg_len)) return TRK_EINVAL;
+    return trk_objects_check_patterns(objs, msg, msg_len);
 }
 
 int trk_objects_find(const struct trk_objects *objs, const char *name)

@@ -21,8 +21,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "backend.h" /* struct trk_object_def, TRK_MAX_OBJECTS, TRK_NAME_MAX, TRK_E* */
-#include "calib.h"   /* struct trk_calib */
+#include "backend.h"  /* struct trk_object_def, TRK_MAX_OBJECTS, TRK_NAME_MAX, TRK_E* */
+#include "calib.h"    /* struct trk_calib */
+#include "patterns.h" /* struct trk_pattern */
 
 #ifdef __cplusplus
 extern "C" {
@@ -118,6 +119,11 @@ struct trk_objects {
      * for result points; calib.on false when absent. Solved by the loader
      * (h, rms, decimals are set). */
     struct trk_calib calib;
+    /* The optional top-level "patterns" (OBJECTS.md): markers assembled
+     * from the objects' blob lists (daemon/markers.h), colours as object
+     * indices into def[]. n_patterns 0 when absent. */
+    int n_patterns;
+    struct trk_pattern patterns[TRK_PATTERNS_MAX];
 };
 
 /* Reads and validates an objects file. Returns 0, or a negative code with
@@ -254,6 +260,13 @@ int trk_objects_save_file(const char *path, const struct trk_objects *objs);
 /* The objects JSON for the built-in demo scene (7 balls: red, green, blue,
  * yellow, magenta, cyan, orange; config/demo_objects.c). Static storage. */
 const char *trk_objects_demo_json(void);
+
+/* dst gets src's patterns, their colours found again by object name in
+ * dst (a set edited from src: objects added, removed, reordered). 0, or
+ * TRK_EINVAL with why naming the pattern and the object dst lacks (or has
+ * without blobs); dst's patterns are then left alone. */
+int trk_objects_carry_patterns(struct trk_objects *dst, const struct trk_objects *src, char *why,
+                               size_t why_len);
 
 /* Index of the object called name, or -1. */
 int trk_objects_find(const struct trk_objects *objs, const char *name);

@@ -13,6 +13,8 @@
 
 #include <stdarg.h>
 
+#include "posindex.h"
+
 /* ------------------------------------------------------------ objects.c */
 
 /* The rule of names (and of the calibration's unit): 1..max-1 bytes of
@@ -56,6 +58,71 @@ void trk_config_quote(const char *s, size_t len, char *out, size_t outlen);
 const char *trk_config_errno_text(int e, char *buf, size_t n);
 
 /* ------------------------------------------------------ objects_parse.c */
+
+#define TRK_VCTX_SEGS 8
+
+/* Validation context: where we are (path from the top level) and how to
+ * turn a path into a position (text + lazily built index; none when
+ * validating a jansson value that came without text). */
+struct trk_vctx {
+    struct trk_config_error *err;
+    const char *text;
+    size_t len;
+    struct trk_posindex *ix;
+    int ix_built;
+    struct trk_path_seg path[TRK_VCTX_SEGS];
+    /* A file's paths start at the top level ("objects[3].lo[1]"); those of
+     * trk_objects_parse_object at the object ("lo[1]"). */
+    int depth;
+    /* A file read at run time (trk_objects_target_load): messages quote no
+     * text from it (strings, keys, unparsed bytes), since they may reach
+     * someone who cannot read the file. user[i]: path[i]'s key came from
+     * the text, not from our list of keys. */
+    bool quiet;
+    bool user[TRK_VCTX_SEGS];
+};
+
+/* The checking helpers objects_parse.c and objects_patterns.c share. Each
+ * records its error at the current path (the key itself when want_key) and
+ * returns TRK_EINVAL; p/pn: scratch for the path text. */
+const char *trk_cfg_type_name(const struct json_t *v); /* "an object", "a string", ... */
+void trk_cfg_push_key(struct trk_vctx *c, const char *key);
+void trk_cfg_push_user_key(struct trk_vctx *c, const char *key); /* a key from the text */
+void trk_cfg_push_index(struct trk_vctx *c, int i);
+void trk_cfg_pop(struct trk_vctx *c);
+/* A string of the text, quoted for a message ("(not shown)" when quiet). */
+void trk_cfg_user_text(const struct trk_vctx *c, const char *s, size_t len, char *out, size_t n);
+/* The current path as text, e.g. "objects[3].lo[1]". */
+const char *trk_cfg_path_text(const struct trk_vctx *c, char *buf, size_t n);
+__attribute__((format(printf, 3, 4))) int trk_cfg_fail(struct trk_vctx *c, int want_key,
+                                                       const char *fmt, ...);
+int trk_cfg_want_string(struct trk_vctx *c, const struct json_t *v, const char *what, char *p,
+                        size_t pn);
+/* "<path> "<v>" why" for the string v. */
+int trk_cfg_fail_quoted(struct trk_vctx *c, const struct json_t *v, const char *why, char *p,
+                        size_t pn);
+/* o must be an object with no key outside keys[0..n) ("expected ..."). */
+int trk_cfg_only_keys(struct trk_vctx *c, const struct json_t *o, const char *const *keys, size_t n,
+                      const char *expected);
+/* "<path>.name "<name>" is already used by <list>[j]" at the current
+ * element's name (TRK_CONFIG_DUPLICATE). */
+int trk_cfg_fail_duplicate(struct trk_vctx *c, const char *name, const char *list, size_t j);
+/* A finite number within +-bound. */
+int trk_cfg_want_number(struct trk_vctx *c, const struct json_t *v, double bound, double *out);
+/* An array of lo..hi numbers within +-bound into v[]; what_n names the count. */
+int trk_cfg_number_array(struct trk_vctx *c, const struct json_t *a, size_t lo, size_t hi,
+                         double bound, double *v, char *what_n);
+
+/* ---------------------------------------------------- objects_patterns.c */
+
+/* "patterns": [...] (OBJECTS.md) into out->patterns, after the objects
+ * (every colour names one of out->def[0..out->n)); at the current path. */
+int trk_objects_parse_patterns(struct trk_vctx *c, const struct json_t *arr,
+                               struct trk_objects *out);
+
+/* Checks patterns[0..n) against the set's objects (the loader's rules, for
+ * a set in memory): 0, or TRK_EINVAL with a message naming the pattern. */
+int trk_objects_check_patterns(const struct trk_objects *objs, char *msg, size_t msg_len);
 
 /* The whole document {"objects": [...]} into out, all or nothing. text/len:
  * the text root was parsed from, for positions (NULL: errors have none);

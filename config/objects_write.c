@@ -59,6 +59,73 @@ static void sb_calibration(struct trk_buf *b, const struct trk_calib *k)
     trk_buf_printf(b, "}");
 }
 
+/* An object index as its name. */
+static void sb_colour(struct trk_buf *b, const struct trk_objects *objs, uint16_t k)
+{
+    trk_buf_json_str(b, objs->def[k].name, sizeof objs->def[k].name);
+}
+
+/* A list of colours: ["a", "b", ...]. */
+static void sb_colours(struct trk_buf *b, const struct trk_objects *objs, const uint16_t *k,
+                       unsigned n)
+{
+    trk_buf_printf(b, "[");
+    for (unsigned i = 0; i < n; i++) {
+        if (i) trk_buf_printf(b, ", ");
+        sb_colour(b, objs, k[i]);
+    }
+    trk_buf_printf(b, "]");
+}
+
+/* One pattern on one line, optional keys only when set (the loader's
+ * defaults), so a file round-trips. */
+static void sb_pattern(struct trk_buf *b, const struct trk_objects *objs,
+                       const struct trk_pattern *pt)
+{
+    static const char *const teams[] = { "", "blue", "yellow" };
+    trk_buf_printf(b, "    {\"name\": ");
+    trk_buf_json_str(b, pt->name, sizeof pt->name);
+    trk_buf_printf(b, ", \"kind\": \"%s\"", pt->kind == TRK_PATTERN_DOTS ? "dots" : "code");
+    if (pt->team) trk_buf_printf(b, ", \"team\": \"%s\"", teams[pt->team]);
+    if (pt->height != 0) {
+        trk_buf_printf(b, ", \"height\": ");
+        sb_double(b, pt->height);
+    }
+    if (pt->kind == TRK_PATTERN_CODE) {
+        trk_buf_printf(b, ", \"colors\": ");
+        sb_colours(b, objs, pt->code, pt->n_code);
+        trk_buf_printf(b, ", \"id\": %d", (int)pt->code_id);
+        if (pt->gap != 0) {
+            trk_buf_printf(b, ", \"gap\": ");
+            sb_double(b, pt->gap);
+        }
+        trk_buf_printf(b, "}");
+        return;
+    }
+    trk_buf_printf(b, ", \"center\": ");
+    sb_colour(b, objs, pt->centre);
+    trk_buf_printf(b, pt->px_per_mm > 0 ? ", \"px_per_mm\": " : ", \"center_mm\": ");
+    sb_double(b, pt->px_per_mm > 0 ? pt->px_per_mm : pt->centre_mm);
+    if (pt->tol != 0) {
+        trk_buf_printf(b, ", \"tolerance\": ");
+        sb_double(b, pt->tol);
+    }
+    trk_buf_printf(b, ",\n     \"dots\": [");
+    for (unsigned d = 0; d < pt->n_dots; d++) {
+        trk_buf_printf(b, "%s[", d ? ", " : "");
+        sb_double(b, pt->dot_x[d]);
+        trk_buf_printf(b, ", ");
+        sb_double(b, pt->dot_y[d]);
+        trk_buf_printf(b, "]");
+    }
+    trk_buf_printf(b, "],\n     \"ids\": [");
+    for (unsigned i = 0; i < pt->n_ids; i++) {
+        trk_buf_printf(b, "%s", i ? ",\n             " : "");
+        sb_colours(b, objs, pt->id_colors[i], pt->n_dots);
+    }
+    trk_buf_printf(b, "]}");
+}
+
 char *trk_objects_to_json(const struct trk_objects *objs)
 {
     if (trk_objects_validate(objs, NULL, 0)) return NULL;
@@ -113,6 +180,14 @@ char *trk_objects_to_json(const struct trk_objects *objs)
         trk_buf_printf(&b, "}");
     }
     if (objs->calib.on) sb_calibration(&b, &objs->calib);
+    if (objs->n_patterns > 0) {
+        trk_buf_printf(&b, ",\n  \"patterns\": [\n");
+        for (int i = 0; i < objs->n_patterns; i++) {
+            sb_pattern(&b, objs, &objs->patterns[i]);
+            trk_buf_printf(&b, "%s\n", i + 1 < objs->n_patterns ? "," : "");
+        }
+        trk_buf_printf(&b, "  ]");
+    }
     trk_buf_printf(&b, "\n}\n");
     if (b.failed) {
         trk_buf_free(&b);

@@ -24,6 +24,7 @@
 #include "out/outputs.h"
 #include "out/record.h"
 #include "ops/snapshot.h"
+#include "markers.h"
 #include "tracker.h"
 #include "trk_assert.h"
 #include "ws.h"
@@ -97,6 +98,7 @@ struct pipeline {
     struct trk_frame_result result;
     struct trk_objects *objects;
     struct trk_tracker *tracker;
+    struct trk_marker_stage *markers; /* the set's patterns' markers (markers.h) */
     /* A set the control module had for the frame after the one being sent
      * (pipelining looks before this frame's results are out, and they go
      * out under this frame's set): applied before that frame starts. */
@@ -469,8 +471,13 @@ static int keep_results(struct pipeline *p, int n_objects)
     p->was_full = trk_tracker_was_full(p->tracker);
     p->rounds = trk_tracker_rounds(p->tracker);
     const struct trk_objects *set = p->objects;
-    return trk_frame_result_fill(&p->result, &(struct trk_frame_meta){ 0 }, set->def, n_objects,
-                                 p->obj_res, p->blobs, p->instances, &set->calib);
+    int err = trk_frame_result_fill(&p->result, &(struct trk_frame_meta){ 0 }, set->def, n_objects,
+                                    p->obj_res, p->blobs, p->instances, &set->calib);
+    if (err) return err;
+    /* Instances' world velocities per second, then the markers from the
+     * blob lists just kept (markers.h). */
+    trk_frame_result_set_rate(&p->result, &set->calib, p->cfg->source->fps);
+    return trk_marker_stage_run(p->markers, set, &p->result, p->frame_w, p->frame_h);
 }
 
 /* Finishes frame f begun with start_frame: waits for the round in flight,
@@ -1143,6 +1150,7 @@ static void service_tick(struct pipeline *p, struct service_mark *m, double now)
 static void free_parts(struct pipeline *p)
 {
     trk_tracker_destroy(&p->tracker);
+    trk_marker_stage_destroy(p->markers);
     free(p->res);
     free(p->unit_blobs);
     free(p->unit_nb);
@@ -1178,7 +1186,8 @@ static struct pipeline *pipeline_new(const struct trk_pipeline_cfg *cfg,
     p->unit_nb = calloc((size_t)units, sizeof(*p->unit_nb));
     p->objects = calloc(1, sizeof(*p->objects));
     p->polled = calloc(1, sizeof(*p->polled));
-    if (!p->res || !p->unit_blobs || !p->unit_nb || !p->objects || !p->polled ||
+    p->markers = trk_marker_stage_create();
+    if (!p->res || !p->unit_blobs || !p->unit_nb || !p->objects || !p->polled || !p->markers ||
         (*err = trk_tracker_create(&tc, &p->tracker))) {
         free_parts(p);
         return NULL;

@@ -12,7 +12,7 @@ instances seen in the frame: they are printed once, as instances.
 import sys
 
 
-def print_frame(seq, objects):
+def print_frame(seq, objects, markers=()):
     found = [f"{o['name']} ({o['cx']:.1f}, {o['cy']:.1f})" for o in objects if o["found"]]
     print(f"frame {seq}: {', '.join(found)}")
     for o in objects:
@@ -23,4 +23,8 @@ def print_frame(seq, objects):
         if "instances" not in o:
             for b in o.get("blobs", []):
                 print(f"  {o['name']} blob at ({b['cx']:.1f}, {b['cy']:.1f}), {b['mass']} px")
+    for m in markers:  # only when the objects file has "patterns"
+        lost = f", lost for {m['lost']} frames" if m["lost"] else ""
+        print(f"  marker {m['pattern']} {m['id']} at ({m['cx']:.1f}, {m['cy']:.1f}) heading "
+              f"{m['heading']:.1f} deg, track {m['track_id']}{lost}")
     sys.stdout.flush()

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Prints what trackd sends with --udp HOST:PORT: per frame, the objects
 found and their positions, then each instance of a tracked object (id,
-position, velocity) and each blob of an object that lists blobs, as
+position, velocity), each blob of an object that lists blobs and each
+marker (objects files with "patterns"), as
 examples/ws_client.py does (frame_text.py beside it reads the message).
 
     trackd --udp 127.0.0.1:5005 &
@@ -28,15 +29,17 @@ if group:
     sock.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP,
                     socket.inet_aton(group) + socket.inet_aton("0.0.0.0"))
 
-pending = {}  # seq -> {part: objects}
+pending = {}  # seq -> {part: message}
 n = 0
 while n != frames:
     msg = json.loads(sock.recv(65536))
     parts = pending.setdefault(msg["seq"], {})
-    parts[msg["part"]] = msg["objects"]
+    parts[msg["part"]] = msg
     if len(parts) < msg["parts"]:
         continue
-    objects = [o for i in sorted(parts) for o in parts[i]]
+    # a split frame: its objects, then its markers, in part order
+    objects = [o for i in sorted(parts) for o in parts[i]["objects"]]
+    markers = [m for i in sorted(parts) for m in parts[i].get("markers", [])]
     pending = {seq: p for seq, p in pending.items() if seq > msg["seq"]}
-    print_frame(msg["seq"], objects)
+    print_frame(msg["seq"], objects, markers)
     n += 1

@@ -33,7 +33,7 @@ async def main(url, frames):
             msg = json.loads(message)
             if msg["type"] != "frame":  # hello, stats, status, ...
                 continue
-            print_frame(msg["seq"], msg["objects"])
+            print_frame(msg["seq"], msg["objects"], msg.get("markers", []))
             n += 1
             if n == frames:
                 return

@@ -131,6 +131,20 @@ static int put_blobs(struct trk_buf *b, const struct trk_frame_result *r,
     return 0;
 }
 
+/* ,"wx","wy","wvx","wvy": instance x's world point and velocity per
+ * second (nulls where it has none). */
+static int put_instance_world(struct trk_buf *b, const struct trk_frame_result *r,
+                              const struct trk_instance *x)
+{
+    PUT(put_world(b, r, &(struct trk_point){ .world = x->world, .wx = x->wx, .wy = x->wy }));
+    if (!x->world_v) {
+        LIT(b, ",\"wvx\":null,\"wvy\":null");
+        return 0;
+    }
+    PUT(kv_fixed(b, ",\"wvx\":", x->wvx, r->world_decimals));
+    return kv_fixed(b, ",\"wvy\":", x->wvy, r->world_decimals);
+}
+
 /* ,"instances":[{...}, ...]: object o's instances. */
 static int put_instances(struct trk_buf *b, const struct trk_frame_result *r,
                          const struct trk_result_object *o)
@@ -153,6 +167,7 @@ static int put_instances(struct trk_buf *b, const struct trk_frame_result *r,
         }
         PUT(kv_fixed(b, ",\"vx\":", x->vx, 3));
         PUT(kv_fixed(b, ",\"vy\":", x->vy, 3));
+        if (r->calibrated) PUT(put_instance_world(b, r, x));
         PUT(kv_u64(b, ",\"age\":", x->age));
         PUT(kv_u64(b, ",\"lost\":", x->lost));
         if (seen)
@@ -160,6 +175,59 @@ static int put_instances(struct trk_buf *b, const struct trk_frame_result *r,
         else
             LIT(b, ",\"via\":null");
         LIT(b, "}");
+    }
+    LIT(b, "]");
+    return 0;
+}
+
+/* Marker k of r: {"pattern","id","cx","cy","heading","confidence",
+ * "track_id","lost"(,"wx","wy","wheading")}; the world keys when r is
+ * calibrated, null when the marker has no world point. */
+/* An angle in [0, 360) to 2 decimals, kept in [0, 360) by the rounding
+ * (359.996 is 0.00, not 360.00). */
+static int kv_angle(struct trk_buf *b, const char *key, double deg)
+{
+    return kv_fixed(b, key, deg >= 359.995 ? 0.0 : deg, 2);
+}
+
+static int put_marker(struct trk_buf *b, const struct trk_frame_result *r, size_t k)
+{
+    const struct trk_result_marker *x = &r->markers[k];
+    const struct trk_marker *m = &x->m;
+    const char *name = m->pattern < r->n_patterns ? r->patterns[m->pattern].name : NULL;
+    PUT(kv_str(b, "{\"pattern\":", name, TRK_NAME_MAX));
+    PUT(kv_i64(b, ",\"id\":", m->id));
+    PUT(kv_fixed(b, ",\"cx\":", m->cx, 2));
+    PUT(kv_fixed(b, ",\"cy\":", m->cy, 2));
+    PUT(kv_angle(b, ",\"heading\":", m->heading));
+    PUT(kv_fixed(b, ",\"confidence\":", m->confidence, 3));
+    PUT(kv_u64(b, ",\"track_id\":", m->track_id));
+    PUT(kv_u64(b, ",\"lost\":", m->lost));
+    if (r->calibrated && !x->world) LIT(b, ",\"wx\":null,\"wy\":null,\"wheading\":null");
+    if (r->calibrated && x->world) {
+        PUT(kv_fixed(b, ",\"wx\":", x->wx, r->world_decimals));
+        PUT(kv_fixed(b, ",\"wy\":", x->wy, r->world_decimals));
+        PUT(kv_angle(b, ",\"wheading\":", x->wheading));
+    }
+    LIT(b, "}");
+    return 0;
+}
+
+int trk_msg_frame_marker(struct trk_buf *b, const struct trk_frame_result *r, size_t k)
+{
+    return k < r->n_markers ? put_marker(b, r, k) : TRK_EINVAL;
+}
+
+/* ,"markers":[...]: markers first..first+count-1 (nothing when r's set has
+ * no patterns: such frames are as before markers existed). */
+static int put_markers(struct trk_buf *b, const struct trk_frame_result *r, size_t first,
+                       size_t count)
+{
+    if (r->n_patterns <= 0) return 0;
+    LIT(b, ",\"markers\":[");
+    for (size_t k = first; k < first + count && k < r->n_markers; k++) {
+        if (k > first) LIT(b, ",");
+        PUT(put_marker(b, r, k));
     }
     LIT(b, "]");
     return 0;
@@ -229,16 +297,20 @@ int trk_msg_object_result(struct trk_buf *b, const struct trk_frame_result *r, c
     return put_frame_object(b, r, id, ",\"id\":");
 }
 
-/* ,"objects":[...]}: objects first..first+count-1, with their ids. */
+/* ,"objects":[...](,"markers":[...])}: units first..first+count-1, the
+ * objects (with their ids) then the markers (unit r->n + k is marker k). */
 static int put_frame_objects(struct trk_buf *b, const struct trk_frame_result *r, int first,
                              int count)
 {
     LIT(b, ",\"objects\":[");
-    for (int i = first; i < first + count; i++) {
+    for (int i = first; i < first + count && i < r->n; i++) {
         if (i > first) LIT(b, ",");
         PUT(trk_msg_frame_object(b, r, i));
     }
-    LIT(b, "]}");
+    LIT(b, "]");
+    const int m0 = first > r->n ? first - r->n : 0, m1 = first + count - r->n;
+    PUT(put_markers(b, r, (size_t)m0, m1 > m0 ? (size_t)(m1 - m0) : 0));
+    LIT(b, "}");
     return 0;
 }
 
@@ -252,12 +324,13 @@ int trk_msg_frame(struct trk_buf *b, const struct trk_frame_result *r)
     /* wx, wy: up to 2 x 24 bytes more per centroid. */
     const size_t world = r->calibrated ? 48 : 0;
     PUT(trk_buf_reserve(b, 320 + (size_t)(r->n > 0 ? r->n : 0) * (160 + world + TRK_NAME_MAX * 6) +
-                               listed * (130 + world)));
+                               listed * (130 + world) +
+                               r->n_markers * (170 + world + TRK_NAME_MAX * 6)));
     LIT(b, "{\"type\":\"frame\"");
     if (r->meta.camera) PUT(kv_str(b, ",\"camera\":", r->meta.camera, 256));
     PUT(kv_u64(b, ",\"seq\":", r->meta.seq));
     PUT(put_frame_fields(b, &r->meta));
-    return put_frame_objects(b, r, 0, r->n);
+    return put_frame_objects(b, r, 0, r->n + (int)r->n_markers);
 }
 
 int trk_msg_frame_part(struct trk_buf *b, const struct trk_frame_result *r, const char *camera,

@@ -60,7 +60,10 @@ extern "C" {
  * "instances": each {id, mass, cx, cy (2 decimals), bbox, perimeter, vx, vy
  * (3 decimals), age, lost, via ("roi"/"full")}; a lost one has mass 0, its
  * predicted cx, cy, and bbox, perimeter and via null. With meta.pass the
- * header also has "pass", "rounds" and "upload_bytes". Only formats: every
+ * header also has "pass", "rounds" and "upload_bytes". With r->n_patterns
+ * > 0, "markers" follows "objects": each {pattern (its name), id, cx, cy,
+ * heading (2 decimals), confidence (3), track_id, lost(, wx, wy, wheading
+ * when calibrated, null without a world point)}. Only formats: every
  * value is r's (protocol/result.h). */
 int trk_msg_frame(struct trk_buf *b, const struct trk_frame_result *r);
 
@@ -74,11 +77,17 @@ int trk_msg_frame_object(struct trk_buf *b, const struct trk_frame_result *r, in
 int trk_msg_object_result(struct trk_buf *b, const struct trk_frame_result *r, const char *camera,
                           int id);
 
+/* Appends one element of the frame's markers[]: marker k's entry as
+ * trk_msg_frame writes it (TRK_EINVAL past the list). */
+int trk_msg_frame_marker(struct trk_buf *b, const struct trk_frame_result *r, size_t k);
+
 /* Appends one part of a frame as a UDP datagram carries it (PROTOCOL.md,
  * "UDP datagrams"): the frame message with "camera" and "part" (1..parts)
- * of "parts" after seq, and only objects first..first+count-1 (keeping
- * their ids). With part = parts = 1, first = 0 and count = n it is the
- * whole frame message plus camera, part and parts. */
+ * of "parts" after seq, and only units first..first+count-1: objects
+ * 0..n-1 (keeping their ids), then markers (unit n + k is marker k; the
+ * "markers" key only when r's set has patterns). With part = parts = 1,
+ * first = 0 and count = n + n_markers it is the whole frame message plus
+ * camera, part and parts. */
 int trk_msg_frame_part(struct trk_buf *b, const struct trk_frame_result *r, const char *camera,
                        int part, int parts, int first, int count);
 

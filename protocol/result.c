@@ -1,6 +1,7 @@
 /* The frame result: see result.h. */
 #include "result.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,6 +58,9 @@ int trk_frame_result_fill(struct trk_frame_result *r, const struct trk_frame_met
     r->n = 0;
     r->calibrated = calib != NULL;
     r->world_decimals = calib ? calib->decimals : 0;
+    r->patterns = NULL;
+    r->n_patterns = 0;
+    r->n_markers = 0;
     size_t nb = 0, ni = 0;
     for (int i = 0; i < n; i++) {
         nb += (size_t)blobs_listed(&defs[i], blobs ? &blobs[i] : NULL);
@@ -82,9 +86,70 @@ int trk_frame_result_fill(struct trk_frame_result *r, const struct trk_frame_met
         o->inst0 = ni;
         o->n_inst = o->has_instances && instances[i].n > 0 ? instances[i].n : 0;
         if (o->n_inst) memcpy(r->inst + ni, instances[i].v, (size_t)o->n_inst * sizeof(*r->inst));
-        ni += (size_t)o->n_inst;
+        for (int k = 0; k < o->n_inst; k++, ni++) {
+            struct trk_instance *x = &r->inst[ni];
+            x->world = calib && trk_calib_to_world(calib, x->cx, x->cy, &x->wx, &x->wy);
+            x->world_v = false;
+        }
     }
     r->n = n;
+    return 0;
+}
+
+void trk_frame_result_set_rate(struct trk_frame_result *r, const struct trk_calib *calib,
+                               double fps)
+{
+    if (!calib || !calib->on || !(fps > 0)) return;
+    for (int i = 0; i < r->n; i++) {
+        const struct trk_result_object *o = &r->obj[i];
+        for (int k = 0; k < o->n_inst; k++) {
+            struct trk_instance *x = &r->inst[o->inst0 + (size_t)k];
+            double x1, y1;
+            x->world_v =
+                x->world && trk_calib_to_world(calib, x->cx + x->vx, x->cy + x->vy, &x1, &y1);
+            if (!x->world_v) continue;
+            x->wvx = (x1 - x->wx) * fps;
+            x->wvy = (y1 - x->wy) * fps;
+        }
+    }
+}
+
+/* The world pose of marker rm->m by calib at height z (rm->world false
+ * when the centre or the point along the heading has none). */
+static void marker_world(struct trk_result_marker *rm, const struct trk_calib *calib, double z)
+{
+    const struct trk_marker *m = &rm->m;
+    const double th = m->heading * M_PI / 180.0;
+    double x1, y1;
+    /* Screen y points down: counter-clockwise on screen is -y. */
+    rm->world = trk_calib_to_world_at(calib, m->cx, m->cy, z, &rm->wx, &rm->wy) &&
+                trk_calib_to_world_at(calib, m->cx + cos(th), m->cy - sin(th), z, &x1, &y1);
+    if (!rm->world) return;
+    double a = atan2(y1 - rm->wy, x1 - rm->wx) * 180.0 / M_PI;
+    rm->wheading = a < 0 ? a + 360.0 : a;
+    if (rm->wheading >= 360.0) rm->wheading = 0; /* -tiny + 360 rounds up */
+}
+
+int trk_frame_result_set_markers(struct trk_frame_result *r, const struct trk_pattern *pats,
+                                 int n_pats, const struct trk_marker *m, size_t n,
+                                 const struct trk_calib *calib)
+{
+    if (calib && !calib->on) calib = NULL;
+    r->patterns = n_pats > 0 ? pats : NULL;
+    r->n_patterns = n_pats > 0 ? n_pats : 0;
+    r->n_markers = 0;
+    if (n > r->markers_cap) {
+        struct trk_result_marker *v = realloc(r->markers, n * sizeof(*v));
+        if (!v) return TRK_ENOMEM;
+        r->markers = v;
+        r->markers_cap = n;
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct trk_result_marker *rm = &r->markers[i];
+        *rm = (struct trk_result_marker){ .m = m[i] };
+        if (calib && m[i].pattern < n_pats) marker_world(rm, calib, pats[m[i].pattern].height);
+    }
+    r->n_markers = n;
     return 0;
 }
 
@@ -111,6 +176,18 @@ void trk_frame_result_copy(struct trk_frame_result *dst, const struct trk_frame_
         memcpy(dst->blob_c, src->blob_c, nb * sizeof(*dst->blob_c));
     }
     if (inst_ok && ni) memcpy(dst->inst, src->inst, ni * sizeof(*dst->inst));
+    /* Markers: all or none (the patterns stay: a frame without markers). */
+    dst->patterns = src->patterns;
+    dst->n_patterns = src->n_patterns;
+    dst->n_markers = 0;
+    if (src->n_markers > dst->markers_cap) {
+        struct trk_result_marker *v = realloc(dst->markers, src->n_markers * sizeof(*v));
+        if (!v) return;
+        dst->markers = v;
+        dst->markers_cap = src->n_markers;
+    }
+    if (src->n_markers) memcpy(dst->markers, src->markers, src->n_markers * sizeof(*dst->markers));
+    dst->n_markers = src->n_markers;
 }
 
 void trk_frame_result_free(struct trk_frame_result *r)
@@ -118,6 +195,9 @@ void trk_frame_result_free(struct trk_frame_result *r)
     free(r->blobs);
     free(r->blob_c);
     free(r->inst);
+    free(r->markers);
+    r->markers = NULL;
+    r->n_markers = r->markers_cap = 0;
     r->blobs = NULL;
     r->blob_c = NULL;
     r->inst = NULL;

@@ -18,6 +18,7 @@
 
 #include "backend.h"
 #include "calib.h"
+#include "patterns.h" /* struct trk_pattern, struct trk_marker */
 
 #ifdef __cplusplus
 extern "C" {
@@ -60,6 +61,15 @@ struct trk_instance {
     uint64_t age;         /* frames since it appeared: 1 on its first           */
     uint32_t lost;        /* frames since last seen; 0 = seen in this frame     */
     bool via_roi;         /* seen in its own region (else a whole-frame search) */
+    /* Set by the frame result (result.c), not the tracker: with a
+     * calibration, world is its point cx, cy in world units (at height 0,
+     * as the object's centroid) and world_v its velocity in world units
+     * per second: the world step of one frame's vx, vy (between the world
+     * points of the centroid and of the centroid plus that step) times
+     * the source's nominal frame rate (trk_frame_result_set_rate; none
+     * without one). */
+    bool world, world_v;
+    double wx, wy, wvx, wvy;
 };
 
 struct trk_instance_list {
@@ -98,6 +108,18 @@ struct trk_result_object {
     int n_inst;
 };
 
+/* One marker of a frame (config/patterns.h, daemon/markers.h) and, with a
+ * calibration, its world pose: the centre's world point at the pattern's
+ * height (trk_calib_to_world_at) and wheading, the heading carried through
+ * the calibration: the world direction, in degrees counter-clockwise from
+ * world +x in [0, 360), from the centre's world point to the world point
+ * of the pixel one pixel along the heading (both at the height). */
+struct trk_result_marker {
+    struct trk_marker m;
+    bool world; /* wx, wy, wheading hold it */
+    double wx, wy, wheading;
+};
+
 struct trk_frame_result {
     struct trk_frame_meta meta;
     const struct trk_object_def *defs; /* n entries (the caller's)          */
@@ -112,6 +134,14 @@ struct trk_frame_result {
     struct trk_point *blob_c;
     struct trk_instance *inst;
     size_t blob_cap, inst_cap;
+    /* The set's patterns (NULL, 0: none; the caller's, pointed to like
+     * defs) and this frame's markers (found ones first, then the ones the
+     * follower coasts; owned, grown). Outputs write markers only when
+     * n_patterns > 0. */
+    const struct trk_pattern *patterns;
+    int n_patterns;
+    struct trk_result_marker *markers;
+    size_t n_markers, markers_cap;
 };
 
 /* The one place a centroid is computed: (sum_x / mass, sum_y / mass) as
@@ -124,7 +154,8 @@ static inline void trk_centroid(uint64_t sum_x, uint64_t sum_y, uint64_t mass, d
     *cy = (double)sum_y / (double)mass;
 }
 
-/* Fills r with one frame: meta, n objects of defs with their aggregates
+/* Fills r with one frame (no markers: trk_frame_result_set_markers adds
+ * them): meta, n objects of defs with their aggregates
  * res, blob lists (NULL: none) and instances (NULL: none; used for objects
  * whose definition has track on), deriving every centroid, found flag and,
  * with calib (NULL or off: none), world point. The lists are copied; defs
@@ -133,6 +164,19 @@ int trk_frame_result_fill(struct trk_frame_result *r, const struct trk_frame_met
                           const struct trk_object_def *defs, int n,
                           const struct trk_obj_result *res, const struct trk_blob_list *blobs,
                           const struct trk_instance_list *instances, const struct trk_calib *calib);
+
+/* The instances' world velocities per second (trk_instance.world_v) at a
+ * source's nominal frame rate fps; fps <= 0 (unknown) or no calibration:
+ * none. calib: the one r was filled with. */
+void trk_frame_result_set_rate(struct trk_frame_result *r, const struct trk_calib *calib,
+                               double fps);
+
+/* Sets r's markers: pats[0..n_pats) (pointed to) and m[0..n) copied, each
+ * with its world pose by calib (NULL or off: none) at its pattern's
+ * height. 0, or TRK_ENOMEM (r then has no markers, its patterns kept). */
+int trk_frame_result_set_markers(struct trk_frame_result *r, const struct trk_pattern *pats,
+                                 int n_pats, const struct trk_marker *m, size_t n,
+                                 const struct trk_calib *calib);
 
 /* Copies src into dst with dst's own lists (dst->defs = src->defs: a copy
  * that outlives them points it at its own). Lists that cannot be copied

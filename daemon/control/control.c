@@ -580,7 +580,12 @@ static void handle_set_objects(struct trk_control *c, const struct request *r)
     struct trk_objects *n = malloc(sizeof(*n));
     struct trk_config_error cerr;
     int err = root && n ? trk_objects_from_json(root, "set_objects", n, &cerr) : TRK_ENOMEM;
-    if (!err) {
+    /* The message carries no patterns: the set keeps its own, over the
+     * new objects by name (refused when one names an object gone). */
+    char why[256];
+    if (!err && trk_objects_carry_patterns(n, &c->objs, why, sizeof(why))) {
+        refuse(c, r, TRK_MSG_INVALID_OBJECT, "%s", why);
+    } else if (!err) {
         /* The message carries no pre-filter or camera section: the set
          * keeps its own. */
         n->prefilter_sigma = c->objs.prefilter_sigma;
@@ -597,6 +602,24 @@ static void handle_set_objects(struct trk_control *c, const struct request *r)
     }
     json_decref(root);
     free(n);
+}
+
+/* Whether the set's patterns still hold with def as object k (a colour
+ * they use keeps its blobs); else refuses r and says which. */
+static bool patterns_keep(struct trk_control *c, const struct request *r, int k,
+                          const struct trk_object_def *def)
+{
+    struct trk_objects *t = malloc(sizeof(*t));
+    char why[256] = "out of memory";
+    if (t) {
+        *t = c->objs;
+        t->def[k] = *def;
+        if (k == t->n) t->n++;
+    }
+    bool ok = t && trk_objects_validate(t, why, sizeof(why)) == 0;
+    free(t);
+    if (!ok) refuse(c, r, TRK_MSG_INVALID_OBJECT, "%s", why);
+    return ok;
 }
 
 /* Makes def object k (k == n appends one) unless another object has its
@@ -623,6 +646,7 @@ static void store_object(struct trk_control *c, const struct request *r, int k,
         refuse(c, r, TRK_MSG_TOO_MANY_OBJECTS, "%s", why);
         return;
     }
+    if (c->objs.n_patterns > 0 && !patterns_keep(c, r, k, def)) return;
     if (k == c->objs.n) c->objs.n++;
     rename_views(c, c->objs.def[k].name, def->name);
     c->objs.def[k] = *def;
@@ -715,6 +739,24 @@ static void handle_remove_object(struct trk_control *c, const struct request *r)
     int k = find_target(c, r);
     if (k < 0) return;
     struct trk_objects *o = &c->objs;
+    if (o->n_patterns > 0) {
+        /* A pattern's colours are object indices: the ones after k move. */
+        struct trk_objects *t = malloc(sizeof(*t));
+        char why[256] = "out of memory";
+        int err = TRK_ENOMEM;
+        if (t) {
+            *t = *o;
+            memmove(&t->def[k], &t->def[k + 1], (t->n - k - 1) * sizeof(t->def[0]));
+            t->n--;
+            err = trk_objects_carry_patterns(t, o, why, sizeof(why));
+        }
+        if (!err) memcpy(o->patterns, t->patterns, sizeof(o->patterns));
+        free(t);
+        if (err) {
+            refuse(c, r, err == TRK_ENOMEM ? TRK_MSG_IO_ERROR : TRK_MSG_INVALID_OBJECT, "%s", why);
+            return;
+        }
+    }
     memmove(&o->def[k], &o->def[k + 1], (o->n - k - 1) * sizeof(o->def[0]));
     memmove(&o->color[k], &o->color[k + 1], (o->n - k - 1) * sizeof(o->color[0]));
     o->n--;

@@ -131,6 +131,10 @@ static void copy_frame(struct trk_netq_frame *f, const struct trk_frame_result *
     f->r.meta.camera = NULL;
     memcpy(f->defs, r->defs, (size_t)r->n * sizeof(*r->defs));
     f->r.defs = f->defs;
+    if (r->n_patterns > 0 && r->n_patterns <= TRK_PATTERNS_MAX) {
+        memcpy(f->patterns, r->patterns, (size_t)r->n_patterns * sizeof(*r->patterns));
+        f->r.patterns = f->patterns;
+    }
 }
 
 void trk_netq_push(struct trk_netq *s, const struct trk_frame_result *r)

@@ -23,13 +23,15 @@
 #define TRK_NETQ_DEPTH 4
 
 /* One frame's result as the pipeline had it, owned by the sink (a copy:
- * r.defs points at defs, r.meta.backend at backend; r.meta.camera is NULL,
+ * r.defs points at defs, r.patterns at patterns, r.meta.backend at backend;
+ * r.meta.camera is NULL,
  * the sink is given its camera name), so senders encode with
  * protocol/messages.h. */
 struct trk_netq_frame {
     struct trk_frame_result r;
     char backend[32];
     struct trk_object_def defs[TRK_MAX_OBJECTS];
+    struct trk_pattern patterns[TRK_PATTERNS_MAX];
 };
 
 struct trk_netq_cfg {

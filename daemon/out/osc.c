@@ -23,9 +23,9 @@
 #define ADDR_MAX (16 + 2 * TRK_NAME_ESCAPED_MAX + 16)
 /* The bytes OSC 1.0 reserves in an address part; '%' is escaped too. */
 #define OSC_RESERVED " #*,/?[]{}"
-/* Longest message: its address and at most five 4-byte arguments with
- * their type tags. */
-#define MSG_MAX (ADDR_MAX + 64)
+/* Longest message: its address and at most ten 4-byte arguments (a
+ * marker with its world pose) with their type tags. */
+#define MSG_MAX (ADDR_MAX + 96)
 
 /* liblo builds and serialises the messages; they go out on our own socket,
  * IPv4 or IPv6 (through liblo 0.31 as Debian builds it, every send to an
@@ -105,6 +105,39 @@ static int send_object(struct osc *o, char *path, size_t at, size_t cap,
     return e;
 }
 
+/* The frame's markers: one message each to /trackd/<camera>/<pattern>/marker
+ * (PROTOCOL.md, "OSC"), coasting ones included (lost > 0). */
+static int send_markers(struct osc *o, const struct trk_frame_result *r)
+{
+    char path[ADDR_MAX + 8];
+    int err = 0;
+    for (size_t k = 0; k < r->n_markers; k++) {
+        const struct trk_result_marker *x = &r->markers[k];
+        const struct trk_marker *m = &x->m;
+        if (m->pattern >= r->n_patterns) continue;
+        size_t at = trk_osc_address(path, ADDR_MAX, o->camera, r->patterns[m->pattern].name);
+        snprintf(path + at, sizeof(path) - at, "/marker");
+        lo_message mm = lo_message_new();
+        if (mm) {
+            lo_message_add_int32(mm, m->id);
+            lo_message_add_int32(mm, m->track_id > INT32_MAX ? INT32_MAX : (int32_t)m->track_id);
+            lo_message_add_float(mm, (float)m->cx);
+            lo_message_add_float(mm, (float)m->cy);
+            lo_message_add_float(mm, (float)m->heading);
+            lo_message_add_float(mm, (float)m->confidence);
+            lo_message_add_int32(mm, m->lost > INT32_MAX ? INT32_MAX : (int32_t)m->lost);
+            if (x->world) {
+                lo_message_add_float(mm, (float)x->wx);
+                lo_message_add_float(mm, (float)x->wy);
+                lo_message_add_float(mm, (float)x->wheading);
+            }
+        }
+        int e = send_msg(o, path, mm);
+        if (e && !err) err = e;
+    }
+    return err;
+}
+
 static int osc_send(void *ctx, const struct trk_netq_frame *f)
 {
     struct osc *o = ctx;
@@ -133,7 +166,8 @@ static int osc_send(void *ctx, const struct trk_netq_frame *f)
         }
         if (e && !err) err = e; /* the other objects still go */
     }
-    return err;
+    int e = send_markers(o, r);
+    return err ? err : e;
 }
 
 int trk_osc_create(const struct trk_osc_cfg *cfg, struct trk_netq **out)

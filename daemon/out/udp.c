@@ -28,7 +28,8 @@ struct udp {
     size_t max_payload;
     struct trk_buf msg;  /* the datagram being built */
     struct trk_buf one;  /* one object, to measure it */
-    size_t *obj_len;     /* per object: its encoded length */
+    size_t *obj_len;     /* per unit (object, then marker): its encoded length */
+    size_t len_cap;      /* obj_len's room */
     uint64_t split_seen; /* frames split so far (logged once) */
 };
 
@@ -57,7 +58,9 @@ static int udp_send(void *ctx, const struct trk_netq_frame *f)
     struct udp *u = ctx;
     const struct trk_frame_result *r = &f->r;
     trk_buf_reset(&u->msg);
-    trk_msg_frame_part(&u->msg, r, u->camera, 1, 1, 0, r->n);
+    /* Units: the objects, then the markers (trk_msg_frame_part). */
+    const int units = r->n + (int)r->n_markers;
+    trk_msg_frame_part(&u->msg, r, u->camera, 1, 1, 0, units);
     if (u->msg.failed || u->msg.len <= u->max_payload) return send_buf(u, &u->msg);
     size_t whole = u->msg.len;
 
@@ -66,9 +69,18 @@ static int udp_send(void *ctx, const struct trk_netq_frame *f)
     trk_buf_reset(&u->one);
     trk_msg_frame_part(&u->one, r, u->camera, TRK_MAX_OBJECTS, TRK_MAX_OBJECTS, 0, 0);
     size_t head = u->one.len;
-    for (int i = 0; i < r->n; i++) {
+    if ((size_t)units > u->len_cap) {
+        size_t *v = realloc(u->obj_len, (size_t)units * sizeof(*v));
+        if (!v) return TRK_ENOMEM;
+        u->obj_len = v;
+        u->len_cap = (size_t)units;
+    }
+    for (int i = 0; i < units; i++) {
         trk_buf_reset(&u->one);
-        trk_msg_frame_object(&u->one, r, i);
+        if (i < r->n)
+            trk_msg_frame_object(&u->one, r, i);
+        else
+            trk_msg_frame_marker(&u->one, r, (size_t)(i - r->n));
         if (u->one.failed) return TRK_ENOMEM;
         u->obj_len[i] = u->one.len;
     }
@@ -77,10 +89,10 @@ static int udp_send(void *ctx, const struct trk_netq_frame *f)
     int parts = 0, err = 0;
     for (int pass = 0; pass < 2; pass++) {
         int part = 0;
-        for (int first = 0; first < r->n;) {
+        for (int first = 0; first < units;) {
             size_t len = head + u->obj_len[first];
             int count = 1;
-            while (first + count < r->n && len + 1 + u->obj_len[first + count] <= u->max_payload)
+            while (first + count < units && len + 1 + u->obj_len[first + count] <= u->max_payload)
                 len += 1 + u->obj_len[first + count++];
             part++;
             if (pass == 1) {
@@ -145,6 +157,7 @@ int trk_udp_create(const struct trk_udp_cfg *cfg, struct trk_netq **out)
         udp_close(u);
         return TRK_ENOMEM;
     }
+    u->len_cap = TRK_MAX_OBJECTS;
     size_t max_payload = cfg->max_payload > 0 ? (size_t)cfg->max_payload : TRK_UDP_PAYLOAD;
     u->max_payload = max_payload;
     int gai, err = trk_netaddr_dgram_open(&u->net, cfg->host, cfg->port, &gai);

@@ -1349,6 +1349,67 @@ static void test_prefilter(void)
     CHECK(trk_objects_validate(&o, msg, sizeof msg) == 0);
 }
 
+/* ------------------------------------------------------------- patterns */
+
+/* The SSL presets: the league's standard 16-id pattern as the file gives
+ * it (slots FL, FR, BL, BR; ids in the pattern image's order), the two
+ * teams differing only by the centre; every preset saved and loaded back
+ * identical; a colour code round-trips; the validator refuses a pattern
+ * whose colour lost its blobs (an edit in memory). */
+static void test_patterns(void)
+{
+    static const char *const std16[16] = { "PPGP", "GPGP", "GGGP", "PGGP", "PPPG", "GPPG",
+                                           "GGPG", "PGPG", "GGGG", "PPPP", "PPGG", "GGPP",
+                                           "GPGG", "GPPP", "PGGG", "PGPP" };
+    static const char *const presets[] = { "examples/ssl-blue.json", "examples/ssl-yellow.json",
+                                           "examples/ssl-field.json" };
+    struct trk_objects o, back;
+    struct trk_config_error e;
+    for (size_t f = 0; f < 3; f++) {
+        CHECK(load_rel(presets[f], &o, &e) == 0);
+        CHECK(o.n_patterns == (f == 2 ? 2 : 1));
+        for (int i = 0; i < o.n_patterns; i++) {
+            const struct trk_pattern *p = &o.patterns[i];
+            CHECK(p->kind == TRK_PATTERN_DOTS && p->n_dots == 4 && p->n_ids == 16);
+            CHECK(p->centre_mm == 50 && p->px_per_mm == 0 && p->height == 150);
+            CHECK_STR(o.def[p->centre].name, p->team == TRK_TEAM_BLUE ? "blue" : "yellow");
+            CHECK(!strcmp(p->name, o.def[p->centre].name));
+            CHECK(p->dot_x[0] == 35 && p->dot_y[0] == 54.772 && p->dot_x[3] == -54.772 &&
+                  p->dot_y[3] == -35);
+            for (int id = 0; id < 16; id++) {
+                CHECK(p->id[id] == id);
+                for (int d = 0; d < 4; d++)
+                    CHECK_STR(o.def[p->id_colors[id][d]].name,
+                              std16[id][d] == 'P' ? "pink" : "green");
+            }
+        }
+        char *saved = trk_objects_to_json(&o);
+        CHECK(saved && trk_objects_load_string(saved, strlen(saved), "saved", &back, &e) == 0);
+        CHECK(back.n_patterns == o.n_patterns &&
+              !memcmp(back.patterns, o.patterns, sizeof o.patterns));
+        free(saved);
+    }
+    const char *code = "{\"objects\": [{\"name\": \"r\", \"space\": \"rgb\", \"lo\": [200, 0, 0], "
+                       "\"hi\": [255, 60, 60], \"blobs\": 4},"
+                       "{\"name\": \"g\", \"space\": \"rgb\", \"lo\": [0, 200, 0], "
+                       "\"hi\": [60, 255, 60], \"blobs\": 4}],"
+                       "\"patterns\": [{\"name\": \"tag\", \"kind\": \"code\", "
+                       "\"colors\": [\"r\", \"g\", \"r\"], \"id\": 12, \"gap\": 2.5}]}";
+    CHECK(trk_objects_load_string(code, strlen(code), "code", &o, &e) == 0);
+    CHECK(o.n_patterns == 1 && o.patterns[0].kind == TRK_PATTERN_CODE &&
+          o.patterns[0].n_code == 3 && o.patterns[0].code[1] == 1 && o.patterns[0].code_id == 12 &&
+          o.patterns[0].gap == 2.5);
+    char *saved = trk_objects_to_json(&o);
+    CHECK(saved && trk_objects_load_string(saved, strlen(saved), "saved", &back, &e) == 0);
+    CHECK(!memcmp(back.patterns, o.patterns, sizeof o.patterns));
+    free(saved);
+    char msg[200];
+    o.def[1].blobs = 0;
+    CHECK(trk_objects_validate(&o, msg, sizeof msg) == TRK_EINVAL);
+    CHECK_STR(msg, "patterns[0] \"tag\": invalid colours (each an object with blobs)");
+    CHECK(trk_objects_to_json(&o) == NULL);
+}
+
 /* ------------------------------------------------------------------ main */
 
 static const struct {
@@ -1381,6 +1442,7 @@ static const struct {
     { "blobs", test_blobs },
     { "track", test_track },
     { "prefilter", test_prefilter },
+    { "patterns", test_patterns },
 };
 
 int main(int argc, char **argv)

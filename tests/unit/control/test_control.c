@@ -701,6 +701,31 @@ static void sink_view(void *ctx, uint64_t client, int view)
     if (client < 9) views_seen[client] = view;
 }
 
+/* A control module (64x48 frames) on the set of text, loaded into *objs,
+ * replying into s. */
+static struct trk_control *control_on(const char *text, struct trk_objects *objs, struct sink *s)
+{
+    CHECK(trk_objects_load_string(text, strlen(text), "t", objs, NULL) == 0);
+    struct trk_control_cfg cfg = { .objects = objs };
+    cfg.hello.width = 64, cfg.hello.height = 48;
+    sink_init(s, &cfg);
+    struct trk_control *c = NULL;
+    CHECK(trk_control_create(&cfg, &c) == 0);
+    return c;
+}
+
+/* Sends asks[i][0] with id i + 1, each in turn, and checks its outcome is
+ * asks[i][1]. */
+static void ask_all(struct trk_control *c, struct sink *s, const char *const (*asks)[2], size_t n)
+{
+    char got[64];
+    for (size_t i = 0; i < n; i++) {
+        send_msg(c, asks[i][0]);
+        CHECKF(!strcmp(outcome(s, (int)i + 1, got, sizeof(got)), asks[i][1]), "%s: %s, not %s",
+               asks[i][0], got, asks[i][1]);
+    }
+}
+
 /* Edits keep what they do not name: update_object "changes" merges over the
  * daemon's object (an explicit colour and the tracking keys stay, a default
  * colour follows the box); set_objects with a calibration alone keeps the
@@ -714,13 +739,8 @@ static void edits_keep_the_rest(void)
         "{\"name\":\"b\",\"space\":\"rgb\",\"lo\":[0,0,0],\"hi\":[100,100,100]}],"
         "\"camera\":{\"gain\":10},\"prefilter\":{\"gaussian\":1.5}}";
     static struct trk_objects objs, got;
-    CHECK(trk_objects_load_string(file, strlen(file), "t", &objs, NULL) == 0);
     struct sink s;
-    struct trk_control_cfg cfg = { .objects = &objs };
-    cfg.hello.width = 64, cfg.hello.height = 48;
-    sink_init(&s, &cfg);
-    struct trk_control *c = NULL;
-    CHECK(trk_control_create(&cfg, &c) == 0);
+    struct trk_control *c = control_on(file, &objs, &s);
     /* Each request (its id is its index + 1) and the outcome it gets. */
     static const char *const asks[][2] = {
         { "{\"type\":\"update_object\",\"id\":1,\"name\":\"a\",\"changes\":{\"blobs\":5}}", "ack" },
@@ -735,12 +755,7 @@ static void edits_keep_the_rest(void)
           "ack" },
         { "{\"type\":\"set_objects\",\"id\":6}", "bad_field" },
     };
-    char got_s[64];
-    for (int i = 0; i < (int)(sizeof(asks) / sizeof(asks[0])); i++) {
-        send_msg(c, asks[i][0]);
-        CHECKF(!strcmp(outcome(&s, i + 1, got_s, sizeof(got_s)), asks[i][1]), "%s: %s, not %s",
-               asks[i][0], got_s, asks[i][1]);
-    }
+    ask_all(c, &s, asks, sizeof(asks) / sizeof(asks[0]));
     uint64_t v = 0;
     CHECK(trk_control_poll(c, &v, &got));
     const struct trk_object_def *a = &got.def[0], *b = &got.def[1];
@@ -755,6 +770,54 @@ static void edits_keep_the_rest(void)
     CHECKF(got.calib.on && got.n_camera == objs.n_camera && got.n_camera > 0 &&
                got.prefilter_sigma == 1.5,
            "calibration set, camera and pre-filter kept");
+    trk_control_destroy(&c);
+    sink_free(&s);
+}
+
+/* Patterns survive the page's edits: set_objects (objects reordered, one
+ * added) keeps them over the new indices; removing or taking the blobs of
+ * a colour a pattern uses is refused with the pattern's name; removing
+ * another object moves the indices. */
+static void edits_keep_patterns(void)
+{
+    static const char file[] =
+        "{\"objects\":[{\"name\":\"c\",\"space\":\"rgb\",\"lo\":[0,0,200],\"hi\":[60,60,255],"
+        "\"blobs\":4},{\"name\":\"p\",\"space\":\"rgb\",\"lo\":[200,0,200],\"hi\":[255,60,255],"
+        "\"blobs\":8},{\"name\":\"g\",\"space\":\"rgb\",\"lo\":[0,200,0],\"hi\":[60,255,60],"
+        "\"blobs\":8}],\"patterns\":[{\"name\":\"r\",\"kind\":\"dots\",\"center\":\"c\","
+        "\"center_mm\":50,\"dots\":[[35,54],[35,-54]],\"ids\":[[\"p\",\"g\"],[\"g\",\"p\"]]}]}";
+    static struct trk_objects objs, got;
+    struct sink s;
+    struct trk_control *c = control_on(file, &objs, &s);
+    static const char *const asks[][2] = {
+        { "{\"type\":\"set_objects\",\"id\":1,\"objects\":["
+          "{\"name\":\"x\",\"space\":\"rgb\",\"lo\":[1,1,1],\"hi\":[2,2,2]},"
+          "{\"name\":\"g\",\"space\":\"rgb\",\"lo\":[0,200,0],\"hi\":[60,255,60],\"blobs\":8},"
+          "{\"name\":\"p\",\"space\":\"rgb\",\"lo\":[200,0,200],\"hi\":[255,60,255],\"blobs\":8},"
+          "{\"name\":\"c\",\"space\":\"rgb\",\"lo\":[0,0,200],\"hi\":[60,60,255],\"blobs\":4}]}",
+          "ack" },
+        { "{\"type\":\"remove_object\",\"id\":2,\"name\":\"p\"}", "invalid_object" },
+        { "{\"type\":\"update_object\",\"id\":3,\"name\":\"g\",\"changes\":{\"blobs\":0}}",
+          "invalid_object" },
+        { "{\"type\":\"set_objects\",\"id\":4,\"objects\":["
+          "{\"name\":\"c\",\"space\":\"rgb\",\"lo\":[0,0,200],\"hi\":[60,60,255],\"blobs\":4}]}",
+          "invalid_object" },
+        { "{\"type\":\"remove_object\",\"id\":5,\"name\":\"x\"}", "ack" },
+    };
+    ask_all(c, &s, asks, sizeof(asks) / sizeof(asks[0]));
+    json_t *r = reply_to(&s, 2);
+    CHECKF(
+        strstr(json_string_value(json_object_get(r, "message")), "pattern \"r\" uses object \"p\""),
+        "%s", json_string_value(json_object_get(r, "message")));
+    json_decref(r);
+    uint64_t v = 0;
+    CHECK(trk_control_poll(c, &v, &got));
+    /* Now g, p, c: the pattern's colours follow them. */
+    const struct trk_pattern *pt = &got.patterns[0];
+    CHECKF(got.n == 3 && got.n_patterns == 1 && pt->centre == 2 && pt->id_colors[0][0] == 1 &&
+               pt->id_colors[0][1] == 0 && pt->id_colors[1][0] == 0,
+           "n %d, patterns %d, centre %u", got.n, got.n_patterns, pt->centre);
+    CHECK(trk_objects_validate(&got, NULL, 0) == 0);
     trk_control_destroy(&c);
     sink_free(&s);
 }
@@ -863,6 +926,7 @@ int main(void)
     part_saves();
     sample_bounds();
     edits_keep_the_rest();
+    edits_keep_patterns();
     views_and_kept_frames();
     return check_exit("control");
 }

@@ -628,6 +628,88 @@ static void test_frame_instances(void)
     trk_buf_free(&plain);
 }
 
+/* Markers: the exact text (world keys with a calibration, null without a
+ * world point), none and no key for a set without patterns (the message is
+ * as before), and a frame part of units (objects then markers). */
+static void test_frame_markers(void)
+{
+    struct trk_object_def defs[1] = { { .name = "blue", .blobs = 1 } };
+    const struct trk_obj_result res[1] = { { .mass = 0, .x0 = -1, .y0 = -1, .x1 = -1, .y1 = -1 } };
+    const struct trk_blob_list blobs[1] = { { NULL, 0 } };
+    const struct trk_frame_meta m = { .seq = 3, .width = 64, .height = 48 };
+    struct trk_frame_result r = { 0 };
+    struct trk_buf b = { 0 }, before = { 0 };
+    CHECK(trk_frame_result_fill(&r, &m, defs, 1, res, blobs, NULL, NULL) == 0);
+    CHECK(trk_msg_frame(&before, &r) == 0);
+    CHECK(!strstr(before.data, "markers"));
+    const struct trk_pattern pats[2] = { { .name = "blue" }, { .name = "t\"ag" } };
+    const struct trk_marker mk[2] = { { .pattern = 0,
+                                        .id = 5,
+                                        .cx = 30.004,
+                                        .cy = 40,
+                                        .heading = 359.996,
+                                        .confidence = 0.9876,
+                                        .track_id = 3 },
+                                      { .pattern = 1,
+                                        .id = 12,
+                                        .cx = 1,
+                                        .cy = 2,
+                                        .heading = 90,
+                                        .confidence = 1,
+                                        .track_id = 4,
+                                        .lost = 2 } };
+    /* Patterns but no markers this frame: an empty list. */
+    CHECK(trk_frame_result_set_markers(&r, pats, 2, NULL, 0, NULL) == 0);
+    CHECK(trk_msg_frame(&b, &r) == 0);
+    char want[1024];
+    snprintf(want, sizeof want, "%.*s,\"markers\":[]}", (int)before.len - 1, before.data);
+    CHECKF(!strcmp(b.data, want), "%s", b.data);
+    trk_buf_reset(&b);
+    CHECK(trk_frame_result_set_markers(&r, pats, 2, mk, 2, NULL) == 0);
+    CHECK(trk_msg_frame(&b, &r) == 0);
+    CHECKF(strstr(b.data, ",\"markers\":[{\"pattern\":\"blue\",\"id\":5,\"cx\":30.00,"
+                          "\"cy\":40.00,\"heading\":0.00,\"confidence\":0.988,\"track_id\":3,"
+                          "\"lost\":0},{\"pattern\":\"t\\\"ag\",\"id\":12,\"cx\":1.00,"
+                          "\"cy\":2.00,\"heading\":90.00,\"confidence\":1.000,\"track_id\":4,"
+                          "\"lost\":2}]}") != NULL,
+           "%s", b.data);
+    json_decref(parse(&b, "frame with markers"));
+    /* A part of units 1..2: no objects, both markers; unit 0: the object,
+     * an empty marker list. */
+    trk_buf_reset(&b);
+    CHECK(trk_msg_frame_part(&b, &r, "cam", 2, 2, 1, 2) == 0);
+    json_t *j = parse(&b, "marker part");
+    CHECK(json_array_size(json_object_get(j, "objects")) == 0 &&
+          json_array_size(json_object_get(j, "markers")) == 2);
+    json_decref(j);
+    trk_buf_reset(&b);
+    CHECK(trk_msg_frame_part(&b, &r, "cam", 1, 2, 0, 1) == 0);
+    j = parse(&b, "object part");
+    CHECK(json_array_size(json_object_get(j, "objects")) == 1 &&
+          json_array_size(json_object_get(j, "markers")) == 0);
+    json_decref(j);
+    /* With a calibration: world keys, null for a marker without a point. */
+    struct trk_calib calib = {
+        .on = true,
+        .n = 4,
+        .unit = "mm",
+        .pt = { { 0, 0, 0, 0 }, { 10, 0, 10, 0 }, { 10, 10, 10, 10 }, { 0, 10, 0, 10 } }
+    };
+    CHECK(trk_calib_solve(&calib, NULL) == 0);
+    CHECK(trk_frame_result_fill(&r, &m, defs, 1, res, blobs, NULL, &calib) == 0);
+    CHECK(trk_frame_result_set_markers(&r, pats, 2, mk, 2, &calib) == 0);
+    r.markers[1].world = false;
+    trk_buf_reset(&b);
+    CHECK(trk_msg_frame(&b, &r) == 0);
+    CHECKF(strstr(b.data, "\"lost\":0,\"wx\":30.00") && strstr(b.data, "\"wheading\":0.00}") &&
+               strstr(b.data, "\"lost\":2,\"wx\":null,\"wy\":null,\"wheading\":null}"),
+           "%s", b.data);
+    CHECK(trk_msg_frame_marker(&b, &r, 2) == TRK_EINVAL);
+    trk_frame_result_free(&r);
+    trk_buf_free(&b);
+    trk_buf_free(&before);
+}
+
 /* ----------------------------------------------------------------- hello */
 
 static void test_hello(void)
@@ -1304,6 +1386,7 @@ int main(void)
     test_frame();
     test_frame_blobs();
     test_frame_instances();
+    test_frame_markers();
     test_hello();
     test_hello_limits();
     test_small_messages();

@@ -2,6 +2,7 @@
  * once per frame (centroids, found, world points, blob lists cut to K,
  * instances of tracked objects only) and what a copy keeps, against values
  * worked out here by hand. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -107,6 +108,56 @@ static void test_fill(void)
     trk_frame_result_free(&c);
 }
 
+/* Markers and instances' world values: a marker's world point at its
+ * pattern's height (no camera pose: the floor point) and its heading
+ * carried through the map (this one keeps screen y down, so a heading of h
+ * on screen is -h in the world: mirrored); a copy keeps them; instances'
+ * world points and velocities per second at the rate given. */
+static void test_markers_world(void)
+{
+    struct trk_calib calib;
+    scale_calib(&calib);
+    struct trk_object_def defs[1] = {
+        { .name = "ball", .min_mass = 1, .blobs = 1, .track = true }
+    };
+    const struct trk_obj_result res[1] = { { .mass = 1, .sum_x = 50, .sum_y = 20 } };
+    const struct trk_instance inst[1] = { { .id = 4, .cx = 50, .cy = 20, .vx = 1, .vy = -2 } };
+    const struct trk_instance_list il[1] = { { inst, 1 } };
+    const struct trk_frame_meta m = { .seq = 1, .width = 100, .height = 100 };
+    struct trk_frame_result r = { 0 };
+    CHECK(trk_frame_result_fill(&r, &m, defs, 1, res, NULL, il, &calib) == 0);
+    const struct trk_instance *x = &r.inst[0];
+    CHECK(x->world && near_world(x->wx, 5) && near_world(x->wy, 2) && !x->world_v);
+    trk_frame_result_set_rate(&r, &calib, 0); /* the rate unknown: no velocity */
+    CHECK(!r.inst[0].world_v);
+    trk_frame_result_set_rate(&r, &calib, 30);
+    CHECKF(x->world_v && near_world(x->wvx, 3) && near_world(x->wvy, -6), "%g %g", x->wvx, x->wvy);
+
+    struct trk_pattern pats[2] = { { .name = "blue", .height = 150 }, { .name = "tag" } };
+    const struct trk_marker mk[2] = {
+        { .pattern = 0, .id = 5, .cx = 30, .cy = 40, .heading = 30 },
+        { .pattern = 1, .id = 9, .cx = 60, .cy = 70, .heading = 270, .lost = 2 }
+    };
+    CHECK(trk_frame_result_set_markers(&r, pats, 2, mk, 2, &calib) == 0);
+    CHECK(r.n_markers == 2 && r.patterns == pats && r.n_patterns == 2);
+    CHECK(r.markers[0].m.id == 5 && r.markers[1].m.lost == 2);
+    CHECK(r.markers[0].world && near_world(r.markers[0].wx, 3) && near_world(r.markers[0].wy, 4));
+    CHECKF(fabs(r.markers[0].wheading - 330) < 1e-6, "%.9f", r.markers[0].wheading);
+    CHECKF(fabs(r.markers[1].wheading - 90) < 1e-6, "%.9f", r.markers[1].wheading);
+    struct trk_frame_result c = { 0 };
+    trk_frame_result_copy(&c, &r);
+    CHECK(c.n_markers == 2 && c.markers != r.markers && c.markers[1].m.id == 9 &&
+          c.n_patterns == 2 && near(c.markers[0].wheading, r.markers[0].wheading));
+    /* Without a calibration: no world pose; refilling clears the markers. */
+    CHECK(trk_frame_result_set_markers(&r, pats, 2, mk, 1, NULL) == 0);
+    CHECK(r.n_markers == 1 && !r.markers[0].world);
+    CHECK(trk_frame_result_fill(&r, &m, defs, 1, res, NULL, il, NULL) == 0);
+    CHECK(r.n_markers == 0 && r.n_patterns == 0 && !r.inst[0].world);
+    trk_frame_result_free(&r);
+    trk_frame_result_free(&c);
+    CHECK(r.markers == NULL && c.markers == NULL);
+}
+
 /* trk_centroid is the division itself: exact as the expression it replaces
  * (the outputs' bytes depend on it). */
 static void test_centroid(void)
@@ -124,5 +175,6 @@ int main(void)
 {
     test_fill();
     test_centroid();
+    test_markers_world();
     return check_exit("protocol_result");
 }
