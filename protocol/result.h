@@ -18,6 +18,7 @@
 
 #include "backend.h"
 #include "calib.h"
+#include "patterns.h" /* struct trk_marker, struct trk_pattern */
 
 #ifdef __cplusplus
 extern "C" {
@@ -82,6 +83,15 @@ struct trk_point {
     double wx, wy;
 };
 
+/* A marker of the frame (daemon/markers.h) with its world pose: wx, wy at
+ * its pattern's height and wheading (degrees, counter-clockwise in the
+ * world frame) when world. */
+struct trk_result_marker {
+    struct trk_marker m;
+    bool world;
+    double wx, wy, wheading;
+};
+
 /* One object's share of a frame result. */
 struct trk_result_object {
     struct trk_obj_result r; /* the aggregate: mass, sums, box               */
@@ -112,6 +122,12 @@ struct trk_frame_result {
     struct trk_point *blob_c;
     struct trk_instance *inst;
     size_t blob_cap, inst_cap;
+    /* The frame's markers (found and coasting), owned, grown; patterns:
+     * the object set's (n_patterns), which markers' m.pattern index. */
+    struct trk_result_marker *markers;
+    size_t n_markers, markers_cap;
+    const struct trk_pattern *patterns;
+    int n_patterns;
 };
 
 /* The one place a centroid is computed: (sum_x / mass, sum_y / mass) as
