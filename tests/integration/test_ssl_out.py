@@ -23,10 +23,14 @@ datagram is decoded by python3-protobuf with our schema (protoc), and:
      5 deg; without patterns, no robots;
   4. refusals: objects without a calibration, in "px", or an --ssl-ball
      that is no object: exit 78 with the reason; a malformed --ssl: 64;
-     a host that does not resolve: 69.
+     a host that does not resolve: 69;
+  5. live (--loop, real time): the page's set_objects dropping the
+     calibration stops the packets (said in the log), one in metres
+     starts them again, with x, y still millimetres (scaled by 1000).
 
 usage: test_ssl_out.py TRACKD PROTO_DIR
 """
+import asyncio
 import json
 import math
 import os
@@ -40,6 +44,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "unit", "protocol"))
 from test_ssl_decode import load_protos  # noqa: E402
+from daemon_proc import start_trackd, stop_trackd  # noqa: E402
+import websockets  # noqa: E402
 
 FRAMES, W, H, SCALE, FPS = 24, 640, 480, 0.45, 30
 GEOMETRY_EVERY = 10
@@ -180,6 +186,114 @@ def check_robots(dets, truth, have_patterns):
            f"(wrong: {bad[:5]})")
 
 
+class Live:
+    """A WebSocket client that follows the newest frame seq and pairs
+    replies with requests."""
+
+    def __init__(self, ws):
+        self.ws, self.seq, self.replies, self.next_id = ws, -1, {}, 1
+        self.task = asyncio.ensure_future(self._read())
+
+    async def _read(self):
+        try:
+            async for m in self.ws:
+                if isinstance(m, str):
+                    j = json.loads(m)
+                    if j.get("type") == "frame":
+                        self.seq = j["seq"]
+                    elif "id" in j:
+                        self.replies[j["id"]] = j
+        except websockets.ConnectionClosed:
+            pass
+
+    async def until_seq(self, seq, timeout=20):
+        t0 = time.monotonic()
+        while self.seq < seq and time.monotonic() - t0 < timeout:
+            await asyncio.sleep(0.02)
+        return self.seq if self.seq >= seq else None
+
+    async def req(self, msg, timeout=5):
+        rid = self.next_id
+        self.next_id += 1
+        await self.ws.send(json.dumps(dict(msg, id=rid)))
+        t0 = time.monotonic()
+        while rid not in self.replies and time.monotonic() - t0 < timeout:
+            await asyncio.sleep(0.01)
+        return self.replies.pop(rid, None)
+
+
+async def live_steps(port):
+    """Drops the calibration, then sets one in metres; returns the frame
+    ranges [first, last] without and with it again (None: timed out)."""
+    async with websockets.connect(f"ws://127.0.0.1:{port}/ws", max_size=None) as ws:
+        c = Live(ws)
+        ranges = []
+        for calib in (None, {"unit": "m", "points": [[x, y, wx / 1000, wy / 1000] for
+                                                     x, y, wx, wy in calibration()["points"]]}):
+            if await c.until_seq(0) is None:
+                return None
+            r = await c.req({"type": "set_objects", "objects": [BALL], "calibration": calib})
+            expect(r is not None and r.get("type") == "ack",
+                   f"set_objects with calibration {calib and calib['unit']}: ack ({r})")
+            # The processing thread takes a new set before its next frame:
+            # 5 frames on, it is surely in use.
+            first = await c.until_seq(c.seq + 5)
+            last = first is not None and await c.until_seq(first + 10)
+            if not last:
+                return None
+            ranges.append((first, last))
+        return ranges
+
+
+def check_live(trackd, clip, objects, tmp, wrap_pb):
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind(("127.0.0.1", 0))
+    packets, stop = [], threading.Event()
+    reader = threading.Thread(target=receive, args=(sock, packets, stop))
+    reader.start()
+    log_path = os.path.join(tmp, "live.log")
+    p = None
+    try:
+        with open(log_path, "w") as log:
+            p, port = start_trackd(trackd, ["--input", clip, "--objects", objects, "--loop",
+                                            "--ssl", f"127.0.0.1:{sock.getsockname()[1]}"], log)
+            ranges = asyncio.run(live_steps(port))
+    finally:
+        stop_trackd(p)
+        stop.set()
+        reader.join()
+        sock.close()
+    expect(ranges is not None, "the live run's frames came (set_objects twice)")
+    if not ranges:
+        return
+    dets = {}
+    for raw in packets:
+        w = wrap_pb.SSL_WrapperPacket()
+        w.ParseFromString(raw)
+        if w.HasField("detection"):
+            dets[w.detection.frame_number] = w.detection
+    (a0, a1), (b0, b1) = ranges
+    sent = [n for n in range(a0, a1 + 1) if n in dets]
+    expect(not sent, f"no calibration: frames {a0}..{a1} not sent (sent: {sent[:5]})")
+    missing = [n for n in range(b0, b1 + 1) if n not in dets]
+    expect(not missing, f"calibration in m: frames {b0}..{b1} sent (missing: {missing[:5]})")
+    with open(clip + ".truth.json") as f:
+        truth = json.load(f)["frames"]
+    worst = 0.0
+    for n in range(b0, b1 + 1):
+        if n in dets and dets[n].balls:
+            tx, ty = to_mm(*truth[n % FRAMES]["ball"])
+            worst = max(worst, math.hypot(dets[n].balls[0].x - tx, dets[n].balls[0].y - ty))
+        else:
+            worst = math.inf
+    expect(worst < 1.0 / SCALE + 0.5, f"calibration in m: balls still in mm (worst {worst:.2f})")
+    with open(log_path) as f:
+        log = f.read()
+    expect("no packets are sent until a calibration in mm, cm or m is set" in log
+           and "have a calibration in m: sending again" in log,
+           "the log says when packets stop and start again")
+
+
 def check_refusals(trackd, clip, tmp):
     cases = [
         (["--objects", write_objects(tmp, "nocal.json")], 78, "has no \"calibration\""),
@@ -224,6 +338,7 @@ def main():
         dets = check_packets(wrap_pb, packets, frames, t0, t1, truth)
         check_robots(dets, truth, have_patterns=bool(doc.get("patterns")))
         check_refusals(trackd, clip, tmp)
+        check_live(trackd, clip, objects, tmp, wrap_pb)
     if failures:
         print(f"{len(failures)} check(s) failed", file=sys.stderr)
         return 1
