@@ -139,8 +139,7 @@ void trk_ssl_frame_free(struct trk_ssl_frame *f)
  * them from the caller's thread). */
 struct ssl {
     struct trk_netaddr_dgram net;
-    char name[300];      /* "ssl HOST:PORT" */
-    const char *objects; /* the objects file's name, for messages */
+    char name[300]; /* "ssl HOST:PORT" */
     char ball[TRK_NAME_MAX];
     bool ball_given; /* --ssl-ball: its absence is said */
     struct trk_ssl_map map;
