@@ -6,9 +6,9 @@ A top-down SSL scene clip (ssl_scene.py: robots with the standard covers,
 an orange ball, known poses) is tracked by trackd with an objects file
 whose calibration maps pixels to field millimetres (the field's centre in
 the middle of the frame, +y up, 0.45 px per mm as the scene is drawn) and
---ssl udp://127.0.0.1:PORT to a python3 socket (unicast: multicast on the
-loopback interface is not dependable in every test environment; --udp's
-test covers the multicast socket options both outputs share). Every
+--ssl udp://127.0.0.1:PORT to a python3 socket (unicast; then the same to
+the league's group 224.5.23.2 on the loopback interface, skipped where the
+host does not let a socket join it there). Every
 datagram is decoded by python3-protobuf with our schema (protoc), and:
   1. geometry: a packet with the --ssl-field size on the first frame and
      every --ssl-geometry-every frames, before that frame's detection;
@@ -87,20 +87,23 @@ def receive(sock, packets, stop):
                 return
 
 
-def run_ssl(trackd, clip, objects, tmp):
-    """trackd on the clip with --ssl to a local socket: (packets, NDJSON
-    frames, wall-clock start, end, log)."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    sock.bind(("127.0.0.1", 0))
+def run_ssl(trackd, clip, objects, tmp, sock=None, extra=()):
+    """trackd on the clip with --ssl to a local socket (sock: one bound to
+    a multicast group, with extra options): (packets, NDJSON frames,
+    wall-clock start, end, log)."""
+    if sock is None:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        sock.bind(("127.0.0.1", 0))
+    host, port = sock.getsockname()
     packets, stop = [], threading.Event()
     reader = threading.Thread(target=receive, args=(sock, packets, stop))
     reader.start()
     out = os.path.join(tmp, "out.ndjson")
     t0 = time.time()
     p = subprocess.run([trackd, "--input", clip, "--objects", objects, "--no-server", "--fast",
-                        "--output", out, "--ssl", f"udp://127.0.0.1:{sock.getsockname()[1]}",
+                        "--output", out, "--ssl", f"udp://{host}:{port}",
                         "--camera-id", "3", "--ssl-field", "12000x9000",
-                        "--ssl-geometry-every", str(GEOMETRY_EVERY)],
+                        "--ssl-geometry-every", str(GEOMETRY_EVERY), *extra],
                        capture_output=True, text=True, timeout=120)
     t1 = time.time()
     stop.set()
@@ -294,6 +297,31 @@ def check_live(trackd, clip, objects, tmp, wrap_pb):
            "the log says when packets stop and start again")
 
 
+def check_multicast(trackd, clip, objects, tmp, wrap_pb):
+    """To the league's group on the loopback interface, when this host lets
+    a socket join it there (else said and skipped: unicast is tested)."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("224.5.23.2", 0))  # the league's group, a port of our own
+    try:
+        s.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP,
+                     socket.inet_aton("224.5.23.2") + socket.inet_aton("127.0.0.1"))
+    except OSError as e:
+        print(f"SKIP ssl multicast: cannot join 224.5.23.2 on the loopback interface: {e}")
+        s.close()
+        return
+    packets, frames, _, _, log = run_ssl(trackd, clip, objects, tmp, s,
+                                         ("--udp-iface", "lo", "--udp-ttl", "1"))
+    dets = []
+    for raw in packets:
+        w = wrap_pb.SSL_WrapperPacket()
+        w.ParseFromString(raw)
+        if w.HasField("detection"):
+            dets.append(w.detection.frame_number)
+    expect("(multicast)" in log and dets == [fr["seq"] for fr in frames] and dets,
+           f"multicast to 224.5.23.2 on lo: a detection per frame ({len(dets)} of {len(frames)})")
+
+
 def check_refusals(trackd, clip, tmp):
     cases = [
         (["--objects", write_objects(tmp, "nocal.json")], 78, "has no \"calibration\""),
@@ -337,6 +365,7 @@ def main():
         expect("sending SSL-Vision packets to 127.0.0.1:" in log, "the log says where it sends")
         dets = check_packets(wrap_pb, packets, frames, t0, t1, truth)
         check_robots(dets, truth, have_patterns=bool(doc.get("patterns")))
+        check_multicast(trackd, clip, objects, tmp, wrap_pb)
         check_refusals(trackd, clip, tmp)
         check_live(trackd, clip, objects, tmp, wrap_pb)
     if failures:
