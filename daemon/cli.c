@@ -16,6 +16,7 @@
 #include "pipeline.h"
 #include "log.h"
 #include "out/mqtt.h"
+#include "out/ssl.h"
 #include "prefilter.h"
 #include "tracker.h"
 #include "trk_assert.h"
@@ -97,7 +98,7 @@ struct opt {
 
 static parse_fn parse_listen, parse_metrics_listen, parse_size, parse_control, parse_prefilter;
 static parse_fn parse_name, parse_mqtt;
-static parse_fn parse_udp, parse_osc;
+static parse_fn parse_udp, parse_osc, parse_ssl, parse_ssl_field;
 
 /* The field f of struct trk_settings; the build fails unless it is of type T. */
 #define FIELD(f, T)                                                                                \
@@ -243,12 +244,24 @@ static const struct opt opts[] = {
       .form = "HOST:PORT, e.g. 192.168.1.20:5005, 239.255.0.1:5005 or [ff02::1]:5005 (port {lo}..{hi})",
       .group = G_OUTPUTS, .help = "send one JSON datagram per frame to HOST:PORT, unicast or multicast (PROTOCOL.md, \"UDP datagrams\")" },
     { "udp-ttl", 0, "N", INT(udp_ttl), .lo = 1, .hi = 255, .def = "1", .def_note = ": this link only",
-      .form = "N hops ({lo}..{hi}), e.g. 1", .group = G_OUTPUTS, .help = "multicast hops of --udp datagrams" },
+      .form = "N hops ({lo}..{hi}), e.g. 1", .group = G_OUTPUTS, .help = "multicast hops of --udp and --ssl datagrams" },
     { "udp-iface", 0, "IFACE", TEXT(udp_iface), .lo = 1, .hi = 15, .form = "IFACE, an interface name as ip link lists it, e.g. eth0",
-      .group = G_OUTPUTS, .help = "network interface --udp multicast goes out on (default: the route's)" },
+      .group = G_OUTPUTS, .help = "network interface --udp and --ssl multicast goes out on (default: the route's)" },
     { "osc", 0, "HOST:PORT", PARSE(parse_osc), .lo = 1, .hi = 65535,
       .form = "HOST:PORT, e.g. 127.0.0.1:9000 or [::1]:9000 (port {lo}..{hi})",
       .group = G_OUTPUTS, .help = "send OSC messages /trackd/CAMERA/NAME cx cy mass per object and frame to HOST:PORT, IPv4, [IPv6] or host name; reserved characters in NAME as %XX (PROTOCOL.md, \"OSC\")" },
+    { "ssl", 0, "[udp://]HOST:PORT", PARSE(parse_ssl), .lo = 1, .hi = 65535,
+      .form = "[udp://]HOST:PORT, IPv4, [IPv6] or host name, port {lo}..{hi}, e.g. udp://" TRK_SSL_GROUP ":" STR(TRK_SSL_PORT) " (the league's vision group)",
+      .group = G_OUTPUTS, .help = "send SSL-Vision packets (RoboCup Small Size League: detection frames with balls and robots in field mm, and geometry) to HOST:PORT, unicast or multicast; the objects need a calibration in mm, cm or m (README, \"SSL-Vision\")" },
+    { "camera-id", 0, "N", INT(ssl_camera_id), .lo = 0, .hi = 255, .def = "0",
+      .form = "N ({lo}..{hi}), e.g. 0", .group = G_OUTPUTS, .help = "the camera_id of --ssl detection frames" },
+    { "ssl-ball", 0, "NAME", TEXT(ssl_ball), .lo = 1, .hi = TRK_NAME_MAX - 1, .form = "NAME, an object's name",
+      .group = G_OUTPUTS, .help = "the object whose listed blobs (largest first; its centroid when it lists none) are --ssl's balls (default: the object named ball, if any)" },
+    { "ssl-field", 0, "LxW", PARSE(parse_ssl_field), .lo = 1, .hi = 100000, .def = STR(TRK_SSL_FIELD_LENGTH) "x" STR(TRK_SSL_FIELD_WIDTH),
+      .def_note = " mm, Division B", .form = "LxW millimetres ({lo}..{hi}), e.g. 12000x9000",
+      .group = G_OUTPUTS, .help = "the field's length and width in --ssl geometry packets (goal " STR(TRK_SSL_GOAL_WIDTH) "x" STR(TRK_SSL_GOAL_DEPTH) ", boundary " STR(TRK_SSL_BOUNDARY_WIDTH) " mm)" },
+    { "ssl-geometry-every", 0, "N", INT(ssl_geometry_every), .lo = 0, .hi = 1000000, .def = STR(TRK_SSL_GEOMETRY_EVERY),
+      .form = "N frames ({lo}..{hi}), e.g. 120", .group = G_OUTPUTS, .help = "send a --ssl geometry packet on the first frame and every N frames (0 = never)" },
     { "help", 'h', NULL, .type = T_HELP, .group = G_OPS, .help = "show this help and exit" },
     { "version", 'V', NULL, .type = T_VERSION, .group = G_OPS, .help = "show the version and exit" },
 };
@@ -624,16 +637,33 @@ static bool parse_osc(const char *a, const struct opt *o, struct trk_settings *s
     return (st->osc = split_listen(a, o, st->osc_host, sizeof(st->osc_host), &st->osc_port));
 }
 
-/* WxH, each side in lo..hi. */
-static bool parse_size(const char *a, const struct opt *o, struct trk_settings *s)
+/* --ssl: HOST:PORT as --udp, "udp://" before it allowed. */
+static bool parse_ssl(const char *a, const struct opt *o, struct trk_settings *st)
+{
+    if (!strncmp(a, "udp://", 6)) a += 6;
+    return (st->ssl = split_listen(a, o, st->ssl_host, sizeof(st->ssl_host), &st->ssl_port));
+}
+
+/* WxH into *w, *h, each side in lo..hi. */
+static bool parse_wxh(const char *a, const struct opt *o, int *w_out, int *h_out)
 {
     int w, h, end = 0; /* nothing may follow: "1280x720p" is a typo, not 1280x720 */
     if (sscanf(a, "%dx%d%n", &w, &h, &end) != 2 || a[end] || w < o->lo || h < o->lo || w > o->hi ||
         h > o->hi)
         return false;
-    s->width = w;
-    s->height = h;
+    *w_out = w;
+    *h_out = h;
     return true;
+}
+
+static bool parse_size(const char *a, const struct opt *o, struct trk_settings *s)
+{
+    return parse_wxh(a, o, &s->width, &s->height);
+}
+
+static bool parse_ssl_field(const char *a, const struct opt *o, struct trk_settings *s)
+{
+    return parse_wxh(a, o, &s->ssl_field_length, &s->ssl_field_width);
 }
 
 /* NAME=VALUE, appended; at most hi of them. */
@@ -881,11 +911,18 @@ void trk_cli_warn(const struct trk_settings *s)
                  "cameras");
     if (!s->input && !s->device && s->hwdec != TRK_HWDEC_AUTO)
         log_warn("--hwdec is ignored for the demo scene: it draws its frames, nothing is decoded");
-    if (!s->udp && (s->udp_iface || s->udp_ttl > 1))
-        log_warn("--udp-ttl and --udp-iface are ignored without --udp");
+    if (!s->udp && !s->ssl && (s->udp_iface || s->udp_ttl > 1))
+        log_warn("--udp-ttl and --udp-iface are ignored without --udp or --ssl");
+    if (!s->ssl &&
+        (s->ssl_ball || s->ssl_camera_id || s->ssl_field_length != TRK_SSL_FIELD_LENGTH ||
+         s->ssl_field_width != TRK_SSL_FIELD_WIDTH ||
+         s->ssl_geometry_every != TRK_SSL_GEOMETRY_EVERY))
+        log_warn("--camera-id, --ssl-ball, --ssl-field and --ssl-geometry-every are ignored "
+                 "without --ssl");
     if (!s->mqtt && s->mqtt_max_age != TRK_MQTT_MAX_AGE_S)
         log_warn("--mqtt-max-age is ignored without --mqtt");
-    if (!s->server && !s->output && !s->udp && !s->osc && !s->verify && !s->record)
+    if (!s->server && !s->output && !s->udp && !s->osc && !s->ssl && !s->mqtt && !s->verify &&
+        !s->record)
         log_warn("--no-server without --output: the results go nowhere (add --output FILE, "
                  "or --output - for stdout)");
 }

@@ -83,6 +83,13 @@ struct trk_settings {
     uint64_t record_max_mb;
     const char *replay;
     bool verify;
+    /* --ssl [udp://]HOST:PORT (daemon/out/ssl.h) with --camera-id,
+     * --ssl-ball (NULL: the object named "ball", if any), --ssl-field
+     * (mm) and --ssl-geometry-every (frames; 0 = never) */
+    bool ssl;
+    char ssl_host[256];
+    int ssl_port, ssl_camera_id, ssl_field_length, ssl_field_width, ssl_geometry_every;
+    const char *ssl_ball;
 };
 
 enum { TRK_CLI_RUN = 0, TRK_CLI_EXIT_OK = 1 };

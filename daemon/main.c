@@ -683,7 +683,9 @@ static int start_metrics_server(struct app *a)
 static int open_outputs(struct app *a)
 {
     if (trk_outputs_create(&a->outputs)) return TRK_EX_SOFTWARE;
-    struct trk_output_env env = { .s = &a->s, .ws = a->ws, .metrics = a->ep.metrics };
+    struct trk_output_env env = {
+        .s = &a->s, .ws = a->ws, .metrics = a->ep.metrics, .objects = &a->objs
+    };
     int rc = trk_outputs_open(a->outputs, &env);
     if (rc) return rc;
     const struct trk_settings *s = &a->s;

@@ -10,7 +10,7 @@
  * cannot start (a --udp name that does not resolve) leaves no status on
  * the broker. */
 static int (*const opens[])(const struct trk_output_env *, struct trk_outputs *) = {
-    trk_ndjson_open, trk_websocket_open, trk_udp_open, trk_osc_open, trk_mqtt_open,
+    trk_ndjson_open, trk_websocket_open, trk_udp_open, trk_osc_open, trk_ssl_open, trk_mqtt_open,
 };
 
 struct trk_outputs {

@@ -1,7 +1,8 @@
 /* The outputs door: where every frame's results, the source's state, the
  * object set and the 1 Hz stats go. The pipeline calls each entry point
  * once; the door hands it to every registered output in registration order
- * (the order of the table in outputs.c: ndjson, websocket, udp, osc, mqtt).
+ * (the order of the table in outputs.c: ndjson, websocket, udp, osc, ssl,
+ * mqtt).
  * An output is an ops table (struct trk_output_ops: NULL = not interested)
  * and its context; it encodes only what it needs, with protocol/messages.h,
  * from the frame result the pipeline filled once (protocol/result.h).
@@ -107,6 +108,9 @@ struct trk_output_env {
     const struct trk_settings *s; /* the command line (daemon/cli.h)        */
     struct trk_ws *ws;            /* the web server, NULL with --no-server  */
     struct trk_metrics *metrics;  /* /metrics, NULL = none                  */
+    /* The objects at start (NULL: none); later sets reach the outputs
+     * through their objects hook. */
+    const struct trk_objects *objects;
 };
 
 /* Each output's open: registers it when its option is set, else does
@@ -116,6 +120,7 @@ int trk_websocket_open(const struct trk_output_env *env, struct trk_outputs *o);
 int trk_mqtt_open(const struct trk_output_env *env, struct trk_outputs *o);
 int trk_udp_open(const struct trk_output_env *env, struct trk_outputs *o);
 int trk_osc_open(const struct trk_output_env *env, struct trk_outputs *o);
+int trk_ssl_open(const struct trk_output_env *env, struct trk_outputs *o);
 
 /* The WebSocket output (websocket.c) on a server the caller keeps (tests
  * register it so; trk_websocket_open does for trackd). 0 or TRK_ENOMEM. */

@@ -138,18 +138,49 @@ static bool is_multicast(const struct sockaddr *sa)
            IN6_IS_ADDR_MULTICAST(&((const struct sockaddr_in6 *)sa)->sin6_addr);
 }
 
-int trk_udp_create(const struct trk_udp_cfg *cfg, struct trk_netq **out)
+void trk_udp_addr_text(const char *host, int port, char *buf, size_t len)
 {
-    *out = NULL;
-    if (!cfg || !cfg->host || cfg->port < 1 || cfg->port > 65535) return TRK_EINVAL;
+    bool v6 = strchr(host, ':') != NULL;
+    snprintf(buf, len, "%s%s%s:%d", v6 ? "[" : "", host, v6 ? "]" : "", port);
+}
+
+int trk_udp_socket_open(const struct trk_udp_cfg *cfg, const char *opt,
+                        struct trk_netaddr_dgram *net, bool *multicast)
+{
     char name[300];
-    snprintf(name, sizeof(name), "udp %s%s%s:%d", strchr(cfg->host, ':') ? "[" : "", cfg->host,
-             strchr(cfg->host, ':') ? "]" : "", cfg->port);
+    trk_udp_addr_text(cfg->host, cfg->port, name, sizeof(name));
     unsigned ifindex = 0;
+    net->fd = -1;
     if (cfg->iface && !(ifindex = if_nametoindex(cfg->iface))) {
         log_error("--udp-iface %s: no such network interface (ip link lists them)", cfg->iface);
         return -ENODEV;
     }
+    int gai, err = trk_netaddr_dgram_open(net, cfg->host, cfg->port, &gai);
+    if (err == -ENOENT) {
+        log_error("%s %s: cannot resolve %s: %s", opt, name, cfg->host, gai_strerror(gai));
+        return err;
+    }
+    const struct sockaddr *to = (const struct sockaddr *)&net->to;
+    *multicast = is_multicast(to);
+    if (!err && *multicast) err = set_multicast(net->fd, to->sa_family, cfg, ifindex);
+    if (err) {
+        log_error_err(err, "%s %s: cannot set up the socket", opt, name);
+        trk_netaddr_dgram_close(net);
+        return err;
+    }
+    if (!*multicast && (cfg->iface || cfg->ttl > 1))
+        log_warn("%s %s is a unicast address: --udp-ttl and --udp-iface apply to multicast "
+                 "only and are ignored",
+                 opt, name);
+    return 0;
+}
+
+int trk_udp_create(const struct trk_udp_cfg *cfg, struct trk_netq **out)
+{
+    *out = NULL;
+    if (!cfg || !cfg->host || cfg->port < 1 || cfg->port > 65535) return TRK_EINVAL;
+    char name[300] = "udp ";
+    trk_udp_addr_text(cfg->host, cfg->port, name + 4, sizeof(name) - 4);
     struct udp *u = calloc(1, sizeof(*u));
     if (u) u->net.fd = -1;
     if (!u || !(u->camera = strdup(cfg->camera ? cfg->camera : "trackd")) ||
@@ -160,24 +191,12 @@ int trk_udp_create(const struct trk_udp_cfg *cfg, struct trk_netq **out)
     u->len_cap = TRK_MAX_OBJECTS;
     size_t max_payload = cfg->max_payload > 0 ? (size_t)cfg->max_payload : TRK_UDP_PAYLOAD;
     u->max_payload = max_payload;
-    int gai, err = trk_netaddr_dgram_open(&u->net, cfg->host, cfg->port, &gai);
-    if (err == -ENOENT) {
-        log_error("--udp %s: cannot resolve %s: %s", name + 4, cfg->host, gai_strerror(gai));
-        udp_close(u);
-        return err;
-    }
-    const struct sockaddr *to = (const struct sockaddr *)&u->net.to;
-    bool multicast = is_multicast(to);
-    if (!err && multicast) err = set_multicast(u->net.fd, to->sa_family, cfg, ifindex);
+    bool multicast;
+    int err = trk_udp_socket_open(cfg, "--udp", &u->net, &multicast);
     if (err) {
-        log_error_err(err, "--udp %s: cannot set up the socket", name + 4);
         udp_close(u);
         return err;
     }
-    if (!multicast && (cfg->iface || cfg->ttl > 1))
-        log_warn("--udp %s is a unicast address: --udp-ttl and --udp-iface apply to multicast "
-                 "only and are ignored",
-                 name + 4);
     struct trk_netq_cfg sc = { .name = name, .send = udp_send, .close = udp_close, .ctx = u };
     if ((err = trk_netq_create(&sc, out))) { /* closes u */
         log_error_err(err, "%s: cannot start its thread", name);

@@ -10,6 +10,11 @@
 #ifndef TRK_DAEMON_UDP_H
 #define TRK_DAEMON_UDP_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "netaddr.h"
+
 struct trk_netq;
 
 /* Most payload bytes per datagram before a frame is split: a 1500-byte
@@ -31,5 +36,17 @@ struct trk_udp_cfg {
  * TRK_ENOMEM or -errno (-ENOENT: the host name does not resolve, -ENODEV:
  * no such interface); failures are logged with the address. */
 int trk_udp_create(const struct trk_udp_cfg *cfg, struct trk_netq **out);
+
+/* "host:port", "[v6]:port" for an IPv6 address, into buf (len bytes). */
+void trk_udp_addr_text(const char *host, int port, char *buf, size_t len);
+
+/* The datagram socket of a --udp or --ssl output: resolves cfg's host and
+ * port into net (netaddr.h's trk_netaddr_dgram_open) and, for a multicast
+ * address (*multicast then true), sets cfg's hops and interface. opt names
+ * the option in messages ("--udp"). 0, or -errno (-ENOENT: does not
+ * resolve, -ENODEV: no such interface) with the reason logged and net->fd
+ * -1. */
+int trk_udp_socket_open(const struct trk_udp_cfg *cfg, const char *opt,
+                        struct trk_netaddr_dgram *net, bool *multicast);
 
 #endif

@@ -48,17 +48,23 @@ def f32(v):
     return struct.unpack("f", struct.pack("f", v))[0]
 
 
+def load_protos(proto_dir, tmp):
+    """Compiles proto_dir's .proto files with protoc into tmp and imports
+    them: (detection, geometry, wrapper) modules. Also used by the --ssl
+    output's tests (tests/unit/daemon, tests/integration)."""
+    protos = sorted(p for p in os.listdir(proto_dir) if p.endswith(".proto"))
+    subprocess.run(["protoc", "--proto_path", proto_dir, "--python_out", tmp] + protos,
+                   check=True)
+    sys.path.insert(0, tmp)
+    return tuple(importlib.import_module(m)
+                 for m in ("ssl_detection_pb2", "ssl_geometry_pb2", "ssl_wrapper_pb2"))
+
+
 def main():
     ssl_pack, proto_dir = sys.argv[1], sys.argv[2]
     with tempfile.TemporaryDirectory() as tmp:
-        protos = sorted(p for p in os.listdir(proto_dir) if p.endswith(".proto"))
-        subprocess.run(["protoc", "--proto_path", proto_dir, "--python_out", tmp] + protos,
-                       check=True)
+        det_pb, geo_pb, wrap_pb = load_protos(proto_dir, tmp)
         subprocess.run([ssl_pack, tmp], check=True)
-        sys.path.insert(0, tmp)
-        det_pb = importlib.import_module("ssl_detection_pb2")
-        geo_pb = importlib.import_module("ssl_geometry_pb2")
-        wrap_pb = importlib.import_module("ssl_wrapper_pb2")
         for mod in (det_pb, geo_pb, wrap_pb):
             for name, fields in LEAGUE.items():
                 desc = mod.DESCRIPTOR.message_types_by_name.get(name)
