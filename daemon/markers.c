@@ -7,6 +7,9 @@
 #include <string.h>
 
 #define DEG (180.0 / M_PI)
+/* Spots whose used flags fit on the stack: a frame's listed blobs are at
+ * most config/objects.h's TRK_FRAME_ITEMS_MAX (1024) results. */
+#define TRK_MARKERS_SPOTS_STACK 1024
 
 /* Angle of (x, y) in degrees, [0, 360). */
 static double angle_deg(double x, double y)
@@ -44,12 +47,14 @@ static int by_miss(const void *a, const void *b)
     return p->spot < q->spot ? -1 : p->spot > q->spot;
 }
 
-static bool is_dot_colour(const struct trk_pattern *p, uint16_t obj)
+/* dot[obj]: object obj is one of p's dot colours (objects >= TRK_MAX_OBJECTS
+ * are none), looked up once per pattern and call rather than per spot. */
+static void dot_colours(const struct trk_pattern *p, bool dot[TRK_MAX_OBJECTS])
 {
+    memset(dot, 0, TRK_MAX_OBJECTS * sizeof dot[0]);
     for (unsigned i = 0; i < p->n_ids; i++)
         for (unsigned d = 0; d < p->n_dots; d++)
-            if (p->id_colors[i][d] == obj) return true;
-    return false;
+            if (p->id_colors[i][d] < TRK_MAX_OBJECTS) dot[p->id_colors[i][d]] = true;
 }
 
 /* The template's slots ordered by angle: slot[k] is the k-th dot index. */
@@ -70,8 +75,8 @@ static void template_order(const struct trk_pattern *p, unsigned *slot)
 
 /* Collects the n dots for a centre; false when there are fewer. */
 static bool collect_dots(const struct trk_pattern *p, const struct trk_spot *spots, size_t n_spots,
-                         const bool *used, const struct trk_spot *c, double scale, double tol,
-                         struct cand *out)
+                         const bool *used, const bool *dot, const struct trk_spot *c, double scale,
+                         double tol, struct cand *out)
 {
     struct cand cands[64];
     size_t n = 0;
@@ -82,7 +87,7 @@ static bool collect_dots(const struct trk_pattern *p, const struct trk_spot *spo
         rmax = fmax(rmax, rad[d]);
     }
     for (size_t s = 0; s < n_spots && n < 64; s++) {
-        if (used[s] || !is_dot_colour(p, spots[s].object)) continue;
+        if (used[s] || spots[s].object >= TRK_MAX_OBJECTS || !dot[spots[s].object]) continue;
         double ox = spots[s].x - c->x, oy = c->y - spots[s].y; /* y up */
         double r = hypot(ox, oy);
         if (r < rmin * (1 - tol) || r > rmax * (1 + tol)) continue;
@@ -144,14 +149,15 @@ static int lookup_id(const struct trk_pattern *p, const unsigned *slot, const st
 }
 
 static bool find_dots_marker(const struct trk_pattern *p, const struct trk_spot *spots,
-                             size_t n_spots, bool *used, size_t c, struct trk_marker *m)
+                             size_t n_spots, bool *used, const bool *dot, size_t c,
+                             struct trk_marker *m)
 {
     double tol = p->tol > 0 ? p->tol : 0.4;
     double scale =
         p->px_per_mm > 0 ? p->px_per_mm : 2.0 * disc_radius(spots[c].mass) / p->centre_mm;
     if (!(scale > 0) || !isfinite(scale)) return false;
     struct cand seen[TRK_PATTERN_DOTS_MAX];
-    if (!collect_dots(p, spots, n_spots, used, &spots[c], scale, tol, seen)) return false;
+    if (!collect_dots(p, spots, n_spots, used, dot, &spots[c], scale, tol, seen)) return false;
     unsigned slot[TRK_PATTERN_DOTS_MAX], shift = 0;
     template_order(p, slot);
     double res, theta = fit_rotation(p, slot, seen, scale, &shift, &res);
@@ -247,17 +253,21 @@ static bool find_code_marker(const struct trk_pattern *p, const struct trk_spot 
 size_t trk_markers_find(const struct trk_pattern *pats, size_t n_pats, const struct trk_spot *spots,
                         size_t n_spots, struct trk_marker *out, size_t max)
 {
-    bool *used = calloc(n_spots ? n_spots : 1, sizeof *used);
+    /* A frame's spots are its listed blobs (at most TRK_MARKERS_SPOTS_STACK):
+     * their flags live on the stack, so a frame allocates nothing. */
+    bool stack_used[TRK_MARKERS_SPOTS_STACK] = { false }, dot[TRK_MAX_OBJECTS];
+    bool *used = n_spots <= TRK_MARKERS_SPOTS_STACK ? stack_used : calloc(n_spots, sizeof *used);
     if (!used) return 0;
     size_t found = 0;
     for (size_t pi = 0; pi < n_pats; pi++) {
         const struct trk_pattern *p = &pats[pi];
+        if (p->kind == TRK_PATTERN_DOTS) dot_colours(p, dot);
         uint16_t lead = p->kind == TRK_PATTERN_DOTS ? p->centre : p->code[0];
         for (size_t s = 0; s < n_spots; s++) {
             if (used[s] || spots[s].object != lead) continue;
             struct trk_marker m;
             bool ok = p->kind == TRK_PATTERN_DOTS
-                          ? find_dots_marker(p, spots, n_spots, used, s, &m)
+                          ? find_dots_marker(p, spots, n_spots, used, dot, s, &m)
                           : find_code_marker(p, spots, n_spots, used, s, &m);
             if (!ok) continue;
             m.pattern = (uint16_t)pi;
@@ -265,7 +275,7 @@ size_t trk_markers_find(const struct trk_pattern *pats, size_t n_pats, const str
             found++;
         }
     }
-    free(used);
+    if (used != stack_used) free(used);
     return found;
 }
 

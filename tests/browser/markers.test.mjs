@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { fail, freePort, launchChromium, near, stop, waitListening } from './harness.mjs';
+import { fail, freePort, launchChromium, near, openPage, stop, waitListening } from './harness.mjs';
 
 const [trackd, webRoot, outDir] = process.argv.slice(2);
 const FRAME_W = 640, FRAME_H = 480, ROBOTS = 6;
@@ -36,12 +36,9 @@ try {
     throw e;
   });
   browser = await launchChromium();
-  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   const errors = [];
-  page.on('pageerror', (e) => errors.push(String(e)));
-  await page.goto(`http://127.0.0.1:${port}/`);
-  await page.waitForFunction(() => window.trackdTest && window.trackdTest.hello, null,
-                             { timeout: 20000 }).catch(() => fail('no hello within 20 s'));
+  const page = await openPage(browser, port, errors,
+                              () => window.trackdTest && window.trackdTest.hello);
   // A drawing of the newest frame that has markers, with the canvas pixels
   // at each arrow's middle read in the same go (no redraw between).
   const got = await page.waitForFunction(() => {
