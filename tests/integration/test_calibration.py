@@ -38,6 +38,7 @@ import time
 import websockets
 
 from daemon_proc import start_trackd, stop_trackd
+from ws_rpc import WsClient
 
 W, H, FPS, N = 320, 240, 30, 24
 R = 8
@@ -203,39 +204,22 @@ def test_ndjson(trackd, clip, d):
     check(all('"wx"' not in ln for ln in lines2), "without a calibration: no wx, wy")
 
 
-class Client:
+class Client(WsClient):
     def __init__(self, ws):
-        self.ws, self.replies, self.frames, self.broadcasts, self.hello = ws, {}, [], [], None
-        self.next_id = 1
-        self.task = asyncio.ensure_future(self._reader())
+        self.frames, self.broadcasts, self.hello = [], [], None
+        super().__init__(ws)
 
-    async def _reader(self):
-        try:
-            async for m in self.ws:
-                if isinstance(m, bytes):
-                    continue
-                j = json.loads(m)
-                t = j.get("type")
-                if t == "hello":
-                    self.hello = j
-                elif t == "frame":
-                    self.frames.append(j)
-                    del self.frames[:-20]
-                elif t == "objects" and "id" not in j:
-                    self.broadcasts.append(j)
-                elif "id" in j:
-                    self.replies[j["id"]] = j
-        except websockets.ConnectionClosed:
-            pass
-
-    async def req(self, msg, timeout=5):
-        rid = self.next_id
-        self.next_id += 1
-        await self.ws.send(json.dumps(dict(msg, id=rid)))
-        t0 = time.monotonic()
-        while rid not in self.replies and time.monotonic() - t0 < timeout:
-            await asyncio.sleep(0.01)
-        return self.replies.pop(rid, None)
+    def on_message(self, j):
+        t = j.get("type")
+        if t == "hello":
+            self.hello = j
+        elif t == "frame":
+            self.frames.append(j)
+            del self.frames[:-20]
+        elif t == "objects" and "id" not in j:
+            self.broadcasts.append(j)
+        else:
+            super().on_message(j)
 
     async def frame_where(self, pred, timeout=5):
         t0 = time.monotonic()

@@ -46,6 +46,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "unit", "protocol"))
 from test_ssl_decode import load_protos  # noqa: E402
 from daemon_proc import start_trackd, stop_trackd  # noqa: E402
 import websockets  # noqa: E402
+from ws_rpc import WsClient  # noqa: E402
 
 FRAMES, W, H, SCALE, FPS = 24, 640, 480, 0.45, 30
 GEOMETRY_EVERY = 10
@@ -202,40 +203,24 @@ def check_robots(dets, truth, have_patterns):
            f"(wrong: {bad[:5]})")
 
 
-class Live:
-    """A WebSocket client that follows the newest frame seq and pairs
-    replies with requests."""
+class Live(WsClient):
+    """Follows the newest frame seq and pairs replies with requests."""
 
     def __init__(self, ws):
-        self.ws, self.seq, self.replies, self.next_id = ws, -1, {}, 1
-        self.task = asyncio.ensure_future(self._read())
+        self.seq = -1
+        super().__init__(ws)
 
-    async def _read(self):
-        try:
-            async for m in self.ws:
-                if isinstance(m, str):
-                    j = json.loads(m)
-                    if j.get("type") == "frame":
-                        self.seq = j["seq"]
-                    elif "id" in j:
-                        self.replies[j["id"]] = j
-        except websockets.ConnectionClosed:
-            pass
+    def on_message(self, j):
+        if j.get("type") == "frame":
+            self.seq = j["seq"]
+        else:
+            super().on_message(j)
 
     async def until_seq(self, seq, timeout=20):
         t0 = time.monotonic()
         while self.seq < seq and time.monotonic() - t0 < timeout:
             await asyncio.sleep(0.02)
         return self.seq if self.seq >= seq else None
-
-    async def req(self, msg, timeout=5):
-        rid = self.next_id
-        self.next_id += 1
-        await self.ws.send(json.dumps(dict(msg, id=rid)))
-        t0 = time.monotonic()
-        while rid not in self.replies and time.monotonic() - t0 < timeout:
-            await asyncio.sleep(0.01)
-        return self.replies.pop(rid, None)
 
 
 async def live_steps(port):
