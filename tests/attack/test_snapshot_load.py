@@ -23,7 +23,8 @@ slows the pipeline and the viewers alike, does not fail it:
     more often than the encoder encoded: at most one encode per processed
     frame (one kind of picture here), the rest from the cache;
   - 100 clients that vanish right after asking (their answers come to no
-    one) leave the next request served;
+    one) leave the next request served (after "too many connections"
+    refusals at most, while the server reads their resets);
   - a second daemon with the default --snapshot-rate (5) answers one client
     that asks 20 times at once with 5 JPEGs and 429s naming the limit, and
     a client from another address (127.0.0.2) is not held back by it.
@@ -151,9 +152,21 @@ def main():
                 s = socket.create_connection(("127.0.0.1", dm.port), timeout=5)
                 s.sendall(b"GET /snapshot.jpg?overlay=%d HTTP/1.1\r\nHost: x\r\n\r\n" % (i % 2))
                 abort(s)
-            st, body = http_get(dm.port, "/snapshot.jpg?overlay=1", timeout=10)
-            check(dm.alive() and st == 200 and body[:2] == b"\xff\xd8",
-                  f"100 clients gone before their answer: the next is served ({st})")
+            # Their sockets hold connection slots until the server has read
+            # each reset; on a loaded machine the next request may come
+            # first and get the documented 503 "too many connections" (with
+            # Retry-After). The promise: the slots come back and the next
+            # client is served, with no other kind of refusal on the way.
+            seen = []
+
+            def served():
+                st, body = http_get(dm.port, "/snapshot.jpg?overlay=1", timeout=10)
+                seen.append(st if st != 503 or b"too many connections" not in body else "full")
+                return st == 200 and body[:2] == b"\xff\xd8"
+
+            ok_next = wait_until(served, 15)
+            check(dm.alive() and ok_next and set(seen) <= {200, "full"},
+                  f"100 clients gone before their answer: the next is served ({seen})")
             report("snapshot_load", clients=a.viewers + a.clients, tried=int(ok),
                    survived=int(ok) if not slow and dm.alive() else 0,
                    pipeline_fps=f"{rate:.2f}", slowest_viewer_fps=f"{vrates[0]:.2f}",
