@@ -400,6 +400,7 @@ static void set_protocols(struct trk_ws *ws)
         .callback = callback,
         .per_session_data_size = sizeof(struct client),
         .rx_buffer_size = RX_CHUNK,
+        .tx_packet_size = TX_PACKET,
     };
     /* protocols[0] doubles as the default: a client that asks for no
      * subprotocol is bound to it, so any WebSocket library can connect. */

@@ -47,6 +47,13 @@
 #define CLIENT_REPLY_BYTES (256u << 10)
 /* lws rx chunk size; messages up to TRK_MSG_MAX_CLIENT are reassembled. */
 #define RX_CHUNK 16384
+/* The most one send() of a message may carry (lws's tx_packet_size). Left
+ * 0, lws caps each send at rx_buffer_size and sends the rest a chunk per
+ * writable callback: a 128 KiB preview took 32 service rounds, 0.36 ms
+ * from write to arrival on loopback against 0.02 ms for one send
+ * (trackd-ws-bench, docs/BENCHMARKS.md). The kernel still takes only what
+ * fits in the socket's buffer; lws keeps the rest for the next POLLOUT. */
+#define TX_PACKET (1u << 20)
 
 /* ------------------------------------------------------------ messages */
 
