@@ -80,7 +80,33 @@ static int fill_detection(SSLDetectionFrame *f, const struct trk_ssl_detection *
     return 0;
 }
 
-static void fill_field(SSLGeometryData *g, SSLGeometryFieldSize *fs, const struct trk_ssl_field *f)
+static void fill_calib(SSLGeometryCameraCalibration *o, const struct trk_ssl_calib *c)
+{
+    ssl__geometry_camera_calibration__init(o);
+    o->camera_id = c->camera_id;
+    o->focal_length = c->focal_length;
+    o->principal_point_x = c->principal_point_x;
+    o->principal_point_y = c->principal_point_y;
+    o->distortion = c->distortion;
+    o->q0 = c->q[0];
+    o->q1 = c->q[1];
+    o->q2 = c->q[2];
+    o->q3 = c->q[3];
+    o->tx = c->t[0];
+    o->ty = c->t[1];
+    o->tz = c->t[2];
+    o->has_derived_camera_world_tx = o->has_derived_camera_world_ty = 1;
+    o->has_derived_camera_world_tz = 1;
+    o->derived_camera_world_tx = c->world[0];
+    o->derived_camera_world_ty = c->world[1];
+    o->derived_camera_world_tz = c->world[2];
+    o->has_pixel_image_width = o->has_pixel_image_height = c->width > 0 && c->height > 0;
+    o->pixel_image_width = c->width;
+    o->pixel_image_height = c->height;
+}
+
+static void fill_field(SSLGeometryData *g, SSLGeometryFieldSize *fs, const struct trk_ssl_field *f,
+                       SSLGeometryCameraCalibration *cal, SSLGeometryCameraCalibration **cal_at)
 {
     ssl__geometry_field_size__init(fs);
     fs->field_length = f->length;
@@ -90,12 +116,21 @@ static void fill_field(SSLGeometryData *g, SSLGeometryFieldSize *fs, const struc
     fs->boundary_width = f->boundary_width;
     ssl__geometry_data__init(g);
     g->field = fs;
+    for (size_t i = 0; i < f->n_calib; i++) {
+        fill_calib(&cal[i], &f->calib[i]);
+        cal_at[i] = &cal[i];
+    }
+    g->n_calib = f->n_calib;
+    g->calib = cal_at;
 }
 
 int trk_ssl_pack(const struct trk_ssl_detection *det, const struct trk_ssl_field *field,
                  struct trk_buf *out)
 {
     if (!det && !field) return TRK_EINVAL;
+    if (field && (field->n_calib > TRK_SSL_CALIB_MAX || (field->n_calib && !field->calib)))
+        return TRK_EINVAL;
+    SSLGeometryCameraCalibration cal[TRK_SSL_CALIB_MAX], *cal_at[TRK_SSL_CALIB_MAX];
     SSLWrapperPacket w;
     SSLDetectionFrame f;
     SSLGeometryData g;
@@ -110,7 +145,7 @@ int trk_ssl_pack(const struct trk_ssl_detection *det, const struct trk_ssl_field
         w.detection = &f;
     }
     if (field) {
-        fill_field(&g, &fs, field);
+        fill_field(&g, &fs, field, cal, cal_at);
         w.geometry = &g;
     }
     if (rc == 0) {
