@@ -37,10 +37,13 @@ export async function waitListening(port, proc) {
   fail('trackd did not listen within 10 s');
 }
 
+// SIGTERM, then SIGKILL after 10 s; resolves with the exit code, or the
+// signal's name when a signal ended it (before or after this call).
 export function stop(p) {
   return new Promise((resolve) => {
-    if (p.exitCode !== null) return resolve(p.exitCode);
-    p.on('exit', (code) => resolve(code));
+    if (p.exitCode !== null || p.signalCode !== null) return resolve(p.exitCode ?? p.signalCode);
+    const kill = setTimeout(() => p.kill('SIGKILL'), 10000);
+    p.on('exit', (code, signal) => { clearTimeout(kill); resolve(code ?? signal); });
     p.kill('SIGTERM');
   });
 }
