@@ -71,17 +71,22 @@ static void compare_n(struct trk_backend *ref, struct trk_backend *const *fasts,
         for (int i = 0; i < n; i++) {
             const struct trk_obj_result *a = &want[i], *b = &got[i];
             if (a->mass == b->mass && a->sum_x == b->sum_x && a->sum_y == b->sum_y &&
-                a->x0 == b->x0 && a->y0 == b->y0 && a->x1 == b->x1 && a->y1 == b->y1)
+                a->x0 == b->x0 && a->y0 == b->y0 && a->x1 == b->x1 && a->y1 == b->y1 &&
+                a->sum_xx == b->sum_xx && a->sum_yy == b->sum_yy && a->sum_xy == b->sum_xy)
                 continue;
             const struct trk_object_def *o = &objs[i];
             CHECKF(0,
                    "%s: %s: object %d (%s lo %u,%u,%u hi %u,%u,%u): ref mass %llu sx %llu sy %llu "
-                   "box %d,%d,%d,%d; fast mass %llu sx %llu sy %llu box %d,%d,%d,%d",
+                   "box %d,%d,%d,%d sxx %llu syy %llu sxy %llu; fast mass %llu sx %llu sy %llu "
+                   "box %d,%d,%d,%d sxx %llu syy %llu sxy %llu",
                    what, trk_backend_name(fast), i, space_name(o->space), o->lo[0], o->lo[1],
                    o->lo[2], o->hi[0], o->hi[1], o->hi[2], (unsigned long long)a->mass,
                    (unsigned long long)a->sum_x, (unsigned long long)a->sum_y, a->x0, a->y0, a->x1,
-                   a->y1, (unsigned long long)b->mass, (unsigned long long)b->sum_x,
-                   (unsigned long long)b->sum_y, b->x0, b->y0, b->x1, b->y1);
+                   a->y1, (unsigned long long)a->sum_xx, (unsigned long long)a->sum_yy,
+                   (unsigned long long)a->sum_xy, (unsigned long long)b->mass,
+                   (unsigned long long)b->sum_x, (unsigned long long)b->sum_y, b->x0, b->y0, b->x1,
+                   b->y1, (unsigned long long)b->sum_xx, (unsigned long long)b->sum_yy,
+                   (unsigned long long)b->sum_xy);
         }
     }
 }
