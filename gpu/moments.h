@@ -49,7 +49,11 @@ int trk_moments_shape(uint64_t mass, uint64_t sum_x, uint64_t sum_y, uint64_t su
 /* Sum of x*x over the run of integers [a, b] (0 <= a <= b <= TRK_MAX_SIDE):
  * what a run of pixels adds to sum_xx, by the closed form
  * n (n + 1) (2n + 1) / 6 (exact: the product is divisible by 6). */
-static inline uint64_t trk_run_sum_xx(uint32_t a, uint32_t b)
+#ifdef __CUDACC__
+__host__ __device__
+#endif
+    static inline uint64_t
+    trk_run_sum_xx(uint32_t a, uint32_t b)
 {
     const uint64_t hi = (uint64_t)b * (b + 1) * (2 * (uint64_t)b + 1) / 6;
     const uint64_t lo = a ? (uint64_t)(a - 1) * a * (2 * (uint64_t)a - 1) / 6 : 0;
