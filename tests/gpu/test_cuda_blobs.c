@@ -94,6 +94,9 @@ static const char *blob_diff(const struct trk_blob *a, const struct trk_blob *b,
     FIELD(x1)
     FIELD(y1)
     FIELD(perimeter)
+    FIELD(sum_xx)
+    FIELD(sum_yy)
+    FIELD(sum_xy)
 #undef FIELD
     return NULL;
 }
@@ -158,7 +161,8 @@ static int compare_results(const char *what, const struct trk_obj_result *want,
     for (int k = 0; k < m; k++) {
         const struct trk_obj_result *a = &want[k], *b = &got[k];
         if (a->mass != b->mass || a->sum_x != b->sum_x || a->sum_y != b->sum_y || a->x0 != b->x0 ||
-            a->y0 != b->y0 || a->x1 != b->x1 || a->y1 != b->y1) {
+            a->y0 != b->y0 || a->x1 != b->x1 || a->y1 != b->y1 || a->sum_xx != b->sum_xx ||
+            a->sum_yy != b->sum_yy || a->sum_xy != b->sum_xy) {
             fprintf(stderr, "MISMATCH %s object %d aggregate: ref mass %llu cuda mass %llu\n", what,
                     k, (unsigned long long)a->mass, (unsigned long long)b->mass);
             return 1;
