@@ -77,7 +77,7 @@ struct trk_roi {
  *   sum x*x = H * (W-1) W (2W-1) / 6 < 6.2e18,
  *   sum x*y = (W (W-1) / 2) * (H (H-1) / 2) < 4.7e18,
  * both below 2^63 (9.2e18), so uint64 never wraps (at 8K, 7680 x 4320, the
- * largest is sum x*x < 6.6e15). The pixel count (< 2^32) also keeps the
+ * largest is sum x*x < 6.6e14). The pixel count (< 2^32) also keeps the
  * CPU reference's uint32 pixel indices and the CUDA kernels' 16-bit run
  * coordinates valid. */
 #define TRK_MAX_SIDE 65535
