@@ -129,7 +129,8 @@ static const char *res_diff(const struct trk_obj_result *a, const struct trk_obj
 static const char *blob_diff(const struct trk_blob *a, const struct trk_blob *b, long long *va,
                              long long *vb)
 {
-    F(mass) F(sum_x) F(sum_y) F(x0) F(y0) F(x1) F(y1) F(perimeter) F(first) F(sum_xx) F(sum_yy)
+    F(mass)
+    F(sum_x) F(sum_y) F(x0) F(y0) F(x1) F(y1) F(perimeter) F(first) F(sum_xx) F(sum_yy)
         F(sum_xy) return NULL;
 #undef F
 }
