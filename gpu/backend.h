@@ -72,15 +72,15 @@ struct trk_roi {
 
 /* Largest frame side (width or height) any backend accepts:
  * trk_backend_create refuses a larger max_width / max_height (TRK_EINVAL).
- * It bounds the exact sums below: on a W x H frame every sum is largest when
- * every pixel matches, and at W = H = 65535
+ * It bounds the exact sums below: coordinates are below 2^16, so a square
+ * or product of two is below 2^32, and on a W x H frame every sum is
+ * largest when every pixel matches; at W = H = 65536
  *   sum x*x = H * (W-1) W (2W-1) / 6 < 6.2e18,
  *   sum x*y = (W (W-1) / 2) * (H (H-1) / 2) < 4.7e18,
  * both below 2^63 (9.2e18), so uint64 never wraps (at 8K, 7680 x 4320, the
- * largest is sum x*x < 6.6e14). The pixel count (< 2^32) also keeps the
- * CPU reference's uint32 pixel indices and the CUDA kernels' 16-bit run
- * coordinates valid. */
-#define TRK_MAX_SIDE 65535
+ * largest is sum x*x < 6.6e14). Some backends take less (cpu-ref: fewer
+ * than 2^32 pixels; CUDA blobs and MOCT: sides up to 65535). */
+#define TRK_MAX_SIDE 65536
 
 /* Exact per-object accumulators. When mass == 0: sums are 0 and the bbox is
  * {-1, -1, -1, -1}. Centroid = sum / mass, computed by the caller; the

@@ -38,9 +38,10 @@ int trk_moments_shape(uint64_t mass, uint64_t sum_x, uint64_t sum_y, uint64_t su
 {
     *out = (struct trk_shape){ 0, 0, 0 };
     if (mass == 0) return -1;
-    /* mass^2 times the covariance matrix [[a, c], [c, b]]: mass < 2^32 and
-     * every sum < 2^63 (backend.h, TRK_MAX_SIDE), so each product is below
-     * 2^96 and the differences fit i128 with room to spare. */
+    /* mass^2 times the covariance matrix [[a, c], [c, b]]: mass <= 2^32,
+     * sum_x, sum_y < 2^48 and the second moments < 2^63 (backend.h,
+     * TRK_MAX_SIDE), so each product is below 2^96 and the differences fit
+     * i128 with room to spare. */
     const i128 m = (i128)mass;
     i128 a = m * (i128)sum_xx - (i128)sum_x * (i128)sum_x;
     i128 b = m * (i128)sum_yy - (i128)sum_y * (i128)sum_y;

@@ -41,12 +41,14 @@ struct trk_shape {
  * over them). The central moments are formed exactly in 128-bit integers
  * (mass * sum_xx - sum_x * sum_x: no cancellation in floating point), and the
  * minor axis from the exact determinant, so a thin blob's minor axis keeps
- * its precision. Returns 0, or -1 when mass == 0 (out all zero). Sums that no
- * set of mass pixels can have (a negative variance) are clamped to 0. */
+ * its precision. The sums must be ones a backend can return (backend.h's
+ * bounds: at most 2^32 pixels of coordinates below 2^16). Returns 0, or -1
+ * when mass == 0 (out all zero). Sums that no set of mass pixels can have
+ * (a negative variance) are clamped to 0. */
 int trk_moments_shape(uint64_t mass, uint64_t sum_x, uint64_t sum_y, uint64_t sum_xx,
                       uint64_t sum_yy, uint64_t sum_xy, struct trk_shape *out);
 
-/* Sum of x*x over the run of integers [a, b] (0 <= a <= b <= TRK_MAX_SIDE):
+/* Sum of x*x over the run of integers [a, b] (0 <= a <= b < TRK_MAX_SIDE):
  * what a run of pixels adds to sum_xx, by the closed form
  * n (n + 1) (2n + 1) / 6 (exact: the product is divisible by 6). */
 #ifdef __CUDACC__

@@ -3,7 +3,7 @@
  * rectangle, a disc, an empty set) and against filled rectangles rasterised
  * here at many angles, whose true orientation and standard deviations are
  * known in closed form. Also trk_run_sum_xx against the plain sum, and the
- * moments of a whole 65535-pixel-wide row (the largest side backends take). */
+ * moments of a whole row of the widest frame backends take (TRK_MAX_SIDE). */
 #include "backend.h"
 #include "moments.h"
 #include "moments_oracle.h"
