@@ -137,7 +137,6 @@ struct trk_cu_lut {
 struct trk_cu_sacc {
     unsigned long long *sx, *sy, *sxx, *syy, *sxy;
     unsigned *cnt, *nx0, *ny0, *px1, *py1;
-    int n; /* each array's length: array i of a kind starts i * n after the first */
 };
 __host__ __device__ __forceinline__ size_t trk_cu_sacc_bytes(int n)
 {
@@ -152,7 +151,6 @@ __device__ __forceinline__ struct trk_cu_sacc trk_cu_sacc_at(void *base, int n)
     a.syy = a.sxx + n;
     a.sxy = a.syy + n;
     a.cnt = reinterpret_cast<unsigned *>(a.sxy + n);
-    a.n = n;
     a.nx0 = a.cnt + n;
     a.ny0 = a.nx0 + n;
     a.px1 = a.ny0 + n;
@@ -173,34 +171,6 @@ __device__ __forceinline__ void trk_cu_sacc_moments(const struct trk_cu_sacc &a,
     atomicAdd(&a.sxx[k], c * bb * bb + 2ull * bb * so + soo);
     atomicAdd(&a.syy[k], c * yy * yy);
     atomicAdd(&a.sxy[k], sx * yy);
-}
-
-/* Object k's ten fields from one warp at once, lane i doing field i in the
- * layout's order (lanes 0-4 the u64 sums sx, sy, sxx, syy, sxy; lane 5 the
- * count; lanes 6-9 the encoded bounds nx0, ny0, px1, py1): three atomic
- * instructions for the warp instead of ten by one lane. Every lane passes
- * the warp's totals: cnt pixels of row y at x = b + o (offset sum so, square
- * sum soo, as trk_cu_sacc_moments) and the encoded x bounds nx0, px1. */
-__device__ __forceinline__ void trk_cu_sacc_add_lanes(const struct trk_cu_sacc &a, int k, int lane,
-                                                      unsigned b, unsigned y, unsigned cnt,
-                                                      unsigned so, unsigned soo, unsigned nx0,
-                                                      unsigned px1)
-{
-    if (lane >= 10) return;
-    const unsigned long long c = cnt, bb = b, yy = y, sx = c * bb + so;
-    if (lane < 5) {
-        const unsigned long long v = lane == 0   ? sx
-                                     : lane == 1 ? c * yy
-                                     : lane == 2 ? c * bb * bb + 2ull * bb * so + soo
-                                     : lane == 3 ? c * yy * yy
-                                                 : sx * yy;
-        atomicAdd(a.sx + (size_t)lane * (size_t)a.n + k, v);
-    } else if (lane == 5) {
-        atomicAdd(a.cnt + k, cnt);
-    } else {
-        const unsigned v = lane == 6 ? nx0 : lane == 7 ? TRK_ACC_BIG - y : lane == 8 ? px1 : y + 1u;
-        atomicMax(a.cnt + (size_t)(lane - 5) * (size_t)a.n + k, v);
-    }
 }
 
 /* One flush per block: the block's sums of the objects it saw added to the

@@ -3,7 +3,7 @@
  *
  * The warp holds, per lane L, four mask words m[j] (pixel x = base + 4 L + j,
  * bit b = object b of a 32-object word). The sparse path reduces one object
- * at a time across the warp (redux.sync, then the shared atomics): its cost
+ * at a time across the warp (redux.sync, lane 0's shared atomics): its cost
  * grows with the objects present. The dense path transposes the four 32 x 32
  * bit matrices across the warp instead (5 shuffle stages), so lane b holds
  * object b's pixels of the whole segment: t[j] bit L = pixel base + 4 L + j.
