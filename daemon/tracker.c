@@ -461,6 +461,12 @@ static void set_measured(struct inst *x, const struct cand *c)
     x->pub.blob = c->b;
     x->pub.cx = c->cx;
     x->pub.cy = c->cy;
+    struct trk_shape sh;
+    trk_moments_shape(c->b.mass, c->b.sum_x, c->b.sum_y, c->b.sum_xx, c->b.sum_yy, c->b.sum_xy,
+                      &sh);
+    x->pub.orientation = sh.orientation;
+    x->pub.major = sh.major;
+    x->pub.minor = sh.minor;
 }
 
 static void new_instance(struct trk_tracker *t, struct obj *o, const struct cand *c)
@@ -655,6 +661,9 @@ static void finish(struct trk_tracker *t)
                 r.mass += b->mass;
                 r.sum_x += b->sum_x;
                 r.sum_y += b->sum_y;
+                r.sum_xx += b->sum_xx;
+                r.sum_yy += b->sum_yy;
+                r.sum_xy += b->sum_xy;
             }
             qsort(o->out, (size_t)o->n_out, sizeof(*o->out), cmp_blob);
             o->res = r;

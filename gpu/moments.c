@@ -45,9 +45,10 @@ int trk_moments_shape(uint64_t mass, uint64_t sum_x, uint64_t sum_y, uint64_t su
     const i128 m = (i128)mass;
     i128 a = m * (i128)sum_xx - (i128)sum_x * (i128)sum_x;
     i128 b = m * (i128)sum_yy - (i128)sum_y * (i128)sum_y;
-    const i128 c = m * (i128)sum_xy - (i128)sum_x * (i128)sum_y;
+    i128 c = m * (i128)sum_xy - (i128)sum_x * (i128)sum_y;
     if (a < 0) a = 0;
     if (b < 0) b = 0;
+    if (a == 0 || b == 0) c = 0; /* c * c <= a * b for real pixels */
     const double m2 = (double)mass * (double)mass;
     /* Eigenvalues: l1 = (a + b) / 2 + r, r = hypot((a - b) / 2, c), both
      * terms >= 0 (no cancellation); l2 = det / l1 (the small one, taken

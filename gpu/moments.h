@@ -44,7 +44,8 @@ struct trk_shape {
  * its precision. The sums must be ones a backend can return (backend.h's
  * bounds: at most 2^32 pixels of coordinates below 2^16). Returns 0, or -1
  * when mass == 0 (out all zero). Sums that no set of mass pixels can have
- * (a negative variance) are clamped to 0. */
+ * (a negative variance) are clamped to 0, and with a variance of 0 so is
+ * the covariance (a backend's fixture without second moments: all 0). */
 int trk_moments_shape(uint64_t mass, uint64_t sum_x, uint64_t sum_y, uint64_t sum_xx,
                       uint64_t sum_yy, uint64_t sum_xy, struct trk_shape *out);
 
