@@ -60,9 +60,13 @@
  * without lag once the turn has settled, and a noisy axis is halved. The
  * second measurement sets the turn outright (gains 1). Both gains are
  * weighed by how much the measured axis says (axis_weight): a disc or a
- * square has none, so it neither turns nor gains a spin from pixel noise. */
-#define ALPHA_TH 0.5
-#define BETA_TH  (ALPHA_TH * ALPHA_TH / (2.0 - ALPHA_TH))
+ * square has none, so it neither turns nor gains a spin from pixel noise;
+ * a blob whose axes' variances differ by AXIS_FULL of their sum or more
+ * (its major axis 1.36 times its minor: any bar, a 3:1 ellipse) counts
+ * fully. */
+#define ALPHA_TH  0.5
+#define BETA_TH   (ALPHA_TH * ALPHA_TH / (2.0 - ALPHA_TH))
+#define AXIS_FULL 0.3
 
 struct inst {
     struct trk_instance pub;
@@ -480,12 +484,13 @@ static double fold180(double deg)
 }
 
 /* How much a measured axis says: (major^2 - minor^2) / (major^2 +
- * minor^2), 0 with no preferred direction (a disc, a square, one pixel) to
- * 1 for pixels on a line. */
+ * minor^2) / AXIS_FULL, at most 1: 0 with no preferred direction (a disc,
+ * a square, one pixel). */
 static double axis_weight(const struct trk_shape *s)
 {
     const double a = s->major * s->major, b = s->minor * s->minor;
-    return a > 0 ? (a - b) / (a + b) : 0.0;
+    const double w = a > 0 ? (a - b) / (a + b) / AXIS_FULL : 0.0;
+    return w < 1.0 ? w : 1.0;
 }
 
 /* Candidate c as x's measurement: its blob, centroid and shape (the
