@@ -21,10 +21,10 @@ page's axes (tests/browser/axes.test.mjs).
 import argparse
 import json
 import math
-import subprocess
-import sys
 
 import numpy as np
+
+from ssl_scene import write_clip
 
 GREY = (128, 128, 128)
 # name, colour, kind, (length, width) in px (the ellipse's full axes),
@@ -99,17 +99,7 @@ def main():
     ap.add_argument("--fps", type=int, default=30)
     a = ap.parse_args()
     w, h = (int(v) for v in a.size.split("x"))
-    cmd = ["ffmpeg", "-loglevel", "error", "-y", "-f", "rawvideo", "-pix_fmt", "rgb24",
-           "-s", f"{w}x{h}", "-r", str(a.fps), "-i", "-", "-c:v", "ffv1", "-pix_fmt", "bgr0",
-           a.out]
-    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE)
-    truths = []
-    for img, truth in scene(a.frames, w, h):
-        proc.stdin.write(img.tobytes())
-        truths.append(truth)
-    proc.stdin.close()
-    if proc.wait() != 0:
-        sys.exit("ffmpeg failed")
+    truths = write_clip(a.out, w, h, a.fps, scene(a.frames, w, h))
     with open(a.out + ".truth.json", "w") as f:
         json.dump({"size": [w, h], "fps": a.fps, "objects": objects(), "frames": truths}, f)
 
