@@ -97,6 +97,39 @@ static int put_world(struct trk_buf *b, const struct trk_frame_result *r, const 
     return kv_fixed(b, ",\"wy\":", p->wy, r->world_decimals);
 }
 
+/* An axis's direction in [0, 180) to 2 decimals, kept there by the
+ * rounding (179.996 is 0.00, not 180.00). */
+static int kv_axis(struct trk_buf *b, const char *key, double deg)
+{
+    return kv_fixed(b, key, deg >= 179.995 ? 0.0 : deg, 2);
+}
+
+/* ,"orientation":..,"major":..,"minor":..: shape s. */
+static int put_shape(struct trk_buf *b, const struct trk_shape *s)
+{
+    PUT(kv_axis(b, ",\"orientation\":", s->orientation));
+    PUT(kv_fixed(b, ",\"major\":", s->major, 2));
+    return kv_fixed(b, ",\"minor\":", s->minor, 2);
+}
+
+/* ,"wheading":..: with r calibrated, world orientation deg (null when ok
+ * is false); nothing without a calibration. */
+static int put_wheading(struct trk_buf *b, const struct trk_frame_result *r, bool ok, double deg)
+{
+    if (!r->calibrated) return 0;
+    if (ok) return kv_axis(b, ",\"wheading\":", deg);
+    LIT(b, ",\"wheading\":null");
+    return 0;
+}
+
+/* put_shape and put_wheading of point p. */
+static int put_point_shape(struct trk_buf *b, const struct trk_frame_result *r,
+                           const struct trk_point *p)
+{
+    PUT(put_shape(b, &p->shape));
+    return put_wheading(b, r, p->world_h, p->wheading);
+}
+
 /* ,"cx":..,"cy":..(,"wx":..,"wy":..): centroid p, or nulls when mass is 0. */
 static int put_centroid(struct trk_buf *b, const struct trk_frame_result *r, uint64_t mass,
                         const struct trk_point *p)
@@ -125,24 +158,26 @@ static int put_blobs(struct trk_buf *b, const struct trk_frame_result *r,
         LIT(b, ",\"bbox\":");
         PUT(put_ints(b, box, 4));
         PUT(kv_u64(b, ",\"perimeter\":", v->perimeter));
+        PUT(put_point_shape(b, r, &r->blob_c[o->blob0 + (size_t)k]));
         LIT(b, "}");
     }
     LIT(b, "]");
     return 0;
 }
 
-/* ,"wx","wy","wvx","wvy": instance x's world point and velocity per
- * second (nulls where it has none). */
+/* ,"wx","wy","wvx","wvy","wheading": instance x's world point, velocity
+ * per second and orientation (nulls where it has none). */
 static int put_instance_world(struct trk_buf *b, const struct trk_frame_result *r,
                               const struct trk_instance *x)
 {
     PUT(put_world(b, r, &(struct trk_point){ .world = x->world, .wx = x->wx, .wy = x->wy }));
     if (!x->world_v) {
         LIT(b, ",\"wvx\":null,\"wvy\":null");
-        return 0;
+    } else {
+        PUT(kv_fixed(b, ",\"wvx\":", x->wvx, r->world_decimals));
+        PUT(kv_fixed(b, ",\"wvy\":", x->wvy, r->world_decimals));
     }
-    PUT(kv_fixed(b, ",\"wvx\":", x->wvx, r->world_decimals));
-    return kv_fixed(b, ",\"wvy\":", x->wvy, r->world_decimals);
+    return put_wheading(b, r, x->world_h, x->wheading);
 }
 
 /* ,"instances":[{...}, ...]: object o's instances. */
@@ -165,8 +200,14 @@ static int put_instances(struct trk_buf *b, const struct trk_frame_result *r,
         } else {
             LIT(b, ",\"bbox\":null,\"perimeter\":null");
         }
+        const struct trk_shape sh = { x->orientation, x->major, x->minor };
+        PUT(put_shape(b, &sh));
         PUT(kv_fixed(b, ",\"vx\":", x->vx, 3));
         PUT(kv_fixed(b, ",\"vy\":", x->vy, 3));
+        if (x->rate)
+            PUT(kv_fixed(b, ",\"vtheta\":", x->vtheta, 2));
+        else
+            LIT(b, ",\"vtheta\":null");
         if (r->calibrated) PUT(put_instance_world(b, r, x));
         PUT(kv_u64(b, ",\"age\":", x->age));
         PUT(kv_u64(b, ",\"lost\":", x->lost));
@@ -275,6 +316,7 @@ static int put_frame_object(struct trk_buf *b, const struct trk_frame_result *r,
         LIT(b, ",\"bbox\":");
         PUT(put_ints(b, box, 4));
     }
+    PUT(put_point_shape(b, r, &o->c));
     /* Objects with blobs off have no key: their output is as before. */
     if (def->blobs) PUT(put_blobs(b, r, o));
     if (o->has_instances) PUT(put_instances(b, r, o));
@@ -316,15 +358,16 @@ static int put_frame_objects(struct trk_buf *b, const struct trk_frame_result *r
 
 int trk_msg_frame(struct trk_buf *b, const struct trk_frame_result *r)
 {
-    /* ~140 bytes per object, ~130 per blob or instance + ~300 of header:
-     * one reserve, no regrowth on the hot path after the first frame. */
+    /* ~190 bytes per object, ~180 per blob or instance (the shape's
+     * orientation, major, minor included) + ~300 of header: one reserve,
+     * no regrowth on the hot path after the first frame. */
     size_t listed = 0;
     for (int i = 0; i < r->n; i++)
         listed += (size_t)r->obj[i].n_blobs + 2 * (size_t)r->obj[i].n_inst;
-    /* wx, wy: up to 2 x 24 bytes more per centroid. */
-    const size_t world = r->calibrated ? 48 : 0;
-    PUT(trk_buf_reserve(b, 320 + (size_t)(r->n > 0 ? r->n : 0) * (160 + world + TRK_NAME_MAX * 6) +
-                               listed * (130 + world) +
+    /* wx, wy: up to 2 x 24 bytes more per centroid, wheading 20. */
+    const size_t world = r->calibrated ? 68 : 0;
+    PUT(trk_buf_reserve(b, 320 + (size_t)(r->n > 0 ? r->n : 0) * (210 + world + TRK_NAME_MAX * 6) +
+                               listed * (200 + world) +
                                r->n_markers * (170 + world + TRK_NAME_MAX * 6)));
     LIT(b, "{\"type\":\"frame\"");
     if (r->meta.camera) PUT(kv_str(b, ",\"camera\":", r->meta.camera, 256));

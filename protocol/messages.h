@@ -51,14 +51,20 @@ extern "C" {
  * latency{queue_ms, upload_ms, kernel_ms, process_ms, handoff_ms when >= 0}
  * (3 decimals each) and objects[] with, per object i: id (= i), name
  * (escaped), found, mass, cx, cy (2 decimals) and bbox [x0, y0, x1, y1]
- * (inclusive); cx, cy and bbox are null when mass == 0. An object whose
+ * (inclusive); cx, cy and bbox are null when mass == 0; then orientation,
+ * major, minor (2 decimals: the shape, result.h struct trk_point; 0 for a
+ * mass of 0 or 1). An object whose
  * definition has blobs K > 0 then gets "blobs": its listed blobs, each
- * {mass, cx, cy (2 decimals), bbox, perimeter}; objects with blobs 0 have
+ * {mass, cx, cy (2 decimals), bbox, perimeter, orientation, major, minor};
+ * objects with blobs 0 have
  * no "blobs" key. With r->calibrated each centroid (object and blob) is
  * followed by wx, wy: its world point (r->world_decimals decimals), both
- * null when cx is or the point has none. An object with has_instances gets
- * "instances": each {id, mass, cx, cy (2 decimals), bbox, perimeter, vx, vy
- * (3 decimals), age, lost, via ("roi"/"full")}; a lost one has mass 0, its
+ * null when cx is or the point has none, and each minor by wheading (2
+ * decimals, null without one). An object with has_instances gets
+ * "instances": each {id, mass, cx, cy (2 decimals), bbox, perimeter,
+ * orientation, major, minor, vx, vy (3 decimals), vtheta (2, null without a
+ * frame rate), age, lost, via ("roi"/"full")} (calibrated: wx, wy, wvx, wvy,
+ * wheading after vtheta); a lost one has mass 0, its
  * predicted cx, cy, and bbox, perimeter and via null. With meta.pass the
  * header also has "pass", "rounds" and "upload_bytes". With r->n_patterns
  * > 0, "markers" follows "objects": each {pattern (its name), id, cx, cy,

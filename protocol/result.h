@@ -18,6 +18,7 @@
 
 #include "backend.h"
 #include "calib.h"
+#include "moments.h"  /* struct trk_shape */
 #include "patterns.h" /* struct trk_pattern, struct trk_marker */
 
 #ifdef __cplusplus
@@ -61,15 +62,23 @@ struct trk_instance {
     uint64_t age;         /* frames since it appeared: 1 on its first           */
     uint32_t lost;        /* frames since last seen; 0 = seen in this frame     */
     bool via_roi;         /* seen in its own region (else a whole-frame search) */
+    /* Its shape (gpu/moments.h): major, minor of this frame's blob (the
+     * last measured one while lost); orientation, degrees [0, 180)
+     * counter-clockwise on screen, the tracker's filtered major axis, and
+     * vth its angular velocity in degrees per frame (counter-clockwise
+     * positive; daemon/tracker.h). */
+    double orientation, major, minor, vth;
     /* Set by the frame result (result.c), not the tracker: with a
      * calibration, world is its point cx, cy in world units (at height 0,
      * as the object's centroid) and world_v its velocity in world units
      * per second: the world step of one frame's vx, vy (between the world
      * points of the centroid and of the centroid plus that step) times
      * the source's nominal frame rate (trk_frame_result_set_rate; none
-     * without one). */
-    bool world, world_v;
-    double wx, wy, wvx, wvy;
+     * without one). world_h: wheading holds its orientation in the world
+     * (trk_point). rate: vtheta holds vth per second at that frame rate
+     * (calibration or not). */
+    bool world, world_v, world_h, rate;
+    double wx, wy, wvx, wvy, wheading, vtheta;
 };
 
 struct trk_instance_list {
@@ -84,12 +93,22 @@ struct trk_blob_list {
     int n;
 };
 
-/* A centroid and its world point. */
+/* A centroid, the shape around it and their world forms. */
 struct trk_point {
     double cx, cy; /* pixels: sum / mass (valid when the mass is > 0)        */
-    bool world;    /* wx, wy hold its world point (a calibration, and the
-                    * point has one: config/calib.h trk_calib_to_world)     */
+    /* orientation, major, minor from the exact second moments
+     * (trk_moments_shape): all 0 for a mass of 0 or 1 */
+    struct trk_shape shape;
+    bool world; /* wx, wy hold its world point (a calibration, and the
+                 * point has one: config/calib.h trk_calib_to_world)     */
     double wx, wy;
+    /* world_h: wheading holds the major axis in the world: degrees [0,
+     * 180) counter-clockwise from world +x, the direction from the world
+     * point to that of the pixel one pixel along the orientation
+     * (trk_frame_result_world_dir; mass > 0, a world point, and that pixel
+     * has one) */
+    bool world_h;
+    double wheading;
 };
 
 /* One object's share of a frame result. */
@@ -154,20 +173,29 @@ static inline void trk_centroid(uint64_t sum_x, uint64_t sum_y, uint64_t mass, d
     *cy = (double)sum_y / (double)mass;
 }
 
+/* The world direction of screen direction deg (degrees counter-clockwise
+ * on screen from +x) at pixel (px, py), whose world point at height z is
+ * (wx, wy): degrees counter-clockwise from world +x, [0, 360), towards the
+ * world point of the pixel one pixel along deg (at the same height). False
+ * (out untouched) when that pixel has no world point. calib: solved, on. */
+bool trk_frame_result_world_dir(const struct trk_calib *calib, double px, double py, double z,
+                                double wx, double wy, double deg, double *out);
+
 /* Fills r with one frame (no markers: trk_frame_result_set_markers adds
  * them): meta, n objects of defs with their aggregates
  * res, blob lists (NULL: none) and instances (NULL: none; used for objects
- * whose definition has track on), deriving every centroid, found flag and,
- * with calib (NULL or off: none), world point. The lists are copied; defs
+ * whose definition has track on), deriving every centroid, shape, found
+ * flag and, with calib (NULL or off: none), world point and heading. The lists are copied; defs
  * is pointed to. 0, or TRK_ENOMEM (r then has no objects). */
 int trk_frame_result_fill(struct trk_frame_result *r, const struct trk_frame_meta *m,
                           const struct trk_object_def *defs, int n,
                           const struct trk_obj_result *res, const struct trk_blob_list *blobs,
                           const struct trk_instance_list *instances, const struct trk_calib *calib);
 
-/* The instances' world velocities per second (trk_instance.world_v) at a
- * source's nominal frame rate fps; fps <= 0 (unknown) or no calibration:
- * none. calib: the one r was filled with. */
+/* The instances' angular velocities per second (trk_instance.rate) and,
+ * with a calibration, world velocities per second (trk_instance.world_v)
+ * at a source's nominal frame rate fps; fps <= 0 (unknown): neither.
+ * calib: the one r was filled with (NULL or off: no world velocities). */
 void trk_frame_result_set_rate(struct trk_frame_result *r, const struct trk_calib *calib,
                                double fps);
 

@@ -116,8 +116,9 @@ window.trackdTest = {
   get lastStats() { return status.latestStats(); },        // the last "stats" message
   // The last overlay drawn (view.js): {seq, preview, matched, boxes:[{id, x0, y0,
   // x1, y1, cx, cy, color, dashed}], blobs:[{id, rank, x0, y0, x1, y1, cx, cy,
-  // color}], instances:[{obj, id, x0, y0, x1, y1, cx, cy, lost, trail, color}]},
-  // boxes and centroids in canvas pixels (overlay.js drawOverlay).
+  // color}], instances:[{obj, id, x0, y0, x1, y1, cx, cy, lost, trail, color}],
+  // markers, axes:[{obj, kind, id, cx, cy, x0, y0, x1, y1}] (axes.js; none while
+  // its toggle is off)}, boxes and centroids in canvas pixels (overlay.js drawOverlay).
   get lastDrawn() { return lastDrawnOverlay(); },
   // The teach and edit panel: teaching, authed, editing, lastSample, lastAck, saved, paused.
   tune: {

@@ -12,6 +12,7 @@
 
 #include "../backend_impl.h"
 #include "../color.h"
+#include "../moments.h"
 #include "tuning.cuh"
 
 /* ------------------------------------------------------------- errors */
@@ -63,8 +64,26 @@ struct trk_cu_frame {
 struct trk_cu_acc {
     unsigned long long mass, sx, sy;
     unsigned nx0, ny0, px1, py1;
+    unsigned long long sxx, syy, sxy; /* second moments (backend.h) */
 };
 #define TRK_ACC_BIG 0x40000000u
+
+/* p's sums added to r's, p's bounds taken into r's (trk_cu_acc encoding:
+ * every bound is a max). */
+__host__ __device__ __forceinline__ void trk_cu_acc_add(struct trk_cu_acc &r,
+                                                        const struct trk_cu_acc &p)
+{
+    r.mass += p.mass;
+    r.sx += p.sx;
+    r.sy += p.sy;
+    r.sxx += p.sxx;
+    r.syy += p.syy;
+    r.sxy += p.sxy;
+    r.nx0 = r.nx0 > p.nx0 ? r.nx0 : p.nx0;
+    r.ny0 = r.ny0 > p.ny0 ? r.ny0 : p.ny0;
+    r.px1 = r.px1 > p.px1 ? r.px1 : p.px1;
+    r.py1 = r.py1 > p.py1 ? r.py1 : p.py1;
+}
 
 /* The result one accumulator stands for (host side: the fused, table and
  * MOCT results in cuda_wait.cu, the regions' in regions.cu). */
@@ -81,6 +100,9 @@ static inline void trk_cu_acc_result(const struct trk_cu_acc *a, struct trk_obj_
     out->y0 = (int32_t)(TRK_ACC_BIG - a->ny0);
     out->x1 = (int32_t)a->px1 - 1;
     out->y1 = (int32_t)a->py1 - 1;
+    out->sum_xx = a->sxx;
+    out->sum_yy = a->syy;
+    out->sum_xy = a->sxy;
 }
 
 /* An object as the naive and MOCT kernels test it. */
@@ -108,28 +130,99 @@ struct trk_cu_lut {
 /* The one definition of what the kernels carve out of dynamic shared memory
  * and of the byte counts the host passes at setup and launch. */
 
-/* Block-local accumulators of n objects (or slots): two u64 arrays (sum x,
- * sum y), then five u32 arrays (count and the encoded bounds of
- * trk_cu_acc). The base must be 8-byte aligned. */
+/* Block-local accumulators of n objects (or slots): five 64-bit sums (sum
+ * x, sum y, sum x*x, sum y*y, sum x*y), each as two u32 arrays (n low words,
+ * then n high words: trk_cu_sadd), then five u32 arrays (count and the
+ * encoded bounds of trk_cu_acc): 60 bytes an object. The base must be
+ * 4-byte aligned. */
 struct trk_cu_sacc {
-    unsigned long long *sx, *sy;
+    unsigned *sx, *sy, *sxx, *syy, *sxy; /* 2 n words each: low, then high */
     unsigned *cnt, *nx0, *ny0, *px1, *py1;
+    int n;
 };
 __host__ __device__ __forceinline__ size_t trk_cu_sacc_bytes(int n)
 {
-    return (size_t)n * (2 * sizeof(unsigned long long) + 5 * sizeof(unsigned));
+    return (size_t)n * (5 * sizeof(unsigned long long) + 5 * sizeof(unsigned));
 }
 __device__ __forceinline__ struct trk_cu_sacc trk_cu_sacc_at(void *base, int n)
 {
     struct trk_cu_sacc a;
-    a.sx = reinterpret_cast<unsigned long long *>(base);
-    a.sy = a.sx + n;
-    a.cnt = reinterpret_cast<unsigned *>(a.sy + n);
+    a.sx = reinterpret_cast<unsigned *>(base);
+    a.sy = a.sx + 2 * n;
+    a.sxx = a.sy + 2 * n;
+    a.syy = a.sxx + 2 * n;
+    a.sxy = a.syy + 2 * n;
+    a.cnt = a.sxy + 2 * n;
     a.nx0 = a.cnt + n;
     a.ny0 = a.nx0 + n;
     a.px1 = a.ny0 + n;
     a.py1 = a.px1 + n;
+    a.n = n;
     return a;
+}
+
+/* Adds v to entry k of a 64-bit shared sum s (n low words, then n high
+ * words) with native 32-bit atomics: a 64-bit atomicAdd on shared memory is
+ * a compare-and-swap loop on sm_90 (a load and a CAS per try, more tries
+ * under contention). Exact: the low word wraps mod 2^32 and the thread
+ * whose add wrapped it carries the one into the high word. */
+__device__ __forceinline__ void trk_cu_sadd(unsigned *s, int n, int k, unsigned long long v)
+{
+    const unsigned l = (unsigned)v, h = (unsigned)(v >> 32);
+    const unsigned old = atomicAdd(&s[k], l);
+    const unsigned hc = h + (old + l < old ? 1u : 0u);
+    if (hc) atomicAdd(&s[n + k], hc);
+}
+
+/* Entry k of a 64-bit shared sum (after the block's last add). */
+__device__ __forceinline__ unsigned long long trk_cu_sget(const unsigned *s, int n, int k)
+{
+    return ((unsigned long long)s[n + k] << 32) + s[k];
+}
+
+/* Object k's second moments in a's block-local sums: cnt pixels of row y
+ * at x = b + o, whose offsets o sum to so and their squares to soo (the
+ * callers keep those in 32 bits, offsets within one row segment, and widen
+ * here once): sum x*x = cnt b^2 + 2 b so + soo, sum x*y = y (cnt b + so),
+ * sum y*y = cnt y^2. */
+__device__ __forceinline__ void trk_cu_sacc_moments(const struct trk_cu_sacc &a, int k, unsigned b,
+                                                    unsigned y, unsigned cnt, unsigned so,
+                                                    unsigned soo)
+{
+    const unsigned long long c = cnt, bb = b, yy = y, sx = c * bb + so;
+    trk_cu_sadd(a.sxx, a.n, k, c * bb * bb + 2ull * bb * so + soo);
+    trk_cu_sadd(a.syy, a.n, k, c * yy * yy);
+    trk_cu_sadd(a.sxy, a.n, k, sx * yy);
+}
+
+/* One flush per block: the block's sums of the objects it saw added to the
+ * frame's accumulators g with global atomics (threads tid, tid + nthr, ...). */
+__device__ __forceinline__ void trk_cu_sacc_flush(const struct trk_cu_sacc &a, struct trk_cu_acc *g,
+                                                  int n, int tid, int nthr)
+{
+    for (int k = tid; k < n; k += nthr) {
+        const unsigned c = a.cnt[k];
+        if (!c) continue;
+        atomicAdd(&g[k].mass, (unsigned long long)c);
+        atomicAdd(&g[k].sx, trk_cu_sget(a.sx, n, k));
+        atomicAdd(&g[k].sy, trk_cu_sget(a.sy, n, k));
+        atomicAdd(&g[k].sxx, trk_cu_sget(a.sxx, n, k));
+        atomicAdd(&g[k].syy, trk_cu_sget(a.syy, n, k));
+        atomicAdd(&g[k].sxy, trk_cu_sget(a.sxy, n, k));
+        atomicMax(&g[k].nx0, a.nx0[k]);
+        atomicMax(&g[k].ny0, a.ny0[k]);
+        atomicMax(&g[k].px1, a.px1[k]);
+        atomicMax(&g[k].py1, a.py1[k]);
+    }
+}
+
+/* Zeroes a's sums of n objects: the 15 n words from a.sx on (threads tid,
+ * tid + nthr, ...). */
+__device__ __forceinline__ void trk_cu_sacc_zero(const struct trk_cu_sacc &a, int n, int tid,
+                                                 int nthr)
+{
+    for (int i = tid; i < 15 * n; i += nthr)
+        a.sx[i] = 0;
 }
 
 /* The table kernels (fused, lut): the table image (lt.words 32-bit words, a
@@ -283,7 +376,25 @@ struct trk_cu_bobj {
 struct trk_cu_blob {
     unsigned long long sx, sy, perim, first;
     unsigned mass, x0, y0, x1, y1, pad;
+    unsigned long long sxx, syy, sxy; /* second moments (backend.h) */
 };
+
+/* A record's result (host side: the blob lists of blobs.cu and regions.cu). */
+static inline void trk_cu_blob_result(const struct trk_cu_blob *r, struct trk_blob *d)
+{
+    d->mass = r->mass;
+    d->sum_x = r->sx;
+    d->sum_y = r->sy;
+    d->x0 = (int32_t)r->x0;
+    d->y0 = (int32_t)r->y0;
+    d->x1 = (int32_t)r->x1;
+    d->y1 = (int32_t)r->y1;
+    d->perimeter = r->perim;
+    d->first = r->first;
+    d->sum_xx = r->sxx;
+    d->sum_yy = r->syy;
+    d->sum_xy = r->sxy;
+}
 static_assert(sizeof(struct trk_cu_blob) % 8 == 0,
               "blob records: 64-bit atomics need 8-byte alignment");
 
