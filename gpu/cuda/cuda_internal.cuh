@@ -130,15 +130,13 @@ struct trk_cu_lut {
 /* The one definition of what the kernels carve out of dynamic shared memory
  * and of the byte counts the host passes at setup and launch. */
 
-/* Block-local accumulators of n objects (or slots): five 64-bit sums (sum
- * x, sum y, sum x*x, sum y*y, sum x*y), each as two u32 arrays (n low words,
- * then n high words: trk_cu_sadd), then five u32 arrays (count and the
+/* Block-local accumulators of n objects (or slots): five u64 arrays (sum x,
+ * sum y, sum x*x, sum y*y, sum x*y), then five u32 arrays (count and the
  * encoded bounds of trk_cu_acc): 60 bytes an object. The base must be
- * 4-byte aligned. */
+ * 8-byte aligned. */
 struct trk_cu_sacc {
-    unsigned *sx, *sy, *sxx, *syy, *sxy; /* 2 n words each: low, then high */
+    unsigned long long *sx, *sy, *sxx, *syy, *sxy;
     unsigned *cnt, *nx0, *ny0, *px1, *py1;
-    int n;
 };
 __host__ __device__ __forceinline__ size_t trk_cu_sacc_bytes(int n)
 {
@@ -147,37 +145,17 @@ __host__ __device__ __forceinline__ size_t trk_cu_sacc_bytes(int n)
 __device__ __forceinline__ struct trk_cu_sacc trk_cu_sacc_at(void *base, int n)
 {
     struct trk_cu_sacc a;
-    a.sx = reinterpret_cast<unsigned *>(base);
-    a.sy = a.sx + 2 * n;
-    a.sxx = a.sy + 2 * n;
-    a.syy = a.sxx + 2 * n;
-    a.sxy = a.syy + 2 * n;
-    a.cnt = a.sxy + 2 * n;
+    a.sx = reinterpret_cast<unsigned long long *>(base);
+    a.sy = a.sx + n;
+    a.sxx = a.sy + n;
+    a.syy = a.sxx + n;
+    a.sxy = a.syy + n;
+    a.cnt = reinterpret_cast<unsigned *>(a.sxy + n);
     a.nx0 = a.cnt + n;
     a.ny0 = a.nx0 + n;
     a.px1 = a.ny0 + n;
     a.py1 = a.px1 + n;
-    a.n = n;
     return a;
-}
-
-/* Adds v to entry k of a 64-bit shared sum s (n low words, then n high
- * words) with native 32-bit atomics: a 64-bit atomicAdd on shared memory is
- * a compare-and-swap loop on sm_90 (a load and a CAS per try, more tries
- * under contention). Exact: the low word wraps mod 2^32 and the thread
- * whose add wrapped it carries the one into the high word. */
-__device__ __forceinline__ void trk_cu_sadd(unsigned *s, int n, int k, unsigned long long v)
-{
-    const unsigned l = (unsigned)v, h = (unsigned)(v >> 32);
-    const unsigned old = atomicAdd(&s[k], l);
-    const unsigned hc = h + (old + l < old ? 1u : 0u);
-    if (hc) atomicAdd(&s[n + k], hc);
-}
-
-/* Entry k of a 64-bit shared sum (after the block's last add). */
-__device__ __forceinline__ unsigned long long trk_cu_sget(const unsigned *s, int n, int k)
-{
-    return ((unsigned long long)s[n + k] << 32) + s[k];
 }
 
 /* Object k's second moments in a's block-local sums: cnt pixels of row y
@@ -190,9 +168,9 @@ __device__ __forceinline__ void trk_cu_sacc_moments(const struct trk_cu_sacc &a,
                                                     unsigned soo)
 {
     const unsigned long long c = cnt, bb = b, yy = y, sx = c * bb + so;
-    trk_cu_sadd(a.sxx, a.n, k, c * bb * bb + 2ull * bb * so + soo);
-    trk_cu_sadd(a.syy, a.n, k, c * yy * yy);
-    trk_cu_sadd(a.sxy, a.n, k, sx * yy);
+    atomicAdd(&a.sxx[k], c * bb * bb + 2ull * bb * so + soo);
+    atomicAdd(&a.syy[k], c * yy * yy);
+    atomicAdd(&a.sxy[k], sx * yy);
 }
 
 /* One flush per block: the block's sums of the objects it saw added to the
@@ -204,11 +182,11 @@ __device__ __forceinline__ void trk_cu_sacc_flush(const struct trk_cu_sacc &a, s
         const unsigned c = a.cnt[k];
         if (!c) continue;
         atomicAdd(&g[k].mass, (unsigned long long)c);
-        atomicAdd(&g[k].sx, trk_cu_sget(a.sx, n, k));
-        atomicAdd(&g[k].sy, trk_cu_sget(a.sy, n, k));
-        atomicAdd(&g[k].sxx, trk_cu_sget(a.sxx, n, k));
-        atomicAdd(&g[k].syy, trk_cu_sget(a.syy, n, k));
-        atomicAdd(&g[k].sxy, trk_cu_sget(a.sxy, n, k));
+        atomicAdd(&g[k].sx, a.sx[k]);
+        atomicAdd(&g[k].sy, a.sy[k]);
+        atomicAdd(&g[k].sxx, a.sxx[k]);
+        atomicAdd(&g[k].syy, a.syy[k]);
+        atomicAdd(&g[k].sxy, a.sxy[k]);
         atomicMax(&g[k].nx0, a.nx0[k]);
         atomicMax(&g[k].ny0, a.ny0[k]);
         atomicMax(&g[k].px1, a.px1[k]);
@@ -216,13 +194,14 @@ __device__ __forceinline__ void trk_cu_sacc_flush(const struct trk_cu_sacc &a, s
     }
 }
 
-/* Zeroes a's sums of n objects: the 15 n words from a.sx on (threads tid,
- * tid + nthr, ...). */
+/* Zeroes a's sums of n objects (threads tid, tid + nthr, ...). */
 __device__ __forceinline__ void trk_cu_sacc_zero(const struct trk_cu_sacc &a, int n, int tid,
                                                  int nthr)
 {
-    for (int i = tid; i < 15 * n; i += nthr)
-        a.sx[i] = 0;
+    for (int i = tid; i < n; i += nthr) {
+        a.sx[i] = a.sy[i] = a.sxx[i] = a.syy[i] = a.sxy[i] = 0;
+        a.cnt[i] = a.nx0[i] = a.ny0[i] = a.px1[i] = a.py1[i] = 0;
+    }
 }
 
 /* The table kernels (fused, lut): the table image (lt.words 32-bit words, a

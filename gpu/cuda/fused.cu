@@ -239,8 +239,8 @@ __device__ __forceinline__ void dense_word(uint32_t m0, uint32_t m1, uint32_t m2
     const int k = k0 + lane;
     const unsigned b = (unsigned)base, y = (unsigned)yy;
     atomicAdd(&acc.cnt[k], st.cnt);
-    trk_cu_sadd(acc.sx, acc.n, k, (unsigned long long)(st.cnt * b + st.sum));
-    trk_cu_sadd(acc.sy, acc.n, k, (unsigned long long)st.cnt * y);
+    atomicAdd(&acc.sx[k], (unsigned long long)(st.cnt * b + st.sum));
+    atomicAdd(&acc.sy[k], (unsigned long long)st.cnt * y);
     atomicMax(&acc.nx0[k], TRK_ACC_BIG - (b + st.first));
     atomicMax(&acc.px1[k], b + st.last + 1u);
     atomicMax(&acc.ny0[k], TRK_ACC_BIG - y);
@@ -321,8 +321,7 @@ __device__ __forceinline__ void summary4(const uint32_t *s_lut, const struct trk
  * offsets, sum of their squares and the bounds of its pixels among the
  * lane's four (m0..m3: pixel x0 + j, offset 4 lane + j from the segment's
  * first pixel) reduced over the warp with redux.sync, then lane 0 adds them
- * with one shared atomic per field (two for a 64-bit sum: trk_cu_sadd).
- * Offsets keep the squares in 32 bits
+ * with one shared atomic per field. Offsets keep the squares in 32 bits
  * (< 128 * 128^2); trk_cu_sacc_moments widens them once. */
 __device__ __forceinline__ void sparse_word(uint32_t m0, uint32_t m1, uint32_t m2, uint32_t m3,
                                             uint32_t wor, int lane, int x0, int yy, int k0,
@@ -349,9 +348,9 @@ __device__ __forceinline__ void sparse_word(uint32_t m0, uint32_t m1, uint32_t m
         if (lane == 0) {
             const int k = k0 + bit;
             atomicAdd(&acc.cnt[k], cnt);
-            trk_cu_sadd(acc.sx, acc.n, k, (unsigned long long)cnt * base + so);
-            trk_cu_sadd(acc.sy, acc.n, k, (unsigned long long)cnt * (unsigned)yy);
+            atomicAdd(&acc.sx[k], (unsigned long long)cnt * base + so);
             trk_cu_sacc_moments(acc, k, base, (unsigned)yy, cnt, so, soo);
+            atomicAdd(&acc.sy[k], (unsigned long long)cnt * (unsigned)yy);
             atomicMax(&acc.nx0[k], nmin);
             atomicMax(&acc.px1[k], pmax);
             atomicMax(&acc.ny0[k], TRK_ACC_BIG - (unsigned)yy);
@@ -371,13 +370,14 @@ __device__ __forceinline__ void sparse_word(uint32_t m0, uint32_t m1, uint32_t m
  * reject pixels that match nothing (exact: a summary is the OR of the full
  * entry's words); warps with any candidate load the full masks in chunks of
  * up to 4 words, OR them across the warp (redux.sync) and, per object present
- * in the segment, reduce count / sums of x and x^2 / min / max with
- * redux.sync and let lane 0 do the shared atomics. Matched pixels of one object in
- * a segment thus cost one event per warp, not one atomic per pixel. A mask word with
- * TRK_FUSED_DENSE_MIN or more objects present takes the dense path (dense_word) instead: its cost
- * per word does not grow with the objects present, so a frame where every pixel matches every
- * object costs a few times a sparse one, not M times. With job.pub.out set, the last block hands
- * the results to the host itself (hand_over). */
+ * in the segment, reduce count / sum x / min / max with redux.sync and let
+ * lane 0 do one shared atomic per field. Matched pixels of one object in a
+ * segment thus cost one event per warp, not one atomic per pixel. A mask
+ * word with TRK_FUSED_DENSE_MIN or more objects present takes the dense path
+ * (dense_word) instead: its cost per word does not grow with the objects
+ * present, so a frame where every pixel matches every object costs a few
+ * times a sparse one, not M times. With job.pub.out set, the last block
+ * hands the results to the host itself (hand_over). */
 template <int CLS, int NW>
 __global__ void __launch_bounds__(TRK_FUSED_THREADS, TRK_FUSED_MIN_BLOCKS)
     fused_kernel(const struct trk_cu_job job)

@@ -19,8 +19,8 @@ typedef struct trk_cu_sacc sacc;
 __device__ __forceinline__ void sacc_add(const sacc &a, int k, int x, int y)
 {
     atomicAdd(&a.cnt[k], 1u);
-    trk_cu_sadd(a.sx, a.n, k, (unsigned)x);
-    trk_cu_sadd(a.sy, a.n, k, (unsigned)y);
+    atomicAdd(&a.sx[k], (unsigned long long)x);
+    atomicAdd(&a.sy[k], (unsigned long long)y);
     atomicMax(&a.nx0[k], TRK_ACC_BIG - (unsigned)x);
     atomicMax(&a.ny0[k], TRK_ACC_BIG - (unsigned)y);
     atomicMax(&a.px1[k], (unsigned)x + 1u);
