@@ -32,6 +32,9 @@ enum { EX_OK = 0, EX_USAGE_ = 64 };
 /* The stats line: every this many ms, over at most this many fusions. */
 #define STATS_EVERY_MS 10000.0
 #define STATS_MAX      4096
+/* The longest the loop sleeps: clock sync requests are due every
+ * TRK_FUSE_SYNC_FAST_MS at first. */
+#define SYNC_POLL_MS 50.0
 
 struct opts {
     char host[256], user[128], pass[128], prefix[256];
@@ -271,6 +274,7 @@ struct app {
     struct trk_ws *ws; /* --listen; NULL without */
     struct trk_buf out;
     char t_frame[400], t_status[400];
+    char sync_id[64]; /* this fuser's client id in PREFIX/CAMERA/sync/... */
     size_t prefix_len;
     bool connected, stopping;
     int status_mid;
@@ -346,11 +350,13 @@ static void on_connect(struct mosquitto *m, void *ud, int rc)
              a->t_frame);
     a->connected = true;
     static const char *const kinds[3] = { "frame", "status", "config" };
+    char sub[400];
     for (int k = 0; k < 3; k++) {
-        char sub[400];
         snprintf(sub, sizeof(sub), "%s/+/%s", a->o->prefix, kinds[k]);
         mosquitto_subscribe(m, NULL, sub, k ? 1 : 0);
     }
+    snprintf(sub, sizeof(sub), "%s/+/sync/reply/%s", a->o->prefix, a->sync_id);
+    mosquitto_subscribe(m, NULL, sub, 0);
     publish_status(a, true, "fusing");
 }
 
@@ -392,6 +398,20 @@ static void on_message(struct mosquitto *m, void *ud, const struct mosquitto_mes
         trk_fuse_status(a->fuse, cam, p, n);
     } else if (!strcmp(kind, "config")) {
         trk_fuse_config(a->fuse, cam, p, n);
+    } else if (!strncmp(kind, "sync/reply/", 11) && !strcmp(kind + 11, a->sync_id)) {
+        trk_fuse_sync_reply(a->fuse, cam, p, n, trk_wall_ms());
+    }
+}
+
+/* Clock sync requests to the cameras due one (fuse.h), t0 taken last. */
+static void ask_sync(struct app *a)
+{
+    const char *cam;
+    while (a->connected && (cam = trk_fuse_sync_due(a->fuse, now_ms()))) {
+        char topic[400], msg[96];
+        snprintf(topic, sizeof(topic), "%s/%s/sync/request/%s", a->o->prefix, cam, a->sync_id);
+        int n = snprintf(msg, sizeof(msg), "{\"type\":\"sync\",\"t0\":%.3f}", trk_wall_ms());
+        mosquitto_publish(a->mosq, NULL, topic, n, msg, 0, false);
     }
 }
 
@@ -496,8 +516,9 @@ static void run(struct app *a)
     a->stats_due = now_ms() + STATS_EVERY_MS;
     connect_loop(a, true);
     while (!g_stop) {
-        double due = trk_fuse_due(a->fuse), wait = 1000;
-        if (due >= 0) wait = due - now_ms();
+        /* At most SYNC_POLL_MS: clock sync requests fall due too. */
+        double due = trk_fuse_due(a->fuse), wait = SYNC_POLL_MS;
+        if (due >= 0 && due - now_ms() < wait) wait = due - now_ms();
         int rc = mosquitto_loop(a->mosq, wait > 0 ? (int)ceil(wait) : 0, 1);
         if (rc != MOSQ_ERR_SUCCESS && !g_stop) {
             a->connected = false;
@@ -505,6 +526,7 @@ static void run(struct app *a)
         }
         due = trk_fuse_due(a->fuse);
         if (due >= 0 && now_ms() >= due) publish_world(a);
+        ask_sync(a);
         stats_line(a);
     }
     a->stopping = true;
@@ -529,6 +551,10 @@ int main(int argc, char **argv)
     struct app a = { .o = &o, .prefix_len = strlen(o.prefix) };
     snprintf(a.t_frame, sizeof(a.t_frame), "%s/%s/frame", o.prefix, name);
     snprintf(a.t_status, sizeof(a.t_status), "%s/%s/status", o.prefix, name);
+    /* One topic level of the camera name's bytes, different for each
+     * fuser on the broker (pid and start time: hosts may share pids). */
+    snprintf(a.sync_id, sizeof(a.sync_id), "fuse-%d-%llx", (int)getpid(),
+             (unsigned long long)trk_wall_ms() & 0xffffffffffULL);
     struct sigaction sa = { .sa_handler = on_signal };
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);

@@ -12,6 +12,7 @@
 
 #include "color.h"
 #include "objects.h"
+#include "trk_clock.h"
 #include "trk_color.h"
 
 /* The encoders below chain appends; the first failure wins. */
@@ -645,6 +646,29 @@ int trk_msg_pong(struct trk_buf *b, const char *id_json, double wall_ms)
     return 0;
 }
 
+int trk_msg_sync(struct trk_buf *b, const char *id_json, const char *t0_json,
+                 const struct trk_sync_times *t)
+{
+    LIT(b, "{\"type\":\"sync\"");
+    PUT(put_id(b, id_json));
+    if (t0_json && *t0_json) {
+        LIT(b, ",\"t0\":");
+        PUT(trk_buf_puts(b, t0_json));
+    }
+    PUT(kv_fixed(b, ",\"rx_wall_ms\":", t->rx_wall_ms, 3));
+    PUT(kv_fixed(b, ",\"tx_wall_ms\":", t->tx_wall_ms, 3));
+    PUT(kv_fixed(b, ",\"rx_mono\":", t->rx_mono, 6));
+    PUT(kv_fixed(b, ",\"tx_mono\":", t->tx_mono, 6));
+    LIT(b, ",\"capture_clock\":\"mono\"}");
+    return 0;
+}
+
+void trk_msg_sync_stamp_tx(struct trk_sync_times *t)
+{
+    t->tx_mono = trk_now();
+    t->tx_wall_ms = trk_wall_ms();
+}
+
 int trk_msg_ack(struct trk_buf *b, const char *request, const char *id_json, bool more)
 {
     PUT(kv_str(b, "{\"type\":\"ack\",\"request\":", request ? request : "", 64));
@@ -1009,6 +1033,18 @@ int trk_msg_parse_client(const char *data, size_t len, const char *const *contro
             goto end;
         }
         out->preview = pv ? json_is_true(pv) : -1;
+    } else if (!strcmp(t, "sync")) {
+        out->kind = TRK_CMSG_SYNC;
+        json_t *t0 = json_object_get(root, "t0");
+        if (t0 && !json_is_number(t0)) {
+            set_err(err_msg, err_len, "%s", "\"t0\" must be a number");
+            rc = TRK_MSG_BAD_FIELD;
+            goto end;
+        }
+        /* Echoed with 17 significant digits: the same double reads back. */
+        char *txt = t0 ? json_dumps(t0, JSON_ENCODE_ANY | JSON_REAL_PRECISION(17)) : NULL;
+        if (txt && strlen(txt) < sizeof out->t0) memcpy(out->t0, txt, strlen(txt) + 1);
+        free(txt);
     } else {
         const char *const *types = control_types ? control_types : trk_msg_control_types;
         bool known = false;

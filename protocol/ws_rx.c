@@ -1,6 +1,6 @@
 /* What a WebSocket client sends (see ws_int.h): its messages reassembled
  * from fragments and bounded in size, parsed (messages.h), and answered:
- * ping and subscribe here, auth against the control token, control messages
+ * ping, sync and subscribe here, auth against the control token, control messages
  * handed to the daemon's on_message once the client may send them. Errors go
  * back to the client as error messages.
  */
@@ -47,6 +47,9 @@ static void client_auth(struct trk_ws *ws, struct client *c, const char *data, s
 /* Service thread: one complete text message from client c. */
 static void client_message(struct trk_ws *ws, struct client *c, char *data, size_t len)
 {
+    /* A sync request's receive time: before parsing, as near the socket
+     * read as this thread gets. */
+    struct trk_sync_times st = { .rx_mono = trk_now(), .rx_wall_ms = trk_wall_ms() };
     struct trk_cmsg cm;
     char why[160];
     int rc = trk_msg_parse_client(data, len, (const char *const *)ws->control_types, &cm, why,
@@ -59,6 +62,10 @@ static void client_message(struct trk_ws *ws, struct client *c, char *data, size
     switch (cm.kind) {
     case TRK_CMSG_PING:
         if (trk_msg_pong(&b, cm.id, trk_wall_ms()) == 0) trk_ws_client_reply_buf(ws, c, &b);
+        break;
+    case TRK_CMSG_SYNC:
+        trk_msg_sync_stamp_tx(&st);
+        if (trk_msg_sync(&b, cm.id, cm.t0, &st) == 0) trk_ws_client_reply_buf(ws, c, &b);
         break;
     case TRK_CMSG_SUBSCRIBE:
         if (cm.preview >= 0) {
