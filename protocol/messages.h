@@ -399,6 +399,7 @@ struct trk_cmsg {
     char id[TRK_MSG_ID_MAX * 6 + 3]; /* "id" as JSON text, "" when absent or
                                       * not echoable (see trk_msg_request_id)       */
     int preview;                     /* subscribe: 1 on, 0 off, -1 not given        */
+    int predict;                     /* subscribe: 1 "send", 0 false, -1 not given   */
     char t0[48]; /* sync: the client's "t0" number as JSON text, "" when absent */
 };
 
@@ -443,6 +444,11 @@ int trk_msg_parse_client(const char *data, size_t len, const char *const *contro
  * types, absent ids or bad JSON give "". Returns the length written. For the
  * daemon's replies to control messages. */
 size_t trk_msg_request_id(const char *data, size_t len, char *out, size_t cap);
+
+/* The subscribe ack: {"type":"ack","request":"subscribe"[,"id":id],
+ * "preview":bool[,"predict":"send"|false]}; predict < 0 leaves it out (the
+ * request did not ask). */
+int trk_msg_ack_subscribe(struct trk_buf *b, const char *id_json, bool preview, int predict);
 
 /* {"type":"ack","request":request[,"id":id],key:true|false}: the acks the
  * WebSocket server gives itself ("ok" for auth, "preview" for subscribe). */

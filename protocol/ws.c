@@ -205,6 +205,7 @@ static void client_closed(struct trk_ws *ws, struct client *c)
     c->established = false;
     pthread_mutex_unlock(&ws->lock);
     atomic_fetch_sub(&ws->n_clients, 1);
+    if (c->predict) atomic_fetch_sub(&ws->n_predict, 1);
     trk_ws_client_clear(c);
     if (ws->on_close) ws->on_close(ws->user, c->id);
     log_debug("client %llu disconnected (%llu sent, %llu dropped)", (unsigned long long)c->id,
@@ -346,6 +347,7 @@ int trk_ws_create(const struct trk_ws_cfg *cfg, struct trk_ws **out)
     ws->http_user = cfg->http_user;
     ws->no_websocket = cfg->no_websocket;
     ws->rt_priority = cfg->rt_priority;
+    ws->predict_ok = cfg->predict;
     if (cfg->control_types) {
         size_t n = 0, bytes = 0;
         while (cfg->control_types[n])

@@ -138,6 +138,10 @@ struct trk_ws_cfg {
      * (no CAP_SYS_NICE or RLIMIT_RTPRIO), it logs one warning and runs at
      * normal priority. 0 = normal priority. */
     int rt_priority;
+    /* The application sends, besides each result, a copy with positions
+     * moved on (trk_ws_broadcast_predicted) to clients that subscribe with
+     * "predict":"send"; false: such a subscribe is "unsupported". */
+    bool predict;
 };
 
 #define TRK_WS_MAX_CLIENTS_DEFAULT 64
@@ -212,6 +216,13 @@ enum trk_ws_kind {
  * counted. Returns 0 (also when nobody is connected: the message is dropped
  * without being copied, not counted), TRK_EINVAL or TRK_ENOMEM. */
 int trk_ws_broadcast(struct trk_ws *ws, enum trk_ws_kind kind, const void *data, size_t len);
+
+/* A TRK_WS_RESULT for the clients that subscribed with "predict":"send"
+ * (trk_ws_broadcast's results go to the others). Same returns. */
+int trk_ws_broadcast_predicted(struct trk_ws *ws, const void *data, size_t len);
+/* Clients subscribed with "predict":"send" now (any thread): the
+ * application builds a predicted result only while there are some. */
+int trk_ws_predict_clients(const struct trk_ws *ws);
 
 /* Says a TRK_WS_RESULT broadcast is likely within within_s seconds (the
  * processing thread calls it as it starts a frame): the service thread then

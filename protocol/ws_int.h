@@ -55,7 +55,8 @@ struct msg {
     bool binary;
     uint64_t order;   /* publish order, across kinds: writes follow it */
     double t_handoff; /* s, CLOCK_MONOTONIC: a result's broadcast; 0 = other kinds */
-    int view;         /* a preview: the view (TRK_WS_VIEWS) whose clients get it */
+    int view;         /* a preview: the view (TRK_WS_VIEWS) whose clients get it;
+                       * a result: 1 predicted (clients with predict), 0 not */
     size_t len;
     unsigned char buf[]; /* LWS_PRE bytes of headroom, then len bytes, NUL */
 };
@@ -96,6 +97,7 @@ struct client {
     bool closing;           /* send the close frame once nothing is pending */
     atomic_bool preview_on; /* also read by get_clients */
     atomic_int view;        /* previews of this view only (trk_ws_set_view) */
+    bool predict;           /* results: the predicted ones (subscribe "predict") */
     char peer[64];
     struct msg *hello;                   /* written before anything else */
     struct ring results;                 /* ws->queue_len, TRK_WS_QUEUE_BYTES */
@@ -180,6 +182,8 @@ struct trk_ws {
     char close_reason[124]; /* a close frame carries at most 123 bytes */
 
     atomic_int n_clients;
+    atomic_int n_predict; /* clients with predict set */
+    bool predict_ok;      /* trk_ws_cfg.predict */
     /* Connections (HTTP and WebSocket), counted from lws's WSI_CREATE to
      * WSI_DESTROY; read at accept to refuse one too many. */
     atomic_int n_conns;

@@ -110,6 +110,7 @@ bool trk_ws_client_pending(const struct client *c)
 static void client_push(struct trk_ws *ws, struct client *c, int kind, struct msg *m)
 {
     if (kind == TRK_WS_RESULT) {
+        if (m->view != (c->predict ? 1 : 0)) return; /* the other form is this client's */
         ring_push(ws, c, &c->results, c->result_at, msg_ref(m), NULL, NULL);
         return;
     }
@@ -407,6 +408,16 @@ static int publish(struct trk_ws *ws, enum trk_ws_kind kind, int view, const voi
 int trk_ws_broadcast(struct trk_ws *ws, enum trk_ws_kind kind, const void *data, size_t len)
 {
     return publish(ws, kind, 0, data, len);
+}
+
+int trk_ws_broadcast_predicted(struct trk_ws *ws, const void *data, size_t len)
+{
+    return publish(ws, TRK_WS_RESULT, 1, data, len);
+}
+
+int trk_ws_predict_clients(const struct trk_ws *ws)
+{
+    return ws ? atomic_load_explicit(&ws->n_predict, memory_order_relaxed) : 0;
 }
 
 int trk_ws_broadcast_view(struct trk_ws *ws, int view, const void *data, size_t len)

@@ -68,11 +68,20 @@ static void client_message(struct trk_ws *ws, struct client *c, char *data, size
         if (trk_msg_sync(&b, cm.id, cm.t0, &st) == 0) trk_ws_client_reply_buf(ws, c, &b);
         break;
     case TRK_CMSG_SUBSCRIBE:
+        if (cm.predict == 1 && !ws->predict_ok) {
+            client_error(ws, c, TRK_MSG_UNSUPPORTED, "this server sends no predicted positions",
+                         cm.id);
+            break;
+        }
         if (cm.preview >= 0) {
             c->preview_on = cm.preview;
             if (!c->preview_on) msg_unref(&c->slot[TRK_WS_PREVIEW]); /* not a drop: unwanted */
         }
-        if (trk_msg_ack_bool(&b, "subscribe", cm.id, "preview", c->preview_on) == 0)
+        if (cm.predict >= 0 && c->predict != (cm.predict == 1)) {
+            c->predict = cm.predict == 1;
+            atomic_fetch_add(&ws->n_predict, c->predict ? 1 : -1);
+        }
+        if (trk_msg_ack_subscribe(&b, cm.id, c->preview_on, cm.predict >= 0 ? c->predict : -1) == 0)
             trk_ws_client_reply_buf(ws, c, &b);
         break;
     case TRK_CMSG_CONTROL:
