@@ -25,6 +25,9 @@
 #define LATE_WINDOWS   1.5
 #define INTIME_WINDOWS 1.0
 
+/* Patterns whose team is remembered (from the cameras' configs). */
+#define MAX_TEAMS 64
+
 /* Ignored messages are logged at most once per this many seconds. */
 #define BAD_LOG_EVERY_S 10.0
 
@@ -102,6 +105,16 @@ struct trk_fuse {
     uint64_t seq, next_gid;
     struct track *tracks;
     size_t n_tracks, cap_tracks;
+    /* The patterns' teams ("team" in the cameras' configs). */
+    struct {
+        char pattern[TRK_FUSE_NAME_MAX];
+        int team;
+    } teams[MAX_TEAMS];
+    int n_teams;
+    /* The last world message (trk_fuse_last): its instant, prediction and unit. */
+    bool emitted;
+    double last_t, last_ahead_ms;
+    char last_unit[sizeof(((struct trk_calib *)0)->unit)];
     /* per-epoch scratch */
     struct det *all;
     size_t n_all, cap_all;
@@ -240,6 +253,35 @@ static int calib_from_json(const json_t *j, struct trk_calib *c, struct trk_cali
     return trk_calib_solve(c, fault);
 }
 
+/* The teams of an objects message's patterns into f->teams (a pattern
+ * named again takes its newest team). */
+static void learn_teams(struct trk_fuse *f, const json_t *patterns)
+{
+    size_t i;
+    const json_t *p;
+    json_array_foreach(patterns, i, p)
+    {
+        const char *name = json_string_value(json_object_get(p, "name")),
+                   *team = json_string_value(json_object_get(p, "team"));
+        if (!name || strlen(name) >= TRK_FUSE_NAME_MAX) continue;
+        int t = !team ? 0 : !strcmp(team, "yellow") ? 1 : !strcmp(team, "blue") ? 2 : 0;
+        int k = 0;
+        while (k < f->n_teams && strcmp(f->teams[k].pattern, name))
+            k++;
+        if (k == MAX_TEAMS) continue;
+        if (k == f->n_teams)
+            snprintf(f->teams[f->n_teams++].pattern, TRK_FUSE_NAME_MAX, "%s", name);
+        f->teams[k].team = t;
+    }
+}
+
+static int team_of(const struct trk_fuse *f, const char *pattern)
+{
+    for (int k = 0; k < f->n_teams; k++)
+        if (!strcmp(f->teams[k].pattern, pattern)) return f->teams[k].team;
+    return 0;
+}
+
 int trk_fuse_config(struct trk_fuse *f, const char *camera, const char *json, size_t n)
 {
     if (!strcmp(camera, f->name)) return 0;
@@ -247,6 +289,7 @@ int trk_fuse_config(struct trk_fuse *f, const char *camera, const char *json, si
     if (!root) return TRK_EINVAL;
     struct camera *c = camera_get(f, camera);
     int rc = c ? 0 : -ENOSPC;
+    if (c) learn_teams(f, json_object_get(root, "patterns"));
     const json_t *j = json_object_get(root, "calibration");
     if (c && json_is_object(j)) {
         struct trk_calib_fault fault = { .point = -1 };
@@ -897,5 +940,42 @@ int trk_fuse_emit(struct trk_fuse *f, double wall_ms, struct trk_buf *out)
     trk_buf_puts(out, "}");
     for (int i = 0; i < f->n_cams; i++)
         f->cams[i].fresh = false;
+    f->emitted = true;
+    f->last_t = t;
+    f->last_ahead_ms = ahead_s * 1e3;
+    snprintf(f->last_unit, sizeof(f->last_unit), "%s", wc ? wc->unit : "");
     return out->failed ? TRK_ENOMEM : 1;
+}
+
+bool trk_fuse_last(const struct trk_fuse *f, struct trk_fuse_world *w)
+{
+    if (!f->emitted) return false;
+    *w = (struct trk_fuse_world){
+        .seq = f->seq, .t_ms = f->last_t, .ahead_ms = f->last_ahead_ms, .unit = f->last_unit
+    };
+    return true;
+}
+
+bool trk_fuse_last_obj(const struct trk_fuse *f, size_t i, struct trk_fuse_obj *o)
+{
+    if (!f->emitted) return false;
+    for (size_t k = 0; k < f->n_tracks; k++) {
+        const struct track *tr = &f->tracks[k];
+        if (tr->t_ms != f->last_t || i--) continue; /* not in it, or not the i-th yet */
+        double dt = tr->has_v ? f->last_ahead_ms / 1e3 : 0;
+        *o = (struct trk_fuse_obj){ .marker = tr->kind == DET_MARKER,
+                                    .name = tr->name,
+                                    .marker_id = tr->marker,
+                                    .id = tr->gid,
+                                    .wx = tr->wx + tr->wvx * dt,
+                                    .wy = tr->wy + tr->wvy * dt,
+                                    .has_v = tr->has_v,
+                                    .wvx = tr->wvx,
+                                    .wvy = tr->wvy,
+                                    .has_heading = tr->has_heading,
+                                    .heading = tr->heading,
+                                    .team = tr->kind == DET_MARKER ? team_of(f, tr->name) : 0 };
+        return true;
+    }
+    return false;
 }

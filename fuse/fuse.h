@@ -103,6 +103,36 @@ int trk_fuse_status(struct trk_fuse *f, const char *camera, const char *json, si
  * name are ignored (0). */
 int trk_fuse_frame(struct trk_fuse *f, const char *camera, const char *json, size_t n,
                    double now_ms, double wall_ms);
+/* What the last world message (trk_fuse_emit that returned 1) holds, for
+ * the outputs that send it in other formats (--ssl-tracked). */
+struct trk_fuse_world {
+    unsigned long long seq; /* the message's seq */
+    double t_ms;            /* its fused instant (wall_ms) */
+    double ahead_ms;        /* --predict send: positions are at t_ms + this */
+    const char *unit;       /* the world unit ("" unknown) */
+};
+
+/* One fused object or marker of the last world message, as it has it. */
+struct trk_fuse_obj {
+    bool marker;
+    const char *name;      /* the object's name, a marker's pattern */
+    long long marker_id;   /* a marker's id */
+    unsigned long long id; /* global id */
+    double wx, wy;         /* unit, at t_ms + ahead_ms */
+    bool has_v;            /* wvx, wvy hold its velocity (unit/s) */
+    double wvx, wvy;
+    bool has_heading; /* heading holds its world heading (degrees) */
+    double heading;
+    int team; /* a marker's pattern's "team" in the cameras' config: 1 yellow,
+               * 2 blue, 0 none (the values of the league's TeamColor) */
+};
+
+/* The last world message; false before the first. */
+bool trk_fuse_last(const struct trk_fuse *f, struct trk_fuse_world *w);
+/* Its objects and markers: o is the i-th (i from 0) while this returns
+ * true. */
+bool trk_fuse_last_obj(const struct trk_fuse *f, size_t i, struct trk_fuse_obj *o);
+
 /* Clock sync. The name of a camera due a sync request at now_ms (the
  * fuser's monotonic clock), its next one scheduled; NULL when none is due.
  * The caller sends {"type":"sync","t0":<its wall clock, epoch ms>}. */

@@ -18,9 +18,11 @@
 #include <unistd.h>
 
 #include "fuse.h"
+#include "ssl_tracked.h"
 #include "ws.h"
 #include "log_hook.h"
 #include "trk_clock.h"
+#include "trk_error.h"
 
 #define LOG_TAG "main"
 
@@ -45,6 +47,8 @@ struct opts {
     char listen[256]; /* --listen HOST:PORT; "" = no WebSocket server */
     int listen_port;
     const char *web_root;
+    const char *ssl_tracked; /* --ssl-tracked URL; NULL = none */
+    const char *ssl_ball;
 };
 
 /* The option table: --help and the man page are made from it. */
@@ -76,6 +80,13 @@ static const struct opt_doc OPTS[] = {
     { "predict", "send",
       "positions moved on by their velocities from the fused instant to when the message is "
       "sent (the interval is the message's predict_ms); default: positions at the fused instant" },
+    { "ssl-tracked", "[udp://]HOST:PORT",
+      "also send each world message as the RoboCup Small Size League's tracked format (a "
+      "TrackerWrapperPacket: robots from the markers of patterns with a team, balls from the "
+      "--ssl-ball objects; m, m/s, rad) in one UDP datagram to HOST:PORT, unicast or multicast "
+      "(the league's: udp://224.5.23.2:10010); needs a world unit of mm, cm or m" },
+    { "ssl-ball", "NAME",
+      "the object whose fused instances are --ssl-tracked's balls (default ball)" },
     { "log-level", "LEVEL", "error, warn, info (default) or debug" },
     { "help", NULL, "this text" },
     { "man", NULL, "the man page (roff) on stdout" },
@@ -109,7 +120,7 @@ static void man_page(void)
         printf(".TP\n.B \\-\\-%s%s%s\n%s\n", OPTS[i].name, OPTS[i].arg ? " " : "",
                OPTS[i].arg ? OPTS[i].arg : "", OPTS[i].help);
     printf(".SH EXIT STATUS\n0 after SIGTERM or SIGINT; 64 for a bad command line; 69 when "
-           "--listen cannot listen.\n.SH SEE "
+           "--listen cannot listen or the --ssl-tracked host does not resolve.\n.SH SEE "
            "ALSO\ntrackd(1), mosquitto(8)\n");
 }
 
@@ -201,18 +212,20 @@ static int parse_listen(struct opts *o, const char *s)
 
 static int parse_args(int argc, char **argv, struct opts *o, char *name, size_t name_size)
 {
-    static const struct option lo[] = { { "mqtt", 1, 0, 'm' },    { "prefix", 1, 0, 'p' },
-                                        { "name", 1, 0, 'n' },    { "window", 1, 0, 'w' },
-                                        { "gate", 1, 0, 'g' },    { "stale", 1, 0, 's' },
-                                        { "keep", 1, 0, 'k' },    { "log-level", 1, 0, 'l' },
-                                        { "listen", 1, 0, 'L' },  { "web-root", 1, 0, 'r' },
-                                        { "predict", 1, 0, 'P' }, { "help", 0, 0, 'h' },
-                                        { "man", 0, 0, 'M' },     { 0, 0, 0, 0 } };
+    static const struct option lo[] = { { "mqtt", 1, 0, 'm' },        { "prefix", 1, 0, 'p' },
+                                        { "name", 1, 0, 'n' },        { "window", 1, 0, 'w' },
+                                        { "gate", 1, 0, 'g' },        { "stale", 1, 0, 's' },
+                                        { "keep", 1, 0, 'k' },        { "log-level", 1, 0, 'l' },
+                                        { "listen", 1, 0, 'L' },      { "web-root", 1, 0, 'r' },
+                                        { "predict", 1, 0, 'P' },     { "help", 0, 0, 'h' },
+                                        { "ssl-tracked", 1, 0, 'S' }, { "ssl-ball", 1, 0, 'B' },
+                                        { "man", 0, 0, 'M' },         { 0, 0, 0, 0 } };
     bool url = false, prefix = false;
     char pre[256] = "";
     o->fuse = (struct trk_fuse_cfg){ .gate = 100, .stale_ms = 500, .keep_ms = 1000, .name = name };
     o->level = TRK_LOG_INFO;
     o->web_root = TRK_FUSE_WEB_ROOT;
+    o->ssl_ball = "ball";
     o->listen_port = -1;
     snprintf(o->prefix, sizeof(o->prefix), "trackd");
     snprintf(name, name_size, "world");
@@ -233,6 +246,12 @@ static int parse_args(int argc, char **argv, struct opts *o, char *name, size_t 
             break;
         case 'L': rc = parse_listen(o, optarg); break;
         case 'r': o->web_root = optarg; break;
+        case 'S': o->ssl_tracked = optarg; break;
+        case 'B':
+            o->ssl_ball = optarg;
+            if (!*optarg || strlen(optarg) >= TRK_FUSE_NAME_MAX)
+                rc = bad("--ssl-ball %s: an object's name (1..64 bytes) is needed", optarg);
+            break;
         case 'P':
             o->fuse.predict = !strcmp(optarg, "send");
             if (!o->fuse.predict) rc = bad("--predict %s: only \"send\" is known", optarg);
@@ -271,7 +290,8 @@ struct app {
     struct opts *o;
     struct trk_fuse *fuse;
     struct mosquitto *mosq;
-    struct trk_ws *ws; /* --listen; NULL without */
+    struct trk_ws *ws;        /* --listen; NULL without */
+    struct trk_fuse_ssl *ssl; /* --ssl-tracked; NULL without */
     struct trk_buf out;
     char t_frame[400], t_status[400];
     char sync_id[64]; /* this fuser's client id in PREFIX/CAMERA/sync/... */
@@ -310,6 +330,7 @@ static void publish_world(struct app *a)
     int rc = trk_fuse_emit(a->fuse, trk_wall_ms(), &a->out);
     if (rc <= 0) return;
     if (a->ws) trk_ws_broadcast(a->ws, TRK_WS_RESULT, a->out.data, a->out.len);
+    trk_fuse_ssl_send(a->ssl, a->fuse);
     if (!a->connected) return; /* fused all the same: ids and lateness go on */
     rc = mosquitto_publish(a->mosq, NULL, a->t_frame, (int)a->out.len, a->out.data, 0, false);
     if (rc == MOSQ_ERR_SUCCESS)
@@ -566,9 +587,24 @@ int main(int argc, char **argv)
         return 70;
     }
     if (o.listen_port >= 0 && start_ws(&a)) return 69;
+    if (o.ssl_tracked) {
+        const char *why = "";
+        rc = trk_fuse_ssl_open(o.ssl_tracked, o.ssl_ball, &a.ssl, &why);
+        if (rc == TRK_EINVAL) {
+            char what[400];
+            snprintf(what, sizeof(what), "--ssl-tracked %.200s: %s", o.ssl_tracked, why);
+            return bad("%s", what);
+        }
+        if (rc) {
+            log_error("--ssl-tracked %s: %s", o.ssl_tracked,
+                      rc == -ENOENT ? why : trk_strerror(rc));
+            return 69;
+        }
+    }
     run(&a);
     if (a.ws) trk_ws_shutdown(a.ws, 1001, "trackd-fuse stopped", 2.0);
     trk_ws_destroy(&a.ws);
+    trk_fuse_ssl_close(&a.ssl);
     mosquitto_destroy(a.mosq);
     trk_fuse_destroy(&a.fuse);
     trk_buf_free(&a.out);
