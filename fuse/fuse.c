@@ -25,9 +25,6 @@
 #define LATE_WINDOWS   1.5
 #define INTIME_WINDOWS 1.0
 
-/* Patterns whose team is remembered (from the cameras' configs). */
-#define MAX_TEAMS 64
-
 /* Ignored messages are logged at most once per this many seconds. */
 #define BAD_LOG_EVERY_S 10.0
 
@@ -105,12 +102,6 @@ struct trk_fuse {
     uint64_t seq, next_gid;
     struct track *tracks;
     size_t n_tracks, cap_tracks;
-    /* The patterns' teams ("team" in the cameras' configs). */
-    struct {
-        char pattern[TRK_FUSE_NAME_MAX];
-        int team;
-    } teams[MAX_TEAMS];
-    int n_teams;
     /* The last world message (trk_fuse_last): its instant, prediction and unit. */
     bool emitted;
     double last_t, last_ahead_ms;
@@ -253,35 +244,6 @@ static int calib_from_json(const json_t *j, struct trk_calib *c, struct trk_cali
     return trk_calib_solve(c, fault);
 }
 
-/* The teams of an objects message's patterns into f->teams (a pattern
- * named again takes its newest team). */
-static void learn_teams(struct trk_fuse *f, const json_t *patterns)
-{
-    size_t i;
-    const json_t *p;
-    json_array_foreach(patterns, i, p)
-    {
-        const char *name = json_string_value(json_object_get(p, "name")),
-                   *team = json_string_value(json_object_get(p, "team"));
-        if (!name || strlen(name) >= TRK_FUSE_NAME_MAX) continue;
-        int t = !team ? 0 : !strcmp(team, "yellow") ? 1 : !strcmp(team, "blue") ? 2 : 0;
-        int k = 0;
-        while (k < f->n_teams && strcmp(f->teams[k].pattern, name))
-            k++;
-        if (k == MAX_TEAMS) continue;
-        if (k == f->n_teams)
-            snprintf(f->teams[f->n_teams++].pattern, TRK_FUSE_NAME_MAX, "%s", name);
-        f->teams[k].team = t;
-    }
-}
-
-static int team_of(const struct trk_fuse *f, const char *pattern)
-{
-    for (int k = 0; k < f->n_teams; k++)
-        if (!strcmp(f->teams[k].pattern, pattern)) return f->teams[k].team;
-    return 0;
-}
-
 int trk_fuse_config(struct trk_fuse *f, const char *camera, const char *json, size_t n)
 {
     if (!strcmp(camera, f->name)) return 0;
@@ -289,7 +251,6 @@ int trk_fuse_config(struct trk_fuse *f, const char *camera, const char *json, si
     if (!root) return TRK_EINVAL;
     struct camera *c = camera_get(f, camera);
     int rc = c ? 0 : -ENOSPC;
-    if (c) learn_teams(f, json_object_get(root, "patterns"));
     const json_t *j = json_object_get(root, "calibration");
     if (c && json_is_object(j)) {
         struct trk_calib_fault fault = { .point = -1 };
@@ -973,8 +934,7 @@ bool trk_fuse_last_obj(const struct trk_fuse *f, size_t i, struct trk_fuse_obj *
                                     .wvx = tr->wvx,
                                     .wvy = tr->wvy,
                                     .has_heading = tr->has_heading,
-                                    .heading = tr->heading,
-                                    .team = tr->kind == DET_MARKER ? team_of(f, tr->name) : 0 };
+                                    .heading = tr->heading };
         return true;
     }
     return false;

@@ -123,8 +123,6 @@ struct trk_fuse_obj {
     double wvx, wvy;
     bool has_heading; /* heading holds its world heading (degrees) */
     double heading;
-    int team; /* a marker's pattern's "team" in the cameras' config: 1 yellow,
-               * 2 blue, 0 none (the values of the league's TeamColor) */
 };
 
 /* The last world message; false before the first. */

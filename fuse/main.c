@@ -49,6 +49,8 @@ struct opts {
     const char *web_root;
     const char *ssl_tracked; /* --ssl-tracked URL; NULL = none */
     const char *ssl_ball;
+    const char *ssl_team[TRK_FUSE_SSL_TEAMS + 1]; /* --ssl-team specs */
+    int n_ssl_team;
 };
 
 /* The option table: --help and the man page are made from it. */
@@ -87,6 +89,9 @@ static const struct opt_doc OPTS[] = {
       "(the league's: udp://224.5.23.2:10010); needs a world unit of mm, cm or m" },
     { "ssl-ball", "NAME",
       "the object whose fused instances are --ssl-tracked's balls (default ball)" },
+    { "ssl-team", "PATTERN:TEAM",
+      "--ssl-tracked: the markers of pattern PATTERN are team TEAM's (yellow or blue) robots; "
+      "repeatable; default: a pattern named yellow or blue is that team's" },
     { "log-level", "LEVEL", "error, warn, info (default) or debug" },
     { "help", NULL, "this text" },
     { "man", NULL, "the man page (roff) on stdout" },
@@ -210,22 +215,33 @@ static int parse_listen(struct opts *o, const char *s)
     return 0;
 }
 
+static const char default_ball[] = "ball";
+
 static int parse_args(int argc, char **argv, struct opts *o, char *name, size_t name_size)
 {
-    static const struct option lo[] = { { "mqtt", 1, 0, 'm' },        { "prefix", 1, 0, 'p' },
-                                        { "name", 1, 0, 'n' },        { "window", 1, 0, 'w' },
-                                        { "gate", 1, 0, 'g' },        { "stale", 1, 0, 's' },
-                                        { "keep", 1, 0, 'k' },        { "log-level", 1, 0, 'l' },
-                                        { "listen", 1, 0, 'L' },      { "web-root", 1, 0, 'r' },
-                                        { "predict", 1, 0, 'P' },     { "help", 0, 0, 'h' },
-                                        { "ssl-tracked", 1, 0, 'S' }, { "ssl-ball", 1, 0, 'B' },
-                                        { "man", 0, 0, 'M' },         { 0, 0, 0, 0 } };
+    static const struct option lo[] = { { "mqtt", 1, 0, 'm' },
+                                        { "prefix", 1, 0, 'p' },
+                                        { "name", 1, 0, 'n' },
+                                        { "window", 1, 0, 'w' },
+                                        { "gate", 1, 0, 'g' },
+                                        { "stale", 1, 0, 's' },
+                                        { "keep", 1, 0, 'k' },
+                                        { "log-level", 1, 0, 'l' },
+                                        { "listen", 1, 0, 'L' },
+                                        { "web-root", 1, 0, 'r' },
+                                        { "predict", 1, 0, 'P' },
+                                        { "help", 0, 0, 'h' },
+                                        { "ssl-tracked", 1, 0, 'S' },
+                                        { "ssl-ball", 1, 0, 'B' },
+                                        { "ssl-team", 1, 0, 'T' },
+                                        { "man", 0, 0, 'M' },
+                                        { 0, 0, 0, 0 } };
     bool url = false, prefix = false;
     char pre[256] = "";
     o->fuse = (struct trk_fuse_cfg){ .gate = 100, .stale_ms = 500, .keep_ms = 1000, .name = name };
     o->level = TRK_LOG_INFO;
     o->web_root = TRK_FUSE_WEB_ROOT;
-    o->ssl_ball = "ball";
+    o->ssl_ball = default_ball;
     o->listen_port = -1;
     snprintf(o->prefix, sizeof(o->prefix), "trackd");
     snprintf(name, name_size, "world");
@@ -247,6 +263,12 @@ static int parse_args(int argc, char **argv, struct opts *o, char *name, size_t 
         case 'L': rc = parse_listen(o, optarg); break;
         case 'r': o->web_root = optarg; break;
         case 'S': o->ssl_tracked = optarg; break;
+        case 'T':
+            if (o->n_ssl_team == TRK_FUSE_SSL_TEAMS)
+                rc = bad("--ssl-team %s: at most 16", optarg);
+            else
+                o->ssl_team[o->n_ssl_team++] = optarg;
+            break;
         case 'B':
             o->ssl_ball = optarg;
             if (!*optarg || strlen(optarg) >= TRK_FUSE_NAME_MAX)
@@ -280,6 +302,8 @@ static int parse_args(int argc, char **argv, struct opts *o, char *name, size_t 
     if (rc) return rc;
     if (optind < argc) return bad("%s: no arguments besides options", argv[optind]);
     if (!url) return bad("%s", "--mqtt URL is required");
+    if ((o->n_ssl_team || o->ssl_ball != default_ball) && !o->ssl_tracked)
+        return bad("%s", "--ssl-team and --ssl-ball go with --ssl-tracked");
     if (prefix) snprintf(o->prefix, sizeof(o->prefix), "%s", pre);
     return 0;
 }
@@ -600,6 +624,12 @@ int main(int argc, char **argv)
                       rc == -ENOENT ? why : trk_strerror(rc));
             return 69;
         }
+        for (int i = 0; i < o.n_ssl_team; i++)
+            if (trk_fuse_ssl_team(a.ssl, o.ssl_team[i], &why)) {
+                char what[300];
+                snprintf(what, sizeof(what), "--ssl-team %.100s: %s", o.ssl_team[i], why);
+                return bad("%s", what);
+            }
     }
     run(&a);
     if (a.ws) trk_ws_shutdown(a.ws, 1001, "trackd-fuse stopped", 2.0);

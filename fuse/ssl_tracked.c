@@ -26,6 +26,11 @@ struct trk_fuse_ssl {
     char ball[TRK_FUSE_NAME_MAX];
     unsigned long long sent, failed, unsent; /* unsent: no unit in m */
     bool unit_said, fail_said;
+    struct {
+        char pattern[TRK_FUSE_NAME_MAX];
+        enum trk_ssl_team team;
+    } teams[TRK_FUSE_SSL_TEAMS];
+    int n_teams;
     struct trk_ssl_tracked_ball *balls;
     struct trk_ssl_tracked_robot *robots;
     size_t cap_balls, cap_robots;
@@ -96,6 +101,44 @@ int trk_fuse_ssl_open(const char *url, const char *ball, struct trk_fuse_ssl **o
     return 0;
 }
 
+int trk_fuse_ssl_team(struct trk_fuse_ssl *s, const char *spec, const char **why)
+{
+    const char *colon = strrchr(spec, ':');
+    size_t n = colon ? (size_t)(colon - spec) : 0;
+    enum trk_ssl_team t = !colon                      ? TRK_SSL_TEAM_UNKNOWN
+                          : !strcmp(colon, ":yellow") ? TRK_SSL_TEAM_YELLOW
+                          : !strcmp(colon, ":blue")   ? TRK_SSL_TEAM_BLUE
+                                                      : TRK_SSL_TEAM_UNKNOWN;
+    if (!t || !n || n >= TRK_FUSE_NAME_MAX) {
+        *why = "PATTERN:yellow or PATTERN:blue is needed (a pattern name of 1..64 bytes)";
+        return TRK_EINVAL;
+    }
+    int k = 0;
+    while (k < s->n_teams &&
+           (strlen(s->teams[k].pattern) != n || memcmp(s->teams[k].pattern, spec, n)))
+        k++;
+    if (k == TRK_FUSE_SSL_TEAMS) {
+        *why = "too many patterns (at most 16)";
+        return TRK_EINVAL;
+    }
+    if (k == s->n_teams) {
+        memcpy(s->teams[k].pattern, spec, n);
+        s->teams[s->n_teams++].pattern[n] = 0;
+    }
+    s->teams[k].team = t;
+    return 0;
+}
+
+/* A pattern's team: --ssl-team's, else by its name (yellow, blue). */
+static enum trk_ssl_team team_of(const struct trk_fuse_ssl *s, const char *pattern)
+{
+    for (int k = 0; k < s->n_teams; k++)
+        if (!strcmp(s->teams[k].pattern, pattern)) return s->teams[k].team;
+    return !strcmp(pattern, "yellow") ? TRK_SSL_TEAM_YELLOW
+           : !strcmp(pattern, "blue") ? TRK_SSL_TEAM_BLUE
+                                      : TRK_SSL_TEAM_UNKNOWN;
+}
+
 /* Grows *p (of *cap elements of size) to hold n; false when out of memory. */
 static bool room(void **p, size_t *cap, size_t n, size_t size)
 {
@@ -130,12 +173,12 @@ static bool collect(struct trk_fuse_ssl *s, const struct trk_fuse *f, double m_p
             s->balls[(*nb)++] = (struct trk_ssl_tracked_ball){
                 .x = x, .y = y, .has_vel = o.has_v, .vx = vx, .vy = vy, .visibility = 1
             };
-        } else if (o.marker && o.team && o.marker_id >= 0 && o.marker_id <= UINT32_MAX &&
-                   o.has_heading) {
+        } else if (o.marker && team_of(s, o.name) && o.marker_id >= 0 &&
+                   o.marker_id <= UINT32_MAX && o.has_heading) {
             if (!room((void **)&s->robots, &s->cap_robots, *nr + 1, sizeof(*s->robots)))
                 return false;
             s->robots[(*nr)++] = (struct trk_ssl_tracked_robot){ .id = (uint32_t)o.marker_id,
-                                                                 .team = (enum trk_ssl_team)o.team,
+                                                                 .team = team_of(s, o.name),
                                                                  .x = x,
                                                                  .y = y,
                                                                  .orientation = radians(o.heading),

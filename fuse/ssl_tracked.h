@@ -3,8 +3,10 @@
  * message in one UDP datagram, so team software that reads a league tracker
  * (the auto-referees' format) reads trackd-fuse.
  *
- * Robots: the fused markers whose pattern has a "team" in the cameras'
- * config, with an id >= 0 and a heading: the team, the marker's id, the
+ * Robots: the fused markers whose pattern is a team's (--ssl-team
+ * PATTERN:yellow|blue; by default a pattern named yellow or blue is that
+ * team's, as the league's presets in examples/ name them), with an id >= 0
+ * and a heading: the team, the marker's id, the
  * position and velocity in m and m/s, the orientation in radians in
  * [-pi, pi]. Balls: the fused objects of the ball's name (default "ball"),
  * at height 0. Everything as the world message has it (moved on with
@@ -28,6 +30,13 @@ struct trk_fuse_ssl;
  * resolve; TRK_ENOMEM; another -errno when no socket opens. */
 int trk_fuse_ssl_open(const char *url, const char *ball, struct trk_fuse_ssl **out,
                       const char **why);
+/* Most --ssl-team mappings. */
+#define TRK_FUSE_SSL_TEAMS 16
+
+/* PATTERN:yellow or PATTERN:blue: that pattern's markers are that team's
+ * robots (a later one for the same pattern wins). 0; TRK_EINVAL (*why
+ * says why) for a malformed one or more than TRK_FUSE_SSL_TEAMS. */
+int trk_fuse_ssl_team(struct trk_fuse_ssl *s, const char *spec, const char **why);
 /* Sends the last world message of f (trk_fuse_last). Never blocks: a
  * datagram the socket cannot take now is lost and counted. */
 void trk_fuse_ssl_send(struct trk_fuse_ssl *s, const struct trk_fuse *f);
