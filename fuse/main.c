@@ -119,8 +119,10 @@ static void man_page(void)
            "by their world velocities, merges what several cameras see of one object, keeps "
            "global ids through hand-over between cameras and publishes PREFIX/NAME/frame. A "
            "late camera is reported and never waited for past the window; a camera that goes "
-           "offline (its last will) is shown and the others keep flowing. The message format "
-           "is in PROTOCOL.md, section 12.\n.SH OPTIONS\n");
+           "offline (its last will) is shown and the others keep flowing. Each camera's clock "
+           "is synced with the NTP-style sync exchange over MQTT, so the cameras' hosts need "
+           "not agree on the time. The message format is in PROTOCOL.md, section 12.\n.SH "
+           "OPTIONS\n");
     for (size_t i = 0; i < N_OPTS; i++)
         printf(".TP\n.B \\-\\-%s%s%s\n%s\n", OPTS[i].name, OPTS[i].arg ? " " : "",
                OPTS[i].arg ? OPTS[i].arg : "", OPTS[i].help);
