@@ -35,7 +35,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "unit", "protocol"))
 from test_ssl_decode import load_protos  # noqa: E402
 from daemon_proc import free_port  # noqa: E402
-from mqtt_proc import Broker, Sub, wait_for  # noqa: E402
+from mqtt_proc import Broker, Sub  # noqa: E402
+from test_ssl_out import receive  # noqa: E402  (datagrams into a list until stopped)
 
 TRACKD, FUSE, PROTO_DIR = sys.argv[1], sys.argv[2], sys.argv[3]
 FRAMES, W, H, SCALE, FPS = 45, 640, 480, 0.45, 30
@@ -63,16 +64,6 @@ def objects(tmp, unit):
     with open(path, "w") as f:
         json.dump(preset, f)
     return path
-
-
-def receive(sock, packets, stop):
-    sock.settimeout(0.2)
-    while True:
-        try:
-            packets.append(sock.recv(65536))
-        except socket.timeout:
-            if stop.is_set():
-                return
 
 
 def run(tmp, clip, objs, prefix, broker):
