@@ -1059,13 +1059,18 @@ int trk_msg_parse_client(const char *data, size_t len, const char *const *contro
         }
         out->preview = pv ? json_is_true(pv) : -1;
         json_t *pr = json_object_get(root, "predict");
+        double ahead = json_is_number(pr) ? json_number_value(pr) : 0;
         if (pr && !json_is_false(pr) &&
-            !(json_is_string(pr) && !strcmp(json_string_value(pr), "send"))) {
-            set_err(err_msg, err_len, "%s", "\"predict\" must be \"send\" or false");
+            !(json_is_string(pr) && !strcmp(json_string_value(pr), "send")) &&
+            !(json_is_number(pr) && ahead >= 0 && ahead <= TRK_MSG_PREDICT_MAX_S)) {
+            set_err(err_msg, err_len, "%s",
+                    "\"predict\" must be \"send\", a number of seconds after the send (0..1) "
+                    "or false");
             rc = TRK_MSG_BAD_FIELD;
             goto end;
         }
-        out->predict = pr ? json_is_string(pr) : -1;
+        out->predict = pr ? !json_is_false(pr) : -1;
+        out->predict_ahead = ahead;
     } else if (!strcmp(t, "sync")) {
         out->kind = TRK_CMSG_SYNC;
         json_t *t0 = json_object_get(root, "t0");
@@ -1108,12 +1113,14 @@ size_t trk_msg_request_id(const char *data, size_t len, char *out, size_t cap)
 
 /* ----------------------------------- server -> client: the server's own acks */
 
-int trk_msg_ack_subscribe(struct trk_buf *b, const char *id_json, bool preview, int predict)
+int trk_msg_ack_subscribe(struct trk_buf *b, const char *id_json, bool preview, int predict,
+                          double ahead)
 {
     PUT(trk_msg_ack(b, "subscribe", id_json, true));
     PUT(trk_buf_puts(b, preview ? ",\"preview\":true" : ",\"preview\":false"));
-    if (predict >= 0)
-        PUT(trk_buf_puts(b, predict ? ",\"predict\":\"send\"" : ",\"predict\":false"));
+    if (predict == 0) LIT(b, ",\"predict\":false");
+    if (predict > 0 && ahead == 0) LIT(b, ",\"predict\":\"send\"");
+    if (predict > 0 && ahead != 0) PUT(kv_fixed(b, ",\"predict\":", ahead, 6));
     LIT(b, "}");
     return 0;
 }

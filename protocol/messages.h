@@ -399,7 +399,8 @@ struct trk_cmsg {
     char id[TRK_MSG_ID_MAX * 6 + 3]; /* "id" as JSON text, "" when absent or
                                       * not echoable (see trk_msg_request_id)       */
     int preview;                     /* subscribe: 1 on, 0 off, -1 not given        */
-    int predict;                     /* subscribe: 1 "send", 0 false, -1 not given   */
+    int predict;                     /* subscribe: 1 "send" or a time, 0 false, -1 not given */
+    double predict_ahead;            /* subscribe: s after the send ("send": 0)      */
     char t0[48]; /* sync: the client's "t0" number as JSON text, "" when absent */
 };
 
@@ -445,10 +446,15 @@ int trk_msg_parse_client(const char *data, size_t len, const char *const *contro
  * daemon's replies to control messages. */
 size_t trk_msg_request_id(const char *data, size_t len, char *out, size_t cap);
 
+/* The most a subscribe's "predict" time may ask for (s after the send). */
+#define TRK_MSG_PREDICT_MAX_S 1.0
+
 /* The subscribe ack: {"type":"ack","request":"subscribe"[,"id":id],
- * "preview":bool[,"predict":"send"|false]}; predict < 0 leaves it out (the
- * request did not ask). */
-int trk_msg_ack_subscribe(struct trk_buf *b, const char *id_json, bool preview, int predict);
+ * "preview":bool[,"predict":"send"|S|false]}: "send" when predict > 0 and
+ * ahead is 0, ahead otherwise; predict < 0 leaves it out (the request did
+ * not ask). */
+int trk_msg_ack_subscribe(struct trk_buf *b, const char *id_json, bool preview, int predict,
+                          double ahead);
 
 /* {"type":"ack","request":request[,"id":id],key:true|false}: the acks the
  * WebSocket server gives itself ("ok" for auth, "preview" for subscribe). */

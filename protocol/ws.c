@@ -165,6 +165,7 @@ static int client_established(struct trk_ws *ws, struct client *c, struct lws *w
     trk_ws_guard_upgraded(c->fd, wsi);
     c->id = atomic_fetch_add(&ws->next_client_id, 1) + 1;
     atomic_store(&c->preview_on, true);
+    c->predict_slot = -1;
     c->authed = !ws->token;
     c->owner = -1;
     if (ws->token) { /* ws://host/ws?token=... */
@@ -205,7 +206,7 @@ static void client_closed(struct trk_ws *ws, struct client *c)
     c->established = false;
     pthread_mutex_unlock(&ws->lock);
     atomic_fetch_sub(&ws->n_clients, 1);
-    if (c->predict) atomic_fetch_sub(&ws->n_predict, 1);
+    trk_ws_predict_join(ws, c, false, 0);
     trk_ws_client_clear(c);
     if (ws->on_close) ws->on_close(ws->user, c->id);
     log_debug("client %llu disconnected (%llu sent, %llu dropped)", (unsigned long long)c->id,

@@ -73,15 +73,20 @@ static void client_message(struct trk_ws *ws, struct client *c, char *data, size
                          cm.id);
             break;
         }
+        if (cm.predict >= 0 && trk_ws_predict_join(ws, c, cm.predict == 1, cm.predict_ahead)) {
+            client_error(ws, c, TRK_MSG_BUSY,
+                         "at most 4 different predict times at once: ask for one in use, or "
+                         "\"send\"",
+                         cm.id);
+            break;
+        }
         if (cm.preview >= 0) {
             c->preview_on = cm.preview;
             if (!c->preview_on) msg_unref(&c->slot[TRK_WS_PREVIEW]); /* not a drop: unwanted */
         }
-        if (cm.predict >= 0 && c->predict != (cm.predict == 1)) {
-            c->predict = cm.predict == 1;
-            atomic_fetch_add(&ws->n_predict, c->predict ? 1 : -1);
-        }
-        if (trk_msg_ack_subscribe(&b, cm.id, c->preview_on, cm.predict >= 0 ? c->predict : -1) == 0)
+        if (trk_msg_ack_subscribe(&b, cm.id, c->preview_on,
+                                  cm.predict >= 0 ? c->predict_slot >= 0 : -1,
+                                  cm.predict_ahead) == 0)
             trk_ws_client_reply_buf(ws, c, &b);
         break;
     case TRK_CMSG_CONTROL:

@@ -13,7 +13,7 @@ struct websocket {
     struct trk_ws *ws;
     uint64_t writes; /* trk_ws_write_delays' mark of the stats message */
     /* Processing thread: the result moved on for the clients that
-     * subscribed with "predict":"send", and its message. */
+     * subscribed with "predict" (per slot: ws.h), and its message. */
     struct trk_frame_result pred;
     struct trk_buf pred_msg;
 };
@@ -22,11 +22,16 @@ static void ws_frame(void *ctx, const struct trk_frame_result *r, const char *js
 {
     struct websocket *w = ctx;
     trk_ws_broadcast(w->ws, TRK_WS_RESULT, json, len);
-    if (trk_ws_predict_clients(w->ws) <= 0) return;
-    trk_frame_result_predict(&w->pred, r, trk_now());
-    trk_buf_reset(&w->pred_msg);
-    if (trk_msg_frame(&w->pred_msg, &w->pred) == 0)
-        trk_ws_broadcast_predicted(w->ws, w->pred_msg.data, w->pred_msg.len);
+    double ahead[TRK_WS_PREDICT_SLOTS];
+    unsigned used = trk_ws_predict_slots(w->ws, ahead);
+    for (int k = 0; k < TRK_WS_PREDICT_SLOTS; k++) {
+        if (!(used & (1u << k))) continue;
+        trk_frame_result_predict(&w->pred, r, trk_now());
+        w->pred.predict_dt += ahead[k];
+        trk_buf_reset(&w->pred_msg);
+        if (trk_msg_frame(&w->pred_msg, &w->pred) == 0)
+            trk_ws_broadcast_predicted(w->ws, k, w->pred_msg.data, w->pred_msg.len);
+    }
 }
 
 /* The last one is also sent to clients that connect later (ws.h). */

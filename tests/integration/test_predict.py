@@ -9,7 +9,11 @@ the real daemon, demo scene (moving balls), red tracked with a calibration.
      vx, vy x fps x predict_dt and wx, wy by wvx, wvy x predict_dt from the
      measured frame of the same seq that a plain client gets (which has no
      "predict_dt"); switching it off again gives measured frames.
-  2. A bad predict value is a bad_field error; the connection goes on.
+  2. A client asking for a time ("predict": 0.25 s after the send) gets its
+     positions moved by the hand-over interval plus that (predict_dt >=
+     0.25); clients share a slot per time, at most 4 times at once: a fifth
+     time is "busy", a time in use is shared. A bad predict value is a
+     bad_field error; the connection goes on.
   3. With --predict send: the NDJSON output and the WebSocket client both
      carry predict_dt, each its own (the door hands NDJSON the frame first,
      so its interval is never longer than the WebSocket's), and both moved
@@ -96,15 +100,35 @@ async def reply(ws, rid):
             return m
 
 
+async def subscribe(ws, predict, rid):
+    await ws.send(json.dumps({"type": "subscribe", "predict": predict, "id": rid}))
+    return await reply(ws, rid)
+
+
 async def per_client(port):
     url = f"ws://127.0.0.1:{port}/ws"
-    async with websockets.connect(url) as plain, websockets.connect(url) as pc:
-        await pc.send(json.dumps({"type": "subscribe", "predict": "send", "id": 1}))
-        ack = await reply(pc, 1)
+    async with websockets.connect(url) as plain, websockets.connect(url) as pc, \
+            websockets.connect(url) as later:
+        ack = await subscribe(pc, "send", 1)
         check(ack.get("type") == "ack" and ack.get("predict") == "send",
               f"subscribe predict send acknowledged ({ack})")
-        meas, pred = {}, {}
-        await asyncio.gather(frames(plain, N + 10, meas), frames(pc, N, pred))
+        ack = await subscribe(later, 0.25, 1)
+        check(ack.get("type") == "ack" and ack.get("predict") == 0.25,
+              f"subscribe predict 0.25 acknowledged ({ack})")
+        meas, pred, ahead = {}, {}, {}
+        await asyncio.gather(frames(plain, N + 10, meas), frames(pc, N, pred),
+                             frames(later, N, ahead))
+        check(all(ahead[s]["predict_dt"] >= 0.25 for s in ahead),
+              "predict 0.25: every predict_dt is the hand-over interval plus 0.25 s")
+        bad, n, vis = [], 0, 0
+        for s in (s for s in ahead if s in meas):
+            b, k, v = moved(ahead[s], meas[s])
+            bad += b
+            n += k
+            vis += v
+        check(n >= N // 2 and not bad and vis >= n // 2,
+              f"predict 0.25: {n} instances moved on by their velocities ({vis} visibly; "
+              f"{bad[:3]})")
         check(all("predict_dt" not in m for m in meas.values()),
               "the plain client's frames carry no predict_dt")
         both = [s for s in pred if s in meas]
@@ -125,13 +149,21 @@ async def per_client(port):
         dts = sorted(pred[s]["predict_dt"] for s in pred)
         print(f"measured predict_dt (WebSocket, per client): median {dts[len(dts) // 2] * 1e3:.3f}"
               f" ms, max {dts[-1] * 1e3:.3f} ms", flush=True)
-        await pc.send(json.dumps({"type": "subscribe", "predict": "soon", "id": 2}))
-        err = await reply(pc, 2)
+        err = await subscribe(pc, "soon", 2)
         check(err.get("type") == "error" and err.get("code") == "bad_field",
               f"predict \"soon\" is bad_field ({err})")
-        await pc.send(json.dumps({"type": "subscribe", "predict": False, "id": 3}))
-        ack = await reply(pc, 3)
+        ack = await subscribe(pc, False, 3)
         check(ack.get("predict") is False, "predict switched off")
+        # Slots: 0.25 is in use (later); three more times fill them.
+        async with websockets.connect(url) as c1, websockets.connect(url) as c2, \
+                websockets.connect(url) as c3, websockets.connect(url) as c4:
+            acks = [await subscribe(c, t, 9) for c, t in ((c1, "send"), (c2, 0.5), (c3, 0.75))]
+            check(all(a.get("type") == "ack" for a in acks), f"4 times at once ({acks})")
+            err = await subscribe(c4, 0.125, 9)
+            check(err.get("type") == "error" and err.get("code") == "busy",
+                  f"a fifth time is busy ({err})")
+            ack = await subscribe(c4, 0.5, 10)
+            check(ack.get("predict") == 0.5, f"a time in use is shared ({ack})")
         later = {}
         await frames(pc, 5, later)
         # Frames queued before the switch may still be predicted ones.
