@@ -588,6 +588,31 @@ static void run(struct app *a)
     log_info("stopped: %llu world frames published, %llu not", a->published, a->failed);
 }
 
+/* --ssl-tracked: its socket and --ssl-team's patterns. 0, or the exit
+ * code (said why). */
+static int open_ssl(struct app *a)
+{
+    const struct opts *o = a->o;
+    const char *why = "";
+    char what[400];
+    if (!o->ssl_tracked) return 0;
+    int rc = trk_fuse_ssl_open(o->ssl_tracked, o->ssl_ball, &a->ssl, &why);
+    if (rc == TRK_EINVAL) {
+        snprintf(what, sizeof(what), "--ssl-tracked %.200s: %s", o->ssl_tracked, why);
+        return bad("%s", what);
+    }
+    if (rc) {
+        log_error("--ssl-tracked %s: %s", o->ssl_tracked, rc == -ENOENT ? why : trk_strerror(rc));
+        return 69;
+    }
+    for (int i = 0; i < o->n_ssl_team; i++)
+        if (trk_fuse_ssl_team(a->ssl, o->ssl_team[i], &why)) {
+            snprintf(what, sizeof(what), "--ssl-team %.100s: %s", o->ssl_team[i], why);
+            return bad("%s", what);
+        }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     struct opts o = { 0 };
@@ -610,36 +635,19 @@ int main(int argc, char **argv)
     a.fuse = trk_fuse_create(&o.fuse);
     if (!a.fuse || setup(&a)) {
         log_error("out of memory at start");
-        return 70;
+        rc = 70;
+    } else if (o.listen_port >= 0 && start_ws(&a)) {
+        rc = 69;
+    } else if (!(rc = open_ssl(&a))) {
+        run(&a);
+        if (a.ws) trk_ws_shutdown(a.ws, 1001, "trackd-fuse stopped", 2.0);
     }
-    if (o.listen_port >= 0 && start_ws(&a)) return 69;
-    if (o.ssl_tracked) {
-        const char *why = "";
-        rc = trk_fuse_ssl_open(o.ssl_tracked, o.ssl_ball, &a.ssl, &why);
-        if (rc == TRK_EINVAL) {
-            char what[400];
-            snprintf(what, sizeof(what), "--ssl-tracked %.200s: %s", o.ssl_tracked, why);
-            return bad("%s", what);
-        }
-        if (rc) {
-            log_error("--ssl-tracked %s: %s", o.ssl_tracked,
-                      rc == -ENOENT ? why : trk_strerror(rc));
-            return 69;
-        }
-        for (int i = 0; i < o.n_ssl_team; i++)
-            if (trk_fuse_ssl_team(a.ssl, o.ssl_team[i], &why)) {
-                char what[300];
-                snprintf(what, sizeof(what), "--ssl-team %.100s: %s", o.ssl_team[i], why);
-                return bad("%s", what);
-            }
-    }
-    run(&a);
-    if (a.ws) trk_ws_shutdown(a.ws, 1001, "trackd-fuse stopped", 2.0);
+    /* Every way out frees what was made (a sanitizer build checks). */
     trk_ws_destroy(&a.ws);
     trk_fuse_ssl_close(&a.ssl);
     mosquitto_destroy(a.mosq);
     trk_fuse_destroy(&a.fuse);
     trk_buf_free(&a.out);
     mosquitto_lib_cleanup();
-    return EX_OK;
+    return rc;
 }
