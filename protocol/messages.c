@@ -144,6 +144,18 @@ static int put_blobs(struct trk_buf *b, const struct trk_frame_result *r,
     return 0;
 }
 
+/* ,"wvx","wvy": a world velocity per second (has: it has one; else nulls). */
+static int put_world_v(struct trk_buf *b, const struct trk_frame_result *r, bool has, double vx,
+                       double vy)
+{
+    if (!has) {
+        LIT(b, ",\"wvx\":null,\"wvy\":null");
+        return 0;
+    }
+    PUT(kv_fixed(b, ",\"wvx\":", vx, r->world_decimals));
+    return kv_fixed(b, ",\"wvy\":", vy, r->world_decimals);
+}
+
 /* ,"wx","wy","wvx","wvy": instance x's world point and velocity per
  * second (nulls where it has none). */
 static int put_instance_world(struct trk_buf *b, const struct trk_frame_result *r,
@@ -153,12 +165,7 @@ static int put_instance_world(struct trk_buf *b, const struct trk_frame_result *
     PUT(put_world(b, r,
                   &(struct trk_point){
                       .world = x->world, .wx = x->wx + x->wvx * dt, .wy = x->wy + x->wvy * dt }));
-    if (!x->world_v) {
-        LIT(b, ",\"wvx\":null,\"wvy\":null");
-        return 0;
-    }
-    PUT(kv_fixed(b, ",\"wvx\":", x->wvx, r->world_decimals));
-    return kv_fixed(b, ",\"wvy\":", x->wvy, r->world_decimals);
+    return put_world_v(b, r, x->world_v, x->wvx, x->wvy);
 }
 
 /* ,"instances":[{...}, ...]: object o's instances. */
@@ -197,8 +204,9 @@ static int put_instances(struct trk_buf *b, const struct trk_frame_result *r,
 }
 
 /* Marker k of r: {"pattern","id","cx","cy","heading","confidence",
- * "track_id","lost"(,"wx","wy","wheading")}; the world keys when r is
- * calibrated, null when the marker has no world point. */
+ * "track_id","lost"(,"wx","wy","wheading","wvx","wvy")}; the world keys
+ * when r is calibrated, null when the marker has no world point (or, for
+ * wvx, wvy, no world velocity). */
 /* An angle in [0, 360) to 2 decimals, kept in [0, 360) by the rounding
  * (359.996 is 0.00, not 360.00). */
 static int kv_angle(struct trk_buf *b, const char *key, double deg)
@@ -226,6 +234,7 @@ static int put_marker(struct trk_buf *b, const struct trk_frame_result *r, size_
         PUT(kv_fixed(b, ",\"wy\":", x->wy + x->wvy * dt, r->world_decimals));
         PUT(kv_angle(b, ",\"wheading\":", x->wheading));
     }
+    if (r->calibrated) PUT(put_world_v(b, r, x->world && x->world_v, x->wvx, x->wvy));
     LIT(b, "}");
     return 0;
 }

@@ -120,7 +120,7 @@ struct trk_result_marker {
     double wx, wy, wheading;
     /* world_v: wvx, wvy hold its world velocity per second (the world step
      * of one frame's vx, vy at its height, times the frame rate r->fps):
-     * what moves wx, wy under predict. Not a message field. */
+     * the message's wvx, wvy, and what moves wx, wy under predict. */
     bool world_v;
     double wvx, wvy;
 };

@@ -140,8 +140,12 @@ def check_packet(pkt, w, uuids, stats):
         a = a - 2 * math.pi if a > math.pi else a
         if not (-math.pi <= r.orientation <= math.pi and near(r.orientation, a, 2e-4)):
             bad.append(f"orientation {r.orientation} vs {m['wheading']} deg")
-        if r.HasField("vel") != (m["wvx"] is not None):
-            bad.append(f"robot vel {r.HasField('vel')} vs {m['wvx']}")
+        if r.HasField("vel") != (m["wvx"] is not None) or (
+                m["wvx"] is not None and not (near(r.vel.x, m["wvx"] / 1e3, tol)
+                                              and near(r.vel.y, m["wvy"] / 1e3, tol))):
+            bad.append(f"robot vel {r.vel if r.HasField('vel') else None} vs {m['wvx']}, "
+                       f"{m['wvy']}")
+        stats["robot_vel"] += r.HasField("vel")
         if r.visibility != 1:
             bad.append(f"robot visibility {r.visibility}")
     return bad
@@ -170,7 +174,7 @@ def main():
             check(not missing and len(pkts) == len(raw),
                   f"a packet for every world message, one each ({len(raw)} packets, missing "
                   f"{missing[:5]})")
-            uuids, stats, bad = set(), {"balls": 0, "robots": 0}, []
+            uuids, stats, bad = set(), {"balls": 0, "robots": 0, "robot_vel": 0}, []
             for w in worlds:
                 if w["seq"] in pkts:
                     bad += [f"seq {w['seq']}: {b}" for b in check_packet(pkts[w["seq"]], w,
@@ -178,8 +182,9 @@ def main():
             check(not bad, f"every field matches the world message ({bad[:4]})")
             check(len(uuids) == 1 and UUID.match(next(iter(uuids), "")),
                   f"one UUID (version 4) for the run: {uuids}")
-            check(stats["robots"] >= len(worlds) and stats["balls"] >= len(worlds) // 2,
-                  f"{stats['robots']} robots and {stats['balls']} balls checked")
+            check(stats["robots"] >= len(worlds) and stats["balls"] >= len(worlds) // 2
+                  and stats["robot_vel"] > 0, f"{stats['robots']} robots ({stats['robot_vel']} "
+                  f"with a velocity) and {stats['balls']} balls checked")
             check("sending SSL tracked packets" in log, "the fuser says where it sends")
 
             raw, worlds, log = run(tmp, clip, objects(tmp, "px"), "px", broker)

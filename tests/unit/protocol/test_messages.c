@@ -701,8 +701,10 @@ static void test_frame_markers(void)
     r.markers[1].world = false;
     trk_buf_reset(&b);
     CHECK(trk_msg_frame(&b, &r) == 0);
-    CHECKF(strstr(b.data, "\"lost\":0,\"wx\":30.00") && strstr(b.data, "\"wheading\":0.00}") &&
-               strstr(b.data, "\"lost\":2,\"wx\":null,\"wy\":null,\"wheading\":null}"),
+    CHECKF(strstr(b.data, "\"lost\":0,\"wx\":30.00") &&
+               strstr(b.data, "\"wheading\":0.00,\"wvx\":null,\"wvy\":null}") &&
+               strstr(b.data, "\"lost\":2,\"wx\":null,\"wy\":null,\"wheading\":null,\"wvx\":null,"
+                              "\"wvy\":null}"),
            "%s", b.data);
     CHECK(trk_msg_frame_marker(&b, &r, 2) == TRK_EINVAL);
     trk_frame_result_free(&r);
@@ -747,7 +749,8 @@ static void test_frame_predict(void)
                strstr(b.data, "\"cx\":20.00,\"cy\":15.00,") &&
                strstr(b.data, "\"wx\":200.0,\"wy\":150.0,\"wvx\":1000.0,\"wvy\":-500.0") &&
                strstr(b.data, "\"pattern\":\"bot\",\"id\":1,\"cx\":0.00,\"cy\":20.00,") &&
-               strstr(b.data, "\"wx\":0.0,\"wy\":200.0,"),
+               strstr(b.data, "\"wx\":0.0,\"wy\":200.0,") &&
+               strstr(b.data, "\"wvx\":-500.0,\"wvy\":1500.0}]"),
            "%s", b.data);
     json_decref(parse(&b, "predicted frame"));
     trk_buf_reset(&b);
