@@ -98,6 +98,11 @@ struct opt {
 
 static parse_fn parse_listen, parse_metrics_listen, parse_size, parse_control, parse_prefilter;
 static parse_fn parse_name, parse_mqtt;
+/* --predict: 0 off, 1 send (trk_settings.predict). */
+static int predict_parse(const char *s)
+{
+    return !strcmp(s, "off") ? 0 : !strcmp(s, "send") ? 1 : -1;
+}
 static parse_fn parse_udp, parse_osc, parse_ssl, parse_ssl_field;
 
 /* The field f of struct trk_settings; the build fails unless it is of type T. */
@@ -240,6 +245,9 @@ static const struct opt opts[] = {
     { "mqtt-max-age", 0, "SECONDS", REAL(mqtt_max_age), .lo = TRK_MQTT_MAX_AGE_MIN, .hi = TRK_MQTT_MAX_AGE_MAX,
       .def = STR(TRK_MQTT_MAX_AGE_S), .form = "SECONDS ({lo}..{hi}), e.g. 1 or 0.25",
       .group = G_OUTPUTS, .help = "MQTT frames the broker has not acknowledged within SECONDS of their capture are dropped (counted), never sent late; at most " STR(TRK_MQTT_WINDOW) " frames await the broker's acknowledgement at once" },
+    { "predict", 0, "WHEN", NAME(predict, predict_parse), .def = "off", .def_note = ": positions as measured",
+      .form = "off or send",
+      .group = G_OUTPUTS, .help = "send: every output's instance and marker positions moved on by their velocities from the frame's capture to when trackd hands that output the message, with \"predict_dt\" (s) in it (PROTOCOL.md, \"predict_dt\"); a WebSocket client can ask for it alone (subscribe)" },
     { "udp", 0, "HOST:PORT", PARSE(parse_udp), .lo = 1, .hi = 65535,
       .form = "HOST:PORT, e.g. 192.168.1.20:5005, 239.255.0.1:5005 or [ff02::1]:5005 (port {lo}..{hi})",
       .group = G_OUTPUTS, .help = "send one JSON datagram per frame to HOST:PORT, unicast or multicast (PROTOCOL.md, \"UDP datagrams\")" },

@@ -71,6 +71,7 @@ struct trk_settings {
     const char *mqtt;    /* --mqtt URL (daemon/out/mqtt.h), NULL = none */
     const char *mqtt_ca; /* --mqtt-ca FILE, NULL = the system's CAs */
     double mqtt_max_age; /* --mqtt-max-age SECONDS (trk_mqtt_cfg.max_age) */
+    int predict;         /* --predict: 1 send (positions moved to each hand-over), 0 off */
     /* --udp HOST:PORT (daemon/out/udp.h), --udp-ttl, --udp-iface (NULL: the
      * route's); --osc HOST:PORT (daemon/out/osc.h) */
     bool udp, osc;

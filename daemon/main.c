@@ -568,6 +568,7 @@ static int start_server(struct app *a)
          * otherwise reach them through a loopback listener). */
         .owner_types = file_types,
         .rt_priority = s->rt_priority,
+        .predict = true, /* daemon/out/websocket.c sends them */
         .http_paths = trk_endpoint_paths,
         .http_private_paths = trk_endpoint_private_paths,
         .http_handler = trk_endpoints_http,

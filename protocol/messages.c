@@ -12,6 +12,7 @@
 
 #include "color.h"
 #include "objects.h"
+#include "trk_clock.h"
 #include "trk_color.h"
 
 /* The encoders below chain appends; the first failure wins. */
@@ -130,6 +131,18 @@ static int put_point_shape(struct trk_buf *b, const struct trk_frame_result *r,
     return put_wheading(b, r, p->world_h, p->wheading);
 }
 
+/* Latency compensation (result.h predict): the seconds positions move on,
+ * and the frames that is for pixel velocities (0 at an unknown rate). */
+static double ahead_s(const struct trk_frame_result *r)
+{
+    return r->predict ? r->predict_dt : 0;
+}
+
+static double ahead_frames(const struct trk_frame_result *r)
+{
+    return r->fps > 0 ? ahead_s(r) * r->fps : 0;
+}
+
 /* ,"cx":..,"cy":..(,"wx":..,"wy":..): centroid p, or nulls when mass is 0. */
 static int put_centroid(struct trk_buf *b, const struct trk_frame_result *r, uint64_t mass,
                         const struct trk_point *p)
@@ -165,18 +178,29 @@ static int put_blobs(struct trk_buf *b, const struct trk_frame_result *r,
     return 0;
 }
 
-/* ,"wx","wy","wvx","wvy","wheading": instance x's world point, velocity
- * per second and orientation (nulls where it has none). */
+/* ,"wvx","wvy": a world velocity per second (has: it has one; else nulls). */
+static int put_world_v(struct trk_buf *b, const struct trk_frame_result *r, bool has, double vx,
+                       double vy)
+{
+    if (!has) {
+        LIT(b, ",\"wvx\":null,\"wvy\":null");
+        return 0;
+    }
+    PUT(kv_fixed(b, ",\"wvx\":", vx, r->world_decimals));
+    return kv_fixed(b, ",\"wvy\":", vy, r->world_decimals);
+}
+
+/* ,"wx","wy","wvx","wvy","wheading": instance x's world point (moved on by
+ * the prediction), velocity per second and orientation (nulls where it has
+ * none). */
 static int put_instance_world(struct trk_buf *b, const struct trk_frame_result *r,
                               const struct trk_instance *x)
 {
-    PUT(put_world(b, r, &(struct trk_point){ .world = x->world, .wx = x->wx, .wy = x->wy }));
-    if (!x->world_v) {
-        LIT(b, ",\"wvx\":null,\"wvy\":null");
-    } else {
-        PUT(kv_fixed(b, ",\"wvx\":", x->wvx, r->world_decimals));
-        PUT(kv_fixed(b, ",\"wvy\":", x->wvy, r->world_decimals));
-    }
+    const double dt = x->world_v ? ahead_s(r) : 0;
+    PUT(put_world(b, r,
+                  &(struct trk_point){
+                      .world = x->world, .wx = x->wx + x->wvx * dt, .wy = x->wy + x->wvy * dt }));
+    PUT(put_world_v(b, r, x->world_v, x->wvx, x->wvy));
     return put_wheading(b, r, x->world_h, x->wheading);
 }
 
@@ -190,8 +214,8 @@ static int put_instances(struct trk_buf *b, const struct trk_frame_result *r,
         const bool seen = x->lost == 0 && x->blob.mass > 0;
         PUT(kv_u64(b, k ? ",{\"id\":" : "{\"id\":", x->id));
         PUT(kv_u64(b, ",\"mass\":", seen ? x->blob.mass : 0));
-        PUT(kv_fixed(b, ",\"cx\":", x->cx, 2));
-        PUT(kv_fixed(b, ",\"cy\":", x->cy, 2));
+        PUT(kv_fixed(b, ",\"cx\":", x->cx + x->vx * ahead_frames(r), 2));
+        PUT(kv_fixed(b, ",\"cy\":", x->cy + x->vy * ahead_frames(r), 2));
         if (seen) {
             const int box[4] = { x->blob.x0, x->blob.y0, x->blob.x1, x->blob.y1 };
             LIT(b, ",\"bbox\":");
@@ -222,8 +246,9 @@ static int put_instances(struct trk_buf *b, const struct trk_frame_result *r,
 }
 
 /* Marker k of r: {"pattern","id","cx","cy","heading","confidence",
- * "track_id","lost"(,"wx","wy","wheading")}; the world keys when r is
- * calibrated, null when the marker has no world point. */
+ * "track_id","lost"(,"wx","wy","wheading","wvx","wvy")}; the world keys
+ * when r is calibrated, null when the marker has no world point (or, for
+ * wvx, wvy, no world velocity). */
 /* An angle in [0, 360) to 2 decimals, kept in [0, 360) by the rounding
  * (359.996 is 0.00, not 360.00). */
 static int kv_angle(struct trk_buf *b, const char *key, double deg)
@@ -238,18 +263,20 @@ static int put_marker(struct trk_buf *b, const struct trk_frame_result *r, size_
     const char *name = m->pattern < r->n_patterns ? r->patterns[m->pattern].name : NULL;
     PUT(kv_str(b, "{\"pattern\":", name, TRK_NAME_MAX));
     PUT(kv_i64(b, ",\"id\":", m->id));
-    PUT(kv_fixed(b, ",\"cx\":", m->cx, 2));
-    PUT(kv_fixed(b, ",\"cy\":", m->cy, 2));
+    PUT(kv_fixed(b, ",\"cx\":", m->cx + m->vx * ahead_frames(r), 2));
+    PUT(kv_fixed(b, ",\"cy\":", m->cy + m->vy * ahead_frames(r), 2));
     PUT(kv_angle(b, ",\"heading\":", m->heading));
     PUT(kv_fixed(b, ",\"confidence\":", m->confidence, 3));
     PUT(kv_u64(b, ",\"track_id\":", m->track_id));
     PUT(kv_u64(b, ",\"lost\":", m->lost));
     if (r->calibrated && !x->world) LIT(b, ",\"wx\":null,\"wy\":null,\"wheading\":null");
     if (r->calibrated && x->world) {
-        PUT(kv_fixed(b, ",\"wx\":", x->wx, r->world_decimals));
-        PUT(kv_fixed(b, ",\"wy\":", x->wy, r->world_decimals));
+        const double dt = x->world_v ? ahead_s(r) : 0;
+        PUT(kv_fixed(b, ",\"wx\":", x->wx + x->wvx * dt, r->world_decimals));
+        PUT(kv_fixed(b, ",\"wy\":", x->wy + x->wvy * dt, r->world_decimals));
         PUT(kv_angle(b, ",\"wheading\":", x->wheading));
     }
+    if (r->calibrated) PUT(put_world_v(b, r, x->world && x->world_v, x->wvx, x->wvy));
     LIT(b, "}");
     return 0;
 }
@@ -274,14 +301,22 @@ static int put_markers(struct trk_buf *b, const struct trk_frame_result *r, size
     return 0;
 }
 
-/* ,"pts":..,"latency":{..}: the frame fields after seq (and camera). */
-static int put_frame_fields(struct trk_buf *b, const struct trk_frame_meta *m)
+/* ,"predict_dt":..: only on a predicted message (result.h predict). */
+static int put_predict(struct trk_buf *b, const struct trk_frame_result *r)
 {
+    return r->predict ? kv_fixed(b, ",\"predict_dt\":", r->predict_dt, 6) : 0;
+}
+
+/* ,"pts":..,"latency":{..}: the frame fields after seq (and camera). */
+static int put_frame_fields(struct trk_buf *b, const struct trk_frame_result *r)
+{
+    const struct trk_frame_meta *m = &r->meta;
     PUT(kv_fixed(b, ",\"pts\":", m->pts, 3));
     PUT(put_size(b, m->width, m->height));
     /* Microseconds: latency is measured against it in fractions of a ms. */
     PUT(kv_fixed(b, ",\"t_capture\":", m->t_capture, 6));
     PUT(kv_fixed(b, ",\"wall_ms\":", m->wall_ms, 3));
+    PUT(put_predict(b, r));
     if (m->backend) PUT(kv_str(b, ",\"backend\":", m->backend, SIZE_MAX));
     if (m->pass) {
         PUT(kv_str(b, ",\"pass\":", m->pass, 8));
@@ -336,6 +371,7 @@ int trk_msg_object_result(struct trk_buf *b, const struct trk_frame_result *r, c
     PUT(kv_u64(b, ",\"seq\":", r->meta.seq));
     PUT(kv_fixed(b, ",\"t_capture\":", r->meta.t_capture, 6));
     PUT(kv_fixed(b, ",\"wall_ms\":", r->meta.wall_ms, 3));
+    PUT(put_predict(b, r));
     return put_frame_object(b, r, id, ",\"id\":");
 }
 
@@ -372,7 +408,7 @@ int trk_msg_frame(struct trk_buf *b, const struct trk_frame_result *r)
     LIT(b, "{\"type\":\"frame\"");
     if (r->meta.camera) PUT(kv_str(b, ",\"camera\":", r->meta.camera, 256));
     PUT(kv_u64(b, ",\"seq\":", r->meta.seq));
-    PUT(put_frame_fields(b, &r->meta));
+    PUT(put_frame_fields(b, r));
     return put_frame_objects(b, r, 0, r->n + (int)r->n_markers);
 }
 
@@ -383,7 +419,7 @@ int trk_msg_frame_part(struct trk_buf *b, const struct trk_frame_result *r, cons
     PUT(kv_u64(b, ",\"seq\":", r->meta.seq));
     PUT(kv_i64(b, ",\"part\":", part));
     PUT(kv_i64(b, ",\"parts\":", parts));
-    PUT(put_frame_fields(b, &r->meta));
+    PUT(put_frame_fields(b, r));
     return put_frame_objects(b, r, first, count);
 }
 
@@ -686,6 +722,29 @@ int trk_msg_pong(struct trk_buf *b, const char *id_json, double wall_ms)
     PUT(kv_fixed(b, ",\"wall_ms\":", wall_ms, 3));
     LIT(b, "}");
     return 0;
+}
+
+int trk_msg_sync(struct trk_buf *b, const char *id_json, const char *t0_json,
+                 const struct trk_sync_times *t)
+{
+    LIT(b, "{\"type\":\"sync\"");
+    PUT(put_id(b, id_json));
+    if (t0_json && *t0_json) {
+        LIT(b, ",\"t0\":");
+        PUT(trk_buf_puts(b, t0_json));
+    }
+    PUT(kv_fixed(b, ",\"rx_wall_ms\":", t->rx_wall_ms, 3));
+    PUT(kv_fixed(b, ",\"tx_wall_ms\":", t->tx_wall_ms, 3));
+    PUT(kv_fixed(b, ",\"rx_mono\":", t->rx_mono, 6));
+    PUT(kv_fixed(b, ",\"tx_mono\":", t->tx_mono, 6));
+    LIT(b, ",\"capture_clock\":\"mono\"}");
+    return 0;
+}
+
+void trk_msg_sync_stamp_tx(struct trk_sync_times *t)
+{
+    t->tx_mono = trk_now();
+    t->tx_wall_ms = trk_wall_ms();
 }
 
 int trk_msg_ack(struct trk_buf *b, const char *request, const char *id_json, bool more)
@@ -1006,7 +1065,7 @@ int trk_msg_parse_client(const char *data, size_t len, const char *const *contro
                          struct trk_cmsg *out, char *err_msg, size_t err_len)
 {
     memset(out, 0, sizeof *out);
-    out->preview = -1;
+    out->preview = out->predict = -1;
     if (err_msg && err_len) err_msg[0] = '\0';
     if (len > TRK_MSG_MAX_CLIENT) {
         set_err(err_msg, err_len, "message larger than %s bytes", "65536");
@@ -1052,6 +1111,31 @@ int trk_msg_parse_client(const char *data, size_t len, const char *const *contro
             goto end;
         }
         out->preview = pv ? json_is_true(pv) : -1;
+        json_t *pr = json_object_get(root, "predict");
+        double ahead = json_is_number(pr) ? json_number_value(pr) : 0;
+        if (pr && !json_is_false(pr) &&
+            !(json_is_string(pr) && !strcmp(json_string_value(pr), "send")) &&
+            !(json_is_number(pr) && ahead >= 0 && ahead <= TRK_MSG_PREDICT_MAX_S)) {
+            set_err(err_msg, err_len, "%s",
+                    "\"predict\" must be \"send\", a number of seconds after the send (0..1) "
+                    "or false");
+            rc = TRK_MSG_BAD_FIELD;
+            goto end;
+        }
+        out->predict = pr ? !json_is_false(pr) : -1;
+        out->predict_ahead = ahead;
+    } else if (!strcmp(t, "sync")) {
+        out->kind = TRK_CMSG_SYNC;
+        json_t *t0 = json_object_get(root, "t0");
+        if (t0 && !json_is_number(t0)) {
+            set_err(err_msg, err_len, "%s", "\"t0\" must be a number");
+            rc = TRK_MSG_BAD_FIELD;
+            goto end;
+        }
+        /* Echoed with 17 significant digits: the same double reads back. */
+        char *txt = t0 ? json_dumps(t0, JSON_ENCODE_ANY | JSON_REAL_PRECISION(17)) : NULL;
+        if (txt && strlen(txt) < sizeof out->t0) memcpy(out->t0, txt, strlen(txt) + 1);
+        free(txt);
     } else {
         const char *const *types = control_types ? control_types : trk_msg_control_types;
         bool known = false;
@@ -1081,6 +1165,18 @@ size_t trk_msg_request_id(const char *data, size_t len, char *out, size_t cap)
 }
 
 /* ----------------------------------- server -> client: the server's own acks */
+
+int trk_msg_ack_subscribe(struct trk_buf *b, const char *id_json, bool preview, int predict,
+                          double ahead)
+{
+    PUT(trk_msg_ack(b, "subscribe", id_json, true));
+    PUT(trk_buf_puts(b, preview ? ",\"preview\":true" : ",\"preview\":false"));
+    if (predict == 0) LIT(b, ",\"predict\":false");
+    if (predict > 0 && ahead == 0) LIT(b, ",\"predict\":\"send\"");
+    if (predict > 0 && ahead != 0) PUT(kv_fixed(b, ",\"predict\":", ahead, 6));
+    LIT(b, "}");
+    return 0;
+}
 
 int trk_msg_ack_bool(struct trk_buf *b, const char *request, const char *id_json, const char *key,
                      bool value)

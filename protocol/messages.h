@@ -231,6 +231,23 @@ int trk_msg_error(struct trk_buf *b, const char *code, const char *message, cons
 /* Appends {"type":"pong"[,"id":id],"wall_ms":now}. */
 int trk_msg_pong(struct trk_buf *b, const char *id_json, double wall_ms);
 
+/* The server's times of one clock-sync exchange (PROTOCOL.md, "sync"):
+ * when the request was received and when the reply is built, on the wall
+ * clock (Unix epoch ms) and on CLOCK_MONOTONIC (s: t_capture's clock). */
+struct trk_sync_times {
+    double rx_wall_ms, rx_mono, tx_wall_ms, tx_mono;
+};
+
+/* Appends {"type":"sync"[,"id":id][,"t0":t0],"rx_wall_ms",...,"tx_mono",
+ * "capture_clock":"mono"}. t0_json is the request's t0 as JSON text (""
+ * when it had none), echoed so the client needs to keep no state. The
+ * same reply on the WebSocket and on MQTT (section 9). */
+int trk_msg_sync(struct trk_buf *b, const char *id_json, const char *t0_json,
+                 const struct trk_sync_times *t);
+
+/* Fills the tx times of t now: call right before the reply goes out. */
+void trk_msg_sync_stamp_tx(struct trk_sync_times *t);
+
 /* Appends {"type":"ack","request":request[,"id":id]} and leaves the object
  * OPEN when more is true (the caller appends ",\"field\":..." and then "}"),
  * else closes it. */
@@ -377,6 +394,7 @@ const char *trk_msg_err_code(int err);
 enum trk_cmsg_kind {
     TRK_CMSG_PING = 0,  /* handled by the server itself: pong               */
     TRK_CMSG_SUBSCRIBE, /* handled by the server itself: preview on/off     */
+    TRK_CMSG_SYNC,      /* handled by the server itself: clock sync reply   */
     TRK_CMSG_CONTROL,   /* a known control type: forwarded to the daemon    */
 };
 
@@ -387,6 +405,9 @@ struct trk_cmsg {
     char id[TRK_MSG_ID_MAX * 6 + 3]; /* "id" as JSON text, "" when absent or
                                       * not echoable (see trk_msg_request_id)       */
     int preview;                     /* subscribe: 1 on, 0 off, -1 not given        */
+    int predict;                     /* subscribe: 1 "send" or a time, 0 false, -1 not given */
+    double predict_ahead;            /* subscribe: s after the send ("send": 0)      */
+    char t0[48]; /* sync: the client's "t0" number as JSON text, "" when absent */
 };
 
 /* The control message types forwarded to the daemon (PROTOCOL.md section 5,
@@ -430,6 +451,16 @@ int trk_msg_parse_client(const char *data, size_t len, const char *const *contro
  * types, absent ids or bad JSON give "". Returns the length written. For the
  * daemon's replies to control messages. */
 size_t trk_msg_request_id(const char *data, size_t len, char *out, size_t cap);
+
+/* The most a subscribe's "predict" time may ask for (s after the send). */
+#define TRK_MSG_PREDICT_MAX_S 1.0
+
+/* The subscribe ack: {"type":"ack","request":"subscribe"[,"id":id],
+ * "preview":bool[,"predict":"send"|S|false]}: "send" when predict > 0 and
+ * ahead is 0, ahead otherwise; predict < 0 leaves it out (the request did
+ * not ask). */
+int trk_msg_ack_subscribe(struct trk_buf *b, const char *id_json, bool preview, int predict,
+                          double ahead);
 
 /* {"type":"ack","request":request[,"id":id],key:true|false}: the acks the
  * WebSocket server gives itself ("ok" for auth, "preview" for subscribe). */

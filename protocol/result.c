@@ -128,6 +128,7 @@ int trk_frame_result_fill(struct trk_frame_result *r, const struct trk_frame_met
 void trk_frame_result_set_rate(struct trk_frame_result *r, const struct trk_calib *calib,
                                double fps)
 {
+    r->fps = fps > 0 ? fps : 0;
     if (!(fps > 0)) return;
     if (calib && !calib->on) calib = NULL;
     for (int i = 0; i < r->n; i++) {
@@ -147,13 +148,21 @@ void trk_frame_result_set_rate(struct trk_frame_result *r, const struct trk_cali
 }
 
 /* The world pose of marker rm->m by calib at height z (rm->world false
- * when the centre or the point along the heading has none). */
-static void marker_world(struct trk_result_marker *rm, const struct trk_calib *calib, double z)
+ * when the centre or the point along the heading has none), and its world
+ * velocity at frame rate fps (rm->world_v false without one). */
+static void marker_world(struct trk_result_marker *rm, const struct trk_calib *calib, double z,
+                         double fps)
 {
     const struct trk_marker *m = &rm->m;
     rm->world = trk_calib_to_world_at(calib, m->cx, m->cy, z, &rm->wx, &rm->wy) &&
                 trk_frame_result_world_dir(calib, m->cx, m->cy, z, rm->wx, rm->wy, m->heading,
                                            &rm->wheading);
+    if (!rm->world) return;
+    double vx, vy;
+    rm->world_v =
+        fps > 0 && trk_calib_to_world_at(calib, m->cx + m->vx, m->cy + m->vy, z, &vx, &vy);
+    rm->wvx = rm->world_v ? (vx - rm->wx) * fps : 0;
+    rm->wvy = rm->world_v ? (vy - rm->wy) * fps : 0;
 }
 
 int trk_frame_result_set_markers(struct trk_frame_result *r, const struct trk_pattern *pats,
@@ -173,10 +182,19 @@ int trk_frame_result_set_markers(struct trk_frame_result *r, const struct trk_pa
     for (size_t i = 0; i < n; i++) {
         struct trk_result_marker *rm = &r->markers[i];
         *rm = (struct trk_result_marker){ .m = m[i] };
-        if (calib && m[i].pattern < n_pats) marker_world(rm, calib, pats[m[i].pattern].height);
+        if (calib && m[i].pattern < n_pats)
+            marker_world(rm, calib, pats[m[i].pattern].height, r->fps);
     }
     r->n_markers = n;
     return 0;
+}
+
+void trk_frame_result_predict(struct trk_frame_result *dst, const struct trk_frame_result *r,
+                              double now)
+{
+    *dst = *r;
+    dst->predict = true;
+    dst->predict_dt = now > r->meta.t_capture ? now - r->meta.t_capture : 0;
 }
 
 void trk_frame_result_copy(struct trk_frame_result *dst, const struct trk_frame_result *src)
@@ -192,6 +210,7 @@ void trk_frame_result_copy(struct trk_frame_result *dst, const struct trk_frame_
     dst->n = src->n;
     dst->calibrated = src->calibrated;
     dst->world_decimals = src->world_decimals;
+    dst->fps = src->fps;
     memcpy(dst->obj, src->obj, (size_t)src->n * sizeof(*dst->obj));
     for (int i = 0; i < src->n; i++) {
         if (!blobs_ok) dst->obj[i].n_blobs = 0;

@@ -137,6 +137,11 @@ struct trk_result_marker {
     struct trk_marker m;
     bool world; /* wx, wy, wheading hold it */
     double wx, wy, wheading;
+    /* world_v: wvx, wvy hold its world velocity per second (the world step
+     * of one frame's vx, vy at its height, times the frame rate r->fps):
+     * the message's wvx, wvy, and what moves wx, wy under predict. */
+    bool world_v;
+    double wvx, wvy;
 };
 
 struct trk_frame_result {
@@ -161,6 +166,16 @@ struct trk_frame_result {
     int n_patterns;
     struct trk_result_marker *markers;
     size_t n_markers, markers_cap;
+    /* The source's nominal frame rate (trk_frame_result_set_rate; 0 unknown):
+     * pixel velocities are per frame. */
+    double fps;
+    /* Latency compensation (PROTOCOL.md, "predict_dt"): when predict is set
+     * the encoders write instances' and markers' positions moved on by
+     * their velocities over predict_dt seconds, and "predict_dt". Set on a
+     * copy by the output that sends it (daemon/out/outputs.c), never by
+     * the pipeline. */
+    bool predict;
+    double predict_dt;
 };
 
 /* The one place a centroid is computed: (sum_x / mass, sum_y / mass) as
@@ -195,7 +210,9 @@ int trk_frame_result_fill(struct trk_frame_result *r, const struct trk_frame_met
 /* The instances' angular velocities per second (trk_instance.rate) and,
  * with a calibration, world velocities per second (trk_instance.world_v)
  * at a source's nominal frame rate fps; fps <= 0 (unknown): neither.
- * calib: the one r was filled with (NULL or off: no world velocities). */
+ * calib: the one r was filled with (NULL or off: no world velocities).
+ * Keeps fps in r->fps (the markers set after it get world velocities by
+ * it too). */
 void trk_frame_result_set_rate(struct trk_frame_result *r, const struct trk_calib *calib,
                                double fps);
 
@@ -211,6 +228,13 @@ int trk_frame_result_set_markers(struct trk_frame_result *r, const struct trk_pa
  * (no memory) are left out: the objects then list no blobs, or no object
  * has instances. */
 void trk_frame_result_copy(struct trk_frame_result *dst, const struct trk_frame_result *src);
+
+/* dst = r as it is to be sent at now (s, CLOCK_MONOTONIC): a shallow copy
+ * (it shares r's lists, so it is only for encoding while r lives) with
+ * predict set and predict_dt the time from r's capture to now (0 when now
+ * is before it). */
+void trk_frame_result_predict(struct trk_frame_result *dst, const struct trk_frame_result *r,
+                              double now);
 
 /* Frees the lists; safe twice. */
 void trk_frame_result_free(struct trk_frame_result *r);

@@ -80,6 +80,47 @@ struct trk_ssl_field {
  * field in the league; each is ~80 bytes). */
 #define TRK_SSL_CALIB_MAX 16
 
+/* Millimetres per unit for a calibration's unit "mm", "cm" or "m"; 0 for
+ * any other. */
+double trk_ssl_unit_mm(const char *unit);
+
+/* The tracked format (protocol/ssl/ssl_*_tracked.proto: ssl-vision's
+ * TrackerWrapperPacket), what a tracker sends for the whole field: metres,
+ * metres per second, radians. */
+enum trk_ssl_team { TRK_SSL_TEAM_UNKNOWN = 0, TRK_SSL_TEAM_YELLOW = 1, TRK_SSL_TEAM_BLUE = 2 };
+
+struct trk_ssl_tracked_ball {
+    float x, y, z;    /* m */
+    bool has_vel;     /* vx, vy, vz are sent */
+    float vx, vy, vz; /* m/s */
+    float visibility; /* [0, 1] */
+};
+
+struct trk_ssl_tracked_robot {
+    uint32_t id;
+    enum trk_ssl_team team;
+    float x, y;        /* m */
+    float orientation; /* rad, counter-clockwise from the field's +x, [-pi, pi] */
+    bool has_vel;      /* vx, vy are sent */
+    float vx, vy;      /* m/s */
+    float visibility;  /* [0, 1] */
+};
+
+struct trk_ssl_tracked_frame {
+    const char *uuid;        /* the source's id, the same in every packet */
+    const char *source_name; /* NULL: not sent */
+    uint32_t frame_number;
+    double timestamp; /* Unix s the positions are for */
+    const struct trk_ssl_tracked_ball *balls;
+    size_t n_balls;
+    const struct trk_ssl_tracked_robot *robots;
+    size_t n_robots;
+};
+
+/* Appends one TrackerWrapperPacket holding f to out: 0, TRK_ETOOBIG (over
+ * TRK_SSL_PACKET_MAX: nothing appended) or TRK_ENOMEM. */
+int trk_ssl_pack_tracked(const struct trk_ssl_tracked_frame *f, struct trk_buf *out);
+
 /* Appends one SSL_WrapperPacket holding det and/or field (either may be
  * NULL, not both; source SSL_SOURCE_OTHER) to out. 0, TRK_EINVAL (nothing
  * to send, or over TRK_SSL_CALIB_MAX calibrations), TRK_ETOOBIG (over TRK_SSL_PACKET_MAX: nothing

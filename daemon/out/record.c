@@ -481,6 +481,7 @@ static int rec_close(void *ctx)
 static const struct trk_output_ops record_ops = {
     .name = "record",
     .json = true,
+    .measured = true,
     .frame = rec_frame,
     .objects = rec_objects,
     .close = rec_close,

@@ -18,14 +18,6 @@
 #include "trk_clock.h"
 #include "udp.h"
 
-double trk_ssl_unit_mm(const char *unit)
-{
-    if (!strcmp(unit, "mm")) return 1;
-    if (!strcmp(unit, "cm")) return 10;
-    if (!strcmp(unit, "m")) return 1000;
-    return 0;
-}
-
 static int find_object(const struct trk_object_def *defs, int n, const char *name)
 {
     for (int i = 0; name && i < n; i++)

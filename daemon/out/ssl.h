@@ -58,10 +58,6 @@ struct trk_ssl_frame {
     size_t robots_cap;
 };
 
-/* Millimetres per unit for a calibration's unit "mm", "cm" or "m"; 0 for
- * any other. */
-double trk_ssl_unit_mm(const char *unit);
-
 /* Fills f->det from r: frame_number r->meta.seq (its low 32 bits),
  * t_capture and t_sent as given (seconds since the epoch), m's camera id;
  * balls: the listed blobs of the object named m->ball (the largest first;

@@ -707,8 +707,10 @@ static void test_frame_markers(void)
     r.markers[1].world = false;
     trk_buf_reset(&b);
     CHECK(trk_msg_frame(&b, &r) == 0);
-    CHECKF(strstr(b.data, "\"lost\":0,\"wx\":30.00") && strstr(b.data, "\"wheading\":0.00}") &&
-               strstr(b.data, "\"lost\":2,\"wx\":null,\"wy\":null,\"wheading\":null}"),
+    CHECKF(strstr(b.data, "\"lost\":0,\"wx\":30.00") &&
+               strstr(b.data, "\"wheading\":0.00,\"wvx\":null,\"wvy\":null}") &&
+               strstr(b.data, "\"lost\":2,\"wx\":null,\"wy\":null,\"wheading\":null,\"wvx\":null,"
+                              "\"wvy\":null}"),
            "%s", b.data);
     CHECK(trk_msg_frame_marker(&b, &r, 2) == TRK_EINVAL);
     trk_frame_result_free(&r);
@@ -800,6 +802,62 @@ static void test_frame_shape(void)
                strstr(b.data, "\"wvx\":null,\"wvy\":null,\"wheading\":150.00,\"age\":2"),
            "%s", b.data);
     json_decref(parse(&b, "frame with shapes"));
+    trk_frame_result_free(&r);
+    trk_buf_free(&b);
+}
+
+/* --predict: a copy moved on by predict_dt s (result.h): instances' and
+ * markers' pixel positions by their per-frame velocities at r->fps, world
+ * points by their world velocities; "predict_dt" in the frame message and
+ * the per-object message; the measured result itself unchanged. */
+static void test_frame_predict(void)
+{
+    struct trk_object_def defs[1] = { { .name = "ball", .track = true } };
+    const struct trk_instance inst[1] = {
+        { .id = 7, .cx = 10, .cy = 20, .vx = 2, .vy = -1, .age = 3, .lost = 1 },
+    };
+    const struct trk_instance_list lists[1] = { { inst, 1 } };
+    const struct trk_obj_result res[1] = { { .mass = 0, .x0 = -1, .y0 = -1, .x1 = -1, .y1 = -1 } };
+    const struct trk_frame_meta m = { .seq = 4, .width = 64, .height = 48, .t_capture = 100 };
+    struct trk_calib calib = {
+        .on = true,
+        .n = 4,
+        .unit = "mm",
+        .pt = { { 0, 0, 0, 0 }, { 10, 0, 100, 0 }, { 10, 10, 100, 100 }, { 0, 10, 0, 100 } }
+    };
+    CHECK(trk_calib_solve(&calib, NULL) == 0);
+    struct trk_frame_result r = { 0 }, p;
+    CHECK(trk_frame_result_fill(&r, &m, defs, 1, res, NULL, lists, &calib) == 0);
+    trk_frame_result_set_rate(&r, &calib, 50);
+    const struct trk_pattern pats[1] = { { .name = "bot" } };
+    const struct trk_marker mk[1] = {
+        { .pattern = 0, .id = 1, .cx = 5, .cy = 5, .vx = -1, .vy = 3, .track_id = 2 }
+    };
+    CHECK(trk_frame_result_set_markers(&r, pats, 1, mk, 1, &calib) == 0);
+    trk_frame_result_predict(&p, &r, 100.1); /* 0.1 s = 5 frames at 50 fps */
+    struct trk_buf b = { 0 };
+    CHECK(trk_msg_frame(&b, &p) == 0);
+    /* Instance: 10 + 2 x 5, 20 - 1 x 5; world x10: 200, 150, velocity
+     * 20 x 50 = 1000 / s, -500 / s. Marker: 5 - 5, 5 + 15; world 0, 200. */
+    CHECKF(strstr(b.data, "\"wall_ms\":0.000,\"predict_dt\":0.100000,") &&
+               strstr(b.data, "\"cx\":20.00,\"cy\":15.00,") &&
+               strstr(b.data, "\"wx\":200.0,\"wy\":150.0,\"wvx\":1000.0,\"wvy\":-500.0") &&
+               strstr(b.data, "\"pattern\":\"bot\",\"id\":1,\"cx\":0.00,\"cy\":20.00,") &&
+               strstr(b.data, "\"wx\":0.0,\"wy\":200.0,") &&
+               strstr(b.data, "\"wvx\":-500.0,\"wvy\":1500.0}]"),
+           "%s", b.data);
+    json_decref(parse(&b, "predicted frame"));
+    trk_buf_reset(&b);
+    CHECK(trk_msg_object_result(&b, &p, "cam", 0) == 0);
+    CHECKF(strstr(b.data, "\"predict_dt\":0.100000") && strstr(b.data, "\"cx\":20.00"), "%s",
+           b.data);
+    /* The measured result is as it was; a capture after now: 0. */
+    trk_buf_reset(&b);
+    CHECK(trk_msg_frame(&b, &r) == 0);
+    CHECKF(!strstr(b.data, "predict_dt") && strstr(b.data, "\"cx\":10.00,\"cy\":20.00,"), "%s",
+           b.data);
+    trk_frame_result_predict(&p, &r, 99);
+    CHECK(p.predict && p.predict_dt == 0);
     trk_frame_result_free(&r);
     trk_buf_free(&b);
 }
@@ -1482,6 +1540,7 @@ int main(void)
     test_frame_instances();
     test_frame_markers();
     test_frame_shape();
+    test_frame_predict();
     test_hello();
     test_hello_limits();
     test_small_messages();
