@@ -312,7 +312,7 @@ static void write_job(struct trk_rewind *rw)
 static void *saver_main(void *arg)
 {
     struct trk_rewind *rw = arg;
-    bool was_healthy = true;
+    bool was_healthy = false; /* "no frames yet" at the start is no change */
     pthread_mutex_lock(&rw->lock);
     for (;;) {
         if (rw->saving) {
