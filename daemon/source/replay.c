@@ -54,6 +54,9 @@ struct trk_replay {
      * (full disk, limit, killed), so results.ndjson may end before
      * index.ndjson does. */
     bool stopped_early;
+    /* The manifest has "rewind": a saved rewind buffer, which starts mid-run
+     * (tracked objects' instances had a history before its first frame). */
+    bool mid_run;
 };
 
 /* why = "DIR/FILE...: ..." */
@@ -219,6 +222,7 @@ static int read_manifest(struct trk_replay *r, char *why, size_t len)
          * manifest's rewrite); its results may end early as well. */
         json_t *end = json_object_get(m, "end");
         r->stopped_early = !end || json_is_string(json_object_get(end, "stopped"));
+        r->mid_run = json_object_get(m, "rewind") != NULL;
         const char *d = json_string_value(json_object_get(src, "description"));
         snprintf(r->desc, sizeof(r->desc), "%s", d ? d : "?");
     }
@@ -497,6 +501,10 @@ static int verify_close(void *ctx)
         printf("verify: %llu frames at the end have no recorded result (the recording stopped "
                "early): not compared\n",
                (unsigned long long)r->unrecorded);
+    if (r->differs && r->mid_run)
+        printf("verify: this bundle is a rewind save, which starts mid-run: an object with "
+               "\"track\" on had instances (ids, velocities) from before its first frame, "
+               "which the replay starts without\n");
     printf("verify: %llu frames compared, %llu differ: %s\n", (unsigned long long)r->compared,
            (unsigned long long)r->differing, r->differs ? "DIFFERENT" : "identical");
     fflush(stdout);
