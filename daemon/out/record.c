@@ -410,25 +410,30 @@ static void rec_frame(void *ctx, const struct trk_frame_result *res, const char 
         atomic_fetch_add(&r->lines_dropped, 1);
 }
 
-static void rec_objects(void *ctx, const struct trk_objects *set)
+void trk_record_set_changed(char **last, char **pending, const struct trk_objects *set)
 {
-    struct trk_record *r = ctx;
     char *s = trk_objects_to_json(set);
     if (!s) {
-        log_error("cannot put an object set into the recording (out of memory)");
+        log_error("cannot keep an object set for the bundle (out of memory)");
         return;
     }
     /* The same set again (a grown backend re-applies it): no new version. */
-    if (r->last_set && !strcmp(r->last_set, s)) {
+    if (*last && !strcmp(*last, s)) {
         free(s);
-        free(r->pending_set);
-        r->pending_set = NULL;
+        free(*pending);
+        *pending = NULL;
         return;
     }
-    free(r->last_set);
-    r->last_set = s;
-    free(r->pending_set);
-    r->pending_set = strdup(s);
+    free(*last);
+    *last = s;
+    free(*pending);
+    *pending = strdup(s);
+}
+
+static void rec_objects(void *ctx, const struct trk_objects *set)
+{
+    struct trk_record *r = ctx;
+    trk_record_set_changed(&r->last_set, &r->pending_set, set);
 }
 
 static void record_free(struct trk_record *r)

@@ -36,6 +36,7 @@
 /* Frames the writer may be behind by before recorded frames are dropped. */
 #define TRK_RECORD_SLOTS 8
 
+struct trk_objects;
 struct trk_outputs;
 struct trk_record;
 
@@ -104,6 +105,12 @@ int trk_record_add(const struct trk_record_cfg *cfg, struct trk_outputs *o,
  * the writer, or, when every slot is busy, dropped and counted (or waited
  * for: wait_when_full). NULL r or a stopped recording: nothing. */
 void trk_record_frame(struct trk_record *r, struct trk_frame *f);
+
+/* Processing thread, an output's objects hook: the set's JSON becomes
+ * *pending (for the next frame message, the first under it) and *last,
+ * unless it is *last again (a grown backend re-applies the same set: no
+ * new version). Out of memory: logged, nothing changes. */
+void trk_record_set_changed(char **last, char **pending, const struct trk_objects *set);
 
 /* f's host pixels into s, tightly packed (s->buf grown as needed), with
  * f's seq and times. 0, TRK_EINVAL (no host image) or TRK_ENOMEM. */

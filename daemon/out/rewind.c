@@ -10,7 +10,6 @@
 
 #define LOG_TAG "rewind"
 #include "log.h"
-#include "objects.h"
 #include "outputs.h"
 
 /* One held frame, in a list in capture order (seq increasing). */
@@ -409,22 +408,7 @@ static void rw_frame(void *ctx, const struct trk_frame_result *res, const char *
 static void rw_objects(void *ctx, const struct trk_objects *set)
 {
     struct trk_rewind *rw = ctx;
-    char *s = trk_objects_to_json(set);
-    if (!s) {
-        log_error("cannot keep an object set for rewind (out of memory)");
-        return;
-    }
-    /* The same set again (a grown backend re-applies it): no new version. */
-    if (rw->last_set && !strcmp(rw->last_set, s)) {
-        free(s);
-        free(rw->pending_set);
-        rw->pending_set = NULL;
-        return;
-    }
-    free(rw->last_set);
-    rw->last_set = s;
-    free(rw->pending_set);
-    rw->pending_set = strdup(s);
+    trk_record_set_changed(&rw->last_set, &rw->pending_set, set);
 }
 
 static int rw_close(void *ctx)

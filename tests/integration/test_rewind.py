@@ -36,6 +36,7 @@ import time
 import websockets
 
 from daemon_proc import start_trackd, stop_trackd
+from test_record import mounted
 from ws_rpc import WsClient
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -170,6 +171,15 @@ def by_request(trackd, tmp):
           f"no --rewind: save_rewind is unsupported, naming the option: {r}")
 
 
+def signal_after(p, out, n):
+    """SIGUSR1 to p once out holds n result lines (20 s at most)."""
+    for _ in range(400):
+        if os.path.exists(out) and len(open(out).read().splitlines()) >= n:
+            break
+        time.sleep(0.05)
+    p.send_signal(signal.SIGUSR1)
+
+
 def by_signal(trackd, tmp):
     out = os.path.join(tmp, "sig.ndjson")
     rdir = os.path.join(tmp, "sig")
@@ -180,12 +190,7 @@ def by_signal(trackd, tmp):
                               "--no-server", "--output", out, "--rewind", f"{N_S}s",
                               "--rewind-dir", rdir], stderr=log)
         try:
-            # Once 60 results are out (a bounded wait), the signal.
-            for _ in range(400):
-                if os.path.exists(out) and len(open(out).read().splitlines()) >= 60:
-                    break
-                time.sleep(0.05)
-            p.send_signal(signal.SIGUSR1)
+            signal_after(p, out, 60)
             p.wait(60)
         finally:
             stop_trackd(p)
@@ -265,12 +270,6 @@ def by_health(trackd, tmp):
                   f"hole ({b.index[-1]['seq']} == {hole})")
 
 
-def mounted(path, opts):
-    os.makedirs(path, exist_ok=True)
-    return subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "tmpfs", path],
-                          capture_output=True).returncode == 0
-
-
 def failing_save(trackd, tmp, mnt, opts, frames, what, error):
     """A save into mnt (a tmpfs mounted with opts) fails; tracking goes on."""
     if not mounted(mnt, opts):
@@ -284,11 +283,7 @@ def failing_save(trackd, tmp, mnt, opts, frames, what, error):
                                   str(frames), "--no-server", "--output", out, "--rewind", "2s",
                                   "--rewind-dir", mnt], stderr=log)
             try:
-                for _ in range(400):
-                    if os.path.exists(out) and len(open(out).read().splitlines()) >= 60:
-                        break
-                    time.sleep(0.05)
-                p.send_signal(signal.SIGUSR1)
+                signal_after(p, out, 60)
                 p.wait(60)
             finally:
                 stop_trackd(p)
