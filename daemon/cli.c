@@ -100,6 +100,7 @@ static parse_fn parse_listen, parse_metrics_listen, parse_size, parse_control, p
 static parse_fn parse_name, parse_mqtt;
 static parse_fn parse_udp, parse_osc, parse_ssl, parse_ssl_field;
 static parse_fn parse_seconds, parse_rewind_on;
+static int parse_storage(const char *s);
 
 /* The field f of struct trk_settings; the build fails unless it is of type T. */
 #define FIELD(f, T)                                                                                \
@@ -132,6 +133,9 @@ static const struct opt opts[] = {
     { "record-max", 0, "MB", .type = T_COUNT, FIELD(record_max_mb, uint64_t), .lo = 1,
       .form = "MB, a whole number >= {lo}, e.g. 2000",
       .group = G_OUTPUTS, .help = "stop recording (tracking goes on) once the bundle would pass MB megabytes; default: no limit" },
+    { "record-storage", 0, "raw|ffv1", NAME(record_storage, parse_storage), .def = "raw",
+      .form = "raw or ffv1",
+      .group = G_OUTPUTS, .help = "how --record and --rewind saves store the frames: raw (frames.raw, the bytes as they came) or ffv1 (lossless FFV1 in Matroska, frames-NNNN.mkv; bundle version 2; replays bit-exact; docs/BENCHMARKS.md has its cost)" },
     { "rewind", 0, "DURATION", PARSE(parse_seconds), FIELD(rewind_s, double), .lo = 0.1, .hi = 3600,
       .form = "seconds {lo}..{hi}, with s, m or ms after it, e.g. 30s",
       .group = G_OUTPUTS, .help = "keep the last DURATION of frames (as the source delivered them), their results and object sets in memory, and save them as a bundle (docs/RECORDING.md) on demand: the save_rewind message, the page's button, SIGUSR1, --rewind-on; default: off" },
@@ -693,6 +697,12 @@ static bool parse_seconds(const char *a, const struct opt *o, struct trk_setting
     if (!(v >= o->lo && v <= o->hi)) return false;
     *(double *)((char *)s + o->off) = v;
     return true;
+}
+
+/* --record-storage: 0 raw, 1 ffv1. */
+static int parse_storage(const char *s)
+{
+    return !strcmp(s, "raw") ? 0 : !strcmp(s, "ffv1") ? 1 : -1;
 }
 
 /* --rewind-on lost:K | health */

@@ -86,6 +86,7 @@ struct trk_settings {
     /* --rewind SECONDS (0 = off; daemon/out/rewind.h), --rewind-dir,
      * --rewind-max-mem MB, --rewind-gap SECONDS, --rewind-on lost:K
      * (rewind_lost K, 0 = no) and health. */
+    int record_storage; /* --record-storage: 0 raw, 1 ffv1 */
     double rewind_s, rewind_gap_s;
     const char *rewind_dir;
     uint64_t rewind_max_mb;

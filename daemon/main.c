@@ -778,6 +778,7 @@ static int open_outputs(struct app *a)
     struct trk_record_cfg rc_cfg = {
         .dir = s->record,
         .max_bytes = s->record_max_mb * 1000000,
+        .ffv1 = s->record_storage == 1,
         .wait_when_full = !a->src.live,
         .argc = a->argc,
         .argv = a->argv,

@@ -15,6 +15,7 @@
 
 #define LOG_TAG "record"
 #include "exit.h"
+#include "ffv1.h"
 #include "log.h"
 #include "objects.h"
 #include "outputs.h"
@@ -28,6 +29,12 @@ struct trk_record {
     char *dir;
     struct trk_record_cfg cfg; /* strings point into the caller's: used at add only */
     int frames_fd;
+    /* --record-storage ffv1 (writer): the file being written, its name and
+     * the packets in it, and how many files there are. */
+    struct trk_ffv1_out *ffv1;
+    char ffv1_name[32];
+    uint64_t ffv1_packets;
+    int ffv1_files;
     FILE *index, *results, *objects;
     pthread_t writer;
     bool have_writer;
@@ -117,10 +124,71 @@ static bool put_line(struct trk_record *r, FILE *f, const char *name, const char
     return true;
 }
 
+/* Writer: frame s's index line; where: its "offset" value and what
+ * follows it. */
+static void put_index(struct trk_record *r, const struct trk_record_frame *s, const char *where)
+{
+    char line[512];
+    int n = snprintf(line, sizeof(line),
+                     "{\"seq\":%llu,\"t_capture\":%.6f,\"pts\":%.6f,\"format\":\"%s\","
+                     "\"width\":%d,\"height\":%d,\"matrix\":\"%s\",\"full_range\":%s,"
+                     "\"offset\":%s,\"size\":%zu}",
+                     (unsigned long long)s->seq, s->t_capture, s->pts, trk_pixfmt_name(s->fmt),
+                     s->width, s->height, s->matrix == TRK_MATRIX_BT709 ? "bt709" : "bt601",
+                     s->full_range ? "true" : "false", where, s->len);
+    if (put_line(r, r->index, "index.ndjson", line, (size_t)n)) atomic_fetch_add(&r->frames, 1);
+}
+
+/* Finishes the FFV1 file being written, if any (its trailer: the cues). */
+static void close_ffv1(struct trk_record *r)
+{
+    if (r->ffv1 && trk_ffv1_out_close(&r->ffv1))
+        log_warn("%s/%s: the Matroska trailer could not be written; its frames are there", r->dir,
+                 r->ffv1_name);
+}
+
+/* Writer, --record-storage ffv1: the frame as the next packet of the
+ * current file (a new one for another format or size); where it is into
+ * where (the index line's keys after "offset"). false after stopping. */
+static bool write_ffv1(struct trk_record *r, const struct trk_record_frame *s, char *where,
+                       size_t len)
+{
+    char why[600], path[4300];
+    int err = 0;
+    if (!room_for(r, 256)) return false;
+    if (!trk_ffv1_out_fits(r->ffv1, s->fmt, s->width, s->height)) {
+        if (r->ffv1 && trk_ffv1_out_close(&r->ffv1))
+            log_warn("%s/%s: the Matroska trailer could not be written; its frames are there",
+                     r->dir, r->ffv1_name);
+        snprintf(r->ffv1_name, sizeof(r->ffv1_name), "frames-%04d.mkv", ++r->ffv1_files);
+        snprintf(path, sizeof(path), "%s/%s", r->dir, r->ffv1_name);
+        r->ffv1_packets = 0;
+        err = trk_ffv1_out_open(path, s->fmt, s->width, s->height, r->cfg.fps, &r->ffv1, why,
+                                sizeof(why));
+    }
+    uint64_t off = 0, bytes = 0;
+    if (!err) err = trk_ffv1_out_put(r->ffv1, s->buf, &off, &bytes, why, sizeof(why));
+    if (err) {
+        snprintf(path, sizeof(path), "writing %s failed (%s)", r->ffv1_name, why);
+        stop_recording(r, 0, "%s", path);
+        return false;
+    }
+    r->bytes += bytes;
+    snprintf(where, len, "%llu,\"file\":\"%s\",\"packet\":%llu,\"packet_size\":%llu",
+             (unsigned long long)off, r->ffv1_name, (unsigned long long)r->ffv1_packets++,
+             (unsigned long long)bytes);
+    return true;
+}
+
 /* Writer: frame bytes first, then its index line, so every index line
  * names bytes that are there. */
 static void write_frame(struct trk_record *r, const struct trk_record_frame *s)
 {
+    char where[160];
+    if (r->cfg.ffv1) {
+        if (write_ffv1(r, s, where, sizeof(where))) put_index(r, s, where);
+        return;
+    }
     if (!room_for(r, s->len + 256)) return;
     int err = write_all(r->frames_fd, s->buf, s->len);
     if (err) {
@@ -131,16 +199,9 @@ static void write_frame(struct trk_record *r, const struct trk_record_frame *s)
         return;
     }
     r->bytes += s->len;
-    char line[384];
-    int n = snprintf(line, sizeof(line),
-                     "{\"seq\":%llu,\"t_capture\":%.6f,\"pts\":%.6f,\"format\":\"%s\","
-                     "\"width\":%d,\"height\":%d,\"matrix\":\"%s\",\"full_range\":%s,"
-                     "\"offset\":%llu,\"size\":%zu}",
-                     (unsigned long long)s->seq, s->t_capture, s->pts, trk_pixfmt_name(s->fmt),
-                     s->width, s->height, s->matrix == TRK_MATRIX_BT709 ? "bt709" : "bt601",
-                     s->full_range ? "true" : "false", (unsigned long long)r->frames_off, s->len);
+    snprintf(where, sizeof(where), "%llu", (unsigned long long)r->frames_off);
     r->frames_off += s->len;
-    if (put_line(r, r->index, "index.ndjson", line, (size_t)n)) atomic_fetch_add(&r->frames, 1);
+    put_index(r, s, where);
 }
 
 /* Writer: objects/NNNN.json and its line in objects.ndjson. */
@@ -172,7 +233,7 @@ static int write_manifest(struct trk_record *r, bool end)
     const struct trk_record_cfg *c = &r->cfg;
     struct trk_buf b = { 0 };
     trk_buf_printf(&b, "{\n  \"format\": \"%s\",\n  \"version\": %d,\n  \"trackd\": ",
-                   TRK_BUNDLE_FORMAT, TRK_BUNDLE_VERSION);
+                   TRK_BUNDLE_FORMAT, c->ffv1 ? TRK_BUNDLE_VERSION_FFV1 : TRK_BUNDLE_VERSION);
     trk_buf_json_str(&b, c->version ? c->version : "", SIZE_MAX);
     trk_buf_puts(&b, ",\n  \"command\": [");
     for (int i = 0; i < c->argc; i++) {
@@ -194,10 +255,11 @@ static int write_manifest(struct trk_record *r, bool end)
                        (unsigned long long)r->input_size, r->input_sha);
     trk_buf_printf(&b,
                    ", \"width\": %d, \"height\": %d, \"fps\": %.3f},\n"
-                   "  \"frames\": {\"file\": \"frames.raw\", \"storage\": \"raw\", "
+                   "  \"frames\": {\"file\": \"%s\", \"storage\": \"%s\", "
                    "\"index\": \"index.ndjson\"},\n"
                    "  \"objects\": \"objects.ndjson\",\n  \"results\": \"results.ndjson\"",
-                   c->width, c->height, c->fps);
+                   c->width, c->height, c->fps, c->ffv1 ? "frames-*.mkv" : "frames.raw",
+                   c->ffv1 ? "ffv1" : "raw");
     if (c->trigger) {
         trk_buf_puts(&b, ",\n  \"rewind\": {\"trigger\": ");
         trk_buf_json_str(&b, c->trigger, SIZE_MAX);
@@ -438,6 +500,7 @@ static void rec_objects(void *ctx, const struct trk_objects *set)
 
 static void record_free(struct trk_record *r)
 {
+    close_ffv1(r);
     if (r->frames_fd >= 0) close(r->frames_fd);
     if (r->index) fclose(r->index);
     if (r->results) fclose(r->results);
@@ -536,8 +599,9 @@ static struct trk_record *open_bundle(const char *opt, const struct trk_record_c
     pthread_cond_init(&r->freed, NULL);
     char path[4200];
     snprintf(path, sizeof(path), "%s/frames.raw", cfg->dir);
-    r->frames_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    int err = r->frames_fd < 0 ? -errno : 0;
+    /* FFV1's files are made at the first frame: they need its format. */
+    if (!cfg->ffv1) r->frames_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int err = r->frames_fd < 0 && !cfg->ffv1 ? -errno : 0;
     if (err) log_error_err(err, "%s: cannot create %s", opt, path);
     if (!err && (!(r->index = open_part(opt, cfg->dir, "index.ndjson")) ||
                  !(r->results = open_part(opt, cfg->dir, "results.ndjson")) ||

@@ -32,6 +32,9 @@
 /* The bundle format's name and version, in manifest.json. */
 #define TRK_BUNDLE_FORMAT  "trackd-bundle"
 #define TRK_BUNDLE_VERSION 1
+/* The version of bundles whose frames are FFV1 (--record-storage ffv1):
+ * readers of version 1 would look for frames.raw. */
+#define TRK_BUNDLE_VERSION_FFV1 2
 
 /* Frames the writer may be behind by before recorded frames are dropped. */
 #define TRK_RECORD_SLOTS 8
@@ -66,6 +69,9 @@ struct trk_record_text {
 struct trk_record_cfg {
     const char *dir;    /* created if missing; must be empty or absent      */
     uint64_t max_bytes; /* stop recording past this many bytes; 0 = none    */
+    /* Frames as FFV1 in Matroska (frames-NNNN.mkv, a new file when the
+     * format or size changes; daemon/out/ffv1.h) instead of frames.raw. */
+    bool ffv1;
     /* A full queue makes trk_record_frame wait for a slot instead of
      * dropping: for files, the demo and replays, which have no real-time
      * deadline (the pool is lossless for them too): waiting delays their
