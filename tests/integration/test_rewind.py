@@ -11,7 +11,7 @@ on cpu and cpu-ref.
   1. save_rewind over the WebSocket: the ack names the folder; a second one
      at once is refused ("busy"); a daemon without --rewind answers
      "unsupported";
-  2. SIGUSR1;
+  2. SIGUSR1, the save stored as FFV1 (--record-storage ffv1);
   3. --rewind-on lost:K: a generated clip whose red disk vanishes at frame
      VANISH: the save ends at the frame where it was missing for K+1 frames;
   4. --rewind-on health: a clip with a 3 s hole in its timestamps (paced,
@@ -188,7 +188,7 @@ def by_signal(trackd, tmp):
     with open(log_path, "w") as log:
         p = subprocess.Popen([trackd, "--size", "160x120", "--fps", "30", "--frames", "120",
                               "--no-server", "--output", out, "--rewind", f"{N_S}s",
-                              "--rewind-dir", rdir], stderr=log)
+                              "--rewind-dir", rdir, "--record-storage", "ffv1"], stderr=log)
         try:
             signal_after(p, out, 60)
             p.wait(60)
@@ -199,7 +199,9 @@ def by_signal(trackd, tmp):
     check(p.returncode == 0 and len(saved) == 1 and "SIGUSR1: saving the rewind buffer" in text,
           f"signal: SIGUSR1 saves one bundle ({p.returncode}, {saved})")
     if saved:
-        check_window(trackd, saved[0], out, "signal", trigger="signal")
+        b = check_window(trackd, saved[0], out, "signal", trigger="signal")
+        check(b and b.manifest["frames"]["storage"] == "ffv1",
+              "signal: saved as FFV1 (--record-storage ffv1)")
 
 
 def make_clip(path, n, vanish=None, hole_after=None):
