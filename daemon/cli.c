@@ -133,7 +133,7 @@ static const struct opt opts[] = {
     { "record-max", 0, "MB", .type = T_COUNT, FIELD(record_max_mb, uint64_t), .lo = 1,
       .form = "MB, a whole number >= {lo}, e.g. 2000",
       .group = G_OUTPUTS, .help = "stop recording (tracking goes on) once the bundle would pass MB megabytes; default: no limit" },
-    { "record-storage", 0, "raw|ffv1", NAME(record_storage, parse_storage), .def = "raw",
+    { "record-storage", 0, "STORAGE", NAME(record_storage, parse_storage), .def = "raw",
       .form = "raw or ffv1",
       .group = G_OUTPUTS, .help = "how --record and --rewind saves store the frames: raw (frames.raw, the bytes as they came) or ffv1 (lossless FFV1 in Matroska, frames-NNNN.mkv; bundle version 2; replays bit-exact; docs/BENCHMARKS.md has its cost)" },
     { "rewind", 0, "DURATION", PARSE(parse_seconds), FIELD(rewind_s, double), .lo = 0.1, .hi = 3600,

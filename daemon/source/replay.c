@@ -291,7 +291,9 @@ static int check_ffv1(struct trk_replay *r, char *why, size_t len)
     for (int i = 0; i < r->n_files; i++) {
         struct ffv1_file *f = &r->files[i];
         uint64_t n = 0, next = 0;
+        struct stat sb = { 0 };
         snprintf(path, sizeof(path), "%s/%s", r->dir, f->name);
+        stat(path, &sb);
         if (trk_ffv1_in_open(path, &f->in, msg, sizeof(msg)) ||
             trk_ffv1_in_count(f->in, &n, msg, sizeof(msg)))
             return fail(why, len, TRK_REPLAY_EDAMAGED, "%s: %s", path, msg);
@@ -300,11 +302,12 @@ static int check_ffv1(struct trk_replay *r, char *why, size_t len)
             if (e->file != i) continue;
             if (e->packet != next || e->packet >= n)
                 return fail(why, len, TRK_REPLAY_EDAMAGED,
-                            "%s: frame %llu is packet %llu, but %s (index.ndjson line %zu)", path,
-                            (unsigned long long)e->seq, (unsigned long long)e->packet,
+                            "%s: frame %llu is packet %llu, but %s (%llu packets in %lld bytes; "
+                            "index.ndjson line %zu)",
+                            path, (unsigned long long)e->seq, (unsigned long long)e->packet,
                             e->packet != next ? "the packets before it are not all named"
                                               : "the file ends before it",
-                            k + 1);
+                            (unsigned long long)n, (long long)sb.st_size, k + 1);
             next++;
             if (e->size > r->scratch_cap) r->scratch_cap = e->size;
         }

@@ -201,6 +201,15 @@ def file_clip(trackd, tmp):
           "file ffv1: every frame decodes to the raw bundle's bytes")
     for backend in ("cpu", "cpu-ref"):
         replay_identical(trackd, lossless, backend, "file ffv1")
+    cut = os.path.join(tmp, "file-ffv1-cut")
+    shutil.copytree(lossless, cut)
+    mkv = os.path.join(cut, "frames-0001.mkv")
+    os.truncate(mkv, os.path.getsize(mkv) // 2)
+    r = run(trackd, ["--replay", cut, "--fast", "--no-server"])
+    check(r.returncode == 65 and "frames-0001.mkv: frame" in r.stderr
+          and "the file ends before it" in r.stderr and "index.ndjson line" in r.stderr,
+          f"file ffv1 cut short: exit 65 naming the file, the frame and the index line "
+          f"({r.returncode}: {r.stderr.strip()[-240:]})")
     return bundle
 
 
