@@ -171,33 +171,34 @@ def by_request(trackd, tmp):
           f"no --rewind: save_rewind is unsupported, naming the option: {r}")
 
 
-def signal_after(p, out, n):
-    """SIGUSR1 to p once out holds n result lines (20 s at most)."""
-    for _ in range(400):
-        if os.path.exists(out) and len(open(out).read().splitlines()) >= n:
-            break
-        time.sleep(0.05)
-    p.send_signal(signal.SIGUSR1)
+def run_signalled(trackd, args, out, log_path):
+    """trackd --no-server --output out ARGS, SIGUSR1 once out holds 60
+    result lines (20 s at most), to its end: (exit status, its log)."""
+    with open(log_path, "w") as log:
+        p = subprocess.Popen([trackd, "--no-server", "--output", out, *args], stderr=log)
+        try:
+            for _ in range(400):
+                if os.path.exists(out) and len(open(out).read().splitlines()) >= 60:
+                    break
+                time.sleep(0.05)
+            p.send_signal(signal.SIGUSR1)
+            p.wait(60)
+        finally:
+            stop_trackd(p)
+    return p.returncode, open(log_path).read()
 
 
 def by_signal(trackd, tmp):
     out = os.path.join(tmp, "sig.ndjson")
     rdir = os.path.join(tmp, "sig")
     os.makedirs(rdir)
-    log_path = os.path.join(tmp, "sig.log")
-    with open(log_path, "w") as log:
-        p = subprocess.Popen([trackd, "--size", "160x120", "--fps", "30", "--frames", "120",
-                              "--no-server", "--output", out, "--rewind", f"{N_S}s",
-                              "--rewind-dir", rdir, "--record-storage", "ffv1"], stderr=log)
-        try:
-            signal_after(p, out, 60)
-            p.wait(60)
-        finally:
-            stop_trackd(p)
-    text = open(log_path).read()
+    rc, text = run_signalled(trackd, ["--size", "160x120", "--fps", "30", "--frames", "120",
+                                      "--rewind", f"{N_S}s", "--rewind-dir", rdir,
+                                      "--record-storage", "ffv1"], out,
+                             os.path.join(tmp, "sig.log"))
     saved = glob.glob(rdir + "/rewind-*")
-    check(p.returncode == 0 and len(saved) == 1 and "SIGUSR1: saving the rewind buffer" in text,
-          f"signal: SIGUSR1 saves one bundle ({p.returncode}, {saved})")
+    check(rc == 0 and len(saved) == 1 and "SIGUSR1: saving the rewind buffer" in text,
+          f"signal: SIGUSR1 saves one bundle ({rc}, {saved})")
     if saved:
         b = check_window(trackd, saved[0], out, "signal", trigger="signal")
         check(b and b.manifest["frames"]["storage"] == "ffv1",
@@ -279,20 +280,12 @@ def failing_save(trackd, tmp, mnt, opts, frames, what, error):
         return
     try:
         out = os.path.join(tmp, what + ".ndjson")
-        log_path = os.path.join(tmp, what + ".log")
-        with open(log_path, "w") as log:
-            p = subprocess.Popen([trackd, "--size", "160x120", "--fps", "30", "--frames",
-                                  str(frames), "--no-server", "--output", out, "--rewind", "2s",
-                                  "--rewind-dir", mnt], stderr=log)
-            try:
-                signal_after(p, out, 60)
-                p.wait(60)
-            finally:
-                stop_trackd(p)
-        text = open(log_path).read()
+        rc, text = run_signalled(trackd, ["--size", "160x120", "--fps", "30", "--frames",
+                                          str(frames), "--rewind", "2s", "--rewind-dir", mnt],
+                                 out, os.path.join(tmp, what + ".log"))
         lines = open(out).read().splitlines()
-        check(p.returncode == 0 and len(lines) == frames,
-              f"{what}: tracking goes on, every result in --output ({p.returncode}, "
+        check(rc == 0 and len(lines) == frames,
+              f"{what}: tracking goes on, every result in --output ({rc}, "
               f"{len(lines)} of {frames})")
         check("rewind save to " + mnt in text and "failed" in text and error in text
               and "tracking goes on" in text,
