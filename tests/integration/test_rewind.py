@@ -233,17 +233,22 @@ def red_objects(tmp):
     return path
 
 
+def on_clip(trackd, tmp, name, clip, trigger):
+    """trackd on clip (paced) with --rewind-on trigger, saves in tmp/name:
+    (the run, the bundles saved in order, its --output)."""
+    out = os.path.join(tmp, name + ".ndjson")
+    rdir = os.path.join(tmp, name)
+    os.makedirs(rdir)
+    r = run(trackd, ["--input", clip, "--objects", red_objects(tmp), "--no-server", "--output",
+                     out, "--rewind", f"{N_S}s", "--rewind-dir", rdir, "--rewind-on", trigger])
+    return r, sorted(glob.glob(rdir + "/rewind-*")), out
+
+
 def by_lost(trackd, tmp):
     vanish, k = 60, 5
     clip = os.path.join(tmp, "lost.nut")
     check(make_clip(clip, 90, vanish=vanish), "lost: ffmpeg made the clip")
-    out = os.path.join(tmp, "lost.ndjson")
-    rdir = os.path.join(tmp, "lost")
-    os.makedirs(rdir)
-    r = run(trackd, ["--input", clip, "--objects", red_objects(tmp), "--no-server", "--output",
-                     out, "--rewind", f"{N_S}s", "--rewind-dir", rdir,
-                     "--rewind-on", f"lost:{k}"])
-    saved = glob.glob(rdir + "/rewind-*")
+    r, saved, out = on_clip(trackd, tmp, "lost", clip, f"lost:{k}")
     check(r.returncode == 0 and len(saved) == 1, f"lost: one bundle saved ({r.returncode}, "
           f"{saved}) {r.stderr[-300:]}")
     if saved:
@@ -258,12 +263,7 @@ def by_health(trackd, tmp):
     hole = 40
     clip = os.path.join(tmp, "hole.nut")
     check(make_clip(clip, 50, hole_after=hole), "health: ffmpeg made the clip with a hole")
-    out = os.path.join(tmp, "health.ndjson")
-    rdir = os.path.join(tmp, "health")
-    os.makedirs(rdir)
-    r = run(trackd, ["--input", clip, "--objects", red_objects(tmp), "--no-server", "--output",
-                     out, "--rewind", f"{N_S}s", "--rewind-dir", rdir, "--rewind-on", "health"])
-    saved = sorted(glob.glob(rdir + "/rewind-*"))
+    r, saved, out = on_clip(trackd, tmp, "health", clip, "health")
     check(r.returncode == 0 and saved, f"health: a bundle saved ({r.returncode}, {saved}) "
           f"{r.stderr[-300:]}")
     if saved:
