@@ -58,7 +58,7 @@ struct trk_rewind {
     uint32_t missing[TRK_MAX_OBJECTS];
     bool was_found[TRK_MAX_OBJECTS];
 
-    _Atomic bool mem_logged, save_logged;
+    _Atomic bool mem_logged, pack_logged, save_logged;
 };
 
 double trk_rewind_bytes_per_second(int width, int height, double fps, double bpp)
@@ -145,7 +145,7 @@ void trk_rewind_frame(struct trk_rewind *rw, struct trk_frame *f)
     if (!h && !(h = calloc(1, sizeof(*h)))) return;
     /* The copy is made outside the lock: a save never waits for it. */
     if (trk_record_pack(&h->f, f)) {
-        log_once(rw->mem_logged, TRK_LOG_WARN, 0,
+        log_once(rw->pack_logged, TRK_LOG_WARN, 0,
                  "frame %llu cannot be kept for rewind (out of memory or no host image)",
                  (unsigned long long)f->seq);
         free(h->f.buf);
