@@ -104,6 +104,8 @@ static int predict_parse(const char *s)
     return !strcmp(s, "off") ? 0 : !strcmp(s, "send") ? 1 : -1;
 }
 static parse_fn parse_udp, parse_osc, parse_ssl, parse_ssl_field;
+static parse_fn parse_seconds, parse_rewind_on;
+static int parse_storage(const char *s);
 
 /* The field f of struct trk_settings; the build fails unless it is of type T. */
 #define FIELD(f, T)                                                                                \
@@ -136,6 +138,23 @@ static const struct opt opts[] = {
     { "record-max", 0, "MB", .type = T_COUNT, FIELD(record_max_mb, uint64_t), .lo = 1,
       .form = "MB, a whole number >= {lo}, e.g. 2000",
       .group = G_OUTPUTS, .help = "stop recording (tracking goes on) once the bundle would pass MB megabytes; default: no limit" },
+    { "record-storage", 0, "STORAGE", NAME(record_storage, parse_storage), .def = "raw",
+      .form = "raw or ffv1",
+      .group = G_OUTPUTS, .help = "how --record and --rewind saves store the frames: raw (frames.raw, the bytes as they came) or ffv1 (lossless FFV1 in Matroska, frames-NNNN.mkv; bundle version 2; replays bit-exact; docs/BENCHMARKS.md has its cost)" },
+    { "rewind", 0, "DURATION", PARSE(parse_seconds), FIELD(rewind_s, double), .lo = 0.1, .hi = 3600,
+      .form = "seconds {lo}..{hi}, with s, m or ms after it, e.g. 30s",
+      .group = G_OUTPUTS, .help = "keep the last DURATION of frames (as the source delivered them), their results and object sets in memory, and save them as a bundle (docs/RECORDING.md) on demand: the save_rewind message, the page's button, SIGUSR1, --rewind-on; default: off" },
+    { "rewind-dir", 0, "DIR", TEXT(rewind_dir), .def = ".",
+      .group = G_OUTPUTS, .help = "where --rewind saves: each save is a new bundle DIR/rewind-YYYYMMDD-HHMMSS-N (UTC)" },
+    { "rewind-max-mem", 0, "MB", .type = T_COUNT, FIELD(rewind_max_mb, uint64_t), .lo = 1, .def = "2000",
+      .form = "MB, a whole number >= {lo}, e.g. 4000",
+      .group = G_OUTPUTS, .help = "the most memory the rewind buffer holds: the start is refused when --rewind at the source's size and rate would need more (docs/RECORDING.md has the rates), and older frames go first when a larger format would pass it" },
+    { "rewind-gap", 0, "DURATION", PARSE(parse_seconds), FIELD(rewind_gap_s, double), .def = "10", .lo = 0, .hi = 86400,
+      .form = "seconds {lo}..{hi}, with s, m or ms after it, e.g. 10s",
+      .group = G_OUTPUTS, .help = "the least time between two rewind saves (seconds); a save asked for sooner is refused with the reason" },
+    { "rewind-on", 0, "TRIGGER", PARSE(parse_rewind_on), .lo = 1, .hi = 1000000,
+      .form = "lost:K (K {lo}..{hi} frames) or health, e.g. lost:30",
+      .group = G_OUTPUTS, .help = "save the rewind buffer by itself: lost:K when an object that was found is not found, or an instance of a tracked one is lost, for more than K frames; health when /healthz turns bad; may be given twice" },
     { "fast", 0, NULL, FLAG(fast, true),
       .group = G_PERF, .help = "process as fast as possible instead of at the source's frame rate" },
     { "loop", 0, NULL, FLAG(loop, true), .group = G_INPUT, .help = "restart the file at its end" },
@@ -669,6 +688,41 @@ static bool parse_size(const char *a, const struct opt *o, struct trk_settings *
     return parse_wxh(a, o, &s->width, &s->height);
 }
 
+/* A duration: seconds, with "s", "m" (minutes) or "ms" after it, in lo..hi
+ * seconds, into the option's double field. */
+static bool parse_seconds(const char *a, const struct opt *o, struct trk_settings *s)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(a, &end);
+    if (errno || end == a) return false;
+    if (!strcmp(end, "m"))
+        v *= 60;
+    else if (!strcmp(end, "ms"))
+        v /= 1000;
+    else if (*end && strcmp(end, "s"))
+        return false;
+    if (!(v >= o->lo && v <= o->hi)) return false;
+    *(double *)((char *)s + o->off) = v;
+    return true;
+}
+
+/* --record-storage: 0 raw, 1 ffv1. */
+static int parse_storage(const char *s)
+{
+    return !strcmp(s, "raw") ? 0 : !strcmp(s, "ffv1") ? 1 : -1;
+}
+
+/* --rewind-on lost:K | health */
+static bool parse_rewind_on(const char *a, const struct opt *o, struct trk_settings *s)
+{
+    long k;
+    if (!strcmp(a, "health")) return (s->rewind_on_health = true);
+    if (strncmp(a, "lost:", 5) || !parse_long(a + 5, (long)o->lo, (long)o->hi, &k)) return false;
+    s->rewind_lost = (int)k;
+    return true;
+}
+
 static bool parse_ssl_field(const char *a, const struct opt *o, struct trk_settings *s)
 {
     return parse_wxh(a, o, &s->ssl_field_length, &s->ssl_field_width);
@@ -803,6 +857,8 @@ static int check_rest(int argc, char **argv, const struct trk_settings *s, FILE 
         why = "--verify needs --replay";
     else if (s->record_max_mb && !s->record)
         why = "--record-max needs --record";
+    else if (s->rewind_s == 0 && (s->rewind_lost || s->rewind_on_health))
+        why = "--rewind-on needs --rewind";
     else if ((s->list_formats || s->list_controls) && !s->device)
         why = "--list-formats and --list-controls need --device";
     else if (s->mqtt_ca && (!s->mqtt || strncmp(s->mqtt, "mqtts://", 8)))

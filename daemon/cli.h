@@ -84,6 +84,15 @@ struct trk_settings {
     uint64_t record_max_mb;
     const char *replay;
     bool verify;
+    /* --rewind SECONDS (0 = off; daemon/out/rewind.h), --rewind-dir,
+     * --rewind-max-mem MB, --rewind-gap SECONDS, --rewind-on lost:K
+     * (rewind_lost K, 0 = no) and health. */
+    int record_storage; /* --record-storage: 0 raw, 1 ffv1 */
+    double rewind_s, rewind_gap_s;
+    const char *rewind_dir;
+    uint64_t rewind_max_mb;
+    int rewind_lost;
+    bool rewind_on_health;
     /* --ssl [udp://]HOST:PORT (daemon/out/ssl.h) with --camera-id,
      * --ssl-ball (NULL: the object named "ball", if any), --ssl-field
      * (mm) and --ssl-geometry-every (frames; 0 = never) */

@@ -23,6 +23,7 @@
 #include "control/preview.h"
 #include "out/outputs.h"
 #include "out/record.h"
+#include "out/rewind.h"
 #include "ops/snapshot.h"
 #include "markers.h"
 #include "tracker.h"
@@ -310,6 +311,7 @@ static void *capture_main(void *arg)
         double now = trk_now();
         if (!cfg->source->live || !(f->t_capture > 0 && f->t_capture <= now)) f->t_capture = now;
         trk_record_frame(cfg->record, f);
+        trk_rewind_frame(cfg->rewind, f);
         if (!trk_pool_publish(&p->pool, f)) break;
     }
     pthread_mutex_lock(&p->lock);

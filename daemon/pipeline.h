@@ -21,6 +21,7 @@ struct trk_metrics;
 struct trk_snapshot;
 struct trk_outputs;
 struct trk_record;
+struct trk_rewind;
 
 struct trk_pipeline_cfg {
     struct trk_source *source; /* opened, unless source_absent */
@@ -97,6 +98,8 @@ struct trk_pipeline_cfg {
     /* --record (daemon/out/record.h): the capture thread hands it every
      * frame it publishes; NULL = none. */
     struct trk_record *record;
+    /* --rewind (daemon/out/rewind.h): likewise; NULL = none. */
+    struct trk_rewind *rewind;
     /* --replay: called on the processing thread just before the control
      * module's object set is looked up for frame seq, so a set the bundle
      * changed at seq is installed (trk_control_install) exactly for that

@@ -974,6 +974,16 @@ int trk_msg_camera(struct trk_buf *b, const char *id_json, const struct trk_came
     return 0;
 }
 
+int trk_msg_ack_str(struct trk_buf *b, const char *request, const char *id_json, const char *key,
+                    const char *value)
+{
+    PUT(trk_msg_ack(b, request, id_json, true));
+    PUT(kv_str(b, ",", key, 64));
+    PUT(kv_str(b, ":", value, strlen(value)));
+    LIT(b, "}");
+    return 0;
+}
+
 int trk_msg_ack_camera(struct trk_buf *b, const char *id_json, const char *name, int64_t value)
 {
     PUT(trk_msg_ack(b, "set_camera", id_json, true));
@@ -999,6 +1009,7 @@ const char *const trk_msg_control_types[TRK_CTL_COUNT + 1] = {
     [TRK_CTL_AUTH] = "auth",
     [TRK_CTL_GET_CAMERA] = "get_camera",
     [TRK_CTL_SET_CAMERA] = "set_camera",
+    [TRK_CTL_SAVE_REWIND] = "save_rewind",
     [TRK_CTL_COUNT] = NULL,
 };
 

@@ -266,6 +266,11 @@ int trk_msg_objects_reply(struct trk_buf *b, const char *id_json, const struct t
 int trk_msg_ack_int(struct trk_buf *b, const char *request, const char *id_json, const char *key,
                     int64_t value);
 
+/* {"type":"ack","request":request[,"id":id],key:"value"}: the ack carrying
+ * one string ("dir" for save_rewind). */
+int trk_msg_ack_str(struct trk_buf *b, const char *request, const char *id_json, const char *key,
+                    const char *value);
+
 /* {"type":"ack","request":"save_objects"[,"id":id],"path":path,"count":n}
  * plus, for a save of one part (part non-NULL: "calibration", "camera"),
  * "part":part,"whole":whole (whole: no file existed, the whole set was
@@ -427,6 +432,7 @@ enum trk_ctl_type {
     TRK_CTL_AUTH,
     TRK_CTL_GET_CAMERA,
     TRK_CTL_SET_CAMERA,
+    TRK_CTL_SAVE_REWIND,
     TRK_CTL_COUNT
 };
 

@@ -21,7 +21,7 @@ import { $ } from './util.js';
 const SEND_EVERY_MS = 100;
 
 const el = {
-  save: $('t-save'), reload: $('t-reload'),
+  save: $('t-save'), reload: $('t-reload'), rewind: $('t-rewind'),
   form: $('t-form'), name: $('t-name'), space: $('t-space'),
   mask: $('t-mask'), add: $('t-add'), remove: $('t-remove'), done: $('t-done'),
   blobs: $('t-blobs'), minArea: $('t-min-area'), conn: $('t-conn'),
@@ -287,6 +287,12 @@ el.save.addEventListener('click', () => withControl(() => {
 }));
 el.reload.addEventListener('click', () => withControl(() => {
   request({ type: 'reload_objects' }, (r) => say(`reloaded ${r.count} objects from the file`));
+}));
+// The daemon's --rewind buffer as a bundle; the ack names its folder at once
+// (the daemon writes it in the background). Without --rewind the error says
+// how to turn it on.
+el.rewind.addEventListener('click', () => withControl(() => {
+  request({ type: 'save_rewind' }, (r) => say(`saving the last seconds to ${r.dir}`));
 }));
 // Clicking an object in the list edits it.
 onRowClick((def) => withControl(() => openForm(def.name, def)));

@@ -80,6 +80,8 @@ struct trk_control {
     struct trk_reply out;                  /* set at create, then read-only */
     const struct trk_objects_target *save; /* the caller's, read-only; NULL = none */
     struct trk_camctl *camera;             /* the caller's; NULL = none */
+    int (*save_rewind)(void *ctx, char *dir, size_t dir_len, char *why, size_t why_len);
+    void *save_rewind_ctx;
     struct trk_workq *files; /* runs file_jobs: the service thread never waits on disk */
     pthread_mutex_t lock;    /* guards everything below */
     struct trk_objects objs;
@@ -408,6 +410,8 @@ int trk_control_create(const struct trk_control_cfg *cfg, struct trk_control **o
     c->hello = cfg->hello;
     c->save = cfg->save;
     c->camera = cfg->camera;
+    c->save_rewind = cfg->save_rewind;
+    c->save_rewind_ctx = cfg->save_rewind_ctx;
     c->h_version = dup_or_null(cfg->hello.version);
     c->h_backend = dup_or_null(cfg->hello.backend);
     c->h_source = dup_or_null(cfg->hello.source);
@@ -1024,6 +1028,24 @@ static void handle_camera(struct trk_control *c, const struct request *r)
         trk_camctl_request(c->camera, r->client, r->id, r->type == TRK_CTL_SET_CAMERA, r->msg);
 }
 
+/* save_rewind: the rewind buffer (--rewind) is saved by its own thread; the
+ * ack names the bundle's folder at once. */
+static void handle_save_rewind(struct trk_control *c, const struct request *r)
+{
+    char dir[4200], why[700] = "--rewind is off";
+    int err = c->save_rewind
+                  ? c->save_rewind(c->save_rewind_ctx, dir, sizeof(dir), why, sizeof(why))
+                  : TRK_ENODEV;
+    if (err == TRK_ENODEV) {
+        refuse(c, r, TRK_MSG_UNSUPPORTED, "%s (start trackd with --rewind SECONDS)", why);
+    } else if (err) {
+        refuse(c, r, err == TRK_ENOMEM ? TRK_MSG_IO_ERROR : TRK_MSG_BUSY, "%s", why);
+    } else {
+        struct trk_buf b = { 0 };
+        send_reply(c, r->client, &b, trk_msg_ack_str(&b, "save_rewind", r->id, "dir", dir));
+    }
+}
+
 /* The one table of what answers each control type (messages.h lists the
  * types). "auth" has none: the server answers it before it gets here. */
 typedef void (*handler_fn)(struct trk_control *c, const struct request *r);
@@ -1041,6 +1063,7 @@ static const handler_fn handlers[TRK_CTL_COUNT] = {
     [TRK_CTL_AUTH] = NULL,
     [TRK_CTL_GET_CAMERA] = handle_camera,
     [TRK_CTL_SET_CAMERA] = handle_camera,
+    [TRK_CTL_SAVE_REWIND] = handle_save_rewind,
 };
 
 void trk_control_on_message(void *user, uint64_t client_id, const char *json, size_t len)

@@ -74,6 +74,11 @@ struct trk_control_cfg {
      * answer "unsupported", the set's own section is saved. Borrowed: it
      * must outlive the module. */
     struct trk_camctl *camera;
+    /* save_rewind goes to it (daemon/out/rewind.h trk_rewind_save: 0 with
+     * the bundle's folder in dir, or a negative code with why); NULL:
+     * save_rewind answers "unsupported". Any thread; must not block. */
+    int (*save_rewind)(void *ctx, char *dir, size_t dir_len, char *why, size_t why_len);
+    void *save_rewind_ctx;
 };
 
 /* Returns 0, TRK_EINVAL or TRK_ENOMEM (also when the worker cannot start). */

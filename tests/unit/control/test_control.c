@@ -199,6 +199,19 @@ static void send_msg(struct trk_control *c, const char *json)
 }
 
 /* The "code" of the reply to request id, or its "type" when it is no error. */
+/* save_rewind's callback (daemon/out/rewind.h stands behind it in trackd):
+ * the first call names a folder, the next is refused as within the gap. */
+static int fake_rewind(void *ctx, char *dir, size_t dir_len, char *why, size_t why_len)
+{
+    int *calls = ctx;
+    if ((*calls)++ == 0) {
+        snprintf(dir, dir_len, "/saves/rewind-20261127-130000-1");
+        return 0;
+    }
+    snprintf(why, why_len, "the last rewind save was 0.0 s ago; --rewind-gap is 10.0 s");
+    return -EAGAIN;
+}
+
 static const char *outcome(struct sink *s, int id, char *buf, size_t n)
 {
     json_t *r = reply_to(s, id);
@@ -235,6 +248,9 @@ static void every_type_answered(void)
     CHECK(trk_camctl_create(&cc, &cam) == 0);
     trk_camctl_set_reply(cam, &cfg.reply);
     cfg.camera = cam;
+    int rewinds = 0;
+    cfg.save_rewind = fake_rewind;
+    cfg.save_rewind_ctx = &rewinds;
     struct trk_control *c = NULL;
     CHECK(trk_control_create(&cfg, &c) == 0);
     CHECKF(s.hellos == 1 && s.broadcasts == 0, "hello set at create: %d", s.hellos);
@@ -277,6 +293,16 @@ static void every_type_answered(void)
            got);
     send_msg(c, "{\"type\":\"set_camera\",\"id\":9,\"name\":\"gain\",\"value\":true}");
     CHECKF(!strcmp(outcome(&s, 9, got, sizeof(got)), "no_camera"), "%s", got);
+    r = reply_to(&s, 100 + TRK_CTL_SAVE_REWIND);
+    CHECKF(r && !strcmp(json_string_value(json_object_get(r, "dir")),
+                        "/saves/rewind-20261127-130000-1"),
+           "save_rewind ack names the folder");
+    json_decref(r);
+    send_msg(c, "{\"type\":\"save_rewind\",\"id\":8}");
+    CHECKF(!strcmp(outcome(&s, 8, got, sizeof(got)), "busy"), "save_rewind in the gap: %s", got);
+    r = reply_to(&s, 8);
+    CHECK(r && strstr(json_string_value(json_object_get(r, "message")), "--rewind-gap"));
+    json_decref(r);
     r = reply_to(&s, 100 + TRK_CTL_SAVE_OBJECTS);
     CHECKF(r && !strcmp(json_string_value(json_object_get(r, "path")), path) &&
                json_integer_value(json_object_get(r, "count")) == 2,

@@ -1490,6 +1490,11 @@ static void test_camera(void)
     CHECK(trk_msg_ack_camera(&b, "\"x\"", "gain", 50) == 0);
     CHECK_STR(b.data, "{\"type\":\"ack\",\"request\":\"set_camera\",\"id\":\"x\",\"name\":\"gain\","
                       "\"value\":50}");
+    /* save_rewind's ack: the folder, escaped (a quote in a path stays JSON). */
+    trk_buf_reset(&b);
+    CHECK(trk_msg_ack_str(&b, "save_rewind", "7", "dir", "/r/a\"b") == 0);
+    CHECK_STR(b.data,
+              "{\"type\":\"ack\",\"request\":\"save_rewind\",\"id\":7,\"dir\":\"/r/a\\\"b\"}");
     trk_buf_free(&b);
 }
 
