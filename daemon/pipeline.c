@@ -24,6 +24,7 @@
 #include "out/outputs.h"
 #include "out/record.h"
 #include "ops/snapshot.h"
+#include "light.h"
 #include "markers.h"
 #include "tracker.h"
 #include "trk_assert.h"
@@ -99,6 +100,7 @@ struct pipeline {
     struct trk_objects *objects;
     struct trk_tracker *tracker;
     struct trk_marker_stage *markers; /* the set's patterns' markers (markers.h) */
+    struct trk_light *light;          /* ranges that follow the light (light.h) */
     /* A set the control module had for the frame after the one being sent
      * (pipelining looks before this frame's results are out, and they go
      * out under this frame's set): applied before that frame starts. */
@@ -355,6 +357,7 @@ static int apply_objects(struct pipeline *p)
     int n = e ? 0 : set->n;
     /* Cannot fail: n is within the tracker's TRK_MAX_OBJECTS. */
     trk_tracker_reset(p->tracker, set->def, n);
+    trk_light_reset(p->light, set, n);
     trk_outputs_objects(p->cfg->outputs, set);
     return n;
 }
@@ -701,6 +704,20 @@ static void backend_works(struct pipeline *p, const struct trk_frame *f)
              trk_backend_name(p->backend), (unsigned long long)f->seq, (unsigned long long)skipped);
 }
 
+/* Illumination and adaptation (light.h): frame f's host pixels and
+ * results move the boxes the next frame is thresholded with, before it is
+ * started (pipelining included), so a replay gives the same boxes. A
+ * device frame is copied to the host for it. */
+static void follow_light(struct pipeline *p, struct trk_frame *f, int n_objects)
+{
+    if (!trk_light_on(p->light)) return;
+    const struct trk_image *img = f->img.mem == TRK_MEM_HOST ? &f->img : trk_frame_host(f);
+    const struct trk_object_def *defs;
+    if (!img || !trk_light_update(p->light, img, &p->result, &defs)) return;
+    int e = trk_backend_set_objects(p->backend, defs, n_objects);
+    if (e) log_once(p->set_failed, TRK_LOG_ERROR, e, "cannot apply the light-adjusted ranges");
+}
+
 /* Processed frame f's meta: its times (processing from t_start to t_done,
  * handed to the outputs now) and the tracker's share. */
 static struct trk_frame_meta frame_meta(const struct pipeline *p, const struct trk_frame *f,
@@ -772,6 +789,7 @@ static void *process_main(void *arg)
         }
         last_process = t_done - t_start;
         if (atomic_exchange(&p->backend_failed, false)) backend_works(p, f);
+        follow_light(p, f, n_objects);
         const bool pinned = trk_backend_image_pinned(p->backend, &f->img);
         /* The next frame goes to the backend now: its upload and kernels run
          * while this frame's results are encoded and sent below. */
@@ -1151,6 +1169,7 @@ static void free_parts(struct pipeline *p)
 {
     trk_tracker_destroy(&p->tracker);
     trk_marker_stage_destroy(p->markers);
+    trk_light_destroy(&p->light);
     free(p->res);
     free(p->unit_blobs);
     free(p->unit_nb);
@@ -1188,7 +1207,7 @@ static struct pipeline *pipeline_new(const struct trk_pipeline_cfg *cfg,
     p->polled = calloc(1, sizeof(*p->polled));
     p->markers = trk_marker_stage_create();
     if (!p->res || !p->unit_blobs || !p->unit_nb || !p->objects || !p->polled || !p->markers ||
-        (*err = trk_tracker_create(&tc, &p->tracker))) {
+        (*err = trk_tracker_create(&tc, &p->tracker)) || (*err = trk_light_create(&p->light))) {
         free_parts(p);
         return NULL;
     }
