@@ -20,10 +20,11 @@
 #define RAIL_LOG_S 10.0 /* a rail warning per object at most this often */
 
 struct light_obj {
-    bool on;         /* adapt on */
-    bool have_ref;   /* ref_mean holds the first frame's means */
-    int ref_mean[3]; /* the pixels' means on the first frame (hue: offset) */
-    int drift[3];    /* adaptation's offset */
+    bool on;              /* adapt on */
+    bool have_ref;        /* ref_mean holds the first frame's means */
+    int ref_mean[3];      /* the first frame's means of its pixels */
+    uint32_t ref_gain[3]; /* the gains then (Q16) */
+    int drift[3];         /* adaptation's offset */
     struct trk_light_state st;
     double rail_logged; /* monotonic s of the last warning, 0 = none */
 };
@@ -34,6 +35,7 @@ struct trk_light {
     bool have_ref;
     uint32_t ref_q8[3];
     uint32_t gain[3];
+    int ci; /* the last frame's colour coefficients (trk_coef_index) */
     struct trk_object_def taught[TRK_MAX_OBJECTS];
     struct trk_object_def comp[TRK_MAX_OBJECTS]; /* taught, compensated */
     struct trk_object_def cur[TRK_MAX_OBJECTS];  /* comp + drift: the backend's */
@@ -286,8 +288,8 @@ static void grown_box(const struct trk_blob *b, int r[4])
 
 /* Pixels of the grown boxes that the guard box takes: their means. Step:
  * every pixel of small boxes, a grid of about 4096 in larger ones. */
-static void gather_inside(const struct trk_image *img, const struct trk_object_def *guard, int hc,
-                          const int r[4], struct gather *g)
+static void gather_inside(const struct trk_image *img, const struct trk_object_def *guard,
+                          const int centre[3], const int r[4], struct gather *g)
 {
     int x0, y0, x1, y1;
     if (!clip_rect(img, r[0], r[1], r[2] - r[0] + 1, r[3] - r[1] + 1, &x0, &y0, &x1, &y1)) return;
@@ -299,7 +301,7 @@ static void gather_inside(const struct trk_image *img, const struct trk_object_d
             int v[3];
             trk_image_pixel_space(img, x, y, (int)guard->space, v);
             if (!matches(guard, v)) continue;
-            if (guard->space == TRK_SPACE_HSV) v[0] = hue_off(v[0], hc);
+            if (guard->space == TRK_SPACE_HSV) v[0] = hue_off(v[0], centre[0]);
             g->sum[0] += v[0], g->sum[1] += v[1], g->sum[2] += v[2];
             g->n++;
         }
@@ -348,6 +350,33 @@ static void warn_rail(struct trk_light *l, int i, const char *why)
              why, o->drift[0], o->drift[1], o->drift[2]);
 }
 
+/* Object i's reference colour (o->ref_mean, taken at gains o->ref_gain)
+ * as the compensation moves it to the current gains, into p (light.h: rgb
+ * scales, other spaces through RGB with the round trip's own change taken
+ * out). */
+static void predicted(const struct trk_light *l, int i, const struct light_obj *o, int p[3])
+{
+    static const uint32_t unit[3] = { Q16, Q16, Q16 };
+    const struct trk_object_def *d = &l->taught[i];
+    uint32_t rel[3];
+    for (int c = 0; c < 3; c++)
+        rel[c] = (uint32_t)((uint64_t)l->gain[c] * Q16 / o->ref_gain[c]);
+    if (d->space == TRK_SPACE_RGB) {
+        for (int c = 0; c < 3; c++) {
+            const uint64_t v = ((uint64_t)o->ref_mean[c] * rel[c] + Q16 / 2) >> 16;
+            p[c] = v > 255 ? 255 : (int)v;
+        }
+        return;
+    }
+    int a[3], b[3];
+    through_rgb(d, o->ref_mean, rel, l->ci, a);
+    through_rgb(d, o->ref_mean, unit, l->ci, b);
+    for (int c = 0; c < 3; c++)
+        p[c] = d->space == TRK_SPACE_HSV && c == 0
+                   ? trk_hue_wrap(o->ref_mean[0] + hue_off(a[0], b[0]))
+                   : o->ref_mean[c] + a[c] - b[c];
+}
+
 static void adapt_one(struct trk_light *l, int i, const struct trk_image *img,
                       const struct trk_frame_result *res)
 {
@@ -357,30 +386,40 @@ static void adapt_one(struct trk_light *l, int i, const struct trk_image *img,
     const int nb = best_blobs(res, i, &b);
     o->st.rail = false;
     if (nb == 0) return;
+    /* The pixels around the blobs that the current box, widened by the
+     * rate, takes: their means (hue around the box's hue centre). */
     struct trk_object_def cur, guard;
     shifted(&l->comp[i], o->drift, &cur);
-    widened(&l->comp[i], a->max_drift, &guard);
+    widened(&cur, a->rate, &guard);
     const bool hsv = cur.space == TRK_SPACE_HSV;
-    const int hc = hsv ? trk_hue_centre(l->comp[i].lo[0], l->comp[i].hi[0]) : 0;
+    const int centre[3] = { hsv ? trk_hue_centre(cur.lo[0], cur.hi[0]) : 0, 0, 0 };
     struct gather g = { 0 };
     int boxes[TRK_MAX_BLOBS][4];
     for (int k = 0; k < nb; k++) {
         grown_box(&b[k], boxes[k]);
-        gather_inside(img, &guard, hc, boxes[k], &g);
+        gather_inside(img, &guard, centre, boxes[k], &g);
     }
     if (g.n == 0) return;
     int mean[3];
     for (int c = 0; c < 3; c++)
         mean[c] = (int)((g.sum[c] >= 0 ? g.sum[c] + g.n / 2 : g.sum[c] - g.n / 2) / g.n);
+    if (hsv) mean[0] = trk_hue_wrap(mean[0] + centre[0]);
     if (!o->have_ref) {
         memcpy(o->ref_mean, mean, sizeof mean);
+        memcpy(o->ref_gain, l->gain, sizeof l->gain);
         o->have_ref = true;
         return;
     }
+    /* What the compensation expects of the reference colour now: the
+     * adaptation follows only what it does not explain. */
+    int want[3];
+    predicted(l, i, o, want);
+    for (int c = 0; c < 3; c++)
+        want[c] = hsv && c == 0 ? hue_off(mean[0], want[0]) : mean[c] - want[c];
     int next[3];
     bool at_max = false, moved = false;
     for (int c = 0; c < 3; c++) {
-        int want = mean[c] - o->ref_mean[c], d = want - o->drift[c];
+        int d = want[c] - o->drift[c];
         d = d > a->rate[c] ? a->rate[c] : d < -a->rate[c] ? -a->rate[c] : d;
         next[c] = o->drift[c] + d;
         if (next[c] > a->max_drift[c]) next[c] = a->max_drift[c];
@@ -412,7 +451,7 @@ bool trk_light_update(struct trk_light *l, const struct trk_image *img,
                       const struct trk_frame_result *res, const struct trk_object_def **defs)
 {
     if (!trk_light_on(l)) return false;
-    const int ci = trk_coef_index(img->matrix, img->full_range);
+    const int ci = l->ci = trk_coef_index(img->matrix, img->full_range);
     if (l->illum.reference != TRK_ILLUM_OFF) {
         uint32_t q8[3];
         if (measure_means(&l->illum, img, q8)) {
