@@ -1,0 +1,152 @@
+#!/usr/bin/python3
+"""Integration (issue 27): ranges that follow the light, through the real
+daemon on a clip made here by light_scene.py (light 100 % -> 45 %, white
+balance drifting, objects taught on frame 0, a grey card).
+
+Checked (light_eval.py scores: found = a blob's centroid inside the truth
+disk; a false blob = one inside no disk of its object):
+- off (the taught ranges as they are): the clip really defeats them (the
+  dim band finds < 90 %), and trackd's blob lists are, frame by frame,
+  those of an independent count with the same ranges (OpenCV inRange on
+  the frame converted with trackd's integer rules, 8-connected components
+  of >= min_area, the two largest): the light keys' absence changes
+  nothing;
+- on ("illumination": the card as a patch, "adapt": {} on every object):
+  every object found in >= 99 % of the frames of every light band, mean
+  centroid error <= the bright band's + 0.5 px, no false blob, in --mode
+  full and --mode roi; --backend cpu and cpu-ref give the same results;
+  two runs give the same results (deterministic);
+- roi finds what full finds: every blob --mode full lists is listed in the
+  same frame by --mode roi (same mass and centroid), except where roi
+  mode had no instance (seen or coasting) near it (one dropped after
+  coasting), and then roi lists it again within --full-every (15)
+  frames. Off, the masks thin and fragment as the light falls: this is
+  the fragmenting-mask comparison.
+
+Needs /usr/bin/python3 with numpy and Debian's python3-opencv, ffmpeg.
+"""
+import copy
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "measure"))
+import light_eval  # noqa: E402
+
+FRAMES = 180
+FULL_EVERY = 15
+errors = []
+
+
+def check(cond, msg):
+    if not cond:
+        errors.append(msg)
+        print("FAIL:", msg, flush=True)
+
+
+def run(trackd, clip, objs, mode, backend, tmp):
+    path = os.path.join(tmp, f"objects-{mode}-{backend}.json")
+    with open(path, "w") as fh:
+        json.dump(objs, fh)
+    out = subprocess.run([trackd, "--input", clip, "--objects", path, "--fast", "--output", "-",
+                          "--no-server", "--log-level", "error", "--backend", backend,
+                          "--mode", mode, "--full-every", str(FULL_EVERY)],
+                         capture_output=True, text=True, timeout=600)
+    if out.returncode != 0:
+        sys.exit(f"trackd exited {out.returncode}: {out.stderr}")
+    msgs = [json.loads(line) for line in out.stdout.splitlines()]
+    if len(msgs) != FRAMES:
+        sys.exit(f"expected {FRAMES} frames, got {len(msgs)}")
+    return msgs
+
+
+def results(msgs):
+    """The frames' objects without timings."""
+    return [m["objects"] for m in msgs]
+
+
+def roi_finds_full(full, roi, label):
+    lost = {}
+    for f, (a, b) in enumerate(zip(full, roi)):
+        for oa, ob in zip(a["objects"], b["objects"]):
+            for bl in oa["blobs"]:
+                if any(x["mass"] == bl["mass"] and abs(x["cx"] - bl["cx"]) < 0.006 and
+                       abs(x["cy"] - bl["cy"]) < 0.006 for x in ob["blobs"]):
+                    continue
+                r = bl["bbox"]
+                near = [(i["cx"], i["cy"], i["lost"]) for i in ob.get("instances", [])
+                        if r[0] - 10 <= i["cx"] <= r[2] + 10 and r[1] - 10 <= i["cy"] <= r[3] + 10]
+                check(not near, f"{label} frame {f} {oa['name']}: roi mode missed the blob at "
+                      f"{bl['cx']}, {bl['cy']} with an instance there {near}")
+                lost.setdefault((oa["name"]), []).append((f, bl))
+    for name, items in lost.items():
+        for f, bl in items:
+            again = False
+            for g in range(f + 1, min(len(roi), f + FULL_EVERY + 1)):
+                o = next(o for o in roi[g]["objects"] if o["name"] == name)
+                r = bl["bbox"]
+                again |= any(r[0] - 20 <= x["cx"] <= r[2] + 20 and r[1] - 20 <= x["cy"] <= r[3] + 20
+                             for x in o["blobs"])
+            check(again or f + FULL_EVERY >= len(roi),
+                  f"{label} frame {f} {name}: roi mode did not find the blob at {bl['cx']}, "
+                  f"{bl['cy']} again within {FULL_EVERY} frames")
+
+
+def main():
+    trackd = sys.argv[1]
+    with tempfile.TemporaryDirectory() as tmp:
+        clip = os.path.join(tmp, "light.mkv")
+        subprocess.run([sys.executable, os.path.join(HERE, "light_scene.py"), clip,
+                        "--frames", str(FRAMES)], check=True)
+        truth = json.load(open(clip + ".truth.json"))
+        objs = json.load(open(clip + ".objects.json"))
+
+        # Off.
+        off = {m: run(trackd, clip, objs, m, "cpu", tmp) for m in ("full", "roi")}
+        s = light_eval.score(truth, light_eval.from_ndjson(off["full"]))
+        print(light_eval.line("off full", s), flush=True)
+        check(s["found"][3] < 0.9, f"the clip does not defeat fixed ranges: dim {s['found'][3]}")
+        import light_measure
+        cv = light_measure.run_opencv(clip, objs, truth)
+        for f, (m, c) in enumerate(zip(off["full"], cv)):
+            for o in m["objects"]:
+                ours = sorted((round(b["cx"], 2), round(b["cy"], 2)) for b in o["blobs"])
+                theirs = sorted((round(x, 2), round(y, 2)) for x, y in c[o["name"]])
+                check(all(abs(a[0] - b[0]) < 0.011 and abs(a[1] - b[1]) < 0.011
+                          for a, b in zip(ours, theirs)) and len(ours) == len(theirs),
+                      f"off frame {f} {o['name']}: trackd {ours} != same ranges counted "
+                      f"independently {theirs}")
+        roi_finds_full(off["full"], off["roi"], "off")
+
+        # On.
+        on_objs = copy.deepcopy(objs)
+        on_objs["illumination"] = {"reference": "patch", "rect": truth["card"]}
+        for d in on_objs["objects"]:
+            d["adapt"] = {}
+        on = {m: run(trackd, clip, on_objs, m, "cpu", tmp) for m in ("full", "roi")}
+        for mode, msgs in on.items():
+            s = light_eval.score(truth, light_eval.from_ndjson(msgs))
+            print(light_eval.line(f"on {mode}", s), flush=True)
+            for b, name in enumerate(light_eval.BANDS):
+                check(s["found"][b] >= 0.99, f"on {mode}: found {s['found'][b]:.3f} in {name}")
+                check(s["err"][b] <= s["err"][0] + 0.5,
+                      f"on {mode}: centroid error {s['err'][b]:.2f} px in {name} "
+                      f"(bright {s['err'][0]:.2f})")
+            check(s["false"] == 0, f"on {mode}: {s['false']} false blobs")
+        roi_finds_full(on["full"], on["roi"], "on")
+        ref = run(trackd, clip, on_objs, "full", "cpu-ref", tmp)
+        check(results(ref) == results(on["full"]), "on: --backend cpu-ref differs from cpu")
+        again = run(trackd, clip, on_objs, "full", "cpu", tmp)
+        check(results(again) == results(on["full"]), "on: a second run differs")
+    if errors:
+        sys.exit(f"{len(errors)} failures")
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
