@@ -2,11 +2,13 @@
  * ranges (light.h says the rules). */
 #include "light.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "color.h"
 #include "log.h"
+#include "ops/metrics.h"
 #include "trk_clock.h"
 
 #define LOG_TAG "light"
@@ -505,4 +507,20 @@ bool trk_light_means(const struct trk_light *l, uint32_t means_q8[3])
 {
     if (l->have_ref) memcpy(means_q8, l->ref_q8, sizeof l->ref_q8);
     return l->have_ref;
+}
+
+int trk_light_report(const struct trk_light *l, struct trk_metrics_range *out)
+{
+    if (!trk_light_on(l)) return 0;
+    for (int i = 0; i < l->n; i++) {
+        const struct trk_light_state *st = &l->o[i].st;
+        struct trk_metrics_range *r = &out[i];
+        snprintf(r->name, sizeof r->name, "%s", l->taught[i].name);
+        r->space = (int)l->taught[i].space;
+        memcpy(r->lo, st->lo, sizeof r->lo);
+        memcpy(r->hi, st->hi, sizeof r->hi);
+        memcpy(r->drift, st->drift, sizeof r->drift);
+        r->rail = st->rail;
+    }
+    return l->n;
 }

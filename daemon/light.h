@@ -83,6 +83,11 @@ void trk_light_gains(const struct trk_light *l, uint32_t gain_q16[3]);
  * save; false while none is known. */
 bool trk_light_means(const struct trk_light *l, uint32_t means_q8[3]);
 
+/* The states for /metrics (ops/metrics.h): n entries into out (names
+ * from the set), n = the objects applied (0 when off). */
+struct trk_metrics_range;
+int trk_light_report(const struct trk_light *l, struct trk_metrics_range *out);
+
 #ifdef __cplusplus
 }
 #endif

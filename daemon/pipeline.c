@@ -101,6 +101,8 @@ struct pipeline {
     struct trk_tracker *tracker;
     struct trk_marker_stage *markers; /* the set's patterns' markers (markers.h) */
     struct trk_light *light;          /* ranges that follow the light (light.h) */
+    struct trk_metrics_range light_ranges[TRK_MAX_OBJECTS]; /* its /metrics report */
+    bool light_shown;                                       /* /metrics has light gauges */
     /* A set the control module had for the frame after the one being sent
      * (pipelining looks before this frame's results are out, and they go
      * out under this frame's set): applied before that frame starts. */
@@ -710,12 +712,21 @@ static void backend_works(struct pipeline *p, const struct trk_frame *f)
  * device frame is copied to the host for it. */
 static void follow_light(struct pipeline *p, struct trk_frame *f, int n_objects)
 {
-    if (!trk_light_on(p->light)) return;
-    const struct trk_image *img = f->img.mem == TRK_MEM_HOST ? &f->img : trk_frame_host(f);
-    const struct trk_object_def *defs;
-    if (!img || !trk_light_update(p->light, img, &p->result, &defs)) return;
-    int e = trk_backend_set_objects(p->backend, defs, n_objects);
-    if (e) log_once(p->set_failed, TRK_LOG_ERROR, e, "cannot apply the light-adjusted ranges");
+    const bool on = trk_light_on(p->light);
+    if (on) {
+        const struct trk_image *img = f->img.mem == TRK_MEM_HOST ? &f->img : trk_frame_host(f);
+        const struct trk_object_def *defs;
+        const bool changed = img && trk_light_update(p->light, img, &p->result, &defs);
+        int e = changed ? trk_backend_set_objects(p->backend, defs, n_objects) : 0;
+        if (e) log_once(p->set_failed, TRK_LOG_ERROR, e, "cannot apply the light-adjusted ranges");
+    }
+    if (p->cfg->metrics && (on || p->light_shown)) {
+        uint32_t g[3];
+        trk_light_gains(p->light, g);
+        trk_metrics_set_light(p->cfg->metrics, g, p->light_ranges,
+                              trk_light_report(p->light, p->light_ranges));
+        p->light_shown = on;
+    }
 }
 
 /* Processed frame f's meta: its times (processing from t_start to t_done,

@@ -16,6 +16,9 @@ disk; a false blob = one inside no disk of its object):
   centroid error <= the bright band's + 0.5 px, no false blob, in --mode
   full and --mode roi; --backend cpu and cpu-ref give the same results;
   two runs give the same results (deterministic);
+- /metrics (--metrics-listen, the clip at its own pace): trackd_light_gain
+  per channel and trackd_range_lo / _hi / _drift per object and channel,
+  the value's box below the taught one once the light has fallen;
 - roi finds what full finds: every blob --mode full lists is listed in the
   same frame by --mode roi (same mass and centroid), except where roi
   mode had no instance (seen or coasting) near it (one dropped after
@@ -97,6 +100,47 @@ def roi_finds_full(full, roi, label):
                   f"{bl['cy']} again within {FULL_EVERY} frames")
 
 
+def metrics_while_running(trackd, clip, objs, tmp):
+    """Polls /metrics while trackd plays the clip at its pace; returns the
+    last text that had the light gauges (bounded: until trackd ends)."""
+    import socket
+    import time
+    import urllib.request
+    path = os.path.join(tmp, "objects-metrics.json")
+    with open(path, "w") as fh:
+        json.dump(objs, fh)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    p = subprocess.Popen([trackd, "--input", clip, "--objects", path, "--no-server",
+                          "--metrics-listen", f"127.0.0.1:{port}", "--log-level", "error",
+                          "--backend", "cpu", "--output", os.devnull])
+    last = ""
+    try:
+        while p.poll() is None:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+                    text = r.read().decode()
+                if "trackd_range_lo" in text:
+                    last = text
+            except OSError:
+                pass
+            time.sleep(0.3)
+    finally:
+        if p.poll() is None:
+            p.kill()
+        p.wait()
+    return last
+
+
+def gauge(text, name, labels):
+    want = "{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "}"
+    for line in text.splitlines():
+        if line.startswith(name + want + " "):
+            return float(line.split()[-1])
+    return None
+
+
 def main():
     trackd = sys.argv[1]
     with tempfile.TemporaryDirectory() as tmp:
@@ -139,6 +183,20 @@ def main():
                       f"(bright {s['err'][0]:.2f})")
             check(s["false"] == 0, f"on {mode}: {s['false']} false blobs")
         roi_finds_full(on["full"], on["roi"], "on")
+        text = metrics_while_running(trackd, clip, on_objs, tmp)
+        check(text, "/metrics never showed the light gauges")
+        red_v = gauge(text, "trackd_range_lo", {"object": "red", "channel": "V"})
+        taught_v = next(d for d in objs["objects"] if d["name"] == "red")["lo"][2]
+        check(red_v is not None and red_v < taught_v,
+              f"/metrics: red's V lower bound {red_v} not below the taught {taught_v}")
+        for c in "RGB":
+            check(gauge(text, "trackd_light_gain", {"channel": c}) is not None,
+                  f"/metrics: no gain for {c}")
+        for d in objs["objects"]:
+            check(gauge(text, "trackd_range_drift", {"object": d["name"], "channel":
+                                                     {"rgb": "R", "hsv": "H", "ycbcr": "Y"}[
+                                                         d["space"]]}) is not None,
+                  f"/metrics: no drift for {d['name']}")
         ref = run(trackd, clip, on_objs, "full", "cpu-ref", tmp)
         check(results(ref) == results(on["full"]), "on: --backend cpu-ref differs from cpu")
         again = run(trackd, clip, on_objs, "full", "cpu", tmp)
