@@ -13,19 +13,26 @@
 
 #define LOG_TAG "light"
 
-#define Q16        65536
-#define GAIN_MIN   (Q16 / 8)
-#define GAIN_MAX   (Q16 * 8)
-#define GRID       5  /* grid points per channel of a box (light.h) */
-#define HUE_MIN_S  48 /* grid points that tell a hue */
-#define GREY_CELLS 65536
-#define RAIL_LOG_S 10.0 /* a rail warning per object at most this often */
+#define Q16       65536
+#define GAIN_MIN  (Q16 / 8)
+#define GAIN_MAX  (Q16 * 8)
+#define GRID      3  /* grid points per channel of a box (light.h) */
+#define HUE_MIN_S 48 /* grid points that tell a hue */
+/* Samples per frame, bounding the module's cost (light.h): the reference,
+ * each adapted object's pixels (shared by its blobs), each blob's ring. */
+#define REF_SAMPLES     1024
+#define ADAPT_SAMPLES   256
+#define RING_SAMPLES    64
+#define ADAPT_PER_FRAME 2    /* adapted objects updated per frame, in turn */
+#define GAIN_QUANTUM    256  /* gains in steps of 1/256: noise does not move boxes */
+#define RAIL_LOG_S      10.0 /* a rail warning per object at most this often */
 
 struct light_obj {
     bool on;              /* adapt on */
     bool have_ref;        /* ref_mean holds the first frame's means */
     int ref_mean[3];      /* the first frame's means of its pixels */
     uint32_t ref_gain[3]; /* the gains then (Q16) */
+    int slot;             /* its turn among the adapted objects */
     int drift[3];         /* adaptation's offset */
     struct trk_light_state st;
     double rail_logged; /* monotonic s of the last warning, 0 = none */
@@ -44,6 +51,8 @@ struct trk_light {
     struct trk_adapt_cfg adapt[TRK_MAX_OBJECTS];
     struct light_obj o[TRK_MAX_OBJECTS];
     bool any_adapt;
+    int n_adapt;     /* adapted objects; o[i].slot numbers them */
+    uint64_t frames; /* updates since the reset: whose turn it is */
 };
 
 int trk_light_create(struct trk_light **out)
@@ -67,11 +76,14 @@ void trk_light_reset(struct trk_light *l, const struct trk_objects *set, int n)
     memcpy(l->ref_q8, set->light.illum.means_q8, sizeof l->ref_q8);
     l->gain[0] = l->gain[1] = l->gain[2] = Q16;
     l->any_adapt = false;
+    l->n_adapt = 0;
+    l->frames = 0;
     for (int i = 0; i < n; i++) {
         l->taught[i] = l->comp[i] = l->cur[i] = set->def[i];
         l->adapt[i] = set->light.adapt[i];
         l->any_adapt |= l->adapt[i].on;
-        l->o[i] = (struct light_obj){ .on = l->adapt[i].on };
+        l->o[i] = (struct light_obj){ .on = l->adapt[i].on, .slot = l->n_adapt };
+        l->n_adapt += l->adapt[i].on;
         memcpy(l->o[i].st.lo, set->def[i].lo, sizeof l->o[i].st.lo);
         memcpy(l->o[i].st.hi, set->def[i].hi, sizeof l->o[i].st.hi);
     }
@@ -96,8 +108,40 @@ static bool clip_rect(const struct trk_image *img, int x, int y, int w, int h, i
     return *x0 < *x1 && *y0 < *y1;
 }
 
-/* The reference's means (Q8) on img; false when its rectangle is outside. */
-static bool measure_means(const struct trk_illum_cfg *il, const struct trk_image *img,
+/* The grid step that samples a w x h area at about most points. */
+static int grid_step(int64_t w, int64_t h, int64_t most)
+{
+    int step = 1;
+    while (w * h > most * step * step)
+        step++;
+    return step;
+}
+
+/* Pixel (x, y) of img in object space `space` (coefficients ci): packed RGB
+ * formats read directly, the others as every single-pixel reader does
+ * (trk_image_pixel_space gives the same values). */
+static void pixel_in(const struct trk_image *img, int x, int y, int space, int ci, int c[3])
+{
+    const int fmt = img->fmt;
+    if (fmt != TRK_FMT_RGB24 && fmt != TRK_FMT_RGBA && fmt != TRK_FMT_BGR24 &&
+        fmt != TRK_FMT_BGRA) {
+        trk_image_pixel_space(img, x, y, space, c);
+        return;
+    }
+    const int bpp = fmt == TRK_FMT_RGB24 || fmt == TRK_FMT_BGR24 ? 3 : 4;
+    const uint8_t *p = img->plane[0] + (size_t)y * img->pitch[0] + (size_t)x * (size_t)bpp;
+    const bool bgr = fmt == TRK_FMT_BGR24 || fmt == TRK_FMT_BGRA;
+    const uint8_t rgb[3] = { p[bgr ? 2 : 0], p[1], p[bgr ? 0 : 2] };
+    if (space == TRK_SPACE_RGB) {
+        c[0] = rgb[0], c[1] = rgb[1], c[2] = rgb[2];
+        return;
+    }
+    trk_rgb_to_space(&trk_rgb2ycc_coefs[ci], space, rgb, c);
+}
+
+/* The reference's means (Q8) on img, on a grid of at most about
+ * REF_SAMPLES points; false when its rectangle is outside. */
+static bool measure_means(const struct trk_illum_cfg *il, const struct trk_image *img, int ci,
                           uint32_t q8[3])
 {
     int x0, y0, x1, y1;
@@ -105,16 +149,13 @@ static bool measure_means(const struct trk_illum_cfg *il, const struct trk_image
     if (!(il->has_rect ? clip_rect(img, r[0], r[1], r[2], r[3], &x0, &y0, &x1, &y1)
                        : clip_rect(img, 0, 0, img->width, img->height, &x0, &y0, &x1, &y1)))
         return false;
-    int step = 1;
-    if (il->reference == TRK_ILLUM_GREY_WORLD)
-        while ((uint64_t)(x1 - x0) * (uint64_t)(y1 - y0) / ((uint64_t)step * step) > GREY_CELLS)
-            step++;
+    const int step = grid_step(x1 - x0, y1 - y0, REF_SAMPLES);
     uint64_t sum[3] = { 0, 0, 0 }, n = 0;
     for (int y = y0; y < y1; y += step)
         for (int x = x0; x < x1; x += step) {
-            uint8_t rgb[3];
-            trk_image_pixel_rgb(img, x, y, rgb);
-            sum[0] += rgb[0], sum[1] += rgb[1], sum[2] += rgb[2];
+            int v[3];
+            pixel_in(img, x, y, TRK_SPACE_RGB, ci, v);
+            sum[0] += (uint64_t)v[0], sum[1] += (uint64_t)v[1], sum[2] += (uint64_t)v[2];
             n++;
         }
     for (int c = 0; c < 3; c++) {
@@ -288,20 +329,18 @@ static void grown_box(const struct trk_blob *b, int r[4])
     r[0] = b->x0 - gx, r[1] = b->y0 - gy, r[2] = b->x1 + gx, r[3] = b->y1 + gy;
 }
 
-/* Pixels of the grown boxes that the guard box takes: their means. Step:
- * every pixel of small boxes, a grid of about 4096 in larger ones. */
-static void gather_inside(const struct trk_image *img, const struct trk_object_def *guard,
-                          const int centre[3], const int r[4], struct gather *g)
+/* Pixels of the grown box r that the guard box takes, on a grid of at
+ * most about `most` points: their sums (hue around centre[0]). */
+static void gather_inside(const struct trk_image *img, const struct trk_object_def *guard, int ci,
+                          const int centre[3], const int r[4], int most, struct gather *g)
 {
     int x0, y0, x1, y1;
     if (!clip_rect(img, r[0], r[1], r[2] - r[0] + 1, r[3] - r[1] + 1, &x0, &y0, &x1, &y1)) return;
-    int step = 1;
-    while ((int64_t)(x1 - x0) * (y1 - y0) / ((int64_t)step * step) > 4096)
-        step++;
+    const int step = grid_step(x1 - x0, y1 - y0, most);
     for (int y = y0; y < y1; y += step)
         for (int x = x0; x < x1; x += step) {
             int v[3];
-            trk_image_pixel_space(img, x, y, (int)guard->space, v);
+            pixel_in(img, x, y, (int)guard->space, ci, v);
             if (!matches(guard, v)) continue;
             if (guard->space == TRK_SPACE_HSV) v[0] = hue_off(v[0], centre[0]);
             g->sum[0] += v[0], g->sum[1] += v[1], g->sum[2] += v[2];
@@ -309,20 +348,23 @@ static void gather_inside(const struct trk_image *img, const struct trk_object_d
         }
 }
 
-/* The ring of width TRK_ADAPT_RING_PX just outside r: how many of its
- * pixels (every other one in each direction) box d takes. */
-static void gather_ring(const struct trk_image *img, const struct trk_object_def *d, const int r[4],
-                        struct gather *g)
+/* The ring of width TRK_ADAPT_RING_PX just outside r, on a grid of at
+ * most about RING_SAMPLES points (step >= 2): how many box d takes. */
+static void gather_ring(const struct trk_image *img, const struct trk_object_def *d, int ci,
+                        const int r[4], struct gather *g)
 {
     const int w = TRK_ADAPT_RING_PX;
-    for (int y = r[1] - w; y <= r[3] + w; y += 2) {
+    const int64_t area = 2 * (int64_t)w * (r[2] - r[0] + r[3] - r[1] + 2 + 2 * w);
+    int step = grid_step(area, 1, RING_SAMPLES);
+    step = step < 2 ? 2 : step;
+    for (int y = r[1] - w; y <= r[3] + w; y += step) {
         if (y < 0 || y >= img->height) continue;
         const bool inside_rows = y >= r[1] && y <= r[3];
-        for (int x = r[0] - w; x <= r[2] + w; x += 2) {
+        for (int x = r[0] - w; x <= r[2] + w; x += step) {
             if (inside_rows && x >= r[0] && x <= r[2]) x = r[2] + 1; /* jump over r */
             if (x < 0 || x >= img->width) continue;
             int v[3];
-            trk_image_pixel_space(img, x, y, (int)d->space, v);
+            pixel_in(img, x, y, (int)d->space, ci, v);
             g->ring_n++;
             g->ring_hit += matches(d, v);
         }
@@ -379,8 +421,10 @@ static void predicted(const struct trk_light *l, int i, const struct light_obj *
                    : o->ref_mean[c] + a[c] - b[c];
 }
 
+/* Object i's turn; period: frames between its turns (its rate is per
+ * frame). */
 static void adapt_one(struct trk_light *l, int i, const struct trk_image *img,
-                      const struct trk_frame_result *res)
+                      const struct trk_frame_result *res, int period)
 {
     struct light_obj *o = &l->o[i];
     const struct trk_adapt_cfg *a = &l->adapt[i];
@@ -399,7 +443,7 @@ static void adapt_one(struct trk_light *l, int i, const struct trk_image *img,
     int boxes[TRK_MAX_BLOBS][4];
     for (int k = 0; k < nb; k++) {
         grown_box(&b[k], boxes[k]);
-        gather_inside(img, &guard, centre, boxes[k], &g);
+        gather_inside(img, &guard, l->ci, centre, boxes[k], ADAPT_SAMPLES / nb, &g);
     }
     if (g.n == 0) return;
     int mean[3];
@@ -422,7 +466,8 @@ static void adapt_one(struct trk_light *l, int i, const struct trk_image *img,
     bool at_max = false, moved = false;
     for (int c = 0; c < 3; c++) {
         int d = want[c] - o->drift[c];
-        d = d > a->rate[c] ? a->rate[c] : d < -a->rate[c] ? -a->rate[c] : d;
+        const int most = a->rate[c] * period;
+        d = d > most ? most : d < -most ? -most : d;
         next[c] = o->drift[c] + d;
         if (next[c] > a->max_drift[c]) next[c] = a->max_drift[c];
         if (next[c] < -a->max_drift[c]) next[c] = -a->max_drift[c];
@@ -433,7 +478,7 @@ static void adapt_one(struct trk_light *l, int i, const struct trk_image *img,
         struct trk_object_def prop;
         shifted(&l->comp[i], next, &prop);
         for (int k = 0; k < nb; k++)
-            gather_ring(img, &prop, boxes[k], &g);
+            gather_ring(img, &prop, l->ci, boxes[k], &g);
         if (g.ring_n > 0 && g.ring_hit * 1000 > (int64_t)a->ring_permille * g.ring_n) {
             o->st.rail = true;
             warn_rail(l, i, "the ring around it would match");
@@ -456,7 +501,7 @@ bool trk_light_update(struct trk_light *l, const struct trk_image *img,
     const int ci = l->ci = trk_coef_index(img->matrix, img->full_range);
     if (l->illum.reference != TRK_ILLUM_OFF) {
         uint32_t q8[3];
-        if (measure_means(&l->illum, img, q8)) {
+        if (measure_means(&l->illum, img, ci, q8)) {
             if (!l->have_ref) {
                 memcpy(l->ref_q8, q8, sizeof q8);
                 l->have_ref = true;
@@ -464,6 +509,7 @@ bool trk_light_update(struct trk_light *l, const struct trk_image *img,
             uint32_t g[3];
             for (int c = 0; c < 3; c++) {
                 uint64_t v = (uint64_t)q8[c] * Q16 / l->ref_q8[c];
+                v = (v + GAIN_QUANTUM / 2) / GAIN_QUANTUM * GAIN_QUANTUM;
                 g[c] = (uint32_t)(v < GAIN_MIN ? GAIN_MIN : v > GAIN_MAX ? GAIN_MAX : v);
             }
             if (memcmp(g, l->gain, sizeof g)) {
@@ -472,8 +518,11 @@ bool trk_light_update(struct trk_light *l, const struct trk_image *img,
             }
         }
     }
+    const int period = (l->n_adapt + ADAPT_PER_FRAME - 1) / ADAPT_PER_FRAME;
     for (int i = 0; l->any_adapt && i < l->n; i++)
-        if (l->o[i].on) adapt_one(l, i, img, res);
+        if (l->o[i].on && l->frames % (uint64_t)period == (uint64_t)(l->o[i].slot % period))
+            adapt_one(l, i, img, res, period);
+    l->frames++;
     bool changed = false;
     for (int i = 0; i < l->n; i++) {
         struct trk_object_def next;

@@ -793,6 +793,7 @@ static void *process_main(void *arg)
         }
         struct trk_backend_timing timing = { 0 };
         if (!err) err = finish_frame(p, f, n_objects, &plan, &timing);
+        if (!err) follow_light(p, f, n_objects); /* in process_ms: it delays the results */
         double t_done = trk_now();
         if (err) {
             skip_frame(p, f, err);
@@ -800,7 +801,6 @@ static void *process_main(void *arg)
         }
         last_process = t_done - t_start;
         if (atomic_exchange(&p->backend_failed, false)) backend_works(p, f);
-        follow_light(p, f, n_objects);
         const bool pinned = trk_backend_image_pinned(p->backend, &f->img);
         /* The next frame goes to the backend now: its upload and kernels run
          * while this frame's results are encoded and sent below. */
