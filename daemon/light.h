@@ -8,28 +8,29 @@
  *
  * Illumination compensation ("illumination"): the reference's per-channel
  * R, G, B means, Q8, measured on the host pixels (a patch: every pixel of
- * the rectangle; grey-world: the rectangle or the frame on a grid of at
- * most about 2^16 points) give gains g[c] = mean[c] / reference[c] (Q16,
- * clamped to 1/8..8). Each object's taught box moves with them: rgb boxes
+ * the rectangle, grey-world: the rectangle or the frame; both on a grid of
+ * at most about 1024 points) give gains g[c] = mean[c] / reference[c] (Q16,
+ * in steps of 1/256, clamped to 1/8..8). Each object's taught box moves with them: rgb boxes
  * scale per channel (lo floor(lo g), hi ceil(hi g)); hsv and ycbcr boxes
- * move by how a 5x5x5 grid of the box's colours moves when taken to RGB,
+ * move by how a 3x3x3 grid of the box's colours moves when taken to RGB,
  * scaled by the gains and taken back (lo and hi move by the change of the
  * grid's minimum and maximum per channel: unit gains give the taught box
  * exactly; hue from the grid points with saturation >= 48). A bound at a
  * channel's end (0, or 255: saturated pixels) stays there.
  *
- * Adaptation ("adapt"): after each frame, for each object with blobs, the
+ * Adaptation ("adapt"): after each frame, at most 2 adapted objects in
+ * turn (each every period = ceil(adapted / 2) frames, its rate times the
+ * period), for each object with blobs, the
  * pixels around its blobs of at least half the largest's mass (each blob's
- * box grown by half its size) that lie in the guard box (the current box
- * widened by max_drift) give a mean per channel (hue: around the box's
+ * box grown by half its size; at most about 256 points on a grid) that the
+ * current box widened by rate takes give a mean per channel (hue: around the box's
  * centre); the first frame after a reset keeps it as the object's
- * reference, and later frames move the box's offset toward (mean -
- * reference) by at most rate per frame and at most max_drift in all. The
- * ring rule: a move is not made when more than the "ring" share of the
- * pixels in a TRK_ADAPT_RING_PX-wide ring just outside those grown boxes
- * would match the moved box (the background would be swallowed). An
- * object whose offset is at max_drift or whose move the ring stopped is
- * "on the guard rail".
+ * reference, and later frames move the box's offset toward (mean - the
+ * reference colour as the compensation moves it) by at most rate per frame and at most max_drift in
+ * all. The ring rule: a move is not made when more than the "ring" share of the points of a
+ * TRK_ADAPT_RING_PX-wide ring just outside those grown boxes (a grid of at most about 64 a blob)
+ * would match the moved box (the background would be swallowed). An object whose offset is at
+ * max_drift or whose move the ring stopped is "on the guard rail".
  *
  * Thread: the processing thread owns a trk_light.
  */
