@@ -83,15 +83,22 @@ static const struct trk_object_def *step(struct trk_light *l, bool *changed)
     return d;
 }
 
+/* A module reset to the set json (loaded into *set). */
+static struct trk_light *light_for(const char *json, struct trk_objects *set)
+{
+    struct trk_light *l = NULL;
+    CHECK(trk_light_create(&l) == 0);
+    load(json, set);
+    trk_light_reset(l, set, set->n);
+    return l;
+}
+
 static void compensation(void)
 {
     struct trk_objects *set = calloc(1, sizeof *set);
-    struct trk_light *l;
-    CHECK(trk_light_create(&l) == 0);
-    load("{\"objects\": [{\"name\": \"r\", \"space\": \"rgb\", \"lo\": [1, 1, 1], "
-         "\"hi\": [2, 2, 2]}]}",
-         set);
-    trk_light_reset(l, set, set->n);
+    struct trk_light *l = light_for("{\"objects\": [{\"name\": \"r\", \"space\": \"rgb\", "
+                                    "\"lo\": [1, 1, 1], \"hi\": [2, 2, 2]}]}",
+                                    set);
     CHECK(!trk_light_on(l));
 
     load(SET, set);
@@ -176,12 +183,10 @@ static int follow(struct trk_light *l, int bg, int frames, bool *rail)
 static void adaptation(void)
 {
     struct trk_objects *set = calloc(1, sizeof *set);
-    struct trk_light *l;
-    CHECK(trk_light_create(&l) == 0);
-    load("{\"objects\": [{\"name\": \"r\", \"space\": \"rgb\", \"lo\": [135, 35, 35], "
-         "\"hi\": [165, 65, 65], \"adapt\": {\"max_drift\": [20, 20, 20]}}]}",
-         set);
-    trk_light_reset(l, set, set->n);
+    struct trk_light *l = light_for("{\"objects\": [{\"name\": \"r\", \"space\": \"rgb\", "
+                                    "\"lo\": [135, 35, 35], \"hi\": [165, 65, 65], "
+                                    "\"adapt\": {\"max_drift\": [20, 20, 20]}}]}",
+                                    set);
     bool rail;
     /* 5 frames: the first is the reference, then 4 moves of 2. */
     int dr = follow(l, 0, 5, &rail);
