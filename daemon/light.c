@@ -89,6 +89,15 @@ void trk_light_reset(struct trk_light *l, const struct trk_objects *set, int n)
     }
 }
 
+void trk_light_reset_object(struct trk_light *l, int i)
+{
+    if (i < 0 || i >= l->n) return;
+    struct light_obj *o = &l->o[i];
+    memset(o->drift, 0, sizeof o->drift);
+    o->have_ref = false;
+    o->st.rail = false;
+}
+
 bool trk_light_on(const struct trk_light *l)
 {
     return l->n > 0 && (l->illum.reference != TRK_ILLUM_OFF || l->any_adapt);

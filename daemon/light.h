@@ -65,6 +65,10 @@ void trk_light_destroy(struct trk_light **l);
  * its boxes are the taught ones, every gain 1, every drift 0. */
 void trk_light_reset(struct trk_light *l, const struct trk_objects *set, int n);
 
+/* Object i's adaptation starts over (offset 0, a new reference on its
+ * next turn), as reset_range asks (PROTOCOL.md). */
+void trk_light_reset_object(struct trk_light *l, int i);
+
 /* Whether the set has illumination or an adapted object (else update does
  * nothing and needs no pixels). */
 bool trk_light_on(const struct trk_light *l);

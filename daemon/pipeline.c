@@ -715,10 +715,18 @@ static void follow_light(struct pipeline *p, struct trk_frame *f, int n_objects)
     const bool on = trk_light_on(p->light);
     if (on) {
         const struct trk_image *img = f->img.mem == TRK_MEM_HOST ? &f->img : trk_frame_host(f);
-        const struct trk_object_def *defs;
+        const struct trk_object_def *defs = NULL;
         const bool changed = img && trk_light_update(p->light, img, &p->result, &defs);
         int e = changed ? trk_backend_set_objects(p->backend, defs, n_objects) : 0;
         if (e) log_once(p->set_failed, TRK_LOG_ERROR, e, "cannot apply the light-adjusted ranges");
+        /* keep_range's boxes; reset_range's requests, for the next update. */
+        uint32_t means[3] = { 0, 0, 0 };
+        const bool has_means = trk_light_means(p->light, means);
+        bool reset[TRK_MAX_OBJECTS];
+        if (defs &&
+            trk_control_light_frame(p->cfg->control, defs, n_objects, means, has_means, reset))
+            for (int i = 0; i < n_objects; i++)
+                if (reset[i]) trk_light_reset_object(p->light, i);
     }
     if (p->cfg->metrics && (on || p->light_shown)) {
         uint32_t g[3];

@@ -897,6 +897,8 @@ const char *const trk_msg_control_types[TRK_CTL_COUNT + 1] = {
     [TRK_CTL_AUTH] = "auth",
     [TRK_CTL_GET_CAMERA] = "get_camera",
     [TRK_CTL_SET_CAMERA] = "set_camera",
+    [TRK_CTL_RESET_RANGE] = "reset_range",
+    [TRK_CTL_KEEP_RANGE] = "keep_range",
     [TRK_CTL_COUNT] = NULL,
 };
 

@@ -19,6 +19,11 @@ disk; a false blob = one inside no disk of its object):
 - /metrics (--metrics-listen, the clip at its own pace): trackd_light_gain
   per channel and trackd_range_lo / _hi / _drift per object and channel,
   the value's box below the taught one once the light has fallen;
+- the control protocol (WebSocket, --loop): reset_range of an unknown
+  object is refused (not_found); reset_range (all) is acknowledged;
+  keep_range with "save": true (the clip looping at its pace) is acknowledged, then the save: the file
+  on disk has the boxes in use (below the taught ones once the light has
+  fallen) and the reference's means, and loads back;
 - roi finds what full finds: every blob --mode full lists is listed in the
   same frame by --mode roi (same mass and centroid), except where roi
   mode had no instance (seen or coasting) near it (one dropped after
@@ -103,15 +108,13 @@ def roi_finds_full(full, roi, label):
 def metrics_while_running(trackd, clip, objs, tmp):
     """Polls /metrics while trackd plays the clip at its pace; returns the
     last text that had the light gauges (bounded: until trackd ends)."""
-    import socket
     import time
     import urllib.request
+    from daemon_proc import free_port
     path = os.path.join(tmp, "objects-metrics.json")
     with open(path, "w") as fh:
         json.dump(objs, fh)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     p = subprocess.Popen([trackd, "--input", clip, "--objects", path, "--no-server",
                           "--metrics-listen", f"127.0.0.1:{port}", "--log-level", "error",
                           "--backend", "cpu", "--output", os.devnull])
@@ -131,6 +134,53 @@ def metrics_while_running(trackd, clip, objs, tmp):
             p.kill()
         p.wait()
     return last
+
+
+async def control_checks(port, path, taught):
+    import asyncio
+    import time
+    import websockets
+    from ws_rpc import WsClient
+    async with websockets.connect(f"ws://127.0.0.1:{port}/ws", max_size=None) as ws:
+        c = WsClient(ws)
+        r = await c.req({"type": "reset_range", "name": "nobody"})
+        check(r and r.get("type") == "error" and r.get("code") == "not_found",
+              f"reset_range of an unknown object: {r}")
+        r = await c.req({"type": "reset_range"})
+        check(r and r.get("type") == "ack", f"reset_range: {r}")
+        # Until the light has fallen (bounded: the clip plays at 30 fps).
+        t0 = time.monotonic()
+        kept = None
+        while time.monotonic() - t0 < 20:
+            await asyncio.sleep(1.0)
+            r = await c.req({"type": "keep_range", "save": True})
+            if not (r and r.get("type") == "ack"):
+                continue
+            # The keep's ack and the save's reply share the id: either may
+            # be the one req() saw (the client keeps the last per id).
+            def save_reply():
+                return [v for v in [r] + list(c.replies.values())
+                        if v.get("request") == "save_objects" or v.get("type") == "error"]
+            t1 = time.monotonic()
+            while time.monotonic() - t1 < 5 and not save_reply():
+                await asyncio.sleep(0.05)
+            saved = save_reply()
+            check(saved and saved[0].get("type") == "ack", f"keep_range's save: {saved}")
+            c.replies.clear()
+            kept = json.load(open(path))
+            red = next(d for d in kept["objects"] if d["name"] == "red")
+            if red["lo"][2] < taught:
+                break
+        check(kept is not None, "keep_range was never acknowledged")
+        if kept:
+            red = next(d for d in kept["objects"] if d["name"] == "red")
+            check(red["lo"][2] < taught, f"kept red V lower bound {red['lo'][2]} not below "
+                  f"the taught {taught}")
+            check(len(kept.get("illumination", {}).get("means", [])) == 3,
+                  f"kept file without the reference's means: {kept.get('illumination')}")
+            out = subprocess.run([sys.argv[1], "--check-config", path], capture_output=True,
+                                 text=True)
+            check(out.returncode == 0, f"the kept file does not load: {out.stderr}")
 
 
 def gauge(text, name, labels):
@@ -197,6 +247,18 @@ def main():
                                                      {"rgb": "R", "hsv": "H", "ycbcr": "Y"}[
                                                          d["space"]]}) is not None,
                   f"/metrics: no drift for {d['name']}")
+        from daemon_proc import start_trackd, stop_trackd
+        import asyncio
+        live = os.path.join(tmp, "live.json")
+        with open(live, "w") as fh:
+            json.dump(on_objs, fh)
+        with open(os.path.join(tmp, "trackd.log"), "w") as log:
+            p, port = start_trackd(trackd, ["--input", clip, "--objects", live, "--loop",
+                                            "--backend", "cpu"], log)
+            try:
+                asyncio.run(control_checks(port, live, taught_v))
+            finally:
+                stop_trackd(p)
         ref = run(trackd, clip, on_objs, "full", "cpu-ref", tmp)
         check(results(ref) == results(on["full"]), "on: --backend cpu-ref differs from cpu")
         again = run(trackd, clip, on_objs, "full", "cpu", tmp)
