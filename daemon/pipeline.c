@@ -713,6 +713,15 @@ static void backend_works(struct pipeline *p, const struct trk_frame *f)
 static void follow_light(struct pipeline *p, struct trk_frame *f, int n_objects)
 {
     const bool on = trk_light_on(p->light);
+    for (int i = 0; on && i < n_objects; i++) {
+        /* The frame's results carry the box it was thresholded with. */
+        const struct trk_light_state *st = trk_light_state(p->light, i);
+        struct trk_result_object *o = &p->result.obj[i];
+        o->has_range = true, o->range_rail = st->rail;
+        memcpy(o->range_lo, st->lo, sizeof o->range_lo);
+        memcpy(o->range_hi, st->hi, sizeof o->range_hi);
+        memcpy(o->range_drift, st->drift, sizeof o->range_drift);
+    }
     if (on) {
         const struct trk_image *img = f->img.mem == TRK_MEM_HOST ? &f->img : trk_frame_host(f);
         const struct trk_object_def *defs = NULL;
