@@ -201,20 +201,24 @@ static int grid_value(const struct trk_object_def *d, int c, int k)
     return hue ? trk_hue_wrap(v) : v;
 }
 
-/* A box colour in RGB, scaled by g, in the box's space again. */
-static void through_rgb(const struct trk_object_def *d, const int v[3], const uint32_t g[3], int ci,
+/* A box colour in RGB, scaled by g, in the box's space again; true when a
+ * scaled channel went past 255 (clipped: the colour says nothing then). */
+static bool through_rgb(const struct trk_object_def *d, const int v[3], const uint32_t g[3], int ci,
                         int out[3])
 {
     uint8_t rgb[3];
+    bool clipped = false;
     if (d->space == TRK_SPACE_HSV)
         trk_hsv_to_rgb(v[0], v[1], v[2], rgb);
     else
         trk_yuv_to_rgb(&trk_yuv2rgb_coefs[ci], v[0], v[1], v[2], &rgb[0], &rgb[1], &rgb[2]);
     for (int c = 0; c < 3; c++) {
         uint64_t s = ((uint64_t)rgb[c] * g[c] + Q16 / 2) >> 16;
+        clipped |= s > 255;
         rgb[c] = (uint8_t)(s > 255 ? 255 : s);
     }
     trk_rgb_to_space(&trk_rgb2ycc_coefs[ci], (int)d->space, rgb, out);
+    return clipped;
 }
 
 /* hsv and ycbcr: the box moved as its grid moves (light.h). */
@@ -233,9 +237,15 @@ static void compensate_grid(const struct trk_object_def *t, const uint32_t g[3],
         for (int b = 0; b < GRID; b++)
             for (int e = 0; e < GRID; e++) {
                 const int v[3] = { grid_value(t, 0, a), grid_value(t, 1, b), grid_value(t, 2, e) };
+                int wg[3];
+                /* A point the gains push past 255 is left out of both passes. */
+                if (through_rgb(t, v, g, ci, wg)) continue;
                 for (int k = 0; k < 2; k++) {
                     int w[3];
-                    through_rgb(t, v, k ? g : unit, ci, w);
+                    if (k)
+                        memcpy(w, wg, sizeof w);
+                    else
+                        through_rgb(t, v, unit, ci, w);
                     for (int c = 0; c < 3; c++) {
                         if (hsv && c == 0) {
                             if (v[1] < s_min) continue;
@@ -248,6 +258,7 @@ static void compensate_grid(const struct trk_object_def *t, const uint32_t g[3],
             }
     *out = *t;
     for (int c = 0; c < 3; c++) {
+        if (mn[0][c] > mx[0][c]) continue; /* no point left: the taught bounds */
         const int lo = t->lo[c] + mn[1][c] - mn[0][c], hi = t->hi[c] + mx[1][c] - mx[0][c];
         if (hsv && c == 0) {
             const int span = trk_hue_wrap(t->hi[0] - t->lo[0]) + (hi - t->hi[0]) - (lo - t->lo[0]);
@@ -563,7 +574,11 @@ void trk_light_gains(const struct trk_light *l, uint32_t gain_q16[3])
 
 bool trk_light_means(const struct trk_light *l, uint32_t means_q8[3])
 {
-    if (l->have_ref) memcpy(means_q8, l->ref_q8, sizeof l->ref_q8);
+    for (int c = 0; l->have_ref && c < 3; c++) {
+        const uint64_t v = ((uint64_t)l->ref_q8[c] * l->gain[c] + Q16 / 2) >> 16;
+        /* The file's range (1..255). */
+        means_q8[c] = (uint32_t)(v < 256 ? 256 : v > 255 * 256 ? 255 * 256 : v);
+    }
     return l->have_ref;
 }
 

@@ -84,8 +84,9 @@ bool trk_light_update(struct trk_light *l, const struct trk_image *img,
 const struct trk_light_state *trk_light_state(const struct trk_light *l, int i);
 void trk_light_gains(const struct trk_light *l, uint32_t gain_q16[3]);
 
-/* The reference means the set had or the first frame gave (Q8), for a
- * save; false while none is known. */
+/* The reference's means the boxes in use belong to (Q8): the set's (or
+ * the first frame's) times the gains, for keep_range (a kept set with
+ * them has gains 1 for the same light); false while none is known. */
 bool trk_light_means(const struct trk_light *l, uint32_t means_q8[3]);
 
 /* The states for /metrics (ops/metrics.h): n entries into out (names
