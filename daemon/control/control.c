@@ -564,6 +564,18 @@ static void handle_get_objects(struct trk_control *c, const struct request *r)
         trk_msg_objects_calib(&b, r->id, c->objs.def, c->objs.n, color_strings(c), &c->objs.calib));
 }
 
+/* The message carries no "illumination" and an object's "adapt" only if
+ * the client sent one: the set keeps its own, each adapt by name. */
+static void carry_light(struct trk_objects *dst, const struct trk_objects *src)
+{
+    dst->light.illum = src->light.illum;
+    for (int i = 0; i < dst->n; i++) {
+        const int j = trk_objects_find(src, dst->def[i].name);
+        if (!dst->light.adapt[i].on && j >= 0 && src->def[j].space == dst->def[i].space)
+            dst->light.adapt[i] = src->light.adapt[j];
+    }
+}
+
 static void handle_set_objects(struct trk_control *c, const struct request *r)
 {
     json_t *arr = json_object_get(r->msg, "objects");
@@ -600,6 +612,7 @@ static void handle_set_objects(struct trk_control *c, const struct request *r)
         n->n_camera = c->objs.n_camera;
         memcpy(n->camera, c->objs.camera, sizeof(n->camera));
         if (!cal) n->calib = c->objs.calib;
+        carry_light(n, &c->objs);
         c->objs = *n;
         changed_locked(c);
         ack_int(c, r, "count", n->n);
@@ -655,8 +668,11 @@ static void store_object(struct trk_control *c, const struct request *r, int k,
         return;
     }
     if (c->objs.n_patterns > 0 && !patterns_keep(c, r, k, def)) return;
-    if (k == c->objs.n) c->objs.n++;
+    if (k == c->objs.n) c->objs.light.adapt[c->objs.n++] = (struct trk_adapt_cfg){ 0 };
     rename_views(c, c->objs.def[k].name, def->name);
+    /* An edit keeps the object's "adapt"; one of another space loses it
+     * (its bounds are per channel of the old space). */
+    if (def->space != c->objs.def[k].space) c->objs.light.adapt[k] = (struct trk_adapt_cfg){ 0 };
     c->objs.def[k] = *def;
     memcpy(c->objs.color[k], color, 3);
     changed_locked(c);
@@ -767,9 +783,11 @@ static void handle_remove_object(struct trk_control *c, const struct request *r)
     }
     memmove(&o->def[k], &o->def[k + 1], (o->n - k - 1) * sizeof(o->def[0]));
     memmove(&o->color[k], &o->color[k + 1], (o->n - k - 1) * sizeof(o->color[0]));
+    memmove(&o->light.adapt[k], &o->light.adapt[k + 1], (o->n - k - 1) * sizeof(o->light.adapt[0]));
     o->n--;
     memset(&o->def[o->n], 0, sizeof(o->def[0]));
     memset(&o->color[o->n], 0, sizeof(o->color[0]));
+    memset(&o->light.adapt[o->n], 0, sizeof(o->light.adapt[0]));
     changed_locked(c);
     struct trk_buf b = { 0 };
     send_reply(c, r->client, &b, trk_msg_ack(&b, "remove_object", r->id, false));

@@ -21,7 +21,9 @@ disk; a false blob = one inside no disk of its object):
   the value's box below the taught one once the light has fallen;
 - the control protocol (WebSocket, --loop): reset_range of an unknown
   object is refused (not_found); reset_range (all) is acknowledged;
-  keep_range with "save": true (the clip looping at its pace) is acknowledged, then the save: the file
+  set_objects with the set's objects as get_objects gives them (no light
+  keys) keeps illumination and adapt; keep_range with "save": true (the
+  clip looping at its pace) is acknowledged, then the save: the file
   on disk has the boxes in use (below the taught ones once the light has
   fallen) and the reference's means, and loads back;
 - roi finds what full finds: every blob --mode full lists is listed in the
@@ -148,6 +150,12 @@ async def control_checks(port, path, taught):
               f"reset_range of an unknown object: {r}")
         r = await c.req({"type": "reset_range"})
         check(r and r.get("type") == "ack", f"reset_range: {r}")
+        # A page edit of the whole set (objects without the light keys)
+        # keeps "illumination" and each object's "adapt".
+        got = await c.req({"type": "get_objects"})
+        objs = got and [{k: v for k, v in d.items() if k != "id"} for d in got["objects"]]
+        r = await c.req({"type": "set_objects", "objects": objs}) if objs else None
+        check(r and r.get("type") == "ack", f"set_objects of the set as it is: {r}")
         # Until the light has fallen (bounded: the clip plays at 30 fps).
         t0 = time.monotonic()
         kept = None
@@ -176,6 +184,8 @@ async def control_checks(port, path, taught):
             red = next(d for d in kept["objects"] if d["name"] == "red")
             check(red["lo"][2] < taught, f"kept red V lower bound {red['lo'][2]} not below "
                   f"the taught {taught}")
+            check(all("adapt" in d for d in kept["objects"]),
+                  "the kept file lost an object's adapt (after set_objects)")
             check(len(kept.get("illumination", {}).get("means", [])) == 3,
                   f"kept file without the reference's means: {kept.get('illumination')}")
             out = subprocess.run([sys.argv[1], "--check-config", path], capture_output=True,
