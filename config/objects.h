@@ -25,6 +25,8 @@
 #include "calib.h"    /* struct trk_calib */
 #include "patterns.h" /* struct trk_pattern */
 
+#include "objects_light.h" /* struct trk_light_cfg: "illumination", "adapt" */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -124,6 +126,10 @@ struct trk_objects {
      * indices into def[]. n_patterns 0 when absent. */
     int n_patterns;
     struct trk_pattern patterns[TRK_PATTERNS_MAX];
+    /* The optional "illumination" and each object's "adapt"
+     * (objects_light.h; light.adapt[i] goes with def[i]). All off when
+     * absent. */
+    struct trk_light_cfg light;
 };
 
 /* Reads and validates an objects file. Returns 0, or a negative code with

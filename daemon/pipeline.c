@@ -25,6 +25,7 @@
 #include "out/record.h"
 #include "out/rewind.h"
 #include "ops/snapshot.h"
+#include "light.h"
 #include "markers.h"
 #include "tracker.h"
 #include "trk_assert.h"
@@ -100,6 +101,9 @@ struct pipeline {
     struct trk_objects *objects;
     struct trk_tracker *tracker;
     struct trk_marker_stage *markers; /* the set's patterns' markers (markers.h) */
+    struct trk_light *light;          /* ranges that follow the light (light.h) */
+    struct trk_metrics_range light_ranges[TRK_MAX_OBJECTS]; /* its /metrics report */
+    bool light_shown;                                       /* /metrics has light gauges */
     /* A set the control module had for the frame after the one being sent
      * (pipelining looks before this frame's results are out, and they go
      * out under this frame's set): applied before that frame starts. */
@@ -357,6 +361,7 @@ static int apply_objects(struct pipeline *p)
     int n = e ? 0 : set->n;
     /* Cannot fail: n is within the tracker's TRK_MAX_OBJECTS. */
     trk_tracker_reset(p->tracker, set->def, n);
+    trk_light_reset(p->light, set, n);
     trk_outputs_objects(p->cfg->outputs, set);
     return n;
 }
@@ -703,6 +708,46 @@ static void backend_works(struct pipeline *p, const struct trk_frame *f)
              trk_backend_name(p->backend), (unsigned long long)f->seq, (unsigned long long)skipped);
 }
 
+/* Illumination and adaptation (light.h): frame f's host pixels and
+ * results move the boxes the next frame is thresholded with, before it is
+ * started (pipelining included), so a replay gives the same boxes. A
+ * device frame is copied to the host for it. */
+static void follow_light(struct pipeline *p, struct trk_frame *f, int n_objects)
+{
+    const bool on = trk_light_on(p->light);
+    for (int i = 0; on && i < n_objects; i++) {
+        /* The frame's results carry the box it was thresholded with. */
+        const struct trk_light_state *st = trk_light_state(p->light, i);
+        struct trk_result_object *o = &p->result.obj[i];
+        o->has_range = true, o->range_rail = st->rail;
+        memcpy(o->range_lo, st->lo, sizeof o->range_lo);
+        memcpy(o->range_hi, st->hi, sizeof o->range_hi);
+        memcpy(o->range_drift, st->drift, sizeof o->range_drift);
+    }
+    if (on) {
+        const struct trk_image *img = f->img.mem == TRK_MEM_HOST ? &f->img : trk_frame_host(f);
+        const struct trk_object_def *defs = NULL;
+        const bool changed = img && trk_light_update(p->light, img, &p->result, &defs);
+        int e = changed ? trk_backend_set_objects(p->backend, defs, n_objects) : 0;
+        if (e) log_once(p->set_failed, TRK_LOG_ERROR, e, "cannot apply the light-adjusted ranges");
+        /* keep_range's boxes; reset_range's requests, for the next update. */
+        uint32_t means[3] = { 0, 0, 0 };
+        const bool has_means = trk_light_means(p->light, means);
+        bool reset[TRK_MAX_OBJECTS];
+        if (defs &&
+            trk_control_light_frame(p->cfg->control, defs, n_objects, means, has_means, reset))
+            for (int i = 0; i < n_objects; i++)
+                if (reset[i]) trk_light_reset_object(p->light, i);
+    }
+    if (p->cfg->metrics && (on || p->light_shown)) {
+        uint32_t g[3];
+        trk_light_gains(p->light, g);
+        trk_metrics_set_light(p->cfg->metrics, g, p->light_ranges,
+                              trk_light_report(p->light, p->light_ranges));
+        p->light_shown = on;
+    }
+}
+
 /* Processed frame f's meta: its times (processing from t_start to t_done,
  * handed to the outputs now) and the tracker's share. */
 static struct trk_frame_meta frame_meta(const struct pipeline *p, const struct trk_frame *f,
@@ -767,6 +812,7 @@ static void *process_main(void *arg)
         }
         struct trk_backend_timing timing = { 0 };
         if (!err) err = finish_frame(p, f, n_objects, &plan, &timing);
+        if (!err) follow_light(p, f, n_objects); /* in process_ms: it delays the results */
         double t_done = trk_now();
         if (err) {
             skip_frame(p, f, err);
@@ -1153,6 +1199,7 @@ static void free_parts(struct pipeline *p)
 {
     trk_tracker_destroy(&p->tracker);
     trk_marker_stage_destroy(p->markers);
+    trk_light_destroy(&p->light);
     free(p->res);
     free(p->unit_blobs);
     free(p->unit_nb);
@@ -1190,7 +1237,7 @@ static struct pipeline *pipeline_new(const struct trk_pipeline_cfg *cfg,
     p->polled = calloc(1, sizeof(*p->polled));
     p->markers = trk_marker_stage_create();
     if (!p->res || !p->unit_blobs || !p->unit_nb || !p->objects || !p->polled || !p->markers ||
-        (*err = trk_tracker_create(&tc, &p->tracker))) {
+        (*err = trk_tracker_create(&tc, &p->tracker)) || (*err = trk_light_create(&p->light))) {
         free_parts(p);
         return NULL;
     }

@@ -332,6 +332,23 @@ static int put_frame_fields(struct trk_buf *b, const struct trk_frame_result *r)
     return 0;
 }
 
+/* ,"range":{"lo":[..],"hi":[..],"drift":[..],"rail":B}: the light's box. */
+static int put_range(struct trk_buf *b, const struct trk_result_object *o)
+{
+    int v[3][3];
+    for (int c = 0; c < 3; c++)
+        v[0][c] = o->range_lo[c], v[1][c] = o->range_hi[c], v[2][c] = o->range_drift[c];
+    LIT(b, ",\"range\":{\"lo\":");
+    PUT(put_ints(b, v[0], 3));
+    LIT(b, ",\"hi\":");
+    PUT(put_ints(b, v[1], 3));
+    LIT(b, ",\"drift\":");
+    PUT(put_ints(b, v[2], 3));
+    PUT(kv_bool(b, ",\"rail\":", o->range_rail));
+    LIT(b, "}");
+    return 0;
+}
+
 /* Object id's fields from "id" on and its closing brace; key is the text
  * before the id's value ("{\"id\":" in a frame's objects[]). */
 static int put_frame_object(struct trk_buf *b, const struct trk_frame_result *r, int id,
@@ -355,6 +372,7 @@ static int put_frame_object(struct trk_buf *b, const struct trk_frame_result *r,
     /* Objects with blobs off have no key: their output is as before. */
     if (def->blobs) PUT(put_blobs(b, r, o));
     if (o->has_instances) PUT(put_instances(b, r, o));
+    if (o->has_range) PUT(put_range(b, o));
     LIT(b, "}");
     return 0;
 }
@@ -1010,6 +1028,8 @@ const char *const trk_msg_control_types[TRK_CTL_COUNT + 1] = {
     [TRK_CTL_GET_CAMERA] = "get_camera",
     [TRK_CTL_SET_CAMERA] = "set_camera",
     [TRK_CTL_SAVE_REWIND] = "save_rewind",
+    [TRK_CTL_RESET_RANGE] = "reset_range",
+    [TRK_CTL_KEEP_RANGE] = "keep_range",
     [TRK_CTL_COUNT] = NULL,
 };
 

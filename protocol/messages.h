@@ -433,6 +433,8 @@ enum trk_ctl_type {
     TRK_CTL_GET_CAMERA,
     TRK_CTL_SET_CAMERA,
     TRK_CTL_SAVE_REWIND,
+    TRK_CTL_RESET_RANGE,
+    TRK_CTL_KEEP_RANGE,
     TRK_CTL_COUNT
 };
 

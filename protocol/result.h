@@ -125,6 +125,13 @@ struct trk_result_object {
     bool has_instances;
     size_t inst0;
     int n_inst;
+    /* Ranges that follow the light (daemon/light.h; set after the fill,
+     * which clears them): the box this frame was thresholded with, the
+     * adaptation's offset and whether it is on its guard rail. has_range
+     * false when the set has neither "illumination" nor "adapt". */
+    bool has_range, range_rail;
+    uint16_t range_lo[3], range_hi[3];
+    int16_t range_drift[3];
 };
 
 /* One marker of a frame (config/patterns.h, daemon/markers.h) and, with a

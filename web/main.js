@@ -31,6 +31,7 @@ import { definitions, setDefinitions, setWorldUnit, showResults } from './object
 import { CONTROL_TYPES, PROTOCOL_VERSION, parseText } from './protocol.js';
 import { currentHello, setHello } from './session.js';
 import * as status from './status.js';
+import { initLight, showLight } from './light.js';
 import { isTeaching, pauseState } from './teach.js';
 import { keepOnly } from './trails.js';
 import { onControl, tuneState } from './tune.js';
@@ -97,6 +98,7 @@ function refresh() {
   const now = performance.now();
   status.refreshCards(now);
   showResults(frames.latestFrame());
+  showLight(frames.latestFrame());
   frames.keepViewCurrent(now);
   connection.checkSilence(now);
   banner.expireError(now);
@@ -141,6 +143,7 @@ window.trackdTest = {
 
 initView();
 initCalib();
+initLight();
 camera.initCamera();
 setInterval(refresh, PANEL_EVERY_MS);
 connection.start({

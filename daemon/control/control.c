@@ -103,6 +103,14 @@ struct trk_control {
     int kept_next;
     struct kept held[TRK_CONTROL_HELD_FRAMES];
     atomic_bool keep_failed; /* a copy failed: logged once until one works */
+    /* Ranges that follow the light (trk_control_light_frame; under lock):
+     * the boxes the processing thread uses now (n_light: 0 = none), its
+     * reference means, and the resets asked for. */
+    int n_light;
+    uint16_t light_lo[TRK_MAX_OBJECTS][3], light_hi[TRK_MAX_OBJECTS][3];
+    uint32_t light_means[3];
+    bool light_has_means;
+    bool reset_asked[TRK_MAX_OBJECTS];
 };
 
 /* ------------------------------------------------------------- pixels */
@@ -560,6 +568,18 @@ static void handle_get_objects(struct trk_control *c, const struct request *r)
         trk_msg_objects_calib(&b, r->id, c->objs.def, c->objs.n, color_strings(c), &c->objs.calib));
 }
 
+/* The message carries no "illumination" and an object's "adapt" only if
+ * the client sent one: the set keeps its own, each adapt by name. */
+static void carry_light(struct trk_objects *dst, const struct trk_objects *src)
+{
+    dst->light.illum = src->light.illum;
+    for (int i = 0; i < dst->n; i++) {
+        const int j = trk_objects_find(src, dst->def[i].name);
+        if (!dst->light.adapt[i].on && j >= 0 && src->def[j].space == dst->def[i].space)
+            dst->light.adapt[i] = src->light.adapt[j];
+    }
+}
+
 static void handle_set_objects(struct trk_control *c, const struct request *r)
 {
     json_t *arr = json_object_get(r->msg, "objects");
@@ -596,6 +616,7 @@ static void handle_set_objects(struct trk_control *c, const struct request *r)
         n->n_camera = c->objs.n_camera;
         memcpy(n->camera, c->objs.camera, sizeof(n->camera));
         if (!cal) n->calib = c->objs.calib;
+        carry_light(n, &c->objs);
         c->objs = *n;
         changed_locked(c);
         ack_int(c, r, "count", n->n);
@@ -651,8 +672,11 @@ static void store_object(struct trk_control *c, const struct request *r, int k,
         return;
     }
     if (c->objs.n_patterns > 0 && !patterns_keep(c, r, k, def)) return;
-    if (k == c->objs.n) c->objs.n++;
+    if (k == c->objs.n) c->objs.light.adapt[c->objs.n++] = (struct trk_adapt_cfg){ 0 };
     rename_views(c, c->objs.def[k].name, def->name);
+    /* An edit keeps the object's "adapt"; one of another space loses it
+     * (its bounds are per channel of the old space). */
+    if (def->space != c->objs.def[k].space) c->objs.light.adapt[k] = (struct trk_adapt_cfg){ 0 };
     c->objs.def[k] = *def;
     memcpy(c->objs.color[k], color, 3);
     changed_locked(c);
@@ -763,9 +787,11 @@ static void handle_remove_object(struct trk_control *c, const struct request *r)
     }
     memmove(&o->def[k], &o->def[k + 1], (o->n - k - 1) * sizeof(o->def[0]));
     memmove(&o->color[k], &o->color[k + 1], (o->n - k - 1) * sizeof(o->color[0]));
+    memmove(&o->light.adapt[k], &o->light.adapt[k + 1], (o->n - k - 1) * sizeof(o->light.adapt[0]));
     o->n--;
     memset(&o->def[o->n], 0, sizeof(o->def[0]));
     memset(&o->color[o->n], 0, sizeof(o->color[0]));
+    memset(&o->light.adapt[o->n], 0, sizeof(o->light.adapt[0]));
     changed_locked(c);
     struct trk_buf b = { 0 };
     send_reply(c, r->client, &b, trk_msg_ack(&b, "remove_object", r->id, false));
@@ -802,6 +828,88 @@ static void handle_save_objects(struct trk_control *c, const struct request *r)
     /* The camera section as clients have set it. */
     if (c->camera) trk_camctl_section(c->camera, snapshot->camera, &snapshot->n_camera);
     queue_job(c, r, part, snapshot);
+}
+
+int trk_control_light_frame(struct trk_control *c, const struct trk_object_def *defs, int n,
+                            const uint32_t means_q8[3], bool has_means, bool *reset)
+{
+    int k = 0;
+    if (!c) return 0;
+    pthread_mutex_lock(&c->lock);
+    c->n_light = n;
+    for (int i = 0; i < n; i++) {
+        memcpy(c->light_lo[i], defs[i].lo, sizeof c->light_lo[i]);
+        memcpy(c->light_hi[i], defs[i].hi, sizeof c->light_hi[i]);
+        reset[i] = c->reset_asked[i];
+        k += reset[i];
+        c->reset_asked[i] = false;
+    }
+    memcpy(c->light_means, means_q8, sizeof c->light_means);
+    c->light_has_means = has_means;
+    pthread_mutex_unlock(&c->lock);
+    return k;
+}
+
+/* The object a range request names ("name" or "object_id"), -1 after a
+ * refusal, or TRK_MAX_OBJECTS for every object when it names none. */
+static int range_target(struct trk_control *c, const struct request *r)
+{
+    if (!json_object_get(r->msg, "name") && !json_object_get(r->msg, "object_id"))
+        return TRK_MAX_OBJECTS;
+    return find_target(c, r);
+}
+
+/* reset_range: the adaptation of one object (or all) starts over from the
+ * (compensated) taught box on the next frame. */
+static void handle_reset_range(struct trk_control *c, const struct request *r)
+{
+    const int k = range_target(c, r);
+    if (k < 0) return;
+    for (int i = 0; i < c->objs.n; i++)
+        if (k == TRK_MAX_OBJECTS || k == i) c->reset_asked[i] = true;
+    struct trk_buf b = { 0 };
+    send_reply(c, r->client, &b, trk_msg_ack(&b, "reset_range", r->id, false));
+}
+
+/* keep_range: the boxes in use become the taught ones, every object at
+ * once (with "illumination" they are relative to the reference's means,
+ * which are kept with them); the set is published; "save": true also
+ * writes it as save_objects would (its reply follows). */
+static void handle_keep_range(struct trk_control *c, const struct request *r)
+{
+    json_t *save = json_object_get(r->msg, "save");
+    if (save && !json_is_boolean(save)) {
+        refuse(c, r, TRK_MSG_BAD_FIELD, "\"save\" must be true or false");
+        return;
+    }
+    if (c->n_light != c->objs.n || c->objs.n == 0) {
+        refuse(c, r, TRK_MSG_NOT_FOUND,
+               "no adapted ranges to keep (the set has no \"illumination\" or \"adapt\", or "
+               "no frame has been processed with it yet)");
+        return;
+    }
+    if (json_is_true(save) && !c->save) {
+        refuse(c, r, TRK_MSG_NO_FILE, "the daemon has no objects file");
+        return;
+    }
+    for (int i = 0; i < c->objs.n; i++) {
+        memcpy(c->objs.def[i].lo, c->light_lo[i], sizeof c->light_lo[i]);
+        memcpy(c->objs.def[i].hi, c->light_hi[i], sizeof c->light_hi[i]);
+    }
+    struct trk_illum_cfg *il = &c->objs.light.illum;
+    if (il->reference != TRK_ILLUM_OFF && c->light_has_means) {
+        memcpy(il->means_q8, c->light_means, sizeof il->means_q8);
+        il->has_means = true;
+    }
+    c->n_light = 0; /* until the processing thread reports on the kept set */
+    changed_locked(c);
+    struct trk_buf b = { 0 };
+    send_reply(c, r->client, &b, trk_msg_ack(&b, "keep_range", r->id, false));
+    if (json_is_true(save)) {
+        struct request rs = *r; /* the file worker answers as save_objects */
+        rs.type = TRK_CTL_SAVE_OBJECTS;
+        handle_save_objects(c, &rs);
+    }
 }
 
 static void handle_reload_objects(struct trk_control *c, const struct request *r)
@@ -1064,6 +1172,8 @@ static const handler_fn handlers[TRK_CTL_COUNT] = {
     [TRK_CTL_GET_CAMERA] = handle_camera,
     [TRK_CTL_SET_CAMERA] = handle_camera,
     [TRK_CTL_SAVE_REWIND] = handle_save_rewind,
+    [TRK_CTL_RESET_RANGE] = handle_reset_range,
+    [TRK_CTL_KEEP_RANGE] = handle_keep_range,
 };
 
 void trk_control_on_message(void *user, uint64_t client_id, const char *json, size_t len)

@@ -147,6 +147,15 @@ void trk_control_set_frame_size(struct trk_control *c, int width, int height);
  * recorded set so. Any thread. */
 void trk_control_install(struct trk_control *c, const struct trk_objects *set);
 
+/* Ranges that follow the light (daemon/light.h), processing thread, once
+ * a frame while the set has "illumination" or "adapt": the boxes the next
+ * frame uses (defs[0..n), the current set's objects) and the reference's
+ * means (Q8; has_means false while none is known), for keep_range; then
+ * the objects whose adaptation reset_range asked to reset since the last
+ * call: reset[i] set for each (false for the others), returns how many. */
+int trk_control_light_frame(struct trk_control *c, const struct trk_object_def *defs, int n,
+                            const uint32_t means_q8[3], bool has_means, bool *reset);
+
 /* Reloads the objects file (SIGHUP). On failure the current set stays and
  * the "file:line:col: message" text is in msg. Returns 0, TRK_MSG_NO_FILE
  * (no save target) or TRK_MSG_INVALID_OBJECT (the file cannot be read or is

@@ -12,6 +12,7 @@
 #include "trk_clock.h" /* trk_now, trk_wall_ms */
 #include "out/mqtt.h"  /* trk_mqtt_stats */
 #include "snapshot.h"
+#include "objects.h" /* trk_objects_channel_name */
 
 const double trk_metrics_bucket_le[TRK_METRICS_BUCKETS] = {
     50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3,
@@ -56,6 +57,10 @@ struct trk_metrics {
     enum state state;
     char state_text[256];
     double state_wall; /* Unix time of the last state change */
+    /* trk_metrics_set_light's copy (under lock); light NULL until first set. */
+    int n_light;
+    uint32_t gain[3];
+    struct trk_metrics_range *light;
 };
 
 /* Unix time in seconds. */
@@ -80,6 +85,7 @@ void trk_metrics_destroy(struct trk_metrics **pm)
 {
     if (!pm || !*pm) return;
     pthread_mutex_destroy(&(*pm)->lock);
+    free((*pm)->light);
     free(*pm);
     *pm = NULL;
 }
@@ -272,6 +278,73 @@ static void histograms(struct trk_metrics *m, struct trk_buf *b)
     }
 }
 
+void trk_metrics_set_light(struct trk_metrics *m, const uint32_t gain_q16[3],
+                           const struct trk_metrics_range *r, int n)
+{
+    if (!m || n < 0 || n > TRK_MAX_OBJECTS) return;
+    pthread_mutex_lock(&m->lock);
+    if (!m->light && n > 0) m->light = calloc(TRK_MAX_OBJECTS, sizeof *m->light);
+    if (m->light) {
+        memcpy(m->gain, gain_q16, sizeof m->gain);
+        if (n > 0) memcpy(m->light, r, (size_t)n * sizeof *r);
+        m->n_light = n;
+    }
+    pthread_mutex_unlock(&m->lock);
+}
+
+/* name{object="O",channel="C"} v, one line. */
+static void range_sample(struct trk_buf *b, const char *name, const struct trk_metrics_range *r,
+                         int c, double v)
+{
+    trk_buf_puts(b, name);
+    trk_buf_puts(b, "{object=\"");
+    put_label(b, r->name);
+    if (c >= 0) {
+        trk_buf_puts(b, "\",channel=\"");
+        put_label(b, trk_objects_channel_name((enum trk_space)r->space, c));
+    }
+    trk_buf_puts(b, "\"} ");
+    put_value(b, v);
+    trk_buf_puts(b, "\n");
+}
+
+/* The light gauges (trk_metrics_set_light), under m->lock. */
+static void light_gauges(struct trk_metrics *m, struct trk_buf *b)
+{
+    static const char *const rgb[3] = { "R", "G", "B" };
+    put_head(b, "trackd_light_gain", "gauge",
+             "Illumination compensation's gain per channel (1: as taught).");
+    for (int c = 0; c < 3; c++) {
+        char line[96];
+        snprintf(line, sizeof line, "trackd_light_gain{channel=\"%s\"} ", rgb[c]);
+        trk_buf_puts(b, line);
+        put_value(b, m->gain[c] / 65536.0);
+        trk_buf_puts(b, "\n");
+    }
+    static const char *const names[3] = { "trackd_range_lo", "trackd_range_hi",
+                                          "trackd_range_drift" };
+    static const char *const helps[3] = {
+        "The colour box's lower bound the next frame uses, per object and channel.",
+        "The colour box's upper bound the next frame uses, per object and channel.",
+        "Adaptation's offset from the (compensated) taught box, per object and channel."
+    };
+    for (int k = 0; k < 3; k++) {
+        put_head(b, names[k], "gauge", helps[k]);
+        for (int i = 0; i < m->n_light; i++)
+            for (int c = 0; c < 3; c++) {
+                const struct trk_metrics_range *r = &m->light[i];
+                range_sample(b, names[k], r, c,
+                             k == 0   ? r->lo[c]
+                             : k == 1 ? r->hi[c]
+                                      : r->drift[c]);
+            }
+    }
+    put_head(b, "trackd_range_on_guard_rail", "gauge",
+             "1 while the adapted range sits on its guard rail (max_drift or the ring rule).");
+    for (int i = 0; i < m->n_light; i++)
+        range_sample(b, "trackd_range_on_guard_rail", &m->light[i], -1, m->light[i].rail);
+}
+
 int trk_metrics_render(struct trk_metrics *m, struct trk_buf *b)
 {
     if (!m || !b) return TRK_EINVAL;
@@ -366,6 +439,9 @@ int trk_metrics_render(struct trk_metrics *m, struct trk_buf *b)
         trk_buf_puts(b, line);
     }
     histograms(m, b);
+    pthread_mutex_lock(&m->lock);
+    if (m->n_light > 0) light_gauges(m, b);
+    pthread_mutex_unlock(&m->lock);
     return b->failed ? TRK_ENOMEM : 0;
 }
 

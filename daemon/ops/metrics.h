@@ -64,6 +64,20 @@ struct trk_metrics_frame {
 };
 void trk_metrics_frame(struct trk_metrics *m, const struct trk_metrics_frame *f);
 
+/* Ranges that follow the light (daemon/light.h): the gains (Q16) and each
+ * object's box, its adaptation offset and whether it is on its guard
+ * rail, after the newest frame. n = 0: none shown (the set has neither
+ * "illumination" nor "adapt"). Processing thread; copies under a lock. */
+struct trk_metrics_range {
+    char name[64];
+    int space; /* enum trk_space */
+    uint16_t lo[3], hi[3];
+    int16_t drift[3];
+    bool rail;
+};
+void trk_metrics_set_light(struct trk_metrics *m, const uint32_t gain_q16[3],
+                           const struct trk_metrics_range *r, int n);
+
 /* A frame the backend rejected. */
 void trk_metrics_skipped(struct trk_metrics *m);
 
