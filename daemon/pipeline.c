@@ -24,6 +24,7 @@
 #include "out/outputs.h"
 #include "out/record.h"
 #include "ops/snapshot.h"
+#include "ops/focus.h"
 #include "markers.h"
 #include "tracker.h"
 #include "trk_assert.h"
@@ -582,6 +583,17 @@ static void report_ops(struct pipeline *p, struct trk_frame *f, const struct trk
                                              f->img.mem != TRK_MEM_HOST ? snapshot_host : NULL };
         trk_snapshot_publish(cfg->snapshot, &sf);
     }
+    if (trk_focus_due(cfg->focus, f->seq)) {
+        trk_pool_ref(&p->pool, f);
+        trk_focus_offer(
+            cfg->focus,
+            &(struct trk_focus_frame){ .img = &f->img,
+                                       .seq = f->seq,
+                                       .release = snapshot_release,
+                                       .ctx = p,
+                                       .holder = f,
+                                       .host = f->img.mem != TRK_MEM_HOST ? snapshot_host : NULL });
+    }
 }
 
 /* Hands f to the preview thread when one is due and the encoder is idle,
@@ -1022,6 +1034,13 @@ static void sample_stats(struct pipeline *p, struct stats_mark *mark, struct trk
     st->mode = p->cfg->track_mode == TRK_TRACK_FULL ? "full" : "roi";
     st->grown_frames = ts.grown;
     st->whole_frames = ts.whole;
+    struct trk_focus_reading fr;
+    trk_focus_get(p->cfg->focus, &fr);
+    st->focus_on = p->cfg->focus != NULL;
+    st->focus_state = trk_focus_state_name(fr.state);
+    st->focus_sharpness = fr.sharpness;
+    st->focus_baseline = fr.baseline;
+    st->focus_warn = fr.warn;
     if (n > 0) {
         summarize(v[STAGE_SEND], n, &st->send_ms, &unused);
         summarize(v[STAGE_TOTAL], n, &st->total_ms, &unused);
@@ -1341,8 +1360,10 @@ int trk_pipeline_run(const struct trk_pipeline_cfg *cfg, volatile sig_atomic_t *
     enum started started = start_threads(p, &err);
     if (started == STARTED_ALL) stats_loop(p);
     join_threads(p, started);
-    /* The snapshot gives back the frames it was lent before the pool goes. */
+    /* The snapshot and the focus check give back the frames they were lent
+     * before the pool goes. */
     trk_snapshot_clear(cfg->snapshot);
+    trk_focus_clear(cfg->focus);
     trk_outputs_flush(cfg->outputs);
     if (summary) fill_summary(p, summary);
     pthread_mutex_destroy(&p->lock);

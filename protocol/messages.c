@@ -582,6 +582,13 @@ int trk_msg_stats(struct trk_buf *b, const struct trk_stats_info *s)
         PUT(kv_u64(b, ",\"whole\":", s->whole_frames));
         LIT(b, "}");
     }
+    if (s->focus_on) {
+        PUT(kv_str(b, ",\"focus\":{\"state\":", s->focus_state, 16));
+        PUT(kv_ms(b, ",\"sharpness\":", s->focus_sharpness)); /* 3 decimals, < 0 null */
+        PUT(kv_ms(b, ",\"baseline\":", s->focus_baseline));   /* 3 decimals, < 0 null */
+        PUT(kv_fixed(b, ",\"warn\":", s->focus_warn, 3));
+        LIT(b, "}");
+    }
     LIT(b, "}");
     return 0;
 }

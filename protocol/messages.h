@@ -198,6 +198,12 @@ struct trk_stats_info {
     /* With mode: frames since start that took a round over grown regions,
      * and of those a whole-frame round (daemon/tracker.h, "reruns"). */
     uint64_t grown_frames, whole_frames;
+    /* The focus check (daemon/ops/focus.h), sent as "focus" when focus_on:
+     * its state name, the newest sharpness and the baseline (< 0 = null),
+     * and the warning fraction. */
+    bool focus_on;
+    const char *focus_state;
+    double focus_sharpness, focus_baseline, focus_warn;
 };
 
 /* Appends the "stats" message. */

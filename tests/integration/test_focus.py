@@ -1,0 +1,181 @@
+#!/usr/bin/python3
+"""Integration: the focus check (--focus-every) end to end, on real trackd.
+
+1. Sharpness falls monotonically with blur. One lossless FFV1 clip of
+   FFmpeg's test pattern (a static frame: no moving counter) per blur level
+   (gblur sigma 0, 0.8, 1.6, 3.2, 6.4); trackd plays each in a loop with
+   --focus-every 1 and /metrics' trackd_focus_sharpness is read once 3
+   samples are in. Every frame of a clip is the same picture, so each level
+   has one exact figure: the test demands strictly less at each level.
+2. /healthz reports the loss, and the log and stats follow. A clip sharp for
+   its first 30 frames and blurred (sigma 3.2) after: the baseline is learnt
+   from the sharp frames (the first 5 samples), then /healthz answers 200
+   "ok; focus lost: ..." and trackd_focus_lost is 1; the log has the
+   warning; the page's stats message carries "focus" with state "lost".
+   With --loop the sharp part comes back: the log then says "focus back"
+   (the rate limit, TRK_FOCUS_LOG_S, is 30 s; the run waits for it, bounded).
+   --focus-every 0: no trackd_focus_* metrics, /healthz plain "ok".
+3. Bad values are refused with exit 64 (usage), naming the option.
+"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from daemon_proc import start_trackd, stop_trackd  # noqa: E402
+import asyncio  # noqa: E402
+import json  # noqa: E402
+
+import websockets  # noqa: E402
+
+TRACKD = sys.argv[1]
+FAILS = []
+BLURS = [0, 0.8, 1.6, 3.2, 6.4]
+
+
+def expect(cond, what):
+    print(("ok: " if cond else "FAIL: ") + what, flush=True)
+    if not cond:
+        FAILS.append(what)
+
+
+def get(port, path):
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def metric(text, name):
+    m = re.search(rf"^{name} (\S+)$", text, re.M)
+    return float(m.group(1)) if m else None
+
+
+def wait_for(fn, timeout):
+    end = time.monotonic() + timeout
+    v = fn()
+    while not v and time.monotonic() < end:
+        time.sleep(0.2)
+        v = fn()
+    return v
+
+
+def make_clip(path, vf, frames=40):
+    # testsrc2 without motion: one frame, repeated (loop filter).
+    src = "testsrc2=s=320x240:r=10:d=0.1,loop=loop=-1:size=1:start=0"
+    subprocess.run(["ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i", src, "-vf", vf,
+                    "-frames:v", str(frames), "-pix_fmt", "yuv420p", "-c:v", "ffv1", path],
+                   check=True, timeout=120)
+
+
+async def stats_focus(port):
+    """The "focus" of the first stats message that says "lost" (10 s at
+    most), else the last one seen."""
+    st = None
+    async with websockets.connect(f"ws://127.0.0.1:{port}/ws") as ws:
+        end = time.monotonic() + 10
+        while time.monotonic() < end:
+            try:
+                m = await asyncio.wait_for(ws.recv(), end - time.monotonic())
+            except asyncio.TimeoutError:
+                break
+            if isinstance(m, str):
+                j = json.loads(m)
+                if j.get("type") == "stats" and "focus" in j:
+                    st = j["focus"]
+                    if st["state"] == "lost":
+                        break
+    return st
+
+
+def blur(s):
+    return f"gblur=sigma={s}" if s else "null"
+
+
+def run(clip, log, *extra):
+    return start_trackd(TRACKD, ["-i", clip, "--loop", "--backend", "cpu", "--threads", "1",
+                                 *extra], log)
+
+
+with tempfile.TemporaryDirectory() as d:
+    # 1. Monotonic fall with blur.
+    sharp = []
+    for s in BLURS:
+        clip = os.path.join(d, f"blur{s}.mkv")
+        make_clip(clip, blur(s))
+        with open(os.path.join(d, f"blur{s}.log"), "w") as log:
+            p, port = run(clip, log, "--focus-every", "1")
+            try:
+                text = wait_for(lambda: (lambda t: t if (metric(t, "trackd_focus_samples_total")
+                                                         or 0) >= 3 else None)(
+                    get(port, "/metrics")[1]), 60)
+            finally:
+                stop_trackd(p)
+        v = metric(text or "", "trackd_focus_sharpness")
+        print(f"blur sigma {s}: sharpness {v}")
+        expect(v is not None and v > 0, f"blur {s}: a sharpness ({v})")
+        sharp.append(v or 0)
+    expect(all(a > b for a, b in zip(sharp, sharp[1:])),
+           f"sharpness falls strictly as the blur grows: {sharp}")
+
+    # 2. Focus lost after the learnt baseline; /healthz, log, stats, recovery.
+    clip = os.path.join(d, "bumped.mkv")
+    make_clip(clip, "gblur=sigma=3.2:enable='gte(n,30)'", frames=60)
+    logp = os.path.join(d, "bumped.log")
+    with open(logp, "w") as log:
+        p, port = run(clip, log, "--focus-every", "1", "--focus-warn", "0.6")
+        try:
+            lost = wait_for(lambda: (lambda r: r if "focus lost" in r[1] else None)(
+                get(port, "/healthz")), 60)
+            expect(lost is not None and lost[0] == 200 and lost[1].startswith("ok; focus lost: "),
+                   f"/healthz while blurred: 200 'ok; focus lost: ...' ({lost})")
+            m = get(port, "/metrics")[1]
+            expect(metric(m, "trackd_focus_baseline") is not None and
+                   abs(metric(m, "trackd_focus_baseline") - sharp[0]) < 1e-3 * sharp[0],
+                   f"the baseline learnt is the sharp clip's figure "
+                   f"({metric(m, 'trackd_focus_baseline')} vs {sharp[0]})")
+            # The stats message (1 Hz) says the same, for the page.
+            st = asyncio.run(stats_focus(port))
+            expect(st is not None and st["state"] == "lost" and st["warn"] == 0.6 and
+                   st["baseline"] > 0 and st["sharpness"] < 0.6 * st["baseline"],
+                   f"stats message carries focus lost: {st}")
+            back = wait_for(lambda: "focus back" in open(logp).read(), 70)
+            expect(back, "the log says 'focus back' when the sharp frames return")
+        finally:
+            stop_trackd(p)
+    text = open(logp).read()
+    expect(re.search(r"warn.*focus lost: sharpness", text) is not None,
+           "the log warns 'focus lost'")
+    expect(text.count("focus lost") == 1,
+           f"one 'focus lost' line within the rate limit ({text.count('focus lost')})")
+
+    # --focus-every 0: off.
+    with open(os.path.join(d, "off.log"), "w") as log:
+        p, port = run(clip, log, "--focus-every", "0")
+        try:
+            wait_for(lambda: get(port, "/healthz")[0] == 200, 30)
+            time.sleep(4)  # past the blurred frames
+            h, m = get(port, "/healthz"), get(port, "/metrics")[1]
+        finally:
+            stop_trackd(p)
+    expect(h == (200, "ok\n") and "trackd_focus" not in m,
+           f"--focus-every 0: no focus metrics, /healthz {h}")
+
+    # 3. Bad values.
+    for args, opt in ((["--focus-warn", "0"], "--focus-warn"),
+                      (["--focus-warn", "1.5"], "--focus-warn"),
+                      (["--focus-every", "-1"], "--focus-every"),
+                      (["--focus-baseline", "x"], "--focus-baseline")):
+        r = subprocess.run([TRACKD, "--no-server", *args], capture_output=True, text=True,
+                           timeout=30)
+        expect(r.returncode == 64 and opt in r.stderr,
+               f"{' '.join(args)}: exit 64 naming {opt} ({r.returncode}: {r.stderr.strip()})")
+
+if FAILS:
+    sys.exit(f"{len(FAILS)} failed: {FAILS}")
