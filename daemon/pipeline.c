@@ -150,6 +150,10 @@ struct pipeline {
      * (one pool holder each) for an idle preview or sampler thread, which
      * releases it to the pool when done. */
     struct trk_frame *preview_frame;
+    /* preview_frame's result objects (a carved view protects and maps
+     * their boxes). */
+    struct trk_result_object preview_obj[TRK_MAX_OBJECTS];
+    int preview_n;
     struct trk_frame *sample_frame;
     bool sampler_waiting; /* the sampler waits for a frame (not busy or resting) */
     bool helpers_quit;    /* the preview and sampler threads end */
@@ -611,6 +615,8 @@ static bool hand_off(struct pipeline *p, struct trk_frame *f, double t_done, dou
         trk_ws_get_stats(cfg->ws, &st);
         if (st.clients > 0) {
             p->preview_frame = f;
+            p->preview_n = p->result.n < TRK_MAX_OBJECTS ? p->result.n : TRK_MAX_OBJECTS;
+            memcpy(p->preview_obj, p->result.obj, (size_t)p->preview_n * sizeof p->preview_obj[0]);
             to_preview = true;
             /* Clients may change the rate. */
             int pw;
@@ -873,22 +879,10 @@ static void *preview_main(void *arg)
          * before any client can see it. */
         if (enc && host) trk_control_keep_frame(cfg->control, host, f->seq);
         for (int i = 0; enc && host && i < n_views; i++) {
-            const uint8_t *jpeg;
-            size_t size;
-            struct trk_image rgb;
-            if (trk_preview_rgb(enc, host, views[i].mask ? &views[i].def : NULL, test, &rgb) ||
-                trk_preview_compress(enc, &rgb, &jpeg, &size))
-                continue;
-            if (size + TRK_PREVIEW_HDR > msg_cap) {
-                uint8_t *n = realloc(msg, size + TRK_PREVIEW_HDR);
-                if (n) msg = n, msg_cap = size + TRK_PREVIEW_HDR;
-            }
-            if (msg_cap >= size + TRK_PREVIEW_HDR) {
-                trk_msg_preview_header(msg, f->seq, rgb.width, rgb.height, f->img.width,
-                                       f->img.height);
-                memcpy(msg + TRK_PREVIEW_HDR, jpeg, size);
-                trk_ws_broadcast_view(cfg->ws, views[i].view, msg, size + TRK_PREVIEW_HDR);
-            }
+            size_t len;
+            if (trk_preview_message(enc, host, test, &views[i], f->seq, p->preview_obj,
+                                    p->preview_n, &msg, &msg_cap, &len) == 0)
+                trk_ws_broadcast_view(cfg->ws, views[i].view, msg, len);
         }
         pthread_mutex_lock(&p->lock);
         p->preview_frame = NULL;

@@ -755,6 +755,15 @@ int trk_msg_ack_preview_view(struct trk_buf *b, const char *id_json, int width, 
         PUT(kv_i64(b, ",\"hold\":", v->hold));
     else if (v->hold == -1)
         LIT(b, ",\"hold\":null");
+    if (v->hold != -2) {
+        PUT(kv_bool(b, ",\"edges\":", v->edges));
+        PUT(kv_str(b, ",\"fit\":", v->carve ? "carve" : "scale", 8));
+        if (v->carve) {
+            PUT(kv_i64(b, ",\"size\":[", v->fit_w));
+            PUT(kv_i64(b, ",", v->fit_h));
+            LIT(b, "]");
+        }
+    }
     LIT(b, "}");
     return 0;
 }

@@ -262,10 +262,14 @@ struct trk_msg_view {
     const struct trk_object_def *box; /* mask: this range (space, lo, hi)  */
     long long hold;                   /* the frame it holds, -1 none (null),
                                        * -2 not written                      */
+    bool edges;                       /* the edges view                     */
+    bool carve;                       /* fit "carve" to fit_w:fit_h, else "scale" */
+    int fit_w, fit_h;
 };
 
 /* trk_msg_ack_preview with the view: "mask" the name, the range
- * {"space","lo","hi"} or null, then "hold" (seq or null). */
+ * {"space","lo","hi"} or null, then "hold" (seq or null), "edges", "fit"
+ * and, with "carve", "size" [W, H]. */
 int trk_msg_ack_preview_view(struct trk_buf *b, const char *id_json, int width, double fps,
                              const struct trk_msg_view *v);
 
