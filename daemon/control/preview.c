@@ -358,3 +358,37 @@ int trk_preview_message(struct trk_preview *p, const struct trk_image *host,
     trk_buf_free(&js);
     return err;
 }
+
+int trk_preview_scale(struct trk_preview *p, struct trk_image *rgb, int w, int h,
+                      struct trk_preview_obj *objs, int n)
+{
+    const int sw = rgb->width, sh = rgb->height;
+    /* The carved picture is in p->carved: p->rgb is free to take it. */
+    if (w < 1 || h < 1 || rgb->plane[0] != p->carved ||
+        !grow((void **)&p->rgb, &p->rgb_cap, (size_t)w * h * 3))
+        return w < 1 || h < 1 || rgb->plane[0] != p->carved ? TRK_EINVAL : TRK_ENOMEM;
+    for (int y = 0; y < h; y++) {
+        const uint8_t *row =
+            rgb->plane[0] + (size_t)(((long)y * 2 + 1) * sh / (2L * h)) * rgb->pitch[0];
+        for (int x = 0; x < w; x++)
+            memcpy(p->rgb + ((size_t)y * w + x) * 3,
+                   row + (size_t)(((long)x * 2 + 1) * sw / (2L * w)) * 3, 3);
+    }
+    const double fx = (double)w / sw, fy = (double)h / sh;
+    for (int i = 0; i < n; i++) {
+        int *b = objs[i].box;
+        b[0] = (int)(b[0] * fx), b[1] = (int)(b[1] * fy);
+        b[2] = (int)((b[2] + 1) * fx) - 1, b[3] = (int)((b[3] + 1) * fy) - 1;
+        b[2] = b[2] < b[0] ? b[0] : b[2], b[3] = b[3] < b[1] ? b[1] : b[3];
+        objs[i].cx = (objs[i].cx + 0.5) * fx - 0.5;
+        objs[i].cy = (objs[i].cy + 0.5) * fy - 0.5;
+    }
+    *rgb = (struct trk_image){ .plane = { p->rgb },
+                               .pitch = { (size_t)w * 3 },
+                               .width = w,
+                               .height = h,
+                               .fmt = TRK_FMT_RGB24,
+                               .matrix = TRK_MATRIX_BT601,
+                               .full_range = true };
+    return 0;
+}

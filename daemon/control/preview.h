@@ -70,6 +70,11 @@ struct trk_seam_info;
 int trk_preview_carve(struct trk_preview *p, struct trk_image *rgb, int tw, int th,
                       struct trk_preview_obj *objs, int n, struct trk_seam_info *info);
 
+/* *rgb (a picture trk_preview_carve made) scaled to w x h (nearest sample)
+ * into the encoder's own buffer, objs (n) with it. 0 or TRK_ENOMEM. */
+int trk_preview_scale(struct trk_preview *p, struct trk_image *rgb, int w, int h,
+                      struct trk_preview_obj *objs, int n);
+
 /* The largest picture of aspect fit_w:fit_h within w x h (one of its sides
  * kept), at least 1 x 1. */
 void trk_preview_fit(int w, int h, int fit_w, int fit_h, int *tw, int *th);

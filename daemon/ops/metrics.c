@@ -354,6 +354,11 @@ int trk_metrics_render(struct trk_metrics *m, struct trk_buf *b)
                   "The sharpness of the camera in focus (learnt at start, --focus-baseline or "
                   "set from the page).",
                   fr.baseline);
+        if (fr.samples)
+            gauge(b, "trackd_focus_check_seconds",
+                  "Wall-clock time of the newest focus measurement (Canny of one frame, on the "
+                  "focus thread).",
+                  fr.cost_ms * 1e-3);
         gauge(b, "trackd_focus_lost",
               "1 while the sharpness is below --focus-warn times the baseline, else 0.",
               fr.state == TRK_FOCUS_LOST);

@@ -19,6 +19,12 @@
 #define SLOTS 3
 /* The widest snapshot: the largest frame --size accepts (full size). */
 #define SNAPSHOT_MAX_WIDTH 16384
+/* Carved snapshots of wider frames are carved at this width (the frame
+ * scaled down first, the carved picture scaled to the size asked for
+ * after): a seam costs ~0.2 us a pixel on one core (docs/BENCHMARKS.md), so
+ * carving a 1080p frame to a phone's shape (1400 seams) would take several
+ * seconds, past the server's answer time; at 1280x720 it is about one. */
+#define CARVE_MAX_WIDTH 1280
 /* JPEGs of the newest frame kept, one per kind of picture asked for. */
 #define CACHE 4
 /* Client addresses whose rate is followed; a new one takes the place of
@@ -83,7 +89,8 @@ struct trk_snapshot {
     bool quit;
     pthread_t thread;
     bool have_thread;
-    struct trk_preview *enc; /* encoder thread only, as batch */
+    struct trk_preview *enc;       /* encoder thread only, as batch */
+    struct trk_preview *carve_enc; /* the same, for carving wide frames */
     struct waiter batch[TRK_SNAPSHOT_WAITING_MAX];
     _Atomic uint64_t frames, encodes, served, cached, limited, busy;
 };
@@ -128,6 +135,7 @@ void trk_snapshot_destroy(struct trk_snapshot **ps)
     trk_snapshot_stop(s);
     trk_snapshot_clear(s);
     trk_preview_destroy(&s->enc);
+    trk_preview_destroy(&s->carve_enc);
     for (int i = 0; i < CACHE; i++)
         free(s->cache[i].jpeg);
     pthread_mutex_destroy(&s->lock);
@@ -246,6 +254,24 @@ static void draw_overlay(const struct trk_image *rgb, const struct slot *sl,
     }
 }
 
+/* Carves *rgb, a picture of a fw x fh frame, to v's size: at the
+ * picture's scale, then scaled to that size when the picture is smaller
+ * than the frame. */
+static int carve(struct trk_preview *enc, struct trk_image *rgb, const struct variant *v, int fw,
+                 int fh, struct trk_preview_obj *o, int n)
+{
+    int tw = v->carve_w, th = v->carve_h;
+    if (rgb->width != fw || rgb->height != fh) {
+        tw = (int)((long)v->carve_w * rgb->width / fw);
+        th = (int)((long)v->carve_h * rgb->height / fh);
+        tw = tw < 1 ? 1 : tw, th = th < 1 ? 1 : th;
+    }
+    int err = trk_preview_carve(enc, rgb, tw, th, o, n, NULL);
+    if (!err && (tw != v->carve_w || th != v->carve_h))
+        err = trk_preview_scale(enc, rgb, v->carve_w, v->carve_h, o, n);
+    return err;
+}
+
 static enum trk_snapshot_status encode(struct trk_snapshot *s, struct slot *sl,
                                        const struct variant *v, struct trk_buf *out, char *why,
                                        size_t why_len)
@@ -273,7 +299,11 @@ static enum trk_snapshot_status encode(struct trk_snapshot *s, struct slot *sl,
                  sl->img.width, sl->img.height);
         return TRK_SNAPSHOT_BAD_SIZE;
     }
-    if (!s->enc && trk_preview_create(SNAPSHOT_MAX_WIDTH, s->quality, &s->enc)) {
+    /* A carve of a wide frame works on it scaled down (CARVE_MAX_WIDTH). */
+    const bool small = v->carve_w && sl->img.width > CARVE_MAX_WIDTH;
+    struct trk_preview **enc = small ? &s->carve_enc : &s->enc;
+    if (!*enc &&
+        trk_preview_create(small ? CARVE_MAX_WIDTH : SNAPSHOT_MAX_WIDTH, s->quality, enc)) {
         snprintf(why, why_len, "cannot start the JPEG encoder");
         return TRK_SNAPSHOT_FAILED;
     }
@@ -281,24 +311,24 @@ static enum trk_snapshot_status encode(struct trk_snapshot *s, struct slot *sl,
     const uint8_t *jpeg;
     size_t size;
     const struct trk_image *img = sl->host ? sl->host(sl->holder) : &sl->img;
-    if (!img || trk_preview_rgb(s->enc, img, mdef, NULL, &rgb)) {
+    if (!img || trk_preview_rgb(*enc, img, mdef, NULL, &rgb)) {
         snprintf(why, why_len, "cannot convert the frame");
         return TRK_SNAPSHOT_FAILED;
     }
-    /* The snapshot is full size: the edges are the frame's own. */
-    if (v->edges && trk_preview_edges(s->enc, &rgb, img)) {
+    /* Full size: the edges are the frame's own; scaled, the picture's. */
+    if (v->edges && trk_preview_edges(*enc, &rgb, small ? NULL : img)) {
         snprintf(why, why_len, "cannot find the frame's edges");
         return TRK_SNAPSHOT_FAILED;
     }
     struct trk_preview_obj o[TRK_MAX_OBJECTS];
     int n = trk_preview_objects(sl->obj, sl->n, sl->img.width, sl->img.height, rgb.width,
                                 rgb.height, o);
-    if (v->carve_w && trk_preview_carve(s->enc, &rgb, v->carve_w, v->carve_h, o, n, NULL)) {
+    if (v->carve_w && carve(*enc, &rgb, v, sl->img.width, sl->img.height, o, n)) {
         snprintf(why, why_len, "cannot carve the frame");
         return TRK_SNAPSHOT_FAILED;
     }
     if (v->overlay) draw_overlay(&rgb, sl, o, n);
-    if (trk_preview_compress(s->enc, &rgb, &jpeg, &size) || trk_buf_append(out, jpeg, size)) {
+    if (trk_preview_compress(*enc, &rgb, &jpeg, &size) || trk_buf_append(out, jpeg, size)) {
         snprintf(why, why_len, "cannot encode the frame");
         return TRK_SNAPSHOT_FAILED;
     }
