@@ -309,7 +309,7 @@ int trk_focus_set_baseline(struct trk_focus *f, double v, double *set)
     if (!f || !(v >= 0)) return TRK_EINVAL;
     pthread_mutex_lock(&f->lock);
     int err = 0;
-    if (v == 0 && !f->samples) {
+    if (v == 0 && !(f->samples && f->sharpness > 0)) { /* no edges: no baseline */
         err = TRK_EINVAL;
     } else {
         f->baseline = v > 0 ? v : f->sharpness;

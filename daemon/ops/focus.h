@@ -117,7 +117,8 @@ struct trk_focus_reading {
 void trk_focus_get(struct trk_focus *f, struct trk_focus_reading *r);
 
 /* Sets the baseline: v > 0 that value, v == 0 the newest sample's
- * sharpness. 0, or TRK_EINVAL (v < 0, or 0 with no sample yet). *set gets
+ * sharpness. 0, or TRK_EINVAL (v < 0, or 0 with no sample yet or a newest
+ * sample without edges: sharpness 0 is no baseline). *set gets
  * the baseline now in force. */
 int trk_focus_set_baseline(struct trk_focus *f, double v, double *set);
 
