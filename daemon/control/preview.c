@@ -68,6 +68,18 @@ void trk_preview_destroy(struct trk_preview **pp)
     *pp = NULL;
 }
 
+/* The encoder's RGB24 buffer as a w x h picture. */
+static struct trk_image own_rgb(const struct trk_preview *p, int w, int h)
+{
+    return (struct trk_image){ .plane = { p->rgb },
+                               .pitch = { (size_t)w * 3 },
+                               .width = w,
+                               .height = h,
+                               .fmt = TRK_FMT_RGB24,
+                               .matrix = TRK_MATRIX_BT601,
+                               .full_range = true };
+}
+
 int trk_preview_rgb(struct trk_preview *p, const struct trk_image *img,
                     const struct trk_object_def *mask, const struct trk_image *mask_img,
                     struct trk_image *rgb)
@@ -97,13 +109,7 @@ int trk_preview_rgb(struct trk_preview *p, const struct trk_image *img,
             }
         }
     }
-    *rgb = (struct trk_image){ .plane = { p->rgb },
-                               .pitch = { (size_t)w * 3 },
-                               .width = w,
-                               .height = h,
-                               .fmt = TRK_FMT_RGB24,
-                               .matrix = TRK_MATRIX_BT601,
-                               .full_range = true };
+    *rgb = own_rgb(p, w, h);
     return 0;
 }
 
@@ -383,12 +389,6 @@ int trk_preview_scale(struct trk_preview *p, struct trk_image *rgb, int w, int h
         objs[i].cx = (objs[i].cx + 0.5) * fx - 0.5;
         objs[i].cy = (objs[i].cy + 0.5) * fy - 0.5;
     }
-    *rgb = (struct trk_image){ .plane = { p->rgb },
-                               .pitch = { (size_t)w * 3 },
-                               .width = w,
-                               .height = h,
-                               .fmt = TRK_FMT_RGB24,
-                               .matrix = TRK_MATRIX_BT601,
-                               .full_range = true };
+    *rgb = own_rgb(p, w, h);
     return 0;
 }

@@ -36,15 +36,13 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 
 import numpy as np
 import websockets
 from PIL import Image
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from daemon_proc import start_trackd, stop_trackd  # noqa: E402
+from daemon_proc import http_get as get, start_trackd, stop_trackd  # noqa: E402
 
 TRACKD, BENCH = sys.argv[1], sys.argv[2]
 W, H = 320, 240
@@ -58,14 +56,6 @@ def expect(cond, what):
     print(("ok: " if cond else "FAIL: ") + what, flush=True)
     if not cond:
         FAILS.append(what)
-
-
-def get(port, path):
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=30) as r:
-            return r.status, r.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read()
 
 
 def snapshot(port, query):

@@ -17,21 +17,19 @@
    --focus-every 0: no trackd_focus_* metrics, /healthz plain "ok".
 3. Bad values are refused with exit 64 (usage), naming the option.
 """
+import asyncio
+import json
 import os
 import re
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
+
+import websockets
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from daemon_proc import start_trackd, stop_trackd  # noqa: E402
-import asyncio  # noqa: E402
-import json  # noqa: E402
-
-import websockets  # noqa: E402
+from daemon_proc import http_get, start_trackd, stop_trackd, wait_for  # noqa: E402
 
 TRACKD = sys.argv[1]
 FAILS = []
@@ -45,25 +43,13 @@ def expect(cond, what):
 
 
 def get(port, path):
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
+    st, body = http_get(port, path, timeout=10)
+    return st, body.decode()
 
 
 def metric(text, name):
     m = re.search(rf"^{name} (\S+)$", text, re.M)
     return float(m.group(1)) if m else None
-
-
-def wait_for(fn, timeout):
-    end = time.monotonic() + timeout
-    v = fn()
-    while not v and time.monotonic() < end:
-        time.sleep(0.2)
-        v = fn()
-    return v
 
 
 def make_clip(path, vf, frames=40):

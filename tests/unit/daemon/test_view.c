@@ -97,17 +97,26 @@ static int scene_rgb(struct trk_preview *p, uint8_t *px, struct trk_image *rgb)
     return trk_preview_rgb(p, &src, NULL, NULL, rgb);
 }
 
-static void test_carve(void)
+/* The carve tests' start: an encoder, the scene as its picture (*rgb, the
+ * pixels in px) and the two objects in its pixels (o). */
+static struct trk_preview *carve_fixture(uint8_t *px, struct trk_image *rgb,
+                                         struct trk_preview_obj o[2])
 {
-    struct trk_preview *p;
+    struct trk_preview *p = NULL;
     CHECK(trk_preview_create(W, 90, &p) == 0);
-    static uint8_t px[W * H * 3];
-    struct trk_image rgb;
-    CHECK(scene_rgb(p, px, &rgb) == 0);
+    CHECK(scene_rgb(p, px, rgb) == 0);
     struct trk_result_object ro[2];
     objects(ro);
-    struct trk_preview_obj o[2];
     CHECK(trk_preview_objects(ro, 2, W, H, W, H, o) == 2);
+    return p;
+}
+
+static void test_carve(void)
+{
+    static uint8_t px[W * H * 3];
+    struct trk_image rgb;
+    struct trk_preview_obj o[2];
+    struct trk_preview *p = carve_fixture(px, &rgb, o);
     struct trk_seam_info info;
     int tw, th;
     trk_preview_fit(W, H, 390, 844, &tw, &th); /* 55 x 120 */
@@ -136,15 +145,10 @@ static void test_carve(void)
 
 static void test_squeeze(void)
 {
-    struct trk_preview *p;
-    CHECK(trk_preview_create(W, 90, &p) == 0);
     static uint8_t px[W * H * 3];
     struct trk_image rgb;
-    CHECK(scene_rgb(p, px, &rgb) == 0);
-    struct trk_result_object ro[2];
-    objects(ro);
     struct trk_preview_obj o[2];
-    trk_preview_objects(ro, 2, W, H, W, H, o);
+    struct trk_preview *p = carve_fixture(px, &rgb, o);
     struct trk_seam_info info;
     CHECK(trk_preview_carve(p, &rgb, 12, H, o, 2, &info) == 0); /* boxes 20 and 30 wide */
     CHECK(info.cut_protected > 0);
@@ -160,15 +164,10 @@ static void test_squeeze(void)
 
 static void test_scale(void)
 {
-    struct trk_preview *p;
-    CHECK(trk_preview_create(W, 90, &p) == 0);
     static uint8_t px[W * H * 3];
     struct trk_image rgb;
-    CHECK(scene_rgb(p, px, &rgb) == 0);
-    struct trk_result_object ro[2];
-    objects(ro);
     struct trk_preview_obj o[2];
-    trk_preview_objects(ro, 2, W, H, W, H, o);
+    struct trk_preview *p = carve_fixture(px, &rgb, o);
     CHECK(trk_preview_carve(p, &rgb, 80, 60, o, 2, NULL) == 0);
     struct trk_preview_obj before[2];
     memcpy(before, o, sizeof o);
