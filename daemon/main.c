@@ -580,6 +580,7 @@ static int start_server(struct app *a)
         .save = a->have_save ? &a->save : NULL,
         .hello = hello_info(a, token[0] != '\0'),
         .camera = a->camctl,
+        .focus = a->focus,
     };
     err = s->server ? trk_ws_create(&wc, &a->ws) : 0;
     if (a->ws)

@@ -768,6 +768,14 @@ int trk_msg_ack_preview_view(struct trk_buf *b, const char *id_json, int width, 
     return 0;
 }
 
+int trk_msg_ack_focus(struct trk_buf *b, const char *id_json, double baseline)
+{
+    PUT(trk_msg_ack(b, "focus", id_json, true));
+    PUT(kv_fixed(b, ",\"baseline\":", baseline, 3));
+    LIT(b, "}");
+    return 0;
+}
+
 int trk_msg_ack_preview(struct trk_buf *b, const char *id_json, int width, double fps,
                         const char *mask)
 {
@@ -913,6 +921,7 @@ const char *const trk_msg_control_types[TRK_CTL_COUNT + 1] = {
     [TRK_CTL_AUTH] = "auth",
     [TRK_CTL_GET_CAMERA] = "get_camera",
     [TRK_CTL_SET_CAMERA] = "set_camera",
+    [TRK_CTL_FOCUS] = "focus",
     [TRK_CTL_COUNT] = NULL,
 };
 

@@ -273,6 +273,9 @@ struct trk_msg_view {
 int trk_msg_ack_preview_view(struct trk_buf *b, const char *id_json, int width, double fps,
                              const struct trk_msg_view *v);
 
+/* {"type":"ack","request":"focus"[,"id":id],"baseline":b} (3 decimals). */
+int trk_msg_ack_focus(struct trk_buf *b, const char *id_json, double baseline);
+
 /* {"type":"ack","request":"preview"[,"id":id],"width":w,"fps":f,"mask":m}
  * (fps with 3 decimals; mask the object's name or NULL for null). */
 int trk_msg_ack_preview(struct trk_buf *b, const char *id_json, int width, double fps,
@@ -410,6 +413,7 @@ enum trk_ctl_type {
     TRK_CTL_AUTH,
     TRK_CTL_GET_CAMERA,
     TRK_CTL_SET_CAMERA,
+    TRK_CTL_FOCUS,
     TRK_CTL_COUNT
 };
 

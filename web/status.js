@@ -3,6 +3,7 @@
 // view shows.
 
 import { isConnected, nextRetryAt } from './connection.js';
+import { request, say } from './control.js';
 import { counts, latency, latestFrame, latestPreview, previewsOn, rates } from './frames.js';
 import { $, DASH, count, fmt, setText } from './util.js';
 
@@ -17,6 +18,13 @@ const el = {
 };
 
 let lastStats = null;   // last "stats" message
+
+// "set": the sharpness now becomes the focus check's baseline (after
+// focusing by hand, with the Edges view).
+$('p-focus-set').addEventListener('click', () => {
+  request({ type: 'focus', baseline: 'now' },
+          (r) => say(`focus baseline set: sharpness ${fmt(r.baseline, 2)}`));
+});
 
 export const latestStats = () => lastStats;
 

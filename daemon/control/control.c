@@ -14,6 +14,7 @@
 #include "source/camctl.h"
 #include "color.h"
 #include "log.h"
+#include "ops/focus.h"
 #include "preview.h"
 #include "seam.h" /* TRK_SEAM_MAX_SIDE */
 #include "trk_color.h"
@@ -90,6 +91,7 @@ struct trk_control {
     struct trk_reply out;                  /* set at create, then read-only */
     const struct trk_objects_target *save; /* the caller's, read-only; NULL = none */
     struct trk_camctl *camera;             /* the caller's; NULL = none */
+    struct trk_focus *focus;               /* the caller's; NULL = none */
     struct trk_workq *files; /* runs file_jobs: the service thread never waits on disk */
     pthread_mutex_t lock;    /* guards everything below */
     struct trk_objects objs;
@@ -423,6 +425,7 @@ int trk_control_create(const struct trk_control_cfg *cfg, struct trk_control **o
     c->hello = cfg->hello;
     c->save = cfg->save;
     c->camera = cfg->camera;
+    c->focus = cfg->focus;
     c->h_version = dup_or_null(cfg->hello.version);
     c->h_backend = dup_or_null(cfg->hello.backend);
     c->h_source = dup_or_null(cfg->hello.source);
@@ -1084,6 +1087,35 @@ static void handle_camera(struct trk_control *c, const struct request *r)
         trk_camctl_request(c->camera, r->client, r->id, r->type == TRK_CTL_SET_CAMERA, r->msg);
 }
 
+/* focus: "baseline" "now" (the newest sample's sharpness) or a number
+ * (0 < S <= TRK_CANNY_MAX_THRESH): the in-focus sharpness from now on. */
+static void handle_focus(struct trk_control *c, const struct request *r)
+{
+    if (!c->focus) {
+        refuse(c, r, TRK_MSG_UNSUPPORTED, "the focus check is off (--focus-every 0)");
+        return;
+    }
+    json_t *j = json_object_get(r->msg, "baseline");
+    const char *now = json_string_value(j);
+    double v = json_is_number(j) ? json_number_value(j) : 0;
+    if (!(now && !strcmp(now, "now")) && !json_is_number(j)) {
+        refuse(c, r, TRK_MSG_BAD_FIELD, "\"baseline\" must be \"now\" or a sharpness");
+        return;
+    }
+    if (json_is_number(j) && !(v > 0 && v <= 1443)) {
+        refuse(c, r, TRK_MSG_OUT_OF_RANGE, "\"baseline\" = %g is out of range (0, 1443]", v);
+        return;
+    }
+    double set;
+    if (trk_focus_set_baseline(c->focus, v, &set)) {
+        refuse(c, r, TRK_MSG_BUSY,
+               "no focus sample with edges yet: try again once the page shows a reading");
+        return;
+    }
+    struct trk_buf b = { 0 };
+    send_reply(c, r->client, &b, trk_msg_ack_focus(&b, r->id, set));
+}
+
 /* The one table of what answers each control type (messages.h lists the
  * types). "auth" has none: the server answers it before it gets here. */
 typedef void (*handler_fn)(struct trk_control *c, const struct request *r);
@@ -1101,6 +1133,7 @@ static const handler_fn handlers[TRK_CTL_COUNT] = {
     [TRK_CTL_AUTH] = NULL,
     [TRK_CTL_GET_CAMERA] = handle_camera,
     [TRK_CTL_SET_CAMERA] = handle_camera,
+    [TRK_CTL_FOCUS] = handle_focus,
 };
 
 void trk_control_on_message(void *user, uint64_t client_id, const char *json, size_t len)

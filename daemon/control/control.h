@@ -74,6 +74,10 @@ struct trk_control_cfg {
      * answer "unsupported", the set's own section is saved. Borrowed: it
      * must outlive the module. */
     struct trk_camctl *camera;
+    /* "focus" requests set its baseline (ops/focus.h); NULL: they answer
+     * "unsupported" (--focus-every 0). Borrowed: it must outlive the
+     * module. */
+    struct trk_focus *focus;
 };
 
 /* Returns 0, TRK_EINVAL or TRK_ENOMEM (also when the worker cannot start). */

@@ -18,7 +18,8 @@
 // - edges: with "Edges" ticked near-white pixels appear in the picture
 //   (the background's brightest is 178, 89 at the view's half brightness:
 //   only drawn edges and the overlay's labels are white): 20 more grid points;
-// - the Focus row reads a state ("learning" or "ok").
+// - the Focus row reads a state ("learning" or "ok"); its "set" button sets
+//   the baseline (the daemon's ack on the panel's message line).
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -126,6 +127,14 @@ try {
   }, null, { timeout: 20000 }).then((h) => h.jsonValue(), () => null);
   if (!focus) fail(`the Focus row shows no reading: ${await page.textContent('#p-focus')}`);
   console.log(`Focus: ${focus}`);
+  // "set" takes the sharpness now as the baseline: the daemon acknowledges.
+  await page.click('#p-focus-set');
+  const said = await page.waitForFunction(() => {
+    const t = document.getElementById('t-msg').textContent;
+    return /focus baseline set: sharpness \d/.test(t) && t;
+  }, null, { timeout: 20000 }).then((h) => h.jsonValue(), () => null);
+  if (!said) fail(`"set" was not acknowledged: ${await page.textContent('#t-msg')}`);
+  console.log(said);
   if (errors.length) fail(`page errors: ${errors.join('; ')}`);
   console.log('carve: ok');
 } finally {

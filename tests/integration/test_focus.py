@@ -14,6 +14,8 @@
    warning; the page's stats message carries "focus" with state "lost".
    With --loop the sharp part comes back: the log then says "focus back"
    (the rate limit, TRK_FOCUS_LOG_S, is 30 s; the run waits for it, bounded).
+   A "focus" message sets the baseline (a value, "now"; bad ones refused):
+   set to the blurred figure, /healthz is plain "ok" again.
    --focus-every 0: no trackd_focus_* metrics, /healthz plain "ok".
 3. Bad values are refused with exit 64 (usage), naming the option.
 """
@@ -80,6 +82,28 @@ async def stats_focus(port):
     return st
 
 
+async def focus_requests(port, bodies):
+    """Sends {"type":"focus", **body} for each body; their replies."""
+    out = []
+    async with websockets.connect(f"ws://127.0.0.1:{port}/ws") as ws:
+        for i, body in enumerate(bodies):
+            await ws.send(json.dumps({"type": "focus", "id": i, **body}))
+            end = time.monotonic() + 10
+            reply = {}
+            while time.monotonic() < end:
+                try:
+                    m = json.loads(await asyncio.wait_for(ws.recv(), end - time.monotonic()))
+                except asyncio.TimeoutError:
+                    break
+                except (TypeError, ValueError):
+                    continue  # a binary preview
+                if isinstance(m, dict) and m.get("id") == i:
+                    reply = m
+                    break
+            out.append(reply)
+    return out
+
+
 def blur(s):
     return f"gblur=sigma={s}" if s else "null"
 
@@ -133,6 +157,22 @@ with tempfile.TemporaryDirectory() as d:
                    f"stats message carries focus lost: {st}")
             back = wait_for(lambda: "focus back" in open(logp).read(), 70)
             expect(back, "the log says 'focus back' when the sharp frames return")
+            # The baseline set to the blurred picture's figure: no loss any more.
+            replies = asyncio.run(focus_requests(port, [
+                {"baseline": sharp[3]}, {"baseline": "now"}, {"baseline": 0},
+                {"baseline": 2000}, {"baseline": "later"}, {}]))
+            print("focus replies:", replies)
+            expect(replies[0].get("type") == "ack" and abs(replies[0]["baseline"] - sharp[3]) < 1e-3,
+                   f"focus baseline S: ack with it ({replies[0]})")
+            expect(replies[1].get("type") == "ack" and replies[1]["baseline"] > 0,
+                   f"focus baseline now: ack with the newest sharpness ({replies[1]})")
+            expect([r.get("code") for r in replies[2:]] ==
+                   ["out_of_range", "out_of_range", "bad_field", "bad_field"],
+                   f"bad baselines refused ({[r.get('code') for r in replies[2:]]})")
+            asyncio.run(focus_requests(port, [{"baseline": sharp[3]}]))
+            ok = wait_for(lambda: get(port, "/healthz") == (200, "ok\n") and
+                          metric(get(port, "/metrics")[1], "trackd_focus_lost") == 0, 20)
+            expect(ok, "with the blurred figure as baseline /healthz says plain ok")
         finally:
             stop_trackd(p)
     text = open(logp).read()
