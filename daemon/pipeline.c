@@ -1151,9 +1151,14 @@ static void service_tick(struct pipeline *p, struct service_mark *m, double now)
         struct trk_ws_stats ws;
         if (cfg->ws) {
             trk_ws_get_stats(cfg->ws, &ws);
-            snprintf(text + n, sizeof(text) - (size_t)n, ", %d client%s", ws.clients,
-                     ws.clients == 1 ? "" : "s");
+            n += snprintf(text + n, sizeof(text) - (size_t)n, ", %d client%s", ws.clients,
+                          ws.clients == 1 ? "" : "s");
         }
+        struct trk_focus_reading fr;
+        trk_focus_get(cfg->focus, &fr);
+        if (fr.state == TRK_FOCUS_LOST && n < (int)sizeof(text))
+            snprintf(text + n, sizeof(text) - (size_t)n, ", focus lost (%.0f%% of its sharpness)",
+                     fr.ratio * 100);
     }
     m->t = now, m->frames = frames;
     trk_notify_status(text);
