@@ -1,5 +1,6 @@
 #include "snapshot.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -19,12 +20,14 @@
 #define SLOTS 3
 /* The widest snapshot: the largest frame --size accepts (full size). */
 #define SNAPSHOT_MAX_WIDTH 16384
-/* Carved snapshots of wider frames are carved at this width (the frame
- * scaled down first, the carved picture scaled to the size asked for
- * after): a seam costs ~0.2 us a pixel on one core (docs/BENCHMARKS.md), so
- * carving a 1080p frame to a phone's shape (1400 seams) would take several
- * seconds, past the server's answer time; at 1280x720 it is about one. */
-#define CARVE_MAX_WIDTH 1280
+/* A carved snapshot's work, in pixel-seams (the picture's pixels times the
+ * seams removed: a seam costs about 0.2 us a pixel on one core,
+ * docs/BENCHMARKS.md): a frame over it is carved scaled down (its cost
+ * falls with the cube of the scale) and the carved picture scaled to the
+ * size asked for after. 1e8 is about 0.1-0.2 s on the 2-core machine; a
+ * 1080p frame carved to a phone's shape at full size (~4e9) took over the
+ * server's 5 s answer time. */
+#define CARVE_WORK 1e8
 /* JPEGs of the newest frame kept, one per kind of picture asked for. */
 #define CACHE 4
 /* Client addresses whose rate is followed; a new one takes the place of
@@ -76,10 +79,11 @@ struct trk_snapshot {
     double rate; /* per client address and second; 0 = no limit */
     struct slot slots[SLOTS];
     pthread_mutex_t lock; /* guards everything below but enc */
-    pthread_cond_t done;  /* reading went back to NULL */
+    pthread_cond_t done;  /* reading went back to NULL, or giving fell */
     pthread_cond_t work;  /* a request waits, or quit */
     struct slot *cur;     /* the newest frame, NULL = none */
     struct slot *reading; /* the slot the encoder uses, NULL = none */
+    int giving;           /* frames the encoder is giving back now */
     uint64_t gen;         /* cur's publish number (from 1) */
     struct cached cache[CACHE];
     unsigned cache_next;
@@ -90,7 +94,8 @@ struct trk_snapshot {
     pthread_t thread;
     bool have_thread;
     struct trk_preview *enc;       /* encoder thread only, as batch */
-    struct trk_preview *carve_enc; /* the same, for carving wide frames */
+    struct trk_preview *carve_enc; /* the same, for carving scaled frames */
+    int carve_enc_w;               /* carve_enc's width */
     struct waiter batch[TRK_SNAPSHOT_WAITING_MAX];
     _Atomic uint64_t frames, encodes, served, cached, limited, busy;
 };
@@ -205,7 +210,7 @@ void trk_snapshot_clear(struct trk_snapshot *s)
 {
     if (!s) return;
     pthread_mutex_lock(&s->lock);
-    while (s->reading)
+    while (s->reading || s->giving)
         pthread_cond_wait(&s->done, &s->lock);
     struct lent l = take(s->cur);
     s->cur = NULL;
@@ -254,6 +259,17 @@ static void draw_overlay(const struct trk_image *rgb, const struct slot *sl,
     }
 }
 
+/* The width to carve a fw x fh frame at for v: the frame's, or less when
+ * its work would be over CARVE_WORK (at least 16, as the encoder's). */
+static int carve_width(int fw, int fh, const struct variant *v)
+{
+    if (!v->carve_w) return fw;
+    double work = (double)(fw - v->carve_w + fh - v->carve_h) * fw * fh;
+    if (work <= CARVE_WORK) return fw;
+    int w = (int)(fw * cbrt(CARVE_WORK / work));
+    return w < 16 ? 16 : w;
+}
+
 /* Carves *rgb, a picture of a fw x fh frame, to v's size: at the
  * picture's scale, then scaled to that size when the picture is smaller
  * than the frame. */
@@ -299,14 +315,16 @@ static enum trk_snapshot_status encode(struct trk_snapshot *s, struct slot *sl,
                  sl->img.width, sl->img.height);
         return TRK_SNAPSHOT_BAD_SIZE;
     }
-    /* A carve of a wide frame works on it scaled down (CARVE_MAX_WIDTH). */
-    const bool small = v->carve_w && sl->img.width > CARVE_MAX_WIDTH;
+    /* A carve over CARVE_WORK works on the frame scaled down. */
+    const int cw = carve_width(sl->img.width, sl->img.height, v);
+    const bool small = cw < sl->img.width;
+    if (small && s->carve_enc_w != cw) trk_preview_destroy(&s->carve_enc);
     struct trk_preview **enc = small ? &s->carve_enc : &s->enc;
-    if (!*enc &&
-        trk_preview_create(small ? CARVE_MAX_WIDTH : SNAPSHOT_MAX_WIDTH, s->quality, enc)) {
+    if (!*enc && trk_preview_create(small ? cw : SNAPSHOT_MAX_WIDTH, s->quality, enc)) {
         snprintf(why, why_len, "cannot start the JPEG encoder");
         return TRK_SNAPSHOT_FAILED;
     }
+    if (small) s->carve_enc_w = cw;
     struct trk_image rgb;
     const uint8_t *jpeg;
     size_t size;
@@ -517,10 +535,17 @@ static void *encoder_main(void *arg)
         pthread_mutex_lock(&s->lock);
         s->reading = NULL;
         struct lent l = take(sl == s->cur ? NULL : sl); /* the newest stays */
+        /* Given back outside the lock, but before clear may return: the
+         * frames' owner may go right after it. */
+        s->giving += l.holder != NULL;
         pthread_cond_broadcast(&s->done);
         pthread_mutex_unlock(&s->lock);
         give_back(l);
         pthread_mutex_lock(&s->lock);
+        if (l.holder) {
+            s->giving--;
+            pthread_cond_broadcast(&s->done);
+        }
     }
     pthread_mutex_unlock(&s->lock);
     return NULL;
