@@ -1,5 +1,6 @@
 #include "preview.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <turbojpeg.h>
@@ -327,13 +328,31 @@ static int carve_json(struct trk_buf *b, int src_w, int src_h, const struct trk_
     return b->failed ? TRK_ENOMEM : 0;
 }
 
+int trk_preview_carve_width(int w, int h, int tw, int th)
+{
+    double work = (double)(w - tw + h - th) * w * h;
+    if (work <= TRK_PREVIEW_CARVE_WORK) return w;
+    int cw = (int)(w * cbrt(TRK_PREVIEW_CARVE_WORK / work));
+    return cw < 16 ? 16 : cw;
+}
+
 int trk_preview_message(struct trk_preview *p, const struct trk_image *host,
                         const struct trk_image *test, const struct trk_control_view *v,
                         uint64_t seq, const struct trk_result_object *obj, int n, uint8_t **msg,
                         size_t *cap, size_t *len)
 {
     struct trk_image rgb;
+    /* A carved view over the work bound is made from a smaller picture
+     * (the page scales it to the screen anyway). */
+    const int max_width = p->max_width;
+    if (v->carve) {
+        int pw, ph, tw, th;
+        trk_msg_preview_size(host->width, host->height, p->max_width, &pw, &ph);
+        trk_preview_fit(pw, ph, v->fit_w, v->fit_h, &tw, &th);
+        p->max_width = trk_preview_carve_width(pw, ph, tw, th);
+    }
     int err = trk_preview_rgb(p, host, v->mask ? &v->def : NULL, test, &rgb);
+    p->max_width = max_width;
     if (!err && v->edges) err = trk_preview_edges(p, &rgb, NULL);
     struct trk_buf js = { 0 };
     if (!err && v->carve) {

@@ -75,6 +75,16 @@ int trk_preview_carve(struct trk_preview *p, struct trk_image *rgb, int tw, int 
 int trk_preview_scale(struct trk_preview *p, struct trk_image *rgb, int w, int h,
                       struct trk_preview_obj *objs, int n);
 
+/* A carve's work bound, in pixel-seams (pixels times seams removed: a seam
+ * costs about 0.2 us a pixel on one core, docs/BENCHMARKS.md): a picture
+ * over it is carved scaled down (the work falls with the cube of the
+ * scale). 1e8 is about 0.1-0.2 s on the 2-core machine. */
+#define TRK_PREVIEW_CARVE_WORK 1e8
+
+/* The width to carve a w x h picture to tw x th at (its own, or less to
+ * keep the work within TRK_PREVIEW_CARVE_WORK; at least 16). */
+int trk_preview_carve_width(int w, int h, int tw, int th);
+
 /* The largest picture of aspect fit_w:fit_h within w x h (one of its sides
  * kept), at least 1 x 1. */
 void trk_preview_fit(int w, int h, int fit_w, int fit_h, int *tw, int *th);

@@ -1,6 +1,5 @@
 #include "snapshot.h"
 
-#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -20,14 +19,10 @@
 #define SLOTS 3
 /* The widest snapshot: the largest frame --size accepts (full size). */
 #define SNAPSHOT_MAX_WIDTH 16384
-/* A carved snapshot's work, in pixel-seams (the picture's pixels times the
- * seams removed: a seam costs about 0.2 us a pixel on one core,
- * docs/BENCHMARKS.md): a frame over it is carved scaled down (its cost
- * falls with the cube of the scale) and the carved picture scaled to the
- * size asked for after. 1e8 is about 0.1-0.2 s on the 2-core machine; a
- * 1080p frame carved to a phone's shape at full size (~4e9) took over the
+/* A carved snapshot over TRK_PREVIEW_CARVE_WORK is carved from the frame
+ * scaled down and then scaled to the size asked for: a 1080p frame carved
+ * to a phone's shape at full size (~3e9 pixel-seams) took over the
  * server's 5 s answer time. */
-#define CARVE_WORK 1e8
 /* JPEGs of the newest frame kept, one per kind of picture asked for. */
 #define CACHE 4
 /* Client addresses whose rate is followed; a new one takes the place of
@@ -259,17 +254,6 @@ static void draw_overlay(const struct trk_image *rgb, const struct slot *sl,
     }
 }
 
-/* The width to carve a fw x fh frame at for v: the frame's, or less when
- * its work would be over CARVE_WORK (at least 16, as the encoder's). */
-static int carve_width(int fw, int fh, const struct variant *v)
-{
-    if (!v->carve_w) return fw;
-    double work = (double)(fw - v->carve_w + fh - v->carve_h) * fw * fh;
-    if (work <= CARVE_WORK) return fw;
-    int w = (int)(fw * cbrt(CARVE_WORK / work));
-    return w < 16 ? 16 : w;
-}
-
 /* Carves *rgb, a picture of a fw x fh frame, to v's size: at the
  * picture's scale, then scaled to that size when the picture is smaller
  * than the frame. */
@@ -315,8 +299,10 @@ static enum trk_snapshot_status encode(struct trk_snapshot *s, struct slot *sl,
                  sl->img.width, sl->img.height);
         return TRK_SNAPSHOT_BAD_SIZE;
     }
-    /* A carve over CARVE_WORK works on the frame scaled down. */
-    const int cw = carve_width(sl->img.width, sl->img.height, v);
+    /* A carve over the work bound works on the frame scaled down. */
+    const int cw =
+        v->carve_w ? trk_preview_carve_width(sl->img.width, sl->img.height, v->carve_w, v->carve_h)
+                   : sl->img.width;
     const bool small = cw < sl->img.width;
     if (small && s->carve_enc_w != cw) trk_preview_destroy(&s->carve_enc);
     struct trk_preview **enc = small ? &s->carve_enc : &s->enc;

@@ -83,7 +83,7 @@ try {
              backing: [c.width, c.height] };
   });
   const { p, d, css } = st;
-  if (!(p.previewW < p.frameW && p.previewH === p.frameH && p.previewW < p.previewH))
+  if (!(p.previewW < p.frameW && p.previewH <= p.frameH && p.previewW < p.previewH))
     fail(`the carved preview should be portrait and narrower than the frame: ${JSON.stringify(p)}`);
   if (Math.abs(css.width / css.height - p.previewW / p.previewH) > 0.03)
     fail(`the canvas ${css.width}x${css.height} should have the carved aspect ${p.previewW}x${p.previewH}`);

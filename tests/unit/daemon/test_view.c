@@ -87,6 +87,14 @@ static void test_fit(void)
     CHECKF(w == 1 && h == 100, "%dx%d", w, h);
     trk_preview_fit(100, 100, 16384, 1, &w, &h);
     CHECKF(w == 100 && h == 1, "%dx%d", w, h);
+    /* The work bound: a small carve at full size, a big one scaled down so
+     * that its work is within the bound. */
+    CHECK(trk_preview_carve_width(320, 240, 110, 240) == 320);
+    int cw = trk_preview_carve_width(1920, 1080, 499, 1080);
+    double s = (double)cw / 1920, work = (1920 - 499) * s * 1920 * s * 1080 * s;
+    CHECKF(cw < 1920 && work <= TRK_PREVIEW_CARVE_WORK && work > 0.9 * TRK_PREVIEW_CARVE_WORK,
+           "%d: %g", cw, work);
+    CHECK(trk_preview_carve_width(16384, 16384, 1, 1) >= 16);
 }
 
 /* A picture from trk_preview_rgb of the scene (the carve's source). */
