@@ -11,7 +11,8 @@
    its first 30 frames and blurred (sigma 3.2) after: the baseline is learnt
    from the sharp frames (the first 5 samples), then /healthz answers 200
    "ok; focus lost: ..." and trackd_focus_lost is 1; the log has the
-   warning; the page's stats message carries "focus" with state "lost".
+   warning; the page's stats message carries "focus" with state "lost", and
+   systemd's STATUS= line (NOTIFY_SOCKET) ends in "focus lost (N% ...)".
    With --loop the sharp part comes back: the log then says "focus back"
    (the rate limit, TRK_FOCUS_LOG_S, is 30 s; the run waits for it, bounded).
    A "focus" message sets the baseline (a value, "now"; bad ones refused):
@@ -23,6 +24,7 @@ import asyncio
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import tempfile
@@ -104,6 +106,17 @@ async def focus_requests(port, bodies):
     return out
 
 
+def status_line(sock, text):
+    """The first datagram waiting on sock that holds text, else None."""
+    while True:
+        try:
+            m = sock.recv(4096).decode(errors="replace")
+        except (socket.timeout, BlockingIOError):
+            return None
+        if text in m:
+            return m
+
+
 def blur(s):
     return f"gblur=sigma={s}" if s else "null"
 
@@ -138,13 +151,23 @@ with tempfile.TemporaryDirectory() as d:
     clip = os.path.join(d, "bumped.mkv")
     make_clip(clip, "gblur=sigma=3.2:enable='gte(n,30)'", frames=60)
     logp = os.path.join(d, "bumped.log")
+    # systemd's status line too: NOTIFY_SOCKET to a datagram socket here.
+    note = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    note.bind(os.path.join(d, "notify"))
+    note.settimeout(0.2)
+    os.environ["NOTIFY_SOCKET"] = os.path.join(d, "notify")
     with open(logp, "w") as log:
         p, port = run(clip, log, "--focus-every", "1", "--focus-warn", "0.6")
+        del os.environ["NOTIFY_SOCKET"]
         try:
             lost = wait_for(lambda: (lambda r: r if "focus lost" in r[1] else None)(
                 get(port, "/healthz")), 60)
             expect(lost is not None and lost[0] == 200 and lost[1].startswith("ok; focus lost: "),
                    f"/healthz while blurred: 200 'ok; focus lost: ...' ({lost})")
+            status = wait_for(lambda: status_line(note, "focus lost"), 10)
+            expect(status is not None and re.search(r"^STATUS=tracking .*, focus lost \(\d+% of "
+                                                    r"its sharpness\)$", status, re.M),
+                   f"the systemd status says focus lost ({status})")
             m = get(port, "/metrics")[1]
             expect(metric(m, "trackd_focus_baseline") is not None and
                    abs(metric(m, "trackd_focus_baseline") - sharp[0]) < 1e-3 * sharp[0],
