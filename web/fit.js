@@ -5,6 +5,7 @@
 // objects kept whole and their boxes sent mapped (frames.js draws them).
 // Both are this page's own view: other pages see the plain picture. A new
 // connection starts plain, so the options are sent again after each hello.
+// Teaching and calibrating need the uncarved picture: they turn carving off.
 
 import { request, say } from './control.js';
 import { stageBox } from './view.js';
@@ -38,6 +39,17 @@ export function onHelloView() {
 export function initFit() {
   el.edges.addEventListener('change', send);
   el.carve.addEventListener('change', send);
+  // Teaching and calibrating map the video linearly to the frame, which a
+  // carved picture is not: they turn carving off first (capture phase, so
+  // before their own handlers).
+  for (const id of ['t-teach', 'c-mode']) {
+    $(id).addEventListener('click', () => {
+      if (!el.carve.checked) return;
+      el.carve.checked = false;
+      send();
+      say('Fit screen (carve) is off while teaching or calibrating: they need the whole picture');
+    }, true);
+  }
   let timer = null;
   window.addEventListener('resize', () => {
     if (!el.carve.checked) return;

@@ -18,6 +18,8 @@
 // - edges: with "Edges" ticked near-white pixels appear in the picture
 //   (the background's brightest is 178, 89 at the view's half brightness:
 //   only drawn edges and the overlay's labels are white): 20 more grid points;
+// - "Teach new object" turns carving off (teaching needs the whole
+//   picture): the box unticks and uncarved previews come;
 // - the Focus row reads a state ("learning" or "ok"); its "set" button sets
 //   the baseline (the daemon's ack on the panel's message line).
 import fs from 'node:fs';
@@ -119,6 +121,15 @@ try {
   console.log(`near-white grid points: ${before} before Edges, ${after} after`);
   // Before: only the overlay's white labels, if a grid point falls on one.
   if (after < before + 20) fail(`Edges should draw white edges: ${before} -> ${after}`);
+
+  // Teaching maps the video linearly to the frame: it turns carving off.
+  await page.click('#t-teach');
+  const plain = await page.waitForFunction(() => {
+    const p = window.trackdTest.lastPreview;
+    return !document.getElementById('v-carve').checked && p && !p.carved;
+  }, null, { timeout: 20000 }).then(() => true, () => false);
+  if (!plain) fail('"Teach new object" should turn carving off and bring the whole picture back');
+  await page.click('#t-teach');   // teaching off again
 
   // 3. The focus reading.
   const focus = await page.waitForFunction(() => {
