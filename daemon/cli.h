@@ -58,6 +58,9 @@ struct trk_settings {
     double preview_fps;
     int preview_quality;
     double snapshot_rate;      /* /snapshot.jpg requests a second per client address; 0 = any */
+    int focus_every;           /* the focus check measures 1 frame in N; 0 = off */
+    double focus_warn;         /* focus lost below this fraction of the baseline */
+    double focus_baseline;     /* > 0: the baseline sharpness; 0 = learnt */
     double stats_interval;     /* --stats-interval; not given: 10, 1 at --log-level debug */
     int log_level;             /* enum trk_log_level */
     int progress;              /* -1 auto (stderr is a terminal), 0 off, 1 on */

@@ -22,6 +22,7 @@
 #include "cli.h"
 #include "control/control.h"
 #include "ops/endpoints.h"
+#include "ops/focus.h"
 #include "exit.h"
 #include "source/hwdec.h"
 #include "log.h"
@@ -55,6 +56,7 @@ struct app {
     struct trk_camctl *camctl;   /* camera controls for clients (none: files, demo) */
     struct trk_ws *ws;           /* NULL with --no-server */
     struct trk_endpoints ep;     /* /metrics, /healthz, /snapshot.jpg */
+    struct trk_focus *focus;     /* --focus-every's check, NULL when 0 */
     struct trk_ws *metrics_ws;   /* --metrics-listen, else NULL */
     struct trk_outputs *outputs; /* --output, the server, --mqtt, --udp, --osc */
     struct trk_replay *replay;   /* --replay: src's, NULL otherwise */
@@ -623,6 +625,7 @@ static int start_server(struct app *a)
         .camera = a->camctl,
         .save_rewind = save_rewind,
         .save_rewind_ctx = a,
+        .focus = a->focus,
     };
     err = s->server ? trk_ws_create(&wc, &a->ws) : 0;
     if (a->ws)
@@ -679,6 +682,23 @@ static int open_ops(struct app *a)
         return TRK_EX_SOFTWARE;
     }
     trk_metrics_set_snapshot(a->ep.metrics, a->ep.snapshot);
+    if (a->s.focus_every > 0) {
+        /* The same Canny as the backend's kind: the definition on cpu-ref,
+         * the GPU's on cuda, the CPU twin otherwise. */
+        const char *k = trk_backend_name(a->backend);
+        struct trk_focus_cfg fc = { .every = a->s.focus_every,
+                                    .warn = a->s.focus_warn,
+                                    .baseline = a->s.focus_baseline,
+                                    .runner = !strcmp(k, "cpu-ref") ? TRK_FOCUS_REF
+                                              : !strcmp(k, "cuda")  ? TRK_FOCUS_CUDA
+                                                                    : TRK_FOCUS_CPU,
+                                    .cuda_device = a->backend_cfg.cuda_device };
+        if (trk_focus_create(&fc, &a->focus)) {
+            log_error("out of memory");
+            return TRK_EX_SOFTWARE;
+        }
+        trk_metrics_set_focus(a->ep.metrics, a->focus);
+    }
     trk_metrics_set_info(a->ep.metrics, TRK_VERSION, trk_backend_name(a->backend), a->src.desc,
                          a->s.fast ? 0 : a->src.fps);
     /* The source's state from the first request on: the capture thread says
@@ -837,6 +857,7 @@ static struct trk_pipeline_cfg pipeline_cfg(struct app *a)
         .watchdog_period = trk_notify_watchdog_period(),
         .metrics = a->ep.metrics,
         .snapshot = a->ep.snapshot,
+        .focus = a->focus,
         .prefilter_set = s->prefilter_set,
         .prefilter = s->prefilter,
         .camera = s->camera_name,
@@ -915,6 +936,7 @@ static int cleanup(struct app *a, int exit_code)
     /* After both servers: their handler reads these. */
     trk_snapshot_destroy(&a->ep.snapshot);
     trk_metrics_destroy(&a->ep.metrics);
+    trk_focus_destroy(&a->focus);
     /* The source first: its decoder's buffers are the backend's host
      * memory (pinned on CUDA), freed through the backend. */
     trk_source_destroy(&a->src);

@@ -26,6 +26,7 @@
 #include "out/rewind.h"
 #include "ops/snapshot.h"
 #include "light.h"
+#include "ops/focus.h"
 #include "markers.h"
 #include "tracker.h"
 #include "trk_assert.h"
@@ -154,6 +155,10 @@ struct pipeline {
      * (one pool holder each) for an idle preview or sampler thread, which
      * releases it to the pool when done. */
     struct trk_frame *preview_frame;
+    /* preview_frame's result objects (a carved view protects and maps
+     * their boxes). */
+    struct trk_result_object preview_obj[TRK_MAX_OBJECTS];
+    int preview_n;
     struct trk_frame *sample_frame;
     bool sampler_waiting; /* the sampler waits for a frame (not busy or resting) */
     bool helpers_quit;    /* the preview and sampler threads end */
@@ -589,6 +594,17 @@ static void report_ops(struct pipeline *p, struct trk_frame *f, const struct trk
                                              f->img.mem != TRK_MEM_HOST ? snapshot_host : NULL };
         trk_snapshot_publish(cfg->snapshot, &sf);
     }
+    if (trk_focus_due(cfg->focus, f->seq)) {
+        trk_pool_ref(&p->pool, f);
+        trk_focus_offer(
+            cfg->focus,
+            &(struct trk_focus_frame){ .img = &f->img,
+                                       .seq = f->seq,
+                                       .release = snapshot_release,
+                                       .ctx = p,
+                                       .holder = f,
+                                       .host = f->img.mem != TRK_MEM_HOST ? snapshot_host : NULL });
+    }
 }
 
 /* Hands f to the preview thread when one is due and the encoder is idle,
@@ -606,6 +622,8 @@ static bool hand_off(struct pipeline *p, struct trk_frame *f, double t_done, dou
         trk_ws_get_stats(cfg->ws, &st);
         if (st.clients > 0) {
             p->preview_frame = f;
+            p->preview_n = p->result.n < TRK_MAX_OBJECTS ? p->result.n : TRK_MAX_OBJECTS;
+            memcpy(p->preview_obj, p->result.obj, (size_t)p->preview_n * sizeof p->preview_obj[0]);
             to_preview = true;
             /* Clients may change the rate. */
             int pw;
@@ -909,22 +927,10 @@ static void *preview_main(void *arg)
          * before any client can see it. */
         if (enc && host) trk_control_keep_frame(cfg->control, host, f->seq);
         for (int i = 0; enc && host && i < n_views; i++) {
-            const uint8_t *jpeg;
-            size_t size;
-            struct trk_image rgb;
-            if (trk_preview_rgb(enc, host, views[i].mask ? &views[i].def : NULL, test, &rgb) ||
-                trk_preview_compress(enc, &rgb, &jpeg, &size))
-                continue;
-            if (size + TRK_PREVIEW_HDR > msg_cap) {
-                uint8_t *n = realloc(msg, size + TRK_PREVIEW_HDR);
-                if (n) msg = n, msg_cap = size + TRK_PREVIEW_HDR;
-            }
-            if (msg_cap >= size + TRK_PREVIEW_HDR) {
-                trk_msg_preview_header(msg, f->seq, rgb.width, rgb.height, f->img.width,
-                                       f->img.height);
-                memcpy(msg + TRK_PREVIEW_HDR, jpeg, size);
-                trk_ws_broadcast_view(cfg->ws, views[i].view, msg, size + TRK_PREVIEW_HDR);
-            }
+            size_t len;
+            if (trk_preview_message(enc, host, test, &views[i], f->seq, p->preview_obj,
+                                    p->preview_n, &msg, &msg_cap, &len) == 0)
+                trk_ws_broadcast_view(cfg->ws, views[i].view, msg, len);
         }
         pthread_mutex_lock(&p->lock);
         p->preview_frame = NULL;
@@ -1070,6 +1076,13 @@ static void sample_stats(struct pipeline *p, struct stats_mark *mark, struct trk
     st->mode = p->cfg->track_mode == TRK_TRACK_FULL ? "full" : "roi";
     st->grown_frames = ts.grown;
     st->whole_frames = ts.whole;
+    struct trk_focus_reading fr;
+    trk_focus_get(p->cfg->focus, &fr);
+    st->focus_on = p->cfg->focus != NULL;
+    st->focus_state = trk_focus_state_name(fr.state);
+    st->focus_sharpness = fr.sharpness;
+    st->focus_baseline = fr.baseline;
+    st->focus_warn = fr.warn;
     if (n > 0) {
         summarize(v[STAGE_SEND], n, &st->send_ms, &unused);
         summarize(v[STAGE_TOTAL], n, &st->total_ms, &unused);
@@ -1186,9 +1199,14 @@ static void service_tick(struct pipeline *p, struct service_mark *m, double now)
         struct trk_ws_stats ws;
         if (cfg->ws) {
             trk_ws_get_stats(cfg->ws, &ws);
-            snprintf(text + n, sizeof(text) - (size_t)n, ", %d client%s", ws.clients,
-                     ws.clients == 1 ? "" : "s");
+            n += snprintf(text + n, sizeof(text) - (size_t)n, ", %d client%s", ws.clients,
+                          ws.clients == 1 ? "" : "s");
         }
+        struct trk_focus_reading fr;
+        trk_focus_get(cfg->focus, &fr);
+        if (fr.state == TRK_FOCUS_LOST && n < (int)sizeof(text))
+            snprintf(text + n, sizeof(text) - (size_t)n, ", focus lost (%.0f%% of its sharpness)",
+                     fr.ratio * 100);
     }
     m->t = now, m->frames = frames;
     trk_notify_status(text);
@@ -1390,8 +1408,10 @@ int trk_pipeline_run(const struct trk_pipeline_cfg *cfg, volatile sig_atomic_t *
     enum started started = start_threads(p, &err);
     if (started == STARTED_ALL) stats_loop(p);
     join_threads(p, started);
-    /* The snapshot gives back the frames it was lent before the pool goes. */
+    /* The snapshot and the focus check give back the frames they were lent
+     * before the pool goes. */
     trk_snapshot_clear(cfg->snapshot);
+    trk_focus_clear(cfg->focus);
     trk_outputs_flush(cfg->outputs);
     if (summary) fill_summary(p, summary);
     pthread_mutex_destroy(&p->lock);

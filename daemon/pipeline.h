@@ -19,6 +19,7 @@ struct trk_ws;
 struct trk_control;
 struct trk_metrics;
 struct trk_snapshot;
+struct trk_focus;
 struct trk_outputs;
 struct trk_record;
 struct trk_rewind;
@@ -65,6 +66,9 @@ struct trk_pipeline_cfg {
      * snapshot; the source's state and outages go to the metrics. */
     struct trk_metrics *metrics;
     struct trk_snapshot *snapshot;
+    /* The focus check (daemon/ops/focus.h; NULL = off): its due frames are
+     * lent to it like the snapshot's, and its reading goes in the stats. */
+    struct trk_focus *focus;
     /* prefilter_set: --prefilter's sigma (prefilter) overrides every
      * object set's own prefilter_sigma; else each set's own applies
      * (gpu/prefilter.h). */

@@ -679,6 +679,13 @@ int trk_msg_stats(struct trk_buf *b, const struct trk_stats_info *s)
         PUT(kv_u64(b, ",\"whole\":", s->whole_frames));
         LIT(b, "}");
     }
+    if (s->focus_on) {
+        PUT(kv_str(b, ",\"focus\":{\"state\":", s->focus_state, 16));
+        PUT(kv_ms(b, ",\"sharpness\":", s->focus_sharpness)); /* 3 decimals, < 0 null */
+        PUT(kv_ms(b, ",\"baseline\":", s->focus_baseline));   /* 3 decimals, < 0 null */
+        PUT(kv_fixed(b, ",\"warn\":", s->focus_warn, 3));
+        LIT(b, "}");
+    }
     LIT(b, "}");
     return 0;
 }
@@ -868,6 +875,23 @@ int trk_msg_ack_preview_view(struct trk_buf *b, const char *id_json, int width, 
         PUT(kv_i64(b, ",\"hold\":", v->hold));
     else if (v->hold == -1)
         LIT(b, ",\"hold\":null");
+    if (v->hold != -2) {
+        PUT(kv_bool(b, ",\"edges\":", v->edges));
+        PUT(kv_str(b, ",\"fit\":", v->carve ? "carve" : "scale", 8));
+        if (v->carve) {
+            PUT(kv_i64(b, ",\"size\":[", v->fit_w));
+            PUT(kv_i64(b, ",", v->fit_h));
+            LIT(b, "]");
+        }
+    }
+    LIT(b, "}");
+    return 0;
+}
+
+int trk_msg_ack_focus(struct trk_buf *b, const char *id_json, double baseline)
+{
+    PUT(trk_msg_ack(b, "focus", id_json, true));
+    PUT(kv_fixed(b, ",\"baseline\":", baseline, 3));
     LIT(b, "}");
     return 0;
 }
@@ -1030,6 +1054,7 @@ const char *const trk_msg_control_types[TRK_CTL_COUNT + 1] = {
     [TRK_CTL_SAVE_REWIND] = "save_rewind",
     [TRK_CTL_RESET_RANGE] = "reset_range",
     [TRK_CTL_KEEP_RANGE] = "keep_range",
+    [TRK_CTL_FOCUS] = "focus",
     [TRK_CTL_COUNT] = NULL,
 };
 

@@ -204,6 +204,12 @@ struct trk_stats_info {
     /* With mode: frames since start that took a round over grown regions,
      * and of those a whole-frame round (daemon/tracker.h, "reruns"). */
     uint64_t grown_frames, whole_frames;
+    /* The focus check (daemon/ops/focus.h), sent as "focus" when focus_on:
+     * its state name, the newest sharpness and the baseline (< 0 = null),
+     * and the warning fraction. */
+    bool focus_on;
+    const char *focus_state;
+    double focus_sharpness, focus_baseline, focus_warn;
 };
 
 /* Appends the "stats" message. */
@@ -284,12 +290,19 @@ struct trk_msg_view {
     const struct trk_object_def *box; /* mask: this range (space, lo, hi)  */
     long long hold;                   /* the frame it holds, -1 none (null),
                                        * -2 not written                      */
+    bool edges;                       /* the edges view                     */
+    bool carve;                       /* fit "carve" to fit_w:fit_h, else "scale" */
+    int fit_w, fit_h;
 };
 
 /* trk_msg_ack_preview with the view: "mask" the name, the range
- * {"space","lo","hi"} or null, then "hold" (seq or null). */
+ * {"space","lo","hi"} or null, then "hold" (seq or null), "edges", "fit"
+ * and, with "carve", "size" [W, H]. */
 int trk_msg_ack_preview_view(struct trk_buf *b, const char *id_json, int width, double fps,
                              const struct trk_msg_view *v);
+
+/* {"type":"ack","request":"focus"[,"id":id],"baseline":b} (3 decimals). */
+int trk_msg_ack_focus(struct trk_buf *b, const char *id_json, double baseline);
 
 /* {"type":"ack","request":"preview"[,"id":id],"width":w,"fps":f,"mask":m}
  * (fps with 3 decimals; mask the object's name or NULL for null). */
@@ -435,6 +448,7 @@ enum trk_ctl_type {
     TRK_CTL_SAVE_REWIND,
     TRK_CTL_RESET_RANGE,
     TRK_CTL_KEEP_RANGE,
+    TRK_CTL_FOCUS,
     TRK_CTL_COUNT
 };
 

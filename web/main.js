@@ -16,6 +16,7 @@
 //   tune.js        teach and edit panel (teach.js, sliders.js, auth.js,
 //                  control.js)
 //   calib.js       world calibration: clicked points, their world x, y
+//   fit.js         this page's view: edges (focus peaking), carved to fit
 //   camera.js      camera controls: exposure, gain, white balance
 //
 // The browser tests read window.trackdTest, set at the end: the one place
@@ -26,6 +27,7 @@ import * as banner from './banner.js';
 import { calibState, initCalib, setCalibration } from './calib.js';
 import * as camera from './camera.js';
 import * as connection from './connection.js';
+import { initFit, onHelloView } from './fit.js';
 import * as frames from './frames.js';
 import { definitions, setDefinitions, setWorldUnit, showResults } from './objects.js';
 import { CONTROL_TYPES, PROTOCOL_VERSION, parseText } from './protocol.js';
@@ -69,6 +71,7 @@ function onHello(msg) {
   setFrameSize(msg.width, msg.height);
   status.showHello(msg);
   banner.render();
+  onHelloView();
 }
 
 // The object set changed (someone edited it) or a get_objects reply.
@@ -115,6 +118,8 @@ window.trackdTest = {
   get lastFrame() { return frames.latestFrame(); },        // the last "frame" message
   get framesReceived() { return frames.counts().framesReceived; },
   get previewsReceived() { return frames.counts().previewsReceived; },
+  // The last preview's header: {seq, previewW, previewH, frameW, frameH, carved}.
+  get lastPreview() { return frames.latestPreview(); },
   get lastStats() { return status.latestStats(); },        // the last "stats" message
   // The last overlay drawn (view.js): {seq, preview, matched, boxes:[{id, x0, y0,
   // x1, y1, cx, cy, color, dashed}], blobs:[{id, rank, x0, y0, x1, y1, cx, cy,
@@ -142,6 +147,7 @@ window.trackdTest = {
 };
 
 initView();
+initFit();
 initCalib();
 initLight();
 camera.initCamera();

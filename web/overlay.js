@@ -53,7 +53,7 @@ export function drawOverlay(ctx, result, sx, sy) {
   const objects = result.objects || [];
   // Trails first, so boxes and names stay on top; then every object's blobs,
   // so no blob box hides another object's aggregate box or name.
-  drawTrails(ctx, objects, sx, sy, st);
+  if (!result.carved) drawTrails(ctx, objects, sx, sy, st);   // trails are in frame pixels
   const blobs = [];
   const instances = [];
   for (const r of objects) {

@@ -14,7 +14,9 @@
 #include "source/camctl.h"
 #include "color.h"
 #include "log.h"
+#include "ops/focus.h"
 #include "preview.h"
+#include "seam.h" /* TRK_SEAM_MAX_SIDE */
 #include "trk_color.h"
 #include "workq.h"
 
@@ -58,7 +60,16 @@ struct viewer {
     enum mask_kind kind;
     char name[TRK_NAME_MAX];   /* MASK_OBJECT: followed through edits */
     struct trk_object_def box; /* MASK_BOX: a range not yet added     */
+    bool edges;                /* the edges view (focus peaking)      */
+    bool carve;                /* fit: "carve" to fit_w:fit_h          */
+    int fit_w, fit_h;
 };
+
+/* Whether v is a view of its own (else the plain picture's viewer). */
+static bool own_view(const struct viewer *v)
+{
+    return v->kind != MASK_NONE || v->edges || v->carve;
+}
 
 /* What a save writes: the whole set, or one section of the set put into
  * the file as it is on disk (save_objects "part"). */
@@ -82,6 +93,7 @@ struct trk_control {
     struct trk_camctl *camera;             /* the caller's; NULL = none */
     int (*save_rewind)(void *ctx, char *dir, size_t dir_len, char *why, size_t why_len);
     void *save_rewind_ctx;
+    struct trk_focus *focus; /* the caller's; NULL = none */
     struct trk_workq *files; /* runs file_jobs: the service thread never waits on disk */
     pthread_mutex_t lock;    /* guards everything below */
     struct trk_objects objs;
@@ -246,7 +258,12 @@ int trk_control_preview(struct trk_control *c, int *width, double *fps,
         const struct viewer *v = &c->viewers[i];
         if (!v->client) continue;
         struct trk_control_view *o = &views[n++];
-        *o = (struct trk_control_view){ .view = i + 1, .mask = v->kind == MASK_BOX };
+        *o = (struct trk_control_view){ .view = i + 1,
+                                        .mask = v->kind == MASK_BOX,
+                                        .edges = v->edges,
+                                        .carve = v->carve,
+                                        .fit_w = v->fit_w,
+                                        .fit_h = v->fit_h };
         if (v->kind == MASK_BOX) o->def = v->box;
         int k = v->kind == MASK_OBJECT ? trk_objects_find(&c->objs, v->name) : -1;
         if (k >= 0) o->mask = true, o->def = c->objs.def[k];
@@ -420,6 +437,7 @@ int trk_control_create(const struct trk_control_cfg *cfg, struct trk_control **o
     c->camera = cfg->camera;
     c->save_rewind = cfg->save_rewind;
     c->save_rewind_ctx = cfg->save_rewind_ctx;
+    c->focus = cfg->focus;
     c->h_version = dup_or_null(cfg->hello.version);
     c->h_backend = dup_or_null(cfg->hello.backend);
     c->h_source = dup_or_null(cfg->hello.source);
@@ -1017,6 +1035,46 @@ static bool get_mask(struct trk_control *c, const struct request *r, struct view
     return true;
 }
 
+/* msg["edges"] (bool), msg["fit"] ("scale" or "carve") and msg["size"]
+ * ([W, H], the screen the carved view fits: its aspect) into *v; absent
+ * keys keep what v had. false after an error reply. */
+static bool get_view_opts(struct trk_control *c, const struct request *r, struct viewer *v)
+{
+    json_t *e = json_object_get(r->msg, "edges"), *fit = json_object_get(r->msg, "fit");
+    json_t *size = json_object_get(r->msg, "size");
+    if (e && !json_is_boolean(e)) {
+        refuse(c, r, TRK_MSG_BAD_FIELD, "\"edges\" must be true or false");
+        return false;
+    }
+    const char *f = fit ? json_string_value(fit) : NULL;
+    if (fit && (!f || (strcmp(f, "scale") && strcmp(f, "carve")))) {
+        refuse(c, r, TRK_MSG_BAD_FIELD, "\"fit\" must be \"scale\" or \"carve\"");
+        return false;
+    }
+    json_t *sw = json_array_get(size, 0), *sh = json_array_get(size, 1);
+    if (size && (!json_is_array(size) || json_array_size(size) != 2 || !json_is_integer(sw) ||
+                 !json_is_integer(sh))) {
+        refuse(c, r, TRK_MSG_BAD_FIELD, "\"size\" must be [width, height] in pixels");
+        return false;
+    }
+    if (size && (json_integer_value(sw) < 1 || json_integer_value(sw) > TRK_SEAM_MAX_SIDE ||
+                 json_integer_value(sh) < 1 || json_integer_value(sh) > TRK_SEAM_MAX_SIDE)) {
+        refuse(c, r, TRK_MSG_OUT_OF_RANGE, "\"size\" = [%lld, %lld] is out of range 1..%d",
+               (long long)json_integer_value(sw), (long long)json_integer_value(sh),
+               TRK_SEAM_MAX_SIDE);
+        return false;
+    }
+    bool carve = f ? !strcmp(f, "carve") : v->carve;
+    if (carve && !size && !v->fit_w) {
+        refuse(c, r, TRK_MSG_BAD_FIELD, "\"fit\": \"carve\" needs \"size\": [width, height]");
+        return false;
+    }
+    if (e) v->edges = json_is_true(e);
+    v->carve = carve;
+    if (size) v->fit_w = (int)json_integer_value(sw), v->fit_h = (int)json_integer_value(sh);
+    return true;
+}
+
 /* The held frame of client (-1: none). frames_lock held. */
 static int held_of(const struct trk_control *c, uint64_t client)
 {
@@ -1090,11 +1148,12 @@ static void handle_preview(struct trk_control *c, const struct request *r)
     /* The mask view is this client's own: an entry while it is on. */
     int i = viewer_of(c, r->client);
     struct viewer v = i >= 0 ? c->viewers[i] : (struct viewer){ .client = r->client };
-    if (!get_mask(c, r, &v)) return;
-    if (i < 0 && v.kind != MASK_NONE) {
+    if (!get_mask(c, r, &v) || !get_view_opts(c, r, &v)) return;
+    if (i < 0 && own_view(&v)) {
         i = viewer_of(c, 0);
         if (i < 0) {
-            refuse(c, r, TRK_MSG_BUSY, "%d clients watch a mask view already (the most)",
+            refuse(c, r, TRK_MSG_BUSY,
+                   "%d clients watch a view of their own already (mask, edges or carve; the most)",
                    TRK_CONTROL_VIEWS);
             return;
         }
@@ -1104,14 +1163,18 @@ static void handle_preview(struct trk_control *c, const struct request *r)
     c->preview_width = (int)w;
     c->preview_fps = f;
     if (i >= 0) {
-        c->viewers[i] = v.kind != MASK_NONE ? v : (struct viewer){ 0 };
-        if (c->out.set_view) c->out.set_view(c->out.ctx, r->client, v.kind ? i + 1 : 0);
+        c->viewers[i] = own_view(&v) ? v : (struct viewer){ 0 };
+        if (c->out.set_view) c->out.set_view(c->out.ctx, r->client, own_view(&v) ? i + 1 : 0);
     }
     publish_locked(c, false);
     struct trk_buf b = { 0 };
     struct trk_msg_view mv = { .name = v.kind == MASK_OBJECT ? v.name : NULL,
                                .box = v.kind == MASK_BOX ? &v.box : NULL,
-                               .hold = held };
+                               .hold = held,
+                               .edges = v.edges,
+                               .carve = v.carve,
+                               .fit_w = v.fit_w,
+                               .fit_h = v.fit_h };
     send_reply(c, r->client, &b, trk_msg_ack_preview_view(&b, r->id, (int)w, f, &mv));
 }
 
@@ -1154,6 +1217,35 @@ static void handle_save_rewind(struct trk_control *c, const struct request *r)
     }
 }
 
+/* focus: "baseline" "now" (the newest sample's sharpness) or a number
+ * (0 < S <= TRK_CANNY_MAX_THRESH): the in-focus sharpness from now on. */
+static void handle_focus(struct trk_control *c, const struct request *r)
+{
+    if (!c->focus) {
+        refuse(c, r, TRK_MSG_UNSUPPORTED, "the focus check is off (--focus-every 0)");
+        return;
+    }
+    json_t *j = json_object_get(r->msg, "baseline");
+    const char *now = json_string_value(j);
+    double v = json_is_number(j) ? json_number_value(j) : 0;
+    if (!(now && !strcmp(now, "now")) && !json_is_number(j)) {
+        refuse(c, r, TRK_MSG_BAD_FIELD, "\"baseline\" must be \"now\" or a sharpness");
+        return;
+    }
+    if (json_is_number(j) && !(v > 0 && v <= 1443)) {
+        refuse(c, r, TRK_MSG_OUT_OF_RANGE, "\"baseline\" = %g is out of range (0, 1443]", v);
+        return;
+    }
+    double set;
+    if (trk_focus_set_baseline(c->focus, v, &set)) {
+        refuse(c, r, TRK_MSG_BUSY,
+               "no focus sample with edges yet: try again once the page shows a reading");
+        return;
+    }
+    struct trk_buf b = { 0 };
+    send_reply(c, r->client, &b, trk_msg_ack_focus(&b, r->id, set));
+}
+
 /* The one table of what answers each control type (messages.h lists the
  * types). "auth" has none: the server answers it before it gets here. */
 typedef void (*handler_fn)(struct trk_control *c, const struct request *r);
@@ -1174,6 +1266,7 @@ static const handler_fn handlers[TRK_CTL_COUNT] = {
     [TRK_CTL_SAVE_REWIND] = handle_save_rewind,
     [TRK_CTL_RESET_RANGE] = handle_reset_range,
     [TRK_CTL_KEEP_RANGE] = handle_keep_range,
+    [TRK_CTL_FOCUS] = handle_focus,
 };
 
 void trk_control_on_message(void *user, uint64_t client_id, const char *json, size_t len)

@@ -79,6 +79,10 @@ struct trk_control_cfg {
      * save_rewind answers "unsupported". Any thread; must not block. */
     int (*save_rewind)(void *ctx, char *dir, size_t dir_len, char *why, size_t why_len);
     void *save_rewind_ctx;
+    /* "focus" requests set its baseline (ops/focus.h); NULL: they answer
+     * "unsupported" (--focus-every 0). Borrowed: it must outlive the
+     * module. */
+    struct trk_focus *focus;
 };
 
 /* Returns 0, TRK_EINVAL or TRK_ENOMEM (also when the worker cannot start). */
@@ -119,11 +123,14 @@ struct trk_control_view {
     bool mask;                 /* false: the plain picture (also for a client
                                 * whose mask object is gone)                  */
     struct trk_object_def def; /* the mask's box, when mask                  */
+    bool edges;                /* the edges view: Canny edges drawn in      */
+    bool carve;                /* seam-carved to the aspect fit_w:fit_h     */
+    int fit_w, fit_h;
 };
 
 /* Preview thread: current preview width / rate, and the pictures to make:
- * views[0] is the plain picture, then one per client with a mask view (at
- * most max in all). Returns how many views were written. */
+ * views[0] is the plain picture, then one per client with a view of its
+ * own (mask, edges, carve; at most max in all). Returns how many views were written. */
 int trk_control_preview(struct trk_control *c, int *width, double *fps,
                         struct trk_control_view *views, int max);
 

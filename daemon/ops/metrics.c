@@ -11,6 +11,7 @@
 #include "trk_error.h" /* TRK_E* */
 #include "trk_clock.h" /* trk_now, trk_wall_ms */
 #include "out/mqtt.h"  /* trk_mqtt_stats */
+#include "focus.h"
 #include "snapshot.h"
 #include "objects.h" /* trk_objects_channel_name */
 
@@ -49,6 +50,9 @@ struct trk_metrics {
     _Atomic uint64_t mqtt_published, mqtt_connects, mqtt_drops[TRK_MQTT_DROP_N];
     /* /snapshot.jpg's counts are read from it at each render; NULL none. */
     struct trk_snapshot *_Atomic snapshot;
+    /* The focus check's reading, read at each render and health check;
+     * NULL none (--focus-every 0). */
+    struct trk_focus *_Atomic focus;
     double t_start, wall_start; /* set at create */
 
     pthread_mutex_t lock; /* guards the rest: rarely changed text */
@@ -180,6 +184,11 @@ void trk_metrics_set_lines_lost(struct trk_metrics *m, uint64_t lost)
 void trk_metrics_set_snapshot(struct trk_metrics *m, struct trk_snapshot *s)
 {
     if (m) atomic_store(&m->snapshot, s);
+}
+
+void trk_metrics_set_focus(struct trk_metrics *m, struct trk_focus *f)
+{
+    if (m) atomic_store(&m->focus, f);
 }
 
 void trk_metrics_set_mqtt(struct trk_metrics *m, const struct trk_mqtt_stats *st)
@@ -345,6 +354,56 @@ static void light_gauges(struct trk_metrics *m, struct trk_buf *b)
         range_sample(b, "trackd_range_on_guard_rail", &m->light[i], -1, m->light[i].rail);
 }
 
+/* /snapshot.jpg's counters, when the encoder exists. */
+static void snapshot_counters(struct trk_metrics *m, struct trk_buf *b)
+{
+    struct trk_snapshot *snap = atomic_load(&m->snapshot);
+    if (snap) {
+        struct trk_snapshot_stats ss;
+        trk_snapshot_get_stats(snap, &ss);
+        counter(b, "trackd_snapshot_encodes_total", "JPEGs the snapshot encoder made.", ss.encodes);
+        counter(b, "trackd_snapshot_served_total", "Snapshot requests answered with a JPEG.",
+                ss.served);
+        counter(b, "trackd_snapshot_cached_total",
+                "Snapshot requests answered from the newest frame's cache (no encode).", ss.cached);
+        counter(b, "trackd_snapshot_limited_total",
+                "Snapshot requests refused (429): over the client's --snapshot-rate.", ss.limited);
+        counter(b, "trackd_snapshot_busy_total",
+                "Snapshot requests refused (503): too many waiting for the encoder.", ss.busy);
+    }
+}
+
+/* The focus check's samples and readings, when it runs. */
+static void focus_gauges(struct trk_metrics *m, struct trk_buf *b)
+{
+    struct trk_focus *focus = atomic_load(&m->focus);
+    if (focus) {
+        struct trk_focus_reading fr;
+        trk_focus_get(focus, &fr);
+        counter(b, "trackd_focus_samples_total", "Frames the focus check measured.", fr.samples);
+        /* Unknown values are left out, not shown as 0 (a 0 would read as
+         * a blind camera). */
+        if (fr.sharpness >= 0)
+            gauge(b, "trackd_focus_sharpness",
+                  "Sharpness of the newest measured frame: sqrt(sum of squared Sobel magnitudes "
+                  "over the Canny edges / pixels).",
+                  fr.sharpness);
+        if (fr.baseline > 0)
+            gauge(b, "trackd_focus_baseline",
+                  "The sharpness of the camera in focus (learnt at start, --focus-baseline or "
+                  "set from the page).",
+                  fr.baseline);
+        if (fr.samples)
+            gauge(b, "trackd_focus_check_seconds",
+                  "Wall-clock time of the newest focus measurement (Canny of one frame, on the "
+                  "focus thread).",
+                  fr.cost_ms * 1e-3);
+        gauge(b, "trackd_focus_lost",
+              "1 while the sharpness is below --focus-warn times the baseline, else 0.",
+              fr.state == TRK_FOCUS_LOST);
+    }
+}
+
 int trk_metrics_render(struct trk_metrics *m, struct trk_buf *b)
 {
     if (!m || !b) return TRK_EINVAL;
@@ -387,20 +446,8 @@ int trk_metrics_render(struct trk_metrics *m, struct trk_buf *b)
             atomic_load(&m->pinned));
     counter(b, "trackd_ndjson_lines_lost_total",
             "Result lines that could not be written to --output.", atomic_load(&m->lines_lost));
-    struct trk_snapshot *snap = atomic_load(&m->snapshot);
-    if (snap) {
-        struct trk_snapshot_stats ss;
-        trk_snapshot_get_stats(snap, &ss);
-        counter(b, "trackd_snapshot_encodes_total", "JPEGs the snapshot encoder made.", ss.encodes);
-        counter(b, "trackd_snapshot_served_total", "Snapshot requests answered with a JPEG.",
-                ss.served);
-        counter(b, "trackd_snapshot_cached_total",
-                "Snapshot requests answered from the newest frame's cache (no encode).", ss.cached);
-        counter(b, "trackd_snapshot_limited_total",
-                "Snapshot requests refused (429): over the client's --snapshot-rate.", ss.limited);
-        counter(b, "trackd_snapshot_busy_total",
-                "Snapshot requests refused (503): too many waiting for the encoder.", ss.busy);
-    }
+    snapshot_counters(m, b);
+    focus_gauges(m, b);
     if (atomic_load(&m->has_mqtt)) {
         counter(b, "trackd_mqtt_frames_published_total",
                 "Frames the MQTT broker acknowledged within --mqtt-max-age of their capture.",
@@ -490,6 +537,16 @@ bool trk_metrics_healthy(struct trk_metrics *m, char *why, size_t len)
                  age, iv, limit);
         return false;
     }
-    snprintf(why, len, "ok");
+    /* A blurred picture still tracks, if worse: frames flow, so healthy,
+     * with the loss said on the same line (PROTOCOL.md, "/healthz"). */
+    struct trk_focus_reading fr;
+    trk_focus_get(atomic_load(&m->focus), &fr);
+    if (fr.state == TRK_FOCUS_LOST)
+        snprintf(why, len,
+                 "ok; focus lost: sharpness %.2f is %.0f%% of the baseline %.2f (warning below "
+                 "%.0f%%)",
+                 fr.sharpness, fr.ratio * 100, fr.baseline, fr.warn * 100);
+    else
+        snprintf(why, len, "ok");
     return true;
 }

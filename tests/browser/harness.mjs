@@ -125,9 +125,11 @@ export async function startOnClip(trackd, clip, objs, webRoot, outDir, extra = [
 
 // The daemon's page on port in a browser context of its own (its own
 // window, as another user's), page errors pushed to errors; resolves once
-// ready() (evaluated in the page) holds.
-export async function openPage(browser, port, errors, ready) {
-  const ctx = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
+// ready() (evaluated in the page) holds. viewport: the window's CSS size
+// (default 1280x1000; a phone's, e.g. { width: 390, height: 844 }).
+export async function openPage(browser, port, errors, ready,
+                               { viewport = { width: 1280, height: 1000 } } = {}) {
+  const ctx = await browser.newContext({ viewport });
   const page = await ctx.newPage();
   page.on('pageerror', (e) => errors.push(String(e)));
   await page.goto(`http://127.0.0.1:${port}/`);
