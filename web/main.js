@@ -17,6 +17,7 @@
 //                  control.js)
 //   calib.js       world calibration: clicked points, their world x, y
 //   camera.js      camera controls: exposure, gain, white balance
+//   patterns.js    marker patterns' colour slots: teach, re-assign
 //
 // The browser tests read window.trackdTest, set at the end: the one place
 // the page exposes its state.
@@ -28,6 +29,7 @@ import * as camera from './camera.js';
 import * as connection from './connection.js';
 import * as frames from './frames.js';
 import { definitions, setDefinitions, setWorldUnit, showResults } from './objects.js';
+import { patternsState, setPatterns } from './patterns.js';
 import { CONTROL_TYPES, PROTOCOL_VERSION, parseText } from './protocol.js';
 import { currentHello, setHello } from './session.js';
 import * as status from './status.js';
@@ -65,6 +67,7 @@ function onHello(msg) {
   }
   setDefinitions(Array.isArray(msg.objects) ? msg.objects : []);
   onCalibration(msg.calibration);
+  setPatterns(msg.patterns, msg.objects);
   setFrameSize(msg.width, msg.height);
   status.showHello(msg);
   banner.render();
@@ -75,6 +78,7 @@ function onObjects(msg) {
   if (!Array.isArray(msg.objects)) return;
   setDefinitions(msg.objects);
   onCalibration(msg.calibration);
+  setPatterns(msg.patterns, msg.objects);
   keepOnly(new Set(msg.objects.map((o) => o.name)));
 }
 
@@ -137,6 +141,9 @@ window.trackdTest = {
   // message's), lastAck, lastError, autoWarning (the teach panel's text on
   // automatic modes while teaching, null when not shown)}.
   get camera() { return camera.cameraState(); },
+  // The Patterns card: the set's patterns as the daemon sent them
+  // ([{name, kind, team, center, dots, ids} or {name, kind, team, colors, id}]).
+  get patterns() { return patternsState(); },
 };
 
 initView();
