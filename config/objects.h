@@ -274,6 +274,25 @@ const char *trk_objects_demo_json(void);
 int trk_objects_carry_patterns(struct trk_objects *dst, const struct trk_objects *src, char *why,
                                size_t why_len);
 
+/* The colour slots of a pattern the page shows and set_pattern replaces,
+ * as object indices into out: a colour code's colours in order; a centre +
+ * dots pattern's dot colours, each once, in the order its ids table first
+ * uses them (id 0's dots, then id 1's new ones, ...; the centre is apart).
+ * Returns how many. */
+#define TRK_PATTERN_SLOTS_MAX (TRK_PATTERN_IDS_MAX * TRK_PATTERN_DOTS_MAX)
+unsigned trk_pattern_slots(const struct trk_pattern *pt, uint16_t out[TRK_PATTERN_SLOTS_MAX]);
+
+/* Pattern k of o takes new colours, given by object name: centre (centre +
+ * dots only; NULL keeps it) and names[0..n) in place of trk_pattern_slots'
+ * list, position by position (NULL names keeps them all), every use of a
+ * slot's colour in the ids table following it. Checked as the file checks
+ * them (each an object of o with blobs; ids still differ); key names the
+ * list in messages ("dots" or "colors"). 0, or TRK_EINVAL with why and o
+ * unchanged. */
+int trk_objects_set_pattern(struct trk_objects *o, int k, const char *centre,
+                            const char *const *names, unsigned n, const char *key, char *why,
+                            size_t why_len);
+
 /* Index of the object called name, or -1. */
 int trk_objects_find(const struct trk_objects *objs, const char *name);
 

@@ -544,6 +544,51 @@ static int put_limits(struct trk_buf *b)
     return 0;
 }
 
+/* ",\"names\":[...]": objects idx[0..n) by name (an index out of the set
+ * as null). */
+static int put_names(struct trk_buf *b, const char *key, const struct trk_object_def *defs,
+                     int n_defs, const uint16_t *idx, unsigned n)
+{
+    PUT(trk_buf_printf(b, ",\"%s\":[", key));
+    for (unsigned i = 0; i < n; i++) {
+        if (i) LIT(b, ",");
+        PUT(kv_str(b, "", idx[i] < n_defs ? defs[idx[i]].name : NULL, TRK_NAME_MAX));
+    }
+    LIT(b, "]");
+    return 0;
+}
+
+/* ",\"patterns\":[...]": each pattern's name, kind, team and colour slots
+ * by object name (trk_pattern_slots), the ids table's size for centre +
+ * dots (PROTOCOL.md section 3, hello). */
+static int put_patterns(struct trk_buf *b, const struct trk_object_def *defs, int n_defs,
+                        const struct trk_pattern *p, int n)
+{
+    static const char *const teams[] = { NULL, "blue", "yellow" };
+    LIT(b, ",\"patterns\":[");
+    for (int i = 0; p && i < n; i++) {
+        const struct trk_pattern *pt = &p[i];
+        bool dots = pt->kind == TRK_PATTERN_DOTS;
+        uint16_t slot[TRK_PATTERN_SLOTS_MAX];
+        unsigned k = trk_pattern_slots(pt, slot);
+        PUT(kv_str(b, i ? ",{\"name\":" : "{\"name\":", pt->name, TRK_NAME_MAX));
+        PUT(kv_str(b, ",\"kind\":", dots ? "dots" : "code", 8));
+        PUT(kv_str(b, ",\"team\":", pt->team <= TRK_TEAM_YELLOW ? teams[pt->team] : NULL, 8));
+        if (dots) {
+            PUT(kv_str(b, ",\"center\":", pt->centre < n_defs ? defs[pt->centre].name : NULL,
+                       TRK_NAME_MAX));
+            PUT(put_names(b, "dots", defs, n_defs, slot, k));
+            PUT(kv_i64(b, ",\"ids\":", pt->n_ids));
+        } else {
+            PUT(put_names(b, "colors", defs, n_defs, slot, k));
+            PUT(kv_i64(b, ",\"id\":", pt->code_id));
+        }
+        LIT(b, "}");
+    }
+    LIT(b, "]");
+    return 0;
+}
+
 int trk_msg_hello(struct trk_buf *b, const struct trk_hello_info *h)
 {
     PUT(kv_i64(b, "{\"type\":\"hello\",\"version\":", TRK_PROTOCOL_VERSION));
@@ -566,6 +611,7 @@ int trk_msg_hello(struct trk_buf *b, const struct trk_hello_info *h)
     PUT(put_objects(b, h->defs, h->n_objects, h->colors));
     LIT(b, ",\"calibration\":");
     PUT(trk_msg_calibration(b, h->calib));
+    PUT(put_patterns(b, h->defs, h->n_objects, h->patterns, h->n_patterns));
     LIT(b, "}");
     return 0;
 }
@@ -796,7 +842,8 @@ int trk_msg_objects_reply(struct trk_buf *b, const char *id_json, const struct t
 /* {"type":"objects"[,"camera":..][,"id":..],"objects":[...],"calibration":..} */
 static int objects_calib(struct trk_buf *b, const char *camera, const char *id_json,
                          const struct trk_object_def *defs, int n, const char *const *colors,
-                         const struct trk_calib *calib)
+                         const struct trk_calib *calib, const struct trk_pattern *patterns,
+                         int n_patterns)
 {
     LIT(b, "{\"type\":\"objects\"");
     if (camera) PUT(kv_str(b, ",\"camera\":", camera, 256));
@@ -805,20 +852,31 @@ static int objects_calib(struct trk_buf *b, const char *camera, const char *id_j
     PUT(put_objects(b, defs, n, colors));
     LIT(b, ",\"calibration\":");
     PUT(trk_msg_calibration(b, calib));
+    if (patterns) PUT(put_patterns(b, defs, n, patterns, n_patterns));
     LIT(b, "}");
     return 0;
+}
+
+int trk_msg_objects_patterns(struct trk_buf *b, const char *id_json,
+                             const struct trk_object_def *defs, int n, const char *const *colors,
+                             const struct trk_calib *calib, const struct trk_pattern *patterns,
+                             int n_patterns)
+{
+    static const struct trk_pattern none;
+    return objects_calib(b, NULL, id_json, defs, n, colors, calib, patterns ? patterns : &none,
+                         patterns ? n_patterns : 0);
 }
 
 int trk_msg_objects_calib(struct trk_buf *b, const char *id_json, const struct trk_object_def *defs,
                           int n, const char *const *colors, const struct trk_calib *calib)
 {
-    return objects_calib(b, NULL, id_json, defs, n, colors, calib);
+    return objects_calib(b, NULL, id_json, defs, n, colors, calib, NULL, 0);
 }
 
 int trk_msg_objects_camera(struct trk_buf *b, const char *camera, const struct trk_object_def *defs,
                            int n, const char *const *colors, const struct trk_calib *calib)
 {
-    return objects_calib(b, camera, NULL, defs, n, colors, calib);
+    return objects_calib(b, camera, NULL, defs, n, colors, calib, NULL, 0);
 }
 
 int trk_msg_camera_status(struct trk_buf *b, const char *camera, bool online, const char *server,
@@ -1055,6 +1113,7 @@ const char *const trk_msg_control_types[TRK_CTL_COUNT + 1] = {
     [TRK_CTL_RESET_RANGE] = "reset_range",
     [TRK_CTL_KEEP_RANGE] = "keep_range",
     [TRK_CTL_FOCUS] = "focus",
+    [TRK_CTL_SET_PATTERN] = "set_pattern",
     [TRK_CTL_COUNT] = NULL,
 };
 

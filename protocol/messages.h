@@ -131,6 +131,10 @@ struct trk_hello_info {
     /* The set's calibration: "calibration" is it or null (NULL, or off). */
     const struct trk_calib *calib;
     const char *camera; /* the camera's name (--name), NULL = omitted         */
+    /* The set's patterns ("patterns", always sent: [] without), their
+     * colours indices into defs. */
+    const struct trk_pattern *patterns;
+    int n_patterns;
 };
 
 /* Appends the "hello" message (sent first on every connection). */
@@ -147,6 +151,13 @@ int trk_msg_objects(struct trk_buf *b, const struct trk_object_def *defs, int n,
  * and trk_msg_objects_reply leave the key out. */
 int trk_msg_objects_calib(struct trk_buf *b, const char *id_json, const struct trk_object_def *defs,
                           int n, const char *const *colors, const struct trk_calib *calib);
+
+/* trk_msg_objects_calib with "patterns":[...] after the calibration (as in
+ * the hello; PROTOCOL.md section 3): the daemon's objects message. */
+int trk_msg_objects_patterns(struct trk_buf *b, const char *id_json,
+                             const struct trk_object_def *defs, int n, const char *const *colors,
+                             const struct trk_calib *calib, const struct trk_pattern *patterns,
+                             int n_patterns);
 
 /* trk_msg_objects_calib without an id and with "camera":camera after the
  * type: the retained MQTT config message (PROTOCOL.md section 9). */
@@ -449,6 +460,7 @@ enum trk_ctl_type {
     TRK_CTL_RESET_RANGE,
     TRK_CTL_KEEP_RANGE,
     TRK_CTL_FOCUS,
+    TRK_CTL_SET_PATTERN,
     TRK_CTL_COUNT
 };
 

@@ -18,6 +18,7 @@
 //   calib.js       world calibration: clicked points, their world x, y
 //   fit.js         this page's view: edges (focus peaking), carved to fit
 //   camera.js      camera controls: exposure, gain, white balance
+//   patterns.js    marker patterns' colour slots: teach, re-assign
 //
 // The browser tests read window.trackdTest, set at the end: the one place
 // the page exposes its state.
@@ -30,6 +31,7 @@ import * as connection from './connection.js';
 import { initFit, onHelloView } from './fit.js';
 import * as frames from './frames.js';
 import { definitions, setDefinitions, setWorldUnit, showResults } from './objects.js';
+import { patternsState, setPatterns } from './patterns.js';
 import { CONTROL_TYPES, PROTOCOL_VERSION, parseText } from './protocol.js';
 import { currentHello, setHello } from './session.js';
 import * as status from './status.js';
@@ -68,6 +70,7 @@ function onHello(msg) {
   }
   setDefinitions(Array.isArray(msg.objects) ? msg.objects : []);
   onCalibration(msg.calibration);
+  setPatterns(msg.patterns, msg.objects);
   setFrameSize(msg.width, msg.height);
   status.showHello(msg);
   banner.render();
@@ -79,6 +82,7 @@ function onObjects(msg) {
   if (!Array.isArray(msg.objects)) return;
   setDefinitions(msg.objects);
   onCalibration(msg.calibration);
+  setPatterns(msg.patterns, msg.objects);
   keepOnly(new Set(msg.objects.map((o) => o.name)));
 }
 
@@ -144,6 +148,9 @@ window.trackdTest = {
   // message's), lastAck, lastError, autoWarning (the teach panel's text on
   // automatic modes while teaching, null when not shown)}.
   get camera() { return camera.cameraState(); },
+  // The Patterns card: the set's patterns as the daemon sent them
+  // ([{name, kind, team, center, dots, ids} or {name, kind, team, colors, id}]).
+  get patterns() { return patternsState(); },
 };
 
 initView();

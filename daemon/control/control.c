@@ -213,6 +213,8 @@ static void publish_locked(struct trk_control *c, bool broadcast)
     h.n_objects = c->objs.n;
     h.colors = color_strings(c);
     h.calib = &c->objs.calib;
+    h.patterns = c->objs.patterns;
+    h.n_patterns = c->objs.n_patterns;
     h.preview.width = c->preview_width;
     if (h.width > 0 && h.height > 0)
         trk_msg_preview_size(h.width, h.height, c->preview_width, &h.preview.width,
@@ -222,7 +224,8 @@ static void publish_locked(struct trk_control *c, bool broadcast)
     if (c->out.set_hello && trk_msg_hello(&b, &h) == 0) c->out.set_hello(c->out.ctx, &b);
     trk_buf_reset(&b);
     if (broadcast && c->out.broadcast &&
-        trk_msg_objects_calib(&b, NULL, h.defs, h.n_objects, h.colors, h.calib) == 0)
+        trk_msg_objects_patterns(&b, NULL, h.defs, h.n_objects, h.colors, h.calib, h.patterns,
+                                 h.n_patterns) == 0)
         c->out.broadcast(c->out.ctx, &b);
     trk_buf_free(&b);
 }
@@ -581,9 +584,9 @@ static int config_code(const struct trk_config_error *e)
 static void handle_get_objects(struct trk_control *c, const struct request *r)
 {
     struct trk_buf b = { 0 };
-    send_reply(
-        c, r->client, &b,
-        trk_msg_objects_calib(&b, r->id, c->objs.def, c->objs.n, color_strings(c), &c->objs.calib));
+    send_reply(c, r->client, &b,
+               trk_msg_objects_patterns(&b, r->id, c->objs.def, c->objs.n, color_strings(c),
+                                        &c->objs.calib, c->objs.patterns, c->objs.n_patterns));
 }
 
 /* The message carries no "illumination" and an object's "adapt" only if
@@ -813,6 +816,69 @@ static void handle_remove_object(struct trk_control *c, const struct request *r)
     changed_locked(c);
     struct trk_buf b = { 0 };
     send_reply(c, r->client, &b, trk_msg_ack(&b, "remove_object", r->id, false));
+}
+
+/* msg[key], when present, as up to max object names into names; -1
+ * after an error reply, else how many (0 when absent). */
+static int name_list(struct trk_control *c, const struct request *r, const char *key,
+                     const char **names, unsigned max)
+{
+    json_t *a = json_object_get(r->msg, key);
+    if (!a) return 0;
+    bool ok = json_is_array(a) && json_array_size(a) >= 1 && json_array_size(a) <= max;
+    for (size_t i = 0; ok && i < json_array_size(a); i++) {
+        names[i] = json_string_value(json_array_get(a, i));
+        ok = names[i] != NULL;
+    }
+    if (!ok) {
+        refuse(c, r, TRK_MSG_BAD_FIELD, "\"%s\" must be an array of 1..%u object names", key, max);
+        return -1;
+    }
+    return (int)json_array_size(a);
+}
+
+/* A pattern's colours by object name (PROTOCOL.md section 5, set_pattern):
+ * "center" and "dots" (the distinct dot colours) of a centre + dots
+ * pattern, "colors" of a colour code; checked as the objects file checks
+ * them, taken whole or not at all. */
+static void handle_set_pattern(struct trk_control *c, const struct request *r)
+{
+    json_t *name = json_object_get(r->msg, "name");
+    json_t *centre = json_object_get(r->msg, "center");
+    if (!json_is_string(name) || (centre && !json_is_string(centre))) {
+        refuse(c, r, TRK_MSG_BAD_FIELD, "\"%s\" must be a string", centre ? "center" : "name");
+        return;
+    }
+    int k = c->objs.n_patterns - 1;
+    while (k >= 0 && strcmp(c->objs.patterns[k].name, json_string_value(name)))
+        k--;
+    if (k < 0) {
+        refuse(c, r, TRK_MSG_NOT_FOUND, "no pattern named \"%.80s\"", json_string_value(name));
+        return;
+    }
+    bool dots = c->objs.patterns[k].kind == TRK_PATTERN_DOTS;
+    const char *key = dots ? "dots" : "colors";
+    if (json_object_get(r->msg, dots ? "colors" : "dots")) {
+        refuse(c, r, TRK_MSG_BAD_FIELD, "pattern \"%s\" is %s: its colours are \"%s\"",
+               c->objs.patterns[k].name, dots ? "centre + dots" : "a colour code", key);
+        return;
+    }
+    const char *names[TRK_PATTERN_SLOTS_MAX];
+    int n = name_list(c, r, key, names, TRK_PATTERN_SLOTS_MAX);
+    if (n < 0) return;
+    if (!n && !centre) {
+        refuse(c, r, TRK_MSG_BAD_FIELD, "give \"%s\"%s", key, dots ? " or \"center\"" : "");
+        return;
+    }
+    char why[256];
+    if (trk_objects_set_pattern(&c->objs, k, centre ? json_string_value(centre) : NULL,
+                                n ? names : NULL, (unsigned)n, key, why, sizeof(why))) {
+        refuse(c, r, TRK_MSG_INVALID_OBJECT, "%s", why);
+        return;
+    }
+    changed_locked(c);
+    struct trk_buf b = { 0 };
+    send_reply(c, r->client, &b, trk_msg_ack(&b, "set_pattern", r->id, false));
 }
 
 /* Saving writes and fsyncs a file: the worker does it, from a copy of the
@@ -1267,6 +1333,7 @@ static const handler_fn handlers[TRK_CTL_COUNT] = {
     [TRK_CTL_RESET_RANGE] = handle_reset_range,
     [TRK_CTL_KEEP_RANGE] = handle_keep_range,
     [TRK_CTL_FOCUS] = handle_focus,
+    [TRK_CTL_SET_PATTERN] = handle_set_pattern,
 };
 
 void trk_control_on_message(void *user, uint64_t client_id, const char *json, size_t len)
