@@ -816,6 +816,8 @@ static void install_signals(void)
 static struct trk_pipeline_cfg pipeline_cfg(struct app *a)
 {
     const struct trk_settings *s = &a->s;
+    const void *state = NULL;
+    const size_t state_len = a->replay && !s->objects ? trk_replay_state(a->replay, &state) : 0;
     return (struct trk_pipeline_cfg){
         .source = &a->src,
         .source_absent = a->source_absent,
@@ -848,6 +850,9 @@ static struct trk_pipeline_cfg pipeline_cfg(struct app *a)
         /* --objects with --replay: that set throughout (a what-if run). */
         .frame_due = a->replay && !s->objects ? trk_replay_frame_due : NULL,
         .frame_due_ctx = a->replay,
+        /* Likewise: a rewind save's state is the recorded set's. */
+        .state = state,
+        .state_len = state_len,
     };
 }
 

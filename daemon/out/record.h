@@ -97,6 +97,11 @@ struct trk_record_cfg {
     double rewind_seconds;
     /* The manifest's started_wall_ms; 0 = now. */
     double started_wall_ms;
+    /* A rewind save: the processing thread's state before its first frame
+     * (daemon/state.h), written as state.bin; NULL (a recording, which
+     * starts with the run) writes none. */
+    const void *state;
+    size_t state_len;
 };
 
 /* Creates cfg->dir and the bundle's files, starts the writer and registers
