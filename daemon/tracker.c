@@ -897,8 +897,10 @@ int trk_tracker_load(struct trk_tracker *t, struct trk_rd *r, uint64_t delta)
     for (int i = 0; i < t->n && !r->bad; i++) {
         struct obj *o = &t->objs[i];
         int32_t v[2] = { 0 };
+        const size_t at = r->off;
         trk_rd_get(r, v, sizeof(v));
         if (v[0] < 0 || v[0] > o->k || v[1] < 0 || v[1] > TRK_MAX_BLOBS) {
+            r->off = at;
             trk_rd_fail(r, "an object's instance count is out of range");
             break;
         }
