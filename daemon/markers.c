@@ -431,11 +431,15 @@ int trk_markers_follower_load(struct trk_marker_follower *f, struct trk_rd *r)
 {
     uint32_t head[2] = { 0 };
     uint64_t next_id = 0, n = 0;
+    const size_t head_at = r->off;
     trk_rd_get(r, head, sizeof(head));
-    if (head[0] != FOLLOWER_TAG)
+    if (!r->bad && head[0] != FOLLOWER_TAG) {
+        r->off = head_at;
         trk_rd_fail(r, "no marker follower state here");
-    else if (head[1] != sizeof(struct trk_marker))
+    } else if (!r->bad && head[1] != sizeof(struct trk_marker)) {
+        r->off = head_at + 4;
         trk_rd_fail(r, "a marker follower state of another build's layout");
+    }
     trk_rd_get(r, &next_id, sizeof(next_id));
     const size_t at = r->off;
     trk_rd_get(r, &n, sizeof(n));

@@ -147,8 +147,10 @@ int trk_marker_stage_load(struct trk_marker_stage *s, const struct trk_objects *
 {
     uint32_t same = 0;
     trk_rd_get(r, &same, sizeof(same));
-    if (same > 1 || (same && set->n_patterns <= 0))
+    if (!r->bad && (same > 1 || (same && set->n_patterns <= 0))) {
+        r->off -= sizeof(same);
         trk_rd_fail(r, "the marker stage's flag is not 0 or 1");
+    }
     if (r->bad) return TRK_EINVAL;
     /* Not the same: the stage starts over at the frame, as it did live
      * (the follower's next id still counts). */

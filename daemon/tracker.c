@@ -884,13 +884,21 @@ void trk_tracker_save(const struct trk_tracker *t, struct trk_bytes *b)
 int trk_tracker_load(struct trk_tracker *t, struct trk_rd *r, uint64_t delta)
 {
     uint32_t head[3] = { 0 };
+    const size_t at = r->off;
     trk_rd_get(r, head, sizeof(head));
-    if (head[0] != STATE_TAG)
-        trk_rd_fail(r, "no tracker state here");
-    else if (head[1] != sizeof(struct inst))
-        trk_rd_fail(r, "a tracker state of another build's layout");
-    else if (head[2] != (uint32_t)t->n)
-        trk_rd_fail(r, "the tracker state's object count is not the first set's");
+    /* A wrong word is reported at its own offset. */
+    const int wrong = r->bad                           ? -1
+                      : head[0] != STATE_TAG           ? 0
+                      : head[1] != sizeof(struct inst) ? 1
+                      : head[2] != (uint32_t)t->n      ? 2
+                                                       : -1;
+    static const char *const why[3] = { "no tracker state here",
+                                        "a tracker state of another build's layout",
+                                        "the tracker state's object count is not the first set's" };
+    if (wrong >= 0) {
+        r->off = at + 4 * (size_t)wrong;
+        trk_rd_fail(r, why[wrong]);
+    }
     trk_rd_get(r, &t->next_id, sizeof(t->next_id));
     trk_rd_get(r, &t->frame_no, sizeof(t->frame_no));
     if (!r->bad && !t->next_id) trk_rd_fail(r, "the tracker state's next id is 0");
