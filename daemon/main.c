@@ -497,6 +497,13 @@ static int open_backend(struct app *a)
      * regional form: cpu, cuda); cpu-ref's is the generic one (a pass per
      * region), so there tracked objects are searched full frame. */
     a->track_mode = s->track_mode;
+    /* A replay tracks as the recorded run did ("pass" is in its results). */
+    const int recorded = a->replay ? trk_replay_track_mode(a->replay) : -1;
+    if (a->track_mode == TRK_TRACK_AUTO && recorded >= 0) {
+        a->track_mode = recorded;
+        log_debug("--mode auto: %s, as the bundle was tracked",
+                  recorded == TRK_TRACK_FULL ? "full" : "roi");
+    }
     if (a->track_mode == TRK_TRACK_AUTO) {
         const bool native = trk_backend_regions_native(a->backend);
         a->track_mode = native ? TRK_TRACK_ROI : TRK_TRACK_FULL;
@@ -793,6 +800,7 @@ static int open_outputs(struct app *a)
         .width = a->src.width,
         .height = a->src.height,
         .fps = a->src.fps,
+        .track_mode = a->track_mode == TRK_TRACK_ROI ? "roi" : "full",
     };
     if (s->record && (rc = trk_record_add(&rc_cfg, a->outputs, &a->record))) return rc;
     return s->rewind_s > 0 ? open_rewind(a, &rc_cfg) : 0;

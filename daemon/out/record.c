@@ -260,6 +260,7 @@ static int write_manifest(struct trk_record *r, bool end)
                    "  \"objects\": \"objects.ndjson\",\n  \"results\": \"results.ndjson\"",
                    c->width, c->height, c->fps, c->ffv1 ? "frames-*.mkv" : "frames.raw",
                    c->ffv1 ? "ffv1" : "raw");
+    if (c->track_mode) trk_buf_printf(&b, ",\n  \"track_mode\": \"%s\"", c->track_mode);
     if (c->trigger) {
         trk_buf_puts(&b, ",\n  \"rewind\": {\"trigger\": ");
         trk_buf_json_str(&b, c->trigger, SIZE_MAX);

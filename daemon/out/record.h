@@ -90,6 +90,9 @@ struct trk_record_cfg {
     bool hash_input;
     int width, height;
     double fps;
+    /* The run's --mode as resolved ("roi" / "full"), for the manifest: a
+     * replay tracks the same way unless told otherwise. NULL: none. */
+    const char *track_mode;
     /* A rewind save (trk_record_write): why it was saved, for the
      * manifest's "rewind" key, and the buffer's length in seconds; NULL
      * for a recording. */

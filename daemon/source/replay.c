@@ -18,6 +18,7 @@
 #include "out/ffv1.h"
 #include "out/record.h"
 #include "state.h"
+#include "tracker.h"
 
 /* One frame of index.ndjson. */
 struct entry {
@@ -78,6 +79,8 @@ struct trk_replay {
      * NULL when it has none (a recording, or an older rewind save). */
     uint8_t *state;
     size_t state_len;
+    /* The manifest's track_mode (enum trk_track_mode), -1 when absent. */
+    int track_mode;
 };
 
 /* why = "DIR/FILE...: ..." */
@@ -281,6 +284,8 @@ static int read_manifest(struct trk_replay *r, char *why, size_t len)
         json_t *end = json_object_get(m, "end");
         r->stopped_early = !end || json_is_string(json_object_get(end, "stopped"));
         r->mid_run = json_object_get(m, "rewind") != NULL;
+        const char *mode = json_string_value(json_object_get(m, "track_mode"));
+        r->track_mode = mode ? trk_track_mode_parse(mode) : -1;
         const char *d = json_string_value(json_object_get(src, "description"));
         snprintf(r->desc, sizeof(r->desc), "%s", d ? d : "?");
     }
@@ -507,6 +512,11 @@ int trk_replay_open(const char *dir, struct trk_source *src, struct trk_replay *
     rc = trk_source_open(src);
     *out = r;
     return rc;
+}
+
+int trk_replay_track_mode(const struct trk_replay *r)
+{
+    return r->track_mode;
 }
 
 size_t trk_replay_state(const struct trk_replay *r, const void **data)

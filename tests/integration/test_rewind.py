@@ -69,7 +69,7 @@ def results_by_seq(path):
     return {j["seq"]: j for j in (json.loads(l) for l in open(path).read().splitlines() if l)}
 
 
-def check_window(trackd, bundle, out, what, n_s=N_S, trigger=None, replay_args=()):
+def check_window(trackd, bundle, out, what, n_s=N_S, trigger=None):
     """The bundle holds consecutive frames over at most n_s seconds, the
     last ones before it was saved (the frame before its first was more than
     n_s older than a frame captured by then), and replays identically."""
@@ -99,7 +99,7 @@ def check_window(trackd, bundle, out, what, n_s=N_S, trigger=None, replay_args=(
         check(got.startswith(trigger), f"{what}: the manifest says why: {got!r}")
     for backend in ("cpu", "cpu-ref"):
         r = run(trackd, ["--replay", bundle, "--verify", "--fast", "--no-server",
-                         "--backend", backend, *replay_args])
+                         "--backend", backend])
         ok = r.returncode == 0 and " 0 differ: identical" in r.stdout
         check(ok, f"{what}: replay --verify identical on {backend}")
         if not ok:
@@ -352,13 +352,14 @@ def by_tracked(trackd, tmp):
     check(b.index and b.index[0]["seq"] > 0 and insts and first.get("markers"),
           f"tracked: it starts mid-run with instances and markers "
           f"({len(insts)} instances, {len(first.get('markers', []))} markers)")
-    # The live run resolved --mode to roi (cpu); cpu-ref would resolve it to
-    # full, whose "pass" says so: the replays name the live mode.
-    check_window(trackd, saved[0], out, "tracked", trigger="signal", replay_args=("--mode", "roi"))
+    # The live run resolved --mode auto to roi (cpu); the manifest says so
+    # and the replays, cpu-ref's too (whose auto would be full), follow it.
+    check(b.manifest.get("track_mode") == "roi", "tracked: the manifest names the mode, roi")
+    check_window(trackd, saved[0], out, "tracked", trigger="signal")
     bare = os.path.join(tmp, "tracked-no-state")
     shutil.copytree(saved[0], bare)
     os.unlink(os.path.join(bare, "state.bin"))
-    r = run(trackd, ["--replay", bare, "--verify", "--fast", "--no-server", "--mode", "roi"])
+    r = run(trackd, ["--replay", bare, "--verify", "--fast", "--no-server"])
     check(r.returncode != 0 and "DIFFERENT" in r.stdout and "starts mid-run" in r.stdout,
           f"tracked: without state.bin the replay differs and says why ({r.returncode})")
     # Header: 8 bytes magic, 4 version, 8 seq; then the tracker: 4 tag, 4
