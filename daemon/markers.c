@@ -427,7 +427,16 @@ void trk_markers_follower_save(const struct trk_marker_follower *f, struct trk_b
         trk_bytes_put(b, &f->t[i].m, sizeof(f->t[i].m));
 }
 
-int trk_markers_follower_load(struct trk_marker_follower *f, struct trk_rd *r)
+/* A loaded track the follower and the result can take. */
+static bool sane(const struct trk_marker *m, uint64_t next_id, uint32_t coast, size_t n_patterns)
+{
+    const double d[] = { m->cx, m->cy, m->heading, m->vx, m->vy, m->vheading };
+    for (size_t i = 0; i < sizeof(d) / sizeof(d[0]); i++)
+        if (!isfinite(d[i])) return false;
+    return m->track_id && m->track_id < next_id && m->lost <= coast && m->pattern < n_patterns;
+}
+
+int trk_markers_follower_load(struct trk_marker_follower *f, struct trk_rd *r, size_t n_patterns)
 {
     uint32_t head[2] = { 0 };
     uint64_t next_id = 0, n = 0;
@@ -457,9 +466,10 @@ int trk_markers_follower_load(struct trk_marker_follower *f, struct trk_rd *r)
         struct track *t = &f->t[f->n++];
         *t = (struct track){ .taken = false };
         trk_rd_get(r, &t->m, sizeof(t->m));
-        if (!r->bad && (!t->m.track_id || t->m.track_id >= next_id || t->m.lost > f->coast)) {
+        if (!r->bad && !sane(&t->m, next_id, f->coast, n_patterns)) {
             r->off = mat;
-            trk_rd_fail(r, "a marker track's id or lost count is out of range");
+            trk_rd_fail(r, "a marker track out of range (its id, pattern, lost count or a number "
+                           "not finite)");
         }
     }
     if (r->bad) f->n = 0;

@@ -153,7 +153,10 @@ int trk_marker_stage_load(struct trk_marker_stage *s, const struct trk_objects *
     }
     if (r->bad) return TRK_EINVAL;
     /* Not the same: the stage starts over at the frame, as it did live
-     * (the follower's next id still counts). */
+     * (its tracks, of the set before, go; the next id still counts). */
     if (same) restart(s, set, n_objects, width, height);
-    return trk_markers_follower_load(s->follower, r);
+    int err = trk_markers_follower_load(s->follower, r,
+                                        same ? (size_t)set->n_patterns : (size_t)TRK_PATTERNS_MAX);
+    if (!same) trk_markers_follower_reset(s->follower);
+    return err;
 }

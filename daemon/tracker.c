@@ -881,6 +881,26 @@ void trk_tracker_save(const struct trk_tracker *t, struct trk_bytes *b)
     }
 }
 
+/* A loaded instance the step can take: its numbers finite, its sizes and
+ * box within what a frame can hold (a damaged file must not steer the
+ * regions out of range). */
+static bool sane(const struct inst *x, uint64_t next_id)
+{
+    const double d[] = {
+        x->x,      x->y,      x->px,      x->py,        x->err,       x->ref,
+        x->th,     x->pth,    x->mth,     x->mw,        x->pub.cx,    x->pub.cy,
+        x->pub.vx, x->pub.vy, x->pub.vth, x->pub.major, x->pub.minor, x->pub.orientation
+    };
+    for (size_t i = 0; i < sizeof(d) / sizeof(d[0]); i++)
+        if (!isfinite(d[i])) return false;
+    const int32_t lim = 1 << 20;
+    const int32_t v[] = { x->w,  x->h,           x->gw,          x->gh,          x->fw,
+                          x->fh, x->pub.blob.x0, x->pub.blob.y0, x->pub.blob.x1, x->pub.blob.y1 };
+    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+        if (v[i] < -lim || v[i] > lim) return false;
+    return x->pub.id && x->pub.id < next_id && x->grow >= 1 && x->grow <= GROW_MAX;
+}
+
 int trk_tracker_load(struct trk_tracker *t, struct trk_rd *r, uint64_t delta)
 {
     uint32_t head[3] = { 0 };
@@ -920,9 +940,9 @@ int trk_tracker_load(struct trk_tracker *t, struct trk_rd *r, uint64_t delta)
             struct inst *x = &o->inst[a];
             const size_t at = r->off;
             trk_rd_get(r, x, sizeof(*x));
-            if (!r->bad && (!x->pub.id || x->pub.id >= t->next_id)) {
+            if (!r->bad && !sane(x, t->next_id)) {
                 r->off = at;
-                trk_rd_fail(r, "an instance's id is 0 or not below the next id");
+                trk_rd_fail(r, "an instance out of range (its id, a size, a number not finite)");
             }
             x->last_seq += delta;
         }

@@ -312,7 +312,7 @@ static void test_follow_state(void)
     struct trk_bytes st = { 0 };
     trk_markers_follower_save(f, &st);
     struct trk_rd rd = { .p = st.p, .len = st.len };
-    CHECK(!st.failed && trk_markers_follower_load(g, &rd) == 0 && rd.off == st.len);
+    CHECK(!st.failed && trk_markers_follower_load(g, &rd, 1) == 0 && rd.off == st.len);
     bool same = true, fresh_same = true;
     for (int frame = 11; frame < 40; frame++) {
         const size_t k = follow_scene(&p, frame, m);
@@ -326,7 +326,9 @@ static void test_follow_state(void)
     CHECK(same);
     CHECK(!fresh_same); /* the test can tell */
     struct trk_rd cut = { .p = st.p, .len = st.len - 1 };
-    CHECK(trk_markers_follower_load(h, &cut) == TRK_EINVAL && cut.bad);
+    CHECK(trk_markers_follower_load(h, &cut, 1) == TRK_EINVAL && cut.bad);
+    struct trk_rd no_pattern = { .p = st.p, .len = st.len }; /* its tracks' pattern 0 */
+    CHECK(trk_markers_follower_load(h, &no_pattern, 0) == TRK_EINVAL && no_pattern.bad_off > 0);
     free(st.p);
     trk_markers_follower_destroy(f);
     trk_markers_follower_destroy(g);
