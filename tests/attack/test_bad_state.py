@@ -16,37 +16,24 @@ import json
 import os
 import random
 import shutil
-import signal
 import subprocess
-import time
 
-from attack import case_attack, check
+from attack import SANITIZER_MARKS, case_attack, check
+from test_rewind import run_signalled  # tests/integration, on attack's path
 
 TRACKED_RED = {"objects": [{"name": "red", "space": "rgb", "lo": [150, 0, 0],
                             "hi": [255, 90, 90], "blobs": 4, "track": True}]}
 
 
 def rewind_save(trackd, d):
-    """A rewind bundle saved by SIGUSR1 after 45 results; its path or None."""
+    """A rewind bundle saved by SIGUSR1 mid-run; its path or None."""
     objs = os.path.join(d, "tracked.json")
     json.dump(TRACKED_RED, open(objs, "w"))
-    out, rdir = os.path.join(d, "out.ndjson"), os.path.join(d, "saves")
+    rdir = os.path.join(d, "saves")
     os.makedirs(rdir)
-    with open(os.path.join(d, "save.log"), "w") as log:
-        p = subprocess.Popen([trackd, "--no-server", "--size", "160x120", "--fps", "30",
-                              "--frames", "90", "--objects", objs, "--output", out,
-                              "--rewind", "1s", "--rewind-dir", rdir], stderr=log)
-        try:
-            for _ in range(400):
-                if os.path.exists(out) and len(open(out).read().splitlines()) >= 45:
-                    break
-                time.sleep(0.05)
-            p.send_signal(signal.SIGUSR1)
-            p.wait(60)
-        finally:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+    run_signalled(trackd, ["--size", "160x120", "--fps", "30", "--frames", "90", "--objects",
+                           objs, "--rewind", "1s", "--rewind-dir", rdir],
+                  os.path.join(d, "out.ndjson"), os.path.join(d, "save.log"))
     saved = glob.glob(rdir + "/rewind-*")
     return saved[0] if len(saved) == 1 else None
 
@@ -93,7 +80,7 @@ def cases(trackd, d, objs):
         shutil.copytree(good, bundle)
         open(os.path.join(bundle, "state.bin"), "wb").write(bad)
         rc, out = replay(trackd, bundle)
-        clean = "AddressSanitizer" not in out and "runtime error" not in out
+        clean = not any(m in out for m in SANITIZER_MARKS)
         named = rc != 65 or "state.bin: at byte" in out
         last = out.strip().splitlines()[-1][:160] if out.strip() else ""
         yield check(rc in (0, 1, 65) and clean and named,
