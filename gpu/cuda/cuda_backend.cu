@@ -235,6 +235,7 @@ static void be_free(struct cuda_be *b)
     cudaFreeHost(b->hp_bout);
     free(b->h_blob);
     trk_cu_rrm_destroy(b->rrm);
+    free_gather(b);
     if (b->events_made) {
         cudaEventDestroy(b->ev_up0);
         cudaEventDestroy(b->ev_up1);
@@ -483,6 +484,7 @@ const struct trk_backend_ops trk_cuda_ops = {
     cu_blobs,     cu_set_prefilter, cu_submit_regions,  cu_host_alloc,
     cu_host_free, cu_host_register, cu_host_unregister, cu_host_pinned,
     true, /* async: submit queues the copies and kernels */
+    cu_gather,    cu_gathered,
 };
 
 } /* extern "C" */

@@ -556,6 +556,18 @@ struct cuda_be {
      * while the frame in flight or last waited for was regional. */
     struct trk_cu_rrm *rrm;
     bool rmode;
+
+    /* Point gathers (gather.cu, trk_backend_set_gather), made at the first:
+     * the points and values in one pinned buffer, mapped (gather_mapped:
+     * dp_* are its device addresses) or else copied through d_gather
+     * (dp_* point there); gather_arm points armed for the next submit,
+     * which begin_call moves to gather_n (this submit's); gathered_only: a
+     * submit without objects queued only the gather. */
+    struct trk_gather_point *hp_gpts, *dp_gpts;
+    struct trk_gather_value *hp_gval, *dp_gval;
+    void *d_gather;
+    bool gather_mapped, gathered_only;
+    int gather_arm, gather_n;
 };
 
 /* Points t_log at an instance for the life of one entry point. */
@@ -635,6 +647,17 @@ int regions_set_objects(struct cuda_be *b, const struct trk_object_def *objs, in
 int cu_submit_regions(void *self, const struct trk_image *img, const struct trk_region *regs,
                       int n);
 int wait_regions(struct cuda_be *b, struct trk_obj_result *out, struct trk_backend_timing *t);
+/* -- gather.cu */
+int cu_gather(void *self, const struct trk_gather_point *pts, int n);
+void cu_gathered(void *self, struct trk_gather_value *out, int n);
+void free_gather(struct cuda_be *b);
+/* This submit's gather (gather_n points; none: nothing queued) of device
+ * image img on the kernel stream, which must be ordered after the
+ * image's producer already (queue_device_frame). */
+int queue_gather(struct cuda_be *b, const struct trk_image *img);
+/* A submit without objects that has points to read: after the legacy
+ * stream's work, only the gather, then ev_done. */
+int gather_only(struct cuda_be *b, const struct trk_image *img);
 /* -- cuda_wait.cu */
 cudaError_t wait_event(cudaEvent_t ev);
 float span(cudaEvent_t a, cudaEvent_t z);

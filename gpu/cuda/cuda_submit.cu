@@ -351,6 +351,9 @@ void begin_call(struct cuda_be *b, bool rmode)
     b->rmode = rmode;
     b->pub_wait = false;
     b->up_timed = true; /* a host frame's upload; queue_device_frame says for a device image */
+    b->gather_n = b->gather_arm; /* read by this submit only */
+    b->gather_arm = 0;
+    b->gathered_only = false;
 }
 
 /* The end of a submit that queued work: on an error, what was queued is
@@ -371,9 +374,9 @@ int cu_submit(void *self, const struct trk_image *img, const struct trk_roi *roi
     struct cuda_be *b = (struct cuda_be *)self;
     log_scope ls(b);
     begin_call(b, false);
-    if (b->n == 0) return 0;
+    if (b->n == 0 && !b->gather_n) return 0;
     TRK_CUDA_TRY(cudaSetDevice(b->dev));
-    return end_call(b, submit_impl(b, img, rois));
+    return end_call(b, b->n == 0 ? gather_only(b, img) : submit_impl(b, img, rois));
 }
 
 } // namespace trk_cuda

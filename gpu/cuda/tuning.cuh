@@ -32,6 +32,13 @@
 #define TRK_FUSED_DENSE_MIN 3
 #endif
 
+/* ---- point gathers (gather.cu) ---------------------------------------- */
+
+/* Threads per block of the gather kernel, one point each. Multiple of 32,
+ * <= 1024; a plan of ~1-2 thousand points is then one wave of a few
+ * blocks. */
+#define TRK_CU_GATHER_THREADS 128
+
 /* ---- waiting for results ---------------------------------------------- */
 
 /* Microseconds cu_wait polls a frame's completion event before it blocks.
