@@ -12,6 +12,7 @@
 #include "trk_clock.h" /* trk_now, trk_wall_ms */
 #include "out/mqtt.h"  /* trk_mqtt_stats */
 #include "focus.h"
+#include "frame.h" /* trk_frame_downloads */
 #include "snapshot.h"
 #include "objects.h" /* trk_objects_channel_name */
 
@@ -440,6 +441,10 @@ int trk_metrics_render(struct trk_metrics *m, struct trk_buf *b)
     counter(b, "trackd_uploaded_bytes_total",
             "Frame bytes copied from host to GPU memory (0 for CPU backends).",
             atomic_load(&m->upload_bytes));
+    counter(b, "trackd_frames_downloaded_total",
+            "GPU-decoded frames copied to host memory (the preview, colour samples, snapshots, "
+            "recordings; never for tracking or the light).",
+            trk_frame_downloads());
     counter(b, "trackd_frames_pinned_total",
             "Frames whose pixels the backend read from pinned host memory (no staging copy; "
             "0 for CPU backends).",
