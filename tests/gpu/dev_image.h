@@ -7,6 +7,7 @@
 
 #include <cuda_runtime_api.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -90,6 +91,21 @@ static void dev_free(struct dev_image *d)
         if (d->pinned[p]) cudaFreeHost(d->pinned[p]);
     }
     memset(d, 0, sizeof(*d));
+}
+
+/* The start of a device-image test's main: 77 (skipped) without a usable
+ * GPU, saying why; 0 for --probe on one; else -1 (run), with *quick for
+ * --quick. */
+static int gpu_test_start(int argc, char **argv, bool *quick)
+{
+    char why[256];
+    if (!trk_cuda_available(why, sizeof(why))) {
+        printf("SKIP: no usable GPU (%s)\n", why);
+        return 77;
+    }
+    if (argc > 1 && !strcmp(argv[1], "--probe")) return 0;
+    *quick = argc > 1 && !strcmp(argv[1], "--quick");
+    return -1;
 }
 
 #endif

@@ -44,13 +44,9 @@ static int first_diff(const struct trk_obj_result *a, const struct trk_obj_resul
 
 int main(int argc, char **argv)
 {
-    char why[256];
-    if (!trk_cuda_available(why, sizeof(why))) {
-        printf("SKIP: no usable GPU (%s)\n", why);
-        return 77;
-    }
-    if (argc > 1 && !strcmp(argv[1], "--probe")) return 0;
-    const bool quick = argc > 1 && !strcmp(argv[1], "--quick");
+    bool quick = false;
+    const int start = gpu_test_start(argc, argv, &quick);
+    if (start >= 0) return start;
     const struct spec *specs = quick ? quick_specs : full_specs;
     const int nspecs = quick ? 2 : (int)(sizeof(full_specs) / sizeof(full_specs[0]));
 
