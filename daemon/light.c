@@ -256,6 +256,7 @@ static void plan_object(struct trk_light *l, int i, int width, int height,
     const struct trk_blob *b = NULL;
     po->obj = i;
     po->nb = l->res_stale || !res ? 0 : best_blobs(res, i, &b);
+    po->nb = po->nb > TRK_MAX_BLOBS ? TRK_MAX_BLOBS : po->nb; /* a list holds at most K */
     po->in0 = pl->n;
     for (int k = 0; k < po->nb; k++) {
         int *r = po->box[k];
