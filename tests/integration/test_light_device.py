@@ -20,8 +20,17 @@ daemon with --hwdec auto.
 
 Without a GPU (CI) both runs decode in software (auto picks the cpu
 backend) and the checks hold as they should there; the GPU half is the
-lead's run on the device (the log's decoder line says which it was).
-Needs ffmpeg with libx264 and /usr/bin/python3 with numpy.
+device's run (the log's decoder line says which it was).
+
+    test_light_device.py TRACKD                  makes the clip, runs the checks
+    test_light_device.py --make DIR              only makes DIR/light.mp4 and
+                                                 DIR/light-objects.json
+    test_light_device.py TRACKD --clip DIR --need-gpu
+        the checks on DIR's clip; fails unless the GPU decoded (the device
+        bundle: tests/device/bundle.sh makes DIR, run-on-device.sh runs it)
+
+Making the clip needs ffmpeg with libx264 and /usr/bin/python3 with numpy;
+the checks need neither.
 """
 import json
 import os
@@ -62,24 +71,43 @@ def results(stdout):
     return [json.loads(line)["objects"] for line in stdout.splitlines()]
 
 
-def main():
-    trackd = sys.argv[1]
+def make(out):
+    """DIR/light.mp4 (the lighting clip as H.264 4:2:0, what NVDEC decodes)
+    and DIR/light-objects.json (its taught objects with illumination and
+    adapt on); returns their paths."""
     with tempfile.TemporaryDirectory() as tmp:
         ffv1 = os.path.join(tmp, "light.mkv")
         subprocess.run([sys.executable, os.path.join(HERE, "light_scene.py"), ffv1, "--frames",
                         str(FRAMES)], check=True)
         truth = json.load(open(ffv1 + ".truth.json"))
         objs = json.load(open(ffv1 + ".objects.json"))
-        clip = os.path.join(tmp, "light.mp4")
+        clip = os.path.join(out, "light.mp4")
         subprocess.run(["ffmpeg", "-loglevel", "error", "-y", "-i", ffv1, "-c:v", "libx264",
-                        "-profile:v", "high", "-pix_fmt", "yuv420p", "-crf", "10", clip],
+                        "-profile:v", "high", "-pix_fmt", "yuv420p", "-crf", "16", clip],
                        check=True)
-        objs["illumination"] = {"reference": "patch", "rect": truth["card"]}
-        for d in objs["objects"]:
-            d["adapt"] = {}
-        path = os.path.join(tmp, "objects.json")
-        with open(path, "w") as fh:
-            json.dump(objs, fh)
+    objs["illumination"] = {"reference": "patch", "rect": truth["card"]}
+    for d in objs["objects"]:
+        d["adapt"] = {}
+    path = os.path.join(out, "light-objects.json")
+    with open(path, "w") as fh:
+        json.dump(objs, fh)
+    return clip, path
+
+
+def main():
+    args = sys.argv[1:]
+    if args[0] == "--make":
+        make(args[1])
+        return
+    trackd = args[0]
+    need_gpu = "--need-gpu" in args
+    with tempfile.TemporaryDirectory() as tmp:
+        if "--clip" in args:
+            d = args[args.index("--clip") + 1]
+            clip, path = os.path.join(d, "light.mp4"), os.path.join(d, "light-objects.json")
+        else:
+            clip, path = make(tmp)
+        objs = json.load(open(path))
 
         # Paced, looping: /metrics while it plays (no WebSocket client: no
         # preview is made).
@@ -105,6 +133,8 @@ def main():
                 log_text = open(log_path).read()
                 gpu = "on the GPU" in log_text
                 print("decoding on the GPU" if gpu else "decoding in software (no usable GPU)")
+                if need_gpu:
+                    check(gpu, "--need-gpu: the GPU decoded the clip")
                 if text:
                     down = metric(text, "trackd_frames_downloaded_total")
                     check(down == 0, f"no frame copied to the host for the light (downloaded "
