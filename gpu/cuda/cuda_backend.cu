@@ -231,6 +231,8 @@ static void be_free(struct cuda_be *b)
     cudaFree(b->d_bobj);
     cudaFree(b->d_bctl);
     cudaFree(b->d_blut);
+    cudaFree(b->d_bmask);
+    cudaFree(b->d_bidx);
     cudaFree(b->d_bout);
     cudaFreeHost(b->hp_bout);
     free(b->h_blob);
