@@ -12,6 +12,9 @@
  *                      pixels, kept in shared memory) and runs; each row
  *                      takes its runs' slots with one atomicAdd, each
  *                      (row, object)'s runs sorted by x.
+ *      or mask_runs_kernel (the fused variant): the same runs from the
+ *                      masks the fused kernel stored in its own pass over
+ *                      the frame (trk_cu_bmask): no frame read, no lookup.
  *   2. union_kernel    grid-stride over runs: each run is united with the
  *                      runs of the same object in the row above that touch
  *                      it (4: overlap, 8: overlap or diagonal).

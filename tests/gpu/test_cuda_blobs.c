@@ -7,8 +7,9 @@
  * (K truncation with ties), the 1080p 8 colours x 16 disks scene, odd sizes,
  * every pixel format, ROIs, several variants (slot layouts and upload
  * bands), object sets that change, more blob objects than one labelling
- * pass holds, and more than one row's shared mask holds (a wide frame). The aggregate results are compared as well. Needs a
- * GPU: without one it exits 77 (ctest SKIP) and says why.
+ * pass holds, and more than one row's shared mask holds (a wide frame). The
+ * aggregate results are compared as well. Needs a GPU: without one it exits
+ * 77 (ctest SKIP) and says why.
  *
  *   test_cuda_blobs            the full matrix (4K and the multi-pass case too)
  *   test_cuda_blobs --quick    a smaller one (for compute-sanitizer runs)
