@@ -246,6 +246,22 @@ struct trk_cu_pub_job {
     unsigned seq;              /* written to rec->seq last                */
 };
 
+/* Where the fused kernel stores the blob objects' masks (blob lists,
+ * blobs.cu's mask_runs_kernel reads them): object i's word w of row y (bit
+ * b = pixel 32 w + b matches the object inside its clipped ROI) at
+ * words[i stride + y wpr + w]. Only words of segments where the object is
+ * present are stored; the reader zeroes every non-zero word it reads, so
+ * the scratch is all zero between frames (memset at set-up and after a
+ * failed frame). words == NULL: no masks (the other instance of the
+ * kernel). */
+struct trk_cu_bmask {
+    uint32_t *words;
+    const uint16_t *idx;                 /* slot -> blob object index     */
+    uint32_t bits[TRK_MAX_OBJECTS / 32]; /* slots that are blob objects   */
+    int wpr;                             /* mask words per row (this frame) */
+    size_t stride;                       /* words per object: wpr x height */
+};
+
 /* One launch's worth of work for the accumulating kernels. */
 struct trk_cu_job {
     struct trk_cu_frame f;
@@ -260,6 +276,7 @@ struct trk_cu_job {
     const uint32_t *lut; /* device table image                    */
     struct trk_cu_lut lt;
     struct trk_cu_pub_job pub; /* fused kernel only; out NULL elsewhere  */
+    struct trk_cu_bmask bm;    /* fused kernel only; words NULL elsewhere */
 };
 
 /* ---------------------------------------------------- exact pixel decode */
@@ -398,7 +415,12 @@ struct trk_cu_blobjob {
     int need;                       /* spaces the group's objects test (bit s) */
     const uint32_t *lut;            /* the group's table image (device)   */
     struct trk_cu_lut lt;
-    int wpr;            /* mask words per row of this frame         */
+    int wpr; /* mask words per row of this frame         */
+    /* The group's masks as the fused kernel stored them (trk_cu_bmask: its
+     * first object's words, stride words per object), zeroed as read; NULL:
+     * runs_kernel thresholds the frame itself (the other variants). */
+    uint32_t *masks;
+    size_t mstride;
     size_t cap;         /* run slots                                */
     uint32_t *ctl;      /* run slots taken (zeroed before the launch) */
     uint32_t *ctl_next; /* zeroed by this launch for the next one */
@@ -526,6 +548,13 @@ struct cuda_be {
     uint32_t *d_blut, *d_bctl;
     uint32_t *d_broots, *d_browoff, *d_browcnt, *d_byg, *d_bparent, *d_bmass, *d_bfirst;
     uint16_t *d_bx0, *d_bx1;
+    /* The fused variant's mask scratch (trk_cu_bmask): bmask_words words,
+     * all zero between frames; d_bidx slot -> blob object, bbits the blob
+     * objects' slots. */
+    uint32_t *d_bmask;
+    size_t bmask_words;
+    uint16_t *d_bidx;
+    uint32_t bbits[TRK_MAX_OBJECTS / 32];
     void *d_bout, *hp_bout;
     size_t bout_bytes;
     cudaEvent_t ev_b0, ev_b1;

@@ -86,6 +86,20 @@ int queue_prefilter(struct cuda_be *b, const struct layout *L)
                                    b->s_k);
 }
 
+/* Whether the blob pipeline starts from the fused kernel's masks
+ * (trk_cu_bmask) rather than thresholding the frame again: the default
+ * variant, with blob objects. */
+static bool blob_masks(const struct cuda_be *b)
+{
+    return b->variant == V_FUSED && b->nbo && b->d_bmask;
+}
+
+/* Words of each blob object's masks in the scratch for this frame. */
+static size_t bmask_stride(const struct cuda_be *b)
+{
+    return (size_t)((b->f.width + 31) / 32) * (size_t)b->f.height;
+}
+
 struct trk_cu_job make_job(struct cuda_be *b, int row0, int row1, bool first)
 {
     struct trk_cu_job j;
@@ -102,6 +116,13 @@ struct trk_cu_job make_job(struct cuda_be *b, int row0, int row1, bool first)
     j.objs = b->d_objs;
     j.lut = b->d_lut;
     j.lt = b->lt;
+    if (blob_masks(b)) {
+        j.bm.words = b->d_bmask;
+        j.bm.idx = b->d_bidx;
+        memcpy(j.bm.bits, b->bbits, sizeof(j.bm.bits));
+        j.bm.wpr = (b->f.width + 31) / 32;
+        j.bm.stride = bmask_stride(b);
+    }
     return j;
 }
 
@@ -196,6 +217,10 @@ int queue_blobs(struct cuda_be *b)
         j.need = 0;
         for (int s = 0; s < 3; s++)
             if (j.lt.has[s]) j.need |= 1 << s;
+        if (blob_masks(b)) {
+            j.mstride = bmask_stride(b);
+            j.masks = b->d_bmask + (size_t)g0 * j.mstride;
+        }
         j.ctl = b->d_bctl + 4 * b->bctl_par;
         j.ctl_next = b->d_bctl + 4 * (b->bctl_par ^ 1);
         int err = trk_cu_blobs_launch(&j, b->sms, b->s_k);
@@ -236,8 +261,11 @@ int reset_if_dirty(struct cuda_be *b)
     for (int i = 0; i < 2; i++)
         TRK_CUDA_TRY(
             cudaMemsetAsync(b->d_acc[i], 0, TRK_MAX_OBJECTS * sizeof(struct trk_cu_acc), b->s_k));
-    /* A hand-over cut short leaves its ticket count and clock behind. */
+    /* A hand-over cut short leaves its ticket count and clock behind; a
+     * frame whose blob pipeline did not run leaves masks in the scratch. */
     TRK_CUDA_TRY(reset_pubctl(b));
+    if (b->d_bmask)
+        TRK_CUDA_TRY(cudaMemsetAsync(b->d_bmask, 0, b->bmask_words * sizeof(uint32_t), b->s_k));
     b->dirty = false;
     return 0;
 }
