@@ -201,15 +201,14 @@ static int add_entry(struct trk_replay *r, json_t *v, const char *where, char *w
         return fail(why, len, TRK_REPLAY_EDAMAGED,
                     "%s: an index line needs seq, pts, format, width, height, offset, size", where);
     int fi = -1;
-    if (copy && (strcmp(copy, by_ref ? "input" : "mjpeg") || !json_is_integer(pkt) ||
-                 json_integer_value(pkt) < 0 ||
-                 (!by_ref && (!file || strcmp(file, "frames.mjpeg") ||
-                              !json_is_integer(json_object_get(v, "packet_size"))))))
+    if (copy && !by_ref) pkt = json_object_get(v, "packet_size");
+    if (copy &&
+        (strcmp(copy, by_ref ? "input" : "mjpeg") || !json_is_integer(pkt) ||
+         json_integer_value(pkt) < 0 || (!by_ref && (!file || strcmp(file, "frames.mjpeg")))))
         return fail(why, len, TRK_REPLAY_EDAMAGED,
                     "%s: a copied frame's index line needs copy \"mjpeg\" with file "
                     "\"frames.mjpeg\" and packet_size, or copy \"input\" with frame",
                     where);
-    if (copy && !by_ref) pkt = json_object_get(v, "packet_size");
     if (r->ffv1) {
         if (!file || !json_is_integer(pkt) || json_integer_value(pkt) < 0 || strchr(file, '/') ||
             strlen(file) >= sizeof(r->files[0].name))
