@@ -364,10 +364,13 @@ int trk_record_hash_input(const char *path, uint64_t block, struct trk_record_in
 {
     *in = (struct trk_record_input){ 0 };
     const AVCRC *table = av_crc_get_table(AV_CRC_32_IEEE_LE);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO in the file's place must not block the open. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     struct stat sb;
-    if (fd < 0 || fstat(fd, &sb) != 0) {
-        int err = -errno;
+    if (fd < 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        /* Not a regular file (a pipe, a device): reading it whole could
+         * take its data or never end. */
+        int err = fd >= 0 && !S_ISREG(sb.st_mode) ? -EINVAL : -errno;
         if (fd >= 0) close(fd);
         return err;
     }

@@ -171,7 +171,8 @@ struct trk_record_input {
     uint32_t *crc; /* size / block rounded up; malloc'd */
     size_t n_crc;
 };
-/* Reads path whole into *in (block as above). 0, -errno or TRK_ENOMEM. */
+/* Reads path whole into *in (block as above). 0, -errno (-EINVAL: not a
+ * regular file) or TRK_ENOMEM. */
 int trk_record_hash_input(const char *path, uint64_t block, struct trk_record_input *in);
 
 #endif

@@ -45,6 +45,10 @@ struct ffv1_file {
     uint64_t next; /* the packet in->next decodes */
 };
 
+/* copy: how far an input frame number may be past the one before it (a
+ * frame the recorder could not keep); more is a damaged index. */
+#define MAX_INPUT_GAP 1000
+
 /* One object set of objects.ndjson. */
 struct version {
     uint64_t first_seq;
@@ -446,7 +450,7 @@ static int check_input(struct trk_replay *r, char *why, size_t len)
     if (err)
         return fail(why, len, TRK_REPLAY_EDAMAGED,
                     "%s: cannot read it: %s (the bundle %s stores its frames by reference to it)",
-                    r->input, trk_strerror(err), r->dir);
+                    r->input, err == -EINVAL ? "not a regular file" : trk_strerror(err), r->dir);
     const uint64_t block = have.block, want = (uint64_t)json_integer_value(size);
     /* The first block, complete in both, whose CRC differs; then a size
      * that differs; then the last block or the whole file's hash. */
@@ -472,13 +476,20 @@ static int check_input(struct trk_replay *r, char *why, size_t len)
                           "byte %llu (cut?)"
                         : "%s: not the file recorded: it is %llu bytes, the recorded one %llu",
                     r->input, (unsigned long long)have.size, (unsigned long long)want);
-    for (size_t i = 1; i < r->n; i++)
-        if (r->idx[i].copy == COPY_INPUT && r->idx[i - 1].copy == COPY_INPUT &&
-            r->idx[i].packet <= r->idx[i - 1].packet)
+    /* A file's frames are recorded without a gap (its capture waits for
+     * the recorder): frame numbers that jump far ahead are damage, and
+     * with --loop reading on to them would never end. */
+    uint64_t next = 0; /* the frame after the last one named */
+    for (size_t i = 0; i < r->n; i++) {
+        const struct entry *e = &r->idx[i];
+        if (e->copy != COPY_INPUT) continue;
+        if (e->packet < next || e->packet - next > MAX_INPUT_GAP)
             return fail(why, len, TRK_REPLAY_EDAMAGED,
-                        "%s/index.ndjson:%zu: frame %llu of the input comes after frame %llu",
-                        r->dir, i + 1, (unsigned long long)r->idx[i].packet,
-                        (unsigned long long)r->idx[i - 1].packet);
+                        "%s/index.ndjson:%zu: frame %llu of the input where frame %llu was due: "
+                        "a recording of a file goes forward without gaps",
+                        r->dir, i + 1, (unsigned long long)e->packet, (unsigned long long)next);
+        next = e->packet + 1;
+    }
     struct trk_file_cfg fc = { .path = r->input, .loop = r->input_loop };
     if ((err = trk_source_file_create(&fc, &r->in)) || (err = trk_source_open(&r->in)))
         return fail(why, len, err == TRK_ENOMEM ? err : TRK_REPLAY_EDAMAGED,
