@@ -105,6 +105,9 @@ struct trk_replay {
     size_t state_len;
     /* The manifest's track_mode (enum trk_track_mode), -1 when absent. */
     int track_mode;
+    /* A live camera's recording: frames the live tracker skipped (the pool
+     * keeps the newest) have no result, and are left out of the replay. */
+    bool live;
 };
 
 /* why = "DIR/FILE...: ..." */
@@ -332,6 +335,8 @@ static int read_manifest(struct trk_replay *r, char *why, size_t len)
         json_t *end = json_object_get(m, "end");
         r->stopped_early = !end || json_is_string(json_object_get(end, "stopped"));
         r->mid_run = json_object_get(m, "rewind") != NULL;
+        const char *kind = json_string_value(json_object_get(src, "kind"));
+        r->live = kind && !strcmp(kind, "camera");
         const char *mode = json_string_value(json_object_get(m, "track_mode"));
         r->track_mode = mode ? trk_track_mode_parse(mode) : -1;
         const char *d = json_string_value(json_object_get(src, "description"));
@@ -520,6 +525,42 @@ static int check_frames(struct trk_replay *r, char *why, size_t len)
         return fail(why, len, TRK_REPLAY_EDAMAGED,
                     "%s/objects.ndjson: no object set for the first frame", r->dir);
     return 0;
+}
+
+/* A live camera's bundle: the index keeps only the frames the live tracker
+ * processed, those with a recorded result. A camera delivers faster than
+ * it is tracked at times (the pool then takes the newest frame and skips
+ * older ones), and the last frames captured before a stop may never be
+ * processed; replaying those would show the tracker frames it never saw,
+ * and in roi mode or with tracked objects change the results after them.
+ * results.ndjson is read for its seqs alone (unreadable: nothing left
+ * out; --verify then says what it lacks). */
+static void drop_unprocessed(struct trk_replay *r)
+{
+    char path[4200], *line = NULL;
+    size_t cap = 0, kept = 0, k = 0;
+    ssize_t n;
+    snprintf(path, sizeof(path), "%s/results.ndjson", r->dir);
+    FILE *f = fopen(path, "re");
+    if (!f) return;
+    while (k < r->n && (n = getline(&line, &cap, f)) > 0 && line[n - 1] == '\n') {
+        json_t *v = json_loadb(line, (size_t)n, 0, NULL);
+        json_t *seq = json_object_get(v, "seq");
+        if (json_is_integer(seq)) {
+            const uint64_t s = (uint64_t)json_integer_value(seq);
+            while (k < r->n && r->idx[k].seq < s)
+                k++; /* no result: skipped live */
+            if (k < r->n && r->idx[k].seq == s) r->idx[kept++] = r->idx[k++];
+        }
+        json_decref(v);
+    }
+    free(line);
+    fclose(f);
+    if (kept && kept < r->n)
+        log_info("%zu of the camera's %zu recorded frames have no result: the live tracker "
+                 "skipped them for newer ones (or stopped first), so the replay leaves them out",
+                 r->n - kept, r->n);
+    if (kept) r->n = kept;
 }
 
 /* A rewind save's state.bin, read whole and checked against the first set
@@ -740,6 +781,7 @@ int trk_replay_open(const char *dir, struct trk_source *src, struct trk_replay *
     snprintf(r->dir, sizeof(r->dir), "%s", dir);
     int rc = read_manifest(r, why, why_len);
     if (!rc) rc = each_line(r, "index.ndjson", why, why_len, add_entry);
+    if (!rc && r->live) drop_unprocessed(r);
     if (!rc) rc = each_line(r, "objects.ndjson", why, why_len, add_version);
     if (!rc) rc = check_frames(r, why, why_len);
     if (!rc) rc = read_state(r, why, why_len);
