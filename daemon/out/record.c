@@ -487,6 +487,24 @@ static void *writer_main(void *arg)
     return NULL;
 }
 
+/* s's index fields from f and its image; len bytes in s->buf. */
+static void describe(struct trk_record_frame *s, const struct trk_frame *f,
+                     const struct trk_image *img, size_t len)
+{
+    *s = (struct trk_record_frame){ .buf = s->buf,
+                                    .cap = s->cap,
+                                    .len = len,
+                                    .seq = f->seq,
+                                    .t_capture = f->t_capture,
+                                    .pts = f->pts,
+                                    .fmt = img->fmt,
+                                    .width = img->width,
+                                    .height = img->height,
+                                    .matrix = img->matrix,
+                                    .full_range = img->full_range,
+                                    .src_index = f->src_index };
+}
+
 int trk_record_pack(struct trk_record_frame *s, struct trk_frame *f)
 {
     const struct trk_image *img = trk_frame_host(f);
@@ -505,17 +523,7 @@ int trk_record_pack(struct trk_record_frame *s, struct trk_frame *f)
     for (int p = 0; p < L.planes; p++)
         for (int y = 0; y < L.rows[p]; y++, d += L.row_bytes[p])
             memcpy(d, img->plane[p] + (size_t)y * img->pitch[p], L.row_bytes[p]);
-    *s = (struct trk_record_frame){ .buf = s->buf,
-                                    .cap = s->cap,
-                                    .len = need,
-                                    .seq = f->seq,
-                                    .t_capture = f->t_capture,
-                                    .pts = f->pts,
-                                    .fmt = img->fmt,
-                                    .width = img->width,
-                                    .height = img->height,
-                                    .matrix = img->matrix,
-                                    .full_range = img->full_range };
+    describe(s, f, img, need);
     return 0;
 }
 
@@ -534,20 +542,9 @@ static int pack_copy(const struct trk_record *r, struct trk_record_frame *s, str
         s->buf = nb, s->cap = len;
     }
     if (len) memcpy(s->buf, f->packet, len);
-    *s = (struct trk_record_frame){ .buf = s->buf,
-                                    .cap = s->cap,
-                                    .len = len,
-                                    .seq = f->seq,
-                                    .t_capture = f->t_capture,
-                                    .pts = f->pts,
-                                    .fmt = img->fmt,
-                                    .width = img->width,
-                                    .height = img->height,
-                                    .matrix = img->matrix,
-                                    .full_range = img->full_range,
-                                    .packet = !r->cfg.input_ref,
-                                    .ref = r->cfg.input_ref,
-                                    .src_index = f->src_index };
+    describe(s, f, img, len);
+    s->packet = !r->cfg.input_ref;
+    s->ref = r->cfg.input_ref;
     return 0;
 }
 

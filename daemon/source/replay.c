@@ -380,51 +380,53 @@ static int check_ffv1(struct trk_replay *r, char *why, size_t len)
     return 0;
 }
 
-/* Every index line names bytes frames.raw has. */
-static int check_raw(struct trk_replay *r, char *why, size_t len)
+/* DIR/name opened into *fd, and every index entry stored there (copy
+ * kind: frames.raw's COPY_NONE, frames.mjpeg's COPY_MJPEG) within its
+ * length. */
+static int check_stored(struct trk_replay *r, const char *name, int kind, int *fd, char *why,
+                        size_t len)
 {
     char path[4200];
-    snprintf(path, sizeof(path), "%s/frames.raw", r->dir);
+    snprintf(path, sizeof(path), "%s/%s", r->dir, name);
     struct stat sb;
-    if ((r->fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 || fstat(r->fd, &sb) != 0)
+    if ((*fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 || fstat(*fd, &sb) != 0)
         return fail(why, len, TRK_REPLAY_EDAMAGED, "%s: cannot open: %s", path, strerror(errno));
-    for (size_t i = 0; i < r->n; i++)
-        if (r->idx[i].copy == COPY_NONE && r->idx[i].offset + r->idx[i].size > (uint64_t)sb.st_size)
+    const uint64_t end = (uint64_t)sb.st_size;
+    for (size_t i = 0; i < r->n; i++) {
+        const struct entry *e = &r->idx[i];
+        const uint64_t bytes = kind == COPY_MJPEG ? e->packet : e->size;
+        if ((int)e->copy == kind && (bytes > end || e->offset > end - bytes))
             return fail(why, len, TRK_REPLAY_EDAMAGED,
                         "%s: frame %llu is bytes %llu..%llu, but the file ends at byte %lld "
                         "(index.ndjson line %zu)",
-                        path, (unsigned long long)r->idx[i].seq,
-                        (unsigned long long)r->idx[i].offset,
-                        (unsigned long long)(r->idx[i].offset + r->idx[i].size),
-                        (long long)sb.st_size, i + 1);
+                        path, (unsigned long long)e->seq, (unsigned long long)e->offset,
+                        (unsigned long long)(e->offset + bytes), (long long)sb.st_size, i + 1);
+    }
     return 0;
+}
+
+/* Every index line names bytes frames.raw has. */
+static int check_raw(struct trk_replay *r, char *why, size_t len)
+{
+    return check_stored(r, "frames.raw", COPY_NONE, &r->fd, why, len);
 }
 
 /* copy: frames.mjpeg holds every JPEG the index names, each starting as
  * a JPEG does; the software decoder the live run used. */
 static int check_mjpeg(struct trk_replay *r, char *why, size_t len)
 {
-    char path[4200];
-    snprintf(path, sizeof(path), "%s/frames.mjpeg", r->dir);
-    struct stat sb;
-    if ((r->mjpeg_fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 || fstat(r->mjpeg_fd, &sb) != 0)
-        return fail(why, len, TRK_REPLAY_EDAMAGED, "%s: cannot open: %s", path, strerror(errno));
+    int rc = check_stored(r, "frames.mjpeg", COPY_MJPEG, &r->mjpeg_fd, why, len);
+    if (rc) return rc;
     for (size_t i = 0; i < r->n; i++) {
         const struct entry *e = &r->idx[i];
         uint8_t soi[2] = { 0, 0 };
         if (e->copy != COPY_MJPEG) continue;
-        if (e->offset + e->packet > (uint64_t)sb.st_size)
-            return fail(why, len, TRK_REPLAY_EDAMAGED,
-                        "%s: frame %llu is bytes %llu..%llu, but the file ends at byte %lld "
-                        "(index.ndjson line %zu)",
-                        path, (unsigned long long)e->seq, (unsigned long long)e->offset,
-                        (unsigned long long)(e->offset + e->packet), (long long)sb.st_size, i + 1);
         if (e->packet < 2 || pread(r->mjpeg_fd, soi, 2, (off_t)e->offset) != 2 || soi[0] != 0xff ||
             soi[1] != 0xd8)
             return fail(why, len, TRK_REPLAY_EDAMAGED,
-                        "%s: frame %llu at byte %llu is no JPEG (it starts %02x %02x, not ff d8; "
-                        "index.ndjson line %zu)",
-                        path, (unsigned long long)e->seq, (unsigned long long)e->offset, soi[0],
+                        "%s/frames.mjpeg: frame %llu at byte %llu is no JPEG (it starts %02x %02x, "
+                        "not ff d8; index.ndjson line %zu)",
+                        r->dir, (unsigned long long)e->seq, (unsigned long long)e->offset, soi[0],
                         soi[1], i + 1);
         if (e->packet > r->scratch_cap) r->scratch_cap = e->packet;
     }

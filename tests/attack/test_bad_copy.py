@@ -25,6 +25,7 @@ import subprocess
 import sys
 
 from attack import case_attack, check
+from test_bad_bundles import edit_index, replay
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
@@ -38,30 +39,23 @@ def frame(f):
                     else bytes(((x * 3 + y) & 255,) * 3) for y in range(H) for x in range(W))
 
 
-def replay(trackd, bundle, verify=False):
-    try:
-        r = subprocess.run([trackd, "--no-server", "--fast", "--replay", bundle]
-                           + (["--verify"] if verify else []),
-                           capture_output=True, text=True, timeout=60)
-        return r.returncode, r.stdout + r.stderr
-    except subprocess.TimeoutExpired:
-        return "timeout", ""
+def on_bundle(change):
+    """test_bad_bundles' change(path) as this test's change(path, input)."""
+    return lambda path, _input: change(path)
 
 
-def edit_json(name, line_no, edit):
-    """Rewrites line line_no of name (None: the whole file as one JSON)."""
+def edit_line(line_no, edit):
+    """Rewrites index line line_no (0-based) with edit(dict)."""
+    return on_bundle(edit_index(line_no, edit))
+
+
+def edit_manifest(edit):
+    """Rewrites manifest.json with edit(dict)."""
     def change(path, _input):
-        p = os.path.join(path, name)
-        if line_no is None:
-            j = json.load(open(p))
-            edit(j)
-            json.dump(j, open(p, "w"))
-            return
-        lines = open(p).read().splitlines()
-        j = json.loads(lines[line_no])
+        p = os.path.join(path, "manifest.json")
+        j = json.load(open(p))
         edit(j)
-        lines[line_no] = json.dumps(j)
-        open(p, "w").write("\n".join(lines) + "\n")
+        json.dump(j, open(p, "w"))
     return change
 
 
@@ -101,8 +95,7 @@ def swap_in(jpeg):
         p = os.path.join(path, "frames.mjpeg")
         at = os.path.getsize(p)
         open(p, "ab").write(jpeg)
-        edit_json("index.ndjson", 5, lambda j: j.update(offset=at, packet_size=len(jpeg)))(
-            path, _input)
+        edit_line(5, lambda j: j.update(offset=at, packet_size=len(jpeg)))(path, _input)
     return change
 
 
@@ -133,17 +126,17 @@ CAMERA = {
     "frames.mjpeg cut": (cut_mjpeg, "frames.mjpeg: frame 11 is bytes"),
     "start marker gone": (poke_mjpeg(3, lambda o: b"\0\0" + o[2:]), "frames.mjpeg: frame 3 at byte"),
     "JPEG blanked": (poke_mjpeg(6, blank), "frames.mjpeg at byte"),
-    "packet_size huge": (edit_json("index.ndjson", 2, lambda j: j.update(packet_size=2**62)),
+    "packet_size huge": (edit_line(2, lambda j: j.update(packet_size=2**62)),
                          "frames.mjpeg: frame 2"),
-    "packet_size negative": (edit_json("index.ndjson", 2, lambda j: j.update(packet_size=-4)),
+    "packet_size negative": (edit_line(2, lambda j: j.update(packet_size=-4)),
                              "index.ndjson:3"),
-    "offset negative": (edit_json("index.ndjson", 1, lambda j: j.update(offset=-1)),
+    "offset negative": (edit_line(1, lambda j: j.update(offset=-1)),
                         "index.ndjson:2"),
-    "offset past the end": (edit_json("index.ndjson", 4, lambda j: j.update(offset=2**40)),
+    "offset past the end": (edit_line(4, lambda j: j.update(offset=2**40)),
                             "frames.mjpeg: frame 4"),
-    "another file": (edit_json("index.ndjson", 0, lambda j: j.update(file="../../etc/passwd")),
+    "another file": (edit_line(0, lambda j: j.update(file="../../etc/passwd")),
                      "index.ndjson:1"),
-    "unknown copy": (edit_json("index.ndjson", 0, lambda j: j.update(copy="h264")),
+    "unknown copy": (edit_line(0, lambda j: j.update(copy="h264")),
                      "index.ndjson:1"),
 }
 
@@ -156,22 +149,21 @@ BY_REFERENCE = {
     "input gone": (input_change(os.remove), "cannot read it: No such file"),
     "input a folder": (input_change(to_folder), "not a regular file"),
     "input a FIFO": (input_change(to_fifo), "not a regular file"),
-    "frame far ahead": (edit_json("index.ndjson", 3, lambda j: j.update(frame=2**40)),
+    "frame far ahead": (edit_line(3, lambda j: j.update(frame=2**40)),
                         "index.ndjson:4"),
     "frame far ahead, looping": (lambda p, i: (
-        edit_json("manifest.json", None, lambda j: j["source"].update(input_loop=True))(p, i),
-        edit_json("index.ndjson", 3, lambda j: j.update(frame=2**40))(p, i)), "index.ndjson:4"),
-    "frame going back": (edit_json("index.ndjson", 5, lambda j: j.update(frame=1)),
-                         "index.ndjson:6"),
-    "frame past the file": (lambda p, i: [edit_json("index.ndjson", k, lambda j: j.update(
+        edit_manifest(lambda j: j["source"].update(input_loop=True))(p, i),
+        edit_line(3, lambda j: j.update(frame=2**40))(p, i)), "index.ndjson:4"),
+    "frame going back": (edit_line(5, lambda j: j.update(frame=1)), "index.ndjson:6"),
+    "frame past the file": (lambda p, i: [edit_line(k, lambda j: j.update(
         frame=j["frame"] + 500))(p, i) for k in range(N - 1, 3, -1)], "ends before frame"),
-    "no input_blocks": (edit_json("manifest.json", None, lambda j: j["source"].pop("input_blocks")),
+    "no input_blocks": (edit_manifest(lambda j: j["source"].pop("input_blocks")),
                         "input_blocks is missing"),
-    "input_blocks junk": (edit_json("manifest.json", None, lambda j: j["source"].update(
+    "input_blocks junk": (edit_manifest(lambda j: j["source"].update(
         input_blocks={"block": 0, "crc32": "zz"})), "input_blocks is missing"),
-    "crc32 junk": (edit_json("manifest.json", None, lambda j: j["source"]["input_blocks"].update(
+    "crc32 junk": (edit_manifest(lambda j: j["source"]["input_blocks"].update(
         crc32=["zz", 5])), "not the file recorded"),
-    "block of 1 byte": (edit_json("manifest.json", None, lambda j: j["source"][
+    "block of 1 byte": (edit_manifest(lambda j: j["source"][
         "input_blocks"].update(block=1)), "not the file recorded: bytes 0..1 "),
 }
 
@@ -200,7 +192,7 @@ def cases(trackd, d, objs):
             # Each by-reference case damages its own copy of the input.
             inp = os.path.join(d, slug + ".avi")
             shutil.copy(avi, inp)
-            edit_json("manifest.json", None, lambda j: j["source"].update(input=inp)
+            edit_manifest(lambda j: j["source"].update(input=inp)
                       if good == ref else None)(bundle, inp)
             change(bundle, inp)
             rc, out = replay(trackd, bundle, verify=True)

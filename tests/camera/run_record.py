@@ -31,8 +31,6 @@ import asyncio
 import json
 import os
 import re
-import shutil
-import subprocess
 import sys
 import threading
 import time
@@ -41,7 +39,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.dont_write_bytecode = True  # nothing written into the source tree
 import run_controls as rc  # noqa: E402
-import run_vivid as rv  # noqa: E402
 
 TOKEN = "camtest"  # init_controls.sh's --control-token
 W, H = 320, 240    # init_controls.sh's --size
@@ -66,27 +63,26 @@ def on_bar(raw, x):
     return m.get("type") == "frame" and on(m["objects"][0], x)
 
 
+async def frames_on(ws, x, n, what):
+    """Waits (REPLY_S at most) for n frames with the box on the bar at x."""
+    seen, end = 0, time.monotonic() + rc.REPLY_S
+    while seen < n and time.monotonic() < end:
+        seen += on_bar(await asyncio.wait_for(ws.recv(), rc.REPLY_S), x)
+    if seen < n:
+        rc.fail(f"only {seen} frames with the bar on {what}")
+
+
 async def teach(url):
     """Frames on the green bar, the edit, frames on the red bar; the ack."""
     import websockets
     async with websockets.connect(url, max_size=None) as ws:
         c = rc.Client(ws)
         await c.next(lambda m: m.get("type") == "hello", "hello")
-        seen = 0
-        end = time.monotonic() + rc.REPLY_S
-        while seen < FRAMES_BEFORE and time.monotonic() < end:
-            seen += on_bar(await asyncio.wait_for(ws.recv(), rc.REPLY_S), GREEN_X)
-        if seen < FRAMES_BEFORE:
-            rc.fail(f"only {seen} frames with the bar on green before the edit")
+        await frames_on(ws, GREEN_X, FRAMES_BEFORE, "green before the edit")
         ack = await c.call({"type": "update_object", "object_id": 0, "changes": RED})
         if ack.get("type") != "ack":
             rc.fail(f"update_object: {ack}")
-        seen = 0
-        end = time.monotonic() + rc.REPLY_S
-        while seen < FRAMES_AFTER and time.monotonic() < end:
-            seen += on_bar(await asyncio.wait_for(ws.recv(), rc.REPLY_S), RED_X)
-        if seen < FRAMES_AFTER:
-            rc.fail(f"only {seen} frames with the bar on red after the edit")
+        await frames_on(ws, RED_X, FRAMES_AFTER, "red after the edit")
     print(f"  taught: {FRAMES_BEFORE}+ frames on the green bar, then {FRAMES_AFTER}+ on red")
 
 
@@ -142,37 +138,8 @@ def judge_bundle(con):
 
 def main():
     trackd, work = sys.argv[1], sys.argv[2]
-    qemu = shutil.which("qemu-system-x86_64")
-    if not qemu:
-        rv.skip("qemu-system-x86_64 is not installed")
-    vmlinuz, mods = rv.find_kernel()
-    if not vmlinuz:
-        rv.skip("no readable /boot/vmlinuz-* with the vivid modules (linux-image-amd64)")
-    ver = os.path.basename(vmlinuz)[len("vmlinuz-"):]
-    e1000 = f"/lib/modules/{ver}/kernel/drivers/net/ethernet/intel/e1000/e1000.ko"
-    if not os.path.exists(e1000):
-        rv.skip(f"{e1000} is missing")
-    if not os.path.exists("/bin/busybox") or not shutil.which("v4l2-ctl"):
-        rv.skip("busybox-static or v4l-utils is not installed")
-    try:
-        import websockets  # noqa: F401
-    except ImportError:
-        rv.skip("python3-websockets is not installed")
-    os.makedirs(work, exist_ok=True)
-    kernel = rv.extract_vmlinux(vmlinuz, os.path.join(work, "vmlinux"))
-    initrd = os.path.join(work, "initrd.gz")
-    rv.build_initramfs(trackd, dict(mods, e1000=e1000), os.path.join(work, "root"), initrd,
-                       init="init_controls.sh", objects=OBJECTS)
-    port = rc.free_port()
-    hw = re.search(r"\b(vmx|svm)\b", open("/proc/cpuinfo").read())
-    accel = "kvm" if hw and os.access("/dev/kvm", os.R_OK | os.W_OK) else "tcg"
-    cmd = [qemu, "-accel", accel, "-m", "1024", "-smp", "2", "-nographic", "-no-reboot",
-           "-nic", f"user,model=e1000,restrict=on,hostfwd=tcp:127.0.0.1:{port}-:8080",
-           "-kernel", kernel, "-initrd", initrd, "-append", "console=ttyS0 quiet panic=-1"]
     t0 = time.monotonic()
-    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT)
-    con = rc.Console(proc)
+    proc, con, port, accel = rc.start_vm(trackd, work, OBJECTS)
     killer = threading.Timer(VM_TIMEOUT_S, proc.kill)
     killer.start()
     try:
@@ -211,11 +178,7 @@ def main():
             rc.fail("a sanitizer report in the VM", con)
         proc.wait(timeout=60)
     finally:
-        killer.cancel()
-        if proc.poll() is None:
-            proc.kill()
-        with open(os.path.join(work, "console.log"), "w") as f:
-            f.write("\n".join(con.lines))
+        rc.end_vm(proc, killer, con, work)
     print(f"PASS ({time.monotonic() - t0:.1f} s)")
 
 

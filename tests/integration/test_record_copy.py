@@ -30,45 +30,11 @@ import tempfile
 import zlib
 
 from copy_bundle import mjpeg_camera_bundle, mjpeg_clip
+from test_record import FAILS, N, H, W, check, frame_bytes, replay_identical, run
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "examples"))
 import read_bundle  # noqa: E402
-
-FAILS = []
-W, H, N = 96, 64, 40
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        FAILS.append(what)
-
-
-def run(trackd, args, cwd=None, timeout=120):
-    return subprocess.run([trackd, *args], capture_output=True, text=True, timeout=timeout,
-                          cwd=cwd)
-
-
-def replay_identical(trackd, bundle, backend, what, cwd=None):
-    r = run(trackd, ["--replay", bundle, "--verify", "--fast", "--no-server",
-                     "--backend", backend], cwd=cwd)
-    ok = r.returncode == 0 and " 0 differ: identical" in r.stdout
-    check(ok, f"{what}: replay --verify identical on {backend}")
-    if not ok:
-        print(r.stdout[-1500:], r.stderr[-1500:])
-
-
-def frame_bytes(f):
-    """Frame f: a red disk moving right on a gray ramp."""
-    buf = bytearray()
-    for y in range(H):
-        for x in range(W):
-            if (x - 10 - f) ** 2 + (y - 30) ** 2 <= 64:
-                buf += bytes((230, 30, 30))
-            else:
-                buf += bytes(((x * 2 + y) & 255,) * 3)
-    return bytes(buf)
 
 
 def untimed(results):

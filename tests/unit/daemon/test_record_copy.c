@@ -156,15 +156,23 @@ static void check_files(const char *dir, const struct jpeg *jpegs)
     CHECK(strstr(line, "\"version\": 3") != NULL);
 }
 
+/* The bundle in dir opened as *src; NULL (a failed check) when it does not
+ * open. */
+static struct trk_replay *open_ok(const char *dir, struct trk_source *src)
+{
+    struct trk_replay *rp = NULL;
+    char why[512] = "";
+    int err = trk_replay_open(dir, src, &rp, why, sizeof(why));
+    CHECKF(err == 0, "replay open: %s", why);
+    return err ? NULL : rp;
+}
+
 /* Every frame of the replay is the live decode, bit for bit. */
 static void replay(const char *dir, const struct trk_frame *want)
 {
     struct trk_source src;
-    struct trk_replay *rp = NULL;
-    char why[512] = "";
-    int err = trk_replay_open(dir, &src, &rp, why, sizeof(why));
-    CHECKF(err == 0, "replay open: %s", why);
-    if (err) return;
+    struct trk_replay *rp = open_ok(dir, &src);
+    if (!rp) return;
     struct trk_frame f = { 0 };
     for (int i = 0; i < N_FRAMES; i++) {
         CHECKF(trk_source_read(&src, &f) == 0, "frame %d read", i);
@@ -216,12 +224,10 @@ static void damage(const char *dir, const struct jpeg *jpegs)
     uint8_t *blank = calloc(1, jpegs[3].len);
     blank[0] = 0xff, blank[1] = 0xd8;
     poke(dir, jpegs[3].offset, blank, jpegs[3].len);
+    free(blank);
     struct trk_source src;
-    struct trk_replay *rp = NULL;
-    char why[512] = "";
-    int err = trk_replay_open(dir, &src, &rp, why, sizeof(why));
-    CHECKF(err == 0, "replay open: %s", why);
-    if (err) return;
+    struct trk_replay *rp = open_ok(dir, &src);
+    if (!rp) return;
     struct trk_frame f = { 0 };
     for (int i = 0; i < 3; i++)
         CHECK(trk_source_read(&src, &f) == 0);
@@ -231,7 +237,6 @@ static void damage(const char *dir, const struct jpeg *jpegs)
     CHECKF(strstr(src.error, want) != NULL, "read error names file and byte: %s", src.error);
     trk_frame_free_data(&f);
     trk_source_destroy(&src);
-    free(blank);
     /* Cut inside the last JPEG: refused at open. */
     char path[256];
     snprintf(path, sizeof(path), "%s/frames.mjpeg", dir);
