@@ -18,7 +18,7 @@ with the real daemon, real FFmpeg-made clips and examples/read_bundle.py.
      came; see copy_bundle.py for why no camera) replays identically through
      the camera's decoder, and read_bundle.py decodes it to the same pixels;
   5. the demo with copy: nothing to copy, stored raw (said), replays
-     identically.
+     identically; --hwdec cuda with copy: refused (exit 64).
 """
 import hashlib
 import json
@@ -163,6 +163,15 @@ def camera(trackd, tmp, objs, avi):
           "MJPEG camera bundle: read_bundle.py decodes each JPEG to the pixels trackd tracked")
 
 
+def gpu_decoding(trackd, tmp, clip):
+    """--hwdec cuda with copy: refused (the replay decodes in software)."""
+    r = run(trackd, ["--input", clip, "--hwdec", "cuda", "--fast", "--no-server", "--record",
+                     os.path.join(tmp, "hw"), "--record-storage", "copy"])
+    check(r.returncode == 64 and "--record-storage copy needs software decoding" in r.stderr
+          and not os.path.exists(os.path.join(tmp, "hw")),
+          f"--hwdec cuda with copy: exit 64, said why, nothing recorded ({r.returncode})")
+
+
 def demo(trackd, tmp):
     bundle = os.path.join(tmp, "demo-copy")
     r = run(trackd, ["--size", "160x120", "--frames", "20", "--fast", "--no-server",
@@ -189,6 +198,7 @@ def main():
         damaged(trackd, tmp, objs, nut)
         camera(trackd, tmp, objs, avi)
         demo(trackd, tmp)
+        gpu_decoding(trackd, tmp, avi)
     print(f"{len(FAILS)} failed" if FAILS else "all passed")
     sys.exit(1 if FAILS else 0)
 
