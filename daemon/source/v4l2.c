@@ -837,9 +837,11 @@ static int v4l2_read(void *self, struct trk_frame *f)
                       ? trk_mjpeg_decode(s->mjpeg, data, newest.bytesused, f)
                       : trk_v4l2_copy(f, s->fourcc, s->width, s->height, s->bytesperline, data,
                                       newest.bytesused);
-            /* --record-storage copy: the JPEG as the driver delivered it. */
-            if (!err && s->fourcc == V4L2_PIX_FMT_MJPEG && s->info && s->info->keep_packets)
-                err = trk_frame_set_packet(f, data, newest.bytesused);
+            /* --record-storage copy: the JPEG as the driver delivered it
+             * (out of memory: not kept, the frame is recorded decoded). */
+            if (!err && s->fourcc == V4L2_PIX_FMT_MJPEG && s->info && s->info->keep_packets &&
+                trk_frame_set_packet(f, data, newest.bytesused))
+                f->packet_len = 0;
             s->copied += !err;
             qerr = xioctl(s->fd, VIDIOC_QBUF, &newest);
         }
