@@ -139,8 +139,8 @@ static const struct opt opts[] = {
       .form = "MB, a whole number >= {lo}, e.g. 2000",
       .group = G_OUTPUTS, .help = "stop recording (tracking goes on) once the bundle would pass MB megabytes; default: no limit" },
     { "record-storage", 0, "STORAGE", NAME(record_storage, parse_storage), .def = "raw",
-      .form = "raw or ffv1",
-      .group = G_OUTPUTS, .help = "how --record and --rewind saves store the frames: raw (frames.raw, the bytes as they came) or ffv1 (lossless FFV1 in Matroska, frames-NNNN.mkv; bundle version 2; replays bit-exact; docs/BENCHMARKS.md has its cost)" },
+      .form = "raw, ffv1 or copy",
+      .group = G_OUTPUTS, .help = "how --record and --rewind saves store the frames: raw (frames.raw, the bytes as they came), ffv1 (lossless FFV1 in Matroska, frames-NNNN.mkv; bundle version 2) or copy (--record only: an MJPEG camera's JPEGs as the driver delivered them in frames.mjpeg, a file input by reference: its path, size, SHA-256 and each frame's number; bundle version 3; the replay decodes them as the live run did, in software); all replay bit-exact; docs/BENCHMARKS.md has their cost" },
     { "rewind", 0, "DURATION", PARSE(parse_seconds), FIELD(rewind_s, double), .lo = 0.1, .hi = 3600,
       .form = "seconds {lo}..{hi}, with s, m or ms after it, e.g. 30s",
       .group = G_OUTPUTS, .help = "keep the last DURATION of frames (as the source delivered them), their results and object sets in memory, and save them as a bundle (docs/RECORDING.md) on demand: the save_rewind message, the page's button, SIGUSR1, --rewind-on; default: off" },
@@ -716,10 +716,13 @@ static bool parse_seconds(const char *a, const struct opt *o, struct trk_setting
     return true;
 }
 
-/* --record-storage: 0 raw, 1 ffv1. */
+/* --record-storage: enum trk_storage. */
 static int parse_storage(const char *s)
 {
-    return !strcmp(s, "raw") ? 0 : !strcmp(s, "ffv1") ? 1 : -1;
+    return !strcmp(s, "raw")    ? TRK_STORAGE_RAW
+           : !strcmp(s, "ffv1") ? TRK_STORAGE_FFV1
+           : !strcmp(s, "copy") ? TRK_STORAGE_COPY
+                                : -1;
 }
 
 /* --rewind-on lost:K | health */

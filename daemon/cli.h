@@ -14,6 +14,9 @@
 #define TRK_CAMERA_NAME_MAX 64
 #include "objects.h" /* struct trk_camera_control */
 
+/* --record-storage (docs/RECORDING.md). */
+enum trk_storage { TRK_STORAGE_RAW = 0, TRK_STORAGE_FFV1, TRK_STORAGE_COPY };
+
 struct trk_settings {
     const char *input;   /* file path; NULL = built-in demo scene */
     const char *objects; /* objects JSON; NULL = demo objects (demo) or none */
@@ -90,7 +93,7 @@ struct trk_settings {
     /* --rewind SECONDS (0 = off; daemon/out/rewind.h), --rewind-dir,
      * --rewind-max-mem MB, --rewind-gap SECONDS, --rewind-on lost:K
      * (rewind_lost K, 0 = no) and health. */
-    int record_storage; /* --record-storage: 0 raw, 1 ffv1 */
+    int record_storage; /* --record-storage: enum trk_storage */
     double rewind_s, rewind_gap_s;
     const char *rewind_dir;
     uint64_t rewind_max_mb;

@@ -122,6 +122,22 @@ void trk_frame_free_data(struct trk_frame *f)
     f->data = NULL;
     f->data_host = false;
     f->cap = 0;
+    free(f->packet);
+    f->packet = NULL;
+    f->packet_len = f->packet_cap = 0;
+}
+
+int trk_frame_set_packet(struct trk_frame *f, const uint8_t *data, size_t len)
+{
+    if (len > f->packet_cap) {
+        uint8_t *np = realloc(f->packet, len);
+        if (!np) return TRK_ENOMEM;
+        f->packet = np;
+        f->packet_cap = len;
+    }
+    memcpy(f->packet, data, len);
+    f->packet_len = len;
+    return 0;
 }
 
 void trk_frame_keep(struct trk_frame *f, void *keep, void (*keep_release)(void *keep))

@@ -39,6 +39,17 @@ struct trk_frame {
     struct trk_frame_hold *hold;
     struct trk_image host; /* the host copy of a device frame, once made */
     bool host_ok;
+    /* --record-storage copy (docs/RECORDING.md): the compressed bytes the
+     * pixels were decoded from, as the source delivered them (an MJPEG
+     * camera's JPEG), when the source was asked to keep them
+     * (trk_source.keep_packets); packet_len 0 = none. Owned, reused from
+     * frame to frame, freed with the pixels (trk_frame_free_data). */
+    uint8_t *packet;
+    size_t packet_len, packet_cap;
+    /* A file's frames: this frame's number among the file's decoded frames
+     * since it opened, counting on across --loop passes (the frame a
+     * bundle that stores files by reference names). */
+    uint64_t src_index;
 };
 
 /* What keeps a device frame's surface alive and can copy it to the host:
@@ -74,6 +85,10 @@ uint64_t trk_frame_downloads(void);
  * TRK_ENOMEM / TRK_EINVAL. */
 int trk_frame_layout(struct trk_frame *f, enum trk_pixfmt fmt, int width, int height, size_t align);
 void trk_frame_free_data(struct trk_frame *f);
+
+/* Copies len bytes of compressed data into f->packet (grown as needed):
+ * the bytes f's pixels were decoded from. 0 or TRK_ENOMEM. */
+int trk_frame_set_packet(struct trk_frame *f, const uint8_t *data, size_t len);
 /* Points f at an outside host buffer: the caller sets img's planes into it;
  * the previous one is let go first. keep_release is called once, when f is
  * laid out again, kept again or freed, or (a pool frame) when its last

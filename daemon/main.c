@@ -387,6 +387,16 @@ static int plan_hwdec(struct app *a)
     *h = (struct trk_hwdec_cfg){ .mode = (enum trk_hwdec)s->hwdec, .cuda_device = 0 };
     if (h->mode == TRK_HWDEC_NONE) {
         snprintf(h->why_not, sizeof(h->why_not), "--hwdec none");
+    } else if (s->record && s->record_storage == TRK_STORAGE_COPY) {
+        /* The replay decodes the copied bytes in software: so must the run. */
+        if (h->mode == TRK_HWDEC_CUDA && (s->input || s->device)) {
+            log_error("--record-storage copy needs software decoding (the replay decodes the "
+                      "stored bytes in software, and the GPU's decoder may differ): drop "
+                      "--hwdec cuda or record raw or ffv1");
+            return TRK_EX_USAGE;
+        }
+        snprintf(h->why_not, sizeof(h->why_not),
+                 "--record-storage copy (the replay decodes in software)");
     } else if (s->backend == TRK_BACKEND_CPU || s->backend == TRK_BACKEND_CPU_REF) {
         snprintf(h->why_not, sizeof(h->why_not),
                  "the %s backend reads host memory (NVDEC frames are for --backend cuda)",
@@ -784,6 +794,8 @@ static int open_rewind(struct app *a, const struct trk_record_cfg *bundle)
         .healthy_ctx = a->ep.metrics,
         .bundle = *bundle,
     };
+    /* The buffer holds frames as trk_record_pack packs them: raw. */
+    cfg.bundle.copy = cfg.bundle.input_ref = false;
     struct trk_rewind *rw;
     if (trk_rewind_add(&cfg, a->outputs, &rw)) return TRK_EX_SOFTWARE;
     atomic_store(&a->rewind, rw);
@@ -804,27 +816,44 @@ static int open_outputs(struct app *a)
     if (rc) return rc;
     const struct trk_settings *s = &a->s;
     if (s->verify && trk_replay_verify_add(a->replay, a->outputs)) return TRK_EX_NOINPUT;
+    /* copy: an MJPEG camera's JPEGs as they came, a file by reference (its
+     * absolute path, so the bundle replays from anywhere); the demo and
+     * replays have no compressed bytes: raw. */
+    const bool copy =
+        s->record && s->record_storage == TRK_STORAGE_COPY && !s->replay && (s->input || s->device);
+    if (s->record && s->record_storage == TRK_STORAGE_COPY && !copy)
+        log_info("--record-storage copy: the %s has no compressed frames to copy; they are "
+                 "stored raw",
+                 s->replay ? "replay" : "demo scene");
+    char *input_abs = copy && s->input ? realpath(s->input, NULL) : NULL;
+    a->src.keep_packets = copy && s->device;
     struct trk_record_cfg rc_cfg = {
         .dir = s->record,
         .max_bytes = s->record_max_mb * 1000000,
-        .ffv1 = s->record_storage == 1,
+        .ffv1 = s->record_storage == TRK_STORAGE_FFV1,
+        .copy = copy,
+        .input_ref = copy && s->input,
+        .input_loop = s->loop,
         .wait_when_full = !a->src.live,
         .argc = a->argc,
         .argv = a->argv,
         .version = TRK_VERSION,
         .source_kind = a->src.ops->kind,
         .source_desc = a->src.desc,
-        .input = s->replay  ? s->replay
-                 : s->input ? s->input
-                            : s->device,
+        .input = s->replay           ? s->replay
+                 : copy && input_abs ? input_abs
+                 : s->input          ? s->input
+                                     : s->device,
         .hash_input = s->input != NULL,
         .width = a->src.width,
         .height = a->src.height,
         .fps = a->src.fps,
         .track_mode = a->track_mode == TRK_TRACK_ROI ? "roi" : "full",
     };
-    if (s->record && (rc = trk_record_add(&rc_cfg, a->outputs, &a->record))) return rc;
-    return s->rewind_s > 0 ? open_rewind(a, &rc_cfg) : 0;
+    if (s->record) rc = trk_record_add(&rc_cfg, a->outputs, &a->record);
+    if (!rc && s->rewind_s > 0) rc = open_rewind(a, &rc_cfg);
+    free(input_abs);
+    return rc;
 }
 
 static void install_signals(void)
@@ -910,6 +939,9 @@ static int run(struct app *a)
                  (unsigned long long)sum.frames, sum.seconds, sum.fps,
                  (unsigned long long)sum.drops, (unsigned long long)sum.skipped);
         if (sum.source_error) exit_code = TRK_EX_NOINPUT;
+        /* A replay whose stored frames turned out damaged (said where). */
+        if (sum.source_error && a->replay && trk_replay_damaged(a->replay))
+            exit_code = TRK_EX_DATAERR;
     }
     if (sum.resizes)
         log_info("the frame size changed %llu times (followed between frames)",

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <libavutil/crc.h>
 #include <libavutil/mem.h>
 #include <libavutil/sha.h>
 
@@ -26,9 +27,13 @@
 #define TEXT_MAX 4096
 
 struct trk_record {
-    char *dir;
+    char *dir, *input_path;    /* copies: the writer and the end's manifest need them */
     struct trk_record_cfg cfg; /* strings point into the caller's: used at add only */
     int frames_fd;
+    /* --record-storage copy (writer): frames.mjpeg, made at the first
+     * JPEG, and its end. */
+    int mjpeg_fd;
+    uint64_t mjpeg_off;
     /* --record-storage ffv1 (writer): the file being written, its name and
      * the packets in it, and how many files there are. */
     struct trk_ffv1_out *ffv1;
@@ -67,10 +72,9 @@ struct trk_record {
     uint64_t bytes, frames_off; /* writer: bundle bytes, frames.raw's end */
     int versions;               /* writer: object set files written */
     double started_ms;          /* wall clock at the start, for the manifest */
-    /* Writer (hash_input): the input file's SHA-256 in hex ("" = none) and
-     * size, read by close after joining it. */
-    char input_sha[65];
-    uint64_t input_size;
+    /* Writer (hash_input): the input file's size, SHA-256 ("" = none) and
+     * block CRCs, read by close after joining it. */
+    struct trk_record_input input;
 };
 
 /* Writer thread: recording ends here for good (the first error or the
@@ -124,18 +128,23 @@ static bool put_line(struct trk_record *r, FILE *f, const char *name, const char
     return true;
 }
 
-/* Writer: frame s's index line; where: its "offset" value and what
- * follows it. */
+/* Writer: frame s's index line; where: the keys saying where its bytes
+ * are ("offset" and what follows it). */
 static void put_index(struct trk_record *r, const struct trk_record_frame *s, const char *where)
 {
+    struct trk_plane_layout L;
+    size_t size = 0;
+    trk_image_plane_layout(s->fmt, s->width, s->height, &L);
+    for (int p = 0; p < L.planes; p++)
+        size += L.row_bytes[p] * (size_t)L.rows[p];
     char line[512];
     int n = snprintf(line, sizeof(line),
                      "{\"seq\":%llu,\"t_capture\":%.6f,\"pts\":%.6f,\"format\":\"%s\","
                      "\"width\":%d,\"height\":%d,\"matrix\":\"%s\",\"full_range\":%s,"
-                     "\"offset\":%s,\"size\":%zu}",
+                     "%s,\"size\":%zu}",
                      (unsigned long long)s->seq, s->t_capture, s->pts, trk_pixfmt_name(s->fmt),
                      s->width, s->height, s->matrix == TRK_MATRIX_BT709 ? "bt709" : "bt601",
-                     s->full_range ? "true" : "false", where, s->len);
+                     s->full_range ? "true" : "false", where, size);
     if (put_line(r, r->index, "index.ndjson", line, (size_t)n)) atomic_fetch_add(&r->frames, 1);
 }
 
@@ -174,9 +183,49 @@ static bool write_ffv1(struct trk_record *r, const struct trk_record_frame *s, c
         return false;
     }
     r->bytes += bytes;
-    snprintf(where, len, "%llu,\"file\":\"%s\",\"packet\":%llu,\"packet_size\":%llu",
+    snprintf(where, len, "\"offset\":%llu,\"file\":\"%s\",\"packet\":%llu,\"packet_size\":%llu",
              (unsigned long long)off, r->ffv1_name, (unsigned long long)r->ffv1_packets++,
              (unsigned long long)bytes);
+    return true;
+}
+
+/* Writer: s's bytes appended to fd at *off (name for errors); a failure
+ * cuts the partial write off again, so the file ends at the last whole
+ * frame, and stops recording. false after stopping. */
+static bool append(struct trk_record *r, int fd, uint64_t *off, const char *name,
+                   const struct trk_record_frame *s)
+{
+    if (!room_for(r, s->len + 256)) return false;
+    int err = write_all(fd, s->buf, s->len);
+    if (err) {
+        if (ftruncate(fd, (off_t)*off) == 0) lseek(fd, (off_t)*off, SEEK_SET);
+        stop_recording(r, err, "writing %s failed", name);
+        return false;
+    }
+    r->bytes += s->len;
+    *off += s->len;
+    return true;
+}
+
+/* Writer, --record-storage copy: a JPEG into frames.mjpeg (made at the
+ * first), where it is into where. false after stopping. */
+static bool write_packet(struct trk_record *r, const struct trk_record_frame *s, char *where,
+                         size_t len)
+{
+    if (r->mjpeg_fd < 0) {
+        char path[4200];
+        snprintf(path, sizeof(path), "%s/frames.mjpeg", r->dir);
+        r->mjpeg_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (r->mjpeg_fd < 0) {
+            stop_recording(r, -errno, "cannot create %s", "frames.mjpeg");
+            return false;
+        }
+    }
+    const uint64_t at = r->mjpeg_off;
+    if (!append(r, r->mjpeg_fd, &r->mjpeg_off, "frames.mjpeg", s)) return false;
+    snprintf(where, len,
+             "\"offset\":%llu,\"file\":\"frames.mjpeg\",\"copy\":\"mjpeg\",\"packet_size\":%zu",
+             (unsigned long long)at, s->len);
     return true;
 }
 
@@ -184,23 +233,26 @@ static bool write_ffv1(struct trk_record *r, const struct trk_record_frame *s, c
  * names bytes that are there. */
 static void write_frame(struct trk_record *r, const struct trk_record_frame *s)
 {
-    char where[160];
+    char where[200];
+    if (s->ref) {
+        /* The input file holds it: the manifest names the file (its hash
+         * was written before this line). */
+        snprintf(where, sizeof(where), "\"copy\":\"input\",\"frame\":%llu",
+                 (unsigned long long)s->src_index);
+        put_index(r, s, where);
+        return;
+    }
+    if (s->packet) {
+        if (write_packet(r, s, where, sizeof(where))) put_index(r, s, where);
+        return;
+    }
     if (r->cfg.ffv1) {
         if (write_ffv1(r, s, where, sizeof(where))) put_index(r, s, where);
         return;
     }
-    if (!room_for(r, s->len + 256)) return;
-    int err = write_all(r->frames_fd, s->buf, s->len);
-    if (err) {
-        /* Cut the partial frame off again: the file ends at the last whole one. */
-        if (ftruncate(r->frames_fd, (off_t)r->frames_off) == 0)
-            lseek(r->frames_fd, (off_t)r->frames_off, SEEK_SET);
-        stop_recording(r, err, "writing %s failed", "frames.raw");
-        return;
-    }
-    r->bytes += s->len;
-    snprintf(where, sizeof(where), "%llu", (unsigned long long)r->frames_off);
-    r->frames_off += s->len;
+    const uint64_t at = r->frames_off;
+    if (!append(r, r->frames_fd, &r->frames_off, "frames.raw", s)) return;
+    snprintf(where, sizeof(where), "\"offset\":%llu", (unsigned long long)at);
     put_index(r, s, where);
 }
 
@@ -232,8 +284,11 @@ static int write_manifest(struct trk_record *r, bool end)
 {
     const struct trk_record_cfg *c = &r->cfg;
     struct trk_buf b = { 0 };
-    trk_buf_printf(&b, "{\n  \"format\": \"%s\",\n  \"version\": %d,\n  \"trackd\": ",
-                   TRK_BUNDLE_FORMAT, c->ffv1 ? TRK_BUNDLE_VERSION_FFV1 : TRK_BUNDLE_VERSION);
+    trk_buf_printf(
+        &b, "{\n  \"format\": \"%s\",\n  \"version\": %d,\n  \"trackd\": ", TRK_BUNDLE_FORMAT,
+        c->copy   ? TRK_BUNDLE_VERSION_COPY
+        : c->ffv1 ? TRK_BUNDLE_VERSION_FFV1
+                  : TRK_BUNDLE_VERSION);
     trk_buf_json_str(&b, c->version ? c->version : "", SIZE_MAX);
     trk_buf_puts(&b, ",\n  \"command\": [");
     for (int i = 0; i < c->argc; i++) {
@@ -250,16 +305,26 @@ static int write_manifest(struct trk_record *r, bool end)
         trk_buf_json_str(&b, c->input, SIZE_MAX);
     else
         trk_buf_puts(&b, "null");
-    if (r->input_sha[0])
+    const struct trk_record_input *in = &r->input;
+    if (in->sha256[0])
         trk_buf_printf(&b, ", \"input_size\": %llu, \"input_sha256\": \"%s\"",
-                       (unsigned long long)r->input_size, r->input_sha);
+                       (unsigned long long)in->size, in->sha256);
+    if (in->sha256[0] && c->input_ref) {
+        trk_buf_printf(&b, ", \"input_blocks\": {\"block\": %llu, \"crc32\": [",
+                       (unsigned long long)in->block);
+        for (size_t i = 0; i < in->n_crc; i++)
+            trk_buf_printf(&b, "%s\"%08x\"", i ? "," : "", (unsigned)in->crc[i]);
+        trk_buf_printf(&b, "]}, \"input_loop\": %s", c->input_loop ? "true" : "false");
+    }
     trk_buf_printf(&b,
                    ", \"width\": %d, \"height\": %d, \"fps\": %.3f},\n"
                    "  \"frames\": {\"file\": \"%s\", \"storage\": \"%s\", "
                    "\"index\": \"index.ndjson\"},\n"
                    "  \"objects\": \"objects.ndjson\",\n  \"results\": \"results.ndjson\"",
                    c->width, c->height, c->fps, c->ffv1 ? "frames-*.mkv" : "frames.raw",
-                   c->ffv1 ? "ffv1" : "raw");
+                   c->copy   ? "copy"
+                   : c->ffv1 ? "ffv1"
+                             : "raw");
     if (c->track_mode) trk_buf_printf(&b, ",\n  \"track_mode\": \"%s\"", c->track_mode);
     if (c->trigger) {
         trk_buf_puts(&b, ",\n  \"rewind\": {\"trigger\": ");
@@ -295,32 +360,91 @@ static int write_manifest(struct trk_record *r, bool end)
     return err;
 }
 
-/* Writer, first thing: the input file's size and SHA-256, for the manifest
- * (which file the frames came from). A file that cannot be read leaves
- * them out (logged). */
-static void hash_input(struct trk_record *r)
+int trk_record_hash_input(const char *path, uint64_t block, struct trk_record_input *in)
 {
-    const char *path = r->cfg.input;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    struct AVSHA *sha = av_sha_alloc();
-    uint8_t buf[1 << 16], digest[32];
-    uint64_t size = 0;
-    ssize_t n = -1;
-    if (fd >= 0 && sha && av_sha_init(sha, 256) == 0) {
-        while ((n = read(fd, buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR))
-            if (n > 0) av_sha_update(sha, buf, (size_t)n), size += (uint64_t)n;
+    *in = (struct trk_record_input){ 0 };
+    const AVCRC *table = av_crc_get_table(AV_CRC_32_IEEE_LE);
+    /* O_NONBLOCK: a FIFO in the file's place must not block the open. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    struct stat sb;
+    if (fd < 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        /* Not a regular file (a pipe, a device): reading it whole could
+         * take its data or never end. */
+        int err = fd >= 0 && !S_ISREG(sb.st_mode) ? -EINVAL : -errno;
+        if (fd >= 0) close(fd);
+        return err;
     }
-    if (n == 0) {
+    if (!block) { /* at most TRK_RECORD_MAX_BLOCKS, each a multiple of the least */
+        uint64_t per = ((uint64_t)sb.st_size + TRK_RECORD_MAX_BLOCKS - 1) / TRK_RECORD_MAX_BLOCKS;
+        block = (per + TRK_RECORD_BLOCK - 1) / TRK_RECORD_BLOCK * TRK_RECORD_BLOCK;
+        if (!block) block = TRK_RECORD_BLOCK;
+    }
+    in->block = block;
+    struct AVSHA *sha = av_sha_alloc();
+    uint8_t *buf = malloc(1 << 16), digest[32];
+    size_t cap = 0;
+    uint64_t in_block = 0;
+    uint32_t crc = UINT32_MAX;
+    ssize_t n = 0;
+    int err = !sha || !buf || av_sha_init(sha, 256) ? TRK_ENOMEM : 0;
+    while (!err) {
+        /* Never read across a block's end: each block's CRC is its own. */
+        size_t want = (size_t)(block - in_block < (1 << 16) ? block - in_block : (1 << 16));
+        n = read(fd, buf, want);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) err = -errno;
+        if (n <= 0) break;
+        av_sha_update(sha, buf, (size_t)n);
+        crc = av_crc(table, crc, buf, (size_t)n);
+        in->size += (uint64_t)n;
+        in_block += (uint64_t)n;
+        if (in_block < block) continue;
+        if (in->n_crc == cap) {
+            uint32_t *nc = realloc(in->crc, (cap = cap ? 2 * cap : 64) * sizeof(*nc));
+            if (!nc)
+                err = TRK_ENOMEM;
+            else
+                in->crc = nc;
+        }
+        if (!err) in->crc[in->n_crc++] = crc ^ UINT32_MAX;
+        crc = UINT32_MAX, in_block = 0;
+    }
+    if (!err && in_block) { /* the last, shorter block */
+        uint32_t *nc = realloc(in->crc, (in->n_crc + 1) * sizeof(*nc));
+        if (!nc)
+            err = TRK_ENOMEM;
+        else
+            (in->crc = nc)[in->n_crc++] = crc ^ UINT32_MAX;
+    }
+    if (!err) {
         av_sha_final(sha, digest);
         for (int i = 0; i < 32; i++)
-            snprintf(r->input_sha + 2 * i, 3, "%02x", digest[i]);
-        r->input_size = size;
+            snprintf(in->sha256 + 2 * i, 3, "%02x", digest[i]);
     } else {
-        log_warn_err(fd < 0 || n < 0 ? -errno : TRK_ENOMEM,
-                     "cannot hash %s for the manifest; it names the file only", path);
+        free(in->crc);
+        in->crc = NULL, in->n_crc = 0, in->sha256[0] = 0;
     }
-    if (fd >= 0) close(fd);
+    close(fd);
+    free(buf);
     av_free(sha);
+    return err;
+}
+
+/* Writer, first thing: the input file's size and SHA-256, for the manifest
+ * (which file the frames came from). A file that cannot be read leaves
+ * them out (logged); with input_ref its frames cannot be named then, so
+ * recording stops. With input_ref the manifest is rewritten at once: no
+ * index line names a frame of the file before the manifest identifies it. */
+static void hash_input(struct trk_record *r)
+{
+    int err = trk_record_hash_input(r->cfg.input, 0, &r->input);
+    if (err && r->cfg.input_ref)
+        stop_recording(r, err, "cannot read %s, which --record-storage copy refers to",
+                       r->cfg.input);
+    else if (err)
+        log_warn_err(err, "cannot hash %s for the manifest; it names the file only", r->cfg.input);
+    else if (r->cfg.input_ref && (err = write_manifest(r, false)))
+        stop_recording(r, err, "cannot write %s", "manifest.json");
 }
 
 static void *writer_main(void *arg)
@@ -363,6 +487,24 @@ static void *writer_main(void *arg)
     return NULL;
 }
 
+/* s's index fields from f and its image; len bytes in s->buf. */
+static void describe(struct trk_record_frame *s, const struct trk_frame *f,
+                     const struct trk_image *img, size_t len)
+{
+    *s = (struct trk_record_frame){ .buf = s->buf,
+                                    .cap = s->cap,
+                                    .len = len,
+                                    .seq = f->seq,
+                                    .t_capture = f->t_capture,
+                                    .pts = f->pts,
+                                    .fmt = img->fmt,
+                                    .width = img->width,
+                                    .height = img->height,
+                                    .matrix = img->matrix,
+                                    .full_range = img->full_range,
+                                    .src_index = f->src_index };
+}
+
 int trk_record_pack(struct trk_record_frame *s, struct trk_frame *f)
 {
     const struct trk_image *img = trk_frame_host(f);
@@ -381,17 +523,28 @@ int trk_record_pack(struct trk_record_frame *s, struct trk_frame *f)
     for (int p = 0; p < L.planes; p++)
         for (int y = 0; y < L.rows[p]; y++, d += L.row_bytes[p])
             memcpy(d, img->plane[p] + (size_t)y * img->pitch[p], L.row_bytes[p]);
-    *s = (struct trk_record_frame){ .buf = s->buf,
-                                    .cap = s->cap,
-                                    .len = need,
-                                    .seq = f->seq,
-                                    .t_capture = f->t_capture,
-                                    .pts = f->pts,
-                                    .fmt = img->fmt,
-                                    .width = img->width,
-                                    .height = img->height,
-                                    .matrix = img->matrix,
-                                    .full_range = img->full_range };
+    describe(s, f, img, need);
+    return 0;
+}
+
+/* --record-storage copy: f's compressed bytes into s (or, input_ref,
+ * nothing but its number in the file); a frame without them (a raw
+ * camera's) packed as trk_record_pack does. 0 or TRK_E*. */
+static int pack_copy(const struct trk_record *r, struct trk_record_frame *s, struct trk_frame *f)
+{
+    if (!r->cfg.input_ref && !f->packet_len) return trk_record_pack(s, f);
+    const struct trk_image *img = trk_frame_host(f);
+    if (!img) return TRK_EINVAL;
+    const size_t len = r->cfg.input_ref ? 0 : f->packet_len;
+    if (len > s->cap) {
+        uint8_t *nb = realloc(s->buf, len);
+        if (!nb) return TRK_ENOMEM;
+        s->buf = nb, s->cap = len;
+    }
+    if (len) memcpy(s->buf, f->packet, len);
+    describe(s, f, img, len);
+    s->packet = !r->cfg.input_ref;
+    s->ref = r->cfg.input_ref;
     return 0;
 }
 
@@ -414,7 +567,7 @@ void trk_record_frame(struct trk_record *r, struct trk_frame *f)
     if (k >= 0) r->busy[k] = true;
     pthread_mutex_unlock(&r->lock);
     struct trk_record_frame *s = k >= 0 ? &r->slots[k] : NULL;
-    if (!s || trk_record_pack(s, f)) {
+    if (!s || (r->cfg.copy ? pack_copy(r, s, f) : trk_record_pack(s, f))) {
         uint64_t n = atomic_fetch_add(&r->dropped, 1) + 1;
         log_once(r->drop_logged, TRK_LOG_WARN, 0,
                  "recording falls behind: frame %llu not recorded (%llu so far); tracking is "
@@ -503,6 +656,8 @@ static void record_free(struct trk_record *r)
 {
     close_ffv1(r);
     if (r->frames_fd >= 0) close(r->frames_fd);
+    if (r->mjpeg_fd >= 0) close(r->mjpeg_fd);
+    free(r->input.crc);
     if (r->index) fclose(r->index);
     if (r->results) fclose(r->results);
     if (r->objects) fclose(r->objects);
@@ -518,6 +673,7 @@ static void record_free(struct trk_record *r)
     pthread_cond_destroy(&r->cond);
     pthread_cond_destroy(&r->freed);
     free(r->dir);
+    free(r->input_path);
     free(r);
 }
 
@@ -588,13 +744,15 @@ static int make_dir(const char *opt, const char *dir)
 static struct trk_record *open_bundle(const char *opt, const struct trk_record_cfg *cfg)
 {
     struct trk_record *r = calloc(1, sizeof(*r));
-    if (!r || !(r->dir = strdup(cfg->dir))) {
+    if (!r || !(r->dir = strdup(cfg->dir)) ||
+        (cfg->input && !(r->input_path = strdup(cfg->input)))) {
+        if (r) free(r->dir);
         free(r);
         log_error("%s: out of memory", opt);
         return NULL;
     }
     r->cfg = *cfg;
-    r->frames_fd = -1;
+    r->frames_fd = r->mjpeg_fd = -1;
     r->started_ms = cfg->started_wall_ms > 0 ? cfg->started_wall_ms : trk_wall_ms();
     pthread_mutex_init(&r->lock, NULL);
     pthread_cond_init(&r->cond, NULL);
@@ -617,6 +775,7 @@ static struct trk_record *open_bundle(const char *opt, const struct trk_record_c
     }
     /* The strings were for the manifest; the end's rewrite needs them too. */
     r->cfg.dir = r->dir;
+    r->cfg.input = r->input_path;
     return r;
 }
 

@@ -35,6 +35,15 @@
 /* The version of bundles whose frames are FFV1 (--record-storage ffv1):
  * readers of version 1 would look for frames.raw. */
 #define TRK_BUNDLE_VERSION_FFV1 2
+/* The version of bundles with --record-storage copy: index lines may name
+ * JPEGs in frames.mjpeg or frames of the input file by number, which
+ * older readers would misread as frames.raw offsets. */
+#define TRK_BUNDLE_VERSION_COPY 3
+/* copy storage of a file input: the manifest's input_blocks has one CRC-32
+ * per block of at least this many bytes (larger for files over 4096 of
+ * them), so a damaged input is named with the offset where it differs. */
+#define TRK_RECORD_BLOCK      (1u << 16)
+#define TRK_RECORD_MAX_BLOCKS 4096
 
 /* Frames the writer may be behind by before recorded frames are dropped. */
 #define TRK_RECORD_SLOTS 8
@@ -54,6 +63,11 @@ struct trk_record_frame {
     int width, height;
     enum trk_matrix matrix;
     bool full_range;
+    /* --record-storage copy: buf holds the compressed bytes the frame was
+     * decoded from (trk_frame.packet), not its pixels; or (ref) nothing:
+     * the frame is number src_index of the input file. */
+    bool packet, ref;
+    uint64_t src_index;
 };
 
 /* A result line or an object set version (the set's JSON, applying from
@@ -72,6 +86,14 @@ struct trk_record_cfg {
     /* Frames as FFV1 in Matroska (frames-NNNN.mkv, a new file when the
      * format or size changes; daemon/out/ffv1.h) instead of frames.raw. */
     bool ffv1;
+    /* --record-storage copy: frames that carry their compressed bytes
+     * (trk_frame.packet: an MJPEG camera's JPEGs) are stored as those bytes
+     * in frames.mjpeg, others as in frames.raw; with input_ref, a file's
+     * frames are not stored at all but named by their number in the input
+     * (its size, SHA-256 and block CRCs go into the manifest before the
+     * first frame's index line). Bundle version 3. */
+    bool copy, input_ref;
+    bool input_loop; /* input_ref: --loop (the replay reads it so too)    */
     /* A full queue makes trk_record_frame wait for a slot instead of
      * dropping: for files, the demo and replays, which have no real-time
      * deadline (the pool is lossless for them too): waiting delays their
@@ -138,5 +160,19 @@ int trk_record_pack(struct trk_record_frame *s, struct trk_frame *f);
  * left on device"); a bundle cut by a failure is readable up to it. */
 int trk_record_write(const struct trk_record_cfg *cfg, struct trk_record_frame *const *frames,
                      size_t n, const struct trk_record_text *texts, char *why, size_t why_len);
+
+/* The input file of a bundle that stores frames by reference, as the
+ * manifest keeps it: size, SHA-256 (hex) and the CRC-32 (zlib's) of each
+ * block of `block` bytes (0: chosen from the size, TRK_RECORD_BLOCK at
+ * least). */
+struct trk_record_input {
+    uint64_t size, block;
+    char sha256[65];
+    uint32_t *crc; /* size / block rounded up; malloc'd */
+    size_t n_crc;
+};
+/* Reads path whole into *in (block as above). 0, -errno (-EINVAL: not a
+ * regular file) or TRK_ENOMEM. */
+int trk_record_hash_input(const char *path, uint64_t block, struct trk_record_input *in);
 
 #endif

@@ -37,6 +37,8 @@ struct file_src {
     /* Since open or the last rewind: frames decoded, packets of our stream
      * read, and packets or frames the decoder rejected (damage). */
     uint64_t pass_frames, pass_packets, pass_rejected;
+    /* Frames handed on since open, across --loop passes: trk_frame.src_index. */
+    uint64_t handed;
     char last_reject[128]; /* FFmpeg's text for the last rejection */
     /* The decoder's frame buffers in the backend's host memory (pinned on
      * CUDA); kept across reopens, frames still held keep theirs. */
@@ -141,6 +143,7 @@ static int file_open(void *self, struct trk_source *info)
     struct file_src *s = self;
     s->info = info;
     info->error[0] = 0;
+    s->handed = 0;
     return open_input(s, info);
 }
 
@@ -342,6 +345,8 @@ static int file_read(void *self, struct trk_frame *f)
             av_frame_unref(s->frame);
             if (err) return err;
             f->pts = pts;
+            f->packet_len = 0;
+            f->src_index = s->handed++;
             s->last_pts = pts;
             s->pass_frames++;
             return 0;

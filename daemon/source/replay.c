@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include "out/record.h"
 #include "state.h"
 #include "tracker.h"
+#include "v4l2.h"
 
 /* One frame of index.ndjson. */
 struct entry {
@@ -31,6 +33,9 @@ struct entry {
     uint64_t offset, size;
     int file;        /* ffv1: its file in files[], else -1 (frames.raw) */
     uint64_t packet; /* ffv1: its packet in that file                   */
+    /* copy storage: a JPEG of frames.mjpeg (offset, packet bytes), or
+     * frame number `packet` of the input file; else COPY_NONE. */
+    enum { COPY_NONE, COPY_MJPEG, COPY_INPUT } copy;
 };
 
 /* --record-storage ffv1: one of the bundle's Matroska files. */
@@ -39,6 +44,10 @@ struct ffv1_file {
     struct trk_ffv1_in *in;
     uint64_t next; /* the packet in->next decodes */
 };
+
+/* copy: how far an input frame number may be past the one before it (a
+ * frame the recorder could not keep); more is a damaged index. */
+#define MAX_INPUT_GAP 1000
 
 /* One object set of objects.ndjson. */
 struct version {
@@ -55,6 +64,21 @@ struct trk_replay {
     int n_files;
     uint8_t *scratch;
     size_t scratch_cap;
+    /* frames.storage "copy" (version 3): frames.mjpeg and the decoder the
+     * live run used (trk_mjpeg_decode, software); the input file the index
+     * refers to, read with the file source as the live run read it. */
+    bool copy;
+    int mjpeg_fd;
+    struct trk_mjpeg *mjpeg;
+    char input[4096];
+    bool input_loop;
+    json_t *input_want; /* the manifest's input_size, _sha256, _blocks */
+    struct trk_source in;
+    bool in_open;
+    struct trk_source *info; /* ours, from open: host_mem, error */
+    /* A stored frame turned out damaged while playing (said where):
+     * trk_replay_damaged. */
+    bool damaged;
     struct entry *idx;
     size_t n, next; /* entries; the next one read() gives */
     struct version *ver;
@@ -81,6 +105,9 @@ struct trk_replay {
     size_t state_len;
     /* The manifest's track_mode (enum trk_track_mode), -1 when absent. */
     int track_mode;
+    /* A live camera's recording: frames the live tracker skipped (the pool
+     * keeps the newest) have no result, and are left out of the replay. */
+    bool live;
 };
 
 /* why = "DIR/FILE...: ..." */
@@ -163,6 +190,13 @@ static int add_entry(struct trk_replay *r, json_t *v, const char *where, char *w
     json_t *off = json_object_get(v, "offset"), *size = json_object_get(v, "size");
     json_t *w = json_object_get(v, "width"), *h = json_object_get(v, "height");
     json_t *pkt = json_object_get(v, "packet");
+    const char *copy = r->copy ? json_string_value(json_object_get(v, "copy")) : NULL;
+    const bool by_ref = copy && !strcmp(copy, "input");
+    if (by_ref) { /* the input holds it: its number there, no offset */
+        off = json_integer(0);
+        json_object_set_new(v, "offset", off);
+        pkt = json_object_get(v, "frame");
+    }
     const char *fs = json_string_value(json_object_get(v, "format"));
     const char *file = json_string_value(json_object_get(v, "file"));
     const char *ms = json_string_value(json_object_get(v, "matrix"));
@@ -174,6 +208,14 @@ static int add_entry(struct trk_replay *r, json_t *v, const char *where, char *w
         return fail(why, len, TRK_REPLAY_EDAMAGED,
                     "%s: an index line needs seq, pts, format, width, height, offset, size", where);
     int fi = -1;
+    if (copy && !by_ref) pkt = json_object_get(v, "packet_size");
+    if (copy &&
+        (strcmp(copy, by_ref ? "input" : "mjpeg") || !json_is_integer(pkt) ||
+         json_integer_value(pkt) < 0 || (!by_ref && (!file || strcmp(file, "frames.mjpeg")))))
+        return fail(why, len, TRK_REPLAY_EDAMAGED,
+                    "%s: a copied frame's index line needs copy \"mjpeg\" with file "
+                    "\"frames.mjpeg\" and packet_size, or copy \"input\" with frame",
+                    where);
     if (r->ffv1) {
         if (!file || !json_is_integer(pkt) || json_integer_value(pkt) < 0 || strchr(file, '/') ||
             strlen(file) >= sizeof(r->files[0].name))
@@ -194,7 +236,10 @@ static int add_entry(struct trk_replay *r, json_t *v, const char *where, char *w
                        .offset = (uint64_t)json_integer_value(off),
                        .size = (uint64_t)json_integer_value(size),
                        .file = fi,
-                       .packet = fi >= 0 ? (uint64_t)json_integer_value(pkt) : 0 };
+                       .packet = fi >= 0 || copy ? (uint64_t)json_integer_value(pkt) : 0,
+                       .copy = !copy    ? COPY_NONE
+                               : by_ref ? COPY_INPUT
+                                        : COPY_MJPEG };
     struct trk_plane_layout L;
     trk_image_plane_layout(e.fmt, e.width, e.height, &L);
     uint64_t need = 0;
@@ -265,17 +310,23 @@ static int read_manifest(struct trk_replay *r, char *why, size_t len)
     int rc = 0;
     if (!format || strcmp(format, TRK_BUNDLE_FORMAT) || !json_is_integer(ver))
         rc = fail(why, len, TRK_REPLAY_EDAMAGED, "%s: not a %s manifest", path, TRK_BUNDLE_FORMAT);
-    else if (json_integer_value(ver) != TRK_BUNDLE_VERSION &&
-             json_integer_value(ver) != TRK_BUNDLE_VERSION_FFV1)
+    else if (json_integer_value(ver) < TRK_BUNDLE_VERSION ||
+             json_integer_value(ver) > TRK_BUNDLE_VERSION_COPY)
         rc = fail(why, len, TRK_REPLAY_EDAMAGED,
-                  "%s: bundle version %lld; this trackd reads versions %d and %d", path,
-                  (long long)json_integer_value(ver), TRK_BUNDLE_VERSION, TRK_BUNDLE_VERSION_FFV1);
-    else if (!storage || (strcmp(storage, "raw") && strcmp(storage, "ffv1")))
+                  "%s: bundle version %lld; this trackd reads versions %d to %d", path,
+                  (long long)json_integer_value(ver), TRK_BUNDLE_VERSION, TRK_BUNDLE_VERSION_COPY);
+    else if (!storage ||
+             (strcmp(storage, "raw") && strcmp(storage, "ffv1") && strcmp(storage, "copy")))
         rc = fail(why, len, TRK_REPLAY_EDAMAGED,
-                  "%s: frames.storage \"%s\": this trackd reads \"raw\" and \"ffv1\"", path,
-                  storage ? storage : "(none)");
+                  "%s: frames.storage \"%s\": this trackd reads \"raw\", \"ffv1\" and \"copy\"",
+                  path, storage ? storage : "(none)");
     else {
         r->ffv1 = !strcmp(storage, "ffv1");
+        r->copy = !strcmp(storage, "copy");
+        const char *input = json_string_value(json_object_get(src, "input"));
+        snprintf(r->input, sizeof(r->input), "%s", input ? input : "");
+        r->input_loop = json_is_true(json_object_get(src, "input_loop"));
+        r->input_want = json_incref(src);
         r->width = (int)json_integer_value(json_object_get(src, "width"));
         r->height = (int)json_integer_value(json_object_get(src, "height"));
         r->fps = json_number_value(json_object_get(src, "fps"));
@@ -284,6 +335,8 @@ static int read_manifest(struct trk_replay *r, char *why, size_t len)
         json_t *end = json_object_get(m, "end");
         r->stopped_early = !end || json_is_string(json_object_get(end, "stopped"));
         r->mid_run = json_object_get(m, "rewind") != NULL;
+        const char *kind = json_string_value(json_object_get(src, "kind"));
+        r->live = kind && !strcmp(kind, "camera");
         const char *mode = json_string_value(json_object_get(m, "track_mode"));
         r->track_mode = mode ? trk_track_mode_parse(mode) : -1;
         const char *d = json_string_value(json_object_get(src, "description"));
@@ -327,36 +380,189 @@ static int check_ffv1(struct trk_replay *r, char *why, size_t len)
     return 0;
 }
 
-/* Every index line names bytes frames.raw has. */
-static int check_raw(struct trk_replay *r, char *why, size_t len)
+/* DIR/name opened into *fd, and every index entry stored there (copy
+ * kind: frames.raw's COPY_NONE, frames.mjpeg's COPY_MJPEG) within its
+ * length. */
+static int check_stored(struct trk_replay *r, const char *name, int kind, int *fd, char *why,
+                        size_t len)
 {
     char path[4200];
-    snprintf(path, sizeof(path), "%s/frames.raw", r->dir);
+    snprintf(path, sizeof(path), "%s/%s", r->dir, name);
     struct stat sb;
-    if ((r->fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 || fstat(r->fd, &sb) != 0)
+    if ((*fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 || fstat(*fd, &sb) != 0)
         return fail(why, len, TRK_REPLAY_EDAMAGED, "%s: cannot open: %s", path, strerror(errno));
-    for (size_t i = 0; i < r->n; i++)
-        if (r->idx[i].offset + r->idx[i].size > (uint64_t)sb.st_size)
+    const uint64_t end = (uint64_t)sb.st_size;
+    for (size_t i = 0; i < r->n; i++) {
+        const struct entry *e = &r->idx[i];
+        const uint64_t bytes = kind == COPY_MJPEG ? e->packet : e->size;
+        if ((int)e->copy == kind && (bytes > end || e->offset > end - bytes))
             return fail(why, len, TRK_REPLAY_EDAMAGED,
                         "%s: frame %llu is bytes %llu..%llu, but the file ends at byte %lld "
                         "(index.ndjson line %zu)",
-                        path, (unsigned long long)r->idx[i].seq,
-                        (unsigned long long)r->idx[i].offset,
-                        (unsigned long long)(r->idx[i].offset + r->idx[i].size),
-                        (long long)sb.st_size, i + 1);
+                        path, (unsigned long long)e->seq, (unsigned long long)e->offset,
+                        (unsigned long long)(e->offset + bytes), (long long)sb.st_size, i + 1);
+    }
     return 0;
 }
 
-/* The frames are there (raw or ffv1), and a set for the first. */
+/* Every index line names bytes frames.raw has. */
+static int check_raw(struct trk_replay *r, char *why, size_t len)
+{
+    return check_stored(r, "frames.raw", COPY_NONE, &r->fd, why, len);
+}
+
+/* copy: frames.mjpeg holds every JPEG the index names, each starting as
+ * a JPEG does; the software decoder the live run used. */
+static int check_mjpeg(struct trk_replay *r, char *why, size_t len)
+{
+    int rc = check_stored(r, "frames.mjpeg", COPY_MJPEG, &r->mjpeg_fd, why, len);
+    if (rc) return rc;
+    for (size_t i = 0; i < r->n; i++) {
+        const struct entry *e = &r->idx[i];
+        uint8_t soi[2] = { 0, 0 };
+        if (e->copy != COPY_MJPEG) continue;
+        if (e->packet < 2 || pread(r->mjpeg_fd, soi, 2, (off_t)e->offset) != 2 || soi[0] != 0xff ||
+            soi[1] != 0xd8)
+            return fail(why, len, TRK_REPLAY_EDAMAGED,
+                        "%s/frames.mjpeg: frame %llu at byte %llu is no JPEG (it starts %02x %02x, "
+                        "not ff d8; index.ndjson line %zu)",
+                        r->dir, (unsigned long long)e->seq, (unsigned long long)e->offset, soi[0],
+                        soi[1], i + 1);
+        if (e->packet > r->scratch_cap) r->scratch_cap = e->packet;
+    }
+    free(r->scratch);
+    if (!(r->scratch = malloc(r->scratch_cap ? r->scratch_cap : 1)) || trk_mjpeg_create(&r->mjpeg))
+        return fail(why, len, TRK_ENOMEM, "out of memory (or no MJPEG decoder)");
+    return 0;
+}
+
+/* copy: the input file the index refers to is the recorded one (size,
+ * SHA-256; a difference is named by the first block whose CRC differs),
+ * opened with the file source as the live run opened it. */
+static int check_input(struct trk_replay *r, char *why, size_t len)
+{
+    json_t *src = r->input_want, *blocks = json_object_get(src, "input_blocks");
+    json_t *size = json_object_get(src, "input_size"), *bs = json_object_get(blocks, "block");
+    json_t *crcs = json_object_get(blocks, "crc32");
+    const char *sha = json_string_value(json_object_get(src, "input_sha256"));
+    if (!r->input[0] || !json_is_integer(size) || !sha || !json_is_integer(bs) ||
+        json_integer_value(bs) <= 0 || !json_is_array(crcs))
+        return fail(why, len, TRK_REPLAY_EDAMAGED,
+                    "%s/manifest.json: its frames are the input file's, but source.input, "
+                    "input_size, input_sha256 or input_blocks is missing",
+                    r->dir);
+    struct trk_record_input have;
+    int err = trk_record_hash_input(r->input, (uint64_t)json_integer_value(bs), &have);
+    if (err == TRK_ENOMEM) return fail(why, len, err, "out of memory");
+    if (err)
+        return fail(why, len, TRK_REPLAY_EDAMAGED,
+                    "%s: cannot read it: %s (the bundle %s stores its frames by reference to it)",
+                    r->input, err == -EINVAL ? "not a regular file" : trk_strerror(err), r->dir);
+    const uint64_t block = have.block, want = (uint64_t)json_integer_value(size);
+    /* The first block, complete in both, whose CRC differs; then a size
+     * that differs; then the last block or the whole file's hash. */
+    const uint64_t common = have.size < want ? have.size : want;
+    uint64_t at = UINT64_MAX;
+    for (size_t i = 0; i <= common / block && i < have.n_crc && at == UINT64_MAX; i++) {
+        const char *c = json_string_value(json_array_get(crcs, i));
+        const bool whole = (i + 1) * block <= common || have.size == want;
+        if (whole && (!c || strtoul(c, NULL, 16) != have.crc[i])) at = i * block;
+    }
+    if (at == UINT64_MAX && have.size == want && strcmp(have.sha256, sha)) at = 0;
+    free(have.crc);
+    if (at != UINT64_MAX)
+        return fail(why, len, TRK_REPLAY_EDAMAGED,
+                    "%s: not the file recorded: bytes %llu..%llu differ from it (their CRC-32 "
+                    "is not the manifest's input_blocks')",
+                    r->input, (unsigned long long)at,
+                    (unsigned long long)(at + block < have.size ? at + block : have.size));
+    if (have.size != want)
+        return fail(why, len, TRK_REPLAY_EDAMAGED,
+                    have.size < want
+                        ? "%s: not the file recorded: it ends at byte %llu, the recorded one at "
+                          "byte %llu (cut?)"
+                        : "%s: not the file recorded: it is %llu bytes, the recorded one %llu",
+                    r->input, (unsigned long long)have.size, (unsigned long long)want);
+    /* A file's frames are recorded without a gap (its capture waits for
+     * the recorder): frame numbers that jump far ahead are damage, and
+     * with --loop reading on to them would never end. */
+    uint64_t next = 0; /* the frame after the last one named */
+    for (size_t i = 0; i < r->n; i++) {
+        const struct entry *e = &r->idx[i];
+        if (e->copy != COPY_INPUT) continue;
+        if (e->packet < next || e->packet - next > MAX_INPUT_GAP)
+            return fail(why, len, TRK_REPLAY_EDAMAGED,
+                        "%s/index.ndjson:%zu: frame %llu of the input where frame %llu was due: "
+                        "a recording of a file goes forward without gaps",
+                        r->dir, i + 1, (unsigned long long)e->packet, (unsigned long long)next);
+        next = e->packet + 1;
+    }
+    struct trk_file_cfg fc = { .path = r->input, .loop = r->input_loop };
+    if ((err = trk_source_file_create(&fc, &r->in)) || (err = trk_source_open(&r->in)))
+        return fail(why, len, err == TRK_ENOMEM ? err : TRK_REPLAY_EDAMAGED,
+                    "%s: cannot open it as the live run did: %s", r->input, trk_strerror(err));
+    r->in_open = true;
+    return 0;
+}
+
+static int check_copy(struct trk_replay *r, char *why, size_t len)
+{
+    bool mjpeg = false, input = false;
+    for (size_t i = 0; i < r->n; i++) {
+        mjpeg |= r->idx[i].copy == COPY_MJPEG;
+        input |= r->idx[i].copy == COPY_INPUT;
+    }
+    int rc = mjpeg ? check_mjpeg(r, why, len) : 0;
+    return !rc && input ? check_input(r, why, len) : rc;
+}
+
+/* The frames are there (raw, ffv1 or copy), and a set for the first. */
 static int check_frames(struct trk_replay *r, char *why, size_t len)
 {
     int rc = r->ffv1 ? check_ffv1(r, why, len) : check_raw(r, why, len);
+    if (!rc && r->copy) rc = check_copy(r, why, len);
     if (rc) return rc;
     if (!r->n) return fail(why, len, TRK_REPLAY_EDAMAGED, "%s/index.ndjson: no frames", r->dir);
     if (!r->n_ver || r->ver[0].first_seq > r->idx[0].seq)
         return fail(why, len, TRK_REPLAY_EDAMAGED,
                     "%s/objects.ndjson: no object set for the first frame", r->dir);
     return 0;
+}
+
+/* A live camera's bundle: the index keeps only the frames the live tracker
+ * processed, those with a recorded result. A camera delivers faster than
+ * it is tracked at times (the pool then takes the newest frame and skips
+ * older ones), and the last frames captured before a stop may never be
+ * processed; replaying those would show the tracker frames it never saw,
+ * and in roi mode or with tracked objects change the results after them.
+ * results.ndjson is read for its seqs alone (unreadable: nothing left
+ * out; --verify then says what it lacks). */
+static void drop_unprocessed(struct trk_replay *r)
+{
+    char path[4200], *line = NULL;
+    size_t cap = 0, kept = 0, k = 0;
+    ssize_t n;
+    snprintf(path, sizeof(path), "%s/results.ndjson", r->dir);
+    FILE *f = fopen(path, "re");
+    if (!f) return;
+    while (k < r->n && (n = getline(&line, &cap, f)) > 0 && line[n - 1] == '\n') {
+        json_t *v = json_loadb(line, (size_t)n, 0, NULL);
+        json_t *seq = json_object_get(v, "seq");
+        if (json_is_integer(seq)) {
+            const uint64_t s = (uint64_t)json_integer_value(seq);
+            while (k < r->n && r->idx[k].seq < s)
+                k++; /* no result: skipped live */
+            if (k < r->n && r->idx[k].seq == s) r->idx[kept++] = r->idx[k++];
+        }
+        json_decref(v);
+    }
+    free(line);
+    fclose(f);
+    if (kept && kept < r->n)
+        log_info("%zu of the camera's %zu recorded frames have no result: the live tracker "
+                 "skipped them for newer ones (or stopped first), so the replay leaves them out",
+                 r->n - kept, r->n);
+    if (kept) r->n = kept;
 }
 
 /* A rewind save's state.bin, read whole and checked against the first set
@@ -395,6 +601,12 @@ static int read_state(struct trk_replay *r, char *why, size_t len)
 static int replay_open(void *self, struct trk_source *info)
 {
     struct trk_replay *r = self;
+    r->info = info;
+    if (r->in_open && r->next) { /* reopened: the input from its start */
+        trk_source_close(&r->in);
+        int err = trk_source_open(&r->in);
+        if (err) return err;
+    }
     r->next = 0;
     r->installed = 0;
     for (int i = 0; i < r->n_files; i++) {
@@ -414,11 +626,79 @@ static int replay_open(void *self, struct trk_source *info)
     return 0;
 }
 
+/* A stored frame that cannot be had after all: said where, kept for the
+ * pipeline's status and for exit 65 (trk_replay_damaged). */
+static int damaged(struct trk_replay *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static int damaged(struct trk_replay *r, const char *fmt, ...)
+{
+    char why[sizeof(r->info->error)];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof(why), fmt, ap);
+    va_end(ap);
+    log_error("--replay: %s", why);
+    if (r->info) snprintf(r->info->error, sizeof(r->info->error), "%s", why);
+    r->damaged = true;
+    return TRK_SOURCE_EDECODE;
+}
+
+/* The decoded frame is the one recorded: its format, size and time. */
+static int same_as_recorded(struct trk_replay *r, const struct entry *e, const struct trk_frame *f,
+                            const char *where)
+{
+    if (f->img.fmt == e->fmt && f->img.width == e->width && f->img.height == e->height &&
+        fabs(f->pts - e->pts) < 2e-6)
+        return 0;
+    return damaged(r, "%s: frame %llu decodes as %s %dx%d at %.6f s, recorded %s %dx%d at %.6f s",
+                   where, (unsigned long long)e->seq, trk_pixfmt_name(f->img.fmt), f->img.width,
+                   f->img.height, f->pts, trk_pixfmt_name(e->fmt), e->width, e->height, e->pts);
+}
+
+/* copy: a JPEG of frames.mjpeg through the live run's decoder. */
+static int read_mjpeg(struct trk_replay *r, const struct entry *e, struct trk_frame *f)
+{
+    char where[4300];
+    snprintf(where, sizeof(where), "%s/frames.mjpeg at byte %llu", r->dir,
+             (unsigned long long)e->offset);
+    ssize_t n = pread(r->mjpeg_fd, r->scratch, e->packet, (off_t)e->offset);
+    if (n != (ssize_t)e->packet) return n < 0 ? -errno : -EIO;
+    if (trk_mjpeg_decode(r->mjpeg, r->scratch, e->packet, f))
+        return damaged(r, "%s: frame %llu (%llu bytes) does not decode", where,
+                       (unsigned long long)e->seq, (unsigned long long)e->packet);
+    f->pts = e->pts;
+    return same_as_recorded(r, e, f, where);
+}
+
+/* copy: frame e->packet of the input file, read on to it. */
+static int read_input(struct trk_replay *r, const struct entry *e, struct trk_frame *f)
+{
+    r->in.host_mem = r->info ? r->info->host_mem : NULL;
+    for (;;) {
+        int err = trk_source_read(&r->in, f);
+        if (err == TRK_SOURCE_EOF)
+            return damaged(r, "%s: it ends before frame %llu, which the bundle's frame %llu is",
+                           r->input, (unsigned long long)e->packet, (unsigned long long)e->seq);
+        if (err == TRK_SOURCE_EDECODE) return damaged(r, "%s: %s", r->input, r->in.error);
+        if (err) return err;
+        if (f->src_index < e->packet) continue; /* not recorded (--frames, a drop) */
+        char where[4200];
+        snprintf(where, sizeof(where), "%s (frame %llu)", r->input, (unsigned long long)e->packet);
+        return f->src_index == e->packet ? same_as_recorded(r, e, f, where)
+                                         : damaged(r, "%s: not in the file", where);
+    }
+}
+
 static int replay_read(void *self, struct trk_frame *f)
 {
     struct trk_replay *r = self;
     if (r->next >= r->n) return TRK_SOURCE_EOF;
     const struct entry *e = &r->idx[r->next];
+    if (e->copy != COPY_NONE) {
+        int err = e->copy == COPY_MJPEG ? read_mjpeg(r, e, f) : read_input(r, e, f);
+        if (!err) r->next++;
+        return err;
+    }
     int err = trk_frame_layout(f, e->fmt, e->width, e->height, 64);
     if (err) return err;
     f->img.matrix = e->matrix;
@@ -468,6 +748,10 @@ static void replay_destroy(void *self)
 {
     struct trk_replay *r = self;
     if (r->fd >= 0) close(r->fd);
+    if (r->mjpeg_fd >= 0) close(r->mjpeg_fd);
+    trk_mjpeg_destroy(&r->mjpeg);
+    if (r->in.ops) trk_source_destroy(&r->in);
+    json_decref(r->input_want);
     if (r->results) fclose(r->results);
     for (int i = 0; i < r->n_files; i++)
         trk_ffv1_in_close(&r->files[i].in);
@@ -495,10 +779,11 @@ int trk_replay_open(const char *dir, struct trk_source *src, struct trk_replay *
     *out = NULL;
     struct trk_replay *r = calloc(1, sizeof(*r));
     if (!r) return fail(why, why_len, TRK_ENOMEM, "out of memory");
-    r->fd = -1;
+    r->fd = r->mjpeg_fd = -1;
     snprintf(r->dir, sizeof(r->dir), "%s", dir);
     int rc = read_manifest(r, why, why_len);
     if (!rc) rc = each_line(r, "index.ndjson", why, why_len, add_entry);
+    if (!rc && r->live) drop_unprocessed(r);
     if (!rc) rc = each_line(r, "objects.ndjson", why, why_len, add_version);
     if (!rc) rc = check_frames(r, why, why_len);
     if (!rc) rc = read_state(r, why, why_len);
@@ -512,6 +797,11 @@ int trk_replay_open(const char *dir, struct trk_source *src, struct trk_replay *
     rc = trk_source_open(src);
     *out = r;
     return rc;
+}
+
+bool trk_replay_damaged(const struct trk_replay *r)
+{
+    return r->damaged;
 }
 
 int trk_replay_track_mode(const struct trk_replay *r)

@@ -34,6 +34,11 @@ struct trk_objects;
 int trk_replay_open(const char *dir, struct trk_source *src, struct trk_replay **out, char *why,
                     size_t why_len);
 
+/* Whether the replay stopped because a stored frame turned out damaged
+ * while playing (a copy bundle's JPEG that does not decode, an input file
+ * that ends early; logged with the file and offset): exit 65. */
+bool trk_replay_damaged(const struct trk_replay *r);
+
 /* The set the bundle starts with (version 1). */
 const struct trk_objects *trk_replay_first_set(const struct trk_replay *r);
 

@@ -53,6 +53,10 @@ struct trk_source {
      * its first read; it must outlive the source's buffers (destroy the
      * source first). */
     struct trk_backend *host_mem;
+    /* --record-storage copy: keep each frame's compressed bytes as they
+     * came (trk_frame.packet: an MJPEG camera's JPEG). Set before the
+     * first read; sources with no such bytes ignore it. */
+    bool keep_packets;
     /* Why the last read failed when the code alone says too little (a
      * file's FFmpeg message with TRK_SOURCE_EDECODE); "" otherwise. */
     char error[256];

@@ -820,6 +820,7 @@ static int v4l2_read(void *self, struct trk_frame *f)
         double ts = (double)newest.timestamp.tv_sec + newest.timestamp.tv_usec * 1e-6;
         const uint8_t *data = s->ub ? s->ub->buf[newest.index].p : s->buf[newest.index];
         int qerr = 0;
+        f->packet_len = 0;
         if (s->ub && lend(s->ub, (int)newest.index)) {
             /* The frame reads the driver's buffer; it goes back to the
              * driver when the frame's last holder lets go (give_back). */
@@ -836,6 +837,11 @@ static int v4l2_read(void *self, struct trk_frame *f)
                       ? trk_mjpeg_decode(s->mjpeg, data, newest.bytesused, f)
                       : trk_v4l2_copy(f, s->fourcc, s->width, s->height, s->bytesperline, data,
                                       newest.bytesused);
+            /* --record-storage copy: the JPEG as the driver delivered it
+             * (out of memory: not kept, the frame is recorded decoded). */
+            if (!err && s->fourcc == V4L2_PIX_FMT_MJPEG && s->info && s->info->keep_packets &&
+                trk_frame_set_packet(f, data, newest.bytesused))
+                f->packet_len = 0;
             s->copied += !err;
             qerr = xioctl(s->fd, VIDIOC_QBUF, &newest);
         }

@@ -421,9 +421,12 @@ async def connect_when_up(url, deadline):
             await asyncio.sleep(0.5)
 
 
-def main():
-    trackd, work = sys.argv[1], sys.argv[2]
-    browser = sys.argv[3] if len(sys.argv) > 3 else None
+def start_vm(trackd, work, objects, web=None):
+    """Boots the vivid VM with init_controls.sh (objects as /objs.json, web
+    as the page's folder), a free loopback port of this machine forwarded to
+    the guest's 8080; skips (exit 77, loudly) where qemu, the kernel or the
+    tools are missing. Returns (qemu's process, its Console, the port,
+    "kvm" or "tcg")."""
     qemu = shutil.which("qemu-system-x86_64")
     if not qemu:
         rv.skip("qemu-system-x86_64 is not installed")
@@ -444,18 +447,34 @@ def main():
     kernel = rv.extract_vmlinux(vmlinuz, os.path.join(work, "vmlinux"))
     initrd = os.path.join(work, "initrd.gz")
     rv.build_initramfs(trackd, dict(mods, e1000=e1000), os.path.join(work, "root"), initrd,
-                       init="init_controls.sh", objects=OBJECTS,
-                       web=os.path.join(HERE, "..", "..", "web"))
+                       init="init_controls.sh", objects=objects, web=web)
     port = free_port()
     hw = re.search(r"\b(vmx|svm)\b", open("/proc/cpuinfo").read())
     accel = "kvm" if hw and os.access("/dev/kvm", os.R_OK | os.W_OK) else "tcg"
     cmd = [qemu, "-accel", accel, "-m", "1024", "-smp", "2", "-nographic", "-no-reboot",
            "-nic", f"user,model=e1000,restrict=on,hostfwd=tcp:127.0.0.1:{port}-:8080",
            "-kernel", kernel, "-initrd", initrd, "-append", "console=ttyS0 quiet panic=-1"]
-    t0 = time.monotonic()
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT)
-    con = Console(proc)
+    return proc, Console(proc), port, accel
+
+
+def end_vm(proc, killer, con, work):
+    """The VM's end, passed or failed: its deadline off, qemu killed if it
+    still runs, the console kept as WORK/console.log."""
+    killer.cancel()
+    if proc.poll() is None:
+        proc.kill()
+    with open(os.path.join(work, "console.log"), "w") as f:
+        f.write("\n".join(con.lines))
+
+
+def main():
+    trackd, work = sys.argv[1], sys.argv[2]
+    browser = sys.argv[3] if len(sys.argv) > 3 else None
+    t0 = time.monotonic()
+    proc, con, port, accel = start_vm(trackd, work, OBJECTS,
+                                      web=os.path.join(HERE, "..", "..", "web"))
     killer = threading.Timer(VM_TIMEOUT_S, proc.kill)
     killer.start()
     try:
@@ -482,11 +501,7 @@ def main():
             fail("a sanitizer report in trackd's log", con)
         proc.wait(timeout=60)
     finally:
-        killer.cancel()
-        if proc.poll() is None:
-            proc.kill()
-        with open(os.path.join(work, "console.log"), "w") as f:
-            f.write("\n".join(con.lines))
+        end_vm(proc, killer, con, work)
     print(f"PASS ({time.monotonic() - t0:.1f} s)")
 
 

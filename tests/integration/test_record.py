@@ -46,13 +46,14 @@ def check(cond, what):
         FAILS.append(what)
 
 
-def run(trackd, args, timeout=120):
-    return subprocess.run([trackd, *args], capture_output=True, text=True, timeout=timeout)
+def run(trackd, args, timeout=120, cwd=None):
+    return subprocess.run([trackd, *args], capture_output=True, text=True, timeout=timeout,
+                          cwd=cwd)
 
 
-def replay_identical(trackd, bundle, backend, what):
+def replay_identical(trackd, bundle, backend, what, cwd=None):
     r = run(trackd, ["--replay", bundle, "--verify", "--fast", "--no-server",
-                     "--backend", backend])
+                     "--backend", backend], cwd=cwd)
     ok = r.returncode == 0 and " 0 differ: identical" in r.stdout
     check(ok, f"{what}: replay --verify identical on {backend}")
     if not ok:
