@@ -60,6 +60,7 @@ struct app {
     struct trk_ws *metrics_ws;   /* --metrics-listen, else NULL */
     struct trk_outputs *outputs; /* --output, the server, --mqtt, --udp, --osc */
     struct trk_replay *replay;   /* --replay: src's, NULL otherwise */
+    bool transport;              /* the replay takes the page's transport */
     struct trk_record *record;   /* --record: the door's, NULL otherwise */
     /* --rewind: the door's, NULL otherwise; set once the outputs open,
      * read by the server's thread (save_rewind) and SIGUSR1's. */
@@ -91,6 +92,11 @@ static void ws_config(void *ctx, const struct trk_buf *msg)
 
 /* The camera module's "camera" broadcasts: a kind of their own, so that one
  * never replaces an "objects" message a client has not been sent yet. */
+static void ws_replay(void *ctx, const char *json, size_t len)
+{
+    trk_ws_broadcast(ctx, TRK_WS_REPLAY, json, len);
+}
+
 static void ws_camera(void *ctx, const struct trk_buf *msg)
 {
     trk_ws_broadcast(ctx, TRK_WS_CAMERA, msg->data, msg->len);
@@ -632,6 +638,8 @@ static int start_server(struct app *a)
         .camera = a->camctl,
         .save_rewind = save_rewind,
         .save_rewind_ctx = a,
+        .replay = a->replay ? trk_replay_control : NULL,
+        .replay_ctx = a->replay,
         .focus = a->focus,
     };
     err = s->server ? trk_ws_create(&wc, &a->ws) : 0;
@@ -804,6 +812,18 @@ static int open_outputs(struct app *a)
     if (rc) return rc;
     const struct trk_settings *s = &a->s;
     if (s->verify && trk_replay_verify_add(a->replay, a->outputs)) return TRK_EX_NOINPUT;
+    if (a->replay && a->ws && !s->verify) {
+        /* The page's transport: pause, step, seek, re-run a range. */
+        struct trk_replay_transport_cfg tc = { .paused = s->paused,
+                                               .broadcast = ws_replay,
+                                               .ctx = a->ws };
+        int err = trk_replay_transport_add(a->replay, &tc, a->outputs);
+        if (err) {
+            log_error_err(err, "--replay: cannot start the page's transport");
+            return TRK_EX_SOFTWARE;
+        }
+        a->transport = true;
+    }
     struct trk_record_cfg rc_cfg = {
         .dir = s->record,
         .max_bytes = s->record_max_mb * 1000000,
@@ -883,6 +903,10 @@ static struct trk_pipeline_cfg pipeline_cfg(struct app *a)
         /* Likewise: a rewind save's state is the recorded set's. */
         .state = state,
         .state_len = state_len,
+        .replay_state = a->transport ? trk_replay_state_hook : NULL,
+        .replay_keep = a->transport ? trk_replay_keep_hook : NULL,
+        .replay_show = a->transport ? trk_replay_show_hook : NULL,
+        .replay_ctx = a->replay,
     };
 }
 

@@ -19,69 +19,7 @@
 #include "out/record.h"
 #include "state.h"
 #include "tracker.h"
-
-/* One frame of index.ndjson. */
-struct entry {
-    uint64_t seq;
-    double pts;
-    enum trk_pixfmt fmt;
-    int width, height;
-    enum trk_matrix matrix;
-    bool full_range;
-    uint64_t offset, size;
-    int file;        /* ffv1: its file in files[], else -1 (frames.raw) */
-    uint64_t packet; /* ffv1: its packet in that file                   */
-};
-
-/* --record-storage ffv1: one of the bundle's Matroska files. */
-struct ffv1_file {
-    char name[64];
-    struct trk_ffv1_in *in;
-    uint64_t next; /* the packet in->next decodes */
-};
-
-/* One object set of objects.ndjson. */
-struct version {
-    uint64_t first_seq;
-    struct trk_objects *set;
-};
-
-struct trk_replay {
-    char dir[4096];
-    int fd; /* frames.raw */
-    /* frames.storage "ffv1": its files, and one decoded frame's bytes. */
-    bool ffv1;
-    struct ffv1_file *files;
-    int n_files;
-    uint8_t *scratch;
-    size_t scratch_cap;
-    struct entry *idx;
-    size_t n, next; /* entries; the next one read() gives */
-    struct version *ver;
-    int n_ver, installed; /* versions; how many frame_due installed */
-    struct trk_control *control;
-    int width, height;
-    double fps;
-    char desc[200];
-    /* The verifier (processing thread): results.ndjson, read along. */
-    FILE *results;
-    long results_line;
-    bool verifying, differs;
-    uint64_t compared, differing, unrecorded;
-    /* The manifest's end.stopped, or no end: the recording stopped early
-     * (full disk, limit, killed), so results.ndjson may end before
-     * index.ndjson does. */
-    bool stopped_early;
-    /* The manifest has "rewind": a saved rewind buffer, which starts mid-run
-     * (tracked objects' instances had a history before its first frame). */
-    bool mid_run;
-    /* Its state.bin (daemon/state.h): the state before its first frame;
-     * NULL when it has none (a recording, or an older rewind save). */
-    uint8_t *state;
-    size_t state_len;
-    /* The manifest's track_mode (enum trk_track_mode), -1 when absent. */
-    int track_mode;
-};
+#include "replay_int.h"
 
 /* why = "DIR/FILE...: ..." */
 static int fail(char *why, size_t len, int code, const char *fmt, ...)
@@ -411,14 +349,23 @@ static int replay_open(void *self, struct trk_source *info)
     info->width = r->idx[0].width;
     info->height = r->idx[0].height;
     info->fps = r->fps;
+    r->info = info;
     return 0;
 }
 
 static int replay_read(void *self, struct trk_frame *f)
 {
     struct trk_replay *r = self;
-    if (r->next >= r->n) return TRK_SOURCE_EOF;
-    const struct entry *e = &r->idx[r->next];
+    size_t k = r->next;
+    bool unpaced = false;
+    if (r->t) {
+        int rc = trk_replay_transport_next(r, &k, &unpaced);
+        if (rc) return rc;
+    } else if (r->next >= r->n) {
+        return TRK_SOURCE_EOF;
+    }
+    if (r->info) r->info->unpaced = unpaced;
+    const struct entry *e = &r->idx[k];
     int err = trk_frame_layout(f, e->fmt, e->width, e->height, 64);
     if (err) return err;
     f->img.matrix = e->matrix;
@@ -430,6 +377,11 @@ static int replay_read(void *self, struct trk_frame *f)
     if (e->file >= 0) {
         struct ffv1_file *ff = &r->files[e->file];
         char why[600];
+        /* A seek: every frame is a key frame, so the packets before it are
+         * passed over undecoded (from the start when it lies behind). */
+        if (ff->next > e->packet && !trk_ffv1_in_rewind(ff->in)) ff->next = 0;
+        if (ff->next < e->packet && !trk_ffv1_in_skip(ff->in, e->packet - ff->next))
+            ff->next = e->packet;
         err = ff->next == e->packet ? trk_ffv1_in_next(ff->in, e->fmt, e->width, e->height,
                                                        r->scratch, why, sizeof(why))
                                     : TRK_EINVAL;
@@ -455,7 +407,7 @@ static int replay_read(void *self, struct trk_frame *f)
             if (n != (ssize_t)L.row_bytes[p]) return n < 0 ? -errno : -EIO;
             off += (off_t)L.row_bytes[p];
         }
-    r->next++;
+    r->next = k + 1;
     return 0;
 }
 
@@ -469,6 +421,7 @@ static void replay_destroy(void *self)
     struct trk_replay *r = self;
     if (r->fd >= 0) close(r->fd);
     if (r->results) fclose(r->results);
+    trk_replay_transport_destroy(&r->t);
     for (int i = 0; i < r->n_files; i++)
         trk_ffv1_in_close(&r->files[i].in);
     free(r->files);
@@ -538,14 +491,21 @@ void trk_replay_set_control(struct trk_replay *r, struct trk_control *c)
 void trk_replay_frame_due(void *ctx, uint64_t seq)
 {
     struct trk_replay *r = ctx;
-    if (!r->control || seq >= r->n) return;
-    const uint64_t rec_seq = r->idx[seq].seq;
-    int k = r->installed;
+    const size_t at = trk_replay_frame_of(r, seq);
+    if (!r->control || at >= r->n) return;
+    const uint64_t rec_seq = r->idx[at].seq;
+    /* The set in force at that frame: the newest of those due (the others
+     * never had a frame); after a seek it may be an earlier one. */
+    int k = 1;
     while (k < r->n_ver && r->ver[k].first_seq <= rec_seq)
         k++;
     if (k == r->installed) return;
-    /* Only the newest of those that are due: the others never had a frame. */
-    trk_control_install(r->control, r->ver[k - 1].set);
+    /* A client edited the set during an interactive replay: its set stays
+     * (the "what if" run), the recorded ones are no longer installed. */
+    const uint64_t inst = __atomic_load_n(&r->inst_version, __ATOMIC_ACQUIRE);
+    if (r->t && inst && trk_control_version(r->control) != inst) return;
+    __atomic_store_n(&r->inst_version, trk_control_install(r->control, r->ver[k - 1].set),
+                     __ATOMIC_RELEASE);
     log_info("object set %d of the bundle applies from frame %llu", k, (unsigned long long)rec_seq);
     r->installed = k;
 }
@@ -564,7 +524,7 @@ static bool is_timing(const char *key)
 /* The first path where a and b differ, into path, and the two values
  * there into d[0], d[1] (borrowed; NULL = missing); timing fields are
  * skipped at the top level of a frame message. */
-static bool differ(json_t *a, json_t *b, char *path, size_t len, bool top, json_t **d)
+bool trk_replay_differ(json_t *a, json_t *b, char *path, size_t len, bool top, json_t **d)
 {
     d[0] = a, d[1] = b;
     if (json_is_object(a) && json_is_object(b)) {
@@ -575,7 +535,7 @@ static bool differ(json_t *a, json_t *b, char *path, size_t len, bool top, json_
         {
             if (top && is_timing(key)) continue;
             snprintf(path + at, len - at, "%s%s", at ? "." : "", key);
-            if (differ(va, json_object_get(b, key), path, len, false, d)) return true;
+            if (trk_replay_differ(va, json_object_get(b, key), path, len, false, d)) return true;
         }
         json_t *vb;
         json_object_foreach(b, key, vb)
@@ -599,7 +559,7 @@ static bool differ(json_t *a, json_t *b, char *path, size_t len, bool top, json_
         }
         for (size_t i = 0; i < json_array_size(a); i++) {
             snprintf(path + at, len - at, "[%zu]", i);
-            if (differ(json_array_get(a, i), json_array_get(b, i), path, len, false, d))
+            if (trk_replay_differ(json_array_get(a, i), json_array_get(b, i), path, len, false, d))
                 return true;
         }
         path[at] = 0;
@@ -645,8 +605,9 @@ static void verify_frame(void *ctx, const struct trk_frame_result *res, const ch
                          size_t len)
 {
     struct trk_replay *r = ctx;
-    if (res->meta.seq >= r->n) return;
-    const uint64_t seq = r->idx[res->meta.seq].seq;
+    const size_t at = trk_replay_frame_of(r, res->meta.seq);
+    if (at >= r->n) return;
+    const uint64_t seq = r->idx[at].seq;
     json_t *now = json ? json_loadb(json, len, 0, NULL) : NULL;
     json_t *then = recorded(r, seq);
     if (then || !r->stopped_early || !feof(r->results)) r->compared++;
@@ -658,7 +619,7 @@ static void verify_frame(void *ctx, const struct trk_frame_result *res, const ch
         first_difference(r, seq, "the bundle has no recorded result for it");
     } else if (!now) {
         first_difference(r, seq, "no result now");
-    } else if (differ(then, now, path, sizeof(path), true, d)) {
+    } else if (trk_replay_differ(then, now, path, sizeof(path), true, d)) {
         char *a = d[0] ? json_dumps(d[0], JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(10))
                        : NULL;
         char *b = d[1] ? json_dumps(d[1], JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(10))
