@@ -7,7 +7,7 @@
 // frame says where the replay is and carries the recorded result of that
 // frame, drawn dashed over the picture when "recorded" is ticked.
 
-import { withControl } from './auth.js';
+import { isAuthed, withControl } from './auth.js';
 import { request } from './control.js';
 import { objectInfo } from './objects.js';
 import { $ } from './util.js';
@@ -27,6 +27,9 @@ let seeking = false;        // a replay_seek is on its way
 let seekNext = null;        // the frame the timeline was dragged to meanwhile
 let redraw = () => {};      // view.js: draws the shown frame again
 let lastRecordedDrawn = null;
+// A new connection to a paused replay has no picture yet (the frame was
+// processed before it came): it asks for the same frame again.
+let needPicture = false;
 
 export const replayState = () => ({
   shown: !el.card.hidden, last, recordedDrawn: lastRecordedDrawn, overlay: el.rec.checked,
@@ -101,6 +104,11 @@ export function onReplay(msg) {
   if (msg.recorded) recordedBySeq.set(msg.seq, msg.recorded);
   while (recordedBySeq.size > KEPT) recordedBySeq.delete(recordedBySeq.keys().next().value);
   if (el.rec.checked) redraw();
+  if (needPicture) {
+    needPicture = false;
+    // Without the token the card waits for the next frame instead.
+    if (msg.paused && isAuthed()) seek(msg.frame);
+  }
 }
 
 // A new connection: until its first "replay" message this may be no replay.
@@ -110,6 +118,7 @@ export function onHello() {
   recordedBySeq.clear();
   seeking = false;
   seekNext = null;
+  needPicture = true;
 }
 
 // view.js, after each frame's own overlay: the recorded result of the same
