@@ -10,6 +10,7 @@
 import { isAuthed, withControl } from './auth.js';
 import { request } from './control.js';
 import { objectInfo } from './objects.js';
+import { clearTrails } from './trails.js';
 import { $ } from './util.js';
 
 const el = {
@@ -86,6 +87,7 @@ function showRun(run) {
 }
 
 export function onReplay(msg) {
+  if (last && msg.frame !== last.frame + 1 && msg.frame !== last.frame) clearTrails();
   last = msg;
   el.card.hidden = false;
   el.name.textContent = msg.bundle;
