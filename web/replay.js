@@ -103,6 +103,7 @@ export function onReplay(msg) {
   if (!el.to.value) el.to.value = String(msg.frames - 1);
   if (!el.from.value) el.from.value = '0';
   showRun(msg.run);
+  if (msg.error) say(msg.error, true);
   if (msg.recorded) recordedBySeq.set(msg.seq, msg.recorded);
   while (recordedBySeq.size > KEPT) recordedBySeq.delete(recordedBySeq.keys().next().value);
   if (el.rec.checked) redraw();

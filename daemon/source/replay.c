@@ -353,21 +353,14 @@ static int replay_open(void *self, struct trk_source *info)
     return 0;
 }
 
-static int replay_read(void *self, struct trk_frame *f)
+/* Frame k's bytes into f; why says what failed (the bundle changed since
+ * it was checked at open: cut, overwritten). */
+static int read_frame(struct trk_replay *r, size_t k, struct trk_frame *f, char *why,
+                      size_t why_len)
 {
-    struct trk_replay *r = self;
-    size_t k = r->next;
-    bool unpaced = false;
-    if (r->t) {
-        int rc = trk_replay_transport_next(r, &k, &unpaced);
-        if (rc) return rc;
-    } else if (r->next >= r->n) {
-        return TRK_SOURCE_EOF;
-    }
-    if (r->info) r->info->unpaced = unpaced;
     const struct entry *e = &r->idx[k];
     int err = trk_frame_layout(f, e->fmt, e->width, e->height, 64);
-    if (err) return err;
+    if (err) return fail(why, why_len, err, "out of memory for frame %zu", k);
     f->img.matrix = e->matrix;
     f->img.full_range = e->full_range;
     f->pts = e->pts;
@@ -376,20 +369,19 @@ static int replay_read(void *self, struct trk_frame *f)
     const uint8_t *src = NULL;
     if (e->file >= 0) {
         struct ffv1_file *ff = &r->files[e->file];
-        char why[600];
         /* A seek: every frame is a key frame, so the packets before it are
          * passed over undecoded (from the start when it lies behind). */
         if (ff->next > e->packet && !trk_ffv1_in_rewind(ff->in)) ff->next = 0;
         if (ff->next < e->packet && !trk_ffv1_in_skip(ff->in, e->packet - ff->next))
             ff->next = e->packet;
+        char msg[600] = "not the next packet";
         err = ff->next == e->packet ? trk_ffv1_in_next(ff->in, e->fmt, e->width, e->height,
-                                                       r->scratch, why, sizeof(why))
+                                                       r->scratch, msg, sizeof(msg))
                                     : TRK_EINVAL;
         if (err) {
-            log_error("%s/%s: frame %llu (packet %llu): %s", r->dir, ff->name,
-                      (unsigned long long)e->seq, (unsigned long long)e->packet,
-                      ff->next == e->packet ? why : "not the next packet");
-            return err;
+            ff->next = UINT64_MAX; /* the next read starts the file over */
+            return fail(why, why_len, err, "%s/%s: frame %llu (packet %llu): %s", r->dir, ff->name,
+                        (unsigned long long)e->seq, (unsigned long long)e->packet, msg);
         }
         ff->next++;
         src = r->scratch;
@@ -404,9 +396,40 @@ static int replay_read(void *self, struct trk_frame *f)
                 continue;
             }
             ssize_t n = pread(r->fd, dst, L.row_bytes[p], off);
-            if (n != (ssize_t)L.row_bytes[p]) return n < 0 ? -errno : -EIO;
+            if (n != (ssize_t)L.row_bytes[p])
+                return fail(why, why_len, n < 0 ? -errno : -EIO,
+                            "%s/frames.raw: frame %llu: %s at byte %lld", r->dir,
+                            (unsigned long long)e->seq,
+                            n < 0 ? strerror(errno) : "the file ends (cut since it was opened)",
+                            (long long)off);
             off += (off_t)L.row_bytes[p];
         }
+    return 0;
+}
+
+static int replay_read(void *self, struct trk_frame *f)
+{
+    struct trk_replay *r = self;
+    size_t k = r->next;
+    bool unpaced = false;
+    if (r->t) {
+        int rc = trk_replay_transport_next(r, &k, &unpaced);
+        if (rc) return rc;
+    } else if (r->next >= r->n) {
+        return TRK_SOURCE_EOF;
+    }
+    if (r->info) r->info->unpaced = unpaced;
+    char why[700];
+    int err = read_frame(r, k, f, why, sizeof(why));
+    if (err && r->t) {
+        /* The page's replay stays: the frame is refused, it pauses. */
+        trk_replay_transport_failed(r, why);
+        return TRK_SOURCE_AGAIN;
+    }
+    if (err) {
+        log_error("%s", why);
+        return err;
+    }
     r->next = k + 1;
     return 0;
 }

@@ -94,6 +94,9 @@ bool trk_replay_differ(json_t *a, json_t *b, char *path, size_t len, bool top, j
  * to give now into *k, or TRK_SOURCE_EOF / TRK_SOURCE_AGAIN; *unpaced
  * says the frame is not to be paced. */
 int trk_replay_transport_next(struct trk_replay *r, size_t *k, bool *unpaced);
+/* Capture thread: the frame transport_next just gave could not be read
+ * (why): it is taken back, the replay pauses and says so. */
+void trk_replay_transport_failed(struct trk_replay *r, const char *why);
 void trk_replay_transport_destroy(struct trk_replay_transport **t);
 
 /* The index of the bundle frame the pipeline's frame seq is (the

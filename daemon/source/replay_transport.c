@@ -89,7 +89,8 @@ struct trk_replay_transport {
     uint64_t compared, differing;
     long long first;
     char first_what[480];
-    json_t *last; /* the last "replay" message: lock */
+    json_t *last;    /* the last "replay" message: lock */
+    char error[700]; /* the last frame that could not be read, "" none */
     /* results.ndjson by frame (read-only after add). */
     int rfd;
     struct rec_line *rec;
@@ -106,6 +107,7 @@ static void publish_locked(struct trk_replay_transport *t)
     if (!t->last || !t->cfg.broadcast) return;
     json_object_set_new(t->last, "paused", json_boolean(t->paused));
     json_object_set_new(t->last, "at_end", json_boolean(t->paused && t->cur + 1 == t->r->n));
+    json_object_set_new(t->last, "error", t->error[0] ? json_string(t->error) : json_null());
     char *s = json_dumps(t->last, JSON_COMPACT);
     if (s) t->cfg.broadcast(t->cfg.ctx, s, strlen(s));
     free(s);
@@ -158,11 +160,27 @@ int trk_replay_transport_next(struct trk_replay *r, size_t *k, bool *unpaced)
     }
     t->next = *k + 1;
     t->cur = *k;
+    t->error[0] = 0;
     t->ring[t->given % RING] = (struct given){ .seq = t->given, .k = *k, .flags = flags };
     t->given++;
     pthread_mutex_unlock(&t->lock);
     *unpaced = flags != 0;
     return 0;
+}
+
+void trk_replay_transport_failed(struct trk_replay *r, const char *why)
+{
+    struct trk_replay_transport *t = r->t;
+    pthread_mutex_lock(&t->lock);
+    if (strcmp(t->error, why)) log_error("%s; the replay pauses", why);
+    snprintf(t->error, sizeof(t->error), "%s", why);
+    t->given--; /* the pipeline never got it */
+    if (t->run_on && t->have_run) t->run_cancelled = t->run_done = true;
+    t->run_on = false;
+    t->paused = true;
+    t->want = -1;
+    publish_locked(t);
+    pthread_mutex_unlock(&t->lock);
 }
 
 static const struct given *given_of(struct trk_replay_transport *t, uint64_t seq)
