@@ -21,10 +21,7 @@
 #include "tracker.h"
 #include "replay_int.h"
 
-/* why = "DIR/FILE...: ..." */
-static int fail(char *why, size_t len, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int fail(char *why, size_t len, int code, const char *fmt, ...)
+int trk_replay_fail(char *why, size_t len, int code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -51,8 +48,8 @@ static int each_line(struct trk_replay *r, const char *name, char *why, size_t w
     snprintf(path, sizeof(path), "%s/%s", r->dir, name);
     FILE *f = fopen(path, "re");
     if (!f)
-        return fail(why, why_len, TRK_REPLAY_EDAMAGED, "%s: cannot open: %s", path,
-                    strerror(errno));
+        return trk_replay_fail(why, why_len, TRK_REPLAY_EDAMAGED, "%s: cannot open: %s", path,
+                               strerror(errno));
     char *line = NULL;
     size_t cap = 0;
     ssize_t n;
@@ -69,8 +66,8 @@ static int each_line(struct trk_replay *r, const char *name, char *why, size_t w
         json_error_t je;
         json_t *v = json_loadb(line, (size_t)n, 0, &je);
         if (!v || !json_is_object(v))
-            rc = fail(why, why_len, TRK_REPLAY_EDAMAGED, "%s: not a JSON object: %s", where,
-                      v ? "another value" : je.text);
+            rc = trk_replay_fail(why, why_len, TRK_REPLAY_EDAMAGED, "%s: not a JSON object: %s",
+                                 where, v ? "another value" : je.text);
         else
             rc = fn(r, v, where, why, why_len);
         json_decref(v);
@@ -109,18 +106,20 @@ static int add_entry(struct trk_replay *r, json_t *v, const char *where, char *w
         !json_is_integer(size) || !json_is_integer(w) || !json_is_integer(h) || fmt < 0 ||
         json_integer_value(off) < 0 || json_integer_value(w) <= 0 || json_integer_value(h) <= 0 ||
         json_integer_value(w) > 16384 || json_integer_value(h) > 16384)
-        return fail(why, len, TRK_REPLAY_EDAMAGED,
-                    "%s: an index line needs seq, pts, format, width, height, offset, size", where);
+        return trk_replay_fail(
+            why, len, TRK_REPLAY_EDAMAGED,
+            "%s: an index line needs seq, pts, format, width, height, offset, size", where);
     int fi = -1;
     if (r->ffv1) {
         if (!file || !json_is_integer(pkt) || json_integer_value(pkt) < 0 || strchr(file, '/') ||
             strlen(file) >= sizeof(r->files[0].name))
-            return fail(why, len, TRK_REPLAY_EDAMAGED,
-                        "%s: an ffv1 bundle's index line needs file (a name in the folder) and "
-                        "packet",
-                        where);
+            return trk_replay_fail(
+                why, len, TRK_REPLAY_EDAMAGED,
+                "%s: an ffv1 bundle's index line needs file (a name in the folder) and "
+                "packet",
+                where);
         fi = file_index(r, file);
-        if (fi < 0) return fail(why, len, TRK_ENOMEM, "out of memory");
+        if (fi < 0) return trk_replay_fail(why, len, TRK_ENOMEM, "out of memory");
     }
     struct entry e = { .seq = (uint64_t)json_integer_value(seq),
                        .pts = json_number_value(pts),
@@ -139,16 +138,17 @@ static int add_entry(struct trk_replay *r, json_t *v, const char *where, char *w
     for (int p = 0; p < L.planes; p++)
         need += L.row_bytes[p] * (uint64_t)L.rows[p];
     if (need != e.size)
-        return fail(why, len, TRK_REPLAY_EDAMAGED,
-                    "%s: frame %llu says %llu bytes, but %s %dx%d is %llu", where,
-                    (unsigned long long)e.seq, (unsigned long long)e.size, fs, e.width, e.height,
-                    (unsigned long long)need);
+        return trk_replay_fail(why, len, TRK_REPLAY_EDAMAGED,
+                               "%s: frame %llu says %llu bytes, but %s %dx%d is %llu", where,
+                               (unsigned long long)e.seq, (unsigned long long)e.size, fs, e.width,
+                               e.height, (unsigned long long)need);
     if (r->n && e.seq <= r->idx[r->n - 1].seq)
-        return fail(why, len, TRK_REPLAY_EDAMAGED, "%s: frame %llu comes after frame %llu", where,
-                    (unsigned long long)e.seq, (unsigned long long)r->idx[r->n - 1].seq);
+        return trk_replay_fail(why, len, TRK_REPLAY_EDAMAGED,
+                               "%s: frame %llu comes after frame %llu", where,
+                               (unsigned long long)e.seq, (unsigned long long)r->idx[r->n - 1].seq);
     if ((r->n & (r->n - 1)) == 0) { /* grow at powers of two */
         struct entry *ni = realloc(r->idx, (r->n ? 2 * r->n : 64) * sizeof(*ni));
-        if (!ni) return fail(why, len, TRK_ENOMEM, "out of memory reading the index");
+        if (!ni) return trk_replay_fail(why, len, TRK_ENOMEM, "out of memory reading the index");
         r->idx = ni;
     }
     r->idx[r->n++] = e;
@@ -160,13 +160,15 @@ static int add_version(struct trk_replay *r, json_t *v, const char *where, char 
     json_t *first = json_object_get(v, "first_seq");
     const char *file = json_string_value(json_object_get(v, "file"));
     if (!json_is_integer(first) || !file || strstr(file, ".."))
-        return fail(why, len, TRK_REPLAY_EDAMAGED, "%s: needs first_seq and file", where);
+        return trk_replay_fail(why, len, TRK_REPLAY_EDAMAGED, "%s: needs first_seq and file",
+                               where);
     struct version *nv = realloc(r->ver, (size_t)(r->n_ver + 1) * sizeof(*nv));
-    if (!nv) return fail(why, len, TRK_ENOMEM, "out of memory");
+    if (!nv) return trk_replay_fail(why, len, TRK_ENOMEM, "out of memory");
     r->ver = nv;
     struct version *ver = &r->ver[r->n_ver];
     ver->first_seq = (uint64_t)json_integer_value(first);
-    if (!(ver->set = malloc(sizeof(*ver->set)))) return fail(why, len, TRK_ENOMEM, "out of memory");
+    if (!(ver->set = malloc(sizeof(*ver->set))))
+        return trk_replay_fail(why, len, TRK_ENOMEM, "out of memory");
     r->n_ver++;
     char path[4400];
     snprintf(path, sizeof(path), "%s/%s", r->dir, file);
@@ -174,7 +176,7 @@ static int add_version(struct trk_replay *r, json_t *v, const char *where, char 
     if (trk_objects_load_file(path, ver->set, &cerr)) {
         char msg[600];
         trk_config_error_format(&cerr, msg, sizeof(msg));
-        return fail(why, len, TRK_REPLAY_EDAMAGED, "%s: %s", where, msg);
+        return trk_replay_fail(why, len, TRK_REPLAY_EDAMAGED, "%s: %s", where, msg);
     }
     return 0;
 }
@@ -186,15 +188,15 @@ static int read_manifest(struct trk_replay *r, char *why, size_t len)
     snprintf(path, sizeof(path), "%s/manifest.json", r->dir);
     struct stat sb;
     if (stat(r->dir, &sb) != 0 || !S_ISDIR(sb.st_mode) || stat(path, &sb) != 0)
-        return fail(why, len, TRK_REPLAY_ENOBUNDLE, "%s: no bundle there (%s)", r->dir,
-                    stat(r->dir, &sb) != 0 ? strerror(errno)
-                    : S_ISDIR(sb.st_mode)  ? "no manifest.json"
-                                           : "not a folder");
+        return trk_replay_fail(why, len, TRK_REPLAY_ENOBUNDLE, "%s: no bundle there (%s)", r->dir,
+                               stat(r->dir, &sb) != 0 ? strerror(errno)
+                               : S_ISDIR(sb.st_mode)  ? "no manifest.json"
+                                                      : "not a folder");
     json_error_t je;
     json_t *m = json_load_file(path, 0, &je);
     if (!m)
-        return fail(why, len, TRK_REPLAY_EDAMAGED, "%s:%d:%d (byte %d): %s", path, je.line,
-                    je.column, je.position, je.text);
+        return trk_replay_fail(why, len, TRK_REPLAY_EDAMAGED, "%s:%d:%d (byte %d): %s", path,
+                               je.line, je.column, je.position, je.text);
     const char *format = json_string_value(json_object_get(m, "format"));
     json_t *ver = json_object_get(m, "version");
     json_t *src = json_object_get(m, "source");
@@ -202,16 +204,18 @@ static int read_manifest(struct trk_replay *r, char *why, size_t len)
         json_string_value(json_object_get(json_object_get(m, "frames"), "storage"));
     int rc = 0;
     if (!format || strcmp(format, TRK_BUNDLE_FORMAT) || !json_is_integer(ver))
-        rc = fail(why, len, TRK_REPLAY_EDAMAGED, "%s: not a %s manifest", path, TRK_BUNDLE_FORMAT);
+        rc = trk_replay_fail(why, len, TRK_REPLAY_EDAMAGED, "%s: not a %s manifest", path,
+                             TRK_BUNDLE_FORMAT);
     else if (json_integer_value(ver) != TRK_BUNDLE_VERSION &&
              json_integer_value(ver) != TRK_BUNDLE_VERSION_FFV1)
-        rc = fail(why, len, TRK_REPLAY_EDAMAGED,
-                  "%s: bundle version %lld; this trackd reads versions %d and %d", path,
-                  (long long)json_integer_value(ver), TRK_BUNDLE_VERSION, TRK_BUNDLE_VERSION_FFV1);
+        rc = trk_replay_fail(why, len, TRK_REPLAY_EDAMAGED,
+                             "%s: bundle version %lld; this trackd reads versions %d and %d", path,
+                             (long long)json_integer_value(ver), TRK_BUNDLE_VERSION,
+                             TRK_BUNDLE_VERSION_FFV1);
     else if (!storage || (strcmp(storage, "raw") && strcmp(storage, "ffv1")))
-        rc = fail(why, len, TRK_REPLAY_EDAMAGED,
-                  "%s: frames.storage \"%s\": this trackd reads \"raw\" and \"ffv1\"", path,
-                  storage ? storage : "(none)");
+        rc = trk_replay_fail(why, len, TRK_REPLAY_EDAMAGED,
+                             "%s: frames.storage \"%s\": this trackd reads \"raw\" and \"ffv1\"",
+                             path, storage ? storage : "(none)");
     else {
         r->ffv1 = !strcmp(storage, "ffv1");
         r->width = (int)json_integer_value(json_object_get(src, "width"));
@@ -244,24 +248,25 @@ static int check_ffv1(struct trk_replay *r, char *why, size_t len)
         stat(path, &sb);
         if (trk_ffv1_in_open(path, &f->in, msg, sizeof(msg)) ||
             trk_ffv1_in_count(f->in, &n, msg, sizeof(msg)))
-            return fail(why, len, TRK_REPLAY_EDAMAGED, "%s: %s", path, msg);
+            return trk_replay_fail(why, len, TRK_REPLAY_EDAMAGED, "%s: %s", path, msg);
         for (size_t k = 0; k < r->n; k++) {
             const struct entry *e = &r->idx[k];
             if (e->file != i) continue;
             if (e->packet != next || e->packet >= n)
-                return fail(why, len, TRK_REPLAY_EDAMAGED,
-                            "%s: frame %llu is packet %llu, but %s (%llu packets in %lld bytes; "
-                            "index.ndjson line %zu)",
-                            path, (unsigned long long)e->seq, (unsigned long long)e->packet,
-                            e->packet != next ? "the packets before it are not all named"
-                                              : "the file ends before it",
-                            (unsigned long long)n, (long long)sb.st_size, k + 1);
+                return trk_replay_fail(
+                    why, len, TRK_REPLAY_EDAMAGED,
+                    "%s: frame %llu is packet %llu, but %s (%llu packets in %lld bytes; "
+                    "index.ndjson line %zu)",
+                    path, (unsigned long long)e->seq, (unsigned long long)e->packet,
+                    e->packet != next ? "the packets before it are not all named"
+                                      : "the file ends before it",
+                    (unsigned long long)n, (long long)sb.st_size, k + 1);
             next++;
             if (e->size > r->scratch_cap) r->scratch_cap = e->size;
         }
     }
     if (!(r->scratch = malloc(r->scratch_cap ? r->scratch_cap : 1)))
-        return fail(why, len, TRK_ENOMEM, "out of memory");
+        return trk_replay_fail(why, len, TRK_ENOMEM, "out of memory");
     return 0;
 }
 
@@ -272,16 +277,17 @@ static int check_raw(struct trk_replay *r, char *why, size_t len)
     snprintf(path, sizeof(path), "%s/frames.raw", r->dir);
     struct stat sb;
     if ((r->fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 || fstat(r->fd, &sb) != 0)
-        return fail(why, len, TRK_REPLAY_EDAMAGED, "%s: cannot open: %s", path, strerror(errno));
+        return trk_replay_fail(why, len, TRK_REPLAY_EDAMAGED, "%s: cannot open: %s", path,
+                               strerror(errno));
     for (size_t i = 0; i < r->n; i++)
         if (r->idx[i].offset + r->idx[i].size > (uint64_t)sb.st_size)
-            return fail(why, len, TRK_REPLAY_EDAMAGED,
-                        "%s: frame %llu is bytes %llu..%llu, but the file ends at byte %lld "
-                        "(index.ndjson line %zu)",
-                        path, (unsigned long long)r->idx[i].seq,
-                        (unsigned long long)r->idx[i].offset,
-                        (unsigned long long)(r->idx[i].offset + r->idx[i].size),
-                        (long long)sb.st_size, i + 1);
+            return trk_replay_fail(
+                why, len, TRK_REPLAY_EDAMAGED,
+                "%s: frame %llu is bytes %llu..%llu, but the file ends at byte %lld "
+                "(index.ndjson line %zu)",
+                path, (unsigned long long)r->idx[i].seq, (unsigned long long)r->idx[i].offset,
+                (unsigned long long)(r->idx[i].offset + r->idx[i].size), (long long)sb.st_size,
+                i + 1);
     return 0;
 }
 
@@ -290,10 +296,11 @@ static int check_frames(struct trk_replay *r, char *why, size_t len)
 {
     int rc = r->ffv1 ? check_ffv1(r, why, len) : check_raw(r, why, len);
     if (rc) return rc;
-    if (!r->n) return fail(why, len, TRK_REPLAY_EDAMAGED, "%s/index.ndjson: no frames", r->dir);
+    if (!r->n)
+        return trk_replay_fail(why, len, TRK_REPLAY_EDAMAGED, "%s/index.ndjson: no frames", r->dir);
     if (!r->n_ver || r->ver[0].first_seq > r->idx[0].seq)
-        return fail(why, len, TRK_REPLAY_EDAMAGED,
-                    "%s/objects.ndjson: no object set for the first frame", r->dir);
+        return trk_replay_fail(why, len, TRK_REPLAY_EDAMAGED,
+                               "%s/objects.ndjson: no object set for the first frame", r->dir);
     return 0;
 }
 
@@ -306,27 +313,29 @@ static int read_state(struct trk_replay *r, char *why, size_t len)
     FILE *f = fopen(path, "rbe");
     if (!f) {
         if (errno == ENOENT) return 0;
-        return fail(why, len, TRK_REPLAY_EDAMAGED, "%s: cannot open: %s", path, strerror(errno));
+        return trk_replay_fail(why, len, TRK_REPLAY_EDAMAGED, "%s: cannot open: %s", path,
+                               strerror(errno));
     }
     struct stat sb;
     int rc = 0;
     if (fstat(fileno(f), &sb) || sb.st_size < 0)
-        rc = fail(why, len, TRK_REPLAY_EDAMAGED, "%s: cannot read: %s", path, strerror(errno));
+        rc = trk_replay_fail(why, len, TRK_REPLAY_EDAMAGED, "%s: cannot read: %s", path,
+                             strerror(errno));
     else if (!(r->state = malloc((size_t)sb.st_size + 1)))
-        rc = fail(why, len, TRK_ENOMEM, "out of memory");
+        rc = trk_replay_fail(why, len, TRK_ENOMEM, "out of memory");
     else if (fread(r->state, 1, (size_t)sb.st_size, f) != (size_t)sb.st_size)
-        rc = fail(why, len, TRK_REPLAY_EDAMAGED, "%s: cannot read %lld bytes", path,
-                  (long long)sb.st_size);
+        rc = trk_replay_fail(why, len, TRK_REPLAY_EDAMAGED, "%s: cannot read %lld bytes", path,
+                             (long long)sb.st_size);
     fclose(f);
     if (rc) return rc;
     r->state_len = (size_t)sb.st_size;
     size_t off = 0;
     const char *what = NULL;
     rc = trk_state_check(r->state, r->state_len, r->ver[0].set, &off, &what);
-    if (rc == TRK_ENOMEM) return fail(why, len, rc, "out of memory");
+    if (rc == TRK_ENOMEM) return trk_replay_fail(why, len, rc, "out of memory");
     if (rc)
-        return fail(why, len, TRK_REPLAY_EDAMAGED, "%s: at byte %zu of %zu: %s", path, off,
-                    r->state_len, what);
+        return trk_replay_fail(why, len, TRK_REPLAY_EDAMAGED, "%s: at byte %zu of %zu: %s", path,
+                               off, r->state_len, what);
     return 0;
 }
 
@@ -360,7 +369,7 @@ static int read_frame(struct trk_replay *r, size_t k, struct trk_frame *f, char 
 {
     const struct entry *e = &r->idx[k];
     int err = trk_frame_layout(f, e->fmt, e->width, e->height, 64);
-    if (err) return fail(why, why_len, err, "out of memory for frame %zu", k);
+    if (err) return trk_replay_fail(why, why_len, err, "out of memory for frame %zu", k);
     f->img.matrix = e->matrix;
     f->img.full_range = e->full_range;
     f->pts = e->pts;
@@ -380,8 +389,9 @@ static int read_frame(struct trk_replay *r, size_t k, struct trk_frame *f, char 
                                     : TRK_EINVAL;
         if (err) {
             ff->next = UINT64_MAX; /* the next read starts the file over */
-            return fail(why, why_len, err, "%s/%s: frame %llu (packet %llu): %s", r->dir, ff->name,
-                        (unsigned long long)e->seq, (unsigned long long)e->packet, msg);
+            return trk_replay_fail(why, why_len, err, "%s/%s: frame %llu (packet %llu): %s", r->dir,
+                                   ff->name, (unsigned long long)e->seq,
+                                   (unsigned long long)e->packet, msg);
         }
         ff->next++;
         src = r->scratch;
@@ -397,11 +407,12 @@ static int read_frame(struct trk_replay *r, size_t k, struct trk_frame *f, char 
             }
             ssize_t n = pread(r->fd, dst, L.row_bytes[p], off);
             if (n != (ssize_t)L.row_bytes[p])
-                return fail(why, why_len, n < 0 ? -errno : -EIO,
-                            "%s/frames.raw: frame %llu: %s at byte %lld", r->dir,
-                            (unsigned long long)e->seq,
-                            n < 0 ? strerror(errno) : "the file ends (cut since it was opened)",
-                            (long long)off);
+                return trk_replay_fail(why, why_len, n < 0 ? -errno : -EIO,
+                                       "%s/frames.raw: frame %llu: %s at byte %lld", r->dir,
+                                       (unsigned long long)e->seq,
+                                       n < 0 ? strerror(errno)
+                                             : "the file ends (cut since it was opened)",
+                                       (long long)off);
             off += (off_t)L.row_bytes[p];
         }
     return 0;
@@ -470,7 +481,7 @@ int trk_replay_open(const char *dir, struct trk_source *src, struct trk_replay *
 {
     *out = NULL;
     struct trk_replay *r = calloc(1, sizeof(*r));
-    if (!r) return fail(why, why_len, TRK_ENOMEM, "out of memory");
+    if (!r) return trk_replay_fail(why, why_len, TRK_ENOMEM, "out of memory");
     r->fd = -1;
     snprintf(r->dir, sizeof(r->dir), "%s", dir);
     int rc = read_manifest(r, why, why_len);

@@ -85,6 +85,10 @@ struct trk_replay {
     uint64_t inst_version;
 };
 
+/* why = "DIR/FILE...: ..." (the formatted text); returns code. */
+int trk_replay_fail(char *why, size_t len, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 /* The first path where a and b differ into path, the two values there
  * into d[0], d[1] (borrowed; NULL = missing); with top, the timing fields
  * of a frame message are skipped. */

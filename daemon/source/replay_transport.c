@@ -11,7 +11,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -101,12 +100,17 @@ static struct trk_replay_transport *transport(struct trk_replay *r)
     return __atomic_load_n(&r->t, __ATOMIC_ACQUIRE);
 }
 
-/* With the lock held: the last message again with paused as it is now. */
+/* With the lock held: the last message again with paused as it is now.
+ * Paused is said with the last frame given (frames given before it may
+ * still be on their way through the pipeline: their messages say it is
+ * not paused yet). */
 static void publish_locked(struct trk_replay_transport *t)
 {
     if (!t->last || !t->cfg.broadcast) return;
-    json_object_set_new(t->last, "paused", json_boolean(t->paused));
-    json_object_set_new(t->last, "at_end", json_boolean(t->paused && t->cur + 1 == t->r->n));
+    const json_int_t k = json_integer_value(json_object_get(t->last, "frame"));
+    const bool paused = t->paused && (size_t)k == t->cur && !t->run_on && t->want < 0;
+    json_object_set_new(t->last, "paused", json_boolean(paused));
+    json_object_set_new(t->last, "at_end", json_boolean(paused && (size_t)k + 1 == t->r->n));
     json_object_set_new(t->last, "error", t->error[0] ? json_string(t->error) : json_null());
     char *s = json_dumps(t->last, JSON_COMPACT);
     if (s) t->cfg.broadcast(t->cfg.ctx, s, strlen(s));
@@ -395,17 +399,6 @@ static const struct trk_output_ops transport_ops = {
 
 /* ------------------------------------------------------ server's thread */
 
-static int refuse(char *why, size_t len, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int refuse(char *why, size_t len, int code, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, len, fmt, ap);
-    va_end(ap);
-    return code;
-}
-
 /* With the lock held: where a re-run from frame from starts so that the
  * tracker has the state the recorded run had there: the nearest frame at
  * or before it whose exact state a pass kept, under the set in force
@@ -426,8 +419,8 @@ static size_t run_start(struct trk_replay_transport *t, size_t from)
 
 static int out_of(char *why, size_t len, const char *what, long long v, size_t n)
 {
-    return refuse(why, len, TRK_MSG_OUT_OF_RANGE, "%s %lld is outside the bundle's frames 0..%zu",
-                  what, v, n - 1);
+    return trk_replay_fail(why, len, TRK_MSG_OUT_OF_RANGE,
+                           "%s %lld is outside the bundle's frames 0..%zu", what, v, n - 1);
 }
 
 int trk_replay_control(void *ctx, int op, long long a, long long b, long long *frame, char *why,
@@ -436,8 +429,8 @@ int trk_replay_control(void *ctx, int op, long long a, long long b, long long *f
     struct trk_replay *r = ctx;
     struct trk_replay_transport *t = transport(r);
     if (!t)
-        return refuse(why, why_len, TRK_MSG_UNSUPPORTED,
-                      "this replay has no transport (--verify, or no server)");
+        return trk_replay_fail(why, why_len, TRK_MSG_UNSUPPORTED,
+                               "this replay has no transport (--verify, or no server)");
     const long long n = (long long)r->n;
     int rc = 0;
     pthread_mutex_lock(&t->lock);
@@ -455,8 +448,8 @@ int trk_replay_control(void *ctx, int op, long long a, long long b, long long *f
     case TRK_CTL_REPLAY_STEP:
     case TRK_CTL_REPLAY_SEEK:
         if (op == TRK_CTL_REPLAY_STEP && a != 1 && a != -1) {
-            rc = refuse(why, why_len, TRK_MSG_OUT_OF_RANGE, "\"delta\" must be 1 or -1, not %lld",
-                        a);
+            rc = trk_replay_fail(why, why_len, TRK_MSG_OUT_OF_RANGE,
+                                 "\"delta\" must be 1 or -1, not %lld", a);
             break;
         }
         *frame = op == TRK_CTL_REPLAY_STEP ? cur + a : a;
@@ -476,8 +469,8 @@ int trk_replay_control(void *ctx, int op, long long a, long long b, long long *f
         } else if (b < 0 || b >= n) {
             rc = out_of(why, why_len, "\"to\"", b, r->n);
         } else if (a > b) {
-            rc = refuse(why, why_len, TRK_MSG_OUT_OF_RANGE,
-                        "\"from\" %lld is after \"to\" %lld: a run goes forward", a, b);
+            rc = trk_replay_fail(why, why_len, TRK_MSG_OUT_OF_RANGE,
+                                 "\"from\" %lld is after \"to\" %lld: a run goes forward", a, b);
         } else {
             t->run_on = true;
             t->paused = true;
@@ -494,7 +487,7 @@ int trk_replay_control(void *ctx, int op, long long a, long long b, long long *f
             *frame = a;
         }
         break;
-    default: rc = refuse(why, why_len, TRK_MSG_UNSUPPORTED, "not a replay request");
+    default: rc = trk_replay_fail(why, why_len, TRK_MSG_UNSUPPORTED, "not a replay request");
     }
     if (!rc) {
         pthread_cond_broadcast(&t->cond);

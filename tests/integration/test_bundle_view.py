@@ -234,6 +234,8 @@ def with_daemon(trackd, bundle, tmp, name, fn):
         p, port = start_trackd(trackd, ["--replay", bundle, "--paused"], log)
         asyncio.run(fn(port))
     except Exception as e:  # noqa: BLE001 - reported as a failure with the log
+        import traceback
+        traceback.print_exc()
         check(False, f"{name}: {type(e).__name__}: {e}")
     finally:
         stop_trackd(p)
