@@ -100,7 +100,21 @@ static struct trk_replay_transport *transport(struct trk_replay *r)
     return __atomic_load_n(&r->t, __ATOMIC_ACQUIRE);
 }
 
-/* With the lock held: the last message again with paused as it is now.
+/* The account of the run so far, as the message carries it. */
+static json_t *run_json(const struct trk_replay_transport *t)
+{
+    if (!t->have_run) return json_null();
+    json_t *first = json_null();
+    if (t->first >= 0)
+        first = json_pack("{s:I,s:s}", "frame", (json_int_t)t->first, "what", t->first_what);
+    return json_pack("{s:I,s:I,s:I,s:b,s:b,s:I,s:I,s:o}", "from", (json_int_t)t->acc_from, "to",
+                     (json_int_t)t->acc_to, "start", (json_int_t)t->acc_start, "done", t->run_done,
+                     "cancelled", t->run_cancelled, "compared", (json_int_t)t->compared, "differ",
+                     (json_int_t)t->differing, "first", first);
+}
+
+/* With the lock held: the last message again with paused (and the run's
+ * account) as they are now.
  * Paused is said with the last frame given (frames given before it may
  * still be on their way through the pipeline: their messages say it is
  * not paused yet). */
@@ -112,6 +126,7 @@ static void publish_locked(struct trk_replay_transport *t)
     json_object_set_new(t->last, "paused", json_boolean(paused));
     json_object_set_new(t->last, "at_end", json_boolean(paused && (size_t)k + 1 == t->r->n));
     json_object_set_new(t->last, "error", t->error[0] ? json_string(t->error) : json_null());
+    json_object_set_new(t->last, "run", run_json(t));
     char *s = json_dumps(t->last, JSON_COMPACT);
     if (s) t->cfg.broadcast(t->cfg.ctx, s, strlen(s));
     free(s);
@@ -312,19 +327,6 @@ static json_t *recorded(struct trk_replay_transport *t, size_t k)
     return v;
 }
 
-/* The account of the run so far, as the message carries it. */
-static json_t *run_json(const struct trk_replay_transport *t)
-{
-    if (!t->have_run) return json_null();
-    json_t *first = json_null();
-    if (t->first >= 0)
-        first = json_pack("{s:I,s:s}", "frame", (json_int_t)t->first, "what", t->first_what);
-    return json_pack("{s:I,s:I,s:I,s:b,s:b,s:I,s:I,s:o}", "from", (json_int_t)t->acc_from, "to",
-                     (json_int_t)t->acc_to, "start", (json_int_t)t->acc_start, "done", t->run_done,
-                     "cancelled", t->run_cancelled, "compared", (json_int_t)t->compared, "differ",
-                     (json_int_t)t->differing, "first", first);
-}
-
 /* What differs between the recorded result then and the one now, into
  * what ("" when they agree). */
 static void compare(json_t *then, json_t *now, char *what, size_t len)
@@ -374,15 +376,16 @@ static void transport_frame(void *ctx, const struct trk_frame_result *res, const
         }
     }
     if (flags & F_LAST && t->have_run) t->run_done = true;
-    json_t *m = json_pack("{s:s,s:s,s:I,s:f,s:I,s:I,s:I,s:f,s:s,s:o,s:o,s:o}", "type", "replay",
+    json_t *m = json_pack("{s:s,s:s,s:I,s:f,s:I,s:I,s:I,s:f,s:s,s:o,s:o}", "type", "replay",
                           "bundle", t->name, "frames", (json_int_t)r->n, "duration", t->duration,
                           "frame", (json_int_t)k, "seq", (json_int_t)res->meta.seq, "recorded_seq",
                           (json_int_t)e->seq, "t", e->pts - r->idx[0].pts, "objects",
                           t->tag >= EDIT_TAG ? "edited"
                           : t->tag == 0      ? "file"
                                              : "recorded",
-                          "run", run_json(t), "differs", what[0] ? json_string(what) : json_null(),
-                          "recorded", then ? then : json_null());
+                          "differs", what[0] ? json_string(what) : json_null(), "recorded",
+                          then ? then : json_null());
+    /* publish_locked adds paused, at_end, error and run. */
     if (m) { /* else out of memory: the clients keep the last one */
         json_decref(t->last);
         t->last = m;

@@ -31,14 +31,35 @@ from attack import (FAILS, TOKEN, TRIED, Daemon, check, finish, report, ws_open,
 N = 60
 
 
+# Messages read since the last request while waiting for its reply: the
+# broadcasts a request causes may come before its reply.
+BACKLOG = []
+
+
 def ask(s, msg, i):
+    BACKLOG.clear()
     ws_send_json(s, {**msg, "id": i})
-    return ws_read_json_until(s, lambda m: m.get("id") == i and m.get("type") in ("ack", "error"))
+
+    def reply(m):
+        if m.get("id") == i and m.get("type") in ("ack", "error"):
+            return True
+        BACKLOG.append(m)
+        return False
+    return ws_read_json_until(s, reply)
+
+
+def wait(s, pred, timeout=10):
+    """The first message since the last request with pred."""
+    for k, m in enumerate(BACKLOG):
+        if pred(m):
+            del BACKLOG[:k + 1]
+            return m
+    BACKLOG.clear()
+    return ws_read_json_until(s, pred, timeout)
 
 
 def shown(s, frame, timeout=10):
-    return ws_read_json_until(s, lambda m: m.get("type") == "replay" and m.get("frame") == frame,
-                              timeout)
+    return wait(s, lambda m: m.get("type") == "replay" and m.get("frame") == frame, timeout)
 
 
 def main():
@@ -77,6 +98,7 @@ def main():
                       f"{json.dumps(msg)}: {a and a.get('code')}, then a seek to {k} acked")
 
             # A wild drag: the last seek answered and shown.
+            BACKLOG.clear()
             for _ in range(300):
                 i += 1
                 ws_send_json(s, {"type": "replay_seek", "frame": rng.randrange(N), "id": i})
@@ -91,7 +113,7 @@ def main():
             for j in range(50):
                 i += 1
                 ws_send_json(s, {"type": "replay_run", "from": j % 20, "to": 40 + j % 19, "id": i})
-            done = ws_read_json_until(s, lambda m: m.get("type") == "replay" and m.get("run") and
+            done = wait(s, lambda m: m.get("type") == "replay" and m.get("run") and
                                       m["run"]["done"] and m["run"]["from"] == 49 % 20 and
                                       m["run"]["to"] == 40 + 49 % 19, 60)
             check(done is not None and done["run"]["differ"] == 0,
@@ -106,7 +128,7 @@ def main():
             open(os.path.join(b, "results.ndjson"), "wb").write(b"\n".join(lines))
             i += 1
             a = ask(s, {"type": "replay_seek", "frame": N - 2}, i)
-            m = ws_read_json_until(s, lambda m: m.get("type") == "replay" and m.get("error"), 10)
+            m = wait(s, lambda m: m.get("type") == "replay" and m.get("error"))
             check(a is not None and a["type"] == "ack" and m is not None and
                   "frames.raw" in m["error"] and dm.alive(),
                   f"a frame past the cut: the error is shown ({m and m['error']}), trackd stays")
@@ -119,7 +141,7 @@ def main():
                   f"({m and m['differs']})")
             i += 1
             a = ask(s, {"type": "replay_run", "from": 2, "to": 20}, i)
-            m = ws_read_json_until(s, lambda m: m.get("type") == "replay" and m.get("run") and
+            m = wait(s, lambda m: m.get("type") == "replay" and m.get("run") and
                                    m["run"]["done"] and m["run"]["from"] == 2, 30)
             check(m is not None and m["run"]["differ"] == 1 and m["run"]["first"]["frame"] == 5,
                   f"a re-run over it: only that frame differs ({m and m['run']})")

@@ -63,8 +63,16 @@ class Client:
         self.ws = ws
         self.next_id = 1
         self.frames = {}   # seq -> frame message
+        # Messages read since the last request while waiting for another:
+        # a reply and the broadcasts it caused may come in either order.
+        self.backlog = []
 
     async def recv(self, pred, timeout=20):
+        for k, j in enumerate(self.backlog):
+            if pred(j):
+                del self.backlog[:k + 1]
+                return j
+        self.backlog.clear()
         loop = asyncio.get_running_loop()
         end = loop.time() + timeout
         while True:
@@ -81,13 +89,25 @@ class Client:
                     self.frames.pop(min(self.frames))
             if pred(j):
                 return j
+            self.backlog.append(j)
+            del self.backlog[:-500]
 
     async def ask(self, msg):
-        """The reply (ack or error) to msg."""
+        """The reply (ack or error) to msg; what comes meanwhile is kept."""
         i = self.next_id
         self.next_id += 1
+        self.backlog.clear()
         await self.ws.send(json.dumps({**msg, "id": i}))
-        return await self.recv(lambda j: j.get("id") == i and j.get("type") in ("ack", "error"))
+        kept = []
+
+        def reply(j):
+            if j.get("id") == i and j.get("type") in ("ack", "error"):
+                return True
+            kept.append(j)
+            return False
+        r = await self.recv(reply)
+        self.backlog = kept
+        return r
 
     async def replay(self, pred, timeout=20):
         return await self.recv(lambda j: j.get("type") == "replay" and pred(j), timeout)
