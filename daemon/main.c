@@ -34,6 +34,7 @@
 #include "tracker.h"
 #include "out/record.h"
 #include "out/rewind.h"
+#include "source/bundles.h"
 #include "source/replay.h"
 #include "source/source.h"
 #include "source/v4l2.h"
@@ -155,6 +156,15 @@ static int save_rewind_for(struct app *a, const char *trigger, char *dir, size_t
         return TRK_ENODEV;
     }
     return trk_rewind_save(rw, trigger, dir, dir_len, why, why_len);
+}
+
+/* The control module's list_bundles (its file worker): ctx is the app. */
+static int list_bundles(void *ctx, struct trk_buf *out)
+{
+    const struct app *a = ctx;
+    const struct trk_bundles_cfg bc = { .record = a->s.record,
+                                        .rewind_dir = a->s.rewind_s > 0 ? a->s.rewind_dir : NULL };
+    return trk_bundles_list(&bc, out);
 }
 
 /* The control module's save_rewind: ctx is the app. */
@@ -603,10 +613,11 @@ static int start_server(struct app *a)
 {
     const struct trk_settings *s = &a->s;
     char token[130] = "";
-    const char *file_types[] = { trk_msg_control_types[TRK_CTL_SAVE_OBJECTS],
-                                 trk_msg_control_types[TRK_CTL_RELOAD_OBJECTS],
-                                 trk_msg_control_types[TRK_CTL_SAVE_REWIND],
-                                 trk_msg_control_types[TRK_CTL_KEEP_RANGE], NULL };
+    const char *file_types[] = {
+        trk_msg_control_types[TRK_CTL_SAVE_OBJECTS], trk_msg_control_types[TRK_CTL_RELOAD_OBJECTS],
+        trk_msg_control_types[TRK_CTL_SAVE_REWIND],  trk_msg_control_types[TRK_CTL_KEEP_RANGE],
+        trk_msg_control_types[TRK_CTL_LIST_BUNDLES], NULL
+    };
     int rc, err;
     if (s->server && (rc = pick_token(s, token, sizeof(token)))) return rc;
     struct trk_ws_cfg wc = {
@@ -640,6 +651,9 @@ static int start_server(struct app *a)
         .save_rewind_ctx = a,
         .replay = a->replay ? trk_replay_control : NULL,
         .replay_ctx = a->replay,
+        /* A live daemon offers its recording and rewind saves. */
+        .list_bundles = !a->replay && (s->record || s->rewind_s > 0) ? list_bundles : NULL,
+        .list_bundles_ctx = a,
         .focus = a->focus,
     };
     err = s->server ? trk_ws_create(&wc, &a->ws) : 0;

@@ -1119,6 +1119,7 @@ const char *const trk_msg_control_types[TRK_CTL_COUNT + 1] = {
     [TRK_CTL_REPLAY_STEP] = "replay_step",
     [TRK_CTL_REPLAY_SEEK] = "replay_seek",
     [TRK_CTL_REPLAY_RUN] = "replay_run",
+    [TRK_CTL_LIST_BUNDLES] = "list_bundles",
     [TRK_CTL_COUNT] = NULL,
 };
 

@@ -466,6 +466,7 @@ enum trk_ctl_type {
     TRK_CTL_REPLAY_STEP,
     TRK_CTL_REPLAY_SEEK,
     TRK_CTL_REPLAY_RUN,
+    TRK_CTL_LIST_BUNDLES, /* the bundles a live trackd offers the page */
     TRK_CTL_COUNT
 };
 

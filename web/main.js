@@ -160,6 +160,8 @@ window.trackdTest = {
   // recorded overlay's toggle), recordedDrawn: {seq, recorded, boxes:[{id,
   // x0, y0, x1, y1}]} (the recorded result drawn last, canvas pixels)}.
   get replay() { return replay.replayState(); },
+  // The teach card's Bundles list: the last list_bundles reply's bundles.
+  get bundles() { return replay.bundlesState(); },
 };
 
 initView();

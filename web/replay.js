@@ -6,6 +6,8 @@
 // taught it this way" loop. The daemon's "replay" message after every
 // frame says where the replay is and carries the recorded result of that
 // frame, drawn dashed over the picture when "recorded" is ticked.
+// On a live daemon the teach card's "Bundles" lists its recording and rewind
+// saves (list_bundles) with the command that opens each here.
 
 import { isAuthed, withControl } from './auth.js';
 import { request } from './control.js';
@@ -17,6 +19,7 @@ const el = {
   card: $('replay'), name: $('r-name'), time: $('r-time'), pos: $('r-pos'),
   play: $('r-play'), back: $('r-back'), fwd: $('r-fwd'), rec: $('r-rec'),
   from: $('r-from'), to: $('r-to'), run: $('r-run'), result: $('r-result'), msg: $('r-msg'),
+  bundles: $('t-bundles'), bundleList: $('t-bundle-list'),
 };
 
 // Recorded results kept for pairing with previews by seq (like frames.js).
@@ -173,7 +176,42 @@ function onKey(e) {
   }
 }
 
+// A word the shell takes as it is.
+const shellQuote = (s) => (/^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`);
+
+let listed = null;   // the last list_bundles reply's bundles
+
+// The bundles, newest first, each with the command that opens it: a replay
+// is a trackd of its own (the live one keeps tracking), on the next port.
+function showBundles(list) {
+  listed = list;
+  const port = Number(location.port || 80) + 1;
+  el.bundleList.replaceChildren();
+  el.bundleList.hidden = false;
+  if (!list.length) {
+    el.bundleList.textContent = 'no bundles yet: Save rewind, or start trackd with --record';
+    return;
+  }
+  for (const b of list) {
+    const p = document.createElement('p');
+    const what = b.frames === null ? 'being written' : `${b.frames} frames`;
+    p.textContent = `${b.name} (${b.kind}, ${what}${b.trigger ? `, ${b.trigger}` : ''})`;
+    const code = document.createElement('code');
+    code.textContent = `trackd --replay ${shellQuote(b.dir)} --paused --listen 127.0.0.1:${port}`;
+    p.append(code);
+    el.bundleList.append(p);
+  }
+}
+
+export const bundlesState = () => listed;
+
 export function initReplay(redrawShown) {
+  el.bundles.addEventListener('click', () => withControl(() => request({ type: 'list_bundles' },
+    (r) => showBundles(Array.isArray(r.bundles) ? r.bundles : []),
+    (e) => {
+      el.bundleList.hidden = false;
+      el.bundleList.textContent = `${e.code}: ${e.message}`;
+    })));
   redraw = redrawShown;
   el.time.addEventListener('input', () => seek(Number(el.time.value)));
   el.play.addEventListener('click', playPause);

@@ -80,7 +80,7 @@ static const char *const part_names[] = {
 
 /* A save or reload waiting for the file worker. */
 struct file_job {
-    enum trk_ctl_type type; /* TRK_CTL_SAVE_OBJECTS or TRK_CTL_RELOAD_OBJECTS */
+    enum trk_ctl_type type; /* TRK_CTL_SAVE_OBJECTS, _RELOAD_OBJECTS or _LIST_BUNDLES */
     enum save_part part;    /* save: what it writes */
     uint64_t client;
     char id[TRK_MSG_ID_MAX * 6 + 3];
@@ -96,6 +96,8 @@ struct trk_control {
     int (*replay)(void *ctx, int op, long long a, long long b, long long *frame, char *why,
                   size_t why_len);
     void *replay_ctx;
+    int (*list_bundles)(void *ctx, struct trk_buf *out);
+    void *list_bundles_ctx;
     struct trk_focus *focus; /* the caller's; NULL = none */
     struct trk_workq *files; /* runs file_jobs: the service thread never waits on disk */
     pthread_mutex_t lock;    /* guards everything below */
@@ -386,12 +388,29 @@ static void save_job(struct trk_control *c, const struct file_job *j)
     free(disk);
 }
 
-/* On the worker, without the lock: does one save or reload and replies. */
+/* On the worker: {"type":"bundles"[,"id":id],"bundles":[...]}. */
+static void list_job(struct trk_control *c, const struct file_job *j)
+{
+    struct trk_buf b = { 0 };
+    int rc = trk_buf_printf(&b, "{\"type\":\"bundles\"");
+    if (!rc && j->id[0]) rc = trk_buf_printf(&b, ",\"id\":%s", j->id);
+    if (!rc) rc = trk_buf_printf(&b, ",\"bundles\":");
+    if (!rc) rc = c->list_bundles(c->list_bundles_ctx, &b);
+    if (!rc) rc = trk_buf_printf(&b, "}");
+    send_reply(c, j->client, &b, rc);
+}
+
+/* On the worker, without the lock: does one save, reload or listing and
+ * replies. */
 static void run_job(struct trk_control *c, const struct file_job *j)
 {
     struct trk_buf b = { 0 };
     if (j->type == TRK_CTL_SAVE_OBJECTS) {
         save_job(c, j);
+        return;
+    }
+    if (j->type == TRK_CTL_LIST_BUNDLES) {
+        list_job(c, j);
         return;
     }
     char why[600];
@@ -453,6 +472,8 @@ int trk_control_create(const struct trk_control_cfg *cfg, struct trk_control **o
     c->save_rewind_ctx = cfg->save_rewind_ctx;
     c->replay = cfg->replay;
     c->replay_ctx = cfg->replay_ctx;
+    c->list_bundles = cfg->list_bundles;
+    c->list_bundles_ctx = cfg->list_bundles_ctx;
     c->focus = cfg->focus;
     c->h_version = dup_or_null(cfg->hello.version);
     c->h_backend = dup_or_null(cfg->hello.backend);
@@ -1330,6 +1351,15 @@ static void handle_replay(struct trk_control *c, const struct request *r)
         ack_int(c, r, "frame", frame);
 }
 
+/* list_bundles: read on the file worker, which replies. */
+static void handle_list_bundles(struct trk_control *c, const struct request *r)
+{
+    if (!c->list_bundles)
+        refuse(c, r, TRK_MSG_UNSUPPORTED, "this daemon lists no bundles");
+    else
+        queue_job(c, r, PART_WHOLE, NULL);
+}
+
 /* focus: "baseline" "now" (the newest sample's sharpness) or a number
  * (0 < S <= TRK_CANNY_MAX_THRESH): the in-focus sharpness from now on. */
 static void handle_focus(struct trk_control *c, const struct request *r)
@@ -1386,6 +1416,7 @@ static const handler_fn handlers[TRK_CTL_COUNT] = {
     [TRK_CTL_REPLAY_STEP] = handle_replay,
     [TRK_CTL_REPLAY_SEEK] = handle_replay,
     [TRK_CTL_REPLAY_RUN] = handle_replay,
+    [TRK_CTL_LIST_BUNDLES] = handle_list_bundles,
 };
 
 void trk_control_on_message(void *user, uint64_t client_id, const char *json, size_t len)

@@ -88,6 +88,12 @@ struct trk_control_cfg {
     int (*replay)(void *ctx, int op, long long a, long long b, long long *frame, char *why,
                   size_t why_len);
     void *replay_ctx;
+    /* list_bundles (daemon/source/bundles.h): appends the JSON array of the
+     * bundles to out, 0 or a negative code; called on the module's file
+     * worker (it reads the disk). NULL: list_bundles answers
+     * "unsupported". */
+    int (*list_bundles)(void *ctx, struct trk_buf *out);
+    void *list_bundles_ctx;
     /* "focus" requests set its baseline (ops/focus.h); NULL: they answer
      * "unsupported" (--focus-every 0). Borrowed: it must outlive the
      * module. */

@@ -6,7 +6,9 @@
 // seek to frame 25 shows frame 25; the right arrow key and the step buttons
 // move one frame; the "recorded" toggle draws the recorded boxes over the
 // ones computed now, in the same places; a re-run of frames 5..20 counts 0
-// differing frames.
+// differing frames. A live daemon with --rewind: its page shows no Replay
+// card, and its Bundles button lists a rewind save with the command that
+// opens it.
 //
 //   node replay.test.mjs TRACKD WEB_ROOT OUT_DIR
 import { spawn, spawnSync } from 'node:child_process';
@@ -59,6 +61,43 @@ async function showsFrame(page, k, what) {
     return null;
   });
   if (same) fail(`${what}: frame ${k}: ${same}`);
+}
+
+// A live daemon's page lists its rewind saves with the command that opens
+// each (the Bundles button, list_bundles).
+async function listsBundles() {
+  const rdir = path.join(tmp, 'saves');
+  fs.mkdirSync(rdir);
+  const livePort = await freePort();
+  const liveLog = fs.openSync(path.join(outDir, 'live.log'), 'w');
+  const live = spawn(trackd, ['--size', '320x240', '--rewind', '1s', '--rewind-dir', rdir,
+                              '--listen', `127.0.0.1:${livePort}`, '--web-root', webRoot,
+                              '--log-level', 'warn'], { stdio: ['ignore', 'ignore', liveLog] });
+  try {
+    await waitListening(livePort, live, path.join(outDir, 'live.log'));
+    const errors = [];
+    const page = await openPage(browser, livePort, errors, () => window.trackdTest &&
+      window.trackdTest.previewsReceived > 1);
+    if (await page.isVisible('#replay')) fail('a live daemon\'s page shows the Replay card');
+    await page.waitForTimeout(1200);
+    await page.click('#t-rewind');
+    await page.waitForFunction(() => /saving the last seconds to /.test(
+      document.getElementById('t-msg').textContent), null, { timeout: 10000 })
+      .catch(() => fail('the rewind save was not acked'));
+    const dir = (await page.textContent('#t-msg')).replace(/^.*saving the last seconds to /, '').trim();
+    for (let i = 0; i < 100 && !fs.existsSync(path.join(dir, 'manifest.json')); i++)
+      await new Promise((r) => setTimeout(r, 100));
+    await page.click('#t-bundles');
+    await page.waitForFunction((d) => (window.trackdTest.bundles || []).some((b) => b.dir === d),
+                               dir, { timeout: 10000 })
+      .catch(async () => fail(`the Bundles list lacks ${dir}: ${await page.textContent('#t-bundle-list')}`));
+    const text = await page.textContent('#t-bundle-list');
+    if (!text.includes(`trackd --replay ${dir} --paused --listen 127.0.0.1:${livePort + 1}`))
+      fail(`the list does not give the command to open it: ${text}`);
+    if (errors.length) fail(`page errors (live): ${errors.join('; ')}`);
+  } finally {
+    await stop(live);
+  }
 }
 
 try {
@@ -128,7 +167,8 @@ try {
   await showsFrame(page, 20, 'the end of the re-run');
   await page.screenshot({ path: path.join(outDir, 'replay.png') });
   if (errors.length) fail(`page errors: ${errors.join('; ')}`);
-  console.log(`bundle view: card, drag to ${dragged}, scrub to 25, keys and buttons step, recorded overlay, re-run 0 differ: ok`);
+  await listsBundles();
+  console.log(`bundle view: card, drag to ${dragged}, scrub to 25, keys and buttons step, recorded overlay, re-run 0 differ, bundles listed: ok`);
 } finally {
   if (browser) await browser.close();
   await stop(daemon);
