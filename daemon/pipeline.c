@@ -284,8 +284,10 @@ static void *capture_main(void *arg)
             /* A paused replay: the clock starts over when it plays on. */
             trk_pool_release(&p->pool, f);
             seq_paced = false;
+            trk_metrics_set_paused(cfg->metrics, true);
             continue;
         }
+        if (!err) trk_metrics_set_paused(cfg->metrics, false);
         if (err && err != TRK_SOURCE_EOF && cfg->source->live) {
             /* A camera that fails is waited for, never the end of the run. */
             trk_pool_release(&p->pool, f);

@@ -4,7 +4,7 @@
 and a real WebSocket client, on bundles recorded from the demo here.
 
   1. `trackd --replay B --paused`: starts paused at frame 0; play moves on,
-     pause stops; seek shows that frame with its recorded result (no
+     pause stops (/healthz says "ok; replay paused", no stall); seek shows that frame with its recorded result (no
      difference); step -1 / +1 move one frame; bad requests (a seek past the
      end or before 0, a step before frame 0, a run with from > to, a delta
      of 2, missing fields) get an error and the connection stays;
@@ -31,7 +31,7 @@ import tempfile
 
 import websockets
 
-from daemon_proc import start_trackd, stop_trackd
+from daemon_proc import http_get, start_trackd, stop_trackd
 
 FAILS = []
 N = 90
@@ -143,6 +143,9 @@ async def transport(port, bundle):
         except (TimeoutError, asyncio.TimeoutError):
             later = None
         check(later is None, f"paused at frame {stopped_at}: no frame after it for 1.5 s")
+        await asyncio.sleep(2.5)   # past /healthz's stall limit (2 s)
+        st, body = http_get(port, "/healthz")
+        check(st == 200 and b"replay paused" in body, f"/healthz while paused: {st} {body!r}")
 
         # Seek: that frame, its result the recorded one.
         a = await c.ask({"type": "replay_seek", "frame": 50})
