@@ -249,10 +249,12 @@ static void follow_tag(struct trk_replay_transport *t)
     if (t->seen_any && v == t->seen_version) return;
     const uint64_t inst = __atomic_load_n(&r->inst_version, __ATOMIC_ACQUIRE);
     const bool recorded = inst ? v == inst : !t->seen_any;
+    pthread_mutex_lock(&t->lock); /* run_start reads them */
     t->tag = recorded ? r->installed : EDIT_TAG + t->tags++;
     if (!recorded) t->exact = false;
     t->seen_version = v;
     t->seen_any = true;
+    pthread_mutex_unlock(&t->lock);
 }
 
 int trk_replay_state_hook(void *ctx, uint64_t seq, const void **data, size_t *len)
