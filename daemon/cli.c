@@ -129,6 +129,8 @@ static const struct opt opts[] = {
       .group = G_INPUT, .help = "play a bundle made with --record through the pipeline: the same frames, times and object sets (docs/RECORDING.md; --objects: that set instead, throughout); at the recorded pace, or --fast" },
     { "verify", 0, NULL, FLAG(verify, true),
       .group = G_INPUT, .help = "with --replay: compare every result with the bundle's results.ndjson (timing fields aside); exit 0 when identical, else print the first differing frame and field and exit 1" },
+    { "paused", 0, NULL, FLAG(paused, true),
+      .group = G_INPUT, .help = "with --replay: start paused at the first frame and pause at the end instead of ending, for the page's bundle view (timeline, step, re-run a range; docs/RECORDING.md); without it a replay still takes the page's transport but ends at its end" },
     { "objects", 'c', "FILE", TEXT(objects),
       .group = G_OBJECTS, .help = "objects JSON (config/OBJECTS.md); default: the demo objects for the demo scene, none for files and cameras" },
     { "output", 'o', "FILE", TEXT(output),
@@ -867,6 +869,9 @@ static int check_rest(int argc, char **argv, const struct trk_settings *s, FILE 
         why = "--replay plays its own frames: give it without --input or --device";
     else if (s->verify && !s->replay)
         why = "--verify needs --replay";
+    else if (s->paused && (!s->replay || s->verify || !s->server))
+        why = !s->replay ? "--paused needs --replay"
+                         : "--paused waits for the page: it needs the server, without --verify";
     else if (s->record_max_mb && !s->record)
         why = "--record-max needs --record";
     else if (s->rewind_s == 0 && (s->rewind_lost || s->rewind_on_health))

@@ -85,11 +85,13 @@ struct trk_settings {
     int udp_port, udp_ttl, osc_port;
     const char *udp_iface;
     /* --record DIR (daemon/out/record.h), --record-max MB (0 = no limit);
-     * --replay DIR (daemon/source/replay.c) and --verify. */
+     * --replay DIR (daemon/source/replay.c), --verify and --paused (the
+     * replay starts paused and pauses at its end). */
     const char *record;
     uint64_t record_max_mb;
     const char *replay;
     bool verify;
+    bool paused;
     /* --rewind SECONDS (0 = off; daemon/out/rewind.h), --rewind-dir,
      * --rewind-max-mem MB, --rewind-gap SECONDS, --rewind-on lost:K
      * (rewind_lost K, 0 = no) and health. */

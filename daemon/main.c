@@ -34,6 +34,7 @@
 #include "tracker.h"
 #include "out/record.h"
 #include "out/rewind.h"
+#include "source/bundles.h"
 #include "source/replay.h"
 #include "source/source.h"
 #include "source/v4l2.h"
@@ -60,6 +61,7 @@ struct app {
     struct trk_ws *metrics_ws;   /* --metrics-listen, else NULL */
     struct trk_outputs *outputs; /* --output, the server, --mqtt, --udp, --osc */
     struct trk_replay *replay;   /* --replay: src's, NULL otherwise */
+    bool transport;              /* the replay takes the page's transport */
     struct trk_record *record;   /* --record: the door's, NULL otherwise */
     /* --rewind: the door's, NULL otherwise; set once the outputs open,
      * read by the server's thread (save_rewind) and SIGUSR1's. */
@@ -91,6 +93,11 @@ static void ws_config(void *ctx, const struct trk_buf *msg)
 
 /* The camera module's "camera" broadcasts: a kind of their own, so that one
  * never replaces an "objects" message a client has not been sent yet. */
+static void ws_replay(void *ctx, const char *json, size_t len)
+{
+    trk_ws_broadcast(ctx, TRK_WS_REPLAY, json, len);
+}
+
 static void ws_camera(void *ctx, const struct trk_buf *msg)
 {
     trk_ws_broadcast(ctx, TRK_WS_CAMERA, msg->data, msg->len);
@@ -149,6 +156,15 @@ static int save_rewind_for(struct app *a, const char *trigger, char *dir, size_t
         return TRK_ENODEV;
     }
     return trk_rewind_save(rw, trigger, dir, dir_len, why, why_len);
+}
+
+/* The control module's list_bundles (its file worker): ctx is the app. */
+static int list_bundles(void *ctx, struct trk_buf *out)
+{
+    const struct app *a = ctx;
+    const struct trk_bundles_cfg bc = { .record = a->s.record,
+                                        .rewind_dir = a->s.rewind_s > 0 ? a->s.rewind_dir : NULL };
+    return trk_bundles_list(&bc, out);
 }
 
 /* The control module's save_rewind: ctx is the app. */
@@ -607,10 +623,11 @@ static int start_server(struct app *a)
 {
     const struct trk_settings *s = &a->s;
     char token[130] = "";
-    const char *file_types[] = { trk_msg_control_types[TRK_CTL_SAVE_OBJECTS],
-                                 trk_msg_control_types[TRK_CTL_RELOAD_OBJECTS],
-                                 trk_msg_control_types[TRK_CTL_SAVE_REWIND],
-                                 trk_msg_control_types[TRK_CTL_KEEP_RANGE], NULL };
+    const char *file_types[] = {
+        trk_msg_control_types[TRK_CTL_SAVE_OBJECTS], trk_msg_control_types[TRK_CTL_RELOAD_OBJECTS],
+        trk_msg_control_types[TRK_CTL_SAVE_REWIND],  trk_msg_control_types[TRK_CTL_KEEP_RANGE],
+        trk_msg_control_types[TRK_CTL_LIST_BUNDLES], NULL
+    };
     int rc, err;
     if (s->server && (rc = pick_token(s, token, sizeof(token)))) return rc;
     struct trk_ws_cfg wc = {
@@ -642,6 +659,11 @@ static int start_server(struct app *a)
         .camera = a->camctl,
         .save_rewind = save_rewind,
         .save_rewind_ctx = a,
+        .replay = a->replay ? trk_replay_control : NULL,
+        .replay_ctx = a->replay,
+        /* A live daemon offers its recording and rewind saves. */
+        .list_bundles = !a->replay && (s->record || s->rewind_s > 0) ? list_bundles : NULL,
+        .list_bundles_ctx = a,
         .focus = a->focus,
     };
     err = s->server ? trk_ws_create(&wc, &a->ws) : 0;
@@ -827,6 +849,18 @@ static int open_outputs(struct app *a)
                  s->replay ? "replay" : "demo scene");
     char *input_abs = copy && s->input ? realpath(s->input, NULL) : NULL;
     a->src.keep_packets = copy && s->device;
+    if (a->replay && a->ws && !s->verify) {
+        /* The page's transport: pause, step, seek, re-run a range. */
+        struct trk_replay_transport_cfg tc = { .paused = s->paused,
+                                               .broadcast = ws_replay,
+                                               .ctx = a->ws };
+        int err = trk_replay_transport_add(a->replay, &tc, a->outputs);
+        if (err) {
+            log_error_err(err, "--replay: cannot start the page's transport");
+            return TRK_EX_SOFTWARE;
+        }
+        a->transport = true;
+    }
     struct trk_record_cfg rc_cfg = {
         .dir = s->record,
         .max_bytes = s->record_max_mb * 1000000,
@@ -912,6 +946,10 @@ static struct trk_pipeline_cfg pipeline_cfg(struct app *a)
         /* Likewise: a rewind save's state is the recorded set's. */
         .state = state,
         .state_len = state_len,
+        .replay_state = a->transport ? trk_replay_state_hook : NULL,
+        .replay_keep = a->transport ? trk_replay_keep_hook : NULL,
+        .replay_show = a->transport ? trk_replay_show_hook : NULL,
+        .replay_ctx = a->replay,
     };
 }
 

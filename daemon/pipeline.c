@@ -272,6 +272,7 @@ static void *capture_main(void *arg)
     const struct trk_pipeline_cfg *cfg = p->cfg;
     uint64_t seq = 0;
     double t0 = 0, pts0 = 0;
+    bool seq_paced = false;           /* t0, pts0 hold: the frame before was paced */
     bool absent = cfg->source_absent; /* reading it fails at once: then wait */
     if (!absent) send_status(cfg, "ok", cfg->source->desc);
     while (!stopping(p) && (!cfg->max_frames || seq < cfg->max_frames)) {
@@ -279,6 +280,14 @@ static void *capture_main(void *arg)
         if (!f) break;
         f->t_capture = 0;
         int err = trk_source_read(cfg->source, f);
+        if (err == TRK_SOURCE_AGAIN) {
+            /* A paused replay: the clock starts over when it plays on. */
+            trk_pool_release(&p->pool, f);
+            seq_paced = false;
+            trk_metrics_set_paused(cfg->metrics, true);
+            continue;
+        }
+        if (!err) trk_metrics_set_paused(cfg->metrics, false);
         if (err && err != TRK_SOURCE_EOF && cfg->source->live) {
             /* A camera that fails is waited for, never the end of the run. */
             trk_pool_release(&p->pool, f);
@@ -312,12 +321,15 @@ static void *capture_main(void *arg)
         /* Pace files and the demo at their own rate unless --fast. A stall of
          * over a second (e.g. a suspended process) restarts the clock rather
          * than bursting to catch up. */
-        if (!cfg->fast && !cfg->source->live) {
+        if (cfg->source->unpaced) {
+            seq_paced = false;
+        } else if (!cfg->fast && !cfg->source->live) {
             double now = trk_now();
-            if (seq == 0 || f->pts < pts0 || now - (t0 + f->pts - pts0) > 1.0) {
+            if (!seq_paced || f->pts < pts0 || now - (t0 + f->pts - pts0) > 1.0) {
                 t0 = now;
                 pts0 = f->pts;
             }
+            seq_paced = true;
             sleep_until(p, t0 + (f->pts - pts0));
         }
         f->seq = seq++;
@@ -464,6 +476,32 @@ static int submit_round(struct pipeline *p, const struct trk_frame *f,
  * full-frame submit or one submit_regions call) goes to the backend and is
  * left running (pipelining: the CPU sends the previous frame meanwhile).
  * 0 or the backend's error (nothing in flight then). */
+/* A replay moved to frame f from elsewhere (a step back, a seek, a
+ * re-run): the tracker and the marker stage take the state an earlier pass
+ * kept before it, or start over, as the replay says. */
+static void replay_jump(struct pipeline *p, const struct trk_frame *f)
+{
+    const struct trk_pipeline_cfg *cfg = p->cfg;
+    const void *data = NULL;
+    size_t len = 0, off = 0;
+    const char *what = NULL;
+    int how = cfg->replay_state(cfg->replay_ctx, f->seq, &data, &len);
+    if (how > 0 && trk_state_load(data, len, p->tracker, p->markers, p->objects, f->img.width,
+                                  f->img.height, f->seq, &off, &what) == 0)
+        return;
+    if (how > 0)
+        log_warn("the kept state of frame %llu does not load at byte %zu: %s; the tracker starts "
+                 "over there",
+                 (unsigned long long)f->seq, off, what);
+    if (how == 0) return;
+    trk_tracker_reset(p->tracker, p->objects->def, trk_tracker_count(p->tracker));
+    struct trk_marker_stage *m = trk_marker_stage_create();
+    if (m) {
+        trk_marker_stage_destroy(p->markers);
+        p->markers = m;
+    }
+}
+
 /* The state before frame f (daemon/state.h): a replayed rewind bundle's
  * goes into the tracker and the marker stage before its first frame;
  * --rewind keeps a copy before every frame. */
@@ -481,11 +519,14 @@ static void frame_state(struct pipeline *p, const struct trk_frame *f)
                       off, what);
     }
     p->state_loaded = true;
-    if (!cfg->rewind) return;
+    if (cfg->replay_state) replay_jump(p, f);
+    if (!cfg->rewind && !cfg->replay_keep) return;
     p->state.len = 0;
     p->state.failed = false;
     trk_state_save(&p->state, p->tracker, p->markers, p->objects, w, h, f->seq);
-    if (!p->state.failed) trk_rewind_state(cfg->rewind, f->seq, p->state.p, p->state.len);
+    if (p->state.failed) return;
+    if (cfg->rewind) trk_rewind_state(cfg->rewind, f->seq, p->state.p, p->state.len);
+    if (cfg->replay_keep) cfg->replay_keep(cfg->replay_ctx, f->seq, p->state.p, p->state.len);
 }
 
 /* The light's plan for frame f (light.h), from the last frame's results:
@@ -658,7 +699,16 @@ static bool hand_off(struct pipeline *p, struct trk_frame *f, double t_done, dou
     const struct trk_pipeline_cfg *cfg = p->cfg;
     bool to_preview = false, to_sampler = false;
     pthread_mutex_lock(&p->lock);
-    if (p->have_preview_thread && !p->preview_frame && t_done >= *next_preview) {
+    /* A replay's step or seek is previewed whatever the rate: the page
+     * shows that frame. Paused, nothing is late for waiting for the
+     * encoder to finish the one before (bounded). */
+    const bool show = cfg->replay_show && cfg->replay_show(cfg->replay_ctx, f->seq);
+    for (int i = 0; show && p->preview_frame && i < 40; i++) {
+        pthread_mutex_unlock(&p->lock);
+        usleep(5000);
+        pthread_mutex_lock(&p->lock);
+    }
+    if (p->have_preview_thread && !p->preview_frame && (show || t_done >= *next_preview)) {
         struct trk_ws_stats st;
         trk_ws_get_stats(cfg->ws, &st);
         if (st.clients > 0) {

@@ -115,6 +115,18 @@ struct trk_pipeline_cfg {
      * none. */
     const void *state;
     size_t state_len;
+    /* --replay's transport (daemon/source/replay.h: pause, step, seek and
+     * re-run move between frames), processing thread, ctx replay_ctx:
+     * replay_state just before frame seq is begun: 1 with the state to load
+     * (a jump to a frame whose state an earlier pass kept), -1 when the
+     * tracker and the marker stage start over (a jump to a frame none was
+     * kept for), 0 to go on; replay_keep then gets the state before it;
+     * replay_show: the frame must be previewed whatever the preview rate
+     * (a step or seek, which the page waits to show). NULL = none. */
+    int (*replay_state)(void *ctx, uint64_t seq, const void **data, size_t *len);
+    void (*replay_keep)(void *ctx, uint64_t seq, const void *data, size_t len);
+    bool (*replay_show)(void *ctx, uint64_t seq);
+    void *replay_ctx;
 };
 
 /* --spin: auto (on with TRK_SPIN_MIN_CPUS or more online CPUs: polling

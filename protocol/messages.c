@@ -1114,6 +1114,12 @@ const char *const trk_msg_control_types[TRK_CTL_COUNT + 1] = {
     [TRK_CTL_KEEP_RANGE] = "keep_range",
     [TRK_CTL_FOCUS] = "focus",
     [TRK_CTL_SET_PATTERN] = "set_pattern",
+    [TRK_CTL_REPLAY_PAUSE] = "replay_pause",
+    [TRK_CTL_REPLAY_PLAY] = "replay_play",
+    [TRK_CTL_REPLAY_STEP] = "replay_step",
+    [TRK_CTL_REPLAY_SEEK] = "replay_seek",
+    [TRK_CTL_REPLAY_RUN] = "replay_run",
+    [TRK_CTL_LIST_BUNDLES] = "list_bundles",
     [TRK_CTL_COUNT] = NULL,
 };
 

@@ -461,6 +461,12 @@ enum trk_ctl_type {
     TRK_CTL_KEEP_RANGE,
     TRK_CTL_FOCUS,
     TRK_CTL_SET_PATTERN,
+    TRK_CTL_REPLAY_PAUSE, /* the replay's transport (--replay): pause, play, */
+    TRK_CTL_REPLAY_PLAY,  /* step, seek and re-run a range                   */
+    TRK_CTL_REPLAY_STEP,
+    TRK_CTL_REPLAY_SEEK,
+    TRK_CTL_REPLAY_RUN,
+    TRK_CTL_LIST_BUNDLES, /* the bundles a live trackd offers the page */
     TRK_CTL_COUNT
 };
 

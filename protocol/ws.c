@@ -179,6 +179,7 @@ static int client_established(struct trk_ws *ws, struct client *c, struct lws *w
     pthread_mutex_lock(&ws->lock);
     c->hello = msg_ref(ws->hello);
     c->slot[TRK_WS_STATUS] = msg_ref(ws->last_status);
+    c->slot[TRK_WS_REPLAY] = msg_ref(ws->last_replay);
     c->next = ws->clients;
     ws->clients = c;
     c->established = true;
@@ -591,6 +592,7 @@ void trk_ws_destroy(struct trk_ws **pws)
     trk_ws_handoff_clear(&ws->h);
     msg_unref(&ws->hello);
     msg_unref(&ws->last_status);
+    msg_unref(&ws->last_replay);
     pthread_mutex_destroy(&ws->lock);
     free(ws->address);
     free(ws->token);

@@ -208,6 +208,8 @@ enum trk_ws_kind {
                         * clients right after the hello                        */
     TRK_WS_CONFIG,     /* text (e.g. "objects"); newest only                   */
     TRK_WS_CAMERA,     /* text ("camera"); newest only, apart from "objects"  */
+    TRK_WS_REPLAY,     /* text ("replay"); newest only; like STATUS, the last
+                        * one is also sent to new clients after the hello    */
     TRK_WS_KIND_COUNT
 };
 

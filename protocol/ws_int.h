@@ -181,6 +181,7 @@ struct trk_ws {
     struct handoff taken; /* service thread only: what drain() took */
     struct msg *hello;
     struct msg *last_status;
+    struct msg *last_replay; /* TRK_WS_REPLAY's newest, for new clients */
     struct client *clients;
     /* Hand-off -> written delays (ms) of result messages, every client's
      * write; written by the service thread, read by trk_ws_write_delays. */

@@ -360,9 +360,12 @@ static int publish(struct trk_ws *ws, enum trk_ws_kind kind, int view, const voi
 {
     if (!ws || (int)kind < 0 || kind >= TRK_WS_KIND_COUNT || (!data && len)) return TRK_EINVAL;
     if (view < 0 || view >= TRK_WS_VIEWS) return TRK_EINVAL;
-    /* Nobody to send to: skip the copy. STATUS is kept for future clients. */
-    if (atomic_load_explicit(&ws->n_clients, memory_order_relaxed) == 0 && kind != TRK_WS_STATUS)
-        return 0;
+    /* Nobody to send to: skip the copy. STATUS and REPLAY are kept for
+     * future clients. */
+    struct msg **last = kind == TRK_WS_STATUS   ? &ws->last_status
+                        : kind == TRK_WS_REPLAY ? &ws->last_replay
+                                                : NULL;
+    if (atomic_load_explicit(&ws->n_clients, memory_order_relaxed) == 0 && !last) return 0;
     struct msg *m = msg_new(data, len, kind == TRK_WS_PREVIEW, 0);
     if (!m) return TRK_ENOMEM;
     m->view = view;
@@ -374,9 +377,9 @@ static int publish(struct trk_ws *ws, enum trk_ws_kind kind, int view, const voi
     if (!ws->running) {
         /* Before start or after stop: nothing to hand over; a status is
          * still remembered for the clients of a later start. */
-        if (kind == TRK_WS_STATUS) {
-            old_status = ws->last_status;
-            ws->last_status = m;
+        if (last) {
+            old_status = *last;
+            *last = m;
         } else {
             old = m;
         }
@@ -392,9 +395,9 @@ static int publish(struct trk_ws *ws, enum trk_ws_kind kind, int view, const voi
     } else {
         old = h->slot[kind];
         h->slot[kind] = m;
-        if (kind == TRK_WS_STATUS) {
-            old_status = ws->last_status;
-            ws->last_status = msg_ref(m);
+        if (last) {
+            old_status = *last;
+            *last = msg_ref(m);
         }
     }
     if (old && old != m) count_drop(ws, NULL);

@@ -19,6 +19,7 @@
 //   fit.js         this page's view: edges (focus peaking), carved to fit
 //   camera.js      camera controls: exposure, gain, white balance
 //   patterns.js    marker patterns' colour slots: teach, re-assign
+//   replay.js      the Replay card (trackd --replay): timeline, step, re-run
 //
 // The browser tests read window.trackdTest, set at the end: the one place
 // the page exposes its state.
@@ -36,10 +37,12 @@ import { CONTROL_TYPES, PROTOCOL_VERSION, parseText } from './protocol.js';
 import { currentHello, setHello } from './session.js';
 import * as status from './status.js';
 import { initLight, showLight } from './light.js';
+import * as replay from './replay.js';
 import { isTeaching, pauseState } from './teach.js';
 import { keepOnly } from './trails.js';
 import { onControl, tuneState } from './tune.js';
-import { initView, lastDrawnOverlay, setFrameSize, setStale } from './view.js';
+import { initView, lastDrawnOverlay, redrawShown, setExtraOverlay, setFrameSize,
+         setStale } from './view.js';
 
 // The panel is text; refreshing it at every result would only burn CPU.
 const PANEL_EVERY_MS = 250;
@@ -58,6 +61,7 @@ function onText(text) {
     case 'status': banner.showStatus(msg); break;
     case 'error': onError(msg); break;
     case 'objects': onObjects(msg); break;
+    case 'replay': replay.onReplay(msg); break;
     default: break;   // newer daemons may send types this page does not know
   }
   try { camera.onMessage(msg); } catch (e) { console.error(e); }
@@ -65,6 +69,7 @@ function onText(text) {
 
 function onHello(msg) {
   frames.forgetResults();
+  replay.onHello();
   if (msg.version !== PROTOCOL_VERSION) {
     banner.showError(`Daemon speaks protocol version ${msg.version}; this page knows ${PROTOCOL_VERSION}.`);
   }
@@ -151,12 +156,20 @@ window.trackdTest = {
   // The Patterns card: the set's patterns as the daemon sent them
   // ([{name, kind, team, center, dots, ids} or {name, kind, team, colors, id}]).
   get patterns() { return patternsState(); },
+  // The Replay card: {shown, last (the last "replay" message), overlay (the
+  // recorded overlay's toggle), recordedDrawn: {seq, recorded, boxes:[{id,
+  // x0, y0, x1, y1}]} (the recorded result drawn last, canvas pixels)}.
+  get replay() { return replay.replayState(); },
+  // The teach card's Bundles list: the last list_bundles reply's bundles.
+  get bundles() { return replay.bundlesState(); },
 };
 
 initView();
 initFit();
 initCalib();
 initLight();
+replay.initReplay(redrawShown);
+setExtraOverlay(replay.drawRecorded);
 camera.initCamera();
 setInterval(refresh, PANEL_EVERY_MS);
 connection.start({

@@ -15,7 +15,7 @@ const CARVE_MAGIC = [0x54, 0x52, 0x4b, 0x43];     // "TRKC": a carved view, JSON
 
 // Messages the teach and edit panel sees (control.js): replies to its
 // requests, object set changes and each hello (a new connection).
-export const CONTROL_TYPES = ['hello', 'objects', 'ack', 'sample', 'error'];
+export const CONTROL_TYPES = ['hello', 'objects', 'ack', 'sample', 'error', 'bundles'];
 
 // One text message as an object, or null: a message that is not JSON is not
 // ours to fix, and one bad message must not stop the page.

@@ -23,6 +23,13 @@ function push(t, x, y) {
   if (t.length > TRAIL_POINTS) t.shift();
 }
 
+// Forgets every trail (a replay jumped to another frame: no motion joins
+// the two).
+export function clearTrails() {
+  trails.clear();
+  instanceTrails.clear();
+}
+
 // Adds a frame's centroids; frameW x frameH is the frame's size.
 export function addFrame(frame, frameW, frameH) {
   const alive = new Set();

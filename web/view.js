@@ -118,6 +118,18 @@ function draw(job) {
     : { boxes: [], blobs: [], instances: [], markers: [], axes: [] };
   lastDrawn = { seq: job.seq, preview: !!job.image, matched: !!job.result, boxes, blobs, instances,
                 markers, axes };
+  extraOverlay(ctx, job.seq, cw / frameW, ch / frameH);
+}
+
+// Drawn over each frame's own overlay (replay.js: the recorded result).
+let extraOverlay = () => {};
+export function setExtraOverlay(fn) {
+  extraOverlay = fn;
+}
+
+// Draws what is on screen again (an overlay was switched on or off).
+export function redrawShown() {
+  if (shown) draw(shown);
 }
 
 // Sizes the canvas now and whenever the stage or window changes (a resize

@@ -80,7 +80,7 @@ static const char *const part_names[] = {
 
 /* A save or reload waiting for the file worker. */
 struct file_job {
-    enum trk_ctl_type type; /* TRK_CTL_SAVE_OBJECTS or TRK_CTL_RELOAD_OBJECTS */
+    enum trk_ctl_type type; /* TRK_CTL_SAVE_OBJECTS, _RELOAD_OBJECTS or _LIST_BUNDLES */
     enum save_part part;    /* save: what it writes */
     uint64_t client;
     char id[TRK_MSG_ID_MAX * 6 + 3];
@@ -93,6 +93,11 @@ struct trk_control {
     struct trk_camctl *camera;             /* the caller's; NULL = none */
     int (*save_rewind)(void *ctx, char *dir, size_t dir_len, char *why, size_t why_len);
     void *save_rewind_ctx;
+    int (*replay)(void *ctx, int op, long long a, long long b, long long *frame, char *why,
+                  size_t why_len);
+    void *replay_ctx;
+    int (*list_bundles)(void *ctx, struct trk_buf *out);
+    void *list_bundles_ctx;
     struct trk_focus *focus; /* the caller's; NULL = none */
     struct trk_workq *files; /* runs file_jobs: the service thread never waits on disk */
     pthread_mutex_t lock;    /* guards everything below */
@@ -233,7 +238,8 @@ static void publish_locked(struct trk_control *c, bool broadcast)
 /* With the lock held: the set changed. */
 static void changed_locked(struct trk_control *c)
 {
-    c->version++;
+    /* Read without the lock by trk_control_version. */
+    __atomic_store_n(&c->version, c->version + 1, __ATOMIC_RELEASE);
     publish_locked(c, true);
 }
 
@@ -275,12 +281,19 @@ int trk_control_preview(struct trk_control *c, int *width, double *fps,
     return n;
 }
 
-void trk_control_install(struct trk_control *c, const struct trk_objects *set)
+uint64_t trk_control_install(struct trk_control *c, const struct trk_objects *set)
 {
     pthread_mutex_lock(&c->lock);
     c->objs = *set;
     changed_locked(c);
+    const uint64_t v = c->version;
     pthread_mutex_unlock(&c->lock);
+    return v;
+}
+
+uint64_t trk_control_version(struct trk_control *c)
+{
+    return __atomic_load_n(&c->version, __ATOMIC_ACQUIRE);
 }
 
 int trk_control_reload(struct trk_control *c, char *msg, size_t msg_len)
@@ -375,12 +388,29 @@ static void save_job(struct trk_control *c, const struct file_job *j)
     free(disk);
 }
 
-/* On the worker, without the lock: does one save or reload and replies. */
+/* On the worker: {"type":"bundles"[,"id":id],"bundles":[...]}. */
+static void list_job(struct trk_control *c, const struct file_job *j)
+{
+    struct trk_buf b = { 0 };
+    int rc = trk_buf_printf(&b, "{\"type\":\"bundles\"");
+    if (!rc && j->id[0]) rc = trk_buf_printf(&b, ",\"id\":%s", j->id);
+    if (!rc) rc = trk_buf_printf(&b, ",\"bundles\":");
+    if (!rc) rc = c->list_bundles(c->list_bundles_ctx, &b);
+    if (!rc) rc = trk_buf_printf(&b, "}");
+    send_reply(c, j->client, &b, rc);
+}
+
+/* On the worker, without the lock: does one save, reload or listing and
+ * replies. */
 static void run_job(struct trk_control *c, const struct file_job *j)
 {
     struct trk_buf b = { 0 };
     if (j->type == TRK_CTL_SAVE_OBJECTS) {
         save_job(c, j);
+        return;
+    }
+    if (j->type == TRK_CTL_LIST_BUNDLES) {
+        list_job(c, j);
         return;
     }
     char why[600];
@@ -440,6 +470,10 @@ int trk_control_create(const struct trk_control_cfg *cfg, struct trk_control **o
     c->camera = cfg->camera;
     c->save_rewind = cfg->save_rewind;
     c->save_rewind_ctx = cfg->save_rewind_ctx;
+    c->replay = cfg->replay;
+    c->replay_ctx = cfg->replay_ctx;
+    c->list_bundles = cfg->list_bundles;
+    c->list_bundles_ctx = cfg->list_bundles_ctx;
     c->focus = cfg->focus;
     c->h_version = dup_or_null(cfg->hello.version);
     c->h_backend = dup_or_null(cfg->hello.backend);
@@ -1283,6 +1317,49 @@ static void handle_save_rewind(struct trk_control *c, const struct request *r)
     }
 }
 
+/* replay_pause, replay_play, replay_step {delta}, replay_seek {frame},
+ * replay_run {from, to}: to the replay's transport; the ack names the frame
+ * it goes to (run: its first counted frame). */
+static void handle_replay(struct trk_control *c, const struct request *r)
+{
+    static const char *const keys[][2] = {
+        [TRK_CTL_REPLAY_STEP - TRK_CTL_REPLAY_PAUSE] = { "delta", NULL },
+        [TRK_CTL_REPLAY_SEEK - TRK_CTL_REPLAY_PAUSE] = { "frame", NULL },
+        [TRK_CTL_REPLAY_RUN - TRK_CTL_REPLAY_PAUSE] = { "from", "to" },
+    };
+    if (!c->replay) {
+        refuse(c, r, TRK_MSG_UNSUPPORTED,
+               "not a replay: the transport works while trackd plays a bundle (--replay DIR)");
+        return;
+    }
+    long long v[2] = { 0, 0 }, frame = 0;
+    for (int i = 0; i < 2; i++) {
+        const char *key = keys[r->type - TRK_CTL_REPLAY_PAUSE][i];
+        if (!key) continue;
+        int got = get_int(c, r, key, INT32_MIN, INT32_MAX, &v[i]);
+        if (got < 0) return;
+        if (!got) {
+            refuse(c, r, TRK_MSG_BAD_FIELD, "\"%s\" (an integer) is missing", key);
+            return;
+        }
+    }
+    char why[300] = "";
+    int code = c->replay(c->replay_ctx, (int)r->type, v[0], v[1], &frame, why, sizeof(why));
+    if (code)
+        refuse(c, r, code, "%s", why);
+    else
+        ack_int(c, r, "frame", frame);
+}
+
+/* list_bundles: read on the file worker, which replies. */
+static void handle_list_bundles(struct trk_control *c, const struct request *r)
+{
+    if (!c->list_bundles)
+        refuse(c, r, TRK_MSG_UNSUPPORTED, "this daemon lists no bundles");
+    else
+        queue_job(c, r, PART_WHOLE, NULL);
+}
+
 /* focus: "baseline" "now" (the newest sample's sharpness) or a number
  * (0 < S <= TRK_CANNY_MAX_THRESH): the in-focus sharpness from now on. */
 static void handle_focus(struct trk_control *c, const struct request *r)
@@ -1334,6 +1411,12 @@ static const handler_fn handlers[TRK_CTL_COUNT] = {
     [TRK_CTL_KEEP_RANGE] = handle_keep_range,
     [TRK_CTL_FOCUS] = handle_focus,
     [TRK_CTL_SET_PATTERN] = handle_set_pattern,
+    [TRK_CTL_REPLAY_PAUSE] = handle_replay,
+    [TRK_CTL_REPLAY_PLAY] = handle_replay,
+    [TRK_CTL_REPLAY_STEP] = handle_replay,
+    [TRK_CTL_REPLAY_SEEK] = handle_replay,
+    [TRK_CTL_REPLAY_RUN] = handle_replay,
+    [TRK_CTL_LIST_BUNDLES] = handle_list_bundles,
 };
 
 void trk_control_on_message(void *user, uint64_t client_id, const char *json, size_t len)

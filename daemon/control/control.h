@@ -79,6 +79,21 @@ struct trk_control_cfg {
      * save_rewind answers "unsupported". Any thread; must not block. */
     int (*save_rewind)(void *ctx, char *dir, size_t dir_len, char *why, size_t why_len);
     void *save_rewind_ctx;
+    /* The replay's transport (--replay, daemon/source/replay.h): op is an
+     * enum trk_ctl_type from TRK_CTL_REPLAY_PAUSE to TRK_CTL_REPLAY_RUN, a and
+     * b its numbers (step: the delta; seek: the frame; run: from, to); 0
+     * with the frame it goes to in *frame, or a TRK_MSG_* error code with
+     * why. NULL: those messages answer "unsupported" (no replay). Called
+     * with the module's lock held: it must not call back into the module. */
+    int (*replay)(void *ctx, int op, long long a, long long b, long long *frame, char *why,
+                  size_t why_len);
+    void *replay_ctx;
+    /* list_bundles (daemon/source/bundles.h): appends the JSON array of the
+     * bundles to out, 0 or a negative code; called on the module's file
+     * worker (it reads the disk). NULL: list_bundles answers
+     * "unsupported". */
+    int (*list_bundles)(void *ctx, struct trk_buf *out);
+    void *list_bundles_ctx;
     /* "focus" requests set its baseline (ops/focus.h); NULL: they answer
      * "unsupported" (--focus-every 0). Borrowed: it must outlive the
      * module. */
@@ -151,8 +166,14 @@ void trk_control_set_frame_size(struct trk_control *c, int width, int height);
 
 /* Makes set the current object set, as a teach edit would (clients get
  * the new set; the pipeline's next poll takes it). --replay installs each
- * recorded set so. Any thread. */
-void trk_control_install(struct trk_control *c, const struct trk_objects *set);
+ * recorded set so. Any thread. Returns the set's new version. */
+uint64_t trk_control_install(struct trk_control *c, const struct trk_objects *set);
+
+/* The set's version now: bumped by every change (an edit, a reload, an
+ * install); trk_control_install returns the one it made. Any thread, no
+ * lock (the replay compares the two to tell a client's edit from its own
+ * install). */
+uint64_t trk_control_version(struct trk_control *c);
 
 /* Ranges that follow the light (daemon/light.h), processing thread, once
  * a frame while the set has "illumination" or "adapt": the boxes the next

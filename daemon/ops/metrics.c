@@ -40,6 +40,7 @@ struct trk_metrics {
     _Atomic uint64_t frames, skipped, upload_bytes, pinned;
     _Atomic int objects, found;
     _Atomic double last_frame_t;        /* trk_now() of the newest frame, 0 = none */
+    atomic_bool paused;                 /* a replay paused by the page */
     _Atomic double last_frame_wall;     /* the same as Unix time                   */
     _Atomic double interval;            /* smoothed seconds between frames         */
     _Atomic uint64_t outages, reopens;  /* capture */
@@ -144,6 +145,12 @@ void trk_metrics_frame(struct trk_metrics *m, const struct trk_metrics_frame *f)
 void trk_metrics_skipped(struct trk_metrics *m)
 {
     if (m) atomic_fetch_add_explicit(&m->skipped, 1, memory_order_relaxed);
+}
+
+void trk_metrics_set_paused(struct trk_metrics *m, bool paused)
+{
+    if (!m || atomic_exchange(&m->paused, paused) == paused) return;
+    if (!paused && atomic_load(&m->last_frame_t) > 0) atomic_store(&m->last_frame_t, trk_now());
 }
 
 void trk_metrics_source_state(struct trk_metrics *m, const char *state, const char *text)
@@ -535,6 +542,10 @@ bool trk_metrics_healthy(struct trk_metrics *m, char *why, size_t len)
     double limit = iv * TRK_HEALTH_FRAMES;
     if (!(limit > TRK_HEALTH_MIN_S)) limit = TRK_HEALTH_MIN_S;
     double age = now - atomic_load(&m->last_frame_t);
+    if (atomic_load(&m->paused)) {
+        snprintf(why, len, "ok; replay paused");
+        return true;
+    }
     if (age > limit) {
         snprintf(why, len,
                  "pipeline stalled: no frame processed for %.1f s (frames are due every %.3f s; "

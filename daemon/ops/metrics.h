@@ -80,6 +80,10 @@ void trk_metrics_set_light(struct trk_metrics *m, const uint32_t gain_q16[3],
 
 /* A frame the backend rejected. */
 void trk_metrics_skipped(struct trk_metrics *m);
+/* A replay paused by the page (capture thread): no frame is due, so
+ * /healthz says "ok; replay paused" rather than a stall; the stall clock
+ * starts anew when it plays on. */
+void trk_metrics_set_paused(struct trk_metrics *m, bool paused);
 
 /* The source's state as the pipeline tells clients ("ok", "lost", "eof",
  * "error"; anything else counts as "error") and its text; a live source

@@ -330,6 +330,16 @@ int trk_ffv1_in_rewind(struct trk_ffv1_in *r)
     return err < 0 ? -EIO : 0;
 }
 
+int trk_ffv1_in_skip(struct trk_ffv1_in *r, uint64_t n)
+{
+    while (n) {
+        if (av_read_frame(r->ic, r->pkt) < 0) return -EIO;
+        n -= r->pkt->stream_index == r->stream;
+        av_packet_unref(r->pkt);
+    }
+    return 0;
+}
+
 int trk_ffv1_in_next(struct trk_ffv1_in *r, enum trk_pixfmt fmt, int width, int height,
                      uint8_t *frame, char *why, size_t why_len)
 {

@@ -61,6 +61,11 @@ int trk_ffv1_in_next(struct trk_ffv1_in *r, enum trk_pixfmt fmt, int width, int 
 /* Starts again from the first frame. 0 or a negative code. */
 int trk_ffv1_in_rewind(struct trk_ffv1_in *r);
 
+/* Passes over the next n packets without decoding them (every frame is a
+ * key frame: the one after decodes alone), for a replay's seek. 0, or -EIO
+ * when the file ends first. */
+int trk_ffv1_in_skip(struct trk_ffv1_in *r, uint64_t n);
+
 void trk_ffv1_in_close(struct trk_ffv1_in **r);
 
 #endif

@@ -21,99 +21,13 @@
 #include "state.h"
 #include "tracker.h"
 #include "v4l2.h"
-
-/* One frame of index.ndjson. */
-struct entry {
-    uint64_t seq;
-    double pts;
-    enum trk_pixfmt fmt;
-    int width, height;
-    enum trk_matrix matrix;
-    bool full_range;
-    uint64_t offset, size;
-    int file;        /* ffv1: its file in files[], else -1 (frames.raw) */
-    uint64_t packet; /* ffv1: its packet in that file                   */
-    /* copy storage: a JPEG of frames.mjpeg (offset, packet bytes), or
-     * frame number `packet` of the input file; else COPY_NONE. */
-    enum { COPY_NONE, COPY_MJPEG, COPY_INPUT } copy;
-};
-
-/* --record-storage ffv1: one of the bundle's Matroska files. */
-struct ffv1_file {
-    char name[64];
-    struct trk_ffv1_in *in;
-    uint64_t next; /* the packet in->next decodes */
-};
+#include "replay_int.h"
 
 /* copy: how far an input frame number may be past the one before it (a
  * frame the recorder could not keep); more is a damaged index. */
 #define MAX_INPUT_GAP 1000
 
-/* One object set of objects.ndjson. */
-struct version {
-    uint64_t first_seq;
-    struct trk_objects *set;
-};
-
-struct trk_replay {
-    char dir[4096];
-    int fd; /* frames.raw */
-    /* frames.storage "ffv1": its files, and one decoded frame's bytes. */
-    bool ffv1;
-    struct ffv1_file *files;
-    int n_files;
-    uint8_t *scratch;
-    size_t scratch_cap;
-    /* frames.storage "copy" (version 3): frames.mjpeg and the decoder the
-     * live run used (trk_mjpeg_decode, software); the input file the index
-     * refers to, read with the file source as the live run read it. */
-    bool copy;
-    int mjpeg_fd;
-    struct trk_mjpeg *mjpeg;
-    char input[4096];
-    bool input_loop;
-    json_t *input_want; /* the manifest's input_size, _sha256, _blocks */
-    struct trk_source in;
-    bool in_open;
-    struct trk_source *info; /* ours, from open: host_mem, error */
-    /* A stored frame turned out damaged while playing (said where):
-     * trk_replay_damaged. */
-    bool damaged;
-    struct entry *idx;
-    size_t n, next; /* entries; the next one read() gives */
-    struct version *ver;
-    int n_ver, installed; /* versions; how many frame_due installed */
-    struct trk_control *control;
-    int width, height;
-    double fps;
-    char desc[200];
-    /* The verifier (processing thread): results.ndjson, read along. */
-    FILE *results;
-    long results_line;
-    bool verifying, differs;
-    uint64_t compared, differing, unrecorded;
-    /* The manifest's end.stopped, or no end: the recording stopped early
-     * (full disk, limit, killed), so results.ndjson may end before
-     * index.ndjson does. */
-    bool stopped_early;
-    /* The manifest has "rewind": a saved rewind buffer, which starts mid-run
-     * (tracked objects' instances had a history before its first frame). */
-    bool mid_run;
-    /* Its state.bin (daemon/state.h): the state before its first frame;
-     * NULL when it has none (a recording, or an older rewind save). */
-    uint8_t *state;
-    size_t state_len;
-    /* The manifest's track_mode (enum trk_track_mode), -1 when absent. */
-    int track_mode;
-    /* A live camera's recording: frames the live tracker skipped (the pool
-     * keeps the newest) have no result, and are left out of the replay. */
-    bool live;
-};
-
-/* why = "DIR/FILE...: ..." */
-static int fail(char *why, size_t len, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int fail(char *why, size_t len, int code, const char *fmt, ...)
+int trk_replay_fail(char *why, size_t len, int code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -140,8 +54,8 @@ static int each_line(struct trk_replay *r, const char *name, char *why, size_t w
     snprintf(path, sizeof(path), "%s/%s", r->dir, name);
     FILE *f = fopen(path, "re");
     if (!f)
-        return fail(why, why_len, TRK_REPLAY_EDAMAGED, "%s: cannot open: %s", path,
-                    strerror(errno));
+        return trk_replay_fail(why, why_len, TRK_REPLAY_EDAMAGED, "%s: cannot open: %s", path,
+                               strerror(errno));
     char *line = NULL;
     size_t cap = 0;
     ssize_t n;
@@ -158,8 +72,8 @@ static int each_line(struct trk_replay *r, const char *name, char *why, size_t w
         json_error_t je;
         json_t *v = json_loadb(line, (size_t)n, 0, &je);
         if (!v || !json_is_object(v))
-            rc = fail(why, why_len, TRK_REPLAY_EDAMAGED, "%s: not a JSON object: %s", where,
-                      v ? "another value" : je.text);
+            rc = trk_replay_fail(why, why_len, TRK_REPLAY_EDAMAGED, "%s: not a JSON object: %s",
+                                 where, v ? "another value" : je.text);
         else
             rc = fn(r, v, where, why, why_len);
         json_decref(v);
@@ -205,26 +119,28 @@ static int add_entry(struct trk_replay *r, json_t *v, const char *where, char *w
         !json_is_integer(size) || !json_is_integer(w) || !json_is_integer(h) || fmt < 0 ||
         json_integer_value(off) < 0 || json_integer_value(w) <= 0 || json_integer_value(h) <= 0 ||
         json_integer_value(w) > 16384 || json_integer_value(h) > 16384)
-        return fail(why, len, TRK_REPLAY_EDAMAGED,
-                    "%s: an index line needs seq, pts, format, width, height, offset, size", where);
+        return trk_replay_fail(
+            why, len, TRK_REPLAY_EDAMAGED,
+            "%s: an index line needs seq, pts, format, width, height, offset, size", where);
     int fi = -1;
     if (copy && !by_ref) pkt = json_object_get(v, "packet_size");
     if (copy &&
         (strcmp(copy, by_ref ? "input" : "mjpeg") || !json_is_integer(pkt) ||
          json_integer_value(pkt) < 0 || (!by_ref && (!file || strcmp(file, "frames.mjpeg")))))
-        return fail(why, len, TRK_REPLAY_EDAMAGED,
-                    "%s: a copied frame's index line needs copy \"mjpeg\" with file "
-                    "\"frames.mjpeg\" and packet_size, or copy \"input\" with frame",
-                    where);
+        return trk_replay_fail(why, len, TRK_REPLAY_EDAMAGED,
+                               "%s: a copied frame's index line needs copy \"mjpeg\" with file "
+                               "\"frames.mjpeg\" and packet_size, or copy \"input\" with frame",
+                               where);
     if (r->ffv1) {
         if (!file || !json_is_integer(pkt) || json_integer_value(pkt) < 0 || strchr(file, '/') ||
             strlen(file) >= sizeof(r->files[0].name))
-            return fail(why, len, TRK_REPLAY_EDAMAGED,
-                        "%s: an ffv1 bundle's index line needs file (a name in the folder) and "
-                        "packet",
-                        where);
+            return trk_replay_fail(
+                why, len, TRK_REPLAY_EDAMAGED,
+                "%s: an ffv1 bundle's index line needs file (a name in the folder) and "
+                "packet",
+                where);
         fi = file_index(r, file);
-        if (fi < 0) return fail(why, len, TRK_ENOMEM, "out of memory");
+        if (fi < 0) return trk_replay_fail(why, len, TRK_ENOMEM, "out of memory");
     }
     struct entry e = { .seq = (uint64_t)json_integer_value(seq),
                        .pts = json_number_value(pts),
@@ -246,16 +162,17 @@ static int add_entry(struct trk_replay *r, json_t *v, const char *where, char *w
     for (int p = 0; p < L.planes; p++)
         need += L.row_bytes[p] * (uint64_t)L.rows[p];
     if (need != e.size)
-        return fail(why, len, TRK_REPLAY_EDAMAGED,
-                    "%s: frame %llu says %llu bytes, but %s %dx%d is %llu", where,
-                    (unsigned long long)e.seq, (unsigned long long)e.size, fs, e.width, e.height,
-                    (unsigned long long)need);
+        return trk_replay_fail(why, len, TRK_REPLAY_EDAMAGED,
+                               "%s: frame %llu says %llu bytes, but %s %dx%d is %llu", where,
+                               (unsigned long long)e.seq, (unsigned long long)e.size, fs, e.width,
+                               e.height, (unsigned long long)need);
     if (r->n && e.seq <= r->idx[r->n - 1].seq)
-        return fail(why, len, TRK_REPLAY_EDAMAGED, "%s: frame %llu comes after frame %llu", where,
-                    (unsigned long long)e.seq, (unsigned long long)r->idx[r->n - 1].seq);
+        return trk_replay_fail(why, len, TRK_REPLAY_EDAMAGED,
+                               "%s: frame %llu comes after frame %llu", where,
+                               (unsigned long long)e.seq, (unsigned long long)r->idx[r->n - 1].seq);
     if ((r->n & (r->n - 1)) == 0) { /* grow at powers of two */
         struct entry *ni = realloc(r->idx, (r->n ? 2 * r->n : 64) * sizeof(*ni));
-        if (!ni) return fail(why, len, TRK_ENOMEM, "out of memory reading the index");
+        if (!ni) return trk_replay_fail(why, len, TRK_ENOMEM, "out of memory reading the index");
         r->idx = ni;
     }
     r->idx[r->n++] = e;
@@ -267,13 +184,15 @@ static int add_version(struct trk_replay *r, json_t *v, const char *where, char 
     json_t *first = json_object_get(v, "first_seq");
     const char *file = json_string_value(json_object_get(v, "file"));
     if (!json_is_integer(first) || !file || strstr(file, ".."))
-        return fail(why, len, TRK_REPLAY_EDAMAGED, "%s: needs first_seq and file", where);
+        return trk_replay_fail(why, len, TRK_REPLAY_EDAMAGED, "%s: needs first_seq and file",
+                               where);
     struct version *nv = realloc(r->ver, (size_t)(r->n_ver + 1) * sizeof(*nv));
-    if (!nv) return fail(why, len, TRK_ENOMEM, "out of memory");
+    if (!nv) return trk_replay_fail(why, len, TRK_ENOMEM, "out of memory");
     r->ver = nv;
     struct version *ver = &r->ver[r->n_ver];
     ver->first_seq = (uint64_t)json_integer_value(first);
-    if (!(ver->set = malloc(sizeof(*ver->set)))) return fail(why, len, TRK_ENOMEM, "out of memory");
+    if (!(ver->set = malloc(sizeof(*ver->set))))
+        return trk_replay_fail(why, len, TRK_ENOMEM, "out of memory");
     r->n_ver++;
     char path[4400];
     snprintf(path, sizeof(path), "%s/%s", r->dir, file);
@@ -281,7 +200,7 @@ static int add_version(struct trk_replay *r, json_t *v, const char *where, char 
     if (trk_objects_load_file(path, ver->set, &cerr)) {
         char msg[600];
         trk_config_error_format(&cerr, msg, sizeof(msg));
-        return fail(why, len, TRK_REPLAY_EDAMAGED, "%s: %s", where, msg);
+        return trk_replay_fail(why, len, TRK_REPLAY_EDAMAGED, "%s: %s", where, msg);
     }
     return 0;
 }
@@ -293,15 +212,15 @@ static int read_manifest(struct trk_replay *r, char *why, size_t len)
     snprintf(path, sizeof(path), "%s/manifest.json", r->dir);
     struct stat sb;
     if (stat(r->dir, &sb) != 0 || !S_ISDIR(sb.st_mode) || stat(path, &sb) != 0)
-        return fail(why, len, TRK_REPLAY_ENOBUNDLE, "%s: no bundle there (%s)", r->dir,
-                    stat(r->dir, &sb) != 0 ? strerror(errno)
-                    : S_ISDIR(sb.st_mode)  ? "no manifest.json"
-                                           : "not a folder");
+        return trk_replay_fail(why, len, TRK_REPLAY_ENOBUNDLE, "%s: no bundle there (%s)", r->dir,
+                               stat(r->dir, &sb) != 0 ? strerror(errno)
+                               : S_ISDIR(sb.st_mode)  ? "no manifest.json"
+                                                      : "not a folder");
     json_error_t je;
     json_t *m = json_load_file(path, 0, &je);
     if (!m)
-        return fail(why, len, TRK_REPLAY_EDAMAGED, "%s:%d:%d (byte %d): %s", path, je.line,
-                    je.column, je.position, je.text);
+        return trk_replay_fail(why, len, TRK_REPLAY_EDAMAGED, "%s:%d:%d (byte %d): %s", path,
+                               je.line, je.column, je.position, je.text);
     const char *format = json_string_value(json_object_get(m, "format"));
     json_t *ver = json_object_get(m, "version");
     json_t *src = json_object_get(m, "source");
@@ -309,17 +228,20 @@ static int read_manifest(struct trk_replay *r, char *why, size_t len)
         json_string_value(json_object_get(json_object_get(m, "frames"), "storage"));
     int rc = 0;
     if (!format || strcmp(format, TRK_BUNDLE_FORMAT) || !json_is_integer(ver))
-        rc = fail(why, len, TRK_REPLAY_EDAMAGED, "%s: not a %s manifest", path, TRK_BUNDLE_FORMAT);
+        rc = trk_replay_fail(why, len, TRK_REPLAY_EDAMAGED, "%s: not a %s manifest", path,
+                             TRK_BUNDLE_FORMAT);
     else if (json_integer_value(ver) < TRK_BUNDLE_VERSION ||
              json_integer_value(ver) > TRK_BUNDLE_VERSION_COPY)
-        rc = fail(why, len, TRK_REPLAY_EDAMAGED,
-                  "%s: bundle version %lld; this trackd reads versions %d to %d", path,
-                  (long long)json_integer_value(ver), TRK_BUNDLE_VERSION, TRK_BUNDLE_VERSION_COPY);
+        rc = trk_replay_fail(why, len, TRK_REPLAY_EDAMAGED,
+                             "%s: bundle version %lld; this trackd reads versions %d to %d", path,
+                             (long long)json_integer_value(ver), TRK_BUNDLE_VERSION,
+                             TRK_BUNDLE_VERSION_COPY);
     else if (!storage ||
              (strcmp(storage, "raw") && strcmp(storage, "ffv1") && strcmp(storage, "copy")))
-        rc = fail(why, len, TRK_REPLAY_EDAMAGED,
-                  "%s: frames.storage \"%s\": this trackd reads \"raw\", \"ffv1\" and \"copy\"",
-                  path, storage ? storage : "(none)");
+        rc = trk_replay_fail(
+            why, len, TRK_REPLAY_EDAMAGED,
+            "%s: frames.storage \"%s\": this trackd reads \"raw\", \"ffv1\" and \"copy\"", path,
+            storage ? storage : "(none)");
     else {
         r->ffv1 = !strcmp(storage, "ffv1");
         r->copy = !strcmp(storage, "copy");
@@ -359,24 +281,25 @@ static int check_ffv1(struct trk_replay *r, char *why, size_t len)
         stat(path, &sb);
         if (trk_ffv1_in_open(path, &f->in, msg, sizeof(msg)) ||
             trk_ffv1_in_count(f->in, &n, msg, sizeof(msg)))
-            return fail(why, len, TRK_REPLAY_EDAMAGED, "%s: %s", path, msg);
+            return trk_replay_fail(why, len, TRK_REPLAY_EDAMAGED, "%s: %s", path, msg);
         for (size_t k = 0; k < r->n; k++) {
             const struct entry *e = &r->idx[k];
             if (e->file != i) continue;
             if (e->packet != next || e->packet >= n)
-                return fail(why, len, TRK_REPLAY_EDAMAGED,
-                            "%s: frame %llu is packet %llu, but %s (%llu packets in %lld bytes; "
-                            "index.ndjson line %zu)",
-                            path, (unsigned long long)e->seq, (unsigned long long)e->packet,
-                            e->packet != next ? "the packets before it are not all named"
-                                              : "the file ends before it",
-                            (unsigned long long)n, (long long)sb.st_size, k + 1);
+                return trk_replay_fail(
+                    why, len, TRK_REPLAY_EDAMAGED,
+                    "%s: frame %llu is packet %llu, but %s (%llu packets in %lld bytes; "
+                    "index.ndjson line %zu)",
+                    path, (unsigned long long)e->seq, (unsigned long long)e->packet,
+                    e->packet != next ? "the packets before it are not all named"
+                                      : "the file ends before it",
+                    (unsigned long long)n, (long long)sb.st_size, k + 1);
             next++;
             if (e->size > r->scratch_cap) r->scratch_cap = e->size;
         }
     }
     if (!(r->scratch = malloc(r->scratch_cap ? r->scratch_cap : 1)))
-        return fail(why, len, TRK_ENOMEM, "out of memory");
+        return trk_replay_fail(why, len, TRK_ENOMEM, "out of memory");
     return 0;
 }
 
@@ -390,17 +313,19 @@ static int check_stored(struct trk_replay *r, const char *name, int kind, int *f
     snprintf(path, sizeof(path), "%s/%s", r->dir, name);
     struct stat sb;
     if ((*fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 || fstat(*fd, &sb) != 0)
-        return fail(why, len, TRK_REPLAY_EDAMAGED, "%s: cannot open: %s", path, strerror(errno));
+        return trk_replay_fail(why, len, TRK_REPLAY_EDAMAGED, "%s: cannot open: %s", path,
+                               strerror(errno));
     const uint64_t end = (uint64_t)sb.st_size;
     for (size_t i = 0; i < r->n; i++) {
         const struct entry *e = &r->idx[i];
         const uint64_t bytes = kind == COPY_MJPEG ? e->packet : e->size;
         if ((int)e->copy == kind && (bytes > end || e->offset > end - bytes))
-            return fail(why, len, TRK_REPLAY_EDAMAGED,
-                        "%s: frame %llu is bytes %llu..%llu, but the file ends at byte %lld "
-                        "(index.ndjson line %zu)",
-                        path, (unsigned long long)e->seq, (unsigned long long)e->offset,
-                        (unsigned long long)(e->offset + bytes), (long long)sb.st_size, i + 1);
+            return trk_replay_fail(
+                why, len, TRK_REPLAY_EDAMAGED,
+                "%s: frame %llu is bytes %llu..%llu, but the file ends at byte %lld "
+                "(index.ndjson line %zu)",
+                path, (unsigned long long)e->seq, (unsigned long long)e->offset,
+                (unsigned long long)(e->offset + bytes), (long long)sb.st_size, i + 1);
     }
     return 0;
 }
@@ -423,16 +348,17 @@ static int check_mjpeg(struct trk_replay *r, char *why, size_t len)
         if (e->copy != COPY_MJPEG) continue;
         if (e->packet < 2 || pread(r->mjpeg_fd, soi, 2, (off_t)e->offset) != 2 || soi[0] != 0xff ||
             soi[1] != 0xd8)
-            return fail(why, len, TRK_REPLAY_EDAMAGED,
-                        "%s/frames.mjpeg: frame %llu at byte %llu is no JPEG (it starts %02x %02x, "
-                        "not ff d8; index.ndjson line %zu)",
-                        r->dir, (unsigned long long)e->seq, (unsigned long long)e->offset, soi[0],
-                        soi[1], i + 1);
+            return trk_replay_fail(
+                why, len, TRK_REPLAY_EDAMAGED,
+                "%s/frames.mjpeg: frame %llu at byte %llu is no JPEG (it starts %02x %02x, "
+                "not ff d8; index.ndjson line %zu)",
+                r->dir, (unsigned long long)e->seq, (unsigned long long)e->offset, soi[0], soi[1],
+                i + 1);
         if (e->packet > r->scratch_cap) r->scratch_cap = e->packet;
     }
     free(r->scratch);
     if (!(r->scratch = malloc(r->scratch_cap ? r->scratch_cap : 1)) || trk_mjpeg_create(&r->mjpeg))
-        return fail(why, len, TRK_ENOMEM, "out of memory (or no MJPEG decoder)");
+        return trk_replay_fail(why, len, TRK_ENOMEM, "out of memory (or no MJPEG decoder)");
     return 0;
 }
 
@@ -447,17 +373,19 @@ static int check_input(struct trk_replay *r, char *why, size_t len)
     const char *sha = json_string_value(json_object_get(src, "input_sha256"));
     if (!r->input[0] || !json_is_integer(size) || !sha || !json_is_integer(bs) ||
         json_integer_value(bs) <= 0 || !json_is_array(crcs))
-        return fail(why, len, TRK_REPLAY_EDAMAGED,
-                    "%s/manifest.json: its frames are the input file's, but source.input, "
-                    "input_size, input_sha256 or input_blocks is missing",
-                    r->dir);
+        return trk_replay_fail(
+            why, len, TRK_REPLAY_EDAMAGED,
+            "%s/manifest.json: its frames are the input file's, but source.input, "
+            "input_size, input_sha256 or input_blocks is missing",
+            r->dir);
     struct trk_record_input have;
     int err = trk_record_hash_input(r->input, (uint64_t)json_integer_value(bs), &have);
-    if (err == TRK_ENOMEM) return fail(why, len, err, "out of memory");
+    if (err == TRK_ENOMEM) return trk_replay_fail(why, len, err, "out of memory");
     if (err)
-        return fail(why, len, TRK_REPLAY_EDAMAGED,
-                    "%s: cannot read it: %s (the bundle %s stores its frames by reference to it)",
-                    r->input, err == -EINVAL ? "not a regular file" : trk_strerror(err), r->dir);
+        return trk_replay_fail(
+            why, len, TRK_REPLAY_EDAMAGED,
+            "%s: cannot read it: %s (the bundle %s stores its frames by reference to it)", r->input,
+            err == -EINVAL ? "not a regular file" : trk_strerror(err), r->dir);
     const uint64_t block = have.block, want = (uint64_t)json_integer_value(size);
     /* The first block, complete in both, whose CRC differs; then a size
      * that differs; then the last block or the whole file's hash. */
@@ -471,18 +399,20 @@ static int check_input(struct trk_replay *r, char *why, size_t len)
     if (at == UINT64_MAX && have.size == want && strcmp(have.sha256, sha)) at = 0;
     free(have.crc);
     if (at != UINT64_MAX)
-        return fail(why, len, TRK_REPLAY_EDAMAGED,
-                    "%s: not the file recorded: bytes %llu..%llu differ from it (their CRC-32 "
-                    "is not the manifest's input_blocks')",
-                    r->input, (unsigned long long)at,
-                    (unsigned long long)(at + block < have.size ? at + block : have.size));
+        return trk_replay_fail(
+            why, len, TRK_REPLAY_EDAMAGED,
+            "%s: not the file recorded: bytes %llu..%llu differ from it (their CRC-32 "
+            "is not the manifest's input_blocks')",
+            r->input, (unsigned long long)at,
+            (unsigned long long)(at + block < have.size ? at + block : have.size));
     if (have.size != want)
-        return fail(why, len, TRK_REPLAY_EDAMAGED,
-                    have.size < want
-                        ? "%s: not the file recorded: it ends at byte %llu, the recorded one at "
-                          "byte %llu (cut?)"
-                        : "%s: not the file recorded: it is %llu bytes, the recorded one %llu",
-                    r->input, (unsigned long long)have.size, (unsigned long long)want);
+        return trk_replay_fail(
+            why, len, TRK_REPLAY_EDAMAGED,
+            have.size < want
+                ? "%s: not the file recorded: it ends at byte %llu, the recorded one at "
+                  "byte %llu (cut?)"
+                : "%s: not the file recorded: it is %llu bytes, the recorded one %llu",
+            r->input, (unsigned long long)have.size, (unsigned long long)want);
     /* A file's frames are recorded without a gap (its capture waits for
      * the recorder): frame numbers that jump far ahead are damage, and
      * with --loop reading on to them would never end. */
@@ -491,16 +421,18 @@ static int check_input(struct trk_replay *r, char *why, size_t len)
         const struct entry *e = &r->idx[i];
         if (e->copy != COPY_INPUT) continue;
         if (e->packet < next || e->packet - next > MAX_INPUT_GAP)
-            return fail(why, len, TRK_REPLAY_EDAMAGED,
-                        "%s/index.ndjson:%zu: frame %llu of the input where frame %llu was due: "
-                        "a recording of a file goes forward without gaps",
-                        r->dir, i + 1, (unsigned long long)e->packet, (unsigned long long)next);
+            return trk_replay_fail(
+                why, len, TRK_REPLAY_EDAMAGED,
+                "%s/index.ndjson:%zu: frame %llu of the input where frame %llu was due: "
+                "a recording of a file goes forward without gaps",
+                r->dir, i + 1, (unsigned long long)e->packet, (unsigned long long)next);
         next = e->packet + 1;
     }
     struct trk_file_cfg fc = { .path = r->input, .loop = r->input_loop };
     if ((err = trk_source_file_create(&fc, &r->in)) || (err = trk_source_open(&r->in)))
-        return fail(why, len, err == TRK_ENOMEM ? err : TRK_REPLAY_EDAMAGED,
-                    "%s: cannot open it as the live run did: %s", r->input, trk_strerror(err));
+        return trk_replay_fail(why, len, err == TRK_ENOMEM ? err : TRK_REPLAY_EDAMAGED,
+                               "%s: cannot open it as the live run did: %s", r->input,
+                               trk_strerror(err));
     r->in_open = true;
     return 0;
 }
@@ -522,10 +454,11 @@ static int check_frames(struct trk_replay *r, char *why, size_t len)
     int rc = r->ffv1 ? check_ffv1(r, why, len) : check_raw(r, why, len);
     if (!rc && r->copy) rc = check_copy(r, why, len);
     if (rc) return rc;
-    if (!r->n) return fail(why, len, TRK_REPLAY_EDAMAGED, "%s/index.ndjson: no frames", r->dir);
+    if (!r->n)
+        return trk_replay_fail(why, len, TRK_REPLAY_EDAMAGED, "%s/index.ndjson: no frames", r->dir);
     if (!r->n_ver || r->ver[0].first_seq > r->idx[0].seq)
-        return fail(why, len, TRK_REPLAY_EDAMAGED,
-                    "%s/objects.ndjson: no object set for the first frame", r->dir);
+        return trk_replay_fail(why, len, TRK_REPLAY_EDAMAGED,
+                               "%s/objects.ndjson: no object set for the first frame", r->dir);
     return 0;
 }
 
@@ -574,37 +507,49 @@ static int read_state(struct trk_replay *r, char *why, size_t len)
     FILE *f = fopen(path, "rbe");
     if (!f) {
         if (errno == ENOENT) return 0;
-        return fail(why, len, TRK_REPLAY_EDAMAGED, "%s: cannot open: %s", path, strerror(errno));
+        return trk_replay_fail(why, len, TRK_REPLAY_EDAMAGED, "%s: cannot open: %s", path,
+                               strerror(errno));
     }
     struct stat sb;
     int rc = 0;
     if (fstat(fileno(f), &sb) || sb.st_size < 0)
-        rc = fail(why, len, TRK_REPLAY_EDAMAGED, "%s: cannot read: %s", path, strerror(errno));
+        rc = trk_replay_fail(why, len, TRK_REPLAY_EDAMAGED, "%s: cannot read: %s", path,
+                             strerror(errno));
     else if (!(r->state = malloc((size_t)sb.st_size + 1)))
-        rc = fail(why, len, TRK_ENOMEM, "out of memory");
+        rc = trk_replay_fail(why, len, TRK_ENOMEM, "out of memory");
     else if (fread(r->state, 1, (size_t)sb.st_size, f) != (size_t)sb.st_size)
-        rc = fail(why, len, TRK_REPLAY_EDAMAGED, "%s: cannot read %lld bytes", path,
-                  (long long)sb.st_size);
+        rc = trk_replay_fail(why, len, TRK_REPLAY_EDAMAGED, "%s: cannot read %lld bytes", path,
+                             (long long)sb.st_size);
     fclose(f);
     if (rc) return rc;
     r->state_len = (size_t)sb.st_size;
     size_t off = 0;
     const char *what = NULL;
     rc = trk_state_check(r->state, r->state_len, r->ver[0].set, &off, &what);
-    if (rc == TRK_ENOMEM) return fail(why, len, rc, "out of memory");
+    if (rc == TRK_ENOMEM) return trk_replay_fail(why, len, rc, "out of memory");
     if (rc)
-        return fail(why, len, TRK_REPLAY_EDAMAGED, "%s: at byte %zu of %zu: %s", path, off,
-                    r->state_len, what);
+        return trk_replay_fail(why, len, TRK_REPLAY_EDAMAGED, "%s: at byte %zu of %zu: %s", path,
+                               off, r->state_len, what);
     return 0;
+}
+
+/* copy: the input file from its first frame (the file source reads
+ * forward only, as the live run read it). */
+static int input_restart(struct trk_replay *r)
+{
+    if (r->in_open) trk_source_close(&r->in);
+    r->in_next = 0;
+    int err = trk_source_open(&r->in);
+    r->in_open = !err;
+    return err;
 }
 
 static int replay_open(void *self, struct trk_source *info)
 {
     struct trk_replay *r = self;
     r->info = info;
-    if (r->in_open && r->next) { /* reopened: the input from its start */
-        trk_source_close(&r->in);
-        int err = trk_source_open(&r->in);
+    if (r->in_open && r->in_next) { /* reopened: the input from its start */
+        int err = input_restart(r);
         if (err) return err;
     }
     r->next = 0;
@@ -623,21 +568,21 @@ static int replay_open(void *self, struct trk_source *info)
     info->width = r->idx[0].width;
     info->height = r->idx[0].height;
     info->fps = r->fps;
+    r->info = info;
     return 0;
 }
 
-/* A stored frame that cannot be had after all: said where, kept for the
- * pipeline's status and for exit 65 (trk_replay_damaged). */
-static int damaged(struct trk_replay *r, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static int damaged(struct trk_replay *r, const char *fmt, ...)
+/* A stored frame that cannot be had after all: said where (into why and
+ * the source's error, for the pipeline's status), kept for exit 65
+ * (trk_replay_damaged). */
+static int damaged(struct trk_replay *r, char *why, size_t why_len, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int damaged(struct trk_replay *r, char *why, size_t why_len, const char *fmt, ...)
 {
-    char why[sizeof(r->info->error)];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(why, sizeof(why), fmt, ap);
+    vsnprintf(why, why_len, fmt, ap);
     va_end(ap);
-    log_error("--replay: %s", why);
     if (r->info) snprintf(r->info->error, sizeof(r->info->error), "%s", why);
     r->damaged = true;
     return TRK_SOURCE_EDECODE;
@@ -645,62 +590,81 @@ static int damaged(struct trk_replay *r, const char *fmt, ...)
 
 /* The decoded frame is the one recorded: its format, size and time. */
 static int same_as_recorded(struct trk_replay *r, const struct entry *e, const struct trk_frame *f,
-                            const char *where)
+                            const char *where, char *why, size_t why_len)
 {
     if (f->img.fmt == e->fmt && f->img.width == e->width && f->img.height == e->height &&
         fabs(f->pts - e->pts) < 2e-6)
         return 0;
-    return damaged(r, "%s: frame %llu decodes as %s %dx%d at %.6f s, recorded %s %dx%d at %.6f s",
+    return damaged(r, why, why_len,
+                   "%s: frame %llu decodes as %s %dx%d at %.6f s, recorded %s %dx%d at %.6f s",
                    where, (unsigned long long)e->seq, trk_pixfmt_name(f->img.fmt), f->img.width,
                    f->img.height, f->pts, trk_pixfmt_name(e->fmt), e->width, e->height, e->pts);
 }
 
-/* copy: a JPEG of frames.mjpeg through the live run's decoder. */
-static int read_mjpeg(struct trk_replay *r, const struct entry *e, struct trk_frame *f)
+/* copy: a JPEG of frames.mjpeg through the live run's decoder. Any frame
+ * at any time: the index has its offset (a seek is a read there). */
+static int read_mjpeg(struct trk_replay *r, const struct entry *e, struct trk_frame *f, char *why,
+                      size_t why_len)
 {
     char where[4300];
     snprintf(where, sizeof(where), "%s/frames.mjpeg at byte %llu", r->dir,
              (unsigned long long)e->offset);
     ssize_t n = pread(r->mjpeg_fd, r->scratch, e->packet, (off_t)e->offset);
-    if (n != (ssize_t)e->packet) return n < 0 ? -errno : -EIO;
+    if (n != (ssize_t)e->packet)
+        return trk_replay_fail(why, why_len, n < 0 ? -errno : -EIO, "%s: frame %llu: %s", where,
+                               (unsigned long long)e->seq,
+                               n < 0 ? strerror(errno) : "the file ends (cut since it was opened)");
     if (trk_mjpeg_decode(r->mjpeg, r->scratch, e->packet, f))
-        return damaged(r, "%s: frame %llu (%llu bytes) does not decode", where,
+        return damaged(r, why, why_len, "%s: frame %llu (%llu bytes) does not decode", where,
                        (unsigned long long)e->seq, (unsigned long long)e->packet);
     f->pts = e->pts;
-    return same_as_recorded(r, e, f, where);
+    return same_as_recorded(r, e, f, where, why, why_len);
 }
 
-/* copy: frame e->packet of the input file, read on to it. */
-static int read_input(struct trk_replay *r, const struct entry *e, struct trk_frame *f)
+/* copy: frame e->packet of the input file, read on to it. A frame behind
+ * the one the file gives next (a seek back, a re-run) starts the file
+ * over. */
+static int read_input(struct trk_replay *r, const struct entry *e, struct trk_frame *f, char *why,
+                      size_t why_len)
 {
+    if (!r->in_open || e->packet < r->in_next) {
+        int err = input_restart(r);
+        if (err)
+            return damaged(r, why, why_len, "%s: cannot open it again: %s", r->input,
+                           err == TRK_SOURCE_EDECODE ? r->in.error : trk_strerror(err));
+    }
     r->in.host_mem = r->info ? r->info->host_mem : NULL;
     for (;;) {
         int err = trk_source_read(&r->in, f);
         if (err == TRK_SOURCE_EOF)
-            return damaged(r, "%s: it ends before frame %llu, which the bundle's frame %llu is",
+            return damaged(r, why, why_len,
+                           "%s: it ends before frame %llu, which the bundle's frame %llu is",
                            r->input, (unsigned long long)e->packet, (unsigned long long)e->seq);
-        if (err == TRK_SOURCE_EDECODE) return damaged(r, "%s: %s", r->input, r->in.error);
-        if (err) return err;
-        if (f->src_index < e->packet) continue; /* not recorded (--frames, a drop) */
+        if (err == TRK_SOURCE_EDECODE)
+            return damaged(r, why, why_len, "%s: %s", r->input, r->in.error);
+        if (err)
+            return trk_replay_fail(why, why_len, err, "%s: frame %llu: %s", r->input,
+                                   (unsigned long long)e->packet, trk_strerror(err));
+        r->in_next = f->src_index + 1;
+        if (f->src_index < e->packet) continue; /* not recorded (--frames, a drop), or a seek */
         char where[4200];
         snprintf(where, sizeof(where), "%s (frame %llu)", r->input, (unsigned long long)e->packet);
-        return f->src_index == e->packet ? same_as_recorded(r, e, f, where)
-                                         : damaged(r, "%s: not in the file", where);
+        return f->src_index == e->packet ? same_as_recorded(r, e, f, where, why, why_len)
+                                         : damaged(r, why, why_len, "%s: not in the file", where);
     }
 }
 
-static int replay_read(void *self, struct trk_frame *f)
+/* Frame k's bytes into f; why says what failed (the bundle changed since
+ * it was checked at open: cut, overwritten; a copy bundle's frame that no
+ * longer decodes as recorded). */
+static int read_frame(struct trk_replay *r, size_t k, struct trk_frame *f, char *why,
+                      size_t why_len)
 {
-    struct trk_replay *r = self;
-    if (r->next >= r->n) return TRK_SOURCE_EOF;
-    const struct entry *e = &r->idx[r->next];
-    if (e->copy != COPY_NONE) {
-        int err = e->copy == COPY_MJPEG ? read_mjpeg(r, e, f) : read_input(r, e, f);
-        if (!err) r->next++;
-        return err;
-    }
+    const struct entry *e = &r->idx[k];
+    if (e->copy == COPY_MJPEG) return read_mjpeg(r, e, f, why, why_len);
+    if (e->copy == COPY_INPUT) return read_input(r, e, f, why, why_len);
     int err = trk_frame_layout(f, e->fmt, e->width, e->height, 64);
-    if (err) return err;
+    if (err) return trk_replay_fail(why, why_len, err, "out of memory for frame %zu", k);
     f->img.matrix = e->matrix;
     f->img.full_range = e->full_range;
     f->pts = e->pts;
@@ -709,15 +673,20 @@ static int replay_read(void *self, struct trk_frame *f)
     const uint8_t *src = NULL;
     if (e->file >= 0) {
         struct ffv1_file *ff = &r->files[e->file];
-        char why[600];
+        /* A seek: every frame is a key frame, so the packets before it are
+         * passed over undecoded (from the start when it lies behind). */
+        if (ff->next > e->packet && !trk_ffv1_in_rewind(ff->in)) ff->next = 0;
+        if (ff->next < e->packet && !trk_ffv1_in_skip(ff->in, e->packet - ff->next))
+            ff->next = e->packet;
+        char msg[600] = "not the next packet";
         err = ff->next == e->packet ? trk_ffv1_in_next(ff->in, e->fmt, e->width, e->height,
-                                                       r->scratch, why, sizeof(why))
+                                                       r->scratch, msg, sizeof(msg))
                                     : TRK_EINVAL;
         if (err) {
-            log_error("%s/%s: frame %llu (packet %llu): %s", r->dir, ff->name,
-                      (unsigned long long)e->seq, (unsigned long long)e->packet,
-                      ff->next == e->packet ? why : "not the next packet");
-            return err;
+            ff->next = UINT64_MAX; /* the next read starts the file over */
+            return trk_replay_fail(why, why_len, err, "%s/%s: frame %llu (packet %llu): %s", r->dir,
+                                   ff->name, (unsigned long long)e->seq,
+                                   (unsigned long long)e->packet, msg);
         }
         ff->next++;
         src = r->scratch;
@@ -732,10 +701,42 @@ static int replay_read(void *self, struct trk_frame *f)
                 continue;
             }
             ssize_t n = pread(r->fd, dst, L.row_bytes[p], off);
-            if (n != (ssize_t)L.row_bytes[p]) return n < 0 ? -errno : -EIO;
+            if (n != (ssize_t)L.row_bytes[p])
+                return trk_replay_fail(why, why_len, n < 0 ? -errno : -EIO,
+                                       "%s/frames.raw: frame %llu: %s at byte %lld", r->dir,
+                                       (unsigned long long)e->seq,
+                                       n < 0 ? strerror(errno)
+                                             : "the file ends (cut since it was opened)",
+                                       (long long)off);
             off += (off_t)L.row_bytes[p];
         }
-    r->next++;
+    return 0;
+}
+
+static int replay_read(void *self, struct trk_frame *f)
+{
+    struct trk_replay *r = self;
+    size_t k = r->next;
+    bool unpaced = false;
+    if (r->t) {
+        int rc = trk_replay_transport_next(r, &k, &unpaced);
+        if (rc) return rc;
+    } else if (r->next >= r->n) {
+        return TRK_SOURCE_EOF;
+    }
+    if (r->info) r->info->unpaced = unpaced;
+    char why[700];
+    int err = read_frame(r, k, f, why, sizeof(why));
+    if (err && r->t) {
+        /* The page's replay stays: the frame is refused, it pauses. */
+        trk_replay_transport_failed(r, why);
+        return TRK_SOURCE_AGAIN;
+    }
+    if (err) {
+        log_error("--replay: %s", why);
+        return err;
+    }
+    r->next = k + 1;
     return 0;
 }
 
@@ -753,6 +754,7 @@ static void replay_destroy(void *self)
     if (r->in.ops) trk_source_destroy(&r->in);
     json_decref(r->input_want);
     if (r->results) fclose(r->results);
+    trk_replay_transport_destroy(&r->t);
     for (int i = 0; i < r->n_files; i++)
         trk_ffv1_in_close(&r->files[i].in);
     free(r->files);
@@ -778,7 +780,7 @@ int trk_replay_open(const char *dir, struct trk_source *src, struct trk_replay *
 {
     *out = NULL;
     struct trk_replay *r = calloc(1, sizeof(*r));
-    if (!r) return fail(why, why_len, TRK_ENOMEM, "out of memory");
+    if (!r) return trk_replay_fail(why, why_len, TRK_ENOMEM, "out of memory");
     r->fd = r->mjpeg_fd = -1;
     snprintf(r->dir, sizeof(r->dir), "%s", dir);
     int rc = read_manifest(r, why, why_len);
@@ -828,14 +830,21 @@ void trk_replay_set_control(struct trk_replay *r, struct trk_control *c)
 void trk_replay_frame_due(void *ctx, uint64_t seq)
 {
     struct trk_replay *r = ctx;
-    if (!r->control || seq >= r->n) return;
-    const uint64_t rec_seq = r->idx[seq].seq;
-    int k = r->installed;
+    const size_t at = trk_replay_frame_of(r, seq);
+    if (!r->control || at >= r->n) return;
+    const uint64_t rec_seq = r->idx[at].seq;
+    /* The set in force at that frame: the newest of those due (the others
+     * never had a frame); after a seek it may be an earlier one. */
+    int k = 1;
     while (k < r->n_ver && r->ver[k].first_seq <= rec_seq)
         k++;
     if (k == r->installed) return;
-    /* Only the newest of those that are due: the others never had a frame. */
-    trk_control_install(r->control, r->ver[k - 1].set);
+    /* A client edited the set during an interactive replay: its set stays
+     * (the "what if" run), the recorded ones are no longer installed. */
+    const uint64_t inst = __atomic_load_n(&r->inst_version, __ATOMIC_ACQUIRE);
+    if (r->t && inst && trk_control_version(r->control) != inst) return;
+    __atomic_store_n(&r->inst_version, trk_control_install(r->control, r->ver[k - 1].set),
+                     __ATOMIC_RELEASE);
     log_info("object set %d of the bundle applies from frame %llu", k, (unsigned long long)rec_seq);
     r->installed = k;
 }
@@ -854,7 +863,7 @@ static bool is_timing(const char *key)
 /* The first path where a and b differ, into path, and the two values
  * there into d[0], d[1] (borrowed; NULL = missing); timing fields are
  * skipped at the top level of a frame message. */
-static bool differ(json_t *a, json_t *b, char *path, size_t len, bool top, json_t **d)
+bool trk_replay_differ(json_t *a, json_t *b, char *path, size_t len, bool top, json_t **d)
 {
     d[0] = a, d[1] = b;
     if (json_is_object(a) && json_is_object(b)) {
@@ -865,7 +874,7 @@ static bool differ(json_t *a, json_t *b, char *path, size_t len, bool top, json_
         {
             if (top && is_timing(key)) continue;
             snprintf(path + at, len - at, "%s%s", at ? "." : "", key);
-            if (differ(va, json_object_get(b, key), path, len, false, d)) return true;
+            if (trk_replay_differ(va, json_object_get(b, key), path, len, false, d)) return true;
         }
         json_t *vb;
         json_object_foreach(b, key, vb)
@@ -889,7 +898,7 @@ static bool differ(json_t *a, json_t *b, char *path, size_t len, bool top, json_
         }
         for (size_t i = 0; i < json_array_size(a); i++) {
             snprintf(path + at, len - at, "[%zu]", i);
-            if (differ(json_array_get(a, i), json_array_get(b, i), path, len, false, d))
+            if (trk_replay_differ(json_array_get(a, i), json_array_get(b, i), path, len, false, d))
                 return true;
         }
         path[at] = 0;
@@ -935,8 +944,9 @@ static void verify_frame(void *ctx, const struct trk_frame_result *res, const ch
                          size_t len)
 {
     struct trk_replay *r = ctx;
-    if (res->meta.seq >= r->n) return;
-    const uint64_t seq = r->idx[res->meta.seq].seq;
+    const size_t at = trk_replay_frame_of(r, res->meta.seq);
+    if (at >= r->n) return;
+    const uint64_t seq = r->idx[at].seq;
     json_t *now = json ? json_loadb(json, len, 0, NULL) : NULL;
     json_t *then = recorded(r, seq);
     if (then || !r->stopped_early || !feof(r->results)) r->compared++;
@@ -948,7 +958,7 @@ static void verify_frame(void *ctx, const struct trk_frame_result *res, const ch
         first_difference(r, seq, "the bundle has no recorded result for it");
     } else if (!now) {
         first_difference(r, seq, "no result now");
-    } else if (differ(then, now, path, sizeof(path), true, d)) {
+    } else if (trk_replay_differ(then, now, path, sizeof(path), true, d)) {
         char *a = d[0] ? json_dumps(d[0], JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(10))
                        : NULL;
         char *b = d[1] ? json_dumps(d[1], JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(10))

@@ -10,7 +10,8 @@
  * the first frame with the file and the offset.
  *
  * Threads: read from the capture thread, frame_due and the verifier from
- * the processing thread; they share nothing mutable.
+ * the processing thread; they share nothing mutable but the transport's
+ * state, which has its own lock (replay_transport.c).
  * Lifecycle: trk_replay_open fills a struct trk_source that owns the
  * replay (trk_source_destroy frees it): destroy it after the outputs. */
 #ifndef TRK_DAEMON_REPLAY_H
@@ -18,6 +19,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "source.h"
 
@@ -65,6 +67,33 @@ int trk_replay_verify_add(struct trk_replay *r, struct trk_outputs *o);
  * replay's count, matched with the recorded seq through the index). */
 #define TRK_REPLAY_TIMING_FIELDS                                                                   \
     "t_capture", "wall_ms", "latency", "upload_bytes", "backend", "camera", "seq"
+
+/* The page's transport (PROTOCOL.md, "Replay"; docs/RECORDING.md, "The
+ * page's bundle view"): pause, play, step, seek and re-running a range with
+ * the set in force now, a "replay" message after every frame. Not with
+ * --verify. */
+struct trk_replay_transport_cfg {
+    /* --paused: start paused at the first frame (shown), and pause at the
+     * end instead of ending. */
+    bool paused;
+    /* The "replay" message to every client (any thread but the capture
+     * thread; must not block); NULL = none. */
+    void (*broadcast)(void *ctx, const char *json, size_t len);
+    void *ctx;
+};
+/* Registers the transport's output with the door (before the pipeline
+ * starts). 0, TRK_ENOMEM, or a negative code reading results.ndjson. */
+int trk_replay_transport_add(struct trk_replay *r, const struct trk_replay_transport_cfg *cfg,
+                             struct trk_outputs *o);
+/* The control module's hook (control.h, trk_control_cfg.replay; ctx: the
+ * replay): the replay_* messages. */
+int trk_replay_control(void *ctx, int op, long long a, long long b, long long *frame, char *why,
+                       size_t why_len);
+/* The pipeline's hooks (pipeline.h, replay_state / replay_keep /
+ * replay_show; ctx: the replay), once the transport is added. */
+int trk_replay_state_hook(void *ctx, uint64_t seq, const void **data, size_t *len);
+void trk_replay_keep_hook(void *ctx, uint64_t seq, const void *data, size_t len);
+bool trk_replay_show_hook(void *ctx, uint64_t seq);
 
 /* After the run: true when verification found no difference (and every
  * recorded result was replayed); otherwise the first difference was

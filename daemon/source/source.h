@@ -12,6 +12,9 @@
 /* read() returns 0 with a frame, TRK_SOURCE_EOF at the end of a file, or a
  * negative code. */
 #define TRK_SOURCE_EOF 1
+/* read() of a source that has no frame to give now but may later (a paused
+ * replay): the caller checks whether it should stop and asks again. */
+#define TRK_SOURCE_AGAIN 2
 /* open() of a file that is there but holds no video FFmpeg can decode (a
  * text file, audio only, an unknown container); the source has logged
  * why. Apart from -errno values and the backend's TRK_E* codes. */
@@ -47,6 +50,10 @@ struct trk_source {
     int width, height; /* known after open                                 */
     double fps;        /* nominal frame rate, for pacing; 0 if unknown     */
     bool live;         /* live sources drop stale frames, files don't      */
+    /* Set by read() (the capture thread's): the frame just read is not
+     * paced (a replay's step, seek or re-run); the pacing clock starts over
+     * at the next paced frame. */
+    bool unpaced;
     /* The backend whose host memory (pinned on CUDA) the source decodes or
      * captures into where it can (FFmpeg's pinned pool, V4L2 buffers
      * registered with it); NULL = plain memory. Set by the pipeline before
