@@ -194,6 +194,10 @@ void trk_replay_transport_failed(struct trk_replay *r, const char *why)
     if (strcmp(t->error, why)) log_error("%s; the replay pauses", why);
     snprintf(t->error, sizeof(t->error), "%s", why);
     t->given--; /* the pipeline never got it */
+    /* The last frame given before it is the current one again (its
+     * message says paused), and play tries the refused frame again. */
+    t->next = t->cur;
+    t->cur = t->given ? t->ring[(t->given - 1) % RING].k : SIZE_MAX;
     if (t->run_on && t->have_run) t->run_cancelled = t->run_done = true;
     t->run_on = false;
     t->paused = true;

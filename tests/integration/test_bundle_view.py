@@ -19,7 +19,14 @@ and a real WebSocket client, on bundles recorded from the demo here.
   4. FFV1 storage: seeks forward and back decode the right frames (0
      differ on a re-run after seeking back and forth);
   5. the end: with --paused the replay pauses at its last frame
-     ("at_end") instead of ending, and play from there starts again at 0.
+     ("at_end") instead of ending, and play from there starts again at 0;
+  6. copy storage (an MJPEG clip of the demo bundle's frames, made by the
+     ffmpeg command): a file by reference and an MJPEG camera's frames.mjpeg
+     (copy_bundle.py) seek forward and back to the recorded results, and
+     re-run identically; the referenced file cut while the replay plays:
+     a seek past the cut pauses with the error naming the file, the daemon
+     stays, and a seek back before the cut reads the file again from its
+     start, with no error.
 """
 import asyncio
 import json
@@ -31,6 +38,7 @@ import tempfile
 
 import websockets
 
+from copy_bundle import mjpeg_camera_bundle, mjpeg_clip
 from daemon_proc import http_get, start_trackd, stop_trackd
 
 FAILS = []
@@ -250,6 +258,69 @@ async def at_end(port):
         await c.replay(lambda j: j["frame"] == 0)
 
 
+async def seeks(port, what):
+    """Seeks forward and back, then a re-run: the recorded results."""
+    async with websockets.connect(f"ws://127.0.0.1:{port}/ws", max_size=None) as ws:
+        c = Client(ws)
+        await c.replay(lambda j: True)
+        for k in (60, 20, 21, 80, 3):
+            await c.ask({"type": "replay_seek", "frame": k})
+            m = await c.replay(lambda j: j["frame"] == k)
+            check(m["differs"] is None and m["error"] is None,
+                  f"{what}: seek to {k}: the recorded result ({m['differs']}, {m['error']})")
+        run = await c.run(40, 70)
+        check(run["differ"] == 0 and run["compared"] == 31, f"{what}: re-run 40..70: {run}")
+
+
+async def input_cut(port, clip):
+    """The referenced file cut while the replay plays."""
+    async with websockets.connect(f"ws://127.0.0.1:{port}/ws", max_size=None) as ws:
+        c = Client(ws)
+        await c.replay(lambda j: True)
+        await c.ask({"type": "replay_seek", "frame": 30})
+        m = await c.replay(lambda j: j["frame"] == 30)
+        check(m["error"] is None and m["differs"] is None, "copy input: frame 30 before the cut")
+        data = open(clip, "rb").read()
+        with open(clip, "r+b") as f:
+            f.truncate(len(data) // 3)
+        a = await c.ask({"type": "replay_seek", "frame": 85})
+        m = await c.replay(lambda j: j.get("error"))
+        check(a["type"] == "ack" and m["paused"] and os.path.realpath(clip) in m["error"]
+              and m["frame"] != 85,
+              f"copy input cut: a seek past the cut pauses, the error names the file "
+              f"({m['error']})")
+        a = await c.ask({"type": "replay_seek", "frame": 10})
+        m = await c.replay(lambda j: j["frame"] == 10)
+        check(a["type"] == "ack" and m["error"] is None and m["differs"] is None,
+              f"copy input cut: a seek back before the cut reads frame 10 again ({m['error']})")
+
+
+def copy_bundles(trackd, plain, tmp):
+    """The demo bundle's frames as an MJPEG clip, recorded by reference and
+    as an MJPEG camera's frames.mjpeg."""
+    idx = [json.loads(line) for line in open(os.path.join(plain, "index.ndjson"))]
+    raw = open(os.path.join(plain, "frames.raw"), "rb").read()
+    w, h = idx[0]["width"], idx[0]["height"]
+    check(all(e["format"] == "rgb24" for e in idx), "the demo bundle's frames are rgb24")
+    clip = os.path.join(tmp, "clip.avi")
+    check(mjpeg_clip([raw[e["offset"]:e["offset"] + e["size"]] for e in idx], w, h, clip, 30),
+          "ffmpeg made the MJPEG clip")
+    objs = os.path.join(plain, "objects", "0001.json")
+    common = ["--input", clip, "--objects", objs, "--fast", "--no-server", "--record"]
+    ref, rawb = os.path.join(tmp, "copy-ref"), os.path.join(tmp, "clip-raw")
+    for args in ([ref, "--record-storage", "copy"], [rawb]):
+        r = subprocess.run([trackd, *common, *args], capture_output=True, text=True, timeout=120)
+        check(r.returncode == 0, f"recorded the clip {args[1:]} ({r.stderr[-300:]})")
+    lines = [json.loads(line) for line in open(os.path.join(ref, "index.ndjson"))]
+    check(len(lines) == N and all(e.get("copy") == "input" for e in lines),
+          f"the by-reference bundle names {N} frames of the clip")
+    with_daemon(trackd, ref, tmp, "copy-input", lambda port: seeks(port, "copy input"))
+    cam = os.path.join(tmp, "copy-mjpeg")
+    mjpeg_camera_bundle(rawb, clip, cam)
+    with_daemon(trackd, cam, tmp, "copy-mjpeg", lambda port: seeks(port, "copy mjpeg"))
+    with_daemon(trackd, ref, tmp, "copy-cut", lambda port: input_cut(port, clip))
+
+
 def with_daemon(trackd, bundle, tmp, name, fn):
     log = open(os.path.join(tmp, f"{name}.log"), "w")
     p = None
@@ -296,6 +367,8 @@ def main():
         fb = os.path.join(tmp, "ffv1")
         record(trackd, fb, ["--record-storage", "ffv1"])
         with_daemon(trackd, fb, tmp, "ffv1", ffv1)
+
+        copy_bundles(trackd, plain, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"{len(FAILS)} failure(s)" if FAILS else "all ok")
