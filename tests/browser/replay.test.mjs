@@ -106,7 +106,14 @@ try {
   const errors = [];
   const page = await openPage(browser, port, errors, () => window.trackdTest &&
     window.trackdTest.replay.shown && window.trackdTest.replay.last);
-  const first = await page.evaluate(() => window.trackdTest.replay.last);
+  // The page asks for its picture again (a seek of the frame shown: its
+  // messages say not paused until that frame comes back), so the first
+  // state is read once that has settled.
+  const first = await page.waitForFunction(() => {
+    const l = window.trackdTest.replay.last;
+    return l && l.paused ? l : null;
+  }, null, { timeout: 10000 }).then((h) => h.jsonValue())
+    .catch(() => page.evaluate(() => window.trackdTest.replay.last));
   if (first.bundle !== 'demo-run' || first.frames !== N || !first.paused)
     fail(`the card's first state: ${first.bundle} ${first.frames} paused=${first.paused}`);
   if (!(await page.isVisible('#replay'))) fail('the Replay card is not visible');
