@@ -23,7 +23,9 @@ and a real WebSocket client, on bundles recorded from the demo here.
   6. copy storage (an MJPEG clip of the demo bundle's frames, made by the
      ffmpeg command): a file by reference and an MJPEG camera's frames.mjpeg
      (copy_bundle.py) seek forward and back to the recorded results, and
-     re-run identically; the referenced file cut while the replay plays:
+     re-run identically; a JPEG overwritten while the replay plays: a seek
+     to it pauses with the error naming frames.mjpeg and the byte, the next
+     one still reads; the referenced file cut while the replay plays:
      a seek past the cut pauses with the error naming the file, the daemon
      stays, and a seek back before the cut reads the file again from its
      start, with no error.
@@ -295,6 +297,26 @@ async def input_cut(port, clip):
               f"copy input cut: a seek back before the cut reads frame 10 again ({m['error']})")
 
 
+async def jpeg_damaged(port, bundle):
+    """A JPEG of frames.mjpeg overwritten while the replay plays."""
+    idx = [json.loads(line) for line in open(os.path.join(bundle, "index.ndjson"))]
+    e = idx[50]
+    async with websockets.connect(f"ws://127.0.0.1:{port}/ws", max_size=None) as ws:
+        c = Client(ws)
+        await c.replay(lambda j: True)
+        with open(os.path.join(bundle, "frames.mjpeg"), "r+b") as f:
+            f.seek(e["offset"] + 2)
+            f.write(b"\x00" * (e["packet_size"] - 2))
+        a = await c.ask({"type": "replay_seek", "frame": 50})
+        m = await c.replay(lambda j: j.get("error"))
+        check(a["type"] == "ack" and m["paused"] and m["frame"] != 50 and
+              f"frames.mjpeg at byte {e['offset']}" in m["error"],
+              f"copy mjpeg: a JPEG overwritten: the seek to it pauses with the error ({m['error']})")
+        await c.ask({"type": "replay_seek", "frame": 51})
+        m = await c.replay(lambda j: j["frame"] == 51)
+        check(m["error"] is None and m["differs"] is None, "copy mjpeg: the next JPEG still reads")
+
+
 def copy_bundles(trackd, plain, tmp):
     """The demo bundle's frames as an MJPEG clip, recorded by reference and
     as an MJPEG camera's frames.mjpeg."""
@@ -318,6 +340,7 @@ def copy_bundles(trackd, plain, tmp):
     cam = os.path.join(tmp, "copy-mjpeg")
     mjpeg_camera_bundle(rawb, clip, cam)
     with_daemon(trackd, cam, tmp, "copy-mjpeg", lambda port: seeks(port, "copy mjpeg"))
+    with_daemon(trackd, cam, tmp, "copy-jpeg-damaged", lambda port: jpeg_damaged(port, cam))
     with_daemon(trackd, ref, tmp, "copy-cut", lambda port: input_cut(port, clip))
 
 
