@@ -20,19 +20,19 @@
 
 /* ------------------------------------------------------------ shared rules */
 
-static const char *const space_names[] = { "rgb", "hsv", "ycbcr" };
-static const char *const channel_names[3][3] = { { "R", "G", "B" },
-                                                 { "H", "S", "V" },
-                                                 { "Y", "Cb", "Cr" } };
+static const char *const space_names[TRK_SPACE_COUNT] = { "rgb", "hsv", "ycbcr", "lab", "rg" };
+static const char *const channel_names[TRK_SPACE_COUNT][3] = {
+    { "R", "G", "B" }, { "H", "S", "V" }, { "Y", "Cb", "Cr" }, { "L", "a", "b" }, { "r", "g", "I" }
+};
 
 const char *trk_objects_space_name(enum trk_space space)
 {
-    return (unsigned)space < 3 ? space_names[space] : NULL;
+    return (unsigned)space < TRK_SPACE_COUNT ? space_names[space] : NULL;
 }
 
 int trk_objects_space_parse(const char *s)
 {
-    for (int i = 0; s && i < 3; i++)
+    for (int i = 0; s && i < TRK_SPACE_COUNT; i++)
         if (strcmp(s, space_names[i]) == 0) return i;
     return -1;
 }
@@ -99,7 +99,7 @@ int trk_objects_check_box(int space, const long long lo[3], const long long hi[3
 
 const char *trk_objects_channel_name(enum trk_space space, int c)
 {
-    return (unsigned)space < 3 && c >= 0 && c < 3 ? channel_names[space][c] : NULL;
+    return (unsigned)space < TRK_SPACE_COUNT && c >= 0 && c < 3 ? channel_names[space][c] : NULL;
 }
 
 int trk_objects_channel_max(enum trk_space space, int c)
@@ -199,8 +199,8 @@ int trk_objects_validate(const struct trk_objects *objs, char *msg, size_t msg_l
             snprintf(msg, msg_len, "objects[%d].%s", i, m);
             return TRK_EINVAL;
         }
-        if ((unsigned)d->space > TRK_SPACE_YCBCR) {
-            snprintf(msg, msg_len, "objects[%d].space %d is not one of rgb, hsv, ycbcr", i,
+        if ((unsigned)d->space >= TRK_SPACE_COUNT) {
+            snprintf(msg, msg_len, "objects[%d].space %d is not one of rgb, hsv, ycbcr, lab, rg", i,
                      (int)d->space);
             return TRK_EINVAL;
         }

@@ -287,7 +287,7 @@ int trk_objects_check_name(const char *what, const char *s, char *msg, size_t ms
 #define TRK_NAME_ESCAPED_MAX (3 * (TRK_NAME_MAX - 1) + 1)
 size_t trk_objects_escape_name(const char *name, const char *reserved, char *out, size_t cap);
 
-/* "rgb", "hsv", "ycbcr" (NULL for an unknown value); parse gives the enum
+/* "rgb", "hsv", "ycbcr", "lab", "rg" (NULL for an unknown value); parse gives the enum
  * value or -1. */
 const char *trk_objects_space_name(enum trk_space space);
 int trk_objects_space_parse(const char *s);

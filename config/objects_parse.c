@@ -290,7 +290,7 @@ static int parse_space_name(struct trk_vctx *c, const json_t *o, const char *her
     if (!rc) {
         space = trk_objects_space_parse(json_string_value(v));
         if (space < 0 || strlen(json_string_value(v)) != json_string_length(v))
-            rc = trk_cfg_fail_quoted(c, v, "is not one of rgb, hsv, ycbcr", p, sizeof p);
+            rc = trk_cfg_fail_quoted(c, v, "is not one of rgb, hsv, ycbcr, lab, rg", p, sizeof p);
     }
     trk_cfg_pop(c);
     if (rc) return rc;

@@ -117,7 +117,7 @@ int trk_backend_set_objects(struct trk_backend *b, const struct trk_object_def *
     if (n < 0 || n > TRK_MAX_OBJECTS || (n > 0 && !objs) || b->in_flight) return TRK_EINVAL;
     for (int i = 0; i < n; i++) {
         const struct trk_object_def *o = &objs[i];
-        if ((unsigned)o->space > TRK_SPACE_YCBCR) return TRK_EINVAL;
+        if ((unsigned)o->space >= TRK_SPACE_COUNT) return TRK_EINVAL;
         if (o->blobs > TRK_MAX_BLOBS) return TRK_EINVAL;
         if (o->connectivity != 0 && o->connectivity != 4 && o->connectivity != 8) return TRK_EINVAL;
         if (o->blobs && !b->ops->blobs) return TRK_ENODEV;

@@ -32,10 +32,22 @@ extern "C" {
 
 /* --------------------------------------------------------------- objects */
 
-enum trk_space { TRK_SPACE_RGB = 0, TRK_SPACE_HSV, TRK_SPACE_YCBCR };
+/* The colour spaces an object's box can be in. lab and rg separate light
+ * from colour (a and b, r and g barely move when the light dims); their
+ * integer definitions are in color.h (trk_rgb_to_lab, trk_rgb_to_rg). */
+enum trk_space {
+    TRK_SPACE_RGB = 0,
+    TRK_SPACE_HSV,
+    TRK_SPACE_YCBCR,
+    TRK_SPACE_LAB,
+    TRK_SPACE_RG,
+    TRK_SPACE_COUNT /* not a space: how many there are */
+};
 
 /* A colour box. Channels per space: rgb (R, G, B), hsv (H in degrees 0..359,
- * S 0..255, V 0..255), ycbcr (Y, Cb, Cr). A pixel matches when every channel
+ * S 0..255, V 0..255), ycbcr (Y, Cb, Cr), lab (L* scaled to 0..255, a* + 128,
+ * b* + 128), rg (r = 255 R / (R + G + B), g likewise, I = (R + G + B) / 3;
+ * all rounded, color.h). A pixel matches when every channel
  * c satisfies lo[c] <= c <= hi[c], except hue: when lo[0] > hi[0] the hue
  * range wraps through 0 (match when h >= lo[0] || h <= hi[0]). */
 struct trk_object_def {

@@ -186,6 +186,79 @@ TRK_HD void trk_rgb_to_hsv(int r, int g, int b, uint16_t *h, uint8_t *s, uint8_t
     *h = (uint16_t)(((num + TRK_HUE_VALUES * d + d / 2) / d) % TRK_HUE_VALUES);
 }
 
+/* ----------------------------------------------- lab and rg (chromaticity) */
+
+/* CIE L*a*b* in integers, the one definition every backend runs:
+ *   1. each sRGB byte to linear light by a 256-entry table, lin[v] =
+ *      round(65535 * EOTF(v / 255)) (IEC 61966-2-1: v/12.92 up to 0.04045,
+ *      else ((v + 0.055) / 1.055)^2.4), written out in lab.c;
+ *   2. X/Xn, Y/Yn, Z/Zn (D65 white) as t = (k_r lin[R] + k_g lin[G] +
+ *      k_b lin[B] + 32768) >> 16, clamped to 0..TRK_LAB_T_ONE (units of
+ *      1/16384), k the rows of the sRGB -> XYZ matrix divided by the white,
+ *      times 16384, rounded (TRK_LAB_K below);
+ *   3. f(t) from a table of TRK_LAB_T_ONE + 1 entries in Q15 (trk_lab_f: the
+ *      cube root by integer search, the CIE linear segment below 216/24389);
+ *   4. the bytes: L = round(255 (116 fy - 16) / 100) (L* 0..100 -> 0..255),
+ *      a = 128 + round(500 (fx - fy)), b = 128 + round(200 (fy - fz)) (a*, b*
+ *      in whole units, offset 128), each clamped to 0..255 (sRGB colours
+ *      stay inside: a* -86..98, b* -108..95).
+ * Backends use the tables of trk_lab_tables() (the CUDA one uploads them),
+ * so every backend computes the same bytes. */
+#define TRK_LAB_T_ONE 16384
+#define TRK_LAB_K                                                                                  \
+    {                                                                                              \
+        { 7110, 6164, 3110 }, { 3484, 11717, 1183 },                                               \
+        {                                                                                          \
+            291, 1794, 14300                                                                       \
+        }                                                                                          \
+    }
+struct trk_lab_tab {
+    uint16_t lin[256];
+    uint16_t f[TRK_LAB_T_ONE + 1];
+};
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* The tables, built once (thread-safe) and never freed. Host memory. */
+const struct trk_lab_tab *trk_lab_tables(void);
+/* f(i / 16384) in Q15, i = 0..TRK_LAB_T_ONE: the table's definition. */
+uint16_t trk_lab_f(int i);
+/* Display only: an L, a, b byte triple back to sRGB (floating point). */
+void trk_lab_to_rgb_display(int L, int a, int b, uint8_t rgb[3]);
+#ifdef __cplusplus
+}
+#endif
+
+TRK_HD int32_t trk_lab_t(const struct trk_lab_tab *t, const int32_t k[3], int r, int g, int b)
+{
+    const int32_t v = (k[0] * t->lin[r] + k[1] * t->lin[g] + k[2] * t->lin[b] + 32768) >> 16;
+    return v > TRK_LAB_T_ONE ? TRK_LAB_T_ONE : v;
+}
+
+TRK_HD void trk_rgb_to_lab(const struct trk_lab_tab *t, int r, int g, int b, uint8_t *L, uint8_t *A,
+                           uint8_t *B)
+{
+    const int32_t k[3][3] = TRK_LAB_K;
+    const int32_t fx = t->f[trk_lab_t(t, k[0], r, g, b)], fy = t->f[trk_lab_t(t, k[1], r, g, b)],
+                  fz = t->f[trk_lab_t(t, k[2], r, g, b)];
+    /* 116 fy - 16 >= 0: f(0) = round(32768 * 16 / 116). */
+    *L = trk_clamp255((255 * (116 * fy - 16 * 32768) + 1638400) / 3276800);
+    *A = trk_clamp255(128 + ((500 * (fx - fy) + 16384) >> 15));
+    *B = trk_clamp255(128 + ((200 * (fy - fz) + 16384) >> 15));
+}
+
+/* Normalised chromaticity: with S = R + G + B, r = round(255 R / S) and g =
+ * round(255 G / S) (integer division, halves up), I = round(S / 3); a black
+ * pixel (S = 0) is r = g = 85, the neutral grey's chromaticity, I = 0. */
+TRK_HD void trk_rgb_to_rg(int r, int g, int b, uint8_t *rn, uint8_t *gn, uint8_t *i)
+{
+    const int s = r + g + b;
+    *rn = (uint8_t)(s ? (255 * r + s / 2) / s : 85);
+    *gn = (uint8_t)(s ? (255 * g + s / 2) / s : 85);
+    *i = (uint8_t)((s + 1) / 3);
+}
+
 /* ---------------------------------------------------------------- pixels */
 
 /* Bytes per pixel of a packed format (YUYV: 2, a pixel pair is 4 bytes); 0
@@ -248,20 +321,27 @@ TRK_HD int trk_pixel_native(int fmt, const uint8_t *const plane[3], const size_t
     return 0;
 }
 
-/* need for trk_pixel_triples: every space. */
-#define TRK_SPACES_ALL ((1 << TRK_SPACE_RGB) | (1 << TRK_SPACE_HSV) | (1 << TRK_SPACE_YCBCR))
+/* need for trk_pixel_triples: the three classic spaces (rgb, hsv, ycbcr);
+ * TRK_SPACES_EVERY: every space (trk_pixel_spaces, with the lab tables). */
+#define TRK_SPACES_ALL   ((1 << TRK_SPACE_RGB) | (1 << TRK_SPACE_HSV) | (1 << TRK_SPACE_YCBCR))
+#define TRK_SPACES_EVERY ((1 << TRK_SPACE_COUNT) - 1)
+/* The spaces derived from R, G, B (on YUV frames: trk_yuv_to_rgb first). */
+#define TRK_SPACES_FROM_RGB                                                                        \
+    ((1 << TRK_SPACE_RGB) | (1 << TRK_SPACE_HSV) | (1 << TRK_SPACE_LAB) | (1 << TRK_SPACE_RG))
 
 /* The channel triples c[space][channel] a pixel is tested with, from its
  * native samples s (trk_pixel_native; is_yuv is its return value), for each
  * space whose bit (1 << enum trk_space) is set in need: the derivation of
  * the file comment. y2r and r2y are the frame's coefficients (only the one
- * the frame's kind needs is read). c[TRK_SPACE_RGB] is always set. */
-TRK_HD void trk_pixel_triples(const struct trk_yuv2rgb_coef *y2r,
-                              const struct trk_rgb2ycc_coef *r2y, int is_yuv, int need,
-                              const int s[3], int c[3][3])
+ * the frame's kind needs is read); lab: the lab tables, read only when need
+ * has lab. c has TRK_SPACE_COUNT rows; c[TRK_SPACE_RGB] is always set. lab
+ * and rg derive from R, G, B like hsv. */
+TRK_HD void trk_pixel_spaces(const struct trk_yuv2rgb_coef *y2r, const struct trk_rgb2ycc_coef *r2y,
+                             const struct trk_lab_tab *lab, int is_yuv, int need, const int s[3],
+                             int c[][3])
 {
     int r = s[0], g = s[1], b = s[2];
-    if (is_yuv && (need & ((1 << TRK_SPACE_RGB) | (1 << TRK_SPACE_HSV)))) {
+    if (is_yuv && (need & TRK_SPACES_FROM_RGB)) {
         uint8_t r8, g8, b8;
         trk_yuv_to_rgb(y2r, s[0], s[1], s[2], &r8, &g8, &b8);
         r = r8, g = g8, b = b8;
@@ -283,18 +363,39 @@ TRK_HD void trk_pixel_triples(const struct trk_yuv2rgb_coef *y2r,
             c[TRK_SPACE_YCBCR][0] = y8, c[TRK_SPACE_YCBCR][1] = cb8, c[TRK_SPACE_YCBCR][2] = cr8;
         }
     }
+    if (need & (1 << TRK_SPACE_LAB)) {
+        uint8_t l8, a8, b8;
+        trk_rgb_to_lab(lab, r, g, b, &l8, &a8, &b8);
+        c[TRK_SPACE_LAB][0] = l8, c[TRK_SPACE_LAB][1] = a8, c[TRK_SPACE_LAB][2] = b8;
+    }
+    if (need & (1 << TRK_SPACE_RG)) {
+        uint8_t rn, gn, in;
+        trk_rgb_to_rg(r, g, b, &rn, &gn, &in);
+        c[TRK_SPACE_RG][0] = rn, c[TRK_SPACE_RG][1] = gn, c[TRK_SPACE_RG][2] = in;
+    }
+}
+
+/* trk_pixel_spaces for the three classic spaces (need within
+ * TRK_SPACES_ALL): no lab tables, c has 3 rows. */
+TRK_HD void trk_pixel_triples(const struct trk_yuv2rgb_coef *y2r,
+                              const struct trk_rgb2ycc_coef *r2y, int is_yuv, int need,
+                              const int s[3], int c[3][3])
+{
+    TRK_ASSERT(!(need & ~TRK_SPACES_ALL));
+    trk_pixel_spaces(y2r, r2y, NULL, is_yuv, need, s, c);
 }
 
 /* An RGB colour's channels in an object space (enum trk_space); ycbcr uses
  * the coefficients k. For places that turn a colour into a box (scenes,
- * colour sampling), not for the per-pixel hot paths. */
-TRK_HD void trk_rgb_to_space(const struct trk_rgb2ycc_coef *k, int space, const uint8_t rgb[3],
-                             int c[3])
+ * colour sampling), not for the per-pixel hot paths. Host only. */
+static inline void trk_rgb_to_space(const struct trk_rgb2ycc_coef *k, int space,
+                                    const uint8_t rgb[3], int c[3])
 {
-    TRK_ASSERT((unsigned)space <= TRK_SPACE_YCBCR);
+    TRK_ASSERT((unsigned)space < TRK_SPACE_COUNT);
     const int s[3] = { rgb[0], rgb[1], rgb[2] };
-    int t[3][3];
-    trk_pixel_triples(NULL, k, 0, 1 << space, s, t);
+    int t[TRK_SPACE_COUNT][3];
+    trk_pixel_spaces(NULL, k, space == TRK_SPACE_LAB ? trk_lab_tables() : NULL, 0, 1 << space, s,
+                     t);
     c[0] = t[space][0], c[1] = t[space][1], c[2] = t[space][2];
 }
 
@@ -315,11 +416,12 @@ TRK_HD int trk_box_match(const uint16_t lo[3], const uint16_t hi[3], int is_hsv,
 static inline void trk_image_pixel_space(const struct trk_image *img, int x, int y, int space,
                                          int c[3])
 {
-    int nat[3], t[3][3];
+    int nat[3], t[TRK_SPACE_COUNT][3];
     const int yuv = trk_pixel_native(img->fmt, img->plane, img->pitch, x, y, nat);
     const int ci = trk_coef_index(img->matrix, img->full_range);
-    TRK_ASSERT((unsigned)space <= TRK_SPACE_YCBCR);
-    trk_pixel_triples(&trk_yuv2rgb_coefs[ci], &trk_rgb2ycc_coefs[ci], yuv, 1 << space, nat, t);
+    TRK_ASSERT((unsigned)space < TRK_SPACE_COUNT);
+    trk_pixel_spaces(&trk_yuv2rgb_coefs[ci], &trk_rgb2ycc_coefs[ci],
+                     space == TRK_SPACE_LAB ? trk_lab_tables() : NULL, yuv, 1 << space, nat, t);
     c[0] = t[space][0], c[1] = t[space][1], c[2] = t[space][2];
 }
 
@@ -368,7 +470,9 @@ static inline void trk_hsv_to_rgb(int h, int s, int v, uint8_t rgb[3])
 /* The display colour of an object without a "color" of its own (web
  * overlays, the hello message, the objects file): the centre of its box
  * (trk_range_centre; hsv: trk_hue_centre) converted to RGB: rgb the centre
- * itself, hsv per trk_hsv_to_rgb, ycbcr with BT.601 full range. Never used
+ * itself, hsv per trk_hsv_to_rgb, ycbcr with BT.601 full range, lab per
+ * trk_lab_to_rgb_display, rg as R = 3 I r / 255, G = 3 I g / 255, B the
+ * rest (clamped). Never used
  * for tracking. Host code only (both display functions). */
 static inline void trk_object_display_rgb(const struct trk_object_def *def, uint8_t rgb[3])
 {
@@ -387,6 +491,13 @@ static inline void trk_object_display_rgb(const struct trk_object_def *def, uint
         trk_yuv_to_rgb(k, c[0], c[1], c[2], &rgb[0], &rgb[1], &rgb[2]);
         return;
     }
+    case TRK_SPACE_LAB: trk_lab_to_rgb_display(c[0], c[1], c[2], rgb); return;
+    case TRK_SPACE_RG: {
+        const int r = (3 * c[2] * c[0] + 127) / 255, g = (3 * c[2] * c[1] + 127) / 255;
+        rgb[0] = trk_clamp255(r), rgb[1] = trk_clamp255(g), rgb[2] = trk_clamp255(3 * c[2] - r - g);
+        return;
+    }
+    case TRK_SPACE_COUNT: break;
     }
     TRK_ASSERT(!"object space out of range (trk_backend_set_objects rejects it)");
 }

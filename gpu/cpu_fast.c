@@ -135,7 +135,7 @@ static void fast_destroy(void *self)
 
 static size_t tab_bytes(void)
 {
-    size_t words = 9 * ((size_t)FAST_NVALS * FAST_MAX_WORDS + FAST_NVALS) +
+    size_t words = 3 * TRK_SPACE_COUNT * ((size_t)FAST_NVALS * FAST_MAX_WORDS + FAST_NVALS) +
                    3 * ((size_t)FAST_EXT_N * FAST_MAX_WORDS + FAST_EXT_N);
     return words * sizeof(uint64_t);
 }
@@ -184,14 +184,14 @@ static int fast_create(const struct trk_backend_cfg *cfg, void **self)
     s->max_strips = (cfg->max_height + FAST_STRIP_ROWS - 1) / FAST_STRIP_ROWS;
     trk_fast_kernels_pick(&s->kern, &s->kern_b, s->portable);
 
-    /* Tables: 9 full (FAST_NVALS x 4 words) + 9 summaries, then 3 extended
+    /* Tables: 3 per space full (FAST_NVALS x 4 words) and as many summaries, then 3 extended
      * (FAST_EXT_N x 4 words) + 3 summaries, one block. */
     s->tab_mem = aligned_alloc(64, tab_bytes());
     s->tab.sat = malloc(256 * 256);
     s->w = calloc((size_t)s->nthreads, sizeof(*s->w));
     if (!s->tab_mem || !s->tab.sat || !s->w) goto nomem;
     uint64_t *p = s->tab_mem;
-    for (int sp = 0; sp < 3; sp++)
+    for (int sp = 0; sp < TRK_SPACE_COUNT; sp++)
         for (int c = 0; c < 3; c++) {
             s->tab.full[sp][c] = p;
             p += (size_t)FAST_NVALS * FAST_MAX_WORDS;
@@ -213,6 +213,7 @@ static int fast_create(const struct trk_backend_cfg *cfg, void **self)
         if (!ext_fits(k)) s->ext_ok = 0;
     }
     s->tab.nw = 1;
+    s->tab.lab = trk_lab_tables();
     for (int mx = 0; mx < 256; mx++)
         for (int d = 0; d <= mx; d++) {
             uint16_t h;
@@ -353,6 +354,7 @@ static void obj_tables(struct cpu_fast *s, const struct trk_object_def *objs, in
         t->nw = 1;
         t->has[sp] = 1;
         t->sat = s->tab.sat;
+        t->lab = s->tab.lab;
         for (int c = 0; c < 3; c++) {
             const int nv = trk_chan_values(sp, c);
             for (int v = 0; v < nv; v++)

@@ -65,14 +65,14 @@
 #define FAST_PREFETCH_ROWS 8
 
 struct tables {
-    int n;      /* objects */
-    int nw;     /* 64-bit words per mask: 1, 2 or 4 */
-    int has[3]; /* per trk_space: some object uses it */
+    int n;                    /* objects */
+    int nw;                   /* 64-bit words per mask: 1, 2 or 4 */
+    int has[TRK_SPACE_COUNT]; /* per trk_space: some object uses it */
     /* full[space][channel]: FAST_NVALS rows of nw words (stride nw), aligned
      * so a row loads as one vector. sum[space][channel]: one word per value,
      * bit j = OR of bit j of the row's words (equal to full when nw == 1). */
-    uint64_t *full[3][3];
-    uint64_t *sum[3][3];
+    uint64_t *full[TRK_SPACE_COUNT][3];
+    uint64_t *sum[TRK_SPACE_COUNT][3];
     /* rgb objects on YUV frames: FAST_EXT_N rows of nw words per channel,
      * and their one-word summaries. */
     uint64_t *ext[3];
@@ -80,6 +80,8 @@ struct tables {
     /* HSV saturation by (max << 8 | (max - min)), from trk_rgb_to_hsv itself
      * so it is exact by construction; 64 KiB, replaces a division. */
     uint8_t *sat;
+    /* lab objects: color.h's tables (trk_lab_tables). */
+    const struct trk_lab_tab *lab;
 };
 
 /* Per-object accumulators of one thread; bbox starts inverted so min/max

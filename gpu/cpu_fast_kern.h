@@ -204,11 +204,30 @@ KNAME(yuv_ycc_row)(struct worker *w, const struct fctx *f, const uint8_t *yp, co
     RUN_END();
 }
 
-/* Any mix of spaces. R,G,B as in rgb_only_row (they feed rgb and hsv objects);
- * Y,Cb,Cr are per-pixel planes with stride 1 (read only when ycbcr objects
- * exist). HSV needs a division per pixel, so it is computed lazily: V
- * (= max) gates first, then S from a (max, max - min) table, and only pixels
- * that pass both pay for the hue. */
+/* Adds to *m the objects of space sp (a byte-channel space) whose box
+ * holds c: the three tables ANDed, behind the summary gate when masks are
+ * wider than a word. (Through a pointer: a vector return value would
+ * change the ABI between instruction sets.) */
+static inline __attribute__((always_inline)) void KNAME(space_mask)(const struct tables *t, int sp,
+                                                                    const uint8_t c[3], MT *m)
+{
+    uint64_t *const *fs = t->full[sp];
+#if NW > 1
+    uint64_t *const *ss = t->sum[sp];
+    if (!(ss[0][c[0]] & ss[1][c[1]] & ss[2][c[2]])) return;
+#endif
+    *m |= MLD(fs[0] + c[0] * NW) & MLD(fs[1] + c[1] * NW) & MLD(fs[2] + c[2] * NW);
+}
+
+/* Any mix of spaces. R,G,B as in rgb_only_row (they feed rgb, hsv, lab and
+ * rg objects); Y,Cb,Cr are per-pixel planes with stride 1 (read only when
+ * ycbcr objects exist). HSV needs a division per pixel, so it is computed
+ * lazily: V (= max) gates first, then S from a (max, max - min) table, and
+ * only pixels that pass both pay for the hue. lab (table lookups, color.h)
+ * and rg (a division) are computed only when the set has objects in them;
+ * sets without them never reach this kernel's tests for them per pixel
+ * beyond a predictable branch, and sets of rgb or ycbcr alone take their
+ * own kernels. */
 static inline __attribute__((always_inline)) void
 KNAME(generic_row)(struct worker *w, const struct fctx *f, const uint8_t *rp, const uint8_t *gp,
                    const uint8_t *bp, const int stride, const uint8_t *yp, const uint8_t *cbp,
@@ -216,7 +235,8 @@ KNAME(generic_row)(struct worker *w, const struct fctx *f, const uint8_t *rp, co
 {
     const struct tables *t = f->tab;
     const int has_rgb = t->has[TRK_SPACE_RGB], has_hsv = t->has[TRK_SPACE_HSV],
-              has_ycc = t->has[TRK_SPACE_YCBCR];
+              has_ycc = t->has[TRK_SPACE_YCBCR], has_lab = t->has[TRK_SPACE_LAB],
+              has_rg = t->has[TRK_SPACE_RG];
     uint64_t *const *fr = t->full[TRK_SPACE_RGB], *const *sr = t->sum[TRK_SPACE_RGB];
     uint64_t *const *fh = t->full[TRK_SPACE_HSV], *const *sh = t->sum[TRK_SPACE_HSV];
     uint64_t *const *fy = t->full[TRK_SPACE_YCBCR], *const *sy = t->sum[TRK_SPACE_YCBCR];
@@ -226,7 +246,7 @@ KNAME(generic_row)(struct worker *w, const struct fctx *f, const uint8_t *rp, co
     (void)sy;
     for (int x = xa; x <= xb; x++) {
         unsigned r = 0, g = 0, b = 0;
-        if (has_rgb || has_hsv) {
+        if (has_rgb || has_hsv || has_lab || has_rg) {
             size_t o = (size_t)x * stride;
             r = rp[o], g = gp[o], b = bp[o];
         }
@@ -256,6 +276,16 @@ KNAME(generic_row)(struct worker *w, const struct fctx *f, const uint8_t *rp, co
                 if (sh[0][h] & sh[1][s] & sh[2][mx])
                     m |= MLD(fh[0] + h * NW) & MLD(fh[1] + s * NW) & MLD(fh[2] + mx * NW);
             }
+        }
+        if (has_lab) {
+            uint8_t c[3];
+            trk_rgb_to_lab(t->lab, (int)r, (int)g, (int)b, &c[0], &c[1], &c[2]);
+            KNAME(space_mask)(t, TRK_SPACE_LAB, c, &m);
+        }
+        if (has_rg) {
+            uint8_t c[3];
+            trk_rgb_to_rg((int)r, (int)g, (int)b, &c[0], &c[1], &c[2]);
+            KNAME(space_mask)(t, TRK_SPACE_RG, c, &m);
         }
         RUN_PUSH(m, x);
     }

@@ -3,7 +3,7 @@
  * Every other backend is tested against this file, bit for bit, so it is
  * written to be obviously correct rather than fast: one pass over the frame,
  * pixel by pixel; for each pixel the native samples (trk_pixel_native) and
- * the channel triples (trk_pixel_triples) come from color.h only (the same
+ * the channel triples (trk_pixel_spaces) come from color.h only (the same
  * functions the GPU kernels run), then every object is tested with
  * trk_box_match inside its clipped ROI.
  *
@@ -115,11 +115,11 @@ static int pixel_matches(const struct trk_image *img, const struct trk_yuv2rgb_c
                          const struct trk_rgb2ycc_coef *k_ycc, const struct trk_object_def *o,
                          int x, int y)
 {
-    int nat[3], c[3][3];
+    int nat[3], c[TRK_SPACE_COUNT][3];
     const int is_yuv = trk_pixel_native(img->fmt, img->plane, img->pitch, x, y, nat);
-    trk_pixel_triples(k_yuv, k_ycc, is_yuv, TRK_SPACES_ALL, nat, c);
-    /* set_objects accepts only the three spaces (backend.c). */
-    TRK_ASSERT((unsigned)o->space <= TRK_SPACE_YCBCR);
+    /* set_objects accepts only the spaces of enum trk_space (backend.c). */
+    TRK_ASSERT((unsigned)o->space < TRK_SPACE_COUNT);
+    trk_pixel_spaces(k_yuv, k_ycc, trk_lab_tables(), is_yuv, 1 << o->space, nat, c);
     const int *t = c[o->space];
     return trk_box_match(o->lo, o->hi, o->space == TRK_SPACE_HSV, t[0], t[1], t[2]);
 }

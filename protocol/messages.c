@@ -439,7 +439,7 @@ static int put_limits(struct trk_buf *b)
     PUT(kv_i64(b, ",\"max_min_area\":", TRK_OBJECTS_MIN_AREA_MAX));
     LIT(b, ",\"connectivity\":[4,8]");
     LIT(b, ",\"spaces\":{");
-    for (int s = TRK_SPACE_RGB; s <= TRK_SPACE_YCBCR; s++) {
+    for (int s = TRK_SPACE_RGB; s < TRK_SPACE_COUNT; s++) {
         PUT(space_key(b, s != TRK_SPACE_RGB ? "," : "", (enum trk_space)s));
         PUT(put_space_limits(b, (enum trk_space)s));
     }

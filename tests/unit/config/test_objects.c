@@ -563,7 +563,7 @@ static void test_validate(void)
                    "objects[2].name must not contain control characters (U+000A at byte 2)");
     EXPECT_INVALID(strcpy(b.def[2].name, "a\xff"), "objects[2].name is not valid UTF-8");
     EXPECT_INVALID(b.def[3].space = (enum trk_space)7,
-                   "objects[3].space 7 is not one of rgb, hsv, ycbcr");
+                   "objects[3].space 7 is not one of rgb, hsv, ycbcr, lab, rg");
     EXPECT_INVALID(b.def[0].lo[0] = 360, "objects[0].lo[0] = 360 is out of range 0..359 (hsv H)");
     EXPECT_INVALID(
         b.def[3].lo[1] = 251,

@@ -15,6 +15,9 @@
  *              than the create size, default thread count, bad arguments
  *   dense      rows on the dense path: noisebox scenes and half-range boxes
  *              of every space on random scenes, every format, ROIs
+ *   lightspaces lab and rg objects (alone, and mixed with every other
+ *              space) boxed around the scene's own pixels: every format,
+ *              1..256 objects, 1-3 threads, both variants, ROIs, regions
  *
  * Nothing is hard-coded: the reference computes every expected value.
  */
@@ -50,7 +53,8 @@ static struct trk_backend *make(enum trk_backend_kind kind, int w, int h, int th
 
 static const char *space_name(enum trk_space s)
 {
-    return s == TRK_SPACE_RGB ? "rgb" : s == TRK_SPACE_HSV ? "hsv" : "ycbcr";
+    static const char *const names[TRK_SPACE_COUNT] = { "rgb", "hsv", "ycbcr", "lab", "rg" };
+    return (unsigned)s < TRK_SPACE_COUNT ? names[s] : "?";
 }
 
 /* Runs the reference and each of nf fast backends on img and compares every
@@ -667,6 +671,131 @@ static void test_dense(void)
     }
 }
 
+/* ------------------------------------------------------------ lightspaces */
+
+/* n objects in space sp (or a random space of all when sp < 0), each a box
+ * around the channels of a random pixel of the frame (so boxes catch real
+ * pixels), half-widths 2..60 per channel (hsv hue wraps). */
+static void pixel_boxes(uint64_t *st, const struct trk_image *img, int sp, int n,
+                        struct trk_object_def *o)
+{
+    for (int k = 0; k < n; k++) {
+        const int s = sp >= 0 ? sp : rnd(st, 0, TRK_SPACE_COUNT - 1);
+        int c[3];
+        trk_image_pixel_space(img, rnd(st, 0, img->width - 1), rnd(st, 0, img->height - 1), s, c);
+        memset(&o[k], 0, sizeof(o[k]));
+        snprintf(o[k].name, sizeof(o[k].name), "px%d", k);
+        o[k].space = (enum trk_space)s;
+        o[k].min_mass = 1;
+        for (int ch = 0; ch < 3; ch++) {
+            const int mx = trk_chan_max(s, ch), r = rnd(st, 2, 60);
+            if (s == TRK_SPACE_HSV && ch == 0) {
+                o[k].lo[ch] = (uint16_t)trk_hue_wrap(c[ch] - r);
+                o[k].hi[ch] = (uint16_t)trk_hue_wrap(c[ch] + r);
+                continue;
+            }
+            o[k].lo[ch] = (uint16_t)(c[ch] - r < 0 ? 0 : c[ch] - r);
+            o[k].hi[ch] = (uint16_t)(c[ch] + r > mx ? mx : c[ch] + r);
+        }
+    }
+}
+
+/* Regions of objects in every space: the fast regional form against the
+ * reference's (its one-by-one submits), every region bit for bit. */
+static void compare_regions(struct trk_backend *ref, struct trk_backend *fast, uint64_t *st,
+                            const struct trk_image *img, int n, const char *what)
+{
+    static struct trk_region reg[64];
+    static struct trk_obj_result want[64], got[64];
+    const int nr = n < 64 ? n : 64;
+    for (int j = 0; j < nr; j++) {
+        reg[j].obj = rnd(st, 0, n - 1);
+        reg[j].roi.x0 = rnd(st, -2, img->width - 1);
+        reg[j].roi.y0 = rnd(st, -2, img->height - 1);
+        reg[j].roi.x1 = reg[j].roi.x0 + rnd(st, 0, img->width);
+        reg[j].roi.y1 = reg[j].roi.y0 + rnd(st, 0, img->height);
+    }
+    int e1 = trk_backend_process_regions(ref, img, reg, nr, want, NULL);
+    int e2 = trk_backend_process_regions(fast, img, reg, nr, got, NULL);
+    CHECKF(e1 == 0 && e2 == 0, "%s: regions: ref %d fast %d", what, e1, e2);
+    for (int j = 0; j < nr && !e1 && !e2; j++)
+        CHECKF(!memcmp(&want[j], &got[j], sizeof(want[j])),
+               "%s: region %d (object %d): mass %llu vs %llu", what, j, reg[j].obj,
+               (unsigned long long)want[j].mass, (unsigned long long)got[j].mass);
+}
+
+/* lab and rg objects (color.h's integer definitions) on the fast backend's
+ * generic kernel against the reference: alone, and mixed with objects of
+ * the other spaces (so frames of only rgb or only ycbcr objects keep their
+ * own kernels and mixed frames run the generic one); every format, both
+ * matrices and ranges, mask widths 1, 2, 4 words, 1-3 threads, both
+ * variants, without and with ROIs, and the regional form. */
+static void test_lightspaces(void)
+{
+    static const int lsizes[][2] = { { 1, 1 }, { 7, 3 }, { 97, 61 }, { 131, 70 } };
+    static const int lcounts[] = { 1, 8, 65, 129, 256 };
+    static struct trk_object_def objs[TRK_MAX_OBJECTS];
+    static struct trk_roi rois[TRK_MAX_OBJECTS];
+    struct trk_backend *ref = make(TRK_BACKEND_CPU_REF, 131, 70, 1);
+    struct trk_backend *fast[3][2];
+    for (int t = 0; t < 3; t++) {
+        fast[t][0] = make(TRK_BACKEND_CPU, 131, 70, t + 1);
+        fast[t][1] = make_variant(TRK_BACKEND_CPU, 131, 70, t + 1, "lut-portable");
+    }
+    int cases = 0;
+    uint64_t st = 2727;
+    for (int si = 0; si < (int)(sizeof(lsizes) / sizeof(lsizes[0])); si++)
+        for (int ci = 0; ci < (int)(sizeof(lcounts) / sizeof(lcounts[0])); ci++) {
+            const int w = lsizes[si][0], h = lsizes[si][1], n = lcounts[ci];
+            struct trk_scene sc;
+            const uint64_t seed = 7100u + 10u * (unsigned)si + (unsigned)ci;
+            int err = trk_scene_random(w, h, 8, seed, &sc);
+            CHECKF(err == 0, "scene: %d", err);
+            if (err) continue;
+            for (int f = 0; f < TRK_FMT_COUNT; f++) {
+                const int ti = (si + ci + f) % 3, mat = (ci + f) % 2, full = (si + f) % 2;
+                uint8_t *buf;
+                struct trk_image img;
+                err = trk_image_from_rgb(sc.rgb, w, h, (enum trk_pixfmt)f, (enum trk_matrix)mat,
+                                         full, (si + f) % 3, &buf, &img);
+                CHECKF(err == 0, "trk_image_from_rgb: %d", err);
+                if (err) continue;
+                /* mode 0: lab only, 1: rg only, 2: every space mixed. */
+                for (int mode = 0; mode < 3; mode++) {
+                    pixel_boxes(&st, &img,
+                                mode == 0   ? TRK_SPACE_LAB
+                                : mode == 1 ? TRK_SPACE_RG
+                                            : -1,
+                                n, objs);
+                    if (set_both(ref, fast[ti][0], objs, n) || set_both(ref, fast[ti][1], objs, n))
+                        continue;
+                    for (int r = 0; r < 2; r++) {
+                        if (r) random_rois(&st, w, h, n, rois);
+                        char what[200];
+                        snprintf(what, sizeof(what),
+                                 "lightspaces %dx%d n=%d %s mode %d %s threads %d", w, h, n,
+                                 trk_pixfmt_name((enum trk_pixfmt)f), mode, r ? "rois" : "no rois",
+                                 ti + 1);
+                        compare_n(ref, fast[ti], 2, objs, n, &img, r ? rois : NULL, what);
+                        cases++;
+                    }
+                    char what[160];
+                    snprintf(what, sizeof(what), "lightspaces regions %dx%d n=%d %s mode %d", w, h,
+                             n, trk_pixfmt_name((enum trk_pixfmt)f), mode);
+                    compare_regions(ref, fast[ti][mode & 1], &st, &img, n, what);
+                }
+                free(buf);
+            }
+            trk_scene_free(&sc);
+        }
+    printf("lightspaces: %d cases\n", cases);
+    trk_backend_destroy(&ref);
+    for (int t = 0; t < 3; t++) {
+        trk_backend_destroy(&fast[t][0]);
+        trk_backend_destroy(&fast[t][1]);
+    }
+}
+
 int main(int argc, char **argv)
 {
     const char *part = argc > 1 ? argv[1] : "all";
@@ -679,10 +808,12 @@ int main(int argc, char **argv)
     if (all || !strcmp(part, "allcolors_yuv")) test_allcolors(0, 1), known = 1;
     if (all || !strcmp(part, "lifecycle")) test_lifecycle(), known = 1;
     if (all || !strcmp(part, "dense")) test_dense(), known = 1;
+    if (all || !strcmp(part, "lightspaces")) test_lightspaces(), known = 1;
     if (!known) {
         fprintf(stderr,
                 "usage: %s "
-                "[corpus|spaces|rois|standard|allcolors_rgb|allcolors_yuv|lifecycle|dense|all]\n",
+                "[corpus|spaces|rois|standard|allcolors_rgb|allcolors_yuv|lifecycle|dense|"
+                "lightspaces|all]\n",
                 argv[0]);
         return 2;
     }

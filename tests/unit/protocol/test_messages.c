@@ -900,10 +900,12 @@ static void test_hello_limits(void)
     json_t *lim = json_object_get(j, "limits");
     CHECKF(json_is_object(lim), "hello.limits");
     json_t *spaces = json_object_get(lim, "spaces");
-    CHECKF(json_object_size(spaces) == 3, "three spaces");
+    CHECKF(json_object_size(spaces) == 5, "five spaces");
     check_space_limits(spaces, &o, "rgb", "R,G,B", 0);
     check_space_limits(spaces, &o, "hsv", "H,S,V", 359);
     check_space_limits(spaces, &o, "ycbcr", "Y,Cb,Cr", 0);
+    check_space_limits(spaces, &o, "lab", "L,a,b", 0);
+    check_space_limits(spaces, &o, "rg", "r,g,I", 0);
 
     json_int_t max_objects = jint(lim, "max_objects"), name_max = jint(lim, "name_max_bytes");
     CHECKF(max_objects == 256 && name_max == 63, "max_objects %lld, name_max_bytes %lld",
