@@ -488,3 +488,28 @@ int trk_image_from_rgb(const uint8_t *rgb, int width, int height, enum trk_pixfm
     *buf = b;
     return 0;
 }
+
+void trk_scene_pixel_objects(uint64_t *st, const struct trk_image *img, int sp, int n,
+                             struct trk_object_def *o)
+{
+    for (int k = 0; k < n; k++) {
+        const int s = sp >= 0 ? sp : rand_range(st, 0, TRK_SPACE_COUNT - 1);
+        int c[3];
+        const int x = rand_range(st, 0, img->width - 1), y = rand_range(st, 0, img->height - 1);
+        trk_image_pixel_space(img, x, y, s, c);
+        memset(&o[k], 0, sizeof(o[k]));
+        snprintf(o[k].name, sizeof(o[k].name), "px%d", k);
+        o[k].space = (enum trk_space)s;
+        o[k].min_mass = 1;
+        for (int ch = 0; ch < 3; ch++) {
+            const int mx = trk_chan_max(s, ch), r = rand_range(st, 2, 60);
+            if (s == TRK_SPACE_HSV && ch == 0) {
+                o[k].lo[ch] = (uint16_t)trk_hue_wrap(c[ch] - r);
+                o[k].hi[ch] = (uint16_t)trk_hue_wrap(c[ch] + r);
+                continue;
+            }
+            o[k].lo[ch] = (uint16_t)(c[ch] - r < 0 ? 0 : c[ch] - r);
+            o[k].hi[ch] = (uint16_t)(c[ch] + r > mx ? mx : c[ch] + r);
+        }
+    }
+}

@@ -61,6 +61,14 @@ int trk_scene_random(int width, int height, int m, uint64_t seed, struct trk_sce
  * Deterministic for (width, height, m, seed). */
 int trk_scene_noisebox(int width, int height, int m, uint64_t seed, struct trk_scene *out);
 
+/* n objects in space sp (a random space of every enum trk_space when sp <
+ * 0) for exactness tests of the spaces: each a box around the channels of a
+ * random pixel of img (so boxes catch real pixels: lab and rg values
+ * crowd a small part of their range), half-widths 2..60 per channel (hsv
+ * hue wraps), min_mass 1, nothing else set. *st: the PRNG state. */
+void trk_scene_pixel_objects(uint64_t *st, const struct trk_image *img, int sp, int n,
+                             struct trk_object_def *o);
+
 void trk_scene_free(struct trk_scene *s);
 
 /* Converts an RGB24 picture to fmt with the given row padding (extra bytes per

@@ -673,33 +673,6 @@ static void test_dense(void)
 
 /* ------------------------------------------------------------ lightspaces */
 
-/* n objects in space sp (or a random space of all when sp < 0), each a box
- * around the channels of a random pixel of the frame (so boxes catch real
- * pixels), half-widths 2..60 per channel (hsv hue wraps). */
-static void pixel_boxes(uint64_t *st, const struct trk_image *img, int sp, int n,
-                        struct trk_object_def *o)
-{
-    for (int k = 0; k < n; k++) {
-        const int s = sp >= 0 ? sp : rnd(st, 0, TRK_SPACE_COUNT - 1);
-        int c[3];
-        trk_image_pixel_space(img, rnd(st, 0, img->width - 1), rnd(st, 0, img->height - 1), s, c);
-        memset(&o[k], 0, sizeof(o[k]));
-        snprintf(o[k].name, sizeof(o[k].name), "px%d", k);
-        o[k].space = (enum trk_space)s;
-        o[k].min_mass = 1;
-        for (int ch = 0; ch < 3; ch++) {
-            const int mx = trk_chan_max(s, ch), r = rnd(st, 2, 60);
-            if (s == TRK_SPACE_HSV && ch == 0) {
-                o[k].lo[ch] = (uint16_t)trk_hue_wrap(c[ch] - r);
-                o[k].hi[ch] = (uint16_t)trk_hue_wrap(c[ch] + r);
-                continue;
-            }
-            o[k].lo[ch] = (uint16_t)(c[ch] - r < 0 ? 0 : c[ch] - r);
-            o[k].hi[ch] = (uint16_t)(c[ch] + r > mx ? mx : c[ch] + r);
-        }
-    }
-}
-
 /* Regions of objects in every space: the fast regional form against the
  * reference's (its one-by-one submits), every region bit for bit. */
 static void compare_regions(struct trk_backend *ref, struct trk_backend *fast, uint64_t *st,
@@ -762,11 +735,11 @@ static void test_lightspaces(void)
                 if (err) continue;
                 /* mode 0: lab only, 1: rg only, 2: every space mixed. */
                 for (int mode = 0; mode < 3; mode++) {
-                    pixel_boxes(&st, &img,
-                                mode == 0   ? TRK_SPACE_LAB
-                                : mode == 1 ? TRK_SPACE_RG
-                                            : -1,
-                                n, objs);
+                    trk_scene_pixel_objects(&st, &img,
+                                            mode == 0   ? TRK_SPACE_LAB
+                                            : mode == 1 ? TRK_SPACE_RG
+                                                        : -1,
+                                            n, objs);
                     if (set_both(ref, fast[ti][0], objs, n) || set_both(ref, fast[ti][1], objs, n))
                         continue;
                     for (int r = 0; r < 2; r++) {
