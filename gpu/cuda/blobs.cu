@@ -165,14 +165,14 @@ __device__ __forceinline__ void pixel_bits(const struct trk_cu_blobjob &job, con
     const struct trk_cu_lut &lt = job.lt;
     uint32_t sum = 0;
 #pragma unroll
-    for (int s = 0; s < 3; s++)
+    for (int s = 0; s < TRK_SPACE_COUNT; s++)
         if (lt.has[s])
             sum |= lut[lt.sum_off[s][0] + p.c[s][0]] & lut[lt.sum_off[s][1] + p.c[s][1]] &
                    lut[lt.sum_off[s][2] + p.c[s][2]];
     if (!sum) return;
     const int nw = lt.nw;
 #pragma unroll
-    for (int s = 0; s < 3; s++) {
+    for (int s = 0; s < TRK_SPACE_COUNT; s++) {
         if (!lt.has[s]) continue;
         const uint32_t *t0 = lut + lt.full_off[s][0] + p.c[s][0] * nw;
         const uint32_t *t1 = lut + lt.full_off[s][1] + p.c[s][1] * nw;
@@ -892,7 +892,7 @@ runs_fn runs_for(int nw, bool native)
 bool native_only(const struct trk_cu_blobjob *job)
 {
     const int ns = trk_fmt_is_yuv(job->f.fmt) ? TRK_SPACE_YCBCR : TRK_SPACE_RGB;
-    for (int s = 0; s < 3; s++)
+    for (int s = 0; s < TRK_SPACE_COUNT; s++)
         if (job->lt.has[s] != (s == ns)) return false;
     return true;
 }

@@ -54,6 +54,9 @@ struct trk_cu_frame {
     int fmt;                     /* enum trk_pixfmt */
     struct trk_yuv2rgb_coef y2r; /* per the frame's matrix and range */
     struct trk_rgb2ycc_coef r2y;
+    /* color.h's lab tables in device memory (read only by frames whose
+     * objects include lab ones). */
+    const struct trk_lab_tab *lab;
 };
 
 /* Per-object (per-slot) accumulators in global memory, all fields zero when empty, so
@@ -95,13 +98,13 @@ struct trk_cu_obj {
  * space s and channel c's range contains v. sum[s][c]: entry v = the OR of
  * full entry v's words (object k -> bit k % 32): a superset filter. */
 struct trk_cu_lut {
-    int nw;        /* mask words per entry: 1, 2, 4 or 8 */
-    int words;     /* size of the image in words (multiple of 4) */
-    int sum_words; /* words of the summary tables (they come first) */
-    int has[3];    /* space present among the objects */
-    int full_off[3][3], sum_off[3][3];
-    int zero_off;     /* nw zero words */
-    int wb[3], we[3]; /* mask words [wb, we) hold the space's objects */
+    int nw;                   /* mask words per entry: 1, 2, 4 or 8 */
+    int words;                /* size of the image in words (multiple of 4) */
+    int sum_words;            /* words of the summary tables (they come first) */
+    int has[TRK_SPACE_COUNT]; /* space present among the objects */
+    int full_off[TRK_SPACE_COUNT][3], sum_off[TRK_SPACE_COUNT][3];
+    int zero_off;                                 /* nw zero words */
+    int wb[TRK_SPACE_COUNT], we[TRK_SPACE_COUNT]; /* mask words [wb, we) hold the space's objects */
 };
 
 /* ------------------------------------------------ shared-memory layouts */
@@ -207,13 +210,13 @@ __device__ __forceinline__ void trk_cu_native(const struct trk_cu_frame &f, int 
 /* Channel triples of one pixel in the spaces flagged in need (bit s):
  * trk_pixel_triples with the frame's coefficients. */
 struct trk_cu_px {
-    int c[3][3]; /* [space][channel] */
+    int c[TRK_SPACE_COUNT][3]; /* [space][channel] */
 };
 __device__ __forceinline__ void trk_cu_triples(const struct trk_cu_frame &f, bool yuv, int need,
                                                int a, int b, int c, struct trk_cu_px &p)
 {
     const int s[3] = { a, b, c };
-    trk_pixel_triples(&f.y2r, &f.r2y, yuv, need, s, p.c);
+    trk_pixel_spaces(&f.y2r, &f.r2y, f.lab, yuv, need, s, p.c);
 }
 
 /* ------------------------------------------------------ launch wrappers */
@@ -224,10 +227,11 @@ __device__ __forceinline__ void trk_cu_triples(const struct trk_cu_frame &f, boo
  * resident blocks of trk_cu_fused_setup times the SMs); dynamic shared
  * memory: trk_cu_table_smem. */
 int trk_cu_fused_launch(const struct trk_cu_job *job, int grid, cudaStream_t s);
-/* Raises the kernels' shared-memory limit to smem (trk_cu_table_smem) and
+/* Raises the shared-memory limit of the kernels lt's object set runs (with
+ * lab or rg objects: the LIGHT copies) to smem (trk_cu_table_smem) and
  * returns the resident blocks per SM at that size (>= 1), or a negative
  * error. */
-int trk_cu_fused_setup(int nw, size_t smem, int *blocks_per_sm);
+int trk_cu_fused_setup(const struct trk_cu_lut *lt, size_t smem, int *blocks_per_sm);
 
 /* Straightforward per-channel lookup tables: one thread per pixel, shared
  * atomics per matching (pixel, object). */
@@ -354,11 +358,12 @@ namespace trk_cuda
 
 enum variant { V_FUSED = 0, V_LUT, V_NAIVE, V_MOCT };
 
-/* Most 32-bit words a table image can need: summary + full tables of all
- * three spaces (nine channels: eight of 256 values, the hue of
- * TRK_HUE_VALUES) at 8 mask words per entry, each table padded to 4 words. */
-const int LUT_CHANNEL_VALUES = 8 * 256 + TRK_HUE_VALUES;
-const int LUT_MAX_WORDS = (LUT_CHANNEL_VALUES + 16) + 8 * LUT_CHANNEL_VALUES + 64;
+/* Most 32-bit words a table image can need: summary + full tables of every
+ * space (3 per space: all of 256 values but the hue of TRK_HUE_VALUES) at
+ * 8 mask words per entry, each table padded to 4 words. */
+const int LUT_CHANNEL_VALUES = (3 * TRK_SPACE_COUNT - 1) * 256 + TRK_HUE_VALUES;
+const int LUT_MAX_WORDS =
+    (LUT_CHANNEL_VALUES + 4 * 3 * TRK_SPACE_COUNT) + 8 * LUT_CHANNEL_VALUES + 64;
 
 /* An instance's log budget: lines logged since its last good frame. The
  * daemon's log-once style: an error that fails every frame (a lost device)
@@ -405,6 +410,7 @@ struct cuda_be {
     bool dirty; /* accumulators may hold a failed frame's partial sums */
 
     uint32_t *d_lut, *h_lut;
+    struct trk_lab_tab *d_lab; /* color.h's lab tables, uploaded at create */
     struct trk_cu_lut lt;
     struct trk_cu_obj *d_objs;
     struct trk_roi *d_rois, *hp_rois;

@@ -24,7 +24,7 @@ static void build_lut(const struct trk_object_def *objs, int n, const int *pos,
     while (lt->nw * 32 < n)
         lt->nw *= 2;
     const int nw = lt->nw;
-    for (int s = 0; s < 3; s++) {
+    for (int s = 0; s < TRK_SPACE_COUNT; s++) {
         lt->wb[s] = 1 << 20;
         lt->we[s] = 0;
     }
@@ -35,13 +35,13 @@ static void build_lut(const struct trk_object_def *objs, int n, const int *pos,
         if (w + 1 > lt->we[s]) lt->we[s] = w + 1;
     }
     int words = 0;
-    for (int s = 0; s < 3; s++)
+    for (int s = 0; s < TRK_SPACE_COUNT; s++)
         for (int c = 0; c < 3 && lt->has[s]; c++) {
             lt->sum_off[s][c] = words;
             words += (int)align_up((size_t)trk_chan_values(s, c), 4);
         }
     lt->sum_words = words;
-    for (int s = 0; s < 3; s++)
+    for (int s = 0; s < TRK_SPACE_COUNT; s++)
         for (int c = 0; c < 3 && lt->has[s]; c++) {
             lt->full_off[s][c] = words;
             words += (int)align_up((size_t)trk_chan_values(s, c) * nw, 4);
@@ -64,7 +64,7 @@ static void build_lut(const struct trk_object_def *objs, int n, const int *pos,
                     t[v * nw + pos[k] / 32] |= 1u << (pos[k] % 32);
         }
     }
-    for (int s = 0; s < 3; s++)
+    for (int s = 0; s < TRK_SPACE_COUNT; s++)
         for (int c = 0; c < 3 && lt->has[s]; c++) {
             const int nv = trk_chan_values(s, c);
             for (int v = 0; v < nv; v++) {
@@ -300,7 +300,7 @@ int cu_set_objects(void *self, const struct trk_object_def *objs, int n)
     b->dirty = false;
     if (b->variant == V_FUSED) {
         int bps = 0;
-        int err = trk_cu_fused_setup(b->lt.nw, trk_cu_table_smem(b->lt, b->slots), &bps);
+        int err = trk_cu_fused_setup(&b->lt, trk_cu_table_smem(b->lt, b->slots), &bps);
         if (err) return err;
         b->fused_grid = bps * b->sms;
     } else if (b->variant == V_LUT) {

@@ -69,6 +69,7 @@ void fill_frame(struct cuda_be *b, const struct trk_image *img, const struct lay
     const int ci = trk_coef_index(img->matrix, img->full_range);
     f.y2r = trk_yuv2rgb_coefs[ci];
     f.r2y = trk_rgb2ycc_coefs[ci];
+    f.lab = b->d_lab;
 }
 
 /* With the pre-filter on: the raw frame b->f (just filled) is filtered on
@@ -194,7 +195,7 @@ int queue_blobs(struct cuda_be *b)
         j.lut = b->d_blut + b->blut_off[p];
         j.lt = b->blt[p];
         j.need = 0;
-        for (int s = 0; s < 3; s++)
+        for (int s = 0; s < TRK_SPACE_COUNT; s++)
             if (j.lt.has[s]) j.need |= 1 << s;
         j.ctl = b->d_bctl + 4 * b->bctl_par;
         j.ctl_next = b->d_bctl + 4 * (b->bctl_par ^ 1);

@@ -53,7 +53,10 @@ __device__ __forceinline__ void sacc_flush(const sacc &a, struct trk_cu_acc *g, 
 
 __device__ __forceinline__ int need_mask(const struct trk_cu_lut &lt)
 {
-    return (lt.has[0] ? 1 : 0) | (lt.has[1] ? 2 : 0) | (lt.has[2] ? 4 : 0);
+    int need = 0;
+    for (int s = 0; s < TRK_SPACE_COUNT; s++)
+        need |= lt.has[s] ? 1 << s : 0;
+    return need;
 }
 
 /* The part of lut_kernel and naive_kernel around their per-pixel test,
@@ -106,7 +109,7 @@ __global__ void lut_kernel(const struct trk_cu_job job)
         for (int w = 0; w < nw; w++) {
             uint32_t m = 0;
 #pragma unroll
-            for (int s = 0; s < 3; s++) {
+            for (int s = 0; s < TRK_SPACE_COUNT; s++) {
                 if (!lt.has[s] || w < lt.wb[s] || w >= lt.we[s]) continue;
                 m |= s_lut[lt.full_off[s][0] + p.c[s][0] * nw + w] &
                      s_lut[lt.full_off[s][1] + p.c[s][1] * nw + w] &
