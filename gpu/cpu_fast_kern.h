@@ -224,19 +224,19 @@ static inline __attribute__((always_inline)) void KNAME(space_mask)(const struct
  * ycbcr objects exist). HSV needs a division per pixel, so it is computed
  * lazily: V (= max) gates first, then S from a (max, max - min) table, and
  * only pixels that pass both pay for the hue. lab (table lookups, color.h)
- * and rg (a division) are computed only when the set has objects in them;
- * sets without them never reach this kernel's tests for them per pixel
- * beyond a predictable branch, and sets of rgb or ycbcr alone take their
- * own kernels. */
+ * and rg (a division) are computed only when the set has objects in them,
+ * and only in the copy with light = 1 (a constant, like dense): the
+ * wrapper picks it per row for such sets, so sets without lab or rg
+ * objects run the code they ran before those spaces existed. */
 static inline __attribute__((always_inline)) void
 KNAME(generic_row)(struct worker *w, const struct fctx *f, const uint8_t *rp, const uint8_t *gp,
                    const uint8_t *bp, const int stride, const uint8_t *yp, const uint8_t *cbp,
-                   const uint8_t *crp, int xa, int xb, int y, const int dense)
+                   const uint8_t *crp, int xa, int xb, int y, const int dense, const int light)
 {
     const struct tables *t = f->tab;
     const int has_rgb = t->has[TRK_SPACE_RGB], has_hsv = t->has[TRK_SPACE_HSV],
-              has_ycc = t->has[TRK_SPACE_YCBCR], has_lab = t->has[TRK_SPACE_LAB],
-              has_rg = t->has[TRK_SPACE_RG];
+              has_ycc = t->has[TRK_SPACE_YCBCR], has_lab = light && t->has[TRK_SPACE_LAB],
+              has_rg = light && t->has[TRK_SPACE_RG];
     uint64_t *const *fr = t->full[TRK_SPACE_RGB], *const *sr = t->sum[TRK_SPACE_RGB];
     uint64_t *const *fh = t->full[TRK_SPACE_HSV], *const *sh = t->sum[TRK_SPACE_HSV];
     uint64_t *const *fy = t->full[TRK_SPACE_YCBCR], *const *sy = t->sum[TRK_SPACE_YCBCR];
@@ -311,7 +311,10 @@ KNAME(generic_row)(struct worker *w, const struct fctx *f, const uint8_t *rp, co
         const uint8_t *bp, const uint8_t *yp, const uint8_t *cbp, const uint8_t *crp, int xa,      \
         int xb, int y)                                                                             \
     {                                                                                              \
-        KNAME(generic_row)(w, f, rp, gp, bp, stride, yp, cbp, crp, xa, xb, y, dense);              \
+        if (f->tab->has[TRK_SPACE_LAB] || f->tab->has[TRK_SPACE_RG])                               \
+            KNAME(generic_row)(w, f, rp, gp, bp, stride, yp, cbp, crp, xa, xb, y, dense, 1);       \
+        else                                                                                       \
+            KNAME(generic_row)(w, f, rp, gp, bp, stride, yp, cbp, crp, xa, xb, y, dense, 0);       \
     }
 #define KWRAP_YUV(fmt, ystep, cstep, sfx, dense)                                                   \
     static void KCAT(KNAMEX(KCAT(yuv_rgb, sfx)),                                                   \
