@@ -202,7 +202,7 @@ TRK_HD void trk_rgb_to_hsv(int r, int g, int b, uint16_t *h, uint8_t *s, uint8_t
  *      a = 128 + round(500 (fx - fy)), b = 128 + round(200 (fy - fz)) (a*, b*
  *      in whole units, offset 128), each clamped to 0..255 (sRGB colours
  *      stay inside: a* -86..98, b* -108..95).
- * Backends use the tables of trk_lab_tables() (the CUDA one uploads them),
+ * Backends use the tables of trk_light_tables() (the CUDA one uploads them),
  * so every backend computes the same bytes. */
 #define TRK_LAB_T_ONE 16384
 #define TRK_LAB_K                                                                                  \
@@ -212,16 +212,20 @@ TRK_HD void trk_rgb_to_hsv(int r, int g, int b, uint16_t *h, uint8_t *s, uint8_t
             291, 1794, 14300                                                                       \
         }                                                                                          \
     }
-struct trk_lab_tab {
+/* The tables of the spaces that separate light from colour: lab's, and
+ * rg's reciprocals (trk_rgb_to_rg). */
+#define TRK_RG_SUM_MAX (3 * 255)
+struct trk_light_tab {
     uint16_t lin[256];
     uint16_t f[TRK_LAB_T_ONE + 1];
+    uint32_t rg_inv[TRK_RG_SUM_MAX + 1]; /* [s] = ceil(2^31 / s), [0] = 0 */
 };
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 /* The tables, built once (thread-safe) and never freed. Host memory. */
-const struct trk_lab_tab *trk_lab_tables(void);
+const struct trk_light_tab *trk_light_tables(void);
 /* f(i / 16384) in Q15, i = 0..TRK_LAB_T_ONE: the table's definition. */
 uint16_t trk_lab_f(int i);
 /* Display only: an L, a, b byte triple back to sRGB (floating point). */
@@ -230,14 +234,14 @@ void trk_lab_to_rgb_display(int L, int a, int b, uint8_t rgb[3]);
 }
 #endif
 
-TRK_HD int32_t trk_lab_t(const struct trk_lab_tab *t, const int32_t k[3], int r, int g, int b)
+TRK_HD int32_t trk_lab_t(const struct trk_light_tab *t, const int32_t k[3], int r, int g, int b)
 {
     const int32_t v = (k[0] * t->lin[r] + k[1] * t->lin[g] + k[2] * t->lin[b] + 32768) >> 16;
     return v > TRK_LAB_T_ONE ? TRK_LAB_T_ONE : v;
 }
 
-TRK_HD void trk_rgb_to_lab(const struct trk_lab_tab *t, int r, int g, int b, uint8_t *L, uint8_t *A,
-                           uint8_t *B)
+TRK_HD void trk_rgb_to_lab(const struct trk_light_tab *t, int r, int g, int b, uint8_t *L,
+                           uint8_t *A, uint8_t *B)
 {
     const int32_t k[3][3] = TRK_LAB_K;
     const int32_t fx = t->f[trk_lab_t(t, k[0], r, g, b)], fy = t->f[trk_lab_t(t, k[1], r, g, b)],
@@ -249,13 +253,24 @@ TRK_HD void trk_rgb_to_lab(const struct trk_lab_tab *t, int r, int g, int b, uin
 }
 
 /* Normalised chromaticity: with S = R + G + B, r = round(255 R / S) and g =
- * round(255 G / S) (integer division, halves up), I = round(S / 3); a black
- * pixel (S = 0) is r = g = 85, the neutral grey's chromaticity, I = 0. */
-TRK_HD void trk_rgb_to_rg(int r, int g, int b, uint8_t *rn, uint8_t *gn, uint8_t *i)
+ * round(255 G / S) (halves up: floor((255 R + floor(S / 2)) / S)), I =
+ * round(S / 3) = floor((S + 1) / 3); a black pixel (S = 0) is r = g = 85,
+ * the neutral grey's chromaticity, I = 0. The division by S is a multiply
+ * by t->rg_inv[S] = ceil(2^31 / S) and a shift by 31: with the excess
+ * e = rg_inv[S] S - 2^31 < S, that is the exact quotient whenever n e <
+ * 2^31, and here n < 2^18, e < 2^10; test_lab checks every numerator the
+ * rule makes against the plain division. */
+TRK_HD int trk_rg_div(const struct trk_light_tab *t, int n, int s)
+{
+    return (int)(((uint64_t)(uint32_t)n * t->rg_inv[s]) >> 31);
+}
+
+TRK_HD void trk_rgb_to_rg(const struct trk_light_tab *t, int r, int g, int b, uint8_t *rn,
+                          uint8_t *gn, uint8_t *i)
 {
     const int s = r + g + b;
-    *rn = (uint8_t)(s ? (255 * r + s / 2) / s : 85);
-    *gn = (uint8_t)(s ? (255 * g + s / 2) / s : 85);
+    *rn = (uint8_t)(s ? trk_rg_div(t, 255 * r + s / 2, s) : 85);
+    *gn = (uint8_t)(s ? trk_rg_div(t, 255 * g + s / 2, s) : 85);
     *i = (uint8_t)((s + 1) / 3);
 }
 
@@ -333,11 +348,11 @@ TRK_HD int trk_pixel_native(int fmt, const uint8_t *const plane[3], const size_t
  * native samples s (trk_pixel_native; is_yuv is its return value), for each
  * space whose bit (1 << enum trk_space) is set in need: the derivation of
  * the file comment. y2r and r2y are the frame's coefficients (only the one
- * the frame's kind needs is read); lab: the lab tables, read only when need
- * has lab. c has TRK_SPACE_COUNT rows; c[TRK_SPACE_RGB] is always set. lab
- * and rg derive from R, G, B like hsv. */
+ * the frame's kind needs is read); tab: trk_light_tables(), read only when
+ * need has lab or rg (else it may be NULL). c has TRK_SPACE_COUNT rows;
+ * c[TRK_SPACE_RGB] is always set. lab and rg derive from R, G, B like hsv. */
 TRK_HD void trk_pixel_spaces(const struct trk_yuv2rgb_coef *y2r, const struct trk_rgb2ycc_coef *r2y,
-                             const struct trk_lab_tab *lab, int is_yuv, int need, const int s[3],
+                             const struct trk_light_tab *tab, int is_yuv, int need, const int s[3],
                              int c[][3])
 {
     int r = s[0], g = s[1], b = s[2];
@@ -365,12 +380,12 @@ TRK_HD void trk_pixel_spaces(const struct trk_yuv2rgb_coef *y2r, const struct tr
     }
     if (need & (1 << TRK_SPACE_LAB)) {
         uint8_t l8, a8, b8;
-        trk_rgb_to_lab(lab, r, g, b, &l8, &a8, &b8);
+        trk_rgb_to_lab(tab, r, g, b, &l8, &a8, &b8);
         c[TRK_SPACE_LAB][0] = l8, c[TRK_SPACE_LAB][1] = a8, c[TRK_SPACE_LAB][2] = b8;
     }
     if (need & (1 << TRK_SPACE_RG)) {
         uint8_t rn, gn, in;
-        trk_rgb_to_rg(r, g, b, &rn, &gn, &in);
+        trk_rgb_to_rg(tab, r, g, b, &rn, &gn, &in);
         c[TRK_SPACE_RG][0] = rn, c[TRK_SPACE_RG][1] = gn, c[TRK_SPACE_RG][2] = in;
     }
 }
@@ -394,8 +409,7 @@ static inline void trk_rgb_to_space(const struct trk_rgb2ycc_coef *k, int space,
     TRK_ASSERT((unsigned)space < TRK_SPACE_COUNT);
     const int s[3] = { rgb[0], rgb[1], rgb[2] };
     int t[TRK_SPACE_COUNT][3];
-    trk_pixel_spaces(NULL, k, space == TRK_SPACE_LAB ? trk_lab_tables() : NULL, 0, 1 << space, s,
-                     t);
+    trk_pixel_spaces(NULL, k, trk_light_tables(), 0, 1 << space, s, t);
     c[0] = t[space][0], c[1] = t[space][1], c[2] = t[space][2];
 }
 
@@ -420,8 +434,8 @@ static inline void trk_image_pixel_space(const struct trk_image *img, int x, int
     const int yuv = trk_pixel_native(img->fmt, img->plane, img->pitch, x, y, nat);
     const int ci = trk_coef_index(img->matrix, img->full_range);
     TRK_ASSERT((unsigned)space < TRK_SPACE_COUNT);
-    trk_pixel_spaces(&trk_yuv2rgb_coefs[ci], &trk_rgb2ycc_coefs[ci],
-                     space == TRK_SPACE_LAB ? trk_lab_tables() : NULL, yuv, 1 << space, nat, t);
+    trk_pixel_spaces(&trk_yuv2rgb_coefs[ci], &trk_rgb2ycc_coefs[ci], trk_light_tables(), yuv,
+                     1 << space, nat, t);
     c[0] = t[space][0], c[1] = t[space][1], c[2] = t[space][2];
 }
 

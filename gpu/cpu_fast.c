@@ -213,7 +213,7 @@ static int fast_create(const struct trk_backend_cfg *cfg, void **self)
         if (!ext_fits(k)) s->ext_ok = 0;
     }
     s->tab.nw = 1;
-    s->tab.lab = trk_lab_tables();
+    s->tab.light = trk_light_tables();
     for (int mx = 0; mx < 256; mx++)
         for (int d = 0; d <= mx; d++) {
             uint16_t h;
@@ -354,7 +354,7 @@ static void obj_tables(struct cpu_fast *s, const struct trk_object_def *objs, in
         t->nw = 1;
         t->has[sp] = 1;
         t->sat = s->tab.sat;
-        t->lab = s->tab.lab;
+        t->light = s->tab.light;
         for (int c = 0; c < 3; c++) {
             const int nv = trk_chan_values(sp, c);
             for (int v = 0; v < nv; v++)

@@ -80,8 +80,8 @@ struct tables {
     /* HSV saturation by (max << 8 | (max - min)), from trk_rgb_to_hsv itself
      * so it is exact by construction; 64 KiB, replaces a division. */
     uint8_t *sat;
-    /* lab objects: color.h's tables (trk_lab_tables). */
-    const struct trk_lab_tab *lab;
+    /* lab and rg objects: color.h's tables (trk_light_tables). */
+    const struct trk_light_tab *light;
 };
 
 /* Per-object accumulators of one thread; bbox starts inverted so min/max

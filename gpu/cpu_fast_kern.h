@@ -279,12 +279,12 @@ KNAME(generic_row)(struct worker *w, const struct fctx *f, const uint8_t *rp, co
         }
         if (has_lab) {
             uint8_t c[3];
-            trk_rgb_to_lab(t->lab, (int)r, (int)g, (int)b, &c[0], &c[1], &c[2]);
+            trk_rgb_to_lab(t->light, (int)r, (int)g, (int)b, &c[0], &c[1], &c[2]);
             KNAME(space_mask)(t, TRK_SPACE_LAB, c, &m);
         }
         if (has_rg) {
             uint8_t c[3];
-            trk_rgb_to_rg((int)r, (int)g, (int)b, &c[0], &c[1], &c[2]);
+            trk_rgb_to_rg(t->light, (int)r, (int)g, (int)b, &c[0], &c[1], &c[2]);
             KNAME(space_mask)(t, TRK_SPACE_RG, c, &m);
         }
         RUN_PUSH(m, x);

@@ -119,7 +119,7 @@ static int pixel_matches(const struct trk_image *img, const struct trk_yuv2rgb_c
     const int is_yuv = trk_pixel_native(img->fmt, img->plane, img->pitch, x, y, nat);
     /* set_objects accepts only the spaces of enum trk_space (backend.c). */
     TRK_ASSERT((unsigned)o->space < TRK_SPACE_COUNT);
-    trk_pixel_spaces(k_yuv, k_ycc, trk_lab_tables(), is_yuv, 1 << o->space, nat, c);
+    trk_pixel_spaces(k_yuv, k_ycc, trk_light_tables(), is_yuv, 1 << o->space, nat, c);
     const int *t = c[o->space];
     return trk_box_match(o->lo, o->hi, o->space == TRK_SPACE_HSV, t[0], t[1], t[2]);
 }

@@ -1,6 +1,7 @@
-/* The lab tables of color.h (trk_rgb_to_lab): built once, in integers, from
- * the written-out sRGB table and an integer cube root, so the tables (and
- * every backend's lab bytes) are the same on every machine and compiler. */
+/* The tables of color.h's lab and rg spaces (trk_rgb_to_lab,
+ * trk_rgb_to_rg): built once, in integers, from the written-out sRGB table,
+ * an integer cube root and integer reciprocals, so the tables (and every
+ * backend's bytes) are the same on every machine and compiler. */
 #include "color.h"
 
 #include <math.h>
@@ -59,7 +60,7 @@ uint16_t trk_lab_f(int i)
     return (uint16_t)r;
 }
 
-static struct trk_lab_tab tab;
+static struct trk_light_tab tab;
 static pthread_once_t tab_once = PTHREAD_ONCE_INIT;
 
 static void tab_build(void)
@@ -68,9 +69,12 @@ static void tab_build(void)
         tab.lin[v] = srgb_lin[v];
     for (int i = 0; i <= TRK_LAB_T_ONE; i++)
         tab.f[i] = trk_lab_f(i);
+    tab.rg_inv[0] = 0;
+    for (uint64_t s = 1; s <= TRK_RG_SUM_MAX; s++)
+        tab.rg_inv[s] = (uint32_t)(((1ull << 31) + s - 1) / s);
 }
 
-const struct trk_lab_tab *trk_lab_tables(void)
+const struct trk_light_tab *trk_light_tables(void)
 {
     pthread_once(&tab_once, tab_build);
     return &tab;

@@ -54,9 +54,9 @@ struct trk_cu_frame {
     int fmt;                     /* enum trk_pixfmt */
     struct trk_yuv2rgb_coef y2r; /* per the frame's matrix and range */
     struct trk_rgb2ycc_coef r2y;
-    /* color.h's lab tables in device memory (read only by frames whose
-     * objects include lab ones). */
-    const struct trk_lab_tab *lab;
+    /* color.h's lab and rg tables in device memory (read only by frames
+     * whose objects include lab or rg ones). */
+    const struct trk_light_tab *light;
 };
 
 /* Per-object (per-slot) accumulators in global memory, all fields zero when empty, so
@@ -216,7 +216,7 @@ __device__ __forceinline__ void trk_cu_triples(const struct trk_cu_frame &f, boo
                                                int a, int b, int c, struct trk_cu_px &p)
 {
     const int s[3] = { a, b, c };
-    trk_pixel_spaces(&f.y2r, &f.r2y, f.lab, yuv, need, s, p.c);
+    trk_pixel_spaces(&f.y2r, &f.r2y, f.light, yuv, need, s, p.c);
 }
 
 /* ------------------------------------------------------ launch wrappers */
@@ -410,7 +410,7 @@ struct cuda_be {
     bool dirty; /* accumulators may hold a failed frame's partial sums */
 
     uint32_t *d_lut, *h_lut;
-    struct trk_lab_tab *d_lab; /* color.h's lab tables, uploaded at create */
+    struct trk_light_tab *d_light; /* color.h's lab and rg tables, uploaded at create */
     struct trk_cu_lut lt;
     struct trk_cu_obj *d_objs;
     struct trk_roi *d_rois, *hp_rois;

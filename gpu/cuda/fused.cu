@@ -133,13 +133,13 @@ __device__ __forceinline__ void light4(const struct trk_cu_frame &f, const int *
         const int r = byte_of(rgb[0], j), g = byte_of(rgb[1], j), b = byte_of(rgb[2], j);
         uint8_t c0, c1, c2;
         if (has[TRK_SPACE_LAB]) {
-            trk_rgb_to_lab(f.lab, r, g, b, &c0, &c1, &c2);
+            trk_rgb_to_lab(f.light, r, g, b, &c0, &c1, &c2);
             lab[0] |= (uint32_t)c0 << (8 * j);
             lab[1] |= (uint32_t)c1 << (8 * j);
             lab[2] |= (uint32_t)c2 << (8 * j);
         }
         if (has[TRK_SPACE_RG]) {
-            trk_rgb_to_rg(r, g, b, &c0, &c1, &c2);
+            trk_rgb_to_rg(f.light, r, g, b, &c0, &c1, &c2);
             rg[0] |= (uint32_t)c0 << (8 * j);
             rg[1] |= (uint32_t)c1 << (8 * j);
             rg[2] |= (uint32_t)c2 << (8 * j);

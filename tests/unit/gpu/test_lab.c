@@ -37,8 +37,8 @@ static void lab_double(int r, int g, int b, double lab[3])
 
 static void test_tables(void)
 {
-    const struct trk_lab_tab *t = trk_lab_tables();
-    CHECKF(t == trk_lab_tables(), "one table");
+    const struct trk_light_tab *t = trk_light_tables();
+    CHECKF(t == trk_light_tables(), "one table");
     for (int v = 0; v < 256; v++) {
         const long want = lround(65535 * eotf(v / 255.0));
         CHECKF(t->lin[v] == want, "lin[%d] = %u, formula %ld", v, t->lin[v], want);
@@ -52,7 +52,7 @@ static void test_tables(void)
 
 static void test_lab_grid(void)
 {
-    const struct trk_lab_tab *t = trk_lab_tables();
+    const struct trk_light_tab *t = trk_light_tables();
     int worst[3] = { 0, 0, 0 };
     for (int r = 0; r < 256; r += 5)
         for (int g = 0; g < 256; g += 3)
@@ -85,7 +85,7 @@ static void test_lab_known(void)
         { { 255, 0, 0 }, 53.24, 80.09, 67.20 },   { { 0, 255, 0 }, 87.73, -86.18, 83.18 },
         { { 0, 0, 255 }, 32.30, 79.19, -107.86 }, { { 128, 128, 128 }, 53.59, 0, 0 },
     };
-    const struct trk_lab_tab *t = trk_lab_tables();
+    const struct trk_light_tab *t = trk_light_tables();
     for (size_t i = 0; i < sizeof(k) / sizeof(k[0]); i++) {
         uint8_t L, A, B;
         trk_rgb_to_lab(t, k[i].rgb[0], k[i].rgb[1], k[i].rgb[2], &L, &A, &B);
@@ -110,7 +110,7 @@ static void test_lab_known(void)
  * (here to 45 %, in linear light, as a camera sees a darker scene). */
 static void test_lab_dims(void)
 {
-    const struct trk_lab_tab *t = trk_lab_tables();
+    const struct trk_light_tab *t = trk_light_tables();
     const int base[3] = { 220, 60, 40 };
     uint8_t L0, A0, B0, L1, A1, B1;
     int dim[3];
@@ -132,11 +132,21 @@ static void test_lab_dims(void)
 
 static void test_rg(void)
 {
+    const struct trk_light_tab *t = trk_light_tables();
+    /* The reciprocal division is the plain one for every numerator the
+     * rule makes (255 c + S / 2, c <= S). */
+    long bad = 0;
+    for (int sum = 1; sum <= TRK_RG_SUM_MAX; sum++)
+        for (int c = 0; c <= sum && c <= 255; c++) {
+            const int n = 255 * c + sum / 2;
+            bad += trk_rg_div(t, n, sum) != n / sum;
+        }
+    CHECKF(bad == 0, "%ld reciprocal quotients differ from the division", bad);
     for (int r = 0; r < 256; r += 3)
         for (int g = 0; g < 256; g += 5)
             for (int b = 0; b < 256; b += 2) {
                 uint8_t rn, gn, in;
-                trk_rgb_to_rg(r, g, b, &rn, &gn, &in);
+                trk_rgb_to_rg(t, r, g, b, &rn, &gn, &in);
                 const int s = r + g + b;
                 const long wr = s ? (long)floor(255.0 * r / s + 0.5) : 85;
                 const long wg = s ? (long)floor(255.0 * g / s + 0.5) : 85;
@@ -146,12 +156,12 @@ static void test_rg(void)
                        wi);
             }
     uint8_t rn, gn, in;
-    trk_rgb_to_rg(0, 0, 0, &rn, &gn, &in);
+    trk_rgb_to_rg(t, 0, 0, 0, &rn, &gn, &in);
     CHECKF(rn == 85 && gn == 85 && in == 0, "black: %u %u %u", rn, gn, in);
     /* Halving the light keeps r and g (up to rounding). */
     uint8_t r2, g2, i2;
-    trk_rgb_to_rg(200, 80, 40, &rn, &gn, &in);
-    trk_rgb_to_rg(100, 40, 20, &r2, &g2, &i2);
+    trk_rgb_to_rg(t, 200, 80, 40, &rn, &gn, &in);
+    trk_rgb_to_rg(t, 100, 40, 20, &r2, &g2, &i2);
     CHECKF(rn == r2 && gn == g2 && abs(in - 2 * i2) <= 1, "rg at half light: %u,%u,%u vs %u,%u,%u",
            rn, gn, in, r2, g2, i2);
 }
