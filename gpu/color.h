@@ -226,6 +226,16 @@ extern "C" {
 #endif
 /* The tables, built once (thread-safe) and never freed. Host memory. */
 const struct trk_light_tab *trk_light_tables(void);
+/* Coarse cells of the RGB cube, 32 x 32 x 32 (cell = (R >> 3) << 10 |
+ * (G >> 3) << 5 | B >> 3), and per cell the least and greatest lab and rg
+ * channels of its 512 colours: a box that misses a cell's ranges matches
+ * none of its colours, so a backend may skip the conversion there (the fast
+ * CPU backend does). Built on first use (about 17 M conversions), host. */
+#define TRK_LIGHT_CELLS (32 * 32 * 32)
+struct trk_light_cells {
+    uint8_t lo[TRK_LIGHT_CELLS][2][3], hi[TRK_LIGHT_CELLS][2][3]; /* [cell][lab, rg][channel] */
+};
+const struct trk_light_cells *trk_light_cell_ranges(void);
 /* f(i / 16384) in Q15, i = 0..TRK_LAB_T_ONE: the table's definition. */
 uint16_t trk_lab_f(int i);
 /* Display only: an L, a, b byte triple back to sRGB (floating point). */

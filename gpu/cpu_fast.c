@@ -383,6 +383,28 @@ static uint64_t *obj_tables_alloc(const struct trk_object_def *objs, int n)
     return aligned_alloc(64, align64(words * sizeof(uint64_t)));
 }
 
+/* tab.gate for objs: the cells whose lab or rg ranges meet some lab or rg
+ * object's box (a cell that meets none holds no colour any of them
+ * matches, so the kernel skips both conversions there: exact). */
+static void light_gate(struct cpu_fast *s, const struct trk_object_def *objs, int n)
+{
+    const struct trk_light_cells *cr = trk_light_cell_ranges();
+    memset(s->light_gate, 0, sizeof(s->light_gate));
+    for (int cell = 0; cell < TRK_LIGHT_CELLS; cell++)
+        for (int i = 0; i < n; i++) {
+            const struct trk_object_def *o = &objs[i];
+            if (o->space != TRK_SPACE_LAB && o->space != TRK_SPACE_RG) continue;
+            const int sp = o->space == TRK_SPACE_RG;
+            int meets = 1;
+            for (int c = 0; c < 3; c++)
+                meets &= cr->lo[cell][sp][c] <= o->hi[c] && cr->hi[cell][sp][c] >= o->lo[c];
+            if (!meets) continue;
+            s->light_gate[cell >> 6] |= 1ull << (cell & 63);
+            break;
+        }
+    s->tab.gate = s->light_gate;
+}
+
 static int fast_set_objects(void *self, const struct trk_object_def *objs, int n)
 {
     struct cpu_fast *s = self;
@@ -429,6 +451,7 @@ static int fast_set_objects(void *self, const struct trk_object_def *objs, int n
                 t->ext_sum[c][i] = t->sum[TRK_SPACE_RGB][c][v];
             }
     }
+    if (t->has[TRK_SPACE_LAB] || t->has[TRK_SPACE_RG]) light_gate(s, objs, n);
     t->nw = nw;
     t->n = n;
     return 0;

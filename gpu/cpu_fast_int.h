@@ -80,8 +80,11 @@ struct tables {
     /* HSV saturation by (max << 8 | (max - min)), from trk_rgb_to_hsv itself
      * so it is exact by construction; 64 KiB, replaces a division. */
     uint8_t *sat;
-    /* lab and rg objects: color.h's tables (trk_light_tables). */
+    /* lab and rg objects: color.h's tables (trk_light_tables), and the
+     * coarse RGB cells (trk_light_cell_ranges) where some lab or rg object
+     * may match, one bit each; NULL: every cell may (the regions' tables). */
     const struct trk_light_tab *light;
+    const uint64_t *gate;
 };
 
 /* Per-object accumulators of one thread; bbox starts inverted so min/max
@@ -324,6 +327,8 @@ struct cpu_fast {
     struct trk_obj_result *rres;
     struct trk_blob (*rblob)[TRK_MAX_BLOBS];
     int *rnb;
+    /* tab.gate's bits (set_objects, when the set has lab or rg objects). */
+    uint64_t light_gate[TRK_LIGHT_CELLS / 64];
     /* The frame's ROI stretches for dense rows (fctx.seg_x / seg_allow). */
     int32_t seg_x[2 * TRK_MAX_OBJECTS + 2];
     uint64_t seg_allow[(2 * TRK_MAX_OBJECTS + 1) * FAST_MAX_WORDS];

@@ -277,12 +277,17 @@ KNAME(generic_row)(struct worker *w, const struct fctx *f, const uint8_t *rp, co
                     m |= MLD(fh[0] + h * NW) & MLD(fh[1] + s * NW) & MLD(fh[2] + mx * NW);
             }
         }
-        if (has_lab) {
+        /* The cell gate (tables.gate): most pixels of a frame are far from
+         * every lab and rg box and skip both conversions. */
+        const unsigned cell = (r >> 3) << 10 | (g >> 3) << 5 | b >> 3;
+        const int gate_ok =
+            (has_lab || has_rg) && (!t->gate || (t->gate[cell >> 6] >> (cell & 63) & 1));
+        if (has_lab && gate_ok) {
             uint8_t c[3];
             trk_rgb_to_lab(t->light, (int)r, (int)g, (int)b, &c[0], &c[1], &c[2]);
             KNAME(space_mask)(t, TRK_SPACE_LAB, c, &m);
         }
-        if (has_rg) {
+        if (has_rg && gate_ok) {
             uint8_t c[3];
             trk_rgb_to_rg(t->light, (int)r, (int)g, (int)b, &c[0], &c[1], &c[2]);
             KNAME(space_mask)(t, TRK_SPACE_RG, c, &m);

@@ -6,6 +6,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <string.h>
 
 /* round(65535 * EOTF(v / 255)), the sRGB transfer function of IEC 61966-2-1
  * (tests/unit/gpu/test_lab.c recomputes it). */
@@ -78,6 +79,35 @@ const struct trk_light_tab *trk_light_tables(void)
 {
     pthread_once(&tab_once, tab_build);
     return &tab;
+}
+
+static struct trk_light_cells cells;
+static pthread_once_t cells_once = PTHREAD_ONCE_INIT;
+
+static void cells_build(void)
+{
+    const struct trk_light_tab *t = trk_light_tables();
+    memset(cells.lo, 255, sizeof(cells.lo));
+    memset(cells.hi, 0, sizeof(cells.hi));
+    for (int r = 0; r < 256; r++)
+        for (int g = 0; g < 256; g++)
+            for (int b = 0; b < 256; b++) {
+                const int cell = (r >> 3) << 10 | (g >> 3) << 5 | b >> 3;
+                uint8_t v[2][3];
+                trk_rgb_to_lab(t, r, g, b, &v[0][0], &v[0][1], &v[0][2]);
+                trk_rgb_to_rg(t, r, g, b, &v[1][0], &v[1][1], &v[1][2]);
+                for (int s = 0; s < 2; s++)
+                    for (int c = 0; c < 3; c++) {
+                        if (v[s][c] < cells.lo[cell][s][c]) cells.lo[cell][s][c] = v[s][c];
+                        if (v[s][c] > cells.hi[cell][s][c]) cells.hi[cell][s][c] = v[s][c];
+                    }
+            }
+}
+
+const struct trk_light_cells *trk_light_cell_ranges(void)
+{
+    pthread_once(&cells_once, cells_build);
+    return &cells;
 }
 
 /* sRGB OETF of linear light x (0..1), as a byte. */
