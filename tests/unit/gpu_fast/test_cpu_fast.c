@@ -733,13 +733,22 @@ static void test_lightspaces(void)
                                          full, (si + f) % 3, &buf, &img);
                 CHECKF(err == 0, "trk_image_from_rgb: %d", err);
                 if (err) continue;
-                /* mode 0: lab only, 1: rg only, 2: every space mixed. */
-                for (int mode = 0; mode < 3; mode++) {
+                /* mode 0: lab only, 1: rg only, 2: every space mixed, 3:
+                 * lab and rg boxes of one value per channel (a pixel's own:
+                 * the edges of the fast backend's cell gate). */
+                for (int mode = 0; mode < 4; mode++) {
                     trk_scene_pixel_objects(&st, &img,
                                             mode == 0   ? TRK_SPACE_LAB
                                             : mode == 1 ? TRK_SPACE_RG
                                                         : -1,
                                             n, objs);
+                    for (int k = 0; mode == 3 && k < n; k++) {
+                        objs[k].space = k % 2 ? TRK_SPACE_RG : TRK_SPACE_LAB;
+                        int c[3];
+                        trk_image_pixel_space(&img, (k * 7) % w, (k * 3) % h, objs[k].space, c);
+                        for (int ch = 0; ch < 3; ch++)
+                            objs[k].lo[ch] = objs[k].hi[ch] = (uint16_t)c[ch];
+                    }
                     if (set_both(ref, fast[ti][0], objs, n) || set_both(ref, fast[ti][1], objs, n))
                         continue;
                     for (int r = 0; r < 2; r++) {
