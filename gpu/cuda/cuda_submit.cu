@@ -69,7 +69,7 @@ void fill_frame(struct cuda_be *b, const struct trk_image *img, const struct lay
     const int ci = trk_coef_index(img->matrix, img->full_range);
     f.y2r = trk_yuv2rgb_coefs[ci];
     f.r2y = trk_rgb2ycc_coefs[ci];
-    f.lab = b->d_lab;
+    f.light = b->d_light;
 }
 
 /* With the pre-filter on: the raw frame b->f (just filled) is filtered on

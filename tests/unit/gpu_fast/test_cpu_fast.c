@@ -574,6 +574,24 @@ static void test_lifecycle(void)
 
 /* ------------------------------------------------------------------- dense */
 
+/* fast[t][v]: t + 1 threads (1-3), v 0 the default kernels, 1 the
+ * portable ones, each for frames up to w x h. */
+static void make_fast_set(struct trk_backend *fast[3][2], int w, int h)
+{
+    for (int t = 0; t < 3; t++) {
+        fast[t][0] = make(TRK_BACKEND_CPU, w, h, t + 1);
+        fast[t][1] = make_variant(TRK_BACKEND_CPU, w, h, t + 1, "lut-portable");
+    }
+}
+
+static void free_fast_set(struct trk_backend *fast[3][2])
+{
+    for (int t = 0; t < 3; t++) {
+        trk_backend_destroy(&fast[t][0]);
+        trk_backend_destroy(&fast[t][1]);
+    }
+}
+
 /* Half-range boxes in space sp (hue: a random half circle, wrapping or
  * not): on noise each matches about 1/8 of the pixels and changes at nearly
  * every pixel, the rows that take the dense path. */
@@ -610,10 +628,7 @@ static void test_dense(void)
     static struct trk_roi rois[TRK_MAX_OBJECTS];
     struct trk_backend *ref = make(TRK_BACKEND_CPU_REF, 2113, 70, 1);
     struct trk_backend *fast[3][2];
-    for (int t = 0; t < 3; t++) {
-        fast[t][0] = make(TRK_BACKEND_CPU, 2113, 70, t + 1);
-        fast[t][1] = make_variant(TRK_BACKEND_CPU, 2113, 70, t + 1, "lut-portable");
-    }
+    make_fast_set(fast, 2113, 70);
     int cases = 0;
     uint64_t st = 1414;
     for (int si = 0; si < (int)(sizeof(dsizes) / sizeof(dsizes[0])); si++)
@@ -665,10 +680,7 @@ static void test_dense(void)
         }
     printf("dense: %d cases\n", cases);
     trk_backend_destroy(&ref);
-    for (int t = 0; t < 3; t++) {
-        trk_backend_destroy(&fast[t][0]);
-        trk_backend_destroy(&fast[t][1]);
-    }
+    free_fast_set(fast);
 }
 
 /* ------------------------------------------------------------ lightspaces */
@@ -711,10 +723,7 @@ static void test_lightspaces(void)
     static struct trk_roi rois[TRK_MAX_OBJECTS];
     struct trk_backend *ref = make(TRK_BACKEND_CPU_REF, 131, 70, 1);
     struct trk_backend *fast[3][2];
-    for (int t = 0; t < 3; t++) {
-        fast[t][0] = make(TRK_BACKEND_CPU, 131, 70, t + 1);
-        fast[t][1] = make_variant(TRK_BACKEND_CPU, 131, 70, t + 1, "lut-portable");
-    }
+    make_fast_set(fast, 131, 70);
     int cases = 0;
     uint64_t st = 2727;
     for (int si = 0; si < (int)(sizeof(lsizes) / sizeof(lsizes[0])); si++)
@@ -772,10 +781,7 @@ static void test_lightspaces(void)
         }
     printf("lightspaces: %d cases\n", cases);
     trk_backend_destroy(&ref);
-    for (int t = 0; t < 3; t++) {
-        trk_backend_destroy(&fast[t][0]);
-        trk_backend_destroy(&fast[t][1]);
-    }
+    free_fast_set(fast);
 }
 
 int main(int argc, char **argv)
