@@ -72,13 +72,20 @@ static void test_all_spaces(void)
     struct trk_objects o;
     struct trk_config_error e;
     CHECK(load_rel("tests/unit/config/good/all_spaces.json", &o, &e) == 0);
-    CHECK(o.n == 5);
+    CHECK(o.n == 7);
     check_def(&o.def[0], "skin", TRK_SPACE_YCBCR, 0, 77, 133, 255, 127, 173, 500);
     check_def(&o.def[1], "leaf", TRK_SPACE_HSV, 90, 60, 40, 150, 255, 255, 1);
     check_def(&o.def[2], "paper", TRK_SPACE_RGB, 200, 200, 200, 255, 255, 255, 1);
     check_def(&o.def[3], "everything", TRK_SPACE_HSV, 0, 0, 0, 359, 255, 255,
               9223372036854775807ull);
     check_def(&o.def[4], "single", TRK_SPACE_RGB, 7, 7, 7, 7, 7, 7, 1);
+    check_def(&o.def[5], "team", TRK_SPACE_LAB, 0, 150, 140, 255, 200, 190, 1);
+    check_def(&o.def[6], "marker", TRK_SPACE_RG, 120, 40, 20, 200, 90, 255, 1);
+    /* rg's display colour: centre r 160, g 65, I 138 -> R 3 I r / 255 = 260
+     * (clamped), G 106, B 3 I - 260 - 106 = 48. */
+    CHECK(o.color[6][0] == 255 && o.color[6][1] == 106 && o.color[6][2] == 48);
+    /* lab's: the centre (L 50 %, a* 47, b* 37) is a warm red. */
+    CHECK(o.color[5][0] > 150 && o.color[5][1] < 100 && o.color[5][2] < 100);
     /* "#1F8F2a": hex digits in either case. */
     CHECK(o.color[1][0] == 0x1f && o.color[1][1] == 0x8f && o.color[1][2] == 0x2a);
     /* paper has no colour: the centre of its box. */
