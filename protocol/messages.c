@@ -778,21 +778,21 @@ int trk_msg_sample(struct trk_buf *b, const struct trk_sample_info *s)
     PUT(put_ints(b, s->rect, 4));
     PUT(kv_u64(b, ",\"seq\":", s->seq));
     PUT(kv_i64(b, ",\"n\":", s->n));
-    for (int sp = TRK_SPACE_RGB; sp <= TRK_SPACE_YCBCR; sp++) {
+    for (int sp = TRK_SPACE_RGB; sp < TRK_SPACE_COUNT; sp++) {
         PUT(space_key(b, ",", (enum trk_space)sp));
         PUT(put_ints(b, s->mean[sp], 3));
     }
     LIT(b, ",\"suggest\":");
     PUT(put_sample_box(b, s, TRK_SPACE_HSV));
     LIT(b, ",\"suggest_all\":{");
-    for (int sp = TRK_SPACE_RGB; sp <= TRK_SPACE_YCBCR; sp++) {
+    for (int sp = TRK_SPACE_RGB; sp < TRK_SPACE_COUNT; sp++) {
         PUT(space_key(b, sp != TRK_SPACE_RGB ? "," : "", (enum trk_space)sp));
         PUT(put_sample_box(b, s, (enum trk_space)sp));
     }
     LIT(b, "}");
     if (s->has_share) {
         LIT(b, ",\"frame_share\":{");
-        for (int sp = TRK_SPACE_RGB; sp <= TRK_SPACE_YCBCR; sp++) {
+        for (int sp = TRK_SPACE_RGB; sp < TRK_SPACE_COUNT; sp++) {
             PUT(space_key(b, sp != TRK_SPACE_RGB ? "," : "", (enum trk_space)sp));
             PUT(kv_fixed(b, "", s->share[sp], 3));
         }

@@ -1095,28 +1095,28 @@ static int grid_step(int w, int h, long max)
  * step; the hue as a signed offset from the first pixel's hue (*h_ref).
  * Returns how many pixels were read. */
 static long sample_stats(const struct trk_image *img, const struct trk_sample_info *s, int step,
-                         struct chan_stats st[3], int *h_ref)
+                         struct chan_stats st[TRK_SPACE_COUNT], int *h_ref)
 {
     const int ci = trk_coef_index(img->matrix, img->full_range);
     long n = 0;
     *h_ref = -1;
-    for (int sp = 0; sp < 3; sp++)
+    for (int sp = 0; sp < TRK_SPACE_COUNT; sp++)
         for (int i = 0; i < 3; i++)
             st[sp].lo[i] = 1 << 20, st[sp].hi[i] = -(1 << 20), st[sp].sum[i] = 0;
     for (int y = s->rect[1]; y <= s->rect[3]; y += step)
         for (int x = s->rect[0]; x <= s->rect[2]; x += step, n++) {
-            /* All three spaces from one read (trk_pixel_channels' rules). */
-            int nat[3], ch[3][3];
+            /* Every space from one read (the backends' rules, gpu/color.h). */
+            int nat[3], ch[TRK_SPACE_COUNT][3];
             const int yuv = trk_pixel_native(img->fmt, img->plane, img->pitch, x, y, nat);
-            trk_pixel_triples(&trk_yuv2rgb_coefs[ci], &trk_rgb2ycc_coefs[ci], yuv, TRK_SPACES_ALL,
-                              nat, ch);
+            trk_pixel_spaces(&trk_yuv2rgb_coefs[ci], &trk_rgb2ycc_coefs[ci], trk_light_tables(),
+                             yuv, TRK_SPACES_EVERY, nat, ch);
             /* Hue as a signed offset from the first pixel's hue. */
             if (*h_ref < 0) *h_ref = ch[TRK_SPACE_HSV][0];
             int d = ch[TRK_SPACE_HSV][0] - *h_ref;
             if (d > TRK_HUE_VALUES / 2) d -= TRK_HUE_VALUES;
             if (d < -TRK_HUE_VALUES / 2) d += TRK_HUE_VALUES;
             ch[TRK_SPACE_HSV][0] = d;
-            for (int sp = 0; sp < 3; sp++)
+            for (int sp = 0; sp < TRK_SPACE_COUNT; sp++)
                 for (int i = 0; i < 3; i++) {
                     if (ch[sp][i] < st[sp].lo[i]) st[sp].lo[i] = ch[sp][i];
                     if (ch[sp][i] > st[sp].hi[i]) st[sp].hi[i] = ch[sp][i];
@@ -1127,20 +1127,28 @@ static long sample_stats(const struct trk_image *img, const struct trk_sample_in
 }
 
 /* Means and suggested boxes (observed range plus a margin, clamped) into s
- * from the statistics of s->n pixels. */
-static void sample_boxes(const struct chan_stats st[3], int h_ref, struct trk_sample_info *s)
+ * from the statistics of s->n pixels. The spaces that separate light from
+ * colour leave the light open: lab's L 0..255, rg's I from 10 (the
+ * chromaticity of near-black pixels is noise), with a margin of 12 on
+ * their colour channels (they span less of their range than rgb's do). */
+static void sample_boxes(const struct chan_stats st[TRK_SPACE_COUNT], int h_ref,
+                         struct trk_sample_info *s)
 {
     long n = s->n;
-    for (int sp = 0; sp < 3; sp++)
+    for (int sp = 0; sp < TRK_SPACE_COUNT; sp++)
         for (int i = 0; i < 3; i++)
             s->mean[sp][i] = (int)((st[sp].sum[i] + (st[sp].sum[i] >= 0 ? n / 2 : -n / 2)) / n);
     s->mean[TRK_SPACE_HSV][0] = trk_hue_wrap(h_ref + s->mean[TRK_SPACE_HSV][0]);
-    for (int sp = 0; sp < 3; sp++)
+    for (int sp = 0; sp < TRK_SPACE_COUNT; sp++)
         for (int i = 0; i < 3; i++) {
             bool hue = sp == TRK_SPACE_HSV && i == 0;
-            int margin = hue ? 8 : 25;
+            bool light = sp == TRK_SPACE_LAB || sp == TRK_SPACE_RG;
+            int margin = hue ? 8 : light ? 12 : 25;
             int max = trk_chan_max(sp, i);
-            if (!hue) {
+            if ((sp == TRK_SPACE_LAB && i == 0) || (sp == TRK_SPACE_RG && i == 2)) {
+                s->lo[sp][i] = sp == TRK_SPACE_RG ? 10 : 0;
+                s->hi[sp][i] = max;
+            } else if (!hue) {
                 s->lo[sp][i] = clampi(st[sp].lo[i] - margin, 0, max);
                 s->hi[sp][i] = clampi(st[sp].hi[i] + margin, 0, max);
             } else if (st[sp].hi[0] - st[sp].lo[0] + 2 * margin >= max) {
@@ -1160,22 +1168,22 @@ static long frame_share(const struct trk_image *img, struct trk_sample_info *s)
 {
     const int ci = trk_coef_index(img->matrix, img->full_range);
     const int step = grid_step(img->width, img->height, TRK_SAMPLE_SHARE_PIXELS);
-    uint16_t lo[3][3], hi[3][3];
-    for (int sp = 0; sp < 3; sp++)
+    uint16_t lo[TRK_SPACE_COUNT][3], hi[TRK_SPACE_COUNT][3];
+    for (int sp = 0; sp < TRK_SPACE_COUNT; sp++)
         for (int i = 0; i < 3; i++)
             lo[sp][i] = (uint16_t)s->lo[sp][i], hi[sp][i] = (uint16_t)s->hi[sp][i];
-    long n = 0, hit[3] = { 0 };
+    long n = 0, hit[TRK_SPACE_COUNT] = { 0 };
     for (int y = 0; y < img->height; y += step)
         for (int x = 0; x < img->width; x += step, n++) {
-            int nat[3], ch[3][3];
+            int nat[3], ch[TRK_SPACE_COUNT][3];
             const int yuv = trk_pixel_native(img->fmt, img->plane, img->pitch, x, y, nat);
-            trk_pixel_triples(&trk_yuv2rgb_coefs[ci], &trk_rgb2ycc_coefs[ci], yuv, TRK_SPACES_ALL,
-                              nat, ch);
-            for (int sp = 0; sp < 3; sp++)
+            trk_pixel_spaces(&trk_yuv2rgb_coefs[ci], &trk_rgb2ycc_coefs[ci], trk_light_tables(),
+                             yuv, TRK_SPACES_EVERY, nat, ch);
+            for (int sp = 0; sp < TRK_SPACE_COUNT; sp++)
                 hit[sp] += trk_box_match(lo[sp], hi[sp], sp == TRK_SPACE_HSV, ch[sp][0], ch[sp][1],
                                          ch[sp][2]) != 0;
         }
-    for (int sp = 0; sp < 3; sp++)
+    for (int sp = 0; sp < TRK_SPACE_COUNT; sp++)
         s->share[sp] = n ? (double)hit[sp] / (double)n : 0;
     s->has_share = n > 0;
     return n;
@@ -1194,7 +1202,7 @@ static long answer_sample(struct trk_control *c, const struct sample_req *r,
                     "the sample lies outside the %dx%d frame", img->width, img->height);
         return 0;
     }
-    struct chan_stats st[3];
+    struct chan_stats st[TRK_SPACE_COUNT];
     int h_ref;
     int step =
         grid_step(s.rect[2] - s.rect[0] + 1, s.rect[3] - s.rect[1] + 1, TRK_SAMPLE_PIXELS_MAX);
