@@ -11,12 +11,14 @@
  *   - trk_pixel_native reads the frame's own samples. YUV formats: Y is the
  *     pixel's own luma; chroma is the sample covering it with no
  *     interpolation: YUYV (x/2, y), NV12/I420 (x/2, y/2).
- *   - trk_pixel_triples derives the channels each object space tests:
- *     YUV formats: rgb and hsv objects use trk_yuv_to_rgb(Y, Cb, Cr) per the
- *     frame's matrix and range; ycbcr objects test the native Y, Cb, Cr
- *     samples unchanged. RGB formats: rgb objects test R, G, B; hsv objects
- *     trk_rgb_to_hsv; ycbcr objects trk_rgb_to_ycbcr per the frame's matrix
- *     and range.
+ *   - trk_pixel_spaces (trk_pixel_triples for the three classic spaces)
+ *     derives the channels each object space tests:
+ *     YUV formats: rgb, hsv, lab and rg objects use trk_yuv_to_rgb(Y, Cb,
+ *     Cr) per the frame's matrix and range; ycbcr objects test the native Y,
+ *     Cb, Cr samples unchanged. RGB formats: rgb objects test R, G, B; hsv
+ *     objects trk_rgb_to_hsv; ycbcr objects trk_rgb_to_ycbcr per the frame's
+ *     matrix and range. lab (trk_rgb_to_lab) and rg (trk_rgb_to_rg) come
+ *     from R, G, B through the tables of trk_light_tables (lab.c).
  *   - trk_box_match (channel by channel: trk_chan_has) is the object test.
  * The per-value lookup tables of the fast backends are built from
  * trk_chan_values and trk_chan_has; the vectorised decoders (cpu_fast_kern.h,
@@ -195,7 +197,7 @@ TRK_HD void trk_rgb_to_hsv(int r, int g, int b, uint16_t *h, uint8_t *s, uint8_t
  *   2. X/Xn, Y/Yn, Z/Zn (D65 white) as t = (k_r lin[R] + k_g lin[G] +
  *      k_b lin[B] + 32768) >> 16, clamped to 0..TRK_LAB_T_ONE (units of
  *      1/16384), k the rows of the sRGB -> XYZ matrix divided by the white,
- *      times 16384, rounded (TRK_LAB_K below);
+ *      times 16384, rounded (in trk_rgb_to_lab);
  *   3. f(t) from a table of TRK_LAB_T_ONE + 1 entries in Q15 (trk_lab_f: the
  *      cube root by integer search, the CIE linear segment below 216/24389);
  *   4. the bytes: L = round(255 (116 fy - 16) / 100) (L* 0..100 -> 0..255),
@@ -205,13 +207,6 @@ TRK_HD void trk_rgb_to_hsv(int r, int g, int b, uint16_t *h, uint8_t *s, uint8_t
  * Backends use the tables of trk_light_tables() (the CUDA one uploads them),
  * so every backend computes the same bytes. */
 #define TRK_LAB_T_ONE 16384
-#define TRK_LAB_K                                                                                  \
-    {                                                                                              \
-        { 7110, 6164, 3110 }, { 3484, 11717, 1183 },                                               \
-        {                                                                                          \
-            291, 1794, 14300                                                                       \
-        }                                                                                          \
-    }
 /* The tables of the spaces that separate light from colour: lab's, and
  * rg's reciprocals (trk_rgb_to_rg). */
 #define TRK_RG_SUM_MAX (3 * 255)
@@ -253,7 +248,8 @@ TRK_HD int32_t trk_lab_t(const struct trk_light_tab *t, const int32_t k[3], int 
 TRK_HD void trk_rgb_to_lab(const struct trk_light_tab *t, int r, int g, int b, uint8_t *L,
                            uint8_t *A, uint8_t *B)
 {
-    const int32_t k[3][3] = TRK_LAB_K;
+    /* The rows of step 2: the sRGB -> XYZ matrix divided by D65's white. */
+    const int32_t k[3][3] = { { 7110, 6164, 3110 }, { 3484, 11717, 1183 }, { 291, 1794, 14300 } };
     const int32_t fx = t->f[trk_lab_t(t, k[0], r, g, b)], fy = t->f[trk_lab_t(t, k[1], r, g, b)],
                   fz = t->f[trk_lab_t(t, k[2], r, g, b)];
     /* 116 fy - 16 >= 0: f(0) = round(32768 * 16 / 116). */
@@ -496,8 +492,8 @@ static inline void trk_hsv_to_rgb(int h, int s, int v, uint8_t rgb[3])
  * (trk_range_centre; hsv: trk_hue_centre) converted to RGB: rgb the centre
  * itself, hsv per trk_hsv_to_rgb, ycbcr with BT.601 full range, lab per
  * trk_lab_to_rgb_display, rg as R = 3 I r / 255, G = 3 I g / 255, B the
- * rest (clamped). Never used
- * for tracking. Host code only (both display functions). */
+ * rest (clamped). Never used for tracking. Host code only (both display
+ * functions). */
 static inline void trk_object_display_rgb(const struct trk_object_def *def, uint8_t rgb[3])
 {
     int c[3];
