@@ -15,6 +15,8 @@
  *              than the create size, default thread count, bad arguments
  *   dense      rows on the dense path: noisebox scenes and half-range boxes
  *              of every space on random scenes, every format, ROIs
+ *   allcolors_light
+ *              every 24-bit RGB colour against lab and rg boxes
  *   lightspaces lab and rg objects (alone, and mixed with every other
  *              space) boxed around the scene's own pixels: every format,
  *              1..256 objects, 1-3 threads, both variants, ROIs, regions
@@ -426,10 +428,21 @@ static int mixed_objects(uint64_t seed, struct trk_object_def *o, int n)
     return n;
 }
 
+/* Every RGB colour once: 4096 x 4096, R,G from the position, B from the
+ * 16x16 tile. NULL when out of memory. */
+static uint8_t *allcolors_rgb(void)
+{
+    uint8_t *rgb = malloc((size_t)4096 * 4096 * 3);
+    for (int y = 0; rgb && y < 4096; y++)
+        for (int x = 0; x < 4096; x++) {
+            uint8_t *p = rgb + ((size_t)y * 4096 + x) * 3;
+            p[0] = (uint8_t)x, p[1] = (uint8_t)y, p[2] = (uint8_t)((y >> 8) << 4 | (x >> 8));
+        }
+    return rgb;
+}
+
 static void test_allcolors(int rgb_part, int yuv_part)
 {
-    /* Every RGB colour once: 4096 x 4096, R,G from the position, B from the
-     * 16x16 tile. */
     enum { W = 4096, H = 4096, N = 70 }; /* 70 objects: 2-word masks */
     static struct trk_object_def objs[N];
     mixed_objects(99, objs, N);
@@ -437,16 +450,11 @@ static void test_allcolors(int rgb_part, int yuv_part)
     struct trk_backend *fasts[2] = { make(TRK_BACKEND_CPU, W, 65536, 2),
                                      make_variant(TRK_BACKEND_CPU, W, 65536, 2, "lut-portable") };
     if (set_both(ref, fasts[0], objs, N) || set_both(ref, fasts[1], objs, N)) return;
-    uint8_t *rgb = rgb_part ? malloc((size_t)W * H * 3) : NULL;
+    uint8_t *rgb = rgb_part ? allcolors_rgb() : NULL;
     if (rgb_part && !rgb) {
         CHECKF(0, "out of memory");
         return;
     }
-    for (int y = 0; rgb && y < H; y++)
-        for (int x = 0; x < W; x++) {
-            uint8_t *p = rgb + ((size_t)y * W + x) * 3;
-            p[0] = (uint8_t)x, p[1] = (uint8_t)y, p[2] = (uint8_t)((y >> 8) << 4 | (x >> 8));
-        }
     struct trk_image img = { .plane = { rgb },
                              .pitch = { (size_t)W * 3 },
                              .width = W,
@@ -590,6 +598,43 @@ static void free_fast_set(struct trk_backend *fast[3][2])
         trk_backend_destroy(&fast[t][0]);
         trk_backend_destroy(&fast[t][1]);
     }
+}
+
+/* Every RGB colour against lab and rg boxes (around random colours, and
+ * boxes of one value), so the fast backend's cell gate (a cell's lab and rg
+ * ranges against the boxes) meets every cell and every colour in it. */
+static void test_allcolors_light(void)
+{
+    enum { N = 24 };
+    static struct trk_object_def objs[N];
+    uint8_t *rgb = allcolors_rgb();
+    if (!rgb) {
+        CHECKF(0, "out of memory");
+        return;
+    }
+    struct trk_image img = { .plane = { rgb },
+                             .pitch = { (size_t)4096 * 3 },
+                             .width = 4096,
+                             .height = 4096,
+                             .fmt = TRK_FMT_RGB24,
+                             .matrix = TRK_MATRIX_BT601,
+                             .full_range = true };
+    uint64_t st = 3131;
+    for (int k = 0; k < N; k++) {
+        trk_scene_pixel_objects(&st, &img, k % 2 ? TRK_SPACE_RG : TRK_SPACE_LAB, 1, &objs[k]);
+        snprintf(objs[k].name, sizeof(objs[k].name), "light%d", k);
+        for (int c = 0; k >= N - 6 && c < 3; c++)
+            objs[k].hi[c] = objs[k].lo[c] = (uint16_t)((objs[k].lo[c] + objs[k].hi[c]) / 2);
+    }
+    struct trk_backend *ref = make(TRK_BACKEND_CPU_REF, 4096, 4096, 1);
+    struct trk_backend *fasts[2] = { make(TRK_BACKEND_CPU, 4096, 4096, 2),
+                                     make_variant(TRK_BACKEND_CPU, 4096, 4096, 2, "lut-portable") };
+    if (!set_both(ref, fasts[0], objs, N) && !set_both(ref, fasts[1], objs, N))
+        compare_n(ref, fasts, 2, objs, N, &img, NULL, "allcolors lab and rg");
+    free(rgb);
+    trk_backend_destroy(&ref);
+    trk_backend_destroy(&fasts[0]);
+    trk_backend_destroy(&fasts[1]);
 }
 
 /* Half-range boxes in space sp (hue: a random half circle, wrapping or
@@ -797,11 +842,12 @@ int main(int argc, char **argv)
     if (all || !strcmp(part, "lifecycle")) test_lifecycle(), known = 1;
     if (all || !strcmp(part, "dense")) test_dense(), known = 1;
     if (all || !strcmp(part, "lightspaces")) test_lightspaces(), known = 1;
+    if (all || !strcmp(part, "allcolors_light")) test_allcolors_light(), known = 1;
     if (!known) {
         fprintf(stderr,
                 "usage: %s "
                 "[corpus|spaces|rois|standard|allcolors_rgb|allcolors_yuv|lifecycle|dense|"
-                "lightspaces|all]\n",
+                "lightspaces|allcolors_light|all]\n",
                 argv[0]);
         return 2;
     }
