@@ -535,7 +535,8 @@ static int runners_create(const struct opts *o, int maxw, int maxh, struct runne
 static int results_equal(const struct trk_obj_result *a, const struct trk_obj_result *b)
 {
     return a->mass == b->mass && a->sum_x == b->sum_x && a->sum_y == b->sum_y && a->x0 == b->x0 &&
-           a->y0 == b->y0 && a->x1 == b->x1 && a->y1 == b->y1;
+           a->y0 == b->y0 && a->x1 == b->x1 && a->y1 == b->y1 && a->sum_xx == b->sum_xx &&
+           a->sum_yy == b->sum_yy && a->sum_xy == b->sum_xy;
 }
 
 /* Prints the first differences loudly; returns how many objects differ. */
@@ -548,12 +549,16 @@ static int check_results(const char *label, const char *scene, const struct trk_
         if (bad < 5)
             fprintf(stderr,
                     "MISMATCH %s on %s, object %d: cpu-ref mass %llu sum %llu,%llu box "
-                    "%d,%d,%d,%d; got mass %llu sum %llu,%llu box %d,%d,%d,%d\n",
+                    "%d,%d,%d,%d moments %llu,%llu,%llu; got mass %llu sum %llu,%llu box "
+                    "%d,%d,%d,%d moments %llu,%llu,%llu\n",
                     label, scene, i, (unsigned long long)want[i].mass,
                     (unsigned long long)want[i].sum_x, (unsigned long long)want[i].sum_y,
-                    want[i].x0, want[i].y0, want[i].x1, want[i].y1, (unsigned long long)got[i].mass,
+                    want[i].x0, want[i].y0, want[i].x1, want[i].y1,
+                    (unsigned long long)want[i].sum_xx, (unsigned long long)want[i].sum_yy,
+                    (unsigned long long)want[i].sum_xy, (unsigned long long)got[i].mass,
                     (unsigned long long)got[i].sum_x, (unsigned long long)got[i].sum_y, got[i].x0,
-                    got[i].y0, got[i].x1, got[i].y1);
+                    got[i].y0, got[i].x1, got[i].y1, (unsigned long long)got[i].sum_xx,
+                    (unsigned long long)got[i].sum_yy, (unsigned long long)got[i].sum_xy);
         bad++;
     }
     return bad;

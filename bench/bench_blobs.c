@@ -577,7 +577,8 @@ static bool blob_equal(const struct trk_blob *a, const struct trk_blob *b)
 {
     return a->mass == b->mass && a->sum_x == b->sum_x && a->sum_y == b->sum_y && a->x0 == b->x0 &&
            a->y0 == b->y0 && a->x1 == b->x1 && a->y1 == b->y1 && a->perimeter == b->perimeter &&
-           a->first == b->first;
+           a->first == b->first && a->sum_xx == b->sum_xx && a->sum_yy == b->sum_yy &&
+           a->sum_xy == b->sum_xy;
 }
 
 /* The truth of one scene: cpu-ref's aggregates and blob lists. */
@@ -609,7 +610,8 @@ static int check_frame(const char *label, const char *scene, const struct truth 
     for (int i = 0; i < n; i++) {
         const struct trk_obj_result *w = &t->res[i], *g = &got[i];
         if (w->mass != g->mass || w->sum_x != g->sum_x || w->sum_y != g->sum_y || w->x0 != g->x0 ||
-            w->y0 != g->y0 || w->x1 != g->x1 || w->y1 != g->y1) {
+            w->y0 != g->y0 || w->x1 != g->x1 || w->y1 != g->y1 || w->sum_xx != g->sum_xx ||
+            w->sum_yy != g->sum_yy || w->sum_xy != g->sum_xy) {
             if (bad++ < 5)
                 fprintf(stderr, "MISMATCH %s on %s, object %d: aggregate mass %llu, want %llu\n",
                         label, scene, i, (unsigned long long)g->mass, (unsigned long long)w->mass);

@@ -409,7 +409,8 @@ static int rr_run(struct trk_backend *b, struct rr_scene *s, const struct rr_opt
             if (r->mass != area || r->sum_x != (uint64_t)s->cx[i] * area ||
                 r->sum_y != (uint64_t)s->cy[i] * area)
                 why = "region aggregate is not the true disk";
-            else if (nl < 1 || l[0].mass != r->mass || l[0].sum_x != r->sum_x)
+            else if (nl < 1 || l[0].mass != r->mass || l[0].sum_x != r->sum_x ||
+                     l[0].sum_xx != r->sum_xx || l[0].sum_xy != r->sum_xy)
                 why = "region blob is not the disk";
             else {
                 int k = 0;

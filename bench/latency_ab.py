@@ -3,7 +3,7 @@
 measured in alternating rounds on one machine (so load that comes and goes
 hits them alike), with the median over the rounds of each run's figures.
 
-    bench/latency_ab.py [--rounds 3] [--frames 600] [--preview] \\
+    bench/latency_ab.py [--rounds 3] [--frames 600] [--preview] [--client socket] \\
         LABEL=TRACKD[:ARG,ARG...] ... -- COMMON_TRACKD_ARGS...
 
 Each configuration is a label, a trackd binary and its own extra arguments
@@ -32,7 +32,7 @@ def main():
     argv = sys.argv[1:]
     cut = argv.index("--") if "--" in argv else len(argv)
     opts, common = argv[:cut], argv[cut + 1:]
-    rounds, frames, preview, cfgs = 3, 600, False, []
+    rounds, frames, preview, client, cfgs = 3, 600, False, None, []
     i = 0
     while i < len(opts):
         a = opts[i]
@@ -44,12 +44,15 @@ def main():
             i += 1
         elif a == "--preview":
             preview = True
+        elif a == "--client":
+            client = opts[i + 1]  # the probe's client: aiohttp (its default) or socket
+            i += 1
         elif "=" in a:
             label, rest = a.split("=", 1)
             binary, _, extra = rest.partition(":")
             cfgs.append((label, binary, [x for x in extra.split(",") if x]))
         else:
-            sys.exit(f"latency_ab: what is {a!r}? (LABEL=TRACKD[:ARGS] or --rounds/--frames/--preview)")
+            sys.exit(f"latency_ab: what is {a!r}? (LABEL=TRACKD[:ARGS] or --rounds/--frames/--preview/--client)")
         i += 1
     if not cfgs:
         sys.exit(__doc__)
@@ -59,6 +62,8 @@ def main():
             cmd = [sys.executable, PROBE, binary, "--frames", str(frames), "--label", label]
             if preview:
                 cmd.append("--preview")
+            if client:
+                cmd += ["--client", client]
             out = subprocess.run(cmd + ["--"] + common + extra, capture_output=True, text=True)
             lines = out.stdout.strip().splitlines()
             if out.returncode or not lines:

@@ -253,6 +253,7 @@ int trk_objects_validate(const struct trk_objects *objs, char *msg, size_t msg_l
         }
     }
     if (trk_objects_check_limits(objs->def, objs->n, NULL, msg, msg_len)) return TRK_EINVAL;
+    if (trk_objects_check_light(objs, msg, msg_len)) return TRK_EINVAL;
     return trk_objects_check_patterns(objs, msg, msg_len);
 }
 

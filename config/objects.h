@@ -25,6 +25,8 @@
 #include "calib.h"    /* struct trk_calib */
 #include "patterns.h" /* struct trk_pattern */
 
+#include "objects_light.h" /* struct trk_light_cfg: "illumination", "adapt" */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -124,6 +126,10 @@ struct trk_objects {
      * indices into def[]. n_patterns 0 when absent. */
     int n_patterns;
     struct trk_pattern patterns[TRK_PATTERNS_MAX];
+    /* The optional "illumination" and each object's "adapt"
+     * (objects_light.h; light.adapt[i] goes with def[i]). All off when
+     * absent. */
+    struct trk_light_cfg light;
 };
 
 /* Reads and validates an objects file. Returns 0, or a negative code with
@@ -267,6 +273,25 @@ const char *trk_objects_demo_json(void);
  * without blobs); dst's patterns are then left alone. */
 int trk_objects_carry_patterns(struct trk_objects *dst, const struct trk_objects *src, char *why,
                                size_t why_len);
+
+/* The colour slots of a pattern the page shows and set_pattern replaces,
+ * as object indices into out: a colour code's colours in order; a centre +
+ * dots pattern's dot colours, each once, in the order its ids table first
+ * uses them (id 0's dots, then id 1's new ones, ...; the centre is apart).
+ * Returns how many. */
+#define TRK_PATTERN_SLOTS_MAX (TRK_PATTERN_IDS_MAX * TRK_PATTERN_DOTS_MAX)
+unsigned trk_pattern_slots(const struct trk_pattern *pt, uint16_t out[TRK_PATTERN_SLOTS_MAX]);
+
+/* Pattern k of o takes new colours, given by object name: centre (centre +
+ * dots only; NULL keeps it) and names[0..n) in place of trk_pattern_slots'
+ * list, position by position (NULL names keeps them all), every use of a
+ * slot's colour in the ids table following it. Checked as the file checks
+ * them (each an object of o with blobs; ids still differ); key names the
+ * list in messages ("dots" or "colors"). 0, or TRK_EINVAL with why and o
+ * unchanged. */
+int trk_objects_set_pattern(struct trk_objects *o, int k, const char *centre,
+                            const char *const *names, unsigned n, const char *key, char *why,
+                            size_t why_len);
 
 /* Index of the object called name, or -1. */
 int trk_objects_find(const struct trk_objects *objs, const char *name);

@@ -130,6 +130,21 @@ int trk_objects_check_patterns(const struct trk_objects *objs, char *msg, size_t
 int trk_objects_parse_doc(const struct json_t *root, const char *text, size_t len, bool quiet,
                           struct trk_objects *out, struct trk_config_error *err);
 
+/* ------------------------------------------------------- objects_light.c */
+
+/* The top-level "illumination" and every object's "adapt" of root (whose
+ * objects are already in out->def[0..out->n)) into out->light. */
+int trk_objects_parse_light(struct trk_vctx *c, const struct json_t *root, struct trk_objects *out);
+
+/* The light rules for a set in memory: 0, or TRK_EINVAL and msg. */
+int trk_objects_check_light(const struct trk_objects *objs, char *msg, size_t msg_len);
+
+/* ", \"adapt\": {...}" for object i when on; ",\n  \"illumination\": {...}"
+ * when on (the file writer's pieces). */
+struct trk_buf;
+void trk_objects_write_adapt(struct trk_buf *b, const struct trk_objects *objs, int i);
+void trk_objects_write_illum(struct trk_buf *b, const struct trk_objects *objs);
+
 /* ------------------------------------------------------- objects_load.c */
 
 /* The text as an objects file (err's file: name_for_errors); quiet as

@@ -169,7 +169,7 @@ int trk_cfg_fail_duplicate(struct trk_vctx *c, const char *name, const char *lis
  * four are required. */
 static const char *const object_keys[] = { "name",     "space",        "lo",       "hi",
                                            "min_mass", "blobs",        "min_area", "connectivity",
-                                           "track",    "coast_frames", "color" };
+                                           "track",    "coast_frames", "color",    "adapt" };
 #define N_OBJECT_KEYS (sizeof object_keys / sizeof object_keys[0])
 
 /* lo or hi at the current path: 3 integers (ranges are checked later,
@@ -264,7 +264,7 @@ static int object_keys_ok(struct trk_vctx *c, const json_t *o, const char *here)
             int rc = trk_cfg_fail(
                 c, 1,
                 "%s%sunknown key %s (expected name, space, lo, hi, min_mass, blobs, min_area, "
-                "connectivity, track, coast_frames or color)",
+                "connectivity, track, coast_frames, color or adapt)",
                 here, sep, q);
             trk_cfg_pop(c);
             return rc;
@@ -749,13 +749,14 @@ static int parse_root(struct trk_vctx *c, const json_t *root, struct trk_objects
     {
         if (strcmp(key, "objects") != 0 && strcmp(key, "camera") != 0 &&
             strcmp(key, "prefilter") != 0 && strcmp(key, "calibration") != 0 &&
-            strcmp(key, "patterns") != 0) {
+            strcmp(key, "patterns") != 0 && strcmp(key, "illumination") != 0) {
             char q[72];
             trk_cfg_user_text(c, key, strlen(key), q, sizeof q);
             trk_cfg_push_user_key(c, key);
             rc = trk_cfg_fail(c, 1,
                               "unknown key %s at top level (expected \"objects\", \"camera\", "
-                              "\"prefilter\", \"calibration\" or \"patterns\")",
+                              "\"prefilter\", \"calibration\", \"patterns\" or "
+                              "\"illumination\")",
                               q);
             trk_cfg_pop(c);
             return rc;
@@ -817,6 +818,7 @@ static int parse_root(struct trk_vctx *c, const json_t *root, struct trk_objects
     }
     trk_cfg_pop(c);
     out->n = (int)n;
+    if ((rc = trk_objects_parse_light(c, root, out))) return rc;
     /* Patterns last: their colours name objects. */
     const json_t *pats = json_object_get(root, "patterns");
     return pats ? trk_objects_parse_patterns(c, pats, out) : 0;

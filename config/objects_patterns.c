@@ -20,6 +20,11 @@
 #define PX_PER_MM_MAX 1000.0
 #define GAP_MAX       10.0
 
+/* Why a colour must have blobs (the file's and set_pattern's message). */
+#define NO_BLOBS                                                                                   \
+    "has no \"blobs\": markers are assembled from blob lists, so a pattern's "                     \
+    "colours need \"blobs\" >= 1"
+
 static const char *const dots_keys[] = { "name",      "kind",      "team",      "height", "center",
                                          "center_mm", "px_per_mm", "tolerance", "dots",   "ids" };
 static const char *const code_keys[] = { "name", "kind", "team", "height", "colors", "id", "gap" };
@@ -41,10 +46,8 @@ static int colour(struct trk_vctx *c, const json_t *v, const struct trk_objects 
     if (k < 0) return trk_cfg_fail_quoted(c, v, "is not the name of an object", p, sizeof p);
     if (!out->def[k].blobs) {
         trk_cfg_user_text(c, json_string_value(v), json_string_length(v), q, sizeof q);
-        return trk_cfg_fail(c, 0,
-                            "%s: object %s has no \"blobs\": markers are assembled from blob "
-                            "lists, so a pattern's colours need \"blobs\" >= 1",
-                            trk_cfg_path_text(c, p, sizeof p), q);
+        return trk_cfg_fail(c, 0, "%s: object %s %s", trk_cfg_path_text(c, p, sizeof p), q,
+                            NO_BLOBS);
     }
     *idx = (uint16_t)k;
     return 0;
@@ -383,5 +386,85 @@ int trk_objects_carry_patterns(struct trk_objects *dst, const struct trk_objects
     }
     memcpy(dst->patterns, p, (size_t)n * sizeof(p[0]));
     dst->n_patterns = n;
+    return 0;
+}
+
+unsigned trk_pattern_slots(const struct trk_pattern *pt, uint16_t out[TRK_PATTERN_SLOTS_MAX])
+{
+    unsigned n = 0;
+    if (pt->kind == TRK_PATTERN_CODE) {
+        for (; n < pt->n_code && n < TRK_CODE_MAX; n++)
+            out[n] = pt->code[n];
+        return n;
+    }
+    for (unsigned id = 0; id < pt->n_ids && id < TRK_PATTERN_IDS_MAX; id++)
+        for (unsigned d = 0; d < pt->n_dots && d < TRK_PATTERN_DOTS_MAX; d++) {
+            unsigned j = 0;
+            while (j < n && out[j] != pt->id_colors[id][d])
+                j++;
+            if (j == n) out[n++] = pt->id_colors[id][d];
+        }
+    return n;
+}
+
+/* The object called name in o, with blobs, as *idx; else TRK_EINVAL with
+ * why (what: where the name was, e.g. "dots[1]"). */
+static int named_colour(const struct trk_objects *o, const char *name, const char *what,
+                        uint16_t *idx, char *why, size_t why_len)
+{
+    int k = trk_objects_find(o, name);
+    if (k < 0)
+        snprintf(why, why_len, "%s: \"%.80s\" is not the name of an object", what, name);
+    else if (!o->def[k].blobs)
+        snprintf(why, why_len, "%s: object \"%s\" %s", what, o->def[k].name, NO_BLOBS);
+    else
+        *idx = (uint16_t)k;
+    return k >= 0 && o->def[k].blobs ? 0 : TRK_EINVAL;
+}
+
+int trk_objects_set_pattern(struct trk_objects *o, int k, const char *centre,
+                            const char *const *names, unsigned n, const char *key, char *why,
+                            size_t why_len)
+{
+    if (k < 0 || k >= o->n_patterns) {
+        snprintf(why, why_len, "no pattern %d (%d patterns)", k, o->n_patterns);
+        return TRK_EINVAL;
+    }
+    struct trk_pattern pt = o->patterns[k];
+    uint16_t old[TRK_PATTERN_SLOTS_MAX], now[TRK_PATTERN_SLOTS_MAX];
+    unsigned slots = trk_pattern_slots(&pt, old);
+    char what[48];
+    if (centre && pt.kind != TRK_PATTERN_DOTS) {
+        snprintf(why, why_len, "pattern \"%s\" is a colour code: it has no centre", pt.name);
+        return TRK_EINVAL;
+    }
+    if (centre && named_colour(o, centre, "center", &pt.centre, why, why_len)) return TRK_EINVAL;
+    if (names && n != slots) {
+        snprintf(why, why_len, "%s must have %u object names (pattern \"%s\"'s colours), not %u",
+                 key, slots, pt.name, n);
+        return TRK_EINVAL;
+    }
+    for (unsigned i = 0; names && i < n; i++) {
+        snprintf(what, sizeof what, "%s[%u]", key, i);
+        if (named_colour(o, names[i], what, &now[i], why, why_len)) return TRK_EINVAL;
+    }
+    if (names && pt.kind == TRK_PATTERN_CODE) memcpy(pt.code, now, n * sizeof now[0]);
+    for (unsigned id = 0; names && pt.kind == TRK_PATTERN_DOTS && id < pt.n_ids; id++)
+        for (unsigned d = 0; d < pt.n_dots; d++) {
+            unsigned j = 0;
+            while (j + 1 < n && old[j] != pt.id_colors[id][d])
+                j++;
+            pt.id_colors[id][d] = now[j];
+        }
+    for (unsigned i = 0; pt.kind == TRK_PATTERN_DOTS && i < pt.n_ids; i++)
+        for (unsigned j = 0; j < i; j++)
+            if (!memcmp(pt.id_colors[j], pt.id_colors[i], pt.n_dots * sizeof(uint16_t))) {
+                snprintf(why, why_len,
+                         "%s: ids %u and %u of pattern \"%s\" would have the same colours: ids "
+                         "must differ",
+                         key, j, i, pt.name);
+                return TRK_EINVAL;
+            }
+    o->patterns[k] = pt;
     return 0;
 }

@@ -158,6 +158,7 @@ char *trk_objects_to_json(const struct trk_objects *objs)
                 trk_color_hex(objs->color[i], hex);
                 trk_buf_printf(&b, ", \"color\": \"%s\"", hex);
             }
+            trk_objects_write_adapt(&b, objs, i);
             trk_buf_printf(&b, "}%s\n", i + 1 < objs->n ? "," : "");
         }
         trk_buf_printf(&b, "  ]");
@@ -180,6 +181,7 @@ char *trk_objects_to_json(const struct trk_objects *objs)
         trk_buf_printf(&b, "}");
     }
     if (objs->calib.on) sb_calibration(&b, &objs->calib);
+    trk_objects_write_illum(&b, objs);
     if (objs->n_patterns > 0) {
         trk_buf_printf(&b, ",\n  \"patterns\": [\n");
         for (int i = 0; i < objs->n_patterns; i++) {

@@ -98,7 +98,14 @@ struct opt {
 
 static parse_fn parse_listen, parse_metrics_listen, parse_size, parse_control, parse_prefilter;
 static parse_fn parse_name, parse_mqtt;
+/* --predict: 0 off, 1 send (trk_settings.predict). */
+static int predict_parse(const char *s)
+{
+    return !strcmp(s, "off") ? 0 : !strcmp(s, "send") ? 1 : -1;
+}
 static parse_fn parse_udp, parse_osc, parse_ssl, parse_ssl_field;
+static parse_fn parse_seconds, parse_rewind_on;
+static int parse_storage(const char *s);
 
 /* The field f of struct trk_settings; the build fails unless it is of type T. */
 #define FIELD(f, T)                                                                                \
@@ -131,6 +138,23 @@ static const struct opt opts[] = {
     { "record-max", 0, "MB", .type = T_COUNT, FIELD(record_max_mb, uint64_t), .lo = 1,
       .form = "MB, a whole number >= {lo}, e.g. 2000",
       .group = G_OUTPUTS, .help = "stop recording (tracking goes on) once the bundle would pass MB megabytes; default: no limit" },
+    { "record-storage", 0, "STORAGE", NAME(record_storage, parse_storage), .def = "raw",
+      .form = "raw or ffv1",
+      .group = G_OUTPUTS, .help = "how --record and --rewind saves store the frames: raw (frames.raw, the bytes as they came) or ffv1 (lossless FFV1 in Matroska, frames-NNNN.mkv; bundle version 2; replays bit-exact; docs/BENCHMARKS.md has its cost)" },
+    { "rewind", 0, "DURATION", PARSE(parse_seconds), FIELD(rewind_s, double), .lo = 0.1, .hi = 3600,
+      .form = "seconds {lo}..{hi}, with s, m or ms after it, e.g. 30s",
+      .group = G_OUTPUTS, .help = "keep the last DURATION of frames (as the source delivered them), their results and object sets in memory, and save them as a bundle (docs/RECORDING.md) on demand: the save_rewind message, the page's button, SIGUSR1, --rewind-on; default: off" },
+    { "rewind-dir", 0, "DIR", TEXT(rewind_dir), .def = ".",
+      .group = G_OUTPUTS, .help = "where --rewind saves: each save is a new bundle DIR/rewind-YYYYMMDD-HHMMSS-N (UTC)" },
+    { "rewind-max-mem", 0, "MB", .type = T_COUNT, FIELD(rewind_max_mb, uint64_t), .lo = 1, .def = "2000",
+      .form = "MB, a whole number >= {lo}, e.g. 4000",
+      .group = G_OUTPUTS, .help = "the most memory the rewind buffer holds: the start is refused when --rewind at the source's size and rate would need more (docs/RECORDING.md has the rates), and older frames go first when a larger format would pass it" },
+    { "rewind-gap", 0, "DURATION", PARSE(parse_seconds), FIELD(rewind_gap_s, double), .def = "10", .lo = 0, .hi = 86400,
+      .form = "seconds {lo}..{hi}, with s, m or ms after it, e.g. 10s",
+      .group = G_OUTPUTS, .help = "the least time between two rewind saves (seconds); a save asked for sooner is refused with the reason" },
+    { "rewind-on", 0, "TRIGGER", PARSE(parse_rewind_on), .lo = 1, .hi = 1000000,
+      .form = "lost:K (K {lo}..{hi} frames) or health, e.g. lost:30",
+      .group = G_OUTPUTS, .help = "save the rewind buffer by itself: lost:K when an object that was found is not found, or an instance of a tracked one is lost, for more than K frames; health when /healthz turns bad; may be given twice" },
     { "fast", 0, NULL, FLAG(fast, true),
       .group = G_PERF, .help = "process as fast as possible instead of at the source's frame rate" },
     { "loop", 0, NULL, FLAG(loop, true), .group = G_INPUT, .help = "restart the file at its end" },
@@ -212,6 +236,15 @@ static const struct opt opts[] = {
     { "snapshot-rate", 0, "N", REAL(snapshot_rate), .lo = 0, .hi = 1000, .def = "5",
       .def_note = "; 0 = no limit", .form = "N ({lo}..{hi}; 0 = no limit), e.g. 5",
       .group = G_WEB, .help = "most /snapshot.jpg requests a second from one client address; more get HTTP 429" },
+    { "focus-every", 0, "N", INT(focus_every), .lo = 0, .hi = 1000000, .def = "30", .def_note = "; 0 = off",
+      .form = "N ({lo}..{hi}; 0 = off), e.g. 30",
+      .group = G_OPS, .help = "measure the focus (Canny sharpness, off the processing thread) on one processed frame in N, for /healthz, /metrics and the page" },
+    { "focus-warn", 0, "F", REAL(focus_warn), .lo = 0.01, .hi = 1, .def = "0.6",
+      .form = "F, a fraction ({lo}..{hi}), e.g. 0.6",
+      .group = G_OPS, .help = "focus is lost (a log warning, /healthz says so) when the sharpness falls below F times the baseline" },
+    { "focus-baseline", 0, "S", REAL(focus_baseline), .lo = 0, .hi = 1443, .def = "0", .def_note = " = learnt from the first 5 samples",
+      .form = "S, a sharpness ({lo}..{hi}; 0 = learn), e.g. 12.5",
+      .group = G_OPS, .help = "the sharpness of the camera in focus (as /metrics' trackd_focus_sharpness shows it)" },
     { "stats-interval", 0, "SECONDS", REAL(stats_interval), .lo = 0, .hi = 3600, .def = "10",
       .def_note = ", 1 at --log-level debug; 0 = none; the web page gets stats every second regardless",
       .form = "SECONDS ({lo}..{hi}; 0 = none), e.g. 1 or 0.5",
@@ -240,6 +273,9 @@ static const struct opt opts[] = {
     { "mqtt-max-age", 0, "SECONDS", REAL(mqtt_max_age), .lo = TRK_MQTT_MAX_AGE_MIN, .hi = TRK_MQTT_MAX_AGE_MAX,
       .def = STR(TRK_MQTT_MAX_AGE_S), .form = "SECONDS ({lo}..{hi}), e.g. 1 or 0.25",
       .group = G_OUTPUTS, .help = "MQTT frames the broker has not acknowledged within SECONDS of their capture are dropped (counted), never sent late; at most " STR(TRK_MQTT_WINDOW) " frames await the broker's acknowledgement at once" },
+    { "predict", 0, "WHEN", NAME(predict, predict_parse), .def = "off", .def_note = ": positions as measured",
+      .form = "off or send",
+      .group = G_OUTPUTS, .help = "send: every output's instance and marker positions moved on by their velocities from the frame's capture to when trackd hands that output the message, with \"predict_dt\" (s) in it (PROTOCOL.md, \"predict_dt\"); a WebSocket client can ask for it alone (subscribe)" },
     { "udp", 0, "HOST:PORT", PARSE(parse_udp), .lo = 1, .hi = 65535,
       .form = "HOST:PORT, e.g. 192.168.1.20:5005, 239.255.0.1:5005 or [ff02::1]:5005 (port {lo}..{hi})",
       .group = G_OUTPUTS, .help = "send one JSON datagram per frame to HOST:PORT, unicast or multicast (PROTOCOL.md, \"UDP datagrams\")" },
@@ -661,6 +697,41 @@ static bool parse_size(const char *a, const struct opt *o, struct trk_settings *
     return parse_wxh(a, o, &s->width, &s->height);
 }
 
+/* A duration: seconds, with "s", "m" (minutes) or "ms" after it, in lo..hi
+ * seconds, into the option's double field. */
+static bool parse_seconds(const char *a, const struct opt *o, struct trk_settings *s)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(a, &end);
+    if (errno || end == a) return false;
+    if (!strcmp(end, "m"))
+        v *= 60;
+    else if (!strcmp(end, "ms"))
+        v /= 1000;
+    else if (*end && strcmp(end, "s"))
+        return false;
+    if (!(v >= o->lo && v <= o->hi)) return false;
+    *(double *)((char *)s + o->off) = v;
+    return true;
+}
+
+/* --record-storage: 0 raw, 1 ffv1. */
+static int parse_storage(const char *s)
+{
+    return !strcmp(s, "raw") ? 0 : !strcmp(s, "ffv1") ? 1 : -1;
+}
+
+/* --rewind-on lost:K | health */
+static bool parse_rewind_on(const char *a, const struct opt *o, struct trk_settings *s)
+{
+    long k;
+    if (!strcmp(a, "health")) return (s->rewind_on_health = true);
+    if (strncmp(a, "lost:", 5) || !parse_long(a + 5, (long)o->lo, (long)o->hi, &k)) return false;
+    s->rewind_lost = (int)k;
+    return true;
+}
+
 static bool parse_ssl_field(const char *a, const struct opt *o, struct trk_settings *s)
 {
     return parse_wxh(a, o, &s->ssl_field_length, &s->ssl_field_width);
@@ -795,6 +866,8 @@ static int check_rest(int argc, char **argv, const struct trk_settings *s, FILE 
         why = "--verify needs --replay";
     else if (s->record_max_mb && !s->record)
         why = "--record-max needs --record";
+    else if (s->rewind_s == 0 && (s->rewind_lost || s->rewind_on_health))
+        why = "--rewind-on needs --rewind";
     else if ((s->list_formats || s->list_controls) && !s->device)
         why = "--list-formats and --list-controls need --device";
     else if (s->mqtt_ca && (!s->mqtt || strncmp(s->mqtt, "mqtts://", 8)))

@@ -58,6 +58,9 @@ struct trk_settings {
     double preview_fps;
     int preview_quality;
     double snapshot_rate;      /* /snapshot.jpg requests a second per client address; 0 = any */
+    int focus_every;           /* the focus check measures 1 frame in N; 0 = off */
+    double focus_warn;         /* focus lost below this fraction of the baseline */
+    double focus_baseline;     /* > 0: the baseline sharpness; 0 = learnt */
     double stats_interval;     /* --stats-interval; not given: 10, 1 at --log-level debug */
     int log_level;             /* enum trk_log_level */
     int progress;              /* -1 auto (stderr is a terminal), 0 off, 1 on */
@@ -71,6 +74,7 @@ struct trk_settings {
     const char *mqtt;    /* --mqtt URL (daemon/out/mqtt.h), NULL = none */
     const char *mqtt_ca; /* --mqtt-ca FILE, NULL = the system's CAs */
     double mqtt_max_age; /* --mqtt-max-age SECONDS (trk_mqtt_cfg.max_age) */
+    int predict;         /* --predict: 1 send (positions moved to each hand-over), 0 off */
     /* --udp HOST:PORT (daemon/out/udp.h), --udp-ttl, --udp-iface (NULL: the
      * route's); --osc HOST:PORT (daemon/out/osc.h) */
     bool udp, osc;
@@ -83,6 +87,15 @@ struct trk_settings {
     uint64_t record_max_mb;
     const char *replay;
     bool verify;
+    /* --rewind SECONDS (0 = off; daemon/out/rewind.h), --rewind-dir,
+     * --rewind-max-mem MB, --rewind-gap SECONDS, --rewind-on lost:K
+     * (rewind_lost K, 0 = no) and health. */
+    int record_storage; /* --record-storage: 0 raw, 1 ffv1 */
+    double rewind_s, rewind_gap_s;
+    const char *rewind_dir;
+    uint64_t rewind_max_mb;
+    int rewind_lost;
+    bool rewind_on_health;
     /* --ssl [udp://]HOST:PORT (daemon/out/ssl.h) with --camera-id,
      * --ssl-ball (NULL: the object named "ball", if any), --ssl-field
      * (mm) and --ssl-geometry-every (frames; 0 = never) */

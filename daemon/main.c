@@ -6,6 +6,7 @@
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@
 #include "cli.h"
 #include "control/control.h"
 #include "ops/endpoints.h"
+#include "ops/focus.h"
 #include "exit.h"
 #include "source/hwdec.h"
 #include "log.h"
@@ -31,6 +33,7 @@
 #include "pipeline.h"
 #include "tracker.h"
 #include "out/record.h"
+#include "out/rewind.h"
 #include "source/replay.h"
 #include "source/source.h"
 #include "source/v4l2.h"
@@ -53,11 +56,15 @@ struct app {
     struct trk_camctl *camctl;   /* camera controls for clients (none: files, demo) */
     struct trk_ws *ws;           /* NULL with --no-server */
     struct trk_endpoints ep;     /* /metrics, /healthz, /snapshot.jpg */
+    struct trk_focus *focus;     /* --focus-every's check, NULL when 0 */
     struct trk_ws *metrics_ws;   /* --metrics-listen, else NULL */
     struct trk_outputs *outputs; /* --output, the server, --mqtt, --udp, --osc */
     struct trk_replay *replay;   /* --replay: src's, NULL otherwise */
     struct trk_record *record;   /* --record: the door's, NULL otherwise */
-    int argc;                    /* the command line, for --record's manifest */
+    /* --rewind: the door's, NULL otherwise; set once the outputs open,
+     * read by the server's thread (save_rewind) and SIGUSR1's. */
+    _Atomic(struct trk_rewind *) rewind;
+    int argc; /* the command line, for --record's manifest */
     char **argv;
 };
 
@@ -114,6 +121,8 @@ static void on_client_closed(void *user, uint64_t client)
 /* SIGHUP: the handler only sets a flag; reload_main does the reload on a
  * normal thread (file I/O and locks are not async-signal-safe). */
 static volatile sig_atomic_t reload_requested, reload_quit;
+/* SIGUSR1: save the rewind buffer, on reload_main's thread as well. */
+static volatile sig_atomic_t rewind_requested;
 
 static void on_hup(int sig)
 {
@@ -124,10 +133,43 @@ static void on_hup(int sig)
 /* systemd hears of each reload (RELOADING=1, then READY=1 whatever the
  * outcome: a rejected file leaves trackd running on the old objects) and,
  * from here as soon as a stop signal is seen, of the stop. */
+static void on_usr1(int sig)
+{
+    (void)sig;
+    rewind_requested = 1;
+}
+
+/* SIGUSR1 (trigger "signal") and save_rewind ("request"). */
+static int save_rewind_for(struct app *a, const char *trigger, char *dir, size_t dir_len, char *why,
+                           size_t why_len)
+{
+    struct trk_rewind *rw = atomic_load(&a->rewind);
+    if (!rw) {
+        snprintf(why, why_len, "--rewind is off");
+        return TRK_ENODEV;
+    }
+    return trk_rewind_save(rw, trigger, dir, dir_len, why, why_len);
+}
+
+/* The control module's save_rewind: ctx is the app. */
+static int save_rewind(void *ctx, char *dir, size_t dir_len, char *why, size_t why_len)
+{
+    return save_rewind_for(ctx, "request", dir, dir_len, why, why_len);
+}
+
 static void *reload_main(void *arg)
 {
-    struct trk_control *control = arg;
+    struct app *a = arg;
+    struct trk_control *control = a->control;
     while (!reload_quit && !stop_requested) {
+        if (rewind_requested) {
+            rewind_requested = 0;
+            char dir[4200], why[700];
+            if (save_rewind_for(a, "signal", dir, sizeof(dir), why, sizeof(why)))
+                log_warn("SIGUSR1: the rewind buffer is not saved: %s", why);
+            else
+                log_info("SIGUSR1: saving the rewind buffer to %s", dir);
+        }
         if (reload_requested) {
             reload_requested = 0;
             char why[600], status[700];
@@ -549,7 +591,9 @@ static int start_server(struct app *a)
     const struct trk_settings *s = &a->s;
     char token[130] = "";
     const char *file_types[] = { trk_msg_control_types[TRK_CTL_SAVE_OBJECTS],
-                                 trk_msg_control_types[TRK_CTL_RELOAD_OBJECTS], NULL };
+                                 trk_msg_control_types[TRK_CTL_RELOAD_OBJECTS],
+                                 trk_msg_control_types[TRK_CTL_SAVE_REWIND],
+                                 trk_msg_control_types[TRK_CTL_KEEP_RANGE], NULL };
     int rc, err;
     if (s->server && (rc = pick_token(s, token, sizeof(token)))) return rc;
     struct trk_ws_cfg wc = {
@@ -568,6 +612,7 @@ static int start_server(struct app *a)
          * otherwise reach them through a loopback listener). */
         .owner_types = file_types,
         .rt_priority = s->rt_priority,
+        .predict = true, /* daemon/out/websocket.c sends them */
         .http_paths = trk_endpoint_paths,
         .http_private_paths = trk_endpoint_private_paths,
         .http_handler = trk_endpoints_http,
@@ -578,6 +623,9 @@ static int start_server(struct app *a)
         .save = a->have_save ? &a->save : NULL,
         .hello = hello_info(a, token[0] != '\0'),
         .camera = a->camctl,
+        .save_rewind = save_rewind,
+        .save_rewind_ctx = a,
+        .focus = a->focus,
     };
     err = s->server ? trk_ws_create(&wc, &a->ws) : 0;
     if (a->ws)
@@ -634,6 +682,23 @@ static int open_ops(struct app *a)
         return TRK_EX_SOFTWARE;
     }
     trk_metrics_set_snapshot(a->ep.metrics, a->ep.snapshot);
+    if (a->s.focus_every > 0) {
+        /* The same Canny as the backend's kind: the definition on cpu-ref,
+         * the GPU's on cuda, the CPU twin otherwise. */
+        const char *k = trk_backend_name(a->backend);
+        struct trk_focus_cfg fc = { .every = a->s.focus_every,
+                                    .warn = a->s.focus_warn,
+                                    .baseline = a->s.focus_baseline,
+                                    .runner = !strcmp(k, "cpu-ref") ? TRK_FOCUS_REF
+                                              : !strcmp(k, "cuda")  ? TRK_FOCUS_CUDA
+                                                                    : TRK_FOCUS_CPU,
+                                    .cuda_device = a->backend_cfg.cuda_device };
+        if (trk_focus_create(&fc, &a->focus)) {
+            log_error("out of memory");
+            return TRK_EX_SOFTWARE;
+        }
+        trk_metrics_set_focus(a->ep.metrics, a->focus);
+    }
     trk_metrics_set_info(a->ep.metrics, TRK_VERSION, trk_backend_name(a->backend), a->src.desc,
                          a->s.fast ? 0 : a->src.fps);
     /* The source's state from the first request on: the capture thread says
@@ -676,6 +741,48 @@ static int start_metrics_server(struct app *a)
     return 0;
 }
 
+static bool rewind_healthy(void *ctx, char *why, size_t len)
+{
+    return trk_metrics_healthy(ctx, why, len);
+}
+
+/* --rewind: refused (64) when the buffer would pass --rewind-max-mem at the
+ * source's size and rate, at the bytes a pixel its kind usually delivers
+ * (a camera's YUYV 2, a file's I420 1.5, the demo's and others' RGB 3;
+ * 30 fps when the rate is unknown). */
+static int open_rewind(struct app *a, const struct trk_record_cfg *bundle)
+{
+    const struct trk_settings *s = &a->s;
+    const char *kind = a->src.ops->kind;
+    const double bpp = !strcmp(kind, "camera") ? 2 : !strcmp(kind, "file") ? 1.5 : 3;
+    const double fps = a->src.fps > 0 ? a->src.fps : 30;
+    const double need =
+        trk_rewind_bytes_per_second(a->src.width, a->src.height, fps, bpp) * s->rewind_s;
+    const uint64_t max = s->rewind_max_mb * 1000000;
+    if (need > (double)max) {
+        log_error("--rewind %.1f s at %dx%d %.0f fps needs about %.0f MB (%.1f bytes a pixel); "
+                  "--rewind-max-mem is %llu MB: give a shorter --rewind or a larger "
+                  "--rewind-max-mem",
+                  s->rewind_s, a->src.width, a->src.height, fps, need / 1e6, bpp,
+                  (unsigned long long)s->rewind_max_mb);
+        return TRK_EX_USAGE;
+    }
+    struct trk_rewind_cfg cfg = {
+        .seconds = s->rewind_s,
+        .max_bytes = max,
+        .dir = s->rewind_dir,
+        .min_gap = s->rewind_gap_s,
+        .lost_frames = s->rewind_lost,
+        .healthy = s->rewind_on_health ? rewind_healthy : NULL,
+        .healthy_ctx = a->ep.metrics,
+        .bundle = *bundle,
+    };
+    struct trk_rewind *rw;
+    if (trk_rewind_add(&cfg, a->outputs, &rw)) return TRK_EX_SOFTWARE;
+    atomic_store(&a->rewind, rw);
+    return 0;
+}
+
 /* Every output (daemon/out/outputs.h), once the servers are up: the
  * WebSocket output needs its server. --udp and --osc are resolved here, so
  * a bad address fails the start (69) instead of losing every frame later;
@@ -690,10 +797,10 @@ static int open_outputs(struct app *a)
     if (rc) return rc;
     const struct trk_settings *s = &a->s;
     if (s->verify && trk_replay_verify_add(a->replay, a->outputs)) return TRK_EX_NOINPUT;
-    if (!s->record) return 0;
     struct trk_record_cfg rc_cfg = {
         .dir = s->record,
         .max_bytes = s->record_max_mb * 1000000,
+        .ffv1 = s->record_storage == 1,
         .wait_when_full = !a->src.live,
         .argc = a->argc,
         .argv = a->argv,
@@ -708,7 +815,8 @@ static int open_outputs(struct app *a)
         .height = a->src.height,
         .fps = a->src.fps,
     };
-    return trk_record_add(&rc_cfg, a->outputs, &a->record);
+    if (s->record && (rc = trk_record_add(&rc_cfg, a->outputs, &a->record))) return rc;
+    return s->rewind_s > 0 ? open_rewind(a, &rc_cfg) : 0;
 }
 
 static void install_signals(void)
@@ -720,6 +828,9 @@ static void install_signals(void)
     struct sigaction hup = { .sa_handler = on_hup };
     sigemptyset(&hup.sa_mask);
     sigaction(SIGHUP, &hup, NULL);
+    struct sigaction usr1 = { .sa_handler = on_usr1 };
+    sigemptyset(&usr1.sa_mask);
+    sigaction(SIGUSR1, &usr1, NULL);
     signal(SIGPIPE, SIG_IGN);
 }
 
@@ -746,6 +857,7 @@ static struct trk_pipeline_cfg pipeline_cfg(struct app *a)
         .watchdog_period = trk_notify_watchdog_period(),
         .metrics = a->ep.metrics,
         .snapshot = a->ep.snapshot,
+        .focus = a->focus,
         .prefilter_set = s->prefilter_set,
         .prefilter = s->prefilter,
         .camera = s->camera_name,
@@ -754,6 +866,7 @@ static struct trk_pipeline_cfg pipeline_cfg(struct app *a)
         .spin = trk_spin_enabled(s->spin),
         .rt_priority = s->rt_priority,
         .record = a->record,
+        .rewind = atomic_load(&a->rewind),
         /* --objects with --replay: that set throughout (a what-if run). */
         .frame_due = a->replay && !s->objects ? trk_replay_frame_due : NULL,
         .frame_due_ctx = a->replay,
@@ -766,7 +879,7 @@ static struct trk_pipeline_cfg pipeline_cfg(struct app *a)
 static int run(struct app *a)
 {
     pthread_t reload_thread;
-    bool have_reload_thread = pthread_create(&reload_thread, NULL, reload_main, a->control) == 0;
+    bool have_reload_thread = pthread_create(&reload_thread, NULL, reload_main, a) == 0;
     if (a->replay) trk_replay_set_control(a->replay, a->control);
     struct trk_pipeline_cfg pc = pipeline_cfg(a);
     struct trk_pipeline_summary sum = { 0 };
@@ -823,6 +936,7 @@ static int cleanup(struct app *a, int exit_code)
     /* After both servers: their handler reads these. */
     trk_snapshot_destroy(&a->ep.snapshot);
     trk_metrics_destroy(&a->ep.metrics);
+    trk_focus_destroy(&a->focus);
     /* The source first: its decoder's buffers are the backend's host
      * memory (pinned on CUDA), freed through the backend. */
     trk_source_destroy(&a->src);

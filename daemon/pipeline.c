@@ -23,7 +23,10 @@
 #include "control/preview.h"
 #include "out/outputs.h"
 #include "out/record.h"
+#include "out/rewind.h"
 #include "ops/snapshot.h"
+#include "light.h"
+#include "ops/focus.h"
 #include "markers.h"
 #include "tracker.h"
 #include "trk_assert.h"
@@ -99,6 +102,9 @@ struct pipeline {
     struct trk_objects *objects;
     struct trk_tracker *tracker;
     struct trk_marker_stage *markers; /* the set's patterns' markers (markers.h) */
+    struct trk_light *light;          /* ranges that follow the light (light.h) */
+    struct trk_metrics_range light_ranges[TRK_MAX_OBJECTS]; /* its /metrics report */
+    bool light_shown;                                       /* /metrics has light gauges */
     /* A set the control module had for the frame after the one being sent
      * (pipelining looks before this frame's results are out, and they go
      * out under this frame's set): applied before that frame starts. */
@@ -149,6 +155,10 @@ struct pipeline {
      * (one pool holder each) for an idle preview or sampler thread, which
      * releases it to the pool when done. */
     struct trk_frame *preview_frame;
+    /* preview_frame's result objects (a carved view protects and maps
+     * their boxes). */
+    struct trk_result_object preview_obj[TRK_MAX_OBJECTS];
+    int preview_n;
     struct trk_frame *sample_frame;
     bool sampler_waiting; /* the sampler waits for a frame (not busy or resting) */
     bool helpers_quit;    /* the preview and sampler threads end */
@@ -310,6 +320,7 @@ static void *capture_main(void *arg)
         double now = trk_now();
         if (!cfg->source->live || !(f->t_capture > 0 && f->t_capture <= now)) f->t_capture = now;
         trk_record_frame(cfg->record, f);
+        trk_rewind_frame(cfg->rewind, f);
         if (!trk_pool_publish(&p->pool, f)) break;
     }
     pthread_mutex_lock(&p->lock);
@@ -355,6 +366,7 @@ static int apply_objects(struct pipeline *p)
     int n = e ? 0 : set->n;
     /* Cannot fail: n is within the tracker's TRK_MAX_OBJECTS. */
     trk_tracker_reset(p->tracker, set->def, n);
+    trk_light_reset(p->light, set, n);
     trk_outputs_objects(p->cfg->outputs, set);
     return n;
 }
@@ -582,6 +594,17 @@ static void report_ops(struct pipeline *p, struct trk_frame *f, const struct trk
                                              f->img.mem != TRK_MEM_HOST ? snapshot_host : NULL };
         trk_snapshot_publish(cfg->snapshot, &sf);
     }
+    if (trk_focus_due(cfg->focus, f->seq)) {
+        trk_pool_ref(&p->pool, f);
+        trk_focus_offer(
+            cfg->focus,
+            &(struct trk_focus_frame){ .img = &f->img,
+                                       .seq = f->seq,
+                                       .release = snapshot_release,
+                                       .ctx = p,
+                                       .holder = f,
+                                       .host = f->img.mem != TRK_MEM_HOST ? snapshot_host : NULL });
+    }
 }
 
 /* Hands f to the preview thread when one is due and the encoder is idle,
@@ -599,6 +622,8 @@ static bool hand_off(struct pipeline *p, struct trk_frame *f, double t_done, dou
         trk_ws_get_stats(cfg->ws, &st);
         if (st.clients > 0) {
             p->preview_frame = f;
+            p->preview_n = p->result.n < TRK_MAX_OBJECTS ? p->result.n : TRK_MAX_OBJECTS;
+            memcpy(p->preview_obj, p->result.obj, (size_t)p->preview_n * sizeof p->preview_obj[0]);
             to_preview = true;
             /* Clients may change the rate. */
             int pw;
@@ -701,6 +726,46 @@ static void backend_works(struct pipeline *p, const struct trk_frame *f)
              trk_backend_name(p->backend), (unsigned long long)f->seq, (unsigned long long)skipped);
 }
 
+/* Illumination and adaptation (light.h): frame f's host pixels and
+ * results move the boxes the next frame is thresholded with, before it is
+ * started (pipelining included), so a replay gives the same boxes. A
+ * device frame is copied to the host for it. */
+static void follow_light(struct pipeline *p, struct trk_frame *f, int n_objects)
+{
+    const bool on = trk_light_on(p->light);
+    for (int i = 0; on && i < n_objects; i++) {
+        /* The frame's results carry the box it was thresholded with. */
+        const struct trk_light_state *st = trk_light_state(p->light, i);
+        struct trk_result_object *o = &p->result.obj[i];
+        o->has_range = true, o->range_rail = st->rail;
+        memcpy(o->range_lo, st->lo, sizeof o->range_lo);
+        memcpy(o->range_hi, st->hi, sizeof o->range_hi);
+        memcpy(o->range_drift, st->drift, sizeof o->range_drift);
+    }
+    if (on) {
+        const struct trk_image *img = f->img.mem == TRK_MEM_HOST ? &f->img : trk_frame_host(f);
+        const struct trk_object_def *defs = NULL;
+        const bool changed = img && trk_light_update(p->light, img, &p->result, &defs);
+        int e = changed ? trk_backend_set_objects(p->backend, defs, n_objects) : 0;
+        if (e) log_once(p->set_failed, TRK_LOG_ERROR, e, "cannot apply the light-adjusted ranges");
+        /* keep_range's boxes; reset_range's requests, for the next update. */
+        uint32_t means[3] = { 0, 0, 0 };
+        const bool has_means = trk_light_means(p->light, means);
+        bool reset[TRK_MAX_OBJECTS];
+        if (defs &&
+            trk_control_light_frame(p->cfg->control, defs, n_objects, means, has_means, reset))
+            for (int i = 0; i < n_objects; i++)
+                if (reset[i]) trk_light_reset_object(p->light, i);
+    }
+    if (p->cfg->metrics && (on || p->light_shown)) {
+        uint32_t g[3];
+        trk_light_gains(p->light, g);
+        trk_metrics_set_light(p->cfg->metrics, g, p->light_ranges,
+                              trk_light_report(p->light, p->light_ranges));
+        p->light_shown = on;
+    }
+}
+
 /* Processed frame f's meta: its times (processing from t_start to t_done,
  * handed to the outputs now) and the tracker's share. */
 static struct trk_frame_meta frame_meta(const struct pipeline *p, const struct trk_frame *f,
@@ -765,6 +830,7 @@ static void *process_main(void *arg)
         }
         struct trk_backend_timing timing = { 0 };
         if (!err) err = finish_frame(p, f, n_objects, &plan, &timing);
+        if (!err) follow_light(p, f, n_objects); /* in process_ms: it delays the results */
         double t_done = trk_now();
         if (err) {
             skip_frame(p, f, err);
@@ -861,22 +927,10 @@ static void *preview_main(void *arg)
          * before any client can see it. */
         if (enc && host) trk_control_keep_frame(cfg->control, host, f->seq);
         for (int i = 0; enc && host && i < n_views; i++) {
-            const uint8_t *jpeg;
-            size_t size;
-            struct trk_image rgb;
-            if (trk_preview_rgb(enc, host, views[i].mask ? &views[i].def : NULL, test, &rgb) ||
-                trk_preview_compress(enc, &rgb, &jpeg, &size))
-                continue;
-            if (size + TRK_PREVIEW_HDR > msg_cap) {
-                uint8_t *n = realloc(msg, size + TRK_PREVIEW_HDR);
-                if (n) msg = n, msg_cap = size + TRK_PREVIEW_HDR;
-            }
-            if (msg_cap >= size + TRK_PREVIEW_HDR) {
-                trk_msg_preview_header(msg, f->seq, rgb.width, rgb.height, f->img.width,
-                                       f->img.height);
-                memcpy(msg + TRK_PREVIEW_HDR, jpeg, size);
-                trk_ws_broadcast_view(cfg->ws, views[i].view, msg, size + TRK_PREVIEW_HDR);
-            }
+            size_t len;
+            if (trk_preview_message(enc, host, test, &views[i], f->seq, p->preview_obj,
+                                    p->preview_n, &msg, &msg_cap, &len) == 0)
+                trk_ws_broadcast_view(cfg->ws, views[i].view, msg, len);
         }
         pthread_mutex_lock(&p->lock);
         p->preview_frame = NULL;
@@ -1022,6 +1076,13 @@ static void sample_stats(struct pipeline *p, struct stats_mark *mark, struct trk
     st->mode = p->cfg->track_mode == TRK_TRACK_FULL ? "full" : "roi";
     st->grown_frames = ts.grown;
     st->whole_frames = ts.whole;
+    struct trk_focus_reading fr;
+    trk_focus_get(p->cfg->focus, &fr);
+    st->focus_on = p->cfg->focus != NULL;
+    st->focus_state = trk_focus_state_name(fr.state);
+    st->focus_sharpness = fr.sharpness;
+    st->focus_baseline = fr.baseline;
+    st->focus_warn = fr.warn;
     if (n > 0) {
         summarize(v[STAGE_SEND], n, &st->send_ms, &unused);
         summarize(v[STAGE_TOTAL], n, &st->total_ms, &unused);
@@ -1138,9 +1199,14 @@ static void service_tick(struct pipeline *p, struct service_mark *m, double now)
         struct trk_ws_stats ws;
         if (cfg->ws) {
             trk_ws_get_stats(cfg->ws, &ws);
-            snprintf(text + n, sizeof(text) - (size_t)n, ", %d client%s", ws.clients,
-                     ws.clients == 1 ? "" : "s");
+            n += snprintf(text + n, sizeof(text) - (size_t)n, ", %d client%s", ws.clients,
+                          ws.clients == 1 ? "" : "s");
         }
+        struct trk_focus_reading fr;
+        trk_focus_get(cfg->focus, &fr);
+        if (fr.state == TRK_FOCUS_LOST && n < (int)sizeof(text))
+            snprintf(text + n, sizeof(text) - (size_t)n, ", focus lost (%.0f%% of its sharpness)",
+                     fr.ratio * 100);
     }
     m->t = now, m->frames = frames;
     trk_notify_status(text);
@@ -1151,6 +1217,7 @@ static void free_parts(struct pipeline *p)
 {
     trk_tracker_destroy(&p->tracker);
     trk_marker_stage_destroy(p->markers);
+    trk_light_destroy(&p->light);
     free(p->res);
     free(p->unit_blobs);
     free(p->unit_nb);
@@ -1188,7 +1255,7 @@ static struct pipeline *pipeline_new(const struct trk_pipeline_cfg *cfg,
     p->polled = calloc(1, sizeof(*p->polled));
     p->markers = trk_marker_stage_create();
     if (!p->res || !p->unit_blobs || !p->unit_nb || !p->objects || !p->polled || !p->markers ||
-        (*err = trk_tracker_create(&tc, &p->tracker))) {
+        (*err = trk_tracker_create(&tc, &p->tracker)) || (*err = trk_light_create(&p->light))) {
         free_parts(p);
         return NULL;
     }
@@ -1341,8 +1408,10 @@ int trk_pipeline_run(const struct trk_pipeline_cfg *cfg, volatile sig_atomic_t *
     enum started started = start_threads(p, &err);
     if (started == STARTED_ALL) stats_loop(p);
     join_threads(p, started);
-    /* The snapshot gives back the frames it was lent before the pool goes. */
+    /* The snapshot and the focus check give back the frames they were lent
+     * before the pool goes. */
     trk_snapshot_clear(cfg->snapshot);
+    trk_focus_clear(cfg->focus);
     trk_outputs_flush(cfg->outputs);
     if (summary) fill_summary(p, summary);
     pthread_mutex_destroy(&p->lock);

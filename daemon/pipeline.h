@@ -19,8 +19,10 @@ struct trk_ws;
 struct trk_control;
 struct trk_metrics;
 struct trk_snapshot;
+struct trk_focus;
 struct trk_outputs;
 struct trk_record;
+struct trk_rewind;
 
 struct trk_pipeline_cfg {
     struct trk_source *source; /* opened, unless source_absent */
@@ -64,6 +66,9 @@ struct trk_pipeline_cfg {
      * snapshot; the source's state and outages go to the metrics. */
     struct trk_metrics *metrics;
     struct trk_snapshot *snapshot;
+    /* The focus check (daemon/ops/focus.h; NULL = off): its due frames are
+     * lent to it like the snapshot's, and its reading goes in the stats. */
+    struct trk_focus *focus;
     /* prefilter_set: --prefilter's sigma (prefilter) overrides every
      * object set's own prefilter_sigma; else each set's own applies
      * (gpu/prefilter.h). */
@@ -97,6 +102,8 @@ struct trk_pipeline_cfg {
     /* --record (daemon/out/record.h): the capture thread hands it every
      * frame it publishes; NULL = none. */
     struct trk_record *record;
+    /* --rewind (daemon/out/rewind.h): likewise; NULL = none. */
+    struct trk_rewind *rewind;
     /* --replay: called on the processing thread just before the control
      * module's object set is looked up for frame seq, so a set the bundle
      * changed at seq is installed (trk_control_install) exactly for that

@@ -53,6 +53,20 @@
  * and a few-pixel piece of it nearer the prediction; the large part is the
  * better match (and the one a whole-frame list of K blobs holds). */
 #define MASS_COST 0.1
+/* The orientation filter (an alpha-beta filter on the axis, degrees): the
+ * orientation moves ALPHA_TH of the way to the measured axis, the turn per
+ * frame BETA_TH of the measured error per frame; BETA_TH = ALPHA_TH^2 /
+ * (2 - ALPHA_TH), Benedict and Bordner's choice: a steady spin is followed
+ * without lag once the turn has settled, and a noisy axis is halved. The
+ * second measurement sets the turn outright (gains 1). Both gains are
+ * weighed by how much the measured axis says (axis_weight): a disc or a
+ * square has none, so it neither turns nor gains a spin from pixel noise;
+ * a blob whose axes' variances differ by AXIS_FULL of their sum or more
+ * (its major axis 1.36 times its minor: any bar, a 3:1 ellipse) counts
+ * fully. */
+#define ALPHA_TH  0.5
+#define BETA_TH   (ALPHA_TH * ALPHA_TH / (2.0 - ALPHA_TH))
+#define AXIS_FULL 0.3
 
 struct inst {
     struct trk_instance pub;
@@ -67,6 +81,10 @@ struct inst {
     int grow;          /* region margin factor 1..GROW_MAX            */
     double err;        /* recent prediction error, px (region_of)     */
     double ref;        /* its mass when whole (PARTIAL)               */
+    double th, pth;    /* orientation at last_seq, degrees [0, 180),
+                        * and its prediction for this frame (not folded) */
+    double mth, mw;    /* this frame's measured orientation and its
+                        * weight (axis_weight)                         */
     bool cut;          /* its blob touched its region's border this frame */
     bool merged;       /* its blob also holds another's prediction    */
     int match;         /* candidate index this round, -1 = none       */
@@ -324,6 +342,7 @@ int trk_tracker_begin(struct trk_tracker *t, uint64_t seq, int width, int height
             const double dt = (double)(seq - x->last_seq);
             x->px = x->x + x->pub.vx * dt;
             x->py = x->y + x->pub.vy * dt;
+            x->pth = x->th + x->pub.vth * dt;
             x->cut = x->merged = false;
         }
     }
@@ -456,11 +475,53 @@ static bool explained(const struct trk_tracker *t, const struct obj *o, const st
     return false;
 }
 
+/* An angle in degrees folded into [0, 180): an axis has no head. */
+static double fold180(double deg)
+{
+    double d = fmod(deg, 180.0);
+    if (d < 0) d += 180.0;
+    return d < 180.0 ? d : 0.0; /* -tiny + 180 rounds up */
+}
+
+/* How much a measured axis says: (major^2 - minor^2) / (major^2 +
+ * minor^2) / AXIS_FULL, at most 1: 0 with no preferred direction (a disc,
+ * a square, one pixel). */
+static double axis_weight(const struct trk_shape *s)
+{
+    const double a = s->major * s->major, b = s->minor * s->minor;
+    const double w = a > 0 ? (a - b) / (a + b) / AXIS_FULL : 0.0;
+    return w < 1.0 ? w : 1.0;
+}
+
+/* Candidate c as x's measurement: its blob, centroid and shape (the
+ * orientation goes to the filter: turn). */
 static void set_measured(struct inst *x, const struct cand *c)
 {
     x->pub.blob = c->b;
     x->pub.cx = c->cx;
     x->pub.cy = c->cy;
+    struct trk_shape sh;
+    trk_moments_shape(c->b.mass, c->b.sum_x, c->b.sum_y, c->b.sum_xx, c->b.sum_yy, c->b.sum_xy,
+                      &sh);
+    x->pub.major = sh.major;
+    x->pub.minor = sh.minor;
+    x->mth = sh.orientation;
+    x->mw = axis_weight(&sh);
+}
+
+/* The orientation filter's step for a measurement dt frames after the
+ * last: the measured axis is taken as the nearer of its two directions (m,
+ * m + 180) to the prediction, so an axis turning through 0/180 keeps its
+ * turn (one turning more than 90 degrees a frame is seen as turning the
+ * other way: the axis cannot tell). */
+static void turn(struct inst *x, double dt)
+{
+    double e = fold180(x->mth - x->pth);
+    if (e >= 90.0) e -= 180.0; /* [-90, 90): the nearer direction */
+    const bool first = x->n_obs == 1;
+    const double a = (first ? 1.0 : ALPHA_TH) * x->mw, b = (first ? 1.0 : BETA_TH) * x->mw;
+    x->th = fold180(x->pth + a * e);
+    if (dt > 0) x->pub.vth += b * e / dt;
 }
 
 static void new_instance(struct trk_tracker *t, struct obj *o, const struct cand *c)
@@ -472,6 +533,8 @@ static void new_instance(struct trk_tracker *t, struct obj *o, const struct cand
     set_measured(x, c);
     x->x = x->px = c->cx;
     x->y = x->py = c->cy;
+    x->th = x->pth = x->mth;
+    x->pub.orientation = x->th;
     x->last_seq = t->seq;
     x->n_obs = 1;
     x->w = x->fw = c->b.x1 - c->b.x0 + 1;
@@ -512,6 +575,7 @@ static void commit(struct trk_tracker *t, struct obj *o, int nc, bool whole_list
             x->pub.lost++;
             x->pub.cx = x->px;
             x->pub.cy = x->py;
+            x->pub.orientation = fold180(x->pth);
             continue;
         }
         const struct cand *c = &t->cand[x->match];
@@ -528,10 +592,12 @@ static void commit(struct trk_tracker *t, struct obj *o, int nc, bool whole_list
         const bool partial = (double)c->b.mass < PARTIAL * x->ref;
         if (partial) x->ref *= REF_DECAY;
         if (x->merged || partial) {
-            /* Keep to its own path (and size) until the blobs part again
-             * or it is whole again. */
+            /* Keep to its own path (and size and turn) until the blobs
+             * part again or it is whole again. */
             x->x = x->px, x->y = x->py;
+            x->th = fold180(x->pth);
         } else {
+            turn(x, dt);
             x->ref = (double)c->b.mass;
             if (dt > 0) {
                 /* The prediction's error: a jump shows at once, then it
@@ -554,6 +620,7 @@ static void commit(struct trk_tracker *t, struct obj *o, int nc, bool whole_list
             x->n_obs++;
         }
         x->last_seq = t->seq;
+        x->pub.orientation = x->th;
         /* A blob that reached its region's border: a wider margin next
          * frame; a clean frame in its region: back towards 1. */
         if (x->cut)
@@ -655,6 +722,9 @@ static void finish(struct trk_tracker *t)
                 r.mass += b->mass;
                 r.sum_x += b->sum_x;
                 r.sum_y += b->sum_y;
+                r.sum_xx += b->sum_xx;
+                r.sum_yy += b->sum_yy;
+                r.sum_xy += b->sum_xy;
             }
             qsort(o->out, (size_t)o->n_out, sizeof(*o->out), cmp_blob);
             o->res = r;

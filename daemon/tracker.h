@@ -56,6 +56,17 @@
  * covered, partly out of the frame, a piece) is measured and reported, but
  * the instance keeps its path and size: a sliver must not shrink its gate
  * and region to a few pixels or turn its speed.
+ * Each instance also follows its blob's orientation (the major axis of
+ * its second moments, gpu/moments.h): an alpha-beta filter on the axis
+ * with a turn per frame (trk_instance.vth; the frame result makes it
+ * degrees per second), where each measured axis counts as the nearer of
+ * its two directions to the predicted one, so a blob turning through
+ * 0/180 degrees keeps turning the same way (at most 90 degrees a frame can
+ * be told apart). The filter's gains are weighed by how elongated the
+ * blob is: a disc or a square has no axis and keeps its orientation and
+ * turn. A lost, merged or partly covered instance keeps turning as
+ * predicted. major and minor are the blob's (the last measured ones while
+ * lost).
  * Unclaimed blobs of a whole-frame list become new instances (largest
  * first) while there is room; with K instances the one lost longest makes
  * room, one seen this frame never does. An instance not seen for more than

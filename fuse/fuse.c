@@ -44,9 +44,20 @@ struct det {
     double w; /* weight: confidence x centre weight */
 };
 
+/* One clock sync exchange: the camera's monotonic clock minus the fuser's
+ * wall clock (ms) and the round trip's delay (ms). */
+struct sync_sample {
+    double offset_ms, delay_ms;
+};
+
 struct camera {
     char name[TRK_FUSE_NAME_MAX];
     bool online, late, stale;
+    /* Clock sync: the last samples (a ring), how many requests went out
+     * and when the next is due (monotonic ms). */
+    struct sync_sample sync[TRK_FUSE_SYNC_SAMPLES];
+    int n_sync, sync_at, sync_asked;
+    double sync_next;
     struct trk_calib calib;
     bool has_calib;
     /* newest frame */
@@ -91,6 +102,10 @@ struct trk_fuse {
     uint64_t seq, next_gid;
     struct track *tracks;
     size_t n_tracks, cap_tracks;
+    /* The last world message (trk_fuse_last): its instant, prediction and unit. */
+    bool emitted;
+    double last_t, last_ahead_ms;
+    char last_unit[sizeof(((struct trk_calib *)0)->unit)];
     /* per-epoch scratch */
     struct det *all;
     size_t n_all, cap_all;
@@ -264,7 +279,11 @@ int trk_fuse_status(struct trk_fuse *f, const char *camera, const char *json, si
             log_info("camera %s %s%s%s", camera, online ? "online" : "offline", msg ? ": " : "",
                      msg ? msg : "");
         c->online = online;
-        if (!online) c->has_frame = c->fresh = false;
+        if (!online) { /* back, it may run on another host: sync again */
+            c->has_frame = c->fresh = false;
+            c->n_sync = c->sync_at = c->sync_asked = 0;
+            c->sync_next = 0;
+        }
     }
     json_decref(root);
     return c ? 0 : -ENOSPC;
@@ -408,6 +427,15 @@ static double window_ms(const struct trk_fuse *f)
     return w > 0 ? w : DEFAULT_WINDOW_MS;
 }
 
+/* The sample of least delay, or NULL before the camera has answered. */
+static const struct sync_sample *sync_best(const struct camera *c)
+{
+    const struct sync_sample *best = NULL;
+    for (int i = 0; i < c->n_sync; i++)
+        if (!best || c->sync[i].delay_ms < best->delay_ms) best = &c->sync[i];
+    return best;
+}
+
 int trk_fuse_frame(struct trk_fuse *f, const char *camera, const char *json, size_t n,
                    double now_ms, double wall_ms)
 {
@@ -420,7 +448,10 @@ int trk_fuse_frame(struct trk_fuse *f, const char *camera, const char *json, siz
         return c ? 0 : -ENOSPC;
     }
     const json_t *lat = json_object_get(root, "latency");
-    double cap = num(root, "wall_ms", NAN) - num(lat, "queue_ms", 0) - num(lat, "process_ms", 0);
+    const struct sync_sample *sync = sync_best(c);
+    double cap =
+        sync ? num(root, "t_capture", NAN) * 1e3 - sync->offset_ms
+             : num(root, "wall_ms", NAN) - num(lat, "queue_ms", 0) - num(lat, "process_ms", 0);
     if (!isfinite(cap) || fabs(cap - wall_ms) > f->cfg.stale_ms) {
         /* One frame from the future would make every other camera stale. */
         bad_msg(f, camera, "frame",
@@ -450,6 +481,48 @@ int trk_fuse_frame(struct trk_fuse *f, const char *camera, const char *json, siz
     c->has_frame = c->fresh = true;
     if (f->due < 0) f->due = now_ms + window_ms(f);
     return epoch_complete(f) ? 1 : 0;
+}
+
+const char *trk_fuse_sync_due(struct trk_fuse *f, double now_ms)
+{
+    for (int i = 0; i < f->n_cams; i++) {
+        struct camera *c = &f->cams[i];
+        if (!c->online || now_ms < c->sync_next) continue;
+        c->sync_asked++;
+        c->sync_next = now_ms + (c->sync_asked < TRK_FUSE_SYNC_SAMPLES ? TRK_FUSE_SYNC_FAST_MS
+                                                                       : TRK_FUSE_SYNC_EVERY_MS);
+        return c->name;
+    }
+    return NULL;
+}
+
+int trk_fuse_sync_reply(struct trk_fuse *f, const char *camera, const char *json, size_t n,
+                        double wall_ms)
+{
+    if (!strcmp(camera, f->name)) return 0;
+    json_t *root = load(f, camera, "sync reply", json, n);
+    if (!root) return TRK_EINVAL;
+    struct camera *c = camera_get(f, camera);
+    /* t0, t3 on the fuser's wall clock; rx, tx on the camera's monotonic
+     * clock (s): NTP's offset and delay. */
+    double t0 = num(root, "t0", NAN), rx = num(root, "rx_mono", NAN) * 1e3,
+           tx = num(root, "tx_mono", NAN) * 1e3, t3 = wall_ms;
+    json_decref(root);
+    if (!c) return -ENOSPC;
+    double rtt = t3 - t0, delay = rtt - (tx - rx);
+    if (!isfinite(delay) || !(rtt >= 0 && rtt <= TRK_FUSE_SYNC_MAX_RTT_MS) || tx < rx) {
+        bad_msg(f, camera, "sync reply", "no t0, rx_mono, tx_mono of a recent request");
+        return TRK_EINVAL;
+    }
+    bool first = c->n_sync == 0;
+    c->sync[c->sync_at] = (struct sync_sample){ .offset_ms = ((rx - t0) + (tx - t3)) / 2,
+                                                .delay_ms = delay > 0 ? delay : 0 };
+    c->sync_at = (c->sync_at + 1) % TRK_FUSE_SYNC_SAMPLES;
+    if (c->n_sync < TRK_FUSE_SYNC_SAMPLES) c->n_sync++;
+    if (first)
+        log_info("camera %s: clock synced (round trip %.3f ms): its t_capture is used", camera,
+                 rtt);
+    return 0;
 }
 
 double trk_fuse_due(const struct trk_fuse *f)
@@ -769,6 +842,10 @@ static void put_cameras(struct trk_fuse *f, struct trk_buf *b, double t, double 
         trk_buf_fixed(b, fr ? wall - c->cap_ms : NAN, 1);
         trk_buf_puts(b, ",\"fps\":");
         trk_buf_fixed(b, c->period_ms > 0 ? 1e3 / c->period_ms : NAN, 2);
+        const struct sync_sample *sync = sync_best(c);
+        trk_buf_puts(b, sync ? ",\"clock\":\"sync\"" : ",\"clock\":\"wall\"");
+        put_xy(b, ",\"clock_offset_ms\":", sync ? sync->offset_ms : NAN,
+               ",\"sync_delay_ms\":", sync ? sync->delay_ms : NAN, 3);
         put_footprint(b, c, dec);
         trk_buf_puts(b, "}");
     }
@@ -824,5 +901,41 @@ int trk_fuse_emit(struct trk_fuse *f, double wall_ms, struct trk_buf *out)
     trk_buf_puts(out, "}");
     for (int i = 0; i < f->n_cams; i++)
         f->cams[i].fresh = false;
+    f->emitted = true;
+    f->last_t = t;
+    f->last_ahead_ms = ahead_s * 1e3;
+    snprintf(f->last_unit, sizeof(f->last_unit), "%s", wc ? wc->unit : "");
     return out->failed ? TRK_ENOMEM : 1;
+}
+
+bool trk_fuse_last(const struct trk_fuse *f, struct trk_fuse_world *w)
+{
+    if (!f->emitted) return false;
+    *w = (struct trk_fuse_world){
+        .seq = f->seq, .t_ms = f->last_t, .ahead_ms = f->last_ahead_ms, .unit = f->last_unit
+    };
+    return true;
+}
+
+bool trk_fuse_last_obj(const struct trk_fuse *f, size_t i, struct trk_fuse_obj *o)
+{
+    if (!f->emitted) return false;
+    for (size_t k = 0; k < f->n_tracks; k++) {
+        const struct track *tr = &f->tracks[k];
+        if (tr->t_ms != f->last_t || i--) continue; /* not in it, or not the i-th yet */
+        double dt = tr->has_v ? f->last_ahead_ms / 1e3 : 0;
+        *o = (struct trk_fuse_obj){ .marker = tr->kind == DET_MARKER,
+                                    .name = tr->name,
+                                    .marker_id = tr->marker,
+                                    .id = tr->gid,
+                                    .wx = tr->wx + tr->wvx * dt,
+                                    .wy = tr->wy + tr->wvy * dt,
+                                    .has_v = tr->has_v,
+                                    .wvx = tr->wvx,
+                                    .wvy = tr->wvy,
+                                    .has_heading = tr->has_heading,
+                                    .heading = tr->heading };
+        return true;
+    }
+    return false;
 }

@@ -4,12 +4,16 @@
  * what it builds, so the unit tests drive the same code with plain strings.
  *
  * Time. Each camera's t_capture is on its own host's CLOCK_MONOTONIC and so
- * not comparable between hosts; wall_ms is the camera host's epoch time when
- * processing finished. A frame's capture instant on the common clock (epoch
- * ms) is therefore wall_ms - latency.queue_ms - latency.process_ms (trackd
- * takes wall_ms at the end of processing, and queue + process span capture
- * to that moment on the camera's own monotonic clock). This assumes the
- * camera hosts' wall clocks agree (NTP on a LAN: about a millisecond).
+ * not comparable between hosts. The common clock is the fuser's own wall
+ * clock (epoch ms). The fuser asks each camera for its clocks (the NTP-style
+ * sync exchange over MQTT, PROTOCOL.md section 9) and keeps, of the last
+ * TRK_FUSE_SYNC_SAMPLES samples, the one of least round-trip delay: its
+ * offset (camera monotonic minus fuser wall, error at most half its delay)
+ * maps t_capture onto the common clock. Until a camera has answered (an
+ * older trackd never does) its capture instant is wall_ms -
+ * latency.queue_ms - latency.process_ms (trackd takes wall_ms at the end of
+ * processing, and queue + process span capture to then on its own
+ * monotonic clock), which assumes the hosts' wall clocks agree.
  *
  * Epochs. A frame that arrives with no epoch open opens one, due `window`
  * later (--window, default: the largest frame period of the cameras in use,
@@ -51,6 +55,15 @@
 extern "C" {
 #endif
 
+/* Clock sync: samples kept per camera (the least delay of them is used),
+ * the spacing of the first TRK_FUSE_SYNC_SAMPLES requests, and of those
+ * after (ms). A reply whose round trip exceeds TRK_FUSE_SYNC_MAX_RTT_MS is
+ * no sample. */
+#define TRK_FUSE_SYNC_SAMPLES    8
+#define TRK_FUSE_SYNC_FAST_MS    100.0
+#define TRK_FUSE_SYNC_EVERY_MS   1000.0
+#define TRK_FUSE_SYNC_MAX_RTT_MS 2000.0
+
 /* Cameras one fuser follows; more are refused (logged once each). */
 #define TRK_FUSE_MAX_CAMERAS 32
 /* The longest camera name (trackd's --name: 1..64 bytes). */
@@ -90,6 +103,45 @@ int trk_fuse_status(struct trk_fuse *f, const char *camera, const char *json, si
  * name are ignored (0). */
 int trk_fuse_frame(struct trk_fuse *f, const char *camera, const char *json, size_t n,
                    double now_ms, double wall_ms);
+/* What the last world message (trk_fuse_emit that returned 1) holds, for
+ * the outputs that send it in other formats (--ssl-tracked). */
+struct trk_fuse_world {
+    unsigned long long seq; /* the message's seq */
+    double t_ms;            /* its fused instant (wall_ms) */
+    double ahead_ms;        /* --predict send: positions are at t_ms + this */
+    const char *unit;       /* the world unit ("" unknown) */
+};
+
+/* One fused object or marker of the last world message, as it has it. */
+struct trk_fuse_obj {
+    bool marker;
+    const char *name;      /* the object's name, a marker's pattern */
+    long long marker_id;   /* a marker's id */
+    unsigned long long id; /* global id */
+    double wx, wy;         /* unit, at t_ms + ahead_ms */
+    bool has_v;            /* wvx, wvy hold its velocity (unit/s) */
+    double wvx, wvy;
+    bool has_heading; /* heading holds its world heading (degrees) */
+    double heading;
+};
+
+/* The last world message; false before the first. */
+bool trk_fuse_last(const struct trk_fuse *f, struct trk_fuse_world *w);
+/* Its objects and markers: o is the i-th (i from 0) while this returns
+ * true. */
+bool trk_fuse_last_obj(const struct trk_fuse *f, size_t i, struct trk_fuse_obj *o);
+
+/* Clock sync. The name of a camera due a sync request at now_ms (the
+ * fuser's monotonic clock), its next one scheduled; NULL when none is due.
+ * The caller sends {"type":"sync","t0":<its wall clock, epoch ms>}. */
+const char *trk_fuse_sync_due(struct trk_fuse *f, double now_ms);
+/* A camera's sync reply, received at wall_ms (the fuser's epoch ms, the
+ * clock of the request's t0). 0 when it made a sample; TRK_EINVAL for a
+ * reply that is not one (bad JSON, no t0, a round trip over
+ * TRK_FUSE_SYNC_MAX_RTT_MS); -ENOSPC as trk_fuse_config. */
+int trk_fuse_sync_reply(struct trk_fuse *f, const char *camera, const char *json, size_t n,
+                        double wall_ms);
+
 /* When the open epoch is due (monotonic ms); a negative value when none is
  * open. */
 double trk_fuse_due(const struct trk_fuse *f);

@@ -18,9 +18,11 @@
 #include <unistd.h>
 
 #include "fuse.h"
+#include "ssl_tracked.h"
 #include "ws.h"
 #include "log_hook.h"
 #include "trk_clock.h"
+#include "trk_error.h"
 
 #define LOG_TAG "main"
 
@@ -32,6 +34,9 @@ enum { EX_OK = 0, EX_USAGE_ = 64 };
 /* The stats line: every this many ms, over at most this many fusions. */
 #define STATS_EVERY_MS 10000.0
 #define STATS_MAX      4096
+/* The longest the loop sleeps: clock sync requests are due every
+ * TRK_FUSE_SYNC_FAST_MS at first. */
+#define SYNC_POLL_MS 50.0
 
 struct opts {
     char host[256], user[128], pass[128], prefix[256];
@@ -42,6 +47,10 @@ struct opts {
     char listen[256]; /* --listen HOST:PORT; "" = no WebSocket server */
     int listen_port;
     const char *web_root;
+    const char *ssl_tracked; /* --ssl-tracked URL; NULL = none */
+    const char *ssl_ball;
+    const char *ssl_team[TRK_FUSE_SSL_TEAMS + 1]; /* --ssl-team specs */
+    int n_ssl_team;
 };
 
 /* The option table: --help and the man page are made from it. */
@@ -73,6 +82,16 @@ static const struct opt_doc OPTS[] = {
     { "predict", "send",
       "positions moved on by their velocities from the fused instant to when the message is "
       "sent (the interval is the message's predict_ms); default: positions at the fused instant" },
+    { "ssl-tracked", "[udp://]HOST:PORT",
+      "also send each world message as the RoboCup Small Size League's tracked format (a "
+      "TrackerWrapperPacket: robots from the markers of patterns with a team, balls from the "
+      "--ssl-ball objects; m, m/s, rad) in one UDP datagram to HOST:PORT, unicast or multicast "
+      "(the league's: udp://224.5.23.2:10010); needs a world unit of mm, cm or m" },
+    { "ssl-ball", "NAME",
+      "the object whose fused instances are --ssl-tracked's balls (default ball)" },
+    { "ssl-team", "PATTERN:TEAM",
+      "--ssl-tracked: the markers of pattern PATTERN are team TEAM's (yellow or blue) robots; "
+      "repeatable; default: a pattern named yellow or blue is that team's" },
     { "log-level", "LEVEL", "error, warn, info (default) or debug" },
     { "help", NULL, "this text" },
     { "man", NULL, "the man page (roff) on stdout" },
@@ -100,13 +119,15 @@ static void man_page(void)
            "by their world velocities, merges what several cameras see of one object, keeps "
            "global ids through hand-over between cameras and publishes PREFIX/NAME/frame. A "
            "late camera is reported and never waited for past the window; a camera that goes "
-           "offline (its last will) is shown and the others keep flowing. The message format "
-           "is in PROTOCOL.md, section 12.\n.SH OPTIONS\n");
+           "offline (its last will) is shown and the others keep flowing. Each camera's clock "
+           "is synced with the NTP-style sync exchange over MQTT, so the cameras' hosts need "
+           "not agree on the time. The message format is in PROTOCOL.md, section 12.\n.SH "
+           "OPTIONS\n");
     for (size_t i = 0; i < N_OPTS; i++)
         printf(".TP\n.B \\-\\-%s%s%s\n%s\n", OPTS[i].name, OPTS[i].arg ? " " : "",
                OPTS[i].arg ? OPTS[i].arg : "", OPTS[i].help);
     printf(".SH EXIT STATUS\n0 after SIGTERM or SIGINT; 64 for a bad command line; 69 when "
-           "--listen cannot listen.\n.SH SEE "
+           "--listen cannot listen or the --ssl-tracked host does not resolve.\n.SH SEE "
            "ALSO\ntrackd(1), mosquitto(8)\n");
 }
 
@@ -196,20 +217,33 @@ static int parse_listen(struct opts *o, const char *s)
     return 0;
 }
 
+static const char default_ball[] = "ball";
+
 static int parse_args(int argc, char **argv, struct opts *o, char *name, size_t name_size)
 {
-    static const struct option lo[] = { { "mqtt", 1, 0, 'm' },    { "prefix", 1, 0, 'p' },
-                                        { "name", 1, 0, 'n' },    { "window", 1, 0, 'w' },
-                                        { "gate", 1, 0, 'g' },    { "stale", 1, 0, 's' },
-                                        { "keep", 1, 0, 'k' },    { "log-level", 1, 0, 'l' },
-                                        { "listen", 1, 0, 'L' },  { "web-root", 1, 0, 'r' },
-                                        { "predict", 1, 0, 'P' }, { "help", 0, 0, 'h' },
-                                        { "man", 0, 0, 'M' },     { 0, 0, 0, 0 } };
+    static const struct option lo[] = { { "mqtt", 1, 0, 'm' },
+                                        { "prefix", 1, 0, 'p' },
+                                        { "name", 1, 0, 'n' },
+                                        { "window", 1, 0, 'w' },
+                                        { "gate", 1, 0, 'g' },
+                                        { "stale", 1, 0, 's' },
+                                        { "keep", 1, 0, 'k' },
+                                        { "log-level", 1, 0, 'l' },
+                                        { "listen", 1, 0, 'L' },
+                                        { "web-root", 1, 0, 'r' },
+                                        { "predict", 1, 0, 'P' },
+                                        { "help", 0, 0, 'h' },
+                                        { "ssl-tracked", 1, 0, 'S' },
+                                        { "ssl-ball", 1, 0, 'B' },
+                                        { "ssl-team", 1, 0, 'T' },
+                                        { "man", 0, 0, 'M' },
+                                        { 0, 0, 0, 0 } };
     bool url = false, prefix = false;
     char pre[256] = "";
     o->fuse = (struct trk_fuse_cfg){ .gate = 100, .stale_ms = 500, .keep_ms = 1000, .name = name };
     o->level = TRK_LOG_INFO;
     o->web_root = TRK_FUSE_WEB_ROOT;
+    o->ssl_ball = default_ball;
     o->listen_port = -1;
     snprintf(o->prefix, sizeof(o->prefix), "trackd");
     snprintf(name, name_size, "world");
@@ -230,6 +264,18 @@ static int parse_args(int argc, char **argv, struct opts *o, char *name, size_t 
             break;
         case 'L': rc = parse_listen(o, optarg); break;
         case 'r': o->web_root = optarg; break;
+        case 'S': o->ssl_tracked = optarg; break;
+        case 'T':
+            if (o->n_ssl_team == TRK_FUSE_SSL_TEAMS)
+                rc = bad("--ssl-team %s: at most 16", optarg);
+            else
+                o->ssl_team[o->n_ssl_team++] = optarg;
+            break;
+        case 'B':
+            o->ssl_ball = optarg;
+            if (!*optarg || strlen(optarg) >= TRK_FUSE_NAME_MAX)
+                rc = bad("--ssl-ball %s: an object's name (1..64 bytes) is needed", optarg);
+            break;
         case 'P':
             o->fuse.predict = !strcmp(optarg, "send");
             if (!o->fuse.predict) rc = bad("--predict %s: only \"send\" is known", optarg);
@@ -258,6 +304,8 @@ static int parse_args(int argc, char **argv, struct opts *o, char *name, size_t 
     if (rc) return rc;
     if (optind < argc) return bad("%s: no arguments besides options", argv[optind]);
     if (!url) return bad("%s", "--mqtt URL is required");
+    if ((o->n_ssl_team || o->ssl_ball != default_ball) && !o->ssl_tracked)
+        return bad("%s", "--ssl-team and --ssl-ball go with --ssl-tracked");
     if (prefix) snprintf(o->prefix, sizeof(o->prefix), "%s", pre);
     return 0;
 }
@@ -268,9 +316,11 @@ struct app {
     struct opts *o;
     struct trk_fuse *fuse;
     struct mosquitto *mosq;
-    struct trk_ws *ws; /* --listen; NULL without */
+    struct trk_ws *ws;        /* --listen; NULL without */
+    struct trk_fuse_ssl *ssl; /* --ssl-tracked; NULL without */
     struct trk_buf out;
     char t_frame[400], t_status[400];
+    char sync_id[64]; /* this fuser's client id in PREFIX/CAMERA/sync/... */
     size_t prefix_len;
     bool connected, stopping;
     int status_mid;
@@ -306,6 +356,7 @@ static void publish_world(struct app *a)
     int rc = trk_fuse_emit(a->fuse, trk_wall_ms(), &a->out);
     if (rc <= 0) return;
     if (a->ws) trk_ws_broadcast(a->ws, TRK_WS_RESULT, a->out.data, a->out.len);
+    trk_fuse_ssl_send(a->ssl, a->fuse);
     if (!a->connected) return; /* fused all the same: ids and lateness go on */
     rc = mosquitto_publish(a->mosq, NULL, a->t_frame, (int)a->out.len, a->out.data, 0, false);
     if (rc == MOSQ_ERR_SUCCESS)
@@ -346,11 +397,13 @@ static void on_connect(struct mosquitto *m, void *ud, int rc)
              a->t_frame);
     a->connected = true;
     static const char *const kinds[3] = { "frame", "status", "config" };
+    char sub[400];
     for (int k = 0; k < 3; k++) {
-        char sub[400];
         snprintf(sub, sizeof(sub), "%s/+/%s", a->o->prefix, kinds[k]);
         mosquitto_subscribe(m, NULL, sub, k ? 1 : 0);
     }
+    snprintf(sub, sizeof(sub), "%s/+/sync/reply/%s", a->o->prefix, a->sync_id);
+    mosquitto_subscribe(m, NULL, sub, 0);
     publish_status(a, true, "fusing");
 }
 
@@ -392,6 +445,20 @@ static void on_message(struct mosquitto *m, void *ud, const struct mosquitto_mes
         trk_fuse_status(a->fuse, cam, p, n);
     } else if (!strcmp(kind, "config")) {
         trk_fuse_config(a->fuse, cam, p, n);
+    } else if (!strncmp(kind, "sync/reply/", 11) && !strcmp(kind + 11, a->sync_id)) {
+        trk_fuse_sync_reply(a->fuse, cam, p, n, trk_wall_ms());
+    }
+}
+
+/* Clock sync requests to the cameras due one (fuse.h), t0 taken last. */
+static void ask_sync(struct app *a)
+{
+    const char *cam;
+    while (a->connected && (cam = trk_fuse_sync_due(a->fuse, now_ms()))) {
+        char topic[400], msg[96];
+        snprintf(topic, sizeof(topic), "%s/%s/sync/request/%s", a->o->prefix, cam, a->sync_id);
+        int n = snprintf(msg, sizeof(msg), "{\"type\":\"sync\",\"t0\":%.3f}", trk_wall_ms());
+        mosquitto_publish(a->mosq, NULL, topic, n, msg, 0, false);
     }
 }
 
@@ -496,8 +563,9 @@ static void run(struct app *a)
     a->stats_due = now_ms() + STATS_EVERY_MS;
     connect_loop(a, true);
     while (!g_stop) {
-        double due = trk_fuse_due(a->fuse), wait = 1000;
-        if (due >= 0) wait = due - now_ms();
+        /* At most SYNC_POLL_MS: clock sync requests fall due too. */
+        double due = trk_fuse_due(a->fuse), wait = SYNC_POLL_MS;
+        if (due >= 0 && due - now_ms() < wait) wait = due - now_ms();
         int rc = mosquitto_loop(a->mosq, wait > 0 ? (int)ceil(wait) : 0, 1);
         if (rc != MOSQ_ERR_SUCCESS && !g_stop) {
             a->connected = false;
@@ -505,6 +573,7 @@ static void run(struct app *a)
         }
         due = trk_fuse_due(a->fuse);
         if (due >= 0 && now_ms() >= due) publish_world(a);
+        ask_sync(a);
         stats_line(a);
     }
     a->stopping = true;
@@ -519,6 +588,31 @@ static void run(struct app *a)
     log_info("stopped: %llu world frames published, %llu not", a->published, a->failed);
 }
 
+/* --ssl-tracked: its socket and --ssl-team's patterns. 0, or the exit
+ * code (said why). */
+static int open_ssl(struct app *a)
+{
+    const struct opts *o = a->o;
+    const char *why = "";
+    char what[400];
+    if (!o->ssl_tracked) return 0;
+    int rc = trk_fuse_ssl_open(o->ssl_tracked, o->ssl_ball, &a->ssl, &why);
+    if (rc == TRK_EINVAL) {
+        snprintf(what, sizeof(what), "--ssl-tracked %.200s: %s", o->ssl_tracked, why);
+        return bad("%s", what);
+    }
+    if (rc) {
+        log_error("--ssl-tracked %s: %s", o->ssl_tracked, rc == -ENOENT ? why : trk_strerror(rc));
+        return 69;
+    }
+    for (int i = 0; i < o->n_ssl_team; i++)
+        if (trk_fuse_ssl_team(a->ssl, o->ssl_team[i], &why)) {
+            snprintf(what, sizeof(what), "--ssl-team %.100s: %s", o->ssl_team[i], why);
+            return bad("%s", what);
+        }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     struct opts o = { 0 };
@@ -529,6 +623,10 @@ int main(int argc, char **argv)
     struct app a = { .o = &o, .prefix_len = strlen(o.prefix) };
     snprintf(a.t_frame, sizeof(a.t_frame), "%s/%s/frame", o.prefix, name);
     snprintf(a.t_status, sizeof(a.t_status), "%s/%s/status", o.prefix, name);
+    /* One topic level of the camera name's bytes, different for each
+     * fuser on the broker (pid and start time: hosts may share pids). */
+    snprintf(a.sync_id, sizeof(a.sync_id), "fuse-%d-%llx", (int)getpid(),
+             (unsigned long long)trk_wall_ms() & 0xffffffffffULL);
     struct sigaction sa = { .sa_handler = on_signal };
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
@@ -537,15 +635,19 @@ int main(int argc, char **argv)
     a.fuse = trk_fuse_create(&o.fuse);
     if (!a.fuse || setup(&a)) {
         log_error("out of memory at start");
-        return 70;
+        rc = 70;
+    } else if (o.listen_port >= 0 && start_ws(&a)) {
+        rc = 69;
+    } else if (!(rc = open_ssl(&a))) {
+        run(&a);
+        if (a.ws) trk_ws_shutdown(a.ws, 1001, "trackd-fuse stopped", 2.0);
     }
-    if (o.listen_port >= 0 && start_ws(&a)) return 69;
-    run(&a);
-    if (a.ws) trk_ws_shutdown(a.ws, 1001, "trackd-fuse stopped", 2.0);
+    /* Every way out frees what was made (a sanitizer build checks). */
     trk_ws_destroy(&a.ws);
+    trk_fuse_ssl_close(&a.ssl);
     mosquitto_destroy(a.mosq);
     trk_fuse_destroy(&a.fuse);
     trk_buf_free(&a.out);
     mosquitto_lib_cleanup();
-    return EX_OK;
+    return rc;
 }

@@ -83,7 +83,9 @@ static const struct trk_backend_ops *pick(enum trk_backend_kind kind)
 int trk_backend_create(const struct trk_backend_cfg *cfg, struct trk_backend **out)
 {
     *out = NULL;
-    if (!cfg || cfg->max_width <= 0 || cfg->max_height <= 0) return TRK_EINVAL;
+    if (!cfg || cfg->max_width <= 0 || cfg->max_height <= 0 || cfg->max_width > TRK_MAX_SIDE ||
+        cfg->max_height > TRK_MAX_SIDE)
+        return TRK_EINVAL;
     const struct trk_backend_ops *ops = pick(cfg->kind);
     if (!ops) return TRK_ENODEV;
     /* No logging here: the daemon logs the one line saying why "auto" is not

@@ -2,8 +2,9 @@
  * every tracking backend (CPU reference, fast CPU, CUDA).
  *
  * A backend takes a frame in its native pixel format and, for every object,
- * returns exact integer accumulators: mass, sum of x, sum of y and the
- * inclusive bounding box of the pixels that match the object's colour box.
+ * returns exact integer accumulators: mass, sum of x, sum of y, the second
+ * moments (sums of x*x, y*y, x*y) and the inclusive bounding box of the
+ * pixels that match the object's colour box.
  * All backends return bit-identical trk_obj_result arrays for the same input;
  * the CPU reference (cpu_ref.c) is the definition, the others are tested
  * against it. The pixel rules (colour conversion, HSV, chroma siting) are in
@@ -81,12 +82,27 @@ struct trk_roi {
     int32_t x0, y0, x1, y1;
 };
 
+/* Largest frame side (width or height) any backend accepts:
+ * trk_backend_create refuses a larger max_width / max_height (TRK_EINVAL).
+ * It bounds the exact sums below: coordinates are below 2^16, so a square
+ * or product of two is below 2^32, and on a W x H frame every sum is
+ * largest when every pixel matches; at W = H = 65536
+ *   sum x*x = H * (W-1) W (2W-1) / 6 < 6.2e18,
+ *   sum x*y = (W (W-1) / 2) * (H (H-1) / 2) < 4.7e18,
+ * both below 2^63 (9.2e18), so uint64 never wraps (at 8K, 7680 x 4320, the
+ * largest is sum x*x < 6.6e14). Some backends take less (cpu-ref: fewer
+ * than 2^32 pixels; CUDA blobs and MOCT: sides up to 65535). */
+#define TRK_MAX_SIDE 65536
+
 /* Exact per-object accumulators. When mass == 0: sums are 0 and the bbox is
- * {-1, -1, -1, -1}. Centroid = sum / mass, computed by the caller. */
+ * {-1, -1, -1, -1}. Centroid = sum / mass, computed by the caller; the
+ * second moments (sum_xx = sum of x*x over the pixels, sum_yy, sum_xy)
+ * give orientation and axes through trk_moments_shape (moments.h). */
 struct trk_obj_result {
     uint64_t mass;
     uint64_t sum_x, sum_y;
     int32_t x0, y0, x1, y1; /* inclusive bounding box */
+    uint64_t sum_xx, sum_yy, sum_xy;
 };
 
 /* One blob: a connected component (4- or 8-connected, per the object) of
@@ -107,6 +123,7 @@ struct trk_blob {
     int32_t x0, y0, x1, y1; /* inclusive bounding box */
     uint64_t perimeter;
     uint64_t first;
+    uint64_t sum_xx, sum_yy, sum_xy; /* second moments, as trk_obj_result's */
 };
 
 /* The list order: a before b. */

@@ -76,7 +76,7 @@ void *trk_backend_self(struct trk_backend *b, const struct trk_backend_ops *ops)
 /* The shared empty-result convention of backend.h. */
 static inline void trk_result_clear(struct trk_obj_result *r)
 {
-    r->mass = r->sum_x = r->sum_y = 0;
+    r->mass = r->sum_x = r->sum_y = r->sum_xx = r->sum_yy = r->sum_xy = 0;
     r->x0 = r->y0 = r->x1 = r->y1 = -1;
 }
 

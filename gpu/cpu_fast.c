@@ -564,12 +564,10 @@ static int fast_submit(void *self, const struct trk_image *img, const struct trk
     }
     /* Merge: sums add, boxes take min/max; any order gives the same integers. */
     for (int i = 0; i < n; i++) {
-        struct acc m = { 0, 0, 0, INT32_MAX, INT32_MAX, -1, -1 };
+        struct acc m = { 0, 0, 0, INT32_MAX, INT32_MAX, -1, -1, 0, 0, 0 };
         for (int k = 0; k < nacc; k++) {
             const struct acc *a = &s->w[k].acc[i];
-            m.mass += a->mass;
-            m.sum_x += a->sum_x;
-            m.sum_y += a->sum_y;
+            FAST_ADD_SUMS(&m, a);
             if (a->x0 < m.x0) m.x0 = a->x0;
             if (a->y0 < m.y0) m.y0 = a->y0;
             if (a->x1 > m.x1) m.x1 = a->x1;
@@ -579,9 +577,8 @@ static int fast_submit(void *self, const struct trk_image *img, const struct trk
         if (m.mass == 0) {
             trk_result_clear(r);
         } else {
-            r->mass = m.mass;
-            r->sum_x = m.sum_x;
-            r->sum_y = m.sum_y;
+            *r = (struct trk_obj_result){ 0 };
+            FAST_ADD_SUMS(r, &m);
             r->x0 = m.x0, r->y0 = m.y0, r->x1 = m.x1, r->y1 = m.y1;
         }
     }

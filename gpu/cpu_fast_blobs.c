@@ -123,9 +123,7 @@ void trk_fast_strip_end(struct worker *w, const struct fctx *f, int y0, int rows
                 R->v = c;
                 struct trk_blob *b = &L->comp[c].b;
                 const uint64_t len = (uint64_t)(R->x1 - R->x0 + 1);
-                b->mass += len;
-                b->sum_x += (uint64_t)(R->x0 + R->x1) * len / 2; /* even product */
-                b->sum_y += (uint64_t)y * len;
+                FAST_ADD_RUN(b, R->x0, R->x1, y, len);
                 if (R->x0 < b->x0) b->x0 = R->x0;
                 if (R->x1 > b->x1) b->x1 = R->x1;
                 b->y1 = y;
@@ -214,9 +212,7 @@ int trk_fast_finish_lists(const struct cpu_fast *s, const struct fctx *f, int bi
             if (root == id) continue;
             const struct trk_blob *a = &L->comp[c].b;
             struct trk_blob *b = &comp_at(s, bi, root)->b;
-            b->mass += a->mass;
-            b->sum_x += a->sum_x;
-            b->sum_y += a->sum_y;
+            FAST_ADD_SUMS(b, a);
             b->perimeter += a->perimeter;
             if (a->x0 < b->x0) b->x0 = a->x0;
             if (a->x1 > b->x1) b->x1 = a->x1;

@@ -10,6 +10,7 @@
 
 #include "backend_impl.h"
 #include "color.h"
+#include "moments.h"
 
 #include <limits.h>
 #include <pthread.h>
@@ -92,7 +93,32 @@ struct tables {
 struct acc {
     uint64_t mass, sum_x, sum_y;
     int32_t x0, y0, x1, y1;
+    uint64_t sum_xx, sum_yy, sum_xy;
 };
+
+/* Adds the run [a, b] (len pixels) of row y to the sums of *c (a struct acc
+ * or a struct trk_blob: the same member names). */
+#define FAST_ADD_RUN(c, a, b, y, len)                                                              \
+    do {                                                                                           \
+        const uint64_t rsx_ = (uint64_t)((a) + (b)) * (len) / 2; /* (a+b)*len is even */           \
+        (c)->mass += (len);                                                                        \
+        (c)->sum_x += rsx_;                                                                        \
+        (c)->sum_y += (uint64_t)(y) * (len);                                                       \
+        (c)->sum_xx += trk_run_sum_xx((uint32_t)(a), (uint32_t)(b));                               \
+        (c)->sum_yy += (uint64_t)(y) * (uint64_t)(y) * (len);                                      \
+        (c)->sum_xy += (uint64_t)(y)*rsx_;                                                         \
+    } while (0)
+
+/* Adds every sum of *a to *b (the merges: any order gives the same integers). */
+#define FAST_ADD_SUMS(b, a)                                                                        \
+    do {                                                                                           \
+        (b)->mass += (a)->mass;                                                                    \
+        (b)->sum_x += (a)->sum_x;                                                                  \
+        (b)->sum_y += (a)->sum_y;                                                                  \
+        (b)->sum_xx += (a)->sum_xx;                                                                \
+        (b)->sum_yy += (a)->sum_yy;                                                                \
+        (b)->sum_xy += (a)->sum_xy;                                                                \
+    } while (0)
 
 /* Blob labelling (see the header comment). One maximal run of a blob
  * object's mask (inside its ROI) on one row: a union-find node. */

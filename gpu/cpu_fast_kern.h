@@ -369,20 +369,36 @@ KWRAP_YUV(i420, 1, 1, d, 1)
  *   - At the segment's end the planes are transposed (64 x 64 bits per
  *     word of objects) into per-object integers: mass += P, sum_x +=
  *     x0 * P + 64 (C P - A) + S, sum_y += y P: the reference's integers.
+ *   - Second moments: the tree also sums the squared offsets (a merge adds
+ *     qR + 2^(l+1) sR + 2^(2l) cR to qL: renamings again), a chunk's Q (17
+ *     planes, <= 85344). Over the segment, with t = 64 c + o the pixel's
+ *     offset from x0 and d = C - c, sum t^2 = 4096 sum c^2 n + 128 sum c s
+ *     + Q needs two more prefix sums: AS += S (sum d s) and B += A (sum
+ *     d (d + 1) / 2 n), so sum c s = C S - AS and sum c^2 n = C^2 P -
+ *     2 C A + 2 B - A; then sum_xx += x0^2 P + 2 x0 T + sum t^2 (T the
+ *     offset sum above), sum_xy += y (the row's sum_x), sum_yy += y^2 P.
+ *     Q, AS and B take a second transpose.
  *   - The box: the row's objects (OR of the counts' planes) are found by
  *     one scan from the left and one from the right over the stored masks,
  *     each ending when every object of the row has been seen.
  * ROIs: the stored masks are first AND-ed with the objects whose ROI holds
  * each stretch of the row (dense_rois), so the sums are the clipped ones.
  * Bounds: P <= 2048 (12 planes), A <= 32 * 2048 = 65536 (17), S <= 32 *
- * 2016 (16): 45 planes, one 64 x 64 transpose per mask word; the 64-bit
- * sums get at most x (< 2^31) times the row's pixels. */
+ * 2016 (16): 45 planes, one 64 x 64 transpose per mask word; Q <= 32 *
+ * 85344 (22), AS <= 528 * 2016 (21), B <= 64 * 5984 (19): 62 planes, a
+ * second transpose; the 64-bit sums stay below the bounds of backend.h
+ * (TRK_MAX_SIDE). */
 #ifndef DENSE_COMMON
 #define DENSE_COMMON
-#define DSEG 2048
-#define DP_N 12
-#define DA_N 17
-#define DS_N 16
+#define DSEG  2048
+#define DP_N  12
+#define DA_N  17
+#define DS_N  16
+#define DQ_N  22
+#define DAS_N 21
+#define DB_N  19
+/* Planes of a group of 2^l pixels' squared offset sum (<= 17 at l = 6). */
+#define QPL(l) ((l) >= 2 ? 3 * (l)-1 : (l))
 #endif
 #if NW == 1
 #define KW(v, i) (v)
@@ -406,37 +422,52 @@ KAI void KNAME(bs_add)(MT *r, const int nr, const MT *a, const int na, const MT 
     }
 }
 
-/* Two neighbouring groups of 2^l pixels each (count l + 1 planes, offset
- * sum ns(l) = 2l - 1 planes, 0 at l = 0) into one of 2^(l+1). */
-KAI void KNAME(bs_merge)(const int l, const MT *cL, const MT *sL, const MT *cR, const MT *sR, MT *c,
-                         MT *s)
+/* r[0..nr) = a[0..na) shifted up by k planes (times 2^k). */
+KAI void KNAME(bs_shl)(MT *r, const int nr, const MT *a, const int na, const int k)
 {
-    const int nc = l + 1, ns = l ? 2 * l - 1 : 0, ns2 = 2 * l + 1;
-    MT t[16], sh[16];
-    KNAME(bs_add)(c, nc + 1, cL, nc, cR, nc);
-    KNAME(bs_add)(t, ns2, sL, ns, sR, ns);
-#pragma GCC unroll 16
-    for (int i = 0; i < ns2; i++)
-        sh[i] = i < l || i - l >= nc ? MZERO : cR[i - l];
-    KNAME(bs_add)(s, ns2, t, ns2, sh, ns2);
+#pragma GCC unroll 24
+    for (int i = 0; i < nr; i++)
+        r[i] = i < k || i - k >= na ? MZERO : a[i - k];
 }
 
-/* Count and offset sum of 2^l masks at m (stride NW words), l <= 6; depth
- * first, so few planes are live at once. */
-KAI void KNAME(bs_g2)(const uint64_t *m, MT *c, MT *s)
+/* Two neighbouring groups of 2^l pixels each (count l + 1 planes, offset
+ * sum ns(l) = 2l - 1 planes, 0 at l = 0, squared offset sum QPL(l) planes)
+ * into one of 2^(l+1). */
+KAI void KNAME(bs_merge)(const int l, const MT *cL, const MT *sL, const MT *qL, const MT *cR,
+                         const MT *sR, const MT *qR, MT *c, MT *s, MT *q)
+{
+    const int nc = l + 1, ns = l ? 2 * l - 1 : 0, ns2 = 2 * l + 1;
+    const int nq = QPL(l), nq2 = QPL(l + 1);
+    MT t[20], sh[20];
+    KNAME(bs_add)(c, nc + 1, cL, nc, cR, nc);
+    KNAME(bs_add)(t, ns2, sL, ns, sR, ns);
+    KNAME(bs_shl)(sh, ns2, cR, nc, l);
+    KNAME(bs_add)(s, ns2, t, ns2, sh, ns2);
+    /* (2^l + o)^2 = o^2 + 2^(l+1) o + 2^(2l) over the right group. */
+    KNAME(bs_add)(t, nq2, qL, nq, qR, nq);
+    KNAME(bs_shl)(sh, nq2, sR, ns, l + 1);
+    KNAME(bs_add)(t, nq2, t, nq2, sh, nq2);
+    KNAME(bs_shl)(sh, nq2, cR, nc, 2 * l);
+    KNAME(bs_add)(q, nq2, t, nq2, sh, nq2);
+}
+
+/* Count, offset sum and squared offset sum of 2^l masks at m (stride NW
+ * words), l <= 6; depth first, so few planes are live at once. */
+KAI void KNAME(bs_g2)(const uint64_t *m, MT *c, MT *s, MT *q)
 {
     const MT a = MLD(m), b = MLD(m + NW);
     c[0] = a ^ b;
     c[1] = a & b;
     s[0] = b;
+    q[0] = b;
 }
 #define KGROUP(l, half)                                                                            \
-    KAI void KNAME(bs_g##l)(const uint64_t *m, MT *c, MT *s)                                       \
+    KAI void KNAME(bs_g##l)(const uint64_t *m, MT *c, MT *s, MT *q)                                \
     {                                                                                              \
-        MT cL[8], sL[12], cR[8], sR[12];                                                           \
-        KNAME(bs_g##half)(m, cL, sL);                                                              \
-        KNAME(bs_g##half)(m + (size_t)(half)*NW, cR, sR);                                          \
-        KNAME(bs_merge)(KGLOG_##half, cL, sL, cR, sR, c, s);                                       \
+        MT cL[8], sL[12], qL[18], cR[8], sR[12], qR[18];                                           \
+        KNAME(bs_g##half)(m, cL, sL, qL);                                                          \
+        KNAME(bs_g##half)(m + (size_t)(half)*NW, cR, sR, qR);                                      \
+        KNAME(bs_merge)(KGLOG_##half, cL, sL, qL, cR, sR, qR, c, s, q);                            \
     }
 #define KGLOG_2  1
 #define KGLOG_4  2
@@ -449,13 +480,14 @@ KGROUP(16, 8)
 KGROUP(32, 16)
 #undef KGROUP
 
-/* A chunk of 64 masks: count (7 planes), offset sum (11 planes). */
-static void KNAME(bs_chunk)(const uint64_t *m, MT *c, MT *s)
+/* A chunk of 64 masks: count (7 planes), offset sum (11 planes), squared
+ * offset sum (17 planes). */
+static void KNAME(bs_chunk)(const uint64_t *m, MT *c, MT *s, MT *q)
 {
-    MT cL[8], sL[12], cR[8], sR[12];
-    KNAME(bs_g32)(m, cL, sL);
-    KNAME(bs_g32)(m + (size_t)32 * NW, cR, sR);
-    KNAME(bs_merge)(5, cL, sL, cR, sR, c, s);
+    MT cL[8], sL[12], qL[18], cR[8], sR[12], qR[18];
+    KNAME(bs_g32)(m, cL, sL, qL);
+    KNAME(bs_g32)(m + (size_t)32 * NW, cR, sR, qR);
+    KNAME(bs_merge)(5, cL, sL, qL, cR, sR, qR, c, s, q);
 }
 
 /* The stored masks of row y AND-ed with the objects whose ROI holds each
@@ -478,6 +510,96 @@ static void KNAME(dense_rois)(struct worker *w, const struct fctx *f, int y)
         for (int x = f->seg_x[sg]; x < f->seg_x[sg + 1]; x++)
             KST(mb + (size_t)x * NW, MLD(mb + (size_t)x * NW) & al);
     }
+}
+
+/* The transposed planes of one mask word wi: n planes from each of the
+ * k lists (pl[j], np[j] planes each) into t[0..64), then per object b the
+ * value is t[b] (fields in list order, from bit 0 up). */
+static void KNAME(dense_transpose)(const MT *const *pl, const int *np, int k, int wi,
+                                   uint64_t t[64])
+{
+    (void)wi; /* KW ignores it when NW == 1 */
+    int i = 0;
+    for (int j = 0; j < k; j++)
+        for (int p = 0; p < np[j]; p++)
+            t[i++] = KW(pl[j][p], wi);
+    while (i < 64)
+        t[i++] = 0;
+    transpose64(t);
+}
+
+/* Segment [s0, s1] of row y's stored masks (at most DSEG pixels) into the
+ * accumulators (see above); ORs the objects present into *rany and returns
+ * the pixel matches counted. */
+static uint64_t KNAME(dense_seg)(struct worker *w, const uint64_t *mb, int s0, int s1, int y,
+                                 MT *rany)
+{
+    MT P[DP_N], A[DA_N], S[DS_N], Q[DQ_N], AS[DAS_N], B[DB_N];
+    for (int i = 0; i < DP_N; i++)
+        P[i] = MZERO;
+    for (int i = 0; i < DA_N; i++)
+        A[i] = MZERO;
+    for (int i = 0; i < DS_N; i++)
+        S[i] = MZERO;
+    for (int i = 0; i < DQ_N; i++)
+        Q[i] = MZERO;
+    for (int i = 0; i < DAS_N; i++)
+        AS[i] = MZERO;
+    for (int i = 0; i < DB_N; i++)
+        B[i] = MZERO;
+    uint64_t C = 0, matches = 0;
+    for (int c0 = s0; c0 <= s1; c0 += 64, C++) {
+        MT cnt[8], sum[12], sq[18];
+        KNAME(bs_chunk)(mb + (size_t)c0 * NW, cnt, sum, sq);
+        KNAME(bs_add)(P, DP_N, P, DP_N, cnt, 7);
+        KNAME(bs_add)(A, DA_N, A, DA_N, P, DP_N);
+        KNAME(bs_add)(B, DB_N, B, DB_N, A, DA_N);
+        KNAME(bs_add)(S, DS_N, S, DS_N, sum, 11);
+        KNAME(bs_add)(AS, DAS_N, AS, DAS_N, S, DS_N);
+        KNAME(bs_add)(Q, DQ_N, Q, DQ_N, sq, 17);
+    }
+    MT any = MZERO;
+    for (int i = 0; i < DP_N; i++)
+        any |= P[i];
+    *rany |= any;
+    const MT *pl1[3] = { P, A, S }, *pl2[3] = { Q, AS, B };
+    static const int np1[3] = { DP_N, DA_N, DS_N }, np2[3] = { DQ_N, DAS_N, DB_N };
+    const uint64_t x0 = (uint64_t)s0, yy = (uint64_t)y;
+    for (int wi = 0; wi < NW; wi++) {
+        uint64_t aw = KW(any, wi);
+        if (!aw) continue;
+        uint64_t t[64], u[64];
+        KNAME(dense_transpose)(pl1, np1, 3, wi, t);
+        KNAME(dense_transpose)(pl2, np2, 3, wi, u);
+        while (aw) {
+            const int b = __builtin_ctzll(aw);
+            aw &= aw - 1;
+            const uint64_t v = t[b], v2 = u[b];
+            const uint64_t pc = v & ((1u << DP_N) - 1);
+            const uint64_t av = (v >> DP_N) & ((1u << DA_N) - 1);
+            const uint64_t sv = v >> (DP_N + DA_N);
+            const uint64_t qv = v2 & ((1u << DQ_N) - 1);
+            const uint64_t asv = (v2 >> DQ_N) & ((1u << DAS_N) - 1);
+            const uint64_t bv = v2 >> (DQ_N + DAS_N);
+            /* Offsets t from x0: their sum and (mod 2^64, exact at the
+             * end) their squares' sum. */
+            const uint64_t ts = 64 * (C * pc - av) + sv;
+            const uint64_t c2n = C * C * pc - 2 * C * av + 2 * bv - av;
+            const uint64_t tq = 4096 * c2n + 128 * (C * sv - asv) + qv;
+            const uint64_t rsx = x0 * pc + ts;
+            struct acc *c = &w->acc[wi * 64 + b];
+            c->mass += pc;
+            c->sum_x += rsx;
+            c->sum_y += yy * pc;
+            c->sum_xx += x0 * x0 * pc + 2 * x0 * ts + tq;
+            c->sum_yy += yy * yy * pc;
+            c->sum_xy += yy * rsx;
+            if (y < c->y0) c->y0 = y;
+            if (y > c->y1) c->y1 = y;
+            matches += pc;
+        }
+    }
+    return matches;
 }
 
 /* Row y's masks, stored by a dense kernel copy, into the accumulators. */
@@ -504,57 +626,8 @@ static void KNAME(dense_row)(struct worker *w, const struct fctx *f, int y)
     }
     MT rany = MZERO;
     uint64_t matches = 0;
-    for (int s0 = xa; s0 <= xb; s0 += DSEG) {
-        const int s1 = s0 + DSEG - 1 < xb ? s0 + DSEG - 1 : xb;
-        MT P[DP_N], A[DA_N], S[DS_N];
-        for (int i = 0; i < DP_N; i++)
-            P[i] = MZERO;
-        for (int i = 0; i < DA_N; i++)
-            A[i] = MZERO;
-        for (int i = 0; i < DS_N; i++)
-            S[i] = MZERO;
-        uint64_t C = 0;
-        for (int c0 = s0; c0 <= s1; c0 += 64, C++) {
-            MT cnt[8], sum[12];
-            KNAME(bs_chunk)(mb + (size_t)c0 * NW, cnt, sum);
-            KNAME(bs_add)(P, DP_N, P, DP_N, cnt, 7);
-            KNAME(bs_add)(A, DA_N, A, DA_N, P, DP_N);
-            KNAME(bs_add)(S, DS_N, S, DS_N, sum, 11);
-        }
-        MT any = MZERO;
-        for (int i = 0; i < DP_N; i++)
-            any |= P[i];
-        rany |= any;
-        for (int wi = 0; wi < NW; wi++) {
-            uint64_t aw = KW(any, wi);
-            if (!aw) continue;
-            uint64_t t[64];
-            for (int i = 0; i < DP_N; i++)
-                t[i] = KW(P[i], wi);
-            for (int i = 0; i < DA_N; i++)
-                t[DP_N + i] = KW(A[i], wi);
-            for (int i = 0; i < DS_N; i++)
-                t[DP_N + DA_N + i] = KW(S[i], wi);
-            for (int i = DP_N + DA_N + DS_N; i < 64; i++)
-                t[i] = 0;
-            transpose64(t);
-            while (aw) {
-                const int b = __builtin_ctzll(aw);
-                aw &= aw - 1;
-                const uint64_t v = t[b];
-                const uint64_t pc = v & ((1u << DP_N) - 1);
-                const uint64_t av = (v >> DP_N) & ((1u << DA_N) - 1);
-                const uint64_t sv = v >> (DP_N + DA_N);
-                struct acc *c = &w->acc[wi * 64 + b];
-                c->mass += pc;
-                c->sum_x += (uint64_t)s0 * pc + 64 * (C * pc - av) + sv;
-                c->sum_y += (uint64_t)y * pc;
-                if (y < c->y0) c->y0 = y;
-                if (y > c->y1) c->y1 = y;
-                matches += pc;
-            }
-        }
-    }
+    for (int s0 = xa; s0 <= xb; s0 += DSEG)
+        matches += KNAME(dense_seg)(w, mb, s0, s0 + DSEG - 1 < xb ? s0 + DSEG - 1 : xb, y, &rany);
     w->dmatch = matches;
     /* The box: first and last pixel of each object of the row, one scan from
      * each end, each ending when every object of the row has been seen. */

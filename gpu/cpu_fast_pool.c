@@ -26,7 +26,7 @@ void trk_fast_do_strip(struct worker *w, const struct fctx *f, int y0, int y1)
 void trk_fast_run_share(struct worker *w, struct fctx *f, int n)
 {
     for (int i = 0; i < n; i++) {
-        w->acc[i] = (struct acc){ 0, 0, 0, INT32_MAX, INT32_MAX, -1, -1 };
+        w->acc[i] = (struct acc){ 0, 0, 0, INT32_MAX, INT32_MAX, -1, -1, 0, 0, 0 };
     }
     w->dense = 0; /* every frame starts on the run path */
     if (f->nb) {

@@ -101,7 +101,7 @@ void trk_fast_region_share(struct worker *w)
         f->kern = bi >= 0 ? &s->kern_b : &s->kern;
         f->nb = bi >= 0;
         f->xa = c.x0, f->xb = c.x1, f->ya = c.y0, f->yb = c.y1;
-        w->acc[0] = (struct acc){ 0, 0, 0, INT32_MAX, INT32_MAX, -1, -1 };
+        w->acc[0] = (struct acc){ 0, 0, 0, INT32_MAX, INT32_MAX, -1, -1, 0, 0, 0 };
         if (bi >= 0) {
             w->rbext[0] = s->bext[bi];
             w->oom = 0;
@@ -115,7 +115,8 @@ void trk_fast_region_share(struct worker *w)
         if (a->mass == 0) {
             trk_result_clear(r);
         } else {
-            *r = (struct trk_obj_result){ a->mass, a->sum_x, a->sum_y, a->x0, a->y0, a->x1, a->y1 };
+            *r = (struct trk_obj_result){ 0, 0, 0, a->x0, a->y0, a->x1, a->y1, 0, 0, 0 };
+            FAST_ADD_SUMS(r, a);
         }
         if (bi < 0) continue;
         if (w->oom) {

@@ -47,9 +47,7 @@ static inline __attribute__((always_inline)) void flush_run_body(struct worker *
             }
             struct acc *c = &w->acc[k];
             uint64_t len = (uint64_t)(b - a + 1);
-            c->mass += len;
-            c->sum_x += (uint64_t)(a + b) * len / 2; /* (a+b)*len is always even */
-            c->sum_y += (uint64_t)y * len;
+            FAST_ADD_RUN(c, a, b, y, len);
             if (a < c->x0) c->x0 = a;
             if (b > c->x1) c->x1 = b;
             if (y < c->y0) c->y0 = y;

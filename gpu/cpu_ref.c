@@ -18,6 +18,10 @@
  * met in the order of their first pixel. The K best by trk_blob_before are
  * kept by insertion into a sorted list.
  *
+ * Second moments (sum_xx, sum_yy, sum_xy) are added pixel by pixel, x*x
+ * and friends in 64 bits: the frame-side limit (TRK_MAX_SIDE) keeps every
+ * sum below 2^63 (backend.h).
+ *
  * Threading: one instance is used by one thread at a time (backend.h).
  * The work happens in submit; wait only copies the results out.
  */
@@ -108,6 +112,9 @@ static void accumulate(struct trk_obj_result *r, int x, int y)
     r->mass++;
     r->sum_x += (uint64_t)x;
     r->sum_y += (uint64_t)y;
+    r->sum_xx += (uint64_t)x * (uint64_t)x;
+    r->sum_yy += (uint64_t)y * (uint64_t)y;
+    r->sum_xy += (uint64_t)x * (uint64_t)y;
 }
 
 /* Whether pixel (x, y) is in object o's colour box (ROIs aside). */
@@ -156,6 +163,9 @@ static void flood(struct cpu_ref *s, int w, int h, int conn, uint32_t p0, struct
         b->mass++;
         b->sum_x += (uint64_t)x;
         b->sum_y += (uint64_t)y;
+        b->sum_xx += (uint64_t)x * (uint64_t)x;
+        b->sum_yy += (uint64_t)y * (uint64_t)y;
+        b->sum_xy += (uint64_t)x * (uint64_t)y;
         if (x < b->x0) b->x0 = x;
         if (x > b->x1) b->x1 = x;
         if (y < b->y0) b->y0 = y;

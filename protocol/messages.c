@@ -12,6 +12,7 @@
 
 #include "color.h"
 #include "objects.h"
+#include "trk_clock.h"
 #include "trk_color.h"
 
 /* The encoders below chain appends; the first failure wins. */
@@ -97,6 +98,51 @@ static int put_world(struct trk_buf *b, const struct trk_frame_result *r, const 
     return kv_fixed(b, ",\"wy\":", p->wy, r->world_decimals);
 }
 
+/* An axis's direction in [0, 180) to 2 decimals, kept there by the
+ * rounding (179.996 is 0.00, not 180.00). */
+static int kv_axis(struct trk_buf *b, const char *key, double deg)
+{
+    return kv_fixed(b, key, deg >= 179.995 ? 0.0 : deg, 2);
+}
+
+/* ,"orientation":..,"major":..,"minor":..: shape s. */
+static int put_shape(struct trk_buf *b, const struct trk_shape *s)
+{
+    PUT(kv_axis(b, ",\"orientation\":", s->orientation));
+    PUT(kv_fixed(b, ",\"major\":", s->major, 2));
+    return kv_fixed(b, ",\"minor\":", s->minor, 2);
+}
+
+/* ,"wheading":..: with r calibrated, world orientation deg (null when ok
+ * is false); nothing without a calibration. */
+static int put_wheading(struct trk_buf *b, const struct trk_frame_result *r, bool ok, double deg)
+{
+    if (!r->calibrated) return 0;
+    if (ok) return kv_axis(b, ",\"wheading\":", deg);
+    LIT(b, ",\"wheading\":null");
+    return 0;
+}
+
+/* put_shape and put_wheading of point p. */
+static int put_point_shape(struct trk_buf *b, const struct trk_frame_result *r,
+                           const struct trk_point *p)
+{
+    PUT(put_shape(b, &p->shape));
+    return put_wheading(b, r, p->world_h, p->wheading);
+}
+
+/* Latency compensation (result.h predict): the seconds positions move on,
+ * and the frames that is for pixel velocities (0 at an unknown rate). */
+static double ahead_s(const struct trk_frame_result *r)
+{
+    return r->predict ? r->predict_dt : 0;
+}
+
+static double ahead_frames(const struct trk_frame_result *r)
+{
+    return r->fps > 0 ? ahead_s(r) * r->fps : 0;
+}
+
 /* ,"cx":..,"cy":..(,"wx":..,"wy":..): centroid p, or nulls when mass is 0. */
 static int put_centroid(struct trk_buf *b, const struct trk_frame_result *r, uint64_t mass,
                         const struct trk_point *p)
@@ -125,24 +171,37 @@ static int put_blobs(struct trk_buf *b, const struct trk_frame_result *r,
         LIT(b, ",\"bbox\":");
         PUT(put_ints(b, box, 4));
         PUT(kv_u64(b, ",\"perimeter\":", v->perimeter));
+        PUT(put_point_shape(b, r, &r->blob_c[o->blob0 + (size_t)k]));
         LIT(b, "}");
     }
     LIT(b, "]");
     return 0;
 }
 
-/* ,"wx","wy","wvx","wvy": instance x's world point and velocity per
- * second (nulls where it has none). */
-static int put_instance_world(struct trk_buf *b, const struct trk_frame_result *r,
-                              const struct trk_instance *x)
+/* ,"wvx","wvy": a world velocity per second (has: it has one; else nulls). */
+static int put_world_v(struct trk_buf *b, const struct trk_frame_result *r, bool has, double vx,
+                       double vy)
 {
-    PUT(put_world(b, r, &(struct trk_point){ .world = x->world, .wx = x->wx, .wy = x->wy }));
-    if (!x->world_v) {
+    if (!has) {
         LIT(b, ",\"wvx\":null,\"wvy\":null");
         return 0;
     }
-    PUT(kv_fixed(b, ",\"wvx\":", x->wvx, r->world_decimals));
-    return kv_fixed(b, ",\"wvy\":", x->wvy, r->world_decimals);
+    PUT(kv_fixed(b, ",\"wvx\":", vx, r->world_decimals));
+    return kv_fixed(b, ",\"wvy\":", vy, r->world_decimals);
+}
+
+/* ,"wx","wy","wvx","wvy","wheading": instance x's world point (moved on by
+ * the prediction), velocity per second and orientation (nulls where it has
+ * none). */
+static int put_instance_world(struct trk_buf *b, const struct trk_frame_result *r,
+                              const struct trk_instance *x)
+{
+    const double dt = x->world_v ? ahead_s(r) : 0;
+    PUT(put_world(b, r,
+                  &(struct trk_point){
+                      .world = x->world, .wx = x->wx + x->wvx * dt, .wy = x->wy + x->wvy * dt }));
+    PUT(put_world_v(b, r, x->world_v, x->wvx, x->wvy));
+    return put_wheading(b, r, x->world_h, x->wheading);
 }
 
 /* ,"instances":[{...}, ...]: object o's instances. */
@@ -155,8 +214,8 @@ static int put_instances(struct trk_buf *b, const struct trk_frame_result *r,
         const bool seen = x->lost == 0 && x->blob.mass > 0;
         PUT(kv_u64(b, k ? ",{\"id\":" : "{\"id\":", x->id));
         PUT(kv_u64(b, ",\"mass\":", seen ? x->blob.mass : 0));
-        PUT(kv_fixed(b, ",\"cx\":", x->cx, 2));
-        PUT(kv_fixed(b, ",\"cy\":", x->cy, 2));
+        PUT(kv_fixed(b, ",\"cx\":", x->cx + x->vx * ahead_frames(r), 2));
+        PUT(kv_fixed(b, ",\"cy\":", x->cy + x->vy * ahead_frames(r), 2));
         if (seen) {
             const int box[4] = { x->blob.x0, x->blob.y0, x->blob.x1, x->blob.y1 };
             LIT(b, ",\"bbox\":");
@@ -165,8 +224,14 @@ static int put_instances(struct trk_buf *b, const struct trk_frame_result *r,
         } else {
             LIT(b, ",\"bbox\":null,\"perimeter\":null");
         }
+        const struct trk_shape sh = { x->orientation, x->major, x->minor };
+        PUT(put_shape(b, &sh));
         PUT(kv_fixed(b, ",\"vx\":", x->vx, 3));
         PUT(kv_fixed(b, ",\"vy\":", x->vy, 3));
+        if (x->rate)
+            PUT(kv_fixed(b, ",\"vtheta\":", x->vtheta, 2));
+        else
+            LIT(b, ",\"vtheta\":null");
         if (r->calibrated) PUT(put_instance_world(b, r, x));
         PUT(kv_u64(b, ",\"age\":", x->age));
         PUT(kv_u64(b, ",\"lost\":", x->lost));
@@ -181,8 +246,9 @@ static int put_instances(struct trk_buf *b, const struct trk_frame_result *r,
 }
 
 /* Marker k of r: {"pattern","id","cx","cy","heading","confidence",
- * "track_id","lost"(,"wx","wy","wheading")}; the world keys when r is
- * calibrated, null when the marker has no world point. */
+ * "track_id","lost"(,"wx","wy","wheading","wvx","wvy")}; the world keys
+ * when r is calibrated, null when the marker has no world point (or, for
+ * wvx, wvy, no world velocity). */
 /* An angle in [0, 360) to 2 decimals, kept in [0, 360) by the rounding
  * (359.996 is 0.00, not 360.00). */
 static int kv_angle(struct trk_buf *b, const char *key, double deg)
@@ -197,18 +263,20 @@ static int put_marker(struct trk_buf *b, const struct trk_frame_result *r, size_
     const char *name = m->pattern < r->n_patterns ? r->patterns[m->pattern].name : NULL;
     PUT(kv_str(b, "{\"pattern\":", name, TRK_NAME_MAX));
     PUT(kv_i64(b, ",\"id\":", m->id));
-    PUT(kv_fixed(b, ",\"cx\":", m->cx, 2));
-    PUT(kv_fixed(b, ",\"cy\":", m->cy, 2));
+    PUT(kv_fixed(b, ",\"cx\":", m->cx + m->vx * ahead_frames(r), 2));
+    PUT(kv_fixed(b, ",\"cy\":", m->cy + m->vy * ahead_frames(r), 2));
     PUT(kv_angle(b, ",\"heading\":", m->heading));
     PUT(kv_fixed(b, ",\"confidence\":", m->confidence, 3));
     PUT(kv_u64(b, ",\"track_id\":", m->track_id));
     PUT(kv_u64(b, ",\"lost\":", m->lost));
     if (r->calibrated && !x->world) LIT(b, ",\"wx\":null,\"wy\":null,\"wheading\":null");
     if (r->calibrated && x->world) {
-        PUT(kv_fixed(b, ",\"wx\":", x->wx, r->world_decimals));
-        PUT(kv_fixed(b, ",\"wy\":", x->wy, r->world_decimals));
+        const double dt = x->world_v ? ahead_s(r) : 0;
+        PUT(kv_fixed(b, ",\"wx\":", x->wx + x->wvx * dt, r->world_decimals));
+        PUT(kv_fixed(b, ",\"wy\":", x->wy + x->wvy * dt, r->world_decimals));
         PUT(kv_angle(b, ",\"wheading\":", x->wheading));
     }
+    if (r->calibrated) PUT(put_world_v(b, r, x->world && x->world_v, x->wvx, x->wvy));
     LIT(b, "}");
     return 0;
 }
@@ -233,14 +301,22 @@ static int put_markers(struct trk_buf *b, const struct trk_frame_result *r, size
     return 0;
 }
 
-/* ,"pts":..,"latency":{..}: the frame fields after seq (and camera). */
-static int put_frame_fields(struct trk_buf *b, const struct trk_frame_meta *m)
+/* ,"predict_dt":..: only on a predicted message (result.h predict). */
+static int put_predict(struct trk_buf *b, const struct trk_frame_result *r)
 {
+    return r->predict ? kv_fixed(b, ",\"predict_dt\":", r->predict_dt, 6) : 0;
+}
+
+/* ,"pts":..,"latency":{..}: the frame fields after seq (and camera). */
+static int put_frame_fields(struct trk_buf *b, const struct trk_frame_result *r)
+{
+    const struct trk_frame_meta *m = &r->meta;
     PUT(kv_fixed(b, ",\"pts\":", m->pts, 3));
     PUT(put_size(b, m->width, m->height));
     /* Microseconds: latency is measured against it in fractions of a ms. */
     PUT(kv_fixed(b, ",\"t_capture\":", m->t_capture, 6));
     PUT(kv_fixed(b, ",\"wall_ms\":", m->wall_ms, 3));
+    PUT(put_predict(b, r));
     if (m->backend) PUT(kv_str(b, ",\"backend\":", m->backend, SIZE_MAX));
     if (m->pass) {
         PUT(kv_str(b, ",\"pass\":", m->pass, 8));
@@ -252,6 +328,23 @@ static int put_frame_fields(struct trk_buf *b, const struct trk_frame_meta *m)
     PUT(kv_fixed(b, ",\"kernel_ms\":", m->kernel_ms, 3));
     PUT(kv_fixed(b, ",\"process_ms\":", m->process_ms, 3));
     if (m->handoff_ms >= 0) PUT(kv_fixed(b, ",\"handoff_ms\":", m->handoff_ms, 3));
+    LIT(b, "}");
+    return 0;
+}
+
+/* ,"range":{"lo":[..],"hi":[..],"drift":[..],"rail":B}: the light's box. */
+static int put_range(struct trk_buf *b, const struct trk_result_object *o)
+{
+    int v[3][3];
+    for (int c = 0; c < 3; c++)
+        v[0][c] = o->range_lo[c], v[1][c] = o->range_hi[c], v[2][c] = o->range_drift[c];
+    LIT(b, ",\"range\":{\"lo\":");
+    PUT(put_ints(b, v[0], 3));
+    LIT(b, ",\"hi\":");
+    PUT(put_ints(b, v[1], 3));
+    LIT(b, ",\"drift\":");
+    PUT(put_ints(b, v[2], 3));
+    PUT(kv_bool(b, ",\"rail\":", o->range_rail));
     LIT(b, "}");
     return 0;
 }
@@ -275,9 +368,11 @@ static int put_frame_object(struct trk_buf *b, const struct trk_frame_result *r,
         LIT(b, ",\"bbox\":");
         PUT(put_ints(b, box, 4));
     }
+    PUT(put_point_shape(b, r, &o->c));
     /* Objects with blobs off have no key: their output is as before. */
     if (def->blobs) PUT(put_blobs(b, r, o));
     if (o->has_instances) PUT(put_instances(b, r, o));
+    if (o->has_range) PUT(put_range(b, o));
     LIT(b, "}");
     return 0;
 }
@@ -294,6 +389,7 @@ int trk_msg_object_result(struct trk_buf *b, const struct trk_frame_result *r, c
     PUT(kv_u64(b, ",\"seq\":", r->meta.seq));
     PUT(kv_fixed(b, ",\"t_capture\":", r->meta.t_capture, 6));
     PUT(kv_fixed(b, ",\"wall_ms\":", r->meta.wall_ms, 3));
+    PUT(put_predict(b, r));
     return put_frame_object(b, r, id, ",\"id\":");
 }
 
@@ -316,20 +412,21 @@ static int put_frame_objects(struct trk_buf *b, const struct trk_frame_result *r
 
 int trk_msg_frame(struct trk_buf *b, const struct trk_frame_result *r)
 {
-    /* ~140 bytes per object, ~130 per blob or instance + ~300 of header:
-     * one reserve, no regrowth on the hot path after the first frame. */
+    /* ~190 bytes per object, ~180 per blob or instance (the shape's
+     * orientation, major, minor included) + ~300 of header: one reserve,
+     * no regrowth on the hot path after the first frame. */
     size_t listed = 0;
     for (int i = 0; i < r->n; i++)
         listed += (size_t)r->obj[i].n_blobs + 2 * (size_t)r->obj[i].n_inst;
-    /* wx, wy: up to 2 x 24 bytes more per centroid. */
-    const size_t world = r->calibrated ? 48 : 0;
-    PUT(trk_buf_reserve(b, 320 + (size_t)(r->n > 0 ? r->n : 0) * (160 + world + TRK_NAME_MAX * 6) +
-                               listed * (130 + world) +
+    /* wx, wy: up to 2 x 24 bytes more per centroid, wheading 20. */
+    const size_t world = r->calibrated ? 68 : 0;
+    PUT(trk_buf_reserve(b, 320 + (size_t)(r->n > 0 ? r->n : 0) * (210 + world + TRK_NAME_MAX * 6) +
+                               listed * (200 + world) +
                                r->n_markers * (170 + world + TRK_NAME_MAX * 6)));
     LIT(b, "{\"type\":\"frame\"");
     if (r->meta.camera) PUT(kv_str(b, ",\"camera\":", r->meta.camera, 256));
     PUT(kv_u64(b, ",\"seq\":", r->meta.seq));
-    PUT(put_frame_fields(b, &r->meta));
+    PUT(put_frame_fields(b, r));
     return put_frame_objects(b, r, 0, r->n + (int)r->n_markers);
 }
 
@@ -340,7 +437,7 @@ int trk_msg_frame_part(struct trk_buf *b, const struct trk_frame_result *r, cons
     PUT(kv_u64(b, ",\"seq\":", r->meta.seq));
     PUT(kv_i64(b, ",\"part\":", part));
     PUT(kv_i64(b, ",\"parts\":", parts));
-    PUT(put_frame_fields(b, &r->meta));
+    PUT(put_frame_fields(b, r));
     return put_frame_objects(b, r, first, count);
 }
 
@@ -447,6 +544,51 @@ static int put_limits(struct trk_buf *b)
     return 0;
 }
 
+/* ",\"names\":[...]": objects idx[0..n) by name (an index out of the set
+ * as null). */
+static int put_names(struct trk_buf *b, const char *key, const struct trk_object_def *defs,
+                     int n_defs, const uint16_t *idx, unsigned n)
+{
+    PUT(trk_buf_printf(b, ",\"%s\":[", key));
+    for (unsigned i = 0; i < n; i++) {
+        if (i) LIT(b, ",");
+        PUT(kv_str(b, "", idx[i] < n_defs ? defs[idx[i]].name : NULL, TRK_NAME_MAX));
+    }
+    LIT(b, "]");
+    return 0;
+}
+
+/* ",\"patterns\":[...]": each pattern's name, kind, team and colour slots
+ * by object name (trk_pattern_slots), the ids table's size for centre +
+ * dots (PROTOCOL.md section 3, hello). */
+static int put_patterns(struct trk_buf *b, const struct trk_object_def *defs, int n_defs,
+                        const struct trk_pattern *p, int n)
+{
+    static const char *const teams[] = { NULL, "blue", "yellow" };
+    LIT(b, ",\"patterns\":[");
+    for (int i = 0; p && i < n; i++) {
+        const struct trk_pattern *pt = &p[i];
+        bool dots = pt->kind == TRK_PATTERN_DOTS;
+        uint16_t slot[TRK_PATTERN_SLOTS_MAX];
+        unsigned k = trk_pattern_slots(pt, slot);
+        PUT(kv_str(b, i ? ",{\"name\":" : "{\"name\":", pt->name, TRK_NAME_MAX));
+        PUT(kv_str(b, ",\"kind\":", dots ? "dots" : "code", 8));
+        PUT(kv_str(b, ",\"team\":", pt->team <= TRK_TEAM_YELLOW ? teams[pt->team] : NULL, 8));
+        if (dots) {
+            PUT(kv_str(b, ",\"center\":", pt->centre < n_defs ? defs[pt->centre].name : NULL,
+                       TRK_NAME_MAX));
+            PUT(put_names(b, "dots", defs, n_defs, slot, k));
+            PUT(kv_i64(b, ",\"ids\":", pt->n_ids));
+        } else {
+            PUT(put_names(b, "colors", defs, n_defs, slot, k));
+            PUT(kv_i64(b, ",\"id\":", pt->code_id));
+        }
+        LIT(b, "}");
+    }
+    LIT(b, "]");
+    return 0;
+}
+
 int trk_msg_hello(struct trk_buf *b, const struct trk_hello_info *h)
 {
     PUT(kv_i64(b, "{\"type\":\"hello\",\"version\":", TRK_PROTOCOL_VERSION));
@@ -469,6 +611,7 @@ int trk_msg_hello(struct trk_buf *b, const struct trk_hello_info *h)
     PUT(put_objects(b, h->defs, h->n_objects, h->colors));
     LIT(b, ",\"calibration\":");
     PUT(trk_msg_calibration(b, h->calib));
+    PUT(put_patterns(b, h->defs, h->n_objects, h->patterns, h->n_patterns));
     LIT(b, "}");
     return 0;
 }
@@ -582,6 +725,13 @@ int trk_msg_stats(struct trk_buf *b, const struct trk_stats_info *s)
         PUT(kv_u64(b, ",\"whole\":", s->whole_frames));
         LIT(b, "}");
     }
+    if (s->focus_on) {
+        PUT(kv_str(b, ",\"focus\":{\"state\":", s->focus_state, 16));
+        PUT(kv_ms(b, ",\"sharpness\":", s->focus_sharpness)); /* 3 decimals, < 0 null */
+        PUT(kv_ms(b, ",\"baseline\":", s->focus_baseline));   /* 3 decimals, < 0 null */
+        PUT(kv_fixed(b, ",\"warn\":", s->focus_warn, 3));
+        LIT(b, "}");
+    }
     LIT(b, "}");
     return 0;
 }
@@ -645,6 +795,29 @@ int trk_msg_pong(struct trk_buf *b, const char *id_json, double wall_ms)
     return 0;
 }
 
+int trk_msg_sync(struct trk_buf *b, const char *id_json, const char *t0_json,
+                 const struct trk_sync_times *t)
+{
+    LIT(b, "{\"type\":\"sync\"");
+    PUT(put_id(b, id_json));
+    if (t0_json && *t0_json) {
+        LIT(b, ",\"t0\":");
+        PUT(trk_buf_puts(b, t0_json));
+    }
+    PUT(kv_fixed(b, ",\"rx_wall_ms\":", t->rx_wall_ms, 3));
+    PUT(kv_fixed(b, ",\"tx_wall_ms\":", t->tx_wall_ms, 3));
+    PUT(kv_fixed(b, ",\"rx_mono\":", t->rx_mono, 6));
+    PUT(kv_fixed(b, ",\"tx_mono\":", t->tx_mono, 6));
+    LIT(b, ",\"capture_clock\":\"mono\"}");
+    return 0;
+}
+
+void trk_msg_sync_stamp_tx(struct trk_sync_times *t)
+{
+    t->tx_mono = trk_now();
+    t->tx_wall_ms = trk_wall_ms();
+}
+
 int trk_msg_ack(struct trk_buf *b, const char *request, const char *id_json, bool more)
 {
     PUT(kv_str(b, "{\"type\":\"ack\",\"request\":", request ? request : "", 64));
@@ -669,7 +842,8 @@ int trk_msg_objects_reply(struct trk_buf *b, const char *id_json, const struct t
 /* {"type":"objects"[,"camera":..][,"id":..],"objects":[...],"calibration":..} */
 static int objects_calib(struct trk_buf *b, const char *camera, const char *id_json,
                          const struct trk_object_def *defs, int n, const char *const *colors,
-                         const struct trk_calib *calib)
+                         const struct trk_calib *calib, const struct trk_pattern *patterns,
+                         int n_patterns)
 {
     LIT(b, "{\"type\":\"objects\"");
     if (camera) PUT(kv_str(b, ",\"camera\":", camera, 256));
@@ -678,20 +852,31 @@ static int objects_calib(struct trk_buf *b, const char *camera, const char *id_j
     PUT(put_objects(b, defs, n, colors));
     LIT(b, ",\"calibration\":");
     PUT(trk_msg_calibration(b, calib));
+    if (patterns) PUT(put_patterns(b, defs, n, patterns, n_patterns));
     LIT(b, "}");
     return 0;
+}
+
+int trk_msg_objects_patterns(struct trk_buf *b, const char *id_json,
+                             const struct trk_object_def *defs, int n, const char *const *colors,
+                             const struct trk_calib *calib, const struct trk_pattern *patterns,
+                             int n_patterns)
+{
+    static const struct trk_pattern none;
+    return objects_calib(b, NULL, id_json, defs, n, colors, calib, patterns ? patterns : &none,
+                         patterns ? n_patterns : 0);
 }
 
 int trk_msg_objects_calib(struct trk_buf *b, const char *id_json, const struct trk_object_def *defs,
                           int n, const char *const *colors, const struct trk_calib *calib)
 {
-    return objects_calib(b, NULL, id_json, defs, n, colors, calib);
+    return objects_calib(b, NULL, id_json, defs, n, colors, calib, NULL, 0);
 }
 
 int trk_msg_objects_camera(struct trk_buf *b, const char *camera, const struct trk_object_def *defs,
                            int n, const char *const *colors, const struct trk_calib *calib)
 {
-    return objects_calib(b, camera, NULL, defs, n, colors, calib);
+    return objects_calib(b, camera, NULL, defs, n, colors, calib, NULL, 0);
 }
 
 int trk_msg_camera_status(struct trk_buf *b, const char *camera, bool online, const char *server,
@@ -748,6 +933,23 @@ int trk_msg_ack_preview_view(struct trk_buf *b, const char *id_json, int width, 
         PUT(kv_i64(b, ",\"hold\":", v->hold));
     else if (v->hold == -1)
         LIT(b, ",\"hold\":null");
+    if (v->hold != -2) {
+        PUT(kv_bool(b, ",\"edges\":", v->edges));
+        PUT(kv_str(b, ",\"fit\":", v->carve ? "carve" : "scale", 8));
+        if (v->carve) {
+            PUT(kv_i64(b, ",\"size\":[", v->fit_w));
+            PUT(kv_i64(b, ",", v->fit_h));
+            LIT(b, "]");
+        }
+    }
+    LIT(b, "}");
+    return 0;
+}
+
+int trk_msg_ack_focus(struct trk_buf *b, const char *id_json, double baseline)
+{
+    PUT(trk_msg_ack(b, "focus", id_json, true));
+    PUT(kv_fixed(b, ",\"baseline\":", baseline, 3));
     LIT(b, "}");
     return 0;
 }
@@ -872,6 +1074,16 @@ int trk_msg_camera(struct trk_buf *b, const char *id_json, const struct trk_came
     return 0;
 }
 
+int trk_msg_ack_str(struct trk_buf *b, const char *request, const char *id_json, const char *key,
+                    const char *value)
+{
+    PUT(trk_msg_ack(b, request, id_json, true));
+    PUT(kv_str(b, ",", key, 64));
+    PUT(kv_str(b, ":", value, strlen(value)));
+    LIT(b, "}");
+    return 0;
+}
+
 int trk_msg_ack_camera(struct trk_buf *b, const char *id_json, const char *name, int64_t value)
 {
     PUT(trk_msg_ack(b, "set_camera", id_json, true));
@@ -897,6 +1109,11 @@ const char *const trk_msg_control_types[TRK_CTL_COUNT + 1] = {
     [TRK_CTL_AUTH] = "auth",
     [TRK_CTL_GET_CAMERA] = "get_camera",
     [TRK_CTL_SET_CAMERA] = "set_camera",
+    [TRK_CTL_SAVE_REWIND] = "save_rewind",
+    [TRK_CTL_RESET_RANGE] = "reset_range",
+    [TRK_CTL_KEEP_RANGE] = "keep_range",
+    [TRK_CTL_FOCUS] = "focus",
+    [TRK_CTL_SET_PATTERN] = "set_pattern",
     [TRK_CTL_COUNT] = NULL,
 };
 
@@ -963,7 +1180,7 @@ int trk_msg_parse_client(const char *data, size_t len, const char *const *contro
                          struct trk_cmsg *out, char *err_msg, size_t err_len)
 {
     memset(out, 0, sizeof *out);
-    out->preview = -1;
+    out->preview = out->predict = -1;
     if (err_msg && err_len) err_msg[0] = '\0';
     if (len > TRK_MSG_MAX_CLIENT) {
         set_err(err_msg, err_len, "message larger than %s bytes", "65536");
@@ -1009,6 +1226,31 @@ int trk_msg_parse_client(const char *data, size_t len, const char *const *contro
             goto end;
         }
         out->preview = pv ? json_is_true(pv) : -1;
+        json_t *pr = json_object_get(root, "predict");
+        double ahead = json_is_number(pr) ? json_number_value(pr) : 0;
+        if (pr && !json_is_false(pr) &&
+            !(json_is_string(pr) && !strcmp(json_string_value(pr), "send")) &&
+            !(json_is_number(pr) && ahead >= 0 && ahead <= TRK_MSG_PREDICT_MAX_S)) {
+            set_err(err_msg, err_len, "%s",
+                    "\"predict\" must be \"send\", a number of seconds after the send (0..1) "
+                    "or false");
+            rc = TRK_MSG_BAD_FIELD;
+            goto end;
+        }
+        out->predict = pr ? !json_is_false(pr) : -1;
+        out->predict_ahead = ahead;
+    } else if (!strcmp(t, "sync")) {
+        out->kind = TRK_CMSG_SYNC;
+        json_t *t0 = json_object_get(root, "t0");
+        if (t0 && !json_is_number(t0)) {
+            set_err(err_msg, err_len, "%s", "\"t0\" must be a number");
+            rc = TRK_MSG_BAD_FIELD;
+            goto end;
+        }
+        /* Echoed with 17 significant digits: the same double reads back. */
+        char *txt = t0 ? json_dumps(t0, JSON_ENCODE_ANY | JSON_REAL_PRECISION(17)) : NULL;
+        if (txt && strlen(txt) < sizeof out->t0) memcpy(out->t0, txt, strlen(txt) + 1);
+        free(txt);
     } else {
         const char *const *types = control_types ? control_types : trk_msg_control_types;
         bool known = false;
@@ -1038,6 +1280,18 @@ size_t trk_msg_request_id(const char *data, size_t len, char *out, size_t cap)
 }
 
 /* ----------------------------------- server -> client: the server's own acks */
+
+int trk_msg_ack_subscribe(struct trk_buf *b, const char *id_json, bool preview, int predict,
+                          double ahead)
+{
+    PUT(trk_msg_ack(b, "subscribe", id_json, true));
+    PUT(trk_buf_puts(b, preview ? ",\"preview\":true" : ",\"preview\":false"));
+    if (predict == 0) LIT(b, ",\"predict\":false");
+    if (predict > 0 && ahead == 0) LIT(b, ",\"predict\":\"send\"");
+    if (predict > 0 && ahead != 0) PUT(kv_fixed(b, ",\"predict\":", ahead, 6));
+    LIT(b, "}");
+    return 0;
+}
 
 int trk_msg_ack_bool(struct trk_buf *b, const char *request, const char *id_json, const char *key,
                      bool value)

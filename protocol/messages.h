@@ -51,14 +51,20 @@ extern "C" {
  * latency{queue_ms, upload_ms, kernel_ms, process_ms, handoff_ms when >= 0}
  * (3 decimals each) and objects[] with, per object i: id (= i), name
  * (escaped), found, mass, cx, cy (2 decimals) and bbox [x0, y0, x1, y1]
- * (inclusive); cx, cy and bbox are null when mass == 0. An object whose
+ * (inclusive); cx, cy and bbox are null when mass == 0; then orientation,
+ * major, minor (2 decimals: the shape, result.h struct trk_point; 0 for a
+ * mass of 0 or 1). An object whose
  * definition has blobs K > 0 then gets "blobs": its listed blobs, each
- * {mass, cx, cy (2 decimals), bbox, perimeter}; objects with blobs 0 have
+ * {mass, cx, cy (2 decimals), bbox, perimeter, orientation, major, minor};
+ * objects with blobs 0 have
  * no "blobs" key. With r->calibrated each centroid (object and blob) is
  * followed by wx, wy: its world point (r->world_decimals decimals), both
- * null when cx is or the point has none. An object with has_instances gets
- * "instances": each {id, mass, cx, cy (2 decimals), bbox, perimeter, vx, vy
- * (3 decimals), age, lost, via ("roi"/"full")}; a lost one has mass 0, its
+ * null when cx is or the point has none, and each minor by wheading (2
+ * decimals, null without one). An object with has_instances gets
+ * "instances": each {id, mass, cx, cy (2 decimals), bbox, perimeter,
+ * orientation, major, minor, vx, vy (3 decimals), vtheta (2, null without a
+ * frame rate), age, lost, via ("roi"/"full")} (calibrated: wx, wy, wvx, wvy,
+ * wheading after vtheta); a lost one has mass 0, its
  * predicted cx, cy, and bbox, perimeter and via null. With meta.pass the
  * header also has "pass", "rounds" and "upload_bytes". With r->n_patterns
  * > 0, "markers" follows "objects": each {pattern (its name), id, cx, cy,
@@ -125,6 +131,10 @@ struct trk_hello_info {
     /* The set's calibration: "calibration" is it or null (NULL, or off). */
     const struct trk_calib *calib;
     const char *camera; /* the camera's name (--name), NULL = omitted         */
+    /* The set's patterns ("patterns", always sent: [] without), their
+     * colours indices into defs. */
+    const struct trk_pattern *patterns;
+    int n_patterns;
 };
 
 /* Appends the "hello" message (sent first on every connection). */
@@ -141,6 +151,13 @@ int trk_msg_objects(struct trk_buf *b, const struct trk_object_def *defs, int n,
  * and trk_msg_objects_reply leave the key out. */
 int trk_msg_objects_calib(struct trk_buf *b, const char *id_json, const struct trk_object_def *defs,
                           int n, const char *const *colors, const struct trk_calib *calib);
+
+/* trk_msg_objects_calib with "patterns":[...] after the calibration (as in
+ * the hello; PROTOCOL.md section 3): the daemon's objects message. */
+int trk_msg_objects_patterns(struct trk_buf *b, const char *id_json,
+                             const struct trk_object_def *defs, int n, const char *const *colors,
+                             const struct trk_calib *calib, const struct trk_pattern *patterns,
+                             int n_patterns);
 
 /* trk_msg_objects_calib without an id and with "camera":camera after the
  * type: the retained MQTT config message (PROTOCOL.md section 9). */
@@ -198,6 +215,12 @@ struct trk_stats_info {
     /* With mode: frames since start that took a round over grown regions,
      * and of those a whole-frame round (daemon/tracker.h, "reruns"). */
     uint64_t grown_frames, whole_frames;
+    /* The focus check (daemon/ops/focus.h), sent as "focus" when focus_on:
+     * its state name, the newest sharpness and the baseline (< 0 = null),
+     * and the warning fraction. */
+    bool focus_on;
+    const char *focus_state;
+    double focus_sharpness, focus_baseline, focus_warn;
 };
 
 /* Appends the "stats" message. */
@@ -225,6 +248,23 @@ int trk_msg_error(struct trk_buf *b, const char *code, const char *message, cons
 /* Appends {"type":"pong"[,"id":id],"wall_ms":now}. */
 int trk_msg_pong(struct trk_buf *b, const char *id_json, double wall_ms);
 
+/* The server's times of one clock-sync exchange (PROTOCOL.md, "sync"):
+ * when the request was received and when the reply is built, on the wall
+ * clock (Unix epoch ms) and on CLOCK_MONOTONIC (s: t_capture's clock). */
+struct trk_sync_times {
+    double rx_wall_ms, rx_mono, tx_wall_ms, tx_mono;
+};
+
+/* Appends {"type":"sync"[,"id":id][,"t0":t0],"rx_wall_ms",...,"tx_mono",
+ * "capture_clock":"mono"}. t0_json is the request's t0 as JSON text (""
+ * when it had none), echoed so the client needs to keep no state. The
+ * same reply on the WebSocket and on MQTT (section 9). */
+int trk_msg_sync(struct trk_buf *b, const char *id_json, const char *t0_json,
+                 const struct trk_sync_times *t);
+
+/* Fills the tx times of t now: call right before the reply goes out. */
+void trk_msg_sync_stamp_tx(struct trk_sync_times *t);
+
 /* Appends {"type":"ack","request":request[,"id":id]} and leaves the object
  * OPEN when more is true (the caller appends ",\"field\":..." and then "}"),
  * else closes it. */
@@ -243,6 +283,11 @@ int trk_msg_objects_reply(struct trk_buf *b, const char *id_json, const struct t
 int trk_msg_ack_int(struct trk_buf *b, const char *request, const char *id_json, const char *key,
                     int64_t value);
 
+/* {"type":"ack","request":request[,"id":id],key:"value"}: the ack carrying
+ * one string ("dir" for save_rewind). */
+int trk_msg_ack_str(struct trk_buf *b, const char *request, const char *id_json, const char *key,
+                    const char *value);
+
 /* {"type":"ack","request":"save_objects"[,"id":id],"path":path,"count":n}
  * plus, for a save of one part (part non-NULL: "calibration", "camera"),
  * "part":part,"whole":whole (whole: no file existed, the whole set was
@@ -256,12 +301,19 @@ struct trk_msg_view {
     const struct trk_object_def *box; /* mask: this range (space, lo, hi)  */
     long long hold;                   /* the frame it holds, -1 none (null),
                                        * -2 not written                      */
+    bool edges;                       /* the edges view                     */
+    bool carve;                       /* fit "carve" to fit_w:fit_h, else "scale" */
+    int fit_w, fit_h;
 };
 
 /* trk_msg_ack_preview with the view: "mask" the name, the range
- * {"space","lo","hi"} or null, then "hold" (seq or null). */
+ * {"space","lo","hi"} or null, then "hold" (seq or null), "edges", "fit"
+ * and, with "carve", "size" [W, H]. */
 int trk_msg_ack_preview_view(struct trk_buf *b, const char *id_json, int width, double fps,
                              const struct trk_msg_view *v);
+
+/* {"type":"ack","request":"focus"[,"id":id],"baseline":b} (3 decimals). */
+int trk_msg_ack_focus(struct trk_buf *b, const char *id_json, double baseline);
 
 /* {"type":"ack","request":"preview"[,"id":id],"width":w,"fps":f,"mask":m}
  * (fps with 3 decimals; mask the object's name or NULL for null). */
@@ -372,6 +424,7 @@ const char *trk_msg_err_code(int err);
 enum trk_cmsg_kind {
     TRK_CMSG_PING = 0,  /* handled by the server itself: pong               */
     TRK_CMSG_SUBSCRIBE, /* handled by the server itself: preview on/off     */
+    TRK_CMSG_SYNC,      /* handled by the server itself: clock sync reply   */
     TRK_CMSG_CONTROL,   /* a known control type: forwarded to the daemon    */
 };
 
@@ -382,6 +435,9 @@ struct trk_cmsg {
     char id[TRK_MSG_ID_MAX * 6 + 3]; /* "id" as JSON text, "" when absent or
                                       * not echoable (see trk_msg_request_id)       */
     int preview;                     /* subscribe: 1 on, 0 off, -1 not given        */
+    int predict;                     /* subscribe: 1 "send" or a time, 0 false, -1 not given */
+    double predict_ahead;            /* subscribe: s after the send ("send": 0)      */
+    char t0[48]; /* sync: the client's "t0" number as JSON text, "" when absent */
 };
 
 /* The control message types forwarded to the daemon (PROTOCOL.md section 5,
@@ -401,6 +457,11 @@ enum trk_ctl_type {
     TRK_CTL_AUTH,
     TRK_CTL_GET_CAMERA,
     TRK_CTL_SET_CAMERA,
+    TRK_CTL_SAVE_REWIND,
+    TRK_CTL_RESET_RANGE,
+    TRK_CTL_KEEP_RANGE,
+    TRK_CTL_FOCUS,
+    TRK_CTL_SET_PATTERN,
     TRK_CTL_COUNT
 };
 
@@ -425,6 +486,16 @@ int trk_msg_parse_client(const char *data, size_t len, const char *const *contro
  * types, absent ids or bad JSON give "". Returns the length written. For the
  * daemon's replies to control messages. */
 size_t trk_msg_request_id(const char *data, size_t len, char *out, size_t cap);
+
+/* The most a subscribe's "predict" time may ask for (s after the send). */
+#define TRK_MSG_PREDICT_MAX_S 1.0
+
+/* The subscribe ack: {"type":"ack","request":"subscribe"[,"id":id],
+ * "preview":bool[,"predict":"send"|S|false]}: "send" when predict > 0 and
+ * ahead is 0, ahead otherwise; predict < 0 leaves it out (the request did
+ * not ask). */
+int trk_msg_ack_subscribe(struct trk_buf *b, const char *id_json, bool preview, int predict,
+                          double ahead);
 
 /* {"type":"ack","request":request[,"id":id],key:true|false}: the acks the
  * WebSocket server gives itself ("ok" for auth, "preview" for subscribe). */

@@ -7,14 +7,42 @@
 
 #include "trk_error.h"
 
-/* The centroid of (sum_x, sum_y, mass) and its world point by calib
- * (NULL: none). */
-static struct trk_point point_of(uint64_t sum_x, uint64_t sum_y, uint64_t mass,
-                                 const struct trk_calib *calib)
+bool trk_frame_result_world_dir(const struct trk_calib *calib, double px, double py, double z,
+                                double wx, double wy, double deg, double *out)
+{
+    const double th = deg * M_PI / 180.0;
+    double x1, y1;
+    /* Screen y points down: counter-clockwise on screen is -y. */
+    if (!trk_calib_to_world_at(calib, px + cos(th), py - sin(th), z, &x1, &y1)) return false;
+    const double a = atan2(y1 - wy, x1 - wx) * 180.0 / M_PI;
+    *out = a < 0 ? a + 360.0 : a;
+    if (*out >= 360.0) *out = 0; /* -tiny + 360 rounds up */
+    return true;
+}
+
+/* An axis's world direction: orientation deg at pixel (px, py) with world
+ * point (wx, wy) (height 0), folded into [0, 180). */
+static bool world_axis(const struct trk_calib *calib, double px, double py, double wx, double wy,
+                       double deg, double *out)
+{
+    if (!trk_frame_result_world_dir(calib, px, py, 0, wx, wy, deg, out)) return false;
+    if (*out >= 180.0) *out -= 180.0;
+    return true;
+}
+
+/* The centroid and shape of the sums of a (a trk_obj_result or trk_blob:
+ * the same member names) and their world forms by calib (NULL: none). */
+#define POINT_OF(a, calib)                                                                         \
+    point_of((a)->mass, (a)->sum_x, (a)->sum_y, (a)->sum_xx, (a)->sum_yy, (a)->sum_xy, calib)
+static struct trk_point point_of(uint64_t mass, uint64_t sum_x, uint64_t sum_y, uint64_t sum_xx,
+                                 uint64_t sum_yy, uint64_t sum_xy, const struct trk_calib *calib)
 {
     struct trk_point p = { 0 };
     trk_centroid(sum_x, sum_y, mass, &p.cx, &p.cy);
+    trk_moments_shape(mass, sum_x, sum_y, sum_xx, sum_yy, sum_xy, &p.shape);
     p.world = calib && trk_calib_to_world(calib, p.cx, p.cy, &p.wx, &p.wy);
+    p.world_h =
+        p.world && world_axis(calib, p.cx, p.cy, p.wx, p.wy, p.shape.orientation, &p.wheading);
     return p;
 }
 
@@ -72,15 +100,14 @@ int trk_frame_result_fill(struct trk_frame_result *r, const struct trk_frame_met
         struct trk_result_object *o = &r->obj[i];
         const uint64_t min_mass = defs[i].min_mass ? defs[i].min_mass : 1;
         *o = (struct trk_result_object){ .r = res[i], .found = res[i].mass >= min_mass };
-        if (res[i].mass) o->c = point_of(res[i].sum_x, res[i].sum_y, res[i].mass, calib);
+        if (res[i].mass) o->c = POINT_OF(&res[i], calib);
         o->blob0 = nb;
         o->n_blobs = blobs_listed(&defs[i], blobs ? &blobs[i] : NULL);
         for (int k = 0; k < o->n_blobs; k++, nb++) {
             const struct trk_blob *b = &blobs[i].blobs[k];
             r->blobs[nb] = *b;
             /* No blob is empty; never divide by 0 all the same. */
-            r->blob_c[nb] =
-                b->mass ? point_of(b->sum_x, b->sum_y, b->mass, calib) : (struct trk_point){ 0 };
+            r->blob_c[nb] = b->mass ? POINT_OF(b, calib) : (struct trk_point){ 0 };
         }
         o->has_instances = defs[i].track && instances;
         o->inst0 = ni;
@@ -89,7 +116,9 @@ int trk_frame_result_fill(struct trk_frame_result *r, const struct trk_frame_met
         for (int k = 0; k < o->n_inst; k++, ni++) {
             struct trk_instance *x = &r->inst[ni];
             x->world = calib && trk_calib_to_world(calib, x->cx, x->cy, &x->wx, &x->wy);
-            x->world_v = false;
+            x->world_h = x->world && world_axis(calib, x->cx, x->cy, x->wx, x->wy, x->orientation,
+                                                &x->wheading);
+            x->world_v = x->rate = false;
         }
     }
     r->n = n;
@@ -99,14 +128,18 @@ int trk_frame_result_fill(struct trk_frame_result *r, const struct trk_frame_met
 void trk_frame_result_set_rate(struct trk_frame_result *r, const struct trk_calib *calib,
                                double fps)
 {
-    if (!calib || !calib->on || !(fps > 0)) return;
+    r->fps = fps > 0 ? fps : 0;
+    if (!(fps > 0)) return;
+    if (calib && !calib->on) calib = NULL;
     for (int i = 0; i < r->n; i++) {
         const struct trk_result_object *o = &r->obj[i];
         for (int k = 0; k < o->n_inst; k++) {
             struct trk_instance *x = &r->inst[o->inst0 + (size_t)k];
+            x->rate = true;
+            x->vtheta = x->vth * fps;
             double x1, y1;
-            x->world_v =
-                x->world && trk_calib_to_world(calib, x->cx + x->vx, x->cy + x->vy, &x1, &y1);
+            x->world_v = calib && x->world &&
+                         trk_calib_to_world(calib, x->cx + x->vx, x->cy + x->vy, &x1, &y1);
             if (!x->world_v) continue;
             x->wvx = (x1 - x->wx) * fps;
             x->wvy = (y1 - x->wy) * fps;
@@ -115,19 +148,21 @@ void trk_frame_result_set_rate(struct trk_frame_result *r, const struct trk_cali
 }
 
 /* The world pose of marker rm->m by calib at height z (rm->world false
- * when the centre or the point along the heading has none). */
-static void marker_world(struct trk_result_marker *rm, const struct trk_calib *calib, double z)
+ * when the centre or the point along the heading has none), and its world
+ * velocity at frame rate fps (rm->world_v false without one). */
+static void marker_world(struct trk_result_marker *rm, const struct trk_calib *calib, double z,
+                         double fps)
 {
     const struct trk_marker *m = &rm->m;
-    const double th = m->heading * M_PI / 180.0;
-    double x1, y1;
-    /* Screen y points down: counter-clockwise on screen is -y. */
     rm->world = trk_calib_to_world_at(calib, m->cx, m->cy, z, &rm->wx, &rm->wy) &&
-                trk_calib_to_world_at(calib, m->cx + cos(th), m->cy - sin(th), z, &x1, &y1);
+                trk_frame_result_world_dir(calib, m->cx, m->cy, z, rm->wx, rm->wy, m->heading,
+                                           &rm->wheading);
     if (!rm->world) return;
-    double a = atan2(y1 - rm->wy, x1 - rm->wx) * 180.0 / M_PI;
-    rm->wheading = a < 0 ? a + 360.0 : a;
-    if (rm->wheading >= 360.0) rm->wheading = 0; /* -tiny + 360 rounds up */
+    double vx, vy;
+    rm->world_v =
+        fps > 0 && trk_calib_to_world_at(calib, m->cx + m->vx, m->cy + m->vy, z, &vx, &vy);
+    rm->wvx = rm->world_v ? (vx - rm->wx) * fps : 0;
+    rm->wvy = rm->world_v ? (vy - rm->wy) * fps : 0;
 }
 
 int trk_frame_result_set_markers(struct trk_frame_result *r, const struct trk_pattern *pats,
@@ -147,10 +182,19 @@ int trk_frame_result_set_markers(struct trk_frame_result *r, const struct trk_pa
     for (size_t i = 0; i < n; i++) {
         struct trk_result_marker *rm = &r->markers[i];
         *rm = (struct trk_result_marker){ .m = m[i] };
-        if (calib && m[i].pattern < n_pats) marker_world(rm, calib, pats[m[i].pattern].height);
+        if (calib && m[i].pattern < n_pats)
+            marker_world(rm, calib, pats[m[i].pattern].height, r->fps);
     }
     r->n_markers = n;
     return 0;
+}
+
+void trk_frame_result_predict(struct trk_frame_result *dst, const struct trk_frame_result *r,
+                              double now)
+{
+    *dst = *r;
+    dst->predict = true;
+    dst->predict_dt = now > r->meta.t_capture ? now - r->meta.t_capture : 0;
 }
 
 void trk_frame_result_copy(struct trk_frame_result *dst, const struct trk_frame_result *src)
@@ -166,6 +210,7 @@ void trk_frame_result_copy(struct trk_frame_result *dst, const struct trk_frame_
     dst->n = src->n;
     dst->calibrated = src->calibrated;
     dst->world_decimals = src->world_decimals;
+    dst->fps = src->fps;
     memcpy(dst->obj, src->obj, (size_t)src->n * sizeof(*dst->obj));
     for (int i = 0; i < src->n; i++) {
         if (!blobs_ok) dst->obj[i].n_blobs = 0;

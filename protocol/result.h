@@ -18,6 +18,7 @@
 
 #include "backend.h"
 #include "calib.h"
+#include "moments.h"  /* struct trk_shape */
 #include "patterns.h" /* struct trk_pattern, struct trk_marker */
 
 #ifdef __cplusplus
@@ -61,15 +62,23 @@ struct trk_instance {
     uint64_t age;         /* frames since it appeared: 1 on its first           */
     uint32_t lost;        /* frames since last seen; 0 = seen in this frame     */
     bool via_roi;         /* seen in its own region (else a whole-frame search) */
+    /* Its shape (gpu/moments.h): major, minor of this frame's blob (the
+     * last measured one while lost); orientation, degrees [0, 180)
+     * counter-clockwise on screen, the tracker's filtered major axis, and
+     * vth its angular velocity in degrees per frame (counter-clockwise
+     * positive; daemon/tracker.h). */
+    double orientation, major, minor, vth;
     /* Set by the frame result (result.c), not the tracker: with a
      * calibration, world is its point cx, cy in world units (at height 0,
      * as the object's centroid) and world_v its velocity in world units
      * per second: the world step of one frame's vx, vy (between the world
      * points of the centroid and of the centroid plus that step) times
      * the source's nominal frame rate (trk_frame_result_set_rate; none
-     * without one). */
-    bool world, world_v;
-    double wx, wy, wvx, wvy;
+     * without one). world_h: wheading holds its orientation in the world
+     * (trk_point). rate: vtheta holds vth per second at that frame rate
+     * (calibration or not). */
+    bool world, world_v, world_h, rate;
+    double wx, wy, wvx, wvy, wheading, vtheta;
 };
 
 struct trk_instance_list {
@@ -84,12 +93,22 @@ struct trk_blob_list {
     int n;
 };
 
-/* A centroid and its world point. */
+/* A centroid, the shape around it and their world forms. */
 struct trk_point {
     double cx, cy; /* pixels: sum / mass (valid when the mass is > 0)        */
-    bool world;    /* wx, wy hold its world point (a calibration, and the
-                    * point has one: config/calib.h trk_calib_to_world)     */
+    /* orientation, major, minor from the exact second moments
+     * (trk_moments_shape): all 0 for a mass of 0 or 1 */
+    struct trk_shape shape;
+    bool world; /* wx, wy hold its world point (a calibration, and the
+                 * point has one: config/calib.h trk_calib_to_world)     */
     double wx, wy;
+    /* world_h: wheading holds the major axis in the world: degrees [0,
+     * 180) counter-clockwise from world +x, the direction from the world
+     * point to that of the pixel one pixel along the orientation
+     * (trk_frame_result_world_dir; mass > 0, a world point, and that pixel
+     * has one) */
+    bool world_h;
+    double wheading;
 };
 
 /* One object's share of a frame result. */
@@ -106,6 +125,13 @@ struct trk_result_object {
     bool has_instances;
     size_t inst0;
     int n_inst;
+    /* Ranges that follow the light (daemon/light.h; set after the fill,
+     * which clears them): the box this frame was thresholded with, the
+     * adaptation's offset and whether it is on its guard rail. has_range
+     * false when the set has neither "illumination" nor "adapt". */
+    bool has_range, range_rail;
+    uint16_t range_lo[3], range_hi[3];
+    int16_t range_drift[3];
 };
 
 /* One marker of a frame (config/patterns.h, daemon/markers.h) and, with a
@@ -118,6 +144,11 @@ struct trk_result_marker {
     struct trk_marker m;
     bool world; /* wx, wy, wheading hold it */
     double wx, wy, wheading;
+    /* world_v: wvx, wvy hold its world velocity per second (the world step
+     * of one frame's vx, vy at its height, times the frame rate r->fps):
+     * the message's wvx, wvy, and what moves wx, wy under predict. */
+    bool world_v;
+    double wvx, wvy;
 };
 
 struct trk_frame_result {
@@ -142,6 +173,16 @@ struct trk_frame_result {
     int n_patterns;
     struct trk_result_marker *markers;
     size_t n_markers, markers_cap;
+    /* The source's nominal frame rate (trk_frame_result_set_rate; 0 unknown):
+     * pixel velocities are per frame. */
+    double fps;
+    /* Latency compensation (PROTOCOL.md, "predict_dt"): when predict is set
+     * the encoders write instances' and markers' positions moved on by
+     * their velocities over predict_dt seconds, and "predict_dt". Set on a
+     * copy by the output that sends it (daemon/out/outputs.c), never by
+     * the pipeline. */
+    bool predict;
+    double predict_dt;
 };
 
 /* The one place a centroid is computed: (sum_x / mass, sum_y / mass) as
@@ -154,20 +195,31 @@ static inline void trk_centroid(uint64_t sum_x, uint64_t sum_y, uint64_t mass, d
     *cy = (double)sum_y / (double)mass;
 }
 
+/* The world direction of screen direction deg (degrees counter-clockwise
+ * on screen from +x) at pixel (px, py), whose world point at height z is
+ * (wx, wy): degrees counter-clockwise from world +x, [0, 360), towards the
+ * world point of the pixel one pixel along deg (at the same height). False
+ * (out untouched) when that pixel has no world point. calib: solved, on. */
+bool trk_frame_result_world_dir(const struct trk_calib *calib, double px, double py, double z,
+                                double wx, double wy, double deg, double *out);
+
 /* Fills r with one frame (no markers: trk_frame_result_set_markers adds
  * them): meta, n objects of defs with their aggregates
  * res, blob lists (NULL: none) and instances (NULL: none; used for objects
- * whose definition has track on), deriving every centroid, found flag and,
- * with calib (NULL or off: none), world point. The lists are copied; defs
+ * whose definition has track on), deriving every centroid, shape, found
+ * flag and, with calib (NULL or off: none), world point and heading. The lists are copied; defs
  * is pointed to. 0, or TRK_ENOMEM (r then has no objects). */
 int trk_frame_result_fill(struct trk_frame_result *r, const struct trk_frame_meta *m,
                           const struct trk_object_def *defs, int n,
                           const struct trk_obj_result *res, const struct trk_blob_list *blobs,
                           const struct trk_instance_list *instances, const struct trk_calib *calib);
 
-/* The instances' world velocities per second (trk_instance.world_v) at a
- * source's nominal frame rate fps; fps <= 0 (unknown) or no calibration:
- * none. calib: the one r was filled with. */
+/* The instances' angular velocities per second (trk_instance.rate) and,
+ * with a calibration, world velocities per second (trk_instance.world_v)
+ * at a source's nominal frame rate fps; fps <= 0 (unknown): neither.
+ * calib: the one r was filled with (NULL or off: no world velocities).
+ * Keeps fps in r->fps (the markers set after it get world velocities by
+ * it too). */
 void trk_frame_result_set_rate(struct trk_frame_result *r, const struct trk_calib *calib,
                                double fps);
 
@@ -183,6 +235,13 @@ int trk_frame_result_set_markers(struct trk_frame_result *r, const struct trk_pa
  * (no memory) are left out: the objects then list no blobs, or no object
  * has instances. */
 void trk_frame_result_copy(struct trk_frame_result *dst, const struct trk_frame_result *src);
+
+/* dst = r as it is to be sent at now (s, CLOCK_MONOTONIC): a shallow copy
+ * (it shares r's lists, so it is only for encoding while r lives) with
+ * predict set and predict_dt the time from r's capture to now (0 when now
+ * is before it). */
+void trk_frame_result_predict(struct trk_frame_result *dst, const struct trk_frame_result *r,
+                              double now);
 
 /* Frees the lists; safe twice. */
 void trk_frame_result_free(struct trk_frame_result *r);

@@ -165,6 +165,7 @@ static int client_established(struct trk_ws *ws, struct client *c, struct lws *w
     trk_ws_guard_upgraded(c->fd, wsi);
     c->id = atomic_fetch_add(&ws->next_client_id, 1) + 1;
     atomic_store(&c->preview_on, true);
+    c->predict_slot = -1;
     c->authed = !ws->token;
     c->owner = -1;
     if (ws->token) { /* ws://host/ws?token=... */
@@ -205,6 +206,7 @@ static void client_closed(struct trk_ws *ws, struct client *c)
     c->established = false;
     pthread_mutex_unlock(&ws->lock);
     atomic_fetch_sub(&ws->n_clients, 1);
+    trk_ws_predict_join(ws, c, false, 0);
     trk_ws_client_clear(c);
     if (ws->on_close) ws->on_close(ws->user, c->id);
     log_debug("client %llu disconnected (%llu sent, %llu dropped)", (unsigned long long)c->id,
@@ -346,6 +348,7 @@ int trk_ws_create(const struct trk_ws_cfg *cfg, struct trk_ws **out)
     ws->http_user = cfg->http_user;
     ws->no_websocket = cfg->no_websocket;
     ws->rt_priority = cfg->rt_priority;
+    ws->predict_ok = cfg->predict;
     if (cfg->control_types) {
         size_t n = 0, bytes = 0;
         while (cfg->control_types[n])
@@ -400,6 +403,7 @@ static void set_protocols(struct trk_ws *ws)
         .callback = callback,
         .per_session_data_size = sizeof(struct client),
         .rx_buffer_size = RX_CHUNK,
+        .tx_packet_size = TX_PACKET,
     };
     /* protocols[0] doubles as the default: a client that asks for no
      * subprotocol is bound to it, so any WebSocket library can connect. */

@@ -138,6 +138,11 @@ struct trk_ws_cfg {
      * (no CAP_SYS_NICE or RLIMIT_RTPRIO), it logs one warning and runs at
      * normal priority. 0 = normal priority. */
     int rt_priority;
+    /* The application sends, besides each result, copies with positions
+     * moved on (trk_ws_broadcast_predicted) to clients that subscribe with
+     * "predict" ("send" or a time after it); false: such a subscribe is
+     * "unsupported". */
+    bool predict;
 };
 
 #define TRK_WS_MAX_CLIENTS_DEFAULT 64
@@ -212,6 +217,19 @@ enum trk_ws_kind {
  * counted. Returns 0 (also when nobody is connected: the message is dropped
  * without being copied, not counted), TRK_EINVAL or TRK_ENOMEM. */
 int trk_ws_broadcast(struct trk_ws *ws, enum trk_ws_kind kind, const void *data, size_t len);
+
+/* Latency compensation: clients subscribed with "predict" share a slot per
+ * distinct time they ask for ("send": 0 s after it); a client asking for a
+ * time no slot has while all are taken gets "busy". */
+#define TRK_WS_PREDICT_SLOTS 4
+/* A TRK_WS_RESULT for the clients of predict slot `slot`, moved on to the
+ * send plus that slot's time (trk_ws_broadcast's results go to the
+ * clients without predict). Same returns; TRK_EINVAL for a bad slot. */
+int trk_ws_broadcast_predicted(struct trk_ws *ws, int slot, const void *data, size_t len);
+/* The predict slots in use now (any thread): bit k set when slot k has
+ * clients, ahead[k] its time (s after the send). 0 (the common case, no
+ * lock taken) when no client predicts. */
+unsigned trk_ws_predict_slots(struct trk_ws *ws, double ahead[TRK_WS_PREDICT_SLOTS]);
 
 /* Says a TRK_WS_RESULT broadcast is likely within within_s seconds (the
  * processing thread calls it as it starts a frame): the service thread then

@@ -47,6 +47,13 @@
 #define CLIENT_REPLY_BYTES (256u << 10)
 /* lws rx chunk size; messages up to TRK_MSG_MAX_CLIENT are reassembled. */
 #define RX_CHUNK 16384
+/* The most one send() of a message may carry (lws's tx_packet_size). Left
+ * 0, lws caps each send at rx_buffer_size and sends the rest a chunk per
+ * writable callback: a 128 KiB preview took 32 service rounds, 0.36 ms
+ * from write to arrival on loopback against 0.02 ms for one send
+ * (trackd-ws-bench, docs/BENCHMARKS.md). The kernel still takes only what
+ * fits in the socket's buffer; lws keeps the rest for the next POLLOUT. */
+#define TX_PACKET (1u << 20)
 
 /* ------------------------------------------------------------ messages */
 
@@ -55,7 +62,9 @@ struct msg {
     bool binary;
     uint64_t order;   /* publish order, across kinds: writes follow it */
     double t_handoff; /* s, CLOCK_MONOTONIC: a result's broadcast; 0 = other kinds */
-    int view;         /* a preview: the view (TRK_WS_VIEWS) whose clients get it */
+    int view;         /* a preview: the view (TRK_WS_VIEWS) whose clients get it;
+                       * a result: 1 + the predict slot whose clients get it, 0
+                       * the measured one (clients without predict) */
     size_t len;
     unsigned char buf[]; /* LWS_PRE bytes of headroom, then len bytes, NUL */
 };
@@ -96,6 +105,7 @@ struct client {
     bool closing;           /* send the close frame once nothing is pending */
     atomic_bool preview_on; /* also read by get_clients */
     atomic_int view;        /* previews of this view only (trk_ws_set_view) */
+    int predict_slot;       /* results: those of this predict slot; -1 the measured */
     char peer[64];
     struct msg *hello;                   /* written before anything else */
     struct ring results;                 /* ws->queue_len, TRK_WS_QUEUE_BYTES */
@@ -162,8 +172,11 @@ struct trk_ws {
     char why[256]; /* why start failed, for trk_ws_error */
 
     pthread_mutex_t lock; /* guards everything below until the atomics */
-    bool running;         /* ctx alive: producers may wake the thread   */
-    bool stopped;         /* start may not be called again              */
+    /* The predict slots: clients per slot and the time each is for. */
+    int predict_refs[TRK_WS_PREDICT_SLOTS];
+    double predict_ahead[TRK_WS_PREDICT_SLOTS];
+    bool running; /* ctx alive: producers may wake the thread   */
+    bool stopped; /* start may not be called again              */
     struct handoff h;
     struct handoff taken; /* service thread only: what drain() took */
     struct msg *hello;
@@ -180,6 +193,8 @@ struct trk_ws {
     char close_reason[124]; /* a close frame carries at most 123 bytes */
 
     atomic_int n_clients;
+    atomic_int n_predict; /* clients with a predict slot */
+    bool predict_ok;      /* trk_ws_cfg.predict */
     /* Connections (HTTP and WebSocket), counted from lws's WSI_CREATE to
      * WSI_DESTROY; read at accept to refuse one too many. */
     atomic_int n_conns;
@@ -228,6 +243,10 @@ static inline void wake(struct trk_ws *ws)
 
 /* Service thread: whether anything waits to be written to c. */
 bool trk_ws_client_pending(const struct client *c);
+/* Service thread: client c's predict slot: the one for ahead (s after the
+ * send; shared with the clients asking the same) when on, none when off.
+ * 0, or -EBUSY when every slot is taken by other times. */
+int trk_ws_predict_join(struct trk_ws *ws, struct client *c, bool on, double ahead);
 /* Service thread: queues the message in b as a reply to c. */
 void trk_ws_client_reply_buf(struct trk_ws *ws, struct client *c, const struct trk_buf *b);
 /* Service thread, at c's SERVER_WRITEABLE: writes its next message, or the

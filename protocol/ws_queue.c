@@ -110,6 +110,7 @@ bool trk_ws_client_pending(const struct client *c)
 static void client_push(struct trk_ws *ws, struct client *c, int kind, struct msg *m)
 {
     if (kind == TRK_WS_RESULT) {
+        if (m->view != c->predict_slot + 1) return; /* another form is this client's */
         ring_push(ws, c, &c->results, c->result_at, msg_ref(m), NULL, NULL);
         return;
     }
@@ -407,6 +408,54 @@ static int publish(struct trk_ws *ws, enum trk_ws_kind kind, int view, const voi
 int trk_ws_broadcast(struct trk_ws *ws, enum trk_ws_kind kind, const void *data, size_t len)
 {
     return publish(ws, kind, 0, data, len);
+}
+
+int trk_ws_broadcast_predicted(struct trk_ws *ws, int slot, const void *data, size_t len)
+{
+    if (slot < 0 || slot >= TRK_WS_PREDICT_SLOTS) return TRK_EINVAL;
+    return publish(ws, TRK_WS_RESULT, 1 + slot, data, len);
+}
+
+unsigned trk_ws_predict_slots(struct trk_ws *ws, double ahead[TRK_WS_PREDICT_SLOTS])
+{
+    if (!ws || atomic_load_explicit(&ws->n_predict, memory_order_relaxed) == 0) return 0;
+    unsigned used = 0;
+    pthread_mutex_lock(&ws->lock);
+    for (int k = 0; k < TRK_WS_PREDICT_SLOTS; k++) {
+        if (ws->predict_refs[k] > 0) used |= 1u << k;
+        ahead[k] = ws->predict_ahead[k];
+    }
+    pthread_mutex_unlock(&ws->lock);
+    return used;
+}
+
+int trk_ws_predict_join(struct trk_ws *ws, struct client *c, bool on, double ahead)
+{
+    int slot = -1;
+    pthread_mutex_lock(&ws->lock);
+    if (on) {
+        for (int k = 0; k < TRK_WS_PREDICT_SLOTS && slot < 0; k++)
+            if (ws->predict_refs[k] > 0 && ws->predict_ahead[k] == ahead) slot = k;
+        for (int k = 0; k < TRK_WS_PREDICT_SLOTS && slot < 0; k++)
+            if (ws->predict_refs[k] == 0 || (k == c->predict_slot && ws->predict_refs[k] == 1))
+                slot = k;
+    }
+    if (on && slot < 0) {
+        pthread_mutex_unlock(&ws->lock);
+        return -EBUSY;
+    }
+    if (c->predict_slot >= 0) {
+        ws->predict_refs[c->predict_slot]--;
+        atomic_fetch_sub(&ws->n_predict, 1);
+    }
+    if (slot >= 0) {
+        ws->predict_refs[slot]++;
+        ws->predict_ahead[slot] = ahead;
+        atomic_fetch_add(&ws->n_predict, 1);
+    }
+    c->predict_slot = slot;
+    pthread_mutex_unlock(&ws->lock);
+    return 0;
 }
 
 int trk_ws_broadcast_view(struct trk_ws *ws, int view, const void *data, size_t len)

@@ -1,6 +1,6 @@
 /* What a WebSocket client sends (see ws_int.h): its messages reassembled
  * from fragments and bounded in size, parsed (messages.h), and answered:
- * ping and subscribe here, auth against the control token, control messages
+ * ping, sync and subscribe here, auth against the control token, control messages
  * handed to the daemon's on_message once the client may send them. Errors go
  * back to the client as error messages.
  */
@@ -47,6 +47,9 @@ static void client_auth(struct trk_ws *ws, struct client *c, const char *data, s
 /* Service thread: one complete text message from client c. */
 static void client_message(struct trk_ws *ws, struct client *c, char *data, size_t len)
 {
+    /* A sync request's receive time: before parsing, as near the socket
+     * read as this thread gets. */
+    struct trk_sync_times st = { .rx_mono = trk_now(), .rx_wall_ms = trk_wall_ms() };
     struct trk_cmsg cm;
     char why[160];
     int rc = trk_msg_parse_client(data, len, (const char *const *)ws->control_types, &cm, why,
@@ -60,12 +63,30 @@ static void client_message(struct trk_ws *ws, struct client *c, char *data, size
     case TRK_CMSG_PING:
         if (trk_msg_pong(&b, cm.id, trk_wall_ms()) == 0) trk_ws_client_reply_buf(ws, c, &b);
         break;
+    case TRK_CMSG_SYNC:
+        trk_msg_sync_stamp_tx(&st);
+        if (trk_msg_sync(&b, cm.id, cm.t0, &st) == 0) trk_ws_client_reply_buf(ws, c, &b);
+        break;
     case TRK_CMSG_SUBSCRIBE:
+        if (cm.predict == 1 && !ws->predict_ok) {
+            client_error(ws, c, TRK_MSG_UNSUPPORTED, "this server sends no predicted positions",
+                         cm.id);
+            break;
+        }
+        if (cm.predict >= 0 && trk_ws_predict_join(ws, c, cm.predict == 1, cm.predict_ahead)) {
+            client_error(ws, c, TRK_MSG_BUSY,
+                         "at most 4 different predict times at once: ask for one in use, or "
+                         "\"send\"",
+                         cm.id);
+            break;
+        }
         if (cm.preview >= 0) {
             c->preview_on = cm.preview;
             if (!c->preview_on) msg_unref(&c->slot[TRK_WS_PREVIEW]); /* not a drop: unwanted */
         }
-        if (trk_msg_ack_bool(&b, "subscribe", cm.id, "preview", c->preview_on) == 0)
+        if (trk_msg_ack_subscribe(&b, cm.id, c->preview_on,
+                                  cm.predict >= 0 ? c->predict_slot >= 0 : -1,
+                                  cm.predict_ahead) == 0)
             trk_ws_client_reply_buf(ws, c, &b);
         break;
     case TRK_CMSG_CONTROL:

@@ -8,7 +8,7 @@ import { openedAt, isConnected } from './connection.js';
 import { parsePreview } from './protocol.js';
 import { addFrame } from './trails.js';
 import { RateMeter } from './util.js';
-import { frameSize, isShown, queueDraw, setFrameSize } from './view.js';
+import { isShown, queueDraw, setFrameSize } from './view.js';
 
 // Results kept while waiting for their preview. Previews lag results by the
 // JPEG encode and the decode here (a few frames); at 120 fps 128 entries is
@@ -27,8 +27,9 @@ let lastPreviewAt = 0;
 let framesReceived = 0;
 let previewsReceived = 0;
 let lastFrame = null;       // last "frame" message
-let lastPreview = null;     // {seq, previewW, previewH, frameW, frameH} of the last preview
+let lastPreview = null;     // {seq, previewW, previewH, frameW, frameH, carved} of the last preview
 let latencyMs = null;       // Date.now() - wall_ms, smoothed
+let carvedView = false;     // the last preview was carved (fit.js)
 
 export const counts = () => ({ framesReceived, previewsReceived });
 export const latestFrame = () => lastFrame;
@@ -56,9 +57,10 @@ export function onFrame(msg) {
     const lat = Date.now() - msg.wall_ms;
     latencyMs = latencyMs === null ? lat : latencyMs * 0.8 + lat * 0.2;
   }
-  setFrameSize(msg.width, msg.height);
+  // A carved view's canvas has the carved picture's shape (decodePreview).
+  if (!carvedView || !previewsOn(now)) setFrameSize(msg.width, msg.height);
   results.set(msg.seq, msg);
-  addFrame(msg, ...frameSize());
+  addFrame(msg, msg.width, msg.height);
   while (results.size > RESULTS_KEPT) results.delete(results.keys().next().value);
   if (!previewsOn(now)) queueDraw({ seq: msg.seq, image: null, result: msg });
 }
@@ -81,7 +83,8 @@ export function onPreview(buf) {
   if (!p) return;
   const now = performance.now();
   previewsReceived++;
-  lastPreview = { seq: p.seq, previewW: p.previewW, previewH: p.previewH, frameW: p.frameW, frameH: p.frameH };
+  lastPreview = { seq: p.seq, previewW: p.previewW, previewH: p.previewH, frameW: p.frameW, frameH: p.frameH,
+                  carved: !!p.carve };
   previewRate.tick(now);
   lastPreviewAt = now;
   if (decoding) pendingPreview = p;
@@ -93,14 +96,31 @@ export function dropPendingPreview() {
   pendingPreview = null;
 }
 
+// Result r as the carved picture shows it: each found object's box and
+// centroid from the preview's mapping (carved pixels); blobs, instances and
+// markers (frame pixels, not mapped) are left out, and so are trails.
+function carvedResult(r, carve) {
+  const mapped = new Map(carve.objects.map((o) => [o.id, o]));
+  const objects = (r.objects || []).map((o) => {
+    const m = mapped.get(o.id);
+    return m ? { id: o.id, name: o.name, found: true, mass: o.mass, bbox: m.bbox, cx: m.cx, cy: m.cy }
+      : { id: o.id, name: o.name, found: false };
+  });
+  return { seq: r.seq, carved: true, objects };
+}
+
 function decodePreview(p) {
   decoding = true;
   createImageBitmap(p.jpeg)
     .then((image) => {
-      setFrameSize(p.frameW, p.frameH);
+      carvedView = !!p.carve;
+      // A carved picture is drawn at its own shape, the boxes mapped with it.
+      if (p.carve) setFrameSize(p.previewW, p.previewH);
+      else setFrameSize(p.frameW, p.frameH);
       // A missing result (dropped for a slow client) leaves the picture bare
       // rather than showing a box from another moment.
-      queueDraw({ seq: p.seq, image, result: results.get(p.seq) || null });
+      const r = results.get(p.seq) || null;
+      queueDraw({ seq: p.seq, image, result: r && p.carve ? carvedResult(r, p.carve) : r });
     })
     .catch(() => { /* a corrupt JPEG: skip it, the next one will come */ })
     .finally(() => {

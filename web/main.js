@@ -16,7 +16,9 @@
 //   tune.js        teach and edit panel (teach.js, sliders.js, auth.js,
 //                  control.js)
 //   calib.js       world calibration: clicked points, their world x, y
+//   fit.js         this page's view: edges (focus peaking), carved to fit
 //   camera.js      camera controls: exposure, gain, white balance
+//   patterns.js    marker patterns' colour slots: teach, re-assign
 //
 // The browser tests read window.trackdTest, set at the end: the one place
 // the page exposes its state.
@@ -26,11 +28,14 @@ import * as banner from './banner.js';
 import { calibState, initCalib, setCalibration } from './calib.js';
 import * as camera from './camera.js';
 import * as connection from './connection.js';
+import { initFit, onHelloView } from './fit.js';
 import * as frames from './frames.js';
 import { definitions, setDefinitions, setWorldUnit, showResults } from './objects.js';
+import { patternsState, setPatterns } from './patterns.js';
 import { CONTROL_TYPES, PROTOCOL_VERSION, parseText } from './protocol.js';
 import { currentHello, setHello } from './session.js';
 import * as status from './status.js';
+import { initLight, showLight } from './light.js';
 import { isTeaching, pauseState } from './teach.js';
 import { keepOnly } from './trails.js';
 import { onControl, tuneState } from './tune.js';
@@ -65,9 +70,11 @@ function onHello(msg) {
   }
   setDefinitions(Array.isArray(msg.objects) ? msg.objects : []);
   onCalibration(msg.calibration);
+  setPatterns(msg.patterns, msg.objects);
   setFrameSize(msg.width, msg.height);
   status.showHello(msg);
   banner.render();
+  onHelloView();
 }
 
 // The object set changed (someone edited it) or a get_objects reply.
@@ -75,6 +82,7 @@ function onObjects(msg) {
   if (!Array.isArray(msg.objects)) return;
   setDefinitions(msg.objects);
   onCalibration(msg.calibration);
+  setPatterns(msg.patterns, msg.objects);
   keepOnly(new Set(msg.objects.map((o) => o.name)));
 }
 
@@ -97,6 +105,7 @@ function refresh() {
   const now = performance.now();
   status.refreshCards(now);
   showResults(frames.latestFrame());
+  showLight(frames.latestFrame());
   frames.keepViewCurrent(now);
   connection.checkSilence(now);
   banner.expireError(now);
@@ -113,11 +122,14 @@ window.trackdTest = {
   get lastFrame() { return frames.latestFrame(); },        // the last "frame" message
   get framesReceived() { return frames.counts().framesReceived; },
   get previewsReceived() { return frames.counts().previewsReceived; },
+  // The last preview's header: {seq, previewW, previewH, frameW, frameH, carved}.
+  get lastPreview() { return frames.latestPreview(); },
   get lastStats() { return status.latestStats(); },        // the last "stats" message
   // The last overlay drawn (view.js): {seq, preview, matched, boxes:[{id, x0, y0,
   // x1, y1, cx, cy, color, dashed}], blobs:[{id, rank, x0, y0, x1, y1, cx, cy,
-  // color}], instances:[{obj, id, x0, y0, x1, y1, cx, cy, lost, trail, color}]},
-  // boxes and centroids in canvas pixels (overlay.js drawOverlay).
+  // color}], instances:[{obj, id, x0, y0, x1, y1, cx, cy, lost, trail, color}],
+  // markers, axes:[{obj, kind, id, cx, cy, x0, y0, x1, y1}] (axes.js; none while
+  // its toggle is off)}, boxes and centroids in canvas pixels (overlay.js drawOverlay).
   get lastDrawn() { return lastDrawnOverlay(); },
   // The teach and edit panel: teaching, authed, editing, lastSample, lastAck, saved, paused.
   tune: {
@@ -136,10 +148,15 @@ window.trackdTest = {
   // message's), lastAck, lastError, autoWarning (the teach panel's text on
   // automatic modes while teaching, null when not shown)}.
   get camera() { return camera.cameraState(); },
+  // The Patterns card: the set's patterns as the daemon sent them
+  // ([{name, kind, team, center, dots, ids} or {name, kind, team, colors, id}]).
+  get patterns() { return patternsState(); },
 };
 
 initView();
+initFit();
 initCalib();
+initLight();
 camera.initCamera();
 setInterval(refresh, PANEL_EVERY_MS);
 connection.start({

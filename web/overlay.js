@@ -12,6 +12,7 @@
 // Cost: up to 256 objects x 64 blobs a frame; each blob is a handful of
 // axis-aligned rectangles and one short text, with styles set per object.
 
+import { drawAxes } from './axes.js';
 import { drawMarkers } from './markers.js';
 import { objectInfo } from './objects.js';
 import { instanceTrailOf, trailOf } from './trails.js';
@@ -46,13 +47,13 @@ function overlayStyle() {
 // y0, x1, y1, cx, cy, color}] (rank 1 = first in the object's list),
 // instances: [{obj, id, x0, y0, x1, y1, cx, cy, lost, trail, color}] (box
 // null while lost; trail: points of its trail drawn), markers: what
-// markers.js drew}.
+// markers.js drew, axes: what axes.js drew (none while its toggle is off)}.
 export function drawOverlay(ctx, result, sx, sy) {
   const st = overlayStyle();
   const objects = result.objects || [];
   // Trails first, so boxes and names stay on top; then every object's blobs,
   // so no blob box hides another object's aggregate box or name.
-  drawTrails(ctx, objects, sx, sy, st);
+  if (!result.carved) drawTrails(ctx, objects, sx, sy, st);   // trails are in frame pixels
   const blobs = [];
   const instances = [];
   for (const r of objects) {
@@ -75,8 +76,9 @@ export function drawOverlay(ctx, result, sx, sy) {
     drawLabel(ctx, o, box, st);
     boxes.push({ id: r.id, ...box, ...c, color: o.color, dashed });
   }
+  const axes = drawAxes(ctx, objects, sx, sy, st);
   const markers = drawMarkers(ctx, result.markers, sx, sy, st);
-  return { boxes, blobs, instances, markers };
+  return { boxes, blobs, instances, markers, axes };
 }
 
 const isBox = (b) => Array.isArray(b) && b.length === 4 && b.every((v) => typeof v === 'number');

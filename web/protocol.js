@@ -11,6 +11,7 @@ export const PROTOCOL_VERSION = 1;
 
 const PREVIEW_HEADER_BYTES = 20;
 const PREVIEW_MAGIC = [0x54, 0x52, 0x4b, 0x50];   // "TRKP"
+const CARVE_MAGIC = [0x54, 0x52, 0x4b, 0x43];     // "TRKC": a carved view, JSON before the JPEG
 
 // Messages the teach and edit panel sees (control.js): replies to its
 // requests, object set changes and each hello (a new connection).
@@ -28,18 +29,32 @@ export function parseText(text) {
   return msg && typeof msg === 'object' ? msg : null;
 }
 
-// One binary preview: {seq, previewW, previewH, frameW, frameH, jpeg}, or
-// null when it is not a preview.
+// One binary preview: {seq, previewW, previewH, frameW, frameH, jpeg, carve},
+// or null when it is not a preview. carve: a carved view's JSON ("TRKC":
+// {carved_from, objects: [{id, bbox, cx, cy}]} in the carved picture's
+// pixels), else null.
 export function parsePreview(buf) {
   if (buf.byteLength <= PREVIEW_HEADER_BYTES) return null;
   const dv = new DataView(buf);
-  if (PREVIEW_MAGIC.some((b, i) => dv.getUint8(i) !== b)) return null;
+  const carved = CARVE_MAGIC.every((b, i) => dv.getUint8(i) === b);
+  if (!carved && PREVIEW_MAGIC.some((b, i) => dv.getUint8(i) !== b)) return null;
+  let at = PREVIEW_HEADER_BYTES;
+  let carve = null;
+  if (carved) {
+    if (buf.byteLength < at + 4) return null;
+    const n = dv.getUint32(at, true);
+    if (buf.byteLength < at + 4 + n) return null;
+    carve = parseText(new TextDecoder().decode(new Uint8Array(buf, at + 4, n)));
+    if (!carve || !Array.isArray(carve.objects)) return null;
+    at += 4 + n;
+  }
   return {
     seq: Number(dv.getBigUint64(4, true)),
     previewW: dv.getUint16(12, true),
     previewH: dv.getUint16(14, true),
     frameW: dv.getUint16(16, true),
     frameH: dv.getUint16(18, true),
-    jpeg: new Blob([new Uint8Array(buf, PREVIEW_HEADER_BYTES)], { type: 'image/jpeg' }),
+    jpeg: new Blob([new Uint8Array(buf, at)], { type: 'image/jpeg' }),
+    carve,
   };
 }

@@ -3,13 +3,14 @@
 // view shows.
 
 import { isConnected, nextRetryAt } from './connection.js';
+import { request, say } from './control.js';
 import { counts, latency, latestFrame, latestPreview, previewsOn, rates } from './frames.js';
 import { $, DASH, count, fmt, setText } from './util.js';
 
 const el = {
   conn: $('conn'), note: $('view-note'),
   state: $('p-state'), server: $('p-server'), backend: $('p-backend'),
-  source: $('p-source'), size: $('p-size'), camera: $('p-camera'),
+  source: $('p-source'), size: $('p-size'), camera: $('p-camera'), focus: $('p-focus'),
   rfps: $('p-rfps'), pfps: $('p-pfps'), sfps: $('p-sfps'), frames: $('p-frames'),
   drops: $('p-drops'), clients: $('p-clients'), rss: $('p-rss'),
   lat: $('p-lat'), lq: $('p-lq'), lu: $('p-lu'), lk: $('p-lk'), lp: $('p-lp'),
@@ -17,6 +18,13 @@ const el = {
 };
 
 let lastStats = null;   // last "stats" message
+
+// "set": the sharpness now becomes the focus check's baseline (after
+// focusing by hand, with the Edges view).
+$('p-focus-set').addEventListener('click', () => {
+  request({ type: 'focus', baseline: 'now' },
+          (r) => say(`focus baseline set: sharpness ${fmt(r.baseline, 2)}`));
+});
 
 export const latestStats = () => lastStats;
 
@@ -61,6 +69,18 @@ function viewNote(now) {
   return 'connecting\u2026';
 }
 
+// The focus check's reading (stats "focus", PROTOCOL.md): the sharpness,
+// its share of the baseline and the verdict; marked while focus is lost.
+function showFocus(f) {
+  if (!f) { setText(el.focus, DASH); return; }
+  const pct = f.sharpness != null && f.baseline ? ` \u00b7 ${Math.round(100 * f.sharpness / f.baseline)}%` : '';
+  setText(el.focus, f.sharpness == null ? f.state : `${fmt(f.sharpness, 1)}${pct} \u00b7 ${f.state}`);
+  el.focus.classList.toggle('focus-lost', f.state === 'lost');
+  el.focus.title = f.state === 'lost'
+    ? `below ${Math.round(100 * f.warn)}% of the in-focus sharpness ${fmt(f.baseline, 1)}: check the lens`
+    : '';
+}
+
 // The Rates and Latency cards: this page's rates, the daemon's last stats
 // and the last frame's latencies.
 export function refreshCards(now) {
@@ -74,6 +94,7 @@ export function refreshCards(now) {
     setText(el.drops, count(s.drops));
     setText(el.clients, count(s.clients));
     setText(el.rss, typeof s.rss_kb === 'number' ? `${(s.rss_kb / 1024).toFixed(1)} MiB` : DASH);
+    showFocus(s.focus);
   }
   const f = latestFrame();
   setText(el.lat, fmt(latency(), 1));

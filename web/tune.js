@@ -13,7 +13,7 @@ import { handleReply, request, say } from './control.js';
 import { definitions, markSelected, onRowClick } from './objects.js';
 import { blobLimits, nameMaxBytes } from './session.js';
 import { currentBox, fullRange, onSliderChange, setBox, showValues } from './sliders.js';
-import { initTeach, pauseState, setPaused } from './teach.js';
+import { initTeach, pauseState, setPaused, setTeaching } from './teach.js';
 import { $ } from './util.js';
 
 // Slider edits are sent at most this often (the daemon applies each one
@@ -21,7 +21,7 @@ import { $ } from './util.js';
 const SEND_EVERY_MS = 100;
 
 const el = {
-  save: $('t-save'), reload: $('t-reload'),
+  save: $('t-save'), reload: $('t-reload'), rewind: $('t-rewind'),
   form: $('t-form'), name: $('t-name'), space: $('t-space'),
   mask: $('t-mask'), add: $('t-add'), remove: $('t-remove'), done: $('t-done'),
   blobs: $('t-blobs'), minArea: $('t-min-area'), conn: $('t-conn'),
@@ -218,13 +218,41 @@ function closeForm() {
   el.warn.hidden = true;
   el.form.hidden = true;
   tune.editing = null;
+  teachInto = null;
   markSelected(tune.editing);
 }
 
-// A sample reply: the form opens on the suggested box in the suggested space.
+// The object whose range the next sample teaches (the Patterns card's slots,
+// patterns.js), null: a sample opens the form for a new object.
+let teachInto = null;
+
+// Opens the form on object name and starts teaching it: the rectangle dragged
+// next becomes its colour box (in its own space), sent as an update.
+export function teachExisting(name) {
+  const def = definitions().find((d) => d.name === name);
+  if (!def) return;
+  withControl(() => {
+    openForm(name, def);
+    teachInto = name;
+    setTeaching(true);
+    say(`teach ${name}: drag over it in the video`);
+  });
+}
+
+// A sample reply: the form opens on the suggested box in the suggested space
+// (or, teaching an object, its box takes the sample's suggestion).
 function onSample(r) {
   tune.lastSample = r;
   tune.suggest = r.suggest_all;
+  if (teachInto !== null && teachInto === tune.editing) {
+    const def = definitions().find((d) => d.name === teachInto);
+    const s = (def && r.suggest_all[def.space]) || r.suggest;
+    teachInto = null;
+    if (!setBox(s.space, s.lo, s.hi)) return noLimits(s.space);
+    el.space.value = s.space;
+    return sendUpdate();
+  }
+  teachInto = null;
   const s = r.suggest_all[r.suggest.space] || r.suggest;
   say(`sampled ${r.n} pixels: rgb ${r.rgb.join(',')} hsv ${r.hsv.join(',')}; name it and Add`);
   // Found only with a good part of what was sampled: never one pixel.
@@ -287,6 +315,12 @@ el.save.addEventListener('click', () => withControl(() => {
 }));
 el.reload.addEventListener('click', () => withControl(() => {
   request({ type: 'reload_objects' }, (r) => say(`reloaded ${r.count} objects from the file`));
+}));
+// The daemon's --rewind buffer as a bundle; the ack names its folder at once
+// (the daemon writes it in the background). Without --rewind the error says
+// how to turn it on.
+el.rewind.addEventListener('click', () => withControl(() => {
+  request({ type: 'save_rewind' }, (r) => say(`saving the last seconds to ${r.dir}`));
 }));
 // Clicking an object in the list edits it.
 onRowClick((def) => withControl(() => openForm(def.name, def)));

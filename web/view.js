@@ -3,6 +3,7 @@
 // overlay of the result of the same frame. Drawing waits for the next
 // animation frame, and only the newest job waiting is drawn.
 
+import { onAxesToggle } from './axes.js';
 import { drawOverlay } from './overlay.js';
 import { $ } from './util.js';
 
@@ -24,7 +25,7 @@ let frozen = false;  // paused: the picture on screen stays, newer ones wait
 // The last overlay drawn: seq of the picture (or result) under it, whether
 // it is a preview, whether a result was drawn on it, and each box and blob
 // drawn in canvas pixels (overlay.js drawOverlay).
-let lastDrawn = null;   // {seq, preview, matched, boxes:[...], blobs:[...], instances:[...], markers:[...]}
+let lastDrawn = null;   // {seq, preview, matched, boxes:[...], blobs:[...], instances:[...], markers:[...], axes:[...]}
 
 export const frameSize = () => [frameW, frameH];
 export const lastDrawnOverlay = () => lastDrawn;
@@ -112,11 +113,11 @@ function draw(job) {
     ctx.fillStyle = BACKGROUND;
     ctx.fillRect(0, 0, cw, ch);
   }
-  const { boxes, blobs, instances, markers } = job.result
+  const { boxes, blobs, instances, markers, axes } = job.result
     ? drawOverlay(ctx, job.result, cw / frameW, ch / frameH)
-    : { boxes: [], blobs: [], instances: [], markers: [] };
+    : { boxes: [], blobs: [], instances: [], markers: [], axes: [] };
   lastDrawn = { seq: job.seq, preview: !!job.image, matched: !!job.result, boxes, blobs, instances,
-                markers };
+                markers, axes };
 }
 
 // Sizes the canvas now and whenever the stage or window changes (a resize
@@ -127,6 +128,9 @@ export function initView() {
   };
   new ResizeObserver(refit).observe(stageBox);
   window.addEventListener('resize', refit);
+  onAxesToggle(() => {
+    if (shown) draw(shown);
+  });
   fitCanvas();
   ctx.fillStyle = BACKGROUND;
   ctx.fillRect(0, 0, canvas.width, canvas.height);

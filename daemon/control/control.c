@@ -14,7 +14,9 @@
 #include "source/camctl.h"
 #include "color.h"
 #include "log.h"
+#include "ops/focus.h"
 #include "preview.h"
+#include "seam.h" /* TRK_SEAM_MAX_SIDE */
 #include "trk_color.h"
 #include "workq.h"
 
@@ -58,7 +60,16 @@ struct viewer {
     enum mask_kind kind;
     char name[TRK_NAME_MAX];   /* MASK_OBJECT: followed through edits */
     struct trk_object_def box; /* MASK_BOX: a range not yet added     */
+    bool edges;                /* the edges view (focus peaking)      */
+    bool carve;                /* fit: "carve" to fit_w:fit_h          */
+    int fit_w, fit_h;
 };
+
+/* Whether v is a view of its own (else the plain picture's viewer). */
+static bool own_view(const struct viewer *v)
+{
+    return v->kind != MASK_NONE || v->edges || v->carve;
+}
 
 /* What a save writes: the whole set, or one section of the set put into
  * the file as it is on disk (save_objects "part"). */
@@ -80,6 +91,9 @@ struct trk_control {
     struct trk_reply out;                  /* set at create, then read-only */
     const struct trk_objects_target *save; /* the caller's, read-only; NULL = none */
     struct trk_camctl *camera;             /* the caller's; NULL = none */
+    int (*save_rewind)(void *ctx, char *dir, size_t dir_len, char *why, size_t why_len);
+    void *save_rewind_ctx;
+    struct trk_focus *focus; /* the caller's; NULL = none */
     struct trk_workq *files; /* runs file_jobs: the service thread never waits on disk */
     pthread_mutex_t lock;    /* guards everything below */
     struct trk_objects objs;
@@ -101,6 +115,14 @@ struct trk_control {
     int kept_next;
     struct kept held[TRK_CONTROL_HELD_FRAMES];
     atomic_bool keep_failed; /* a copy failed: logged once until one works */
+    /* Ranges that follow the light (trk_control_light_frame; under lock):
+     * the boxes the processing thread uses now (n_light: 0 = none), its
+     * reference means, and the resets asked for. */
+    int n_light;
+    uint16_t light_lo[TRK_MAX_OBJECTS][3], light_hi[TRK_MAX_OBJECTS][3];
+    uint32_t light_means[3];
+    bool light_has_means;
+    bool reset_asked[TRK_MAX_OBJECTS];
 };
 
 /* ------------------------------------------------------------- pixels */
@@ -191,6 +213,8 @@ static void publish_locked(struct trk_control *c, bool broadcast)
     h.n_objects = c->objs.n;
     h.colors = color_strings(c);
     h.calib = &c->objs.calib;
+    h.patterns = c->objs.patterns;
+    h.n_patterns = c->objs.n_patterns;
     h.preview.width = c->preview_width;
     if (h.width > 0 && h.height > 0)
         trk_msg_preview_size(h.width, h.height, c->preview_width, &h.preview.width,
@@ -200,7 +224,8 @@ static void publish_locked(struct trk_control *c, bool broadcast)
     if (c->out.set_hello && trk_msg_hello(&b, &h) == 0) c->out.set_hello(c->out.ctx, &b);
     trk_buf_reset(&b);
     if (broadcast && c->out.broadcast &&
-        trk_msg_objects_calib(&b, NULL, h.defs, h.n_objects, h.colors, h.calib) == 0)
+        trk_msg_objects_patterns(&b, NULL, h.defs, h.n_objects, h.colors, h.calib, h.patterns,
+                                 h.n_patterns) == 0)
         c->out.broadcast(c->out.ctx, &b);
     trk_buf_free(&b);
 }
@@ -236,7 +261,12 @@ int trk_control_preview(struct trk_control *c, int *width, double *fps,
         const struct viewer *v = &c->viewers[i];
         if (!v->client) continue;
         struct trk_control_view *o = &views[n++];
-        *o = (struct trk_control_view){ .view = i + 1, .mask = v->kind == MASK_BOX };
+        *o = (struct trk_control_view){ .view = i + 1,
+                                        .mask = v->kind == MASK_BOX,
+                                        .edges = v->edges,
+                                        .carve = v->carve,
+                                        .fit_w = v->fit_w,
+                                        .fit_h = v->fit_h };
         if (v->kind == MASK_BOX) o->def = v->box;
         int k = v->kind == MASK_OBJECT ? trk_objects_find(&c->objs, v->name) : -1;
         if (k >= 0) o->mask = true, o->def = c->objs.def[k];
@@ -408,6 +438,9 @@ int trk_control_create(const struct trk_control_cfg *cfg, struct trk_control **o
     c->hello = cfg->hello;
     c->save = cfg->save;
     c->camera = cfg->camera;
+    c->save_rewind = cfg->save_rewind;
+    c->save_rewind_ctx = cfg->save_rewind_ctx;
+    c->focus = cfg->focus;
     c->h_version = dup_or_null(cfg->hello.version);
     c->h_backend = dup_or_null(cfg->hello.backend);
     c->h_source = dup_or_null(cfg->hello.source);
@@ -551,9 +584,21 @@ static int config_code(const struct trk_config_error *e)
 static void handle_get_objects(struct trk_control *c, const struct request *r)
 {
     struct trk_buf b = { 0 };
-    send_reply(
-        c, r->client, &b,
-        trk_msg_objects_calib(&b, r->id, c->objs.def, c->objs.n, color_strings(c), &c->objs.calib));
+    send_reply(c, r->client, &b,
+               trk_msg_objects_patterns(&b, r->id, c->objs.def, c->objs.n, color_strings(c),
+                                        &c->objs.calib, c->objs.patterns, c->objs.n_patterns));
+}
+
+/* The message carries no "illumination" and an object's "adapt" only if
+ * the client sent one: the set keeps its own, each adapt by name. */
+static void carry_light(struct trk_objects *dst, const struct trk_objects *src)
+{
+    dst->light.illum = src->light.illum;
+    for (int i = 0; i < dst->n; i++) {
+        const int j = trk_objects_find(src, dst->def[i].name);
+        if (!dst->light.adapt[i].on && j >= 0 && src->def[j].space == dst->def[i].space)
+            dst->light.adapt[i] = src->light.adapt[j];
+    }
 }
 
 static void handle_set_objects(struct trk_control *c, const struct request *r)
@@ -592,6 +637,7 @@ static void handle_set_objects(struct trk_control *c, const struct request *r)
         n->n_camera = c->objs.n_camera;
         memcpy(n->camera, c->objs.camera, sizeof(n->camera));
         if (!cal) n->calib = c->objs.calib;
+        carry_light(n, &c->objs);
         c->objs = *n;
         changed_locked(c);
         ack_int(c, r, "count", n->n);
@@ -647,8 +693,11 @@ static void store_object(struct trk_control *c, const struct request *r, int k,
         return;
     }
     if (c->objs.n_patterns > 0 && !patterns_keep(c, r, k, def)) return;
-    if (k == c->objs.n) c->objs.n++;
+    if (k == c->objs.n) c->objs.light.adapt[c->objs.n++] = (struct trk_adapt_cfg){ 0 };
     rename_views(c, c->objs.def[k].name, def->name);
+    /* An edit keeps the object's "adapt"; one of another space loses it
+     * (its bounds are per channel of the old space). */
+    if (def->space != c->objs.def[k].space) c->objs.light.adapt[k] = (struct trk_adapt_cfg){ 0 };
     c->objs.def[k] = *def;
     memcpy(c->objs.color[k], color, 3);
     changed_locked(c);
@@ -759,12 +808,77 @@ static void handle_remove_object(struct trk_control *c, const struct request *r)
     }
     memmove(&o->def[k], &o->def[k + 1], (o->n - k - 1) * sizeof(o->def[0]));
     memmove(&o->color[k], &o->color[k + 1], (o->n - k - 1) * sizeof(o->color[0]));
+    memmove(&o->light.adapt[k], &o->light.adapt[k + 1], (o->n - k - 1) * sizeof(o->light.adapt[0]));
     o->n--;
     memset(&o->def[o->n], 0, sizeof(o->def[0]));
     memset(&o->color[o->n], 0, sizeof(o->color[0]));
+    memset(&o->light.adapt[o->n], 0, sizeof(o->light.adapt[0]));
     changed_locked(c);
     struct trk_buf b = { 0 };
     send_reply(c, r->client, &b, trk_msg_ack(&b, "remove_object", r->id, false));
+}
+
+/* msg[key], when present, as up to max object names into names; -1
+ * after an error reply, else how many (0 when absent). */
+static int name_list(struct trk_control *c, const struct request *r, const char *key,
+                     const char **names, unsigned max)
+{
+    json_t *a = json_object_get(r->msg, key);
+    if (!a) return 0;
+    bool ok = json_is_array(a) && json_array_size(a) >= 1 && json_array_size(a) <= max;
+    for (size_t i = 0; ok && i < json_array_size(a); i++) {
+        names[i] = json_string_value(json_array_get(a, i));
+        ok = names[i] != NULL;
+    }
+    if (!ok) {
+        refuse(c, r, TRK_MSG_BAD_FIELD, "\"%s\" must be an array of 1..%u object names", key, max);
+        return -1;
+    }
+    return (int)json_array_size(a);
+}
+
+/* A pattern's colours by object name (PROTOCOL.md section 5, set_pattern):
+ * "center" and "dots" (the distinct dot colours) of a centre + dots
+ * pattern, "colors" of a colour code; checked as the objects file checks
+ * them, taken whole or not at all. */
+static void handle_set_pattern(struct trk_control *c, const struct request *r)
+{
+    json_t *name = json_object_get(r->msg, "name");
+    json_t *centre = json_object_get(r->msg, "center");
+    if (!json_is_string(name) || (centre && !json_is_string(centre))) {
+        refuse(c, r, TRK_MSG_BAD_FIELD, "\"%s\" must be a string", centre ? "center" : "name");
+        return;
+    }
+    int k = c->objs.n_patterns - 1;
+    while (k >= 0 && strcmp(c->objs.patterns[k].name, json_string_value(name)))
+        k--;
+    if (k < 0) {
+        refuse(c, r, TRK_MSG_NOT_FOUND, "no pattern named \"%.80s\"", json_string_value(name));
+        return;
+    }
+    bool dots = c->objs.patterns[k].kind == TRK_PATTERN_DOTS;
+    const char *key = dots ? "dots" : "colors";
+    if (json_object_get(r->msg, dots ? "colors" : "dots")) {
+        refuse(c, r, TRK_MSG_BAD_FIELD, "pattern \"%s\" is %s: its colours are \"%s\"",
+               c->objs.patterns[k].name, dots ? "centre + dots" : "a colour code", key);
+        return;
+    }
+    const char *names[TRK_PATTERN_SLOTS_MAX];
+    int n = name_list(c, r, key, names, TRK_PATTERN_SLOTS_MAX);
+    if (n < 0) return;
+    if (!n && !centre) {
+        refuse(c, r, TRK_MSG_BAD_FIELD, "give \"%s\"%s", key, dots ? " or \"center\"" : "");
+        return;
+    }
+    char why[256];
+    if (trk_objects_set_pattern(&c->objs, k, centre ? json_string_value(centre) : NULL,
+                                n ? names : NULL, (unsigned)n, key, why, sizeof(why))) {
+        refuse(c, r, TRK_MSG_INVALID_OBJECT, "%s", why);
+        return;
+    }
+    changed_locked(c);
+    struct trk_buf b = { 0 };
+    send_reply(c, r->client, &b, trk_msg_ack(&b, "set_pattern", r->id, false));
 }
 
 /* Saving writes and fsyncs a file: the worker does it, from a copy of the
@@ -798,6 +912,88 @@ static void handle_save_objects(struct trk_control *c, const struct request *r)
     /* The camera section as clients have set it. */
     if (c->camera) trk_camctl_section(c->camera, snapshot->camera, &snapshot->n_camera);
     queue_job(c, r, part, snapshot);
+}
+
+int trk_control_light_frame(struct trk_control *c, const struct trk_object_def *defs, int n,
+                            const uint32_t means_q8[3], bool has_means, bool *reset)
+{
+    int k = 0;
+    if (!c) return 0;
+    pthread_mutex_lock(&c->lock);
+    c->n_light = n;
+    for (int i = 0; i < n; i++) {
+        memcpy(c->light_lo[i], defs[i].lo, sizeof c->light_lo[i]);
+        memcpy(c->light_hi[i], defs[i].hi, sizeof c->light_hi[i]);
+        reset[i] = c->reset_asked[i];
+        k += reset[i];
+        c->reset_asked[i] = false;
+    }
+    memcpy(c->light_means, means_q8, sizeof c->light_means);
+    c->light_has_means = has_means;
+    pthread_mutex_unlock(&c->lock);
+    return k;
+}
+
+/* The object a range request names ("name" or "object_id"), -1 after a
+ * refusal, or TRK_MAX_OBJECTS for every object when it names none. */
+static int range_target(struct trk_control *c, const struct request *r)
+{
+    if (!json_object_get(r->msg, "name") && !json_object_get(r->msg, "object_id"))
+        return TRK_MAX_OBJECTS;
+    return find_target(c, r);
+}
+
+/* reset_range: the adaptation of one object (or all) starts over from the
+ * (compensated) taught box on the next frame. */
+static void handle_reset_range(struct trk_control *c, const struct request *r)
+{
+    const int k = range_target(c, r);
+    if (k < 0) return;
+    for (int i = 0; i < c->objs.n; i++)
+        if (k == TRK_MAX_OBJECTS || k == i) c->reset_asked[i] = true;
+    struct trk_buf b = { 0 };
+    send_reply(c, r->client, &b, trk_msg_ack(&b, "reset_range", r->id, false));
+}
+
+/* keep_range: the boxes in use become the taught ones, every object at
+ * once (with "illumination" they are relative to the reference's means,
+ * which are kept with them); the set is published; "save": true also
+ * writes it as save_objects would (its reply follows). */
+static void handle_keep_range(struct trk_control *c, const struct request *r)
+{
+    json_t *save = json_object_get(r->msg, "save");
+    if (save && !json_is_boolean(save)) {
+        refuse(c, r, TRK_MSG_BAD_FIELD, "\"save\" must be true or false");
+        return;
+    }
+    if (c->n_light != c->objs.n || c->objs.n == 0) {
+        refuse(c, r, TRK_MSG_NOT_FOUND,
+               "no adapted ranges to keep (the set has no \"illumination\" or \"adapt\", or "
+               "no frame has been processed with it yet)");
+        return;
+    }
+    if (json_is_true(save) && !c->save) {
+        refuse(c, r, TRK_MSG_NO_FILE, "the daemon has no objects file");
+        return;
+    }
+    for (int i = 0; i < c->objs.n; i++) {
+        memcpy(c->objs.def[i].lo, c->light_lo[i], sizeof c->light_lo[i]);
+        memcpy(c->objs.def[i].hi, c->light_hi[i], sizeof c->light_hi[i]);
+    }
+    struct trk_illum_cfg *il = &c->objs.light.illum;
+    if (il->reference != TRK_ILLUM_OFF && c->light_has_means) {
+        memcpy(il->means_q8, c->light_means, sizeof il->means_q8);
+        il->has_means = true;
+    }
+    c->n_light = 0; /* until the processing thread reports on the kept set */
+    changed_locked(c);
+    struct trk_buf b = { 0 };
+    send_reply(c, r->client, &b, trk_msg_ack(&b, "keep_range", r->id, false));
+    if (json_is_true(save)) {
+        struct request rs = *r; /* the file worker answers as save_objects */
+        rs.type = TRK_CTL_SAVE_OBJECTS;
+        handle_save_objects(c, &rs);
+    }
 }
 
 static void handle_reload_objects(struct trk_control *c, const struct request *r)
@@ -905,6 +1101,46 @@ static bool get_mask(struct trk_control *c, const struct request *r, struct view
     return true;
 }
 
+/* msg["edges"] (bool), msg["fit"] ("scale" or "carve") and msg["size"]
+ * ([W, H], the screen the carved view fits: its aspect) into *v; absent
+ * keys keep what v had. false after an error reply. */
+static bool get_view_opts(struct trk_control *c, const struct request *r, struct viewer *v)
+{
+    json_t *e = json_object_get(r->msg, "edges"), *fit = json_object_get(r->msg, "fit");
+    json_t *size = json_object_get(r->msg, "size");
+    if (e && !json_is_boolean(e)) {
+        refuse(c, r, TRK_MSG_BAD_FIELD, "\"edges\" must be true or false");
+        return false;
+    }
+    const char *f = fit ? json_string_value(fit) : NULL;
+    if (fit && (!f || (strcmp(f, "scale") && strcmp(f, "carve")))) {
+        refuse(c, r, TRK_MSG_BAD_FIELD, "\"fit\" must be \"scale\" or \"carve\"");
+        return false;
+    }
+    json_t *sw = json_array_get(size, 0), *sh = json_array_get(size, 1);
+    if (size && (!json_is_array(size) || json_array_size(size) != 2 || !json_is_integer(sw) ||
+                 !json_is_integer(sh))) {
+        refuse(c, r, TRK_MSG_BAD_FIELD, "\"size\" must be [width, height] in pixels");
+        return false;
+    }
+    if (size && (json_integer_value(sw) < 1 || json_integer_value(sw) > TRK_SEAM_MAX_SIDE ||
+                 json_integer_value(sh) < 1 || json_integer_value(sh) > TRK_SEAM_MAX_SIDE)) {
+        refuse(c, r, TRK_MSG_OUT_OF_RANGE, "\"size\" = [%lld, %lld] is out of range 1..%d",
+               (long long)json_integer_value(sw), (long long)json_integer_value(sh),
+               TRK_SEAM_MAX_SIDE);
+        return false;
+    }
+    bool carve = f ? !strcmp(f, "carve") : v->carve;
+    if (carve && !size && !v->fit_w) {
+        refuse(c, r, TRK_MSG_BAD_FIELD, "\"fit\": \"carve\" needs \"size\": [width, height]");
+        return false;
+    }
+    if (e) v->edges = json_is_true(e);
+    v->carve = carve;
+    if (size) v->fit_w = (int)json_integer_value(sw), v->fit_h = (int)json_integer_value(sh);
+    return true;
+}
+
 /* The held frame of client (-1: none). frames_lock held. */
 static int held_of(const struct trk_control *c, uint64_t client)
 {
@@ -978,11 +1214,12 @@ static void handle_preview(struct trk_control *c, const struct request *r)
     /* The mask view is this client's own: an entry while it is on. */
     int i = viewer_of(c, r->client);
     struct viewer v = i >= 0 ? c->viewers[i] : (struct viewer){ .client = r->client };
-    if (!get_mask(c, r, &v)) return;
-    if (i < 0 && v.kind != MASK_NONE) {
+    if (!get_mask(c, r, &v) || !get_view_opts(c, r, &v)) return;
+    if (i < 0 && own_view(&v)) {
         i = viewer_of(c, 0);
         if (i < 0) {
-            refuse(c, r, TRK_MSG_BUSY, "%d clients watch a mask view already (the most)",
+            refuse(c, r, TRK_MSG_BUSY,
+                   "%d clients watch a view of their own already (mask, edges or carve; the most)",
                    TRK_CONTROL_VIEWS);
             return;
         }
@@ -992,14 +1229,18 @@ static void handle_preview(struct trk_control *c, const struct request *r)
     c->preview_width = (int)w;
     c->preview_fps = f;
     if (i >= 0) {
-        c->viewers[i] = v.kind != MASK_NONE ? v : (struct viewer){ 0 };
-        if (c->out.set_view) c->out.set_view(c->out.ctx, r->client, v.kind ? i + 1 : 0);
+        c->viewers[i] = own_view(&v) ? v : (struct viewer){ 0 };
+        if (c->out.set_view) c->out.set_view(c->out.ctx, r->client, own_view(&v) ? i + 1 : 0);
     }
     publish_locked(c, false);
     struct trk_buf b = { 0 };
     struct trk_msg_view mv = { .name = v.kind == MASK_OBJECT ? v.name : NULL,
                                .box = v.kind == MASK_BOX ? &v.box : NULL,
-                               .hold = held };
+                               .hold = held,
+                               .edges = v.edges,
+                               .carve = v.carve,
+                               .fit_w = v.fit_w,
+                               .fit_h = v.fit_h };
     send_reply(c, r->client, &b, trk_msg_ack_preview_view(&b, r->id, (int)w, f, &mv));
 }
 
@@ -1024,6 +1265,53 @@ static void handle_camera(struct trk_control *c, const struct request *r)
         trk_camctl_request(c->camera, r->client, r->id, r->type == TRK_CTL_SET_CAMERA, r->msg);
 }
 
+/* save_rewind: the rewind buffer (--rewind) is saved by its own thread; the
+ * ack names the bundle's folder at once. */
+static void handle_save_rewind(struct trk_control *c, const struct request *r)
+{
+    char dir[4200], why[700] = "--rewind is off";
+    int err = c->save_rewind
+                  ? c->save_rewind(c->save_rewind_ctx, dir, sizeof(dir), why, sizeof(why))
+                  : TRK_ENODEV;
+    if (err == TRK_ENODEV) {
+        refuse(c, r, TRK_MSG_UNSUPPORTED, "%s (start trackd with --rewind SECONDS)", why);
+    } else if (err) {
+        refuse(c, r, err == TRK_ENOMEM ? TRK_MSG_IO_ERROR : TRK_MSG_BUSY, "%s", why);
+    } else {
+        struct trk_buf b = { 0 };
+        send_reply(c, r->client, &b, trk_msg_ack_str(&b, "save_rewind", r->id, "dir", dir));
+    }
+}
+
+/* focus: "baseline" "now" (the newest sample's sharpness) or a number
+ * (0 < S <= TRK_CANNY_MAX_THRESH): the in-focus sharpness from now on. */
+static void handle_focus(struct trk_control *c, const struct request *r)
+{
+    if (!c->focus) {
+        refuse(c, r, TRK_MSG_UNSUPPORTED, "the focus check is off (--focus-every 0)");
+        return;
+    }
+    json_t *j = json_object_get(r->msg, "baseline");
+    const char *now = json_string_value(j);
+    double v = json_is_number(j) ? json_number_value(j) : 0;
+    if (!(now && !strcmp(now, "now")) && !json_is_number(j)) {
+        refuse(c, r, TRK_MSG_BAD_FIELD, "\"baseline\" must be \"now\" or a sharpness");
+        return;
+    }
+    if (json_is_number(j) && !(v > 0 && v <= 1443)) {
+        refuse(c, r, TRK_MSG_OUT_OF_RANGE, "\"baseline\" = %g is out of range (0, 1443]", v);
+        return;
+    }
+    double set;
+    if (trk_focus_set_baseline(c->focus, v, &set)) {
+        refuse(c, r, TRK_MSG_BUSY,
+               "no focus sample with edges yet: try again once the page shows a reading");
+        return;
+    }
+    struct trk_buf b = { 0 };
+    send_reply(c, r->client, &b, trk_msg_ack_focus(&b, r->id, set));
+}
+
 /* The one table of what answers each control type (messages.h lists the
  * types). "auth" has none: the server answers it before it gets here. */
 typedef void (*handler_fn)(struct trk_control *c, const struct request *r);
@@ -1041,6 +1329,11 @@ static const handler_fn handlers[TRK_CTL_COUNT] = {
     [TRK_CTL_AUTH] = NULL,
     [TRK_CTL_GET_CAMERA] = handle_camera,
     [TRK_CTL_SET_CAMERA] = handle_camera,
+    [TRK_CTL_SAVE_REWIND] = handle_save_rewind,
+    [TRK_CTL_RESET_RANGE] = handle_reset_range,
+    [TRK_CTL_KEEP_RANGE] = handle_keep_range,
+    [TRK_CTL_FOCUS] = handle_focus,
+    [TRK_CTL_SET_PATTERN] = handle_set_pattern,
 };
 
 void trk_control_on_message(void *user, uint64_t client_id, const char *json, size_t len)

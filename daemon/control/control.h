@@ -74,6 +74,15 @@ struct trk_control_cfg {
      * answer "unsupported", the set's own section is saved. Borrowed: it
      * must outlive the module. */
     struct trk_camctl *camera;
+    /* save_rewind goes to it (daemon/out/rewind.h trk_rewind_save: 0 with
+     * the bundle's folder in dir, or a negative code with why); NULL:
+     * save_rewind answers "unsupported". Any thread; must not block. */
+    int (*save_rewind)(void *ctx, char *dir, size_t dir_len, char *why, size_t why_len);
+    void *save_rewind_ctx;
+    /* "focus" requests set its baseline (ops/focus.h); NULL: they answer
+     * "unsupported" (--focus-every 0). Borrowed: it must outlive the
+     * module. */
+    struct trk_focus *focus;
 };
 
 /* Returns 0, TRK_EINVAL or TRK_ENOMEM (also when the worker cannot start). */
@@ -114,11 +123,14 @@ struct trk_control_view {
     bool mask;                 /* false: the plain picture (also for a client
                                 * whose mask object is gone)                  */
     struct trk_object_def def; /* the mask's box, when mask                  */
+    bool edges;                /* the edges view: Canny edges drawn in      */
+    bool carve;                /* seam-carved to the aspect fit_w:fit_h     */
+    int fit_w, fit_h;
 };
 
 /* Preview thread: current preview width / rate, and the pictures to make:
- * views[0] is the plain picture, then one per client with a mask view (at
- * most max in all). Returns how many views were written. */
+ * views[0] is the plain picture, then one per client with a view of its
+ * own (mask, edges, carve; at most max in all). Returns how many views were written. */
 int trk_control_preview(struct trk_control *c, int *width, double *fps,
                         struct trk_control_view *views, int max);
 
@@ -141,6 +153,15 @@ void trk_control_set_frame_size(struct trk_control *c, int width, int height);
  * the new set; the pipeline's next poll takes it). --replay installs each
  * recorded set so. Any thread. */
 void trk_control_install(struct trk_control *c, const struct trk_objects *set);
+
+/* Ranges that follow the light (daemon/light.h), processing thread, once
+ * a frame while the set has "illumination" or "adapt": the boxes the next
+ * frame uses (defs[0..n), the current set's objects) and the reference's
+ * means (Q8; has_means false while none is known), for keep_range; then
+ * the objects whose adaptation reset_range asked to reset since the last
+ * call: reset[i] set for each (false for the others), returns how many. */
+int trk_control_light_frame(struct trk_control *c, const struct trk_object_def *defs, int n,
+                            const uint32_t means_q8[3], bool has_means, bool *reset);
 
 /* Reloads the objects file (SIGHUP). On failure the current set stays and
  * the "file:line:col: message" text is in msg. Returns 0, TRK_MSG_NO_FILE

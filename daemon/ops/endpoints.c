@@ -43,6 +43,12 @@ static bool arg_on(const char *v)
     return v && (!*v || !strcmp(v, "1") || !strcmp(v, "true") || !strcmp(v, "yes"));
 }
 
+/* Absent, on, or off ("0", "false"). */
+static bool arg_valid(const char *v)
+{
+    return !v || arg_on(v) || !strcmp(v, "0") || !strcmp(v, "false");
+}
+
 /* A snapshot request's answer: the JPEG, or the status's code and why. */
 static void reply_snapshot(struct trk_ws_http_reply *r, enum trk_snapshot_status st,
                            const uint8_t *jpeg, size_t len, const char *why)
@@ -56,6 +62,7 @@ static void reply_snapshot(struct trk_ws_http_reply *r, enum trk_snapshot_status
     case TRK_SNAPSHOT_NO_FRAME:
     case TRK_SNAPSHOT_BUSY: reply_text(r, 503, why); return;
     case TRK_SNAPSHOT_NO_OBJECT: reply_text(r, 404, why); return;
+    case TRK_SNAPSHOT_BAD_SIZE: reply_text(r, 400, why); return;
     case TRK_SNAPSHOT_LIMITED: reply_text(r, 429, why); return;
     case TRK_SNAPSHOT_FAILED:
     case TRK_SNAPSHOT_LATER: break;
@@ -74,17 +81,48 @@ static void snapshot_later(void *ctx, uint64_t request, enum trk_snapshot_status
     trk_ws_http_answer(ctx, request, &r);
 }
 
-/* GET /snapshot.jpg?overlay=1&mask=NAME: from the snapshot's cache now, or
- * later, when its encoder thread has the JPEG (the server's thread never
- * encodes). */
+/* A pixel count 1..16384 in decimal digits, else -1. */
+static int side(const char *v)
+{
+    long n = 0;
+    for (const char *c = v; *c; c++) {
+        if (*c < '0' || *c > '9' || n > 16384) return -1;
+        n = n * 10 + (*c - '0');
+    }
+    return *v && n >= 1 && n <= 16384 ? (int)n : -1;
+}
+
+/* fit=carve with w=W and h=H: *w, *h (0 without fit); false with why. */
+static bool carve_size(const char *const *args, int n_args, int *w, int *h, char *why,
+                       size_t why_len)
+{
+    const char *fit = trk_ws_http_arg(args, n_args, "fit");
+    const char *ws = trk_ws_http_arg(args, n_args, "w"), *hs = trk_ws_http_arg(args, n_args, "h");
+    if (!fit && !ws && !hs) return true;
+    if (!fit || strcmp(fit, "carve")) {
+        snprintf(why, why_len, "%s", fit ? "fit must be carve" : "w and h need fit=carve");
+        return false;
+    }
+    *w = ws ? side(ws) : -1;
+    *h = hs ? side(hs) : -1;
+    if (*w < 0 || *h < 0) {
+        snprintf(why, why_len, "fit=carve needs w and h, whole numbers of pixels 1..16384");
+        return false;
+    }
+    return true;
+}
+
+/* GET /snapshot.jpg?overlay=1&mask=NAME&edges=1&w=W&h=H&fit=carve: from the snapshot's cache now,
+ * or later, when its encoder thread has the JPEG (the server's thread never encodes). */
 static void snapshot(const struct trk_endpoints *e, const char *const *args, int n_args,
                      struct trk_ws_http_reply *r)
 {
     char why[400];
     const char *overlay = trk_ws_http_arg(args, n_args, "overlay");
     const char *mask = trk_ws_http_arg(args, n_args, "mask");
-    if (overlay && !arg_on(overlay) && strcmp(overlay, "0") && strcmp(overlay, "false")) {
-        reply_text(r, 400, "overlay must be 1 or 0");
+    const char *edges = trk_ws_http_arg(args, n_args, "edges");
+    if (!arg_valid(overlay) || !arg_valid(edges)) {
+        reply_text(r, 400, !arg_valid(overlay) ? "overlay must be 1 or 0" : "edges must be 1 or 0");
         return;
     }
     if (mask && !*mask) {
@@ -97,8 +135,16 @@ static void snapshot(const struct trk_endpoints *e, const char *const *args, int
         reply_text(r, 400, why);
         return;
     }
+    int cw = 0, ch = 0;
+    if (!carve_size(args, n_args, &cw, &ch, why, sizeof why)) {
+        reply_text(r, 400, why);
+        return;
+    }
     struct trk_buf b = { 0 };
     struct trk_snapshot_req req = { .overlay = arg_on(overlay),
+                                    .edges = arg_on(edges),
+                                    .carve_w = cw,
+                                    .carve_h = ch,
                                     .mask = mask,
                                     .peer = r->peer,
                                     .request = r->request,

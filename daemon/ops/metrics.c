@@ -11,7 +11,9 @@
 #include "trk_error.h" /* TRK_E* */
 #include "trk_clock.h" /* trk_now, trk_wall_ms */
 #include "out/mqtt.h"  /* trk_mqtt_stats */
+#include "focus.h"
 #include "snapshot.h"
+#include "objects.h" /* trk_objects_channel_name */
 
 const double trk_metrics_bucket_le[TRK_METRICS_BUCKETS] = {
     50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3,
@@ -48,6 +50,9 @@ struct trk_metrics {
     _Atomic uint64_t mqtt_published, mqtt_connects, mqtt_drops[TRK_MQTT_DROP_N];
     /* /snapshot.jpg's counts are read from it at each render; NULL none. */
     struct trk_snapshot *_Atomic snapshot;
+    /* The focus check's reading, read at each render and health check;
+     * NULL none (--focus-every 0). */
+    struct trk_focus *_Atomic focus;
     double t_start, wall_start; /* set at create */
 
     pthread_mutex_t lock; /* guards the rest: rarely changed text */
@@ -56,6 +61,10 @@ struct trk_metrics {
     enum state state;
     char state_text[256];
     double state_wall; /* Unix time of the last state change */
+    /* trk_metrics_set_light's copy (under lock); light NULL until first set. */
+    int n_light;
+    uint32_t gain[3];
+    struct trk_metrics_range *light;
 };
 
 /* Unix time in seconds. */
@@ -80,6 +89,7 @@ void trk_metrics_destroy(struct trk_metrics **pm)
 {
     if (!pm || !*pm) return;
     pthread_mutex_destroy(&(*pm)->lock);
+    free((*pm)->light);
     free(*pm);
     *pm = NULL;
 }
@@ -174,6 +184,11 @@ void trk_metrics_set_lines_lost(struct trk_metrics *m, uint64_t lost)
 void trk_metrics_set_snapshot(struct trk_metrics *m, struct trk_snapshot *s)
 {
     if (m) atomic_store(&m->snapshot, s);
+}
+
+void trk_metrics_set_focus(struct trk_metrics *m, struct trk_focus *f)
+{
+    if (m) atomic_store(&m->focus, f);
 }
 
 void trk_metrics_set_mqtt(struct trk_metrics *m, const struct trk_mqtt_stats *st)
@@ -272,6 +287,123 @@ static void histograms(struct trk_metrics *m, struct trk_buf *b)
     }
 }
 
+void trk_metrics_set_light(struct trk_metrics *m, const uint32_t gain_q16[3],
+                           const struct trk_metrics_range *r, int n)
+{
+    if (!m || n < 0 || n > TRK_MAX_OBJECTS) return;
+    pthread_mutex_lock(&m->lock);
+    if (!m->light && n > 0) m->light = calloc(TRK_MAX_OBJECTS, sizeof *m->light);
+    if (m->light) {
+        memcpy(m->gain, gain_q16, sizeof m->gain);
+        if (n > 0) memcpy(m->light, r, (size_t)n * sizeof *r);
+        m->n_light = n;
+    }
+    pthread_mutex_unlock(&m->lock);
+}
+
+/* name{object="O",channel="C"} v, one line. */
+static void range_sample(struct trk_buf *b, const char *name, const struct trk_metrics_range *r,
+                         int c, double v)
+{
+    trk_buf_puts(b, name);
+    trk_buf_puts(b, "{object=\"");
+    put_label(b, r->name);
+    if (c >= 0) {
+        trk_buf_puts(b, "\",channel=\"");
+        put_label(b, trk_objects_channel_name((enum trk_space)r->space, c));
+    }
+    trk_buf_puts(b, "\"} ");
+    put_value(b, v);
+    trk_buf_puts(b, "\n");
+}
+
+/* The light gauges (trk_metrics_set_light), under m->lock. */
+static void light_gauges(struct trk_metrics *m, struct trk_buf *b)
+{
+    static const char *const rgb[3] = { "R", "G", "B" };
+    put_head(b, "trackd_light_gain", "gauge",
+             "Illumination compensation's gain per channel (1: as taught).");
+    for (int c = 0; c < 3; c++) {
+        char line[96];
+        snprintf(line, sizeof line, "trackd_light_gain{channel=\"%s\"} ", rgb[c]);
+        trk_buf_puts(b, line);
+        put_value(b, m->gain[c] / 65536.0);
+        trk_buf_puts(b, "\n");
+    }
+    static const char *const names[3] = { "trackd_range_lo", "trackd_range_hi",
+                                          "trackd_range_drift" };
+    static const char *const helps[3] = {
+        "The colour box's lower bound the next frame uses, per object and channel.",
+        "The colour box's upper bound the next frame uses, per object and channel.",
+        "Adaptation's offset from the (compensated) taught box, per object and channel."
+    };
+    for (int k = 0; k < 3; k++) {
+        put_head(b, names[k], "gauge", helps[k]);
+        for (int i = 0; i < m->n_light; i++)
+            for (int c = 0; c < 3; c++) {
+                const struct trk_metrics_range *r = &m->light[i];
+                range_sample(b, names[k], r, c,
+                             k == 0   ? r->lo[c]
+                             : k == 1 ? r->hi[c]
+                                      : r->drift[c]);
+            }
+    }
+    put_head(b, "trackd_range_on_guard_rail", "gauge",
+             "1 while the adapted range sits on its guard rail (max_drift or the ring rule).");
+    for (int i = 0; i < m->n_light; i++)
+        range_sample(b, "trackd_range_on_guard_rail", &m->light[i], -1, m->light[i].rail);
+}
+
+/* /snapshot.jpg's counters, when the encoder exists. */
+static void snapshot_counters(struct trk_metrics *m, struct trk_buf *b)
+{
+    struct trk_snapshot *snap = atomic_load(&m->snapshot);
+    if (snap) {
+        struct trk_snapshot_stats ss;
+        trk_snapshot_get_stats(snap, &ss);
+        counter(b, "trackd_snapshot_encodes_total", "JPEGs the snapshot encoder made.", ss.encodes);
+        counter(b, "trackd_snapshot_served_total", "Snapshot requests answered with a JPEG.",
+                ss.served);
+        counter(b, "trackd_snapshot_cached_total",
+                "Snapshot requests answered from the newest frame's cache (no encode).", ss.cached);
+        counter(b, "trackd_snapshot_limited_total",
+                "Snapshot requests refused (429): over the client's --snapshot-rate.", ss.limited);
+        counter(b, "trackd_snapshot_busy_total",
+                "Snapshot requests refused (503): too many waiting for the encoder.", ss.busy);
+    }
+}
+
+/* The focus check's samples and readings, when it runs. */
+static void focus_gauges(struct trk_metrics *m, struct trk_buf *b)
+{
+    struct trk_focus *focus = atomic_load(&m->focus);
+    if (focus) {
+        struct trk_focus_reading fr;
+        trk_focus_get(focus, &fr);
+        counter(b, "trackd_focus_samples_total", "Frames the focus check measured.", fr.samples);
+        /* Unknown values are left out, not shown as 0 (a 0 would read as
+         * a blind camera). */
+        if (fr.sharpness >= 0)
+            gauge(b, "trackd_focus_sharpness",
+                  "Sharpness of the newest measured frame: sqrt(sum of squared Sobel magnitudes "
+                  "over the Canny edges / pixels).",
+                  fr.sharpness);
+        if (fr.baseline > 0)
+            gauge(b, "trackd_focus_baseline",
+                  "The sharpness of the camera in focus (learnt at start, --focus-baseline or "
+                  "set from the page).",
+                  fr.baseline);
+        if (fr.samples)
+            gauge(b, "trackd_focus_check_seconds",
+                  "Wall-clock time of the newest focus measurement (Canny of one frame, on the "
+                  "focus thread).",
+                  fr.cost_ms * 1e-3);
+        gauge(b, "trackd_focus_lost",
+              "1 while the sharpness is below --focus-warn times the baseline, else 0.",
+              fr.state == TRK_FOCUS_LOST);
+    }
+}
+
 int trk_metrics_render(struct trk_metrics *m, struct trk_buf *b)
 {
     if (!m || !b) return TRK_EINVAL;
@@ -314,20 +446,8 @@ int trk_metrics_render(struct trk_metrics *m, struct trk_buf *b)
             atomic_load(&m->pinned));
     counter(b, "trackd_ndjson_lines_lost_total",
             "Result lines that could not be written to --output.", atomic_load(&m->lines_lost));
-    struct trk_snapshot *snap = atomic_load(&m->snapshot);
-    if (snap) {
-        struct trk_snapshot_stats ss;
-        trk_snapshot_get_stats(snap, &ss);
-        counter(b, "trackd_snapshot_encodes_total", "JPEGs the snapshot encoder made.", ss.encodes);
-        counter(b, "trackd_snapshot_served_total", "Snapshot requests answered with a JPEG.",
-                ss.served);
-        counter(b, "trackd_snapshot_cached_total",
-                "Snapshot requests answered from the newest frame's cache (no encode).", ss.cached);
-        counter(b, "trackd_snapshot_limited_total",
-                "Snapshot requests refused (429): over the client's --snapshot-rate.", ss.limited);
-        counter(b, "trackd_snapshot_busy_total",
-                "Snapshot requests refused (503): too many waiting for the encoder.", ss.busy);
-    }
+    snapshot_counters(m, b);
+    focus_gauges(m, b);
     if (atomic_load(&m->has_mqtt)) {
         counter(b, "trackd_mqtt_frames_published_total",
                 "Frames the MQTT broker acknowledged within --mqtt-max-age of their capture.",
@@ -366,6 +486,9 @@ int trk_metrics_render(struct trk_metrics *m, struct trk_buf *b)
         trk_buf_puts(b, line);
     }
     histograms(m, b);
+    pthread_mutex_lock(&m->lock);
+    if (m->n_light > 0) light_gauges(m, b);
+    pthread_mutex_unlock(&m->lock);
     return b->failed ? TRK_ENOMEM : 0;
 }
 
@@ -414,6 +537,16 @@ bool trk_metrics_healthy(struct trk_metrics *m, char *why, size_t len)
                  age, iv, limit);
         return false;
     }
-    snprintf(why, len, "ok");
+    /* A blurred picture still tracks, if worse: frames flow, so healthy,
+     * with the loss said on the same line (PROTOCOL.md, "/healthz"). */
+    struct trk_focus_reading fr;
+    trk_focus_get(atomic_load(&m->focus), &fr);
+    if (fr.state == TRK_FOCUS_LOST)
+        snprintf(why, len,
+                 "ok; focus lost: sharpness %.2f is %.0f%% of the baseline %.2f (warning below "
+                 "%.0f%%)",
+                 fr.sharpness, fr.ratio * 100, fr.baseline, fr.warn * 100);
+    else
+        snprintf(why, len, "ok");
     return true;
 }

@@ -64,6 +64,20 @@ struct trk_metrics_frame {
 };
 void trk_metrics_frame(struct trk_metrics *m, const struct trk_metrics_frame *f);
 
+/* Ranges that follow the light (daemon/light.h): the gains (Q16) and each
+ * object's box, its adaptation offset and whether it is on its guard
+ * rail, after the newest frame. n = 0: none shown (the set has neither
+ * "illumination" nor "adapt"). Processing thread; copies under a lock. */
+struct trk_metrics_range {
+    char name[64];
+    int space; /* enum trk_space */
+    uint16_t lo[3], hi[3];
+    int16_t drift[3];
+    bool rail;
+};
+void trk_metrics_set_light(struct trk_metrics *m, const uint32_t gain_q16[3],
+                           const struct trk_metrics_range *r, int n);
+
 /* A frame the backend rejected. */
 void trk_metrics_skipped(struct trk_metrics *m);
 
@@ -88,12 +102,18 @@ void trk_metrics_set_mqtt(struct trk_metrics *m, const struct trk_mqtt_stats *st
 struct trk_snapshot;
 void trk_metrics_set_snapshot(struct trk_metrics *m, struct trk_snapshot *s);
 
+/* The focus check (daemon/ops/focus.h) whose reading the trackd_focus_*
+ * metrics and /healthz show (NULL: none); f must outlive the renders. */
+struct trk_focus;
+void trk_metrics_set_focus(struct trk_metrics *m, struct trk_focus *f);
+
 /* Appends the exposition text (HELP, TYPE and samples of every metric).
  * 0 or TRK_ENOMEM. */
 int trk_metrics_render(struct trk_metrics *m, struct trk_buf *out);
 
 /* Whether frames flow. false with the reason in why ("no frames yet",
- * "source lost since ...", "pipeline stalled: ..."). */
+ * "source lost since ...", "pipeline stalled: ..."); true with "ok", or
+ * "ok; focus lost: ..." while the focus check says so. */
 bool trk_metrics_healthy(struct trk_metrics *m, char *why, size_t len);
 
 #endif

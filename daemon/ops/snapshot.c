@@ -19,6 +19,10 @@
 #define SLOTS 3
 /* The widest snapshot: the largest frame --size accepts (full size). */
 #define SNAPSHOT_MAX_WIDTH 16384
+/* A carved snapshot over TRK_PREVIEW_CARVE_WORK is carved from the frame
+ * scaled down and then scaled to the size asked for: a 1080p frame carved
+ * to a phone's shape at full size (~3e9 pixel-seams) took over the
+ * server's 5 s answer time. */
 /* JPEGs of the newest frame kept, one per kind of picture asked for. */
 #define CACHE 4
 /* Client addresses whose rate is followed; a new one takes the place of
@@ -40,6 +44,8 @@ struct slot {
 /* What a request wants drawn: the cache's and the batch's key. */
 struct variant {
     bool overlay;
+    bool edges;
+    int carve_w, carve_h; /* 0: not carved */
     bool has_mask;
     char mask[TRK_NAME_MAX];
 };
@@ -68,10 +74,11 @@ struct trk_snapshot {
     double rate; /* per client address and second; 0 = no limit */
     struct slot slots[SLOTS];
     pthread_mutex_t lock; /* guards everything below but enc */
-    pthread_cond_t done;  /* reading went back to NULL */
+    pthread_cond_t done;  /* reading went back to NULL, or giving fell */
     pthread_cond_t work;  /* a request waits, or quit */
     struct slot *cur;     /* the newest frame, NULL = none */
     struct slot *reading; /* the slot the encoder uses, NULL = none */
+    int giving;           /* frames the encoder is giving back now */
     uint64_t gen;         /* cur's publish number (from 1) */
     struct cached cache[CACHE];
     unsigned cache_next;
@@ -81,7 +88,9 @@ struct trk_snapshot {
     bool quit;
     pthread_t thread;
     bool have_thread;
-    struct trk_preview *enc; /* encoder thread only, as batch */
+    struct trk_preview *enc;       /* encoder thread only, as batch */
+    struct trk_preview *carve_enc; /* the same, for carving scaled frames */
+    int carve_enc_w;               /* carve_enc's width */
     struct waiter batch[TRK_SNAPSHOT_WAITING_MAX];
     _Atomic uint64_t frames, encodes, served, cached, limited, busy;
 };
@@ -126,6 +135,7 @@ void trk_snapshot_destroy(struct trk_snapshot **ps)
     trk_snapshot_stop(s);
     trk_snapshot_clear(s);
     trk_preview_destroy(&s->enc);
+    trk_preview_destroy(&s->carve_enc);
     for (int i = 0; i < CACHE; i++)
         free(s->cache[i].jpeg);
     pthread_mutex_destroy(&s->lock);
@@ -195,7 +205,7 @@ void trk_snapshot_clear(struct trk_snapshot *s)
 {
     if (!s) return;
     pthread_mutex_lock(&s->lock);
-    while (s->reading)
+    while (s->reading || s->giving)
         pthread_cond_wait(&s->done, &s->lock);
     struct lent l = take(s->cur);
     s->cur = NULL;
@@ -211,19 +221,18 @@ static void dot(const struct trk_image *rgb, int x, int y, const uint8_t c[3])
     memcpy((uint8_t *)rgb->plane[0] + (size_t)y * rgb->pitch[0] + (size_t)x * 3, c, 3);
 }
 
-/* Each found object's bounding box (2 pixels wide, inside the box) and a
- * cross at its centroid (its top-left pixel there), scaled from frame to image coordinates. */
-static void draw_overlay(const struct trk_image *rgb, const struct slot *sl)
+/* Each object's bounding box (2 pixels wide, inside the box) and a cross at
+ * its centroid (its top-left pixel there), in picture pixels (o: n of them,
+ * from trk_preview_objects, maybe carved). */
+static void draw_overlay(const struct trk_image *rgb, const struct slot *sl,
+                         const struct trk_preview_obj *o, int n)
 {
-    const double fx = (double)rgb->width / sl->img.width, fy = (double)rgb->height / sl->img.height;
-    for (int i = 0; i < sl->n; i++) {
-        const struct trk_obj_result *r = &sl->obj[i].r;
-        if (!sl->obj[i].found || r->x0 < 0) continue;
-        const uint8_t *c = sl->colors[i];
+    for (int i = 0; i < n; i++) {
+        if (o[i].id < 0) continue;
+        const uint8_t *c = sl->colors[o[i].id];
         static const uint8_t fallback[3] = { 0, 255, 0 };
         if (!c[0] && !c[1] && !c[2]) c = fallback; /* black would not show */
-        int x0 = (int)(r->x0 * fx), y0 = (int)(r->y0 * fy);
-        int x1 = (int)((r->x1 + 1) * fx) - 1, y1 = (int)((r->y1 + 1) * fy) - 1;
+        const int x0 = o[i].box[0], y0 = o[i].box[1], x1 = o[i].box[2], y1 = o[i].box[3];
         for (int t = 0; t < 2; t++) {
             for (int x = x0; x <= x1; x++) {
                 dot(rgb, x, y0 + t, c);
@@ -234,7 +243,7 @@ static void draw_overlay(const struct trk_image *rgb, const struct slot *sl)
                 dot(rgb, x1 - t, y, c);
             }
         }
-        int cx = (int)(sl->obj[i].c.cx * fx), cy = (int)(sl->obj[i].c.cy * fy);
+        int cx = (int)o[i].cx, cy = (int)o[i].cy;
         /* 2 pixels thick: 4:2:0 JPEG smears a 1-pixel line into its
          * neighbours' colour. */
         for (int d = -6; d <= 7; d++)
@@ -245,10 +254,29 @@ static void draw_overlay(const struct trk_image *rgb, const struct slot *sl)
     }
 }
 
-static enum trk_snapshot_status encode(struct trk_snapshot *s, struct slot *sl, bool overlay,
-                                       const char *mask, struct trk_buf *out, char *why,
+/* Carves *rgb, a picture of a fw x fh frame, to v's size: at the
+ * picture's scale, then scaled to that size when the picture is smaller
+ * than the frame. */
+static int carve(struct trk_preview *enc, struct trk_image *rgb, const struct variant *v, int fw,
+                 int fh, struct trk_preview_obj *o, int n)
+{
+    int tw = v->carve_w, th = v->carve_h;
+    if (rgb->width != fw || rgb->height != fh) {
+        tw = (int)((long)v->carve_w * rgb->width / fw);
+        th = (int)((long)v->carve_h * rgb->height / fh);
+        tw = tw < 1 ? 1 : tw, th = th < 1 ? 1 : th;
+    }
+    int err = trk_preview_carve(enc, rgb, tw, th, o, n, NULL);
+    if (!err && (tw != v->carve_w || th != v->carve_h))
+        err = trk_preview_scale(enc, rgb, v->carve_w, v->carve_h, o, n);
+    return err;
+}
+
+static enum trk_snapshot_status encode(struct trk_snapshot *s, struct slot *sl,
+                                       const struct variant *v, struct trk_buf *out, char *why,
                                        size_t why_len)
 {
+    const char *mask = v->has_mask ? v->mask : NULL;
     const struct trk_object_def *mdef = NULL;
     for (int i = 0; mask && i < sl->n && !mdef; i++)
         if (!strcmp(sl->defs[i].name, mask)) mdef = &sl->defs[i];
@@ -266,20 +294,45 @@ static enum trk_snapshot_status encode(struct trk_snapshot *s, struct slot *sl, 
         }
         return TRK_SNAPSHOT_NO_OBJECT;
     }
-    if (!s->enc && trk_preview_create(SNAPSHOT_MAX_WIDTH, s->quality, &s->enc)) {
+    if (v->carve_w > sl->img.width || v->carve_h > sl->img.height) {
+        snprintf(why, why_len, "carving only shrinks: w must be at most %d and h at most %d",
+                 sl->img.width, sl->img.height);
+        return TRK_SNAPSHOT_BAD_SIZE;
+    }
+    /* A carve over the work bound works on the frame scaled down. */
+    const int cw =
+        v->carve_w ? trk_preview_carve_width(sl->img.width, sl->img.height, v->carve_w, v->carve_h)
+                   : sl->img.width;
+    const bool small = cw < sl->img.width;
+    if (small && s->carve_enc_w != cw) trk_preview_destroy(&s->carve_enc);
+    struct trk_preview **enc = small ? &s->carve_enc : &s->enc;
+    if (!*enc && trk_preview_create(small ? cw : SNAPSHOT_MAX_WIDTH, s->quality, enc)) {
         snprintf(why, why_len, "cannot start the JPEG encoder");
         return TRK_SNAPSHOT_FAILED;
     }
+    if (small) s->carve_enc_w = cw;
     struct trk_image rgb;
     const uint8_t *jpeg;
     size_t size;
     const struct trk_image *img = sl->host ? sl->host(sl->holder) : &sl->img;
-    if (!img || trk_preview_rgb(s->enc, img, mdef, NULL, &rgb)) {
+    if (!img || trk_preview_rgb(*enc, img, mdef, NULL, &rgb)) {
         snprintf(why, why_len, "cannot convert the frame");
         return TRK_SNAPSHOT_FAILED;
     }
-    if (overlay) draw_overlay(&rgb, sl);
-    if (trk_preview_compress(s->enc, &rgb, &jpeg, &size) || trk_buf_append(out, jpeg, size)) {
+    /* Full size: the edges are the frame's own; scaled, the picture's. */
+    if (v->edges && trk_preview_edges(*enc, &rgb, small ? NULL : img)) {
+        snprintf(why, why_len, "cannot find the frame's edges");
+        return TRK_SNAPSHOT_FAILED;
+    }
+    struct trk_preview_obj o[TRK_MAX_OBJECTS];
+    int n = trk_preview_objects(sl->obj, sl->n, sl->img.width, sl->img.height, rgb.width,
+                                rgb.height, o);
+    if (v->carve_w && carve(*enc, &rgb, v, sl->img.width, sl->img.height, o, n)) {
+        snprintf(why, why_len, "cannot carve the frame");
+        return TRK_SNAPSHOT_FAILED;
+    }
+    if (v->overlay) draw_overlay(&rgb, sl, o, n);
+    if (trk_preview_compress(*enc, &rgb, &jpeg, &size) || trk_buf_append(out, jpeg, size)) {
         snprintf(why, why_len, "cannot encode the frame");
         return TRK_SNAPSHOT_FAILED;
     }
@@ -288,7 +341,8 @@ static enum trk_snapshot_status encode(struct trk_snapshot *s, struct slot *sl, 
 
 static bool same(const struct variant *a, const struct variant *b)
 {
-    return a->overlay == b->overlay && a->has_mask == b->has_mask &&
+    return a->overlay == b->overlay && a->edges == b->edges && a->carve_w == b->carve_w &&
+           a->carve_h == b->carve_h && a->has_mask == b->has_mask &&
            (!a->has_mask || !strcmp(a->mask, b->mask));
 }
 
@@ -357,7 +411,11 @@ enum trk_snapshot_status trk_snapshot_request(struct trk_snapshot *s,
         snprintf(why, why_len, "no snapshots here");
         return TRK_SNAPSHOT_NO_FRAME;
     }
-    struct variant v = { .overlay = req->overlay, .has_mask = req->mask != NULL };
+    struct variant v = { .overlay = req->overlay,
+                         .edges = req->edges,
+                         .carve_w = req->carve_w,
+                         .carve_h = req->carve_h,
+                         .has_mask = req->mask != NULL };
     if (req->mask && strlen(req->mask) >= sizeof v.mask) {
         snprintf(why, why_len, "no object named \"%.64s...\"", req->mask);
         return TRK_SNAPSHOT_NO_OBJECT;
@@ -418,7 +476,7 @@ static void serve(struct trk_snapshot *s, struct slot *sl, uint64_t gen, struct 
         } else if (!sl) {
             snprintf(why, sizeof why, "no frame processed yet");
         } else {
-            st = encode(s, sl, v->overlay, v->has_mask ? v->mask : NULL, &b, why, sizeof why);
+            st = encode(s, sl, v, &b, why, sizeof why);
             if (st == TRK_SNAPSHOT_OK) {
                 atomic_fetch_add_explicit(&s->encodes, 1, memory_order_relaxed);
                 pthread_mutex_lock(&s->lock);
@@ -463,10 +521,17 @@ static void *encoder_main(void *arg)
         pthread_mutex_lock(&s->lock);
         s->reading = NULL;
         struct lent l = take(sl == s->cur ? NULL : sl); /* the newest stays */
+        /* Given back outside the lock, but before clear may return: the
+         * frames' owner may go right after it. */
+        s->giving += l.holder != NULL;
         pthread_cond_broadcast(&s->done);
         pthread_mutex_unlock(&s->lock);
         give_back(l);
         pthread_mutex_lock(&s->lock);
+        if (l.holder) {
+            s->giving--;
+            pthread_cond_broadcast(&s->done);
+        }
     }
     pthread_mutex_unlock(&s->lock);
     return NULL;

@@ -78,6 +78,7 @@ enum trk_snapshot_status {
     TRK_SNAPSHOT_LATER,     /* queued: answer() brings the result        */
     TRK_SNAPSHOT_LIMITED,   /* over the client's rate                    */
     TRK_SNAPSHOT_BUSY,      /* TRK_SNAPSHOT_WAITING_MAX already waiting  */
+    TRK_SNAPSHOT_BAD_SIZE,  /* carve size larger than the frame          */
 };
 
 /* Brings a queued request's result, on the encoder thread: jpeg (len bytes,
@@ -88,9 +89,14 @@ typedef void (*trk_snapshot_answer_fn)(void *ctx, uint64_t request, enum trk_sna
 
 /* A request: with overlay, each found object's bounding box and centroid
  * cross in its display colour; with mask (an object's name, or NULL), that
- * object's mask view. */
+ * object's mask view; with edges, the frame's Canny edges white over the
+ * picture at half brightness (trk_preview_edges), under the overlay; with
+ * carve_w, carve_h > 0, seam-carved to that size (trk_preview_carve: the
+ * objects' boxes protected, the overlay mapped through the seams). */
 struct trk_snapshot_req {
     bool overlay;
+    bool edges;
+    int carve_w, carve_h;
     const char *mask;
     const char *peer; /* the client's address: the rate is per address */
     uint64_t request; /* handed back to answer                         */

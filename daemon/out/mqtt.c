@@ -98,6 +98,8 @@ struct trk_mqtt {
     bool offline_sent;          /* ... and the broker has it (PUBACK) */
     bool closing;               /* finish() disconnects: no warning for it */
     unsigned tries;             /* connection attempts so far (address family choice) */
+    double sync_second;         /* clock sync: the second being counted (trk_now) ... */
+    int sync_replies;           /* ... and the replies sent in it */
 
     /* Guarded by lock: what the other threads hand over. */
     pthread_mutex_t lock;
@@ -503,10 +505,54 @@ static void on_connect(struct mosquitto *mosq, void *obj, int rc, int flags,
     uint64_t n = atomic_fetch_add(&m->connects, 1) + 1;
     log_info("connected to %s:%d%s, publishing under %s (connection %llu)", m->url.host,
              m->url.port, m->url.tls ? " (TLS)" : "", m->base, (unsigned long long)n);
+    char sub[TOPIC_MAX + 16];
+    snprintf(sub, sizeof(sub), "%ssync/request/+", m->base);
+    mosquitto_subscribe(mosq, NULL, sub, 0);
     pthread_mutex_lock(&m->lock);
     m->status_dirty = true;
     m->config_dirty = true;
     pthread_mutex_unlock(&m->lock);
+}
+
+/* A sync client id: the bytes of a camera name (--name). */
+#define SYNC_ID_CHARS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-"
+
+/* A clock sync request on <base>sync/request/CLIENT: answered at once on
+ * <base>sync/reply/CLIENT, QoS 0 (a late retry would only be a worse
+ * sample). Anything else, a client id that is not one plain topic level,
+ * and requests over TRK_MQTT_SYNC_PER_S are not answered. */
+static void on_message(struct mosquitto *mosq, void *obj, const struct mosquitto_message *msg,
+                       const mosquitto_property *props)
+{
+    (void)props;
+    struct trk_mqtt *m = obj;
+    struct trk_sync_times st = { .rx_mono = trk_now(), .rx_wall_ms = trk_wall_ms() };
+    size_t nb = strlen(m->base);
+    static const char req[] = "sync/request/";
+    if (strncmp(msg->topic, m->base, nb) || strncmp(msg->topic + nb, req, sizeof(req) - 1)) return;
+    const char *id = msg->topic + nb + sizeof(req) - 1;
+    size_t n = strlen(id);
+    if (n < 1 || n > TRK_MQTT_SYNC_ID_MAX || strspn(id, SYNC_ID_CHARS) != n) return;
+    if (st.rx_mono - m->sync_second >= 1.0) {
+        m->sync_second = st.rx_mono;
+        m->sync_replies = 0;
+    }
+    if (m->sync_replies >= TRK_MQTT_SYNC_PER_S) return;
+    struct trk_cmsg cm;
+    static const char *const none[] = { NULL };
+    if (trk_msg_parse_client(msg->payload, (size_t)msg->payloadlen, none, &cm, NULL, 0) !=
+            TRK_MSG_OK ||
+        cm.kind != TRK_CMSG_SYNC)
+        return;
+    char topic[TOPIC_MAX + 16 + TRK_MQTT_SYNC_ID_MAX];
+    snprintf(topic, sizeof(topic), "%ssync/reply/%s", m->base, id);
+    struct trk_buf b = { 0 };
+    trk_msg_sync_stamp_tx(&st);
+    if (trk_msg_sync(&b, cm.id, cm.t0, &st) == 0) {
+        m->sync_replies++;
+        mosquitto_publish(mosq, NULL, topic, (int)b.len, b.data, 0, false);
+    }
+    trk_buf_free(&b);
 }
 
 /* The connection is gone: the frames awaiting their PUBACK are lost (those
@@ -638,6 +684,7 @@ static int setup_handle(struct trk_mqtt *m)
     mosquitto_connect_v5_callback_set(m->mosq, on_connect);
     mosquitto_disconnect_v5_callback_set(m->mosq, on_disconnect);
     mosquitto_publish_v5_callback_set(m->mosq, on_publish);
+    mosquitto_message_v5_callback_set(m->mosq, on_message);
     int rc = MOSQ_ERR_SUCCESS;
     if (m->url.user[0])
         rc = mosquitto_username_pw_set(m->mosq, m->url.user, m->url.has_pass ? m->url.pass : NULL);

@@ -75,6 +75,11 @@ struct trk_mqtt;
 #define TRK_MQTT_KEEPALIVE_S 10
 /* Most seconds destroy spends on the queued frames and the offline status. */
 #define TRK_MQTT_CLOSE_S 2.0
+/* Clock sync (PROTOCOL.md section 9): most replies per second, all
+ * clients together (a flood of requests must not crowd out the frames),
+ * and the longest client id (one topic level). */
+#define TRK_MQTT_SYNC_PER_S  200
+#define TRK_MQTT_SYNC_ID_MAX 64
 
 /* A parsed mqtt://[user:pass@]host[:port][/prefix] (mqtts:// for TLS). */
 struct trk_mqtt_url {

@@ -60,6 +60,16 @@ static int32_t clamp_mass(uint64_t mass)
     return mass > INT32_MAX ? INT32_MAX : (int32_t)mass;
 }
 
+/* Appends a shape's arguments (PROTOCOL.md, OSC: after the older ones,
+ * so patches that read those are unchanged): f orientation, f major, f
+ * minor. */
+static void add_shape(lo_message m, double orientation, double major, double minor)
+{
+    lo_message_add_float(m, (float)orientation);
+    lo_message_add_float(m, (float)major);
+    lo_message_add_float(m, (float)minor);
+}
+
 /* Sends m to path and frees it; 0 or -errno. */
 static int send_msg(struct osc *o, const char *path, lo_message m)
 {
@@ -85,6 +95,7 @@ static int send_object(struct osc *o, char *path, size_t at, size_t cap,
         lo_message_add_float(m, (float)ob->c.cx);
         lo_message_add_float(m, (float)ob->c.cy);
         lo_message_add_int32(m, clamp_mass(ob->r.mass));
+        add_shape(m, ob->c.shape.orientation, ob->c.shape.major, ob->c.shape.minor);
     }
     int e = send_msg(o, path, m);
     snprintf(path + at, cap - at, "/blob");
@@ -98,6 +109,7 @@ static int send_object(struct osc *o, char *path, size_t at, size_t cap,
             lo_message_add_float(bm, (float)c->cx);
             lo_message_add_float(bm, (float)c->cy);
             lo_message_add_int32(bm, clamp_mass(b->mass));
+            add_shape(bm, c->shape.orientation, c->shape.major, c->shape.minor);
         }
         int be = send_msg(o, path, bm);
         if (be && !e) e = be;
@@ -160,6 +172,8 @@ static int osc_send(void *ctx, const struct trk_netq_frame *f)
                 lo_message_add_float(im, (float)x->cy);
                 lo_message_add_int32(im, x->lost ? 0 : clamp_mass(x->blob.mass));
                 lo_message_add_int32(im, x->lost > INT32_MAX ? INT32_MAX : (int32_t)x->lost);
+                add_shape(im, x->orientation, x->major, x->minor);
+                lo_message_add_float(im, x->rate ? (float)x->vtheta : 0.0f);
             }
             int ie = send_msg(o, path, im);
             if (ie && !e) e = ie;

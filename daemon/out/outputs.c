@@ -3,7 +3,10 @@
 #include <stdlib.h>
 
 #define LOG_TAG "outputs"
+#include "cli.h"
+#include "exit.h"
 #include "log.h"
+#include "trk_clock.h"
 
 /* Every output, in the order they open and a frame reaches them; one line
  * each. MQTT last: it starts its thread and connects, so an output that
@@ -21,6 +24,9 @@ struct trk_outputs {
     int n;
     bool json;          /* some output wants the frame message */
     struct trk_buf msg; /* the processing thread's frame message */
+    /* --predict send: each output gets a copy of the result moved on to
+     * when it is handed the frame (processing thread's; NULL: off). */
+    struct trk_frame_result *pred;
 };
 
 int trk_outputs_create(struct trk_outputs **out)
@@ -44,6 +50,8 @@ int trk_outputs_add(struct trk_outputs *o, const struct trk_output_ops *ops, voi
 
 int trk_outputs_open(struct trk_outputs *o, const struct trk_output_env *env)
 {
+    if (env->s->predict && !o->pred && !(o->pred = calloc(1, sizeof(*o->pred))))
+        return TRK_EX_SOFTWARE;
     for (size_t i = 0; i < sizeof(opens) / sizeof(opens[0]); i++) {
         int rc = opens[i](env, o);
         if (rc) return rc;
@@ -54,6 +62,23 @@ int trk_outputs_open(struct trk_outputs *o, const struct trk_output_env *env)
 void trk_outputs_frame(struct trk_outputs *o, const struct trk_frame_result *r)
 {
     if (!o) return;
+    if (o->pred) {
+        for (int i = 0; i < o->n; i++) {
+            const struct trk_output_ops *ops = o->out[i].ops;
+            if (!ops->frame) continue;
+            /* Each output's own moment: the ones before it took time. */
+            const struct trk_frame_result *p = r;
+            if (!ops->measured) {
+                trk_frame_result_predict(o->pred, r, trk_now());
+                p = o->pred;
+            }
+            trk_buf_reset(&o->msg);
+            if (ops->json && trk_msg_frame(&o->msg, p)) continue;
+            ops->frame(o->out[i].ctx, p, ops->json ? o->msg.data : NULL,
+                       ops->json ? o->msg.len : 0);
+        }
+        return;
+    }
     bool have_json = false;
     if (o->json) {
         trk_buf_reset(&o->msg);
@@ -109,6 +134,7 @@ int trk_outputs_destroy(struct trk_outputs **po)
         if (e && !err) err = e;
     }
     trk_buf_free(&o->msg);
+    free(o->pred);
     free(o);
     *po = NULL;
     return err;

@@ -57,6 +57,10 @@ struct trk_output_ops {
     /* frame wants the frame message (trk_msg_frame of the result): encoded
      * once by the door for every output that does. */
     bool json;
+    /* With --predict send every output gets the result moved on to when it
+     * is handed the frame (result.h predict; its frame message too), except
+     * those that keep what was measured (a recording). */
+    bool measured;
     /* Processing thread: one frame's result; json/len its frame message
      * when the ops say json (a frame whose message could not be encoded
      * reaches only the outputs that do not). Never waits for a peer. */

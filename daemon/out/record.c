@@ -15,6 +15,7 @@
 
 #define LOG_TAG "record"
 #include "exit.h"
+#include "ffv1.h"
 #include "log.h"
 #include "objects.h"
 #include "outputs.h"
@@ -24,32 +25,16 @@
  * lines are dropped and counted (frames have their own slots). */
 #define TEXT_MAX 4096
 
-/* One frame's copy for the writer. Capture thread fills a free slot; the
- * writer owns it from the frame queue until it marks it free again. */
-struct slot {
-    uint8_t *buf;
-    size_t cap, len;
-    uint64_t seq;
-    double t_capture, pts;
-    enum trk_pixfmt fmt;
-    int width, height;
-    enum trk_matrix matrix;
-    bool full_range;
-};
-
-/* A result line or an object set version, in the order they came. */
-struct text {
-    struct text *next;
-    bool objects; /* an object set applying from seq on, else a result line */
-    uint64_t seq;
-    size_t len;
-    char data[];
-};
-
 struct trk_record {
     char *dir;
     struct trk_record_cfg cfg; /* strings point into the caller's: used at add only */
     int frames_fd;
+    /* --record-storage ffv1 (writer): the file being written, its name and
+     * the packets in it, and how many files there are. */
+    struct trk_ffv1_out *ffv1;
+    char ffv1_name[32];
+    uint64_t ffv1_packets;
+    int ffv1_files;
     FILE *index, *results, *objects;
     pthread_t writer;
     bool have_writer;
@@ -61,11 +46,14 @@ struct trk_record {
     pthread_mutex_t lock;
     pthread_cond_t cond;  /* to the writer: work, or closing */
     pthread_cond_t freed; /* from the writer: a slot is free (wait_when_full) */
-    struct slot slots[TRK_RECORD_SLOTS];
+    /* A slot: one frame's copy for the writer. The capture thread fills a
+     * free one; the writer owns it from the frame queue until it marks it
+     * free again. */
+    struct trk_record_frame slots[TRK_RECORD_SLOTS];
     bool busy[TRK_RECORD_SLOTS]; /* filled, waiting for or being written */
     int queue[TRK_RECORD_SLOTS]; /* slot numbers in capture order */
     int q_head, q_len;
-    struct text *t_head, *t_tail;
+    struct trk_record_text *t_head, *t_tail;
     int t_len;
     bool closing;
 
@@ -136,10 +124,71 @@ static bool put_line(struct trk_record *r, FILE *f, const char *name, const char
     return true;
 }
 
+/* Writer: frame s's index line; where: its "offset" value and what
+ * follows it. */
+static void put_index(struct trk_record *r, const struct trk_record_frame *s, const char *where)
+{
+    char line[512];
+    int n = snprintf(line, sizeof(line),
+                     "{\"seq\":%llu,\"t_capture\":%.6f,\"pts\":%.6f,\"format\":\"%s\","
+                     "\"width\":%d,\"height\":%d,\"matrix\":\"%s\",\"full_range\":%s,"
+                     "\"offset\":%s,\"size\":%zu}",
+                     (unsigned long long)s->seq, s->t_capture, s->pts, trk_pixfmt_name(s->fmt),
+                     s->width, s->height, s->matrix == TRK_MATRIX_BT709 ? "bt709" : "bt601",
+                     s->full_range ? "true" : "false", where, s->len);
+    if (put_line(r, r->index, "index.ndjson", line, (size_t)n)) atomic_fetch_add(&r->frames, 1);
+}
+
+/* Finishes the FFV1 file being written, if any (its trailer: the cues). */
+static void close_ffv1(struct trk_record *r)
+{
+    if (r->ffv1 && trk_ffv1_out_close(&r->ffv1))
+        log_warn("%s/%s: the Matroska trailer could not be written; its frames are there", r->dir,
+                 r->ffv1_name);
+}
+
+/* Writer, --record-storage ffv1: the frame as the next packet of the
+ * current file (a new one for another format or size); where it is into
+ * where (the index line's keys after "offset"). false after stopping. */
+static bool write_ffv1(struct trk_record *r, const struct trk_record_frame *s, char *where,
+                       size_t len)
+{
+    char why[600], path[4300];
+    int err = 0;
+    if (!room_for(r, 256)) return false;
+    if (!trk_ffv1_out_fits(r->ffv1, s->fmt, s->width, s->height)) {
+        if (r->ffv1 && trk_ffv1_out_close(&r->ffv1))
+            log_warn("%s/%s: the Matroska trailer could not be written; its frames are there",
+                     r->dir, r->ffv1_name);
+        snprintf(r->ffv1_name, sizeof(r->ffv1_name), "frames-%04d.mkv", ++r->ffv1_files);
+        snprintf(path, sizeof(path), "%s/%s", r->dir, r->ffv1_name);
+        r->ffv1_packets = 0;
+        err = trk_ffv1_out_open(path, s->fmt, s->width, s->height, r->cfg.fps, &r->ffv1, why,
+                                sizeof(why));
+    }
+    uint64_t off = 0, bytes = 0;
+    if (!err) err = trk_ffv1_out_put(r->ffv1, s->buf, &off, &bytes, why, sizeof(why));
+    if (err) {
+        snprintf(path, sizeof(path), "writing %s failed (%s)", r->ffv1_name, why);
+        stop_recording(r, 0, "%s", path);
+        return false;
+    }
+    r->bytes += bytes;
+    snprintf(where, len, "%llu,\"file\":\"%s\",\"packet\":%llu,\"packet_size\":%llu",
+             (unsigned long long)off, r->ffv1_name, (unsigned long long)r->ffv1_packets++,
+             (unsigned long long)bytes);
+    return true;
+}
+
 /* Writer: frame bytes first, then its index line, so every index line
  * names bytes that are there. */
-static void write_frame(struct trk_record *r, const struct slot *s)
+static void write_frame(struct trk_record *r, const struct trk_record_frame *s)
 {
+    char where[160];
+    if (r->cfg.ffv1) {
+        if (write_ffv1(r, s, where, sizeof(where))) put_index(r, s, where);
+        return;
+    }
     if (!room_for(r, s->len + 256)) return;
     int err = write_all(r->frames_fd, s->buf, s->len);
     if (err) {
@@ -150,20 +199,13 @@ static void write_frame(struct trk_record *r, const struct slot *s)
         return;
     }
     r->bytes += s->len;
-    char line[384];
-    int n = snprintf(line, sizeof(line),
-                     "{\"seq\":%llu,\"t_capture\":%.6f,\"pts\":%.6f,\"format\":\"%s\","
-                     "\"width\":%d,\"height\":%d,\"matrix\":\"%s\",\"full_range\":%s,"
-                     "\"offset\":%llu,\"size\":%zu}",
-                     (unsigned long long)s->seq, s->t_capture, s->pts, trk_pixfmt_name(s->fmt),
-                     s->width, s->height, s->matrix == TRK_MATRIX_BT709 ? "bt709" : "bt601",
-                     s->full_range ? "true" : "false", (unsigned long long)r->frames_off, s->len);
+    snprintf(where, sizeof(where), "%llu", (unsigned long long)r->frames_off);
     r->frames_off += s->len;
-    if (put_line(r, r->index, "index.ndjson", line, (size_t)n)) atomic_fetch_add(&r->frames, 1);
+    put_index(r, s, where);
 }
 
 /* Writer: objects/NNNN.json and its line in objects.ndjson. */
-static void write_objects(struct trk_record *r, const struct text *t)
+static void write_objects(struct trk_record *r, const struct trk_record_text *t)
 {
     char name[64], path[4200];
     snprintf(name, sizeof(name), "objects/%04d.json", r->versions + 1);
@@ -191,7 +233,7 @@ static int write_manifest(struct trk_record *r, bool end)
     const struct trk_record_cfg *c = &r->cfg;
     struct trk_buf b = { 0 };
     trk_buf_printf(&b, "{\n  \"format\": \"%s\",\n  \"version\": %d,\n  \"trackd\": ",
-                   TRK_BUNDLE_FORMAT, TRK_BUNDLE_VERSION);
+                   TRK_BUNDLE_FORMAT, c->ffv1 ? TRK_BUNDLE_VERSION_FFV1 : TRK_BUNDLE_VERSION);
     trk_buf_json_str(&b, c->version ? c->version : "", SIZE_MAX);
     trk_buf_puts(&b, ",\n  \"command\": [");
     for (int i = 0; i < c->argc; i++) {
@@ -213,10 +255,16 @@ static int write_manifest(struct trk_record *r, bool end)
                        (unsigned long long)r->input_size, r->input_sha);
     trk_buf_printf(&b,
                    ", \"width\": %d, \"height\": %d, \"fps\": %.3f},\n"
-                   "  \"frames\": {\"file\": \"frames.raw\", \"storage\": \"raw\", "
+                   "  \"frames\": {\"file\": \"%s\", \"storage\": \"%s\", "
                    "\"index\": \"index.ndjson\"},\n"
                    "  \"objects\": \"objects.ndjson\",\n  \"results\": \"results.ndjson\"",
-                   c->width, c->height, c->fps);
+                   c->width, c->height, c->fps, c->ffv1 ? "frames-*.mkv" : "frames.raw",
+                   c->ffv1 ? "ffv1" : "raw");
+    if (c->trigger) {
+        trk_buf_puts(&b, ",\n  \"rewind\": {\"trigger\": ");
+        trk_buf_json_str(&b, c->trigger, SIZE_MAX);
+        trk_buf_printf(&b, ", \"seconds\": %.3f}", c->rewind_seconds);
+    }
     if (end) {
         trk_buf_printf(&b,
                        ",\n  \"end\": {\"frames\": %llu, \"dropped\": %llu, \"after_stop\": %llu, "
@@ -294,7 +342,7 @@ static void *writer_main(void *arg)
             r->busy[k] = false;
             pthread_cond_signal(&r->freed);
         }
-        struct text *t = r->t_head;
+        struct trk_record_text *t = r->t_head;
         if (t) {
             r->t_head = t->next;
             if (!r->t_head) r->t_tail = NULL;
@@ -314,6 +362,38 @@ static void *writer_main(void *arg)
     return NULL;
 }
 
+int trk_record_pack(struct trk_record_frame *s, struct trk_frame *f)
+{
+    const struct trk_image *img = trk_frame_host(f);
+    struct trk_plane_layout L;
+    if (!img || trk_image_plane_layout(img->fmt, img->width, img->height, &L)) return TRK_EINVAL;
+    size_t need = 0;
+    for (int p = 0; p < L.planes; p++)
+        need += L.row_bytes[p] * (size_t)L.rows[p];
+    if (need > s->cap) {
+        uint8_t *nb = realloc(s->buf, need);
+        if (!nb) return TRK_ENOMEM;
+        s->buf = nb, s->cap = need;
+    }
+    /* Tightly packed planes: the bundle holds the pixels, not the pitch. */
+    uint8_t *d = s->buf;
+    for (int p = 0; p < L.planes; p++)
+        for (int y = 0; y < L.rows[p]; y++, d += L.row_bytes[p])
+            memcpy(d, img->plane[p] + (size_t)y * img->pitch[p], L.row_bytes[p]);
+    *s = (struct trk_record_frame){ .buf = s->buf,
+                                    .cap = s->cap,
+                                    .len = need,
+                                    .seq = f->seq,
+                                    .t_capture = f->t_capture,
+                                    .pts = f->pts,
+                                    .fmt = img->fmt,
+                                    .width = img->width,
+                                    .height = img->height,
+                                    .matrix = img->matrix,
+                                    .full_range = img->full_range };
+    return 0;
+}
+
 void trk_record_frame(struct trk_record *r, struct trk_frame *f)
 {
     if (!r) return;
@@ -321,12 +401,7 @@ void trk_record_frame(struct trk_record *r, struct trk_frame *f)
         atomic_fetch_add(&r->after_stop, 1);
         return;
     }
-    const struct trk_image *img = trk_frame_host(f);
-    struct trk_plane_layout L;
-    if (!img || trk_image_plane_layout(img->fmt, img->width, img->height, &L)) return;
-    size_t need = 0;
-    for (int p = 0; p < L.planes; p++)
-        need += L.row_bytes[p] * (size_t)L.rows[p];
+    if (!trk_frame_host(f)) return;
     pthread_mutex_lock(&r->lock);
     int k = -1;
     for (;;) {
@@ -337,12 +412,8 @@ void trk_record_frame(struct trk_record *r, struct trk_frame *f)
     }
     if (k >= 0) r->busy[k] = true;
     pthread_mutex_unlock(&r->lock);
-    struct slot *s = k >= 0 ? &r->slots[k] : NULL;
-    if (s && need > s->cap) {
-        uint8_t *nb = realloc(s->buf, need);
-        if (nb) s->buf = nb, s->cap = need;
-    }
-    if (!s || need > s->cap) {
+    struct trk_record_frame *s = k >= 0 ? &r->slots[k] : NULL;
+    if (!s || trk_record_pack(s, f)) {
         uint64_t n = atomic_fetch_add(&r->dropped, 1) + 1;
         log_once(r->drop_logged, TRK_LOG_WARN, 0,
                  "recording falls behind: frame %llu not recorded (%llu so far); tracking is "
@@ -355,22 +426,6 @@ void trk_record_frame(struct trk_record *r, struct trk_frame *f)
         }
         return;
     }
-    /* Tightly packed planes: the bundle holds the pixels, not the pitch. */
-    uint8_t *d = s->buf;
-    for (int p = 0; p < L.planes; p++)
-        for (int y = 0; y < L.rows[p]; y++, d += L.row_bytes[p])
-            memcpy(d, img->plane[p] + (size_t)y * img->pitch[p], L.row_bytes[p]);
-    *s = (struct slot){ .buf = s->buf,
-                        .cap = s->cap,
-                        .len = need,
-                        .seq = f->seq,
-                        .t_capture = f->t_capture,
-                        .pts = f->pts,
-                        .fmt = img->fmt,
-                        .width = img->width,
-                        .height = img->height,
-                        .matrix = img->matrix,
-                        .full_range = img->full_range };
     pthread_mutex_lock(&r->lock);
     r->queue[(r->q_head + r->q_len) % TRK_RECORD_SLOTS] = k;
     r->q_len++;
@@ -382,9 +437,9 @@ void trk_record_frame(struct trk_record *r, struct trk_frame *f)
 /* Processing thread: queues a text item; false when the queue is full. */
 static bool push_text(struct trk_record *r, bool objects, uint64_t seq, const char *s, size_t len)
 {
-    struct text *t = malloc(sizeof(*t) + len + 1);
+    struct trk_record_text *t = malloc(sizeof(*t) + len + 1);
     if (!t) return false;
-    *t = (struct text){ .objects = objects, .seq = seq, .len = len };
+    *t = (struct trk_record_text){ .objects = objects, .seq = seq, .len = len };
     memcpy(t->data, s, len);
     t->data[len] = 0;
     pthread_mutex_lock(&r->lock);
@@ -417,36 +472,42 @@ static void rec_frame(void *ctx, const struct trk_frame_result *res, const char 
         atomic_fetch_add(&r->lines_dropped, 1);
 }
 
-static void rec_objects(void *ctx, const struct trk_objects *set)
+void trk_record_set_changed(char **last, char **pending, const struct trk_objects *set)
 {
-    struct trk_record *r = ctx;
     char *s = trk_objects_to_json(set);
     if (!s) {
-        log_error("cannot put an object set into the recording (out of memory)");
+        log_error("cannot keep an object set for the bundle (out of memory)");
         return;
     }
     /* The same set again (a grown backend re-applies it): no new version. */
-    if (r->last_set && !strcmp(r->last_set, s)) {
+    if (*last && !strcmp(*last, s)) {
         free(s);
-        free(r->pending_set);
-        r->pending_set = NULL;
+        free(*pending);
+        *pending = NULL;
         return;
     }
-    free(r->last_set);
-    r->last_set = s;
-    free(r->pending_set);
-    r->pending_set = strdup(s);
+    free(*last);
+    *last = s;
+    free(*pending);
+    *pending = strdup(s);
+}
+
+static void rec_objects(void *ctx, const struct trk_objects *set)
+{
+    struct trk_record *r = ctx;
+    trk_record_set_changed(&r->last_set, &r->pending_set, set);
 }
 
 static void record_free(struct trk_record *r)
 {
+    close_ffv1(r);
     if (r->frames_fd >= 0) close(r->frames_fd);
     if (r->index) fclose(r->index);
     if (r->results) fclose(r->results);
     if (r->objects) fclose(r->objects);
     for (int i = 0; i < TRK_RECORD_SLOTS; i++)
         free(r->slots[i].buf);
-    for (struct text *t = r->t_head, *n; t; t = n) {
+    for (struct trk_record_text *t = r->t_head, *n; t; t = n) {
         n = t->next;
         free(t);
     }
@@ -481,42 +542,81 @@ static int rec_close(void *ctx)
 static const struct trk_output_ops record_ops = {
     .name = "record",
     .json = true,
+    .measured = true,
     .frame = rec_frame,
     .objects = rec_objects,
     .close = rec_close,
 };
 
 /* A file of the bundle for appending lines; NULL after logging. */
-static FILE *open_part(const char *dir, const char *name)
+static FILE *open_part(const char *opt, const char *dir, const char *name)
 {
     char path[4200];
     snprintf(path, sizeof(path), "%s/%s", dir, name);
     FILE *f = fopen(path, "we");
-    if (!f) log_error_err(-errno, "--record: cannot create %s", path);
+    if (!f) log_error_err(-errno, "%s: cannot create %s", opt, path);
     return f;
 }
 
 /* DIR made or found empty, with its objects/ folder. 0 or -errno (logged). */
-static int make_dir(const char *dir)
+static int make_dir(const char *opt, const char *dir)
 {
     if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
         int err = -errno;
-        log_error_err(err, "--record: cannot create the folder %s", dir);
+        log_error_err(err, "%s: cannot create the folder %s", opt, dir);
         return err;
     }
     char path[4200];
     snprintf(path, sizeof(path), "%s/manifest.json", dir);
     if (access(path, F_OK) == 0) {
-        log_error("--record: %s already holds a bundle; give a new or empty folder", dir);
+        log_error("%s: %s already holds a bundle; give a new or empty folder", opt, dir);
         return -EEXIST;
     }
     snprintf(path, sizeof(path), "%s/objects", dir);
     if (mkdir(path, 0755) != 0 && errno != EEXIST) {
         int err = -errno;
-        log_error_err(err, "--record: cannot create %s", path);
+        log_error_err(err, "%s: cannot create %s", opt, path);
         return err;
     }
     return 0;
+}
+
+/* A new recorder for cfg->dir (made by make_dir) with the bundle's files
+ * open and the first manifest written; no writer thread yet. NULL after
+ * logging. */
+static struct trk_record *open_bundle(const char *opt, const struct trk_record_cfg *cfg)
+{
+    struct trk_record *r = calloc(1, sizeof(*r));
+    if (!r || !(r->dir = strdup(cfg->dir))) {
+        free(r);
+        log_error("%s: out of memory", opt);
+        return NULL;
+    }
+    r->cfg = *cfg;
+    r->frames_fd = -1;
+    r->started_ms = cfg->started_wall_ms > 0 ? cfg->started_wall_ms : trk_wall_ms();
+    pthread_mutex_init(&r->lock, NULL);
+    pthread_cond_init(&r->cond, NULL);
+    pthread_cond_init(&r->freed, NULL);
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/frames.raw", cfg->dir);
+    /* FFV1's files are made at the first frame: they need its format. */
+    if (!cfg->ffv1) r->frames_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int err = r->frames_fd < 0 && !cfg->ffv1 ? -errno : 0;
+    if (err) log_error_err(err, "%s: cannot create %s", opt, path);
+    if (!err && (!(r->index = open_part(opt, cfg->dir, "index.ndjson")) ||
+                 !(r->results = open_part(opt, cfg->dir, "results.ndjson")) ||
+                 !(r->objects = open_part(opt, cfg->dir, "objects.ndjson"))))
+        err = -EIO;
+    if (!err && (err = write_manifest(r, false)))
+        log_error_err(err, "%s: cannot write %s/manifest.json", opt, cfg->dir);
+    if (err) {
+        record_free(r);
+        return NULL;
+    }
+    /* The strings were for the manifest; the end's rewrite needs them too. */
+    r->cfg.dir = r->dir;
+    return r;
 }
 
 /* The bundle cannot be started (said why): tracking goes on without it. */
@@ -533,43 +633,56 @@ int trk_record_add(const struct trk_record_cfg *cfg, struct trk_outputs *o, stru
         log_error("--record: the folder's path is too long");
         return TRK_EX_USAGE;
     }
-    int made = make_dir(cfg->dir);
+    int made = make_dir("--record", cfg->dir);
     /* A bundle already there is kept (exit 66); a folder that cannot be
      * written (read-only, full) costs the recording, never the tracking. */
     if (made == -EEXIST) return TRK_EX_NOINPUT;
     if (made) return not_recording(cfg->dir);
-    struct trk_record *r = calloc(1, sizeof(*r));
-    if (!r || !(r->dir = strdup(cfg->dir))) {
-        free(r);
-        return TRK_EX_SOFTWARE;
-    }
-    r->cfg = *cfg;
-    r->frames_fd = -1;
-    r->started_ms = trk_wall_ms();
-    pthread_mutex_init(&r->lock, NULL);
-    pthread_cond_init(&r->cond, NULL);
-    pthread_cond_init(&r->freed, NULL);
-    char path[4200];
-    snprintf(path, sizeof(path), "%s/frames.raw", cfg->dir);
-    r->frames_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    int err = r->frames_fd < 0 ? -errno : 0;
-    if (err) log_error_err(err, "--record: cannot create %s", path);
-    if (!err && (!(r->index = open_part(cfg->dir, "index.ndjson")) ||
-                 !(r->results = open_part(cfg->dir, "results.ndjson")) ||
-                 !(r->objects = open_part(cfg->dir, "objects.ndjson"))))
-        err = -EIO;
-    if (!err && (err = write_manifest(r, false)))
-        log_error_err(err, "--record: cannot write %s/manifest.json", cfg->dir);
-    if (!err && pthread_create(&r->writer, NULL, writer_main, r) != 0) err = TRK_ENOMEM;
-    if (err) {
+    struct trk_record *r = open_bundle("--record", cfg);
+    if (!r) return not_recording(cfg->dir);
+    if (pthread_create(&r->writer, NULL, writer_main, r) != 0) {
         record_free(r);
         return not_recording(cfg->dir);
     }
     r->have_writer = true;
-    /* The strings were for the manifest; the end's rewrite needs them too. */
-    r->cfg.dir = r->dir;
     if (trk_outputs_add(o, &record_ops, r)) return TRK_EX_SOFTWARE; /* closed it */
     log_info("recording to %s", r->dir);
     *out = r;
     return 0;
+}
+
+int trk_record_write(const struct trk_record_cfg *cfg, struct trk_record_frame *const *frames,
+                     size_t n, const struct trk_record_text *texts, char *why, size_t why_len)
+{
+    if (strlen(cfg->dir) > 4000) {
+        snprintf(why, why_len, "the folder's path is too long");
+        return TRK_EINVAL;
+    }
+    int err = make_dir("--rewind", cfg->dir);
+    if (err) {
+        snprintf(why, why_len, "%s: %s", cfg->dir,
+                 err == -EEXIST ? "already holds a bundle" : trk_strerror(err));
+        return err;
+    }
+    struct trk_record *r = open_bundle("--rewind", cfg);
+    if (!r) {
+        snprintf(why, why_len, "%s: cannot create the bundle's files", cfg->dir);
+        return -EIO;
+    }
+    for (size_t i = 0; i < n && !atomic_load(&r->stopped); i++)
+        write_frame(r, frames[i]);
+    for (const struct trk_record_text *t = texts; t && !atomic_load(&r->stopped); t = t->next)
+        if (t->objects)
+            write_objects(r, t);
+        else if (put_line(r, r->results, "results.ndjson", t->data, t->len))
+            atomic_fetch_add(&r->lines, 1);
+    err = write_manifest(r, true);
+    if (atomic_load(&r->stopped)) {
+        snprintf(why, why_len, "%s", r->stop_reason);
+        err = -EIO;
+    } else if (err) {
+        snprintf(why, why_len, "cannot finish %s/manifest.json: %s", r->dir, trk_strerror(err));
+    }
+    record_free(r);
+    return err;
 }

@@ -32,16 +32,46 @@
 /* The bundle format's name and version, in manifest.json. */
 #define TRK_BUNDLE_FORMAT  "trackd-bundle"
 #define TRK_BUNDLE_VERSION 1
+/* The version of bundles whose frames are FFV1 (--record-storage ffv1):
+ * readers of version 1 would look for frames.raw. */
+#define TRK_BUNDLE_VERSION_FFV1 2
 
 /* Frames the writer may be behind by before recorded frames are dropped. */
 #define TRK_RECORD_SLOTS 8
 
+struct trk_objects;
 struct trk_outputs;
 struct trk_record;
+
+/* One frame's pixels as a bundle stores them (tightly packed planes, no
+ * pitch) with what its index line says. buf / cap are the owner's. */
+struct trk_record_frame {
+    uint8_t *buf;
+    size_t cap, len;
+    uint64_t seq;
+    double t_capture, pts;
+    enum trk_pixfmt fmt;
+    int width, height;
+    enum trk_matrix matrix;
+    bool full_range;
+};
+
+/* A result line or an object set version (the set's JSON, applying from
+ * seq on), in the order they came. */
+struct trk_record_text {
+    struct trk_record_text *next;
+    bool objects; /* an object set applying from seq on, else a result line */
+    uint64_t seq;
+    size_t len;
+    char data[];
+};
 
 struct trk_record_cfg {
     const char *dir;    /* created if missing; must be empty or absent      */
     uint64_t max_bytes; /* stop recording past this many bytes; 0 = none    */
+    /* Frames as FFV1 in Matroska (frames-NNNN.mkv, a new file when the
+     * format or size changes; daemon/out/ffv1.h) instead of frames.raw. */
+    bool ffv1;
     /* A full queue makes trk_record_frame wait for a slot instead of
      * dropping: for files, the demo and replays, which have no real-time
      * deadline (the pool is lossless for them too): waiting delays their
@@ -60,6 +90,13 @@ struct trk_record_cfg {
     bool hash_input;
     int width, height;
     double fps;
+    /* A rewind save (trk_record_write): why it was saved, for the
+     * manifest's "rewind" key, and the buffer's length in seconds; NULL
+     * for a recording. */
+    const char *trigger;
+    double rewind_seconds;
+    /* The manifest's started_wall_ms; 0 = now. */
+    double started_wall_ms;
 };
 
 /* Creates cfg->dir and the bundle's files, starts the writer and registers
@@ -74,5 +111,24 @@ int trk_record_add(const struct trk_record_cfg *cfg, struct trk_outputs *o,
  * the writer, or, when every slot is busy, dropped and counted (or waited
  * for: wait_when_full). NULL r or a stopped recording: nothing. */
 void trk_record_frame(struct trk_record *r, struct trk_frame *f);
+
+/* Processing thread, an output's objects hook: the set's JSON becomes
+ * *pending (for the next frame message, the first under it) and *last,
+ * unless it is *last again (a grown backend re-applies the same set: no
+ * new version). Out of memory: logged, nothing changes. */
+void trk_record_set_changed(char **last, char **pending, const struct trk_objects *set);
+
+/* f's host pixels into s, tightly packed (s->buf grown as needed), with
+ * f's seq and times. 0, TRK_EINVAL (no host image) or TRK_ENOMEM. */
+int trk_record_pack(struct trk_record_frame *s, struct trk_frame *f);
+
+/* Writes a whole bundle at once into cfg->dir (new or empty): the n
+ * frames, then the texts in order (object sets and result lines), then the
+ * closed manifest. The rewind buffer's save; blocks on the disk, so it
+ * runs on a thread of its own. 0, or -errno / TRK_E* with why set
+ * ("DIR already holds a bundle", "writing frames.raw failed: No space
+ * left on device"); a bundle cut by a failure is readable up to it. */
+int trk_record_write(const struct trk_record_cfg *cfg, struct trk_record_frame *const *frames,
+                     size_t n, const struct trk_record_text *texts, char *why, size_t why_len);
 
 #endif

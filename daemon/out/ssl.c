@@ -18,14 +18,6 @@
 #include "trk_clock.h"
 #include "udp.h"
 
-double trk_ssl_unit_mm(const char *unit)
-{
-    if (!strcmp(unit, "mm")) return 1;
-    if (!strcmp(unit, "cm")) return 10;
-    if (!strcmp(unit, "m")) return 1000;
-    return 0;
-}
-
 static int find_object(const struct trk_object_def *defs, int n, const char *name)
 {
     for (int i = 0; name && i < n; i++)
@@ -133,6 +125,65 @@ void trk_ssl_frame_free(struct trk_ssl_frame *f)
     f->robots_cap = 0;
 }
 
+/* The unit quaternion of rotation matrix m (row-major), scalar last:
+ * whichever of 4 q3^2 = 1 + trace, 4 q0^2 = 1 + m00 - m11 - m22, ... is
+ * largest gives the first component by a square root (no cancellation),
+ * the others from the off-diagonal sums and differences. q3 >= 0. */
+static void quat_of(const double m[9], double q[4])
+{
+    double d[4] = { 1 + m[0] - m[4] - m[8], 1 - m[0] + m[4] - m[8], 1 - m[0] - m[4] + m[8],
+                    1 + m[0] + m[4] + m[8] };
+    int k = 0;
+    for (int i = 1; i < 4; i++)
+        if (d[i] > d[k]) k = i;
+    double r = sqrt(d[k]), h = 0.5 / r;
+    /* m[i*3+j] - m[j*3+i]: the skew part, 4 q3 (q0, q1, q2); sums: 4 qi qj. */
+    double w4[3] = { m[7] - m[5], m[2] - m[6], m[3] - m[1] };
+    double s01 = m[1] + m[3], s02 = m[2] + m[6], s12 = m[5] + m[7];
+    if (k == 3) {
+        q[3] = 0.5 * r;
+        for (int i = 0; i < 3; i++)
+            q[i] = w4[i] * h;
+    } else {
+        double v[3];
+        v[k] = 0.5 * r;
+        int a = (k + 1) % 3, b = (k + 2) % 3;
+        double sab[3][3] = { { 0, s01, s02 }, { s01, 0, s12 }, { s02, s12, 0 } };
+        v[a] = sab[k][a] * h;
+        v[b] = sab[k][b] * h;
+        q[0] = v[0], q[1] = v[1], q[2] = v[2];
+        q[3] = w4[k] * h;
+    }
+    if (q[3] < 0)
+        for (int i = 0; i < 4; i++)
+            q[i] = -q[i];
+}
+
+bool trk_ssl_calib_fill(struct trk_ssl_calib *out, const struct trk_calib *c, double mm_per_unit,
+                        uint32_t camera_id, int width, int height)
+{
+    if (!c->pose || !(mm_per_unit > 0) || !(c->centre[2] > 0)) return false;
+    double q[4];
+    quat_of(c->rot, q);
+    struct trk_ssl_calib k = {
+        .camera_id = camera_id,
+        .focal_length = (float)(0.5 * (c->fx + c->fy)),
+        .principal_point_x = (float)c->cx,
+        .principal_point_y = (float)c->cy,
+        .distortion = (float)(c->n_dist ? c->dist[0] : 0),
+        .width = width > 0 ? (uint32_t)width : 0,
+        .height = height > 0 ? (uint32_t)height : 0,
+    };
+    for (int i = 0; i < 4; i++)
+        k.q[i] = (float)q[i];
+    for (int i = 0; i < 3; i++) {
+        k.t[i] = (float)(c->tvec[i] * mm_per_unit);
+        k.world[i] = (float)(c->centre[i] * mm_per_unit);
+    }
+    *out = k;
+    return true;
+}
+
 /* ------------------------------------------------- the output */
 
 /* Owned by the processing thread, but for the counters (the tally reads
@@ -144,6 +195,8 @@ struct ssl {
     bool ball_given; /* --ssl-ball: its absence is said */
     struct trk_ssl_map map;
     struct trk_ssl_field field;
+    struct trk_ssl_calib calib; /* the set's camera, when field.n_calib is 1 */
+    struct trk_calib set_calib; /* the set's calibration, for calib's refills */
     int geometry_every;
     uint64_t frames; /* frames seen while sending: the geometry's cadence */
     struct trk_ssl_frame f;
@@ -175,6 +228,8 @@ static void take_set(struct ssl *s, const struct trk_objects *set)
         log_info("%s: the objects now in use have a calibration in %s: sending again", s->name,
                  set->calib.unit);
     s->map.mm_per_unit = mm;
+    s->set_calib = set->calib;
+    s->field.n_calib = 0; /* filled with the frame's size when geometry is due */
     bool had = s->map.ball != NULL;
     s->map.ball = find_object(set->def, set->n, s->ball) >= 0 ? s->ball : NULL;
     if (had && !s->map.ball && s->ball_given)
@@ -209,6 +264,8 @@ static void ssl_frame(void *ctx, const struct trk_frame_result *r, const char *j
     double mono = trk_now(), wall = trk_wall_ms() / 1e3;
     if (s->geometry_every > 0 && s->frames++ % (uint64_t)s->geometry_every == 0) {
         trk_buf_reset(&s->pkt);
+        s->field.n_calib = trk_ssl_calib_fill(&s->calib, &s->set_calib, s->map.mm_per_unit,
+                                              s->map.camera_id, r->meta.width, r->meta.height);
         if (trk_ssl_pack(NULL, &s->field, &s->pkt) == 0) {
             send_pkt(s);
             atomic_fetch_add(&s->geometry, 1);
@@ -305,7 +362,8 @@ int trk_ssl_open(const struct trk_output_env *env, struct trk_outputs *o)
                                        .width = st->ssl_field_width,
                                        .goal_width = TRK_SSL_GOAL_WIDTH,
                                        .goal_depth = TRK_SSL_GOAL_DEPTH,
-                                       .boundary_width = TRK_SSL_BOUNDARY_WIDTH };
+                                       .boundary_width = TRK_SSL_BOUNDARY_WIDTH,
+                                       .calib = &s->calib };
     s->geometry_every = st->ssl_geometry_every;
     static const struct trk_objects none;
     const struct trk_objects *set = env->objects ? env->objects : &none;

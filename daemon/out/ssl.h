@@ -7,7 +7,9 @@
  * frame's seq), t_capture and t_sent (seconds since the epoch), camera_id
  * (--camera-id), the balls (--ssl-ball's object) and the robots (markers of
  * patterns with a team); on the first frame and every --ssl-geometry-every
- * frames before it, a packet with the field's size (--ssl-field).
+ * frames before it, a packet with the field's size (--ssl-field) and, when
+ * the calibration has a camera matrix, the camera's calibration
+ * (trk_ssl_calib_fill).
  *
  * Positions are field millimetres: the objects need a calibration whose
  * unit is "mm", "cm" or "m" (world points scaled to mm). Without one at
@@ -21,6 +23,7 @@
 #ifndef TRK_DAEMON_SSL_H
 #define TRK_DAEMON_SSL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -55,10 +58,6 @@ struct trk_ssl_frame {
     size_t robots_cap;
 };
 
-/* Millimetres per unit for a calibration's unit "mm", "cm" or "m"; 0 for
- * any other. */
-double trk_ssl_unit_mm(const char *unit);
-
 /* Fills f->det from r: frame_number r->meta.seq (its low 32 bits),
  * t_capture and t_sent as given (seconds since the epoch), m's camera id;
  * balls: the listed blobs of the object named m->ball (the largest first;
@@ -72,6 +71,19 @@ double trk_ssl_unit_mm(const char *unit);
  * TRK_ENOMEM (f keeps what it had). */
 int trk_ssl_frame_fill(struct trk_ssl_frame *f, const struct trk_ssl_map *m,
                        const struct trk_frame_result *r, double t_capture, double t_sent);
+
+/* The camera's calibration for geometry packets, from a solved calibration
+ * with a pose (a camera matrix was given): q from c->rot (world -> camera,
+ * OpenCV's solvePnP convention, which is ssl-vision's field -> camera; the
+ * quaternion with q3 >= 0), t = c->tvec and world = c->centre in mm,
+ * focal_length the mean of fx and fy, the principal point cx, cy,
+ * distortion k1 (0 without), width and height as given. False (out
+ * untouched) without a pose, without a unit in mm (mm_per_unit <= 0), or
+ * when the camera is below the plane (centre z <= 0: the world's x and y
+ * axes, seen from the camera, turn clockwise, so z = x cross y points away
+ * from it, where the league's field has z up). */
+bool trk_ssl_calib_fill(struct trk_ssl_calib *out, const struct trk_calib *c, double mm_per_unit,
+                        uint32_t camera_id, int width, int height);
 
 /* Frees f's storage; safe twice. */
 void trk_ssl_frame_free(struct trk_ssl_frame *f);

@@ -5,19 +5,33 @@
 #include <stdlib.h>
 
 #include "exit.h"
+#include "trk_clock.h"
 #include "outputs.h"
 #include "ws.h"
 
 struct websocket {
     struct trk_ws *ws;
     uint64_t writes; /* trk_ws_write_delays' mark of the stats message */
+    /* Processing thread: the result moved on for the clients that
+     * subscribed with "predict" (per slot: ws.h), and its message. */
+    struct trk_frame_result pred;
+    struct trk_buf pred_msg;
 };
 
 static void ws_frame(void *ctx, const struct trk_frame_result *r, const char *json, size_t len)
 {
-    (void)r;
     struct websocket *w = ctx;
     trk_ws_broadcast(w->ws, TRK_WS_RESULT, json, len);
+    double ahead[TRK_WS_PREDICT_SLOTS];
+    unsigned used = trk_ws_predict_slots(w->ws, ahead);
+    for (int k = 0; k < TRK_WS_PREDICT_SLOTS; k++) {
+        if (!(used & (1u << k))) continue;
+        trk_frame_result_predict(&w->pred, r, trk_now());
+        w->pred.predict_dt += ahead[k];
+        trk_buf_reset(&w->pred_msg);
+        if (trk_msg_frame(&w->pred_msg, &w->pred) == 0)
+            trk_ws_broadcast_predicted(w->ws, k, w->pred_msg.data, w->pred_msg.len);
+    }
 }
 
 /* The last one is also sent to clients that connect later (ws.h). */
@@ -74,6 +88,8 @@ static void ws_stats(void *ctx, const struct trk_stats_info *info)
 
 static int ws_close(void *ctx)
 {
+    struct websocket *w = ctx;
+    trk_buf_free(&w->pred_msg);
     free(ctx);
     return 0;
 }

@@ -15,6 +15,7 @@
 #include "log.h"
 #include "objects.h"
 #include "out/outputs.h"
+#include "out/ffv1.h"
 #include "out/record.h"
 
 /* One frame of index.ndjson. */
@@ -26,6 +27,15 @@ struct entry {
     enum trk_matrix matrix;
     bool full_range;
     uint64_t offset, size;
+    int file;        /* ffv1: its file in files[], else -1 (frames.raw) */
+    uint64_t packet; /* ffv1: its packet in that file                   */
+};
+
+/* --record-storage ffv1: one of the bundle's Matroska files. */
+struct ffv1_file {
+    char name[64];
+    struct trk_ffv1_in *in;
+    uint64_t next; /* the packet in->next decodes */
 };
 
 /* One object set of objects.ndjson. */
@@ -37,6 +47,12 @@ struct version {
 struct trk_replay {
     char dir[4096];
     int fd; /* frames.raw */
+    /* frames.storage "ffv1": its files, and one decoded frame's bytes. */
+    bool ffv1;
+    struct ffv1_file *files;
+    int n_files;
+    uint8_t *scratch;
+    size_t scratch_cap;
     struct entry *idx;
     size_t n, next; /* entries; the next one read() gives */
     struct version *ver;
@@ -54,6 +70,9 @@ struct trk_replay {
      * (full disk, limit, killed), so results.ndjson may end before
      * index.ndjson does. */
     bool stopped_early;
+    /* The manifest has "rewind": a saved rewind buffer, which starts mid-run
+     * (tracked objects' instances had a history before its first frame). */
+    bool mid_run;
 };
 
 /* why = "DIR/FILE...: ..." */
@@ -116,12 +135,28 @@ static int each_line(struct trk_replay *r, const char *name, char *why, size_t w
     return rc;
 }
 
+/* ffv1: the number of the bundle's file name (added when new); -1 out of
+ * memory. */
+static int file_index(struct trk_replay *r, const char *name)
+{
+    for (int i = 0; i < r->n_files; i++)
+        if (!strcmp(r->files[i].name, name)) return i;
+    struct ffv1_file *nf = realloc(r->files, (size_t)(r->n_files + 1) * sizeof(*nf));
+    if (!nf) return -1;
+    r->files = nf;
+    nf[r->n_files] = (struct ffv1_file){ 0 };
+    snprintf(nf[r->n_files].name, sizeof(nf[0].name), "%s", name);
+    return r->n_files++;
+}
+
 static int add_entry(struct trk_replay *r, json_t *v, const char *where, char *why, size_t len)
 {
     json_t *seq = json_object_get(v, "seq"), *pts = json_object_get(v, "pts");
     json_t *off = json_object_get(v, "offset"), *size = json_object_get(v, "size");
     json_t *w = json_object_get(v, "width"), *h = json_object_get(v, "height");
+    json_t *pkt = json_object_get(v, "packet");
     const char *fs = json_string_value(json_object_get(v, "format"));
+    const char *file = json_string_value(json_object_get(v, "file"));
     const char *ms = json_string_value(json_object_get(v, "matrix"));
     int fmt = fs ? fmt_parse(fs) : -1;
     if (!json_is_integer(seq) || !json_is_number(pts) || !json_is_integer(off) ||
@@ -130,6 +165,17 @@ static int add_entry(struct trk_replay *r, json_t *v, const char *where, char *w
         json_integer_value(w) > 16384 || json_integer_value(h) > 16384)
         return fail(why, len, TRK_REPLAY_EDAMAGED,
                     "%s: an index line needs seq, pts, format, width, height, offset, size", where);
+    int fi = -1;
+    if (r->ffv1) {
+        if (!file || !json_is_integer(pkt) || json_integer_value(pkt) < 0 || strchr(file, '/') ||
+            strlen(file) >= sizeof(r->files[0].name))
+            return fail(why, len, TRK_REPLAY_EDAMAGED,
+                        "%s: an ffv1 bundle's index line needs file (a name in the folder) and "
+                        "packet",
+                        where);
+        fi = file_index(r, file);
+        if (fi < 0) return fail(why, len, TRK_ENOMEM, "out of memory");
+    }
     struct entry e = { .seq = (uint64_t)json_integer_value(seq),
                        .pts = json_number_value(pts),
                        .fmt = fmt,
@@ -138,7 +184,9 @@ static int add_entry(struct trk_replay *r, json_t *v, const char *where, char *w
                        .matrix = ms && !strcmp(ms, "bt709") ? TRK_MATRIX_BT709 : TRK_MATRIX_BT601,
                        .full_range = json_is_true(json_object_get(v, "full_range")),
                        .offset = (uint64_t)json_integer_value(off),
-                       .size = (uint64_t)json_integer_value(size) };
+                       .size = (uint64_t)json_integer_value(size),
+                       .file = fi,
+                       .packet = fi >= 0 ? (uint64_t)json_integer_value(pkt) : 0 };
     struct trk_plane_layout L;
     trk_image_plane_layout(e.fmt, e.width, e.height, &L);
     uint64_t need = 0;
@@ -204,14 +252,22 @@ static int read_manifest(struct trk_replay *r, char *why, size_t len)
     const char *format = json_string_value(json_object_get(m, "format"));
     json_t *ver = json_object_get(m, "version");
     json_t *src = json_object_get(m, "source");
+    const char *storage =
+        json_string_value(json_object_get(json_object_get(m, "frames"), "storage"));
     int rc = 0;
     if (!format || strcmp(format, TRK_BUNDLE_FORMAT) || !json_is_integer(ver))
         rc = fail(why, len, TRK_REPLAY_EDAMAGED, "%s: not a %s manifest", path, TRK_BUNDLE_FORMAT);
-    else if (json_integer_value(ver) != TRK_BUNDLE_VERSION)
+    else if (json_integer_value(ver) != TRK_BUNDLE_VERSION &&
+             json_integer_value(ver) != TRK_BUNDLE_VERSION_FFV1)
         rc = fail(why, len, TRK_REPLAY_EDAMAGED,
-                  "%s: bundle version %lld; this trackd reads version %d", path,
-                  (long long)json_integer_value(ver), TRK_BUNDLE_VERSION);
+                  "%s: bundle version %lld; this trackd reads versions %d and %d", path,
+                  (long long)json_integer_value(ver), TRK_BUNDLE_VERSION, TRK_BUNDLE_VERSION_FFV1);
+    else if (!storage || (strcmp(storage, "raw") && strcmp(storage, "ffv1")))
+        rc = fail(why, len, TRK_REPLAY_EDAMAGED,
+                  "%s: frames.storage \"%s\": this trackd reads \"raw\" and \"ffv1\"", path,
+                  storage ? storage : "(none)");
     else {
+        r->ffv1 = !strcmp(storage, "ffv1");
         r->width = (int)json_integer_value(json_object_get(src, "width"));
         r->height = (int)json_integer_value(json_object_get(src, "height"));
         r->fps = json_number_value(json_object_get(src, "fps"));
@@ -219,6 +275,7 @@ static int read_manifest(struct trk_replay *r, char *why, size_t len)
          * manifest's rewrite); its results may end early as well. */
         json_t *end = json_object_get(m, "end");
         r->stopped_early = !end || json_is_string(json_object_get(end, "stopped"));
+        r->mid_run = json_object_get(m, "rewind") != NULL;
         const char *d = json_string_value(json_object_get(src, "description"));
         snprintf(r->desc, sizeof(r->desc), "%s", d ? d : "?");
     }
@@ -226,8 +283,42 @@ static int read_manifest(struct trk_replay *r, char *why, size_t len)
     return rc;
 }
 
+/* ffv1: every file opens and holds the packets the index names, in
+ * order. */
+static int check_ffv1(struct trk_replay *r, char *why, size_t len)
+{
+    char path[4200], msg[600];
+    for (int i = 0; i < r->n_files; i++) {
+        struct ffv1_file *f = &r->files[i];
+        uint64_t n = 0, next = 0;
+        struct stat sb = { 0 };
+        snprintf(path, sizeof(path), "%s/%s", r->dir, f->name);
+        stat(path, &sb);
+        if (trk_ffv1_in_open(path, &f->in, msg, sizeof(msg)) ||
+            trk_ffv1_in_count(f->in, &n, msg, sizeof(msg)))
+            return fail(why, len, TRK_REPLAY_EDAMAGED, "%s: %s", path, msg);
+        for (size_t k = 0; k < r->n; k++) {
+            const struct entry *e = &r->idx[k];
+            if (e->file != i) continue;
+            if (e->packet != next || e->packet >= n)
+                return fail(why, len, TRK_REPLAY_EDAMAGED,
+                            "%s: frame %llu is packet %llu, but %s (%llu packets in %lld bytes; "
+                            "index.ndjson line %zu)",
+                            path, (unsigned long long)e->seq, (unsigned long long)e->packet,
+                            e->packet != next ? "the packets before it are not all named"
+                                              : "the file ends before it",
+                            (unsigned long long)n, (long long)sb.st_size, k + 1);
+            next++;
+            if (e->size > r->scratch_cap) r->scratch_cap = e->size;
+        }
+    }
+    if (!(r->scratch = malloc(r->scratch_cap ? r->scratch_cap : 1)))
+        return fail(why, len, TRK_ENOMEM, "out of memory");
+    return 0;
+}
+
 /* Every index line names bytes frames.raw has. */
-static int check_frames(struct trk_replay *r, char *why, size_t len)
+static int check_raw(struct trk_replay *r, char *why, size_t len)
 {
     char path[4200];
     snprintf(path, sizeof(path), "%s/frames.raw", r->dir);
@@ -243,6 +334,14 @@ static int check_frames(struct trk_replay *r, char *why, size_t len)
                         (unsigned long long)r->idx[i].offset,
                         (unsigned long long)(r->idx[i].offset + r->idx[i].size),
                         (long long)sb.st_size, i + 1);
+    return 0;
+}
+
+/* The frames are there (raw or ffv1), and a set for the first. */
+static int check_frames(struct trk_replay *r, char *why, size_t len)
+{
+    int rc = r->ffv1 ? check_ffv1(r, why, len) : check_raw(r, why, len);
+    if (rc) return rc;
     if (!r->n) return fail(why, len, TRK_REPLAY_EDAMAGED, "%s/index.ndjson: no frames", r->dir);
     if (!r->n_ver || r->ver[0].first_seq > r->idx[0].seq)
         return fail(why, len, TRK_REPLAY_EDAMAGED,
@@ -255,6 +354,11 @@ static int replay_open(void *self, struct trk_source *info)
     struct trk_replay *r = self;
     r->next = 0;
     r->installed = 0;
+    for (int i = 0; i < r->n_files; i++) {
+        /* From the first frame again (a source reopened). */
+        if (r->files[i].next && trk_ffv1_in_rewind(r->files[i].in)) return -EIO;
+        r->files[i].next = 0;
+    }
     /* The folder's path may be long: the description is cut, never wrong. */
     int n = snprintf(info->desc, sizeof(info->desc), "replay of %zu frames (%.120s) from ", r->n,
                      r->desc);
@@ -279,12 +383,34 @@ static int replay_read(void *self, struct trk_frame *f)
     f->pts = e->pts;
     struct trk_plane_layout L;
     trk_image_plane_layout(e->fmt, e->width, e->height, &L);
+    const uint8_t *src = NULL;
+    if (e->file >= 0) {
+        struct ffv1_file *ff = &r->files[e->file];
+        char why[600];
+        err = ff->next == e->packet ? trk_ffv1_in_next(ff->in, e->fmt, e->width, e->height,
+                                                       r->scratch, why, sizeof(why))
+                                    : TRK_EINVAL;
+        if (err) {
+            log_error("%s/%s: frame %llu (packet %llu): %s", r->dir, ff->name,
+                      (unsigned long long)e->seq, (unsigned long long)e->packet,
+                      ff->next == e->packet ? why : "not the next packet");
+            return err;
+        }
+        ff->next++;
+        src = r->scratch;
+    }
     off_t off = (off_t)e->offset;
     for (int p = 0; p < L.planes; p++)
-        for (int y = 0; y < L.rows[p]; y++, off += (off_t)L.row_bytes[p]) {
+        for (int y = 0; y < L.rows[p]; y++) {
             uint8_t *dst = (uint8_t *)f->img.plane[p] + (size_t)y * f->img.pitch[p];
+            if (src) {
+                memcpy(dst, src, L.row_bytes[p]);
+                src += L.row_bytes[p];
+                continue;
+            }
             ssize_t n = pread(r->fd, dst, L.row_bytes[p], off);
             if (n != (ssize_t)L.row_bytes[p]) return n < 0 ? -errno : -EIO;
+            off += (off_t)L.row_bytes[p];
         }
     r->next++;
     return 0;
@@ -300,6 +426,10 @@ static void replay_destroy(void *self)
     struct trk_replay *r = self;
     if (r->fd >= 0) close(r->fd);
     if (r->results) fclose(r->results);
+    for (int i = 0; i < r->n_files; i++)
+        trk_ffv1_in_close(&r->files[i].in);
+    free(r->files);
+    free(r->scratch);
     for (int i = 0; i < r->n_ver; i++)
         free(r->ver[i].set);
     free(r->ver);
@@ -497,6 +627,10 @@ static int verify_close(void *ctx)
         printf("verify: %llu frames at the end have no recorded result (the recording stopped "
                "early): not compared\n",
                (unsigned long long)r->unrecorded);
+    if (r->differs && r->mid_run)
+        printf("verify: this bundle is a rewind save, which starts mid-run: an object with "
+               "\"track\" on had instances (ids, velocities) from before its first frame, "
+               "which the replay starts without\n");
     printf("verify: %llu frames compared, %llu differ: %s\n", (unsigned long long)r->compared,
            (unsigned long long)r->differing, r->differs ? "DIFFERENT" : "identical");
     fflush(stdout);

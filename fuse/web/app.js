@@ -115,8 +115,12 @@ function table(msg) {
     const ms = (v) => (v === null ? '-' : `${v.toFixed(0)} ms`);
     const name = cell(s.camera);
     name.style.color = colorOf(s.camera);
+    // The camera's clock: synced (within half the sync round trip), or
+    // still its wall clock (PROTOCOL.md section 12).
+    const clock = s.clock === 'sync' && s.sync_delay_ms !== null
+      ? `sync \u00b1${(s.sync_delay_ms / 2).toFixed(2)} ms` : 'wall';
     tr.append(name, cell(state, state), cell(ms(s.behind_ms)), cell(ms(s.delay_ms)),
-              cell(s.fps === null ? '-' : s.fps.toFixed(1)));
+              cell(s.fps === null ? '-' : s.fps.toFixed(1)), cell(clock));
     return tr;
   }));
   document.getElementById('summary').textContent =

@@ -717,6 +717,7 @@ __device__ __forceinline__ void sel_write(const struct trk_cu_blobjob &job, int 
         rec.mass = (unsigned)(key >> 32);
         rec.first = TRK_CU_FULL_MASK - (uint32_t)key;
         rec.sx = rec.sy = rec.perim = 0;
+        rec.sxx = rec.syy = rec.sxy = 0;
         rec.x0 = rec.y0 = TRK_CU_FULL_MASK;
         rec.x1 = rec.y1 = 0;
         rec.pad = 0;
@@ -826,7 +827,9 @@ __global__ void __launch_bounds__(TRK_BLOB_SEL_THREADS)
 /* Grid: any (grid-stride over the group's runs). Every run of a selected
  * blob (its root tagged by select_kernel) adds to its record with global
  * atomics: sum of x over [a, b] = (a + b)(b - a + 1) / 2 (the product is
- * even), sum of y, bounds, and crack edges. A blob's perimeter is 4 mass -
+ * even), sum of y, the second moments (sum of x*x over the run in closed
+ * form, trk_run_sum_xx; y*y and x*y from y and the run's sum of x), bounds,
+ * and crack edges. A blob's perimeter is 4 mass -
  * 2 (4-adjacent pixel pairs inside it); a 4-neighbour in the mask is always
  * in the same blob, so the pairs are the len - 1 inside each run plus the
  * overlap of each run with the object's runs of the row above: each run
@@ -859,8 +862,12 @@ __global__ void __launch_bounds__(TRK_BLOB_THREADS) stats_kernel(const struct tr
                 }
             }
         }
-        atomicAdd(&rec.sx, (unsigned long long)(a + b) * len / 2);
-        atomicAdd(&rec.sy, (unsigned long long)y * len);
+        const unsigned long long rsx = (unsigned long long)(a + b) * len / 2, yy = (unsigned)y;
+        atomicAdd(&rec.sx, rsx);
+        atomicAdd(&rec.sy, yy * len);
+        atomicAdd(&rec.sxx, (unsigned long long)trk_run_sum_xx((uint32_t)a, (uint32_t)b));
+        atomicAdd(&rec.syy, yy * yy * len);
+        atomicAdd(&rec.sxy, yy * rsx);
         atomicAdd(&rec.perim, 2ull + 2ull * len - 2ull * ov);
         atomicMin(&rec.x0, (unsigned)a);
         atomicMax(&rec.x1, (unsigned)b);

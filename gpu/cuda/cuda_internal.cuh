@@ -12,6 +12,7 @@
 
 #include "../backend_impl.h"
 #include "../color.h"
+#include "../moments.h"
 #include "tuning.cuh"
 
 /* ------------------------------------------------------------- errors */
@@ -66,8 +67,26 @@ struct trk_cu_frame {
 struct trk_cu_acc {
     unsigned long long mass, sx, sy;
     unsigned nx0, ny0, px1, py1;
+    unsigned long long sxx, syy, sxy; /* second moments (backend.h) */
 };
 #define TRK_ACC_BIG 0x40000000u
+
+/* p's sums added to r's, p's bounds taken into r's (trk_cu_acc encoding:
+ * every bound is a max). */
+__host__ __device__ __forceinline__ void trk_cu_acc_add(struct trk_cu_acc &r,
+                                                        const struct trk_cu_acc &p)
+{
+    r.mass += p.mass;
+    r.sx += p.sx;
+    r.sy += p.sy;
+    r.sxx += p.sxx;
+    r.syy += p.syy;
+    r.sxy += p.sxy;
+    r.nx0 = r.nx0 > p.nx0 ? r.nx0 : p.nx0;
+    r.ny0 = r.ny0 > p.ny0 ? r.ny0 : p.ny0;
+    r.px1 = r.px1 > p.px1 ? r.px1 : p.px1;
+    r.py1 = r.py1 > p.py1 ? r.py1 : p.py1;
+}
 
 /* The result one accumulator stands for (host side: the fused, table and
  * MOCT results in cuda_wait.cu, the regions' in regions.cu). */
@@ -84,6 +103,9 @@ static inline void trk_cu_acc_result(const struct trk_cu_acc *a, struct trk_obj_
     out->y0 = (int32_t)(TRK_ACC_BIG - a->ny0);
     out->x1 = (int32_t)a->px1 - 1;
     out->y1 = (int32_t)a->py1 - 1;
+    out->sum_xx = a->sxx;
+    out->sum_yy = a->syy;
+    out->sum_xy = a->sxy;
 }
 
 /* An object as the naive and MOCT kernels test it. */
@@ -111,28 +133,78 @@ struct trk_cu_lut {
 /* The one definition of what the kernels carve out of dynamic shared memory
  * and of the byte counts the host passes at setup and launch. */
 
-/* Block-local accumulators of n objects (or slots): two u64 arrays (sum x,
- * sum y), then five u32 arrays (count and the encoded bounds of
- * trk_cu_acc). The base must be 8-byte aligned. */
+/* Block-local accumulators of n objects (or slots): five u64 arrays (sum x,
+ * sum y, sum x*x, sum y*y, sum x*y), then five u32 arrays (count and the
+ * encoded bounds of trk_cu_acc): 60 bytes an object. The base must be
+ * 8-byte aligned. */
 struct trk_cu_sacc {
-    unsigned long long *sx, *sy;
+    unsigned long long *sx, *sy, *sxx, *syy, *sxy;
     unsigned *cnt, *nx0, *ny0, *px1, *py1;
 };
 __host__ __device__ __forceinline__ size_t trk_cu_sacc_bytes(int n)
 {
-    return (size_t)n * (2 * sizeof(unsigned long long) + 5 * sizeof(unsigned));
+    return (size_t)n * (5 * sizeof(unsigned long long) + 5 * sizeof(unsigned));
 }
 __device__ __forceinline__ struct trk_cu_sacc trk_cu_sacc_at(void *base, int n)
 {
     struct trk_cu_sacc a;
     a.sx = reinterpret_cast<unsigned long long *>(base);
     a.sy = a.sx + n;
-    a.cnt = reinterpret_cast<unsigned *>(a.sy + n);
+    a.sxx = a.sy + n;
+    a.syy = a.sxx + n;
+    a.sxy = a.syy + n;
+    a.cnt = reinterpret_cast<unsigned *>(a.sxy + n);
     a.nx0 = a.cnt + n;
     a.ny0 = a.nx0 + n;
     a.px1 = a.ny0 + n;
     a.py1 = a.px1 + n;
     return a;
+}
+
+/* Object k's second moments in a's block-local sums: cnt pixels of row y
+ * at x = b + o, whose offsets o sum to so and their squares to soo (the
+ * callers keep those in 32 bits, offsets within one row segment, and widen
+ * here once): sum x*x = cnt b^2 + 2 b so + soo, sum x*y = y (cnt b + so),
+ * sum y*y = cnt y^2. */
+__device__ __forceinline__ void trk_cu_sacc_moments(const struct trk_cu_sacc &a, int k, unsigned b,
+                                                    unsigned y, unsigned cnt, unsigned so,
+                                                    unsigned soo)
+{
+    const unsigned long long c = cnt, bb = b, yy = y, sx = c * bb + so;
+    atomicAdd(&a.sxx[k], c * bb * bb + 2ull * bb * so + soo);
+    atomicAdd(&a.syy[k], c * yy * yy);
+    atomicAdd(&a.sxy[k], sx * yy);
+}
+
+/* One flush per block: the block's sums of the objects it saw added to the
+ * frame's accumulators g with global atomics (threads tid, tid + nthr, ...). */
+__device__ __forceinline__ void trk_cu_sacc_flush(const struct trk_cu_sacc &a, struct trk_cu_acc *g,
+                                                  int n, int tid, int nthr)
+{
+    for (int k = tid; k < n; k += nthr) {
+        const unsigned c = a.cnt[k];
+        if (!c) continue;
+        atomicAdd(&g[k].mass, (unsigned long long)c);
+        atomicAdd(&g[k].sx, a.sx[k]);
+        atomicAdd(&g[k].sy, a.sy[k]);
+        atomicAdd(&g[k].sxx, a.sxx[k]);
+        atomicAdd(&g[k].syy, a.syy[k]);
+        atomicAdd(&g[k].sxy, a.sxy[k]);
+        atomicMax(&g[k].nx0, a.nx0[k]);
+        atomicMax(&g[k].ny0, a.ny0[k]);
+        atomicMax(&g[k].px1, a.px1[k]);
+        atomicMax(&g[k].py1, a.py1[k]);
+    }
+}
+
+/* Zeroes a's sums of n objects (threads tid, tid + nthr, ...). */
+__device__ __forceinline__ void trk_cu_sacc_zero(const struct trk_cu_sacc &a, int n, int tid,
+                                                 int nthr)
+{
+    for (int i = tid; i < n; i += nthr) {
+        a.sx[i] = a.sy[i] = a.sxx[i] = a.syy[i] = a.sxy[i] = 0;
+        a.cnt[i] = a.nx0[i] = a.ny0[i] = a.px1[i] = a.py1[i] = 0;
+    }
 }
 
 /* The table kernels (fused, lut): the table image (lt.words 32-bit words, a
@@ -287,7 +359,25 @@ struct trk_cu_bobj {
 struct trk_cu_blob {
     unsigned long long sx, sy, perim, first;
     unsigned mass, x0, y0, x1, y1, pad;
+    unsigned long long sxx, syy, sxy; /* second moments (backend.h) */
 };
+
+/* A record's result (host side: the blob lists of blobs.cu and regions.cu). */
+static inline void trk_cu_blob_result(const struct trk_cu_blob *r, struct trk_blob *d)
+{
+    d->mass = r->mass;
+    d->sum_x = r->sx;
+    d->sum_y = r->sy;
+    d->x0 = (int32_t)r->x0;
+    d->y0 = (int32_t)r->y0;
+    d->x1 = (int32_t)r->x1;
+    d->y1 = (int32_t)r->y1;
+    d->perimeter = r->perim;
+    d->first = r->first;
+    d->sum_xx = r->sxx;
+    d->sum_yy = r->syy;
+    d->sum_xy = r->sxy;
+}
 static_assert(sizeof(struct trk_cu_blob) % 8 == 0,
               "blob records: 64-bit atomics need 8-byte alignment");
 

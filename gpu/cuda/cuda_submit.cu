@@ -225,17 +225,7 @@ void decode_blobs(struct cuda_be *b)
         const int k = b->bobj_of[i];
         TRK_ASSERT(len[i] <= (unsigned)o->k);
         for (unsigned s = 0; s < len[i]; s++) {
-            const struct trk_cu_blob *r = &rec[o->off + s];
-            struct trk_blob *d = &b->h_blob[k][s];
-            d->mass = r->mass;
-            d->sum_x = r->sx;
-            d->sum_y = r->sy;
-            d->x0 = (int32_t)r->x0;
-            d->y0 = (int32_t)r->y0;
-            d->x1 = (int32_t)r->x1;
-            d->y1 = (int32_t)r->y1;
-            d->perimeter = r->perim;
-            d->first = r->first;
+            trk_cu_blob_result(&rec[o->off + s], &b->h_blob[k][s]);
         }
         b->n_blob[k] = (int)len[i];
     }

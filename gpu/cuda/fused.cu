@@ -278,6 +278,7 @@ __device__ __forceinline__ void dense_word(uint32_t m0, uint32_t m1, uint32_t m2
     atomicMax(&acc.px1[k], b + st.last + 1u);
     atomicMax(&acc.ny0[k], TRK_ACC_BIG - y);
     atomicMax(&acc.py1[k], y + 1u);
+    trk_cu_sacc_moments(acc, k, b, y, st.cnt, st.sum, st.sq);
 }
 
 __device__ __forceinline__ unsigned long long gpu_clock_ns()
@@ -313,6 +314,9 @@ __device__ __forceinline__ void hand_over(const struct trk_cu_job &job, int n)
         a.ny0 = acc[k].ny0;
         a.px1 = acc[k].px1;
         a.py1 = acc[k].py1;
+        a.sxx = acc[k].sxx;
+        a.syy = acc[k].syy;
+        a.sxy = acc[k].sxy;
         p.out[k] = a;
     }
     __threadfence_system();
@@ -347,58 +351,45 @@ __device__ __forceinline__ void summary4(const uint32_t *s_lut, const struct trk
 }
 
 /* The sparse path for mask word q of a segment: per object present in
- * the word (wor, warp-uniform; bit b is object k0 + b), count, sum of x and
- * the bounds of its pixels among the lane's four (m0..m3: pixel x0 + j)
- * reduced over the warp with redux.sync, then lane 0 adds them with one
- * shared atomic per field. */
+ * the word (wor, warp-uniform; bit b is object k0 + b), count, sum of x
+ * offsets, sum of their squares and the bounds of its pixels among the
+ * lane's four (m0..m3: pixel x0 + j, offset 4 lane + j from the segment's
+ * first pixel) reduced over the warp with redux.sync, then lane 0 adds them
+ * with one shared atomic per field. Offsets keep the squares in 32 bits
+ * (< 128 * 128^2); trk_cu_sacc_moments widens them once. */
 __device__ __forceinline__ void sparse_word(uint32_t m0, uint32_t m1, uint32_t m2, uint32_t m3,
                                             uint32_t wor, int lane, int x0, int yy, int k0,
                                             const struct trk_cu_sacc &acc)
 {
+    const unsigned lo = 4u * (unsigned)lane, base = (unsigned)x0 - lo;
     while (wor) {
         const int bit = __ffs(wor) - 1;
         wor &= wor - 1;
         const unsigned v = ((m0 >> bit) & 1u) | (((m1 >> bit) & 1u) << 1) |
                            (((m2 >> bit) & 1u) << 2) | (((m3 >> bit) & 1u) << 3);
         unsigned cnt = __popc(v);
-        unsigned sx =
-            cnt * (unsigned)x0 + ((v >> 1) & 1u) + ((v >> 2) & 1u) * 2u + ((v >> 3) & 1u) * 3u;
+        const unsigned j1 = (v >> 1) & 1u, j2 = (v >> 2) & 1u, j3 = (v >> 3) & 1u;
+        const unsigned sj = j1 + 2u * j2 + 3u * j3;
+        unsigned so = cnt * lo + sj;
+        unsigned soo = cnt * lo * lo + 2u * lo * sj + j1 + 4u * j2 + 9u * j3;
         unsigned nmin = v ? TRK_ACC_BIG - (unsigned)(x0 + __ffs(v) - 1) : 0u;
         unsigned pmax = v ? (unsigned)(x0 + 32 - __clz(v)) : 0u;
         cnt = __reduce_add_sync(TRK_CU_FULL_MASK, cnt);
-        sx = __reduce_add_sync(TRK_CU_FULL_MASK, sx);
+        so = __reduce_add_sync(TRK_CU_FULL_MASK, so);
+        soo = __reduce_add_sync(TRK_CU_FULL_MASK, soo);
         nmin = __reduce_max_sync(TRK_CU_FULL_MASK, nmin);
         pmax = __reduce_max_sync(TRK_CU_FULL_MASK, pmax);
         if (lane == 0) {
             const int k = k0 + bit;
             atomicAdd(&acc.cnt[k], cnt);
-            atomicAdd(&acc.sx[k], (unsigned long long)sx);
+            atomicAdd(&acc.sx[k], (unsigned long long)cnt * base + so);
+            trk_cu_sacc_moments(acc, k, base, (unsigned)yy, cnt, so, soo);
             atomicAdd(&acc.sy[k], (unsigned long long)cnt * (unsigned)yy);
             atomicMax(&acc.nx0[k], nmin);
             atomicMax(&acc.px1[k], pmax);
             atomicMax(&acc.ny0[k], TRK_ACC_BIG - (unsigned)yy);
             atomicMax(&acc.py1[k], (unsigned)yy + 1u);
         }
-    }
-}
-
-/* One flush per block: the block's accumulators of the objects it saw
- * added to the frame's with global atomics. */
-__device__ __forceinline__ void flush_block(const struct trk_cu_job &job, int n,
-                                            const struct trk_cu_sacc &acc)
-{
-    const int tid = threadIdx.x;
-    for (int k = tid; k < n; k += blockDim.x) {
-        const unsigned c = acc.cnt[k];
-        if (!c) continue;
-        struct trk_cu_acc *a = &job.acc[k];
-        atomicAdd(&a->mass, (unsigned long long)c);
-        atomicAdd(&a->sx, acc.sx[k]);
-        atomicAdd(&a->sy, acc.sy[k]);
-        atomicMax(&a->nx0, acc.nx0[k]);
-        atomicMax(&a->ny0, acc.ny0[k]);
-        atomicMax(&a->px1, acc.px1[k]);
-        atomicMax(&a->py1, acc.py1[k]);
     }
 }
 
@@ -433,9 +424,6 @@ __global__ void __launch_bounds__(TRK_FUSED_THREADS, TRK_FUSED_MIN_BLOCKS)
     /* Layout and size: trk_cu_table_smem (cuda_internal.cuh). */
     uint32_t *s_lut = reinterpret_cast<uint32_t *>(s_raw);
     const struct trk_cu_sacc s_acc = trk_cu_sacc_at(s_lut + lt.words, n);
-    unsigned long long *s_sx = s_acc.sx, *s_sy = s_acc.sy;
-    unsigned *s_cnt = s_acc.cnt, *s_nx0 = s_acc.nx0, *s_ny0 = s_acc.ny0, *s_px1 = s_acc.px1,
-             *s_py1 = s_acc.py1;
 
     const int tid = threadIdx.x;
     if (job.pub.out && tid == 0) atomicMin(&job.pub.ctl->t0, gpu_clock_ns());
@@ -443,10 +431,7 @@ __global__ void __launch_bounds__(TRK_FUSED_THREADS, TRK_FUSED_MIN_BLOCKS)
         const uint4 *g = reinterpret_cast<const uint4 *>(job.lut);
         for (int i = tid; i < lt.words / 4; i += blockDim.x)
             s_raw[i] = g[i];
-        for (int i = tid; i < n; i += blockDim.x) {
-            s_sx[i] = s_sy[i] = 0;
-            s_cnt[i] = s_nx0[i] = s_ny0[i] = s_px1[i] = s_py1[i] = 0;
-        }
+        trk_cu_sacc_zero(s_acc, n, tid, blockDim.x);
         if (blockIdx.x == 0 && job.acc_clear)
             for (int i = tid; i < n; i += blockDim.x)
                 job.acc_clear[i] = trk_cu_acc{};
@@ -537,7 +522,7 @@ __global__ void __launch_bounds__(TRK_FUSED_THREADS, TRK_FUSED_MIN_BLOCKS)
     }
     __syncthreads();
 
-    flush_block(job, n, s_acc);
+    trk_cu_sacc_flush(s_acc, job.acc, n, tid, blockDim.x);
     if (job.pub.out) hand_over(job, n);
 }
 

@@ -79,11 +79,39 @@ __host__ __device__ __forceinline__ uint32_t transpose_merge(uint32_t x, uint32_
 }
 
 /* One object's pixels in a segment, offsets from the segment's first pixel:
- * cnt matched pixels, sum their offsets, first and last offset (valid when
- * cnt > 0). cnt <= 128 and sum < 128 * 128, so 32 bits hold them. */
+ * cnt matched pixels, sum their offsets, sq the sum of their squares, first
+ * and last offset (valid when cnt > 0). cnt <= 128, sum < 128 * 128 and sq
+ * <= 127 * 128 * 255 / 6 = 690880, so 32 bits hold them. */
 struct seg_stats {
-    unsigned cnt, sum, first, last;
+    unsigned cnt, sum, sq, first, last;
 };
+
+/* Sum of the set bit indices of x: sum_k 2^k popc(x & bits with index bit k). */
+__host__ __device__ __forceinline__ unsigned bit_index_sum(uint32_t x)
+{
+    unsigned s = 0;
+    TRK_DENSE_UNROLL
+    for (int k = 0; k < 5; k++)
+        s += (1u << k) * popc(x & ~lo_mask(1 << k));
+    return s;
+}
+
+/* Sum of the squares of the set bit indices of x: an index L = sum_k 2^k l_k
+ * has L^2 = sum_k 4^k l_k + sum_{k < k'} 2^(k + k' + 1) l_k l_k', so masked
+ * popcounts again (15 masks). */
+__host__ __device__ __forceinline__ unsigned bit_index_sq_sum(uint32_t x)
+{
+    unsigned s = 0;
+    TRK_DENSE_UNROLL
+    for (int k = 0; k < 5; k++) {
+        const uint32_t xk = x & ~lo_mask(1 << k);
+        s += (1u << (2 * k)) * popc(xk);
+        TRK_DENSE_UNROLL
+        for (int k2 = k + 1; k2 < 5; k2++)
+            s += (2u << (k + k2)) * popc(xk & ~lo_mask(1 << k2));
+    }
+    return s;
+}
 
 /* From the transposed words: t[j] bit L = pixel 4 L + j. The sum of offsets
  * is sum_j (j popc(t[j]) + 4 sum of set bit indices of t[j]), and the sum of
@@ -109,6 +137,12 @@ __host__ __device__ __forceinline__ seg_stats segment_stats(const uint32_t t[4])
     }
     r.cnt = cnt;
     r.sum = sum;
+    /* Offset 4 L + j squared: 16 L^2 + 8 j L + j^2, summed over the words:
+     * 16 sum_L L^2 (c0 + 2 c1 + 4 c2) + 8 sum_j j (index sum of t[j]) +
+     * n1 + 4 n2 + 9 n3. */
+    r.sq = 16u * (bit_index_sq_sum(c0) + 2u * bit_index_sq_sum(c1) + 4u * bit_index_sq_sum(c2)) +
+           8u * (bit_index_sum(t[1]) + 2u * bit_index_sum(t[2]) + 3u * bit_index_sum(t[3])) + n1 +
+           4u * n2 + 9u * n3;
     const uint32_t any = t[0] | t[1] | t[2] | t[3];
     r.first = r.last = 0;
     if (any) {

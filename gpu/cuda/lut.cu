@@ -16,14 +16,6 @@ static_assert(TRK_LUT_BX * TRK_LUT_BY <= 1024 && (TRK_LUT_BX * TRK_LUT_BY) % 32 
 /* Shared accumulators of one block: the layout of cuda_internal.cuh. */
 typedef struct trk_cu_sacc sacc;
 
-__device__ __forceinline__ void sacc_zero(const sacc &a, int n, int tid, int nthr)
-{
-    for (int i = tid; i < n; i += nthr) {
-        a.sx[i] = a.sy[i] = 0;
-        a.cnt[i] = a.nx0[i] = a.ny0[i] = a.px1[i] = a.py1[i] = 0;
-    }
-}
-
 __device__ __forceinline__ void sacc_add(const sacc &a, int k, int x, int y)
 {
     atomicAdd(&a.cnt[k], 1u);
@@ -33,22 +25,7 @@ __device__ __forceinline__ void sacc_add(const sacc &a, int k, int x, int y)
     atomicMax(&a.ny0[k], TRK_ACC_BIG - (unsigned)y);
     atomicMax(&a.px1[k], (unsigned)x + 1u);
     atomicMax(&a.py1[k], (unsigned)y + 1u);
-}
-
-__device__ __forceinline__ void sacc_flush(const sacc &a, struct trk_cu_acc *g, int n, int tid,
-                                           int nthr)
-{
-    for (int k = tid; k < n; k += nthr) {
-        const unsigned c = a.cnt[k];
-        if (!c) continue;
-        atomicAdd(&g[k].mass, (unsigned long long)c);
-        atomicAdd(&g[k].sx, a.sx[k]);
-        atomicAdd(&g[k].sy, a.sy[k]);
-        atomicMax(&g[k].nx0, a.nx0[k]);
-        atomicMax(&g[k].ny0, a.ny0[k]);
-        atomicMax(&g[k].px1, a.px1[k]);
-        atomicMax(&g[k].py1, a.py1[k]);
-    }
+    trk_cu_sacc_moments(a, k, (unsigned)x, (unsigned)y, 1u, 0u, 0u);
 }
 
 __device__ __forceinline__ int need_mask(const struct trk_cu_lut &lt)
@@ -65,7 +42,7 @@ __device__ __forceinline__ int need_mask(const struct trk_cu_lut &lt)
 __device__ __forceinline__ void block_begin(const struct trk_cu_job &job, const sacc &a, int n,
                                             int tid, int nthr)
 {
-    sacc_zero(a, n, tid, nthr);
+    trk_cu_sacc_zero(a, n, tid, nthr);
     if (blockIdx.x == 0 && blockIdx.y == 0 && job.acc_clear)
         for (int i = tid; i < n; i += nthr)
             job.acc_clear[i] = trk_cu_acc{};
@@ -124,7 +101,7 @@ __global__ void lut_kernel(const struct trk_cu_job job)
         }
     }
     __syncthreads();
-    sacc_flush(a, job.acc, n, tid, nthr);
+    trk_cu_sacc_flush(a, job.acc, n, tid, nthr);
 }
 
 /* Grid: as lut_kernel. Shared (trk_cu_naive_smem): the objects (boxes,
@@ -157,7 +134,7 @@ __global__ void naive_kernel(const struct trk_cu_job job)
         }
     }
     __syncthreads();
-    sacc_flush(a, job.acc, n, tid, nthr);
+    trk_cu_sacc_flush(a, job.acc, n, tid, nthr);
 }
 
 /* Grid: 1-D, one thread per row (i < H) or column (i >= H). Builds, per row

@@ -14,10 +14,10 @@
  * until one copy remains: its slot k holds object k's result. */
 #include "cuda_internal.cuh"
 
-/* A partial result: exact, 32 bytes. Empty: mass 0, x0 = y0 = 0xffff,
+/* A partial result: exact, 56 bytes. Empty: mass 0, x0 = y0 = 0xffff,
  * x1 = y1 = 0. */
 struct trk_cu_moct_entry {
-    unsigned long long sx, sy;
+    unsigned long long sx, sy, sxx, syy, sxy;
     unsigned mass;
     uint16_t x0, y0, x1, y1;
 };
@@ -51,7 +51,7 @@ __host__ __device__ inline void arr_dims(int arr, int m, int &aw, int &ah)
 __device__ __forceinline__ entry entry_empty()
 {
     entry e;
-    e.sx = e.sy = 0;
+    e.sx = e.sy = e.sxx = e.syy = e.sxy = 0;
     e.mass = 0;
     e.x0 = e.y0 = 0xffff;
     e.x1 = e.y1 = 0;
@@ -62,6 +62,9 @@ __device__ __forceinline__ void entry_merge(entry &a, const entry &b)
 {
     a.sx += b.sx;
     a.sy += b.sy;
+    a.sxx += b.sxx;
+    a.syy += b.syy;
+    a.sxy += b.sxy;
     a.mass += b.mass;
     a.x0 = (uint16_t)min((int)a.x0, (int)b.x0);
     a.y0 = (uint16_t)min((int)a.y0, (int)b.y0);
@@ -106,6 +109,9 @@ __global__ void moct_base(const struct trk_cu_job job, arrangement a, entry *bas
                 e.mass++;
                 e.sx += (unsigned)x;
                 e.sy += (unsigned)y;
+                e.sxx += (unsigned long long)x * (unsigned)x;
+                e.syy += (unsigned long long)y * (unsigned)y;
+                e.sxy += (unsigned long long)x * (unsigned)y;
                 e.x0 = (uint16_t)min((int)e.x0, x);
                 e.y0 = (uint16_t)min((int)e.y0, y);
                 e.x1 = (uint16_t)max((int)e.x1, x);
@@ -153,6 +159,9 @@ __global__ void moct_final(arrangement a, const entry *lvl, int n, struct trk_cu
         o.mass = e.mass;
         o.sx = e.sx;
         o.sy = e.sy;
+        o.sxx = e.sxx;
+        o.syy = e.syy;
+        o.sxy = e.sxy;
         o.nx0 = TRK_ACC_BIG - e.x0;
         o.ny0 = TRK_ACC_BIG - e.y0;
         o.px1 = e.x1 + 1u;

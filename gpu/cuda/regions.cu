@@ -74,7 +74,7 @@ __device__ __forceinline__ bool px_match(const struct trk_cu_frame &f, int yuv,
  * zeroed by the grid of this call's aggregate kernel: no memset call. */
 __device__ __forceinline__ void clear_next(struct trk_cu_acc *clr)
 {
-    const struct trk_cu_acc z = { 0, 0, 0, 0, 0, 0, 0 };
+    const struct trk_cu_acc z = {};
     for (unsigned e = blockIdx.x * blockDim.x + threadIdx.x; e < TRK_MAX_REGIONS;
          e += gridDim.x * blockDim.x)
         clr[e] = z;
@@ -104,12 +104,13 @@ __global__ void __launch_bounds__(32 * FLAT_ROWS)
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int y = R.y0 + (t - tiles[j]) * FLAT_ROWS + warp;
     unsigned cnt = 0, mn = NONE, mx = 0;
-    unsigned long long sx = 0;
+    unsigned long long sx = 0, sxx = 0;
     if (y <= R.y1)
         for (int x = R.x0 + lane; x <= R.x1; x += 32)
             if (px_match(f, yuv, o, x, y)) {
                 cnt++;
                 sx += (unsigned)x;
+                sxx += (unsigned long long)x * (unsigned)x;
                 mn = min(mn, (unsigned)x);
                 mx = max(mx, (unsigned)x);
             }
@@ -117,17 +118,19 @@ __global__ void __launch_bounds__(32 * FLAT_ROWS)
     mn = __reduce_min_sync(TRK_CU_FULL_MASK, mn);
     mx = __reduce_max_sync(TRK_CU_FULL_MASK, mx);
     sx = trk_cu_warp_sum64(sx);
+    sxx = trk_cu_warp_sum64(sxx);
     __shared__ unsigned s_cnt[FLAT_ROWS], s_mn[FLAT_ROWS], s_mx[FLAT_ROWS];
-    __shared__ unsigned long long s_sx[FLAT_ROWS];
+    __shared__ unsigned long long s_sx[FLAT_ROWS], s_sxx[FLAT_ROWS];
     if (lane == 0) {
         s_cnt[warp] = cnt;
         s_mn[warp] = mn;
         s_mx[warp] = mx;
         s_sx[warp] = sx;
+        s_sxx[warp] = sxx;
     }
     __syncthreads();
     if (threadIdx.x != 0) return;
-    unsigned long long mass = 0, tx = 0, ty = 0;
+    unsigned long long mass = 0, tx = 0, ty = 0, txx = 0, tyy = 0, txy = 0;
     unsigned bmn = NONE, bmx = 0, ymn = NONE, ymx = 0;
     const int y0 = R.y0 + (t - tiles[j]) * FLAT_ROWS;
     for (int w = 0; w < FLAT_ROWS; w++) {
@@ -136,6 +139,9 @@ __global__ void __launch_bounds__(32 * FLAT_ROWS)
         mass += s_cnt[w];
         tx += s_sx[w];
         ty += (unsigned long long)s_cnt[w] * yw;
+        txx += s_sxx[w];
+        tyy += (unsigned long long)s_cnt[w] * yw * yw;
+        txy += s_sx[w] * yw;
         bmn = min(bmn, s_mn[w]);
         bmx = max(bmx, s_mx[w]);
         ymn = min(ymn, yw);
@@ -146,6 +152,9 @@ __global__ void __launch_bounds__(32 * FLAT_ROWS)
     atomicAdd(&a->mass, mass);
     atomicAdd(&a->sx, tx);
     atomicAdd(&a->sy, ty);
+    atomicAdd(&a->sxx, txx);
+    atomicAdd(&a->syy, tyy);
+    atomicAdd(&a->sxy, txy);
     atomicMax(&a->nx0, TRK_ACC_BIG - bmn);
     atomicMax(&a->ny0, TRK_ACC_BIG - ymn);
     atomicMax(&a->px1, bmx + 1);
@@ -163,6 +172,9 @@ __device__ struct trk_cu_acc block_combine(struct trk_cu_acc v)
     v.mass = trk_cu_warp_sum64(v.mass);
     v.sx = trk_cu_warp_sum64(v.sx);
     v.sy = trk_cu_warp_sum64(v.sy);
+    v.sxx = trk_cu_warp_sum64(v.sxx);
+    v.syy = trk_cu_warp_sum64(v.syy);
+    v.sxy = trk_cu_warp_sum64(v.sxy);
     v.nx0 = __reduce_max_sync(TRK_CU_FULL_MASK, v.nx0);
     v.ny0 = __reduce_max_sync(TRK_CU_FULL_MASK, v.ny0);
     v.px1 = __reduce_max_sync(TRK_CU_FULL_MASK, v.px1);
@@ -171,15 +183,8 @@ __device__ struct trk_cu_acc block_combine(struct trk_cu_acc v)
     __syncthreads();
     struct trk_cu_acc r = s[0];
     if (threadIdx.x == 0)
-        for (int w = 1; w < SEED_THREADS / 32; w++) {
-            r.mass += s[w].mass;
-            r.sx += s[w].sx;
-            r.sy += s[w].sy;
-            r.nx0 = max(r.nx0, s[w].nx0);
-            r.ny0 = max(r.ny0, s[w].ny0);
-            r.px1 = max(r.px1, s[w].px1);
-            r.py1 = max(r.py1, s[w].py1);
-        }
+        for (int w = 1; w < SEED_THREADS / 32; w++)
+            trk_cu_acc_add(r, s[w]);
     return r;
 }
 
@@ -193,7 +198,7 @@ __global__ void __launch_bounds__(SEED_THREADS)
     const int Q = id / alpha, xq = id % alpha % beta, yq = id % alpha / beta;
     const int rows = alpha / beta; /* patch rows per quadrant */
     const struct rreg R = reg[j];
-    struct trk_cu_acc v = { 0, 0, 0, 0, 0, 0, 0 };
+    struct trk_cu_acc v = {};
     if (R.x0 <= R.x1 && R.y0 <= R.y1) {
         const int W = R.x1 - R.x0 + 1, H = R.y1 - R.y0 + 1;
         const int lw = W / 2, th = H / 2; /* left columns, top rows */
@@ -211,6 +216,9 @@ __global__ void __launch_bounds__(SEED_THREADS)
             cnt++;
             v.sx += (unsigned)x;
             v.sy += (unsigned)y;
+            v.sxx += (unsigned long long)x * (unsigned)x;
+            v.syy += (unsigned long long)y * (unsigned)y;
+            v.sxy += (unsigned long long)x * (unsigned)y;
             mnx = min(mnx, (unsigned)x);
             mny = min(mny, (unsigned)y);
             mxx = max(mxx, (unsigned)x);
@@ -235,17 +243,9 @@ __global__ void __launch_bounds__(SEED_THREADS)
 {
     clear_next(clr);
     const int per = 4 * alpha, j = blockIdx.x;
-    struct trk_cu_acc v = { 0, 0, 0, 0, 0, 0, 0 };
-    for (int i = threadIdx.x; i < per; i += SEED_THREADS) {
-        const struct trk_cu_acc p = part[(size_t)j * per + i];
-        v.mass += p.mass;
-        v.sx += p.sx;
-        v.sy += p.sy;
-        v.nx0 = max(v.nx0, p.nx0);
-        v.ny0 = max(v.ny0, p.ny0);
-        v.px1 = max(v.px1, p.px1);
-        v.py1 = max(v.py1, p.py1);
-    }
+    struct trk_cu_acc v = {};
+    for (int i = threadIdx.x; i < per; i += SEED_THREADS)
+        trk_cu_acc_add(v, part[(size_t)j * per + i]);
     v = block_combine(v);
     if (threadIdx.x == 0) acc[j] = v;
 }
@@ -388,6 +388,7 @@ __global__ void __launch_bounds__(BLOB_THREADS)
         breg_xy(B[i], p, x, y);
         struct trk_cu_blob *r = &rec[rbase[i] + rank[p]];
         r->sx = r->sy = r->perim = 0;
+        r->sxx = r->syy = r->sxy = 0;
         r->first = (unsigned long long)y * (unsigned long long)f.width + (unsigned)x;
         r->mass = 0;
         r->x0 = r->y0 = NONE;
@@ -404,8 +405,12 @@ template <class Rec>
 __device__ __forceinline__ void warp_add_blob(Rec *rec, unsigned key, unsigned peers, unsigned x,
                                               unsigned y, unsigned edges)
 {
-    /* Sums of 32 coordinates (sides far below 2^27) fit 32 bits. */
+    /* Sums of 32 coordinates (sides far below 2^27) fit 32 bits; squares
+     * and products (< 2^32 each) need the wide form. */
     const unsigned sx = __reduce_add_sync(peers, x), sy = __reduce_add_sync(peers, y);
+    const unsigned long long sxx = trk_cu_reduce_add_wide(peers, x * x);
+    const unsigned long long syy = trk_cu_reduce_add_wide(peers, y * y);
+    const unsigned long long sxy = trk_cu_reduce_add_wide(peers, x * y);
     const unsigned pe = __reduce_add_sync(peers, edges);
     const unsigned x0 = __reduce_min_sync(peers, x), x1 = __reduce_max_sync(peers, x);
     const unsigned y0 = __reduce_min_sync(peers, y), y1 = __reduce_max_sync(peers, y);
@@ -415,6 +420,9 @@ __device__ __forceinline__ void warp_add_blob(Rec *rec, unsigned key, unsigned p
     atomicAdd(&r->sx, (decltype(r->sx))sx);
     atomicAdd(&r->sy, (decltype(r->sy))sy);
     atomicAdd(&r->perim, (decltype(r->perim))pe);
+    atomicAdd(&r->sxx, sxx);
+    atomicAdd(&r->syy, syy);
+    atomicAdd(&r->sxy, sxy);
     atomicMin(&r->x0, x0);
     atomicMin(&r->y0, y0);
     atomicMax(&r->x1, x1);
@@ -554,6 +562,7 @@ const unsigned RB_TAG = 0x80000000u; /* a root's slot: TAG | its number */
 
 struct rb_rec {
     unsigned mass, sx, sy, perim, x0, y0, x1, y1, root; /* local coordinates */
+    unsigned long long sxx, syy, sxy;                   /* local too: area x side^2 needs 64 bits */
 };
 struct rb_item {
     unsigned long long key; /* mass << 32 | ~root: larger is earlier in the list */
@@ -646,6 +655,11 @@ __device__ __forceinline__ struct rb_item rb_item_of(const struct rb_rec &q, uns
     it.b.mass = q.mass;
     it.b.sx = (unsigned long long)q.sx + (unsigned long long)q.mass * (unsigned)R.x0;
     it.b.sy = (unsigned long long)q.sy + (unsigned long long)q.mass * (unsigned)R.y0;
+    /* (X0 + lx)^2 = X0^2 + 2 X0 lx + lx^2 over the pixels; likewise y, xy. */
+    const unsigned long long X0 = (unsigned)R.x0, Y0 = (unsigned)R.y0, m = q.mass;
+    it.b.sxx = m * X0 * X0 + 2 * X0 * q.sx + q.sxx;
+    it.b.syy = m * Y0 * Y0 + 2 * Y0 * q.sy + q.syy;
+    it.b.sxy = m * X0 * Y0 + X0 * q.sy + Y0 * q.sx + q.sxy;
     it.b.perim = q.perim;
     it.b.first = (unsigned long long)(R.y0 + (int)(q.root / (unsigned)W)) * (unsigned long long)fw +
                  (unsigned long long)(R.x0 + (int)(q.root % (unsigned)W));
@@ -738,7 +752,7 @@ __global__ void __launch_bounds__(RB_THREADS)
     for (unsigned c0 = 0; c0 < nroots; c0 += RB_RECS) {
         const unsigned nrec = min((unsigned)RB_RECS, nroots - c0);
         for (unsigned t = threadIdx.x; t < nrec; t += RB_THREADS)
-            s_rec[t] = rb_rec{ 0, 0, 0, 0, NONE, NONE, 0, 0, 0 };
+            s_rec[t] = rb_rec{ 0, 0, 0, 0, NONE, NONE, 0, 0, 0, 0, 0, 0 };
         __syncthreads();
         rb_pass_stats(A, W, H, wpr, lab, mw, c0, nrec, s_rec);
         __syncthreads();
@@ -1252,17 +1266,7 @@ static void collect_list(struct trk_cu_rrm *r, const struct breg *B, const unsig
 {
     TRK_ASSERT(len[B->j] <= (unsigned)B->k);
     for (unsigned s = 0; s < len[B->j]; s++) {
-        const struct trk_cu_blob *c = &rec[B->out + s];
-        struct trk_blob *d = &r->h_blob[B->j][s];
-        d->mass = c->mass;
-        d->sum_x = c->sx;
-        d->sum_y = c->sy;
-        d->x0 = (int32_t)c->x0;
-        d->y0 = (int32_t)c->y0;
-        d->x1 = (int32_t)c->x1;
-        d->y1 = (int32_t)c->y1;
-        d->perimeter = c->perim;
-        d->first = c->first;
+        trk_cu_blob_result(&rec[B->out + s], &r->h_blob[B->j][s]);
     }
     r->n_blob[B->j] = (int)len[B->j];
 }

@@ -42,6 +42,17 @@ __device__ __forceinline__ unsigned long long trk_cu_warp_sum64(unsigned long lo
     return v;
 }
 
+/* Sum of v over the lanes in peers (every one of them must call it), exact
+ * for any 32-bit v (a square or product of coordinates below 2^16): its
+ * 16-bit halves are reduced apart (each sum < 32 * 2^16) and joined in 64
+ * bits; every lane in peers gets it. */
+__device__ __forceinline__ unsigned long long trk_cu_reduce_add_wide(unsigned peers, unsigned v)
+{
+    const unsigned lo = __reduce_add_sync(peers, v & 0xffffu),
+                   hi = __reduce_add_sync(peers, v >> 16);
+    return ((unsigned long long)hi << 16) + lo;
+}
+
 /* Largest v over the warp, in every lane. */
 __device__ __forceinline__ unsigned long long trk_cu_warp_max64(unsigned long long v)
 {

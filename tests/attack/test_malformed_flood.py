@@ -12,7 +12,8 @@ thousand generated bad messages:
   - every field of every control message given a value of another JSON
     type (the newer sample "seq", preview "hold", update_object "changes"
     and a set_objects with only "calibration" too, save_objects "part" and
-    strings that name no part), the object fields
+    strings that name no part, reset_range "name" / "object_id" and
+    keep_range "save"), the object fields
     inside set_objects/add_object/update_object too;
   - seeded random printable noise, binary messages, messages over 64 KiB
     (also fragmented).
@@ -57,6 +58,10 @@ GOOD = [
     ({"type": "set_camera", "name": "gain", "value": 5}, ["name", "value"]),
     # A save of one part: any bad "part" is refused and writes nothing.
     ({"type": "save_objects", "part": "calibration"}, ["part"]),
+    # Ranges that follow the light (the demo set has none to keep).
+    ({"type": "reset_range", "name": "red"}, ["name"]),
+    ({"type": "reset_range", "object_id": 0}, ["object_id"]),
+    ({"type": "keep_range", "save": False}, ["save"]),
 ]
 # "part" strings that name no part (the file must stay as it was).
 BAD_PARTS = ["", "objects", "Calibration", "CAMERA", "calibration ", " camera",

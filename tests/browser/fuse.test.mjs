@@ -82,6 +82,13 @@ async function main() {
       if (ok < 2) fail(`footprint ${f.camera} filled ${want}: got ${JSON.stringify(got)}`);
       console.log(`ok: footprint ${f.camera} drawn in ${f.color} (${ok}/3 pixels)`);
     }
+    // Both cameras' clocks synced by the fuser (a few requests after they
+    // appear): the table says so with the error bound.
+    await page.waitForFunction(() => [...document.querySelectorAll('#cams tr')]
+      .filter((tr) => /^sync \u00b1\d+\.\d\d ms$/.test(tr.children[5].textContent)).length === 2,
+    null, { timeout: 20000 })
+      .then(() => console.log('ok: both cameras\' clocks shown synced'))
+      .catch(() => fail('the page did not show both cameras\' clocks synced within 20 s'));
     await page.screenshot({ path: path.join(outDir, 'fuse-both.png') });
 
     // harness stop() waits for an 'exit' that a process killed here already

@@ -37,10 +37,13 @@ export async function waitListening(port, proc) {
   fail('trackd did not listen within 10 s');
 }
 
+// SIGTERM, then SIGKILL after 10 s; resolves with the exit code, or the
+// signal's name when a signal ended it (before or after this call).
 export function stop(p) {
   return new Promise((resolve) => {
-    if (p.exitCode !== null) return resolve(p.exitCode);
-    p.on('exit', (code) => resolve(code));
+    if (p.exitCode !== null || p.signalCode !== null) return resolve(p.exitCode ?? p.signalCode);
+    const kill = setTimeout(() => p.kill('SIGKILL'), 10000);
+    p.on('exit', (code, signal) => { clearTimeout(kill); resolve(code ?? signal); });
     p.kill('SIGTERM');
   });
 }
@@ -122,9 +125,11 @@ export async function startOnClip(trackd, clip, objs, webRoot, outDir, extra = [
 
 // The daemon's page on port in a browser context of its own (its own
 // window, as another user's), page errors pushed to errors; resolves once
-// ready() (evaluated in the page) holds.
-export async function openPage(browser, port, errors, ready) {
-  const ctx = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
+// ready() (evaluated in the page) holds. viewport: the window's CSS size
+// (default 1280x1000; a phone's, e.g. { width: 390, height: 844 }).
+export async function openPage(browser, port, errors, ready,
+                               { viewport = { width: 1280, height: 1000 } } = {}) {
+  const ctx = await browser.newContext({ viewport });
   const page = await ctx.newPage();
   page.on('pageerror', (e) => errors.push(String(e)));
   await page.goto(`http://127.0.0.1:${port}/`);

@@ -30,7 +30,7 @@ for bin in "$build/daemon/trackd" "$build/tests/unit/daemon/test_daemon_v4l2"; d
     esac
   done
 done
-cp "$here/compare_ndjson.py" "$here/run-on-device.sh" "$here/latency_probe.py" \
+cp "$here/compare_ndjson.py" "$here/run-on-device.sh" "$here/latency_probe.py" "$here/many_cameras.py" \
    "$here/hwdec_device.py" "$here/../integration/daemon_proc.py" "$out/"
 cp -r "$here/../../web" "$out/web"
 # Clips made here (the GPU machine has no ffmpeg CLI): 4:2:0 and RGB.

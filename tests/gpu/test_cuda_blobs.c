@@ -94,6 +94,9 @@ static const char *blob_diff(const struct trk_blob *a, const struct trk_blob *b,
     FIELD(x1)
     FIELD(y1)
     FIELD(perimeter)
+    FIELD(sum_xx)
+    FIELD(sum_yy)
+    FIELD(sum_xy)
 #undef FIELD
     return NULL;
 }
@@ -158,7 +161,8 @@ static int compare_results(const char *what, const struct trk_obj_result *want,
     for (int k = 0; k < m; k++) {
         const struct trk_obj_result *a = &want[k], *b = &got[k];
         if (a->mass != b->mass || a->sum_x != b->sum_x || a->sum_y != b->sum_y || a->x0 != b->x0 ||
-            a->y0 != b->y0 || a->x1 != b->x1 || a->y1 != b->y1) {
+            a->y0 != b->y0 || a->x1 != b->x1 || a->y1 != b->y1 || a->sum_xx != b->sum_xx ||
+            a->sum_yy != b->sum_yy || a->sum_xy != b->sum_xy) {
             fprintf(stderr, "MISMATCH %s object %d aggregate: ref mass %llu cuda mass %llu\n", what,
                     k, (unsigned long long)a->mass, (unsigned long long)b->mass);
             return 1;
@@ -520,25 +524,31 @@ int main(int argc, char **argv)
         ctx_close(&c);
     }
 
-    /* Wider than blob spans hold (16 bits): refused at set_objects with a
-     * clear error, while objects without blobs still work there. */
+    /* Wider than blob spans hold (16 bits: sides up to 65535) but within the
+     * backends' limit (TRK_MAX_SIDE, 65536): refused at set_objects with a
+     * clear error, while objects without blobs still work there. Wider
+     * still: refused at create. */
     {
         struct trk_backend *b = NULL;
         struct trk_backend_cfg cfg = { .kind = TRK_BACKEND_CUDA,
-                                       .max_width = 70000,
+                                       .max_width = TRK_MAX_SIDE,
                                        .max_height = 2 };
         int err = trk_backend_create(&cfg, &b);
-        CHECKF(!err, "creating a 70000x2 backend: %s", trk_strerror(err));
+        CHECKF(!err, "creating a %dx2 backend: %s", TRK_MAX_SIDE, trk_strerror(err));
         if (!err) {
             const uint8_t red[3] = { 255, 0, 0 };
             struct trk_object_def o = rgb_object("wide", red, 10, 4, 8, 0);
             err = trk_backend_set_objects(b, &o, 1);
-            CHECKF(err == TRK_EINVAL, "blobs on a 70000-wide backend: %s", trk_strerror(err));
+            CHECKF(err == TRK_EINVAL, "blobs on a %d-wide backend: %s", TRK_MAX_SIDE,
+                   trk_strerror(err));
             o.blobs = 0;
             err = trk_backend_set_objects(b, &o, 1);
-            CHECKF(!err, "no blobs on a 70000-wide backend: %s", trk_strerror(err));
+            CHECKF(!err, "no blobs on a %d-wide backend: %s", TRK_MAX_SIDE, trk_strerror(err));
         }
         trk_backend_destroy(&b);
+        cfg.max_width = 70000;
+        err = trk_backend_create(&cfg, &b);
+        CHECKF(err == TRK_EINVAL && !b, "a 70000x2 backend: %s", trk_strerror(err));
     }
 
     if (check_failures) {

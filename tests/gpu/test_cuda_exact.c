@@ -96,16 +96,21 @@ static int compare(const char *what, const struct trk_obj_result *want,
     for (int i = 0; i < n; i++) {
         const struct trk_obj_result *a = &want[i], *b = &got[i];
         if (a->mass == b->mass && a->sum_x == b->sum_x && a->sum_y == b->sum_y && a->x0 == b->x0 &&
-            a->y0 == b->y0 && a->x1 == b->x1 && a->y1 == b->y1)
+            a->y0 == b->y0 && a->x1 == b->x1 && a->y1 == b->y1 && a->sum_xx == b->sum_xx &&
+            a->sum_yy == b->sum_yy && a->sum_xy == b->sum_xy)
             continue;
         if (bad++ < 3)
             fprintf(stderr,
-                    "MISMATCH %s object %d: ref mass %llu sums %llu,%llu box %d,%d,%d,%d; "
-                    "cuda mass %llu sums %llu,%llu box %d,%d,%d,%d\n",
+                    "MISMATCH %s object %d: ref mass %llu sums %llu,%llu box %d,%d,%d,%d "
+                    "moments %llu,%llu,%llu; cuda mass %llu sums %llu,%llu box %d,%d,%d,%d "
+                    "moments %llu,%llu,%llu\n",
                     what, i, (unsigned long long)a->mass, (unsigned long long)a->sum_x,
                     (unsigned long long)a->sum_y, a->x0, a->y0, a->x1, a->y1,
-                    (unsigned long long)b->mass, (unsigned long long)b->sum_x,
-                    (unsigned long long)b->sum_y, b->x0, b->y0, b->x1, b->y1);
+                    (unsigned long long)a->sum_xx, (unsigned long long)a->sum_yy,
+                    (unsigned long long)a->sum_xy, (unsigned long long)b->mass,
+                    (unsigned long long)b->sum_x, (unsigned long long)b->sum_y, b->x0, b->y0, b->x1,
+                    b->y1, (unsigned long long)b->sum_xx, (unsigned long long)b->sum_yy,
+                    (unsigned long long)b->sum_xy);
     }
     return bad;
 }
@@ -249,7 +254,7 @@ int main(int argc, char **argv)
                     /* Pinned input on alternate variants: both upload paths. */
                     const struct trk_image *in = (have_pinned && (v + fmt) % 2) ? &pimg : &img;
                     for (int i = 0; i < m; i++)
-                        got[i] = (struct trk_obj_result){ 7, 7, 7, 7, 7, 7, 7 };
+                        got[i] = (struct trk_obj_result){ 7, 7, 7, 7, 7, 7, 7, 7, 7, 7 };
                     struct trk_backend_timing t = { -1, -1, -1, 0, 0 };
                     /* The asynchronous form on every other case. */
                     if ((v + fmt + use_roi) % 2) {

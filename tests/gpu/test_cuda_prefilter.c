@@ -32,7 +32,8 @@ static int differ(const struct trk_obj_result *a, const struct trk_obj_result *b
     int bad = 0;
     for (int i = 0; i < n; i++) {
         if (a[i].mass == b[i].mass && a[i].sum_x == b[i].sum_x && a[i].sum_y == b[i].sum_y &&
-            a[i].x0 == b[i].x0 && a[i].y0 == b[i].y0 && a[i].x1 == b[i].x1 && a[i].y1 == b[i].y1)
+            a[i].x0 == b[i].x0 && a[i].y0 == b[i].y0 && a[i].x1 == b[i].x1 && a[i].y1 == b[i].y1 &&
+            a[i].sum_xx == b[i].sum_xx && a[i].sum_yy == b[i].sum_yy && a[i].sum_xy == b[i].sum_xy)
             continue;
         if (!loud) {
             bad++;

@@ -115,23 +115,45 @@ static int run_definition(struct trk_backend *b, int nobj, const struct trk_imag
     return 0;
 }
 
+/* The first field that differs (its name, both values), or NULL. */
+#define F(f)                                                                                       \
+    do {                                                                                           \
+        if (a->f != b->f) {                                                                        \
+            *va = (long long)a->f, *vb = (long long)b->f;                                          \
+            return #f;                                                                             \
+        }                                                                                          \
+    } while (0)
+#define F_SUMS()                                                                                   \
+    do {                                                                                           \
+        F(mass);                                                                                   \
+        F(sum_x);                                                                                  \
+        F(sum_y);                                                                                  \
+        F(x0);                                                                                     \
+        F(y0);                                                                                     \
+        F(x1);                                                                                     \
+        F(y1);                                                                                     \
+        F(sum_xx);                                                                                 \
+        F(sum_yy);                                                                                 \
+        F(sum_xy);                                                                                 \
+    } while (0)
+
 static const char *res_diff(const struct trk_obj_result *a, const struct trk_obj_result *b,
                             long long *va, long long *vb)
 {
-#define F(f)                                                                                       \
-    if (a->f != b->f) {                                                                            \
-        *va = (long long)a->f, *vb = (long long)b->f;                                              \
-        return #f;                                                                                 \
-    }
-    F(mass) F(sum_x) F(sum_y) F(x0) F(y0) F(x1) F(y1) return NULL;
+    F_SUMS();
+    return NULL;
 }
 
 static const char *blob_diff(const struct trk_blob *a, const struct trk_blob *b, long long *va,
                              long long *vb)
 {
-    F(mass) F(sum_x) F(sum_y) F(x0) F(y0) F(x1) F(y1) F(perimeter) F(first) return NULL;
-#undef F
+    F_SUMS();
+    F(perimeter);
+    F(first);
+    return NULL;
 }
+#undef F_SUMS
+#undef F
 
 /* got == want for every region; prints the first difference. */
 static int compare(const char *what, const char *who, const struct trk_region *r, int n,

@@ -36,7 +36,7 @@ void check_masks(const uint32_t m[4][32], const char *what)
         }
     int bad = 0;
     for (int b = 0; b < 32; b++) {
-        unsigned cnt = 0, sum = 0, first = 0, last = 0;
+        unsigned cnt = 0, sum = 0, sq = 0, first = 0, last = 0;
         for (int L = 0; L < 32; L++)
             for (int j = 0; j < 4; j++) {
                 const unsigned want = (m[j][L] >> b) & 1u, got = (t[j][b] >> L) & 1u;
@@ -48,16 +48,19 @@ void check_masks(const uint32_t m[4][32], const char *what)
                 if (!cnt) first = off;
                 cnt++;
                 sum += off;
+                sq += off * off;
                 last = off;
             }
         const uint32_t tb[4] = { t[0][b], t[1][b], t[2][b], t[3][b] };
         const trk_dense::seg_stats st = trk_dense::segment_stats(tb);
         cases++;
-        const bool ok =
-            st.cnt == cnt && st.sum == sum && (!cnt || (st.first == first && st.last == last));
+        const bool ok = st.cnt == cnt && st.sum == sum && st.sq == sq &&
+                        (!cnt || (st.first == first && st.last == last));
         if (!ok && bad++ < 3)
-            fprintf(stderr, "%s: object %d: want cnt %u sum %u first %u last %u; got %u %u %u %u\n",
-                    what, b, cnt, sum, first, last, st.cnt, st.sum, st.first, st.last);
+            fprintf(
+                stderr,
+                "%s: object %d: want cnt %u sum %u sq %u first %u last %u; got %u %u %u %u %u\n",
+                what, b, cnt, sum, sq, first, last, st.cnt, st.sum, st.sq, st.first, st.last);
         CHECKF(ok, "%s: object %d statistics", what, b);
     }
     CHECKF(!bad, "%s: %d differences", what, bad);

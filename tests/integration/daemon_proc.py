@@ -3,6 +3,8 @@ port, stderr to a log file, and waiting until the server accepts."""
 import socket
 import subprocess
 import time
+import urllib.error
+import urllib.request
 
 
 def free_port():
@@ -40,3 +42,22 @@ def stop_trackd(p, timeout=10):
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait()
+
+
+def http_get(port, path, timeout=30):
+    """(status, body bytes) of GET http://127.0.0.1:PORT/PATH, errors too."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=timeout) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def wait_for(fn, timeout, step=0.2):
+    """fn()'s first true value within timeout seconds, else the last one."""
+    end = time.monotonic() + timeout
+    v = fn()
+    while not v and time.monotonic() < end:
+        time.sleep(step)
+        v = fn()
+    return v

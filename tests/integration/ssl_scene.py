@@ -124,6 +124,25 @@ def scene(frames, w, h, n_robots, scale, seed, noise=2.0):
         yield img, truth
 
 
+def write_clip(out, w, h, fps, frames, h264=False):
+    """Pipes the RGB frames of (frame, truth) pairs to the ffmpeg CLI, into
+    out (H.264, yuv420p, crf 16; else FFV1, lossless RGB); returns the
+    truths in frame order."""
+    codec = (["-c:v", "libx264", "-pix_fmt", "yuv420p", "-crf", "16", "-preset", "fast"]
+             if h264 else ["-c:v", "ffv1", "-pix_fmt", "bgr0"])
+    cmd = ["ffmpeg", "-loglevel", "error", "-y", "-f", "rawvideo", "-pix_fmt", "rgb24",
+           "-s", f"{w}x{h}", "-r", str(fps), "-i", "-"] + codec + [out]
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE)
+    truths = []
+    for img, truth in frames:
+        proc.stdin.write(img.tobytes())
+        truths.append(truth)
+    proc.stdin.close()
+    if proc.wait() != 0:
+        sys.exit("ffmpeg failed")
+    return truths
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("out")
@@ -136,18 +155,8 @@ def main():
     ap.add_argument("--seed", type=int, default=26)
     a = ap.parse_args()
     w, h = (int(v) for v in a.size.split("x"))
-    codec = (["-c:v", "libx264", "-pix_fmt", "yuv420p", "-crf", "16", "-preset", "fast"]
-             if a.h264 else ["-c:v", "ffv1", "-pix_fmt", "bgr0"])
-    cmd = ["ffmpeg", "-loglevel", "error", "-y", "-f", "rawvideo", "-pix_fmt", "rgb24",
-           "-s", f"{w}x{h}", "-r", str(a.fps), "-i", "-"] + codec + [a.out]
-    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE)
-    truths = []
-    for img, truth in scene(a.frames, w, h, a.robots, a.scale, a.seed):
-        proc.stdin.write(img.tobytes())
-        truths.append(truth)
-    proc.stdin.close()
-    if proc.wait() != 0:
-        sys.exit("ffmpeg failed")
+    truths = write_clip(a.out, w, h, a.fps, scene(a.frames, w, h, a.robots, a.scale, a.seed),
+                        a.h264)
     with open(a.out + ".truth.json", "w") as f:
         json.dump({"size": [w, h], "scale": a.scale, "frames": truths}, f)
 

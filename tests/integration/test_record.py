@@ -9,7 +9,8 @@ real daemon, a real WebSocket client and examples/read_bundle.py.
      (exit 1, frame and field named);
   2. a generated file (raw RGB frames through the ffmpeg CLI): the recorded
      pixels are bit-exact the frames made; replay --verify identical on cpu
-     and cpu-ref;
+     and cpu-ref; the same as FFV1 (--record-storage ffv1): its frames are
+     the raw bundle's and it replays identically;
   3. a disk that fills (a 2 MB tmpfs): recording stops with a clear error,
      tracking goes on (every frame's result in --output), the bundle replays
      identically up to the failure; a read-only folder (a tmpfs mounted
@@ -186,6 +187,29 @@ def file_clip(trackd, tmp):
           + frames[7], "read_bundle.py --ppm writes frame 7 exactly")
     for backend in ("cpu", "cpu-ref"):
         replay_identical(trackd, bundle, backend, "file")
+    # The same clip stored as FFV1 (--record-storage ffv1): the frames read
+    # back are the raw bundle's, byte for byte, and it replays identically.
+    lossless = os.path.join(tmp, "file-ffv1")
+    r = run(trackd, ["--input", clip, "--objects", objs, "--fast", "--no-server",
+                     "--record", lossless, "--record-storage", "ffv1"])
+    c = read_bundle.Bundle(lossless)
+    check(r.returncode == 0 and c.manifest["version"] == 2
+          and c.manifest["frames"]["storage"] == "ffv1"
+          and os.path.exists(os.path.join(lossless, "frames-0001.mkv")),
+          f"file ffv1: recorded as version 2, frames-0001.mkv ({r.returncode})")
+    check([d for _, d in c.frames()] == [d for _, d in got],
+          "file ffv1: every frame decodes to the raw bundle's bytes")
+    for backend in ("cpu", "cpu-ref"):
+        replay_identical(trackd, lossless, backend, "file ffv1")
+    cut = os.path.join(tmp, "file-ffv1-cut")
+    shutil.copytree(lossless, cut)
+    mkv = os.path.join(cut, "frames-0001.mkv")
+    os.truncate(mkv, os.path.getsize(mkv) // 2)
+    r = run(trackd, ["--replay", cut, "--fast", "--no-server"])
+    check(r.returncode == 65 and "frames-0001.mkv: frame" in r.stderr
+          and "the file ends before it" in r.stderr and "index.ndjson line" in r.stderr,
+          f"file ffv1 cut short: exit 65 naming the file, the frame and the index line "
+          f"({r.returncode}: {r.stderr.strip()[-240:]})")
     return bundle
 
 

@@ -12,9 +12,11 @@ truth to compare with) and
   3. --udp to an IPv4 multicast group joined on the loopback interface
      (--udp-iface lo), and to [::1] when the host has IPv6;
   4. --osc to liblo's oscdump (Debian liblo-tools): per frame and object,
-     /trackd/<camera>/<name> cx cy mass for found objects (equal to the
-     frame's), /blob i cx cy mass per listed blob, /lost for the object
-     that is never found; the same to [::1] (when the host has IPv6),
+     /trackd/<camera>/<name> cx cy mass orientation major minor for found
+     objects (equal to the frame's), /blob i cx cy mass orientation major
+     minor per listed blob, /instance id cx cy mass lost orientation major
+     minor vtheta per instance, /lost for the object that is never found;
+     the same to [::1] (when the host has IPv6),
      received by a python socket that decodes OSC (Debian's liblo listens
      on IPv4 only);
   5. an address that does not resolve, an unknown --udp-iface: exit 69 with
@@ -48,14 +50,18 @@ def expect(cond, what):
         failures.append(what)
 
 
-def objects_file(d, name, extra_named=0):
+def objects_file(d, name, extra_named=0, compact=False):
     objs = [{"name": n, "space": "rgb", "lo": lo, "hi": hi} for n, lo, hi in DEMO]
     objs[0]["blobs"] = 2
     # A tracked object with two instances (its box takes the green and the
     # blue ball): its instances go out in datagrams and as OSC /instance
     # messages, its fields are the tracker's, and in roi mode the backend's
-    # results are per region (two for it), not per object.
-    objs[1].update({"lo": [10, 50, 30], "hi": [75, 230, 255], "blobs": 2, "track": True})
+    # results are per region (two for it), not per object. compact: not
+    # tracked, no blobs: a frame message well within one datagram (the
+    # tracked set's, with every shape, is about 1800 bytes).
+    objs[1].update({"lo": [10, 50, 30], "hi": [75, 230, 255]})
+    if not compact:
+        objs[1].update({"blobs": 2, "track": True})
     # Pure saturated blue: nothing in the demo scene has it.
     objs.append({"name": "nothing", "space": "rgb", "lo": [0, 0, 250], "hi": [5, 5, 255]})
     for i in range(extra_named):  # long names make the frame message long
@@ -168,14 +174,15 @@ def udp_socket(family, addr):
 
 
 def test_unicast(trackd, d):
-    small, big = objects_file(d, "small.json"), objects_file(d, "big.json", extra_named=16)
+    small, big = objects_file(d, "small.json", compact=True), objects_file(d, "big.json",
+                                                                          extra_named=16)
     for objs, split, what in ((small, False, "udp unicast"), (big, True, "udp unicast split")):
         s, port = udp_socket(socket.AF_INET, "127.0.0.1")
         lis = Listener(s)
         frames, log = run_trackd(trackd, d, ["--objects", objs, "--udp", f"127.0.0.1:{port}"],
                                  "uni")
         check_udp(lis.stop(), frames, log, what, split)
-    return small
+    return small, objects_file(d, "tracked.json")
 
 
 def test_multicast(trackd, d, objs):
@@ -197,7 +204,7 @@ def test_multicast(trackd, d, objs):
     check_udp(lis.stop(), frames, log, "udp multicast", False)
 
 
-def test_ipv6(trackd, d, objs):
+def test_ipv6(trackd, d, small, tracked):
     """--udp and --osc to [::1]; the OSC messages to a python socket that
     decodes them (Debian's liblo, oscdump included, listens on IPv4 only)."""
     for out in ("udp", "osc"):
@@ -207,6 +214,7 @@ def test_ipv6(trackd, d, objs):
             print(f"SKIP udp and osc IPv6: no ::1 on this host: {e}")
             return
         lis = Listener(s)
+        objs = small if out == "udp" else tracked
         frames, log = run_trackd(trackd, d, ["--objects", objs, f"--{out}", f"[::1]:{port}"],
                                  out + "6")
         if out == "udp":
@@ -287,13 +295,26 @@ def check_osc(msgs, frames, log, what):
             if not o["found"]:
                 out.append(([base + "/lost"], None))
             else:
-                out.append(([base, "ffi"], (o["cx"], o["cy"], o["mass"])))
+                out.append(([base, "ffifff"], (o["cx"], o["cy"], o["mass"]) + shape(o)))
                 for k, b in enumerate(o.get("blobs", [])):
-                    out.append(([base + "/blob", "iffi", str(k)], (b["cx"], b["cy"], b["mass"])))
+                    out.append(([base + "/blob", "iffifff", str(k)],
+                                (b["cx"], b["cy"], b["mass"]) + shape(b)))
             for x in o.get("instances", []):
-                out.append(([base + "/instance", "iffii", str(x["id"])],
-                            (x["cx"], x["cy"], x["mass"], x["lost"])))
+                out.append(([base + "/instance", "iffiiffff", str(x["id"])],
+                            (x["cx"], x["cy"], x["mass"], x["lost"]) + shape(x) +
+                            (x["vtheta"] if x["vtheta"] is not None else 0.0,)))
         return out
+
+    def shape(o):
+        return (o["orientation"], o["major"], o["minor"])
+
+    def near(g, v, t):
+        # floats: float32 of the exact value vs the message's 2 decimals
+        # (an orientation near 180 is written 0.00: compare as an axis)
+        if t == "i":
+            return int(g) == v
+        d = abs(float(g) - v)
+        return d <= 0.006 or abs(d - 180) <= 0.006
 
     def same(got, want):
         if len(got) != len(want):
@@ -303,12 +324,9 @@ def check_osc(msgs, frames, log, what):
                 return False
             if vals is not None:
                 rest = g[len(head):]
-                if len(rest) != len(vals):
-                    return False
-                # float32 of the exact centroid vs the message's 2 decimals;
-                # then integers (mass, and an instance's lost)
-                if abs(float(rest[0]) - vals[0]) > 0.006 or abs(float(rest[1]) - vals[1]) > 0.006 or \
-                        [int(v) for v in rest[2:]] != list(vals[2:]):
+                types = head[1][-len(vals):]
+                if len(rest) != len(vals) or \
+                        not all(near(r, v, t) for r, v, t in zip(rest, vals, types)):
                     return False
         return True
 
@@ -351,10 +369,10 @@ def test_errors(trackd, d):
 def main():
     trackd = os.path.abspath(sys.argv[1])
     with tempfile.TemporaryDirectory() as d:
-        small = test_unicast(trackd, d)
+        small, tracked = test_unicast(trackd, d)
         test_multicast(trackd, d, small)
-        test_ipv6(trackd, d, small)
-        test_osc(trackd, d, small)
+        test_ipv6(trackd, d, small, tracked)
+        test_osc(trackd, d, tracked)
         test_errors(trackd, d)
     if failures:
         sys.exit(f"{len(failures)} check(s) failed")

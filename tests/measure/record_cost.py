@@ -7,7 +7,11 @@ both in) and the bundle's bytes per frame, then bytes per minute at the
 given rate. A measurement, not a test: numbers depend on the machine and
 its load.
 
-    record_cost.py TRACKD WxH FPS [FRAMES] [TMP]
+    record_cost.py TRACKD WxH FPS [FRAMES] [TMP] [-- TRACKD ARGS...]
+
+Arguments after "--" go to both runs (--input CLIP for a clip instead of the
+demo) or to the recording run only when they follow "--record-args"
+(e.g. -- --record-args --record-storage ffv1).
 """
 import os
 import resource
@@ -27,17 +31,24 @@ def cpu_of(cmd):
 
 
 def main():
-    trackd, size, fps = sys.argv[1], sys.argv[2], float(sys.argv[3])
-    frames = int(sys.argv[4]) if len(sys.argv) > 4 else 240
-    tmp = tempfile.mkdtemp(prefix="trk-rec-cost-", dir=sys.argv[5] if len(sys.argv) > 5 else None)
+    argv, extra, rec_extra = sys.argv, [], []
+    if "--" in argv:
+        at = argv.index("--")
+        argv, extra = argv[:at], argv[at + 1:]
+        if "--record-args" in extra:
+            at = extra.index("--record-args")
+            extra, rec_extra = extra[:at], extra[at + 1:]
+    trackd, size, fps = argv[1], argv[2], float(argv[3])
+    frames = int(argv[4]) if len(argv) > 4 else 240
+    tmp = tempfile.mkdtemp(prefix="trk-rec-cost-", dir=argv[5] if len(argv) > 5 else None)
     base = [trackd, "--size", size, "--fps", str(fps), "--frames", str(frames), "--fast",
-            "--no-server", "--backend", "cpu"]
+            "--no-server", "--backend", "cpu", *extra]
     try:
         runs = []
         for i in range(3):  # alternate, keep the least of each (a loaded machine adds, never subtracts)
             plain = cpu_of(base)
             bundle = os.path.join(tmp, f"b{i}")
-            rec = cpu_of(base + ["--record", bundle])
+            rec = cpu_of(base + ["--record", bundle, *rec_extra])
             size_b = sum(os.path.getsize(os.path.join(dp, f))
                          for dp, _, fs in os.walk(bundle) for f in fs)
             shutil.rmtree(bundle)

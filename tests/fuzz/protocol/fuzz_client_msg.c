@@ -72,12 +72,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             ASSERT(!strcmp(m.type, "ping"));
         else if (m.kind == TRK_CMSG_SUBSCRIBE)
             ASSERT(!strcmp(m.type, "subscribe"));
+        else if (m.kind == TRK_CMSG_SYNC)
+            ASSERT(!strcmp(m.type, "sync"));
         else
             ASSERT(m.kind == TRK_CMSG_CONTROL && m.type[0]);
     }
     struct trk_buf b = { 0 };
     if (rc == TRK_MSG_OK && m.kind == TRK_CMSG_PING)
         ASSERT(trk_msg_pong(&b, m.id, 1.0) == 0);
+    else if (rc == TRK_MSG_OK && m.kind == TRK_CMSG_SYNC)
+        ASSERT(trk_msg_sync(&b, m.id, m.t0, &(struct trk_sync_times){ 1, 2, 3, 4 }) == 0);
     else
         ASSERT(trk_msg_error(&b, trk_msg_err_code(rc), why, m.id) == 0);
     check_valid_json(&b, 0);

@@ -530,7 +530,7 @@ static void test_from_json(void)
     json_object_set_new(obj, "extra", json_true());
     CHECK(trk_objects_parse_object(obj, &d, c, m, sizeof m) == TRK_EINVAL);
     CHECK_STR(m, "unknown key \"extra\" (expected name, space, lo, hi, min_mass, blobs, "
-                 "min_area, connectivity, track, coast_frames or color)");
+                 "min_area, connectivity, track, coast_frames, color or adapt)");
     json_t *num = json_integer(3);
     CHECK(trk_objects_parse_object(num, &d, c, m, sizeof m) == TRK_EINVAL);
     CHECK_STR(m, "the value must be an object, not an integer");

@@ -6,7 +6,13 @@
  *               pattern (some lost, one without a world pose, one with a
  *               negative id), world unit cm (x10 to mm), camera 5;
  *   aggregate.bin the ball object listing no blobs: its centroid;
- *   noball.bin  no ball object (map.ball NULL) and no markers.
+ *   noball.bin  no ball object (map.ball NULL) and no markers;
+ *   geometry.bin the field and the camera's calibration: trk_calib_solve on
+ *               six floor points (cm) projected by a known camera (CAM_*
+ *               below; test_ssl_frame.py rebuilds it), then
+ *               trk_ssl_calib_fill in mm, camera 5, 1280x720. The same
+ *               points with the world's y flipped (a left-handed view: the
+ *               camera below the plane) must give no calibration.
  * The expected values are in test_ssl_frame.py; exits non-zero on a
  * failure it can see itself (unit names, a fill or pack error). */
 #include <math.h>
@@ -33,6 +39,82 @@ static int write_packet(const char *dir, const char *name, const struct trk_ssl_
     }
     trk_buf_free(&b);
     return rc;
+}
+
+/* The known camera: fx = fy = 800 px, principal point (640, 360); centre
+ * (50, -20, 300) cm over the floor; R = Rx(10 deg) Rz(20 deg) diag(1, -1, -1)
+ * (looking down, image x along the world's x before the turns). */
+#define CAM_F 800.0
+static void cam_rot(double r[9])
+{
+    double a = 10 * M_PI / 180, b = 20 * M_PI / 180;
+    double rx[9] = { 1, 0, 0, 0, cos(a), -sin(a), 0, sin(a), cos(a) };
+    double rz[9] = { cos(b), -sin(b), 0, sin(b), cos(b), 0, 0, 0, 1 };
+    double d[9] = { 1, 0, 0, 0, -1, 0, 0, 0, -1 }, t[9];
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) {
+            t[i * 3 + j] = 0;
+            for (int k = 0; k < 3; k++)
+                t[i * 3 + j] += rz[i * 3 + k] * d[k * 3 + j];
+        }
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) {
+            r[i * 3 + j] = 0;
+            for (int k = 0; k < 3; k++)
+                r[i * 3 + j] += rx[i * 3 + k] * t[k * 3 + j];
+        }
+}
+
+/* The calibration of the known camera from six floor points; flip: the
+ * world's y negated (same pixels). */
+static struct trk_calib known_calib(bool flip)
+{
+    static const double w[6][2] = { { -100, -80 }, { 180, -60 }, { 160, 90 },
+                                    { -90, 70 },   { 40, 10 },   { -20, -40 } };
+    const double c[3] = { 50, -20, 300 };
+    double r[9];
+    cam_rot(r);
+    struct trk_calib k = {
+        .on = true, .n = 6, .lens = true, .fx = CAM_F, .fy = CAM_F, .cx = 640, .cy = 360
+    };
+    snprintf(k.unit, sizeof k.unit, "cm");
+    for (int i = 0; i < 6; i++) {
+        double p[3] = { w[i][0] - c[0], w[i][1] - c[1], -c[2] }, q[3];
+        for (int j = 0; j < 3; j++)
+            q[j] = r[j * 3] * p[0] + r[j * 3 + 1] * p[1] + r[j * 3 + 2] * p[2];
+        k.pt[i][0] = CAM_F * q[0] / q[2] + 640;
+        k.pt[i][1] = CAM_F * q[1] / q[2] + 360;
+        k.pt[i][2] = w[i][0];
+        k.pt[i][3] = flip ? -w[i][1] : w[i][1];
+    }
+    CHECK(trk_calib_solve(&k, NULL) == 0 && k.pose);
+    return k;
+}
+
+static void write_geometry(const char *dir)
+{
+    struct trk_ssl_calib cal;
+    struct trk_calib k = known_calib(false);
+    CHECK(trk_ssl_calib_fill(&cal, &k, 10.0, 5, 1280, 720));
+    struct trk_ssl_field field = { .length = 9000,
+                                   .width = 6000,
+                                   .goal_width = 1000,
+                                   .goal_depth = 180,
+                                   .boundary_width = 300,
+                                   .calib = &cal,
+                                   .n_calib = 1 };
+    struct trk_buf b = { 0 };
+    char path[4096];
+    snprintf(path, sizeof path, "%s/geometry.bin", dir);
+    FILE *fp = NULL;
+    CHECK(trk_ssl_pack(NULL, &field, &b) == 0 && (fp = fopen(path, "wb")) != NULL);
+    if (fp) CHECK(fwrite(b.data, 1, b.len, fp) == b.len && fclose(fp) == 0);
+    trk_buf_free(&b);
+    struct trk_calib flipped = known_calib(true);
+    CHECK(flipped.centre[2] < 0 && !trk_ssl_calib_fill(&cal, &flipped, 10.0, 5, 1280, 720));
+    CHECK(!trk_ssl_calib_fill(&cal, &k, 0, 5, 1280, 720)); /* no mm */
+    k.pose = false;
+    CHECK(!trk_ssl_calib_fill(&cal, &k, 10.0, 5, 1280, 720)); /* no camera matrix */
 }
 
 static struct trk_point point(double cx, double cy, bool world, double wx, double wy)
@@ -121,6 +203,7 @@ int main(int argc, char **argv)
     CHECK(trk_ssl_frame_fill(&f, &map, &r, 3, 4) == 0);
     CHECK(f.det.n_balls == 0 && f.det.n_yellow == 0 && f.det.n_blue == 0);
     CHECK(write_packet(argv[1], "noball.bin", &f) == 0);
+    write_geometry(argv[1]);
     trk_ssl_frame_free(&f);
     trk_ssl_frame_free(&f);
     CHECK(f.robots == NULL);

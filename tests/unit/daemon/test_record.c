@@ -5,7 +5,9 @@
  * tied to the frame message after it; then the bundle opened as a replay
  * source: every frame comes back bit-exact (payload bytes, pts, format,
  * matrix), the sets are installed at their frames (frame_due), and the
- * manifest's account matches. Seeded pixels, no timing. */
+ * manifest's account matches. Seeded pixels, no timing. All of it twice:
+ * frames.raw, and FFV1 in Matroska (--record-storage ffv1: a new file at
+ * each format or size change, every format rearranged without loss). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,7 +95,7 @@ static void load_set(struct trk_objects *o, const char *json)
 /* Records N_FRAMES frames (kept in want[]) into dir with set a from frame 0
  * and set b from frame 3. */
 static void record(const char *dir, struct trk_frame *want, const struct trk_objects *a,
-                   const struct trk_objects *b)
+                   const struct trk_objects *b, bool ffv1)
 {
     struct trk_outputs *o = NULL;
     CHECK(trk_outputs_create(&o) == 0);
@@ -107,6 +109,7 @@ static void record(const char *dir, struct trk_frame *want, const struct trk_obj
                                   .width = 33,
                                   .height = 17,
                                   .fps = 25,
+                                  .ffv1 = ffv1,
                                   .wait_when_full = true };
     struct trk_record *r = NULL;
     CHECK(trk_record_add(&cfg, o, &r) == 0 && r);
@@ -164,8 +167,25 @@ static void replay(const char *dir, const struct trk_frame *want, const struct t
     trk_source_destroy(&src);
 }
 
+/* The bundle as a reader sees it: two versions, the second from 3; then
+ * replayed against want[]. */
+static void check_bundle(const char *bundle, const struct trk_frame *want,
+                         const struct trk_objects *b)
+{
+    char path[128], text[512] = "";
+    snprintf(path, sizeof(path), "%s/objects.ndjson", bundle);
+    FILE *fp = fopen(path, "r");
+    size_t n = fp ? fread(text, 1, sizeof(text) - 1, fp) : 0;
+    if (fp) fclose(fp);
+    text[n] = 0;
+    CHECK_STR(text, "{\"version\":1,\"first_seq\":0,\"file\":\"objects/0001.json\"}\n"
+                    "{\"version\":2,\"first_seq\":3,\"file\":\"objects/0002.json\"}\n");
+    replay(bundle, want, b);
+}
+
 int main(void)
 {
+    char path[128];
     char dir[] = "/tmp/trk-unit-record-XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
     char bundle[64];
@@ -177,18 +197,18 @@ int main(void)
                 "\"hi\":[255,80,80]},{\"name\":\"taught\",\"space\":\"rgb\",\"lo\":[0,0,200],"
                 "\"hi\":[80,80,255]}]}");
     struct trk_frame want[N_FRAMES] = { 0 };
-    record(bundle, want, a, b);
-    /* The bundle as a reader sees it: two versions, the second from 3. */
-    char path[128], text[512] = "";
-    snprintf(path, sizeof(path), "%s/objects.ndjson", bundle);
-    FILE *fp = fopen(path, "r");
-    size_t n = fp ? fread(text, 1, sizeof(text) - 1, fp) : 0;
-    if (fp) fclose(fp);
-    text[n] = 0;
-    CHECK_STR(text, "{\"version\":1,\"first_seq\":0,\"file\":\"objects/0001.json\"}\n"
-                    "{\"version\":2,\"first_seq\":3,\"file\":\"objects/0002.json\"}\n");
-    replay(bundle, want, b);
+    for (int ffv1 = 0; ffv1 < 2; ffv1++) {
+        snprintf(bundle, sizeof(bundle), "%s/%s", dir, ffv1 ? "ffv1" : "b");
+        record(bundle, want, a, b, ffv1);
+        check_bundle(bundle, want, b);
+        if (ffv1) {
+            /* A file per format and size: 8 of the 9 frames change it. */
+            snprintf(path, sizeof(path), "%s/frames-0008.mkv", bundle);
+            CHECK(access(path, R_OK) == 0);
+        }
+    }
     /* A second recording into the same folder is refused, never overwrites. */
+
     struct trk_outputs *o = NULL;
     trk_outputs_create(&o);
     struct trk_record *r = NULL;

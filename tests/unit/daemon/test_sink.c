@@ -26,7 +26,7 @@
 
 #include "../check.h"
 #include "messages.h"
-#include "out/netaddr.h"
+#include "netaddr.h"
 #include "out/osc.h"
 #include "out/netq.h"
 #include "out/udp.h"

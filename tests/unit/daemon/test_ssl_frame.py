@@ -7,7 +7,12 @@ frame_number (the seq's low 32 bits), times, camera_id; balls (listed
 blobs with a world point, largest first, confidence = mass over the
 largest's; the centroid when none are listed); robots per team (markers
 seen, with a world pose and id >= 0, of patterns with a team), positions
-and heights scaled from cm to mm, orientation in radians in [-pi, pi].
+and heights scaled from cm to mm, orientation in radians in [-pi, pi];
+the geometry packet's camera calibration against the known camera
+(ssl_frame.c's CAM_*): the quaternion rotates as R, t and the camera's
+position in mm, and ssl-vision's own projection (q p + t, divided by z,
+times the focal length, plus the principal point) puts floor points on the
+pixels the known camera gives.
 
 usage: test_ssl_frame.py SSL_FRAME PROTO_DIR
 """
@@ -60,6 +65,62 @@ def check_robots(name, d):
             check(r.HasField("height") and r.height == f32(h), f"{what}: height {r.height}")
 
 
+def mat(a, b):
+    return [[sum(a[i][k] * b[k][j] for k in range(3)) for j in range(3)] for i in range(3)]
+
+
+def known_camera():
+    """R (field -> camera) and the centre (cm) of ssl_frame.c's camera."""
+    a, b = math.radians(10), math.radians(20)
+    rx = [[1, 0, 0], [0, math.cos(a), -math.sin(a)], [0, math.sin(a), math.cos(a)]]
+    rz = [[math.cos(b), -math.sin(b), 0], [math.sin(b), math.cos(b), 0], [0, 0, 1]]
+    return mat(rx, mat(rz, [[1, 0, 0], [0, -1, 0], [0, 0, -1]])), [50, -20, 300]
+
+
+def quat_rotate(q, v):
+    """v rotated by the unit quaternion q = (x, y, z, w), as ssl-vision's
+    rotateVectorByQuaternion: q v q*."""
+    x, y, z, w = q
+    tx, ty, tz = 2 * (y * v[2] - z * v[1]), 2 * (z * v[0] - x * v[2]), 2 * (x * v[1] - y * v[0])
+    return [v[0] + w * tx + y * tz - z * ty, v[1] + w * ty + z * tx - x * tz,
+            v[2] + w * tz + x * ty - y * tx]
+
+
+def check_calib(g):
+    check(len(g.calib) == 1, f"geometry: one camera calibration, got {len(g.calib)}")
+    if not g.calib:
+        return
+    c = g.calib[0]
+    r, centre = known_camera()
+    t = [-sum(r[i][k] * centre[k] for k in range(3)) * 10 for i in range(3)]  # mm
+    q = (c.q0, c.q1, c.q2, c.q3)
+    check(c.camera_id == 5 and c.pixel_image_width == 1280 and c.pixel_image_height == 720,
+          "calib: camera 5, 1280x720")
+    check(abs(math.hypot(*q) - 1) < 1e-6 and c.q3 >= 0, f"calib: a unit quaternion, q3 >= 0: {q}")
+    for j in range(3):  # the quaternion turns the world's axes as R does
+        e = [1.0 if k == j else 0.0 for k in range(3)]
+        got = quat_rotate(q, e)
+        check(all(abs(got[i] - r[i][j]) < 1e-5 for i in range(3)), f"calib: q turns axis {j} as R")
+    check(all(abs(a - b) < 1e-3 * 3000 * 1e-3 for a, b in zip((c.tx, c.ty, c.tz), t)),
+          f"calib: t = {(c.tx, c.ty, c.tz)}, want {t} mm")
+    world = (c.derived_camera_world_tx, c.derived_camera_world_ty, c.derived_camera_world_tz)
+    check(all(abs(a - 10 * b) < 3e-3 for a, b in zip(world, centre)),
+          f"calib: camera at {world}, want {[10 * x for x in centre]} mm")
+    check(c.focal_length == 800 and (c.principal_point_x, c.principal_point_y) == (640, 360)
+          and c.distortion == 0, "calib: focal length, principal point, no distortion")
+    for fx, fy in ((0, 0), (-1200, 900), (2000, -700), (500, 500)):  # field points, mm
+        p = quat_rotate(q, [fx, fy, 0])
+        p = [p[i] + (c.tx, c.ty, c.tz)[i] for i in range(3)]
+        u = c.focal_length * p[0] / p[2] + c.principal_point_x
+        v = c.focal_length * p[1] / p[2] + c.principal_point_y
+        k = [fx / 10 - centre[0], fy / 10 - centre[1], -centre[2]]
+        kc = [sum(r[i][j] * k[j] for j in range(3)) for i in range(3)]
+        ku, kv = 800 * kc[0] / kc[2] + 640, 800 * kc[1] / kc[2] + 360
+        check(math.hypot(u - ku, v - kv) < 0.01,
+              f"calib: field ({fx}, {fy}) mm projects to ({u:.3f}, {v:.3f}), "
+              f"the known camera says ({ku:.3f}, {kv:.3f})")
+
+
 def main():
     ssl_frame, proto_dir = sys.argv[1], sys.argv[2]
     with tempfile.TemporaryDirectory() as tmp:
@@ -87,6 +148,12 @@ def main():
         check(d.t_capture == 3 and d.t_sent == 4 and d.camera_id == 5, "noball: frame")
         check(len(d.balls) == 0 and len(d.robots_yellow) == 0 and len(d.robots_blue) == 0,
               "noball: nothing seen")
+
+        w = wrap_pb.SSL_WrapperPacket()
+        with open(os.path.join(tmp, "geometry.bin"), "rb") as f:
+            w.ParseFromString(f.read())
+        check(w.HasField("geometry") and not w.HasField("detection"), "geometry.bin: geometry")
+        check_calib(w.geometry)
     if failures:
         print(f"{len(failures)} failure(s)", file=sys.stderr)
         return 1

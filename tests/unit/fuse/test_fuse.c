@@ -324,16 +324,70 @@ static void bad_input(void)
     trk_fuse_destroy(&f);
 }
 
+/* A sync reply from camera a: request sent at t0 (fuser wall ms), the
+ * camera's monotonic rx, tx (ms), received at t3. */
+static int sync_reply(struct trk_fuse *f, double t0, double rx, double tx, double t3)
+{
+    char buf[256];
+    int n = snprintf(buf, sizeof(buf),
+                     "{\"type\":\"sync\",\"t0\":%.3f,\"rx_wall_ms\":0,\"tx_wall_ms\":0,"
+                     "\"rx_mono\":%.6f,\"tx_mono\":%.6f,\"capture_clock\":\"mono\"}",
+                     t0, rx / 1e3, tx / 1e3);
+    return trk_fuse_sync_reply(f, "a", buf, (size_t)n, t3);
+}
+
+/* Camera a's wall clock is 10 s fast and its monotonic clock is OFF ms from
+ * the fuser's wall clock: its frames are refused until it answers a sync,
+ * then placed by t_capture with the offset of the least-delay sample. */
+static void clock_sync(void)
+{
+    const double OFF = -1763699000000.0, CAP = 1763700000000.0;
+    struct trk_fuse *f = make(30);
+    char fr[512];
+    int n = snprintf(fr, sizeof(fr),
+                     "{\"type\":\"frame\",\"camera\":\"a\",\"seq\":1,\"width\":%d,"
+                     "\"height\":%d,\"t_capture\":%.6f,\"wall_ms\":%.3f,\"latency\":{"
+                     "\"queue_ms\":1.0,\"process_ms\":2.0},\"objects\":[{\"id\":0,\"name\":"
+                     "\"red\",\"found\":true,\"instances\":[{\"id\":1,\"cx\":1,\"cy\":1,\"wx\":5,"
+                     "\"wy\":5,\"lost\":0}]}]}",
+                     W, H, (CAP + OFF) / 1e3, CAP + 10003.0);
+    CHECK(trk_fuse_frame(f, "a", fr, (size_t)n, 0, CAP + 5) == TRK_EINVAL);
+    const char *due = trk_fuse_sync_due(f, 0);
+    CHECKF(due && !strcmp(due, "a"), "a is due a sync request (%s)", due ? due : "none");
+    CHECK(trk_fuse_sync_due(f, 1) == NULL); /* asked: not again at once */
+    CHECK(trk_fuse_sync_due(f, 100) != NULL);
+    /* 8 ms out, 1 ms in the camera, 1 ms back: offset off by 3.5 ms. */
+    CHECK(sync_reply(f, 1000, 1008 + OFF, 1009 + OFF, 1010) == 0);
+    /* 0.5 ms each way: exact, and the least delay (1 ms). */
+    CHECK(sync_reply(f, 2000, 2000.5 + OFF, 2000.6 + OFF, 2001.1) == 0);
+    CHECK(sync_reply(f, 3000, 3004 + OFF, 3005 + OFF, 3006) == 0); /* 5 ms: not used */
+    CHECK(sync_reply(f, 4000, 1 + OFF, 2 + OFF, 4000 + 2 * TRK_FUSE_SYNC_MAX_RTT_MS) == TRK_EINVAL);
+    CHECK(trk_fuse_sync_reply(f, "a", "{\"type\":\"sync\"}", 15, 5000) == TRK_EINVAL);
+    CHECK(trk_fuse_frame(f, "a", fr, (size_t)n, 0, CAP + 5) == 1);
+    json_t *w = emit(f, CAP + 6);
+    CHECKF(fabs(dnum(w, "wall_ms") - CAP) < 1e-3, "fused instant %.3f: the capture by t_capture",
+           dnum(w, "wall_ms"));
+    const json_t *src = json_array_get(json_object_get(w, "sources"), 0);
+    CHECK(!strcmp(json_string_value(json_object_get(src, "clock")), "sync"));
+    CHECKF(fabs(dnum(src, "clock_offset_ms") - OFF) < 1e-3 &&
+               fabs(dnum(src, "sync_delay_ms") - 1.0) < 1e-3,
+           "offset %.3f delay %.3f: the least-delay sample's", dnum(src, "clock_offset_ms"),
+           dnum(src, "sync_delay_ms"));
+    CHECK(n_objects(w) == 1);
+    json_decref(w);
+    trk_fuse_destroy(&f);
+}
+
 int main(int argc, char **argv)
 {
     static const struct {
         const char *name;
         void (*fn)(void);
-    } cases[] = {
-        { "merge", merge },     { "distinct", distinct },       { "handover", handover },
-        { "bounce", bounce },   { "predict", predict },         { "late", late },
-        { "offline", offline }, { "calibration", calibration }, { "bad_input", bad_input }
-    };
+    } cases[] = { { "merge", merge },         { "distinct", distinct },
+                  { "handover", handover },   { "bounce", bounce },
+                  { "predict", predict },     { "late", late },
+                  { "offline", offline },     { "calibration", calibration },
+                  { "bad_input", bad_input }, { "clock_sync", clock_sync } };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
         if (argc < 2 || !strcmp(argv[1], cases[i].name)) cases[i].fn();
     return check_exit(argc > 1 ? argv[1] : "fuse");

@@ -61,6 +61,11 @@ static void test_kinds(void)
     CHECK(trk_backend_create(&bad, &b) == TRK_EINVAL && b == NULL);
     bad.max_width = 10, bad.max_height = -1;
     CHECK(trk_backend_create(&bad, &b) == TRK_EINVAL && b == NULL);
+    /* Past the side that bounds the exact sums (TRK_MAX_SIDE), either way. */
+    bad.max_width = TRK_MAX_SIDE + 1, bad.max_height = 10;
+    CHECK(trk_backend_create(&bad, &b) == TRK_EINVAL && b == NULL);
+    bad.max_width = 10, bad.max_height = TRK_MAX_SIDE + 1;
+    CHECK(trk_backend_create(&bad, &b) == TRK_EINVAL && b == NULL);
     bad.max_height = 10, bad.kind = (enum trk_backend_kind)99;
     CHECK(trk_backend_create(&bad, &b) == TRK_ENODEV && b == NULL);
     CHECK(trk_backend_create(NULL, &b) == TRK_EINVAL && b == NULL);

@@ -21,6 +21,7 @@
  * pictures check the oracle itself against numbers worked out by hand.
  */
 #include "backend.h"
+#include "moments_oracle.h"
 #include "../check.h"
 #include "color.h"
 #include "pixel_oracle.h"
@@ -116,6 +117,7 @@ static int oracle(const struct trk_image *im, const struct trk_object_def *o,
             b->mass++;
             b->sum_x += (uint64_t)x;
             b->sum_y += (uint64_t)y;
+            ORACLE_ADD_MOMENTS(b, x, y);
             b->x0 = x < b->x0 ? x : b->x0;
             b->x1 = x > b->x1 ? x : b->x1;
             b->y0 = y < b->y0 ? y : b->y0;
@@ -163,7 +165,7 @@ static void same_list(const char *what, const char *who, int obj, const struct t
         const struct trk_blob *a = &want[j], *b = &got[j];
         if (a->mass != b->mass || a->sum_x != b->sum_x || a->sum_y != b->sum_y || a->x0 != b->x0 ||
             a->y0 != b->y0 || a->x1 != b->x1 || a->y1 != b->y1 || a->perimeter != b->perimeter ||
-            a->first != b->first)
+            a->first != b->first || !ORACLE_SAME_MOMENTS(a, b))
             bad = j;
     }
     CHECKF(bad < 0, "%s: %s object %d: %d blobs, want %d; first difference at %d", what, who, obj,

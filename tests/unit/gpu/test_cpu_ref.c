@@ -9,6 +9,7 @@
  * wrap, overlapping ranges, border-touching and empty objects.
  */
 #include "backend.h"
+#include "moments_oracle.h"
 #include "../check.h"
 #include "color.h"
 #include "scene.h"
@@ -90,12 +91,14 @@ static void brute(const struct trk_image *im, const struct trk_object_def *o,
                   const struct trk_roi *roi, struct trk_obj_result *r)
 {
     uint64_t mass = 0, sx = 0, sy = 0;
+    struct trk_obj_result m = { 0 };
     int x0 = INT_MAX, y0 = INT_MAX, x1 = INT_MIN, y1 = INT_MIN;
     for (int y = 0; y < im->height; y++)
         for (int x = 0; x < im->width; x++) {
             if (roi && (x < roi->x0 || x > roi->x1 || y < roi->y0 || y > roi->y1)) continue;
             if (!matches(im, o, x, y)) continue;
             mass++, sx += (uint64_t)x, sy += (uint64_t)y;
+            ORACLE_ADD_MOMENTS(&m, x, y);
             if (x < x0) x0 = x;
             if (x > x1) x1 = x;
             if (y < y0) y0 = y;
@@ -103,6 +106,7 @@ static void brute(const struct trk_image *im, const struct trk_object_def *o,
         }
     memset(r, 0, sizeof(*r));
     r->mass = mass, r->sum_x = sx, r->sum_y = sy;
+    r->sum_xx = m.sum_xx, r->sum_yy = m.sum_yy, r->sum_xy = m.sum_xy;
     if (mass) {
         r->x0 = x0, r->y0 = y0, r->x1 = x1, r->y1 = y1;
     } else {

@@ -15,6 +15,7 @@
  *              filter, the object itself still found
  *   api        trk_backend_set_prefilter's bounds, in flight, back to off
  */
+#include "moments_oracle.h"
 #include "../check.h"
 #include "backend.h"
 #include "color.h"
@@ -352,7 +353,7 @@ static void hist_objects(int yuv, int c, struct trk_object_def *objs)
 static void expected(const struct trk_image *f, int c, struct trk_obj_result *res)
 {
     for (int k = 0; k < HIST_OBJS; k++)
-        res[k] = (struct trk_obj_result){ 0, 0, 0, -1, -1, -1, -1 };
+        res[k] = (struct trk_obj_result){ 0, 0, 0, -1, -1, -1, -1, 0, 0, 0 };
     for (int y = 0; y < f->height; y++)
         for (int x = 0; x < f->width; x++) {
             int s[3];
@@ -361,6 +362,7 @@ static void expected(const struct trk_image *f, int c, struct trk_obj_result *re
             if (r->mass == 0) r->x0 = r->x1 = x, r->y0 = r->y1 = y;
             r->mass++;
             r->sum_x += (uint64_t)x, r->sum_y += (uint64_t)y;
+            ORACLE_ADD_MOMENTS(r, x, y);
             if (x < r->x0) r->x0 = x;
             if (x > r->x1) r->x1 = x;
             if (y < r->y0) r->y0 = y;
@@ -373,7 +375,8 @@ static int results_differ(const struct trk_obj_result *a, const struct trk_obj_r
     int bad = 0;
     for (int i = 0; i < n; i++)
         bad += a[i].mass != b[i].mass || a[i].sum_x != b[i].sum_x || a[i].sum_y != b[i].sum_y ||
-               a[i].x0 != b[i].x0 || a[i].y0 != b[i].y0 || a[i].x1 != b[i].x1 || a[i].y1 != b[i].y1;
+               a[i].x0 != b[i].x0 || a[i].y0 != b[i].y0 || a[i].x1 != b[i].x1 ||
+               a[i].y1 != b[i].y1 || !ORACLE_SAME_MOMENTS(&a[i], &b[i]);
     return bad;
 }
 

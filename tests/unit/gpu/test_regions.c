@@ -23,6 +23,7 @@
  * blob indices past the regions.
  */
 #include "backend.h"
+#include "moments_oracle.h"
 #include "../check.h"
 #include "pixel_oracle.h"
 #include "scene.h"
@@ -69,6 +70,7 @@ static int oracle(const struct trk_image *im, const struct trk_object_def *o, st
             res->mass++;
             res->sum_x += (uint64_t)x;
             res->sum_y += (uint64_t)y;
+            ORACLE_ADD_MOMENTS(res, x, y);
             res->x0 = x < res->x0 ? x : res->x0;
             res->x1 = x > res->x1 ? x : res->x1;
             res->y0 = y < res->y0 ? y : res->y0;
@@ -98,6 +100,7 @@ static int oracle(const struct trk_image *im, const struct trk_object_def *o, st
                 b->mass++;
                 b->sum_x += (uint64_t)px;
                 b->sum_y += (uint64_t)py;
+                ORACLE_ADD_MOMENTS(b, px, py);
                 b->x0 = px < b->x0 ? px : b->x0;
                 b->x1 = px > b->x1 ? px : b->x1;
                 b->y0 = py < b->y0 ? py : b->y0;
@@ -140,14 +143,14 @@ static int oracle(const struct trk_image *im, const struct trk_object_def *o, st
 static int same_result(const struct trk_obj_result *a, const struct trk_obj_result *b)
 {
     return a->mass == b->mass && a->sum_x == b->sum_x && a->sum_y == b->sum_y && a->x0 == b->x0 &&
-           a->y0 == b->y0 && a->x1 == b->x1 && a->y1 == b->y1;
+           a->y0 == b->y0 && a->x1 == b->x1 && a->y1 == b->y1 && ORACLE_SAME_MOMENTS(a, b);
 }
 
 static int same_blob(const struct trk_blob *a, const struct trk_blob *b)
 {
     return a->mass == b->mass && a->sum_x == b->sum_x && a->sum_y == b->sum_y && a->x0 == b->x0 &&
            a->y0 == b->y0 && a->x1 == b->x1 && a->y1 == b->y1 && a->perimeter == b->perimeter &&
-           a->first == b->first;
+           a->first == b->first && ORACLE_SAME_MOMENTS(a, b);
 }
 
 /* The first difference between two lists, or -1. */

@@ -11,6 +11,7 @@
  * layouts and chroma averaging, and the splitmix64 stream.
  */
 #include "backend.h"
+#include "moments_oracle.h"
 #include "../check.h"
 #include "color.h"
 #include "scene.h"
@@ -65,6 +66,7 @@ static void standard_expected(const struct trk_scene *sc, struct trk_obj_result 
             if (y < o->y0) o->y0 = y;
             if (y > o->y1) o->y1 = y;
             o->mass++, o->sum_x += (uint64_t)x, o->sum_y += (uint64_t)y;
+            ORACLE_ADD_MOMENTS(o, x, y);
         }
     free(owner);
 }

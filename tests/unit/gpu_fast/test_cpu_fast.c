@@ -27,6 +27,7 @@
 #include "backend.h"
 #include "color.h"
 #include "scene.h"
+#include "../gpu/moments_scene.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,17 +78,22 @@ static void compare_n(struct trk_backend *ref, struct trk_backend *const *fasts,
         for (int i = 0; i < n; i++) {
             const struct trk_obj_result *a = &want[i], *b = &got[i];
             if (a->mass == b->mass && a->sum_x == b->sum_x && a->sum_y == b->sum_y &&
-                a->x0 == b->x0 && a->y0 == b->y0 && a->x1 == b->x1 && a->y1 == b->y1)
+                a->x0 == b->x0 && a->y0 == b->y0 && a->x1 == b->x1 && a->y1 == b->y1 &&
+                a->sum_xx == b->sum_xx && a->sum_yy == b->sum_yy && a->sum_xy == b->sum_xy)
                 continue;
             const struct trk_object_def *o = &objs[i];
             CHECKF(0,
                    "%s: %s: object %d (%s lo %u,%u,%u hi %u,%u,%u): ref mass %llu sx %llu sy %llu "
-                   "box %d,%d,%d,%d; fast mass %llu sx %llu sy %llu box %d,%d,%d,%d",
+                   "box %d,%d,%d,%d sxx %llu syy %llu sxy %llu; fast mass %llu sx %llu sy %llu "
+                   "box %d,%d,%d,%d sxx %llu syy %llu sxy %llu",
                    what, trk_backend_name(fast), i, space_name(o->space), o->lo[0], o->lo[1],
                    o->lo[2], o->hi[0], o->hi[1], o->hi[2], (unsigned long long)a->mass,
                    (unsigned long long)a->sum_x, (unsigned long long)a->sum_y, a->x0, a->y0, a->x1,
-                   a->y1, (unsigned long long)b->mass, (unsigned long long)b->sum_x,
-                   (unsigned long long)b->sum_y, b->x0, b->y0, b->x1, b->y1);
+                   a->y1, (unsigned long long)a->sum_xx, (unsigned long long)a->sum_yy,
+                   (unsigned long long)a->sum_xy, (unsigned long long)b->mass,
+                   (unsigned long long)b->sum_x, (unsigned long long)b->sum_y, b->x0, b->y0, b->x1,
+                   b->y1, (unsigned long long)b->sum_xx, (unsigned long long)b->sum_yy,
+                   (unsigned long long)b->sum_xy);
         }
     }
 }
@@ -829,6 +835,74 @@ static void test_lightspaces(void)
     free_fast_set(fast);
 }
 
+/* The second moments at 8K (7680 x 4320; x*x summed over the frame is
+ * about 6.5e14): the fast backend's aggregates and blobs of the whole-frame
+ * object and of the red rectangle against their closed forms, then cpu-ref
+ * and the fast backend through the regional form on regions at the far
+ * corners (cpu-ref costs what the regions cover, so the 8K frame stays
+ * cheap), blobs included, both connectivities. */
+static void test_moments8k(void)
+{
+    const int W = 7680, H = 4320;
+    struct ms_scene sc;
+    if (ms_make(W, H, &sc)) {
+        CHECKF(0, "out of memory");
+        return;
+    }
+    struct trk_backend *ref = make(TRK_BACKEND_CPU_REF, W, H, 1);
+    struct trk_backend *fast = make(TRK_BACKEND_CPU, W, H, 2);
+    if (set_both(ref, fast, sc.objs, MS_OBJECTS)) goto out;
+    struct trk_obj_result got[MS_OBJECTS];
+    CHECK(trk_backend_process(fast, &sc.img, NULL, got, NULL) == 0);
+    const struct trk_obj_result all = ms_expect_rect(0, 0, W - 1, H - 1);
+    const struct trk_obj_result red = ms_expect_rect(sc.rx0, sc.ry0, sc.rx1, sc.ry1);
+    CHECKF(!memcmp(&got[0], &all, sizeof(all)), "8K whole frame: sum_xx %llu want %llu",
+           (unsigned long long)got[0].sum_xx, (unsigned long long)all.sum_xx);
+    CHECKF(!memcmp(&got[1], &red, sizeof(red)), "8K rectangle: sum_xy %llu want %llu",
+           (unsigned long long)got[1].sum_xy, (unsigned long long)red.sum_xy);
+    const struct trk_blob *bl;
+    CHECK(trk_backend_blobs(fast, 0, &bl) == 1 && ms_blob_is(&bl[0], &all));
+    CHECK(trk_backend_blobs(fast, 1, &bl) == 1 && ms_blob_is(&bl[0], &red));
+    /* Regions: a corner of every object, the bar's middle and the diagonal. */
+    const struct trk_region reg[] = {
+        { 0, { W - 900, H - 600, W - 1, H - 1 } },
+        { 1, { W - 800, H - 450, W - 1, H - 1 } },
+        { 1, { sc.rx0 + 100, sc.ry0 - 5, W - 200, H - 100 } },
+        { 2, { W - 1200, 100, W - 800, 500 } },
+        { 3, { W - 1200, 100, W - 800, 500 } },
+        { 2, { W / 2 - 400, H / 2 - 300, W / 2 + 400, H / 2 + 300 } },
+        { 2, { W - 1850, H - 950, W - 1200, H - 300 } },
+        { 3, { W - 1850, H - 950, W - 1200, H - 300 } },
+    };
+    const int nr = (int)(sizeof(reg) / sizeof(reg[0]));
+    struct trk_obj_result want_r[8], got_r[8];
+    CHECK(trk_backend_process_regions(ref, &sc.img, reg, nr, want_r, NULL) == 0);
+    static struct trk_blob want_b[8][TRK_MAX_BLOBS];
+    int want_n[8];
+    for (int j = 0; j < nr; j++) {
+        want_n[j] = trk_backend_blobs(ref, j, &bl);
+        if (want_n[j] > 0) memcpy(want_b[j], bl, (size_t)want_n[j] * sizeof(*bl));
+    }
+    CHECK(trk_backend_process_regions(fast, &sc.img, reg, nr, got_r, NULL) == 0);
+    for (int j = 0; j < nr; j++) {
+        CHECKF(!memcmp(&want_r[j], &got_r[j], sizeof(got_r[j])),
+               "8K region %d: cpu-ref sum_xx %llu, fast %llu", j,
+               (unsigned long long)want_r[j].sum_xx, (unsigned long long)got_r[j].sum_xx);
+        CHECKF(want_r[j].mass > 0, "8K region %d is empty: the test would prove nothing", j);
+        const int n = trk_backend_blobs(fast, j, &bl);
+        CHECKF(n == want_n[j] && n > 0 && !memcmp(bl, want_b[j], (size_t)n * sizeof(*bl)),
+               "8K region %d blobs: %d, cpu-ref %d", j, n, want_n[j]);
+    }
+    /* 4-connectivity breaks the diagonal into single pixels: many blobs. */
+    CHECK(want_n[7] == 64);
+    printf("moments8k: whole frame sum_xx %llu, %d regions\n", (unsigned long long)got[0].sum_xx,
+           nr);
+out:
+    trk_backend_destroy(&ref);
+    trk_backend_destroy(&fast);
+    ms_free(&sc);
+}
+
 int main(int argc, char **argv)
 {
     const char *part = argc > 1 ? argv[1] : "all";
@@ -843,11 +917,12 @@ int main(int argc, char **argv)
     if (all || !strcmp(part, "dense")) test_dense(), known = 1;
     if (all || !strcmp(part, "lightspaces")) test_lightspaces(), known = 1;
     if (all || !strcmp(part, "allcolors_light")) test_allcolors_light(), known = 1;
+    if (all || !strcmp(part, "moments8k")) test_moments8k(), known = 1;
     if (!known) {
         fprintf(stderr,
                 "usage: %s "
                 "[corpus|spaces|rois|standard|allcolors_rgb|allcolors_yuv|lifecycle|dense|"
-                "lightspaces|allcolors_light|all]\n",
+                "lightspaces|allcolors_light|moments8k|all]\n",
                 argv[0]);
         return 2;
     }

@@ -2,7 +2,8 @@
  * to read with a real protobuf decoder: ssl_pack OUT_DIR writes
  * detection.bin (2 balls, 3 yellow and 2 blue robots, every field set to a
  * value the decoder checks), geometry.bin (the field alone), both.bin, and
- * empty.bin (a frame with nothing seen); it checks the refusals itself
+ * empty.bin (a frame with nothing seen), tracked.bin (a TrackerWrapperPacket:
+ * 2 balls, 3 robots, velocities on some); it checks the refusals itself
  * (nothing to send; over the UDP limit) and exits non-zero on any failure. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,6 +75,32 @@ int main(int argc, char **argv)
     CHECK(trk_ssl_pack(&det, &field, &b) == 0 && write_file(argv[1], "both.bin", &b) == 0);
     trk_buf_reset(&b);
     CHECK(trk_ssl_pack(&none, NULL, &b) == 0 && write_file(argv[1], "empty.bin", &b) == 0);
+    trk_buf_reset(&b);
+    struct trk_ssl_tracked_ball tb[2] = {
+        { .x = 1.5f, .y = -2.25f, .has_vel = true, .vx = 0.5f, .vy = -0.75f, .visibility = 1 },
+        { .x = -4.5f, .y = 3.0f, .z = 0.125f, .visibility = 0.5f }
+    };
+    struct trk_ssl_tracked_robot tr[3];
+    for (int i = 0; i < 3; i++)
+        tr[i] = (struct trk_ssl_tracked_robot){ .id = 5u * i,
+                                                .team = i == 1 ? TRK_SSL_TEAM_BLUE
+                                                               : TRK_SSL_TEAM_YELLOW,
+                                                .x = 0.25f * i - 4.0f,
+                                                .y = 2.5f - 0.5f * i,
+                                                .orientation = -3.0f + 2.5f * i,
+                                                .has_vel = i == 2,
+                                                .vx = 1.25f,
+                                                .vy = -0.5f,
+                                                .visibility = 1 };
+    struct trk_ssl_tracked_frame tf = { .uuid = "6f1c1e4a-2b7e-4c55-9a0e-1b2c3d4e5f60",
+                                        .source_name = "trackd-fuse",
+                                        .frame_number = 4000000001u,
+                                        .timestamp = 1795000000.375,
+                                        .balls = tb,
+                                        .n_balls = 2,
+                                        .robots = tr,
+                                        .n_robots = 3 };
+    CHECK(trk_ssl_pack_tracked(&tf, &b) == 0 && write_file(argv[1], "tracked.bin", &b) == 0);
     trk_buf_reset(&b);
     CHECK(trk_ssl_pack(NULL, NULL, &b) == TRK_EINVAL && b.len == 0);
     /* 4000 robots: ~30 bytes each, over the UDP limit: refused, nothing appended */

@@ -49,6 +49,18 @@ static void test_table(void)
         { "{\"type\":\"subscribe\",\"preview\":true,\"id\":9}", 0, TRK_MSG_OK, TRK_CMSG_SUBSCRIBE,
           "9", 1 },
         { "{\"type\":\"subscribe\"}", 0, TRK_MSG_OK, TRK_CMSG_SUBSCRIBE, "", -1 },
+        { "{\"type\":\"sync\",\"id\":3,\"t0\":1763700000.123456}", 0, TRK_MSG_OK, TRK_CMSG_SYNC,
+          "3", -1 },
+        { "{\"type\":\"sync\"}", 0, TRK_MSG_OK, TRK_CMSG_SYNC, "", -1 },
+        { "{\"type\":\"subscribe\",\"predict\":\"send\"}", 0, TRK_MSG_OK, TRK_CMSG_SUBSCRIBE, "",
+          -1 },
+        { "{\"type\":\"subscribe\",\"predict\":0.05}", 0, TRK_MSG_OK, TRK_CMSG_SUBSCRIBE, "", -1 },
+        { "{\"type\":\"subscribe\",\"predict\":false}", 0, TRK_MSG_OK, TRK_CMSG_SUBSCRIBE, "", -1 },
+        { "{\"type\":\"subscribe\",\"predict\":true}", 0, TRK_MSG_BAD_FIELD, 0, "", -1 },
+        { "{\"type\":\"subscribe\",\"predict\":\"now\"}", 0, TRK_MSG_BAD_FIELD, 0, "", -1 },
+        { "{\"type\":\"subscribe\",\"predict\":-0.1}", 0, TRK_MSG_BAD_FIELD, 0, "", -1 },
+        { "{\"type\":\"subscribe\",\"predict\":1.5}", 0, TRK_MSG_BAD_FIELD, 0, "", -1 },
+        { "{\"type\":\"sync\",\"t0\":\"now\"}", 0, TRK_MSG_BAD_FIELD, 0, "", -1 },
         /* control messages (default list) */
         { "{\"type\":\"set_objects\",\"objects\":[]}", 0, TRK_MSG_OK, TRK_CMSG_CONTROL, "", -1 },
         { "{\"type\":\"add_object\",\"id\":5,\"object\":{}}", 0, TRK_MSG_OK, TRK_CMSG_CONTROL, "5",
@@ -106,6 +118,29 @@ static void test_table(void)
             CHECKF(strcmp(trk_msg_err_code(rc), "error") != 0, "case %zu: code name", i);
         }
     }
+}
+
+/* A sync request's t0 comes back as the same number; the reply is JSON
+ * with every time the server took. */
+static void test_sync(void)
+{
+    const char *in = "{\"type\":\"sync\",\"id\":\"s\",\"t0\":1763700000.1234567}";
+    struct trk_cmsg m;
+    char why[160];
+    CHECKF(run(in, strlen(in), NULL, &m, why, sizeof why) == TRK_MSG_OK, "sync parses: %s", why);
+    struct trk_buf b = { 0 };
+    struct trk_sync_times t = { 1763700000200.5, 12.25, 1763700000200.75, 12.5 };
+    CHECKF(trk_msg_sync(&b, m.id, m.t0, &t) == 0, "sync reply encodes");
+    json_t *j = json_loadb(b.data, b.len, 0, NULL);
+    CHECKF(j && json_real_value(json_object_get(j, "t0")) == 1763700000.1234567,
+           "t0 echoed exactly: %s", b.data);
+    CHECKF(j && !strcmp(json_string_value(json_object_get(j, "id")), "s") &&
+               json_number_value(json_object_get(j, "rx_wall_ms")) == 1763700000200.5 &&
+               json_number_value(json_object_get(j, "tx_mono")) == 12.5 &&
+               !strcmp(json_string_value(json_object_get(j, "capture_clock")), "mono"),
+           "reply fields: %s", b.data);
+    json_decref(j);
+    trk_buf_free(&b);
 }
 
 static void test_sizes(void)
@@ -201,6 +236,7 @@ static void test_custom_types(void)
 int main(void)
 {
     test_table();
+    test_sync();
     test_sizes();
     test_custom_types();
     if (check_failures) {

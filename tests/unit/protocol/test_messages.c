@@ -30,6 +30,9 @@ void *__wrap_realloc(void *p, size_t n)
 /* The frame message of one frame's raw results, through the frame result
  * the pipeline fills (protocol/result.h): every derived value there. */
 static struct trk_frame_result frame_result;
+/* The shape of sums without second moments (fixtures written before them,
+ * a lone pixel): all 0. */
+#define SHAPE0 "\"orientation\":0.00,\"major\":0.00,\"minor\":0.00"
 static int frame_msg(struct trk_buf *b, const struct trk_frame_meta *m,
                      const struct trk_object_def *defs, const struct trk_obj_result *res,
                      const struct trk_blob_list *blobs, int n,
@@ -499,14 +502,14 @@ static void test_frame_blobs(void)
     CHECKF(frame_msg(&b, &m, defs, res, lists, 4, NULL) == 0, "frame with blobs");
     /* The exact text: the encoder is deterministic, NDJSON diffs rely on it. */
     CHECKF(strstr(b.data, "{\"id\":1,\"name\":\"two\",\"found\":true,\"mass\":4,\"cx\":7.75,"
-                          "\"cy\":134.75,\"bbox\":[0,20,11,479],\"blobs\":["
+                          "\"cy\":134.75,\"bbox\":[0,20,11,479]," SHAPE0 ",\"blobs\":["
                           "{\"mass\":3,\"cx\":10.33,\"cy\":20.00,\"bbox\":[9,20,11,20],"
-                          "\"perimeter\":8},"
+                          "\"perimeter\":8," SHAPE0 "},"
                           "{\"mass\":1,\"cx\":0.00,\"cy\":479.00,\"bbox\":[0,479,0,479],"
-                          "\"perimeter\":4}]}") != NULL,
+                          "\"perimeter\":4," SHAPE0 "}]}") != NULL,
            "object two: %s", b.data);
     CHECKF(strstr(b.data, "\"name\":\"none\",\"found\":false,\"mass\":0,\"cx\":null,"
-                          "\"cy\":null,\"bbox\":null,\"blobs\":[]}") != NULL,
+                          "\"cy\":null,\"bbox\":null," SHAPE0 ",\"blobs\":[]}") != NULL,
            "empty list: %s", b.data);
     json_t *j = parse(&b, "frame with blobs");
     json_t *objs = json_object_get(j, "objects");
@@ -522,7 +525,8 @@ static void test_frame_blobs(void)
     /* Without lists every blobs-on object gets [], and the rest of the
      * message is the same text as with them. */
     CHECKF(frame_msg(&plain, &m, defs, res, NULL, 4, NULL) == 0, "frame without lists");
-    CHECKF(strstr(plain.data, "\"bbox\":[0,20,11,479],\"blobs\":[]}") != NULL, "%s", plain.data);
+    CHECKF(strstr(plain.data, "\"bbox\":[0,20,11,479]," SHAPE0 ",\"blobs\":[]}") != NULL, "%s",
+           plain.data);
     struct trk_object_def off[4];
     memcpy(off, defs, sizeof off);
     for (int i = 0; i < 4; i++)
@@ -608,12 +612,14 @@ static void test_frame_instances(void)
     CHECKF(strstr(b.data, "\"height\":48,\"t_capture\":0.000000,\"wall_ms\":0.000,\"pass\":\"roi\","
                           "\"rounds\":2,\"upload_bytes\":1234,\"latency\"") != NULL,
            "%s", b.data);
-    CHECKF(strstr(b.data, "\"perimeter\":10}],\"instances\":["
+    CHECKF(strstr(b.data, "\"perimeter\":10," SHAPE0 "}],\"instances\":["
                           "{\"id\":7,\"mass\":4,\"cx\":10.50,\"cy\":20.00,\"bbox\":[10,19,11,21],"
-                          "\"perimeter\":10,\"vx\":1.250,\"vy\":-0.500,\"age\":3,\"lost\":0,"
+                          "\"perimeter\":10," SHAPE0 ",\"vx\":1.250,\"vy\":-0.500,\"vtheta\":null,"
+                          "\"age\":3,\"lost\":0,"
                           "\"via\":\"full\"},"
                           "{\"id\":9,\"mass\":0,\"cx\":40.00,\"cy\":50.00,\"bbox\":null,"
-                          "\"perimeter\":null,\"vx\":-2.000,\"vy\":0.000,\"age\":12,\"lost\":2,"
+                          "\"perimeter\":null," SHAPE0 ",\"vx\":-2.000,\"vy\":0.000,"
+                          "\"vtheta\":null,\"age\":12,\"lost\":2,"
                           "\"via\":null}]}") != NULL,
            "%s", b.data);
     json_t *j = parse(&b, "frame with instances");
@@ -701,13 +707,159 @@ static void test_frame_markers(void)
     r.markers[1].world = false;
     trk_buf_reset(&b);
     CHECK(trk_msg_frame(&b, &r) == 0);
-    CHECKF(strstr(b.data, "\"lost\":0,\"wx\":30.00") && strstr(b.data, "\"wheading\":0.00}") &&
-               strstr(b.data, "\"lost\":2,\"wx\":null,\"wy\":null,\"wheading\":null}"),
+    CHECKF(strstr(b.data, "\"lost\":0,\"wx\":30.00") &&
+               strstr(b.data, "\"wheading\":0.00,\"wvx\":null,\"wvy\":null}") &&
+               strstr(b.data, "\"lost\":2,\"wx\":null,\"wy\":null,\"wheading\":null,\"wvx\":null,"
+                              "\"wvy\":null}"),
            "%s", b.data);
     CHECK(trk_msg_frame_marker(&b, &r, 2) == TRK_EINVAL);
     trk_frame_result_free(&r);
     trk_buf_free(&b);
     trk_buf_free(&before);
+}
+
+/* Shapes: a blob's and object's from their second moments, an instance's
+ * from the tracker with its angular velocity per second once the rate is
+ * known (null before), world orientations with a calibration (this one is
+ * the identity with y kept down: screen 30 degrees is world -30, 150 as an
+ * axis), 179.996 written 0.00. */
+static void test_frame_shape(void)
+{
+    struct trk_object_def defs[1] = { { .name = "bar", .blobs = 1, .track = true } };
+    /* Pixels (10..14, 20): mean 12, deviation sqrt(2) along x, 0 across. */
+    const struct trk_blob bar = { .mass = 5,
+                                  .sum_x = 60,
+                                  .sum_y = 100,
+                                  .sum_xx = 100 + 121 + 144 + 169 + 196,
+                                  .sum_yy = 5 * 400,
+                                  .sum_xy = 20 * 60,
+                                  .x0 = 10,
+                                  .y0 = 20,
+                                  .x1 = 14,
+                                  .y1 = 20,
+                                  .perimeter = 12 };
+    const struct trk_obj_result res[1] = { { .mass = bar.mass,
+                                             .sum_x = bar.sum_x,
+                                             .sum_y = bar.sum_y,
+                                             .sum_xx = bar.sum_xx,
+                                             .sum_yy = bar.sum_yy,
+                                             .sum_xy = bar.sum_xy,
+                                             .x0 = 10,
+                                             .y0 = 20,
+                                             .x1 = 14,
+                                             .y1 = 20 } };
+    const struct trk_blob_list blobs[1] = { { &bar, 1 } };
+    const struct trk_instance inst[2] = {
+        { .id = 1,
+          .blob = bar,
+          .cx = 12,
+          .cy = 20,
+          .orientation = 30,
+          .major = 1.5,
+          .minor = 0.25,
+          .vth = -1.5,
+          .age = 2 },
+        { .id = 2,
+          .cx = 40,
+          .cy = 30,
+          .orientation = 179.996,
+          .major = 2,
+          .minor = 1,
+          .age = 5,
+          .lost = 1 },
+    };
+    const struct trk_instance_list il[1] = { { inst, 2 } };
+    const struct trk_frame_meta m = { .seq = 1, .width = 64, .height = 48 };
+    struct trk_frame_result r = { 0 };
+    struct trk_buf b = { 0 };
+    CHECK(trk_frame_result_fill(&r, &m, defs, 1, res, blobs, il, NULL) == 0);
+    CHECK(trk_msg_frame(&b, &r) == 0);
+    CHECKF(strstr(b.data, "\"bbox\":[10,20,14,20],\"orientation\":0.00,\"major\":1.41,"
+                          "\"minor\":0.00,\"blobs\":[") &&
+               strstr(b.data, "\"perimeter\":12,\"orientation\":0.00,\"major\":1.41,"
+                              "\"minor\":0.00}],") &&
+               strstr(b.data, "\"perimeter\":12,\"orientation\":30.00,\"major\":1.50,"
+                              "\"minor\":0.25,\"vx\":0.000,\"vy\":0.000,\"vtheta\":null,") &&
+               strstr(b.data, "\"orientation\":0.00,\"major\":2.00,\"minor\":1.00,"),
+           "%s", b.data);
+    trk_frame_result_set_rate(&r, NULL, 30);
+    trk_buf_reset(&b);
+    CHECK(trk_msg_frame(&b, &r) == 0);
+    CHECKF(strstr(b.data, "\"vtheta\":-45.00,") && strstr(b.data, "\"vtheta\":0.00,"), "%s",
+           b.data);
+    struct trk_calib calib = {
+        .on = true,
+        .n = 4,
+        .unit = "mm",
+        .pt = { { 0, 0, 0, 0 }, { 10, 0, 10, 0 }, { 10, 10, 10, 10 }, { 0, 10, 0, 10 } }
+    };
+    CHECK(trk_calib_solve(&calib, NULL) == 0);
+    CHECK(trk_frame_result_fill(&r, &m, defs, 1, res, blobs, il, &calib) == 0);
+    trk_buf_reset(&b);
+    CHECK(trk_msg_frame(&b, &r) == 0);
+    CHECKF(strstr(b.data, "\"minor\":0.00,\"wheading\":0.00,\"blobs\":[") &&
+               strstr(b.data, "\"minor\":0.00,\"wheading\":0.00}],") &&
+               strstr(b.data, "\"wvx\":null,\"wvy\":null,\"wheading\":150.00,\"age\":2"),
+           "%s", b.data);
+    json_decref(parse(&b, "frame with shapes"));
+    trk_frame_result_free(&r);
+    trk_buf_free(&b);
+}
+
+/* --predict: a copy moved on by predict_dt s (result.h): instances' and
+ * markers' pixel positions by their per-frame velocities at r->fps, world
+ * points by their world velocities; "predict_dt" in the frame message and
+ * the per-object message; the measured result itself unchanged. */
+static void test_frame_predict(void)
+{
+    struct trk_object_def defs[1] = { { .name = "ball", .track = true } };
+    const struct trk_instance inst[1] = {
+        { .id = 7, .cx = 10, .cy = 20, .vx = 2, .vy = -1, .age = 3, .lost = 1 },
+    };
+    const struct trk_instance_list lists[1] = { { inst, 1 } };
+    const struct trk_obj_result res[1] = { { .mass = 0, .x0 = -1, .y0 = -1, .x1 = -1, .y1 = -1 } };
+    const struct trk_frame_meta m = { .seq = 4, .width = 64, .height = 48, .t_capture = 100 };
+    struct trk_calib calib = {
+        .on = true,
+        .n = 4,
+        .unit = "mm",
+        .pt = { { 0, 0, 0, 0 }, { 10, 0, 100, 0 }, { 10, 10, 100, 100 }, { 0, 10, 0, 100 } }
+    };
+    CHECK(trk_calib_solve(&calib, NULL) == 0);
+    struct trk_frame_result r = { 0 }, p;
+    CHECK(trk_frame_result_fill(&r, &m, defs, 1, res, NULL, lists, &calib) == 0);
+    trk_frame_result_set_rate(&r, &calib, 50);
+    const struct trk_pattern pats[1] = { { .name = "bot" } };
+    const struct trk_marker mk[1] = {
+        { .pattern = 0, .id = 1, .cx = 5, .cy = 5, .vx = -1, .vy = 3, .track_id = 2 }
+    };
+    CHECK(trk_frame_result_set_markers(&r, pats, 1, mk, 1, &calib) == 0);
+    trk_frame_result_predict(&p, &r, 100.1); /* 0.1 s = 5 frames at 50 fps */
+    struct trk_buf b = { 0 };
+    CHECK(trk_msg_frame(&b, &p) == 0);
+    /* Instance: 10 + 2 x 5, 20 - 1 x 5; world x10: 200, 150, velocity
+     * 20 x 50 = 1000 / s, -500 / s. Marker: 5 - 5, 5 + 15; world 0, 200. */
+    CHECKF(strstr(b.data, "\"wall_ms\":0.000,\"predict_dt\":0.100000,") &&
+               strstr(b.data, "\"cx\":20.00,\"cy\":15.00,") &&
+               strstr(b.data, "\"wx\":200.0,\"wy\":150.0,\"wvx\":1000.0,\"wvy\":-500.0") &&
+               strstr(b.data, "\"pattern\":\"bot\",\"id\":1,\"cx\":0.00,\"cy\":20.00,") &&
+               strstr(b.data, "\"wx\":0.0,\"wy\":200.0,") &&
+               strstr(b.data, "\"wvx\":-500.0,\"wvy\":1500.0}]"),
+           "%s", b.data);
+    json_decref(parse(&b, "predicted frame"));
+    trk_buf_reset(&b);
+    CHECK(trk_msg_object_result(&b, &p, "cam", 0) == 0);
+    CHECKF(strstr(b.data, "\"predict_dt\":0.100000") && strstr(b.data, "\"cx\":20.00"), "%s",
+           b.data);
+    /* The measured result is as it was; a capture after now: 0. */
+    trk_buf_reset(&b);
+    CHECK(trk_msg_frame(&b, &r) == 0);
+    CHECKF(!strstr(b.data, "predict_dt") && strstr(b.data, "\"cx\":10.00,\"cy\":20.00,"), "%s",
+           b.data);
+    trk_frame_result_predict(&p, &r, 99);
+    CHECK(p.predict && p.predict_dt == 0);
+    trk_frame_result_free(&r);
+    trk_buf_free(&b);
 }
 
 /* ----------------------------------------------------------------- hello */
@@ -1359,6 +1511,11 @@ static void test_camera(void)
     CHECK(trk_msg_ack_camera(&b, "\"x\"", "gain", 50) == 0);
     CHECK_STR(b.data, "{\"type\":\"ack\",\"request\":\"set_camera\",\"id\":\"x\",\"name\":\"gain\","
                       "\"value\":50}");
+    /* save_rewind's ack: the folder, escaped (a quote in a path stays JSON). */
+    trk_buf_reset(&b);
+    CHECK(trk_msg_ack_str(&b, "save_rewind", "7", "dir", "/r/a\"b") == 0);
+    CHECK_STR(b.data,
+              "{\"type\":\"ack\",\"request\":\"save_rewind\",\"id\":7,\"dir\":\"/r/a\\\"b\"}");
     trk_buf_free(&b);
 }
 
@@ -1408,6 +1565,8 @@ int main(void)
     test_frame_blobs();
     test_frame_instances();
     test_frame_markers();
+    test_frame_shape();
+    test_frame_predict();
     test_hello();
     test_hello_limits();
     test_small_messages();

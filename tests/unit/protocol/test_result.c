@@ -158,6 +158,79 @@ static void test_markers_world(void)
     CHECK(r.markers == NULL && c.markers == NULL);
 }
 
+/* The moments of the pixels (x[i], y[i]), i < n, as a backend sums them. */
+static struct trk_obj_result sums_of(const int *x, const int *y, int n)
+{
+    struct trk_obj_result r = { .mass = (uint64_t)n };
+    for (int i = 0; i < n; i++) {
+        const uint64_t u = (uint64_t)x[i], v = (uint64_t)y[i];
+        r.sum_x += u, r.sum_y += v;
+        r.sum_xx += u * u, r.sum_yy += v * v, r.sum_xy += u * v;
+    }
+    return r;
+}
+
+/* Shapes are derived once, for objects, blobs (from their sums) and in the
+ * world (instances from the tracker's orientation): a horizontal run of 5
+ * pixels (orientation 0, major sqrt(2): the deviation of 10..14, minor 0),
+ * a diagonal up to the right on screen (45 degrees; through the
+ * calibration, which keeps y down, the world sees it mirrored: 135), one
+ * pixel and nothing (all 0, no world heading without a centroid). */
+static void test_shape(void)
+{
+    static const int hx[5] = { 10, 11, 12, 13, 14 }, hy[5] = { 20, 20, 20, 20, 20 };
+    static const int dx[3] = { 40, 41, 42 }, dy[3] = { 52, 51, 50 };
+    static const int px[1] = { 7 }, py[1] = { 9 };
+    struct trk_object_def defs[4] = {
+        { .name = "run", .blobs = 1 },
+        { .name = "diag" },
+        { .name = "dot" },
+        { .name = "none", .blobs = 1, .track = true },
+    };
+    struct trk_obj_result res[4] = { sums_of(hx, hy, 5),
+                                     sums_of(dx, dy, 3),
+                                     sums_of(px, py, 1),
+                                     { .x0 = -1, .y0 = -1, .x1 = -1, .y1 = -1 } };
+    struct trk_blob diag = { .mass = 3 };
+    diag.sum_x = res[1].sum_x, diag.sum_y = res[1].sum_y;
+    diag.sum_xx = res[1].sum_xx, diag.sum_yy = res[1].sum_yy, diag.sum_xy = res[1].sum_xy;
+    const struct trk_blob_list blobs[4] = { { &diag, 1 }, { NULL, 0 }, { NULL, 0 }, { NULL, 0 } };
+    const struct trk_instance inst[1] = {
+        { .id = 3, .cx = 50, .cy = 50, .orientation = 30, .major = 4, .minor = 1, .vth = 2 }
+    };
+    const struct trk_instance_list il[4] = { { NULL, 0 }, { NULL, 0 }, { NULL, 0 }, { inst, 1 } };
+    struct trk_calib calib;
+    scale_calib(&calib);
+    const struct trk_frame_meta m = { .seq = 1, .width = 100, .height = 100 };
+    struct trk_frame_result r = { 0 };
+    CHECK(trk_frame_result_fill(&r, &m, defs, 4, res, blobs, il, &calib) == 0);
+    const struct trk_shape *s = &r.obj[0].c.shape;
+    CHECKF(near(s->orientation, 0) && near(s->major, sqrt(2)) && s->minor == 0, "%g %g %g",
+           s->orientation, s->major, s->minor);
+    CHECKF(r.obj[0].c.world_h && near_world(r.obj[0].c.wheading, 0), "%g", r.obj[0].c.wheading);
+    s = &r.obj[1].c.shape;
+    CHECKF(near(s->orientation, 45) && near(s->major, sqrt(4.0 / 3)) && s->minor == 0, "%g %g %g",
+           s->orientation, s->major, s->minor);
+    CHECKF(r.obj[1].c.world_h && near_world(r.obj[1].c.wheading, 135), "%g", r.obj[1].c.wheading);
+    /* The run's blob list holds the diagonal: its own shape, not the object's. */
+    CHECK(r.obj[0].n_blobs == 1 && near(r.blob_c[r.obj[0].blob0].shape.orientation, 45));
+    CHECK(near_world(r.blob_c[r.obj[0].blob0].wheading, 135));
+    s = &r.obj[2].c.shape;
+    CHECK(s->orientation == 0 && s->major == 0 && s->minor == 0 && r.obj[2].c.world_h);
+    s = &r.obj[3].c.shape;
+    CHECK(s->orientation == 0 && s->major == 0 && s->minor == 0 && !r.obj[3].c.world_h);
+    /* The instance: its orientation carried into the world (-30: 150),
+     * and its angular velocity per second only once a rate is known. */
+    const struct trk_instance *x = &r.inst[r.obj[3].inst0];
+    CHECKF(x->world_h && near_world(x->wheading, 150), "%g", x->wheading);
+    CHECK(!x->rate);
+    trk_frame_result_set_rate(&r, NULL, 0);
+    CHECK(!x->rate);
+    trk_frame_result_set_rate(&r, NULL, 25); /* no calibration needed */
+    CHECK(x->rate && near(x->vtheta, 50) && !x->world_v);
+    trk_frame_result_free(&r);
+}
+
 /* trk_centroid is the division itself: exact as the expression it replaces
  * (the outputs' bytes depend on it). */
 static void test_centroid(void)
@@ -176,5 +249,6 @@ int main(void)
     test_fill();
     test_centroid();
     test_markers_world();
+    test_shape();
     return check_exit("protocol_result");
 }

@@ -31,6 +31,19 @@ LEAGUE = {
                               "field_arcs": 7},
     "SSL_GeometryData": {"field": 1, "calib": 2, "models": 3},
     "SSL_WrapperPacket": {"detection": 1, "geometry": 2, "source": 3},
+    # The tracked format (messages_robocup_ssl_detection_tracked.proto,
+    # _wrapper_tracked.proto).
+    "Vector2": {"x": 1, "y": 2},
+    "Vector3": {"x": 1, "y": 2, "z": 3},
+    "RobotId": {"id": 1, "team_color": 2},
+    "TrackedBall": {"pos": 1, "vel": 2, "visibility": 3},
+    "KickedBall": {"pos": 1, "vel": 2, "start_timestamp": 3, "stop_timestamp": 4,
+                   "stop_pos": 5, "robot_id": 6},
+    "TrackedRobot": {"robot_id": 1, "pos": 2, "orientation": 3, "vel": 4, "vel_angular": 5,
+                     "visibility": 6},
+    "TrackedFrame": {"frame_number": 1, "timestamp": 2, "balls": 3, "robots": 4,
+                     "kicked_ball": 5, "capabilities": 6},
+    "TrackerWrapperPacket": {"uuid": 1, "source_name": 2, "tracked_frame": 3},
 }
 
 failures = []
@@ -65,15 +78,24 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         det_pb, geo_pb, wrap_pb = load_protos(proto_dir, tmp)
         subprocess.run([ssl_pack, tmp], check=True)
-        for mod in (det_pb, geo_pb, wrap_pb):
+        track_pb = importlib.import_module("ssl_detection_tracked_pb2")
+        wtrack_pb = importlib.import_module("ssl_wrapper_tracked_pb2")
+        seen = set()
+        for mod in (det_pb, geo_pb, wrap_pb, track_pb, wtrack_pb):
             for name, fields in LEAGUE.items():
                 desc = mod.DESCRIPTOR.message_types_by_name.get(name)
                 if desc is None:
                     continue
+                seen.add(name)
                 for field, number in fields.items():
                     got = desc.fields_by_name.get(field)
                     check(got is not None and got.number == number,
                           f"{name}.{field} is number {got.number if got else None}, the league's {number}")
+        check(seen == set(LEAGUE), f"every league message is in the schema ({set(LEAGUE) - seen})")
+        with open(os.path.join(tmp, "tracked.bin"), "rb") as f:
+            t = wtrack_pb.TrackerWrapperPacket()
+            t.ParseFromString(f.read())
+        check_tracked(t, track_pb)
         packets = {}
         for name in ("detection", "geometry", "both", "empty"):
             with open(os.path.join(tmp, name + ".bin"), "rb") as f:
@@ -121,6 +143,30 @@ def check_detection(w, wrap_pb):
         check(r.HasField("height") == (i % 2 == 0), f"robot {i} height present iff set")
         if i % 2 == 0:
             check(r.height == 150.0, f"robot {i} height")
+
+
+def check_tracked(t, pb):
+    check(t.uuid == "6f1c1e4a-2b7e-4c55-9a0e-1b2c3d4e5f60" and t.source_name == "trackd-fuse",
+          "tracked: uuid, source_name")
+    f = t.tracked_frame
+    check(f.frame_number == 4000000001 and f.timestamp == 1795000000.375,
+          "tracked: frame_number, timestamp (double)")
+    check(len(f.balls) == 2 and len(f.robots) == 3 and not f.HasField("kicked_ball")
+          and len(f.capabilities) == 0, "tracked: 2 balls, 3 robots, no kick, no capabilities")
+    b0, b1 = f.balls
+    check((b0.pos.x, b0.pos.y, b0.pos.z) == (1.5, -2.25, 0) and b0.HasField("vel")
+          and (b0.vel.x, b0.vel.y, b0.vel.z) == (0.5, -0.75, 0) and b0.visibility == 1,
+          "tracked ball 0: pos, vel, visibility")
+    check((b1.pos.x, b1.pos.y, b1.pos.z) == (-4.5, 3.0, 0.125) and not b1.HasField("vel")
+          and b1.visibility == 0.5, "tracked ball 1: pos with height, no vel")
+    for i, r in enumerate(f.robots):
+        team = pb.TEAM_COLOR_BLUE if i == 1 else pb.TEAM_COLOR_YELLOW
+        check(r.robot_id.id == 5 * i and r.robot_id.team_color == team, f"tracked robot {i} id")
+        check(r.pos.x == f32(0.25 * i - 4.0) and r.pos.y == f32(2.5 - 0.5 * i)
+              and r.orientation == f32(-3.0 + 2.5 * i), f"tracked robot {i} pose")
+        check(r.HasField("vel") == (i == 2) and (i != 2 or (r.vel.x, r.vel.y) == (1.25, -0.5)),
+              f"tracked robot {i} vel iff set")
+        check(not r.HasField("vel_angular") and r.visibility == 1, f"tracked robot {i} rest")
 
 
 def check_geometry(w):

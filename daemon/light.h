@@ -1,0 +1,100 @@
+/* Ranges that follow the light (issue 27; OBJECTS.md, "Light").
+ *
+ * Between frames the processing thread hands this module the frame just
+ * processed (its host pixels) and its results; the module gives back the
+ * colour boxes the next frame is thresholded with. The frame itself is
+ * never changed, and backends get plain boxes, so every backend stays
+ * identical; every step is integer, so a recording replays identically.
+ *
+ * Illumination compensation ("illumination"): the reference's per-channel
+ * R, G, B means, Q8, measured on the host pixels (a patch: every pixel of
+ * the rectangle, grey-world: the rectangle or the frame; both on a grid of
+ * at most about 1024 points) give gains g[c] = mean[c] / reference[c] (Q16,
+ * in steps of 1/256, clamped to 1/8..8). Each object's taught box moves with them: rgb boxes
+ * scale per channel (lo floor(lo g), hi ceil(hi g)); hsv and ycbcr boxes
+ * move by how a 3x3x3 grid of the box's colours moves when taken to RGB,
+ * scaled by the gains and taken back (lo and hi move by the change of the
+ * grid's minimum and maximum per channel: unit gains give the taught box
+ * exactly; hue from the grid points with saturation >= 48). A bound at a
+ * channel's end (0, or 255: saturated pixels) stays there.
+ *
+ * Adaptation ("adapt"): after each frame, at most 2 adapted objects in
+ * turn (each every period = ceil(adapted / 2) frames, its rate times the
+ * period), for each object with blobs, the
+ * pixels around its blobs of at least half the largest's mass (each blob's
+ * box grown by half its size; at most about 256 points on a grid) that the
+ * current box widened by rate takes give a mean per channel (hue: around the box's
+ * centre); the first frame after a reset keeps it as the object's
+ * reference, and later frames move the box's offset toward (mean - the
+ * reference colour as the compensation moves it) by at most rate per frame and at most max_drift in
+ * all. The ring rule: a move is not made when more than the "ring" share of the points of a
+ * TRK_ADAPT_RING_PX-wide ring just outside those grown boxes (a grid of at most about 64 a blob)
+ * would match the moved box (the background would be swallowed). An object whose offset is at
+ * max_drift or whose move the ring stopped is "on the guard rail".
+ *
+ * Thread: the processing thread owns a trk_light.
+ */
+#ifndef TRK_DAEMON_LIGHT_H
+#define TRK_DAEMON_LIGHT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "image.h"
+#include "objects.h"
+#include "result.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct trk_light;
+
+/* One object's state after the last update. */
+struct trk_light_state {
+    uint16_t lo[3], hi[3]; /* the box the next frame uses */
+    int16_t drift[3];      /* adaptation's offset from the compensated box */
+    bool rail;             /* on the guard rail (see above) */
+};
+
+int trk_light_create(struct trk_light **out);
+/* Safe on NULL and twice. */
+void trk_light_destroy(struct trk_light **l);
+
+/* A new set (n of its objects applied: 0 when the backend refused it):
+ * its boxes are the taught ones, every gain 1, every drift 0. */
+void trk_light_reset(struct trk_light *l, const struct trk_objects *set, int n);
+
+/* Object i's adaptation starts over (offset 0, a new reference on its
+ * next turn), as reset_range asks (PROTOCOL.md). */
+void trk_light_reset_object(struct trk_light *l, int i);
+
+/* Whether the set has illumination or an adapted object (else update does
+ * nothing and needs no pixels). */
+bool trk_light_on(const struct trk_light *l);
+
+/* After frame img (host memory) with results res: measures and moves the
+ * boxes. Returns true when they differ from those of the last call (or the
+ * reset): *defs then points to the n definitions (the module's) to give
+ * the backend before the next frame. */
+bool trk_light_update(struct trk_light *l, const struct trk_image *img,
+                      const struct trk_frame_result *res, const struct trk_object_def **defs);
+
+/* Object i's state (NULL out of range); gains: the last gains, Q16. */
+const struct trk_light_state *trk_light_state(const struct trk_light *l, int i);
+void trk_light_gains(const struct trk_light *l, uint32_t gain_q16[3]);
+
+/* The reference's means the boxes in use belong to (Q8): the set's (or
+ * the first frame's) times the gains, for keep_range (a kept set with
+ * them has gains 1 for the same light); false while none is known. */
+bool trk_light_means(const struct trk_light *l, uint32_t means_q8[3]);
+
+/* The states for /metrics (ops/metrics.h): n entries into out (names
+ * from the set), n = the objects applied (0 when off). */
+struct trk_metrics_range;
+int trk_light_report(const struct trk_light *l, struct trk_metrics_range *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

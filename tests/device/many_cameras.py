@@ -1,0 +1,189 @@
+#!/usr/bin/python3
+"""Many cameras on one host (issue 31): N trackd daemons side by side, each
+with its own WebSocket client, and what each camera gets. A measurement,
+not a test.
+
+    tests/device/many_cameras.py TRACKD [--counts 1,4,8,16,32] [--seconds 20]
+        [--warmup 2] [--fps 60] [--mps] [--label NAME] -- TRACKD_ARGS...
+
+For each N in --counts: N daemons start with TRACKD_ARGS (each on its own
+loopback port; e.g. `--input clip.mp4 --loop --backend cuda --objects
+o.json` for files through NVDEC, or the demo scene `--size 1920x1080 --fps
+60`), each gets one client process (latency_probe.py's socket client: it
+stamps a frame message when its last byte is read) for --seconds after
+--warmup seconds. Per camera: frames processed in the window against the
+frames offered (--fps x the window), frames dropped and skipped (trackd's
+/metrics counters over the window), p50/p99 capture -> client (ms), and
+host CPU per processed frame (the daemon's utime + stime from /proc over the
+window). Per N: the GPU's busy share over the window (nvidia-smi's
+utilization.gpu sampled every 100 ms; "-" without nvidia-smi), the slowest
+camera's rate, the most drops, the worst p99. --mps starts the CUDA MPS
+control daemon for the runs (and stops it after), to say whether it helps.
+
+One line per N, then one per camera under it with --per-camera. Exit 0
+unless a daemon failed to start or a client got no frames.
+"""
+import argparse
+import multiprocessing as mp
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [here, os.path.join(here, "..", "integration")]
+from daemon_proc import start_trackd, stop_trackd  # noqa: E402
+from latency_probe import pct, probe_socket  # noqa: E402
+
+
+def metrics(port):
+    """/metrics' unlabelled samples: {name: value}."""
+    out = {}
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        for line in r.read().decode().splitlines():
+            parts = line.split()
+            if len(parts) == 2 and not line.startswith("#") and "{" not in parts[0]:
+                out[parts[0]] = float(parts[1])
+    return out
+
+
+def cpu_s(pid):
+    """The process's user + system CPU seconds so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def client(port, frames, warmup, seconds, q):
+    lat, _ = probe_socket(port, frames, warmup, False, seconds + 30)
+    q.put((port, [x[0] for x in lat]))
+
+
+class GpuBusy:
+    """utilization.gpu sampled every 100 ms while running; mean() after."""
+
+    def __init__(self):
+        self.p = None
+        self.samples = []
+        if shutil.which("nvidia-smi"):
+            self.p = subprocess.Popen(
+                ["nvidia-smi", "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits",
+                 "-lms", "100"], stdout=subprocess.PIPE, text=True)
+            self.t = threading.Thread(target=self._read, daemon=True)
+            self.t.start()
+
+    def _read(self):
+        for line in self.p.stdout:
+            try:
+                self.samples.append(float(line.split(",")[0]))
+            except ValueError:
+                pass
+
+    def stop(self):
+        if self.p:
+            self.p.terminate()
+            self.p.wait()
+        return statistics.mean(self.samples) if self.samples else None
+
+
+def run_n(a, n):
+    log = open(os.devnull, "w")
+    daemons = []
+    try:
+        for _ in range(n):
+            daemons.append(start_trackd(os.path.abspath(a.trackd), a.args, log))
+        time.sleep(a.warmup)
+        q = mp.Queue()
+        frames = int(a.seconds * a.fps)
+        procs = [mp.Process(target=client, args=(port, frames, int(a.fps), a.seconds, q))
+                 for _, port in daemons]
+        for p in procs:
+            p.start()
+        time.sleep(1.0)  # the clients' own warm-up second (latency_probe's warmup frames)
+        gpu = GpuBusy()
+        t0 = time.monotonic()
+        m0 = {port: metrics(port) for _, port in daemons}
+        c0 = {port: cpu_s(p.pid) for p, port in daemons}
+        time.sleep(a.seconds - 1.0)
+        m1 = {port: metrics(port) for _, port in daemons}
+        c1 = {port: cpu_s(p.pid) for p, port in daemons}
+        window = time.monotonic() - t0
+        busy = gpu.stop()
+        lat = dict(q.get(timeout=a.seconds + 60) for _ in procs)
+        for p in procs:
+            p.join(10)
+    finally:
+        for p, _ in daemons:
+            stop_trackd(p)
+    rows = []
+    for _, port in daemons:
+        d = {k: m1[port].get(k, 0) - m0[port].get(k, 0)
+             for k in ("trackd_frames_processed_total", "trackd_frames_dropped_total",
+                       "trackd_frames_skipped_total")}
+        got = d["trackd_frames_processed_total"]
+        v = lat.get(port) or []
+        rows.append({"fps": got / window, "share": got / (a.fps * window),
+                     "dropped": d["trackd_frames_dropped_total"],
+                     "skipped": d["trackd_frames_skipped_total"],
+                     "p50": pct(v, 50) if v else None, "p99": pct(v, 99) if v else None,
+                     "cpu_ms": (c1[port] - c0[port]) * 1e3 / got if got else None, "n": len(v)})
+    return rows, busy
+
+
+def fmt(x, f="{:.3f}"):
+    return "-" if x is None else f.format(x)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("trackd")
+    ap.add_argument("--counts", default="1,4,8,16,32")
+    ap.add_argument("--seconds", type=float, default=20)
+    ap.add_argument("--warmup", type=float, default=2)
+    ap.add_argument("--fps", type=float, default=60)
+    ap.add_argument("--mps", action="store_true")
+    ap.add_argument("--per-camera", action="store_true")
+    ap.add_argument("--label", default="")
+    argv = sys.argv[1:]
+    cut = argv.index("--") if "--" in argv else len(argv)
+    a = ap.parse_args(argv[:cut])
+    a.args = argv[cut + 1:]
+    if a.seconds < 3:
+        sys.exit("many_cameras: --seconds 3 at least")
+    if a.mps:
+        subprocess.run(["nvidia-cuda-mps-control", "-d"], check=True)
+    print(f"# {a.label or ' '.join(a.args)}{' (MPS)' if a.mps else ''}")
+    print(f"{'N':>3} {'min fps':>8} {'min share':>9} {'dropped':>8} {'p50 med':>8} "
+          f"{'p99 worst':>9} {'cpu ms/fr':>9} {'gpu busy':>8}")
+    bad = False
+    try:
+        for n in (int(x) for x in a.counts.split(",")):
+            rows, busy = run_n(a, n)
+            bad |= any(r["n"] == 0 for r in rows)
+            p50s = [r["p50"] for r in rows if r["p50"] is not None]
+            p99s = [r["p99"] for r in rows if r["p99"] is not None]
+            cpus = [r["cpu_ms"] for r in rows if r["cpu_ms"] is not None]
+            print(f"{n:>3} {min(r['fps'] for r in rows):>8.2f} "
+                  f"{min(r['share'] for r in rows):>9.3f} "
+                  f"{max(r['dropped'] + r['skipped'] for r in rows):>8.0f} "
+                  f"{fmt(statistics.median(p50s) if p50s else None):>8} "
+                  f"{fmt(max(p99s) if p99s else None):>9} "
+                  f"{fmt(statistics.median(cpus) if cpus else None):>9} "
+                  f"{fmt(busy, '{:.0f}%'):>8}", flush=True)
+            if a.per_camera:
+                for i, r in enumerate(rows):
+                    print(f"      camera {i}: {r['fps']:.2f} fps, dropped {r['dropped']:.0f}, "
+                          f"skipped {r['skipped']:.0f}, p50 {fmt(r['p50'])} p99 {fmt(r['p99'])} "
+                          f"ms, cpu {fmt(r['cpu_ms'])} ms/frame", flush=True)
+    finally:
+        if a.mps:
+            subprocess.run(["nvidia-cuda-mps-control"], input="quit\n", text=True)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
