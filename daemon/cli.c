@@ -194,7 +194,7 @@ static const struct opt opts[] = {
       .form = "SIGMA in pixels ({lo}..{hi}; 0 = off), e.g. 1.5",
       .group = G_TRACKING, .help = "blur frames with a Gaussian of SIGMA pixels before the colour test (denoising; overrides the objects file's \"prefilter\")" },
     { "mode", 0, "MODE", NAME(track_mode, trk_track_mode_parse), .def = "auto",
-      .def_note = ": roi where the backend has a native regional form (cpu, cuda), else full (cpu-ref)",
+      .def_note = ": roi where the backend has a native regional form (cpu, cuda), else full (cpu-ref); with --replay, the recorded run's",
       .form = "auto, roi or full",
       .group = G_TRACKING, .help = "auto|roi|full: tracked objects (\"track\": true) searched in regions around their predicted positions, or every frame in the whole frame" },
     { "full-every", 0, "K", INT(full_every), .lo = 1, .hi = 1000000, .def = "15",

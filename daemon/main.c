@@ -499,6 +499,13 @@ static int open_backend(struct app *a)
      * regional form: cpu, cuda); cpu-ref's is the generic one (a pass per
      * region), so there tracked objects are searched full frame. */
     a->track_mode = s->track_mode;
+    /* A replay tracks as the recorded run did ("pass" is in its results). */
+    const int recorded = a->replay ? trk_replay_track_mode(a->replay) : -1;
+    if (a->track_mode == TRK_TRACK_AUTO && recorded >= 0) {
+        a->track_mode = recorded;
+        log_debug("--mode auto: %s, as the bundle was tracked",
+                  recorded == TRK_TRACK_FULL ? "full" : "roi");
+    }
     if (a->track_mode == TRK_TRACK_AUTO) {
         const bool native = trk_backend_regions_native(a->backend);
         a->track_mode = native ? TRK_TRACK_ROI : TRK_TRACK_FULL;
@@ -814,6 +821,7 @@ static int open_outputs(struct app *a)
         .width = a->src.width,
         .height = a->src.height,
         .fps = a->src.fps,
+        .track_mode = a->track_mode == TRK_TRACK_ROI ? "roi" : "full",
     };
     if (s->record && (rc = trk_record_add(&rc_cfg, a->outputs, &a->record))) return rc;
     return s->rewind_s > 0 ? open_rewind(a, &rc_cfg) : 0;
@@ -837,6 +845,8 @@ static void install_signals(void)
 static struct trk_pipeline_cfg pipeline_cfg(struct app *a)
 {
     const struct trk_settings *s = &a->s;
+    const void *state = NULL;
+    const size_t state_len = a->replay && !s->objects ? trk_replay_state(a->replay, &state) : 0;
     return (struct trk_pipeline_cfg){
         .source = &a->src,
         .source_absent = a->source_absent,
@@ -870,6 +880,9 @@ static struct trk_pipeline_cfg pipeline_cfg(struct app *a)
         /* --objects with --replay: that set throughout (a what-if run). */
         .frame_due = a->replay && !s->objects ? trk_replay_frame_due : NULL,
         .frame_due_ctx = a->replay,
+        /* Likewise: a rewind save's state is the recorded set's. */
+        .state = state,
+        .state_len = state_len,
     };
 }
 

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "state.h"
+
 #define DEG (180.0 / M_PI)
 /* Spots whose used flags fit on the stack: a frame's listed blobs are at
  * most config/objects.h's TRK_FRAME_ITEMS_MAX (1024) results. */
@@ -409,4 +411,67 @@ size_t trk_markers_follow(struct trk_marker_follower *f, struct trk_marker *m, s
     for (size_t i = 0; i < f->n && out < max; i++)
         if (f->t[i].m.lost > 0) m[out++] = f->t[i].m;
     return out;
+}
+
+#define FOLLOWER_TAG 0x544b524du /* "MRKT" little-endian: a follower's state */
+
+void trk_markers_follower_save(const struct trk_marker_follower *f, struct trk_bytes *b)
+{
+    const uint32_t head[2] = { FOLLOWER_TAG, (uint32_t)sizeof(struct trk_marker) };
+    const uint64_t n = f->n;
+    trk_bytes_put(b, head, sizeof(head));
+    trk_bytes_put(b, &f->next_id, sizeof(f->next_id));
+    trk_bytes_put(b, &n, sizeof(n));
+    /* Between frames no track is taken: the poses are the state. */
+    for (size_t i = 0; i < f->n; i++)
+        trk_bytes_put(b, &f->t[i].m, sizeof(f->t[i].m));
+}
+
+/* A loaded track the follower and the result can take. */
+static bool sane(const struct trk_marker *m, uint64_t next_id, uint32_t coast, size_t n_patterns)
+{
+    const double d[] = { m->cx, m->cy, m->heading, m->vx, m->vy, m->vheading };
+    for (size_t i = 0; i < sizeof(d) / sizeof(d[0]); i++)
+        if (!isfinite(d[i])) return false;
+    return m->track_id && m->track_id < next_id && m->lost <= coast && m->pattern < n_patterns;
+}
+
+int trk_markers_follower_load(struct trk_marker_follower *f, struct trk_rd *r, size_t n_patterns)
+{
+    uint32_t head[2] = { 0 };
+    uint64_t next_id = 0, n = 0;
+    const size_t head_at = r->off;
+    trk_rd_get(r, head, sizeof(head));
+    if (!r->bad && head[0] != FOLLOWER_TAG) {
+        r->off = head_at;
+        trk_rd_fail(r, "no marker follower state here");
+    } else if (!r->bad && head[1] != sizeof(struct trk_marker)) {
+        r->off = head_at + 4;
+        trk_rd_fail(r, "a marker follower state of another build's layout");
+    }
+    trk_rd_get(r, &next_id, sizeof(next_id));
+    const size_t at = r->off;
+    trk_rd_get(r, &n, sizeof(n));
+    if (r->bad) return TRK_EINVAL;
+    if (!next_id || n > (r->len - r->off) / sizeof(struct trk_marker)) {
+        r->off = at;
+        trk_rd_fail(r, "the marker track count is larger than the file holds");
+        return TRK_EINVAL;
+    }
+    if (!reserve(f, (size_t)n)) return TRK_ENOMEM;
+    f->n = 0;
+    f->next_id = next_id;
+    for (uint64_t i = 0; i < n && !r->bad; i++) {
+        const size_t mat = r->off;
+        struct track *t = &f->t[f->n++];
+        *t = (struct track){ .taken = false };
+        trk_rd_get(r, &t->m, sizeof(t->m));
+        if (!r->bad && !sane(&t->m, next_id, f->coast, n_patterns)) {
+            r->off = mat;
+            trk_rd_fail(r, "a marker track out of range (its id, pattern, lost count or a number "
+                           "not finite)");
+        }
+    }
+    if (r->bad) f->n = 0;
+    return r->bad ? TRK_EINVAL : 0;
 }

@@ -104,4 +104,20 @@ void trk_marker_stage_destroy(struct trk_marker_stage *s);
 int trk_marker_stage_run(struct trk_marker_stage *s, const struct trk_objects *set,
                          struct trk_frame_result *r, int width, int height);
 
+/* The follower's tracks and next id, and the stage's (with whether its
+ * tracks belong to set at width x height), for rewind bundles
+ * (daemon/state.h): save appends them to b, load reads them back (the
+ * follower: tracks of patterns below n_patterns; the stage: into a stage
+ * that then follows set's patterns at that size, or starts over at its
+ * next frame as the saved one would have). 0, or TRK_EINVAL with r
+ * marked bad where it failed, or TRK_ENOMEM. */
+struct trk_bytes;
+struct trk_rd;
+void trk_markers_follower_save(const struct trk_marker_follower *f, struct trk_bytes *b);
+int trk_markers_follower_load(struct trk_marker_follower *f, struct trk_rd *r, size_t n_patterns);
+void trk_marker_stage_save(const struct trk_marker_stage *s, const struct trk_objects *set,
+                           int n_objects, int width, int height, struct trk_bytes *b);
+int trk_marker_stage_load(struct trk_marker_stage *s, const struct trk_objects *set, int n_objects,
+                          int width, int height, struct trk_rd *r);
+
 #endif

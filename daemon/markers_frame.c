@@ -6,6 +6,7 @@
 
 #include "objects.h"
 #include "result.h"
+#include "state.h"
 #include "trk_error.h"
 
 /* The most coasting markers a frame reports: every pattern's centres at
@@ -121,4 +122,41 @@ int trk_marker_stage_run(struct trk_marker_stage *s, const struct trk_objects *s
     n = trk_markers_follow(s->follower, s->found, n, max);
     return trk_frame_result_set_markers(r, set->patterns, set->n_patterns, s->found, n,
                                         set->calib.on ? &set->calib : NULL);
+}
+
+/* Whether s's tracks belong to set's patterns at this size (no restart at
+ * the next run). */
+static bool belongs(const struct trk_marker_stage *s, const struct trk_objects *set, int n_objects,
+                    int width, int height)
+{
+    return set->n_patterns > 0 && set->n_patterns == s->n_patterns && n_objects == s->n_objects &&
+           width == s->width && height == s->height &&
+           !memcmp(set->patterns, s->patterns, (size_t)set->n_patterns * sizeof(*s->patterns));
+}
+
+void trk_marker_stage_save(const struct trk_marker_stage *s, const struct trk_objects *set,
+                           int n_objects, int width, int height, struct trk_bytes *b)
+{
+    const uint32_t same = belongs(s, set, n_objects, width, height);
+    trk_bytes_put(b, &same, sizeof(same));
+    trk_markers_follower_save(s->follower, b);
+}
+
+int trk_marker_stage_load(struct trk_marker_stage *s, const struct trk_objects *set, int n_objects,
+                          int width, int height, struct trk_rd *r)
+{
+    uint32_t same = 0;
+    trk_rd_get(r, &same, sizeof(same));
+    if (!r->bad && (same > 1 || (same && set->n_patterns <= 0))) {
+        r->off -= sizeof(same);
+        trk_rd_fail(r, "the marker stage's flag is not 0 or 1");
+    }
+    if (r->bad) return TRK_EINVAL;
+    /* Not the same: the stage starts over at the frame, as it did live
+     * (its tracks, of the set before, go; the next id still counts). */
+    if (same) restart(s, set, n_objects, width, height);
+    int err = trk_markers_follower_load(s->follower, r,
+                                        same ? (size_t)set->n_patterns : (size_t)TRK_PATTERNS_MAX);
+    if (!same) trk_markers_follower_reset(s->follower);
+    return err;
 }

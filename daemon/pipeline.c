@@ -28,6 +28,7 @@
 #include "light.h"
 #include "ops/focus.h"
 #include "markers.h"
+#include "state.h"
 #include "tracker.h"
 #include "trk_assert.h"
 #include "ws.h"
@@ -110,6 +111,10 @@ struct pipeline {
      * out under this frame's set): applied before that frame starts. */
     struct trk_objects *polled;
     bool polled_ready;
+    /* cfg->state is loaded (before the first frame) and the bytes of the
+     * state kept for --rewind before each frame. */
+    bool state_loaded;
+    struct trk_bytes state;
     /* What the tracker says about the frame's rounds. */
     bool was_full;
     int rounds;
@@ -459,8 +464,33 @@ static int submit_round(struct pipeline *p, const struct trk_frame *f,
  * full-frame submit or one submit_regions call) goes to the backend and is
  * left running (pipelining: the CPU sends the previous frame meanwhile).
  * 0 or the backend's error (nothing in flight then). */
+/* The state before frame f (daemon/state.h): a replayed rewind bundle's
+ * goes into the tracker and the marker stage before its first frame;
+ * --rewind keeps a copy before every frame. */
+static void frame_state(struct pipeline *p, const struct trk_frame *f)
+{
+    const struct trk_pipeline_cfg *cfg = p->cfg;
+    const int w = f->img.width, h = f->img.height;
+    if (cfg->state && !p->state_loaded) {
+        size_t off = 0;
+        const char *what = NULL;
+        if (trk_state_load(cfg->state, cfg->state_len, p->tracker, p->markers, p->objects, w, h,
+                           f->seq, &off, &what))
+            log_error("the bundle's state.bin cannot be loaded at byte %zu: %s; the replay starts "
+                      "without it",
+                      off, what);
+    }
+    p->state_loaded = true;
+    if (!cfg->rewind) return;
+    p->state.len = 0;
+    p->state.failed = false;
+    trk_state_save(&p->state, p->tracker, p->markers, p->objects, w, h, f->seq);
+    if (!p->state.failed) trk_rewind_state(cfg->rewind, f->seq, p->state.p, p->state.len);
+}
+
 static int start_frame(struct pipeline *p, const struct trk_frame *f, struct trk_tracker_plan *plan)
 {
+    frame_state(p, f);
     int err = trk_tracker_begin(p->tracker, f->seq, f->img.width, f->img.height, plan);
     return err ? err : submit_round(p, f, plan);
 }
@@ -1224,6 +1254,7 @@ static void free_parts(struct pipeline *p)
     free(p->objects);
     free(p->polled);
     trk_frame_result_free(&p->result);
+    free(p->state.p);
     free(p);
 }
 

@@ -110,6 +110,11 @@ struct trk_pipeline_cfg {
      * frame; NULL = none. */
     void (*frame_due)(void *ctx, uint64_t seq);
     void *frame_due_ctx;
+    /* --replay of a rewind bundle: its state.bin (daemon/state.h), loaded
+     * into the tracker and the marker stage before the first frame; NULL =
+     * none. */
+    const void *state;
+    size_t state_len;
 };
 
 /* --spin: auto (on with TRK_SPIN_MIN_CPUS or more online CPUs: polling

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "state.h"
+
 /* Velocity smoothing (the filter's beta): the velocity moves this share of
  * the way to the step just measured. 0.5 follows a change of speed within
  * a few frames and halves the jitter of a noisy centroid. */
@@ -858,4 +860,92 @@ int trk_track_mode_parse(const char *s)
     if (!strcmp(s, "full")) return TRK_TRACK_FULL;
     if (!strcmp(s, "auto")) return TRK_TRACK_AUTO;
     return -1;
+}
+
+/* ------------------------------------------------------------ state */
+
+#define STATE_TAG 0x54524b54u /* "TKRT" little-endian: a tracker's state */
+
+void trk_tracker_save(const struct trk_tracker *t, struct trk_bytes *b)
+{
+    const uint32_t head[3] = { STATE_TAG, (uint32_t)sizeof(struct inst), (uint32_t)t->n };
+    trk_bytes_put(b, head, sizeof(head));
+    trk_bytes_put(b, &t->next_id, sizeof(t->next_id));
+    trk_bytes_put(b, &t->frame_no, sizeof(t->frame_no));
+    for (int i = 0; i < t->n; i++) {
+        const struct obj *o = &t->objs[i];
+        const int32_t v[2] = { o->n, o->last_full };
+        trk_bytes_put(b, v, sizeof(v));
+        trk_bytes_put(b, &t->tracks[i], sizeof(t->tracks[i]));
+        trk_bytes_put(b, o->inst, (size_t)o->n * sizeof(*o->inst));
+    }
+}
+
+/* A loaded instance the step can take: its numbers finite, its sizes and
+ * box within what a frame can hold (a damaged file must not steer the
+ * regions out of range). */
+static bool sane(const struct inst *x, uint64_t next_id)
+{
+    const double d[] = {
+        x->x,      x->y,      x->px,      x->py,        x->err,       x->ref,
+        x->th,     x->pth,    x->mth,     x->mw,        x->pub.cx,    x->pub.cy,
+        x->pub.vx, x->pub.vy, x->pub.vth, x->pub.major, x->pub.minor, x->pub.orientation
+    };
+    for (size_t i = 0; i < sizeof(d) / sizeof(d[0]); i++)
+        if (!isfinite(d[i])) return false;
+    const int32_t lim = 1 << 20;
+    const int32_t v[] = { x->w,  x->h,           x->gw,          x->gh,          x->fw,
+                          x->fh, x->pub.blob.x0, x->pub.blob.y0, x->pub.blob.x1, x->pub.blob.y1 };
+    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+        if (v[i] < -lim || v[i] > lim) return false;
+    return x->pub.id && x->pub.id < next_id && x->grow >= 1 && x->grow <= GROW_MAX;
+}
+
+int trk_tracker_load(struct trk_tracker *t, struct trk_rd *r, uint64_t delta)
+{
+    uint32_t head[3] = { 0 };
+    const size_t at = r->off;
+    trk_rd_get(r, head, sizeof(head));
+    /* A wrong word is reported at its own offset. */
+    const int wrong = r->bad                           ? -1
+                      : head[0] != STATE_TAG           ? 0
+                      : head[1] != sizeof(struct inst) ? 1
+                      : head[2] != (uint32_t)t->n      ? 2
+                                                       : -1;
+    static const char *const why[3] = { "no tracker state here",
+                                        "a tracker state of another build's layout",
+                                        "the tracker state's object count is not the first set's" };
+    if (wrong >= 0) {
+        r->off = at + 4 * (size_t)wrong;
+        trk_rd_fail(r, why[wrong]);
+    }
+    trk_rd_get(r, &t->next_id, sizeof(t->next_id));
+    trk_rd_get(r, &t->frame_no, sizeof(t->frame_no));
+    if (!r->bad && !t->next_id) trk_rd_fail(r, "the tracker state's next id is 0");
+    for (int i = 0; i < t->n && !r->bad; i++) {
+        struct obj *o = &t->objs[i];
+        int32_t v[2] = { 0 };
+        const size_t at = r->off;
+        trk_rd_get(r, v, sizeof(v));
+        if (v[0] < 0 || v[0] > o->k || v[1] < 0 || v[1] > TRK_MAX_BLOBS) {
+            r->off = at;
+            trk_rd_fail(r, "an object's instance count is out of range");
+            break;
+        }
+        trk_rd_get(r, &t->tracks[i], sizeof(t->tracks[i]));
+        t->tracks[i].last_seen += delta;
+        o->n = v[0];
+        o->last_full = v[1];
+        for (int a = 0; a < o->n && !r->bad; a++) {
+            struct inst *x = &o->inst[a];
+            const size_t at = r->off;
+            trk_rd_get(r, x, sizeof(*x));
+            if (!r->bad && !sane(x, t->next_id)) {
+                r->off = at;
+                trk_rd_fail(r, "an instance out of range (its id, a size, a number not finite)");
+            }
+            x->last_seq += delta;
+        }
+    }
+    return r->bad ? TRK_EINVAL : 0;
 }

@@ -192,3 +192,15 @@ struct trk_tracker_stats {
 void trk_tracker_get_stats(const struct trk_tracker *t, struct trk_tracker_stats *out);
 
 #endif
+
+/* The state a frame's step reads from the frames before it (every
+ * instance with its filters, the tracks, the next id, the frame count
+ * since the reset), for rewind bundles (daemon/state.h). save appends it
+ * to b; load reads it back into t, reset with the same object set, adding
+ * delta to every stored seq (the replayed frame's seq minus the saved
+ * one's, wrapping: only differences of seqs are used). 0, or TRK_EINVAL
+ * with r marked bad where it failed (t then holds part of it: reset it). */
+struct trk_bytes;
+struct trk_rd;
+void trk_tracker_save(const struct trk_tracker *t, struct trk_bytes *b);
+int trk_tracker_load(struct trk_tracker *t, struct trk_rd *r, uint64_t delta);

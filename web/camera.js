@@ -6,7 +6,10 @@
 // teach panel's Save the whole set with it. Files and the demo have no
 // controls: the card then says why and shows none. While teaching, the
 // teach panel says when automatic white balance (or exposure, or gain) is
-// on: the camera then changes the colours a taught box must match.
+// on: the camera then changes the colours a taught box must match; its
+// "Lock now" button switches those modes off, so the camera keeps the
+// values it has at that moment (a V4L2 camera holds its present exposure,
+// gain and white balance when their automatic mode goes off).
 
 import { isAuthed, withControl } from './auth.js';
 import { send } from './connection.js';
@@ -20,7 +23,8 @@ const GROUPS = [['exposure', 'Exposure'], ['gain', 'Gain'], ['white_balance', 'W
 const el = {
   card: $('camera'), note: $('cam-note'), unlock: $('cam-unlock'), save: $('cam-save'),
   groups: $('cam-groups'),
-  msg: $('cam-msg'), warn: $('cam-auto-warn'), teachForm: $('t-form'),
+  msg: $('cam-msg'), warn: $('cam-auto-warn'), warnText: $('cam-auto-text'), lock: $('cam-lock'),
+  teachForm: $('t-form'),
 };
 
 const cam = {
@@ -39,7 +43,7 @@ const pendingSet = new Map();   // control name -> {value, timer}
 const lastSent = new Map();     // control name -> time of the last send
 
 // The card's state (read by the page's test hook).
-export const cameraState = () => ({ ...cam, autoWarning: el.warn.hidden ? null : el.warn.textContent });
+export const cameraState = () => ({ ...cam, autoWarning: el.warn.hidden ? null : el.warnText.textContent });
 
 function say(text, bad) {
   el.msg.textContent = text;
@@ -249,17 +253,32 @@ function setControl(name, value, final) {
 // may not match later.
 const AUTO_NAMES = { white_balance: 'white balance', exposure: 'exposure', gain: 'gain' };
 
+// The automatic controls that are on, of the groups a taught colour
+// depends on.
+const autosOn = () => cam.controls.filter((c) => c.auto && autoOn(c) && AUTO_NAMES[c.group]);
+
 function refreshWarning() {
   const teaching = isTeaching() || (el.teachForm && !el.teachForm.hidden);
-  const on = !cam.available || !teaching ? []
-    : ['white_balance', 'exposure', 'gain'].filter((g) => cam.controls.some((c) => c.group === g && c.auto && autoOn(c)));
+  const on = !cam.available || !teaching ? [] : [...new Set(autosOn().map((c) => c.group))];
+  const they = on.length > 1 ? 'them' : 'it';
   const text = on.length ? `Automatic ${on.map((g) => AUTO_NAMES[g]).join(' and ')} ${on.length > 1 ? 'are' : 'is'} on: `
     + 'the camera changes the colours as the scene changes, so a colour taught now may not match '
-    + `later. Turn ${on.length > 1 ? 'them' : 'it'} off in Camera first.` : '';
-  if (el.warn.textContent !== text) el.warn.textContent = text;
+    + `later. Lock ${they} at the present values, or set ${they} in Camera first.` : '';
+  if (el.warnText.textContent !== text) el.warnText.textContent = text;
+  el.lock.textContent = `Lock ${they} now`;
+  el.lock.disabled = !autosOn().some((c) => !c.fixed);
   if (el.warn.hidden !== !text) el.warn.hidden = !text;
 }
 
+// Every automatic mode the warning names goes off; the camera keeps what
+// it has now. Its acks and the "camera" broadcast update the card.
+function lockAutos() {
+  const on = autosOn().filter((c) => !c.fixed);
+  for (const c of on) setControl(c.name, c.manual_value, true);
+  if (on.length) say(`locked: ${on.map((c) => c.label || c.name).join(', ')} off at the present values`);
+}
+
 export function initCamera() {
+  el.lock.addEventListener('click', lockAutos);
   setInterval(refreshWarning, 250);
 }

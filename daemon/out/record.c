@@ -260,6 +260,7 @@ static int write_manifest(struct trk_record *r, bool end)
                    "  \"objects\": \"objects.ndjson\",\n  \"results\": \"results.ndjson\"",
                    c->width, c->height, c->fps, c->ffv1 ? "frames-*.mkv" : "frames.raw",
                    c->ffv1 ? "ffv1" : "raw");
+    if (c->track_mode) trk_buf_printf(&b, ",\n  \"track_mode\": \"%s\"", c->track_mode);
     if (c->trigger) {
         trk_buf_puts(&b, ",\n  \"rewind\": {\"trigger\": ");
         trk_buf_json_str(&b, c->trigger, SIZE_MAX);
@@ -651,6 +652,23 @@ int trk_record_add(const struct trk_record_cfg *cfg, struct trk_outputs *o, stru
     return 0;
 }
 
+/* A rewind save's state.bin (written first: the bundle is whole or says
+ * why not). */
+static void write_state(struct trk_record *r, const void *data, size_t len)
+{
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/state.bin", r->dir);
+    int err = 0, fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) err = -errno;
+    if (!err) err = write_all(fd, data, len);
+    if (fd >= 0 && close(fd) && !err) err = -errno;
+    if (!err) {
+        r->bytes += len;
+        return;
+    }
+    stop_recording(r, err, "cannot write %s", path);
+}
+
 int trk_record_write(const struct trk_record_cfg *cfg, struct trk_record_frame *const *frames,
                      size_t n, const struct trk_record_text *texts, char *why, size_t why_len)
 {
@@ -669,6 +687,7 @@ int trk_record_write(const struct trk_record_cfg *cfg, struct trk_record_frame *
         snprintf(why, why_len, "%s: cannot create the bundle's files", cfg->dir);
         return -EIO;
     }
+    if (cfg->state) write_state(r, cfg->state, cfg->state_len);
     for (size_t i = 0; i < n && !atomic_load(&r->stopped); i++)
         write_frame(r, frames[i]);
     for (const struct trk_record_text *t = texts; t && !atomic_load(&r->stopped); t = t->next)

@@ -90,6 +90,9 @@ struct trk_record_cfg {
     bool hash_input;
     int width, height;
     double fps;
+    /* The run's --mode as resolved ("roi" / "full"), for the manifest: a
+     * replay tracks the same way unless told otherwise. NULL: none. */
+    const char *track_mode;
     /* A rewind save (trk_record_write): why it was saved, for the
      * manifest's "rewind" key, and the buffer's length in seconds; NULL
      * for a recording. */
@@ -97,6 +100,11 @@ struct trk_record_cfg {
     double rewind_seconds;
     /* The manifest's started_wall_ms; 0 = now. */
     double started_wall_ms;
+    /* A rewind save: the processing thread's state before its first frame
+     * (daemon/state.h), written as state.bin; NULL (a recording, which
+     * starts with the run) writes none. */
+    const void *state;
+    size_t state_len;
 };
 
 /* Creates cfg->dir and the bundle's files, starts the writer and registers

@@ -39,6 +39,9 @@ struct trk_rewind {
     uint64_t bytes;
     struct texts texts;
     struct trk_record_text *base;
+    /* The processing thread's state before each frame from the oldest on
+     * (trk_rewind_state; data: daemon/state.h's bytes), seq order. */
+    struct texts states;
     uint64_t last_result; /* seq of the newest result line + 1; 0 = none */
     /* One evicted frame's buffer, for the capture thread's next copy. */
     struct held *spare;
@@ -46,6 +49,7 @@ struct trk_rewind {
     bool saving, closing;
     struct list job;
     struct texts job_texts;
+    struct trk_record_text *job_state; /* before its first frame, or NULL */
     char job_dir[4200], job_trigger[600];
     double job_seconds, job_wall_ms;
     double last_save; /* trk_now() of the last save; < 0 = none */
@@ -121,6 +125,11 @@ static void trim_texts(struct trk_rewind *rw)
             free(t);
         }
     }
+    while ((t = rw->states.head) && t->seq < oldest) {
+        rw->states.head = t->next;
+        if (!t->next) rw->states.tail = NULL;
+        free(t);
+    }
 }
 
 /* Lock held: the oldest frame leaves the buffer into *gone. */
@@ -186,6 +195,29 @@ void trk_rewind_frame(struct trk_rewind *rw, struct trk_frame *f)
                  h->f.width, h->f.height, trk_pixfmt_name(h->f.fmt));
 }
 
+void trk_rewind_state(struct trk_rewind *rw, uint64_t seq, const void *data, size_t len)
+{
+    if (!rw) return;
+    struct trk_record_text *t = text_new(false, seq, data, len);
+    if (!t) return; /* a save starting at seq then has no state.bin */
+    pthread_mutex_lock(&rw->lock);
+    texts_push(&rw->states, t);
+    pthread_mutex_unlock(&rw->lock);
+}
+
+/* Lock held: a copy of the state before the first frame a save from the
+ * oldest frame on holds (the first with its result), or NULL. */
+static struct trk_record_text *first_state(const struct trk_rewind *rw)
+{
+    const uint64_t oldest = rw->frames.head->f.seq;
+    const struct trk_record_text *r = rw->texts.head;
+    while (r && (r->objects || r->seq < oldest))
+        r = r->next;
+    for (const struct trk_record_text *t = rw->states.head; r && t && t->seq <= r->seq; t = t->next)
+        if (t->seq == r->seq) return text_new(false, t->seq, t->data, t->len);
+    return NULL;
+}
+
 /* The bundle's folder for save number n, made from the wall clock (UTC). */
 static void bundle_name(const struct trk_rewind *rw, unsigned n, char *out, size_t len)
 {
@@ -238,6 +270,7 @@ int trk_rewind_save(struct trk_rewind *rw, const char *trigger, char *dir, size_
             err = TRK_ENOMEM;
             snprintf(why, why_len, "out of memory");
         } else {
+            rw->job_state = first_state(rw);
             const struct held *first = rw->frames.head, *end = first;
             struct list gone = { 0 };
             while (rw->frames.head && rw->frames.head->f.seq <= last) {
@@ -298,6 +331,14 @@ static void write_job(struct trk_rewind *rw)
     c.trigger = rw->job_trigger;
     c.rewind_seconds = rw->job_seconds;
     c.started_wall_ms = rw->job_wall_ms;
+    if (rw->job_state) {
+        c.state = rw->job_state->data;
+        c.state_len = rw->job_state->len;
+    } else {
+        log_warn("%s has no state before its first frame (out of memory then): a replay starts "
+                 "without the tracked objects' instances",
+                 rw->job_dir);
+    }
     char why[700] = "out of memory";
     int err = v ? trk_record_write(&c, v, n, rw->job_texts.head, why, sizeof(why)) : TRK_ENOMEM;
     if (err)
@@ -320,6 +361,8 @@ static void *saver_main(void *arg)
             pthread_mutex_lock(&rw->lock);
             frames_free(&rw->job);
             texts_free(&rw->job_texts);
+            free(rw->job_state);
+            rw->job_state = NULL;
             rw->saving = false;
         }
         if (rw->closing) break;
@@ -421,6 +464,7 @@ static int rw_close(void *ctx)
     pthread_join(rw->saver, NULL);
     frames_free(&rw->frames);
     texts_free(&rw->texts);
+    texts_free(&rw->states);
     if (rw->spare) {
         free(rw->spare->f.buf);
         free(rw->spare);

@@ -62,6 +62,12 @@ int trk_rewind_add(const struct trk_rewind_cfg *cfg, struct trk_outputs *o,
  * lets the oldest frames go past the bounds. NULL rw: nothing. */
 void trk_rewind_frame(struct trk_rewind *rw, struct trk_frame *f);
 
+/* Processing thread: the state (daemon/state.h) it has just before frame
+ * seq, kept while that frame is in the buffer; a save writes the one
+ * before its first frame as state.bin, so tracked objects and markers
+ * replay as they went on live. NULL rw: nothing. */
+void trk_rewind_state(struct trk_rewind *rw, uint64_t seq, const void *data, size_t len);
+
 /* Saves the buffer: trigger says why ("request", "signal", "lost: ...",
  * "health: ..."). Never waits on the disk: the bundle's folder is named in
  * dir at once and written by the saver. 0; or -EBUSY (a save is being

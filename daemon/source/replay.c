@@ -17,6 +17,8 @@
 #include "out/outputs.h"
 #include "out/ffv1.h"
 #include "out/record.h"
+#include "state.h"
+#include "tracker.h"
 
 /* One frame of index.ndjson. */
 struct entry {
@@ -73,6 +75,12 @@ struct trk_replay {
     /* The manifest has "rewind": a saved rewind buffer, which starts mid-run
      * (tracked objects' instances had a history before its first frame). */
     bool mid_run;
+    /* Its state.bin (daemon/state.h): the state before its first frame;
+     * NULL when it has none (a recording, or an older rewind save). */
+    uint8_t *state;
+    size_t state_len;
+    /* The manifest's track_mode (enum trk_track_mode), -1 when absent. */
+    int track_mode;
 };
 
 /* why = "DIR/FILE...: ..." */
@@ -276,6 +284,8 @@ static int read_manifest(struct trk_replay *r, char *why, size_t len)
         json_t *end = json_object_get(m, "end");
         r->stopped_early = !end || json_is_string(json_object_get(end, "stopped"));
         r->mid_run = json_object_get(m, "rewind") != NULL;
+        const char *mode = json_string_value(json_object_get(m, "track_mode"));
+        r->track_mode = mode ? trk_track_mode_parse(mode) : -1;
         const char *d = json_string_value(json_object_get(src, "description"));
         snprintf(r->desc, sizeof(r->desc), "%s", d ? d : "?");
     }
@@ -346,6 +356,39 @@ static int check_frames(struct trk_replay *r, char *why, size_t len)
     if (!r->n_ver || r->ver[0].first_seq > r->idx[0].seq)
         return fail(why, len, TRK_REPLAY_EDAMAGED,
                     "%s/objects.ndjson: no object set for the first frame", r->dir);
+    return 0;
+}
+
+/* A rewind save's state.bin, read whole and checked against the first set
+ * (loaded into a tracker of its own): damaged, the byte it fails at. */
+static int read_state(struct trk_replay *r, char *why, size_t len)
+{
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/state.bin", r->dir);
+    FILE *f = fopen(path, "rbe");
+    if (!f) {
+        if (errno == ENOENT) return 0;
+        return fail(why, len, TRK_REPLAY_EDAMAGED, "%s: cannot open: %s", path, strerror(errno));
+    }
+    struct stat sb;
+    int rc = 0;
+    if (fstat(fileno(f), &sb) || sb.st_size < 0)
+        rc = fail(why, len, TRK_REPLAY_EDAMAGED, "%s: cannot read: %s", path, strerror(errno));
+    else if (!(r->state = malloc((size_t)sb.st_size + 1)))
+        rc = fail(why, len, TRK_ENOMEM, "out of memory");
+    else if (fread(r->state, 1, (size_t)sb.st_size, f) != (size_t)sb.st_size)
+        rc = fail(why, len, TRK_REPLAY_EDAMAGED, "%s: cannot read %lld bytes", path,
+                  (long long)sb.st_size);
+    fclose(f);
+    if (rc) return rc;
+    r->state_len = (size_t)sb.st_size;
+    size_t off = 0;
+    const char *what = NULL;
+    rc = trk_state_check(r->state, r->state_len, r->ver[0].set, &off, &what);
+    if (rc == TRK_ENOMEM) return fail(why, len, rc, "out of memory");
+    if (rc)
+        return fail(why, len, TRK_REPLAY_EDAMAGED, "%s: at byte %zu of %zu: %s", path, off,
+                    r->state_len, what);
     return 0;
 }
 
@@ -434,6 +477,7 @@ static void replay_destroy(void *self)
         free(r->ver[i].set);
     free(r->ver);
     free(r->idx);
+    free(r->state);
     free(r);
 }
 
@@ -457,6 +501,7 @@ int trk_replay_open(const char *dir, struct trk_source *src, struct trk_replay *
     if (!rc) rc = each_line(r, "index.ndjson", why, why_len, add_entry);
     if (!rc) rc = each_line(r, "objects.ndjson", why, why_len, add_version);
     if (!rc) rc = check_frames(r, why, why_len);
+    if (!rc) rc = read_state(r, why, why_len);
     if (rc) {
         replay_destroy(r);
         return rc;
@@ -467,6 +512,17 @@ int trk_replay_open(const char *dir, struct trk_source *src, struct trk_replay *
     rc = trk_source_open(src);
     *out = r;
     return rc;
+}
+
+int trk_replay_track_mode(const struct trk_replay *r)
+{
+    return r->track_mode;
+}
+
+size_t trk_replay_state(const struct trk_replay *r, const void **data)
+{
+    *data = r->state;
+    return r->state_len;
 }
 
 const struct trk_objects *trk_replay_first_set(const struct trk_replay *r)
@@ -627,7 +683,7 @@ static int verify_close(void *ctx)
         printf("verify: %llu frames at the end have no recorded result (the recording stopped "
                "early): not compared\n",
                (unsigned long long)r->unrecorded);
-    if (r->differs && r->mid_run)
+    if (r->differs && r->mid_run && !r->state)
         printf("verify: this bundle is a rewind save, which starts mid-run: an object with "
                "\"track\" on had instances (ids, velocities) from before its first frame, "
                "which the replay starts without\n");

@@ -37,6 +37,13 @@ int trk_replay_open(const char *dir, struct trk_source *src, struct trk_replay *
 /* The set the bundle starts with (version 1). */
 const struct trk_objects *trk_replay_first_set(const struct trk_replay *r);
 
+/* The recorded run's --mode as resolved (enum trk_track_mode: roi or
+ * full), or -1 when the manifest does not say (an older bundle). */
+int trk_replay_track_mode(const struct trk_replay *r);
+/* A rewind save's state before its first frame (state.bin, checked at
+ * open): its length and *data, for the pipeline's cfg.state; 0 and NULL
+ * when the bundle has none. */
+size_t trk_replay_state(const struct trk_replay *r, const void **data);
 /* Where frame_due installs the recorded sets. */
 void trk_replay_set_control(struct trk_replay *r, struct trk_control *c);
 

@@ -404,7 +404,7 @@ __device__ __forceinline__ void sparse_word(uint32_t m0, uint32_t m1, uint32_t m
  * reject pixels that match nothing (exact: a summary is the OR of the full
  * entry's words); warps with any candidate load the full masks in chunks of
  * up to 4 words, OR them across the warp (redux.sync) and, per object present
- * in the segment, reduce count / sum x / min / max with redux.sync and let
+ * in the segment, reduce count / sums of x and x^2 / min / max with redux.sync and let
  * lane 0 do one shared atomic per field. Matched pixels of one object in a
  * segment thus cost one event per warp, not one atomic per pixel. A mask
  * word with TRK_FUSED_DENSE_MIN or more objects present takes the dense path

@@ -88,10 +88,7 @@ const white = (p) => p.every((v) => v > 200);
 
 let browser;
 try {
-  await waitListening(port, daemon).catch((e) => {
-    console.error(fs.readFileSync(path.join(outDir, 'trackd.log'), 'utf8'));
-    throw e;
-  });
+  await waitListening(port, daemon, path.join(outDir, 'trackd.log'));
   browser = await launchChromium();
   const errors = [];
   const page = await openPage(browser, port, errors,

@@ -107,10 +107,7 @@ function checkDrawn(st, want, what) {
 let browser;
 try {
   // A daemon without blobs refuses the objects file (exit 78): say why.
-  await waitListening(port, daemon).catch((e) => {
-    console.error(fs.readFileSync(path.join(outDir, 'trackd.log'), 'utf8'));
-    throw e;
-  });
+  await waitListening(port, daemon, path.join(outDir, 'trackd.log'));
   browser = await launchChromium();
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   const errors = [];

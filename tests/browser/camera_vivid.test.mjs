@@ -76,13 +76,27 @@ try {
   // Teaching with an automatic mode on: the teach panel says so (vivid has
   // no white balance; its automatic gain takes the same path), and not
   // once teaching ends.
-  await page.click('#t-teach');
-  await until(page, () => {
+  const warned = () => {
     const w = document.getElementById('cam-auto-warn');
-    return !w.hidden && /Automatic gain is on/.test(w.textContent) &&
-      window.trackdTest.camera.autoWarning === w.textContent;
-  }, null, 'no warning about automatic gain while teaching');
-  console.log(`  teaching: "${await page.textContent('#cam-auto-warn')}"`);
+    const t = document.getElementById('cam-auto-text').textContent;
+    return !w.hidden && /Automatic gain is on/.test(t) && window.trackdTest.camera.autoWarning === t;
+  };
+  await page.click('#t-teach');
+  await until(page, warned, null, 'no warning about automatic gain while teaching');
+  console.log(`  teaching: "${await page.textContent('#cam-auto-text')}"`);
+  // Its "Lock it now" switches automatic gain off (the driver keeps the
+  // gain it has), and the warning goes while teaching goes on.
+  if (await page.textContent('#cam-lock') !== 'Lock it now') fail('the lock button is not offered');
+  await page.click('#cam-lock');
+  await until(page, () => {
+    const a = window.trackdTest.camera.lastAck;
+    return a && a.name === 'gain_automatic' && a.value === 0 &&
+      document.getElementById('cam-auto-warn').hidden && window.trackdTest.camera.autoWarning === null;
+  }, null, 'Lock now did not turn automatic gain off and end the warning');
+  console.log('  Lock now: automatic gain off, the warning gone while teaching');
+  // On again (the rest of the test saves it on): warned again.
+  await page.click('#cam-groups input[type="checkbox"]');
+  await until(page, warned, null, 'no warning once automatic gain was back on');
   await page.click('#t-teach');
   await until(page, () => document.getElementById('cam-auto-warn').hidden &&
     window.trackdTest.camera.autoWarning === null, null, 'the warning outlived teaching');

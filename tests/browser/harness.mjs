@@ -24,9 +24,15 @@ export function freePort() {
   });
 }
 
-export async function waitListening(port, proc) {
+// Waits until trackd (process proc) accepts connections on port; fails when
+// it exits or does not within 10 s, first printing its log file when given.
+export async function waitListening(port, proc, logPath = null) {
+  const failWithLog = (msg) => {
+    if (logPath) console.error(fs.readFileSync(logPath, 'utf8'));
+    fail(msg);
+  };
   for (let i = 0; i < 100; i++) {
-    if (proc.exitCode !== null) fail(`trackd exited ${proc.exitCode} at start`);
+    if (proc.exitCode !== null) failWithLog(`trackd exited ${proc.exitCode} at start`);
     const ok = await new Promise((resolve) => {
       const c = net.connect(port, '127.0.0.1', () => { c.end(); resolve(true); });
       c.on('error', () => resolve(false));
@@ -34,7 +40,7 @@ export async function waitListening(port, proc) {
     if (ok) return;
     await new Promise((r) => setTimeout(r, 100));
   }
-  fail('trackd did not listen within 10 s');
+  failWithLog('trackd did not listen within 10 s');
 }
 
 // SIGTERM, then SIGKILL after 10 s; resolves with the exit code, or the

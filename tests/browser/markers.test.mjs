@@ -31,10 +31,7 @@ const daemon = spawn(trackd, ['--input', clip, '--loop', '--objects',
 
 let browser;
 try {
-  await waitListening(port, daemon).catch((e) => {
-    console.error(fs.readFileSync(path.join(outDir, 'trackd.log'), 'utf8'));
-    throw e;
-  });
+  await waitListening(port, daemon, path.join(outDir, 'trackd.log'));
   browser = await launchChromium();
   const errors = [];
   const page = await openPage(browser, port, errors,

@@ -59,10 +59,7 @@ async function waitInstances(page, minTrail, what) {
 
 let browser;
 try {
-  await waitListening(port, daemon).catch((e) => {
-    console.error(fs.readFileSync(path.join(outDir, 'trackd.log'), 'utf8'));
-    throw e;
-  });
+  await waitListening(port, daemon, path.join(outDir, 'trackd.log'));
   browser = await launchChromium();
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   const errors = [];

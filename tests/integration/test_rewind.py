@@ -20,6 +20,13 @@ on cpu and cpu-ref.
   5. a full disk (a 1 MB tmpfs) and a read-only folder during a save:
      tracking and outputs go on (every result in --output, exit 0), the log
      says which save failed and why; the cut bundle stays readable.
+  6. tracked objects and markers (a generated SSL scene, examples/
+     ssl-field.json with "track" on for the robots and the ball): a save by
+     SIGUSR1 mid-run holds state.bin and replays --verify identical on cpu
+     and cpu-ref (ids, velocities, coasting, marker track ids as live); the
+     same bundle without state.bin differs (the state is what makes it
+     identical); a damaged state.bin (cut short, a wrong magic, an
+     instance count out of range) is exit 65 naming state.bin and the byte.
 Section 5 needs root (mount); without it, it is reported and skipped.
 """
 import asyncio
@@ -297,6 +304,72 @@ def failing_save(trackd, tmp, mnt, opts, frames, what, error):
         subprocess.run(["umount", mnt])
 
 
+def tracked_objects(tmp):
+    """examples/ssl-field.json with "track" on for the robots and the ball."""
+    j = json.load(open(os.path.join(HERE, "..", "..", "examples", "ssl-field.json")))
+    for o in j["objects"]:
+        if o["name"] in ("blue", "yellow", "ball"):
+            o["track"] = True
+    path = os.path.join(tmp, "ssl-tracked.json")
+    json.dump(j, open(path, "w"))
+    return path
+
+
+def damaged_state(trackd, tmp, good, what, change, at):
+    """A copy of bundle good with state.bin changed: exit 65 naming it and
+    byte at (None: some byte)."""
+    bad = os.path.join(tmp, "state-" + what.replace(" ", "-"))
+    shutil.copytree(good, bad)
+    path = os.path.join(bad, "state.bin")
+    data = bytearray(open(path, "rb").read())
+    open(path, "wb").write(change(data))
+    r = run(trackd, ["--replay", bad, "--verify", "--fast", "--no-server"])
+    want = f"{path}: at byte " + ("" if at is None else f"{at} of")
+    check(r.returncode == 65 and want in r.stderr,
+          f"state.bin {what}: exit 65 naming the file and byte {at} ({r.returncode}: "
+          f"{r.stderr.strip()[-300:]})")
+
+
+def by_tracked(trackd, tmp):
+    clip = os.path.join(tmp, "ssl.mkv")
+    subprocess.run([sys.executable, os.path.join(HERE, "ssl_scene.py"), clip, "--frames", "120",
+                    "--size", "320x240", "--robots", "8"], check=True)
+    out = os.path.join(tmp, "tracked.ndjson")
+    rdir = os.path.join(tmp, "tracked")
+    os.makedirs(rdir)
+    rc, text = run_signalled(trackd, ["--input", clip, "--objects", tracked_objects(tmp),
+                                      "--rewind", f"{N_S}s", "--rewind-dir", rdir], out,
+                             os.path.join(tmp, "tracked.log"))
+    saved = glob.glob(rdir + "/rewind-*")
+    check(rc == 0 and len(saved) == 1, f"tracked: SIGUSR1 saves one bundle ({rc}, {saved})")
+    if not saved:
+        return
+    state = os.path.join(saved[0], "state.bin")
+    check(os.path.exists(state), "tracked: the save holds state.bin")
+    b = read_bundle.Bundle(saved[0])
+    first = next(iter(b.results()), {})
+    insts = [i for o in first.get("objects", []) for i in o.get("instances", [])]
+    check(b.index and b.index[0]["seq"] > 0 and insts and first.get("markers"),
+          f"tracked: it starts mid-run with instances and markers "
+          f"({len(insts)} instances, {len(first.get('markers', []))} markers)")
+    # The live run resolved --mode auto to roi (cpu); the manifest says so
+    # and the replays, cpu-ref's too (whose auto would be full), follow it.
+    check(b.manifest.get("track_mode") == "roi", "tracked: the manifest names the mode, roi")
+    check_window(trackd, saved[0], out, "tracked", trigger="signal")
+    bare = os.path.join(tmp, "tracked-no-state")
+    shutil.copytree(saved[0], bare)
+    os.unlink(os.path.join(bare, "state.bin"))
+    r = run(trackd, ["--replay", bare, "--verify", "--fast", "--no-server"])
+    check(r.returncode != 0 and "DIFFERENT" in r.stdout and "starts mid-run" in r.stdout,
+          f"tracked: without state.bin the replay differs and says why ({r.returncode})")
+    # Header: 8 bytes magic, 4 version, 8 seq; then the tracker: 4 tag, 4
+    # layout, 4 objects, 8 next id, 8 frames, and per object 4 instances.
+    damaged_state(trackd, tmp, saved[0], "cut short", lambda d: d[:len(d) // 2], None)
+    damaged_state(trackd, tmp, saved[0], "wrong magic", lambda d: b"X" + d[1:], 0)
+    damaged_state(trackd, tmp, saved[0], "instance count",
+                  lambda d: d[:48] + (1000).to_bytes(4, "little") + d[52:], 48)
+
+
 def main():
     trackd = sys.argv[1]
     tmp = tempfile.mkdtemp(prefix="trk-rewind-")
@@ -305,6 +378,7 @@ def main():
         by_signal(trackd, tmp)
         by_lost(trackd, tmp)
         by_health(trackd, tmp)
+        by_tracked(trackd, tmp)
         mnt = os.path.join(tmp, "mnt")
         # 2 s of 160x120 RGB is 3.5 MB: a 1 MB disk fills during the save.
         failing_save(trackd, tmp, mnt, "size=1m", 120, "full disk", "No space left on device")

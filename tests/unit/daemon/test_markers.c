@@ -6,13 +6,16 @@
  * heading within the noise's reach and its centre exact; a missing or
  * wrongly coloured dot gives no marker (never a wrong id); two touching
  * robots keep their own dots; the scale from the centre's area; colour
- * codes at every angle, with the wrong order or a gap rejected. */
+ * codes at every angle, with the wrong order or a gap rejected; the
+ * follower's state saved mid-run (a track coasting) and loaded into a fresh
+ * follower steps as the saved one bit for bit (daemon/state.h). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../check.h"
 #include "markers.h"
+#include "state.h"
 
 enum { BLUE = 0, PINK = 1, GREEN = 2, ORANGE = 3, RED = 4 };
 
@@ -272,9 +275,70 @@ static void test_follow(void)
     trk_markers_follower_destroy(f);
 }
 
+/* Frame f's markers of test_follow's scene into m; how many. */
+static size_t follow_scene(const struct trk_pattern *p, int frame, struct trk_marker *m)
+{
+    struct trk_spot s[10];
+    size_t n = add_robot(s, 0, 100 + 2.0 * frame, 200, 90, 0.4, STD16[1], 0);
+    if (frame < 20 || frame >= 27)
+        n = add_robot(s, n, 400, 300 - 1.0 * frame, fmod(10 + 3.0 * frame, 360), 0.4, STD16[2], 0);
+    if (frame >= 10 && frame < 13) n -= 1;
+    return trk_markers_find(p, 1, s, n, m, 8);
+}
+
+static bool same_markers(const struct trk_marker *a, const struct trk_marker *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const double da[] = { a[i].cx, a[i].cy, a[i].heading, a[i].vx, a[i].vy, a[i].vheading };
+        const double db[] = { b[i].cx, b[i].cy, b[i].heading, b[i].vx, b[i].vy, b[i].vheading };
+        if (a[i].track_id != b[i].track_id || a[i].lost != b[i].lost || memcmp(da, db, sizeof(da)))
+            return false;
+    }
+    return true;
+}
+
+static void test_follow_state(void)
+{
+    struct trk_pattern p;
+    standard_pattern(&p);
+    struct trk_marker_follower *f = trk_markers_follower_create(5),
+                               *g = trk_markers_follower_create(5),
+                               *h = trk_markers_follower_create(5);
+    CHECK(f && g && h);
+    if (!f || !g || !h) return;
+    struct trk_marker m[8], mg[8], mh[8];
+    for (int frame = 0; frame < 11; frame++)
+        trk_markers_follow(f, m, follow_scene(&p, frame, m), 8);
+    struct trk_bytes st = { 0 };
+    trk_markers_follower_save(f, &st);
+    struct trk_rd rd = { .p = st.p, .len = st.len };
+    CHECK(!st.failed && trk_markers_follower_load(g, &rd, 1) == 0 && rd.off == st.len);
+    bool same = true, fresh_same = true;
+    for (int frame = 11; frame < 40; frame++) {
+        const size_t k = follow_scene(&p, frame, m);
+        memcpy(mg, m, sizeof(m));
+        memcpy(mh, m, sizeof(m));
+        const size_t a = trk_markers_follow(f, m, k, 8), b = trk_markers_follow(g, mg, k, 8),
+                     c = trk_markers_follow(h, mh, k, 8);
+        same = same && a == b && same_markers(m, mg, a);
+        fresh_same = fresh_same && a == c && same_markers(m, mh, a);
+    }
+    CHECK(same);
+    CHECK(!fresh_same); /* the test can tell */
+    struct trk_rd cut = { .p = st.p, .len = st.len - 1 };
+    CHECK(trk_markers_follower_load(h, &cut, 1) == TRK_EINVAL && cut.bad);
+    struct trk_rd no_pattern = { .p = st.p, .len = st.len }; /* its tracks' pattern 0 */
+    CHECK(trk_markers_follower_load(h, &no_pattern, 0) == TRK_EINVAL && no_pattern.bad_off > 0);
+    free(st.p);
+    trk_markers_follower_destroy(f);
+    trk_markers_follower_destroy(g);
+    trk_markers_follower_destroy(h);
+}
+
 int main(void)
 {
     test_follow();
+    test_follow_state();
     test_exact();
     test_standard_field();
     test_missing_and_wrong();
