@@ -348,7 +348,8 @@ TRK_HD int trk_pixel_native(int fmt, const uint8_t *const plane[3], const size_t
 #define TRK_SPACES_EVERY ((1 << TRK_SPACE_COUNT) - 1)
 /* The spaces derived from R, G, B (on YUV frames: trk_yuv_to_rgb first). */
 #define TRK_SPACES_FROM_RGB                                                                        \
-    ((1 << TRK_SPACE_RGB) | (1 << TRK_SPACE_HSV) | (1 << TRK_SPACE_LAB) | (1 << TRK_SPACE_RG))
+    ((1 << TRK_SPACE_RGB) | (1 << TRK_SPACE_HSV) | (1 << TRK_SPACE_LAB) | (1 << TRK_SPACE_RG) |    \
+     (1 << TRK_SPACE_CLASS))
 
 /* The channel triples c[space][channel] a pixel is tested with, from its
  * native samples s (trk_pixel_native; is_yuv is its return value), for each
@@ -419,6 +420,35 @@ static inline void trk_rgb_to_space(const struct trk_rgb2ycc_coef *k, int space,
     c[0] = t[space][0], c[1] = t[space][1], c[2] = t[space][2];
 }
 
+/* ------------------------------------------------------ painted classes */
+
+/* The cell of a colour in a class table (backend.h): the top 6 bits of R,
+ * G and B. */
+TRK_HD int trk_class_cell(int r, int g, int b)
+{
+    return (r >> 2) << 12 | (g >> 2) << 6 | b >> 2;
+}
+
+/* Whether cell is set in the class table tab (TRK_CLASS_BYTES bytes). */
+TRK_HD int trk_class_has(const uint8_t *tab, int cell)
+{
+    return tab[cell >> 3] >> (cell & 7) & 1;
+}
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* The cell table of a set's class objects (gpu/classes.c), which the fast
+ * CPU and CUDA backends read: cells[c] bit j = the j-th class object of
+ * objs[0..n) (in object order) has cell c; ord[i] = object i's j, or -1
+ * for a box object. cells has TRK_CLASS_CELLS entries. Returns the number
+ * of class objects, or TRK_EINVAL when there are more than TRK_MAX_CLASSES
+ * or one has no table. */
+int trk_class_cells(const struct trk_object_def *objs, int n, uint16_t *cells, int *ord);
+#ifdef __cplusplus
+}
+#endif
+
 /* The object test for one channel triple. c0 is hue for hsv objects. */
 TRK_HD int trk_box_match(const uint16_t lo[3], const uint16_t hi[3], int is_hsv, int c0, int c1,
                          int c2)
@@ -460,6 +490,10 @@ static inline bool trk_pixel_matches(const struct trk_image *img, int x, int y,
                                      const struct trk_object_def *def)
 {
     int c[3];
+    if (def->space == TRK_SPACE_CLASS) {
+        trk_image_pixel_space(img, x, y, TRK_SPACE_RGB, c);
+        return def->cls && trk_class_has(def->cls, trk_class_cell(c[0], c[1], c[2]));
+    }
     trk_image_pixel_space(img, x, y, def->space, c);
     return trk_box_match(def->lo, def->hi, def->space == TRK_SPACE_HSV, c[0], c[1], c[2]) != 0;
 }
@@ -492,8 +526,8 @@ static inline void trk_hsv_to_rgb(int h, int s, int v, uint8_t rgb[3])
  * (trk_range_centre; hsv: trk_hue_centre) converted to RGB: rgb the centre
  * itself, hsv per trk_hsv_to_rgb, ycbcr with BT.601 full range, lab per
  * trk_lab_to_rgb_display, rg as R = 3 I r / 255, G = 3 I g / 255, B the
- * rest (clamped). Never used for tracking. Host code only (both display
- * functions). */
+ * rest (clamped); a class the mean of its cells' centres. Never used for tracking. Host code only
+ * (both display functions). */
 static inline void trk_object_display_rgb(const struct trk_object_def *def, uint8_t rgb[3])
 {
     int c[3];
@@ -517,7 +551,18 @@ static inline void trk_object_display_rgb(const struct trk_object_def *def, uint
         rgb[0] = trk_clamp255(r), rgb[1] = trk_clamp255(g), rgb[2] = trk_clamp255(3 * c[2] - r - g);
         return;
     }
-    case TRK_SPACE_COUNT: break;
+    case TRK_SPACE_CLASS: { /* the mean of its cells' centres; gray when empty */
+        uint64_t sum[3] = { 0, 0, 0 }, k = 0;
+        for (int cell = 0; def->cls && cell < TRK_CLASS_CELLS; cell++) {
+            if (!trk_class_has(def->cls, cell)) continue;
+            sum[0] += (uint64_t)((cell >> 12) * 4 + 2),
+                sum[1] += (uint64_t)((cell >> 6 & 63) * 4 + 2);
+            sum[2] += (uint64_t)((cell & 63) * 4 + 2), k++;
+        }
+        for (int i = 0; i < 3; i++)
+            rgb[i] = (uint8_t)(k ? (sum[i] + k / 2) / k : 128);
+        return;
+    }
     }
     TRK_ASSERT(!"object space out of range (trk_backend_set_objects rejects it)");
 }

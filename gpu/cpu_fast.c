@@ -25,6 +25,9 @@
  *   - Each space is computed once per pixel and only when some object needs
  *     it: rgb objects read packed rows in place; ycbcr objects read native
  *     YUV samples; HSV is gated by V and S before its hue division is paid.
+ *     Painted classes (backend.h) are not separable per channel: one cell
+ *     table (trk_class_cells, 512 KiB, made once) says which class objects
+ *     hold a pixel's R, G, B cell, and each ORs its object's mask.
  *   - Rows are handed out in strips from an atomic counter to a persistent
  *     pool of threads created at create; each thread owns its accumulators,
  *     merged at the end (sums and min/max are order-free, so any thread count
@@ -127,6 +130,7 @@ static void fast_destroy(void *self)
     free(s->pf.tmp);
     free(s->pf.pad);
     free(s->otab_mem);
+    free(s->cls_cells);
     free(s->rres);
     free(s->rblob);
     free(s->rnb);
@@ -333,6 +337,7 @@ static int blobs_alloc(struct cpu_fast *s, const struct trk_object_def *objs, in
 static size_t obj_words(enum trk_space sp)
 {
     size_t v = 0;
+    if (sp == TRK_SPACE_CLASS) return 0; /* the set's cell table */
     for (int c = 0; c < 3; c++)
         v += (size_t)trk_chan_values((int)sp, c);
     return sp == TRK_SPACE_RGB ? v + 3 * (size_t)FAST_EXT_N : v;
@@ -352,9 +357,15 @@ static void obj_tables(struct cpu_fast *s, const struct trk_object_def *objs, in
         memset(t, 0, sizeof(*t));
         t->n = 1;
         t->nw = 1;
-        t->has[sp] = 1;
+        if (sp != TRK_SPACE_CLASS) t->has[sp] = 1;
         t->sat = s->tab.sat;
         t->light = s->tab.light;
+        if (sp == TRK_SPACE_CLASS) {
+            t->ncls = 1;
+            t->cls_cells = s->cls_cells;
+            t->cls_mask[s->cls_ord[i]][0] = 1;
+            continue;
+        }
         for (int c = 0; c < 3; c++) {
             const int nv = trk_chan_values(sp, c);
             for (int v = 0; v < nv; v++)
@@ -410,6 +421,13 @@ static int fast_set_objects(void *self, const struct trk_object_def *objs, int n
     struct cpu_fast *s = self;
     struct tables *t = &s->tab;
     if (n < 0 || n > TRK_MAX_OBJECTS) return TRK_EINVAL;
+    int ncls = 0;
+    for (int i = 0; i < n; i++)
+        ncls += objs[i].space == TRK_SPACE_CLASS;
+    if (ncls && !s->cls_cells) {
+        s->cls_cells = malloc(TRK_CLASS_CELLS * sizeof(*s->cls_cells));
+        if (!s->cls_cells) return TRK_ENOMEM;
+    }
     uint64_t *omem = obj_tables_alloc(objs, n);
     if (!omem) return TRK_ENOMEM;
     int err = blobs_alloc(s, objs, n);
@@ -419,15 +437,24 @@ static int fast_set_objects(void *self, const struct trk_object_def *objs, int n
     }
     free(s->otab_mem);
     s->otab_mem = omem;
+    /* backend.c checked the class count and tables: this cannot fail. */
+    if (ncls) trk_class_cells(objs, n, s->cls_cells, s->cls_ord);
     obj_tables(s, objs, n, omem);
     if (n > 0) memcpy(s->objs, objs, (size_t)n * sizeof(*objs));
     int nw = n <= 64 ? 1 : n <= 128 ? 2 : 4;
     memset(s->tab_mem, 0, tab_bytes());
     memset(t->has, 0, sizeof(t->has));
+    memset(t->cls_mask, 0, sizeof(t->cls_mask));
+    t->ncls = ncls;
+    t->cls_cells = s->cls_cells;
     for (int i = 0; i < n; i++) {
         const struct trk_object_def *o = &objs[i];
         int sp = (int)o->space, wi = i >> 6;
         uint64_t bit = 1ull << (i & 63);
+        if (sp == TRK_SPACE_CLASS) {
+            t->cls_mask[s->cls_ord[i]][wi] = bit;
+            continue;
+        }
         t->has[sp] = 1;
         for (int c = 0; c < 3; c++) {
             const int nv = trk_chan_values(sp, c);

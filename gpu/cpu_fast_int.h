@@ -86,6 +86,13 @@ struct tables {
      * may match, one bit each; NULL: every cell may (the regions' tables). */
     const struct trk_light_tab *light;
     const uint64_t *gate;
+    /* Class objects (painted tables, backend.h): any (ncls > 0), the set's
+     * cell table (trk_class_cells: bit j = class j has the cell) and per
+     * class j the mask of its object (nw words; a region's tables: bit 0
+     * for its own object's class, 0 for the others). */
+    int ncls;
+    const uint16_t *cls_cells;
+    uint64_t cls_mask[TRK_MAX_CLASSES][FAST_MAX_WORDS] __attribute__((aligned(32)));
 };
 
 /* Per-object accumulators of one thread; bbox starts inverted so min/max
@@ -353,6 +360,10 @@ struct cpu_fast {
     struct trk_obj_result *rres;
     struct trk_blob (*rblob)[TRK_MAX_BLOBS];
     int *rnb;
+    /* tab.cls_cells (made when a set first has class objects, kept) and
+     * each object's class index (trk_class_cells). */
+    uint16_t *cls_cells;
+    int cls_ord[TRK_MAX_OBJECTS];
     /* tab.gate's bits (set_objects, when the set has lab or rg objects). */
     uint64_t light_gate[TRK_LIGHT_CELLS / 64];
     /* The frame's ROI stretches for dense rows (fctx.seg_x / seg_allow). */

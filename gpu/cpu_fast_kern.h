@@ -225,9 +225,11 @@ static inline __attribute__((always_inline)) void KNAME(space_mask)(const struct
  * lazily: V (= max) gates first, then S from a (max, max - min) table, and
  * only pixels that pass both pay for the hue. lab (table lookups, color.h)
  * and rg (a division) are computed only when the set has objects in them,
- * and only in the copy with light = 1 (a constant, like dense): the
- * wrapper picks it per row for such sets, so sets without lab or rg
- * objects run the code they ran before those spaces existed. */
+ * and only in the copy with light = 1 (a constant, like dense), as is the
+ * class lookup (painted classes: one cell-table load, then each class
+ * that has the cell ORs its object's mask): the wrapper picks it per row
+ * for such sets, so sets without lab, rg or class objects run the code
+ * they ran before those existed. */
 static inline __attribute__((always_inline)) void
 KNAME(generic_row)(struct worker *w, const struct fctx *f, const uint8_t *rp, const uint8_t *gp,
                    const uint8_t *bp, const int stride, const uint8_t *yp, const uint8_t *cbp,
@@ -236,7 +238,7 @@ KNAME(generic_row)(struct worker *w, const struct fctx *f, const uint8_t *rp, co
     const struct tables *t = f->tab;
     const int has_rgb = t->has[TRK_SPACE_RGB], has_hsv = t->has[TRK_SPACE_HSV],
               has_ycc = t->has[TRK_SPACE_YCBCR], has_lab = light && t->has[TRK_SPACE_LAB],
-              has_rg = light && t->has[TRK_SPACE_RG];
+              has_rg = light && t->has[TRK_SPACE_RG], has_cls = light && t->ncls;
     uint64_t *const *fr = t->full[TRK_SPACE_RGB], *const *sr = t->sum[TRK_SPACE_RGB];
     uint64_t *const *fh = t->full[TRK_SPACE_HSV], *const *sh = t->sum[TRK_SPACE_HSV];
     uint64_t *const *fy = t->full[TRK_SPACE_YCBCR], *const *sy = t->sum[TRK_SPACE_YCBCR];
@@ -246,7 +248,7 @@ KNAME(generic_row)(struct worker *w, const struct fctx *f, const uint8_t *rp, co
     (void)sy;
     for (int x = xa; x <= xb; x++) {
         unsigned r = 0, g = 0, b = 0;
-        if (has_rgb || has_hsv || has_lab || has_rg) {
+        if (has_rgb || has_hsv || has_lab || has_rg || has_cls) {
             size_t o = (size_t)x * stride;
             r = rp[o], g = gp[o], b = bp[o];
         }
@@ -292,6 +294,11 @@ KNAME(generic_row)(struct worker *w, const struct fctx *f, const uint8_t *rp, co
             trk_rgb_to_rg(t->light, (int)r, (int)g, (int)b, &c[0], &c[1], &c[2]);
             KNAME(space_mask)(t, TRK_SPACE_RG, c, &m);
         }
+        if (has_cls) { /* one lookup for every class object */
+            unsigned cm = t->cls_cells[trk_class_cell((int)r, (int)g, (int)b)];
+            for (; cm; cm &= cm - 1)
+                m |= MLD(t->cls_mask[__builtin_ctz(cm)]);
+        }
         RUN_PUSH(m, x);
     }
     RUN_END();
@@ -316,7 +323,7 @@ KNAME(generic_row)(struct worker *w, const struct fctx *f, const uint8_t *rp, co
         const uint8_t *bp, const uint8_t *yp, const uint8_t *cbp, const uint8_t *crp, int xa,      \
         int xb, int y)                                                                             \
     {                                                                                              \
-        if (f->tab->has[TRK_SPACE_LAB] || f->tab->has[TRK_SPACE_RG])                               \
+        if (f->tab->has[TRK_SPACE_LAB] || f->tab->has[TRK_SPACE_RG] || f->tab->ncls)               \
             KNAME(generic_row)(w, f, rp, gp, bp, stride, yp, cbp, crp, xa, xb, y, dense, 1);       \
         else                                                                                       \
             KNAME(generic_row)(w, f, rp, gp, bp, stride, yp, cbp, crp, xa, xb, y, dense, 0);       \

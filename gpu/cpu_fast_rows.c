@@ -407,8 +407,10 @@ classify_row(struct worker *w, const struct fctx *f, int y, const int dense)
     const struct trk_image *img = f->img;
     const struct tables *t = f->tab;
     int nwi = nw_index(t->nw);
-    /* Spaces other than rgb and ycbcr are all derived from R, G, B. */
-    const int derived = t->has[TRK_SPACE_HSV] || t->has[TRK_SPACE_LAB] || t->has[TRK_SPACE_RG];
+    /* Spaces other than rgb and ycbcr, and classes, are all derived from R,
+     * G, B. */
+    const int derived =
+        t->has[TRK_SPACE_HSV] || t->has[TRK_SPACE_LAB] || t->has[TRK_SPACE_RG] || t->ncls;
     int rgb_only = !derived && !t->has[TRK_SPACE_YCBCR];
     uint8_t **pl = w->plane;
     int stride = img->fmt == TRK_FMT_YUYV ? 0 : trk_fmt_bpp(img->fmt);

@@ -69,6 +69,15 @@ int trk_scene_noisebox(int width, int height, int m, uint64_t seed, struct trk_s
 void trk_scene_pixel_objects(uint64_t *st, const struct trk_image *img, int sp, int n,
                              struct trk_object_def *o);
 
+/* Turns every k-th object of o[0..n) (k = every; the first at index
+ * first) into a painted class object (TRK_SPACE_CLASS) whose table,
+ * tabs[j] for the j-th such object (at most TRK_MAX_CLASSES), holds the
+ * cells of a few random pixels of img and their neighbours, plus some
+ * random cells: so classes catch real pixels and share cells with each
+ * other. Returns how many it made. *st: the PRNG state. */
+int trk_scene_class_objects(uint64_t *st, const struct trk_image *img, int n, int first, int every,
+                            struct trk_object_def *o, uint8_t (*tabs)[TRK_CLASS_BYTES]);
+
 void trk_scene_free(struct trk_scene *s);
 
 /* Converts an RGB24 picture to fmt with the given row padding (extra bytes per

@@ -17,6 +17,7 @@
  *              of every space on random scenes, every format, ROIs
  *   allcolors_light
  *              every 24-bit RGB colour against lab and rg boxes
+ *   classes     painted class objects (alone, mixed, blobs, regions)
  *   lightspaces lab and rg objects (alone, and mixed with every other
  *              space) boxed around the scene's own pixels: every format,
  *              1..256 objects, 1-3 threads, both variants, ROIs, regions
@@ -835,6 +836,130 @@ static void test_lightspaces(void)
     free_fast_set(fast);
 }
 
+/* ---------------------------------------------------------------- classes */
+
+/* The class rule by hand on cpu-ref: a table of cells 0 (R, G, B < 4) and
+ * (255 >> 2, 0, 0): of the pixels (0,0,0), (3,3,3), (4,0,0), (255,3,0),
+ * (252,0,4) only the first two and the fourth are in it. */
+static void classes_by_hand(void)
+{
+    static uint8_t tab[TRK_CLASS_BYTES];
+    const int cells[2] = { 0, 63 << 12 };
+    for (int i = 0; i < 2; i++)
+        tab[cells[i] >> 3] |= (uint8_t)(1u << (cells[i] & 7));
+    uint8_t px[5][3] = { { 0, 0, 0 }, { 3, 3, 3 }, { 4, 0, 0 }, { 255, 3, 0 }, { 252, 0, 4 } };
+    struct trk_image img = { .plane = { &px[0][0] },
+                             .pitch = { sizeof(px) },
+                             .width = 5,
+                             .height = 1,
+                             .fmt = TRK_FMT_RGB24,
+                             .matrix = TRK_MATRIX_BT601,
+                             .full_range = true };
+    struct trk_object_def o = { .name = "c", .space = TRK_SPACE_CLASS, .min_mass = 1, .cls = tab };
+    struct trk_backend *ref = make(TRK_BACKEND_CPU_REF, 5, 1, 1);
+    struct trk_obj_result r;
+    CHECKF(trk_backend_set_objects(ref, &o, 1) == 0, "class set_objects");
+    CHECKF(trk_backend_process(ref, &img, NULL, &r, NULL) == 0, "class process");
+    CHECKF(r.mass == 3 && r.sum_x == 0 + 1 + 3 && r.x0 == 0 && r.x1 == 3,
+           "class by hand: mass %llu sum_x %llu x %d..%d", (unsigned long long)r.mass,
+           (unsigned long long)r.sum_x, r.x0, r.x1);
+    /* The backend keeps its own copy: clearing ours changes nothing. */
+    memset(tab, 0, sizeof(tab));
+    CHECKF(trk_backend_process(ref, &img, NULL, &r, NULL) == 0 && r.mass == 3,
+           "class copy: mass %llu", (unsigned long long)r.mass);
+    /* No table, or more than TRK_MAX_CLASSES class objects: refused. */
+    o.cls = NULL;
+    CHECKF(trk_backend_set_objects(ref, &o, 1) == TRK_EINVAL, "class without a table");
+    static struct trk_object_def many[TRK_MAX_CLASSES + 1];
+    for (int k = 0; k <= TRK_MAX_CLASSES; k++)
+        many[k] = (struct trk_object_def){ .space = TRK_SPACE_CLASS, .min_mass = 1, .cls = tab };
+    CHECKF(trk_backend_set_objects(ref, many, TRK_MAX_CLASSES + 1) == TRK_EINVAL,
+           "too many classes");
+    CHECKF(trk_backend_set_objects(ref, many, TRK_MAX_CLASSES) == 0, "16 classes");
+    trk_backend_destroy(&ref);
+}
+
+/* Object i's blob lists of both backends, bit for bit. */
+static void compare_blobs(struct trk_backend *ref, struct trk_backend *fast, int n,
+                          const char *what)
+{
+    for (int i = 0; i < n; i++) {
+        const struct trk_blob *a, *b;
+        const int na = trk_backend_blobs(ref, i, &a), nb = trk_backend_blobs(fast, i, &b);
+        CHECKF(na == nb && (na <= 0 || !memcmp(a, b, (size_t)na * sizeof(*a))),
+               "%s: object %d blobs: ref %d, fast %d lists differ", what, i, na, nb);
+    }
+}
+
+/* Painted classes on the fast backend against the reference: classes alone,
+ * mixed with every box space (every third object a class), and with blobs
+ * on some of them; every format, both matrices and ranges, mask widths 1,
+ * 2, 4 words, 1-3 threads, both variants, without and with ROIs, and the
+ * regional form. */
+static void test_classes(void)
+{
+    static const int lsizes[][2] = { { 1, 1 }, { 7, 3 }, { 97, 61 }, { 131, 70 } };
+    static const int lcounts[] = { 1, 16, 40, 129, 256 };
+    static struct trk_object_def objs[TRK_MAX_OBJECTS];
+    static struct trk_roi rois[TRK_MAX_OBJECTS];
+    static uint8_t tabs[TRK_MAX_CLASSES][TRK_CLASS_BYTES];
+    classes_by_hand();
+    struct trk_backend *ref = make(TRK_BACKEND_CPU_REF, 131, 70, 1);
+    struct trk_backend *fast[3][2];
+    make_fast_set(fast, 131, 70);
+    int cases = 0;
+    uint64_t st = 2828;
+    for (int si = 0; si < (int)(sizeof(lsizes) / sizeof(lsizes[0])); si++)
+        for (int ci = 0; ci < (int)(sizeof(lcounts) / sizeof(lcounts[0])); ci++) {
+            const int w = lsizes[si][0], h = lsizes[si][1], n = lcounts[ci];
+            struct trk_scene sc;
+            int err = trk_scene_random(w, h, 8, 8100u + 10u * (unsigned)si + (unsigned)ci, &sc);
+            CHECKF(err == 0, "scene: %d", err);
+            if (err) continue;
+            for (int f = 0; f < TRK_FMT_COUNT; f++) {
+                const int ti = (si + ci + f) % 3, mat = (ci + f) % 2, full = (si + f) % 2;
+                uint8_t *buf;
+                struct trk_image img;
+                err = trk_image_from_rgb(sc.rgb, w, h, (enum trk_pixfmt)f, (enum trk_matrix)mat,
+                                         full, (si + f) % 3, &buf, &img);
+                CHECKF(err == 0, "trk_image_from_rgb: %d", err);
+                if (err) continue;
+                /* mode 0: classes only (up to 16, the rest rgb boxes), 1:
+                 * every space mixed, 2: mixed with blobs on some objects. */
+                for (int mode = 0; mode < 3; mode++) {
+                    trk_scene_pixel_objects(&st, &img, mode == 0 ? TRK_SPACE_RGB : -1, n, objs);
+                    const int every = mode == 0 ? 1 : n > 48 ? n / 16 + 1 : 3;
+                    trk_scene_class_objects(&st, &img, n, mode == 0 ? 0 : 1, every, objs, tabs);
+                    for (int k = 0; mode == 2 && k < n && k < 24; k += 3) {
+                        objs[k + (k < n - 1)].blobs = 3;
+                        objs[k + (k < n - 1)].connectivity = k % 2 ? 4 : 8;
+                    }
+                    if (set_both(ref, fast[ti][0], objs, n) || set_both(ref, fast[ti][1], objs, n))
+                        continue;
+                    for (int r = 0; r < 2; r++) {
+                        if (r) random_rois(&st, w, h, n, rois);
+                        char what[200];
+                        snprintf(what, sizeof(what), "classes %dx%d n=%d %s mode %d %s threads %d",
+                                 w, h, n, trk_pixfmt_name((enum trk_pixfmt)f), mode,
+                                 r ? "rois" : "no rois", ti + 1);
+                        compare_n(ref, fast[ti], 2, objs, n, &img, r ? rois : NULL, what);
+                        if (mode == 2) compare_blobs(ref, fast[ti][1], n, what);
+                        cases++;
+                    }
+                    char what[160];
+                    snprintf(what, sizeof(what), "classes regions %dx%d n=%d %s mode %d", w, h, n,
+                             trk_pixfmt_name((enum trk_pixfmt)f), mode);
+                    compare_regions(ref, fast[ti][mode & 1], &st, &img, n, what);
+                }
+                free(buf);
+            }
+            trk_scene_free(&sc);
+        }
+    printf("classes: %d cases\n", cases);
+    trk_backend_destroy(&ref);
+    free_fast_set(fast);
+}
+
 /* The second moments at 8K (7680 x 4320; x*x summed over the frame is
  * about 6.5e14): the fast backend's aggregates and blobs of the whole-frame
  * object and of the red rectangle against their closed forms, then cpu-ref
@@ -917,12 +1042,13 @@ int main(int argc, char **argv)
     if (all || !strcmp(part, "dense")) test_dense(), known = 1;
     if (all || !strcmp(part, "lightspaces")) test_lightspaces(), known = 1;
     if (all || !strcmp(part, "allcolors_light")) test_allcolors_light(), known = 1;
+    if (all || !strcmp(part, "classes")) test_classes(), known = 1;
     if (all || !strcmp(part, "moments8k")) test_moments8k(), known = 1;
     if (!known) {
         fprintf(stderr,
                 "usage: %s "
                 "[corpus|spaces|rois|standard|allcolors_rgb|allcolors_yuv|lifecycle|dense|"
-                "lightspaces|allcolors_light|moments8k|all]\n",
+                "lightspaces|allcolors_light|classes|moments8k|all]\n",
                 argv[0]);
         return 2;
     }
