@@ -219,6 +219,8 @@ static void be_free(struct cuda_be *b)
     cudaFree(b->d_pubctl);
     cudaFree(b->d_lut);
     cudaFree(b->d_light);
+    cudaFree(b->d_cls);
+    free(b->h_cls);
     free(b->h_lut);
     cudaFree(b->d_objs);
     cudaFree(b->d_rois);

@@ -58,6 +58,11 @@ struct trk_cu_frame {
     /* color.h's lab and rg tables in device memory (read only by frames
      * whose objects include lab or rg ones). */
     const struct trk_light_tab *light;
+    /* The set's class cell table (trk_class_cells: TRK_CLASS_CELLS entries,
+     * bit j = class object j has the cell) in device memory, read only
+     * when the set has class objects (plain global loads, cached: a
+     * frame's colours meet few cells). */
+    const uint16_t *cls;
 };
 
 /* Per-object (per-slot) accumulators in global memory, all fields zero when empty, so
@@ -108,7 +113,8 @@ static inline void trk_cu_acc_result(const struct trk_cu_acc *a, struct trk_obj_
     out->sum_xy = a->sxy;
 }
 
-/* An object as the naive and MOCT kernels test it. */
+/* An object as the naive and MOCT kernels test it. A class object
+ * (TRK_SPACE_CLASS) has its class index (trk_class_cells) in lo[0]. */
 struct trk_cu_obj {
     uint16_t lo[3], hi[3];
     int space; /* enum trk_space */
@@ -127,6 +133,11 @@ struct trk_cu_lut {
     int full_off[TRK_SPACE_COUNT][3], sum_off[TRK_SPACE_COUNT][3];
     int zero_off;                                 /* nw zero words */
     int wb[TRK_SPACE_COUNT], we[TRK_SPACE_COUNT]; /* mask words [wb, we) hold the space's objects */
+    /* Class objects have no tables: the frame's cell table (trk_cu_frame.cls)
+     * gives a pixel's classes, cls_slot[j] is class j's slot in this image
+     * (-1: not among its objects). ncls: any class object here. */
+    int ncls;
+    int cls_slot[TRK_MAX_CLASSES];
 };
 
 /* ------------------------------------------------ shared-memory layouts */
@@ -289,6 +300,52 @@ __device__ __forceinline__ void trk_cu_triples(const struct trk_cu_frame &f, boo
 {
     const int s[3] = { a, b, c };
     trk_pixel_spaces(&f.y2r, &f.r2y, f.light, yuv, need, s, p.c);
+}
+
+/* The classes (bit j: class object j) whose tables hold the colour r, g, b. */
+__device__ __forceinline__ unsigned trk_cu_cls_bits(const struct trk_cu_frame &f, int r, int g,
+                                                    int b)
+{
+    return __ldg(f.cls + trk_class_cell(r, g, b));
+}
+
+/* Mask word w of an image laid out as lt (bit k: slot 32 w + k) for the
+ * classes cm; with w < 0 the summary bits (slot % 32) of all of them. */
+__device__ __forceinline__ uint32_t trk_cu_cls_word(const struct trk_cu_lut &lt, unsigned cm, int w)
+{
+    uint32_t m = 0;
+    for (; cm; cm &= cm - 1) {
+        const int s = lt.cls_slot[__ffs(cm) - 1];
+        if (s >= 0 && (w < 0 || (s >> 5) == w)) m |= 1u << (s & 31);
+    }
+    return m;
+}
+
+/* The spaces an image's pixels need (trk_pixel_spaces' need: bit s), the
+ * class bit when it has class objects (their R, G, B). */
+__host__ __device__ __forceinline__ int trk_cu_need(const struct trk_cu_lut &lt)
+{
+    int need = lt.ncls ? 1 << TRK_SPACE_CLASS : 0;
+    for (int s = 0; s < TRK_SPACE_COUNT; s++)
+        need |= lt.has[s] ? 1 << s : 0;
+    return need;
+}
+
+/* One object's test of the pixel with native samples a, b, c (the naive,
+ * MOCT and regional kernels): its box (trk_box_match) in its space, or for
+ * a class object (space TRK_SPACE_CLASS, its class in lo[0]) the cell
+ * table's bit. */
+__device__ __forceinline__ bool trk_cu_obj_match(const struct trk_cu_frame &f, bool yuv,
+                                                 const struct trk_cu_obj &o, int a, int b, int c)
+{
+    struct trk_cu_px p;
+    trk_cu_triples(f, yuv, 1 << o.space, a, b, c, p);
+    if (o.space == TRK_SPACE_CLASS) {
+        const int *t = p.c[TRK_SPACE_RGB];
+        return (trk_cu_cls_bits(f, t[0], t[1], t[2]) >> o.lo[0]) & 1u;
+    }
+    const int *t = p.c[o.space];
+    return trk_box_match(o.lo, o.hi, o.space == TRK_SPACE_HSV, t[0], t[1], t[2]) != 0;
 }
 
 /* ------------------------------------------------------ launch wrappers */
@@ -501,6 +558,10 @@ struct cuda_be {
 
     uint32_t *d_lut, *h_lut;
     struct trk_light_tab *d_light; /* color.h's lab and rg tables, uploaded at create */
+    /* The set's class cell table (trk_class_cells; made when a set first
+     * has class objects, kept) and each object's class index. */
+    uint16_t *d_cls, *h_cls;
+    int cls_ord[TRK_MAX_OBJECTS];
     struct trk_cu_lut lt;
     struct trk_cu_obj *d_objs;
     struct trk_roi *d_rois, *hp_rois;

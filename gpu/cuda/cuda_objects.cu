@@ -15,8 +15,9 @@ namespace trk_cuda
 {
 
 /* Builds the table image of gpu/cuda/cuda_internal.cuh (struct trk_cu_lut)
- * for objs into h (zeroed here). */
-static void build_lut(const struct trk_object_def *objs, int n, const int *pos,
+ * for objs into h (zeroed here); ord[k]: object k's class index
+ * (trk_class_cells), -1 for a box object. */
+static void build_lut(const struct trk_object_def *objs, int n, const int *pos, const int *ord,
                       struct trk_cu_lut *lt, uint32_t *h)
 {
     memset(lt, 0, sizeof(*lt));
@@ -28,7 +29,16 @@ static void build_lut(const struct trk_object_def *objs, int n, const int *pos,
         lt->wb[s] = 1 << 20;
         lt->we[s] = 0;
     }
+    for (int j = 0; j < TRK_MAX_CLASSES; j++)
+        lt->cls_slot[j] = -1;
     for (int k = 0; k < n; k++) {
+        if (objs[k].space == TRK_SPACE_CLASS) {
+            lt->cls_slot[ord[k]] = pos[k];
+            lt->ncls = 1;
+        }
+    }
+    for (int k = 0; k < n; k++) {
+        if (objs[k].space == TRK_SPACE_CLASS) continue;
         const int s = objs[k].space, w = pos[k] / 32;
         lt->has[s] = 1;
         if (w < lt->wb[s]) lt->wb[s] = w;
@@ -56,7 +66,7 @@ static void build_lut(const struct trk_object_def *objs, int n, const int *pos,
     memset(h, 0, (size_t)words * 4);
     for (int k = 0; k < n; k++) {
         const int s = objs[k].space;
-        for (int c = 0; c < 3; c++) {
+        for (int c = 0; c < 3 && s != TRK_SPACE_CLASS; c++) {
             const int nv = trk_chan_values(s, c);
             uint32_t *t = h + lt->full_off[s][c];
             for (int v = 0; v < nv; v++)
@@ -108,7 +118,9 @@ static void group_objects(const struct trk_object_def *objs, int n, int nw, int 
         struct okey *e = &keys[k];
         e->space = o->space;
         e->index = k;
-        if (o->space == TRK_SPACE_HSV) {
+        if (o->space == TRK_SPACE_CLASS) { /* no box: together, in object order */
+            e->primary = e->secondary = 0;
+        } else if (o->space == TRK_SPACE_HSV) {
             if (o->lo[0] > o->hi[0])
                 c[0] = ((o->lo[0] + o->hi[0] + TRK_HUE_VALUES) / 2) % TRK_HUE_VALUES;
             e->primary = c[0] / 8;
@@ -155,6 +167,7 @@ static int setup_blobs(struct cuda_be *b, const struct trk_object_def *objs, int
         memcpy(o->lo, d->lo, sizeof(o->lo));
         memcpy(o->hi, d->hi, sizeof(o->hi));
         o->space = d->space;
+        if (d->space == TRK_SPACE_CLASS) o->lo[0] = (uint16_t)b->cls_ord[k];
         o->conn = d->connectivity == 4 ? 4 : 8;
         o->min_area = d->min_area ? d->min_area : 1;
         o->k = d->blobs;
@@ -213,13 +226,15 @@ static int setup_blobs(struct cuda_be *b, const struct trk_object_def *objs, int
         b->nbo = 0;
         return TRK_ENOMEM;
     }
-    int pos[TRK_MAX_OBJECTS];
+    int pos[TRK_MAX_OBJECTS], ord[TRK_MAX_OBJECTS];
     for (int i = 0; i < TRK_MAX_OBJECTS; i++)
         pos[i] = i;
+    for (int i = 0; i < b->nbo; i++)
+        ord[i] = b->cls_ord[b->bobj_of[i]];
     size_t words = 0, smem = 0;
     for (int g0 = 0, p = 0; g0 < b->nbo; g0 += b->group, p++) {
         const int gn = b->nbo - g0 < b->group ? b->nbo - g0 : b->group;
-        build_lut(defs + g0, gn, pos, &b->blt[p], img);
+        build_lut(defs + g0, gn, pos, ord + g0, &b->blt[p], img);
         b->blut_off[p] = words;
         words += (size_t)b->blt[p].words;
         const size_t sm = trk_cu_blob_smem(&b->blt[p]);
@@ -241,7 +256,7 @@ static int setup_blobs(struct cuda_be *b, const struct trk_object_def *objs, int
     }
     for (int g0 = 0, p = 0; !err && g0 < b->nbo; g0 += b->group, p++) {
         const int gn = b->nbo - g0 < b->group ? b->nbo - g0 : b->group;
-        build_lut(defs + g0, gn, pos, &b->blt[p], img);
+        build_lut(defs + g0, gn, pos, ord + g0, &b->blt[p], img);
         err = TRK_CUDA_CHECK(cudaMemcpy(b->d_blut + b->blut_off[p], img,
                                         (size_t)b->blt[p].words * 4, cudaMemcpyHostToDevice));
     }
@@ -257,11 +272,41 @@ static int setup_blobs(struct cuda_be *b, const struct trk_object_def *objs, int
     return 0;
 }
 
+/* The set's class cell table (trk_class_cells) into d_cls, made the first
+ * time a set has class objects (512 KiB, kept), and cls_ord. A frame in
+ * flight may still read the old table, so the copy waits for it. */
+static int set_classes(struct cuda_be *b, const struct trk_object_def *objs, int n)
+{
+    int ncls = 0;
+    for (int k = 0; k < n; k++)
+        ncls += objs[k].space == TRK_SPACE_CLASS;
+    for (int k = 0; k < TRK_MAX_OBJECTS; k++)
+        b->cls_ord[k] = -1;
+    if (!ncls) return 0;
+    const size_t bytes = TRK_CLASS_CELLS * sizeof(uint16_t);
+    if (!b->h_cls) {
+        b->h_cls = (uint16_t *)malloc(bytes);
+        if (!b->h_cls) return TRK_ENOMEM;
+    }
+    if (!b->d_cls && cudaMalloc(&b->d_cls, bytes) != cudaSuccess) {
+        trk_log_write(TRK_LOG_ERROR, "cuda", 0, "class cell table (512 KiB) failed: %s",
+                      cudaGetErrorString(cudaGetLastError()));
+        b->d_cls = NULL;
+        return TRK_ENOMEM;
+    }
+    if (trk_class_cells(objs, n, b->h_cls, b->cls_ord) < 0) return TRK_EINVAL;
+    TRK_CUDA_TRY(cudaStreamSynchronize(b->s_k));
+    TRK_CUDA_TRY(cudaMemcpy(b->d_cls, b->h_cls, bytes, cudaMemcpyHostToDevice));
+    return 0;
+}
+
 int cu_set_objects(void *self, const struct trk_object_def *objs, int n)
 {
     struct cuda_be *b = (struct cuda_be *)self;
     log_scope ls(b);
     TRK_CUDA_TRY(cudaSetDevice(b->dev));
+    int cerr = set_classes(b, objs, n);
+    if (cerr) return cerr;
     int rerr = regions_set_objects(b, objs, n);
     if (rerr) return rerr;
     b->n = n;
@@ -281,12 +326,13 @@ int cu_set_objects(void *self, const struct trk_object_def *objs, int n)
             b->pos[k] = k;
         b->slots = n;
     }
-    build_lut(objs, n, b->pos, &b->lt, b->h_lut);
+    build_lut(objs, n, b->pos, b->cls_ord, &b->lt, b->h_lut);
     struct trk_cu_obj h_objs[TRK_MAX_OBJECTS];
     for (int k = 0; k < n; k++) {
         memcpy(h_objs[k].lo, objs[k].lo, sizeof(h_objs[k].lo));
         memcpy(h_objs[k].hi, objs[k].hi, sizeof(h_objs[k].hi));
         h_objs[k].space = objs[k].space;
+        if (objs[k].space == TRK_SPACE_CLASS) h_objs[k].lo[0] = (uint16_t)b->cls_ord[k];
     }
     TRK_CUDA_TRY(cudaMemcpyAsync(b->d_lut, b->h_lut, (size_t)b->lt.words * 4,
                                  cudaMemcpyHostToDevice, b->s_k));

@@ -70,6 +70,7 @@ void fill_frame(struct cuda_be *b, const struct trk_image *img, const struct lay
     f.y2r = trk_yuv2rgb_coefs[ci];
     f.r2y = trk_rgb2ycc_coefs[ci];
     f.light = b->d_light;
+    f.cls = b->d_cls;
 }
 
 /* With the pre-filter on: the raw frame b->f (just filled) is filtered on
@@ -194,9 +195,7 @@ int queue_blobs(struct cuda_be *b)
         j.gn = b->nbo - g0 < b->group ? b->nbo - g0 : b->group;
         j.lut = b->d_blut + b->blut_off[p];
         j.lt = b->blt[p];
-        j.need = 0;
-        for (int s = 0; s < TRK_SPACE_COUNT; s++)
-            if (j.lt.has[s]) j.need |= 1 << s;
+        j.need = trk_cu_need(j.lt);
         j.ctl = b->d_bctl + 4 * b->bctl_par;
         j.ctl_next = b->d_bctl + 4 * (b->bctl_par ^ 1);
         int err = trk_cu_blobs_launch(&j, b->sms, b->s_k);

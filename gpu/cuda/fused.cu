@@ -121,6 +121,8 @@ __device__ __forceinline__ void load4(const struct trk_cu_frame &f, int x0, int 
 template <bool LIGHT> struct px4 {
     uint32_t rgb[3], ycc[3], sv[2], hue[2];
     uint32_t lab[LIGHT ? 3 : 1], rg[LIGHT ? 3 : 1];
+    /* The classes of each pixel (trk_cu_cls_bits), LIGHT copies only. */
+    unsigned cls[LIGHT ? 4 : 1];
 };
 
 /* lab and rg bytes of 4 pixels from their packed R, G, B (color.h). */
@@ -147,6 +149,10 @@ __device__ __forceinline__ void light4(const struct trk_cu_frame &f, const int *
     }
 }
 
+/* has[] of the kernels: the box spaces, then whether the set has class
+ * objects (LIGHT copies only). */
+const int HAS_CLS = TRK_SPACE_COUNT;
+
 template <bool LIGHT>
 __device__ __forceinline__ void convert4(const struct trk_cu_frame &f, bool yuv, const int *has,
                                          uint32_t pa, uint32_t pb, uint32_t pc, px4<LIGHT> &o)
@@ -157,7 +163,7 @@ __device__ __forceinline__ void convert4(const struct trk_cu_frame &f, bool yuv,
     o.ycc[0] = pa;
     o.ycc[1] = pb;
     o.ycc[2] = pc;
-    const bool light = LIGHT && (has[TRK_SPACE_LAB] | has[TRK_SPACE_RG]);
+    const bool light = LIGHT && (has[TRK_SPACE_LAB] | has[TRK_SPACE_RG] | has[HAS_CLS]);
     if (yuv && (has[TRK_SPACE_RGB] | has[TRK_SPACE_HSV] | light)) {
         uint32_t r = 0, g = 0, b = 0;
 #pragma unroll
@@ -208,6 +214,14 @@ __device__ __forceinline__ void convert4(const struct trk_cu_frame &f, bool yuv,
         o.hue[1] = h23;
     }
     if (LIGHT && light) light4(f, has, o.rgb, o.lab, o.rg);
+    if (LIGHT) {
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+            o.cls[LIGHT ? j : 0] = has[HAS_CLS]
+                                       ? trk_cu_cls_bits(f, byte_of(o.rgb[0], j),
+                                                         byte_of(o.rgb[1], j), byte_of(o.rgb[2], j))
+                                       : 0u;
+    }
 }
 
 /* Value of channel c of pixel j in space s. */
@@ -348,6 +362,11 @@ __device__ __forceinline__ void summary4(const uint32_t *s_lut, const struct trk
         for (int j = 0; j < 4; j++)
             sm[j] |= t0[chan(p, s, 0, j)] & t1[chan(p, s, 1, j)] & t2[chan(p, s, 2, j)];
     }
+    if (LIGHT && has[HAS_CLS]) {
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+            sm[j] |= trk_cu_cls_word(lt, p.cls[LIGHT ? j : 0], -1);
+    }
 }
 
 /* The sparse path for mask word q of a segment: per object present in
@@ -412,7 +431,9 @@ __device__ __forceinline__ void sparse_word(uint32_t m0, uint32_t m1, uint32_t m
  * present, so a frame where every pixel matches every object costs a few
  * times a sparse one, not M times. With job.pub.out set, the last block
  * hands the results to the host itself (hand_over). LIGHT: the object set
- * has lab or rg objects (those spaces are compiled in only then). */
+ * has lab, rg or class objects (those are compiled in only then; a class
+ * adds its slot's bit from the frame's cell table, trk_cu_cls_word, to the
+ * summary and the full masks). */
 template <int CLS, int NW, bool LIGHT>
 __global__ void __launch_bounds__(TRK_FUSED_THREADS, TRK_FUSED_MIN_BLOCKS)
     fused_kernel(const struct trk_cu_job job)
@@ -441,10 +462,11 @@ __global__ void __launch_bounds__(TRK_FUSED_THREADS, TRK_FUSED_MIN_BLOCKS)
     const struct trk_cu_frame &f = job.f;
     const bool yuv = CLS >= CLS_YUYV;
     const bool swap = f.fmt == TRK_FMT_BGR24 || f.fmt == TRK_FMT_BGRA;
-    int has[TRK_SPACE_COUNT];
+    int has[TRK_SPACE_COUNT + 1];
 #pragma unroll
     for (int s = 0; s < TRK_SPACE_COUNT; s++)
         has[s] = s < 3 || LIGHT ? lt.has[s] : 0;
+    has[HAS_CLS] = LIGHT ? lt.ncls : 0;
     const int W = f.width;
     const int segs = (W + TRK_FUSED_SEG - 1) / TRK_FUSED_SEG;
     const int total = (job.row1 - job.row0) * segs;
@@ -497,6 +519,11 @@ __global__ void __launch_bounds__(TRK_FUSED_THREADS, TRK_FUSED_MIN_BLOCKS)
                         s_lut + (on ? lt.full_off[s][1] + chan(p, s, 1, j) * NW : lt.zero_off) + ch,
                         s_lut + (on ? lt.full_off[s][2] + chan(p, s, 2, j) * NW : lt.zero_off) + ch,
                         m[j]);
+                }
+                if (LIGHT && has[HAS_CLS] && sm[j]) { /* sm[j] 0: past the row, or none */
+#pragma unroll
+                    for (int q = 0; q < CW; q++)
+                        m[j][q] |= trk_cu_cls_word(lt, p.cls[LIGHT ? j : 0], ch + q);
                 }
                 if (job.rowmask) {
                     const int xc = min(x0 + j, W - 1); /* m[j] is 0 past the row's end */
@@ -553,7 +580,7 @@ template <bool LIGHT> fused_fn pick_nw(int cls, int nw)
 }
 
 /* The kernel for a format class, mask width and object set (light: it has
- * lab or rg objects): chosen per set, never per pixel. */
+ * lab, rg or class objects): chosen per set, never per pixel. */
 fused_fn pick(int cls, int nw, bool light)
 {
     return light ? pick_nw<true>(cls, nw) : pick_nw<false>(cls, nw);
@@ -561,7 +588,7 @@ fused_fn pick(int cls, int nw, bool light)
 
 bool has_light(const struct trk_cu_lut &lt)
 {
-    return lt.has[TRK_SPACE_LAB] || lt.has[TRK_SPACE_RG];
+    return lt.has[TRK_SPACE_LAB] || lt.has[TRK_SPACE_RG] || lt.ncls;
 }
 
 } // namespace
