@@ -27,6 +27,7 @@ static const char *const channel_names[TRK_SPACE_COUNT][3] = {
 
 const char *trk_objects_space_name(enum trk_space space)
 {
+    if (space == TRK_SPACE_CLASS) return "class";
     return (unsigned)space < TRK_SPACE_COUNT ? space_names[space] : NULL;
 }
 
@@ -199,7 +200,12 @@ int trk_objects_validate(const struct trk_objects *objs, char *msg, size_t msg_l
             snprintf(msg, msg_len, "objects[%d].%s", i, m);
             return TRK_EINVAL;
         }
-        if ((unsigned)d->space >= TRK_SPACE_COUNT) {
+        if (d->space == TRK_SPACE_CLASS) {
+            if (trk_objects_check_class(objs, i, m, sizeof m)) {
+                snprintf(msg, msg_len, "objects[%d].%s", i, m);
+                return TRK_EINVAL;
+            }
+        } else if ((unsigned)d->space >= TRK_SPACE_COUNT) {
             snprintf(msg, msg_len, "objects[%d].space %d is not one of rgb, hsv, ycbcr, lab, rg", i,
                      (int)d->space);
             return TRK_EINVAL;
@@ -209,7 +215,8 @@ int trk_objects_validate(const struct trk_objects *objs, char *msg, size_t msg_l
             lo[c] = d->lo[c];
             hi[c] = d->hi[c];
         }
-        if (trk_objects_check_box(d->space, lo, hi, m, sizeof m) >= 0) {
+        if (d->space != TRK_SPACE_CLASS &&
+            trk_objects_check_box(d->space, lo, hi, m, sizeof m) >= 0) {
             snprintf(msg, msg_len, "objects[%d].%s", i, m);
             return TRK_EINVAL;
         }

@@ -217,7 +217,7 @@ int trk_objects_target_load(const struct trk_objects_target *t, struct trk_objec
         trk_config_error_set(err, 0, 0, "the file kept changing while it was opened: not read");
         return -EAGAIN;
     }
-    return trk_objects_load_fd(fd, t->path, true, out, err);
+    return trk_objects_load_fd(fd, t->path, true, t->dirfd, out, err);
 }
 
 int trk_objects_target_save(const struct trk_objects_target *t, const struct trk_objects *objs,

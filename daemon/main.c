@@ -349,7 +349,10 @@ static int open_source(struct app *a)
         }
         /* The bundle's first set from the start (hello, backend), unless
          * --objects asks for another; the recorded changes follow it. */
-        if (!err && !s->objects) a->objs = *trk_replay_first_set(a->replay);
+        if (!err && !s->objects) {
+            a->objs = *trk_replay_first_set(a->replay);
+            trk_objects_bind_classes(&a->objs);
+        }
     } else if (s->device) {
         err = open_camera(a);
     } else if (s->input) {

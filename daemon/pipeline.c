@@ -341,6 +341,7 @@ static void *capture_main(void *arg)
  * results under new names would be wrong). */
 static int apply_objects(struct pipeline *p)
 {
+    trk_objects_bind_classes(p->objects); /* a copy: its tables are its own */
     const struct trk_objects *set = p->objects;
     int e = trk_backend_set_objects(p->backend, set->def, set->n);
     int k = -1; /* an object with blobs, when the backend has none (TRK_ENODEV) */

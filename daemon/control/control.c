@@ -233,6 +233,7 @@ static void publish_locked(struct trk_control *c, bool broadcast)
 /* With the lock held: the set changed. */
 static void changed_locked(struct trk_control *c)
 {
+    trk_objects_bind_classes(&c->objs); /* it may have been assigned a copy */
     c->version++;
     publish_locked(c, true);
 }
@@ -243,6 +244,7 @@ bool trk_control_poll(struct trk_control *c, uint64_t *version, struct trk_objec
     bool changed = *version != c->version;
     if (changed) {
         *out = c->objs;
+        trk_objects_bind_classes(out);
         *version = c->version;
     }
     pthread_mutex_unlock(&c->lock);
@@ -433,6 +435,7 @@ int trk_control_create(const struct trk_control_cfg *cfg, struct trk_control **o
     pthread_mutex_init(&c->lock, NULL);
     c->out = cfg->reply;
     c->objs = *cfg->objects;
+    trk_objects_bind_classes(&c->objs);
     c->version = 1;
     pthread_mutex_init(&c->frames_lock, NULL);
     c->hello = cfg->hello;
@@ -601,6 +604,17 @@ static void carry_light(struct trk_objects *dst, const struct trk_objects *src)
     }
 }
 
+/* A set from a message names its classes by file but has no tables (no
+ * folder to read): each class object keeps the table of the current
+ * set's class object of the same file, if any (else its class is empty). */
+static void carry_classes(struct trk_objects *dst, const struct trk_objects *src)
+{
+    for (int k = 0; k < dst->n_classes; k++)
+        for (int j = 0; j < src->n_classes; j++)
+            if (!strcmp(dst->classes[k].file, src->classes[j].file))
+                memcpy(dst->classes[k].bits, src->classes[j].bits, TRK_CLASS_BYTES);
+}
+
 static void handle_set_objects(struct trk_control *c, const struct request *r)
 {
     json_t *arr = json_object_get(r->msg, "objects");
@@ -638,6 +652,7 @@ static void handle_set_objects(struct trk_control *c, const struct request *r)
         memcpy(n->camera, c->objs.camera, sizeof(n->camera));
         if (!cal) n->calib = c->objs.calib;
         carry_light(n, &c->objs);
+        carry_classes(n, &c->objs);
         c->objs = *n;
         changed_locked(c);
         ack_int(c, r, "count", n->n);
