@@ -300,7 +300,8 @@ void trk_objects_target_close(struct trk_objects_target *t);
  * code trk_objects_target_save would return and the reason in why. */
 int trk_objects_target_check(const struct trk_objects_target *t, char *why, size_t why_len);
 
-/* Saves objs by the rules above. Returns 0, TRK_EINVAL (objs invalid; why
+/* Saves objs by the rules above, its class tables first (each FILE.lut
+ * beside the file, by the same rules). Returns 0, TRK_EINVAL (objs invalid; why
  * says which object), TRK_ENOMEM, -ELOOP (a symbolic link), -EINVAL (not a
  * regular file), -EPERM (another user's file) or -errno; why says what
  * happened, naming the path. On failure no temporary file is left. */

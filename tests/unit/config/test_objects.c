@@ -1523,6 +1523,17 @@ static void test_classes(void)
     CHECK(trk_objects_load_file(p, &r, &e) == 0 && r.n_classes == 2 &&
           !memcmp(r.classes[r.def[1].cls_slot].bits, bits, sizeof bits) &&
           !memcmp(r.color, o.color, sizeof o.color));
+    /* A save writes the tables beside the file: painted bits survive. */
+    o.classes[o.def[2].cls_slot].bits[100] = 0x81;
+    snprintf(q, sizeof q, "%s/none.lut", dir);
+    unlink(q);
+    CHECK(trk_objects_save_file(p, &o) == 0);
+    CHECK(trk_objects_load_file(p, &r, &e) == 0 && r.n_classes == 2 &&
+          r.classes[r.def[2].cls_slot].bits[100] == 0x81 &&
+          !memcmp(r.classes[r.def[1].cls_slot].bits, bits, sizeof bits));
+    CHECK(count_entries(dir) == 3); /* no temporary file left */
+    o.classes[o.def[2].cls_slot].bits[100] = 0;
+    CHECK(trk_objects_save_file(p, &o) == 0);
     /* From JSON (no folder): the same objects, tables clear. */
     json_t *v = trk_objects_to_value(&o);
     CHECK(v && !json_object_get(json_array_get(json_object_get(v, "objects"), 1), "lo"));
