@@ -162,6 +162,16 @@ struct trk_objects {
  * copied). */
 void trk_objects_bind_classes(struct trk_objects *o);
 
+/* Editing classes (the daemon's control module). class_slot: the slot a
+ * class object stored as object k (k == n: a new one) takes for file: the
+ * slot of that file when no other object uses it (its table kept), else a
+ * new clear one. Returns the slot, or TRK_EINVAL with why (another object
+ * has the file; TRK_MAX_CLASSES in use). compact: drops the slots no
+ * object uses (after an edit or a removal), renumbers, re-binds. */
+int trk_objects_class_slot(struct trk_objects *o, int k, const char *file, char *why,
+                           size_t why_len);
+void trk_objects_compact_classes(struct trk_objects *o);
+
 /* Object i's default display colour (trk_object_display_rgb), a class
  * object's from its table in o, whether or not o is bound. */
 void trk_objects_display_rgb(const struct trk_objects *o, int i, uint8_t rgb[3]);
@@ -211,6 +221,12 @@ int trk_objects_from_json(const struct json_t *root, const char *name_for_errors
  * a message such as `lo[1] = 300 is out of range 0..255 (rgb G)` in msg. */
 int trk_objects_parse_object(const struct json_t *obj, struct trk_object_def *def, uint8_t color[3],
                              char *msg, size_t msg_len);
+
+/* trk_objects_parse_object, a class object's file name into file ("" for
+ * a box object). */
+int trk_objects_parse_object_file(const struct json_t *obj, struct trk_object_def *def,
+                                  uint8_t color[3], char file[TRK_CLASS_FILE_MAX], char *msg,
+                                  size_t msg_len);
 
 /* Checks a set built in code (or edited by a client) against the same rules
  * as the loader: 0..TRK_MAX_OBJECTS objects, names non-empty, NUL-terminated,

@@ -249,3 +249,60 @@ int trk_objects_check_class(const struct trk_objects *objs, int i, char *msg, si
         }
     return 0;
 }
+
+int trk_objects_class_slot(struct trk_objects *o, int k, const char *file, char *why,
+                           size_t why_len)
+{
+    char m[160];
+    if (trk_class_file_name_check(file, m, sizeof m)) {
+        snprintf(why, why_len, "class \"%.64s\" %s", file, m);
+        return TRK_EINVAL;
+    }
+    int slot = -1;
+    for (int s = 0; s < o->n_classes; s++)
+        if (!strcmp(o->classes[s].file, file)) slot = s;
+    for (int j = 0; slot >= 0 && j < o->n; j++)
+        if (j != k && o->def[j].space == TRK_SPACE_CLASS && o->def[j].cls_slot == slot) {
+            snprintf(why, why_len, "class \"%s\" is already %s's (each class object paints its "
+                                   "own table)",
+                     file, o->def[j].name);
+            return TRK_EINVAL;
+        }
+    if (slot >= 0) return slot;
+    /* Slots no other object uses are dropped first (the one object k held
+     * before this edit among them). */
+    struct trk_object_def old = k < o->n ? o->def[k] : (struct trk_object_def){ 0 };
+    if (k < o->n) o->def[k].space = TRK_SPACE_RGB;
+    trk_objects_compact_classes(o);
+    if (k < o->n) o->def[k] = old;
+    if (k < o->n && old.space == TRK_SPACE_CLASS) o->def[k].cls_slot = 0;
+    if (o->n_classes == TRK_MAX_CLASSES) {
+        snprintf(why, why_len, "already %d class objects (the most)", TRK_MAX_CLASSES);
+        return TRK_EINVAL;
+    }
+    struct trk_objects_class *c = &o->classes[o->n_classes];
+    memset(c, 0, sizeof *c);
+    snprintf(c->file, sizeof c->file, "%s", file);
+    return o->n_classes++;
+}
+
+void trk_objects_compact_classes(struct trk_objects *o)
+{
+    int map[TRK_MAX_CLASSES], n = 0;
+    for (int s = 0; s < o->n_classes && s < TRK_MAX_CLASSES; s++) {
+        bool used = false;
+        for (int i = 0; i < o->n && !used; i++)
+            used = o->def[i].space == TRK_SPACE_CLASS && o->def[i].cls_slot == s;
+        map[s] = used ? n : -1;
+        if (!used) continue;
+        if (n != s) o->classes[n] = o->classes[s];
+        n++;
+    }
+    for (int i = 0; i < o->n; i++)
+        if (o->def[i].space == TRK_SPACE_CLASS && o->def[i].cls_slot < o->n_classes)
+            o->def[i].cls_slot = (uint8_t)map[o->def[i].cls_slot];
+    for (int s = n; s < o->n_classes; s++)
+        memset(&o->classes[s], 0, sizeof o->classes[s]);
+    o->n_classes = n;
+    trk_objects_bind_classes(o);
+}

@@ -875,6 +875,14 @@ int trk_objects_from_json(const struct json_t *root, const char *name_for_errors
 int trk_objects_parse_object(const struct json_t *obj, struct trk_object_def *def, uint8_t color[3],
                              char *msg, size_t msg_len)
 {
+    char file[TRK_CLASS_FILE_MAX];
+    return trk_objects_parse_object_file(obj, def, color, file, msg, msg_len);
+}
+
+int trk_objects_parse_object_file(const struct json_t *obj, struct trk_object_def *def,
+                                  uint8_t color[3], char file[TRK_CLASS_FILE_MAX], char *msg,
+                                  size_t msg_len)
+{
     struct trk_config_error err;
     trk_config_error_init(&err, NULL);
     if (!obj || !def || !color) {
@@ -884,7 +892,7 @@ int trk_objects_parse_object(const struct json_t *obj, struct trk_object_def *de
     struct trk_object_def d;
     uint8_t rgb[3];
     struct trk_vctx c = { .err = &err };
-    char file[TRK_CLASS_FILE_MAX];
+    file[0] = 0;
     int rc = parse_object(&c, obj, &d, rgb, file);
     if (rc) {
         if (msg && msg_len) snprintf(msg, msg_len, "%s", err.msg);

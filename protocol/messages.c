@@ -1114,6 +1114,8 @@ const char *const trk_msg_control_types[TRK_CTL_COUNT + 1] = {
     [TRK_CTL_KEEP_RANGE] = "keep_range",
     [TRK_CTL_FOCUS] = "focus",
     [TRK_CTL_SET_PATTERN] = "set_pattern",
+    [TRK_CTL_PAINT_CLASS] = "paint_class",
+    [TRK_CTL_CLEAR_CLASS] = "clear_class",
     [TRK_CTL_COUNT] = NULL,
 };
 

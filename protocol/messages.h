@@ -462,6 +462,8 @@ enum trk_ctl_type {
     TRK_CTL_KEEP_RANGE,
     TRK_CTL_FOCUS,
     TRK_CTL_SET_PATTERN,
+    TRK_CTL_PAINT_CLASS,
+    TRK_CTL_CLEAR_CLASS,
     TRK_CTL_COUNT
 };
 

@@ -37,6 +37,7 @@ import { currentHello, setHello } from './session.js';
 import * as status from './status.js';
 import { initLight, showLight } from './light.js';
 import { isTeaching, pauseState } from './teach.js';
+import { initPaint, paintState } from './paint.js';
 import { keepOnly } from './trails.js';
 import { onControl, tuneState } from './tune.js';
 import { initView, lastDrawnOverlay, setFrameSize, setStale } from './view.js';
@@ -148,6 +149,8 @@ window.trackdTest = {
   // message's), lastAck, lastError, autoWarning (the teach panel's text on
   // automatic modes while teaching, null when not shown)}.
   get camera() { return camera.cameraState(); },
+  // Painting a class (paint.js): {painting, lastAck ({cells}), lastError, made}.
+  get paint() { return paintState(); },
   // The Patterns card: the set's patterns as the daemon sent them
   // ([{name, kind, team, center, dots, ids} or {name, kind, team, colors, id}]).
   get patterns() { return patternsState(); },
@@ -158,6 +161,7 @@ initFit();
 initCalib();
 initLight();
 camera.initCamera();
+initPaint();
 setInterval(refresh, PANEL_EVERY_MS);
 connection.start({
   onText,
