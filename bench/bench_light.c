@@ -14,7 +14,9 @@
  * hue). Per space the boxes are:
  *   rgb, hsv:  every channel taught;
  *   lab a/b:   a and b taught, L left 0..255;
- *   rg:        r and g taught, I 10..255 (no near-black pixels).
+ *   rg:        r and g taught, I 10..255 (no near-black pixels);
+ *   class:     a painted class (backend.h) of those pixels' R, G, B cells
+ *              (as the page's paint_class sets them; up to 16 disks).
  * Each object lists up to 4 blobs of at least an eighth of the disk's area
  * (8-connected), as a tracker would use it. Each frame then runs through
  * the fast CPU backend; an object is found when its largest blob has at
@@ -198,11 +200,15 @@ static void lt_frame(const struct lt_clip *c, const struct lt_opts *o, int f, ui
 
 /* ------------------------------------------------------------ teaching */
 
-enum { LT_RGB = 0, LT_HSV, LT_LAB, LT_RG, LT_METHODS };
+enum { LT_RGB = 0, LT_HSV, LT_LAB, LT_RG, LT_CLASS, LT_METHODS };
 static const char *const lt_method_names[LT_METHODS] = { "rgb box", "hsv box", "lab a/b",
-                                                         "rg chroma" };
+                                                         "rg chroma", "class" };
+/* The space each method reads the taught pixels in (a class: R, G, B). */
 static const enum trk_space lt_method_space[LT_METHODS] = { TRK_SPACE_RGB, TRK_SPACE_HSV,
-                                                            TRK_SPACE_LAB, TRK_SPACE_RG };
+                                                            TRK_SPACE_LAB, TRK_SPACE_RG,
+                                                            TRK_SPACE_RGB };
+/* The painted classes' tables (at most TRK_MAX_CLASSES disks). */
+static uint8_t lt_class_tab[TRK_MAX_CLASSES][TRK_CLASS_BYTES];
 
 static int lt_clampc(int v, int mx)
 {
@@ -224,6 +230,10 @@ static void lt_teach(const struct lt_clip *c, const struct trk_image *img, int m
             if (dx * dx + dy * dy > ri * ri) continue;
             int v[3];
             trk_image_pixel_space(img, x, y, sp, v);
+            if (me == LT_CLASS) { /* painted: the pixel's cell */
+                const int cell = trk_class_cell(v[0], v[1], v[2]);
+                lt_class_tab[k][cell >> 3] |= (uint8_t)(1u << (cell & 7));
+            }
             if (sp == TRK_SPACE_HSV) /* hue as a signed distance from the centre's */
                 v[0] = (trk_hue_wrap(v[0] - h0[0] + TRK_HUE_VALUES / 2)) - TRK_HUE_VALUES / 2;
             for (int ch = 0; ch < 3; ch++) {
@@ -250,6 +260,10 @@ static void lt_teach(const struct lt_clip *c, const struct trk_image *img, int m
     }
     if (sp == TRK_SPACE_LAB) o->lo[0] = 0, o->hi[0] = 255;
     if (sp == TRK_SPACE_RG) o->lo[2] = 10, o->hi[2] = 255;
+    if (me == LT_CLASS) {
+        o->space = TRK_SPACE_CLASS;
+        o->cls = lt_class_tab[k];
+    }
 }
 
 /* ------------------------------------------------------------ the run */
@@ -317,7 +331,9 @@ static int run_light(int argc, char **argv)
                              .full_range = true };
     static struct trk_object_def objs[LT_METHODS][LT_MAX_OBJ];
     lt_frame(&clip, &o, 0, rgb);
-    for (int me = 0; me < LT_METHODS; me++)
+    /* Classes for at most TRK_MAX_CLASSES disks (the backends' limit). */
+    const int methods = clip.m <= TRK_MAX_CLASSES ? LT_METHODS : LT_CLASS;
+    for (int me = 0; me < methods; me++)
         for (int k = 0; k < clip.m; k++)
             lt_teach(&clip, &img, me, k, o.margin, &objs[me][k]);
 
@@ -330,7 +346,7 @@ static int run_light(int argc, char **argv)
         double gain[3], light;
         lt_light(&o, f, gain, &light);
         lt_frame(&clip, &o, f, rgb);
-        for (int me = 0; me < LT_METHODS; me++) {
+        for (int me = 0; me < methods; me++) {
             if (trk_backend_set_objects(fast, objs[me], clip.m)) return 1;
             const double t0 = trk_bench_now_ms();
             if (trk_backend_process(fast, &img, NULL, res, NULL)) return 1;
@@ -353,7 +369,7 @@ static int run_light(int argc, char **argv)
            w, h, clip.m, clip.r, o.frames, o.margin, trk_backend_name(fast));
     printf("%-10s %8s %8s %8s   %8s %8s %8s   %9s\n", "space", "found hi", "mid", "dim", "false hi",
            "mid", "dim", "ms/frame");
-    for (int me = 0; me < LT_METHODS; me++) {
+    for (int me = 0; me < methods; me++) {
         const struct lt_tally *t = &tally[me];
         double share[2][LT_BANDS];
         for (int b = 0; b < LT_BANDS; b++) {
@@ -372,7 +388,9 @@ static int run_light(int argc, char **argv)
 }
 
 static const struct trk_bench_experiment light_exp = {
-    "light", "found share per light band: rgb/hsv boxes vs lab a/b and rg chromaticity", run_light
+    "light",
+    "found share per light band: rgb/hsv boxes vs lab a/b, rg chromaticity and a painted class",
+    run_light
 };
 
 __attribute__((constructor)) static void lt_register(void)
