@@ -361,9 +361,13 @@ static void obj_tables(struct cpu_fast *s, const struct trk_object_def *objs, in
         t->sat = s->tab.sat;
         t->light = s->tab.light;
         if (sp == TRK_SPACE_CLASS) {
+            /* The rgb kernel's class copy runs it: rgb tables of no object. */
+            static const uint64_t none[FAST_NVALS];
             t->ncls = 1;
             t->cls_cells = s->cls_cells;
             t->cls_mask[s->cls_ord[i]][0] = 1;
+            for (int c = 0; c < 3; c++)
+                t->full[TRK_SPACE_RGB][c] = t->sum[TRK_SPACE_RGB][c] = (uint64_t *)none;
             continue;
         }
         for (int c = 0; c < 3; c++) {

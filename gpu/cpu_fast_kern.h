@@ -97,7 +97,8 @@
  * in place (no de-interleave) and decoded YUV planes use stride 1. */
 static inline __attribute__((always_inline)) void
 KNAME(rgb_only_row)(struct worker *w, const struct fctx *f, const uint8_t *rp, const uint8_t *gp,
-                    const uint8_t *bp, const int stride, int xa, int xb, int y, const int dense)
+                    const uint8_t *bp, const int stride, int xa, int xb, int y, const int dense,
+                    const int cls)
 {
     const struct tables *t = f->tab;
     const uint64_t *fr = t->full[TRK_SPACE_RGB][0], *fg = t->full[TRK_SPACE_RGB][1],
@@ -112,17 +113,22 @@ KNAME(rgb_only_row)(struct worker *w, const struct fctx *f, const uint8_t *rp, c
     bp += (size_t)xa * stride;
     for (int x = xa; x <= xb; x++, rp += stride, gp += stride, bp += stride) {
         unsigned r = *rp, g = *gp, b = *bp;
+        /* Painted classes (cls, a constant: the copy for sets that have
+         * them): one cell-table load, each class there ORs its object. */
+        unsigned cm = cls ? t->cls_cells[trk_class_cell((int)r, (int)g, (int)b)] : 0;
 #if NW == 2
         /* With 4 words the summary is no use: each summary bit then stands
          * for 4 objects, and on gray noise some R, G and B bits of different
          * objects of a group meet in ~60% of the pixels, so the gate costs
          * more than the one-vector full test it would save. */
-        if (!dense && !(sr[r] & sg[g] & sb[b])) {
+        if (!dense && !(sr[r] & sg[g] & sb[b]) && !cm) {
             RUN_BREAK(x);
             continue;
         }
 #endif
         MT m = MLD(fr + r * NW) & MLD(fg + g * NW) & MLD(fb + b * NW);
+        for (; cm; cm &= cm - 1)
+            m |= MLD(t->cls_mask[__builtin_ctz(cm)]);
         RUN_PUSH(m, x);
     }
     RUN_END();
@@ -316,7 +322,10 @@ KNAME(generic_row)(struct worker *w, const struct fctx *f, const uint8_t *rp, co
         struct worker * w, const struct fctx *f, const uint8_t *rp, const uint8_t *gp,             \
         const uint8_t *bp, int xa, int xb, int y)                                                  \
     {                                                                                              \
-        KNAME(rgb_only_row)(w, f, rp, gp, bp, stride, xa, xb, y, dense);                           \
+        if (f->tab->ncls)                                                                          \
+            KNAME(rgb_only_row)(w, f, rp, gp, bp, stride, xa, xb, y, dense, 1);                    \
+        else                                                                                       \
+            KNAME(rgb_only_row)(w, f, rp, gp, bp, stride, xa, xb, y, dense, 0);                    \
     }                                                                                              \
     static void KCAT(KNAMEX(KCAT(generic, sfx)), KCAT(_s, stride))(                                \
         struct worker * w, const struct fctx *f, const uint8_t *rp, const uint8_t *gp,             \

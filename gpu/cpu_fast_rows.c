@@ -407,10 +407,10 @@ classify_row(struct worker *w, const struct fctx *f, int y, const int dense)
     const struct trk_image *img = f->img;
     const struct tables *t = f->tab;
     int nwi = nw_index(t->nw);
-    /* Spaces other than rgb and ycbcr, and classes, are all derived from R,
-     * G, B. */
-    const int derived =
-        t->has[TRK_SPACE_HSV] || t->has[TRK_SPACE_LAB] || t->has[TRK_SPACE_RG] || t->ncls;
+    /* Spaces other than rgb and ycbcr are all derived from R, G, B. */
+    const int derived = t->has[TRK_SPACE_HSV] || t->has[TRK_SPACE_LAB] || t->has[TRK_SPACE_RG];
+    /* Classes ride on the rgb kernels (their copy with the cell table), or
+     * on the generic one with the other spaces. */
     int rgb_only = !derived && !t->has[TRK_SPACE_YCBCR];
     uint8_t **pl = w->plane;
     int stride = img->fmt == TRK_FMT_YUYV ? 0 : trk_fmt_bpp(img->fmt);
@@ -432,8 +432,9 @@ classify_row(struct worker *w, const struct fctx *f, int y, const int dense)
         return;
     }
     /* YUV with objects of one space: straight from the native samples. */
-    int only_ycc = !t->has[TRK_SPACE_RGB] && !derived;
-    if ((rgb_only && f->ext_ok) || only_ycc) {
+    int only_ycc = !t->has[TRK_SPACE_RGB] && !derived && !t->ncls;
+    /* The extended tables take unclamped R, G, B: not for classes. */
+    if ((rgb_only && f->ext_ok && !t->ncls) || only_ycc) {
         const uint8_t *row = img->plane[0] + (size_t)y * img->pitch[0];
         const uint8_t *yp = row, *cbp, *crp;
         int fi;
@@ -457,7 +458,7 @@ classify_row(struct worker *w, const struct fctx *f, int y, const int dense)
     /* Mixed spaces: native samples into planes, RGB when objects of rgb or
      * a space derived from it exist, then the generic kernel. */
     decode_ycc_row(img, y, f->xa, f->xb, pl[3], pl[4], pl[5]);
-    if (t->has[TRK_SPACE_RGB] || derived)
+    if (t->has[TRK_SPACE_RGB] || derived || t->ncls)
         yuv_planes_to_rgb(f->k_yuv, f->xa, f->xb, pl[3], pl[4], pl[5], pl[0], pl[1], pl[2]);
     if (rgb_only)
         (dense ? f->kern->rgb_only_d : f->kern->rgb_only)[nwi][0](w, f, pl[0], pl[1], pl[2], f->xa,
