@@ -1610,6 +1610,17 @@ static long answer_sample(struct trk_control *c, const struct sample_req *r,
     return read;
 }
 
+/* The frame r names: the one its client holds or a kept one; NULL when
+ * gone. frames_lock held. */
+static const struct kept *kept_for(const struct trk_control *c, const struct sample_req *r)
+{
+    const int h = held_of(c, r->client);
+    if (h >= 0 && c->held[h].seq == r->seq) return &c->held[h];
+    for (int i = 0; i < TRK_CONTROL_KEPT_FRAMES; i++)
+        if (c->kept[i].valid && c->kept[i].seq == r->seq) return &c->kept[i];
+    return NULL;
+}
+
 /* The colour cells of the pixels of r's rectangle of img into cells
  * (TRK_CLASS_BYTES, cleared here): the pixels read, 0 when the rectangle
  * lies outside the frame. */
@@ -1643,11 +1654,7 @@ static long answer_paint(struct trk_control *c, const struct sample_req *r,
     int fw = 0, fh = 0;
     if (r->by_seq) {
         pthread_mutex_lock(&c->frames_lock);
-        const struct kept *k = NULL;
-        int h = held_of(c, r->client);
-        if (h >= 0 && c->held[h].seq == r->seq) k = &c->held[h];
-        for (int i = 0; !k && i < TRK_CONTROL_KEPT_FRAMES; i++)
-            if (c->kept[i].valid && c->kept[i].seq == r->seq) k = &c->kept[i];
+        const struct kept *k = kept_for(c, r);
         if (k) read = paint_cells(r, &k->img, cells), fw = k->img.width, fh = k->img.height;
         pthread_mutex_unlock(&c->frames_lock);
     } else {
@@ -1702,11 +1709,7 @@ static long answer_by_seq(struct trk_control *c, const struct sample_req *r)
 {
     long read = 0;
     pthread_mutex_lock(&c->frames_lock);
-    const struct kept *k = NULL;
-    int h = held_of(c, r->client);
-    if (h >= 0 && c->held[h].seq == r->seq) k = &c->held[h];
-    for (int i = 0; !k && i < TRK_CONTROL_KEPT_FRAMES; i++)
-        if (c->kept[i].valid && c->kept[i].seq == r->seq) k = &c->kept[i];
+    const struct kept *k = kept_for(c, r);
     if (k)
         read = answer_sample(c, r, &k->img, k->seq);
     else

@@ -33,23 +33,12 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+sys.path.insert(0, HERE)
 import light_eval  # noqa: E402
+import light_measure  # noqa: E402
 import light_scene  # noqa: E402
 
 MARGIN = light_scene.MARGIN
-
-
-def frames_of(clip, w, h):
-    p = subprocess.Popen(["ffmpeg", "-loglevel", "error", "-i", clip, "-f", "rawvideo",
-                          "-pix_fmt", "rgb24", "-"], stdout=subprocess.PIPE)
-    out = []
-    while True:
-        buf = p.stdout.read(w * h * 3)
-        if len(buf) < w * h * 3:
-            break
-        out.append(np.frombuffer(buf, np.uint8).reshape(h, w, 3))
-    p.wait()
-    return out
 
 
 def inner_pixels(img, tframe, name):
@@ -134,18 +123,6 @@ def objects_for(space, frames, truth, tmp, paint_frames):
     return {"objects": objs}
 
 
-def run_trackd(trackd, clip, objs, tmp):
-    path = os.path.join(tmp, "objects.json")
-    with open(path, "w") as fh:
-        json.dump(objs, fh)
-    out = subprocess.run([trackd, "--input", clip, "--objects", path, "--fast", "--output", "-",
-                          "--no-server", "--log-level", "error", "--backend", "cpu",
-                          "--mode", "full"], capture_output=True, text=True, timeout=600)
-    if out.returncode != 0:
-        sys.exit(f"trackd exited {out.returncode}: {out.stderr}")
-    return light_eval.from_ndjson(out.stdout.splitlines())
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("trackd")
@@ -159,14 +136,14 @@ def main():
                                                          "light_scene.py"), clip], check=True)
         truth = json.load(open(clip + ".truth.json"))
         w, h = truth["size"]
-        frames = frames_of(clip, w, h)
+        frames = list(light_measure.frames_of(clip, w, h))
         n = len(frames)
         print(f"{'':28s} bands {' | '.join(light_eval.BANDS)}")
         for space, paint in (("rgb", None), ("hsv", None), ("lab", None), ("rg", None),
                              ("class", [0]), ("class x3", [0, n // 2, n - 1]),
                              ("class x10", list(range(0, n, n // 10))[:10])):
             objs = objects_for(space, frames, truth, tmp, paint)
-            det = run_trackd(a.trackd, clip, objs, tmp)
+            det = light_measure.run_trackd(a.trackd, clip, objs, "full", tmp)
             print(light_eval.line(space, light_eval.score(truth, det)), flush=True)
 
 

@@ -761,6 +761,128 @@ static void compare_regions(struct trk_backend *ref, struct trk_backend *fast, u
                (unsigned long long)want[j].mass, (unsigned long long)got[j].mass);
 }
 
+/* Object i's blob lists of both backends, bit for bit. */
+static void compare_blobs(struct trk_backend *ref, struct trk_backend *fast, int n,
+                          const char *what)
+{
+    for (int i = 0; i < n; i++) {
+        const struct trk_blob *a, *b;
+        const int na = trk_backend_blobs(ref, i, &a), nb = trk_backend_blobs(fast, i, &b);
+        CHECKF(na == nb && (na <= 0 || !memcmp(a, b, (size_t)na * sizeof(*a))),
+               "%s: object %d blobs: ref %d, fast %d lists differ", what, i, na, nb);
+    }
+}
+
+/* The state the exactness parts (lightspaces, classes) share: the
+ * backends, the PRNG, the objects and ROIs, the cases run. */
+struct xctx {
+    struct trk_backend *ref, *fast[3][2];
+    uint64_t st;
+    int cases;
+    struct trk_object_def objs[TRK_MAX_OBJECTS];
+    struct trk_roi rois[TRK_MAX_OBJECTS];
+    uint8_t tabs[TRK_MAX_CLASSES][TRK_CLASS_BYTES];
+};
+
+/* One set of objects (x->objs[0..n)) on img through the reference and the
+ * fast backends of thread count ti + 1: both variants, without and with
+ * ROIs, then the regional form; blobs too when they are on. what: the
+ * part and its mode. */
+static void run_set(struct xctx *x, const struct trk_image *img, int n, int f, int ti,
+                    const char *part, int mode, int blobs)
+{
+    if (set_both(x->ref, x->fast[ti][0], x->objs, n) ||
+        set_both(x->ref, x->fast[ti][1], x->objs, n))
+        return;
+    for (int r = 0; r < 2; r++) {
+        if (r) random_rois(&x->st, img->width, img->height, n, x->rois);
+        char what[200];
+        snprintf(what, sizeof(what), "%s %dx%d n=%d %s mode %d %s threads %d", part, img->width,
+                 img->height, n, trk_pixfmt_name((enum trk_pixfmt)f), mode, r ? "rois" : "no rois",
+                 ti + 1);
+        compare_n(x->ref, x->fast[ti], 2, x->objs, n, img, r ? x->rois : NULL, what);
+        if (blobs) compare_blobs(x->ref, x->fast[ti][1], n, what);
+        x->cases++;
+    }
+    char what[160];
+    snprintf(what, sizeof(what), "%s regions %dx%d n=%d %s mode %d", part, img->width, img->height,
+             n, trk_pixfmt_name((enum trk_pixfmt)f), mode);
+    compare_regions(x->ref, x->fast[ti][mode & 1], &x->st, img, n, what);
+}
+
+/* fn(x, img, n, f, ti) for every frame size x object count of the
+ * exactness parts and every format (both matrices and ranges, thread
+ * counts 1..3 in turn); the scenes' seeds from base. */
+typedef void (*case_fn)(struct xctx *x, const struct trk_image *img, int n, int f, int ti);
+static void each_case(struct xctx *x, const int *counts, int nc, unsigned base, case_fn fn)
+{
+    static const int lsizes[][2] = { { 1, 1 }, { 7, 3 }, { 97, 61 }, { 131, 70 } };
+    for (int si = 0; si < (int)(sizeof(lsizes) / sizeof(lsizes[0])); si++)
+        for (int ci = 0; ci < nc; ci++) {
+            const int w = lsizes[si][0], h = lsizes[si][1];
+            struct trk_scene sc;
+            int err = trk_scene_random(w, h, 8, base + 10u * (unsigned)si + (unsigned)ci, &sc);
+            CHECKF(err == 0, "scene: %d", err);
+            if (err) continue;
+            for (int f = 0; f < TRK_FMT_COUNT; f++) {
+                const int mat = (ci + f) % 2, full = (si + f) % 2;
+                uint8_t *buf;
+                struct trk_image img;
+                err = trk_image_from_rgb(sc.rgb, w, h, (enum trk_pixfmt)f, (enum trk_matrix)mat,
+                                         full, (si + f) % 3, &buf, &img);
+                CHECKF(err == 0, "trk_image_from_rgb: %d", err);
+                if (err) continue;
+                fn(x, &img, counts[ci], f, (si + ci + f) % 3);
+                free(buf);
+            }
+            trk_scene_free(&sc);
+        }
+}
+
+/* lightspaces: mode 0 lab only, 1 rg only, 2 every space mixed, 3 lab and
+ * rg boxes of one value per channel (a pixel's own: the edges of the fast
+ * backend's cell gate). */
+static void lightspaces_case(struct xctx *x, const struct trk_image *img, int n, int f, int ti)
+{
+    for (int mode = 0; mode < 4; mode++) {
+        trk_scene_pixel_objects(&x->st, img,
+                                mode == 0   ? TRK_SPACE_LAB
+                                : mode == 1 ? TRK_SPACE_RG
+                                            : -1,
+                                n, x->objs);
+        for (int k = 0; mode == 3 && k < n; k++) {
+            struct trk_object_def *o = &x->objs[k];
+            o->space = k % 2 ? TRK_SPACE_RG : TRK_SPACE_LAB;
+            int c[3];
+            trk_image_pixel_space(img, (k * 7) % img->width, (k * 3) % img->height, o->space, c);
+            for (int ch = 0; ch < 3; ch++)
+                o->lo[ch] = o->hi[ch] = (uint16_t)c[ch];
+        }
+        run_set(x, img, n, f, ti, "lightspaces", mode, 0);
+    }
+}
+
+static struct xctx *xctx_new(unsigned seed)
+{
+    struct xctx *x = calloc(1, sizeof(*x));
+    if (!x) {
+        fprintf(stderr, "out of memory\n");
+        exit(2);
+    }
+    x->ref = make(TRK_BACKEND_CPU_REF, 131, 70, 1);
+    make_fast_set(x->fast, 131, 70);
+    x->st = seed;
+    return x;
+}
+
+static void xctx_free(struct xctx *x, const char *part)
+{
+    printf("%s: %d cases\n", part, x->cases);
+    trk_backend_destroy(&x->ref);
+    free_fast_set(x->fast);
+    free(x);
+}
+
 /* lab and rg objects (color.h's integer definitions) on the fast backend's
  * generic kernel against the reference: alone, and mixed with objects of
  * the other spaces (so frames of only rgb or only ycbcr objects keep their
@@ -769,71 +891,10 @@ static void compare_regions(struct trk_backend *ref, struct trk_backend *fast, u
  * variants, without and with ROIs, and the regional form. */
 static void test_lightspaces(void)
 {
-    static const int lsizes[][2] = { { 1, 1 }, { 7, 3 }, { 97, 61 }, { 131, 70 } };
     static const int lcounts[] = { 1, 8, 65, 129, 256 };
-    static struct trk_object_def objs[TRK_MAX_OBJECTS];
-    static struct trk_roi rois[TRK_MAX_OBJECTS];
-    struct trk_backend *ref = make(TRK_BACKEND_CPU_REF, 131, 70, 1);
-    struct trk_backend *fast[3][2];
-    make_fast_set(fast, 131, 70);
-    int cases = 0;
-    uint64_t st = 2727;
-    for (int si = 0; si < (int)(sizeof(lsizes) / sizeof(lsizes[0])); si++)
-        for (int ci = 0; ci < (int)(sizeof(lcounts) / sizeof(lcounts[0])); ci++) {
-            const int w = lsizes[si][0], h = lsizes[si][1], n = lcounts[ci];
-            struct trk_scene sc;
-            const uint64_t seed = 7100u + 10u * (unsigned)si + (unsigned)ci;
-            int err = trk_scene_random(w, h, 8, seed, &sc);
-            CHECKF(err == 0, "scene: %d", err);
-            if (err) continue;
-            for (int f = 0; f < TRK_FMT_COUNT; f++) {
-                const int ti = (si + ci + f) % 3, mat = (ci + f) % 2, full = (si + f) % 2;
-                uint8_t *buf;
-                struct trk_image img;
-                err = trk_image_from_rgb(sc.rgb, w, h, (enum trk_pixfmt)f, (enum trk_matrix)mat,
-                                         full, (si + f) % 3, &buf, &img);
-                CHECKF(err == 0, "trk_image_from_rgb: %d", err);
-                if (err) continue;
-                /* mode 0: lab only, 1: rg only, 2: every space mixed, 3:
-                 * lab and rg boxes of one value per channel (a pixel's own:
-                 * the edges of the fast backend's cell gate). */
-                for (int mode = 0; mode < 4; mode++) {
-                    trk_scene_pixel_objects(&st, &img,
-                                            mode == 0   ? TRK_SPACE_LAB
-                                            : mode == 1 ? TRK_SPACE_RG
-                                                        : -1,
-                                            n, objs);
-                    for (int k = 0; mode == 3 && k < n; k++) {
-                        objs[k].space = k % 2 ? TRK_SPACE_RG : TRK_SPACE_LAB;
-                        int c[3];
-                        trk_image_pixel_space(&img, (k * 7) % w, (k * 3) % h, objs[k].space, c);
-                        for (int ch = 0; ch < 3; ch++)
-                            objs[k].lo[ch] = objs[k].hi[ch] = (uint16_t)c[ch];
-                    }
-                    if (set_both(ref, fast[ti][0], objs, n) || set_both(ref, fast[ti][1], objs, n))
-                        continue;
-                    for (int r = 0; r < 2; r++) {
-                        if (r) random_rois(&st, w, h, n, rois);
-                        char what[200];
-                        snprintf(what, sizeof(what),
-                                 "lightspaces %dx%d n=%d %s mode %d %s threads %d", w, h, n,
-                                 trk_pixfmt_name((enum trk_pixfmt)f), mode, r ? "rois" : "no rois",
-                                 ti + 1);
-                        compare_n(ref, fast[ti], 2, objs, n, &img, r ? rois : NULL, what);
-                        cases++;
-                    }
-                    char what[160];
-                    snprintf(what, sizeof(what), "lightspaces regions %dx%d n=%d %s mode %d", w, h,
-                             n, trk_pixfmt_name((enum trk_pixfmt)f), mode);
-                    compare_regions(ref, fast[ti][mode & 1], &st, &img, n, what);
-                }
-                free(buf);
-            }
-            trk_scene_free(&sc);
-        }
-    printf("lightspaces: %d cases\n", cases);
-    trk_backend_destroy(&ref);
-    free_fast_set(fast);
+    struct xctx *x = xctx_new(2727);
+    each_case(x, lcounts, 5, 7100u, lightspaces_case);
+    xctx_free(x, "lightspaces");
 }
 
 /* ---------------------------------------------------------------- classes */
@@ -879,85 +940,34 @@ static void classes_by_hand(void)
     trk_backend_destroy(&ref);
 }
 
-/* Object i's blob lists of both backends, bit for bit. */
-static void compare_blobs(struct trk_backend *ref, struct trk_backend *fast, int n,
-                          const char *what)
+/* classes: mode 0 classes only (up to 16, the rest rgb boxes: the rgb
+ * kernels' class copy), 1 every space mixed with classes (every third
+ * object a class: the generic kernel), 2 the same with blobs on some. */
+static void classes_case(struct xctx *x, const struct trk_image *img, int n, int f, int ti)
 {
-    for (int i = 0; i < n; i++) {
-        const struct trk_blob *a, *b;
-        const int na = trk_backend_blobs(ref, i, &a), nb = trk_backend_blobs(fast, i, &b);
-        CHECKF(na == nb && (na <= 0 || !memcmp(a, b, (size_t)na * sizeof(*a))),
-               "%s: object %d blobs: ref %d, fast %d lists differ", what, i, na, nb);
+    for (int mode = 0; mode < 3; mode++) {
+        trk_scene_pixel_objects(&x->st, img, mode == 0 ? TRK_SPACE_RGB : -1, n, x->objs);
+        const int every = mode == 0 ? 1 : n > 48 ? n / 16 + 1 : 3;
+        trk_scene_class_objects(&x->st, img, n, mode == 0 ? 0 : 1, every, x->objs, x->tabs);
+        for (int k = 0; mode == 2 && k < n && k < 24; k += 3) {
+            x->objs[k + (k < n - 1)].blobs = 3;
+            x->objs[k + (k < n - 1)].connectivity = k % 2 ? 4 : 8;
+        }
+        run_set(x, img, n, f, ti, "classes", mode, mode == 2);
     }
 }
 
-/* Painted classes on the fast backend against the reference: classes alone,
- * mixed with every box space (every third object a class), and with blobs
- * on some of them; every format, both matrices and ranges, mask widths 1,
- * 2, 4 words, 1-3 threads, both variants, without and with ROIs, and the
- * regional form. */
+/* Painted classes on the fast backend against the reference, by hand
+ * first; then every format, both matrices and ranges, mask widths 1, 2, 4
+ * words, 1-3 threads, both variants, without and with ROIs, blob lists
+ * and the regional form. */
 static void test_classes(void)
 {
-    static const int lsizes[][2] = { { 1, 1 }, { 7, 3 }, { 97, 61 }, { 131, 70 } };
     static const int lcounts[] = { 1, 16, 40, 129, 256 };
-    static struct trk_object_def objs[TRK_MAX_OBJECTS];
-    static struct trk_roi rois[TRK_MAX_OBJECTS];
-    static uint8_t tabs[TRK_MAX_CLASSES][TRK_CLASS_BYTES];
     classes_by_hand();
-    struct trk_backend *ref = make(TRK_BACKEND_CPU_REF, 131, 70, 1);
-    struct trk_backend *fast[3][2];
-    make_fast_set(fast, 131, 70);
-    int cases = 0;
-    uint64_t st = 2828;
-    for (int si = 0; si < (int)(sizeof(lsizes) / sizeof(lsizes[0])); si++)
-        for (int ci = 0; ci < (int)(sizeof(lcounts) / sizeof(lcounts[0])); ci++) {
-            const int w = lsizes[si][0], h = lsizes[si][1], n = lcounts[ci];
-            struct trk_scene sc;
-            int err = trk_scene_random(w, h, 8, 8100u + 10u * (unsigned)si + (unsigned)ci, &sc);
-            CHECKF(err == 0, "scene: %d", err);
-            if (err) continue;
-            for (int f = 0; f < TRK_FMT_COUNT; f++) {
-                const int ti = (si + ci + f) % 3, mat = (ci + f) % 2, full = (si + f) % 2;
-                uint8_t *buf;
-                struct trk_image img;
-                err = trk_image_from_rgb(sc.rgb, w, h, (enum trk_pixfmt)f, (enum trk_matrix)mat,
-                                         full, (si + f) % 3, &buf, &img);
-                CHECKF(err == 0, "trk_image_from_rgb: %d", err);
-                if (err) continue;
-                /* mode 0: classes only (up to 16, the rest rgb boxes), 1:
-                 * every space mixed, 2: mixed with blobs on some objects. */
-                for (int mode = 0; mode < 3; mode++) {
-                    trk_scene_pixel_objects(&st, &img, mode == 0 ? TRK_SPACE_RGB : -1, n, objs);
-                    const int every = mode == 0 ? 1 : n > 48 ? n / 16 + 1 : 3;
-                    trk_scene_class_objects(&st, &img, n, mode == 0 ? 0 : 1, every, objs, tabs);
-                    for (int k = 0; mode == 2 && k < n && k < 24; k += 3) {
-                        objs[k + (k < n - 1)].blobs = 3;
-                        objs[k + (k < n - 1)].connectivity = k % 2 ? 4 : 8;
-                    }
-                    if (set_both(ref, fast[ti][0], objs, n) || set_both(ref, fast[ti][1], objs, n))
-                        continue;
-                    for (int r = 0; r < 2; r++) {
-                        if (r) random_rois(&st, w, h, n, rois);
-                        char what[200];
-                        snprintf(what, sizeof(what), "classes %dx%d n=%d %s mode %d %s threads %d",
-                                 w, h, n, trk_pixfmt_name((enum trk_pixfmt)f), mode,
-                                 r ? "rois" : "no rois", ti + 1);
-                        compare_n(ref, fast[ti], 2, objs, n, &img, r ? rois : NULL, what);
-                        if (mode == 2) compare_blobs(ref, fast[ti][1], n, what);
-                        cases++;
-                    }
-                    char what[160];
-                    snprintf(what, sizeof(what), "classes regions %dx%d n=%d %s mode %d", w, h, n,
-                             trk_pixfmt_name((enum trk_pixfmt)f), mode);
-                    compare_regions(ref, fast[ti][mode & 1], &st, &img, n, what);
-                }
-                free(buf);
-            }
-            trk_scene_free(&sc);
-        }
-    printf("classes: %d cases\n", cases);
-    trk_backend_destroy(&ref);
-    free_fast_set(fast);
+    struct xctx *x = xctx_new(2828);
+    each_case(x, lcounts, 5, 8100u, classes_case);
+    xctx_free(x, "classes");
 }
 
 /* The second moments at 8K (7680 x 4320; x*x summed over the frame is
