@@ -74,6 +74,12 @@ void trk_frame_set_device(struct trk_frame *f, const struct trk_image *img,
  * rate, samples, snapshots) and short, and the frame has no lock of its
  * own to initialise. */
 static pthread_mutex_t host_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic uint64_t downloads; /* device frames copied to the host */
+
+uint64_t trk_frame_downloads(void)
+{
+    return atomic_load_explicit(&downloads, memory_order_relaxed);
+}
 
 const struct trk_image *trk_frame_host(struct trk_frame *f)
 {
@@ -95,8 +101,10 @@ const struct trk_image *trk_frame_host(struct trk_frame *f)
         if (err)
             TRK_LOGX(TRK_LOG_ERROR, err, "cannot copy frame %llu from the GPU for the preview",
                      (unsigned long long)f->seq);
-        else
+        else {
             f->host = tmp.img, f->host_ok = true;
+            atomic_fetch_add_explicit(&downloads, 1, memory_order_relaxed);
+        }
     }
     if (f->host_ok) out = &f->host;
     pthread_mutex_unlock(&host_lock);

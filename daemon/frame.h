@@ -63,6 +63,11 @@ void trk_frame_unhold(struct trk_frame *f);
  * sampler and a snapshot may ask at once; the frame's pool holders keep it
  * from being refilled meanwhile). NULL when the copy fails (logged). */
 const struct trk_image *trk_frame_host(struct trk_frame *f);
+/* Device frames trk_frame_host copied to the host in this process so far
+ * (/metrics trackd_frames_downloaded_total): the preview's, colour
+ * samples', snapshots' and recordings' copies; tracking and the light
+ * module never make one. */
+uint64_t trk_frame_downloads(void);
 
 /* Lays out a frame of fmt/size with each row padded to a multiple of align
  * bytes, growing data as needed; fills img planes and pitches. 0 or

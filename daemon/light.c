@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend.h" /* TRK_MAX_GATHER, TRK_MAX_BLOBS */
 #include "color.h"
 #include "log.h"
 #include "ops/metrics.h"
@@ -26,6 +27,10 @@
 #define ADAPT_PER_FRAME 2    /* adapted objects updated per frame, in turn */
 #define GAIN_QUANTUM    256  /* gains in steps of 1/256: noise does not move boxes */
 #define RAIL_LOG_S      10.0 /* a rail warning per object at most this often */
+/* The most points one plan holds: the reference's, then per object in turn
+ * those around its blobs and a ring per blob. */
+#define PLAN_MAX (REF_SAMPLES + ADAPT_PER_FRAME * (ADAPT_SAMPLES + RING_SAMPLES * TRK_MAX_BLOBS))
+_Static_assert(PLAN_MAX <= TRK_MAX_GATHER, "a plan fits one backend gather");
 
 struct light_obj {
     bool on;              /* adapt on */
@@ -36,6 +41,24 @@ struct light_obj {
     int drift[3];         /* adaptation's offset */
     struct trk_light_state st;
     double rail_logged; /* monotonic s of the last warning, 0 = none */
+};
+
+/* An adapted object's share of a plan: its blobs' grown boxes, the points
+ * around them (pts[in0, in1)) and the rings' (pts[in1, ring1)). */
+struct plan_obj {
+    int obj, nb;
+    int box[TRK_MAX_BLOBS][4];
+    int in0, in1, ring1;
+};
+
+/* The points of the next frame the update reads (light.h): the
+ * reference's (pts[0, ref1)), then the adapted objects' in turn. made: it
+ * waits for its update. */
+struct light_plan {
+    bool made;
+    int n, ref1, n_obj;
+    struct plan_obj o[ADAPT_PER_FRAME];
+    struct trk_gather_point pts[PLAN_MAX];
 };
 
 struct trk_light {
@@ -53,6 +76,9 @@ struct trk_light {
     bool any_adapt;
     int n_adapt;     /* adapted objects; o[i].slot numbers them */
     uint64_t frames; /* updates since the reset: whose turn it is */
+    bool res_stale;  /* the results a plan gets are another set's (a reset since) */
+    struct light_plan plan;
+    struct trk_gather_value vals[PLAN_MAX]; /* trk_light_step_host's reads */
 };
 
 int trk_light_create(struct trk_light **out)
@@ -78,6 +104,8 @@ void trk_light_reset(struct trk_light *l, const struct trk_objects *set, int n)
     l->any_adapt = false;
     l->n_adapt = 0;
     l->frames = 0;
+    l->res_stale = true;
+    l->plan.made = false;
     for (int i = 0; i < n; i++) {
         l->taught[i] = l->comp[i] = l->cur[i] = set->def[i];
         l->adapt[i] = set->light.adapt[i];
@@ -103,22 +131,23 @@ bool trk_light_on(const struct trk_light *l)
     return l->n > 0 && (l->illum.reference != TRK_ILLUM_OFF || l->any_adapt);
 }
 
-/* ------------------------------------------------------------ measuring */
+/* ------------------------------------------------------------- the plan */
 
-/* Clips rectangle x, y, w, h to the frame into x0..x1, y0..y1 (exclusive
- * ends); false when nothing is left. */
-static bool clip_rect(const struct trk_image *img, int x, int y, int w, int h, int *x0, int *y0,
-                      int *x1, int *y1)
+/* Clips rectangle x, y, w, h to a width x height frame into x0..x1,
+ * y0..y1 (exclusive ends); false when nothing is left. */
+static bool clip_rect(int width, int height, int x, int y, int w, int h, int *x0, int *y0, int *x1,
+                      int *y1)
 {
     *x0 = x < 0 ? 0 : x;
     *y0 = y < 0 ? 0 : y;
-    *x1 = x + w > img->width ? img->width : x + w;
-    *y1 = y + h > img->height ? img->height : y + h;
+    *x1 = x + w > width ? width : x + w;
+    *y1 = y + h > height ? height : y + h;
     return *x0 < *x1 && *y0 < *y1;
 }
 
-/* The grid step that samples a w x h area at about most points. */
-static int grid_step(int64_t w, int64_t h, int64_t most)
+/* The least step whose square grid has about most points on a w x h area
+ * (w h <= most step^2). */
+static int area_step(int64_t w, int64_t h, int64_t most)
 {
     int step = 1;
     while (w * h > most * step * step)
@@ -126,49 +155,176 @@ static int grid_step(int64_t w, int64_t h, int64_t most)
     return step;
 }
 
-/* Pixel (x, y) of img in object space `space` (coefficients ci): packed RGB
- * formats read directly, the others as every single-pixel reader does
- * (trk_image_pixel_space gives the same values). */
-static void pixel_in(const struct trk_image *img, int x, int y, int space, int ci, int c[3])
+/* The grid step that samples a w x h area at most points: the least step
+ * with ceil(w / step) ceil(h / step) <= most. */
+static int grid_step(int64_t w, int64_t h, int64_t most)
 {
-    const int fmt = img->fmt;
-    if (fmt != TRK_FMT_RGB24 && fmt != TRK_FMT_RGBA && fmt != TRK_FMT_BGR24 &&
-        fmt != TRK_FMT_BGRA) {
-        trk_image_pixel_space(img, x, y, space, c);
-        return;
-    }
-    const int bpp = fmt == TRK_FMT_RGB24 || fmt == TRK_FMT_BGR24 ? 3 : 4;
-    const uint8_t *p = img->plane[0] + (size_t)y * img->pitch[0] + (size_t)x * (size_t)bpp;
-    const bool bgr = fmt == TRK_FMT_BGR24 || fmt == TRK_FMT_BGRA;
-    const uint8_t rgb[3] = { p[bgr ? 2 : 0], p[1], p[bgr ? 0 : 2] };
-    if (space == TRK_SPACE_RGB) {
-        c[0] = rgb[0], c[1] = rgb[1], c[2] = rgb[2];
-        return;
-    }
-    trk_rgb_to_space(&trk_rgb2ycc_coefs[ci], space, rgb, c);
+    int step = area_step(w, h, most);
+    while (((w + step - 1) / step) * ((h + step - 1) / step) > most)
+        step++;
+    return step;
 }
 
-/* The reference's means (Q8) on img, on a grid of at most about
- * REF_SAMPLES points; false when its rectangle is outside. */
-static bool measure_means(const struct trk_illum_cfg *il, const struct trk_image *img, int ci,
-                          uint32_t q8[3])
+static void plan_add(struct light_plan *pl, int x, int y)
+{
+    TRK_ASSERT(pl->n < PLAN_MAX);
+    pl->pts[pl->n++] = (struct trk_gather_point){ (uint16_t)x, (uint16_t)y };
+}
+
+/* Rectangle x, y, w, h clipped to the frame, on a grid of at most most
+ * points from its top left corner. */
+static void plan_grid(struct light_plan *pl, int width, int height, int x, int y, int w, int h,
+                      int most)
 {
     int x0, y0, x1, y1;
-    const int32_t *r = il->rect;
-    if (!(il->has_rect ? clip_rect(img, r[0], r[1], r[2], r[3], &x0, &y0, &x1, &y1)
-                       : clip_rect(img, 0, 0, img->width, img->height, &x0, &y0, &x1, &y1)))
-        return false;
-    const int step = grid_step(x1 - x0, y1 - y0, REF_SAMPLES);
-    uint64_t sum[3] = { 0, 0, 0 }, n = 0;
-    for (int y = y0; y < y1; y += step)
-        for (int x = x0; x < x1; x += step) {
-            int v[3];
-            pixel_in(img, x, y, TRK_SPACE_RGB, ci, v);
-            sum[0] += (uint64_t)v[0], sum[1] += (uint64_t)v[1], sum[2] += (uint64_t)v[2];
-            n++;
+    if (!clip_rect(width, height, x, y, w, h, &x0, &y0, &x1, &y1)) return;
+    const int step = grid_step(x1 - x0, y1 - y0, most);
+    for (int yy = y0; yy < y1; yy += step)
+        for (int xx = x0; xx < x1; xx += step)
+            plan_add(pl, xx, yy);
+}
+
+/* The ring of width TRK_ADAPT_RING_PX just outside r (inclusive bounds)
+ * on a grid of step `step` from its top left corner, the frame's points
+ * only: how many (counting stops past most), added to pl unless NULL. */
+static int ring_grid(struct light_plan *pl, int width, int height, const int r[4], int step,
+                     int most)
+{
+    const int w = TRK_ADAPT_RING_PX;
+    int n = 0;
+    for (int y = r[1] - w; y <= r[3] + w; y += step) {
+        if (y < 0 || y >= height) continue;
+        const bool inside_rows = y >= r[1] && y <= r[3];
+        for (int x = r[0] - w; x <= r[2] + w; x += step) {
+            if (inside_rows && x >= r[0] && x <= r[2]) x = r[2] + 1; /* jump over r */
+            if (x < 0 || x >= width) continue;
+            if (++n > most) return n;
+            if (pl) plan_add(pl, x, y);
         }
+    }
+    return n;
+}
+
+/* The ring around r at most RING_SAMPLES points: the least step >= 2 (and
+ * >= the ring's area step) that has no more. */
+static void plan_ring(struct light_plan *pl, int width, int height, const int r[4])
+{
+    const int w = TRK_ADAPT_RING_PX;
+    const int64_t area = 2 * (int64_t)w * (r[2] - r[0] + r[3] - r[1] + 2 + 2 * w);
+    int step = area_step(area, 1, RING_SAMPLES);
+    step = step < 2 ? 2 : step;
+    while (ring_grid(NULL, width, height, r, step, RING_SAMPLES) > RING_SAMPLES)
+        step++;
+    ring_grid(pl, width, height, r, step, RING_SAMPLES);
+}
+
+/* The grown box of blob b (half its size each side) into r[4] (x0, y0, x1,
+ * y1 inclusive, may lie outside the frame). */
+static void grown_box(const struct trk_blob *b, int r[4])
+{
+    const int gx = (b->x1 - b->x0 + 2) / 2, gy = (b->y1 - b->y0 + 2) / 2;
+    r[0] = b->x0 - gx, r[1] = b->y0 - gy, r[2] = b->x1 + gx, r[3] = b->y1 + gy;
+}
+
+/* Object i's blobs worth adapting to: those of at least half the largest's
+ * mass. */
+static int best_blobs(const struct trk_frame_result *res, int i, const struct trk_blob **b)
+{
+    if (i >= res->n || res->obj[i].n_blobs <= 0) return 0;
+    const struct trk_result_object *o = &res->obj[i];
+    *b = &res->blobs[o->blob0];
+    int n = 1;
+    while (n < o->n_blobs && (*b)[n].mass * 2 >= (*b)[0].mass)
+        n++;
+    return n;
+}
+
+/* Adapted objects' turns: each every period frames. */
+static int adapt_period(const struct trk_light *l)
+{
+    return (l->n_adapt + ADAPT_PER_FRAME - 1) / ADAPT_PER_FRAME;
+}
+
+/* Object i's plan: around res's best blobs of it (none while res is
+ * another set's). */
+static void plan_object(struct trk_light *l, int i, int width, int height,
+                        const struct trk_frame_result *res)
+{
+    struct light_plan *pl = &l->plan;
+    TRK_ASSERT(pl->n_obj < ADAPT_PER_FRAME);
+    struct plan_obj *po = &pl->o[pl->n_obj++];
+    const struct trk_blob *b = NULL;
+    po->obj = i;
+    po->nb = l->res_stale || !res ? 0 : best_blobs(res, i, &b);
+    po->nb = po->nb > TRK_MAX_BLOBS ? TRK_MAX_BLOBS : po->nb; /* a list holds at most K */
+    po->in0 = pl->n;
+    for (int k = 0; k < po->nb; k++) {
+        int *r = po->box[k];
+        grown_box(&b[k], r);
+        plan_grid(pl, width, height, r[0], r[1], r[2] - r[0] + 1, r[3] - r[1] + 1,
+                  ADAPT_SAMPLES / po->nb);
+    }
+    po->in1 = pl->n;
+    for (int k = 0; k < po->nb; k++)
+        plan_ring(pl, width, height, po->box[k]);
+    po->ring1 = pl->n;
+}
+
+int trk_light_plan(struct trk_light *l, const struct trk_image *next,
+                   const struct trk_frame_result *res, const struct trk_gather_point **pts)
+{
+    struct light_plan *pl = &l->plan;
+    pl->n = pl->ref1 = pl->n_obj = 0;
+    pl->made = trk_light_on(l);
+    *pts = pl->pts;
+    if (!pl->made) return 0;
+    const int w = next->width, h = next->height;
+    const int32_t *r = l->illum.rect;
+    if (l->illum.reference != TRK_ILLUM_OFF)
+        plan_grid(pl, w, h, l->illum.has_rect ? r[0] : 0, l->illum.has_rect ? r[1] : 0,
+                  l->illum.has_rect ? r[2] : w, l->illum.has_rect ? r[3] : h, REF_SAMPLES);
+    pl->ref1 = pl->n;
+    const int period = adapt_period(l);
+    for (int i = 0; l->any_adapt && i < l->n; i++)
+        if (l->o[i].on && l->frames % (uint64_t)period == (uint64_t)(l->o[i].slot % period))
+            plan_object(l, i, w, h, res);
+    return pl->n;
+}
+
+/* ------------------------------------------------------------ measuring */
+
+/* The gathered values of a plan and how to read them: the frame's kind
+ * and colour coefficients (trk_coef_index). */
+struct samples {
+    const struct trk_gather_value *v;
+    int yuv, ci;
+};
+
+/* Point k in object space `space`: what every backend tests the pixel with
+ * (trk_pixel_triples on its native samples). */
+static void sample_in(const struct samples *sm, int k, int space, int c[3])
+{
+    const uint8_t *v = sm->v[k].s;
+    const int s[3] = { v[0], v[1], v[2] };
+    int t[3][3];
+    trk_pixel_triples(&trk_yuv2rgb_coefs[sm->ci], &trk_rgb2ycc_coefs[sm->ci], sm->yuv, 1 << space,
+                      s, t);
+    c[0] = t[space][0], c[1] = t[space][1], c[2] = t[space][2];
+}
+
+/* The reference's means (Q8) from its n points; false when it has none
+ * (its rectangle lies outside the frame). */
+static bool measure_means(const struct samples *sm, int n, uint32_t q8[3])
+{
+    if (n == 0) return false;
+    uint64_t sum[3] = { 0, 0, 0 };
+    for (int k = 0; k < n; k++) {
+        int v[3];
+        sample_in(sm, k, TRK_SPACE_RGB, v);
+        sum[0] += (uint64_t)v[0], sum[1] += (uint64_t)v[1], sum[2] += (uint64_t)v[2];
+    }
     for (int c = 0; c < 3; c++) {
-        q8[c] = (uint32_t)((sum[c] * 256 + n / 2) / n);
+        q8[c] = (uint32_t)((sum[c] * 256 + (uint64_t)n / 2) / (uint64_t)n);
         if (q8[c] == 0) q8[c] = 1; /* a black reference: gain floor, not a division by 0 */
     }
     return true;
@@ -338,74 +494,38 @@ static bool matches(const struct trk_object_def *d, const int v[3])
     return trk_box_match(d->lo, d->hi, d->space == TRK_SPACE_HSV, v[0], v[1], v[2]) != 0;
 }
 
-/* What an object's pixels say this frame. */
+/* What an object's points say this frame. */
 struct gather {
     int64_t sum[3];
     int64_t n;
-    int64_t ring_n, ring_hit; /* ring pixels, those the proposed box takes */
+    int64_t ring_n, ring_hit; /* ring points, those the proposed box takes */
 };
 
-/* The grown box of blob b (half its size each side) into r[4] (x0, y0, x1,
- * y1 inclusive, may lie outside the frame). */
-static void grown_box(const struct trk_blob *b, int r[4])
+/* Points [k0, k1) that the guard box takes: their sums (hue around
+ * centre[0]). */
+static void gather_inside(const struct samples *sm, int k0, int k1,
+                          const struct trk_object_def *guard, const int centre[3], struct gather *g)
 {
-    const int gx = (b->x1 - b->x0 + 2) / 2, gy = (b->y1 - b->y0 + 2) / 2;
-    r[0] = b->x0 - gx, r[1] = b->y0 - gy, r[2] = b->x1 + gx, r[3] = b->y1 + gy;
-}
-
-/* Pixels of the grown box r that the guard box takes, on a grid of at
- * most about `most` points: their sums (hue around centre[0]). */
-static void gather_inside(const struct trk_image *img, const struct trk_object_def *guard, int ci,
-                          const int centre[3], const int r[4], int most, struct gather *g)
-{
-    int x0, y0, x1, y1;
-    if (!clip_rect(img, r[0], r[1], r[2] - r[0] + 1, r[3] - r[1] + 1, &x0, &y0, &x1, &y1)) return;
-    const int step = grid_step(x1 - x0, y1 - y0, most);
-    for (int y = y0; y < y1; y += step)
-        for (int x = x0; x < x1; x += step) {
-            int v[3];
-            pixel_in(img, x, y, (int)guard->space, ci, v);
-            if (!matches(guard, v)) continue;
-            if (guard->space == TRK_SPACE_HSV) v[0] = hue_off(v[0], centre[0]);
-            g->sum[0] += v[0], g->sum[1] += v[1], g->sum[2] += v[2];
-            g->n++;
-        }
-}
-
-/* The ring of width TRK_ADAPT_RING_PX just outside r, on a grid of at
- * most about RING_SAMPLES points (step >= 2): how many box d takes. */
-static void gather_ring(const struct trk_image *img, const struct trk_object_def *d, int ci,
-                        const int r[4], struct gather *g)
-{
-    const int w = TRK_ADAPT_RING_PX;
-    const int64_t area = 2 * (int64_t)w * (r[2] - r[0] + r[3] - r[1] + 2 + 2 * w);
-    int step = grid_step(area, 1, RING_SAMPLES);
-    step = step < 2 ? 2 : step;
-    for (int y = r[1] - w; y <= r[3] + w; y += step) {
-        if (y < 0 || y >= img->height) continue;
-        const bool inside_rows = y >= r[1] && y <= r[3];
-        for (int x = r[0] - w; x <= r[2] + w; x += step) {
-            if (inside_rows && x >= r[0] && x <= r[2]) x = r[2] + 1; /* jump over r */
-            if (x < 0 || x >= img->width) continue;
-            int v[3];
-            pixel_in(img, x, y, (int)d->space, ci, v);
-            g->ring_n++;
-            g->ring_hit += matches(d, v);
-        }
+    for (int k = k0; k < k1; k++) {
+        int v[3];
+        sample_in(sm, k, (int)guard->space, v);
+        if (!matches(guard, v)) continue;
+        if (guard->space == TRK_SPACE_HSV) v[0] = hue_off(v[0], centre[0]);
+        g->sum[0] += v[0], g->sum[1] += v[1], g->sum[2] += v[2];
+        g->n++;
     }
 }
 
-/* Object i's blobs worth adapting to: those of at least half the largest's
- * mass. */
-static int best_blobs(const struct trk_frame_result *res, int i, const struct trk_blob **b)
+/* Ring points [k0, k1): how many box d takes. */
+static void gather_ring(const struct samples *sm, int k0, int k1, const struct trk_object_def *d,
+                        struct gather *g)
 {
-    const struct trk_result_object *o = &res->obj[i];
-    if (i >= res->n || o->n_blobs <= 0) return 0;
-    *b = &res->blobs[o->blob0];
-    int n = 1;
-    while (n < o->n_blobs && (*b)[n].mass * 2 >= (*b)[0].mass)
-        n++;
-    return n;
+    for (int k = k0; k < k1; k++) {
+        int v[3];
+        sample_in(sm, k, (int)d->space, v);
+        g->ring_n++;
+        g->ring_hit += matches(d, v);
+    }
 }
 
 static void warn_rail(struct trk_light *l, int i, const char *why)
@@ -445,17 +565,16 @@ static void predicted(const struct trk_light *l, int i, const struct light_obj *
                    : o->ref_mean[c] + a[c] - b[c];
 }
 
-/* Object i's turn; period: frames between its turns (its rate is per
- * frame). */
-static void adapt_one(struct trk_light *l, int i, const struct trk_image *img,
-                      const struct trk_frame_result *res, int period)
+/* The turn of the plan's object po; period: frames between its turns (its
+ * rate is per frame). */
+static void adapt_one(struct trk_light *l, const struct plan_obj *po, const struct samples *sm,
+                      int period)
 {
+    const int i = po->obj;
     struct light_obj *o = &l->o[i];
     const struct trk_adapt_cfg *a = &l->adapt[i];
-    const struct trk_blob *b;
-    const int nb = best_blobs(res, i, &b);
     o->st.rail = false;
-    if (nb == 0) return;
+    if (po->nb == 0) return;
     /* The pixels around the blobs that the current box, widened by the
      * rate, takes: their means (hue around the box's hue centre). */
     struct trk_object_def cur, guard;
@@ -464,11 +583,7 @@ static void adapt_one(struct trk_light *l, int i, const struct trk_image *img,
     const bool hsv = cur.space == TRK_SPACE_HSV;
     const int centre[3] = { hsv ? trk_hue_centre(cur.lo[0], cur.hi[0]) : 0, 0, 0 };
     struct gather g = { 0 };
-    int boxes[TRK_MAX_BLOBS][4];
-    for (int k = 0; k < nb; k++) {
-        grown_box(&b[k], boxes[k]);
-        gather_inside(img, &guard, l->ci, centre, boxes[k], ADAPT_SAMPLES / nb, &g);
-    }
+    gather_inside(sm, po->in0, po->in1, &guard, centre, &g);
     if (g.n == 0) return;
     int mean[3];
     for (int c = 0; c < 3; c++)
@@ -501,8 +616,7 @@ static void adapt_one(struct trk_light *l, int i, const struct trk_image *img,
     if (moved) {
         struct trk_object_def prop;
         shifted(&l->comp[i], next, &prop);
-        for (int k = 0; k < nb; k++)
-            gather_ring(img, &prop, l->ci, boxes[k], &g);
+        gather_ring(sm, po->in1, po->ring1, &prop, &g);
         if (g.ring_n > 0 && g.ring_hit * 1000 > (int64_t)a->ring_permille * g.ring_n) {
             o->st.rail = true;
             warn_rail(l, i, "the ring around it would match");
@@ -519,13 +633,17 @@ static void adapt_one(struct trk_light *l, int i, const struct trk_image *img,
 /* ---------------------------------------------------------------- update */
 
 bool trk_light_update(struct trk_light *l, const struct trk_image *img,
-                      const struct trk_frame_result *res, const struct trk_object_def **defs)
+                      const struct trk_gather_value *vals, int n,
+                      const struct trk_object_def **defs)
 {
-    if (!trk_light_on(l)) return false;
+    struct light_plan *pl = &l->plan;
+    if (!trk_light_on(l) || !pl->made || n != pl->n || (n > 0 && !vals)) return false;
+    pl->made = false;
     const int ci = l->ci = trk_coef_index(img->matrix, img->full_range);
+    const struct samples sm = { vals, trk_fmt_is_yuv((int)img->fmt), ci };
     if (l->illum.reference != TRK_ILLUM_OFF) {
         uint32_t q8[3];
-        if (measure_means(&l->illum, img, ci, q8)) {
+        if (measure_means(&sm, pl->ref1, q8)) {
             if (!l->have_ref) {
                 memcpy(l->ref_q8, q8, sizeof q8);
                 l->have_ref = true;
@@ -542,11 +660,10 @@ bool trk_light_update(struct trk_light *l, const struct trk_image *img,
             }
         }
     }
-    const int period = (l->n_adapt + ADAPT_PER_FRAME - 1) / ADAPT_PER_FRAME;
-    for (int i = 0; l->any_adapt && i < l->n; i++)
-        if (l->o[i].on && l->frames % (uint64_t)period == (uint64_t)(l->o[i].slot % period))
-            adapt_one(l, i, img, res, period);
+    for (int k = 0; k < pl->n_obj; k++)
+        adapt_one(l, &pl->o[k], &sm, adapt_period(l));
     l->frames++;
+    l->res_stale = false;
     bool changed = false;
     for (int i = 0; i < l->n; i++) {
         struct trk_object_def next;
@@ -600,4 +717,13 @@ int trk_light_report(const struct trk_light *l, struct trk_metrics_range *out)
         r->rail = st->rail;
     }
     return l->n;
+}
+
+bool trk_light_step_host(struct trk_light *l, const struct trk_image *img,
+                         const struct trk_frame_result *res, const struct trk_object_def **defs)
+{
+    const struct trk_gather_point *pts;
+    const int n = trk_light_plan(l, img, res, &pts);
+    trk_image_gather(img, pts, n, l->vals);
+    return trk_light_update(l, img, l->vals, n, defs);
 }

@@ -489,10 +489,21 @@ static void frame_state(struct pipeline *p, const struct trk_frame *f)
     if (!p->state.failed) trk_rewind_state(cfg->rewind, f->seq, p->state.p, p->state.len);
 }
 
+/* The light's plan for frame f (light.h), from the last frame's results:
+ * its points go with f's first round (trk_backend_set_gather), read where
+ * f lies, so a device frame is never copied for the light. */
+static int plan_light(struct pipeline *p, const struct trk_frame *f)
+{
+    const struct trk_gather_point *pts;
+    const int n = trk_light_plan(p->light, &f->img, &p->result, &pts);
+    return trk_backend_set_gather(p->backend, pts, n);
+}
+
 static int start_frame(struct pipeline *p, const struct trk_frame *f, struct trk_tracker_plan *plan)
 {
     frame_state(p, f);
     int err = trk_tracker_begin(p->tracker, f->seq, f->img.width, f->img.height, plan);
+    if (!err) err = plan_light(p, f);
     return err ? err : submit_round(p, f, plan);
 }
 
@@ -757,10 +768,10 @@ static void backend_works(struct pipeline *p, const struct trk_frame *f)
              trk_backend_name(p->backend), (unsigned long long)f->seq, (unsigned long long)skipped);
 }
 
-/* Illumination and adaptation (light.h): frame f's host pixels and
- * results move the boxes the next frame is thresholded with, before it is
- * started (pipelining included), so a replay gives the same boxes. A
- * device frame is copied to the host for it. */
+/* Illumination and adaptation (light.h): the points of frame f that its
+ * plan asked for, read by the backend with f's first round (no copy of a
+ * device frame), move the boxes the next frame is thresholded with, before
+ * it is started (pipelining included), so a replay gives the same boxes. */
 static void follow_light(struct pipeline *p, struct trk_frame *f, int n_objects)
 {
     const bool on = trk_light_on(p->light);
@@ -768,15 +779,17 @@ static void follow_light(struct pipeline *p, struct trk_frame *f, int n_objects)
         /* The frame's results carry the box it was thresholded with. */
         const struct trk_light_state *st = trk_light_state(p->light, i);
         struct trk_result_object *o = &p->result.obj[i];
+        if (p->objects->def[i].space == TRK_SPACE_CLASS) continue; /* painted: no box */
         o->has_range = true, o->range_rail = st->rail;
         memcpy(o->range_lo, st->lo, sizeof o->range_lo);
         memcpy(o->range_hi, st->hi, sizeof o->range_hi);
         memcpy(o->range_drift, st->drift, sizeof o->range_drift);
     }
     if (on) {
-        const struct trk_image *img = f->img.mem == TRK_MEM_HOST ? &f->img : trk_frame_host(f);
+        const struct trk_gather_value *vals;
+        const int nv = trk_backend_gathered(p->backend, &vals);
         const struct trk_object_def *defs = NULL;
-        const bool changed = img && trk_light_update(p->light, img, &p->result, &defs);
+        const bool changed = trk_light_update(p->light, &f->img, vals, nv < 0 ? 0 : nv, &defs);
         int e = changed ? trk_backend_set_objects(p->backend, defs, n_objects) : 0;
         if (e) log_once(p->set_failed, TRK_LOG_ERROR, e, "cannot apply the light-adjusted ranges");
         /* keep_range's boxes; reset_range's requests, for the next update. */

@@ -24,6 +24,18 @@ struct trk_backend {
     int n_units;
     struct regional *gen;
     bool device_refused; /* a device image was refused (logged once) */
+    struct gather *g;    /* trk_backend_set_gather's, made at its first call */
+};
+
+/* The point gather (trk_backend_set_gather): n armed points (armed until
+ * a submit takes them), whether the frame in flight reads them and on the
+ * device (its values then come from the backend at wait), and whether val
+ * holds the values of the last frame waited for. */
+struct gather {
+    struct trk_gather_point pts[TRK_MAX_GATHER];
+    struct trk_gather_value val[TRK_MAX_GATHER];
+    int n;
+    bool armed, in_frame, device, ok;
 };
 
 /* The generic regional form's results: per region its aggregate, its blob
@@ -110,6 +122,7 @@ void trk_backend_destroy(struct trk_backend **pb)
     struct trk_backend *b = *pb;
     b->ops->destroy(b->self);
     free(b->gen);
+    free(b->g);
     free(b);
     *pb = NULL;
 }
@@ -187,12 +200,59 @@ static int submit_check(struct trk_backend *b, const struct trk_image *img)
     return 0;
 }
 
+int trk_backend_set_gather(struct trk_backend *b, const struct trk_gather_point *pts, int n)
+{
+    if (n < 0 || n > TRK_MAX_GATHER || (n > 0 && !pts) || b->in_flight) return TRK_EINVAL;
+    if (!b->g && n == 0) return 0;
+    if (!b->g && !(b->g = calloc(1, sizeof(*b->g)))) return TRK_ENOMEM;
+    struct gather *g = b->g;
+    if (n > 0) memcpy(g->pts, pts, (size_t)n * sizeof(*pts));
+    g->n = n;
+    g->armed = n > 0;
+    g->ok = false;
+    return 0;
+}
+
+int trk_backend_gathered(const struct trk_backend *b, const struct trk_gather_value **vals)
+{
+    *vals = NULL;
+    if (!b->g || !b->g->ok || b->in_flight) return TRK_EINVAL;
+    *vals = b->g->val;
+    return b->g->n;
+}
+
+/* Before a submit of img: an armed gather's points checked against it and,
+ * for a device image, handed to the backend to read in its submission.
+ * 0 or the code to return. */
+static int gather_begin(struct trk_backend *b, const struct trk_image *img)
+{
+    const struct gather *g = b->g;
+    if (!g || !g->armed) return 0;
+    int err = trk_image_gather_check(img, g->pts, g->n);
+    if (err || img->mem == TRK_MEM_HOST) return err;
+    return b->ops->gather ? b->ops->gather(b->self, g->pts, g->n) : TRK_ENODEV;
+}
+
+/* After a submit of img that returned err: the gather is spent either way;
+ * a host image's points are read now, the frame's work being queued. */
+static void gather_end(struct trk_backend *b, const struct trk_image *img, int err)
+{
+    struct gather *g = b->g;
+    if (!g || !g->armed) return;
+    g->armed = false;
+    g->in_frame = !err;
+    g->device = img->mem != TRK_MEM_HOST;
+    if (!err && !g->device) trk_image_gather(img, g->pts, g->n, g->val);
+}
+
 int trk_backend_submit(struct trk_backend *b, const struct trk_image *img,
                        const struct trk_roi *rois)
 {
     int err = submit_check(b, img);
+    if (!err) err = gather_begin(b, img);
     if (err) return err;
     err = b->ops->submit(b->self, img, rois);
+    gather_end(b, img, err);
     if (!err) {
         b->in_flight = true;
         b->regional = b->gen_regions = false;
@@ -242,10 +302,12 @@ int trk_backend_submit_regions(struct trk_backend *b, const struct trk_image *im
     for (int j = 0; j < n; j++)
         if (regions[j].obj < 0 || regions[j].obj >= b->n_objects) return TRK_EINVAL;
     int err = submit_check(b, img);
+    if (!err) err = gather_begin(b, img);
     if (err) return err;
     const bool native = b->ops->submit_regions != NULL;
     err = native ? b->ops->submit_regions(b->self, img, regions, n)
                  : regions_one_by_one(b, img, regions, n);
+    gather_end(b, img, err);
     if (!err) {
         b->in_flight = true;
         b->regional = true;
@@ -269,6 +331,12 @@ int trk_backend_wait(struct trk_backend *b, struct trk_obj_result *out,
         err = b->ops->wait(b->self, out, timing);
     }
     b->waited = !err;
+    struct gather *g = b->g;
+    if (g && g->in_frame) {
+        g->in_frame = false;
+        if (!err && g->device) b->ops->gathered(b->self, g->val, g->n);
+        g->ok = !err;
+    }
     return err;
 }
 

@@ -285,6 +285,30 @@ int trk_backend_process_regions(struct trk_backend *b, const struct trk_image *i
                                 const struct trk_region *regions, int n, struct trk_obj_result *out,
                                 struct trk_backend_timing *timing);
 
+/* --------------------------------------------------------- point gathers */
+
+/* Most points one gather reads (daemon/light.c plans at most about 10^4). */
+#define TRK_MAX_GATHER 16384
+
+/* Arms the next submit or submit_regions to read the native samples of n
+ * pixels of its image (struct trk_gather_point and trk_gather_value,
+ * image.h) with the frame's own work, once (the rounds after it read
+ * none): a device image (TRK_MEM_CUDA) on the GPU in the same submission
+ * (CUDA: a small kernel on the frame's stream before its kernels, the
+ * values written to mapped host memory, there when wait returns: no
+ * extra synchronisation, no copy of the frame); a host image from host
+ * memory where it lies, on every backend, after the frame's work is
+ * queued (trk_image_gather, the definition every backend equals). pts are
+ * copied. A point outside the image fails that submit (TRK_EINVAL).
+ * n = 0 disarms. TRK_EINVAL for n outside 0..TRK_MAX_GATHER or while a
+ * frame is in flight; TRK_ENOMEM. Between frames, like set_objects. */
+int trk_backend_set_gather(struct trk_backend *b, const struct trk_gather_point *pts, int n);
+/* The values the armed submit read, once it was waited for: *vals points
+ * at n values (the backend's copy, valid until the next set_gather) and
+ * n is returned; TRK_EINVAL (and *vals NULL) when no armed submit was
+ * waited for since the last set_gather, or a frame is in flight. */
+int trk_backend_gathered(const struct trk_backend *b, const struct trk_gather_value **vals);
+
 /* ------------------------------------------------------ host memory */
 
 /* Host memory for frames the backend reads without a detour. On CUDA,

@@ -51,6 +51,13 @@ struct trk_backend_ops {
     bool (*host_pinned)(const void *self, const void *p, size_t n);
     /* submit only queues the work (trk_backend_async); false: it does it. */
     bool async;
+    /* Gathers from device images (trk_backend_set_gather): gather arms the
+     * next submit or submit_regions (of a device image: backend.c gathers
+     * host images itself) to read the n points (checked, copied) in its
+     * own submission; gathered copies the values of the frame last waited
+     * for into out. NULL: the backend takes no device images. */
+    int (*gather)(void *self, const struct trk_gather_point *pts, int n);
+    void (*gathered)(void *self, struct trk_gather_value *out, int n);
 };
 
 /* The required members of a C backend's ops whose functions follow the

@@ -60,3 +60,20 @@ int trk_image_check(const struct trk_image *img)
         if (!img->plane[p] || img->pitch[p] < L.row_bytes[p]) return TRK_EINVAL;
     return 0;
 }
+
+int trk_image_gather_check(const struct trk_image *img, const struct trk_gather_point *pts, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (pts[i].x >= img->width || pts[i].y >= img->height) return TRK_EINVAL;
+    return 0;
+}
+
+void trk_image_gather(const struct trk_image *img, const struct trk_gather_point *pts, int n,
+                      struct trk_gather_value *out)
+{
+    for (int i = 0; i < n; i++) {
+        int s[3];
+        trk_pixel_native((int)img->fmt, img->plane, img->pitch, pts[i].x, pts[i].y, s);
+        out[i] = (struct trk_gather_value){ { (uint8_t)s[0], (uint8_t)s[1], (uint8_t)s[2] }, 0 };
+    }
+}

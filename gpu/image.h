@@ -82,6 +82,27 @@ int trk_image_plane_layout(enum trk_pixfmt fmt, int width, int height, struct tr
  * device image only the values are checked (the pointers are not read). */
 int trk_image_check(const struct trk_image *img);
 
+/* ------------------------------------------------------- point gathers */
+
+/* One pixel to read, x < width, y < height (TRK_MAX_SIDE fits 16 bits). */
+struct trk_gather_point {
+    uint16_t x, y;
+};
+/* A read pixel's native samples (color.h trk_pixel_native: R, G, B for the
+ * RGB formats, Y, Cb, Cr for the YUV ones); the object spaces come from
+ * them with trk_pixel_triples, as every backend derives them. */
+struct trk_gather_value {
+    uint8_t s[3];
+    uint8_t pad; /* 0 */
+};
+/* 0 when every point lies inside img, else TRK_EINVAL. */
+int trk_image_gather_check(const struct trk_image *img, const struct trk_gather_point *pts, int n);
+/* The native samples of the n points of a host image (checked) into out:
+ * the definition every backend's gather equals (backend.h,
+ * trk_backend_set_gather). */
+void trk_image_gather(const struct trk_image *img, const struct trk_gather_point *pts, int n,
+                      struct trk_gather_value *out);
+
 #ifdef __cplusplus
 }
 #endif

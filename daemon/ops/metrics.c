@@ -12,6 +12,7 @@
 #include "trk_clock.h" /* trk_now, trk_wall_ms */
 #include "out/mqtt.h"  /* trk_mqtt_stats */
 #include "focus.h"
+#include "frame.h" /* trk_frame_downloads */
 #include "snapshot.h"
 #include "objects.h" /* trk_objects_channel_name */
 
@@ -340,7 +341,7 @@ static void light_gauges(struct trk_metrics *m, struct trk_buf *b)
     for (int k = 0; k < 3; k++) {
         put_head(b, names[k], "gauge", helps[k]);
         for (int i = 0; i < m->n_light; i++)
-            for (int c = 0; c < 3; c++) {
+            for (int c = 0; c < 3 && m->light[i].space != TRK_SPACE_CLASS; c++) {
                 const struct trk_metrics_range *r = &m->light[i];
                 range_sample(b, names[k], r, c,
                              k == 0   ? r->lo[c]
@@ -440,6 +441,10 @@ int trk_metrics_render(struct trk_metrics *m, struct trk_buf *b)
     counter(b, "trackd_uploaded_bytes_total",
             "Frame bytes copied from host to GPU memory (0 for CPU backends).",
             atomic_load(&m->upload_bytes));
+    counter(b, "trackd_frames_downloaded_total",
+            "GPU-decoded frames copied to host memory (the preview, colour samples, snapshots, "
+            "recordings; never for tracking or the light).",
+            trk_frame_downloads());
     counter(b, "trackd_frames_pinned_total",
             "Frames whose pixels the backend read from pinned host memory (no staging copy; "
             "0 for CPU backends).",

@@ -12,6 +12,9 @@
  *                      pixels, kept in shared memory) and runs; each row
  *                      takes its runs' slots with one atomicAdd, each
  *                      (row, object)'s runs sorted by x.
+ *      or mask_runs_kernel (the fused variant): the same runs from the
+ *                      masks the fused kernel stored in its own pass over
+ *                      the frame (trk_cu_bmask): no frame read, no lookup.
  *   2. union_kernel    grid-stride over runs: each run is united with the
  *                      runs of the same object in the row above that touch
  *                      it (4: overlap, 8: overlap or diagonal).
@@ -56,6 +59,9 @@ static_assert(TRK_MAX_OBJECTS % 32 == 0 && TRK_MAX_OBJECTS <= 65535, "object ind
 static_assert((TRK_BLOB_MAX_SIDE + 31) / 32 <= TRK_BLOB_ROW_MASK_WORDS,
               "the shared row mask holds at least one object's words");
 static_assert(TRK_BLOB_ROW_UNROLL >= 1 && TRK_BLOB_SEL_KEYS >= 1, "blob tuning");
+static_assert(TRK_BLOB_MASK_THREADS % 32 == 0 && TRK_BLOB_MASK_THREADS <= 1024 &&
+                  TRK_BLOB_MASK_BLOCKS >= 1,
+              "mask runs block");
 
 /* Parent pointers are read from L2 (ld.global.cg): during union_kernel other
  * SMs lower them with atomicMin, and an L1 copy could be stale. (A stale
@@ -188,6 +194,17 @@ __device__ __forceinline__ void pixel_bits(const struct trk_cu_blobjob &job, con
         for (int q = 0; q < NW; q++)
             if (q < nw) B[q] |= t0[q] & t1[q] & t2[q];
     }
+}
+
+/* Block 0 of a group's runs kernel: the next launch's run counter (this
+ * launch's was zeroed by the launch before it, or at setup) and the
+ * group's root-list counters (flatten_kernel fills the lists). */
+__device__ __forceinline__ void zero_counters(const struct trk_cu_blobjob &job)
+{
+    if (threadIdx.x == 0) *job.ctl_next = 0;
+    const size_t seg = (size_t)job.wpr * (size_t)job.f.height;
+    for (int g = threadIdx.x; g < job.gn; g += blockDim.x)
+        job.roots[(size_t)g * seg] = 0;
 }
 
 /* runs_kernel's step A for row y: warp k looks up the pixels of mask words
@@ -422,12 +439,7 @@ __global__ void __launch_bounds__(TRK_BLOB_ROW_THREADS, TRK_BLOB_ROW_BLOCKS)
         s_lut[i] = job.lut[i];
     for (int g = tid; g < gn; g += blockDim.x)
         s_roi[g] = job.rois ? job.rois[job.objs[job.g0 + g].slot] : trk_roi{ 0, 0, W - 1, H - 1 };
-    if (blockIdx.x == 0) {
-        if (tid == 0) *job.ctl_next = 0;
-        const size_t seg = (size_t)wpr * (size_t)H;
-        for (int g = tid; g < gn; g += blockDim.x)
-            job.roots[(size_t)g * seg] = 0;
-    }
+    if (blockIdx.x == 0) zero_counters(job);
     /* Objects whose row words fit the shared mask at once (>= 1: wpr <=
      * 2048 <= TRK_BLOB_ROW_MASK_WORDS). */
     const int chunk = TRK_BLOB_ROW_MASK_WORDS / wpr;
@@ -473,6 +485,80 @@ __global__ void __launch_bounds__(TRK_BLOB_ROW_THREADS, TRK_BLOB_ROW_BLOCKS)
 
             /* C: write the runs. */
             runs_write(job, y, W, wpr, s_list, i0, n, s_mask, s_off);
+        }
+    }
+}
+
+/* mask_runs_kernel's gather for row y and group objects [g0, g0 + n): warp
+ * k takes objects g0 + k, g0 + k + warps, ...: one read of the object's
+ * row words (the fused kernel's masks) finds whether it is present; a
+ * present object takes the next place i of s_list (shared atomicAdd) and
+ * its words go to s_mask row i, each non-zero one zeroed in the scratch
+ * (read a second time, from L1), so the scratch is all zero again for the
+ * next frame; an absent object's rowcnt is 0. */
+__device__ __forceinline__ void mask_gather(const struct trk_cu_blobjob &job, int y, int g0, int n,
+                                            uint32_t *s_mask, uint16_t *s_list, int &s_np)
+{
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, warps = blockDim.x >> 5;
+    const int wpr = job.wpr;
+    for (int g = g0 + warp; g < g0 + n; g += warps) {
+        uint32_t *mrow = job.masks + (size_t)g * job.mstride + (size_t)y * wpr;
+        uint32_t any = 0;
+        for (int w = lane; w < wpr; w += 32)
+            any |= mrow[w];
+        if (!__any_sync(TRK_CU_FULL_MASK, any)) {
+            if (lane == 0) job.rowcnt[(size_t)y * job.gn + g] = 0;
+            continue;
+        }
+        int i = 0;
+        if (lane == 0) {
+            i = atomicAdd(&s_np, 1);
+            s_list[i] = (uint16_t)g;
+        }
+        i = __shfl_sync(TRK_CU_FULL_MASK, i, 0);
+        for (int w = lane; w < wpr; w += 32) {
+            const uint32_t m = mrow[w];
+            s_mask[i * wpr + w] = m;
+            if (m) mrow[w] = 0;
+        }
+    }
+}
+
+/* Grid: blocks take rows in turn (grid-stride; no set-up worth keeping a
+ * block for: no tables, no ROIs); TRK_BLOB_MASK_THREADS threads. The
+ * masks come from the fused kernel's own pass over the frame (trk_cu_bmask:
+ * colour and clipped ROI already applied), so a row costs no frame read
+ * and no lookup: per chunk of the group's objects whose row words fit
+ * s_mask, mask_gather copies the present objects' words into shared memory
+ * (and zeroes them in the scratch), then runs_kernel's steps C as they
+ * are: runs_slots counts each object's runs and takes the row's slots with
+ * one atomicAdd, runs_write writes the runs. Block 0 zeroes the next
+ * launch's run counter and the group's root-list counters, as runs_kernel
+ * does. */
+__global__ void __launch_bounds__(TRK_BLOB_MASK_THREADS, TRK_BLOB_MASK_BLOCKS)
+    mask_runs_kernel(const struct trk_cu_blobjob job)
+{
+    __shared__ uint32_t s_mask[TRK_BLOB_ROW_MASK_WORDS];
+    __shared__ uint32_t s_cnt[TRK_MAX_OBJECTS], s_off[TRK_MAX_OBJECTS];
+    __shared__ uint16_t s_list[TRK_MAX_OBJECTS];
+    __shared__ int s_np;
+    const int tid = threadIdx.x;
+    const int W = job.f.width, H = job.f.height, wpr = job.wpr, gn = job.gn;
+    if (blockIdx.x == 0) zero_counters(job);
+    const int chunk = TRK_BLOB_ROW_MASK_WORDS / wpr; /* >= 1 (static_assert above) */
+    for (int y = blockIdx.x; y < H; y += gridDim.x) {
+        for (int g0 = 0; g0 < gn; g0 += chunk) {
+            const int n = gn - g0 < chunk ? gn - g0 : chunk;
+            __syncthreads(); /* the chunk (or row) before is done with s_mask, s_list, s_np */
+            if (tid == 0) s_np = 0;
+            __syncthreads();
+            mask_gather(job, y, g0, n, s_mask, s_list, s_np);
+            __syncthreads();
+            const int np = s_np;
+            if (!np) continue;
+            runs_slots(job, y, wpr, gn, s_list, 0, np, s_mask, s_cnt, s_off);
+            __syncthreads();
+            runs_write(job, y, W, wpr, s_list, 0, np, s_mask, s_off);
         }
     }
 }
@@ -947,15 +1033,21 @@ int trk_cu_blobs_launch(const struct trk_cu_blobjob *job, int sms, cudaStream_t 
         job->ctl == job->ctl_next || !job->roots || !job->rowoff || !job->rowcnt || !job->x0 ||
         !job->x1 || !job->yg || !job->parent || !job->mass || !job->first || !job->counts ||
         !job->recs || sms < 1 ||
+        (job->masks && job->mstride < (size_t)job->wpr * (size_t)job->f.height) ||
         (size_t)job->gn * (size_t)((job->f.width + 1) / 2) * (size_t)job->f.height > job->cap ||
         job->cap >= SEL_TAG)
         return TRK_EINVAL;
     const int H = job->f.height, T = TRK_BLOB_THREADS;
     const int rows_grid = H < TRK_BLOB_ROW_BLOCKS * sms ? H : TRK_BLOB_ROW_BLOCKS * sms;
     const int run_grid = TRK_BLOB_RUN_BLOCKS * sms;
-    runs_for(job->lt.nw,
-             native_only(job))<<<rows_grid, TRK_BLOB_ROW_THREADS, trk_cu_blob_smem(&job->lt), s>>>(
-        *job);
+    const int mask_grid = H < TRK_BLOB_MASK_BLOCKS * sms ? H : TRK_BLOB_MASK_BLOCKS * sms;
+    if (job->masks)
+        mask_runs_kernel<<<mask_grid, TRK_BLOB_MASK_THREADS, 0, s>>>(*job);
+    else
+        runs_for(
+            job->lt.nw,
+            native_only(job))<<<rows_grid, TRK_BLOB_ROW_THREADS, trk_cu_blob_smem(&job->lt), s>>>(
+            *job);
     TRK_CUDA_TRY(cudaGetLastError());
     union_kernel<<<run_grid, T, 0, s>>>(*job);
     TRK_CUDA_TRY(cudaGetLastError());

@@ -177,7 +177,7 @@ __global__ void probe_kernel(int *p)
     if (p) *p = 0;
 }
 
-/* Frees the labelling scratch (set_objects sizes it). */
+/* Frees the labelling scratch and the blob masks (set_objects sizes them). */
 void free_blob_scratch(struct cuda_be *b)
 {
     uint32_t **u32[] = { &b->d_broots,  &b->d_browoff, &b->d_browcnt, &b->d_byg,
@@ -190,6 +190,9 @@ void free_blob_scratch(struct cuda_be *b)
     cudaFree(b->d_bx1);
     b->d_bx0 = b->d_bx1 = NULL;
     b->group = 0;
+    cudaFree(b->d_bmask);
+    b->d_bmask = NULL;
+    b->bmask_words = 0;
 }
 
 /* The hand-over's device state as a launch expects it (trk_cu_pubctl): no
@@ -234,10 +237,12 @@ static void be_free(struct cuda_be *b)
     cudaFree(b->d_bobj);
     cudaFree(b->d_bctl);
     cudaFree(b->d_blut);
+    cudaFree(b->d_bidx);
     cudaFree(b->d_bout);
     cudaFreeHost(b->hp_bout);
     free(b->h_blob);
     trk_cu_rrm_destroy(b->rrm);
+    free_gather(b);
     if (b->events_made) {
         cudaEventDestroy(b->ev_up0);
         cudaEventDestroy(b->ev_up1);
@@ -491,6 +496,7 @@ const struct trk_backend_ops trk_cuda_ops = {
     cu_blobs,     cu_set_prefilter, cu_submit_regions,  cu_host_alloc,
     cu_host_free, cu_host_register, cu_host_unregister, cu_host_pinned,
     true, /* async: submit queues the copies and kernels */
+    cu_gather,    cu_gathered,
 };
 
 } /* extern "C" */

@@ -105,6 +105,7 @@ int submit_device(struct cuda_be *b, const struct trk_image *img, const struct t
                   const struct layout *L)
 {
     int err = queue_device_frame(b, img, L);
+    if (!err) err = queue_gather(b, img);
     if (err) return err;
     if ((err = queue_rois(b, rois))) return err;
     if ((err = queue_whole(b, L, img->height))) return err;

@@ -260,6 +260,22 @@ struct trk_cu_pub_job {
     unsigned seq;              /* written to rec->seq last                */
 };
 
+/* Where the fused kernel stores the blob objects' masks (blob lists,
+ * blobs.cu's mask_runs_kernel reads them): object i's word w of row y (bit
+ * b = pixel 32 w + b matches the object inside its clipped ROI) at
+ * words[i stride + y wpr + w]. Only words of segments where the object is
+ * present are stored; the reader zeroes every non-zero word it reads, so
+ * the scratch is all zero between frames (memset at set-up and after a
+ * failed frame). words == NULL: no masks (the other instance of the
+ * kernel). */
+struct trk_cu_bmask {
+    uint32_t *words;
+    const uint16_t *idx;                 /* slot -> blob object index     */
+    uint32_t bits[TRK_MAX_OBJECTS / 32]; /* slots that are blob objects   */
+    int wpr;                             /* mask words per row (this frame) */
+    size_t stride;                       /* words per object: wpr x height */
+};
+
 /* One launch's worth of work for the accumulating kernels. */
 struct trk_cu_job {
     struct trk_cu_frame f;
@@ -274,6 +290,7 @@ struct trk_cu_job {
     const uint32_t *lut; /* device table image                    */
     struct trk_cu_lut lt;
     struct trk_cu_pub_job pub; /* fused kernel only; out NULL elsewhere  */
+    struct trk_cu_bmask bm;    /* fused kernel only; words NULL elsewhere */
 };
 
 /* ---------------------------------------------------- exact pixel decode */
@@ -459,7 +476,12 @@ struct trk_cu_blobjob {
     int need;                       /* spaces the group's objects test (bit s) */
     const uint32_t *lut;            /* the group's table image (device)   */
     struct trk_cu_lut lt;
-    int wpr;            /* mask words per row of this frame         */
+    int wpr; /* mask words per row of this frame         */
+    /* The group's masks as the fused kernel stored them (trk_cu_bmask: its
+     * first object's words, stride words per object), zeroed as read; NULL:
+     * runs_kernel thresholds the frame itself (the other variants). */
+    uint32_t *masks;
+    size_t mstride;
     size_t cap;         /* run slots                                */
     uint32_t *ctl;      /* run slots taken (zeroed before the launch) */
     uint32_t *ctl_next; /* zeroed by this launch for the next one */
@@ -593,6 +615,13 @@ struct cuda_be {
     uint32_t *d_blut, *d_bctl;
     uint32_t *d_broots, *d_browoff, *d_browcnt, *d_byg, *d_bparent, *d_bmass, *d_bfirst;
     uint16_t *d_bx0, *d_bx1;
+    /* The fused variant's mask scratch (trk_cu_bmask): bmask_words words,
+     * all zero between frames; d_bidx slot -> blob object, bbits the blob
+     * objects' slots. */
+    uint32_t *d_bmask;
+    size_t bmask_words;
+    uint16_t *d_bidx;
+    uint32_t bbits[TRK_MAX_OBJECTS / 32];
     void *d_bout, *hp_bout;
     size_t bout_bytes;
     cudaEvent_t ev_b0, ev_b1;
@@ -623,6 +652,18 @@ struct cuda_be {
      * while the frame in flight or last waited for was regional. */
     struct trk_cu_rrm *rrm;
     bool rmode;
+
+    /* Point gathers (gather.cu, trk_backend_set_gather), made at the first:
+     * the points and values in one pinned buffer, mapped (gather_mapped:
+     * dp_* are its device addresses) or else copied through d_gather
+     * (dp_* point there); gather_arm points armed for the next submit,
+     * which begin_call moves to gather_n (this submit's); gathered_only: a
+     * submit without objects queued only the gather. */
+    struct trk_gather_point *hp_gpts, *dp_gpts;
+    struct trk_gather_value *hp_gval, *dp_gval;
+    void *d_gather;
+    bool gather_mapped, gathered_only;
+    int gather_arm, gather_n;
 };
 
 /* Points t_log at an instance for the life of one entry point. */
@@ -702,6 +743,17 @@ int regions_set_objects(struct cuda_be *b, const struct trk_object_def *objs, in
 int cu_submit_regions(void *self, const struct trk_image *img, const struct trk_region *regs,
                       int n);
 int wait_regions(struct cuda_be *b, struct trk_obj_result *out, struct trk_backend_timing *t);
+/* -- gather.cu */
+int cu_gather(void *self, const struct trk_gather_point *pts, int n);
+void cu_gathered(void *self, struct trk_gather_value *out, int n);
+void free_gather(struct cuda_be *b);
+/* This submit's gather (gather_n points; none: nothing queued) of device
+ * image img on the kernel stream, which must be ordered after the
+ * image's producer already (queue_device_frame). */
+int queue_gather(struct cuda_be *b, const struct trk_image *img);
+/* A submit without objects that has points to read: after the legacy
+ * stream's work, only the gather, then ev_done. */
+int gather_only(struct cuda_be *b, const struct trk_image *img);
 /* -- cuda_wait.cu */
 cudaError_t wait_event(cudaEvent_t ev);
 float span(cudaEvent_t a, cudaEvent_t z);

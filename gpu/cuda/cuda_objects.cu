@@ -148,6 +148,39 @@ blob_strides blob_strides_of(const struct cuda_be *b)
     return blob_strides{ ((size_t)b->max_w + 31) / 32 * h, h, ((size_t)b->max_w + 1) / 2 * h };
 }
 
+/* The fused variant's blob masks (trk_cu_bmask): a scratch of words words
+ * per blob object (kept when large enough), zeroed; the blob objects'
+ * slots and their indices. Called with nothing in flight. */
+static int setup_masks(struct cuda_be *b, size_t words)
+{
+    memset(b->bbits, 0, sizeof(b->bbits));
+    if (b->variant != V_FUSED) return 0;
+    uint16_t idx[TRK_MAX_OBJECTS];
+    memset(idx, 0xff, sizeof(idx));
+    for (int i = 0; i < b->nbo; i++) {
+        const int slot = b->h_bobj[i].slot;
+        b->bbits[slot / 32] |= 1u << (slot % 32);
+        idx[slot] = (uint16_t)i;
+    }
+    const size_t need = (size_t)b->nbo * words;
+    if (need > b->bmask_words) {
+        cudaFree(b->d_bmask);
+        b->d_bmask = NULL;
+        b->bmask_words = 0;
+        if (cudaMalloc(&b->d_bmask, need * sizeof(uint32_t)) != cudaSuccess) {
+            trk_log_write(TRK_LOG_ERROR, "cuda", 0, "blob masks (%zu MB) failed: %s",
+                          need * sizeof(uint32_t) >> 20, cudaGetErrorString(cudaGetLastError()));
+            return TRK_ENOMEM;
+        }
+        b->bmask_words = need;
+    }
+    if (!b->d_bidx) TRK_CUDA_TRY(cudaMalloc(&b->d_bidx, sizeof(idx)));
+    TRK_CUDA_TRY(cudaMemcpy(b->d_bidx, idx, sizeof(idx), cudaMemcpyHostToDevice));
+    /* Before any kernel of the stream; setup_blobs waits for it. */
+    TRK_CUDA_TRY(cudaMemsetAsync(b->d_bmask, 0, b->bmask_words * sizeof(uint32_t), b->s_k));
+    return 0;
+}
+
 /* The blob objects of objs (those with blobs > 0): descriptors uploaded,
  * output layout (each object's K records after the previous ones), the
  * labelling scratch for as many objects per pass as TRK_BLOB_SCRATCH_BYTES
@@ -254,6 +287,7 @@ static int setup_blobs(struct cuda_be *b, const struct trk_object_def *objs, int
             b->blut_words = words;
         }
     }
+    if (!err) err = setup_masks(b, st.words);
     for (int g0 = 0, p = 0; !err && g0 < b->nbo; g0 += b->group, p++) {
         const int gn = b->nbo - g0 < b->group ? b->nbo - g0 : b->group;
         build_lut(defs + g0, gn, pos, ord + g0, &b->blt[p], img);

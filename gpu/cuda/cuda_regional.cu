@@ -132,8 +132,9 @@ static int regions_impl(struct cuda_be *b, const struct trk_image *img,
         if (trk_rects_area(rects, nr) * 2 > (uint64_t)img->width * (uint64_t)img->height) nr = -1;
     }
     if (img->mem == TRK_MEM_CUDA) {
-        /* Already on the device: the regions read it where it is. */
-        if ((err = queue_device_frame(b, img, &L))) return err;
+        /* Already on the device: the regions read it where it is (and the
+         * gather, if any, first). */
+        if ((err = queue_device_frame(b, img, &L)) || (err = queue_gather(b, img))) return err;
     } else {
         err = 1;
         if (nr >= 0) {
@@ -171,9 +172,9 @@ int cu_submit_regions(void *self, const struct trk_image *img, const struct trk_
     begin_call(b, true);
     /* backend.c checked every region's object against the set: n > 0
      * means objects, and so the regional state, exist. */
-    if (n == 0) return 0;
+    if (n == 0 && !b->gather_n) return 0;
     TRK_CUDA_TRY(cudaSetDevice(b->dev));
-    return end_call(b, regions_impl(b, img, regs, n));
+    return end_call(b, n == 0 ? gather_only(b, img) : regions_impl(b, img, regs, n));
 }
 
 int wait_regions(struct cuda_be *b, struct trk_obj_result *out, struct trk_backend_timing *t)
@@ -184,7 +185,7 @@ int wait_regions(struct cuda_be *b, struct trk_obj_result *out, struct trk_backe
         TRK_CUDA_TRY(cudaSetDevice(b->dev));
         TRK_CUDA_TRY(wait_event(b->ev_done));
         b->log.lines = 0;
-        trk_cu_rrm_collect(b->rrm, out, &k);
+        if (!b->gathered_only) trk_cu_rrm_collect(b->rrm, out, &k);
         for (int i = 0; i < b->nk; i++)
             k += span(b->ev_ks[i], b->ev_ke[i]);
     }

@@ -88,6 +88,20 @@ int queue_prefilter(struct cuda_be *b, const struct layout *L)
                                    b->s_k);
 }
 
+/* Whether the blob pipeline starts from the fused kernel's masks
+ * (trk_cu_bmask) rather than thresholding the frame again: the default
+ * variant, with blob objects. */
+static bool blob_masks(const struct cuda_be *b)
+{
+    return b->variant == V_FUSED && b->nbo && b->d_bmask;
+}
+
+/* Words of each blob object's masks in the scratch for this frame. */
+static size_t bmask_stride(const struct cuda_be *b)
+{
+    return (size_t)((b->f.width + 31) / 32) * (size_t)b->f.height;
+}
+
 struct trk_cu_job make_job(struct cuda_be *b, int row0, int row1, bool first)
 {
     struct trk_cu_job j;
@@ -104,6 +118,13 @@ struct trk_cu_job make_job(struct cuda_be *b, int row0, int row1, bool first)
     j.objs = b->d_objs;
     j.lut = b->d_lut;
     j.lt = b->lt;
+    if (blob_masks(b)) {
+        j.bm.words = b->d_bmask;
+        j.bm.idx = b->d_bidx;
+        memcpy(j.bm.bits, b->bbits, sizeof(j.bm.bits));
+        j.bm.wpr = (b->f.width + 31) / 32;
+        j.bm.stride = bmask_stride(b);
+    }
     return j;
 }
 
@@ -196,6 +217,10 @@ int queue_blobs(struct cuda_be *b)
         j.lut = b->d_blut + b->blut_off[p];
         j.lt = b->blt[p];
         j.need = trk_cu_need(j.lt);
+        if (blob_masks(b)) {
+            j.mstride = bmask_stride(b);
+            j.masks = b->d_bmask + (size_t)g0 * j.mstride;
+        }
         j.ctl = b->d_bctl + 4 * b->bctl_par;
         j.ctl_next = b->d_bctl + 4 * (b->bctl_par ^ 1);
         int err = trk_cu_blobs_launch(&j, b->sms, b->s_k);
@@ -236,8 +261,11 @@ int reset_if_dirty(struct cuda_be *b)
     for (int i = 0; i < 2; i++)
         TRK_CUDA_TRY(
             cudaMemsetAsync(b->d_acc[i], 0, TRK_MAX_OBJECTS * sizeof(struct trk_cu_acc), b->s_k));
-    /* A hand-over cut short leaves its ticket count and clock behind. */
+    /* A hand-over cut short leaves its ticket count and clock behind; a
+     * frame whose blob pipeline did not run leaves masks in the scratch. */
     TRK_CUDA_TRY(reset_pubctl(b));
+    if (b->d_bmask)
+        TRK_CUDA_TRY(cudaMemsetAsync(b->d_bmask, 0, b->bmask_words * sizeof(uint32_t), b->s_k));
     b->dirty = false;
     return 0;
 }
@@ -351,6 +379,9 @@ void begin_call(struct cuda_be *b, bool rmode)
     b->rmode = rmode;
     b->pub_wait = false;
     b->up_timed = true; /* a host frame's upload; queue_device_frame says for a device image */
+    b->gather_n = b->gather_arm; /* read by this submit only */
+    b->gather_arm = 0;
+    b->gathered_only = false;
 }
 
 /* The end of a submit that queued work: on an error, what was queued is
@@ -371,9 +402,9 @@ int cu_submit(void *self, const struct trk_image *img, const struct trk_roi *roi
     struct cuda_be *b = (struct cuda_be *)self;
     log_scope ls(b);
     begin_call(b, false);
-    if (b->n == 0) return 0;
+    if (b->n == 0 && !b->gather_n) return 0;
     TRK_CUDA_TRY(cudaSetDevice(b->dev));
-    return end_call(b, submit_impl(b, img, rois));
+    return end_call(b, b->n == 0 ? gather_only(b, img) : submit_impl(b, img, rois));
 }
 
 } // namespace trk_cuda

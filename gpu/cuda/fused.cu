@@ -412,6 +412,33 @@ __device__ __forceinline__ void sparse_word(uint32_t m0, uint32_t m1, uint32_t m
     }
 }
 
+/* Blob lists (trk_cu_bmask): the masks of the blob objects among the
+ * objects of mask word q present in the segment (bw = wor & bm.bits[q],
+ * warp-uniform; bit b is slot k0 + b). A 32-pixel mask word is held by 8
+ * lanes, 4 pixels each (lane L: pixels x0 .. x0 + 3, bits 4 (L & 7) .. of
+ * word x0 / 32): each lane puts its nibble in place, three xor-shuffles OR
+ * the 8 lanes' nibbles, and the first lane of each 8 stores the word (the
+ * four lanes' stores are one 16-byte request). Pixels past the row's end
+ * have m = 0, and their word (x0 >= W) is not stored. */
+__device__ __forceinline__ void store_masks(uint32_t m0, uint32_t m1, uint32_t m2, uint32_t m3,
+                                            uint32_t bw, int lane, int x0, int yy, int k0, int W,
+                                            const struct trk_cu_bmask &bm)
+{
+    const int sh = 4 * (lane & 7);
+    uint32_t *row = bm.words + (size_t)yy * bm.wpr + (x0 >> 5);
+    while (bw) {
+        const int bit = __ffs(bw) - 1;
+        bw &= bw - 1;
+        uint32_t w = (((m0 >> bit) & 1u) | (((m1 >> bit) & 1u) << 1) | (((m2 >> bit) & 1u) << 2) |
+                      (((m3 >> bit) & 1u) << 3))
+                     << sh;
+        w |= __shfl_xor_sync(TRK_CU_FULL_MASK, w, 1);
+        w |= __shfl_xor_sync(TRK_CU_FULL_MASK, w, 2);
+        w |= __shfl_xor_sync(TRK_CU_FULL_MASK, w, 4);
+        if (!sh && x0 < W) row[(size_t)__ldg(bm.idx + k0 + bit) * bm.stride] = w;
+    }
+}
+
 /* Grid: persistent-style, blockIdx.x owns a contiguous range of units (row
  * segments of TRK_FUSED_SEG pixels) of rows [row0, row1), its warps take the
  * range's units in turn. A contiguous range keeps the set of objects one
@@ -430,11 +457,14 @@ __device__ __forceinline__ void sparse_word(uint32_t m0, uint32_t m1, uint32_t m
  * (dense_word) instead: its cost per word does not grow with the objects
  * present, so a frame where every pixel matches every object costs a few
  * times a sparse one, not M times. With job.pub.out set, the last block
- * hands the results to the host itself (hand_over). LIGHT: the object set
- * has lab, rg or class objects (those are compiled in only then; a class
- * adds its slot's bit from the frame's cell table, trk_cu_cls_word, to the
- * summary and the full masks). */
-template <int CLS, int NW, bool LIGHT>
+ * hands the results over to the host itself (hand_over). LIGHT: the object
+ * set has lab, rg or class objects (those are compiled in only then; a
+ * class adds its slot's bit from the frame's cell table, trk_cu_cls_word,
+ * to the summary and the full masks). BM (the instance for sets with blob
+ * lists): the blob objects' mask words of each segment where they are
+ * present also go to job.bm (store_masks); the instance without has none
+ * of that code. */
+template <int CLS, int NW, bool LIGHT, bool BM>
 __global__ void __launch_bounds__(TRK_FUSED_THREADS, TRK_FUSED_MIN_BLOCKS)
     fused_kernel(const struct trk_cu_job job)
 {
@@ -537,6 +567,9 @@ __global__ void __launch_bounds__(TRK_FUSED_THREADS, TRK_FUSED_MIN_BLOCKS)
             for (int q = 0; q < CW; q++) {
                 uint32_t wor =
                     __reduce_or_sync(TRK_CU_FULL_MASK, m[0][q] | m[1][q] | m[2][q] | m[3][q]);
+                if (BM && (wor & job.bm.bits[ch + q]))
+                    store_masks(m[0][q], m[1][q], m[2][q], m[3][q], wor & job.bm.bits[ch + q], lane,
+                                x0, yy, (ch + q) * 32, W, job.bm);
                 if (__popc(wor) >= TRK_FUSED_DENSE_MIN) {
                     dense_word(m[0][q], m[1][q], m[2][q], m[3][q], lane,
                                x0 - lane * TRK_FUSED_PX_PER_LANE, yy, (ch + q) * 32, s_acc);
@@ -555,35 +588,37 @@ __global__ void __launch_bounds__(TRK_FUSED_THREADS, TRK_FUSED_MIN_BLOCKS)
 
 typedef void (*fused_fn)(const struct trk_cu_job);
 
-template <int NW, bool LIGHT> fused_fn pick_cls(int cls)
+template <int NW, bool LIGHT, bool BM> fused_fn pick_cls(int cls)
 {
     switch (cls) {
-    case CLS_RGB3: return fused_kernel<CLS_RGB3, NW, LIGHT>;
-    case CLS_RGB4: return fused_kernel<CLS_RGB4, NW, LIGHT>;
-    case CLS_YUYV: return fused_kernel<CLS_YUYV, NW, LIGHT>;
-    case CLS_NV12: return fused_kernel<CLS_NV12, NW, LIGHT>;
-    case CLS_I420: return fused_kernel<CLS_I420, NW, LIGHT>;
+    case CLS_RGB3: return fused_kernel<CLS_RGB3, NW, LIGHT, BM>;
+    case CLS_RGB4: return fused_kernel<CLS_RGB4, NW, LIGHT, BM>;
+    case CLS_YUYV: return fused_kernel<CLS_YUYV, NW, LIGHT, BM>;
+    case CLS_NV12: return fused_kernel<CLS_NV12, NW, LIGHT, BM>;
+    case CLS_I420: return fused_kernel<CLS_I420, NW, LIGHT, BM>;
     }
     TRK_ASSERT(!"format class out of range");
     return NULL;
 }
 
-template <bool LIGHT> fused_fn pick_nw(int cls, int nw)
+template <bool LIGHT, bool BM> fused_fn pick_nw(int cls, int nw)
 {
     switch (nw) {
-    case 1: return pick_cls<1, LIGHT>(cls);
-    case 2: return pick_cls<2, LIGHT>(cls);
-    case 4: return pick_cls<4, LIGHT>(cls);
-    case 8: return pick_cls<8, LIGHT>(cls);
+    case 1: return pick_cls<1, LIGHT, BM>(cls);
+    case 2: return pick_cls<2, LIGHT, BM>(cls);
+    case 4: return pick_cls<4, LIGHT, BM>(cls);
+    case 8: return pick_cls<8, LIGHT, BM>(cls);
     default: return NULL;
     }
 }
 
 /* The kernel for a format class, mask width and object set (light: it has
- * lab, rg or class objects): chosen per set, never per pixel. */
-fused_fn pick(int cls, int nw, bool light)
+ * lab, rg or class objects; bm: the instance that also stores the blob
+ * objects' masks): chosen per set, never per pixel. */
+fused_fn pick(int cls, int nw, bool light, bool bm)
 {
-    return light ? pick_nw<true>(cls, nw) : pick_nw<false>(cls, nw);
+    if (light) return bm ? pick_nw<true, true>(cls, nw) : pick_nw<true, false>(cls, nw);
+    return bm ? pick_nw<false, true>(cls, nw) : pick_nw<false, false>(cls, nw);
 }
 
 bool has_light(const struct trk_cu_lut &lt)
@@ -596,15 +631,15 @@ bool has_light(const struct trk_cu_lut &lt)
 int trk_cu_fused_setup(const struct trk_cu_lut *lt, size_t smem, int *blocks_per_sm)
 {
     int best = 0;
-    for (int cls = 0; cls < CLS_COUNT; cls++) {
-        fused_fn fn = pick(cls, lt->nw, has_light(*lt));
+    for (int i = 0; i < 2 * CLS_COUNT; i++) {
+        fused_fn fn = pick(i % CLS_COUNT, lt->nw, has_light(*lt), i >= CLS_COUNT);
         if (!fn) return TRK_EINVAL;
         TRK_CUDA_TRY(
             cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
         int b = 0;
         TRK_CUDA_TRY(
             cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, fn, TRK_FUSED_THREADS, smem));
-        if (cls == 0 || b < best) best = b;
+        if (i == 0 || b < best) best = b;
     }
     if (best < 1) return TRK_EINVAL;
     *blocks_per_sm = best;
@@ -616,7 +651,11 @@ int trk_cu_fused_launch(const struct trk_cu_job *job, int grid, cudaStream_t s)
     if (!job || job->n_obj <= 0 || job->n_obj > TRK_MAX_OBJECTS || grid < 1 || job->row0 < 0 ||
         job->row1 > job->f.height || job->row0 >= job->row1 || !job->lut)
         return TRK_EINVAL;
-    fused_fn fn = pick(fmt_class(job->f.fmt), job->lt.nw, has_light(job->lt));
+    const struct trk_cu_bmask &bm = job->bm;
+    if (bm.words && (!bm.idx || bm.wpr != (job->f.width + 31) / 32 ||
+                     bm.stride < (size_t)bm.wpr * (size_t)job->f.height))
+        return TRK_EINVAL;
+    fused_fn fn = pick(fmt_class(job->f.fmt), job->lt.nw, has_light(job->lt), bm.words != NULL);
     if (!fn) return TRK_EINVAL;
     const int segs = (job->f.width + TRK_FUSED_SEG - 1) / TRK_FUSED_SEG;
     const long units = (long)(job->row1 - job->row0) * segs;

@@ -32,6 +32,13 @@
 #define TRK_FUSED_DENSE_MIN 3
 #endif
 
+/* ---- point gathers (gather.cu) ---------------------------------------- */
+
+/* Threads per block of the gather kernel, one point each. Multiple of 32,
+ * <= 1024; a plan of ~1-2 thousand points is then one wave of a few
+ * blocks. */
+#define TRK_CU_GATHER_THREADS 128
+
 /* ---- waiting for results ---------------------------------------------- */
 
 /* Microseconds cu_wait polls a frame's completion event before it blocks.
@@ -110,6 +117,18 @@
 #define TRK_BLOB_ROW_THREADS TRK_BLOB_THREADS
 #endif
 #define TRK_BLOB_RUN_BLOCKS 4
+/* The runs kernel that starts from the fused kernel's masks
+ * (mask_runs_kernel, the fused variant): threads per block (multiple of 32,
+ * <= 1024; a warp gathers one object's row words at a time) and resident
+ * blocks per SM asked (grid = this x SMs, at most one block per row; the
+ * register cap is 65536 / (threads x this) = 64). 128 x 8: about 1000 rows
+ * in flight at once, all of a 1080p frame. */
+#ifndef TRK_BLOB_MASK_THREADS
+#define TRK_BLOB_MASK_THREADS 128
+#endif
+#ifndef TRK_BLOB_MASK_BLOCKS
+#define TRK_BLOB_MASK_BLOCKS 8
+#endif
 /* Mask words a warp of the threshold kernel reads the pixels of before it
  * looks any of them up: the loads of a row are in flight together instead
  * of one 32-pixel word's round trip after another. >= 1 (each costs three

@@ -52,6 +52,10 @@ ffmpeg -loglevel error -y -f lavfi -i testsrc2=size=320x240:rate=30 -t 1 \
 ffmpeg -loglevel error -y -f lavfi -i testsrc2=size=1920x1080:rate=60 -t 14 \
   -c:v libx264 -preset veryfast -crf 32 -pix_fmt yuv420p "$out/clip1080p60.mp4"
 cp "$here/clip-objects.json" "$here/clip-blobs-objects.json" "$out/"
+# The light on NVDEC frames (issue 27): the lighting clip as H.264 (~0.3 MB)
+# and its objects with illumination and adapt, made here (numpy, ffmpeg).
+cp "$here/../integration/test_light_device.py" "$out/"
+/usr/bin/python3 "$here/../integration/test_light_device.py" --make "$out"
 mkdir -p "$dest"
 tar -C "$(dirname "$out")" -cf - bundle | xz -T2 -9 > "$dest/trackd-bundle.tar.xz"
 rm -rf "$(dirname "$out")"

@@ -20,6 +20,11 @@ for n in demo demo1080 clip420 cliprgb blobs420 blobsrgb; do
 done
 # --hwdec (issue 14): NVDEC device images vs software, MJPEG tolerance, throughput.
 python3 hwdec_device.py || fail=1
+# The light on NVDEC frames (issue 27): no frame copied to the host for it
+# (trackd_frames_downloaded_total stays 0), results == cpu-ref's on
+# software-decoded frames, full and roi.
+echo "== light on device frames"
+python3 test_light_device.py ./trackd --clip . --need-gpu || fail=1
 # The camera's MJPEG decoder with NVDEC against libavcodec (4:2:0, 4:2:2,
 # without DHT, bad input mid-stream; prints MJPEG-HW WORST). Here 77 (no
 # usable GPU: SKIP) is a failure too.

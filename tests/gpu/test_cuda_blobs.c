@@ -6,9 +6,10 @@
  * K best chosen among equal masses by first pixel), grids of equal squares
  * (K truncation with ties), the 1080p 8 colours x 16 disks scene, odd sizes,
  * every pixel format, ROIs, several variants (slot layouts and upload
- * bands), object sets that change, and more blob objects than one
- * labelling pass holds. The aggregate results are compared as well. Needs a
- * GPU: without one it exits 77 (ctest SKIP) and says why.
+ * bands), object sets that change, more blob objects than one labelling
+ * pass holds, and more than one row's shared mask holds (a wide frame). The
+ * aggregate results are compared as well. Needs a GPU: without one it exits
+ * 77 (ctest SKIP) and says why.
  *
  *   test_cuda_blobs            the full matrix (4K and the multi-pass case too)
  *   test_cuda_blobs --quick    a smaller one (for compute-sanitizer runs)
@@ -523,6 +524,13 @@ int main(int argc, char **argv)
         sets_case(&c, 12);
         ctx_close(&c);
     }
+
+    /* A wide frame with more blob objects than the mask runs kernel holds
+     * in shared memory for one row (TRK_BLOB_ROW_MASK_WORDS / 125 words =
+     * 24 objects at 4000 wide): each row is done in chunks of objects. */
+    if (ctx_open(&c, 4000, 48)) return 1;
+    random_case(&c, 4000, quick ? 16 : 48, quick ? 40 : 64, 61, two);
+    ctx_close(&c);
 
     /* Wider than blob spans hold (16 bits: sides up to 65535) but within the
      * backends' limit (TRK_MAX_SIDE, 65536): refused at set_objects with a

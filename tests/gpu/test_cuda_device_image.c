@@ -20,6 +20,7 @@
 
 #include "../unit/check.h"
 #include "backend.h"
+#include "dev_image.h"
 #include "scene.h"
 
 struct spec {
@@ -34,86 +35,6 @@ static const struct spec quick_specs[] = { { 37, 23, 7, 32 }, { 130, 67, 40, 33 
 #define MAXW 1280
 #define MAXH 720
 
-/* A device copy of a host image: each plane its own allocation, pitch
- * `pitch_of(row bytes)`; pixels written from pinned memory on stream 0. */
-struct dev_image {
-    struct trk_image img;
-    void *plane[3];
-    void *pinned[3];
-    size_t bytes[3];
-};
-
-static size_t round_up(size_t v, size_t a)
-{
-    return (v + a - 1) / a * a;
-}
-
-/* in_place: a 256-byte pitch with room for 4-pixel loads past the row
- * (what FFmpeg's CUDA frames have); else row bytes + 1 (copied first). */
-static int dev_make(const struct trk_image *h, bool in_place, struct dev_image *d)
-{
-    struct trk_plane_layout L, wide;
-    memset(d, 0, sizeof(*d));
-    if (trk_image_plane_layout(h->fmt, h->width, h->height, &L) ||
-        trk_image_plane_layout(h->fmt, (h->width + 3) / 4 * 4, h->height, &wide))
-        return -1;
-    d->img = *h;
-    d->img.mem = TRK_MEM_CUDA;
-    for (int p = 0; p < L.planes; p++) {
-        size_t pitch = in_place ? round_up(wide.row_bytes[p], 256) : L.row_bytes[p] + 1;
-        d->bytes[p] = pitch * (size_t)L.rows[p];
-        if (cudaMalloc(&d->plane[p], d->bytes[p]) != cudaSuccess ||
-            cudaMallocHost(&d->pinned[p], d->bytes[p]) != cudaSuccess)
-            return -1;
-        /* Garbage in the padding: it is read and must not count. */
-        memset(d->pinned[p], 0xA5, d->bytes[p]);
-        for (int y = 0; y < L.rows[p]; y++)
-            memcpy((uint8_t *)d->pinned[p] + y * pitch, h->plane[p] + y * h->pitch[p],
-                   L.row_bytes[p]);
-        d->img.plane[p] = d->plane[p];
-        d->img.pitch[p] = pitch;
-    }
-    return 0;
-}
-
-/* Stale bytes first (synchronously), then the pixels asynchronously on the
- * legacy default stream, not waited for: a backend that did not order its
- * reads after that stream would see the stale bytes. */
-static int dev_fill(struct dev_image *d)
-{
-    for (int p = 0; p < 3 && d->plane[p]; p++)
-        if (cudaMemset(d->plane[p], 0x3C, d->bytes[p]) != cudaSuccess) return -1;
-    if (cudaDeviceSynchronize() != cudaSuccess) return -1;
-    for (int p = 0; p < 3 && d->plane[p]; p++)
-        if (cudaMemcpyAsync(d->plane[p], d->pinned[p], d->bytes[p], cudaMemcpyHostToDevice, 0) !=
-            cudaSuccess)
-            return -1;
-    return 0;
-}
-
-/* Whether the device planes still hold exactly what was written. */
-static bool dev_unchanged(struct dev_image *d)
-{
-    bool same = true;
-    for (int p = 0; p < 3 && d->plane[p]; p++) {
-        uint8_t *back = malloc(d->bytes[p]);
-        same = same && back &&
-               cudaMemcpy(back, d->plane[p], d->bytes[p], cudaMemcpyDeviceToHost) == cudaSuccess &&
-               memcmp(back, d->pinned[p], d->bytes[p]) == 0;
-        free(back);
-    }
-    return same;
-}
-
-static void dev_free(struct dev_image *d)
-{
-    for (int p = 0; p < 3; p++) {
-        if (d->plane[p]) cudaFree(d->plane[p]);
-        if (d->pinned[p]) cudaFreeHost(d->pinned[p]);
-    }
-    memset(d, 0, sizeof(*d));
-}
-
 static int first_diff(const struct trk_obj_result *a, const struct trk_obj_result *b, int n)
 {
     for (int i = 0; i < n; i++)
@@ -123,13 +44,9 @@ static int first_diff(const struct trk_obj_result *a, const struct trk_obj_resul
 
 int main(int argc, char **argv)
 {
-    char why[256];
-    if (!trk_cuda_available(why, sizeof(why))) {
-        printf("SKIP: no usable GPU (%s)\n", why);
-        return 77;
-    }
-    if (argc > 1 && !strcmp(argv[1], "--probe")) return 0;
-    const bool quick = argc > 1 && !strcmp(argv[1], "--quick");
+    bool quick = false;
+    const int start = gpu_test_start(argc, argv, &quick);
+    if (start >= 0) return start;
     const struct spec *specs = quick ? quick_specs : full_specs;
     const int nspecs = quick ? 2 : (int)(sizeof(full_specs) / sizeof(full_specs[0]));
 

@@ -8,8 +8,10 @@
  * centre colour, a grey card at 8, 8 (48 x 32). For each of F frames the
  * light falls (100 % -> 45 %, every pixel scaled; painting is not timed),
  * then on one thread (the fast CPU backend with 1 thread, blobs 4 per
- * object): backend process (the frame's cost), then trk_light_update and,
- * when it moved the boxes, trk_backend_set_objects (the light's cost).
+ * object): trk_light_plan and trk_backend_set_gather, backend process (the
+ * frame's cost; the backend reads the planned points in it), then
+ * trk_light_update and, when it moved the boxes, trk_backend_set_objects
+ * (the light's cost: plan, update and table rebuild).
  * Cases: patch, grey-world (whole frame), adapt on all 16, both.
  *
  *     build/tests/unit/daemon/trk_light_cost [FRAMES]
@@ -139,17 +141,24 @@ static int run(const char *name, const char *light_keys, const char *adapt, int 
     int moved = 0;
     for (int f = 0; f < frames; f++) {
         dim(1.0 - 0.55 * f / (frames > 1 ? frames - 1 : 1));
+        /* As the pipeline: the plan from the last frame's results goes
+         * with the frame (the backend reads its points in process). */
         double t0 = cpu_s();
+        const struct trk_gather_point *pts;
+        if (trk_backend_set_gather(b, pts, trk_light_plan(l, &img, &res, &pts))) return 1;
+        double t1 = cpu_s();
         if (trk_backend_process(b, &img, NULL, out, NULL)) return 1;
         fill_result(b, set.n, &res, all);
-        double t1 = cpu_s();
+        double t2 = cpu_s();
         const struct trk_object_def *defs;
-        if (trk_light_update(l, &img, &res, &defs)) {
+        const struct trk_gather_value *vals;
+        const int nv = trk_backend_gathered(b, &vals);
+        if (trk_light_update(l, &img, vals, nv < 0 ? 0 : nv, &defs)) {
             trk_backend_set_objects(b, defs, set.n);
             moved++;
         }
-        double t2 = cpu_s();
-        t_frame += t1 - t0, t_light += t2 - t1;
+        double t3 = cpu_s();
+        t_frame += t2 - t1, t_light += (t1 - t0) + (t3 - t2);
     }
     printf("%-10s frame %.3f ms  light %.4f ms  (%.2f %%)  boxes moved in %d of %d frames\n", name,
            t_frame * 1e3 / frames, t_light * 1e3 / frames, 100 * t_light / t_frame, moved, frames);

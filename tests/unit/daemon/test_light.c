@@ -7,9 +7,13 @@
  *   and scales its value; grey-world measures the whole frame;
  * - the same frames give the same boxes (deterministic);
  * - adaptation follows a square whose red falls by 3 a frame at the rate
- *   (2 a frame) up to max_drift, then says it is on the guard rail; with a
+ *   (2 a frame; the first plan after a reset reads no object pixels) up to
+ *   max_drift, then says it is on the guard rail; with a
  *   background just below the square's colour the ring rule stops the box
- *   before it takes the background.
+ *   before it takes the background;
+ * - the plan: the reference's grid and adaptation's points (bounded, in
+ *   the frame, from the results before the frame, none after a reset);
+ *   an update takes only its own plan's values.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -79,7 +83,7 @@ static const struct trk_object_def *step(struct trk_light *l, bool *changed)
     static struct trk_frame_result res; /* no blobs */
     const struct trk_object_def *d = NULL;
     struct trk_image img = frame();
-    *changed = trk_light_update(l, &img, &res, &d);
+    *changed = trk_light_step_host(l, &img, &res, &d);
     return d;
 }
 
@@ -174,7 +178,7 @@ static int follow(struct trk_light *l, int bg, int frames, bool *rail)
         square(150 - 3 * f, &res, &blob);
         const struct trk_object_def *d;
         struct trk_image img = frame();
-        trk_light_update(l, &img, &res, &d);
+        trk_light_step_host(l, &img, &res, &d);
         *rail |= trk_light_state(l, 0)->rail;
     }
     return trk_light_state(l, 0)->drift[0];
@@ -188,9 +192,10 @@ static void adaptation(void)
                                     "\"adapt\": {\"max_drift\": [20, 20, 20]}}]}",
                                     set);
     bool rail;
-    /* 5 frames: the first is the reference, then 4 moves of 2. */
+    /* 5 frames: the first plan has no results to go by (a reset), the
+     * second frame gives the reference, then 3 moves of 2. */
     int dr = follow(l, 0, 5, &rail);
-    CHECKF(dr == -8 && !rail, "drift %d", dr);
+    CHECKF(dr == -6 && !rail, "drift %d", dr);
     trk_light_reset(l, set, set->n);
     dr = follow(l, 0, 20, &rail);
     CHECKF(dr == -20 && rail, "drift %d rail %d", dr, rail);
@@ -205,10 +210,87 @@ static void adaptation(void)
     free(set);
 }
 
+/* Whether every planned point lies in the rectangle x0..x1, y0..y1
+ * (exclusive ends). */
+static bool points_in(const struct trk_gather_point *p, int n, int x0, int y0, int x1, int y1)
+{
+    for (int i = 0; i < n; i++)
+        if (p[i].x < x0 || p[i].x >= x1 || p[i].y < y0 || p[i].y >= y1) return false;
+    return true;
+}
+
+/* The plan (light.h): the reference's grid is the least step with at most
+ * 1024 points, inside the rectangle and the frame; adaptation's points
+ * come from the results before the frame, none right after a reset, at
+ * most 256 around the blobs and 64 a ring, inside the frame; an update
+ * takes only the values of its own plan. */
+static void plan(void)
+{
+    struct trk_objects *set = calloc(1, sizeof *set);
+    struct trk_light *l = light_for("{\"objects\": [{\"name\": \"r\", \"space\": \"rgb\", "
+                                    "\"lo\": [1, 1, 1], \"hi\": [2, 2, 2], \"adapt\": {}}], "
+                                    "\"illumination\": {\"reference\": \"patch\", "
+                                    "\"rect\": [8, 8, 48, 32]}}",
+                                    set);
+    const struct trk_image hd = { .width = 1920, .height = 1080 }; /* only the size is read */
+    static struct trk_frame_result res;
+    static struct trk_blob blob[TRK_MAX_BLOBS];
+    const struct trk_gather_point *p;
+    /* 48 x 32 at step 2: 24 x 16; no results yet: no adaptation points. */
+    int n = trk_light_plan(l, &hd, &res, &p);
+    CHECKF(n == 24 * 16 && points_in(p, n, 8, 8, 56, 40), "patch plan %d", n);
+    CHECK(p[1].x == 10 && p[24].y == 10);
+    /* A plan's update takes its own count only; a new plan replaces it. */
+    static struct trk_gather_value vals[TRK_MAX_GATHER];
+    const struct trk_object_def *d = NULL;
+    CHECK(!trk_light_update(l, &hd, vals, n - 1, &d) && !d);
+    CHECK(!trk_light_update(l, &hd, NULL, n, &d) && !d);
+    n = trk_light_plan(l, &hd, &res, &p);
+    /* One big blob in the results: still none (they are another set's
+     * until an update since the reset). */
+    blob[0] = (struct trk_blob){ .mass = 90000, .x0 = 100, .y0 = 100, .x1 = 399, .y1 = 399 };
+    res = (struct trk_frame_result){ .n = 1, .blobs = blob };
+    res.obj[0].n_blobs = 1;
+    n = trk_light_plan(l, &hd, &res, &p);
+    CHECKF(n == 24 * 16, "plan after a reset %d", n);
+    memset(vals, 160, sizeof vals);
+    trk_light_update(l, &hd, vals, n, &d);
+    n = trk_light_plan(l, &hd, &res, &p);
+    CHECKF(n > 24 * 16 && n <= 24 * 16 + 256 + 64 && points_in(p, n, 0, 0, 1920, 1080),
+           "plan with a blob %d", n);
+    CHECKF(points_in(p + 24 * 16, n - 24 * 16, 100 - 154, 100 - 154, 400 + 154, 400 + 154),
+           "points around the blob's grown box and ring");
+    /* 64 blobs over the whole frame: every point inside it, within one
+     * gather. */
+    for (int k = 0; k < TRK_MAX_BLOBS; k++)
+        blob[k] =
+            (struct trk_blob){ .mass = 1000000, .x0 = k, .y0 = k, .x1 = 1919 - k, .y1 = 1079 };
+    res.obj[0].n_blobs = TRK_MAX_BLOBS;
+    trk_light_update(l, &hd, vals, trk_light_plan(l, &hd, &res, &p), &d);
+    n = trk_light_plan(l, &hd, &res, &p);
+    CHECKF(n <= 24 * 16 + 256 + 64 * TRK_MAX_BLOBS && n <= TRK_MAX_GATHER &&
+               points_in(p, n, 0, 0, 1920, 1080),
+           "plan with 64 blobs %d", n);
+    /* Grey-world over the frame: the least step with <= 1024 points (46:
+     * 42 x 24); a one-row frame too. */
+    load("{\"objects\": [{\"name\": \"r\", \"space\": \"rgb\", \"lo\": [1, 1, 1], "
+         "\"hi\": [2, 2, 2]}], \"illumination\": {\"reference\": \"grey-world\"}}",
+         set);
+    trk_light_reset(l, set, set->n);
+    n = trk_light_plan(l, &hd, &res, &p);
+    CHECKF(n == 42 * 24 && p[1].x == 46, "grey-world plan %d", n);
+    const struct trk_image row = { .width = 4000, .height = 1 };
+    n = trk_light_plan(l, &row, &res, &p);
+    CHECKF(n <= 1024 && n >= 1000 && points_in(p, n, 0, 0, 4000, 1), "one-row plan %d", n);
+    trk_light_destroy(&l);
+    free(set);
+}
+
 int main(void)
 {
     round_trip();
     compensation();
     adaptation();
+    plan();
     return check_exit("light");
 }
