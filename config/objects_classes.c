@@ -263,8 +263,9 @@ int trk_objects_class_slot(struct trk_objects *o, int k, const char *file, char 
         if (!strcmp(o->classes[s].file, file)) slot = s;
     for (int j = 0; slot >= 0 && j < o->n; j++)
         if (j != k && o->def[j].space == TRK_SPACE_CLASS && o->def[j].cls_slot == slot) {
-            snprintf(why, why_len, "class \"%s\" is already %s's (each class object paints its "
-                                   "own table)",
+            snprintf(why, why_len,
+                     "class \"%s\" is already %s's (each class object paints its "
+                     "own table)",
                      file, o->def[j].name);
             return TRK_EINVAL;
         }
