@@ -94,7 +94,7 @@ static void usage(FILE *f)
             "  --threads N,...      CPU thread counts, 0 = all cores (default 1,0)\n"
             "  --variants V         all | default | name,... (default all)\n"
             "  --formats F,...      rgb24 rgba bgr24 bgra yuyv nv12 i420 (default rgb24)\n"
-            "  --spaces S,...       object boxes as rgb, hsv, ycbcr (default rgb): the\n"
+            "  --spaces S,...       object boxes as rgb, hsv, ycbcr, lab, rg (default rgb): the\n"
             "                       disks' colours re-expressed in that space\n"
             "  --warmup N           untimed runs per case (default 3)\n"
             "  --iters N            timed runs per case (default 20)\n"
@@ -224,8 +224,8 @@ static int one_kind(const char *it, int i, void *ctx)
 
 static int one_space(const char *it, int i, void *ctx)
 {
-    static const char *const names[3] = { "rgb", "hsv", "ycbcr" };
-    for (int sp = 0; sp < 3; sp++)
+    static const char *const names[TRK_SPACE_COUNT] = { "rgb", "hsv", "ycbcr", "lab", "rg" };
+    for (int sp = 0; sp < TRK_SPACE_COUNT; sp++)
         if (!strcmp(it, names[sp])) {
             ((struct opts *)ctx)->spaces[i] = (enum trk_space)sp;
             return 0;
@@ -297,7 +297,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 
 static const char *space_name(enum trk_space s)
 {
-    return s == TRK_SPACE_RGB ? "rgb" : s == TRK_SPACE_HSV ? "hsv" : "ycbcr";
+    static const char *const names[TRK_SPACE_COUNT] = { "rgb", "hsv", "ycbcr", "lab", "rg" };
+    return (unsigned)s < TRK_SPACE_COUNT ? names[s] : "?";
 }
 
 /* DIR/scene_WxH_M.rgb (raw RGB24, pitch = 3 W) and .json (the objects). */
@@ -569,8 +570,8 @@ static int check_results(const char *label, const char *scene, const struct trk_
  * backends' hsv and ycbcr paths can be timed on the same pictures: each
  * disk's colour (the centre of its rgb box) converted to the space, widened
  * to absorb the scene's +-3 noise (hsv: hue +-6 degrees, S and V down to 40
- * below; ycbcr: +-10, in the image's own matrix and range). rgb returns the
- * scene's objects unchanged. */
+ * below; ycbcr: +-10, in the image's own matrix and range; lab, rg: +-10).
+ * rgb returns the scene's objects unchanged. */
 static const struct trk_object_def *space_objects(const struct trk_scene *sc, enum trk_space space,
                                                   const struct trk_image *img,
                                                   struct trk_object_def *out)
@@ -594,8 +595,9 @@ static const struct trk_object_def *space_objects(const struct trk_scene *sc, en
             out[i].lo[1] = (uint16_t)(sat > 40 ? sat - 40 : 0), out[i].hi[1] = 255;
             out[i].lo[2] = (uint16_t)(v > 40 ? v - 40 : 0), out[i].hi[2] = 255;
         } else {
-            uint8_t y[3];
-            trk_rgb_to_ycbcr(k, c[0], c[1], c[2], &y[0], &y[1], &y[2]);
+            const uint8_t rgb[3] = { (uint8_t)c[0], (uint8_t)c[1], (uint8_t)c[2] };
+            int y[3];
+            trk_rgb_to_space(k, (int)space, rgb, y);
             for (int ch = 0; ch < 3; ch++) {
                 out[i].lo[ch] = (uint16_t)(y[ch] > 10 ? y[ch] - 10 : 0);
                 out[i].hi[ch] = (uint16_t)(y[ch] < 245 ? y[ch] + 10 : 255);

@@ -20,19 +20,20 @@
 
 /* ------------------------------------------------------------ shared rules */
 
-static const char *const space_names[] = { "rgb", "hsv", "ycbcr" };
-static const char *const channel_names[3][3] = { { "R", "G", "B" },
-                                                 { "H", "S", "V" },
-                                                 { "Y", "Cb", "Cr" } };
+static const char *const space_names[TRK_SPACE_COUNT] = { "rgb", "hsv", "ycbcr", "lab", "rg" };
+static const char *const channel_names[TRK_SPACE_COUNT][3] = {
+    { "R", "G", "B" }, { "H", "S", "V" }, { "Y", "Cb", "Cr" }, { "L", "a", "b" }, { "r", "g", "I" }
+};
 
 const char *trk_objects_space_name(enum trk_space space)
 {
-    return (unsigned)space < 3 ? space_names[space] : NULL;
+    if (space == TRK_SPACE_CLASS) return "class";
+    return (unsigned)space < TRK_SPACE_COUNT ? space_names[space] : NULL;
 }
 
 int trk_objects_space_parse(const char *s)
 {
-    for (int i = 0; s && i < 3; i++)
+    for (int i = 0; s && i < TRK_SPACE_COUNT; i++)
         if (strcmp(s, space_names[i]) == 0) return i;
     return -1;
 }
@@ -99,7 +100,7 @@ int trk_objects_check_box(int space, const long long lo[3], const long long hi[3
 
 const char *trk_objects_channel_name(enum trk_space space, int c)
 {
-    return (unsigned)space < 3 && c >= 0 && c < 3 ? channel_names[space][c] : NULL;
+    return (unsigned)space < TRK_SPACE_COUNT && c >= 0 && c < 3 ? channel_names[space][c] : NULL;
 }
 
 int trk_objects_channel_max(enum trk_space space, int c)
@@ -199,8 +200,13 @@ int trk_objects_validate(const struct trk_objects *objs, char *msg, size_t msg_l
             snprintf(msg, msg_len, "objects[%d].%s", i, m);
             return TRK_EINVAL;
         }
-        if ((unsigned)d->space > TRK_SPACE_YCBCR) {
-            snprintf(msg, msg_len, "objects[%d].space %d is not one of rgb, hsv, ycbcr", i,
+        if (d->space == TRK_SPACE_CLASS) {
+            if (trk_objects_check_class(objs, i, m, sizeof m)) {
+                snprintf(msg, msg_len, "objects[%d].%s", i, m);
+                return TRK_EINVAL;
+            }
+        } else if ((unsigned)d->space >= TRK_SPACE_COUNT) {
+            snprintf(msg, msg_len, "objects[%d].space %d is not one of rgb, hsv, ycbcr, lab, rg", i,
                      (int)d->space);
             return TRK_EINVAL;
         }
@@ -209,7 +215,8 @@ int trk_objects_validate(const struct trk_objects *objs, char *msg, size_t msg_l
             lo[c] = d->lo[c];
             hi[c] = d->hi[c];
         }
-        if (trk_objects_check_box(d->space, lo, hi, m, sizeof m) >= 0) {
+        if (d->space != TRK_SPACE_CLASS &&
+            trk_objects_check_box(d->space, lo, hi, m, sizeof m) >= 0) {
             snprintf(msg, msg_len, "objects[%d].%s", i, m);
             return TRK_EINVAL;
         }

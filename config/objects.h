@@ -98,6 +98,24 @@ int trk_camera_controls_set(struct trk_camera_control *list, int *n, const char 
 int trk_camera_controls_remove(struct trk_camera_control *list, int *n, const char *name);
 bool trk_camera_control_is_auto(const char *name);
 
+/* Painted colour classes (OBJECTS.md, "Classes"): an object with "class":
+ * FILE tracks the pixels whose colour cell is set in the table FILE, a
+ * file beside the objects file (1..TRK_CLASS_FILE_MAX - 1 bytes of
+ * A-Z a-z 0-9 . _ -, not starting with '.', ending ".lut"). The file:
+ * TRK_CLASS_FILE_BYTES bytes, little-endian: "TRKCLASS", version (u16, 1),
+ * space (u8, 0: R G B), bits per channel (u8, 6), the count of set cells
+ * (u32), then the table of backend.h (TRK_CLASS_BYTES bytes). */
+#define TRK_CLASS_FILE_MAX    64
+#define TRK_CLASS_FILE_HEADER 16
+#define TRK_CLASS_FILE_BYTES  (TRK_CLASS_FILE_HEADER + TRK_CLASS_BYTES)
+#define TRK_CLASS_VERSION     1
+
+/* One class of a set: its file name and its table. */
+struct trk_objects_class {
+    char file[TRK_CLASS_FILE_MAX];
+    uint8_t bits[TRK_CLASS_BYTES];
+};
+
 /* A validated object set. def[0..n) go straight to trk_backend_set_objects;
  * color[i] is object i's display colour (R, G, B) for the web UI: the file's
  * "color" or, when absent, trk_object_display_rgb(&def[i]) (gpu/color.h).
@@ -130,7 +148,53 @@ struct trk_objects {
      * (objects_light.h; light.adapt[i] goes with def[i]). All off when
      * absent. */
     struct trk_light_cfg light;
+    /* The class objects' tables (def[i].space TRK_SPACE_CLASS: classes[
+     * def[i].cls_slot]), n_classes of them, at most TRK_MAX_CLASSES.
+     * def[i].cls points into this struct: a copy of the set must be
+     * re-bound (trk_objects_bind_classes) before its defs go to a backend. A
+     * set read from a file has its tables; one from a text or JSON value
+     * (no folder to read them from) has them all clear. */
+    int n_classes;
+    struct trk_objects_class classes[TRK_MAX_CLASSES];
 };
+
+/* Points every class object's def.cls at its table in o (after o was
+ * copied). */
+void trk_objects_bind_classes(struct trk_objects *o);
+
+/* Editing classes (the daemon's control module). class_slot: the slot a
+ * class object stored as object k (k == n: a new one) takes for file: the
+ * slot of that file when no other object uses it (its table kept), else a
+ * new clear one. Returns the slot, or TRK_EINVAL with why (another object
+ * has the file; TRK_MAX_CLASSES in use). compact: drops the slots no
+ * object uses (after an edit or a removal), renumbers, re-binds. */
+int trk_objects_class_slot(struct trk_objects *o, int k, const char *file, char *why,
+                           size_t why_len);
+void trk_objects_compact_classes(struct trk_objects *o);
+
+/* Object i's default display colour (trk_object_display_rgb), a class
+ * object's from its table in o, whether or not o is bound. */
+void trk_objects_display_rgb(const struct trk_objects *o, int i, uint8_t rgb[3]);
+
+/* Whether s is a valid class file name (the rule above); 0, or -1 with msg
+ * saying why. */
+int trk_class_file_name_check(const char *s, char *msg, size_t msg_len);
+
+/* A class file's bytes data[0..len) into bits. 0, or TRK_EINVAL with *at
+ * the offset of the fault and msg the rule it breaks, e.g. "version 2
+ * (this trackd reads 1)". */
+int trk_class_file_decode(const uint8_t *data, size_t len, uint8_t bits[TRK_CLASS_BYTES],
+                          size_t *at, char *msg, size_t msg_len);
+
+/* bits as a class file's bytes. */
+void trk_class_file_encode(const uint8_t bits[TRK_CLASS_BYTES], uint8_t out[TRK_CLASS_FILE_BYTES]);
+
+/* Reads and decodes the class file name in the open folder dirfd (never
+ * following a symbolic link; a regular file only). 0, or a negative code
+ * with msg saying why ("ball.lut: offset 8: version 2 (...)" or "ball.lut:
+ * cannot open: ..."). */
+int trk_class_file_read(int dirfd, const char *name, uint8_t bits[TRK_CLASS_BYTES], char *msg,
+                        size_t msg_len);
 
 /* Reads and validates an objects file. Returns 0, or a negative code with
  * *err filled (err may be NULL): -errno when the file cannot be opened or
@@ -157,6 +221,12 @@ int trk_objects_from_json(const struct json_t *root, const char *name_for_errors
  * a message such as `lo[1] = 300 is out of range 0..255 (rgb G)` in msg. */
 int trk_objects_parse_object(const struct json_t *obj, struct trk_object_def *def, uint8_t color[3],
                              char *msg, size_t msg_len);
+
+/* trk_objects_parse_object, a class object's file name into file ("" for
+ * a box object). */
+int trk_objects_parse_object_file(const struct json_t *obj, struct trk_object_def *def,
+                                  uint8_t color[3], char file[TRK_CLASS_FILE_MAX], char *msg,
+                                  size_t msg_len);
 
 /* Checks a set built in code (or edited by a client) against the same rules
  * as the loader: 0..TRK_MAX_OBJECTS objects, names non-empty, NUL-terminated,
@@ -246,7 +316,8 @@ void trk_objects_target_close(struct trk_objects_target *t);
  * code trk_objects_target_save would return and the reason in why. */
 int trk_objects_target_check(const struct trk_objects_target *t, char *why, size_t why_len);
 
-/* Saves objs by the rules above. Returns 0, TRK_EINVAL (objs invalid; why
+/* Saves objs by the rules above, its class tables first (each FILE.lut
+ * beside the file, by the same rules). Returns 0, TRK_EINVAL (objs invalid; why
  * says which object), TRK_ENOMEM, -ELOOP (a symbolic link), -EINVAL (not a
  * regular file), -EPERM (another user's file) or -errno; why says what
  * happened, naming the path. On failure no temporary file is left. */
@@ -312,8 +383,8 @@ int trk_objects_check_name(const char *what, const char *s, char *msg, size_t ms
 #define TRK_NAME_ESCAPED_MAX (3 * (TRK_NAME_MAX - 1) + 1)
 size_t trk_objects_escape_name(const char *name, const char *reserved, char *out, size_t cap);
 
-/* "rgb", "hsv", "ycbcr" (NULL for an unknown value); parse gives the enum
- * value or -1. */
+/* "rgb", "hsv", "ycbcr", "lab", "rg", and "class" for TRK_SPACE_CLASS (NULL
+ * for an unknown value); parse gives the enum value of a box space or -1. */
 const char *trk_objects_space_name(enum trk_space space);
 int trk_objects_space_parse(const char *s);
 

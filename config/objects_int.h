@@ -80,6 +80,10 @@ struct trk_vctx {
      * the text, not from our list of keys. */
     bool quiet;
     bool user[TRK_VCTX_SEGS];
+    /* The folder class files are read from (objects_classes.c); cls_dir
+     * false: none (a text or JSON value), tables stay clear. */
+    bool cls_dir;
+    int cls_dirfd;
 };
 
 /* The checking helpers objects_parse.c and objects_patterns.c share. Each
@@ -126,9 +130,10 @@ int trk_objects_check_patterns(const struct trk_objects *objs, char *msg, size_t
 
 /* The whole document {"objects": [...]} into out, all or nothing. text/len:
  * the text root was parsed from, for positions (NULL: errors have none);
- * quiet: messages quote nothing from the text (a file read at run time). */
+ * quiet: messages quote nothing from the text (a file read at run time);
+ * cls_dirfd: the folder class files are read from (-1: none). */
 int trk_objects_parse_doc(const struct json_t *root, const char *text, size_t len, bool quiet,
-                          struct trk_objects *out, struct trk_config_error *err);
+                          int cls_dirfd, struct trk_objects *out, struct trk_config_error *err);
 
 /* ------------------------------------------------------- objects_light.c */
 
@@ -145,17 +150,37 @@ struct trk_buf;
 void trk_objects_write_adapt(struct trk_buf *b, const struct trk_objects *objs, int i);
 void trk_objects_write_illum(struct trk_buf *b, const struct trk_objects *objs);
 
+/* ----------------------------------------------------- objects_classes.c */
+
+/* The object o at the current path has "class": its file name checked and
+ * def made a class object (no "lo"/"hi"; "space", when given, "class").
+ * *file gets the name. Returns 1 when o has no "class" (a box object). */
+int trk_objects_parse_class_key(struct trk_vctx *c, const struct json_t *o, const char *here,
+                                struct trk_object_def *def, char file[TRK_CLASS_FILE_MAX]);
+
+/* Object i (a class object, its file in file, its value o) gets a class
+ * slot of out, its table read from c's folder, and, without a "color" of
+ * its own, the table's display colour; at the current path (objects[i]). */
+int trk_objects_add_class(struct trk_vctx *c, struct trk_objects *out, int i, const char *file,
+                          const struct json_t *o);
+
+/* The class rules for object i of a set in memory (its slot in range, a
+ * valid file name, no other object with the same slot or file): 0, or -1
+ * with msg ("class ..."). */
+int trk_objects_check_class(const struct trk_objects *objs, int i, char *msg, size_t msg_len);
+
 /* ------------------------------------------------------- objects_load.c */
 
 /* The text as an objects file (err's file: name_for_errors); quiet as
- * trk_objects_parse_doc. */
+ * trk_objects_parse_doc; cls_dirfd: the folder of its class files (-1:
+ * none). */
 int trk_objects_load_text(const char *text, size_t len, const char *name_for_errors, bool quiet,
-                          struct trk_objects *out, struct trk_config_error *err);
+                          int cls_dirfd, struct trk_objects *out, struct trk_config_error *err);
 
 /* Reads the open file fd to its end (at most TRK_OBJECTS_MAX_BYTES + 1
  * bytes, whatever st_size says), closes it and loads the text as
  * trk_objects_load_text does. */
-int trk_objects_load_fd(int fd, const char *name_for_errors, bool quiet, struct trk_objects *out,
-                        struct trk_config_error *err);
+int trk_objects_load_fd(int fd, const char *name_for_errors, bool quiet, int cls_dirfd,
+                        struct trk_objects *out, struct trk_config_error *err);
 
 #endif

@@ -151,7 +151,9 @@ int trk_objects_parse_light(struct trk_vctx *c, const json_t *root, struct trk_o
         trk_cfg_push_key(c, "objects");
         trk_cfg_push_index(c, i);
         trk_cfg_push_key(c, "adapt");
-        rc = parse_adapt(c, a, out->def[i].space, &out->light.adapt[i]);
+        rc = out->def[i].space == TRK_SPACE_CLASS
+                 ? trk_cfg_fail(c, 1, "objects[%d].adapt: a class object has no box to adapt", i)
+                 : parse_adapt(c, a, out->def[i].space, &out->light.adapt[i]);
         trk_cfg_pop(c);
         trk_cfg_pop(c);
         trk_cfg_pop(c);
@@ -179,6 +181,10 @@ int trk_objects_check_light(const struct trk_objects *objs, char *msg, size_t ms
     }
     for (int i = 0; i < objs->n; i++) {
         const struct trk_adapt_cfg *a = &objs->light.adapt[i];
+        if (a->on && objs->def[i].space == TRK_SPACE_CLASS) {
+            snprintf(msg, msg_len, "objects[%d].adapt: a class object has no box to adapt", i);
+            return TRK_EINVAL;
+        }
         for (int c = 0; a->on && c < 3; c++) {
             const int hi = objs->def[i].space == TRK_SPACE_HSV && c == 0
                                ? TRK_HUE_VALUES / 2

@@ -50,7 +50,7 @@ static void syntax_reason(const char *text, bool quiet, char *out, size_t n)
 }
 
 int trk_objects_load_text(const char *text, size_t len, const char *name_for_errors, bool quiet,
-                          struct trk_objects *out, struct trk_config_error *err)
+                          int cls_dirfd, struct trk_objects *out, struct trk_config_error *err)
 {
     struct trk_config_error local;
     if (trk_config_error_begin(&err, &local, name_for_errors, out && (text || !len)))
@@ -91,7 +91,7 @@ int trk_objects_load_text(const char *text, size_t len, const char *name_for_err
         trk_config_error_set(err, je.line > 0 ? je.line : 1, col, "syntax error: %s", why);
         return TRK_EINVAL;
     }
-    int rc = trk_objects_parse_doc(root, text, len, quiet, out, err);
+    int rc = trk_objects_parse_doc(root, text, len, quiet, cls_dirfd, out, err);
     json_decref(root);
     return rc;
 }
@@ -99,7 +99,7 @@ int trk_objects_load_text(const char *text, size_t len, const char *name_for_err
 int trk_objects_load_string(const char *text, size_t len, const char *name_for_errors,
                             struct trk_objects *out, struct trk_config_error *err)
 {
-    return trk_objects_load_text(text, len, name_for_errors, false, out, err);
+    return trk_objects_load_text(text, len, name_for_errors, false, -1, out, err);
 }
 
 /* Reads fd to its end into *buf (malloc'd; *n bytes), stopping one byte past
@@ -147,18 +147,27 @@ int trk_objects_load_file(const char *path, struct trk_objects *out, struct trk_
                              trk_config_errno_text(e, eb, sizeof eb));
         return -e;
     }
-    return trk_objects_load_fd(fd, path, false, out, err);
+    /* Class files lie beside it (opened only to read them: a folder that
+     * cannot be opened fails the objects that name one). */
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) + 1 : 1, slash ? path : ".");
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int rc = trk_objects_load_fd(fd, path, false, dfd, out, err);
+    if (dfd >= 0) close(dfd);
+    return rc;
 }
 
-int trk_objects_load_fd(int fd, const char *name_for_errors, bool quiet, struct trk_objects *out,
-                        struct trk_config_error *err)
+int trk_objects_load_fd(int fd, const char *name_for_errors, bool quiet, int cls_dirfd,
+                        struct trk_objects *out, struct trk_config_error *err)
 {
     char *buf = NULL;
     size_t n = 0;
     int rc = read_fd(fd, &buf, &n, err);
     close(fd);
     if (rc) return rc;
-    rc = trk_objects_load_text(buf, n, name_for_errors, quiet, out, err); /* too large: there */
+    rc = trk_objects_load_text(buf, n, name_for_errors, quiet, cls_dirfd, out,
+                               err); /* too large: there */
     free(buf);
     return rc;
 }

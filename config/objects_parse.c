@@ -167,9 +167,10 @@ int trk_cfg_fail_duplicate(struct trk_vctx *c, const char *name, const char *lis
 
 /* In the order of OBJECTS.md's table (the saver writes them so); the first
  * four are required. */
-static const char *const object_keys[] = { "name",     "space",        "lo",       "hi",
-                                           "min_mass", "blobs",        "min_area", "connectivity",
-                                           "track",    "coast_frames", "color",    "adapt" };
+static const char *const object_keys[] = { "name",         "space",    "lo",           "hi",
+                                           "class",        "min_mass", "blobs",        "min_area",
+                                           "connectivity", "track",    "coast_frames", "color",
+                                           "adapt" };
 #define N_OBJECT_KEYS (sizeof object_keys / sizeof object_keys[0])
 
 /* lo or hi at the current path: 3 integers (ranges are checked later,
@@ -263,14 +264,16 @@ static int object_keys_ok(struct trk_vctx *c, const json_t *o, const char *here)
             trk_cfg_push_user_key(c, key);
             int rc = trk_cfg_fail(
                 c, 1,
-                "%s%sunknown key %s (expected name, space, lo, hi, min_mass, blobs, min_area, "
-                "connectivity, track, coast_frames, color or adapt)",
+                "%s%sunknown key %s (expected name, space, lo, hi, class, min_mass, blobs, "
+                "min_area, connectivity, track, coast_frames, color or adapt)",
                 here, sep, q);
             trk_cfg_pop(c);
             return rc;
         }
     }
-    for (size_t i = 0; i < 4; i++) /* name, space, lo, hi are required */
+    /* name, space, lo, hi are required; a class object ("class") has no box */
+    const size_t req = json_object_get(o, "class") ? 1 : 4;
+    for (size_t i = 0; i < req; i++)
         if (!json_object_get(o, object_keys[i]))
             return trk_cfg_fail(c, 0, "%s%smissing key \"%s\"", here, sep, object_keys[i]);
     return 0;
@@ -282,19 +285,23 @@ static int parse_space_name(struct trk_vctx *c, const json_t *o, const char *her
 {
     char p[128], m[200];
     /* space first: the channel ranges depend on it. Each field below is
-     * checked with its key on the path, popped whatever the outcome. */
-    int space = -1;
+     * checked with its key on the path, popped whatever the outcome. A
+     * class object's space is set already. */
+    int space = -1, rc = 0;
     const json_t *v = json_object_get(o, "space");
-    trk_cfg_push_key(c, "space");
-    int rc = trk_cfg_want_string(c, v, "a string", p, sizeof p);
-    if (!rc) {
-        space = trk_objects_space_parse(json_string_value(v));
-        if (space < 0 || strlen(json_string_value(v)) != json_string_length(v))
-            rc = trk_cfg_fail_quoted(c, v, "is not one of rgb, hsv, ycbcr", p, sizeof p);
+    if (def->space != TRK_SPACE_CLASS) {
+        trk_cfg_push_key(c, "space");
+        rc = trk_cfg_want_string(c, v, "a string", p, sizeof p);
+        if (!rc) {
+            space = trk_objects_space_parse(json_string_value(v));
+            if (space < 0 || strlen(json_string_value(v)) != json_string_length(v))
+                rc = trk_cfg_fail_quoted(c, v, "is not one of rgb, hsv, ycbcr, lab, rg", p,
+                                         sizeof p);
+        }
+        trk_cfg_pop(c);
+        if (rc) return rc;
+        def->space = (enum trk_space)space;
     }
-    trk_cfg_pop(c);
-    if (rc) return rc;
-    def->space = (enum trk_space)space;
 
     v = json_object_get(o, "name");
     trk_cfg_push_key(c, "name");
@@ -398,9 +405,10 @@ static int parse_counts(struct trk_vctx *c, const json_t *o, struct trk_object_d
     return rc;
 }
 
-/* Validates the object at the current path into def/color. */
+/* Validates the object at the current path into def/color; a class
+ * object's file name into file. */
 static int parse_object(struct trk_vctx *c, const json_t *o, struct trk_object_def *def,
-                        uint8_t color[3])
+                        uint8_t color[3], char file[TRK_CLASS_FILE_MAX])
 {
     char hb[128], p[128];
     int rc;
@@ -411,7 +419,9 @@ static int parse_object(struct trk_vctx *c, const json_t *o, struct trk_object_d
                             trk_cfg_type_name(o));
     if ((rc = object_keys_ok(c, o, here))) return rc;
     memset(def, 0, sizeof *def);
-    if ((rc = parse_space_name(c, o, here, def)) || (rc = parse_box(c, o, here, def)) ||
+    rc = trk_objects_parse_class_key(c, o, here, def, file);
+    if (rc < 0 || (rc = parse_space_name(c, o, here, def)) ||
+        (def->space != TRK_SPACE_CLASS && (rc = parse_box(c, o, here, def))) ||
         (rc = parse_counts(c, o, def)))
         return rc;
 
@@ -787,7 +797,10 @@ static int parse_root(struct trk_vctx *c, const json_t *root, struct trk_objects
     }
     for (size_t i = 0; i < n; i++) {
         trk_cfg_push_index(c, (int)i);
-        rc = parse_object(c, json_array_get(arr, i), &out->def[i], out->color[i]);
+        char file[TRK_CLASS_FILE_MAX];
+        rc = parse_object(c, json_array_get(arr, i), &out->def[i], out->color[i], file);
+        if (!rc && out->def[i].space == TRK_SPACE_CLASS)
+            rc = trk_objects_add_class(c, out, (int)i, file, json_array_get(arr, i));
         if (rc) {
             trk_cfg_pop(c);
             trk_cfg_pop(c);
@@ -827,7 +840,7 @@ static int parse_root(struct trk_vctx *c, const json_t *root, struct trk_objects
 /* ------------------------------------------------------------ entry points */
 
 int trk_objects_parse_doc(const json_t *root, const char *text, size_t len, bool quiet,
-                          struct trk_objects *out, struct trk_config_error *err)
+                          int cls_dirfd, struct trk_objects *out, struct trk_config_error *err)
 {
     struct trk_objects *tmp = malloc(sizeof *tmp);
     if (!tmp) {
@@ -835,9 +848,17 @@ int trk_objects_parse_doc(const json_t *root, const char *text, size_t len, bool
         trk_config_error_set(err, text ? 1 : 0, text ? 1 : 0, "out of memory");
         return TRK_ENOMEM;
     }
-    struct trk_vctx c = { .err = err, .text = text, .len = len, .quiet = quiet };
+    struct trk_vctx c = { .err = err,
+                          .text = text,
+                          .len = len,
+                          .quiet = quiet,
+                          .cls_dir = cls_dirfd >= 0,
+                          .cls_dirfd = cls_dirfd };
     int rc = parse_root(&c, root, tmp);
-    if (rc == 0) memcpy(out, tmp, sizeof *out);
+    if (rc == 0) {
+        memcpy(out, tmp, sizeof *out);
+        trk_objects_bind_classes(out);
+    }
     trk_posindex_destroy(&c.ix);
     free(tmp);
     return rc;
@@ -848,11 +869,19 @@ int trk_objects_from_json(const struct json_t *root, const char *name_for_errors
 {
     struct trk_config_error local;
     if (trk_config_error_begin(&err, &local, name_for_errors, root && out)) return TRK_EINVAL;
-    return trk_objects_parse_doc(root, NULL, 0, false, out, err);
+    return trk_objects_parse_doc(root, NULL, 0, false, -1, out, err);
 }
 
 int trk_objects_parse_object(const struct json_t *obj, struct trk_object_def *def, uint8_t color[3],
                              char *msg, size_t msg_len)
+{
+    char file[TRK_CLASS_FILE_MAX];
+    return trk_objects_parse_object_file(obj, def, color, file, msg, msg_len);
+}
+
+int trk_objects_parse_object_file(const struct json_t *obj, struct trk_object_def *def,
+                                  uint8_t color[3], char file[TRK_CLASS_FILE_MAX], char *msg,
+                                  size_t msg_len)
 {
     struct trk_config_error err;
     trk_config_error_init(&err, NULL);
@@ -863,7 +892,8 @@ int trk_objects_parse_object(const struct json_t *obj, struct trk_object_def *de
     struct trk_object_def d;
     uint8_t rgb[3];
     struct trk_vctx c = { .err = &err };
-    int rc = parse_object(&c, obj, &d, rgb);
+    file[0] = 0;
+    int rc = parse_object(&c, obj, &d, rgb, file);
     if (rc) {
         if (msg && msg_len) snprintf(msg, msg_len, "%s", err.msg);
         return rc;

@@ -17,8 +17,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int write_all(int fd, const char *s, size_t n)
+static int write_all(int fd, const void *data, size_t n)
 {
+    const char *s = data;
     while (n) {
         ssize_t w = write(fd, s, n);
         if (w < 0) {
@@ -130,14 +131,15 @@ void trk_objects_target_close(struct trk_objects_target *t)
     }
 }
 
-/* The file's state for save (for_save) or reload: 0 with *st filled when
- * it may be used, -ENOENT when it is absent, else a negative code and why
- * (a predicate for the path: "is a symbolic link: ..."). */
-static int check_file(const struct trk_objects_target *t, bool for_save, struct stat *st, char *why,
-                      size_t why_len)
+/* The state of the file name in the folder (the objects file, or a class
+ * file beside it) for save (for_save) or reload: 0 with *st filled when it
+ * may be used, -ENOENT when it is absent, else a negative code and why (a
+ * predicate for the path: "is a symbolic link: ..."). */
+static int check_name(const struct trk_objects_target *t, const char *name, bool for_save,
+                      struct stat *st, char *why, size_t why_len)
 {
     char eb[128];
-    if (fstatat(t->dirfd, t->name, st, AT_SYMLINK_NOFOLLOW) < 0) {
+    if (fstatat(t->dirfd, name, st, AT_SYMLINK_NOFOLLOW) < 0) {
         int e = errno;
         snprintf(why, why_len, "cannot be examined: %s", trk_config_errno_text(e, eb, sizeof eb));
         return -e;
@@ -163,6 +165,12 @@ static int check_file(const struct trk_objects_target *t, bool for_save, struct 
         return -EPERM;
     }
     return 0;
+}
+
+static int check_file(const struct trk_objects_target *t, bool for_save, struct stat *st, char *why,
+                      size_t why_len)
+{
+    return check_name(t, t->name, for_save, st, why, why_len);
 }
 
 int trk_objects_target_check(const struct trk_objects_target *t, char *why, size_t why_len)
@@ -217,7 +225,62 @@ int trk_objects_target_load(const struct trk_objects_target *t, struct trk_objec
         trk_config_error_set(err, 0, 0, "the file kept changing while it was opened: not read");
         return -EAGAIN;
     }
-    return trk_objects_load_fd(fd, t->path, true, out, err);
+    return trk_objects_load_fd(fd, t->path, true, t->dirfd, out, err);
+}
+
+/* Writes data[0..len) to name in t's folder by the save rules (objects.h):
+ * a temporary file, fsync, the old file's mode (new: 0644), rename over
+ * name. shown: the path for messages. 0 or a negative code, why set. */
+static int save_bytes(const struct trk_objects_target *t, const char *name, const char *shown,
+                      const void *data, size_t len, char *why, size_t why_len)
+{
+    char eb[128];
+    struct stat st;
+    char m[200];
+    int rc = check_name(t, name, true, &st, m, sizeof m);
+    if (rc && rc != -ENOENT) {
+        snprintf(why, why_len, "%s %s", shown, m);
+        return rc;
+    }
+    mode_t mode = rc ? 0644 : (st.st_mode & 0777); /* no set-id bits on a data file */
+    rc = 0;
+    char tmp[sizeof t->name + 16];
+    int fd = -1;
+    for (int tries = 0; fd < 0 && tries < 16; tries++) {
+        unsigned char r[TMP_RAND];
+        if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) {
+            rc = -errno;
+            break;
+        }
+        int k = snprintf(tmp, sizeof tmp, "%s.tmp.", name);
+        for (int i = 0; i < TMP_RAND; i++)
+            tmp[k + i] = tmp_chars[r[i] % (sizeof tmp_chars - 1)];
+        tmp[k + TMP_RAND] = 0;
+        /* O_EXCL: never an existing file, never through a link. */
+        fd = openat(t->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0 && errno != EEXIST) {
+            rc = -errno;
+            break;
+        }
+    }
+    if (fd < 0) {
+        if (!rc) rc = -EEXIST;
+        snprintf(why, why_len, "cannot create a temporary file beside %s: %s", shown,
+                 trk_config_errno_text(-rc, eb, sizeof eb));
+        return rc;
+    }
+    rc = write_all(fd, data, len);
+    if (!rc && (fchmod(fd, mode) < 0 || fsync(fd) < 0)) rc = -errno;
+    if (close(fd) < 0 && !rc) rc = -errno;
+    /* rename replaces the directory entry, never writes into what the name
+     * pointed to: even a link or FIFO put there after the check above only
+     * loses its name, whatever it pointed to stays untouched. */
+    if (!rc && renameat(t->dirfd, tmp, t->dirfd, name) < 0) rc = -errno;
+    if (rc) {
+        unlinkat(t->dirfd, tmp, 0);
+        snprintf(why, why_len, "writing %s: %s", shown, trk_config_errno_text(-rc, eb, sizeof eb));
+    }
+    return rc;
 }
 
 int trk_objects_target_save(const struct trk_objects_target *t, const struct trk_objects *objs,
@@ -233,52 +296,26 @@ int trk_objects_target_save(const struct trk_objects_target *t, const struct trk
         snprintf(why, why_len, "%s %s", t->path, m);
         return rc;
     }
-    mode_t mode = rc ? 0644 : (st.st_mode & 0777); /* no set-id bits on a data file */
+    /* The class tables first, each by the same rules, so that the objects
+     * file never names a table that is not there. */
+    static _Thread_local uint8_t lut[TRK_CLASS_FILE_BYTES];
+    char shown[sizeof t->path + TRK_CLASS_FILE_MAX];
+    const char *slash = strrchr(t->path, '/');
+    const int dir_len = slash ? (int)(slash - t->path) + 1 : 0;
+    for (int k = 0; k < objs->n_classes; k++) {
+        snprintf(shown, sizeof shown, "%.*s%s", dir_len, t->path, objs->classes[k].file);
+        trk_class_file_encode(objs->classes[k].bits, lut);
+        rc = save_bytes(t, objs->classes[k].file, shown, lut, sizeof lut, why, why_len);
+        if (rc) return rc;
+    }
     char *text = trk_objects_to_json(objs);
     if (!text) {
         snprintf(why, why_len, "out of memory");
         return TRK_ENOMEM;
     }
-    char tmp[sizeof t->name + 16];
-    int fd = -1;
-    for (int tries = 0; fd < 0 && tries < 16; tries++) {
-        unsigned char r[TMP_RAND];
-        if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) {
-            rc = -errno;
-            break;
-        }
-        int k = snprintf(tmp, sizeof tmp, "%s.tmp.", t->name);
-        for (int i = 0; i < TMP_RAND; i++)
-            tmp[k + i] = tmp_chars[r[i] % (sizeof tmp_chars - 1)];
-        tmp[k + TMP_RAND] = 0;
-        /* O_EXCL: never an existing file, never through a link. */
-        fd = openat(t->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd < 0 && errno != EEXIST) {
-            rc = -errno;
-            break;
-        }
-    }
-    if (fd < 0) {
-        if (!rc) rc = -EEXIST;
-        snprintf(why, why_len, "cannot create a temporary file beside %s: %s", t->path,
-                 trk_config_errno_text(-rc, eb, sizeof eb));
-        free(text);
-        return rc;
-    }
-    rc = write_all(fd, text, strlen(text));
+    rc = save_bytes(t, t->name, t->path, text, strlen(text), why, why_len);
     free(text);
-    if (!rc && (fchmod(fd, mode) < 0 || fsync(fd) < 0)) rc = -errno;
-    if (close(fd) < 0 && !rc) rc = -errno;
-    /* rename replaces the directory entry, never writes into what the name
-     * pointed to: even a link or FIFO put there after the check above only
-     * loses its name, whatever it pointed to stays untouched. */
-    if (!rc && renameat(t->dirfd, tmp, t->dirfd, t->name) < 0) rc = -errno;
-    if (rc) {
-        unlinkat(t->dirfd, tmp, 0);
-        snprintf(why, why_len, "writing %s: %s", t->path,
-                 trk_config_errno_text(-rc, eb, sizeof eb));
-        return rc;
-    }
+    if (rc) return rc;
     /* The rename is durable only once the directory entry is on disk; some
      * file systems refuse fsync on a directory (EINVAL): the data is safe. */
     if (fsync(t->dirfd) < 0 && errno != EINVAL) {

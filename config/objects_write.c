@@ -137,14 +137,18 @@ char *trk_objects_to_json(const struct trk_objects *objs)
         for (int i = 0; i < objs->n; i++) {
             const struct trk_object_def *d = &objs->def[i];
             uint8_t def_rgb[3];
-            trk_object_display_rgb(d, def_rgb);
+            trk_objects_display_rgb(objs, i, def_rgb);
             trk_buf_printf(&b, "    {\"name\": ");
             trk_buf_json_str(&b, d->name, sizeof d->name);
-            trk_buf_printf(&b,
-                           ", \"space\": \"%s\", \"lo\": [%u, %u, %u], \"hi\": [%u, %u, %u], "
-                           "\"min_mass\": %llu",
-                           trk_objects_space_name(d->space), d->lo[0], d->lo[1], d->lo[2], d->hi[0],
-                           d->hi[1], d->hi[2], (unsigned long long)d->min_mass);
+            if (d->space == TRK_SPACE_CLASS)
+                trk_buf_printf(&b, ", \"class\": \"%s\", \"min_mass\": %llu",
+                               objs->classes[d->cls_slot].file, (unsigned long long)d->min_mass);
+            else
+                trk_buf_printf(&b,
+                               ", \"space\": \"%s\", \"lo\": [%u, %u, %u], \"hi\": [%u, %u, %u], "
+                               "\"min_mass\": %llu",
+                               trk_objects_space_name(d->space), d->lo[0], d->lo[1], d->lo[2],
+                               d->hi[0], d->hi[1], d->hi[2], (unsigned long long)d->min_mass);
             /* Only when not the default, so files without blobs round-trip
              * byte for byte. */
             if (d->blobs) trk_buf_printf(&b, ", \"blobs\": %u", d->blobs);
@@ -208,8 +212,15 @@ struct json_t *trk_objects_object_value(const struct trk_objects *objs, int i, b
         (int)d->hi[0], (int)d->hi[1], (int)d->hi[2], "min_mass", (json_int_t)d->min_mass, "blobs",
         (int)d->blobs, "min_area", (json_int_t)d->min_area, "connectivity", (int)d->connectivity,
         "track", (int)d->track, "coast_frames", (int)d->coast_frames);
+    /* A class object: its file instead of the box. */
+    if (o && d->space == TRK_SPACE_CLASS &&
+        (json_object_del(o, "lo") || json_object_del(o, "hi") ||
+         json_object_set_new(o, "class", json_string(objs->classes[d->cls_slot].file)))) {
+        json_decref(o);
+        o = NULL;
+    }
     uint8_t def_rgb[3];
-    trk_object_display_rgb(d, def_rgb);
+    trk_objects_display_rgb(objs, i, def_rgb);
     if (o && (every_key || memcmp(def_rgb, objs->color[i], 3) != 0)) {
         char color[TRK_COLOR_HEX_SIZE];
         trk_color_hex(objs->color[i], color);

@@ -433,6 +433,10 @@ static void compensate(struct trk_light *l, int ci)
 {
     for (int i = 0; i < l->n; i++) {
         const struct trk_object_def *t = &l->taught[i];
+        if (t->space == TRK_SPACE_CLASS) { /* painted: no box to move */
+            l->comp[i] = *t;
+            continue;
+        }
         if (t->space != TRK_SPACE_RGB) {
             compensate_grid(t, l->gain, ci, &l->comp[i]);
             continue;

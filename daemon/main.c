@@ -365,7 +365,10 @@ static int open_source(struct app *a)
         }
         /* The bundle's first set from the start (hello, backend), unless
          * --objects asks for another; the recorded changes follow it. */
-        if (!err && !s->objects) a->objs = *trk_replay_first_set(a->replay);
+        if (!err && !s->objects) {
+            a->objs = *trk_replay_first_set(a->replay);
+            trk_objects_bind_classes(&a->objs);
+        }
     } else if (s->device) {
         err = open_camera(a);
     } else if (s->input) {
@@ -626,7 +629,8 @@ static int start_server(struct app *a)
     const char *file_types[] = {
         trk_msg_control_types[TRK_CTL_SAVE_OBJECTS], trk_msg_control_types[TRK_CTL_RELOAD_OBJECTS],
         trk_msg_control_types[TRK_CTL_SAVE_REWIND],  trk_msg_control_types[TRK_CTL_KEEP_RANGE],
-        trk_msg_control_types[TRK_CTL_LIST_BUNDLES], NULL
+        trk_msg_control_types[TRK_CTL_LIST_BUNDLES],
+        trk_msg_control_types[TRK_CTL_CLEAR_CLASS],  NULL
     };
     int rc, err;
     if (s->server && (rc = pick_token(s, token, sizeof(token)))) return rc;

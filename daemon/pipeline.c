@@ -353,6 +353,7 @@ static void *capture_main(void *arg)
  * results under new names would be wrong). */
 static int apply_objects(struct pipeline *p)
 {
+    trk_objects_bind_classes(p->objects); /* a copy: its tables are its own */
     const struct trk_objects *set = p->objects;
     int e = trk_backend_set_objects(p->backend, set->def, set->n);
     int k = -1; /* an object with blobs, when the backend has none (TRK_ENODEV) */
@@ -828,6 +829,7 @@ static void follow_light(struct pipeline *p, struct trk_frame *f, int n_objects)
         /* The frame's results carry the box it was thresholded with. */
         const struct trk_light_state *st = trk_light_state(p->light, i);
         struct trk_result_object *o = &p->result.obj[i];
+        if (p->objects->def[i].space == TRK_SPACE_CLASS) continue; /* painted: no box */
         o->has_range = true, o->range_rail = st->rail;
         memcpy(o->range_lo, st->lo, sizeof o->range_lo);
         memcpy(o->range_hi, st->hi, sizeof o->range_hi);

@@ -130,13 +130,18 @@ void trk_backend_destroy(struct trk_backend **pb)
 int trk_backend_set_objects(struct trk_backend *b, const struct trk_object_def *objs, int n)
 {
     if (n < 0 || n > TRK_MAX_OBJECTS || (n > 0 && !objs) || b->in_flight) return TRK_EINVAL;
+    int n_cls = 0;
     for (int i = 0; i < n; i++) {
         const struct trk_object_def *o = &objs[i];
-        if ((unsigned)o->space > TRK_SPACE_YCBCR) return TRK_EINVAL;
+        if (o->space == TRK_SPACE_CLASS) {
+            if (!o->cls || ++n_cls > TRK_MAX_CLASSES) return TRK_EINVAL;
+        } else if ((unsigned)o->space >= TRK_SPACE_COUNT) {
+            return TRK_EINVAL;
+        }
         if (o->blobs > TRK_MAX_BLOBS) return TRK_EINVAL;
         if (o->connectivity != 0 && o->connectivity != 4 && o->connectivity != 8) return TRK_EINVAL;
         if (o->blobs && !b->ops->blobs) return TRK_ENODEV;
-        for (int c = 0; c < 3; c++) {
+        for (int c = 0; c < 3 && o->space != TRK_SPACE_CLASS; c++) {
             const int cmax = trk_chan_max(o->space, c);
             if (o->lo[c] > cmax || o->hi[c] > cmax) return TRK_EINVAL;
         }

@@ -33,10 +33,38 @@ extern "C" {
 
 /* --------------------------------------------------------------- objects */
 
-enum trk_space { TRK_SPACE_RGB = 0, TRK_SPACE_HSV, TRK_SPACE_YCBCR };
+/* The colour spaces an object's box can be in. lab and rg separate light
+ * from colour (a and b, r and g barely move when the light dims); their
+ * integer definitions are in color.h (trk_rgb_to_lab, trk_rgb_to_rg). */
+enum trk_space {
+    TRK_SPACE_RGB = 0,
+    TRK_SPACE_HSV,
+    TRK_SPACE_YCBCR,
+    TRK_SPACE_LAB,
+    TRK_SPACE_RG,
+    TRK_SPACE_COUNT, /* not a space: how many box spaces there are */
+    /* A painted colour class instead of a box: def.cls points to its table
+     * (struct trk_object_def). Not counted in TRK_SPACE_COUNT: arrays of the
+     * box spaces have no row for it. */
+    TRK_SPACE_CLASS = TRK_SPACE_COUNT
+};
+
+/* Painted colour classes: a 64 x 64 x 64 bit table over R, G, B (the top 6
+ * bits of each channel: cell = (R >> 2) << 12 | (G >> 2) << 6 | B >> 2,
+ * bit cell & 7 of byte cell >> 3). A pixel is in the class when its cell's
+ * bit is set; its R, G, B are those every rgb object tests (YUV frames:
+ * trk_yuv_to_rgb per the frame's matrix and range, color.h), so a class
+ * painted on one camera format holds on the others. At most
+ * TRK_MAX_CLASSES class objects per set (trk_backend_set_objects refuses
+ * more: TRK_EINVAL). */
+#define TRK_CLASS_CELLS (64 * 64 * 64)
+#define TRK_CLASS_BYTES (TRK_CLASS_CELLS / 8)
+#define TRK_MAX_CLASSES 16
 
 /* A colour box. Channels per space: rgb (R, G, B), hsv (H in degrees 0..359,
- * S 0..255, V 0..255), ycbcr (Y, Cb, Cr). A pixel matches when every channel
+ * S 0..255, V 0..255), ycbcr (Y, Cb, Cr), lab (L* scaled to 0..255, a* + 128,
+ * b* + 128), rg (r = 255 R / (R + G + B), g likewise, I = (R + G + B) / 3;
+ * all rounded, color.h). A pixel matches when every channel
  * c satisfies lo[c] <= c <= hi[c], except hue: when lo[0] > hi[0] the hue
  * range wraps through 0 (match when h >= lo[0] || h <= hi[0]). */
 struct trk_object_def {
@@ -58,6 +86,13 @@ struct trk_object_def {
      * dropped (0 = dropped at once; the objects file's default is 10). */
     bool track;
     uint16_t coast_frames;
+    /* space TRK_SPACE_CLASS: the class table (TRK_CLASS_BYTES bytes; lo and
+     * hi are ignored), read by trk_backend_set_objects, which keeps its own
+     * copy, and by trk_pixel_matches (color.h); NULL for the box spaces.
+     * cls_slot: the objects set's own index of the table (config/objects.h),
+     * which backends ignore. */
+    const uint8_t *cls;
+    uint8_t cls_slot;
 };
 
 /* Most blobs listed per object. */

@@ -11,12 +11,14 @@
  *   - trk_pixel_native reads the frame's own samples. YUV formats: Y is the
  *     pixel's own luma; chroma is the sample covering it with no
  *     interpolation: YUYV (x/2, y), NV12/I420 (x/2, y/2).
- *   - trk_pixel_triples derives the channels each object space tests:
- *     YUV formats: rgb and hsv objects use trk_yuv_to_rgb(Y, Cb, Cr) per the
- *     frame's matrix and range; ycbcr objects test the native Y, Cb, Cr
- *     samples unchanged. RGB formats: rgb objects test R, G, B; hsv objects
- *     trk_rgb_to_hsv; ycbcr objects trk_rgb_to_ycbcr per the frame's matrix
- *     and range.
+ *   - trk_pixel_spaces (trk_pixel_triples for the three classic spaces)
+ *     derives the channels each object space tests:
+ *     YUV formats: rgb, hsv, lab and rg objects use trk_yuv_to_rgb(Y, Cb,
+ *     Cr) per the frame's matrix and range; ycbcr objects test the native Y,
+ *     Cb, Cr samples unchanged. RGB formats: rgb objects test R, G, B; hsv
+ *     objects trk_rgb_to_hsv; ycbcr objects trk_rgb_to_ycbcr per the frame's
+ *     matrix and range. lab (trk_rgb_to_lab) and rg (trk_rgb_to_rg) come
+ *     from R, G, B through the tables of trk_light_tables (lab.c).
  *   - trk_box_match (channel by channel: trk_chan_has) is the object test.
  * The per-value lookup tables of the fast backends are built from
  * trk_chan_values and trk_chan_has; the vectorised decoders (cpu_fast_kern.h,
@@ -186,6 +188,98 @@ TRK_HD void trk_rgb_to_hsv(int r, int g, int b, uint16_t *h, uint8_t *s, uint8_t
     *h = (uint16_t)(((num + TRK_HUE_VALUES * d + d / 2) / d) % TRK_HUE_VALUES);
 }
 
+/* ----------------------------------------------- lab and rg (chromaticity) */
+
+/* CIE L*a*b* in integers, the one definition every backend runs:
+ *   1. each sRGB byte to linear light by a 256-entry table, lin[v] =
+ *      round(65535 * EOTF(v / 255)) (IEC 61966-2-1: v/12.92 up to 0.04045,
+ *      else ((v + 0.055) / 1.055)^2.4), written out in lab.c;
+ *   2. X/Xn, Y/Yn, Z/Zn (D65 white) as t = (k_r lin[R] + k_g lin[G] +
+ *      k_b lin[B] + 32768) >> 16, clamped to 0..TRK_LAB_T_ONE (units of
+ *      1/16384), k the rows of the sRGB -> XYZ matrix divided by the white,
+ *      times 16384, rounded (in trk_rgb_to_lab);
+ *   3. f(t) from a table of TRK_LAB_T_ONE + 1 entries in Q15 (trk_lab_f: the
+ *      cube root by integer search, the CIE linear segment below 216/24389);
+ *   4. the bytes: L = round(255 (116 fy - 16) / 100) (L* 0..100 -> 0..255),
+ *      a = 128 + round(500 (fx - fy)), b = 128 + round(200 (fy - fz)) (a*, b*
+ *      in whole units, offset 128), each clamped to 0..255 (sRGB colours
+ *      stay inside: a* -86..98, b* -108..95).
+ * Backends use the tables of trk_light_tables() (the CUDA one uploads them),
+ * so every backend computes the same bytes. */
+#define TRK_LAB_T_ONE 16384
+/* The tables of the spaces that separate light from colour: lab's, and
+ * rg's reciprocals (trk_rgb_to_rg). */
+#define TRK_RG_SUM_MAX (3 * 255)
+struct trk_light_tab {
+    uint16_t lin[256];
+    uint16_t f[TRK_LAB_T_ONE + 1];
+    uint32_t rg_inv[TRK_RG_SUM_MAX + 1]; /* [s] = ceil(2^31 / s), [0] = 0 */
+};
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* The tables, built once (thread-safe) and never freed. Host memory. */
+const struct trk_light_tab *trk_light_tables(void);
+/* Coarse cells of the RGB cube, 32 x 32 x 32 (cell = (R >> 3) << 10 |
+ * (G >> 3) << 5 | B >> 3), and per cell the least and greatest lab and rg
+ * channels of its 512 colours: a box that misses a cell's ranges matches
+ * none of its colours, so a backend may skip the conversion there (the fast
+ * CPU backend does). Built on first use (about 17 M conversions), host. */
+#define TRK_LIGHT_CELLS (32 * 32 * 32)
+struct trk_light_cells {
+    uint8_t lo[TRK_LIGHT_CELLS][2][3], hi[TRK_LIGHT_CELLS][2][3]; /* [cell][lab, rg][channel] */
+};
+const struct trk_light_cells *trk_light_cell_ranges(void);
+/* f(i / 16384) in Q15, i = 0..TRK_LAB_T_ONE: the table's definition. */
+uint16_t trk_lab_f(int i);
+/* Display only: an L, a, b byte triple back to sRGB (floating point). */
+void trk_lab_to_rgb_display(int L, int a, int b, uint8_t rgb[3]);
+#ifdef __cplusplus
+}
+#endif
+
+TRK_HD int32_t trk_lab_t(const struct trk_light_tab *t, const int32_t k[3], int r, int g, int b)
+{
+    const int32_t v = (k[0] * t->lin[r] + k[1] * t->lin[g] + k[2] * t->lin[b] + 32768) >> 16;
+    return v > TRK_LAB_T_ONE ? TRK_LAB_T_ONE : v;
+}
+
+TRK_HD void trk_rgb_to_lab(const struct trk_light_tab *t, int r, int g, int b, uint8_t *L,
+                           uint8_t *A, uint8_t *B)
+{
+    /* The rows of step 2: the sRGB -> XYZ matrix divided by D65's white. */
+    const int32_t k[3][3] = { { 7110, 6164, 3110 }, { 3484, 11717, 1183 }, { 291, 1794, 14300 } };
+    const int32_t fx = t->f[trk_lab_t(t, k[0], r, g, b)], fy = t->f[trk_lab_t(t, k[1], r, g, b)],
+                  fz = t->f[trk_lab_t(t, k[2], r, g, b)];
+    /* 116 fy - 16 >= 0: f(0) = round(32768 * 16 / 116). */
+    *L = trk_clamp255((255 * (116 * fy - 16 * 32768) + 1638400) / 3276800);
+    *A = trk_clamp255(128 + ((500 * (fx - fy) + 16384) >> 15));
+    *B = trk_clamp255(128 + ((200 * (fy - fz) + 16384) >> 15));
+}
+
+/* Normalised chromaticity: with S = R + G + B, r = round(255 R / S) and g =
+ * round(255 G / S) (halves up: floor((255 R + floor(S / 2)) / S)), I =
+ * round(S / 3) = floor((S + 1) / 3); a black pixel (S = 0) is r = g = 85,
+ * the neutral grey's chromaticity, I = 0. The division by S is a multiply
+ * by t->rg_inv[S] = ceil(2^31 / S) and a shift by 31: with the excess
+ * e = rg_inv[S] S - 2^31 < S, that is the exact quotient whenever n e <
+ * 2^31, and here n < 2^18, e < 2^10; test_lab checks every numerator the
+ * rule makes against the plain division. */
+TRK_HD int trk_rg_div(const struct trk_light_tab *t, int n, int s)
+{
+    return (int)(((uint64_t)(uint32_t)n * t->rg_inv[s]) >> 31);
+}
+
+TRK_HD void trk_rgb_to_rg(const struct trk_light_tab *t, int r, int g, int b, uint8_t *rn,
+                          uint8_t *gn, uint8_t *i)
+{
+    const int s = r + g + b;
+    *rn = (uint8_t)(s ? trk_rg_div(t, 255 * r + s / 2, s) : 85);
+    *gn = (uint8_t)(s ? trk_rg_div(t, 255 * g + s / 2, s) : 85);
+    *i = (uint8_t)((s + 1) / 3);
+}
+
 /* ---------------------------------------------------------------- pixels */
 
 /* Bytes per pixel of a packed format (YUYV: 2, a pixel pair is 4 bytes); 0
@@ -248,20 +342,28 @@ TRK_HD int trk_pixel_native(int fmt, const uint8_t *const plane[3], const size_t
     return 0;
 }
 
-/* need for trk_pixel_triples: every space. */
-#define TRK_SPACES_ALL ((1 << TRK_SPACE_RGB) | (1 << TRK_SPACE_HSV) | (1 << TRK_SPACE_YCBCR))
+/* need for trk_pixel_triples: the three classic spaces (rgb, hsv, ycbcr);
+ * TRK_SPACES_EVERY: every space (trk_pixel_spaces, with the lab tables). */
+#define TRK_SPACES_ALL   ((1 << TRK_SPACE_RGB) | (1 << TRK_SPACE_HSV) | (1 << TRK_SPACE_YCBCR))
+#define TRK_SPACES_EVERY ((1 << TRK_SPACE_COUNT) - 1)
+/* The spaces derived from R, G, B (on YUV frames: trk_yuv_to_rgb first). */
+#define TRK_SPACES_FROM_RGB                                                                        \
+    ((1 << TRK_SPACE_RGB) | (1 << TRK_SPACE_HSV) | (1 << TRK_SPACE_LAB) | (1 << TRK_SPACE_RG) |    \
+     (1 << TRK_SPACE_CLASS))
 
 /* The channel triples c[space][channel] a pixel is tested with, from its
  * native samples s (trk_pixel_native; is_yuv is its return value), for each
  * space whose bit (1 << enum trk_space) is set in need: the derivation of
  * the file comment. y2r and r2y are the frame's coefficients (only the one
- * the frame's kind needs is read). c[TRK_SPACE_RGB] is always set. */
-TRK_HD void trk_pixel_triples(const struct trk_yuv2rgb_coef *y2r,
-                              const struct trk_rgb2ycc_coef *r2y, int is_yuv, int need,
-                              const int s[3], int c[3][3])
+ * the frame's kind needs is read); tab: trk_light_tables(), read only when
+ * need has lab or rg (else it may be NULL). c has TRK_SPACE_COUNT rows;
+ * c[TRK_SPACE_RGB] is always set. lab and rg derive from R, G, B like hsv. */
+TRK_HD void trk_pixel_spaces(const struct trk_yuv2rgb_coef *y2r, const struct trk_rgb2ycc_coef *r2y,
+                             const struct trk_light_tab *tab, int is_yuv, int need, const int s[3],
+                             int c[][3])
 {
     int r = s[0], g = s[1], b = s[2];
-    if (is_yuv && (need & ((1 << TRK_SPACE_RGB) | (1 << TRK_SPACE_HSV)))) {
+    if (is_yuv && (need & TRK_SPACES_FROM_RGB)) {
         uint8_t r8, g8, b8;
         trk_yuv_to_rgb(y2r, s[0], s[1], s[2], &r8, &g8, &b8);
         r = r8, g = g8, b = b8;
@@ -283,20 +385,69 @@ TRK_HD void trk_pixel_triples(const struct trk_yuv2rgb_coef *y2r,
             c[TRK_SPACE_YCBCR][0] = y8, c[TRK_SPACE_YCBCR][1] = cb8, c[TRK_SPACE_YCBCR][2] = cr8;
         }
     }
+    if (need & (1 << TRK_SPACE_LAB)) {
+        uint8_t l8, a8, b8;
+        trk_rgb_to_lab(tab, r, g, b, &l8, &a8, &b8);
+        c[TRK_SPACE_LAB][0] = l8, c[TRK_SPACE_LAB][1] = a8, c[TRK_SPACE_LAB][2] = b8;
+    }
+    if (need & (1 << TRK_SPACE_RG)) {
+        uint8_t rn, gn, in;
+        trk_rgb_to_rg(tab, r, g, b, &rn, &gn, &in);
+        c[TRK_SPACE_RG][0] = rn, c[TRK_SPACE_RG][1] = gn, c[TRK_SPACE_RG][2] = in;
+    }
+}
+
+/* trk_pixel_spaces for the three classic spaces (need within
+ * TRK_SPACES_ALL): no lab tables, c has 3 rows. */
+TRK_HD void trk_pixel_triples(const struct trk_yuv2rgb_coef *y2r,
+                              const struct trk_rgb2ycc_coef *r2y, int is_yuv, int need,
+                              const int s[3], int c[3][3])
+{
+    TRK_ASSERT(!(need & ~TRK_SPACES_ALL));
+    trk_pixel_spaces(y2r, r2y, NULL, is_yuv, need, s, c);
 }
 
 /* An RGB colour's channels in an object space (enum trk_space); ycbcr uses
  * the coefficients k. For places that turn a colour into a box (scenes,
- * colour sampling), not for the per-pixel hot paths. */
-TRK_HD void trk_rgb_to_space(const struct trk_rgb2ycc_coef *k, int space, const uint8_t rgb[3],
-                             int c[3])
+ * colour sampling), not for the per-pixel hot paths. Host only. */
+static inline void trk_rgb_to_space(const struct trk_rgb2ycc_coef *k, int space,
+                                    const uint8_t rgb[3], int c[3])
 {
-    TRK_ASSERT((unsigned)space <= TRK_SPACE_YCBCR);
+    TRK_ASSERT((unsigned)space < TRK_SPACE_COUNT);
     const int s[3] = { rgb[0], rgb[1], rgb[2] };
-    int t[3][3];
-    trk_pixel_triples(NULL, k, 0, 1 << space, s, t);
+    int t[TRK_SPACE_COUNT][3];
+    trk_pixel_spaces(NULL, k, trk_light_tables(), 0, 1 << space, s, t);
     c[0] = t[space][0], c[1] = t[space][1], c[2] = t[space][2];
 }
+
+/* ------------------------------------------------------ painted classes */
+
+/* The cell of a colour in a class table (backend.h): the top 6 bits of R,
+ * G and B. */
+TRK_HD int trk_class_cell(int r, int g, int b)
+{
+    return (r >> 2) << 12 | (g >> 2) << 6 | b >> 2;
+}
+
+/* Whether cell is set in the class table tab (TRK_CLASS_BYTES bytes). */
+TRK_HD int trk_class_has(const uint8_t *tab, int cell)
+{
+    return tab[cell >> 3] >> (cell & 7) & 1;
+}
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* The cell table of a set's class objects (gpu/classes.c), which the fast
+ * CPU and CUDA backends read: cells[c] bit j = the j-th class object of
+ * objs[0..n) (in object order) has cell c; ord[i] = object i's j, or -1
+ * for a box object. cells has TRK_CLASS_CELLS entries. Returns the number
+ * of class objects, or TRK_EINVAL when there are more than TRK_MAX_CLASSES
+ * or one has no table. */
+int trk_class_cells(const struct trk_object_def *objs, int n, uint16_t *cells, int *ord);
+#ifdef __cplusplus
+}
+#endif
 
 /* The object test for one channel triple. c0 is hue for hsv objects. */
 TRK_HD int trk_box_match(const uint16_t lo[3], const uint16_t hi[3], int is_hsv, int c0, int c1,
@@ -315,11 +466,12 @@ TRK_HD int trk_box_match(const uint16_t lo[3], const uint16_t hi[3], int is_hsv,
 static inline void trk_image_pixel_space(const struct trk_image *img, int x, int y, int space,
                                          int c[3])
 {
-    int nat[3], t[3][3];
+    int nat[3], t[TRK_SPACE_COUNT][3];
     const int yuv = trk_pixel_native(img->fmt, img->plane, img->pitch, x, y, nat);
     const int ci = trk_coef_index(img->matrix, img->full_range);
-    TRK_ASSERT((unsigned)space <= TRK_SPACE_YCBCR);
-    trk_pixel_triples(&trk_yuv2rgb_coefs[ci], &trk_rgb2ycc_coefs[ci], yuv, 1 << space, nat, t);
+    TRK_ASSERT((unsigned)space < TRK_SPACE_COUNT);
+    trk_pixel_spaces(&trk_yuv2rgb_coefs[ci], &trk_rgb2ycc_coefs[ci], trk_light_tables(), yuv,
+                     1 << space, nat, t);
     c[0] = t[space][0], c[1] = t[space][1], c[2] = t[space][2];
 }
 
@@ -338,6 +490,10 @@ static inline bool trk_pixel_matches(const struct trk_image *img, int x, int y,
                                      const struct trk_object_def *def)
 {
     int c[3];
+    if (def->space == TRK_SPACE_CLASS) {
+        trk_image_pixel_space(img, x, y, TRK_SPACE_RGB, c);
+        return def->cls && trk_class_has(def->cls, trk_class_cell(c[0], c[1], c[2]));
+    }
     trk_image_pixel_space(img, x, y, def->space, c);
     return trk_box_match(def->lo, def->hi, def->space == TRK_SPACE_HSV, c[0], c[1], c[2]) != 0;
 }
@@ -368,8 +524,10 @@ static inline void trk_hsv_to_rgb(int h, int s, int v, uint8_t rgb[3])
 /* The display colour of an object without a "color" of its own (web
  * overlays, the hello message, the objects file): the centre of its box
  * (trk_range_centre; hsv: trk_hue_centre) converted to RGB: rgb the centre
- * itself, hsv per trk_hsv_to_rgb, ycbcr with BT.601 full range. Never used
- * for tracking. Host code only (both display functions). */
+ * itself, hsv per trk_hsv_to_rgb, ycbcr with BT.601 full range, lab per
+ * trk_lab_to_rgb_display, rg as R = 3 I r / 255, G = 3 I g / 255, B the
+ * rest (clamped); a class the mean of its cells' centres. Never used for tracking. Host code only
+ * (both display functions). */
 static inline void trk_object_display_rgb(const struct trk_object_def *def, uint8_t rgb[3])
 {
     int c[3];
@@ -385,6 +543,24 @@ static inline void trk_object_display_rgb(const struct trk_object_def *def, uint
     case TRK_SPACE_YCBCR: {
         const struct trk_yuv2rgb_coef *k = &trk_yuv2rgb_coefs[trk_coef_index(TRK_MATRIX_BT601, 1)];
         trk_yuv_to_rgb(k, c[0], c[1], c[2], &rgb[0], &rgb[1], &rgb[2]);
+        return;
+    }
+    case TRK_SPACE_LAB: trk_lab_to_rgb_display(c[0], c[1], c[2], rgb); return;
+    case TRK_SPACE_RG: {
+        const int r = (3 * c[2] * c[0] + 127) / 255, g = (3 * c[2] * c[1] + 127) / 255;
+        rgb[0] = trk_clamp255(r), rgb[1] = trk_clamp255(g), rgb[2] = trk_clamp255(3 * c[2] - r - g);
+        return;
+    }
+    case TRK_SPACE_CLASS: { /* the mean of its cells' centres; gray when empty */
+        uint64_t sum[3] = { 0, 0, 0 }, k = 0;
+        for (int cell = 0; def->cls && cell < TRK_CLASS_CELLS; cell++) {
+            if (!trk_class_has(def->cls, cell)) continue;
+            sum[0] += (uint64_t)((cell >> 12) * 4 + 2),
+                sum[1] += (uint64_t)((cell >> 6 & 63) * 4 + 2);
+            sum[2] += (uint64_t)((cell & 63) * 4 + 2), k++;
+        }
+        for (int i = 0; i < 3; i++)
+            rgb[i] = (uint8_t)(k ? (sum[i] + k / 2) / k : 128);
         return;
     }
     }

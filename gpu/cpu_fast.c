@@ -25,6 +25,9 @@
  *   - Each space is computed once per pixel and only when some object needs
  *     it: rgb objects read packed rows in place; ycbcr objects read native
  *     YUV samples; HSV is gated by V and S before its hue division is paid.
+ *     Painted classes (backend.h) are not separable per channel: one cell
+ *     table (trk_class_cells, 512 KiB, made once) says which class objects
+ *     hold a pixel's R, G, B cell, and each ORs its object's mask.
  *   - Rows are handed out in strips from an atomic counter to a persistent
  *     pool of threads created at create; each thread owns its accumulators,
  *     merged at the end (sums and min/max are order-free, so any thread count
@@ -127,6 +130,7 @@ static void fast_destroy(void *self)
     free(s->pf.tmp);
     free(s->pf.pad);
     free(s->otab_mem);
+    free(s->cls_cells);
     free(s->rres);
     free(s->rblob);
     free(s->rnb);
@@ -135,7 +139,7 @@ static void fast_destroy(void *self)
 
 static size_t tab_bytes(void)
 {
-    size_t words = 9 * ((size_t)FAST_NVALS * FAST_MAX_WORDS + FAST_NVALS) +
+    size_t words = 3 * TRK_SPACE_COUNT * ((size_t)FAST_NVALS * FAST_MAX_WORDS + FAST_NVALS) +
                    3 * ((size_t)FAST_EXT_N * FAST_MAX_WORDS + FAST_EXT_N);
     return words * sizeof(uint64_t);
 }
@@ -184,14 +188,14 @@ static int fast_create(const struct trk_backend_cfg *cfg, void **self)
     s->max_strips = (cfg->max_height + FAST_STRIP_ROWS - 1) / FAST_STRIP_ROWS;
     trk_fast_kernels_pick(&s->kern, &s->kern_b, s->portable);
 
-    /* Tables: 9 full (FAST_NVALS x 4 words) + 9 summaries, then 3 extended
+    /* Tables: 3 per space full (FAST_NVALS x 4 words) and as many summaries, then 3 extended
      * (FAST_EXT_N x 4 words) + 3 summaries, one block. */
     s->tab_mem = aligned_alloc(64, tab_bytes());
     s->tab.sat = malloc(256 * 256);
     s->w = calloc((size_t)s->nthreads, sizeof(*s->w));
     if (!s->tab_mem || !s->tab.sat || !s->w) goto nomem;
     uint64_t *p = s->tab_mem;
-    for (int sp = 0; sp < 3; sp++)
+    for (int sp = 0; sp < TRK_SPACE_COUNT; sp++)
         for (int c = 0; c < 3; c++) {
             s->tab.full[sp][c] = p;
             p += (size_t)FAST_NVALS * FAST_MAX_WORDS;
@@ -213,6 +217,7 @@ static int fast_create(const struct trk_backend_cfg *cfg, void **self)
         if (!ext_fits(k)) s->ext_ok = 0;
     }
     s->tab.nw = 1;
+    s->tab.light = trk_light_tables();
     for (int mx = 0; mx < 256; mx++)
         for (int d = 0; d <= mx; d++) {
             uint16_t h;
@@ -332,6 +337,7 @@ static int blobs_alloc(struct cpu_fast *s, const struct trk_object_def *objs, in
 static size_t obj_words(enum trk_space sp)
 {
     size_t v = 0;
+    if (sp == TRK_SPACE_CLASS) return 0; /* the set's cell table */
     for (int c = 0; c < 3; c++)
         v += (size_t)trk_chan_values((int)sp, c);
     return sp == TRK_SPACE_RGB ? v + 3 * (size_t)FAST_EXT_N : v;
@@ -351,8 +357,19 @@ static void obj_tables(struct cpu_fast *s, const struct trk_object_def *objs, in
         memset(t, 0, sizeof(*t));
         t->n = 1;
         t->nw = 1;
-        t->has[sp] = 1;
+        if (sp != TRK_SPACE_CLASS) t->has[sp] = 1;
         t->sat = s->tab.sat;
+        t->light = s->tab.light;
+        if (sp == TRK_SPACE_CLASS) {
+            /* The rgb kernel's class copy runs it: rgb tables of no object. */
+            static const uint64_t none[FAST_NVALS];
+            t->ncls = 1;
+            t->cls_cells = s->cls_cells;
+            t->cls_mask[s->cls_ord[i]][0] = 1;
+            for (int c = 0; c < 3; c++)
+                t->full[TRK_SPACE_RGB][c] = t->sum[TRK_SPACE_RGB][c] = (uint64_t *)none;
+            continue;
+        }
         for (int c = 0; c < 3; c++) {
             const int nv = trk_chan_values(sp, c);
             for (int v = 0; v < nv; v++)
@@ -381,11 +398,40 @@ static uint64_t *obj_tables_alloc(const struct trk_object_def *objs, int n)
     return aligned_alloc(64, align64(words * sizeof(uint64_t)));
 }
 
+/* tab.gate for objs: the cells whose lab or rg ranges meet some lab or rg
+ * object's box (a cell that meets none holds no colour any of them
+ * matches, so the kernel skips both conversions there: exact). */
+static void light_gate(struct cpu_fast *s, const struct trk_object_def *objs, int n)
+{
+    const struct trk_light_cells *cr = trk_light_cell_ranges();
+    memset(s->light_gate, 0, sizeof(s->light_gate));
+    for (int cell = 0; cell < TRK_LIGHT_CELLS; cell++)
+        for (int i = 0; i < n; i++) {
+            const struct trk_object_def *o = &objs[i];
+            if (o->space != TRK_SPACE_LAB && o->space != TRK_SPACE_RG) continue;
+            const int sp = o->space == TRK_SPACE_RG;
+            int meets = 1;
+            for (int c = 0; c < 3; c++)
+                meets &= cr->lo[cell][sp][c] <= o->hi[c] && cr->hi[cell][sp][c] >= o->lo[c];
+            if (!meets) continue;
+            s->light_gate[cell >> 6] |= 1ull << (cell & 63);
+            break;
+        }
+    s->tab.gate = s->light_gate;
+}
+
 static int fast_set_objects(void *self, const struct trk_object_def *objs, int n)
 {
     struct cpu_fast *s = self;
     struct tables *t = &s->tab;
     if (n < 0 || n > TRK_MAX_OBJECTS) return TRK_EINVAL;
+    int ncls = 0;
+    for (int i = 0; i < n; i++)
+        ncls += objs[i].space == TRK_SPACE_CLASS;
+    if (ncls && !s->cls_cells) {
+        s->cls_cells = malloc(TRK_CLASS_CELLS * sizeof(*s->cls_cells));
+        if (!s->cls_cells) return TRK_ENOMEM;
+    }
     uint64_t *omem = obj_tables_alloc(objs, n);
     if (!omem) return TRK_ENOMEM;
     int err = blobs_alloc(s, objs, n);
@@ -395,15 +441,24 @@ static int fast_set_objects(void *self, const struct trk_object_def *objs, int n
     }
     free(s->otab_mem);
     s->otab_mem = omem;
+    /* backend.c checked the class count and tables: this cannot fail. */
+    if (ncls) trk_class_cells(objs, n, s->cls_cells, s->cls_ord);
     obj_tables(s, objs, n, omem);
     if (n > 0) memcpy(s->objs, objs, (size_t)n * sizeof(*objs));
     int nw = n <= 64 ? 1 : n <= 128 ? 2 : 4;
     memset(s->tab_mem, 0, tab_bytes());
     memset(t->has, 0, sizeof(t->has));
+    memset(t->cls_mask, 0, sizeof(t->cls_mask));
+    t->ncls = ncls;
+    t->cls_cells = s->cls_cells;
     for (int i = 0; i < n; i++) {
         const struct trk_object_def *o = &objs[i];
         int sp = (int)o->space, wi = i >> 6;
         uint64_t bit = 1ull << (i & 63);
+        if (sp == TRK_SPACE_CLASS) {
+            t->cls_mask[s->cls_ord[i]][wi] = bit;
+            continue;
+        }
         t->has[sp] = 1;
         for (int c = 0; c < 3; c++) {
             const int nv = trk_chan_values(sp, c);
@@ -427,6 +482,7 @@ static int fast_set_objects(void *self, const struct trk_object_def *objs, int n
                 t->ext_sum[c][i] = t->sum[TRK_SPACE_RGB][c][v];
             }
     }
+    if (t->has[TRK_SPACE_LAB] || t->has[TRK_SPACE_RG]) light_gate(s, objs, n);
     t->nw = nw;
     t->n = n;
     return 0;

@@ -66,14 +66,14 @@
 #define FAST_PREFETCH_ROWS 8
 
 struct tables {
-    int n;      /* objects */
-    int nw;     /* 64-bit words per mask: 1, 2 or 4 */
-    int has[3]; /* per trk_space: some object uses it */
+    int n;                    /* objects */
+    int nw;                   /* 64-bit words per mask: 1, 2 or 4 */
+    int has[TRK_SPACE_COUNT]; /* per trk_space: some object uses it */
     /* full[space][channel]: FAST_NVALS rows of nw words (stride nw), aligned
      * so a row loads as one vector. sum[space][channel]: one word per value,
      * bit j = OR of bit j of the row's words (equal to full when nw == 1). */
-    uint64_t *full[3][3];
-    uint64_t *sum[3][3];
+    uint64_t *full[TRK_SPACE_COUNT][3];
+    uint64_t *sum[TRK_SPACE_COUNT][3];
     /* rgb objects on YUV frames: FAST_EXT_N rows of nw words per channel,
      * and their one-word summaries. */
     uint64_t *ext[3];
@@ -81,6 +81,18 @@ struct tables {
     /* HSV saturation by (max << 8 | (max - min)), from trk_rgb_to_hsv itself
      * so it is exact by construction; 64 KiB, replaces a division. */
     uint8_t *sat;
+    /* lab and rg objects: color.h's tables (trk_light_tables), and the
+     * coarse RGB cells (trk_light_cell_ranges) where some lab or rg object
+     * may match, one bit each; NULL: every cell may (the regions' tables). */
+    const struct trk_light_tab *light;
+    const uint64_t *gate;
+    /* Class objects (painted tables, backend.h): any (ncls > 0), the set's
+     * cell table (trk_class_cells: bit j = class j has the cell) and per
+     * class j the mask of its object (nw words; a region's tables: bit 0
+     * for its own object's class, 0 for the others). */
+    int ncls;
+    const uint16_t *cls_cells;
+    uint64_t cls_mask[TRK_MAX_CLASSES][FAST_MAX_WORDS] __attribute__((aligned(32)));
 };
 
 /* Per-object accumulators of one thread; bbox starts inverted so min/max
@@ -348,6 +360,12 @@ struct cpu_fast {
     struct trk_obj_result *rres;
     struct trk_blob (*rblob)[TRK_MAX_BLOBS];
     int *rnb;
+    /* tab.cls_cells (made when a set first has class objects, kept) and
+     * each object's class index (trk_class_cells). */
+    uint16_t *cls_cells;
+    int cls_ord[TRK_MAX_OBJECTS];
+    /* tab.gate's bits (set_objects, when the set has lab or rg objects). */
+    uint64_t light_gate[TRK_LIGHT_CELLS / 64];
     /* The frame's ROI stretches for dense rows (fctx.seg_x / seg_allow). */
     int32_t seg_x[2 * TRK_MAX_OBJECTS + 2];
     uint64_t seg_allow[(2 * TRK_MAX_OBJECTS + 1) * FAST_MAX_WORDS];

@@ -97,7 +97,8 @@
  * in place (no de-interleave) and decoded YUV planes use stride 1. */
 static inline __attribute__((always_inline)) void
 KNAME(rgb_only_row)(struct worker *w, const struct fctx *f, const uint8_t *rp, const uint8_t *gp,
-                    const uint8_t *bp, const int stride, int xa, int xb, int y, const int dense)
+                    const uint8_t *bp, const int stride, int xa, int xb, int y, const int dense,
+                    const int cls)
 {
     const struct tables *t = f->tab;
     const uint64_t *fr = t->full[TRK_SPACE_RGB][0], *fg = t->full[TRK_SPACE_RGB][1],
@@ -112,17 +113,22 @@ KNAME(rgb_only_row)(struct worker *w, const struct fctx *f, const uint8_t *rp, c
     bp += (size_t)xa * stride;
     for (int x = xa; x <= xb; x++, rp += stride, gp += stride, bp += stride) {
         unsigned r = *rp, g = *gp, b = *bp;
+        /* Painted classes (cls, a constant: the copy for sets that have
+         * them): one cell-table load, each class there ORs its object. */
+        unsigned cm = cls ? t->cls_cells[trk_class_cell((int)r, (int)g, (int)b)] : 0;
 #if NW == 2
         /* With 4 words the summary is no use: each summary bit then stands
          * for 4 objects, and on gray noise some R, G and B bits of different
          * objects of a group meet in ~60% of the pixels, so the gate costs
          * more than the one-vector full test it would save. */
-        if (!dense && !(sr[r] & sg[g] & sb[b])) {
+        if (!dense && !(sr[r] & sg[g] & sb[b]) && !cm) {
             RUN_BREAK(x);
             continue;
         }
 #endif
         MT m = MLD(fr + r * NW) & MLD(fg + g * NW) & MLD(fb + b * NW);
+        for (; cm; cm &= cm - 1)
+            m |= MLD(t->cls_mask[__builtin_ctz(cm)]);
         RUN_PUSH(m, x);
     }
     RUN_END();
@@ -204,19 +210,41 @@ KNAME(yuv_ycc_row)(struct worker *w, const struct fctx *f, const uint8_t *yp, co
     RUN_END();
 }
 
-/* Any mix of spaces. R,G,B as in rgb_only_row (they feed rgb and hsv objects);
- * Y,Cb,Cr are per-pixel planes with stride 1 (read only when ycbcr objects
- * exist). HSV needs a division per pixel, so it is computed lazily: V
- * (= max) gates first, then S from a (max, max - min) table, and only pixels
- * that pass both pay for the hue. */
+/* Adds to *m the objects of space sp (a byte-channel space) whose box
+ * holds c: the three tables ANDed, behind the summary gate when masks are
+ * wider than a word. (Through a pointer: a vector return value would
+ * change the ABI between instruction sets.) */
+static inline __attribute__((always_inline)) void KNAME(space_mask)(const struct tables *t, int sp,
+                                                                    const uint8_t c[3], MT *m)
+{
+    uint64_t *const *fs = t->full[sp];
+#if NW > 1
+    uint64_t *const *ss = t->sum[sp];
+    if (!(ss[0][c[0]] & ss[1][c[1]] & ss[2][c[2]])) return;
+#endif
+    *m |= MLD(fs[0] + c[0] * NW) & MLD(fs[1] + c[1] * NW) & MLD(fs[2] + c[2] * NW);
+}
+
+/* Any mix of spaces. R,G,B as in rgb_only_row (they feed rgb, hsv, lab and
+ * rg objects); Y,Cb,Cr are per-pixel planes with stride 1 (read only when
+ * ycbcr objects exist). HSV needs a division per pixel, so it is computed
+ * lazily: V (= max) gates first, then S from a (max, max - min) table, and
+ * only pixels that pass both pay for the hue. lab (table lookups, color.h)
+ * and rg (a division) are computed only when the set has objects in them,
+ * and only in the copy with light = 1 (a constant, like dense), as is the
+ * class lookup (painted classes: one cell-table load, then each class
+ * that has the cell ORs its object's mask): the wrapper picks it per row
+ * for such sets, so sets without lab, rg or class objects run the code
+ * they ran before those existed. */
 static inline __attribute__((always_inline)) void
 KNAME(generic_row)(struct worker *w, const struct fctx *f, const uint8_t *rp, const uint8_t *gp,
                    const uint8_t *bp, const int stride, const uint8_t *yp, const uint8_t *cbp,
-                   const uint8_t *crp, int xa, int xb, int y, const int dense)
+                   const uint8_t *crp, int xa, int xb, int y, const int dense, const int light)
 {
     const struct tables *t = f->tab;
     const int has_rgb = t->has[TRK_SPACE_RGB], has_hsv = t->has[TRK_SPACE_HSV],
-              has_ycc = t->has[TRK_SPACE_YCBCR];
+              has_ycc = t->has[TRK_SPACE_YCBCR], has_lab = light && t->has[TRK_SPACE_LAB],
+              has_rg = light && t->has[TRK_SPACE_RG], has_cls = light && t->ncls;
     uint64_t *const *fr = t->full[TRK_SPACE_RGB], *const *sr = t->sum[TRK_SPACE_RGB];
     uint64_t *const *fh = t->full[TRK_SPACE_HSV], *const *sh = t->sum[TRK_SPACE_HSV];
     uint64_t *const *fy = t->full[TRK_SPACE_YCBCR], *const *sy = t->sum[TRK_SPACE_YCBCR];
@@ -226,7 +254,7 @@ KNAME(generic_row)(struct worker *w, const struct fctx *f, const uint8_t *rp, co
     (void)sy;
     for (int x = xa; x <= xb; x++) {
         unsigned r = 0, g = 0, b = 0;
-        if (has_rgb || has_hsv) {
+        if (has_rgb || has_hsv || has_lab || has_rg || has_cls) {
             size_t o = (size_t)x * stride;
             r = rp[o], g = gp[o], b = bp[o];
         }
@@ -257,6 +285,26 @@ KNAME(generic_row)(struct worker *w, const struct fctx *f, const uint8_t *rp, co
                     m |= MLD(fh[0] + h * NW) & MLD(fh[1] + s * NW) & MLD(fh[2] + mx * NW);
             }
         }
+        /* The cell gate (tables.gate): most pixels of a frame are far from
+         * every lab and rg box and skip both conversions. */
+        const unsigned cell = (r >> 3) << 10 | (g >> 3) << 5 | b >> 3;
+        const int gate_ok =
+            (has_lab || has_rg) && (!t->gate || (t->gate[cell >> 6] >> (cell & 63) & 1));
+        if (has_lab && gate_ok) {
+            uint8_t c[3];
+            trk_rgb_to_lab(t->light, (int)r, (int)g, (int)b, &c[0], &c[1], &c[2]);
+            KNAME(space_mask)(t, TRK_SPACE_LAB, c, &m);
+        }
+        if (has_rg && gate_ok) {
+            uint8_t c[3];
+            trk_rgb_to_rg(t->light, (int)r, (int)g, (int)b, &c[0], &c[1], &c[2]);
+            KNAME(space_mask)(t, TRK_SPACE_RG, c, &m);
+        }
+        if (has_cls) { /* one lookup for every class object */
+            unsigned cm = t->cls_cells[trk_class_cell((int)r, (int)g, (int)b)];
+            for (; cm; cm &= cm - 1)
+                m |= MLD(t->cls_mask[__builtin_ctz(cm)]);
+        }
         RUN_PUSH(m, x);
     }
     RUN_END();
@@ -274,14 +322,20 @@ KNAME(generic_row)(struct worker *w, const struct fctx *f, const uint8_t *rp, co
         struct worker * w, const struct fctx *f, const uint8_t *rp, const uint8_t *gp,             \
         const uint8_t *bp, int xa, int xb, int y)                                                  \
     {                                                                                              \
-        KNAME(rgb_only_row)(w, f, rp, gp, bp, stride, xa, xb, y, dense);                           \
+        if (f->tab->ncls)                                                                          \
+            KNAME(rgb_only_row)(w, f, rp, gp, bp, stride, xa, xb, y, dense, 1);                    \
+        else                                                                                       \
+            KNAME(rgb_only_row)(w, f, rp, gp, bp, stride, xa, xb, y, dense, 0);                    \
     }                                                                                              \
     static void KCAT(KNAMEX(KCAT(generic, sfx)), KCAT(_s, stride))(                                \
         struct worker * w, const struct fctx *f, const uint8_t *rp, const uint8_t *gp,             \
         const uint8_t *bp, const uint8_t *yp, const uint8_t *cbp, const uint8_t *crp, int xa,      \
         int xb, int y)                                                                             \
     {                                                                                              \
-        KNAME(generic_row)(w, f, rp, gp, bp, stride, yp, cbp, crp, xa, xb, y, dense);              \
+        if (f->tab->has[TRK_SPACE_LAB] || f->tab->has[TRK_SPACE_RG] || f->tab->ncls)               \
+            KNAME(generic_row)(w, f, rp, gp, bp, stride, yp, cbp, crp, xa, xb, y, dense, 1);       \
+        else                                                                                       \
+            KNAME(generic_row)(w, f, rp, gp, bp, stride, yp, cbp, crp, xa, xb, y, dense, 0);       \
     }
 #define KWRAP_YUV(fmt, ystep, cstep, sfx, dense)                                                   \
     static void KCAT(KNAMEX(KCAT(yuv_rgb, sfx)),                                                   \

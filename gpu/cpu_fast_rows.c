@@ -407,7 +407,11 @@ classify_row(struct worker *w, const struct fctx *f, int y, const int dense)
     const struct trk_image *img = f->img;
     const struct tables *t = f->tab;
     int nwi = nw_index(t->nw);
-    int rgb_only = !t->has[TRK_SPACE_HSV] && !t->has[TRK_SPACE_YCBCR];
+    /* Spaces other than rgb and ycbcr are all derived from R, G, B. */
+    const int derived = t->has[TRK_SPACE_HSV] || t->has[TRK_SPACE_LAB] || t->has[TRK_SPACE_RG];
+    /* Classes ride on the rgb kernels (their copy with the cell table), or
+     * on the generic one with the other spaces. */
+    int rgb_only = !derived && !t->has[TRK_SPACE_YCBCR];
     uint8_t **pl = w->plane;
     int stride = img->fmt == TRK_FMT_YUYV ? 0 : trk_fmt_bpp(img->fmt);
 
@@ -428,8 +432,9 @@ classify_row(struct worker *w, const struct fctx *f, int y, const int dense)
         return;
     }
     /* YUV with objects of one space: straight from the native samples. */
-    int only_ycc = !t->has[TRK_SPACE_RGB] && !t->has[TRK_SPACE_HSV];
-    if ((rgb_only && f->ext_ok) || only_ycc) {
+    int only_ycc = !t->has[TRK_SPACE_RGB] && !derived && !t->ncls;
+    /* The extended tables take unclamped R, G, B: not for classes. */
+    if ((rgb_only && f->ext_ok && !t->ncls) || only_ycc) {
         const uint8_t *row = img->plane[0] + (size_t)y * img->pitch[0];
         const uint8_t *yp = row, *cbp, *crp;
         int fi;
@@ -450,10 +455,10 @@ classify_row(struct worker *w, const struct fctx *f, int y, const int dense)
                                                                      f->xb, y);
         return;
     }
-    /* Mixed spaces: native samples into planes, RGB when rgb/hsv objects
-     * exist, then the generic kernel. */
+    /* Mixed spaces: native samples into planes, RGB when objects of rgb or
+     * a space derived from it exist, then the generic kernel. */
     decode_ycc_row(img, y, f->xa, f->xb, pl[3], pl[4], pl[5]);
-    if (t->has[TRK_SPACE_RGB] || t->has[TRK_SPACE_HSV])
+    if (t->has[TRK_SPACE_RGB] || derived || t->ncls)
         yuv_planes_to_rgb(f->k_yuv, f->xa, f->xb, pl[3], pl[4], pl[5], pl[0], pl[1], pl[2]);
     if (rgb_only)
         (dense ? f->kern->rgb_only_d : f->kern->rgb_only)[nwi][0](w, f, pl[0], pl[1], pl[2], f->xa,

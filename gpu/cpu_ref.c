@@ -3,9 +3,10 @@
  * Every other backend is tested against this file, bit for bit, so it is
  * written to be obviously correct rather than fast: one pass over the frame,
  * pixel by pixel; for each pixel the native samples (trk_pixel_native) and
- * the channel triples (trk_pixel_triples) come from color.h only (the same
+ * the channel triples (trk_pixel_spaces) come from color.h only (the same
  * functions the GPU kernels run), then every object is tested with
- * trk_box_match inside its clipped ROI.
+ * trk_box_match inside its clipped ROI (a class object: its table's bit
+ * for the pixel's R, G, B cell, trk_class_has).
  *
  * Cost is O(width * height * objects); at 1080p with 256 objects that is
  * about half a billion box tests per frame (seconds), which is fine for a
@@ -56,6 +57,9 @@ struct cpu_ref {
     int max_w, max_h;
     uint8_t *pf_frame;
     uint16_t *pf_tmp;
+    /* Copies of the class objects' tables (set_objects): objs[i].cls
+     * points into it. */
+    uint8_t (*cls)[TRK_CLASS_BYTES];
 };
 
 static void ref_destroy(void *self)
@@ -67,6 +71,7 @@ static void ref_destroy(void *self)
     free(s->stack);
     free(s->pf_frame);
     free(s->pf_tmp);
+    free(s->cls);
     free(s);
 }
 
@@ -93,7 +98,19 @@ static int ref_set_objects(void *self, const struct trk_object_def *objs, int n)
 {
     struct cpu_ref *s = self;
     if (n < 0 || n > TRK_MAX_OBJECTS) return TRK_EINVAL;
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        k += objs[i].space == TRK_SPACE_CLASS;
+    uint8_t(*cls)[TRK_CLASS_BYTES] = k ? malloc((size_t)k * TRK_CLASS_BYTES) : NULL;
+    if (k && !cls) return TRK_ENOMEM;
+    free(s->cls);
+    s->cls = cls;
     if (n > 0) memcpy(s->objs, objs, (size_t)n * sizeof(*objs));
+    for (int i = 0, j = 0; i < n; i++) {
+        if (objs[i].space != TRK_SPACE_CLASS) continue;
+        memcpy(cls[j], objs[i].cls, TRK_CLASS_BYTES);
+        s->objs[i].cls = cls[j++];
+    }
     s->n = n;
     return 0;
 }
@@ -122,11 +139,15 @@ static int pixel_matches(const struct trk_image *img, const struct trk_yuv2rgb_c
                          const struct trk_rgb2ycc_coef *k_ycc, const struct trk_object_def *o,
                          int x, int y)
 {
-    int nat[3], c[3][3];
+    int nat[3], c[TRK_SPACE_COUNT][3];
     const int is_yuv = trk_pixel_native(img->fmt, img->plane, img->pitch, x, y, nat);
-    trk_pixel_triples(k_yuv, k_ycc, is_yuv, TRK_SPACES_ALL, nat, c);
-    /* set_objects accepts only the three spaces (backend.c). */
-    TRK_ASSERT((unsigned)o->space <= TRK_SPACE_YCBCR);
+    /* set_objects accepts only the spaces of enum trk_space (backend.c). */
+    TRK_ASSERT((unsigned)o->space <= TRK_SPACE_CLASS);
+    trk_pixel_spaces(k_yuv, k_ycc, trk_light_tables(), is_yuv, 1 << o->space, nat, c);
+    if (o->space == TRK_SPACE_CLASS) {
+        const int *rgb = c[TRK_SPACE_RGB];
+        return trk_class_has(o->cls, trk_class_cell(rgb[0], rgb[1], rgb[2]));
+    }
     const int *t = c[o->space];
     return trk_box_match(o->lo, o->hi, o->space == TRK_SPACE_HSV, t[0], t[1], t[2]);
 }

@@ -536,7 +536,7 @@ static int put_limits(struct trk_buf *b)
     PUT(kv_i64(b, ",\"max_min_area\":", TRK_OBJECTS_MIN_AREA_MAX));
     LIT(b, ",\"connectivity\":[4,8]");
     LIT(b, ",\"spaces\":{");
-    for (int s = TRK_SPACE_RGB; s <= TRK_SPACE_YCBCR; s++) {
+    for (int s = TRK_SPACE_RGB; s < TRK_SPACE_COUNT; s++) {
         PUT(space_key(b, s != TRK_SPACE_RGB ? "," : "", (enum trk_space)s));
         PUT(put_space_limits(b, (enum trk_space)s));
     }
@@ -980,21 +980,21 @@ int trk_msg_sample(struct trk_buf *b, const struct trk_sample_info *s)
     PUT(put_ints(b, s->rect, 4));
     PUT(kv_u64(b, ",\"seq\":", s->seq));
     PUT(kv_i64(b, ",\"n\":", s->n));
-    for (int sp = TRK_SPACE_RGB; sp <= TRK_SPACE_YCBCR; sp++) {
+    for (int sp = TRK_SPACE_RGB; sp < TRK_SPACE_COUNT; sp++) {
         PUT(space_key(b, ",", (enum trk_space)sp));
         PUT(put_ints(b, s->mean[sp], 3));
     }
     LIT(b, ",\"suggest\":");
     PUT(put_sample_box(b, s, TRK_SPACE_HSV));
     LIT(b, ",\"suggest_all\":{");
-    for (int sp = TRK_SPACE_RGB; sp <= TRK_SPACE_YCBCR; sp++) {
+    for (int sp = TRK_SPACE_RGB; sp < TRK_SPACE_COUNT; sp++) {
         PUT(space_key(b, sp != TRK_SPACE_RGB ? "," : "", (enum trk_space)sp));
         PUT(put_sample_box(b, s, (enum trk_space)sp));
     }
     LIT(b, "}");
     if (s->has_share) {
         LIT(b, ",\"frame_share\":{");
-        for (int sp = TRK_SPACE_RGB; sp <= TRK_SPACE_YCBCR; sp++) {
+        for (int sp = TRK_SPACE_RGB; sp < TRK_SPACE_COUNT; sp++) {
             PUT(space_key(b, sp != TRK_SPACE_RGB ? "," : "", (enum trk_space)sp));
             PUT(kv_fixed(b, "", s->share[sp], 3));
         }
@@ -1120,6 +1120,8 @@ const char *const trk_msg_control_types[TRK_CTL_COUNT + 1] = {
     [TRK_CTL_REPLAY_SEEK] = "replay_seek",
     [TRK_CTL_REPLAY_RUN] = "replay_run",
     [TRK_CTL_LIST_BUNDLES] = "list_bundles",
+    [TRK_CTL_PAINT_CLASS] = "paint_class",
+    [TRK_CTL_CLEAR_CLASS] = "clear_class",
     [TRK_CTL_COUNT] = NULL,
 };
 

@@ -322,20 +322,21 @@ int trk_msg_ack_preview(struct trk_buf *b, const char *id_json, int width, doubl
 
 /* What a sample reply says; arrays indexed [enum trk_space][channel]. */
 struct trk_sample_info {
-    const char *id_json;    /* the request's id, NULL or "" for none             */
-    int x, y;               /* the point asked for                               */
-    int radius;             /* as asked; < 0 (a rectangle request) = omitted     */
-    int rect[4];            /* x0, y0, x1, y1 read, inclusive                    */
-    uint64_t seq;           /* the frame read                                    */
-    long n;                 /* pixels read                                       */
-    int mean[3][3];         /* channel means per space                           */
-    int lo[3][3], hi[3][3]; /* suggested box per space                        */
-    bool has_share;         /* share is set ("frame_share" is written)         */
-    double share[3];        /* per space: the frame's pixels the box matches   */
+    const char *id_json;          /* the request's id, NULL or "" for none             */
+    int x, y;                     /* the point asked for                               */
+    int radius;                   /* as asked; < 0 (a rectangle request) = omitted     */
+    int rect[4];                  /* x0, y0, x1, y1 read, inclusive                    */
+    uint64_t seq;                 /* the frame read                                    */
+    long n;                       /* pixels read                                       */
+    int mean[TRK_SPACE_COUNT][3]; /* channel means per space                     */
+    int lo[TRK_SPACE_COUNT][3], hi[TRK_SPACE_COUNT][3]; /* suggested box per space */
+    bool has_share;                /* share is set ("frame_share" is written)   */
+    double share[TRK_SPACE_COUNT]; /* per space: the frame's pixels the box matches */
 };
 
 /* Appends {"type":"sample",...} (PROTOCOL.md section 5): x, y, radius,
- * rect, seq, n, the means as "rgb"/"hsv"/"ycbcr", "suggest" (the hsv box),
+ * rect, seq, n, the means per space ("rgb", "hsv", "ycbcr", "lab", "rg"),
+ * "suggest" (the hsv box),
  * "suggest_all" (one box per space) and, with has_share, "frame_share"
  * (per space, 3 decimals). */
 int trk_msg_sample(struct trk_buf *b, const struct trk_sample_info *s);
@@ -467,6 +468,8 @@ enum trk_ctl_type {
     TRK_CTL_REPLAY_SEEK,
     TRK_CTL_REPLAY_RUN,
     TRK_CTL_LIST_BUNDLES, /* the bundles a live trackd offers the page */
+    TRK_CTL_PAINT_CLASS,
+    TRK_CTL_CLEAR_CLASS,
     TRK_CTL_COUNT
 };
 

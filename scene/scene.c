@@ -488,3 +488,62 @@ int trk_image_from_rgb(const uint8_t *rgb, int width, int height, enum trk_pixfm
     *buf = b;
     return 0;
 }
+
+void trk_scene_pixel_objects(uint64_t *st, const struct trk_image *img, int sp, int n,
+                             struct trk_object_def *o)
+{
+    for (int k = 0; k < n; k++) {
+        const int s = sp >= 0 ? sp : rand_range(st, 0, TRK_SPACE_COUNT - 1);
+        int c[3];
+        const int x = rand_range(st, 0, img->width - 1), y = rand_range(st, 0, img->height - 1);
+        trk_image_pixel_space(img, x, y, s, c);
+        memset(&o[k], 0, sizeof(o[k]));
+        snprintf(o[k].name, sizeof(o[k].name), "px%d", k);
+        o[k].space = (enum trk_space)s;
+        o[k].min_mass = 1;
+        for (int ch = 0; ch < 3; ch++) {
+            const int mx = trk_chan_max(s, ch), r = rand_range(st, 2, 60);
+            if (s == TRK_SPACE_HSV && ch == 0) {
+                o[k].lo[ch] = (uint16_t)trk_hue_wrap(c[ch] - r);
+                o[k].hi[ch] = (uint16_t)trk_hue_wrap(c[ch] + r);
+                continue;
+            }
+            o[k].lo[ch] = (uint16_t)(c[ch] - r < 0 ? 0 : c[ch] - r);
+            o[k].hi[ch] = (uint16_t)(c[ch] + r > mx ? mx : c[ch] + r);
+        }
+    }
+}
+
+int trk_scene_class_objects(uint64_t *st, const struct trk_image *img, int n, int first, int every,
+                            struct trk_object_def *o, uint8_t (*tabs)[TRK_CLASS_BYTES])
+{
+    int j = 0;
+    for (int k = first; k < n && j < TRK_MAX_CLASSES; k += every, j++) {
+        uint8_t *t = tabs[j];
+        memset(t, 0, TRK_CLASS_BYTES);
+        const int px = rand_range(st, 1, 6);
+        for (int i = 0; i < px; i++) {
+            int c[3];
+            trk_image_pixel_space(img, rand_range(st, 0, img->width - 1),
+                                  rand_range(st, 0, img->height - 1), TRK_SPACE_RGB, c);
+            const int r = rand_range(st, 0, 2); /* neighbour cells, up to r each way */
+            for (int d0 = -r; d0 <= r; d0++)
+                for (int d1 = -r; d1 <= r; d1++)
+                    for (int d2 = -r; d2 <= r; d2++) {
+                        const int a = (c[0] >> 2) + d0, b = (c[1] >> 2) + d1, e = (c[2] >> 2) + d2;
+                        if (a < 0 || a > 63 || b < 0 || b > 63 || e < 0 || e > 63) continue;
+                        const int cell = a << 12 | b << 6 | e;
+                        t[cell >> 3] |= (uint8_t)(1u << (cell & 7));
+                    }
+        }
+        for (int i = rand_range(st, 0, 200); i > 0; i--) {
+            const int cell = rand_range(st, 0, TRK_CLASS_CELLS - 1);
+            t[cell >> 3] |= (uint8_t)(1u << (cell & 7));
+        }
+        o[k].space = TRK_SPACE_CLASS;
+        o[k].cls = t;
+        memset(o[k].lo, 0, sizeof(o[k].lo));
+        memset(o[k].hi, 0, sizeof(o[k].hi));
+    }
+    return j;
+}

@@ -61,6 +61,23 @@ int trk_scene_random(int width, int height, int m, uint64_t seed, struct trk_sce
  * Deterministic for (width, height, m, seed). */
 int trk_scene_noisebox(int width, int height, int m, uint64_t seed, struct trk_scene *out);
 
+/* n objects in space sp (a random space of every enum trk_space when sp <
+ * 0) for exactness tests of the spaces: each a box around the channels of a
+ * random pixel of img (so boxes catch real pixels: lab and rg values
+ * crowd a small part of their range), half-widths 2..60 per channel (hsv
+ * hue wraps), min_mass 1, nothing else set. *st: the PRNG state. */
+void trk_scene_pixel_objects(uint64_t *st, const struct trk_image *img, int sp, int n,
+                             struct trk_object_def *o);
+
+/* Turns every k-th object of o[0..n) (k = every; the first at index
+ * first) into a painted class object (TRK_SPACE_CLASS) whose table,
+ * tabs[j] for the j-th such object (at most TRK_MAX_CLASSES), holds the
+ * cells of a few random pixels of img and their neighbours, plus some
+ * random cells: so classes catch real pixels and share cells with each
+ * other. Returns how many it made. *st: the PRNG state. */
+int trk_scene_class_objects(uint64_t *st, const struct trk_image *img, int n, int first, int every,
+                            struct trk_object_def *o, uint8_t (*tabs)[TRK_CLASS_BYTES]);
+
 void trk_scene_free(struct trk_scene *s);
 
 /* Converts an RGB24 picture to fmt with the given row padding (extra bytes per

@@ -39,6 +39,7 @@ import * as status from './status.js';
 import { initLight, showLight } from './light.js';
 import * as replay from './replay.js';
 import { isTeaching, pauseState } from './teach.js';
+import { initPaint, paintState } from './paint.js';
 import { keepOnly } from './trails.js';
 import { onControl, tuneState } from './tune.js';
 import { initView, lastDrawnOverlay, redrawShown, setExtraOverlay, setFrameSize,
@@ -153,6 +154,8 @@ window.trackdTest = {
   // message's), lastAck, lastError, autoWarning (the teach panel's text on
   // automatic modes while teaching, null when not shown)}.
   get camera() { return camera.cameraState(); },
+  // Painting a class (paint.js): {painting, lastAck ({cells}), lastError, made}.
+  get paint() { return paintState(); },
   // The Patterns card: the set's patterns as the daemon sent them
   // ([{name, kind, team, center, dots, ids} or {name, kind, team, colors, id}]).
   get patterns() { return patternsState(); },
@@ -171,6 +174,7 @@ initLight();
 replay.initReplay(redrawShown);
 setExtraOverlay(replay.drawRecorded);
 camera.initCamera();
+initPaint();
 setInterval(refresh, PANEL_EVERY_MS);
 connection.start({
   onText,

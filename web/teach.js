@@ -55,7 +55,7 @@ export function setTeaching(on) {
 }
 
 // Canvas CSS pixels -> frame pixels.
-function toFrame(clientX, clientY) {
+export function toFrame(clientX, clientY) {
   const r = canvas.getBoundingClientRect();
   const f = latestFrame();
   const hello = currentHello();
@@ -66,26 +66,39 @@ function toFrame(clientX, clientY) {
   return [Math.min(fw - 1, Math.max(0, x)), Math.min(fh - 1, Math.max(0, y))];
 }
 
-function showRect() {
+// The rubber band over the video for a drag {x0, y0, x1, y1} (client
+// pixels); null hides it.
+export function showDragRect(d) {
+  rectEl.hidden = !d;
+  if (!d) return;
   const box = stageBox.getBoundingClientRect();
-  rectEl.style.left = `${Math.min(drag.x0, drag.x1) - box.left}px`;
-  rectEl.style.top = `${Math.min(drag.y0, drag.y1) - box.top}px`;
-  rectEl.style.width = `${Math.abs(drag.x1 - drag.x0)}px`;
-  rectEl.style.height = `${Math.abs(drag.y1 - drag.y0)}px`;
-  rectEl.hidden = false;
+  rectEl.style.left = `${Math.min(d.x0, d.x1) - box.left}px`;
+  rectEl.style.top = `${Math.min(d.y0, d.y1) - box.top}px`;
+  rectEl.style.width = `${Math.abs(d.x1 - d.x0)}px`;
+  rectEl.style.height = `${Math.abs(d.y1 - d.y0)}px`;
+}
+
+// A finished drag as a frame rectangle {x, y, w, h}, null for a click.
+export function dragFrameRect(d) {
+  const [ax, ay] = toFrame(Math.min(d.x0, d.x1), Math.min(d.y0, d.y1));
+  const [bx, by] = toFrame(Math.max(d.x0, d.x1), Math.max(d.y0, d.y1));
+  return bx - ax < 2 || by - ay < 2 ? null : { x: ax, y: ay, w: bx - ax + 1, h: by - ay + 1 };
+}
+
+function showRect() {
+  showDragRect(drag);
 }
 
 // The drag is over: sample what it covered.
 function endDrag() {
+  const rect = dragFrameRect(drag);
   const [ax, ay] = toFrame(Math.min(drag.x0, drag.x1), Math.min(drag.y0, drag.y1));
-  const [bx, by] = toFrame(Math.max(drag.x0, drag.x1), Math.max(drag.y0, drag.y1));
   drag = null;
-  rectEl.hidden = true;
+  showDragRect(null);
   setTeaching(false);
   // A click (no drag) samples a small square around the point.
-  const msg = bx - ax < 2 || by - ay < 2
-    ? { type: 'sample', x: ax, y: ay, radius: 3 }
-    : { type: 'sample', x: ax, y: ay, w: bx - ax + 1, h: by - ay + 1 };
+  const msg = rect ? Object.assign({ type: 'sample' }, rect)
+    : { type: 'sample', x: ax, y: ay, radius: 3 };
   // The frame on screen, not whatever the daemon processes next.
   const seq = shownPreviewSeq();
   if (seq !== null) msg.seq = seq;

@@ -198,6 +198,8 @@ function showWarnings() {
 }
 
 function openForm(editing, def) {
+  // A painted class has no box to edit: it is painted (paint.js).
+  if (def.space === 'class') return say(`${def.name} is a painted class: Paint class, name it ${def.name}, drag over it`);
   if (!setBox(def.space, def.lo, def.hi)) return noLimits(def.space);
   tune.editing = editing;
   el.form.hidden = false;

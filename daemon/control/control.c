@@ -39,7 +39,16 @@ struct sample_req {
     int x, y, radius;   /* as asked (radius -1 for a rectangle) */
     bool by_seq;        /* "seq" named the frame: a kept or held one */
     uint64_t seq;
+    /* paint_class: 1 adds the rectangle's colours to object obj's class,
+     * -1 removes them; 0 for a sample. */
+    int paint;
+    char obj[TRK_NAME_MAX];
 };
+
+/* The most pixels one paint_class reads (a larger rectangle is read on an
+ * evenly spaced grid, as a sample is): every colour of a 1024 x 1024
+ * rectangle counts. */
+#define PAINT_PIXELS_MAX (1L << 20)
 
 /* A copy of a previewed frame: one of the last few kept, or one a client
  * holds (a paused page). Its planes point into buf, reused from copy to
@@ -238,6 +247,8 @@ static void publish_locked(struct trk_control *c, bool broadcast)
 /* With the lock held: the set changed. */
 static void changed_locked(struct trk_control *c)
 {
+    /* Tables no object uses any more go; the set may be a copy: bound. */
+    trk_objects_compact_classes(&c->objs);
     /* Read without the lock by trk_control_version. */
     __atomic_store_n(&c->version, c->version + 1, __ATOMIC_RELEASE);
     publish_locked(c, true);
@@ -249,6 +260,7 @@ bool trk_control_poll(struct trk_control *c, uint64_t *version, struct trk_objec
     bool changed = *version != c->version;
     if (changed) {
         *out = c->objs;
+        trk_objects_bind_classes(out);
         *version = c->version;
     }
     pthread_mutex_unlock(&c->lock);
@@ -463,6 +475,7 @@ int trk_control_create(const struct trk_control_cfg *cfg, struct trk_control **o
     pthread_mutex_init(&c->lock, NULL);
     c->out = cfg->reply;
     c->objs = *cfg->objects;
+    trk_objects_bind_classes(&c->objs);
     c->version = 1;
     pthread_mutex_init(&c->frames_lock, NULL);
     c->hello = cfg->hello;
@@ -566,14 +579,15 @@ static int find_target(struct trk_control *c, const struct request *r)
 
 /* Parses o, msg[key], as one object; false after an error reply. */
 static bool parse_value(struct trk_control *c, const struct request *r, const char *key,
-                        const json_t *o, struct trk_object_def *def, uint8_t color[3])
+                        const json_t *o, struct trk_object_def *def, uint8_t color[3],
+                        char file[TRK_CLASS_FILE_MAX])
 {
     if (!json_is_object(o)) {
         refuse(c, r, TRK_MSG_BAD_FIELD, "\"%s\" must be an object", key);
         return false;
     }
     char why[256];
-    if (trk_objects_parse_object(o, def, color, why, sizeof(why))) {
+    if (trk_objects_parse_object_file(o, def, color, file, why, sizeof(why))) {
         refuse(c, r, TRK_MSG_INVALID_OBJECT, "%s: %s", key, why);
         return false;
     }
@@ -582,9 +596,9 @@ static bool parse_value(struct trk_control *c, const struct request *r, const ch
 
 /* Parses msg["object"] as one object; false after an error reply. */
 static bool parse_object(struct trk_control *c, const struct request *r, struct trk_object_def *def,
-                         uint8_t color[3])
+                         uint8_t color[3], char file[TRK_CLASS_FILE_MAX])
 {
-    return parse_value(c, r, "object", json_object_get(r->msg, "object"), def, color);
+    return parse_value(c, r, "object", json_object_get(r->msg, "object"), def, color, file);
 }
 
 /* Mask views that follow the object called from now show it as to. */
@@ -592,7 +606,7 @@ static void rename_views(struct trk_control *c, const char *from, const char *to
 {
     for (int i = 0; i < TRK_CONTROL_VIEWS; i++)
         if (c->viewers[i].kind == MASK_OBJECT && !strcmp(c->viewers[i].name, from))
-            snprintf(c->viewers[i].name, TRK_NAME_MAX, "%s", to);
+            snprintf(c->viewers[i].name, TRK_NAME_MAX, "%.*s", TRK_NAME_MAX - 1, to);
 }
 
 static bool name_taken(const struct trk_objects *o, const char *name, int except)
@@ -635,6 +649,17 @@ static void carry_light(struct trk_objects *dst, const struct trk_objects *src)
     }
 }
 
+/* A set from a message names its classes by file but has no tables (no
+ * folder to read): each class object keeps the table of the current
+ * set's class object of the same file, if any (else its class is empty). */
+static void carry_classes(struct trk_objects *dst, const struct trk_objects *src)
+{
+    for (int k = 0; k < dst->n_classes; k++)
+        for (int j = 0; j < src->n_classes; j++)
+            if (!strcmp(dst->classes[k].file, src->classes[j].file))
+                memcpy(dst->classes[k].bits, src->classes[j].bits, TRK_CLASS_BYTES);
+}
+
 static void handle_set_objects(struct trk_control *c, const struct request *r)
 {
     json_t *arr = json_object_get(r->msg, "objects");
@@ -672,6 +697,7 @@ static void handle_set_objects(struct trk_control *c, const struct request *r)
         memcpy(n->camera, c->objs.camera, sizeof(n->camera));
         if (!cal) n->calib = c->objs.calib;
         carry_light(n, &c->objs);
+        carry_classes(n, &c->objs);
         c->objs = *n;
         changed_locked(c);
         ack_int(c, r, "count", n->n);
@@ -705,11 +731,25 @@ static bool patterns_keep(struct trk_control *c, const struct request *r, int k,
 /* Makes def object k (k == n appends one) unless another object has its
  * name. */
 static void store_object(struct trk_control *c, const struct request *r, int k,
-                         const struct trk_object_def *def, const uint8_t color[3])
+                         const struct trk_object_def *given, const uint8_t color[3],
+                         const char *file)
 {
+    struct trk_object_def cls_def = *given, *def = &cls_def;
     if (name_taken(&c->objs, def->name, k)) {
         refuse(c, r, TRK_MSG_DUPLICATE_NAME, "an object named \"%s\" exists", def->name);
         return;
+    }
+    if (def->space == TRK_SPACE_CLASS) {
+        /* Its file's table: kept when the set has it, else a new clear one
+         * (painted from the page, saved beside the objects file). */
+        char why[256];
+        const int slot = trk_objects_class_slot(&c->objs, k, file, why, sizeof why);
+        if (slot < 0) {
+            refuse(c, r, TRK_MSG_INVALID_OBJECT, "%s", why);
+            return;
+        }
+        def->cls_slot = (uint8_t)slot;
+        def->cls = c->objs.classes[slot].bits;
     }
     /* The set as it would be, against the frame limits (config/objects.h). */
     struct trk_object_def *t = malloc(sizeof(*t) * (size_t)(c->objs.n + 1));
@@ -742,12 +782,13 @@ static void handle_add_object(struct trk_control *c, const struct request *r)
 {
     struct trk_object_def def;
     uint8_t color[3];
-    if (!parse_object(c, r, &def, color)) return;
+    char file[TRK_CLASS_FILE_MAX];
+    if (!parse_object(c, r, &def, color, file)) return;
     if (c->objs.n >= TRK_MAX_OBJECTS) {
         refuse(c, r, TRK_MSG_TOO_MANY_OBJECTS, "already %d objects (the most)", c->objs.n);
         return;
     }
-    store_object(c, r, c->objs.n, &def, color);
+    store_object(c, r, c->objs.n, &def, color, file);
 }
 
 static void handle_update_object(struct trk_control *c, const struct request *r)
@@ -756,9 +797,10 @@ static void handle_update_object(struct trk_control *c, const struct request *r)
     if (k < 0) return;
     struct trk_object_def def;
     uint8_t color[3];
+    char file[TRK_CLASS_FILE_MAX];
     json_t *changes = json_object_get(r->msg, "changes");
     if (!changes) {
-        if (parse_object(c, r, &def, color)) store_object(c, r, k, &def, color);
+        if (parse_object(c, r, &def, color, file)) store_object(c, r, k, &def, color, file);
         return;
     }
     if (!json_is_object(changes)) {
@@ -770,8 +812,8 @@ static void handle_update_object(struct trk_control *c, const struct request *r)
     json_t *merged = trk_objects_object_value(&c->objs, k, false);
     if (!merged || json_object_update(merged, changes)) {
         refuse(c, r, TRK_MSG_IO_ERROR, "out of memory");
-    } else if (parse_value(c, r, "changes", merged, &def, color)) {
-        store_object(c, r, k, &def, color);
+    } else if (parse_value(c, r, "changes", merged, &def, color, file)) {
+        store_object(c, r, k, &def, color, file);
     }
     json_decref(merged);
 }
@@ -1039,30 +1081,34 @@ static void handle_reload_objects(struct trk_control *c, const struct request *r
     queue_job(c, r, PART_WHOLE, NULL);
 }
 
-static void handle_sample(struct trk_control *c, const struct request *r)
+/* The frame and the pixels a sample (or paint_class) request reads into
+ * *q: false after an error reply. */
+static bool rect_request(struct trk_control *c, const struct request *r, struct sample_req *q0)
 {
-    struct sample_req q = { .client = r->client, .radius = -1 };
+    struct sample_req q = *q0;
+    q.radius = -1;
+    q.client = r->client;
     snprintf(q.id, sizeof(q.id), "%s", r->id);
     int fw = c->hello.width, fh = c->hello.height;
     long long x, y, w = 0, h = 0, v = 2;
     int rx = get_int(c, r, "x", 0, fw > 0 ? fw - 1 : 0, &x);
     int ry = rx < 0 ? -1 : get_int(c, r, "y", 0, fh > 0 ? fh - 1 : 0, &y);
-    if (ry < 0) return;
+    if (ry < 0) return false;
     if (!rx || !ry) {
         refuse(c, r, TRK_MSG_BAD_FIELD, "\"x\" and \"y\" (integers) are required");
-        return;
+        return false;
     }
     int rw = get_int(c, r, "w", 1, SAMPLE_SIDE_MAX, &w);
     int rh = rw < 0 ? -1 : get_int(c, r, "h", 1, SAMPLE_SIDE_MAX, &h);
-    if (rh < 0) return;
+    if (rh < 0) return false;
     if (rw != rh) {
         refuse(c, r, TRK_MSG_BAD_FIELD, "\"w\" and \"h\" go together");
-        return;
+        return false;
     }
-    if (!rw && get_int(c, r, "radius", 0, SAMPLE_RADIUS_MAX, &v) < 0) return;
+    if (!rw && get_int(c, r, "radius", 0, SAMPLE_RADIUS_MAX, &v) < 0) return false;
     long long seq;
     int rs = get_int(c, r, "seq", 0, INT64_MAX, &seq);
-    if (rs < 0) return;
+    if (rs < 0) return false;
     q.by_seq = rs == 1;
     q.seq = q.by_seq ? (uint64_t)seq : 0;
     q.x = (int)x, q.y = (int)y;
@@ -1086,9 +1132,62 @@ static void handle_sample(struct trk_control *c, const struct request *r)
                "too many sample requests pending (%d of yours, %d in all); "
                "try again after a reply",
                mine, c->n_pending);
+        return false;
+    }
+    *q0 = q;
+    return true;
+}
+
+static void handle_sample(struct trk_control *c, const struct request *r)
+{
+    struct sample_req q = { 0 };
+    if (rect_request(c, r, &q)) c->pending[c->n_pending++] = q;
+}
+
+/* The class object a paint_class or clear_class names: its index, or -1
+ * after an error reply. */
+static int class_target(struct trk_control *c, const struct request *r)
+{
+    const int k = find_target(c, r);
+    if (k >= 0 && c->objs.def[k].space != TRK_SPACE_CLASS) {
+        refuse(c, r, TRK_MSG_INVALID_OBJECT,
+               "\"%s\" is not a class object (add one with \"class\": \"FILE.lut\")",
+               c->objs.def[k].name);
+        return -1;
+    }
+    return k;
+}
+
+/* paint_class: the rectangle (x, y, w, h of frame seq, as a sample's) is
+ * queued for the sampler, which adds its pixels' colour cells to the
+ * object's table ("remove": true takes them out). */
+static void handle_paint_class(struct trk_control *c, const struct request *r)
+{
+    const int k = class_target(c, r);
+    if (k < 0) return;
+    json_t *rm = json_object_get(r->msg, "remove");
+    if (rm && !json_is_boolean(rm)) {
+        refuse(c, r, TRK_MSG_BAD_FIELD, "\"remove\" must be true or false");
         return;
     }
-    c->pending[c->n_pending++] = q;
+    if (!json_object_get(r->msg, "w")) {
+        refuse(c, r, TRK_MSG_BAD_FIELD, "\"w\" and \"h\" (the rectangle) are required");
+        return;
+    }
+    struct sample_req q = { .paint = json_is_true(rm) ? -1 : 1 };
+    snprintf(q.obj, sizeof q.obj, "%s", c->objs.def[k].name);
+    if (rect_request(c, r, &q)) c->pending[c->n_pending++] = q;
+}
+
+/* clear_class: the object's table emptied (its file changes at the next
+ * save). */
+static void handle_clear_class(struct trk_control *c, const struct request *r)
+{
+    const int k = class_target(c, r);
+    if (k < 0) return;
+    memset(c->objs.classes[c->objs.def[k].cls_slot].bits, 0, TRK_CLASS_BYTES);
+    changed_locked(c);
+    ack_int(c, r, "object_id", k);
 }
 
 /* The client's mask view entry (-1: none). Lock held. */
@@ -1114,8 +1213,9 @@ static bool get_mask(struct trk_control *c, const struct request *r, struct view
         /* Checked by the objects file's rules, under a name of our own. */
         json_t *o = json_deep_copy(m);
         uint8_t color[3];
+        char file[TRK_CLASS_FILE_MAX]; /* a class range has no table here: shows nothing */
         bool ok = o && !json_object_set_new(o, "name", json_string("mask")) &&
-                  parse_value(c, r, "mask", o, &v->box, color);
+                  parse_value(c, r, "mask", o, &v->box, color, file);
         if (!o) refuse(c, r, TRK_MSG_IO_ERROR, "out of memory");
         json_decref(o);
         if (ok) v->kind = MASK_BOX;
@@ -1417,6 +1517,8 @@ static const handler_fn handlers[TRK_CTL_COUNT] = {
     [TRK_CTL_REPLAY_SEEK] = handle_replay,
     [TRK_CTL_REPLAY_RUN] = handle_replay,
     [TRK_CTL_LIST_BUNDLES] = handle_list_bundles,
+    [TRK_CTL_PAINT_CLASS] = handle_paint_class,
+    [TRK_CTL_CLEAR_CLASS] = handle_clear_class,
 };
 
 void trk_control_on_message(void *user, uint64_t client_id, const char *json, size_t len)
@@ -1471,28 +1573,28 @@ static int grid_step(int w, int h, long max)
  * step; the hue as a signed offset from the first pixel's hue (*h_ref).
  * Returns how many pixels were read. */
 static long sample_stats(const struct trk_image *img, const struct trk_sample_info *s, int step,
-                         struct chan_stats st[3], int *h_ref)
+                         struct chan_stats st[TRK_SPACE_COUNT], int *h_ref)
 {
     const int ci = trk_coef_index(img->matrix, img->full_range);
     long n = 0;
     *h_ref = -1;
-    for (int sp = 0; sp < 3; sp++)
+    for (int sp = 0; sp < TRK_SPACE_COUNT; sp++)
         for (int i = 0; i < 3; i++)
             st[sp].lo[i] = 1 << 20, st[sp].hi[i] = -(1 << 20), st[sp].sum[i] = 0;
     for (int y = s->rect[1]; y <= s->rect[3]; y += step)
         for (int x = s->rect[0]; x <= s->rect[2]; x += step, n++) {
-            /* All three spaces from one read (trk_pixel_channels' rules). */
-            int nat[3], ch[3][3];
+            /* Every space from one read (the backends' rules, gpu/color.h). */
+            int nat[3], ch[TRK_SPACE_COUNT][3];
             const int yuv = trk_pixel_native(img->fmt, img->plane, img->pitch, x, y, nat);
-            trk_pixel_triples(&trk_yuv2rgb_coefs[ci], &trk_rgb2ycc_coefs[ci], yuv, TRK_SPACES_ALL,
-                              nat, ch);
+            trk_pixel_spaces(&trk_yuv2rgb_coefs[ci], &trk_rgb2ycc_coefs[ci], trk_light_tables(),
+                             yuv, TRK_SPACES_EVERY, nat, ch);
             /* Hue as a signed offset from the first pixel's hue. */
             if (*h_ref < 0) *h_ref = ch[TRK_SPACE_HSV][0];
             int d = ch[TRK_SPACE_HSV][0] - *h_ref;
             if (d > TRK_HUE_VALUES / 2) d -= TRK_HUE_VALUES;
             if (d < -TRK_HUE_VALUES / 2) d += TRK_HUE_VALUES;
             ch[TRK_SPACE_HSV][0] = d;
-            for (int sp = 0; sp < 3; sp++)
+            for (int sp = 0; sp < TRK_SPACE_COUNT; sp++)
                 for (int i = 0; i < 3; i++) {
                     if (ch[sp][i] < st[sp].lo[i]) st[sp].lo[i] = ch[sp][i];
                     if (ch[sp][i] > st[sp].hi[i]) st[sp].hi[i] = ch[sp][i];
@@ -1503,20 +1605,28 @@ static long sample_stats(const struct trk_image *img, const struct trk_sample_in
 }
 
 /* Means and suggested boxes (observed range plus a margin, clamped) into s
- * from the statistics of s->n pixels. */
-static void sample_boxes(const struct chan_stats st[3], int h_ref, struct trk_sample_info *s)
+ * from the statistics of s->n pixels. The spaces that separate light from
+ * colour leave the light open: lab's L 0..255, rg's I from 10 (the
+ * chromaticity of near-black pixels is noise), with a margin of 12 on
+ * their colour channels (they span less of their range than rgb's do). */
+static void sample_boxes(const struct chan_stats st[TRK_SPACE_COUNT], int h_ref,
+                         struct trk_sample_info *s)
 {
     long n = s->n;
-    for (int sp = 0; sp < 3; sp++)
+    for (int sp = 0; sp < TRK_SPACE_COUNT; sp++)
         for (int i = 0; i < 3; i++)
             s->mean[sp][i] = (int)((st[sp].sum[i] + (st[sp].sum[i] >= 0 ? n / 2 : -n / 2)) / n);
     s->mean[TRK_SPACE_HSV][0] = trk_hue_wrap(h_ref + s->mean[TRK_SPACE_HSV][0]);
-    for (int sp = 0; sp < 3; sp++)
+    for (int sp = 0; sp < TRK_SPACE_COUNT; sp++)
         for (int i = 0; i < 3; i++) {
             bool hue = sp == TRK_SPACE_HSV && i == 0;
-            int margin = hue ? 8 : 25;
+            bool light = sp == TRK_SPACE_LAB || sp == TRK_SPACE_RG;
+            int margin = hue ? 8 : light ? 12 : 25;
             int max = trk_chan_max(sp, i);
-            if (!hue) {
+            if ((sp == TRK_SPACE_LAB && i == 0) || (sp == TRK_SPACE_RG && i == 2)) {
+                s->lo[sp][i] = sp == TRK_SPACE_RG ? 10 : 0;
+                s->hi[sp][i] = max;
+            } else if (!hue) {
                 s->lo[sp][i] = clampi(st[sp].lo[i] - margin, 0, max);
                 s->hi[sp][i] = clampi(st[sp].hi[i] + margin, 0, max);
             } else if (st[sp].hi[0] - st[sp].lo[0] + 2 * margin >= max) {
@@ -1536,22 +1646,22 @@ static long frame_share(const struct trk_image *img, struct trk_sample_info *s)
 {
     const int ci = trk_coef_index(img->matrix, img->full_range);
     const int step = grid_step(img->width, img->height, TRK_SAMPLE_SHARE_PIXELS);
-    uint16_t lo[3][3], hi[3][3];
-    for (int sp = 0; sp < 3; sp++)
+    uint16_t lo[TRK_SPACE_COUNT][3], hi[TRK_SPACE_COUNT][3];
+    for (int sp = 0; sp < TRK_SPACE_COUNT; sp++)
         for (int i = 0; i < 3; i++)
             lo[sp][i] = (uint16_t)s->lo[sp][i], hi[sp][i] = (uint16_t)s->hi[sp][i];
-    long n = 0, hit[3] = { 0 };
+    long n = 0, hit[TRK_SPACE_COUNT] = { 0 };
     for (int y = 0; y < img->height; y += step)
         for (int x = 0; x < img->width; x += step, n++) {
-            int nat[3], ch[3][3];
+            int nat[3], ch[TRK_SPACE_COUNT][3];
             const int yuv = trk_pixel_native(img->fmt, img->plane, img->pitch, x, y, nat);
-            trk_pixel_triples(&trk_yuv2rgb_coefs[ci], &trk_rgb2ycc_coefs[ci], yuv, TRK_SPACES_ALL,
-                              nat, ch);
-            for (int sp = 0; sp < 3; sp++)
+            trk_pixel_spaces(&trk_yuv2rgb_coefs[ci], &trk_rgb2ycc_coefs[ci], trk_light_tables(),
+                             yuv, TRK_SPACES_EVERY, nat, ch);
+            for (int sp = 0; sp < TRK_SPACE_COUNT; sp++)
                 hit[sp] += trk_box_match(lo[sp], hi[sp], sp == TRK_SPACE_HSV, ch[sp][0], ch[sp][1],
                                          ch[sp][2]) != 0;
         }
-    for (int sp = 0; sp < 3; sp++)
+    for (int sp = 0; sp < TRK_SPACE_COUNT; sp++)
         s->share[sp] = n ? (double)hit[sp] / (double)n : 0;
     s->has_share = n > 0;
     return n;
@@ -1570,7 +1680,7 @@ static long answer_sample(struct trk_control *c, const struct sample_req *r,
                     "the sample lies outside the %dx%d frame", img->width, img->height);
         return 0;
     }
-    struct chan_stats st[3];
+    struct chan_stats st[TRK_SPACE_COUNT];
     int h_ref;
     int step =
         grid_step(s.rect[2] - s.rect[0] + 1, s.rect[3] - s.rect[1] + 1, TRK_SAMPLE_PIXELS_MAX);
@@ -1583,17 +1693,106 @@ static long answer_sample(struct trk_control *c, const struct sample_req *r,
     return read;
 }
 
+/* The frame r names: the one its client holds or a kept one; NULL when
+ * gone. frames_lock held. */
+static const struct kept *kept_for(const struct trk_control *c, const struct sample_req *r)
+{
+    const int h = held_of(c, r->client);
+    if (h >= 0 && c->held[h].seq == r->seq) return &c->held[h];
+    for (int i = 0; i < TRK_CONTROL_KEPT_FRAMES; i++)
+        if (c->kept[i].valid && c->kept[i].seq == r->seq) return &c->kept[i];
+    return NULL;
+}
+
+/* The colour cells of the pixels of r's rectangle of img into cells
+ * (TRK_CLASS_BYTES, cleared here): the pixels read, 0 when the rectangle
+ * lies outside the frame. */
+static long paint_cells(const struct sample_req *r, const struct trk_image *img, uint8_t *cells)
+{
+    const int x1 = r->x1 < img->width - 1 ? r->x1 : img->width - 1;
+    const int y1 = r->y1 < img->height - 1 ? r->y1 : img->height - 1;
+    memset(cells, 0, TRK_CLASS_BYTES);
+    if (r->x0 > x1 || r->y0 > y1) return 0;
+    const int step = grid_step(x1 - r->x0 + 1, y1 - r->y0 + 1, PAINT_PIXELS_MAX);
+    long n = 0;
+    for (int y = r->y0; y <= y1; y += step)
+        for (int x = r->x0; x <= x1; x += step, n++) {
+            uint8_t rgb[3];
+            trk_image_pixel_rgb(img, x, y, rgb);
+            const int cell = trk_class_cell(rgb[0], rgb[1], rgb[2]);
+            cells[cell >> 3] |= (uint8_t)(1u << (cell & 7));
+        }
+    return n;
+}
+
+/* Answers a paint_class from img (NULL: its frame seq, kept or held):
+ * the rectangle's cells into the object's table, the set published when
+ * it changed, an ack with the cells the table has now; returns the pixels
+ * read. */
+static long answer_paint(struct trk_control *c, const struct sample_req *r,
+                         const struct trk_image *img)
+{
+    static _Thread_local uint8_t cells[TRK_CLASS_BYTES];
+    long read = -1;
+    int fw = 0, fh = 0;
+    if (r->by_seq) {
+        pthread_mutex_lock(&c->frames_lock);
+        const struct kept *k = kept_for(c, r);
+        if (k) read = paint_cells(r, &k->img, cells), fw = k->img.width, fh = k->img.height;
+        pthread_mutex_unlock(&c->frames_lock);
+    } else {
+        read = paint_cells(r, img, cells), fw = img->width, fh = img->height;
+    }
+    if (read <= 0) {
+        if (read < 0)
+            reply_error(c, r->client, r->id, TRK_MSG_NOT_FOUND,
+                        "frame %llu is no longer kept (the last %d previewed frames are; "
+                        "pause the video to hold one)",
+                        (unsigned long long)r->seq, TRK_CONTROL_KEPT_FRAMES);
+        else
+            reply_error(c, r->client, r->id, TRK_MSG_OUT_OF_RANGE,
+                        "the rectangle lies outside the %dx%d frame", fw, fh);
+        return 0;
+    }
+    pthread_mutex_lock(&c->lock);
+    const int k = trk_objects_find(&c->objs, r->obj);
+    long set = -1;
+    if (k >= 0 && c->objs.def[k].space == TRK_SPACE_CLASS) {
+        uint8_t *bits = c->objs.classes[c->objs.def[k].cls_slot].bits;
+        /* A default display colour follows the painted colours. */
+        uint8_t was[3];
+        trk_objects_display_rgb(&c->objs, k, was);
+        const bool own_color = memcmp(was, c->objs.color[k], 3) != 0;
+        bool changed = false;
+        set = 0;
+        for (size_t i = 0; i < TRK_CLASS_BYTES; i++) {
+            const uint8_t v = r->paint > 0 ? bits[i] | cells[i] : bits[i] & ~cells[i];
+            changed |= v != bits[i];
+            bits[i] = v;
+            set += __builtin_popcount(v);
+        }
+        if (changed && !own_color) trk_objects_display_rgb(&c->objs, k, c->objs.color[k]);
+        if (changed) changed_locked(c);
+    }
+    pthread_mutex_unlock(&c->lock);
+    struct trk_buf b = { 0 };
+    if (set < 0)
+        reply_error(c, r->client, r->id, TRK_MSG_NOT_FOUND, "no class object named \"%s\" any more",
+                    r->obj);
+    else
+        send_reply(
+            c, r->client, &b,
+            trk_msg_ack_int(&b, trk_msg_control_types[TRK_CTL_PAINT_CLASS], r->id, "cells", set));
+    return read;
+}
+
 /* Answers r, which names its frame, from the frame the client holds or a
  * kept one; returns the pixels read. */
 static long answer_by_seq(struct trk_control *c, const struct sample_req *r)
 {
     long read = 0;
     pthread_mutex_lock(&c->frames_lock);
-    const struct kept *k = NULL;
-    int h = held_of(c, r->client);
-    if (h >= 0 && c->held[h].seq == r->seq) k = &c->held[h];
-    for (int i = 0; !k && i < TRK_CONTROL_KEPT_FRAMES; i++)
-        if (c->kept[i].valid && c->kept[i].seq == r->seq) k = &c->kept[i];
+    const struct kept *k = kept_for(c, r);
     if (k)
         read = answer_sample(c, r, &k->img, k->seq);
     else
@@ -1692,6 +1891,8 @@ long trk_control_answer_samples(struct trk_control *c, const struct trk_image *i
         }
     long pixels = 0;
     for (int i = 0; i < n; i++)
-        pixels += req[i].by_seq ? answer_by_seq(c, &req[i]) : answer_sample(c, &req[i], img, seq);
+        pixels += req[i].paint    ? answer_paint(c, &req[i], img)
+                  : req[i].by_seq ? answer_by_seq(c, &req[i])
+                                  : answer_sample(c, &req[i], img, seq);
     return pixels;
 }

@@ -348,7 +348,7 @@ static void light_gauges(struct trk_metrics *m, struct trk_buf *b)
     for (int k = 0; k < 3; k++) {
         put_head(b, names[k], "gauge", helps[k]);
         for (int i = 0; i < m->n_light; i++)
-            for (int c = 0; c < 3; c++) {
+            for (int c = 0; c < 3 && m->light[i].space != TRK_SPACE_CLASS; c++) {
                 const struct trk_metrics_range *r = &m->light[i];
                 range_sample(b, names[k], r, c,
                              k == 0   ? r->lo[c]

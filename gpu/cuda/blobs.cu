@@ -169,16 +169,23 @@ __device__ __forceinline__ void pixel_bits(const struct trk_cu_blobjob &job, con
     struct trk_cu_px p;
     trk_cu_triples(job.f, yuv, job.need, smp.a, smp.b, smp.c, p);
     const struct trk_cu_lut &lt = job.lt;
+    if (lt.ncls) { /* class objects: their slots' bits from the cell table */
+        const int *t = p.c[TRK_SPACE_RGB];
+        const unsigned cm = trk_cu_cls_bits(job.f, t[0], t[1], t[2]);
+#pragma unroll
+        for (int q = 0; q < NW; q++)
+            B[q] = trk_cu_cls_word(lt, cm, q);
+    }
     uint32_t sum = 0;
 #pragma unroll
-    for (int s = 0; s < 3; s++)
+    for (int s = 0; s < TRK_SPACE_COUNT; s++)
         if (lt.has[s])
             sum |= lut[lt.sum_off[s][0] + p.c[s][0]] & lut[lt.sum_off[s][1] + p.c[s][1]] &
                    lut[lt.sum_off[s][2] + p.c[s][2]];
-    if (!sum) return;
+    if (!sum) return; /* B holds the classes, if any */
     const int nw = lt.nw;
 #pragma unroll
-    for (int s = 0; s < 3; s++) {
+    for (int s = 0; s < TRK_SPACE_COUNT; s++) {
         if (!lt.has[s]) continue;
         const uint32_t *t0 = lut + lt.full_off[s][0] + p.c[s][0] * nw;
         const uint32_t *t1 = lut + lt.full_off[s][1] + p.c[s][1] * nw;
@@ -985,7 +992,8 @@ runs_fn runs_for(int nw, bool native)
 bool native_only(const struct trk_cu_blobjob *job)
 {
     const int ns = trk_fmt_is_yuv(job->f.fmt) ? TRK_SPACE_YCBCR : TRK_SPACE_RGB;
-    for (int s = 0; s < 3; s++)
+    if (job->lt.ncls) return false;
+    for (int s = 0; s < TRK_SPACE_COUNT; s++)
         if (job->lt.has[s] != (s == ns)) return false;
     return true;
 }

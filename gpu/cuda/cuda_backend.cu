@@ -221,6 +221,9 @@ static void be_free(struct cuda_be *b)
     cudaFreeHost(b->hp_pub);
     cudaFree(b->d_pubctl);
     cudaFree(b->d_lut);
+    cudaFree(b->d_light);
+    cudaFree(b->d_cls);
+    free(b->h_cls);
     free(b->h_lut);
     cudaFree(b->d_objs);
     cudaFree(b->d_rois);
@@ -354,6 +357,11 @@ static int cu_create(const struct trk_backend_cfg *cfg, void **self)
         if (reset_pubctl(b) != cudaSuccess) goto fail_mem;
     }
     if (cudaMalloc(&b->d_lut, LUT_MAX_WORDS * 4) != cudaSuccess) goto fail_mem;
+    /* The lab and rg tables: the host's, so their bytes are the CPU backends'. */
+    if (cudaMalloc(&b->d_light, sizeof(*b->d_light)) != cudaSuccess ||
+        cudaMemcpy(b->d_light, trk_light_tables(), sizeof(*b->d_light), cudaMemcpyHostToDevice) !=
+            cudaSuccess)
+        goto fail_mem;
     if (!(b->h_lut = (uint32_t *)malloc(LUT_MAX_WORDS * 4))) goto fail_mem;
     if (cudaMalloc(&b->d_objs, TRK_MAX_OBJECTS * sizeof(struct trk_cu_obj)) != cudaSuccess)
         goto fail_mem;

@@ -55,6 +55,14 @@ struct trk_cu_frame {
     int fmt;                     /* enum trk_pixfmt */
     struct trk_yuv2rgb_coef y2r; /* per the frame's matrix and range */
     struct trk_rgb2ycc_coef r2y;
+    /* color.h's lab and rg tables in device memory (read only by frames
+     * whose objects include lab or rg ones). */
+    const struct trk_light_tab *light;
+    /* The set's class cell table (trk_class_cells: TRK_CLASS_CELLS entries,
+     * bit j = class object j has the cell) in device memory, read only
+     * when the set has class objects (plain global loads, cached: a
+     * frame's colours meet few cells). */
+    const uint16_t *cls;
 };
 
 /* Per-object (per-slot) accumulators in global memory, all fields zero when empty, so
@@ -105,7 +113,8 @@ static inline void trk_cu_acc_result(const struct trk_cu_acc *a, struct trk_obj_
     out->sum_xy = a->sxy;
 }
 
-/* An object as the naive and MOCT kernels test it. */
+/* An object as the naive and MOCT kernels test it. A class object
+ * (TRK_SPACE_CLASS) has its class index (trk_class_cells) in lo[0]. */
 struct trk_cu_obj {
     uint16_t lo[3], hi[3];
     int space; /* enum trk_space */
@@ -117,13 +126,18 @@ struct trk_cu_obj {
  * space s and channel c's range contains v. sum[s][c]: entry v = the OR of
  * full entry v's words (object k -> bit k % 32): a superset filter. */
 struct trk_cu_lut {
-    int nw;        /* mask words per entry: 1, 2, 4 or 8 */
-    int words;     /* size of the image in words (multiple of 4) */
-    int sum_words; /* words of the summary tables (they come first) */
-    int has[3];    /* space present among the objects */
-    int full_off[3][3], sum_off[3][3];
-    int zero_off;     /* nw zero words */
-    int wb[3], we[3]; /* mask words [wb, we) hold the space's objects */
+    int nw;                   /* mask words per entry: 1, 2, 4 or 8 */
+    int words;                /* size of the image in words (multiple of 4) */
+    int sum_words;            /* words of the summary tables (they come first) */
+    int has[TRK_SPACE_COUNT]; /* space present among the objects */
+    int full_off[TRK_SPACE_COUNT][3], sum_off[TRK_SPACE_COUNT][3];
+    int zero_off;                                 /* nw zero words */
+    int wb[TRK_SPACE_COUNT], we[TRK_SPACE_COUNT]; /* mask words [wb, we) hold the space's objects */
+    /* Class objects have no tables: the frame's cell table (trk_cu_frame.cls)
+     * gives a pixel's classes, cls_slot[j] is class j's slot in this image
+     * (-1: not among its objects). ncls: any class object here. */
+    int ncls;
+    int cls_slot[TRK_MAX_CLASSES];
 };
 
 /* ------------------------------------------------ shared-memory layouts */
@@ -296,13 +310,59 @@ __device__ __forceinline__ void trk_cu_native(const struct trk_cu_frame &f, int 
 /* Channel triples of one pixel in the spaces flagged in need (bit s):
  * trk_pixel_triples with the frame's coefficients. */
 struct trk_cu_px {
-    int c[3][3]; /* [space][channel] */
+    int c[TRK_SPACE_COUNT][3]; /* [space][channel] */
 };
 __device__ __forceinline__ void trk_cu_triples(const struct trk_cu_frame &f, bool yuv, int need,
                                                int a, int b, int c, struct trk_cu_px &p)
 {
     const int s[3] = { a, b, c };
-    trk_pixel_triples(&f.y2r, &f.r2y, yuv, need, s, p.c);
+    trk_pixel_spaces(&f.y2r, &f.r2y, f.light, yuv, need, s, p.c);
+}
+
+/* The classes (bit j: class object j) whose tables hold the colour r, g, b. */
+__device__ __forceinline__ unsigned trk_cu_cls_bits(const struct trk_cu_frame &f, int r, int g,
+                                                    int b)
+{
+    return __ldg(f.cls + trk_class_cell(r, g, b));
+}
+
+/* Mask word w of an image laid out as lt (bit k: slot 32 w + k) for the
+ * classes cm; with w < 0 the summary bits (slot % 32) of all of them. */
+__device__ __forceinline__ uint32_t trk_cu_cls_word(const struct trk_cu_lut &lt, unsigned cm, int w)
+{
+    uint32_t m = 0;
+    for (; cm; cm &= cm - 1) {
+        const int s = lt.cls_slot[__ffs(cm) - 1];
+        if (s >= 0 && (w < 0 || (s >> 5) == w)) m |= 1u << (s & 31);
+    }
+    return m;
+}
+
+/* The spaces an image's pixels need (trk_pixel_spaces' need: bit s), the
+ * class bit when it has class objects (their R, G, B). */
+__host__ __device__ __forceinline__ int trk_cu_need(const struct trk_cu_lut &lt)
+{
+    int need = lt.ncls ? 1 << TRK_SPACE_CLASS : 0;
+    for (int s = 0; s < TRK_SPACE_COUNT; s++)
+        need |= lt.has[s] ? 1 << s : 0;
+    return need;
+}
+
+/* One object's test of the pixel with native samples a, b, c (the naive,
+ * MOCT and regional kernels): its box (trk_box_match) in its space, or for
+ * a class object (space TRK_SPACE_CLASS, its class in lo[0]) the cell
+ * table's bit. */
+__device__ __forceinline__ bool trk_cu_obj_match(const struct trk_cu_frame &f, bool yuv,
+                                                 const struct trk_cu_obj &o, int a, int b, int c)
+{
+    struct trk_cu_px p;
+    trk_cu_triples(f, yuv, 1 << o.space, a, b, c, p);
+    if (o.space == TRK_SPACE_CLASS) {
+        const int *t = p.c[TRK_SPACE_RGB];
+        return (trk_cu_cls_bits(f, t[0], t[1], t[2]) >> o.lo[0]) & 1u;
+    }
+    const int *t = p.c[o.space];
+    return trk_box_match(o.lo, o.hi, o.space == TRK_SPACE_HSV, t[0], t[1], t[2]) != 0;
 }
 
 /* ------------------------------------------------------ launch wrappers */
@@ -313,10 +373,11 @@ __device__ __forceinline__ void trk_cu_triples(const struct trk_cu_frame &f, boo
  * resident blocks of trk_cu_fused_setup times the SMs); dynamic shared
  * memory: trk_cu_table_smem. */
 int trk_cu_fused_launch(const struct trk_cu_job *job, int grid, cudaStream_t s);
-/* Raises the kernels' shared-memory limit to smem (trk_cu_table_smem) and
+/* Raises the shared-memory limit of the kernels lt's object set runs (with
+ * lab or rg objects: the LIGHT copies) to smem (trk_cu_table_smem) and
  * returns the resident blocks per SM at that size (>= 1), or a negative
  * error. */
-int trk_cu_fused_setup(int nw, size_t smem, int *blocks_per_sm);
+int trk_cu_fused_setup(const struct trk_cu_lut *lt, size_t smem, int *blocks_per_sm);
 
 /* Straightforward per-channel lookup tables: one thread per pixel, shared
  * atomics per matching (pixel, object). */
@@ -466,11 +527,12 @@ namespace trk_cuda
 
 enum variant { V_FUSED = 0, V_LUT, V_NAIVE, V_MOCT };
 
-/* Most 32-bit words a table image can need: summary + full tables of all
- * three spaces (nine channels: eight of 256 values, the hue of
- * TRK_HUE_VALUES) at 8 mask words per entry, each table padded to 4 words. */
-const int LUT_CHANNEL_VALUES = 8 * 256 + TRK_HUE_VALUES;
-const int LUT_MAX_WORDS = (LUT_CHANNEL_VALUES + 16) + 8 * LUT_CHANNEL_VALUES + 64;
+/* Most 32-bit words a table image can need: summary + full tables of every
+ * space (3 per space: all of 256 values but the hue of TRK_HUE_VALUES) at
+ * 8 mask words per entry, each table padded to 4 words. */
+const int LUT_CHANNEL_VALUES = (3 * TRK_SPACE_COUNT - 1) * 256 + TRK_HUE_VALUES;
+const int LUT_MAX_WORDS =
+    (LUT_CHANNEL_VALUES + 4 * 3 * TRK_SPACE_COUNT) + 8 * LUT_CHANNEL_VALUES + 64;
 
 /* An instance's log budget: lines logged since its last good frame. The
  * daemon's log-once style: an error that fails every frame (a lost device)
@@ -517,6 +579,11 @@ struct cuda_be {
     bool dirty; /* accumulators may hold a failed frame's partial sums */
 
     uint32_t *d_lut, *h_lut;
+    struct trk_light_tab *d_light; /* color.h's lab and rg tables, uploaded at create */
+    /* The set's class cell table (trk_class_cells; made when a set first
+     * has class objects, kept) and each object's class index. */
+    uint16_t *d_cls, *h_cls;
+    int cls_ord[TRK_MAX_OBJECTS];
     struct trk_cu_lut lt;
     struct trk_cu_obj *d_objs;
     struct trk_roi *d_rois, *hp_rois;

@@ -69,6 +69,8 @@ void fill_frame(struct cuda_be *b, const struct trk_image *img, const struct lay
     const int ci = trk_coef_index(img->matrix, img->full_range);
     f.y2r = trk_yuv2rgb_coefs[ci];
     f.r2y = trk_rgb2ycc_coefs[ci];
+    f.light = b->d_light;
+    f.cls = b->d_cls;
 }
 
 /* With the pre-filter on: the raw frame b->f (just filled) is filtered on
@@ -214,9 +216,7 @@ int queue_blobs(struct cuda_be *b)
         j.gn = b->nbo - g0 < b->group ? b->nbo - g0 : b->group;
         j.lut = b->d_blut + b->blut_off[p];
         j.lt = b->blt[p];
-        j.need = 0;
-        for (int s = 0; s < 3; s++)
-            if (j.lt.has[s]) j.need |= 1 << s;
+        j.need = trk_cu_need(j.lt);
         if (blob_masks(b)) {
             j.mstride = bmask_stride(b);
             j.masks = b->d_bmask + (size_t)g0 * j.mstride;

@@ -115,13 +115,47 @@ __device__ __forceinline__ void load4(const struct trk_cu_frame &f, int x0, int 
 }
 
 /* Channel values of 4 pixels in every space present: 8-bit channels one byte
- * per pixel, hue (9 bits) in two words of 16-bit halves. */
-struct px4 {
+ * per pixel, hue (9 bits) in two words of 16-bit halves. lab and rg only in
+ * the LIGHT kernels (object sets with lab or rg objects): the others do not
+ * carry them, so they pay nothing for those spaces. */
+template <bool LIGHT> struct px4 {
     uint32_t rgb[3], ycc[3], sv[2], hue[2];
+    uint32_t lab[LIGHT ? 3 : 1], rg[LIGHT ? 3 : 1];
+    /* The classes of each pixel (trk_cu_cls_bits), LIGHT copies only. */
+    unsigned cls[LIGHT ? 4 : 1];
 };
 
-__device__ __forceinline__ void convert4(const struct trk_cu_frame &f, bool yuv, const int has[3],
-                                         uint32_t pa, uint32_t pb, uint32_t pc, px4 &o)
+/* lab and rg bytes of 4 pixels from their packed R, G, B (color.h). */
+__device__ __forceinline__ void light4(const struct trk_cu_frame &f, const int *has,
+                                       const uint32_t rgb[3], uint32_t lab[3], uint32_t rg[3])
+{
+    lab[0] = lab[1] = lab[2] = rg[0] = rg[1] = rg[2] = 0;
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        const int r = byte_of(rgb[0], j), g = byte_of(rgb[1], j), b = byte_of(rgb[2], j);
+        uint8_t c0, c1, c2;
+        if (has[TRK_SPACE_LAB]) {
+            trk_rgb_to_lab(f.light, r, g, b, &c0, &c1, &c2);
+            lab[0] |= (uint32_t)c0 << (8 * j);
+            lab[1] |= (uint32_t)c1 << (8 * j);
+            lab[2] |= (uint32_t)c2 << (8 * j);
+        }
+        if (has[TRK_SPACE_RG]) {
+            trk_rgb_to_rg(f.light, r, g, b, &c0, &c1, &c2);
+            rg[0] |= (uint32_t)c0 << (8 * j);
+            rg[1] |= (uint32_t)c1 << (8 * j);
+            rg[2] |= (uint32_t)c2 << (8 * j);
+        }
+    }
+}
+
+/* has[] of the kernels: the box spaces, then whether the set has class
+ * objects (LIGHT copies only). */
+const int HAS_CLS = TRK_SPACE_COUNT;
+
+template <bool LIGHT>
+__device__ __forceinline__ void convert4(const struct trk_cu_frame &f, bool yuv, const int *has,
+                                         uint32_t pa, uint32_t pb, uint32_t pc, px4<LIGHT> &o)
 {
     o.rgb[0] = pa;
     o.rgb[1] = pb;
@@ -129,7 +163,8 @@ __device__ __forceinline__ void convert4(const struct trk_cu_frame &f, bool yuv,
     o.ycc[0] = pa;
     o.ycc[1] = pb;
     o.ycc[2] = pc;
-    if (yuv && (has[TRK_SPACE_RGB] | has[TRK_SPACE_HSV])) {
+    const bool light = LIGHT && (has[TRK_SPACE_LAB] | has[TRK_SPACE_RG] | has[HAS_CLS]);
+    if (yuv && (has[TRK_SPACE_RGB] | has[TRK_SPACE_HSV] | light)) {
         uint32_t r = 0, g = 0, b = 0;
 #pragma unroll
         for (int j = 0; j < 4; j++) {
@@ -178,13 +213,25 @@ __device__ __forceinline__ void convert4(const struct trk_cu_frame &f, bool yuv,
         o.hue[0] = h01;
         o.hue[1] = h23;
     }
+    if (LIGHT && light) light4(f, has, o.rgb, o.lab, o.rg);
+    if (LIGHT) {
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+            o.cls[LIGHT ? j : 0] = has[HAS_CLS]
+                                       ? trk_cu_cls_bits(f, byte_of(o.rgb[0], j),
+                                                         byte_of(o.rgb[1], j), byte_of(o.rgb[2], j))
+                                       : 0u;
+    }
 }
 
 /* Value of channel c of pixel j in space s. */
-__device__ __forceinline__ unsigned chan(const px4 &p, int s, int c, int j)
+template <bool LIGHT>
+__device__ __forceinline__ unsigned chan(const px4<LIGHT> &p, int s, int c, int j)
 {
     if (s == TRK_SPACE_RGB) return byte_of(p.rgb[c], j);
     if (s == TRK_SPACE_YCBCR) return byte_of(p.ycc[c], j);
+    if (LIGHT && s == TRK_SPACE_LAB) return byte_of(p.lab[LIGHT ? c : 0], j);
+    if (LIGHT && s == TRK_SPACE_RG) return byte_of(p.rg[LIGHT ? c : 0], j);
     if (c == 0) return (p.hue[j >> 1] >> (16 * (j & 1))) & 0xffffu;
     return byte_of(p.sv[c - 1], j);
 }
@@ -301,11 +348,12 @@ __device__ __forceinline__ void hand_over(const struct trk_cu_job &job, int n)
 /* The summary lookups of a lane's four pixels: sm[j] gets the OR over the
  * spaces present of the three channels' summary entries (a superset of the
  * objects pixel j matches: a summary is the OR of the full entry's words). */
+template <bool LIGHT>
 __device__ __forceinline__ void summary4(const uint32_t *s_lut, const struct trk_cu_lut &lt,
-                                         const int *has, const px4 &p, uint32_t *sm)
+                                         const int *has, const px4<LIGHT> &p, uint32_t *sm)
 {
 #pragma unroll
-    for (int s = 0; s < 3; s++) {
+    for (int s = 0; s < (LIGHT ? TRK_SPACE_COUNT : 3); s++) {
         if (!has[s]) continue;
         const uint32_t *t0 = s_lut + lt.sum_off[s][0];
         const uint32_t *t1 = s_lut + lt.sum_off[s][1];
@@ -313,6 +361,11 @@ __device__ __forceinline__ void summary4(const uint32_t *s_lut, const struct trk
 #pragma unroll
         for (int j = 0; j < 4; j++)
             sm[j] |= t0[chan(p, s, 0, j)] & t1[chan(p, s, 1, j)] & t2[chan(p, s, 2, j)];
+    }
+    if (LIGHT && has[HAS_CLS]) {
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+            sm[j] |= trk_cu_cls_word(lt, p.cls[LIGHT ? j : 0], -1);
     }
 }
 
@@ -404,11 +457,14 @@ __device__ __forceinline__ void store_masks(uint32_t m0, uint32_t m1, uint32_t m
  * (dense_word) instead: its cost per word does not grow with the objects
  * present, so a frame where every pixel matches every object costs a few
  * times a sparse one, not M times. With job.pub.out set, the last block
- * hands the results over to the host itself (hand_over). BM (the instance
- * for sets with blob lists): the blob objects' mask words of each segment
- * where they are present also go to job.bm (store_masks); the instance
- * without has none of that code. */
-template <int CLS, int NW, bool BM>
+ * hands the results over to the host itself (hand_over). LIGHT: the object
+ * set has lab, rg or class objects (those are compiled in only then; a
+ * class adds its slot's bit from the frame's cell table, trk_cu_cls_word,
+ * to the summary and the full masks). BM (the instance for sets with blob
+ * lists): the blob objects' mask words of each segment where they are
+ * present also go to job.bm (store_masks); the instance without has none
+ * of that code. */
+template <int CLS, int NW, bool LIGHT, bool BM>
 __global__ void __launch_bounds__(TRK_FUSED_THREADS, TRK_FUSED_MIN_BLOCKS)
     fused_kernel(const struct trk_cu_job job)
 {
@@ -436,7 +492,11 @@ __global__ void __launch_bounds__(TRK_FUSED_THREADS, TRK_FUSED_MIN_BLOCKS)
     const struct trk_cu_frame &f = job.f;
     const bool yuv = CLS >= CLS_YUYV;
     const bool swap = f.fmt == TRK_FMT_BGR24 || f.fmt == TRK_FMT_BGRA;
-    const int has[3] = { lt.has[0], lt.has[1], lt.has[2] };
+    int has[TRK_SPACE_COUNT + 1];
+#pragma unroll
+    for (int s = 0; s < TRK_SPACE_COUNT; s++)
+        has[s] = s < 3 || LIGHT ? lt.has[s] : 0;
+    has[HAS_CLS] = LIGHT ? lt.ncls : 0;
     const int W = f.width;
     const int segs = (W + TRK_FUSED_SEG - 1) / TRK_FUSED_SEG;
     const int total = (job.row1 - job.row0) * segs;
@@ -457,7 +517,7 @@ __global__ void __launch_bounds__(TRK_FUSED_THREADS, TRK_FUSED_MIN_BLOCKS)
             y++;
         }
         uint32_t sm[4] = { 0, 0, 0, 0 };
-        px4 p;
+        px4<LIGHT> p;
         if (x0 < W) {
             uint32_t pa, pb, pc;
             load4<CLS>(f, x0, yy, swap, pa, pb, pc);
@@ -481,7 +541,7 @@ __global__ void __launch_bounds__(TRK_FUSED_THREADS, TRK_FUSED_MIN_BLOCKS)
                 for (int q = 0; q < CW; q++)
                     m[j][q] = 0;
 #pragma unroll
-                for (int s = 0; s < 3; s++) {
+                for (int s = 0; s < (LIGHT ? TRK_SPACE_COUNT : 3); s++) {
                     if (!has[s] || ch >= lt.we[s] || ch + CW <= lt.wb[s]) continue;
                     const bool on = sm[j] != 0;
                     and3<CW>(
@@ -489,6 +549,11 @@ __global__ void __launch_bounds__(TRK_FUSED_THREADS, TRK_FUSED_MIN_BLOCKS)
                         s_lut + (on ? lt.full_off[s][1] + chan(p, s, 1, j) * NW : lt.zero_off) + ch,
                         s_lut + (on ? lt.full_off[s][2] + chan(p, s, 2, j) * NW : lt.zero_off) + ch,
                         m[j]);
+                }
+                if (LIGHT && has[HAS_CLS] && sm[j]) { /* sm[j] 0: past the row, or none */
+#pragma unroll
+                    for (int q = 0; q < CW; q++)
+                        m[j][q] |= trk_cu_cls_word(lt, p.cls[LIGHT ? j : 0], ch + q);
                 }
                 if (job.rowmask) {
                     const int xc = min(x0 + j, W - 1); /* m[j] is 0 past the row's end */
@@ -523,43 +588,51 @@ __global__ void __launch_bounds__(TRK_FUSED_THREADS, TRK_FUSED_MIN_BLOCKS)
 
 typedef void (*fused_fn)(const struct trk_cu_job);
 
-template <int NW, bool BM> fused_fn pick_cls(int cls)
+template <int NW, bool LIGHT, bool BM> fused_fn pick_cls(int cls)
 {
     switch (cls) {
-    case CLS_RGB3: return fused_kernel<CLS_RGB3, NW, BM>;
-    case CLS_RGB4: return fused_kernel<CLS_RGB4, NW, BM>;
-    case CLS_YUYV: return fused_kernel<CLS_YUYV, NW, BM>;
-    case CLS_NV12: return fused_kernel<CLS_NV12, NW, BM>;
-    case CLS_I420: return fused_kernel<CLS_I420, NW, BM>;
+    case CLS_RGB3: return fused_kernel<CLS_RGB3, NW, LIGHT, BM>;
+    case CLS_RGB4: return fused_kernel<CLS_RGB4, NW, LIGHT, BM>;
+    case CLS_YUYV: return fused_kernel<CLS_YUYV, NW, LIGHT, BM>;
+    case CLS_NV12: return fused_kernel<CLS_NV12, NW, LIGHT, BM>;
+    case CLS_I420: return fused_kernel<CLS_I420, NW, LIGHT, BM>;
     }
     TRK_ASSERT(!"format class out of range");
     return NULL;
 }
 
-template <bool BM> fused_fn pick_nw(int cls, int nw)
+template <bool LIGHT, bool BM> fused_fn pick_nw(int cls, int nw)
 {
     switch (nw) {
-    case 1: return pick_cls<1, BM>(cls);
-    case 2: return pick_cls<2, BM>(cls);
-    case 4: return pick_cls<4, BM>(cls);
-    case 8: return pick_cls<8, BM>(cls);
+    case 1: return pick_cls<1, LIGHT, BM>(cls);
+    case 2: return pick_cls<2, LIGHT, BM>(cls);
+    case 4: return pick_cls<4, LIGHT, BM>(cls);
+    case 8: return pick_cls<8, LIGHT, BM>(cls);
     default: return NULL;
     }
 }
 
-/* bm: the instance that also stores the blob objects' masks. */
-fused_fn pick(int cls, int nw, bool bm)
+/* The kernel for a format class, mask width and object set (light: it has
+ * lab, rg or class objects; bm: the instance that also stores the blob
+ * objects' masks): chosen per set, never per pixel. */
+fused_fn pick(int cls, int nw, bool light, bool bm)
 {
-    return bm ? pick_nw<true>(cls, nw) : pick_nw<false>(cls, nw);
+    if (light) return bm ? pick_nw<true, true>(cls, nw) : pick_nw<true, false>(cls, nw);
+    return bm ? pick_nw<false, true>(cls, nw) : pick_nw<false, false>(cls, nw);
+}
+
+bool has_light(const struct trk_cu_lut &lt)
+{
+    return lt.has[TRK_SPACE_LAB] || lt.has[TRK_SPACE_RG] || lt.ncls;
 }
 
 } // namespace
 
-int trk_cu_fused_setup(int nw, size_t smem, int *blocks_per_sm)
+int trk_cu_fused_setup(const struct trk_cu_lut *lt, size_t smem, int *blocks_per_sm)
 {
     int best = 0;
     for (int i = 0; i < 2 * CLS_COUNT; i++) {
-        fused_fn fn = pick(i % CLS_COUNT, nw, i >= CLS_COUNT);
+        fused_fn fn = pick(i % CLS_COUNT, lt->nw, has_light(*lt), i >= CLS_COUNT);
         if (!fn) return TRK_EINVAL;
         TRK_CUDA_TRY(
             cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
@@ -582,7 +655,7 @@ int trk_cu_fused_launch(const struct trk_cu_job *job, int grid, cudaStream_t s)
     if (bm.words && (!bm.idx || bm.wpr != (job->f.width + 31) / 32 ||
                      bm.stride < (size_t)bm.wpr * (size_t)job->f.height))
         return TRK_EINVAL;
-    fused_fn fn = pick(fmt_class(job->f.fmt), job->lt.nw, bm.words != NULL);
+    fused_fn fn = pick(fmt_class(job->f.fmt), job->lt.nw, has_light(job->lt), bm.words != NULL);
     if (!fn) return TRK_EINVAL;
     const int segs = (job->f.width + TRK_FUSED_SEG - 1) / TRK_FUSED_SEG;
     const long units = (long)(job->row1 - job->row0) * segs;

@@ -28,11 +28,6 @@ __device__ __forceinline__ void sacc_add(const sacc &a, int k, int x, int y)
     trk_cu_sacc_moments(a, k, (unsigned)x, (unsigned)y, 1u, 0u, 0u);
 }
 
-__device__ __forceinline__ int need_mask(const struct trk_cu_lut &lt)
-{
-    return (lt.has[0] ? 1 : 0) | (lt.has[1] ? 2 : 0) | (lt.has[2] ? 4 : 0);
-}
-
 /* The part of lut_kernel and naive_kernel around their per-pixel test,
  * after each has loaded its own tables into shared memory: zero the block's
  * accumulators (and block (0, 0) the next frame's), then sync. */
@@ -56,7 +51,7 @@ __device__ __forceinline__ bool block_pixel(const struct trk_cu_job &job, int &x
     if (x >= job.f.width || y >= job.row1) return false;
     int na, nb, nc;
     trk_cu_native(job.f, x, y, na, nb, nc);
-    trk_cu_triples(job.f, trk_fmt_is_yuv(job.f.fmt), need_mask(job.lt), na, nb, nc, p);
+    trk_cu_triples(job.f, trk_fmt_is_yuv(job.f.fmt), trk_cu_need(job.lt), na, nb, nc, p);
     return true;
 }
 
@@ -80,10 +75,12 @@ __global__ void lut_kernel(const struct trk_cu_job job)
     int x, y;
     struct trk_cu_px p;
     if (block_pixel(job, x, y, p)) {
+        const int *rgb = p.c[TRK_SPACE_RGB];
+        const unsigned cm = lt.ncls ? trk_cu_cls_bits(job.f, rgb[0], rgb[1], rgb[2]) : 0u;
         for (int w = 0; w < nw; w++) {
-            uint32_t m = 0;
+            uint32_t m = trk_cu_cls_word(lt, cm, w);
 #pragma unroll
-            for (int s = 0; s < 3; s++) {
+            for (int s = 0; s < TRK_SPACE_COUNT; s++) {
                 if (!lt.has[s] || w < lt.wb[s] || w >= lt.we[s]) continue;
                 m |= s_lut[lt.full_off[s][0] + p.c[s][0] * nw + w] &
                      s_lut[lt.full_off[s][1] + p.c[s][1] * nw + w] &
@@ -121,13 +118,17 @@ __global__ void naive_kernel(const struct trk_cu_job job)
     int x, y;
     struct trk_cu_px p;
     if (block_pixel(job, x, y, p)) {
+        const int *rgb = p.c[TRK_SPACE_RGB];
+        const unsigned cm = job.lt.ncls ? trk_cu_cls_bits(job.f, rgb[0], rgb[1], rgb[2]) : 0u;
         for (int k = 0; k < n; k++) {
             const struct trk_cu_obj &o = s_obj[k];
             const struct trk_roi &r = s_roi[k];
             const int s = o.space;
             if (x < r.x0 || x > r.x1 || y < r.y0 || y > r.y1) continue;
-            if (trk_box_match(o.lo, o.hi, s == TRK_SPACE_HSV, p.c[s][0], p.c[s][1], p.c[s][2]))
-                sacc_add(a, k, x, y);
+            const bool in = s == TRK_SPACE_CLASS ? (cm >> o.lo[0]) & 1u
+                                                 : trk_box_match(o.lo, o.hi, s == TRK_SPACE_HSV,
+                                                                 p.c[s][0], p.c[s][1], p.c[s][2]);
+            if (in) sacc_add(a, k, x, y);
         }
     }
     __syncthreads();

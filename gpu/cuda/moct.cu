@@ -97,15 +97,11 @@ __global__ void moct_base(const struct trk_cu_job job, arrangement a, entry *bas
             y1 = min(y1, r.y1);
         }
         const bool yuv = trk_fmt_is_yuv(job.f.fmt);
-        const int s = o.space;
         for (int y = y0; y <= y1; y++)
             for (int x = x0; x <= x1; x++) {
                 int na, nb, nc;
                 trk_cu_native(job.f, x, y, na, nb, nc);
-                struct trk_cu_px p;
-                trk_cu_triples(job.f, yuv, 1 << s, na, nb, nc, p);
-                if (!trk_box_match(o.lo, o.hi, s == TRK_SPACE_HSV, p.c[s][0], p.c[s][1], p.c[s][2]))
-                    continue;
+                if (!trk_cu_obj_match(job.f, yuv, o, na, nb, nc)) continue;
                 e.mass++;
                 e.sx += (unsigned)x;
                 e.sy += (unsigned)y;

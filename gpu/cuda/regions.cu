@@ -64,10 +64,7 @@ __device__ __forceinline__ bool px_match(const struct trk_cu_frame &f, int yuv,
 {
     int a, b, c;
     trk_cu_native(f, x, y, a, b, c);
-    struct trk_cu_px p;
-    trk_cu_triples(f, yuv != 0, 1 << o.space, a, b, c, p);
-    const int *t = p.c[o.space];
-    return trk_box_match(o.lo, o.hi, o.space == TRK_SPACE_HSV, t[0], t[1], t[2]) != 0;
+    return trk_cu_obj_match(f, yuv != 0, o, a, b, c);
 }
 
 /* The next call's accumulators (the other half of the double buffer)

@@ -60,7 +60,9 @@ async function hueTrack(page, which, values) {
 }
 const isColour = (px, rgb) => px.every((v, i) => near(v, rgb[i], 12));
 
-async function teach(page, obj) {
+// Teaches obj by dragging over it; space: the form's space to add it in
+// (the sample's suggestion for that space), else the suggested one (hsv).
+async function teach(page, obj, space) {
   const before = await page.evaluate(() => window.trackdTest.tune.lastSample);
   await page.click('#t-teach');
   // On loopback without --control-token, teaching starts at once: no prompt.
@@ -82,6 +84,7 @@ async function teach(page, obj) {
   if (s.rect[0] < x0 || s.rect[2] > x1 || s.rect[1] < y0 || s.rect[3] > y1)
     fail(`sample rectangle ${s.rect} is not inside the square ${obj.box}`);
   await page.fill('#t-name', obj.name);
+  if (space) await page.selectOption('#t-space', space);
   await page.click('#t-add');
   const r = await waitResult(page, obj.name, (o) => o.found, `${obj.name} found after teaching`);
   if (!near(r.cx, obj.c[0], 1.5) || !near(r.cy, obj.c[1], 1.5) ||
@@ -167,6 +170,20 @@ try {
     fail(`blue hue ${blo}..${bhi}: tracks lit near 0: ${JSON.stringify(offPx)}`);
   console.log(`hue ${blo}..${bhi}: "${bnote}", nothing lit near 0`);
   await page.click('#t-done');
+
+  // 3b. The red square again in lab, which separates light from colour: the
+  // form takes the sample's lab box, L left open (0..255); found at the
+  // same place; then removed again (the save below keeps the two).
+  const REDLAB = { ...RED, name: 'redlab' };
+  await teach(page, REDLAB, 'lab');
+  const labBox = await page.evaluate(() => ['t-lo0', 't-hi0', 't-lo1', 't-hi1'].map(
+    (id) => Number(document.getElementById(id).value)));
+  if (labBox[0] !== 0 || labBox[1] !== 255 || !(labBox[2] > 128))
+    fail(`lab box L ${labBox[0]}..${labBox[1]}, a from ${labBox[2]}: light not open or not red`);
+  console.log(`${REDLAB.name}: lab L ${labBox[0]}..${labBox[1]}, a ${labBox[2]}..${labBox[3]}`);
+  await page.click('#t-remove');
+  await page.waitForFunction(() => !window.trackdTest.objects.some((o) => o.name === 'redlab'),
+                             null, { timeout: 5000 }).catch(() => fail('redlab not removed'));
   await page.waitForTimeout(600);
   await page.evaluate(() => window.scrollTo(0, 0));
   await page.screenshot({ path: path.join(outDir, 'teach-two.png') });

@@ -192,7 +192,7 @@ async def main_async(trackd, d):
                  '"lo":[0,0,0],"hi":[300,0,0]}}', "b4", "invalid_object"),
                 ('{"type":"add_object","id":"b5","object":{"name":"red","space":"rgb",'
                  '"lo":[0,0,0],"hi":[1,1,1]}}', "b5", "duplicate_name"),
-                ('{"type":"add_object","id":"b6","object":{"name":"x","space":"lab",'
+                ('{"type":"add_object","id":"b6","object":{"name":"x","space":"luv",'
                  '"lo":[0,0,0],"hi":[1,1,1]}}', "b6", "invalid_object"),
                 ('{"type":"remove_object","id":"b7","object_id":"1"}', "b7", "bad_field"),
                 ('{"type":"remove_object","id":"b8","object_id":99999999999}', "b8",
@@ -296,17 +296,24 @@ async def main_async(trackd, d):
                 check(h >= 340 or h <= 20, f"sampled hue {h} is red")
                 sug = r["suggest"]
                 check(sug["space"] == "hsv" and sorted(r["suggest_all"]) ==
-                      ["hsv", "rgb", "ycbcr"], "suggest boxes in every space")
+                      ["hsv", "lab", "rg", "rgb", "ycbcr"], "suggest boxes in every space")
+                lab = r["suggest_all"]["lab"]
+                check(lab["lo"][0] == 0 and lab["hi"][0] == 255 and
+                      r["suggest_all"]["rg"]["lo"][2] == 10,
+                      f"lab and rg suggestions leave the light open: {r['suggest_all']}")
                 r2 = await c.req({"type": "add_object", "object": dict(sug, name="taught")})
                 check(r2 and r2["type"] == "ack", f"add the taught object: {r2}")
+                r2 = await c.req({"type": "add_object", "object": dict(lab, name="taught_lab")})
+                check(r2 and r2["type"] == "ack", f"add the lab-taught object: {r2}")
                 f2 = await c.frame_after(time.time() * 1e3 + 100)
-                t = f2 and next((o for o in f2["objects"] if o["name"] == "taught"), None)
                 rr = f2 and f2["objects"][0]
-                check(t and t["found"] and abs(t["cx"] - rr["cx"]) < 6 and
-                      abs(t["cy"] - rr["cy"]) < 6,
-                      f"taught object found at the red ball: {t and (t['cx'], t['cy'])} vs "
-                      f"{rr and (rr['cx'], rr['cy'])}")
-                await c.req({"type": "remove_object", "name": "taught"})
+                for name in ("taught", "taught_lab"):
+                    t = f2 and next((o for o in f2["objects"] if o["name"] == name), None)
+                    check(t and t["found"] and abs(t["cx"] - rr["cx"]) < 6 and
+                          abs(t["cy"] - rr["cy"]) < 6,
+                          f"{name} found at the red ball: {t and (t['cx'], t['cy'])} vs "
+                          f"{rr and (rr['cx'], rr['cy'])}")
+                    await c.req({"type": "remove_object", "name": name})
             r = await c.req({"type": "sample", "x": 10, "y": 20, "w": 30, "h": 40})
             check(r and r["type"] == "sample" and r["n"] == 1200 and r["rect"] == [10, 20, 39, 59],
                   f"rectangle sample: {r and r.get('rect')}")

@@ -143,6 +143,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_ASSERT(j);
         memset(b, 0x77, sizeof *b);
         FUZZ_ASSERT(trk_objects_load_string(j, strlen(j), "again", b, &err) == 0);
+        /* Class objects point at their own set's tables: equal sets differ
+         * only there. */
+        for (int i = 0; i < a->n; i++) {
+            FUZZ_ASSERT(!a->def[i].cls == !b->def[i].cls);
+            a->def[i].cls = b->def[i].cls = NULL;
+        }
         FUZZ_ASSERT(memcmp(a, b, sizeof *a) == 0);
         free(j);
     } else {

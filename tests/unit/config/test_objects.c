@@ -72,13 +72,20 @@ static void test_all_spaces(void)
     struct trk_objects o;
     struct trk_config_error e;
     CHECK(load_rel("tests/unit/config/good/all_spaces.json", &o, &e) == 0);
-    CHECK(o.n == 5);
+    CHECK(o.n == 7);
     check_def(&o.def[0], "skin", TRK_SPACE_YCBCR, 0, 77, 133, 255, 127, 173, 500);
     check_def(&o.def[1], "leaf", TRK_SPACE_HSV, 90, 60, 40, 150, 255, 255, 1);
     check_def(&o.def[2], "paper", TRK_SPACE_RGB, 200, 200, 200, 255, 255, 255, 1);
     check_def(&o.def[3], "everything", TRK_SPACE_HSV, 0, 0, 0, 359, 255, 255,
               9223372036854775807ull);
     check_def(&o.def[4], "single", TRK_SPACE_RGB, 7, 7, 7, 7, 7, 7, 1);
+    check_def(&o.def[5], "team", TRK_SPACE_LAB, 0, 150, 140, 255, 200, 190, 1);
+    check_def(&o.def[6], "marker", TRK_SPACE_RG, 120, 40, 20, 200, 90, 255, 1);
+    /* rg's display colour: centre r 160, g 65, I 138 -> R 3 I r / 255 = 260
+     * (clamped), G 106, B 3 I - 260 - 106 = 48. */
+    CHECK(o.color[6][0] == 255 && o.color[6][1] == 106 && o.color[6][2] == 48);
+    /* lab's: the centre (L 50 %, a* 47, b* 37) is a warm red. */
+    CHECK(o.color[5][0] > 150 && o.color[5][1] < 100 && o.color[5][2] < 100);
     /* "#1F8F2a": hex digits in either case. */
     CHECK(o.color[1][0] == 0x1f && o.color[1][1] == 0x8f && o.color[1][2] == 0x2a);
     /* paper has no colour: the centre of its box. */
@@ -522,7 +529,7 @@ static void test_from_json(void)
     json_object_set_new(obj, "space", json_string("rgb"));
     json_object_set_new(obj, "extra", json_true());
     CHECK(trk_objects_parse_object(obj, &d, c, m, sizeof m) == TRK_EINVAL);
-    CHECK_STR(m, "unknown key \"extra\" (expected name, space, lo, hi, min_mass, blobs, "
+    CHECK_STR(m, "unknown key \"extra\" (expected name, space, lo, hi, class, min_mass, blobs, "
                  "min_area, connectivity, track, coast_frames, color or adapt)");
     json_t *num = json_integer(3);
     CHECK(trk_objects_parse_object(num, &d, c, m, sizeof m) == TRK_EINVAL);
@@ -563,7 +570,7 @@ static void test_validate(void)
                    "objects[2].name must not contain control characters (U+000A at byte 2)");
     EXPECT_INVALID(strcpy(b.def[2].name, "a\xff"), "objects[2].name is not valid UTF-8");
     EXPECT_INVALID(b.def[3].space = (enum trk_space)7,
-                   "objects[3].space 7 is not one of rgb, hsv, ycbcr");
+                   "objects[3].space 7 is not one of rgb, hsv, ycbcr, lab, rg");
     EXPECT_INVALID(b.def[0].lo[0] = 360, "objects[0].lo[0] = 360 is out of range 0..359 (hsv H)");
     EXPECT_INVALID(
         b.def[3].lo[1] = 251,
@@ -1412,6 +1419,152 @@ static void test_patterns(void)
 
 /* ------------------------------------------------------------------ main */
 
+/* Painted classes: class files beside the objects file (read, decoded,
+ * every header fault at its offset), the objects file's "class" key, the
+ * display colour, validation, the writer's "class" and a round trip. */
+static void write_bytes(const char *path, const uint8_t *b, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    CHECK(f && fwrite(b, 1, n, f) == n);
+    if (f) fclose(f);
+}
+
+static void test_classes(void)
+{
+    static uint8_t bits[TRK_CLASS_BYTES], back[TRK_CLASS_BYTES], file[TRK_CLASS_FILE_BYTES + 4];
+    memset(bits, 0, sizeof bits);
+    /* Cells of pure red (R 252..255, G and B < 4) and one of dark green. */
+    const int cells[2] = { trk_class_cell(255, 0, 0), trk_class_cell(0, 100, 0) };
+    for (int i = 0; i < 2; i++)
+        bits[cells[i] >> 3] |= (uint8_t)(1u << (cells[i] & 7));
+    trk_class_file_encode(bits, file);
+    CHECK(!memcmp(file, "TRKCLASS", 8) && file[8] == 1 && file[9] == 0 && file[10] == 0 &&
+          file[11] == 6 && file[12] == 2 && file[13] == 0);
+    size_t at = 99;
+    char m[200];
+    CHECK(trk_class_file_decode(file, TRK_CLASS_FILE_BYTES, back, &at, m, sizeof m) == 0);
+    CHECK(!memcmp(bits, back, sizeof bits));
+    /* Each fault at its offset. */
+    struct {
+        size_t off, len;
+        uint8_t val;
+        size_t want_at;
+        const char *want;
+    } bad[] = {
+        { 0, 10, 0, 10, "ends inside the header (10 of 16 bytes)" },
+        { 3, TRK_CLASS_FILE_BYTES, 'x', 0,
+          "not a trackd class table (it starts with \"TRKCLASS\")" },
+        { 8, TRK_CLASS_FILE_BYTES, 2, 8, "version 2 (this trackd reads version 1)" },
+        { 10, TRK_CLASS_FILE_BYTES, 1, 10, "space 1 (0, R G B, is the only one)" },
+        { 11, TRK_CLASS_FILE_BYTES, 5, 11, "5 bits per channel (6 expected)" },
+        { 0, TRK_CLASS_FILE_BYTES - 1, 0, TRK_CLASS_FILE_BYTES - 1,
+          "ends inside the table (32783 of 32784 bytes)" },
+        { 0, TRK_CLASS_FILE_BYTES + 3, 0, TRK_CLASS_FILE_BYTES, "3 bytes after the table" },
+        { 12, TRK_CLASS_FILE_BYTES, 3, 12, "the header counts 3 cells, the table has 2" },
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        trk_class_file_encode(bits, file);
+        if (bad[k].val) file[bad[k].off] = bad[k].val;
+        at = 99;
+        CHECKF(trk_class_file_decode(file, bad[k].len, back, &at, m, sizeof m) == TRK_EINVAL &&
+                   at == bad[k].want_at && !strcmp(m, bad[k].want),
+               "fault %zu: at %zu \"%s\"", k, at, m);
+    }
+    /* Names: beside the objects file only. */
+    const char *names_bad[] = { "", ".lut", "x.LUT", "../x.lut", "a/b.lut", "x y.lut", "x.lut~" };
+    for (size_t k = 0; k < sizeof names_bad / sizeof names_bad[0]; k++)
+        CHECKF(trk_class_file_name_check(names_bad[k], m, sizeof m) == -1, "name \"%s\" passed",
+               names_bad[k]);
+    CHECK(trk_class_file_name_check("ball_2-b.lut", m, sizeof m) == 0);
+
+    /* An objects file naming two tables beside it. */
+    char dir[1024], p[1100], q[1100];
+    path_in(dir, sizeof dir, tmpdir, "classes");
+    mkdir(dir, 0755);
+    trk_class_file_encode(bits, file);
+    snprintf(q, sizeof q, "%s/red.lut", dir);
+    write_bytes(q, file, TRK_CLASS_FILE_BYTES);
+    static uint8_t empty[TRK_CLASS_BYTES];
+    trk_class_file_encode(empty, file);
+    snprintf(q, sizeof q, "%s/none.lut", dir);
+    write_bytes(q, file, TRK_CLASS_FILE_BYTES);
+    snprintf(p, sizeof p, "%s/objects.json", dir);
+    const char *text =
+        "{\"objects\": [\n"
+        "  {\"name\": \"ball\", \"space\": \"rgb\", \"lo\": [1, 2, 3], \"hi\": [4, 5, 6]},\n"
+        "  {\"name\": \"red\", \"class\": \"red.lut\", \"blobs\": 2},\n"
+        "  {\"name\": \"none\", \"space\": \"class\", \"class\": \"none.lut\"}\n"
+        "]}\n";
+    write_bytes(p, (const uint8_t *)text, strlen(text));
+    static struct trk_objects o, r;
+    struct trk_config_error e;
+    int rc = trk_objects_load_file(p, &o, &e);
+    CHECKF(rc == 0, "load: %s:%d:%d: %s", e.file, e.line, e.col, e.msg);
+    CHECK(o.n == 3 && o.n_classes == 2 && o.def[1].space == TRK_SPACE_CLASS &&
+          o.def[2].space == TRK_SPACE_CLASS && o.def[1].blobs == 2);
+    CHECK(o.def[1].cls == o.classes[o.def[1].cls_slot].bits && o.def[0].cls == NULL);
+    CHECK(!strcmp(o.classes[o.def[1].cls_slot].file, "red.lut") &&
+          !memcmp(o.classes[o.def[1].cls_slot].bits, bits, sizeof bits));
+    /* The display colour: the cells' centres (254, 2, 2) and (2, 102, 2) averaged,
+     * gray for an empty class. */
+    CHECKF(o.color[1][0] == 128 && o.color[1][1] == 52 && o.color[1][2] == 2,
+           "class colour %u %u %u", o.color[1][0], o.color[1][1], o.color[1][2]);
+    CHECK(o.color[2][0] == 128 && o.color[2][1] == 128 && o.color[2][2] == 128);
+    CHECK(trk_objects_validate(&o, m, sizeof m) == 0);
+    /* A copy is re-bound to its own tables. */
+    r = o;
+    trk_objects_bind_classes(&r);
+    CHECK(r.def[1].cls == r.classes[r.def[1].cls_slot].bits);
+    /* The writer names the file instead of a box; it loads back the same. */
+    char *json = trk_objects_to_json(&o);
+    CHECK(json && strstr(json, "\"class\": \"red.lut\"") && !strstr(json, "\"space\": \"class\""));
+    if (json) write_bytes(p, (const uint8_t *)json, strlen(json));
+    free(json);
+    CHECK(trk_objects_load_file(p, &r, &e) == 0 && r.n_classes == 2 &&
+          !memcmp(r.classes[r.def[1].cls_slot].bits, bits, sizeof bits) &&
+          !memcmp(r.color, o.color, sizeof o.color));
+    /* A save writes the tables beside the file: painted bits survive. */
+    o.classes[o.def[2].cls_slot].bits[100] = 0x81;
+    snprintf(q, sizeof q, "%s/none.lut", dir);
+    unlink(q);
+    CHECK(trk_objects_save_file(p, &o) == 0);
+    CHECK(trk_objects_load_file(p, &r, &e) == 0 && r.n_classes == 2 &&
+          r.classes[r.def[2].cls_slot].bits[100] == 0x81 &&
+          !memcmp(r.classes[r.def[1].cls_slot].bits, bits, sizeof bits));
+    CHECK(count_entries(dir) == 3); /* no temporary file left */
+    o.classes[o.def[2].cls_slot].bits[100] = 0;
+    CHECK(trk_objects_save_file(p, &o) == 0);
+    /* From JSON (no folder): the same objects, tables clear. */
+    json_t *v = trk_objects_to_value(&o);
+    CHECK(v && !json_object_get(json_array_get(json_object_get(v, "objects"), 1), "lo"));
+    CHECK(v && trk_objects_from_json(v, "msg", &r, &e) == 0 && r.n_classes == 2 &&
+          r.def[1].space == TRK_SPACE_CLASS && !memcmp(r.classes[0].bits, empty, sizeof empty));
+    json_decref(v);
+    /* Validation: a slot out of range, two objects on one table. */
+    r = o;
+    r.def[2].cls_slot = 5;
+    CHECK(trk_objects_validate(&r, m, sizeof m) == TRK_EINVAL && strstr(m, "objects[2]"));
+    r.def[2].cls_slot = r.def[1].cls_slot;
+    CHECK(trk_objects_validate(&r, m, sizeof m) == TRK_EINVAL && strstr(m, "already"));
+    /* A file broken on disk: the objects file's error names the class file
+     * and the offset. */
+    trk_class_file_encode(bits, file);
+    file[8] = 7;
+    snprintf(q, sizeof q, "%s/red.lut", dir);
+    write_bytes(q, file, TRK_CLASS_FILE_BYTES);
+    write_bytes(p, (const uint8_t *)text, strlen(text));
+    CHECK(trk_objects_load_file(p, &r, &e) == TRK_EINVAL && e.line == 3);
+    CHECKF(!strcmp(e.msg, "objects[1].class: red.lut: offset 8: version 7 (this trackd reads "
+                          "version 1)"),
+           "broken file: %s", e.msg);
+    unlink(q);
+    CHECK(trk_objects_load_file(p, &r, &e) < 0 && strstr(e.msg, "red.lut: cannot open"));
+    snprintf(q, sizeof q, "%s/none.lut", dir);
+    unlink(q);
+    unlink(p);
+    rmdir(dir);
+}
+
 static const struct {
     const char *name;
     void (*fn)(void);
@@ -1443,6 +1596,7 @@ static const struct {
     { "track", test_track },
     { "prefilter", test_prefilter },
     { "patterns", test_patterns },
+    { "classes", test_classes },
 };
 
 int main(int argc, char **argv)

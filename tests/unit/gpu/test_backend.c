@@ -180,7 +180,9 @@ static void test_objects_and_protocol(void)
     CHECK(trk_backend_set_objects(b, &o, 1) == TRK_EINVAL);
     o.lo[0] = 0, o.hi[2] = 256;
     CHECK(trk_backend_set_objects(b, &o, 1) == TRK_EINVAL);
-    o.hi[2] = 255, o.space = (enum trk_space)3;
+    o.hi[2] = 255, o.space = TRK_SPACE_RG; /* the last space */
+    CHECK(trk_backend_set_objects(b, &o, 1) == 0);
+    o.space = TRK_SPACE_COUNT;
     CHECK(trk_backend_set_objects(b, &o, 1) == TRK_EINVAL);
 
     /* Zero objects: processing works and writes nothing. */

@@ -15,6 +15,12 @@
  *              than the create size, default thread count, bad arguments
  *   dense      rows on the dense path: noisebox scenes and half-range boxes
  *              of every space on random scenes, every format, ROIs
+ *   allcolors_light
+ *              every 24-bit RGB colour against lab and rg boxes
+ *   classes     painted class objects (alone, mixed, blobs, regions)
+ *   lightspaces lab and rg objects (alone, and mixed with every other
+ *              space) boxed around the scene's own pixels: every format,
+ *              1..256 objects, 1-3 threads, both variants, ROIs, regions
  *
  * Nothing is hard-coded: the reference computes every expected value.
  */
@@ -51,7 +57,8 @@ static struct trk_backend *make(enum trk_backend_kind kind, int w, int h, int th
 
 static const char *space_name(enum trk_space s)
 {
-    return s == TRK_SPACE_RGB ? "rgb" : s == TRK_SPACE_HSV ? "hsv" : "ycbcr";
+    static const char *const names[TRK_SPACE_COUNT] = { "rgb", "hsv", "ycbcr", "lab", "rg" };
+    return (unsigned)s < TRK_SPACE_COUNT ? names[s] : "?";
 }
 
 /* Runs the reference and each of nf fast backends on img and compares every
@@ -428,10 +435,21 @@ static int mixed_objects(uint64_t seed, struct trk_object_def *o, int n)
     return n;
 }
 
+/* Every RGB colour once: 4096 x 4096, R,G from the position, B from the
+ * 16x16 tile. NULL when out of memory. */
+static uint8_t *allcolors_rgb(void)
+{
+    uint8_t *rgb = malloc((size_t)4096 * 4096 * 3);
+    for (int y = 0; rgb && y < 4096; y++)
+        for (int x = 0; x < 4096; x++) {
+            uint8_t *p = rgb + ((size_t)y * 4096 + x) * 3;
+            p[0] = (uint8_t)x, p[1] = (uint8_t)y, p[2] = (uint8_t)((y >> 8) << 4 | (x >> 8));
+        }
+    return rgb;
+}
+
 static void test_allcolors(int rgb_part, int yuv_part)
 {
-    /* Every RGB colour once: 4096 x 4096, R,G from the position, B from the
-     * 16x16 tile. */
     enum { W = 4096, H = 4096, N = 70 }; /* 70 objects: 2-word masks */
     static struct trk_object_def objs[N];
     mixed_objects(99, objs, N);
@@ -439,16 +457,11 @@ static void test_allcolors(int rgb_part, int yuv_part)
     struct trk_backend *fasts[2] = { make(TRK_BACKEND_CPU, W, 65536, 2),
                                      make_variant(TRK_BACKEND_CPU, W, 65536, 2, "lut-portable") };
     if (set_both(ref, fasts[0], objs, N) || set_both(ref, fasts[1], objs, N)) return;
-    uint8_t *rgb = rgb_part ? malloc((size_t)W * H * 3) : NULL;
+    uint8_t *rgb = rgb_part ? allcolors_rgb() : NULL;
     if (rgb_part && !rgb) {
         CHECKF(0, "out of memory");
         return;
     }
-    for (int y = 0; rgb && y < H; y++)
-        for (int x = 0; x < W; x++) {
-            uint8_t *p = rgb + ((size_t)y * W + x) * 3;
-            p[0] = (uint8_t)x, p[1] = (uint8_t)y, p[2] = (uint8_t)((y >> 8) << 4 | (x >> 8));
-        }
     struct trk_image img = { .plane = { rgb },
                              .pitch = { (size_t)W * 3 },
                              .width = W,
@@ -576,6 +589,61 @@ static void test_lifecycle(void)
 
 /* ------------------------------------------------------------------- dense */
 
+/* fast[t][v]: t + 1 threads (1-3), v 0 the default kernels, 1 the
+ * portable ones, each for frames up to w x h. */
+static void make_fast_set(struct trk_backend *fast[3][2], int w, int h)
+{
+    for (int t = 0; t < 3; t++) {
+        fast[t][0] = make(TRK_BACKEND_CPU, w, h, t + 1);
+        fast[t][1] = make_variant(TRK_BACKEND_CPU, w, h, t + 1, "lut-portable");
+    }
+}
+
+static void free_fast_set(struct trk_backend *fast[3][2])
+{
+    for (int t = 0; t < 3; t++) {
+        trk_backend_destroy(&fast[t][0]);
+        trk_backend_destroy(&fast[t][1]);
+    }
+}
+
+/* Every RGB colour against lab and rg boxes (around random colours, and
+ * boxes of one value), so the fast backend's cell gate (a cell's lab and rg
+ * ranges against the boxes) meets every cell and every colour in it. */
+static void test_allcolors_light(void)
+{
+    enum { N = 24 };
+    static struct trk_object_def objs[N];
+    uint8_t *rgb = allcolors_rgb();
+    if (!rgb) {
+        CHECKF(0, "out of memory");
+        return;
+    }
+    struct trk_image img = { .plane = { rgb },
+                             .pitch = { (size_t)4096 * 3 },
+                             .width = 4096,
+                             .height = 4096,
+                             .fmt = TRK_FMT_RGB24,
+                             .matrix = TRK_MATRIX_BT601,
+                             .full_range = true };
+    uint64_t st = 3131;
+    for (int k = 0; k < N; k++) {
+        trk_scene_pixel_objects(&st, &img, k % 2 ? TRK_SPACE_RG : TRK_SPACE_LAB, 1, &objs[k]);
+        snprintf(objs[k].name, sizeof(objs[k].name), "light%d", k);
+        for (int c = 0; k >= N - 6 && c < 3; c++)
+            objs[k].hi[c] = objs[k].lo[c] = (uint16_t)((objs[k].lo[c] + objs[k].hi[c]) / 2);
+    }
+    struct trk_backend *ref = make(TRK_BACKEND_CPU_REF, 4096, 4096, 1);
+    struct trk_backend *fasts[2] = { make(TRK_BACKEND_CPU, 4096, 4096, 2),
+                                     make_variant(TRK_BACKEND_CPU, 4096, 4096, 2, "lut-portable") };
+    if (!set_both(ref, fasts[0], objs, N) && !set_both(ref, fasts[1], objs, N))
+        compare_n(ref, fasts, 2, objs, N, &img, NULL, "allcolors lab and rg");
+    free(rgb);
+    trk_backend_destroy(&ref);
+    trk_backend_destroy(&fasts[0]);
+    trk_backend_destroy(&fasts[1]);
+}
+
 /* Half-range boxes in space sp (hue: a random half circle, wrapping or
  * not): on noise each matches about 1/8 of the pixels and changes at nearly
  * every pixel, the rows that take the dense path. */
@@ -612,10 +680,7 @@ static void test_dense(void)
     static struct trk_roi rois[TRK_MAX_OBJECTS];
     struct trk_backend *ref = make(TRK_BACKEND_CPU_REF, 2113, 70, 1);
     struct trk_backend *fast[3][2];
-    for (int t = 0; t < 3; t++) {
-        fast[t][0] = make(TRK_BACKEND_CPU, 2113, 70, t + 1);
-        fast[t][1] = make_variant(TRK_BACKEND_CPU, 2113, 70, t + 1, "lut-portable");
-    }
+    make_fast_set(fast, 2113, 70);
     int cases = 0;
     uint64_t st = 1414;
     for (int si = 0; si < (int)(sizeof(dsizes) / sizeof(dsizes[0])); si++)
@@ -667,10 +732,242 @@ static void test_dense(void)
         }
     printf("dense: %d cases\n", cases);
     trk_backend_destroy(&ref);
-    for (int t = 0; t < 3; t++) {
-        trk_backend_destroy(&fast[t][0]);
-        trk_backend_destroy(&fast[t][1]);
+    free_fast_set(fast);
+}
+
+/* ------------------------------------------------------------ lightspaces */
+
+/* Regions of objects in every space: the fast regional form against the
+ * reference's (its one-by-one submits), every region bit for bit. */
+static void compare_regions(struct trk_backend *ref, struct trk_backend *fast, uint64_t *st,
+                            const struct trk_image *img, int n, const char *what)
+{
+    static struct trk_region reg[64];
+    static struct trk_obj_result want[64], got[64];
+    const int nr = n < 64 ? n : 64;
+    for (int j = 0; j < nr; j++) {
+        reg[j].obj = rnd(st, 0, n - 1);
+        reg[j].roi.x0 = rnd(st, -2, img->width - 1);
+        reg[j].roi.y0 = rnd(st, -2, img->height - 1);
+        reg[j].roi.x1 = reg[j].roi.x0 + rnd(st, 0, img->width);
+        reg[j].roi.y1 = reg[j].roi.y0 + rnd(st, 0, img->height);
     }
+    int e1 = trk_backend_process_regions(ref, img, reg, nr, want, NULL);
+    int e2 = trk_backend_process_regions(fast, img, reg, nr, got, NULL);
+    CHECKF(e1 == 0 && e2 == 0, "%s: regions: ref %d fast %d", what, e1, e2);
+    for (int j = 0; j < nr && !e1 && !e2; j++)
+        CHECKF(!memcmp(&want[j], &got[j], sizeof(want[j])),
+               "%s: region %d (object %d): mass %llu vs %llu", what, j, reg[j].obj,
+               (unsigned long long)want[j].mass, (unsigned long long)got[j].mass);
+}
+
+/* Object i's blob lists of both backends, bit for bit. */
+static void compare_blobs(struct trk_backend *ref, struct trk_backend *fast, int n,
+                          const char *what)
+{
+    for (int i = 0; i < n; i++) {
+        const struct trk_blob *a, *b;
+        const int na = trk_backend_blobs(ref, i, &a), nb = trk_backend_blobs(fast, i, &b);
+        CHECKF(na == nb && (na <= 0 || !memcmp(a, b, (size_t)na * sizeof(*a))),
+               "%s: object %d blobs: ref %d, fast %d lists differ", what, i, na, nb);
+    }
+}
+
+/* The state the exactness parts (lightspaces, classes) share: the
+ * backends, the PRNG, the objects and ROIs, the cases run. */
+struct xctx {
+    struct trk_backend *ref, *fast[3][2];
+    uint64_t st;
+    int cases;
+    struct trk_object_def objs[TRK_MAX_OBJECTS];
+    struct trk_roi rois[TRK_MAX_OBJECTS];
+    uint8_t tabs[TRK_MAX_CLASSES][TRK_CLASS_BYTES];
+};
+
+/* One set of objects (x->objs[0..n)) on img through the reference and the
+ * fast backends of thread count ti + 1: both variants, without and with
+ * ROIs, then the regional form; blobs too when they are on. what: the
+ * part and its mode. */
+static void run_set(struct xctx *x, const struct trk_image *img, int n, int f, int ti,
+                    const char *part, int mode, int blobs)
+{
+    if (set_both(x->ref, x->fast[ti][0], x->objs, n) ||
+        set_both(x->ref, x->fast[ti][1], x->objs, n))
+        return;
+    for (int r = 0; r < 2; r++) {
+        if (r) random_rois(&x->st, img->width, img->height, n, x->rois);
+        char what[200];
+        snprintf(what, sizeof(what), "%s %dx%d n=%d %s mode %d %s threads %d", part, img->width,
+                 img->height, n, trk_pixfmt_name((enum trk_pixfmt)f), mode, r ? "rois" : "no rois",
+                 ti + 1);
+        compare_n(x->ref, x->fast[ti], 2, x->objs, n, img, r ? x->rois : NULL, what);
+        if (blobs) compare_blobs(x->ref, x->fast[ti][1], n, what);
+        x->cases++;
+    }
+    char what[160];
+    snprintf(what, sizeof(what), "%s regions %dx%d n=%d %s mode %d", part, img->width, img->height,
+             n, trk_pixfmt_name((enum trk_pixfmt)f), mode);
+    compare_regions(x->ref, x->fast[ti][mode & 1], &x->st, img, n, what);
+}
+
+/* fn(x, img, n, f, ti) for every frame size x object count of the
+ * exactness parts and every format (both matrices and ranges, thread
+ * counts 1..3 in turn); the scenes' seeds from base. */
+typedef void (*case_fn)(struct xctx *x, const struct trk_image *img, int n, int f, int ti);
+static void each_case(struct xctx *x, const int *counts, int nc, unsigned base, case_fn fn)
+{
+    static const int lsizes[][2] = { { 1, 1 }, { 7, 3 }, { 97, 61 }, { 131, 70 } };
+    for (int si = 0; si < (int)(sizeof(lsizes) / sizeof(lsizes[0])); si++)
+        for (int ci = 0; ci < nc; ci++) {
+            const int w = lsizes[si][0], h = lsizes[si][1];
+            struct trk_scene sc;
+            int err = trk_scene_random(w, h, 8, base + 10u * (unsigned)si + (unsigned)ci, &sc);
+            CHECKF(err == 0, "scene: %d", err);
+            if (err) continue;
+            for (int f = 0; f < TRK_FMT_COUNT; f++) {
+                const int mat = (ci + f) % 2, full = (si + f) % 2;
+                uint8_t *buf;
+                struct trk_image img;
+                err = trk_image_from_rgb(sc.rgb, w, h, (enum trk_pixfmt)f, (enum trk_matrix)mat,
+                                         full, (si + f) % 3, &buf, &img);
+                CHECKF(err == 0, "trk_image_from_rgb: %d", err);
+                if (err) continue;
+                fn(x, &img, counts[ci], f, (si + ci + f) % 3);
+                free(buf);
+            }
+            trk_scene_free(&sc);
+        }
+}
+
+/* lightspaces: mode 0 lab only, 1 rg only, 2 every space mixed, 3 lab and
+ * rg boxes of one value per channel (a pixel's own: the edges of the fast
+ * backend's cell gate). */
+static void lightspaces_case(struct xctx *x, const struct trk_image *img, int n, int f, int ti)
+{
+    for (int mode = 0; mode < 4; mode++) {
+        trk_scene_pixel_objects(&x->st, img,
+                                mode == 0   ? TRK_SPACE_LAB
+                                : mode == 1 ? TRK_SPACE_RG
+                                            : -1,
+                                n, x->objs);
+        for (int k = 0; mode == 3 && k < n; k++) {
+            struct trk_object_def *o = &x->objs[k];
+            o->space = k % 2 ? TRK_SPACE_RG : TRK_SPACE_LAB;
+            int c[3];
+            trk_image_pixel_space(img, (k * 7) % img->width, (k * 3) % img->height, o->space, c);
+            for (int ch = 0; ch < 3; ch++)
+                o->lo[ch] = o->hi[ch] = (uint16_t)c[ch];
+        }
+        run_set(x, img, n, f, ti, "lightspaces", mode, 0);
+    }
+}
+
+static struct xctx *xctx_new(unsigned seed)
+{
+    struct xctx *x = calloc(1, sizeof(*x));
+    if (!x) {
+        fprintf(stderr, "out of memory\n");
+        exit(2);
+    }
+    x->ref = make(TRK_BACKEND_CPU_REF, 131, 70, 1);
+    make_fast_set(x->fast, 131, 70);
+    x->st = seed;
+    return x;
+}
+
+static void xctx_free(struct xctx *x, const char *part)
+{
+    printf("%s: %d cases\n", part, x->cases);
+    trk_backend_destroy(&x->ref);
+    free_fast_set(x->fast);
+    free(x);
+}
+
+/* lab and rg objects (color.h's integer definitions) on the fast backend's
+ * generic kernel against the reference: alone, and mixed with objects of
+ * the other spaces (so frames of only rgb or only ycbcr objects keep their
+ * own kernels and mixed frames run the generic one); every format, both
+ * matrices and ranges, mask widths 1, 2, 4 words, 1-3 threads, both
+ * variants, without and with ROIs, and the regional form. */
+static void test_lightspaces(void)
+{
+    static const int lcounts[] = { 1, 8, 65, 129, 256 };
+    struct xctx *x = xctx_new(2727);
+    each_case(x, lcounts, 5, 7100u, lightspaces_case);
+    xctx_free(x, "lightspaces");
+}
+
+/* ---------------------------------------------------------------- classes */
+
+/* The class rule by hand on cpu-ref: a table of cells 0 (R, G, B < 4) and
+ * (255 >> 2, 0, 0): of the pixels (0,0,0), (3,3,3), (4,0,0), (255,3,0),
+ * (252,0,4) only the first two and the fourth are in it. */
+static void classes_by_hand(void)
+{
+    static uint8_t tab[TRK_CLASS_BYTES];
+    const int cells[2] = { 0, 63 << 12 };
+    for (int i = 0; i < 2; i++)
+        tab[cells[i] >> 3] |= (uint8_t)(1u << (cells[i] & 7));
+    uint8_t px[5][3] = { { 0, 0, 0 }, { 3, 3, 3 }, { 4, 0, 0 }, { 255, 3, 0 }, { 252, 0, 4 } };
+    struct trk_image img = { .plane = { &px[0][0] },
+                             .pitch = { sizeof(px) },
+                             .width = 5,
+                             .height = 1,
+                             .fmt = TRK_FMT_RGB24,
+                             .matrix = TRK_MATRIX_BT601,
+                             .full_range = true };
+    struct trk_object_def o = { .name = "c", .space = TRK_SPACE_CLASS, .min_mass = 1, .cls = tab };
+    struct trk_backend *ref = make(TRK_BACKEND_CPU_REF, 5, 1, 1);
+    struct trk_obj_result r;
+    CHECKF(trk_backend_set_objects(ref, &o, 1) == 0, "class set_objects");
+    CHECKF(trk_backend_process(ref, &img, NULL, &r, NULL) == 0, "class process");
+    CHECKF(r.mass == 3 && r.sum_x == 0 + 1 + 3 && r.x0 == 0 && r.x1 == 3,
+           "class by hand: mass %llu sum_x %llu x %d..%d", (unsigned long long)r.mass,
+           (unsigned long long)r.sum_x, r.x0, r.x1);
+    /* The backend keeps its own copy: clearing ours changes nothing. */
+    memset(tab, 0, sizeof(tab));
+    CHECKF(trk_backend_process(ref, &img, NULL, &r, NULL) == 0 && r.mass == 3,
+           "class copy: mass %llu", (unsigned long long)r.mass);
+    /* No table, or more than TRK_MAX_CLASSES class objects: refused. */
+    o.cls = NULL;
+    CHECKF(trk_backend_set_objects(ref, &o, 1) == TRK_EINVAL, "class without a table");
+    static struct trk_object_def many[TRK_MAX_CLASSES + 1];
+    for (int k = 0; k <= TRK_MAX_CLASSES; k++)
+        many[k] = (struct trk_object_def){ .space = TRK_SPACE_CLASS, .min_mass = 1, .cls = tab };
+    CHECKF(trk_backend_set_objects(ref, many, TRK_MAX_CLASSES + 1) == TRK_EINVAL,
+           "too many classes");
+    CHECKF(trk_backend_set_objects(ref, many, TRK_MAX_CLASSES) == 0, "16 classes");
+    trk_backend_destroy(&ref);
+}
+
+/* classes: mode 0 classes only (up to 16, the rest rgb boxes: the rgb
+ * kernels' class copy), 1 every space mixed with classes (every third
+ * object a class: the generic kernel), 2 the same with blobs on some. */
+static void classes_case(struct xctx *x, const struct trk_image *img, int n, int f, int ti)
+{
+    for (int mode = 0; mode < 3; mode++) {
+        trk_scene_pixel_objects(&x->st, img, mode == 0 ? TRK_SPACE_RGB : -1, n, x->objs);
+        const int every = mode == 0 ? 1 : n > 48 ? n / 16 + 1 : 3;
+        trk_scene_class_objects(&x->st, img, n, mode == 0 ? 0 : 1, every, x->objs, x->tabs);
+        for (int k = 0; mode == 2 && k < n && k < 24; k += 3) {
+            x->objs[k + (k < n - 1)].blobs = 3;
+            x->objs[k + (k < n - 1)].connectivity = k % 2 ? 4 : 8;
+        }
+        run_set(x, img, n, f, ti, "classes", mode, mode == 2);
+    }
+}
+
+/* Painted classes on the fast backend against the reference, by hand
+ * first; then every format, both matrices and ranges, mask widths 1, 2, 4
+ * words, 1-3 threads, both variants, without and with ROIs, blob lists
+ * and the regional form. */
+static void test_classes(void)
+{
+    static const int lcounts[] = { 1, 16, 40, 129, 256 };
+    classes_by_hand();
+    struct xctx *x = xctx_new(2828);
+    each_case(x, lcounts, 5, 8100u, classes_case);
+    xctx_free(x, "classes");
 }
 
 /* The second moments at 8K (7680 x 4320; x*x summed over the frame is
@@ -753,14 +1050,16 @@ int main(int argc, char **argv)
     if (all || !strcmp(part, "allcolors_yuv")) test_allcolors(0, 1), known = 1;
     if (all || !strcmp(part, "lifecycle")) test_lifecycle(), known = 1;
     if (all || !strcmp(part, "dense")) test_dense(), known = 1;
+    if (all || !strcmp(part, "lightspaces")) test_lightspaces(), known = 1;
+    if (all || !strcmp(part, "allcolors_light")) test_allcolors_light(), known = 1;
+    if (all || !strcmp(part, "classes")) test_classes(), known = 1;
     if (all || !strcmp(part, "moments8k")) test_moments8k(), known = 1;
     if (!known) {
-        fprintf(
-            stderr,
-            "usage: %s "
-            "[corpus|spaces|rois|standard|allcolors_rgb|allcolors_yuv|lifecycle|dense|moments8k|"
-            "all]\n",
-            argv[0]);
+        fprintf(stderr,
+                "usage: %s "
+                "[corpus|spaces|rois|standard|allcolors_rgb|allcolors_yuv|lifecycle|dense|"
+                "lightspaces|allcolors_light|classes|moments8k|all]\n",
+                argv[0]);
         return 2;
     }
     char name[96];

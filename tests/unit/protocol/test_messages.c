@@ -1052,10 +1052,12 @@ static void test_hello_limits(void)
     json_t *lim = json_object_get(j, "limits");
     CHECKF(json_is_object(lim), "hello.limits");
     json_t *spaces = json_object_get(lim, "spaces");
-    CHECKF(json_object_size(spaces) == 3, "three spaces");
+    CHECKF(json_object_size(spaces) == 5, "five spaces");
     check_space_limits(spaces, &o, "rgb", "R,G,B", 0);
     check_space_limits(spaces, &o, "hsv", "H,S,V", 359);
     check_space_limits(spaces, &o, "ycbcr", "Y,Cb,Cr", 0);
+    check_space_limits(spaces, &o, "lab", "L,a,b", 0);
+    check_space_limits(spaces, &o, "rg", "r,g,I", 0);
 
     json_int_t max_objects = jint(lim, "max_objects"), name_max = jint(lim, "name_max_bytes");
     CHECKF(max_objects == 256 && name_max == 63, "max_objects %lld, name_max_bytes %lld",
@@ -1337,9 +1339,21 @@ static void test_control_replies(void)
         .rect = { 3, 4, 7, 8 },
         .seq = 99,
         .n = 25,
-        .mean = { { 200, 30, 28 }, { 1, 219, 200 }, { 81, 99, 219 } },
-        .lo = { { 175, 5, 3 }, { 351, 180, 150 }, { 56, 74, 194 } },
-        .hi = { { 225, 55, 53 }, { 11, 255, 250 }, { 106, 124, 244 } },
+        .mean = { { 200, 30, 28 },
+                  { 1, 219, 200 },
+                  { 81, 99, 219 },
+                  { 110, 196, 176 },
+                  { 197, 29, 86 } },
+        .lo = { { 175, 5, 3 },
+                { 351, 180, 150 },
+                { 56, 74, 194 },
+                { 0, 184, 164 },
+                { 185, 17, 10 } },
+        .hi = { { 225, 55, 53 },
+                { 11, 255, 250 },
+                { 106, 124, 244 },
+                { 255, 208, 188 },
+                { 209, 41, 255 } },
     };
     trk_buf_reset(&b);
     CHECK(trk_msg_sample(&b, &s) == 0);
@@ -1361,9 +1375,16 @@ static void test_control_replies(void)
                    json_integer_value(json_array_get(json_object_get(sug, "lo"), 0)) == 351 &&
                    json_integer_value(json_array_get(json_object_get(sug, "hi"), 0)) == 11,
                "suggest: %s", b.data);
-        CHECKF(json_object_size(all) == 3 && !strcmp(jstr(yc, "space"), "ycbcr") &&
+        CHECKF(json_object_size(all) == 5 && !strcmp(jstr(yc, "space"), "ycbcr") &&
                    json_integer_value(json_array_get(json_object_get(yc, "hi"), 2)) == 244,
                "suggest_all: %s", b.data);
+        json_t *lab = json_object_get(all, "lab"), *rg = json_object_get(all, "rg");
+        CHECKF(!strcmp(jstr(lab, "space"), "lab") && !strcmp(jstr(rg, "space"), "rg") &&
+                   json_integer_value(json_array_get(json_object_get(lab, "lo"), 1)) == 184 &&
+                   json_integer_value(json_array_get(json_object_get(rg, "lo"), 2)) == 10 &&
+                   json_integer_value(json_array_get(json_object_get(j, "lab"), 0)) == 110 &&
+                   json_integer_value(json_array_get(json_object_get(j, "rg"), 2)) == 86,
+               "lab and rg: %s", b.data);
     }
     json_decref(j);
     s.radius = -1; /* a rectangle request */
