@@ -626,12 +626,13 @@ static int start_server(struct app *a)
 {
     const struct trk_settings *s = &a->s;
     char token[130] = "";
-    const char *file_types[] = {
-        trk_msg_control_types[TRK_CTL_SAVE_OBJECTS], trk_msg_control_types[TRK_CTL_RELOAD_OBJECTS],
-        trk_msg_control_types[TRK_CTL_SAVE_REWIND],  trk_msg_control_types[TRK_CTL_KEEP_RANGE],
-        trk_msg_control_types[TRK_CTL_LIST_BUNDLES],
-        trk_msg_control_types[TRK_CTL_CLEAR_CLASS],  NULL
-    };
+    const char *file_types[] = { trk_msg_control_types[TRK_CTL_SAVE_OBJECTS],
+                                 trk_msg_control_types[TRK_CTL_RELOAD_OBJECTS],
+                                 trk_msg_control_types[TRK_CTL_SAVE_REWIND],
+                                 trk_msg_control_types[TRK_CTL_KEEP_RANGE],
+                                 trk_msg_control_types[TRK_CTL_LIST_BUNDLES],
+                                 trk_msg_control_types[TRK_CTL_CLEAR_CLASS],
+                                 NULL };
     int rc, err;
     if (s->server && (rc = pick_token(s, token, sizeof(token)))) return rc;
     struct trk_ws_cfg wc = {
