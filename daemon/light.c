@@ -10,6 +10,7 @@
 #include "color.h"
 #include "log.h"
 #include "ops/metrics.h"
+#include "state.h"
 #include "trk_clock.h"
 
 #define LOG_TAG "light"
@@ -77,6 +78,13 @@ struct trk_light {
     int n_adapt;     /* adapted objects; o[i].slot numbers them */
     uint64_t frames; /* updates since the reset: whose turn it is */
     bool res_stale;  /* the results a plan gets are another set's (a reset since) */
+    /* A loaded state's blobs for the next plan (trk_light_load): its
+     * results are not the replay's. */
+    bool seeded;
+    struct light_seed {
+        int nb;
+        int box[TRK_MAX_BLOBS][4];
+    } seed[TRK_MAX_OBJECTS];
     struct light_plan plan;
     struct trk_gather_value vals[PLAN_MAX]; /* trk_light_step_host's reads */
 };
@@ -105,6 +113,7 @@ void trk_light_reset(struct trk_light *l, const struct trk_objects *set, int n)
     l->n_adapt = 0;
     l->frames = 0;
     l->res_stale = true;
+    l->seeded = false;
     l->plan.made = false;
     for (int i = 0; i < n; i++) {
         l->taught[i] = l->comp[i] = l->cur[i] = set->def[i];
@@ -245,22 +254,36 @@ static int adapt_period(const struct trk_light *l)
     return (l->n_adapt + ADAPT_PER_FRAME - 1) / ADAPT_PER_FRAME;
 }
 
-/* Object i's plan: around res's best blobs of it (none while res is
- * another set's). */
+/* The grown boxes of res's best blobs of object i (none while res is
+ * another set's) into box: how many. */
+static int plan_boxes(const struct trk_light *l, int i, const struct trk_frame_result *res,
+                      int box[TRK_MAX_BLOBS][4])
+{
+    const struct trk_blob *b = NULL;
+    int nb = l->res_stale || !res ? 0 : best_blobs(res, i, &b);
+    nb = nb > TRK_MAX_BLOBS ? TRK_MAX_BLOBS : nb; /* a list holds at most K */
+    for (int k = 0; k < nb; k++)
+        grown_box(&b[k], box[k]);
+    return nb;
+}
+
+/* Object i's plan: around res's best blobs of it, or a loaded state's. */
 static void plan_object(struct trk_light *l, int i, int width, int height,
                         const struct trk_frame_result *res)
 {
     struct light_plan *pl = &l->plan;
     TRK_ASSERT(pl->n_obj < ADAPT_PER_FRAME);
     struct plan_obj *po = &pl->o[pl->n_obj++];
-    const struct trk_blob *b = NULL;
     po->obj = i;
-    po->nb = l->res_stale || !res ? 0 : best_blobs(res, i, &b);
-    po->nb = po->nb > TRK_MAX_BLOBS ? TRK_MAX_BLOBS : po->nb; /* a list holds at most K */
+    if (l->seeded) {
+        po->nb = l->seed[i].nb;
+        memcpy(po->box, l->seed[i].box, sizeof(po->box[0]) * (size_t)po->nb);
+    } else {
+        po->nb = plan_boxes(l, i, res, po->box);
+    }
     po->in0 = pl->n;
     for (int k = 0; k < po->nb; k++) {
         int *r = po->box[k];
-        grown_box(&b[k], r);
         plan_grid(pl, width, height, r[0], r[1], r[2] - r[0] + 1, r[3] - r[1] + 1,
                   ADAPT_SAMPLES / po->nb);
     }
@@ -288,6 +311,7 @@ int trk_light_plan(struct trk_light *l, const struct trk_image *next,
     for (int i = 0; l->any_adapt && i < l->n; i++)
         if (l->o[i].on && l->frames % (uint64_t)period == (uint64_t)(l->o[i].slot % period))
             plan_object(l, i, w, h, res);
+    l->seeded = false;
     return pl->n;
 }
 
@@ -726,4 +750,177 @@ bool trk_light_step_host(struct trk_light *l, const struct trk_image *img,
     const int n = trk_light_plan(l, img, res, &pts);
     trk_image_gather(img, pts, n, l->vals);
     return trk_light_update(l, img, l->vals, n, defs);
+}
+
+/* ----------------------------------------------------------- state.bin */
+
+#define STATE_TAG 0x5448474cu /* "LGHT" little-endian: the light's state */
+#define SEED_LIM  (1 << 17)   /* a seed box's reach: blobs' boxes grown by half */
+
+/* The module's and each object's state as written (daemon/state.h: the
+ * build's own layout, its sizes checked on reading). */
+struct saved_light {
+    uint32_t have_ref, ci, res_stale, pad;
+    uint32_t ref_q8[3], gain[3];
+    uint64_t frames;
+};
+struct saved_obj {
+    uint32_t have_ref, rail, nb;
+    int32_t ref_mean[3], drift[3];
+    uint32_t ref_gain[3];
+    uint16_t comp_lo[3], comp_hi[3], cur_lo[3], cur_hi[3];
+};
+
+void trk_light_save(const struct trk_light *l, const struct trk_frame_result *res,
+                    struct trk_bytes *b)
+{
+    const uint32_t head[4] = { STATE_TAG, (uint32_t)sizeof(struct saved_light),
+                               (uint32_t)sizeof(struct saved_obj), (uint32_t)l->n };
+    trk_bytes_put(b, head, sizeof(head));
+    struct saved_light sl;
+    memset(&sl, 0, sizeof(sl));
+    sl.have_ref = l->have_ref, sl.ci = (uint32_t)l->ci, sl.res_stale = l->res_stale;
+    memcpy(sl.ref_q8, l->ref_q8, sizeof(sl.ref_q8));
+    memcpy(sl.gain, l->gain, sizeof(sl.gain));
+    sl.frames = l->frames;
+    trk_bytes_put(b, &sl, sizeof(sl));
+    for (int i = 0; i < l->n; i++) {
+        const struct light_obj *o = &l->o[i];
+        int box[TRK_MAX_BLOBS][4];
+        struct saved_obj so;
+        memset(&so, 0, sizeof(so));
+        so.have_ref = o->have_ref, so.rail = o->st.rail;
+        so.nb = o->on ? (uint32_t)plan_boxes(l, i, res, box) : 0;
+        memcpy(so.ref_mean, o->ref_mean, sizeof(so.ref_mean));
+        memcpy(so.drift, o->drift, sizeof(so.drift));
+        memcpy(so.ref_gain, o->ref_gain, sizeof(so.ref_gain));
+        memcpy(so.comp_lo, l->comp[i].lo, sizeof(so.comp_lo));
+        memcpy(so.comp_hi, l->comp[i].hi, sizeof(so.comp_hi));
+        memcpy(so.cur_lo, l->cur[i].lo, sizeof(so.cur_lo));
+        memcpy(so.cur_hi, l->cur[i].hi, sizeof(so.cur_hi));
+        trk_bytes_put(b, &so, sizeof(so));
+        trk_bytes_put(b, box, sizeof(box[0]) * so.nb);
+    }
+}
+
+/* Box bounds an object of space `space` can have. */
+static bool box_ok(int space, const uint16_t lo[3], const uint16_t hi[3])
+{
+    for (int c = 0; c < 3; c++) {
+        const int top = space == TRK_SPACE_HSV && c == 0 ? TRK_HUE_VALUES - 1 : 255;
+        if (lo[c] > top || hi[c] > top) return false;
+    }
+    return true;
+}
+
+/* Each of v[3] within lo..hi. */
+static bool within(const uint32_t v[3], uint32_t lo, uint32_t hi)
+{
+    for (int c = 0; c < 3; c++)
+        if (v[c] < lo || v[c] > hi) return false;
+    return true;
+}
+
+/* Object i's saved state within what its set and a frame allow: the
+ * reason when not. */
+static const char *obj_wrong(const struct trk_light *l, int i, const struct saved_obj *so)
+{
+    const struct trk_adapt_cfg *a = &l->adapt[i];
+    const int space = (int)l->taught[i].space;
+    if (so->have_ref > 1 || so->rail > 1) return "a light flag is neither 0 nor 1";
+    if (so->nb > (l->o[i].on ? TRK_MAX_BLOBS : 0))
+        return "an object's light blob count is out of range";
+    if (!box_ok(space, so->comp_lo, so->comp_hi) || !box_ok(space, so->cur_lo, so->cur_hi))
+        return "an object's light-adjusted box is out of range";
+    for (int c = 0; c < 3; c++) {
+        const int top = space == TRK_SPACE_HSV && c == 0 ? TRK_HUE_VALUES - 1 : 255;
+        if (so->drift[c] < -(int)a->max_drift[c] || so->drift[c] > (int)a->max_drift[c])
+            return "an object's drift is past its max_drift";
+        if (so->have_ref && (so->ref_mean[c] < 0 || so->ref_mean[c] > top))
+            return "an object's reference colour is out of range";
+    }
+    if (so->have_ref && !within(so->ref_gain, GAIN_MIN, GAIN_MAX))
+        return "an object's reference gains are out of range";
+    return NULL;
+}
+
+int trk_light_load(struct trk_light *l, struct trk_rd *r)
+{
+    uint32_t head[4] = { 0 };
+    const size_t at = r->off;
+    trk_rd_get(r, head, sizeof(head));
+    const int wrong = r->bad                                  ? -1
+                      : head[0] != STATE_TAG                  ? 0
+                      : head[1] != sizeof(struct saved_light) ? 1
+                      : head[2] != sizeof(struct saved_obj)   ? 2
+                      : head[3] != (uint32_t)l->n             ? 3
+                                                              : -1;
+    static const char *const why[4] = { "no light state here",
+                                        "a light state of another build's layout",
+                                        "a light state of another build's layout",
+                                        "the light state's object count is not the first set's" };
+    if (wrong >= 0) {
+        r->off = at + 4 * (size_t)wrong;
+        trk_rd_fail(r, why[wrong]);
+    }
+    struct saved_light sl;
+    size_t here = r->off;
+    trk_rd_get(r, &sl, sizeof(sl));
+    if (!r->bad && (sl.have_ref > 1 || sl.res_stale > 1 || sl.ci >= 4 || sl.pad ||
+                    !within(sl.gain, GAIN_MIN, GAIN_MAX) ||
+                    (sl.have_ref && !within(sl.ref_q8, 1, 255 * 256)))) {
+        r->off = here;
+        trk_rd_fail(r, "the light's gains or reference are out of range");
+    }
+    if (!r->bad) {
+        l->have_ref = sl.have_ref, l->ci = (int)sl.ci, l->res_stale = sl.res_stale;
+        memcpy(l->ref_q8, sl.ref_q8, sizeof(l->ref_q8));
+        memcpy(l->gain, sl.gain, sizeof(l->gain));
+        l->frames = sl.frames;
+    }
+    for (int i = 0; i < l->n && !r->bad; i++) {
+        struct saved_obj so;
+        here = r->off;
+        trk_rd_get(r, &so, sizeof(so));
+        const char *bad = r->bad ? NULL : obj_wrong(l, i, &so);
+        if (bad) {
+            r->off = here;
+            trk_rd_fail(r, bad);
+            break;
+        }
+        struct light_seed *sd = &l->seed[i];
+        sd->nb = (int)so.nb;
+        for (int k = 0; k < sd->nb && !r->bad; k++) {
+            int32_t v[4] = { 0 };
+            here = r->off;
+            trk_rd_get(r, v, sizeof(v));
+            if (!r->bad && (v[0] < -SEED_LIM || v[1] < -SEED_LIM || v[2] > SEED_LIM ||
+                            v[3] > SEED_LIM || v[0] > v[2] || v[1] > v[3])) {
+                r->off = here;
+                trk_rd_fail(r, "a light blob box is out of range");
+            }
+            for (int c = 0; c < 4; c++)
+                sd->box[k][c] = v[c];
+        }
+        struct light_obj *o = &l->o[i];
+        o->have_ref = so.have_ref, o->st.rail = so.rail;
+        memcpy(o->ref_mean, so.ref_mean, sizeof(o->ref_mean));
+        memcpy(o->drift, so.drift, sizeof(o->drift));
+        memcpy(o->ref_gain, so.ref_gain, sizeof(o->ref_gain));
+        memcpy(l->comp[i].lo, so.comp_lo, sizeof(so.comp_lo));
+        memcpy(l->comp[i].hi, so.comp_hi, sizeof(so.comp_hi));
+        memcpy(l->cur[i].lo, so.cur_lo, sizeof(so.cur_lo));
+        memcpy(l->cur[i].hi, so.cur_hi, sizeof(so.cur_hi));
+        for (int c = 0; c < 3; c++)
+            o->st.drift[c] = (int16_t)o->drift[c];
+        memcpy(o->st.lo, so.cur_lo, sizeof(o->st.lo));
+        memcpy(o->st.hi, so.cur_hi, sizeof(o->st.hi));
+    }
+    l->seeded = !r->bad;
+    return r->bad ? TRK_EINVAL : 0;
+}
+
+const struct trk_object_def *trk_light_defs(const struct trk_light *l)
+{
+    return l->cur;
 }

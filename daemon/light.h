@@ -122,6 +122,26 @@ void trk_light_gains(const struct trk_light *l, uint32_t gain_q16[3]);
  * them has gains 1 for the same light); false while none is known. */
 bool trk_light_means(const struct trk_light *l, uint32_t means_q8[3]);
 
+/* The light's state between two frames for state.bin (daemon/state.h):
+ * everything the next plan and update read (gains, references, each
+ * object's drift, reference and boxes, the turn count) and, for the next
+ * plan, each adapted object's best blobs in res (the last frame's
+ * results; NULL: none), appended to *b. */
+struct trk_bytes;
+struct trk_rd;
+void trk_light_save(const struct trk_light *l, const struct trk_frame_result *res,
+                    struct trk_bytes *b);
+
+/* Loads a trk_light_save into l, reset with the same set beforehand: its
+ * next plan reads the saved blobs instead of the results it is given.
+ * 0, or TRK_EINVAL with r->bad set at the wrong byte (l is then as
+ * reset). */
+int trk_light_load(struct trk_light *l, struct trk_rd *r);
+
+/* The boxes the backend is to use now (the n definitions: taught after a
+ * reset, the light-adjusted ones after an update or a load). */
+const struct trk_object_def *trk_light_defs(const struct trk_light *l);
+
 /* The states for /metrics (ops/metrics.h): n entries into out (names
  * from the set), n = the objects applied (0 when off). */
 struct trk_metrics_range;

@@ -477,9 +477,31 @@ static int submit_round(struct pipeline *p, const struct trk_frame *f,
  * full-frame submit or one submit_regions call) goes to the backend and is
  * left running (pipelining: the CPU sends the previous frame meanwhile).
  * 0 or the backend's error (nothing in flight then). */
+/* The light's boxes (light.h) on the backend after a state was loaded
+ * into it or it started over. */
+static void light_to_backend(struct pipeline *p)
+{
+    const int n = trk_tracker_count(p->tracker);
+    int e = trk_light_on(p->light) && n > 0
+                ? trk_backend_set_objects(p->backend, trk_light_defs(p->light), n)
+                : 0;
+    if (e) log_once(p->set_failed, TRK_LOG_ERROR, e, "cannot apply the light-adjusted ranges");
+}
+
+/* Loads state bytes (daemon/state.h) before frame f: 0, or TRK_EINVAL with
+ * *off and *what (everything as reset then). */
+static int load_state(struct pipeline *p, const struct trk_frame *f, const void *data, size_t len,
+                      size_t *off, const char **what)
+{
+    const int err = trk_state_load(data, len, p->tracker, p->markers, p->light, p->objects,
+                                   f->img.width, f->img.height, f->seq, off, what);
+    light_to_backend(p);
+    return err;
+}
+
 /* A replay moved to frame f from elsewhere (a step back, a seek, a
- * re-run): the tracker and the marker stage take the state an earlier pass
- * kept before it, or start over, as the replay says. */
+ * re-run): the tracker, the marker stage and the light take the state an
+ * earlier pass kept before it, or start over, as the replay says. */
 static void replay_jump(struct pipeline *p, const struct trk_frame *f)
 {
     const struct trk_pipeline_cfg *cfg = p->cfg;
@@ -487,15 +509,15 @@ static void replay_jump(struct pipeline *p, const struct trk_frame *f)
     size_t len = 0, off = 0;
     const char *what = NULL;
     int how = cfg->replay_state(cfg->replay_ctx, f->seq, &data, &len);
-    if (how > 0 && trk_state_load(data, len, p->tracker, p->markers, p->objects, f->img.width,
-                                  f->img.height, f->seq, &off, &what) == 0)
-        return;
+    if (how > 0 && load_state(p, f, data, len, &off, &what) == 0) return;
     if (how > 0)
         log_warn("the kept state of frame %llu does not load at byte %zu: %s; the tracker starts "
                  "over there",
                  (unsigned long long)f->seq, off, what);
     if (how == 0) return;
     trk_tracker_reset(p->tracker, p->objects->def, trk_tracker_count(p->tracker));
+    trk_light_reset(p->light, p->objects, trk_tracker_count(p->tracker));
+    light_to_backend(p);
     struct trk_marker_stage *m = trk_marker_stage_create();
     if (m) {
         trk_marker_stage_destroy(p->markers);
@@ -513,8 +535,7 @@ static void frame_state(struct pipeline *p, const struct trk_frame *f)
     if (cfg->state && !p->state_loaded) {
         size_t off = 0;
         const char *what = NULL;
-        if (trk_state_load(cfg->state, cfg->state_len, p->tracker, p->markers, p->objects, w, h,
-                           f->seq, &off, &what))
+        if (load_state(p, f, cfg->state, cfg->state_len, &off, &what))
             log_error("the bundle's state.bin cannot be loaded at byte %zu: %s; the replay starts "
                       "without it",
                       off, what);
@@ -524,7 +545,8 @@ static void frame_state(struct pipeline *p, const struct trk_frame *f)
     if (!cfg->rewind && !cfg->replay_keep) return;
     p->state.len = 0;
     p->state.failed = false;
-    trk_state_save(&p->state, p->tracker, p->markers, p->objects, w, h, f->seq);
+    trk_state_save(&p->state, p->tracker, p->markers, p->light, &p->result, p->objects, w, h,
+                   f->seq);
     if (p->state.failed) return;
     if (cfg->rewind) trk_rewind_state(cfg->rewind, f->seq, p->state.p, p->state.len);
     if (cfg->replay_keep) cfg->replay_keep(cfg->replay_ctx, f->seq, p->state.p, p->state.len);

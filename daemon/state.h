@@ -25,6 +25,8 @@
 struct trk_tracker;
 struct trk_marker_stage;
 struct trk_objects;
+struct trk_light;
+struct trk_frame_result;
 
 /* A growing byte buffer (writers) and a cursor over bytes (readers): a read
  * past the end or a value out of range sets bad at the offset it failed
@@ -82,21 +84,24 @@ static inline void trk_rd_get(struct trk_rd *r, void *v, size_t n)
 }
 
 /* state.bin's version (docs/RECORDING.md). */
-#define TRK_STATE_VERSION 1
+#define TRK_STATE_VERSION 2
 
-/* Appends the state the tracker and the stage have before frame seq (set:
- * the objects in force for it; width x height its size) to *b. */
+/* Appends the state the tracker, the stage and the light (res: the last
+ * frame's results, the light's next plan reads them) have before frame seq
+ * (set: the objects in force for it; width x height its size) to *b. */
 void trk_state_save(struct trk_bytes *b, const struct trk_tracker *t,
-                    const struct trk_marker_stage *s, const struct trk_objects *set, int width,
+                    const struct trk_marker_stage *s, const struct trk_light *l,
+                    const struct trk_frame_result *res, const struct trk_objects *set, int width,
                     int height, uint64_t seq);
 
 /* Loads len bytes of a trk_state_save into t (reset with set, for frames of
- * width x height) and s, for frame seq (the saved frame's seq may differ:
- * a replay counts its frames from 0). 0, or TRK_EINVAL with *bad_off and
- * *what (t and s are then as reset). */
+ * width x height), s and l (reset with set here; a version 1 file has no
+ * light: it stays so), for frame seq (the saved frame's seq may differ: a
+ * replay counts its frames from 0). 0, or TRK_EINVAL with *bad_off and
+ * *what (t and l are then as reset). */
 int trk_state_load(const void *data, size_t len, struct trk_tracker *t, struct trk_marker_stage *s,
-                   const struct trk_objects *set, int width, int height, uint64_t seq,
-                   size_t *bad_off, const char **what);
+                   struct trk_light *l, const struct trk_objects *set, int width, int height,
+                   uint64_t seq, size_t *bad_off, const char **what);
 
 /* Checks the bytes against set (the bundle's first) by loading them into a
  * tracker and a stage of its own. 0, TRK_EINVAL as load, or TRK_ENOMEM. */

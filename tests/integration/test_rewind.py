@@ -27,7 +27,17 @@ on cpu and cpu-ref.
      same bundle without state.bin differs (the state is what makes it
      identical); a damaged state.bin (cut short, a wrong magic, an
      instance count out of range) is exit 65 naming state.bin and the byte.
+  7. ranges that follow the light (light_scene.py's clip, "illumination" on
+     its grey card and "adapt" on every object): a save by SIGUSR1 while
+     the light falls starts with boxes moved from the taught ones and
+     replays --verify identical on cpu and cpu-ref (state.bin's light
+     section: gains, references, drifts, the next plan's blobs); the same
+     state.bin cut back to version 1 (no light section) still loads but
+     the replay differs: the light section is what makes it identical.
 Section 5 needs root (mount); without it, it is reported and skipped.
+Arguments after trackd name the sections to run (request, signal, lost,
+health, tracked, disk, light); none: all but light, which ctest runs on its
+own (rewind_light).
 """
 import asyncio
 import glob
@@ -370,19 +380,73 @@ def by_tracked(trackd, tmp):
                   lambda d: d[:48] + (1000).to_bytes(4, "little") + d[52:], 48)
 
 
+def without_light(data):
+    """state.bin as version 1 wrote it: the version word 1, no light
+    section (its tag LGHT starts it, after the tracker's and markers')."""
+    at = data.rfind(b"LGHT")
+    return None if at < 0 else data[:8] + (1).to_bytes(4, "little") + data[12:at]
+
+
+def by_light(trackd, tmp):
+    clip = os.path.join(tmp, "light.mkv")
+    subprocess.run([sys.executable, os.path.join(HERE, "light_scene.py"), clip, "--frames", "150"],
+                   check=True)
+    objs = json.load(open(clip + ".objects.json"))
+    truth = json.load(open(clip + ".truth.json"))
+    objs["illumination"] = {"reference": "patch", "rect": truth["card"]}
+    for d in objs["objects"]:
+        d["adapt"] = {}
+    path = os.path.join(tmp, "light.json")
+    json.dump(objs, open(path, "w"))
+    out = os.path.join(tmp, "light.ndjson")
+    rdir = os.path.join(tmp, "light")
+    os.makedirs(rdir)
+    rc, text = run_signalled(trackd, ["--input", clip, "--objects", path, "--rewind", f"{N_S}s",
+                                      "--rewind-dir", rdir], out, os.path.join(tmp, "light.log"))
+    saved = glob.glob(rdir + "/rewind-*")
+    check(rc == 0 and len(saved) == 1, f"light: SIGUSR1 saves one bundle ({rc}, {saved})")
+    if not saved:
+        return
+    b = read_bundle.Bundle(saved[0])
+    first = next(iter(b.results()), {})
+    taught = {d["name"]: (d["lo"], d["hi"]) for d in objs["objects"]}
+    moved = [o["name"] for o in first.get("objects", [])
+             if "range" in o and (o["range"]["lo"], o["range"]["hi"]) != taught[o["name"]]]
+    check(b.index and b.index[0]["seq"] > 0 and moved,
+          f"light: it starts mid-run with boxes moved from the taught ones ({moved})")
+    check_window(trackd, saved[0], out, "light", trigger="signal")
+    old = os.path.join(tmp, "light-v1")
+    shutil.copytree(saved[0], old)
+    state = os.path.join(old, "state.bin")
+    cut = without_light(open(state, "rb").read())
+    check(cut is not None, "light: state.bin has a light section")
+    if cut is None:
+        return
+    open(state, "wb").write(cut)
+    r = run(trackd, ["--replay", old, "--verify", "--fast", "--no-server"])
+    check(r.returncode == 1 and "DIFFERENT" in r.stdout and "state.bin" not in r.stderr,
+          f"light: a version 1 state.bin (no light section) loads, and the replay differs "
+          f"({r.returncode}: {r.stdout.strip()[-200:]} {r.stderr.strip()[-200:]})")
+
+
+def by_disk(trackd, tmp):
+    mnt = os.path.join(tmp, "mnt")
+    # 2 s of 160x120 RGB is 3.5 MB: a 1 MB disk fills during the save.
+    failing_save(trackd, tmp, mnt, "size=1m", 120, "full disk", "No space left on device")
+    failing_save(trackd, tmp, mnt, "size=1m,ro", 120, "read-only", "Read-only file system")
+
+
+SECTIONS = {"request": by_request, "signal": by_signal, "lost": by_lost, "health": by_health,
+            "tracked": by_tracked, "disk": by_disk, "light": by_light}
+
+
 def main():
     trackd = sys.argv[1]
+    names = sys.argv[2:] or [n for n in SECTIONS if n != "light"]
     tmp = tempfile.mkdtemp(prefix="trk-rewind-")
     try:
-        by_request(trackd, tmp)
-        by_signal(trackd, tmp)
-        by_lost(trackd, tmp)
-        by_health(trackd, tmp)
-        by_tracked(trackd, tmp)
-        mnt = os.path.join(tmp, "mnt")
-        # 2 s of 160x120 RGB is 3.5 MB: a 1 MB disk fills during the save.
-        failing_save(trackd, tmp, mnt, "size=1m", 120, "full disk", "No space left on device")
-        failing_save(trackd, tmp, mnt, "size=1m,ro", 120, "read-only", "Read-only file system")
+        for name in names:
+            SECTIONS[name](trackd, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if FAILS:
