@@ -29,6 +29,14 @@ and a real WebSocket client, on bundles recorded from the demo here.
      a seek past the cut pauses with the error naming the file, the daemon
      stays, and a seek back before the cut reads the file again from its
      start, with no error.
+  7. ranges that follow the light (light_scene.py's clip recorded with
+     "illumination" and "adapt" on, LIGHT_N frames): after a first pass
+     (a run of every frame), a seek back, a step back and a re-run of a
+     range starting at its own kept state give the recorded results: the
+     kept states carry the light's (gains, drifts, boxes), so a jump does
+     not take the adaptation of the frame processed before it.
+`test_bundle_view.py TRACKD light` runs section 7 alone (ctest
+bundle_view_light); without it, 1..6.
 """
 import asyncio
 import json
@@ -333,6 +341,50 @@ def copy_bundles(trackd, plain, tmp):
     with_daemon(trackd, ref, tmp, "copy-cut", lambda port: input_cut(port, clip))
 
 
+LIGHT_N = 120
+
+
+def light_bundle(trackd, tmp):
+    """light_scene.py's clip recorded with illumination on its grey card
+    and adapt on every object: the bundle's path."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    clip = os.path.join(tmp, "light.mkv")
+    subprocess.run([sys.executable, os.path.join(here, "light_scene.py"), clip, "--frames",
+                    str(LIGHT_N)], check=True)
+    objs = json.load(open(clip + ".objects.json"))
+    objs["illumination"] = {"reference": "patch",
+                            "rect": json.load(open(clip + ".truth.json"))["card"]}
+    for d in objs["objects"]:
+        d["adapt"] = {}
+    path = os.path.join(tmp, "light.json")
+    json.dump(objs, open(path, "w"))
+    bundle = os.path.join(tmp, "lit")
+    r = subprocess.run([trackd, "--input", clip, "--objects", path, "--record", bundle, "--fast",
+                        "--no-server"], capture_output=True, text=True, timeout=120)
+    if r.returncode != 0:
+        raise RuntimeError(f"recording failed ({r.returncode}): {r.stderr[-800:]}")
+    return bundle
+
+
+async def lit(port):
+    async with websockets.connect(f"ws://127.0.0.1:{port}/ws", max_size=None) as ws:
+        c = Client(ws)
+        await c.replay(lambda j: True)
+        run = await c.run(0, LIGHT_N - 1)
+        check(run["differ"] == 0 and run["compared"] == LIGHT_N,
+              f"light: the first pass: {run['compared']} compared, {run['differ']} differ")
+        for k, how in ((70, {"type": "replay_seek", "frame": 70}),
+                       (69, {"type": "replay_step", "delta": -1})):
+            await c.ask(how)
+            m = await c.replay(lambda j: j["frame"] == k)
+            check(m["differs"] is None and m["error"] is None,
+                  f"light: {how['type']} to {k}: the recorded result ({m['differs']})")
+        run = await c.run(40, 60)
+        check(run["differ"] == 0 and run["compared"] == 21 and run["start"] == 40,
+              f"light: re-run 40..60 from its kept state: {run['differ']} differ, from frame "
+              f"{run['start']} ({run['first']})")
+
+
 def with_daemon(trackd, bundle, tmp, name, fn):
     log = open(os.path.join(tmp, f"{name}.log"), "w")
     p = None
@@ -358,6 +410,13 @@ def with_daemon(trackd, bundle, tmp, name, fn):
 def main():
     trackd = sys.argv[1]
     tmp = tempfile.mkdtemp(prefix="trackd-bundleview-")
+    if sys.argv[2:] == ["light"]:
+        try:
+            with_daemon(trackd, light_bundle(trackd, tmp), tmp, "light", lit)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        print(f"{len(FAILS)} failure(s)" if FAILS else "all ok")
+        sys.exit(1 if FAILS else 0)
     try:
         plain = os.path.join(tmp, "plain")
         record(trackd, plain)
