@@ -9,7 +9,11 @@ and single bytes changed at seeded random offsets (instance counts, sizes,
 ids, doubles that turn NaN, tags, the layout words). Each replay must exit
 65 naming state.bin and a byte, or run to its end (exit 0 when the change
 did not matter, 1 when --verify sees a difference): never a crash, a hang
-or a sanitizer report. Prints `attack: bad_state tried=N survived=N`.
+or a sanitizer report. A second save has the red object's range following
+the light ("adapt", "illumination" grey-world): its state.bin's light
+section (after the tag LGHT) is cut inside and has single bytes changed
+(gains, references, drifts, boxes, the next plan's blob boxes), the same
+rules. Prints `attack: bad_state tried=N survived=N`.
 """
 import glob
 import json
@@ -25,15 +29,19 @@ TRACKED_RED = {"objects": [{"name": "red", "space": "rgb", "lo": [150, 0, 0],
                             "hi": [255, 90, 90], "blobs": 4, "track": True}]}
 
 
-def rewind_save(trackd, d):
+LIT_RED = {"objects": [dict(TRACKED_RED["objects"][0], adapt={})],
+           "illumination": {"reference": "grey-world"}}
+
+
+def rewind_save(trackd, d, objects=TRACKED_RED, name="tracked"):
     """A rewind bundle saved by SIGUSR1 mid-run; its path or None."""
-    objs = os.path.join(d, "tracked.json")
-    json.dump(TRACKED_RED, open(objs, "w"))
-    rdir = os.path.join(d, "saves")
+    objs = os.path.join(d, name + ".json")
+    json.dump(objects, open(objs, "w"))
+    rdir = os.path.join(d, name + "-saves")
     os.makedirs(rdir)
     run_signalled(trackd, ["--size", "160x120", "--fps", "30", "--frames", "90", "--objects",
                            objs, "--rewind", "1s", "--rewind-dir", rdir],
-                  os.path.join(d, "out.ndjson"), os.path.join(d, "save.log"))
+                  os.path.join(d, name + ".ndjson"), os.path.join(d, name + ".log"))
     saved = glob.glob(rdir + "/rewind-*")
     return saved[0] if len(saved) == 1 else None
 
@@ -64,19 +72,37 @@ def mutants(data, rng):
     yield "a NaN position", bytes(nan)
 
 
+def light_mutants(data, rng):
+    """(name, bytes): the light section cut inside and changed."""
+    at = data.rfind(b"LGHT")
+    for n in (at, at + 4, at + 15, at + 16, (at + len(data)) // 2, len(data) - 1):
+        yield f"light: cut at {n}", data[:n]
+    for _ in range(24):
+        k = rng.randrange(at, len(data))
+        b = bytearray(data)
+        b[k] ^= rng.randrange(1, 256)
+        yield f"light: byte {k} changed", bytes(b)
+
+
 def cases(trackd, d, objs):
-    good = rewind_save(trackd, d)
+    yield from attack_save(trackd, d, TRACKED_RED, "tracked", mutants)
+    yield from attack_save(trackd, d, LIT_RED, "lit", light_mutants)
+
+
+def attack_save(trackd, d, objects, what, make):
+    good = rewind_save(trackd, d, objects, what)
     yield check(good and os.path.exists(os.path.join(good, "state.bin")),
-                f"a rewind save with state.bin ({good})")
+                f"{what}: a rewind save with state.bin ({good})")
     if not good:
         return
     rc, out = replay(trackd, good)
     yield check(rc == 0 and " 0 differ: identical" in out,
-                f"the good bundle replays identically ({rc})")
+                f"{what}: the good bundle replays identically ({rc})")
     data = open(os.path.join(good, "state.bin"), "rb").read()
+    yield check(data.rfind(b"LGHT") > 0, f"{what}: state.bin has a light section (version 2)")
     rng = random.Random(29)
-    for i, (name, bad) in enumerate(mutants(data, rng)):
-        bundle = os.path.join(d, f"bad{i}")
+    for i, (name, bad) in enumerate(make(data, rng)):
+        bundle = os.path.join(d, f"{what}-bad{i}")
         shutil.copytree(good, bundle)
         open(os.path.join(bundle, "state.bin"), "wb").write(bad)
         rc, out = replay(trackd, bundle)
