@@ -134,8 +134,8 @@ void trk_light_save(const struct trk_light *l, const struct trk_frame_result *re
 
 /* Loads a trk_light_save into l, reset with the same set beforehand: its
  * next plan reads the saved blobs instead of the results it is given.
- * 0, or TRK_EINVAL with r->bad set at the wrong byte (l is then as
- * reset). */
+ * 0, or TRK_EINVAL with r->bad set at the wrong byte (l is then partly
+ * loaded: trk_state_load resets it). */
 int trk_light_load(struct trk_light *l, struct trk_rd *r);
 
 /* The boxes the backend is to use now (the n definitions: taught after a

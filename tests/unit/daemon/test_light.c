@@ -13,7 +13,12 @@
  *   before it takes the background;
  * - the plan: the reference's grid and adaptation's points (bounded, in
  *   the frame, from the results before the frame, none after a reset);
- *   an update takes only its own plan's values.
+ *   an update takes only its own plan's values;
+ * - the state save and load (state.bin's light section): a module loaded
+ *   with another's state mid-run, its first plan given no results (as a
+ *   replay's first frame), goes on exactly as the saved one, where one
+ *   starting over does not; a drift past max_drift is refused at its
+ *   object's record.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +26,7 @@
 #include "../check.h"
 #include "light.h"
 #include "objects.h"
+#include "state.h"
 
 #define W 64
 #define H 48
@@ -286,11 +292,72 @@ static void plan(void)
     free(set);
 }
 
+/* Whether a and b have the same gains and object 0's state. */
+static bool same(const struct trk_light *a, const struct trk_light *b)
+{
+    uint32_t ga[3], gb[3];
+    trk_light_gains(a, ga);
+    trk_light_gains(b, gb);
+    const struct trk_light_state *x = trk_light_state(a, 0), *y = trk_light_state(b, 0);
+    return !memcmp(ga, gb, sizeof ga) && !memcmp(x->lo, y->lo, sizeof x->lo) &&
+           !memcmp(x->hi, y->hi, sizeof x->hi) && !memcmp(x->drift, y->drift, sizeof x->drift) &&
+           x->rail == y->rail;
+}
+
+static void saved_state(void)
+{
+    struct trk_objects *set = calloc(1, sizeof *set);
+    const char *json = "{\"objects\": [{\"name\": \"r\", \"space\": \"rgb\", "
+                       "\"lo\": [135, 35, 35], \"hi\": [165, 65, 65], \"adapt\": {}}], "
+                       "\"illumination\": {\"reference\": \"grey-world\"}}";
+    struct trk_light *a = light_for(json, set), *b = light_for(json, set),
+                     *c = light_for(json, set);
+    struct trk_frame_result res = { 0 }, none = { 0 };
+    struct trk_blob blob;
+    struct trk_bytes bytes = { 0 };
+    bool loaded = false, differs = false;
+    for (int f = 0; f < 16; f++) {
+        /* The light falls and turns bluer; the square's red falls faster. */
+        fill(0, 0, W, H, 90 - 2 * f, 90 - 2 * f, 90 + f);
+        square(150 - 3 * f, &res, &blob);
+        if (f == 8) {
+            trk_light_save(a, &res, &bytes);
+            struct trk_rd r = { .p = bytes.p, .len = bytes.len };
+            loaded = !bytes.failed && trk_light_load(b, &r) == 0 && r.off == r.len;
+        }
+        const struct trk_object_def *d;
+        struct trk_image img = frame();
+        trk_light_step_host(a, &img, &res, &d);
+        if (f < 8) continue;
+        trk_light_step_host(b, &img, f == 8 ? &none : &res, &d);
+        trk_light_step_host(c, &img, f == 8 ? &none : &res, &d);
+        CHECKF(same(a, b), "frame %d: the loaded module differs from the saved one", f);
+        differs |= !same(a, c);
+    }
+    CHECK(loaded);
+    CHECKF(differs, "a module starting over at frame 8 never differed: the test shows nothing");
+    CHECKF(trk_light_state(a, 0)->drift[0] != 0, "no drift: the state saved had nothing to carry");
+
+    /* Object 0's drift (its record after the 16-byte head and the 48-byte
+     * module record; 24 bytes in) past max_drift. */
+    const int32_t far = 1000;
+    memcpy(bytes.p + 16 + 48 + 24, &far, sizeof far);
+    struct trk_rd r = { .p = bytes.p, .len = bytes.len };
+    CHECK(trk_light_load(b, &r) != 0 && r.bad && r.bad_off == 16 + 48 && r.what &&
+          strstr(r.what, "max_drift"));
+    free(bytes.p);
+    trk_light_destroy(&a);
+    trk_light_destroy(&b);
+    trk_light_destroy(&c);
+    free(set);
+}
+
 int main(void)
 {
     round_trip();
     compensation();
     adaptation();
     plan();
+    saved_state();
     return check_exit("light");
 }
