@@ -140,7 +140,8 @@ static int cell_of(double v, double o, double cell, int lo, int hi)
 }
 
 /* Buckets the spots of any pattern's dot colours; the cell is the widest
- * ring a centre searches (grown while the cells would not fit). */
+ * ring a centre searches across (grown while the cells would not fit): a
+ * centre looks at 2 x 2 or 3 x 3 cells, and a frame has few to count. */
 static void grid_build(struct grid *g, const struct trk_pattern *pats, size_t n_pats,
                        const struct plan *plans, const struct trk_spot *spots, size_t n_spots)
 {
@@ -155,7 +156,7 @@ static void grid_build(struct grid *g, const struct trk_pattern *pats, size_t n_
             dot[o] |= plans[pi].dot[o];
         for (size_t s = 0; s < n_spots; s++)
             if (spots[s].object == pats[pi].centre)
-                cell = fmax(cell, plans[pi].dr_max * centre_scale(&pats[pi], &spots[s]) *
+                cell = fmax(cell, 2 * plans[pi].dr_max * centre_scale(&pats[pi], &spots[s]) *
                                       (1 + plans[pi].tol));
     }
     for (size_t s = 0; s < n_spots; s++) {
@@ -200,11 +201,18 @@ static bool candidate(const struct trk_spot *spots, size_t s, const bool *used, 
 {
     if (used[s] || spots[s].object >= TRK_MAX_OBJECTS || !dot[spots[s].object]) return false;
     double ox = spots[s].x - c->x, oy = c->y - spots[s].y; /* y up */
+    /* Clearly out of the ring by the squared distance (a margin far above
+     * the rounding of either form): no hypot for the spots of the robots
+     * around. */
+    double d2 = ox * ox + oy * oy;
+    if (d2 > hi * hi * (1 + 1e-9) || d2 < lo * lo * (1 - 1e-9)) return false;
     double r = hypot(ox, oy);
     if (r < lo || r > hi) return false;
     double miss = INFINITY;
-    for (unsigned d = 0; d < n_dots; d++)
-        miss = fmin(miss, fabs(r - rad[d]));
+    for (unsigned d = 0; d < n_dots; d++) {
+        double m = fabs(r - rad[d]);
+        miss = m < miss ? m : miss; /* fmin: neither is NaN here */
+    }
     *out = (struct cand){ s, ox, oy, 0, miss };
     return true;
 }
