@@ -273,19 +273,28 @@ static bool collect_dots(const struct trk_pattern *p, const struct plan *pl, con
     return true;
 }
 
-/* Pairing k's summed squared residual at its best rotation, and that
- * rotation (radians). */
-static double pairing_residual(const struct trk_pattern *p, const unsigned *slot,
-                               const struct cand *seen, double scale, unsigned k, double *theta)
+/* Pairing k's sums of the template's cross and dot products with the
+ * seen dots (the rotation's sine and cosine, scaled). */
+static void pairing_sums(const struct trk_pattern *p, const unsigned *slot, const struct cand *seen,
+                         double scale, unsigned k, double *sc, double *sd)
 {
     unsigned n = p->n_dots;
-    double sc = 0, sd = 0;
+    *sc = 0, *sd = 0;
     for (unsigned i = 0; i < n; i++) {
         unsigned d = slot[(i + k) % n];
         double tx = p->dot_x[d] * scale, ty = p->dot_y[d] * scale;
-        sc += tx * seen[i].oy - ty * seen[i].ox;
-        sd += tx * seen[i].ox + ty * seen[i].oy;
+        *sc += tx * seen[i].oy - ty * seen[i].ox;
+        *sd += tx * seen[i].ox + ty * seen[i].oy;
     }
+}
+
+/* Pairing k's summed squared residual at its best rotation (from its sums
+ * sc, sd), and that rotation (radians). */
+static double pairing_residual(const struct trk_pattern *p, const unsigned *slot,
+                               const struct cand *seen, double scale, unsigned k, double sc,
+                               double sd, double *theta)
+{
+    unsigned n = p->n_dots;
     double th = atan2(sc, sd), co = cos(th), si = sin(th), res = 0;
     for (unsigned i = 0; i < n; i++) {
         unsigned d = slot[(i + k) % n];
@@ -310,20 +319,15 @@ static double fit_rotation(const struct trk_pattern *p, const unsigned *slot,
                            double *best_res)
 {
     unsigned n = p->n_dots;
-    double approx[TRK_PATTERN_DOTS_MAX], sq = 0, amin = INFINITY;
+    double approx[TRK_PATTERN_DOTS_MAX], sc[TRK_PATTERN_DOTS_MAX], sd[TRK_PATTERN_DOTS_MAX];
+    double sq = 0, amin = INFINITY;
     for (unsigned i = 0; i < n; i++) {
         double tx = p->dot_x[i] * scale, ty = p->dot_y[i] * scale;
         sq += seen[i].ox * seen[i].ox + seen[i].oy * seen[i].oy + tx * tx + ty * ty;
     }
     for (unsigned k = 0; k < n; k++) {
-        double sc = 0, sd = 0;
-        for (unsigned i = 0; i < n; i++) {
-            unsigned d = slot[(i + k) % n];
-            double tx = p->dot_x[d] * scale, ty = p->dot_y[d] * scale;
-            sc += tx * seen[i].oy - ty * seen[i].ox;
-            sd += tx * seen[i].ox + ty * seen[i].oy;
-        }
-        approx[k] = sq - 2 * hypot(sc, sd);
+        pairing_sums(p, slot, seen, scale, k, &sc[k], &sd[k]);
+        approx[k] = sq - 2 * hypot(sc[k], sd[k]);
         amin = fmin(amin, approx[k]);
     }
     const double margin = 1e-9 * (sq + 1);
@@ -332,7 +336,7 @@ static double fit_rotation(const struct trk_pattern *p, const unsigned *slot,
     *best_res = INFINITY;
     for (unsigned k = 0; k < n; k++) {
         if (!all && approx[k] > amin + margin) continue;
-        double th, res = pairing_residual(p, slot, seen, scale, k, &th);
+        double th, res = pairing_residual(p, slot, seen, scale, k, sc[k], sd[k], &th);
         if (res < *best_res) {
             *best_res = res;
             *best_shift = k;
@@ -341,6 +345,7 @@ static double fit_rotation(const struct trk_pattern *p, const unsigned *slot,
     }
     return best_theta;
 }
+
 /* The id whose colours match the slots exactly, or -1 (index into id[]). */
 static int lookup_id(const struct trk_pattern *p, const unsigned *slot, const struct cand *seen,
                      unsigned shift, const struct trk_spot *spots)
