@@ -21,6 +21,18 @@ static double angle_deg(double x, double y)
     return a >= 360.0 ? 0.0 : a;
 }
 
+/* fmin and fmax for an accumulator a that is never NaN (b NaN: a, as
+ * fmin and fmax give), inlined: libm's are calls, many per frame here. */
+static inline double lesser(double a, double b)
+{
+    return b < a ? b : a;
+}
+
+static inline double greater(double a, double b)
+{
+    return b > a ? b : a;
+}
+
 static double disc_radius(double mass)
 {
     return sqrt(mass / M_PI);
@@ -107,7 +119,7 @@ static void plan_pattern(const struct trk_pattern *p, struct plan *pl)
     pl->dr_max = 0;
     for (unsigned d = 0; d < p->n_dots; d++) {
         pl->dr[d] = hypot(p->dot_x[d], p->dot_y[d]);
-        pl->dr_max = fmax(pl->dr_max, pl->dr[d]);
+        pl->dr_max = greater(pl->dr_max, pl->dr[d]);
     }
 }
 
@@ -156,15 +168,15 @@ static void grid_build(struct grid *g, const struct trk_pattern *pats, size_t n_
             dot[o] |= plans[pi].dot[o];
         for (size_t s = 0; s < n_spots; s++)
             if (spots[s].object == pats[pi].centre)
-                cell = fmax(cell, 2 * plans[pi].dr_max * centre_scale(&pats[pi], &spots[s]) *
-                                      (1 + plans[pi].tol));
+                cell = greater(cell, 2 * plans[pi].dr_max * centre_scale(&pats[pi], &spots[s]) *
+                                         (1 + plans[pi].tol));
     }
     for (size_t s = 0; s < n_spots; s++) {
         const struct trk_spot *p = &spots[s];
         if (p->object >= TRK_MAX_OBJECTS || !dot[p->object]) continue;
         if (!isfinite(p->x) || !isfinite(p->y)) return;
-        g->x0 = fmin(g->x0, p->x), g->y0 = fmin(g->y0, p->y);
-        x1 = fmax(x1, p->x), y1 = fmax(y1, p->y);
+        g->x0 = lesser(g->x0, p->x), g->y0 = lesser(g->y0, p->y);
+        x1 = greater(x1, p->x), y1 = greater(y1, p->y);
     }
     if (!(cell >= 1) || !isfinite(cell) || !isfinite(g->x0)) return;
     for (;; cell *= 2) {
@@ -211,7 +223,7 @@ static bool candidate(const struct trk_spot *spots, size_t s, const bool *used, 
     double miss = INFINITY;
     for (unsigned d = 0; d < n_dots; d++) {
         double m = fabs(r - rad[d]);
-        miss = m < miss ? m : miss; /* fmin: neither is NaN here */
+        miss = lesser(miss, m);
     }
     *out = (struct cand){ s, ox, oy, 0, miss };
     return true;
@@ -253,8 +265,8 @@ static bool collect_dots(const struct trk_pattern *p, const struct plan *pl, con
     double rad[TRK_PATTERN_DOTS_MAX], rmin = INFINITY, rmax = 0, tol = pl->tol;
     for (unsigned d = 0; d < p->n_dots; d++) {
         rad[d] = pl->dr[d] * scale;
-        rmin = fmin(rmin, rad[d]);
-        rmax = fmax(rmax, rad[d]);
+        rmin = lesser(rmin, rad[d]);
+        rmax = greater(rmax, rad[d]);
     }
     double lo = rmin * (1 - tol), hi = rmax * (1 + tol);
     int found = g->on && isfinite(c->x) && isfinite(c->y) && isfinite(hi)
@@ -328,7 +340,7 @@ static double fit_rotation(const struct trk_pattern *p, const unsigned *slot,
     for (unsigned k = 0; k < n; k++) {
         pairing_sums(p, slot, seen, scale, k, &sc[k], &sd[k]);
         approx[k] = sq - 2 * hypot(sc[k], sd[k]);
-        amin = fmin(amin, approx[k]);
+        amin = lesser(amin, approx[k]);
     }
     const double margin = 1e-9 * (sq + 1);
     const bool all = !isfinite(amin) || !isfinite(sq);
