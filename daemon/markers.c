@@ -21,6 +21,18 @@ static double angle_deg(double x, double y)
     return a >= 360.0 ? 0.0 : a;
 }
 
+/* fmin and fmax for an accumulator a that is never NaN (b NaN: a, as
+ * fmin and fmax give), inlined: libm's are calls, many per frame here. */
+static inline double lesser(double a, double b)
+{
+    return b < a ? b : a;
+}
+
+static inline double greater(double a, double b)
+{
+    return b > a ? b : a;
+}
+
 static double disc_radius(double mass)
 {
     return sqrt(mass / M_PI);
@@ -47,6 +59,20 @@ static int by_miss(const void *a, const void *b)
     const struct cand *p = a, *q = b;
     if (p->miss != q->miss) return p->miss < q->miss ? -1 : 1;
     return p->spot < q->spot ? -1 : p->spot > q->spot;
+}
+
+/* Sorts a few candidates by cmp: insertion, as qsort would order them
+ * (both orders are total: the spot index breaks ties), without its calls
+ * and set-up for the handful a centre has. */
+static void sort_cands(struct cand *v, size_t n, int (*cmp)(const void *, const void *))
+{
+    for (size_t i = 1; i < n; i++) {
+        struct cand t = v[i];
+        size_t j = i;
+        for (; j > 0 && cmp(&v[j - 1], &t) > 0; j--)
+            v[j] = v[j - 1];
+        v[j] = t;
+    }
 }
 
 /* dot[obj]: object obj is one of p's dot colours (objects >= TRK_MAX_OBJECTS
@@ -76,59 +102,253 @@ static void template_order(const struct trk_pattern *p, unsigned *slot)
 }
 
 /* Collects the n dots for a centre; false when there are fewer. */
-static bool collect_dots(const struct trk_pattern *p, const struct trk_spot *spots, size_t n_spots,
-                         const bool *used, const bool *dot, const struct trk_spot *c, double scale,
-                         double tol, struct cand *out)
+/* What every centre of one dots pattern shares, worked out once per
+ * pattern and call: its dot colours, slot order and dot radii. */
+struct plan {
+    bool dot[TRK_MAX_OBJECTS];
+    unsigned slot[TRK_PATTERN_DOTS_MAX];
+    double dr[TRK_PATTERN_DOTS_MAX]; /* each dot's distance from the origin, mm */
+    double dr_max, tol;
+};
+
+static void plan_pattern(const struct trk_pattern *p, struct plan *pl)
 {
-    struct cand cands[64];
-    size_t n = 0;
-    double rad[TRK_PATTERN_DOTS_MAX], rmin = INFINITY, rmax = 0;
+    dot_colours(p, pl->dot);
+    template_order(p, pl->slot);
+    pl->tol = p->tol > 0 ? p->tol : 0.4;
+    pl->dr_max = 0;
     for (unsigned d = 0; d < p->n_dots; d++) {
-        rad[d] = hypot(p->dot_x[d], p->dot_y[d]) * scale;
-        rmin = fmin(rmin, rad[d]);
-        rmax = fmax(rmax, rad[d]);
+        pl->dr[d] = hypot(p->dot_x[d], p->dot_y[d]);
+        pl->dr_max = greater(pl->dr_max, pl->dr[d]);
     }
-    for (size_t s = 0; s < n_spots && n < 64; s++) {
-        if (used[s] || spots[s].object >= TRK_MAX_OBJECTS || !dot[spots[s].object]) continue;
-        double ox = spots[s].x - c->x, oy = c->y - spots[s].y; /* y up */
-        double r = hypot(ox, oy);
-        if (r < rmin * (1 - tol) || r > rmax * (1 + tol)) continue;
-        double miss = INFINITY;
-        for (unsigned d = 0; d < p->n_dots; d++)
-            miss = fmin(miss, fabs(r - rad[d]));
-        cands[n++] = (struct cand){ s, ox, oy, angle_deg(ox, oy), miss };
+}
+
+/* A centre's scale (px per mm), > 0 and finite, or 0: no marker. */
+static double centre_scale(const struct trk_pattern *p, const struct trk_spot *c)
+{
+    double scale = p->px_per_mm > 0 ? p->px_per_mm : 2.0 * disc_radius(c->mass) / p->centre_mm;
+    return scale > 0 && isfinite(scale) ? scale : 0;
+}
+
+/* The spots that may be dots, bucketed by position (cells of a fixed size,
+ * each cell's spots in index order) so that a centre looks only at those
+ * near it instead of at every spot: the same candidates, found sooner.
+ * Off (every centre scans all spots) when a dot spot is not finite or the
+ * spots do not fit the stack arrays. */
+#define GRID_CELLS 4096
+struct grid {
+    bool on;
+    int nx, ny;
+    double x0, y0, cell;
+    uint32_t start[GRID_CELLS + 1]; /* cell k's spots: item[start[k] .. start[k + 1]) */
+    uint32_t item[TRK_MARKERS_SPOTS_STACK];
+};
+
+/* The cell column (or row) of v from origin o: clamped to [lo, hi]. */
+static int cell_of(double v, double o, double cell, int lo, int hi)
+{
+    double t = floor((v - o) / cell);
+    return t < lo ? lo : t > hi ? hi : (int)t;
+}
+
+/* Buckets the spots of any pattern's dot colours; the cell is the widest
+ * ring a centre searches across (grown while the cells would not fit): a
+ * centre looks at 2 x 2 or 3 x 3 cells, and a frame has few to count. */
+static void grid_build(struct grid *g, const struct trk_pattern *pats, size_t n_pats,
+                       const struct plan *plans, const struct trk_spot *spots, size_t n_spots)
+{
+    bool dot[TRK_MAX_OBJECTS] = { false };
+    double cell = 0, x1 = -INFINITY, y1 = -INFINITY;
+    g->on = false;
+    g->x0 = g->y0 = INFINITY;
+    if (n_spots > TRK_MARKERS_SPOTS_STACK) return;
+    for (size_t pi = 0; pi < n_pats; pi++) {
+        if (pats[pi].kind != TRK_PATTERN_DOTS) continue;
+        for (size_t o = 0; o < TRK_MAX_OBJECTS; o++)
+            dot[o] |= plans[pi].dot[o];
+        for (size_t s = 0; s < n_spots; s++)
+            if (spots[s].object == pats[pi].centre)
+                cell = greater(cell, 2 * plans[pi].dr_max * centre_scale(&pats[pi], &spots[s]) *
+                                         (1 + plans[pi].tol));
     }
-    if (n < p->n_dots) return false;
-    qsort(cands, n, sizeof cands[0], by_miss);
-    memcpy(out, cands, p->n_dots * sizeof out[0]);
-    qsort(out, p->n_dots, sizeof out[0], by_angle);
+    for (size_t s = 0; s < n_spots; s++) {
+        const struct trk_spot *p = &spots[s];
+        if (p->object >= TRK_MAX_OBJECTS || !dot[p->object]) continue;
+        if (!isfinite(p->x) || !isfinite(p->y)) return;
+        g->x0 = lesser(g->x0, p->x), g->y0 = lesser(g->y0, p->y);
+        x1 = greater(x1, p->x), y1 = greater(y1, p->y);
+    }
+    if (!(cell >= 1) || !isfinite(cell) || !isfinite(g->x0)) return;
+    for (;; cell *= 2) {
+        double nx = floor((x1 - g->x0) / cell) + 1, ny = floor((y1 - g->y0) / cell) + 1;
+        if (nx * ny <= GRID_CELLS) {
+            g->nx = (int)nx, g->ny = (int)ny;
+            break;
+        }
+    }
+    g->cell = cell;
+    memset(g->start, 0, (size_t)(g->nx * g->ny + 1) * sizeof(g->start[0]));
+    uint32_t at[TRK_MARKERS_SPOTS_STACK];
+    for (size_t s = 0; s < n_spots; s++) {
+        if (spots[s].object >= TRK_MAX_OBJECTS || !dot[spots[s].object]) continue;
+        int k = cell_of(spots[s].y, g->y0, cell, 0, g->ny - 1) * g->nx +
+                cell_of(spots[s].x, g->x0, cell, 0, g->nx - 1);
+        at[s] = (uint32_t)k;
+        g->start[k + 1]++;
+    }
+    for (int k = 0; k < g->nx * g->ny; k++)
+        g->start[k + 1] += g->start[k];
+    uint32_t fill[GRID_CELLS];
+    memcpy(fill, g->start, (size_t)(g->nx * g->ny) * sizeof(fill[0]));
+    for (size_t s = 0; s < n_spots; s++)
+        if (spots[s].object < TRK_MAX_OBJECTS && dot[spots[s].object])
+            g->item[fill[at[s]]++] = (uint32_t)s;
+    g->on = true;
+}
+
+/* Spot s as a candidate dot of the centre c: false when it is not one. */
+static bool candidate(const struct trk_spot *spots, size_t s, const bool *used, const bool *dot,
+                      const struct trk_spot *c, const double *rad, unsigned n_dots, double lo,
+                      double hi, struct cand *out)
+{
+    if (used[s] || spots[s].object >= TRK_MAX_OBJECTS || !dot[spots[s].object]) return false;
+    double ox = spots[s].x - c->x, oy = c->y - spots[s].y; /* y up */
+    /* Clearly out of the ring by the squared distance (a margin far above
+     * the rounding of either form): no hypot for the spots of the robots
+     * around. */
+    double d2 = ox * ox + oy * oy;
+    if (d2 > hi * hi * (1 + 1e-9) || d2 < lo * lo * (1 - 1e-9)) return false;
+    double r = hypot(ox, oy);
+    if (r < lo || r > hi) return false;
+    double miss = INFINITY;
+    for (unsigned d = 0; d < n_dots; d++) {
+        double m = fabs(r - rad[d]);
+        miss = lesser(miss, m);
+    }
+    *out = (struct cand){ s, ox, oy, 0, miss };
     return true;
 }
 
+/* The candidates near c from the grid, at most CANDS_MAX; -1 when there
+ * are more (the scan in spot order then decides which CANDS_MAX). */
+#define CANDS_MAX 64
+static int grid_cands(const struct grid *g, const struct trk_spot *spots, const bool *used,
+                      const bool *dot, const struct trk_spot *c, const double *rad, unsigned n_dots,
+                      double lo, double hi, struct cand *out)
+{
+    /* A 1 px margin: a spot within hi of c is never in a cell left out by
+     * the rounding of the cell arithmetic. */
+    int cx0 = cell_of(c->x - hi - 1, g->x0, g->cell, 0, g->nx);
+    int cx1 = cell_of(c->x + hi + 1, g->x0, g->cell, -1, g->nx - 1);
+    int cy0 = cell_of(c->y - hi - 1, g->y0, g->cell, 0, g->ny);
+    int cy1 = cell_of(c->y + hi + 1, g->y0, g->cell, -1, g->ny - 1);
+    int n = 0;
+    for (int y = cy0; y <= cy1; y++)
+        for (int x = cx0; x <= cx1; x++) {
+            int k = y * g->nx + x;
+            for (uint32_t i = g->start[k]; i < g->start[k + 1]; i++) {
+                struct cand cd;
+                if (!candidate(spots, g->item[i], used, dot, c, rad, n_dots, lo, hi, &cd)) continue;
+                if (n == CANDS_MAX) return -1;
+                out[n++] = cd;
+            }
+        }
+    return n;
+}
+
+/* Collects the n dots for a centre; false when there are fewer. */
+static bool collect_dots(const struct trk_pattern *p, const struct plan *pl, const struct grid *g,
+                         const struct trk_spot *spots, size_t n_spots, const bool *used,
+                         const struct trk_spot *c, double scale, struct cand *out)
+{
+    struct cand cands[CANDS_MAX];
+    double rad[TRK_PATTERN_DOTS_MAX], rmin = INFINITY, rmax = 0, tol = pl->tol;
+    for (unsigned d = 0; d < p->n_dots; d++) {
+        rad[d] = pl->dr[d] * scale;
+        rmin = lesser(rmin, rad[d]);
+        rmax = greater(rmax, rad[d]);
+    }
+    double lo = rmin * (1 - tol), hi = rmax * (1 + tol);
+    int found = g->on && isfinite(c->x) && isfinite(c->y) && isfinite(hi)
+                    ? grid_cands(g, spots, used, pl->dot, c, rad, p->n_dots, lo, hi, cands)
+                    : -1;
+    size_t n = found >= 0 ? (size_t)found : 0;
+    for (size_t s = 0; found < 0 && s < n_spots && n < CANDS_MAX; s++)
+        n += candidate(spots, s, used, pl->dot, c, rad, p->n_dots, lo, hi, &cands[n]);
+    if (n < p->n_dots) return false;
+    sort_cands(cands, n, by_miss);
+    memcpy(out, cands, p->n_dots * sizeof out[0]);
+    /* Angles only for the dots kept: the rest never need one. */
+    for (unsigned i = 0; i < p->n_dots; i++)
+        out[i].ang = angle_deg(out[i].ox, out[i].oy);
+    sort_cands(out, p->n_dots, by_angle);
+    return true;
+}
+
+/* Pairing k's sums of the template's cross and dot products with the
+ * seen dots (the rotation's sine and cosine, scaled). */
+static void pairing_sums(const struct trk_pattern *p, const unsigned *slot, const struct cand *seen,
+                         double scale, unsigned k, double *sc, double *sd)
+{
+    unsigned n = p->n_dots;
+    *sc = 0, *sd = 0;
+    for (unsigned i = 0; i < n; i++) {
+        unsigned d = slot[(i + k) % n];
+        double tx = p->dot_x[d] * scale, ty = p->dot_y[d] * scale;
+        *sc += tx * seen[i].oy - ty * seen[i].ox;
+        *sd += tx * seen[i].ox + ty * seen[i].oy;
+    }
+}
+
+/* Pairing k's summed squared residual at its best rotation (from its sums
+ * sc, sd), and that rotation (radians). */
+static double pairing_residual(const struct trk_pattern *p, const unsigned *slot,
+                               const struct cand *seen, double scale, unsigned k, double sc,
+                               double sd, double *theta)
+{
+    unsigned n = p->n_dots;
+    double th = atan2(sc, sd), co = cos(th), si = sin(th), res = 0;
+    for (unsigned i = 0; i < n; i++) {
+        unsigned d = slot[(i + k) % n];
+        double tx = p->dot_x[d] * scale, ty = p->dot_y[d] * scale;
+        double ex = seen[i].ox - (co * tx - si * ty), ey = seen[i].oy - (si * tx + co * ty);
+        res += ex * ex + ey * ey;
+    }
+    *theta = th;
+    return res;
+}
+
 /* The best cyclic pairing of seen dots (by angle) with template slots (by
- * angle): its rotation (radians), the shift and the summed squared residual. */
+ * angle): its rotation (radians), the shift and the summed squared
+ * residual. A pairing's residual at its best rotation is also
+ * |o|^2 + |t|^2 - 2 hypot(sum t x o, sum t . o) without the trigonometry:
+ * that closed form rules out the pairings clearly worse than the best
+ * (by far more than the rounding of either form), and only the others get
+ * the residual computed as before, in the same order, so the same pairing
+ * wins with the same numbers. */
 static double fit_rotation(const struct trk_pattern *p, const unsigned *slot,
                            const struct cand *seen, double scale, unsigned *best_shift,
                            double *best_res)
 {
     unsigned n = p->n_dots;
+    double approx[TRK_PATTERN_DOTS_MAX], sc[TRK_PATTERN_DOTS_MAX], sd[TRK_PATTERN_DOTS_MAX];
+    double sq = 0, amin = INFINITY;
+    for (unsigned i = 0; i < n; i++) {
+        double tx = p->dot_x[i] * scale, ty = p->dot_y[i] * scale;
+        sq += seen[i].ox * seen[i].ox + seen[i].oy * seen[i].oy + tx * tx + ty * ty;
+    }
+    for (unsigned k = 0; k < n; k++) {
+        pairing_sums(p, slot, seen, scale, k, &sc[k], &sd[k]);
+        approx[k] = sq - 2 * hypot(sc[k], sd[k]);
+        amin = lesser(amin, approx[k]);
+    }
+    const double margin = 1e-9 * (sq + 1);
+    const bool all = !isfinite(amin) || !isfinite(sq);
     double best_theta = 0;
     *best_res = INFINITY;
     for (unsigned k = 0; k < n; k++) {
-        double sc = 0, sd = 0;
-        for (unsigned i = 0; i < n; i++) {
-            unsigned d = slot[(i + k) % n];
-            double tx = p->dot_x[d] * scale, ty = p->dot_y[d] * scale;
-            sc += tx * seen[i].oy - ty * seen[i].ox;
-            sd += tx * seen[i].ox + ty * seen[i].oy;
-        }
-        double th = atan2(sc, sd), co = cos(th), si = sin(th), res = 0;
-        for (unsigned i = 0; i < n; i++) {
-            unsigned d = slot[(i + k) % n];
-            double tx = p->dot_x[d] * scale, ty = p->dot_y[d] * scale;
-            double ex = seen[i].ox - (co * tx - si * ty), ey = seen[i].oy - (si * tx + co * ty);
-            res += ex * ex + ey * ey;
-        }
+        if (!all && approx[k] > amin + margin) continue;
+        double th, res = pairing_residual(p, slot, seen, scale, k, sc[k], sd[k], &th);
         if (res < *best_res) {
             *best_res = res;
             *best_shift = k;
@@ -150,24 +370,21 @@ static int lookup_id(const struct trk_pattern *p, const unsigned *slot, const st
     return -1;
 }
 
-static bool find_dots_marker(const struct trk_pattern *p, const struct trk_spot *spots,
-                             size_t n_spots, bool *used, const bool *dot, size_t c,
-                             struct trk_marker *m)
+static bool find_dots_marker(const struct trk_pattern *p, const struct plan *pl,
+                             const struct grid *g, const struct trk_spot *spots, size_t n_spots,
+                             bool *used, size_t c, struct trk_marker *m)
 {
-    double tol = p->tol > 0 ? p->tol : 0.4;
-    double scale =
-        p->px_per_mm > 0 ? p->px_per_mm : 2.0 * disc_radius(spots[c].mass) / p->centre_mm;
-    if (!(scale > 0) || !isfinite(scale)) return false;
+    double tol = pl->tol, scale = centre_scale(p, &spots[c]);
+    if (scale == 0) return false;
     struct cand seen[TRK_PATTERN_DOTS_MAX];
-    if (!collect_dots(p, spots, n_spots, used, dot, &spots[c], scale, tol, seen)) return false;
-    unsigned slot[TRK_PATTERN_DOTS_MAX], shift = 0;
-    template_order(p, slot);
-    double res, theta = fit_rotation(p, slot, seen, scale, &shift, &res);
-    int idx = lookup_id(p, slot, seen, shift, spots);
+    if (!collect_dots(p, pl, g, spots, n_spots, used, &spots[c], scale, seen)) return false;
+    unsigned shift = 0;
+    double res, theta = fit_rotation(p, pl->slot, seen, scale, &shift, &res);
+    int idx = lookup_id(p, pl->slot, seen, shift, spots);
     if (idx < 0) return false;
     double mean_r = 0;
     for (unsigned d = 0; d < p->n_dots; d++)
-        mean_r += hypot(p->dot_x[d], p->dot_y[d]) * scale;
+        mean_r += pl->dr[d] * scale;
     mean_r /= p->n_dots;
     double rms = sqrt(res / p->n_dots), conf = 1.0 - rms / (tol * mean_r);
     *m = (struct trk_marker){ .id = p->id[idx],
@@ -257,19 +474,26 @@ size_t trk_markers_find(const struct trk_pattern *pats, size_t n_pats, const str
 {
     /* A frame's spots are its listed blobs (at most TRK_MARKERS_SPOTS_STACK):
      * their flags live on the stack, so a frame allocates nothing. */
-    bool stack_used[TRK_MARKERS_SPOTS_STACK] = { false }, dot[TRK_MAX_OBJECTS];
+    bool stack_used[TRK_MARKERS_SPOTS_STACK] = { false };
     bool *used = n_spots <= TRK_MARKERS_SPOTS_STACK ? stack_used : calloc(n_spots, sizeof *used);
     if (!used) return 0;
+    struct plan plans[TRK_PATTERNS_MAX];
+    struct grid grid;
+    grid.on = false;
+    bool dots = false;
+    n_pats = n_pats < TRK_PATTERNS_MAX ? n_pats : TRK_PATTERNS_MAX;
+    for (size_t pi = 0; pi < n_pats; pi++)
+        if (pats[pi].kind == TRK_PATTERN_DOTS) plan_pattern(&pats[pi], &plans[pi]), dots = true;
+    if (dots) grid_build(&grid, pats, n_pats, plans, spots, n_spots);
     size_t found = 0;
     for (size_t pi = 0; pi < n_pats; pi++) {
         const struct trk_pattern *p = &pats[pi];
-        if (p->kind == TRK_PATTERN_DOTS) dot_colours(p, dot);
         uint16_t lead = p->kind == TRK_PATTERN_DOTS ? p->centre : p->code[0];
         for (size_t s = 0; s < n_spots; s++) {
             if (used[s] || spots[s].object != lead) continue;
             struct trk_marker m;
             bool ok = p->kind == TRK_PATTERN_DOTS
-                          ? find_dots_marker(p, spots, n_spots, used, dot, s, &m)
+                          ? find_dots_marker(p, &plans[pi], &grid, spots, n_spots, used, s, &m)
                           : find_code_marker(p, spots, n_spots, used, s, &m);
             if (!ok) continue;
             m.pattern = (uint16_t)pi;

@@ -55,7 +55,10 @@
 
 /* Finds the markers of every pattern among the spots, in pattern order then
  * centre order; writes at most max of them into out and returns how many
- * were found (which may exceed max: the rest are not written). */
+ * were found (which may exceed max: the rest are not written). At most
+ * TRK_PATTERNS_MAX patterns (a set's most) are looked for. A centre looks
+ * at the spots near it only (a grid of the dot colours' spots, built once
+ * per call), which finds the same dots as looking at every spot. */
 size_t trk_markers_find(const struct trk_pattern *pats, size_t n_pats, const struct trk_spot *spots,
                         size_t n_spots, struct trk_marker *out, size_t max);
 
