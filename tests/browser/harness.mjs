@@ -66,11 +66,20 @@ export function launchChromium() {
 
 // Drags the mouse from frame pixel a to frame pixel b over the video canvas
 // (frame fw x fh pixels), through two intermediate points as a hand would.
-export async function dragFrame(page, a, b, fw, fh) {
-  const r = await page.evaluate(() => {
-    const b = document.getElementById('view').getBoundingClientRect();
+// The view's place in the viewport, after scrolling it into view: a focused
+// form field elsewhere may have scrolled the page, and a mouse event outside
+// the viewport reaches nothing.
+export async function viewRect(page) {
+  return page.evaluate(() => {
+    const v = document.getElementById('view');
+    v.scrollIntoView({ block: 'nearest', inline: 'nearest', behavior: 'instant' });
+    const b = v.getBoundingClientRect();
     return { left: b.left, top: b.top, width: b.width, height: b.height };
   });
+}
+
+export async function dragFrame(page, a, b, fw, fh) {
+  const r = await viewRect(page);
   const cx = (x) => r.left + ((x + 0.5) * r.width) / fw;
   const cy = (y) => r.top + ((y + 0.5) * r.height) / fh;
   await page.mouse.move(cx(a[0]), cy(a[1]));
@@ -147,10 +156,7 @@ export async function openPage(browser, port, errors, ready,
 // Clicks frame pixel [x, y] of the video (frame fw x fh); returns the CSS
 // pixels per frame pixel.
 export async function clickFrame(page, [x, y], fw, fh) {
-  const r = await page.evaluate(() => {
-    const b = document.getElementById('view').getBoundingClientRect();
-    return { left: b.left, top: b.top, width: b.width, height: b.height };
-  });
+  const r = await viewRect(page);
   await page.mouse.click(r.left + ((x + 0.5) * r.width) / fw, r.top + ((y + 0.5) * r.height) / fh);
   return r.width / fw;
 }

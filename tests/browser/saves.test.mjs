@@ -166,7 +166,14 @@ try {
   const world = [[0, 0], [2000, 0], [2000, 1000], [0, 1000]];
   // The mode starts from the calibration in use: its 4 points are undone.
   for (let i = 0; i < 4; i++) await page.click('#c-undo');
-  for (const c of corners) await clickFrame(page, c, FRAME_W, FRAME_H);
+  // Each click adds its point (the harness scrolls the view into sight first:
+  // the teach form's focused fields may have scrolled the page).
+  for (const [i, c] of corners.entries()) {
+    await clickFrame(page, c, FRAME_W, FRAME_H);
+    await page.waitForFunction((n) => window.trackdTest.calib.points.length === n, i + 1,
+                               { timeout: 5000 })
+      .catch(() => fail(`calibration click ${i + 1} added no point`));
+  }
   for (let i = 0; i < 4; i++) {
     await page.fill(`input[aria-label="point ${i + 1} world x"]`, String(world[i][0]));
     await page.fill(`input[aria-label="point ${i + 1} world y"]`, String(world[i][1]));
