@@ -139,7 +139,13 @@ static const struct opt opts[] = {
       .group = G_OUTPUTS, .help = "record a bundle in DIR (new or empty): the frames as the source delivered them, their times, every object set with the frame it applied from, and the results (docs/RECORDING.md); a full disk stops the recording, never tracking" },
     { "record-max", 0, "MB", .type = T_COUNT, FIELD(record_max_mb, uint64_t), .lo = 1,
       .form = "MB, a whole number >= {lo}, e.g. 2000",
-      .group = G_OUTPUTS, .help = "stop recording (tracking goes on) once the bundle would pass MB megabytes; default: no limit" },
+      .group = G_OUTPUTS, .help = "stop recording (tracking goes on) once the bundle would pass MB megabytes, or with --record-rotate start the next part; default: no limit" },
+    { "record-max-time", 0, "DURATION", PARSE(parse_seconds), FIELD(record_max_s, double), .lo = 1, .hi = 604800,
+      .form = "seconds {lo}..{hi}, with s, m, h or ms after it, e.g. 10m",
+      .group = G_OUTPUTS, .help = "stop recording (tracking goes on) once the bundle holds DURATION of frames (by their capture times), or with --record-rotate start the next part; default: no limit" },
+    { "record-rotate", 0, "N", .type = T_COUNT, FIELD(record_rotate, uint64_t), .lo = 0, .def = "0",
+      .form = "a whole number >= {lo}, e.g. 5",
+      .group = G_OUTPUTS, .help = "at --record-max or --record-max-time, close the part and go on in the next: DIR/part-0001, DIR/part-0002, ..., each a bundle of its own, keeping the newest N (older ones deleted); 0: stop at the limit" },
     { "record-storage", 0, "STORAGE", NAME(record_storage, parse_storage), .def = "raw",
       .form = "raw, ffv1 or copy",
       .group = G_OUTPUTS, .help = "how --record and --rewind saves store the frames: raw (frames.raw, the bytes as they came), ffv1 (lossless FFV1 in Matroska, frames-NNNN.mkv; bundle version 2) or copy (--record only: an MJPEG camera's JPEGs as the driver delivered them in frames.mjpeg, a file input by reference: its path, size, SHA-256 and each frame's number; bundle version 3; the replay decodes them as the live run did, in software); all replay bit-exact; docs/BENCHMARKS.md has their cost" },
@@ -709,6 +715,8 @@ static bool parse_seconds(const char *a, const struct opt *o, struct trk_setting
     if (errno || end == a) return false;
     if (!strcmp(end, "m"))
         v *= 60;
+    else if (!strcmp(end, "h"))
+        v *= 3600;
     else if (!strcmp(end, "ms"))
         v /= 1000;
     else if (*end && strcmp(end, "s"))
@@ -872,8 +880,13 @@ static int check_rest(int argc, char **argv, const struct trk_settings *s, FILE 
     else if (s->paused && (!s->replay || s->verify || !s->server))
         why = !s->replay ? "--paused needs --replay"
                          : "--paused waits for the page: it needs the server, without --verify";
-    else if (s->record_max_mb && !s->record)
-        why = "--record-max needs --record";
+    else if ((s->record_max_mb || s->record_max_s > 0 || s->record_rotate) && !s->record)
+        why = "--record-max, --record-max-time and --record-rotate need --record";
+    else if (s->record_rotate && !s->record_max_mb && !(s->record_max_s > 0))
+        why = "--record-rotate needs --record-max or --record-max-time";
+    else if (s->record_rotate && s->record_storage == TRK_STORAGE_COPY)
+        why = "--record-rotate needs --record-storage raw or ffv1 (a part of copy storage "
+              "would need the whole input's hash again)";
     else if (s->rewind_s == 0 && (s->rewind_lost || s->rewind_on_health))
         why = "--rewind-on needs --rewind";
     else if ((s->list_formats || s->list_controls) && !s->device)

@@ -89,6 +89,10 @@ struct trk_settings {
      * replay starts paused and pauses at its end). */
     const char *record;
     uint64_t record_max_mb;
+    /* --record-max-time SECONDS (0 = no limit), --record-rotate N (0 = stop
+     * at a limit, else parts kept). */
+    double record_max_s;
+    uint64_t record_rotate;
     const char *replay;
     bool verify;
     bool paused;

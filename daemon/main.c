@@ -869,6 +869,8 @@ static int open_outputs(struct app *a)
     struct trk_record_cfg rc_cfg = {
         .dir = s->record,
         .max_bytes = s->record_max_mb * 1000000,
+        .max_seconds = s->record_max_s,
+        .rotate = (unsigned)s->record_rotate,
         .ffv1 = s->record_storage == TRK_STORAGE_FFV1,
         .copy = copy,
         .input_ref = copy && s->input,

@@ -542,13 +542,15 @@ static void frame_state(struct pipeline *p, const struct trk_frame *f)
     }
     p->state_loaded = true;
     if (cfg->replay_state) replay_jump(p, f);
-    if (!cfg->rewind && !cfg->replay_keep) return;
+    const bool rec = trk_record_wants_state(cfg->record);
+    if (!cfg->rewind && !cfg->replay_keep && !rec) return;
     p->state.len = 0;
     p->state.failed = false;
     trk_state_save(&p->state, p->tracker, p->markers, p->light, &p->result, p->objects, w, h,
                    f->seq);
     if (p->state.failed) return;
     if (cfg->rewind) trk_rewind_state(cfg->rewind, f->seq, p->state.p, p->state.len);
+    if (rec) trk_record_state(cfg->record, f->seq, p->state.p, p->state.len);
     if (cfg->replay_keep) cfg->replay_keep(cfg->replay_ctx, f->seq, p->state.p, p->state.len);
 }
 

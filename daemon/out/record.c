@@ -1,6 +1,7 @@
 #include "record.h"
 
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -75,6 +76,28 @@ struct trk_record {
     /* Writer (hash_input): the input file's size, SHA-256 ("" = none) and
      * block CRCs, read by close after joining it. */
     struct trk_record_input input;
+
+    /* --record-rotate (writer): the folder holding the parts, the current
+     * part's number and the oldest one kept; the current part's first
+     * frame's t_capture (part_t0_set: it has one). */
+    char *root;
+    int part, oldest;
+    double part_t0;
+    bool part_t0_set;
+    /* The part before, still taking the texts of frames before first_seq
+     * (the results lag the frames); finished at the first text of a frame
+     * from first_seq on. need_base: the current part has no object set yet
+     * (written at that text: cur_set, the newest set, from first_seq). */
+    struct trk_record *old;
+    uint64_t first_seq;
+    bool need_base;
+    char *cur_set;
+    /* States before frames not yet written (seq order), and the one the
+     * current part waits for (want_state: seq first_seq). */
+    struct trk_record_text *states;
+    bool want_state;
+    /* A finished part: the next part's name, for its manifest's end. */
+    char next_part[32];
 };
 
 /* Writer thread: recording ends here for good (the first error or the
@@ -108,7 +131,8 @@ static int write_all(int fd, const void *p, size_t len)
 /* Writer: whether n more bytes stay within --record-max (else stops). */
 static bool room_for(struct trk_record *r, uint64_t n)
 {
-    if (!r->cfg.max_bytes || r->bytes + n <= r->cfg.max_bytes) return true;
+    /* Rotating, the limit is kept at frame boundaries (rotate_due). */
+    if (!r->cfg.max_bytes || r->cfg.rotate || r->bytes + n <= r->cfg.max_bytes) return true;
     char what[64];
     snprintf(what, sizeof(what), "%llu bytes", (unsigned long long)r->cfg.max_bytes);
     stop_recording(r, 0, "the size limit (--record-max) of %s is reached", what);
@@ -229,10 +253,220 @@ static bool write_packet(struct trk_record *r, const struct trk_record_frame *s,
     return true;
 }
 
+static int make_dir(const char *opt, const char *dir);
+static struct trk_record *open_bundle(const char *opt, const struct trk_record_cfg *cfg);
+static void record_free(struct trk_record *r);
+static void write_state(struct trk_record *r, const void *data, size_t len);
+static void write_set(struct trk_record *r, uint64_t seq, const char *data, size_t len);
+static int write_manifest(struct trk_record *r, bool end);
+
+/* Writer: whether frame s would pass a limit of the current part (its
+ * first frame never does). Without rotation that stops recording. */
+static bool limit_passed(struct trk_record *r, const struct trk_record_frame *s)
+{
+    const struct trk_record_cfg *c = &r->cfg;
+    if (!r->part_t0_set) {
+        r->part_t0 = s->t_capture;
+        r->part_t0_set = true;
+        return false;
+    }
+    if (c->max_seconds > 0 && s->t_capture - r->part_t0 >= c->max_seconds) {
+        if (c->rotate) return true;
+        char what[64];
+        snprintf(what, sizeof(what), "%g s", c->max_seconds);
+        stop_recording(r, 0, "the duration limit (--record-max-time) of %s is reached", what);
+        return false;
+    }
+    return c->rotate && c->max_bytes && r->bytes + s->len + 256 > c->max_bytes;
+}
+
+#define SWAP(a, b)                                                                                 \
+    do {                                                                                           \
+        __typeof__(a) t_ = (a);                                                                    \
+        (a) = (b);                                                                                 \
+        (b) = t_;                                                                                  \
+    } while (0)
+
+/* The files and counts of one part, exchanged between a and b. */
+static void swap_part(struct trk_record *a, struct trk_record *b)
+{
+    SWAP(a->dir, b->dir);
+    SWAP(a->frames_fd, b->frames_fd);
+    SWAP(a->mjpeg_fd, b->mjpeg_fd);
+    SWAP(a->mjpeg_off, b->mjpeg_off);
+    SWAP(a->ffv1, b->ffv1);
+    SWAP(a->ffv1_packets, b->ffv1_packets);
+    SWAP(a->ffv1_files, b->ffv1_files);
+    SWAP(a->index, b->index);
+    SWAP(a->results, b->results);
+    SWAP(a->objects, b->objects);
+    SWAP(a->bytes, b->bytes);
+    SWAP(a->frames_off, b->frames_off);
+    SWAP(a->versions, b->versions);
+    SWAP(a->started_ms, b->started_ms);
+    char name[sizeof(a->ffv1_name)];
+    memcpy(name, a->ffv1_name, sizeof(name));
+    memcpy(a->ffv1_name, b->ffv1_name, sizeof(name));
+    memcpy(b->ffv1_name, name, sizeof(name));
+    uint64_t n = atomic_load(&a->frames);
+    atomic_store(&a->frames, atomic_load(&b->frames));
+    atomic_store(&b->frames, n);
+    n = atomic_load(&a->lines);
+    atomic_store(&a->lines, atomic_load(&b->lines));
+    atomic_store(&b->lines, n);
+    a->cfg.dir = a->dir;
+    b->cfg.dir = b->dir;
+}
+
+/* Removes dir's files and then dir (no deeper folders). 0 or -errno. */
+static int remove_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) return -errno;
+    int err = 0;
+    char path[4600];
+    for (struct dirent *e; (e = readdir(d));) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+        if (unlink(path) != 0 && !err) err = -errno;
+    }
+    closedir(d);
+    if (!err && rmdir(dir) != 0) err = -errno;
+    return err;
+}
+
+/* Writer: part k deleted (its objects/ first). */
+static void remove_part(const struct trk_record *r, int k)
+{
+    char dir[4300], objs[4400];
+    snprintf(dir, sizeof(dir), "%s/part-%04d", r->root, k);
+    snprintf(objs, sizeof(objs), "%s/objects", dir);
+    int err = remove_dir(objs);
+    if (!err || err == -ENOENT) err = remove_dir(dir);
+    if (err)
+        log_warn_err(err, "--record-rotate: cannot delete the oldest part %s", dir);
+    else
+        log_info("--record-rotate: deleted the oldest part %s", dir);
+}
+
+/* Writer: the part before is done (its texts are in): its manifest closed,
+ * then the parts past --record-rotate deleted, oldest first. */
+static void finish_old(struct trk_record *r)
+{
+    struct trk_record *o = r->old;
+    r->old = NULL;
+    int err = write_manifest(o, true);
+    if (err) log_error_err(err, "cannot finish %s/manifest.json", o->dir);
+    log_info("recording: %s done (%llu frames); going on in %s", o->dir,
+             (unsigned long long)atomic_load(&o->frames), r->dir);
+    record_free(o);
+    while (r->part - r->oldest + 1 > (int)r->cfg.rotate)
+        remove_part(r, r->oldest++);
+}
+
+/* Writer: states before frames older than seq are of no use any more. */
+static void drop_states(struct trk_record *r, uint64_t seq)
+{
+    for (struct trk_record_text *t; (t = r->states) && t->seq < seq;) {
+        r->states = t->next;
+        free(t);
+    }
+}
+
+/* Writer: the state before frame seq, the new part's first: its state.bin
+ * now if it came, else when it comes (keep_state). */
+static void take_state(struct trk_record *r, uint64_t seq)
+{
+    struct trk_record_text *t = r->states;
+    r->want_state = !t || t->seq != seq;
+    if (r->want_state) return;
+    r->states = t->next;
+    write_state(r, t->data, t->len);
+    free(t);
+}
+
+/* Writer: a state (owned from here) for the part waiting for it, or kept
+ * for a frame not yet written. */
+static void keep_state(struct trk_record *r, struct trk_record_text *t)
+{
+    if (r->want_state && t->seq == r->first_seq) {
+        r->want_state = false;
+        write_state(r, t->data, t->len);
+        free(t);
+        return;
+    }
+    t->next = NULL;
+    struct trk_record_text **p = &r->states;
+    while (*p)
+        p = &(*p)->next;
+    *p = t;
+}
+
+/* Writer: the current part is closed at frame seq and recording goes on in
+ * the next; the closed part takes the texts of the frames before seq
+ * (finish_old). A part that cannot be made stops recording. */
+static void rotate(struct trk_record *r, uint64_t seq)
+{
+    char name[32], dir[4300];
+    snprintf(name, sizeof(name), "part-%04d", r->part + 1);
+    snprintf(dir, sizeof(dir), "%s/%s", r->root, name);
+    struct trk_record_cfg c = r->cfg;
+    c.dir = dir;
+    c.started_wall_ms = 0;
+    struct trk_record *n = make_dir("--record", dir) ? NULL : open_bundle("--record", &c);
+    if (!n) {
+        stop_recording(r, 0, "the next part, %s, cannot be made", dir);
+        return;
+    }
+    /* n keeps the input's identity for its manifest (copy storage, whose
+     * block CRCs it would need, does not rotate). */
+    n->input = r->input;
+    n->input.crc = NULL, n->input.n_crc = 0;
+    swap_part(r, n);
+    snprintf(n->next_part, sizeof(n->next_part), "%s", name);
+    r->old = n;
+    r->part++;
+    r->first_seq = seq;
+    r->need_base = true;
+    take_state(r, seq);
+}
+
+/* Writer: a result line or an object set into the part of its frame. */
+static void write_text(struct trk_record *r, const struct trk_record_text *t)
+{
+    struct trk_record *to = r;
+    if (r->old && t->seq < r->first_seq)
+        to = r->old;
+    else if (r->old)
+        finish_old(r);
+    if (to == r && r->need_base) {
+        /* A part starts with the set in force, unless one starts there. */
+        r->need_base = false;
+        if (r->cur_set && !(t->objects && t->seq == r->first_seq))
+            write_set(r, r->first_seq, r->cur_set, strlen(r->cur_set));
+    }
+    if (t->objects) {
+        if (r->cfg.rotate) {
+            free(r->cur_set);
+            r->cur_set = strdup(t->data);
+        }
+        write_set(to, t->seq, t->data, t->len);
+    } else if (put_line(to, to->results, "results.ndjson", t->data, t->len)) {
+        atomic_fetch_add(&to->lines, 1);
+    }
+}
+
 /* Writer: frame bytes first, then its index line, so every index line
- * names bytes that are there. */
+ * names bytes that are there. A frame past a limit starts the next part
+ * (or stops recording). */
 static void write_frame(struct trk_record *r, const struct trk_record_frame *s)
 {
+    drop_states(r, s->seq);
+    if (limit_passed(r, s) && !r->old) {
+        rotate(r, s->seq);
+        r->part_t0 = s->t_capture;
+    }
+    if (atomic_load(&r->stopped)) return;
     char where[200];
     if (s->ref) {
         /* The input file holds it: the manifest names the file (its hash
@@ -256,25 +490,26 @@ static void write_frame(struct trk_record *r, const struct trk_record_frame *s)
     put_index(r, s, where);
 }
 
-/* Writer: objects/NNNN.json and its line in objects.ndjson. */
-static void write_objects(struct trk_record *r, const struct trk_record_text *t)
+/* Writer: objects/NNNN.json (len bytes of data, the set applying from seq
+ * on) and its line in objects.ndjson. */
+static void write_set(struct trk_record *r, uint64_t seq, const char *data, size_t len)
 {
     char name[64], path[4200];
     snprintf(name, sizeof(name), "objects/%04d.json", r->versions + 1);
     snprintf(path, sizeof(path), "%s/%s", r->dir, name);
-    if (!room_for(r, t->len)) return;
+    if (!room_for(r, len)) return;
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    int err = fd < 0 ? -errno : write_all(fd, t->data, t->len);
+    int err = fd < 0 ? -errno : write_all(fd, data, len);
     if (fd >= 0 && close(fd) != 0 && !err) err = -errno;
     if (err) {
         stop_recording(r, err, "writing %s failed", name);
         return;
     }
-    r->bytes += t->len;
+    r->bytes += len;
     r->versions++;
     char line[160];
     int n = snprintf(line, sizeof(line), "{\"version\":%d,\"first_seq\":%llu,\"file\":\"%s\"}",
-                     r->versions, (unsigned long long)t->seq, name);
+                     r->versions, (unsigned long long)seq, name);
     put_line(r, r->objects, "objects.ndjson", line, (size_t)n);
 }
 
@@ -339,7 +574,9 @@ static int write_manifest(struct trk_record *r, bool end)
                        (unsigned long long)r->frames, (unsigned long long)r->dropped,
                        (unsigned long long)r->after_stop, (unsigned long long)r->lines,
                        (unsigned long long)r->lines_dropped, (unsigned long long)r->bytes);
-        if (atomic_load(&r->stopped))
+        if (r->next_part[0])
+            trk_buf_printf(&b, "\"rotated\", \"next\": \"%s\"", r->next_part);
+        else if (atomic_load(&r->stopped))
             trk_buf_json_str(&b, r->stop_reason, SIZE_MAX);
         else
             trk_buf_puts(&b, "null");
@@ -473,12 +710,10 @@ static void *writer_main(void *arg)
             if (!r->t_head) r->t_tail = NULL;
             r->t_len--;
             pthread_mutex_unlock(&r->lock);
-            if (!atomic_load(&r->stopped)) {
-                if (t->objects)
-                    write_objects(r, t);
-                else if (put_line(r, r->results, "results.ndjson", t->data, t->len))
-                    atomic_fetch_add(&r->lines, 1);
-            }
+            if (!atomic_load(&r->stopped) && t->state)
+                keep_state(r, t), t = NULL;
+            else if (!atomic_load(&r->stopped))
+                write_text(r, t);
             free(t);
             pthread_mutex_lock(&r->lock);
         }
@@ -589,11 +824,12 @@ void trk_record_frame(struct trk_record *r, struct trk_frame *f)
 }
 
 /* Processing thread: queues a text item; false when the queue is full. */
-static bool push_text(struct trk_record *r, bool objects, uint64_t seq, const char *s, size_t len)
+static bool push_text(struct trk_record *r, bool objects, bool state, uint64_t seq, const char *s,
+                      size_t len)
 {
     struct trk_record_text *t = malloc(sizeof(*t) + len + 1);
     if (!t) return false;
-    *t = (struct trk_record_text){ .objects = objects, .seq = seq, .len = len };
+    *t = (struct trk_record_text){ .objects = objects, .state = state, .seq = seq, .len = len };
     memcpy(t->data, s, len);
     t->data[len] = 0;
     pthread_mutex_lock(&r->lock);
@@ -618,12 +854,24 @@ static void rec_frame(void *ctx, const struct trk_frame_result *res, const char 
     if (atomic_load(&r->stopped)) return;
     if (r->pending_set) {
         /* Object sets are never dropped: replay needs every one. */
-        push_text(r, true, res->meta.seq, r->pending_set, strlen(r->pending_set));
+        push_text(r, true, false, res->meta.seq, r->pending_set, strlen(r->pending_set));
         free(r->pending_set);
         r->pending_set = NULL;
     }
-    if (json && !push_text(r, false, res->meta.seq, json, len))
+    if (json && !push_text(r, false, false, res->meta.seq, json, len))
         atomic_fetch_add(&r->lines_dropped, 1);
+}
+
+bool trk_record_wants_state(const struct trk_record *r)
+{
+    return r && r->cfg.rotate;
+}
+
+void trk_record_state(struct trk_record *r, uint64_t seq, const void *data, size_t len)
+{
+    /* A state lost to a full queue costs only a part starting at seq its
+     * state.bin (logged by the writer's replay check, not here). */
+    if (r && !atomic_load(&r->stopped)) push_text(r, false, true, seq, data, len);
 }
 
 void trk_record_set_changed(char **last, char **pending, const struct trk_objects *set)
@@ -669,6 +917,9 @@ static void record_free(struct trk_record *r)
     }
     free(r->last_set);
     free(r->pending_set);
+    free(r->cur_set);
+    drop_states(r, UINT64_MAX);
+    free(r->root);
     pthread_mutex_destroy(&r->lock);
     pthread_cond_destroy(&r->cond);
     pthread_cond_destroy(&r->freed);
@@ -685,6 +936,7 @@ static int rec_close(void *ctx)
     pthread_cond_signal(&r->cond);
     pthread_mutex_unlock(&r->lock);
     if (r->have_writer) pthread_join(r->writer, NULL);
+    if (r->old) finish_old(r);
     int err = write_manifest(r, true);
     if (err) log_error_err(err, "cannot finish %s/manifest.json", r->dir);
     log_info("recording %s: %llu frames, %llu result lines, %d object sets, %llu bytes; %llu "
@@ -793,13 +1045,29 @@ int trk_record_add(const struct trk_record_cfg *cfg, struct trk_outputs *o, stru
         log_error("--record: the folder's path is too long");
         return TRK_EX_USAGE;
     }
-    int made = make_dir("--record", cfg->dir);
+    /* Rotating, DIR holds the parts, the first DIR/part-0001. */
+    struct trk_record_cfg c = *cfg;
+    char first[4300];
+    if (cfg->rotate) {
+        snprintf(first, sizeof(first), "%s/part-0001", cfg->dir);
+        c.dir = first;
+        if (mkdir(cfg->dir, 0755) != 0 && errno != EEXIST) {
+            log_error_err(-errno, "--record: cannot create the folder %s", cfg->dir);
+            return not_recording(cfg->dir);
+        }
+    }
+    int made = make_dir("--record", c.dir);
     /* A bundle already there is kept (exit 66); a folder that cannot be
      * written (read-only, full) costs the recording, never the tracking. */
     if (made == -EEXIST) return TRK_EX_NOINPUT;
     if (made) return not_recording(cfg->dir);
-    struct trk_record *r = open_bundle("--record", cfg);
+    struct trk_record *r = open_bundle("--record", &c);
     if (!r) return not_recording(cfg->dir);
+    if (cfg->rotate && !(r->root = strdup(cfg->dir))) {
+        record_free(r);
+        return not_recording(cfg->dir);
+    }
+    r->part = r->oldest = 1;
     if (pthread_create(&r->writer, NULL, writer_main, r) != 0) {
         record_free(r);
         return not_recording(cfg->dir);
@@ -851,7 +1119,7 @@ int trk_record_write(const struct trk_record_cfg *cfg, struct trk_record_frame *
         write_frame(r, frames[i]);
     for (const struct trk_record_text *t = texts; t && !atomic_load(&r->stopped); t = t->next)
         if (t->objects)
-            write_objects(r, t);
+            write_set(r, t->seq, t->data, t->len);
         else if (put_line(r, r->results, "results.ndjson", t->data, t->len))
             atomic_fetch_add(&r->lines, 1);
     err = write_manifest(r, true);

@@ -75,6 +75,7 @@ struct trk_record_frame {
 struct trk_record_text {
     struct trk_record_text *next;
     bool objects; /* an object set applying from seq on, else a result line */
+    bool state;   /* --record-rotate: the state before frame seq (state.h) */
     uint64_t seq;
     size_t len;
     char data[];
@@ -83,6 +84,12 @@ struct trk_record_text {
 struct trk_record_cfg {
     const char *dir;    /* created if missing; must be empty or absent      */
     uint64_t max_bytes; /* stop recording past this many bytes; 0 = none    */
+    double max_seconds; /* likewise past this span of t_capture; 0 = none   */
+    /* > 0: at a limit the part is closed and recording goes on in the next,
+     * dir/part-0001, dir/part-0002, ..., the newest `rotate` kept; each
+     * part after the first starts with the set in force and the state
+     * before its first frame (trk_record_state), so it replays by itself. */
+    unsigned rotate;
     /* Frames as FFV1 in Matroska (frames-NNNN.mkv, a new file when the
      * format or size changes; daemon/out/ffv1.h) instead of frames.raw. */
     bool ffv1;
@@ -141,6 +148,14 @@ int trk_record_add(const struct trk_record_cfg *cfg, struct trk_outputs *o,
  * the writer, or, when every slot is busy, dropped and counted (or waited
  * for: wait_when_full). NULL r or a stopped recording: nothing. */
 void trk_record_frame(struct trk_record *r, struct trk_frame *f);
+
+/* Whether r wants the processing thread's state before each frame
+ * (rotation on): false for NULL. */
+bool trk_record_wants_state(const struct trk_record *r);
+
+/* Processing thread: the state (daemon/state.h) just before frame seq, for
+ * the writer, which keeps it only when a new part starts at seq. */
+void trk_record_state(struct trk_record *r, uint64_t seq, const void *data, size_t len);
 
 /* Processing thread, an output's objects hook: the set's JSON becomes
  * *pending (for the next frame message, the first under it) and *last,
