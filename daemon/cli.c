@@ -144,7 +144,7 @@ static const struct opt opts[] = {
       .form = "seconds {lo}..{hi}, with s, m, h or ms after it, e.g. 10m",
       .group = G_OUTPUTS, .help = "stop recording (tracking goes on) once the bundle holds DURATION of frames (by their capture times), or with --record-rotate start the next part; default: no limit" },
     { "record-rotate", 0, "N", .type = T_COUNT, FIELD(record_rotate, uint64_t), .lo = 0, .def = "0",
-      .form = "a whole number >= {lo}, e.g. 5",
+      .form = "N, a whole number >= {lo}, e.g. 5",
       .group = G_OUTPUTS, .help = "at --record-max or --record-max-time, close the part and go on in the next: DIR/part-0001, DIR/part-0002, ..., each a bundle of its own, keeping the newest N (older ones deleted); 0: stop at the limit" },
     { "record-storage", 0, "STORAGE", NAME(record_storage, parse_storage), .def = "raw",
       .form = "raw, ffv1 or copy",

@@ -343,6 +343,50 @@ static void test_mqtt_url(void)
     CHECK(trk_mqtt_topic_level("///", t, 5) == 3 && !strcmp(t, "%2F")); /* cut, never mid-escape */
 }
 
+/* --record-max-time and --record-rotate: durations as --rewind's (h too),
+ * bad values and a rotation without a limit refused with exit 64. */
+static void test_record_limits(void)
+{
+    struct trk_settings s;
+    char err[512] = "";
+    CHECK(parse(&s, err, sizeof(err), "--record", "d", NULL) == TRK_CLI_RUN &&
+          s.record_max_s == 0 && s.record_rotate == 0);
+    CHECK(parse(&s, err, sizeof(err), "--record", "d", "--record-max-time", "10m",
+                "--record-rotate", "2", NULL) == TRK_CLI_RUN &&
+          s.record_max_s == 600 && s.record_rotate == 2);
+    CHECK(parse(&s, err, sizeof(err), "--record", "d", "--record-max-time", "1h", NULL) ==
+              TRK_CLI_RUN &&
+          s.record_max_s == 3600);
+    CHECK(parse(&s, err, sizeof(err), "--record", "d", "--record-max", "5", "--record-rotate", "0",
+                NULL) == TRK_CLI_RUN &&
+          s.record_rotate == 0 && s.record_max_mb == 5);
+    static const char *const bad_time[] = { "0", "-5s", "10x", "", "soon", "0.5s" };
+    for (size_t i = 0; i < sizeof(bad_time) / sizeof(*bad_time); i++) {
+        CHECKF(parse(&s, err, sizeof(err), "--record", "d", "--record-max-time", bad_time[i],
+                     NULL) == TRK_EX_USAGE,
+               "--record-max-time %s", bad_time[i]);
+        CHECKF(strstr(err, "invalid value") && strstr(err, "for --record-max-time: expected"), "%s",
+               err);
+    }
+    static const char *const bad_rotate[] = { "-1", "two", "", "1.5" };
+    for (size_t i = 0; i < sizeof(bad_rotate) / sizeof(*bad_rotate); i++) {
+        CHECKF(parse(&s, err, sizeof(err), "--record", "d", "--record-max", "5", "--record-rotate",
+                     bad_rotate[i], NULL) == TRK_EX_USAGE,
+               "--record-rotate %s", bad_rotate[i]);
+        CHECKF(strstr(err, "invalid value") &&
+                   strstr(err, "for --record-rotate: expected --record-rotate N, a whole"),
+               "%s", err);
+    }
+    CHECK(parse(&s, err, sizeof(err), "--record", "d", "--record-rotate", "2", NULL) ==
+          TRK_EX_USAGE);
+    CHECKF(strstr(err, "--record-rotate needs --record-max or --record-max-time"), "%s", err);
+    CHECK(parse(&s, err, sizeof(err), "--record-max-time", "10s", NULL) == TRK_EX_USAGE);
+    CHECKF(strstr(err, "need --record"), "%s", err);
+    CHECK(parse(&s, err, sizeof(err), "--input", "x.mkv", "--record", "d", "--record-storage",
+                "copy", "--record-max", "5", "--record-rotate", "2", NULL) == TRK_EX_USAGE);
+    CHECKF(strstr(err, "--record-rotate needs --record-storage raw or ffv1"), "%s", err);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -354,6 +398,7 @@ int main(int argc, char **argv)
     test_man(argv[2]);
     test_defaults();
     test_values();
+    test_record_limits();
     test_camera_names();
     test_mqtt_url();
     return check_exit("daemon_cli");
