@@ -15,6 +15,10 @@ real daemon, a real WebSocket client and examples/read_bundle.py.
      tracking goes on (every frame's result in --output), the bundle replays
      identically up to the failure; a read-only folder (a tmpfs mounted
      read-only): nothing is recorded, the error says why, tracking goes on;
+  3b. rotation: --record-max with --record-rotate 2 makes 3+ parts and keeps
+     the newest 2, each replaying identically on cpu and cpu-ref with a
+     tracked object (state.bin); likewise --record-max-time; bad values exit
+     64;
   4. damaged bundles: frames.raw cut short and a broken index line give
      exit 65 naming the file and the offset; no bundle gives exit 66.
 Sections 3 need root (mount); without it they are reported and skipped.
@@ -231,6 +235,121 @@ def size_limit(trackd, tmp):
     replay_identical(trackd, bundle, "cpu", "--record-max")
 
 
+def tracked_objects(tmp):
+    """The demo's red ball as a tracked object, so state.bin matters."""
+    path = os.path.join(tmp, "tracked.json")
+    with open(path, "w") as f:
+        json.dump({"objects": [{"name": "red", "space": "rgb", "lo": [200, 10, 10],
+                                "hi": [255, 75, 75], "blobs": 4, "track": True}]}, f)
+    return path
+
+
+def parts_replay(trackd, root, what, want, out):
+    """The parts left in root: want of them, the newest (their frames the
+    last of --output's, without a gap), each a bundle starting mid-run with
+    its set and state.bin, replaying identically on cpu and cpu-ref."""
+    names = sorted(os.listdir(root))
+    check(len(names) == want, f"{what}: {want} parts remain ({names})")
+    live = [json.loads(x) for x in open(out).read().splitlines()]
+    seqs = []
+    for i, name in enumerate(names):
+        part = os.path.join(root, name)
+        b = read_bundle.Bundle(part)
+        end = b.manifest.get("end", {})
+        last = i == len(names) - 1
+        check(end.get("stopped") is None if last else
+              (end.get("stopped") == "rotated" and end.get("next") == names[i + 1]),
+              f"{what}: {name}'s end says {'nothing stopped it' if last else 'rotated, next'}"
+              f" ({end})")
+        results = list(b.results())
+        seqs += [x["seq"] for x in b.index]
+        check(b.index and [x["seq"] for x in b.index] == [r["seq"] for r in results],
+              f"{what}: {name} has each frame's result ({len(b.index)}, {len(results)})")
+        check(os.path.exists(os.path.join(part, "state.bin")) and b.index[0]["seq"] > 0,
+              f"{what}: {name} starts mid-run (seq {b.index[0]['seq']}) with state.bin")
+        insts = [x for o in results[0]["objects"] for x in o.get("instances", [])]
+        check(insts and insts[0]["id"] >= 1,
+              f"{what}: {name}'s first frame carries a tracked instance ({insts[:1]})")
+        for backend in ("cpu", "cpu-ref"):
+            replay_identical(trackd, part, backend, f"{what} {name}")
+    check(seqs == [x["seq"] for x in live[-len(seqs):]],
+          f"{what}: the parts hold the run's last {len(seqs)} frames, in order, none missing")
+    return names
+
+
+def rotation(trackd, tmp):
+    """--record-max with --record-rotate 2: 3+ parts made, the newest 2 kept;
+    without state.bin a part's tracked instances differ."""
+    root = os.path.join(tmp, "rotated")
+    out = os.path.join(tmp, "rotated.ndjson")
+    # 160x120 rgb24 frames are 57600 bytes: about 17 to a 1 MB part.
+    r = run(trackd, ["--size", "160x120", "--frames", "90", "--fast", "--no-server",
+                     "--objects", tracked_objects(tmp), "--record", root, "--record-max", "1",
+                     "--record-rotate", "2", "--output", out])
+    check(r.returncode == 0 and len(open(out).read().splitlines()) == 90,
+          f"rotate: tracking goes on, every result in --output ({r.returncode}) "
+          f"{r.stderr[-300:]}")
+    check(r.stderr.count("deleted the oldest part") >= 1,
+          "rotate: 3 or more parts were made, the oldest deleted")
+    names = parts_replay(trackd, root, "rotate", 2, out)
+    for name in names:
+        total = sum(os.path.getsize(os.path.join(dp, f))
+                    for dp, _, fs in os.walk(os.path.join(root, name)) for f in fs)
+        check(total <= 1_000_000 + 8192, f"rotate: {name} is within 1 MB ({total})")
+    bare = os.path.join(tmp, "rotated-no-state")
+    shutil.copytree(os.path.join(root, names[0]), bare)
+    os.unlink(os.path.join(bare, "state.bin"))
+    r = run(trackd, ["--replay", bare, "--verify", "--fast", "--no-server"])
+    check(r.returncode != 0 and "DIFFERENT" in r.stdout,
+          f"rotate: without state.bin the part replays differently ({r.returncode})")
+
+
+def duration(trackd, tmp):
+    """--record-max-time 1s at 30 fps (the demo's capture times, paced):
+    parts of 30 frames; --record-rotate 3 keeps the newest 3; without
+    rotation the recording stops at 1 s of frames."""
+    root = os.path.join(tmp, "timed")
+    out = os.path.join(tmp, "timed.ndjson")
+    r = run(trackd, ["--size", "160x120", "--fps", "30", "--frames", "150", "--no-server",
+                     "--objects", tracked_objects(tmp), "--record", root,
+                     "--record-max-time", "1s", "--record-rotate", "3", "--output", out])
+    check(r.returncode == 0, f"max-time: trackd exits 0 ({r.returncode}) {r.stderr[-300:]}")
+    names = parts_replay(trackd, root, "max-time", 3, out)
+    for name in names[:-1]:
+        idx = read_bundle.Bundle(os.path.join(root, name)).index
+        span = idx[-1]["t_capture"] - idx[0]["t_capture"]
+        nxt = read_bundle.Bundle(os.path.join(root, names[names.index(name) + 1])).index
+        check(span < 1.0 <= nxt[0]["t_capture"] - idx[0]["t_capture"],
+              f"max-time: {name} holds under 1 s of frames and the next starts past it "
+              f"({span:.3f} s, {len(idx)} frames)")
+    stopped = os.path.join(tmp, "timed-stop")
+    r = run(trackd, ["--size", "160x120", "--fps", "30", "--frames", "60", "--no-server",
+                     "--record", stopped, "--record-max-time", "1s"])
+    b = read_bundle.Bundle(stopped)
+    span = b.index[-1]["t_capture"] - b.index[0]["t_capture"] if b.index else -1
+    check(r.returncode == 0 and 0 <= span < 1.0 and len(b.index) < 60 and
+          "duration limit" in (b.manifest.get("end", {}).get("stopped") or ""),
+          f"max-time without rotation: stops under 1 s ({span:.3f} s, {len(b.index)} frames, "
+          f"{b.manifest.get('end')})")
+    replay_identical(trackd, stopped, "cpu", "max-time stop")
+
+
+def bad_limits(trackd, tmp):
+    """Bad --record-max-time / --record-rotate values: exit 64, said why."""
+    d = os.path.join(tmp, "never")
+    for args, want in ((["--record-max-time", "0"], "invalid value '0' for --record-max-time"),
+                       (["--record-max-time", "-2m"], "invalid value '-2m' for --record-max-time"),
+                       (["--record-max-time", "soon"], "invalid value 'soon'"),
+                       (["--record-max", "1", "--record-rotate", "-1"],
+                        "invalid value '-1' for --record-rotate"),
+                       (["--record-max", "1", "--record-rotate", "x"],
+                        "invalid value 'x' for --record-rotate"),
+                       (["--record-rotate", "2"], "--record-rotate needs --record-max")):
+        r = run(trackd, ["--no-server", "--frames", "5", "--record", d, *args])
+        check(r.returncode == 64 and want in r.stderr and not os.path.exists(d),
+              f"{' '.join(args)}: exit 64, {want!r} ({r.returncode}: {r.stderr.strip()[-200:]})")
+
+
 def mounted(path, opts):
     os.makedirs(path, exist_ok=True)
     return subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "tmpfs", path],
@@ -307,6 +426,9 @@ def main():
         demo_with_teach(trackd, tmp)
         good = file_clip(trackd, tmp)
         size_limit(trackd, tmp)
+        rotation(trackd, tmp)
+        duration(trackd, tmp)
+        bad_limits(trackd, tmp)
         failing_disk(trackd, tmp)
         damaged(trackd, tmp, good)
     finally:
