@@ -42,8 +42,9 @@ static int by_name_newest_first(const void *a, const void *b)
     return strcmp(*(char *const *)b, *(char *const *)a);
 }
 
-/* The bundles directly inside dir (rewind saves), newest names first. */
-static void folder(json_t *list, const char *dir)
+/* The bundles directly inside dir (rewind saves, or --record-rotate's
+ * parts: kind), newest names first. */
+static void folder(json_t *list, const char *dir, const char *kind)
 {
     DIR *d = opendir(dir);
     if (!d) return;
@@ -68,7 +69,7 @@ static void folder(json_t *list, const char *dir)
         snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
         json_t *e =
             json_array_size(list) < TRK_BUNDLES_MAX && stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)
-                ? entry(path, "rewind")
+                ? entry(path, kind)
                 : NULL;
         if (e) json_array_append_new(list, e);
         free(names[i]);
@@ -82,7 +83,8 @@ int trk_bundles_list(const struct trk_bundles_cfg *cfg, struct trk_buf *out)
     if (!list) return TRK_ENOMEM;
     json_t *rec = cfg->record ? entry(cfg->record, "record") : NULL;
     if (rec) json_array_append_new(list, rec);
-    if (cfg->rewind_dir) folder(list, cfg->rewind_dir);
+    if (cfg->record && !rec) folder(list, cfg->record, "record"); /* rotated: its parts */
+    if (cfg->rewind_dir) folder(list, cfg->rewind_dir, "rewind");
     char *s = json_dumps(list, JSON_COMPACT);
     json_decref(list);
     int rc = s ? trk_buf_append(out, s, strlen(s)) : TRK_ENOMEM;

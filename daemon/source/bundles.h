@@ -1,7 +1,7 @@
 /* The bundles a live trackd can offer the page (PROTOCOL.md list_bundles;
- * docs/RECORDING.md, "The page's bundle view"): the --record bundle and
- * the rewind saves in --rewind-dir, each with what its manifest says and
- * the command that opens it in the page. Reads the disk: call it off the
+ * docs/RECORDING.md, "The page's bundle view"): the --record bundle (or,
+ * with --record-rotate, its parts) and the rewind saves in --rewind-dir, each with what its
+ * manifest says and the command that opens it in the page. Reads the disk: call it off the
  * WebSocket thread (the control module's file worker). */
 #ifndef TRK_DAEMON_BUNDLES_H
 #define TRK_DAEMON_BUNDLES_H

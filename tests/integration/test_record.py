@@ -31,6 +31,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 import websockets
 
@@ -334,6 +335,44 @@ def duration(trackd, tmp):
     replay_identical(trackd, stopped, "cpu", "max-time stop")
 
 
+async def list_bundles(port):
+    async with websockets.connect(f"ws://127.0.0.1:{port}/ws", max_size=None) as ws:
+        await ws.send(json.dumps({"type": "list_bundles", "id": 7}))
+        for _ in range(1000):
+            m = await asyncio.wait_for(ws.recv(), 20)
+            if isinstance(m, str) and json.loads(m).get("type") == "bundles":
+                return json.loads(m)["bundles"]
+    return None
+
+
+def rotation_listed(trackd, tmp):
+    """A live daemon rotating its recording lists the parts kept (the page's
+    bundle list), each as a record bundle."""
+    root = os.path.join(tmp, "listed")
+    with open(os.path.join(tmp, "listed.log"), "w") as log:
+        p, port = start_trackd(trackd, ["--size", "160x120", "--fps", "30", "--no-preview",
+                                        "--record", root, "--record-max-time", "1s",
+                                        "--record-rotate", "2"], log)
+        try:
+            for _ in range(600):  # until part 3 is made (part 1 then deleted), at most 60 s
+                if os.path.isdir(os.path.join(root, "part-0003")) and \
+                        not os.path.isdir(os.path.join(root, "part-0001")):
+                    break
+                if p.poll() is not None:
+                    break
+                time.sleep(0.1)
+            bundles = asyncio.run(list_bundles(port))
+        finally:
+            stop_trackd(p)
+    names = sorted(b["name"] for b in bundles or [])
+    nums = [int(n[5:]) for n in names if n.startswith("part-")]
+    check(bundles and all(b["kind"] == "record" and b["dir"] == os.path.realpath(
+        os.path.join(root, b["name"])) for b in bundles) and len(nums) == len(names) and
+          2 <= len(nums) <= 3 and nums == list(range(nums[0], nums[0] + len(nums))) and
+          nums[0] >= 2,
+          f"rotate: list_bundles names the parts kept as record bundles ({names})")
+
+
 def bad_limits(trackd, tmp):
     """Bad --record-max-time / --record-rotate values: exit 64, said why."""
     d = os.path.join(tmp, "never")
@@ -428,6 +467,7 @@ def main():
         size_limit(trackd, tmp)
         rotation(trackd, tmp)
         duration(trackd, tmp)
+        rotation_listed(trackd, tmp)
         bad_limits(trackd, tmp)
         failing_disk(trackd, tmp)
         damaged(trackd, tmp, good)
