@@ -395,6 +395,14 @@ static void keep_state(struct trk_record *r, struct trk_record_text *t)
         free(t);
         return;
     }
+    if (r->want_state && t->seq > r->first_seq) {
+        /* Its state was lost to a full queue: the part replays, but its
+         * tracked objects start over. */
+        r->want_state = false;
+        log_warn("%s has no state.bin (the state before its first frame was not kept): its "
+                 "replay starts tracking over",
+                 r->dir);
+    }
     t->next = NULL;
     struct trk_record_text **p = &r->states;
     while (*p)
