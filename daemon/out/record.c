@@ -77,25 +77,25 @@ struct trk_record {
      * block CRCs, read by close after joining it. */
     struct trk_record_input input;
 
-    /* --record-rotate (writer): the folder holding the parts, the current
-     * part's number and the oldest one kept; the current part's first
-     * frame's t_capture (part_t0_set: it has one). */
+    /* --record-rotate (writer): the folder holding the parts, this part's
+     * number and the oldest one kept; the current part's first frame's
+     * t_capture (part_t0_set: it has one). */
     char *root;
     int part, oldest;
     double part_t0;
     bool part_t0_set;
-    /* The part before, still taking the texts of frames before first_seq
-     * (the results lag the frames); finished at the first text of a frame
-     * from first_seq on. need_base: the current part has no object set yet
-     * (written at that text: cur_set, the newest set, from first_seq). */
+    /* The parts before, newest first, each still taking the texts of its
+     * frames (the results lag the frames), finished at the first text of a
+     * newer part's frame. Per part: its first frame (first_seq); need_base:
+     * it has no object set yet (written at its first text: cur_set, the
+     * newest set, from first_seq); want_state: it waits for the state
+     * before first_seq (its state.bin). */
     struct trk_record *old;
     uint64_t first_seq;
-    bool need_base;
+    bool need_base, want_state;
     char *cur_set;
-    /* States before frames not yet written (seq order), and the one the
-     * current part waits for (want_state: seq first_seq). */
+    /* States before frames not yet written, seq order. */
     struct trk_record_text *states;
-    bool want_state;
     /* A finished part: the next part's name, for its manifest's end. */
     char next_part[32];
 };
@@ -349,18 +349,29 @@ static void remove_part(const struct trk_record *r, int k)
         log_info("--record-rotate: deleted the oldest part %s", dir);
 }
 
-/* Writer: the part before is done (its texts are in): its manifest closed,
- * then the parts past --record-rotate deleted, oldest first. */
-static void finish_old(struct trk_record *r)
+/* Writer: o and the parts before it finished, oldest first. */
+static void finish_chain(struct trk_record *r, struct trk_record *o)
 {
-    struct trk_record *o = r->old;
-    r->old = NULL;
+    if (o->old) finish_chain(r, o->old);
     int err = write_manifest(o, true);
     if (err) log_error_err(err, "cannot finish %s/manifest.json", o->dir);
     log_info("recording: %s done (%llu frames); going on in %s", o->dir,
              (unsigned long long)atomic_load(&o->frames), r->dir);
     record_free(o);
-    while (r->part - r->oldest + 1 > (int)r->cfg.rotate)
+}
+
+/* Writer: the parts before p are done (a text of p's frames came, and
+ * texts come in frame order): finished, then the parts past
+ * --record-rotate deleted, oldest first, never one still open. */
+static void finish_older(struct trk_record *r, struct trk_record *p)
+{
+    if (!p->old) return;
+    finish_chain(r, p->old);
+    p->old = NULL;
+    int open = r->part;
+    for (const struct trk_record *o = r->old; o; o = o->old)
+        open = o->part;
+    while (r->part - r->oldest + 1 > (int)r->cfg.rotate && r->oldest < open)
         remove_part(r, r->oldest++);
 }
 
@@ -389,19 +400,19 @@ static void take_state(struct trk_record *r, uint64_t seq)
  * for a frame not yet written. */
 static void keep_state(struct trk_record *r, struct trk_record_text *t)
 {
-    if (r->want_state && t->seq == r->first_seq) {
-        r->want_state = false;
-        write_state(r, t->data, t->len);
-        free(t);
-        return;
-    }
-    if (r->want_state && t->seq > r->first_seq) {
+    for (struct trk_record *p = r; p; p = p->old) {
+        if (!p->want_state || t->seq < p->first_seq) continue;
+        p->want_state = false;
+        if (t->seq == p->first_seq) {
+            write_state(p, t->data, t->len);
+            free(t);
+            return;
+        }
         /* Its state was lost to a full queue: the part replays, but its
          * tracked objects start over. */
-        r->want_state = false;
         log_warn("%s has no state.bin (the state before its first frame was not kept): its "
                  "replay starts tracking over",
-                 r->dir);
+                 p->dir);
     }
     t->next = NULL;
     struct trk_record_text **p = &r->states;
@@ -412,7 +423,7 @@ static void keep_state(struct trk_record *r, struct trk_record_text *t)
 
 /* Writer: the current part is closed at frame seq and recording goes on in
  * the next; the closed part takes the texts of the frames before seq
- * (finish_old). A part that cannot be made stops recording. */
+ * (finish_older). A part that cannot be made stops recording. */
 static void rotate(struct trk_record *r, uint64_t seq)
 {
     char name[32], dir[4300];
@@ -432,6 +443,11 @@ static void rotate(struct trk_record *r, uint64_t seq)
     n->input.crc = NULL, n->input.n_crc = 0;
     swap_part(r, n);
     snprintf(n->next_part, sizeof(n->next_part), "%s", name);
+    n->part = r->part;
+    n->first_seq = r->first_seq;
+    n->need_base = r->need_base;
+    n->want_state = r->want_state;
+    n->old = r->old;
     r->old = n;
     r->part++;
     r->first_seq = seq;
@@ -443,15 +459,14 @@ static void rotate(struct trk_record *r, uint64_t seq)
 static void write_text(struct trk_record *r, const struct trk_record_text *t)
 {
     struct trk_record *to = r;
-    if (r->old && t->seq < r->first_seq)
-        to = r->old;
-    else if (r->old)
-        finish_old(r);
-    if (to == r && r->need_base) {
+    while (to->old && t->seq < to->first_seq)
+        to = to->old;
+    finish_older(r, to);
+    if (to->need_base) {
         /* A part starts with the set in force, unless one starts there. */
-        r->need_base = false;
-        if (r->cur_set && !(t->objects && t->seq == r->first_seq))
-            write_set(r, r->first_seq, r->cur_set, strlen(r->cur_set));
+        to->need_base = false;
+        if (r->cur_set && !(t->objects && t->seq == to->first_seq))
+            write_set(to, to->first_seq, r->cur_set, strlen(r->cur_set));
     }
     if (t->objects) {
         if (r->cfg.rotate) {
@@ -470,7 +485,7 @@ static void write_text(struct trk_record *r, const struct trk_record_text *t)
 static void write_frame(struct trk_record *r, const struct trk_record_frame *s)
 {
     drop_states(r, s->seq);
-    if (limit_passed(r, s) && !r->old) {
+    if (limit_passed(r, s)) {
         rotate(r, s->seq);
         r->part_t0 = s->t_capture;
     }
@@ -944,7 +959,7 @@ static int rec_close(void *ctx)
     pthread_cond_signal(&r->cond);
     pthread_mutex_unlock(&r->lock);
     if (r->have_writer) pthread_join(r->writer, NULL);
-    if (r->old) finish_old(r);
+    finish_older(r, r);
     int err = write_manifest(r, true);
     if (err) log_error_err(err, "cannot finish %s/manifest.json", r->dir);
     log_info("recording %s: %llu frames, %llu result lines, %d object sets, %llu bytes; %llu "
