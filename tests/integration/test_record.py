@@ -373,6 +373,38 @@ def rotation_listed(trackd, tmp):
           f"rotate: list_bundles names the parts kept as record bundles ({names})")
 
 
+def rotation_teach(trackd, tmp):
+    """A teach edit mid-run while rotating by time (all parts kept): the
+    parts after it start with the taught set, the one it falls in has both,
+    and every part replays identically."""
+    root = os.path.join(tmp, "taught-parts")
+    with open(os.path.join(tmp, "taught-parts.log"), "w") as log:
+        p, port = start_trackd(trackd, ["--size", "160x120", "--fps", "30", "--frames", "150",
+                                        "--no-preview", "--record", root,
+                                        "--record-max-time", "1s", "--record-rotate", "100"],
+                               log)
+        try:
+            taught = asyncio.run(teach_mid_run(port, log))
+            p.wait(60)
+        finally:
+            stop_trackd(p)
+    check(taught and p.returncode == 0, f"rotate+teach: taught mid-run, exit 0 ({p.returncode})")
+    names = sorted(os.listdir(root))
+    sets = []
+    for name in names:
+        part = os.path.join(root, name)
+        b = read_bundle.Bundle(part)
+        versions = [json.load(open(os.path.join(part, v["file"])))
+                    for v in map(json.loads, open(os.path.join(part, "objects.ndjson")))]
+        sets.append([sorted(o["name"] for o in v["objects"]) for v in versions])
+        replay_identical(trackd, part, "cpu", f"rotate+teach {name}")
+    changed = [i for i, v in enumerate(sets) if len(v) == 2]
+    check(len(names) >= 3 and len(changed) == 1 and
+          all(len(v) == 1 and "taught" not in v[0] for v in sets[:changed[0]]) and
+          all(len(v) == 1 and "taught" in v[0] for v in sets[changed[0] + 1:]),
+          f"rotate+teach: the sets by part follow the edit ({sets})")
+
+
 def bad_limits(trackd, tmp):
     """Bad --record-max-time / --record-rotate values: exit 64, said why."""
     d = os.path.join(tmp, "never")
@@ -468,6 +500,7 @@ def main():
         rotation(trackd, tmp)
         duration(trackd, tmp)
         rotation_listed(trackd, tmp)
+        rotation_teach(trackd, tmp)
         bad_limits(trackd, tmp)
         failing_disk(trackd, tmp)
         damaged(trackd, tmp, good)
