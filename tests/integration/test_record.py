@@ -17,8 +17,9 @@ real daemon, a real WebSocket client and examples/read_bundle.py.
      read-only): nothing is recorded, the error says why, tracking goes on;
   3b. rotation: --record-max with --record-rotate 2 makes 3+ parts and keeps
      the newest 2, each replaying identically on cpu and cpu-ref with a
-     tracked object (state.bin); likewise --record-max-time; bad values exit
-     64;
+     tracked object (state.bin); likewise --record-max-time; a live daemon
+     lists the parts kept; a teach edit while rotating lands in the right
+     parts; bad values exit 64;
   4. damaged bundles: frames.raw cut short and a broken index line give
      exit 65 naming the file and the offset; no bundle gives exit 66.
 Sections 3 need root (mount); without it they are reported and skipped.
