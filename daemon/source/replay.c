@@ -253,9 +253,15 @@ static int read_manifest(struct trk_replay *r, char *why, size_t len)
         r->height = (int)json_integer_value(json_object_get(src, "height"));
         r->fps = json_number_value(json_object_get(src, "fps"));
         /* No "end": never closed (killed, or the disk was too full for the
-         * manifest's rewrite); its results may end early as well. */
+         * manifest's rewrite); its results may end early as well. So may a
+         * run stopped by a signal: the frames it had captured but not yet
+         * processed are in the index without results (end.results <
+         * end.frames). */
         json_t *end = json_object_get(m, "end");
-        r->stopped_early = !end || json_is_string(json_object_get(end, "stopped"));
+        const json_int_t end_frames = json_integer_value(json_object_get(end, "frames"));
+        const json_int_t end_results = json_integer_value(json_object_get(end, "results"));
+        r->stopped_early =
+            !end || json_is_string(json_object_get(end, "stopped")) || end_results < end_frames;
         r->mid_run = json_object_get(m, "rewind") != NULL;
         const char *kind = json_string_value(json_object_get(src, "kind"));
         r->live = kind && !strcmp(kind, "camera");

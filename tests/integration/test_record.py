@@ -491,6 +491,33 @@ def damaged(trackd, tmp, good):
     check(r.returncode == 66 and "no bundle there" in r.stderr, f"no bundle: exit 66 ({r.returncode})")
 
 
+def stopped_before_processing(trackd, tmp, good):
+    """A run stopped by a signal has captured frames it never processed: the
+    closed manifest says so (end.results < end.frames), and --verify leaves
+    those last frames out. The same missing line in a bundle whose manifest
+    counts every result is a difference."""
+    for name, claims_all in (("unprocessed", False), ("lost-line", True)):
+        d = os.path.join(tmp, name)
+        shutil.copytree(good, d)
+        res = os.path.join(d, "results.ndjson")
+        lines = open(res).read().splitlines(True)
+        open(res, "w").write("".join(lines[:-1]))
+        man = os.path.join(d, "manifest.json")
+        m = json.load(open(man))
+        m["end"]["results"] = m["end"]["frames"] if claims_all else m["end"]["frames"] - 1
+        json.dump(m, open(man, "w"))
+        r = run(trackd, ["--replay", d, "--verify", "--fast", "--no-server"])
+        if claims_all:
+            check(r.returncode == 1 and "no recorded result" in r.stdout,
+                  f"a results line lost from a complete bundle is a difference ({r.returncode}: "
+                  f"{r.stdout.strip()[-200:]})")
+        else:
+            check(r.returncode == 0 and "1 frames at the end have no recorded result" in r.stdout
+                  and " 0 differ: identical" in r.stdout,
+                  f"the last frame a stopped run never processed is left out ({r.returncode}: "
+                  f"{r.stdout.strip()[-300:]})")
+
+
 def main():
     trackd = sys.argv[1]
     tmp = tempfile.mkdtemp(prefix="trk-record-")
@@ -505,6 +532,7 @@ def main():
         bad_limits(trackd, tmp)
         failing_disk(trackd, tmp)
         damaged(trackd, tmp, good)
+        stopped_before_processing(trackd, tmp, good)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if FAILS:
