@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../unit/check.h"
 #include "backend.h"
@@ -89,9 +90,16 @@ static void compare_regions(struct trk_backend *ref, struct trk_backend *cu, uin
  * usable GPU (ctest SKIP). */
 typedef void (*make_objects_fn)(uint64_t *st, const struct trk_image *img, int n, int mode,
                                 struct trk_object_def *objs);
-static int run_spaces_test(const char *test, int modes, make_objects_fn fill, unsigned seed,
-                           uint64_t st)
+static int run_spaces_test(int argc, char **argv, const char *test, int modes, make_objects_fn fill,
+                           unsigned seed, uint64_t st)
 {
+    /* Optional "K N": only the variants v with v % N == K (ctest runs the
+     * shards side by side; each reports its time per variant). */
+    const int shard = argc == 3 ? atoi(argv[1]) : 0, nshards = argc == 3 ? atoi(argv[2]) : 1;
+    if (nshards < 1 || shard < 0 || shard >= nshards) {
+        fprintf(stderr, "usage: %s [SHARD NSHARDS]\n", test);
+        return 2;
+    }
     char why[256];
     if (!trk_cuda_available(why, sizeof(why))) {
         printf("%s: skipped: %s\n", test, why);
@@ -105,9 +113,11 @@ static int run_spaces_test(const char *test, int modes, make_objects_fn fill, un
     const int nv = trk_backend_variants(TRK_BACKEND_CUDA, names, 15);
     names[nv] = "fused:copyback";
     struct trk_backend *ref = make(TRK_BACKEND_CPU_REF, NULL);
-    for (int v = 0; v <= nv; v++) {
+    for (int v = shard; v <= nv; v += nshards) {
         struct trk_backend *cu = make(TRK_BACKEND_CUDA, names[v]);
         if (!cu) continue;
+        const int before = cases;
+        const time_t t0 = time(NULL);
         for (int si = 0; si < 4; si++)
             for (int ci = 0; ci < 4; ci++) {
                 const int w = sizes[si][0], h = sizes[si][1], n = counts[ci];
@@ -147,9 +157,13 @@ static int run_spaces_test(const char *test, int modes, make_objects_fn fill, un
                 }
                 trk_scene_free(&sc);
             }
+        printf("%s: %s: %d comparisons in %lld s\n", test, names[v], cases - before,
+               (long long)(time(NULL) - t0));
+        fflush(stdout);
         trk_backend_destroy(&cu);
     }
     trk_backend_destroy(&ref);
+    CHECKF(cases > 0, "shard %d of %d compared nothing", shard, nshards);
     printf("%s: %d comparisons\n", test, cases);
     return check_exit(test);
 }

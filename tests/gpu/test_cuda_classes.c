@@ -24,7 +24,7 @@ static void class_objects(uint64_t *st, const struct trk_image *img, int n, int 
     if (mode < 3) trk_scene_class_objects(st, img, n, mode == 0 ? 0 : 1, every, objs, tabs);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-    return run_spaces_test("test_cuda_classes", 4, class_objects, 900u, 4343);
+    return run_spaces_test(argc, argv, "test_cuda_classes", 4, class_objects, 900u, 4343);
 }

@@ -19,7 +19,7 @@ static void light_objects(uint64_t *st, const struct trk_image *img, int n, int 
     trk_scene_pixel_objects(st, img, sp[mode], n, objs);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-    return run_spaces_test("test_cuda_lightspaces", 4, light_objects, 500u, 4242);
+    return run_spaces_test(argc, argv, "test_cuda_lightspaces", 4, light_objects, 500u, 4242);
 }
