@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 
 #define LOG_TAG "frame"
@@ -99,11 +100,16 @@ const struct trk_image *trk_frame_host(struct trk_frame *f)
             err = f->hold->download(f->hold, &tmp.img);
         }
         if (err)
-            TRK_LOGX(TRK_LOG_ERROR, err, "cannot copy frame %llu from the GPU for the preview",
+            TRK_LOGX(TRK_LOG_ERROR, err, "cannot copy frame %llu from the GPU to the host",
                      (unsigned long long)f->seq);
         else {
             f->host = tmp.img, f->host_ok = true;
             atomic_fetch_add_explicit(&downloads, 1, memory_order_relaxed);
+            /* Which thread asked (the preview, sampler, snapshot encoder or
+             * recorder each have their own name): why a copy was made. */
+            char who[16] = "?";
+            prctl(PR_GET_NAME, who, 0, 0, 0);
+            log_debug("frame %llu copied from the GPU for %s", (unsigned long long)f->seq, who);
         }
     }
     if (f->host_ok) out = &f->host;

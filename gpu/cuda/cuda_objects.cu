@@ -334,37 +334,10 @@ static int set_classes(struct cuda_be *b, const struct trk_object_def *objs, int
     return 0;
 }
 
-/* The lab and rg spaces and painted classes: their CUDA classification
- * compiles, and every other space ran equal to cpu-ref on the H100 with it
- * in the kernels, but gpu_cuda_lightspaces and gpu_cuda_classes have not yet
- * finished on a GPU (docs/BENCHMARKS.md, "Light"). Until they have, the
- * backend refuses such objects (TRK_ENODEV: use a CPU backend) unless
- * TRK_CUDA_UNVERIFIED=1 is set, as those two tests set it. */
-static int unverified_space(const struct trk_object_def *objs, int n)
-{
-    const char *env = getenv("TRK_CUDA_UNVERIFIED");
-    if (env && !strcmp(env, "1")) return 0;
-    for (int k = 0; k < n; k++) {
-        const int sp = objs[k].space;
-        if (sp != TRK_SPACE_LAB && sp != TRK_SPACE_RG && sp != TRK_SPACE_CLASS) continue;
-        trk_log_write(TRK_LOG_ERROR, "cuda", 0,
-                      "object \"%s\": the %s space has not been verified on CUDA yet; use "
-                      "--backend cpu (identical results)",
-                      objs[k].name,
-                      sp == TRK_SPACE_LAB  ? "lab"
-                      : sp == TRK_SPACE_RG ? "rg"
-                                           : "class");
-        return TRK_ENODEV;
-    }
-    return 0;
-}
-
 int cu_set_objects(void *self, const struct trk_object_def *objs, int n)
 {
     struct cuda_be *b = (struct cuda_be *)self;
     log_scope ls(b);
-    const int verr = unverified_space(objs, n);
-    if (verr) return verr;
     TRK_CUDA_TRY(cudaSetDevice(b->dev));
     int cerr = set_classes(b, objs, n);
     if (cerr) return cerr;
