@@ -1116,12 +1116,6 @@ int trk_spin_parse(const char *s)
     return -1;
 }
 
-bool trk_spin_enabled(int mode)
-{
-    return mode == TRK_SPIN_ON ||
-           (mode == TRK_SPIN_AUTO && sysconf(_SC_NPROCESSORS_ONLN) >= TRK_SPIN_MIN_CPUS);
-}
-
 long trk_rss_kb(void)
 {
     FILE *f = fopen("/proc/self/statm", "r");

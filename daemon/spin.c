@@ -1,0 +1,77 @@
+#define LOG_TAG "spin"
+#include "spin.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "pipeline.h"
+
+/* Opens slot file k in dir for flock (read-only is enough), creating it if
+ * it is missing: first without O_CREAT, so a file another user made opens
+ * where fs.protected_regular would refuse O_CREAT on it. -errno if not. */
+static int open_slot(const char *dir, int k)
+{
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof path, "%s/trackd-spin.%d", dir, k) >= (int)sizeof path)
+        return -ENAMETOOLONG;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0 && errno == ENOENT)
+        fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    return fd < 0 ? -errno : fd;
+}
+
+/* The first free slot of n in dir, its lock taken (its fd then stays open
+ * until exit: closing it would release the lock). The slot's index, -1
+ * when all are held, or -errno when none could be opened. */
+static int take_slot(const char *dir, int n)
+{
+    int err = -ENOENT;
+    for (int k = 0; k < n; k++) {
+        int fd = open_slot(dir, k);
+        if (fd < 0) {
+            err = fd;
+            continue;
+        }
+        err = 0;
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0) return k; /* fd kept on purpose */
+        close(fd);
+    }
+    return err ? err : -1;
+}
+
+bool trk_spin_decide(int mode, int slots)
+{
+    if (mode != TRK_SPIN_AUTO) return mode == TRK_SPIN_ON;
+    const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    const int n = slots > 0 ? slots : (int)(cpus / TRK_SPIN_MIN_CPUS);
+    if (n <= 0) {
+        log_debug("--spin auto: sleeping, not polling: %ld CPUs (polling needs %d)", cpus,
+                  TRK_SPIN_MIN_CPUS);
+        return false;
+    }
+    const char *env = getenv("TRACKD_SPIN_DIR");
+    const char *dir = env && *env ? env : TRK_SPIN_DIR;
+    const int k = take_slot(dir, n);
+    if (k >= 0) {
+        log_info("--spin auto: polling, in spin slot %d of %d (%s/trackd-spin.%d)", k + 1, n, dir,
+                 k);
+        return true;
+    }
+    if (k == -1) {
+        log_info("--spin auto: sleeping, not polling: other trackd processes hold the %d spin "
+                 "slot%s of this machine (%s/trackd-spin.*)",
+                 n, n == 1 ? "" : "s", dir);
+        return false;
+    }
+    log_warn_err(k,
+                 "--spin auto: %s as if the machine were this daemon's alone: cannot open the "
+                 "spin slots in %s",
+                 cpus >= TRK_SPIN_MIN_CPUS ? "polling" : "sleeping", dir);
+    return cpus >= TRK_SPIN_MIN_CPUS;
+}
