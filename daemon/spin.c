@@ -47,7 +47,11 @@ static int take_slot(const char *dir, int n)
 
 bool trk_spin_decide(int mode, int slots)
 {
-    if (mode != TRK_SPIN_AUTO) return mode == TRK_SPIN_ON;
+    if (mode != TRK_SPIN_AUTO) {
+        log_debug("--spin %s: %s, no slot taken", mode == TRK_SPIN_ON ? "on" : "off",
+                  mode == TRK_SPIN_ON ? "polling" : "sleeping");
+        return mode == TRK_SPIN_ON;
+    }
     const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     const int n = slots > 0 ? slots : (int)(cpus / TRK_SPIN_MIN_CPUS);
     if (n <= 0) {
