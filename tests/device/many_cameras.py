@@ -18,7 +18,8 @@ frames offered (--fps x the window), frames dropped and skipped (trackd's
 host CPU per processed frame (the daemon's utime + stime from /proc over the
 window), also split by thread: trk-capture (reading and decoding, the NVDEC
 hand-off), trk-process (the backend call, blob lists, tracker, outputs) and
-the other threads (main, WebSocket service, decoder and backend workers).
+the rest ("other": main, WebSocket service, decoder and backend workers,
+the focus check, previews; --per-camera names the named ones apart).
 --spin-off runs every N a second time with `--spin off` added (row "off"):
 the difference between the two rows is what the busy-waiting (--spin: the
 paced hand-off and the WebSocket thread's wait for an expected result)
@@ -59,9 +60,10 @@ def metrics(port):
     return out
 
 
-# The threads whose CPU time is shown apart (pipeline.c names them); the
-# rest (main, WebSocket service, decoder and backend workers) is "other".
-THREADS = ("trk-capture", "trk-process")
+# The threads whose CPU time is shown apart (pipeline.c and focus.c name
+# them); the rest (main, WebSocket service, decoder and backend workers) is
+# "other". The row shows capture, process and other; --per-camera all.
+THREADS = ("trk-capture", "trk-process", "trk-focus", "trk-preview", "trk-sampler")
 
 
 def stat_s(path):
@@ -180,7 +182,9 @@ def print_row(a, n, spin, rows, busy):
     """One line for N cameras (medians over the cameras unless said), then
     one per camera with --per-camera."""
     p99s = [r["p99"] for r in rows if r["p99"] is not None]
-    split = [fmt(median(r["split"][k] for r in rows)) for k in (*THREADS, "other")]
+    split = [fmt(median(r["split"][k] for r in rows)) for k in ("trk-capture", "trk-process")]
+    split.append(fmt(median(r["cpu_ms"] - r["split"]["trk-capture"] - r["split"]["trk-process"]
+                            if r["cpu_ms"] is not None else None for r in rows)))
     print(f"{n:>3} {spin or '-':>4} {min(r['fps'] for r in rows):>8.2f} "
           f"{min(r['share'] for r in rows):>9.3f} "
           f"{max(r['dropped'] + r['skipped'] for r in rows):>8.0f} "
@@ -193,7 +197,9 @@ def print_row(a, n, spin, rows, busy):
         for i, r in enumerate(rows):
             print(f"      camera {i}: {r['fps']:.2f} fps, dropped {r['dropped']:.0f}, "
                   f"skipped {r['skipped']:.0f}, p50 {fmt(r['p50'])} p99 {fmt(r['p99'])} "
-                  f"ms, cpu {fmt(r['cpu_ms'])} ms/frame", flush=True)
+                  f"ms, cpu {fmt(r['cpu_ms'])} ms/frame ("
+                  + ", ".join(f"{k} {fmt(v)}" for k, v in r["split"].items() if v) + ")",
+                  flush=True)
 
 
 def main():
