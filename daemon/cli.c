@@ -175,7 +175,7 @@ static const struct opt opts[] = {
       .group = G_PERF, .help = "auto|on|off: at real-time rates (not --fast) the processing and WebSocket threads poll, rather than sleep, just before each frame and its result are due, so neither waits for a thread wake-up (lower latency; ~5% of a core at 60 fps); off: always sleep" },
     { "spin-slots", 0, "N", INT(spin_slots), .lo = 0, .hi = 4096, .def = "0",
       .def_note = " = a quarter of the online CPUs",
-      .group = G_PERF, .help = "how many trackd processes on this machine poll at once with --spin auto (one lock file each, trackd-spin.K in /dev/shm or $TRACKD_SPIN_DIR, held from start to exit): the first to start poll, the later ones sleep as with --spin off, so many cameras on one host do not take each other's cores" },
+      .group = G_PERF, .help = "how many trackd processes on this machine poll at once with --spin auto (one lock file each, trackd-spin.K in /dev/shm or $TRACKD_SPIN_DIR, held from start to exit): the first to start poll, the later ones sleep as with --spin off (and take a slot another daemon gives up, trying once a second), so many cameras on one host do not take each other's cores" },
     { "rt-priority", 0, "N", INT(rt_priority), .lo = 0, .hi = 99, .def = "0", .def_note = " = off",
       .form = "N ({lo}..{hi}; 0 = off), e.g. 10",
       .group = G_PERF, .help = "run the capture, processing and WebSocket threads at real-time priority N (SCHED_FIFO), ahead of ordinary threads; refused (no CAP_SYS_NICE or RLIMIT_RTPRIO): one warning, normal priority" },

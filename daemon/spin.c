@@ -12,6 +12,15 @@
 #include "log.h"
 #include "pipeline.h"
 
+/* Set by trk_spin_decide when auto found every slot held: where to try
+ * again, and when (trk_spin_retry). */
+static struct {
+    bool waiting;
+    int n;
+    double next;
+    char dir[PATH_MAX];
+} retry;
+
 /* Opens slot file k in dir for flock (read-only is enough), creating it if
  * it is missing: first without O_CREAT, so a file another user made opens
  * where fs.protected_regular would refuse O_CREAT on it. -errno if not. */
@@ -68,9 +77,11 @@ bool trk_spin_decide(int mode, int slots)
         return true;
     }
     if (k == -1) {
+        retry.waiting = true, retry.n = n, retry.next = 0;
+        snprintf(retry.dir, sizeof retry.dir, "%s", dir);
         log_info("--spin auto: sleeping, not polling: other trackd processes hold the %d spin "
-                 "slot%s of this machine (%s/trackd-spin.*)",
-                 n, n == 1 ? "" : "s", dir);
+                 "slot%s of this machine (%s/trackd-spin.*); trying again every %.0f s",
+                 n, n == 1 ? "" : "s", dir, TRK_SPIN_RETRY_S);
         return false;
     }
     log_warn_err(k,
@@ -78,4 +89,17 @@ bool trk_spin_decide(int mode, int slots)
                  "spin slots in %s",
                  cpus >= TRK_SPIN_MIN_CPUS ? "polling" : "sleeping", dir);
     return cpus >= TRK_SPIN_MIN_CPUS;
+}
+
+bool trk_spin_retry(double now)
+{
+    if (!retry.waiting || now < retry.next) return false;
+    retry.next = now + TRK_SPIN_RETRY_S;
+    const int k = take_slot(retry.dir, retry.n);
+    if (k < 0) return false; /* still held, or the folder went away: later */
+    retry.waiting = false;
+    log_info("--spin auto: polling from now on, in spin slot %d of %d (%s/trackd-spin.%d), "
+             "which another trackd gave up",
+             k + 1, retry.n, retry.dir, k);
+    return true;
 }

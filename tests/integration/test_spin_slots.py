@@ -10,7 +10,8 @@ kernel's own table of flock(2) holders), not only from the log.
      holds none;
   2. --spin on and --spin off take no slot (on polls regardless, off never);
   3. a slot holder killed with SIGKILL (no clean-up) frees its slot: the
-     next daemon takes it;
+     daemon that was waiting takes it as it runs (it tries once a second)
+     and polls from then on; a daemon started after that sleeps;
   4. --fast never polls, so it takes no slot;
   5. the default (--spin-slots 0): a quarter of the online CPUs, none below
      4 CPUs (then no slot file is made at all);
@@ -136,14 +137,21 @@ with tempfile.TemporaryDirectory() as d:
         check(on.p.pid not in h.values() and off.p.pid not in h.values() and len(h) == 2,
               f"--spin on / off hold no slot ({h})")
 
-        # 3. The first holder dies without clean-up: its slot is free again.
+        # 3. The first holder dies without clean-up: its slot is free again,
+        # and the waiting daemon takes it while it runs.
         a.stop(signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and "polling from now on" not in c.text():
+            time.sleep(0.2)
+        check("polling from now on, in spin slot 1 of 2" in c.text(),
+              "the waiting daemon takes the killed daemon's slot 1 as it runs")
+        h = holders(d)
+        check(h == {"trackd-spin.0": c.p.pid, "trackd-spin.1": b.p.pid},
+              f"/proc/locks: slot 0 is now the third daemon's ({h})")
         e = Daemon(d, ["--spin-slots", "2"])
         started.append(e)
-        check(e.wait_running(), "a daemon started after the SIGKILL runs")
-        check("polling, in spin slot 1 of 2" in e.text(), "it takes the killed daemon's slot 1")
-        h = holders(d)
-        check(h.get("trackd-spin.0") == e.p.pid, f"/proc/locks: slot 0 is now its ({h})")
+        check(e.wait_running() and e.decision() == "sleeping",
+              "a daemon started after that sleeps: the slots are held again")
 
         # 4. --fast never polls: no slot taken, even with one free.
         b.stop()
