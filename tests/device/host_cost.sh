@@ -10,14 +10,16 @@
 #   tests/device/host_cost.sh [COUNTS] [SECONDS]   (default 1,8,16 and 6)
 # TRK_BACKEND=cpu runs it on a machine without a GPU (software decoding).
 set -uo pipefail
-cd "$(dirname "$0")"
+cd "$(dirname "$0")" || exit 1
 export LD_LIBRARY_PATH=$PWD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 counts=${1:-1,8,16}; secs=${2:-6}
 # Slot files of this run only (not another run's or service's).
 TRACKD_SPIN_DIR=$(mktemp -d); export TRACKD_SPIN_DIR
 be=${TRK_BACKEND:-cuda}
 hw=cuda; [ "$be" = cuda ] || hw=none
-files=(--backend "$be" --hwdec $hw --input ssl1080.mp4 --loop --objects obj16.json --no-preview)
+# shellcheck disable=SC2034  # used through declare -n below
+files=(--backend "$be" --hwdec "$hw" --input ssl1080.mp4 --loop --objects obj16.json --no-preview)
+# shellcheck disable=SC2034
 demo=(--backend "$be" --size 1920x1080 --fps 60 --no-preview)
 echo "# $(nproc) CPUs; $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)"
 for c in files demo; do
