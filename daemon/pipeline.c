@@ -978,6 +978,7 @@ static void *process_main(void *arg)
         if (!p->spin && !cfg->fast && trk_spin_retry(t_sent)) {
             p->spin = true;
             trk_pool_set_spin(&p->pool, HANDOFF_EARLY, HANDOFF_LATE);
+            trk_metrics_set_spin(cfg->metrics, true);
         }
         report_ops(p, f, &meta, &timing, t_done, t_sent, n_objects, pinned);
         /* The preview and the sampler get the frame only after its results
@@ -1393,6 +1394,7 @@ static struct pipeline *pipeline_new(const struct trk_pipeline_cfg *cfg,
      * processing thread (--spin); --fast is about throughput, not latency. */
     p->spin = cfg->spin && !cfg->fast;
     if (p->spin) trk_pool_set_spin(&p->pool, HANDOFF_EARLY, HANDOFF_LATE);
+    trk_metrics_set_spin(cfg->metrics, p->spin);
     /* Frames in the backend's host memory (pinned on CUDA): sources draw,
      * copy or decode into it and the upload needs no staging copy. The
      * caller's backend, not a grown one: it outlives the pool and the

@@ -23,7 +23,9 @@ the focus check, previews; --per-camera names the named ones apart).
 --spin-off runs every N a second time with `--spin off` added (row "off"):
 the difference between the two rows is what the busy-waiting (--spin: the
 paced hand-off and the WebSocket thread's wait for an expected result)
-costs, the "off" row what the work itself costs. Per N: the GPU's busy
+costs, the "off" row what the work itself costs; "poll" counts the daemons
+that polled (trackd_spin: with --spin auto, those holding a spin slot).
+Per N: the GPU's busy
 share over the window (nvidia-smi's utilization.gpu sampled every 100 ms;
 "-" without nvidia-smi), the slowest camera's rate, the most drops, the
 worst p99, the medians of the rest. --mps starts the CUDA MPS
@@ -156,6 +158,7 @@ def run_n(a, n, extra=()):
         d = {k: m1[port].get(k, 0) - m0[port].get(k, 0)
              for k in ("trackd_frames_processed_total", "trackd_frames_dropped_total",
                        "trackd_frames_skipped_total")}
+        d["spin"] = m1[port].get("trackd_spin")
         got = d["trackd_frames_processed_total"]
         v = lat.get(port) or []
         rows.append({"fps": got / window, "share": got / (a.fps * window),
@@ -165,7 +168,7 @@ def run_n(a, n, extra=()):
                      "cpu_ms": (c1[port]["all"] - c0[port]["all"]) * 1e3 / got if got else None,
                      "split": {k: (c1[port][k] - c0[port][k]) * 1e3 / got if got else None
                                for k in (*THREADS, "other")},
-                     "n": len(v)})
+                     "spin": d["spin"], "n": len(v)})
     return rows, busy
 
 
@@ -185,7 +188,8 @@ def print_row(a, n, spin, rows, busy):
     split = [fmt(median(r["split"][k] for r in rows)) for k in ("trk-capture", "trk-process")]
     split.append(fmt(median(r["cpu_ms"] - r["split"]["trk-capture"] - r["split"]["trk-process"]
                             if r["cpu_ms"] is not None else None for r in rows)))
-    print(f"{n:>3} {spin or '-':>4} {min(r['fps'] for r in rows):>8.2f} "
+    polling = sum(1 for r in rows if r["spin"])
+    print(f"{n:>3} {spin or '-':>4} {polling:>4} {min(r['fps'] for r in rows):>8.2f} "
           f"{min(r['share'] for r in rows):>9.3f} "
           f"{max(r['dropped'] + r['skipped'] for r in rows):>8.0f} "
           f"{fmt(median(r['p50'] for r in rows)):>8} "
@@ -195,7 +199,8 @@ def print_row(a, n, spin, rows, busy):
           f"{fmt(busy, '{:.0f}%'):>8}", flush=True)
     if a.per_camera:
         for i, r in enumerate(rows):
-            print(f"      camera {i}: {r['fps']:.2f} fps, dropped {r['dropped']:.0f}, "
+            print(f"      camera {i}: {'polls' if r['spin'] else 'sleeps'}, "
+                  f"{r['fps']:.2f} fps, dropped {r['dropped']:.0f}, "
                   f"skipped {r['skipped']:.0f}, p50 {fmt(r['p50'])} p99 {fmt(r['p99'])} "
                   f"ms, cpu {fmt(r['cpu_ms'])} ms/frame ("
                   + ", ".join(f"{k} {fmt(v)}" for k, v in r["split"].items() if v) + ")",
@@ -222,7 +227,7 @@ def main():
     if a.mps:
         subprocess.run(["nvidia-cuda-mps-control", "-d"], check=True)
     print(f"# {a.label or ' '.join(a.args)}{' (MPS)' if a.mps else ''}")
-    print(f"{'N':>3} {'spin':>4} {'min fps':>8} {'min share':>9} {'dropped':>8} {'p50 med':>8} "
+    print(f"{'N':>3} {'spin':>4} {'poll':>4} {'min fps':>8} {'min share':>9} {'dropped':>8} {'p50 med':>8} "
           f"{'p99 worst':>9} {'cpu ms/fr':>9} {'capture':>8} {'process':>8} {'other':>8} "
           f"{'gpu busy':>8}")
     bad = False

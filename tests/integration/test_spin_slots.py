@@ -3,7 +3,8 @@
 trackd processes side by side, as many cameras on one host run. Each test
 daemon gets TRACKD_SPIN_DIR = a fresh folder, so nothing else on the
 machine shares its slots. Who holds a slot is read from /proc/locks (the
-kernel's own table of flock(2) holders), not only from the log.
+kernel's own table of flock(2) holders), and whether the pipeline polls
+from /metrics (trackd_spin), not only from the log.
 
   1. --spin-slots 2: the first two daemons poll (slot 1 and 2, each holding
      its lock file), the third sleeps (its log says the slots are held) and
@@ -27,10 +28,12 @@ import sys
 import tempfile
 import time
 
+from daemon_proc import free_port, http_get, wait_for
+
 TRACKD = sys.argv[1]
 FAILS = []
-DEMO = ["--size", "320x180", "--backend", "cpu", "--no-server", "--output", "/dev/null",
-        "--log-level", "debug", "--stats-interval", "0"]
+DEMO = ["--size", "320x180", "--backend", "cpu", "--output", "/dev/null", "--log-level", "debug",
+        "--stats-interval", "0", "--no-preview"]
 DECIDED = re.compile(r"spin: --spin auto: (polling|sleeping)")
 
 
@@ -48,9 +51,16 @@ class Daemon:
         Daemon.n += 1
         self.log = os.path.join(d, f"trackd{Daemon.n}.log")
         env = dict(os.environ, TRACKD_SPIN_DIR=os.path.join(d, "slots"))
+        self.port = free_port()
         with open(self.log, "w") as err:
-            self.p = subprocess.Popen([TRACKD, *DEMO, *args], stdout=subprocess.DEVNULL,
-                                      stderr=err, env=env, cwd=d)
+            self.p = subprocess.Popen([TRACKD, *DEMO, "--listen", f"127.0.0.1:{self.port}", *args],
+                                      stdout=subprocess.DEVNULL, stderr=err, env=env, cwd=d)
+
+    def spin_gauge(self):
+        """/metrics' trackd_spin (None if missing)."""
+        text = http_get(self.port, "/metrics")[1].decode()
+        m = re.search(r"^trackd_spin (\S+)$", text, re.M)
+        return float(m.group(1)) if m else None
 
     def text(self):
         with open(self.log) as f:
@@ -58,11 +68,18 @@ class Daemon:
 
     def wait_running(self, timeout=30):
         """Until the daemon has decided whether it polls (its "spin:" line,
-        logged as the pipeline starts); False if it exited or took longer."""
+        logged as the pipeline starts) and processed a frame (so /metrics
+        says what the pipeline does); False if it exited or took longer."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and self.p.poll() is None:
             if re.search(r"spin: --spin (on|off|auto)", self.text()):
-                return True
+                try:
+                    text = http_get(self.port, "/metrics", 5)[1].decode()
+                except OSError:
+                    text = ""
+                m = re.search(r"^trackd_frames_processed_total (\S+)$", text, re.M)
+                if m and float(m.group(1)) > 0:
+                    return True
             time.sleep(0.1)
         return False
 
@@ -124,6 +141,8 @@ with tempfile.TemporaryDirectory() as d:
         h = holders(d)
         check(h == {"trackd-spin.0": a.p.pid, "trackd-spin.1": b.p.pid},
               f"/proc/locks: slot 0 held by the first, 1 by the second, nothing by the third ({h})")
+        g = [x.spin_gauge() for x in (a, b, c)]
+        check(g == [1, 1, 0], f"/metrics trackd_spin: 1, 1, 0 ({g})")
 
         # 2. on and off take no slot.
         on = Daemon(d, ["--spin-slots", "2", "--spin", "on"])
@@ -133,6 +152,7 @@ with tempfile.TemporaryDirectory() as d:
         check("--spin on: polling, no slot taken" in on.text() and
               "--spin off: sleeping, no slot taken" in off.text(),
               "--spin on / off: logged as polling / sleeping without a slot")
+        check([on.spin_gauge(), off.spin_gauge()] == [1, 0], "/metrics trackd_spin: on 1, off 0")
         h = holders(d)
         check(on.p.pid not in h.values() and off.p.pid not in h.values() and len(h) == 2,
               f"--spin on / off hold no slot ({h})")
@@ -148,6 +168,7 @@ with tempfile.TemporaryDirectory() as d:
         h = holders(d)
         check(h == {"trackd-spin.0": c.p.pid, "trackd-spin.1": b.p.pid},
               f"/proc/locks: slot 0 is now the third daemon's ({h})")
+        check(wait_for(lambda: c.spin_gauge() == 1, 10), "its /metrics trackd_spin is 1 now")
         e = Daemon(d, ["--spin-slots", "2"])
         started.append(e)
         check(e.wait_running() and e.decision() == "sleeping",
@@ -155,7 +176,8 @@ with tempfile.TemporaryDirectory() as d:
 
         # 4. --fast never polls: no slot taken, even with one free.
         b.stop()
-        r = subprocess.run([TRACKD, *DEMO, "--spin-slots", "2", "--fast", "--frames", "3"],
+        r = subprocess.run([TRACKD, *DEMO, "--no-server", "--spin-slots", "2", "--fast", "--frames",
+                            "3"],
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=d,
                            env=dict(os.environ, TRACKD_SPIN_DIR=os.path.join(d, "slots")),
                            timeout=60)
@@ -185,7 +207,7 @@ with tempfile.TemporaryDirectory() as d:
 
     # 6. Slot files that cannot be made: a warning, and the daemon works.
     env = dict(os.environ, TRACKD_SPIN_DIR=os.path.join(d, "no-such-folder"))
-    r = subprocess.run([TRACKD, *DEMO, "--spin-slots", "1", "--frames", "3"],
+    r = subprocess.run([TRACKD, *DEMO, "--no-server", "--spin-slots", "1", "--frames", "3"],
                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, cwd=d,
                        timeout=60)
     check(r.returncode == 0, f"an unusable slot folder: exit 0 ({r.returncode}: {r.stderr[-300:]})")
