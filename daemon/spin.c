@@ -36,22 +36,25 @@ static int open_slot(const char *dir, int k)
 }
 
 /* The first free slot of n in dir, its lock taken (its fd then stays open
- * until exit: closing it would release the lock). The slot's index, -1
- * when all are held, or -errno when none could be opened. */
-static int take_slot(const char *dir, int n)
+ * until exit: closing it would release the lock): its index, or -1 when
+ * none was free; then *err is 0 if some slot file opened (all held), else
+ * the last open's -errno. */
+static int take_slot(const char *dir, int n, int *err)
 {
-    int err = -ENOENT;
+    bool opened = false;
+    *err = -ENOENT;
     for (int k = 0; k < n; k++) {
         int fd = open_slot(dir, k);
         if (fd < 0) {
-            err = fd;
+            *err = fd;
             continue;
         }
-        err = 0;
+        opened = true;
         if (flock(fd, LOCK_EX | LOCK_NB) == 0) return k; /* fd kept on purpose */
         close(fd);
     }
-    return err ? err : -1;
+    if (opened) *err = 0;
+    return -1;
 }
 
 bool trk_spin_decide(int mode, int slots)
@@ -70,13 +73,14 @@ bool trk_spin_decide(int mode, int slots)
     }
     const char *env = getenv("TRACKD_SPIN_DIR");
     const char *dir = env && *env ? env : TRK_SPIN_DIR;
-    const int k = take_slot(dir, n);
+    int err;
+    const int k = take_slot(dir, n, &err);
     if (k >= 0) {
         log_info("--spin auto: polling, in spin slot %d of %d (%s/trackd-spin.%d)", k + 1, n, dir,
                  k);
         return true;
     }
-    if (k == -1) {
+    if (!err) {
         retry.waiting = true, retry.n = n, retry.next = 0;
         snprintf(retry.dir, sizeof retry.dir, "%s", dir);
         log_info("--spin auto: sleeping, not polling: other trackd processes hold the %d spin "
@@ -84,7 +88,7 @@ bool trk_spin_decide(int mode, int slots)
                  n, n == 1 ? "" : "s", dir, TRK_SPIN_RETRY_S);
         return false;
     }
-    log_warn_err(k,
+    log_warn_err(err,
                  "--spin auto: %s as if the machine were this daemon's alone: cannot open the "
                  "spin slots in %s",
                  cpus >= TRK_SPIN_MIN_CPUS ? "polling" : "sleeping", dir);
@@ -95,7 +99,8 @@ bool trk_spin_retry(double now)
 {
     if (!retry.waiting || now < retry.next) return false;
     retry.next = now + TRK_SPIN_RETRY_S;
-    const int k = take_slot(retry.dir, retry.n);
+    int err;
+    const int k = take_slot(retry.dir, retry.n, &err);
     if (k < 0) return false; /* still held, or the folder went away: later */
     retry.waiting = false;
     log_info("--spin auto: polling from now on, in spin slot %d of %d (%s/trackd-spin.%d), "
