@@ -25,6 +25,7 @@ struct trk_settings {
     int hwdec;        /* --hwdec: enum trk_hwdec (daemon/source/hwdec.h) */
     bool decode_only; /* --decode-only: time the decoder alone, no tracking */
     int spin;         /* --spin: enum trk_spin (pipeline.h) */
+    int spin_slots;   /* --spin-slots: 0 = online CPUs / 4 (daemon/spin.h) */
     int rt_priority;  /* --rt-priority: SCHED_FIFO priority, 0 = off */
     uint64_t frames;  /* 0 = all */
     char listen_addr[64];

@@ -31,6 +31,7 @@
 #include "objects.h"
 #include "out/outputs.h"
 #include "pipeline.h"
+#include "spin.h"
 #include "tracker.h"
 #include "out/record.h"
 #include "out/rewind.h"
@@ -943,7 +944,8 @@ static struct trk_pipeline_cfg pipeline_cfg(struct app *a)
         .camera = s->camera_name,
         .track_mode = a->track_mode,
         .full_every = s->full_every,
-        .spin = trk_spin_enabled(s->spin),
+        /* --fast never polls (pipeline.h): no slot taken for it. */
+        .spin = !s->fast && trk_spin_decide(s->spin, s->spin_slots),
         .rt_priority = s->rt_priority,
         .record = a->record,
         .rewind = atomic_load(&a->rewind),

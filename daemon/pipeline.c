@@ -28,6 +28,7 @@
 #include "light.h"
 #include "ops/focus.h"
 #include "markers.h"
+#include "spin.h"
 #include "state.h"
 #include "tracker.h"
 #include "trk_assert.h"
@@ -92,6 +93,9 @@ struct pipeline {
      * tracker that follows it. */
     struct trk_obj_result *res;
     const struct trk_blob **unit_blobs;
+    /* Processing thread: whether it polls (--spin; cfg->spin at start, set
+     * later when --spin auto gets a slot another daemon gave up). */
+    bool spin;
     int *unit_nb;
     /* The frame's results per object as the tracker reports them (its
      * memory, valid until the next begin: read by keep_results at once),
@@ -827,7 +831,7 @@ static void skip_frame(struct pipeline *p, struct trk_frame *f, int err)
  * last frame's processing time (s). */
 static void expect_result(struct pipeline *p, double last_process_s)
 {
-    if (!p->cfg->ws || p->cfg->fast || !p->cfg->spin) return;
+    if (!p->cfg->ws || p->cfg->fast || !p->spin) return;
     double within = last_process_s * EXPECT_FACTOR + EXPECT_MARGIN;
     trk_ws_expect(p->cfg->ws, within < EXPECT_MAX ? within : EXPECT_MAX);
 }
@@ -970,6 +974,12 @@ static void *process_main(void *arg)
 
         record_frame(p, &meta, t_done, (t_sent - t_done) * 1e3, (t_sent - f->t_capture) * 1e3,
                      pinned, started);
+        /* --spin auto without a slot: one may have come free (spin.h). */
+        if (!p->spin && !cfg->fast && trk_spin_retry(t_sent)) {
+            p->spin = true;
+            trk_pool_set_spin(&p->pool, HANDOFF_EARLY, HANDOFF_LATE);
+            trk_metrics_set_spin(cfg->metrics, true);
+        }
         report_ops(p, f, &meta, &timing, t_done, t_sent, n_objects, pinned);
         /* The preview and the sampler get the frame only after its results
          * are out, on their own threads, and only when idle: neither ever
@@ -1114,12 +1124,6 @@ int trk_spin_parse(const char *s)
     if (!strcmp(s, "on")) return TRK_SPIN_ON;
     if (!strcmp(s, "off")) return TRK_SPIN_OFF;
     return -1;
-}
-
-bool trk_spin_enabled(int mode)
-{
-    return mode == TRK_SPIN_ON ||
-           (mode == TRK_SPIN_AUTO && sysconf(_SC_NPROCESSORS_ONLN) >= TRK_SPIN_MIN_CPUS);
 }
 
 long trk_rss_kb(void)
@@ -1388,7 +1392,9 @@ static struct pipeline *pipeline_new(const struct trk_pipeline_cfg *cfg,
     trk_pool_init(&p->pool, !cfg->source->live);
     /* Real-time frames (paced files, the demo, cameras) reach a running
      * processing thread (--spin); --fast is about throughput, not latency. */
-    if (cfg->spin && !cfg->fast) trk_pool_set_spin(&p->pool, HANDOFF_EARLY, HANDOFF_LATE);
+    p->spin = cfg->spin && !cfg->fast;
+    if (p->spin) trk_pool_set_spin(&p->pool, HANDOFF_EARLY, HANDOFF_LATE);
+    trk_metrics_set_spin(cfg->metrics, p->spin);
     /* Frames in the backend's host memory (pinned on CUDA): sources draw,
      * copy or decode into it and the upload needs no staging copy. The
      * caller's backend, not a grown one: it outlives the pool and the

@@ -129,15 +129,14 @@ struct trk_pipeline_cfg {
     void *replay_ctx;
 };
 
-/* --spin: auto (on with TRK_SPIN_MIN_CPUS or more online CPUs: polling
- * needs a core to spare, and on fewer it takes CPU time from the threads
- * doing the work), on, off. */
+/* --spin: auto (in a daemon holding one of the machine's spin slots, at
+ * most one per TRK_SPIN_MIN_CPUS online CPUs: polling needs a core to
+ * spare, and without one it takes CPU time from the threads doing the
+ * work; daemon/spin.h), on, off. */
 enum trk_spin { TRK_SPIN_AUTO, TRK_SPIN_ON, TRK_SPIN_OFF };
 #define TRK_SPIN_MIN_CPUS 4
 /* "auto", "on", "off" -> enum trk_spin; -1 otherwise. */
 int trk_spin_parse(const char *s);
-/* Whether mode spins on this machine (auto: counts the online CPUs). */
-bool trk_spin_enabled(int mode);
 
 /* Every frame the source delivered is accounted for once: processed
  * (frames), dropped for a newer one (drops) or rejected by the backend

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -255,6 +256,8 @@ static void add_sample(struct trk_focus *f, const struct trk_canny_stats *st, ui
 static void *focus_main(void *arg)
 {
     struct trk_focus *f = arg;
+    /* Named for top -H and tests/device/many_cameras.py's CPU split. */
+    prctl(PR_SET_NAME, "trk-focus", 0, 0, 0);
     /* Below capture, processing and the server: on a busy machine the
      * check waits, results do not. */
     if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10) != 0)

@@ -41,6 +41,7 @@ struct trk_metrics {
     _Atomic int objects, found;
     _Atomic double last_frame_t;        /* trk_now() of the newest frame, 0 = none */
     atomic_bool paused;                 /* a replay paused by the page */
+    atomic_bool spin;                   /* processing: it polls (--spin)           */
     _Atomic double last_frame_wall;     /* the same as Unix time                   */
     _Atomic double interval;            /* smoothed seconds between frames         */
     _Atomic uint64_t outages, reopens;  /* capture */
@@ -182,6 +183,11 @@ void trk_metrics_set_totals(struct trk_metrics *m, uint64_t drops, int clients, 
     atomic_store_explicit(&m->drops, drops, memory_order_relaxed);
     atomic_store_explicit(&m->clients, clients, memory_order_relaxed);
     if (fps >= 0) atomic_store_explicit(&m->fps, fps, memory_order_relaxed);
+}
+
+void trk_metrics_set_spin(struct trk_metrics *m, bool spin)
+{
+    if (m) atomic_store_explicit(&m->spin, spin, memory_order_relaxed);
 }
 
 void trk_metrics_set_lines_lost(struct trk_metrics *m, uint64_t lost)
@@ -479,6 +485,10 @@ int trk_metrics_render(struct trk_metrics *m, struct trk_buf *b)
               atomic_load(&m->mqtt_connected) ? 1 : 0);
     }
     gauge(b, "trackd_clients", "WebSocket clients connected.", atomic_load(&m->clients));
+    gauge(b, "trackd_spin",
+          "1 while the processing and WebSocket threads poll for frames and results (--spin; "
+          "auto: a spin slot held), 0 while they sleep.",
+          atomic_load(&m->spin));
     gauge(b, "trackd_objects_configured", "Objects in the current object set.",
           atomic_load(&m->objects));
     gauge(b, "trackd_objects_found", "Objects found in the newest processed frame.",

@@ -96,6 +96,8 @@ void trk_metrics_reopen(struct trk_metrics *m);
  * leaves the frame rate as it was. */
 void trk_metrics_set_totals(struct trk_metrics *m, uint64_t drops, int clients, double fps);
 void trk_metrics_set_lines_lost(struct trk_metrics *m, uint64_t lost);
+/* Whether the processing thread polls (--spin; processing thread). */
+void trk_metrics_set_spin(struct trk_metrics *m, bool spin);
 /* The MQTT sink's totals (daemon/out/mqtt.h); the trackd_mqtt_* metrics are
  * shown from the first call on (only when --mqtt is given). */
 struct trk_mqtt_stats;

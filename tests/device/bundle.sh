@@ -31,6 +31,7 @@ for bin in "$build/daemon/trackd" "$build/tests/unit/daemon/test_daemon_v4l2"; d
   done
 done
 cp "$here/compare_ndjson.py" "$here/run-on-device.sh" "$here/latency_probe.py" "$here/many_cameras.py" \
+   "$here/host_cost.sh" \
    "$here/hwdec_device.py" "$here/../integration/daemon_proc.py" "$out/"
 cp -r "$here/../../web" "$out/web"
 # Clips made here (the GPU machine has no ffmpeg CLI): 4:2:0 and RGB.
@@ -52,6 +53,13 @@ ffmpeg -loglevel error -y -f lavfi -i testsrc2=size=320x240:rate=30 -t 1 \
 ffmpeg -loglevel error -y -f lavfi -i testsrc2=size=1920x1080:rate=60 -t 14 \
   -c:v libx264 -preset veryfast -crf 32 -pix_fmt yuv420p "$out/clip1080p60.mp4"
 cp "$here/clip-objects.json" "$here/clip-blobs-objects.json" "$out/"
+# Many cameras (host_cost.sh, many_cameras.py): the 1080p60 field clip with
+# 16 robots (~1.5 MB; minutes to draw, so $TRK_SSL1080 may name one made
+# before) and 16 objects with blobs and tracking.
+if [ -n "${TRK_SSL1080:-}" ]; then cp "$TRK_SSL1080" "$out/ssl1080.mp4"
+else /usr/bin/python3 "$here/../integration/ssl_scene.py" "$out/ssl1080.mp4" --size 1920x1080 \
+       --robots 16 --fps 60 --frames 120 --h264 && rm -f "$out/ssl1080.mp4.truth.json"; fi
+/usr/bin/python3 "$here/obj16.py" "$out/obj16.json"
 # The light on NVDEC frames (issue 27): the lighting clip as H.264 (~0.3 MB)
 # and its objects with illumination and adapt, made here (numpy, ffmpeg).
 cp "$here/../integration/test_light_device.py" "$out/"

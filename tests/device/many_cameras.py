@@ -4,7 +4,8 @@ with its own WebSocket client, and what each camera gets. A measurement,
 not a test.
 
     tests/device/many_cameras.py TRACKD [--counts 1,4,8,16,32] [--seconds 20]
-        [--warmup 2] [--fps 60] [--mps] [--label NAME] -- TRACKD_ARGS...
+        [--warmup 2] [--fps 60] [--mps] [--spin-off] [--per-camera]
+        [--label NAME] -- TRACKD_ARGS...
 
 For each N in --counts: N daemons start with TRACKD_ARGS (each on its own
 loopback port; e.g. `--input clip.mp4 --loop --backend cuda --objects
@@ -15,9 +16,19 @@ stamps a frame message when its last byte is read) for --seconds after
 frames offered (--fps x the window), frames dropped and skipped (trackd's
 /metrics counters over the window), p50/p99 capture -> client (ms), and
 host CPU per processed frame (the daemon's utime + stime from /proc over the
-window). Per N: the GPU's busy share over the window (nvidia-smi's
-utilization.gpu sampled every 100 ms; "-" without nvidia-smi), the slowest
-camera's rate, the most drops, the worst p99. --mps starts the CUDA MPS
+window), also split by thread: trk-capture (reading and decoding, the NVDEC
+hand-off), trk-process (the backend call, blob lists, tracker, outputs) and
+the rest ("other": main, WebSocket service, decoder and backend workers,
+the focus check, previews; --per-camera names the named ones apart).
+--spin-off runs every N a second time with `--spin off` added (row "off"):
+the difference between the two rows is what the busy-waiting (--spin: the
+paced hand-off and the WebSocket thread's wait for an expected result)
+costs, the "off" row what the work itself costs; "poll" counts the daemons
+that polled (trackd_spin: with --spin auto, those holding a spin slot).
+Per N: the GPU's busy
+share over the window (nvidia-smi's utilization.gpu sampled every 100 ms;
+"-" without nvidia-smi), the slowest camera's rate, the most drops, the
+worst p99, the medians of the rest. --mps starts the CUDA MPS
 control daemon for the runs (and stops it after), to say whether it helps.
 
 One line per N, then one per camera under it with --per-camera. Exit 0
@@ -51,11 +62,34 @@ def metrics(port):
     return out
 
 
-def cpu_s(pid):
-    """The process's user + system CPU seconds so far."""
-    with open(f"/proc/{pid}/stat") as f:
+# The threads whose CPU time is shown apart (pipeline.c and focus.c name
+# them); the rest (main, WebSocket service, decoder and backend workers) is
+# "other". The row shows capture, process and other; --per-camera all.
+THREADS = ("trk-capture", "trk-process", "trk-focus", "trk-preview", "trk-sampler")
+
+
+def stat_s(path):
+    """user + system CPU seconds of /proc/.../stat at path."""
+    with open(path) as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_s(pid):
+    """The process's user + system CPU seconds so far, in all and per
+    thread group: {"all": s, "trk-capture": s, "trk-process": s, "other": s}.
+    A thread that ended in between is missing from the groups, not from
+    "all"."""
+    out = {"all": stat_s(f"/proc/{pid}/stat"), "other": 0.0, **{t: 0.0 for t in THREADS}}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                name = f.read().strip()
+            s = stat_s(f"/proc/{pid}/task/{tid}/stat")
+        except OSError:
+            continue  # ended meanwhile
+        out[name if name in THREADS else "other"] += s
+    return out
 
 
 def client(port, frames, warmup, seconds, q):
@@ -90,12 +124,12 @@ class GpuBusy:
         return statistics.mean(self.samples) if self.samples else None
 
 
-def run_n(a, n):
+def run_n(a, n, extra=()):
     log = open(os.devnull, "w")
     daemons = []
     try:
         for _ in range(n):
-            daemons.append(start_trackd(os.path.abspath(a.trackd), a.args, log))
+            daemons.append(start_trackd(os.path.abspath(a.trackd), [*a.args, *extra], log))
         time.sleep(a.warmup)
         q = mp.Queue()
         frames = int(a.seconds * a.fps)
@@ -124,18 +158,53 @@ def run_n(a, n):
         d = {k: m1[port].get(k, 0) - m0[port].get(k, 0)
              for k in ("trackd_frames_processed_total", "trackd_frames_dropped_total",
                        "trackd_frames_skipped_total")}
+        d["spin"] = m1[port].get("trackd_spin")
         got = d["trackd_frames_processed_total"]
         v = lat.get(port) or []
         rows.append({"fps": got / window, "share": got / (a.fps * window),
                      "dropped": d["trackd_frames_dropped_total"],
                      "skipped": d["trackd_frames_skipped_total"],
                      "p50": pct(v, 50) if v else None, "p99": pct(v, 99) if v else None,
-                     "cpu_ms": (c1[port] - c0[port]) * 1e3 / got if got else None, "n": len(v)})
+                     "cpu_ms": (c1[port]["all"] - c0[port]["all"]) * 1e3 / got if got else None,
+                     "split": {k: (c1[port][k] - c0[port][k]) * 1e3 / got if got else None
+                               for k in (*THREADS, "other")},
+                     "spin": d["spin"], "n": len(v)})
     return rows, busy
 
 
 def fmt(x, f="{:.3f}"):
     return "-" if x is None else f.format(x)
+
+
+def median(v):
+    v = [x for x in v if x is not None]
+    return statistics.median(v) if v else None
+
+
+def print_row(a, n, spin, rows, busy):
+    """One line for N cameras (medians over the cameras unless said), then
+    one per camera with --per-camera."""
+    p99s = [r["p99"] for r in rows if r["p99"] is not None]
+    split = [fmt(median(r["split"][k] for r in rows)) for k in ("trk-capture", "trk-process")]
+    split.append(fmt(median(r["cpu_ms"] - r["split"]["trk-capture"] - r["split"]["trk-process"]
+                            if r["cpu_ms"] is not None else None for r in rows)))
+    polling = sum(1 for r in rows if r["spin"])
+    print(f"{n:>3} {spin or '-':>4} {polling:>4} {min(r['fps'] for r in rows):>8.2f} "
+          f"{min(r['share'] for r in rows):>9.3f} "
+          f"{max(r['dropped'] + r['skipped'] for r in rows):>8.0f} "
+          f"{fmt(median(r['p50'] for r in rows)):>8} "
+          f"{fmt(max(p99s) if p99s else None):>9} "
+          f"{fmt(median(r['cpu_ms'] for r in rows)):>9} "
+          f"{split[0]:>8} {split[1]:>8} {split[2]:>8} "
+          f"{fmt(busy, '{:.0f}%'):>8}", flush=True)
+    if a.per_camera:
+        for i, r in enumerate(rows):
+            print(f"      camera {i}: {'polls' if r['spin'] else 'sleeps'}, "
+                  f"{r['fps']:.2f} fps, dropped {r['dropped']:.0f}, "
+                  f"skipped {r['skipped']:.0f}, p50 {fmt(r['p50'])} p99 {fmt(r['p99'])} "
+                  f"ms, cpu {fmt(r['cpu_ms'])} ms/frame ("
+                  + ", ".join(f"{k} {fmt(v)}" for k, v in r["split"].items() if v) + ")",
+                  flush=True)
 
 
 def main():
@@ -148,6 +217,7 @@ def main():
     ap.add_argument("--mps", action="store_true")
     ap.add_argument("--per-camera", action="store_true")
     ap.add_argument("--label", default="")
+    ap.add_argument("--spin-off", action="store_true")
     argv = sys.argv[1:]
     cut = argv.index("--") if "--" in argv else len(argv)
     a = ap.parse_args(argv[:cut])
@@ -157,28 +227,17 @@ def main():
     if a.mps:
         subprocess.run(["nvidia-cuda-mps-control", "-d"], check=True)
     print(f"# {a.label or ' '.join(a.args)}{' (MPS)' if a.mps else ''}")
-    print(f"{'N':>3} {'min fps':>8} {'min share':>9} {'dropped':>8} {'p50 med':>8} "
-          f"{'p99 worst':>9} {'cpu ms/fr':>9} {'gpu busy':>8}")
+    print(f"{'N':>3} {'spin':>4} {'poll':>4} {'min fps':>8} {'min share':>9} {'dropped':>8} {'p50 med':>8} "
+          f"{'p99 worst':>9} {'cpu ms/fr':>9} {'capture':>8} {'process':>8} {'other':>8} "
+          f"{'gpu busy':>8}")
     bad = False
     try:
         for n in (int(x) for x in a.counts.split(",")):
-            rows, busy = run_n(a, n)
-            bad |= any(r["n"] == 0 for r in rows)
-            p50s = [r["p50"] for r in rows if r["p50"] is not None]
-            p99s = [r["p99"] for r in rows if r["p99"] is not None]
-            cpus = [r["cpu_ms"] for r in rows if r["cpu_ms"] is not None]
-            print(f"{n:>3} {min(r['fps'] for r in rows):>8.2f} "
-                  f"{min(r['share'] for r in rows):>9.3f} "
-                  f"{max(r['dropped'] + r['skipped'] for r in rows):>8.0f} "
-                  f"{fmt(statistics.median(p50s) if p50s else None):>8} "
-                  f"{fmt(max(p99s) if p99s else None):>9} "
-                  f"{fmt(statistics.median(cpus) if cpus else None):>9} "
-                  f"{fmt(busy, '{:.0f}%'):>8}", flush=True)
-            if a.per_camera:
-                for i, r in enumerate(rows):
-                    print(f"      camera {i}: {r['fps']:.2f} fps, dropped {r['dropped']:.0f}, "
-                          f"skipped {r['skipped']:.0f}, p50 {fmt(r['p50'])} p99 {fmt(r['p99'])} "
-                          f"ms, cpu {fmt(r['cpu_ms'])} ms/frame", flush=True)
+            for spin, extra in ((("as set", ()), ("off", ("--spin", "off"))) if a.spin_off
+                                else (("as set", ()),)):
+                rows, busy = run_n(a, n, extra)
+                bad |= any(r["n"] == 0 for r in rows)
+                print_row(a, n, "" if spin == "as set" else spin, rows, busy)
     finally:
         if a.mps:
             subprocess.run(["nvidia-cuda-mps-control"], input="quit\n", text=True)
