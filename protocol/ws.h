@@ -282,6 +282,18 @@ void trk_ws_get_stats(struct trk_ws *ws, struct trk_ws_stats *st);
  * mark. */
 int trk_ws_write_delays(struct trk_ws *ws, uint64_t *mark, float *out, int max);
 
+/* One result write's delay (trk_ws_write_delays' sample) in its parts, ms. */
+struct trk_ws_write_split {
+    float wake_ms; /* trk_ws_broadcast -> the service thread took it from the
+                    * hand-off (its wake-up, or its next poll round)     */
+    float wait_ms; /* -> this client's write began (fan-out, the writes to
+                    * clients before it, a poll round for POLLOUT)       */
+    float call_ms; /* -> the write call returned (the kernel's send)     */
+};
+/* trk_ws_write_delays' samples split in their parts, with a mark of their
+ * own (the same rules). For measurements (bench/ws_handoff.c). */
+int trk_ws_write_splits(struct trk_ws *ws, uint64_t *mark, struct trk_ws_write_split *out, int max);
+
 /* Per-client counters (for the stats line and tests). */
 struct trk_ws_client_stats {
     uint64_t id;   /* client id as passed to on_message           */

@@ -62,6 +62,7 @@ struct msg {
     bool binary;
     uint64_t order;   /* publish order, across kinds: writes follow it */
     double t_handoff; /* s, CLOCK_MONOTONIC: a result's broadcast; 0 = other kinds */
+    double t_taken;   /* ... when the service thread took it from the hand-off */
     int view;         /* a preview: the view (TRK_WS_VIEWS) whose clients get it;
                        * a result: 1 + the predict slot whose clients get it, 0
                        * the measured one (clients without predict) */
@@ -183,9 +184,10 @@ struct trk_ws {
     struct msg *last_status;
     struct msg *last_replay; /* TRK_WS_REPLAY's newest, for new clients */
     struct client *clients;
-    /* Hand-off -> written delays (ms) of result messages, every client's
-     * write; written by the service thread, read by trk_ws_write_delays. */
-    float write_ms[TRK_WS_WRITE_SAMPLES];
+    /* Hand-off -> written delays of result messages in their parts, every
+     * client's write; written by the service thread, read by
+     * trk_ws_write_delays and trk_ws_write_splits. */
+    struct trk_ws_write_split write_split[TRK_WS_WRITE_SAMPLES];
     uint64_t n_writes; /* taken since start; sample i is at i % TRK_WS_WRITE_SAMPLES */
     /* trk_ws_shutdown: every client gets a close frame with this code and
      * reason after its pending messages; new connections are refused. */

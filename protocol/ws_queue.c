@@ -26,6 +26,7 @@ static struct msg *msg_new(const void *data, size_t len, bool binary, uint64_t o
     m->binary = binary;
     m->order = order;
     m->t_handoff = 0;
+    m->t_taken = 0;
     m->view = 0;
     m->len = len;
     if (len) memcpy(m->buf + LWS_PRE, data, len);
@@ -176,14 +177,19 @@ void trk_ws_client_clear(struct client *c)
     c->rx = NULL;
 }
 
-/* Service thread: result m has just been written to a client; keeps how
- * long after its hand-off (the wake-up, fan-out and write: issue 14's
- * latency split). */
-static void record_write(struct trk_ws *ws, const struct msg *m)
+/* Service thread: result m has just been written to a client, the write
+ * call from t_write on; keeps how long after its hand-off, in parts (the
+ * wake-up, fan-out and write: issue 14's latency split). */
+static void record_write(struct trk_ws *ws, const struct msg *m, double t_write)
 {
-    float ms = (float)((trk_now() - m->t_handoff) * 1e3);
+    double now = trk_now();
+    struct trk_ws_write_split s = {
+        .wake_ms = (float)((m->t_taken - m->t_handoff) * 1e3),
+        .wait_ms = (float)((t_write - m->t_taken) * 1e3),
+        .call_ms = (float)((now - t_write) * 1e3),
+    };
     pthread_mutex_lock(&ws->lock);
-    ws->write_ms[ws->n_writes++ % TRK_WS_WRITE_SAMPLES] = ms;
+    ws->write_split[ws->n_writes++ % TRK_WS_WRITE_SAMPLES] = s;
     pthread_mutex_unlock(&ws->lock);
 }
 
@@ -201,12 +207,13 @@ int trk_ws_client_write(struct trk_ws *ws, struct client *c)
     }
     if (!where) return 0;
     struct msg *m = *where;
+    double t_write = m->t_handoff > 0 ? trk_now() : 0;
     int n = lws_write(wsi, m->buf + LWS_PRE, m->len, m->binary ? LWS_WRITE_BINARY : LWS_WRITE_TEXT);
     if (n < (int)m->len) {
         log_warn("client %llu: write failed, closing", (unsigned long long)c->id);
         return -1;
     }
-    if (m->t_handoff > 0) record_write(ws, m);
+    if (m->t_handoff > 0) record_write(ws, m, t_write);
     atomic_fetch_add_explicit(&c->sent, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&c->bytes, m->len, memory_order_relaxed);
     atomic_fetch_add_explicit(&ws->sent, 1, memory_order_relaxed);
@@ -272,8 +279,10 @@ static void drain(struct trk_ws *ws)
     pthread_mutex_unlock(&ws->lock);
     trk_ws_http_deliver(ws, answers);
 
+    double t_taken = trk_now();
     while (h->results.count) {
         struct msg *m = ring_pop(&h->results, h->result_at);
+        m->t_taken = t_taken;
         for (struct client *c = ws->clients; c; c = c->next)
             client_push(ws, c, TRK_WS_RESULT, m);
         msg_unref(&m);
@@ -512,9 +521,12 @@ int trk_ws_send_to(struct trk_ws *ws, uint64_t client_id, const char *json, size
     return 0;
 }
 
-int trk_ws_write_delays(struct trk_ws *ws, uint64_t *mark, float *out, int max)
+/* The write samples taken since *mark (the newest max of them) into
+ * sum[] (their totals) or split[]; sets *mark, returns how many. */
+static int write_samples(struct trk_ws *ws, uint64_t *mark, float *sum,
+                         struct trk_ws_write_split *split, int max)
 {
-    if (!ws || !mark || max < 0 || (!out && max)) return 0;
+    if (!ws || !mark || max < 0 || (!sum && !split && max)) return 0;
     pthread_mutex_lock(&ws->lock);
     uint64_t total = ws->n_writes, from = *mark;
     /* The newest ones when more were taken than the ring (or max) holds. */
@@ -522,9 +534,23 @@ int trk_ws_write_delays(struct trk_ws *ws, uint64_t *mark, float *out, int max)
     if (from > total) from = total;
     if (total - from > keep) from = total - keep;
     int n = (int)(total - from);
-    for (int i = 0; i < n; i++)
-        out[i] = ws->write_ms[(from + (uint64_t)i) % TRK_WS_WRITE_SAMPLES];
+    for (int i = 0; i < n; i++) {
+        const struct trk_ws_write_split *s =
+            &ws->write_split[(from + (uint64_t)i) % TRK_WS_WRITE_SAMPLES];
+        if (split) split[i] = *s;
+        if (sum) sum[i] = s->wake_ms + s->wait_ms + s->call_ms;
+    }
     pthread_mutex_unlock(&ws->lock);
     *mark = total;
     return n;
+}
+
+int trk_ws_write_delays(struct trk_ws *ws, uint64_t *mark, float *out, int max)
+{
+    return write_samples(ws, mark, out, NULL, max);
+}
+
+int trk_ws_write_splits(struct trk_ws *ws, uint64_t *mark, struct trk_ws_write_split *out, int max)
+{
+    return write_samples(ws, mark, NULL, out, max);
 }
