@@ -57,7 +57,7 @@ int trk_wsc_read_full(int fd, void *p, size_t n)
     return 0;
 }
 
-int trk_wsc_connect(int port, const char *path)
+int trk_wsc_connect(int port, const char *path, int rcvbuf)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     if (fd < 0) return -1;
@@ -65,6 +65,7 @@ int trk_wsc_connect(int port, const char *path)
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (rcvbuf > 0) setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
     char req[512];
     int n = snprintf(req, sizeof req,
                      "GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nUpgrade: websocket\r\n"

@@ -18,10 +18,11 @@ int trk_wsc_send_all(int fd, const void *p, size_t n);
 /* Exactly n bytes from fd into p. 0, or -1 (error, or the peer closed). */
 int trk_wsc_read_full(int fd, void *p, size_t n);
 
-/* Connects to 127.0.0.1:port (TCP_NODELAY) and upgrades at path; the
+/* Connects to 127.0.0.1:port (TCP_NODELAY; rcvbuf > 0: that SO_RCVBUF,
+ * so the server's writes are taken only in part) and upgrades at path; the
  * answer's head is read byte by byte, so no frame bytes are eaten. The
  * socket, or -1 when it cannot connect or the answer is not 101. */
-int trk_wsc_connect(int port, const char *path);
+int trk_wsc_connect(int port, const char *path, int rcvbuf);
 
 /* One server frame (not masked, payload at most cap bytes) into buf: its
  * first header byte (FIN, opcode) in *head, its length in *len. 0, or -1

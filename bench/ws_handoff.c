@@ -3,12 +3,14 @@
  *
  *   trackd-ws-handoff [--frames 600] [--warmup 60] [--hz 60] [--bytes 1500]
  *                     [--process-us 200] [--spin off,on] [--clients 1]
+ *                     [--rcvbuf BYTES]
  *
  * This thread plays the processing thread: at --hz it "processes" a frame
  * (a busy --process-us, as the CUDA wait polls; with spin on it first calls
  * trk_ws_expect as the pipeline does with --spin), then publishes a result
  * of --bytes with trk_ws_broadcast. --clients client threads (ws_client.h:
- * blocking sockets, each frame read whole) stamp each result's arrival.
+ * blocking sockets, each frame read whole; --rcvbuf: their SO_RCVBUF, small
+ * ones make the server's writes partial) stamp each result's arrival.
  * Per --spin mode, p50/p99 in microseconds of:
  *   publish  the trk_ws_broadcast call (what the processing thread pays);
  *   wake     broadcast -> the service thread took it from the hand-off;
@@ -39,12 +41,12 @@
 #define MAX_CLIENTS 16
 
 struct opts {
-    int frames, warmup, hz, bytes, process_us, clients;
+    int frames, warmup, hz, bytes, process_us, clients, rcvbuf;
 };
 
 struct client {
     pthread_t thread;
-    int port, total, bytes;
+    int port, total, bytes, rcvbuf;
     atomic_bool ready, done;
     bool bad;
     int missed;
@@ -69,7 +71,7 @@ static size_t make_result(char *buf, int bytes, int seq, double t_pub)
 static void *client_main(void *arg)
 {
     struct client *c = arg;
-    int fd = trk_wsc_connect(c->port, "/ws");
+    int fd = trk_wsc_connect(c->port, "/ws", c->rcvbuf);
     atomic_store(&c->ready, true);
     size_t cap = (size_t)c->bytes + 64;
     unsigned char *buf = malloc(cap + 1);
@@ -162,7 +164,9 @@ static int run_mode(const struct opts *o, bool spin)
     struct client cl[MAX_CLIENTS];
     memset(cl, 0, sizeof cl);
     for (int k = 0; k < o->clients; k++) {
-        cl[k] = (struct client){ .port = trk_ws_port(ws), .total = total, .bytes = o->bytes };
+        cl[k] = (struct client){
+            .port = trk_ws_port(ws), .total = total, .bytes = o->bytes, .rcvbuf = o->rcvbuf
+        };
         cl[k].arrive_us = malloc((size_t)total * sizeof(double));
         for (int i = 0; i < total; i++)
             cl[k].arrive_us[i] = -1;
@@ -228,7 +232,7 @@ static int run_mode(const struct opts *o, bool spin)
 static void usage(FILE *f)
 {
     fprintf(f, "usage: trackd-ws-handoff [--frames N] [--warmup N] [--hz N] [--bytes N] "
-               "[--process-us N] [--spin off,on] [--clients N]\n");
+               "[--process-us N] [--spin off,on] [--clients N] [--rcvbuf BYTES]\n");
 }
 
 static bool int_arg(const char *s, int lo, int hi, int *out)
@@ -265,6 +269,8 @@ int main(int argc, char **argv)
             ok = int_arg(argv[++i], 0, 100000, &o.process_us);
         else if (!strcmp(argv[i], "--clients") && has)
             ok = int_arg(argv[++i], 1, MAX_CLIENTS, &o.clients);
+        else if (!strcmp(argv[i], "--rcvbuf") && has)
+            ok = int_arg(argv[++i], 0, 1 << 30, &o.rcvbuf);
         else
             ok = false;
         if (!ok) {

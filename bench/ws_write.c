@@ -143,7 +143,7 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
 static void *client_main(void *arg)
 {
     struct run *r = arg;
-    int fd = trk_wsc_connect(r->port, "/");
+    int fd = trk_wsc_connect(r->port, "/", 0);
     bool ok = fd >= 0;
     unsigned char *want = malloc(r->len), *have = malloc(r->len);
     for (int i = 0; ok && i < r->total; i++) {

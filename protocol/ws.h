@@ -3,10 +3,12 @@
  * One service thread owns every socket. Other threads publish messages with
  * trk_ws_broadcast / trk_ws_send_to, which copy the bytes once into a
  * refcounted buffer, put it in a small mutex-protected hand-off and wake the
- * service thread with lws_cancel_service(); they never block on a client.
- * The service thread fans each message out to the per-client queues (sharing
- * the buffer, no per-client copies) and writes one message per
- * LWS_CALLBACK_SERVER_WRITEABLE.
+ * service thread with lws_cancel_service() (unless it is polling for an
+ * expected result, trk_ws_expect: it then finds the hand-off itself); they
+ * never block on a client. The service thread fans each message out to the
+ * per-client queues (sharing the buffer, no per-client copies), writes each
+ * client's next message right then when lws holds nothing of that client's
+ * unsent, and the rest one message per LWS_CALLBACK_SERVER_WRITEABLE.
  *
  * Per client: results queue of cfg->queue_len messages and at most
  * TRK_WS_QUEUE_BYTES, drop-oldest (a slow client skips to the newest

@@ -15,6 +15,7 @@
 #include "trk_error.h"
 #define LOG_TAG "ws"
 #include "log_hook.h"
+#include "ws_guard.h"
 #include "ws_int.h"
 
 static struct msg *msg_new(const void *data, size_t len, bool binary, uint64_t order)
@@ -193,22 +194,15 @@ static void record_write(struct trk_ws *ws, const struct msg *m, double t_write)
     pthread_mutex_unlock(&ws->lock);
 }
 
-int trk_ws_client_write(struct trk_ws *ws, struct client *c)
+/* Service thread: writes c's next message (there is one). 0, or -1 when
+ * the write failed. */
+static int write_next(struct trk_ws *ws, struct client *c)
 {
-    struct lws *wsi = c->wsi;
     struct msg **where = client_next(c);
-    if (!where && c->closing) {
-        /* Everything pending is written: a close frame, so the client
-         * sees a clean close with the reason rather than a dropped
-         * connection (1006). lws sends it and waits for the answer. */
-        lws_close_reason(wsi, (enum lws_close_status)ws->close_code,
-                         (unsigned char *)ws->close_reason, strlen(ws->close_reason));
-        return -1;
-    }
-    if (!where) return 0;
     struct msg *m = *where;
     double t_write = m->t_handoff > 0 ? trk_now() : 0;
-    int n = lws_write(wsi, m->buf + LWS_PRE, m->len, m->binary ? LWS_WRITE_BINARY : LWS_WRITE_TEXT);
+    int n =
+        lws_write(c->wsi, m->buf + LWS_PRE, m->len, m->binary ? LWS_WRITE_BINARY : LWS_WRITE_TEXT);
     if (n < (int)m->len) {
         log_warn("client %llu: write failed, closing", (unsigned long long)c->id);
         return -1;
@@ -219,8 +213,43 @@ int trk_ws_client_write(struct trk_ws *ws, struct client *c)
     atomic_fetch_add_explicit(&ws->sent, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&ws->bytes, m->len, memory_order_relaxed);
     client_pop(c, where);
+    return 0;
+}
+
+int trk_ws_client_write(struct trk_ws *ws, struct client *c)
+{
+    struct lws *wsi = c->wsi;
+    if (c->write_failed) return -1;
+    struct msg **where = client_next(c);
+    if (!where && c->closing) {
+        /* Everything pending is written: a close frame, so the client
+         * sees a clean close with the reason rather than a dropped
+         * connection (1006). lws sends it and waits for the answer. */
+        lws_close_reason(wsi, (enum lws_close_status)ws->close_code,
+                         (unsigned char *)ws->close_reason, strlen(ws->close_reason));
+        return -1;
+    }
+    if (!where) return 0;
+    if (write_next(ws, c)) return -1;
     if (trk_ws_client_pending(c) || c->closing) lws_callback_on_writable(wsi);
     return 0;
+}
+
+/* Service thread, as the hand-off is fanned out: c's next message goes at
+ * once instead of after the poll round that would report c's socket
+ * writable, when that is safe: nothing of c's is left unsent in lws (so lws
+ * holds at most one message per client, as with WRITEABLE writes, and a
+ * slow client's backlog stays in its bounded queues), no close is under way
+ * on either side (lws then writes the close frames), no unmasked frame came
+ * (WRITEABLE closes). lws_write outside WRITEABLE is fine on the service
+ * thread: a frame the kernel takes only in part is kept whole in lws, ahead
+ * of anything written later. A failure closes c at its next WRITEABLE. */
+static void write_at_handoff(struct trk_ws *ws, struct client *c)
+{
+    if (c->closing || c->peer_closed || c->write_failed || !trk_ws_client_pending(c) ||
+        lws_partial_buffered(c->wsi) || trk_ws_guard_unmasked(c->fd))
+        return;
+    if (write_next(ws, c)) c->write_failed = true;
 }
 
 /* ------------------------------------------------------------ hand-off */
@@ -231,36 +260,6 @@ static void handoff_empty(struct handoff *h)
     memset(h, 0, sizeof *h);
     h->results = (struct ring){ .cap = HANDOFF_RESULTS, .max_bytes = HANDOFF_RESULT_BYTES };
     h->replies = (struct ring){ .cap = HANDOFF_REPLIES, .max_bytes = HANDOFF_REPLY_BYTES };
-}
-
-static void spin_cb(lws_sorted_usec_list_t *sul);
-
-/* Service thread: while a result is expected (trk_ws_expect), a timer due
- * at once keeps lws_service's poll from sleeping, so the result's hand-off
- * finds the thread awake: no wake-up between the processing thread and the
- * socket write. */
-static void arm_spin(struct trk_ws *ws)
-{
-    if (atomic_load(&ws->stopping) || trk_now() >= atomic_load(&ws->hot_until)) {
-        atomic_store(&ws->spinning, false);
-        return;
-    }
-    atomic_store(&ws->spinning, true);
-    lws_sul_schedule(ws->ctx, 0, &ws->spin_sul, spin_cb, 1);
-}
-
-static void spin_cb(lws_sorted_usec_list_t *sul)
-{
-    struct trk_ws *ws = lws_container_of(sul, struct trk_ws, spin_sul);
-    /* Runnable, yet leaving the core to a thread that shares it (on a
-     * loaded machine: the processing thread itself). */
-    sched_yield();
-    arm_spin(ws);
-    /* An expect that came as the window closed (it saw the timer armed
-     * and did not wake the thread) still gets its spin. */
-    if (!atomic_load(&ws->spinning) && !atomic_load(&ws->stopping) &&
-        trk_now() < atomic_load(&ws->hot_until))
-        arm_spin(ws);
 }
 
 /* Service thread: moves everything published since the last wake-up to the
@@ -277,9 +276,9 @@ static void drain(struct trk_ws *ws)
     struct answer *answers = ws->answers;
     ws->answers = NULL;
     pthread_mutex_unlock(&ws->lock);
+    double t_taken = trk_now();
     trk_ws_http_deliver(ws, answers);
 
-    double t_taken = trk_now();
     while (h->results.count) {
         struct msg *m = ring_pop(&h->results, h->result_at);
         m->t_taken = t_taken;
@@ -312,12 +311,57 @@ static void drain(struct trk_ws *ws)
     }
     for (struct client *c = ws->clients; c; c = c->next) {
         c->closing |= closing;
-        if (trk_ws_client_pending(c) || c->closing) lws_callback_on_writable(c->wsi);
+        write_at_handoff(ws, c);
+        if (trk_ws_client_pending(c) || c->closing || c->write_failed)
+            lws_callback_on_writable(c->wsi);
     }
+}
+
+/* Service thread: drains when something was handed over since the last
+ * drain. */
+static void drain_handed(struct trk_ws *ws)
+{
+    if (atomic_exchange(&ws->handed, false)) drain(ws);
+}
+
+static void spin_cb(lws_sorted_usec_list_t *sul);
+
+/* Service thread: while a result is expected (trk_ws_expect), a timer due
+ * at once keeps lws_service's poll from sleeping, so the result's hand-off
+ * finds the thread awake: no wake-up between the processing thread and the
+ * socket write. */
+static void arm_spin(struct trk_ws *ws)
+{
+    if (atomic_load(&ws->stopping) || trk_now() >= atomic_load(&ws->hot_until)) {
+        atomic_store(&ws->spinning, false);
+        return;
+    }
+    atomic_store(&ws->spinning, true);
+    lws_sul_schedule(ws->ctx, 0, &ws->spin_sul, spin_cb, 1);
+}
+
+static void spin_cb(lws_sorted_usec_list_t *sul)
+{
+    struct trk_ws *ws = lws_container_of(sul, struct trk_ws, spin_sul);
+    /* Runnable, yet leaving the core to a thread that shares it (on a
+     * loaded machine: the processing thread itself). */
+    sched_yield();
+    /* Producers do not wake a spinning thread (wake()): it looks itself. */
+    drain_handed(ws);
+    arm_spin(ws);
+    /* Spinning just ended: what a producer handed over while it still saw
+     * the thread spinning is taken now (one that comes later wakes it). */
+    if (!atomic_load(&ws->spinning)) drain_handed(ws);
+    /* An expect that came as the window closed (it saw the timer armed
+     * and did not wake the thread) still gets its spin. */
+    if (!atomic_load(&ws->spinning) && !atomic_load(&ws->stopping) &&
+        trk_now() < atomic_load(&ws->hot_until))
+        arm_spin(ws);
 }
 
 void trk_ws_drain(struct trk_ws *ws)
 {
+    atomic_store(&ws->handed, false);
     drain(ws);
     if (!atomic_load(&ws->spinning)) arm_spin(ws);
 }
