@@ -8,7 +8,8 @@
  * never block on a client. The service thread fans each message out to the
  * per-client queues (sharing the buffer, no per-client copies), writes each
  * client's next message right then when lws holds nothing of that client's
- * unsent, and the rest one message per LWS_CALLBACK_SERVER_WRITEABLE.
+ * unsent (a reply to a client's request likewise, as it is made), and the
+ * rest one message per LWS_CALLBACK_SERVER_WRITEABLE.
  *
  * Per client: results queue of cfg->queue_len messages and at most
  * TRK_WS_QUEUE_BYTES, drop-oldest (a slow client skips to the newest

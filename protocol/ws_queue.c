@@ -131,10 +131,14 @@ static void client_reply(struct trk_ws *ws, struct client *c, struct msg *m)
     lws_callback_on_writable(c->wsi);
 }
 
+static void write_now(struct trk_ws *ws, struct client *c);
+
 void trk_ws_client_reply_buf(struct trk_ws *ws, struct client *c, const struct trk_buf *b)
 {
     struct msg *m = msg_new(b->data, b->len, false, new_order(ws));
-    if (m) client_reply(ws, c, m);
+    if (!m) return;
+    client_reply(ws, c, m);
+    write_now(ws, c);
 }
 
 /* Service thread: the next message to write, in publish order (hello
@@ -235,16 +239,17 @@ int trk_ws_client_write(struct trk_ws *ws, struct client *c)
     return 0;
 }
 
-/* Service thread, as the hand-off is fanned out: c's next message goes at
- * once instead of after the poll round that would report c's socket
- * writable, when that is safe: nothing of c's is left unsent in lws (so lws
+/* Service thread, outside WRITEABLE (the drain's fan-out; a reply made as
+ * the request is read, so a sync reply's send time is its write's): c's
+ * next message goes at once instead of after the poll round that would
+ * report c's socket writable, when that is safe: nothing of c's is left unsent in lws (so lws
  * holds at most one message per client, as with WRITEABLE writes, and a
  * slow client's backlog stays in its bounded queues), no close is under way
  * on either side (lws then writes the close frames), no unmasked frame came
  * (WRITEABLE closes). lws_write outside WRITEABLE is fine on the service
  * thread: a frame the kernel takes only in part is kept whole in lws, ahead
  * of anything written later. A failure closes c at its next WRITEABLE. */
-static void write_at_handoff(struct trk_ws *ws, struct client *c)
+static void write_now(struct trk_ws *ws, struct client *c)
 {
     if (c->closing || c->peer_closed || c->write_failed || !trk_ws_client_pending(c) ||
         lws_partial_buffered(c->wsi) || trk_ws_guard_unmasked(c->fd))
@@ -311,7 +316,7 @@ static void drain(struct trk_ws *ws)
     }
     for (struct client *c = ws->clients; c; c = c->next) {
         c->closing |= closing;
-        write_at_handoff(ws, c);
+        write_now(ws, c);
         if (trk_ws_client_pending(c) || c->closing || c->write_failed)
             lws_callback_on_writable(c->wsi);
     }
