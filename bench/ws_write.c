@@ -22,11 +22,7 @@
  * run (exit 1).
  */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
-#include <errno.h>
 #include <libwebsockets.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -35,8 +31,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "ws_client.h"
 
 enum { PATH_LWS, PATH_SEND, PATHS };
 static const char *const path_name[PATHS] = { "lws_write", "send" };
@@ -57,20 +54,6 @@ struct run {
     int tx_packet; /* the protocol's tx_packet_size, 0: lws's default */
     int sndbuf;    /* SO_SNDBUF on the server's socket, 0: the kernel's autotuning */
 };
-
-static double mono(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static double thread_cpu(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 /* Message i's payload: its sequence number, then bytes derived from it (so
  * the client can check every byte), all printable (a text frame). */
@@ -106,27 +89,13 @@ static unsigned char *frame_header(unsigned char *p, size_t len)
     return h;
 }
 
-/* All of [p, p+n) on a non-blocking socket (loopback takes a frame at once
- * unless the client lags; then wait for room). 0 or -1. */
-static int send_all(int fd, const unsigned char *p, size_t n)
-{
-    while (n) {
-        ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
-        if (k < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-        if (k <= 0) return -1;
-        p += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
-
 static int write_one(struct run *r)
 {
     int i = r->next++;
     int path = i % PATHS;
     unsigned char *payload = r->buf + LWS_PRE + 14;
     fill_payload(payload, r->len, i);
-    double c0 = thread_cpu(), t0 = mono();
+    double c0 = trk_wsc_thread_cpu(), t0 = trk_wsc_mono();
     r->t_write[i] = t0;
     int rc = 0;
     if (path == PATH_LWS) {
@@ -135,9 +104,9 @@ static int write_one(struct run *r)
         rc = n < (int)r->len ? -1 : 0;
     } else {
         unsigned char *h = frame_header(payload, r->len);
-        rc = send_all(lws_get_socket_fd(r->wsi), h, (size_t)(payload + r->len - h));
+        rc = trk_wsc_send_all(lws_get_socket_fd(r->wsi), h, (size_t)(payload + r->len - h));
     }
-    double t1 = mono(), c1 = thread_cpu();
+    double t1 = trk_wsc_mono(), c1 = trk_wsc_thread_cpu();
     if (i >= r->warmup) {
         int k = r->n[path]++;
         r->call_us[path][k] = (t1 - t0) * 1e6;
@@ -170,70 +139,24 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
 
 /* ------------------------------------------------------------ the client */
 
-static int read_full(int fd, unsigned char *p, size_t n)
-{
-    while (n) {
-        ssize_t k = recv(fd, p, n, 0);
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) return -1;
-        p += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
-
-/* Connects, upgrades (the key is fixed: the server's answer is checked for
- * 101 only), then reads r->total frames, checking each. */
+/* Connects, upgrades, then reads r->total frames, checking each. */
 static void *client_main(void *arg)
 {
     struct run *r = arg;
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)r->port) };
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    if (connect(fd, (struct sockaddr *)&sa, sizeof sa)) {
-        atomic_store(&r->bad, 1);
-        atomic_store(&r->received, r->total);
-        close(fd);
-        return NULL;
-    }
-    char req[256];
-    int n = snprintf(req, sizeof req,
-                     "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
-                     "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
-                     "Sec-WebSocket-Version: 13\r\n\r\n");
-    char head[2048] = "";
-    size_t got = 0;
-    bool ok = send_all(fd, (unsigned char *)req, (size_t)n) == 0;
-    while (ok && got < sizeof head - 1 && !strstr(head, "\r\n\r\n")) {
-        ssize_t k = recv(fd, head + got, 1, 0); /* byte by byte: no frame bytes eaten */
-        ok = k == 1;
-        got += ok;
-        head[got] = '\0';
-    }
-    ok = ok && strncmp(head, "HTTP/1.1 101", 12) == 0;
+    int fd = trk_wsc_connect(r->port, "/", 0);
+    bool ok = fd >= 0;
     unsigned char *want = malloc(r->len), *have = malloc(r->len);
     for (int i = 0; ok && i < r->total; i++) {
-        unsigned char h[10];
-        ok = read_full(fd, h, 2) == 0;
-        size_t len = ok ? h[1] & 0x7f : 0;
-        if (ok && len == 126) {
-            ok = read_full(fd, h + 2, 2) == 0;
-            len = (size_t)h[2] << 8 | h[3];
-        } else if (ok && len == 127) {
-            ok = read_full(fd, h + 2, 8) == 0;
-            len = 0;
-            for (int k = 0; k < 8; k++)
-                len = len << 8 | h[2 + k];
-        }
-        ok = ok && h[0] == 0x81 && !(h[1] & 0x80) && len == r->len && read_full(fd, have, len) == 0;
-        double t = mono();
+        unsigned char head = 0;
+        size_t len = 0;
+        ok =
+            trk_wsc_read_frame(fd, &head, have, r->len, &len) == 0 && head == 0x81 && len == r->len;
+        double t = trk_wsc_mono();
         fill_payload(want, r->len, i);
         if (!ok || memcmp(want, have, r->len)) {
-            fprintf(stderr, "trackd-ws-bench: message %d: header %02x %02x, %zu bytes, %s\n", i,
-                    h[0], h[1], len, ok ? "other bytes" : "not a whole text frame");
-            atomic_store(&r->bad, 1);
+            fprintf(stderr, "trackd-ws-bench: message %d: header %02x, %zu bytes, %s\n", i, head,
+                    len, ok ? "other bytes" : "not a whole text frame");
+            ok = false;
             break;
         }
         int path = i % PATHS;
@@ -244,25 +167,11 @@ static void *client_main(void *arg)
     atomic_store(&r->received, r->total); /* done either way: the server stops */
     free(want);
     free(have);
-    close(fd);
+    if (fd >= 0) close(fd);
     return NULL;
 }
 
 /* --------------------------------------------------------------- numbers */
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double pct(double *v, int n, double q)
-{
-    if (n <= 0) return 0;
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    int i = (int)(q * (n - 1) + 0.5);
-    return v[i];
-}
 
 /* One size: a server, a client, r->total messages. 0, or 1 when a frame was
  * wrong or the exchange stalled. */
@@ -300,8 +209,8 @@ static int run_size(size_t len, int messages, int warmup, int sndbuf, int tx_pac
     r.port = lws_get_vhost_listen_port(vh);
     pthread_t client;
     pthread_create(&client, NULL, client_main, &r);
-    double deadline = mono() + 60 + r.total * 0.01;
-    while (atomic_load(&r.received) < r.total && mono() < deadline) {
+    double deadline = trk_wsc_mono() + 60 + r.total * 0.01;
+    while (atomic_load(&r.received) < r.total && trk_wsc_mono() < deadline) {
         if (r.wsi && r.next < r.total && r.next == atomic_load(&r.received))
             lws_callback_on_writable(r.wsi);
         lws_service(ctx, -1); /* no sleep: the client's progress is polled */
@@ -317,9 +226,9 @@ static int run_size(size_t len, int messages, int warmup, int sndbuf, int tx_pac
     for (int p = 0; p < PATHS; p++) {
         int n = r.n[p] < messages / PATHS ? r.n[p] : messages / PATHS;
         printf("%8zu %-10s %6d %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f\n", len, path_name[p], n,
-               pct(r.call_us[p], n, 0.5), pct(r.call_us[p], n, 0.99), pct(r.cpu_us[p], n, 0.5),
-               pct(r.cpu_us[p], n, 0.99), pct(r.arrive_us[p], n, 0.5),
-               pct(r.arrive_us[p], n, 0.99));
+               trk_wsc_pct(r.call_us[p], n, 0.5), trk_wsc_pct(r.call_us[p], n, 0.99),
+               trk_wsc_pct(r.cpu_us[p], n, 0.5), trk_wsc_pct(r.cpu_us[p], n, 0.99),
+               trk_wsc_pct(r.arrive_us[p], n, 0.5), trk_wsc_pct(r.arrive_us[p], n, 0.99));
         free(r.call_us[p]);
         free(r.cpu_us[p]);
         free(r.arrive_us[p]);

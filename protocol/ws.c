@@ -11,8 +11,11 @@
  *     call that is safe from other threads).
  *   - The service thread runs lws_service(). In EVENT_WAIT_CANCELLED it takes
  *     everything out of the hand-off under the lock, and fans it out to the
- *     per-client queues (owned by the service thread, no lock) and asks for
- *     WRITEABLE; each WRITEABLE writes one message.
+ *     per-client queues (owned by the service thread, no lock), writes each
+ *     client's next message at once when lws holds nothing of that client's
+ *     unsent, and asks for WRITEABLE for the rest; each WRITEABLE writes one
+ *     message. While it spins (trk_ws_expect) it looks at the hand-off each
+ *     poll round and producers do not wake it.
  *   - The client list is changed only on the service thread, under ws->lock
  *     so trk_ws_get_clients can read it from elsewhere.
  *
@@ -241,7 +244,9 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
         if (wrong_version(wsi, in)) return trk_ws_http_refuse_version(wsi);
         break;
 
-    case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE: return peer_close(in, len);
+    case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
+        if (c) c->peer_closed = true; /* no more writes at hand-off */
+        return peer_close(in, len);
 
     case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
         if (ws_refused(ws, wsi)) return 1;

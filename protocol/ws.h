@@ -3,10 +3,13 @@
  * One service thread owns every socket. Other threads publish messages with
  * trk_ws_broadcast / trk_ws_send_to, which copy the bytes once into a
  * refcounted buffer, put it in a small mutex-protected hand-off and wake the
- * service thread with lws_cancel_service(); they never block on a client.
- * The service thread fans each message out to the per-client queues (sharing
- * the buffer, no per-client copies) and writes one message per
- * LWS_CALLBACK_SERVER_WRITEABLE.
+ * service thread with lws_cancel_service() (unless it is polling for an
+ * expected result, trk_ws_expect: it then finds the hand-off itself); they
+ * never block on a client. The service thread fans each message out to the
+ * per-client queues (sharing the buffer, no per-client copies), writes each
+ * client's next message right then when lws holds nothing of that client's
+ * unsent (a reply to a client's request likewise, as it is made), and the
+ * rest one message per LWS_CALLBACK_SERVER_WRITEABLE.
  *
  * Per client: results queue of cfg->queue_len messages and at most
  * TRK_WS_QUEUE_BYTES, drop-oldest (a slow client skips to the newest
@@ -281,6 +284,18 @@ void trk_ws_get_stats(struct trk_ws *ws, struct trk_ws_stats *st);
  * count now and returns how many it copied. Each reader keeps its own
  * mark. */
 int trk_ws_write_delays(struct trk_ws *ws, uint64_t *mark, float *out, int max);
+
+/* One result write's delay (trk_ws_write_delays' sample) in its parts, ms. */
+struct trk_ws_write_split {
+    float wake_ms; /* trk_ws_broadcast -> the service thread took it from the
+                    * hand-off (its wake-up, or its next poll round)     */
+    float wait_ms; /* -> this client's write began (fan-out, the writes to
+                    * clients before it, a poll round for POLLOUT)       */
+    float call_ms; /* -> the write call returned (the kernel's send)     */
+};
+/* trk_ws_write_delays' samples split in their parts, with a mark of their
+ * own (the same rules). For measurements (bench/ws_handoff.c). */
+int trk_ws_write_splits(struct trk_ws *ws, uint64_t *mark, struct trk_ws_write_split *out, int max);
 
 /* Per-client counters (for the stats line and tests). */
 struct trk_ws_client_stats {

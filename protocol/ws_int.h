@@ -62,6 +62,7 @@ struct msg {
     bool binary;
     uint64_t order;   /* publish order, across kinds: writes follow it */
     double t_handoff; /* s, CLOCK_MONOTONIC: a result's broadcast; 0 = other kinds */
+    double t_taken;   /* ... when the service thread took it from the hand-off */
     int view;         /* a preview: the view (TRK_WS_VIEWS) whose clients get it;
                        * a result: 1 + the predict slot whose clients get it, 0
                        * the measured one (clients without predict) */
@@ -103,6 +104,8 @@ struct client {
     bool authed;            /* may send control messages (token given or none needed) */
     int8_t owner;           /* peer is our own user (owner_types): -1 not known yet, 0, 1 */
     bool closing;           /* send the close frame once nothing is pending */
+    bool peer_closed;       /* the peer's close frame came: lws answers it */
+    bool write_failed;      /* a write at hand-off failed: close at WRITEABLE */
     atomic_bool preview_on; /* also read by get_clients */
     atomic_int view;        /* previews of this view only (trk_ws_set_view) */
     int predict_slot;       /* results: those of this predict slot; -1 the measured */
@@ -183,9 +186,10 @@ struct trk_ws {
     struct msg *last_status;
     struct msg *last_replay; /* TRK_WS_REPLAY's newest, for new clients */
     struct client *clients;
-    /* Hand-off -> written delays (ms) of result messages, every client's
-     * write; written by the service thread, read by trk_ws_write_delays. */
-    float write_ms[TRK_WS_WRITE_SAMPLES];
+    /* Hand-off -> written delays of result messages in their parts, every
+     * client's write; written by the service thread, read by
+     * trk_ws_write_delays and trk_ws_write_splits. */
+    struct trk_ws_write_split write_split[TRK_WS_WRITE_SAMPLES];
     uint64_t n_writes; /* taken since start; sample i is at i % TRK_WS_WRITE_SAMPLES */
     /* trk_ws_shutdown: every client gets a close frame with this code and
      * reason after its pending messages; new connections are refused. */
@@ -220,6 +224,11 @@ struct trk_ws {
      * written by the service thread; hot_until also by producers). */
     _Atomic double hot_until;
     atomic_bool spinning;
+    /* Something was handed over since the service thread last drained:
+     * while it spins it looks at this each round instead of being woken
+     * (wake()), so a producer saves the wake-up's write and the service
+     * thread the pipe's read and a round. */
+    atomic_bool handed;
     lws_sorted_usec_list_t spin_sul; /* service thread only */
     atomic_uint_fast64_t next_order;
     atomic_uint_fast64_t next_client_id;
@@ -234,10 +243,16 @@ static inline bool in_list(char *const *list, const char *s)
     return false;
 }
 
-/* Wakes the service thread; caller holds ws->lock (so ctx is alive). */
+/* Tells the service thread there is something in the hand-off: a spinning
+ * thread sees it in its next round, a sleeping one is woken. The flag is
+ * set before spinning is read, and the thread clears spinning before it
+ * reads the flag (arm_spin): one of the two always sees the other. Caller
+ * holds ws->lock (so ctx is alive). */
 static inline void wake(struct trk_ws *ws)
 {
-    if (ws->running) lws_cancel_service(ws->ctx);
+    if (!ws->running) return;
+    atomic_store(&ws->handed, true);
+    if (!atomic_load(&ws->spinning)) lws_cancel_service(ws->ctx);
 }
 
 /* ---------------------------------------------------------- ws_queue.c */
@@ -251,7 +266,8 @@ int trk_ws_predict_join(struct trk_ws *ws, struct client *c, bool on, double ahe
 /* Service thread: queues the message in b as a reply to c. */
 void trk_ws_client_reply_buf(struct trk_ws *ws, struct client *c, const struct trk_buf *b);
 /* Service thread, at c's SERVER_WRITEABLE: writes its next message, or the
- * close frame once nothing is pending and it is closing. -1: close. */
+ * close frame once nothing is pending and it is closing. -1: close (also
+ * when a write at hand-off failed, see drain). */
 int trk_ws_client_write(struct trk_ws *ws, struct client *c);
 /* Service thread: c's queues, as it becomes a WebSocket client. 0 or
  * TRK_ENOMEM. */

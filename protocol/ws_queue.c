@@ -15,6 +15,7 @@
 #include "trk_error.h"
 #define LOG_TAG "ws"
 #include "log_hook.h"
+#include "ws_guard.h"
 #include "ws_int.h"
 
 static struct msg *msg_new(const void *data, size_t len, bool binary, uint64_t order)
@@ -26,6 +27,7 @@ static struct msg *msg_new(const void *data, size_t len, bool binary, uint64_t o
     m->binary = binary;
     m->order = order;
     m->t_handoff = 0;
+    m->t_taken = 0;
     m->view = 0;
     m->len = len;
     if (len) memcpy(m->buf + LWS_PRE, data, len);
@@ -129,10 +131,14 @@ static void client_reply(struct trk_ws *ws, struct client *c, struct msg *m)
     lws_callback_on_writable(c->wsi);
 }
 
+static void write_now(struct trk_ws *ws, struct client *c);
+
 void trk_ws_client_reply_buf(struct trk_ws *ws, struct client *c, const struct trk_buf *b)
 {
     struct msg *m = msg_new(b->data, b->len, false, new_order(ws));
-    if (m) client_reply(ws, c, m);
+    if (!m) return;
+    client_reply(ws, c, m);
+    write_now(ws, c);
 }
 
 /* Service thread: the next message to write, in publish order (hello
@@ -176,20 +182,48 @@ void trk_ws_client_clear(struct client *c)
     c->rx = NULL;
 }
 
-/* Service thread: result m has just been written to a client; keeps how
- * long after its hand-off (the wake-up, fan-out and write: issue 14's
- * latency split). */
-static void record_write(struct trk_ws *ws, const struct msg *m)
+/* Service thread: result m has just been written to a client, the write
+ * call from t_write on; keeps how long after its hand-off, in parts (the
+ * wake-up, fan-out and write: issue 14's latency split). */
+static void record_write(struct trk_ws *ws, const struct msg *m, double t_write)
 {
-    float ms = (float)((trk_now() - m->t_handoff) * 1e3);
+    double now = trk_now();
+    struct trk_ws_write_split s = {
+        .wake_ms = (float)((m->t_taken - m->t_handoff) * 1e3),
+        .wait_ms = (float)((t_write - m->t_taken) * 1e3),
+        .call_ms = (float)((now - t_write) * 1e3),
+    };
     pthread_mutex_lock(&ws->lock);
-    ws->write_ms[ws->n_writes++ % TRK_WS_WRITE_SAMPLES] = ms;
+    ws->write_split[ws->n_writes++ % TRK_WS_WRITE_SAMPLES] = s;
     pthread_mutex_unlock(&ws->lock);
+}
+
+/* Service thread: writes c's next message (there is one). 0, or -1 when
+ * the write failed. */
+static int write_next(struct trk_ws *ws, struct client *c)
+{
+    struct msg **where = client_next(c);
+    struct msg *m = *where;
+    double t_write = m->t_handoff > 0 ? trk_now() : 0;
+    int n =
+        lws_write(c->wsi, m->buf + LWS_PRE, m->len, m->binary ? LWS_WRITE_BINARY : LWS_WRITE_TEXT);
+    if (n < (int)m->len) {
+        log_warn("client %llu: write failed, closing", (unsigned long long)c->id);
+        return -1;
+    }
+    if (m->t_handoff > 0) record_write(ws, m, t_write);
+    atomic_fetch_add_explicit(&c->sent, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c->bytes, m->len, memory_order_relaxed);
+    atomic_fetch_add_explicit(&ws->sent, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&ws->bytes, m->len, memory_order_relaxed);
+    client_pop(c, where);
+    return 0;
 }
 
 int trk_ws_client_write(struct trk_ws *ws, struct client *c)
 {
     struct lws *wsi = c->wsi;
+    if (c->write_failed) return -1;
     struct msg **where = client_next(c);
     if (!where && c->closing) {
         /* Everything pending is written: a close frame, so the client
@@ -200,20 +234,27 @@ int trk_ws_client_write(struct trk_ws *ws, struct client *c)
         return -1;
     }
     if (!where) return 0;
-    struct msg *m = *where;
-    int n = lws_write(wsi, m->buf + LWS_PRE, m->len, m->binary ? LWS_WRITE_BINARY : LWS_WRITE_TEXT);
-    if (n < (int)m->len) {
-        log_warn("client %llu: write failed, closing", (unsigned long long)c->id);
-        return -1;
-    }
-    if (m->t_handoff > 0) record_write(ws, m);
-    atomic_fetch_add_explicit(&c->sent, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&c->bytes, m->len, memory_order_relaxed);
-    atomic_fetch_add_explicit(&ws->sent, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&ws->bytes, m->len, memory_order_relaxed);
-    client_pop(c, where);
+    if (write_next(ws, c)) return -1;
     if (trk_ws_client_pending(c) || c->closing) lws_callback_on_writable(wsi);
     return 0;
+}
+
+/* Service thread, outside WRITEABLE (the drain's fan-out; a reply made as
+ * the request is read, so a sync reply's send time is its write's): c's
+ * next message goes at once instead of after the poll round that would
+ * report c's socket writable, when that is safe: nothing of c's is left unsent in lws (so lws
+ * holds at most one message per client, as with WRITEABLE writes, and a
+ * slow client's backlog stays in its bounded queues), no close is under way
+ * on either side (lws then writes the close frames), no unmasked frame came
+ * (WRITEABLE closes). lws_write outside WRITEABLE is fine on the service
+ * thread: a frame the kernel takes only in part is kept whole in lws, ahead
+ * of anything written later. A failure closes c at its next WRITEABLE. */
+static void write_now(struct trk_ws *ws, struct client *c)
+{
+    if (c->closing || c->peer_closed || c->write_failed || !trk_ws_client_pending(c) ||
+        lws_partial_buffered(c->wsi) || trk_ws_guard_unmasked(c->fd))
+        return;
+    if (write_next(ws, c)) c->write_failed = true;
 }
 
 /* ------------------------------------------------------------ hand-off */
@@ -224,36 +265,6 @@ static void handoff_empty(struct handoff *h)
     memset(h, 0, sizeof *h);
     h->results = (struct ring){ .cap = HANDOFF_RESULTS, .max_bytes = HANDOFF_RESULT_BYTES };
     h->replies = (struct ring){ .cap = HANDOFF_REPLIES, .max_bytes = HANDOFF_REPLY_BYTES };
-}
-
-static void spin_cb(lws_sorted_usec_list_t *sul);
-
-/* Service thread: while a result is expected (trk_ws_expect), a timer due
- * at once keeps lws_service's poll from sleeping, so the result's hand-off
- * finds the thread awake: no wake-up between the processing thread and the
- * socket write. */
-static void arm_spin(struct trk_ws *ws)
-{
-    if (atomic_load(&ws->stopping) || trk_now() >= atomic_load(&ws->hot_until)) {
-        atomic_store(&ws->spinning, false);
-        return;
-    }
-    atomic_store(&ws->spinning, true);
-    lws_sul_schedule(ws->ctx, 0, &ws->spin_sul, spin_cb, 1);
-}
-
-static void spin_cb(lws_sorted_usec_list_t *sul)
-{
-    struct trk_ws *ws = lws_container_of(sul, struct trk_ws, spin_sul);
-    /* Runnable, yet leaving the core to a thread that shares it (on a
-     * loaded machine: the processing thread itself). */
-    sched_yield();
-    arm_spin(ws);
-    /* An expect that came as the window closed (it saw the timer armed
-     * and did not wake the thread) still gets its spin. */
-    if (!atomic_load(&ws->spinning) && !atomic_load(&ws->stopping) &&
-        trk_now() < atomic_load(&ws->hot_until))
-        arm_spin(ws);
 }
 
 /* Service thread: moves everything published since the last wake-up to the
@@ -270,10 +281,12 @@ static void drain(struct trk_ws *ws)
     struct answer *answers = ws->answers;
     ws->answers = NULL;
     pthread_mutex_unlock(&ws->lock);
+    double t_taken = trk_now();
     trk_ws_http_deliver(ws, answers);
 
     while (h->results.count) {
         struct msg *m = ring_pop(&h->results, h->result_at);
+        m->t_taken = t_taken;
         for (struct client *c = ws->clients; c; c = c->next)
             client_push(ws, c, TRK_WS_RESULT, m);
         msg_unref(&m);
@@ -303,12 +316,57 @@ static void drain(struct trk_ws *ws)
     }
     for (struct client *c = ws->clients; c; c = c->next) {
         c->closing |= closing;
-        if (trk_ws_client_pending(c) || c->closing) lws_callback_on_writable(c->wsi);
+        write_now(ws, c);
+        if (trk_ws_client_pending(c) || c->closing || c->write_failed)
+            lws_callback_on_writable(c->wsi);
     }
+}
+
+/* Service thread: drains when something was handed over since the last
+ * drain. */
+static void drain_handed(struct trk_ws *ws)
+{
+    if (atomic_exchange(&ws->handed, false)) drain(ws);
+}
+
+static void spin_cb(lws_sorted_usec_list_t *sul);
+
+/* Service thread: while a result is expected (trk_ws_expect), a timer due
+ * at once keeps lws_service's poll from sleeping, so the result's hand-off
+ * finds the thread awake: no wake-up between the processing thread and the
+ * socket write. */
+static void arm_spin(struct trk_ws *ws)
+{
+    if (atomic_load(&ws->stopping) || trk_now() >= atomic_load(&ws->hot_until)) {
+        atomic_store(&ws->spinning, false);
+        return;
+    }
+    atomic_store(&ws->spinning, true);
+    lws_sul_schedule(ws->ctx, 0, &ws->spin_sul, spin_cb, 1);
+}
+
+static void spin_cb(lws_sorted_usec_list_t *sul)
+{
+    struct trk_ws *ws = lws_container_of(sul, struct trk_ws, spin_sul);
+    /* Runnable, yet leaving the core to a thread that shares it (on a
+     * loaded machine: the processing thread itself). */
+    sched_yield();
+    /* Producers do not wake a spinning thread (wake()): it looks itself. */
+    drain_handed(ws);
+    arm_spin(ws);
+    /* Spinning just ended: what a producer handed over while it still saw
+     * the thread spinning is taken now (one that comes later wakes it). */
+    if (!atomic_load(&ws->spinning)) drain_handed(ws);
+    /* An expect that came as the window closed (it saw the timer armed
+     * and did not wake the thread) still gets its spin. */
+    if (!atomic_load(&ws->spinning) && !atomic_load(&ws->stopping) &&
+        trk_now() < atomic_load(&ws->hot_until))
+        arm_spin(ws);
 }
 
 void trk_ws_drain(struct trk_ws *ws)
 {
+    atomic_store(&ws->handed, false);
     drain(ws);
     if (!atomic_load(&ws->spinning)) arm_spin(ws);
 }
@@ -512,9 +570,12 @@ int trk_ws_send_to(struct trk_ws *ws, uint64_t client_id, const char *json, size
     return 0;
 }
 
-int trk_ws_write_delays(struct trk_ws *ws, uint64_t *mark, float *out, int max)
+/* The write samples taken since *mark (the newest max of them) into
+ * sum[] (their totals) or split[]; sets *mark, returns how many. */
+static int write_samples(struct trk_ws *ws, uint64_t *mark, float *sum,
+                         struct trk_ws_write_split *split, int max)
 {
-    if (!ws || !mark || max < 0 || (!out && max)) return 0;
+    if (!ws || !mark || max < 0 || (!sum && !split && max)) return 0;
     pthread_mutex_lock(&ws->lock);
     uint64_t total = ws->n_writes, from = *mark;
     /* The newest ones when more were taken than the ring (or max) holds. */
@@ -522,9 +583,23 @@ int trk_ws_write_delays(struct trk_ws *ws, uint64_t *mark, float *out, int max)
     if (from > total) from = total;
     if (total - from > keep) from = total - keep;
     int n = (int)(total - from);
-    for (int i = 0; i < n; i++)
-        out[i] = ws->write_ms[(from + (uint64_t)i) % TRK_WS_WRITE_SAMPLES];
+    for (int i = 0; i < n; i++) {
+        const struct trk_ws_write_split *s =
+            &ws->write_split[(from + (uint64_t)i) % TRK_WS_WRITE_SAMPLES];
+        if (split) split[i] = *s;
+        if (sum) sum[i] = s->wake_ms + s->wait_ms + s->call_ms;
+    }
     pthread_mutex_unlock(&ws->lock);
     *mark = total;
     return n;
+}
+
+int trk_ws_write_delays(struct trk_ws *ws, uint64_t *mark, float *out, int max)
+{
+    return write_samples(ws, mark, out, NULL, max);
+}
+
+int trk_ws_write_splits(struct trk_ws *ws, uint64_t *mark, struct trk_ws_write_split *out, int max)
+{
+    return write_samples(ws, mark, NULL, out, max);
 }

@@ -15,6 +15,9 @@ rm -rf "$out"; mkdir -p "$out/lib"
 # Stripped: the carry to the device is limited to 64 MiB in all.
 strip -o "$out/trackd" "$build/daemon/trackd"
 strip -o "$out/trackd-jitter" "$build/bench/trackd-jitter"
+# The WebSocket server's share of delivery in parts (bench/ws_handoff.c; its
+# libraries are trackd's).
+strip -o "$out/trackd-ws-handoff" "$build/bench/trackd-ws-handoff"
 # The camera's MJPEG decoder with NVDEC (run-on-device.sh runs its mjpeg-hw
 # case), stripped. It adds ~0.1 MB to the .tar.xz: xz's window finds the
 # CUDA kernels it shares with trackd (the bundle was 61.13 MB without it).

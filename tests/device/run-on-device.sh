@@ -40,6 +40,12 @@ done
 # the floor under their p99 (a quiet machine: tens of us).
 echo "== wake-up latency of this machine"
 ./trackd-jitter --hz 60 --samples 300 || fail=1
+# The server's share of capture -> client (issue 31, delivery): a result's
+# hand-off -> the client, in parts (wake, wait, call: bench/README.md), with
+# --spin off and on, one client and three.
+echo "== WebSocket hand-off -> client, in parts"
+./trackd-ws-handoff --clients 1 || fail=1
+./trackd-ws-handoff --clients 3 --spin on | tail -1 || fail=1
 # Capture -> client latency (issue 14; docs/BENCHMARKS.md "Capture -> ..."):
 # a WebSocket client on this host, t_capture against its CLOCK_MONOTONIC,
 # 600 frames after 60 of warm-up; cuda, no --fast (paced, real time). Under
