@@ -628,11 +628,18 @@ static int read_mjpeg(struct trk_replay *r, const struct entry *e, struct trk_fr
 }
 
 /* copy: frame e->packet of the input file, read on to it. A frame behind
- * the one the file gives next (a seek back, a re-run) starts the file
- * over. */
+ * the one the file gives next (a seek back, a re-run), or ahead of a key
+ * frame the file source has indexed, starts at the last key frame at or
+ * before it; the file from its start (opened again) when there is none or
+ * the file cannot seek. */
 static int read_input(struct trk_replay *r, const struct entry *e, struct trk_frame *f, char *why,
                       size_t why_len)
 {
+    uint64_t next = r->in_next;
+    int sought =
+        r->in_open && e->packet != next ? trk_source_file_seek(&r->in, e->packet, &next) : -ENOENT;
+    /* A failed seek may have moved the file: read it from the start. */
+    r->in_next = !sought || sought == -ENOENT ? next : UINT64_MAX;
     if (!r->in_open || e->packet < r->in_next) {
         int err = input_restart(r);
         if (err)
@@ -642,6 +649,12 @@ static int read_input(struct trk_replay *r, const struct entry *e, struct trk_fr
     r->in.host_mem = r->info ? r->info->host_mem : NULL;
     for (;;) {
         int err = trk_source_read(&r->in, f);
+        if (err == TRK_SOURCE_ESEEK) { /* the seek landed elsewhere: from the start */
+            if ((err = input_restart(r)))
+                return damaged(r, why, why_len, "%s: cannot open it again: %s", r->input,
+                               trk_strerror(err));
+            continue;
+        }
         if (err == TRK_SOURCE_EOF)
             return damaged(r, why, why_len,
                            "%s: it ends before frame %llu, which the bundle's frame %llu is",
