@@ -444,7 +444,7 @@ static int file_read(void *self, struct trk_frame *f)
             err = export_decoded(s, f);
             av_frame_unref(s->frame);
             if (err) return err;
-            if (key) note_key(s, ts);
+            if (key && s->cfg.seekable) note_key(s, ts);
             f->pts = pts;
             f->packet_len = 0;
             f->src_index = s->handed++;

@@ -434,7 +434,7 @@ static int check_input(struct trk_replay *r, char *why, size_t len)
                 r->dir, i + 1, (unsigned long long)e->packet, (unsigned long long)next);
         next = e->packet + 1;
     }
-    struct trk_file_cfg fc = { .path = r->input, .loop = r->input_loop };
+    struct trk_file_cfg fc = { .path = r->input, .loop = r->input_loop, .seekable = true };
     if ((err = trk_source_file_create(&fc, &r->in)) || (err = trk_source_open(&r->in)))
         return trk_replay_fail(why, len, err == TRK_ENOMEM ? err : TRK_REPLAY_EDAMAGED,
                                "%s: cannot open it as the live run did: %s", r->input,

@@ -111,7 +111,7 @@ static void run_case(const char *c, const char *path)
      * clip's may need the fallback, the raw stream may not seek at all. */
     const bool intra = !strcmp(c, "mjpeg");
     const bool exact_keys = intra || !strcmp(c, "mpeg4") || !strcmp(c, "h264");
-    struct trk_file_cfg fc = { .path = path, .loop = true };
+    struct trk_file_cfg fc = { .path = path, .loop = true, .seekable = true };
     struct trk_source src;
     CHECK(trk_source_file_create(&fc, &src) == 0);
     if (trk_source_open(&src)) {
