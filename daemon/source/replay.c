@@ -627,6 +627,16 @@ static int read_mjpeg(struct trk_replay *r, const struct entry *e, struct trk_fr
     return same_as_recorded(r, e, f, where, why, why_len);
 }
 
+/* input_restart, or the replay damaged (said why) when the file does not
+ * open again. */
+static int input_reopen(struct trk_replay *r, char *why, size_t why_len)
+{
+    int err = input_restart(r);
+    if (!err) return 0;
+    return damaged(r, why, why_len, "%s: cannot open it again: %s", r->input,
+                   err == TRK_SOURCE_EDECODE ? r->in.error : trk_strerror(err));
+}
+
 /* copy: frame e->packet of the input file, read on to it. A frame behind
  * the one the file gives next (a seek back, a re-run), or ahead of a key
  * frame the file source has indexed, starts at the last key frame at or
@@ -640,19 +650,13 @@ static int read_input(struct trk_replay *r, const struct entry *e, struct trk_fr
         r->in_open && e->packet != next ? trk_source_file_seek(&r->in, e->packet, &next) : -ENOENT;
     /* A failed seek may have moved the file: read it from the start. */
     r->in_next = !sought || sought == -ENOENT ? next : UINT64_MAX;
-    if (!r->in_open || e->packet < r->in_next) {
-        int err = input_restart(r);
-        if (err)
-            return damaged(r, why, why_len, "%s: cannot open it again: %s", r->input,
-                           err == TRK_SOURCE_EDECODE ? r->in.error : trk_strerror(err));
-    }
+    int err = !r->in_open || e->packet < r->in_next ? input_reopen(r, why, why_len) : 0;
+    if (err) return err;
     r->in.host_mem = r->info ? r->info->host_mem : NULL;
     for (;;) {
-        int err = trk_source_read(&r->in, f);
+        err = trk_source_read(&r->in, f);
         if (err == TRK_SOURCE_ESEEK) { /* the seek landed elsewhere: from the start */
-            if ((err = input_restart(r)))
-                return damaged(r, why, why_len, "%s: cannot open it again: %s", r->input,
-                               trk_strerror(err));
+            if ((err = input_reopen(r, why, why_len))) return err;
             continue;
         }
         if (err == TRK_SOURCE_EOF)
