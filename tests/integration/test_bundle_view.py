@@ -29,8 +29,8 @@ and a real WebSocket client, on bundles recorded from the demo here.
      every 12: a seek back starts at the key frame before its target) seeks
      and re-runs identically too; the referenced file cut while the replay plays:
      a seek past the cut pauses with the error naming the file, the daemon
-     stays, and a seek back before the cut reads the file again from its
-     start, with no error.
+     stays, and a seek back before the cut reads the file again (from the
+     key frame at or before it), with no error.
   7. ranges that follow the light (light_scene.py's clip recorded with
      "illumination" and "adapt" on, LIGHT_N frames): after a first pass
      (a run of every frame), a seek back, a step back and a re-run of a
