@@ -39,6 +39,15 @@ struct file_src {
     uint64_t pass_frames, pass_packets, pass_rejected;
     /* Frames handed on since open, across --loop passes: trk_frame.src_index. */
     uint64_t handed;
+    uint32_t pass; /* --loop passes begun since open, 0 the first */
+    /* The key frames reading has passed, in frame-number order: where
+     * trk_source_file_seek can start decoding again (kept across close and
+     * open: the same file gives the same frames). seeking: the next frame
+     * decoded must be a key frame of the index, which says its number. */
+    struct key_point *keys;
+    size_t n_keys, cap_keys;
+    bool seeking;
+    uint64_t seek_limit;
     char last_reject[128]; /* FFmpeg's text for the last rejection */
     /* The decoder's frame buffers in the backend's host memory (pinned on
      * CUDA); kept across reopens, frames still held keep theirs. */
@@ -48,6 +57,21 @@ struct file_src {
     struct trk_hwdec_ctx *hw;
     AVFrame *sw;
 };
+
+/* A frame that decodes by itself (the decoder's key frame: intra, IDR)
+ * and what the reading state was just before it. */
+struct key_point {
+    uint64_t n;         /* its src_index                          */
+    int64_t pts;        /* its pts in the stream's time base      */
+    double loop_offset; /* the pass's, and last_pts before it      */
+    double last_pts;
+    uint64_t pass_frames; /* frames of its pass before it          */
+    uint32_t pass;
+};
+
+/* Key frames indexed at most: 12 MB, an all-intra file (MJPEG) of 2.4
+ * hours at 30 fps; past it, seeks start at the last one indexed. */
+#define MAX_KEYS (1u << 18)
 
 static void close_all(struct file_src *s)
 {
@@ -144,6 +168,8 @@ static int file_open(void *self, struct trk_source *info)
     s->info = info;
     info->error[0] = 0;
     s->handed = 0;
+    s->pass = 0;
+    s->seeking = false;
     return open_input(s, info);
 }
 
@@ -324,7 +350,76 @@ static int rewind_file(struct file_src *s)
     s->draining = false;
     s->loop_offset = next;
     s->last_pts = next - s->frame_dur;
+    s->pass++;
     return 0;
+}
+
+static bool is_key(const AVFrame *av)
+{
+#ifdef AV_FRAME_FLAG_KEY
+    return av->flags & AV_FRAME_FLAG_KEY;
+#else
+    return av->key_frame;
+#endif
+}
+
+/* The reading state just before key frame k, as reading forward had it. */
+static void restore(struct file_src *s, const struct key_point *k)
+{
+    s->handed = k->n;
+    s->pass = k->pass;
+    s->loop_offset = k->loop_offset;
+    s->last_pts = k->last_pts;
+    /* For end_of_pass: the frames before it, none rejected since. */
+    s->pass_frames = s->pass_packets = k->pass_frames;
+    s->pass_rejected = 0;
+}
+
+/* Whether the frame just decoded can start a seek: a key frame with its
+ * own pts (the one the demuxer seeks to). */
+static bool seekable_key(const AVFrame *av)
+{
+    return is_key(av) && av->pts != AV_NOPTS_VALUE && av->best_effort_timestamp == av->pts;
+}
+
+/* Key frame pts, about to be handed on as frame s->handed: indexed when
+ * it is past the last one indexed. Out of memory: not indexed (a seek
+ * starts further back). */
+static void note_key(struct file_src *s, int64_t pts)
+{
+    if ((s->n_keys && s->keys[s->n_keys - 1].n >= s->handed) || s->n_keys == MAX_KEYS) return;
+    if (s->n_keys == s->cap_keys) {
+        size_t cap = s->cap_keys ? 2 * s->cap_keys : 64;
+        struct key_point *k = realloc(s->keys, cap * sizeof(*k));
+        if (!k) return;
+        s->keys = k;
+        s->cap_keys = cap;
+    }
+    s->keys[s->n_keys++] = (struct key_point){ .n = s->handed,
+                                               .pts = pts,
+                                               .loop_offset = s->loop_offset,
+                                               .last_pts = s->last_pts,
+                                               .pass_frames = s->pass_frames,
+                                               .pass = s->pass };
+}
+
+/* The first frame decoded after a seek: a key frame of the index in the
+ * pass sought, at or before the frame sought (the demuxer may land on an
+ * earlier one than asked), whose state is taken. false: it landed
+ * elsewhere (or the decoder gave a frame before the key frame first). */
+static bool seek_landed(struct file_src *s)
+{
+    const AVFrame *av = s->frame;
+    s->seeking = false;
+    if (!seekable_key(av)) return false;
+    for (size_t i = s->n_keys; i-- > 0;) {
+        const struct key_point *k = &s->keys[i];
+        if (k->n > s->seek_limit || k->pass != s->pass) continue;
+        if (k->pts != av->pts) continue;
+        restore(s, k);
+        return true;
+    }
+    return false;
 }
 
 static int file_read(void *self, struct trk_frame *f)
@@ -333,8 +428,13 @@ static int file_read(void *self, struct trk_frame *f)
     trk_hostpool_set_mem(s->hostpool, s->info ? s->info->host_mem : NULL);
     for (;;) {
         int err = avcodec_receive_frame(s->dec, s->frame);
+        if (err == 0 && s->seeking && !seek_landed(s)) {
+            av_frame_unref(s->frame);
+            return TRK_SOURCE_ESEEK;
+        }
         if (err == 0) {
             int64_t ts = s->frame->best_effort_timestamp;
+            const bool key = seekable_key(s->frame);
             double pts = ts == AV_NOPTS_VALUE ? s->last_pts + s->frame_dur : ts * s->time_base;
             if (ts != AV_NOPTS_VALUE) {
                 int64_t start = s->fmt->streams[s->stream]->start_time;
@@ -344,6 +444,7 @@ static int file_read(void *self, struct trk_frame *f)
             err = export_decoded(s, f);
             av_frame_unref(s->frame);
             if (err) return err;
+            if (key && s->cfg.seekable) note_key(s, ts);
             f->pts = pts;
             f->packet_len = 0;
             f->src_index = s->handed++;
@@ -412,6 +513,7 @@ static void file_destroy(void *self)
     trk_hostpool_destroy(&s->hostpool);
     trk_hwdec_destroy(&s->hw);
     av_frame_free(&s->sw);
+    free(s->keys);
     free(s->path);
     free(s);
 }
@@ -444,5 +546,36 @@ int trk_source_file_create(const struct trk_file_cfg *cfg, struct trk_source *ou
     memset(out, 0, sizeof(*out));
     out->ops = &file_ops;
     out->self = s;
+    return 0;
+}
+
+int trk_source_file_seek(struct trk_source *src, uint64_t n, uint64_t *next)
+{
+    if (src->ops != &file_ops) return -EINVAL;
+    struct file_src *s = src->self;
+    if (!s->fmt) return -EBADF;
+    /* The last key frame at or before n. */
+    size_t lo = 0, hi = s->n_keys;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->keys[mid].n <= n)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (!lo) return -ENOENT;
+    const struct key_point *k = &s->keys[lo - 1];
+    if (!s->seeking && s->handed >= k->n && s->handed <= n) { /* reading on is as near */
+        *next = s->handed;
+        return 0;
+    }
+    int err = av_seek_frame(s->fmt, s->stream, k->pts, AVSEEK_FLAG_BACKWARD);
+    if (err < 0) return err > -4096 ? err : -ESPIPE;
+    avcodec_flush_buffers(s->dec);
+    s->draining = false;
+    restore(s, k);
+    s->seeking = true;
+    s->seek_limit = n;
+    *next = k->n;
     return 0;
 }

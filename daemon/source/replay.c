@@ -434,7 +434,7 @@ static int check_input(struct trk_replay *r, char *why, size_t len)
                 r->dir, i + 1, (unsigned long long)e->packet, (unsigned long long)next);
         next = e->packet + 1;
     }
-    struct trk_file_cfg fc = { .path = r->input, .loop = r->input_loop };
+    struct trk_file_cfg fc = { .path = r->input, .loop = r->input_loop, .seekable = true };
     if ((err = trk_source_file_create(&fc, &r->in)) || (err = trk_source_open(&r->in)))
         return trk_replay_fail(why, len, err == TRK_ENOMEM ? err : TRK_REPLAY_EDAMAGED,
                                "%s: cannot open it as the live run did: %s", r->input,
@@ -627,21 +627,38 @@ static int read_mjpeg(struct trk_replay *r, const struct entry *e, struct trk_fr
     return same_as_recorded(r, e, f, where, why, why_len);
 }
 
+/* input_restart, or the replay damaged (said why) when the file does not
+ * open again. */
+static int input_reopen(struct trk_replay *r, char *why, size_t why_len)
+{
+    int err = input_restart(r);
+    if (!err) return 0;
+    return damaged(r, why, why_len, "%s: cannot open it again: %s", r->input,
+                   err == TRK_SOURCE_EDECODE ? r->in.error : trk_strerror(err));
+}
+
 /* copy: frame e->packet of the input file, read on to it. A frame behind
- * the one the file gives next (a seek back, a re-run) starts the file
- * over. */
+ * the one the file gives next (a seek back, a re-run), or ahead of a key
+ * frame the file source has indexed, starts at the last key frame at or
+ * before it; the file from its start (opened again) when there is none or
+ * the file cannot seek. */
 static int read_input(struct trk_replay *r, const struct entry *e, struct trk_frame *f, char *why,
                       size_t why_len)
 {
-    if (!r->in_open || e->packet < r->in_next) {
-        int err = input_restart(r);
-        if (err)
-            return damaged(r, why, why_len, "%s: cannot open it again: %s", r->input,
-                           err == TRK_SOURCE_EDECODE ? r->in.error : trk_strerror(err));
-    }
+    uint64_t next = r->in_next;
+    int sought =
+        r->in_open && e->packet != next ? trk_source_file_seek(&r->in, e->packet, &next) : -ENOENT;
+    /* A failed seek may have moved the file: read it from the start. */
+    r->in_next = !sought || sought == -ENOENT ? next : UINT64_MAX;
+    int err = !r->in_open || e->packet < r->in_next ? input_reopen(r, why, why_len) : 0;
+    if (err) return err;
     r->in.host_mem = r->info ? r->info->host_mem : NULL;
     for (;;) {
-        int err = trk_source_read(&r->in, f);
+        err = trk_source_read(&r->in, f);
+        if (err == TRK_SOURCE_ESEEK) { /* the seek landed elsewhere: from the start */
+            if ((err = input_reopen(r, why, why_len))) return err;
+            continue;
+        }
         if (err == TRK_SOURCE_EOF)
             return damaged(r, why, why_len,
                            "%s: it ends before frame %llu, which the bundle's frame %llu is",

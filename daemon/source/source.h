@@ -28,6 +28,11 @@
  * node without video capture such as a UVC metadata node): waiting cannot
  * help. The reason is in trk_source.error. (-10102 is hwdec.h's.) */
 #define TRK_SOURCE_ENOTCAMERA (-10103)
+/* read() of a file after trk_source_file_seek: the file did not come back
+ * at a key frame of its index (its demuxer seeks elsewhere, or the decoder
+ * gives frames before the key frame first). Nothing is lost: open it
+ * again and read from the start. */
+#define TRK_SOURCE_ESEEK (-10104)
 
 struct trk_source;
 struct trk_hwdec_cfg;
@@ -95,11 +100,26 @@ struct trk_file_cfg {
     /* --hwdec (daemon/source/hwdec.h): NVDEC frames as device images when it
      * allows; NULL = software decoding. Copied at create. */
     const struct trk_hwdec_cfg *hwdec;
+    /* Index the key frames read, for trk_source_file_seek (a replay's
+     * input file); off, a run that never seeks keeps no index. */
+    bool seekable;
 };
 /* Any file FFmpeg can read; frames stay in their native pixel format where
  * backends take it (yuv420p, nv12, yuyv422, rgb24, bgr24, rgba, bgra),
  * others are converted to RGB24 with swscale. */
 int trk_source_file_create(const struct trk_file_cfg *cfg, struct trk_source *out);
+/* An open file source (created by trk_source_file_create with seekable)
+ * made to give frame n (trk_frame.src_index, counted across --loop passes)
+ * again without reading from the start: it goes back (or ahead) to the
+ * last key frame at or before n that earlier reads passed (the source
+ * indexes them as it reads), unless reading on from where it is comes no
+ * later; *next is the number the next read gives (or an earlier key
+ * frame's, where the demuxer lands before it), and reads go on to n. The frames are the ones
+ * reading forward gave: key frames decode by themselves and the first frame after the seek is
+ * checked to be the key frame (else that read returns TRK_SOURCE_ESEEK). 0; -ENOENT (no key frame
+ * at or before n known yet), -ESPIPE (the file cannot seek: raw elementary streams), -EINVAL (not a
+ * file source), -EBADF (not open) or -errno: the caller opens it again and reads from the start. */
+int trk_source_file_seek(struct trk_source *src, uint64_t n, uint64_t *next);
 
 static inline int trk_source_open(struct trk_source *s)
 {

@@ -16,15 +16,22 @@ import shutil
 import subprocess
 
 
-def mjpeg_clip(frames, w, h, path, fps=25):
-    """An MJPEG AVI (4:2:0, full range) of raw RGB24 frames, by the ffmpeg CLI."""
+def encode_clip(frames, w, h, path, fps, codec):
+    """A clip of raw RGB24 frames, encoded by the ffmpeg CLI with the
+    output options codec."""
     p = subprocess.Popen(["ffmpeg", "-loglevel", "error", "-y", "-f", "rawvideo", "-pix_fmt",
-                          "rgb24", "-s", f"{w}x{h}", "-r", str(fps), "-i", "-", "-c:v", "mjpeg",
-                          "-pix_fmt", "yuvj420p", "-q:v", "3", path], stdin=subprocess.PIPE)
+                          "rgb24", "-s", f"{w}x{h}", "-r", str(fps), "-i", "-", *codec, path],
+                         stdin=subprocess.PIPE)
     for fb in frames:
         p.stdin.write(fb)
     p.stdin.close()
     return p.wait() == 0
+
+
+def mjpeg_clip(frames, w, h, path, fps=25):
+    """An MJPEG AVI (4:2:0, full range) of raw RGB24 frames, by the ffmpeg CLI."""
+    return encode_clip(frames, w, h, path, fps,
+                       ["-c:v", "mjpeg", "-pix_fmt", "yuvj420p", "-q:v", "3"])
 
 
 def mjpeg_camera_bundle(raw_bundle, clip, out):

@@ -25,10 +25,12 @@ and a real WebSocket client, on bundles recorded from the demo here.
      (copy_bundle.py) seek forward and back to the recorded results, and
      re-run identically; a JPEG overwritten while the replay plays: a seek
      to it pauses with the error naming frames.mjpeg and the byte, the next
-     one still reads; the referenced file cut while the replay plays:
+     one still reads; an H.264 clip by reference (B-frames, a key frame
+     every 12: a seek back starts at the key frame before its target) seeks
+     and re-runs identically too; the referenced file cut while the replay plays:
      a seek past the cut pauses with the error naming the file, the daemon
-     stays, and a seek back before the cut reads the file again from its
-     start, with no error.
+     stays, and a seek back before the cut reads the file again (from the
+     key frame at or before it), with no error.
   7. ranges that follow the light (light_scene.py's clip recorded with
      "illumination" and "adapt" on, LIGHT_N frames): after a first pass
      (a run of every frame), a seek back, a step back and a re-run of a
@@ -48,7 +50,7 @@ import tempfile
 
 import websockets
 
-from copy_bundle import mjpeg_camera_bundle, mjpeg_clip
+from copy_bundle import encode_clip, mjpeg_camera_bundle, mjpeg_clip
 from daemon_proc import http_get, start_trackd, stop_trackd
 
 FAILS = []
@@ -334,6 +336,18 @@ def copy_bundles(trackd, plain, tmp):
     check(len(lines) == N and all(e.get("copy") == "input" for e in lines),
           f"the by-reference bundle names {N} frames of the clip")
     with_daemon(trackd, ref, tmp, "copy-input", lambda port: seeks(port, "copy input"))
+    # An H.264 clip (B-frames, a key frame every 12) by reference: a seek
+    # starts at the key frame before its target, the frames as recorded.
+    h264 = os.path.join(tmp, "clip.mp4")
+    check(encode_clip([raw[e["offset"]:e["offset"] + e["size"]] for e in idx], w, h, h264, 30,
+                      ["-c:v", "libx264", "-preset", "veryfast", "-bf", "3", "-g", "12",
+                       "-pix_fmt", "yuv420p"]), "ffmpeg made the H.264 clip")
+    ref264 = os.path.join(tmp, "copy-ref-h264")
+    r = subprocess.run([trackd, "--input", h264, "--objects", objs, "--fast", "--no-server",
+                        "--record", ref264, "--record-storage", "copy"],
+                       capture_output=True, text=True, timeout=120)
+    check(r.returncode == 0, f"recorded the H.264 clip by reference ({r.stderr[-300:]})")
+    with_daemon(trackd, ref264, tmp, "copy-input-h264", lambda port: seeks(port, "copy H.264"))
     cam = os.path.join(tmp, "copy-mjpeg")
     mjpeg_camera_bundle(rawb, clip, cam)
     with_daemon(trackd, cam, tmp, "copy-mjpeg", lambda port: seeks(port, "copy mjpeg"))

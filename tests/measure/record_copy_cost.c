@@ -25,6 +25,7 @@
 #include "objects.h"
 #include "out/outputs.h"
 #include "out/record.h"
+#include "../unit/daemon/record_fixture.h"
 #include "source/v4l2.h"
 
 #define K 8
@@ -55,21 +56,13 @@ static double run(int storage, unsigned char **jpeg, unsigned long *len, int fra
 {
     struct trk_outputs *o = NULL;
     struct trk_record *r = NULL;
-    char *argv[] = { "trk_record_copy_cost" };
-    struct trk_record_cfg cfg = { .dir = dir,
-                                  .argc = 1,
-                                  .argv = argv,
-                                  .version = "measure",
-                                  .source_kind = "camera",
-                                  .source_desc = "measured JPEGs",
-                                  .fps = fps,
-                                  .copy = storage == 2,
-                                  .wait_when_full = true };
+    struct record_fixture fx;
+    record_fixture_init(&fx, dir, storage == 2 ? "copy" : "raw", "camera", "measured JPEGs", fps);
     struct trk_mjpeg *d = NULL;
     struct trk_frame f = { 0 };
     if (trk_mjpeg_create(&d) || trk_outputs_create(&o)) exit(1);
     const double t0 = cpu_now();
-    if (storage && (trk_record_add(&cfg, o, &r) || !r)) exit(1);
+    if (storage && (trk_record_add(&fx.cfg, o, &r) || !r)) exit(1);
     for (int i = 0; i < frames; i++) {
         if (trk_mjpeg_decode(d, jpeg[i % K], len[i % K], &f)) exit(1);
         if (storage == 2 && trk_frame_set_packet(&f, jpeg[i % K], len[i % K])) exit(1);

@@ -18,7 +18,9 @@
 #include "objects.h"
 #include "out/outputs.h"
 #include "out/record.h"
+#include "record_fixture.h"
 #include "result.h"
+#include "same_image.h"
 #include "source/replay.h"
 
 struct shape {
@@ -72,21 +74,6 @@ static void make_frame(struct trk_frame *f, const struct shape *s, uint64_t seq)
     f->t_capture = 100 + seq * 0.04;
 }
 
-/* Payload equality of two images of one shape (pitches may differ). */
-static bool same_pixels(const struct trk_image *a, const struct trk_image *b)
-{
-    struct trk_plane_layout L;
-    if (a->fmt != b->fmt || a->width != b->width || a->height != b->height ||
-        trk_image_plane_layout(a->fmt, a->width, a->height, &L))
-        return false;
-    for (int p = 0; p < L.planes; p++)
-        for (int y = 0; y < L.rows[p]; y++)
-            if (memcmp(a->plane[p] + y * a->pitch[p], b->plane[p] + y * b->pitch[p],
-                       L.row_bytes[p]))
-                return false;
-    return true;
-}
-
 static void load_set(struct trk_objects *o, const char *json)
 {
     CHECK(trk_objects_load_string(json, strlen(json), "test", o, NULL) == 0);
@@ -99,20 +86,12 @@ static void record(const char *dir, struct trk_frame *want, const struct trk_obj
 {
     struct trk_outputs *o = NULL;
     CHECK(trk_outputs_create(&o) == 0);
-    char *argv[] = { "trackd", "--record", (char *)dir };
-    struct trk_record_cfg cfg = { .dir = dir,
-                                  .argc = 3,
-                                  .argv = argv,
-                                  .version = "test",
-                                  .source_kind = "demo",
-                                  .source_desc = "unit test frames",
-                                  .width = 33,
-                                  .height = 17,
-                                  .fps = 25,
-                                  .ffv1 = ffv1,
-                                  .wait_when_full = true };
+    struct record_fixture fx;
+    record_fixture_init(&fx, dir, ffv1 ? "ffv1" : "raw", "demo", "unit test frames", 25);
+    fx.cfg.width = 33;
+    fx.cfg.height = 17;
     struct trk_record *r = NULL;
-    CHECK(trk_record_add(&cfg, o, &r) == 0 && r);
+    CHECK(trk_record_add(&fx.cfg, o, &r) == 0 && r);
     struct trk_frame_result *res = calloc(1, sizeof(*res));
     for (int i = 0; i < N_FRAMES; i++) {
         make_frame(&want[i], &shapes[i], (uint64_t)i);
@@ -155,7 +134,7 @@ static void replay(const char *dir, const struct trk_frame *want, const struct t
         CHECKF(changed == (i == 0 || i == 3), "frame %d: set change %d", i, changed);
         if (i == 3) CHECK(got->n == b->n && !strcmp(got->def[1].name, b->def[1].name));
         CHECKF(trk_source_read(&src, &f) == 0, "frame %d read", i);
-        CHECKF(same_pixels(&f.img, &want[i].img), "frame %d (%s %dx%d) bit-exact", i,
+        CHECKF(same_image(&f.img, &want[i].img), "frame %d (%s %dx%d) bit-exact", i,
                trk_pixfmt_name(shapes[i].fmt), shapes[i].w, shapes[i].h);
         CHECK(f.pts == want[i].pts && f.img.matrix == want[i].img.matrix &&
               f.img.full_range == want[i].img.full_range);

@@ -21,7 +21,9 @@
 #include "objects.h"
 #include "out/outputs.h"
 #include "out/record.h"
+#include "record_fixture.h"
 #include "result.h"
+#include "same_image.h"
 #include "source/replay.h"
 #include "source/v4l2.h"
 
@@ -50,20 +52,6 @@ static void make_jpeg(int i, struct jpeg *j)
     tjDestroy(tj);
 }
 
-static bool same_pixels(const struct trk_image *a, const struct trk_image *b)
-{
-    struct trk_plane_layout L;
-    if (a->fmt != b->fmt || a->width != b->width || a->height != b->height ||
-        trk_image_plane_layout(a->fmt, a->width, a->height, &L))
-        return false;
-    for (int p = 0; p < L.planes; p++)
-        for (int y = 0; y < L.rows[p]; y++)
-            if (memcmp(a->plane[p] + y * a->pitch[p], b->plane[p] + y * b->pitch[p],
-                       L.row_bytes[p]))
-                return false;
-    return true;
-}
-
 /* Records the JPEGs as a camera with --record-storage copy would; want[i]
  * gets the live decode of each. */
 static void record(const char *dir, struct jpeg *jpegs, struct trk_frame *want,
@@ -71,21 +59,13 @@ static void record(const char *dir, struct jpeg *jpegs, struct trk_frame *want,
 {
     struct trk_outputs *o = NULL;
     CHECK(trk_outputs_create(&o) == 0);
-    char *argv[] = { "trackd", "--record", (char *)dir, "--record-storage", "copy" };
-    struct trk_record_cfg cfg = { .dir = dir,
-                                  .argc = 5,
-                                  .argv = argv,
-                                  .version = "test",
-                                  .source_kind = "camera",
-                                  .source_desc = "unit test JPEGs",
-                                  .input = "/dev/video-test",
-                                  .width = 64,
-                                  .height = 48,
-                                  .fps = 30,
-                                  .copy = true,
-                                  .wait_when_full = true };
+    struct record_fixture fx;
+    record_fixture_init(&fx, dir, "copy", "camera", "unit test JPEGs", 30);
+    fx.cfg.input = "/dev/video-test";
+    fx.cfg.width = 64;
+    fx.cfg.height = 48;
     struct trk_record *r = NULL;
-    CHECK(trk_record_add(&cfg, o, &r) == 0 && r);
+    CHECK(trk_record_add(&fx.cfg, o, &r) == 0 && r);
     struct trk_mjpeg *d = NULL;
     CHECK(trk_mjpeg_create(&d) == 0);
     struct trk_frame_result *res = calloc(1, sizeof(*res));
@@ -176,8 +156,8 @@ static void replay(const char *dir, const struct trk_frame *want)
     struct trk_frame f = { 0 };
     for (int i = 0; i < N_FRAMES; i++) {
         CHECKF(trk_source_read(&src, &f) == 0, "frame %d read", i);
-        CHECKF(same_pixels(&f.img, &want[i].img), "frame %d (%dx%d) bit-exact", i,
-               want[i].img.width, want[i].img.height);
+        CHECKF(same_image(&f.img, &want[i].img), "frame %d (%dx%d) bit-exact", i, want[i].img.width,
+               want[i].img.height);
         CHECK(f.pts == want[i].pts && f.img.full_range == want[i].img.full_range &&
               f.img.matrix == want[i].img.matrix);
     }

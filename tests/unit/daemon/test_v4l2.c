@@ -27,6 +27,7 @@
 #include "source/hwdec.h"
 #include "log_hook.h"
 #include "pipeline.h"
+#include "same_image.h"
 #include "source/source.h"
 #include "source/v4l2.h"
 #include "out/ndjson.h"
@@ -95,20 +96,6 @@ static void count_unhold(void *h)
     (*(int *)h)++;
 }
 
-/* Whether two images of one format and size have the same pixels (each
- * with its own pitch). */
-static bool same_pixels(const struct trk_image *a, const struct trk_image *b)
-{
-    struct trk_plane_layout L;
-    if (trk_image_plane_layout(a->fmt, a->width, a->height, &L)) return false;
-    for (int p = 0; p < L.planes; p++)
-        for (int y = 0; y < L.rows[p]; y++)
-            if (memcmp(a->plane[p] + (size_t)y * a->pitch[p], b->plane[p] + (size_t)y * b->pitch[p],
-                       L.row_bytes[p]))
-                return false;
-    return true;
-}
-
 static void check_copy(uint32_t fourcc, int w, int h, size_t bpl)
 {
     static uint8_t buf[1 << 16];
@@ -143,7 +130,7 @@ static void check_copy(uint32_t fourcc, int w, int h, size_t bpl)
     CHECK(g.data == NULL && trk_image_check(&g.img) == 0);
     CHECK(g.img.fmt == f.img.fmt && g.img.width == w && g.img.height == h &&
           g.img.matrix == f.img.matrix && g.img.full_range == f.img.full_range);
-    CHECK(same_pixels(&f.img, &g.img));
+    CHECK(same_image(&f.img, &g.img));
     for (size_t p = 0; p < planes; p++)
         CHECK(g.img.plane[p] >= buf && g.img.plane[p] < buf + n);
     /* The last row of the last plane may come unpadded; one byte less is a
@@ -910,11 +897,6 @@ static bool compare_pixels(const struct trk_image *nv12, const struct trk_image 
         worst->pix_mean = fmax(worst->pix_mean, (double)sum / ((double)pw * ph));
     }
     return true;
-}
-
-static bool same_image(const struct trk_image *a, const struct trk_image *b)
-{
-    return a->fmt == b->fmt && a->width == b->width && a->height == b->height && same_pixels(a, b);
 }
 
 /* Input a camera may send that is no JPEG: decode must say so (TRK_EINVAL)
