@@ -1,0 +1,93 @@
+#!/bin/bash
+# The fused kernel's build-time knobs (gpu/cuda/tuning.cuh: TRK_FUSED_THREADS,
+# _MIN_BLOCKS, _TABLES, _PRELOAD, _FLUSH, _ACC32) measured side by side on the GPU
+# machine: each configuration is built GPU-only in its own directory (all in
+# parallel, -j4 each), then the fused kernel benchmark runs alternating
+# configurations (each result checked against the CPU truth by trackd-bench
+# itself), PASSES passes, one line per case and configuration; then
+# test_cuda_exact --quick (CUDA == cpu-ref, moments included, every format,
+# ROIs, dense and half-dense scenes) once per configuration. Usage, through the
+# device tool:
+#   run: tests/gpu/kernel_knobs.sh [passes [NAME=DEFS ...]]     (logs in $OUT)
+# DEFS: space-separated -D flags (quote the pair), e.g.
+#   tests/gpu/kernel_knobs.sh 2 base= "t1024=-DTRK_FUSED_THREADS=1024 -DTRK_FUSED_MIN_BLOCKS=1"
+# Default: the five configurations of gpu/cuda/NOTES.md ("Kernel knobs").
+# With OLD=<source tree> (e.g. .carry/old, a `git archive` of main carried to
+# the device) that tree is built and run too, as configuration "old", so the
+# default knobs can be checked against the tree before them in the same call.
+# SCENES=standard,dense adds issue 14's dense scene (every pixel in every
+# object) to each benchmark run (default: standard).
+# Exit status: non-zero when a build, a benchmark's check or an equality test
+# failed.
+set -u
+PASSES=${1:-2}
+shift $(($# > 0 ? 1 : 0))
+if [ $# -eq 0 ]; then
+  set -- "base=" \
+    "t1024=-DTRK_FUSED_THREADS=1024 -DTRK_FUSED_MIN_BLOCKS=1" \
+    "tab1=-DTRK_FUSED_TABLES=1" \
+    "acc32=-DTRK_FUSED_ACC32=1" \
+    "preflush=-DTRK_FUSED_PRELOAD=1 -DTRK_FUSED_FLUSH=1"
+fi
+OUT=${OUT:-$PWD/gpu-out}
+mkdir -p "$OUT"
+ROOT=${KNOBS_DIR:-/tmp/knobs}
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
+rc=0
+names=()
+build() { # NAME DEFS [SRC]
+  local d=$ROOT/$1
+  cmake -S "${3:-.}" -B "$d" -DTRK_GPU_ONLY=ON -DTRK_WERROR=ON "-DCMAKE_CUDA_FLAGS=$2" > "$OUT/build-$1.log" 2>&1 &&
+    cmake --build "$d" -j4 --target trackd-bench test_cuda_exact >> "$OUT/build-$1.log" 2>&1 ||
+    { echo "$1: build failed"; tail -20 "$OUT/build-$1.log"; }
+}
+t0=$SECONDS
+if [ -n "${OLD:-}" ]; then
+  names+=(old)
+  build old "" "$OLD" &
+fi
+for c in "$@"; do
+  names+=("${c%%=*}")
+  build "${c%%=*}" "${c#*=}" &
+done
+wait
+echo "-- built in $((SECONDS - t0)) s"
+ok=()
+for n in "${names[@]}"; do
+  if [ -x "$ROOT/$n/bench/trackd-bench" ] && [ -x "$ROOT/$n/tests/gpu/test_cuda_exact" ]; then
+    ok+=("$n")
+  else
+    echo "$n: not built, left out"; rc=1
+  fi
+done
+bench() { # NAME PASS: the fused kernel, one line per case
+  local B=$ROOT/$1/bench/trackd-bench
+  $B --experiment cuda-kernels --scenes "${SCENES:-standard}" --sizes 1920x1080,3840x2160 --objects 8,128 --formats rgb24,nv12 \
+    --variants fused --truth cpu --iters 200 --warmup 20 > "$OUT/raw-$1-$2.txt" 2>&1 ||
+    { echo "$1: trackd-bench failed (a MISMATCH?)"; grep -i mismatch "$OUT/raw-$1-$2.txt" | head -3; rc=1; }
+  # A scene other than the standard one has its name as a third word.
+  awk -v c="$1" '/ fused /{o = $4 == "fused" ? 0 : 1; print c, $1, $2, o ? $3 : "standard",
+    $(3 + o), "kernel_us", $(5 + o), "dev_us", $(13 + o), "pin_us", $(15 + o)}' "$OUT/raw-$1-$2.txt"
+}
+for p in $(seq 1 "$PASSES"); do
+  echo "-- pass $p ($((SECONDS - t0)) s)"
+  for n in "${ok[@]}"; do
+    bench "$n" "$p" | tee -a "$OUT/knobs.txt"
+  done
+done
+# Equality, all configurations at once (correctness only: they share the GPU).
+echo "-- test_cuda_exact --quick ($((SECONDS - t0)) s)"
+pids=()
+for n in "${ok[@]}"; do
+  "$ROOT/$n/tests/gpu/test_cuda_exact" --quick > "$OUT/exact-$n.log" 2>&1 &
+  pids+=($!)
+done
+for i in "${!ok[@]}"; do
+  wait "${pids[$i]}"
+  e=$?
+  n=${ok[$i]}
+  echo "$n: test_cuda_exact --quick rc=$e $(grep -cE 'MISMATCH' "$OUT/exact-$n.log") mismatch lines; $(tail -1 "$OUT/exact-$n.log")"
+  [ "$e" -eq 0 ] || rc=1
+done
+echo "-- done in $((SECONDS - t0)) s"
+exit $rc
