@@ -6,12 +6,16 @@
 # configurations (each result checked against the CPU truth by trackd-bench
 # itself), PASSES passes, one line per case and configuration; then
 # test_cuda_exact --quick (CUDA == cpu-ref, moments included, every format,
-# ROIs, dense and half-dense scenes) once per configuration. Usage, through the
+# ROIs, dense and half-dense scenes) once per configuration, and for those with
+# TRK_FUSED_ACC32=1 also test_cuda_moments (8K: a whole-frame object, the 32-bit
+# sums' worst case, where the launch takes extra blocks). Usage, through the
 # device tool:
 #   run: tests/gpu/kernel_knobs.sh [passes [NAME=DEFS ...]]     (logs in $OUT)
 # DEFS: space-separated -D flags (quote the pair), e.g.
 #   tests/gpu/kernel_knobs.sh 2 base= "t1024=-DTRK_FUSED_THREADS=1024 -DTRK_FUSED_MIN_BLOCKS=1"
-# Default: the five configurations of gpu/cuda/NOTES.md ("Kernel knobs").
+# Default: the five configurations of gpu/cuda/NOTES.md ("Kernel knobs"): main's
+# kernel, the 32-bit sums alone, with the summaries-only table copy, with the
+# prologue prefetch and last-warp flush, and all of them on 1024-thread blocks.
 # With OLD=<source tree> (e.g. .carry/old, a `git archive` of main carried to
 # the device) that tree is built and run too, as configuration "old", so the
 # default knobs can be checked against the tree before them in the same call.
@@ -23,11 +27,10 @@ set -u
 PASSES=${1:-2}
 shift $(($# > 0 ? 1 : 0))
 if [ $# -eq 0 ]; then
-  set -- "base=" \
-    "t1024=-DTRK_FUSED_THREADS=1024 -DTRK_FUSED_MIN_BLOCKS=1" \
-    "tab1=-DTRK_FUSED_TABLES=1" \
-    "acc32=-DTRK_FUSED_ACC32=1" \
-    "preflush=-DTRK_FUSED_PRELOAD=1 -DTRK_FUSED_FLUSH=1"
+  A="-DTRK_FUSED_ACC32=1"
+  set -- "base=" "acc32=$A" "acc32-tab1=$A -DTRK_FUSED_TABLES=1" \
+    "acc32-pre=$A -DTRK_FUSED_PRELOAD=1 -DTRK_FUSED_FLUSH=1" \
+    "all=$A -DTRK_FUSED_TABLES=1 -DTRK_FUSED_PRELOAD=1 -DTRK_FUSED_FLUSH=1 -DTRK_FUSED_THREADS=1024 -DTRK_FUSED_MIN_BLOCKS=1"
 fi
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
@@ -35,10 +38,13 @@ ROOT=${KNOBS_DIR:-/tmp/knobs}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
 rc=0
 names=()
+declare -A defs
+acc32() { case " $1 " in *" -DTRK_FUSED_ACC32=1 "*) return 0 ;; esac; return 1; }
 build() { # NAME DEFS [SRC]
-  local d=$ROOT/$1
+  local d=$ROOT/$1 t="trackd-bench test_cuda_exact"
+  acc32 "$2" && t="$t test_cuda_moments"
   cmake -S "${3:-.}" -B "$d" -DTRK_GPU_ONLY=ON -DTRK_WERROR=ON "-DCMAKE_CUDA_FLAGS=$2" > "$OUT/build-$1.log" 2>&1 &&
-    cmake --build "$d" -j4 --target trackd-bench test_cuda_exact >> "$OUT/build-$1.log" 2>&1 ||
+    cmake --build "$d" -j4 --target $t >> "$OUT/build-$1.log" 2>&1 ||
     { echo "$1: build failed"; tail -20 "$OUT/build-$1.log"; }
 }
 t0=$SECONDS
@@ -48,6 +54,7 @@ if [ -n "${OLD:-}" ]; then
 fi
 for c in "$@"; do
   names+=("${c%%=*}")
+  defs[${c%%=*}]=${c#*=}
   build "${c%%=*}" "${c#*=}" &
 done
 wait
@@ -71,22 +78,34 @@ bench() { # NAME PASS: the fused kernel, one line per case
 }
 for p in $(seq 1 "$PASSES"); do
   echo "-- pass $p ($((SECONDS - t0)) s)"
-  for n in "${ok[@]}"; do
-    bench "$n" "$p" | tee -a "$OUT/knobs.txt"
+  for n in ${ok[@]+"${ok[@]}"}; do
+    bench "$n" "$p" > "$OUT/lines-$n-$p.txt"
+    tee -a "$OUT/knobs.txt" < "$OUT/lines-$n-$p.txt"
   done
 done
 # Equality, all configurations at once (correctness only: they share the GPU).
 echo "-- test_cuda_exact --quick ($((SECONDS - t0)) s)"
 pids=()
-for n in "${ok[@]}"; do
+mpids=()
+for n in ${ok[@]+"${ok[@]}"}; do
   "$ROOT/$n/tests/gpu/test_cuda_exact" --quick > "$OUT/exact-$n.log" 2>&1 &
   pids+=($!)
+  if acc32 "${defs[$n]:-}"; then
+    "$ROOT/$n/tests/gpu/test_cuda_moments" > "$OUT/moments-$n.log" 2>&1 &
+    mpids+=("$n:$!")
+  fi
 done
-for i in "${!ok[@]}"; do
+for i in ${ok[@]+"${!ok[@]}"}; do
   wait "${pids[$i]}"
   e=$?
   n=${ok[$i]}
   echo "$n: test_cuda_exact --quick rc=$e $(grep -cE 'MISMATCH' "$OUT/exact-$n.log") mismatch lines; $(tail -1 "$OUT/exact-$n.log")"
+  [ "$e" -eq 0 ] || rc=1
+done
+for m in ${mpids[@]+"${mpids[@]}"}; do
+  wait "${m#*:}"
+  e=$?
+  echo "${m%%:*}: test_cuda_moments rc=$e; $(tail -1 "$OUT/moments-${m%%:*}.log")"
   [ "$e" -eq 0 ] || rc=1
 done
 echo "-- done in $((SECONDS - t0)) s"
