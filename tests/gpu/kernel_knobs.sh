@@ -19,6 +19,10 @@
 # With OLD=<source tree> (e.g. .carry/old, a `git archive` of main carried to
 # the device) that tree is built and run too, as configuration "old", so the
 # default knobs can be checked against the tree before them in the same call.
+# STAGES (default "build bench test") splits the work over calls of the device
+# tool if one would run too long: the builds stay in build-knobs/ (KNOBS_DIR;
+# an ignored path, kept between calls on a warm machine), e.g.
+#   STAGES=build tests/gpu/kernel_knobs.sh; STAGES="bench test" tests/gpu/kernel_knobs.sh
 # SCENES=standard,dense adds issue 14's dense scene (every pixel in every
 # object) to each benchmark run (default: standard).
 # Exit status: non-zero when a build, a benchmark's check or an equality test
@@ -34,7 +38,9 @@ if [ $# -eq 0 ]; then
 fi
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
-ROOT=${KNOBS_DIR:-/tmp/knobs}
+ROOT=${KNOBS_DIR:-$PWD/build-knobs}
+STAGES=${STAGES:-build bench test}
+on() { case " $STAGES " in *" $1 "*) return 0 ;; esac; return 1; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
 rc=0
 names=()
@@ -50,15 +56,15 @@ build() { # NAME DEFS [SRC]
 t0=$SECONDS
 if [ -n "${OLD:-}" ]; then
   names+=(old)
-  build old "" "$OLD" &
+  on build && build old "" "$OLD" &
 fi
 for c in "$@"; do
   names+=("${c%%=*}")
   defs[${c%%=*}]=${c#*=}
-  build "${c%%=*}" "${c#*=}" &
+  on build && build "${c%%=*}" "${c#*=}" &
 done
 wait
-echo "-- built in $((SECONDS - t0)) s"
+on build && echo "-- built in $((SECONDS - t0)) s"
 ok=()
 for n in "${names[@]}"; do
   if [ -x "$ROOT/$n/bench/trackd-bench" ] && [ -x "$ROOT/$n/tests/gpu/test_cuda_exact" ]; then
@@ -76,6 +82,7 @@ bench() { # NAME PASS: the fused kernel, one line per case
   awk -v c="$1" '/ fused /{o = $4 == "fused" ? 0 : 1; print c, $1, $2, o ? $3 : "standard",
     $(3 + o), "kernel_us", $(5 + o), "dev_us", $(13 + o), "pin_us", $(15 + o)}' "$OUT/raw-$1-$2.txt"
 }
+on bench || PASSES=0
 for p in $(seq 1 "$PASSES"); do
   echo "-- pass $p ($((SECONDS - t0)) s)"
   for n in ${ok[@]+"${ok[@]}"}; do
@@ -83,6 +90,7 @@ for p in $(seq 1 "$PASSES"); do
     tee -a "$OUT/knobs.txt" < "$OUT/lines-$n-$p.txt"
   done
 done
+on test || { echo "-- done in $((SECONDS - t0)) s"; exit $rc; }
 # Equality, all configurations at once (correctness only: they share the GPU).
 echo "-- test_cuda_exact --quick ($((SECONDS - t0)) s)"
 pids=()
