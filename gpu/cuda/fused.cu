@@ -19,7 +19,7 @@ static_assert(TRK_CUDA_PITCH_ALIGN % 16 == 0, "16-byte loads need 16-byte aligne
 static_assert(TRK_FUSED_DENSE_MIN >= 1 && TRK_FUSED_DENSE_MIN <= 33, "dense path threshold");
 static_assert(TRK_FUSED_MIN_BLOCKS >= 1, "resident blocks");
 static_assert(TRK_FUSED_TABLES >= 0 && TRK_FUSED_TABLES <= 2, "table placement");
-static_assert(TRK_FUSED_PRELOAD >= 0 && TRK_FUSED_PRELOAD <= 2, "prologue loads");
+static_assert(TRK_FUSED_PRELOAD >= 0 && TRK_FUSED_PRELOAD <= 3, "prologue loads");
 static_assert(TRK_FUSED_FLUSH == 0 || TRK_FUSED_FLUSH == 1, "flush");
 static_assert(TRK_FUSED_ACC32 == 0 || TRK_FUSED_ACC32 == 1, "block sums");
 static_assert(TRK_FUSED_SEG == 128, "fused_acc.cuh splits x as 128 s + o");
@@ -711,8 +711,9 @@ __device__ __forceinline__ void block_flush(const struct trk_cu_job &job, const 
  * lists): the blob objects' mask words of each segment where they are
  * present also go to job.bm (store_masks); the instance without has none
  * of that code. With TRK_FUSED_PRELOAD each warp's first unit's pixels are
- * prefetched into L1 (1) or loaded into registers (2) before the prologue's
- * barrier. */
+ * prefetched into L1 (1) or loaded into registers (2, 3) before the
+ * prologue's barrier; with 3 every unit's pixels are loaded while the unit
+ * before is worked on. */
 template <int CLS, int NW, bool LIGHT, bool BM>
 __global__ void __launch_bounds__(TRK_FUSED_THREADS, TRK_FUSED_MIN_BLOCKS)
     fused_kernel(const struct trk_cu_job job)
@@ -751,7 +752,7 @@ __global__ void __launch_bounds__(TRK_FUSED_THREADS, TRK_FUSED_MIN_BLOCKS)
     uint32_t pa = 0, pb = 0, pc = 0;
     const int x0p = seg * TRK_FUSED_SEG + lane * TRK_FUSED_PX_PER_LANE;
     if (TRK_FUSED_PRELOAD == 1 && u < u_end && x0p < W) prefetch4<CLS>(f, x0p, y);
-    if (TRK_FUSED_PRELOAD == 2 && u < u_end && x0p < W) load4<CLS>(f, x0p, y, swap, pa, pb, pc);
+    if (TRK_FUSED_PRELOAD >= 2 && u < u_end && x0p < W) load4<CLS>(f, x0p, y, swap, pa, pb, pc);
     copy_tables(reinterpret_cast<const uint4 *>(job.lut), s_raw, trk_cu_fused_copy_words(lt) / 4,
                 tid, blockDim.x);
     bacc_zero(s_acc, tid, blockDim.x);
@@ -761,7 +762,7 @@ __global__ void __launch_bounds__(TRK_FUSED_THREADS, TRK_FUSED_MIN_BLOCKS)
     if (TRK_FUSED_FLUSH && tid == 0) s_left = (unsigned)nwarps;
     __syncthreads();
 
-    for (bool pre = TRK_FUSED_PRELOAD == 2; u < u_end; u += nwarps, pre = false) {
+    for (bool pre = TRK_FUSED_PRELOAD >= 2; u < u_end; u += nwarps, pre = TRK_FUSED_PRELOAD == 3) {
         const int x0 = seg * TRK_FUSED_SEG + lane * TRK_FUSED_PX_PER_LANE;
         const int yy = y;
         seg += nwarps;
@@ -769,11 +770,15 @@ __global__ void __launch_bounds__(TRK_FUSED_THREADS, TRK_FUSED_MIN_BLOCKS)
             seg -= segs;
             y++;
         }
+        uint32_t ca = pa, cb = pb, cc = pc;
+        const int x0n = seg * TRK_FUSED_SEG + lane * TRK_FUSED_PX_PER_LANE;
+        if (TRK_FUSED_PRELOAD == 3 && u + nwarps < u_end && x0n < W)
+            load4<CLS>(f, x0n, y, swap, pa, pb, pc); /* the next unit's, one unit ahead */
         uint32_t sm[4] = { 0, 0, 0, 0 };
         px4<LIGHT> p;
         if (x0 < W) {
-            if (!pre) load4<CLS>(f, x0, yy, swap, pa, pb, pc);
-            convert4(f, yuv, has, pa, pb, pc, p);
+            if (!pre) load4<CLS>(f, x0, yy, swap, ca, cb, cc);
+            convert4(f, yuv, has, ca, cb, cc, p);
             summary4(sum_tab, lt, has, p, sm);
 #pragma unroll
             for (int j = 1; j < 4; j++)

@@ -36,8 +36,10 @@
  * each warp asks for its first unit's pixels before the table barrier (the
  * frame read overlaps the copy): 1 prefetches their lines into L1 (no
  * register held), 2 loads them into registers (three more live across the
- * unit loop: ptxas spills a few bytes at 4 and 8 words). 0: load, store,
- * barrier, then the first pixels. 0..2. */
+ * unit loop: ptxas spills a few bytes at 4 and 8 words). 3: as 2, and every
+ * later unit's pixels are loaded one unit ahead (while the warp works on
+ * the unit before: two loads in flight a warp instead of one). 0: load,
+ * store, barrier, then the first pixels. 0..3. */
 #ifndef TRK_FUSED_PRELOAD
 #define TRK_FUSED_PRELOAD 0
 #endif

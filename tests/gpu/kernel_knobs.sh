@@ -14,8 +14,9 @@
 # DEFS: space-separated -D flags (quote the pair), e.g.
 #   tests/gpu/kernel_knobs.sh 2 base= "t1024=-DTRK_FUSED_THREADS=1024 -DTRK_FUSED_MIN_BLOCKS=1"
 # Default: the five configurations of gpu/cuda/NOTES.md ("Kernel knobs"): main's
-# kernel, the 32-bit sums alone, with the summaries-only table copy, with the
-# prologue prefetch and last-warp flush, and all of them on 1024-thread blocks.
+# kernel, the 32-bit sums alone, with the summaries-only table copy, with each
+# unit's pixels loaded one unit ahead, and all of these with the last-warp
+# flush on 1024-thread blocks.
 # With OLD=<source tree> (e.g. .carry/old, a `git archive` of main carried to
 # the device) that tree is built and run too, as configuration "old", so the
 # default knobs can be checked against the tree before them in the same call.
@@ -33,8 +34,8 @@ shift $(($# > 0 ? 1 : 0))
 if [ $# -eq 0 ]; then
   A="-DTRK_FUSED_ACC32=1"
   set -- "base=" "acc32=$A" "acc32-tab1=$A -DTRK_FUSED_TABLES=1" \
-    "acc32-pre=$A -DTRK_FUSED_PRELOAD=1 -DTRK_FUSED_FLUSH=1" \
-    "all=$A -DTRK_FUSED_TABLES=1 -DTRK_FUSED_PRELOAD=1 -DTRK_FUSED_FLUSH=1 -DTRK_FUSED_THREADS=1024 -DTRK_FUSED_MIN_BLOCKS=1"
+    "acc32-pipe=$A -DTRK_FUSED_PRELOAD=3" \
+    "all=$A -DTRK_FUSED_TABLES=1 -DTRK_FUSED_PRELOAD=3 -DTRK_FUSED_FLUSH=1 -DTRK_FUSED_THREADS=1024 -DTRK_FUSED_MIN_BLOCKS=1"
 fi
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
