@@ -137,7 +137,7 @@ __device__ __forceinline__ void load4(const struct trk_cu_frame &f, int x0, int 
  * then hit L1. */
 __device__ __forceinline__ void prefetch_l1(const void *p)
 {
-    asm volatile("prefetch.global.L1 [%0];" ::"l"(p));
+    asm volatile("prefetch.L1 [%0];" ::"l"(p)); /* generic address: no cvta needed */
 }
 template <int CLS>
 __device__ __forceinline__ void prefetch4(const struct trk_cu_frame &f, int x0, int y)
@@ -691,8 +691,9 @@ __device__ __forceinline__ void block_flush(const struct trk_cu_job &job, const 
  * range's units in turn. A contiguous range keeps the set of objects one
  * block touches small, so the final flush costs few global atomics.
  * Shared memory (trk_cu_fused_smem): the table image or its summary tables
- * (TRK_FUSED_TABLES; none with 2) and the block's accumulators (u64 sums,
- * u32 count and encoded bounds).
+ * (TRK_FUSED_TABLES; none with 2) and the block's accumulators (bacc: u64
+ * sums, u32 count and encoded bounds; with TRK_FUSED_ACC32 u32 sums taken
+ * relative to the block).
  * Per unit: each lane loads 4 pixels, the 3 summary lookups per pixel
  * reject pixels that match nothing (exact: a summary is the OR of the full
  * entry's words); warps with any candidate load the full masks in chunks of
