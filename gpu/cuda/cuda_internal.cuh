@@ -13,6 +13,7 @@
 #include "../backend_impl.h"
 #include "../color.h"
 #include "../moments.h"
+#include "fused_acc.cuh"
 #include "tuning.cuh"
 
 /* ------------------------------------------------------------- errors */
@@ -226,6 +227,21 @@ __host__ __device__ __forceinline__ size_t trk_cu_table_smem(const struct trk_cu
     return (size_t)lt.words * sizeof(uint32_t) + trk_cu_sacc_bytes(n);
 }
 
+/* The fused kernel (TRK_FUSED_TABLES): the words of the table image it
+ * copies to shared memory (all, the summary tables that come first, or
+ * none; a multiple of 4), then the accumulators of n slots (TRK_FUSED_ACC32:
+ * trk_facc::WORDS 32-bit words an object, else trk_cu_sacc). */
+__host__ __device__ __forceinline__ int trk_cu_fused_copy_words(const struct trk_cu_lut &lt)
+{
+    return TRK_FUSED_TABLES == 0 ? lt.words : TRK_FUSED_TABLES == 1 ? lt.sum_words : 0;
+}
+__host__ __device__ __forceinline__ size_t trk_cu_fused_smem(const struct trk_cu_lut &lt, int n)
+{
+    return (size_t)trk_cu_fused_copy_words(lt) * sizeof(uint32_t) +
+           (TRK_FUSED_ACC32 ? (size_t)n * trk_facc::WORDS * sizeof(uint32_t)
+                            : trk_cu_sacc_bytes(n));
+}
+
 /* The naive kernel: n objects, their n ROIs, then the accumulators (both
  * structs are multiples of 8 bytes, so the accumulators stay aligned). */
 static_assert(sizeof(struct trk_cu_obj) % 8 == 0 && sizeof(struct trk_roi) % 8 == 0,
@@ -371,10 +387,10 @@ __device__ __forceinline__ bool trk_cu_obj_match(const struct trk_cu_frame &f, b
 
 /* Fused single pass (default variant). grid: blocks to launch (at most the
  * resident blocks of trk_cu_fused_setup times the SMs); dynamic shared
- * memory: trk_cu_table_smem. */
+ * memory: trk_cu_fused_smem. */
 int trk_cu_fused_launch(const struct trk_cu_job *job, int grid, cudaStream_t s);
 /* Raises the shared-memory limit of the kernels lt's object set runs (with
- * lab or rg objects: the LIGHT copies) to smem (trk_cu_table_smem) and
+ * lab or rg objects: the LIGHT copies) to smem (trk_cu_fused_smem) and
  * returns the resident blocks per SM at that size (>= 1), or a negative
  * error. */
 int trk_cu_fused_setup(const struct trk_cu_lut *lt, size_t smem, int *blocks_per_sm);

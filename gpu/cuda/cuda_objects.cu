@@ -380,7 +380,7 @@ int cu_set_objects(void *self, const struct trk_object_def *objs, int n)
     b->dirty = false;
     if (b->variant == V_FUSED) {
         int bps = 0;
-        int err = trk_cu_fused_setup(&b->lt, trk_cu_table_smem(b->lt, b->slots), &bps);
+        int err = trk_cu_fused_setup(&b->lt, trk_cu_fused_smem(b->lt, b->slots), &bps);
         if (err) return err;
         b->fused_grid = bps * b->sms;
     } else if (b->variant == V_LUT) {

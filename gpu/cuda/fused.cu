@@ -6,6 +6,7 @@
  * flushed once per block. See gpu/cuda/NOTES.md for the measurements that
  * shaped it. */
 #include "cuda_internal.cuh"
+#include "fused_acc.cuh"
 #include "fused_dense.cuh"
 #include "warp.cuh"
 
@@ -16,6 +17,22 @@ static_assert(TRK_FUSED_THREADS % 32 == 0 && TRK_FUSED_THREADS <= 1024, "block s
 static_assert(TRK_FUSED_PX_PER_LANE == 4, "the format loads assume 4 pixels per lane");
 static_assert(TRK_CUDA_PITCH_ALIGN % 16 == 0, "16-byte loads need 16-byte aligned rows");
 static_assert(TRK_FUSED_DENSE_MIN >= 1 && TRK_FUSED_DENSE_MIN <= 33, "dense path threshold");
+static_assert(TRK_FUSED_MIN_BLOCKS >= 1, "resident blocks");
+static_assert(TRK_FUSED_TABLES >= 0 && TRK_FUSED_TABLES <= 2, "table placement");
+static_assert(TRK_FUSED_PRELOAD >= 0 && TRK_FUSED_PRELOAD <= 3, "prologue loads");
+static_assert(TRK_FUSED_FLUSH == 0 || TRK_FUSED_FLUSH == 1, "flush");
+static_assert(TRK_FUSED_ACC32 == 0 || TRK_FUSED_ACC32 == 1, "block sums");
+static_assert(TRK_FUSED_SEG == 128, "fused_acc.cuh splits x as 128 s + o");
+
+/* Where the tables are read (TRK_FUSED_TABLES): the block's copy in shared
+ * memory, or the device image through L1 (read-only loads). The copy holds
+ * the image's first trk_cu_fused_copy_words words at the same offsets, so
+ * lt's offsets serve both. */
+constexpr bool SUM_L1 = TRK_FUSED_TABLES >= 2, FULL_L1 = TRK_FUSED_TABLES >= 1;
+template <bool G, class T> __device__ __forceinline__ T tab_ld(const uint32_t *p)
+{
+    return G ? __ldg(reinterpret_cast<const T *>(p)) : *reinterpret_cast<const T *>(p);
+}
 
 /* Format classes: the kernel is instantiated per class; RGB/BGR order is a
  * run-time (warp-uniform) swap. */
@@ -111,6 +128,26 @@ __device__ __forceinline__ void load4(const struct trk_cu_frame &f, int x0, int 
             chroma_ld(reinterpret_cast<const uint16_t *>(f.plane[2] + co * f.pitch[2] + (x0 >> 1)));
         pb = __byte_perm(u, 0, 0x1100);
         pc = __byte_perm(v, 0, 0x1100);
+    }
+}
+
+/* TRK_FUSED_PRELOAD 1: asks L1 for the lines load4<CLS> will read for the
+ * pixels x0..x0+3 of row y (every plane), with no register to hold: the
+ * prologue's frame reads overlap its table copy, and the first unit's loads
+ * then hit L1. */
+__device__ __forceinline__ void prefetch_l1(const void *p)
+{
+    asm volatile("prefetch.L1 [%0];" ::"l"(p)); /* generic address: no cvta needed */
+}
+template <int CLS>
+__device__ __forceinline__ void prefetch4(const struct trk_cu_frame &f, int x0, int y)
+{
+    const int bpp = CLS == CLS_RGB3 ? 3 : CLS == CLS_RGB4 ? 4 : CLS == CLS_YUYV ? 2 : 1;
+    prefetch_l1(f.plane[0] + (size_t)y * f.pitch[0] + bpp * x0);
+    if (CLS == CLS_NV12) prefetch_l1(f.plane[1] + (size_t)(y >> 1) * f.pitch[1] + x0);
+    if (CLS == CLS_I420) {
+        prefetch_l1(f.plane[1] + (size_t)(y >> 1) * f.pitch[1] + (x0 >> 1));
+        prefetch_l1(f.plane[2] + (size_t)(y >> 1) * f.pitch[2] + (x0 >> 1));
     }
 }
 
@@ -237,29 +274,124 @@ __device__ __forceinline__ unsigned chan(const px4<LIGHT> &p, int s, int c, int 
 }
 
 /* CW consecutive mask words of a full-table entry, ANDed over the 3
- * channels: 16-, 8- or 4-byte shared loads. */
-template <int CW>
+ * channels: 16-, 8- or 4-byte loads (shared, or through L1 with G). */
+template <int CW, bool G>
 __device__ __forceinline__ void and3(const uint32_t *t0, const uint32_t *t1, const uint32_t *t2,
                                      uint32_t m[CW])
 {
     if (CW == 4) {
-        uint4 a = *reinterpret_cast<const uint4 *>(t0);
-        uint4 b = *reinterpret_cast<const uint4 *>(t1);
-        uint4 c = *reinterpret_cast<const uint4 *>(t2);
+        uint4 a = tab_ld<G, uint4>(t0);
+        uint4 b = tab_ld<G, uint4>(t1);
+        uint4 c = tab_ld<G, uint4>(t2);
         m[0] |= a.x & b.x & c.x;
         m[1] |= a.y & b.y & c.y;
         m[2 % CW] |= a.z & b.z & c.z;
         m[3 % CW] |= a.w & b.w & c.w;
     } else if (CW == 2) {
-        uint2 a = *reinterpret_cast<const uint2 *>(t0);
-        uint2 b = *reinterpret_cast<const uint2 *>(t1);
-        uint2 c = *reinterpret_cast<const uint2 *>(t2);
+        uint2 a = tab_ld<G, uint2>(t0);
+        uint2 b = tab_ld<G, uint2>(t1);
+        uint2 c = tab_ld<G, uint2>(t2);
         m[0] |= a.x & b.x & c.x;
         m[1 % CW] |= a.y & b.y & c.y;
     } else {
-        m[0] |= *t0 & *t1 & *t2;
+        m[0] |= tab_ld<G, uint32_t>(t0) & tab_ld<G, uint32_t>(t1) & tab_ld<G, uint32_t>(t2);
     }
 }
+
+/* The block's accumulators (shared memory after the copied tables) and the
+ * one event that adds to them: cnt pixels of row y in the segment starting
+ * at b, whose offsets from b sum to so and their squares to soo, bounds
+ * encoded (nmin = TRK_ACC_BIG - min x, pmax = max x + 1). */
+#if TRK_FUSED_ACC32
+/* TRK_FUSED_ACC32: 32-bit sums relative to the block (fused_acc.cuh),
+ * trk_facc::NSUM arrays of n words, then nx0, ny0, px1, py1; yb: the
+ * block's first row. Native 32-bit shared atomics only. */
+struct bacc {
+    unsigned *w;
+    int n;
+    unsigned yb;
+};
+__device__ __forceinline__ struct bacc bacc_at(void *base, int n, unsigned yb)
+{
+    return bacc{ reinterpret_cast<unsigned *>(base), n, yb };
+}
+__device__ __forceinline__ void bacc_event(const struct bacc &a, int k, unsigned b, unsigned y,
+                                           unsigned cnt, unsigned so, unsigned soo, unsigned nmin,
+                                           unsigned pmax)
+{
+    const trk_facc::terms t = trk_facc::event_terms(cnt, so, soo, b / TRK_FUSED_SEG, y - a.yb);
+#pragma unroll
+    for (int f = 0; f < trk_facc::NSUM; f++)
+        atomicAdd(a.w + f * a.n + k, t.v[f]);
+    unsigned *bd = a.w + trk_facc::NSUM * a.n + k;
+    atomicMax(bd, nmin);
+    atomicMax(bd + a.n, TRK_ACC_BIG - y);
+    atomicMax(bd + 2 * a.n, pmax);
+    atomicMax(bd + 3 * a.n, y + 1u);
+}
+__device__ __forceinline__ void bacc_zero(const struct bacc &a, int tid, int nthr)
+{
+    for (int i = tid; i < trk_facc::WORDS * a.n; i += nthr)
+        a.w[i] = 0;
+}
+/* The block's sums of the objects it saw, widened, into the frame's g. */
+__device__ __forceinline__ void bacc_flush(const struct bacc &a, struct trk_cu_acc *g, int tid,
+                                           int nthr)
+{
+    for (int k = tid; k < a.n; k += nthr) {
+        unsigned p[trk_facc::NSUM];
+#pragma unroll
+        for (int f = 0; f < trk_facc::NSUM; f++)
+            p[f] = a.w[f * a.n + k];
+        if (!p[trk_facc::CNT]) continue;
+        const trk_facc::wide w = trk_facc::widen(p, a.yb);
+        const unsigned *bd = a.w + trk_facc::NSUM * a.n + k;
+        atomicAdd(&g[k].mass, w.mass);
+        atomicAdd(&g[k].sx, w.sx);
+        atomicAdd(&g[k].sy, w.sy);
+        atomicAdd(&g[k].sxx, w.sxx);
+        atomicAdd(&g[k].syy, w.syy);
+        atomicAdd(&g[k].sxy, w.sxy);
+        atomicMax(&g[k].nx0, bd[0]);
+        atomicMax(&g[k].ny0, bd[a.n]);
+        atomicMax(&g[k].px1, bd[2 * a.n]);
+        atomicMax(&g[k].py1, bd[3 * a.n]);
+    }
+}
+#else
+/* 64-bit sums (trk_cu_sacc): five of the event's adds are 64-bit shared
+ * atomics (compare-and-swap loops on sm_90). */
+struct bacc {
+    struct trk_cu_sacc s;
+    int n;
+};
+__device__ __forceinline__ struct bacc bacc_at(void *base, int n, unsigned)
+{
+    return bacc{ trk_cu_sacc_at(base, n), n };
+}
+__device__ __forceinline__ void bacc_event(const struct bacc &a, int k, unsigned b, unsigned y,
+                                           unsigned cnt, unsigned so, unsigned soo, unsigned nmin,
+                                           unsigned pmax)
+{
+    atomicAdd(&a.s.cnt[k], cnt);
+    atomicAdd(&a.s.sx[k], (unsigned long long)cnt * b + so);
+    trk_cu_sacc_moments(a.s, k, b, y, cnt, so, soo);
+    atomicAdd(&a.s.sy[k], (unsigned long long)cnt * y);
+    atomicMax(&a.s.nx0[k], nmin);
+    atomicMax(&a.s.px1[k], pmax);
+    atomicMax(&a.s.ny0[k], TRK_ACC_BIG - y);
+    atomicMax(&a.s.py1[k], y + 1u);
+}
+__device__ __forceinline__ void bacc_zero(const struct bacc &a, int tid, int nthr)
+{
+    trk_cu_sacc_zero(a.s, a.n, tid, nthr);
+}
+__device__ __forceinline__ void bacc_flush(const struct bacc &a, struct trk_cu_acc *g, int tid,
+                                           int nthr)
+{
+    trk_cu_sacc_flush(a.s, g, a.n, tid, nthr);
+}
+#endif
 
 /* The dense path for mask word q of a segment (fused_dense.cuh): the four
  * 32 x 32 bit matrices m[j] (lane L, bit b: pixel base + 4 L + j matches
@@ -271,7 +403,7 @@ __device__ __forceinline__ void and3(const uint32_t *t0, const uint32_t *t1, con
  * sparse path's exactly. */
 __device__ __forceinline__ void dense_word(uint32_t m0, uint32_t m1, uint32_t m2, uint32_t m3,
                                            int lane, int base, int yy, int k0,
-                                           const struct trk_cu_sacc &acc)
+                                           const struct bacc &acc)
 {
     uint32_t t[4] = { m0, m1, m2, m3 };
 #pragma unroll
@@ -284,15 +416,9 @@ __device__ __forceinline__ void dense_word(uint32_t m0, uint32_t m1, uint32_t m2
     const trk_dense::seg_stats st = trk_dense::segment_stats(t);
     if (!st.cnt) return;
     const int k = k0 + lane;
-    const unsigned b = (unsigned)base, y = (unsigned)yy;
-    atomicAdd(&acc.cnt[k], st.cnt);
-    atomicAdd(&acc.sx[k], (unsigned long long)(st.cnt * b + st.sum));
-    atomicAdd(&acc.sy[k], (unsigned long long)st.cnt * y);
-    atomicMax(&acc.nx0[k], TRK_ACC_BIG - (b + st.first));
-    atomicMax(&acc.px1[k], b + st.last + 1u);
-    atomicMax(&acc.ny0[k], TRK_ACC_BIG - y);
-    atomicMax(&acc.py1[k], y + 1u);
-    trk_cu_sacc_moments(acc, k, b, y, st.cnt, st.sum, st.sq);
+    const unsigned b = (unsigned)base;
+    bacc_event(acc, k, b, (unsigned)yy, st.cnt, st.sum, st.sq, TRK_ACC_BIG - (b + st.first),
+               b + st.last + 1u);
 }
 
 __device__ __forceinline__ unsigned long long gpu_clock_ns()
@@ -302,24 +428,36 @@ __device__ __forceinline__ unsigned long long gpu_clock_ns()
     return t;
 }
 
-/* The hand-over (trk_cu_pub): called by every thread of every block after
- * its block's flush. The last block to finish (a ticket after a fence, so
- * every other block's flush is visible to it) copies the n accumulators
- * to the host's mapped memory, then fences to system scope and writes the
- * record, seq last; and leaves ctl ready for the next launch. */
-__device__ __forceinline__ void hand_over(const struct trk_cu_job &job, int n)
+/* The barrier among the threads that flush a block's sums: the block, or
+ * the one warp that flushes (TRK_FUSED_FLUSH). */
+template <bool WARP> __device__ __forceinline__ void flush_sync()
+{
+    if (WARP)
+        __syncwarp();
+    else
+        __syncthreads();
+}
+
+/* The hand-over (trk_cu_pub): called after its block's flush by every
+ * thread that flushed (tid of nthr: the block, or with WARP its last warp).
+ * The last block to finish (a ticket after a fence, so every other block's
+ * flush is visible to it) copies the n accumulators to the host's mapped
+ * memory, then fences to system scope and writes the record, seq last; and
+ * leaves ctl ready for the next launch. */
+template <bool WARP>
+__device__ __forceinline__ void hand_over(const struct trk_cu_job &job, int n, int tid, int nthr)
 {
     __shared__ bool last;
     const struct trk_cu_pub_job &p = job.pub;
     __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) last = atomicAdd(&p.ctl->done, 1u) == gridDim.x - 1;
-    __syncthreads();
+    flush_sync<WARP>();
+    if (tid == 0) last = atomicAdd(&p.ctl->done, 1u) == gridDim.x - 1;
+    flush_sync<WARP>();
     if (!last) return;
     __threadfence();
     /* Volatile: the other blocks' atomics live in L2, not in this SM's L1. */
     const volatile struct trk_cu_acc *acc = job.acc;
-    for (int k = threadIdx.x; k < n; k += blockDim.x) {
+    for (int k = tid; k < n; k += nthr) {
         struct trk_cu_acc a;
         a.mass = acc[k].mass;
         a.sx = acc[k].sx;
@@ -334,8 +472,8 @@ __device__ __forceinline__ void hand_over(const struct trk_cu_job &job, int n)
         p.out[k] = a;
     }
     __threadfence_system();
-    __syncthreads();
-    if (threadIdx.x == 0) {
+    flush_sync<WARP>();
+    if (tid == 0) {
         volatile struct trk_cu_pubctl *ctl = p.ctl;
         p.rec->kernel_ns = gpu_clock_ns() - ctl->t0;
         ctl->t0 = ~0ull;
@@ -349,18 +487,20 @@ __device__ __forceinline__ void hand_over(const struct trk_cu_job &job, int n)
  * spaces present of the three channels' summary entries (a superset of the
  * objects pixel j matches: a summary is the OR of the full entry's words). */
 template <bool LIGHT>
-__device__ __forceinline__ void summary4(const uint32_t *s_lut, const struct trk_cu_lut &lt,
+__device__ __forceinline__ void summary4(const uint32_t *tab, const struct trk_cu_lut &lt,
                                          const int *has, const px4<LIGHT> &p, uint32_t *sm)
 {
 #pragma unroll
     for (int s = 0; s < (LIGHT ? TRK_SPACE_COUNT : 3); s++) {
         if (!has[s]) continue;
-        const uint32_t *t0 = s_lut + lt.sum_off[s][0];
-        const uint32_t *t1 = s_lut + lt.sum_off[s][1];
-        const uint32_t *t2 = s_lut + lt.sum_off[s][2];
+        const uint32_t *t0 = tab + lt.sum_off[s][0];
+        const uint32_t *t1 = tab + lt.sum_off[s][1];
+        const uint32_t *t2 = tab + lt.sum_off[s][2];
 #pragma unroll
         for (int j = 0; j < 4; j++)
-            sm[j] |= t0[chan(p, s, 0, j)] & t1[chan(p, s, 1, j)] & t2[chan(p, s, 2, j)];
+            sm[j] |= tab_ld<SUM_L1, uint32_t>(t0 + chan(p, s, 0, j)) &
+                     tab_ld<SUM_L1, uint32_t>(t1 + chan(p, s, 1, j)) &
+                     tab_ld<SUM_L1, uint32_t>(t2 + chan(p, s, 2, j));
     }
     if (LIGHT && has[HAS_CLS]) {
 #pragma unroll
@@ -375,10 +515,10 @@ __device__ __forceinline__ void summary4(const uint32_t *s_lut, const struct trk
  * lane's four (m0..m3: pixel x0 + j, offset 4 lane + j from the segment's
  * first pixel) reduced over the warp with redux.sync, then lane 0 adds them
  * with one shared atomic per field. Offsets keep the squares in 32 bits
- * (< 128 * 128^2); trk_cu_sacc_moments widens them once. */
+ * (< 128 * 128^2); bacc_event widens them once. */
 __device__ __forceinline__ void sparse_word(uint32_t m0, uint32_t m1, uint32_t m2, uint32_t m3,
                                             uint32_t wor, int lane, int x0, int yy, int k0,
-                                            const struct trk_cu_sacc &acc)
+                                            const struct bacc &acc)
 {
     const unsigned lo = 4u * (unsigned)lane, base = (unsigned)x0 - lo;
     while (wor) {
@@ -398,17 +538,7 @@ __device__ __forceinline__ void sparse_word(uint32_t m0, uint32_t m1, uint32_t m
         soo = __reduce_add_sync(TRK_CU_FULL_MASK, soo);
         nmin = __reduce_max_sync(TRK_CU_FULL_MASK, nmin);
         pmax = __reduce_max_sync(TRK_CU_FULL_MASK, pmax);
-        if (lane == 0) {
-            const int k = k0 + bit;
-            atomicAdd(&acc.cnt[k], cnt);
-            atomicAdd(&acc.sx[k], (unsigned long long)cnt * base + so);
-            trk_cu_sacc_moments(acc, k, base, (unsigned)yy, cnt, so, soo);
-            atomicAdd(&acc.sy[k], (unsigned long long)cnt * (unsigned)yy);
-            atomicMax(&acc.nx0[k], nmin);
-            atomicMax(&acc.px1[k], pmax);
-            atomicMax(&acc.ny0[k], TRK_ACC_BIG - (unsigned)yy);
-            atomicMax(&acc.py1[k], (unsigned)yy + 1u);
-        }
+        if (lane == 0) bacc_event(acc, k0 + bit, base, (unsigned)yy, cnt, so, soo, nmin, pmax);
     }
 }
 
@@ -439,13 +569,131 @@ __device__ __forceinline__ void store_masks(uint32_t m0, uint32_t m1, uint32_t m
     }
 }
 
+/* The full-table phase of one unit (a warp's row segment with a candidate
+ * pixel): per chunk of up to 4 mask words, each pixel's full masks (the AND
+ * of its channels' entries, OR over the spaces; pixels that passed no
+ * summary read the zero entry), the class bits and the ROI masks; then per
+ * mask word the blob masks (BM), and the dense or the sparse reduction into
+ * the block's accumulators. tab: where the full tables are read
+ * (FULL_L1: the device image). */
+template <int NW, bool LIGHT, bool BM>
+__device__ __forceinline__ void
+unit_detail(const struct trk_cu_job &job, const uint32_t *tab, const int *has, const px4<LIGHT> &p,
+            const uint32_t sm[4], int lane, int x0, int yy, const struct bacc &s_acc)
+{
+    constexpr int CW = NW < 4 ? NW : 4;
+    const struct trk_cu_lut &lt = job.lt;
+    const int W = job.f.width;
+#pragma unroll
+    for (int ch = 0; ch < NW; ch += CW) {
+        uint32_t m[4][CW];
+        /* Branch-free: a pixel that passed no summary reads the zero
+         * entry (one address for all such lanes: a broadcast), so the
+         * warp never diverges here. */
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+#pragma unroll
+            for (int q = 0; q < CW; q++)
+                m[j][q] = 0;
+#pragma unroll
+            for (int s = 0; s < (LIGHT ? TRK_SPACE_COUNT : 3); s++) {
+                if (!has[s] || ch >= lt.we[s] || ch + CW <= lt.wb[s]) continue;
+                const bool on = sm[j] != 0;
+                and3<CW, FULL_L1>(
+                    tab + (on ? lt.full_off[s][0] + chan(p, s, 0, j) * NW : lt.zero_off) + ch,
+                    tab + (on ? lt.full_off[s][1] + chan(p, s, 1, j) * NW : lt.zero_off) + ch,
+                    tab + (on ? lt.full_off[s][2] + chan(p, s, 2, j) * NW : lt.zero_off) + ch,
+                    m[j]);
+            }
+            if (LIGHT && has[HAS_CLS] && sm[j]) { /* sm[j] 0: past the row, or none */
+#pragma unroll
+                for (int q = 0; q < CW; q++)
+                    m[j][q] |= trk_cu_cls_word(lt, p.cls[LIGHT ? j : 0], ch + q);
+            }
+            if (job.rowmask) {
+                const int xc = min(x0 + j, W - 1); /* m[j] is 0 past the row's end */
+#pragma unroll
+                for (int q = 0; q < CW; q++)
+                    m[j][q] &= __ldg(job.rowmask + (size_t)yy * NW + ch + q) &
+                               __ldg(job.colmask + (size_t)xc * NW + ch + q);
+            }
+        }
+#pragma unroll
+        for (int q = 0; q < CW; q++) {
+            uint32_t wor =
+                __reduce_or_sync(TRK_CU_FULL_MASK, m[0][q] | m[1][q] | m[2][q] | m[3][q]);
+            if (BM && (wor & job.bm.bits[ch + q]))
+                store_masks(m[0][q], m[1][q], m[2][q], m[3][q], wor & job.bm.bits[ch + q], lane, x0,
+                            yy, (ch + q) * 32, W, job.bm);
+            if (__popc(wor) >= TRK_FUSED_DENSE_MIN) {
+                dense_word(m[0][q], m[1][q], m[2][q], m[3][q], lane,
+                           x0 - lane * TRK_FUSED_PX_PER_LANE, yy, (ch + q) * 32, s_acc);
+                continue;
+            }
+            sparse_word(m[0][q], m[1][q], m[2][q], m[3][q], wor, lane, x0, yy, (ch + q) * 32,
+                        s_acc);
+        }
+    }
+}
+
+/* The block's prologue: its copy of the table image's first words
+ * (trk_cu_fused_copy_words) from g into s, n4 16-byte words; with
+ * TRK_FUSED_PRELOAD (1 or 2) up to four loads per thread in flight before
+ * it stores any. The caller's barrier follows. */
+__device__ __forceinline__ void copy_tables(const uint4 *g, uint4 *s, int n4, int tid, int nthr)
+{
+#if TRK_FUSED_PRELOAD
+    for (int i = tid; i < n4; i += 4 * nthr) {
+        uint4 v[4];
+#pragma unroll
+        for (int k = 0; k < 4; k++)
+            if (i + k * nthr < n4) v[k] = __ldg(g + i + k * nthr);
+#pragma unroll
+        for (int k = 0; k < 4; k++)
+            if (i + k * nthr < n4) s[i + k * nthr] = v[k];
+    }
+#else
+    for (int i = tid; i < n4; i += nthr)
+        s[i] = g[i];
+#endif
+}
+
+/* The block's epilogue: its sums into the frame's accumulators, and the
+ * hand-over when job.pub.out is set. TRK_FUSED_FLUSH 0: after a block
+ * barrier, by all its threads. 1: each warp takes a ticket from left (set
+ * to the block's warps before the prologue's barrier) when its units are
+ * done; the others return, the last flushes alone. A fence before the
+ * ticket and one after it make every warp's shared atomics visible to the
+ * last. */
+__device__ __forceinline__ void block_flush(const struct trk_cu_job &job, const struct bacc &s_acc,
+                                            unsigned *left, int n)
+{
+#if TRK_FUSED_FLUSH
+    const int lane = threadIdx.x & 31;
+    unsigned t = 0;
+    __threadfence_block();
+    __syncwarp();
+    if (lane == 0) t = atomicSub(left, 1u);
+    if (__shfl_sync(TRK_CU_FULL_MASK, t, 0) != 1u) return;
+    __threadfence_block();
+    bacc_flush(s_acc, job.acc, lane, 32);
+    if (job.pub.out) hand_over<true>(job, n, lane, 32);
+#else
+    (void)left;
+    __syncthreads();
+    bacc_flush(s_acc, job.acc, threadIdx.x, blockDim.x);
+    if (job.pub.out) hand_over<false>(job, n, threadIdx.x, blockDim.x);
+#endif
+}
+
 /* Grid: persistent-style, blockIdx.x owns a contiguous range of units (row
  * segments of TRK_FUSED_SEG pixels) of rows [row0, row1), its warps take the
  * range's units in turn. A contiguous range keeps the set of objects one
  * block touches small, so the final flush costs few global atomics.
- * Shared memory (trk_cu_table_smem): the table image (summary tables, then
- * full tables) and the block's accumulators (u64 sums, u32 count and
- * encoded bounds).
+ * Shared memory (trk_cu_fused_smem): the table image or its summary tables
+ * (TRK_FUSED_TABLES; none with 2) and the block's accumulators (bacc: u64
+ * sums, u32 count and encoded bounds; with TRK_FUSED_ACC32 u32 sums taken
+ * relative to the block).
  * Per unit: each lane loads 4 pixels, the 3 summary lookups per pixel
  * reject pixels that match nothing (exact: a summary is the OR of the full
  * entry's words); warps with any candidate load the full masks in chunks of
@@ -463,32 +711,24 @@ __device__ __forceinline__ void store_masks(uint32_t m0, uint32_t m1, uint32_t m
  * to the summary and the full masks). BM (the instance for sets with blob
  * lists): the blob objects' mask words of each segment where they are
  * present also go to job.bm (store_masks); the instance without has none
- * of that code. */
+ * of that code. With TRK_FUSED_PRELOAD each warp's first unit's pixels are
+ * prefetched into L1 (1) or loaded into registers (2, 3) before the
+ * prologue's barrier; with 3 every unit's pixels are loaded while the unit
+ * before is worked on. */
 template <int CLS, int NW, bool LIGHT, bool BM>
 __global__ void __launch_bounds__(TRK_FUSED_THREADS, TRK_FUSED_MIN_BLOCKS)
     fused_kernel(const struct trk_cu_job job)
 {
-    constexpr int CW = NW < 4 ? NW : 4;
     extern __shared__ uint4 s_raw[];
+    __shared__ unsigned s_left; /* warps not done (TRK_FUSED_FLUSH) */
     const struct trk_cu_lut &lt = job.lt;
     const int n = job.n_obj;
-    /* Layout and size: trk_cu_table_smem (cuda_internal.cuh). */
+    /* Layout and size: trk_cu_fused_smem (cuda_internal.cuh). */
     uint32_t *s_lut = reinterpret_cast<uint32_t *>(s_raw);
-    const struct trk_cu_sacc s_acc = trk_cu_sacc_at(s_lut + lt.words, n);
+    const uint32_t *sum_tab = SUM_L1 ? job.lut : s_lut, *full_tab = FULL_L1 ? job.lut : s_lut;
 
     const int tid = threadIdx.x;
     if (job.pub.out && tid == 0) atomicMin(&job.pub.ctl->t0, gpu_clock_ns());
-    {
-        const uint4 *g = reinterpret_cast<const uint4 *>(job.lut);
-        for (int i = tid; i < lt.words / 4; i += blockDim.x)
-            s_raw[i] = g[i];
-        trk_cu_sacc_zero(s_acc, n, tid, blockDim.x);
-        if (blockIdx.x == 0 && job.acc_clear)
-            for (int i = tid; i < n; i += blockDim.x)
-                job.acc_clear[i] = trk_cu_acc{};
-    }
-    __syncthreads();
-
     const struct trk_cu_frame &f = job.f;
     const bool yuv = CLS >= CLS_YUYV;
     const bool swap = f.fmt == TRK_FMT_BGR24 || f.fmt == TRK_FMT_BGRA;
@@ -504,11 +744,26 @@ __global__ void __launch_bounds__(TRK_FUSED_THREADS, TRK_FUSED_MIN_BLOCKS)
     const int u_begin = blockIdx.x * per;
     const int u_end = min(total, u_begin + per);
     const int lane = tid & 31, nwarps = blockDim.x >> 5;
+    const struct bacc s_acc =
+        bacc_at(s_lut + trk_cu_fused_copy_words(lt), n, (unsigned)(job.row0 + u_begin / segs));
 
     /* (y, seg) of unit u, stepped incrementally: no division per unit. */
     int u = u_begin + (tid >> 5);
     int y = job.row0 + u / segs, seg = u % segs;
-    for (; u < u_end; u += nwarps) {
+    uint32_t pa = 0, pb = 0, pc = 0;
+    const int x0p = seg * TRK_FUSED_SEG + lane * TRK_FUSED_PX_PER_LANE;
+    if (TRK_FUSED_PRELOAD == 1 && u < u_end && x0p < W) prefetch4<CLS>(f, x0p, y);
+    if (TRK_FUSED_PRELOAD >= 2 && u < u_end && x0p < W) load4<CLS>(f, x0p, y, swap, pa, pb, pc);
+    copy_tables(reinterpret_cast<const uint4 *>(job.lut), s_raw, trk_cu_fused_copy_words(lt) / 4,
+                tid, blockDim.x);
+    bacc_zero(s_acc, tid, blockDim.x);
+    if (blockIdx.x == 0 && job.acc_clear)
+        for (int i = tid; i < n; i += blockDim.x)
+            job.acc_clear[i] = trk_cu_acc{};
+    if (TRK_FUSED_FLUSH && tid == 0) s_left = (unsigned)nwarps;
+    __syncthreads();
+
+    for (bool pre = TRK_FUSED_PRELOAD >= 2; u < u_end; u += nwarps, pre = TRK_FUSED_PRELOAD == 3) {
         const int x0 = seg * TRK_FUSED_SEG + lane * TRK_FUSED_PX_PER_LANE;
         const int yy = y;
         seg += nwarps;
@@ -516,74 +771,24 @@ __global__ void __launch_bounds__(TRK_FUSED_THREADS, TRK_FUSED_MIN_BLOCKS)
             seg -= segs;
             y++;
         }
+        uint32_t ca = pa, cb = pb, cc = pc;
+        const int x0n = seg * TRK_FUSED_SEG + lane * TRK_FUSED_PX_PER_LANE;
+        if (TRK_FUSED_PRELOAD == 3 && u + nwarps < u_end && x0n < W)
+            load4<CLS>(f, x0n, y, swap, pa, pb, pc); /* the next unit's, one unit ahead */
         uint32_t sm[4] = { 0, 0, 0, 0 };
         px4<LIGHT> p;
         if (x0 < W) {
-            uint32_t pa, pb, pc;
-            load4<CLS>(f, x0, yy, swap, pa, pb, pc);
-            convert4(f, yuv, has, pa, pb, pc, p);
-            summary4(s_lut, lt, has, p, sm);
+            if (!pre) load4<CLS>(f, x0, yy, swap, ca, cb, cc);
+            convert4(f, yuv, has, ca, cb, cc, p);
+            summary4(sum_tab, lt, has, p, sm);
 #pragma unroll
             for (int j = 1; j < 4; j++)
                 if (x0 + j >= W) sm[j] = 0;
         }
         if (!__any_sync(TRK_CU_FULL_MASK, sm[0] | sm[1] | sm[2] | sm[3])) continue;
-
-#pragma unroll
-        for (int ch = 0; ch < NW; ch += CW) {
-            uint32_t m[4][CW];
-            /* Branch-free: a pixel that passed no summary reads the zero
-             * entry (one address for all such lanes: a broadcast), so the
-             * warp never diverges here. */
-#pragma unroll
-            for (int j = 0; j < 4; j++) {
-#pragma unroll
-                for (int q = 0; q < CW; q++)
-                    m[j][q] = 0;
-#pragma unroll
-                for (int s = 0; s < (LIGHT ? TRK_SPACE_COUNT : 3); s++) {
-                    if (!has[s] || ch >= lt.we[s] || ch + CW <= lt.wb[s]) continue;
-                    const bool on = sm[j] != 0;
-                    and3<CW>(
-                        s_lut + (on ? lt.full_off[s][0] + chan(p, s, 0, j) * NW : lt.zero_off) + ch,
-                        s_lut + (on ? lt.full_off[s][1] + chan(p, s, 1, j) * NW : lt.zero_off) + ch,
-                        s_lut + (on ? lt.full_off[s][2] + chan(p, s, 2, j) * NW : lt.zero_off) + ch,
-                        m[j]);
-                }
-                if (LIGHT && has[HAS_CLS] && sm[j]) { /* sm[j] 0: past the row, or none */
-#pragma unroll
-                    for (int q = 0; q < CW; q++)
-                        m[j][q] |= trk_cu_cls_word(lt, p.cls[LIGHT ? j : 0], ch + q);
-                }
-                if (job.rowmask) {
-                    const int xc = min(x0 + j, W - 1); /* m[j] is 0 past the row's end */
-#pragma unroll
-                    for (int q = 0; q < CW; q++)
-                        m[j][q] &= __ldg(job.rowmask + (size_t)yy * NW + ch + q) &
-                                   __ldg(job.colmask + (size_t)xc * NW + ch + q);
-                }
-            }
-#pragma unroll
-            for (int q = 0; q < CW; q++) {
-                uint32_t wor =
-                    __reduce_or_sync(TRK_CU_FULL_MASK, m[0][q] | m[1][q] | m[2][q] | m[3][q]);
-                if (BM && (wor & job.bm.bits[ch + q]))
-                    store_masks(m[0][q], m[1][q], m[2][q], m[3][q], wor & job.bm.bits[ch + q], lane,
-                                x0, yy, (ch + q) * 32, W, job.bm);
-                if (__popc(wor) >= TRK_FUSED_DENSE_MIN) {
-                    dense_word(m[0][q], m[1][q], m[2][q], m[3][q], lane,
-                               x0 - lane * TRK_FUSED_PX_PER_LANE, yy, (ch + q) * 32, s_acc);
-                    continue;
-                }
-                sparse_word(m[0][q], m[1][q], m[2][q], m[3][q], wor, lane, x0, yy, (ch + q) * 32,
-                            s_acc);
-            }
-        }
+        unit_detail<NW, LIGHT, BM>(job, full_tab, has, p, sm, lane, x0, yy, s_acc);
     }
-    __syncthreads();
-
-    trk_cu_sacc_flush(s_acc, job.acc, n, tid, blockDim.x);
-    if (job.pub.out) hand_over(job, n);
+    block_flush(job, s_acc, &s_left, n);
 }
 
 typedef void (*fused_fn)(const struct trk_cu_job);
@@ -661,7 +866,10 @@ int trk_cu_fused_launch(const struct trk_cu_job *job, int grid, cudaStream_t s)
     const long units = (long)(job->row1 - job->row0) * segs;
     long want = (units + TRK_FUSED_MIN_UNITS_PER_BLOCK - 1) / TRK_FUSED_MIN_UNITS_PER_BLOCK;
     if (want < grid) grid = (int)want;
-    fn<<<grid, TRK_FUSED_THREADS, trk_cu_table_smem(job->lt, job->n_obj), s>>>(*job);
+    /* 32-bit block sums: more blocks (in waves) where a block's share of a
+     * large frame could overflow them; per = 1 always fits. */
+    if (TRK_FUSED_ACC32) grid = (int)trk_facc::acc32_grid(units, segs, job->f.width, grid);
+    fn<<<grid, TRK_FUSED_THREADS, trk_cu_fused_smem(job->lt, job->n_obj), s>>>(*job);
     TRK_CUDA_TRY(cudaGetLastError());
     return 0;
 }

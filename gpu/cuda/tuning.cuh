@@ -7,11 +7,60 @@
 
 /* Threads per block. Multiple of 32, <= 1024. One block holds one copy of the
  * lookup tables in shared memory, so fewer, larger blocks mean less table
- * traffic from L2 at the start of every launch. */
+ * traffic from L2 at the start of every launch. Overridable at build time
+ * with TRK_FUSED_MIN_BLOCKS (-DTRK_FUSED_THREADS=1024 -DTRK_FUSED_MIN_BLOCKS=1:
+ * one block an SM, half the table copies, the same 64-register cap) to
+ * compare on the device (tests/gpu/kernel_knobs.sh). */
+#ifndef TRK_FUSED_THREADS
 #define TRK_FUSED_THREADS 512
+#endif
 /* Minimum resident blocks per SM requested from the compiler (register cap
- * = 65536 / (TRK_FUSED_THREADS * this)). 2 x 512 threads -> <= 64 registers. */
+ * = 65536 / (TRK_FUSED_THREADS * this)). 2 x 512 threads -> <= 64 registers;
+ * 3 x 512 -> <= 40 (ptxas spills: gpu/cuda/NOTES.md, "Kernel knobs"). >= 1. */
+#ifndef TRK_FUSED_MIN_BLOCKS
 #define TRK_FUSED_MIN_BLOCKS 2
+#endif
+/* Where the fused kernel reads the table image. 0: every block copies the
+ * whole image into its shared memory first (23 KB at M = 128 RGB, read from
+ * L2 by every block: as many bytes as a 1080p RGB frame). 1: only the
+ * summary tables (3 KB for RGB; every pixel reads them) are copied; the
+ * full tables and the zero entry (read only where a summary passes) are
+ * read from the device image through L1 (__ldg). 2: nothing is copied,
+ * summaries through L1 too. Same results (the same words are read); an
+ * experiment's switch, 0..2. */
+#ifndef TRK_FUSED_TABLES
+#define TRK_FUSED_TABLES 0
+#endif
+/* 1 and 2: a block's prologue keeps its loads in flight together: the table
+ * copy issues up to four 16-byte loads per thread before storing any, and
+ * each warp asks for its first unit's pixels before the table barrier (the
+ * frame read overlaps the copy): 1 prefetches their lines into L1 (no
+ * register held), 2 loads them into registers (three more live across the
+ * unit loop: ptxas spills a few bytes at 4 and 8 words). 3: as 2, and every
+ * later unit's pixels are loaded one unit ahead (while the warp works on
+ * the unit before: two loads in flight a warp instead of one). 0: load,
+ * store, barrier, then the first pixels. 0..3. */
+#ifndef TRK_FUSED_PRELOAD
+#define TRK_FUSED_PRELOAD 0
+#endif
+/* How a block's sums reach the frame's accumulators. 0: a block barrier,
+ * then the block's threads flush together. 1: no final barrier: each warp
+ * takes a ticket (a shared counter) when its units are done, and the last
+ * warp flushes the block's sums (and hands the results over when it is the
+ * grid's last) while the others have exited. 0 or 1. */
+#ifndef TRK_FUSED_FLUSH
+#define TRK_FUSED_FLUSH 0
+#endif
+/* The block-local sums of the fused kernel. 0: 64-bit sums (trk_cu_sacc; five
+ * of an event's adds are 64-bit shared atomics, compare-and-swap loops on
+ * sm_90). 1: 32-bit sums relative to the block (gpu/cuda/fused_acc.cuh:
+ * eight native 32-bit adds an event, widened at the flush; 48 bytes an
+ * object instead of 60), exact as long as a block's pixels times its largest
+ * term stay below 2^32: the launch takes more blocks than are resident when
+ * a frame needs it (trk_facc::acc32_fits; 1080p and 4K do not). 0 or 1. */
+#ifndef TRK_FUSED_ACC32
+#define TRK_FUSED_ACC32 0
+#endif
 /* Pixels each lane handles per unit. Must be 4: every input format then
  * loads with one naturally aligned 4/8/12/16-byte access per lane (the
  * device frame pitch is a multiple of TRK_CUDA_PITCH_ALIGN). */
