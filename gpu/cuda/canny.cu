@@ -21,6 +21,7 @@
  * NVDEC leaves it) in place, runs the stages on its own stream and copies
  * the sums back, and the edge map only when the caller asks for it; scratch
  * is sized at create. */
+#include <limits.h>
 #include <math.h>
 
 #include "../canny_impl.h"
@@ -44,6 +45,7 @@ struct trk_canny_cuda {
     int dev, max_w, max_h;
     cudaStream_t s;
     cudaEvent_t ev[7];
+    cudaEvent_t ev_legacy;    /* a device frame's writes on the legacy stream */
     uint8_t *d_frame;         /* plane 0 of the frame, rows fp apart */
     size_t fp;                /* its largest row, rounded */
     uint8_t *d_luma, *d_sm;   /* luma and smoothed, rows gp apart */
@@ -269,6 +271,7 @@ void trk_canny_cuda_destroy(struct trk_canny_cuda *c)
     cudaFreeHost(c->hp_flag), cudaFreeHost(c->hp_sums);
     for (int i = 0; i < 7; i++)
         if (c->ev[i]) cudaEventDestroy(c->ev[i]);
+    if (c->ev_legacy) cudaEventDestroy(c->ev_legacy);
     if (c->s) cudaStreamDestroy(c->s);
     free(c);
 }
@@ -283,6 +286,7 @@ static int cu_alloc(struct trk_canny_cuda *c)
     TRK_CUDA_TRY(cudaStreamCreateWithFlags(&c->s, cudaStreamNonBlocking));
     for (int i = 0; i < 7; i++)
         TRK_CUDA_TRY(cudaEventCreate(&c->ev[i]));
+    TRK_CUDA_TRY(cudaEventCreateWithFlags(&c->ev_legacy, cudaEventDisableTiming));
     TRK_CUDA_TRY(cudaMalloc(&c->d_frame, c->fp * H));
     TRK_CUDA_TRY(cudaMalloc(&c->d_luma, g));
     TRK_CUDA_TRY(cudaMalloc(&c->d_sm, g));
@@ -349,9 +353,15 @@ static int front(struct trk_canny_cuda *c, const struct trk_canny_params *p,
     if (trk_image_plane_layout(img->fmt, W, H, &L)) return TRK_EINVAL;
     TRK_CUDA_TRY(cudaEventRecord(c->ev[0], c->s));
     const bool dev = img->mem == TRK_MEM_CUDA;
-    if (!dev)
+    if (dev) {
+        /* Read after what the legacy default stream holds (where FFmpeg
+         * copies into its surfaces): c->s does not wait for it by itself. */
+        TRK_CUDA_TRY(cudaEventRecord(c->ev_legacy, cudaStreamLegacy));
+        TRK_CUDA_TRY(cudaStreamWaitEvent(c->s, c->ev_legacy, 0));
+    } else {
         TRK_CUDA_TRY(cudaMemcpy2DAsync(c->d_frame, c->fp, img->plane[0], img->pitch[0],
                                        L.row_bytes[0], (size_t)H, cudaMemcpyHostToDevice, c->s));
+    }
     TRK_CUDA_TRY(cudaMemsetAsync(c->d_sums, 0, 3 * sizeof(unsigned long long), c->s));
     TRK_CUDA_TRY(cudaEventRecord(c->ev[1], c->s));
     const struct luma_src f = { dev ? img->plane[0] : c->d_frame,
@@ -390,6 +400,17 @@ static float ev_ms(const struct trk_canny_cuda *c, int a, int b)
     return ms;
 }
 
+/* Whether a device image's plane 0 is memory the runner's device reads
+ * (not another GPU's, not host memory) with a pitch the kernel takes. */
+static bool on_device(const struct trk_canny_cuda *c, const struct trk_image *img)
+{
+    cudaPointerAttributes a;
+    const bool known = cudaPointerGetAttributes(&a, img->plane[0]) == cudaSuccess;
+    (void)cudaGetLastError(); /* an unknown pointer's error is no launch's */
+    return known && (a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged) &&
+           a.device == c->dev && img->pitch[0] <= (size_t)INT_MAX;
+}
+
 int trk_canny_cuda_run(struct trk_canny_cuda *c, const struct trk_canny_params *p,
                        const struct trk_image *img, uint8_t *edges, size_t edges_pitch,
                        struct trk_canny_stats *st, struct trk_canny_timing *t)
@@ -399,6 +420,7 @@ int trk_canny_cuda_run(struct trk_canny_cuda *c, const struct trk_canny_params *
     if (W > c->max_w || H > c->max_h) return TRK_EINVAL;
     const double t0 = trk_backend_now_ms();
     TRK_CUDA_TRY(cudaSetDevice(c->dev));
+    if (img->mem == TRK_MEM_CUDA && !on_device(c, img)) return TRK_EINVAL;
     int err = front(c, p, img);
     if (err) return err;
     const int rounds = hysteresis(c, W, H);
