@@ -249,7 +249,7 @@ static const struct opt opts[] = {
       .group = G_WEB, .help = "most /snapshot.jpg requests a second from one client address; more get HTTP 429" },
     { "focus-every", 0, "N", INT(focus_every), .lo = 0, .hi = 1000000, .def = "30", .def_note = "; 0 = off",
       .form = "N ({lo}..{hi}; 0 = off), e.g. 30",
-      .group = G_OPS, .help = "measure the focus (Canny sharpness, off the processing thread) on one processed frame in N, for /healthz, /metrics and the page" },
+      .group = G_OPS, .help = "measure the focus (Canny sharpness, off the processing thread) on one processed frame in N, for /healthz, /metrics and the page; NVDEC frames (--hwdec) are measured on the GPU in place" },
     { "focus-warn", 0, "F", REAL(focus_warn), .lo = 0.01, .hi = 1, .def = "0.6",
       .form = "F, a fraction ({lo}..{hi}), e.g. 0.6",
       .group = G_OPS, .help = "focus is lost (a log warning, /healthz says so) when the sharpness falls below F times the baseline" },

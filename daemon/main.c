@@ -729,15 +729,19 @@ static int open_ops(struct app *a)
     trk_metrics_set_snapshot(a->ep.metrics, a->ep.snapshot);
     if (a->s.focus_every > 0) {
         /* The same Canny as the backend's kind: the definition on cpu-ref,
-         * the GPU's on cuda, the CPU twin otherwise. */
+         * the GPU's on cuda, the CPU twin otherwise; the GPU's whenever
+         * frames come from NVDEC, so that they are measured in place, on
+         * the device they were decoded on (no copy to the host). */
         const char *k = trk_backend_name(a->backend);
+        const bool nvdec = a->hwdec.device_frames;
         struct trk_focus_cfg fc = { .every = a->s.focus_every,
                                     .warn = a->s.focus_warn,
                                     .baseline = a->s.focus_baseline,
-                                    .runner = !strcmp(k, "cpu-ref") ? TRK_FOCUS_REF
-                                              : !strcmp(k, "cuda")  ? TRK_FOCUS_CUDA
-                                                                    : TRK_FOCUS_CPU,
-                                    .cuda_device = a->backend_cfg.cuda_device };
+                                    .runner = nvdec || !strcmp(k, "cuda") ? TRK_FOCUS_CUDA
+                                              : !strcmp(k, "cpu-ref")     ? TRK_FOCUS_REF
+                                                                          : TRK_FOCUS_CPU,
+                                    .cuda_device =
+                                        nvdec ? a->hwdec.cuda_device : a->backend_cfg.cuda_device };
         if (trk_focus_create(&fc, &a->focus)) {
             log_error("out of memory");
             return TRK_EX_SOFTWARE;

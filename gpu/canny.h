@@ -106,8 +106,8 @@ void trk_canny_stats_derive(struct trk_canny_stats *st);
 uint8_t trk_canny_luma(const struct trk_image *img, int x, int y);
 
 /* The definition, plainly (slow; tests and the evaluation): img a checked
- * host image; edges: W x H bytes, rows edges_pitch apart (>= W); st may be
- * NULL. 0, TRK_EINVAL or TRK_ENOMEM. */
+ * host image; edges: W x H bytes, rows edges_pitch apart (>= W), or NULL
+ * for the sums alone; st may be NULL. 0, TRK_EINVAL or TRK_ENOMEM. */
 int trk_canny_ref(const struct trk_canny_params *p, const struct trk_image *img, uint8_t *edges,
                   size_t edges_pitch, struct trk_canny_stats *st);
 
@@ -125,12 +125,12 @@ struct trk_canny_opts {
 /* Per-stage times of the last run, milliseconds (CUDA: device time between
  * events; CPU: wall clock of the calling thread). */
 struct trk_canny_timing {
-    double upload_ms;   /* CUDA: frame to the device */
+    double upload_ms;   /* CUDA: frame to the device (~0 for a device image) */
     double luma_ms;     /* luma (CPU: with the Gaussian's horizontal pass) */
     double gauss_ms;    /* Gaussian */
     double sobel_ms;    /* Sobel + non-maximum suppression + thresholds */
     double hyst_ms;     /* hysteresis (and the sums) */
-    double download_ms; /* CUDA: edge map and sums back */
+    double download_ms; /* CUDA: sums back, and the edge map when asked */
     double total_ms;    /* whole call, wall clock */
     int hyst_rounds;    /* CUDA: hysteresis launches until stable */
 };
@@ -143,10 +143,15 @@ struct trk_canny;
 int trk_canny_create(const struct trk_canny_opts *o, struct trk_canny **out);
 /* Frees everything; safe on NULL and twice (sets *c = NULL). */
 void trk_canny_destroy(struct trk_canny **c);
-/* The edge map and sums of img (a host image no larger than the create
- * size) into edges (W x H, rows edges_pitch apart) and *st (may be NULL);
- * t may be NULL. Same bytes as trk_canny_ref. 0, TRK_EINVAL or
- * TRK_EBACKEND (a CUDA failure, logged). */
+/* The edge map and sums of img (no larger than the create size) into
+ * edges (W x H, rows edges_pitch apart) and *st (may be NULL); t may be
+ * NULL. Same bytes as trk_canny_ref. edges NULL: the sums alone (CUDA
+ * copies no map back; the CPU twin marks into its own scratch). img is a
+ * host image, or, on a CUDA runner only, a device image (TRK_MEM_CUDA, on
+ * the runner's cuda_device: an NVDEC frame as the backend reads it), whose
+ * plane 0 is read in place with no upload; the caller keeps its pixels
+ * unchanged until the call returns. 0, TRK_EINVAL (a device image on the
+ * CPU runner, among others) or TRK_EBACKEND (a CUDA failure, logged). */
 int trk_canny_run(struct trk_canny *c, const struct trk_canny_params *p,
                   const struct trk_image *img, uint8_t *edges, size_t edges_pitch,
                   struct trk_canny_stats *st, struct trk_canny_timing *t);

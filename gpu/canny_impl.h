@@ -47,9 +47,10 @@ TRK_HD bool trk_canny_keeps(int sec, uint32_t m, uint32_t n1, uint32_t n2)
 extern "C" {
 #endif
 
-/* The arguments every runner checks: 0 or TRK_EINVAL. */
+/* The arguments every runner checks: 0 or TRK_EINVAL. edges may be NULL
+ * (sums only); a device image (TRK_MEM_CUDA) passes only with device_ok. */
 int trk_canny_check(const struct trk_canny_params *p, const struct trk_image *img,
-                    const uint8_t *edges, size_t edges_pitch);
+                    const uint8_t *edges, size_t edges_pitch, bool device_ok);
 
 /* The CUDA runner (cuda/canny.cu; only in CUDA builds). */
 struct trk_canny_cuda;

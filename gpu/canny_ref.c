@@ -50,10 +50,11 @@ uint8_t trk_canny_luma(const struct trk_image *img, int x, int y)
 }
 
 int trk_canny_check(const struct trk_canny_params *p, const struct trk_image *img,
-                    const uint8_t *edges, size_t edges_pitch)
+                    const uint8_t *edges, size_t edges_pitch, bool device_ok)
 {
-    if (!p || !img || !edges || trk_image_check(img) || img->mem != TRK_MEM_HOST) return TRK_EINVAL;
-    return edges_pitch < (size_t)img->width ? TRK_EINVAL : 0;
+    if (!p || !img || trk_image_check(img)) return TRK_EINVAL;
+    if (img->mem != TRK_MEM_HOST && !(device_ok && img->mem == TRK_MEM_CUDA)) return TRK_EINVAL;
+    return edges && edges_pitch < (size_t)img->width ? TRK_EINVAL : 0;
 }
 
 /* ------------------------------------------------------------ stages */
@@ -150,7 +151,7 @@ static void hysteresis(const uint8_t *cls, int W, int H, uint8_t *seen, uint32_t
 int trk_canny_ref(const struct trk_canny_params *p, const struct trk_image *img, uint8_t *edges,
                   size_t edges_pitch, struct trk_canny_stats *st)
 {
-    if (trk_canny_check(p, img, edges, edges_pitch)) return TRK_EINVAL;
+    if (trk_canny_check(p, img, edges, edges_pitch, false)) return TRK_EINVAL;
     const int W = img->width, H = img->height;
     const size_t n = (size_t)W * (size_t)H;
     uint8_t *L = malloc(n), *B = malloc(n), *cls = malloc(n), *seen = malloc(n), *edge = malloc(n);
@@ -180,7 +181,7 @@ int trk_canny_ref(const struct trk_canny_params *p, const struct trk_image *img,
     for (int y = 0; y < H; y++)
         for (int x = 0; x < W; x++) {
             const size_t i = (size_t)y * (size_t)W + x;
-            edges[(size_t)y * edges_pitch + x] = edge[i] ? 255 : 0;
+            if (edges) edges[(size_t)y * edges_pitch + x] = edge[i] ? 255 : 0;
             s.edges += edge[i];
             s.edge_m2 += edge[i] ? m2[i] : 0;
         }

@@ -37,13 +37,14 @@ struct trk_canny {
     enum trk_canny_kind kind;
     struct trk_canny_cuda *cu;
     int max_w, max_h, nthreads;
-    uint8_t *luma;     /* W x H, rows max_w apart */
-    uint16_t *tmp;     /* the Gaussian's intermediate, rows tmp_pitch apart */
-    uint8_t *sm;       /* smoothed, row y at sm + y * sm_pitch + 1 */
-    uint8_t *cls;      /* (W + 2) x (H + 2), pixel (x, y) at (y + 1) * cp + x + 1 */
-    uint32_t *m2;      /* m2 of the candidates, W x H packed */
-    uint32_t *stack;   /* class-map indices; band b uses from y0 * W on */
-    struct band *band; /* one per thread */
+    uint8_t *luma;      /* W x H, rows max_w apart */
+    uint16_t *tmp;      /* the Gaussian's intermediate, rows tmp_pitch apart */
+    uint8_t *sm;        /* smoothed, row y at sm + y * sm_pitch + 1 */
+    uint8_t *cls;       /* (W + 2) x (H + 2), pixel (x, y) at (y + 1) * cp + x + 1 */
+    uint32_t *m2;       /* m2 of the candidates, W x H packed */
+    uint32_t *stack;    /* class-map indices; band b uses from y0 * W on */
+    uint8_t *own_edges; /* W x H, the map when the caller wants the sums only */
+    struct band *band;  /* one per thread */
     pthread_t *th;
     int nth_started;
     pthread_mutex_t gate;
@@ -305,9 +306,11 @@ static int cpu_alloc(struct trk_canny *c)
     c->cls = malloc((W + 2) * (H + 2));
     c->m2 = malloc(n * sizeof(uint32_t));
     c->stack = malloc(n * sizeof(uint32_t));
+    c->own_edges = malloc(n);
     c->band = calloc((size_t)c->nthreads, sizeof(*c->band));
     c->th = calloc((size_t)c->nthreads, sizeof(*c->th));
-    if (!c->luma || !c->tmp || !c->sm || !c->cls || !c->m2 || !c->stack || !c->band || !c->th)
+    if (!c->luma || !c->tmp || !c->sm || !c->cls || !c->m2 || !c->stack || !c->own_edges ||
+        !c->band || !c->th)
         return TRK_ENOMEM;
     for (int k = 0; k < c->nthreads; k++) {
         struct band *b = &c->band[k];
@@ -390,6 +393,7 @@ void trk_canny_destroy(struct trk_canny **cp)
             free(c->band[k].gx[i]), free(c->band[k].gy[i]), free(c->band[k].m2[i]);
     }
     free(c->luma), free(c->tmp), free(c->sm), free(c->cls), free(c->m2), free(c->stack);
+    free(c->own_edges);
     free(c->band), free(c->th);
     free(c);
     *cp = NULL;
@@ -429,9 +433,11 @@ int trk_canny_run(struct trk_canny *c, const struct trk_canny_params *p,
 #ifdef TRK_HAVE_CUDA
     if (c->cu) return trk_canny_cuda_run(c->cu, p, img, edges, edges_pitch, st, t);
 #endif
-    if (trk_canny_check(p, img, edges, edges_pitch)) return TRK_EINVAL;
+    if (trk_canny_check(p, img, edges, edges_pitch, false)) return TRK_EINVAL;
     if (img->width > c->max_w || img->height > c->max_h) return TRK_EINVAL;
     const double t0 = trk_now() * 1e3;
+    /* Sums only: the phases mark edges as they go, into scratch. */
+    if (!edges) edges = c->own_edges, edges_pitch = (size_t)img->width;
     cpu_setup(c, p, img, edges, edges_pitch);
     pthread_barrier_wait(&c->bar); /* the workers start */
     run_band(c, 0);

@@ -33,12 +33,11 @@ struct trk_focus {
     enum trk_focus_state state, logged;
     double logged_t; /* when the last focus line went out; 0 = never */
     const char *runner_name;
-    /* The thread's own: the runner and its edge map. */
+    /* The thread's own: the runner (the sums only, no edge map). */
     struct trk_canny *canny;
     bool ref;
     int canny_w, canny_h;
-    uint8_t *edges;
-    size_t edges_cap;
+    bool download_logged; /* said once that device frames are copied */
 };
 
 static void *focus_main(void *arg);
@@ -88,7 +87,6 @@ void trk_focus_destroy(struct trk_focus **pf)
     /* A frame lent and never measured goes back. */
     if (f->lent.holder) f->lent.release(f->lent.ctx, f->lent.holder);
     trk_canny_destroy(&f->canny);
-    free(f->edges);
     pthread_mutex_destroy(&f->lock);
     pthread_cond_destroy(&f->work);
     pthread_cond_destroy(&f->idle);
@@ -219,19 +217,26 @@ static bool have_runner(struct trk_focus *f, int w, int h)
     return true;
 }
 
-/* Focus thread: the sharpness of img into *st; 0 or the runner's error. */
-static int measure(struct trk_focus *f, const struct trk_image *img, struct trk_canny_stats *st)
+/* Focus thread: the sharpness of fr's frame into *st; 0 or the runner's
+ * error. A device frame is measured in place by the CUDA runner; without
+ * one it is copied to the host (fr->host), which is said once. */
+static int measure(struct trk_focus *f, const struct trk_focus_frame *fr,
+                   struct trk_canny_stats *st)
 {
-    size_t need = (size_t)img->width * (size_t)img->height;
-    if (need > f->edges_cap) {
-        uint8_t *e = realloc(f->edges, need);
-        if (!e) return TRK_ENOMEM;
-        f->edges = e;
-        f->edges_cap = need;
-    }
+    const struct trk_image *img = fr->img;
+    if (!img) return TRK_EINVAL;
     if (!have_runner(f, img->width, img->height)) return TRK_ENOMEM;
-    if (f->ref) return trk_canny_ref(&f->params, img, f->edges, (size_t)img->width, st);
-    return trk_canny_run(f->canny, &f->params, img, f->edges, (size_t)img->width, st, NULL);
+    if (img->mem != TRK_MEM_HOST && (f->ref || f->cfg.runner != TRK_FOCUS_CUDA)) {
+        if (!f->download_logged)
+            log_info("the focus check has no CUDA runner: it copies each frame it measures from "
+                     "the GPU to the host");
+        f->download_logged = true;
+        img = fr->host ? fr->host(fr->holder) : NULL;
+        if (!img) return TRK_EINVAL;
+    }
+    /* Only the sums make the figure: no edge map is written back. */
+    if (f->ref) return trk_canny_ref(&f->params, img, NULL, 0, st);
+    return trk_canny_run(f->canny, &f->params, img, NULL, 0, st, NULL);
 }
 
 /* Under lock: keeps one sample and learns or judges. */
@@ -270,10 +275,9 @@ static void *focus_main(void *arg)
         if (f->quit) break;
         struct trk_focus_frame fr = f->lent;
         pthread_mutex_unlock(&f->lock);
-        const struct trk_image *img = fr.host ? fr.host(fr.holder) : fr.img;
         struct trk_canny_stats st;
         double t0 = trk_now();
-        int err = img ? measure(f, img, &st) : TRK_EINVAL;
+        int err = measure(f, &fr, &st);
         double cost_ms = (trk_now() - t0) * 1e3;
         fr.release(fr.ctx, fr.holder);
         if (err && !failed) log_warn_err(err, "the focus check cannot measure a frame");

@@ -52,6 +52,10 @@ enum trk_focus_runner {
     TRK_FOCUS_REF,     /* the plain definition (the cpu-ref backend's)  */
     TRK_FOCUS_CUDA,    /* the CUDA form; the CPU twin when it cannot be made */
 };
+/* Device frames (img->mem TRK_MEM_CUDA, NVDEC's) are measured in place by
+ * the CUDA runner, only the sums copied back; with any other runner (or a
+ * CUDA one that could not be made) they are copied to the host through
+ * trk_focus_frame's host, which the log says once. */
 
 struct trk_focus_cfg {
     int every;       /* one processed frame in every; 0 = off (create fails) */

@@ -16,9 +16,12 @@
  * an apron cell while its owner writes it (a byte, WEAK or STRONG: either
  * is a state the monotone rule accepts).
  *
- * The runner uploads plane 0 of a host frame (luma needs no more), runs
- * the stages on its own stream and copies the edge map and the sums back;
- * scratch is sized at create. */
+ * The runner uploads plane 0 of a host frame (luma needs no more), or
+ * reads plane 0 of a device frame (TRK_MEM_CUDA: the backend's device, as
+ * NVDEC leaves it) in place, runs the stages on its own stream and copies
+ * the sums back, and the edge map only when the caller asks for it; scratch
+ * is sized at create. */
+#include <limits.h>
 #include <math.h>
 
 #include "../canny_impl.h"
@@ -42,6 +45,7 @@ struct trk_canny_cuda {
     int dev, max_w, max_h;
     cudaStream_t s;
     cudaEvent_t ev[7];
+    cudaEvent_t ev_legacy;    /* a device frame's writes on the legacy stream */
     uint8_t *d_frame;         /* plane 0 of the frame, rows fp apart */
     size_t fp;                /* its largest row, rounded */
     uint8_t *d_luma, *d_sm;   /* luma and smoothed, rows gp apart */
@@ -229,8 +233,9 @@ __global__ void hyst_kernel(const struct hyst_job j)
     if (tid == 0) *j.flag = 1u;
 }
 
-/* The edge map and the sums: one thread per pixel, a warp per row
- * segment; each warp adds its edges and their m2 with one atomicAdd each. */
+/* The edge map (edges NULL: none, the sums only) and the sums: one thread
+ * per pixel, a warp per row segment; each warp adds its edges and their m2
+ * with one atomicAdd each. */
 __global__ void final_kernel(const uint8_t *cls, const uint32_t *m2, uint8_t *edges, int pitch,
                              int width, int height, unsigned long long *sums)
 {
@@ -241,7 +246,7 @@ __global__ void final_kernel(const uint8_t *cls, const uint32_t *m2, uint8_t *ed
         const size_t at = (size_t)y * pitch + x;
         e = cls[at] == TRK_CANNY_STRONG;
         m = e ? m2[at] : 0;
-        edges[at] = e ? 255 : 0;
+        if (edges) edges[at] = e ? 255 : 0;
     }
     const unsigned n = __popc(__ballot_sync(TRK_CU_FULL_MASK, e));
     m = trk_cu_warp_sum64(m);
@@ -266,6 +271,7 @@ void trk_canny_cuda_destroy(struct trk_canny_cuda *c)
     cudaFreeHost(c->hp_flag), cudaFreeHost(c->hp_sums);
     for (int i = 0; i < 7; i++)
         if (c->ev[i]) cudaEventDestroy(c->ev[i]);
+    if (c->ev_legacy) cudaEventDestroy(c->ev_legacy);
     if (c->s) cudaStreamDestroy(c->s);
     free(c);
 }
@@ -280,6 +286,7 @@ static int cu_alloc(struct trk_canny_cuda *c)
     TRK_CUDA_TRY(cudaStreamCreateWithFlags(&c->s, cudaStreamNonBlocking));
     for (int i = 0; i < 7; i++)
         TRK_CUDA_TRY(cudaEventCreate(&c->ev[i]));
+    TRK_CUDA_TRY(cudaEventCreateWithFlags(&c->ev_legacy, cudaEventDisableTiming));
     TRK_CUDA_TRY(cudaMalloc(&c->d_frame, c->fp * H));
     TRK_CUDA_TRY(cudaMalloc(&c->d_luma, g));
     TRK_CUDA_TRY(cudaMalloc(&c->d_sm, g));
@@ -336,7 +343,8 @@ static int hysteresis(struct trk_canny_cuda *c, int W, int H)
     }
 }
 
-/* Upload, luma, Gaussian and Sobel/NMS queued on c->s, events between. */
+/* Upload (a host frame's; a device frame is read where it is), luma,
+ * Gaussian and Sobel/NMS queued on c->s, events between. */
 static int front(struct trk_canny_cuda *c, const struct trk_canny_params *p,
                  const struct trk_image *img)
 {
@@ -344,14 +352,24 @@ static int front(struct trk_canny_cuda *c, const struct trk_canny_params *p,
     struct trk_plane_layout L;
     if (trk_image_plane_layout(img->fmt, W, H, &L)) return TRK_EINVAL;
     TRK_CUDA_TRY(cudaEventRecord(c->ev[0], c->s));
-    TRK_CUDA_TRY(cudaMemcpy2DAsync(c->d_frame, c->fp, img->plane[0], img->pitch[0], L.row_bytes[0],
-                                   (size_t)H, cudaMemcpyHostToDevice, c->s));
+    const bool dev = img->mem == TRK_MEM_CUDA;
+    if (dev) {
+        /* Read after what the legacy default stream holds (where FFmpeg
+         * copies into its surfaces): c->s does not wait for it by itself. */
+        TRK_CUDA_TRY(cudaEventRecord(c->ev_legacy, cudaStreamLegacy));
+        TRK_CUDA_TRY(cudaStreamWaitEvent(c->s, c->ev_legacy, 0));
+    } else {
+        TRK_CUDA_TRY(cudaMemcpy2DAsync(c->d_frame, c->fp, img->plane[0], img->pitch[0],
+                                       L.row_bytes[0], (size_t)H, cudaMemcpyHostToDevice, c->s));
+    }
     TRK_CUDA_TRY(cudaMemsetAsync(c->d_sums, 0, 3 * sizeof(unsigned long long), c->s));
     TRK_CUDA_TRY(cudaEventRecord(c->ev[1], c->s));
-    const struct luma_src f = {
-        c->d_frame, (int)c->fp,    W,
-        H,          (int)img->fmt, trk_rgb2ycc_coefs[trk_coef_index(img->matrix, img->full_range)]
-    };
+    const struct luma_src f = { dev ? img->plane[0] : c->d_frame,
+                                dev ? (int)img->pitch[0] : (int)c->fp,
+                                W,
+                                H,
+                                (int)img->fmt,
+                                trk_rgb2ycc_coefs[trk_coef_index(img->matrix, img->full_range)] };
     const dim3 blk(TRK_CANNY_CU_TX, TRK_CANNY_CU_TY);
     const dim3 grid((W + TRK_CANNY_CU_TX - 1) / TRK_CANNY_CU_TX,
                     (H + TRK_CANNY_CU_TY - 1) / TRK_CANNY_CU_TY);
@@ -382,15 +400,27 @@ static float ev_ms(const struct trk_canny_cuda *c, int a, int b)
     return ms;
 }
 
+/* Whether a device image's plane 0 is memory the runner's device reads
+ * (not another GPU's, not host memory) with a pitch the kernel takes. */
+static bool on_device(const struct trk_canny_cuda *c, const struct trk_image *img)
+{
+    cudaPointerAttributes a;
+    const bool known = cudaPointerGetAttributes(&a, img->plane[0]) == cudaSuccess;
+    (void)cudaGetLastError(); /* an unknown pointer's error is no launch's */
+    return known && (a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged) &&
+           a.device == c->dev && img->pitch[0] <= (size_t)INT_MAX;
+}
+
 int trk_canny_cuda_run(struct trk_canny_cuda *c, const struct trk_canny_params *p,
                        const struct trk_image *img, uint8_t *edges, size_t edges_pitch,
                        struct trk_canny_stats *st, struct trk_canny_timing *t)
 {
-    if (trk_canny_check(p, img, edges, edges_pitch)) return TRK_EINVAL;
+    if (trk_canny_check(p, img, edges, edges_pitch, true)) return TRK_EINVAL;
     const int W = img->width, H = img->height;
     if (W > c->max_w || H > c->max_h) return TRK_EINVAL;
     const double t0 = trk_backend_now_ms();
     TRK_CUDA_TRY(cudaSetDevice(c->dev));
+    if (img->mem == TRK_MEM_CUDA && !on_device(c, img)) return TRK_EINVAL;
     int err = front(c, p, img);
     if (err) return err;
     const int rounds = hysteresis(c, W, H);
@@ -398,11 +428,13 @@ int trk_canny_cuda_run(struct trk_canny_cuda *c, const struct trk_canny_params *
     const dim3 blk(TRK_CANNY_CU_TX, TRK_CANNY_CU_TY);
     const dim3 grid((W + TRK_CANNY_CU_TX - 1) / TRK_CANNY_CU_TX,
                     (H + TRK_CANNY_CU_TY - 1) / TRK_CANNY_CU_TY);
-    final_kernel<<<grid, blk, 0, c->s>>>(c->d_cls, c->d_m2, c->d_edges, c->gp, W, H, c->d_sums);
+    final_kernel<<<grid, blk, 0, c->s>>>(c->d_cls, c->d_m2, edges ? c->d_edges : NULL, c->gp, W, H,
+                                         c->d_sums);
     TRK_CUDA_TRY(cudaGetLastError());
     TRK_CUDA_TRY(cudaEventRecord(c->ev[5], c->s));
-    TRK_CUDA_TRY(cudaMemcpy2DAsync(edges, edges_pitch, c->d_edges, (size_t)c->gp, (size_t)W,
-                                   (size_t)H, cudaMemcpyDeviceToHost, c->s));
+    if (edges)
+        TRK_CUDA_TRY(cudaMemcpy2DAsync(edges, edges_pitch, c->d_edges, (size_t)c->gp, (size_t)W,
+                                       (size_t)H, cudaMemcpyDeviceToHost, c->s));
     TRK_CUDA_TRY(cudaMemcpyAsync(c->hp_sums, c->d_sums, 3 * sizeof(unsigned long long),
                                  cudaMemcpyDeviceToHost, c->s));
     TRK_CUDA_TRY(cudaEventRecord(c->ev[6], c->s));

@@ -4,8 +4,11 @@
  * large frames (720p, 1080p and odd sizes) against the CPU twin (itself
  * tested equal to the definition), among them a snake whose faint edge
  * winds across the whole frame from one strong end, so hysteresis needs
- * many launches. Without a usable GPU it exits 77 (skipped). */
+ * many launches; then device images (TRK_MEM_CUDA, what --hwdec cuda
+ * lends the focus check) read in place. Without a usable GPU it exits 77
+ * (skipped). */
 #include "../unit/gpu/canny_cases.h"
+#include "dev_image.h"
 
 /* A w x h grey frame (I420, chroma 128): a snake of value 12 on 0, bars
  * 8 rows high joined at alternate ends, with a bright block (strong
@@ -51,6 +54,59 @@ static void large(struct trk_canny *gpu, struct trk_canny *cpu, const struct trk
     free(a), free(b);
 }
 
+/* Device images, every format, in-place (256-byte) and odd pitches, their
+ * pixels written on the legacy default stream and not waited for (as NVDEC
+ * leaves them): the edge map and the sums-only call's stats equal the
+ * definition's on the same pixels from the host (the CPU twin's for the
+ * large sizes), and the frame is left unchanged. Host memory flagged as a
+ * device image is refused. */
+static void device_images(struct trk_canny *gpu, struct trk_canny *cpu, int quick)
+{
+    const int sizes[][2] = { { 1, 1 }, { 37, 23 }, { 130, 67 }, { 1283, 721 }, { 1920, 1080 } };
+    const struct trk_canny_cfg cfg[] = { { 1.4, 20, 50 }, { 0, 40, 120 }, { 2.5, 5, 9 } };
+    long n = 0;
+    for (int s = 0; s < (quick ? 3 : 5); s++)
+        for (int f = 0; f < TRK_FMT_COUNT; f++)
+            for (int in_place = 0; in_place < 2; in_place++) {
+                const int w = sizes[s][0], h = sizes[s][1], k = (s + f + in_place) % 3;
+                const enum canny_fill fill = (s + f) % 2 ? CANNY_BLOCKS : CANNY_NOISE;
+                uint8_t *buf;
+                struct trk_image img;
+                canny_image((enum trk_pixfmt)f, w, h, 3, fill, (uint64_t)(s * 97 + f * 5 + 1), &buf,
+                            &img);
+                char what[96];
+                snprintf(what, sizeof(what), "device %dx%d %s %s%s", w, h, trk_pixfmt_name(img.fmt),
+                         canny_fill_name[fill], in_place ? "" : " odd pitch");
+                struct trk_canny_params p;
+                CHECK(trk_canny_params_init(&p, &cfg[k]) == 0);
+                const size_t np = (size_t)w * (size_t)h;
+                uint8_t *want = malloc(np), *got = malloc(np);
+                struct trk_canny_stats sw, sg, sn;
+                CHECK(w * h > 100000 ? trk_canny_run(cpu, &p, &img, want, (size_t)w, &sw, NULL) == 0
+                                     : trk_canny_ref(&p, &img, want, (size_t)w, &sw) == 0);
+                struct dev_image d;
+                CHECKF(dev_make(&img, in_place, &d) == 0 && dev_fill(&d) == 0, "%s", what);
+                CHECKF(trk_canny_run(gpu, &p, &d.img, got, (size_t)w, &sg, NULL) == 0, "%s", what);
+                CHECKF(canny_diffs(want, got, w, h, (size_t)w, what) == 0, "%s", what);
+                CHECKF(canny_stats_equal(&sw, &sg), "%s: edges %llu/%llu", what,
+                       (unsigned long long)sw.edges, (unsigned long long)sg.edges);
+                CHECKF(dev_fill(&d) == 0, "%s", what);
+                CHECKF(trk_canny_run(gpu, &p, &d.img, NULL, 0, &sn, NULL) == 0 &&
+                           canny_stats_equal(&sw, &sn),
+                       "%s: sums only: edges %llu/%llu", what, (unsigned long long)sw.edges,
+                       (unsigned long long)sn.edges);
+                CHECKF(dev_unchanged(&d), "%s: the frame was written to", what);
+                img.mem = TRK_MEM_CUDA; /* host memory called a device image */
+                CHECKF(trk_canny_run(gpu, &p, &img, NULL, 0, &sn, NULL) == TRK_EINVAL, "%s", what);
+                dev_free(&d);
+                free(want), free(got), free(buf);
+                n++;
+            }
+    printf("cuda: %ld device images equal to the definition\n", n);
+    CHECK(n == (quick ? 3 : 5) * TRK_FMT_COUNT * 2);
+    (void)gpu_test_start; /* dev_image.h's; this test probes by itself */
+}
+
 /* --probe: exit 77 without a usable device (the sanitizer tests ask
  * first); --quick: every 5th small case, two large sizes, a small snake
  * (under compute-sanitizer). */
@@ -94,6 +150,7 @@ int main(int argc, char **argv)
     snake(quick ? 320 : 1920, quick ? 240 : 1080, &buf, &img);
     large(gpu, cpu, &img, &(struct trk_canny_cfg){ 0, 20, 200 }, "snake");
     free(buf);
+    device_images(gpu, cpu, quick);
     trk_canny_destroy(&gpu);
     trk_canny_destroy(&cpu);
     return check_exit("test_cuda_canny");

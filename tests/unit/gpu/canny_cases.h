@@ -109,8 +109,10 @@ static int canny_stats_equal(const struct trk_canny_stats *a, const struct trk_c
 }
 
 /* Runs c on every case (sizes x formats x fills x settings, seeded) and
- * checks edge map and stats against trk_canny_ref; returns the cases run.
- * stride: run every stride-th case (1 = all). */
+ * checks edge map and stats against trk_canny_ref, and the stats of the
+ * sums-only call (edges NULL) too (of the definition's as well, one case in
+ * eight: it is slow); returns the cases run. stride: run every stride-th
+ * case (1 = all). */
 static long canny_against_ref(struct trk_canny *c, const char *name, int stride)
 {
     long n = 0, idx = 0;
@@ -143,6 +145,15 @@ static long canny_against_ref(struct trk_canny *c, const char *name, int stride)
                     CHECKF(canny_stats_equal(&sw, &sg), "%s: edges %llu/%llu m2 %llu/%llu", what,
                            (unsigned long long)sw.edges, (unsigned long long)sg.edges,
                            (unsigned long long)sw.edge_m2, (unsigned long long)sg.edge_m2);
+                    struct trk_canny_stats sn = { 0 }, sr = { 0 };
+                    CHECKF(trk_canny_run(c, &p, &img, NULL, 0, &sn, NULL) == 0 &&
+                               canny_stats_equal(&sw, &sn),
+                           "%s: sums only: edges %llu/%llu", what, (unsigned long long)sw.edges,
+                           (unsigned long long)sn.edges);
+                    if (idx % 8 == 0)
+                        CHECKF(trk_canny_ref(&p, &img, NULL, 0, &sr) == 0 &&
+                                   canny_stats_equal(&sw, &sr),
+                               "%s: definition, sums only", what);
                     free(want), free(got), free(buf);
                     n++;
                 }

@@ -10,7 +10,9 @@
  *               frame, a weak line that hysteresis keeps only when it
  *               touches a strong pixel, luma of every format
  *   twin        trk_canny_run (cpu, 1, 2, 3 and 7 threads) == trk_canny_ref
- *               on every case of canny_cases.h; bad arguments
+ *               on every case of canny_cases.h, with an edge map and
+ *               without (sums only); bad arguments (a device image among
+ *               them: only the CUDA runner reads those)
  *   sharpness   a scene blurred by box filters of growing size and by
  *               Gaussians of growing sigma: sharpness strictly falls
  */
@@ -216,7 +218,8 @@ static void part_twin(void)
         const long n = canny_against_ref(c, name, i == 0 ? 1 : 3);
         CHECK(n > 100);
         printf("%s: %ld cases equal to the definition\n", name, n);
-        /* Bad arguments: too large, no edges buffer, short pitch. */
+        /* Bad arguments: too large, short pitch, a device image. No edges
+         * buffer is no error: the sums alone, whatever the pitch. */
         uint8_t *buf, e[4];
         struct trk_image img;
         canny_image(TRK_FMT_RGB24, 131, 2, 0, CANNY_NOISE, 1, &buf, &img);
@@ -225,9 +228,15 @@ static void part_twin(void)
         uint8_t *big = malloc(131 * 2);
         CHECK(trk_canny_run(c, &p, &img, big, 131, NULL, NULL) == TRK_EINVAL);
         img.width = 2;
-        CHECK(trk_canny_run(c, &p, &img, NULL, 2, NULL, NULL) == TRK_EINVAL);
+        struct trk_canny_stats s1, s2;
+        CHECK(trk_canny_run(c, &p, &img, NULL, 0, &s1, NULL) == 0);
         CHECK(trk_canny_run(c, &p, &img, e, 1, NULL, NULL) == TRK_EINVAL);
-        CHECK(trk_canny_run(c, &p, &img, e, 2, NULL, NULL) == 0);
+        CHECK(trk_canny_run(c, &p, &img, e, 2, &s2, NULL) == 0 && canny_stats_equal(&s1, &s2));
+        img.mem = TRK_MEM_CUDA;
+        CHECK(trk_canny_run(c, &p, &img, e, 2, NULL, NULL) == TRK_EINVAL);
+        CHECK(trk_canny_run(c, &p, &img, NULL, 0, NULL, NULL) == TRK_EINVAL);
+        CHECK(trk_canny_ref(&p, &img, NULL, 0, NULL) == TRK_EINVAL);
+        img.mem = TRK_MEM_HOST;
         free(big), free(buf);
         trk_canny_destroy(&c);
         trk_canny_destroy(&c);
