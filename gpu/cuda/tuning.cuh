@@ -57,9 +57,11 @@
  * eight native 32-bit adds an event, widened at the flush; 48 bytes an
  * object instead of 60), exact as long as a block's pixels times its largest
  * term stay below 2^32: the launch takes more blocks than are resident when
- * a frame needs it (trk_facc::acc32_fits; 1080p and 4K do not). 0 or 1. */
+ * a frame needs it (trk_facc::acc32_fits; 1080p and 4K do not). 0 or 1.
+ * 1 since the H100 side by side (gpu/cuda/NOTES.md "Kernel knobs"): 1.5-2
+ * us faster at 1080p and 4K M=128, the same results. */
 #ifndef TRK_FUSED_ACC32
-#define TRK_FUSED_ACC32 0
+#define TRK_FUSED_ACC32 1
 #endif
 /* Pixels each lane handles per unit. Must be 4: every input format then
  * loads with one naturally aligned 4/8/12/16-byte access per lane (the
