@@ -136,6 +136,7 @@ struct trk_tracker {
     int width, height;
     int round; /* -1: no frame in progress */
     bool plan_full, was_full;
+    bool round_full; /* the round in flight is a full-frame pass */
     int rounds;
     struct trk_tracker_stats stats;
     int n_regions;
@@ -351,15 +352,21 @@ int trk_tracker_begin(struct trk_tracker *t, uint64_t seq, int width, int height
     bool full = t->mode == TRK_TRACK_FULL || t->frame_no % (uint64_t)t->full_every == 0;
     t->n_regions = 0;
     if (!full) {
-        /* Count first: more regions than a call takes means a full frame. */
-        int need = 0, wholes = 0;
+        /* Count first: more regions than a call takes means a full frame,
+         * and so does a tracked object that must be searched over the whole
+         * frame (an instance lost, or fewer than its last whole-frame search
+         * found): its whole-frame region, labelled in a regional call, costs
+         * more than a full-frame pass of every object, on both backends
+         * (docs/BENCHMARKS.md, "Re-acquisition as a full-frame pass"). */
+        int need = 0, wholes = 0, reacquire = 0;
         for (int i = 0; i < t->n; i++) {
             const struct obj *o = &t->objs[i];
             bool w = needs_whole(o);
             need += w ? 1 : o->n;
             wholes += w;
+            reacquire += w && tracked(o);
         }
-        full = need > TRK_MAX_REGIONS || (t->n > 0 && wholes == t->n);
+        full = need > TRK_MAX_REGIONS || (t->n > 0 && wholes == t->n) || reacquire > 0;
     }
     if (!full) {
         for (int i = 0; i < t->n; i++) {
@@ -382,7 +389,7 @@ int trk_tracker_begin(struct trk_tracker *t, uint64_t seq, int width, int height
             t->objs[i].whole = true;
         }
     }
-    t->plan_full = full;
+    t->plan_full = t->round_full = full;
     *plan = (struct trk_tracker_plan){ .full = full,
                                        .n = full ? 0 : t->n_regions,
                                        .regions = full ? NULL : t->regions };
@@ -756,7 +763,7 @@ int trk_tracker_measure(struct trk_tracker *t, const struct trk_obj_result *res,
                         struct trk_tracker_plan *plan)
 {
     if (t->round < 0) return TRK_EINVAL;
-    const bool full = t->round == 0 && t->plan_full;
+    const bool full = t->round_full;
     if (n != (full ? t->n : t->n_regions) || (n > 0 && !res)) return TRK_EINVAL;
     bool again = false;
     for (int i = 0; i < t->n; i++) {
@@ -798,13 +805,18 @@ int trk_tracker_measure(struct trk_tracker *t, const struct trk_obj_result *res,
                                          .roi = grown_region(t, &o->inst[a], &prev[p0 + a].roi) };
             t->stats.grown_objects++;
         } else {
+            /* The whole frame: its unit is the object's own in a full-frame
+             * pass (the same result and list as a whole-frame region, for a
+             * fraction of the cost); the others have no unit this round. */
             o->whole = true;
-            t->regions[t->n_regions++] = (struct trk_region){ .obj = i, .roi = whole(t) };
+            o->unit0 = i;
             t->stats.whole_objects++;
         }
-        o->units = t->n_regions - o->unit0;
+        o->units = grow ? t->n_regions - o->unit0 : 1;
     }
-    *plan = (struct trk_tracker_plan){ .full = false, .n = t->n_regions, .regions = t->regions };
+    t->round_full = !grow;
+    *plan = grow ? (struct trk_tracker_plan){ .full = false, .n = t->n_regions, .regions = t->regions }
+                 : (struct trk_tracker_plan){ .full = true };
     return 1;
 }
 

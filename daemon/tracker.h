@@ -16,15 +16,16 @@
  * trk_backend_submit_regions call (results and blob lists per region):
  * - mode full: every frame is one full-frame process;
  * - mode roi: a full-frame process every full_every frames (the periodic
- *   re-acquisition) and when every object needs the whole frame anyway;
+ *   re-acquisition), when every object needs the whole frame anyway, and
+ *   when a tracked object does (re-acquisition: an instance lost, or fewer
+ *   instances than blobs its last whole-frame search found; labelling a
+ *   whole-frame region costs more than a full-frame pass of every object);
  *   otherwise regions: one per instance of each tracked object, around
  *   its predicted box (a covered part's box widened to the whole blob's
  *   size, as the part may lie anywhere in it) grown by its speed (plus a
  *   margin that doubles after its blob touched its region's border),
- *   clipped to the frame; the whole frame as one region for an untracked
- *   object and for a tracked object that has a lost instance or fewer
- *   instances than blobs its last whole-frame search found
- *   (re-acquisition). A tracked object with no instances and none found
+ *   clipped to the frame, and the whole frame as one region for an
+ *   untracked object. A tracked object with no instances and none found
  *   last time costs nothing until the next periodic pass.
  * A tracked object whose regions did not explain the frame (an instance
  * not in its region, a matched blob touching its region's border, which
@@ -33,7 +34,8 @@
  * round over its regions grown by the blob's size, its speed and the
  * margin (a bounce, a turn, a blob coming out from under a cover: a few
  * times its region, far less than the frame), and only if those do not
- * explain it either, in a third round over the whole frame. A blob wholly
+ * explain it either, in a third round: a full-frame pass, whose units are
+ * those objects' own (the others have none that round). A blob wholly
  * inside a region (not touching a border inside the frame) is the whole
  * blob, so its centroid is the full-frame one; the whole-frame round gives
  * exactly a full-frame search's instances, in the same frame. The frames

@@ -75,6 +75,7 @@ struct rig {
     int n;
     uint64_t seq;
     int regions; /* of the last frame's first round when not full */
+    int full_rounds; /* of the last frame: bit k set when round k was a full-frame pass */
 };
 
 static void rig_open(struct rig *r, const struct trk_object_def *defs, int n,
@@ -106,8 +107,10 @@ static int rig_frame(struct rig *r, const struct sq *v, int n)
     struct trk_tracker_plan plan;
     CHECK(trk_tracker_begin(r->t, r->seq++, W, H, &plan) == 0);
     r->regions = plan.full ? -1 : plan.n;
+    r->full_rounds = 0;
     int rounds = 0, more = 1;
     while (more == 1 && rounds < 4) {
+        r->full_rounds |= plan.full << rounds;
         rounds++;
         const int units = plan.full ? r->n : plan.n;
         int err = plan.full
@@ -412,7 +415,8 @@ static void jumps(void)
         if (f == 4 || f == 8)
             CHECKF(rounds == 2 && in && in->via_roi, "frame %d: %d rounds", f, rounds);
         else if (f == 16)
-            CHECKF(rounds == 3 && in && !in->via_roi, "frame %d: %d rounds", f, rounds);
+            CHECKF(rounds == 3 && in && !in->via_roi && r.full_rounds == 4,
+                   "frame %d: %d rounds, full-pass rounds %#x", f, rounds, r.full_rounds);
         else if (f > 0)
             CHECKF(rounds == 1 && in && in->via_roi, "frame %d", f);
     }
@@ -425,6 +429,59 @@ static void jumps(void)
     CHECK(rig_frame(&r, &v, 1) == 3);
     const struct trk_instance *in = at(&r, 0, &v);
     CHECK(in && in->id > id && !in->via_roi && by_id(&r, 0, id) && by_id(&r, 0, id)->lost == 1);
+    rig_close(&r);
+}
+
+/* Two tracked objects, roi mode: when one loses an instance (a jump across
+ * the frame: its third round, a full-frame pass, finds it under a new id),
+ * every frame while the lost one coasts is a full-frame pass (not a
+ * whole-frame region, which costs more), the other object keeps its id
+ * throughout, and once the lost instance is dropped the frames are regions
+ * again. */
+static void lost_means_full(void)
+{
+    struct trk_object_def defs[2] = { red_def(1, 4), red_def(2, 4) }; /* green: room to coast */
+    snprintf(defs[1].name, sizeof(defs[1].name), "green");
+    defs[1].lo[0] = 0, defs[1].lo[1] = 200;
+    defs[1].hi[0] = 50, defs[1].hi[1] = 255;
+    struct rig r;
+    rig_open(&r, defs, 2, TRK_TRACK_ROI, 1000);
+    uint64_t red_id = 0, green_id = 0, new_green = 0;
+    int full_after = 0;
+    for (int f = 0; f < 16; f++) {
+        struct sq v[2] = { { 10 + 2 * f, 20, 8, RED }, { f < 6 ? 120 : 20, f < 6 ? 90 : 95, 8, GREEN } };
+        /* Lost and coasting when the frame began (it may be dropped in it). */
+        const bool coasting = f > 6 && by_id(&r, 1, green_id) != NULL;
+        const int rounds = rig_frame(&r, v, 2);
+        const struct trk_instance *red = at(&r, 0, &v[0]), *green = at(&r, 1, &v[1]);
+        CHECKF(red && green, "frame %d: both squares followed", f);
+        if (!red || !green) break;
+        if (!red_id) red_id = red->id, green_id = green->id;
+        CHECKF(red->id == red_id, "frame %d: red keeps its id", f);
+        const struct trk_instance *old = by_id(&r, 1, green_id);
+        if (f < 6) {
+            CHECKF(green->id == green_id && (f == 0 || !trk_tracker_was_full(r.t)),
+                   "frame %d: regions", f);
+        } else if (f == 6) {
+            /* Neither its region nor the grown one holds it: a third
+             * round, the full-frame pass, gives it a new id. */
+            CHECKF(rounds == 3 && r.full_rounds == 4 && green->id != green_id && old && old->lost,
+                   "frame %d: %d rounds, full-pass rounds %#x", f, rounds, r.full_rounds);
+            new_green = green->id;
+        } else {
+            CHECKF(green->id == new_green, "frame %d: the new green id holds", f);
+            if (coasting) {
+                CHECKF(trk_tracker_was_full(r.t) && r.regions == -1 && rounds == 1,
+                       "frame %d: a lost instance coasts: a full-frame pass", f);
+                full_after++;
+            } else {
+                CHECKF(!trk_tracker_was_full(r.t) && r.regions == 2 && rounds == 1,
+                       "frame %d: dropped: regions again (%d)", f, r.regions);
+            }
+        }
+    }
+    CHECKF(full_after >= 3 && by_id(&r, 1, green_id) == NULL,
+           "the lost instance coasted (%d full-frame passes) and was dropped", full_after);
     rig_close(&r);
 }
 
@@ -873,6 +930,7 @@ int main(void)
         spin((enum trk_track_mode)m, -5);
     }
     jumps();
+    lost_means_full();
     appear();
     covered_piece();
     cover_crossing();
