@@ -110,14 +110,13 @@ def main():
         objs = json.load(open(path))
 
         # Paced, looping: /metrics while it plays (no WebSocket client: no
-        # preview is made). The focus check is off: with NVDEC frames it
-        # copies one frame in --focus-every to the host for its Canny (the
-        # H100 run of 2026-11-27 named that thread as the only copier), and
-        # this counts the light's copies only.
+        # preview is made). The focus check is on (its default): it measures
+        # NVDEC frames in place on the GPU, so it copies none either (before
+        # it did, one frame in 30: the H100 run of 2026-11-27 named it).
         log_path = os.path.join(tmp, "trackd.log")
         with open(log_path, "w") as log:
             p, port = start_trackd(trackd, ["--input", clip, "--objects", path, "--loop",
-                                            "--focus-every", "0", "--output", os.devnull], log)
+                                            "--output", os.devnull], log)
             try:
                 def light_moved():
                     t = scrape(port) if p.poll() is None else ""
