@@ -14,7 +14,9 @@ o.json` for files through NVDEC, or the demo scene `--size 1920x1080 --fps
 stamps a frame message when its last byte is read) for --seconds after
 --warmup seconds. Per camera: frames processed in the window against the
 frames offered (--fps x the window), frames dropped and skipped (trackd's
-/metrics counters over the window), p50/p99 capture -> client (ms), and
+/metrics counters over the window), p50/p99 capture -> client (ms) and the
+p99 of its parts (queue, process: the frame message's latency fields;
+deliver: from the hand-off to the client's read), and
 host CPU per processed frame (the daemon's utime + stime from /proc over the
 window), also split by thread: trk-capture (reading and decoding, the NVDEC
 hand-off), trk-process (the backend call, blob lists, tracker, outputs) and
@@ -94,7 +96,7 @@ def cpu_s(pid):
 
 def client(port, frames, warmup, seconds, q):
     lat, _ = probe_socket(port, frames, warmup, False, seconds + 30)
-    q.put((port, [x[0] for x in lat]))
+    q.put((port, lat))
 
 
 class GpuBusy:
@@ -160,7 +162,8 @@ def run_n(a, n, extra=()):
                        "trackd_frames_skipped_total")}
         d["spin"] = m1[port].get("trackd_spin")
         got = d["trackd_frames_processed_total"]
-        v = lat.get(port) or []
+        stages = lat.get(port) or []  # (total, queue, process, handoff, deliver) ms
+        v = [x[0] for x in stages]
         rows.append({"fps": got / window, "share": got / (a.fps * window),
                      "dropped": d["trackd_frames_dropped_total"],
                      "skipped": d["trackd_frames_skipped_total"],
@@ -168,6 +171,8 @@ def run_n(a, n, extra=()):
                      "cpu_ms": (c1[port]["all"] - c0[port]["all"]) * 1e3 / got if got else None,
                      "split": {k: (c1[port][k] - c0[port][k]) * 1e3 / got if got else None
                                for k in (*THREADS, "other")},
+                     "stage_p99": {k: pct([x[i] for x in stages], 99) if stages else None
+                                   for i, k in ((1, "queue"), (2, "process"), (4, "deliver"))},
                      "spin": d["spin"], "n": len(v)})
     return rows, busy
 
@@ -202,7 +207,8 @@ def print_row(a, n, spin, rows, busy):
             print(f"      camera {i}: {'polls' if r['spin'] else 'sleeps'}, "
                   f"{r['fps']:.2f} fps, dropped {r['dropped']:.0f}, "
                   f"skipped {r['skipped']:.0f}, p50 {fmt(r['p50'])} p99 {fmt(r['p99'])} "
-                  f"ms, cpu {fmt(r['cpu_ms'])} ms/frame ("
+                  f"ms (p99 " + " ".join(f"{k} {fmt(v)}" for k, v in r["stage_p99"].items())
+                  + f"), cpu {fmt(r['cpu_ms'])} ms/frame ("
                   + ", ".join(f"{k} {fmt(v)}" for k, v in r["split"].items() if v) + ")",
                   flush=True)
 
