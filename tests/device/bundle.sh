@@ -18,6 +18,8 @@ strip -o "$out/trackd-jitter" "$build/bench/trackd-jitter"
 # The WebSocket server's share of delivery in parts (bench/ws_handoff.c; its
 # libraries are trackd's).
 strip -o "$out/trackd-ws-handoff" "$build/bench/trackd-ws-handoff"
+# The C client many_cameras.py --probe runs (bench/ws_probe.c; no libraries).
+strip -o "$out/trackd-ws-probe" "$build/bench/trackd-ws-probe"
 # The camera's MJPEG decoder with NVDEC (run-on-device.sh runs its mjpeg-hw
 # case), stripped. It adds ~0.1 MB to the .tar.xz: xz's window finds the
 # CUDA kernels it shares with trackd (the bundle was 61.13 MB without it).
@@ -34,7 +36,7 @@ for bin in "$build/daemon/trackd" "$build/tests/unit/daemon/test_daemon_v4l2"; d
   done
 done
 cp "$here/compare_ndjson.py" "$here/run-on-device.sh" "$here/latency_probe.py" "$here/many_cameras.py" \
-   "$here/host_cost.sh" \
+   "$here/host_cost.sh" "$here/frame_split.py" \
    "$here/hwdec_device.py" "$here/../integration/daemon_proc.py" "$out/"
 cp -r "$here/../../web" "$out/web"
 # Clips made here (the GPU machine has no ffmpeg CLI): 4:2:0 and RGB.

@@ -5,7 +5,7 @@ not a test.
 
     tests/device/many_cameras.py TRACKD [--counts 1,4,8,16,32] [--seconds 20]
         [--warmup 2] [--fps 60] [--mps] [--spin-off] [--per-camera]
-        [--label NAME] -- TRACKD_ARGS...
+        [--label NAME] [--probe TRACKD_WS_PROBE] -- TRACKD_ARGS...
 
 For each N in --counts: N daemons start with TRACKD_ARGS (each on its own
 loopback port; e.g. `--input clip.mp4 --loop --backend cuda --objects
@@ -16,7 +16,8 @@ stamps a frame message when its last byte is read) for --seconds after
 frames offered (--fps x the window), frames dropped and skipped (trackd's
 /metrics counters over the window), p50/p99 capture -> client (ms) and the
 p99 of its parts (queue, process: the frame message's latency fields;
-deliver: from the hand-off to the client's read), and
+deliver: from the hand-off to the client's read; --probe: the clients are
+trackd-ws-probe, a C client, so no Python interpreter is in the span), and
 host CPU per processed frame (the daemon's utime + stime from /proc over the
 window), also split by thread: trk-capture (reading and decoding, the NVDEC
 hand-off), trk-process (the backend call, blob lists, tracker, outputs) and
@@ -94,8 +95,15 @@ def cpu_s(pid):
     return out
 
 
-def client(port, frames, warmup, seconds, q):
-    lat, _ = probe_socket(port, frames, warmup, False, seconds + 30)
+def client(port, frames, warmup, seconds, q, probe=None):
+    if probe:
+        # The C client (bench/ws_probe.c): one line per frame, the same five
+        # numbers as latency_probe's tuples.
+        r = subprocess.run([probe, str(port), str(frames), str(warmup), str(seconds + 30)],
+                           capture_output=True, text=True)
+        lat = [tuple(float(x) for x in line.split()) for line in r.stdout.splitlines()]
+    else:
+        lat, _ = probe_socket(port, frames, warmup, False, seconds + 30)
     q.put((port, lat))
 
 
@@ -135,7 +143,7 @@ def run_n(a, n, extra=()):
         time.sleep(a.warmup)
         q = mp.Queue()
         frames = int(a.seconds * a.fps)
-        procs = [mp.Process(target=client, args=(port, frames, int(a.fps), a.seconds, q))
+        procs = [mp.Process(target=client, args=(port, frames, int(a.fps), a.seconds, q, a.probe))
                  for _, port in daemons]
         for p in procs:
             p.start()
@@ -224,6 +232,8 @@ def main():
     ap.add_argument("--per-camera", action="store_true")
     ap.add_argument("--label", default="")
     ap.add_argument("--spin-off", action="store_true")
+    ap.add_argument("--probe", metavar="TRACKD_WS_PROBE",
+                    help="the clients are this C probe (bench/ws_probe.c), not Python ones")
     argv = sys.argv[1:]
     cut = argv.index("--") if "--" in argv else len(argv)
     a = ap.parse_args(argv[:cut])
@@ -232,7 +242,7 @@ def main():
         sys.exit("many_cameras: --seconds 3 at least")
     if a.mps:
         subprocess.run(["nvidia-cuda-mps-control", "-d"], check=True)
-    print(f"# {a.label or ' '.join(a.args)}{' (MPS)' if a.mps else ''}")
+    print(f"# {a.label or ' '.join(a.args)}{' (MPS)' if a.mps else ''}{' (C clients)' if a.probe else ''}")
     print(f"{'N':>3} {'spin':>4} {'poll':>4} {'min fps':>8} {'min share':>9} {'dropped':>8} {'p50 med':>8} "
           f"{'p99 worst':>9} {'cpu ms/fr':>9} {'capture':>8} {'process':>8} {'other':>8} "
           f"{'gpu busy':>8}")
