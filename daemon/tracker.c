@@ -353,20 +353,22 @@ int trk_tracker_begin(struct trk_tracker *t, uint64_t seq, int width, int height
     t->n_regions = 0;
     if (!full) {
         /* Count first: more regions than a call takes means a full frame,
-         * and so does a tracked object that must be searched over the whole
-         * frame (an instance lost, or fewer than its last whole-frame search
-         * found): its whole-frame region, labelled in a regional call, costs
-         * more than a full-frame pass of every object, on both backends
-         * (docs/BENCHMARKS.md, "Re-acquisition as a full-frame pass"). */
-        int need = 0, wholes = 0, reacquire = 0;
+         * and so does an object with blob lists that must be searched over
+         * the whole frame (untracked, or tracked with an instance lost or
+         * fewer than its last whole-frame search found): its whole-frame
+         * region, labelled in a regional call, costs more than a full-frame
+         * pass of every object, on both backends (docs/BENCHMARKS.md,
+         * "Re-acquisition as a full-frame pass"). An untracked object
+         * without lists (aggregates only) keeps its whole-frame region. */
+        int need = 0, wholes = 0, labelled = 0;
         for (int i = 0; i < t->n; i++) {
             const struct obj *o = &t->objs[i];
             bool w = needs_whole(o);
             need += w ? 1 : o->n;
             wholes += w;
-            reacquire += w && tracked(o);
+            labelled += w && o->def.blobs > 0;
         }
-        full = need > TRK_MAX_REGIONS || (t->n > 0 && wholes == t->n) || reacquire > 0;
+        full = need > TRK_MAX_REGIONS || (t->n > 0 && wholes == t->n) || labelled > 0;
     }
     if (!full) {
         for (int i = 0; i < t->n; i++) {

@@ -17,15 +17,17 @@
  * - mode full: every frame is one full-frame process;
  * - mode roi: a full-frame process every full_every frames (the periodic
  *   re-acquisition), when every object needs the whole frame anyway, and
- *   when a tracked object does (re-acquisition: an instance lost, or fewer
- *   instances than blobs its last whole-frame search found; labelling a
- *   whole-frame region costs more than a full-frame pass of every object);
+ *   when an object with blob lists does (untracked, or tracked and to be
+ *   re-acquired: an instance lost, or fewer instances than blobs its last
+ *   whole-frame search found; labelling a whole-frame region costs more
+ *   than a full-frame pass of every object);
  *   otherwise regions: one per instance of each tracked object, around
  *   its predicted box (a covered part's box widened to the whole blob's
  *   size, as the part may lie anywhere in it) grown by its speed (plus a
  *   margin that doubles after its blob touched its region's border),
  *   clipped to the frame, and the whole frame as one region for an
- *   untracked object. A tracked object with no instances and none found
+ *   untracked object without blob lists (its aggregate only). A tracked
+ *   object with no instances and none found
  *   last time costs nothing until the next periodic pass.
  * A tracked object whose regions did not explain the frame (an instance
  * not in its region, a matched blob touching its region's border, which
