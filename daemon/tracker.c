@@ -817,8 +817,9 @@ int trk_tracker_measure(struct trk_tracker *t, const struct trk_obj_result *res,
         o->units = grow ? t->n_regions - o->unit0 : 1;
     }
     t->round_full = !grow;
-    *plan = grow ? (struct trk_tracker_plan){ .full = false, .n = t->n_regions, .regions = t->regions }
-                 : (struct trk_tracker_plan){ .full = true };
+    *plan =
+        grow ? (struct trk_tracker_plan){ .full = false, .n = t->n_regions, .regions = t->regions }
+             : (struct trk_tracker_plan){ .full = true };
     return 1;
 }
 

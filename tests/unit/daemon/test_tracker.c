@@ -74,7 +74,7 @@ struct rig {
     const struct trk_object_def *defs;
     int n;
     uint64_t seq;
-    int regions; /* of the last frame's first round when not full */
+    int regions;     /* of the last frame's first round when not full */
     int full_rounds; /* of the last frame: bit k set when round k was a full-frame pass */
 };
 
@@ -452,7 +452,8 @@ static void lost_means_full(void)
     uint64_t red_id = 0, green_id = 0, new_green = 0;
     int full_after = 0;
     for (int f = 0; f < 16; f++) {
-        struct sq v[2] = { { 10 + 2 * f, 20, 8, RED }, { f < 6 ? 120 : 20, f < 6 ? 90 : 95, 8, GREEN } };
+        struct sq v[2] = { { 10 + 2 * f, 20, 8, RED },
+                           { f < 6 ? 120 : 20, f < 6 ? 90 : 95, 8, GREEN } };
         /* Lost and coasting when the frame began (it may be dropped in it). */
         const bool coasting = f > 6 && by_id(&r, 1, green_id) != NULL;
         const int rounds = rig_frame(&r, v, 2);
