@@ -136,7 +136,6 @@ struct trk_tracker {
     int width, height;
     int round; /* -1: no frame in progress */
     bool plan_full, was_full;
-    bool round_full; /* the round in flight is a full-frame pass */
     int rounds;
     struct trk_tracker_stats stats;
     int n_regions;
@@ -391,7 +390,7 @@ int trk_tracker_begin(struct trk_tracker *t, uint64_t seq, int width, int height
             t->objs[i].whole = true;
         }
     }
-    t->plan_full = t->round_full = full;
+    t->plan_full = full;
     *plan = (struct trk_tracker_plan){ .full = full,
                                        .n = full ? 0 : t->n_regions,
                                        .regions = full ? NULL : t->regions };
@@ -765,7 +764,9 @@ int trk_tracker_measure(struct trk_tracker *t, const struct trk_obj_result *res,
                         struct trk_tracker_plan *plan)
 {
     if (t->round < 0) return TRK_EINVAL;
-    const bool full = t->round_full;
+    /* Round 0 is as planned, round 1 over grown regions, round 2 a
+     * full-frame pass (the whole frame for the objects still unexplained). */
+    const bool full = t->round == 0 ? t->plan_full : t->round == 2;
     if (n != (full ? t->n : t->n_regions) || (n > 0 && !res)) return TRK_EINVAL;
     bool again = false;
     for (int i = 0; i < t->n; i++) {
@@ -816,7 +817,6 @@ int trk_tracker_measure(struct trk_tracker *t, const struct trk_obj_result *res,
         }
         o->units = grow ? t->n_regions - o->unit0 : 1;
     }
-    t->round_full = !grow;
     *plan =
         grow ? (struct trk_tracker_plan){ .full = false, .n = t->n_regions, .regions = t->regions }
              : (struct trk_tracker_plan){ .full = true };
