@@ -469,12 +469,16 @@ static void collect_blobs(struct pipeline *p, const struct trk_tracker_plan *pla
     if (!failed) trk_log_once_reset(p->blobs_failed);
 }
 
-/* The round *plan asks for, on the backend, without waiting. */
+/* The round *plan asks for, on the backend, without waiting; the call's
+ * time is added to *backend_s. */
 static int submit_round(struct pipeline *p, const struct trk_frame *f,
-                        const struct trk_tracker_plan *plan)
+                        const struct trk_tracker_plan *plan, double *backend_s)
 {
-    return plan->full ? trk_backend_submit(p->backend, &f->img, NULL)
-                      : trk_backend_submit_regions(p->backend, &f->img, plan->regions, plan->n);
+    const double t0 = trk_now();
+    int err = plan->full ? trk_backend_submit(p->backend, &f->img, NULL)
+                         : trk_backend_submit_regions(p->backend, &f->img, plan->regions, plan->n);
+    *backend_s += trk_now() - t0;
+    return err;
 }
 
 /* Starts frame f: the tracker's first round (daemon/tracker.h: one
@@ -568,12 +572,14 @@ static int plan_light(struct pipeline *p, const struct trk_frame *f)
     return trk_backend_set_gather(p->backend, pts, n);
 }
 
-static int start_frame(struct pipeline *p, const struct trk_frame *f, struct trk_tracker_plan *plan)
+static int start_frame(struct pipeline *p, const struct trk_frame *f, struct trk_tracker_plan *plan,
+                       double *backend_s)
 {
     frame_state(p, f);
+    *backend_s = 0;
     int err = trk_tracker_begin(p->tracker, f->seq, f->img.width, f->img.height, plan);
     if (!err) err = plan_light(p, f);
-    return err ? err : submit_round(p, f, plan);
+    return err ? err : submit_round(p, f, plan, backend_s);
 }
 
 /* Fills p->result from the tracker's per-object results, blob lists and
@@ -608,15 +614,20 @@ static int keep_results(struct pipeline *p, int n_objects)
  * not explain, a round over grown regions and, if those did not either, a
  * whole-frame round), then keeps the tracker's
  * per-object results in p->obj_res, p->blobs and p->instances. timing sums
- * the rounds. 0 or the backend's error. */
+ * the rounds; the time spent in the backend's calls is added to *backend_s.
+ * 0 or the backend's error. */
 static int finish_frame(struct pipeline *p, const struct trk_frame *f, int n_objects,
-                        struct trk_tracker_plan *plan, struct trk_backend_timing *timing)
+                        struct trk_tracker_plan *plan, struct trk_backend_timing *timing,
+                        double *backend_s)
 {
     int err = 0;
     for (int more = 1; !err && more == 1;) {
         struct trk_backend_timing t = { 0 };
         const int n = plan->full ? n_objects : plan->n;
-        if ((err = trk_backend_wait(p->backend, p->res, &t))) break;
+        const double t_wait = trk_now();
+        err = trk_backend_wait(p->backend, p->res, &t);
+        *backend_s += trk_now() - t_wait;
+        if (err) break;
         timing->upload_ms += t.upload_ms;
         timing->kernel_ms += t.kernel_ms;
         timing->total_ms += t.total_ms;
@@ -624,7 +635,7 @@ static int finish_frame(struct pipeline *p, const struct trk_frame *f, int n_obj
         collect_blobs(p, plan, n);
         more = trk_tracker_measure(p->tracker, p->res, p->unit_blobs, p->unit_nb, n, plan);
         if (more < 0) err = more; /* a broken invariant: counted as a skipped frame */
-        if (more == 1) err = submit_round(p, f, plan);
+        if (more == 1) err = submit_round(p, f, plan, backend_s);
     }
     return err ? err : keep_results(p, n_objects);
 }
@@ -791,7 +802,7 @@ static int prepare_frame(struct pipeline *p, const struct trk_frame *f, uint64_t
  * *started says whether it was; *err is its start's error. */
 static struct trk_frame *take_next(struct pipeline *p, uint64_t *version,
                                    struct trk_tracker_plan *plan, bool *started, double *t_start,
-                                   int *err)
+                                   double *backend_s, int *err)
 {
     const struct trk_pipeline_cfg *cfg = p->cfg;
     *started = false;
@@ -806,7 +817,7 @@ static struct trk_frame *take_next(struct pipeline *p, uint64_t *version,
     if (p->polled_ready || next->img.width != p->frame_w || next->img.height != p->frame_h)
         return next;
     *t_start = trk_now();
-    *err = start_frame(p, next, plan);
+    *err = start_frame(p, next, plan, backend_s);
     *started = true;
     return next;
 }
@@ -892,7 +903,7 @@ static void follow_light(struct pipeline *p, struct trk_frame *f, int n_objects)
  * handed to the outputs now) and the tracker's share. */
 static struct trk_frame_meta frame_meta(const struct pipeline *p, const struct trk_frame *f,
                                         const struct trk_backend_timing *timing, double t_start,
-                                        double t_done)
+                                        double t_done, double backend_s)
 {
     struct trk_frame_meta meta = {
         .seq = f->seq,
@@ -905,6 +916,7 @@ static struct trk_frame_meta frame_meta(const struct pipeline *p, const struct t
         .upload_ms = timing->upload_ms,
         .kernel_ms = timing->kernel_ms,
         .process_ms = (t_done - t_start) * 1e3,
+        .backend_ms = backend_s * 1e3,
         .backend = trk_backend_name(p->backend),
         .camera = p->cfg->camera,
         .pass = p->was_full ? "full" : "roi",
@@ -928,14 +940,14 @@ static void *process_main(void *arg)
      * flight, since when, and its start's error. */
     struct trk_frame *next = NULL;
     bool next_started = false;
-    double next_t = 0;
+    double next_t = 0, next_backend = 0;
     int next_err = 0;
     struct trk_tracker_plan plan;
     double last_process = 0; /* s, the last frame's */
     for (;;) {
         struct trk_frame *f = next;
         bool started = next_started;
-        double t_start = next_t;
+        double t_start = next_t, backend_s = next_backend;
         int err = next_err;
         next = NULL;
         if (!f) {
@@ -948,10 +960,10 @@ static void *process_main(void *arg)
             n_objects = prepare_frame(p, f, &version, n_objects);
             expect_result(p, last_process);
             t_start = trk_now();
-            err = start_frame(p, f, &plan);
+            err = start_frame(p, f, &plan, &backend_s);
         }
         struct trk_backend_timing timing = { 0 };
-        if (!err) err = finish_frame(p, f, n_objects, &plan, &timing);
+        if (!err) err = finish_frame(p, f, n_objects, &plan, &timing, &backend_s);
         if (!err) follow_light(p, f, n_objects); /* in process_ms: it delays the results */
         double t_done = trk_now();
         if (err) {
@@ -963,8 +975,8 @@ static void *process_main(void *arg)
         const bool pinned = trk_backend_image_pinned(p->backend, &f->img);
         /* The next frame goes to the backend now: its upload and kernels run
          * while this frame's results are encoded and sent below. */
-        next = take_next(p, &version, &plan, &next_started, &next_t, &next_err);
-        const struct trk_frame_meta meta = frame_meta(p, f, &timing, t_start, t_done);
+        next = take_next(p, &version, &plan, &next_started, &next_t, &next_backend, &next_err);
+        const struct trk_frame_meta meta = frame_meta(p, f, &timing, t_start, t_done, backend_s);
         p->result.meta = meta;
         trk_outputs_frame(cfg->outputs, &p->result);
         double t_sent = trk_now();

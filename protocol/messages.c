@@ -327,6 +327,7 @@ static int put_frame_fields(struct trk_buf *b, const struct trk_frame_result *r)
     PUT(kv_fixed(b, ",\"upload_ms\":", m->upload_ms, 3));
     PUT(kv_fixed(b, ",\"kernel_ms\":", m->kernel_ms, 3));
     PUT(kv_fixed(b, ",\"process_ms\":", m->process_ms, 3));
+    PUT(kv_fixed(b, ",\"backend_ms\":", m->backend_ms, 3));
     if (m->handoff_ms >= 0) PUT(kv_fixed(b, ",\"handoff_ms\":", m->handoff_ms, 3));
     LIT(b, "}");
     return 0;

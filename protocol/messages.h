@@ -48,7 +48,7 @@ extern "C" {
 
 /* Appends the "frame" message of r: camera (when given), seq, pts (3
  * decimals), width, height, t_capture (6), wall_ms (3), backend,
- * latency{queue_ms, upload_ms, kernel_ms, process_ms, handoff_ms when >= 0}
+ * latency{queue_ms, upload_ms, kernel_ms, process_ms, backend_ms, handoff_ms when >= 0}
  * (3 decimals each) and objects[] with, per object i: id (= i), name
  * (escaped), found, mass, cx, cy (2 decimals) and bbox [x0, y0, x1, y1]
  * (inclusive); cx, cy and bbox are null when mass == 0; then orientation,

@@ -38,6 +38,9 @@ struct trk_frame_meta {
     double kernel_ms;    /* threshold + reduction                              */
     double process_ms;   /* processing start -> results ready (whole backend
                           * call plus tracker)                                 */
+    double backend_ms;   /* of process_ms, the time in the backend's calls (its
+                          * submits and waits, all rounds); the rest is host
+                          * work: the tracker, the result, markers, the light */
     const char *backend; /* backend name (trk_backend_name), NULL = omitted */
     const char *camera;  /* the camera's name (--name), NULL = omitted       */
     /* The tracker's share (daemon/tracker.h): pass "full" or "roi" (how the

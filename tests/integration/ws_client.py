@@ -133,9 +133,13 @@ def check_frame(m, objects_by_id):
     if not isinstance(lat, dict):
         errs.append(f"latency: {lat!r}")
     else:
-        for k in ("queue_ms", "upload_ms", "kernel_ms", "process_ms"):
+        for k in ("queue_ms", "upload_ms", "kernel_ms", "process_ms", "backend_ms"):
             if not is_num(lat.get(k)) or lat[k] < 0:
                 errs.append(f"latency.{k}: {lat.get(k)!r}")
+        # The backend's calls are part of processing (both rounded to 3 decimals).
+        if is_num(lat.get("backend_ms")) and is_num(lat.get("process_ms")) \
+                and lat["backend_ms"] > lat["process_ms"] + 0.0015:
+            errs.append(f"latency.backend_ms {lat['backend_ms']} > process_ms {lat['process_ms']}")
     objs = m.get("objects")
     if not isinstance(objs, list):
         return errs + [f"objects: {objs!r}"]

@@ -300,6 +300,7 @@ static void test_frame(void)
         .upload_ms = 0.0005,
         .kernel_ms = 0.041,
         .process_ms = 1.9999,
+        .backend_ms = 1.4996,
         .handoff_ms = 0.0123,
         .backend = "cuda",
     };
@@ -321,6 +322,7 @@ static void test_frame(void)
         CHECKF(fabs(jnum(lat, "upload_ms") - 0.001) < 1e-9, "upload_ms rounds half up");
         CHECKF(fabs(jnum(lat, "kernel_ms") - 0.041) < 1e-9, "kernel_ms");
         CHECKF(fabs(jnum(lat, "process_ms") - 2.0) < 1e-9, "process_ms");
+        CHECKF(fabs(jnum(lat, "backend_ms") - 1.5) < 1e-9, "backend_ms");
         CHECKF(fabs(jnum(lat, "handoff_ms") - 0.012) < 1e-9, "handoff_ms");
         json_t *objs = json_object_get(j, "objects");
         CHECKF(json_array_size(objs) == 4, "4 objects");
