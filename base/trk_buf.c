@@ -52,18 +52,13 @@ int trk_buf_reserve(struct trk_buf *b, size_t extra)
     return 0;
 }
 
-int trk_buf_append(struct trk_buf *b, const void *p, size_t n)
+int trk_buf_append_grow(struct trk_buf *b, const void *p, size_t n)
 {
     if (trk_buf_reserve(b, n)) return TRK_ENOMEM;
     if (n) memcpy(b->data + b->len, p, n);
     b->len += n;
     b->data[b->len] = '\0';
     return 0;
-}
-
-int trk_buf_puts(struct trk_buf *b, const char *s)
-{
-    return trk_buf_append(b, s, strlen(s));
 }
 
 int trk_buf_printf(struct trk_buf *b, const char *fmt, ...)
@@ -140,31 +135,71 @@ int trk_buf_json_str(struct trk_buf *b, const char *s, size_t n)
     return 0;
 }
 
+/* "00" .. "99": two digits per step. */
+static const char digit_pairs[201] =
+    "00010203040506070809101112131415161718192021222324252627282930"
+    "31323334353637383940414243444546474849505152535455565758596061"
+    "62636465666768697071727374757677787980818283848586878889909192"
+    "93949596979899";
+
 /* Writes v's decimal digits backwards ending at end; returns the start. */
 static char *u64_digits(char *end, uint64_t v)
 {
     char *p = end;
-    do {
-        *--p = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
+    while (v >= 100) {
+        const unsigned r = (unsigned)(v % 100);
+        v /= 100;
+        p -= 2;
+        memcpy(p, digit_pairs + 2 * r, 2);
+    }
+    if (v >= 10) {
+        p -= 2;
+        memcpy(p, digit_pairs + 2 * v, 2);
+    } else {
+        *--p = (char)('0' + v);
+    }
     return p;
+}
+
+/* How many decimal digits v has (1 for 0). */
+static size_t u64_len(uint64_t v)
+{
+    size_t n = 1;
+    for (uint64_t t = 10; n < 20 && v >= t; t *= 10)
+        n++;
+    return n;
+}
+
+/* Room for n more bytes and the terminator, then n bytes claimed: where
+ * they go, or NULL (failed). The number appenders write their digits there
+ * directly, backwards from the end. */
+static char *claim(struct trk_buf *b, size_t n)
+{
+    if ((b->failed || !b->data || n >= b->cap - b->len) && trk_buf_reserve(b, n)) return NULL;
+    char *at = b->data + b->len;
+    b->len += n;
+    b->data[b->len] = '\0';
+    return at;
 }
 
 int trk_buf_u64(struct trk_buf *b, uint64_t v)
 {
-    char tmp[24];
-    char *p = u64_digits(tmp + sizeof tmp, v);
-    return trk_buf_append(b, p, (size_t)(tmp + sizeof tmp - p));
+    const size_t n = u64_len(v);
+    char *at = claim(b, n);
+    if (!at) return TRK_ENOMEM;
+    u64_digits(at + n, v);
+    return 0;
 }
 
 int trk_buf_i64(struct trk_buf *b, int64_t v)
 {
-    char tmp[24];
-    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-    char *p = u64_digits(tmp + sizeof tmp, u);
-    if (v < 0) *--p = '-';
-    return trk_buf_append(b, p, (size_t)(tmp + sizeof tmp - p));
+    const uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    const size_t n = u64_len(u) + (v < 0);
+    char *at = claim(b, n);
+    if (!at) return TRK_ENOMEM;
+    if (v < 0) *at = '-';
+    u64_digits(at + n, u);
+    return 0;
 }
 
 int trk_buf_fixed(struct trk_buf *b, double v, int decimals)
@@ -182,19 +217,39 @@ int trk_buf_fixed(struct trk_buf *b, double v, int decimals)
     }
     /* Integer arithmetic is several times faster than printf("%.2f") and
      * this runs for every object of every frame. */
-    uint64_t q = (uint64_t)llround(s);
-    char tmp[32];
-    char *end = tmp + sizeof tmp, *p = end;
-    for (int i = 0; i < decimals; i++) {
-        *--p = (char)('0' + q % 10);
-        q /= 10;
+    /* llround(s), exactly (s < 2^53: the truncation and the difference are
+     * exact), without the library call: half away from zero. */
+    uint64_t q = (uint64_t)s;
+    q += s - (double)q >= 0.5;
+    uint64_t ip, f;
+    /* Constant divisors: a multiply each, not a division. */
+    switch (decimals) {
+    case 0: ip = q, f = 0; break;
+    case 1: ip = q / 10, f = q % 10; break;
+    case 2: ip = q / 100, f = q % 100; break;
+    case 3: ip = q / 1000, f = q % 1000; break;
+    case 4: ip = q / 10000, f = q % 10000; break;
+    case 5: ip = q / 100000, f = q % 100000; break;
+    default: ip = q / 1000000, f = q % 1000000; break;
     }
-    if (decimals) *--p = '.';
-    p = u64_digits(p, q);
-    /* No "-0.00": a value that rounds to zero prints unsigned. */
-    bool zero = true;
-    for (const char *c = p; c < end; c++)
-        if (*c >= '1' && *c <= '9') zero = false;
-    if (v < 0 && !zero) *--p = '-';
-    return trk_buf_append(b, p, (size_t)(end - p));
+    /* No "-0.00": a value that rounds to zero (q = 0) prints unsigned. */
+    const bool neg = v < 0 && q;
+    const size_t n = (size_t)neg + u64_len(ip) + (decimals ? (size_t)decimals + 1 : 0);
+    char *at = claim(b, n);
+    if (!at) return TRK_ENOMEM;
+    char *p = at + n;
+    if (decimals) {
+        /* The fraction's digits, zeros on the left included, then the point. */
+        char *stop = p - decimals;
+        while (p - stop >= 2) {
+            p -= 2;
+            memcpy(p, digit_pairs + 2 * (f % 100), 2);
+            f /= 100;
+        }
+        if (p > stop) *--p = (char)('0' + f % 10);
+        *--p = '.';
+    }
+    u64_digits(p, ip);
+    if (neg) *at = '-';
+    return 0;
 }

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -39,10 +40,25 @@ void trk_buf_free(struct trk_buf *b);
  * (then failed is set). Every function below returns TRK_ENOMEM at once on
  * a failed buffer. */
 int trk_buf_reserve(struct trk_buf *b, size_t extra);
-/* Appends n raw bytes; 0 or TRK_ENOMEM. */
-int trk_buf_append(struct trk_buf *b, const void *p, size_t n);
-/* Appends a C string, raw (not escaped); 0 or TRK_ENOMEM. */
-int trk_buf_puts(struct trk_buf *b, const char *s);
+/* trk_buf_append's way when the bytes do not fit what is allocated (or the
+ * buffer failed): grows it, then appends. */
+int trk_buf_append_grow(struct trk_buf *b, const void *p, size_t n);
+/* Appends n raw bytes; 0 or TRK_ENOMEM. Inline: a frame message is
+ * thousands of short appends, almost all into room already there. */
+static inline int trk_buf_append(struct trk_buf *b, const void *p, size_t n)
+{
+    if (b->failed || !b->data || n >= b->cap - b->len) return trk_buf_append_grow(b, p, n);
+    memcpy(b->data + b->len, p, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+    return 0;
+}
+/* Appends a C string, raw (not escaped); 0 or TRK_ENOMEM. Inline, so a
+ * literal's length is known where it is written. */
+static inline int trk_buf_puts(struct trk_buf *b, const char *s)
+{
+    return trk_buf_append(b, s, strlen(s));
+}
 /* Appends printf's output for fmt, raw (not escaped); 0 or TRK_ENOMEM. */
 __attribute__((format(printf, 2, 3))) int trk_buf_printf(struct trk_buf *b, const char *fmt, ...);
 /* Appends s (at most n bytes, stopping at a NUL) as a quoted JSON string:

@@ -1,7 +1,10 @@
 #!/usr/bin/python3
 """Where a camera's slow frames go (issue 31): reads trackd's NDJSON output
 (`--output F.ndjson`, a paced run) and prints, per `latency` stage, p50, p99
-and the maximum, then the slow frames (process_ms above --slow-ms): how many,
+and the maximum (with backend_ms, also host_ms = process_ms - backend_ms,
+trackd's own work, and overhead_ms = backend_ms - kernel_ms - upload_ms,
+the backend's calls beyond its timed GPU work: launches, waits, copies
+back), then the slow frames (process_ms above --slow-ms): how many,
 their stages' medians, and how their `seq` falls modulo --period (the focus
 check's `--focus-every`, 30 by default: a periodic cause shows as one
 residue). A measurement, not a test.
@@ -38,6 +41,11 @@ def main():
             except ValueError:
                 continue
             if m.get("type") == "frame" and isinstance(m.get("latency"), dict):
+                L = m["latency"]
+                # trackd's own host work in the frame (backend_ms: its calls).
+                if isinstance(L.get("backend_ms"), (int, float)):
+                    L["host_ms"] = L["process_ms"] - L["backend_ms"]
+                    L["overhead_ms"] = L["backend_ms"] - L["kernel_ms"] - L["upload_ms"]
                 frames.append(m)
     frames = frames[a.skip:]
     if not frames:

@@ -2,6 +2,7 @@
  * message is parsed back with jansson and its fields compared with the input;
  * escaping, null fields, number formatting, the preview header, the control
  * replies, and a buffer whose allocation fails (each allocation in turn). */
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -261,6 +262,110 @@ static void test_fixed(void)
         }
         trk_buf_free(&b);
     }
+}
+
+/* The number formats' first form (llround, then one digit per step, then a
+ * scan for the zero test), kept as their definition: the appenders write
+ * digits two at a time in place and must give the same bytes. */
+static void fixed_def(char *out, double v, int decimals)
+{
+    static const double scale[] = { 1, 10, 100, 1e3, 1e4, 1e5, 1e6 };
+    double s = fabs(v) * scale[decimals];
+    if (!isfinite(v) || s >= 9e15) {
+        snprintf(out, 64, isfinite(v) ? "%.*f" : "null", decimals, v);
+        return;
+    }
+    uint64_t q = (uint64_t)llround(s);
+    char tmp[32], *end = tmp + sizeof tmp, *p = end;
+    for (int i = 0; i < decimals; i++, q /= 10)
+        *--p = (char)('0' + q % 10);
+    if (decimals) *--p = '.';
+    do
+        *--p = (char)('0' + q % 10);
+    while (q /= 10);
+    bool zero = true;
+    for (const char *c = p; c < end; c++)
+        zero = zero && (*c < '1' || *c > '9');
+    if (v < 0 && !zero) *--p = '-';
+    memcpy(out, p, (size_t)(end - p));
+    out[end - p] = '\0';
+}
+
+static bool same_fixed(double v, int d)
+{
+    char want[64];
+    fixed_def(want, v, d);
+    struct trk_buf b = { 0 };
+    trk_buf_puts(&b, "x"); /* appended after other bytes, as in a message */
+    trk_buf_fixed(&b, v, d);
+    const bool ok = b.data && !strcmp(b.data + 1, want);
+    CHECKF(ok, "fixed(%.17g, %d) = %s, definition %s", v, d, b.data ? b.data + 1 : "(null)", want);
+    trk_buf_free(&b);
+    return ok;
+}
+
+static void test_fixed_definition(void)
+{
+    /* Exact ties, the values either side of them, every decimals. */
+    for (int d = 0; d <= 6; d++)
+        for (int k = -2005; k <= 2005; k++) {
+            const double t = (k + 0.5) / pow(10, d);
+            if (!same_fixed(t, d) || !same_fixed(nextafter(t, 0), d) ||
+                !same_fixed(nextafter(t, 1e300), d) || !same_fixed(-nextafter(t, 0), d))
+                return;
+        }
+    /* Pseudo-random magnitudes from 1e-9 to past the integer form's limit. */
+    uint64_t s = 7;
+    for (int i = 0; i < 200000; i++) {
+        s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+        const double m = (double)(s >> 11) / 9007199254740992.0;
+        const double v = (s & 1 ? -1 : 1) * m * pow(10, (double)((s >> 3) % 26) - 9);
+        if (!same_fixed(v, (int)((s >> 8) % 7))) return;
+    }
+    const double edge[] = { 0.0,
+                            -0.0,
+                            0.5,
+                            0.49999999999999994,
+                            9e15,
+                            8.999999999999998e15,
+                            4503599627370495.5,
+                            4503599627370496.0,
+                            99.995,
+                            999999.9999995 };
+    for (size_t i = 0; i < sizeof edge / sizeof edge[0]; i++)
+        for (int d = 0; d <= 6; d++)
+            if (!same_fixed(edge[i], d) || !same_fixed(-edge[i], d)) return;
+}
+
+static void test_integers(void)
+{
+    uint64_t u = 1;
+    char want[32];
+    struct trk_buf b = { 0 };
+    for (int i = 0; i < 20; i++, u *= 10) {
+        const uint64_t vs[] = { u - 1, u, u + 1 };
+        for (int k = 0; k < 3; k++) {
+            trk_buf_reset(&b);
+            trk_buf_u64(&b, vs[k]);
+            snprintf(want, sizeof want, "%" PRIu64, vs[k]);
+            CHECKF(!strcmp(b.data, want), "u64 %s: %s", want, b.data);
+            trk_buf_reset(&b);
+            trk_buf_i64(&b, -(int64_t)(vs[k] >> 1));
+            snprintf(want, sizeof want, "%" PRId64, -(int64_t)(vs[k] >> 1));
+            CHECKF(!strcmp(b.data, want), "i64 %s: %s", want, b.data);
+        }
+    }
+    const int64_t ends[] = { INT64_MIN, INT64_MAX, 0, -1 };
+    for (int k = 0; k < 4; k++) {
+        trk_buf_reset(&b);
+        trk_buf_i64(&b, ends[k]);
+        snprintf(want, sizeof want, "%" PRId64, ends[k]);
+        CHECKF(!strcmp(b.data, want), "i64 %s: %s", want, b.data);
+    }
+    trk_buf_reset(&b);
+    trk_buf_u64(&b, UINT64_MAX);
+    CHECKF(!strcmp(b.data, "18446744073709551615"), "u64 max: %s", b.data);
+    trk_buf_free(&b);
 }
 
 /* ----------------------------------------------------------------- frame */
@@ -1563,6 +1668,8 @@ int main(void)
     test_buf_alloc_failure();
     test_escaping();
     test_fixed();
+    test_fixed_definition();
+    test_integers();
     test_frame();
     test_frame_blobs();
     test_frame_instances();
