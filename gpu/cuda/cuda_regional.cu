@@ -121,21 +121,24 @@ static int regions_impl(struct cuda_be *b, const struct trk_image *img,
     fill_frame(b, img, &L);
     int err = trk_cu_rrm_prepare(b->rrm, img->width, img->height, regs, n);
     if (err) return err;
-    static_assert(TRK_RECTS_MAX >= TRK_MAX_REGIONS, "a rectangle per region");
-    struct trk_roi rois[TRK_MAX_REGIONS], rects[TRK_RECTS_MAX];
-    int nr = -1; /* -1: the whole frame */
-    if (b->pf.sigma <= 0) {
-        for (int j = 0; j < n; j++)
-            rois[j] = regs[j].roi;
-        nr = trk_rects_cover(rois, n, img->width, img->height, 0, TRK_RECTS_MAX, rects);
-        if (nr < 0) return nr;
-        if (trk_rects_area(rects, nr) * 2 > (uint64_t)img->width * (uint64_t)img->height) nr = -1;
-    }
     if (img->mem == TRK_MEM_CUDA) {
         /* Already on the device: the regions read it where it is (and the
-         * gather, if any, first). */
+         * gather, if any, first). Nothing is copied, so no rectangles are
+         * worked out (their merging is quadratic in the regions: ~30 us of
+         * host time for 256 of them). */
         if ((err = queue_device_frame(b, img, &L)) || (err = queue_gather(b, img))) return err;
     } else {
+        static_assert(TRK_RECTS_MAX >= TRK_MAX_REGIONS, "a rectangle per region");
+        struct trk_roi rois[TRK_MAX_REGIONS], rects[TRK_RECTS_MAX];
+        int nr = -1; /* -1: the whole frame */
+        if (b->pf.sigma <= 0) {
+            for (int j = 0; j < n; j++)
+                rois[j] = regs[j].roi;
+            nr = trk_rects_cover(rois, n, img->width, img->height, 0, TRK_RECTS_MAX, rects);
+            if (nr < 0) return nr;
+            if (trk_rects_area(rects, nr) * 2 > (uint64_t)img->width * (uint64_t)img->height)
+                nr = -1;
+        }
         err = 1;
         if (nr >= 0) {
             TRK_CUDA_TRY(cudaEventRecord(b->ev_up0, b->s_k));
