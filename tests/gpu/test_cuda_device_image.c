@@ -1,7 +1,8 @@
 /* Device images (struct trk_image mem = TRK_MEM_CUDA, what --hwdec hands
  * the CUDA backend): results and blob lists equal the CPU reference's on
  * the same pixels from the host, bit for bit, for every variant and input
- * format, with and without ROIs and the pre-filter, for images the kernels
+ * format, with and without ROIs and the pre-filter, and in the regional
+ * form (the daemon's ROI frames) with the ROIs as regions, for images the kernels
  * read in place (256-byte pitches, like FFmpeg's CUDA frames) and for ones
  * they must copy first (odd pitches). The pixels are written with an
  * asynchronous copy on the legacy default stream right before submit (how
@@ -40,6 +41,45 @@ static int first_diff(const struct trk_obj_result *a, const struct trk_obj_resul
     for (int i = 0; i < n; i++)
         if (memcmp(&a[i], &b[i], sizeof(a[i]))) return i;
     return -1;
+}
+
+/* The regional form (trk_backend_process_regions, the daemon's ROI frames)
+ * on the device image against the reference on the host image: a region
+ * per object at its ROI, and a second, whole-frame one for every third
+ * object; results and each region's blob list equal, nothing uploaded. */
+static void regional_case(struct trk_backend *ref, struct trk_backend *cu,
+                          const struct trk_image *host, const struct trk_image *dev,
+                          const struct trk_roi *rois, int m, bool blobs_ok, const char *what)
+{
+    static struct trk_region reg[2 * TRK_MAX_OBJECTS];
+    static struct trk_obj_result want[2 * TRK_MAX_OBJECTS], got[2 * TRK_MAX_OBJECTS];
+    static struct trk_blob wl[TRK_MAX_BLOBS];
+    int n = 0;
+    for (int i = 0; i < m; i++) {
+        reg[n++] = (struct trk_region){ .obj = i, .roi = rois[i] };
+        if (i % 3 == 0)
+            reg[n++] =
+                (struct trk_region){ .obj = i, .roi = { 0, 0, host->width - 1, host->height - 1 } };
+    }
+    struct trk_backend_timing t = { 0 };
+    int err = trk_backend_process_regions(ref, host, reg, n, want, NULL);
+    if (!err) err = trk_backend_process_regions(cu, dev, reg, n, got, &t);
+    CHECKF(!err, "FAIL %s regions: %s", what, trk_strerror(err));
+    if (err) return;
+    const int i = first_diff(want, got, n);
+    CHECKF(i < 0, "FAIL %s regions: region %d (object %d) differs: mass %llu vs %llu", what, i,
+           i < 0 ? 0 : reg[i].obj, i < 0 ? 0ULL : (unsigned long long)want[i].mass,
+           i < 0 ? 0ULL : (unsigned long long)got[i].mass);
+    CHECKF(t.upload_bytes == 0, "FAIL %s regions: upload_bytes %llu, want 0", what,
+           (unsigned long long)t.upload_bytes);
+    for (int j = 0; blobs_ok && j < n; j++) {
+        const struct trk_blob *a, *b;
+        const int na = trk_backend_blobs(ref, j, &a);
+        if (na > 0) memcpy(wl, a, sizeof(*a) * (size_t)na);
+        const int nb = trk_backend_blobs(cu, j, &b);
+        CHECKF(na == nb && (na <= 0 || !memcmp(wl, b, sizeof(*b) * (size_t)na)),
+               "FAIL %s regions: region %d blob lists differ (%d vs %d blobs)", what, j, na, nb);
+    }
 }
 
 int main(int argc, char **argv)
@@ -157,6 +197,7 @@ int main(int argc, char **argv)
                                        what, k, na, nb);
                             }
                         }
+                        if (r) regional_case(ref, be[v], &host, &d.img, r, m, blobs_ok, what);
                         CHECKF(dev_unchanged(&d), "FAIL %s: the device image was written to", what);
                         dev_free(&d);
                     }
