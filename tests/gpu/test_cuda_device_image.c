@@ -43,42 +43,58 @@ static int first_diff(const struct trk_obj_result *a, const struct trk_obj_resul
     return -1;
 }
 
-/* The regional form (trk_backend_process_regions, the daemon's ROI frames)
- * on the device image against the reference on the host image: a region
- * per object at its ROI, and a second, whole-frame one for every third
- * object; results and each region's blob list equal, nothing uploaded. */
-static void regional_case(struct trk_backend *ref, struct trk_backend *cu,
-                          const struct trk_image *host, const struct trk_image *dev,
-                          const struct trk_roi *rois, int m, bool blobs_ok, const char *what)
+/* The regional form (trk_backend_process_regions, the daemon's ROI frames):
+ * a region per object at its ROI and one whole-frame region (object 0);
+ * the reference's results and each region's blob list on the host image,
+ * made once per case on a reference of its own (the full-frame checks
+ * read the other one's lists). */
+struct regional {
+    int n;
+    struct trk_region reg[TRK_MAX_OBJECTS + 1];
+    struct trk_obj_result res[TRK_MAX_OBJECTS + 1];
+    int nb[TRK_MAX_OBJECTS + 1];
+    struct trk_blob bl[TRK_MAX_OBJECTS + 1][TRK_MAX_BLOBS];
+};
+
+static int regional_ref(struct trk_backend *ref, const struct trk_image *host,
+                        const struct trk_roi *rois, int m, struct regional *w)
 {
-    static struct trk_region reg[2 * TRK_MAX_OBJECTS];
-    static struct trk_obj_result want[2 * TRK_MAX_OBJECTS], got[2 * TRK_MAX_OBJECTS];
-    static struct trk_blob wl[TRK_MAX_BLOBS];
-    int n = 0;
-    for (int i = 0; i < m; i++) {
-        reg[n++] = (struct trk_region){ .obj = i, .roi = rois[i] };
-        if (i % 3 == 0)
-            reg[n++] =
-                (struct trk_region){ .obj = i, .roi = { 0, 0, host->width - 1, host->height - 1 } };
+    w->n = 0;
+    for (int i = 0; i < m; i++)
+        w->reg[w->n++] = (struct trk_region){ .obj = i, .roi = rois[i] };
+    w->reg[w->n++] =
+        (struct trk_region){ .obj = 0, .roi = { 0, 0, host->width - 1, host->height - 1 } };
+    int err = trk_backend_process_regions(ref, host, w->reg, w->n, w->res, NULL);
+    for (int j = 0; !err && j < w->n; j++) {
+        const struct trk_blob *l;
+        w->nb[j] = trk_backend_blobs(ref, j, &l);
+        if (w->nb[j] > 0) memcpy(w->bl[j], l, sizeof(*l) * (size_t)w->nb[j]);
     }
+    return err;
+}
+
+/* cu's regional call on the device image against w: results and lists
+ * equal, nothing uploaded. */
+static void regional_case(struct trk_backend *cu, const struct trk_image *dev,
+                          const struct regional *w, bool blobs_ok, const char *what)
+{
+    static struct trk_obj_result got[TRK_MAX_OBJECTS + 1];
     struct trk_backend_timing t = { 0 };
-    int err = trk_backend_process_regions(ref, host, reg, n, want, NULL);
-    if (!err) err = trk_backend_process_regions(cu, dev, reg, n, got, &t);
+    int err = trk_backend_process_regions(cu, dev, w->reg, w->n, got, &t);
     CHECKF(!err, "FAIL %s regions: %s", what, trk_strerror(err));
     if (err) return;
-    const int i = first_diff(want, got, n);
+    const int i = first_diff(w->res, got, w->n);
     CHECKF(i < 0, "FAIL %s regions: region %d (object %d) differs: mass %llu vs %llu", what, i,
-           i < 0 ? 0 : reg[i].obj, i < 0 ? 0ULL : (unsigned long long)want[i].mass,
+           i < 0 ? 0 : w->reg[i].obj, i < 0 ? 0ULL : (unsigned long long)w->res[i].mass,
            i < 0 ? 0ULL : (unsigned long long)got[i].mass);
     CHECKF(t.upload_bytes == 0, "FAIL %s regions: upload_bytes %llu, want 0", what,
            (unsigned long long)t.upload_bytes);
-    for (int j = 0; blobs_ok && j < n; j++) {
-        const struct trk_blob *a, *b;
-        const int na = trk_backend_blobs(ref, j, &a);
-        if (na > 0) memcpy(wl, a, sizeof(*a) * (size_t)na);
+    for (int j = 0; blobs_ok && j < w->n; j++) {
+        const struct trk_blob *b;
         const int nb = trk_backend_blobs(cu, j, &b);
-        CHECKF(na == nb && (na <= 0 || !memcmp(wl, b, sizeof(*b) * (size_t)na)),
-               "FAIL %s regions: region %d blob lists differ (%d vs %d blobs)", what, j, na, nb);
+        CHECKF(nb == w->nb[j] && (nb <= 0 || !memcmp(w->bl[j], b, sizeof(*b) * (size_t)nb)),
+               "FAIL %s regions: region %d blob lists differ (%d vs %d blobs)", what, j, w->nb[j],
+               nb);
     }
 }
 
@@ -93,8 +109,9 @@ int main(int argc, char **argv)
     struct trk_backend_cfg rc = { .kind = TRK_BACKEND_CPU_REF,
                                   .max_width = MAXW,
                                   .max_height = MAXH };
-    struct trk_backend *ref = NULL;
-    if (trk_backend_create(&rc, &ref)) return 1;
+    struct trk_backend *ref = NULL, *ref2 = NULL;
+    if (trk_backend_create(&rc, &ref) || trk_backend_create(&rc, &ref2)) return 1;
+    static struct regional rw;
     const char *names[8];
     int nv = trk_backend_variants(TRK_BACKEND_CUDA, names, 8);
     if (nv > 8) nv = 8;
@@ -144,6 +161,10 @@ int main(int argc, char **argv)
                 if (trk_backend_set_objects(ref, sc.objects, m) ||
                     trk_backend_set_prefilter(ref, sigma) ||
                     trk_backend_process(ref, &host, r, want, NULL))
+                    return 1;
+                if (r && (trk_backend_set_objects(ref2, sc.objects, m) ||
+                          trk_backend_set_prefilter(ref2, sigma) ||
+                          regional_ref(ref2, &host, r, m, &rw)))
                     return 1;
                 for (int v = 0; v < nv; v++) {
                     const bool blobs_ok = trk_backend_set_objects(be[v], sc.objects, m) == 0;
@@ -197,7 +218,7 @@ int main(int argc, char **argv)
                                        what, k, na, nb);
                             }
                         }
-                        if (r) regional_case(ref, be[v], &host, &d.img, r, m, blobs_ok, what);
+                        if (r) regional_case(be[v], &d.img, &rw, blobs_ok, what);
                         CHECKF(dev_unchanged(&d), "FAIL %s: the device image was written to", what);
                         dev_free(&d);
                     }
@@ -211,6 +232,7 @@ int main(int argc, char **argv)
     for (int v = 0; v < nv; v++)
         trk_backend_destroy(&be[v]);
     trk_backend_destroy(&ref);
+    trk_backend_destroy(&ref2);
     printf("%d device-image cases\n", cases);
     return check_exit("test_cuda_device_image");
 }
