@@ -1,8 +1,8 @@
 /* Device images (struct trk_image mem = TRK_MEM_CUDA, what --hwdec hands
  * the CUDA backend): results and blob lists equal the CPU reference's on
  * the same pixels from the host, bit for bit, for every variant and input
- * format, with and without ROIs and the pre-filter, and in the regional
- * form (the daemon's ROI frames) with the ROIs as regions, for images the kernels
+ * format, with and without ROIs and the pre-filter, and (small scenes) in the
+ * regional form (the daemon's ROI frames) with the ROIs as regions, for images the kernels
  * read in place (256-byte pitches, like FFmpeg's CUDA frames) and for ones
  * they must copy first (odd pitches). The pixels are written with an
  * asynchronous copy on the legacy default stream right before submit (how
@@ -43,28 +43,29 @@ static int first_diff(const struct trk_obj_result *a, const struct trk_obj_resul
     return -1;
 }
 
-/* The regional form (trk_backend_process_regions, the daemon's ROI frames):
- * a region per object at its ROI (the first REGIONAL_OBJECTS objects) and
- * one whole-frame region (object 0), on the default variant (every variant
- * shares the regional code; the full matrix of them ran past the test's
- * time on the H100);
+/* The regional form (trk_backend_process_regions, the daemon's ROI frames),
+ * on the scenes up to REGIONAL_MAX_PIXELS (the --quick ones and the small
+ * ones of the full matrix: the reference, which has no regional form of its
+ * own, runs one whole-frame pass per region, and on the large scenes that
+ * took the test past its time on the H100):
+ * a region per object at its ROI and one whole-frame region (object 0);
  * the reference's results and each region's blob list on the host image,
  * made once per case on a reference of its own (the full-frame checks
  * read the other one's lists). */
-#define REGIONAL_OBJECTS 32
+#define REGIONAL_MAX_PIXELS (130 * 67)
 struct regional {
     int n;
-    struct trk_region reg[REGIONAL_OBJECTS + 1];
-    struct trk_obj_result res[REGIONAL_OBJECTS + 1];
-    int nb[REGIONAL_OBJECTS + 1];
-    struct trk_blob bl[REGIONAL_OBJECTS + 1][TRK_MAX_BLOBS];
+    struct trk_region reg[TRK_MAX_OBJECTS + 1];
+    struct trk_obj_result res[TRK_MAX_OBJECTS + 1];
+    int nb[TRK_MAX_OBJECTS + 1];
+    struct trk_blob bl[TRK_MAX_OBJECTS + 1][TRK_MAX_BLOBS];
 };
 
 static int regional_ref(struct trk_backend *ref, const struct trk_image *host,
                         const struct trk_roi *rois, int m, struct regional *w)
 {
     w->n = 0;
-    for (int i = 0; i < m && i < REGIONAL_OBJECTS; i++)
+    for (int i = 0; i < m; i++)
         w->reg[w->n++] = (struct trk_region){ .obj = i, .roi = rois[i] };
     w->reg[w->n++] =
         (struct trk_region){ .obj = 0, .roi = { 0, 0, host->width - 1, host->height - 1 } };
@@ -82,7 +83,7 @@ static int regional_ref(struct trk_backend *ref, const struct trk_image *host,
 static void regional_case(struct trk_backend *cu, const struct trk_image *dev,
                           const struct regional *w, bool blobs_ok, const char *what)
 {
-    static struct trk_obj_result got[REGIONAL_OBJECTS + 1];
+    static struct trk_obj_result got[TRK_MAX_OBJECTS + 1];
     struct trk_backend_timing t = { 0 };
     int err = trk_backend_process_regions(cu, dev, w->reg, w->n, got, &t);
     CHECKF(!err, "FAIL %s regions: %s", what, trk_strerror(err));
@@ -166,9 +167,10 @@ int main(int argc, char **argv)
                     trk_backend_set_prefilter(ref, sigma) ||
                     trk_backend_process(ref, &host, r, want, NULL))
                     return 1;
-                if (r && (trk_backend_set_objects(ref2, sc.objects, m) ||
-                          trk_backend_set_prefilter(ref2, sigma) ||
-                          regional_ref(ref2, &host, r, m, &rw)))
+                const bool regional = r && sp->w * sp->h <= REGIONAL_MAX_PIXELS;
+                if (regional && (trk_backend_set_objects(ref2, sc.objects, m) ||
+                                 trk_backend_set_prefilter(ref2, sigma) ||
+                                 regional_ref(ref2, &host, r, m, &rw)))
                     return 1;
                 for (int v = 0; v < nv; v++) {
                     const bool blobs_ok = trk_backend_set_objects(be[v], sc.objects, m) == 0;
@@ -222,7 +224,7 @@ int main(int argc, char **argv)
                                        what, k, na, nb);
                             }
                         }
-                        if (r && v == 0) regional_case(be[v], &d.img, &rw, blobs_ok, what);
+                        if (regional) regional_case(be[v], &d.img, &rw, blobs_ok, what);
                         CHECKF(dev_unchanged(&d), "FAIL %s: the device image was written to", what);
                         dev_free(&d);
                     }
