@@ -48,7 +48,7 @@ int trk_buf_append_grow(struct trk_buf *b, const void *p, size_t n);
 static inline int trk_buf_append(struct trk_buf *b, const void *p, size_t n)
 {
     if (b->failed || !b->data || n >= b->cap - b->len) return trk_buf_append_grow(b, p, n);
-    memcpy(b->data + b->len, p, n);
+    if (n) memcpy(b->data + b->len, p, n); /* p may be NULL when n is 0 */
     b->len += n;
     b->data[b->len] = '\0';
     return 0;
