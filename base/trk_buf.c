@@ -175,7 +175,7 @@ static size_t u64_len(uint64_t v)
  * directly, backwards from the end. */
 static char *claim(struct trk_buf *b, size_t n)
 {
-    if ((b->failed || !b->data || n >= b->cap - b->len) && trk_buf_reserve(b, n)) return NULL;
+    if (!trk_buf_fits(b, n) && trk_buf_reserve(b, n)) return NULL;
     char *at = b->data + b->len;
     b->len += n;
     b->data[b->len] = '\0';

@@ -43,11 +43,17 @@ int trk_buf_reserve(struct trk_buf *b, size_t extra);
 /* trk_buf_append's way when the bytes do not fit what is allocated (or the
  * buffer failed): grows it, then appends. */
 int trk_buf_append_grow(struct trk_buf *b, const void *p, size_t n);
+/* Whether n more bytes and the terminator fit what b has allocated (and b
+ * has not failed): the appenders' fast way, without trk_buf_reserve. */
+static inline bool trk_buf_fits(const struct trk_buf *b, size_t n)
+{
+    return !b->failed && b->data && n < b->cap - b->len;
+}
 /* Appends n raw bytes; 0 or TRK_ENOMEM. Inline: a frame message is
  * thousands of short appends, almost all into room already there. */
 static inline int trk_buf_append(struct trk_buf *b, const void *p, size_t n)
 {
-    if (b->failed || !b->data || n >= b->cap - b->len) return trk_buf_append_grow(b, p, n);
+    if (!trk_buf_fits(b, n)) return trk_buf_append_grow(b, p, n);
     if (n) memcpy(b->data + b->len, p, n); /* p may be NULL when n is 0 */
     b->len += n;
     b->data[b->len] = '\0';
